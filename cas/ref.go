@@ -66,8 +66,12 @@ func RefFromDigest(a Algo, digest [Size]byte) Ref {
 }
 
 // ParseRef parses the text form of a ref: "blake3:<64 lowercase hex>" or
-// "sha256:<64 lowercase hex>".
+// "sha256:<64 lowercase hex>". Errors wrap ErrInvalidRef and say what is
+// wrong: the prefix, the number of digits, or the first bad digit.
 func ParseRef(s string) (Ref, error) {
+	if s == "" {
+		return Ref{}, fmt.Errorf("%w: empty string, want blake3:<64 hex>", ErrInvalidRef)
+	}
 	prefix, hexDigest, ok := strings.Cut(s, ":")
 	if !ok {
 		return Ref{}, fmt.Errorf("%w %q: want blake3:<64 hex>", ErrInvalidRef, clip(s))
@@ -88,7 +92,7 @@ func ParseRef(s string) (Ref, error) {
 	for i := 0; i < len(hexDigest); i++ {
 		c := hexDigest[i]
 		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return Ref{}, fmt.Errorf("%w %q: digest must be lowercase hex", ErrInvalidRef, clip(s))
+			return Ref{}, fmt.Errorf("%w %q: digest must be lowercase hex, found %q at digit %d", ErrInvalidRef, clip(s), hexDigest[i:i+1], i+1)
 		}
 	}
 	if _, err := hex.Decode(r.digest[:], []byte(hexDigest)); err != nil {
