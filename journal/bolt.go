@@ -1,0 +1,560 @@
+package journal
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/demiurge-dev/demiurge/cas"
+	"go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// The layout of a journal inside a bbolt file:
+//
+//	journal/                 top-level bucket
+//	  format  = "demiurge/journal/v1"
+//	  heads/  world -> 8-byte big-endian seq ++ 32-byte BLAKE3 digest
+//	  records/
+//	    <world>/  8-byte big-endian seq -> record bytes (see Record.Encode)
+var (
+	bucketJournal = []byte("journal")
+	bucketHeads   = []byte("heads")
+	bucketRecords = []byte("records")
+	keyFormat     = []byte("format")
+	formatV1      = []byte("demiurge/journal/v1")
+)
+
+const headSize = 8 + cas.Size
+
+// DefaultLockTimeout is how long OpenBolt waits for another process to
+// release the file when BoltOptions.Timeout is 0.
+const DefaultLockTimeout = 2 * time.Second
+
+// Limits of one read transaction in Read: records are copied out in chunks
+// so no read transaction stays open while fn runs.
+const (
+	readChunkRecords = 512
+	readChunkBytes   = 1 << 20
+)
+
+// BoltOptions configure a Bolt journal. The zero value (and nil) means the
+// defaults.
+type BoltOptions struct {
+	// ReadOnly opens the journal for reading only: OpenBolt takes a shared
+	// lock on the file, nothing is ever written (not even the journal's
+	// buckets in a file that lacks them), and appends return ErrReadOnly.
+	// NewBolt also treats a DB opened read-only as ReadOnly.
+	ReadOnly bool
+	// Timeout is how long OpenBolt waits for a file locked by another
+	// process; 0 means DefaultLockTimeout. NewBolt ignores it.
+	Timeout time.Duration
+}
+
+// Validate reports whether the options are usable.
+func (o *BoltOptions) Validate() error {
+	if o == nil {
+		return nil
+	}
+	if o.Timeout < 0 {
+		return fmt.Errorf("journal: BoltOptions.Timeout is %v, want >= 0", o.Timeout)
+	}
+	return nil
+}
+
+// Bolt is a Store in a bbolt file. Appends from any number of goroutines
+// and worlds are written by one committer goroutine, which commits every
+// append pending at the time in one bbolt transaction (one fsync) and
+// then acknowledges each: group commit. Reads run in their own read
+// transactions, concurrently with appends. It is safe for concurrent use.
+type Bolt struct {
+	db       *bbolt.DB
+	ownDB    bool // Close closes db
+	readOnly bool
+
+	mu       sync.Mutex
+	pending  []*appendReq // appends waiting for the committer, in arrival order
+	stopping bool         // Close was called: no new appends
+
+	wake   chan struct{} // cap 1: there may be pending appends
+	done   chan struct{} // closed when the committer has exited
+	closed atomic.Bool   // the committer has exited; reads fail
+
+	// counters for benchmarks and tests
+	nCommits atomic.Uint64 // bbolt transactions committed by the committer
+	nAppends atomic.Uint64 // appends acknowledged
+}
+
+var _ Store = (*Bolt)(nil)
+
+// OpenBolt opens (creating if needed) the bbolt file at path and the
+// journal in it. Passing nil options opens it with the defaults. Close
+// closes the file.
+func OpenBolt(path string, opts *BoltOptions) (*Bolt, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	var o BoltOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultLockTimeout
+	}
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: o.Timeout, ReadOnly: o.ReadOnly})
+	if err != nil {
+		if errors.Is(err, berrors.ErrTimeout) {
+			return nil, fmt.Errorf("open journal %s: locked by another process (waited %v): %w", path, o.Timeout, err)
+		}
+		return nil, fmt.Errorf("open journal %s: %w", path, err)
+	}
+	j, err := newBolt(db, o.ReadOnly, true)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open journal %s: %w", path, err)
+	}
+	return j, nil
+}
+
+// NewBolt opens the journal inside db, a bbolt file the caller shares with
+// other data (the world keeps its CAS blobs in the same file), creating the
+// journal's buckets if needed. Passing nil options uses the defaults. Close
+// stops the journal but does not close db; the caller closes db after it.
+//
+// Durability follows db: if the caller sets db.NoSync, appends are not
+// durable when acknowledged.
+func NewBolt(db *bbolt.DB, opts *BoltOptions) (*Bolt, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	readOnly := db.IsReadOnly() || (opts != nil && opts.ReadOnly)
+	j, err := newBolt(db, readOnly, false)
+	if err != nil {
+		return nil, fmt.Errorf("open journal in %s: %w", db.Path(), err)
+	}
+	return j, nil
+}
+
+func newBolt(db *bbolt.DB, readOnly, ownDB bool) (*Bolt, error) {
+	j := &Bolt{
+		db:       db,
+		ownDB:    ownDB,
+		readOnly: readOnly,
+		wake:     make(chan struct{}, 1),
+		done:     make(chan struct{}),
+	}
+	check := func(tx *bbolt.Tx) error {
+		top := tx.Bucket(bucketJournal)
+		if top == nil {
+			if readOnly {
+				return nil // an empty journal
+			}
+			var err error
+			if top, err = tx.CreateBucket(bucketJournal); err != nil {
+				return err
+			}
+			if err := top.Put(keyFormat, formatV1); err != nil {
+				return err
+			}
+		}
+		if f := top.Get(keyFormat); !bytes.Equal(f, formatV1) {
+			return fmt.Errorf("bucket %q holds format %q, want %q (not a demiurge journal, or a newer one)", bucketJournal, f, formatV1)
+		}
+		if readOnly {
+			return nil
+		}
+		if _, err := top.CreateBucketIfNotExists(bucketHeads); err != nil {
+			return err
+		}
+		_, err := top.CreateBucketIfNotExists(bucketRecords)
+		return err
+	}
+	var err error
+	if readOnly {
+		err = db.View(check)
+	} else {
+		err = db.Update(check)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if readOnly {
+		close(j.done)
+	} else {
+		go j.commitLoop()
+	}
+	return j, nil
+}
+
+// DB returns the bbolt database the journal lives in.
+func (j *Bolt) DB() *bbolt.DB { return j.db }
+
+// Append implements Appender: the append is committed together with the
+// other appends pending at the time, in one transaction, and Append
+// returns once that transaction is durable.
+func (j *Bolt) Append(ctx context.Context, world string, expect Head, entries []Entry) (Head, error) {
+	return j.AppendWith(ctx, world, expect, entries, nil)
+}
+
+// AppendWith is Append that also calls fn inside the same bbolt write
+// transaction, so that data the caller writes with tx (such as the CAS
+// blobs of a world step, through the CAS store's PutTx) commits in the
+// same fsync as the records, or not at all.
+//
+// fn is called only if expect matches the world's head. If fn returns an
+// error, nothing of this append (neither records nor fn's writes) is
+// written and AppendWith returns fn's error as it is; other appends
+// committed in the same group are not affected. If fn panics, the append
+// fails the same way and AppendWith panics with the same value in the
+// caller's goroutine.
+//
+// fn runs on the committer goroutine while the transaction also holds
+// other appends. It must only write its own data through tx, must not
+// commit, roll back or keep tx, and must not call the journal (that would
+// deadlock). fn may be called more than once: if the group transaction it
+// ran in is rolled back (because another append's fn failed, or the
+// commit failed), it runs again in a later transaction, and only the
+// writes of the committed run persist. A nil fn makes AppendWith Append.
+func (j *Bolt) AppendWith(ctx context.Context, world string, expect Head, entries []Entry, fn func(tx *bbolt.Tx) error) (Head, error) {
+	if err := ValidateWorld(world); err != nil {
+		return Head{}, err
+	}
+	if err := validateEntries(entries); err != nil {
+		return Head{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Head{}, err
+	}
+	if j.readOnly {
+		return Head{}, ErrReadOnly
+	}
+	req := &appendReq{world: world, expect: expect, entries: entries, fn: fn, done: make(chan appendResult, 1)}
+	for _, e := range entries {
+		req.size += len(e.Payload) + len(e.Kind)
+	}
+	j.mu.Lock()
+	if j.stopping {
+		j.mu.Unlock()
+		return Head{}, ErrClosed
+	}
+	j.pending = append(j.pending, req)
+	j.mu.Unlock()
+	select {
+	case j.wake <- struct{}{}:
+	default:
+	}
+
+	var res appendResult
+	select {
+	case res = <-req.done:
+	case <-ctx.Done():
+		j.mu.Lock()
+		if !req.taken {
+			for i, r := range j.pending {
+				if r == req {
+					j.pending = append(j.pending[:i], j.pending[i+1:]...)
+					break
+				}
+			}
+			j.mu.Unlock()
+			return Head{}, ctx.Err()
+		}
+		j.mu.Unlock()
+		res = <-req.done // the commit has started: wait for its outcome
+	}
+	if res.panicked {
+		panic(res.panicVal)
+	}
+	return res.head, res.err
+}
+
+// Read implements Reader. Records are read in chunks, each in its own read
+// transaction, so fn never runs while a transaction is open and may call
+// the journal.
+func (j *Bolt) Read(ctx context.Context, world string, from uint64, fn func(Record) error) error {
+	if err := ValidateWorld(world); err != nil {
+		return err
+	}
+	if from == 0 {
+		from = 1
+	}
+	var c *chain
+	var chunk []Record
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		chunk = chunk[:0]
+		done, readErr := j.readChunk(world, from, &c, &chunk)
+		for _, rec := range chunk {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := fn(rec); err != nil {
+				return err
+			}
+		}
+		if readErr != nil || done {
+			return readErr
+		}
+		clear(chunk)
+	}
+}
+
+// readChunk reads the next chunk of records of world into out, starting at
+// from on the first call (when *c is nil) and after the last record of *c
+// later. done reports that the records are exhausted (and checked against
+// the head).
+func (j *Bolt) readChunk(world string, from uint64, c **chain, out *[]Record) (done bool, err error) {
+	err = j.view(world, func(tx *bbolt.Tx) error {
+		top := tx.Bucket(bucketJournal)
+		if top == nil {
+			done = true
+			return nil // a read-only file without a journal
+		}
+		head, hasHead, err := loadHead(top, world)
+		if err != nil {
+			return err
+		}
+		b := recordsBucket(top, world)
+		if *c == nil {
+			if err := checkPresence(world, head, hasHead, b); err != nil {
+				return err
+			}
+			if !hasHead || from > head.Seq+1 {
+				done = true
+				return nil
+			}
+			prev := Genesis(world)
+			if from > 1 {
+				v := b.Get(seqKey(from - 1))
+				if v == nil {
+					return corruptf(world, from-1, "record %d is missing", from-1)
+				}
+				rec, err := DecodeRecord(v)
+				if err != nil {
+					return corruptf(world, from-1, "record %d does not decode: %v", from-1, err)
+				}
+				if rec.Seq != from-1 {
+					return corruptf(world, from-1, "record stored as seq %d holds seq %d", from-1, rec.Seq)
+				}
+				prev = rec.Hash
+			}
+			*c = newChain(world, from, prev)
+		}
+		if b == nil {
+			return corruptf(world, (*c).next, "the records of world %s are gone", world)
+		}
+		cur := b.Cursor()
+		size := 0
+		for k, v := cur.Seek(seqKey((*c).next)); k != nil; k, v = cur.Next() {
+			if len(*out) >= readChunkRecords || size >= readChunkBytes {
+				return nil
+			}
+			if len(k) != 8 || v == nil {
+				return corruptf(world, (*c).next, "unexpected key %x among the records (after seq %d)", k, (*c).next-1)
+			}
+			rec, err := (*c).check(binary.BigEndian.Uint64(k), v)
+			if err != nil {
+				return err
+			}
+			rec.Payload = bytes.Clone(rec.Payload) // v lives in the mmap only during tx
+			*out = append(*out, rec)
+			size += len(v)
+		}
+		done = true
+		return (*c).finish(head)
+	})
+	return done, err
+}
+
+// Head implements Reader.
+func (j *Bolt) Head(ctx context.Context, world string) (Head, error) {
+	if err := ValidateWorld(world); err != nil {
+		return Head{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Head{}, err
+	}
+	var head Head
+	err := j.view(world, func(tx *bbolt.Tx) error {
+		top := tx.Bucket(bucketJournal)
+		if top == nil {
+			return nil
+		}
+		var err error
+		head, _, err = loadHead(top, world)
+		return err
+	})
+	return head, err
+}
+
+// Worlds implements Lister. It also checks that every world with a head
+// has records and the other way round.
+func (j *Bolt) Worlds(ctx context.Context) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var names []string
+	err := j.view("", func(tx *bbolt.Tx) error {
+		top := tx.Bucket(bucketJournal)
+		if top == nil {
+			return nil
+		}
+		if hs := top.Bucket(bucketHeads); hs != nil {
+			err := hs.ForEach(func(k, v []byte) error {
+				if err := ValidateWorld(string(k)); err != nil {
+					return corruptf(string(k), 0, "head stored under an invalid world name: %v", err)
+				}
+				names = append(names, string(k))
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		i := 0
+		if rs := top.Bucket(bucketRecords); rs != nil {
+			err := rs.ForEach(func(k, v []byte) error {
+				if v != nil {
+					return corruptf(string(k), 0, "unexpected key %q in the records bucket", k)
+				}
+				if i >= len(names) || names[i] != string(k) {
+					return corruptf(string(k), 0, "world %s has records but no head", k)
+				}
+				i++
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		if i < len(names) {
+			return corruptf(names[i], 0, "world %s has a head but no records", names[i])
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return names, nil
+}
+
+// Close implements Store: it waits for pending appends to commit, stops the
+// committer, and closes the file if OpenBolt opened it (a DB passed to
+// NewBolt stays open). A second Close returns nil.
+func (j *Bolt) Close() error {
+	j.mu.Lock()
+	if j.stopping {
+		j.mu.Unlock()
+		<-j.done
+		return nil
+	}
+	j.stopping = true
+	j.mu.Unlock()
+	select {
+	case j.wake <- struct{}{}:
+	default:
+	}
+	<-j.done
+	j.closed.Store(true)
+	if j.ownDB {
+		if err := j.db.Close(); err != nil {
+			return fmt.Errorf("close journal %s: %w", j.db.Path(), err)
+		}
+	}
+	return nil
+}
+
+// view runs fn in a read transaction. A panic inside bbolt, which a
+// damaged file can cause, is reported as corruption instead of crashing.
+func (j *Bolt) view(world string, fn func(*bbolt.Tx) error) (err error) {
+	if j.closed.Load() {
+		return ErrClosed
+	}
+	tx, err := j.db.Begin(false)
+	if err != nil {
+		return dbError(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	defer func() {
+		if p := recover(); p != nil {
+			err = corruptf(world, 0, "bbolt failed reading %s: %v", j.db.Path(), p)
+		}
+	}()
+	return fn(tx)
+}
+
+// dbError maps bbolt's errors to the journal's.
+func dbError(err error) error {
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		return fmt.Errorf("%w (bbolt: %v)", ErrClosed, err)
+	}
+	return err
+}
+
+func seqKey(seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(make([]byte, 0, 8), seq)
+}
+
+func encodeHead(h Head) []byte {
+	b := make([]byte, 0, headSize)
+	b = binary.BigEndian.AppendUint64(b, h.Seq)
+	d := h.Hash.Digest()
+	return append(b, d[:]...)
+}
+
+// loadHead reads world's head entry from the journal's top bucket.
+func loadHead(top *bbolt.Bucket, world string) (Head, bool, error) {
+	hs := top.Bucket(bucketHeads)
+	if hs == nil {
+		return Head{}, false, nil
+	}
+	v := hs.Get([]byte(world))
+	if v == nil {
+		return Head{}, false, nil
+	}
+	if len(v) != headSize {
+		return Head{}, false, corruptf(world, 0, "head entry is %d bytes, want %d", len(v), headSize)
+	}
+	h := Head{Seq: binary.BigEndian.Uint64(v[:8]), Hash: cas.RefFromDigest(cas.BLAKE3, [cas.Size]byte(v[8:]))}
+	if h.Seq == 0 {
+		return Head{}, false, corruptf(world, 0, "head entry holds seq 0")
+	}
+	return h, true, nil
+}
+
+func recordsBucket(top *bbolt.Bucket, world string) *bbolt.Bucket {
+	rs := top.Bucket(bucketRecords)
+	if rs == nil {
+		return nil
+	}
+	return rs.Bucket([]byte(world))
+}
+
+// checkPresence checks that a world has a head entry if and only if it has
+// records, and that its last record is the head's seq.
+func checkPresence(world string, head Head, hasHead bool, b *bbolt.Bucket) error {
+	var last []byte
+	if b != nil {
+		last, _ = b.Cursor().Last()
+	}
+	switch {
+	case !hasHead && last == nil:
+		return nil
+	case !hasHead:
+		return corruptf(world, 0, "world %s has records but no head", world)
+	case last == nil:
+		return corruptf(world, 1, "world %s has a head (seq %d) but no records", world, head.Seq)
+	case len(last) != 8:
+		return corruptf(world, head.Seq, "unexpected key %x among the records", last)
+	case binary.BigEndian.Uint64(last) != head.Seq:
+		return corruptf(world, head.Seq, "the head is seq %d, but the last stored record is %d", head.Seq, binary.BigEndian.Uint64(last))
+	}
+	return nil
+}

@@ -1,0 +1,89 @@
+// Package journal implements the append-only, hash-chained record log of
+// each world.
+//
+// # Basics
+//
+// A world is a name (see ValidateWorld) and its journal is a sequence of
+// records numbered from 1. A caller appends Entries — a kind and an opaque
+// payload, usually canonical CBOR — with Append, naming the head it
+// expects; all entries of one append are written in one transaction with
+// contiguous seqs, or none is. The world is written by one stepper, which
+// always knows its head, so a wrong expected head is a conflict
+// (ErrConflict), never a silent interleaving.
+//
+// Each record is stored as the canonical CBOR map (cas.Marshal, with the
+// self-describe prefix)
+//
+//	{"seq": uint, "kind": text, "payload": bytes, "prev": bytes(32)}
+//
+// and its hash is the BLAKE3 of those bytes (cas.Sum). prev is the hash of
+// the previous record; the first record's prev is Genesis(world), the
+// BLAKE3 of "demiurge/journal/v1\x00" followed by the world name, so a
+// chain moved to another world is detected. The Head of a world is the
+// seq and hash of its newest record; the zero Head means no records.
+//
+// Read returns records in seq order and checks the chain as it reads;
+// Verify walks a whole world without trusting the backend. A record that
+// does not decode, a missing seq, a broken link or a head that does not
+// match the last record is a *CorruptError wrapping ErrCorrupt, naming the
+// world and the seq: "journal: world W: hash chain broken at seq N: …".
+//
+// # Backends
+//
+// Memory keeps records in memory, for tests and replay. Bolt keeps them in
+// a bbolt file, either its own (OpenBolt) or one shared with the world's
+// CAS store (NewBolt), laid out as
+//
+//	journal/                 bucket
+//	  format  = "demiurge/journal/v1"
+//	  heads/  world -> 8-byte big-endian seq ++ 32-byte BLAKE3 digest
+//	  records/
+//	    <world>/  8-byte big-endian seq -> record bytes
+//
+// Bolt commits with one committer goroutine: every append pending when it
+// starts a transaction goes into that transaction, so concurrent worlds
+// share one fsync (group commit), and each append is acknowledged only
+// after the fsync. Appends of one world in a group are applied in arrival
+// order, each checked against the head the earlier ones left. Bolt's
+// AppendWith also runs a caller function in the same transaction, so the
+// CAS blobs of a step commit with its records.
+//
+// The package journaltest holds the conformance suite every backend
+// passes.
+//
+// # Caveats
+//
+// World names are 1 to 128 bytes of ASCII letters, digits, '.', '_' and
+// '-', starting with a letter or digit; other names are rejected
+// (ErrInvalidWorld) so that a name is safe in file names, URLs, shells and
+// database keys. The rule can be loosened later without breaking stored
+// journals; tightening it could.
+//
+// A Head or Read of a world without records is not an error: the head is
+// the zero Head and Read calls fn never. Verify, which is for humans
+// checking a store, returns ErrNotFound for such a world.
+//
+// A record's payload is at most MaxPayloadSize (16 MiB) and its kind at
+// most MaxKindLen bytes; big data belongs in the CAS.
+//
+// A flipped byte in a record's payload breaks the link into the next record
+// (or the head), so it is reported at the next seq: "hash chain broken at
+// seq N+1 … (record N or N+1 was altered)". The chain cannot tell which of
+// the two was changed. Nothing stored outside the chain (the head entry
+// aside) is protected: an attacker who rewrites a whole tail and its head
+// is not detected; the chain detects damage, it is not a signature.
+//
+// Read with from > 1 checks the link into record from but nothing before
+// it; only reading from 1 (or Verify) checks a world from its genesis.
+//
+// Bolt trusts bbolt's own page structure. Read converts a panic inside
+// bbolt into ErrCorrupt, but a file damaged below bbolt's page map can make
+// bbolt fail to open it, or fault.
+//
+// If a group commit fails because the disk failed, each append of the
+// group is retried alone; the outcome of an append whose commit returned
+// an I/O error is unknown until the journal is read again.
+//
+// Durability is bbolt's: an acknowledged append has been fdatasync'ed,
+// unless the DB passed to NewBolt has NoSync set.
+package journal

@@ -1,0 +1,319 @@
+package journal
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/demiurge-dev/demiurge/cas"
+)
+
+// recordNode is the stored form of a record: a canonical CBOR map
+// {seq, kind, payload, prev}, encoded with cas.Marshal.
+type recordNode struct {
+	Seq     uint64 `cbor:"seq"`
+	Kind    string `cbor:"kind"`
+	Payload []byte `cbor:"payload"`
+	Prev    []byte `cbor:"prev"`
+}
+
+// Encode returns the canonical bytes of r as the journal stores them:
+// cas.Marshal of the map {seq, kind, payload, prev} (prev as a 32-byte
+// byte string). r.Hash is ignored; the record's hash is cas.Sum of the
+// result.
+func (r Record) Encode() ([]byte, error) {
+	if r.Seq == 0 {
+		return nil, errors.New("journal: encode record: seq 0 (seqs start at 1)")
+	}
+	if err := validateKind(r.Kind); err != nil {
+		return nil, fmt.Errorf("journal: encode record %d: %v", r.Seq, err)
+	}
+	if len(r.Payload) > MaxPayloadSize {
+		return nil, fmt.Errorf("journal: encode record %d: payload is %d bytes, at most %d allowed", r.Seq, len(r.Payload), MaxPayloadSize)
+	}
+	if r.Prev.Algo() != cas.BLAKE3 {
+		return nil, fmt.Errorf("journal: encode record %d: prev %s is not a BLAKE3 ref", r.Seq, r.Prev)
+	}
+	return encodeRecord(r.Seq, r.Kind, r.Payload, r.Prev.Digest())
+}
+
+func encodeRecord(seq uint64, kind string, payload []byte, prev [cas.Size]byte) ([]byte, error) {
+	if payload == nil {
+		payload = []byte{} // a nil slice would encode as CBOR null
+	}
+	b, err := cas.Marshal(recordNode{Seq: seq, Kind: kind, Payload: payload, Prev: prev[:]})
+	if err != nil {
+		return nil, fmt.Errorf("journal: encode record %d: %w", seq, err)
+	}
+	return b, nil
+}
+
+// DecodeRecord parses the stored bytes of one record and computes its
+// Hash. It accepts exactly the bytes Encode produces — the canonical
+// encoding, self-describe prefix included — and returns an error saying
+// what is wrong and at which byte offset otherwise; it never panics.
+// The returned Payload aliases b.
+func DecodeRecord(b []byte) (Record, error) {
+	d := decoder{b: b}
+	rec, err := d.record()
+	if err != nil {
+		return Record{}, err
+	}
+	rec.Hash = cas.Sum(b)
+	return rec, nil
+}
+
+// The encoded keys of a record map in canonical order: shorter encodings
+// first, then bytewise ("seq" < "kind" < "prev" < "payload").
+var (
+	keySeq     = []byte{0x63, 's', 'e', 'q'}
+	keyKind    = []byte{0x64, 'k', 'i', 'n', 'd'}
+	keyPrev    = []byte{0x64, 'p', 'r', 'e', 'v'}
+	keyPayload = []byte{0x67, 'p', 'a', 'y', 'l', 'o', 'a', 'd'}
+)
+
+// CBOR major types used by records.
+const (
+	majorUint  = 0
+	majorBytes = 2
+	majorText  = 3
+	majorMap   = 5
+)
+
+// decoder is a strict reader for the one shape a record has. Accepting
+// only the canonical bytes means a decoded record re-encodes to the very
+// bytes its hash was computed over.
+type decoder struct {
+	b   []byte
+	off int
+}
+
+func (d *decoder) errorf(format string, args ...any) error {
+	return fmt.Errorf("at byte %d: %s", d.off, fmt.Sprintf(format, args...))
+}
+
+func (d *decoder) record() (Record, error) {
+	var rec Record
+	if !bytes.HasPrefix(d.b, cas.SelfDescribePrefix) {
+		return rec, d.errorf("missing self-describe prefix d9d9f7")
+	}
+	d.off = len(cas.SelfDescribePrefix)
+	if n, err := d.head(majorMap, "map header"); err != nil {
+		return rec, err
+	} else if n != 4 {
+		return rec, d.errorf("map has %d entries, want 4 (seq, kind, prev, payload)", n)
+	}
+
+	if err := d.key(keySeq, "seq"); err != nil {
+		return rec, err
+	}
+	seq, err := d.head(majorUint, "seq")
+	if err != nil {
+		return rec, err
+	}
+	if seq == 0 {
+		return rec, d.errorf("seq is 0 (seqs start at 1)")
+	}
+	rec.Seq = seq
+
+	if err := d.key(keyKind, "kind"); err != nil {
+		return rec, err
+	}
+	kind, err := d.bytes(majorText, "kind", MaxKindLen)
+	if err != nil {
+		return rec, err
+	}
+	if len(kind) == 0 {
+		return rec, d.errorf("empty kind")
+	}
+	if !utf8.Valid(kind) {
+		return rec, d.errorf("kind is not valid UTF-8")
+	}
+	rec.Kind = string(kind)
+
+	if err := d.key(keyPrev, "prev"); err != nil {
+		return rec, err
+	}
+	prev, err := d.bytes(majorBytes, "prev", cas.Size)
+	if err != nil {
+		return rec, err
+	}
+	if len(prev) != cas.Size {
+		return rec, d.errorf("prev is %d bytes, want %d", len(prev), cas.Size)
+	}
+	rec.Prev = cas.RefFromDigest(cas.BLAKE3, [cas.Size]byte(prev))
+
+	if err := d.key(keyPayload, "payload"); err != nil {
+		return rec, err
+	}
+	payload, err := d.bytes(majorBytes, "payload", MaxPayloadSize)
+	if err != nil {
+		return rec, err
+	}
+	rec.Payload = payload
+
+	if d.off != len(d.b) {
+		return rec, d.errorf("%d trailing bytes after the record", len(d.b)-d.off)
+	}
+	return rec, nil
+}
+
+// head reads a CBOR item head of the given major type in its shortest
+// form and returns its argument.
+func (d *decoder) head(major byte, what string) (uint64, error) {
+	if d.off >= len(d.b) {
+		return 0, d.errorf("truncated: want %s", what)
+	}
+	ib := d.b[d.off]
+	if ib>>5 != major {
+		return 0, d.errorf("%s: want CBOR major type %d, got %d (byte %#02x)", what, major, ib>>5, ib)
+	}
+	ai := ib & 0x1f
+	var size int
+	switch {
+	case ai < 24:
+		d.off++
+		return uint64(ai), nil
+	case ai == 24:
+		size = 1
+	case ai == 25:
+		size = 2
+	case ai == 26:
+		size = 4
+	case ai == 27:
+		size = 8
+	default:
+		return 0, d.errorf("%s: indefinite length or reserved additional info %d", what, ai)
+	}
+	if len(d.b)-d.off-1 < size {
+		return 0, d.errorf("truncated: %s needs %d more bytes", what, size)
+	}
+	p := d.b[d.off+1 : d.off+1+size]
+	var v, min uint64
+	switch size {
+	case 1:
+		v, min = uint64(p[0]), 24
+	case 2:
+		v, min = uint64(binary.BigEndian.Uint16(p)), 1<<8
+	case 4:
+		v, min = uint64(binary.BigEndian.Uint32(p)), 1<<16
+	case 8:
+		v, min = binary.BigEndian.Uint64(p), 1<<32
+	}
+	if v < min {
+		return 0, d.errorf("%s: %d not in its shortest form", what, v)
+	}
+	d.off += 1 + size
+	return v, nil
+}
+
+// bytes reads a byte or text string of at most max bytes.
+func (d *decoder) bytes(major byte, what string, max int) ([]byte, error) {
+	start := d.off
+	n, err := d.head(major, what)
+	if err != nil {
+		return nil, err
+	}
+	if n > uint64(max) {
+		d.off = start
+		return nil, d.errorf("%s is %d bytes, at most %d allowed", what, n, max)
+	}
+	if uint64(len(d.b)-d.off) < n {
+		d.off = start
+		return nil, d.errorf("truncated: %s is %d bytes, only %d left", what, n, len(d.b)-d.off)
+	}
+	s := d.b[d.off : d.off+int(n) : d.off+int(n)]
+	d.off += int(n)
+	return s, nil
+}
+
+// key reads one map key, which must be exactly want.
+func (d *decoder) key(want []byte, name string) error {
+	if !bytes.HasPrefix(d.b[d.off:], want) {
+		return d.errorf("want key %q", name)
+	}
+	d.off += len(want)
+	return nil
+}
+
+// chain verifies records one after the other as a backend reads them in
+// key order.
+type chain struct {
+	world string
+	next  uint64         // the seq the next record must have
+	prev  [cas.Size]byte // digest of record next-1, or of the genesis
+	last  cas.Ref        // hash of record next-1, or the genesis
+}
+
+// newChain starts a chain at seq from, where prev is the hash of record
+// from-1 (Genesis(world) if from is 1).
+func newChain(world string, from uint64, prev cas.Ref) *chain {
+	return &chain{world: world, next: from, prev: prev.Digest(), last: prev}
+}
+
+// check verifies the record stored under key seq with bytes value and
+// returns it. The Record's Payload aliases value.
+func (c *chain) check(seq uint64, value []byte) (Record, error) {
+	if seq != c.next {
+		if seq > c.next {
+			return Record{}, corruptf(c.world, c.next, "record %d is missing (the next stored record is %d)", c.next, seq)
+		}
+		return Record{}, corruptf(c.world, seq, "record %d stored out of order after %d", seq, c.next-1)
+	}
+	rec, err := DecodeRecord(value)
+	if err != nil {
+		return Record{}, corruptf(c.world, seq, "record %d does not decode: %v", seq, err)
+	}
+	if rec.Seq != seq {
+		return Record{}, corruptf(c.world, seq, "record stored as seq %d holds seq %d", seq, rec.Seq)
+	}
+	if rec.Prev.Digest() != c.prev {
+		return Record{}, brokenLink(c.world, seq, rec.Prev, cas.RefFromDigest(cas.BLAKE3, c.prev))
+	}
+	c.prev = rec.Hash.Digest()
+	c.last = rec.Hash
+	c.next++
+	return rec, nil
+}
+
+// finish checks that the last record checked is the world's head. It is
+// called when the reader has reached the end of the stored records.
+func (c *chain) finish(head Head) error {
+	last := c.next - 1
+	switch {
+	case head.Seq > last:
+		return corruptf(c.world, last+1, "record %d is missing (the head is seq %d, the records end at %d)", last+1, head.Seq, last)
+	case head.Seq < last:
+		return corruptf(c.world, head.Seq+1, "record %d is stored beyond the head (seq %d)", head.Seq+1, head.Seq)
+	case head.Seq > 0 && head.Hash != c.last:
+		return corruptf(c.world, last, "hash chain broken at seq %d: the head is %s, but record %d hashes to %s (record %d or the head was altered)",
+			last, head.Hash, last, c.last, last)
+	}
+	return nil
+}
+
+// encodeEntries encodes entries as the records that follow head in world
+// and returns their bytes and the new head.
+func encodeEntries(world string, head Head, entries []Entry) ([][]byte, Head, error) {
+	prev := head.Hash
+	if head.Seq == 0 {
+		prev = Genesis(world)
+	}
+	if head.Seq > ^uint64(0)-uint64(len(entries)) {
+		return nil, Head{}, fmt.Errorf("journal: world %s: seq would overflow", world)
+	}
+	out := make([][]byte, len(entries))
+	for i, e := range entries {
+		seq := head.Seq + 1
+		b, err := encodeRecord(seq, e.Kind, e.Payload, prev.Digest())
+		if err != nil {
+			return nil, Head{}, fmt.Errorf("world %s: %w", world, err)
+		}
+		out[i] = b
+		prev = cas.Sum(b)
+		head = Head{Seq: seq, Hash: prev}
+	}
+	return out, head, nil
+}
