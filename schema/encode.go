@@ -1,0 +1,179 @@
+package schema
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"unicode/utf8"
+
+	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/fxamacker/cbor/v2"
+)
+
+// Encode returns the canonical CBOR of v with the self-describe prefix: the
+// bytes a value is stored and hashed as. It produces exactly the bytes
+// cas.Marshal would, faster, without reflection.
+func Encode(v Value) ([]byte, error) {
+	b := make([]byte, 0, 64)
+	b = append(b, cas.SelfDescribePrefix...)
+	return appendValue(b, v)
+}
+
+// EncodeBody is Encode without the self-describe prefix, for embedding.
+func EncodeBody(v Value) ([]byte, error) {
+	return appendValue(make([]byte, 0, 32), v)
+}
+
+// Ref returns the content ref of a value: the BLAKE3 of Encode(v).
+func Ref(v Value) (cas.Ref, error) {
+	b, err := Encode(v)
+	if err != nil {
+		return cas.Ref{}, err
+	}
+	return cas.Sum(b), nil
+}
+
+// MarshalCBOR makes a *Map encodable by cas.Marshal and any CBOR encoder.
+func (m *Map) MarshalCBOR() ([]byte, error) { return appendValue(nil, m) }
+
+var _ cbor.Marshaler = (*Map)(nil)
+
+func appendHead(b []byte, major byte, n uint64) []byte {
+	major <<= 5
+	switch {
+	case n < 24:
+		return append(b, major|byte(n))
+	case n <= math.MaxUint8:
+		return append(b, major|24, byte(n))
+	case n <= math.MaxUint16:
+		return binary.BigEndian.AppendUint16(append(b, major|25), uint16(n))
+	case n <= math.MaxUint32:
+		return binary.BigEndian.AppendUint32(append(b, major|26), uint32(n))
+	default:
+		return binary.BigEndian.AppendUint64(append(b, major|27), n)
+	}
+}
+
+func appendValue(b []byte, v Value) ([]byte, error) {
+	switch v := v.(type) {
+	case nil:
+		return append(b, 0xf6), nil
+	case bool:
+		if v {
+			return append(b, 0xf5), nil
+		}
+		return append(b, 0xf4), nil
+	case uint64:
+		return appendHead(b, 0, v), nil
+	case int64:
+		if v >= 0 {
+			return appendHead(b, 0, uint64(v)), nil
+		}
+		return appendHead(b, 1, uint64(-(v + 1))), nil
+	case string:
+		if !utf8.ValidString(v) {
+			return nil, errors.New("schema: text is not valid UTF-8")
+		}
+		b = appendHead(b, 3, uint64(len(v)))
+		return append(b, v...), nil
+	case []byte:
+		b = appendHead(b, 2, uint64(len(v)))
+		return append(b, v...), nil
+	case []Value:
+		b = appendHead(b, 4, uint64(len(v)))
+		var err error
+		for _, e := range v {
+			if b, err = appendValue(b, e); err != nil {
+				return nil, err
+			}
+		}
+		return b, nil
+	case *Map:
+		b = appendHead(b, 5, uint64(v.Len()))
+		var err error
+		for i := range v.Entries() {
+			e := &v.entries[i]
+			b = append(b, e.encoding()...)
+			if b, err = appendValue(b, e.Value); err != nil {
+				return nil, err
+			}
+		}
+		return b, nil
+	default:
+		if i, ok := canonicalInt(v); ok {
+			return appendValue(b, i)
+		}
+		return nil, fmt.Errorf("schema: %T is not a value", v)
+	}
+}
+
+// Decode decodes CBOR bytes (with or without the self-describe prefix)
+// into a Value: maps become *Map, arrays []Value, integers canonical.
+// It checks well-formedness only; Normalize checks the value against a
+// type. Floats, tags and simple values other than null, true and false are
+// errors: AIR values never hold them.
+func Decode(data []byte) (Value, error) {
+	var raw any
+	if err := cas.Unmarshal(data, &raw); err != nil {
+		return nil, err
+	}
+	return fromCBOR(raw, 0)
+}
+
+const maxDepth = 128
+
+func fromCBOR(x any, depth int) (Value, error) {
+	if depth > maxDepth {
+		return nil, errors.New("schema: value nested too deeply")
+	}
+	switch x := x.(type) {
+	case nil, bool, string, []byte:
+		return x, nil
+	case uint64:
+		return x, nil
+	case int64:
+		return Int(x), nil
+	case []any:
+		out := make([]Value, len(x))
+		for i, e := range x {
+			v, err := fromCBOR(e, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = v
+		}
+		return out, nil
+	case map[any]any:
+		m := &Map{entries: make([]MapEntry, 0, len(x))}
+		for k, e := range x {
+			kv, err := fromCBOR(k, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			switch kv.(type) {
+			case string, uint64, int64, []byte:
+			default:
+				return nil, fmt.Errorf("schema: map key of type %T is not allowed", kv)
+			}
+			ev, err := fromCBOR(e, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			m.entries = append(m.entries, MapEntry{Key: kv, Value: ev, enc: keyEncoding(kv)})
+		}
+		sortEntries(m.entries)
+		return m, nil
+	case cbor.Tag:
+		return nil, fmt.Errorf("schema: CBOR tag %d is not allowed in a value", x.Number)
+	case float64, float32:
+		return nil, errors.New("schema: floating-point numbers are not allowed in a value (use dec128 text)")
+	default:
+		return nil, fmt.Errorf("schema: CBOR item of type %T is not allowed in a value", x)
+	}
+}
+
+func sortEntries(es []MapEntry) {
+	sort.Slice(es, func(i, j int) bool { return string(es[i].encoding()) < string(es[j].encoding()) })
+}

@@ -1,0 +1,338 @@
+package schema
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/demiurge-dev/demiurge/cas"
+)
+
+// Source is one AIR file: a def object or an array of defs.
+type Source struct {
+	Name string // file name used in messages
+	Data []byte
+}
+
+// LoadOptions tunes Load. The zero value (or nil) is the default.
+type LoadOptions struct {
+	// Reducers lists the reducer module names registered in this binary.
+	// A defmodule naming a reducer that is not registered is an error
+	// listing the registered ones. Nil skips the check (the schema layer
+	// alone cannot know what a binary registers).
+	Reducers []string
+}
+
+// Catalog is a loaded, validated world definition: the manifest and every
+// def it uses, built-ins included, with their node hashes. A Catalog is
+// immutable and safe for concurrent use.
+type Catalog struct {
+	Manifest *Manifest
+	// Warnings are problems that do not stop the world from loading.
+	Warnings ErrorList
+	// Files are the AIR files read, in order.
+	Files []string
+
+	schemas  map[string]*DefSchema
+	modules  map[string]*DefModule
+	plans    map[string]*DefPlan
+	caps     map[string]*DefCap
+	policies map[string]*DefPolicy
+	secrets  map[string]*DefSecret
+	effects  map[string]*DefEffect
+	byKind   map[string]*DefEffect // effect kind → def
+
+	refs        map[defKey]cas.Ref
+	nodes       map[cas.Ref][]byte
+	manifestRef cas.Ref
+}
+
+type defKey struct{ kind, name string }
+
+// SchemaType returns the type of a schema (Catalog implements Resolver).
+func (c *Catalog) SchemaType(name string) (*Type, bool) {
+	d, ok := c.schemas[name]
+	if !ok {
+		return nil, false
+	}
+	return d.Type, true
+}
+
+// Schema returns a defschema by name.
+func (c *Catalog) Schema(name string) (*DefSchema, bool) { d, ok := c.schemas[name]; return d, ok }
+
+// Module returns a defmodule by name.
+func (c *Catalog) Module(name string) (*DefModule, bool) { d, ok := c.modules[name]; return d, ok }
+
+// Plan returns a defplan by name.
+func (c *Catalog) Plan(name string) (*DefPlan, bool) { d, ok := c.plans[name]; return d, ok }
+
+// Cap returns a defcap by name.
+func (c *Catalog) Cap(name string) (*DefCap, bool) { d, ok := c.caps[name]; return d, ok }
+
+// Policy returns a defpolicy by name.
+func (c *Catalog) Policy(name string) (*DefPolicy, bool) { d, ok := c.policies[name]; return d, ok }
+
+// Secret returns a defsecret by name.
+func (c *Catalog) Secret(name string) (*DefSecret, bool) { d, ok := c.secrets[name]; return d, ok }
+
+// Effect returns a defeffect by name.
+func (c *Catalog) Effect(name string) (*DefEffect, bool) { d, ok := c.effects[name]; return d, ok }
+
+// EffectKind returns the defeffect of an effect kind, such as "http.request".
+func (c *Catalog) EffectKind(kind string) (*DefEffect, bool) { d, ok := c.byKind[kind]; return d, ok }
+
+// DefRef returns the node hash of an active def.
+func (c *Catalog) DefRef(kind, name string) (cas.Ref, bool) {
+	r, ok := c.refs[defKey{kind, name}]
+	return r, ok
+}
+
+// ManifestRef is the hash of the manifest node, which pins the hash of
+// every def the manifest lists. It identifies the world's definition.
+func (c *Catalog) ManifestRef() cas.Ref { return c.manifestRef }
+
+// Nodes calls fn with the canonical bytes of every def node and of the
+// manifest node, in ascending ref order, so a world can store them in CAS.
+func (c *Catalog) Nodes(fn func(ref cas.Ref, node []byte) error) error {
+	refs := make([]cas.Ref, 0, len(c.nodes))
+	for r := range c.nodes {
+		refs = append(refs, r)
+	}
+	sort.Slice(refs, func(i, j int) bool { return refs[i].String() < refs[j].String() })
+	for _, r := range refs {
+		if err := fn(r, c.nodes[r]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Node returns the canonical bytes of a def or manifest node by ref.
+func (c *Catalog) Node(ref cas.Ref) ([]byte, bool) { b, ok := c.nodes[ref]; return b, ok }
+
+// Names returns the sorted names of the active defs of a kind.
+func (c *Catalog) Names(kind string) []string {
+	var out []string
+	add := func(n string) { out = append(out, n) }
+	switch kind {
+	case KindDefSchema:
+		for n := range c.schemas {
+			add(n)
+		}
+	case KindDefModule:
+		for n := range c.modules {
+			add(n)
+		}
+	case KindDefPlan:
+		for n := range c.plans {
+			add(n)
+		}
+	case KindDefCap:
+		for n := range c.caps {
+			add(n)
+		}
+	case KindDefPolicy:
+		for n := range c.policies {
+			add(n)
+		}
+	case KindDefSecret:
+		for n := range c.secrets {
+			add(n)
+		}
+	case KindDefEffect:
+		for n := range c.effects {
+			add(n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Load reads a world definition from path: a manifest file (manifest.air,
+// or manifest.air.json as AgentOS names it) together with the *.air.json
+// files beside it, or a folder holding them. Each file holds one def or an
+// array of defs; exactly one of them is the manifest.
+//
+// On failure the error is an ErrorList holding every problem found, each
+// as "file: /json/pointer: message".
+func Load(path string, opts *LoadOptions) (*Catalog, error) {
+	files, err := airFiles(path)
+	if err != nil {
+		return nil, err
+	}
+	var srcs []Source
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("read AIR: %w", err)
+		}
+		srcs = append(srcs, Source{Name: f, Data: b})
+	}
+	return LoadSources(srcs, opts)
+}
+
+// airFiles lists the AIR files of a world at path.
+func airFiles(path string) ([]string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("load AIR: %w", err)
+	}
+	dir := path
+	var first string
+	if !st.IsDir() {
+		dir, first = filepath.Dir(path), path
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("load AIR: %w", err)
+	}
+	files := []string{}
+	if first != "" {
+		files = append(files, first)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !(strings.HasSuffix(name, ".air.json") || name == "manifest.air") {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		if first != "" && filepath.Clean(p) == filepath.Clean(first) {
+			continue
+		}
+		files = append(files, p)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("load AIR: %s holds no manifest.air or *.air.json files", path)
+	}
+	return files, nil
+}
+
+// LoadSources is Load on files already in memory.
+func LoadSources(srcs []Source, opts *LoadOptions) (*Catalog, error) {
+	if opts == nil {
+		opts = &LoadOptions{}
+	}
+	errs := newProblems("")
+	b, err := builtins()
+	if err != nil {
+		return nil, err
+	}
+	l := &loader{opts: opts, errs: errs, builtin: b, defined: map[defKey]Def{}}
+	for _, s := range srcs {
+		l.files = append(l.files, s.Name)
+		l.parseSource(s, errs.forFile(s.Name))
+	}
+	c := l.link()
+	all := errs.sorted()
+	if len(all.Errors()) > 0 {
+		return nil, all
+	}
+	c.Warnings = all.Warnings()
+	return c, nil
+}
+
+// parseSource parses one file into defs.
+func parseSource(s Source, errs *problems) []Def {
+	root, err := parseJSON(s.Data)
+	if err != nil {
+		errs.add("", "invalid JSON: %v", err)
+		return nil
+	}
+	var defs []Def
+	switch root.kind {
+	case jArray:
+		for _, n := range root.arr {
+			if d := parseDef(n, s.Name, errs); d != nil {
+				defs = append(defs, d)
+			}
+		}
+	case jObject:
+		if d := parseDef(root, s.Name, errs); d != nil {
+			defs = append(defs, d)
+		}
+	default:
+		errs.add("", "an AIR file holds a def object or an array of defs, got %s", root.kind)
+	}
+	return defs
+}
+
+//go:embed builtin/*.air.json
+var builtinFS embed.FS
+
+type builtinSet struct {
+	defs map[defKey]Def
+}
+
+var (
+	builtinOnce sync.Once
+	builtinSet_ *builtinSet
+	builtinErr  error
+)
+
+// builtins parses the sys/* defs shipped in the binary, once.
+func builtins() (*builtinSet, error) {
+	builtinOnce.Do(func() {
+		set := &builtinSet{defs: map[defKey]Def{}}
+		errs := newProblems("")
+		files, err := fs.Glob(builtinFS, "builtin/*.air.json")
+		if err != nil {
+			builtinErr = err
+			return
+		}
+		sort.Strings(files)
+		for _, f := range files {
+			data, err := builtinFS.ReadFile(f)
+			if err != nil {
+				builtinErr = err
+				return
+			}
+			name := "builtin:" + strings.TrimPrefix(f, "builtin/")
+			for _, d := range parseSource(Source{Name: name, Data: data}, errs.forFile(name)) {
+				set.defs[defKey{d.DefKind(), d.DefName()}] = d
+			}
+		}
+		if !errs.empty() {
+			builtinErr = fmt.Errorf("schema: built-in defs are broken: %w", errs.sorted())
+			return
+		}
+		builtinSet_ = set
+	})
+	return builtinSet_, builtinErr
+}
+
+// Builtin returns the built-in def of a kind and name, such as
+// Builtin(KindDefSchema, "sys/BlobPutParams@1").
+func Builtin(kind, name string) (Def, bool) {
+	b, err := builtins()
+	if err != nil {
+		return nil, false
+	}
+	d, ok := b.defs[defKey{kind, name}]
+	return d, ok
+}
+
+// BuiltinNames returns the sorted names of the built-in defs of a kind.
+func BuiltinNames(kind string) []string {
+	b, err := builtins()
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for k := range b.defs {
+		if k.kind == kind {
+			out = append(out, k.name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// errNoManifest is returned when no file holds a manifest.
+var errNoManifest = errors.New("no manifest found: one AIR file must hold a def with \"$kind\": \"manifest\"")
