@@ -724,4 +724,3 @@ func (l *loader) hashAll(m *Manifest) {
 	c.manifestRef = cas.Sum(b)
 	c.nodes[c.manifestRef] = b
 }
-

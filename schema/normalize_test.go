@@ -35,8 +35,8 @@ func TestNormalizeJSON(t *testing.T) {
 	}
 	tests := []struct {
 		name, typ, in string
-		want         string // ValueJSON of the result
-		err          string
+		want          string // ValueJSON of the result
+		err           string
 	}{
 		{"nat sugar", `{"nat":{}}`, `3`, `3`, ""},
 		{"nat tagged", `{"nat":{}}`, `{"nat":3}`, `3`, ""},
