@@ -91,8 +91,10 @@ func (l *loader) checkPlan(p *DefPlan) {
 	}
 	// Kahn's algorithm, in declaration order.
 	var queue []string
+	queued := map[string]bool{}
 	for _, s := range p.Steps {
-		if indeg[s.ID] == 0 {
+		if indeg[s.ID] == 0 && !queued[s.ID] {
+			queued[s.ID] = true
 			queue = append(queue, s.ID)
 		}
 	}
@@ -111,7 +113,8 @@ func (l *loader) checkPlan(p *DefPlan) {
 	if visited < len(sc.steps) {
 		var cyc []string
 		for _, s := range p.Steps {
-			if indeg[s.ID] > 0 {
+			if indeg[s.ID] > 0 && !queued[s.ID] {
+				queued[s.ID] = true
 				cyc = append(cyc, s.ID)
 			}
 		}
@@ -294,6 +297,15 @@ func (l *loader) checkSlot(e *problems, ev *ExprOrValue, t *Type, sc planScope, 
 		return
 	}
 	if t == nil {
+		if exprShape(ev.raw) {
+			// Shaped like an expression but not a valid one.
+			q := newProblems("")
+			parseExpr(ev.raw, q)
+			for _, p := range *q.list {
+				e.add(p.Pointer, "%s: %s", what, p.Msg)
+			}
+			return
+		}
 		// No type to read sugar through: take the JSON as it is.
 		ev.Literal, ev.HasLiteral = untypedLiteral(ev.raw), true
 		return
@@ -308,10 +320,37 @@ func (l *loader) checkSlot(e *problems, ev *ExprOrValue, t *Type, sc planScope, 
 			}
 			return
 		}
-		e.add(ev.Ptr, "%s does not fit %s: %v", what, t, err)
+		hint := ""
+		if holdsRef(ev.raw) {
+			hint = "; a literal cannot hold expressions: to compute a part of it, write the whole " + what + " as an expression, e.g. {\"record\": {...}}"
+		}
+		e.add(ev.Ptr, "%s does not fit %s: %v%s", what, t, err, hint)
 		return
 	}
 	ev.Literal, ev.HasLiteral = v, true
+}
+
+// holdsRef reports whether JSON holds something shaped like {"ref": "@..."}.
+func holdsRef(n *jnode) bool {
+	if n == nil {
+		return false
+	}
+	if n.kind == jObject {
+		if r := n.get("ref"); r != nil && r.kind == jString && strings.HasPrefix(r.str, "@") {
+			return true
+		}
+		for _, f := range n.obj {
+			if holdsRef(f.val) {
+				return true
+			}
+		}
+	}
+	for _, e := range n.arr {
+		if holdsRef(e) {
+			return true
+		}
+	}
+	return false
 }
 
 // untypedLiteral reads JSON without a type: objects become records, arrays

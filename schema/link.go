@@ -56,6 +56,9 @@ func (l *loader) link() *Catalog {
 	l.c = c
 	switch len(l.manifests) {
 	case 0:
+		if l.errs.hasErrors() {
+			return c // a file that did not parse may have held it
+		}
 		file := ""
 		if len(l.files) > 0 {
 			file = l.files[0]

@@ -113,6 +113,15 @@ func describe(v Value) string {
 		if _, _, ok := v.VariantTag(); ok {
 			return "a variant"
 		}
+		if v.Len() == 1 {
+			if k, ok := v.Entries()[0].Key.(string); ok {
+				for _, tk := range taggedKeys {
+					if tk == k {
+						return fmt.Sprintf("a tagged %s {%q: ...}", k, k)
+					}
+				}
+			}
+		}
 		return "an object"
 	}
 	return fmt.Sprintf("%T", v)

@@ -1,0 +1,624 @@
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/shared"
+)
+
+// buildChatParams makes the request of the Chat Completions API from the
+// same transcript and tools as the Responses request:
+//
+//   - Params.Instructions becomes a leading system message; system and
+//     developer messages become system messages;
+//   - user messages keep their text, image and file parts;
+//   - assistant messages keep their text (output_text and refusal parts);
+//   - function_call items become tool_calls of an assistant message (the
+//     one just before them, if the calls follow it directly);
+//   - function_call_output items become role "tool" messages;
+//   - reasoning items are dropped (Chat Completions cannot take them back);
+//   - any other item type is an error.
+//
+// previous_response_id is ignored: Chat Completions is stateless, so the
+// whole transcript is always sent.
+func buildChatParams(p Params, items []item, tools []tool, stream bool) (openai.ChatCompletionNewParams, error) {
+	var cp openai.ChatCompletionNewParams
+	cp.Model = shared.ChatModel(p.Model)
+	if p.MaxTokens > 0 {
+		if p.MaxTokens > math.MaxInt64 {
+			return cp, invalidf("max_tokens %d is too large", p.MaxTokens)
+		}
+		cp.MaxTokens = openai.Int(int64(p.MaxTokens))
+	}
+	if p.Temperature != nil {
+		t, err := parseTemperature(*p.Temperature)
+		if err != nil {
+			return cp, err
+		}
+		cp.Temperature = openai.Float(t)
+	}
+	if p.ReasoningEffort != nil && *p.ReasoningEffort != "" {
+		cp.ReasoningEffort = shared.ReasoningEffort(*p.ReasoningEffort)
+	}
+	if stream {
+		cp.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+	}
+	if p.Instructions != nil {
+		cp.Messages = append(cp.Messages, openai.SystemMessage(*p.Instructions))
+	}
+	msgs, err := chatMessages(items)
+	if err != nil {
+		return cp, err
+	}
+	cp.Messages = append(cp.Messages, msgs...)
+
+	for _, t := range tools {
+		if t.typ != "function" {
+			return cp, invalidf("tools: tool type %q is not supported by provider %s (only function tools are)", t.typ, ProviderChat)
+		}
+		ft, err := decodeFunctionTool(t.raw)
+		if err != nil {
+			return cp, invalidf("tools: %v", err)
+		}
+		def := shared.FunctionDefinitionParam{
+			Name:       ft.Name,
+			Strict:     openai.Bool(ft.Strict),
+			Parameters: shared.FunctionParameters(ft.Parameters),
+		}
+		if ft.Description != nil {
+			def.Description = openai.String(*ft.Description)
+		}
+		cp.Tools = append(cp.Tools, openai.ChatCompletionFunctionTool(def))
+	}
+
+	if p.ToolChoice != nil {
+		if err := checkToolChoice(*p.ToolChoice, tools); err != nil {
+			return cp, err
+		}
+		switch p.ToolChoice.Kind {
+		case ToolChoiceAuto:
+			cp.ToolChoice.OfAuto = openai.String("auto")
+		case ToolChoiceNone:
+			cp.ToolChoice.OfAuto = openai.String("none")
+		case ToolChoiceRequired:
+			cp.ToolChoice.OfAuto = openai.String("required")
+		case ToolChoiceTool:
+			cp.ToolChoice.OfFunctionToolChoice = &openai.ChatCompletionNamedToolChoiceParam{
+				Function: openai.ChatCompletionNamedToolChoiceFunctionParam{Name: p.ToolChoice.Name},
+			}
+		}
+	}
+
+	if p.ResponseFormat != nil {
+		js, schema, err := checkTextFormat(*p.ResponseFormat)
+		if err != nil {
+			return cp, err
+		}
+		cp.ResponseFormat.OfJSONSchema = &shared.ResponseFormatJSONSchemaParam{
+			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{
+				Name:   js.Name,
+				Strict: openai.Bool(js.Strict),
+				Schema: schema,
+			},
+		}
+	}
+	return cp, nil
+}
+
+// chatItem is the part of a Responses input item that a chat message is
+// made from.
+type chatItem struct {
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	CallID    string          `json:"call_id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Output    json.RawMessage `json:"output"`
+}
+
+// chatPart is one content part of a Responses input message.
+type chatPart struct {
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	Refusal  string `json:"refusal"`
+	ImageURL string `json:"image_url"`
+	Detail   string `json:"detail"`
+	FileID   string `json:"file_id"`
+	FileData string `json:"file_data"`
+	Filename string `json:"filename"`
+}
+
+// chatMessages converts transcript items to chat messages.
+func chatMessages(items []item) ([]openai.ChatCompletionMessageParamUnion, error) {
+	var msgs []openai.ChatCompletionMessageParamUnion
+	// open is the assistant message that function calls attach to: the
+	// last message, if it is an assistant message.
+	var open *openai.ChatCompletionAssistantMessageParam
+	for _, it := range items {
+		var ci chatItem
+		if err := json.Unmarshal(it.raw, &ci); err != nil {
+			return nil, invalidf("%s: %v", it.where(), err)
+		}
+		switch kind := it.kind(); kind {
+		case "message":
+			msg, asst, err := chatMessage(it, ci)
+			if err != nil {
+				return nil, err
+			}
+			msgs = append(msgs, msg)
+			open = asst
+		case "function_call":
+			if ci.CallID == "" || ci.Name == "" {
+				return nil, invalidf("%s: function_call needs call_id and name", it.where())
+			}
+			call := openai.ChatCompletionMessageToolCallUnionParam{OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+				ID: ci.CallID,
+				Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{
+					Name:      ci.Name,
+					Arguments: argumentsText(ci.Arguments),
+				},
+			}}
+			if open == nil {
+				open = &openai.ChatCompletionAssistantMessageParam{}
+				msgs = append(msgs, openai.ChatCompletionMessageParamUnion{OfAssistant: open})
+			}
+			open.ToolCalls = append(open.ToolCalls, call)
+		case "function_call_output":
+			if ci.CallID == "" {
+				return nil, invalidf("%s: function_call_output needs call_id", it.where())
+			}
+			text, err := chatTextParts(ci.Output)
+			if err != nil {
+				return nil, invalidf("%s: output: %v", it.where(), err)
+			}
+			msgs = append(msgs, openai.ToolMessage(text, ci.CallID))
+			open = nil
+		case "reasoning":
+			// Dropped: Chat Completions has no way to take reasoning back.
+		default:
+			return nil, invalidf("%s: item type %q cannot be sent to provider %s", it.where(), kind, ProviderChat)
+		}
+	}
+	return msgs, nil
+}
+
+// chatMessage converts one message item. For an assistant message it also
+// returns the message, for function calls to attach to.
+func chatMessage(it item, ci chatItem) (openai.ChatCompletionMessageParamUnion, *openai.ChatCompletionAssistantMessageParam, error) {
+	switch ci.Role {
+	case "user":
+		parts, text, isText, err := chatUserContent(ci.Content)
+		if err != nil {
+			return openai.ChatCompletionMessageParamUnion{}, nil, invalidf("%s: %v", it.where(), err)
+		}
+		if isText {
+			return openai.UserMessage(text), nil, nil
+		}
+		return openai.UserMessage(parts), nil, nil
+	case "system", "developer":
+		text, err := chatTextParts(ci.Content)
+		if err != nil {
+			return openai.ChatCompletionMessageParamUnion{}, nil, invalidf("%s: %v", it.where(), err)
+		}
+		return openai.SystemMessage(text), nil, nil
+	case "assistant":
+		text, err := messageText(ci.Content)
+		if err != nil {
+			return openai.ChatCompletionMessageParamUnion{}, nil, invalidf("%s: %v", it.where(), err)
+		}
+		asst := &openai.ChatCompletionAssistantMessageParam{}
+		if text != "" {
+			asst.Content.OfString = openai.String(text)
+		}
+		return openai.ChatCompletionMessageParamUnion{OfAssistant: asst}, asst, nil
+	default:
+		return openai.ChatCompletionMessageParamUnion{}, nil, invalidf("%s: role %q is not user, system, developer or assistant", it.where(), ci.Role)
+	}
+}
+
+// chatUserContent converts a user message's content: a string, or parts.
+func chatUserContent(content json.RawMessage) (parts []openai.ChatCompletionContentPartUnionParam, text string, isText bool, err error) {
+	c := bytes.TrimSpace(content)
+	if len(c) == 0 || c[0] != '[' {
+		if err := json.Unmarshal(c, &text); err != nil {
+			return nil, "", false, fmt.Errorf("content must be text or a list of parts")
+		}
+		return nil, text, true, nil
+	}
+	var ps []chatPart
+	if err := json.Unmarshal(c, &ps); err != nil {
+		return nil, "", false, fmt.Errorf("content parts: %v", err)
+	}
+	for i, p := range ps {
+		switch p.Type {
+		case "input_text", "output_text", "text":
+			parts = append(parts, openai.TextContentPart(p.Text))
+		case "input_image":
+			if p.ImageURL == "" {
+				return nil, "", false, fmt.Errorf("content[%d]: an input_image needs image_url for provider %s", i, ProviderChat)
+			}
+			parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: p.ImageURL, Detail: p.Detail}))
+		case "input_file":
+			var f openai.ChatCompletionContentPartFileFileParam
+			if p.FileData != "" {
+				f.FileData = openai.String(p.FileData)
+			}
+			if p.FileID != "" {
+				f.FileID = openai.String(p.FileID)
+			}
+			if p.Filename != "" {
+				f.Filename = openai.String(p.Filename)
+			}
+			parts = append(parts, openai.FileContentPart(f))
+		default:
+			return nil, "", false, fmt.Errorf("content[%d]: part type %q cannot be sent to provider %s", i, p.Type, ProviderChat)
+		}
+	}
+	return parts, "", false, nil
+}
+
+// chatTextParts reads content that may only hold text: a string, or text
+// parts, which are joined with newlines.
+func chatTextParts(content json.RawMessage) (string, error) {
+	c := bytes.TrimSpace(content)
+	if len(c) == 0 || c[0] != '[' {
+		var s string
+		if err := json.Unmarshal(c, &s); err != nil {
+			return "", fmt.Errorf("want text or a list of text parts")
+		}
+		return s, nil
+	}
+	var ps []chatPart
+	if err := json.Unmarshal(c, &ps); err != nil {
+		return "", fmt.Errorf("parts: %v", err)
+	}
+	texts := make([]string, 0, len(ps))
+	for i, p := range ps {
+		switch p.Type {
+		case "input_text", "output_text", "text":
+			texts = append(texts, p.Text)
+		default:
+			return "", fmt.Errorf("part %d has type %q; provider %s takes only text here", i, p.Type, ProviderChat)
+		}
+	}
+	return strings.Join(texts, "\n"), nil
+}
+
+// rawChat is the part of a chat.completion object that is read.
+type rawChat struct {
+	ID      *string `json:"id"`
+	Model   string  `json:"model"`
+	Choices *[]struct {
+		FinishReason *string `json:"finish_reason"`
+		Message      *struct {
+			Content   json.RawMessage `json:"content"`
+			Refusal   *string         `json:"refusal"`
+			ToolCalls []struct {
+				ID       string `json:"id"`
+				Function struct {
+					Name      string          `json:"name"`
+					Arguments json.RawMessage `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"message"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens        uint64 `json:"prompt_tokens"`
+		CompletionTokens    uint64 `json:"completion_tokens"`
+		PromptTokensDetails *struct {
+			CachedTokens uint64 `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+		CompletionTokensDetails *struct {
+			ReasoningTokens uint64 `json:"reasoning_tokens"`
+		} `json:"completion_tokens_details"`
+	} `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+// Items of the Responses-style output array a chat reply is converted to.
+type (
+	outMessage struct {
+		Type    string `json:"type"`
+		Role    string `json:"role"`
+		Status  string `json:"status"`
+		Content []any  `json:"content"`
+	}
+	outText struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		Annotations []any  `json:"annotations"`
+	}
+	outRefusal struct {
+		Type    string `json:"type"`
+		Refusal string `json:"refusal"`
+	}
+	outCall struct {
+		Type      string `json:"type"`
+		CallID    string `json:"call_id"`
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+		Status    string `json:"status"`
+	}
+)
+
+// parseChatBody reads a chat.completion object and converts its first
+// choice to a Responses-style output array: a message item
+// {"type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":…,"annotations":[]}]}
+// (with a {"type":"refusal",…} part for a refusal; no message item if there
+// is neither text nor refusal) followed by one
+// {"type":"function_call","call_id":…,"name":…,"arguments":…,"status":"completed"}
+// per tool call. A tool call without an id gets "call_<response id>_<n>".
+// It never panics; anything that is not a usable reply is a *parseError.
+func parseChatBody(body []byte) (parsed, error) {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return parsed{}, badResponse("body is not a JSON object: %s", clipText(string(body), 120))
+	}
+	var r rawChat
+	if err := json.Unmarshal(trimmed, &r); err != nil {
+		return parsed{}, badResponse("body is not a chat.completion object: %v", err)
+	}
+	if r.Choices == nil {
+		if len(r.Error) > 0 && string(r.Error) != "null" {
+			_, msg, code, _ := errorFields(trimmed)
+			return parsed{}, &parseError{kind: KindFailed, code: code, msg: msg}
+		}
+		return parsed{}, badResponse("chat.completion has no \"choices\"")
+	}
+	if len(*r.Choices) == 0 || (*r.Choices)[0].Message == nil {
+		return parsed{}, badResponse("chat.completion has no choice with a message")
+	}
+	var out parsed
+	if r.ID != nil {
+		out.id = *r.ID
+	}
+	out.model = r.Model
+	choice := (*r.Choices)[0]
+	msg := choice.Message
+
+	var output []any
+	text, err := messageText(msg.Content)
+	if err != nil {
+		return parsed{}, badResponse("choices[0].message: %v", err)
+	}
+	var content []any
+	if text != "" {
+		content = append(content, outText{Type: "output_text", Text: text, Annotations: []any{}})
+	}
+	if msg.Refusal != nil && *msg.Refusal != "" {
+		content = append(content, outRefusal{Type: "refusal", Refusal: *msg.Refusal})
+	}
+	if len(content) > 0 {
+		output = append(output, outMessage{Type: "message", Role: "assistant", Status: "completed", Content: content})
+	}
+	for i, tc := range msg.ToolCalls {
+		id := tc.ID
+		if id == "" {
+			id = "call_" + idSafe(out.id) + "_" + strconv.Itoa(i)
+		}
+		if tc.Function.Name == "" {
+			return parsed{}, badResponse("choices[0].message.tool_calls[%d] has no function name", i)
+		}
+		output = append(output, outCall{Type: "function_call", CallID: id, Name: tc.Function.Name, Arguments: argumentsText(tc.Function.Arguments), Status: "completed"})
+	}
+	if output == nil {
+		output = []any{}
+	}
+	out.output, err = marshalNoEscape(output)
+	if err != nil {
+		return parsed{}, badResponse("convert reply: %v", err)
+	}
+	if err := parseOutputItems(out.output, &out); err != nil {
+		return parsed{}, err
+	}
+	if r.Usage != nil {
+		out.usage = TokenUsage{Prompt: r.Usage.PromptTokens, Completion: r.Usage.CompletionTokens}
+		if d := r.Usage.PromptTokensDetails; d != nil {
+			out.usage.Cached = d.CachedTokens
+		}
+		if d := r.Usage.CompletionTokensDetails; d != nil {
+			out.usage.Reasoning = d.ReasoningTokens
+		}
+	}
+	switch {
+	case len(out.calls) > 0:
+		out.finish = "tool_calls"
+	case choice.FinishReason != nil && *choice.FinishReason != "":
+		out.finish = *choice.FinishReason
+	default:
+		out.finish = "stop"
+	}
+	return out, nil
+}
+
+// idSafe keeps the letters, digits, '-' and '_' of s.
+func idSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9') {
+			return r
+		}
+		return -1
+	}, s)
+}
+
+// marshalNoEscape encodes v as compact JSON without HTML escaping.
+func marshalNoEscape(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// chatStream accumulates the chunks of a streamed chat completion into the
+// chat.completion object a non-streamed call would have returned.
+type chatStream struct {
+	id, model string
+	created   int64
+	content   strings.Builder
+	refusal   strings.Builder
+	calls     []*streamCall
+	finish    string
+	usage     json.RawMessage
+}
+
+type streamCall struct {
+	index     int64
+	id, name  string
+	arguments strings.Builder
+}
+
+// chunk is the part of a chat.completion.chunk that is read.
+type chunk struct {
+	ID      string `json:"id"`
+	Model   string `json:"model"`
+	Created int64  `json:"created"`
+	Choices []struct {
+		Index int64 `json:"index"`
+		Delta struct {
+			Content   *string `json:"content"`
+			Refusal   *string `json:"refusal"`
+			ToolCalls []struct {
+				Index    int64  `json:"index"`
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage json.RawMessage `json:"usage"`
+}
+
+// add folds one chunk in and returns the text delta it carries.
+func (s *chatStream) add(data []byte) (string, error) {
+	var c chunk
+	if err := json.Unmarshal(data, &c); err != nil {
+		return "", badResponse("stream chunk is not a chat.completion.chunk: %v", err)
+	}
+	if c.ID != "" {
+		s.id = c.ID
+	}
+	if c.Model != "" {
+		s.model = c.Model
+	}
+	if c.Created != 0 {
+		s.created = c.Created
+	}
+	if len(c.Usage) > 0 && string(c.Usage) != "null" {
+		s.usage = slices.Clone(c.Usage)
+	}
+	var delta strings.Builder
+	for _, ch := range c.Choices {
+		if ch.Index != 0 {
+			continue // only the first choice is used
+		}
+		if d := ch.Delta.Content; d != nil {
+			s.content.WriteString(*d)
+			delta.WriteString(*d)
+		}
+		if d := ch.Delta.Refusal; d != nil {
+			s.refusal.WriteString(*d)
+			delta.WriteString(*d)
+		}
+		for _, tc := range ch.Delta.ToolCalls {
+			sc := s.call(tc.Index)
+			if tc.ID != "" {
+				sc.id = tc.ID
+			}
+			if tc.Function.Name != "" {
+				sc.name = tc.Function.Name
+			}
+			sc.arguments.WriteString(tc.Function.Arguments)
+		}
+		if ch.FinishReason != nil && *ch.FinishReason != "" {
+			s.finish = *ch.FinishReason
+		}
+	}
+	return delta.String(), nil
+}
+
+// call returns the call being accumulated at index, adding it if new.
+func (s *chatStream) call(index int64) *streamCall {
+	for _, c := range s.calls {
+		if c.index == index {
+			return c
+		}
+	}
+	c := &streamCall{index: index}
+	s.calls = append(s.calls, c)
+	return c
+}
+
+// done reports whether the stream reached its end (a finish reason).
+func (s *chatStream) done() bool { return s.finish != "" }
+
+// assemble returns the chat.completion object of the stream.
+func (s *chatStream) assemble() ([]byte, error) {
+	type fn struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	}
+	type call struct {
+		ID       string `json:"id"`
+		Type     string `json:"type"`
+		Function fn     `json:"function"`
+	}
+	type message struct {
+		Role      string  `json:"role"`
+		Content   *string `json:"content"`
+		Refusal   *string `json:"refusal,omitempty"`
+		ToolCalls []call  `json:"tool_calls,omitempty"`
+	}
+	type choice struct {
+		Index        int     `json:"index"`
+		Message      message `json:"message"`
+		FinishReason string  `json:"finish_reason"`
+	}
+	type completion struct {
+		ID      string          `json:"id"`
+		Object  string          `json:"object"`
+		Created int64           `json:"created"`
+		Model   string          `json:"model"`
+		Choices []choice        `json:"choices"`
+		Usage   json.RawMessage `json:"usage,omitempty"`
+	}
+	m := message{Role: "assistant"}
+	if s.content.Len() > 0 {
+		c := s.content.String()
+		m.Content = &c
+	}
+	if s.refusal.Len() > 0 {
+		r := s.refusal.String()
+		m.Refusal = &r
+	}
+	calls := slices.Clone(s.calls)
+	slices.SortStableFunc(calls, func(a, b *streamCall) int {
+		switch {
+		case a.index < b.index:
+			return -1
+		case a.index > b.index:
+			return 1
+		}
+		return 0
+	})
+	for _, c := range calls {
+		m.ToolCalls = append(m.ToolCalls, call{ID: c.id, Type: "function", Function: fn{Name: c.name, Arguments: c.arguments.String()}})
+	}
+	return marshalNoEscape(completion{
+		ID: s.id, Object: "chat.completion", Created: s.created, Model: s.model,
+		Choices: []choice{{Index: 0, Message: m, FinishReason: s.finish}},
+		Usage:   s.usage,
+	})
+}

@@ -1,0 +1,149 @@
+package llm
+
+import (
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+)
+
+// DefaultBaseURL is the API root used when neither Config.BaseURL nor
+// $OPENAI_BASE_URL is set.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+// Defaults of Config's zero fields.
+const (
+	DefaultMaxAttempts = 3
+	DefaultTimeout     = 5 * time.Minute
+)
+
+// maxRetryAfter is the longest server-requested wait (Retry-After) that is
+// honoured; a longer one ends the retries at once.
+const maxRetryAfter = time.Minute
+
+// maxBody is the largest response body read; a larger one is an error.
+const maxBody = 64 << 20
+
+// Config configures a Generator. The zero Config is usable: every zero field
+// falls back to its documented default.
+type Config struct {
+	// Provider is used when Params.Provider is "": ProviderResponses
+	// (default) or ProviderChat.
+	Provider string
+	// BaseURL is the API root, such as "https://api.openai.com/v1" or
+	// "http://127.0.0.1:11434/v1"; requests go to BaseURL+"/responses" and
+	// BaseURL+"/chat/completions". Default: $OPENAI_BASE_URL, else
+	// DefaultBaseURL. New reads the environment; Generate never does.
+	BaseURL string
+	// HTTPClient sends the requests; nil means a client on
+	// http.DefaultTransport. Its own Timeout, if any, also applies.
+	HTTPClient *http.Client
+	// Prices gives the cost of each model; a model without a price costs 0.
+	Prices Prices
+	// MaxAttempts is how many times one call is tried in all (1 = never
+	// retried); 0 means DefaultMaxAttempts.
+	MaxAttempts int
+	// Backoff returns how long to wait after failed attempt n (1-based)
+	// before the next; nil means DefaultBackoff. A server's Retry-After of
+	// up to a minute is honoured when it asks for longer.
+	Backoff func(attempt int) time.Duration
+	// Timeout bounds each attempt, a whole stream included; 0 means
+	// DefaultTimeout.
+	Timeout time.Duration
+	// Store sends store:true, so that the provider keeps responses and a
+	// later call can chain to one with previous_response_id. By default
+	// (false) calls are stateless: store:false and reasoning is replayed
+	// from include:["reasoning.encrypted_content"].
+	Store bool
+	// Logger receives a line per retried attempt; nil means slog.Default().
+	// The API key is never logged.
+	Logger *slog.Logger
+}
+
+// DefaultBackoff waits 500ms after the first failed attempt and doubles
+// the wait each time up to 30s, with jitter: a random wait between half
+// the step and the full step.
+func DefaultBackoff(attempt int) time.Duration {
+	const base, ceiling = 500 * time.Millisecond, 30 * time.Second
+	d := base
+	for i := 1; i < attempt && d < ceiling; i++ {
+		d *= 2
+	}
+	d = min(d, ceiling)
+	return d/2 + rand.N(d/2+1)
+}
+
+// Generator calls the model APIs. It is safe for concurrent use.
+type Generator struct {
+	cfg       Config
+	baseURL   string
+	responses responses.ResponseService
+	chat      openai.ChatCompletionService
+	logger    *slog.Logger
+}
+
+// New returns a Generator for cfg, after filling its defaults and checking
+// it.
+func New(cfg Config) (*Generator, error) {
+	if cfg.Provider == "" {
+		cfg.Provider = ProviderResponses
+	}
+	if cfg.Provider != ProviderResponses && cfg.Provider != ProviderChat {
+		return nil, fmt.Errorf("llm: config: provider %q is not %q or %q", cfg.Provider, ProviderResponses, ProviderChat)
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = os.Getenv("OPENAI_BASE_URL")
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	u, err := url.Parse(cfg.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("llm: config: base URL %q is not an http(s) URL such as %s", cfg.BaseURL, DefaultBaseURL)
+	}
+	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Transport: http.DefaultTransport}
+	}
+	if cfg.MaxAttempts == 0 {
+		cfg.MaxAttempts = DefaultMaxAttempts
+	}
+	if cfg.MaxAttempts < 0 {
+		return nil, fmt.Errorf("llm: config: MaxAttempts %d is negative", cfg.MaxAttempts)
+	}
+	if cfg.Backoff == nil {
+		cfg.Backoff = DefaultBackoff
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Timeout < 0 {
+		return nil, fmt.Errorf("llm: config: Timeout %s is negative", cfg.Timeout)
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	// The services are built directly, not through openai.NewClient, so
+	// the SDK reads no environment variable: the key comes per call.
+	opts := []option.RequestOption{
+		option.WithBaseURL(cfg.BaseURL),
+		option.WithHTTPClient(cfg.HTTPClient),
+		option.WithMaxRetries(0), // retries are ours, each one counted
+	}
+	return &Generator{
+		cfg:       cfg,
+		baseURL:   cfg.BaseURL,
+		responses: responses.NewResponseService(opts...),
+		chat:      openai.NewChatCompletionService(opts...),
+		logger:    logger,
+	}, nil
+}

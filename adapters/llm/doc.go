@@ -1,0 +1,58 @@
+// Package llm implements the llm.generate effect: it sends a transcript of
+// content-addressed message blobs to an OpenAI-style model API and returns
+// a receipt whose every part (output items, tool calls, the raw request and
+// response) is stored in CAS.
+//
+// # Providers
+//
+// Two wire protocols are spoken, both through github.com/openai/openai-go/v3
+// with the SDK's own retries switched off:
+//
+//   - "openai-responses": POST {base}/responses. Stateless by default: every
+//     call sends the whole transcript with store:false and
+//     include:["reasoning.encrypted_content"], so reasoning items and
+//     function calls from earlier turns are replayed verbatim.
+//   - "openai-chat": POST {base}/chat/completions, for OpenAI-compatible
+//     servers without the Responses API. The transcript and tools are
+//     converted to Chat Completions shape on the way out and the reply is
+//     converted back to a Responses-style output array, so everything
+//     downstream sees one format.
+//
+// # Blobs
+//
+// A message blob named by Params.MessageRefs is one of: a JSON array of
+// Responses input items, one JSON object item (for example
+// {"role":"user","content":"hi"} or
+// {"type":"function_call_output","call_id":"call_1","output":"..."}), or
+// anything else, which is taken as the text of a user message.
+//
+// The tools blob named by Params.ToolsRef is {"tools":[...]} or a bare array
+// of tools in the flat Responses shape
+// ({"type":"function","name":..,"description":..,"parameters":{..},"strict":bool});
+// a tool in the nested Chat Completions shape ({"type":"function","function":{..}})
+// is accepted too.
+//
+// The receipt's OutputRef names a blob holding the JSON array of the
+// response's output items exactly as the provider returned them (for
+// "openai-chat", the converted array), so appending OutputRef to the
+// transcript replays the model's turn verbatim. Each function call is a
+// ToolCall node (canonical CBOR) named in ToolCallRefs, in output order; the
+// list of all output items is an OutputItem list node named by
+// OutputItemsRef. RequestRef and ResponseRef name the exact request body
+// sent and the response body received (for a stream, the final response
+// object), kept as evidence.
+//
+// # Retries and errors
+//
+// A failed attempt is retried with backoff when it may succeed later (HTTP
+// 408, 409, 429 and 5xx, timeouts, connection errors), up to
+// Config.MaxAttempts; the receipt counts every attempt. Whatever goes wrong
+// with the provider is returned as a *ProviderError whose message says what
+// happened and what to do; bad parameters or blobs wrap ErrInvalidParams.
+//
+// # Caveats
+//
+// The API key is passed to Generate per call and is never stored: it is not
+// part of the request body, and any occurrence of it (8 bytes or longer) in
+// stored evidence or in error messages is replaced by "[REDACTED]".
+package llm

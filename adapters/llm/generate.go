@@ -1,0 +1,492 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/demiurge-dev/demiurge/cas"
+)
+
+// Blobs is the store Generate reads the message and tools blobs from and
+// writes the receipt's blobs and nodes to.
+type Blobs interface {
+	cas.Getter
+	cas.Putter
+}
+
+// call is one Generate call's request, ready to send, and its state.
+type call struct {
+	provider  string
+	apiKey    string
+	resp      responses.ResponseNewParams    // ProviderResponses
+	chat      openai.ChatCompletionNewParams // ProviderChat
+	onDelta   func(string)
+	delivered bool // a delta reached onDelta: a retry would repeat text
+}
+
+// deliver hands a text delta to the caller.
+func (c *call) deliver(text string) {
+	if text != "" {
+		c.delivered = true
+		c.onDelta(text)
+	}
+}
+
+// parse reads a complete (non-stream) response body of the call's provider.
+func (c *call) parse(body []byte) (parsed, error) {
+	if c.provider == ProviderChat {
+		return parseChatBody(body)
+	}
+	return parseResponsesBody(body)
+}
+
+// exchange is the evidence of one attempt.
+type exchange struct {
+	request  []byte // the request body sent
+	response []byte // the response body (stream: the final object, or the bytes read before it failed)
+}
+
+// Generate makes one model call: it reads the transcript from the message
+// blobs named by p.MessageRefs and the tools from p.ToolsRef, sends them to
+// the provider, and writes to blobs the output array, one ToolCall node per
+// function call, the OutputItem list node, and the raw request and response
+// as evidence. The receipt names them all.
+//
+// apiKey is the resolved plaintext key, sent as "Authorization: Bearer";
+// "" sends no Authorization header (local servers). It is never stored or
+// logged.
+//
+// If onDelta is not nil the streaming API is used and onDelta receives the
+// text of the assistant's message as it is written (from the calling
+// goroutine, before Generate returns); only the completed response is
+// recorded. A stream cut off before its end is an error, retried only if no
+// text had reached onDelta.
+//
+// With Params.PreviousResponseID (openai-responses only) the request
+// carries previous_response_id and store:true, and sends only the
+// transcript items after its last model output (assistant message,
+// reasoning or tool call): the provider already holds the rest. Without it,
+// the whole transcript is sent with store:false (unless Config.Store).
+//
+// Errors: a bad parameter or blob wraps ErrInvalidParams and nothing is
+// sent; a provider failure is a *ProviderError after the retries
+// (Config.MaxAttempts); cancelling ctx returns ctx's error. Generate writes
+// nothing to blobs when it fails, except the evidence a ProviderError names.
+func (g *Generator) Generate(ctx context.Context, blobs Blobs, p Params, apiKey string, onDelta func(text string)) (Receipt, error) {
+	c, err := g.prepare(ctx, blobs, p, apiKey, onDelta)
+	if err != nil {
+		return Receipt{}, err
+	}
+	var (
+		ex  exchange
+		res parsed
+	)
+	attempts := 0
+	for {
+		attempts++
+		ex, res, err = g.attempt(ctx, c)
+		if err == nil {
+			break
+		}
+		var pe *ProviderError
+		if ctx.Err() != nil || !errors.As(err, &pe) {
+			return Receipt{}, fmt.Errorf("llm: %s: call abandoned after %d attempt(s): %w", c.provider, attempts, err)
+		}
+		pe.Attempts = attempts
+		wait, retry := g.nextWait(pe, c, attempts)
+		if !retry {
+			pe.redact(apiKey)
+			g.keepEvidence(ctx, blobs, ex, pe, apiKey)
+			return Receipt{}, pe
+		}
+		pe.redact(apiKey)
+		g.logger.LogAttrs(ctx, slog.LevelWarn, "llm attempt failed; retrying",
+			slog.String("provider", c.provider), slog.String("model", p.Model),
+			slog.Int("attempt", attempts), slog.Duration("wait", wait), slog.String("error", pe.Error()))
+		if err := sleep(ctx, wait); err != nil {
+			return Receipt{}, fmt.Errorf("llm: %s: call abandoned after %d attempt(s): %w", c.provider, attempts, err)
+		}
+	}
+	return g.record(ctx, blobs, p, apiKey, ex, res, attempts)
+}
+
+// prepare checks p, loads its blobs and builds the provider request.
+func (g *Generator) prepare(ctx context.Context, blobs Blobs, p Params, apiKey string, onDelta func(string)) (*call, error) {
+	c := &call{provider: p.Provider, apiKey: apiKey, onDelta: onDelta}
+	if c.provider == "" {
+		c.provider = g.cfg.Provider
+	}
+	if c.provider != ProviderResponses && c.provider != ProviderChat {
+		return nil, invalidf("provider %q is not %q or %q", p.Provider, ProviderResponses, ProviderChat)
+	}
+	if p.Model == "" {
+		return nil, invalidf("model is empty: name the provider's model, such as \"gpt-5.2\"")
+	}
+	items, err := loadTranscript(ctx, blobs, p.MessageRefs)
+	if err != nil {
+		return nil, err
+	}
+	var tools []tool
+	if p.ToolsRef != nil {
+		if tools, err = loadTools(ctx, blobs, *p.ToolsRef); err != nil {
+			return nil, err
+		}
+	}
+	if c.provider == ProviderChat {
+		c.chat, err = buildChatParams(p, items, tools, onDelta != nil)
+	} else {
+		c.resp, err = buildResponsesParams(p, items, tools, g.cfg.Store)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// nextWait says whether a failed attempt is tried again, and after how long.
+func (g *Generator) nextWait(pe *ProviderError, c *call, attempts int) (time.Duration, bool) {
+	if !pe.Retryable || attempts >= g.cfg.MaxAttempts {
+		return 0, false
+	}
+	wait := max(g.cfg.Backoff(attempts), 0)
+	if pe.Kind == KindHTTP {
+		if ra, ok := pe.retryAfter(); ok {
+			if ra > maxRetryAfter {
+				pe.Hint += fmt.Sprintf(" (the provider asked to wait %s)", ra.Round(time.Second))
+				return 0, false
+			}
+			wait = max(wait, ra)
+		}
+	}
+	return wait, true
+}
+
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// attempt sends the request once.
+func (g *Generator) attempt(ctx context.Context, c *call) (exchange, parsed, error) {
+	actx, cancel := context.WithTimeout(ctx, g.cfg.Timeout)
+	defer cancel()
+	cp := &capture{stream: c.onDelta != nil}
+	opts := []option.RequestOption{option.WithAPIKey(c.apiKey), option.WithMiddleware(cp.middleware)}
+	if c.onDelta != nil {
+		return g.attemptStream(ctx, actx, c, cp, opts)
+	}
+	var body []byte
+	opts = append(opts, option.WithResponseBodyInto(&body))
+	var err error
+	if c.provider == ProviderChat {
+		_, err = g.chat.New(actx, c.chat, opts...)
+	} else {
+		_, err = g.responses.New(actx, c.resp, opts...)
+	}
+	ex := exchange{request: cp.request, response: cp.body}
+	if ctx.Err() != nil {
+		return ex, parsed{}, ctx.Err()
+	}
+	if cp.status == 0 || cp.status >= 400 || cp.readErr != nil || cp.tooLarge {
+		return ex, parsed{}, g.transportError(c, actx, cp, err, false)
+	}
+	res, err := c.parse(cp.body)
+	if err != nil {
+		return ex, parsed{}, g.parseFailure(c, cp, err)
+	}
+	return ex, res, nil
+}
+
+// attemptStream sends the request once, streaming.
+func (g *Generator) attemptStream(ctx, actx context.Context, c *call, cp *capture, opts []option.RequestOption) (exchange, parsed, error) {
+	var (
+		final  []byte // the completed response object (chat: assembled)
+		events int
+		failed error // an "error" event
+		err    error
+	)
+	if c.provider == ProviderChat {
+		acc := &chatStream{}
+		stream := g.chat.NewStreaming(actx, c.chat, opts...)
+		for stream.Next() {
+			events++
+			delta, aerr := acc.add([]byte(stream.Current().RawJSON()))
+			if aerr != nil {
+				failed = aerr
+				break
+			}
+			c.deliver(delta)
+		}
+		err = stream.Err()
+		stream.Close()
+		if failed == nil && err == nil && acc.done() {
+			final, failed = acc.assemble()
+		}
+	} else {
+		stream := g.responses.NewStreaming(actx, c.resp, opts...)
+		for final == nil && failed == nil && stream.Next() {
+			events++
+			ev := stream.Current()
+			switch ev.Type {
+			case "response.output_text.delta", "response.refusal.delta":
+				c.deliver(ev.Delta)
+			case "response.completed", "response.incomplete", "response.failed":
+				final = []byte(ev.Response.RawJSON())
+			case "error":
+				failed = streamEventError([]byte(ev.RawJSON()))
+			}
+		}
+		err = stream.Err()
+		stream.Close()
+	}
+
+	ex := exchange{request: cp.request}
+	if cp.tee != nil {
+		ex.response = cp.tee.Bytes()
+	} else {
+		ex.response = cp.body
+	}
+	if ctx.Err() != nil {
+		return ex, parsed{}, ctx.Err()
+	}
+	if final != nil {
+		ex.response = final
+		res, perr := c.parse(final)
+		if perr != nil {
+			return ex, parsed{}, g.parseFailure(c, cp, perr)
+		}
+		return ex, res, nil
+	}
+	if failed != nil {
+		return ex, parsed{}, g.parseFailure(c, cp, failed)
+	}
+	if cp.status == 0 || cp.status >= 400 || err != nil {
+		return ex, parsed{}, g.transportError(c, actx, cp, err, events > 0)
+	}
+	if events == 0 && contentTypeJSON(cp.header) && cp.tee != nil {
+		// The server ignored "stream": true and sent one JSON body.
+		body := cp.tee.Bytes()
+		res, perr := c.parse(body)
+		if perr != nil {
+			return ex, parsed{}, g.parseFailure(c, cp, perr)
+		}
+		c.deliver(res.text)
+		return exchange{request: cp.request, response: body}, res, nil
+	}
+	end := "response.completed"
+	if c.provider == ProviderChat {
+		end = "a finish_reason"
+	}
+	return ex, parsed{}, &ProviderError{
+		Provider: c.provider, Kind: KindStreamCut, Status: cp.status, RequestID: cp.header.Get("x-request-id"),
+		Message:   fmt.Sprintf("the stream ended after %d events without %s", events, end),
+		Retryable: !c.delivered,
+		Hint:      "the connection or the server broke off; try again",
+	}
+}
+
+// streamEventError reads a Responses stream "error" event.
+func streamEventError(data []byte) error {
+	typ, msg, code, _ := errorFields(data)
+	if code == "" && typ != "error" {
+		code = typ
+	}
+	if msg == "" {
+		msg = "the stream reported an error"
+	}
+	return &parseError{kind: KindFailed, code: code, msg: msg,
+		retryable: code == "server_error" || code == "rate_limit_exceeded"}
+}
+
+// transportError describes an attempt that got no usable HTTP answer: an
+// error status, a timeout, a broken connection.
+func (g *Generator) transportError(c *call, actx context.Context, cp *capture, err error, midStream bool) *ProviderError {
+	pe := &ProviderError{Provider: c.provider, Status: cp.status, Err: err}
+	if cp.header != nil {
+		pe.RequestID = cp.header.Get("x-request-id")
+	}
+	switch {
+	case cp.status >= 400:
+		pe.Kind = KindHTTP
+		pe.Err = nil
+		pe.Type, pe.Message, pe.Code, pe.Param = errorFields(cp.body)
+		pe.Type, pe.Message = clipText(pe.Type, 100), clipText(pe.Message, 500)
+		pe.Code, pe.Param = clipText(pe.Code, 100), clipText(pe.Param, 100)
+		if pe.Message == "" {
+			if len(cp.body) > 0 {
+				pe.Message = clipText(string(cp.body), 200)
+			} else {
+				pe.Message = http.StatusText(cp.status)
+			}
+		}
+		pe.Retryable = retryableStatus(cp.status, cp.header)
+		pe.Hint = hint(c.provider, g.baseURL, cp.status)
+		pe.header = cp.header
+		return pe
+	case cp.tooLarge:
+		pe.Kind = KindBadResponse
+		pe.Message = fmt.Sprintf("the response body is larger than %d MiB", maxBody>>20)
+		pe.Hint = "check the base URL " + g.baseURL
+		return pe
+	case errors.Is(actx.Err(), context.DeadlineExceeded):
+		pe.Kind = KindTimeout
+		pe.Message = fmt.Sprintf("no complete answer within %s", g.cfg.Timeout)
+		pe.Retryable = !c.delivered
+		pe.Hint = "try again, or raise the per-attempt timeout"
+		return pe
+	}
+	var streamErr *ssestream.StreamError
+	switch {
+	case errors.As(err, &streamErr):
+		pe.Kind = KindFailed
+		_, pe.Message, pe.Code, _ = errorFields(streamErr.Event.Data)
+		pe.Message = clipText(pe.Message, 500)
+		if pe.Message == "" {
+			pe.Message = clipText(streamErr.Message, 500)
+		}
+		pe.Err = nil
+		pe.Hint = "the provider broke off the stream with an error"
+	case midStream && isDecodeError(err):
+		pe.Kind = KindBadResponse
+		pe.Message = "a stream event is not valid JSON: " + clipText(err.Error(), 200)
+		pe.Hint = "check the base URL " + g.baseURL + " and the provider"
+	case cp.status != 0:
+		pe.Kind = KindStreamCut
+		if !cp.stream {
+			pe.Kind = KindConnection
+		}
+		pe.Message = "the connection broke before the answer was complete"
+		if err != nil {
+			pe.Message += ": " + clipText(err.Error(), 200)
+		}
+		pe.Retryable = !c.delivered
+		pe.Hint = "try again"
+	default:
+		pe.Kind = KindConnection
+		pe.Message = "no answer"
+		if err != nil {
+			pe.Message = clipText(err.Error(), 300)
+		}
+		pe.Retryable = true
+		pe.Hint = fmt.Sprintf("is the server at %s running, and the base URL right?", g.baseURL)
+	}
+	return pe
+}
+
+// parseFailure describes a response that arrived but is not usable.
+func (g *Generator) parseFailure(c *call, cp *capture, err error) *ProviderError {
+	pe := &ProviderError{Provider: c.provider, Status: cp.status, Kind: KindBadResponse}
+	if cp.header != nil {
+		pe.RequestID = cp.header.Get("x-request-id")
+	}
+	var perr *parseError
+	if !errors.As(err, &perr) {
+		pe.Message = clipText(err.Error(), 300)
+		return pe
+	}
+	pe.Kind, pe.Code, pe.Message = perr.kind, clipText(perr.code, 100), clipText(perr.msg, 500)
+	pe.Retryable = perr.retryable && !c.delivered
+	if perr.kind == KindBadResponse {
+		api := "Responses API"
+		if c.provider == ProviderChat {
+			api = "Chat Completions API"
+		}
+		pe.Hint = fmt.Sprintf("the server at %s does not answer like the %s; check the base URL and the provider", g.baseURL, api)
+	} else {
+		pe.Hint = "the provider could not complete the response"
+	}
+	return pe
+}
+
+// keepEvidence stores a failed call's request and response bodies and names
+// them in pe. Evidence that cannot be stored is left out: the provider's
+// error matters more than a failing store.
+func (g *Generator) keepEvidence(ctx context.Context, blobs Blobs, ex exchange, pe *ProviderError, apiKey string) {
+	if ex.request != nil {
+		if ref, err := blobs.Put(ctx, redactBytes(ex.request, apiKey)); err == nil {
+			pe.RequestRef = ref
+		}
+	}
+	if len(ex.response) > 0 {
+		if ref, err := blobs.Put(ctx, redactBytes(ex.response, apiKey)); err == nil {
+			pe.ResponseRef = ref
+		}
+	}
+}
+
+// record writes the receipt's blobs and nodes and returns the receipt.
+func (g *Generator) record(ctx context.Context, blobs Blobs, p Params, apiKey string, ex exchange, res parsed, attempts int) (Receipt, error) {
+	put := func(what string, b []byte) (cas.Ref, error) {
+		ref, err := blobs.Put(ctx, b)
+		if err != nil {
+			return cas.Ref{}, fmt.Errorf("llm: store %s: %w", what, err)
+		}
+		return ref, nil
+	}
+	reqRef, err := put("request", redactBytes(ex.request, apiKey))
+	if err != nil {
+		return Receipt{}, err
+	}
+	respRef, err := put("response", redactBytes(ex.response, apiKey))
+	if err != nil {
+		return Receipt{}, err
+	}
+	outRef, err := put("output", res.output)
+	if err != nil {
+		return Receipt{}, err
+	}
+	callRefs := make([]cas.Ref, len(res.calls))
+	for i, tc := range res.calls {
+		if callRefs[i], err = cas.PutNode(ctx, blobs, tc); err != nil {
+			return Receipt{}, fmt.Errorf("llm: store tool call %s: %w", tc.CallID, err)
+		}
+	}
+	itemsRef, err := cas.PutNode(ctx, blobs, res.items)
+	if err != nil {
+		return Receipt{}, fmt.Errorf("llm: store output items: %w", err)
+	}
+	model := res.model
+	if model == "" {
+		model = p.Model
+	}
+	var cost uint64
+	if pr, ok := g.cfg.Prices.Lookup(model); ok {
+		cost = pr.CostMicroUSD(res.usage)
+	} else if pr, ok := g.cfg.Prices.Lookup(p.Model); ok {
+		cost = pr.CostMicroUSD(res.usage)
+	}
+	return Receipt{
+		OutputRef:      outRef,
+		OutputText:     res.text,
+		TokenUsage:     res.usage,
+		CostCents:      CentsFromMicroUSD(cost),
+		CostMicroUSD:   cost,
+		ProviderID:     res.id,
+		Model:          model,
+		FinishReason:   res.finish,
+		ToolCallRefs:   callRefs,
+		OutputItemsRef: &itemsRef,
+		RequestRef:     &reqRef,
+		ResponseRef:    &respRef,
+		Attempts:       uint64(attempts),
+	}, nil
+}

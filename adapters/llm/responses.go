@@ -1,0 +1,417 @@
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/responses"
+	"github.com/openai/openai-go/v3/shared"
+)
+
+// buildResponsesParams makes the request of the Responses API.
+//
+// Without previous_response_id the whole transcript is sent. With it, only
+// the items after the transcript's last model output (assistant message,
+// reasoning, tool call) are sent: the provider already holds the rest.
+func buildResponsesParams(p Params, items []item, tools []tool, store bool) (responses.ResponseNewParams, error) {
+	var rp responses.ResponseNewParams
+	rp.Model = shared.ResponsesModel(p.Model)
+	if p.Instructions != nil {
+		rp.Instructions = openai.String(*p.Instructions)
+	}
+	if p.MaxTokens > 0 {
+		if p.MaxTokens > math.MaxInt64 {
+			return rp, invalidf("max_tokens %d is too large", p.MaxTokens)
+		}
+		rp.MaxOutputTokens = openai.Int(int64(p.MaxTokens))
+	}
+	if p.Temperature != nil {
+		t, err := parseTemperature(*p.Temperature)
+		if err != nil {
+			return rp, err
+		}
+		rp.Temperature = openai.Float(t)
+	}
+	if p.ReasoningEffort != nil && *p.ReasoningEffort != "" {
+		rp.Reasoning = shared.ReasoningParam{Effort: shared.ReasoningEffort(*p.ReasoningEffort)}
+	}
+
+	send := items
+	if p.PreviousResponseID != nil && *p.PreviousResponseID != "" {
+		rp.PreviousResponseID = openai.String(*p.PreviousResponseID)
+		store = true // a chain only continues from stored responses
+		send = itemsAfterLastOutput(items)
+		if len(send) == 0 {
+			return rp, invalidf("previous_response_id %q is set but the transcript has no item after the last model output: append the new user message or tool outputs", *p.PreviousResponseID)
+		}
+	}
+	rp.Store = openai.Bool(store)
+	if !store {
+		rp.Include = []responses.ResponseIncludable{responses.ResponseIncludableReasoningEncryptedContent}
+	}
+	list := make(responses.ResponseInputParam, len(send))
+	for i, it := range send {
+		list[i] = param.Override[responses.ResponseInputItemUnionParam](it.raw)
+	}
+	rp.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: list}
+
+	for _, t := range tools {
+		if t.typ != "function" {
+			rp.Tools = append(rp.Tools, param.Override[responses.ToolUnionParam](t.raw))
+			continue
+		}
+		ft, err := decodeFunctionTool(t.raw)
+		if err != nil {
+			return rp, invalidf("tools: %v", err)
+		}
+		fp := responses.FunctionToolParam{
+			Name:       ft.Name,
+			Parameters: ft.Parameters,
+			Strict:     openai.Bool(ft.Strict),
+		}
+		if ft.Description != nil {
+			fp.Description = openai.String(*ft.Description)
+		}
+		if ft.Extra != nil {
+			fp.SetExtraFields(ft.Extra)
+		}
+		rp.Tools = append(rp.Tools, responses.ToolUnionParam{OfFunction: &fp})
+	}
+
+	if p.ToolChoice != nil {
+		if err := checkToolChoice(*p.ToolChoice, tools); err != nil {
+			return rp, err
+		}
+		switch p.ToolChoice.Kind {
+		case ToolChoiceAuto:
+			rp.ToolChoice.OfToolChoiceMode = openai.Opt(responses.ToolChoiceOptionsAuto)
+		case ToolChoiceNone:
+			rp.ToolChoice.OfToolChoiceMode = openai.Opt(responses.ToolChoiceOptionsNone)
+		case ToolChoiceRequired:
+			rp.ToolChoice.OfToolChoiceMode = openai.Opt(responses.ToolChoiceOptionsRequired)
+		case ToolChoiceTool:
+			rp.ToolChoice.OfFunctionTool = &responses.ToolChoiceFunctionParam{Name: p.ToolChoice.Name}
+		}
+	}
+
+	if p.ResponseFormat != nil {
+		js, schema, err := checkTextFormat(*p.ResponseFormat)
+		if err != nil {
+			return rp, err
+		}
+		rp.Text = responses.ResponseTextConfigParam{Format: responses.ResponseFormatTextConfigUnionParam{
+			OfJSONSchema: &responses.ResponseFormatTextJSONSchemaConfigParam{
+				Name:   js.Name,
+				Schema: schema,
+				Strict: openai.Bool(js.Strict),
+			},
+		}}
+	}
+	return rp, nil
+}
+
+// itemsAfterLastOutput returns the items after the last model output item,
+// or all of them if there is none.
+func itemsAfterLastOutput(items []item) []item {
+	for i := len(items) - 1; i >= 0; i-- {
+		if items[i].isModelOutput() {
+			return items[i+1:]
+		}
+	}
+	return items
+}
+
+// parseTemperature reads a dec128 temperature.
+func parseTemperature(s string) (float64, error) {
+	t, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || math.IsNaN(t) || t < 0 || t > 2 {
+		return 0, invalidf("temperature %q is not a decimal between 0 and 2 (such as \"0.2\")", s)
+	}
+	return t, nil
+}
+
+// checkToolChoice checks c against the tools sent.
+func checkToolChoice(c ToolChoice, tools []tool) error {
+	if err := c.Validate(); err != nil {
+		return invalidf("%v", err)
+	}
+	switch c.Kind {
+	case ToolChoiceRequired:
+		if len(tools) == 0 {
+			return invalidf("tool_choice Required needs tools: set tools_ref")
+		}
+	case ToolChoiceTool:
+		var names []string
+		for _, t := range tools {
+			if t.name == c.Name {
+				return nil
+			}
+			if t.name != "" {
+				names = append(names, t.name)
+			}
+		}
+		if len(names) == 0 {
+			return invalidf("tool_choice Tool{name: %q} needs tools: set tools_ref", c.Name)
+		}
+		return invalidf("tool_choice Tool{name: %q} names no function of tools_ref (functions: %s)", c.Name, strings.Join(names, ", "))
+	}
+	return nil
+}
+
+// checkTextFormat checks a response format and splits its schema into
+// top-level members.
+func checkTextFormat(f TextFormat) (JSONSchemaFormat, map[string]any, error) {
+	if f.JSONSchema == nil {
+		return JSONSchemaFormat{}, nil, invalidf("response_format has no JsonSchema arm")
+	}
+	js := *f.JSONSchema
+	if js.Name == "" {
+		return js, nil, invalidf("response_format JsonSchema needs a name")
+	}
+	schema, err := rawObject([]byte(js.SchemaJSON))
+	if err != nil || !json.Valid([]byte(js.SchemaJSON)) {
+		return js, nil, invalidf("response_format JsonSchema %q: schema_json is not a JSON object", js.Name)
+	}
+	return js, schema, nil
+}
+
+// parsed is what a response says, in the provider-neutral form.
+type parsed struct {
+	id, model, finish string
+	usage             TokenUsage
+	output            []byte // the Responses-style output array
+	items             []OutputItem
+	calls             []ToolCall
+	text              string
+}
+
+// parseError is a response that is not usable: malformed (KindBadResponse)
+// or reporting its own failure (KindFailed).
+type parseError struct {
+	kind      ErrorKind
+	code, msg string
+	retryable bool
+}
+
+func (e *parseError) Error() string { return e.msg }
+
+func badResponse(format string, args ...any) *parseError {
+	return &parseError{kind: KindBadResponse, msg: fmt.Sprintf(format, args...)}
+}
+
+// rawResponse is the part of a Responses API response object that is read.
+type rawResponse struct {
+	ID     *string `json:"id"`
+	Model  string  `json:"model"`
+	Status string  `json:"status"`
+	Error  *struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+	IncompleteDetails *struct {
+		Reason string `json:"reason"`
+	} `json:"incomplete_details"`
+	Output json.RawMessage `json:"output"`
+	Usage  *struct {
+		InputTokens        uint64 `json:"input_tokens"`
+		InputTokensDetails struct {
+			CachedTokens uint64 `json:"cached_tokens"`
+		} `json:"input_tokens_details"`
+		OutputTokens        uint64 `json:"output_tokens"`
+		OutputTokensDetails struct {
+			ReasoningTokens uint64 `json:"reasoning_tokens"`
+		} `json:"output_tokens_details"`
+	} `json:"usage"`
+}
+
+// parseResponsesBody reads a Responses API response object. It never
+// panics; anything that is not a usable response is a *parseError.
+func parseResponsesBody(body []byte) (parsed, error) {
+	var r rawResponse
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return parsed{}, badResponse("body is not a JSON object: %s", clipText(string(body), 120))
+	}
+	if err := json.Unmarshal(trimmed, &r); err != nil {
+		return parsed{}, badResponse("body is not a Responses API response object: %v", err)
+	}
+	var out parsed
+	if r.ID != nil {
+		out.id = *r.ID
+	}
+	out.model = r.Model
+	switch r.Status {
+	case "failed":
+		pe := &parseError{kind: KindFailed, msg: "the provider reported the response as failed"}
+		if r.Error != nil {
+			pe.code, pe.msg = r.Error.Code, r.Error.Message
+			pe.retryable = r.Error.Code == "server_error" || r.Error.Code == "rate_limit_exceeded"
+		}
+		return parsed{}, pe
+	case "", "completed", "incomplete":
+	case "cancelled":
+		return parsed{}, &parseError{kind: KindFailed, code: "cancelled", msg: "the response was cancelled"}
+	default:
+		return parsed{}, badResponse("response status %q is not final (background responses are not supported)", r.Status)
+	}
+	if len(r.Output) == 0 || r.Output[0] != '[' {
+		return parsed{}, badResponse("response has no \"output\" array")
+	}
+	out.output = r.Output
+	if err := parseOutputItems(r.Output, &out); err != nil {
+		return parsed{}, err
+	}
+	if r.Usage != nil {
+		out.usage = TokenUsage{
+			Prompt:     r.Usage.InputTokens,
+			Completion: r.Usage.OutputTokens,
+			Cached:     r.Usage.InputTokensDetails.CachedTokens,
+			Reasoning:  r.Usage.OutputTokensDetails.ReasoningTokens,
+		}
+	}
+	switch {
+	case r.Status == "incomplete":
+		out.finish = "incomplete"
+		if r.IncompleteDetails != nil {
+			switch reason := r.IncompleteDetails.Reason; reason {
+			case "max_output_tokens":
+				out.finish = "length"
+			case "":
+			default:
+				out.finish = reason
+			}
+		}
+	case len(out.calls) > 0:
+		out.finish = "tool_calls"
+	default:
+		out.finish = "stop"
+	}
+	return out, nil
+}
+
+// outItem is the part of a Responses output item that is read.
+type outItem struct {
+	Type      string          `json:"type"`
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	CallID    string          `json:"call_id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Summary   json.RawMessage `json:"summary"`
+}
+
+// contentPart is one part of a message's content.
+type contentPart struct {
+	Type    string `json:"type"`
+	Text    string `json:"text"`
+	Refusal string `json:"refusal"`
+}
+
+// parseOutputItems fills out.items, out.calls and out.text from an output
+// array.
+func parseOutputItems(output []byte, out *parsed) error {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(output, &raws); err != nil {
+		return badResponse("\"output\" is not an array of items: %v", err)
+	}
+	out.items = make([]OutputItem, 0, len(raws))
+	var text strings.Builder
+	for i, raw := range raws {
+		var it outItem
+		if len(raw) == 0 || raw[0] != '{' {
+			return badResponse("output[%d] is not an object", i)
+		}
+		if err := json.Unmarshal(raw, &it); err != nil {
+			return badResponse("output[%d]: %v", i, err)
+		}
+		switch it.Type {
+		case "message":
+			msg, err := messageText(it.Content)
+			if err != nil {
+				return badResponse("output[%d] message: %v", i, err)
+			}
+			role := it.Role
+			if role == "" {
+				role = "assistant"
+			}
+			text.WriteString(msg)
+			out.items = append(out.items, OutputItem{Message: &MessageItem{Role: role, Text: msg}})
+		case "function_call":
+			if it.CallID == "" {
+				return badResponse("output[%d] function_call has no call_id", i)
+			}
+			if it.Name == "" {
+				return badResponse("output[%d] function_call %s has no name", i, it.CallID)
+			}
+			tc := ToolCall{CallID: it.CallID, Name: it.Name, ArgumentsJSON: argumentsText(it.Arguments)}
+			out.calls = append(out.calls, tc)
+			out.items = append(out.items, OutputItem{ToolCall: &tc})
+		case "reasoning":
+			summary := []string{}
+			if len(it.Summary) > 0 && string(it.Summary) != "null" {
+				var parts []contentPart
+				if err := json.Unmarshal(it.Summary, &parts); err != nil {
+					return badResponse("output[%d] reasoning summary: %v", i, err)
+				}
+				for _, p := range parts {
+					summary = append(summary, p.Text)
+				}
+			}
+			out.items = append(out.items, OutputItem{Reasoning: &ReasoningItem{Summary: summary}})
+		default:
+			out.items = append(out.items, OutputItem{Other: &OtherItem{Type: it.Type, JSON: string(raw)}})
+		}
+	}
+	out.text = text.String()
+	return nil
+}
+
+// messageText concatenates the output_text and refusal parts of a message's
+// content (a string is taken as the text itself).
+func messageText(content json.RawMessage) (string, error) {
+	c := bytes.TrimSpace(content)
+	if len(c) == 0 || string(c) == "null" {
+		return "", nil
+	}
+	if c[0] == '"' {
+		var s string
+		err := json.Unmarshal(c, &s)
+		return s, err
+	}
+	var parts []contentPart
+	if err := json.Unmarshal(c, &parts); err != nil {
+		return "", fmt.Errorf("content is neither text nor a list of parts: %v", err)
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		switch p.Type {
+		case "output_text", "text", "input_text":
+			b.WriteString(p.Text)
+		case "refusal":
+			b.WriteString(p.Refusal)
+		}
+	}
+	return b.String(), nil
+}
+
+// argumentsText returns a call's arguments as the provider wrote them: the
+// string itself, or the raw JSON text of a non-string value.
+func argumentsText(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return s
+		}
+	}
+	return string(raw)
+}

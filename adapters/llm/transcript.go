@@ -1,0 +1,321 @@
+package llm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/demiurge-dev/demiurge/cas"
+)
+
+// item is one Responses input item of the transcript.
+type item struct {
+	raw  json.RawMessage // the item's JSON, as in its blob
+	blob cas.Ref         // the message blob it came from
+	idx  int             // its index in that blob (0 for an object or text blob)
+	head itemHead        // the fields every item is classified by
+}
+
+// itemHead holds the fields that say what an item is.
+type itemHead struct {
+	Type string `json:"type"`
+	Role string `json:"role"`
+}
+
+// where names the item in error messages.
+func (it item) where() string {
+	return fmt.Sprintf("message blob %s item %d", it.blob.Short(), it.idx)
+}
+
+// kind returns the item's type, "message" for a message without one.
+func (it item) kind() string {
+	if it.head.Type == "" && it.head.Role != "" {
+		return "message"
+	}
+	return it.head.Type
+}
+
+// isModelOutput reports whether the item is something a model produced (an
+// assistant message, reasoning, a tool call), as opposed to an input the
+// caller produced (a user, system or developer message, a tool's output).
+func (it item) isModelOutput() bool {
+	switch k := it.kind(); {
+	case k == "message":
+		return it.head.Role == "assistant"
+	case strings.HasSuffix(k, "_output"), k == "mcp_approval_response", k == "item_reference":
+		return false
+	default:
+		return true
+	}
+}
+
+// loadTranscript reads the message blobs in order and returns their items.
+// A blob is a JSON array of items, one JSON object item, or (anything else)
+// the text of a user message.
+func loadTranscript(ctx context.Context, g cas.Getter, refs []cas.Ref) ([]item, error) {
+	if len(refs) == 0 {
+		return nil, invalidf("message_refs is empty: give at least one message blob")
+	}
+	var items []item
+	for i, ref := range refs {
+		b, err := g.Get(ctx, ref)
+		if err != nil {
+			return nil, fmt.Errorf("%w: message_refs[%d] %s: %w", ErrInvalidParams, i, ref, err)
+		}
+		its, err := parseMessageBlob(ref, b)
+		if err != nil {
+			return nil, fmt.Errorf("%w: message_refs[%d]: %w", ErrInvalidParams, i, err)
+		}
+		items = append(items, its...)
+	}
+	return items, nil
+}
+
+// parseMessageBlob splits one message blob into items.
+func parseMessageBlob(ref cas.Ref, b []byte) ([]item, error) {
+	trimmed := bytes.TrimSpace(b)
+	if len(trimmed) > 0 && (trimmed[0] == '[' || trimmed[0] == '{') && json.Valid(trimmed) {
+		if trimmed[0] == '{' {
+			it, err := parseItem(ref, 0, trimmed)
+			if err != nil {
+				return nil, err
+			}
+			return []item{it}, nil
+		}
+		var raws []json.RawMessage
+		if err := json.Unmarshal(trimmed, &raws); err != nil {
+			return nil, fmt.Errorf("message blob %s: %w", ref.Short(), err)
+		}
+		items := make([]item, 0, len(raws))
+		for i, raw := range raws {
+			it, err := parseItem(ref, i, raw)
+			if err != nil {
+				return nil, err
+			}
+			items = append(items, it)
+		}
+		return items, nil
+	}
+	if len(trimmed) == 0 {
+		return nil, fmt.Errorf("message blob %s is empty: write the user's text, or a JSON item", ref.Short())
+	}
+	if !validUTF8(b) {
+		return nil, fmt.Errorf("message blob %s is neither JSON nor UTF-8 text", ref.Short())
+	}
+	raw, err := json.Marshal(userText{Content: string(b), Role: "user"})
+	if err != nil {
+		return nil, fmt.Errorf("message blob %s: %w", ref.Short(), err)
+	}
+	return []item{{raw: raw, blob: ref, head: itemHead{Role: "user"}}}, nil
+}
+
+// userText is the item a raw-text blob becomes, with the field order the
+// SDK writes ({"content":…,"role":"user"}).
+type userText struct {
+	Content string `json:"content"`
+	Role    string `json:"role"`
+}
+
+// parseItem checks that raw is a JSON object that says what it is.
+func parseItem(ref cas.Ref, idx int, raw json.RawMessage) (item, error) {
+	it := item{raw: raw, blob: ref, idx: idx}
+	if len(raw) == 0 || raw[0] != '{' {
+		return it, fmt.Errorf("%s: want a JSON object, got %s", it.where(), clipText(string(raw), 40))
+	}
+	if err := json.Unmarshal(raw, &it.head); err != nil {
+		return it, fmt.Errorf("%s: type and role must be strings: %w", it.where(), err)
+	}
+	switch {
+	case it.head.Type == "" && it.head.Role == "":
+		return it, fmt.Errorf("%s has neither \"type\" nor \"role\": write {\"role\":\"user\",\"content\":\"…\"} or a typed item such as {\"type\":\"function_call_output\",…}", it.where())
+	case it.head.Role == "tool":
+		return it, fmt.Errorf("%s has role \"tool\", the Chat Completions shape: write {\"type\":\"function_call_output\",\"call_id\":…,\"output\":…} instead", it.where())
+	}
+	return it, nil
+}
+
+// tool is one tool of the tools blob, in the flat Responses shape.
+type tool struct {
+	raw  json.RawMessage // the tool as written (flattened if it was nested)
+	typ  string
+	name string // function name ("" for non-function tools)
+}
+
+// toolHead holds the fields of a tool that are read.
+type toolHead struct {
+	Type     string          `json:"type"`
+	Name     string          `json:"name"`
+	Function json.RawMessage `json:"function"`
+}
+
+// loadTools reads and checks the tools blob: {"tools":[...]} or a bare array.
+func loadTools(ctx context.Context, g cas.Getter, ref cas.Ref) ([]tool, error) {
+	b, err := g.Get(ctx, ref)
+	if err != nil {
+		return nil, fmt.Errorf("%w: tools_ref %s: %w", ErrInvalidParams, ref, err)
+	}
+	tools, err := parseTools(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: tools blob %s: %w", ErrInvalidParams, ref.Short(), err)
+	}
+	return tools, nil
+}
+
+// parseTools parses the bytes of a tools blob.
+func parseTools(b []byte) ([]tool, error) {
+	b = bytes.TrimSpace(b)
+	if !json.Valid(b) {
+		return nil, fmt.Errorf("not JSON: want {\"tools\":[…]} or […]")
+	}
+	var raws []json.RawMessage
+	switch {
+	case len(b) > 0 && b[0] == '[':
+		if err := json.Unmarshal(b, &raws); err != nil {
+			return nil, err
+		}
+	case len(b) > 0 && b[0] == '{':
+		var wrapper struct {
+			Tools *[]json.RawMessage `json:"tools"`
+		}
+		if err := json.Unmarshal(b, &wrapper); err != nil {
+			return nil, fmt.Errorf("\"tools\" must be an array: %w", err)
+		}
+		if wrapper.Tools == nil {
+			return nil, fmt.Errorf("no \"tools\" key: want {\"tools\":[…]} or […]")
+		}
+		raws = *wrapper.Tools
+	default:
+		return nil, fmt.Errorf("want {\"tools\":[…]} or […], got %s", clipText(string(b), 40))
+	}
+	tools := make([]tool, 0, len(raws))
+	var names []string
+	for i, raw := range raws {
+		t, err := parseTool(raw)
+		if err != nil {
+			return nil, fmt.Errorf("tools[%d]: %w", i, err)
+		}
+		if t.name != "" {
+			if slices.Contains(names, t.name) {
+				return nil, fmt.Errorf("tools[%d]: function %q is defined twice", i, t.name)
+			}
+			names = append(names, t.name)
+		}
+		tools = append(tools, t)
+	}
+	return tools, nil
+}
+
+// parseTool checks one tool and flattens the nested Chat Completions shape.
+func parseTool(raw json.RawMessage) (tool, error) {
+	if len(raw) == 0 || raw[0] != '{' {
+		return tool{}, fmt.Errorf("want a JSON object, got %s", clipText(string(raw), 40))
+	}
+	var h toolHead
+	if err := json.Unmarshal(raw, &h); err != nil {
+		return tool{}, fmt.Errorf("type and name must be strings: %w", err)
+	}
+	if h.Type == "" {
+		return tool{}, fmt.Errorf("no \"type\": write {\"type\":\"function\",\"name\":…}")
+	}
+	if h.Type != "function" {
+		return tool{raw: raw, typ: h.Type}, nil
+	}
+	if len(h.Function) > 0 && h.Name == "" {
+		// Nested Chat Completions shape: {"type":"function","function":{...}}.
+		flat, name, err := flattenFunction(h.Function)
+		if err != nil {
+			return tool{}, err
+		}
+		return tool{raw: flat, typ: "function", name: name}, nil
+	}
+	if h.Name == "" {
+		return tool{}, fmt.Errorf("function tool has no \"name\"")
+	}
+	return tool{raw: raw, typ: "function", name: h.Name}, nil
+}
+
+// flattenFunction turns the "function" object of a Chat Completions tool
+// into a flat Responses function tool.
+func flattenFunction(fn json.RawMessage) (json.RawMessage, string, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(fn, &fields); err != nil || fields == nil {
+		return nil, "", fmt.Errorf("\"function\" must be an object")
+	}
+	var name string
+	if err := json.Unmarshal(fields["name"], &name); err != nil || name == "" {
+		return nil, "", fmt.Errorf("function tool has no \"name\"")
+	}
+	fields["type"] = json.RawMessage(`"function"`)
+	flat, err := json.Marshal(fields)
+	if err != nil {
+		return nil, "", err
+	}
+	return flat, name, nil
+}
+
+// functionTool is the part of a function tool that is sent.
+type functionTool struct {
+	Name        string
+	Description *string
+	Parameters  map[string]any // top-level keys; values are json.RawMessage; nil if absent
+	Strict      bool           // false if absent
+	Extra       map[string]any // other fields, values json.RawMessage, passed through
+}
+
+// decodeFunctionTool reads a flat function tool.
+func decodeFunctionTool(raw json.RawMessage) (functionTool, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return functionTool{}, err
+	}
+	var ft functionTool
+	if err := json.Unmarshal(fields["name"], &ft.Name); err != nil {
+		return functionTool{}, fmt.Errorf("function tool: field \"name\": %w", err)
+	}
+	for k, v := range fields {
+		var err error
+		switch k {
+		case "type", "name":
+		case "description":
+			if string(v) != "null" {
+				ft.Description = new(string)
+				err = json.Unmarshal(v, ft.Description)
+			}
+		case "parameters":
+			if string(v) != "null" {
+				ft.Parameters, err = rawObject(v)
+			}
+		case "strict":
+			if string(v) != "null" {
+				err = json.Unmarshal(v, &ft.Strict)
+			}
+		default:
+			if ft.Extra == nil {
+				ft.Extra = map[string]any{}
+			}
+			ft.Extra[k] = v
+		}
+		if err != nil {
+			return functionTool{}, fmt.Errorf("function %q: field %q: %w", ft.Name, k, err)
+		}
+	}
+	return ft, nil
+}
+
+// rawObject splits a JSON object into its members, each kept as written
+// (so numbers are not rounded through float64). The SDK encodes the map
+// with its keys sorted.
+func rawObject(b []byte) (map[string]any, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil || fields == nil {
+		return nil, fmt.Errorf("want a JSON object, got %s", clipText(string(b), 40))
+	}
+	m := make(map[string]any, len(fields))
+	for k, v := range fields {
+		m[k] = v
+	}
+	return m, nil
+}

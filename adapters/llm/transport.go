@@ -1,0 +1,208 @@
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/openai/openai-go/v3/option"
+)
+
+// capture records one HTTP exchange as it passes through the SDK: the exact
+// request body, and the status, header and body of the response.
+type capture struct {
+	stream   bool          // the request asks for a stream
+	request  []byte        // the request body as sent
+	status   int           // 0 until a response arrives
+	header   http.Header   // the response header
+	body     []byte        // the whole body (not for a successful stream)
+	tee      *bytes.Buffer // a successful stream's bytes read so far (capped)
+	readErr  error         // reading a non-stream body failed
+	tooLarge bool          // the body was larger than maxBody
+}
+
+// middleware is an SDK middleware that fills c. A non-stream body (and the
+// body of a failed stream request) is read whole here and handed on from
+// memory; a successful stream's body is teed as the SDK reads it.
+func (c *capture) middleware(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	if req.GetBody != nil {
+		if rc, err := req.GetBody(); err == nil {
+			c.request, _ = io.ReadAll(rc)
+			rc.Close()
+		}
+	} else if req.Body != nil {
+		b, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		c.request = b
+		req.Body = io.NopCloser(bytes.NewReader(b))
+	}
+	resp, err := next(req)
+	if err != nil || resp == nil {
+		return resp, err
+	}
+	c.status = resp.StatusCode
+	c.header = resp.Header.Clone()
+	if c.stream && resp.StatusCode < 400 {
+		c.tee = new(bytes.Buffer)
+		resp.Body = &teeBody{ReadCloser: resp.Body, buf: c.tee}
+		return resp, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	resp.Body.Close()
+	if err != nil {
+		c.readErr = err
+		return nil, fmt.Errorf("read response body: %w", err)
+	}
+	if len(b) > maxBody {
+		c.tooLarge = true
+		return nil, fmt.Errorf("response body is larger than %d bytes", maxBody)
+	}
+	c.body = b
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	return resp, nil
+}
+
+// teeBody copies what is read from a stream into buf, up to maxBody bytes.
+type teeBody struct {
+	io.ReadCloser
+	buf *bytes.Buffer
+}
+
+func (t *teeBody) Read(p []byte) (int, error) {
+	n, err := t.ReadCloser.Read(p)
+	if n > 0 && t.buf.Len() < maxBody {
+		t.buf.Write(p[:min(n, maxBody-t.buf.Len())])
+	}
+	return n, err
+}
+
+// contentTypeJSON reports whether a header declares a JSON body.
+func contentTypeJSON(h http.Header) bool {
+	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
+	return mt == "application/json" || strings.HasSuffix(mt, "+json")
+}
+
+// errorFields reads the provider's error fields from an error body, in any
+// of the shapes servers use: {"error":{"message","type","code","param"}},
+// {"error":"text"}, or {"message","type","code"} at the top level. Fields
+// that are numbers are given as their text.
+func errorFields(body []byte) (typ, msg, code, param string) {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(body, &top) != nil {
+		return "", "", "", ""
+	}
+	fields := top
+	if e, ok := top["error"]; ok {
+		var inner map[string]json.RawMessage
+		if json.Unmarshal(e, &inner) == nil && inner != nil {
+			fields = inner
+		} else {
+			return "", scalarText(e), "", ""
+		}
+	}
+	msg = scalarText(fields["message"])
+	if msg == "" {
+		msg = scalarText(fields["detail"])
+	}
+	return scalarText(fields["type"]), msg, scalarText(fields["code"]), scalarText(fields["param"])
+}
+
+// scalarText returns a JSON string's text or a number's or bool's literal;
+// "" for null, absent or anything else.
+func scalarText(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return ""
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return s
+		}
+	case '{', '[', 'n':
+	default:
+		if json.Valid(raw) {
+			return string(raw)
+		}
+	}
+	return ""
+}
+
+// retryableStatus reports whether a response with this status may succeed
+// if sent again; the server's x-should-retry header decides if present.
+func retryableStatus(status int, h http.Header) bool {
+	switch h.Get("x-should-retry") {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	return status == http.StatusRequestTimeout || status == http.StatusConflict ||
+		status == http.StatusTooManyRequests || status >= 500
+}
+
+// retryAfter reads the wait a server asks for (retry-after-ms, then
+// Retry-After in seconds or as a date); ok is false if it asks for none.
+func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	if h == nil {
+		return 0, false
+	}
+	if v := h.Get("retry-after-ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 && ms < 1e12 {
+			return time.Duration(ms * float64(time.Millisecond)), true
+		}
+	}
+	v := h.Get("Retry-After")
+	if v == "" {
+		return 0, false
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 && s < 1e9 {
+		return time.Duration(s * float64(time.Second)), true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+// hint tells the user what to do about an HTTP error.
+func hint(provider, baseURL string, status int) string {
+	switch {
+	case status == http.StatusUnauthorized:
+		return "check the API key (the secret bound to OPENAI_API_KEY)"
+	case status == http.StatusForbidden:
+		return "the API key may not use this model or endpoint; check the key's project and permissions"
+	case status == http.StatusNotFound:
+		h := fmt.Sprintf("check the model name and the base URL %s", baseURL)
+		if provider == ProviderResponses {
+			h += "; a server without the Responses API needs provider " + ProviderChat
+		}
+		return h
+	case status == http.StatusTooManyRequests:
+		return "rate limit or quota reached; wait, lower the request rate, or check the account's quota"
+	case status >= 500:
+		return "the provider failed; try again later"
+	case status >= 400:
+		return "the provider rejected the request; fix what the message names"
+	}
+	return ""
+}
+
+// isDecodeError reports whether err comes from decoding JSON (a malformed
+// stream event), as opposed to the connection.
+func isDecodeError(err error) bool {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	return errors.As(err, &se) || errors.As(err, &te)
+}

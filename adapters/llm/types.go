@@ -1,0 +1,441 @@
+package llm
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/fxamacker/cbor/v2"
+
+	"github.com/demiurge-dev/demiurge/cas"
+)
+
+// Provider names accepted in Params.Provider and Config.Provider.
+const (
+	// ProviderResponses speaks the OpenAI Responses API (POST {base}/responses).
+	ProviderResponses = "openai-responses"
+	// ProviderChat speaks the Chat Completions API (POST {base}/chat/completions).
+	ProviderChat = "openai-chat"
+)
+
+// Params are the parameters of one llm.generate effect, the Go form of
+// sys/LlmGenerateParams@1. Option fields are pointers; a nil pointer encodes
+// as CBOR null, as the typed-value normalizer writes a missing option.
+type Params struct {
+	// Provider is ProviderResponses or ProviderChat; "" means the
+	// Generator's default (Config.Provider).
+	Provider string `cbor:"provider"`
+	// Model is the provider's model name. Required.
+	Model string `cbor:"model"`
+	// Temperature is a decimal text such as "0.2", between 0 and 2; nil
+	// leaves the provider's default.
+	Temperature *string `cbor:"temperature"`
+	// MaxTokens caps the output tokens (max_output_tokens, or max_tokens
+	// for Chat Completions); 0 leaves the provider's default.
+	MaxTokens uint64 `cbor:"max_tokens"`
+	// MessageRefs name the message blobs of the transcript, oldest first.
+	// At least one is required.
+	MessageRefs []cas.Ref `cbor:"message_refs"`
+	// ToolsRef names the tools blob; nil sends no tools.
+	ToolsRef *cas.Ref `cbor:"tools_ref"`
+	// ToolChoice says whether and which tool the model must call; nil
+	// leaves the provider's default.
+	ToolChoice *ToolChoice `cbor:"tool_choice"`
+	// APIKey is the sys/TextOrSecretRef@1 value the world resolves before
+	// dispatch. Generate never reads it: the plaintext key is passed to
+	// Generate separately. It is kept opaque here so that params round-trip.
+	APIKey cbor.RawMessage `cbor:"api_key"`
+	// ResponseFormat asks for structured output (text.format json_schema,
+	// or response_format for Chat Completions); nil for free text.
+	ResponseFormat *TextFormat `cbor:"response_format"`
+	// Instructions is the system prompt; nil for none.
+	Instructions *string `cbor:"instructions"`
+	// PreviousResponseID chains this call to a response stored by the
+	// provider (Responses only; see Generator.Generate for what is sent).
+	PreviousResponseID *string `cbor:"previous_response_id"`
+	// ReasoningEffort is passed as reasoning.effort (reasoning_effort for
+	// Chat Completions), e.g. "low"; nil leaves the provider's default.
+	ReasoningEffort *string `cbor:"reasoning_effort"`
+}
+
+// MarshalCBOR encodes p canonically; a nil MessageRefs encodes as an empty
+// list, never null.
+func (p Params) MarshalCBOR() ([]byte, error) {
+	type plain Params
+	if p.MessageRefs == nil {
+		p.MessageRefs = []cas.Ref{}
+	}
+	return cas.MarshalBody(plain(p))
+}
+
+// TokenUsage counts the tokens of one call. Prompt includes Cached and
+// Completion includes Reasoning, as the providers count them.
+type TokenUsage struct {
+	Prompt     uint64 `cbor:"prompt"`
+	Completion uint64 `cbor:"completion"`
+	Cached     uint64 `cbor:"cached"`
+	Reasoning  uint64 `cbor:"reasoning"`
+}
+
+// Receipt is the result of one llm.generate effect, the Go form of
+// sys/LlmGenerateReceipt@1. Every ref names a blob or node Generate wrote to
+// the store it was given.
+type Receipt struct {
+	// OutputRef names the JSON array of the response's output items.
+	OutputRef cas.Ref `cbor:"output_ref"`
+	// OutputText is the concatenated text of the assistant's messages
+	// (output_text and refusal parts, in order).
+	OutputText string `cbor:"output_text"`
+	// TokenUsage is the provider's token count.
+	TokenUsage TokenUsage `cbor:"token_usage"`
+	// CostCents is CostMicroUSD in cents, rounded half up.
+	CostCents uint64 `cbor:"cost_cents"`
+	// CostMicroUSD is the cost in millionths of a US dollar from
+	// Config.Prices; 0 when the model has no price.
+	CostMicroUSD uint64 `cbor:"cost_microusd"`
+	// ProviderID is the provider's id of the response ("resp_…", "chatcmpl-…").
+	ProviderID string `cbor:"provider_id"`
+	// Model is the model that answered, as the provider names it (the
+	// requested model if the provider names none).
+	Model string `cbor:"model"`
+	// FinishReason is "stop", "tool_calls" (the output has function
+	// calls), "length" (the token limit cut the output), "content_filter",
+	// or another reason the provider gave.
+	FinishReason string `cbor:"finish_reason"`
+	// ToolCallRefs name one ToolCall node per function call, in output
+	// order. Never nil.
+	ToolCallRefs []cas.Ref `cbor:"tool_call_refs"`
+	// OutputItemsRef names the node holding the []OutputItem list.
+	OutputItemsRef *cas.Ref `cbor:"output_items_ref"`
+	// RequestRef names the exact request body sent on the last attempt.
+	RequestRef *cas.Ref `cbor:"request_ref"`
+	// ResponseRef names the response body (for a stream: the final
+	// response object) the receipt was made from.
+	ResponseRef *cas.Ref `cbor:"response_ref"`
+	// Attempts is how many HTTP attempts the call took (1 without retries).
+	Attempts uint64 `cbor:"attempts"`
+}
+
+// MarshalCBOR encodes r canonically; a nil ToolCallRefs encodes as an empty
+// list, never null.
+func (r Receipt) MarshalCBOR() ([]byte, error) {
+	type plain Receipt
+	if r.ToolCallRefs == nil {
+		r.ToolCallRefs = []cas.Ref{}
+	}
+	return cas.MarshalBody(plain(r))
+}
+
+// ToolCall is one function call the model asked for, the Go form of
+// sys/LlmToolCall@1, stored as its own node.
+type ToolCall struct {
+	// CallID is the provider's call id ("call_…"), which the tool's output
+	// must quote.
+	CallID string `cbor:"call_id"`
+	// Name is the function's name, as the model wrote it (it may name no
+	// known tool).
+	Name string `cbor:"name"`
+	// ArgumentsJSON is the provider's argument string, never reparsed or
+	// repaired: it may be invalid JSON.
+	ArgumentsJSON string `cbor:"arguments_json"`
+}
+
+// variant is the canonical typed-value form of an AIR variant:
+// {"$tag": T, "$value": V}, $value absent for unit arms.
+type variant struct {
+	Tag   string          `cbor:"$tag"`
+	Value cbor.RawMessage `cbor:"$value,omitempty"`
+}
+
+// marshalVariant encodes the arm tag with value v (nil for a unit arm).
+func marshalVariant(tag string, v any) ([]byte, error) {
+	if v == nil {
+		return cas.MarshalBody(variant{Tag: tag})
+	}
+	body, err := cas.MarshalBody(v)
+	if err != nil {
+		return nil, err
+	}
+	return cas.MarshalBody(variant{Tag: tag, Value: body})
+}
+
+// unmarshalVariant decodes the canonical variant form, rejecting keys other
+// than $tag and $value. value is nil when $value is absent or null.
+func unmarshalVariant(what string, b []byte) (tag string, value []byte, err error) {
+	var m map[string]cbor.RawMessage
+	if err := cas.Unmarshal(b, &m); err != nil {
+		return "", nil, fmt.Errorf("%s: want a variant map {$tag, $value}: %w", what, err)
+	}
+	for k := range m {
+		if k != "$tag" && k != "$value" {
+			return "", nil, fmt.Errorf("%s: unknown key %q in variant (want $tag and $value)", what, k)
+		}
+	}
+	rawTag, ok := m["$tag"]
+	if !ok {
+		return "", nil, fmt.Errorf("%s: variant has no $tag", what)
+	}
+	if err := cas.Unmarshal(rawTag, &tag); err != nil {
+		return "", nil, fmt.Errorf("%s: $tag is not text: %w", what, err)
+	}
+	value = m["$value"]
+	if len(value) == 1 && value[0] == 0xf6 { // null
+		value = nil
+	}
+	return tag, value, nil
+}
+
+// decodeRecord decodes a variant arm's record value into v, rejecting
+// unknown fields so a misspelt field is an error, not a silent zero.
+func decodeRecord(what string, value []byte, v any, fields ...string) error {
+	if value == nil {
+		return fmt.Errorf("%s: missing $value", what)
+	}
+	var m map[string]cbor.RawMessage
+	if err := cas.Unmarshal(value, &m); err != nil {
+		return fmt.Errorf("%s: $value is not a record: %w", what, err)
+	}
+	for k := range m {
+		if !slices.Contains(fields, k) {
+			return fmt.Errorf("%s: unknown field %q (want %s)", what, k, strings.Join(fields, ", "))
+		}
+	}
+	if err := cas.Unmarshal(value, v); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// ToolChoiceKind is the arm of a ToolChoice.
+type ToolChoiceKind string
+
+// The arms of sys/LlmToolChoice@1.
+const (
+	// ToolChoiceAuto lets the model decide ("auto").
+	ToolChoiceAuto ToolChoiceKind = "Auto"
+	// ToolChoiceNone forbids tool calls ("none").
+	ToolChoiceNone ToolChoiceKind = "None"
+	// ToolChoiceRequired makes the model call at least one tool ("required").
+	ToolChoiceRequired ToolChoiceKind = "Required"
+	// ToolChoiceTool makes the model call the function named Name.
+	ToolChoiceTool ToolChoiceKind = "Tool"
+)
+
+// ToolChoice is the Go form of sys/LlmToolChoice@1 =
+// variant { Auto, None, Required, Tool{name: text} }. Its CBOR form is the
+// canonical typed-value form, {"$tag":"Auto"} or
+// {"$tag":"Tool","$value":{"name":"x"}}.
+type ToolChoice struct {
+	Kind ToolChoiceKind
+	// Name is the function to call; set only for ToolChoiceTool.
+	Name string
+}
+
+type toolChoiceTool struct {
+	Name string `cbor:"name"`
+}
+
+// Validate reports whether c is one of the four arms, with a name exactly
+// when it is ToolChoiceTool.
+func (c ToolChoice) Validate() error {
+	switch c.Kind {
+	case ToolChoiceAuto, ToolChoiceNone, ToolChoiceRequired:
+		if c.Name != "" {
+			return fmt.Errorf("tool_choice %s takes no name (got %q)", c.Kind, c.Name)
+		}
+		return nil
+	case ToolChoiceTool:
+		if c.Name == "" {
+			return fmt.Errorf("tool_choice Tool needs a tool name")
+		}
+		return nil
+	default:
+		return fmt.Errorf("tool_choice %q is not one of Auto, None, Required, Tool", string(c.Kind))
+	}
+}
+
+// MarshalCBOR encodes c in the canonical variant form.
+func (c ToolChoice) MarshalCBOR() ([]byte, error) {
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("llm: encode %w", err)
+	}
+	if c.Kind == ToolChoiceTool {
+		return marshalVariant(string(c.Kind), toolChoiceTool{Name: c.Name})
+	}
+	return marshalVariant(string(c.Kind), nil)
+}
+
+// UnmarshalCBOR decodes the canonical variant form.
+func (c *ToolChoice) UnmarshalCBOR(b []byte) error {
+	const what = "llm: decode tool_choice"
+	tag, value, err := unmarshalVariant(what, b)
+	if err != nil {
+		return err
+	}
+	out := ToolChoice{Kind: ToolChoiceKind(tag)}
+	switch out.Kind {
+	case ToolChoiceAuto, ToolChoiceNone, ToolChoiceRequired:
+		if value != nil {
+			return fmt.Errorf("%s: arm %s takes no $value", what, tag)
+		}
+	case ToolChoiceTool:
+		var t toolChoiceTool
+		if err := decodeRecord(what+" Tool", value, &t, "name"); err != nil {
+			return err
+		}
+		out.Name = t.Name
+	}
+	if err := out.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	*c = out
+	return nil
+}
+
+// TextFormat is the Go form of sys/LlmTextFormat@1 =
+// variant { JsonSchema{name: text, schema_json: text, strict: bool} }.
+type TextFormat struct {
+	// JSONSchema asks for output matching a JSON Schema. It is the only
+	// arm and must be set.
+	JSONSchema *JSONSchemaFormat
+}
+
+// JSONSchemaFormat is the JsonSchema arm of TextFormat.
+type JSONSchemaFormat struct {
+	// Name names the schema for the provider (letters, digits, _ and -).
+	Name string `cbor:"name"`
+	// SchemaJSON is the JSON Schema as JSON text.
+	SchemaJSON string `cbor:"schema_json"`
+	// Strict asks the provider to enforce the schema exactly.
+	Strict bool `cbor:"strict"`
+}
+
+// MarshalCBOR encodes f in the canonical variant form.
+func (f TextFormat) MarshalCBOR() ([]byte, error) {
+	if f.JSONSchema == nil {
+		return nil, fmt.Errorf("llm: encode response_format: no arm set (want JsonSchema)")
+	}
+	return marshalVariant("JsonSchema", *f.JSONSchema)
+}
+
+// UnmarshalCBOR decodes the canonical variant form.
+func (f *TextFormat) UnmarshalCBOR(b []byte) error {
+	const what = "llm: decode response_format"
+	tag, value, err := unmarshalVariant(what, b)
+	if err != nil {
+		return err
+	}
+	if tag != "JsonSchema" {
+		return fmt.Errorf("%s: arm %q is not JsonSchema", what, tag)
+	}
+	var s JSONSchemaFormat
+	if err := decodeRecord(what+" JsonSchema", value, &s, "name", "schema_json", "strict"); err != nil {
+		return err
+	}
+	*f = TextFormat{JSONSchema: &s}
+	return nil
+}
+
+// OutputItem is one item of a response's output, the Go form of
+// sys/LlmOutputItem@1 = variant { Message{role, text},
+// ToolCall{call_id, name, arguments_json}, Reasoning{summary: list<text>},
+// Other{type, json} }. Exactly one field is set.
+type OutputItem struct {
+	Message   *MessageItem
+	ToolCall  *ToolCall
+	Reasoning *ReasoningItem
+	Other     *OtherItem
+}
+
+// MessageItem is a message the model wrote.
+type MessageItem struct {
+	Role string `cbor:"role"`
+	// Text is the concatenation of the message's output_text and refusal
+	// parts.
+	Text string `cbor:"text"`
+}
+
+// ReasoningItem is a reasoning item; its encrypted content stays in the
+// output blob.
+type ReasoningItem struct {
+	// Summary holds the summary texts, in order (never nil).
+	Summary []string `cbor:"summary"`
+}
+
+// OtherItem is an output item of any other type, kept as its raw JSON.
+type OtherItem struct {
+	Type string `cbor:"type"`
+	JSON string `cbor:"json"`
+}
+
+// MarshalCBOR encodes it in the canonical variant form.
+func (it OutputItem) MarshalCBOR() ([]byte, error) {
+	n := 0
+	var tag string
+	var v any
+	if it.Message != nil {
+		n, tag, v = n+1, "Message", *it.Message
+	}
+	if it.ToolCall != nil {
+		n, tag, v = n+1, "ToolCall", *it.ToolCall
+	}
+	if it.Reasoning != nil {
+		r := *it.Reasoning
+		if r.Summary == nil {
+			r.Summary = []string{}
+		}
+		n, tag, v = n+1, "Reasoning", r
+	}
+	if it.Other != nil {
+		n, tag, v = n+1, "Other", *it.Other
+	}
+	if n != 1 {
+		return nil, fmt.Errorf("llm: encode output item: %d arms set, want exactly 1", n)
+	}
+	return marshalVariant(tag, v)
+}
+
+// UnmarshalCBOR decodes the canonical variant form.
+func (it *OutputItem) UnmarshalCBOR(b []byte) error {
+	const what = "llm: decode output item"
+	tag, value, err := unmarshalVariant(what, b)
+	if err != nil {
+		return err
+	}
+	var out OutputItem
+	switch tag {
+	case "Message":
+		out.Message = new(MessageItem)
+		err = decodeRecord(what+" Message", value, out.Message, "role", "text")
+	case "ToolCall":
+		out.ToolCall = new(ToolCall)
+		err = decodeRecord(what+" ToolCall", value, out.ToolCall, "call_id", "name", "arguments_json")
+	case "Reasoning":
+		out.Reasoning = new(ReasoningItem)
+		err = decodeRecord(what+" Reasoning", value, out.Reasoning, "summary")
+		if err == nil && out.Reasoning.Summary == nil {
+			out.Reasoning.Summary = []string{}
+		}
+	case "Other":
+		out.Other = new(OtherItem)
+		err = decodeRecord(what+" Other", value, out.Other, "type", "json")
+	default:
+		return fmt.Errorf("%s: arm %q is not one of Message, ToolCall, Reasoning, Other", what, tag)
+	}
+	if err != nil {
+		return err
+	}
+	*it = out
+	return nil
+}
+
+var (
+	_ cbor.Marshaler   = ToolChoice{}
+	_ cbor.Unmarshaler = (*ToolChoice)(nil)
+	_ cbor.Marshaler   = TextFormat{}
+	_ cbor.Unmarshaler = (*TextFormat)(nil)
+	_ cbor.Marshaler   = OutputItem{}
+	_ cbor.Unmarshaler = (*OutputItem)(nil)
+	_ cbor.Marshaler   = Params{}
+	_ cbor.Marshaler   = Receipt{}
+)
