@@ -17,7 +17,14 @@ var (
 	ErrCorrupt = errors.New("cas: corrupt blob")
 	// ErrClosed is returned when a store is used after Close.
 	ErrClosed = errors.New("cas: store closed")
+	// ErrReadOnly is returned by Put on a store opened read-only.
+	ErrReadOnly = errors.New("cas: store is read-only")
 )
+
+// notFound returns the error a store returns for a ref it does not hold.
+func notFound(ref Ref) error {
+	return fmt.Errorf("%w: %s", ErrNotFound, ref)
+}
 
 // CorruptError reports a blob whose bytes do not match its ref.
 type CorruptError struct {
