@@ -49,7 +49,8 @@ type ProviderError struct {
 	// Type, Code, Param and Message are the provider's error fields
 	// (Message is our description when the provider gave none).
 	Type, Code, Param, Message string
-	RequestID string // the provider's x-request-id header, if any
+	// RequestID is the provider's x-request-id header, if any.
+	RequestID string
 	// Retryable reports whether this kind of failure is retried (it was,
 	// up to Config.MaxAttempts, before this error was returned).
 	Retryable bool

@@ -1,0 +1,186 @@
+// Package llmtest is a fake OpenAI-style model server for tests: it speaks
+// the Responses API (POST …/responses) and Chat Completions
+// (POST …/chat/completions), as JSON or as a server-sent-event stream when
+// the request says "stream": true, and answers each request with the next
+// Turn of a script (or from a callback). It records every request for
+// assertions.
+//
+// The answers are deterministic: ids ("resp_…", "fc_…", "call_…",
+// "chatcmpl-…") derive from the turn's position and the call's index, and
+// token counts from the request's size, so a recorded session replays to the
+// same bytes.
+//
+// A script can be written in Go or read from JSON (ParseScript, LoadScript),
+// for end-to-end tests that point a built binary at Server.URL:
+//
+//	{"turns": [
+//	  {"calls": [{"name": "workspace_read", "arguments": "{\"path\":\"README.md\"}"}]},
+//	  {"text": "The README says hello."},
+//	  {"status": 500},
+//	  {"text": "cut", "cut_off": true},
+//	  {"calls": [{"name": "bash", "arguments": "{\"script\": \"ls"}], "delay": "50ms"}
+//	]}
+package llmtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+)
+
+// Script is a list of canned turns, answered in order, one per request.
+type Script struct {
+	Turns []Turn `json:"turns"`
+}
+
+// Turn is one answer of the fake model: text and/or function calls, or a
+// failure. The zero Turn answers an empty assistant message.
+type Turn struct {
+	// Text is the assistant's message ("" for none). In a stream it is sent
+	// word by word.
+	Text string `json:"text,omitempty"`
+	// Calls are function calls, in order; several make a parallel turn.
+	// Arguments are sent exactly as given, so they may be malformed JSON,
+	// and Name may name no tool the request offered.
+	Calls []Call `json:"calls,omitempty"`
+	// Reasoning, if set, puts a reasoning item with this summary first in a
+	// Responses output (with encrypted_content when the request includes
+	// "reasoning.encrypted_content"). Chat Completions ignores it.
+	Reasoning string `json:"reasoning,omitempty"`
+	// Refusal is a refusal message part (Responses) or the message's
+	// "refusal" field (Chat Completions).
+	Refusal string `json:"refusal,omitempty"`
+
+	// Status, if 400 or more, answers that HTTP error with an OpenAI error
+	// body ({"error":{"message","type","param","code"}}) filled from Error
+	// or from defaults for the status.
+	Status int `json:"status,omitempty"`
+	// Error overrides the fields of the error body.
+	Error *ErrorBody `json:"error,omitempty"`
+	// Header adds response headers, such as Retry-After.
+	Header map[string]string `json:"header,omitempty"`
+	// Body, if set, is sent verbatim instead of the rendered answer (with
+	// Status, default 200, and ContentType, default "text/html; charset=utf-8"):
+	// a body that is not the expected JSON.
+	Body string `json:"body,omitempty"`
+	// ContentType is the content type of Body.
+	ContentType string `json:"content_type,omitempty"`
+
+	// CutOff drops the connection mid-answer: a stream after about half its
+	// events, before response.completed (or the finish chunk); a JSON body
+	// after half its bytes.
+	CutOff bool `json:"cut_off,omitempty"`
+	// Incomplete ends a Responses answer with status "incomplete" and this
+	// reason (such as "max_output_tokens"); Chat Completions answers
+	// finish_reason "length".
+	Incomplete string `json:"incomplete,omitempty"`
+	// Failed ends a Responses answer with status "failed" and this error
+	// (a stream with response.failed); Chat Completions answers HTTP 500.
+	Failed *ErrorBody `json:"failed,omitempty"`
+	// StreamError sends an "error" event instead of the answer when the
+	// request streams (Responses), or HTTP 500 otherwise.
+	StreamError *ErrorBody `json:"stream_error,omitempty"`
+	// IgnoreStream answers a streaming request with a plain JSON body, as
+	// servers without streaming do.
+	IgnoreStream bool `json:"ignore_stream,omitempty"`
+
+	// Delay waits before answering (the request's cancellation ends the
+	// wait).
+	Delay Duration `json:"delay,omitempty"`
+	// Usage overrides the token counts.
+	Usage *Usage `json:"usage,omitempty"`
+	// Model overrides the model the answer names (default: the request's).
+	Model string `json:"model,omitempty"`
+}
+
+// Call is one function call of a Turn.
+type Call struct {
+	Name string `json:"name"`
+	// Arguments is the raw arguments string, sent as is.
+	Arguments string `json:"arguments"`
+	// CallID overrides the generated "call_…" id.
+	CallID string `json:"call_id,omitempty"`
+}
+
+// ErrorBody is the "error" object of an OpenAI error response.
+type ErrorBody struct {
+	Message string `json:"message,omitempty"`
+	Type    string `json:"type,omitempty"`
+	Code    string `json:"code,omitempty"`
+	Param   string `json:"param,omitempty"`
+}
+
+// Usage is a turn's token counts. Input includes Cached; Output includes
+// Reasoning.
+type Usage struct {
+	Input     int64 `json:"input"`
+	Cached    int64 `json:"cached"`
+	Output    int64 `json:"output"`
+	Reasoning int64 `json:"reasoning"`
+}
+
+// Duration is a time.Duration written in JSON as a Go duration string
+// ("150ms") or a number of milliseconds.
+type Duration time.Duration
+
+// MarshalJSON writes d as a duration string.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+// UnmarshalJSON reads a duration string or a number of milliseconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("llmtest: delay %q: %w", s, err)
+		}
+		*d = Duration(v)
+		return nil
+	}
+	var ms float64
+	if err := json.Unmarshal(b, &ms); err != nil {
+		return fmt.Errorf("llmtest: delay must be a duration string such as \"150ms\" or milliseconds, got %s", b)
+	}
+	*d = Duration(ms * float64(time.Millisecond))
+	return nil
+}
+
+// ParseScript reads a script from JSON: {"turns":[…]} or a bare array of
+// turns. Unknown fields are errors, so a misspelt field does not pass
+// silently.
+func ParseScript(data []byte) (Script, error) {
+	data = bytes.TrimSpace(data)
+	var s Script
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var err error
+	if len(data) > 0 && data[0] == '[' {
+		err = dec.Decode(&s.Turns)
+	} else {
+		err = dec.Decode(&s)
+	}
+	if err != nil {
+		return Script{}, fmt.Errorf("llmtest: parse script: %w", err)
+	}
+	if dec.More() {
+		return Script{}, fmt.Errorf("llmtest: parse script: trailing data after the script")
+	}
+	return s, nil
+}
+
+// LoadScript reads a JSON script file (see ParseScript).
+func LoadScript(path string) (Script, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Script{}, fmt.Errorf("llmtest: %w", err)
+	}
+	s, err := ParseScript(b)
+	if err != nil {
+		return Script{}, fmt.Errorf("%w (in %s)", err, path)
+	}
+	return s, nil
+}
