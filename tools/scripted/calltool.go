@@ -1,0 +1,390 @@
+package scripted
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// maxTraceArgBytes bounds each argv word kept in the trace.
+const maxTraceArgBytes = 1024
+
+// callTool runs one tool command: --help, flag parsing, schema check,
+// --dry-run, the tool-call budget, stdin, then the callback.
+func (ex *execution) callTool(ctx context.Context, name string, argv []string, cio cmdIO) int {
+	reg := ex.t.byName[name]
+	call := Call{Seq: int(ex.seq.Add(1)), Tool: name, Kind: CallTool, Argv: traceArgv(argv)}
+	start := time.Now()
+	var errOut strings.Builder
+	stderr := io.MultiWriter(cio.stderr, &errOut)
+	code := ex.runTool(ctx, reg, argv, cio, stderr, &call)
+	call.ExitCode = code
+	call.Duration = time.Since(start)
+	if code != 0 {
+		call.Error = strings.TrimSpace(errOut.String())
+	}
+	ex.record(call)
+	return code
+}
+
+func (ex *execution) runTool(ctx context.Context, reg *registered, argv []string, cio cmdIO, stderr io.Writer, call *Call) int {
+	name := reg.def.Name
+	if slices.Contains(argv, "--help") {
+		call.Kind = CallHelp
+		io.WriteString(cio.stdout, toolHelpText(reg))
+		return 0
+	}
+	dry := false
+	if slices.Contains(argv, "--dry-run") {
+		dry = true
+		argv = slices.DeleteFunc(slices.Clone(argv), func(a string) bool { return a == "--dry-run" })
+		call.Kind = CallDryRun
+	}
+	var params map[string]any
+	if reg.pos == nil {
+		var err error
+		params, err = parseFlags(reg.flags, argv, ex.lim)
+		if err == nil {
+			if msg := validateParams(reg.schema, params); msg != "" {
+				err = errors.New("schema error: " + msg)
+			}
+		}
+		if err != nil {
+			if dry {
+				writeJSONLine(stderr, map[string]any{"dry_run": true, "error": err.Error(), "tool": name, "valid": false})
+				return 1
+			}
+			call.Kind = CallInvalid
+			fmt.Fprintf(stderr, "%s: %s\n", name, err)
+			return 2
+		}
+		call.Params = params
+	}
+	if dry {
+		out := map[string]any{"dry_run": true, "tool": name, "valid": true}
+		if reg.pos == nil {
+			out["params"] = params
+		} else {
+			out["argv"] = argv
+		}
+		writeJSONLine(cio.stdout, out)
+		return 0
+	}
+	if ex.toolCalls.Add(1) > ex.lim.MaxToolCalls {
+		ex.fail("maximum tool calls exceeded (%d)", ex.lim.MaxToolCalls)
+		return 1
+	}
+	var stdin *string
+	if reg.def.Stdin && cio.stdin != nil {
+		data, err := io.ReadAll(io.LimitReader(cio.stdin, int64(ex.lim.MaxToolStdinBytes)+1))
+		if err != nil && ctx.Err() == nil {
+			fmt.Fprintf(stderr, "%s: reading stdin: %v\n", name, err)
+			return 1
+		}
+		if len(data) > ex.lim.MaxToolStdinBytes {
+			fmt.Fprintf(stderr, "%s: stdin exceeds %d bytes\n", name, ex.lim.MaxToolStdinBytes)
+			return 1
+		}
+		s := string(data)
+		stdin = &s
+	}
+	if ctx.Err() != nil {
+		return 1
+	}
+	out, err, panicked := ex.invoke(ctx, reg, ToolArgs{Params: params, Stdin: stdin, Argv: argv})
+	if ctx.Err() != nil && err == nil && out == "" {
+		return 1 // the run is ending (deadline or limit); the result says why
+	}
+	if panicked {
+		fmt.Fprintf(stderr, "%s: callback failed\n", name)
+		return 1
+	}
+	if err != nil {
+		if ue, ok := asUserError(err); ok {
+			code := ue.Code
+			if code < 1 || code > 125 {
+				code = 1
+			}
+			fmt.Fprintf(stderr, "%s: %s\n", name, oneLine(ue.Msg))
+			return code
+		}
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			if ctx.Err() != nil {
+				return 1
+			}
+		}
+		if ex.t.sanitize {
+			fmt.Fprintf(stderr, "%s: callback failed\n", name)
+		} else {
+			fmt.Fprintf(stderr, "%s: %s\n", name, oneLine(err.Error()))
+		}
+		return 1
+	}
+	if len(out) > ex.lim.MaxToolOutputBytes {
+		fmt.Fprintf(stderr, "%s: output exceeds %d bytes\n", name, ex.lim.MaxToolOutputBytes)
+		return 1
+	}
+	io.WriteString(cio.stdout, out)
+	return 0
+}
+
+// invoke runs the callback in its own goroutine so that a callback that
+// ignores ctx cannot hold the script past its deadline, and turns a panic
+// into a failure.
+func (ex *execution) invoke(ctx context.Context, reg *registered, args ToolArgs) (out string, err error, panicked bool) {
+	type result struct {
+		out      string
+		err      error
+		panicked bool
+	}
+	ch := make(chan result, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				slog.Error("scripted: tool callback panicked", "tool", reg.def.Name, "panic", p)
+				ch <- result{panicked: true}
+			}
+		}()
+		var r result
+		if reg.pos != nil {
+			r.out, r.err = reg.pos(ctx, args.Argv, args.Stdin)
+		} else {
+			r.out, r.err = reg.fn(ctx, args)
+		}
+		ch <- r
+	}()
+	select {
+	case r := <-ch:
+		return r.out, r.err, r.panicked
+	case <-ctx.Done():
+		return "", nil, false
+	}
+}
+
+func (ex *execution) record(c Call) {
+	ex.traceMu.Lock()
+	defer ex.traceMu.Unlock()
+	if len(ex.calls) >= ex.lim.MaxTraceCalls {
+		ex.dropped++
+		return
+	}
+	ex.calls = append(ex.calls, c)
+}
+
+// traceArgv copies argv, cutting each word to maxTraceArgBytes on a UTF-8
+// boundary.
+func traceArgv(argv []string) []string {
+	if len(argv) == 0 {
+		return nil
+	}
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		if len(a) > maxTraceArgBytes {
+			cut := maxTraceArgBytes
+			for cut > 0 && !utf8.RuneStart(a[cut]) {
+				cut--
+			}
+			a = a[:cut]
+		}
+		out[i] = a
+	}
+	return out
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
+
+func writeJSONLine(w io.Writer, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte(`{"error":"unencodable value"}`)
+	}
+	w.Write(append(b, '\n'))
+}
+
+// toolHelpText is `<tool> --help` and `help <tool>`.
+func toolHelpText(reg *registered) string {
+	s := reg.def.Name + " - " + reg.def.Description + "\n"
+	if reg.usage != "" {
+		s += "Usage: " + reg.def.Name + " " + reg.usage + "\n"
+	}
+	return s
+}
+
+// help is the in-script help builtin: help [--list] | help <tool> [--json].
+func (ex *execution) help(args []string, cio cmdIO) int {
+	call := Call{Seq: int(ex.seq.Add(1)), Tool: "help", Kind: CallHelp, Argv: traceArgv(args)}
+	start := time.Now()
+	code := ex.helpRun(args, cio)
+	call.ExitCode, call.Duration = code, time.Since(start)
+	ex.record(call)
+	return code
+}
+
+func (ex *execution) helpRun(args []string, cio cmdIO) int {
+	var tool string
+	list, asJSON := false, false
+	for _, a := range args {
+		switch {
+		case a == "--list":
+			list = true
+		case a == "--json":
+			asJSON = true
+		case strings.HasPrefix(a, "-") || tool != "":
+			io.WriteString(cio.stderr, "usage: help [--list] [<tool>] [--json]\n")
+			return 1
+		default:
+			tool = a
+		}
+	}
+	if tool == "" {
+		if asJSON && !list {
+			io.WriteString(cio.stderr, "usage: help [--list] [<tool>] [--json]\n")
+			return 1
+		}
+		var b strings.Builder
+		for _, r := range ex.t.tools {
+			fmt.Fprintf(&b, "%-20s %s\n", r.def.Name, r.def.Description)
+		}
+		io.WriteString(cio.stdout, b.String())
+		return 0
+	}
+	reg, ok := ex.t.byName[tool]
+	if !ok {
+		fmt.Fprintf(cio.stderr, "help: unknown tool: %s\n", tool)
+		return 1
+	}
+	if asJSON {
+		schema := json.RawMessage("{}")
+		if len(reg.def.InputSchema) > 0 {
+			schema = reg.def.InputSchema
+		}
+		b, err := json.MarshalIndent(map[string]any{"name": reg.def.Name, "description": reg.def.Description, "input_schema": schema}, "", "  ")
+		if err != nil {
+			fmt.Fprintf(cio.stderr, "help: %s: input schema is not valid JSON\n", tool)
+			return 1
+		}
+		cio.stdout.Write(append(b, '\n'))
+		return 0
+	}
+	io.WriteString(cio.stdout, toolHelpText(reg))
+	return 0
+}
+
+// discover lists tools by category, tag or search text.
+func (ex *execution) discover(args []string, cio cmdIO) int {
+	call := Call{Seq: int(ex.seq.Add(1)), Tool: "discover", Kind: CallDiscover, Argv: traceArgv(args)}
+	start := time.Now()
+	code := ex.discoverRun(args, cio)
+	call.ExitCode, call.Duration = code, time.Since(start)
+	ex.record(call)
+	return code
+}
+
+const discoverUsage = "usage: discover --categories | --category <name> | --tag <tag> | --search <text> [--json]\n"
+
+func (ex *execution) discoverRun(args []string, cio cmdIO) int {
+	asJSON := false
+	mode, value := "", ""
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; a {
+		case "--json":
+			asJSON = true
+		case "--categories":
+			mode = a
+		case "--category", "--tag", "--search":
+			if i+1 >= len(args) {
+				io.WriteString(cio.stderr, discoverUsage)
+				return 1
+			}
+			mode, value = a, args[i+1]
+			i++
+		default:
+			io.WriteString(cio.stderr, discoverUsage)
+			return 1
+		}
+	}
+	if mode == "" {
+		io.WriteString(cio.stderr, discoverUsage)
+		return 1
+	}
+	if mode == "--categories" {
+		counts := map[string]int{}
+		for _, r := range ex.t.tools {
+			if r.def.Category != "" {
+				counts[r.def.Category]++
+			}
+		}
+		cats := make([]string, 0, len(counts))
+		for c := range counts {
+			cats = append(cats, c)
+		}
+		slices.Sort(cats)
+		if asJSON {
+			out := make([]map[string]any, 0, len(cats))
+			for _, c := range cats {
+				out = append(out, map[string]any{"category": c, "count": counts[c]})
+			}
+			writeJSONIndent(cio.stdout, out)
+			return 0
+		}
+		for _, c := range cats {
+			noun := "tools"
+			if counts[c] == 1 {
+				noun = "tool"
+			}
+			fmt.Fprintf(cio.stdout, "%s (%d %s)\n", c, counts[c], noun)
+		}
+		return 0
+	}
+	var found []*registered
+	needle := strings.ToLower(value)
+	for _, r := range ex.t.tools {
+		switch mode {
+		case "--category":
+			if r.def.Category == value {
+				found = append(found, r)
+			}
+		case "--tag":
+			if slices.Contains(r.def.Tags, value) {
+				found = append(found, r)
+			}
+		case "--search":
+			if strings.Contains(strings.ToLower(r.def.Name+" "+r.def.Description), needle) {
+				found = append(found, r)
+			}
+		}
+	}
+	if asJSON {
+		out := make([]map[string]any, 0, len(found))
+		for _, r := range found {
+			m := map[string]any{"name": r.def.Name, "description": r.def.Description}
+			if len(r.def.Tags) > 0 {
+				m["tags"] = r.def.Tags
+			}
+			if r.def.Category != "" {
+				m["category"] = r.def.Category
+			}
+			out = append(out, m)
+		}
+		writeJSONIndent(cio.stdout, out)
+		return 0
+	}
+	for _, r := range found {
+		fmt.Fprintf(cio.stdout, "%-20s %s\n", r.def.Name, r.def.Description)
+	}
+	return 0
+}
+
+func writeJSONIndent(w io.Writer, v any) {
+	b, _ := json.MarshalIndent(v, "", "  ")
+	w.Write(append(b, '\n'))
+}

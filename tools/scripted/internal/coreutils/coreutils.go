@@ -1,0 +1,313 @@
+// Package coreutils implements the text utilities of the scripted tool's
+// sandbox (printf, jq, grep, sed, head, sort, ...) as in-process commands.
+//
+// Every command reads only its standard input and writes only its standard
+// output and error: there is no file system, no process, no environment
+// beyond the one the caller passes in Env. File operands other than "-" are
+// refused with "<cmd>: <file>: filesystem access disabled" and exit status 2.
+// Commands check ctx while they work, and stop with exit status 1 once it is
+// done; they never panic on input.
+package coreutils
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Env is what a command may touch while it runs.
+type Env struct {
+	// Stdin is the command's standard input; never nil (an empty reader
+	// when nothing is attached).
+	Stdin io.Reader
+	// Stdout and Stderr receive the command's output; never nil.
+	Stdout io.Writer
+	Stderr io.Writer
+	// Getenv returns a variable of the sandbox environment ("" when unset).
+	Getenv func(name string) string
+	// Environ lists the sandbox's exported variables as "k=v" pairs; jq's
+	// $ENV reads it.
+	Environ func() []string
+	// Now is the sandbox's clock, read by date.
+	Now func() time.Time
+	// MaxInputBytes bounds what a command reads from Stdin; a command that
+	// would read more fails with "<cmd>: input exceeds N bytes". 0 means no
+	// bound.
+	MaxInputBytes int64
+	// Exec runs a command line inside the sandbox (xargs uses it) and
+	// returns its exit status. nil disables xargs.
+	Exec func(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) int
+	// JQ caches compiled jq filters across runs; nil means no cache.
+	JQ *JQCache
+}
+
+// Func is a command: it runs args (without the command name) and returns
+// its exit status.
+type Func func(ctx context.Context, env *Env, args []string) int
+
+var commands map[string]Func
+
+func init() {
+	commands = map[string]Func{
+		"base64":   base64Cmd,
+		"basename": basenameCmd,
+		"cat":      catCmd,
+		"cut":      cutCmd,
+		"date":     dateCmd,
+		"dirname":  dirnameCmd,
+		"grep":     grepCmd,
+		"head":     headCmd,
+		"jq":       jqCmd,
+		"printf":   printfCmd,
+		"sed":      sedCmd,
+		"seq":      seqCmd,
+		"sort":     sortCmd,
+		"tail":     tailCmd,
+		"tee":      teeCmd,
+		"tr":       trCmd,
+		"uniq":     uniqCmd,
+		"wc":       wcCmd,
+		"xargs":    xargsCmd,
+	}
+}
+
+// Lookup returns the command called name.
+func Lookup(name string) (Func, bool) {
+	f, ok := commands[name]
+	return f, ok
+}
+
+// Names returns the names of all commands, sorted.
+func Names() []string {
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// errInputTooLarge is returned by a limitedReader past its bound.
+var errInputTooLarge = errors.New("input too large")
+
+// limitedReader fails with errInputTooLarge once more than n bytes were
+// read, instead of pretending the input ended as io.LimitReader does.
+type limitedReader struct {
+	r io.Reader
+	n int64 // bytes left; <0 = unlimited
+}
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	if l.n < 0 {
+		return l.r.Read(p)
+	}
+	if l.n == 0 {
+		// Probe for one more byte: input of exactly the bound is fine.
+		var one [1]byte
+		n, err := l.r.Read(one[:])
+		if n > 0 {
+			return 0, errInputTooLarge
+		}
+		return 0, err
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.r.Read(p)
+	l.n -= int64(n)
+	return n, err
+}
+
+// cmd is the state of one running command: its name, environment and a
+// buffered stdout that run flushes.
+type cmd struct {
+	ctx  context.Context
+	name string
+	env  *Env
+	out  *bufio.Writer
+	in   io.Reader
+}
+
+func newCmd(ctx context.Context, name string, env *Env) *cmd {
+	n := env.MaxInputBytes
+	if n <= 0 {
+		n = -1
+	}
+	return &cmd{
+		ctx:  ctx,
+		name: name,
+		env:  env,
+		out:  bufio.NewWriterSize(env.Stdout, 4096),
+		in:   &limitedReader{r: env.Stdin, n: n},
+	}
+}
+
+// errf prints "name: msg" on stderr and returns status.
+func (c *cmd) errf(status int, format string, args ...any) int {
+	c.out.Flush()
+	fmt.Fprintf(c.env.Stderr, c.name+": "+format+"\n", args...)
+	return status
+}
+
+// readErr reports a failed read of stdin and returns its exit status.
+func (c *cmd) readErr(err error) int {
+	if errors.Is(err, errInputTooLarge) {
+		return c.errf(1, "input exceeds %d bytes", c.env.MaxInputBytes)
+	}
+	if c.ctx.Err() != nil {
+		return c.errf(1, "interrupted")
+	}
+	return c.errf(1, "read error: %v", err)
+}
+
+// done flushes stdout and returns status.
+func (c *cmd) done(status int) int {
+	if err := c.out.Flush(); err != nil && status == 0 {
+		return 1
+	}
+	return status
+}
+
+// operands checks that every file operand is "-" (stdin); anything else is
+// refused because the sandbox has no file system.
+func (c *cmd) operands(files []string) (int, bool) {
+	for _, f := range files {
+		if f != "-" {
+			return c.errf(2, "%s: filesystem access disabled", f), false
+		}
+	}
+	return 0, true
+}
+
+// readAll reads stdin whole, within MaxInputBytes.
+func (c *cmd) readAll() ([]byte, error) {
+	return io.ReadAll(c.in)
+}
+
+// eachLine calls f with every line of stdin, without its newline; last is
+// true for a final line that had no newline. It checks ctx as it goes.
+func (c *cmd) eachLine(f func(line string, last bool) bool) error {
+	br := bufio.NewReaderSize(c.in, 32*1024)
+	for i := 0; ; i++ {
+		if i&1023 == 1023 && c.ctx.Err() != nil {
+			return c.ctx.Err()
+		}
+		line, err := br.ReadString('\n')
+		if len(line) > 0 {
+			noNL := !strings.HasSuffix(line, "\n")
+			if !f(strings.TrimSuffix(line, "\n"), noNL) {
+				return nil
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// lines reads stdin whole and splits it into lines (without newlines);
+// a final line without newline is kept.
+func (c *cmd) lines() ([]string, error) {
+	data, err := c.readAll()
+	if err != nil {
+		return nil, err
+	}
+	s := string(data)
+	if s == "" {
+		return nil, nil
+	}
+	s = strings.TrimSuffix(s, "\n")
+	return strings.Split(s, "\n"), nil
+}
+
+// writeLines writes each line followed by a newline.
+func (c *cmd) writeLines(lines []string) {
+	for _, l := range lines {
+		c.out.WriteString(l)
+		c.out.WriteByte('\n')
+	}
+}
+
+// flagSet parses POSIX-style flags: "-abc" is "-a" "-b" "-c", "-n5" and
+// "-n 5" give -n the value "5" when 'n' is in takesValue, "--long=v" gives
+// --long the value v; parsing stops at "--" or the first operand.
+type flagSet struct {
+	args       []string
+	i          int
+	takesValue string
+	pending    []string
+}
+
+func newFlags(args []string, takesValue string) *flagSet {
+	return &flagSet{args: args, takesValue: takesValue}
+}
+
+// next returns the next flag ("-x") and its value, or ok=false at the
+// first operand. err is set for a flag missing its value.
+func (fs *flagSet) next() (flag, value string, ok bool, err error) {
+	if len(fs.pending) > 0 {
+		f := fs.pending[0]
+		fs.pending = fs.pending[1:]
+		return fs.finish(f)
+	}
+	if fs.i >= len(fs.args) {
+		return "", "", false, nil
+	}
+	a := fs.args[fs.i]
+	if a == "--" {
+		fs.i++
+		return "", "", false, nil
+	}
+	if len(a) < 2 || a[0] != '-' {
+		return "", "", false, nil
+	}
+	fs.i++
+	if strings.HasPrefix(a, "--") {
+		if k, v, found := strings.Cut(a, "="); found {
+			return k, v, true, nil
+		}
+		return a, "", true, nil
+	}
+	// -abc or -n5
+	for j := 1; j < len(a); j++ {
+		f := "-" + string(a[j])
+		if strings.IndexByte(fs.takesValue, a[j]) >= 0 {
+			if j+1 < len(a) {
+				fs.pending = append(fs.pending, f+"\x00"+a[j+1:])
+			} else {
+				fs.pending = append(fs.pending, f)
+			}
+			break
+		}
+		fs.pending = append(fs.pending, f)
+	}
+	f := fs.pending[0]
+	fs.pending = fs.pending[1:]
+	return fs.finish(f)
+}
+
+func (fs *flagSet) finish(f string) (string, string, bool, error) {
+	if k, v, found := strings.Cut(f, "\x00"); found {
+		return k, v, true, nil
+	}
+	if len(f) == 2 && strings.IndexByte(fs.takesValue, f[1]) >= 0 {
+		if fs.i >= len(fs.args) {
+			return f, "", true, fmt.Errorf("option requires an argument -- '%c'", f[1])
+		}
+		v := fs.args[fs.i]
+		fs.i++
+		return f, v, true, nil
+	}
+	return f, "", true, nil
+}
+
+// rest returns the operands after the flags.
+func (fs *flagSet) rest() []string { return fs.args[fs.i:] }

@@ -1,0 +1,485 @@
+package coreutils
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/itchyny/gojq"
+)
+
+// JQCache keeps compiled jq filters for reuse across runs. Filters whose
+// compiled form depends on the run ($ENV, env, input, inputs) are never
+// cached. It is safe for concurrent use.
+type JQCache struct {
+	mu    sync.Mutex
+	codes map[string]*gojq.Code
+}
+
+// maxJQCache bounds the cache; it is emptied when full.
+const maxJQCache = 512
+
+func (c *JQCache) get(key string) *gojq.Code {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.codes[key]
+}
+
+func (c *JQCache) put(key string, code *gojq.Code) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.codes == nil || len(c.codes) >= maxJQCache {
+		c.codes = make(map[string]*gojq.Code)
+	}
+	c.codes[key] = code
+}
+
+type jqOpts struct {
+	raw, join, compact, nullInput, slurp, exitStatus, rawInput, tab, sortKeys bool
+	indent                                                                     int
+	filter                                                                     string
+	haveFilter                                                                 bool
+	varNames                                                                   []string
+	varValues                                                                  []any
+}
+
+// jqCmd implements jq with gojq: jq [-r -j -c -n -s -e -R -S -M -C --tab
+// --indent N --arg k v --argjson k json] FILTER, reading JSON from stdin.
+// Exit status: 0 ok, 1 last output false/null with -e, 2 usage or input
+// error, 3 compile error, 4 no output with -e, 5 runtime error.
+func jqCmd(ctx context.Context, env *Env, args []string) int {
+	c := newCmd(ctx, "jq", env)
+	o := jqOpts{indent: 2}
+	var files []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			for _, r := range args[i+1:] {
+				if !o.haveFilter {
+					o.filter, o.haveFilter = r, true
+				} else {
+					files = append(files, r)
+				}
+			}
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			if !o.haveFilter {
+				o.filter, o.haveFilter = a, true
+			} else {
+				files = append(files, a)
+			}
+			continue
+		}
+		switch a {
+		case "--raw-output":
+			o.raw = true
+		case "--join-output":
+			o.raw, o.join = true, true
+		case "--compact-output":
+			o.compact = true
+		case "--null-input":
+			o.nullInput = true
+		case "--slurp":
+			o.slurp = true
+		case "--exit-status":
+			o.exitStatus = true
+		case "--raw-input":
+			o.rawInput = true
+		case "--sort-keys":
+			o.sortKeys = true
+		case "--monochrome-output", "--color-output", "--ascii-output":
+		case "--tab":
+			o.tab = true
+		case "--indent":
+			if i+1 >= len(args) {
+				return c.errf(2, "--indent takes a number")
+			}
+			n, err := strconv.Atoi(args[i+1])
+			if err != nil || n < 0 || n > 7 {
+				return c.errf(2, "--indent takes a number between 0 and 7")
+			}
+			o.indent = n
+			i++
+		case "--arg", "--argjson":
+			if i+2 >= len(args) {
+				return c.errf(2, "%s takes two parameters (e.g. %s varname value)", a, a)
+			}
+			name, val := args[i+1], args[i+2]
+			var v any = val
+			if a == "--argjson" {
+				var err error
+				if v, err = decodeJSONValue(val); err != nil {
+					return c.errf(2, "invalid JSON text passed to --argjson")
+				}
+			}
+			o.varNames = append(o.varNames, "$"+name)
+			o.varValues = append(o.varValues, v)
+			i += 2
+		default:
+			if strings.HasPrefix(a, "--") {
+				return c.errf(2, "unknown option: %s", a)
+			}
+			for _, f := range a[1:] {
+				switch f {
+				case 'r':
+					o.raw = true
+				case 'j':
+					o.raw, o.join = true, true
+				case 'c':
+					o.compact = true
+				case 'n':
+					o.nullInput = true
+				case 's':
+					o.slurp = true
+				case 'e':
+					o.exitStatus = true
+				case 'R':
+					o.rawInput = true
+				case 'S':
+					o.sortKeys = true
+				case 'M', 'C', 'a':
+				default:
+					return c.errf(2, "unknown option: %s", a)
+				}
+			}
+		}
+	}
+	if !o.haveFilter {
+		return c.errf(2, "usage: jq [OPTIONS] FILTER (input is read from stdin)")
+	}
+	if st, ok := c.operands(files); !ok {
+		return st
+	}
+	return c.done(runJQ(c, &o))
+}
+
+func runJQ(c *cmd, o *jqOpts) int {
+	inputs := newJQInputs(c, o)
+	code, status := compileJQ(c, o, inputs)
+	if code == nil {
+		return status
+	}
+	var last any
+	outputs := 0
+	runOne := func(v any) int {
+		iter := code.RunWithContext(c.ctx, v, o.varValues...)
+		for {
+			r, ok := iter.Next()
+			if !ok {
+				return 0
+			}
+			if err, isErr := r.(error); isErr {
+				var he *gojq.HaltError
+				if errors.As(err, &he) {
+					if v := he.Value(); v != nil {
+						if s, isStr := v.(string); isStr {
+							c.out.Flush()
+							io.WriteString(c.env.Stderr, s)
+						} else {
+							b, _ := gojq.Marshal(v)
+							c.out.Flush()
+							fmt.Fprintf(c.env.Stderr, "jq: error (at <stdin>): %s\n", b)
+						}
+					}
+					return he.ExitCode() + 1000 // marker: halt
+				}
+				if c.ctx.Err() != nil {
+					return c.errf(5, "interrupted")
+				}
+				return c.errf(5, "error (at <stdin>:%d): %v", inputs.line(), err)
+			}
+			outputs++
+			last = r
+			if err := writeJQ(c, o, r); err != nil {
+				return c.errf(5, "error (at <stdin>:%d): %v", inputs.line(), err)
+			}
+		}
+	}
+	var st int
+	if o.nullInput {
+		st = runOne(nil)
+	} else {
+		for {
+			v, err := inputs.next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return inputs.fail(err)
+			}
+			if st = runOne(v); st != 0 {
+				break
+			}
+		}
+	}
+	if st >= 1000 {
+		return st - 1000
+	}
+	if st != 0 {
+		return st
+	}
+	if o.exitStatus {
+		if outputs == 0 {
+			return 4
+		}
+		if last == nil || last == false {
+			return 1
+		}
+	}
+	return 0
+}
+
+func compileJQ(c *cmd, o *jqOpts, inputs *jqInputs) (*gojq.Code, int) {
+	dynamic := strings.Contains(o.filter, "env") || strings.Contains(o.filter, "ENV") ||
+		strings.Contains(o.filter, "input")
+	key := o.filter + "\x00" + strings.Join(o.varNames, "\x00")
+	if !dynamic {
+		if code := c.env.JQ.get(key); code != nil {
+			return code, 0
+		}
+	}
+	q, err := gojq.Parse(o.filter)
+	if err != nil {
+		c.errf(3, "error: %v", err)
+		fmt.Fprintln(c.env.Stderr, "jq: 1 compile error")
+		return nil, 3
+	}
+	opts := []gojq.CompilerOption{gojq.WithVariables(o.varNames)}
+	if dynamic {
+		environ := c.env.Environ
+		opts = append(opts,
+			gojq.WithEnvironLoader(func() []string {
+				if environ == nil {
+					return nil
+				}
+				return environ()
+			}),
+			gojq.WithInputIter(inputs))
+	}
+	code, err := gojq.Compile(q, opts...)
+	if err != nil {
+		c.errf(3, "error: %v", err)
+		fmt.Fprintln(c.env.Stderr, "jq: 1 compile error")
+		return nil, 3
+	}
+	if !dynamic {
+		c.env.JQ.put(key, code)
+	}
+	return code, 0
+}
+
+func writeJQ(c *cmd, o *jqOpts, v any) error {
+	if s, ok := v.(string); ok && o.raw {
+		c.out.WriteString(s)
+		if !o.join {
+			c.out.WriteByte('\n')
+		}
+		return nil
+	}
+	b, err := gojq.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if !o.compact && len(b) > 0 && (b[0] == '{' || b[0] == '[') && len(b) > 2 {
+		var buf bytes.Buffer
+		indent := strings.Repeat(" ", o.indent)
+		if o.tab {
+			indent = "\t"
+		}
+		if o.indent == 0 && !o.tab {
+			buf.Write(b)
+		} else if err := json.Indent(&buf, b, "", indent); err != nil {
+			return err
+		}
+		b = buf.Bytes()
+	}
+	c.out.Write(b)
+	if !o.join {
+		c.out.WriteByte('\n')
+	}
+	return nil
+}
+
+// jqInputs yields the JSON values (or raw lines with -R) of stdin; it is
+// also gojq's input iterator for input/inputs.
+type jqInputs struct {
+	c       *cmd
+	o       *jqOpts
+	dec     *json.Decoder
+	counter *countingReader
+	lines   []string
+	slurped bool
+	err     error
+}
+
+type countingReader struct {
+	r     io.Reader
+	lines int
+}
+
+func (cr *countingReader) Read(p []byte) (int, error) {
+	n, err := cr.r.Read(p)
+	cr.lines += bytes.Count(p[:n], []byte{'\n'})
+	return n, err
+}
+
+func newJQInputs(c *cmd, o *jqOpts) *jqInputs {
+	cr := &countingReader{r: c.in}
+	in := &jqInputs{c: c, o: o, counter: cr}
+	if !o.rawInput {
+		in.dec = json.NewDecoder(cr)
+		in.dec.UseNumber()
+	}
+	return in
+}
+
+func (in *jqInputs) line() int { return in.counter.lines + 1 }
+
+// next returns the next input value, or io.EOF.
+func (in *jqInputs) next() (any, error) {
+	if in.o.slurp {
+		if in.slurped {
+			return nil, io.EOF
+		}
+		in.slurped = true
+		if in.o.rawInput {
+			b, err := io.ReadAll(in.counter)
+			if err != nil {
+				return nil, err
+			}
+			return string(b), nil
+		}
+		all := []any{}
+		for {
+			v, err := in.decode()
+			if err == io.EOF {
+				return all, nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			all = append(all, v)
+		}
+	}
+	if in.o.rawInput {
+		if in.lines == nil {
+			b, err := io.ReadAll(in.counter)
+			if err != nil {
+				return nil, err
+			}
+			s := strings.TrimSuffix(string(b), "\n")
+			if len(b) == 0 {
+				in.lines = []string{}
+			} else {
+				in.lines = strings.Split(s, "\n")
+			}
+		}
+		if len(in.lines) == 0 {
+			return nil, io.EOF
+		}
+		l := in.lines[0]
+		in.lines = in.lines[1:]
+		return l, nil
+	}
+	return in.decode()
+}
+
+func (in *jqInputs) decode() (any, error) {
+	if in.c.ctx.Err() != nil {
+		return nil, in.c.ctx.Err()
+	}
+	var v any
+	if err := in.dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return normalizeJSON(v), nil
+}
+
+// Next implements gojq.Iter for input and inputs.
+func (in *jqInputs) Next() (any, bool) {
+	if in.err != nil {
+		return nil, false
+	}
+	v, err := in.next()
+	if err == io.EOF {
+		return nil, false
+	}
+	if err != nil {
+		in.err = err
+		return err, true
+	}
+	return v, true
+}
+
+func (in *jqInputs) fail(err error) int {
+	if errors.Is(err, errInputTooLarge) {
+		return in.c.readErr(err)
+	}
+	if in.c.ctx.Err() != nil {
+		return in.c.errf(2, "interrupted")
+	}
+	return in.c.errf(2, "error (at <stdin>:%d): Cannot parse input: %v", in.line(), err)
+}
+
+// decodeJSONValue decodes one JSON text into gojq's value types.
+func decodeJSONValue(s string) (any, error) {
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("trailing data")
+	}
+	return normalizeJSON(v), nil
+}
+
+// normalizeJSON turns json.Number into the number types gojq uses: int
+// when the value is an integer that fits, *big.Int for larger integers,
+// float64 otherwise.
+func normalizeJSON(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		s := string(x)
+		if !strings.ContainsAny(s, ".eE") {
+			if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= math.MinInt && n <= math.MaxInt {
+				return int(n)
+			}
+			if b, ok := new(big.Int).SetString(s, 10); ok {
+				return b
+			}
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return math.Inf(1)
+		}
+		return f
+	case []any:
+		for i := range x {
+			x[i] = normalizeJSON(x[i])
+		}
+		return x
+	case map[string]any:
+		for k := range x {
+			x[k] = normalizeJSON(x[k])
+		}
+		return x
+	}
+	return v
+}

@@ -1,0 +1,1147 @@
+package coreutils
+
+import (
+	"cmp"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"math"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// catCmd copies stdin to stdout: cat [-n] [-]...
+func catCmd(ctx context.Context, env *Env, args []string) int {
+	c := newCmd(ctx, "cat", env)
+	number := false
+	fs := newFlags(args, "")
+	for {
+		f, _, ok, _ := fs.next()
+		if !ok {
+			break
+		}
+		switch f {
+		case "-n", "--number":
+			number = true
+		case "-u":
+		default:
+			return c.errf(2, "unknown option: %s", f)
+		}
+	}
+	if st, ok := c.operands(fs.rest()); !ok {
+		return st
+	}
+	if !number {
+		buf := make([]byte, 32*1024)
+		for {
+			if c.ctx.Err() != nil {
+				return c.errf(1, "interrupted")
+			}
+			n, err := c.in.Read(buf)
+			c.out.Write(buf[:n])
+			if err == io.EOF {
+				return c.done(0)
+			}
+			if err != nil {
+				return c.readErr(err)
+			}
+		}
+	}
+	n := 0
+	err := c.eachLine(func(l string, noNL bool) bool {
+		n++
+		fmt.Fprintf(c.out, "%6d\t%s", n, l)
+		if !noNL {
+			c.out.WriteByte('\n')
+		}
+		return true
+	})
+	if err != nil {
+		return c.readErr(err)
+	}
+	return c.done(0)
+}
+
+// teeCmd copies stdin to stdout; file operands other than /dev/null are
+// refused (the copy to stdout still happens) and make the exit status 1.
+func teeCmd(ctx context.Context, env *Env, args []string) int {
+	c := newCmd(ctx, "tee", env)
+	status := 0
+	for _, a := range args {
+		switch {
+		case a == "-a" || a == "--append" || a == "-i" || a == "/dev/null" || a == "-":
+		case strings.HasPrefix(a, "-"):
+			return c.errf(2, "unknown option: %s", a)
+		default:
+			c.errf(1, "%s: filesystem access disabled", a)
+			status = 1
+		}
+	}
+	buf := make([]byte, 32*1024)
+	for {
+		if c.ctx.Err() != nil {
+			return c.errf(1, "interrupted")
+		}
+		n, err := c.in.Read(buf)
+		c.out.Write(buf[:n])
+		if err == io.EOF {
+			return c.done(status)
+		}
+		if err != nil {
+			return c.readErr(err)
+		}
+	}
+}
+
+// countArg parses the N of head/tail -n N; a leading '+' (from) or '-'
+// (all but) is reported.
+func countArg(v string) (n int64, sign byte, ok bool) {
+	if v != "" && (v[0] == '+' || v[0] == '-') {
+		sign = v[0]
+		v = v[1:]
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	return n, sign, err == nil && n >= 0
+}
+
+// headTailArgs parses -n N, -c N, -N and --lines=N for head and tail.
+func headTailArgs(c *cmd, args []string) (n int64, sign byte, bytes bool, rest []string, status int) {
+	n = 10
+	var fixed []string
+	for _, a := range args {
+		if len(a) > 1 && a[0] == '-' && a[1] >= '0' && a[1] <= '9' {
+			fixed = append(fixed, "-n", a[1:])
+		} else {
+			fixed = append(fixed, a)
+		}
+	}
+	fs := newFlags(fixed, "nc")
+	for {
+		f, v, ok, err := fs.next()
+		if err != nil {
+			return 0, 0, false, nil, c.errf(1, "%v", err)
+		}
+		if !ok {
+			break
+		}
+		switch f {
+		case "-n", "--lines", "-c", "--bytes":
+			var good bool
+			n, sign, good = countArg(v)
+			if !good {
+				return 0, 0, false, nil, c.errf(1, "invalid number of lines: '%s'", v)
+			}
+			bytes = f == "-c" || f == "--bytes"
+		case "-q", "-v", "--quiet", "--silent", "--verbose":
+		default:
+			return 0, 0, false, nil, c.errf(1, "unknown option: %s", f)
+		}
+	}
+	if st, ok := c.operands(fs.rest()); !ok {
+		return 0, 0, false, nil, st
+	}
+	return n, sign, bytes, nil, -1
+}
+
+// headCmd prints the first lines (or bytes) of stdin: head [-n N|-N|-c N].
+// head -n -N prints all but the last N lines.
+func headCmd(ctx context.Context, env *Env, args []string) int {
+	c := newCmd(ctx, "head", env)
+	n, sign, bytes, _, st := headTailArgs(c, args)
+	if st >= 0 {
+		return st
+	}
+	if bytes {
+		data, err := c.readAll()
+		if err != nil {
+			return c.readErr(err)
+		}
+		if sign == '-' {
+			c.out.Write(data[:max(0, int64(len(data))-n)])
+		} else {
+			c.out.Write(data[:min(n, int64(len(data)))])
+		}
+		return c.done(0)
+	}
+	if sign == '-' {
+		lines, err := c.lines()
+		if err != nil {
+			return c.readErr(err)
+		}
+		c.writeLines(lines[:max(0, int64(len(lines))-n)])
+		return c.done(0)
+	}
+	var i int64
+	if n == 0 {
+		return c.done(0)
+	}
+	err := c.eachLine(func(l string, noNL bool) bool {
+		c.out.WriteString(l)
+		if !noNL {
+			c.out.WriteByte('\n')
+		}
+		i++
+		return i < n
+	})
+	if err != nil {
+		return c.readErr(err)
+	}
+	return c.done(0)
+}
+
+// tailCmd prints the last lines (or bytes) of stdin: tail [-n N|-N|-n +N|-c N].
+func tailCmd(ctx context.Context, env *Env, args []string) int {
+	c := newCmd(ctx, "tail", env)
+	n, sign, bytes, _, st := headTailArgs(c, args)
+	if st >= 0 {
+		return st
+	}
+	data, err := c.readAll()
+	if err != nil {
+		return c.readErr(err)
+	}
+	if bytes {
+		if sign == '+' {
+			c.out.Write(data[min(max(n-1, 0), int64(len(data))):])
+		} else {
+			c.out.Write(data[max(0, int64(len(data))-n):])
+		}
+		return c.done(0)
+	}
+	s := string(data)
+	noNL := s != "" && !strings.HasSuffix(s, "\n")
+	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	if s == "" {
+		lines = nil
+	}
+	var out []string
+	if sign == '+' {
+		out = lines[min(max(n-1, 0), int64(len(lines))):]
+	} else {
+		out = lines[max(0, int64(len(lines))-n):]
+	}
+	for i, l := range out {
+		c.out.WriteString(l)
+		if i < len(out)-1 || !noNL {
+			c.out.WriteByte('\n')
+		}
+	}
+	return c.done(0)
+}
+
+type sortKey struct {
+	start, end int // 1-based fields; end 0 = to end of line
+	numeric    bool
+	reverse    bool
+}
+
+// sortCmd sorts the lines of stdin: sort [-n -r -u -f -b -s -V -t SEP -k N[,M][n][r]].
+func sortCmd(ctx context.Context, env *Env, args []string) int {
+	c := newCmd(ctx, "sort", env)
+	var numeric, reverse, unique, fold, blanks, version bool
+	sep := ""
+	var keys []sortKey
+	fs := newFlags(args, "tk")
+	for {
+		f, v, ok, err := fs.next()
+		if err != nil {
+			return c.errf(2, "%v", err)
+		}
+		if !ok {
+			break
+		}
+		switch f {
+		case "-n", "--numeric-sort", "-g", "--general-numeric-sort", "-h", "--human-numeric-sort":
+			numeric = true
+		case "-r", "--reverse":
+			reverse = true
+		case "-u", "--unique":
+			unique = true
+		case "-f", "--ignore-case":
+			fold = true
+		case "-b", "--ignore-leading-blanks":
+			blanks = true
+		case "-V", "--version-sort":
+			version = true
+		case "-s", "--stable":
+		case "-t", "--field-separator":
+			if utf8.RuneCountInString(v) != 1 {
+				return c.errf(2, "multi-character tab '%s'", v)
+			}
+			sep = v
+		case "-k", "--key":
+			k, err := parseSortKey(v)
+			if err != nil {
+				return c.errf(2, "invalid key '%s': %v", v, err)
+			}
+			keys = append(keys, k)
+		default:
+			return c.errf(2, "unknown option: %s", f)
+		}
+	}
+	if st, ok := c.operands(fs.rest()); !ok {
+		return st
+	}
+	lines, err := c.lines()
+	if err != nil {
+		return c.readErr(err)
+	}
+	keyOf := func(l string, k sortKey) string {
+		if k.start == 0 {
+			return l
+		}
+		var fields []string
+		if sep == "" {
+			fields = splitBlankFields(l)
+		} else {
+			fields = strings.Split(l, sep)
+		}
+		if k.start > len(fields) {
+			return ""
+		}
+		end := len(fields)
+		if k.end > 0 && k.end < end {
+			end = k.end
+		}
+		if end < k.start {
+			return ""
+		}
+		j := sep
+		if j == "" {
+			j = " "
+		}
+		return strings.Join(fields[k.start-1:end], j)
+	}
+	compare := func(a, b string, num bool) int {
+		if blanks {
+			a, b = strings.TrimLeft(a, " \t"), strings.TrimLeft(b, " \t")
+		}
+		if num {
+			return cmp.Compare(leadingNumber(a), leadingNumber(b))
+		}
+		if version {
+			return compareVersion(a, b)
+		}
+		if fold {
+			return strings.Compare(strings.ToLower(a), strings.ToLower(b))
+		}
+		return strings.Compare(a, b)
+	}
+	if len(keys) == 0 {
+		keys = []sortKey{{}}
+	}
+	full := func(a, b string) int {
+		for _, k := range keys {
+			r := compare(keyOf(a, k), keyOf(b, k), numeric || k.numeric)
+			if k.reverse {
+				r = -r
+			}
+			if r != 0 {
+				return r
+			}
+		}
+		return 0
+	}
+	order := func(a, b string) int {
+		r := full(a, b)
+		if r == 0 && !unique {
+			r = strings.Compare(a, b) // last-resort comparison, as GNU sort
+		}
+		if reverse {
+			r = -r
+		}
+		return r
+	}
+	slices.SortStableFunc(lines, order)
+	if unique {
+		lines = slices.CompactFunc(lines, func(a, b string) bool { return full(a, b) == 0 })
+	}
+	c.writeLines(lines)
+	return c.done(0)
+}
+
+func parseSortKey(v string) (sortKey, error) {
+	var k sortKey
+	startS, endS, hasEnd := strings.Cut(v, ",")
+	parse := func(s string) (int, error) {
+		s = strings.TrimRightFunc(s, func(r rune) bool {
+			switch r {
+			case 'n', 'g', 'h':
+				k.numeric = true
+			case 'r':
+				k.reverse = true
+			case 'b', 'f', 'V':
+			default:
+				return false
+			}
+			return true
+		})
+		if i := strings.IndexByte(s, '.'); i >= 0 {
+			s = s[:i] // character offsets are ignored
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return 0, fmt.Errorf("field number must be a positive integer")
+		}
+		return n, nil
+	}
+	var err error
+	if k.start, err = parse(startS); err != nil {
+		return k, err
+	}
+	if hasEnd {
+		if k.end, err = parse(endS); err != nil {
+			return k, err
+		}
+	}
+	return k, nil
+}
+
+func splitBlankFields(l string) []string {
+	// Without -t, a field is a run of blanks followed by non-blanks; the
+	// leading blanks are dropped here, like sort -b on each key.
+	return strings.Fields(l)
+}
+
+// leadingNumber parses the numeric prefix of s (sort -n); no number is 0.
+func leadingNumber(s string) float64 {
+	s = strings.TrimSpace(s)
+	end := 0
+	for end < len(s) && (s[end] >= '0' && s[end] <= '9' || s[end] == '.' || (end == 0 && (s[end] == '-' || s[end] == '+'))) {
+		end++
+	}
+	for end > 0 {
+		if f, err := strconv.ParseFloat(s[:end], 64); err == nil {
+			return f
+		}
+		end--
+	}
+	return 0
+}
+
+// compareVersion orders strings with embedded numbers naturally (sort -V).
+func compareVersion(a, b string) int {
+	for a != "" && b != "" {
+		da, db := unicode.IsDigit(rune(a[0])), unicode.IsDigit(rune(b[0]))
+		if da && db {
+			i, j := 0, 0
+			for i < len(a) && a[i] >= '0' && a[i] <= '9' {
+				i++
+			}
+			for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+				j++
+			}
+			na, _ := strconv.ParseFloat(a[:i], 64)
+			nb, _ := strconv.ParseFloat(b[:j], 64)
+			if r := cmp.Compare(na, nb); r != 0 {
+				return r
+			}
+			a, b = a[i:], b[j:]
+			continue
+		}
+		if a[0] != b[0] {
+			return cmp.Compare(a[0], b[0])
+		}
+		a, b = a[1:], b[1:]
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+// uniqCmd drops adjacent duplicate lines: uniq [-c -d -u -i].
+func uniqCmd(ctx context.Context, env *Env, args []string) int {
+	c := newCmd(ctx, "uniq", env)
+	var count, dups, uniques, icase bool
+	fs := newFlags(args, "")
+	for {
+		f, _, ok, _ := fs.next()
+		if !ok {
+			break
+		}
+		switch f {
+		case "-c", "--count":
+			count = true
+		case "-d", "--repeated":
+			dups = true
+		case "-u", "--unique":
+			uniques = true
+		case "-i", "--ignore-case":
+			icase = true
+		default:
+			return c.errf(1, "unknown option: %s", f)
+		}
+	}
+	if st, ok := c.operands(fs.rest()); !ok {
+		return st
+	}
+	var prev string
+	n := 0
+	flush := func() {
+		if n == 0 || (dups && n < 2) || (uniques && n > 1) {
+			return
+		}
+		if count {
+			fmt.Fprintf(c.out, "%7d %s\n", n, prev)
+		} else {
+			c.out.WriteString(prev)
+			c.out.WriteByte('\n')
+		}
+	}
+	same := func(a, b string) bool {
+		if icase {
+			return strings.EqualFold(a, b)
+		}
+		return a == b
+	}
+	err := c.eachLine(func(l string, _ bool) bool {
+		if n > 0 && same(l, prev) {
+			n++
+			return true
+		}
+		flush()
+		prev, n = l, 1
+		return true
+	})
+	if err != nil {
+		return c.readErr(err)
+	}
+	flush()
+	return c.done(0)
+}
+
+// wcCmd counts lines, words, bytes and characters of stdin: wc [-l -w -c -m].
+func wcCmd(ctx context.Context, env *Env, args []string) int {
+	c := newCmd(ctx, "wc", env)
+	var lines, words, bytes, chars bool
+	fs := newFlags(args, "")
+	for {
+		f, _, ok, _ := fs.next()
+		if !ok {
+			break
+		}
+		switch f {
+		case "-l", "--lines":
+			lines = true
+		case "-w", "--words":
+			words = true
+		case "-c", "--bytes":
+			bytes = true
+		case "-m", "--chars":
+			chars = true
+		default:
+			return c.errf(1, "unknown option: %s", f)
+		}
+	}
+	if st, ok := c.operands(fs.rest()); !ok {
+		return st
+	}
+	if !lines && !words && !bytes && !chars {
+		lines, words, bytes = true, true, true
+	}
+	var nl, nw, nb, nc int64
+	inWord := false
+	buf := make([]byte, 32*1024)
+	for {
+		if c.ctx.Err() != nil {
+			return c.errf(1, "interrupted")
+		}
+		n, err := c.in.Read(buf)
+		chunk := buf[:n]
+		nb += int64(n)
+		nc += int64(utf8.RuneCount(chunk))
+		for _, b := range chunk {
+			if b == '\n' {
+				nl++
+			}
+			space := b == ' ' || b == '\n' || b == '\t' || b == '\r' || b == '\v' || b == '\f'
+			if !space && !inWord {
+				nw++
+			}
+			inWord = !space
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return c.readErr(err)
+		}
+	}
+	var out []string
+	single := 0
+	for _, on := range []bool{lines, words, chars, bytes} {
+		if on {
+			single++
+		}
+	}
+	add := func(on bool, v int64) {
+		if !on {
+			return
+		}
+		if single == 1 {
+			out = append(out, strconv.FormatInt(v, 10))
+		} else {
+			out = append(out, fmt.Sprintf("%7d", v))
+		}
+	}
+	add(lines, nl)
+	add(words, nw)
+	add(chars, nc)
+	add(bytes, nb)
+	c.out.WriteString(strings.Join(out, " "))
+	c.out.WriteByte('\n')
+	return c.done(0)
+}
+
+type cutRange struct{ lo, hi int } // 1-based, hi 0 = open
+
+func parseCutList(s string) ([]cutRange, error) {
+	var rs []cutRange
+	for part := range strings.SplitSeq(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		var r cutRange
+		var err error
+		if lo == "" {
+			r.lo = 1
+		} else if r.lo, err = strconv.Atoi(lo); err != nil || r.lo < 1 {
+			return nil, fmt.Errorf("invalid field value '%s'", part)
+		}
+		switch {
+		case !isRange:
+			r.hi = r.lo
+		case hi == "":
+			r.hi = 0
+		default:
+			if r.hi, err = strconv.Atoi(hi); err != nil || r.hi < r.lo {
+				return nil, fmt.Errorf("invalid range '%s'", part)
+			}
+		}
+		rs = append(rs, r)
+	}
+	return rs, nil
+}
+
+func inCutList(rs []cutRange, i int) bool {
+	for _, r := range rs {
+		if i >= r.lo && (r.hi == 0 || i <= r.hi) {
+			return true
+		}
+	}
+	return false
+}
+
+// cutCmd selects fields or characters of each line: cut -f LIST [-d SEP]
+// [-s] | -c LIST | -b LIST.
+func cutCmd(ctx context.Context, env *Env, args []string) int {
+	c := newCmd(ctx, "cut", env)
+	delim := "\t"
+	var list string
+	mode := byte(0)
+	only := false
+	fs := newFlags(args, "dfcb")
+	for {
+		f, v, ok, err := fs.next()
+		if err != nil {
+			return c.errf(1, "%v", err)
+		}
+		if !ok {
+			break
+		}
+		switch f {
+		case "-d", "--delimiter":
+			if utf8.RuneCountInString(v) != 1 {
+				return c.errf(1, "the delimiter must be a single character")
+			}
+			delim = v
+		case "-f", "--fields":
+			list, mode = v, 'f'
+		case "-c", "--characters":
+			list, mode = v, 'c'
+		case "-b", "--bytes":
+			list, mode = v, 'b'
+		case "-s", "--only-delimited":
+			only = true
+		default:
+			return c.errf(1, "unknown option: %s", f)
+		}
+	}
+	if mode == 0 {
+		return c.errf(1, "you must specify a list of bytes, characters, or fields")
+	}
+	if st, ok := c.operands(fs.rest()); !ok {
+		return st
+	}
+	rs, err := parseCutList(list)
+	if err != nil {
+		return c.errf(1, "%v", err)
+	}
+	rerr := c.eachLine(func(l string, _ bool) bool {
+		switch mode {
+		case 'f':
+			if !strings.Contains(l, delim) {
+				if !only {
+					c.out.WriteString(l)
+					c.out.WriteByte('\n')
+				}
+				return true
+			}
+			var sel []string
+			for i, f := range strings.Split(l, delim) {
+				if inCutList(rs, i+1) {
+					sel = append(sel, f)
+				}
+			}
+			c.out.WriteString(strings.Join(sel, delim))
+		case 'c':
+			i := 0
+			for _, r := range l {
+				i++
+				if inCutList(rs, i) {
+					c.out.WriteRune(r)
+				}
+			}
+		case 'b':
+			for i := 0; i < len(l); i++ {
+				if inCutList(rs, i+1) {
+					c.out.WriteByte(l[i])
+				}
+			}
+		}
+		c.out.WriteByte('\n')
+		return true
+	})
+	if rerr != nil {
+		return c.readErr(rerr)
+	}
+	return c.done(0)
+}
+
+// expandTrSet expands a tr set: ranges a-z, classes [:lower:] etc. and
+// escapes \n \t \\ \NNN.
+func expandTrSet(s string) ([]rune, error) {
+	var out []rune
+	rs := []rune(s)
+	for i := 0; i < len(rs); i++ {
+		r := rs[i]
+		if r == '[' && i+1 < len(rs) && rs[i+1] == ':' {
+			end := strings.Index(string(rs[i:]), ":]")
+			if end > 0 {
+				class := string(rs[i+2 : i+end])
+				f, ok := trClasses[class]
+				if !ok {
+					return nil, fmt.Errorf("invalid character class '%s'", class)
+				}
+				for c := rune(0); c < 128; c++ {
+					if f(c) {
+						out = append(out, c)
+					}
+				}
+				i += end + 1
+				continue
+			}
+		}
+		if r == '\\' && i+1 < len(rs) {
+			i++
+			switch rs[i] {
+			case 'n':
+				r = '\n'
+			case 't':
+				r = '\t'
+			case 'r':
+				r = '\r'
+			case '\\':
+				r = '\\'
+			case '0', '1', '2', '3', '4', '5', '6', '7':
+				v, k := 0, i
+				for ; k < len(rs) && k < i+3 && rs[k] >= '0' && rs[k] <= '7'; k++ {
+					v = v*8 + int(rs[k]-'0')
+				}
+				r = rune(v)
+				i = k - 1
+			default:
+				r = rs[i]
+			}
+		}
+		if i+2 < len(rs) && rs[i+1] == '-' {
+			hi := rs[i+2]
+			if hi < r {
+				return nil, fmt.Errorf("range-endpoints of '%c-%c' are in reverse collating sequence order", r, hi)
+			}
+			if hi-r > 1<<16 {
+				return nil, fmt.Errorf("range '%c-%c' is too large", r, hi)
+			}
+			for c := r; c <= hi; c++ {
+				out = append(out, c)
+			}
+			i += 2
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+var trClasses = map[string]func(rune) bool{
+	"lower":  unicode.IsLower,
+	"upper":  unicode.IsUpper,
+	"digit":  unicode.IsDigit,
+	"alpha":  unicode.IsLetter,
+	"alnum":  func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) },
+	"space":  unicode.IsSpace,
+	"blank":  func(r rune) bool { return r == ' ' || r == '\t' },
+	"punct":  func(r rune) bool { return r < 128 && unicode.IsPunct(r) || r < 128 && unicode.IsSymbol(r) },
+	"xdigit": func(r rune) bool { return r < 128 && isHex(byte(r)) },
+	"cntrl":  unicode.IsControl,
+	"print":  func(r rune) bool { return r >= 32 && r < 127 },
+	"graph":  func(r rune) bool { return r > 32 && r < 127 },
+}
+
+// trCmd translates, deletes or squeezes characters of stdin: tr [-d] [-s]
+// [-c] SET1 [SET2].
+func trCmd(ctx context.Context, env *Env, args []string) int {
+	c := newCmd(ctx, "tr", env)
+	var del, squeeze, complement bool
+	fs := newFlags(args, "")
+	for {
+		f, _, ok, _ := fs.next()
+		if !ok {
+			break
+		}
+		switch f {
+		case "-d", "--delete":
+			del = true
+		case "-s", "--squeeze-repeats":
+			squeeze = true
+		case "-c", "-C", "--complement":
+			complement = true
+		default:
+			return c.errf(1, "unknown option: %s", f)
+		}
+	}
+	rest := fs.rest()
+	if len(rest) == 0 || len(rest) > 2 || (!del && !squeeze && len(rest) != 2) {
+		return c.errf(1, "usage: tr [-cds] SET1 [SET2] (input is read from stdin)")
+	}
+	set1, err := expandTrSet(rest[0])
+	if err != nil {
+		return c.errf(1, "%v", err)
+	}
+	var set2 []rune
+	if len(rest) == 2 {
+		if set2, err = expandTrSet(rest[1]); err != nil {
+			return c.errf(1, "%v", err)
+		}
+	}
+	in1 := make(map[rune]int, len(set1))
+	for i, r := range set1 {
+		if _, dup := in1[r]; !dup {
+			in1[r] = i
+		}
+	}
+	member := func(r rune) bool {
+		_, ok := in1[r]
+		return ok != complement
+	}
+	translate := func(r rune) rune {
+		if del || len(set2) == 0 {
+			return r
+		}
+		if complement {
+			if member(r) {
+				return set2[len(set2)-1]
+			}
+			return r
+		}
+		if i, ok := in1[r]; ok {
+			if i >= len(set2) {
+				return set2[len(set2)-1]
+			}
+			return set2[i]
+		}
+		return r
+	}
+	squeezeSet := set1
+	if len(set2) > 0 && !del {
+		squeezeSet = set2
+	} else if del {
+		squeezeSet = set2
+	}
+	inSqueeze := make(map[rune]bool, len(squeezeSet))
+	for _, r := range squeezeSet {
+		inSqueeze[r] = true
+	}
+	squeezeAll := squeeze && !del && len(set2) == 0
+	data, err := c.readAll()
+	if err != nil {
+		return c.readErr(err)
+	}
+	var last rune = -1
+	for _, r := range string(data) {
+		if del && member(r) {
+			continue
+		}
+		r = translate(r)
+		if squeeze && r == last && ((squeezeAll && member(r)) || (!squeezeAll && inSqueeze[r])) {
+			continue
+		}
+		c.out.WriteRune(r)
+		last = r
+	}
+	return c.done(0)
+}
+
+// seqCmd prints a sequence of numbers: seq [-s SEP] [-w] [FIRST [INCR]] LAST.
+func seqCmd(ctx context.Context, env *Env, args []string) int {
+	c := newCmd(ctx, "seq", env)
+	sep := "\n"
+	width := false
+	var nums []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-s" || a == "--separator":
+			if i+1 >= len(args) {
+				return c.errf(1, "option requires an argument -- 's'")
+			}
+			sep = args[i+1]
+			i++
+		case strings.HasPrefix(a, "-s") && len(a) > 2:
+			sep = a[2:]
+		case a == "-w" || a == "--equal-width":
+			width = true
+		default:
+			nums = append(nums, a)
+		}
+	}
+	if len(nums) < 1 || len(nums) > 3 {
+		return c.errf(1, "usage: seq [-s SEP] [-w] [FIRST [INCREMENT]] LAST")
+	}
+	vals := make([]float64, len(nums))
+	prec := 0
+	for i, s := range nums {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsNaN(f) {
+			return c.errf(1, "invalid floating point argument: '%s'", s)
+		}
+		vals[i] = f
+		if j := strings.IndexByte(s, '.'); j >= 0 && !strings.ContainsAny(s, "eE") {
+			prec = max(prec, len(s)-j-1)
+		}
+	}
+	first, incr, last := 1.0, 1.0, vals[len(vals)-1]
+	switch len(vals) {
+	case 2:
+		first = vals[0]
+	case 3:
+		first, incr = vals[0], vals[1]
+	}
+	if incr == 0 {
+		return c.errf(1, "invalid Zero increment value: '%s'", nums[1])
+	}
+	format := func(v float64) string {
+		return strconv.FormatFloat(v, 'f', prec, 64)
+	}
+	w := 0
+	if width {
+		w = max(len(format(first)), len(format(last)))
+	}
+	n := 0
+	for i := 0; ; i++ {
+		v := first + float64(i)*incr
+		if (incr > 0 && v > last+1e-9*math.Abs(incr)) || (incr < 0 && v < last-1e-9*math.Abs(incr)) {
+			break
+		}
+		if i&1023 == 1023 && c.ctx.Err() != nil {
+			return c.errf(1, "interrupted")
+		}
+		if n > 0 {
+			c.out.WriteString(sep)
+		}
+		s := format(v)
+		if w > 0 && len(s) < w {
+			if strings.HasPrefix(s, "-") {
+				s = "-" + strings.Repeat("0", w-len(s)) + s[1:]
+			} else {
+				s = strings.Repeat("0", w-len(s)) + s
+			}
+		}
+		c.out.WriteString(s)
+		n++
+	}
+	if n > 0 {
+		c.out.WriteByte('\n')
+	}
+	return c.done(0)
+}
+
+// basenameCmd strips directories (and SUFFIX) from NAME: basename NAME
+// [SUFFIX] | basename -a [-s SUFFIX] NAME...
+func basenameCmd(ctx context.Context, env *Env, args []string) int {
+	c := newCmd(ctx, "basename", env)
+	multi := false
+	suffix := ""
+	fs := newFlags(args, "s")
+	for {
+		f, v, ok, err := fs.next()
+		if err != nil {
+			return c.errf(1, "%v", err)
+		}
+		if !ok {
+			break
+		}
+		switch f {
+		case "-a", "--multiple":
+			multi = true
+		case "-s", "--suffix":
+			suffix, multi = v, true
+		case "-z", "--zero":
+		default:
+			return c.errf(1, "unknown option: %s", f)
+		}
+	}
+	names := fs.rest()
+	if len(names) == 0 {
+		return c.errf(1, "missing operand")
+	}
+	if !multi {
+		if len(names) > 2 {
+			return c.errf(1, "extra operand '%s'", names[2])
+		}
+		if len(names) == 2 {
+			suffix = names[1]
+		}
+		names = names[:1]
+	}
+	for _, n := range names {
+		b := baseName(n)
+		if suffix != "" && b != suffix {
+			b = strings.TrimSuffix(b, suffix)
+		}
+		c.out.WriteString(b)
+		c.out.WriteByte('\n')
+	}
+	return c.done(0)
+}
+
+func baseName(n string) string {
+	if n == "" {
+		return ""
+	}
+	t := strings.TrimRight(n, "/")
+	if t == "" {
+		return "/"
+	}
+	return path.Base(t)
+}
+
+// dirnameCmd strips the last component of each NAME.
+func dirnameCmd(ctx context.Context, env *Env, args []string) int {
+	c := newCmd(ctx, "dirname", env)
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		return c.errf(1, "missing operand")
+	}
+	for _, n := range args {
+		c.out.WriteString(dirName(n))
+		c.out.WriteByte('\n')
+	}
+	return c.done(0)
+}
+
+func dirName(n string) string {
+	t := strings.TrimRight(n, "/")
+	if t == "" {
+		if strings.HasPrefix(n, "/") {
+			return "/"
+		}
+		return "."
+	}
+	i := strings.LastIndexByte(t, '/')
+	if i < 0 {
+		return "."
+	}
+	d := strings.TrimRight(t[:i], "/")
+	if d == "" {
+		return "/"
+	}
+	return d
+}
+
+// base64Cmd encodes or decodes stdin: base64 [-d] [-i] [-w COLS].
+func base64Cmd(ctx context.Context, env *Env, args []string) int {
+	c := newCmd(ctx, "base64", env)
+	decode, ignore := false, false
+	wrap := 76
+	fs := newFlags(args, "w")
+	for {
+		f, v, ok, err := fs.next()
+		if err != nil {
+			return c.errf(1, "%v", err)
+		}
+		if !ok {
+			break
+		}
+		switch f {
+		case "-d", "-D", "--decode":
+			decode = true
+		case "-i", "--ignore-garbage":
+			ignore = true
+		case "-w", "--wrap":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return c.errf(1, "invalid wrap size: '%s'", v)
+			}
+			wrap = n
+		default:
+			return c.errf(1, "unknown option: %s", f)
+		}
+	}
+	if st, ok := c.operands(fs.rest()); !ok {
+		return st
+	}
+	data, err := c.readAll()
+	if err != nil {
+		return c.readErr(err)
+	}
+	if decode {
+		clean := make([]byte, 0, len(data))
+		for _, b := range data {
+			switch {
+			case b >= 'A' && b <= 'Z', b >= 'a' && b <= 'z', b >= '0' && b <= '9', b == '+', b == '/', b == '=':
+				clean = append(clean, b)
+			case b == '\n' || b == '\r' || b == ' ' || b == '\t' || ignore:
+			default:
+				return c.errf(1, "invalid input")
+			}
+		}
+		out, err := base64.StdEncoding.DecodeString(string(clean))
+		if err != nil {
+			out, err = base64.RawStdEncoding.DecodeString(strings.TrimRight(string(clean), "="))
+			if err != nil {
+				return c.errf(1, "invalid input")
+			}
+		}
+		c.out.Write(out)
+		return c.done(0)
+	}
+	enc := base64.StdEncoding.EncodeToString(data)
+	if wrap == 0 {
+		c.out.WriteString(enc)
+		if enc != "" {
+			c.out.WriteByte('\n')
+		}
+		return c.done(0)
+	}
+	for len(enc) > 0 {
+		n := min(wrap, len(enc))
+		c.out.WriteString(enc[:n])
+		c.out.WriteByte('\n')
+		enc = enc[n:]
+	}
+	return c.done(0)
+}

@@ -1,0 +1,441 @@
+package coreutils
+
+import (
+	"context"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxXargsRuns bounds how many command lines one xargs may run; the
+// sandbox's command limit applies to each of them as well.
+const maxXargsRuns = 100000
+
+// xargsCmd builds command lines from stdin and runs them in the sandbox:
+// xargs [-n N] [-I REPL] [-0] [-d DELIM] [-r] [COMMAND [ARG...]]. The
+// default command is echo. Exit status 123 when a command failed, 127 when
+// it does not exist.
+func xargsCmd(ctx context.Context, env *Env, args []string) int {
+	c := newCmd(ctx, "xargs", env)
+	if env.Exec == nil {
+		return c.errf(126, "running commands is disabled")
+	}
+	maxArgs := 0
+	repl := ""
+	delim := ""
+	noEmpty := false
+	i := 0
+	for ; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			i++
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			break
+		}
+		val := func(flag string) (string, bool) {
+			if len(a) > len(flag) {
+				return a[len(flag):], true
+			}
+			if i+1 < len(args) {
+				i++
+				return args[i], true
+			}
+			return "", false
+		}
+		switch {
+		case a == "-0" || a == "--null":
+			delim = "\x00"
+		case a == "-r" || a == "--no-run-if-empty":
+			noEmpty = true
+		case a == "-t" || a == "--verbose" || a == "-x":
+		case strings.HasPrefix(a, "-n"):
+			v, ok := val("-n")
+			n, err := strconv.Atoi(v)
+			if !ok || err != nil || n < 1 {
+				return c.errf(1, "invalid number for -n option")
+			}
+			maxArgs = n
+		case strings.HasPrefix(a, "-L"):
+			v, ok := val("-L")
+			n, err := strconv.Atoi(v)
+			if !ok || err != nil || n < 1 {
+				return c.errf(1, "invalid number for -L option")
+			}
+			maxArgs, delim = n, "\n"
+		case strings.HasPrefix(a, "-I"):
+			v, ok := val("-I")
+			if !ok || v == "" {
+				return c.errf(1, "option requires an argument -- 'I'")
+			}
+			repl, delim = v, "\n"
+		case strings.HasPrefix(a, "-d"):
+			v, ok := val("-d")
+			if !ok {
+				return c.errf(1, "option requires an argument -- 'd'")
+			}
+			s, _, _ := unescape(v, true)
+			if len(s) != 1 {
+				return c.errf(1, "invalid delimiter %q", v)
+			}
+			delim = s
+		default:
+			return c.errf(1, "unknown option: %s", a)
+		}
+	}
+	command := args[i:]
+	if len(command) == 0 {
+		command = []string{"echo"}
+	}
+	data, err := c.readAll()
+	if err != nil {
+		return c.readErr(err)
+	}
+	var items []string
+	if delim == "" {
+		items = splitXargsWords(string(data))
+	} else {
+		s := string(data)
+		if delim == "\n" {
+			s = strings.TrimSuffix(s, "\n")
+		} else {
+			s = strings.TrimSuffix(s, delim)
+		}
+		if s != "" {
+			items = strings.Split(s, delim)
+		}
+		if delim == "\n" && repl != "" {
+			kept := items[:0]
+			for _, it := range items {
+				if it = strings.TrimLeft(it, " \t"); it != "" {
+					kept = append(kept, it)
+				}
+			}
+			items = kept
+		}
+	}
+	c.out.Flush()
+	status := 0
+	runs := 0
+	run := func(argv []string) bool {
+		runs++
+		if runs > maxXargsRuns {
+			c.errf(1, "more than %d command lines", maxXargsRuns)
+			status = 1
+			return false
+		}
+		st := env.Exec(ctx, argv, strings.NewReader(""), env.Stdout, env.Stderr)
+		switch {
+		case st == 127 || st == 126:
+			status = st
+			return false
+		case st == 255:
+			status = 124
+			return false
+		case st != 0:
+			status = 123
+		}
+		return ctx.Err() == nil
+	}
+	switch {
+	case repl != "":
+		for _, it := range items {
+			argv := make([]string, len(command))
+			for j, a := range command {
+				argv[j] = strings.ReplaceAll(a, repl, it)
+			}
+			if !run(argv) {
+				break
+			}
+		}
+	case len(items) == 0:
+		if !noEmpty {
+			run(append([]string(nil), command...))
+		}
+	default:
+		step := len(items)
+		if maxArgs > 0 {
+			step = maxArgs
+		}
+		for start := 0; start < len(items); start += step {
+			argv := append(append([]string(nil), command...), items[start:min(start+step, len(items))]...)
+			if !run(argv) {
+				break
+			}
+		}
+	}
+	return status
+}
+
+// splitXargsWords splits input as xargs does by default: on blanks and
+// newlines, honouring single and double quotes and backslashes.
+func splitXargsWords(s string) []string {
+	var words []string
+	var b strings.Builder
+	inWord := false
+	quote := byte(0)
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		switch {
+		case quote != 0:
+			if ch == quote {
+				quote = 0
+			} else {
+				b.WriteByte(ch)
+			}
+		case ch == '\'' || ch == '"':
+			quote = ch
+			inWord = true
+		case ch == '\\' && i+1 < len(s):
+			i++
+			b.WriteByte(s[i])
+			inWord = true
+		case ch == ' ' || ch == '\t' || ch == '\n':
+			if inWord {
+				words = append(words, b.String())
+				b.Reset()
+				inWord = false
+			}
+		default:
+			b.WriteByte(ch)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, b.String())
+	}
+	return words
+}
+
+// dateCmd prints the sandbox clock: date [-u] [-d @EPOCH|DATE] [-I[FMT]]
+// [-R] [+FORMAT]. The time zone is always UTC: the host's zone is not
+// visible in the sandbox.
+func dateCmd(ctx context.Context, env *Env, args []string) int {
+	c := newCmd(ctx, "date", env)
+	now := time.Now
+	if env.Now != nil {
+		now = env.Now
+	}
+	t := now().UTC()
+	format := "%a %b %e %H:%M:%S %Z %Y"
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-u" || a == "--utc" || a == "--universal":
+		case a == "-d" || a == "--date" || strings.HasPrefix(a, "--date=") || (strings.HasPrefix(a, "-d") && len(a) > 2):
+			var v string
+			switch {
+			case strings.HasPrefix(a, "--date="):
+				v = a[len("--date="):]
+			case len(a) > 2 && a[1] == 'd':
+				v = a[2:]
+			default:
+				if i+1 >= len(args) {
+					return c.errf(1, "option requires an argument -- 'd'")
+				}
+				i++
+				v = args[i]
+			}
+			pt, err := parseDate(v, t)
+			if err != nil {
+				return c.errf(1, "invalid date '%s'", v)
+			}
+			t = pt
+		case a == "-I" || a == "--iso-8601" || strings.HasPrefix(a, "-I") || strings.HasPrefix(a, "--iso-8601="):
+			spec := strings.TrimPrefix(strings.TrimPrefix(a, "--iso-8601"), "-I")
+			spec = strings.TrimPrefix(spec, "=")
+			switch spec {
+			case "", "date":
+				format = "%Y-%m-%d"
+			case "hours":
+				format = "%Y-%m-%dT%H%:z"
+			case "minutes":
+				format = "%Y-%m-%dT%H:%M%:z"
+			case "seconds":
+				format = "%Y-%m-%dT%H:%M:%S%:z"
+			case "ns":
+				format = "%Y-%m-%dT%H:%M:%S,%N%:z"
+			default:
+				return c.errf(1, "invalid argument '%s' for '--iso-8601'", spec)
+			}
+		case a == "-R" || a == "--rfc-email":
+			format = "%a, %d %b %Y %H:%M:%S %z"
+		case strings.HasPrefix(a, "+"):
+			format = a[1:]
+		default:
+			return c.errf(1, "invalid argument '%s'", a)
+		}
+	}
+	c.out.WriteString(strftime(format, t))
+	c.out.WriteByte('\n')
+	return c.done(0)
+}
+
+// parseDate understands @EPOCH, "now", RFC 3339 and YYYY-MM-DD[ HH:MM[:SS]].
+func parseDate(v string, now time.Time) (time.Time, error) {
+	v = strings.TrimSpace(v)
+	if v == "now" || v == "" {
+		return now, nil
+	}
+	if rest, ok := strings.CutPrefix(v, "@"); ok {
+		secs, frac, _ := strings.Cut(rest, ".")
+		s, err := strconv.ParseInt(secs, 10, 64)
+		if err != nil {
+			return time.Time{}, err
+		}
+		var ns int64
+		if frac != "" {
+			frac = (frac + "000000000")[:9]
+			if ns, err = strconv.ParseInt(frac, 10, 64); err != nil {
+				return time.Time{}, err
+			}
+		}
+		return time.Unix(s, ns).UTC(), nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05", "2006-01-02T15:04:05", "2006-01-02 15:04", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, v, time.UTC); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, io.ErrUnexpectedEOF
+}
+
+// strftime formats t with the conversions of date(1).
+func strftime(f string, t time.Time) string {
+	var b strings.Builder
+	for i := 0; i < len(f); i++ {
+		if f[i] != '%' || i+1 >= len(f) {
+			b.WriteByte(f[i])
+			continue
+		}
+		i++
+		pad := byte(0) // 0 = default, '-' none, '_' space, '0' zero
+		if f[i] == '-' || f[i] == '_' || f[i] == '0' {
+			pad = f[i]
+			if i+1 >= len(f) {
+				b.WriteByte('%')
+				b.WriteByte(pad)
+				break
+			}
+			i++
+		}
+		num := func(v, width int, def byte) {
+			p := def
+			if pad != 0 {
+				p = pad
+			}
+			s := strconv.Itoa(v)
+			if p != '-' {
+				for len(s) < width {
+					s = string(p) + s
+				}
+			}
+			b.WriteString(s)
+		}
+		switch f[i] {
+		case 'Y':
+			num(t.Year(), 4, '0')
+		case 'C':
+			num(t.Year()/100, 2, '0')
+		case 'y':
+			num(t.Year()%100, 2, '0')
+		case 'm':
+			num(int(t.Month()), 2, '0')
+		case 'd':
+			num(t.Day(), 2, '0')
+		case 'e':
+			num(t.Day(), 2, ' ')
+		case 'H':
+			num(t.Hour(), 2, '0')
+		case 'k':
+			num(t.Hour(), 2, ' ')
+		case 'I':
+			h := t.Hour() % 12
+			if h == 0 {
+				h = 12
+			}
+			num(h, 2, '0')
+		case 'l':
+			h := t.Hour() % 12
+			if h == 0 {
+				h = 12
+			}
+			num(h, 2, ' ')
+		case 'M':
+			num(t.Minute(), 2, '0')
+		case 'S':
+			num(t.Second(), 2, '0')
+		case 'N':
+			b.WriteString(strconv.Itoa(1000000000 + t.Nanosecond())[1:])
+		case 'j':
+			num(t.YearDay(), 3, '0')
+		case 'u':
+			wd := int(t.Weekday())
+			if wd == 0 {
+				wd = 7
+			}
+			b.WriteString(strconv.Itoa(wd))
+		case 'w':
+			b.WriteString(strconv.Itoa(int(t.Weekday())))
+		case 'a':
+			b.WriteString(t.Weekday().String()[:3])
+		case 'A':
+			b.WriteString(t.Weekday().String())
+		case 'b', 'h':
+			b.WriteString(t.Month().String()[:3])
+		case 'B':
+			b.WriteString(t.Month().String())
+		case 'p':
+			if t.Hour() < 12 {
+				b.WriteString("AM")
+			} else {
+				b.WriteString("PM")
+			}
+		case 'P':
+			if t.Hour() < 12 {
+				b.WriteString("am")
+			} else {
+				b.WriteString("pm")
+			}
+		case 's':
+			b.WriteString(strconv.FormatInt(t.Unix(), 10))
+		case 'Z':
+			b.WriteString("UTC")
+		case 'z':
+			b.WriteString("+0000")
+		case ':':
+			if i+1 < len(f) && f[i+1] == 'z' {
+				i++
+				b.WriteString("+00:00")
+			} else {
+				b.WriteString("%:")
+			}
+		case 'F':
+			b.WriteString(strftime("%Y-%m-%d", t))
+		case 'T':
+			b.WriteString(strftime("%H:%M:%S", t))
+		case 'R':
+			b.WriteString(strftime("%H:%M", t))
+		case 'D':
+			b.WriteString(strftime("%m/%d/%y", t))
+		case 'c':
+			b.WriteString(strftime("%a %b %e %H:%M:%S %Y", t))
+		case 'x':
+			b.WriteString(strftime("%m/%d/%y", t))
+		case 'X':
+			b.WriteString(strftime("%H:%M:%S", t))
+		case 'n':
+			b.WriteByte('\n')
+		case 't':
+			b.WriteByte('\t')
+		case '%':
+			b.WriteByte('%')
+		default:
+			b.WriteByte('%')
+			b.WriteByte(f[i])
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,778 @@
+package scripted
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/interp"
+	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/demiurge-dev/demiurge/tools"
+	"github.com/demiurge-dev/demiurge/tools/scripted/internal/coreutils"
+)
+
+// sandboxTmpDir is the interpreter's TMPDIR: a path below a character
+// device, which no host can have, so that the interpreter's own
+// temporary-file shortcut (it opens FIFOs under TMPDIR directly) can never
+// reach a host file.
+const sandboxTmpDir = "/dev/null/sandbox-tmp"
+
+// baseEnv is the environment of every script, before the Builder's.
+var baseEnv = []string{
+	"HOME=/", "PWD=/", "PATH=", "TMPDIR=" + sandboxTmpDir,
+	"UID=1000", "EUID=1000", "GID=1000",
+	pidVar + "=1", ppidVar + "=0",
+}
+
+// request is a decoded tools.Request.
+type request struct {
+	script  string
+	timeout time.Duration // 0: the tool's limit
+}
+
+func decodeRequest(req tools.Request) (request, error) {
+	out := request{script: req.Commands}
+	if req.TimeoutMS < 0 {
+		return out, fmt.Errorf("timeout_ms must be ≥ 0, got %d", req.TimeoutMS)
+	}
+	out.timeout = time.Duration(req.TimeoutMS) * time.Millisecond
+	if len(bytes.TrimSpace(req.Arguments)) == 0 {
+		return out, nil
+	}
+	var args struct {
+		Commands  *string `json:"commands"`
+		TimeoutMS *int64  `json:"timeout_ms"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(req.Arguments))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&args); err != nil {
+		return out, fmt.Errorf("tool arguments must be a JSON object {\"commands\": string, \"timeout_ms\": integer}: %v", err)
+	}
+	if args.Commands == nil && req.Commands == "" {
+		return out, errors.New("`commands` is required")
+	}
+	if req.Commands == "" {
+		out.script = *args.Commands
+	}
+	if args.TimeoutMS != nil && req.TimeoutMS == 0 {
+		if *args.TimeoutMS < 0 {
+			return out, fmt.Errorf("timeout_ms must be ≥ 0, got %d", *args.TimeoutMS)
+		}
+		out.timeout = time.Duration(*args.TimeoutMS) * time.Millisecond
+	}
+	return out, nil
+}
+
+// Run executes a script like Execute and also returns the trace of its
+// tool calls. It never panics on input; the Response reports every
+// failure.
+func (t *ScriptedTool) Run(ctx context.Context, req tools.Request, opts RunOptions) Result {
+	start := time.Now()
+	st := newStatusSink(opts.Status)
+	defer st.close()
+	st.phase(tools.PhaseValidate, 0)
+	res := t.run(ctx, req, opts, st)
+	res.Duration = time.Since(start)
+	st.phase(tools.PhaseComplete, 100)
+	return res
+}
+
+func (t *ScriptedTool) run(ctx context.Context, req tools.Request, opts RunOptions, st *statusSink) Result {
+	fail := func(code int, category, msg string) Result {
+		st.chunk("stderr", msg)
+		return Result{Response: tools.Response{Stderr: msg, ExitCode: code, Error: category}}
+	}
+	r, err := decodeRequest(req)
+	if err != nil {
+		return fail(2, ErrorInvalidArguments, "bash: "+err.Error()+"\n")
+	}
+	if strings.TrimSpace(r.script) == "" {
+		return Result{}
+	}
+	lim := t.limits
+	if len(r.script) > lim.MaxScriptBytes {
+		return fail(2, ErrorRejected, fmt.Sprintf("bash: script exceeds %d bytes\n", lim.MaxScriptBytes))
+	}
+	st.phase(tools.PhaseParse, 10)
+	file, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(r.script), "")
+	if err != nil {
+		return fail(2, ErrorParse, "bash: syntax error: "+err.Error()+"\n")
+	}
+	if err := checkScript(file, lim.MaxASTDepth); err != nil {
+		return fail(2, ErrorRejected, "bash: "+err.Error()+"\n")
+	}
+	loops := instrument(file)
+	timeout := lim.Timeout
+	if r.timeout > 0 && r.timeout < timeout {
+		timeout = r.timeout
+	}
+	now := t.clock
+	if opts.Clock != nil {
+		now = opts.Clock
+	}
+	if now == nil {
+		now = time.Now
+	}
+	st.phase(tools.PhaseExecute, 20)
+	ex := &execution{
+		t:         t,
+		lim:       lim,
+		now:       now,
+		loopIters: make([]atomic.Int64, loops),
+		stdout:    &capWriter{max: lim.MaxStdoutBytes, stream: "stdout", sink: st},
+		stderr:    &capWriter{max: lim.MaxStderrBytes, stream: "stderr", sink: st},
+	}
+	return ex.execute(ctx, file, timeout)
+}
+
+// execution is the state of one run of a script.
+type execution struct {
+	t      *ScriptedTool
+	lim    Limits
+	now    func() time.Time
+	cancel context.CancelCauseFunc
+
+	stdout, stderr *capWriter
+
+	commands   atomic.Int64
+	iterations atomic.Int64
+	loopIters  []atomic.Int64
+	stages     atomic.Int64
+	toolCalls  atomic.Int64
+	lastScan   atomic.Int64 // unix nanos of the last full variable scan
+
+	limitMu  sync.Mutex
+	limitErr *limitError
+
+	seq     atomic.Int64
+	traceMu sync.Mutex
+	calls   []Call
+	dropped int
+}
+
+func (ex *execution) execute(parent context.Context, file *syntax.File, timeout time.Duration) (res Result) {
+	base, cancel := context.WithCancelCause(parent)
+	ctx, cancelTimeout := context.WithTimeout(base, timeout)
+	ex.cancel = cancel
+	defer cancel(nil)
+	defer cancelTimeout()
+
+	env := make([]string, 0, len(baseEnv)+len(ex.t.env))
+	env = append(append(env, baseEnv...), ex.t.env...)
+	runner, err := interp.New(
+		interp.Env(expand.ListEnviron(env...)),
+		interp.Dir("/"),
+		interp.StdIO(nil, ex.stdout, ex.stderr),
+		interp.CallHandler(ex.callHandler),
+		interp.ExecHandlers(ex.execMiddleware),
+		interp.OpenHandler(ex.openHandler),
+		interp.ReadDirHandler2(readDirNone),
+		interp.StatHandler(statNone),
+		interp.AccessHandler(accessNone),
+	)
+	if err != nil {
+		slog.Error("scripted: create interpreter", "err", err)
+		return ex.result(1, ErrorInternal, "bash: internal error\n")
+	}
+	runErr := ex.runSafely(ctx, runner, file)
+	ex.stdout.close()
+	ex.stderr.close()
+
+	if le := ex.limit(); le != nil {
+		return ex.result(1, ErrorLimitExceeded, le.Error()+"\n")
+	}
+	if err := parent.Err(); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return ex.result(124, ErrorTimeout, "bash: execution timed out (deadline of the caller)\n")
+		}
+		return ex.result(130, ErrorCancelled, "bash: execution cancelled\n")
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		secs := strconv.FormatFloat(timeout.Seconds(), 'f', -1, 64)
+		return ex.result(124, ErrorTimeout, "bash: execution timed out after "+secs+"s\n")
+	}
+	var status interp.ExitStatus
+	switch {
+	case runErr == nil:
+		return ex.result(0, "", "")
+	case errors.As(runErr, &status):
+		return ex.result(int(status), "", "")
+	default:
+		slog.Error("scripted: interpreter failed", "err", runErr)
+		return ex.result(1, ErrorInternal, "bash: internal error\n")
+	}
+}
+
+// runSafely runs the interpreter and turns a panic inside it into an
+// error, so that a bug in the interpreter never takes the host down.
+func (ex *execution) runSafely(ctx context.Context, runner *interp.Runner, file *syntax.File) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			ex.cancel(errors.New("interpreter panicked"))
+			err = fmt.Errorf("interpreter panic: %v", p)
+		}
+	}()
+	return runner.Run(ctx, file)
+}
+
+// result assembles the Result; msg, if any, ends stderr whatever its cap.
+func (ex *execution) result(code int, category, msg string) Result {
+	if msg != "" {
+		ex.stderr.appendAlways(msg)
+	}
+	ex.traceMu.Lock()
+	calls := ex.calls
+	dropped := ex.dropped
+	ex.traceMu.Unlock()
+	slices.SortFunc(calls, func(a, b Call) int { return a.Seq - b.Seq })
+	return Result{
+		Response: tools.Response{
+			Stdout:          ex.stdout.String(),
+			Stderr:          ex.stderr.String(),
+			ExitCode:        code,
+			Error:           category,
+			StdoutTruncated: ex.stdout.truncated,
+			StderrTruncated: ex.stderr.truncated,
+		},
+		Calls:        calls,
+		TraceDropped: dropped,
+	}
+}
+
+// fail records a violated limit, stops the run and returns the error for
+// the interpreter (which halts on it).
+func (ex *execution) fail(format string, args ...any) error {
+	le := &limitError{msg: fmt.Sprintf(format, args...)}
+	ex.limitMu.Lock()
+	if ex.limitErr == nil {
+		ex.limitErr = le
+	} else {
+		le = ex.limitErr
+	}
+	ex.limitMu.Unlock()
+	ex.cancel(le)
+	return le
+}
+
+func (ex *execution) limit() *limitError {
+	ex.limitMu.Lock()
+	defer ex.limitMu.Unlock()
+	return ex.limitErr
+}
+
+// disabled are shell builtins that would reach outside the sandbox or run
+// code the sandbox did not check; they are "command not found".
+var disabled = map[string]bool{
+	"eval": true, "trap": true, "source": true, ".": true, "cd": true, "pushd": true,
+	"popd": true, "dirs": true, "exec": true, "type": true, "hash": true, "builtin": true,
+	"wait": true, "caller": true, "umask": true, "ulimit": true, "kill": true, "jobs": true,
+	"bg": true, "fg": true, "disown": true, "suspend": true, "logout": true, "enable": true,
+	"fc": true, "history": true, "bind": true, "complete": true, "compgen": true,
+	"compopt": true, "newgrp": true, "coproc": true,
+}
+
+// callHandler runs for every simple command after expansion: it counts
+// and bounds, answers generated calls, and routes names.
+func (ex *execution) callHandler(ctx context.Context, args []string) ([]string, error) {
+	hc := interp.HandlerCtx(ctx)
+	name := args[0]
+	if !hc.Pos.IsValid() { // generated by instrument
+		switch name {
+		case genTick:
+			return ex.tick(args)
+		case genLoop, genLoopZero:
+			if id, err := strconv.Atoi(args[1]); err == nil && id >= 0 && id < len(ex.loopIters) {
+				ex.loopIters[id].Store(0)
+			}
+			if name == genLoopZero {
+				return []string{":"}, nil
+			}
+			return []string{execStatus}, nil
+		case genEnter:
+			d, _ := strconv.ParseInt(args[1], 10, 64)
+			if d > ex.lim.MaxFunctionDepth {
+				return nil, ex.fail("maximum function depth exceeded (%d)", ex.lim.MaxFunctionDepth)
+			}
+			return []string{execStatus}, nil
+		case genPipe:
+			k, _ := strconv.ParseInt(args[1], 10, 64)
+			if ex.stages.Add(k) > ex.lim.MaxPipelineStages {
+				return nil, ex.fail("maximum concurrent pipeline stages exceeded (%d)", ex.lim.MaxPipelineStages)
+			}
+			return []string{execStatus}, nil
+		case genPipeEnd:
+			k, _ := strconv.ParseInt(args[1], 10, 64)
+			ex.stages.Add(-k)
+			return []string{execStatus}, nil
+		case genVars:
+			if err := ex.checkVars(hc, args[1:], true); err != nil {
+				return nil, err
+			}
+			return []string{execStatus}, nil
+		}
+		return args, nil // ":", "return", calls of generated functions
+	}
+	if strings.HasPrefix(name, reservedPrefix) {
+		return []string{execDenied, name}, nil
+	}
+	if ex.commands.Add(1) > ex.lim.MaxCommands {
+		return nil, ex.fail("maximum command count exceeded (%d)", ex.lim.MaxCommands)
+	}
+	if err := ex.checkVars(hc, nil, false); err != nil {
+		return nil, err
+	}
+	return ex.route(args), nil
+}
+
+// route decides what a user command runs as.
+func (ex *execution) route(args []string) []string {
+	name := args[0]
+	if _, ok := ex.t.byName[name]; ok {
+		return append([]string{execTool}, args...)
+	}
+	switch {
+	case disabled[name]:
+		return []string{execDenied, name}
+	case name == "help":
+		return append([]string{execHelp}, args[1:]...)
+	case name == "printf":
+		if len(args) > 1 && args[1] == "-v" {
+			return args // the builtin assigns to a variable
+		}
+		return append([]string{execPrintf}, args[1:]...)
+	case name == "command":
+		rest := args[1:]
+		if len(rest) > 0 && (rest[0] == "-v" || rest[0] == "-V") {
+			return append([]string{execCommandV}, rest...)
+		}
+		if len(rest) > 0 && rest[0] == "-p" {
+			rest = rest[1:]
+		}
+		if len(rest) == 0 {
+			return []string{":"}
+		}
+		if strings.HasPrefix(rest[0], reservedPrefix) {
+			return []string{execDenied, rest[0]}
+		}
+		return ex.route(rest)
+	}
+	return args
+}
+
+func (ex *execution) tick(args []string) ([]string, error) {
+	if ex.iterations.Add(1) > ex.lim.MaxTotalLoopIterations {
+		return nil, ex.fail("maximum total loop iterations exceeded (%d)", ex.lim.MaxTotalLoopIterations)
+	}
+	if id, err := strconv.Atoi(args[1]); err == nil && id >= 0 && id < len(ex.loopIters) {
+		if ex.loopIters[id].Add(1) > ex.lim.MaxLoopIterations {
+			return nil, ex.fail("maximum loop iterations exceeded (%d)", ex.lim.MaxLoopIterations)
+		}
+	}
+	return []string{execStatus}, nil
+}
+
+// varScanInterval is how often a command triggers a scan of all variables.
+const varScanInterval = time.Millisecond
+
+// checkVars bounds variable memory: the named variables at once, and all
+// variables when forced or at most every varScanInterval.
+func (ex *execution) checkVars(hc interp.HandlerContext, names []string, force bool) error {
+	for _, n := range names {
+		if varSize(hc.Env.Get(n)) > ex.lim.MaxVarBytes {
+			return ex.fail("variable memory exceeded (%d bytes)", ex.lim.MaxVarBytes)
+		}
+	}
+	now := time.Now().UnixNano()
+	if !force && len(names) == 0 && now-ex.lastScan.Load() < int64(varScanInterval) {
+		return nil
+	}
+	ex.lastScan.Store(now)
+	var total int64
+	for name, vr := range hc.Env.Each {
+		total += int64(len(name)) + varSize(vr)
+	}
+	if total > ex.lim.MaxVarBytes {
+		return ex.fail("variable memory exceeded (%d bytes)", ex.lim.MaxVarBytes)
+	}
+	return nil
+}
+
+func varSize(vr expand.Variable) int64 {
+	n := int64(len(vr.Str))
+	for _, s := range vr.List {
+		n += int64(len(s))
+	}
+	for k, v := range vr.Map {
+		n += int64(len(k) + len(v))
+	}
+	return n
+}
+
+// execMiddleware is the only exec handler: it never calls next, so no
+// host program can ever run.
+func (ex *execution) execMiddleware(next interp.ExecHandlerFunc) interp.ExecHandlerFunc {
+	return func(ctx context.Context, args []string) error {
+		hc := interp.HandlerCtx(ctx)
+		if args[0] == execStatus {
+			return exitStatus(hc.LastExitStatus)
+		}
+		cio := cmdIO{stdin: stdinOf(hc), stdout: hc.Stdout, stderr: hc.Stderr}
+		return exitStatus(ex.dispatch(ctx, &hc, args, cio))
+	}
+}
+
+func exitStatus(code int) error {
+	if code == 0 {
+		return nil
+	}
+	return interp.ExitStatus(uint8(code))
+}
+
+// stdinOf returns the command's standard input, nil when none is attached.
+func stdinOf(hc interp.HandlerContext) io.Reader {
+	if hc.Stdin == nil {
+		return nil
+	}
+	if f, ok := hc.Stdin.(*os.File); ok && f == nil {
+		return nil
+	}
+	return hc.Stdin
+}
+
+// cmdIO is the standard streams of one command.
+type cmdIO struct {
+	stdin          io.Reader // nil: nothing attached
+	stdout, stderr io.Writer
+}
+
+// dispatch runs a routed command (from the exec handler or from xargs).
+// hc is the exec handler's context; it may be nil for commands that do not
+// need builtins.
+func (ex *execution) dispatch(ctx context.Context, hc *interp.HandlerContext, args []string, cio cmdIO) int {
+	switch args[0] {
+	case execDenied:
+		return ex.notFound(cio.stderr, args[1])
+	case execTool:
+		return ex.callTool(ctx, args[1], args[2:], cio)
+	case execHelp:
+		return ex.help(args[1:], cio)
+	case execCommandV:
+		return ex.commandV(args[1:], cio)
+	case "discover":
+		return ex.discover(args[1:], cio)
+	case execPrintf:
+		return ex.utility(ctx, hc, "printf", args[1:], cio)
+	}
+	if _, ok := coreutils.Lookup(args[0]); ok {
+		return ex.utility(ctx, hc, args[0], args[1:], cio)
+	}
+	return ex.notFound(cio.stderr, args[0])
+}
+
+// utility runs one of the in-process text utilities.
+func (ex *execution) utility(ctx context.Context, hc *interp.HandlerContext, name string, args []string, cio cmdIO) int {
+	fn, _ := coreutils.Lookup(name)
+	stdin := cio.stdin
+	if stdin == nil {
+		stdin = strings.NewReader("")
+	}
+	var envSnapshot expand.Environ
+	if hc != nil {
+		envSnapshot = hc.Env
+	}
+	env := &coreutils.Env{
+		Stdin:         stdin,
+		Stdout:        cio.stdout,
+		Stderr:        cio.stderr,
+		Now:           ex.now,
+		MaxInputBytes: ex.lim.MaxCommandInputBytes,
+		JQ:            ex.t.jq,
+		Getenv: func(name string) string {
+			if envSnapshot == nil {
+				return ""
+			}
+			return envSnapshot.Get(name).String()
+		},
+		Environ: func() []string {
+			var kv []string
+			if envSnapshot == nil {
+				return kv
+			}
+			for name, vr := range envSnapshot.Each {
+				if vr.Exported && vr.Kind == expand.String && !strings.HasPrefix(name, reservedPrefix) {
+					kv = append(kv, name+"="+vr.Str)
+				}
+			}
+			return kv
+		},
+		Exec: func(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
+			return ex.xargsExec(ctx, hc, argv, cmdIO{stdin: stdin, stdout: stdout, stderr: stderr})
+		},
+	}
+	return fn(ctx, env, args)
+}
+
+// xargsExec runs a command line built by xargs under the same rules as a
+// command written in the script.
+func (ex *execution) xargsExec(ctx context.Context, hc *interp.HandlerContext, argv []string, cio cmdIO) int {
+	if len(argv) == 0 {
+		return 0
+	}
+	if ctx.Err() != nil {
+		return 124
+	}
+	if ex.commands.Add(1) > ex.lim.MaxCommands {
+		ex.fail("maximum command count exceeded (%d)", ex.lim.MaxCommands)
+		return 255
+	}
+	if strings.HasPrefix(argv[0], reservedPrefix) {
+		return ex.notFound(cio.stderr, argv[0])
+	}
+	routed := ex.route(argv)
+	switch routed[0] {
+	case "echo", "true", "false", "test", "[", ":":
+		if hc == nil {
+			return ex.notFound(cio.stderr, argv[0])
+		}
+		err := hc.Builtin(ctx, routed)
+		if err == nil {
+			return 0
+		}
+		if code, ok := builtinStatus(err); ok {
+			return code
+		}
+		return 1
+	}
+	return ex.dispatch(ctx, hc, routed, cio)
+}
+
+// builtinStatus extracts the exit status of HandlerContext.Builtin's
+// error ("builtin exit status N").
+func builtinStatus(err error) (int, bool) {
+	var es interp.ExitStatus
+	if errors.As(err, &es) {
+		return int(es), true
+	}
+	s := err.Error()
+	if i := strings.LastIndexByte(s, ' '); i >= 0 {
+		if n, perr := strconv.Atoi(s[i+1:]); perr == nil {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+// notFound prints "bash: X: command not found" with what exists; 127.
+func (ex *execution) notFound(w io.Writer, name string) int {
+	var b strings.Builder
+	fmt.Fprintf(&b, "bash: %s: command not found", name)
+	if len(ex.t.tools) > 0 {
+		b.WriteString(" (tools: " + strings.Join(ex.t.toolNames(), ", ") + ";")
+	} else {
+		b.WriteString(" (")
+	}
+	b.WriteString(" utilities: " + strings.Join(utilityNames(), " ") + "; builtins: help discover read set local export exit; no filesystem, network or host programs)\n")
+	io.WriteString(w, b.String())
+	return 127
+}
+
+// commandV answers command -v/-V from the registry.
+func (ex *execution) commandV(args []string, cio cmdIO) int {
+	verbose := len(args) > 0 && args[0] == "-V"
+	status := 0
+	for _, n := range args[1:] {
+		_, isTool := ex.t.byName[n]
+		_, isUtil := coreutils.Lookup(n)
+		builtin := (interp.IsBuiltin(n) && !disabled[n]) || n == "discover"
+		switch {
+		case !isTool && !isUtil && !builtin:
+			status = 1
+			if verbose {
+				fmt.Fprintf(cio.stderr, "bash: command: %s: not found\n", n)
+			}
+		case verbose && isTool:
+			fmt.Fprintf(cio.stdout, "%s is a tool command\n", n)
+		case verbose:
+			fmt.Fprintf(cio.stdout, "%s is a shell builtin\n", n)
+		default:
+			fmt.Fprintln(cio.stdout, n)
+		}
+	}
+	return status
+}
+
+// openHandler: only /dev/null, /dev/stdin, /dev/stdout and /dev/stderr
+// exist.
+func (ex *execution) openHandler(ctx context.Context, p string, flag int, perm os.FileMode) (io.ReadWriteCloser, error) {
+	hc := interp.HandlerCtx(ctx)
+	switch path.Clean("/" + p) {
+	case "/dev/null":
+		return devNull{}, nil
+	case "/dev/stdout":
+		return stream{w: hc.Stdout}, nil
+	case "/dev/stderr":
+		return stream{w: hc.Stderr}, nil
+	case "/dev/stdin":
+		return stream{r: stdinOf(hc)}, nil
+	}
+	return nil, &os.PathError{Op: "bash:", Path: p, Err: errors.New("filesystem redirection disabled")}
+}
+
+func readDirNone(ctx context.Context, p string) ([]fs.DirEntry, error) { return nil, nil }
+
+func statNone(ctx context.Context, name string, followSymlinks bool) (fs.FileInfo, error) {
+	if path.Clean("/"+name) == "/" {
+		return rootInfo{}, nil
+	}
+	return nil, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
+}
+
+func accessNone(ctx context.Context, p string, mode interp.AccessMode) error {
+	return &fs.PathError{Op: "access", Path: p, Err: fs.ErrPermission}
+}
+
+type devNull struct{}
+
+func (devNull) Read([]byte) (int, error)    { return 0, io.EOF }
+func (devNull) Write(p []byte) (int, error) { return len(p), nil }
+func (devNull) Close() error                { return nil }
+
+// stream is a redirection to one of the command's own streams; closing it
+// leaves the stream open.
+type stream struct {
+	r io.Reader
+	w io.Writer
+}
+
+func (s stream) Read(p []byte) (int, error) {
+	if s.r == nil {
+		return 0, io.EOF
+	}
+	return s.r.Read(p)
+}
+
+func (s stream) Write(p []byte) (int, error) {
+	if s.w == nil {
+		return len(p), nil
+	}
+	return s.w.Write(p)
+}
+
+func (stream) Close() error { return nil }
+
+// rootInfo describes the sandbox's only directory, "/".
+type rootInfo struct{}
+
+func (rootInfo) Name() string       { return "/" }
+func (rootInfo) Size() int64        { return 0 }
+func (rootInfo) Mode() fs.FileMode  { return fs.ModeDir | 0o555 }
+func (rootInfo) ModTime() time.Time { return time.Time{} }
+func (rootInfo) IsDir() bool        { return true }
+func (rootInfo) Sys() any           { return nil }
+
+// statusSink serializes status reports and stops them once Run returns.
+type statusSink struct {
+	mu     sync.Mutex
+	fn     tools.StatusFunc
+	closed bool
+}
+
+func newStatusSink(fn tools.StatusFunc) *statusSink { return &statusSink{fn: fn} }
+
+func (s *statusSink) phase(phase string, pct float64) {
+	if s.fn == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.fn(tools.Status{Phase: phase, PercentComplete: &pct})
+	}
+}
+
+func (s *statusSink) chunk(kind, data string) {
+	if s.fn == nil || data == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	if kind == "stdout" {
+		s.fn(tools.Stdout(data))
+	} else {
+		s.fn(tools.Stderr(data))
+	}
+}
+
+func (s *statusSink) close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+}
+
+// capWriter keeps at most max bytes, flags truncation, streams what it
+// keeps, and never fails a write (the script goes on).
+type capWriter struct {
+	mu        sync.Mutex
+	buf       []byte
+	max       int
+	truncated bool
+	closed    bool
+	stream    string
+	sink      *statusSink
+}
+
+func (w *capWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return len(p), nil
+	}
+	keep := p
+	if room := w.max - len(w.buf); len(p) > room {
+		keep = p[:max(room, 0)]
+		w.truncated = true
+	}
+	if len(keep) > 0 {
+		w.buf = append(w.buf, keep...)
+		w.sink.chunk(w.stream, string(keep))
+	}
+	return len(p), nil
+}
+
+func (w *capWriter) close() {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+}
+
+// appendAlways appends a final message regardless of the cap.
+func (w *capWriter) appendAlways(s string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, s...)
+	w.sink.chunk(w.stream, s)
+}
+
+func (w *capWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.buf)
+}

@@ -1,0 +1,371 @@
+package scripted
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Generated names. User code may not mention anything starting with
+// reservedPrefix (checkScript rejects it); generated calls carry no source
+// position, which is how the call handler tells them from user code.
+const (
+	reservedPrefix = "__sbx"
+
+	genTick      = "__sbx_tick"      // first statement of a loop body: tick <loop>
+	genLoop      = "__sbx_loop"      // before a loop: reset its counter
+	genLoopZero  = "__sbx_loop0"     // same, for C-style loops (status 0, see instrument)
+	genEnter     = "__sbx_enter"     // first statement of a function: enter <depth>
+	genVars      = "__sbx_vars"      // after an assignment: vars <name>...
+	genPipe      = "__sbx_pipe"      // before a pipeline: pipe <stages>
+	genPipeEnd   = "__sbx_pipe_end"  // after a pipeline: pipe_end <stages>
+	execStatus   = "__sbx_status"    // re-emits the last exit status
+	execTool     = "__sbx_tool"      // tool <name> <argv...>
+	execDenied   = "__sbx_denied"    // denied <name>: command not found
+	execPrintf   = "__sbx_printf"    // the sandbox's printf
+	execHelp     = "__sbx_help"      // in-script help
+	execCommandV = "__sbx_command_v" // command -v/-V
+	depthVar     = "__sbx_depth"
+	pidVar       = "__sbx_pid"
+	ppidVar      = "__sbx_ppid"
+)
+
+// rejection is a script refused before it runs.
+type rejection struct{ msg string }
+
+func (e *rejection) Error() string { return e.msg }
+
+// checkScript rejects what the sandbox cannot contain: process
+// substitution, background jobs and coprocesses, reserved names, and
+// syntax nested deeper than maxDepth.
+func checkScript(f *syntax.File, maxDepth int) error {
+	var err error
+	depth := 0
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if err != nil {
+			return false
+		}
+		if n == nil {
+			depth--
+			return true
+		}
+		depth++
+		if depth > maxDepth {
+			err = &rejection{fmt.Sprintf("script nesting too deep (more than %d levels)", maxDepth)}
+			return false
+		}
+		switch x := n.(type) {
+		case *syntax.ProcSubst:
+			err = &rejection{fmt.Sprintf("line %d: process substitution is not supported in the sandbox; use a pipe or $(...)", x.Pos().Line())}
+		case *syntax.CoprocClause:
+			err = &rejection{fmt.Sprintf("line %d: coproc is not supported in the sandbox", x.Pos().Line())}
+		case *syntax.Stmt:
+			if x.Background || x.Disown {
+				err = &rejection{fmt.Sprintf("line %d: background jobs (&) are not supported in the sandbox; run the command in the foreground", x.Pos().Line())}
+			} else if x.Coprocess {
+				err = &rejection{fmt.Sprintf("line %d: coprocesses are not supported in the sandbox", x.Pos().Line())}
+			}
+		case *syntax.Lit:
+			if strings.Contains(x.Value, reservedPrefix) {
+				err = &rejection{fmt.Sprintf("line %d: names containing %s are reserved by the sandbox", x.Pos().Line(), reservedPrefix)}
+			}
+		}
+		return err == nil
+	})
+	return err
+}
+
+// instrumenter rewrites a checked script so that the call handler can
+// enforce the limits:
+//
+//   - every loop is preceded by "__sbx_loop N" (resets its counter) and
+//     its body starts with "__sbx_tick N";
+//   - every function body starts with
+//     `local __sbx_depth=$((${__sbx_depth:-0}+1)); __sbx_enter "$__sbx_depth"`;
+//   - every pipeline is bracketed by "__sbx_pipe K" and "__sbx_pipe_end K";
+//   - every assignment is followed by "__sbx_vars NAME...";
+//   - "~user" words are quoted (tilde expansion would read the host's
+//     user database), and $$ / $PPID read sandbox values.
+//
+// Generated calls are written `call && :` so that they keep $? and never
+// trigger errexit; C-style loop bodies end with ":" because mvdan stops a
+// C-style loop after an iteration whose last command failed.
+type instrumenter struct {
+	loops   int
+	loopIDs map[syntax.Command]int
+	seen    map[syntax.Command]bool
+	gen     map[*syntax.Stmt]bool
+}
+
+func instrument(f *syntax.File) (loops int) {
+	ins := &instrumenter{
+		loopIDs: make(map[syntax.Command]int),
+		seen:    make(map[syntax.Command]bool),
+		gen:     make(map[*syntax.Stmt]bool),
+	}
+	syntax.Walk(f, ins.visit)
+	return ins.loops
+}
+
+func word(s string) *syntax.Word {
+	return &syntax.Word{Parts: []syntax.WordPart{&syntax.Lit{Value: s}}}
+}
+
+func (ins *instrumenter) call(args ...string) *syntax.Stmt {
+	words := make([]*syntax.Word, len(args))
+	for i, a := range args {
+		words[i] = word(a)
+	}
+	st := &syntax.Stmt{Cmd: &syntax.CallExpr{Args: words}}
+	ins.gen[st] = true
+	return st
+}
+
+// keep wraps a generated statement as `st && :`, which leaves $? as it
+// was (the exec handler re-emits it) and is exempt from errexit.
+func (ins *instrumenter) keep(st *syntax.Stmt) *syntax.Stmt {
+	out := &syntax.Stmt{Cmd: &syntax.BinaryCmd{Op: syntax.AndStmt, X: st, Y: ins.call(":")}}
+	ins.gen[out] = true
+	return out
+}
+
+func (ins *instrumenter) visit(n syntax.Node) bool {
+	switch x := n.(type) {
+	case *syntax.File:
+		x.Stmts = ins.list(x.Stmts)
+	case *syntax.Block:
+		x.Stmts = ins.list(x.Stmts)
+	case *syntax.Subshell:
+		x.Stmts = ins.list(x.Stmts)
+	case *syntax.CmdSubst:
+		x.Stmts = ins.list(x.Stmts)
+	case *syntax.IfClause:
+		x.Cond = ins.list(x.Cond)
+		x.Then = ins.list(x.Then)
+	case *syntax.CaseItem:
+		x.Stmts = ins.list(x.Stmts)
+	case *syntax.WhileClause:
+		x.Cond = ins.list(x.Cond)
+		x.Do = ins.loopBody(x, x.Do, false)
+	case *syntax.ForClause:
+		_, cstyle := x.Loop.(*syntax.CStyleLoop)
+		x.Do = ins.loopBody(x, x.Do, cstyle)
+	case *syntax.FuncDecl:
+		ins.function(x)
+	case *syntax.Stmt:
+		ins.stmt(x)
+	case *syntax.Word:
+		quoteTildes(x)
+	case *syntax.ParamExp:
+		if x.Param != nil && !x.Excl {
+			switch x.Param.Value {
+			case "$":
+				x.Param = &syntax.Lit{Value: pidVar}
+			case "PPID":
+				x.Param = &syntax.Lit{Value: ppidVar}
+			}
+		}
+	}
+	return true
+}
+
+// list instruments a statement list: a variable check after each
+// assignment.
+func (ins *instrumenter) list(stmts []*syntax.Stmt) []*syntax.Stmt {
+	var out []*syntax.Stmt
+	for i, st := range stmts {
+		names, check := assignedNames(st)
+		if !check || ins.gen[st] {
+			if out != nil {
+				out = append(out, st)
+			}
+			continue
+		}
+		if out == nil {
+			out = append(make([]*syntax.Stmt, 0, len(stmts)+4), stmts[:i]...)
+		}
+		out = append(out, st, ins.keep(ins.call(append([]string{genVars}, names...)...)))
+	}
+	if out == nil {
+		return stmts
+	}
+	return out
+}
+
+// assignedNames reports whether st may grow variables, and which.
+func assignedNames(st *syntax.Stmt) ([]string, bool) {
+	switch c := st.Cmd.(type) {
+	case *syntax.CallExpr:
+		if len(c.Args) == 0 {
+			names := make([]string, 0, len(c.Assigns))
+			for _, a := range c.Assigns {
+				if a.Name != nil {
+					names = append(names, a.Name.Value)
+				}
+			}
+			return names, len(c.Assigns) > 0
+		}
+		if lit := c.Args[0].Lit(); lit == "read" || lit == "mapfile" || lit == "readarray" || lit == "printf" {
+			return nil, true // names only known at run time: full scan
+		}
+	case *syntax.DeclClause:
+		var names []string
+		for _, a := range c.Args {
+			if a.Name != nil {
+				names = append(names, a.Name.Value)
+			}
+		}
+		return names, true
+	}
+	return nil, false
+}
+
+func (ins *instrumenter) loopBody(loop syntax.Command, body []*syntax.Stmt, cstyle bool) []*syntax.Stmt {
+	id, ok := ins.loopIDs[loop]
+	if !ok { // not reached through a Stmt; give it an id anyway
+		id = ins.loops
+		ins.loops++
+		ins.loopIDs[loop] = id
+	}
+	out := make([]*syntax.Stmt, 0, len(body)+2)
+	out = append(out, ins.keep(ins.call(genTick, strconv.Itoa(id))))
+	out = append(out, ins.list(body)...)
+	if cstyle {
+		out = append(out, ins.call(":"))
+	}
+	return out
+}
+
+func (ins *instrumenter) stmt(st *syntax.Stmt) {
+	if ins.gen[st] || st.Cmd == nil || ins.seen[st.Cmd] {
+		return
+	}
+	switch c := st.Cmd.(type) {
+	case *syntax.WhileClause, *syntax.ForClause:
+		ins.seen[c] = true
+		id := ins.loops
+		ins.loops++
+		ins.loopIDs[c] = id
+		start := ins.keep(ins.call(genLoop, strconv.Itoa(id)))
+		if f, ok := c.(*syntax.ForClause); ok {
+			if _, cstyle := f.Loop.(*syntax.CStyleLoop); cstyle {
+				start = ins.call(genLoopZero, strconv.Itoa(id))
+			}
+		}
+		inner := &syntax.Stmt{Cmd: c}
+		st.Cmd = &syntax.Block{Stmts: []*syntax.Stmt{start, inner}}
+	case *syntax.BinaryCmd:
+		if c.Op != syntax.Pipe && c.Op != syntax.PipeAll {
+			return
+		}
+		k := ins.pipeStages(c)
+		n := strconv.Itoa(k)
+		inner := &syntax.Stmt{Cmd: c}
+		st.Cmd = &syntax.Block{Stmts: []*syntax.Stmt{
+			ins.keep(ins.call(genPipe, n)),
+			inner,
+			ins.keep(ins.call(genPipeEnd, n)),
+		}}
+	}
+}
+
+// pipeStages counts the stages of a pipeline and marks its nested pipe
+// nodes so that they are not counted again.
+func (ins *instrumenter) pipeStages(c *syntax.BinaryCmd) int {
+	ins.seen[c] = true
+	n := 0
+	for _, side := range []*syntax.Stmt{c.X, c.Y} {
+		if b, ok := side.Cmd.(*syntax.BinaryCmd); ok && (b.Op == syntax.Pipe || b.Op == syntax.PipeAll) &&
+			len(side.Redirs) == 0 && !side.Negated {
+			n += ins.pipeStages(b)
+		} else {
+			n++
+		}
+	}
+	return n
+}
+
+// funcPrologue is the generated start of every function body.
+const funcPrologue = `local ` + depthVar + `=$(( ${` + depthVar + `:-0} + 1 ))
+` + genEnter + ` "$` + depthVar + `" && :`
+
+func (ins *instrumenter) function(fd *syntax.FuncDecl) {
+	if fd.Body == nil {
+		return
+	}
+	prologue, err := syntax.NewParser().Parse(strings.NewReader(funcPrologue), "")
+	if err != nil {
+		panic("scripted: generated function prologue does not parse: " + err.Error())
+	}
+	zeroPositions(prologue)
+	stmts := prologue.Stmts
+	for _, st := range stmts {
+		ins.gen[st] = true
+	}
+	fd.Body = &syntax.Stmt{Cmd: &syntax.Block{Stmts: append(stmts, fd.Body)}}
+}
+
+// quoteTildes quotes a '~' that starts a tilde prefix ("~user") in the
+// word's unquoted literal parts, so that the interpreter never looks the
+// user up in the host's user database. "~" and "~/x" (HOME) are kept.
+func quoteTildes(w *syntax.Word) {
+	for i := 0; i < len(w.Parts); i++ {
+		l, ok := w.Parts[i].(*syntax.Lit)
+		if !ok {
+			continue
+		}
+		j := strings.IndexByte(l.Value, '~')
+		if j < 0 || j+1 >= len(l.Value) {
+			continue
+		}
+		next := l.Value[j+1]
+		if next == '/' || next == ':' {
+			continue
+		}
+		parts := make([]syntax.WordPart, 0, len(w.Parts)+2)
+		parts = append(parts, w.Parts[:i]...)
+		if j > 0 {
+			parts = append(parts, &syntax.Lit{Value: l.Value[:j]})
+		}
+		parts = append(parts, &syntax.SglQuoted{Value: "~"}, &syntax.Lit{Value: l.Value[j+1:]})
+		parts = append(parts, w.Parts[i+1:]...)
+		w.Parts = parts
+		if j > 0 {
+			i++ // skip the prefix literal: the loop's i++ then skips the quote
+		}
+	}
+}
+
+var posType = reflect.TypeFor[syntax.Pos]()
+
+// zeroPositions clears every source position in a syntax tree, so that
+// its calls count as generated.
+func zeroPositions(n any) {
+	var walk func(v reflect.Value)
+	walk = func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.Pointer, reflect.Interface:
+			if !v.IsNil() {
+				walk(v.Elem())
+			}
+		case reflect.Struct:
+			if v.Type() == posType {
+				if v.CanSet() {
+					v.Set(reflect.Zero(posType))
+				}
+				return
+			}
+			for i := range v.NumField() {
+				walk(v.Field(i))
+			}
+		case reflect.Slice:
+			for i := range v.Len() {
+				walk(v.Index(i))
+			}
+		}
+	}
+	walk(reflect.ValueOf(n))
+}

@@ -1,0 +1,310 @@
+package scripted
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/demiurge-dev/demiurge/tools"
+	"github.com/demiurge-dev/demiurge/tools/scripted/internal/coreutils"
+)
+
+// Version is the version of the scripted tool's implementation.
+const Version = "0.1.0"
+
+// Error categories of Response.Error.
+const (
+	ErrorInvalidArguments = "invalid_arguments" // the request itself is malformed
+	ErrorParse            = "parse_error"       // the script is not valid bash
+	ErrorRejected         = "rejected"          // the script uses unsupported syntax or is too large
+	ErrorLimitExceeded    = "limit_exceeded"    // a resource limit stopped the script
+	ErrorTimeout          = "timeout"           // the time limit or the caller's deadline
+	ErrorCancelled        = "cancelled"         // the caller cancelled the context
+	ErrorInternal         = "internal"          // a bug or a host failure (details in logs)
+)
+
+// registered is one tool command.
+type registered struct {
+	def    ToolDef
+	fn     ToolCallback
+	pos    PositionalCallback
+	schema *jsonschema.Schema
+	flags  *flagSchema
+	usage  string
+}
+
+// ScriptedTool runs bash scripts whose commands are its registered tools.
+// It implements tools.Tool; Execute and ExecuteWithStatus are safe for
+// concurrent use (each runs its own interpreter).
+type ScriptedTool struct {
+	name     string
+	short    string
+	tools    []*registered // registration order
+	byName   map[string]*registered
+	env      []string // "k=v", Builder order
+	envNames []string
+	limits   Limits
+	sanitize bool
+	compact  bool
+	clock    func() time.Time
+	jq       *coreutils.JQCache
+}
+
+var _ tools.Tool = (*ScriptedTool)(nil)
+
+// Name returns the tool's name.
+func (t *ScriptedTool) Name() string { return t.name }
+
+// ShortDescription returns the one-line summary.
+func (t *ScriptedTool) ShortDescription() string { return t.short }
+
+// Description returns "Compose tool callbacks through bash scripts: "
+// followed by the tool commands in registration order.
+func (t *ScriptedTool) Description() string {
+	return "Compose tool callbacks through bash scripts: " + strings.Join(t.toolNames(), ", ")
+}
+
+// Version returns the implementation's version.
+func (t *ScriptedTool) Version() string { return Version }
+
+// Limits returns the limits in force (defaults filled in).
+func (t *ScriptedTool) Limits() Limits { return t.limits }
+
+// Tools returns the definitions of the registered tool commands, in
+// registration order.
+func (t *ScriptedTool) Tools() []ToolDef {
+	defs := make([]ToolDef, len(t.tools))
+	for i, r := range t.tools {
+		defs[i] = r.def
+		defs[i].Tags = slices.Clone(r.def.Tags)
+	}
+	return defs
+}
+
+func (t *ScriptedTool) toolNames() []string {
+	names := make([]string, len(t.tools))
+	for i, r := range t.tools {
+		names[i] = r.def.Name
+	}
+	return names
+}
+
+// utilityNames lists the sandbox's non-tool commands, sorted.
+func utilityNames() []string {
+	names := append(coreutils.Names(), "echo", "false", "test", "true", "[")
+	slices.Sort(names)
+	return names
+}
+
+// commandUsage is "name [--flags]" as the system prompt lists it.
+func (r *registered) commandUsage() string {
+	if r.usage == "" {
+		return r.def.Name
+	}
+	return r.def.Name + " [" + r.usage + "]"
+}
+
+// SystemPrompt returns a compact prompt fragment in bashkit's words that
+// lists every command with its usage (or its description, with
+// CompactPrompt).
+func (t *ScriptedTool) SystemPrompt() string {
+	var b strings.Builder
+	b.WriteString(t.name)
+	b.WriteString(": run bash scripts that orchestrate registered tool commands. Commands: ")
+	for i, r := range t.tools {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if t.compact {
+			b.WriteString(r.def.Name + " (" + r.def.Description + ")")
+		} else {
+			b.WriteString(r.commandUsage())
+		}
+	}
+	b.WriteString(". Pass args as --key value or --key=value. Shell logic and stdin pipelines are available; filesystem primitives are unavailable. Utilities: ")
+	b.WriteString(strings.Join(utilityNames(), " "))
+	b.WriteString(". Use help/discover builtins for runtime details. Input: {\"commands\": \"<bash script>\"}. Output: stdout, stderr, exit_code.")
+	return b.String()
+}
+
+// Help returns man-page style documentation of the tool.
+func (t *ScriptedTool) Help() string {
+	var b strings.Builder
+	title := strings.ToUpper(t.name) + "(1)"
+	pad := max(1, 78-2*len(title)-len("User Commands"))
+	fmt.Fprintf(&b, "%s%*s%s%*s%s\n\n", title, pad/2, "", "User Commands", pad-pad/2, "", title)
+	section := func(name string) { b.WriteString(name + "\n") }
+	line := func(indent int, s string) {
+		b.WriteString(strings.Repeat(" ", indent) + s + "\n")
+	}
+	section("NAME")
+	line(7, t.name+" - "+t.short)
+	b.WriteString("\n")
+	section("SYNOPSIS")
+	line(7, `{"commands": "<bash script>", "timeout_ms": <integer, optional>}`)
+	b.WriteString("\n")
+	section("DESCRIPTION")
+	line(7, "Runs a bash script in a sandbox where every registered tool is a command.")
+	line(7, "Pipes, variables, loops, conditionals, functions and command substitution")
+	line(7, "work as in bash; there is no filesystem, no network and no host process.")
+	line(7, "Each call starts a fresh shell: only the tools keep state between calls.")
+	b.WriteString("\n")
+	section("TOOL COMMANDS")
+	for _, r := range t.tools {
+		usage := r.def.Name
+		if r.usage != "" {
+			usage += " " + r.usage
+		}
+		line(7, usage)
+		if r.def.Description != "" {
+			line(14, r.def.Description)
+		}
+	}
+	line(7, "Flags: --key value or --key=value; booleans take no value; arrays take")
+	line(7, "JSON, a,b,c or repeated flags; objects take JSON or key=value words.")
+	line(7, "<tool> --help describes a tool; <tool> --dry-run checks a call without running it.")
+	b.WriteString("\n")
+	section("BUILTINS")
+	line(7, "help [--list] [<tool> [--json]], discover --categories|--category C|--tag T|--search S [--json]")
+	line(7, "utilities: "+strings.Join(utilityNames(), " "))
+	line(7, "shell: read, mapfile, set, shift, unset, local, export, declare, let, exit, return,")
+	line(7, "break, continue, getopts, shopt, : ; utilities read stdin only (no file operands)")
+	b.WriteString("\n")
+	section("INPUT")
+	line(7, "commands    the bash script to run (like bash -c)")
+	line(7, "timeout_ms  lowers the time limit of this call")
+	b.WriteString("\n")
+	section("OUTPUT")
+	line(7, "stdout, stderr        the script's output (stdout_truncated/stderr_truncated when cut)")
+	line(7, "exit_code             the script's exit status")
+	line(7, "error                 timeout, limit_exceeded, parse_error, rejected, ... when it failed")
+	b.WriteString("\n")
+	section("EXAMPLES")
+	if len(t.tools) > 0 {
+		r := t.tools[0]
+		line(7, "One call, output filtered with jq:")
+		line(11, fmt.Sprintf(`{"commands": "%s %s| jq ."}`, r.def.Name, exampleFlags(r)))
+	}
+	line(7, "Loop and fallback:")
+	line(11, `{"commands": "for i in 1 2 3; do echo $i; done || echo failed"}`)
+	b.WriteString("\n")
+	section("EXIT STATUS")
+	line(7, "0      success")
+	line(7, "1      a command or tool failed, or a resource limit was exceeded")
+	line(7, "2      flag, schema or syntax error, or unsupported syntax")
+	line(7, "124    the time limit was reached")
+	line(7, "127    command not found (the message lists the commands that exist)")
+	b.WriteString("\n")
+	section("CONFIGURATION")
+	line(7, "Limits: "+t.limits.String())
+	if len(t.envNames) > 0 {
+		line(7, "Environment: "+strings.Join(t.envNames, ", "))
+	}
+	line(7, "Version: "+Version)
+	return b.String()
+}
+
+// exampleFlags renders "--k <v> " for a tool's required properties.
+func exampleFlags(r *registered) string {
+	if r.flags.root == nil {
+		return ""
+	}
+	req, _ := r.flags.resolve(r.flags.root)["required"].([]any)
+	var b strings.Builder
+	for _, k := range req {
+		ks, _ := k.(string)
+		b.WriteString("--" + ks + " " + typeHint(r.flags, r.flags.property(ks)) + " ")
+	}
+	return b.String()
+}
+
+var inputSchema = json.RawMessage(`{"type":"object","required":["commands"],"properties":{` +
+	`"commands":{"type":"string","description":"The bash script to run, like bash -c."},` +
+	`"timeout_ms":{"type":["integer","null"],"minimum":0,"description":"Time limit in milliseconds; can only lower the tool's limit."}},` +
+	`"additionalProperties":false}`)
+
+var outputSchema = json.RawMessage(`{"type":"object","required":["stdout","stderr","exit_code"],"properties":{` +
+	`"stdout":{"type":"string"},"stderr":{"type":"string"},"exit_code":{"type":"integer"},` +
+	`"error":{"type":"string","enum":["invalid_arguments","parse_error","rejected","limit_exceeded","timeout","cancelled","internal"]},` +
+	`"stdout_truncated":{"type":"boolean"},"stderr_truncated":{"type":"boolean"}}}`)
+
+// InputSchema returns the JSON Schema of the request arguments:
+// {"commands": string, "timeout_ms": integer|null}.
+func (t *ScriptedTool) InputSchema() json.RawMessage { return slices.Clone(inputSchema) }
+
+// OutputSchema returns the JSON Schema of the Response.
+func (t *ScriptedTool) OutputSchema() json.RawMessage { return slices.Clone(outputSchema) }
+
+// Execute runs req.Commands (or the "commands" of req.Arguments) in a
+// fresh sandboxed shell and returns its output.
+func (t *ScriptedTool) Execute(ctx context.Context, req tools.Request) tools.Response {
+	return t.Run(ctx, req, RunOptions{}).Response
+}
+
+// ExecuteWithStatus is Execute with progress reports: phases validate,
+// parse, execute, complete, and output chunks as they are written.
+func (t *ScriptedTool) ExecuteWithStatus(ctx context.Context, req tools.Request, status tools.StatusFunc) tools.Response {
+	return t.Run(ctx, req, RunOptions{Status: status}).Response
+}
+
+// RunOptions are per-execution settings of Run.
+type RunOptions struct {
+	// Status, if set, receives progress reports as ExecuteWithStatus
+	// describes.
+	Status tools.StatusFunc
+	// Clock, if set, replaces the Builder's clock for this run (a world
+	// passes the ingress stamp of the step that runs the script).
+	Clock func() time.Time
+}
+
+// Result is the outcome of Run: the Response plus the trace of every
+// tool-level call the script made.
+type Result struct {
+	tools.Response
+	// Calls lists the script's invocations of tools, help and discover,
+	// in the order they started (Seq). Utilities and shell builtins are
+	// not traced.
+	Calls []Call `json:"calls,omitempty"`
+	// TraceDropped counts calls past Limits.MaxTraceCalls, not in Calls.
+	TraceDropped int `json:"trace_dropped,omitempty"`
+	// Duration is the wall time of the whole run.
+	Duration time.Duration `json:"duration_ns"`
+}
+
+// Call kinds.
+const (
+	CallTool     = "tool"     // the callback ran (or was refused by a limit)
+	CallHelp     = "help"     // help, help <tool> or <tool> --help
+	CallDiscover = "discover" // discover
+	CallDryRun   = "dry_run"  // <tool> --dry-run
+	CallInvalid  = "invalid"  // flags or schema rejected; the callback did not run
+)
+
+// Call is one traced invocation inside a script. Its fields are plain
+// values (no maps iterated in random order when encoded: Params is a map,
+// which encoding/json and canonical CBOR both encode with sorted keys).
+type Call struct {
+	// Seq numbers the calls of one run from 1, in the order they started.
+	Seq int `json:"seq"`
+	// Tool is the command's name ("help" or "discover" for those builtins).
+	Tool string `json:"tool"`
+	// Kind is one of the Call* constants.
+	Kind string `json:"kind"`
+	// Argv is the command line after the name, each word cut to 1 KiB.
+	Argv []string `json:"argv,omitempty"`
+	// Params are the parsed flags given to the callback (nil for
+	// positional tools and when parsing failed).
+	Params map[string]any `json:"params,omitempty"`
+	// ExitCode is the command's exit status.
+	ExitCode int `json:"exit_code"`
+	// Error is what the command printed on stderr when it failed
+	// (sanitized like the script's output).
+	Error string `json:"error,omitempty"`
+	// Duration is the wall time of the call.
+	Duration time.Duration `json:"duration_ns"`
+}
