@@ -50,11 +50,11 @@ func (c *JQCache) put(key string, code *gojq.Code) {
 
 type jqOpts struct {
 	raw, join, compact, nullInput, slurp, exitStatus, rawInput, tab, sortKeys bool
-	indent                                                                     int
-	filter                                                                     string
-	haveFilter                                                                 bool
-	varNames                                                                   []string
-	varValues                                                                  []any
+	indent                                                                    int
+	filter                                                                    string
+	haveFilter                                                                bool
+	varNames                                                                  []string
+	varValues                                                                 []any
 }
 
 // jqCmd implements jq with gojq: jq [-r -j -c -n -s -e -R -S -M -C --tab
