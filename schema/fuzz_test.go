@@ -1,0 +1,125 @@
+package schema
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/txtar"
+)
+
+// FuzzDecode feeds random bytes to the value decoder: errors, never
+// panics; what decodes re-encodes canonically and decodes to the same value.
+func FuzzDecode(f *testing.F) {
+	for _, v := range []Value{nil, true, uint64(1), int64(-1), "x", []byte{1}, []Value{"a", uint64(2)},
+		Record("a", uint64(1), "bb", Variant("T", nil)), Variant("Go", Record("n", uint64(3)))} {
+		b, _ := Encode(v)
+		f.Add(b)
+	}
+	f.Add([]byte{0xd9, 0xd9, 0xf7, 0xa2, 0x61, 0x61, 0x01, 0x61, 0x61, 0x02})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := Decode(data)
+		if err != nil {
+			return
+		}
+		enc, err := Encode(v)
+		if err != nil {
+			t.Fatalf("decoded value does not encode: %v", err)
+		}
+		v2, err := Decode(enc)
+		if err != nil {
+			t.Fatalf("re-decode: %v", err)
+		}
+		enc2, err := Encode(v2)
+		if err != nil || !bytes.Equal(enc, enc2) {
+			t.Fatalf("encoding not stable: %x vs %x (%v)", enc, enc2, err)
+		}
+	})
+}
+
+// fuzzTypes are the types FuzzNormalizeJSON reads random JSON through.
+var fuzzTypes = []string{
+	`{"nat":{}}`, `{"int":{}}`, `{"dec128":{}}`, `{"bytes":{}}`, `{"time":{}}`, `{"duration":{}}`,
+	`{"hash":{}}`, `{"uuid":{}}`, `{"option":{"text":{}}}`, `{"set":{"int":{}}}`,
+	`{"map":{"key":{"nat":{}},"value":{"list":{"text":{}}}}}`,
+	`{"record":{"a":{"nat":{}},"b":{"option":{"variant":{"X":{"unit":{}},"Y":{"set":{"text":{}}}}}}}}`,
+	`{"variant":{"Idle":{"unit":{}},"Go":{"record":{"n":{"map":{"key":{"text":{}},"value":{"dec128":{}}}}}},"Maybe":{"option":{"nat":{}}}}}`,
+}
+
+// FuzzNormalizeJSON reads random JSON through several types: errors, never
+// panics; a result is a fixed point of normalization and survives its own
+// JSON rendering.
+func FuzzNormalizeJSON(f *testing.F) {
+	seeds := []string{`3`, `"0.20"`, `{"nat":3}`, `null`, `{"null":{}}`, `[1,2,2]`, `[[1,["a"]]]`,
+		`{"a":1}`, `{"a":1,"b":{"Y":["q","p"]}}`, `{"$tag":"Go","$value":{"n":{"k":"1e3"}}}`, `"Idle"`,
+		`{"variant":{"tag":"Maybe","value":{"nat":1}}}`, `"1970-01-01T00:00:00Z"`, `"1h"`}
+	for i := range fuzzTypes {
+		for _, s := range seeds {
+			f.Add(uint8(i), []byte(s))
+		}
+	}
+	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
+		j, err := parseJSON([]byte(fuzzTypes[int(which)%len(fuzzTypes)]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ty := parseType(j, newProblems(""))
+		v, err := NormalizeJSON(nil, ty, data)
+		if err != nil {
+			return
+		}
+		enc, err := Encode(v)
+		if err != nil {
+			t.Fatalf("normalized value does not encode: %v", err)
+		}
+		dec, err := Decode(enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := Normalize(nil, ty, dec)
+		if err != nil {
+			t.Fatalf("renormalize: %v", err)
+		}
+		if enc2, _ := Encode(again); !bytes.Equal(enc, enc2) {
+			t.Fatalf("not a fixed point: %x vs %x", enc, enc2)
+		}
+		js, err := MarshalJSON(nil, ty, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := NormalizeJSON(nil, ty, js)
+		if err != nil || !Equal(back, v) {
+			t.Fatalf("rendering %s does not read back: %v", js, err)
+		}
+	})
+}
+
+// FuzzLoad feeds random bytes to the loader as a manifest file beside a
+// valid one: errors, never panics.
+func FuzzLoad(f *testing.F) {
+	archives, _ := filepath.Glob("testdata/load/*.txtar")
+	for _, a := range archives {
+		ar, err := txtar.ParseFile(a)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, file := range ar.Files {
+			if filepath.Ext(file.Name) == ".json" {
+				f.Add(file.Data)
+			}
+		}
+	}
+	examples, _ := filepath.Glob("../../shared/agentos-air/examples/*/*.air.json")
+	for _, e := range examples {
+		if data, err := os.ReadFile(e); err == nil {
+			f.Add(data)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := LoadSources([]Source{{Name: "fuzz.air.json", Data: data}}, &LoadOptions{Reducers: []string{"demo/R@1"}})
+		if err == nil && !c.ManifestRef().Valid() {
+			t.Fatal("a loaded catalog has no manifest ref")
+		}
+	})
+}
