@@ -91,7 +91,11 @@ type decoder struct {
 }
 
 func (d *decoder) errorf(format string, args ...any) error {
-	return fmt.Errorf("at byte %d: %s", d.off, fmt.Sprintf(format, args...))
+	return d.errorAt(d.off, format, args...)
+}
+
+func (d *decoder) errorAt(off int, format string, args ...any) error {
+	return fmt.Errorf("at byte %d: %s", off, fmt.Sprintf(format, args...))
 }
 
 func (d *decoder) record() (Record, error) {
@@ -100,48 +104,52 @@ func (d *decoder) record() (Record, error) {
 		return rec, d.errorf("missing self-describe prefix d9d9f7")
 	}
 	d.off = len(cas.SelfDescribePrefix)
+	start := d.off
 	if n, err := d.head(majorMap, "map header"); err != nil {
 		return rec, err
 	} else if n != 4 {
-		return rec, d.errorf("map has %d entries, want 4 (seq, kind, prev, payload)", n)
+		return rec, d.errorAt(start, "map has %d entries, want 4 (seq, kind, prev, payload)", n)
 	}
 
 	if err := d.key(keySeq, "seq"); err != nil {
 		return rec, err
 	}
+	start = d.off
 	seq, err := d.head(majorUint, "seq")
 	if err != nil {
 		return rec, err
 	}
 	if seq == 0 {
-		return rec, d.errorf("seq is 0 (seqs start at 1)")
+		return rec, d.errorAt(start, "seq is 0 (seqs start at 1)")
 	}
 	rec.Seq = seq
 
 	if err := d.key(keyKind, "kind"); err != nil {
 		return rec, err
 	}
+	start = d.off
 	kind, err := d.bytes(majorText, "kind", MaxKindLen)
 	if err != nil {
 		return rec, err
 	}
 	if len(kind) == 0 {
-		return rec, d.errorf("empty kind")
+		return rec, d.errorAt(start, "empty kind")
 	}
 	if !utf8.Valid(kind) {
-		return rec, d.errorf("kind is not valid UTF-8")
+		return rec, d.errorAt(start, "kind is not valid UTF-8")
 	}
 	rec.Kind = string(kind)
 
 	if err := d.key(keyPrev, "prev"); err != nil {
 		return rec, err
 	}
+	start = d.off
 	prev, err := d.bytes(majorBytes, "prev", cas.Size)
 	if err != nil {
 		return rec, err
 	}
 	if len(prev) != cas.Size {
-		return rec, d.errorf("prev is %d bytes, want %d", len(prev), cas.Size)
+		return rec, d.errorAt(start, "prev is %d bytes, want %d", len(prev), cas.Size)
 	}
 	rec.Prev = cas.RefFromDigest(cas.BLAKE3, [cas.Size]byte(prev))
 
@@ -203,7 +211,7 @@ func (d *decoder) head(major byte, what string) (uint64, error) {
 		v, min = binary.BigEndian.Uint64(p), 1<<32
 	}
 	if v < min {
-		return 0, d.errorf("%s: %d not in its shortest form", what, v)
+		return 0, d.errorf("%s: %d not in its shortest form", what, v) // d.off is the item's first byte
 	}
 	d.off += 1 + size
 	return v, nil
@@ -220,9 +228,9 @@ func (d *decoder) bytes(major byte, what string, max int) ([]byte, error) {
 		d.off = start
 		return nil, d.errorf("%s is %d bytes, at most %d allowed", what, n, max)
 	}
-	if uint64(len(d.b)-d.off) < n {
+	if left := len(d.b) - d.off; uint64(left) < n {
 		d.off = start
-		return nil, d.errorf("truncated: %s is %d bytes, only %d left", what, n, len(d.b)-d.off)
+		return nil, d.errorf("truncated: %s is %d bytes, only %d left", what, n, left)
 	}
 	s := d.b[d.off : d.off+int(n) : d.off+int(n)]
 	d.off += int(n)

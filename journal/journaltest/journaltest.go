@@ -48,6 +48,7 @@ func Test(t *testing.T, newStore func(t *testing.T) journal.Store) {
 		{"ReadStopsOnFnError", testReadStopsOnFnError},
 		{"ReadDoesNotShare", testReadDoesNotShare},
 		{"ReadCallsJournal", testReadCallsJournal},
+		{"ReadWhileAppending", testReadWhileAppending},
 		{"ContextCanceled", testContextCanceled},
 		{"Closed", testClosed},
 	} {
@@ -569,4 +570,45 @@ func testClosed(t *testing.T, s journal.Store) {
 	if err := s.Close(); err != nil {
 		t.Errorf("second Close: %v; want nil", err)
 	}
+}
+
+func testReadWhileAppending(t *testing.T, s journal.Store) {
+	// Every Read during appends sees a contiguous, verified run of records.
+	ctx := t.Context()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for r := range 2 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				var last uint64
+				err := s.Read(ctx, "w", uint64(1+r*50), func(rec journal.Record) error {
+					if last != 0 && rec.Seq != last+1 {
+						return fmt.Errorf("seq %d after %d", rec.Seq, last)
+					}
+					last = rec.Seq
+					return nil
+				})
+				if err != nil {
+					t.Errorf("Read during appends: %v", err)
+					return
+				}
+			}
+		})
+	}
+	var head journal.Head
+	for step := range 300 {
+		es := make([]journal.Entry, 5)
+		for i := range es {
+			es[i] = journal.Entry{Kind: "K", Payload: bytes.Repeat([]byte{byte(step)}, 700)}
+		}
+		head = mustAppend(t, s, "w", head, es)
+	}
+	close(done)
+	wg.Wait()
+	verify(t, s, "w", head)
 }

@@ -1,0 +1,334 @@
+package journal
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.etcd.io/bbolt"
+)
+
+// buildJournal writes a journal file with world "w" (10 records, one per
+// step) and world "other" (3 records) and returns its path.
+func buildJournal(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	j, err := OpenBolt(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	var h Head
+	for seq := 1; seq <= 10; seq++ {
+		if h, err = j.Append(t.Context(), "w", h, []Entry{{Kind: "Step", Payload: marker("w", seq)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := j.Append(t.Context(), "other", Head{}, []Entry{{Kind: "A"}, {Kind: "B"}, {Kind: "C"}}); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// marker is a payload that appears once in the file, so a test can find it.
+func marker(world string, seq int) []byte {
+	return fmt.Appendf(nil, "MARKER<%s:%03d>%s", world, seq, strings.Repeat("-", 40))
+}
+
+// mutate opens the file with bbolt directly and lets fn change the
+// journal's buckets.
+func mutate(t *testing.T, path string, fn func(heads, w *bbolt.Bucket) error) {
+	t.Helper()
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bbolt.Tx) error {
+		top := tx.Bucket(bucketJournal)
+		return fn(top.Bucket(bucketHeads), top.Bucket(bucketRecords).Bucket([]byte("w")))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// editValue replaces the value of key k in b with edit(copy of value).
+func editValue(b *bbolt.Bucket, k []byte, edit func([]byte) []byte) error {
+	v := b.Get(k)
+	if v == nil {
+		return fmt.Errorf("no key %x", k)
+	}
+	return b.Put(k, edit(bytes.Clone(v)))
+}
+
+func flipAt(i int) func([]byte) []byte {
+	return func(v []byte) []byte {
+		if i < 0 {
+			i += len(v)
+		}
+		v[i] ^= 0x01
+		return v
+	}
+}
+
+// payloadOffset returns where the payload starts in an encoded record.
+func payloadOffset(t *testing.T, v []byte) int {
+	i := bytes.Index(v, []byte("MARKER<"))
+	if i < 0 {
+		t.Fatal("no marker in record")
+	}
+	return i
+}
+
+func TestCorruption(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		mutate  func(t *testing.T, heads, w *bbolt.Bucket) error
+		seq     uint64 // the seq the error must name
+		want    string // part of the message
+		goodRec int    // records Read delivers before the error
+	}{
+		{"flipped payload byte", func(t *testing.T, _, w *bbolt.Bucket) error {
+			return editValue(w, seqKey(5), func(v []byte) []byte { return flipAt(payloadOffset(t, v) + 10)(v) })
+		}, 6, "journal: world w: hash chain broken at seq 6: prev is blake3:", 5},
+		{"flipped payload byte of the last record", func(t *testing.T, _, w *bbolt.Bucket) error {
+			return editValue(w, seqKey(10), flipAt(-1))
+		}, 10, "journal: world w: hash chain broken at seq 10: the head is blake3:", 10},
+		{"flipped prev byte", func(t *testing.T, _, w *bbolt.Bucket) error {
+			return editValue(w, seqKey(5), func(v []byte) []byte {
+				return flipAt(bytes.Index(v, keyPrev) + len(keyPrev) + 2 + 7)(v)
+			})
+		}, 5, "journal: world w: hash chain broken at seq 5: prev is", 4},
+		{"flipped map header", func(t *testing.T, _, w *bbolt.Bucket) error {
+			return editValue(w, seqKey(5), flipAt(3))
+		}, 5, "journal: world w: record 5 does not decode: at byte 3: map has 5 entries, want 4", 4},
+		{"flipped seq", func(t *testing.T, _, w *bbolt.Bucket) error {
+			return editValue(w, seqKey(5), func(v []byte) []byte { v[8] = 7; return v })
+		}, 5, "journal: world w: record stored as seq 5 holds seq 7", 4},
+		{"truncated value", func(t *testing.T, _, w *bbolt.Bucket) error {
+			return editValue(w, seqKey(5), func(v []byte) []byte { return v[:len(v)/2] })
+		}, 5, "journal: world w: record 5 does not decode: at byte", 4},
+		{"empty value", func(t *testing.T, _, w *bbolt.Bucket) error {
+			return w.Put(seqKey(5), []byte{})
+		}, 5, "journal: world w: record 5 does not decode: at byte 0: missing self-describe prefix", 4},
+		{"deleted record", func(t *testing.T, _, w *bbolt.Bucket) error {
+			return w.Delete(seqKey(5))
+		}, 5, "journal: world w: record 5 is missing (the next stored record is 6)", 4},
+		{"deleted last record", func(t *testing.T, _, w *bbolt.Bucket) error {
+			return w.Delete(seqKey(10))
+		}, 10, "journal: world w: the head is seq 10, but the last stored record is 9", 0},
+		{"record beyond the head", func(t *testing.T, _, w *bbolt.Bucket) error {
+			return w.Put(seqKey(11), []byte("junk"))
+		}, 10, "journal: world w: the head is seq 10, but the last stored record is 11", 0},
+		{"odd key", func(t *testing.T, _, w *bbolt.Bucket) error {
+			return w.Put([]byte{0, 0, 0, 0, 0, 0, 0, 5, 1}, []byte("junk"))
+		}, 6, "journal: world w: unexpected key 000000000000000501 among the records (after seq 5)", 5},
+		{"flipped head hash", func(t *testing.T, heads, _ *bbolt.Bucket) error {
+			return editValue(heads, []byte("w"), flipAt(-1))
+		}, 10, "journal: world w: hash chain broken at seq 10: the head is blake3:", 10},
+		{"truncated head", func(t *testing.T, heads, _ *bbolt.Bucket) error {
+			return editValue(heads, []byte("w"), func(v []byte) []byte { return v[:20] })
+		}, 0, "journal: world w: head entry is 20 bytes, want 40", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := buildJournal(t)
+			mutate(t, path, func(heads, w *bbolt.Bucket) error { return tc.mutate(t, heads, w) })
+			j, err := OpenBolt(path, &BoltOptions{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer j.Close()
+
+			_, err = Verify(t.Context(), j, "w")
+			checkCorrupt(t, err, tc.seq, tc.want)
+
+			n := 0
+			err = j.Read(t.Context(), "w", 1, func(Record) error { n++; return nil })
+			checkCorrupt(t, err, tc.seq, tc.want)
+			if n != tc.goodRec {
+				t.Errorf("Read delivered %d records before the error; want %d", n, tc.goodRec)
+			}
+			if _, err := Verify(t.Context(), j, "other"); err != nil {
+				t.Errorf("Verify(other) = %v; the damage is in world w only", err)
+			}
+		})
+	}
+}
+
+func checkCorrupt(t *testing.T, err error, seq uint64, want string) {
+	t.Helper()
+	var ce *CorruptError
+	if !errors.Is(err, ErrCorrupt) || !errors.As(err, &ce) {
+		t.Fatalf("got error %v; want a *CorruptError", err)
+	}
+	if ce.World != "w" || ce.Seq != seq || !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %q (world %s, seq %d); want world w, seq %d, message containing %q", err, ce.World, ce.Seq, seq, want)
+	}
+}
+
+// TestCorruptionEveryByte flips each bit of every byte of one record in
+// turn: each flip must be reported at that record or the next one, never
+// missed, never a panic.
+func TestCorruptionEveryByte(t *testing.T) {
+	t.Parallel()
+	path := buildJournal(t)
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	j, err := NewBolt(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	put := func(v []byte) {
+		err := db.Update(func(tx *bbolt.Tx) error {
+			return tx.Bucket(bucketJournal).Bucket(bucketRecords).Bucket([]byte("w")).Put(seqKey(5), v)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var orig []byte
+	_ = db.View(func(tx *bbolt.Tx) error {
+		orig = bytes.Clone(tx.Bucket(bucketJournal).Bucket(bucketRecords).Bucket([]byte("w")).Get(seqKey(5)))
+		return nil
+	})
+	for i := range orig {
+		for bit := range 8 {
+			v := bytes.Clone(orig)
+			v[i] ^= 1 << bit
+			put(v)
+			_, err := Verify(t.Context(), j, "w")
+			var ce *CorruptError
+			if !errors.As(err, &ce) || ce.World != "w" || (ce.Seq != 5 && ce.Seq != 6) {
+				t.Fatalf("byte %d bit %d flipped: Verify = %v; want a *CorruptError at seq 5 or 6", i, bit, err)
+			}
+		}
+	}
+	put(orig)
+	if _, err := Verify(t.Context(), j, "w"); err != nil {
+		t.Fatalf("after restoring the record: %v", err)
+	}
+}
+
+// TestCorruptionRawFile flips a byte of a record's payload in the file
+// itself, as bit rot would, below bbolt (which has no page checksums).
+func TestCorruptionRawFile(t *testing.T) {
+	t.Parallel()
+	path := buildJournal(t)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := marker("w", 5)
+	n := 0
+	for off := 0; ; {
+		i := bytes.Index(data[off:], m)
+		if i < 0 {
+			break
+		}
+		data[off+i+len(m)-3] ^= 0x20 // every copy, including freed pages
+		off += i + len(m)
+		n++
+	}
+	if n == 0 {
+		t.Fatal("record 5 not found in the file")
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j, err := OpenBolt(path, &BoltOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	_, err = Verify(t.Context(), j, "w")
+	checkCorrupt(t, err, 6, "journal: world w: hash chain broken at seq 6")
+}
+
+// TestCorruptionMovedWorld copies a world's records and head under another
+// name: the genesis link catches it.
+func TestCorruptionMovedWorld(t *testing.T) {
+	t.Parallel()
+	path := buildJournal(t)
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		top := tx.Bucket(bucketJournal)
+		src := top.Bucket(bucketRecords).Bucket([]byte("w"))
+		dst, err := top.Bucket(bucketRecords).CreateBucket([]byte("x"))
+		if err != nil {
+			return err
+		}
+		if err := src.ForEach(func(k, v []byte) error { return dst.Put(k, v) }); err != nil {
+			return err
+		}
+		return top.Bucket(bucketHeads).Put([]byte("x"), top.Bucket(bucketHeads).Get([]byte("w")))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := NewBolt(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Verify(t.Context(), j, "x")
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.World != "x" || ce.Seq != 1 || !strings.Contains(err.Error(), "hash chain broken at seq 1") || !strings.Contains(err.Error(), "genesis") {
+		t.Fatalf("Verify of a moved world = %v; want hash chain broken at seq 1 (genesis)", err)
+	}
+	j.Close()
+	db.Close()
+}
+
+// TestCorruptionHeadsAndRecordsDisagree checks Worlds and Append against a
+// world whose head entry or records are gone.
+func TestCorruptionHeadsAndRecordsDisagree(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		mutate func(heads, w *bbolt.Bucket) error
+		want   string
+	}{
+		{"head deleted", func(heads, _ *bbolt.Bucket) error { return heads.Delete([]byte("w")) }, "world w has records but no head"},
+		{"tail deleted", func(_, w *bbolt.Bucket) error { return w.Delete(seqKey(10)) }, "the head is seq 10, but the last stored record is 9"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := buildJournal(t)
+			mutate(t, path, func(heads, w *bbolt.Bucket) error { return tc.mutate(heads, w) })
+			j, err := OpenBolt(path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer j.Close()
+			head, err := j.Head(ctx, "w")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = j.Append(ctx, "w", head, []Entry{{Kind: "More"}})
+			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Append on a damaged world: %v; want ErrCorrupt containing %q", err, tc.want)
+			}
+			if _, err := j.Append(ctx, "other", Head{}, []Entry{{Kind: "More"}}); !errors.Is(err, ErrConflict) {
+				t.Fatalf("Append to another world: %v; want only the usual conflict", err)
+			}
+			if tc.name == "head deleted" {
+				if _, err := j.Worlds(ctx); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("Worlds: %v; want ErrCorrupt containing %q", err, tc.want)
+				}
+			}
+		})
+	}
+}
