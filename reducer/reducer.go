@@ -1,0 +1,179 @@
+// Package reducer defines the reducers of a world: deterministic Go
+// functions that own all state. A reducer takes its cell's state and one
+// event and returns the new state, domain events and micro-effects.
+//
+// A defmodule in AIR names a reducer registered in a Registry under the
+// module's name.
+//
+// # Determinism
+//
+// A reducer must be a pure function of its Context, state and event: it
+// must not read the clock, randomness, the environment, the network or
+// files, nor iterate a Go map in order. The ingress stamp in the Context
+// is the only time and randomness it may use. Replay runs reducers again
+// and fails on any difference, and reducertest.Deterministic checks a
+// reducer in tests.
+package reducer
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/schema"
+)
+
+// Stamp is the ingress stamp of the input a world is processing, sampled
+// once when the input entered the world and journaled with it.
+type Stamp struct {
+	NowNS         uint64  // wall time at ingress, nanoseconds since the Unix epoch
+	LogicalNowNS  uint64  // the world's logical time: monotonic, never behind NowNS of earlier inputs
+	JournalHeight uint64  // the journal height before this input
+	Entropy       []byte  // 64 random bytes
+	ManifestHash  cas.Ref // the manifest the world runs
+}
+
+// Context is what a reducer sees of the world besides its state and event.
+type Context struct {
+	Stamp Stamp
+	// Module is the reducer's module name.
+	Module string
+	// Key is the cell key, normalized against the module's key_schema, or
+	// nil for a reducer that is not keyed.
+	Key schema.Value
+	// EventSchema is the schema of the event as the reducer takes it (its
+	// ABI event schema).
+	EventSchema string
+	// CAS reads blobs and nodes; reducers cannot write it directly (they
+	// emit blob.put).
+	CAS cas.Getter
+}
+
+// Event is a domain event a reducer emits. Value is validated against
+// Schema by the world. Key, if set, is the cell key the event carries for
+// keyed routing.
+type Event struct {
+	Schema string
+	Value  schema.Value
+	Key    schema.Value
+}
+
+// Effect is a micro-effect a reducer emits (blob.put, blob.get, timer.set,
+// or another effect its module declares in effects_emitted). Its receipt
+// comes back to the same cell as a sys/*Result@1 event.
+type Effect struct {
+	Kind   string
+	Params schema.Value
+	// CapSlot names the module's cap slot that grants the effect; empty
+	// means "default".
+	CapSlot string
+	// IdempotencyKey distinguishes otherwise identical effects; it may be
+	// empty.
+	IdempotencyKey []byte
+}
+
+// Output is the result of one step.
+type Output struct {
+	// State is the cell's new state, validated against the module's state
+	// schema; nil deletes the cell.
+	State   schema.Value
+	Events  []Event
+	Effects []Effect
+}
+
+// Reducer is a deterministic state machine over one cell.
+type Reducer interface {
+	// Step returns the cell's new state and what it emits. state is nil
+	// for a cell that does not exist yet. An error fails the step: the
+	// world journals it and keeps the old state.
+	Step(c *Context, state, event schema.Value) (Output, error)
+}
+
+// Func is an adapter to allow the use of ordinary functions as reducers.
+type Func func(c *Context, state, event schema.Value) (Output, error)
+
+// Step calls f.
+func (f Func) Step(c *Context, state, event schema.Value) (Output, error) { return f(c, state, event) }
+
+// Errors of the registry.
+var (
+	// ErrDuplicate is returned when a name is registered twice.
+	ErrDuplicate = errors.New("reducer: already registered")
+)
+
+// Registry maps module names to reducers. It is safe for concurrent use.
+type Registry struct {
+	mu sync.RWMutex
+	m  map[string]Reducer
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{m: map[string]Reducer{}} }
+
+// Register adds a reducer under a module name ("ns/Name@1").
+func (r *Registry) Register(name string, red Reducer) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.m[name]; dup {
+		return fmt.Errorf("%w: %s", ErrDuplicate, name)
+	}
+	r.m[name] = red
+	return nil
+}
+
+// MustRegister is Register that panics on a duplicate name; it is for
+// program setup.
+func (r *Registry) MustRegister(name string, red Reducer) {
+	if err := r.Register(name, red); err != nil {
+		panic(err)
+	}
+}
+
+// Lookup returns the reducer registered under name.
+func (r *Registry) Lookup(name string) (Reducer, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	red, ok := r.m[name]
+	return red, ok
+}
+
+// Names returns the registered module names, sorted.
+func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]string, 0, len(r.m))
+	for n := range r.m {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// FromGo converts a Go value into a schema.Value through its canonical
+// CBOR: structs become records keyed by their `cbor` tags (or field names).
+// The result is not yet normalized against a type; the world does that.
+func FromGo(v any) (schema.Value, error) {
+	b, err := cas.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return schema.Decode(b)
+}
+
+// ToGo decodes a schema.Value into a Go value through its canonical CBOR.
+func ToGo(v schema.Value, out any) error {
+	b, err := schema.Encode(v)
+	if err != nil {
+		return err
+	}
+	return cas.Unmarshal(b, out)
+}
+
+// Variant is the Go form of a variant value: {"$tag": Tag, "$value": Value}.
+// For a unit arm, leave Value nil.
+type Variant struct {
+	Tag   string `cbor:"$tag"`
+	Value any    `cbor:"$value,omitempty"`
+}
