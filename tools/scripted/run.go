@@ -318,6 +318,11 @@ func (ex *execution) callHandler(ctx context.Context, args []string) ([]string, 
 		case genPipeEnd:
 			k, _ := strconv.ParseInt(args[1], 10, 64)
 			ex.stages.Add(-k)
+			// The last stage runs in this shell and may have assigned
+			// variables (read, mapfile): check them all.
+			if err := ex.checkVars(hc, nil, true); err != nil {
+				return nil, err
+			}
 			return []string{execStatus}, nil
 		case genVars:
 			if err := ex.checkVars(hc, args[1:], true); err != nil {
