@@ -206,7 +206,7 @@ func TestGoroutinesReturnToBaseline(t *testing.T) {
 		<-ctx.Done()
 		return "", ctx.Err()
 	}
-	st := NewBuilder("x").Limits(Limits{Timeout: 300 * time.Millisecond}).
+	st := NewBuilder("x").Limits(Limits{Timeout: 100 * time.Millisecond}).
 		Tool(ToolDef{Name: "slow", Stdin: true}, slow).MustBuild()
 	scripts := []string{
 		"seq 1 100000 | sort -n | tail -1",

@@ -236,39 +236,48 @@ func (c *cmd) writeLines(lines []string) {
 	}
 }
 
-// flagSet parses POSIX-style flags: "-abc" is "-a" "-b" "-c", "-n5" and
+// flagSet parses GNU-style flags: "-abc" is "-a" "-b" "-c", "-n5" and
 // "-n 5" give -n the value "5" when 'n' is in takesValue, "--long=v" gives
-// --long the value v; parsing stops at "--" or the first operand.
+// --long the value v. Flags may follow operands (GNU permutation); "--"
+// ends the flags.
 type flagSet struct {
 	args       []string
 	i          int
 	takesValue string
 	pending    []string
+	operands   []string
 }
 
 func newFlags(args []string, takesValue string) *flagSet {
 	return &flagSet{args: args, takesValue: takesValue}
 }
 
-// next returns the next flag ("-x") and its value, or ok=false at the
-// first operand. err is set for a flag missing its value.
+// next returns the next flag ("-x") and its value, or ok=false when no
+// flags remain. err is set for a flag missing its value.
 func (fs *flagSet) next() (flag, value string, ok bool, err error) {
 	if len(fs.pending) > 0 {
 		f := fs.pending[0]
 		fs.pending = fs.pending[1:]
 		return fs.finish(f)
 	}
-	if fs.i >= len(fs.args) {
-		return "", "", false, nil
+	for {
+		if fs.i >= len(fs.args) {
+			return "", "", false, nil
+		}
+		a := fs.args[fs.i]
+		if a == "--" {
+			fs.operands = append(fs.operands, fs.args[fs.i+1:]...)
+			fs.i = len(fs.args)
+			return "", "", false, nil
+		}
+		if len(a) < 2 || a[0] != '-' {
+			fs.operands = append(fs.operands, a)
+			fs.i++
+			continue
+		}
+		break
 	}
 	a := fs.args[fs.i]
-	if a == "--" {
-		fs.i++
-		return "", "", false, nil
-	}
-	if len(a) < 2 || a[0] != '-' {
-		return "", "", false, nil
-	}
 	fs.i++
 	if strings.HasPrefix(a, "--") {
 		if k, v, found := strings.Cut(a, "="); found {
@@ -309,5 +318,5 @@ func (fs *flagSet) finish(f string) (string, string, bool, error) {
 	return f, "", true, nil
 }
 
-// rest returns the operands after the flags.
-func (fs *flagSet) rest() []string { return fs.args[fs.i:] }
+// rest returns the operands, in order, once next has returned ok=false.
+func (fs *flagSet) rest() []string { return append(fs.operands, fs.args[fs.i:]...) }

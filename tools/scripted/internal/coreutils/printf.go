@@ -150,7 +150,7 @@ func (p *printer) conversion(f string) (int, error) {
 		}
 	}
 	// Length modifiers are accepted and ignored, as bash does.
-	for i < len(f) && strings.IndexByte("hlLqjzt", f[i]) >= 0 {
+	for i < len(f) && strings.IndexByte("hlLjzt", f[i]) >= 0 {
 		i++
 	}
 	if i >= len(f) {
