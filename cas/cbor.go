@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/fxamacker/cbor/v2"
@@ -75,17 +76,28 @@ func init() {
 // and negative integers below -2^63. A node Marshal writes can always be
 // read back.
 func Marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Grow(256)
+	buf := encBufPool.Get().(*bytes.Buffer)
+	defer putEncBuf(buf)
+	buf.Reset()
 	buf.Write(SelfDescribePrefix)
-	if err := encMode.MarshalToBuffer(v, &buf); err != nil {
+	if err := encMode.MarshalToBuffer(v, buf); err != nil {
 		return nil, fmt.Errorf("cas: encode canonical CBOR: %w", err)
 	}
 	b := buf.Bytes()
 	if err := checkAIR(b[len(SelfDescribePrefix):], len(SelfDescribePrefix)); err != nil {
 		return nil, fmt.Errorf("cas: encode canonical CBOR: %w", err)
 	}
-	return b, nil
+	return bytes.Clone(b), nil
+}
+
+// encBufPool holds encoding buffers, so that Marshal allocates only its
+// result.
+var encBufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func putEncBuf(b *bytes.Buffer) {
+	if b.Cap() <= 1<<20 { // do not pin the memory of a huge node
+		encBufPool.Put(b)
+	}
 }
 
 // MarshalBody is like Marshal without the self-describe prefix: the
