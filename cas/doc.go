@@ -9,10 +9,39 @@
 //
 // Ref is a comparable value usable as a map key; its text form is
 // "blake3:<64 lowercase hex>". ParseRef also accepts "sha256:<hex>" ids
-// found in AgentOS files; they are opaque names and never recomputed.
+// found in AgentOS files; they are opaque names and never recomputed, and
+// no store holds a blob under one.
 //
 // # Canonical CBOR
 //
 // Marshal, Unmarshal, NodeRef and CheckCanonical are the one codec every
-// other package uses for bytes that are hashed or journaled.
+// other package uses for bytes that are hashed or journaled. Both
+// directions accept only what AIR values are made of (no floats, no tags
+// besides the leading 55799, no simple values besides false, true and
+// null), so whatever Unmarshal decodes, Marshal encodes back to the
+// canonical bytes, and whatever Marshal writes, Unmarshal reads.
+//
+// # Stores
+//
+// Store is composed of one-method interfaces (Getter, Putter, Haser,
+// Statter, Iterator); take the smallest one you need. Put computes the ref
+// itself; Get re-hashes what it reads and returns a *CorruptError (which
+// wraps ErrCorrupt) rather than bytes that do not match their ref. PutNode
+// and GetNode store and load nodes through any Putter or Getter.
+//
+// Two backends pass the same conformance suite (package cas/castest):
+// Memory, and Bolt, a bbolt file. Bolt can share a bbolt database with the
+// journal (NewBolt) and write blobs inside the journal's transaction
+// (PutTx), so that a step's records and blobs commit together.
+//
+// Verify walks a whole store and reports every corrupt blob.
+//
+// # Caveats
+//
+//   - Nothing is ever deleted: there is no garbage collection yet.
+//   - Bolt.Put is one bbolt transaction with its own fsync; concurrent
+//     Puts are serialized by bbolt and not grouped. Write many blobs in
+//     one transaction with PutTx.
+//   - Blobs are held whole in memory on Get and Put; bbolt limits a value
+//     to 2 GiB.
 package cas
