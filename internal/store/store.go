@@ -1,0 +1,190 @@
+// Package store opens the on-disk store of demiurge: one directory holding
+// one bbolt file, shared by the content-addressed store and the journal.
+//
+// The CAS blobs and the journal records of a world live in the same file
+// (demiurge.db) so that the world can commit a step's records and the
+// blobs they name in one bbolt transaction (journal.Bolt.AppendWith with
+// cas.Bolt.PutTx): after a crash either both are there or neither is.
+//
+// # Locking
+//
+// bbolt locks the file: a store opened read-write holds an exclusive lock
+// for as long as it is open, a store opened read-only a shared one. So
+// while a process writes a store (a running `demiurge run`), no other
+// process can open it, not even to read; Open waits Options.LockTimeout
+// for the lock and then fails with an error wrapping ErrLocked. Readers do
+// not block each other.
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/journal"
+)
+
+// FileName is the name of the bbolt file inside a store directory.
+const FileName = "demiurge.db"
+
+// DefaultLockTimeout is how long Open waits by default for a lock that
+// another process holds.
+const DefaultLockTimeout = time.Second
+
+// Errors returned by Open.
+var (
+	// ErrLocked is returned (wrapped) when another process holds the
+	// store's lock: a writer excludes everyone, a reader excludes writers.
+	ErrLocked = errors.New("store: locked by another process")
+	// ErrNotExist is returned (wrapped) when a store opened read-only does
+	// not exist. Opening read-write creates it instead.
+	ErrNotExist = errors.New("store: does not exist")
+)
+
+// Options configure Open. A nil *Options and the zero value mean the
+// defaults: read-write (creating the store if needed), wait
+// DefaultLockTimeout for another process's lock, fsync every commit.
+type Options struct {
+	// ReadOnly opens an existing store with a shared lock, so several
+	// readers can use it at once. Nothing is ever written, not even the
+	// directory or the file: a missing store is an error wrapping
+	// ErrNotExist. Writes through the CAS or the journal return their
+	// packages' ErrReadOnly.
+	ReadOnly bool
+	// LockTimeout is how long to wait for a lock another process holds;
+	// 0 means DefaultLockTimeout.
+	LockTimeout time.Duration
+	// NoSync skips the fsync after each commit: faster, and commits may
+	// be lost (never torn) on power failure. For tests and benchmarks.
+	NoSync bool
+}
+
+// Validate reports the first invalid option, or nil.
+func (o *Options) Validate() error {
+	if o == nil {
+		return nil
+	}
+	if o.LockTimeout < 0 {
+		return fmt.Errorf("store: Options.LockTimeout is %v, want >= 0", o.LockTimeout)
+	}
+	if o.ReadOnly && o.NoSync {
+		return errors.New("store: Options.NoSync makes no sense with ReadOnly")
+	}
+	return nil
+}
+
+// Store is an open store: a bbolt file and the CAS and journal inside it.
+// Its methods are safe for concurrent use; the CAS and journal are too.
+type Store struct {
+	dir      string
+	readOnly bool
+	db       *bbolt.DB
+	cas      *cas.Bolt
+	journal  *journal.Bolt
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens the store in dir. Read-write (the default), it creates dir
+// (mode 0700) and the file FileName in it (mode 0600) if they do not
+// exist. Passing nil options opens it with the defaults. If another
+// process holds the lock for longer than Options.LockTimeout, the error
+// wraps ErrLocked. The caller must Close the store.
+func Open(dir string, opts *Options) (*Store, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.LockTimeout == 0 {
+		o.LockTimeout = DefaultLockTimeout
+	}
+	if dir == "" {
+		return nil, errors.New("open store: empty directory name")
+	}
+	path := filepath.Join(dir, FileName)
+	if o.ReadOnly {
+		st, err := os.Stat(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Errorf("open store %s: %w: no %s in it", dir, ErrNotExist, FileName)
+		case err != nil:
+			return nil, fmt.Errorf("open store %s: %w", dir, err)
+		case !st.Mode().IsRegular():
+			return nil, fmt.Errorf("open store %s: %s is not a regular file", dir, path)
+		}
+	} else if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
+
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{
+		Timeout:  o.LockTimeout,
+		ReadOnly: o.ReadOnly,
+		NoSync:   o.NoSync,
+	})
+	if err != nil {
+		if errors.Is(err, berrors.ErrTimeout) {
+			return nil, fmt.Errorf("open store %s: %w: %s is held by another process (a running `demiurge run`?); waited %v for it",
+				dir, ErrLocked, path, o.LockTimeout)
+		}
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
+	s := &Store{dir: dir, readOnly: o.ReadOnly, db: db}
+	if s.cas, err = cas.NewBolt(db); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
+	if s.journal, err = journal.NewBolt(db, &journal.BoltOptions{ReadOnly: o.ReadOnly}); err != nil {
+		_ = s.cas.Close()
+		_ = db.Close()
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
+	return s, nil
+}
+
+// Dir returns the store's directory, as given to Open.
+func (s *Store) Dir() string { return s.dir }
+
+// Path returns the path of the store's bbolt file.
+func (s *Store) Path() string { return filepath.Join(s.dir, FileName) }
+
+// ReadOnly reports whether the store was opened read-only.
+func (s *Store) ReadOnly() bool { return s.readOnly }
+
+// CAS returns the content-addressed store. It is valid until Close.
+func (s *Store) CAS() *cas.Bolt { return s.cas }
+
+// Journal returns the journal. It is valid until Close.
+func (s *Store) Journal() *journal.Bolt { return s.journal }
+
+// DB returns the bbolt file the CAS and the journal share, for callers
+// that write both in one transaction (journal.Bolt.AppendWith and
+// cas.Bolt.PutTx). Close closes it; callers must not.
+func (s *Store) DB() *bbolt.DB { return s.db }
+
+// Close stops the journal (waiting for pending appends to commit), closes
+// the CAS and then the bbolt file, releasing the lock. It returns every
+// error it met, joined; closing again returns the same result.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.closeErr = errors.Join(s.journal.Close(), s.cas.Close())
+		if err := s.db.Close(); err != nil {
+			s.closeErr = errors.Join(s.closeErr, err)
+		}
+		if s.closeErr != nil {
+			s.closeErr = fmt.Errorf("close store %s: %w", s.dir, s.closeErr)
+		}
+	})
+	return s.closeErr
+}

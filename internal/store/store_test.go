@@ -1,0 +1,295 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/journal"
+)
+
+// mustOpen opens a store and closes it when the test ends.
+func mustOpen(t *testing.T, dir string, opts *Options) *Store {
+	t.Helper()
+	s, err := Open(dir, opts)
+	if err != nil {
+		t.Fatalf("Open(%s, %+v): %v", dir, opts, err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+func TestOpenCreatesAndReopens(t *testing.T) {
+	ctx := t.Context()
+	dir := filepath.Join(t.TempDir(), "a", "store")
+	s, err := Open(dir, &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.ReadOnly() {
+		t.Error("ReadOnly() = true for a read-write store")
+	}
+	if got, want := s.Path(), filepath.Join(dir, FileName); got != want {
+		t.Errorf("Path() = %q; want %q", got, want)
+	}
+	ref, err := s.CAS().Put(ctx, []byte("hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := s.Journal().Append(ctx, "w1", journal.Head{}, []journal.Entry{{Kind: "Note", Payload: []byte("x")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perm := st.Mode().Perm(); perm != 0o700 {
+		t.Errorf("store dir mode = %v; want 0700", perm)
+	}
+
+	r := mustOpen(t, dir, &Options{ReadOnly: true})
+	if !r.ReadOnly() {
+		t.Error("ReadOnly() = false for a read-only store")
+	}
+	got, err := r.CAS().Get(ctx, ref)
+	if err != nil || string(got) != "hello" {
+		t.Errorf("Get = %q, %v; want %q", got, err, "hello")
+	}
+	h, err := r.Journal().Head(ctx, "w1")
+	if err != nil || h != head {
+		t.Errorf("Head = %v, %v; want %v", h, err, head)
+	}
+	if _, err := r.CAS().Put(ctx, []byte("more")); !errors.Is(err, cas.ErrReadOnly) {
+		t.Errorf("Put on a read-only store: %v; want cas.ErrReadOnly", err)
+	}
+	if _, err := r.Journal().Append(ctx, "w1", head, []journal.Entry{{Kind: "Note"}}); !errors.Is(err, journal.ErrReadOnly) {
+		t.Errorf("Append on a read-only store: %v; want journal.ErrReadOnly", err)
+	}
+}
+
+func TestReadOnlyMissing(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(dir string) error
+	}{
+		{"no dir", func(string) error { return nil }},
+		{"empty dir", func(dir string) error { return os.Mkdir(dir, 0o700) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "store")
+			if err := tc.setup(dir); err != nil {
+				t.Fatal(err)
+			}
+			before, _ := os.ReadDir(filepath.Dir(dir))
+			_, err := Open(dir, &Options{ReadOnly: true})
+			if !errors.Is(err, ErrNotExist) {
+				t.Fatalf("Open read-only: %v; want ErrNotExist", err)
+			}
+			if !strings.Contains(err.Error(), dir) {
+				t.Errorf("error %q does not name the directory", err)
+			}
+			after, _ := os.ReadDir(filepath.Dir(dir))
+			if len(before) != len(after) {
+				t.Errorf("read-only Open created something: %v -> %v", before, after)
+			}
+			if _, err := os.Stat(filepath.Join(dir, FileName)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("read-only Open created the file: %v", err)
+			}
+		})
+	}
+}
+
+func TestReadOnlyLeavesFileUnchanged(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	s, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := s.CAS().Put(ctx, []byte("blob"))
+	if _, err := s.Journal().Append(ctx, "w", journal.Head{}, []journal.Entry{{Kind: "K", Payload: []byte{1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, FileName)
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(path)
+
+	r, err := Open(dir, &Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.CAS().Get(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := journal.Verify(ctx, r.Journal(), "w"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	after, _ := os.ReadFile(path)
+	if !bytes.Equal(before, after) {
+		t.Error("a read-only Open changed the file's bytes")
+	}
+	st, _ := os.Stat(path)
+	if !st.ModTime().Equal(old) {
+		t.Errorf("mtime changed: %v; want %v", st.ModTime(), old)
+	}
+}
+
+func TestLocked(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		first, second bool // ReadOnly of the first and second Open
+		wantLocked    bool
+	}{
+		{"writer excludes writer", false, false, true},
+		{"writer excludes reader", false, true, true},
+		{"reader excludes writer", true, false, true},
+		{"readers share", true, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := closeNew(dir); err != nil {
+				t.Fatal(err)
+			}
+			mustOpen(t, dir, &Options{ReadOnly: tc.first})
+			s, err := Open(dir, &Options{ReadOnly: tc.second, LockTimeout: 50 * time.Millisecond})
+			if !tc.wantLocked {
+				if err != nil {
+					t.Fatalf("second Open: %v", err)
+				}
+				_ = s.Close()
+				return
+			}
+			if !errors.Is(err, ErrLocked) {
+				t.Fatalf("second Open: %v; want ErrLocked", err)
+			}
+			for _, want := range []string{dir, "another process", "demiurge run"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+// TestLockReleasedOnClose checks that Close releases the lock.
+func TestLockReleasedOnClose(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mustOpen(t, dir, &Options{LockTimeout: 50 * time.Millisecond})
+}
+
+// TestOneTransaction checks what the store exists for: a step's journal
+// records and CAS blobs commit in one bbolt transaction, or neither does.
+func TestOneTransaction(t *testing.T) {
+	ctx := t.Context()
+	s := mustOpen(t, t.TempDir(), &Options{NoSync: true})
+	blob := []byte("step blob")
+	var ref cas.Ref
+	head, err := s.Journal().AppendWith(ctx, "w", journal.Head{}, []journal.Entry{{Kind: "Step"}}, func(tx *bbolt.Tx) error {
+		var err error
+		ref, err = s.CAS().PutTx(tx, blob)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.CAS().Has(ctx, ref); !ok || err != nil {
+		t.Errorf("Has(%v) = %v, %v after a committed AppendWith", ref, ok, err)
+	}
+
+	boom := errors.New("boom")
+	other := []byte("never stored")
+	_, err = s.Journal().AppendWith(ctx, "w", head, []journal.Entry{{Kind: "Step"}}, func(tx *bbolt.Tx) error {
+		if _, err := s.CAS().PutTx(tx, other); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("AppendWith: %v; want %v", err, boom)
+	}
+	if ok, _ := s.CAS().Has(ctx, cas.Sum(other)); ok {
+		t.Error("the blob of a failed step was stored")
+	}
+	if h, _ := s.Journal().Head(ctx, "w"); h != head {
+		t.Errorf("head after a failed step = %v; want %v", h, head)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "plain")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	notDB := t.TempDir()
+	if err := os.WriteFile(filepath.Join(notDB, FileName), bytes.Repeat([]byte("not a bbolt file "), 512), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		dir  string
+		opts *Options
+		want string
+	}{
+		{"empty dir name", "", nil, "empty directory name"},
+		{"negative timeout", t.TempDir(), &Options{LockTimeout: -1}, "LockTimeout"},
+		{"read-only no-sync", t.TempDir(), &Options{ReadOnly: true, NoSync: true}, "NoSync"},
+		{"dir is a file", file, nil, file},
+		{"not a bbolt file", notDB, nil, notDB},
+		{"not a bbolt file read-only", notDB, &Options{ReadOnly: true}, notDB},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Open(tc.dir, tc.opts)
+			if err == nil {
+				_ = s.Close()
+				t.Fatal("Open succeeded; want an error")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// closeNew creates a store in dir and closes it.
+func closeNew(dir string) error {
+	s, err := Open(dir, nil)
+	if err != nil {
+		return err
+	}
+	return s.Close()
+}
