@@ -576,6 +576,16 @@ func (n *normalizer) mapEntries(t *Type, es []MapEntry, path string, depth int) 
 	return out, nil
 }
 
+// SetOf returns vs as a canonical set: sorted by canonical encoding and
+// without duplicates.
+func SetOf(vs []Value) ([]Value, error) {
+	v, err := sortSet(vs, "$")
+	if err != nil {
+		return nil, err
+	}
+	return v.([]Value), nil
+}
+
 func sortSet(vs []Value, path string) (Value, error) {
 	type item struct {
 		enc []byte
