@@ -89,11 +89,11 @@ type Instance struct {
 	Err         *PlanError
 
 	states   []StepState
-	values   []schema.Value         // step values, set when Done
-	vars     *schema.Map            // variable → value
-	handles  *schema.Map            // handle name → intent hash text
-	receipts map[cas.Ref]*Receipt   // receipts not yet awaited
-	seen     map[cas.Ref]bool       // intents of this instance (for Awaits)
+	values   []schema.Value       // step values, set when Done
+	vars     *schema.Map          // variable → value
+	handles  *schema.Map          // handle name → intent hash text
+	receipts map[cas.Ref]*Receipt // receipts not yet awaited
+	seen     map[cas.Ref]bool     // intents of this instance (for Awaits)
 }
 
 // Start returns a new instance of p for input.
