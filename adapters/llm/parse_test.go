@@ -1,0 +1,402 @@
+package llm
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// refResponse is the reference response with one function call (§1.4).
+const refResponse = `{"id":"resp_001","object":"response","created_at":1760000000,"status":"completed","model":"gpt-5.2",
+ "output":[
+   {"type":"reasoning","id":"rs_001","summary":[],"encrypted_content":"gAAAA-opaque"},
+   {"type":"function_call","id":"fc_001","call_id":"call_abc123","name":"workspace_read",
+    "arguments":"{\"path\":\"README.md\"}","status":"completed"}],
+ "parallel_tool_calls":true,"tool_choice":"auto","tools":[],
+ "usage":{"input_tokens":120,"input_tokens_details":{"cached_tokens":0},
+          "output_tokens":40,"output_tokens_details":{"reasoning_tokens":24},"total_tokens":160}}`
+
+// refChatResponse is the reference chat reply with two calls (§1.8).
+const refChatResponse = `{"id":"chatcmpl-1","object":"chat.completion","created":1760000000,"model":"qwen2.5:0.5b",
+ "choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,
+   "tool_calls":[{"id":"call_1","type":"function","function":{"name":"workspace_read","arguments":"{\"path\":\"README.md\"}"}},
+                 {"id":"call_2","type":"function","function":{"name":"bash","arguments":"{\"script\":\"ls\"}"}}]}}],
+ "usage":{"prompt_tokens":50,"completion_tokens":20,"total_tokens":70}}`
+
+func TestParseResponsesBody(t *testing.T) {
+	tests := []struct {
+		name   string
+		body   string
+		want   parsed // output is checked separately
+		output string
+		kind   ErrorKind // for an error
+		err    string
+	}{{
+		name: "reference: one call",
+		body: refResponse,
+		want: parsed{id: "resp_001", model: "gpt-5.2", finish: "tool_calls",
+			usage: TokenUsage{Prompt: 120, Completion: 40, Reasoning: 24},
+			calls: []ToolCall{{CallID: "call_abc123", Name: "workspace_read", ArgumentsJSON: `{"path":"README.md"}`}},
+			items: []OutputItem{{Reasoning: &ReasoningItem{Summary: []string{}}},
+				{ToolCall: &ToolCall{CallID: "call_abc123", Name: "workspace_read", ArgumentsJSON: `{"path":"README.md"}`}}}},
+		output: `[
+   {"type":"reasoning","id":"rs_001","summary":[],"encrypted_content":"gAAAA-opaque"},
+   {"type":"function_call","id":"fc_001","call_id":"call_abc123","name":"workspace_read",
+    "arguments":"{\"path\":\"README.md\"}","status":"completed"}]`,
+	}, {
+		name: "text, refusal, summary, cached tokens",
+		body: `{"id":"resp_2","model":"m","status":"completed","output":[
+			{"type":"reasoning","summary":[{"type":"summary_text","text":"thought"}]},
+			{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Hello"},{"type":"refusal","refusal":", no."}]},
+			{"type":"message","content":"raw"}],
+			"usage":{"input_tokens":10,"input_tokens_details":{"cached_tokens":4},"output_tokens":3}}`,
+		want: parsed{id: "resp_2", model: "m", finish: "stop", text: "Hello, no.raw",
+			usage: TokenUsage{Prompt: 10, Completion: 3, Cached: 4},
+			items: []OutputItem{{Reasoning: &ReasoningItem{Summary: []string{"thought"}}},
+				{Message: &MessageItem{Role: "assistant", Text: "Hello, no."}}, {Message: &MessageItem{Role: "assistant", Text: "raw"}}}},
+	}, {
+		name: "malformed arguments kept as is; unknown types kept raw",
+		body: `{"id":"r","output":[{"type":"function_call","call_id":"c1","name":"nope","arguments":"{\"a\": tru"},
+			{"type":"function_call","call_id":"c2","name":"obj","arguments":{"a":1}},
+			{"type":"web_search_call","id":"ws_1","status":"completed"}]}`,
+		want: parsed{id: "r", finish: "tool_calls",
+			calls: []ToolCall{{CallID: "c1", Name: "nope", ArgumentsJSON: `{"a": tru`}, {CallID: "c2", Name: "obj", ArgumentsJSON: `{"a":1}`}},
+			items: []OutputItem{{ToolCall: &ToolCall{CallID: "c1", Name: "nope", ArgumentsJSON: `{"a": tru`}},
+				{ToolCall: &ToolCall{CallID: "c2", Name: "obj", ArgumentsJSON: `{"a":1}`}},
+				{Other: &OtherItem{Type: "web_search_call", JSON: `{"type":"web_search_call","id":"ws_1","status":"completed"}`}}}},
+	}, {
+		name: "incomplete",
+		body: `{"id":"r","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"output":[{"type":"message","content":[{"type":"output_text","text":"Hal"}]}]}`,
+		want: parsed{id: "r", finish: "length", text: "Hal", items: []OutputItem{{Message: &MessageItem{Role: "assistant", Text: "Hal"}}}},
+	}, {
+		name: "incomplete: content filter",
+		body: `{"status":"incomplete","incomplete_details":{"reason":"content_filter"},"output":[]}`,
+		want: parsed{finish: "content_filter", items: []OutputItem{}},
+	},
+		{name: "failed", body: `{"id":"r","status":"failed","error":{"code":"server_error","message":"boom"},"output":[]}`, kind: KindFailed, err: "boom"},
+		{name: "cancelled", body: `{"status":"cancelled","output":[]}`, kind: KindFailed, err: "cancelled"},
+		{name: "in progress", body: `{"status":"in_progress","output":[]}`, kind: KindBadResponse, err: "not final"},
+		{name: "HTML", body: `<html>502 Bad Gateway</html>`, kind: KindBadResponse, err: "not a JSON object: <html>502 Bad Gateway</html>"},
+		{name: "empty", body: ``, kind: KindBadResponse, err: "not a JSON object"},
+		{name: "array", body: `[]`, kind: KindBadResponse, err: "not a JSON object"},
+		{name: "truncated", body: `{"id":"r","output":[`, kind: KindBadResponse, err: "not a Responses API response object"},
+		{name: "no output", body: `{"id":"r"}`, kind: KindBadResponse, err: `no "output" array`},
+		{name: "output not array", body: `{"output":{}}`, kind: KindBadResponse, err: `no "output" array`},
+		{name: "item not object", body: `{"output":[1]}`, kind: KindBadResponse, err: "output[0] is not an object"},
+		{name: "call without id", body: `{"output":[{"type":"function_call","name":"f","arguments":"{}"}]}`, kind: KindBadResponse, err: "has no call_id"},
+		{name: "call without name", body: `{"output":[{"type":"function_call","call_id":"c"}]}`, kind: KindBadResponse, err: "has no name"},
+		{name: "bad content", body: `{"output":[{"type":"message","content":5}]}`, kind: KindBadResponse, err: "neither text nor a list"},
+		{name: "negative usage", body: `{"output":[],"usage":{"input_tokens":-1}}`, kind: KindBadResponse, err: "not a Responses API response object"},
+		{name: "id not a string", body: `{"id":5,"output":[]}`, kind: KindBadResponse, err: "not a Responses API response object"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseResponsesBody([]byte(tc.body))
+			checkParsed(t, got, err, tc.want, tc.output, tc.kind, tc.err)
+		})
+	}
+}
+
+// checkParsed compares a parse result with the expectation of a table case.
+func checkParsed(t *testing.T, got parsed, err error, want parsed, output string, kind ErrorKind, errSubstr string) {
+	t.Helper()
+	if errSubstr != "" {
+		var pe *parseError
+		if !errors.As(err, &pe) || pe.kind != kind || !strings.Contains(pe.msg, errSubstr) {
+			t.Fatalf("got error %v; want a %s parse error containing %q", err, kind, errSubstr)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if output != "" && string(got.output) != output {
+		t.Errorf("output\n got %s\nwant %s", got.output, output)
+	}
+	if !json.Valid(got.output) {
+		t.Errorf("output is not JSON: %s", got.output)
+	}
+	got.output = nil
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("parsed\n got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestParseChatBody(t *testing.T) {
+	tests := []struct {
+		name   string
+		body   string
+		want   parsed
+		output string
+		kind   ErrorKind
+		err    string
+	}{{
+		name: "reference: two calls",
+		body: refChatResponse,
+		want: parsed{id: "chatcmpl-1", model: "qwen2.5:0.5b", finish: "tool_calls", usage: TokenUsage{Prompt: 50, Completion: 20},
+			calls: []ToolCall{{CallID: "call_1", Name: "workspace_read", ArgumentsJSON: `{"path":"README.md"}`}, {CallID: "call_2", Name: "bash", ArgumentsJSON: `{"script":"ls"}`}},
+			items: []OutputItem{{ToolCall: &ToolCall{CallID: "call_1", Name: "workspace_read", ArgumentsJSON: `{"path":"README.md"}`}},
+				{ToolCall: &ToolCall{CallID: "call_2", Name: "bash", ArgumentsJSON: `{"script":"ls"}`}}}},
+		output: `[{"type":"function_call","call_id":"call_1","name":"workspace_read","arguments":"{\"path\":\"README.md\"}","status":"completed"},` +
+			`{"type":"function_call","call_id":"call_2","name":"bash","arguments":"{\"script\":\"ls\"}","status":"completed"}]`,
+	}, {
+		name: "text and refusal, usage details",
+		body: `{"id":"c","model":"m","choices":[{"finish_reason":"stop","message":{"role":"assistant","content":"<ok> & fine","refusal":"no"}}],
+			"usage":{"prompt_tokens":9,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":2},"completion_tokens_details":{"reasoning_tokens":1}}}`,
+		want: parsed{id: "c", model: "m", finish: "stop", text: "<ok> & fineno", usage: TokenUsage{Prompt: 9, Completion: 5, Cached: 2, Reasoning: 1},
+			items: []OutputItem{{Message: &MessageItem{Role: "assistant", Text: "<ok> & fineno"}}}},
+		output: `[{"type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":"<ok> & fine","annotations":[]},{"type":"refusal","refusal":"no"}]}]`,
+	}, {
+		name: "calls without ids, finish stop",
+		body: `{"id":"chat.1","choices":[{"finish_reason":"stop","message":{"content":"","tool_calls":[{"function":{"name":"f","arguments":"{"}},{"function":{"name":"g","arguments":{"x":1}}}]}}]}`,
+		want: parsed{id: "chat.1", finish: "tool_calls",
+			calls: []ToolCall{{CallID: "call_chat1_0", Name: "f", ArgumentsJSON: "{"}, {CallID: "call_chat1_1", Name: "g", ArgumentsJSON: `{"x":1}`}},
+			items: []OutputItem{{ToolCall: &ToolCall{CallID: "call_chat1_0", Name: "f", ArgumentsJSON: "{"}}, {ToolCall: &ToolCall{CallID: "call_chat1_1", Name: "g", ArgumentsJSON: `{"x":1}`}}}},
+	}, {
+		name:   "length",
+		body:   `{"choices":[{"finish_reason":"length","message":{"content":[{"type":"text","text":"par"}]}}]}`,
+		want:   parsed{finish: "length", text: "par", items: []OutputItem{{Message: &MessageItem{Role: "assistant", Text: "par"}}}},
+		output: `[{"type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":"par","annotations":[]}]}]`,
+	}, {
+		name:   "empty message",
+		body:   `{"choices":[{"message":{}}]}`,
+		want:   parsed{finish: "stop", items: []OutputItem{}},
+		output: `[]`,
+	},
+		{name: "error with status 200", body: `{"error":{"message":"model is loading","code":503}}`, kind: KindFailed, err: "model is loading"},
+		{name: "no choices", body: `{"id":"c"}`, kind: KindBadResponse, err: `no "choices"`},
+		{name: "empty choices", body: `{"choices":[]}`, kind: KindBadResponse, err: "no choice with a message"},
+		{name: "choice without message", body: `{"choices":[{"delta":{}}]}`, kind: KindBadResponse, err: "no choice with a message"},
+		{name: "call without name", body: `{"choices":[{"message":{"tool_calls":[{"id":"c","function":{}}]}}]}`, kind: KindBadResponse, err: "has no function name"},
+		{name: "HTML", body: `<!doctype html>`, kind: KindBadResponse, err: "not a JSON object"},
+		{name: "wrong types", body: `{"choices":"x"}`, kind: KindBadResponse, err: "not a chat.completion object"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseChatBody([]byte(tc.body))
+			checkParsed(t, got, err, tc.want, tc.output, tc.kind, tc.err)
+		})
+	}
+}
+
+func TestChatStreamAssembly(t *testing.T) {
+	chunks := []string{
+		`{"id":"chatcmpl-9","model":"m","created":7,"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`,
+		`{"id":"chatcmpl-9","choices":[{"index":0,"delta":{"content":"Hi "}}]}`,
+		`{"id":"chatcmpl-9","choices":[{"index":1,"delta":{"content":"other choice"}}]}`,
+		`{"id":"chatcmpl-9","choices":[{"index":0,"delta":{"content":"there"}}]}`,
+		`{"id":"chatcmpl-9","choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_b","function":{"name":"g","arguments":""}}]}}]}`,
+		`{"id":"chatcmpl-9","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_a","function":{"name":"f","arguments":"{\"x\""}}]}}]}`,
+		`{"id":"chatcmpl-9","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":":1}"}},{"index":1,"function":{"arguments":"{}"}}]}}]}`,
+		`{"id":"chatcmpl-9","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+		`{"id":"chatcmpl-9","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}}`,
+	}
+	var s chatStream
+	var deltas []string
+	for i, c := range chunks {
+		d, err := s.add([]byte(c))
+		if err != nil {
+			t.Fatalf("chunk %d: %v", i, err)
+		}
+		if d != "" {
+			deltas = append(deltas, d)
+		}
+	}
+	if !s.done() {
+		t.Fatal("stream not done after a finish_reason")
+	}
+	if strings.Join(deltas, "|") != "Hi |there" {
+		t.Errorf("deltas %q", deltas)
+	}
+	body, err := s.assemble()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"id":"chatcmpl-9","object":"chat.completion","created":7,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Hi there",` +
+		`"tool_calls":[{"id":"call_a","type":"function","function":{"name":"f","arguments":"{\"x\":1}"}},{"id":"call_b","type":"function","function":{"name":"g","arguments":"{}"}}]},` +
+		`"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":3,"completion_tokens":4}}`
+	if string(body) != want {
+		t.Errorf("assembled\n got %s\nwant %s", body, want)
+	}
+	if _, err := parseChatBody(body); err != nil {
+		t.Errorf("assembled body does not parse: %v", err)
+	}
+	if _, err := new(chatStream).add([]byte(`{"choices":"x"}`)); err == nil {
+		t.Error("a malformed chunk was accepted")
+	}
+}
+
+func TestErrorFields(t *testing.T) {
+	tests := []struct {
+		body                  string
+		typ, msg, code, param string
+	}{
+		{`{"error":{"message":"Bad key","type":"invalid_request_error","code":"invalid_api_key","param":null}}`, "invalid_request_error", "Bad key", "invalid_api_key", ""},
+		{`{"error":{"message":"x","code":400,"param":"model"}}`, "", "x", "400", "model"},
+		{`{"error":"model 'llama9' not found"}`, "", "model 'llama9' not found", "", ""},
+		{`{"object":"error","message":"vLLM says no","type":"BadRequestError","code":400}`, "BadRequestError", "vLLM says no", "400", ""},
+		{`{"detail":"Not Found"}`, "", "Not Found", "", ""},
+		{`<html>`, "", "", "", ""},
+		{`{"error":{"message":{"nested":true}}}`, "", "", "", ""},
+	}
+	for _, tc := range tests {
+		typ, msg, code, param := errorFields([]byte(tc.body))
+		if typ != tc.typ || msg != tc.msg || code != tc.code || param != tc.param {
+			t.Errorf("%s: got %q %q %q %q; want %q %q %q %q", tc.body, typ, msg, code, param, tc.typ, tc.msg, tc.code, tc.param)
+		}
+	}
+}
+
+func TestClipText(t *testing.T) {
+	tests := []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"a\n\n\tb\x00c", 10, "a b c"},
+		{"héllo wörld", 5, "héllo…"},
+		{"\xff\xfe", 10, "\uFFFD"},
+	}
+	for _, tc := range tests {
+		if got := clipText(tc.in, tc.max); got != tc.want {
+			t.Errorf("clipText(%q, %d) = %q; want %q", tc.in, tc.max, got, tc.want)
+		}
+	}
+}
+
+// The fuzz targets feed arbitrary bytes to every parser of provider output
+// and of blobs: they must return an error or a result, never panic, and a
+// result must be self-consistent.
+
+func FuzzParseResponsesBody(f *testing.F) {
+	for _, s := range []string{refResponse, `{"output":[]}`, `{"status":"failed","error":{"code":"x","message":"y"}}`,
+		`{"output":[{"type":"message","content":[{"type":"output_text","text":"t"}]}]}`, `<html>`, ``, `{"output":[1]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		p, err := parseResponsesBody(body)
+		if err != nil {
+			var pe *parseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("error %v is not a *parseError", err)
+			}
+			return
+		}
+		checkParsedInvariants(t, p)
+	})
+}
+
+func FuzzParseChatBody(f *testing.F) {
+	for _, s := range []string{refChatResponse, `{"choices":[{"message":{}}]}`, `{"error":"x"}`,
+		`{"choices":[{"message":{"content":"a","tool_calls":[{"function":{"name":"f","arguments":"{"}}]}}]}`, `[`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		p, err := parseChatBody(body)
+		if err != nil {
+			var pe *parseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("error %v is not a *parseError", err)
+			}
+			return
+		}
+		checkParsedInvariants(t, p)
+		// The converted output must read back to the same items.
+		var again parsed
+		if err := parseOutputItems(p.output, &again); err != nil {
+			t.Fatalf("converted output does not parse: %v\n%s", err, p.output)
+		}
+		if !reflect.DeepEqual(again.items, p.items) || again.text != p.text {
+			t.Fatalf("converted output reads back differently")
+		}
+	})
+}
+
+func FuzzChatStream(f *testing.F) {
+	f.Add([]byte(`{"id":"c","choices":[{"index":0,"delta":{"content":"a"}}]}`), []byte(`{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`))
+	f.Add([]byte(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":3,"function":{"name":"f","arguments":"{"}}]}}]}`), []byte(`{"choices":[{"finish_reason":"tool_calls"}]}`))
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		var s chatStream
+		if _, err := s.add(a); err != nil {
+			return
+		}
+		if _, err := s.add(b); err != nil {
+			return
+		}
+		body, err := s.assemble()
+		if err != nil {
+			t.Fatalf("assemble: %v", err)
+		}
+		if !json.Valid(body) {
+			t.Fatalf("assembled body is not JSON: %s", body)
+		}
+		if p, err := parseChatBody(body); err == nil {
+			checkParsedInvariants(t, p)
+		}
+	})
+}
+
+func FuzzParseMessageBlob(f *testing.F) {
+	for _, s := range []string{"hi", refOutput, refToolOutput, `{"role":"user","content":"x"}`, `[1]`, `{"content":1}`, "\xff", ""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		items, err := parseMessageBlob(cas0, b)
+		if err != nil {
+			return
+		}
+		for _, it := range items {
+			if !json.Valid(it.raw) || it.kind() == "" {
+				t.Fatalf("item %q is not a classified JSON item", it.raw)
+			}
+		}
+		// Whatever parses must also convert to chat or fail cleanly.
+		_, _ = chatMessages(items)
+	})
+}
+
+func FuzzParseTools(f *testing.F) {
+	for _, s := range []string{refTools, `[{"type":"function","function":{"name":"f"}}]`, `{"tools":[{"type":"web_search"}]}`, `[{"type":"function","name":"f","parameters":{"a":1}}]`, `{}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tools, err := parseTools(b)
+		if err != nil {
+			return
+		}
+		for _, tl := range tools {
+			if tl.typ == "" || (tl.typ == "function" && tl.name == "") {
+				t.Fatalf("tool %q accepted without type or name", tl.raw)
+			}
+			if tl.typ == "function" {
+				_, _ = decodeFunctionTool(tl.raw)
+			}
+		}
+	})
+}
+
+// checkParsedInvariants checks what every successful parse guarantees.
+func checkParsedInvariants(t *testing.T, p parsed) {
+	t.Helper()
+	if !json.Valid(p.output) {
+		t.Fatalf("output is not JSON: %q", p.output)
+	}
+	n := 0
+	for _, it := range p.items {
+		if it.ToolCall != nil {
+			if n >= len(p.calls) || *it.ToolCall != p.calls[n] {
+				t.Fatalf("tool call items and calls disagree")
+			}
+			n++
+		}
+	}
+	if n != len(p.calls) {
+		t.Fatalf("%d tool call items, %d calls", n, len(p.calls))
+	}
+	if p.finish == "" || (len(p.calls) > 0 && p.finish == "stop") {
+		t.Fatalf("finish %q with %d calls", p.finish, len(p.calls))
+	}
+}
