@@ -490,3 +490,24 @@ func (g *Generator) record(ctx context.Context, blobs Blobs, p Params, apiKey st
 		Attempts:       uint64(attempts),
 	}, nil
 }
+
+// GenerateCBOR is Generate for an effects dispatcher that holds canonical
+// CBOR: params is a sys/LlmGenerateParams@1 value (as cas.Marshal or the
+// typed-value normalizer writes it, with or without the self-describe
+// prefix) and the result is the sys/LlmGenerateReceipt@1 value as
+// cas.Marshal writes it. Params that do not decode wrap ErrInvalidParams.
+func (g *Generator) GenerateCBOR(ctx context.Context, blobs Blobs, params []byte, apiKey string, onDelta func(text string)) ([]byte, error) {
+	var p Params
+	if err := cas.Unmarshal(params, &p); err != nil {
+		return nil, fmt.Errorf("%w: decode sys/LlmGenerateParams@1: %w", ErrInvalidParams, err)
+	}
+	r, err := g.Generate(ctx, blobs, p, apiKey, onDelta)
+	if err != nil {
+		return nil, err
+	}
+	b, err := cas.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("llm: encode receipt: %w", err)
+	}
+	return b, nil
+}

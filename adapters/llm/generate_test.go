@@ -577,3 +577,35 @@ func TestDefaultBackoff(t *testing.T) {
 		}
 	}
 }
+
+func TestGenerateCBOR(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{{Text: "hi", Calls: []llmtest.Call{{Name: "f", Arguments: "{}"}}}}})
+	defer srv.Close()
+	g := newTestGenerator(t, srv, nil)
+	st := newStore()
+	params, err := cas.Marshal(map[string]any{
+		"provider": "openai-responses", "model": "gpt-5.2", "temperature": nil, "max_tokens": uint64(0),
+		"message_refs": []any{st.put(t, "hi").String()}, "tools_ref": nil, "tool_choice": nil, "api_key": nil,
+		"response_format": nil, "instructions": nil, "previous_response_id": nil, "reasoning_effort": nil,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := g.GenerateCBOR(t.Context(), st, params, testKey, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cas.CheckCanonical(b); err != nil {
+		t.Error(err)
+	}
+	var r Receipt
+	if err := cas.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.OutputText != "hi" || len(r.ToolCallRefs) != 1 || r.Attempts != 1 {
+		t.Errorf("receipt %+v", r)
+	}
+	if _, err := g.GenerateCBOR(t.Context(), st, []byte{0xa1}, testKey, nil); !errors.Is(err, ErrInvalidParams) {
+		t.Errorf("bad CBOR: got %v; want ErrInvalidParams", err)
+	}
+}
