@@ -26,8 +26,8 @@ type Limits struct {
 	MaxTotalLoopIterations int64
 	// MaxFunctionDepth bounds nested shell function calls.
 	MaxFunctionDepth int64
-	// MaxPipelineStages bounds the pipeline stages running at the same
-	// time (each is a goroutine and an OS pipe).
+	// MaxPipelineStages bounds the pipes open at the same time: `a | b | c`
+	// holds two (each is a goroutine and an OS pipe).
 	MaxPipelineStages int64
 	// MaxToolCalls bounds the tool callbacks invoked.
 	MaxToolCalls int64

@@ -29,8 +29,7 @@ const (
 	execHelp     = "__sbx_help"      // in-script help
 	execCommandV = "__sbx_command_v" // command -v/-V
 	depthVar     = "__sbx_depth"
-	pidVar       = "__sbx_pid"
-	ppidVar      = "__sbx_ppid"
+	pidVar       = "__sbx_pid" // unset: $$ and $PPID with operators read it
 )
 
 // rejection is a script refused before it runs.
@@ -38,11 +37,18 @@ type rejection struct{ msg string }
 
 func (e *rejection) Error() string { return e.msg }
 
+// scriptShape is what checkScript learns about a script.
+type scriptShape struct {
+	funcs int // function definitions
+	pipes int // pipe operators: each runs one more concurrent stage
+}
+
 // checkScript rejects what the sandbox cannot contain: process
 // substitution, background jobs and coprocesses, reserved names, and
 // syntax nested deeper than maxDepth.
-func checkScript(f *syntax.File, maxDepth int) error {
+func checkScript(f *syntax.File, maxDepth int) (scriptShape, error) {
 	var err error
+	var shape scriptShape
 	depth := 0
 	syntax.Walk(f, func(n syntax.Node) bool {
 		if err != nil {
@@ -58,6 +64,12 @@ func checkScript(f *syntax.File, maxDepth int) error {
 			return false
 		}
 		switch x := n.(type) {
+		case *syntax.FuncDecl:
+			shape.funcs++
+		case *syntax.BinaryCmd:
+			if x.Op == syntax.Pipe || x.Op == syntax.PipeAll {
+				shape.pipes++
+			}
 		case *syntax.ProcSubst:
 			err = &rejection{fmt.Sprintf("line %d: process substitution is not supported in the sandbox; use a pipe or $(...)", x.Pos().Line())}
 		case *syntax.CoprocClause:
@@ -75,7 +87,7 @@ func checkScript(f *syntax.File, maxDepth int) error {
 		}
 		return err == nil
 	})
-	return err
+	return shape, err
 }
 
 // instrumenter rewrites a checked script so that the call handler can
@@ -94,14 +106,20 @@ func checkScript(f *syntax.File, maxDepth int) error {
 // trigger errexit; C-style loop bodies end with ":" because mvdan stops a
 // C-style loop after an iteration whose last command failed.
 type instrumenter struct {
+	pipes   bool // bracket pipelines (only needed when stages can fan out)
 	loops   int
 	loopIDs map[syntax.Command]int
 	seen    map[syntax.Command]bool
 	gen     map[*syntax.Stmt]bool
 }
 
-func instrument(f *syntax.File) (loops int) {
+//
+// Without functions, at most shape.pipes stages run at once (loops run
+// their pipelines one after the other), so pipelines are bracketed only
+// when the script defines functions or has more pipes than maxStages.
+func instrument(f *syntax.File, shape scriptShape, maxStages int64) (loops int) {
 	ins := &instrumenter{
+		pipes:   shape.funcs > 0 || int64(shape.pipes) > maxStages,
 		loopIDs: make(map[syntax.Command]int),
 		seen:    make(map[syntax.Command]bool),
 		gen:     make(map[*syntax.Stmt]bool),
@@ -159,17 +177,35 @@ func (ins *instrumenter) visit(n syntax.Node) bool {
 		ins.stmt(x)
 	case *syntax.Word:
 		quoteTildes(x)
+		x.Parts = hidePIDs(x.Parts)
+	case *syntax.DblQuoted:
+		x.Parts = hidePIDs(x.Parts)
 	case *syntax.ParamExp:
-		if x.Param != nil && !x.Excl {
-			switch x.Param.Value {
-			case "$":
-				x.Param = &syntax.Lit{Value: pidVar}
-			case "PPID":
-				x.Param = &syntax.Lit{Value: ppidVar}
-			}
+		// ${$:-x} and other forms with operators: an unset variable.
+		if x.Param != nil && !x.Excl && (x.Param.Value == "$" || x.Param.Value == "PPID") {
+			x.Param = &syntax.Lit{Value: pidVar}
 		}
 	}
 	return true
+}
+
+// hidePIDs replaces $$ and $PPID (host process ids) by the sandbox's: 1
+// and 0.
+func hidePIDs(parts []syntax.WordPart) []syntax.WordPart {
+	for i, p := range parts {
+		pe, ok := p.(*syntax.ParamExp)
+		if !ok || pe.Param == nil || pe.Excl || pe.Length || pe.Width || pe.Index != nil ||
+			pe.Slice != nil || pe.Repl != nil || pe.Names != 0 || pe.Exp != nil {
+			continue
+		}
+		switch pe.Param.Value {
+		case "$":
+			parts[i] = &syntax.Lit{Value: "1"}
+		case "PPID":
+			parts[i] = &syntax.Lit{Value: "0"}
+		}
+	}
+	return parts
 }
 
 // list instruments a statement list: a variable check after each
@@ -210,6 +246,11 @@ func assignedNames(st *syntax.Stmt) ([]string, bool) {
 		}
 		if lit := c.Args[0].Lit(); lit == "read" || lit == "mapfile" || lit == "readarray" || lit == "printf" {
 			return nil, true // names only known at run time: full scan
+		}
+	case *syntax.BinaryCmd:
+		// The last stage of a pipeline runs in the current shell.
+		if c.Op == syntax.Pipe || c.Op == syntax.PipeAll {
+			return assignedNames(c.Y)
 		}
 	case *syntax.DeclClause:
 		var names []string
@@ -258,10 +299,10 @@ func (ins *instrumenter) stmt(st *syntax.Stmt) {
 		inner := &syntax.Stmt{Cmd: c}
 		st.Cmd = &syntax.Block{Stmts: []*syntax.Stmt{start, inner}}
 	case *syntax.BinaryCmd:
-		if c.Op != syntax.Pipe && c.Op != syntax.PipeAll {
+		if !ins.pipes || c.Op != syntax.Pipe && c.Op != syntax.PipeAll {
 			return
 		}
-		k := ins.pipeStages(c)
+		k := ins.pipeStages(c) - 1 // the first stage runs in this shell's goroutine
 		n := strconv.Itoa(k)
 		inner := &syntax.Stmt{Cmd: c}
 		st.Cmd = &syntax.Block{Stmts: []*syntax.Stmt{

@@ -17,6 +17,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -50,10 +51,13 @@ type Env struct {
 // its exit status.
 type Func func(ctx context.Context, env *Env, args []string) int
 
-var commands map[string]Func
+// impl is a command's implementation; run wraps it into a Func.
+type impl func(c *cmd, args []string) int
+
+var commands map[string]impl
 
 func init() {
-	commands = map[string]Func{
+	commands = map[string]impl{
 		"base64":   base64Cmd,
 		"basename": basenameCmd,
 		"cat":      catCmd,
@@ -79,7 +83,15 @@ func init() {
 // Lookup returns the command called name.
 func Lookup(name string) (Func, bool) {
 	f, ok := commands[name]
-	return f, ok
+	if !ok {
+		return nil, false
+	}
+	return func(ctx context.Context, env *Env, args []string) int {
+		c := newCmd(ctx, name, env)
+		status := f(c, args)
+		c.release()
+		return status
+	}, true
 }
 
 // Names returns the names of all commands, sorted.
@@ -133,18 +145,30 @@ type cmd struct {
 	in   io.Reader
 }
 
+var writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4096) }}
+
 func newCmd(ctx context.Context, name string, env *Env) *cmd {
 	n := env.MaxInputBytes
 	if n <= 0 {
 		n = -1
 	}
+	out := writers.Get().(*bufio.Writer)
+	out.Reset(env.Stdout)
 	return &cmd{
 		ctx:  ctx,
 		name: name,
 		env:  env,
-		out:  bufio.NewWriterSize(env.Stdout, 4096),
+		out:  out,
 		in:   &limitedReader{r: env.Stdin, n: n},
 	}
+}
+
+// release flushes stdout and returns the buffer to the pool.
+func (c *cmd) release() {
+	c.out.Flush()
+	c.out.Reset(nil)
+	writers.Put(c.out)
+	c.out = nil
 }
 
 // errf prints "name: msg" on stderr and returns status.

@@ -1,7 +1,6 @@
 package coreutils
 
 import (
-	"context"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -100,8 +99,7 @@ func breToERE(p string) string {
 // grepCmd implements grep [-E -F -G -i -v -c -n -o -q -s -w -x -h -H
 // -m NUM -e PATTERN] PATTERN on stdin. Exit 0 when a line matched, 1 when
 // none did, 2 on error.
-func grepCmd(ctx context.Context, env *Env, args []string) int {
-	c := newCmd(ctx, "grep", env)
+func grepCmd(c *cmd, args []string) int {
 	var ere, fixed, icase, invert, count, number, only, quiet, word, line bool
 	maxCount := -1
 	var patterns []string

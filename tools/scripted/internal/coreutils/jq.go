@@ -2,7 +2,6 @@ package coreutils
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,8 +60,7 @@ type jqOpts struct {
 // --indent N --arg k v --argjson k json] FILTER, reading JSON from stdin.
 // Exit status: 0 ok, 1 last output false/null with -e, 2 usage or input
 // error, 3 compile error, 4 no output with -e, 5 runtime error.
-func jqCmd(ctx context.Context, env *Env, args []string) int {
-	c := newCmd(ctx, "jq", env)
+func jqCmd(c *cmd, args []string) int {
 	o := jqOpts{indent: 2}
 	var files []string
 	for i := 0; i < len(args); i++ {
@@ -316,53 +314,62 @@ func writeJQ(c *cmd, o *jqOpts, v any) error {
 }
 
 // jqInputs yields the JSON values (or raw lines with -R) of stdin; it is
-// also gojq's input iterator for input/inputs.
+// also gojq's input iterator for input/inputs. Stdin is read whole first
+// (within MaxInputBytes), like jq does for most filters.
 type jqInputs struct {
 	c       *cmd
 	o       *jqOpts
+	data    []byte
+	loaded  bool
 	dec     *json.Decoder
-	counter *countingReader
 	lines   []string
 	slurped bool
 	err     error
 }
 
-type countingReader struct {
-	r     io.Reader
-	lines int
-}
-
-func (cr *countingReader) Read(p []byte) (int, error) {
-	n, err := cr.r.Read(p)
-	cr.lines += bytes.Count(p[:n], []byte{'\n'})
-	return n, err
-}
-
 func newJQInputs(c *cmd, o *jqOpts) *jqInputs {
-	cr := &countingReader{r: c.in}
-	in := &jqInputs{c: c, o: o, counter: cr}
-	if !o.rawInput {
-		in.dec = json.NewDecoder(cr)
+	return &jqInputs{c: c, o: o}
+}
+
+// load reads stdin once.
+func (in *jqInputs) load() error {
+	if in.loaded {
+		return nil
+	}
+	in.loaded = true
+	data, err := in.c.readAll()
+	if err != nil {
+		return err
+	}
+	in.data = data
+	if !in.o.rawInput {
+		in.dec = json.NewDecoder(bytes.NewReader(data))
 		in.dec.UseNumber()
 	}
-	return in
+	return nil
 }
 
-func (in *jqInputs) line() int { return in.counter.lines + 1 }
+// line is the 1-based line of the decoder's position, for messages.
+func (in *jqInputs) line() int {
+	off := len(in.data)
+	if in.dec != nil {
+		off = min(int(in.dec.InputOffset()), len(in.data))
+	}
+	return bytes.Count(in.data[:off], []byte{'\n'}) + 1
+}
 
 // next returns the next input value, or io.EOF.
 func (in *jqInputs) next() (any, error) {
+	if err := in.load(); err != nil {
+		return nil, err
+	}
 	if in.o.slurp {
 		if in.slurped {
 			return nil, io.EOF
 		}
 		in.slurped = true
 		if in.o.rawInput {
-			b, err := io.ReadAll(in.counter)
-			if err != nil {
-				return nil, err
-			}
-			return string(b), nil
+			return string(in.data), nil
 		}
 		all := []any{}
 		for {
@@ -378,10 +385,7 @@ func (in *jqInputs) next() (any, error) {
 	}
 	if in.o.rawInput {
 		if in.lines == nil {
-			b, err := io.ReadAll(in.counter)
-			if err != nil {
-				return nil, err
-			}
+			b := in.data
 			s := strings.TrimSuffix(string(b), "\n")
 			if len(b) == 0 {
 				in.lines = []string{}
@@ -402,6 +406,11 @@ func (in *jqInputs) next() (any, error) {
 func (in *jqInputs) decode() (any, error) {
 	if in.c.ctx.Err() != nil {
 		return nil, in.c.ctx.Err()
+	}
+	// At the end of the data, report EOF without asking the decoder,
+	// which would grow its buffer just to find out.
+	if len(bytes.TrimLeft(in.data[min(int(in.dec.InputOffset()), len(in.data)):], " \t\r\n")) == 0 {
+		return nil, io.EOF
 	}
 	var v any
 	if err := in.dec.Decode(&v); err != nil {

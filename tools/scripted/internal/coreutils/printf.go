@@ -1,7 +1,6 @@
 package coreutils
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -15,8 +14,7 @@ const maxPrintfWidth = 1 << 20
 // printfCmd implements bash's printf FORMAT [ARG...]: the format is reused
 // while arguments remain; conversions %s %b %q %c %d %i %u %o %x %X %f %F
 // %e %E %g %G %%, flags "-+ #0", width and precision (also "*").
-func printfCmd(ctx context.Context, env *Env, args []string) int {
-	c := newCmd(ctx, "printf", env)
+func printfCmd(c *cmd, args []string) int {
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
 	}

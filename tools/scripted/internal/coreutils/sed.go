@@ -1,7 +1,6 @@
 package coreutils
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"regexp"
@@ -13,8 +12,7 @@ import (
 // [SCRIPT], with commands s (flags g p i I N), d, p, q, y, =, a, i, c,
 // addresses N, $, /re/, ranges A,B and negation !, separated by ';' or
 // newlines.
-func sedCmd(ctx context.Context, env *Env, args []string) int {
-	c := newCmd(ctx, "sed", env)
+func sedCmd(c *cmd, args []string) int {
 	quiet, ere := false, false
 	var scripts []string
 	fs := newFlags(args, "e")

@@ -2,7 +2,6 @@ package coreutils
 
 import (
 	"cmp"
-	"context"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -16,8 +15,7 @@ import (
 )
 
 // catCmd copies stdin to stdout: cat [-n] [-]...
-func catCmd(ctx context.Context, env *Env, args []string) int {
-	c := newCmd(ctx, "cat", env)
+func catCmd(c *cmd, args []string) int {
 	number := false
 	fs := newFlags(args, "")
 	for {
@@ -69,8 +67,7 @@ func catCmd(ctx context.Context, env *Env, args []string) int {
 
 // teeCmd copies stdin to stdout; file operands other than /dev/null are
 // refused (the copy to stdout still happens) and make the exit status 1.
-func teeCmd(ctx context.Context, env *Env, args []string) int {
-	c := newCmd(ctx, "tee", env)
+func teeCmd(c *cmd, args []string) int {
 	status := 0
 	for _, a := range args {
 		switch {
@@ -150,8 +147,7 @@ func headTailArgs(c *cmd, args []string) (n int64, sign byte, bytes bool, rest [
 
 // headCmd prints the first lines (or bytes) of stdin: head [-n N|-N|-c N].
 // head -n -N prints all but the last N lines.
-func headCmd(ctx context.Context, env *Env, args []string) int {
-	c := newCmd(ctx, "head", env)
+func headCmd(c *cmd, args []string) int {
 	n, sign, bytes, _, st := headTailArgs(c, args)
 	if st >= 0 {
 		return st
@@ -195,8 +191,7 @@ func headCmd(ctx context.Context, env *Env, args []string) int {
 }
 
 // tailCmd prints the last lines (or bytes) of stdin: tail [-n N|-N|-n +N|-c N].
-func tailCmd(ctx context.Context, env *Env, args []string) int {
-	c := newCmd(ctx, "tail", env)
+func tailCmd(c *cmd, args []string) int {
 	n, sign, bytes, _, st := headTailArgs(c, args)
 	if st >= 0 {
 		return st
@@ -241,8 +236,7 @@ type sortKey struct {
 }
 
 // sortCmd sorts the lines of stdin: sort [-n -r -u -f -b -s -V -t SEP -k N[,M][n][r]].
-func sortCmd(ctx context.Context, env *Env, args []string) int {
-	c := newCmd(ctx, "sort", env)
+func sortCmd(c *cmd, args []string) int {
 	var numeric, reverse, unique, fold, blanks, version bool
 	sep := ""
 	var keys []sortKey
@@ -453,8 +447,7 @@ func compareVersion(a, b string) int {
 }
 
 // uniqCmd drops adjacent duplicate lines: uniq [-c -d -u -i].
-func uniqCmd(ctx context.Context, env *Env, args []string) int {
-	c := newCmd(ctx, "uniq", env)
+func uniqCmd(c *cmd, args []string) int {
 	var count, dups, uniques, icase bool
 	fs := newFlags(args, "")
 	for {
@@ -514,8 +507,7 @@ func uniqCmd(ctx context.Context, env *Env, args []string) int {
 }
 
 // wcCmd counts lines, words, bytes and characters of stdin: wc [-l -w -c -m].
-func wcCmd(ctx context.Context, env *Env, args []string) int {
-	c := newCmd(ctx, "wc", env)
+func wcCmd(c *cmd, args []string) int {
 	var lines, words, bytes, chars bool
 	fs := newFlags(args, "")
 	for {
@@ -635,8 +627,7 @@ func inCutList(rs []cutRange, i int) bool {
 
 // cutCmd selects fields or characters of each line: cut -f LIST [-d SEP]
 // [-s] | -c LIST | -b LIST.
-func cutCmd(ctx context.Context, env *Env, args []string) int {
-	c := newCmd(ctx, "cut", env)
+func cutCmd(c *cmd, args []string) int {
 	delim := "\t"
 	var list string
 	mode := byte(0)
@@ -801,8 +792,7 @@ var trClasses = map[string]func(rune) bool{
 
 // trCmd translates, deletes or squeezes characters of stdin: tr [-d] [-s]
 // [-c] SET1 [SET2].
-func trCmd(ctx context.Context, env *Env, args []string) int {
-	c := newCmd(ctx, "tr", env)
+func trCmd(c *cmd, args []string) int {
 	var del, squeeze, complement bool
 	fs := newFlags(args, "")
 	for {
@@ -894,8 +884,7 @@ func trCmd(ctx context.Context, env *Env, args []string) int {
 }
 
 // seqCmd prints a sequence of numbers: seq [-s SEP] [-w] [FIRST [INCR]] LAST.
-func seqCmd(ctx context.Context, env *Env, args []string) int {
-	c := newCmd(ctx, "seq", env)
+func seqCmd(c *cmd, args []string) int {
 	sep := "\n"
 	width := false
 	var nums []string
@@ -979,8 +968,7 @@ func seqCmd(ctx context.Context, env *Env, args []string) int {
 
 // basenameCmd strips directories (and SUFFIX) from NAME: basename NAME
 // [SUFFIX] | basename -a [-s SUFFIX] NAME...
-func basenameCmd(ctx context.Context, env *Env, args []string) int {
-	c := newCmd(ctx, "basename", env)
+func basenameCmd(c *cmd, args []string) int {
 	multi := false
 	suffix := ""
 	fs := newFlags(args, "s")
@@ -1038,8 +1026,7 @@ func baseName(n string) string {
 }
 
 // dirnameCmd strips the last component of each NAME.
-func dirnameCmd(ctx context.Context, env *Env, args []string) int {
-	c := newCmd(ctx, "dirname", env)
+func dirnameCmd(c *cmd, args []string) int {
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
 	}
@@ -1073,8 +1060,7 @@ func dirName(n string) string {
 }
 
 // base64Cmd encodes or decodes stdin: base64 [-d] [-i] [-w COLS].
-func base64Cmd(ctx context.Context, env *Env, args []string) int {
-	c := newCmd(ctx, "base64", env)
+func base64Cmd(c *cmd, args []string) int {
 	decode, ignore := false, false
 	wrap := 76
 	fs := newFlags(args, "w")

@@ -1,7 +1,6 @@
 package coreutils
 
 import (
-	"context"
 	"io"
 	"strconv"
 	"strings"
@@ -16,8 +15,9 @@ const maxXargsRuns = 100000
 // xargs [-n N] [-I REPL] [-0] [-d DELIM] [-r] [COMMAND [ARG...]]. The
 // default command is echo. Exit status 123 when a command failed, 127 when
 // it does not exist.
-func xargsCmd(ctx context.Context, env *Env, args []string) int {
-	c := newCmd(ctx, "xargs", env)
+func xargsCmd(c *cmd, args []string) int {
+	ctx := c.ctx
+	env := c.env
 	if env.Exec == nil {
 		return c.errf(126, "running commands is disabled")
 	}
@@ -212,8 +212,8 @@ func splitXargsWords(s string) []string {
 // dateCmd prints the sandbox clock: date [-u] [-d @EPOCH|DATE] [-I[FMT]]
 // [-R] [+FORMAT]. The time zone is always UTC: the host's zone is not
 // visible in the sandbox.
-func dateCmd(ctx context.Context, env *Env, args []string) int {
-	c := newCmd(ctx, "date", env)
+func dateCmd(c *cmd, args []string) int {
+	env := c.env
 	now := time.Now
 	if env.Now != nil {
 		now = env.Now
