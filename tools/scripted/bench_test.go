@@ -35,7 +35,9 @@ func benchTool(tb testing.TB) *ScriptedTool {
 			}).
 		Tool(ToolDef{Name: "list_orders", Description: "List orders",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"user_id":{"type":"integer"}},"required":["user_id"]}`)},
-			func(ctx context.Context, a ToolArgs) (string, error) { return `[{"total":2.5},{"total":4}]` + "\n", nil }).
+			func(ctx context.Context, a ToolArgs) (string, error) {
+				return `[{"total":2.5},{"total":4}]` + "\n", nil
+			}).
 		Env("USER_ID", "1").
 		MustBuild()
 }

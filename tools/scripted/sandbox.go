@@ -113,7 +113,6 @@ type instrumenter struct {
 	gen     map[*syntax.Stmt]bool
 }
 
-//
 // Without functions, at most shape.pipes stages run at once (loops run
 // their pipelines one after the other), so pipelines are bracketed only
 // when the script defines functions or has more pipes than maxStages.
