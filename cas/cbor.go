@@ -34,10 +34,11 @@ var (
 )
 
 func init() {
-	// Core Deterministic Encoding (RFC 8949 §4.2.1): shortest integers and
-	// floats, definite lengths, map keys sorted by the bytewise order of
-	// their encodings. Go time values never appear in nodes (times are
-	// integer nanoseconds), so no time options are needed.
+	// Core Deterministic Encoding (RFC 8949 §4.2.1): shortest integers,
+	// definite lengths, map keys sorted by the bytewise order of their
+	// encodings. Floats never get through checkAIR. Go time values never
+	// appear in nodes (times are integer nanoseconds), so no time options
+	// are needed.
 	eo := cbor.CoreDetEncOptions()
 	eo.BinaryMarshaler = cbor.BinaryMarshalerNone
 	var err error
@@ -73,8 +74,9 @@ func init() {
 //
 // Marshal refuses what Unmarshal refuses (see Unmarshal): floats, tags,
 // simple values other than false, true and null, invalid UTF-8 in text,
-// and negative integers below -2^63. A node Marshal writes can always be
-// read back.
+// and negative integers below -2^63, so Unmarshal accepts everything
+// Marshal writes (into an empty interface too, unless a map has array or
+// map keys, see Unmarshal).
 func Marshal(v any) ([]byte, error) {
 	buf := encBufPool.Get().(*bytes.Buffer)
 	defer putEncBuf(buf)
