@@ -1,0 +1,240 @@
+package effects
+
+import (
+	"fmt"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/demiurge-dev/demiurge/schema"
+)
+
+// Built-in enforcer modules: a defcap names one (defcap.enforcer.module) to
+// check effect params against a grant's params. A cap without an enforcer
+// allows any params.
+const (
+	EnforceHTTPOut    = "sys/CapEnforceHttpOut@1"
+	EnforceLLMBasic   = "sys/CapEnforceLlmBasic@1"
+	EnforceWorkspace  = "sys/CapEnforceWorkspace@1"
+	EnforceGovernance = "sys/CapEnforceGovernance@1"
+	EnforceAllowAll   = "sys/CapAllowAll@1"
+)
+
+// field reads a record field; absent and null are nil.
+func field(v schema.Value, name string) schema.Value {
+	m, ok := v.(*schema.Map)
+	if !ok {
+		return nil
+	}
+	f, _ := m.Get(name)
+	return f
+}
+
+// textSet reads an option<set<text>> or option<list<text>> grant param;
+// ok is false when it is absent (absent means "anything").
+func textSet(v schema.Value, name string) ([]string, bool) {
+	l, ok := field(v, name).([]schema.Value)
+	if !ok {
+		return nil, false
+	}
+	out := make([]string, 0, len(l))
+	for _, e := range l {
+		if s, ok := e.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out, true
+}
+
+func enforce(r schema.Resolver, cd *schema.DefCap, grant schema.Value, kind string, params schema.Value) error {
+	switch cd.Enforcer {
+	case "", EnforceAllowAll, EnforceGovernance:
+		return nil
+	case EnforceHTTPOut:
+		return enforceHTTP(grant, params)
+	case EnforceLLMBasic:
+		return enforceLLM(grant, params)
+	case EnforceWorkspace:
+		return enforceWorkspace(grant, kind, params)
+	}
+	return fmt.Errorf("enforcer module %s is not built in; demiurge cannot run it", cd.Enforcer)
+}
+
+// enforceHTTP checks an http.request against hosts, schemes, methods,
+// ports and path_prefixes allowlists (absent or empty lists allow all).
+// A host entry "*.example.com" matches subdomains of example.com.
+func enforceHTTP(grant, params schema.Value) error {
+	method, _ := field(params, "method").(string)
+	raw, _ := field(params, "url").(string)
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("url %q is not an absolute URL", raw)
+	}
+	host := strings.ToLower(u.Hostname())
+	scheme := strings.ToLower(u.Scheme)
+	port := u.Port()
+	if port == "" {
+		switch scheme {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
+	}
+	if hosts, ok := textSet(grant, "hosts"); ok && len(hosts) > 0 && !hostAllowed(host, hosts) {
+		return fmt.Errorf("host %q is not in the allowed hosts %v", host, hosts)
+	}
+	if schemes, ok := textSet(grant, "schemes"); ok && len(schemes) > 0 && !containsFold(schemes, scheme) {
+		return fmt.Errorf("scheme %q is not in the allowed schemes %v", scheme, schemes)
+	}
+	if methods, ok := textSet(grant, "methods"); ok && len(methods) > 0 && !containsFold(methods, method) {
+		return fmt.Errorf("method %q is not in the allowed methods %v", method, methods)
+	}
+	if ports, ok := field(grant, "ports").([]schema.Value); ok && len(ports) > 0 {
+		allowed := false
+		for _, p := range ports {
+			if n, ok := p.(uint64); ok && strconv.FormatUint(n, 10) == port {
+				allowed = true
+			}
+		}
+		if !allowed {
+			return fmt.Errorf("port %s is not in the allowed ports %s", port, schema.String(ports))
+		}
+	}
+	if prefixes, ok := textSet(grant, "path_prefixes"); ok && len(prefixes) > 0 {
+		p := u.EscapedPath()
+		if p == "" {
+			p = "/"
+		}
+		clean := path.Clean(p)
+		if strings.HasSuffix(p, "/") && clean != "/" {
+			clean += "/"
+		}
+		allowed := false
+		for _, pre := range prefixes {
+			if strings.HasPrefix(clean, pre) {
+				allowed = true
+			}
+		}
+		if !allowed {
+			return fmt.Errorf("path %q is not under the allowed path prefixes %v", clean, prefixes)
+		}
+	}
+	return nil
+}
+
+// HostAllowed reports whether host matches one of the allowed host
+// patterns ("example.com", or "*.example.com" for its subdomains).
+func HostAllowed(host string, allowed []string) bool { return hostAllowed(strings.ToLower(host), allowed) }
+
+func hostAllowed(host string, allowed []string) bool {
+	for _, a := range allowed {
+		a = strings.ToLower(a)
+		if a == host {
+			return true
+		}
+		if suffix, ok := strings.CutPrefix(a, "*."); ok && strings.HasSuffix(host, "."+suffix) {
+			return true
+		}
+	}
+	return false
+}
+
+func containsFold(ss []string, s string) bool {
+	for _, x := range ss {
+		if strings.EqualFold(x, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// enforceLLM checks llm.generate against providers, models, max_tokens
+// and tools_allow (a named tool_choice must be allowed).
+func enforceLLM(grant, params schema.Value) error {
+	provider, _ := field(params, "provider").(string)
+	model, _ := field(params, "model").(string)
+	if ps, ok := textSet(grant, "providers"); ok && len(ps) > 0 && !contains(ps, provider) {
+		return fmt.Errorf("provider %q is not in the allowed providers %v", provider, ps)
+	}
+	if ms, ok := textSet(grant, "models"); ok && len(ms) > 0 && !contains(ms, model) {
+		return fmt.Errorf("model %q is not in the allowed models %v", model, ms)
+	}
+	if max, ok := field(grant, "max_tokens").(uint64); ok {
+		if n, _ := field(params, "max_tokens").(uint64); n > max {
+			return fmt.Errorf("max_tokens %d is above the cap's %d", n, max)
+		}
+	}
+	if tools, ok := textSet(grant, "tools_allow"); ok {
+		if tc, ok := field(params, "tool_choice").(*schema.Map); ok {
+			if tag, v, _ := tc.VariantTag(); tag == "Tool" {
+				name, _ := field(v, "name").(string)
+				if !contains(tools, name) {
+					return fmt.Errorf("tool_choice names tool %q, which is not in tools_allow %v", name, tools)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// enforceWorkspace checks workspace.* against workspaces, path_prefixes
+// and ops (the effect kind without "workspace.").
+func enforceWorkspace(grant schema.Value, kind string, params schema.Value) error {
+	op := strings.TrimPrefix(kind, "workspace.")
+	if ops, ok := textSet(grant, "ops"); ok && len(ops) > 0 && !contains(ops, op) {
+		return fmt.Errorf("operation %q is not in the allowed ops %v", op, ops)
+	}
+	if ws, ok := field(params, "workspace").(string); ok {
+		if allowed, ok := textSet(grant, "workspaces"); ok && len(allowed) > 0 && !contains(allowed, ws) {
+			return fmt.Errorf("workspace %q is not in the allowed workspaces %v", ws, allowed)
+		}
+	}
+	for _, key := range []string{"path", "prefix"} {
+		p, ok := field(params, key).(string)
+		if !ok {
+			continue
+		}
+		clean, err := CleanWorkspacePath(p)
+		if err != nil {
+			return err
+		}
+		if prefixes, ok := textSet(grant, "path_prefixes"); ok && len(prefixes) > 0 {
+			allowed := false
+			for _, pre := range prefixes {
+				pc, err := CleanWorkspacePath(pre)
+				if err != nil {
+					continue
+				}
+				if pc == "" || clean == pc || strings.HasPrefix(clean, pc+"/") {
+					allowed = true
+				}
+			}
+			if !allowed {
+				return fmt.Errorf("path %q is not under the allowed path prefixes %v", clean, prefixes)
+			}
+		}
+	}
+	return nil
+}
+
+// CleanWorkspacePath normalizes a path inside a workspace: slash
+// separated, relative to the workspace root, without "." or ".."
+// components. A path that is absolute, escapes the root with "..", or
+// holds a NUL or backslash is an error. The root itself is "".
+func CleanWorkspacePath(p string) (string, error) {
+	if strings.ContainsAny(p, "\x00\\") {
+		return "", fmt.Errorf("path %q holds a NUL or backslash", p)
+	}
+	if strings.HasPrefix(p, "/") {
+		return "", fmt.Errorf("path %q is absolute; workspace paths are relative to the workspace root", p)
+	}
+	for _, part := range strings.Split(p, "/") {
+		if part == ".." {
+			return "", fmt.Errorf("path %q escapes the workspace with \"..\"", p)
+		}
+	}
+	c := path.Clean("/" + p)
+	return strings.TrimPrefix(c, "/"), nil
+}

@@ -1,0 +1,101 @@
+// Package effects turns the effects that plans and reducers emit into
+// intents, decides them (caps, policies, secrets), and dispatches them to
+// adapters whose receipts come back to the world.
+//
+// # Deciding
+//
+// Gate.Check normalizes an effect's params against its defeffect's params
+// schema, checks who may emit it (origin_scope), finds the cap grant, checks
+// the grant's cap type and expiry, runs the cap's enforcer on the params,
+// checks secret ACLs, and asks the policy: the first matching rule decides
+// and no match denies. With no policy configured every effect is denied
+// (AgentOS allowed all). Every decision, allow or deny, is something the
+// world journals. The intent hash binds the kind, the canonical params, the
+// grant, the idempotency key and the origin.
+//
+// # Dispatching
+//
+// A Dispatcher runs adapters on a bounded pool of goroutines, each call
+// with a timeout, and hands their receipts back in completion order; the
+// world journals them one at a time. Secrets are resolved only at dispatch,
+// into the params the adapter sees, and never reach the journal or a hash.
+// A missing secret fails closed with an error receipt naming the secret and
+// its binding.
+package effects
+
+import (
+	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/schema"
+)
+
+// Origin is who emitted an effect.
+type Origin struct {
+	Kind   string       // "plan" or "reducer"
+	Name   string       // plan or reducer module name
+	PlanID uint64       // plans: the instance
+	Step   string       // plans: the emit_effect step
+	Key    schema.Value // reducers: the cell key, or nil
+}
+
+// Value returns the origin as a value, for hashing and journaling.
+func (o Origin) Value() schema.Value {
+	if o.Kind == "plan" {
+		return schema.Record("kind", o.Kind, "name", o.Name, "plan_id", o.PlanID, "step", o.Step)
+	}
+	return schema.Record("kind", o.Kind, "name", o.Name, "key", o.Key)
+}
+
+// Intent is an effect that was allowed: what to do, under which grant, for
+// whom. It is immutable.
+type Intent struct {
+	Hash           cas.Ref
+	Kind           string
+	Params         schema.Value // normalized against the effect's params schema; secrets are refs
+	Grant          string       // grant name
+	Cap            string       // the grant's defcap
+	CapType        string
+	GrantParams    schema.Value
+	IdempotencyKey []byte
+	Origin         Origin
+	// Effect is the defeffect name (its receipt schema types the receipt).
+	Effect string
+}
+
+// intentHash is hash(kind, canonical params, grant, idempotency key, origin).
+func intentHash(kind string, params schema.Value, grant, capName string, key []byte, origin Origin) (cas.Ref, error) {
+	if key == nil {
+		key = []byte{}
+	}
+	return schema.Ref(schema.Record(
+		"kind", kind, "params", params, "grant", schema.Record("name", grant, "cap", capName),
+		"idempotency_key", key, "origin", origin.Value()))
+}
+
+// Receipt statuses.
+const (
+	StatusOK      = "ok"
+	StatusError   = "error"
+	StatusTimeout = "timeout"
+)
+
+// Receipt is the outcome of an intent as an adapter reports it.
+type Receipt struct {
+	Status string // StatusOK, StatusError or StatusTimeout
+	// Payload is the receipt value when Status is ok; the world validates
+	// it against the effect's receipt schema.
+	Payload schema.Value
+	// Error says what went wrong when Status is not ok.
+	Error     string
+	AdapterID string
+	CostCents uint64
+}
+
+// Errorf returns an error receipt.
+func Errorf(adapter, format string, args ...any) Receipt {
+	return Receipt{Status: StatusError, Error: sprintf(format, args...), AdapterID: adapter}
+}
+
+// OK returns a successful receipt.
+func OK(adapter string, payload schema.Value) Receipt {
+	return Receipt{Status: StatusOK, Payload: payload, AdapterID: adapter}
+}

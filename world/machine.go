@@ -1,0 +1,773 @@
+package world
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/effects"
+	"github.com/demiurge-dev/demiurge/journal"
+	"github.com/demiurge-dev/demiurge/plans"
+	"github.com/demiurge-dev/demiurge/reducer"
+	"github.com/demiurge-dev/demiurge/schema"
+)
+
+// Machine is the deterministic core of a world: its state and the
+// function that turns one input into the derived records that follow it.
+// It does no I/O besides reading the CAS; World journals what it derives
+// and runs the effects, and replay feeds it recorded inputs. A Machine is
+// not safe for concurrent use.
+type Machine struct {
+	cat   *schema.Catalog
+	reg   *reducer.Registry
+	gate  *effects.Gate
+	progs *plans.Programs
+	cas   cas.Getter
+
+	// State, all of it restored from snapshots.
+	manifest      cas.Ref
+	logical       uint64
+	height        uint64
+	cells         map[string]map[string]*cell // module → canonical key bytes → cell
+	instances     map[uint64]*plans.Instance  // running plan instances
+	nextPlanID    uint64
+	pending       map[cas.Ref]*pendingIntent
+	nextIntentSeq uint64
+}
+
+type cell struct {
+	key   schema.Value
+	state schema.Value
+	ref   cas.Ref
+}
+
+type pendingIntent struct {
+	intent *effects.Intent
+	seq    uint64 // emission order
+}
+
+// NewMachine returns the machine of a fresh world.
+func NewMachine(cat *schema.Catalog, reg *reducer.Registry, store cas.Getter) *Machine {
+	return &Machine{
+		cat: cat, reg: reg, gate: effects.NewGate(cat), progs: plans.NewPrograms(cat), cas: store,
+		cells: map[string]map[string]*cell{}, instances: map[uint64]*plans.Instance{},
+		pending: map[cas.Ref]*pendingIntent{}, nextPlanID: 1,
+	}
+}
+
+// Catalog returns the loaded manifest the machine runs.
+func (m *Machine) Catalog() *schema.Catalog { return m.cat }
+
+// Height returns the seq of the last record the machine has seen.
+func (m *Machine) Height() uint64 { return m.height }
+
+// LogicalNow returns the logical time of the last input.
+func (m *Machine) LogicalNow() uint64 { return m.logical }
+
+// Manifest returns the manifest the world last recorded.
+func (m *Machine) Manifest() cas.Ref { return m.manifest }
+
+// State returns a cell's state (key nil for reducers that are not keyed).
+func (m *Machine) State(module string, key schema.Value) (schema.Value, cas.Ref, bool) {
+	enc, err := keyBytes(key)
+	if err != nil {
+		return nil, cas.Ref{}, false
+	}
+	c, ok := m.cells[module][enc]
+	if !ok {
+		return nil, cas.Ref{}, false
+	}
+	return c.state, c.ref, true
+}
+
+// Cell is one reducer cell.
+type Cell struct {
+	Key   schema.Value
+	State schema.Value
+	Ref   cas.Ref
+}
+
+// Cells returns a reducer's cells in canonical key order.
+func (m *Machine) Cells(module string) []Cell {
+	keys := sortedKeys(m.cells[module])
+	out := make([]Cell, 0, len(keys))
+	for _, k := range keys {
+		c := m.cells[module][k]
+		out = append(out, Cell{Key: c.key, State: c.state, Ref: c.ref})
+	}
+	return out
+}
+
+// Pending returns the intents without receipts, in emission order.
+func (m *Machine) Pending() []*effects.Intent {
+	ps := make([]*pendingIntent, 0, len(m.pending))
+	for _, p := range m.pending {
+		ps = append(ps, p)
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i].seq < ps[j].seq })
+	out := make([]*effects.Intent, len(ps))
+	for i, p := range ps {
+		out[i] = p.intent
+	}
+	return out
+}
+
+// IsPending reports whether an intent awaits its receipt.
+func (m *Machine) IsPending(intent cas.Ref) bool { _, ok := m.pending[intent]; return ok }
+
+// RunningPlans returns the ids of running plan instances, ascending.
+func (m *Machine) RunningPlans() []*plans.Instance {
+	ids := make([]uint64, 0, len(m.instances))
+	for id := range m.instances {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	out := make([]*plans.Instance, len(ids))
+	for i, id := range ids {
+		out[i] = m.instances[id]
+	}
+	return out
+}
+
+func sortedKeys[V any](mp map[string]V) []string {
+	ks := make([]string, 0, len(mp))
+	for k := range mp {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+func keyBytes(key schema.Value) (string, error) {
+	if key == nil {
+		return "", nil
+	}
+	b, err := schema.EncodeBody(key)
+	return string(b), err
+}
+
+// Step is what one input derives.
+type Step struct {
+	// Records are the input's record followed by every derived record, in
+	// order: what World appends in one transaction.
+	Records []journal.Entry
+	// Blobs are new CAS nodes the records refer to (cell states,
+	// snapshots), to commit with them.
+	Blobs [][]byte
+	// Dispatch are the intents to run once the records are durable, in
+	// emission order.
+	Dispatch []*effects.Intent
+}
+
+// stepper carries one step's work.
+type stepper struct {
+	m       *Machine
+	ctx     context.Context
+	stamp   reducer.Stamp
+	out     *Step
+	events  []queuedEvent
+	runnabl []uint64
+	queued  map[uint64]bool
+	err     error
+}
+
+type queuedEvent struct {
+	schema string
+	value  schema.Value
+	key    schema.Value
+	// target, when set, delivers the event to one reducer cell only (the
+	// results of a reducer's micro-effects).
+	target string
+}
+
+// Apply processes one input and returns everything it derives. The
+// machine's state moves on: on error the machine must be discarded, as
+// its state may be half updated (World reopens from the journal).
+// in.Stamp.JournalHeight must equal the machine's height.
+func (m *Machine) Apply(ctx context.Context, in *Input) (*Step, error) {
+	s := &stepper{m: m, ctx: ctx, stamp: in.Stamp, out: &Step{}, queued: map[uint64]bool{}}
+	e, err := in.Encode()
+	if err != nil {
+		return nil, err
+	}
+	s.out.Records = append(s.out.Records, e)
+	switch in.Kind {
+	case KindManifest:
+		m.manifest = in.Manifest
+	case KindEvent:
+		if in.Stamp.LogicalNowNS > m.logical {
+			m.logical = in.Stamp.LogicalNowNS
+		}
+		s.stamp.ManifestHash = m.manifest
+		t := &schema.Type{Kind: schema.KindRef, Ref: in.Schema}
+		v, err := schema.Normalize(m.cat, t, in.Value)
+		if err != nil {
+			return nil, fmt.Errorf("world: event %s: %w", in.Schema, err)
+		}
+		s.events = append(s.events, queuedEvent{schema: in.Schema, value: v, key: in.Key})
+	case KindReceipt:
+		if in.Stamp.LogicalNowNS > m.logical {
+			m.logical = in.Stamp.LogicalNowNS
+		}
+		s.stamp.ManifestHash = m.manifest
+		s.receipt(in)
+	default:
+		return nil, fmt.Errorf("world: %q is not an input", in.Kind)
+	}
+	s.drain()
+	if s.err != nil {
+		return nil, s.err
+	}
+	m.height += uint64(len(s.out.Records))
+	return s.out, nil
+}
+
+func (s *stepper) record(kind string, payload *schema.Map) {
+	if s.err != nil {
+		return
+	}
+	e, err := entry(kind, payload)
+	if err != nil {
+		s.err = err
+		return
+	}
+	s.out.Records = append(s.out.Records, e)
+}
+
+func (s *stepper) drain() {
+	for s.err == nil {
+		if err := s.ctx.Err(); err != nil {
+			s.err = err
+			return
+		}
+		if len(s.events) > 0 {
+			ev := s.events[0]
+			s.events = s.events[1:]
+			s.handleEvent(ev)
+			continue
+		}
+		if len(s.runnabl) > 0 {
+			id := s.runnabl[0]
+			s.runnabl = s.runnabl[1:]
+			delete(s.queued, id)
+			s.runPlan(id)
+			continue
+		}
+		return
+	}
+}
+
+func (s *stepper) runnable(id uint64) {
+	if !s.queued[id] {
+		s.queued[id] = true
+		s.runnabl = append(s.runnabl, id)
+	}
+}
+
+// ---- events and reducers ----
+
+func (s *stepper) handleEvent(ev queuedEvent) {
+	m := s.m
+	if ev.target != "" {
+		s.deliver(ev.target, ev.key, ev.schema, ev.value, "")
+		return
+	}
+	for _, r := range m.cat.Manifest.Routes {
+		switch {
+		case r.Event == ev.schema:
+			s.deliver(r.Reducer, ev.key, ev.schema, ev.value, r.KeyField)
+		case m.isArm(r.Event, ev.schema) != "":
+			wrapped := schema.Variant(m.isArm(r.Event, ev.schema), ev.value)
+			s.deliver(r.Reducer, ev.key, r.Event, wrapped, r.KeyField)
+		}
+		if s.err != nil {
+			return
+		}
+	}
+	for _, in := range m.RunningPlans() {
+		p, err := m.progs.Get(in.Plan)
+		if err != nil || !in.WaitsFor(p, ev.schema) {
+			continue
+		}
+		if in.OfferEvent(p, ev.schema, ev.value) {
+			s.runnable(in.ID)
+		}
+	}
+	for _, t := range m.cat.Manifest.Triggers {
+		if t.Event != ev.schema {
+			continue
+		}
+		var corr schema.Value
+		if t.CorrelateBy != "" {
+			v, err := pathValue(ev.value, strings.Split(t.CorrelateBy, "."))
+			if err != nil {
+				s.record(KindPlanEnded, rec("plan", t.Plan, "status", "error",
+					"error", rec("code", plans.CodeEval, "message", fmt.Sprintf("correlate_by %q: %v", t.CorrelateBy, err))))
+				continue
+			}
+			corr = v
+		}
+		s.startPlan(t.Plan, ev.value, corr, ev.key)
+	}
+}
+
+// isArm returns the arm name under which schema arm appears as a ref arm of
+// the variant schema v, or "".
+func (m *Machine) isArm(v, arm string) string {
+	t, ok := m.cat.SchemaType(v)
+	if !ok || t.Kind != schema.KindVariant {
+		return ""
+	}
+	for _, f := range t.Fields {
+		if f.Type.Kind == schema.KindRef && f.Type.Ref == arm {
+			return f.Name
+		}
+	}
+	return ""
+}
+
+func pathValue(v schema.Value, path []string) (schema.Value, error) {
+	for _, seg := range path {
+		m, ok := v.(*schema.Map)
+		if !ok {
+			return nil, fmt.Errorf("no field %q in %s", seg, schema.String(v))
+		}
+		f, ok := m.Get(seg)
+		if !ok {
+			return nil, fmt.Errorf("no field %q", seg)
+		}
+		v = f
+	}
+	return v, nil
+}
+
+// deliver runs one reducer step on the cell the event belongs to.
+func (s *stepper) deliver(module string, key schema.Value, evSchema string, value schema.Value, keyField string) {
+	m := s.m
+	fail := func(key schema.Value, format string, args ...any) {
+		s.record(KindReducerError, rec("reducer", module, "key", key, "event", evSchema, "error", fmt.Sprintf(format, args...)))
+	}
+	mod, ok := m.cat.Module(module)
+	if !ok || mod.Reducer == nil {
+		fail(key, "module %s is not a reducer of the manifest", module)
+		return
+	}
+	red, ok := m.reg.Lookup(module)
+	if !ok {
+		fail(key, "reducer %s is not registered in this binary", module)
+		return
+	}
+	// The cell key: the route's key_field if it has one, else the key the
+	// event carries.
+	if mod.KeySchema == "" {
+		key = nil
+	} else {
+		if keyField != "" {
+			v, err := pathValue(value, strings.Split(keyField, "."))
+			if err != nil {
+				fail(nil, "key_field %q: %v", keyField, err)
+				return
+			}
+			key = v
+		}
+		if key == nil {
+			fail(nil, "event %s carries no key and the route has no key_field", evSchema)
+			return
+		}
+		nk, err := schema.Normalize(m.cat, &schema.Type{Kind: schema.KindRef, Ref: mod.KeySchema}, key)
+		if err != nil {
+			fail(key, "cell key does not fit %s: %v", mod.KeySchema, err)
+			return
+		}
+		key = nk
+	}
+	kb, err := keyBytes(key)
+	if err != nil {
+		fail(key, "cell key: %v", err)
+		return
+	}
+	// The event as the reducer takes it.
+	abiEvent := mod.Reducer.Event
+	if evSchema != abiEvent {
+		arm := m.isArm(abiEvent, evSchema)
+		if arm == "" {
+			fail(key, "reducer %s takes %s, not %s", module, abiEvent, evSchema)
+			return
+		}
+		value = schema.Variant(arm, value)
+	}
+	var old *cell
+	if cs := m.cells[module]; cs != nil {
+		old = cs[kb]
+	}
+	var state schema.Value
+	if old != nil {
+		state = old.state
+	}
+	rc := &reducer.Context{Stamp: s.stamp, Module: module, Key: key, EventSchema: abiEvent, CAS: m.cas}
+	out, err := safeStep(red, rc, state, value)
+	if err != nil {
+		fail(key, "%v", err)
+		return
+	}
+	// Validate everything before applying anything.
+	var newState schema.Value
+	var newRef cas.Ref
+	var blob []byte
+	if out.State != nil {
+		ns, err := schema.Normalize(m.cat, &schema.Type{Kind: schema.KindRef, Ref: mod.Reducer.State}, out.State)
+		if err != nil {
+			fail(key, "new state does not fit %s: %v", mod.Reducer.State, err)
+			return
+		}
+		b, err := schema.Encode(ns)
+		if err != nil {
+			fail(key, "new state: %v", err)
+			return
+		}
+		newState, newRef, blob = ns, cas.Sum(b), b
+	}
+	events := make([]queuedEvent, 0, len(out.Events))
+	for i, e := range out.Events {
+		if _, ok := m.cat.SchemaType(e.Schema); !ok {
+			fail(key, "event %d has schema %s, which the manifest does not know", i, e.Schema)
+			return
+		}
+		v, err := schema.Normalize(m.cat, &schema.Type{Kind: schema.KindRef, Ref: e.Schema}, e.Value)
+		if err != nil {
+			fail(key, "event %d does not fit %s: %v", i, e.Schema, err)
+			return
+		}
+		ek := e.Key
+		if ek == nil {
+			ek = key
+		}
+		events = append(events, queuedEvent{schema: e.Schema, value: v, key: ek})
+	}
+	for i, e := range out.Effects {
+		if !containsStr(mod.Reducer.EffectsEmitted, e.Kind) {
+			fail(key, "effect %d is %s, which %s does not declare in effects_emitted", i, e.Kind, module)
+			return
+		}
+	}
+	// Apply.
+	changed := old == nil && newState != nil || old != nil && (newState == nil || old.ref != newRef)
+	if changed {
+		if newState == nil {
+			delete(m.cells[module], kb)
+			s.record(KindState, rec("reducer", module, "key", key))
+		} else {
+			if m.cells[module] == nil {
+				m.cells[module] = map[string]*cell{}
+			}
+			m.cells[module][kb] = &cell{key: key, state: newState, ref: newRef}
+			s.out.Blobs = append(s.out.Blobs, blob)
+			s.record(KindState, rec("reducer", module, "key", key, "state", newRef.String()))
+		}
+	}
+	for _, e := range events {
+		s.record(KindRaised, rec("schema", e.schema, "value", e.value, "key", e.key, "origin", rec("reducer", module)))
+		s.events = append(s.events, e)
+	}
+	for _, e := range out.Effects {
+		grant, err := m.slotGrant(mod, e)
+		origin := effects.Origin{Kind: "reducer", Name: module, Key: key}
+		if err != nil {
+			s.record(KindDenied, rec("kind", e.Kind, "origin", origin.Value(), "stage", effects.StageGrant, "reason", err.Error()))
+			continue
+		}
+		s.emit(effects.Request{Kind: e.Kind, Params: e.Params, Grant: grant, IdempotencyKey: e.IdempotencyKey, Origin: origin, LogicalNowNS: m.logical})
+	}
+}
+
+func containsStr(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// safeStep runs a reducer, turning a panic into an error.
+func safeStep(r reducer.Reducer, c *reducer.Context, state, event schema.Value) (out reducer.Output, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("reducer panicked: %v", p)
+		}
+	}()
+	return r.Step(c, state, event)
+}
+
+// slotGrant finds the grant of a reducer's effect: the slot's binding in
+// module_bindings, else the one grant whose cap type fits.
+func (m *Machine) slotGrant(mod *schema.DefModule, e reducer.Effect) (string, error) {
+	slot := e.CapSlot
+	if slot == "" {
+		slot = "default"
+	}
+	if g, ok := m.cat.Manifest.SlotGrant(mod.Name, slot); ok {
+		return g, nil
+	}
+	ef, ok := m.cat.EffectKind(e.Kind)
+	if !ok {
+		return "", fmt.Errorf("effect kind %s is not declared", e.Kind)
+	}
+	capType := ef.CapType
+	for _, cs := range mod.Reducer.CapSlots {
+		if cs.Slot == slot {
+			capType = cs.CapType
+		}
+	}
+	var found []string
+	for _, g := range m.cat.Manifest.CapGrants {
+		if cd, ok := m.cat.Cap(g.Cap); ok && cd.CapType == capType {
+			found = append(found, g.Name)
+		}
+	}
+	if len(found) != 1 {
+		return "", fmt.Errorf("slot %q of %s is not bound in module_bindings and there are %d grants of cap type %s (want one)", slot, mod.Name, len(found), capType)
+	}
+	return found[0], nil
+}
+
+// ---- effects ----
+
+// emit decides an effect and records the decision; it returns the intent
+// or why it was denied.
+func (s *stepper) emit(req effects.Request) (*effects.Intent, error) {
+	m := s.m
+	d := m.gate.Check(req)
+	if !d.Allowed {
+		s.record(KindDenied, rec("kind", req.Kind, "grant", req.Grant, "origin", req.Origin.Value(),
+			"stage", d.Stage, "reason", d.Reason))
+		return nil, errors.New(d.Reason)
+	}
+	in := d.Intent
+	if _, dup := m.pending[in.Hash]; dup {
+		// The same intent is already in flight: at-least-once collapses.
+		return in, nil
+	}
+	decision := rec("enforcer", d.Enforcer, "policy", d.Policy)
+	if d.Rule >= 0 {
+		decision = decision.With("rule", uint64(d.Rule))
+	}
+	var key any
+	if len(in.IdempotencyKey) > 0 {
+		key = in.IdempotencyKey
+	}
+	s.record(KindIntent, rec("intent", in.Hash.String(), "kind", in.Kind, "params", in.Params, "grant", in.Grant,
+		"origin", in.Origin.Value(), "key", key, "decision", decision))
+	m.nextIntentSeq++
+	m.pending[in.Hash] = &pendingIntent{intent: in, seq: m.nextIntentSeq}
+	s.out.Dispatch = append(s.out.Dispatch, in)
+	return in, nil
+}
+
+// receipt applies an effect's receipt.
+func (s *stepper) receipt(in *Input) {
+	m := s.m
+	p, ok := m.pending[in.Intent]
+	if !ok {
+		s.record(KindRejected, rec("intent", in.Intent.String(), "reason", "no pending intent has this hash (a late or duplicate receipt)"))
+		return
+	}
+	delete(m.pending, in.Intent)
+	intent := p.intent
+	r := plans.Receipt{}
+	payload := in.Payload
+	switch in.Status {
+	case effects.StatusOK:
+		ef, _ := m.cat.Effect(intent.Effect)
+		v, err := schema.Normalize(m.cat, &schema.Type{Kind: schema.KindRef, Ref: ef.ReceiptSchema}, in.Payload)
+		if err != nil {
+			reason := fmt.Sprintf("receipt of %s does not fit %s: %v", intent.Kind, ef.ReceiptSchema, err)
+			s.record(KindRejected, rec("intent", in.Intent.String(), "reason", reason))
+			r.Err, payload = reason, nil
+		} else {
+			r.Payload, payload = v, v
+		}
+	case effects.StatusTimeout:
+		r.Err = fmt.Sprintf("%s timed out: %s", intent.Kind, in.Error)
+	default:
+		r.Err = fmt.Sprintf("%s failed: %s", intent.Kind, in.Error)
+	}
+	switch intent.Origin.Kind {
+	case "plan":
+		inst, ok := m.instances[intent.Origin.PlanID]
+		if !ok {
+			return // the instance ended before its receipt came
+		}
+		inst.DeliverReceipt(intent.Hash, r)
+		s.runnable(inst.ID)
+	case "reducer":
+		s.reducerReceipt(intent, in, payload)
+	}
+}
+
+// resultSchemas are the events that carry micro-effect receipts back to
+// the reducer that emitted them.
+var resultSchemas = map[string]string{
+	"blob.put":  "sys/BlobPutResult@1",
+	"blob.get":  "sys/BlobGetResult@1",
+	"timer.set": "sys/TimerFired@1",
+}
+
+func (s *stepper) reducerReceipt(intent *effects.Intent, in *Input, payload schema.Value) {
+	m := s.m
+	evSchema, ok := resultSchemas[intent.Kind]
+	if !ok {
+		return
+	}
+	ef, _ := m.cat.Effect(intent.Effect)
+	if payload == nil {
+		payload = zeroReceipt(m.cat, ef.ReceiptSchema, intent.Params)
+	}
+	status := in.Status
+	var cost any
+	if in.CostCents > 0 {
+		cost = in.CostCents
+	}
+	v := rec("intent_hash", intent.Hash.String(), "reducer", intent.Origin.Name, "effect_kind", intent.Kind,
+		"adapter_id", in.AdapterID, "status", status, "requested", intent.Params, "receipt", payload,
+		"cost_cents", cost, "signature", []byte{})
+	nv, err := schema.Normalize(m.cat, &schema.Type{Kind: schema.KindRef, Ref: evSchema}, v)
+	if err != nil {
+		s.record(KindRejected, rec("intent", intent.Hash.String(), "reason", fmt.Sprintf("result event %s: %v", evSchema, err)))
+		return
+	}
+	s.record(KindRaised, rec("schema", evSchema, "value", nv, "key", intent.Origin.Key, "origin", rec("receipt", intent.Hash.String())))
+	s.events = append(s.events, queuedEvent{schema: evSchema, value: nv, key: intent.Origin.Key, target: intent.Origin.Name})
+}
+
+// zeroReceipt builds the receipt a failed micro-effect reports: the
+// requested blob ref or timer key, zero elsewhere, so the reducer still
+// hears back (with status "error" or "timeout").
+func zeroReceipt(cat *schema.Catalog, receiptSchema string, params schema.Value) schema.Value {
+	get := func(k string) schema.Value {
+		pm, _ := params.(*schema.Map)
+		v, _ := pm.Get(k)
+		return v
+	}
+	switch receiptSchema {
+	case "sys/BlobPutReceipt@1":
+		return schema.Record("blob_ref", get("blob_ref"), "size", uint64(0))
+	case "sys/BlobGetReceipt@1":
+		return schema.Record("blob_ref", get("blob_ref"), "size", uint64(0), "bytes", []byte{})
+	case "sys/TimerSetReceipt@1":
+		return schema.Record("delivered_at_ns", uint64(0), "key", get("key"))
+	}
+	return nil
+}
+
+// ---- plans ----
+
+func (s *stepper) startPlan(name string, input, corr, key schema.Value) {
+	m := s.m
+	p, err := m.progs.Get(name)
+	if err != nil {
+		s.record(KindPlanEnded, rec("plan", name, "status", "error", "error", rec("code", plans.CodeEval, "message", err.Error())))
+		return
+	}
+	in, err := schema.Normalize(m.cat, &schema.Type{Kind: schema.KindRef, Ref: p.Def.Input}, input)
+	if err != nil {
+		s.record(KindPlanEnded, rec("plan", name, "status", "error", "error", rec("code", plans.CodeInvalid, "message", err.Error())))
+		return
+	}
+	id := m.nextPlanID
+	m.nextPlanID++
+	inst := plans.Start(p, id, in, corr, key)
+	m.instances[id] = inst
+	s.record(KindPlanStarted, rec("plan", name, "plan_id", id))
+	s.runnable(id)
+}
+
+func (s *stepper) runPlan(id uint64) {
+	m := s.m
+	inst, ok := m.instances[id]
+	if !ok {
+		return
+	}
+	p, err := m.progs.Get(inst.Plan)
+	if err == nil {
+		err = inst.Check(p)
+	}
+	if err != nil {
+		inst.Status = plans.EndedError
+		inst.Err = &plans.PlanError{Plan: inst.Plan, Code: plans.CodeInvalid, Msg: err.Error()}
+	} else {
+		inst.Run(p, &planHost{s: s})
+	}
+	if s.err != nil || inst.Status == plans.Running {
+		return
+	}
+	delete(m.instances, id)
+	status := "ok"
+	var perr *schema.Map
+	var perrEvent schema.Value
+	if inst.Status == plans.EndedError {
+		status = "error"
+		perr = rec("step", inst.Err.Step, "code", inst.Err.Code, "message", inst.Err.Msg)
+		perrEvent = schema.Record("step", inst.Err.Step, "code", inst.Err.Code, "message", inst.Err.Msg)
+	}
+	s.record(KindPlanEnded, rec("plan", inst.Plan, "plan_id", id, "status", status, "result", inst.Result, "error", perr))
+	if m.consumes("sys/PlanEnded@1") {
+		input, _ := schema.Encode(inst.Input)
+		v := schema.Record("plan", inst.Plan, "plan_id", id, "status", status, "error", perrEvent, "input", input)
+		s.record(KindRaised, rec("schema", "sys/PlanEnded@1", "value", v, "key", inst.Key, "origin", rec("plan", inst.Plan, "plan_id", id)))
+		s.events = append(s.events, queuedEvent{schema: "sys/PlanEnded@1", value: v, key: inst.Key})
+	}
+}
+
+// consumes reports whether something routes, triggers on or could await
+// events of a schema.
+func (m *Machine) consumes(event string) bool {
+	for _, r := range m.cat.Manifest.Routes {
+		if r.Event == event || m.isArm(r.Event, event) != "" {
+			return true
+		}
+	}
+	for _, t := range m.cat.Manifest.Triggers {
+		if t.Event == event {
+			return true
+		}
+	}
+	for _, in := range m.instances {
+		if p, err := m.progs.Get(in.Plan); err == nil && in.WaitsFor(p, event) {
+			return true
+		}
+	}
+	return false
+}
+
+// planHost is the world as a plan instance sees it.
+type planHost struct{ s *stepper }
+
+func (h *planHost) SchemaType(name string) (*schema.Type, bool) { return h.s.m.cat.SchemaType(name) }
+
+func (h *planHost) Emit(in *plans.Instance, step *schema.Step, params schema.Value, key []byte) (cas.Ref, error) {
+	s := h.s
+	intent, err := s.emit(effects.Request{
+		Kind: step.Kind, Params: params, Grant: step.Cap, IdempotencyKey: key,
+		Origin:       effects.Origin{Kind: "plan", Name: in.Plan, PlanID: in.ID, Step: step.ID},
+		LogicalNowNS: s.m.logical,
+	})
+	if err != nil {
+		return cas.Ref{}, err
+	}
+	return intent.Hash, nil
+}
+
+func (h *planHost) Raise(in *plans.Instance, step *schema.Step, event string, value schema.Value) error {
+	s := h.s
+	v, err := schema.Normalize(s.m.cat, &schema.Type{Kind: schema.KindRef, Ref: event}, value)
+	if err != nil {
+		return err
+	}
+	s.record(KindRaised, rec("schema", event, "value", v, "key", in.Key, "origin", rec("plan", in.Plan, "plan_id", in.ID)))
+	s.events = append(s.events, queuedEvent{schema: event, value: v, key: in.Key})
+	return nil
+}

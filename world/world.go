@@ -1,0 +1,382 @@
+package world
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/effects"
+	"github.com/demiurge-dev/demiurge/journal"
+	"github.com/demiurge-dev/demiurge/reducer"
+	"github.com/demiurge-dev/demiurge/schema"
+)
+
+// Options configure a World.
+type Options struct {
+	// Name is the world's name in the journal (see journal.ValidateWorld).
+	Name string
+	// Catalog is the loaded manifest. When it differs from the manifest the
+	// world last ran, Open records the change.
+	Catalog *schema.Catalog
+	// Reducers are the Go reducers the manifest's modules name.
+	Reducers *reducer.Registry
+	// Storage holds the journal and the blobs.
+	Storage Storage
+	// Adapters run effects, by kind. Kinds without an adapter get error
+	// receipts.
+	Adapters map[string]effects.Adapter
+	// Dispatch configures the dispatcher (workers, timeouts, secrets, clock).
+	Dispatch effects.DispatcherOptions
+	// Now is the ingress clock (default time.Now).
+	Now func() time.Time
+	// Entropy is the source of each input's random bytes (default
+	// crypto/rand).
+	Entropy io.Reader
+	// SnapshotEvery is the number of inputs between snapshots; 0 means
+	// DefaultSnapshotEvery, a negative number never.
+	SnapshotEvery int
+	// OnCommit, if set, is called with each step's records after they are
+	// durable, in journal order, on the world's goroutine. It must not call
+	// the world.
+	OnCommit func(recs []journal.Record)
+	Logger   *slog.Logger
+}
+
+// DefaultSnapshotEvery is how many inputs a world takes between snapshots.
+const DefaultSnapshotEvery = 256
+
+// EntropySize is the number of random bytes in each ingress stamp.
+const EntropySize = 32
+
+// Errors of a World.
+var (
+	// ErrClosed is returned when the world was closed.
+	ErrClosed = errors.New("world: closed")
+	// ErrInvalidInput is returned (wrapped) when an event does not fit its
+	// schema; nothing is journaled.
+	ErrInvalidInput = errors.New("world: invalid input")
+)
+
+// World is a running world: a single goroutine applies inputs, one at a
+// time, in journal order; adapters run effects concurrently.
+type World struct {
+	opts Options
+	log  *slog.Logger
+
+	mu      sync.RWMutex // guards m, head, err and signal
+	m       *Machine
+	head    journal.Head
+	err     error         // set when the world broke (a commit failed)
+	signal  chan struct{} // closed and replaced after every commit
+	running int           // inputs being applied
+	since   int           // inputs since the last snapshot
+
+	requests    chan request
+	completions chan effects.Completion
+	disp        *effects.Dispatcher
+	quit        chan struct{}
+	done        chan struct{}
+	closeOnce   sync.Once
+}
+
+type request struct {
+	in   *Input
+	done chan result
+}
+
+type result struct {
+	head journal.Head
+	err  error
+}
+
+// Open recovers a world from its journal (from its newest snapshot,
+// re-deriving and verifying every record after it), records the manifest
+// if it is new or changed, dispatches again every intent still waiting for
+// its receipt, and starts the world.
+func Open(ctx context.Context, opts Options) (*World, error) {
+	if err := journal.ValidateWorld(opts.Name); err != nil {
+		return nil, err
+	}
+	if opts.Catalog == nil || opts.Storage == nil || opts.Reducers == nil {
+		return nil, errors.New("world: Options need a Catalog, Reducers and Storage")
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Entropy == nil {
+		opts.Entropy = rand.Reader
+	}
+	if opts.SnapshotEvery == 0 {
+		opts.SnapshotEvery = DefaultSnapshotEvery
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	m, head, err := Recover(ctx, opts.Name, opts.Catalog, opts.Reducers, opts.Storage)
+	if err != nil {
+		return nil, err
+	}
+	w := &World{
+		opts: opts, log: opts.Logger.With("world", opts.Name), m: m, head: head,
+		signal: make(chan struct{}), requests: make(chan request),
+		completions: make(chan effects.Completion, 64), quit: make(chan struct{}), done: make(chan struct{}),
+	}
+	if m.Manifest() != opts.Catalog.ManifestRef() {
+		if head.Seq == 0 {
+			w.log.Info("new world", "manifest", opts.Catalog.ManifestRef().Short())
+		} else {
+			w.log.Info("manifest changed", "from", m.Manifest().Short(), "to", opts.Catalog.ManifestRef().Short())
+		}
+		var blobs [][]byte
+		_ = opts.Catalog.Nodes(func(_ cas.Ref, node []byte) error {
+			blobs = append(blobs, node)
+			return nil
+		})
+		if _, err := w.applyLocked(ctx, &Input{Kind: KindManifest, Manifest: opts.Catalog.ManifestRef()}, blobs); err != nil {
+			return nil, err
+		}
+	}
+	dopts := opts.Dispatch
+	if dopts.Now == nil {
+		dopts.Now = opts.Now
+	}
+	if dopts.Logger == nil {
+		dopts.Logger = w.log
+	}
+	w.disp = effects.NewDispatcher(opts.Catalog, opts.Storage.CAS(), opts.Adapters, w.completions, dopts)
+	for _, in := range m.Pending() {
+		w.log.Debug("dispatching again", "kind", in.Kind, "intent", in.Hash.Short())
+		w.disp.Dispatch(in)
+	}
+	go w.loop()
+	return w, nil
+}
+
+// Recover rebuilds a world's machine from its journal without running it:
+// from the newest snapshot, re-deriving and checking every record after it.
+// It returns the machine and the head.
+func Recover(ctx context.Context, name string, cat *schema.Catalog, reg *reducer.Registry, st Storage) (*Machine, journal.Head, error) {
+	r, err := Replay(ctx, ReplayOptions{Name: name, Catalog: cat, Reducers: reg, Storage: st})
+	if err != nil {
+		return nil, journal.Head{}, err
+	}
+	return r.Machine, r.Head, nil
+}
+
+// stamp samples a new ingress stamp.
+func (w *World) stamp() (reducer.Stamp, error) {
+	now := w.opts.Now().UnixNano()
+	if now < 0 {
+		now = 0
+	}
+	s := reducer.Stamp{NowNS: uint64(now), LogicalNowNS: uint64(now), JournalHeight: w.m.Height(), ManifestHash: w.m.Manifest()}
+	if s.LogicalNowNS < w.m.LogicalNow() {
+		s.LogicalNowNS = w.m.LogicalNow()
+	}
+	s.Entropy = make([]byte, EntropySize)
+	if _, err := io.ReadFull(w.opts.Entropy, s.Entropy); err != nil {
+		return reducer.Stamp{}, fmt.Errorf("world: entropy: %w", err)
+	}
+	return s, nil
+}
+
+// applyLocked applies one input and commits it. The caller holds no lock.
+func (w *World) applyLocked(ctx context.Context, in *Input, extraBlobs [][]byte) (journal.Head, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return journal.Head{}, w.err
+	}
+	if in.Kind != KindManifest {
+		s, err := w.stamp()
+		if err != nil {
+			return journal.Head{}, err
+		}
+		in.Stamp = s
+	}
+	step, err := w.m.Apply(ctx, in)
+	if err != nil {
+		w.err = fmt.Errorf("world %s broke applying %s: %w (reopen it to recover from the journal)", w.opts.Name, in.Kind, err)
+		return journal.Head{}, w.err
+	}
+	blobs := append(extraBlobs, step.Blobs...)
+	if in.Kind != KindManifest {
+		w.since++
+	}
+	if w.opts.SnapshotEvery > 0 && w.since >= w.opts.SnapshotEvery {
+		e, b, err := w.m.Snapshot()
+		if err != nil {
+			w.err = err
+			return journal.Head{}, err
+		}
+		step.Records = append(step.Records, e)
+		blobs = append(blobs, b)
+		w.since = 0
+	}
+	head, err := w.opts.Storage.Commit(ctx, w.opts.Name, w.head, step.Records, blobs)
+	if err != nil {
+		w.err = fmt.Errorf("world %s: commit failed: %w (reopen it to recover from the journal)", w.opts.Name, err)
+		return journal.Head{}, w.err
+	}
+	if head.Seq != w.m.Height() {
+		w.err = fmt.Errorf("world %s: journal head %d after commit, machine at %d", w.opts.Name, head.Seq, w.m.Height())
+		return journal.Head{}, w.err
+	}
+	first := w.head.Seq + 1
+	w.head = head
+	close(w.signal)
+	w.signal = make(chan struct{})
+	if w.opts.OnCommit != nil {
+		recs := make([]journal.Record, len(step.Records))
+		for i, e := range step.Records {
+			recs[i] = journal.Record{Seq: first + uint64(i), Kind: e.Kind, Payload: e.Payload}
+		}
+		w.opts.OnCommit(recs)
+	}
+	if w.disp != nil {
+		for _, intent := range step.Dispatch {
+			w.disp.Dispatch(intent)
+		}
+	}
+	return head, nil
+}
+
+func (w *World) loop() {
+	defer close(w.done)
+	for {
+		select {
+		case r := <-w.requests:
+			h, err := w.applyLocked(context.Background(), r.in, nil)
+			r.done <- result{head: h, err: err}
+		case c := <-w.completions:
+			w.mu.RLock()
+			pending := w.m.IsPending(c.Intent.Hash)
+			w.mu.RUnlock()
+			if !pending {
+				w.log.Debug("dropping receipt of an intent that is not pending", "intent", c.Intent.Hash.Short())
+				continue
+			}
+			in := &Input{Kind: KindReceipt, Intent: c.Intent.Hash, Status: c.Receipt.Status, Payload: c.Receipt.Payload,
+				Error: c.Receipt.Error, AdapterID: c.Receipt.AdapterID, CostCents: c.Receipt.CostCents}
+			if _, err := w.applyLocked(context.Background(), in, nil); err != nil {
+				w.log.Error("receipt", "err", err)
+			}
+		case <-w.quit:
+			return
+		}
+	}
+}
+
+// Send validates a domain event and, if it fits its schema, journals it and
+// applies it. It returns once the event and everything it derived are
+// durable (effects it started may still be running). An event that does not
+// fit is refused with an error wrapping ErrInvalidInput; nothing is
+// journaled.
+func (w *World) Send(ctx context.Context, schemaName string, value, key schema.Value) (journal.Head, error) {
+	if _, ok := w.opts.Catalog.SchemaType(schemaName); !ok {
+		return journal.Head{}, fmt.Errorf("%w: schema %s is not in the manifest", ErrInvalidInput, schemaName)
+	}
+	v, err := schema.Normalize(w.opts.Catalog, &schema.Type{Kind: schema.KindRef, Ref: schemaName}, value)
+	if err != nil {
+		return journal.Head{}, fmt.Errorf("%w: %s: %v", ErrInvalidInput, schemaName, err)
+	}
+	return w.submit(ctx, &Input{Kind: KindEvent, Schema: schemaName, Value: v, Key: key})
+}
+
+// SendJSON is Send with the value in either AIR JSON form.
+func (w *World) SendJSON(ctx context.Context, schemaName string, js []byte) (journal.Head, error) {
+	if _, ok := w.opts.Catalog.SchemaType(schemaName); !ok {
+		return journal.Head{}, fmt.Errorf("%w: schema %s is not in the manifest", ErrInvalidInput, schemaName)
+	}
+	v, err := schema.NormalizeJSON(w.opts.Catalog, &schema.Type{Kind: schema.KindRef, Ref: schemaName}, js)
+	if err != nil {
+		return journal.Head{}, fmt.Errorf("%w: %s: %v", ErrInvalidInput, schemaName, err)
+	}
+	return w.submit(ctx, &Input{Kind: KindEvent, Schema: schemaName, Value: v})
+}
+
+func (w *World) submit(ctx context.Context, in *Input) (journal.Head, error) {
+	r := request{in: in, done: make(chan result, 1)}
+	w.mu.Lock()
+	w.running++
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		w.running--
+		w.mu.Unlock()
+	}()
+	select {
+	case w.requests <- r:
+	case <-w.done:
+		return journal.Head{}, ErrClosed
+	case <-ctx.Done():
+		return journal.Head{}, ctx.Err()
+	}
+	res := <-r.done
+	return res.head, res.err
+}
+
+// WaitIdle waits until no effect is in flight and no input is being
+// applied, or until ctx is done. It returns the world's error if it broke.
+func (w *World) WaitIdle(ctx context.Context) error {
+	for {
+		w.mu.RLock()
+		err, idle, sig := w.err, len(w.m.pending) == 0 && w.running == 0 && len(w.completions) == 0, w.signal
+		w.mu.RUnlock()
+		if err != nil {
+			return err
+		}
+		if idle {
+			return nil
+		}
+		select {
+		case <-sig:
+		case <-w.done:
+			return ErrClosed
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// View calls fn with the world's machine under a read lock, for queries.
+// fn must not keep the machine or modify it.
+func (w *World) View(fn func(m *Machine)) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	fn(w.m)
+}
+
+// Head returns the journal head.
+func (w *World) Head() journal.Head {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return w.head
+}
+
+// Err returns the error that broke the world, if any.
+func (w *World) Err() error {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return w.err
+}
+
+// Close stops the world: effects in flight are cancelled (they are
+// dispatched again when the world reopens) and nothing more is journaled.
+// The journal keeps every record committed before Close.
+func (w *World) Close() error {
+	w.closeOnce.Do(func() {
+		close(w.quit)
+		<-w.done
+		if w.disp != nil {
+			w.disp.Close()
+		}
+	})
+	return nil
+}
