@@ -126,7 +126,9 @@ func enforceHTTP(grant, params schema.Value) error {
 
 // HostAllowed reports whether host matches one of the allowed host
 // patterns ("example.com", or "*.example.com" for its subdomains).
-func HostAllowed(host string, allowed []string) bool { return hostAllowed(strings.ToLower(host), allowed) }
+func HostAllowed(host string, allowed []string) bool {
+	return hostAllowed(strings.ToLower(host), allowed)
+}
 
 func hostAllowed(host string, allowed []string) bool {
 	for _, a := range allowed {
