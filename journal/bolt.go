@@ -15,20 +15,32 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 )
 
-// The layout of a journal inside a bbolt file:
+// The layout of a journal inside a bbolt file, in top-level buckets:
 //
-//	journal/                 top-level bucket
-//	  format  = "demiurge/journal/v1"
-//	  heads/  world -> 8-byte big-endian seq ++ 32-byte BLAKE3 digest
-//	  records/
-//	    <world>/  8-byte big-endian seq -> record bytes (see Record.Encode)
+//	journal                  format = "demiurge/journal/v1"
+//	journal/<world>          one bucket per world with records:
+//	  8-byte big-endian seq -> record bytes (see Record.Encode)
+//	  ff ff ff ff ff ff ff ff 'h' -> head: 8-byte big-endian seq ++ 32-byte BLAKE3 digest
+//
+// World buckets are top-level, not nested in "journal", and the head key
+// sorts after every seq key, so it sits on the page appends write anyway:
+// a commit writes the same pages as a raw bbolt put of the records.
 var (
 	bucketJournal = []byte("journal")
-	bucketHeads   = []byte("heads")
-	bucketRecords = []byte("records")
 	keyFormat     = []byte("format")
 	formatV1      = []byte("demiurge/journal/v1")
+	worldPrefix   = []byte("journal/")
+	keyHead       = []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 'h'}
 )
+
+// worldBucket returns the bucket of world, or nil if it has none.
+func worldBucket(tx *bbolt.Tx, world string) *bbolt.Bucket {
+	return tx.Bucket(worldBucketName(world))
+}
+
+func worldBucketName(world string) []byte {
+	return append(append(make([]byte, 0, len(worldPrefix)+len(world)), worldPrefix...), world...)
+}
 
 const headSize = 8 + cas.Size
 
@@ -165,14 +177,7 @@ func newBolt(db *bbolt.DB, readOnly, ownDB bool) (*Bolt, error) {
 		if f := top.Get(keyFormat); !bytes.Equal(f, formatV1) {
 			return fmt.Errorf("bucket %q holds format %q, want %q (not a demiurge journal, or a newer one)", bucketJournal, f, formatV1)
 		}
-		if readOnly {
-			return nil
-		}
-		if _, err := top.CreateBucketIfNotExists(bucketHeads); err != nil {
-			return err
-		}
-		_, err := top.CreateBucketIfNotExists(bucketRecords)
-		return err
+		return nil
 	}
 	var err error
 	if readOnly {
@@ -233,9 +238,16 @@ func (j *Bolt) AppendWith(ctx context.Context, world string, expect Head, entrie
 	if j.readOnly {
 		return Head{}, ErrReadOnly
 	}
-	req := &appendReq{world: world, expect: expect, entries: entries, fn: fn, done: make(chan appendResult, 1)}
-	for _, e := range entries {
-		req.size += len(e.Payload) + len(e.Kind)
+	// Encode here, in parallel with other callers, not in the committer:
+	// the records are right exactly when expect is the head, which is the
+	// only case in which they are written.
+	recs, next, err := encodeEntries(world, expect, entries)
+	if err != nil {
+		return Head{}, err
+	}
+	req := &appendReq{world: world, expect: expect, next: next, records: recs, fn: fn, done: make(chan appendResult, 1)}
+	for _, r := range recs {
+		req.size += len(r)
 	}
 	j.mu.Lock()
 	if j.stopping {
@@ -312,16 +324,11 @@ func (j *Bolt) Read(ctx context.Context, world string, from uint64, fn func(Reco
 // the head).
 func (j *Bolt) readChunk(world string, from uint64, c **chain, out *[]Record) (done bool, err error) {
 	err = j.view(world, func(tx *bbolt.Tx) error {
-		top := tx.Bucket(bucketJournal)
-		if top == nil {
-			done = true
-			return nil // a read-only file without a journal
-		}
-		head, hasHead, err := loadHead(top, world)
+		b := worldBucket(tx, world)
+		head, hasHead, err := loadHead(b, world)
 		if err != nil {
 			return err
 		}
-		b := recordsBucket(top, world)
 		if *c == nil {
 			if err := checkPresence(world, head, hasHead, b); err != nil {
 				return err
@@ -352,7 +359,7 @@ func (j *Bolt) readChunk(world string, from uint64, c **chain, out *[]Record) (d
 		}
 		cur := b.Cursor()
 		size := 0
-		for k, v := cur.Seek(seqKey((*c).next)); k != nil; k, v = cur.Next() {
+		for k, v := cur.Seek(seqKey((*c).next)); k != nil && !bytes.Equal(k, keyHead); k, v = cur.Next() {
 			if len(*out) >= readChunkRecords || size >= readChunkBytes {
 				return nil
 			}
@@ -383,59 +390,36 @@ func (j *Bolt) Head(ctx context.Context, world string) (Head, error) {
 	}
 	var head Head
 	err := j.view(world, func(tx *bbolt.Tx) error {
-		top := tx.Bucket(bucketJournal)
-		if top == nil {
-			return nil
-		}
 		var err error
-		head, _, err = loadHead(top, world)
+		head, _, err = loadHead(worldBucket(tx, world), world)
 		return err
 	})
 	return head, err
 }
 
-// Worlds implements Lister. It also checks that every world with a head
-// has records and the other way round.
+// Worlds implements Lister. It also checks that every world's bucket has a
+// head entry.
 func (j *Bolt) Worlds(ctx context.Context) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	var names []string
 	err := j.view("", func(tx *bbolt.Tx) error {
-		top := tx.Bucket(bucketJournal)
-		if top == nil {
-			return nil
-		}
-		if hs := top.Bucket(bucketHeads); hs != nil {
-			err := hs.ForEach(func(k, v []byte) error {
-				if err := ValidateWorld(string(k)); err != nil {
-					return corruptf(string(k), 0, "head stored under an invalid world name: %v", err)
-				}
-				names = append(names, string(k))
-				return nil
-			})
-			if err != nil {
-				return err
+		c := tx.Cursor()
+		for k, v := c.Seek(worldPrefix); k != nil && bytes.HasPrefix(k, worldPrefix); k, v = c.Next() {
+			world := string(k[len(worldPrefix):])
+			if v != nil {
+				return corruptf("", 0, "unexpected top-level key %q", k)
 			}
-		}
-		i := 0
-		if rs := top.Bucket(bucketRecords); rs != nil {
-			err := rs.ForEach(func(k, v []byte) error {
-				if v != nil {
-					return corruptf(string(k), 0, "unexpected key %q in the records bucket", k)
-				}
-				if i >= len(names) || names[i] != string(k) {
-					return corruptf(string(k), 0, "world %s has records but no head", k)
-				}
-				i++
-				return nil
-			})
-			if err != nil {
-				return err
+			if err := ValidateWorld(world); err != nil {
+				return corruptf(world, 0, "bucket %q is not named for a valid world: %v", k, err)
 			}
-		}
-		if i < len(names) {
-			return corruptf(names[i], 0, "world %s has a head but no records", names[i])
+			if _, hasHead, err := loadHead(tx.Bucket(k), world); err != nil {
+				return err
+			} else if !hasHead {
+				return corruptf(world, 0, "world %s has no head entry", world)
+			}
+			names = append(names, world)
 		}
 		return nil
 	})
@@ -509,13 +493,13 @@ func encodeHead(h Head) []byte {
 	return append(b, d[:]...)
 }
 
-// loadHead reads world's head entry from the journal's top bucket.
-func loadHead(top *bbolt.Bucket, world string) (Head, bool, error) {
-	hs := top.Bucket(bucketHeads)
-	if hs == nil {
+// loadHead reads the head entry of world from its bucket b (nil if the
+// world has none).
+func loadHead(b *bbolt.Bucket, world string) (Head, bool, error) {
+	if b == nil {
 		return Head{}, false, nil
 	}
-	v := hs.Get([]byte(world))
+	v := b.Get(keyHead)
 	if v == nil {
 		return Head{}, false, nil
 	}
@@ -529,26 +513,21 @@ func loadHead(top *bbolt.Bucket, world string) (Head, bool, error) {
 	return h, true, nil
 }
 
-func recordsBucket(top *bbolt.Bucket, world string) *bbolt.Bucket {
-	rs := top.Bucket(bucketRecords)
-	if rs == nil {
+// checkPresence checks that a world's bucket b, if it exists, has a head
+// entry and that its last record is the head's seq.
+func checkPresence(world string, head Head, hasHead bool, b *bbolt.Bucket) error {
+	if b == nil {
 		return nil
 	}
-	return rs.Bucket([]byte(world))
-}
-
-// checkPresence checks that a world has a head entry if and only if it has
-// records, and that its last record is the head's seq.
-func checkPresence(world string, head Head, hasHead bool, b *bbolt.Bucket) error {
-	var last []byte
-	if b != nil {
-		last, _ = b.Cursor().Last()
+	if !hasHead {
+		return corruptf(world, 0, "world %s has no head entry", world)
+	}
+	cur := b.Cursor()
+	last, _ := cur.Last()
+	if bytes.Equal(last, keyHead) {
+		last, _ = cur.Prev()
 	}
 	switch {
-	case !hasHead && last == nil:
-		return nil
-	case !hasHead:
-		return corruptf(world, 0, "world %s has records but no head", world)
 	case last == nil:
 		return corruptf(world, 1, "world %s has a head (seq %d) but no records", world, head.Seq)
 	case len(last) != 8:

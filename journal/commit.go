@@ -18,9 +18,10 @@ const (
 type appendReq struct {
 	world   string
 	expect  Head
-	entries []Entry
+	next    Head     // the head after the append
+	records [][]byte // the encoded records, chained onto expect
 	fn      func(*bbolt.Tx) error
-	size    int               // payload and kind bytes, for group limits
+	size    int               // encoded bytes, for group limits
 	taken   bool              // the committer took it (guarded by Bolt.mu)
 	done    chan appendResult // cap 1; receives the outcome once durable
 }
@@ -154,28 +155,19 @@ func (j *Bolt) tryCommit(group []*appendReq, live []int, results []appendResult)
 
 // worldState is a world's head as the appends of one group move it.
 type worldState struct {
-	head    Head
-	err     error         // the world's stored state is unusable
-	records *bbolt.Bucket // nil until the world has records
-	dirty   bool          // head moved: write it back
+	head   Head
+	err    error         // the world's stored state is unusable
+	bucket *bbolt.Bucket // nil until the world has records
+	dirty  bool          // head moved: write it back
 }
 
 func applyGroup(tx *bbolt.Tx, group []*appendReq, live []int, results []appendResult) (int, error) {
-	top := tx.Bucket(bucketJournal)
-	if top == nil {
-		return -1, fmt.Errorf("bucket %q is missing", bucketJournal)
-	}
-	heads := top.Bucket(bucketHeads)
-	all := top.Bucket(bucketRecords)
-	if heads == nil || all == nil {
-		return -1, fmt.Errorf("bucket %q lacks %q or %q", bucketJournal, bucketHeads, bucketRecords)
-	}
 	worlds := make(map[string]*worldState, 1)
 	for _, i := range live {
 		r := group[i]
 		ws := worlds[r.world]
 		if ws == nil {
-			ws = loadWorld(top, r.world)
+			ws = loadWorld(tx, r.world)
 			worlds[r.world] = ws
 		}
 		if ws.err != nil {
@@ -186,33 +178,28 @@ func applyGroup(tx *bbolt.Tx, group []*appendReq, live []int, results []appendRe
 			results[i] = appendResult{err: &ConflictError{World: r.world, Expect: r.expect, Actual: ws.head}}
 			continue
 		}
-		// Encode before fn runs: nothing after fn may fail on its own.
-		recs, head, err := encodeEntries(r.world, ws.head, r.entries)
-		if err != nil {
-			results[i] = appendResult{err: err}
-			continue
-		}
 		if r.fn != nil {
 			if res, failed := callFn(r.fn, tx); failed {
 				results[i] = res
 				return i, errFnFailed
 			}
 		}
-		if len(recs) > 0 {
-			if ws.records == nil {
-				b, err := all.CreateBucket([]byte(r.world))
+		if len(r.records) > 0 {
+			if ws.bucket == nil {
+				b, err := tx.CreateBucket(worldBucketName(r.world))
 				if err != nil {
-					return -1, fmt.Errorf("create records bucket of world %s: %w", r.world, err)
+					return -1, fmt.Errorf("create bucket of world %s: %w", r.world, err)
 				}
-				ws.records = b
+				ws.bucket = b
 			}
-			ws.records.FillPercent = 1 // keys only grow: fill pages completely
-			for k, rec := range recs {
-				if err := ws.records.Put(seqKey(ws.head.Seq+1+uint64(k)), rec); err != nil {
-					return -1, fmt.Errorf("world %s: put record %d: %w", r.world, ws.head.Seq+1+uint64(k), err)
+			ws.bucket.FillPercent = 1 // keys only grow: fill pages completely
+			for k, rec := range r.records {
+				seq := r.expect.Seq + 1 + uint64(k)
+				if err := ws.bucket.Put(seqKey(seq), rec); err != nil {
+					return -1, fmt.Errorf("world %s: put record %d: %w", r.world, seq, err)
 				}
 			}
-			ws.head = head
+			ws.head = r.next
 			ws.dirty = true
 		}
 		results[i] = appendResult{head: ws.head}
@@ -221,7 +208,7 @@ func applyGroup(tx *bbolt.Tx, group []*appendReq, live []int, results []appendRe
 		if !ws.dirty {
 			continue
 		}
-		if err := heads.Put([]byte(name), encodeHead(ws.head)); err != nil {
+		if err := ws.bucket.Put(keyHead, encodeHead(ws.head)); err != nil {
 			return -1, fmt.Errorf("world %s: put head: %w", name, err)
 		}
 		if invariants {
@@ -235,16 +222,16 @@ func applyGroup(tx *bbolt.Tx, group []*appendReq, live []int, results []appendRe
 
 // loadWorld reads a world's head and checks that its last record is the
 // head's seq, so an append never builds on a damaged tail.
-func loadWorld(top *bbolt.Bucket, world string) *worldState {
-	head, hasHead, err := loadHead(top, world)
+func loadWorld(tx *bbolt.Tx, world string) *worldState {
+	b := worldBucket(tx, world)
+	head, hasHead, err := loadHead(b, world)
 	if err != nil {
 		return &worldState{err: err}
 	}
-	b := recordsBucket(top, world)
 	if err := checkPresence(world, head, hasHead, b); err != nil {
 		return &worldState{err: err}
 	}
-	ws := &worldState{head: head, records: b}
+	ws := &worldState{head: head, bucket: b}
 	if invariants && hasHead {
 		if err := checkTail(world, ws); err != nil {
 			return &worldState{err: err}
@@ -256,7 +243,7 @@ func loadWorld(top *bbolt.Bucket, world string) *worldState {
 // checkTail decodes a world's last record and checks it against the head.
 // It runs only with the invariants build tag (or -race).
 func checkTail(world string, ws *worldState) error {
-	v := ws.records.Get(seqKey(ws.head.Seq))
+	v := ws.bucket.Get(seqKey(ws.head.Seq))
 	if v == nil {
 		return corruptf(world, ws.head.Seq, "record %d (the head) is missing", ws.head.Seq)
 	}

@@ -42,7 +42,7 @@ func marker(world string, seq int) []byte {
 
 // mutate opens the file with bbolt directly and lets fn change the
 // journal's buckets.
-func mutate(t *testing.T, path string, fn func(heads, w *bbolt.Bucket) error) {
+func mutate(t *testing.T, path string, fn func(w *bbolt.Bucket) error) {
 	t.Helper()
 	db, err := bbolt.Open(path, 0o600, nil)
 	if err != nil {
@@ -50,8 +50,7 @@ func mutate(t *testing.T, path string, fn func(heads, w *bbolt.Bucket) error) {
 	}
 	defer db.Close()
 	err = db.Update(func(tx *bbolt.Tx) error {
-		top := tx.Bucket(bucketJournal)
-		return fn(top.Bucket(bucketHeads), top.Bucket(bucketRecords).Bucket([]byte("w")))
+		return fn(tx.Bucket([]byte("journal/w")))
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -90,56 +89,56 @@ func TestCorruption(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name    string
-		mutate  func(t *testing.T, heads, w *bbolt.Bucket) error
+		mutate  func(t *testing.T, w *bbolt.Bucket) error
 		seq     uint64 // the seq the error must name
 		want    string // part of the message
 		goodRec int    // records Read delivers before the error
 	}{
-		{"flipped payload byte", func(t *testing.T, _, w *bbolt.Bucket) error {
+		{"flipped payload byte", func(t *testing.T, w *bbolt.Bucket) error {
 			return editValue(w, seqKey(5), func(v []byte) []byte { return flipAt(payloadOffset(t, v) + 10)(v) })
 		}, 6, "journal: world w: hash chain broken at seq 6: prev is blake3:", 5},
-		{"flipped payload byte of the last record", func(t *testing.T, _, w *bbolt.Bucket) error {
+		{"flipped payload byte of the last record", func(t *testing.T, w *bbolt.Bucket) error {
 			return editValue(w, seqKey(10), flipAt(-1))
 		}, 10, "journal: world w: hash chain broken at seq 10: the head is blake3:", 10},
-		{"flipped prev byte", func(t *testing.T, _, w *bbolt.Bucket) error {
+		{"flipped prev byte", func(t *testing.T, w *bbolt.Bucket) error {
 			return editValue(w, seqKey(5), func(v []byte) []byte {
 				return flipAt(bytes.Index(v, keyPrev) + len(keyPrev) + 2 + 7)(v)
 			})
 		}, 5, "journal: world w: hash chain broken at seq 5: prev is", 4},
-		{"flipped map header", func(t *testing.T, _, w *bbolt.Bucket) error {
+		{"flipped map header", func(t *testing.T, w *bbolt.Bucket) error {
 			return editValue(w, seqKey(5), flipAt(3))
 		}, 5, "journal: world w: record 5 does not decode: at byte 3: map has 5 entries, want 4", 4},
-		{"flipped seq", func(t *testing.T, _, w *bbolt.Bucket) error {
+		{"flipped seq", func(t *testing.T, w *bbolt.Bucket) error {
 			return editValue(w, seqKey(5), func(v []byte) []byte { v[8] = 7; return v })
 		}, 5, "journal: world w: record stored as seq 5 holds seq 7", 4},
-		{"truncated value", func(t *testing.T, _, w *bbolt.Bucket) error {
+		{"truncated value", func(t *testing.T, w *bbolt.Bucket) error {
 			return editValue(w, seqKey(5), func(v []byte) []byte { return v[:len(v)/2] })
 		}, 5, "journal: world w: record 5 does not decode: at byte", 4},
-		{"empty value", func(t *testing.T, _, w *bbolt.Bucket) error {
+		{"empty value", func(t *testing.T, w *bbolt.Bucket) error {
 			return w.Put(seqKey(5), []byte{})
 		}, 5, "journal: world w: record 5 does not decode: at byte 0: missing self-describe prefix", 4},
-		{"deleted record", func(t *testing.T, _, w *bbolt.Bucket) error {
+		{"deleted record", func(t *testing.T, w *bbolt.Bucket) error {
 			return w.Delete(seqKey(5))
 		}, 5, "journal: world w: record 5 is missing (the next stored record is 6)", 4},
-		{"deleted last record", func(t *testing.T, _, w *bbolt.Bucket) error {
+		{"deleted last record", func(t *testing.T, w *bbolt.Bucket) error {
 			return w.Delete(seqKey(10))
 		}, 10, "journal: world w: the head is seq 10, but the last stored record is 9", 0},
-		{"record beyond the head", func(t *testing.T, _, w *bbolt.Bucket) error {
+		{"record beyond the head", func(t *testing.T, w *bbolt.Bucket) error {
 			return w.Put(seqKey(11), []byte("junk"))
 		}, 10, "journal: world w: the head is seq 10, but the last stored record is 11", 0},
-		{"odd key", func(t *testing.T, _, w *bbolt.Bucket) error {
+		{"odd key", func(t *testing.T, w *bbolt.Bucket) error {
 			return w.Put([]byte{0, 0, 0, 0, 0, 0, 0, 5, 1}, []byte("junk"))
 		}, 6, "journal: world w: unexpected key 000000000000000501 among the records (after seq 5)", 5},
-		{"flipped head hash", func(t *testing.T, heads, _ *bbolt.Bucket) error {
-			return editValue(heads, []byte("w"), flipAt(-1))
+		{"flipped head hash", func(t *testing.T, w *bbolt.Bucket) error {
+			return editValue(w, keyHead, flipAt(-1))
 		}, 10, "journal: world w: hash chain broken at seq 10: the head is blake3:", 10},
-		{"truncated head", func(t *testing.T, heads, _ *bbolt.Bucket) error {
-			return editValue(heads, []byte("w"), func(v []byte) []byte { return v[:20] })
+		{"truncated head", func(t *testing.T, w *bbolt.Bucket) error {
+			return editValue(w, keyHead, func(v []byte) []byte { return v[:20] })
 		}, 0, "journal: world w: head entry is 20 bytes, want 40", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := buildJournal(t)
-			mutate(t, path, func(heads, w *bbolt.Bucket) error { return tc.mutate(t, heads, w) })
+			mutate(t, path, func(w *bbolt.Bucket) error { return tc.mutate(t, w) })
 			j, err := OpenBolt(path, &BoltOptions{ReadOnly: true})
 			if err != nil {
 				t.Fatal(err)
@@ -191,7 +190,7 @@ func TestCorruptionEveryByte(t *testing.T) {
 	defer j.Close()
 	put := func(v []byte) {
 		err := db.Update(func(tx *bbolt.Tx) error {
-			return tx.Bucket(bucketJournal).Bucket(bucketRecords).Bucket([]byte("w")).Put(seqKey(5), v)
+			return tx.Bucket([]byte("journal/w")).Put(seqKey(5), v)
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -199,7 +198,7 @@ func TestCorruptionEveryByte(t *testing.T) {
 	}
 	var orig []byte
 	_ = db.View(func(tx *bbolt.Tx) error {
-		orig = bytes.Clone(tx.Bucket(bucketJournal).Bucket(bucketRecords).Bucket([]byte("w")).Get(seqKey(5)))
+		orig = bytes.Clone(tx.Bucket([]byte("journal/w")).Get(seqKey(5)))
 		return nil
 	})
 	for i := range orig {
@@ -265,16 +264,11 @@ func TestCorruptionMovedWorld(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = db.Update(func(tx *bbolt.Tx) error {
-		top := tx.Bucket(bucketJournal)
-		src := top.Bucket(bucketRecords).Bucket([]byte("w"))
-		dst, err := top.Bucket(bucketRecords).CreateBucket([]byte("x"))
+		dst, err := tx.CreateBucket([]byte("journal/x"))
 		if err != nil {
 			return err
 		}
-		if err := src.ForEach(func(k, v []byte) error { return dst.Put(k, v) }); err != nil {
-			return err
-		}
-		return top.Bucket(bucketHeads).Put([]byte("x"), top.Bucket(bucketHeads).Get([]byte("w")))
+		return tx.Bucket([]byte("journal/w")).ForEach(func(k, v []byte) error { return dst.Put(k, v) })
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -299,15 +293,15 @@ func TestCorruptionHeadsAndRecordsDisagree(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name   string
-		mutate func(heads, w *bbolt.Bucket) error
+		mutate func(w *bbolt.Bucket) error
 		want   string
 	}{
-		{"head deleted", func(heads, _ *bbolt.Bucket) error { return heads.Delete([]byte("w")) }, "world w has records but no head"},
-		{"tail deleted", func(_, w *bbolt.Bucket) error { return w.Delete(seqKey(10)) }, "the head is seq 10, but the last stored record is 9"},
+		{"head deleted", func(w *bbolt.Bucket) error { return w.Delete(keyHead) }, "world w has no head entry"},
+		{"tail deleted", func(w *bbolt.Bucket) error { return w.Delete(seqKey(10)) }, "the head is seq 10, but the last stored record is 9"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := buildJournal(t)
-			mutate(t, path, func(heads, w *bbolt.Bucket) error { return tc.mutate(heads, w) })
+			mutate(t, path, func(w *bbolt.Bucket) error { return tc.mutate(w) })
 			j, err := OpenBolt(path, nil)
 			if err != nil {
 				t.Fatal(err)

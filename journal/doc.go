@@ -32,13 +32,15 @@
 //
 // Memory keeps records in memory, for tests and replay. Bolt keeps them in
 // a bbolt file, either its own (OpenBolt) or one shared with the world's
-// CAS store (NewBolt), laid out as
+// CAS store (NewBolt), in top-level buckets:
 //
-//	journal/                 bucket
-//	  format  = "demiurge/journal/v1"
-//	  heads/  world -> 8-byte big-endian seq ++ 32-byte BLAKE3 digest
-//	  records/
-//	    <world>/  8-byte big-endian seq -> record bytes
+//	journal                  format = "demiurge/journal/v1"
+//	journal/<world>          one bucket per world with records:
+//	  8-byte big-endian seq -> record bytes
+//	  ff ff ff ff ff ff ff ff 'h' -> head: 8-byte big-endian seq ++ 32-byte digest
+//
+// The head key sorts after every seq, on the page an append writes anyway,
+// so a commit writes no more pages than a raw bbolt put of the records.
 //
 // Bolt commits with one committer goroutine: every append pending when it
 // starts a transaction goes into that transaction, so concurrent worlds
@@ -79,6 +81,10 @@
 // Bolt trusts bbolt's own page structure. Read converts a panic inside
 // bbolt into ErrCorrupt, but a file damaged below bbolt's page map can make
 // bbolt fail to open it, or fault.
+//
+// The callback of AppendWith may run more than once (when the group
+// transaction it ran in is rolled back because of another append) and must
+// write only through its tx.
 //
 // If a group commit fails because the disk failed, each append of the
 // group is retried alone; the outcome of an append whose commit returned

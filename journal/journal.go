@@ -168,6 +168,9 @@ type CorruptError struct {
 }
 
 func (e *CorruptError) Error() string {
+	if e.World == "" {
+		return "journal: " + e.Problem
+	}
 	return fmt.Sprintf("journal: world %s: %s", e.World, e.Problem)
 }
 

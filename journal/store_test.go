@@ -30,11 +30,12 @@ func TestBolt(t *testing.T) {
 }
 
 // TestBoltShared runs the suite on a journal inside a DB the test owns, as
-// the world shares one file between the CAS and the journal.
+// the world shares one file between the CAS and the journal. The DB skips
+// fsync (TestBolt covers durable commits), so the suite stays fast.
 func TestBoltShared(t *testing.T) {
 	t.Parallel()
 	journaltest.Test(t, func(t *testing.T) journal.Store {
-		db := openDB(t, filepath.Join(t.TempDir(), "shared.db"), nil)
+		db := openDB(t, filepath.Join(t.TempDir(), "shared.db"), &bbolt.Options{NoSync: true})
 		j, err := journal.NewBolt(db, nil)
 		if err != nil {
 			t.Fatal(err)
