@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/internal/store"
+)
+
+// TestMain lets the test binary act as the demiurge command, and as the
+// helper commands the scripts use to fill and damage stores, when
+// testscript runs it under those names.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"demiurge":                main,
+		"demiurge-append":         helper(helperAppend),
+		"demiurge-corrupt-blob":   helper(helperCorruptBlob),
+		"demiurge-corrupt-record": helper(helperCorruptRecord),
+		"demiurge-cbor":           helper(helperCBOR),
+		"demiurge-hold":           helper(helperHold),
+	})
+}
+
+// TestScripts runs the end-to-end scripts in testdata/script: the real
+// binary in a fresh temporary directory each (so the store is
+// $WORK/.demiurge, never the user's). The counter example is copied into
+// $WORK/counter.
+func TestScripts(t *testing.T) {
+	t.Parallel()
+	testscript.Run(t, testscript.Params{
+		Dir:                 filepath.Join("testdata", "script"),
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		Setup: func(env *testscript.Env) error {
+			return copyAIR(filepath.Join("..", "..", "examples", "counter"), filepath.Join(env.WorkDir, "counter"))
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"exits":    cmdExits,
+			"waitfile": cmdWaitFile,
+		},
+	})
+}
+
+// copyAIR copies the AIR files of a world folder into dst.
+func copyAIR(src, dst string) error {
+	files, err := filepath.Glob(filepath.Join(src, "*.air.json"))
+	if err != nil || len(files) == 0 {
+		return fmt.Errorf("no AIR files in %s: %v", src, err)
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dst, filepath.Base(f)), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cmdExits runs a program and checks its exit code:
+//
+//	exits CODE PROG [ARGS...]
+//
+// Its stdout and stderr are kept for the stdout and stderr commands.
+func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! exits")
+	}
+	if len(args) < 2 {
+		ts.Fatalf("usage: exits CODE PROG [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exits: bad code %q", args[0])
+	}
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("exits: %v", err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited with %d; want %d", args[1], got, want)
+	}
+}
+
+// cmdWaitFile waits (up to 30 s) until a file exists:
+//
+//	waitfile FILE
+func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitfile FILE")
+	}
+	path := ts.MkAbs(args[0])
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+	}
+	ts.Fatalf("%s did not appear within 30s", args[0])
+}
+
+// helper turns a function into a helper command's main: it exits 1 and
+// prints the error if the function fails.
+func helper(fn func(ctx context.Context, args []string) error) func() {
+	return func() {
+		if err := fn(context.Background(), os.Args[1:]); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", filepath.Base(os.Args[0]), err)
+			os.Exit(1)
+		}
+	}
+}
+
+// helperAppend appends records to a world, creating the store:
+//
+//	demiurge-append DIR WORLD [KIND PAYLOAD]...
+//
+// A PAYLOAD is JSON (stored as canonical CBOR), "raw:TEXT" or "".
+// It prints the new head.
+func helperAppend(ctx context.Context, args []string) error {
+	if len(args) < 2 {
+		return errors.New("usage: demiurge-append DIR WORLD [KIND PAYLOAD]...")
+	}
+	entries, err := parseEntries(args[2:])
+	if err != nil {
+		return err
+	}
+	head, err := appendRecords(ctx, args[0], args[1], entries)
+	if err != nil {
+		return err
+	}
+	fmt.Println(head)
+	return nil
+}
+
+// helperCorruptBlob changes the stored bytes of a blob:
+//
+//	demiurge-corrupt-blob DIR REF
+func helperCorruptBlob(ctx context.Context, args []string) error {
+	if len(args) != 2 {
+		return errors.New("usage: demiurge-corrupt-blob DIR REF")
+	}
+	ref, err := cas.ParseRef(args[1])
+	if err != nil {
+		return err
+	}
+	return corruptBlob(args[0], ref)
+}
+
+// helperCorruptRecord changes the payload of a journal record:
+//
+//	demiurge-corrupt-record DIR WORLD SEQ
+func helperCorruptRecord(ctx context.Context, args []string) error {
+	if len(args) != 3 {
+		return errors.New("usage: demiurge-corrupt-record DIR WORLD SEQ")
+	}
+	seq, err := strconv.ParseUint(args[2], 10, 64)
+	if err != nil {
+		return err
+	}
+	return corruptRecord(ctx, args[0], args[1], seq)
+}
+
+// helperCBOR writes the canonical CBOR node of a JSON document:
+//
+//	demiurge-cbor JSON
+func helperCBOR(ctx context.Context, args []string) error {
+	if len(args) != 1 {
+		return errors.New("usage: demiurge-cbor JSON")
+	}
+	b, err := jsonToCBOR(args[0])
+	if err != nil {
+		return err
+	}
+	_, err = os.Stdout.Write(b)
+	return err
+}
+
+// helperHold opens a store read-write, creates FILE to say it holds the
+// lock, and keeps it open until it is killed (or for a minute at most):
+//
+//	demiurge-hold DIR FILE
+func helperHold(ctx context.Context, args []string) error {
+	if len(args) != 2 {
+		return errors.New("usage: demiurge-hold DIR FILE")
+	}
+	s, err := store.Open(args[0], nil)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if err := os.WriteFile(args[1], nil, 0o644); err != nil {
+		return err
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	select {
+	case <-sig:
+	case <-time.After(time.Minute):
+	}
+	return nil
+}

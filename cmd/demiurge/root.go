@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/demiurge-dev/demiurge/internal/store"
+)
+
+// Exit codes of the demiurge command.
+const (
+	exitOK      = 0 // the command did what was asked
+	exitFailure = 1 // it could not, or it found problems (invalid AIR, a corrupt store)
+	exitUsage   = 2 // the command line is wrong: unknown command or flag, bad arguments
+)
+
+// defaultStoreDir is the store a command uses without --store or
+// $DEMIURGE_STORE: a directory in the current one.
+const defaultStoreDir = ".demiurge"
+
+// storeEnv names the environment variable that overrides defaultStoreDir.
+const storeEnv = "DEMIURGE_STORE"
+
+// stdio is where a command reads and writes.
+type stdio struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+// app is the state the commands of one invocation share: where they
+// write, and the global flags.
+type app struct {
+	stdio
+	storeDir string
+	verbose  bool
+	log      *slog.Logger
+}
+
+// usageError is a mistake on the command line; it exits with exitUsage.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// usagef returns a usageError.
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Errorf(format, args...)}
+}
+
+// wantArgs checks that a command has min to max arguments and reports a
+// usage error naming its usage line otherwise.
+func wantArgs(min, max int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if min <= len(args) && len(args) <= max {
+			return nil
+		}
+		var want string
+		switch {
+		case max == 0:
+			want = "no arguments"
+		case min == max:
+			want = plural(min, "argument")
+		case min == 0:
+			want = "at most " + plural(max, "argument")
+		default:
+			want = fmt.Sprintf("%d to %d arguments", min, max)
+		}
+		got := fmt.Sprint(len(args))
+		if len(args) > 0 {
+			got += fmt.Sprintf(" %q", args)
+		}
+		name := strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
+		return usagef("%s takes %s, got %s (usage: %s)", name, want, got, cmd.UseLine())
+	}
+}
+
+// execute runs the demiurge command line args and returns the exit code.
+// Errors are printed on io.err as "demiurge: <message>". getenv reads the
+// environment ($DEMIURGE_STORE).
+func execute(ctx context.Context, args []string, io stdio, getenv func(string) string) int {
+	a := &app{stdio: io, log: slog.New(slog.DiscardHandler)}
+	root := newRootCommand(a, getenv)
+	if args == nil {
+		args = []string{}
+	}
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(io.err, "demiurge: %v\n", err)
+	var ue *usageError
+	if errors.As(err, &ue) {
+		if cmd == nil {
+			cmd = root
+		}
+		fmt.Fprintf(io.err, "Run '%s --help' for usage.\n", cmd.CommandPath())
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// newRootCommand builds the command tree of a, reading the default store
+// directory with getenv.
+func newRootCommand(a *app, getenv func(string) string) *cobra.Command {
+	storeDefault := defaultStoreDir
+	if v := getenv(storeEnv); v != "" {
+		storeDefault = v
+	}
+	root := &cobra.Command{
+		Use:   "demiurge",
+		Short: "A deterministic, event-sourced workflow engine for tool-using LLM agents",
+		Long: `demiurge runs worlds defined in AIR manifests. Every input is journaled and
+every blob is stored under its BLAKE3 hash, so a recorded session replays to
+the same bytes.
+
+The store (--store, default .demiurge in the current directory, or
+$DEMIURGE_STORE) is one bbolt file holding the content-addressed blobs and
+the journal. A command that writes it holds it exclusively; read-only
+commands share it and leave it unchanged.
+
+Exit codes:
+  0  ok
+  1  failure: the command could not do its job, or found problems
+     (invalid AIR, a corrupt blob or journal)
+  2  usage error: unknown command or flag, wrong arguments`,
+		Args:          cobra.ArbitraryArgs,
+		RunE:          groupRunE,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			level := slog.LevelWarn
+			if a.verbose {
+				level = slog.LevelDebug
+			}
+			a.log = slog.New(slog.NewTextHandler(a.err, &slog.HandlerOptions{Level: level}))
+			return nil
+		},
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetIn(a.in)
+	root.SetOut(a.out)
+	root.SetErr(a.err)
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		if errors.Is(err, pflag.ErrHelp) {
+			return err
+		}
+		return &usageError{err}
+	})
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.storeDir, "store", storeDefault, "store `DIR`ectory (env "+storeEnv+")")
+	pf.BoolVarP(&a.verbose, "verbose", "v", false, "log debug messages on stderr")
+
+	root.AddCommand(
+		newVersionCommand(a),
+		newValidateCommand(a),
+		newCASCommand(a),
+		newJournalCommand(a),
+	)
+	return root
+}
+
+// groupRunE is the RunE of a command that only groups subcommands: with
+// no arguments it prints its help, with any it reports an unknown
+// command. (cobra would print the help and succeed.)
+func groupRunE(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return cmd.Help()
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2
+	}
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += "; did you mean " + strings.Join(s, " or ") + "?"
+	}
+	return usagef("%s", msg)
+}
+
+// openStore opens the store named by --store, read-only or read-write.
+func (a *app) openStore(readOnly bool) (*store.Store, error) {
+	a.log.Debug("open store", "dir", a.storeDir, "read_only", readOnly)
+	s, err := store.Open(a.storeDir, &store.Options{ReadOnly: readOnly})
+	if err != nil {
+		if errors.Is(err, store.ErrNotExist) {
+			return nil, fmt.Errorf("%w (nothing has written it yet; pick another with --store or $%s)", err, storeEnv)
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// closeStore closes s, keeping the first error in *errp.
+func closeStore(s *store.Store, errp *error) {
+	if err := s.Close(); err != nil && *errp == nil {
+		*errp = err
+	}
+}

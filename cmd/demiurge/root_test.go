@@ -1,0 +1,102 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestExitCodes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args       []string
+		code       int
+		wantStderr string // a substring of stderr
+	}{
+		{nil, exitOK, ""},
+		{[]string{"--help"}, exitOK, ""},
+		{[]string{"cas"}, exitOK, ""},
+		{[]string{"journal", "--help"}, exitOK, ""},
+		{[]string{"bogus"}, exitUsage, `demiurge: unknown command "bogus" for "demiurge"`},
+		{[]string{"cas", "bogus"}, exitUsage, `unknown command "bogus" for "demiurge cas"`},
+		{[]string{"journal", "bogus"}, exitUsage, `unknown command "bogus" for "demiurge journal"`},
+		{[]string{"--nope"}, exitUsage, "unknown flag: --nope"},
+		{[]string{"version", "--nope"}, exitUsage, "unknown flag: --nope"},
+		{[]string{"version", "x"}, exitUsage, "version takes no arguments"},
+		{[]string{"validate"}, exitUsage, "validate takes 1 argument, got 0"},
+		{[]string{"cas", "get"}, exitUsage, "Run 'demiurge cas get --help' for usage."},
+		{[]string{"cas", "stat", "sha1:00"}, exitUsage, "invalid ref"},
+		{[]string{"journal", "dump"}, exitUsage, "--world is required"},
+		{[]string{"journal", "dump", "--world", "a/b"}, exitUsage, "invalid world name"},
+		{[]string{"journal", "dump", "--world", "w", "--from", "x"}, exitUsage, `invalid argument "x" for "--from"`},
+		{[]string{"validate", "does-not-exist"}, exitFailure, "demiurge: validate does-not-exist: load AIR"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			t.Parallel()
+			r := run(t, nil, "", tc.args...)
+			if r.code != tc.code {
+				t.Errorf("exit %d; want %d\nstderr:\n%s", r.code, tc.code, r.stderr)
+			}
+			if !strings.Contains(r.stderr, tc.wantStderr) {
+				t.Errorf("stderr %q does not contain %q", r.stderr, tc.wantStderr)
+			}
+			if tc.code == exitOK && r.stderr != "" {
+				t.Errorf("stderr %q; want nothing", r.stderr)
+			}
+			if tc.code != exitOK {
+				if r.stdout != "" {
+					t.Errorf("stdout %q; want nothing on failure", r.stdout)
+				}
+				if !strings.HasPrefix(r.stderr, "demiurge: ") {
+					t.Errorf("stderr %q does not start with \"demiurge: \"", r.stderr)
+				}
+			}
+		})
+	}
+}
+
+func TestHelpDocumentsExitCodes(t *testing.T) {
+	t.Parallel()
+	r := mustRun(t, exitOK, "", "--help")
+	for _, want := range []string{"Exit codes:", "0  ok", "1  failure", "2  usage error", "--store DIR", "DEMIURGE_STORE", "-v, --verbose"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("help does not mention %q:\n%s", want, r.stdout)
+		}
+	}
+}
+
+// TestStoreSelection checks the order: --store, then $DEMIURGE_STORE,
+// then .demiurge in the current directory.
+func TestStoreSelection(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	env := map[string]string{storeEnv: "from-env"}
+	if r := run(t, env, "x", "cas", "put"); r.code != exitOK {
+		t.Fatalf("cas put: %+v", r)
+	}
+	if r := run(t, env, "x", "--store", "from-flag", "cas", "put"); r.code != exitOK {
+		t.Fatalf("cas put --store: %+v", r)
+	}
+	if r := run(t, nil, "x", "cas", "put"); r.code != exitOK {
+		t.Fatalf("cas put: %+v", r)
+	}
+	for _, d := range []string{"from-env", "from-flag", defaultStoreDir} {
+		if _, err := os.Stat(filepath.Join(dir, d, "demiurge.db")); err != nil {
+			t.Errorf("store %s: %v", d, err)
+		}
+	}
+}
+
+func TestVerbose(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "s")
+	r := mustRun(t, exitOK, "x", "--store", dir, "-v", "cas", "put")
+	if !strings.Contains(r.stderr, `level=DEBUG msg="open store"`) {
+		t.Errorf("-v: stderr %q has no debug log", r.stderr)
+	}
+	r = mustRun(t, exitOK, "x", "--store", dir, "cas", "put")
+	if r.stderr != "" {
+		t.Errorf("without -v: stderr %q; want nothing", r.stderr)
+	}
+}
