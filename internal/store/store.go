@@ -43,10 +43,10 @@ const DefaultLockTimeout = time.Second
 var (
 	// ErrLocked is returned (wrapped) when another process holds the
 	// store's lock: a writer excludes everyone, a reader excludes writers.
-	ErrLocked = errors.New("store: locked by another process")
+	ErrLocked = errors.New("store: locked")
 	// ErrNotExist is returned (wrapped) when a store opened read-only does
 	// not exist. Opening read-write creates it instead.
-	ErrNotExist = errors.New("store: does not exist")
+	ErrNotExist = errors.New("store: no store")
 )
 
 // Options configure Open. A nil *Options and the zero value mean the
@@ -118,7 +118,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 		st, err := os.Stat(path)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return nil, fmt.Errorf("open store %s: %w: no %s in it", dir, ErrNotExist, FileName)
+			return nil, fmt.Errorf("%w at %s: %s not found", ErrNotExist, dir, path)
 		case err != nil:
 			return nil, fmt.Errorf("open store %s: %w", dir, err)
 		case !st.Mode().IsRegular():
@@ -135,8 +135,8 @@ func Open(dir string, opts *Options) (*Store, error) {
 	})
 	if err != nil {
 		if errors.Is(err, berrors.ErrTimeout) {
-			return nil, fmt.Errorf("open store %s: %w: %s is held by another process (a running `demiurge run`?); waited %v for it",
-				dir, ErrLocked, path, o.LockTimeout)
+			return nil, fmt.Errorf("%w: %s is held by another process (a running `demiurge run`?); waited %v for it",
+				ErrLocked, path, o.LockTimeout)
 		}
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
