@@ -39,6 +39,8 @@ type Catalog struct {
 	// Files are the AIR files read, in order.
 	Files []string
 
+	sources []Source
+
 	schemas  map[string]*DefSchema
 	modules  map[string]*DefModule
 	plans    map[string]*DefPlan
@@ -112,6 +114,15 @@ func (c *Catalog) Nodes(fn func(ref cas.Ref, node []byte) error) error {
 		}
 	}
 	return nil
+}
+
+// Sources returns the AIR files the catalog was loaded from, with their
+// bytes, in load order. Together with the built-ins they load to the same
+// catalog, so a session bundle can carry its world's definition.
+func (c *Catalog) Sources() []Source {
+	out := make([]Source, len(c.sources))
+	copy(out, c.sources)
+	return out
 }
 
 // Node returns the canonical bytes of a def or manifest node by ref.
@@ -230,6 +241,7 @@ func LoadSources(srcs []Source, opts *LoadOptions) (*Catalog, error) {
 		l.parseSource(s, errs.forFile(s.Name))
 	}
 	c := l.link()
+	c.sources = srcs
 	all := errs.sorted()
 	if len(all.Errors()) > 0 {
 		return nil, all

@@ -1,0 +1,210 @@
+package replay
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/journal"
+	"github.com/demiurge-dev/demiurge/reducer"
+	"github.com/demiurge-dev/demiurge/schema"
+	"github.com/demiurge-dev/demiurge/world"
+)
+
+// Storage returns in-memory world storage holding the bundle's records and
+// blobs.
+func (b *Bundle) Storage(ctx context.Context) (*world.MemoryStorage, error) {
+	st := world.NewMemoryStorage()
+	if err := Import(ctx, b, st.Journal(), st.CAS()); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// Catalog loads the bundle's AIR.
+func (b *Bundle) Catalog(reg *reducer.Registry) (*schema.Catalog, error) {
+	return schema.LoadSources(b.Sources, &schema.LoadOptions{Reducers: reg.Names()})
+}
+
+// ReplayBundle replays a bundle with the given reducers.
+func ReplayBundle(ctx context.Context, b *Bundle, reg *reducer.Registry, fromGenesis bool) (*world.ReplayResult, error) {
+	cat, err := b.Catalog(reg)
+	if err != nil {
+		return nil, fmt.Errorf("bundle %s: %w", b.Dir, err)
+	}
+	st, err := b.Storage(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return world.Replay(ctx, world.ReplayOptions{Name: b.Manifest.World, Catalog: cat, Reducers: reg, Storage: st, FromGenesis: fromGenesis})
+}
+
+// TraceText returns the bundle's timeline as Trace prints it, with cell
+// states shown: the golden file of a recorded session.
+func (b *Bundle) TraceText() string {
+	var out bytes.Buffer
+	st := cas.NewMemory()
+	for _, data := range b.Blobs {
+		_, _ = st.Put(context.Background(), data)
+	}
+	t := NewTracer(&out, TraceOptions{CAS: st})
+	for _, r := range b.Records {
+		if err := t.Record(r); err != nil {
+			break
+		}
+	}
+	return out.String()
+}
+
+// CheckGolden is the golden replay test of a recorded bundle in dir: the
+// session must replay from genesis (and from its snapshots) with no
+// divergence, and its timeline must equal dir/trace.txt. With update set,
+// a diverging bundle is re-derived with the current code (inputs and
+// receipts kept, everything derived recomputed) and rewritten, and
+// trace.txt regenerated; review the diff.
+func CheckGolden(t testing.TB, dir string, reg *reducer.Registry, update bool) {
+	t.Helper()
+	ctx := context.Background()
+	b, err := Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ReplayBundle(ctx, b, reg, true)
+	var div *world.DivergenceError
+	switch {
+	case err == nil:
+	case errors.As(err, &div) && update:
+		if err := Rebase(ctx, b, reg); err != nil {
+			t.Fatalf("rebase %s: %v", dir, err)
+		}
+		if b, err = Read(dir); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReplayBundle(ctx, b, reg, true); err != nil {
+			t.Fatalf("%s still diverges after -update:\n%s", dir, Describe(err))
+		}
+		t.Logf("%s: re-derived the journal with the current code", dir)
+	default:
+		t.Fatalf("%s:\n%s\n(rerun with -update to re-derive the session with the current code, and review the diff)", dir, Describe(err))
+	}
+	if _, err := ReplayBundle(ctx, b, reg, false); err != nil {
+		t.Fatalf("%s: replay from the newest snapshot:\n%s", dir, Describe(err))
+	}
+	got := b.TraceText()
+	path := filepath.Join(dir, "trace.txt")
+	want, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	if string(want) == got {
+		return
+	}
+	if update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("%s: the timeline differs from trace.txt (rerun with -update and review the diff):\n%s", dir, Diff(string(want), got))
+}
+
+// Rebase re-derives a bundle's journal with the current code and rewrites
+// the bundle: inputs are kept (receipts are re-pointed at the re-derived
+// intents, matched in emission order), every derived record is recomputed,
+// snapshots are retaken where the old journal had them.
+func Rebase(ctx context.Context, b *Bundle, reg *reducer.Registry) error {
+	cat, err := b.Catalog(reg)
+	if err != nil {
+		return err
+	}
+	st := world.NewMemoryStorage()
+	for _, data := range b.Blobs {
+		if _, err := st.CAS().Put(ctx, data); err != nil {
+			return err
+		}
+	}
+	m := world.NewMachine(cat, reg, st.CAS())
+	var oldIntents, newIntents []string
+	for _, r := range b.Records {
+		if r.Kind == world.KindIntent {
+			oldIntents = append(oldIntents, intentOf(r.Payload))
+		}
+	}
+	remap := map[string]string{}
+	head := journal.Head{}
+	for _, r := range b.Records {
+		if r.Kind == world.KindSnapshot {
+			e, blob, err := m.Snapshot()
+			if err != nil {
+				return err
+			}
+			if head, err = st.Commit(ctx, b.Manifest.World, head, []journal.Entry{e}, [][]byte{blob}); err != nil {
+				return err
+			}
+			continue
+		}
+		if !world.IsInput(r.Kind) {
+			continue
+		}
+		in, err := world.DecodeInput(r)
+		if err != nil {
+			return err
+		}
+		if in.Kind == world.KindReceipt {
+			if n, ok := remap[in.Intent.String()]; ok {
+				in.Intent, _ = cas.ParseRef(n)
+			}
+		}
+		if in.Kind != world.KindManifest {
+			in.Stamp.JournalHeight = m.Height()
+		}
+		step, err := m.Apply(ctx, in)
+		if err != nil {
+			return fmt.Errorf("re-deriving record %d: %w", r.Seq, err)
+		}
+		for _, e := range step.Records {
+			if e.Kind == world.KindIntent {
+				newIntents = append(newIntents, intentOf(e.Payload))
+				if k := len(newIntents) - 1; k < len(oldIntents) {
+					remap[oldIntents[k]] = newIntents[k]
+				}
+			}
+		}
+		if head, err = st.Commit(ctx, b.Manifest.World, head, step.Records, step.Blobs); err != nil {
+			return err
+		}
+	}
+	tmp := b.Dir + ".rebase"
+	_ = os.RemoveAll(tmp)
+	if _, err := Export(ctx, st.Journal(), st.CAS(), b.Manifest.World, b.Sources, tmp); err != nil {
+		return err
+	}
+	if trace, err := os.ReadFile(filepath.Join(b.Dir, "trace.txt")); err == nil {
+		_ = os.WriteFile(filepath.Join(tmp, "trace.txt"), trace, 0o644)
+	}
+	old := b.Dir + ".old"
+	_ = os.RemoveAll(old)
+	if err := os.Rename(b.Dir, old); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, b.Dir); err != nil {
+		return err
+	}
+	return os.RemoveAll(old)
+}
+
+func intentOf(payload []byte) string {
+	v, err := schema.Decode(payload)
+	if err != nil {
+		return ""
+	}
+	m, _ := v.(*schema.Map)
+	x, _ := m.Get("intent")
+	s, _ := x.(string)
+	return s
+}
