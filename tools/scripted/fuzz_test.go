@@ -69,3 +69,28 @@ func FuzzExecute(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseFlags checks that the flag parser never panics and that what it
+// accepts is valid for the schema checker.
+func FuzzParseFlags(f *testing.F) {
+	for _, s := range []string{"--id 42", "--id=42", "--verbose false", "--tags a,b,c", "--filter status=open min=3",
+		"--rows a=1 b=x --rows {\"a\":2}", "--nums [1,2]", "42", "--", "--filter nope=1"} {
+		f.Add(s)
+	}
+	schema := []byte(`{"type":"object","properties":{"id":{"type":"integer"},"verbose":{"type":"boolean"},
+		"tags":{"type":"array","items":{"type":"string"}},"nums":{"type":"array","items":{"type":"integer"}},
+		"filter":{"type":"object","properties":{"status":{"type":"string"},"min":{"type":"integer"}}},
+		"rows":{"type":"array","items":{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}}}}}}`)
+	sch, doc, err := compileSchema("fuzz", schema)
+	if err != nil {
+		f.Fatal(err)
+	}
+	fs := &flagSchema{root: doc}
+	f.Fuzz(func(t *testing.T, line string) {
+		params, err := parseFlags(fs, strings.Fields(line), DefaultLimits())
+		if err != nil {
+			return
+		}
+		validateParams(sch, params) // must not panic
+	})
+}

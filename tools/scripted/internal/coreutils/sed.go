@@ -57,15 +57,16 @@ func sedCmd(c *cmd, args []string) int {
 }
 
 type sedAddr struct {
-	kind int // 0 none, 1 line, 2 last, 3 regex
+	kind int // 0 none, 1 line, 2 last, 3 regex, 4 +N (relative end of a range)
 	line int
 	re   *regexp.Regexp
 }
 
 type sedCommand struct {
-	a1, a2  sedAddr
-	negate  bool
-	inRange bool
+	a1, a2   sedAddr
+	negate   bool
+	inRange  bool
+	rangeEnd int // last line of a "+N" range
 	name    byte
 	// s
 	re     *regexp.Regexp
@@ -93,6 +94,9 @@ func parseSed(script string, ere bool) ([]*sedCommand, error) {
 		var err error
 		if cmd.a1, err = p.addr(); err != nil {
 			return nil, err
+		}
+		if cmd.a1.kind == 4 {
+			return nil, errors.New("unexpected `+'")
 		}
 		if cmd.a1.kind != 0 && p.peek() == ',' {
 			p.i++
@@ -123,7 +127,11 @@ func parseSed(script string, ere bool) ([]*sedCommand, error) {
 				p.i++
 			}
 			if p.i > start {
-				cmd.code, _ = strconv.Atoi(p.s[start:p.i])
+				n, err := strconv.Atoi(p.s[start:p.i])
+				if err != nil {
+					n = 255
+				}
+				cmd.code = n & 255 // an exit status is one byte
 			}
 		case 's':
 			if err := p.subst(cmd); err != nil {
@@ -194,6 +202,17 @@ func (p *sedParser) addr() (sedAddr, error) {
 	case c == '$':
 		p.i++
 		return sedAddr{kind: 2}, nil
+	case c == '+':
+		p.i++
+		start := p.i
+		for !p.eof() && p.s[p.i] >= '0' && p.s[p.i] <= '9' {
+			p.i++
+		}
+		n, err := strconv.Atoi(p.s[start:p.i])
+		if err != nil {
+			return sedAddr{}, errors.New("expected a number after '+'")
+		}
+		return sedAddr{kind: 4, line: n}, nil
 	case c == '/' || c == '\\':
 		if c == '\\' {
 			p.i++
@@ -362,6 +381,10 @@ func (cmd *sedCommand) selects(n int, last bool, line string) bool {
 	case cmd.inRange:
 		sel = true
 		switch cmd.a2.kind {
+		case 4:
+			if n >= cmd.rangeEnd {
+				cmd.inRange = false
+			}
 		case 1:
 			if n >= cmd.a2.line {
 				cmd.inRange = false
@@ -382,6 +405,12 @@ func (cmd *sedCommand) selects(n int, last bool, line string) bool {
 		}
 		if cmd.a2.kind == 2 && last {
 			cmd.inRange = false
+		}
+		if cmd.a2.kind == 4 {
+			cmd.rangeEnd = n + cmd.a2.line
+			if cmd.a2.line == 0 {
+				cmd.inRange = false
+			}
 		}
 	}
 	return sel != cmd.negate

@@ -110,8 +110,9 @@ func countArg(v string) (n int64, sign byte, ok bool) {
 func headTailArgs(c *cmd, args []string) (n int64, sign byte, bytes bool, rest []string, status int) {
 	n = 10
 	var fixed []string
-	for _, a := range args {
-		if len(a) > 1 && a[0] == '-' && a[1] >= '0' && a[1] <= '9' {
+	for i, a := range args {
+		afterFlag := i > 0 && (args[i-1] == "-n" || args[i-1] == "-c" || args[i-1] == "--lines" || args[i-1] == "--bytes")
+		if !afterFlag && len(a) > 1 && a[0] == '-' && a[1] >= '0' && a[1] <= '9' {
 			fixed = append(fixed, "-n", a[1:])
 		} else {
 			fixed = append(fixed, a)

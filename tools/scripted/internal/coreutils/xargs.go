@@ -323,7 +323,10 @@ func strftime(f string, t time.Time) string {
 		}
 		num := func(v, width int, def byte) {
 			p := def
-			if pad != 0 {
+			switch pad {
+			case '_':
+				p = ' '
+			case '-', '0':
 				p = pad
 			}
 			s := strconv.Itoa(v)
