@@ -67,7 +67,7 @@ type sedCommand struct {
 	negate   bool
 	inRange  bool
 	rangeEnd int // last line of a "+N" range
-	name    byte
+	name     byte
 	// s
 	re     *regexp.Regexp
 	repl   string
