@@ -186,40 +186,57 @@ func (w *World) stamp() (reducer.Stamp, error) {
 	return s, nil
 }
 
+// maxBatch bounds how many inputs one commit may carry.
+const maxBatch = 256
+
 // applyLocked applies one input and commits it. The caller holds no lock.
 func (w *World) applyLocked(ctx context.Context, in *Input, extraBlobs [][]byte) (journal.Head, error) {
+	return w.applyBatch(ctx, []*Input{in}, extraBlobs)
+}
+
+// applyBatch applies inputs in order and commits all their records in one
+// transaction: when receipts arrive together, they share one fsync. The
+// caller holds no lock.
+func (w *World) applyBatch(ctx context.Context, ins []*Input, extraBlobs [][]byte) (journal.Head, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
 		return journal.Head{}, w.err
 	}
-	if in.Kind != KindManifest {
-		s, err := w.stamp()
-		if err != nil {
-			return journal.Head{}, err
+	var records []journal.Entry
+	blobs := extraBlobs
+	var dispatch []*effects.Intent
+	for _, in := range ins {
+		if in.Kind != KindManifest {
+			s, err := w.stamp()
+			if err != nil {
+				return journal.Head{}, err
+			}
+			in.Stamp = s
 		}
-		in.Stamp = s
-	}
-	step, err := w.m.Apply(ctx, in)
-	if err != nil {
-		w.err = fmt.Errorf("world %s broke applying %s: %w (reopen it to recover from the journal)", w.opts.Name, in.Kind, err)
-		return journal.Head{}, w.err
-	}
-	blobs := append(extraBlobs, step.Blobs...)
-	if in.Kind != KindManifest {
-		w.since++
-	}
-	if w.opts.SnapshotEvery > 0 && w.since >= w.opts.SnapshotEvery {
-		e, b, err := w.m.Snapshot()
+		step, err := w.m.Apply(ctx, in)
 		if err != nil {
-			w.err = err
-			return journal.Head{}, err
+			w.err = fmt.Errorf("world %s broke applying %s: %w (reopen it to recover from the journal)", w.opts.Name, in.Kind, err)
+			return journal.Head{}, w.err
 		}
-		step.Records = append(step.Records, e)
-		blobs = append(blobs, b)
-		w.since = 0
+		records = append(records, step.Records...)
+		blobs = append(blobs, step.Blobs...)
+		dispatch = append(dispatch, step.Dispatch...)
+		if in.Kind != KindManifest {
+			w.since++
+		}
+		if w.opts.SnapshotEvery > 0 && w.since >= w.opts.SnapshotEvery {
+			e, b, err := w.m.Snapshot()
+			if err != nil {
+				w.err = err
+				return journal.Head{}, err
+			}
+			records = append(records, e)
+			blobs = append(blobs, b)
+			w.since = 0
+		}
 	}
-	head, err := w.opts.Storage.Commit(ctx, w.opts.Name, w.head, step.Records, blobs)
+	head, err := w.opts.Storage.Commit(ctx, w.opts.Name, w.head, records, blobs)
 	if err != nil {
 		w.err = fmt.Errorf("world %s: commit failed: %w (reopen it to recover from the journal)", w.opts.Name, err)
 		return journal.Head{}, w.err
@@ -233,14 +250,14 @@ func (w *World) applyLocked(ctx context.Context, in *Input, extraBlobs [][]byte)
 	close(w.signal)
 	w.signal = make(chan struct{})
 	if w.opts.OnCommit != nil {
-		recs := make([]journal.Record, len(step.Records))
-		for i, e := range step.Records {
+		recs := make([]journal.Record, len(records))
+		for i, e := range records {
 			recs[i] = journal.Record{Seq: first + uint64(i), Kind: e.Kind, Payload: e.Payload}
 		}
 		w.opts.OnCommit(recs)
 	}
 	if w.disp != nil {
-		for _, intent := range step.Dispatch {
+		for _, intent := range dispatch {
 			w.disp.Dispatch(intent)
 		}
 	}
@@ -249,26 +266,57 @@ func (w *World) applyLocked(ctx context.Context, in *Input, extraBlobs [][]byte)
 
 func (w *World) loop() {
 	defer close(w.done)
+	var ins []*Input
+	var waiters []request
 	for {
-		select {
-		case r := <-w.requests:
-			h, err := w.applyLocked(context.Background(), r.in, nil)
-			r.done <- result{head: h, err: err}
-		case c := <-w.completions:
+		ins, waiters = ins[:0], waiters[:0]
+		take := func(c effects.Completion) {
 			w.mu.RLock()
 			pending := w.m.IsPending(c.Intent.Hash)
 			w.mu.RUnlock()
+			for _, in := range ins { // the same receipt twice in one batch
+				if in.Kind == KindReceipt && in.Intent == c.Intent.Hash {
+					pending = false
+				}
+			}
 			if !pending {
 				w.log.Debug("dropping receipt of an intent that is not pending", "intent", c.Intent.Hash.Short())
-				continue
+				return
 			}
-			in := &Input{Kind: KindReceipt, Intent: c.Intent.Hash, Status: c.Receipt.Status, Payload: c.Receipt.Payload,
-				Error: c.Receipt.Error, AdapterID: c.Receipt.AdapterID, CostCents: c.Receipt.CostCents}
-			if _, err := w.applyLocked(context.Background(), in, nil); err != nil {
-				w.log.Error("receipt", "err", err)
-			}
+			ins = append(ins, &Input{Kind: KindReceipt, Intent: c.Intent.Hash, Status: c.Receipt.Status, Payload: c.Receipt.Payload,
+				Error: c.Receipt.Error, AdapterID: c.Receipt.AdapterID, CostCents: c.Receipt.CostCents})
+		}
+		select {
+		case r := <-w.requests:
+			ins = append(ins, r.in)
+			waiters = append(waiters, r)
+		case c := <-w.completions:
+			take(c)
 		case <-w.quit:
 			return
+		}
+		// Take whatever else is already waiting, so it shares the commit.
+	more:
+		for len(ins) < maxBatch {
+			select {
+			case r := <-w.requests:
+				ins = append(ins, r.in)
+				waiters = append(waiters, r)
+			case c := <-w.completions:
+				take(c)
+			default:
+				break more
+			}
+		}
+		if len(ins) == 0 {
+			continue
+		}
+		h, err := w.applyBatch(context.Background(), ins, nil)
+		if err != nil && len(waiters) == 0 {
+			w.log.Error("apply", "err", err)
+		}
+		for _, r := range waiters {
+			r.done <- result{head: h, err: err}
 		}
 	}
 }

@@ -1,0 +1,283 @@
+package world_test
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/effects"
+	"github.com/demiurge-dev/demiurge/examples/counter"
+	"github.com/demiurge-dev/demiurge/journal"
+	"github.com/demiurge-dev/demiurge/reducer"
+	"github.com/demiurge-dev/demiurge/schema"
+	"github.com/demiurge-dev/demiurge/world"
+	"go.etcd.io/bbolt"
+)
+
+// BenchmarkCounterStep measures one durable counter step (a DomainEvent,
+// its State record and the new state blob, committed with fsync) side by
+// side with a raw bbolt Update writing the same bytes to a second file of
+// the same disk, interleaved so that noise hits both alike. Metric ratio:
+// world step time / raw commit time (target ≤ 1.3).
+func BenchmarkCounterStep(b *testing.B) {
+	ctx := context.Background()
+	dir := b.TempDir()
+	st, closeFn := openBolt(b, dir)
+	defer closeFn()
+	cat, err := schema.Load("../examples/counter", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg := reducer.NewRegistry()
+	counter.Register(reg)
+	var last []journal.Record
+	w, err := world.Open(ctx, world.Options{Name: "bench", Catalog: cat, Reducers: reg, Storage: st, SnapshotEvery: -1,
+		OnCommit: func(recs []journal.Record) { last = recs }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	start, _ := schema.NormalizeJSON(cat, &schema.Type{Kind: schema.KindRef, Ref: "counter/Event@1"}, []byte(`{"Start": {"target": 1000000000}}`))
+	tick, _ := schema.NormalizeJSON(cat, &schema.Type{Kind: schema.KindRef, Ref: "counter/Event@1"}, []byte(`"Tick"`))
+	if _, err := w.Send(ctx, "counter/Event@1", start, nil); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := w.Send(ctx, "counter/Event@1", tick, nil); err != nil {
+		b.Fatal(err)
+	}
+	// The baseline writes what one step wrote: its records and the state blob.
+	var vals [][]byte
+	for _, r := range last {
+		enc, _ := r.Encode()
+		vals = append(vals, enc)
+	}
+	vals = append(vals, make([]byte, 24)) // the state node
+	raw, err := bbolt.Open(filepath.Join(b.TempDir(), "raw.db"), 0o600, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+	var key uint64
+	rawCommit := func() {
+		err := raw.Update(func(tx *bbolt.Tx) error {
+			bk, err := tx.CreateBucketIfNotExists([]byte("j"))
+			if err != nil {
+				return err
+			}
+			for _, v := range vals {
+				key++
+				var k [8]byte
+				binary.BigEndian.PutUint64(k[:], key)
+				if err := bk.Put(k[:], v); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	var worldTimes, rawTimes []time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := w.Send(ctx, "counter/Event@1", tick, nil); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		rawCommit()
+		t2 := time.Now()
+		worldTimes = append(worldTimes, t1.Sub(t0))
+		rawTimes = append(rawTimes, t2.Sub(t1))
+	}
+	b.StopTimer()
+	wm, rm := median(worldTimes), median(rawTimes)
+	b.ReportMetric(float64(wm.Microseconds()), "world-µs/step")
+	b.ReportMetric(float64(rm.Microseconds()), "bbolt-µs/commit")
+	b.ReportMetric(float64(wm)/float64(rm), "ratio")
+}
+
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+func noop(ctx context.Context, c *effects.Call) effects.Receipt {
+	return effects.OK("noop", schema.Record("ok", true))
+}
+
+// benchWorld opens a bench5 world on st whose OnCommit reports ended plans.
+func benchWorld(b *testing.B, st world.Storage, name string, ended func(id uint64)) *world.World {
+	cat, err := schema.Load("testdata/bench5", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := world.Open(context.Background(), world.Options{Name: name, Catalog: cat, Reducers: reducer.NewRegistry(), Storage: st,
+		Adapters: map[string]effects.Adapter{"bench.noop": effects.AdapterFunc(noop)}, SnapshotEvery: -1,
+		OnCommit: func(recs []journal.Record) {
+			for _, r := range recs {
+				if r.Kind == world.KindPlanEnded {
+					v, _ := schema.Decode(r.Payload)
+					id, _ := v.(*schema.Map).Get("plan_id")
+					ended(id.(uint64))
+				}
+			}
+		}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return w
+}
+
+// BenchmarkWorkflow5 runs a workflow of 5 effects (trivial adapter),
+// durable on bbolt with fsync: the start event, 5 intents, 5 receipts and
+// the plan's end. It reports the p50 and p90 latency from sending the
+// start event to the durable end of the plan (target p50 ≤ 3 ms), and the
+// bytes stored per workflow (target ≤ 4 KB). "parallel" emits the 5
+// effects at once; "sequential" awaits each before the next.
+func BenchmarkWorkflow5(b *testing.B) {
+	for _, mode := range []struct{ name, event string }{{"parallel", "bench/Start@1"}, {"sequential", "bench/StartSeq@1"}} {
+		b.Run(mode.name, func(b *testing.B) {
+			ctx := context.Background()
+			dir := b.TempDir()
+			st, closeFn := openBolt(b, dir)
+			defer closeFn()
+			done := make(chan uint64, 1)
+			w := benchWorld(b, st, "wf", func(id uint64) { done <- id })
+			defer w.Close()
+			var lat []time.Duration
+			var n uint64
+			h0 := w.Head()
+			for b.Loop() {
+				n++
+				t0 := time.Now()
+				if _, err := w.SendJSON(ctx, mode.event, []byte(fmt.Sprintf(`{"n": %d}`, n))); err != nil {
+					b.Fatal(err)
+				}
+				<-done
+				lat = append(lat, time.Since(t0))
+			}
+			b.StopTimer()
+			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(lat[len(lat)*9/10].Microseconds())/1000, "p90-ms")
+			var bytes int
+			err := st.Journal().Read(ctx, "wf", h0.Seq+1, func(r journal.Record) error {
+				enc, _ := r.Encode()
+				bytes += len(enc)
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(bytes)/float64(n), "journal-bytes/workflow")
+			fi, _ := os.Stat(filepath.Join(dir, "demiurge.db"))
+			b.ReportMetric(float64(fi.Size())/float64(n), "file-bytes/workflow")
+		})
+	}
+}
+
+// BenchmarkWorkflowThroughput runs 5-effect workflows back to back in 50
+// worlds at once, sharing one bbolt file (group commit), and reports
+// workflows per second (target ≥ 1000) and CPU time per workflow (target
+// ≤ 1 ms).
+func BenchmarkWorkflowThroughput(b *testing.B) {
+	const worlds = 50
+	ctx := context.Background()
+	dir := b.TempDir()
+	st, closeFn := openBolt(b, dir)
+	defer closeFn()
+	type ww struct {
+		w    *world.World
+		done chan uint64
+	}
+	var ws []ww
+	for i := range worlds {
+		done := make(chan uint64, 1)
+		w := benchWorld(b, st, fmt.Sprintf("w%d", i), func(id uint64) { done <- id })
+		defer w.Close()
+		ws = append(ws, ww{w, done})
+	}
+	var ru0, ru1 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	t0 := time.Now()
+	var total int
+	var mu sync.Mutex
+	for b.Loop() {
+		var wg sync.WaitGroup
+		for i := range ws {
+			wg.Go(func() {
+				if _, err := ws[i].w.SendJSON(ctx, "bench/Start@1", []byte(`{"n": 1}`)); err != nil {
+					b.Error(err)
+					return
+				}
+				<-ws[i].done
+				mu.Lock()
+				total++
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+	}
+	elapsed := time.Since(t0)
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	cpu := time.Duration(syscall.TimevalToNsec(ru1.Utime)-syscall.TimevalToNsec(ru0.Utime)) +
+		time.Duration(syscall.TimevalToNsec(ru1.Stime)-syscall.TimevalToNsec(ru0.Stime))
+	b.ReportMetric(float64(total)/elapsed.Seconds(), "workflows/s")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(total)/1000, "cpu-ms/workflow")
+}
+
+// BenchmarkReplay replays a journal of about 100,000 records from genesis
+// (a counter world; each step is a DomainEvent and a State record) and
+// reports records per second (target ≥ 300,000).
+func BenchmarkReplay(b *testing.B) {
+	ctx := context.Background()
+	st := world.NewMemoryStorage()
+	cat, err := schema.Load("../examples/counter", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg := reducer.NewRegistry()
+	counter.Register(reg)
+	w, err := world.Open(ctx, world.Options{Name: "r", Catalog: cat, Reducers: reg, Storage: st, SnapshotEvery: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	start, _ := schema.NormalizeJSON(cat, &schema.Type{Kind: schema.KindRef, Ref: "counter/Event@1"}, []byte(`{"Start": {"target": 1000000000}}`))
+	tick, _ := schema.NormalizeJSON(cat, &schema.Type{Kind: schema.KindRef, Ref: "counter/Event@1"}, []byte(`"Tick"`))
+	if _, err := w.Send(ctx, "counter/Event@1", start, nil); err != nil {
+		b.Fatal(err)
+	}
+	for w.Head().Seq < 100_000 {
+		if _, err := w.Send(ctx, "counter/Event@1", tick, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	w.Close()
+	var records uint64
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := world.Replay(ctx, world.ReplayOptions{Name: "r", Catalog: cat, Reducers: reg, Storage: st, FromGenesis: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		records += res.Records
+	}
+	b.ReportMetric(float64(records)/b.Elapsed().Seconds(), "records/s")
+}
+
+var _ = cas.Sum
