@@ -134,7 +134,7 @@ func (t *ScriptedTool) run(ctx context.Context, req tools.Request, opts RunOptio
 		now:       now,
 		loopIters: make([]atomic.Int64, loops),
 		stdout:    &capWriter{max: lim.MaxStdoutBytes, stream: "stdout", sink: st},
-		stderr:    &capWriter{max: lim.MaxStderrBytes, stream: "stderr", sink: st},
+		stderr:    &capWriter{max: lim.MaxStderrBytes, stream: "stderr", sink: st, hideTrace: true},
 	}
 	return ex.execute(ctx, file, timeout)
 }
@@ -755,6 +755,24 @@ type capWriter struct {
 	closed    bool
 	stream    string
 	sink      *statusSink
+	// hideTrace drops `set -x` lines of generated calls ("+ __sbx_...")
+	// and of the ":" that follows them.
+	hideTrace  bool
+	afterTrace bool
+}
+
+// isGeneratedTrace reports whether p is an xtrace line of a generated
+// call, and whether it is the ":" or "false" line that follows one.
+func isGeneratedTrace(p []byte) (generated, companion bool) {
+	i := 0
+	for i < len(p) && p[i] == '+' {
+		i++
+	}
+	if i == 0 || i >= len(p) || p[i] != ' ' {
+		return false, false
+	}
+	rest := p[i+1:]
+	return bytes.HasPrefix(rest, []byte(reservedPrefix)), string(rest) == ":\n" || string(rest) == "false\n"
 }
 
 func (w *capWriter) Write(p []byte) (int, error) {
@@ -763,6 +781,14 @@ func (w *capWriter) Write(p []byte) (int, error) {
 	if w.closed {
 		return len(p), nil
 	}
+	if w.hideTrace && len(p) > 0 && p[0] == '+' {
+		generated, companion := isGeneratedTrace(p)
+		if generated || (companion && w.afterTrace) {
+			w.afterTrace = generated
+			return len(p), nil
+		}
+	}
+	w.afterTrace = false
 	keep := p
 	if room := w.max - len(w.buf); len(p) > room {
 		keep = p[:max(room, 0)]

@@ -521,3 +521,16 @@ func TestToolArgsHelpers(t *testing.T) {
 		t.Error("missing key reported present")
 	}
 }
+
+func TestXtraceHidesInstrumentation(t *testing.T) {
+	st := shopTool(t, nil)
+	res := run(t, st, "set -x; for i in 1; do x=$i; done; f() { echo $1; }; f a; :")
+	want := "+ for i in 1\n+ x=1\n+ f a\n+ echo a\n+ :\n"
+	if res.Stderr != want {
+		t.Errorf("xtrace = %q; want %q", res.Stderr, want)
+	}
+	res = run(t, st, "set -x; f() { echo $1; }; f a | cat")
+	if strings.Contains(res.Stderr, reservedPrefix) || !strings.Contains(res.Stderr, "+ f a\n") {
+		t.Errorf("xtrace of a pipeline = %q", res.Stderr)
+	}
+}
