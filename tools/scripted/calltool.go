@@ -66,6 +66,9 @@ func (ex *execution) runTool(ctx context.Context, reg *registered, argv []string
 			return 2
 		}
 		call.Params = params
+		if b, err := json.Marshal(params); err == nil {
+			call.Arguments = string(b)
+		}
 	}
 	if dry {
 		out := map[string]any{"dry_run": true, "tool": name, "valid": true}

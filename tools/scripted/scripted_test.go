@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/tools"
 )
 
@@ -445,12 +446,12 @@ func TestTrace(t *testing.T) {
 	st := shopTool(t, nil)
 	res := run(t, st, `get_user --id 1 >/dev/null; get_user --id 404 2>/dev/null; get_user x 2>/dev/null; help >/dev/null; get_user --id 2 --dry-run >/dev/null; echo a | upper`)
 	want := []Call{
-		{Seq: 1, Tool: "get_user", Kind: CallTool, Argv: []string{"--id", "1"}, Params: map[string]any{"id": int64(1)}},
-		{Seq: 2, Tool: "get_user", Kind: CallTool, Argv: []string{"--id", "404"}, Params: map[string]any{"id": int64(404)}, ExitCode: 1, Error: "get_user: callback failed"},
+		{Seq: 1, Tool: "get_user", Kind: CallTool, Argv: []string{"--id", "1"}, Params: map[string]any{"id": int64(1)}, Arguments: `{"id":1}`},
+		{Seq: 2, Tool: "get_user", Kind: CallTool, Argv: []string{"--id", "404"}, Params: map[string]any{"id": int64(404)}, Arguments: `{"id":404}`, ExitCode: 1, Error: "get_user: callback failed"},
 		{Seq: 3, Tool: "get_user", Kind: CallInvalid, Argv: []string{"x"}, ExitCode: 2, Error: "get_user: expected --flag, got: x"},
 		{Seq: 4, Tool: "help", Kind: CallHelp},
-		{Seq: 5, Tool: "get_user", Kind: CallDryRun, Argv: []string{"--id", "2", "--dry-run"}, Params: map[string]any{"id": int64(2)}},
-		{Seq: 6, Tool: "upper", Kind: CallTool, Params: map[string]any{}},
+		{Seq: 5, Tool: "get_user", Kind: CallDryRun, Argv: []string{"--id", "2", "--dry-run"}, Params: map[string]any{"id": int64(2)}, Arguments: `{"id":2}`},
+		{Seq: 6, Tool: "upper", Kind: CallTool, Params: map[string]any{}, Arguments: `{}`},
 	}
 	for i := range res.Calls {
 		res.Calls[i].Duration = 0
@@ -472,6 +473,20 @@ func TestTrace(t *testing.T) {
 	}
 	if strip(a) != strip(b) {
 		t.Errorf("trace differs between identical runs:\n%s\n%s", a, b)
+	}
+	// A receipt can hold the trace as canonical CBOR, floats included.
+	withFloat := run(t, st, "list_orders --user_id 1 --limit 2 --tags x; get_user --id 1.5")
+	withFloat.Calls = append(withFloat.Calls, Call{Seq: 9, Tool: "f", Kind: CallTool, Params: map[string]any{"p": 9.5}, Arguments: `{"p":9.5}`})
+	enc, err := cas.Marshal(withFloat.Calls)
+	if err != nil {
+		t.Fatalf("cas.Marshal(trace): %v", err)
+	}
+	var back []Call
+	if err := cas.Unmarshal(enc, &back); err != nil {
+		t.Fatal(err)
+	}
+	if len(back) != 3 || back[2].Arguments != `{"p":9.5}` || back[0].Arguments != `{"limit":2,"tags":["x"],"user_id":1}` || back[0].Params != nil {
+		t.Errorf("trace through canonical CBOR: %+v", back)
 	}
 	capped := NewBuilder("x").Limits(Limits{MaxTraceCalls: 2}).
 		Tool(ToolDef{Name: "t"}, func(context.Context, ToolArgs) (string, error) { return "", nil }).MustBuild()

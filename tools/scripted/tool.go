@@ -285,26 +285,30 @@ const (
 	CallInvalid  = "invalid"  // flags or schema rejected; the callback did not run
 )
 
-// Call is one traced invocation inside a script. Its fields are plain
-// values (no maps iterated in random order when encoded: Params is a map,
-// which encoding/json and canonical CBOR both encode with sorted keys).
+// Call is one traced invocation inside a script, as a receipt records it.
+// It encodes deterministically with encoding/json and with the canonical
+// CBOR of package cas (cas.Marshal): Params, which may hold floats that
+// canonical CBOR refuses, is left out of CBOR; Arguments carries the same
+// parameters as canonical JSON text.
 type Call struct {
 	// Seq numbers the calls of one run from 1, in the order they started.
-	Seq int `json:"seq"`
+	Seq int `json:"seq" cbor:"seq"`
 	// Tool is the command's name ("help" or "discover" for those builtins).
-	Tool string `json:"tool"`
+	Tool string `json:"tool" cbor:"tool"`
 	// Kind is one of the Call* constants.
-	Kind string `json:"kind"`
+	Kind string `json:"kind" cbor:"kind"`
 	// Argv is the command line after the name, each word cut to 1 KiB.
-	Argv []string `json:"argv,omitempty"`
+	Argv []string `json:"argv,omitempty" cbor:"argv,omitempty"`
 	// Params are the parsed flags given to the callback (nil for
 	// positional tools and when parsing failed).
-	Params map[string]any `json:"params,omitempty"`
+	Params map[string]any `json:"params,omitempty" cbor:"-"`
+	// Arguments is Params as JSON with sorted keys ("" when Params is nil).
+	Arguments string `json:"arguments,omitempty" cbor:"arguments,omitempty"`
 	// ExitCode is the command's exit status.
-	ExitCode int `json:"exit_code"`
+	ExitCode int `json:"exit_code" cbor:"exit_code"`
 	// Error is what the command printed on stderr when it failed
 	// (sanitized like the script's output).
-	Error string `json:"error,omitempty"`
+	Error string `json:"error,omitempty" cbor:"error,omitempty"`
 	// Duration is the wall time of the call.
-	Duration time.Duration `json:"duration_ns"`
+	Duration time.Duration `json:"duration_ns" cbor:"duration_ns"`
 }
