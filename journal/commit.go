@@ -14,7 +14,7 @@ const (
 	maxGroupBytes   = 64 << 20
 )
 
-// appendReq is one AppendWith call waiting for the committer.
+// appendReq is one AppendWith call waiting to be committed.
 type appendReq struct {
 	world   string
 	expect  Head
@@ -22,7 +22,7 @@ type appendReq struct {
 	records [][]byte // the encoded records, chained onto expect
 	fn      func(*bbolt.Tx) error
 	size    int               // encoded bytes, for group limits
-	taken   bool              // the committer took it (guarded by Bolt.mu)
+	taken   bool              // a commit took it (guarded by Bolt.mu)
 	done    chan appendResult // cap 1; receives the outcome once durable
 }
 
@@ -33,26 +33,37 @@ type appendResult struct {
 	panicVal any
 }
 
-// commitLoop is the committer goroutine: it takes every pending append,
-// commits them in one transaction and acknowledges them, until Close.
+// commitLoop is the committer goroutine: whenever appends queue up while
+// a commit runs, it waits for that commit to end, takes every pending
+// append, commits them in one transaction and acknowledges them. It exits
+// when Close was called and nothing is pending.
 func (j *Bolt) commitLoop() {
 	defer close(j.done)
-	var group []*appendReq
 	for {
-		j.mu.Lock()
-		group = j.takeLocked(group[:0])
-		stopping := j.stopping
-		j.mu.Unlock()
-		if len(group) == 0 {
+		j.commitMu.Lock()
+		n, stopping := j.commitGroup()
+		j.commitMu.Unlock()
+		if n == 0 {
 			if stopping {
 				return
 			}
 			<-j.wake
-			continue
 		}
-		j.commit(group)
-		clear(group) // drop references to finished appends
 	}
+}
+
+// commitGroup takes every pending append (up to the group limits) and
+// commits them as one group. It returns how many it took and whether Close
+// was called. j.commitMu must be held.
+func (j *Bolt) commitGroup() (n int, stopping bool) {
+	j.mu.Lock()
+	group := j.takeLocked(nil)
+	stopping = j.stopping
+	j.mu.Unlock()
+	if len(group) > 0 {
+		j.commit(group)
+	}
+	return len(group), stopping
 }
 
 // takeLocked moves pending appends into group, in arrival order, up to the
