@@ -1,0 +1,51 @@
+// Package world is the kernel of demiurge: a deterministic stepper that
+// ties the journal, the reducers, the plans and the effects of one world.
+//
+// # Basics
+//
+// A world is loaded from an AIR manifest (a schema.Catalog) and runs in a
+// single goroutine. Inputs enter it one at a time: domain events from
+// outside (Send) and receipts of effects. Each input gets an ingress stamp
+// (wall time, logical time, journal height, entropy) that is journaled
+// with it and is the only time and randomness reducers and plans see.
+//
+// A Machine turns one input into the records it derives: events are routed
+// to reducer cells (keyed by key_field or by the key an event carries),
+// offered to plans waiting for them and start the plans their triggers
+// name; plans run until they block; effects are decided (caps, policies,
+// secrets) and become intents. All records of a step, and the new blobs
+// they refer to, commit in one journal transaction. Only then are the
+// step's intents dispatched to adapters, which run concurrently on a
+// bounded pool; their receipts come back as inputs. Receipts that arrive
+// together share one commit.
+//
+// # Journal
+//
+// Inputs are Manifest, DomainEvent and Receipt records. Everything else —
+// Event, State, ReducerError, PlanStarted, PlanEnded, Intent, Denied,
+// Rejected, Snapshot — is derived, and Replay re-derives it byte for byte,
+// reporting the first difference as a *DivergenceError. Derived events are
+// never applied twice: replay compares them, it does not apply them.
+//
+// # Recovery
+//
+// Open restores the newest snapshot and re-derives (and so verifies) every
+// record after it. Intents without receipts are dispatched again with the
+// same intent hash and idempotency key: effects are at least once.
+//
+// # Caveats
+//
+//   - A world's journal has one writer. Open the same world in one process
+//     at a time (the bbolt file lock ensures it for BoltStorage).
+//   - Send returns once its input is durable; when several inputs share a
+//     commit, the head it returns may include records after its own.
+//   - A failed micro-effect (blob.put, blob.get, timer.set) still comes
+//     back to its reducer, as a result event with status "error" or
+//     "timeout" and a zero receipt. A denied one is journaled (Denied) and
+//     the reducer hears nothing.
+//   - A plan that fails ends with a PlanEnded record; a sys/PlanEnded@1
+//     event is raised only when something routes, triggers on or awaits it.
+//   - Replay uses the manifest it is given: a world whose manifest changed
+//     replays records from before the change with the new manifest, and
+//     reports the first record that differs.
+package world
