@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
@@ -360,6 +361,9 @@ func parseChatBody(body []byte) (parsed, error) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return parsed{}, badResponse("body is not a JSON object: %s", clipText(string(body), 120))
+	}
+	if !utf8.Valid(trimmed) {
+		return parsed{}, badResponse("body is not valid UTF-8")
 	}
 	var r rawChat
 	if err := json.Unmarshal(trimmed, &r); err != nil {

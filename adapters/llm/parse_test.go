@@ -1,11 +1,17 @@
 package llm
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
+	"github.com/demiurge-dev/demiurge/cas"
 )
 
 // refResponse is the reference response with one function call (§1.4).
@@ -90,6 +96,7 @@ func TestParseResponsesBody(t *testing.T) {
 		{name: "bad content", body: `{"output":[{"type":"message","content":5}]}`, kind: KindBadResponse, err: "neither text nor a list"},
 		{name: "negative usage", body: `{"output":[],"usage":{"input_tokens":-1}}`, kind: KindBadResponse, err: "not a Responses API response object"},
 		{name: "id not a string", body: `{"id":5,"output":[]}`, kind: KindBadResponse, err: "not a Responses API response object"},
+		{name: "invalid UTF-8 in a raw item", body: "{\"output\":[{\"type\":\"x\",\"k\":\"\xff\"}]}", kind: KindBadResponse, err: "not valid UTF-8"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -172,6 +179,7 @@ func TestParseChatBody(t *testing.T) {
 		{name: "call without name", body: `{"choices":[{"message":{"tool_calls":[{"id":"c","function":{}}]}}]}`, kind: KindBadResponse, err: "has no function name"},
 		{name: "HTML", body: `<!doctype html>`, kind: KindBadResponse, err: "not a JSON object"},
 		{name: "wrong types", body: `{"choices":"x"}`, kind: KindBadResponse, err: "not a chat.completion object"},
+		{name: "invalid UTF-8", body: "{\"choices\":[{\"message\":{\"content\":\"\xff\"}}]}", kind: KindBadResponse, err: "not valid UTF-8"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -396,7 +404,81 @@ func checkParsedInvariants(t *testing.T, p parsed) {
 	if n != len(p.calls) {
 		t.Fatalf("%d tool call items, %d calls", n, len(p.calls))
 	}
+	// Everything a receipt stores as a node must encode.
+	if _, err := cas.Marshal(p.items); err != nil {
+		t.Fatalf("output items do not encode: %v", err)
+	}
+	for _, c := range p.calls {
+		if _, err := cas.Marshal(c); err != nil {
+			t.Fatalf("tool call does not encode: %v", err)
+		}
+	}
 	if p.finish == "" || (len(p.calls) > 0 && p.finish == "stop") {
 		t.Fatalf("finish %q with %d calls", p.finish, len(p.calls))
 	}
+}
+
+// FuzzGenerateBody sends arbitrary bytes as the body of a 200 answer,
+// plain or as an event stream, through the whole Generate path: the result
+// is a receipt or a *ProviderError, never a panic or a hang. Each input is
+// an HTTP round trip, so run it with a bounded minimization:
+//
+//	go test ./adapters/llm -run '^$' -fuzz FuzzGenerateBody -fuzztime 60s -fuzzminimizetime 100x
+func FuzzGenerateBody(f *testing.F) {
+	f.Add([]byte(refResponse), false, false)
+	f.Add([]byte(refChatResponse), true, false)
+	f.Add([]byte("event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":"+strings.ReplaceAll(refResponse, "\n", " ")+"}\n\n"), false, true)
+	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"), true, true)
+	f.Add([]byte("data: {\"error\":{\"message\":\"x\"}}\n\n"), true, true)
+	f.Add([]byte("event: error\ndata: {\"type\":\"error\",\"code\":\"c\",\"message\":\"m\"}\n\n"), false, true)
+	var body struct {
+		sync.Mutex
+		b      []byte
+		stream bool
+	}
+	srv := llmtest.NewServerFunc(func(llmtest.Request) llmtest.Turn {
+		body.Lock()
+		defer body.Unlock()
+		ct := "application/json"
+		if body.stream {
+			ct = "text/event-stream"
+		}
+		return llmtest.Turn{Body: string(body.b), ContentType: ct}
+	})
+	defer srv.Close()
+	g := newTestGenerator(f, srv, func(c *Config) { c.MaxAttempts = 1 })
+	st := newStore()
+	msg := st.put(f, "hi")
+	f.Fuzz(func(t *testing.T, b []byte, chat, stream bool) {
+		if len(b) == 0 {
+			return // an empty Body makes llmtest render a normal answer
+		}
+		body.Lock()
+		body.b, body.stream = b, stream
+		body.Unlock()
+		p := Params{Provider: ProviderResponses, Model: "m", MessageRefs: []cas.Ref{msg}}
+		if chat {
+			p.Provider = ProviderChat
+		}
+		var onDelta func(string)
+		if stream {
+			onDelta = func(string) {}
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		r, err := g.Generate(ctx, st, p, testKey, onDelta)
+		if ctx.Err() != nil {
+			t.Fatalf("Generate hung on %q (chat %v, stream %v): %v", b, chat, stream, err)
+		}
+		if err != nil {
+			var pe *ProviderError
+			if !errors.As(err, &pe) {
+				t.Fatalf("error %v is not a *ProviderError", err)
+			}
+			return
+		}
+		if r.OutputItemsRef == nil || r.ResponseRef == nil || r.Attempts != 1 {
+			t.Fatalf("incomplete receipt %+v", r)
+		}
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/param"
@@ -237,6 +238,9 @@ func parseResponsesBody(body []byte) (parsed, error) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return parsed{}, badResponse("body is not a JSON object: %s", clipText(string(body), 120))
+	}
+	if !utf8.Valid(trimmed) {
+		return parsed{}, badResponse("body is not valid UTF-8")
 	}
 	if err := json.Unmarshal(trimmed, &r); err != nil {
 		return parsed{}, badResponse("body is not a Responses API response object: %v", err)
