@@ -43,8 +43,9 @@ type Limits struct {
 	MaxToolStdinBytes  int
 	MaxToolOutputBytes int
 	// MaxCommandInputBytes bounds what one utility (sort, jq, ...) reads
-	// from its standard input.
-	MaxCommandInputBytes int64
+	// from its standard input, and MaxCommandOutputBytes what it writes.
+	MaxCommandInputBytes  int64
+	MaxCommandOutputBytes int64
 	// MaxFlagBytes bounds the parsed flag data of one tool call, and
 	// MaxArrayItems the items of one array flag.
 	MaxFlagBytes  int
@@ -72,6 +73,7 @@ func DefaultLimits() Limits {
 		MaxToolStdinBytes:      1 << 20,
 		MaxToolOutputBytes:     8 << 20,
 		MaxCommandInputBytes:   16 << 20,
+		MaxCommandOutputBytes:  16 << 20,
 		MaxFlagBytes:           64 * 1024,
 		MaxArrayItems:          4096,
 		MaxTraceCalls:          1024,
@@ -108,6 +110,7 @@ func (l Limits) withDefaults() Limits {
 	set(&l.MaxToolStdinBytes, d.MaxToolStdinBytes)
 	set(&l.MaxToolOutputBytes, d.MaxToolOutputBytes)
 	set64(&l.MaxCommandInputBytes, d.MaxCommandInputBytes)
+	set64(&l.MaxCommandOutputBytes, d.MaxCommandOutputBytes)
 	set(&l.MaxFlagBytes, d.MaxFlagBytes)
 	set(&l.MaxArrayItems, d.MaxArrayItems)
 	set(&l.MaxTraceCalls, d.MaxTraceCalls)

@@ -514,12 +514,13 @@ func (ex *execution) utility(ctx context.Context, hc *interp.HandlerContext, nam
 		envSnapshot = hc.Env
 	}
 	env := &coreutils.Env{
-		Stdin:         stdin,
-		Stdout:        cio.stdout,
-		Stderr:        cio.stderr,
-		Now:           ex.now,
-		MaxInputBytes: ex.lim.MaxCommandInputBytes,
-		JQ:            ex.t.jq,
+		Stdin:          stdin,
+		Stdout:         cio.stdout,
+		Stderr:         cio.stderr,
+		Now:            ex.now,
+		MaxInputBytes:  ex.lim.MaxCommandInputBytes,
+		MaxOutputBytes: ex.lim.MaxCommandOutputBytes,
+		JQ:             ex.t.jq,
 		Getenv: func(name string) string {
 			if envSnapshot == nil {
 				return ""

@@ -40,6 +40,11 @@ type Env struct {
 	// would read more fails with "<cmd>: input exceeds N bytes". 0 means no
 	// bound.
 	MaxInputBytes int64
+	// MaxOutputBytes bounds what a command writes to Stdout; a command that
+	// writes more is stopped and fails with "<cmd>: output exceeds N
+	// bytes" (generators such as seq or jq's range would otherwise fill
+	// memory inside $(...)). 0 means no bound.
+	MaxOutputBytes int64
 	// Exec runs a command line inside the sandbox (xargs uses it) and
 	// returns its exit status. nil disables xargs.
 	Exec func(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) int
@@ -87,11 +92,54 @@ func Lookup(name string) (Func, bool) {
 		return nil, false
 	}
 	return func(ctx context.Context, env *Env, args []string) int {
-		c := newCmd(ctx, name, env)
+		if env.MaxOutputBytes <= 0 {
+			c := newCmd(ctx, name, env)
+			status := f(c, args)
+			c.release()
+			return status
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		lw := &limitedWriter{w: env.Stdout, n: env.MaxOutputBytes, cancel: cancel}
+		limited := *env
+		limited.Stdout = lw
+		c := newCmd(ctx, name, &limited)
+		c.outLimit = lw
 		status := f(c, args)
 		c.release()
+		if lw.exceeded {
+			fmt.Fprintf(env.Stderr, "%s: output exceeds %d bytes\n", name, env.MaxOutputBytes)
+			return 1
+		}
 		return status
 	}, true
+}
+
+// errOutputTooLarge is returned by a limitedWriter past its bound.
+var errOutputTooLarge = errors.New("output too large")
+
+// limitedWriter passes at most n bytes, then fails every write and
+// cancels the command's context so that it stops producing.
+type limitedWriter struct {
+	w        io.Writer
+	n        int64
+	exceeded bool
+	cancel   context.CancelFunc
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	if l.exceeded {
+		return 0, errOutputTooLarge
+	}
+	if int64(len(p)) > l.n {
+		l.exceeded = true
+		l.cancel()
+		n, _ := l.w.Write(p[:l.n])
+		l.n = 0
+		return n, errOutputTooLarge
+	}
+	l.n -= int64(len(p))
+	return l.w.Write(p)
 }
 
 // Names returns the names of all commands, sorted.
@@ -138,11 +186,12 @@ func (l *limitedReader) Read(p []byte) (int, error) {
 // cmd is the state of one running command: its name, environment and a
 // buffered stdout that run flushes.
 type cmd struct {
-	ctx  context.Context
-	name string
-	env  *Env
-	out  *bufio.Writer
-	in   io.Reader
+	ctx      context.Context
+	name     string
+	env      *Env
+	out      *bufio.Writer
+	in       io.Reader
+	outLimit *limitedWriter // nil: no output bound
 }
 
 var writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4096) }}
@@ -171,9 +220,13 @@ func (c *cmd) release() {
 	c.out = nil
 }
 
-// errf prints "name: msg" on stderr and returns status.
+// errf prints "name: msg" on stderr and returns status. Once the output
+// bound stopped the command, the wrapper reports that instead.
 func (c *cmd) errf(status int, format string, args ...any) int {
 	c.out.Flush()
+	if c.outLimit != nil && c.outLimit.exceeded {
+		return status
+	}
 	fmt.Fprintf(c.env.Stderr, c.name+": "+format+"\n", args...)
 	return status
 }
