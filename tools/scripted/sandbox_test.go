@@ -122,6 +122,7 @@ func TestLimits(t *testing.T) {
 		{"ast depth", Limits{MaxASTDepth: 20}, strings.Repeat("(", 30) + "echo" + strings.Repeat(")", 30), "bash: script nesting too deep (more than 20 levels)\n", 2, ErrorRejected},
 		{"timeout", Limits{Timeout: 200 * time.Millisecond, MaxCommands: 1 << 40, MaxLoopIterations: 1 << 40, MaxTotalLoopIterations: 1 << 40}, "while :; do :; done", "bash: execution timed out after 0.2s\n", 124, ErrorTimeout},
 		{"utility input", Limits{MaxCommandInputBytes: 100}, "seq 1 1000 | sort", "sort: input exceeds 100 bytes\n", 1, ""},
+		{"command substitution output", Limits{MaxVarBytes: 1000}, "x=$(for i in $(seq 1 100); do echo 0123456789012345678901234567890123456789; done); echo ${#x}", "resource limit exceeded: command substitution output exceeded (1000 bytes)\n", 1, ErrorLimitExceeded},
 		{"utility output", Limits{MaxCommandOutputBytes: 100}, "x=$(jq -n 'range(1e9)'); echo ${#x}", "jq: output exceeds 100 bytes\n", 0, ""},
 		{"tool stdin", Limits{MaxToolStdinBytes: 10}, "seq 1 100 | s", "s: stdin exceeds 10 bytes\n", 1, ""},
 		{"tool output", Limits{MaxToolOutputBytes: 2}, "t", "t: output exceeds 2 bytes\n", 1, ""},
