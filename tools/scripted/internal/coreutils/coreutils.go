@@ -98,9 +98,7 @@ func Lookup(name string) (Func, bool) {
 			c.release()
 			return status
 		}
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		lw := &limitedWriter{w: env.Stdout, n: env.MaxOutputBytes, cancel: cancel}
+		lw := &limitedWriter{w: env.Stdout, n: env.MaxOutputBytes}
 		limited := *env
 		limited.Stdout = lw
 		c := newCmd(ctx, name, &limited)
@@ -118,13 +116,12 @@ func Lookup(name string) (Func, bool) {
 // errOutputTooLarge is returned by a limitedWriter past its bound.
 var errOutputTooLarge = errors.New("output too large")
 
-// limitedWriter passes at most n bytes, then fails every write and
-// cancels the command's context so that it stops producing.
+// limitedWriter passes at most n bytes, then fails every write; the
+// command sees it in cmd.stopped and stops producing.
 type limitedWriter struct {
 	w        io.Writer
 	n        int64
 	exceeded bool
-	cancel   context.CancelFunc
 }
 
 func (l *limitedWriter) Write(p []byte) (int, error) {
@@ -133,7 +130,6 @@ func (l *limitedWriter) Write(p []byte) (int, error) {
 	}
 	if int64(len(p)) > l.n {
 		l.exceeded = true
-		l.cancel()
 		n, _ := l.w.Write(p[:l.n])
 		l.n = 0
 		return n, errOutputTooLarge
@@ -150,6 +146,16 @@ func Names() []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// errStopped is returned by loops that stopped because the command's
+// context ended or its output bound was reached.
+var errStopped = errors.New("stopped")
+
+// stopped reports whether the command should stop: its context ended or
+// it wrote all the output it may.
+func (c *cmd) stopped() bool {
+	return c.ctx.Err() != nil || (c.outLimit != nil && c.outLimit.exceeded)
 }
 
 // errInputTooLarge is returned by a limitedReader past its bound.
@@ -236,7 +242,7 @@ func (c *cmd) readErr(err error) int {
 	if errors.Is(err, errInputTooLarge) {
 		return c.errf(1, "input exceeds %d bytes", c.env.MaxInputBytes)
 	}
-	if c.ctx.Err() != nil {
+	if c.stopped() {
 		return c.errf(1, "interrupted")
 	}
 	return c.errf(1, "read error: %v", err)
@@ -271,8 +277,8 @@ func (c *cmd) readAll() ([]byte, error) {
 func (c *cmd) eachLine(f func(line string, last bool) bool) error {
 	br := bufio.NewReaderSize(c.in, 32*1024)
 	for i := 0; ; i++ {
-		if i&1023 == 1023 && c.ctx.Err() != nil {
-			return c.ctx.Err()
+		if i&1023 == 1023 && c.stopped() {
+			return errStopped
 		}
 		line, err := br.ReadString('\n')
 		if len(line) > 0 {

@@ -196,7 +196,7 @@ func runJQ(c *cmd, o *jqOpts) int {
 					}
 					return he.ExitCode() + 1000 // marker: halt
 				}
-				if c.ctx.Err() != nil {
+				if c.stopped() {
 					return c.errf(5, "interrupted")
 				}
 				return c.errf(5, "error (at <stdin>:%d): %v", inputs.line(), err)
@@ -205,6 +205,9 @@ func runJQ(c *cmd, o *jqOpts) int {
 			last = r
 			if err := writeJQ(c, o, r); err != nil {
 				return c.errf(5, "error (at <stdin>:%d): %v", inputs.line(), err)
+			}
+			if c.outLimit != nil && c.outLimit.exceeded {
+				return 1
 			}
 		}
 	}
@@ -404,8 +407,8 @@ func (in *jqInputs) next() (any, error) {
 }
 
 func (in *jqInputs) decode() (any, error) {
-	if in.c.ctx.Err() != nil {
-		return nil, in.c.ctx.Err()
+	if in.c.stopped() {
+		return nil, errStopped
 	}
 	// At the end of the data, report EOF without asking the decoder,
 	// which would grow its buffer just to find out.
@@ -439,7 +442,7 @@ func (in *jqInputs) fail(err error) int {
 	if errors.Is(err, errInputTooLarge) {
 		return in.c.readErr(err)
 	}
-	if in.c.ctx.Err() != nil {
+	if in.c.stopped() {
 		return in.c.errf(2, "interrupted")
 	}
 	return in.c.errf(2, "error (at <stdin>:%d): Cannot parse input: %v", in.line(), err)

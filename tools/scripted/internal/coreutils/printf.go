@@ -52,7 +52,7 @@ func (p *printer) run() int {
 		if p.stop || len(p.args) == 0 || len(p.args) == consumed {
 			return p.status
 		}
-		if p.c.ctx.Err() != nil {
+		if p.c.stopped() {
 			return 1
 		}
 	}

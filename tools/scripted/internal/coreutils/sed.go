@@ -428,7 +428,7 @@ func runSed(c *cmd, prog []*sedCommand, quiet bool) int {
 		return c.readErr(err)
 	}
 	for n := 1; n <= len(lines); n++ {
-		if n&1023 == 0 && c.ctx.Err() != nil {
+		if n&1023 == 0 && c.stopped() {
 			return c.errf(1, "interrupted")
 		}
 		line := lines[n-1]

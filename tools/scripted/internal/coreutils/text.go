@@ -37,7 +37,7 @@ func catCmd(c *cmd, args []string) int {
 	if !number {
 		buf := make([]byte, 32*1024)
 		for {
-			if c.ctx.Err() != nil {
+			if c.stopped() {
 				return c.errf(1, "interrupted")
 			}
 			n, err := c.in.Read(buf)
@@ -81,7 +81,7 @@ func teeCmd(c *cmd, args []string) int {
 	}
 	buf := make([]byte, 32*1024)
 	for {
-		if c.ctx.Err() != nil {
+		if c.stopped() {
 			return c.errf(1, "interrupted")
 		}
 		n, err := c.in.Read(buf)
@@ -539,7 +539,7 @@ func wcCmd(c *cmd, args []string) int {
 	inWord := false
 	buf := make([]byte, 32*1024)
 	for {
-		if c.ctx.Err() != nil {
+		if c.stopped() {
 			return c.errf(1, "interrupted")
 		}
 		n, err := c.in.Read(buf)
@@ -944,7 +944,7 @@ func seqCmd(c *cmd, args []string) int {
 		if (incr > 0 && v > last+1e-9*math.Abs(incr)) || (incr < 0 && v < last-1e-9*math.Abs(incr)) {
 			break
 		}
-		if i&1023 == 1023 && c.ctx.Err() != nil {
+		if i&1023 == 1023 && c.stopped() {
 			return c.errf(1, "interrupted")
 		}
 		if n > 0 {
