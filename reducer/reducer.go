@@ -81,6 +81,12 @@ type Output struct {
 	State   schema.Value
 	Events  []Event
 	Effects []Effect
+	// Blobs are raw blobs the new state or the events refer to (by
+	// cas.Sum). The world stores them with the step's records, in the same
+	// transaction, so they exist by the time anything reads them. Unlike
+	// blob.put, this needs no round trip; the blobs are derived data, and
+	// replay re-derives them.
+	Blobs [][]byte
 }
 
 // Reducer is a deterministic state machine over one cell.

@@ -468,6 +468,7 @@ func (s *stepper) deliver(module string, key schema.Value, evSchema string, valu
 			s.record(KindState, rec("reducer", module, "key", key, "state", newRef.String()))
 		}
 	}
+	s.out.Blobs = append(s.out.Blobs, out.Blobs...)
 	for _, e := range events {
 		s.record(KindRaised, rec("schema", e.schema, "value", e.value, "key", e.key, "origin", rec("reducer", module)))
 		s.events = append(s.events, e)

@@ -73,5 +73,9 @@ func encodeOutput(o reducer.Output) schema.Value {
 	for i, e := range o.Effects {
 		efs[i] = schema.Record("kind", e.Kind, "params", e.Params, "slot", e.CapSlot, "key", e.IdempotencyKey)
 	}
-	return schema.Record("state", o.State, "events", evs, "effects", efs)
+	blobs := make([]schema.Value, len(o.Blobs))
+	for i, b := range o.Blobs {
+		blobs[i] = b
+	}
+	return schema.Record("state", o.State, "events", evs, "effects", efs, "blobs", blobs)
 }
