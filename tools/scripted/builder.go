@@ -160,6 +160,9 @@ func (b *Builder) Build() (*ScriptedTool, error) {
 			continue
 		}
 		reg := &registered{def: r.def, fn: r.fn, pos: r.pos, schema: sch, flags: &flagSchema{root: doc}}
+		if sch != nil {
+			reg.fast = newFastSchema(doc)
+		}
 		reg.def.Tags = slices.Clone(r.def.Tags)
 		reg.usage = usageHint(reg.flags)
 		t.tools = append(t.tools, reg)

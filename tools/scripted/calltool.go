@@ -52,7 +52,7 @@ func (ex *execution) runTool(ctx context.Context, reg *registered, argv []string
 		var err error
 		params, err = parseFlags(reg.flags, argv, ex.lim)
 		if err == nil {
-			if msg := validateParams(reg.schema, params); msg != "" {
+			if msg := validateParams(reg.schema, reg.fast, params); msg != "" {
 				err = errors.New("schema error: " + msg)
 			}
 		}

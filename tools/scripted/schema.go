@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -56,10 +58,14 @@ func compileSchema(toolName string, raw json.RawMessage) (*jsonschema.Schema, sc
 	return sch, plain, nil
 }
 
-// validateParams checks params against sch and returns a one-line
-// message in bashkit's words ("required property 'id' is missing",
-// "input.id must be integer", ...), or "" when params are valid.
-func validateParams(sch *jsonschema.Schema, params map[string]any) string {
+// validateParams checks params against sch (or its fast form, when not
+// nil) and returns a one-line message in bashkit's words ("required
+// property 'id' is missing", "input.id must be integer", ...), or "" when
+// params are valid.
+func validateParams(sch *jsonschema.Schema, fast *fastSchema, params map[string]any) string {
+	if fast != nil {
+		return fast.validate(params)
+	}
 	if sch == nil {
 		return ""
 	}
@@ -112,13 +118,13 @@ func describeValidation(e *jsonschema.ValidationError) string {
 		if len(e.InstanceLocation) > 0 {
 			prefix = at + ": "
 		}
-		return fmt.Sprintf("%srequired property '%s' is missing", prefix, k.Missing[0])
+		return fmt.Sprintf("%srequired property '%s' is missing", prefix, slices.Min(k.Missing))
 	case *kind.Type:
 		return fmt.Sprintf("%s must be %s", at, strings.Join(k.Want, " or "))
 	case *kind.Enum, *kind.Const:
 		return fmt.Sprintf("%s is not an allowed value", at)
 	case *kind.AdditionalProperties:
-		return fmt.Sprintf("unknown property '%s'", k.Properties[0])
+		return fmt.Sprintf("unknown property '%s'", slices.Min(k.Properties)) // stable: the list is in map order
 	case *kind.OneOf, *kind.AnyOf:
 		kw := "oneOf"
 		if _, ok := k.(*kind.AnyOf); ok {
@@ -133,4 +139,172 @@ func describeValidation(e *jsonschema.ValidationError) string {
 		msg = msg[i+3:]
 	}
 	return at + ": " + msg
+}
+
+// fastSchema validates the common shape of tool schemas — an object of
+// scalar properties, required names, optional enums and
+// additionalProperties:false — without the general validator, with the
+// same messages. newFastSchema returns nil for anything else.
+type fastSchema struct {
+	props    map[string]fastProp
+	names    []string // sorted property names, for a stable order
+	required []string
+	closed   bool
+}
+
+type fastProp struct {
+	typ  string // integer, number, string, boolean
+	enum []any  // nil: any value
+}
+
+var (
+	fastTopKeys  = map[string]bool{"type": true, "properties": true, "required": true, "additionalProperties": true, "description": true, "title": true, "$schema": true, "examples": true}
+	fastPropKeys = map[string]bool{"type": true, "description": true, "title": true, "enum": true, "default": true, "examples": true}
+)
+
+func newFastSchema(doc schemaNode) *fastSchema {
+	for k := range doc {
+		if !fastTopKeys[k] {
+			return nil
+		}
+	}
+	if t, ok := doc["type"]; ok && t != "object" {
+		return nil
+	}
+	fs := &fastSchema{props: map[string]fastProp{}}
+	switch ap := doc["additionalProperties"].(type) {
+	case nil:
+	case bool:
+		fs.closed = !ap
+	default:
+		return nil
+	}
+	if req, ok := doc["required"]; ok {
+		list, ok := req.([]any)
+		if !ok {
+			return nil
+		}
+		for _, r := range list {
+			s, ok := r.(string)
+			if !ok {
+				return nil
+			}
+			fs.required = append(fs.required, s)
+		}
+	}
+	props, _ := doc["properties"].(map[string]any)
+	if _, ok := doc["properties"]; ok && props == nil {
+		return nil
+	}
+	for name, p := range props {
+		pm, ok := p.(map[string]any)
+		if !ok {
+			return nil
+		}
+		for k := range pm {
+			if !fastPropKeys[k] {
+				return nil
+			}
+		}
+		typ, _ := pm["type"].(string)
+		switch typ {
+		case "integer", "number", "string", "boolean":
+		default:
+			return nil
+		}
+		fp := fastProp{typ: typ}
+		if e, ok := pm["enum"]; ok {
+			list, ok := e.([]any)
+			if !ok {
+				return nil
+			}
+			for _, v := range list {
+				switch v.(type) {
+				case string, float64, bool:
+				default:
+					return nil
+				}
+			}
+			fp.enum = list
+		}
+		fs.props[name] = fp
+		fs.names = append(fs.names, name)
+	}
+	slices.Sort(fs.names)
+	return fs
+}
+
+// validate returns the message of the first problem, or "".
+func (fs *fastSchema) validate(params map[string]any) string {
+	var missing []string
+	for _, r := range fs.required {
+		if _, ok := params[r]; !ok {
+			missing = append(missing, r)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Sprintf("required property '%s' is missing", slices.Min(missing))
+	}
+	if fs.closed {
+		var unknown []string
+		for k := range params {
+			if _, ok := fs.props[k]; !ok {
+				unknown = append(unknown, k)
+			}
+		}
+		if len(unknown) > 0 {
+			slices.Sort(unknown)
+			return fmt.Sprintf("unknown property '%s'", unknown[0])
+		}
+	}
+	for _, name := range fs.names {
+		v, ok := params[name]
+		if !ok {
+			continue
+		}
+		p := fs.props[name]
+		if !fastTypeOK(p.typ, v) {
+			return fmt.Sprintf("input.%s must be %s", name, p.typ)
+		}
+		if p.enum != nil && !slices.ContainsFunc(p.enum, func(e any) bool { return fastEqual(e, v) }) {
+			return fmt.Sprintf("input.%s is not an allowed value", name)
+		}
+	}
+	return ""
+}
+
+func fastTypeOK(typ string, v any) bool {
+	switch typ {
+	case "integer":
+		switch x := v.(type) {
+		case int64:
+			return true
+		case float64:
+			return x == math.Trunc(x) && !math.IsInf(x, 0)
+		}
+	case "number":
+		switch v.(type) {
+		case int64, float64:
+			return true
+		}
+	case "string":
+		_, ok := v.(string)
+		return ok
+	case "boolean":
+		_, ok := v.(bool)
+		return ok
+	}
+	return false
+}
+
+// fastEqual compares an enum value (as decoded from the schema: float64,
+// string, bool) with a parameter.
+func fastEqual(e, v any) bool {
+	switch x := v.(type) {
+	case int64:
+		f, ok := e.(float64)
+		return ok && f == float64(x)
+	default:
+		return e == v
+	}
 }

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/tools"
 )
@@ -548,4 +550,66 @@ func TestXtraceHidesInstrumentation(t *testing.T) {
 	if strings.Contains(res.Stderr, reservedPrefix) || !strings.Contains(res.Stderr, "+ f a\n") {
 		t.Errorf("xtrace of a pipeline = %q", res.Stderr)
 	}
+}
+
+// TestFastSchemaAgrees checks the fast validator against the general one.
+func TestFastSchemaAgrees(t *testing.T) {
+	schemas := []string{
+		`{"type":"object","properties":{"id":{"type":"integer"},"name":{"type":"string"},"ok":{"type":"boolean"},"x":{"type":"number"}},"required":["id"]}`,
+		`{"type":"object","properties":{"s":{"type":"string","enum":["a","b"]},"n":{"type":"integer","enum":[1,2]}},"additionalProperties":false}`,
+		`{"properties":{"id":{"type":"integer","description":"d"}}}`,
+	}
+	params := []map[string]any{
+		{}, {"id": int64(1)}, {"id": "x"}, {"id": 1.5}, {"id": 2.0}, {"name": int64(3), "id": int64(1)},
+		{"ok": "true", "id": int64(1)}, {"x": "1", "id": int64(1)}, {"x": int64(1), "id": int64(1)},
+		{"s": "a"}, {"s": "c"}, {"n": int64(2)}, {"n": int64(3)}, {"n": 2.0}, {"other": true}, {"s": int64(1)},
+	}
+	for _, raw := range schemas {
+		sch, doc, err := compileSchema("t", json.RawMessage(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fast := newFastSchema(doc)
+		if fast == nil {
+			t.Fatalf("schema %s not taken by the fast validator", raw)
+		}
+		for _, p := range params {
+			full := validateParams(sch, nil, p)
+			quick := validateParams(sch, fast, p)
+			if (full == "") != (quick == "") || (countProblems(t, sch, p) == 1 && full != quick) {
+				t.Errorf("schema %s, params %v: full %q, fast %q", raw, p, full, quick)
+			}
+		}
+	}
+	for _, raw := range []string{`{"type":"object","properties":{"a":{"type":"array"}}}`, `{"oneOf":[]}`, `{"properties":{"a":{"$ref":"#"}}}`, `{"type":"object","properties":{"a":{"type":"string","minLength":2}}}`} {
+		var doc map[string]any
+		json.Unmarshal([]byte(raw), &doc)
+		if newFastSchema(doc) != nil {
+			t.Errorf("fast validator took %s", raw)
+		}
+	}
+}
+
+// countProblems counts the leaf errors of the general validator.
+func countProblems(t *testing.T, sch interface{ Validate(any) error }, p map[string]any) int {
+	err := sch.Validate(any(p))
+	if err == nil {
+		return 0
+	}
+	var count func(e *jsonschema.ValidationError) int
+	count = func(e *jsonschema.ValidationError) int {
+		if len(e.Causes) == 0 {
+			return 1
+		}
+		n := 0
+		for _, c := range e.Causes {
+			n += count(c)
+		}
+		return n
+	}
+	var ve *jsonschema.ValidationError
+	if errors.As(err, &ve) {
+		return count(ve)
+	}
+	return 1
 }

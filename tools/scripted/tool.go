@@ -34,6 +34,7 @@ type registered struct {
 	fn     ToolCallback
 	pos    PositionalCallback
 	schema *jsonschema.Schema
+	fast   *fastSchema // nil: validate with schema
 	flags  *flagSchema
 	usage  string
 }
