@@ -167,30 +167,29 @@ func newBolt(db *bbolt.DB, readOnly, ownDB bool) (*Bolt, error) {
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
 	}
-	check := func(tx *bbolt.Tx) error {
+	// Look first, so opening an existing journal writes nothing.
+	missing := false
+	err := db.View(func(tx *bbolt.Tx) error {
 		top := tx.Bucket(bucketJournal)
 		if top == nil {
-			if readOnly {
-				return nil // an empty journal
-			}
-			var err error
-			if top, err = tx.CreateBucket(bucketJournal); err != nil {
+			missing = true
+			return nil
+		}
+		return checkFormat(top)
+	})
+	if err == nil && missing && !readOnly {
+		err = db.Update(func(tx *bbolt.Tx) error {
+			top, err := tx.CreateBucketIfNotExists(bucketJournal)
+			if err != nil {
 				return err
 			}
-			if err := top.Put(keyFormat, formatV1); err != nil {
-				return err
+			if top.Get(keyFormat) == nil {
+				if err := top.Put(keyFormat, formatV1); err != nil {
+					return err
+				}
 			}
-		}
-		if f := top.Get(keyFormat); !bytes.Equal(f, formatV1) {
-			return fmt.Errorf("bucket %q holds format %q, want %q (not a demiurge journal, or a newer one)", bucketJournal, f, formatV1)
-		}
-		return nil
-	}
-	var err error
-	if readOnly {
-		err = db.View(check)
-	} else {
-		err = db.Update(check)
+			return checkFormat(top)
+		})
 	}
 	if err != nil {
 		return nil, err
@@ -201,6 +200,13 @@ func newBolt(db *bbolt.DB, readOnly, ownDB bool) (*Bolt, error) {
 		go j.commitLoop()
 	}
 	return j, nil
+}
+
+func checkFormat(top *bbolt.Bucket) error {
+	if f := top.Get(keyFormat); !bytes.Equal(f, formatV1) {
+		return fmt.Errorf("bucket %q holds format %q, want %q (not a demiurge journal, or a newer one)", bucketJournal, f, formatV1)
+	}
+	return nil
 }
 
 // DB returns the bbolt database the journal lives in.

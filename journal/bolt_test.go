@@ -408,3 +408,32 @@ func TestOpenBoltErrors(t *testing.T) {
 		t.Fatalf("OpenBolt on a text file: %v", err)
 	}
 }
+
+// TestReopenWritesNothing checks that opening and closing an existing
+// journal, without appends, leaves the file as it was.
+func TestReopenWritesNothing(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "j.db")
+	j, err := OpenBolt(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Append(t.Context(), "w", Head{}, stepEntries(0)); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	before, _ := os.ReadFile(path)
+	for range 2 {
+		j, err := OpenBolt(path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Verify(t.Context(), j, "w"); err != nil {
+			t.Fatal(err)
+		}
+		j.Close()
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Fatal("reopening the journal changed the file")
+	}
+}
