@@ -503,13 +503,18 @@ type chunk struct {
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
 	Usage json.RawMessage `json:"usage"`
+	Error json.RawMessage `json:"error"`
 }
 
-// add folds one chunk in and returns the text delta it carries.
+// add folds one chunk in and returns the text delta it carries. A chunk
+// {"error":{…}} is a KindFailed *parseError.
 func (s *chatStream) add(data []byte) (string, error) {
 	var c chunk
 	if err := json.Unmarshal(data, &c); err != nil {
 		return "", badResponse("stream chunk is not a chat.completion.chunk: %v", err)
+	}
+	if len(c.Error) > 0 && string(c.Error) != "null" {
+		return "", streamEventError(data)
 	}
 	if c.ID != "" {
 		s.id = c.ID

@@ -3,7 +3,6 @@ package llm
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -197,12 +196,4 @@ func hint(provider, baseURL string, status int) string {
 		return "the provider rejected the request; fix what the message names"
 	}
 	return ""
-}
-
-// isDecodeError reports whether err comes from decoding JSON (a malformed
-// stream event), as opposed to the connection.
-func isDecodeError(err error) bool {
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	return errors.As(err, &se) || errors.As(err, &te)
 }
