@@ -360,18 +360,21 @@ func (s *stepper) deliver(module string, key schema.Value, evSchema string, valu
 		fail(key, "reducer %s is not registered in this binary", module)
 		return
 	}
-	// The cell key: the route's key_field if it has one, else the key the
-	// event carries.
+	// The cell key: the value at the route's key_field, else the key the
+	// event carries (results of effects, plan ends and events that reducers
+	// and plans emit carry their cell's key).
 	if mod.KeySchema == "" {
 		key = nil
 	} else {
 		if keyField != "" {
 			v, err := pathValue(value, strings.Split(keyField, "."))
-			if err != nil {
+			switch {
+			case err == nil:
+				key = v
+			case key == nil:
 				fail(nil, "key_field %q: %v", keyField, err)
 				return
 			}
-			key = v
 		}
 		if key == nil {
 			fail(nil, "event %s carries no key and the route has no key_field", evSchema)
