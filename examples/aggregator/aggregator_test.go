@@ -285,6 +285,7 @@ func TestBadEvents(t *testing.T) {
 		schema.Variant("Start", schema.Record("topic", uint64(3))),
 		schema.Variant("Complete", schema.Record("responses", "none")),
 		schema.Variant("PlanEnded", "x"),
+		schema.Variant("Start", nil),
 	} {
 		if _, err := (Reducer{}).Step(&reducer.Context{}, nil, ev); !errors.Is(err, ErrBadEvent) {
 			t.Errorf("Step(%s): %v; want ErrBadEvent", schema.String(ev), err)

@@ -193,11 +193,12 @@ func (st *State) fail(format string, args ...any) {
 	st.PC, st.Error = reducer.Variant{Tag: Failed}, &msg
 }
 
-// variant splits a variant value into its tag and payload.
+// variant splits a variant value into its tag and payload; every arm of
+// the event has a payload.
 func variant(event schema.Value) (string, schema.Value, error) {
 	m, ok := event.(*schema.Map)
 	if ok {
-		if tag, v, ok := m.VariantTag(); ok {
+		if tag, v, ok := m.VariantTag(); ok && v != nil {
 			return tag, v, nil
 		}
 	}

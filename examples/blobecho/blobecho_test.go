@@ -193,6 +193,7 @@ func TestBadEvents(t *testing.T) {
 		schema.Variant("Start", "data"),
 		schema.Variant("PutResult", uint64(1)),
 		schema.Variant("GetResult", schema.Record("receipt", "x")),
+		schema.Variant("Start", nil),
 	} {
 		if _, err := (Reducer{}).Step(&reducer.Context{}, nil, ev); !errors.Is(err, ErrBadEvent) {
 			t.Errorf("Step(%s): %v; want ErrBadEvent", schema.String(ev), err)

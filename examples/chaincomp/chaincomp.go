@@ -300,11 +300,12 @@ func describe(c *reducer.Context, what string, bodyRef *string) *string {
 	return &what
 }
 
-// variant splits a variant value into its tag and payload.
+// variant splits a variant value into its tag and payload; every arm of
+// the event has a payload.
 func variant(event schema.Value) (string, schema.Value, error) {
 	m, ok := event.(*schema.Map)
 	if ok {
-		if tag, v, ok := m.VariantTag(); ok {
+		if tag, v, ok := m.VariantTag(); ok && v != nil {
 			return tag, v, nil
 		}
 	}

@@ -309,6 +309,7 @@ func TestBadEvents(t *testing.T) {
 		schema.Variant("Start", schema.Record("order_id", uint64(3))),
 		schema.Variant("ReserveFailed", "503"),
 		schema.Variant("PlanEnded", uint64(1)),
+		schema.Variant("Start", nil),
 	} {
 		if _, err := (Reducer{}).Step(&reducer.Context{}, nil, ev); !errors.Is(err, ErrBadEvent) {
 			t.Errorf("Step(%s): %v; want ErrBadEvent", schema.String(ev), err)

@@ -172,11 +172,12 @@ func (st *State) waitingFor(id uint64) bool {
 	return st.PC.Tag == Fetching && st.PendingRequest != nil && *st.PendingRequest == id
 }
 
-// variant splits a variant value into its tag and payload.
+// variant splits a variant value into its tag and payload; every arm of
+// the event has a payload.
 func variant(event schema.Value) (string, schema.Value, error) {
 	m, ok := event.(*schema.Map)
 	if ok {
-		if tag, v, ok := m.VariantTag(); ok {
+		if tag, v, ok := m.VariantTag(); ok && v != nil {
 			return tag, v, nil
 		}
 	}

@@ -241,6 +241,7 @@ func TestBadEvents(t *testing.T) {
 		schema.Variant("Start", "http://x"),
 		schema.Variant("Complete", schema.Record("request_id", "one")),
 		schema.Variant("PlanEnded", schema.Record("plan", uint64(1))),
+		schema.Variant("Start", nil),
 	} {
 		if _, err := (Reducer{}).Step(&reducer.Context{}, nil, ev); !errors.Is(err, ErrBadEvent) {
 			t.Errorf("Step(%s): %v; want ErrBadEvent", schema.String(ev), err)

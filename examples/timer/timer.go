@@ -148,11 +148,12 @@ func (Reducer) Step(_ *reducer.Context, state, event schema.Value) (reducer.Outp
 	return out, nil
 }
 
-// variant splits a variant value into its tag and payload.
+// variant splits a variant value into its tag and payload; every arm of
+// the event has a payload.
 func variant(event schema.Value) (string, schema.Value, error) {
 	m, ok := event.(*schema.Map)
 	if ok {
-		if tag, v, ok := m.VariantTag(); ok {
+		if tag, v, ok := m.VariantTag(); ok && v != nil {
 			return tag, v, nil
 		}
 	}

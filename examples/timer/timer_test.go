@@ -163,6 +163,7 @@ func TestBadEvents(t *testing.T) {
 		schema.Variant("Stop", nil),
 		schema.Variant("Start", "soon"),
 		schema.Variant("Fired", uint64(3)),
+		schema.Variant("Start", nil),
 	} {
 		if _, err := (Reducer{}).Step(&reducer.Context{}, nil, ev); !errors.Is(err, ErrBadEvent) {
 			t.Errorf("Step(%s): %v; want ErrBadEvent", schema.String(ev), err)
