@@ -609,3 +609,30 @@ func TestGenerateCBOR(t *testing.T) {
 		t.Errorf("bad CBOR: got %v; want ErrInvalidParams", err)
 	}
 }
+
+// TestGenerateDeltasAreLive proves that text reaches onDelta while the
+// answer is still being written: the server holds back its final event
+// until the first delta arrives, so a client that only reported text at
+// the end would never finish.
+func TestGenerateDeltasAreLive(t *testing.T) {
+	for _, prov := range []string{ProviderResponses, ProviderChat} {
+		hold := make(chan struct{})
+		srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{{Text: "one two three", Hold: hold}}})
+		defer srv.Close()
+		g := newTestGenerator(t, srv, func(c *Config) { c.Timeout = 10 * time.Second; c.MaxAttempts = 1 })
+		st := newStore()
+		var deltas []string
+		r, err := g.Generate(t.Context(), st, Params{Provider: prov, Model: "m", MessageRefs: []cas.Ref{st.put(t, "hi")}}, testKey, func(s string) {
+			if deltas == nil {
+				close(hold)
+			}
+			deltas = append(deltas, s)
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", prov, err)
+		}
+		if strings.Join(deltas, "|") != "one |two |three" || r.OutputText != "one two three" {
+			t.Errorf("%s: deltas %q, text %q", prov, deltas, r.OutputText)
+		}
+	}
+}

@@ -89,6 +89,14 @@ type Turn struct {
 	// Delay waits before answering (the request's cancellation ends the
 	// wait).
 	Delay Duration `json:"delay,omitempty"`
+	// EventDelay waits between the events of a stream, so text arrives
+	// word by word as from a real model.
+	EventDelay Duration `json:"event_delay,omitempty"`
+	// Hold, if not nil, makes a stream stop before its last event until
+	// Hold is closed (or the request ends): a test closes it from the
+	// client's delta callback to prove deltas arrive while the answer is
+	// still being written.
+	Hold <-chan struct{} `json:"-"`
 	// Usage overrides the token counts.
 	Usage *Usage `json:"usage,omitempty"`
 	// Model overrides the model the answer names (default: the request's).

@@ -160,17 +160,26 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}, nil)
 		return
 	}
-	if turn.Delay > 0 {
-		t := time.NewTimer(time.Duration(turn.Delay))
-		select {
-		case <-r.Context().Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
+	if !wait(r.Context(), time.Duration(turn.Delay)) {
+		return
 	}
 	a := answer{turn: turn, seq: seq, req: req, raw: raw}
 	a.write(r.Context(), w)
+}
+
+// wait sleeps d and reports whether ctx is still live.
+func wait(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // next picks the turn for req and its number.
@@ -307,9 +316,19 @@ func (a *answer) write(ctx context.Context, w http.ResponseWriter) {
 		n = max(len(events)/2, 1)
 		n = min(n, len(events)-1)
 	}
-	for _, ev := range events[:n] {
+	for i, ev := range events[:n] {
 		if ctx.Err() != nil {
 			return
+		}
+		if i > 0 && !wait(ctx, time.Duration(t.EventDelay)) {
+			return
+		}
+		if i == len(events)-1 && t.Hold != nil {
+			select {
+			case <-t.Hold:
+			case <-ctx.Done():
+				return
+			}
 		}
 		var buf bytes.Buffer
 		if ev.name != "" {

@@ -279,11 +279,11 @@ func TestCutOffAndDelay(t *testing.T) {
 }
 
 func TestParseScript(t *testing.T) {
-	s, err := llmtest.ParseScript([]byte(`{"turns":[{"text":"a","delay":"150ms"},{"calls":[{"name":"f","arguments":"{"}],"delay":20},{"status":500}]}`))
+	s, err := llmtest.ParseScript([]byte(`{"turns":[{"text":"a","delay":"150ms","event_delay":"2ms"},{"calls":[{"name":"f","arguments":"{"}],"delay":20},{"status":500}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Turns) != 3 || time.Duration(s.Turns[0].Delay) != 150*time.Millisecond || time.Duration(s.Turns[1].Delay) != 20*time.Millisecond ||
+	if len(s.Turns) != 3 || time.Duration(s.Turns[0].Delay) != 150*time.Millisecond || time.Duration(s.Turns[0].EventDelay) != 2*time.Millisecond || time.Duration(s.Turns[1].Delay) != 20*time.Millisecond ||
 		s.Turns[1].Calls[0].Arguments != "{" || s.Turns[2].Status != 500 {
 		t.Errorf("script %+v", s)
 	}
