@@ -81,8 +81,9 @@ type exchange struct {
 //
 // Errors: a bad parameter or blob wraps ErrInvalidParams and nothing is
 // sent; a provider failure is a *ProviderError after the retries
-// (Config.MaxAttempts); cancelling ctx returns ctx's error. Generate writes
-// nothing to blobs when it fails, except the evidence a ProviderError names.
+// (Config.MaxAttempts); cancelling ctx returns ctx's error. When the call
+// fails, Generate writes nothing to blobs except the evidence a
+// ProviderError names.
 func (g *Generator) Generate(ctx context.Context, blobs Blobs, p Params, apiKey string, onDelta func(text string)) (Receipt, error) {
 	c, err := g.prepare(ctx, blobs, p, apiKey, onDelta)
 	if err != nil {
@@ -104,7 +105,7 @@ func (g *Generator) Generate(ctx context.Context, blobs Blobs, p Params, apiKey 
 			return Receipt{}, fmt.Errorf("llm: %s: call abandoned after %d attempt(s): %w", c.provider, attempts, err)
 		}
 		pe.Attempts = attempts
-		wait, retry := g.nextWait(pe, c, attempts)
+		wait, retry := g.nextWait(pe, attempts)
 		if !retry {
 			pe.redact(apiKey)
 			g.keepEvidence(ctx, blobs, ex, pe, apiKey)
@@ -155,7 +156,7 @@ func (g *Generator) prepare(ctx context.Context, blobs Blobs, p Params, apiKey s
 }
 
 // nextWait says whether a failed attempt is tried again, and after how long.
-func (g *Generator) nextWait(pe *ProviderError, c *call, attempts int) (time.Duration, bool) {
+func (g *Generator) nextWait(pe *ProviderError, attempts int) (time.Duration, bool) {
 	if !pe.Retryable || attempts >= g.cfg.MaxAttempts {
 		return 0, false
 	}
