@@ -16,6 +16,17 @@ import (
 // maxTraceArgBytes bounds each argv word kept in the trace.
 const maxTraceArgBytes = 1024
 
+type callSeqKey struct{}
+
+// CallSeq returns the sequence number of the tool call a callback is
+// running for: the Seq of its entry in Result.Calls. A world uses it to
+// tie the effects a callback emits to the call that caused them (an
+// idempotency key, say). ok is false outside a callback.
+func CallSeq(ctx context.Context) (seq int, ok bool) {
+	seq, ok = ctx.Value(callSeqKey{}).(int)
+	return seq, ok
+}
+
 // callTool runs one tool command: --help, flag parsing, schema check,
 // --dry-run, the tool-call budget, stdin, then the callback.
 func (ex *execution) callTool(ctx context.Context, name string, argv []string, cio cmdIO) int {
@@ -101,7 +112,7 @@ func (ex *execution) runTool(ctx context.Context, reg *registered, argv []string
 	if ctx.Err() != nil {
 		return 1
 	}
-	out, err, panicked := ex.invoke(ctx, reg, ToolArgs{Params: params, Stdin: stdin, Argv: argv})
+	out, err, panicked := ex.invoke(context.WithValue(ctx, callSeqKey{}, call.Seq), reg, ToolArgs{Params: params, Stdin: stdin, Argv: argv})
 	if ctx.Err() != nil && err == nil && out == "" {
 		return 1 // the run is ending (deadline or limit); the result says why
 	}

@@ -605,6 +605,9 @@ func builtinStatus(err error) (int, bool) {
 func (ex *execution) notFound(w io.Writer, name string) int {
 	var b strings.Builder
 	fmt.Fprintf(&b, "bash: %s: command not found", name)
+	if s := ex.suggest(name); s != "" {
+		fmt.Fprintf(&b, ". Did you mean %s?", s)
+	}
 	if len(ex.t.tools) > 0 {
 		b.WriteString(" (tools: " + strings.Join(ex.t.toolNames(), ", ") + ";")
 	} else {
@@ -613,6 +616,52 @@ func (ex *execution) notFound(w io.Writer, name string) int {
 	b.WriteString(" utilities: " + strings.Join(utilityNames(), " ") + "; builtins: help discover read set local export exit; no filesystem, network or host programs)\n")
 	io.WriteString(w, b.String())
 	return 127
+}
+
+// suggest returns the command closest to name (edit distance ≤ 2), or "".
+func (ex *execution) suggest(name string) string {
+	if len(name) > 64 {
+		return ""
+	}
+	best, bestDist := "", 3
+	try := func(c string) {
+		if d := editDistance(name, c); d < bestDist && d > 0 {
+			best, bestDist = c, d
+		}
+	}
+	for _, r := range ex.t.tools {
+		try(r.def.Name)
+	}
+	for _, u := range utilityNames() {
+		try(u)
+	}
+	try("help")
+	try("discover")
+	return best
+}
+
+// editDistance is the Levenshtein distance of two short strings.
+func editDistance(a, b string) int {
+	if len(b) > 64 {
+		return len(b)
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // commandV answers command -v/-V from the registry.

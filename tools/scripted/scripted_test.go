@@ -514,6 +514,36 @@ func TestClock(t *testing.T) {
 	}
 }
 
+func TestNotFoundSuggests(t *testing.T) {
+	st := shopTool(t, nil)
+	res := run(t, st, "get_usr --id 1")
+	if res.ExitCode != 127 || !strings.HasPrefix(res.Stderr, "bash: get_usr: command not found. Did you mean get_user? (tools: get_user, list_orders, upper, echo_args;") {
+		t.Errorf("not found: %q %d", res.Stderr, res.ExitCode)
+	}
+	if res := run(t, st, "kubectl"); strings.Contains(res.Stderr, "Did you mean") {
+		t.Errorf("far name got a suggestion: %q", res.Stderr)
+	}
+}
+
+func TestCallSeq(t *testing.T) {
+	var seqs []int
+	st := NewBuilder("x").Tool(ToolDef{Name: "t"}, func(ctx context.Context, _ ToolArgs) (string, error) {
+		seq, ok := CallSeq(ctx)
+		if !ok {
+			return "", errors.New("no seq")
+		}
+		seqs = append(seqs, seq)
+		return "", nil
+	}).MustBuild()
+	res := run(t, st, "help >/dev/null; t; t --x 1")
+	if !slices.Equal(seqs, []int{2, 3}) || res.Calls[1].Seq != 2 || res.Calls[2].Seq != 3 {
+		t.Errorf("CallSeq = %v; trace %+v", seqs, res.Calls)
+	}
+	if _, ok := CallSeq(t.Context()); ok {
+		t.Error("CallSeq outside a callback")
+	}
+}
+
 func TestToolArgsHelpers(t *testing.T) {
 	a := ToolArgs{Params: map[string]any{"s": "x", "i": int64(3), "f": 2.5, "fi": 4.0, "b": true}}
 	if v, ok := a.ParamString("s"); !ok || v != "x" {
