@@ -355,9 +355,6 @@ func (ex *execution) route(args []string) []string {
 	case name == "help":
 		return append([]string{execHelp}, args[1:]...)
 	case name == "printf":
-		if len(args) > 1 && args[1] == "-v" {
-			return args // the builtin assigns to a variable
-		}
 		return append([]string{execPrintf}, args[1:]...)
 	case name == "command":
 		rest := args[1:]

@@ -284,6 +284,8 @@ func (ins *instrumenter) stmt(st *syntax.Stmt) {
 		return
 	}
 	switch c := st.Cmd.(type) {
+	case *syntax.CallExpr:
+		ins.printfToVar(st, c)
 	case *syntax.WhileClause, *syntax.ForClause:
 		ins.seen[c] = true
 		id := ins.loops
@@ -310,6 +312,34 @@ func (ins *instrumenter) stmt(st *syntax.Stmt) {
 			ins.keep(ins.call(genPipeEnd, n)),
 		}}
 	}
+}
+
+// printfToVar rewrites `printf -v NAME FORMAT ARGS...` (which the
+// interpreter's builtin does not support) as
+// `NAME=$(__sbx_printf FORMAT ARGS...; __sbx_printf .); NAME=${NAME%.}`:
+// the dot keeps trailing newlines, which $(...) would strip.
+func (ins *instrumenter) printfToVar(st *syntax.Stmt, c *syntax.CallExpr) {
+	if len(c.Args) < 4 || len(c.Assigns) > 0 || c.Args[0].Lit() != "printf" || c.Args[1].Lit() != "-v" {
+		return
+	}
+	name := c.Args[2].Lit()
+	if !syntax.ValidName(name) {
+		return
+	}
+	format := &syntax.CallExpr{Args: append([]*syntax.Word{word(execPrintf)}, c.Args[3:]...)}
+	dot := &syntax.CallExpr{Args: []*syntax.Word{word(execPrintf), word(".")}}
+	subst := &syntax.CmdSubst{Stmts: []*syntax.Stmt{{Cmd: format}, {Cmd: dot}}}
+	assign := &syntax.Stmt{Cmd: &syntax.CallExpr{Assigns: []*syntax.Assign{{
+		Name: &syntax.Lit{Value: name}, Value: &syntax.Word{Parts: []syntax.WordPart{subst}},
+	}}}}
+	trim := &syntax.Stmt{Cmd: &syntax.CallExpr{Assigns: []*syntax.Assign{{
+		Name: &syntax.Lit{Value: name},
+		Value: &syntax.Word{Parts: []syntax.WordPart{&syntax.ParamExp{
+			Param: &syntax.Lit{Value: name},
+			Exp:   &syntax.Expansion{Op: syntax.RemSmallSuffix, Word: word(".")},
+		}}},
+	}}}}
+	st.Cmd = &syntax.Block{Stmts: []*syntax.Stmt{assign, trim}}
 }
 
 // pipeStages counts the stages of a pipeline and marks its nested pipe

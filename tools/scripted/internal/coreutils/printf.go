@@ -21,6 +21,9 @@ func printfCmd(c *cmd, args []string) int {
 	if len(args) == 0 {
 		return c.errf(2, "usage: printf format [arguments]")
 	}
+	if args[0] == "-v" {
+		return c.errf(2, "-v: only `printf -v NAME FORMAT ...` with a literal variable NAME is supported")
+	}
 	p := &printer{c: c, format: args[0], args: args[1:]}
 	status := p.run()
 	return c.done(status)
