@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -295,11 +296,8 @@ func (j *Bolt) AppendWith(ctx context.Context, world string, expect Head, entrie
 	case <-ctx.Done():
 		j.mu.Lock()
 		if !req.taken {
-			for i, r := range j.pending {
-				if r == req {
-					j.pending = append(j.pending[:i], j.pending[i+1:]...)
-					break
-				}
+			if i := slices.Index(j.pending, req); i >= 0 {
+				j.pending = slices.Delete(j.pending, i, i+1)
 			}
 			j.mu.Unlock()
 			return Head{}, ctx.Err()
