@@ -54,23 +54,23 @@ func usagef(format string, args ...any) error {
 	return &usageError{fmt.Errorf(format, args...)}
 }
 
-// wantArgs checks that a command has min to max arguments and reports a
+// wantArgs checks that a command has lo to hi arguments and reports a
 // usage error naming its usage line otherwise.
-func wantArgs(min, max int) cobra.PositionalArgs {
+func wantArgs(lo, hi int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
-		if min <= len(args) && len(args) <= max {
+		if lo <= len(args) && len(args) <= hi {
 			return nil
 		}
 		var want string
 		switch {
-		case max == 0:
+		case hi == 0:
 			want = "no arguments"
-		case min == max:
-			want = plural(min, "argument")
-		case min == 0:
-			want = "at most " + plural(max, "argument")
+		case lo == hi:
+			want = plural(lo, "argument")
+		case lo == 0:
+			want = "at most " + plural(hi, "argument")
 		default:
-			want = fmt.Sprintf("%d to %d arguments", min, max)
+			want = fmt.Sprintf("%d to %d arguments", lo, hi)
 		}
 		got := fmt.Sprint(len(args))
 		if len(args) > 0 {
@@ -82,10 +82,10 @@ func wantArgs(min, max int) cobra.PositionalArgs {
 }
 
 // execute runs the demiurge command line args and returns the exit code.
-// Errors are printed on io.err as "demiurge: <message>". getenv reads the
+// Errors are printed on std.err as "demiurge: <message>". getenv reads the
 // environment ($DEMIURGE_STORE).
-func execute(ctx context.Context, args []string, io stdio, getenv func(string) string) int {
-	a := &app{stdio: io, log: slog.New(slog.DiscardHandler)}
+func execute(ctx context.Context, args []string, std stdio, getenv func(string) string) int {
+	a := &app{stdio: std, log: slog.New(slog.DiscardHandler)}
 	root := newRootCommand(a, getenv)
 	if args == nil {
 		args = []string{}
@@ -95,13 +95,13 @@ func execute(ctx context.Context, args []string, io stdio, getenv func(string) s
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(io.err, "demiurge: %v\n", err)
+	fmt.Fprintf(std.err, "demiurge: %v\n", err)
 	var ue *usageError
 	if errors.As(err, &ue) {
 		if cmd == nil {
 			cmd = root
 		}
-		fmt.Fprintf(io.err, "Run '%s --help' for usage.\n", cmd.CommandPath())
+		fmt.Fprintf(std.err, "Run '%s --help' for usage.\n", cmd.CommandPath())
 		return exitUsage
 	}
 	return exitFailure
