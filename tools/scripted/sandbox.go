@@ -66,6 +66,9 @@ func checkScript(f *syntax.File, maxDepth int) (scriptShape, error) {
 		switch x := n.(type) {
 		case *syntax.FuncDecl:
 			shape.funcs++
+			if x.Name != nil && (x.Name.Value == ":" || x.Name.Value == "true" || x.Name.Value == "false") {
+				err = &rejection{fmt.Sprintf("line %d: redefining %q is not supported in the sandbox", x.Pos().Line(), x.Name.Value)}
+			}
 		case *syntax.BinaryCmd:
 			if x.Op == syntax.Pipe || x.Op == syntax.PipeAll {
 				shape.pipes++

@@ -109,7 +109,9 @@ func TestLimits(t *testing.T) {
 		{"function depth", Limits{}, "f() { f; }; f", "resource limit exceeded: maximum function depth exceeded (100)\n", 1, ErrorLimitExceeded},
 		{"function depth ok", Limits{MaxFunctionDepth: 3}, "f() { if [ $1 -gt 0 ]; then f $(( $1 - 1 )); fi; }; f 2; echo fine", "", 0, ""},
 		{"function depth small", Limits{MaxFunctionDepth: 3}, "f() { if [ $1 -gt 0 ]; then f $(( $1 - 1 )); fi; }; f 3", "resource limit exceeded: maximum function depth exceeded (3)\n", 1, ErrorLimitExceeded},
-		{"fork bomb", Limits{}, ":(){ :|:; };:", "resource limit exceeded: ", 1, ErrorLimitExceeded},
+		{"fork bomb", Limits{}, "bomb(){ bomb|bomb; };bomb", "resource limit exceeded: ", 1, ErrorLimitExceeded},
+		{"classic fork bomb", Limits{}, ":(){ :|:& };:", "bash: line 1: ", 2, ErrorRejected},
+		{"redefining :", Limits{}, ":(){ :|:; };:", "bash: line 1: redefining \":\" is not supported in the sandbox\n", 2, ErrorRejected},
 		{"pipeline stages", Limits{MaxPipelineStages: 4}, "echo a | cat | cat | cat | cat | cat", "resource limit exceeded: maximum concurrent pipeline stages exceeded (4)\n", 1, ErrorLimitExceeded},
 		{"pipeline stages released", Limits{MaxPipelineStages: 2}, "f() { echo a | cat; }; for i in 1 2 3 4 5; do f | cat; done >/dev/null; echo fine", "", 0, ""},
 		{"pipeline stages with functions", Limits{MaxPipelineStages: 2}, "f() { echo a | cat | cat; }; f | cat", "resource limit exceeded: maximum concurrent pipeline stages exceeded (2)\n", 1, ErrorLimitExceeded},
@@ -213,7 +215,7 @@ func TestGoroutinesReturnToBaseline(t *testing.T) {
 		Tool(ToolDef{Name: "slow", Stdin: true}, slow).MustBuild()
 	scripts := []string{
 		"seq 1 100000 | sort -n | tail -1",
-		":(){ :|:; };:",
+		"bomb(){ bomb|bomb; };bomb",
 		"while :; do echo x; done | cat",
 		"seq 1 10 | slow | cat",
 		"yes() { while :; do echo y; done; }; yes | head -1",
