@@ -356,6 +356,8 @@ func (ex *execution) route(args []string) []string {
 		return append([]string{execHelp}, args[1:]...)
 	case name == "printf":
 		return append([]string{execPrintf}, args[1:]...)
+	case name == "pwd" && len(args) > 1:
+		return []string{"pwd"} // -P would resolve symlinks on the host; the sandbox's only directory is "/"
 	case name == "command":
 		rest := args[1:]
 		if len(rest) > 0 && (rest[0] == "-v" || rest[0] == "-V") {
