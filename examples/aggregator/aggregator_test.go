@@ -292,3 +292,10 @@ func TestBadEvents(t *testing.T) {
 		}
 	}
 }
+
+func FuzzStep(f *testing.F) {
+	startEv := start("http://127.0.0.1:1", "http://127.0.0.1:1")
+	exampletest.FuzzReducer(f, ".", Register, ModuleName,
+		[]string{startEv, `{"Complete": {"request_id": 0, "topic": "t", "responses": [{"source": "a", "status": 200, "body_ref": null}]}}`, startEv},
+	)
+}

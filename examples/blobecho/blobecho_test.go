@@ -200,3 +200,26 @@ func TestBadEvents(t *testing.T) {
 		}
 	}
 }
+
+func FuzzStep(f *testing.F) {
+	data := []byte("abc")
+	ref := cas.Sum(data).String()
+	exampletest.FuzzReducer(f, ".", Register, ModuleName,
+		[]string{start(data), resultJSON("PutResult", "ok", ref, data), resultJSON("GetResult", "ok", ref, data), start(second)},
+		[]string{start(data), resultJSON("PutResult", "error", ref, data)},
+	)
+}
+
+// resultJSON is result in AIR JSON (tagged form).
+func resultJSON(arm, status, ref string, data []byte) string {
+	put := arm == "PutResult"
+	req := fmt.Sprintf(`{"blob_ref": %q}`, ref)
+	rcpt := fmt.Sprintf(`{"blob_ref": %q, "size": %d, "bytes": %q}`, ref, len(data), base64.StdEncoding.EncodeToString(data))
+	if put {
+		req = fmt.Sprintf(`{"blob_ref": %q, "bytes": %q}`, ref, base64.StdEncoding.EncodeToString(data))
+		rcpt = fmt.Sprintf(`{"blob_ref": %q, "size": %d}`, ref, len(data))
+	}
+	kind := map[bool]string{true: "blob.put", false: "blob.get"}[put]
+	return fmt.Sprintf(`{%q: {"intent_hash": %q, "reducer": %q, "effect_kind": %q, "adapter_id": "blob", "status": %q,
+		"requested": %s, "receipt": %s, "cost_cents": null, "signature": ""}}`, arm, cas.Sum([]byte(arm)).String(), ModuleName, kind, status, req, rcpt)
+}

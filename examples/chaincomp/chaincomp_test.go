@@ -316,3 +316,15 @@ func TestBadEvents(t *testing.T) {
 		}
 	}
 }
+
+func FuzzStep(f *testing.F) {
+	start := startJSON("http://127.0.0.1:1", map[string]string{"charge": "/c", "reserve": "/r", "notify": "/n", "refund": "/f"})
+	out := func(arm string, status int) string {
+		return fmt.Sprintf(`{%q: {"request_id": 0, "status": %d, "body_ref": null, "note": "n"}}`, arm, status)
+	}
+	exampletest.FuzzReducer(f, ".", Register, ModuleName,
+		[]string{start, out("ChargeCompleted", 201), out("ReserveFailed", 503), out("RefundCompleted", 202), start},
+		[]string{start, out("ChargeCompleted", 201), out("ReserveCompleted", 200), out("NotifyCompleted", 204)},
+		[]string{start, out("ChargeCompleted", 402)},
+	)
+}

@@ -248,3 +248,13 @@ func TestBadEvents(t *testing.T) {
 		}
 	}
 }
+
+func FuzzStep(f *testing.F) {
+	start := `{"Start": {"url": "http://127.0.0.1/x", "method": "GET"}}`
+	ref := cas.Sum([]byte("body")).String()
+	exampletest.FuzzReducer(f, ".", Register, ModuleName,
+		[]string{start, `{"Complete": {"request_id": 0, "status": 200, "body_ref": "` + ref + `"}}`, start},
+		[]string{start, `{"PlanEnded": {"plan": "fetch/fetch_plan@1", "plan_id": 1, "status": "error",
+			"error": {"step": "get", "code": "effect_denied", "message": "no"}, "input": "2dn3o2NrZXkA"}}`},
+	)
+}

@@ -292,3 +292,14 @@ func TestBadEvents(t *testing.T) {
 		}
 	}
 }
+
+func FuzzStep(f *testing.F) {
+	start := `{"Start": {"req_id": "r", "url": "http://127.0.0.1/w", "max_attempts": 3, "base_delay_ms": 10, "now_ns": 100}}`
+	timer := `{"Timer": {"intent_hash": "` + cas.Sum(nil).String() + `", "reducer": "retry/Retry@1", "effect_kind": "timer.set",
+		"adapter_id": "timer", "status": "ok", "requested": {"deliver_at_ns": 10000100, "key": "r"},
+		"receipt": {"delivered_at_ns": 10000100, "key": "r"}, "cost_cents": null, "signature": ""}}`
+	exampletest.FuzzReducer(f, ".", Register, ModuleName,
+		[]string{start, `{"Err": {"req_id": "r", "attempt": 1, "transient": true, "status": 503, "message": "m"}}`, timer,
+			`{"Ok": {"req_id": "r", "attempt": 2, "status": 200}}`},
+	)
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/demiurge-dev/demiurge/adapters/builtin"
 	"github.com/demiurge-dev/demiurge/effects"
 	"github.com/demiurge-dev/demiurge/examples/internal/exampletest"
+	"github.com/demiurge-dev/demiurge/internal/store"
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/world"
@@ -169,4 +170,66 @@ func TestBadEvents(t *testing.T) {
 			t.Errorf("Step(%s): %v; want ErrBadEvent", schema.String(ev), err)
 		}
 	}
+}
+
+func FuzzStep(f *testing.F) {
+	exampletest.FuzzReducer(f, ".", Register, ModuleName,
+		[]string{`{"Start": {"deliver_at_ns": 100, "key": "a"}}`, fired(100, "a", "ok"), `{"Start": {"deliver_at_ns": 7, "key": null}}`},
+		[]string{`{"Start": {"deliver_at_ns": 100, "key": "a"}}`, fired(100, "a", "error")},
+	)
+}
+
+// TestTimerSurvivesReopen closes the world while its timer is pending and
+// reopens the bbolt store: the world dispatches the pending timer.set
+// again, and this time it fires.
+func TestTimerSurvivesReopen(t *testing.T) {
+	dir := t.TempDir()
+	cat, reg := exampletest.Load(t, ".", Register)
+	open := func(clock *exampletest.Clock, sleep func(ctx context.Context, t time.Time) error) (*world.World, func()) {
+		s, err := store.Open(dir, &store.Options{NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := world.NewBoltStorage(s.CAS(), s.Journal())
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := world.Open(t.Context(), world.Options{Name: "reopen", Catalog: cat, Reducers: reg, Storage: st,
+			Adapters: builtin.Adapters(nil), Now: clock.Now, Dispatch: effects.DispatcherOptions{Sleep: sleep}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w, func() { w.Close(); s.Close() }
+	}
+	asleep := make(chan struct{})
+	w, closeAll := open(exampletest.NewClock(time.Unix(0, 0)), func(ctx context.Context, _ time.Time) error {
+		close(asleep)
+		<-ctx.Done() // the timer never fires in this life
+		return ctx.Err()
+	})
+	exampletest.Send(t, w, EventSchema, `{"Start": {"deliver_at_ns": 1000000, "key": "later"}}`)
+	<-asleep
+	var pc any
+	w.View(func(m *world.Machine) {
+		v, _, _ := m.State(ModuleName, nil)
+		pc = exampletest.Field(v, "pc", "$tag")
+		if n := len(m.Pending()); n != 1 {
+			t.Errorf("%d pending intents before the reopen; want 1", n)
+		}
+	})
+	if pc != Waiting {
+		t.Fatalf("pc = %v before the reopen; want Waiting", pc)
+	}
+	closeAll()
+
+	clock := exampletest.NewClock(time.Unix(0, 0))
+	w, closeAll = open(clock, clock.Sleep)
+	defer closeAll()
+	exampletest.WaitIdle(t, w)
+	w.View(func(m *world.Machine) {
+		want := `{"pc":{"$tag":"Done"},"key":"later","error":null,"fired_key":"later","deadline_ns":1000000,"fired_at_ns":1000000}`
+		if got := exampletest.State(m, ModuleName, nil); got != want {
+			t.Errorf("state after the reopen = %s\nwant %s", got, want)
+		}
+	})
 }

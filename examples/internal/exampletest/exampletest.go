@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/demiurge-dev/demiurge/adapters/builtin"
+	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/internal/store"
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/reducer"
@@ -370,4 +371,107 @@ func WaitIdle(t testing.TB, w *world.World) {
 	if err := w.WaitIdle(ctx); err != nil {
 		t.Fatalf("wait idle: %v", err)
 	}
+}
+
+// FuzzReducer fuzzes a reducer's Step with states and events decoded from
+// canonical CBOR. Step must never panic; when the state (or its absence)
+// and the event fit the module's schemas — as the world guarantees — Step
+// must succeed, and its new state, raised events and effect params must fit
+// theirs.
+//
+// The corpus is seeded with the states and events met while stepping the
+// reducer through each sequence of events given in AIR JSON, from a fresh
+// cell. The reducer's CAS is an empty store.
+func FuzzReducer(f *testing.F, dir string, register func(*reducer.Registry), module string, sequences ...[]string) {
+	f.Helper()
+	cat, reg := Load(f, dir, register)
+	red, ok := reg.Lookup(module)
+	mod, ok2 := cat.Module(module)
+	if !ok || !ok2 || mod.Reducer == nil {
+		f.Fatalf("%s is not a registered reducer module of %s", module, dir)
+	}
+	stateType := &schema.Type{Kind: schema.KindRef, Ref: mod.Reducer.State}
+	eventType := &schema.Type{Kind: schema.KindRef, Ref: mod.Reducer.Event}
+	ctx := func() *reducer.Context {
+		return &reducer.Context{Module: module, EventSchema: mod.Reducer.Event, CAS: cas.NewMemory()}
+	}
+	encode := func(v schema.Value) []byte {
+		if v == nil {
+			return nil
+		}
+		b, err := schema.Encode(v)
+		if err != nil {
+			f.Fatal(err)
+		}
+		return b
+	}
+	for _, seq := range sequences {
+		var state schema.Value
+		for _, js := range seq {
+			ev, err := schema.NormalizeJSON(cat, eventType, []byte(js))
+			if err != nil {
+				f.Fatalf("seed %s: %v", js, err)
+			}
+			f.Add(encode(state), encode(ev))
+			out, err := red.Step(ctx(), state, ev)
+			if err != nil {
+				f.Fatalf("seed %s: %v", js, err)
+			}
+			state = out.State
+		}
+	}
+	f.Fuzz(func(t *testing.T, stateCBOR, eventCBOR []byte) {
+		var state schema.Value
+		if len(stateCBOR) > 0 {
+			s, err := schema.Decode(stateCBOR)
+			if err != nil {
+				return
+			}
+			state = s
+		}
+		event, err := schema.Decode(eventCBOR)
+		if err != nil {
+			return
+		}
+		step := func(state, event schema.Value) (out reducer.Output, err error) {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Fatalf("Step(%s, %s) panicked: %v", schema.String(state), schema.String(event), p)
+				}
+			}()
+			return red.Step(ctx(), state, event)
+		}
+		step(state, event) // anything goes, but no panic
+		if state != nil {
+			if state, err = schema.Normalize(cat, stateType, state); err != nil {
+				return
+			}
+		}
+		if event, err = schema.Normalize(cat, eventType, event); err != nil {
+			return
+		}
+		out, err := step(state, event)
+		if err != nil {
+			t.Fatalf("Step(%s, %s) of values that fit: %v", schema.String(state), schema.String(event), err)
+		}
+		if out.State != nil {
+			if _, err := schema.Normalize(cat, stateType, out.State); err != nil {
+				t.Fatalf("Step(%s, %s): new state does not fit %s: %v", schema.String(state), schema.String(event), mod.Reducer.State, err)
+			}
+		}
+		for _, e := range out.Events {
+			if _, err := schema.Normalize(cat, &schema.Type{Kind: schema.KindRef, Ref: e.Schema}, e.Value); err != nil {
+				t.Fatalf("Step(%s, %s): raised %s does not fit: %v", schema.String(state), schema.String(event), e.Schema, err)
+			}
+		}
+		for _, e := range out.Effects {
+			ef, ok := cat.EffectKind(e.Kind)
+			if !ok {
+				t.Fatalf("Step(%s, %s): emitted %s, which no defeffect declares", schema.String(state), schema.String(event), e.Kind)
+			}
+			if _, err := schema.Normalize(cat, &schema.Type{Kind: schema.KindRef, Ref: ef.ParamsSchema}, e.Params); err != nil {
+				t.Fatalf("Step(%s, %s): %s params do not fit: %v", schema.String(state), schema.String(event), e.Kind, err)
+			}
+		}
+	})
 }

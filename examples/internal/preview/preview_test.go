@@ -57,3 +57,25 @@ func TestOf(t *testing.T) {
 		}
 	}
 }
+
+func FuzzText(f *testing.F) {
+	for _, s := range []string{"", "hello", "bad \xff byte", strings.Repeat("é", 60), strings.Repeat("a", 79) + "€€"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got := Text(data)
+		if !utf8.ValidString(got) {
+			t.Fatalf("Text(%q) = %q is not UTF-8", data, got)
+		}
+		body, cut := strings.CutSuffix(got, "…")
+		if len(data) <= Max && cut && !strings.HasSuffix(string(data), "…") {
+			t.Fatalf("Text(%q) = %q: cut a short blob", data, got)
+		}
+		if len(data) > Max && (!cut || len(body) > 3*Max) {
+			t.Fatalf("Text(%q) = %q: a long blob must be cut short", data, got)
+		}
+		if utf8.Valid(data) && !strings.HasPrefix(string(data), body) {
+			t.Fatalf("Text(%q) = %q is not a prefix of valid text", data, got)
+		}
+	})
+}
