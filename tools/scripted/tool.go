@@ -210,7 +210,8 @@ func (t *ScriptedTool) Help() string {
 	return b.String()
 }
 
-// exampleFlags renders "--k <v> " for a tool's required properties.
+// exampleFlags renders "--k value " for a tool's required properties,
+// with a sample value of each one's type.
 func exampleFlags(r *registered) string {
 	if r.flags.root == nil {
 		return ""
@@ -219,7 +220,21 @@ func exampleFlags(r *registered) string {
 	var b strings.Builder
 	for _, k := range req {
 		ks, _ := k.(string)
-		b.WriteString("--" + ks + " " + typeHint(r.flags, r.flags.property(ks)) + " ")
+		b.WriteString("--" + ks)
+		switch r.flags.typeOf(r.flags.property(ks)) {
+		case "integer":
+			b.WriteString(" 1")
+		case "number":
+			b.WriteString(" 1.5")
+		case "boolean":
+		case "array":
+			b.WriteString(" a,b")
+		case "object":
+			b.WriteString(" key=value")
+		default:
+			b.WriteString(" text")
+		}
+		b.WriteString(" ")
 	}
 	return b.String()
 }
