@@ -121,7 +121,7 @@ type Case struct {
 
 // Run runs the case on memory storage and on a bbolt store (with a snapshot
 // every other input), checking after each run that the final state is the
-// promised one, that the journal replays from genesis (and from its newest
+// promised one, that no reducer step failed and no receipt was rejected, that the journal replays from genesis (and from its newest
 // snapshot) without divergence to the same cell states, and, for bbolt,
 // that reopening the store recovers the same state and head.
 func (c Case) Run(t *testing.T) {
@@ -237,7 +237,13 @@ func (c Case) drive(t *testing.T, st world.Storage, snapEvery int) outcome {
 	}
 	var out outcome
 	w.View(func(m *world.Machine) {
-		c.Check(t, m, Records(t, st, c.World))
+		recs := Records(t, st, c.World)
+		for _, r := range recs {
+			if r.Kind == world.KindReducerError || r.Kind == world.KindRejected {
+				t.Errorf("journal record %d: %s", r.Seq, r)
+			}
+		}
+		c.Check(t, m, recs)
 		out = snapshotOf(reg, m)
 	})
 	out.head = w.Head()
