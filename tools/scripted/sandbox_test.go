@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/demiurge-dev/demiurge/tools"
@@ -170,38 +171,60 @@ func TestOutputTruncation(t *testing.T) {
 	}
 }
 
+// TestTimeoutAndCancel runs in a synctest bubble: time is fake, so the
+// deadlines fire as soon as every goroutine waits, and the test is exact.
 func TestTimeoutAndCancel(t *testing.T) {
-	slow := func(ctx context.Context, _ ToolArgs) (string, error) {
-		<-ctx.Done()
-		return "", ctx.Err()
-	}
-	stubborn := func(context.Context, ToolArgs) (string, error) {
-		time.Sleep(300 * time.Millisecond)
-		return "late\n", nil
-	}
-	st := NewBuilder("x").Tool(ToolDef{Name: "slow"}, slow).Tool(ToolDef{Name: "stubborn"}, stubborn).MustBuild()
-	start := time.Now()
-	resp := st.Execute(t.Context(), tools.Request{Commands: "echo before; slow; echo after", TimeoutMS: 100})
-	if resp.ExitCode != 124 || resp.Error != ErrorTimeout || resp.Stdout != "before\n" || !strings.Contains(resp.Stderr, "timed out after 0.1s") {
-		t.Fatalf("timeout_ms: %+v", resp)
-	}
-	resp = st.Execute(t.Context(), tools.Request{Commands: "stubborn", TimeoutMS: 50})
-	if resp.ExitCode != 124 || time.Since(start) > 2*time.Second {
-		t.Fatalf("a callback ignoring ctx held the script: %+v after %v", resp, time.Since(start))
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
-	resp = st.Execute(ctx, tools.Request{Commands: "slow"})
-	if resp.ExitCode != 130 || resp.Error != ErrorCancelled {
-		t.Fatalf("cancel: %+v", resp)
-	}
-	ctx, cancel2 := context.WithTimeout(t.Context(), 50*time.Millisecond)
-	defer cancel2()
-	resp = st.Execute(ctx, tools.Request{Commands: "slow"})
-	if resp.ExitCode != 124 || resp.Error != ErrorTimeout {
-		t.Fatalf("caller deadline: %+v", resp)
-	}
-	time.Sleep(350 * time.Millisecond) // let the stubborn callback finish
+	synctest.Test(t, func(t *testing.T) {
+		slow := func(ctx context.Context, _ ToolArgs) (string, error) {
+			<-ctx.Done()
+			return "", ctx.Err()
+		}
+		release := make(chan struct{})
+		stubborn := func(context.Context, ToolArgs) (string, error) {
+			<-release // ignores its context
+			return "late\n", nil
+		}
+		st := NewBuilder("x").Tool(ToolDef{Name: "slow"}, slow).Tool(ToolDef{Name: "stubborn"}, stubborn).MustBuild()
+
+		start := time.Now()
+		resp := st.Execute(t.Context(), tools.Request{Commands: "echo before; slow; echo after", TimeoutMS: 100})
+		if resp.ExitCode != 124 || resp.Error != ErrorTimeout || resp.Stdout != "before\n" || resp.Stderr != "bash: execution timed out after 0.1s\n" {
+			t.Fatalf("timeout_ms: %+v", resp)
+		}
+		if d := time.Since(start); d != 100*time.Millisecond {
+			t.Errorf("timed out after %v; want exactly 100ms", d)
+		}
+
+		start = time.Now()
+		resp = st.Execute(t.Context(), tools.Request{Commands: "stubborn", TimeoutMS: 50})
+		if resp.ExitCode != 124 || time.Since(start) != 50*time.Millisecond {
+			t.Fatalf("a callback ignoring ctx held the script: %+v after %v", resp, time.Since(start))
+		}
+		close(release) // the stubborn callback's goroutine ends after Execute
+
+		ctx, cancel := context.WithCancel(t.Context())
+		time.AfterFunc(50*time.Millisecond, cancel)
+		resp = st.Execute(ctx, tools.Request{Commands: "slow"})
+		if resp.ExitCode != 130 || resp.Error != ErrorCancelled || resp.Stderr != "bash: execution cancelled\n" {
+			t.Fatalf("cancel: %+v", resp)
+		}
+
+		ctx, cancel2 := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		defer cancel2()
+		resp = st.Execute(ctx, tools.Request{Commands: "slow"})
+		if resp.ExitCode != 124 || resp.Error != ErrorTimeout {
+			t.Fatalf("caller deadline: %+v", resp)
+		}
+
+		// The default limit applies when the request sets none.
+		short := NewBuilder("x").Limits(Limits{Timeout: 2 * time.Second}).Tool(ToolDef{Name: "slow"}, slow).MustBuild()
+		start = time.Now()
+		resp = short.Execute(t.Context(), tools.Request{Commands: "slow", TimeoutMS: 5000})
+		if resp.ExitCode != 124 || time.Since(start) != 2*time.Second {
+			t.Fatalf("timeout_ms above the limit: %+v after %v", resp, time.Since(start))
+		}
+		synctest.Wait()
+	})
 }
 
 // TestGoroutinesReturnToBaseline runs pipelines, limits, timeouts and
