@@ -121,7 +121,8 @@ type Case struct {
 
 // Run runs the case on memory storage and on a bbolt store (with a snapshot
 // every other input), checking after each run that the final state is the
-// promised one, that no reducer step failed and no receipt was rejected, that the journal replays from genesis (and from its newest
+// promised one, that no reducer step failed and no receipt was rejected,
+// that the journal replays from genesis (and, on bbolt, from its newest
 // snapshot) without divergence to the same cell states, and, for bbolt,
 // that reopening the store recovers the same state and head.
 func (c Case) Run(t *testing.T) {
