@@ -31,13 +31,18 @@ func CallSeq(ctx context.Context) (seq int, ok bool) {
 // --dry-run, the tool-call budget, stdin, then the callback.
 func (ex *execution) callTool(ctx context.Context, name string, argv []string, cio cmdIO) int {
 	reg := ex.t.byName[name]
-	call := Call{Seq: int(ex.seq.Add(1)), Tool: name, Kind: CallTool, Argv: traceArgv(argv)}
+	// Seq is taken when the callback starts (after a tool with Stdin has
+	// read all its input), so that `a | b` traces a before b.
+	call := Call{Tool: name, Kind: CallTool, Argv: traceArgv(argv)}
 	start := time.Now()
 	var errOut strings.Builder
 	stderr := io.MultiWriter(cio.stderr, &errOut)
 	code := ex.runTool(ctx, reg, argv, cio, stderr, &call)
 	call.ExitCode = code
 	call.Duration = time.Since(start)
+	if call.Seq == 0 {
+		call.Seq = int(ex.seq.Add(1))
+	}
 	if code != 0 {
 		call.Error = strings.TrimSpace(errOut.String())
 	}
@@ -112,6 +117,7 @@ func (ex *execution) runTool(ctx context.Context, reg *registered, argv []string
 	if ctx.Err() != nil {
 		return 1
 	}
+	call.Seq = int(ex.seq.Add(1))
 	out, err, panicked := ex.invoke(context.WithValue(ctx, callSeqKey{}, call.Seq), reg, ToolArgs{Params: params, Stdin: stdin, Argv: argv})
 	if ctx.Err() != nil && err == nil && out == "" {
 		return 1 // the run is ending (deadline or limit); the result says why

@@ -526,6 +526,16 @@ func TestNotFoundSuggests(t *testing.T) {
 	}
 }
 
+func TestTraceOrderOfPipedTools(t *testing.T) {
+	st := shopTool(t, nil)
+	for range 20 {
+		res := run(t, st, "get_user --id 1 | upper | upper | jq -r .name")
+		if len(res.Calls) != 3 || res.Calls[0].Tool != "get_user" || res.Calls[1].Tool != "upper" || res.Stdout != "USER1\n" {
+			t.Fatalf("piped tools traced out of order: %+v", res.Calls)
+		}
+	}
+}
+
 func TestCallSeq(t *testing.T) {
 	var seqs []int
 	st := NewBuilder("x").Tool(ToolDef{Name: "t"}, func(ctx context.Context, _ ToolArgs) (string, error) {

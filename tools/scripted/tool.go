@@ -283,8 +283,12 @@ type RunOptions struct {
 type Result struct {
 	tools.Response
 	// Calls lists the script's invocations of tools, help and discover,
-	// in the order they started (Seq). Utilities and shell builtins are
-	// not traced.
+	// in Seq order: the order their callbacks started (or, for calls that
+	// ran none, finished). A tool that reads its stdin starts after the
+	// command piping into it finished, so sequential scripts and `a | b`
+	// trace deterministically; only stages of one pipeline that do not
+	// wait for each other may swap between runs. Utilities and shell
+	// builtins are not traced.
 	Calls []Call `json:"calls,omitempty"`
 	// TraceDropped counts calls past Limits.MaxTraceCalls, not in Calls.
 	TraceDropped int `json:"trace_dropped,omitempty"`
