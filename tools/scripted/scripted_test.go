@@ -529,7 +529,7 @@ func TestNotFoundSuggests(t *testing.T) {
 func TestTraceOrderOfPipedTools(t *testing.T) {
 	st := shopTool(t, nil)
 	for range 20 {
-		res := run(t, st, "get_user --id 1 | upper | upper | jq -r .name")
+		res := run(t, st, "get_user --id 1 | upper | upper | jq -r .NAME")
 		if len(res.Calls) != 3 || res.Calls[0].Tool != "get_user" || res.Calls[1].Tool != "upper" || res.Stdout != "USER1\n" {
 			t.Fatalf("piped tools traced out of order: %+v", res.Calls)
 		}
