@@ -162,78 +162,84 @@ func (s SecretRef) Name() string { return fmt.Sprintf("%s@%d", s.Alias, s.Versio
 var secretTypes = map[string]bool{"sys/TextOrSecretRef@1": true, "sys/BytesOrSecretRef@1": true}
 
 // findSecrets walks v along its type and calls fn for every secret ref, in
-// value order.
+// value order. fn returns the value to put in the ref's place; findSecrets
+// returns the value with the replacements, and whether any was made.
 func findSecrets(r schema.Resolver, t *schema.Type, v schema.Value, fn func(SecretRef, schema.Value) schema.Value) schema.Value {
-	if t == nil || v == nil {
-		return v
+	out, _ := walkSecrets(r, t, v, fn, 0)
+	return out
+}
+
+func walkSecrets(r schema.Resolver, t *schema.Type, v schema.Value, fn func(SecretRef, schema.Value) schema.Value, depth int) (schema.Value, bool) {
+	if t == nil || v == nil || depth > 64 {
+		return v, false
 	}
 	if t.Kind == schema.KindRef {
 		if secretTypes[t.Ref] {
 			m, ok := v.(*schema.Map)
 			if !ok {
-				return v
+				return v, false
 			}
 			tag, val, ok := m.VariantTag()
 			if !ok || tag != "secret" {
-				return v
+				return v, false
 			}
 			sm, _ := val.(*schema.Map)
 			a, _ := sm.Get("alias")
 			ver, _ := sm.Get("version")
 			alias, _ := a.(string)
 			n, _ := ver.(uint64)
-			return fn(SecretRef{Alias: alias, Version: n}, v)
+			return fn(SecretRef{Alias: alias, Version: n}, v), true
 		}
 		rt, ok := r.SchemaType(t.Ref)
 		if !ok {
-			return v
+			return v, false
 		}
-		return findSecrets(r, rt, v, fn)
+		return walkSecrets(r, rt, v, fn, depth+1)
 	}
 	switch t.Kind {
 	case schema.KindOption:
-		return findSecrets(r, t.Elem, v, fn)
+		return walkSecrets(r, t.Elem, v, fn, depth+1)
 	case schema.KindRecord:
 		m, ok := v.(*schema.Map)
 		if !ok {
-			return v
+			return v, false
 		}
-		out := m
+		out, changed := m, false
 		for _, f := range t.Fields {
 			fv, ok := m.Get(f.Name)
 			if !ok {
 				continue
 			}
-			if nv := findSecrets(r, f.Type, fv, fn); nv != fv {
-				out = out.With(f.Name, nv)
+			if nv, ch := walkSecrets(r, f.Type, fv, fn, depth+1); ch {
+				out, changed = out.With(f.Name, nv), true
 			}
 		}
-		return out
+		return out, changed
 	case schema.KindVariant:
 		m, ok := v.(*schema.Map)
 		if !ok {
-			return v
+			return v, false
 		}
 		tag, val, ok := m.VariantTag()
 		if !ok {
-			return v
+			return v, false
 		}
 		at, ok := t.FieldType(tag)
 		if !ok {
-			return v
+			return v, false
 		}
-		if nv := findSecrets(r, at, val, fn); nv != val {
-			return m.With(schema.ValueKey, nv)
+		if nv, ch := walkSecrets(r, at, val, fn, depth+1); ch {
+			return m.With(schema.ValueKey, nv), true
 		}
-		return v
+		return v, false
 	case schema.KindList, schema.KindSet:
 		l, ok := v.([]schema.Value)
 		if !ok {
-			return v
+			return v, false
 		}
 		var out []schema.Value
 		for i, e := range l {
-			if nv := findSecrets(r, t.Elem, e, fn); nv != e {
+			if nv, ch := walkSecrets(r, t.Elem, e, fn, depth+1); ch {
 				if out == nil {
 					out = append([]schema.Value(nil), l...)
 				}
@@ -241,23 +247,23 @@ func findSecrets(r schema.Resolver, t *schema.Type, v schema.Value, fn func(Secr
 			}
 		}
 		if out != nil {
-			return out
+			return out, true
 		}
-		return v
+		return v, false
 	case schema.KindMap:
 		m, ok := v.(*schema.Map)
 		if !ok {
-			return v
+			return v, false
 		}
-		out := m
+		out, changed := m, false
 		for _, e := range m.Entries() {
-			if nv := findSecrets(r, t.Value, e.Value, fn); nv != e.Value {
-				out = out.With(e.Key, nv)
+			if nv, ch := walkSecrets(r, t.Value, e.Value, fn, depth+1); ch {
+				out, changed = out.With(e.Key, nv), true
 			}
 		}
-		return out
+		return out, changed
 	}
-	return v
+	return v, false
 }
 
 // checkSecrets applies each referenced defsecret's ACLs.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math"
 	"math/big"
 	"strconv"
 	"strings"
@@ -477,7 +476,7 @@ func arith(x *schema.Expr, a, b schema.Value) (schema.Value, error) {
 		}
 		return r.Uint64(), nil
 	}
-	if !r.IsInt64() || r.Int64() < math.MinInt64 {
+	if !r.IsInt64() {
 		return nil, evalErr(x, "%s: %v", x.Op, errOverflow)
 	}
 	return r.Int64(), nil

@@ -56,9 +56,6 @@ func NormalizeJSON(r Resolver, t *Type, data []byte) (Value, error) {
 	return n.norm(t, jsonInput(j), "$", 0)
 }
 
-// jsonNumber marks numbers that came from JSON text.
-type jsonNumber = json.Number
-
 // jsonInput converts parsed JSON into the generic input of the normalizer:
 // objects become *Map with text keys, arrays []Value, numbers json.Number.
 func jsonInput(j *jnode) Value {

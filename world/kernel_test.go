@@ -133,13 +133,20 @@ func TestPlanEffectRoundTrip(t *testing.T) {
 	if _, err := world.Replay(ctx, world.ReplayOptions{Name: "pp", Catalog: cat, Reducers: reg, Storage: st, FromGenesis: true}); err != nil {
 		t.Fatalf("replay: %v", err)
 	}
-	got := kinds(t, st, "pp")
 	// Each ping: the event, the cell state, the plan start and its intent;
 	// then the receipt, the pong event, the plan end and the cell state.
-	want := "Manifest DomainEvent State PlanStarted Intent DomainEvent State PlanStarted Intent " +
-		"Receipt Event PlanEnded State Receipt Event PlanEnded State"
-	if got != want {
-		t.Fatalf("journal kinds:\n got %s\nwant %s", got, want)
+	// Receipts may come before or after the second ping.
+	got := strings.Fields(kinds(t, st, "pp"))
+	count := map[string]int{}
+	for _, k := range got {
+		count[k]++
+	}
+	want := map[string]int{"Manifest": 1, "DomainEvent": 2, "State": 4, "PlanStarted": 2, "Intent": 2, "Receipt": 2, "Event": 2, "PlanEnded": 2}
+	if fmt.Sprint(count) != fmt.Sprint(want) {
+		t.Fatalf("journal kinds %v: counts %v; want %v", got, count, want)
+	}
+	if strings.Join(got[:5], " ") != "Manifest DomainEvent State PlanStarted Intent" {
+		t.Fatalf("journal starts %v", got[:5])
 	}
 }
 

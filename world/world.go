@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -197,12 +198,20 @@ func (w *World) applyLocked(ctx context.Context, in *Input, extraBlobs [][]byte)
 // applyBatch applies inputs in order and commits all their records in one
 // transaction: when receipts arrive together, they share one fsync. The
 // caller holds no lock.
-func (w *World) applyBatch(ctx context.Context, ins []*Input, extraBlobs [][]byte) (journal.Head, error) {
+func (w *World) applyBatch(ctx context.Context, ins []*Input, extraBlobs [][]byte) (head journal.Head, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
 		return journal.Head{}, w.err
 	}
+	defer func() {
+		// A bug in the kernel must not take the process down with it: the
+		// world stops, the journal keeps everything committed before.
+		if p := recover(); p != nil {
+			w.err = fmt.Errorf("world %s: internal error applying an input: %v\n%s(reopen the world to recover from the journal; please report this)", w.opts.Name, p, debug.Stack())
+			head, err = journal.Head{}, w.err
+		}
+	}()
 	var records []journal.Entry
 	blobs := extraBlobs
 	var dispatch []*effects.Intent
@@ -236,7 +245,7 @@ func (w *World) applyBatch(ctx context.Context, ins []*Input, extraBlobs [][]byt
 			w.since = 0
 		}
 	}
-	head, err := w.opts.Storage.Commit(ctx, w.opts.Name, w.head, records, blobs)
+	head, err = w.opts.Storage.Commit(ctx, w.opts.Name, w.head, records, blobs)
 	if err != nil {
 		w.err = fmt.Errorf("world %s: commit failed: %w (reopen it to recover from the journal)", w.opts.Name, err)
 		return journal.Head{}, w.err
