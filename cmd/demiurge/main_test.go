@@ -44,7 +44,12 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		Setup: func(env *testscript.Env) error {
-			return copyAIR(filepath.Join("..", "..", "examples", "counter"), filepath.Join(env.WorkDir, "counter"))
+			for _, ex := range []string{"counter", "timer", "blobecho"} {
+				if err := copyAIR(filepath.Join("..", "..", "examples", ex), filepath.Join(env.WorkDir, ex)); err != nil {
+					return err
+				}
+			}
+			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exits":    cmdExits,

@@ -163,6 +163,12 @@ Exit codes:
 		newValidateCommand(a),
 		newCASCommand(a),
 		newJournalCommand(a),
+		newSendCommand(a),
+		newStateCommand(a),
+		newReplayCommand(a),
+		newTraceCommand(a),
+		newExportCommand(a),
+		newImportCommand(a),
 	)
 	return root
 }

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/spf13/cobra"
+
+	"github.com/demiurge-dev/demiurge/adapters/builtin"
+	"github.com/demiurge-dev/demiurge/effects"
+	"github.com/demiurge-dev/demiurge/internal/store"
+	"github.com/demiurge-dev/demiurge/journal"
+	"github.com/demiurge-dev/demiurge/schema"
+	"github.com/demiurge-dev/demiurge/world"
+)
+
+// defaultWorld is the world a command uses without --world.
+const defaultWorld = "main"
+
+// worldFlags are the flags of commands that work on one world.
+type worldFlags struct {
+	manifest string
+	world    string
+}
+
+func (f *worldFlags) add(cmd *cobra.Command, manifestUsage string) {
+	cmd.Flags().StringVar(&f.world, "world", defaultWorld, "the world's `NAME` in the store")
+	if manifestUsage != "" {
+		cmd.Flags().StringVarP(&f.manifest, "manifest", "m", "", manifestUsage)
+	}
+}
+
+func (f *worldFlags) check(needManifest bool) error {
+	if err := checkWorldFlag(f.world); err != nil {
+		return err
+	}
+	if needManifest && f.manifest == "" {
+		return usagef("--manifest is required: the path of the world's AIR (manifest.air, manifest.air.json or its folder)")
+	}
+	return nil
+}
+
+// loadCatalog loads and validates a world's AIR with this binary's reducers.
+func loadCatalog(path string) (*schema.Catalog, error) {
+	cat, err := schema.Load(path, &schema.LoadOptions{Reducers: newRegistry().Names()})
+	if err != nil {
+		if l, ok := err.(schema.ErrorList); ok {
+			return nil, fmt.Errorf("%s does not load:\n%v", path, l)
+		}
+		return nil, err
+	}
+	return cat, nil
+}
+
+// storage returns world storage over an open store.
+func storage(s *store.Store) (world.Storage, error) {
+	return world.NewBoltStorage(s.CAS(), s.Journal())
+}
+
+// adapters returns the effect adapters this binary runs.
+func adapters() map[string]effects.Adapter {
+	return builtin.Adapters(&http.Client{})
+}
+
+// worldManifest returns the manifest ref a world last recorded, or the
+// zero ref if it has none.
+func worldManifest(ctx context.Context, j journal.Reader, name string) (ref string, err error) {
+	err = j.Read(ctx, name, 1, func(r journal.Record) error {
+		if r.Kind == world.KindManifest {
+			in, err := world.DecodeInput(r)
+			if err != nil {
+				return err
+			}
+			ref = in.Manifest.String()
+		}
+		return nil
+	})
+	return ref, err
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// counterStore sends Start{2} and two Ticks to the counter example in a
+// fresh store and returns the store directory.
+func counterStore(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "store")
+	for _, v := range []string{`{"Start": {"target": 2}}`, `"Tick"`, `"Tick"`} {
+		mustRun(t, 0, "", "--store", dir, "send", "-q", "-m", "../../examples/counter", "--schema", "counter/Event@1", "--value", v)
+	}
+	return dir
+}
+
+func TestSend(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "store")
+	r := mustRun(t, 0, "", "--store", dir, "send", "-m", "../../examples/counter", "--schema", "counter/Event@1", "--value", `{"Start": {"target": 1}}`)
+	if !strings.Contains(r.stdout, `state counter/Counter@1 = {"pc":{"$tag":"Counting"},"remaining":1}`) {
+		t.Fatalf("stdout:\n%s", r.stdout)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{[]string{"send", "-m", "../../examples/counter", "--schema", "counter/Nope@1", "--value", "1"}, 1, "schema counter/Nope@1 is not in the manifest"},
+		{[]string{"send", "-m", "../../examples/counter", "--schema", "counter/Event@1", "--value", `{"Tick": 3}`}, 1, `variant arm "Tick" is unit and takes no value`},
+		{[]string{"send", "--schema", "counter/Event@1", "--value", "1"}, 2, "--manifest is required"},
+		{[]string{"send", "-m", "../../examples/counter", "--world", "bad/name", "--schema", "counter/Event@1", "--value", "1"}, 2, "--world"},
+	} {
+		r := run(t, nil, "", append([]string{"--store", dir}, tc.args...)...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.err) {
+			t.Errorf("%q: exit %d, stderr %q; want %d and %q", tc.args, r.code, r.stderr, tc.code, tc.err)
+		}
+	}
+}
+
+func TestState(t *testing.T) {
+	t.Parallel()
+	dir := counterStore(t)
+	requireStoreUnchanged(t, dir, func() {
+		r := mustRun(t, 0, "", "--store", dir, "state", "--json")
+		if !strings.Contains(r.stdout, `"state":{"pc":{"$tag":"Done"},"remaining":0}`) {
+			t.Fatalf("stdout:\n%s", r.stdout)
+		}
+		mustRun(t, 1, "", "--store", dir, "state", "--reducer", "nope/Nope@1")
+	})
+}
+
+func TestReplay(t *testing.T) {
+	t.Parallel()
+	dir := counterStore(t)
+	requireStoreUnchanged(t, dir, func() {
+		r := mustRun(t, 0, "", "--store", dir, "replay", "-m", "../../examples/counter", "--from-genesis")
+		if !strings.HasPrefix(r.stdout, "ok: world main replays to the same bytes: 7 records from genesis") {
+			t.Fatalf("stdout:\n%s", r.stdout)
+		}
+		mustRun(t, 2, "", "--store", dir, "replay")
+	})
+}
+
+func TestTrace(t *testing.T) {
+	t.Parallel()
+	dir := counterStore(t)
+	requireStoreUnchanged(t, dir, func() {
+		r := mustRun(t, 0, "", "--store", dir, "trace")
+		if n := strings.Count(r.stdout, "\n"); n != 7 {
+			t.Fatalf("%d lines:\n%s", n, r.stdout)
+		}
+	})
+}
+
+func TestExportImport(t *testing.T) {
+	t.Parallel()
+	dir := counterStore(t)
+	bundle := filepath.Join(t.TempDir(), "bundle")
+	requireStoreUnchanged(t, dir, func() {
+		mustRun(t, 0, "", "--store", dir, "export", "-m", "../../examples/counter", bundle)
+	})
+	mustRun(t, 1, "", "--store", dir, "export", "-m", "../../examples/counter", bundle) // not empty
+	mustRun(t, 1, "", "--store", dir, "export", "-m", "../../examples/timer", filepath.Join(t.TempDir(), "b2"))
+	other := filepath.Join(t.TempDir(), "other")
+	r := mustRun(t, 0, "", "--store", other, "import", bundle)
+	if !strings.HasPrefix(r.stdout, "imported world main: 7 records") {
+		t.Fatalf("stdout: %s", r.stdout)
+	}
+	mustRun(t, 0, "", "--store", other, "replay", "-m", "../../examples/counter")
+}
