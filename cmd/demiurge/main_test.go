@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 // TestScripts runs the end-to-end scripts in testdata/script: the real
 // binary in a fresh temporary directory each (so the store is
 // $WORK/.demiurge, never the user's). The counter example is copied into
-// $WORK/counter.
+// $WORK/counter, the timer and blobecho examples into $WORK/examples.
 func TestScripts(t *testing.T) {
 	t.Parallel()
 	testscript.Run(t, testscript.Params{
@@ -44,8 +44,11 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		Setup: func(env *testscript.Env) error {
-			for _, ex := range []string{"counter", "timer", "blobecho"} {
-				if err := copyAIR(filepath.Join("..", "..", "examples", ex), filepath.Join(env.WorkDir, ex)); err != nil {
+			if err := copyAIR(filepath.Join("..", "..", "examples", "counter"), filepath.Join(env.WorkDir, "counter")); err != nil {
+				return err
+			}
+			for _, ex := range []string{"timer", "blobecho"} {
+				if err := copyAIR(filepath.Join("..", "..", "examples", ex), filepath.Join(env.WorkDir, "examples", ex)); err != nil {
 					return err
 				}
 			}
