@@ -234,12 +234,13 @@ func (j *Bolt) Append(ctx context.Context, world string, expect Head, entries []
 // caller's goroutine.
 //
 // fn runs on the goroutine that commits (the committer goroutine or an
-// appending one) while the transaction also holds other appends. It must only write its own data through tx, must not
-// commit, roll back or keep tx, and must not call the journal (that would
-// deadlock). fn may be called more than once: if the group transaction it
-// ran in is rolled back (because another append's fn failed, or the
-// commit failed), it runs again in a later transaction, and only the
-// writes of the committed run persist. A nil fn makes AppendWith Append.
+// appending one) while the transaction also holds other appends. It must
+// only write its own data through tx, must not commit, roll back or keep
+// tx, and must not call the journal (that would deadlock). fn may be
+// called more than once: if the group transaction it ran in is rolled back
+// (because another append's fn failed, or the commit failed), it runs
+// again in a later transaction, and only the writes of the committed run
+// persist. A nil fn makes AppendWith Append.
 func (j *Bolt) AppendWith(ctx context.Context, world string, expect Head, entries []Entry, fn func(tx *bbolt.Tx) error) (Head, error) {
 	if err := ValidateWorld(world); err != nil {
 		return Head{}, err
