@@ -3,27 +3,30 @@ module github.com/demiurge-dev/demiurge
 go 1.26.0
 
 require (
+	github.com/fxamacker/cbor/v2 v2.9.6
+	github.com/itchyny/gojq v0.12.20
+	github.com/openai/openai-go/v3 v3.96.0
+	github.com/rogpeppe/go-internal v1.16.0
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	github.com/spf13/cobra v1.10.2
+	github.com/spf13/pflag v1.0.10
+	github.com/zeebo/blake3 v0.2.4
+	go.etcd.io/bbolt v1.5.0
+	mvdan.cc/sh/v3 v3.14.1
+)
+
+require (
 	github.com/coder/websocket v1.8.15 // indirect
-	github.com/fxamacker/cbor/v2 v2.9.6 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
-	github.com/itchyny/gojq v0.12.20 // indirect
 	github.com/itchyny/timefmt-go v0.1.9 // indirect
 	github.com/klauspost/cpuid/v2 v2.0.12 // indirect
-	github.com/openai/openai-go/v3 v3.96.0 // indirect
-	github.com/rogpeppe/go-internal v1.16.0 // indirect
-	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
-	github.com/spf13/cobra v1.10.2 // indirect
-	github.com/spf13/pflag v1.0.10 // indirect
 	github.com/tidwall/gjson v1.20.0 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
 	github.com/tidwall/pretty v1.2.1 // indirect
 	github.com/tidwall/sjson v1.2.5 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
-	github.com/zeebo/blake3 v0.2.4 // indirect
-	go.etcd.io/bbolt v1.5.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/term v0.45.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	golang.org/x/tools v0.49.0 // indirect
-	mvdan.cc/sh/v3 v3.14.1 // indirect
 )
