@@ -1,6 +1,7 @@
 package effects
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"path"
@@ -18,8 +19,14 @@ const (
 	EnforceLLMBasic   = "sys/CapEnforceLlmBasic@1"
 	EnforceWorkspace  = "sys/CapEnforceWorkspace@1"
 	EnforceGovernance = "sys/CapEnforceGovernance@1"
+	EnforceScripted   = "sys/CapEnforceScripted@1"
+	EnforceMCP        = "sys/CapEnforceMcp@1"
 	EnforceAllowAll   = "sys/CapAllowAll@1"
 )
+
+// DefaultWorkspace is the workspace a workspace tool works on when its
+// arguments name none.
+const DefaultWorkspace = "default"
 
 // field reads a record field; absent and null are nil.
 func field(v schema.Value, name string) schema.Value {
@@ -56,7 +63,14 @@ func enforce(r schema.Resolver, cd *schema.DefCap, grant schema.Value, kind stri
 	case EnforceLLMBasic:
 		return enforceLLM(grant, params)
 	case EnforceWorkspace:
+		if kind == "workspace.call" {
+			return enforceWorkspaceTool(grant, params)
+		}
 		return enforceWorkspace(grant, kind, params)
+	case EnforceScripted:
+		return enforceScripted(grant, params)
+	case EnforceMCP:
+		return enforceMCP(grant, params)
 	}
 	return fmt.Errorf("enforcer module %s is not built in; demiurge cannot run it", cd.Enforcer)
 }
@@ -217,6 +231,63 @@ func enforceWorkspace(grant schema.Value, kind string, params schema.Value) erro
 				return fmt.Errorf("path %q is not under the allowed path prefixes %v", clean, prefixes)
 			}
 		}
+	}
+	return nil
+}
+
+// enforceWorkspaceTool checks a workspace tool call ({tool, arguments_json})
+// like the workspace primitives: the op is the tool name without
+// "workspace_", the workspace and path come from the arguments.
+func enforceWorkspaceTool(grant, params schema.Value) error {
+	tool, _ := field(params, "tool").(string)
+	args, _ := field(params, "arguments_json").(string)
+	op, ok := strings.CutPrefix(tool, "workspace_")
+	if !ok {
+		return fmt.Errorf("%q is not a workspace tool", tool)
+	}
+	var a struct {
+		Workspace *string `json:"workspace"`
+		Path      *string `json:"path"`
+		Prefix    *string `json:"prefix"`
+	}
+	if err := json.Unmarshal([]byte(args), &a); err != nil {
+		return fmt.Errorf("arguments of %s are not a JSON object: %v", tool, err)
+	}
+	ws := DefaultWorkspace
+	if a.Workspace != nil {
+		ws = *a.Workspace
+	}
+	p := schema.Record("workspace", ws)
+	if a.Path != nil {
+		p = p.With("path", *a.Path)
+	}
+	if a.Prefix != nil {
+		p = p.With("prefix", *a.Prefix)
+	}
+	return enforceWorkspace(grant, "workspace."+op, p)
+}
+
+// enforceScripted checks scripted.run against max_timeout_ms. (The
+// commands inside the script are each checked as the tool calls they are.)
+func enforceScripted(grant, params schema.Value) error {
+	if max, ok := field(grant, "max_timeout_ms").(uint64); ok {
+		if t, ok := field(params, "timeout_ms").(uint64); ok && t > max {
+			return fmt.Errorf("timeout_ms %d is above the cap's %d", t, max)
+		}
+	}
+	return nil
+}
+
+// enforceMCP checks mcp.call against servers and tools_allow ("server/tool"
+// or "tool" entries).
+func enforceMCP(grant, params schema.Value) error {
+	server, _ := field(params, "server").(string)
+	tool, _ := field(params, "tool").(string)
+	if ss, ok := textSet(grant, "servers"); ok && len(ss) > 0 && !contains(ss, server) {
+		return fmt.Errorf("MCP server %q is not in the allowed servers %v", server, ss)
+	}
+	if ts, ok := textSet(grant, "tools_allow"); ok && len(ts) > 0 && !contains(ts, tool) && !contains(ts, server+"/"+tool) {
+		return fmt.Errorf("MCP tool %s/%s is not in tools_allow %v", server, tool, ts)
 	}
 	return nil
 }
