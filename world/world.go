@@ -437,3 +437,27 @@ func (w *World) Close() error {
 	})
 	return nil
 }
+
+// Name returns the world's name.
+func (w *World) Name() string { return w.opts.Name }
+
+// Catalog returns the manifest the world runs.
+func (w *World) Catalog() *schema.Catalog { return w.opts.Catalog }
+
+// Storage returns the world's storage.
+func (w *World) Storage() Storage { return w.opts.Storage }
+
+// State returns a cell's current state and its ref (key nil for a reducer
+// that is not keyed).
+func (w *World) State(module string, key schema.Value) (schema.Value, cas.Ref, bool) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return w.m.State(module, key)
+}
+
+// Cells returns a reducer's current cells in canonical key order.
+func (w *World) Cells(module string) []Cell {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return w.m.Cells(module)
+}
