@@ -118,6 +118,7 @@ func (g *Gate) checkGrant(req Request, ef *schema.DefEffect, params schema.Value
 		Intent: &Intent{
 			Hash: hash, Kind: req.Kind, Params: params, Grant: grant.Name, Cap: grant.Cap, CapType: cd.CapType,
 			GrantParams: grant.Params, IdempotencyKey: req.IdempotencyKey, Origin: req.Origin, Effect: ef.Name,
+			LogicalNowNS: req.LogicalNowNS,
 		},
 	}
 }

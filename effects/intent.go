@@ -59,6 +59,11 @@ type Intent struct {
 	Origin         Origin
 	// Effect is the defeffect name (its receipt schema types the receipt).
 	Effect string
+	// LogicalNowNS is the world's logical time when the effect was
+	// emitted: the ingress stamp of the input that caused it. Adapters that
+	// need "now" inside a world (the scripted tool's date) use it. It is
+	// not part of the intent hash.
+	LogicalNowNS uint64
 }
 
 // intentHash is hash(kind, canonical params, grant, idempotency key, origin).

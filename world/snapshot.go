@@ -17,7 +17,7 @@ const snapshotFormat = "demiurge/snapshot/v1"
 func intentValue(in *effects.Intent) schema.Value {
 	return rec("hash", in.Hash.String(), "kind", in.Kind, "params", in.Params, "grant", in.Grant, "cap", in.Cap,
 		"cap_type", in.CapType, "grant_params", in.GrantParams, "key", in.IdempotencyKey, "origin", in.Origin.Value(),
-		"effect", in.Effect)
+		"effect", in.Effect, "now", in.LogicalNowNS)
 }
 
 func decodeIntent(v schema.Value) (*effects.Intent, error) {
@@ -34,6 +34,7 @@ func decodeIntent(v schema.Value) (*effects.Intent, error) {
 	in := &effects.Intent{Hash: h, Kind: str("kind"), Params: get("params"), Grant: str("grant"), Cap: str("cap"),
 		CapType: str("cap_type"), GrantParams: get("grant_params"), Effect: str("effect")}
 	in.IdempotencyKey, _ = get("key").([]byte)
+	in.LogicalNowNS, _ = get("now").(uint64)
 	om, _ := get("origin").(*schema.Map)
 	og := func(k string) schema.Value { x, _ := om.Get(k); return x }
 	in.Origin.Kind, _ = og("kind").(string)
