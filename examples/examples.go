@@ -1,8 +1,9 @@
 // Package examples gathers the reducers of the example worlds, so that a
 // binary can run any of them: counter (AgentOS 00-counter), timer
 // (01-hello-timer), blobecho (02-blob-echo), fetch (03-fetch-notify),
-// aggregator (04-aggregator), chaincomp (05-chain-comp) and retry
-// (08-retry-backoff). Each example's directory holds its AIR, its reducer
+// aggregator (04-aggregator), chaincomp (05-chain-comp), retry
+// (08-retry-backoff), and demiurge, the chat agent (whose reducer lives in
+// reducer/demiurge). Each example's directory holds its AIR, its reducer
 // and a README.
 package examples
 
@@ -15,6 +16,7 @@ import (
 	"github.com/demiurge-dev/demiurge/examples/retry"
 	"github.com/demiurge-dev/demiurge/examples/timer"
 	"github.com/demiurge-dev/demiurge/reducer"
+	"github.com/demiurge-dev/demiurge/reducer/demiurge"
 )
 
 // RegisterAll adds every example's reducer to r. It panics if one of their
@@ -27,4 +29,5 @@ func RegisterAll(r *reducer.Registry) {
 	aggregator.Register(r)
 	chaincomp.Register(r)
 	retry.Register(r)
+	demiurge.Register(r)
 }

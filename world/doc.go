@@ -43,8 +43,10 @@
 //     back to its reducer, as a result event with status "error" or
 //     "timeout" and a zero receipt. A denied one is journaled (Denied) and
 //     the reducer hears nothing.
-//   - A plan that fails ends with a PlanEnded record; a sys/PlanEnded@1
-//     event is raised only when something routes, triggers on or awaits it.
+//   - Every plan ends with a PlanEnded record. A plan that fails also
+//     raises a sys/PlanEnded@1 event (carrying the plan's input and the
+//     key of the event that started it) when something routes, triggers on
+//     or awaits that schema, so a reducer can answer for it.
 //   - Replay uses the manifest it is given: a world whose manifest changed
 //     replays records from before the change with the new manifest, and
 //     reports the first record that differs.

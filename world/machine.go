@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sort"
 	"strings"
 
@@ -500,10 +501,30 @@ func containsStr(ss []string, s string) bool {
 func safeStep(r reducer.Reducer, c *reducer.Context, state, event schema.Value) (out reducer.Output, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("reducer panicked: %v", p)
+			err = fmt.Errorf("reducer panicked: %v\n%s", p, panicFrames(debug.Stack()))
 		}
 	}()
 	return r.Step(c, state, event)
+}
+
+// panicFrames keeps the frames of a panic's stack that locate it: the
+// function and file:line lines after the runtime's own frames, at most 8.
+func panicFrames(stack []byte) string {
+	lines := strings.Split(string(stack), "\n")
+	var out []string
+	seenPanic := false
+	for i := 0; i+1 < len(lines) && len(out) < 16; i++ {
+		if strings.HasPrefix(lines[i], "panic(") {
+			seenPanic = true
+			i++
+			continue
+		}
+		if seenPanic && strings.HasPrefix(lines[i+1], "\t") {
+			out = append(out, lines[i], lines[i+1])
+			i++
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // slotGrant finds the grant of a reducer's effect: the slot's binding in
@@ -710,15 +731,14 @@ func (s *stepper) runPlan(id uint64) {
 	}
 	delete(m.instances, id)
 	status := "ok"
-	var perr *schema.Map
-	var perrEvent schema.Value
+	var perr, perrEvent schema.Value
 	if inst.Status == plans.EndedError {
 		status = "error"
 		perr = rec("step", inst.Err.Step, "code", inst.Err.Code, "message", inst.Err.Msg)
 		perrEvent = schema.Record("step", inst.Err.Step, "code", inst.Err.Code, "message", inst.Err.Msg)
 	}
 	s.record(KindPlanEnded, rec("plan", inst.Plan, "plan_id", id, "status", status, "result", inst.Result, "error", perr))
-	if m.consumes("sys/PlanEnded@1") {
+	if status == "error" && m.consumes("sys/PlanEnded@1") {
 		input, _ := schema.Encode(inst.Input)
 		v := schema.Record("plan", inst.Plan, "plan_id", id, "status", status, "error", perrEvent, "input", input)
 		s.record(KindRaised, rec("schema", "sys/PlanEnded@1", "value", v, "key", inst.Key, "origin", rec("plan", inst.Plan, "plan_id", id)))

@@ -75,7 +75,7 @@ func TestFetchNotify(t *testing.T) {
 				raised = append(raised, fmt.Sprintf("%v %v %v", ev.Get("schema"), ev.Get("value", "$tag"),
 					ev.Get("value", "$value", "status")), fmt.Sprint(ev.Get("value", "status")))
 			}
-			wantRaised := "[fetch/Request@1 <nil> <nil> <nil> fetch/Event@1 Complete 200 <nil> sys/PlanEnded@1 <nil> <nil> ok]"
+			wantRaised := "[fetch/Request@1 <nil> <nil> <nil> fetch/Event@1 Complete 200 <nil>]"
 			if fmt.Sprint(raised) != wantRaised {
 				t.Errorf("raised %v; want %s", raised, wantRaised)
 			}

@@ -1,0 +1,244 @@
+package demiurge_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/demiurge-dev/demiurge/adapters/llm"
+	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
+	"github.com/demiurge-dev/demiurge/adapters/toolcall"
+	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/effects"
+	"github.com/demiurge-dev/demiurge/journal"
+	"github.com/demiurge-dev/demiurge/reducer"
+	"github.com/demiurge-dev/demiurge/reducer/demiurge"
+	"github.com/demiurge-dev/demiurge/replay"
+	"github.com/demiurge-dev/demiurge/schema"
+	"github.com/demiurge-dev/demiurge/tools"
+	"github.com/demiurge-dev/demiurge/world"
+)
+
+// fakeTool is a tool whose output is computed by fn.
+type fakeTool struct {
+	name, schema string
+	fn           func(args map[string]any) tools.Response
+}
+
+func (f *fakeTool) Name() string                  { return f.name }
+func (f *fakeTool) ShortDescription() string      { return "fake " + f.name }
+func (f *fakeTool) Description() string           { return "A fake tool for tests: " + f.name }
+func (f *fakeTool) Help() string                  { return f.name + "(1)" }
+func (f *fakeTool) SystemPrompt() string          { return f.name }
+func (f *fakeTool) InputSchema() json.RawMessage  { return json.RawMessage(f.schema) }
+func (f *fakeTool) OutputSchema() json.RawMessage { return json.RawMessage(`{}`) }
+func (f *fakeTool) Version() string               { return "test" }
+func (f *fakeTool) Execute(ctx context.Context, r tools.Request) tools.Response {
+	var args map[string]any
+	if err := json.Unmarshal(r.Arguments, &args); err != nil {
+		return tools.Response{ExitCode: 2, Stderr: err.Error()}
+	}
+	return f.fn(args)
+}
+func (f *fakeTool) ExecuteWithStatus(ctx context.Context, r tools.Request, _ tools.StatusFunc) tools.Response {
+	return f.Execute(ctx, r)
+}
+
+type chatWorld struct {
+	w     *world.World
+	st    *world.MemoryStorage
+	cat   *schema.Catalog
+	reg   *reducer.Registry
+	srv   *llmtest.Server
+	tools *toolcall.Adapter
+}
+
+func newChatWorld(t *testing.T, script llmtest.Script) *chatWorld {
+	t.Helper()
+	ctx := t.Context()
+	reg := reducer.NewRegistry()
+	demiurge.Register(reg)
+	cat, err := schema.Load("../../examples/demiurge", &schema.LoadOptions{Reducers: reg.Names()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := llmtest.NewServer(script)
+	t.Cleanup(srv.Close)
+	gen, err := llm.New(llm.Config{BaseURL: srv.URL + "/v1", MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ta := toolcall.New(
+		&fakeTool{name: "introspect_manifest", schema: `{"type":"object","properties":{},"additionalProperties":false}`,
+			fn: func(map[string]any) tools.Response { return tools.Response{Stdout: `{"manifest":"ok"}`} }},
+		&fakeTool{name: "workspace_read", schema: `{"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}`,
+			fn: func(a map[string]any) tools.Response {
+				if a["path"] == "missing.md" {
+					return tools.Response{ExitCode: 1, Stderr: "workspace_read: missing.md: no such file"}
+				}
+				return tools.Response{Stdout: "contents of " + fmt.Sprint(a["path"])}
+			}},
+	)
+	st := world.NewMemoryStorage()
+	w, err := world.Open(ctx, world.Options{
+		Name: "chat", Catalog: cat, Reducers: reg, Storage: st,
+		Adapters: map[string]effects.Adapter{
+			"llm.generate":    &llm.Adapter{Generator: gen},
+			"introspect.call": ta,
+			"workspace.call":  ta,
+		},
+		Dispatch: effects.DispatcherOptions{Getenv: func(k string) (string, bool) { return "sk-test-key", k == "OPENAI_API_KEY" }},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	var specs []tools.SpecTool
+	for _, name := range ta.Names() {
+		tl, _ := ta.Tool(name)
+		fam := tools.FamilyIntrospect
+		if strings.HasPrefix(name, "workspace_") {
+			fam = tools.FamilyWorkspace
+		}
+		specs = append(specs, tools.SpecFor(tl, fam))
+	}
+	blob, err := tools.EncodeSpec(specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := st.CAS().Put(ctx, blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := fmt.Sprintf(`{"Created": {"chat_id": "c1", "title": "test", "settings": {"provider": "openai-responses",
+		"model": "gpt-test", "max_tokens": 1000, "tools_ref": %q, "max_rounds": 4, "max_repeats": 3, "output_limit": 200}}}`, ref)
+	if _, err := w.SendJSON(ctx, "demiurge/ChatEvent@1", []byte(created)); err != nil {
+		t.Fatal(err)
+	}
+	return &chatWorld{w: w, st: st, cat: cat, reg: reg, srv: srv, tools: ta}
+}
+
+func (cw *chatWorld) say(t *testing.T, id int, text string) {
+	t.Helper()
+	ctx := t.Context()
+	msg, _ := json.Marshal(map[string]string{"role": "user", "content": text})
+	ref, err := cw.st.CAS().Put(ctx, msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := fmt.Sprintf(`{"User": {"chat_id": "c1", "request_id": %d, "text": %q, "message_ref": %q}}`, id, text, ref)
+	if _, err := cw.w.SendJSON(ctx, "demiurge/ChatEvent@1", []byte(js)); err != nil {
+		t.Fatal(err)
+	}
+	if err := cw.w.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (cw *chatWorld) state(t *testing.T) demiurge.State {
+	t.Helper()
+	v, _, ok := cw.w.State(demiurge.ModuleName, "c1")
+	if !ok {
+		t.Fatal("no chat cell")
+	}
+	var st demiurge.State
+	if err := reducer.ToGo(v, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func entries(st demiurge.State) string {
+	var b strings.Builder
+	for _, e := range st.Entries {
+		fmt.Fprintf(&b, "%d.%d %s", e.RequestID, e.Round, e.Kind)
+		if e.Tool != nil {
+			fmt.Fprintf(&b, " %s", *e.Tool)
+		}
+		if e.Status != nil {
+			fmt.Fprintf(&b, " [%s]", *e.Status)
+		}
+		fmt.Fprintf(&b, ": %s\n", strings.ReplaceAll(e.Text, "\n", " | "))
+	}
+	return b.String()
+}
+
+// TestParallelCallsOneInvalid: three calls in one turn, one to a tool that
+// does not exist and one with arguments that do not fit its schema. The
+// good one runs; the bad ones are answered at once with what to fix; the
+// outputs go back in call order; the model then answers.
+func TestParallelCallsOneInvalid(t *testing.T) {
+	cw := newChatWorld(t, llmtest.Script{Turns: []llmtest.Turn{
+		{Calls: []llmtest.Call{
+			{Name: "workspace_read", Arguments: `{"path":"README.md"}`},
+			{Name: "delete_everything", Arguments: `{}`},
+			{Name: "workspace_read", Arguments: `{"file":"README.md"}`},
+			{Name: "workspace_read", Arguments: `{"path": "missing.md"}`},
+		}},
+		{Text: "Read README.md; the other calls failed."},
+	}})
+	cw.say(t, 1, "read the readme")
+	var sb strings.Builder
+	replay.Trace(t.Context(), &sb, cw.st.Journal(), "chat", replay.TraceOptions{})
+	t.Logf("trace:\n%s", sb.String())
+	st := cw.state(t)
+	got := entries(st)
+	want := `1.0 user: read the readme
+1.0 tool_call workspace_read [requested]: {"path":"README.md"}
+1.0 tool_call delete_everything [rejected]: {}
+1.0 tool_output delete_everything [error]: error: there is no tool named "delete_everything". Available tools: introspect_manifest, workspace_read. Call one of them by its exact name.
+1.0 tool_call workspace_read [rejected]: {"file":"README.md"}
+1.0 tool_output workspace_read [error]: error: the arguments of workspace_read do not fit its parameters schema: at /: additional properties 'file' not allowed; at /: missing property 'path'. Fix the arguments and call again.
+1.0 tool_call workspace_read [requested]: {"path":"missing.md"}
+`
+	if !strings.HasPrefix(got, want) {
+		t.Fatalf("entries:\n%s\nwant prefix:\n%s", got, want)
+	}
+	if !strings.Contains(got, "tool_output workspace_read [ok]: contents of README.md") ||
+		!strings.Contains(got, "tool_output workspace_read [error]: error (exit 1) | workspace_read: missing.md: no such file") ||
+		!strings.HasSuffix(got, "1.1 assistant: Read README.md; the other calls failed.\n1.1 done: 2 rounds, "+fmt.Sprint(st.Usage.Prompt+st.Usage.Completion)+" tokens\n") {
+		t.Fatalf("entries:\n%s", got)
+	}
+	// The second request carries every call's output, in call order.
+	reqs := cw.srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests", len(reqs))
+	}
+	body := string(reqs[1].Body)
+	if strings.Count(body, `function_call_output`) != 4 {
+		t.Fatalf("second request has %d outputs:\n%s", strings.Count(body, `function_call_output`), body)
+	}
+	last := -1
+	for _, e := range st.Entries {
+		if e.Kind != demiurge.EntryToolCall {
+			continue
+		}
+		i := strings.Index(body, `"type":"function_call_output","call_id":"`+*e.CallID+`"`)
+		if i < 0 {
+			i = strings.Index(body, `"call_id":"`+*e.CallID+`","output"`)
+		}
+		if i <= last {
+			t.Fatalf("output of %s is not after the previous call's output in the second request:\n%s", *e.CallID, body)
+		}
+		last = i
+	}
+	checkReplay(t, cw)
+}
+
+func checkReplay(t *testing.T, cw *chatWorld) {
+	t.Helper()
+	cw.w.Close()
+	if _, err := world.Replay(t.Context(), world.ReplayOptions{Name: "chat", Catalog: cw.cat, Reducers: cw.reg, Storage: cw.st, FromGenesis: true}); err != nil {
+		t.Fatal(replay.Describe(err))
+	}
+	var sb strings.Builder
+	if err := replay.Trace(t.Context(), &sb, cw.st.Journal(), "chat", replay.TraceOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("trace:\n%s", sb.String())
+}
+
+var _ = cas.Sum
+var _ = journal.Head{}
