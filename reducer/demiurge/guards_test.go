@@ -1,0 +1,64 @@
+package demiurge_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
+)
+
+func TestGuards(t *testing.T) {
+	call := func(args string) llmtest.Turn {
+		return llmtest.Turn{Calls: []llmtest.Call{{Name: "workspace_read", Arguments: args}}}
+	}
+	tests := []struct {
+		name  string
+		turns []llmtest.Turn
+		want  []string // substrings of the entries, in order
+	}{
+		{
+			name:  "repeated call",
+			turns: []llmtest.Turn{call(`{"path":"a"}`), call(`{ "path" : "a" }`), call(`{"path":"a"}`), {Text: "never asked"}},
+			want: []string{"tool_output workspace_read [ok]: contents of a", "tool_output workspace_read [ok]: contents of a",
+				`tool_call workspace_read [not_run]: {"path":"a"}`, "tool_output workspace_read [not_run]: not run: the model called workspace_read with the same arguments 3 times (max_repeats)",
+				"stop: the model called workspace_read with the same arguments 3 times"},
+		},
+		{
+			name:  "max rounds",
+			turns: []llmtest.Turn{call(`{"path":"1"}`), call(`{"path":"2"}`), call(`{"path":"3"}`), call(`{"path":"4"}`), {Text: "never asked"}},
+			want:  []string{"contents of 1", "contents of 2", "contents of 3", "[not_run]: not run: the turn reached 4 model rounds (max_rounds)", "stop: the turn reached 4 model rounds"},
+		},
+		{
+			name:  "malformed arguments",
+			turns: []llmtest.Turn{call(`{"path": "a"`), {Text: "sorry"}},
+			want:  []string{"tool_output workspace_read [error]: error: the arguments of workspace_read are not valid JSON (unexpected EOF)", "assistant: sorry", "done: 2 rounds"},
+		},
+		{
+			name:  "model error",
+			turns: []llmtest.Turn{{Status: 500}},
+			want:  []string{"error: the model could not be reached: ", "500", "stop: the model call failed"},
+		},
+		{
+			name:  "model cut off",
+			turns: []llmtest.Turn{{Text: "a long answer that never ends", CutOff: true}},
+			want:  []string{"error: the model could not be reached: ", "stop: the model call failed"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cw := newChatWorld(t, llmtest.Script{Turns: tc.turns})
+			cw.say(t, 1, "go")
+			got := entries(cw.state(t))
+			at := 0
+			for _, w := range tc.want {
+				i := strings.Index(got[at:], w)
+				if i < 0 {
+					t.Fatalf("entries lack %q after offset %d:\n%s", w, at, got)
+				}
+				at += i + len(w)
+			}
+			// The world goes on: the next message gets a turn of its own.
+			checkReplay(t, cw)
+		})
+	}
+}
