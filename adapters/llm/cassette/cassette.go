@@ -1,0 +1,172 @@
+// Package cassette answers llm.generate effects from a recorded session
+// instead of a model: the k-th call of a run gets the k-th model answer of
+// the recording, with the blobs it refers to. Everything else — the tools
+// above all — runs for real. It makes an offline demo, and tests that need
+// a model's answers without a model.
+package cassette
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sync"
+
+	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/effects"
+	"github.com/demiurge-dev/demiurge/journal"
+	"github.com/demiurge-dev/demiurge/schema"
+	"github.com/fxamacker/cbor/v2"
+)
+
+// Answer is one recorded outcome of llm.generate.
+type Answer struct {
+	Status  string // effects.StatusOK, StatusError or StatusTimeout
+	Payload schema.Value
+	Error   string
+}
+
+// Cassette holds the model answers of a recording. It is safe for
+// concurrent use.
+type Cassette struct {
+	dir     string
+	answers []Answer
+	blobs   map[cas.Ref][]byte
+
+	mu   sync.Mutex
+	next int
+}
+
+// Open reads the model answers of the session bundle in dir (see
+// replay.Export): the receipts of its llm.generate intents, in journal
+// order, and its blobs.
+func Open(dir string) (*Cassette, error) {
+	c := &Cassette{dir: dir, blobs: map[cas.Ref][]byte{}}
+	jb, err := os.ReadFile(filepath.Join(dir, "journal.cbor"))
+	if err != nil {
+		return nil, fmt.Errorf("cassette %s: %w (want a session bundle: demiurge export)", dir, err)
+	}
+	dec := cbor.NewDecoder(bytes.NewReader(jb))
+	llmIntents := map[string]bool{}
+	for seq := 1; ; seq++ {
+		start := dec.NumBytesRead()
+		var raw cbor.RawMessage
+		if err := dec.Decode(&raw); err == io.EOF {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("cassette %s: journal record %d: %w", dir, seq, err)
+		}
+		r, err := journal.DecodeRecord(jb[start:dec.NumBytesRead()])
+		if err != nil {
+			return nil, fmt.Errorf("cassette %s: journal record %d: %w", dir, seq, err)
+		}
+		if r.Kind != "Intent" && r.Kind != "Receipt" {
+			continue
+		}
+		v, err := schema.Decode(r.Payload)
+		if err != nil {
+			return nil, fmt.Errorf("cassette %s: record %d: %w", dir, r.Seq, err)
+		}
+		m, _ := v.(*schema.Map)
+		get := func(k string) schema.Value { x, _ := m.Get(k); return x }
+		str := func(k string) string { s, _ := get(k).(string); return s }
+		switch r.Kind {
+		case "Intent":
+			if str("kind") == "llm.generate" {
+				llmIntents[str("intent")] = true
+			}
+		case "Receipt":
+			if llmIntents[str("intent")] {
+				c.answers = append(c.answers, Answer{Status: str("status"), Payload: get("payload"), Error: str("error")})
+			}
+		}
+	}
+	if len(c.answers) == 0 {
+		return nil, fmt.Errorf("cassette %s: the recording holds no model answers", dir)
+	}
+	entries, err := os.ReadDir(filepath.Join(dir, "blobs"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, "blobs", e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		r := cas.Sum(b)
+		d := r.Digest()
+		if hex.EncodeToString(d[:]) != e.Name() {
+			return nil, fmt.Errorf("cassette %s: blob %s does not match its name", dir, e.Name())
+		}
+		c.blobs[r] = b
+	}
+	return c, nil
+}
+
+// Len returns the number of recorded answers.
+func (c *Cassette) Len() int { return len(c.answers) }
+
+var refPattern = regexp.MustCompile(`blake3:[0-9a-f]{64}`)
+
+// Run answers the next llm.generate call with the next recorded answer,
+// after storing every blob the answer refers to. The answer's text is
+// reported as progress, as a streaming model would.
+func (c *Cassette) Run(ctx context.Context, call *effects.Call) effects.Receipt {
+	c.mu.Lock()
+	k := c.next
+	c.next++
+	c.mu.Unlock()
+	if k >= len(c.answers) {
+		return effects.Errorf("cassette", "the cassette %s holds %d model answers and this is call %d; record a longer session", c.dir, len(c.answers), k+1)
+	}
+	a := c.answers[k]
+	if a.Status != effects.StatusOK {
+		return effects.Receipt{Status: a.Status, Error: a.Error, AdapterID: "cassette"}
+	}
+	enc, err := schema.Encode(a.Payload)
+	if err != nil {
+		return effects.Errorf("cassette", "answer %d: %v", k+1, err)
+	}
+	if err := c.storeRefs(ctx, call.CAS, enc, map[cas.Ref]bool{}); err != nil {
+		return effects.Errorf("cassette", "answer %d: %v", k+1, err)
+	}
+	if call.Progress != nil {
+		if m, ok := a.Payload.(*schema.Map); ok {
+			if t, ok := m.Get("output_text"); ok {
+				if s, ok := t.(string); ok && s != "" {
+					call.Progress(s)
+				}
+			}
+		}
+	}
+	return effects.OK("cassette", a.Payload)
+}
+
+// storeRefs puts the blobs b refers to, and the ones they refer to.
+func (c *Cassette) storeRefs(ctx context.Context, store cas.Putter, b []byte, done map[cas.Ref]bool) error {
+	for _, s := range refPattern.FindAll(b, -1) {
+		r, err := cas.ParseRef(string(s))
+		if err != nil || done[r] {
+			continue
+		}
+		done[r] = true
+		blob, ok := c.blobs[r]
+		if !ok {
+			continue
+		}
+		if _, err := store.Put(ctx, blob); err != nil {
+			return err
+		}
+		if err := c.storeRefs(ctx, store, blob, done); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var _ effects.Adapter = (*Cassette)(nil)
