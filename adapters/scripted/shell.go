@@ -1,0 +1,354 @@
+package bashfx
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/demiurge-dev/demiurge/adapters/toolcall"
+	"github.com/demiurge-dev/demiurge/schema"
+	"github.com/demiurge-dev/demiurge/tools"
+	"github.com/demiurge-dev/demiurge/tools/scripted"
+)
+
+// ToolName is the name of the bash tool in LLM tool specs.
+const ToolName = "bash"
+
+// Defaults of ShellOptions.
+const (
+	DefaultTimeout = 30 * time.Second
+	DefaultMaxTime = 10 * time.Minute
+	DefaultDrain   = 10 * time.Second
+)
+
+// Command is one tool call inside a script.
+type Command struct {
+	// Seq is the call's scripted.CallSeq: its entry in the run's calls.
+	Seq int
+	// Tool is the tool the command names.
+	Tool tools.Tool
+	// Arguments is the command's flags as a JSON object with sorted keys,
+	// as the tool's Request.Arguments takes them.
+	Arguments string
+}
+
+// CallFunc runs one command of a script and returns the tool's response.
+// It reports the workspace commits the call made to the tools.Recorder in
+// ctx. A non-nil error means the call did not run (it was denied, or its
+// adapter failed): the command fails with the error's text, with exit
+// status 1 or, for a *scripted.UserError, its Code. A response whose exit
+// code is not 0 fails the command with that code and the response's
+// stderr. CallFunc is called concurrently by the stages of a pipeline.
+type CallFunc func(ctx context.Context, cmd Command) (tools.Response, error)
+
+// Direct runs a command by calling the tool's Execute, with no gate: the
+// operator's shell (demiurge sh).
+func Direct(ctx context.Context, cmd Command) (tools.Response, error) {
+	return cmd.Tool.Execute(ctx, tools.Request{Arguments: json.RawMessage(cmd.Arguments)}), nil
+}
+
+// ShellOptions configure a Shell. Zero fields take defaults.
+type ShellOptions struct {
+	// Name is the tool's name (default ToolName, "bash").
+	Name string
+	// Limits bound each run (default scripted.DefaultLimits, with Timeout
+	// MaxTime). Limits.Timeout, if set, overrides MaxTime.
+	Limits scripted.Limits
+	// Timeout is a run's time limit when its request sets none (default
+	// DefaultTimeout, 30 s).
+	Timeout time.Duration
+	// MaxTime bounds a run's time limit whatever its request asks
+	// (default DefaultMaxTime, 10 minutes). A world's scripted cap
+	// (max_timeout_ms) usually bounds it lower.
+	MaxTime time.Duration
+	// Drain bounds how long Run waits, after the script ended, for
+	// commands still running (default DefaultDrain, 10 s).
+	Drain time.Duration
+}
+
+// Shell is the bash tool of a set of tools: a scripted.ScriptedTool whose
+// commands are the tools. It is immutable and safe for concurrent use.
+type Shell struct {
+	tool    *scripted.ScriptedTool
+	tools   []tools.Tool
+	timeout time.Duration
+	drain   time.Duration
+}
+
+// NewShell builds the shell whose commands are ts, in that order. A tool
+// whose name is not a valid command name (or that is named twice) is an
+// error naming it.
+func NewShell(ts []tools.Tool, opts ShellOptions) (*Shell, error) {
+	if opts.Name == "" {
+		opts.Name = ToolName
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.MaxTime <= 0 {
+		opts.MaxTime = DefaultMaxTime
+	}
+	if opts.Drain <= 0 {
+		opts.Drain = DefaultDrain
+	}
+	lim := opts.Limits
+	if lim.Timeout <= 0 {
+		lim.Timeout = opts.MaxTime
+	}
+	b := scripted.NewBuilder(opts.Name).
+		ShortDescription("Run a bash script in a sandbox where every tool of the world is a command").
+		Limits(lim)
+	for _, t := range ts {
+		b.Tool(scripted.ToolDef{
+			Name:        t.Name(),
+			Description: oneLine(t),
+			InputSchema: t.InputSchema(),
+			Category:    family(t.Name()),
+		}, callback(t))
+	}
+	st, err := b.Build()
+	if err != nil {
+		return nil, fmt.Errorf("bashfx: build the %s tool: %w", opts.Name, err)
+	}
+	return &Shell{tool: st, tools: slices.Clone(ts), timeout: min(opts.Timeout, st.Limits().Timeout), drain: opts.Drain}, nil
+}
+
+// oneLine is a tool's one-line description.
+func oneLine(t tools.Tool) string {
+	s := t.ShortDescription()
+	if s == "" {
+		s = t.Description()
+	}
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}
+
+// family is the part of a tool name before its first '_' ("workspace" for
+// workspace_read), the category `discover --categories` lists.
+func family(name string) string {
+	f, _, ok := strings.Cut(name, "_")
+	if !ok {
+		return ""
+	}
+	return f
+}
+
+// Tool returns the bash tool, for its name, descriptions, system prompt and
+// input schema. Its Execute and Run, called directly rather than through
+// Shell.Run, fail every tool command with "not available outside a world
+// run"; the shell's utilities still work.
+func (s *Shell) Tool() *scripted.ScriptedTool { return s.tool }
+
+// Tools returns the tools that are commands, in order.
+func (s *Shell) Tools() []tools.Tool { return slices.Clone(s.tools) }
+
+// RunOptions are the settings of one Shell.Run.
+type RunOptions struct {
+	// Call runs each command (default Direct).
+	Call CallFunc
+	// Clock is what the script's `date` reads (default time.Now).
+	Clock func() time.Time
+	// Status, if set, receives progress: phases and output chunks.
+	Status tools.StatusFunc
+}
+
+// Result is the outcome of a run: the script's result (output, exit
+// status, trace of calls) and the workspace commits its commands made.
+type Result struct {
+	scripted.Result
+	// Commits are the commits of every command, ordered by the commands'
+	// Seq, each command's in the order it made them.
+	Commits []tools.Commit
+}
+
+// Run runs req (a script in Commands or in Arguments' "commands", and an
+// optional timeout) in a fresh interpreter. A request without a timeout
+// gets ShellOptions.Timeout; none gets more than the shell's MaxTime.
+// Cancelling ctx ends the script (exit status 124 for a deadline, 130
+// otherwise). Run returns once the script has ended and every command it
+// started has returned, or ShellOptions.Drain after the script's end, or
+// when ctx is done, whichever comes first.
+func (s *Shell) Run(ctx context.Context, req tools.Request, opts RunOptions) Result {
+	if opts.Call == nil {
+		opts.Call = Direct
+	}
+	if req.TimeoutMS == 0 && !hasTimeout(req.Arguments) {
+		req.TimeoutMS = s.timeout.Milliseconds()
+	}
+	r := &run{call: opts.Call, drained: make(chan struct{})}
+	res := s.tool.Run(context.WithValue(ctx, runKey{}, r), req, scripted.RunOptions{Status: opts.Status, Clock: opts.Clock})
+	drained := r.close()
+	if ctx.Err() == nil {
+		t := time.NewTimer(s.drain)
+		select {
+		case <-drained:
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	return Result{Result: res, Commits: r.sortedCommits()}
+}
+
+// hasTimeout reports whether request arguments set timeout_ms.
+func hasTimeout(args json.RawMessage) bool {
+	var a struct {
+		TimeoutMS *int64 `json:"timeout_ms"`
+	}
+	return len(args) > 0 && json.Unmarshal(args, &a) == nil && a.TimeoutMS != nil
+}
+
+type runKey struct{}
+
+// run is the state of one Shell.Run the callbacks share.
+type run struct {
+	call CallFunc
+
+	mu       sync.Mutex
+	closed   bool
+	inflight int
+	drained  chan struct{}
+	commits  []seqCommit
+}
+
+type seqCommit struct {
+	seq int
+	tools.Commit
+}
+
+// enter counts a command in; false once the run has ended.
+func (r *run) enter() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	r.inflight++
+	return true
+}
+
+// exit counts a command out and keeps its commits.
+func (r *run) exit(seq int, cs []tools.Commit) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range cs {
+		r.commits = append(r.commits, seqCommit{seq, c})
+	}
+	r.inflight--
+	if r.closed && r.inflight == 0 {
+		close(r.drained)
+	}
+}
+
+// close ends the run: no command starts after it. The channel is closed
+// when the last command still running returns.
+func (r *run) close() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	if r.inflight == 0 {
+		close(r.drained)
+	}
+	return r.drained
+}
+
+func (r *run) sortedCommits() []tools.Commit {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cs := slices.Clone(r.commits)
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].seq < cs[j].seq })
+	out := make([]tools.Commit, len(cs))
+	for i, c := range cs {
+		out[i] = c.Commit
+	}
+	return out
+}
+
+// callback is the scripted callback of a tool: it hands the command to the
+// CallFunc of the run it belongs to.
+func callback(t tools.Tool) scripted.ToolCallback {
+	name := t.Name()
+	return func(ctx context.Context, args scripted.ToolArgs) (string, error) {
+		r, _ := ctx.Value(runKey{}).(*run)
+		if r == nil {
+			return "", &scripted.UserError{Msg: "not available outside a world run (use bashfx.Shell.Run)"}
+		}
+		seq, _ := scripted.CallSeq(ctx)
+		params := args.Params
+		if params == nil {
+			params = map[string]any{}
+		}
+		// The same encoding as scripted.Call.Arguments, so the receipt's
+		// calls show exactly what the tool got.
+		argsJSON, err := json.Marshal(params)
+		if err != nil {
+			return "", &scripted.UserError{Msg: "arguments are not JSON: " + err.Error(), Code: 2}
+		}
+		if !r.enter() {
+			return "", &scripted.UserError{Msg: "the script has ended"}
+		}
+		rec := &tools.Recorder{}
+		resp, err := safeCall(tools.WithRecorder(ctx, rec), r.call, Command{Seq: seq, Tool: t, Arguments: string(argsJSON)})
+		r.exit(seq, rec.Commits())
+		if err != nil {
+			var ue *scripted.UserError
+			if errors.As(err, &ue) {
+				return "", &scripted.UserError{Msg: trimTool(name, ue.Msg), Code: ue.Code}
+			}
+			return "", &scripted.UserError{Msg: trimTool(name, err.Error()), Code: 1}
+		}
+		if resp.ExitCode != 0 {
+			msg := strings.TrimSpace(resp.Stderr)
+			if msg == "" && resp.Error != "" {
+				msg = resp.Error
+			}
+			if msg == "" {
+				msg = fmt.Sprintf("exit status %d", resp.ExitCode)
+			}
+			return "", &scripted.UserError{Msg: trimTool(name, msg), Code: resp.ExitCode}
+		}
+		return resp.Stdout, nil
+	}
+}
+
+// safeCall calls fn, turning a panic into an error.
+func safeCall(ctx context.Context, fn CallFunc, cmd Command) (resp tools.Response, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%s failed: panic: %v", cmd.Tool.Name(), p)
+		}
+	}()
+	return fn(ctx, cmd)
+}
+
+// trimTool removes a leading "<tool>: " from a message, which the script
+// prints after the same prefix.
+func trimTool(name, msg string) string {
+	return strings.TrimPrefix(msg, name+": ")
+}
+
+// Receipt returns the result as a sys/ToolResponse@1 value: the script's
+// output, exit status and error category; calls, the tool calls it made
+// (scripted.CallTool and scripted.CallInvalid entries of its trace: help,
+// discover and --dry-run touch nothing and are left out), in Seq order;
+// commits, the commits those calls made.
+func (r Result) Receipt() schema.Value {
+	rec := &tools.Recorder{}
+	for _, c := range r.Commits {
+		rec.AddCommit(c)
+	}
+	for _, c := range r.Calls {
+		if c.Kind != scripted.CallTool && c.Kind != scripted.CallInvalid {
+			continue
+		}
+		rec.AddCall(tools.SubCall{Seq: uint64(c.Seq), Tool: c.Tool, Arguments: c.Arguments,
+			ExitCode: c.ExitCode, Error: c.Error, Duration: c.Duration})
+	}
+	return toolcall.Response(r.Response, rec)
+}
