@@ -49,6 +49,13 @@ type usageError struct{ err error }
 func (e *usageError) Error() string { return e.err.Error() }
 func (e *usageError) Unwrap() error { return e.err }
 
+// exitStatus ends a command with an exit code of its own, after the
+// command printed what it had to say (demiurge sh exits with its script's
+// status). execute prints nothing for it.
+type exitStatus struct{ code int }
+
+func (e *exitStatus) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
 // usagef returns a usageError.
 func usagef(format string, args ...any) error {
 	return &usageError{fmt.Errorf(format, args...)}
@@ -94,6 +101,10 @@ func execute(ctx context.Context, args []string, std stdio, getenv func(string) 
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
+	}
+	var xs *exitStatus
+	if errors.As(err, &xs) {
+		return xs.code
 	}
 	fmt.Fprintf(std.err, "demiurge: %v\n", err)
 	var ue *usageError
@@ -169,6 +180,7 @@ Exit codes:
 		newTraceCommand(a),
 		newExportCommand(a),
 		newImportCommand(a),
+		newShCommand(a),
 	)
 	return root
 }

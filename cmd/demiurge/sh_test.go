@@ -1,0 +1,80 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const noWorldNote = "demiurge sh: no --manifest: the script has no world tools, only the shell and its utilities\n"
+
+// TestSh runs scripts without a world: the script comes from -c, a file
+// or stdin; its output is printed; demiurge exits with its status.
+func TestSh(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "script.sh")
+	if err := os.WriteFile(file, []byte("seq 3 | jq -s add\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name           string
+		stdin          string
+		args           []string
+		code           int
+		stdout, stderr string
+	}{
+		{"-c", "", []string{"-c", "echo hi | tr a-z A-Z"}, 0, "HI\n", noWorldNote},
+		{"file", "", []string{file}, 0, "6\n", noWorldNote},
+		{"stdin", `printf '%s\n' "$((6*7))"`, nil, 0, "42\n", noWorldNote},
+		{"stdin as -", "echo dash", []string{"-"}, 0, "dash\n", noWorldNote},
+		{"exit status", "", []string{"-c", "echo out; echo err >&2; exit 3"}, 3, "out\n", noWorldNote + "err\n"},
+		{"unknown command", "", []string{"-c", "curl example.com"}, 127, "", noWorldNote + "bash: curl: command not found"},
+		{"syntax error", "", []string{"-c", "if then"}, 2, "", noWorldNote + "bash: syntax error"},
+		{"no host files", "", []string{"-c", "cat /etc/passwd"}, 2, "", noWorldNote + "cat: /etc/passwd: filesystem access disabled\n"},
+		{"missing file", "", []string{"nope.sh"}, 1, "", "demiurge: sh: read the script: open nope.sh"},
+		{"-c and FILE", "", []string{"-c", "true", file}, 2, "", "demiurge: sh: give the script with -c or as FILE, not both\n"},
+		{"--prompt with a script", "", []string{"--prompt", "-c", "true"}, 2, "", "demiurge: sh: --prompt runs nothing; give no script with it\n"},
+		{"--world without --manifest", "", []string{"--world", "w", "-c", "true"}, 2, "", "demiurge: sh: --world needs --manifest"},
+		{"bad --timeout", "", []string{"--timeout", "0s", "-c", "true"}, 2, "", "demiurge: sh: --timeout must be positive, got 0s\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			args := append([]string{"--store", filepath.Join(t.TempDir(), "store"), "sh"}, tc.args...)
+			r := run(t, nil, tc.stdin, args...)
+			if r.code != tc.code || r.stdout != tc.stdout || !strings.HasPrefix(r.stderr, tc.stderr) {
+				t.Errorf("demiurge %q: exit %d, stdout %q, stderr %q; want %d, %q, %q...", args, r.code, r.stdout, r.stderr, tc.code, tc.stdout, tc.stderr)
+			}
+		})
+	}
+}
+
+// TestShPrompt: --prompt prints the bash tool's system prompt, with the
+// world's tools when there is a world, and runs nothing.
+func TestShPrompt(t *testing.T) {
+	t.Parallel()
+	r := mustRun(t, exitOK, "", "--store", filepath.Join(t.TempDir(), "store"), "sh", "--prompt")
+	if !strings.HasPrefix(r.stdout, "bash: ") || !strings.Contains(r.stdout, "Utilities:") || strings.Contains(r.stdout, "introspect_") || r.stderr != "" {
+		t.Errorf("prompt without a world: stdout %q, stderr %q", r.stdout, r.stderr)
+	}
+	counter := filepath.Join("..", "..", "examples", "counter")
+	r = mustRun(t, exitOK, "", "--store", filepath.Join(t.TempDir(), "store"), "sh", "--prompt", "-m", counter)
+	for _, name := range []string{"introspect_manifest", "introspect_state"} {
+		if !strings.Contains(r.stdout, name) {
+			t.Errorf("prompt with the counter world lacks %s: %q", name, r.stdout)
+		}
+	}
+}
+
+// TestShWorld: with --manifest, the world's introspect tools are
+// commands.
+func TestShWorld(t *testing.T) {
+	t.Parallel()
+	store := filepath.Join(t.TempDir(), "store")
+	counter := filepath.Join("..", "..", "examples", "counter")
+	r := mustRun(t, exitOK, "", "--store", store, "sh", "-m", counter, "--world", "c1", "-c",
+		`introspect_journal_head | jq -r '"\(.world) \(.height)"'`)
+	if r.stdout != "c1 1\n" || r.stderr != "" {
+		t.Errorf("stdout %q, stderr %q", r.stdout, r.stderr)
+	}
+}
