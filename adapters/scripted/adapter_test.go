@@ -429,3 +429,45 @@ func TestDirect(t *testing.T) {
 		t.Errorf("calls %+v", res.Calls)
 	}
 }
+
+// TestDrain: a command that ignores its context still runs when the
+// script times out; Run waits for it (up to Drain) so that its commit is
+// in the result, and gives up after Drain.
+func TestDrain(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		sleep   time.Duration
+		elapsed time.Duration
+		commits int
+	}{
+		{"returns within Drain", 2 * time.Second, 2 * time.Second, 1},
+		{"outlives Drain", time.Minute, 100*time.Millisecond + DefaultDrain, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				fw := newFakeWorld()
+				stubborn := &fakeTool{name: "workspace_stubborn", desc: "Ignore cancellation, then write",
+					schema: `{"type":"object"}`,
+					fn: func(ctx context.Context, args map[string]any) tools.Response {
+						time.Sleep(tc.sleep)
+						fw.write(ctx, "late", "x")
+						return tools.Response{}
+					}}
+				sh, err := NewShell([]tools.Tool{stubborn}, ShellOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				start := time.Now()
+				res := sh.Run(t.Context(), tools.Request{Commands: "workspace_stubborn", TimeoutMS: 100}, RunOptions{})
+				if elapsed := time.Since(start); elapsed != tc.elapsed {
+					t.Errorf("Run took %s; want %s", elapsed, tc.elapsed)
+				}
+				if res.ExitCode != 124 || len(res.Commits) != tc.commits {
+					t.Errorf("exit %d, %d commits; want 124, %d", res.ExitCode, len(res.Commits), tc.commits)
+				}
+				time.Sleep(tc.sleep) // let the stubborn command end inside the bubble
+				synctest.Wait()
+			})
+		})
+	}
+}

@@ -27,6 +27,10 @@ const (
 	DefaultDrain   = 10 * time.Second
 )
 
+// maxDrainCancelled bounds the wait for commands still running once the
+// caller's context is done.
+const maxDrainCancelled = time.Second
+
 // Command is one tool call inside a script.
 type Command struct {
 	// Seq is the call's scripted.CallSeq: its entry in the run's calls.
@@ -172,8 +176,9 @@ type Result struct {
 // gets ShellOptions.Timeout; none gets more than the shell's MaxTime.
 // Cancelling ctx ends the script (exit status 124 for a deadline, 130
 // otherwise). Run returns once the script has ended and every command it
-// started has returned, or ShellOptions.Drain after the script's end, or
-// when ctx is done, whichever comes first.
+// started has returned, or at most ShellOptions.Drain after the script's
+// end (one second when ctx is done) if a command ignores its context; what
+// such a command commits later is not in the Result.
 func (s *Shell) Run(ctx context.Context, req tools.Request, opts RunOptions) Result {
 	if opts.Call == nil {
 		opts.Call = Direct
@@ -183,16 +188,18 @@ func (s *Shell) Run(ctx context.Context, req tools.Request, opts RunOptions) Res
 	}
 	r := &run{call: opts.Call, drained: make(chan struct{})}
 	res := s.tool.Run(context.WithValue(ctx, runKey{}, r), req, scripted.RunOptions{Status: opts.Status, Clock: opts.Clock})
-	drained := r.close()
-	if ctx.Err() == nil {
-		t := time.NewTimer(s.drain)
-		select {
-		case <-drained:
-		case <-ctx.Done():
-		case <-t.C:
-		}
-		t.Stop()
+	// Commands cancelled with the script return at once unless they ignore
+	// their context; wait for them, so that their commits are not lost.
+	wait := s.drain
+	if ctx.Err() != nil {
+		wait = min(wait, maxDrainCancelled)
 	}
+	t := time.NewTimer(wait)
+	select {
+	case <-r.close():
+	case <-t.C:
+	}
+	t.Stop()
 	return Result{Result: res, Commits: r.sortedCommits()}
 }
 
