@@ -21,11 +21,7 @@ func headSpec(r *reader) spec {
 			"that record's hash and the hash of the manifest the world runs.",
 		prompt:   `introspect_journal_head: the world's journal head as JSON {world, height, head_hash, manifest_hash}. Input: {}.`,
 		synopsis: `{}`,
-		body: `Prints {world, height, head_hash, manifest_hash}: the world's name, the
-seq of its newest journal record, the BLAKE3 hash of that record
-("blake3:<hex>", null for a world without records) and the hash of the
-manifest the world runs. Heights are what consistency exact:<h> and
-at_least:<h> of the other introspect tools take.`,
+		body:     `Prints {world, height, head_hash, manifest_hash}: the world's name, the seq of its newest journal record, the BLAKE3 hash of that record ("blake3:<hex>", null for a world without records) and the hash of the manifest the world runs. Heights are what consistency exact:<h> and at_least:<h> of the other introspect tools take.`,
 		examples: []string{`{}`},
 		input: `{
   "type": "object",

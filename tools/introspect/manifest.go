@@ -78,17 +78,9 @@ func manifestSpec(r *reader) spec {
 			"consistency picks the moment: head (default), exact:<journal height> or at_least:<journal height>.",
 		prompt:   `introspect_manifest: the world's AIR manifest as JSON (defs by kind with hashes, routing, triggers, defaults). Input: {"consistency"?: "head"|"exact:<h>"|"at_least:<h>", "def"?: "<name>", "kind"?: "defschema"|..., "include_builtin"?: bool}.`,
 		synopsis: `{"consistency"?: "head" | "exact:<h>" | "at_least:<h>", "def"?: "<def name>", "kind"?: "<def kind>", "include_builtin"?: true}`,
-		body: `Prints the manifest the world runs (or ran, at exact:<h>): air_version, the
-defs it lists in its sections schemas, modules, plans, effects, caps,
-policies and secrets, each as {name, hash}; defaults (default policy, cap
-grants), module_bindings, routing (events routed to reducers) and
-triggers (events that start plans), as the manifest's AIR has them.
+		body: `Prints the manifest the world runs (or ran, at exact:<h>): air_version, the defs it lists in its sections schemas, modules, plans, effects, caps, policies and secrets, each as {name, hash}; defaults (default policy, cap grants), module_bindings, routing (events routed to reducers) and triggers (events that start plans), as the manifest's AIR has them.
 
-def names a def whose full AIR to include, as "def": {kind, name, hash,
-air}; kind (defschema, defmodule, defplan, defeffect, defcap, defpolicy,
-defsecret) is needed only when two defs of different kinds share the name.
-Built-in sys/* defs are always available; include_builtin lists their
-names by section.`,
+def names a def whose full AIR to include, as "def": {kind, name, hash, air}; kind (defschema, defmodule, defplan, defeffect, defcap, defpolicy, defsecret) is needed only when two defs of different kinds share the name. Built-in sys/* defs are always available; include_builtin lists their names by section.`,
 		examples: []string{
 			`{}`,
 			`{"def": "counter/Counter@1"}`,

@@ -57,17 +57,9 @@ func moduleSpec(r *reader) spec {
 			"the routes that deliver events to it and the plan triggers that meet it (plans started by the same events, or plans that raise events routed to it).",
 		prompt:   `introspect_module: one module's definition as JSON (kind, key/state/event schemas with types, routes and triggers that reach it). Input: {"name": "ns/Module@1", "consistency"?: "head"|"exact:<h>"|"at_least:<h>"}.`,
 		synopsis: `{"name": "<module name>", "consistency"?: "head" | "exact:<h>" | "at_least:<h>"}`,
-		body: `Prints the module's definition: name, hash, module_kind (reducer or pure),
-keyed and key_schema ({name, hash, type} or null), state and event
-({name, hash, type}) for a reducer, input and output for a pure module,
-context, effects_emitted, cap_slots (slot: cap type) and bindings (slot:
-grant, from the manifest's module_bindings).
+		body: `Prints the module's definition: name, hash, module_kind (reducer or pure), keyed and key_schema ({name, hash, type} or null), state and event ({name, hash, type}) for a reducer, input and output for a pure module, context, effects_emitted, cap_slots (slot: cap type) and bindings (slot: grant, from the manifest's module_bindings).
 
-routes are the manifest's event routes to the reducer: {event,
-key_field}; an event that is a ref arm of a routed variant reaches it
-too, wrapped in that arm. triggers are the plans that meet the reducer:
-those started by an event routed to it, and those that raise an event
-routed to it, each with why.`,
+routes are the manifest's event routes to the reducer: {event, key_field}; an event that is a ref arm of a routed variant reaches it too, wrapped in that arm. triggers are the plans that meet the reducer: those started by an event routed to it, and those that raise an event routed to it, each with why.`,
 		examples: []string{
 			`{"name": "counter/Counter@1"}`,
 			`{"name": "sys/Workspace@1", "consistency": "at_least:10"}`,

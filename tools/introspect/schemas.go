@@ -36,14 +36,9 @@ func schemasSpec(r *reader) spec {
 			"expand_refs adds every schema the shown ones refer to.",
 		prompt:   `introspect_schemas: AIR types of the world's schemas as JSON. Input: {"names"?: ["ns/Name@1", ...] (default: all user schemas), "expand_refs"?: bool, "consistency"?: "head"|"exact:<h>"|"at_least:<h>"}.`,
 		synopsis: `{"names"?: ["<schema name>", ...], "expand_refs"?: true, "consistency"?: "head" | "exact:<h>" | "at_least:<h>"}`,
-		body: `Prints {"schemas": [{name, hash, type}], meta}: each schema's type in AIR
-JSON, e.g. {"record": {"pc": {"ref": "counter/Phase@1"}, "remaining":
-{"nat": {}}}}. Without names, every schema the manifest lists that is
-not a built-in sys/* schema, sorted by name; with names, those, in the
-order given (built-in sys/* schemas may be named too).
+		body: `Prints {"schemas": [{name, hash, type}], meta}: each schema's type in AIR JSON, e.g. {"record": {"pc": {"ref": "counter/Phase@1"}, "remaining": {"nat": {}}}}. Without names, every schema the manifest lists that is not a built-in sys/* schema, sorted by name; with names, those, in the order given (built-in sys/* schemas may be named too).
 
-expand_refs also prints, after them, every schema the printed types refer
-to through {"ref": ...}, transitively, each once.`,
+expand_refs also prints, after them, every schema the printed types refer to through {"ref": ...}, transitively, each once.`,
 		examples: []string{
 			`{"names": ["counter/State@1"]}`,
 			`{}`,

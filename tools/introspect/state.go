@@ -57,22 +57,11 @@ func stateSpec(r *reader) spec {
 			"consistency: head (default), exact:<journal height> for the state as it was then, at_least:<journal height>.",
 		prompt:   `introspect_state: a reducer cell's state as JSON; keyed reducers without key list their cell keys. Input: {"reducer": "ns/Reducer@1", "key"?: <JSON key>, "consistency"?: "head"|"exact:<h>"|"at_least:<h>"}.`,
 		synopsis: `{"reducer": "<reducer module>", "key"?: <key as JSON>, "consistency"?: "head" | "exact:<h>" | "at_least:<h>"}`,
-		body: `Prints one cell: {reducer, key, consistency, exists, state_schema,
-state_hash, state, meta}. state is the cell's value in the sugar JSON of
-its state schema: records as objects, variants as {"$tag": T, "$value":
-V} ("$value" absent for unit arms), sets and lists as arrays, maps with
-text keys as objects and other maps as [[key, value], ...], bytes as
-base64, hashes as "blake3:<hex>". A cell without state (never written,
-or deleted) has exists false and state null.
+		body: `Prints one cell: {reducer, key, consistency, exists, state_schema, state_hash, state, meta}. state is the cell's value in the sugar JSON of its state schema: records as objects, variants as {"$tag": T, "$value": V} ("$value" absent for unit arms), sets and lists as arrays, maps with text keys as objects and other maps as [[key, value], ...], bytes as base64, hashes as "blake3:<hex>". A cell without state (never written, or deleted) has exists false and state null.
 
-A keyed reducer needs key, in the JSON form of its key schema (a text
-key is a JSON string). Without key it lists its cells instead:
-{reducer, key_schema, consistency, cells: [{key, state_hash}], count,
-truncated, meta}, in canonical key order, at most ` + fmt.Sprint(MaxListedCells) + ` of them.
-A reducer that is not keyed takes no key.
+A keyed reducer needs key, in the JSON form of its key schema (a text key is a JSON string). Without key it lists its cells instead: {reducer, key_schema, consistency, cells: [{key, state_hash}], count, truncated, meta}, in canonical key order, at most ` + fmt.Sprint(MaxListedCells) + ` of them. A reducer that is not keyed takes no key.
 
-At exact:<h> the state is the one the newest State record at or before
-height h wrote, read from the journal.`,
+At exact:<h> the state is the one the newest State record at or before height h wrote, read from the journal.`,
 		examples: []string{
 			`{"reducer": "counter/Counter@1"}`,
 			`{"reducer": "counter/Counter@1", "consistency": "exact:5"}`,

@@ -137,20 +137,22 @@ func (t *tool) Help() string {
 				b.WriteString("\n")
 				continue
 			}
-			b.WriteString("       " + line + "\n")
+			for _, l := range wrap(line, 78-7) {
+				b.WriteString("       " + l + "\n")
+			}
 		}
 		b.WriteString("\n")
 	}
 	section("NAME", t.name+" - "+t.short)
 	section("SYNOPSIS", t.synopsis)
 	section("DESCRIPTION", t.body)
-	section("CONSISTENCY", `"head" (the default) reads the world as it is now.
-"exact:<h>" reads it as it was at journal height h (1 <= h <= the head):
-    an error names the head when h is above it.
-"at_least:<h>" reads it as it is now once the head has reached h; it waits
-    for the head (up to `+t.opts.MaxWait.String()+` and the call's time limit), then fails
-    naming the head.
+	if strings.Contains(t.input, `"consistency"`) {
+		section("CONSISTENCY", `- "head" (the default) reads the world as it is now.
+- "exact:<h>" reads it as it was at journal height h, 1 <= h <= the head; a height above the head is an error that names the head.
+- "at_least:<h>" reads it as it is now once the head has reached h: it waits for the head (up to `+t.opts.MaxWait.String()+` and the call's time limit), then fails naming the head.
+
 Every answer carries meta: {journal_height, manifest_hash, snapshot_hash}.`)
+	}
 	var ex strings.Builder
 	for i, e := range t.examples {
 		if i > 0 {
@@ -159,15 +161,35 @@ Every answer carries meta: {journal_height, manifest_hash, snapshot_hash}.`)
 		ex.WriteString(e + "\n")
 	}
 	section("EXAMPLES", ex.String())
-	section("OUTPUT", fmt.Sprintf(`One JSON object on stdout (its JSON Schema is the tool's output schema).
-Output longer than %d bytes is cut on a UTF-8 boundary and ends with a
-note of its full size.`, t.opts.OutputLimit))
+	section("OUTPUT", fmt.Sprintf("One JSON object on stdout (its JSON Schema is the tool's output schema). "+
+		"Output longer than %d bytes is cut on a UTF-8 boundary and ends with a note of its full size.", t.opts.OutputLimit))
 	section("EXIT STATUS", `0      success
 1      invalid arguments, an unknown name, an unavailable height, or a
        storage failure; the reason is on stderr
 124    the call's time limit was reached
 130    the call was cancelled`)
 	return b.String()
+}
+
+// wrap breaks a line at spaces into lines of at most width bytes where it
+// can. Continuation lines keep the line's indentation, plus two spaces
+// for a list item ("- ...").
+func wrap(line string, width int) []string {
+	indent := line[:len(line)-len(strings.TrimLeft(line, " "))]
+	cont := indent
+	if strings.HasPrefix(line[len(indent):], "- ") {
+		cont += "  "
+	}
+	var out []string
+	for len(line) > width {
+		cut := strings.LastIndex(line[:width+1], " ")
+		if cut <= len(indent) {
+			break // one long word: leave it whole
+		}
+		out = append(out, line[:cut])
+		line = cont + strings.TrimLeft(line[cut:], " ")
+	}
+	return append(out, line)
 }
 
 // Execute runs the tool once.
@@ -316,7 +338,11 @@ func describe(e *jsonschema.ValidationError, props []string) string {
 			msg = msg[i+3:]
 		}
 		if strings.HasPrefix(msg, "additional properties") || strings.HasPrefix(msg, "additionalProperties") {
-			msg += " (the properties are: " + strings.Join(props, ", ") + ")"
+			if len(props) == 0 {
+				msg += " (this tool takes no arguments: pass {})"
+			} else {
+				msg += " (the properties are: " + strings.Join(props, ", ") + ")"
+			}
 		}
 		msgs = append(msgs, at+": "+msg)
 	}
