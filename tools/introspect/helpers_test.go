@@ -96,32 +96,47 @@ var (
 	})
 )
 
-// probeWorld opens the probe world (testdata/probe) on memory storage with
-// the introspect adapters and tools; the world is not driven yet.
-func probeWorld(t *testing.T) (*world.World, *introspect.WorldView) {
+// probe is the probe world (testdata/probe) and what it was opened with.
+type probe struct {
+	w   *world.World
+	v   *introspect.WorldView
+	st  world.Storage
+	cat *schema.Catalog
+	reg *reducer.Registry
+}
+
+// newProbe opens the probe world on memory storage with the introspect
+// adapters and tools; the world is not driven yet.
+func newProbe(t *testing.T) *probe {
 	t.Helper()
-	reg := reducer.NewRegistry()
-	reg.MustRegister("probe/Sum@1", sumReducer)
-	reg.MustRegister("probe/Count@1", countReducer)
-	cat, err := schema.Load("testdata/probe", &schema.LoadOptions{Reducers: reg.Names()})
+	p := &probe{reg: reducer.NewRegistry(), st: world.NewMemoryStorage()}
+	p.reg.MustRegister("probe/Sum@1", sumReducer)
+	p.reg.MustRegister("probe/Count@1", countReducer)
+	var err error
+	p.cat, err = schema.Load("testdata/probe", &schema.LoadOptions{Reducers: p.reg.Names()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cat.Warnings) > 0 {
-		t.Errorf("warnings:\n%v", cat.Warnings)
+	if len(p.cat.Warnings) > 0 {
+		t.Errorf("warnings:\n%v", p.cat.Warnings)
 	}
-	st := world.NewMemoryStorage()
-	view := introspect.NewWorldView("probe", cat, st)
-	adapters := introspect.Adapters(view, nil)
-	adapters["introspect.call"] = toolcall.New(introspect.Tools(view, nil)...)
-	w, err := world.Open(t.Context(), world.Options{Name: "probe", Catalog: cat, Reducers: reg, Storage: st,
+	p.v = introspect.NewWorldView("probe", p.cat, p.st)
+	adapters := introspect.Adapters(p.v, nil)
+	adapters["introspect.call"] = toolcall.New(introspect.Tools(p.v, nil)...)
+	p.w, err = world.Open(t.Context(), world.Options{Name: "probe", Catalog: p.cat, Reducers: p.reg, Storage: p.st,
 		Adapters: adapters, Now: stepClock(), Entropy: zeroEntropy{}, SnapshotEvery: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	view.Attach(w)
-	t.Cleanup(func() { w.Close() })
-	return w, view
+	p.v.Attach(p.w)
+	t.Cleanup(func() { p.w.Close() })
+	return p
+}
+
+// probeWorld is newProbe's world and view.
+func probeWorld(t *testing.T) (*world.World, *introspect.WorldView) {
+	p := newProbe(t)
+	return p.w, p.v
 }
 
 func send(t *testing.T, w *world.World, schemaName, js string) journal.Head {

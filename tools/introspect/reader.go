@@ -90,16 +90,26 @@ func (r *reader) waitHeight(ctx context.Context, h uint64) (Head, error) {
 	defer timer.Stop()
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
+	ended := func() (Head, error) {
+		return Head{}, fmt.Errorf("%w: at_least:%d: the journal head was %d when the call ended (%w)", ErrUnavailable, h, head.Height, context.Cause(ctx))
+	}
 	for {
 		select {
 		case <-ctx.Done():
-			return Head{}, fmt.Errorf("%w: at_least:%d: the journal head was %d when the call ended (%w)", ErrUnavailable, h, head.Height, context.Cause(ctx))
+			return ended()
 		case <-timer.C:
 			return Head{}, fmt.Errorf("%w: at_least:%d: the journal head is %d and did not reach %d within %s", ErrUnavailable, h, head.Height, h, r.opts.MaxWait)
 		case <-tick.C:
-			if head, err = r.v.Head(ctx); err != nil || head.Height >= h {
-				return head, err
+			now, err := r.v.Head(ctx)
+			switch {
+			case err != nil && ctx.Err() != nil:
+				return ended()
+			case err != nil:
+				return Head{}, err
+			case now.Height >= h:
+				return now, nil
 			}
+			head = now
 		}
 	}
 }
