@@ -1,0 +1,374 @@
+package workspace
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/effects"
+	"github.com/demiurge-dev/demiurge/tools"
+)
+
+// Version is the version of the workspace tools' implementation.
+const Version = "0.1.0"
+
+// Names of the workspace tools.
+const (
+	ToolList   = "workspace_list"
+	ToolRead   = "workspace_read"
+	ToolWrite  = "workspace_write"
+	ToolEdit   = "workspace_edit"
+	ToolRemove = "workspace_remove"
+	ToolDiff   = "workspace_diff"
+)
+
+// Limits of the tools.
+const (
+	// MaxReadBytes bounds the text workspace_read returns; a longer file
+	// or range is cut on a UTF-8 boundary, with a note of its size.
+	MaxReadBytes = 50000
+	// MaxWriteBytes bounds the content of workspace_write and the result
+	// of workspace_edit.
+	MaxWriteBytes = 16 << 20
+	// MaxListEntries bounds the entries of one workspace_list page.
+	MaxListEntries = 1000
+	// MaxDiffChanges bounds the changes workspace_diff returns.
+	MaxDiffChanges = 1000
+)
+
+// Error categories of tools.Response.Error.
+const (
+	ErrorInvalidArguments = "invalid_arguments" // the arguments do not fit the schema, or are inconsistent
+	ErrorInvalidPath      = "invalid_path"      // a path escapes the workspace, is absolute, ...
+	ErrorNotFound         = "not_found"         // the path or version does not exist
+	ErrorNotDirectory     = "not_a_directory"   // a file where a directory is needed
+	ErrorIsDirectory      = "is_a_directory"    // a directory where a file is needed
+	ErrorNotEmpty         = "not_empty"         // removing a non-empty directory without recursive
+	ErrorNoMatch          = "no_match"          // workspace_edit: old_string does not occur
+	ErrorAmbiguousMatch   = "ambiguous_match"   // workspace_edit: old_string occurs more than once
+	ErrorTooLarge         = "too_large"         // content over MaxWriteBytes
+	ErrorTimeout          = "timeout"           // the call's deadline passed
+	ErrorCancelled        = "cancelled"         // the caller cancelled the call
+	ErrorInternal         = "internal"          // the store failed, or a tree is malformed
+)
+
+// Exit codes of the tools.
+const (
+	exitOK        = 0
+	exitFailed    = 1   // the operation failed (not found, no match, ...)
+	exitUsage     = 2   // invalid arguments or path
+	exitTimeout   = 124 // the deadline passed
+	exitCancelled = 130 // cancelled
+)
+
+// Tools returns the workspace tools over svc, in a fixed order:
+// workspace_list, workspace_read, workspace_write, workspace_edit,
+// workspace_remove, workspace_diff.
+func Tools(svc *Service) []tools.Tool {
+	out := make([]tools.Tool, len(specs))
+	for i, sp := range specs {
+		out[i] = &tool{spec: sp, svc: svc}
+	}
+	return out
+}
+
+// spec describes one tool.
+type spec struct {
+	name, short, desc, prompt string
+	synopsis                  string
+	input, output             json.RawMessage
+	inputs                    []string // INPUT section lines
+	outputs                   []string // OUTPUT section lines
+	examples                  []string
+	schema                    *jsonschema.Schema
+	run                       func(c *call) tools.Response
+}
+
+// tool is one workspace tool.
+type tool struct {
+	spec *spec
+	svc  *Service
+}
+
+var _ tools.Tool = (*tool)(nil)
+
+func (t *tool) Name() string                  { return t.spec.name }
+func (t *tool) ShortDescription() string      { return t.spec.short }
+func (t *tool) Description() string           { return t.spec.desc }
+func (t *tool) SystemPrompt() string          { return t.spec.prompt }
+func (t *tool) InputSchema() json.RawMessage  { return append(json.RawMessage(nil), t.spec.input...) }
+func (t *tool) OutputSchema() json.RawMessage { return append(json.RawMessage(nil), t.spec.output...) }
+func (t *tool) Version() string               { return Version }
+
+// Help returns man-page style documentation.
+func (t *tool) Help() string {
+	var b strings.Builder
+	title := strings.ToUpper(t.spec.name) + "(1)"
+	pad := max(1, 78-2*len(title)-len("Workspace Tools"))
+	fmt.Fprintf(&b, "%s%*s%s%*s%s\n\n", title, pad/2, "", "Workspace Tools", pad-pad/2, "", title)
+	section := func(name string, lines ...string) {
+		b.WriteString(name + "\n")
+		for _, l := range lines {
+			b.WriteString("       " + l + "\n")
+		}
+		b.WriteString("\n")
+	}
+	section("NAME", t.spec.name+" - "+t.spec.short)
+	section("SYNOPSIS", t.spec.synopsis)
+	section("DESCRIPTION", wrap(t.spec.desc, 70)...)
+	section("INPUT", t.spec.inputs...)
+	section("OUTPUT", t.spec.outputs...)
+	section("EXAMPLES", t.spec.examples...)
+	section("EXIT STATUS",
+		"0      success",
+		"1      the operation failed: not_found, not_a_directory, is_a_directory,",
+		"       not_empty, no_match, ambiguous_match, too_large, internal",
+		"2      invalid_arguments or invalid_path: fix the arguments and call again",
+		"124    timeout; 130 cancelled")
+	section("SEE ALSO", "workspace_list, workspace_read, workspace_write, workspace_edit,", "workspace_remove, workspace_diff")
+	return strings.TrimRight(b.String(), "\n") + "\n"
+}
+
+// wrap breaks text into lines of at most width bytes at spaces.
+func wrap(text string, width int) []string {
+	var lines []string
+	line := ""
+	for w := range strings.FieldsSeq(text) {
+		if line != "" && len(line)+1+len(w) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+// Execute runs the tool.
+func (t *tool) Execute(ctx context.Context, req tools.Request) tools.Response {
+	return t.ExecuteWithStatus(ctx, req, nil)
+}
+
+// ExecuteWithStatus runs the tool, reporting the validate, execute, output
+// and complete phases.
+func (t *tool) ExecuteWithStatus(ctx context.Context, req tools.Request, status tools.StatusFunc) tools.Response {
+	report := func(s tools.Status) {
+		if status != nil {
+			status(s)
+		}
+	}
+	if req.TimeoutMS > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMS)*time.Millisecond)
+		defer cancel()
+	}
+	report(tools.Status{Phase: tools.PhaseValidate})
+	a, err := parseArgs(t.spec.schema, req.Arguments)
+	var resp tools.Response
+	if err != nil {
+		resp = fail(t.spec.name, ErrorInvalidArguments, exitUsage, "%v. %s", err, hint(t.spec))
+	} else {
+		c := &call{ctx: ctx, name: t.spec.name, svc: t.svc, args: a, workspace: a.str("workspace", effects.DefaultWorkspace)}
+		report(tools.Status{Phase: tools.PhaseExecute})
+		resp = t.spec.run(c)
+	}
+	if resp.Error == "" && ctx.Err() != nil {
+		resp = ctxFailure(t.spec.name, ctx.Err())
+	}
+	if resp.Stdout != "" {
+		report(tools.Stdout(resp.Stdout))
+	}
+	if resp.Stderr != "" {
+		report(tools.Stderr(resp.Stderr))
+	}
+	report(tools.Status{Phase: tools.PhaseComplete})
+	return resp
+}
+
+func hint(sp *spec) string {
+	return "Synopsis: " + sp.synopsis
+}
+
+// fail returns an error response.
+func fail(name, category string, code int, format string, args ...any) tools.Response {
+	return tools.Response{Stderr: name + ": " + fmt.Sprintf(format, args...), ExitCode: code, Error: category}
+}
+
+func ctxFailure(name string, err error) tools.Response {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fail(name, ErrorTimeout, exitTimeout, "timed out; nothing was changed unless the output says so")
+	}
+	return fail(name, ErrorCancelled, exitCancelled, "cancelled")
+}
+
+// call is one execution of a tool.
+type call struct {
+	ctx       context.Context
+	name      string
+	svc       *Service
+	args      args
+	workspace string
+}
+
+// ok returns a response with v as JSON on stdout.
+func (c *call) ok(v any) tools.Response {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fail(c.name, ErrorInternal, exitFailed, "encode the output: %v", err)
+	}
+	return tools.Response{Stdout: string(b), ExitCode: exitOK}
+}
+
+// where names the workspace and version for messages.
+func (c *call) where(version uint64) string {
+	return fmt.Sprintf("workspace %q (version %d)", c.workspace, version)
+}
+
+// fromErr turns an error of the service or a tree operation into a
+// response whose message says what failed, where, and how to fix it.
+func (c *call) fromErr(err error, p string, version uint64) tools.Response {
+	if c.ctx.Err() != nil {
+		return ctxFailure(c.name, c.ctx.Err())
+	}
+	shown := p
+	if shown == "" {
+		shown = "the root"
+	}
+	var ee *EditError
+	switch {
+	case errors.Is(err, ErrInvalidWorkspace):
+		return fail(c.name, ErrorInvalidArguments, exitUsage, "%v", strings.TrimPrefix(err.Error(), "workspace: "))
+	case errors.Is(err, ErrInvalidPath):
+		return fail(c.name, ErrorInvalidPath, exitUsage, "%s. Use a path relative to the workspace root, such as \"src/main.go\", without \"..\"", invalidPathText(err))
+	case errors.Is(err, ErrUnknownVersion):
+		return fail(c.name, ErrorNotFound, exitFailed, "%s. Leave out version for the newest one", strings.TrimPrefix(err.Error(), "workspace: unknown version: "))
+	case errors.Is(err, ErrNotFound):
+		msg := fmt.Sprintf("%s not found in %s", shown, c.where(version))
+		if d := detail(err, ErrNotFound); d != "" {
+			msg += ": " + d
+		}
+		return fail(c.name, ErrorNotFound, exitFailed, "%s. Use workspace_list to see what exists", msg)
+	case errors.Is(err, ErrNotDir):
+		return fail(c.name, ErrorNotDirectory, exitFailed, "%s in %s: %s. A file cannot hold entries; name a directory or the file itself", shown, c.where(version), detail(err, ErrNotDir))
+	case errors.Is(err, ErrIsDir):
+		return fail(c.name, ErrorIsDirectory, exitFailed, "%s is a directory in %s. Name a file, or use workspace_list to see the directory's entries", shown, c.where(version))
+	case errors.Is(err, ErrNotEmpty):
+		return fail(c.name, ErrorNotEmpty, exitFailed, "%s is a directory that is not empty in %s (%s). Set recursive to true to remove it with everything under it", shown, c.where(version), detail(err, ErrNotEmpty))
+	case errors.As(err, &ee) && ee.Count == 0:
+		return fail(c.name, ErrorNoMatch, exitFailed, "old_string not found in %s in %s. Read the file with workspace_read and copy the exact text to replace, including whitespace and line breaks", shown, c.where(version))
+	case errors.As(err, &ee):
+		return fail(c.name, ErrorAmbiguousMatch, exitFailed, "%s in %s in %s. Include more of the surrounding text in old_string to make it unique, or set replace_all to true to replace every occurrence", strings.TrimSuffix(ee.Error(), "; it must occur exactly once"), shown, c.where(version))
+	case errors.Is(err, ErrEmptyOld):
+		return fail(c.name, ErrorInvalidArguments, exitUsage, "old_string is empty. Give the exact text to replace; to write a whole file use workspace_write")
+	case errors.Is(err, ErrSameText):
+		return fail(c.name, ErrorInvalidArguments, exitUsage, "old_string and new_string are the same, so the edit would change nothing. Give the new text in new_string")
+	case errors.Is(err, ErrBadRange):
+		return fail(c.name, ErrorInvalidArguments, exitUsage, "%s in %s: %s. offset must be at most the file's size", shown, c.where(version), detail(err, ErrBadRange))
+	}
+	return fail(c.name, ErrorInternal, exitFailed, "%s in %s: %v", shown, c.where(version), err)
+}
+
+// detail returns what an error says beyond its sentinel: for "workspace:
+// not found (a does not exist)" and ErrNotFound, "a does not exist".
+func detail(err, sentinel error) string {
+	msg := err.Error()
+	if pe, ok := errors.AsType[*PathError](err); ok {
+		msg = pe.Err.Error()
+	}
+	i := strings.Index(msg, sentinel.Error())
+	if i < 0 {
+		return ""
+	}
+	rest := strings.TrimLeft(msg[i+len(sentinel.Error()):], ": ")
+	if strings.HasPrefix(rest, "(") && strings.HasSuffix(rest, ")") {
+		rest = rest[1 : len(rest)-1]
+	}
+	return rest
+}
+
+// invalidPathText is the reason a path was refused, without prefixes.
+func invalidPathText(err error) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, "workspace: invalid path: "); i >= 0 {
+		return msg[i+len("workspace: invalid path: "):]
+	}
+	if i := strings.LastIndex(msg, "workspace: invalid path"); i >= 0 {
+		return "invalid path" + msg[i+len("workspace: invalid path"):]
+	}
+	return msg
+}
+
+// path reads and cleans the path argument named name.
+func (c *call) path(name string) (string, *tools.Response) {
+	raw := c.args.str(name, "")
+	p, err := CleanPath(raw)
+	if err != nil {
+		r := fail(c.name, ErrorInvalidPath, exitUsage, "%s %q: %s. Use a path relative to the workspace root, such as \"src/main.go\", without \"..\"", name, raw, invalidPathText(err))
+		return "", &r
+	}
+	return p, nil
+}
+
+// version returns the tree to read: the version argument, or the newest.
+func (c *call) version() (uint64, cas.Ref, *tools.Response) {
+	v, given, err := c.args.uint("version")
+	if err != nil {
+		r := fail(c.name, ErrorInvalidArguments, exitUsage, "%v", err)
+		return 0, cas.Ref{}, &r
+	}
+	if !given {
+		h, err := c.svc.Head(c.ctx, c.workspace)
+		if err != nil {
+			r := c.fromErr(err, "", 0)
+			return 0, cas.Ref{}, &r
+		}
+		return h.Version, h.Root, nil
+	}
+	root, err := c.svc.Root(c.ctx, c.workspace, v)
+	if err != nil {
+		r := c.fromErr(err, "", v)
+		return 0, cas.Ref{}, &r
+	}
+	return v, root, nil
+}
+
+// cutUTF8 returns the longest prefix of b of at most n bytes that does not
+// end inside a valid UTF-8 sequence.
+func cutUTF8(b []byte, n int) []byte {
+	if len(b) <= n {
+		return b
+	}
+	i := n
+	for k := 0; k < utf8.UTFMax-1 && i > 0 && !utf8.RuneStart(b[i]); k++ {
+		i--
+	}
+	if i == n || !utf8.RuneStart(b[i]) {
+		return b[:n]
+	}
+	// The rune starting at i runs past n if it is valid and long enough.
+	if r, size := utf8.DecodeRune(b[i:]); r == utf8.RuneError && size <= 1 || i+size <= n {
+		return b[:n]
+	}
+	return b[:i]
+}
+
+// startUTF8 moves a start offset forward past the continuation bytes of a
+// character it falls inside (at most three).
+func startUTF8(b []byte, start int) int {
+	for k := 0; k < utf8.UTFMax-1 && start < len(b) && !utf8.RuneStart(b[start]); k++ {
+		start++
+	}
+	return start
+}
