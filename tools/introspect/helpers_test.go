@@ -40,7 +40,7 @@ func stepClock() func() time.Time {
 // counterWorld opens the counter example on memory storage and sends it
 // Start{3} and three Ticks. It returns the world, its view and the head
 // after each input (heads[0] after the manifest).
-func counterWorld(t *testing.T) (*world.World, *introspect.WorldView, []journal.Head) {
+func counterWorld(t testing.TB) (*world.World, *introspect.WorldView, []journal.Head) {
 	t.Helper()
 	cat, err := schema.Load("../../examples/counter", nil)
 	if err != nil {
@@ -107,7 +107,7 @@ type probe struct {
 
 // newProbe opens the probe world on memory storage with the introspect
 // adapters and tools; the world is not driven yet.
-func newProbe(t *testing.T) *probe {
+func newProbe(t testing.TB) *probe {
 	t.Helper()
 	p := &probe{reg: reducer.NewRegistry(), st: world.NewMemoryStorage()}
 	p.reg.MustRegister("probe/Sum@1", sumReducer)
@@ -134,12 +134,12 @@ func newProbe(t *testing.T) *probe {
 }
 
 // probeWorld is newProbe's world and view.
-func probeWorld(t *testing.T) (*world.World, *introspect.WorldView) {
+func probeWorld(t testing.TB) (*world.World, *introspect.WorldView) {
 	p := newProbe(t)
 	return p.w, p.v
 }
 
-func send(t *testing.T, w *world.World, schemaName, js string) journal.Head {
+func send(t testing.TB, w *world.World, schemaName, js string) journal.Head {
 	t.Helper()
 	h, err := w.SendJSON(t.Context(), schemaName, []byte(js))
 	if err != nil {

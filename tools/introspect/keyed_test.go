@@ -10,7 +10,7 @@ import (
 // The probe world's journal after keyedRun: 1 Manifest; 2 Add a+2, 3 State a;
 // 4 Add b+3 "x", 5 State b; 6 Add a+4, 7 State a; 8 Add b "delete",
 // 9 State b deleted.
-func keyedRun(t *testing.T) introspect.View {
+func keyedRun(t testing.TB) introspect.View {
 	t.Helper()
 	w, v := probeWorld(t)
 	send(t, w, "probe/Add@1", `{"id": "a", "n": 2, "note": null}`)

@@ -460,9 +460,8 @@ func (r *reader) cells(ctx context.Context, module string, c Consistency, stamps
 	return out, ReadMeta{Height: h, Manifest: hist.manifest}, nil
 }
 
-// headAt returns the head a read at c is served at, waiting for at_least.
-// For exact it is the head of that height as far as the journal knows it:
-// its height and the manifest at it.
+// metaAt returns the ReadMeta a read at c is served at, waiting for
+// at_least. For exact:<h> it is h and the manifest the world ran at h.
 func (r *reader) metaAt(ctx context.Context, c Consistency) (ReadMeta, error) {
 	switch c.Mode {
 	case ModeHead:

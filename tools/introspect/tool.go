@@ -176,14 +176,14 @@ Every answer carries meta: {journal_height, manifest_hash, snapshot_hash}.`)
 // for a list item ("- ...").
 func wrap(line string, width int) []string {
 	indent := line[:len(line)-len(strings.TrimLeft(line, " "))]
-	cont := indent
+	cont, first := indent, len(indent)
 	if strings.HasPrefix(line[len(indent):], "- ") {
-		cont += "  "
+		cont, first = indent+"  ", len(indent)+1 // never break after the bullet
 	}
 	var out []string
-	for len(line) > width {
+	for min := first; len(line) > width; min = len(cont) {
 		cut := strings.LastIndex(line[:width+1], " ")
-		if cut <= len(indent) {
+		if cut <= min {
 			break // one long word: leave it whole
 		}
 		out = append(out, line[:cut])

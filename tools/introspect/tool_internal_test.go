@@ -133,3 +133,24 @@ func TestListNames(t *testing.T) {
 		t.Errorf("listNames(50 names) = %q; want the closest first and a count", got)
 	}
 }
+
+func TestWrap(t *testing.T) {
+	for _, tc := range []struct {
+		line  string
+		width int
+		want  []string
+	}{
+		{"short", 10, []string{"short"}},
+		{"one two three four", 9, []string{"one two", "three", "four"}},
+		{"  indented words here", 12, []string{"  indented", "  words here"}},
+		{"- a list item that wraps", 12, []string{"- a list", "  item that", "  wraps"}},
+		{"- averyveryverylongword", 8, []string{"- averyveryverylongword"}},
+		{"- a averyveryverylongword", 8, []string{"- a", "  averyveryverylongword"}},
+		{"nospaces_at_all_in_this_line", 5, []string{"nospaces_at_all_in_this_line"}},
+	} {
+		got := wrap(tc.line, tc.width)
+		if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("wrap(%q, %d) = %q; want %q", tc.line, tc.width, got, tc.want)
+		}
+	}
+}

@@ -179,47 +179,50 @@ func TestStateExactMatchesLive(t *testing.T) {
 	}
 }
 
+// toolErrorCases are calls on the counter world (head 9) that fail.
+var toolErrorCases = []struct {
+	tool, args string
+	category   string
+	stderr     []string
+}{
+	{introspect.ToolState, `{"reducer": "counter/Countr@1"}`, introspect.ErrorNotFound,
+		[]string{`introspect_state: unknown reducer "counter/Countr@1"; the world's reducers are: counter/Counter@1, sys/HttpPublish@1, sys/Workspace@1`}},
+	{introspect.ToolState, `{"reducer": "sys/CapEnforceHttpOut@1"}`, introspect.ErrorNotFound,
+		[]string{"sys/CapEnforceHttpOut@1 is a pure module, not a reducer; the world's reducers are: counter/Counter@1"}},
+	{introspect.ToolState, `{"reducer": "counter/Counter@1", "consistency": "exact:10"}`, introspect.ErrorUnavailable,
+		[]string{"exact:10 is above the journal head 9"}},
+	{introspect.ToolState, `{"reducer": "counter/Counter@1", "consistency": "exact:0"}`, introspect.ErrorUnavailable,
+		[]string{"heights start at 1 (the head is 9)"}},
+	{introspect.ToolManifest, `{"consistency": "exact:99"}`, introspect.ErrorUnavailable, []string{"exact:99 is above the journal head 9"}},
+	{introspect.ToolState, `{"reducer": "counter/Counter@1", "consistency": "exact:x"}`, introspect.ErrorInvalidArguments,
+		[]string{`consistency: bad consistency "exact:x": height "x" is not a decimal number; want "head", "exact:<height>" or "at_least:<height>"`}},
+	{introspect.ToolState, `{"reducer": "counter/Counter@1", "consistency": 3}`, introspect.ErrorInvalidArguments,
+		[]string{"arguments.consistency: got number, want string"}},
+	{introspect.ToolState, `{"reducer": "counter/Counter@1", "key": "k"}`, introspect.ErrorInvalidArguments,
+		[]string{"reducer counter/Counter@1 is not keyed; leave key out"}},
+	{introspect.ToolState, `{}`, introspect.ErrorInvalidArguments, []string{"missing property 'reducer'"}},
+	{introspect.ToolState, `{"reducer": "counter/Counter@1", "keys": 1}`, introspect.ErrorInvalidArguments,
+		[]string{"additional properties 'keys' not allowed (the properties are: consistency, key, reducer)"}},
+	{introspect.ToolState, `[1]`, introspect.ErrorInvalidArguments, []string{"the arguments must be a JSON object, such as {\"reducer\": \"counter/Counter@1\"}"}},
+	{introspect.ToolState, `{"reducer":`, introspect.ErrorInvalidArguments, []string{"the arguments are not valid JSON"}},
+	{introspect.ToolModule, `{"name": "counter/Count@1"}`, introspect.ErrorNotFound,
+		[]string{`unknown defmodule "counter/Count@1"; the manifest's modules are: counter/Counter@1`}},
+	{introspect.ToolModule, `{"name": ""}`, introspect.ErrorInvalidArguments, []string{"arguments.name: minLength"}},
+	{introspect.ToolSchemas, `{"names": ["counter/State@1", "counter/Stat@1"]}`, introspect.ErrorNotFound,
+		[]string{`unknown defschema "counter/Stat@1"; the manifest's schemas are: counter/Event@1, counter/Phase@1, counter/Start@1, counter/State@1, counter/Tick@1`}},
+	{introspect.ToolSchemas, `{"names": "counter/State@1"}`, introspect.ErrorInvalidArguments, []string{"arguments.names: got string, want array"}},
+	{introspect.ToolManifest, `{"def": "counter/Nope@1"}`, introspect.ErrorNotFound,
+		[]string{`unknown def "counter/Nope@1"; the manifest lists: counter/Event@1, counter/Phase@1`}},
+	{introspect.ToolManifest, `{"def": "counter/State@1", "kind": "defmodule"}`, introspect.ErrorNotFound,
+		[]string{`unknown defmodule "counter/State@1"; the manifest's modules are: counter/Counter@1`}},
+	{introspect.ToolManifest, `{"kind": "defmodule"}`, introspect.ErrorInvalidArguments, []string{"kind defmodule is given without def"}},
+	{introspect.ToolManifest, `{"kind": "module", "def": "x"}`, introspect.ErrorInvalidArguments, []string{"arguments.kind: value must be one of"}},
+	{introspect.ToolJournalHead, `{"consistency": "head"}`, introspect.ErrorInvalidArguments, []string{"additional properties 'consistency' not allowed (this tool takes no arguments: pass {})"}},
+}
+
 func TestToolErrors(t *testing.T) {
 	_, v, _ := counterWorld(t)
-	for _, tc := range []struct {
-		tool, args string
-		category   string
-		stderr     []string
-	}{
-		{introspect.ToolState, `{"reducer": "counter/Countr@1"}`, introspect.ErrorNotFound,
-			[]string{`introspect_state: unknown reducer "counter/Countr@1"; the world's reducers are: counter/Counter@1, sys/HttpPublish@1, sys/Workspace@1`}},
-		{introspect.ToolState, `{"reducer": "sys/CapEnforceHttpOut@1"}`, introspect.ErrorNotFound,
-			[]string{"sys/CapEnforceHttpOut@1 is a pure module, not a reducer; the world's reducers are: counter/Counter@1"}},
-		{introspect.ToolState, `{"reducer": "counter/Counter@1", "consistency": "exact:10"}`, introspect.ErrorUnavailable,
-			[]string{"exact:10 is above the journal head 9"}},
-		{introspect.ToolState, `{"reducer": "counter/Counter@1", "consistency": "exact:0"}`, introspect.ErrorUnavailable,
-			[]string{"heights start at 1 (the head is 9)"}},
-		{introspect.ToolManifest, `{"consistency": "exact:99"}`, introspect.ErrorUnavailable, []string{"exact:99 is above the journal head 9"}},
-		{introspect.ToolState, `{"reducer": "counter/Counter@1", "consistency": "exact:x"}`, introspect.ErrorInvalidArguments,
-			[]string{`consistency: bad consistency "exact:x": height "x" is not a decimal number; want "head", "exact:<height>" or "at_least:<height>"`}},
-		{introspect.ToolState, `{"reducer": "counter/Counter@1", "consistency": 3}`, introspect.ErrorInvalidArguments,
-			[]string{"arguments.consistency: got number, want string"}},
-		{introspect.ToolState, `{"reducer": "counter/Counter@1", "key": "k"}`, introspect.ErrorInvalidArguments,
-			[]string{"reducer counter/Counter@1 is not keyed; leave key out"}},
-		{introspect.ToolState, `{}`, introspect.ErrorInvalidArguments, []string{"missing property 'reducer'"}},
-		{introspect.ToolState, `{"reducer": "counter/Counter@1", "keys": 1}`, introspect.ErrorInvalidArguments,
-			[]string{"additional properties 'keys' not allowed (the properties are: consistency, key, reducer)"}},
-		{introspect.ToolState, `[1]`, introspect.ErrorInvalidArguments, []string{"the arguments must be a JSON object, such as {\"reducer\": \"counter/Counter@1\"}"}},
-		{introspect.ToolState, `{"reducer":`, introspect.ErrorInvalidArguments, []string{"the arguments are not valid JSON"}},
-		{introspect.ToolModule, `{"name": "counter/Count@1"}`, introspect.ErrorNotFound,
-			[]string{`unknown defmodule "counter/Count@1"; the manifest's modules are: counter/Counter@1`}},
-		{introspect.ToolModule, `{"name": ""}`, introspect.ErrorInvalidArguments, []string{"arguments.name: minLength"}},
-		{introspect.ToolSchemas, `{"names": ["counter/State@1", "counter/Stat@1"]}`, introspect.ErrorNotFound,
-			[]string{`unknown defschema "counter/Stat@1"; the manifest's schemas are: counter/Event@1, counter/Phase@1, counter/Start@1, counter/State@1, counter/Tick@1`}},
-		{introspect.ToolSchemas, `{"names": "counter/State@1"}`, introspect.ErrorInvalidArguments, []string{"arguments.names: got string, want array"}},
-		{introspect.ToolManifest, `{"def": "counter/Nope@1"}`, introspect.ErrorNotFound,
-			[]string{`unknown def "counter/Nope@1"; the manifest lists: counter/Event@1, counter/Phase@1`}},
-		{introspect.ToolManifest, `{"def": "counter/State@1", "kind": "defmodule"}`, introspect.ErrorNotFound,
-			[]string{`unknown defmodule "counter/State@1"; the manifest's modules are: counter/Counter@1`}},
-		{introspect.ToolManifest, `{"kind": "defmodule"}`, introspect.ErrorInvalidArguments, []string{"kind defmodule is given without def"}},
-		{introspect.ToolManifest, `{"kind": "module", "def": "x"}`, introspect.ErrorInvalidArguments, []string{"arguments.kind: value must be one of"}},
-		{introspect.ToolJournalHead, `{"consistency": "head"}`, introspect.ErrorInvalidArguments, []string{"additional properties 'consistency' not allowed (this tool takes no arguments: pass {})"}},
-	} {
+	for _, tc := range toolErrorCases {
 		t.Run(tc.tool+" "+tc.args, func(t *testing.T) {
 			_, r := run(t, v, tc.tool, tc.args)
 			if r.ExitCode != 1 || r.Error != tc.category || r.Stdout != "" {
