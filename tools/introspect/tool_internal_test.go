@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/demiurge-dev/demiurge/schema"
 )
 
 func TestBound(t *testing.T) {
@@ -152,5 +154,21 @@ func TestWrap(t *testing.T) {
 		if strings.Join(got, "|") != strings.Join(tc.want, "|") {
 			t.Errorf("wrap(%q, %d) = %q; want %q", tc.line, tc.width, got, tc.want)
 		}
+	}
+}
+
+func TestRenderFallsBackToUntypedJSON(t *testing.T) {
+	cat, err := schema.Load("../../examples/counter", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := schema.Record("pc", schema.Variant("Done", nil), "remaining", uint64(0))
+	if got := string(render(cat, "counter/State@1", ok)); got != `{"pc":{"$tag":"Done"},"remaining":0}` {
+		t.Errorf("render = %s", got)
+	}
+	// A state of an older shape: shown as it is, without its types.
+	old := schema.Record("count", uint64(3), "blob", []byte{1})
+	if got := string(render(cat, "counter/State@1", old)); got != `{"blob":{"$bytes":"AQ=="},"count":3}` {
+		t.Errorf("render of a value that does not fit = %s", got)
 	}
 }
