@@ -63,7 +63,7 @@
 //   - introspect_state at exact:<h> renders a state with the schema the
 //     world runs now; a state that does not fit it (written under an older
 //     manifest) is shown as untyped JSON.
-//   - introspect.list_cells' last_active_ns is the logical time of the
-//     input whose step last changed the cell (AgentOS's is the host's time
-//     of the last step that touched it).
+//   - introspect.list_cells' last_active_ns is the logical time (ingress
+//     stamp) of the input whose step last changed the cell, found by reading
+//     the journal; a step that left the cell unchanged does not count.
 package introspect
