@@ -471,3 +471,25 @@ func TestDrain(t *testing.T) {
 		})
 	}
 }
+
+// TestJSONNewline: the stdout of a tool whose output is a JSON object ends
+// with a newline; other output is passed on byte for byte.
+func TestJSONNewline(t *testing.T) {
+	out := func(name, schema, stdout string) *fakeTool {
+		return &fakeTool{name: name, desc: name, schema: `{"type":"object"}`, output: schema,
+			fn: func(context.Context, map[string]any) tools.Response { return tools.Response{Stdout: stdout} }}
+	}
+	sh, err := NewShell([]tools.Tool{
+		out("obj", `{"type":"object","properties":{"a":{"type":"integer"}}}`, `{"a":1}`),
+		out("objnl", `{"type":"object"}`, "{}\n"),
+		out("text", `{"type":"string"}`, "no newline"),
+	}, ShellOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := sh.Run(t.Context(), tools.Request{Commands: `obj; objnl; obj | while read -r l; do echo "line $l"; done; text; text | base64`}, RunOptions{})
+	want := "{\"a\":1}\n{}\nline {\"a\":1}\nno newlinebm8gbmV3bGluZQ==\n"
+	if res.ExitCode != 0 || res.Stdout != want {
+		t.Errorf("exit %d, stdout %q; want %q (stderr %q)", res.ExitCode, res.Stdout, want, res.Stderr)
+	}
+}

@@ -114,7 +114,7 @@ func NewShell(ts []tools.Tool, opts ShellOptions) (*Shell, error) {
 			Description: oneLine(t),
 			InputSchema: t.InputSchema(),
 			Category:    family(t.Name()),
-		}, callback(t))
+		}, callback(t, jsonOutput(t)))
 	}
 	st, err := b.Build()
 	if err != nil {
@@ -277,9 +277,21 @@ func (r *run) sortedCommits() []tools.Commit {
 	return out
 }
 
+// jsonOutput reports whether a tool writes a JSON object on stdout: its
+// output schema is of type object.
+func jsonOutput(t tools.Tool) bool {
+	var s struct {
+		Type any `json:"type"`
+	}
+	return json.Unmarshal(t.OutputSchema(), &s) == nil && s.Type == "object"
+}
+
 // callback is the scripted callback of a tool: it hands the command to the
-// CallFunc of the run it belongs to.
-func callback(t tools.Tool) scripted.ToolCallback {
+// CallFunc of the run it belongs to. The stdout of a tool that writes JSON
+// objects (jsonLines) gets a final newline if it lacks one, as jq writes
+// them, so that `a; b` prints two lines and `a | while read -r l` sees the
+// last one.
+func callback(t tools.Tool, jsonLines bool) scripted.ToolCallback {
 	name := t.Name()
 	return func(ctx context.Context, args scripted.ToolArgs) (string, error) {
 		r, _ := ctx.Value(runKey{}).(*run)
@@ -319,6 +331,9 @@ func callback(t tools.Tool) scripted.ToolCallback {
 				msg = fmt.Sprintf("exit status %d", resp.ExitCode)
 			}
 			return "", &scripted.UserError{Msg: trimTool(name, msg), Code: resp.ExitCode}
+		}
+		if jsonLines && resp.Stdout != "" && !strings.HasSuffix(resp.Stdout, "\n") {
+			return resp.Stdout + "\n", nil
 		}
 		return resp.Stdout, nil
 	}
