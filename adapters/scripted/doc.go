@@ -14,6 +14,9 @@
 // commands are the given tools.Tool values, built once (callbacks are
 // shared; each run gets a fresh interpreter). Shell.Run runs one script and
 // hands every command to a [CallFunc], which decides how the command runs.
+// A command's flags become the tool's JSON arguments (sorted keys); its
+// stdout is the tool's, with a final newline added for tools whose output
+// is a JSON object, as jq writes them.
 //
 // An [Adapter] is the effects.Adapter of scripted.run. Its CallFunc turns a
 // command into the effect of the tool's family ([Route]: introspect.call,

@@ -28,19 +28,19 @@ type fakeTool struct {
 	fn         func(ctx context.Context, args map[string]any) tools.Response
 }
 
-func (f *fakeTool) Name() string                  { return f.name }
-func (f *fakeTool) ShortDescription() string      { return f.desc }
-func (f *fakeTool) Description() string           { return f.desc + "\nMore text." }
-func (f *fakeTool) Help() string                  { return f.name + " - " + f.desc }
-func (f *fakeTool) SystemPrompt() string          { return f.name + ": " + f.desc }
-func (f *fakeTool) InputSchema() json.RawMessage  { return json.RawMessage(f.schema) }
+func (f *fakeTool) Name() string                 { return f.name }
+func (f *fakeTool) ShortDescription() string     { return f.desc }
+func (f *fakeTool) Description() string          { return f.desc + "\nMore text." }
+func (f *fakeTool) Help() string                 { return f.name + " - " + f.desc }
+func (f *fakeTool) SystemPrompt() string         { return f.name + ": " + f.desc }
+func (f *fakeTool) InputSchema() json.RawMessage { return json.RawMessage(f.schema) }
 func (f *fakeTool) OutputSchema() json.RawMessage {
 	if f.output == "" {
 		return json.RawMessage(`{}`)
 	}
 	return json.RawMessage(f.output)
 }
-func (f *fakeTool) Version() string               { return "1.0.0" }
+func (f *fakeTool) Version() string { return "1.0.0" }
 func (f *fakeTool) ExecuteWithStatus(ctx context.Context, req tools.Request, _ tools.StatusFunc) tools.Response {
 	return f.Execute(ctx, req)
 }
