@@ -181,6 +181,7 @@ Exit codes:
 		newExportCommand(a),
 		newImportCommand(a),
 		newShCommand(a),
+		newWorkspaceCommand(a),
 	)
 	return root
 }

@@ -55,7 +55,7 @@ func (e *PathError) Error() string {
 	if p == "" {
 		p = "/"
 	}
-	return "workspace " + e.Op + " " + p + ": " + e.Err.Error()
+	return "workspace " + e.Op + " " + p + ": " + strings.TrimPrefix(e.Err.Error(), "workspace: ")
 }
 
 // Unwrap returns the underlying error.
