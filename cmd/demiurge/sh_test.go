@@ -5,6 +5,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	bashfx "github.com/demiurge-dev/demiurge/adapters/scripted"
+	"github.com/demiurge-dev/demiurge/examples"
+	"github.com/demiurge-dev/demiurge/reducer"
+	"github.com/demiurge-dev/demiurge/reducer/builtin"
+	"github.com/demiurge-dev/demiurge/schema"
+	"github.com/demiurge-dev/demiurge/tools"
+	"github.com/demiurge-dev/demiurge/world"
 )
 
 const noWorldNote = "demiurge sh: no --manifest: the script has no world tools, only the shell and its utilities\n"
@@ -76,5 +84,83 @@ func TestShWorld(t *testing.T) {
 		`introspect_journal_head | jq -r '"\(.world) \(.height)"'`)
 	if r.stdout != "c1 1\n" || r.stderr != "" {
 		t.Errorf("stdout %q, stderr %q", r.stdout, r.stderr)
+	}
+}
+
+// shWorkspaceManifest is a world that keeps workspaces and nothing else.
+const shWorkspaceManifest = `{"$kind": "manifest", "air_version": "1",
+ "schemas": [{"name": "sys/WorkspaceCommit@1"}, {"name": "sys/WorkspaceHistory@1"}, {"name": "sys/WorkspaceName@1"}, {"name": "sys/WorkspaceCommitMeta@1"}],
+ "modules": [{"name": "sys/Workspace@1"}], "plans": [], "effects": [], "caps": [], "policies": [],
+ "routing": {"events": [{"event": "sys/WorkspaceCommit@1", "reducer": "sys/Workspace@1", "key_field": "workspace"}], "inboxes": []}}`
+
+// TestWorldTools: a world that keeps workspaces has the introspect and the
+// workspace tools, one that does not only the introspect tools; what a
+// script writes is recorded in the world (recordCommits) and read back by
+// the tools of a later run.
+func TestWorldTools(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	reg := reducer.NewRegistry()
+	builtin.Register(reg)
+	examples.RegisterAll(reg)
+	open := func(dir string) *world.World {
+		cat, err := schema.Load(dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := world.Open(ctx, world.Options{Name: "w", Catalog: cat, Reducers: reg, Storage: world.NewMemoryStorage()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { w.Close() })
+		return w
+	}
+	names := func(ts []tools.Tool) string {
+		var out []string
+		for _, tl := range ts {
+			out = append(out, tl.Name())
+		}
+		return strings.Join(out, " ")
+	}
+	introspectTools := "introspect_manifest introspect_schemas introspect_module introspect_state introspect_journal_head"
+
+	counter, err := worldTools(open(filepath.Join("..", "..", "examples", "counter")))
+	if err != nil || names(counter) != introspectTools {
+		t.Errorf("counter world tools: %q, %v", names(counter), err)
+	}
+
+	w := open(writeWorld(t, map[string]string{"manifest.air.json": shWorkspaceManifest}))
+	runScript := func(script string) bashfx.Result {
+		t.Helper()
+		ts, err := worldTools(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := introspectTools + " workspace_list workspace_read workspace_write workspace_edit workspace_remove workspace_diff"; names(ts) != want {
+			t.Fatalf("tools %q; want %q", names(ts), want)
+		}
+		sh, err := bashfx.NewShell(ts, bashfx.ShellOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := sh.Run(ctx, tools.Request{Commands: script}, bashfx.RunOptions{})
+		if res.ExitCode != 0 {
+			t.Fatalf("%s: exit %d, stderr %q", script, res.ExitCode, res.Stderr)
+		}
+		if err := recordCommits(ctx, w, res.Commits); err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	res := runScript(`workspace_write --path a.txt --content one >/dev/null && workspace_write --path a.txt --content two | jq .version`)
+	if res.Stdout != "2\n" || len(res.Commits) != 2 {
+		t.Errorf("write: stdout %q, %d commits", res.Stdout, len(res.Commits))
+	}
+	res = runScript(`workspace_read --path a.txt; echo; workspace_read --path a.txt --version 1; echo; workspace_list | jq .version`)
+	if res.Stdout != "two\none\n2\n" || len(res.Commits) != 0 {
+		t.Errorf("read back: stdout %q, %d commits", res.Stdout, len(res.Commits))
+	}
+	if err := recordCommits(ctx, nil, []tools.Commit{{}}); err == nil {
+		t.Error("recordCommits without a world succeeded")
 	}
 }

@@ -1,15 +1,70 @@
 package main
 
 import (
+	"github.com/demiurge-dev/demiurge/reducer/builtin"
+	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools"
 	"github.com/demiurge-dev/demiurge/tools/introspect"
+	"github.com/demiurge-dev/demiurge/tools/workspace"
 	"github.com/demiurge-dev/demiurge/world"
 )
 
-// worldTools returns the tools a model (and demiurge sh) has in world w:
-// the introspect tools reading w. They are the commands of the bash tool
-// and, each by itself, tools of the model. The workspace tools join them
-// once tools/workspace provides them.
+// toolset is the tools of a world: the introspect tools reading it and,
+// when it keeps workspaces, the workspace tools working on them. A world's
+// adapters (toolcall, bashfx) are built from its tools before world.Open
+// returns the world, so a toolset is made from what is known before (name,
+// catalog, storage) and attached to the world once it is open; tools
+// called before that wait for it.
+type toolset struct {
+	view  *introspect.WorldView
+	heads *workspace.DeferredHeads
+	// tools are the introspect tools, then the workspace tools, each in
+	// their package's order.
+	tools []tools.Tool
+}
+
+// newToolset returns the tools of the world name, which runs cat on st.
+func newToolset(name string, cat *schema.Catalog, st world.Storage) *toolset {
+	s := &toolset{view: introspect.NewWorldView(name, cat, st)}
+	s.tools = introspect.Tools(s.view, nil)
+	if keepsWorkspaces(cat) {
+		s.heads = workspace.NewDeferredHeads()
+		s.tools = append(s.tools, workspace.Tools(workspace.NewService(st.CAS(), s.heads, nil))...)
+	}
+	return s
+}
+
+// attach connects the tools to their open world.
+func (s *toolset) attach(w *world.World) {
+	s.view.Attach(w)
+	if s.heads != nil {
+		s.heads.Set(workspace.CellHeads(func(name string) (schema.Value, bool) {
+			v, _, ok := w.State(builtin.WorkspaceModule, name)
+			return v, ok
+		}))
+	}
+}
+
+// keepsWorkspaces reports whether a world records workspace versions: it
+// routes sys/WorkspaceCommit@1 to sys/Workspace@1. A world that does not
+// could never record what the workspace tools write, so it has none.
+func keepsWorkspaces(cat *schema.Catalog) bool {
+	for _, r := range cat.Manifest.Routes {
+		if r.Event == builtin.WorkspaceCommitSchema && r.Reducer == builtin.WorkspaceModule {
+			return true
+		}
+	}
+	return false
+}
+
+// worldTools returns the tools a model (and demiurge sh) has in the open
+// world w: the introspect tools, then the workspace tools if w keeps
+// workspaces. They are the commands of the bash tool and, each by itself,
+// tools of the model. The workspace tools report their commits to the
+// tools.Recorder of their call; the caller must record them in w (as
+// sys/WorkspaceCommit@1 events).
 func worldTools(w *world.World) ([]tools.Tool, error) {
-	return introspect.Tools(introspect.FromWorld(w), nil), nil
+	s := newToolset(w.Name(), w.Catalog(), w.Storage())
+	s.attach(w)
+	return s.tools, nil
 }
