@@ -30,7 +30,7 @@ func Adapters(svc *Service) map[string]effects.Adapter {
 	return map[string]effects.Adapter{
 		"workspace.resolve":     effects.AdapterFunc(svc.resolve),
 		"workspace.empty_root":  effects.AdapterFunc(emptyRoot),
-		"workspace.list":        effects.AdapterFunc(list),
+		"workspace.list":        effects.AdapterFunc(listEffect),
 		"workspace.read_ref":    effects.AdapterFunc(readRef),
 		"workspace.read_bytes":  effects.AdapterFunc(readBytes),
 		"workspace.write_bytes": effects.AdapterFunc(writeBytes),
@@ -96,7 +96,7 @@ func emptyRoot(ctx context.Context, c *effects.Call) effects.Receipt {
 	return effects.OK(AdapterID, schema.Record("root_hash", ref.String()))
 }
 
-func list(ctx context.Context, c *effects.Call) effects.Receipt {
+func listEffect(ctx context.Context, c *effects.Call) effects.Receipt {
 	const kind = "workspace.list"
 	root, err := refParam(c, "root_hash")
 	if err != nil {

@@ -17,7 +17,7 @@ func rootEntry(root cas.Ref, t *Tree) Entry {
 // lookup walks from root to the entry at the clean path p. The root itself
 // is an entry with an empty name.
 func lookup(ctx context.Context, g cas.Getter, root cas.Ref, p string) (Entry, error) {
-	t, err := GetTree(ctx, g, root)
+	t, err := getTree(ctx, g, root)
 	if err != nil {
 		return Entry{}, err
 	}
@@ -40,7 +40,7 @@ func lookup(ctx context.Context, g cas.Getter, root cas.Ref, p string) (Entry, e
 		if e.Kind != KindDir {
 			return Entry{}, fmt.Errorf("%w: %s is a file", ErrNotDir, strings.Join(parts[:i+1], "/"))
 		}
-		if t, err = GetTree(ctx, g, e.Hash); err != nil {
+		if t, err = getTree(ctx, g, e.Hash); err != nil {
 			return Entry{}, err
 		}
 	}
@@ -107,7 +107,7 @@ func ReadBytes(ctx context.Context, g cas.Getter, root cas.Ref, p string, r *Ran
 // created when create is set, else they are an error wrapping ErrNotFound.
 // It returns the new root.
 func update(ctx context.Context, s Store, root cas.Ref, p string, create bool, fn func(old *Entry) (*Entry, error)) (cas.Ref, error) {
-	t, err := GetTree(ctx, s, root)
+	t, err := getTree(ctx, s, root)
 	if err != nil {
 		return cas.Ref{}, err
 	}
@@ -151,7 +151,7 @@ func updateIn(ctx context.Context, s Store, t *Tree, parts []string, i int, crea
 		if dir.Kind != KindDir {
 			return nil, fmt.Errorf("%w: %s is a file", ErrNotDir, strings.Join(parts[:i+1], "/"))
 		}
-		if child, err = GetTree(ctx, s, dir.Hash); err != nil {
+		if child, err = getTree(ctx, s, dir.Hash); err != nil {
 			return nil, err
 		}
 	} else {
@@ -242,7 +242,7 @@ func Remove(ctx context.Context, s Store, root cas.Ref, p string, recursive bool
 			return nil, ErrNotFound
 		}
 		if old.Kind == KindDir && !recursive {
-			t, err := GetTree(ctx, s, old.Hash)
+			t, err := getTree(ctx, s, old.Hash)
 			if err != nil {
 				return nil, err
 			}
@@ -338,7 +338,7 @@ func List(ctx context.Context, g cas.Getter, root cas.Ref, opts ListOptions) (Li
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		t, err := GetTree(ctx, g, ref)
+		t, err := getTree(ctx, g, ref)
 		if err != nil {
 			return err
 		}
@@ -474,7 +474,7 @@ func (d *differ) all(p string, e *Entry, change string) error {
 	if e.Kind != KindDir {
 		return nil
 	}
-	t, err := GetTree(d.ctx, d.g, e.Hash)
+	t, err := getTree(d.ctx, d.g, e.Hash)
 	if err != nil {
 		return err
 	}
@@ -497,11 +497,11 @@ func (d *differ) all(p string, e *Entry, change string) error {
 
 // dirs merges the entries of two directories.
 func (d *differ) dirs(p string, a, b cas.Ref) error {
-	ta, err := GetTree(d.ctx, d.g, a)
+	ta, err := getTree(d.ctx, d.g, a)
 	if err != nil {
 		return err
 	}
-	tb, err := GetTree(d.ctx, d.g, b)
+	tb, err := getTree(d.ctx, d.g, b)
 	if err != nil {
 		return err
 	}

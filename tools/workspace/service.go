@@ -160,9 +160,10 @@ type wsState struct {
 }
 
 // NewService returns a Service over a store (where trees and files live)
-// and the world's heads. A nil opts takes the defaults.
+// and the world's heads. A nil opts takes the defaults. The Service keeps
+// decoded tree nodes in a cache (see CachingStore).
 func NewService(store Store, heads Heads, opts *Options) *Service {
-	s := &Service{store: store, heads: heads, owner: DefaultOwner, log: slog.New(slog.DiscardHandler), ws: map[string]*wsState{}}
+	s := &Service{store: NewCachingStore(store, 0), heads: heads, owner: DefaultOwner, log: slog.New(slog.DiscardHandler), ws: map[string]*wsState{}}
 	if opts != nil {
 		if opts.Owner != "" {
 			s.owner = opts.Owner
@@ -174,7 +175,8 @@ func NewService(store Store, heads Heads, opts *Options) *Service {
 	return s
 }
 
-// Store returns the store the Service reads and writes trees in.
+// Store returns the store the Service reads and writes trees in, with its
+// cache of decoded tree nodes.
 func (s *Service) Store() Store { return s.store }
 
 // state returns the state of a workspace; the caller holds s.mu.

@@ -132,50 +132,103 @@ func (t *Tree) check() error {
 }
 
 // Encode returns the canonical CBOR of t, the bytes it is stored and
-// hashed as. It fails if t breaks the invariants of a tree node.
+// hashed as: those of schema.Encode(t.Value()), written directly. It fails
+// if t breaks the invariants of a tree node.
 func (t *Tree) Encode() ([]byte, error) {
 	if err := t.check(); err != nil {
 		return nil, err
 	}
-	return schema.Encode(t.Value())
+	b := make([]byte, 0, 32+len(t.Entries)*160)
+	b = append(b, cas.SelfDescribePrefix...)
+	// Record keys in canonical order: shorter first, then bytewise.
+	b = cborHead(b, 5, 2)
+	b = cborText(b, "entries")
+	b = cborHead(b, 4, uint64(len(t.Entries)))
+	for i := range t.Entries {
+		e := &t.Entries[i]
+		b = cborHead(b, 5, 6)
+		b = cborText(b, "hash")
+		b = cborText(b, e.Hash.String())
+		b = cborText(b, "kind")
+		b = cborText(b, e.Kind)
+		b = cborText(b, "mode")
+		b = cborHead(b, 0, e.Mode)
+		b = cborText(b, "name")
+		b = cborText(b, e.Name)
+		b = cborText(b, "size")
+		b = cborHead(b, 0, e.Size)
+		b = cborText(b, "annotations_hash")
+		b = cborOptRef(b, e.Annotations)
+	}
+	b = cborText(b, "annotations_hash")
+	b = cborOptRef(b, t.Annotations)
+	return b, nil
 }
 
-// DecodeTree decodes and checks a tree node: it must fit
-// sys/WorkspaceTree@2, with valid names sorted and unique and known kinds.
-// Errors wrap ErrBadTree.
+// cborHead appends the head of a CBOR item of a major type with argument n,
+// in its shortest form.
+func cborHead(b []byte, major byte, n uint64) []byte {
+	m := major << 5
+	switch {
+	case n < 24:
+		return append(b, m|byte(n))
+	case n <= 0xff:
+		return append(b, m|24, byte(n))
+	case n <= 0xffff:
+		return append(b, m|25, byte(n>>8), byte(n))
+	case n <= 0xffffffff:
+		return append(b, m|26, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+	}
+	return append(b, m|27, byte(n>>56), byte(n>>48), byte(n>>40), byte(n>>32), byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+}
+
+func cborText(b []byte, s string) []byte {
+	return append(cborHead(b, 3, uint64(len(s))), s...)
+}
+
+func cborOptRef(b []byte, r cas.Ref) []byte {
+	if !r.Valid() {
+		return append(b, 0xf6) // null
+	}
+	return cborText(b, r.String())
+}
+
+// DecodeTree decodes and checks a tree node: it must be a
+// sys/WorkspaceTree@2 value (a record of exactly its fields, entries of
+// exactly theirs, a missing option field counting as null), with valid
+// names sorted and unique and known kinds. Errors wrap ErrBadTree.
 func DecodeTree(b []byte) (*Tree, error) {
 	v, err := schema.Decode(b)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadTree, err)
 	}
-	v, err = schema.Normalize(builtinTypes{}, &schema.Type{Kind: schema.KindRef, Ref: TreeSchema}, v)
-	if err != nil {
-		return nil, fmt.Errorf("%w: not a %s: %v", ErrBadTree, TreeSchema, err)
+	m, ok := v.(*schema.Map)
+	if !ok {
+		return nil, fmt.Errorf("%w: not a %s record: %s", ErrBadTree, TreeSchema, clip(schema.String(v)))
 	}
-	m := v.(*schema.Map)
 	t := &Tree{}
-	if t.Annotations, err = refField(m, "annotations_hash"); err != nil {
-		return nil, err
-	}
-	ev, _ := m.Get("entries")
-	list, _ := ev.([]schema.Value)
-	t.Entries = make([]Entry, len(list))
-	for i, x := range list {
-		em := x.(*schema.Map)
-		e := &t.Entries[i]
-		nv, _ := em.Get("name")
-		kv, _ := em.Get("kind")
-		sv, _ := em.Get("size")
-		mv, _ := em.Get("mode")
-		e.Name, _ = nv.(string)
-		e.Kind, _ = kv.(string)
-		e.Size, _ = schema.AsUint64(sv)
-		e.Mode, _ = schema.AsUint64(mv)
-		if e.Hash, err = refField(em, "hash"); err != nil {
-			return nil, err
+	var entries []schema.Value
+	for _, f := range m.Entries() {
+		switch f.Key {
+		case "entries":
+			if entries, ok = f.Value.([]schema.Value); !ok {
+				return nil, fmt.Errorf("%w: entries is not a list", ErrBadTree)
+			}
+		case "annotations_hash":
+			if t.Annotations, err = optHash("annotations_hash", f.Value); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, fmt.Errorf("%w: unknown field %s of %s", ErrBadTree, clip(schema.String(f.Key)), TreeSchema)
 		}
-		if e.Annotations, err = refField(em, "annotations_hash"); err != nil {
-			return nil, err
+	}
+	if !m.Has("entries") {
+		return nil, fmt.Errorf("%w: %s has no entries", ErrBadTree, TreeSchema)
+	}
+	t.Entries = make([]Entry, len(entries))
+	for i, x := range entries {
+		if err := decodeEntry(x, &t.Entries[i]); err != nil {
+			return nil, fmt.Errorf("%w: entry %d: %v", ErrBadTree, i, err)
 		}
 	}
 	if err := t.check(); err != nil {
@@ -184,18 +237,71 @@ func DecodeTree(b []byte) (*Tree, error) {
 	return t, nil
 }
 
-// refField reads an optional hash field of a normalized record.
-func refField(m *schema.Map, name string) (cas.Ref, error) {
-	v, _ := m.Get(name)
+// decodeEntry decodes a sys/WorkspaceEntry@2 value.
+func decodeEntry(v schema.Value, e *Entry) error {
+	m, ok := v.(*schema.Map)
+	if !ok {
+		return fmt.Errorf("not a %s record", EntrySchema)
+	}
+	seen := 0
+	for _, f := range m.Entries() {
+		var ok bool
+		switch f.Key {
+		case "name":
+			e.Name, ok = f.Value.(string)
+		case "kind":
+			e.Kind, ok = f.Value.(string)
+		case "size":
+			e.Size, ok = f.Value.(uint64)
+		case "mode":
+			e.Mode, ok = f.Value.(uint64)
+		case "hash":
+			s, isText := f.Value.(string)
+			if isText {
+				r, err := cas.ParseRef(s)
+				e.Hash, ok = r, err == nil
+			}
+		case "annotations_hash":
+			var err error
+			if e.Annotations, err = optHash("annotations_hash", f.Value); err != nil {
+				return err
+			}
+			continue
+		default:
+			return fmt.Errorf("unknown field %s", clip(schema.String(f.Key)))
+		}
+		if !ok {
+			return fmt.Errorf("field %s is %s, which does not fit %s", f.Key, clip(schema.String(f.Value)), EntrySchema)
+		}
+		seen++
+	}
+	if seen != 5 {
+		return fmt.Errorf("%s needs name, kind, hash, size and mode", EntrySchema)
+	}
+	return nil
+}
+
+// optHash reads an option<hash> field.
+func optHash(name string, v schema.Value) (cas.Ref, error) {
+	if v == nil {
+		return cas.Ref{}, nil
+	}
 	s, ok := v.(string)
 	if !ok {
-		return cas.Ref{}, nil
+		return cas.Ref{}, fmt.Errorf("%w: %s is %s, not a hash", ErrBadTree, name, clip(schema.String(v)))
 	}
 	r, err := cas.ParseRef(s)
 	if err != nil {
 		return cas.Ref{}, fmt.Errorf("%w: %s: %v", ErrBadTree, name, err)
 	}
 	return r, nil
+}
+
+func clip(s string) string {
+	if len(s) > 100 {
+		return s[:100] + "..."
+	}
+	return s
 }
 
 // builtinTypes resolves the built-in schemas (sys/*).
@@ -215,6 +321,9 @@ func (builtinTypes) SchemaType(name string) (*schema.Type, bool) {
 
 // PutTree stores t as a node and returns its ref.
 func PutTree(ctx context.Context, p cas.Putter, t *Tree) (cas.Ref, error) {
+	if ts, ok := p.(treeSink); ok {
+		return ts.putTree(ctx, t)
+	}
 	b, err := t.Encode()
 	if err != nil {
 		return cas.Ref{}, err

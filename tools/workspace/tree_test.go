@@ -290,6 +290,21 @@ func TestTreeNodes(t *testing.T) {
 	if !schema.Equal(n, v) {
 		t.Fatalf("root node is not in normal form: %s", schema.String(v))
 	}
+	// The direct encoding is the one of the schema value.
+	for _, tr := range []*Tree{{}, {Entries: []Entry{{Name: "a", Kind: KindFile, Hash: cas.Sum(nil), Size: 1 << 40, Mode: ModeExec, Annotations: cas.Sum([]byte("x"))}},
+		Annotations: cas.Sum([]byte("y"))}, {Entries: []Entry{{Name: strings.Repeat("é", 100), Kind: KindDir, Hash: root, Size: 300, Mode: ModeDir}}}} {
+		got, err := tr.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := schema.Encode(tr.Value())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("Encode of %+v:\n% x\nwant\n% x", tr, got, want)
+		}
+	}
 	h := cas.Sum([]byte("x")).String()
 	entry := func(name, kind string) schema.Value {
 		return schema.Record("name", name, "kind", kind, "hash", h, "size", uint64(1), "mode", ModeFile, "annotations_hash", nil)
