@@ -177,15 +177,17 @@ func (t *tool) ExecuteWithStatus(ctx context.Context, req tools.Request, status 
 	report(tools.Status{Phase: tools.PhaseValidate})
 	a, err := parseArgs(t.spec.schema, req.Arguments)
 	var resp tools.Response
-	if err != nil {
+	switch {
+	case err != nil:
 		resp = fail(t.spec.name, ErrorInvalidArguments, exitUsage, "%v. %s", err, hint(t.spec))
-	} else {
+	case ctx.Err() != nil:
+		resp = ctxFailure(t.spec.name, ctx.Err())
+	default:
+		// A change that was made is reported as made, even if ctx ends
+		// meanwhile: its commit is in the recorder.
 		c := &call{ctx: ctx, name: t.spec.name, svc: t.svc, args: a, workspace: a.str("workspace", effects.DefaultWorkspace)}
 		report(tools.Status{Phase: tools.PhaseExecute})
 		resp = t.spec.run(c)
-	}
-	if resp.Error == "" && ctx.Err() != nil {
-		resp = ctxFailure(t.spec.name, ctx.Err())
 	}
 	if resp.Stdout != "" {
 		report(tools.Stdout(resp.Stdout))
@@ -208,7 +210,7 @@ func fail(name, category string, code int, format string, args ...any) tools.Res
 
 func ctxFailure(name string, err error) tools.Response {
 	if errors.Is(err, context.DeadlineExceeded) {
-		return fail(name, ErrorTimeout, exitTimeout, "timed out; nothing was changed unless the output says so")
+		return fail(name, ErrorTimeout, exitTimeout, "timed out before it was done; nothing was changed")
 	}
 	return fail(name, ErrorCancelled, exitCancelled, "cancelled")
 }
