@@ -23,6 +23,21 @@
 // the tools.Recorder of the call; the world records it when the chat
 // reducer forwards it as a sys/WorkspaceCommit@1 event.
 //
+// # Wiring a world
+//
+// The tools run in a world through adapters/toolcall (workspace.call), the
+// primitives through Adapters. A world needs its adapters before it exists,
+// so the Service reads the world's versions through DeferredHeads:
+//
+//	heads := workspace.NewDeferredHeads()
+//	svc := workspace.NewService(storage.CAS(), heads, nil)
+//	adapters["workspace.call"] = toolcall.New(workspace.Tools(svc)...)
+//	w, err := world.Open(ctx, world.Options{..., Adapters: adapters})
+//	heads.Set(workspace.CellHeads(func(name string) (schema.Value, bool) {
+//		v, _, ok := w.State(builtin.WorkspaceModule, name)
+//		return v, ok
+//	}))
+//
 // # Tools
 //
 // Tools returns workspace_list, workspace_read, workspace_write,
