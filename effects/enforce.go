@@ -207,11 +207,19 @@ func enforceWorkspace(grant schema.Value, kind string, params schema.Value) erro
 			return fmt.Errorf("workspace %q is not in the allowed workspaces %v", ws, allowed)
 		}
 	}
+	// The paths the call touches. A call without one (a listing or a diff
+	// of the whole tree) touches the root, which path_prefixes must allow
+	// too; only resolve and empty_root touch no path.
+	var paths []string
 	for _, key := range []string{"path", "prefix"} {
-		p, ok := field(params, key).(string)
-		if !ok {
-			continue
+		if p, ok := field(params, key).(string); ok {
+			paths = append(paths, p)
 		}
+	}
+	if len(paths) == 0 && op != "resolve" && op != "empty_root" {
+		paths = []string{""}
+	}
+	for _, p := range paths {
 		clean, err := CleanWorkspacePath(p)
 		if err != nil {
 			return err
@@ -228,6 +236,9 @@ func enforceWorkspace(grant schema.Value, kind string, params schema.Value) erro
 				}
 			}
 			if !allowed {
+				if clean == "" {
+					return fmt.Errorf("the whole workspace is not under the allowed path prefixes %v; name a path under one of them", prefixes)
+				}
 				return fmt.Errorf("path %q is not under the allowed path prefixes %v", clean, prefixes)
 			}
 		}

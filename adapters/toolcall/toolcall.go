@@ -86,11 +86,7 @@ func Response(r tools.Response, rec *tools.Recorder) schema.Value {
 	}
 	commits := []schema.Value{}
 	for _, c := range rec.Commits() {
-		var expected schema.Value
-		if c.ExpectedHead > 0 {
-			expected = c.ExpectedHead
-		}
-		commits = append(commits, schema.Record("workspace", c.Workspace, "expected_head", expected,
+		commits = append(commits, schema.Record("workspace", c.Workspace, "expected_head", c.ExpectedHead,
 			"meta", schema.Record("root_hash", c.Root.String(), "owner", c.Owner, "created_at", uint64(0))))
 	}
 	calls := []schema.Value{}
