@@ -53,7 +53,7 @@ echo
 	if !reflect.DeepEqual(calls, wantCalls) {
 		t.Errorf("calls:\n%s\nwant:\n%s", strings.Join(calls, "\n"), strings.Join(wantCalls, "\n"))
 	}
-	if len(got.Commits) != 1 || got.Commits[0].Workspace != "default" || got.Commits[0].ExpectedHead != nil ||
+	if len(got.Commits) != 1 || got.Commits[0].Workspace != "default" || got.Commits[0].ExpectedHead == nil || *got.Commits[0].ExpectedHead != 0 ||
 		got.Commits[0].Meta.RootHash != cas.Sum([]byte("notes/a.txt=hello 3")).String() || got.Commits[0].Meta.Owner != "test" {
 		t.Errorf("commits = %+v", got.Commits)
 	}
@@ -175,8 +175,8 @@ workspace_read --path notes/nope
 		}
 		heads = append(heads, h)
 	}
-	if fmt.Sprint(heads) != "[nil 1 2 3]" {
-		t.Errorf("commits' expected heads = %v; want [nil 1 2 3]", heads)
+	if fmt.Sprint(heads) != "[0 1 2 3]" {
+		t.Errorf("commits' expected heads = %v; want [0 1 2 3]", heads)
 	}
 	if got.Commits[3].Meta.RootHash != cas.Sum([]byte("notes/3=partial")).String() {
 		t.Errorf("the failed command's commit is %+v", got.Commits[3])
