@@ -13,6 +13,8 @@ import (
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/schema"
+	"github.com/demiurge-dev/demiurge/tools/introspect"
+	"github.com/demiurge-dev/demiurge/tools/workspace"
 	"github.com/demiurge-dev/demiurge/world"
 )
 
@@ -142,4 +144,82 @@ func payloadJSON(r journal.Record) string {
 		return err.Error()
 	}
 	return string(schema.ValueJSON(v))
+}
+
+// TestWorldRealTools runs a script with the real introspect and workspace
+// tools in the test world: the workspace cap's path_prefixes allow notes/
+// only, introspect reads the world the script runs in.
+func TestWorldRealTools(t *testing.T) {
+	ctx := t.Context()
+	cat := loadCatalog(t)
+	st := world.NewMemoryStorage()
+	view := introspect.NewWorldView("real", cat, st)
+	svc := workspace.NewService(st.CAS(), workspace.CellHeads(func(string) (schema.Value, bool) { return nil, false }), nil)
+	ts := append(introspect.Tools(view, nil), workspace.Tools(svc)...)
+	tc := toolcall.New(ts...)
+	grants, err := GrantsFromPlan(cat, "test/tool_plan@1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bash, err := New(Options{Catalog: cat, Tools: ts, Grants: grants,
+		Adapters: map[string]effects.Adapter{KindIntrospect: tc, KindWorkspace: tc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := world.Open(ctx, world.Options{
+		Name: "real", Catalog: cat, Reducers: reducer.NewRegistry(), Storage: st,
+		Adapters: map[string]effects.Adapter{KindScripted: bash, KindIntrospect: tc, KindWorkspace: tc},
+		Entropy:  bytes.NewReader(make([]byte, 1<<16)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view.Attach(w)
+	script := `introspect_journal_head | jq -r .world
+workspace_write --path notes/todo.md --content "- ship it" | jq .version
+workspace_edit --path notes/todo.md --old_string ship --new_string test | jq .version
+workspace_read --path notes/todo.md; echo
+workspace_write --path README.md --content no || echo "refused: $?"
+introspect_state --reducer nope/Nope@1 || echo "no such reducer: $?"`
+	if _, err := w.SendJSON(ctx, "test/ToolCall@1", fmt.Appendf(nil, `{"id": "r1", "family": "bash", "tool": "bash", "arguments_json": "", "script": %q, "timeout_ms": null}`, script)); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := w.WaitIdle(wctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var resp schema.Value
+	err = st.Journal().Read(ctx, "real", 1, func(r journal.Record) error {
+		if r.Kind == world.KindRaised {
+			v, err := schema.Decode(r.Payload)
+			if err != nil {
+				return err
+			}
+			if field(v, "schema") == "test/ToolDone@1" {
+				resp = field(field(v, "value"), "response")
+			}
+		}
+		return nil
+	})
+	if err != nil || resp == nil {
+		t.Fatalf("no ToolDone event (%v)", err)
+	}
+	got := checkReceipt(t, cat, effects.OK(AdapterID, resp))
+	want := "real\n1\n2\n- test it\nrefused: 1\nno such reducer: 1\n"
+	if got.Stdout != want || got.ExitCode != 0 {
+		t.Errorf("exit %d, stdout %q; want 0, %q\nstderr %s", got.ExitCode, got.Stdout, want, got.Stderr)
+	}
+	if !strings.Contains(got.Stderr, `workspace_write: denied: cap sys/workspace@1 (grant "notes") refuses workspace.call: path "README.md" is not under the allowed path prefixes [notes]`) {
+		t.Errorf("stderr %q lacks the denial", got.Stderr)
+	}
+	if len(got.Commits) != 2 || got.Commits[1].ExpectedHead == nil || *got.Commits[1].ExpectedHead != 1 || got.Commits[1].Meta.Owner != workspace.DefaultOwner {
+		t.Errorf("commits %+v", got.Commits)
+	}
+	if _, err := world.Replay(ctx, world.ReplayOptions{Name: "real", Catalog: cat, Reducers: reducer.NewRegistry(), Storage: st, FromGenesis: true}); err != nil {
+		t.Fatalf("replay: %v", err)
+	}
 }
