@@ -283,13 +283,13 @@ func (l *loader) checkSlot(e *problems, ev *ExprOrValue, t *Type, sc planScope, 
 			ev.Literal, ev.HasLiteral = cv, true
 			return
 		}
-		v, cerr := (&normalizer{r: l.c}).norm(t, cv, "$", 0)
+		v, cerr := (&normalizer{r: l.c}).norm(t, cv, nil, 0)
 		if cerr == nil {
 			ev.Literal, ev.HasLiteral = v, true
 			return
 		}
 		// It looked like an expression but does not fit; maybe it is sugar.
-		if v, err := n.norm(t, jsonInput(ev.raw), "$", 0); err == nil {
+		if v, err := n.norm(t, jsonInput(ev.raw), nil, 0); err == nil {
 			ev.Expr, ev.Literal, ev.HasLiteral = nil, v, true
 			return
 		}
@@ -310,7 +310,7 @@ func (l *loader) checkSlot(e *problems, ev *ExprOrValue, t *Type, sc planScope, 
 		ev.Literal, ev.HasLiteral = untypedLiteral(ev.raw), true
 		return
 	}
-	v, err := n.norm(t, jsonInput(ev.raw), "$", 0)
+	v, err := n.norm(t, jsonInput(ev.raw), nil, 0)
 	if err != nil {
 		if exprShape(ev.raw) {
 			q := newProblems("")

@@ -115,64 +115,10 @@ func appendValue(b []byte, v Value) ([]byte, error) {
 // type. Floats, tags and simple values other than null, true and false are
 // errors: AIR values never hold them.
 func Decode(data []byte) (Value, error) {
-	var raw any
-	if err := cas.Unmarshal(data, &raw); err != nil {
-		return nil, err
-	}
-	return fromCBOR(raw, 0)
+	return decodeFast(data)
 }
 
 const maxDepth = 128
-
-func fromCBOR(x any, depth int) (Value, error) {
-	if depth > maxDepth {
-		return nil, errors.New("schema: value nested too deeply")
-	}
-	switch x := x.(type) {
-	case nil, bool, string, []byte:
-		return x, nil
-	case uint64:
-		return x, nil
-	case int64:
-		return Int(x), nil
-	case []any:
-		out := make([]Value, len(x))
-		for i, e := range x {
-			v, err := fromCBOR(e, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = v
-		}
-		return out, nil
-	case map[any]any:
-		m := &Map{entries: make([]MapEntry, 0, len(x))}
-		for k, e := range x {
-			kv, err := fromCBOR(k, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			switch kv.(type) {
-			case string, uint64, int64, []byte:
-			default:
-				return nil, fmt.Errorf("schema: map key of type %T is not allowed", kv)
-			}
-			ev, err := fromCBOR(e, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			m.entries = append(m.entries, MapEntry{Key: kv, Value: ev, enc: keyEncoding(kv)})
-		}
-		sortEntries(m.entries)
-		return m, nil
-	case cbor.Tag:
-		return nil, fmt.Errorf("schema: CBOR tag %d is not allowed in a value", x.Number)
-	case float64, float32:
-		return nil, errors.New("schema: floating-point numbers are not allowed in a value (use dec128 text)")
-	default:
-		return nil, fmt.Errorf("schema: CBOR item of type %T is not allowed in a value", x)
-	}
-}
 
 func sortEntries(es []MapEntry) {
 	sort.Slice(es, func(i, j int) bool { return string(es[i].encoding()) < string(es[j].encoding()) })

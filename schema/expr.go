@@ -445,7 +445,7 @@ func parseConst(kind TypeKind, body *jnode) (Value, error) {
 	}
 	// Numbers and the text-encoded kinds go through the normalizer.
 	n := normalizer{json: true}
-	v, err := n.sugar(&Type{Kind: kind}, jsonInput(body), "", 0)
+	v, err := n.sugar(&Type{Kind: kind}, jsonInput(body), nil, 0)
 	if err != nil {
 		var pe *PathError
 		if ok := asPathError(err, &pe); ok {

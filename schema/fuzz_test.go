@@ -123,3 +123,26 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeMatchesReference checks the fast decoder against decoding with
+// fxamacker/cbor: both accept the same inputs and give equal values.
+func FuzzDecodeMatchesReference(f *testing.F) {
+	for _, v := range []Value{nil, true, uint64(1 << 40), int64(-1 << 40), "x", []byte{1}, []Value{"a", uint64(2)},
+		Record("a", uint64(1), "bb", Variant("T", nil)), NewMap(MapEntry{Key: uint64(3), Value: "c"}, MapEntry{Key: uint64(1), Value: "a"})} {
+		b, _ := Encode(v)
+		f.Add(b)
+	}
+	f.Add([]byte{0xa2, 0x61, 0x62, 0x01, 0x61, 0x61, 0x02}) // unsorted keys
+	f.Add([]byte{0xa2, 0x61, 0x61, 0x01, 0x61, 0x61, 0x02}) // duplicate keys
+	f.Add([]byte{0xf9, 0x3c, 0x00})                         // a float
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fast, err1 := Decode(data)
+		ref, err2 := refDecode(data)
+		if (err1 == nil) != (err2 == nil) {
+			t.Fatalf("fast: %v; reference: %v", err1, err2)
+		}
+		if err1 == nil && !Equal(fast, ref) {
+			t.Fatalf("fast %s; reference %s", String(fast), String(ref))
+		}
+	})
+}

@@ -511,7 +511,7 @@ func (l *loader) checkManifest(m *Manifest) {
 			continue
 		}
 		n := normalizer{r: l.c, json: true}
-		v, err := n.norm(cd.Schema, jsonInput(g.params), "$", 0)
+		v, err := n.norm(cd.Schema, jsonInput(g.params), nil, 0)
 		if err != nil {
 			e.add(g.Ptr+"/params", "params of grant %q do not fit cap %s: %v", g.Name, g.Cap, err)
 			continue

@@ -36,7 +36,7 @@ type Resolver interface {
 // `$.messages[3].role: unknown variant tag "Bot" (want Assistant|User)`.
 func Normalize(r Resolver, t *Type, v Value) (Value, error) {
 	n := normalizer{r: r}
-	return n.norm(t, v, "$", 0)
+	return n.norm(t, v, nil, 0)
 }
 
 // NormalizeJSON parses JSON and normalizes it against t. Both AIR JSON
@@ -53,7 +53,7 @@ func NormalizeJSON(r Resolver, t *Type, data []byte) (Value, error) {
 		return nil, &PathError{Path: "$", Msg: "invalid JSON: " + err.Error()}
 	}
 	n := normalizer{r: r, json: true}
-	return n.norm(t, jsonInput(j), "$", 0)
+	return n.norm(t, jsonInput(j), nil, 0)
 }
 
 // jsonInput converts parsed JSON into the generic input of the normalizer:
@@ -88,8 +88,8 @@ type normalizer struct {
 	json bool // input came from JSON: the tagged lens and text encodings apply
 }
 
-func errAt(path, format string, args ...any) error {
-	return &PathError{Path: path, Msg: fmt.Sprintf(format, args...)}
+func errAt(path *vpath, format string, args ...any) error {
+	return &PathError{Path: path.String(), Msg: fmt.Sprintf(format, args...)}
 }
 
 func describe(v Value) string {
@@ -132,7 +132,7 @@ var taggedKeys = map[TypeKind]string{
 	KindList: "list", KindSet: "set", KindMap: "map",
 }
 
-func (n *normalizer) resolve(t *Type, path string) (*Type, error) {
+func (n *normalizer) resolve(t *Type, path *vpath) (*Type, error) {
 	for i := 0; t.Kind == KindRef; i++ {
 		if n.r == nil {
 			return nil, errAt(path, "type %s cannot be resolved: no schemas loaded", t.Ref)
@@ -149,7 +149,7 @@ func (n *normalizer) resolve(t *Type, path string) (*Type, error) {
 	return t, nil
 }
 
-func (n *normalizer) norm(t *Type, v Value, path string, depth int) (Value, error) {
+func (n *normalizer) norm(t *Type, v Value, path *vpath, depth int) (Value, error) {
 	if depth > maxDepth {
 		return nil, errAt(path, "value nested deeper than %d levels", maxDepth)
 	}
@@ -193,7 +193,7 @@ func (n *normalizer) norm(t *Type, v Value, path string, depth int) (Value, erro
 }
 
 // tagged normalizes the body of a tagged-lens value.
-func (n *normalizer) tagged(t *Type, body Value, path string, depth int) (Value, error) {
+func (n *normalizer) tagged(t *Type, body Value, path *vpath, depth int) (Value, error) {
 	switch t.Kind {
 	case KindList, KindSet:
 		if _, ok := body.([]Value); !ok {
@@ -229,7 +229,7 @@ func (n *normalizer) tagged(t *Type, body Value, path string, depth int) (Value,
 	return n.sugar(t, body, path, depth)
 }
 
-func (n *normalizer) sugar(t *Type, v Value, path string, depth int) (Value, error) {
+func (n *normalizer) sugar(t *Type, v Value, path *vpath, depth int) (Value, error) {
 	switch t.Kind {
 	case KindUnit:
 		if v == nil {
@@ -338,7 +338,7 @@ func (n *normalizer) sugar(t *Type, v Value, path string, depth int) (Value, err
 		}
 		out := make([]Value, len(arr))
 		for i, e := range arr {
-			ev, err := n.norm(t.Elem, e, path+"["+strconv.Itoa(i)+"]", depth+1)
+			ev, err := n.norm(t.Elem, e, path.index(i), depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -360,7 +360,7 @@ func (n *normalizer) sugar(t *Type, v Value, path string, depth int) (Value, err
 	return nil, errAt(path, "cannot normalize a value of type %s", t)
 }
 
-func (n *normalizer) integer(k TypeKind, v Value, path string) (Value, error) {
+func (n *normalizer) integer(k TypeKind, v Value, path *vpath) (Value, error) {
 	var iv Value
 	switch v := v.(type) {
 	case uint64, int64:
@@ -417,15 +417,42 @@ func parseInteger(s string) (Value, error) {
 	return u, nil
 }
 
-func fieldPath(path, name string) string {
-	if name != "" && (isLetter(name[0]) || name[0] == '_' || name[0] == '$') &&
-		allOf(name, func(c byte) bool { return isLetter(c) || isDigit(c) || c == '_' || c == '$' }) {
-		return path + "." + name
-	}
-	return path + "[" + strconv.Quote(name) + "]"
+// vpath is a path inside a value, built as the normalizer descends and
+// rendered only for errors: "$", ".field", "[3]", "[key]". A nil *vpath
+// is the root.
+type vpath struct {
+	parent *vpath
+	name   string // a field or arm; "" for an index or key
+	idx    int
+	mkey   Value
+	kind   byte // 'f' field, 'i' index, 'k' map key
 }
 
-func (n *normalizer) record(t *Type, v Value, path string, depth int) (Value, error) {
+func (p *vpath) field(name string) *vpath { return &vpath{parent: p, name: name, kind: 'f'} }
+func (p *vpath) index(i int) *vpath       { return &vpath{parent: p, idx: i, kind: 'i'} }
+func (p *vpath) key(k Value) *vpath       { return &vpath{parent: p, mkey: k, kind: 'k'} }
+
+func (p *vpath) String() string {
+	if p == nil {
+		return "$"
+	}
+	s := p.parent.String()
+	switch p.kind {
+	case 'f':
+		name := p.name
+		if name != "" && (isLetter(name[0]) || name[0] == '_' || name[0] == '$') &&
+			allOf(name, func(c byte) bool { return isLetter(c) || isDigit(c) || c == '_' || c == '$' }) {
+			return s + "." + name
+		}
+		return s + "[" + strconv.Quote(name) + "]"
+	case 'i':
+		return s + "[" + strconv.Itoa(p.idx) + "]"
+	default:
+		return s + "[" + String(p.mkey) + "]"
+	}
+}
+
+func (n *normalizer) record(t *Type, v Value, path *vpath, depth int) (Value, error) {
 	m, ok := v.(*Map)
 	if !ok {
 		return nil, errAt(path, "want record {%s}, got %s", strings.Join(t.FieldNames(), ", "), describe(v))
@@ -436,30 +463,34 @@ func (n *normalizer) record(t *Type, v Value, path string, depth int) (Value, er
 			return nil, errAt(path, "record key %s is not text", String(e.Key))
 		}
 		if _, ok := t.FieldType(k); !ok {
-			return nil, errAt(fieldPath(path, k), "unknown field %q (want %s)", k, strings.Join(t.FieldNames(), "|"))
+			return nil, errAt(path.field(k), "unknown field %q (want %s)", k, strings.Join(t.FieldNames(), "|"))
 		}
 	}
 	out := &Map{entries: make([]MapEntry, 0, len(t.Fields))}
-	for _, f := range t.Fields {
-		fv, present := m.Get(f.Name)
-		ft, err := n.resolve(f.Type, fieldPath(path, f.Name))
+	for _, fk := range t.canonicalFields() {
+		f := fk.field
+		var fv Value
+		i, present := m.search(fk.enc)
+		if present {
+			fv = m.entries[i].Value
+		}
+		ft, err := n.resolve(f.Type, path.field(f.Name))
 		if err != nil {
 			return nil, err
 		}
 		if !present && ft.Kind != KindOption && ft.Kind != KindUnit {
-			return nil, errAt(fieldPath(path, f.Name), "missing field %q of type %s", f.Name, f.Type)
+			return nil, errAt(path.field(f.Name), "missing field %q of type %s", f.Name, f.Type)
 		}
-		nv, err := n.norm(f.Type, fv, fieldPath(path, f.Name), depth+1)
+		nv, err := n.norm(f.Type, fv, path.field(f.Name), depth+1)
 		if err != nil {
 			return nil, err
 		}
-		out.entries = append(out.entries, MapEntry{Key: f.Name, Value: nv})
+		out.entries = append(out.entries, MapEntry{Key: f.Name, Value: nv, enc: fk.enc})
 	}
-	sortEntries(out.entries)
 	return out, nil
 }
 
-func (n *normalizer) variant(t *Type, v Value, path string, depth int) (Value, error) {
+func (n *normalizer) variant(t *Type, v Value, path *vpath, depth int) (Value, error) {
 	switch v := v.(type) {
 	case string:
 		return n.variantArm(t, v, nil, false, path, depth)
@@ -482,7 +513,7 @@ func (n *normalizer) variant(t *Type, v Value, path string, depth int) (Value, e
 		strings.Join(t.FieldNames(), "|"), t.Fields[0].Name, t.Fields[0].Name, describe(v))
 }
 
-func (n *normalizer) variantArm(t *Type, tagv, val Value, has bool, path string, depth int) (Value, error) {
+func (n *normalizer) variantArm(t *Type, tagv, val Value, has bool, path *vpath, depth int) (Value, error) {
 	tag, ok := tagv.(string)
 	if !ok {
 		return nil, errAt(path, "variant tag must be text, got %s", describe(tagv))
@@ -497,7 +528,7 @@ func (n *normalizer) variantArm(t *Type, tagv, val Value, has bool, path string,
 	}
 	if rt.Kind == KindUnit {
 		if has {
-			if _, err := n.norm(at, val, path+"."+ValueKey, depth+1); err != nil {
+			if _, err := n.norm(at, val, path.field(ValueKey), depth+1); err != nil {
 				return nil, errAt(path, "variant arm %q is unit and takes no value, got %s", tag, describe(val))
 			}
 		}
@@ -506,17 +537,17 @@ func (n *normalizer) variantArm(t *Type, tagv, val Value, has bool, path string,
 	if !has && rt.Kind != KindOption {
 		return nil, errAt(path, "variant arm %q needs a value of type %s", tag, at)
 	}
-	nv, err := n.norm(at, val, path+"."+ValueKey, depth+1)
+	nv, err := n.norm(at, val, path.field(ValueKey), depth+1)
 	if err != nil {
 		return nil, err
 	}
 	return Record(TagKey, tag, ValueKey, nv), nil
 }
 
-func (n *normalizer) mapPairs(t *Type, arr []Value, path string, depth int) (Value, error) {
+func (n *normalizer) mapPairs(t *Type, arr []Value, path *vpath, depth int) (Value, error) {
 	es := make([]MapEntry, 0, len(arr))
 	for i, p := range arr {
-		ip := path + "[" + strconv.Itoa(i) + "]"
+		ip := path.index(i)
 		switch p := p.(type) {
 		case []Value:
 			if len(p) != 2 {
@@ -537,14 +568,14 @@ func (n *normalizer) mapPairs(t *Type, arr []Value, path string, depth int) (Val
 	return n.mapEntries(t, es, path, depth)
 }
 
-func (n *normalizer) mapEntries(t *Type, es []MapEntry, path string, depth int) (Value, error) {
+func (n *normalizer) mapEntries(t *Type, es []MapEntry, path *vpath, depth int) (Value, error) {
 	kt, err := n.resolve(t.Key, path)
 	if err != nil {
 		return nil, err
 	}
 	out := &Map{entries: make([]MapEntry, 0, len(es))}
 	for _, e := range es {
-		kp := path + "[" + String(e.Key) + "]"
+		kp := path.key(e.Key)
 		k := e.Key
 		// JSON object keys are always strings; read them as the key type.
 		if s, ok := k.(string); ok && n.json && (kt.Kind == KindInt || kt.Kind == KindNat) {
@@ -576,14 +607,14 @@ func (n *normalizer) mapEntries(t *Type, es []MapEntry, path string, depth int) 
 // SetOf returns vs as a canonical set: sorted by canonical encoding and
 // without duplicates.
 func SetOf(vs []Value) ([]Value, error) {
-	v, err := sortSet(vs, "$")
+	v, err := sortSet(vs, nil)
 	if err != nil {
 		return nil, err
 	}
 	return v.([]Value), nil
 }
 
-func sortSet(vs []Value, path string) (Value, error) {
+func sortSet(vs []Value, path *vpath) (Value, error) {
 	type item struct {
 		enc []byte
 		v   Value

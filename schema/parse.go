@@ -447,7 +447,7 @@ func parseManifest(n *jnode, at Origin, errs *problems) Def {
 						}
 						cg.params = gr.node("params", true)
 						if en := gr.node("expiry_ns", false); en != nil {
-							v, err := (&normalizer{json: true}).integer(KindNat, jsonInput(en), "")
+							v, err := (&normalizer{json: true}).integer(KindNat, jsonInput(en), nil)
 							if err != nil {
 								errs.add(en.ptr, "expiry_ns must be a nat")
 							} else {

@@ -36,7 +36,7 @@ func writeJSON(b *bytes.Buffer, r Resolver, t *Type, v Value, depth int) error {
 	}
 	if t != nil {
 		n := normalizer{r: r}
-		rt, err := n.resolve(t, "$")
+		rt, err := n.resolve(t, nil)
 		if err != nil {
 			return err
 		}
@@ -107,7 +107,7 @@ func writeMapJSON(b *bytes.Buffer, r Resolver, t *Type, m *Map, depth int) error
 	}
 	if t != nil && t.Kind == KindMap {
 		n := normalizer{r: r}
-		kt, err := n.resolve(t.Key, "$")
+		kt, err := n.resolve(t.Key, nil)
 		if err != nil {
 			return err
 		}

@@ -64,12 +64,39 @@ type Type struct {
 	Key, Value *Type
 	// Ref is the schema name a ref type points at.
 	Ref string
+
+	canon []fieldKey // record fields in canonical key order (parsed types)
 }
 
 // Field is a named member of a record type, or an arm of a variant.
 type Field struct {
 	Name string
 	Type *Type
+}
+
+// fieldKey is a record field in canonical key order, with its encoding.
+type fieldKey struct {
+	field Field
+	enc   []byte
+}
+
+// canonicalFields returns a record's fields in canonical CBOR key order,
+// with their key encodings: cached for parsed types, computed for types
+// built in Go.
+func (t *Type) canonicalFields() []fieldKey {
+	if t.canon != nil {
+		return t.canon
+	}
+	return makeCanonical(t.Fields)
+}
+
+func makeCanonical(fs []Field) []fieldKey {
+	out := make([]fieldKey, len(fs))
+	for i, f := range fs {
+		out[i] = fieldKey{field: f, enc: keyEncoding(f.Name)}
+	}
+	sort.Slice(out, func(i, j int) bool { return string(out[i].enc) < string(out[j].enc) })
+	return out
 }
 
 // Primitive returns the type of the given primitive kind.
@@ -201,6 +228,7 @@ func parseType(n *jnode, errs *problems) *Type {
 			t.Fields = append(t.Fields, Field{Name: f.key, Type: ft})
 		}
 		sort.Slice(t.Fields, func(i, j int) bool { return t.Fields[i].Name < t.Fields[j].Name })
+		t.canon = makeCanonical(t.Fields)
 		return t
 	case "list", "set", "option":
 		elem := parseType(body, errs)

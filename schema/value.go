@@ -49,11 +49,27 @@ type MapEntry struct {
 // NewMap returns a map holding the given entries. Later entries replace
 // earlier ones with an equal key.
 func NewMap(entries ...MapEntry) *Map {
-	m := &Map{}
-	for _, e := range entries {
-		m.set(e.Key, e.Value)
+	es := make([]MapEntry, len(entries))
+	sorted := true
+	for i, e := range entries {
+		es[i] = MapEntry{Key: e.Key, Value: e.Value, enc: keyEncoding(e.Key)}
+		if i > 0 && bytes.Compare(es[i-1].enc, es[i].enc) >= 0 {
+			sorted = false
+		}
 	}
-	return m
+	if sorted {
+		return &Map{entries: es}
+	}
+	// A stable sort keeps equal keys in argument order; the last one wins.
+	sort.SliceStable(es, func(i, j int) bool { return bytes.Compare(es[i].enc, es[j].enc) < 0 })
+	out := es[:0]
+	for i, e := range es {
+		if i+1 < len(es) && bytes.Equal(e.enc, es[i+1].enc) {
+			continue
+		}
+		out = append(out, e)
+	}
+	return &Map{entries: out}
 }
 
 // Record returns a map with text keys, built from alternating key, value
@@ -63,15 +79,15 @@ func Record(kv ...any) *Map {
 	if len(kv)%2 != 0 {
 		panic("schema.Record: odd number of arguments")
 	}
-	m := &Map{}
+	es := make([]MapEntry, len(kv)/2)
 	for i := 0; i < len(kv); i += 2 {
 		k, ok := kv[i].(string)
 		if !ok {
 			panic(fmt.Sprintf("schema.Record: key %d is %T, want string", i/2, kv[i]))
 		}
-		m.set(k, kv[i+1])
+		es[i/2] = MapEntry{Key: k, Value: kv[i+1]}
 	}
-	return m
+	return NewMap(es...)
 }
 
 // Variant returns the canonical form of a variant value: {"$tag": tag,
@@ -111,7 +127,13 @@ func (m *Map) Get(key Value) (Value, bool) {
 	if m == nil {
 		return nil, false
 	}
-	enc := keyEncoding(key)
+	var buf [64]byte
+	enc := buf[:0]
+	if s, ok := key.(string); ok && len(s) < 48 {
+		enc = append(appendHead(enc, 3, uint64(len(s))), s...)
+	} else {
+		enc = keyEncoding(key)
+	}
 	i, found := m.search(enc)
 	if !found {
 		return nil, false
@@ -185,7 +207,10 @@ func (e *MapEntry) encoding() []byte {
 }
 
 func keyEncoding(k Value) []byte {
-	b, err := appendValue(nil, k)
+	if s, ok := k.(string); ok {
+		return append(appendHead(make([]byte, 0, len(s)+9), 3, uint64(len(s))), s...)
+	}
+	b, err := appendValue(make([]byte, 0, 9), k)
 	if err != nil {
 		// Keys come from normalized values or Go code; an unencodable key
 		// is a programmer error.

@@ -189,7 +189,7 @@ type queuedEvent struct {
 // its state may be half updated (World reopens from the journal).
 // in.Stamp.JournalHeight must equal the machine's height.
 func (m *Machine) Apply(ctx context.Context, in *Input) (*Step, error) {
-	s := &stepper{m: m, ctx: ctx, stamp: in.Stamp, out: &Step{}, queued: map[uint64]bool{}}
+	s := &stepper{m: m, ctx: ctx, stamp: in.Stamp, out: &Step{Records: make([]journal.Entry, 0, 4)}}
 	e, err := in.Encode()
 	if err != nil {
 		return nil, err
@@ -262,6 +262,9 @@ func (s *stepper) drain() {
 }
 
 func (s *stepper) runnable(id uint64) {
+	if s.queued == nil {
+		s.queued = map[uint64]bool{}
+	}
 	if !s.queued[id] {
 		s.queued[id] = true
 		s.runnabl = append(s.runnabl, id)

@@ -37,7 +37,7 @@ func IsInput(kind string) bool {
 
 // rec builds a record payload, leaving out nil members.
 func rec(kv ...any) *schema.Map {
-	m := schema.NewMap()
+	es := make([]schema.MapEntry, 0, len(kv)/2)
 	for i := 0; i < len(kv); i += 2 {
 		v := kv[i+1]
 		switch x := v.(type) {
@@ -52,9 +52,9 @@ func rec(kv ...any) *schema.Map {
 				continue
 			}
 		}
-		m = m.With(kv[i].(string), v)
+		es = append(es, schema.MapEntry{Key: kv[i].(string), Value: v})
 	}
-	return m
+	return schema.NewMap(es...)
 }
 
 func entry(kind string, payload *schema.Map) (journal.Entry, error) {
@@ -87,10 +87,17 @@ type Input struct {
 	CostCents uint64
 	// DomainEvent and Receipt
 	Stamp reducer.Stamp
+
+	// raw, if set, is the input's journaled payload: Encode returns it as
+	// it is (replay feeds recorded inputs without re-encoding them).
+	raw []byte
 }
 
 // Encode returns the input as a journal entry.
 func (in *Input) Encode() (journal.Entry, error) {
+	if in.raw != nil {
+		return journal.Entry{Kind: in.Kind, Payload: in.raw}, nil
+	}
 	switch in.Kind {
 	case KindManifest:
 		return entry(KindManifest, rec("manifest", in.Manifest.String()))

@@ -85,6 +85,7 @@ func (v *verifier) record(r journal.Record) error {
 	if err != nil {
 		return err
 	}
+	in.raw = r.Payload // the input is what was journaled, byte for byte
 	if in.Kind != KindManifest && in.Stamp.JournalHeight != v.m.Height() {
 		return fmt.Errorf("world %s: record %d was stamped at height %d, but %d records precede it", v.world, r.Seq, in.Stamp.JournalHeight, v.m.Height())
 	}

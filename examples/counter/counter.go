@@ -58,8 +58,9 @@ var ErrBadEvent = errors.New("counter: bad event")
 func (Reducer) Step(_ *reducer.Context, state, event schema.Value) (reducer.Output, error) {
 	st := State{PC: reducer.Variant{Tag: Idle}}
 	if state != nil {
-		if err := reducer.ToGo(state, &st); err != nil {
-			return reducer.Output{}, fmt.Errorf("counter: decode state %s: %w", schema.String(state), err)
+		var err error
+		if st, err = decodeState(state); err != nil {
+			return reducer.Output{}, err
 		}
 	}
 	ev, ok := event.(*schema.Map)
@@ -91,11 +92,34 @@ func (Reducer) Step(_ *reducer.Context, state, event schema.Value) (reducer.Outp
 	default:
 		return reducer.Output{}, fmt.Errorf("%w: unknown variant tag %q (want Start|Tick)", ErrBadEvent, tag)
 	}
-	out, err := reducer.FromGo(st)
-	if err != nil {
-		return reducer.Output{}, fmt.Errorf("counter: encode state: %w", err)
+	return reducer.Output{State: schema.Record("pc", schema.Variant(st.PC.Tag, nil), "remaining", st.Remaining)}, nil
+}
+
+// decodeState reads a counter/State@1 value. (The state is small and hot:
+// it is read field by field rather than through reducer.ToGo.)
+func decodeState(v schema.Value) (State, error) {
+	bad := func(why string) (State, error) {
+		return State{}, fmt.Errorf("counter: decode state %s: %s", schema.String(v), why)
 	}
-	return reducer.Output{State: out}, nil
+	m, ok := v.(*schema.Map)
+	if !ok {
+		return bad("not a record")
+	}
+	pc, _ := m.Field("pc")
+	pm, ok := pc.(*schema.Map)
+	if !ok {
+		return bad("pc is not a variant")
+	}
+	tag, _, ok := pm.VariantTag()
+	if !ok {
+		return bad("pc is not a variant")
+	}
+	r, _ := m.Field("remaining")
+	n, ok := schema.AsUint64(r)
+	if !ok {
+		return bad("remaining is not a nat")
+	}
+	return State{PC: reducer.Variant{Tag: tag}, Remaining: n}, nil
 }
 
 // startTarget reads the target of a Start{target: nat} payload.
