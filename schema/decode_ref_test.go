@@ -67,4 +67,3 @@ func fromCBOR(x any, depth int) (Value, error) {
 		return nil, fmt.Errorf("schema: CBOR item of type %T is not allowed in a value", x)
 	}
 }
-
