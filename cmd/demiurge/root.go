@@ -174,6 +174,7 @@ Exit codes:
 		newValidateCommand(a),
 		newCASCommand(a),
 		newJournalCommand(a),
+		newRunCommand(a, getenv),
 		newSendCommand(a),
 		newStateCommand(a),
 		newReplayCommand(a),

@@ -1,0 +1,461 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/demiurge-dev/demiurge/adapters/llm"
+	"github.com/demiurge-dev/demiurge/adapters/llm/cassette"
+	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/effects"
+	"github.com/demiurge-dev/demiurge/journal"
+	"github.com/demiurge-dev/demiurge/reducer"
+	"github.com/demiurge-dev/demiurge/reducer/demiurge"
+	"github.com/demiurge-dev/demiurge/replay"
+	"github.com/demiurge-dev/demiurge/schema"
+	"github.com/demiurge-dev/demiurge/tools"
+	"github.com/demiurge-dev/demiurge/world"
+)
+
+// runFlags are the flags of demiurge run.
+type runFlags struct {
+	worldFlags
+	chat         string
+	message      string
+	llm          string
+	model        string
+	baseURL      string
+	maxTokens    uint64
+	maxRounds    uint64
+	maxRepeats   uint64
+	tokenBudget  uint64
+	outputLimit  uint64
+	temperature  string
+	instructions string
+	noStream     bool
+	wait         time.Duration
+}
+
+func newRunCommand(a *app, getenv func(string) string) *cobra.Command {
+	f := &runFlags{}
+	cmd := &cobra.Command{
+		Use:   "run MANIFEST [-m TEXT] [--world W] [--chat ID] [--llm PROVIDER|cassette:DIR]",
+		Short: "Chat with the Demiurge agent of a world",
+		Long: `Run the agent world at MANIFEST (examples/demiurge, or your own AIR built on
+it) and chat with it: each line you type is a user message; the model's text
+streams as it comes, each tool call shows its name, arguments, ok or error
+and duration, and each turn ends with its tokens and cost. /quit or Ctrl-C
+stops cleanly; the journal keeps everything. With -m the one message is
+sent, answered, and run exits.
+
+Everything is journaled in the store (--store) under world W (--world,
+default main), chat ID (--chat, default main). Running again with the same
+world continues the session; "demiurge replay" and "demiurge trace" show it.
+
+The model is reached through the OpenAI Responses API (--llm
+openai-responses, the default) or Chat Completions (--llm openai-chat) at
+--base-url (default $OPENAI_BASE_URL, else https://api.openai.com/v1), with
+the API key from $OPENAI_API_KEY. --llm cassette:DIR answers from the model
+outputs recorded in a session bundle instead (no network, no key), while the
+tools run for real: the offline demo.
+
+The agent's tools: introspect_* (the world's manifest, schemas, modules,
+state, journal head), workspace_* (versioned files in the store) and bash (a
+sandboxed script in which every tool is a command).`,
+		Args: wantArgs(1, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.manifest = args[0]
+			if err := f.check(true); err != nil {
+				return err
+			}
+			return a.run(cmd.Context(), f, getenv)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.world, "world", defaultWorld, "the world's `NAME` in the store")
+	fl.StringVar(&f.chat, "chat", "main", "the chat's `ID` in the world")
+	fl.StringVarP(&f.message, "message", "m", "", "send this one message, print the answer and exit")
+	fl.StringVar(&f.llm, "llm", llm.ProviderResponses, "the model's `PROVIDER`: openai-responses, openai-chat, or cassette:DIR")
+	fl.StringVar(&f.model, "model", "", "the model `NAME` (default $DEMIURGE_MODEL, else gpt-5-mini)")
+	fl.StringVar(&f.baseURL, "base-url", "", "the API's base `URL` (default $OPENAI_BASE_URL)")
+	fl.Uint64Var(&f.maxTokens, "max-tokens", 4096, "output tokens per model call")
+	fl.Uint64Var(&f.maxRounds, "max-rounds", demiurge.DefaultMaxRounds, "model calls per user message")
+	fl.Uint64Var(&f.maxRepeats, "max-repeats", demiurge.DefaultMaxRepeats, "times the same tool call may be made in a turn")
+	fl.Uint64Var(&f.tokenBudget, "token-budget", 0, "tokens per turn (0: no budget)")
+	fl.Uint64Var(&f.outputLimit, "output-limit", demiurge.DefaultOutputLimit, "bytes of a tool's output the model sees")
+	fl.StringVar(&f.temperature, "temperature", "", "sampling temperature, e.g. 0.2 (default: the provider's)")
+	fl.StringVar(&f.instructions, "instructions", "", "the system prompt (default: one built from the tools)")
+	fl.BoolVar(&f.noStream, "no-stream", false, "do not stream the model's text")
+	fl.DurationVar(&f.wait, "wait", 10*time.Minute, "how long one turn may take")
+	return cmd
+}
+
+// agent is a running chat.
+type agent struct {
+	a     *app
+	f     *runFlags
+	w     *world.World
+	st    world.Storage
+	chat  string
+	shown int // entries printed
+
+	mu        sync.Mutex
+	streamed  bool // text was streamed in this model call
+	callStart map[string]time.Time
+}
+
+func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) (err error) {
+	cat, err := loadCatalog(f.manifest)
+	if err != nil {
+		return err
+	}
+	if _, ok := cat.Module(demiurge.ModuleName); !ok {
+		return fmt.Errorf("run: %s is not an agent world: it has no module %s (see examples/demiurge)", f.manifest, demiurge.ModuleName)
+	}
+	model := f.model
+	if model == "" {
+		model = getenv("DEMIURGE_MODEL")
+	}
+	if model == "" {
+		model = "gpt-5-mini"
+	}
+	provider := f.llm
+	var llmAdapter effects.Adapter
+	getSecret := func(k string) (string, bool) { v := getenv(k); return v, v != "" }
+	switch {
+	case strings.HasPrefix(f.llm, "cassette:"):
+		c, err := cassette.Open(strings.TrimPrefix(f.llm, "cassette:"))
+		if err != nil {
+			return err
+		}
+		llmAdapter, provider = c, llm.ProviderResponses
+		getSecret = func(k string) (string, bool) { return "cassette", true } // no key needed
+		if f.model == "" {
+			model = "cassette"
+		}
+	case f.llm == llm.ProviderResponses || f.llm == llm.ProviderChat:
+		base := f.baseURL
+		if base == "" {
+			base = getenv("OPENAI_BASE_URL")
+		}
+		if getenv("OPENAI_API_KEY") == "" && base == "" {
+			return errors.New("run: no API key: set OPENAI_API_KEY (or point --base-url at an OpenAI-compatible server, or use --llm cassette:DIR for the offline demo)")
+		}
+		gen, err := llm.New(llm.Config{Provider: f.llm, BaseURL: base, Logger: a.log})
+		if err != nil {
+			return err
+		}
+		llmAdapter = &llm.Adapter{Generator: gen}
+		if getenv("OPENAI_API_KEY") == "" {
+			getSecret = func(k string) (string, bool) { return "none", true } // a local server that takes no key
+		}
+	default:
+		return usagef("--llm %q: want openai-responses, openai-chat or cassette:DIR", f.llm)
+	}
+
+	s, err := a.openStore(false)
+	if err != nil {
+		return err
+	}
+	defer closeStore(s, &err)
+	st, err := storage(s)
+	if err != nil {
+		return err
+	}
+	ag := &agent{a: a, f: f, st: st, chat: f.chat, callStart: map[string]time.Time{}}
+	kit, err := newToolKit(f.world, cat, st)
+	if err != nil {
+		return err
+	}
+	adapters := adapters()
+	for k, v := range kit.adapters {
+		adapters[k] = v
+	}
+	adapters["llm.generate"] = llmAdapter
+	w, err := world.Open(ctx, world.Options{
+		Name: f.world, Catalog: cat, Reducers: newRegistry(), Storage: st, Adapters: adapters, Logger: a.log,
+		Dispatch: effects.DispatcherOptions{Getenv: getSecret, Progress: ag.progress, TimeoutFor: kit.timeoutFor},
+		OnCommit: ag.commit,
+	})
+	if err != nil {
+		return fmt.Errorf("open world %s: %s", f.world, replay.Describe(err))
+	}
+	defer func() {
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	ag.w = w
+	kit.bind(w)
+	settings, err := ag.settings(ctx, kit, provider, model)
+	if err != nil {
+		return err
+	}
+	if err := ag.ensureChat(ctx, settings); err != nil {
+		return err
+	}
+	if f.message != "" {
+		return ag.say(ctx, f.message)
+	}
+	return ag.repl(ctx)
+}
+
+// settings stores the tools blob and returns the chat's settings.
+func (ag *agent) settings(ctx context.Context, kit *toolKit, provider, model string) (map[string]any, error) {
+	blob, err := tools.EncodeSpec(kit.specs)
+	if err != nil {
+		return nil, err
+	}
+	ref, err := ag.st.CAS().Put(ctx, blob)
+	if err != nil {
+		return nil, err
+	}
+	instructions := ag.f.instructions
+	if instructions == "" {
+		instructions = kit.systemPrompt()
+	}
+	s := map[string]any{
+		"provider": provider, "model": model, "max_tokens": ag.f.maxTokens, "tools_ref": ref.String(),
+		"instructions": instructions, "max_rounds": ag.f.maxRounds, "max_repeats": ag.f.maxRepeats,
+		"output_limit": ag.f.outputLimit,
+	}
+	if ag.f.temperature != "" {
+		s["temperature"] = ag.f.temperature
+	}
+	if ag.f.tokenBudget > 0 {
+		s["token_budget"] = ag.f.tokenBudget
+	}
+	return s, nil
+}
+
+// state returns the chat's state, if the chat exists.
+func (ag *agent) state() (*demiurge.State, bool) {
+	v, _, ok := ag.w.State(demiurge.ModuleName, ag.chat)
+	if !ok {
+		return nil, false
+	}
+	var st demiurge.State
+	if err := reducer.ToGo(v, &st); err != nil {
+		return nil, false
+	}
+	return &st, true
+}
+
+func (ag *agent) send(ctx context.Context, tag string, value map[string]any) error {
+	js, err := json.Marshal(map[string]any{tag: value})
+	if err != nil {
+		return err
+	}
+	_, err = ag.w.SendJSON(ctx, "demiurge/ChatEvent@1", js)
+	return err
+}
+
+func (ag *agent) ensureChat(ctx context.Context, settings map[string]any) error {
+	if st, ok := ag.state(); ok {
+		ag.shown = len(st.Entries)
+		return nil
+	}
+	return ag.send(ctx, "Created", map[string]any{"chat_id": ag.chat, "title": ag.chat, "settings": settings})
+}
+
+// say sends one user message and waits for the turn to end.
+func (ag *agent) say(ctx context.Context, text string) error {
+	msg, err := json.Marshal(map[string]string{"role": "user", "content": text})
+	if err != nil {
+		return err
+	}
+	ref, err := ag.st.CAS().Put(ctx, msg)
+	if err != nil {
+		return err
+	}
+	var last uint64
+	var usage0 demiurge.TokenUsage
+	var cost0 uint64
+	if st, ok := ag.state(); ok {
+		last, usage0, cost0 = st.LastRequestID, st.Usage, st.CostMicroUSD
+	}
+	if err := ag.send(ctx, "User", map[string]any{"chat_id": ag.chat, "request_id": last + 1, "text": text, "message_ref": ref.String()}); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, ag.f.wait)
+	defer cancel()
+	if err := ag.w.WaitIdle(wctx); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("run: the turn took longer than --wait %s; its effects resume when the world reopens", ag.f.wait)
+		}
+		return err
+	}
+	if st, ok := ag.state(); ok {
+		u := st.Usage
+		fmt.Fprintf(ag.a.out, "  [%d tokens in (%d cached), %d out (%d reasoning), $%.4f]\n",
+			u.Prompt-usage0.Prompt, u.Cached-usage0.Cached, u.Completion-usage0.Completion, u.Reasoning-usage0.Reasoning,
+			float64(st.CostMicroUSD-cost0)/1e6)
+	}
+	return nil
+}
+
+// repl reads messages from stdin until /quit, EOF or Ctrl-C.
+func (ag *agent) repl(ctx context.Context) error {
+	in := bufio.NewScanner(ag.a.in)
+	in.Buffer(make([]byte, 64<<10), 1<<20)
+	fmt.Fprintf(ag.a.out, "demiurge: world %s, chat %s. Type a message; /quit to stop.\n", ag.f.world, ag.chat)
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		for in.Scan() {
+			lines <- in.Text()
+		}
+	}()
+	for {
+		fmt.Fprint(ag.a.out, "> ")
+		var line string
+		var ok bool
+		select {
+		case line, ok = <-lines:
+		case <-ctx.Done():
+			fmt.Fprintln(ag.a.out)
+			return nil
+		}
+		if !ok {
+			fmt.Fprintln(ag.a.out)
+			return nil
+		}
+		line = strings.TrimSpace(line)
+		switch line {
+		case "":
+			continue
+		case "/quit", "/exit":
+			return nil
+		}
+		if err := ag.say(ctx, line); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// progress prints the model's text as it streams.
+func (ag *agent) progress(in *effects.Intent, text string) {
+	if ag.f.noStream || in.Kind != "llm.generate" {
+		return
+	}
+	ag.mu.Lock()
+	defer ag.mu.Unlock()
+	if !ag.streamed {
+		fmt.Fprint(ag.a.out, "\n")
+	}
+	ag.streamed = true
+	fmt.Fprint(ag.a.out, text)
+}
+
+// commit prints the chat's new timeline entries.
+func (ag *agent) commit(recs []journal.Record) {
+	for _, r := range recs {
+		if r.Kind != world.KindState {
+			continue
+		}
+		v, err := schema.Decode(r.Payload)
+		if err != nil {
+			continue
+		}
+		m, _ := v.(*schema.Map)
+		red, _ := m.Get("reducer")
+		key, _ := m.Get("key")
+		sref, _ := m.Get("state")
+		if red != demiurge.ModuleName || key != ag.chat {
+			continue
+		}
+		s, _ := sref.(string)
+		ref, err := cas.ParseRef(s)
+		if err != nil {
+			continue
+		}
+		var st demiurge.State
+		if err := cas.GetNode(context.Background(), ag.st.CAS(), ref, &st); err != nil {
+			continue
+		}
+		for _, e := range st.Entries[min(ag.shown, len(st.Entries)):] {
+			ag.print(e)
+		}
+		ag.shown = len(st.Entries)
+	}
+}
+
+func (ag *agent) print(e demiurge.Entry) {
+	ag.mu.Lock()
+	defer ag.mu.Unlock()
+	out := ag.a.out
+	tool, call, status := deref(e.Tool), deref(e.CallID), deref(e.Status)
+	switch e.Kind {
+	case demiurge.EntryUser:
+		if ag.f.message != "" {
+			fmt.Fprintf(out, "> %s\n", e.Text)
+		}
+	case demiurge.EntryAssistant:
+		if ag.streamed {
+			fmt.Fprint(out, "\n")
+		} else {
+			fmt.Fprintf(out, "\n%s\n", e.Text)
+		}
+		ag.streamed = false
+	case demiurge.EntryToolCall:
+		switch status {
+		case "requested":
+			ag.callStart[call] = time.Now()
+			fmt.Fprintf(out, "  → %s %s\n", tool, clipLine(e.Text, 160))
+		case "rejected":
+			fmt.Fprintf(out, "  ✗ %s %s (rejected before running)\n", tool, clipLine(e.Text, 160))
+		default:
+			fmt.Fprintf(out, "  · %s %s (%s)\n", tool, clipLine(e.Text, 160), status)
+		}
+	case demiurge.EntryToolOutput:
+		d := ""
+		if t0, ok := ag.callStart[call]; ok {
+			d = fmt.Sprintf(" in %s", time.Since(t0).Round(time.Millisecond))
+			delete(ag.callStart, call)
+		}
+		if status == "ok" {
+			fmt.Fprintf(out, "  ✓ %s%s (%d bytes)\n", tool, d, len(e.Text))
+		} else {
+			fmt.Fprintf(out, "  ✗ %s %s%s: %s\n", tool, status, d, clipLine(e.Text, 200))
+		}
+	case demiurge.EntryStop:
+		fmt.Fprintf(out, "  ■ turn stopped: %s\n", e.Text)
+	case demiurge.EntryError:
+		ag.streamed = false
+		fmt.Fprintf(out, "  ✗ %s\n", e.Text)
+	case demiurge.EntryDone:
+		ag.streamed = false
+		fmt.Fprintf(out, "  — %s\n", e.Text)
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func clipLine(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ⏎ ")
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
