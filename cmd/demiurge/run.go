@@ -458,4 +458,3 @@ func clipLine(s string, n int) string {
 	}
 	return s[:cut] + "…"
 }
-
