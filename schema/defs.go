@@ -225,7 +225,49 @@ type Manifest struct {
 	Routes         []Route
 	Inboxes        []Inbox
 	Triggers       []Trigger
-	At             Origin
+	// MCPServers are the MCP servers whose tools the world offers
+	// (a demiurge extension of AIR: the manifest member "mcp_servers").
+	MCPServers []MCPServer
+	At         Origin
+}
+
+// MCPServer declares an MCP server: a command run over stdio, or a
+// streamable-HTTP URL. Env and Headers values are text or secret refs
+// (sys/TextOrSecretRef@1 values); secrets are resolved when the server
+// starts and never journaled.
+type MCPServer struct {
+	Name    string
+	Command string
+	Args    []string
+	Env     []MCPVar // sorted by name
+	URL     string
+	Headers []MCPVar // sorted by name
+	// Aliases rename the server's tools for the model: tool name → alias.
+	Aliases []MCPAlias // sorted by tool
+	// Timeout bounds each call, in milliseconds; 0 means the default.
+	TimeoutMS uint64
+	Ptr       string
+}
+
+// MCPVar is a name and a text-or-secret value.
+type MCPVar struct {
+	Name  string
+	Value Value // a canonical sys/TextOrSecretRef@1 value
+}
+
+// MCPAlias renames one tool of an MCP server.
+type MCPAlias struct {
+	Tool, Alias string
+}
+
+// MCPServer returns the named MCP server.
+func (m *Manifest) MCPServer(name string) (*MCPServer, bool) {
+	for i := range m.MCPServers {
+		if m.MCPServers[i].Name == name {
+			return &m.MCPServers[i], true
+		}
+	}
+	return nil, false
 }
 
 // NamedRef names a def in the manifest, with its hash when the author
@@ -549,6 +591,29 @@ func (d *Manifest) nodeWith(hashOf func(kind, name string) string) Value {
 		triggers = append(triggers, (&nodeBuilder{m: Record("event", t.Event, "plan", t.Plan)}).str("correlate_by", t.CorrelateBy).m)
 	}
 	b.val("triggers", triggers)
+	var servers []Value
+	for _, sv := range d.MCPServers {
+		sb := &nodeBuilder{m: Record("name", sv.Name)}
+		sb.str("command", sv.Command).val("args", strs(sv.Args)).str("url", sv.URL)
+		vars := func(vs []MCPVar) *Map {
+			m := &Map{}
+			for _, v := range vs {
+				m.set(v.Name, v.Value)
+			}
+			return m
+		}
+		sb.val("env", vars(sv.Env)).val("headers", vars(sv.Headers))
+		aliases := &Map{}
+		for _, a := range sv.Aliases {
+			aliases.set(a.Tool, a.Alias)
+		}
+		sb.val("aliases", aliases)
+		if sv.TimeoutMS > 0 {
+			sb.val("timeout_ms", sv.TimeoutMS)
+		}
+		servers = append(servers, sb.m)
+	}
+	b.val("mcp_servers", servers)
 	return b.m
 }
 

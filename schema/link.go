@@ -617,6 +617,24 @@ func (l *loader) checkManifest(m *Manifest) {
 			}
 		}
 	}
+	for _, sv := range m.MCPServers {
+		for _, vs := range [][]MCPVar{sv.Env, sv.Headers} {
+			for _, v := range vs {
+				vm, _ := v.Value.(*Map)
+				tag, val, _ := vm.VariantTag()
+				if tag != "secret" {
+					continue
+				}
+				rm, _ := val.(*Map)
+				a, _ := rm.Get("alias")
+				ver, _ := rm.Get("version")
+				name := fmt.Sprintf("%v@%v", a, ver)
+				if _, ok := l.c.secrets[name]; !ok {
+					e.add(sv.Ptr, "MCP server %q uses secret %s for %s, which is not a defsecret listed in the manifest's secrets", sv.Name, name, v.Name)
+				}
+			}
+		}
+	}
 	if m.DefaultPolicy == "" && l.usesEffects() {
 		e.warn("/defaults", "no policy is configured (defaults.policy): every effect this world emits will be denied; add a defpolicy and name it in defaults.policy")
 	}

@@ -530,6 +530,9 @@ func parseManifest(n *jnode, at Origin, errs *problems) Def {
 			rr.done()
 		}
 	}
+	if sn := r.node("mcp_servers", false); sn != nil {
+		m.MCPServers = parseMCPServers(sn, errs)
+	}
 	if tn := r.node("triggers", false); tn != nil {
 		if tn.kind != jArray {
 			errs.add(tn.ptr, "triggers must be an array of {event, plan, correlate_by?}")
@@ -546,4 +549,97 @@ func parseManifest(n *jnode, at Origin, errs *problems) Def {
 	}
 	r.done()
 	return m
+}
+
+// parseMCPServers parses the manifest's mcp_servers: [{name, command, args,
+// env} | {name, url, headers}, aliases?, timeout_ms?].
+func parseMCPServers(n *jnode, errs *problems) []MCPServer {
+	if n.kind != jArray {
+		errs.add(n.ptr, "mcp_servers must be an array of {name, command, args?, env?} or {name, url, headers?}")
+		return nil
+	}
+	var out []MCPServer
+	seen := map[string]bool{}
+	for _, sn := range n.arr {
+		r := newObjReader(sn, errs, "MCP server")
+		if r == nil {
+			continue
+		}
+		sv := MCPServer{Name: r.str("name", true), Command: r.str("command", false), URL: r.str("url", false), Ptr: sn.ptr}
+		if sv.Name != "" {
+			if err := checkIdent("MCP server name", sv.Name); err != nil || strings.Contains(sv.Name, ".") {
+				errs.add(childPtr(sn.ptr, "name"), "MCP server name %q must be letters, digits, _ and - (it prefixes tool names)", sv.Name)
+			}
+			if seen[sv.Name] {
+				errs.add(childPtr(sn.ptr, "name"), "MCP server %q is declared twice", sv.Name)
+			}
+			seen[sv.Name] = true
+		}
+		sv.Args, _ = r.strList("args", false)
+		switch {
+		case sv.Command == "" && sv.URL == "":
+			errs.add(sn.ptr, "MCP server %q needs a command (stdio) or a url (streamable HTTP)", sv.Name)
+		case sv.Command != "" && sv.URL != "":
+			errs.add(sn.ptr, "MCP server %q has both a command and a url; give one", sv.Name)
+		case sv.URL != "" && !strings.HasPrefix(sv.URL, "http://") && !strings.HasPrefix(sv.URL, "https://"):
+			errs.add(childPtr(sn.ptr, "url"), "url %q must be http:// or https://", sv.URL)
+		}
+		sv.Env = parseMCPVars(r.node("env", false), errs)
+		sv.Headers = parseMCPVars(r.node("headers", false), errs)
+		if an := r.node("aliases", false); an != nil {
+			if an.kind != jObject {
+				errs.add(an.ptr, "aliases must map tool names to the names the model sees")
+			} else {
+				for _, f := range an.fields() {
+					if f.val.kind != jString || f.val.str == "" {
+						errs.add(f.val.ptr, "the alias of tool %q must be a non-empty text", f.key)
+						continue
+					}
+					sv.Aliases = append(sv.Aliases, MCPAlias{Tool: f.key, Alias: f.val.str})
+				}
+				sort.Slice(sv.Aliases, func(i, j int) bool { return sv.Aliases[i].Tool < sv.Aliases[j].Tool })
+			}
+		}
+		if tn := r.node("timeout_ms", false); tn != nil {
+			v, err := (&normalizer{json: true}).integer(KindNat, jsonInput(tn), nil)
+			if err != nil {
+				errs.add(tn.ptr, "timeout_ms must be a nat")
+			} else {
+				sv.TimeoutMS = v.(uint64)
+			}
+		}
+		r.done()
+		out = append(out, sv)
+	}
+	return out
+}
+
+// parseMCPVars parses {NAME: "text" | {"literal": "text"} | {"secret": {"alias", "version"}}}.
+func parseMCPVars(n *jnode, errs *problems) []MCPVar {
+	if n == nil {
+		return nil
+	}
+	if n.kind != jObject {
+		errs.add(n.ptr, "want an object of NAME: value, where a value is text or {\"secret\": {\"alias\": ..., \"version\": N}}")
+		return nil
+	}
+	t := &Type{Kind: KindVariant, Fields: []Field{
+		{Name: "literal", Type: Primitive(KindText)},
+		{Name: "secret", Type: &Type{Kind: KindRecord, Fields: []Field{{Name: "alias", Type: Primitive(KindText)}, {Name: "version", Type: Primitive(KindNat)}}}},
+	}}
+	var out []MCPVar
+	for _, f := range n.fields() {
+		in := jsonInput(f.val)
+		if s, ok := in.(string); ok {
+			in = Variant("literal", s)
+		}
+		v, err := (&normalizer{json: true}).norm(t, in, nil, 0)
+		if err != nil {
+			errs.add(f.val.ptr, "%s: %v", f.key, err)
+			continue
+		}
+		out = append(out, MCPVar{Name: f.key, Value: v})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
