@@ -15,6 +15,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
+
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/internal/store"
 )
@@ -47,7 +49,7 @@ func TestScripts(t *testing.T) {
 			if err := copyAIR(filepath.Join("..", "..", "examples", "counter"), filepath.Join(env.WorkDir, "counter")); err != nil {
 				return err
 			}
-			for _, ex := range []string{"timer", "blobecho"} {
+			for _, ex := range []string{"timer", "blobecho", "demiurge"} {
 				if err := copyAIR(filepath.Join("..", "..", "examples", ex), filepath.Join(env.WorkDir, "examples", ex)); err != nil {
 					return err
 				}
@@ -57,6 +59,7 @@ func TestScripts(t *testing.T) {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exits":    cmdExits,
 			"waitfile": cmdWaitFile,
+			"llmtest":  cmdLLMTest,
 		},
 	})
 }
@@ -226,4 +229,23 @@ func helperHold(ctx context.Context, args []string) error {
 	case <-time.After(time.Minute):
 	}
 	return nil
+}
+
+// cmdLLMTest starts a fake model server (adapters/llm/llmtest) for the rest
+// of the script, answering from the script of turns in FILE (JSON), and
+// points the demiurge command at it ($OPENAI_BASE_URL, $OPENAI_API_KEY):
+//
+//	llmtest FILE
+func cmdLLMTest(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: llmtest FILE")
+	}
+	script, err := llmtest.LoadScript(ts.MkAbs(args[0]))
+	if err != nil {
+		ts.Fatalf("llmtest: %v", err)
+	}
+	srv := llmtest.NewServer(script)
+	ts.Defer(srv.Close)
+	ts.Setenv("OPENAI_BASE_URL", srv.URL)
+	ts.Setenv("OPENAI_API_KEY", "sk-test-key")
 }
