@@ -1,26 +1,40 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
+	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/replay"
 )
 
 func newTraceCommand(a *app) *cobra.Command {
 	var (
-		wf     worldFlags
-		asJSON bool
+		wf      worldFlags
+		asJSON  bool
+		records bool
 	)
 	cmd := &cobra.Command{
 		Use:   "trace [BUNDLE | --world W] [--json]",
 		Short: "Print a session as a timeline",
-		Long: `Print the journal of world W of the store, or of a bundle directory, as a
-readable timeline: the events that came in with their time, what each caused
-(reducer states, events, plans started and ended, effects and their receipts,
-denials), one record a line. With --json, one JSON object per record with its
-seq, kind, hash and decoded payload, for tools. Opens the store read-only.`,
+		Long: `Print the journal of world W of the store, or of a bundle directory.
+
+For an agent world (one with demiurge chats), trace shows the session as
+turns: what the user said, each model call of the turn (model, latency,
+tokens, cost, why it stopped), the tool calls the model made with their
+arguments and results or errors (with durations, and the commands of bash
+scripts), rejected calls, and the guards that stopped a turn. With --json,
+one JSON object per turn.
+
+Otherwise, or with --records, it prints every record as a timeline: the
+events that came in with their time, what each caused (reducer states,
+events, plans started and ended, effects and their receipts, denials), one
+record a line; with --json, one JSON object per record with its seq, kind,
+hash and decoded payload. Opens the store read-only.`,
 		Args: wantArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			ctx := cmd.Context()
@@ -36,7 +50,7 @@ seq, kind, hash and decoded payload, for tools. Opens the store read-only.`,
 				if err != nil {
 					return err
 				}
-				return replay.Trace(ctx, a.out, st.Journal(), b.Manifest.World, replay.TraceOptions{JSON: asJSON, CAS: st.CAS()})
+				return trace(ctx, a.out, st.Journal(), st.CAS(), b.Manifest.World, asJSON, records)
 			}
 			if err := wf.check(false); err != nil {
 				return err
@@ -53,10 +67,30 @@ seq, kind, hash and decoded payload, for tools. Opens the store read-only.`,
 			if head.Seq == 0 {
 				return fmt.Errorf("trace: world %s has no records in store %s", wf.world, s.Dir())
 			}
-			return replay.Trace(ctx, a.out, s.Journal(), wf.world, replay.TraceOptions{JSON: asJSON, CAS: s.CAS()})
+			return trace(ctx, a.out, s.Journal(), s.CAS(), wf.world, asJSON, records)
 		},
 	}
 	wf.add(cmd, "")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per record")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per turn (or per record)")
+	cmd.Flags().BoolVar(&records, "records", false, "print every record, even for an agent world")
 	return cmd
+}
+
+// trace prints a world: as turns if it is an agent world, else (or with
+// records) as its records.
+func trace(ctx context.Context, w io.Writer, j journal.Reader, g cas.Getter, world string, asJSON, records bool) error {
+	if !records {
+		c := newChatTrace(g)
+		if err := j.Read(ctx, world, 1, c.record); err != nil {
+			return err
+		}
+		if c.chatEvents {
+			c.finish()
+			if asJSON {
+				return c.writeJSON(w)
+			}
+			return c.writeText(w)
+		}
+	}
+	return replay.Trace(ctx, w, j, world, replay.TraceOptions{JSON: asJSON, CAS: g})
 }

@@ -1,0 +1,319 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/journal"
+	"github.com/demiurge-dev/demiurge/reducer/demiurge"
+	"github.com/demiurge-dev/demiurge/schema"
+	"github.com/demiurge-dev/demiurge/world"
+)
+
+// The agent's view of a session: turns, the model calls of each (tokens,
+// latency, cost), the tool calls the model made (arguments, results,
+// errors, durations) and the guards that stopped turns. It is read from the
+// journal: the chat states' timelines, with timings from the stamps of the
+// receipts.
+
+type modelKey struct {
+	chat           string
+	request, round uint64
+}
+
+type modelCall struct {
+	Round        uint64  `json:"round"`
+	Model        string  `json:"model,omitempty"`
+	LatencyMS    float64 `json:"latency_ms"`
+	InputTokens  uint64  `json:"input_tokens"`
+	CachedTokens uint64  `json:"cached_tokens"`
+	OutputTokens uint64  `json:"output_tokens"`
+	Reasoning    uint64  `json:"reasoning_tokens"`
+	CostMicroUSD uint64  `json:"cost_microusd"`
+	Finish       string  `json:"finish_reason,omitempty"`
+	Error        string  `json:"error,omitempty"`
+}
+
+type toolCall struct {
+	CallID    string   `json:"call_id"`
+	Tool      string   `json:"tool"`
+	Arguments string   `json:"arguments"`
+	Status    string   `json:"status"` // the output's status: ok, error, denied, timeout, not_run (or requested)
+	Rejected  bool     `json:"rejected,omitempty"` // refused before running (unknown tool, bad arguments)
+	Output    string   `json:"output,omitempty"`
+	LatencyMS float64  `json:"latency_ms,omitempty"`
+	SubCalls  []string `json:"sub_calls,omitempty"`
+}
+
+type turnView struct {
+	Chat      string       `json:"chat"`
+	RequestID uint64       `json:"request_id"`
+	Time      string       `json:"time"`
+	User      string       `json:"user"`
+	Rounds    []*roundView `json:"rounds"`
+	Assistant []string     `json:"assistant,omitempty"`
+	Stop      string       `json:"stop,omitempty"`
+	Error     string       `json:"error,omitempty"`
+	Done      string       `json:"done,omitempty"`
+}
+
+type roundView struct {
+	Model *modelCall  `json:"model,omitempty"`
+	Calls []*toolCall `json:"tool_calls,omitempty"`
+}
+
+// chatTrace collects the agent's view while reading records.
+type chatTrace struct {
+	cas        cas.Getter
+	now        uint64 // wall time of the input being read
+	lastReq    []modelKey
+	pendCalls  []string
+	modelIn    map[string]string
+	keys       map[string]modelKey
+	toolIn     map[string]string
+	started    map[string]uint64
+	models     map[modelKey]*modelCall
+	tools      map[string]*toolCall
+	shown      map[string]int // entries seen per chat
+	turns      []*turnView
+	turnOf     map[modelKey]*turnView // (chat, request, 0) → turn
+	chatEvents bool
+}
+
+func newChatTrace(g cas.Getter) *chatTrace {
+	return &chatTrace{cas: g, modelIn: map[string]string{}, toolIn: map[string]string{}, started: map[string]uint64{},
+		models: map[modelKey]*modelCall{}, tools: map[string]*toolCall{}, shown: map[string]int{}, turnOf: map[modelKey]*turnView{},
+		keys: map[string]modelKey{}}
+}
+
+func field(m *schema.Map, path ...string) schema.Value {
+	var v schema.Value = m
+	for _, p := range path {
+		mm, ok := v.(*schema.Map)
+		if !ok {
+			return nil
+		}
+		v, _ = mm.Get(p)
+	}
+	return v
+}
+
+func text(v schema.Value) string  { s, _ := v.(string); return s }
+func num(v schema.Value) uint64   { n, _ := v.(uint64); return n }
+func ms(d uint64) float64         { return float64(d) / 1e6 }
+
+func (c *chatTrace) record(r journal.Record) error {
+	v, err := schema.Decode(r.Payload)
+	if err != nil {
+		return nil
+	}
+	m, _ := v.(*schema.Map)
+	switch r.Kind {
+	case world.KindEvent, world.KindReceipt:
+		c.now = num(field(m, "stamp", "now"))
+	}
+	switch r.Kind {
+	case world.KindEvent, world.KindRaised:
+		switch text(field(m, "schema")) {
+		case "demiurge/ChatEvent@1":
+			c.chatEvents = true
+		case demiurge.ChatRequestSchema:
+			c.lastReq = append(c.lastReq, modelKey{text(field(m, "value", "chat_id")), num(field(m, "value", "request_id")), num(field(m, "value", "round"))})
+		case demiurge.ToolRequestSchema:
+			c.pendCalls = append(c.pendCalls, text(field(m, "value", "call_id")))
+		}
+	case world.KindIntent:
+		in := text(field(m, "intent"))
+		switch kind := text(field(m, "kind")); kind {
+		case "llm.generate":
+			if len(c.lastReq) > 0 {
+				c.modelIn[in] = c.lastReq[0].String()
+				c.keys[c.lastReq[0].String()] = c.lastReq[0]
+				c.lastReq = c.lastReq[1:]
+			}
+		case "introspect.call", "workspace.call", "scripted.run", "mcp.call":
+			if len(c.pendCalls) > 0 {
+				c.toolIn[in] = c.pendCalls[0]
+				c.pendCalls = c.pendCalls[1:]
+			}
+		}
+		c.started[in] = c.now
+	case world.KindReceipt:
+		in := text(field(m, "intent"))
+		lat := ms(c.now - c.started[in])
+		if k, ok := c.modelIn[in]; ok {
+			key := c.keys[k]
+			mc := &modelCall{Round: key.round, LatencyMS: lat, Error: text(field(m, "error"))}
+			if p, ok := field(m, "payload").(*schema.Map); ok {
+				mc.Model, mc.Finish = text(field(p, "model")), text(field(p, "finish_reason"))
+				mc.InputTokens, mc.OutputTokens = num(field(p, "token_usage", "prompt")), num(field(p, "token_usage", "completion"))
+				mc.CachedTokens, mc.Reasoning = num(field(p, "token_usage", "cached")), num(field(p, "token_usage", "reasoning"))
+				mc.CostMicroUSD = num(field(p, "cost_microusd"))
+			}
+			c.models[key] = mc
+		}
+		if call, ok := c.toolIn[in]; ok {
+			tc := c.tool(call)
+			tc.LatencyMS = lat
+			if p, ok := field(m, "payload").(*schema.Map); ok {
+				if calls, ok := field(p, "calls").([]schema.Value); ok {
+					for _, sc := range calls {
+						sm, _ := sc.(*schema.Map)
+						tc.SubCalls = append(tc.SubCalls, text(field(sm, "tool")))
+					}
+				}
+			}
+		}
+	case world.KindState:
+		if text(field(m, "reducer")) != demiurge.ModuleName || text(field(m, "state")) == "" {
+			return nil
+		}
+		chat := text(field(m, "key"))
+		ref, err := cas.ParseRef(text(field(m, "state")))
+		if err != nil {
+			return nil
+		}
+		var st demiurge.State
+		if err := cas.GetNode(context.Background(), c.cas, ref, &st); err != nil {
+			return nil // the state blob is not in this store (a trimmed bundle)
+		}
+		for _, e := range st.Entries[min(c.shown[chat], len(st.Entries)):] {
+			c.entry(chat, e)
+		}
+		c.shown[chat] = len(st.Entries)
+	}
+	return nil
+}
+
+func (k modelKey) String() string { return fmt.Sprintf("%s/%d/%d", k.chat, k.request, k.round) }
+
+func (c *chatTrace) tool(call string) *toolCall {
+	tc, ok := c.tools[call]
+	if !ok {
+		tc = &toolCall{CallID: call}
+		c.tools[call] = tc
+	}
+	return tc
+}
+
+func (c *chatTrace) turn(chat string, e demiurge.Entry) *turnView {
+	t := c.turnOf[modelKey{chat, e.RequestID, 0}]
+	if t == nil {
+		t = &turnView{Chat: chat, RequestID: e.RequestID, Time: time.Unix(0, int64(c.now)).UTC().Format("2006-01-02 15:04:05.000")}
+		c.turnOf[modelKey{chat, e.RequestID, 0}] = t
+		c.turns = append(c.turns, t)
+	}
+	for uint64(len(t.Rounds)) <= e.Round {
+		t.Rounds = append(t.Rounds, &roundView{})
+	}
+	return t
+}
+
+func (c *chatTrace) entry(chat string, e demiurge.Entry) {
+	t := c.turn(chat, e)
+	r := t.Rounds[e.Round]
+	switch e.Kind {
+	case demiurge.EntryUser:
+		t.User = e.Text
+	case demiurge.EntryAssistant:
+		t.Assistant = append(t.Assistant, e.Text)
+	case demiurge.EntryToolCall:
+		tc := c.tool(deref(e.CallID))
+		tc.Tool, tc.Arguments, tc.Status = deref(e.Tool), e.Text, deref(e.Status)
+		tc.Rejected = tc.Status == "rejected"
+		r.Calls = append(r.Calls, tc)
+	case demiurge.EntryToolOutput:
+		tc := c.tool(deref(e.CallID))
+		tc.Status, tc.Output = deref(e.Status), e.Text
+	case demiurge.EntryStop:
+		t.Stop = e.Text
+	case demiurge.EntryError:
+		t.Error = e.Text
+	case demiurge.EntryDone:
+		t.Done = e.Text
+	}
+}
+
+// finish attaches the model calls to their rounds.
+func (c *chatTrace) finish() {
+	for _, t := range c.turns {
+		for round, r := range t.Rounds {
+			r.Model = c.models[modelKey{t.Chat, t.RequestID, uint64(round)}]
+		}
+	}
+}
+
+func (c *chatTrace) writeJSON(w io.Writer) error {
+	for _, t := range c.turns {
+		b, err := json.Marshal(t)
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(w, "%s\n", b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *chatTrace) writeText(w io.Writer) error {
+	var b strings.Builder
+	for i, t := range c.turns {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "turn %d of chat %s, %s\n  user: %s\n", t.RequestID, t.Chat, t.Time, clipLine(t.User, 200))
+		for round, r := range t.Rounds {
+			if m := r.Model; m != nil {
+				if m.Error != "" {
+					fmt.Fprintf(&b, "  model call %d: failed after %.1f ms: %s\n", round+1, m.LatencyMS, clipLine(m.Error, 200))
+				} else {
+					fmt.Fprintf(&b, "  model call %d: %s, %.1f ms, %d tokens in (%d cached), %d out (%d reasoning), $%.4f, %s\n",
+						round+1, m.Model, m.LatencyMS, m.InputTokens, m.CachedTokens, m.OutputTokens, m.Reasoning, float64(m.CostMicroUSD)/1e6, m.Finish)
+				}
+			}
+			for _, tc := range r.Calls {
+				fmt.Fprintf(&b, "    %s %s", tc.Tool, clipLine(tc.Arguments, 120))
+				switch tc.Status {
+				case "ok":
+					fmt.Fprintf(&b, " → ok in %.1f ms, %d bytes", tc.LatencyMS, len(tc.Output))
+				case "requested":
+					fmt.Fprintf(&b, " → requested, no output yet")
+				default:
+					if tc.Rejected {
+						fmt.Fprintf(&b, " → rejected before running: %s\n", clipLine(tc.Output, 160))
+						continue
+					}
+					fmt.Fprintf(&b, " → %s", tc.Status)
+					if tc.LatencyMS > 0 {
+						fmt.Fprintf(&b, " in %.1f ms", tc.LatencyMS)
+					}
+					fmt.Fprintf(&b, ": %s", clipLine(tc.Output, 160))
+				}
+				if len(tc.SubCalls) > 0 {
+					fmt.Fprintf(&b, " (commands: %s)", strings.Join(tc.SubCalls, ", "))
+				}
+				b.WriteString("\n")
+			}
+		}
+		for _, a := range t.Assistant {
+			fmt.Fprintf(&b, "  assistant: %s\n", clipLine(a, 400))
+		}
+		if t.Error != "" {
+			fmt.Fprintf(&b, "  error: %s\n", t.Error)
+		}
+		if t.Stop != "" {
+			fmt.Fprintf(&b, "  stopped: %s\n", t.Stop)
+		}
+		if t.Done != "" {
+			fmt.Fprintf(&b, "  done: %s\n", t.Done)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
