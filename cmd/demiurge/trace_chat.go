@@ -43,7 +43,7 @@ type toolCall struct {
 	CallID    string   `json:"call_id"`
 	Tool      string   `json:"tool"`
 	Arguments string   `json:"arguments"`
-	Status    string   `json:"status"` // the output's status: ok, error, denied, timeout, not_run (or requested)
+	Status    string   `json:"status"`             // the output's status: ok, error, denied, timeout, not_run (or requested)
 	Rejected  bool     `json:"rejected,omitempty"` // refused before running (unknown tool, bad arguments)
 	Output    string   `json:"output,omitempty"`
 	LatencyMS float64  `json:"latency_ms,omitempty"`
@@ -103,9 +103,9 @@ func field(m *schema.Map, path ...string) schema.Value {
 	return v
 }
 
-func text(v schema.Value) string  { s, _ := v.(string); return s }
-func num(v schema.Value) uint64   { n, _ := v.(uint64); return n }
-func ms(d uint64) float64         { return float64(d) / 1e6 }
+func text(v schema.Value) string { s, _ := v.(string); return s }
+func num(v schema.Value) uint64  { n, _ := v.(uint64); return n }
+func ms(d uint64) float64        { return float64(d) / 1e6 }
 
 func (c *chatTrace) record(r journal.Record) error {
 	v, err := schema.Decode(r.Payload)

@@ -60,11 +60,10 @@ type toolSpec struct {
 
 // step carries one step's work.
 type step struct {
-	c     *reducer.Context
-	st    *State
-	out   reducer.Output
-	chat  string
-	state schema.Value
+	c    *reducer.Context
+	st   *State
+	out  reducer.Output
+	chat string
 }
 
 // Step implements reducer.Reducer.
