@@ -37,7 +37,8 @@ type Call struct {
 	// is replaced by its literal arm. Never journal or log them.
 	Params schema.Value
 	// CAS holds blobs the params refer to; adapters put the blobs their
-	// receipts refer to.
+	// receipts refer to. What an adapter puts is kept with the call and
+	// stored in the same transaction as its receipt (see Completion.Blobs).
 	CAS cas.Store
 	// Now is the dispatcher's clock.
 	Now func() time.Time
@@ -55,6 +56,9 @@ type Completion struct {
 	Intent  *Intent
 	Receipt Receipt
 	Elapsed time.Duration
+	// Blobs are what the adapter put into its Call.CAS, in order: the
+	// world must store them no later than the receipt.
+	Blobs [][]byte
 }
 
 // DispatcherOptions configure a Dispatcher. Zero fields take defaults.
@@ -158,11 +162,12 @@ func (d *Dispatcher) run(in *Intent, attempt int) {
 	}
 	defer func() { <-d.sem }()
 	start := d.opts.Now()
-	r := d.call(in, attempt)
+	stage := newStaging(d.store)
+	r := d.call(in, attempt, stage)
 	if r.AdapterID == "" {
 		r.AdapterID = in.Kind
 	}
-	c := Completion{Intent: in, Receipt: r, Elapsed: d.opts.Now().Sub(start)}
+	c := Completion{Intent: in, Receipt: r, Elapsed: d.opts.Now().Sub(start), Blobs: stage.take()}
 	d.opts.Logger.Debug("effect done", "kind", in.Kind, "intent", in.Hash.Short(), "status", r.Status, "elapsed", c.Elapsed)
 	select {
 	case d.out <- c:
@@ -170,7 +175,7 @@ func (d *Dispatcher) run(in *Intent, attempt int) {
 	}
 }
 
-func (d *Dispatcher) call(in *Intent, attempt int) (r Receipt) {
+func (d *Dispatcher) call(in *Intent, attempt int, stage *staging) (r Receipt) {
 	a, ok := d.adapters[in.Kind]
 	if !ok {
 		return Errorf("dispatcher", "no adapter runs %s effects in this world", in.Kind)
@@ -192,7 +197,7 @@ func (d *Dispatcher) call(in *Intent, attempt int) (r Receipt) {
 			r = Errorf(in.Kind, "adapter panicked: %v", p)
 		}
 	}()
-	call := &Call{Intent: in, Params: params, CAS: d.store, Now: d.opts.Now, Sleep: d.opts.Sleep, Attempt: attempt}
+	call := &Call{Intent: in, Params: params, CAS: stage, Now: d.opts.Now, Sleep: d.opts.Sleep, Attempt: attempt}
 	if d.opts.Progress != nil {
 		call.Progress = func(text string) { d.opts.Progress(in, text) }
 	}

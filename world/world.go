@@ -72,6 +72,7 @@ type World struct {
 
 	mu      sync.RWMutex // guards m, head, err and signal
 	m       *Machine
+	cas     *overlay // what m reads
 	head    journal.Head
 	err     error         // set when the world broke (a commit failed)
 	signal  chan struct{} // closed and replaced after every commit
@@ -123,8 +124,10 @@ func Open(ctx context.Context, opts Options) (*World, error) {
 	if err != nil {
 		return nil, err
 	}
+	ov := &overlay{base: opts.Storage.CAS()}
+	m.cas = ov
 	w := &World{
-		opts: opts, log: opts.Logger.With("world", opts.Name), m: m, head: head,
+		opts: opts, log: opts.Logger.With("world", opts.Name), m: m, cas: ov, head: head,
 		signal: make(chan struct{}), requests: make(chan request),
 		completions: make(chan effects.Completion, 64), quit: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -215,6 +218,8 @@ func (w *World) applyBatch(ctx context.Context, ins []*Input, extraBlobs [][]byt
 	var records []journal.Entry
 	blobs := extraBlobs
 	var dispatch []*effects.Intent
+	w.cas.stage(extraBlobs)
+	defer w.cas.clear()
 	for _, in := range ins {
 		if in.Kind != KindManifest {
 			s, err := w.stamp()
@@ -277,8 +282,9 @@ func (w *World) loop() {
 	defer close(w.done)
 	var ins []*Input
 	var waiters []request
+	var blobs [][]byte
 	for {
-		ins, waiters = ins[:0], waiters[:0]
+		ins, waiters, blobs = ins[:0], waiters[:0], blobs[:0]
 		take := func(c effects.Completion) {
 			w.mu.RLock()
 			pending := w.m.IsPending(c.Intent.Hash)
@@ -294,6 +300,7 @@ func (w *World) loop() {
 			}
 			ins = append(ins, &Input{Kind: KindReceipt, Intent: c.Intent.Hash, Status: c.Receipt.Status, Payload: c.Receipt.Payload,
 				Error: c.Receipt.Error, AdapterID: c.Receipt.AdapterID, CostCents: c.Receipt.CostCents})
+			blobs = append(blobs, c.Blobs...)
 		}
 		select {
 		case r := <-w.requests:
@@ -320,7 +327,7 @@ func (w *World) loop() {
 		if len(ins) == 0 {
 			continue
 		}
-		h, err := w.applyBatch(context.Background(), ins, nil)
+		h, err := w.applyBatch(context.Background(), ins, blobs)
 		if err != nil && len(waiters) == 0 {
 			w.log.Error("apply", "err", err)
 		}

@@ -1,0 +1,86 @@
+package effects
+
+import (
+	"context"
+	"sync"
+
+	"github.com/demiurge-dev/demiurge/cas"
+)
+
+// staging is the CAS an adapter writes to: Put keeps a blob in memory and
+// returns its ref at once; the world stores the blobs in the same
+// transaction as the receipt that refers to them. So an adapter's blobs
+// cost no fsync of their own, and after a crash a receipt is either
+// durable with its blobs or lost with them (and the intent runs again).
+type staging struct {
+	base cas.Store
+
+	mu    sync.Mutex
+	blobs map[cas.Ref][]byte
+	order []cas.Ref
+}
+
+func newStaging(base cas.Store) *staging {
+	return &staging{base: base, blobs: map[cas.Ref][]byte{}}
+}
+
+func (s *staging) Put(ctx context.Context, data []byte) (cas.Ref, error) {
+	if err := ctx.Err(); err != nil {
+		return cas.Ref{}, err
+	}
+	r := cas.Sum(data)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.blobs[r]; !ok {
+		s.blobs[r] = append([]byte(nil), data...)
+		s.order = append(s.order, r)
+	}
+	return r, nil
+}
+
+func (s *staging) pending(r cas.Ref) ([]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.blobs[r]
+	return b, ok
+}
+
+func (s *staging) Get(ctx context.Context, r cas.Ref) ([]byte, error) {
+	if b, ok := s.pending(r); ok {
+		return append([]byte(nil), b...), nil
+	}
+	return s.base.Get(ctx, r)
+}
+
+func (s *staging) Has(ctx context.Context, r cas.Ref) (bool, error) {
+	if _, ok := s.pending(r); ok {
+		return true, nil
+	}
+	return s.base.Has(ctx, r)
+}
+
+func (s *staging) Stat(ctx context.Context, r cas.Ref) (int64, error) {
+	if b, ok := s.pending(r); ok {
+		return int64(len(b)), nil
+	}
+	return s.base.Stat(ctx, r)
+}
+
+// Iterate walks the base store; staged blobs are not visited.
+func (s *staging) Iterate(ctx context.Context, fn func(cas.Ref, int64) error) error {
+	return s.base.Iterate(ctx, fn)
+}
+
+// Close does nothing: the base store belongs to the world.
+func (s *staging) Close() error { return nil }
+
+// take returns the staged blobs in the order they were put.
+func (s *staging) take() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([][]byte, 0, len(s.order))
+	for _, r := range s.order {
+		out = append(out, s.blobs[r])
+	}
+	return out
+}

@@ -1,0 +1,51 @@
+package world
+
+import (
+	"context"
+	"sync"
+
+	"github.com/demiurge-dev/demiurge/cas"
+)
+
+// overlay is the CAS a running world's machine reads: the store, plus the
+// blobs of the batch being applied, which commit with its records. (An
+// adapter's blobs arrive with its receipt and are stored in the same
+// transaction; a reducer that reads them while the receipt is applied must
+// find them.)
+type overlay struct {
+	base cas.Getter
+
+	mu      sync.RWMutex
+	pending map[cas.Ref][]byte
+}
+
+func (o *overlay) Get(ctx context.Context, r cas.Ref) ([]byte, error) {
+	o.mu.RLock()
+	b, ok := o.pending[r]
+	o.mu.RUnlock()
+	if ok {
+		return append([]byte(nil), b...), nil
+	}
+	return o.base.Get(ctx, r)
+}
+
+// stage makes blobs readable until clear.
+func (o *overlay) stage(blobs [][]byte) {
+	if len(blobs) == 0 {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.pending == nil {
+		o.pending = map[cas.Ref][]byte{}
+	}
+	for _, b := range blobs {
+		o.pending[cas.Sum(b)] = b
+	}
+}
+
+func (o *overlay) clear() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.pending = nil
+}
