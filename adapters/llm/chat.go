@@ -64,7 +64,7 @@ func buildChatParams(p Params, items []item, tools []tool, stream bool) (openai.
 		if t.typ != "function" {
 			return cp, invalidf("tools: tool type %q is not supported by provider %s (only function tools are)", t.typ, ProviderChat)
 		}
-		ft, err := decodeFunctionTool(t.raw)
+		ft, err := t.function()
 		if err != nil {
 			return cp, invalidf("tools: %v", err)
 		}

@@ -83,6 +83,7 @@ func DefaultBackoff(attempt int) time.Duration {
 
 // Generator calls the model APIs. It is safe for concurrent use.
 type Generator struct {
+	tools     toolsCache
 	cfg       Config
 	baseURL   string
 	responses responses.ResponseService

@@ -140,7 +140,7 @@ func (g *Generator) prepare(ctx context.Context, blobs Blobs, p Params, apiKey s
 	}
 	var tools []tool
 	if p.ToolsRef != nil {
-		if tools, err = loadTools(ctx, blobs, *p.ToolsRef); err != nil {
+		if tools, err = g.tools.load(ctx, blobs, *p.ToolsRef); err != nil {
 			return nil, err
 		}
 	}

@@ -67,7 +67,7 @@ func buildResponsesParams(p Params, items []item, tools []tool, store bool) (res
 			rp.Tools = append(rp.Tools, param.Override[responses.ToolUnionParam](t.raw))
 			continue
 		}
-		ft, err := decodeFunctionTool(t.raw)
+		ft, err := t.function()
 		if err != nil {
 			return rp, invalidf("tools: %v", err)
 		}

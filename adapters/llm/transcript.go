@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/demiurge-dev/demiurge/cas"
 )
@@ -141,7 +142,9 @@ func parseItem(ref cas.Ref, idx int, raw json.RawMessage) (item, error) {
 type tool struct {
 	raw  json.RawMessage // the tool as written (flattened if it was nested)
 	typ  string
-	name string // function name ("" for non-function tools)
+	name string        // function name ("" for non-function tools)
+	fn   *functionTool // decoded, for function tools that decode
+	err  error         // why a function tool does not decode
 }
 
 // toolHead holds the fields of a tool that are read.
@@ -161,7 +164,42 @@ func loadTools(ctx context.Context, g cas.Getter, ref cas.Ref) ([]tool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: tools blob %s: %w", ErrInvalidParams, ref.Short(), err)
 	}
+	for i := range tools {
+		if tools[i].typ == "function" {
+			ft, err := decodeFunctionTool(tools[i].raw)
+			tools[i].fn, tools[i].err = &ft, err
+		}
+	}
 	return tools, nil
+}
+
+// toolsCache keeps parsed tools blobs by ref: a chat sends the same blob
+// with every request. (Parsed tools are never modified.)
+type toolsCache struct {
+	mu sync.Mutex
+	m  map[cas.Ref][]tool
+}
+
+const toolsCacheSize = 64
+
+func (c *toolsCache) load(ctx context.Context, g cas.Getter, ref cas.Ref) ([]tool, error) {
+	c.mu.Lock()
+	ts, ok := c.m[ref]
+	c.mu.Unlock()
+	if ok {
+		return ts, nil
+	}
+	ts, err := loadTools(ctx, g, ref)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= toolsCacheSize {
+		c.m = map[cas.Ref][]tool{} // a simple bound: start over
+	}
+	c.m[ref] = ts
+	return ts, nil
 }
 
 // parseTools parses the bytes of a tools blob.
@@ -263,6 +301,17 @@ type functionTool struct {
 	Parameters  map[string]any // top-level keys; values are json.RawMessage; nil if absent
 	Strict      bool           // false if absent
 	Extra       map[string]any // other fields, values json.RawMessage, passed through
+}
+
+// function returns the decoded function tool.
+func (t tool) function() (functionTool, error) {
+	if t.fn != nil || t.err != nil {
+		if t.err != nil {
+			return functionTool{}, t.err
+		}
+		return *t.fn, nil
+	}
+	return decodeFunctionTool(t.raw)
 }
 
 // decodeFunctionTool reads a flat function tool.
