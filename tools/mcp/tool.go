@@ -1,0 +1,421 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
+	"github.com/demiurge-dev/demiurge/tools"
+)
+
+// Error categories of tools.Response.Error.
+const (
+	ErrorInvalidArguments = "invalid_arguments" // the arguments are not a JSON object or do not fit the schema
+	ErrorUnknownTool      = "unknown_tool"      // no such server or tool
+	ErrorTool             = "tool_error"        // the tool ran and failed (isError: true)
+	ErrorServer           = "server_error"      // the server refused the call (a JSON-RPC error)
+	ErrorUnavailable      = "unavailable"       // the server is down: it failed to start or died twice
+	ErrorTimeout          = "timeout"           // the call's deadline passed
+	ErrorCancelled        = "cancelled"         // the caller cancelled the call
+)
+
+// Exit codes of the tools.
+const (
+	exitFailed      = 1   // tool_error, server_error, unavailable
+	exitUsage       = 2   // invalid_arguments
+	exitTimeout     = 124 // timeout
+	exitUnknown     = 127 // unknown_tool
+	exitCancelled   = 130 // cancelled
+	schemaCompileID = "mem://mcp/"
+)
+
+// Tool is a tool of an MCP server, as a tools.Tool: its name is
+// "<server>_<tool>" (or the manifest's alias), its input schema the
+// server's, and Execute calls the server.
+type Tool struct {
+	set    *Set
+	conn   *conn
+	def    ListedTool
+	input  json.RawMessage
+	output json.RawMessage
+	schema *jsonschema.Schema // nil if the server's schema does not compile
+	limit  int
+	ver    string
+}
+
+var _ tools.Tool = (*Tool)(nil)
+
+// newTool makes tool i of list.
+func newTool(s *Set, c *conn, list *ToolList, i int) (*Tool, error) {
+	lt := list.Tools[i]
+	t := &Tool{set: s, conn: c, def: lt, input: json.RawMessage(lt.InputSchema), limit: s.opts.OutputLimit}
+	var obj struct {
+		Type any `json:"type"`
+	}
+	if err := json.Unmarshal(t.input, &obj); err != nil {
+		return nil, fmt.Errorf("its input schema is not JSON: %v", err)
+	}
+	if obj.Type != "object" {
+		return nil, fmt.Errorf("its input schema is not of type object: %s", clip(lt.InputSchema, 120))
+	}
+	if lt.OutputSchema != "" {
+		t.output = json.RawMessage(lt.OutputSchema)
+	} else {
+		t.output = json.RawMessage(`{"type":"string","description":"The text of the tool's result."}`)
+	}
+	var ann struct {
+		ReadOnly bool `json:"readOnlyHint"`
+	}
+	if lt.Annotations != "" && json.Unmarshal([]byte(lt.Annotations), &ann) == nil && ann.ReadOnly {
+		t.limit = s.opts.ReadLimit
+	}
+	t.ver = list.Name + " " + list.Version
+	if strings.TrimSpace(t.ver) == "" {
+		t.ver = Version
+	}
+	if doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(t.input)); err == nil {
+		comp := jsonschema.NewCompiler()
+		url := schemaCompileID + c.cfg.Name + "/" + lt.Name + ".json"
+		if err := comp.AddResource(url, doc); err == nil {
+			if sch, err := comp.Compile(url); err == nil {
+				t.schema = sch
+			} else {
+				s.opts.Logger.Warn("mcp: a tool's input schema does not compile; the server alone checks its arguments",
+					"server", c.cfg.Name, "tool", lt.Name, "err", err)
+			}
+		}
+	}
+	return t, nil
+}
+
+// Name is the name the model knows the tool by.
+func (t *Tool) Name() string { return t.def.As }
+
+// Server is the name of the tool's server.
+func (t *Tool) Server() string { return t.conn.cfg.Name }
+
+// ServerTool is the server's name of the tool.
+func (t *Tool) ServerTool() string { return t.def.Name }
+
+// OutputLimit is how many bytes of output the tool keeps.
+func (t *Tool) OutputLimit() int { return t.limit }
+
+// ShortDescription is the tool's title, or the first line of its
+// description.
+func (t *Tool) ShortDescription() string {
+	if t.def.Title != "" {
+		return t.def.Title
+	}
+	if d := firstLine(t.def.Description); d != "" {
+		return d
+	}
+	return fmt.Sprintf("Tool %s of the MCP server %s", t.def.Name, t.conn.cfg.Name)
+}
+
+// Description is the server's description of the tool, as the model gets
+// it.
+func (t *Tool) Description() string {
+	if strings.TrimSpace(t.def.Description) == "" {
+		return t.ShortDescription()
+	}
+	return t.def.Description
+}
+
+// InputSchema is the server's JSON Schema of the tool's arguments.
+func (t *Tool) InputSchema() json.RawMessage { return append(json.RawMessage(nil), t.input...) }
+
+// OutputSchema is the server's output schema, or a text schema for a tool
+// that declares none.
+func (t *Tool) OutputSchema() json.RawMessage { return append(json.RawMessage(nil), t.output...) }
+
+// Version is the server's name and version.
+func (t *Tool) Version() string { return t.ver }
+
+// Spec returns the tool's spec for the model (strict false).
+func (t *Tool) Spec() tools.SpecTool {
+	return tools.SpecTool{Name: t.Name(), Description: t.Description(), Parameters: t.InputSchema(), Strict: false,
+		Family: tools.FamilyMCP, Server: t.Server(), ServerTool: t.ServerTool()}
+}
+
+// param is one property of an input schema, for help texts.
+type param struct {
+	name, typ, desc string
+	required        bool
+}
+
+func (t *Tool) params() []param {
+	var s struct {
+		Properties map[string]struct {
+			Type        any    `json:"type"`
+			Description string `json:"description"`
+		} `json:"properties"`
+		Required []string `json:"required"`
+	}
+	_ = json.Unmarshal(t.input, &s)
+	var out []param
+	for name, p := range s.Properties {
+		typ := "any"
+		switch v := p.Type.(type) {
+		case string:
+			typ = v
+		case []any:
+			var ts []string
+			for _, x := range v {
+				ts = append(ts, fmt.Sprint(x))
+			}
+			typ = strings.Join(ts, "|")
+		}
+		out = append(out, param{name: name, typ: typ, desc: firstLine(p.Description), required: contains(s.Required, name)})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].required != out[j].required {
+			return out[i].required
+		}
+		return out[i].name < out[j].name
+	})
+	return out
+}
+
+// SystemPrompt is a compact line: the tool, its input and its output.
+func (t *Tool) SystemPrompt() string {
+	var in []string
+	for _, p := range t.params() {
+		opt := "?"
+		if p.required {
+			opt = ""
+		}
+		in = append(in, fmt.Sprintf("%q%s: %s", p.name, opt, p.typ))
+	}
+	out := "text"
+	if t.def.OutputSchema != "" {
+		out = "text, or JSON per its output schema"
+	}
+	return fmt.Sprintf("%s: %s (MCP server %s). Input {%s}. Output %s.", t.Name(), t.ShortDescription(), t.Server(), strings.Join(in, ", "), out)
+}
+
+// Help returns man-page style documentation.
+func (t *Tool) Help() string {
+	var b strings.Builder
+	title := strings.ToUpper(t.Name()) + "(1)"
+	pad := max(1, 78-2*len(title)-len("MCP Tools"))
+	fmt.Fprintf(&b, "%s%*s%s%*s%s\n\n", title, pad/2, "", "MCP Tools", pad-pad/2, "", title)
+	section := func(name string, lines ...string) {
+		b.WriteString(name + "\n")
+		for _, l := range lines {
+			b.WriteString("       " + l + "\n")
+		}
+		b.WriteString("\n")
+	}
+	section("NAME", t.Name()+" - "+t.ShortDescription())
+	section("SYNOPSIS", t.Name()+" "+string(t.input))
+	desc := strings.Split(strings.TrimSpace(t.Description()), "\n")
+	desc = append(desc, "", fmt.Sprintf("The tool %q of the MCP server %s (%s), called over MCP.", t.def.Name, t.Server(), t.Version()))
+	section("DESCRIPTION", desc...)
+	var in []string
+	for _, p := range t.params() {
+		req := "optional"
+		if p.required {
+			req = "required"
+		}
+		line := fmt.Sprintf("%-14s %s, %s", p.name, p.typ, req)
+		if p.desc != "" {
+			line += ": " + p.desc
+		}
+		in = append(in, line)
+	}
+	if len(in) == 0 {
+		in = []string{"(no arguments)"}
+	}
+	section("INPUT", in...)
+	out := []string{"The text of the result: its text content, then its structured content as",
+		"JSON unless a text block already holds it.",
+		fmt.Sprintf("More than %d bytes is cut at a character boundary, with a note of the size.", t.limit)}
+	if t.def.OutputSchema != "" {
+		out = append(out, "Structured output schema: "+clip(t.def.OutputSchema, 200))
+	}
+	section("OUTPUT", out...)
+	section("EXIT STATUS",
+		"0      success",
+		"1      tool_error (the tool failed; the message says why), server_error,",
+		"       unavailable (the server is down)",
+		"2      invalid_arguments: fix the arguments and call again",
+		"124    timeout; 127 unknown_tool; 130 cancelled")
+	var see []string
+	for _, o := range t.set.tools {
+		if o.conn == t.conn && o != t {
+			see = append(see, o.Name())
+		}
+	}
+	if len(see) > 0 {
+		section("SEE ALSO", strings.Join(see, ", "))
+	}
+	return strings.TrimRight(b.String(), "\n") + "\n"
+}
+
+// Execute calls the tool on its server.
+func (t *Tool) Execute(ctx context.Context, req tools.Request) tools.Response {
+	return t.ExecuteWithStatus(ctx, req, nil)
+}
+
+// ExecuteWithStatus calls the tool on its server. The arguments must be a
+// JSON object that fits the input schema (when it compiles); the call is
+// bounded by the server's timeout, or the request's if lower. A result
+// with isError is an error response (tool_error) whose stderr is the
+// result's text; a server that is down gives unavailable. The output is
+// cut at the tool's limit while it is assembled.
+func (t *Tool) ExecuteWithStatus(ctx context.Context, req tools.Request, status tools.StatusFunc) tools.Response {
+	if status == nil {
+		status = func(tools.Status) {}
+	}
+	status(tools.Status{Phase: tools.PhaseValidate})
+	args, resp, ok := t.arguments(req)
+	if !ok {
+		status(tools.Status{Phase: tools.PhaseComplete})
+		return resp
+	}
+	if err := ctx.Err(); err != nil {
+		return ctxResponse(t, err, 0)
+	}
+	timeout := t.conn.timeout()
+	if req.TimeoutMS > 0 {
+		timeout = min(timeout, time.Duration(req.TimeoutMS)*time.Millisecond)
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	status(tools.Status{Phase: tools.PhaseExecute, Message: "calling " + t.def.Name + " on MCP server " + t.Server()})
+	res, err := t.conn.call(cctx, t.def.Name, args)
+	defer status(tools.Status{Phase: tools.PhaseComplete})
+	if err != nil {
+		if cctx.Err() != nil {
+			return ctxResponse(t, cctx.Err(), timeout)
+		}
+		return errResponse(t, err)
+	}
+	w := newCapped(t.limit)
+	render(w, res, t.conn.cfg.Secrets)
+	if res.IsError {
+		msg := w.String()
+		if msg == "" {
+			msg = "the tool failed without saying why"
+		}
+		return tools.Response{Stderr: t.Name() + ": " + msg, ExitCode: exitFailed, Error: ErrorTool, StderrTruncated: w.Cut()}
+	}
+	out := w.String()
+	if out != "" {
+		status(tools.Stdout(out))
+	}
+	return tools.Response{Stdout: out, StdoutTruncated: w.Cut()}
+}
+
+// arguments parses and checks the request's arguments.
+func (t *Tool) arguments(req tools.Request) (map[string]any, tools.Response, bool) {
+	raw := bytes.TrimSpace(req.Arguments)
+	if len(raw) == 0 {
+		raw = []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		msg := "trailing data after the object"
+		if err != nil {
+			msg = err.Error()
+		}
+		return nil, usage(t, "the arguments are not valid JSON (%s); send one JSON object that fits the input schema", msg), false
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, usage(t, "the arguments must be a JSON object"), false
+	}
+	if t.schema != nil {
+		if err := t.schema.Validate(v); err != nil {
+			return nil, usage(t, "the arguments do not fit the input schema: %s", validationText(err)), false
+		}
+	}
+	return m, tools.Response{}, true
+}
+
+func usage(t *Tool, format string, args ...any) tools.Response {
+	return tools.Response{Stderr: t.Name() + ": " + fmt.Sprintf(format, args...), ExitCode: exitUsage, Error: ErrorInvalidArguments}
+}
+
+// ctxResponse reports a call that its context ended.
+func ctxResponse(t *Tool, err error, timeout time.Duration) tools.Response {
+	if errors.Is(err, context.DeadlineExceeded) {
+		msg := fmt.Sprintf("%s: the MCP server %s did not answer within %s", t.Name(), t.Server(), timeout)
+		if timeout == 0 {
+			msg = t.Name() + ": the call's deadline passed before it started"
+		}
+		return tools.Response{Stderr: msg, ExitCode: exitTimeout, Error: ErrorTimeout}
+	}
+	return tools.Response{Stderr: t.Name() + ": cancelled", ExitCode: exitCancelled, Error: ErrorCancelled}
+}
+
+// errResponse reports a call that failed below the tool: the server is
+// down, or it answered with a JSON-RPC error.
+func errResponse(t *Tool, err error) tools.Response {
+	msg := t.conn.redact(err.Error())
+	if errors.Is(err, ErrServerDown) {
+		return tools.Response{Stderr: t.Name() + ": " + strings.TrimPrefix(msg, ErrServerDown.Error()+": "), ExitCode: exitFailed, Error: ErrorUnavailable}
+	}
+	var je *jsonrpc.Error
+	if errors.As(err, &je) {
+		switch {
+		case je.Code == jsonrpc.CodeMethodNotFound || je.Code == jsonrpc.CodeInvalidParams && strings.Contains(strings.ToLower(je.Message), "unknown tool"):
+			return tools.Response{Stderr: fmt.Sprintf("%s: the server does not know the tool %q any more: %s", t.Name(), t.def.Name, t.conn.redact(je.Message)), ExitCode: exitUnknown, Error: ErrorUnknownTool}
+		case je.Code == jsonrpc.CodeInvalidParams:
+			return tools.Response{Stderr: fmt.Sprintf("%s: the server refused the arguments: %s", t.Name(), t.conn.redact(je.Message)), ExitCode: exitUsage, Error: ErrorInvalidArguments}
+		}
+		return tools.Response{Stderr: fmt.Sprintf("%s: the server answered error %d: %s", t.Name(), je.Code, t.conn.redact(je.Message)), ExitCode: exitFailed, Error: ErrorServer}
+	}
+	return tools.Response{Stderr: fmt.Sprintf("%s: the call failed: %s", t.Name(), msg), ExitCode: exitFailed, Error: ErrorServer}
+}
+
+var englishPrinter = message.NewPrinter(language.English)
+
+// validationText renders a schema validation error: each leaf problem as
+// "at /path: message", sorted.
+func validationText(err error) string {
+	ve, ok := err.(*jsonschema.ValidationError)
+	if !ok {
+		return err.Error()
+	}
+	var msgs []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			msgs = append(msgs, fmt.Sprintf("at /%s: %s", strings.Join(e.InstanceLocation, "/"), e.ErrorKind.LocalizedString(englishPrinter)))
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	sort.Strings(msgs)
+	if len(msgs) > 8 {
+		msgs = append(msgs[:8], fmt.Sprintf("and %d more", len(msgs)-8))
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut] + "…"
+}
