@@ -192,7 +192,6 @@ func toolNames(set *mcp.Set) []string {
 	return out
 }
 
-
 // effectsCall builds the effects.Call of an mcp.call intent.
 type effectsCall struct{ params schema.Value }
 

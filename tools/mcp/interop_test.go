@@ -144,4 +144,6 @@ func TestInteropFilesystemStaysInItsRoot(t *testing.T) {
 	}
 }
 
-func quote(s string) string { return `"` + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), `"`, `\"`) + `"` }
+func quote(s string) string {
+	return `"` + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), `"`, `\"`) + `"`
+}
