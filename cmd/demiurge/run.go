@@ -425,7 +425,11 @@ func (ag *agent) print(e demiurge.Entry) {
 			delete(ag.callStart, call)
 		}
 		if status == "ok" {
-			fmt.Fprintf(out, "  ✓ %s%s (%d bytes)\n", tool, d, len(e.Text))
+			size := len(e.Text)
+			if whole, err := demiurge.ToolOutputOf(context.Background(), ag.st.CAS(), e); err == nil {
+				size = len(whole) // the entry may keep a preview
+			}
+			fmt.Fprintf(out, "  ✓ %s%s (%d bytes)\n", tool, d, size)
 		} else {
 			fmt.Fprintf(out, "  ✗ %s %s%s: %s\n", tool, status, d, clipLine(e.Text, 200))
 		}

@@ -225,11 +225,17 @@ func (c *chatTrace) entry(chat string, e demiurge.Entry) {
 	case demiurge.EntryToolCall:
 		tc := c.tool(deref(e.CallID))
 		tc.Tool, tc.Arguments, tc.Status = deref(e.Tool), e.Text, deref(e.Status)
+		if call, err := demiurge.ToolCallOf(context.Background(), c.cas, e); err == nil {
+			tc.Arguments = call.ArgumentsJSON // whole, where the entry keeps a preview
+		}
 		tc.Rejected = tc.Status == "rejected"
 		r.Calls = append(r.Calls, tc)
 	case demiurge.EntryToolOutput:
 		tc := c.tool(deref(e.CallID))
 		tc.Status, tc.Output = deref(e.Status), e.Text
+		if out, err := demiurge.ToolOutputOf(context.Background(), c.cas, e); err == nil {
+			tc.Output = out
+		}
 	case demiurge.EntryStop:
 		t.Stop = e.Text
 	case demiurge.EntryError:

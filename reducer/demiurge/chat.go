@@ -9,6 +9,7 @@ package demiurge
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -251,7 +252,7 @@ func (r *Reducer) result(s *step, e ChatResult) error {
 	}
 	ts := r.toolSet(s)
 	for _, tc := range calls {
-		sig := tc.Name + " " + canonicalArgs(tc.ArgumentsJSON)
+		sig := signature(tc)
 		t.Seen[sig]++
 		if stop == "" && t.Seen[sig] >= maxOr(set.MaxRepeats, DefaultMaxRepeats) {
 			stop = fmt.Sprintf("the model called %s with the same arguments %d times (max_repeats)", tc.Name, t.Seen[sig])
@@ -259,8 +260,8 @@ func (r *Reducer) result(s *step, e ChatResult) error {
 		t.Calls = append(t.Calls, PendingCall{CallID: tc.CallID, Tool: tc.Name, Signature: sig, Status: "pending"})
 	}
 	if stop != "" {
-		for _, tc := range calls {
-			s.entry(Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryToolCall, Text: tc.ArgumentsJSON,
+		for i, tc := range calls {
+			s.entry(Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryToolCall, Text: preview(tc.ArgumentsJSON), Ref: &rc.ToolCallRefs[i],
 				CallID: strp(tc.CallID), Tool: strp(tc.Name), Status: strp("not_run")})
 		}
 		s.stopTurn(stop)
@@ -269,14 +270,14 @@ func (r *Reducer) result(s *step, e ChatResult) error {
 	for i, tc := range calls {
 		req, why := r.check(s, ts, tc)
 		if why != "" {
-			s.entry(Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryToolCall, Text: tc.ArgumentsJSON,
+			s.entry(Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryToolCall, Text: preview(tc.ArgumentsJSON), Ref: &rc.ToolCallRefs[i],
 				CallID: strp(tc.CallID), Tool: strp(tc.Name), Status: strp("rejected")})
 			if err := s.answer(&t.Calls[len(t.Calls)-len(calls)+i], "error", why); err != nil {
 				return err
 			}
 			continue
 		}
-		s.entry(Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryToolCall, Text: req.ArgumentsJSON,
+		s.entry(Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryToolCall, Text: preview(req.ArgumentsJSON), Ref: &rc.ToolCallRefs[i],
 			CallID: strp(tc.CallID), Tool: strp(tc.Name), Status: strp("requested")})
 		v, err := reducer.FromGo(req)
 		if err != nil {
@@ -499,7 +500,7 @@ func (s *step) answer(pc *PendingCall, status, text string) error {
 	s.out.Blobs = append(s.out.Blobs, b)
 	pc.Status, pc.OutputRef = status, &ref
 	t := s.st.Turn
-	s.entry(Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryToolOutput, Text: text, Ref: &ref,
+	s.entry(Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryToolOutput, Text: preview(text), Ref: &ref,
 		CallID: strp(pc.CallID), Tool: strp(pc.Tool), Status: strp(status)})
 	return nil
 }
@@ -515,6 +516,32 @@ func cutUTF8(text string, limit int) string {
 		cut--
 	}
 	return text[:cut] + fmt.Sprintf("\n[output cut at %d of %d bytes]", cut, len(text))
+}
+
+// signature names a call for the repeat guard: the tool and its canonical
+// arguments, or their hash when they are long (a script can be; the chat's
+// state keeps one signature per call).
+func signature(tc LlmToolCall) string {
+	args := canonicalArgs(tc.ArgumentsJSON)
+	if len(args) > 80 {
+		args = cas.Sum([]byte(args)).String()
+	}
+	return tc.Name + " " + args
+}
+
+// EntryTextLimit bounds the text a tool_call or tool_output entry keeps:
+// the chat's state is written at every step, so it holds the start of long
+// arguments and outputs, and the entry's ref names the whole (see
+// ToolCallOf and ToolOutputOf).
+const EntryTextLimit = 1024
+
+// preview is what an entry keeps of text: all of it up to EntryTextLimit,
+// else its start and its size.
+func preview(text string) string {
+	if len(text) <= EntryTextLimit {
+		return text
+	}
+	return clip(text, EntryTextLimit) + fmt.Sprintf(" [%d bytes in all]", len(text))
 }
 
 func clip(s string, n int) string {
@@ -668,4 +695,43 @@ func (r *Reducer) planEnded(s *step, e PlanEnded) error {
 		s.stopTurn("the model call failed")
 	}
 	return nil
+}
+
+// ToolCallOf returns the call a tool_call entry names: its arguments in
+// full, where the entry's text may be a preview. Entries written before
+// entries had refs have none; then their text is the whole.
+func ToolCallOf(ctx context.Context, g cas.Getter, e Entry) (LlmToolCall, error) {
+	tc := LlmToolCall{Name: deref(e.Tool), CallID: deref(e.CallID), ArgumentsJSON: e.Text}
+	if e.Kind != EntryToolCall || e.Ref == nil {
+		return tc, nil
+	}
+	if err := cas.GetNode(ctx, g, *e.Ref, &tc); err != nil {
+		return tc, fmt.Errorf("tool call %s: %w", e.Ref.Short(), err)
+	}
+	return tc, nil
+}
+
+// ToolOutputOf returns the whole output a tool_output entry names (the
+// function_call_output item at its ref), where the entry's text may be a
+// preview.
+func ToolOutputOf(ctx context.Context, g cas.Getter, e Entry) (string, error) {
+	if e.Kind != EntryToolOutput || e.Ref == nil {
+		return e.Text, nil
+	}
+	b, err := g.Get(ctx, *e.Ref)
+	if err != nil {
+		return e.Text, fmt.Errorf("tool output %s: %w", e.Ref.Short(), err)
+	}
+	var it outputItem
+	if err := json.Unmarshal(b, &it); err != nil {
+		return e.Text, fmt.Errorf("tool output %s: %w", e.Ref.Short(), err)
+	}
+	return it.Output, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
