@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -333,9 +334,10 @@ func benignClose(err error) bool {
 // tail keeps the last bytes written to it: a server's stderr, for error
 // messages. It is safe for concurrent use.
 type tail struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
+	mu      sync.Mutex
+	max     int
+	buf     []byte
+	dropped bool // bytes before buf were dropped
 }
 
 func newTail(max int) *tail { return &tail{max: max} }
@@ -346,10 +348,12 @@ func (t *tail) Write(p []byte) (int, error) {
 	n := len(p)
 	if len(p) > t.max {
 		p = p[len(p)-t.max:]
+		t.dropped = true
 	}
 	t.buf = append(t.buf, p...)
 	if over := len(t.buf) - t.max; over > 0 {
 		t.buf = append(t.buf[:0], t.buf[over:]...)
+		t.dropped = true
 	}
 	return n, nil
 }
@@ -360,6 +364,9 @@ func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	b := t.buf
+	if i := bytes.IndexByte(b, '\n'); t.dropped && i >= 0 && i < len(b)-1 {
+		b = b[i+1:] // a line cut at its start says little
+	}
 	for len(b) > 0 && b[0]&0xC0 == 0x80 {
 		b = b[1:]
 	}
