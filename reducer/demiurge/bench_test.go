@@ -1,0 +1,237 @@
+package demiurge_test
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/demiurge-dev/demiurge/adapters/llm"
+	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
+	"github.com/demiurge-dev/demiurge/adapters/toolcall"
+	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/effects"
+	"github.com/demiurge-dev/demiurge/journal"
+	"github.com/demiurge-dev/demiurge/reducer"
+	"github.com/demiurge-dev/demiurge/reducer/demiurge"
+	"github.com/demiurge-dev/demiurge/schema"
+	"github.com/demiurge-dev/demiurge/tools"
+	"github.com/demiurge-dev/demiurge/tools/introspect"
+	"github.com/demiurge-dev/demiurge/world"
+)
+
+// BenchmarkToolRound measures one tool round of the agent, durable on
+// bbolt with fsync: the model (llmtest on loopback, no delay) answers with
+// one introspect_schemas call; the chat reducer checks it; tool_plan runs
+// it through introspect.call; the output goes back to the model in the
+// next request. Each iteration is a turn of four such rounds and the
+// model's final answer (a fresh chat each, so the transcript stays the
+// size of a real turn); ms/round is the turn's time over its tool rounds,
+// every commit included. Target: ≤ 2 ms a round.
+//
+// Beside it: model-ms and tool-ms, the time inside the two adapters
+// (model-ms includes the loopback server); commits and durable-B, what a
+// round makes durable (records, the model's request and response bodies,
+// the chat's state, the tool's output); and floor-ms, raw bbolt commits of
+// the same number and bytes in the same file: the disk's price of them.
+func BenchmarkToolRound(b *testing.B) {
+	ctx := context.Background()
+	dir := b.TempDir()
+	db, err := bbolt.Open(filepath.Join(dir, "demiurge.db"), 0o600, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	c, _ := cas.NewBolt(db)
+	j, _ := journal.NewBolt(db, nil)
+	st, _ := world.NewBoltStorage(c, j)
+	reg := reducer.NewRegistry()
+	demiurge.Register(reg)
+	cat, err := schema.Load("../../examples/demiurge", &schema.LoadOptions{Reducers: reg.Names()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Each chat (one per iteration) gets a turn of toolRounds tool rounds:
+	// the model calls introspect_journal_head, gets its output, calls it
+	// again..., then answers. The transcript and the chat's state stay the
+	// size of a real turn.
+	const toolRounds = 4
+	srv := llmtest.NewServerFunc(func(r llmtest.Request) llmtest.Turn {
+		in, _ := r.JSON["input"].([]any)
+		if len(in) > 2*toolRounds {
+			return llmtest.Turn{Text: "done"}
+		}
+		// A valid call whose arguments differ each round (the repeat guard
+		// stops identical ones).
+		args := fmt.Sprintf(`{"names":["demiurge/ChatEvent@1"],"consistency":"at_least:%d"}`, len(in))
+		return llmtest.Turn{Calls: []llmtest.Call{{Name: "introspect_schemas", Arguments: args}}}
+	})
+	defer srv.Close()
+	gen, err := llm.New(llm.Config{BaseURL: srv.URL, MaxAttempts: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var toolsRun atomic.Int64        // tool calls that ran and succeeded
+	var inModel, inTool atomic.Int64 // nanoseconds spent in the adapters
+	la := &llm.Adapter{Generator: gen}
+	view := introspect.NewWorldView("bench", cat, st)
+	ta := toolcall.New(introspect.Tools(view, nil)...)
+	w, err := world.Open(ctx, world.Options{Name: "bench", Catalog: cat, Reducers: reg, Storage: st, SnapshotEvery: -1,
+		Adapters: map[string]effects.Adapter{
+			"llm.generate": effects.AdapterFunc(func(ctx context.Context, c *effects.Call) effects.Receipt {
+				t := time.Now()
+				defer func() { inModel.Add(int64(time.Since(t))) }()
+				return la.Run(ctx, c)
+			}),
+			"introspect.call": effects.AdapterFunc(func(ctx context.Context, c *effects.Call) effects.Receipt {
+				t := time.Now()
+				defer func() { inTool.Add(int64(time.Since(t))) }()
+				r := ta.Run(ctx, c)
+				if r.Status == "ok" {
+					toolsRun.Add(1)
+				}
+				return r
+			})},
+		Dispatch: effects.DispatcherOptions{Getenv: func(string) (string, bool) { return "sk-bench", true }}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	view.Attach(w)
+	var specs []tools.SpecTool
+	for _, name := range ta.Names() {
+		t, _ := ta.Tool(name)
+		specs = append(specs, tools.SpecFor(t, tools.FamilyIntrospect))
+	}
+	blob, _ := tools.EncodeSpec(specs)
+	ref, _ := st.CAS().Put(ctx, blob)
+	send := func(v any) {
+		js, _ := json.Marshal(v)
+		if _, err := w.SendJSON(ctx, "demiurge/ChatEvent@1", js); err != nil {
+			b.Fatal(err)
+		}
+	}
+	settings := map[string]any{"provider": "openai-responses", "model": "bench", "max_tokens": 100,
+		"tools_ref": ref.String(), "max_rounds": toolRounds + 2, "max_repeats": 3, "output_limit": 2000}
+	msg, _ := st.CAS().Put(ctx, []byte(`{"role":"user","content":"go"}`))
+	h0 := w.Head()
+	tx0 := txid(db)
+	before := map[cas.Ref]bool{}
+	if err := st.CAS().Iterate(ctx, func(r cas.Ref, _ int64) error { before[r] = true; return nil }); err != nil {
+		b.Fatal(err)
+	}
+	var elapsed time.Duration
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		t0 := time.Now()
+		chat := fmt.Sprintf("c%d", i)
+		send(map[string]any{"User": map[string]any{"chat_id": chat, "request_id": 1, "text": "go", "message_ref": msg.String(), "settings": settings}})
+		if err := w.WaitIdle(ctx); err != nil {
+			b.Fatal(err)
+		}
+		elapsed += time.Since(t0)
+	}
+	b.StopTimer()
+	h1 := w.Head()
+	commits := txid(db) - tx0
+	rounds := b.N * toolRounds
+	if n := toolsRun.Load(); n != int64(rounds) {
+		b.Fatalf("%d tool calls succeeded, want %d: the benchmark is not measuring tool rounds", n, rounds)
+	}
+	// The floor: raw bbolt commits, as many as the run made, each writing
+	// the run's average records (sequential keys, one bucket) and blobs
+	// (hash keys, another bucket) per commit, in the same file. That is the
+	// disk's price of the bytes a round must make durable; the rest is the
+	// engine's (and the loopback model's).
+	recs, recBytes := 0, 0
+	if err := j.Read(ctx, "bench", h0.Seq+1, func(r journal.Record) error {
+		recs, recBytes = recs+1, recBytes+len(r.Payload)
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	blobs, blobBytes := 0, 0
+	if err := st.CAS().Iterate(ctx, func(r cas.Ref, n int64) error {
+		if !before[r] {
+			blobs, blobBytes = blobs+1, blobBytes+int(n)
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	floor := rawCommits(b, db, commits, recs, recBytes, blobs, blobBytes)
+	perRound := elapsed / time.Duration(rounds)
+	b.ReportMetric(float64(perRound.Microseconds())/1000, "ms/round")
+	b.ReportMetric(float64(floor.Microseconds())/1000/float64(rounds), "floor-ms/round")
+	b.ReportMetric(float64(recBytes+blobBytes)/float64(rounds), "durable-B/round")
+	b.ReportMetric(float64(h1.Seq-h0.Seq)/float64(rounds), "records/round")
+	b.ReportMetric(float64(commits)/float64(rounds), "commits/round")
+	b.ReportMetric(float64(inModel.Load())/1e6/float64(rounds), "model-ms/round")
+	b.ReportMetric(float64(inTool.Load())/1e6/float64(rounds), "tool-ms/round")
+	if testing.Verbose() {
+		fmt.Printf("rounds %d in %s (%s each); %d commits, %d records (%d B), %d blobs (%d B); the raw floor %s\n",
+			rounds, elapsed, perRound, commits, recs, recBytes, blobs, blobBytes, floor)
+	}
+}
+
+// txid is the id of the database's last committed write transaction.
+func txid(db *bbolt.DB) int {
+	var id int
+	_ = db.View(func(tx *bbolt.Tx) error { id = tx.ID(); return nil })
+	return id
+}
+
+// rawCommits makes n bbolt commits that together write recs values of
+// recBytes bytes under sequential keys and blobs values of blobBytes bytes
+// under BLAKE3 keys, and returns the time they took.
+func rawCommits(b *testing.B, db *bbolt.DB, n, recs, recBytes, blobs, blobBytes int) time.Duration {
+	b.Helper()
+	if n == 0 {
+		return 0
+	}
+	var seq uint64
+	start := time.Now()
+	for i := range n {
+		// Commit i writes its share of each, spread evenly.
+		nr := recs*(i+1)/n - recs*i/n
+		nb := blobs*(i+1)/n - blobs*i/n
+		err := db.Update(func(tx *bbolt.Tx) error {
+			rb, err := tx.CreateBucketIfNotExists([]byte("floor-records"))
+			if err != nil {
+				return err
+			}
+			bb, err := tx.CreateBucketIfNotExists([]byte("floor-blobs"))
+			if err != nil {
+				return err
+			}
+			for range nr {
+				seq++
+				var k [8]byte
+				binary.BigEndian.PutUint64(k[:], seq)
+				if err := rb.Put(k[:], make([]byte, recBytes/recs)); err != nil {
+					return err
+				}
+			}
+			for range nb {
+				seq++
+				var k [8]byte
+				binary.BigEndian.PutUint64(k[:], seq)
+				key := cas.Sum(k[:]).Digest()
+				if err := bb.Put(key[:], make([]byte, blobBytes/blobs)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	return time.Since(start)
+}
