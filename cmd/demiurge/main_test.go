@@ -32,6 +32,7 @@ func TestMain(m *testing.M) {
 		"demiurge-corrupt-record": helper(helperCorruptRecord),
 		"demiurge-cbor":           helper(helperCBOR),
 		"demiurge-hold":           helper(helperHold),
+		"demiurge-mcp-server":     helper(helperMCPServer),
 	})
 }
 

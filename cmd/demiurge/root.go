@@ -181,8 +181,9 @@ Exit codes:
 		newTraceCommand(a),
 		newExportCommand(a),
 		newImportCommand(a),
-		newShCommand(a),
+		newShCommand(a, getenv),
 		newWorkspaceCommand(a),
+		newMCPCommand(a, getenv),
 	)
 	return root
 }

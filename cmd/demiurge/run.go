@@ -68,8 +68,10 @@ outputs recorded in a session bundle instead (no network, no key), while the
 tools run for real: the offline demo.
 
 The agent's tools: introspect_* (the world's manifest, schemas, modules,
-state, journal head), workspace_* (versioned files in the store) and bash (a
-sandboxed script in which every tool is a command).`,
+state, journal head), workspace_* (versioned files in the store), the tools
+of the MCP servers the manifest declares (mcp_servers: started with the run,
+named <server>_<tool> unless aliased; "demiurge mcp ls" lists them) and bash
+(a sandboxed script in which every tool is a command).`,
 		Args: wantArgs(1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.manifest = args[0]
@@ -106,6 +108,10 @@ type agent struct {
 	st    world.Storage
 	chat  string
 	shown int // entries printed
+
+	// newSettings, if set, go with the next message: the chat's tools
+	// changed since it began.
+	newSettings map[string]any
 
 	mu        sync.Mutex
 	streamed  bool // text was streamed in this model call
@@ -171,10 +177,16 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 		return err
 	}
 	ag := &agent{a: a, f: f, st: st, chat: f.chat, callStart: map[string]time.Time{}}
-	kit, err := newToolKit(f.world, cat, st)
+	kit, err := newToolKit(ctx, f.world, cat, st, mcpEnv{getenv: lookupEnv(getenv), manifest: f.manifest, log: a.log})
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if cerr := kit.close(); err == nil {
+			err = cerr
+		}
+	}()
+	reportMCP(a.err, kit.mcp)
 	adapters := adapters()
 	for k, v := range kit.adapters {
 		adapters[k] = v
@@ -261,6 +273,11 @@ func (ag *agent) send(ctx context.Context, tag string, value map[string]any) err
 func (ag *agent) ensureChat(ctx context.Context, settings map[string]any) error {
 	if st, ok := ag.state(); ok {
 		ag.shown = len(st.Entries)
+		if st.Settings == nil || st.Settings.ToolsRef == nil || st.Settings.ToolsRef.String() != settings["tools_ref"] {
+			// The tools changed since the chat began (an MCP server was
+			// added, say): the next message carries the new settings.
+			ag.newSettings = settings
+		}
 		return nil
 	}
 	return ag.send(ctx, "Created", map[string]any{"chat_id": ag.chat, "title": ag.chat, "settings": settings})
@@ -282,9 +299,14 @@ func (ag *agent) say(ctx context.Context, text string) error {
 	if st, ok := ag.state(); ok {
 		last, usage0, cost0 = st.LastRequestID, st.Usage, st.CostMicroUSD
 	}
-	if err := ag.send(ctx, "User", map[string]any{"chat_id": ag.chat, "request_id": last + 1, "text": text, "message_ref": ref.String()}); err != nil {
+	user := map[string]any{"chat_id": ag.chat, "request_id": last + 1, "text": text, "message_ref": ref.String()}
+	if ag.newSettings != nil {
+		user["settings"] = ag.newSettings
+	}
+	if err := ag.send(ctx, "User", user); err != nil {
 		return err
 	}
+	ag.newSettings = nil
 	wctx, cancel := context.WithTimeout(ctx, ag.f.wait)
 	defer cancel()
 	if err := ag.w.WaitIdle(wctx); err != nil {

@@ -16,7 +16,7 @@ import (
 	"github.com/demiurge-dev/demiurge/world"
 )
 
-func newShCommand(a *app) *cobra.Command {
+func newShCommand(a *app, getenv func(string) string) *cobra.Command {
 	var (
 		wf      worldFlags
 		command string
@@ -33,8 +33,10 @@ utilities (echo, printf, jq, grep, sed, sort, head, ...). The script is -c
 SCRIPT, the file FILE, or standard input.
 
 With --manifest, world W (created on first use) is opened with the AIR at M
-and its tools are the commands. They run as the operator's: no cap or policy
-is asked (the model's scripts, in "demiurge run", ask both for every command).
+and its tools are the commands, with the tools of the MCP servers it declares
+(started for the script, stopped after it). They run as the operator's: no cap
+or policy is asked (the model's scripts, in "demiurge run", ask both for every
+command).
 Workspace commits the script makes are recorded in the world as
 sys/WorkspaceCommit@1 events. Without --manifest the script has no world
 tools, only the shell and its utilities, and a note on stderr says so.
@@ -97,6 +99,19 @@ command; 1 or the command's status for a failed command), or the usual 1 and
 				}()
 				if ts, err = worldTools(w); err != nil {
 					return err
+				}
+				if len(cat.Manifest.MCPServers) > 0 {
+					reserved := []string{bashfx.ToolName}
+					for _, t := range ts {
+						reserved = append(reserved, t.Name())
+					}
+					set, err := startMCP(ctx, cat, st.CAS(), reserved, mcpEnv{getenv: lookupEnv(getenv), manifest: wf.manifest, log: a.log})
+					if err != nil {
+						return err
+					}
+					defer set.Close()
+					reportMCP(a.err, set)
+					ts = append(ts, set.Tools()...)
 				}
 			} else if !prompt {
 				fmt.Fprintln(a.err, "demiurge sh: no --manifest: the script has no world tools, only the shell and its utilities")

@@ -181,7 +181,11 @@ func call(t testing.TB, set *mcp.Set, name, args string) (out, errText string, c
 		t.Fatalf("no tool %s; tools: %v", name, toolNames(set))
 	}
 	r := tool.Execute(context.Background(), toolsRequest(args))
-	return r.Stdout, r.Stderr, r.ExitCode, r.Error
+	out, cut := strings.CutSuffix(r.Stdout, "\n")
+	if r.Stdout != "" && !cut {
+		t.Errorf("%s: stdout %q does not end with a newline", name, r.Stdout)
+	}
+	return out, r.Stderr, r.ExitCode, r.Error
 }
 
 func toolNames(set *mcp.Set) []string {

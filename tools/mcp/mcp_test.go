@@ -155,10 +155,10 @@ func TestOutputLimit(t *testing.T) {
 	for _, tc := range []struct {
 		name, tool, args, want string
 	}{
-		{"fits", "demo_big", `{"n": 10, "unit": "a"}`, "aaaaaaaaaa"},
-		{"ascii", "demo_big", `{"n": 11, "unit": "a"}`, "aaaaaaaaaa\n[output cut at 10 of 11 bytes]"},
-		{"cut on a character boundary", "demo_big", `{"n": 4, "unit": "€"}`, "€€€\n[output cut at 9 of 12 bytes]"},
-		{"read-only tools get the read limit", "demo_read_big", `{"n": 30, "unit": "é"}`, "éééééééééé\n[output cut at 20 of 60 bytes]"},
+		{"fits", "demo_big", `{"n": 10, "unit": "a"}`, "aaaaaaaaaa\n"},
+		{"ascii", "demo_big", `{"n": 11, "unit": "a"}`, "aaaaaaaaaa\n[output cut at 10 of 11 bytes]\n"},
+		{"cut on a character boundary", "demo_big", `{"n": 4, "unit": "€"}`, "€€€\n[output cut at 9 of 12 bytes]\n"},
+		{"read-only tools get the read limit", "demo_read_big", `{"n": 30, "unit": "é"}`, "éééééééééé\n[output cut at 20 of 60 bytes]\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tool, _ := set.Tool(tc.tool)
@@ -180,7 +180,7 @@ func TestOutputLimit(t *testing.T) {
 	}
 	tool, _ := def.Tool("demo_big")
 	r := tool.Execute(t.Context(), toolsRequest(`{"n": 40000, "unit": "ab"}`))
-	if len(r.Stdout) > mcp.DefaultOutputLimit+100 || !strings.HasSuffix(r.Stdout, "[output cut at 30000 of 80000 bytes]") {
+	if len(r.Stdout) > mcp.DefaultOutputLimit+100 || !strings.HasSuffix(r.Stdout, "[output cut at 30000 of 80000 bytes]\n") {
 		t.Errorf("stdout of %d bytes ends %q", len(r.Stdout), r.Stdout[max(0, len(r.Stdout)-60):])
 	}
 }
@@ -435,7 +435,7 @@ func TestAdapter(t *testing.T) {
 		code                     int64
 		category                 any
 	}{
-		{"ok", "demo", "echo", `{"text":"hi"}`, "echo: hi", "", 0, nil},
+		{"ok", "demo", "echo", `{"text":"hi"}`, "echo: hi\n", "", 0, nil},
 		{"tool error", "demo", "fail", `{}`, "", "demo_fail: it failed on purpose", 1, mcp.ErrorTool},
 		{"bad arguments", "demo", "echo", `{"text":1}`, "", "demo_echo: the arguments do not fit the input schema: at /text: got number, want string", 2, mcp.ErrorInvalidArguments},
 		{"unknown server", "nope", "echo", `{}`, "", `there is no MCP server named "nope" in this world (servers: demo, down)`, 127, mcp.ErrorUnknownTool},

@@ -311,6 +311,9 @@ func (t *Tool) ExecuteWithStatus(ctx context.Context, req tools.Request, status 
 		return tools.Response{Stderr: t.Name() + ": " + msg, ExitCode: exitFailed, Error: ErrorTool, StderrTruncated: w.Cut()}
 	}
 	out := w.String()
+	if out != "" && !strings.HasSuffix(out, "\n") {
+		out += "\n" // as a command's output ends, so a script's lines stay apart
+	}
 	if out != "" {
 		status(tools.Stdout(out))
 	}
