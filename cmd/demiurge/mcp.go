@@ -1,0 +1,131 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	bashfx "github.com/demiurge-dev/demiurge/adapters/scripted"
+	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/tools/mcp"
+	"github.com/demiurge-dev/demiurge/world"
+)
+
+func newMCPCommand(a *app, getenv func(string) string) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "Look at the MCP servers of a world",
+		Long: `A world's manifest may declare MCP servers (mcp_servers): stdio commands or
+streamable-HTTP URLs whose tools the agent gets, named <server>_<tool> unless
+the manifest gives an alias. "ls" starts them and lists what they offer.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: groupRunE,
+	}
+	cmd.AddCommand(newMCPLsCommand(a, getenv))
+	return cmd
+}
+
+func newMCPLsCommand(a *app, getenv func(string) string) *cobra.Command {
+	var (
+		manifest string
+		timeout  time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "ls --manifest M",
+		Short: "Start a world's MCP servers and list their status and tools",
+		Long: `Start the MCP servers the manifest at M declares, all at once, as "demiurge
+run" does (stdio servers in the manifest's directory, secrets from the
+environment variables their defsecrets name), and list each server: how it is
+reached, its status, its name and version, the MCP protocol version, how long
+it took to start and to list its tools, the ref of its tool list (the blob
+"demiurge run" stores), and its tools as the model sees them, with the first
+line of their descriptions. The servers are stopped when the listing is done;
+the store is not opened.
+
+Exit codes: 0 every server is up and its tool names are valid; 1 a server
+failed to start, a secret is not available, or tool names collide (the
+message names the alias that fixes it); 2 a usage error.`,
+		Args: wantArgs(0, 0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if manifest == "" {
+				return usagef("mcp ls: --manifest is required: the path of the world's AIR (manifest.air, manifest.air.json or its folder)")
+			}
+			if timeout <= 0 {
+				return usagef("mcp ls: --timeout must be positive, got %s", timeout)
+			}
+			cat, err := loadCatalog(manifest)
+			if err != nil {
+				return err
+			}
+			if len(cat.Manifest.MCPServers) == 0 {
+				fmt.Fprintf(a.out, "%s declares no MCP servers (mcp_servers)\n", manifest)
+				return nil
+			}
+			dir, err := manifestDir(manifest)
+			if err != nil {
+				return err
+			}
+			servers, err := mcp.FromManifest(cat, lookupEnv(getenv), dir)
+			if err != nil {
+				return err
+			}
+			ts := newToolset(defaultWorld, cat, world.NewMemoryStorage()).tools
+			reserved := []string{bashfx.ToolName}
+			for _, t := range ts {
+				reserved = append(reserved, t.Name())
+			}
+			set, cerr := mcp.Connect(cmd.Context(), servers, &mcp.Options{Store: cas.NewMemory(), Reserved: reserved,
+				Getenv: lookupEnv(getenv), Logger: a.log, ConnectTimeout: timeout})
+			defer func() { _ = set.Close() }() // a Set is closed even when Connect fails
+			down := printServers(a.out, set.Servers())
+			switch {
+			case cerr != nil:
+				return cerr
+			case down > 0:
+				return fmt.Errorf("mcp ls: %d of %d MCP servers are not up", down, len(servers))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&manifest, "manifest", "m", "", "the world's AIR: manifest.air, manifest.air.json or its `PATH`")
+	cmd.Flags().DurationVar(&timeout, "timeout", mcp.DefaultConnectTimeout, "how long a server may take to start")
+	return cmd
+}
+
+// printServers lists servers and their tools, and returns how many are
+// not up.
+func printServers(w io.Writer, servers []mcp.ServerInfo) (down int) {
+	for i, si := range servers {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "%s: %s (%s %s)\n", si.Name, si.Status, si.Kind, si.Target)
+		if si.Status != mcp.StatusConnected {
+			down++
+			if si.Err != nil {
+				fmt.Fprintf(w, "  error: %s\n", strings.TrimPrefix(si.Err.Error(), mcp.ErrServerDown.Error()+": "))
+			}
+			if len(si.Tools) == 0 {
+				continue
+			}
+		}
+		fmt.Fprintf(w, "  server %s %s, protocol %s; started in %s, tools listed in %s; calls time out after %s\n",
+			si.ServerName, si.ServerVersion, si.Protocol, si.Connect.Round(time.Millisecond), si.List.Round(100*time.Microsecond), si.Timeout)
+		fmt.Fprintf(w, "  tool list %s (%d tools)\n", si.ListRef, len(si.Tools))
+		width := 0
+		for _, t := range si.Tools {
+			width = max(width, len(t))
+		}
+		for j, t := range si.Tools {
+			line := fmt.Sprintf("  %-*s  %s", width, t, clipLine(si.Descriptions[j], 100))
+			if t != si.Name+"_"+si.ServerTools[j] {
+				line += fmt.Sprintf(" (alias of %s)", si.ServerTools[j])
+			}
+			fmt.Fprintln(w, strings.TrimRight(line, " "))
+		}
+	}
+	return down
+}
