@@ -58,7 +58,7 @@ type Server struct {
 	// Timeout bounds each call (default DefaultCallTimeout); a request's
 	// TimeoutMS can lower it.
 	Timeout time.Duration
-	// Secret lists values that must never be shown: the resolved secrets
+	// Secrets are values that must never be shown: the resolved secrets
 	// of Env and Headers. They are replaced by "[secret]" in everything
 	// the server returns and in every error.
 	Secrets []string

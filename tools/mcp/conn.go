@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/demiurge-dev/demiurge/cas"
@@ -36,6 +37,10 @@ var ErrServerDown = errors.New("mcp: server is down")
 type conn struct {
 	cfg  Server
 	opts *Options
+	// life ends when the conn is closed: calls in flight are cancelled
+	// then, so that Close never waits for them.
+	life context.Context
+	end  context.CancelFunc
 
 	mu       sync.Mutex
 	sess     *sdk.ClientSession
@@ -265,30 +270,48 @@ func (c *conn) call(ctx context.Context, tool string, args map[string]any) (*sdk
 	if err != nil {
 		return nil, err
 	}
-	res, err := sess.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+	callCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(c.life, cancel)
+	defer stop()
+	res, err := sess.CallTool(callCtx, &sdk.CallToolParams{Name: tool, Arguments: args})
 	if err == nil {
 		return res, nil
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	if errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		// Wait (briefly) for the session to notice, so the next call
-		// restarts the server.
-		select {
-		case <-died:
-		case <-time.After(time.Second):
-		}
-		c.mu.Lock()
-		restarts := c.restarts
-		c.mu.Unlock()
-		next := "it will be restarted for the next call"
-		if restarts >= 1 {
-			next = "it was restarted once already, so its tools are now unavailable"
-		}
-		return nil, fmt.Errorf("%w: MCP server %s died during the call (%s); %s", ErrServerDown, c.cfg.Name, c.redact(err.Error()), next)
+	if c.life.Err() != nil {
+		return nil, fmt.Errorf("%w: MCP server %s was closed during the call", ErrServerDown, c.cfg.Name)
 	}
-	return nil, err
+	var je *jsonrpc.Error
+	if errors.As(err, &je) {
+		return nil, err // the server answered
+	}
+	// The connection failed: did the session end (the process exited, the
+	// HTTP server lost the session)? The SDK notices in a goroutine.
+	wait := 200 * time.Millisecond
+	if errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		wait = time.Second
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-died:
+	case <-t.C:
+		return nil, err
+	}
+	c.mu.Lock()
+	closed, restarts := c.closed, c.restarts
+	c.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("%w: MCP server %s was closed during the call", ErrServerDown, c.cfg.Name)
+	}
+	next := "it will be restarted for the next call"
+	if restarts >= 1 {
+		next = "it was restarted once already, so its tools are now unavailable"
+	}
+	return nil, fmt.Errorf("%w: MCP server %s died during the call (%s); %s", ErrServerDown, c.cfg.Name, c.redact(err.Error()), next)
 }
 
 // close ends the session for good.
@@ -299,6 +322,7 @@ func (c *conn) close() error {
 		return nil
 	}
 	c.closed = true
+	c.end()
 	sess, stop := c.sess, c.stop
 	c.sess = nil
 	if c.status == StatusConnected {

@@ -101,6 +101,7 @@ func Connect(ctx context.Context, servers []Server, opts *Options) (*Set, error)
 	for i := range servers {
 		cfg := servers[i]
 		c := &conn{cfg: cfg, opts: s.opts, stderr: newTail(2048)}
+		c.life, c.end = context.WithCancel(context.Background())
 		switch {
 		case cfg.Name == "":
 			problems = append(problems, fmt.Sprintf("MCP server %d has no name", i))

@@ -1,15 +1,19 @@
 package mcp_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/demiurge-dev/demiurge/tools"
 	"github.com/demiurge-dev/demiurge/tools/mcp"
 )
 
@@ -123,5 +127,58 @@ func TestStreamableHTTP(t *testing.T) {
 	anon := connect(t, nil, srv)
 	if si := anon.Servers()[0]; si.Status != mcp.StatusFailed || !strings.Contains(si.Err.Error(), "Unauthorized") {
 		t.Errorf("anonymous: %+v", si)
+	}
+}
+
+func TestStreamableHTTPServerRestart(t *testing.T) {
+	// The server restarts and forgets its sessions: the call that finds
+	// out fails saying so, the next one reconnects.
+	var restarted atomic.Bool
+	before := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return testServer() }, nil)
+	after := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return testServer() }, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if restarted.Load() {
+			after.ServeHTTP(w, r)
+			return
+		}
+		before.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	set := connect(t, nil, mcp.Server{Name: "web", URL: ts.URL})
+	if out, _, _, _ := call(t, set, "web_echo", `{"text": "1"}`); out != "echo: 1" {
+		t.Fatalf("first call: %q", out)
+	}
+	restarted.Store(true)
+	_, errText, code, cat := call(t, set, "web_echo", `{"text": "2"}`)
+	if code != 1 || cat != mcp.ErrorUnavailable || !strings.Contains(errText, "died during the call") || !strings.Contains(errText, "session not found") {
+		t.Errorf("call after the restart: %q, exit %d, %q", errText, code, cat)
+	}
+	if out, errText, _, _ := call(t, set, "web_echo", `{"text": "3"}`); out != "echo: 3" {
+		t.Errorf("next call: %q %q; want a new session", out, errText)
+	}
+	if si := set.Servers()[0]; si.Status != mcp.StatusConnected || si.Restarts != 1 {
+		t.Errorf("server %+v", si)
+	}
+}
+
+func TestCloseDuringCall(t *testing.T) {
+	srv, _ := memServer("demo")
+	set, err := mcp.Connect(t.Context(), []mcp.Server{srv}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool, _ := set.Tool("demo_wait")
+	done := make(chan tools.Response)
+	go func() { done <- tool.Execute(context.Background(), toolsRequest(`{}`)) }()
+	time.Sleep(20 * time.Millisecond) // let the call start; either order is a valid test
+	if err := set.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	r := <-done
+	if r.ExitCode != 1 || r.Error != mcp.ErrorUnavailable || !strings.Contains(r.Stderr, "closed") {
+		t.Errorf("a call cut by Close: %+v", r)
+	}
+	if r := tool.Execute(t.Context(), toolsRequest(`{}`)); r.Error != mcp.ErrorUnavailable || !strings.Contains(r.Stderr, "MCP server demo is closed") {
+		t.Errorf("a call after Close: %+v", r)
 	}
 }
