@@ -59,8 +59,9 @@ func helperMCPServer(ctx context.Context, args []string) error {
 }
 
 // mcpWorld writes an agent world in a new directory: examples/mcp's AIR
-// with the given mcp_servers (JSON), and the mcp grant allowing them all.
-func mcpWorld(t *testing.T, servers string) string {
+// with the given mcp_servers (JSON), and the mcp grant allowing them all,
+// or with the given params (a sys/mcp@1 record in AIR JSON).
+func mcpWorld(t *testing.T, servers string, grant ...string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "world")
 	if err := copyAIR(filepath.Join("..", "..", "examples", "mcp"), dir); err != nil {
@@ -83,6 +84,13 @@ func mcpWorld(t *testing.T, servers string) string {
 	for _, g := range m["defaults"].(map[string]any)["cap_grants"].([]any) {
 		if g := g.(map[string]any); g["name"] == "mcp" {
 			g["params"] = map[string]any{"record": map[string]any{}}
+			if len(grant) > 0 {
+				var p any
+				if err := json.Unmarshal([]byte(grant[0]), &p); err != nil {
+					t.Fatal(err)
+				}
+				g["params"] = p
+			}
 		}
 	}
 	out, err := json.MarshalIndent(m, "", "  ")
@@ -274,5 +282,36 @@ func TestRunMCPNpmServers(t *testing.T) {
 	}
 	if rr := run(t, nil, "", "--store", store, "replay", "-m", dir, "--from-genesis"); rr.code != 0 {
 		t.Errorf("replay: exit %d\n%s\n%s", rr.code, rr.stdout, rr.stderr)
+	}
+}
+
+// TestRunMCPCap checks that the mcp cap decides every call, direct or
+// from a bash script.
+func TestRunMCPCap(t *testing.T) {
+	dir := mcpWorld(t, `[{"name": "demo", "command": "demiurge-mcp-server"}]`,
+		`{"record": {"tools_allow": {"set": [{"text": "demo/echo"}]}}}`)
+	srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{
+		{Calls: []llmtest.Call{
+			{Name: "demo_echo", Arguments: `{"text": "allowed"}`, CallID: "ok"},
+			{Name: "demo_add", Arguments: `{"a": 1, "b": 2}`, CallID: "denied"},
+			{Name: "bash", Arguments: `{"commands": "demo_echo --text fine; demo_add --a 1 --b 2 || echo refused $?"}`, CallID: "bash"},
+		}},
+		{Text: "Some were refused."},
+	}})
+	defer srv.Close()
+	env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.URL, "PATH": os.Getenv("PATH")}
+	r := run(t, env, "", "--store", filepath.Join(t.TempDir(), "store"), "run", dir, "--model", "gpt-test", "-m", "hi")
+	if r.code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	outs, _ := outputs(t, srv.Requests()[1])
+	for id, want := range map[string]string{
+		"ok":     "echo: allowed\n",
+		"denied": "MCP tool demo/add is not in tools_allow [demo/echo]",
+		"bash":   "echo: fine\nrefused 1\n",
+	} {
+		if !strings.Contains(outs[id], want) {
+			t.Errorf("output of %s: %q; want it to hold %q", id, outs[id], want)
+		}
 	}
 }
