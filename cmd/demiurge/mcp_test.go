@@ -14,6 +14,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
+	"github.com/demiurge-dev/demiurge/replay"
 )
 
 // helperMCPServer is an MCP server on stdin/stdout, for the scripts and
@@ -314,4 +315,45 @@ func TestRunMCPCap(t *testing.T) {
 			t.Errorf("output of %s: %q; want it to hold %q", id, outs[id], want)
 		}
 	}
+}
+
+// mcpSessionTurns is the fake model of the recorded MCP session.
+var mcpSessionTurns = []llmtest.Turn{
+	{Calls: []llmtest.Call{
+		{Name: "demo_echo", Arguments: `{"text": "hello"}`},
+		{Name: "demo_add", Arguments: `{"a": "two", "b": 3}`},
+		{Name: "demo_nope", Arguments: `{}`},
+		{Name: "demo_fail", Arguments: `{}`},
+	}},
+	{Calls: []llmtest.Call{{Name: "bash", Arguments: `{"commands": "demo_add --a 2 --b 3 | jq .sum; demo_env --name GREETING"}`}}},
+	{Text: "The demo server echoes, adds and fails as asked."},
+}
+
+// TestRecordedMCPSession replays the recorded session of an agent with a
+// Go MCP server (testdata/sessions/mcp), byte for byte, without the
+// server. -record records it again (the server is demiurge-mcp-server).
+func TestRecordedMCPSession(t *testing.T) {
+	dir := filepath.Join("..", "..", "testdata", "sessions", "mcp")
+	if *record {
+		world := mcpWorld(t, `[{"name": "demo", "command": "demiurge-mcp-server", "env": {"GREETING": "hi there"}}]`)
+		srv := llmtest.NewServer(llmtest.Script{Turns: mcpSessionTurns})
+		defer srv.Close()
+		store := filepath.Join(t.TempDir(), "store")
+		env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.URL, "PATH": os.Getenv("PATH")}
+		r := run(t, env, "", "--store", store, "run", world, "--model", "gpt-test", "-m", "Try the demo server's tools.")
+		if r.code != 0 {
+			t.Fatalf("run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+		}
+		if n := srv.Remaining(); n != 0 {
+			t.Fatalf("the session used %d turns fewer than its script", n)
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+		if r := run(t, nil, "", "--store", store, "export", "-m", world, dir); r.code != 0 {
+			t.Fatalf("export: %s", r.stderr)
+		}
+		_ = os.Remove(filepath.Join(dir, "trace.txt"))
+	}
+	replay.CheckGolden(t, dir, newRegistry(), *update || *record)
 }
