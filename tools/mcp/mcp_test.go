@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 	"unicode/utf8"
 
@@ -105,48 +106,51 @@ func TestCall(t *testing.T) {
 }
 
 func TestServerErrors(t *testing.T) {
-	// A tool whose advertised schema is looser than what the server
-	// checks: the server's JSON-RPC error becomes invalid_arguments.
-	picky := sdk.NewServer(&sdk.Implementation{Name: "strict", Version: "1"}, nil)
-	picky.AddTool(&sdk.Tool{Name: "picky", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, r *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "picky wants x"}
-	})
-	picky.AddTool(&sdk.Tool{Name: "oops", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, r *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "database on fire"}
-	})
-	// The second server the tool set dials has dropped picky (a restart
-	// after an upgrade, say).
-	dropped := sdk.NewServer(&sdk.Implementation{Name: "strict", Version: "2"}, nil)
-	dropped.AddTool(&sdk.Tool{Name: "oops", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, r *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-		return &sdk.CallToolResult{}, nil
-	})
-	n := 0
-	m := &memServers{build: func() *sdk.Server {
-		n++
-		if n == 1 {
-			return picky
+	synctest.Test(t, func(t *testing.T) {
+		// A tool whose advertised schema is looser than what the server
+		// checks: the server's JSON-RPC error becomes invalid_arguments.
+		picky := sdk.NewServer(&sdk.Implementation{Name: "strict", Version: "1"}, nil)
+		picky.AddTool(&sdk.Tool{Name: "picky", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, r *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "picky wants x"}
+		})
+		picky.AddTool(&sdk.Tool{Name: "oops", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, r *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "database on fire"}
+		})
+		// The second server the tool set dials has dropped picky (a restart
+		// after an upgrade, say).
+		dropped := sdk.NewServer(&sdk.Implementation{Name: "strict", Version: "2"}, nil)
+		dropped.AddTool(&sdk.Tool{Name: "oops", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, r *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{}, nil
+		})
+		n := 0
+		m := &memServers{build: func() *sdk.Server {
+			n++
+			if n == 1 {
+				return picky
+			}
+			return dropped
+		}}
+		set := connect(t, nil, mcp.Server{Name: "p", Transport: m.transport})
+		for _, tc := range []struct {
+			tool, errText string
+			code          int
+			category      string
+		}{
+			{"p_picky", "p_picky: the server refused the arguments: picky wants x", 2, mcp.ErrorInvalidArguments},
+			{"p_oops", "p_oops: the server answered error -32603: database on fire", 1, mcp.ErrorServer},
+		} {
+			if _, errText, code, cat := call(t, set, tc.tool, `{"y": 1}`); errText != tc.errText || code != tc.code || cat != tc.category {
+				t.Errorf("%s: %q, exit %d, %q; want %q, %d, %q", tc.tool, errText, code, cat, tc.errText, tc.code, tc.category)
+			}
 		}
-		return dropped
-	}}
-	set := connect(t, nil, mcp.Server{Name: "p", Transport: m.transport})
-	for _, tc := range []struct {
-		tool, errText string
-		code          int
-		category      string
-	}{
-		{"p_picky", "p_picky: the server refused the arguments: picky wants x", 2, mcp.ErrorInvalidArguments},
-		{"p_oops", "p_oops: the server answered error -32603: database on fire", 1, mcp.ErrorServer},
-	} {
-		if _, errText, code, cat := call(t, set, tc.tool, `{"y": 1}`); errText != tc.errText || code != tc.code || cat != tc.category {
-			t.Errorf("%s: %q, exit %d, %q; want %q, %d, %q", tc.tool, errText, code, cat, tc.errText, tc.code, tc.category)
+		m.kill()
+		synctest.Wait()
+		wantStatus(t, set, "p", mcp.StatusDied)
+		_, errText, code, cat := call(t, set, "p_picky", `{}`)
+		if code != 127 || cat != mcp.ErrorUnknownTool || !strings.Contains(errText, `p_picky: the server does not know the tool "picky" any more: unknown tool "picky"`) {
+			t.Errorf("a tool the restarted server dropped: %q, exit %d, %q", errText, code, cat)
 		}
-	}
-	m.kill()
-	waitStatus(t, set, "p", mcp.StatusDied)
-	_, errText, code, cat := call(t, set, "p_picky", `{}`)
-	if code != 127 || cat != mcp.ErrorUnknownTool || !strings.Contains(errText, `p_picky: the server does not know the tool "picky" any more: unknown tool "picky"`) {
-		t.Errorf("a tool the restarted server dropped: %q, exit %d, %q", errText, code, cat)
-	}
+	})
 }
 
 func TestOutputLimit(t *testing.T) {
@@ -186,74 +190,80 @@ func TestOutputLimit(t *testing.T) {
 }
 
 func TestTimeout(t *testing.T) {
-	srv, _ := memServer("demo")
-	srv.Timeout = 50 * time.Millisecond
-	set := connect(t, nil, srv)
-	tool, _ := set.Tool("demo_wait")
-	r := tool.Execute(t.Context(), toolsRequest(`{}`))
-	if r.ExitCode != 124 || r.Error != mcp.ErrorTimeout || !strings.Contains(r.Stderr, "did not answer within 50ms") {
-		t.Errorf("got %+v; want a timeout after 50ms", r)
-	}
-	// A request can lower the server's timeout, not raise it.
-	r = tool.Execute(t.Context(), tools.Request{Arguments: json.RawMessage(`{}`), TimeoutMS: 20})
-	if r.ExitCode != 124 || !strings.Contains(r.Stderr, "within 20ms") {
-		t.Errorf("got %+v; want a timeout after 20ms", r)
-	}
-	// The server still answers after a timed-out call.
-	if out, _, code, _ := call(t, set, "demo_echo", `{"text": "still here"}`); code != 0 || out != "echo: still here" {
-		t.Errorf("after a timeout: %q, exit %d", out, code)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	r = tool.Execute(ctx, toolsRequest(`{}`))
-	if r.ExitCode != 130 || r.Error != mcp.ErrorCancelled {
-		t.Errorf("cancelled call: %+v", r)
-	}
+	// In a bubble, time moves only when every goroutine waits: the
+	// timeouts are exact and take no wall time.
+	synctest.Test(t, func(t *testing.T) {
+		srv, _ := memServer("demo")
+		srv.Timeout = 50 * time.Millisecond
+		set := connect(t, nil, srv)
+		tool, _ := set.Tool("demo_wait")
+		start := time.Now()
+		r := tool.Execute(t.Context(), toolsRequest(`{}`))
+		if r.ExitCode != 124 || r.Error != mcp.ErrorTimeout || !strings.Contains(r.Stderr, "did not answer within 50ms") || time.Since(start) != 50*time.Millisecond {
+			t.Errorf("got %+v after %s; want a timeout after 50ms", r, time.Since(start))
+		}
+		// A request can lower the server's timeout, not raise it.
+		start = time.Now()
+		r = tool.Execute(t.Context(), tools.Request{Arguments: json.RawMessage(`{}`), TimeoutMS: 20})
+		if r.ExitCode != 124 || !strings.Contains(r.Stderr, "within 20ms") || time.Since(start) != 20*time.Millisecond {
+			t.Errorf("got %+v after %s; want a timeout after 20ms", r, time.Since(start))
+		}
+		r = tool.Execute(t.Context(), tools.Request{Arguments: json.RawMessage(`{}`), TimeoutMS: 5000})
+		if !strings.Contains(r.Stderr, "within 50ms") {
+			t.Errorf("got %+v; want the server's 50ms", r)
+		}
+		// The server still answers after a timed-out call.
+		if out, _, code, _ := call(t, set, "demo_echo", `{"text": "still here"}`); code != 0 || out != "echo: still here" {
+			t.Errorf("after a timeout: %q, exit %d", out, code)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		r = tool.Execute(ctx, toolsRequest(`{}`))
+		if r.ExitCode != 130 || r.Error != mcp.ErrorCancelled {
+			t.Errorf("cancelled call: %+v", r)
+		}
+	})
 }
 
 func TestRestartOnce(t *testing.T) {
-	srv, m := memServer("demo")
-	set := connect(t, nil, srv)
-	if out, _, code, _ := call(t, set, "demo_echo", `{"text": "1"}`); code != 0 || out != "echo: 1" {
-		t.Fatalf("first call: %q, exit %d", out, code)
-	}
-	m.kill()
-	waitStatus(t, set, "demo", mcp.StatusDied)
-	if out, errText, code, _ := call(t, set, "demo_echo", `{"text": "2"}`); code != 0 || out != "echo: 2" {
-		t.Fatalf("call after the server died: %q %q, exit %d; want it restarted", out, errText, code)
-	}
-	if si := set.Servers()[0]; si.Status != mcp.StatusConnected || si.Restarts != 1 || m.dials != 2 {
-		t.Errorf("after the restart: status %s, restarts %d, dials %d", si.Status, si.Restarts, m.dials)
-	}
-	m.kill()
-	waitStatus(t, set, "demo", mcp.StatusDown)
-	_, errText, code, cat := call(t, set, "demo_echo", `{"text": "3"}`)
-	if code != 1 || cat != mcp.ErrorUnavailable || !strings.Contains(errText, "died again after its restart") {
-		t.Errorf("call after a second death: %q, exit %d, %q; want unavailable", errText, code, cat)
-	}
-	if m.dials != 2 {
-		t.Errorf("dials %d; the server was restarted more than once", m.dials)
-	}
-	if si := set.Servers()[0]; si.Status != mcp.StatusDown || !errors.Is(si.Err, mcp.ErrServerDown) {
-		t.Errorf("status %s, err %v", si.Status, si.Err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		srv, m := memServer("demo")
+		set := connect(t, nil, srv)
+		if out, _, code, _ := call(t, set, "demo_echo", `{"text": "1"}`); code != 0 || out != "echo: 1" {
+			t.Fatalf("first call: %q, exit %d", out, code)
+		}
+		m.kill()
+		synctest.Wait() // the SDK notices the end of the session
+		wantStatus(t, set, "demo", mcp.StatusDied)
+		if out, errText, code, _ := call(t, set, "demo_echo", `{"text": "2"}`); code != 0 || out != "echo: 2" {
+			t.Fatalf("call after the server died: %q %q, exit %d; want it restarted", out, errText, code)
+		}
+		if si := set.Servers()[0]; si.Status != mcp.StatusConnected || si.Restarts != 1 || m.dials != 2 {
+			t.Errorf("after the restart: status %s, restarts %d, dials %d", si.Status, si.Restarts, m.dials)
+		}
+		m.kill()
+		synctest.Wait()
+		wantStatus(t, set, "demo", mcp.StatusDown)
+		_, errText, code, cat := call(t, set, "demo_echo", `{"text": "3"}`)
+		if code != 1 || cat != mcp.ErrorUnavailable || !strings.Contains(errText, "died again after its restart") {
+			t.Errorf("call after a second death: %q, exit %d, %q; want unavailable", errText, code, cat)
+		}
+		if m.dials != 2 {
+			t.Errorf("dials %d; the server was restarted more than once", m.dials)
+		}
+		if si := set.Servers()[0]; si.Status != mcp.StatusDown || !errors.Is(si.Err, mcp.ErrServerDown) {
+			t.Errorf("status %s, err %v", si.Status, si.Err)
+		}
+	})
 }
 
-// waitStatus waits until a server's status is want: a session's end is
-// noticed by a goroutine of the SDK.
-func waitStatus(t *testing.T, set *mcp.Set, server, want string) {
+// wantStatus checks a server's status.
+func wantStatus(t *testing.T, set *mcp.Set, server, want string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		for _, si := range set.Servers() {
-			if si.Name == server && si.Status == want {
-				return
-			}
+	for _, si := range set.Servers() {
+		if si.Name == server && si.Status != want {
+			t.Fatalf("server %s is %s; want %s (%v)", server, si.Status, want, si.Err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server %s did not become %s: %+v", server, want, set.Servers())
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 
