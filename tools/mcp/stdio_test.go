@@ -9,7 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
+	"testing/synctest"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -162,23 +162,25 @@ func TestStreamableHTTPServerRestart(t *testing.T) {
 }
 
 func TestCloseDuringCall(t *testing.T) {
-	srv, _ := memServer("demo")
-	set, err := mcp.Connect(t.Context(), []mcp.Server{srv}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tool, _ := set.Tool("demo_wait")
-	done := make(chan tools.Response)
-	go func() { done <- tool.Execute(context.Background(), toolsRequest(`{}`)) }()
-	time.Sleep(20 * time.Millisecond) // let the call start; either order is a valid test
-	if err := set.Close(); err != nil {
-		t.Errorf("close: %v", err)
-	}
-	r := <-done
-	if r.ExitCode != 1 || r.Error != mcp.ErrorUnavailable || !strings.Contains(r.Stderr, "closed") {
-		t.Errorf("a call cut by Close: %+v", r)
-	}
-	if r := tool.Execute(t.Context(), toolsRequest(`{}`)); r.Error != mcp.ErrorUnavailable || !strings.Contains(r.Stderr, "MCP server demo is closed") {
-		t.Errorf("a call after Close: %+v", r)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		srv, _ := memServer("demo")
+		set, err := mcp.Connect(t.Context(), []mcp.Server{srv}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tool, _ := set.Tool("demo_wait")
+		done := make(chan tools.Response)
+		go func() { done <- tool.Execute(context.Background(), toolsRequest(`{}`)) }()
+		synctest.Wait() // the call waits on the server
+		if err := set.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		r := <-done
+		if r.ExitCode != 1 || r.Error != mcp.ErrorUnavailable || !strings.Contains(r.Stderr, "MCP server demo was closed during the call") {
+			t.Errorf("a call cut by Close: %+v", r)
+		}
+		if r := tool.Execute(t.Context(), toolsRequest(`{}`)); r.Error != mcp.ErrorUnavailable || !strings.Contains(r.Stderr, "MCP server demo is closed") {
+			t.Errorf("a call after Close: %+v", r)
+		}
+	})
 }
