@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -156,4 +157,13 @@ func FuzzArguments(f *testing.F) {
 			t.Fatalf("refused %q with %+v", b, resp)
 		}
 	})
+}
+
+func TestRedactLogger(t *testing.T) {
+	var b strings.Builder
+	l := redactLogger(slog.New(slog.NewTextHandler(&b, nil)), []string{"hunter2"})
+	l.With("token", "hunter2").Warn("calling tools/call: 401 for hunter2", "body", "pw=hunter2", "n", 3)
+	if got := b.String(); strings.Contains(got, "hunter2") || !strings.Contains(got, "[secret]") || !strings.Contains(got, "n=3") {
+		t.Errorf("logged %q", got)
+	}
 }

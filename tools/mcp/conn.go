@@ -68,7 +68,7 @@ func (c *conn) dial(ctx context.Context) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	client := sdk.NewClient(&sdk.Implementation{Name: "demiurge", Version: Version}, &sdk.ClientOptions{Logger: c.opts.Logger})
+	client := sdk.NewClient(&sdk.Implementation{Name: "demiurge", Version: Version}, &sdk.ClientOptions{Logger: redactLogger(c.opts.Logger, c.cfg.Secrets)})
 	sess, err := client.Connect(ctx, t, nil)
 	if err != nil {
 		stop()
@@ -400,6 +400,43 @@ func (t *tail) String() string {
 		lines = lines[len(lines)-5:]
 	}
 	return strings.Join(lines, " ⏎ ")
+}
+
+// redactLogger returns l, with secrets replaced in the messages and text
+// attributes it is given (what the SDK logs may quote a server).
+func redactLogger(l *slog.Logger, secrets []string) *slog.Logger {
+	if len(secrets) == 0 {
+		return l
+	}
+	return slog.New(&redactHandler{h: l.Handler(), secrets: secrets})
+}
+
+type redactHandler struct {
+	h       slog.Handler
+	secrets []string
+}
+
+func (r *redactHandler) Enabled(ctx context.Context, l slog.Level) bool { return r.h.Enabled(ctx, l) }
+
+func (r *redactHandler) Handle(ctx context.Context, rec slog.Record) error {
+	out := slog.NewRecord(rec.Time, rec.Level, redact(rec.Message, r.secrets), rec.PC)
+	rec.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(slog.String(a.Key, redact(a.Value.String(), r.secrets)))
+		return true
+	})
+	return r.h.Handle(ctx, out)
+}
+
+func (r *redactHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	red := make([]slog.Attr, len(as))
+	for i, a := range as {
+		red[i] = slog.String(a.Key, redact(a.Value.String(), r.secrets))
+	}
+	return &redactHandler{h: r.h.WithAttrs(red), secrets: r.secrets}
+}
+
+func (r *redactHandler) WithGroup(name string) slog.Handler {
+	return &redactHandler{h: r.h.WithGroup(name), secrets: r.secrets}
 }
 
 // logger returns l or a logger that discards.
