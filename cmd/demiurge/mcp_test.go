@@ -252,6 +252,7 @@ func TestRunMCPNpmServers(t *testing.T) {
 	srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{
 		{Calls: []llmtest.Call{
 			{Name: "add_numbers", Arguments: `{"a": 2, "b": 3}`, CallID: "sum"},
+			{Name: "add_numbers", Arguments: `{"a": "two", "b": 3}`, CallID: "bad"},
 			{Name: "fs_read_text_file", Arguments: `{"path": "manifest.air.json", "head": 2}`, CallID: "inside"},
 			{Name: "fs_read_text_file", Arguments: fmt.Sprintf(`{"path": %q}`, outside), CallID: "outside"},
 			{Name: "everything_get-sum", Arguments: `{"a": 1, "b": 1}`, CallID: "unaliased"},
@@ -269,6 +270,7 @@ func TestRunMCPNpmServers(t *testing.T) {
 	outs, _ := outputs(t, srv.Requests()[1])
 	for id, want := range map[string]string{
 		"sum":       "The sum of 2 and 3 is 5.",
+		"bad":       "error: the arguments of add_numbers do not fit its parameters schema: at /a: got string, want number",
 		"inside":    "{\n  \"$kind\": \"manifest\",",
 		"outside":   "error (exit 1, tool_error)\nfs_read_text_file: Access denied - path outside allowed directories",
 		"unaliased": `error: there is no tool named "everything_get-sum"`,
