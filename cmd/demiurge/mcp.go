@@ -126,6 +126,9 @@ func printServers(w io.Writer, servers []mcp.ServerInfo) (down int) {
 			}
 			fmt.Fprintln(w, strings.TrimRight(line, " "))
 		}
+		for _, sk := range si.Skipped {
+			fmt.Fprintf(w, "  not offered: %s\n", sk)
+		}
 	}
 	return down
 }

@@ -174,6 +174,9 @@ func reportMCP(w io.Writer, set *mcp.Set) {
 		if si.Status != mcp.StatusConnected && si.Err != nil {
 			fmt.Fprintf(w, "demiurge: %s; its tools are not offered\n", strings.TrimPrefix(si.Err.Error(), mcp.ErrServerDown.Error()+": "))
 		}
+		for _, sk := range si.Skipped {
+			fmt.Fprintf(w, "demiurge: MCP server %s: tool %s; it is not offered\n", si.Name, sk)
+		}
 	}
 }
 

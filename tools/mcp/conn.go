@@ -54,6 +54,7 @@ type conn struct {
 	list     *ToolList
 	listRef  cas.Ref
 	tools    map[string]*sdk.Tool
+	skipped  []string // tools not offered, with why
 	connTime time.Duration
 	listTime time.Duration
 }

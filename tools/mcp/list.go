@@ -10,8 +10,10 @@ import (
 )
 
 // ToolList is what a server listed when it connected: the blob stored in
-// CAS (canonical CBOR, one node), so that a session shows exactly the
-// tools and schemas its model was offered.
+// CAS (canonical CBOR, one node), so that a session keeps exactly the
+// tools and schemas the server gave (the model is offered each of them
+// whose name and schema are usable: ServerInfo.Skipped says which are
+// not).
 type ToolList struct {
 	Server string `cbor:"server"`
 	// Target is the command line or URL of the server (never its

@@ -464,3 +464,23 @@ func TestAdapter(t *testing.T) {
 		})
 	}
 }
+
+func TestUnusableSchemaIsNotOffered(t *testing.T) {
+	s := sdk.NewServer(&sdk.Implementation{Name: "odd", Version: "1"}, nil)
+	ok := func(ctx context.Context, r *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return &sdk.CallToolResult{}, nil }
+	s.AddTool(&sdk.Tool{Name: "fine", InputSchema: json.RawMessage(`{"type":"object"}`)}, ok)
+	s.AddTool(&sdk.Tool{Name: "remote", InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"$ref":"https://example.invalid/a.json"}}}`)}, ok)
+	s.AddTool(&sdk.Tool{Name: "nonsense", InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"colour"}}}`)}, ok)
+	m := &memServers{build: func() *sdk.Server { return s }}
+	set := connect(t, nil, mcp.Server{Name: "odd", Transport: m.transport})
+	if got := toolNames(set); strings.Join(got, " ") != "odd_fine" {
+		t.Errorf("tools %v; want only odd_fine", got)
+	}
+	si := set.Servers()[0]
+	if len(si.Skipped) != 2 || !strings.HasPrefix(si.Skipped[0], "nonsense: its input schema does not compile: ") || !strings.HasPrefix(si.Skipped[1], "remote: its input schema does not compile: ") {
+		t.Errorf("skipped %q", si.Skipped)
+	}
+	if strings.Join(si.Tools, " ") != "odd_fine" {
+		t.Errorf("server's tools %v", si.Tools)
+	}
+}

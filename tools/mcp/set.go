@@ -187,16 +187,21 @@ func (s *Set) makeTools() []string {
 					what, name, nameRule, c.cfg.Name, lt.Name))
 				continue
 			}
+			t, err := newTool(s, c, list, i)
+			if err != nil {
+				// A schema the model API or the reducer would refuse: the
+				// tool is left out, and said so.
+				c.mu.Lock()
+				c.skipped = append(c.skipped, fmt.Sprintf("%s: %v", lt.Name, err))
+				c.mu.Unlock()
+				s.opts.Logger.Warn("mcp: a tool is not offered", "server", c.cfg.Name, "tool", lt.Name, "err", err)
+				continue
+			}
 			if prev, ok := owner[name]; ok {
 				problems = append(problems, fmt.Sprintf("two tools would be named %q: %s and %s; give one an alias in the manifest (mcp_servers[].aliases)", name, prev, what))
 				continue
 			}
 			owner[name] = what
-			t, err := newTool(s, c, list, i)
-			if err != nil {
-				problems = append(problems, fmt.Sprintf("the %s: %v", what, err))
-				continue
-			}
 			s.tools = append(s.tools, t)
 			s.byTool[name] = t
 		}
@@ -305,6 +310,9 @@ type ServerInfo struct {
 	Connect, List time.Duration
 	Restarts      int
 	Timeout       time.Duration
+	// Skipped are the tools the server listed that are not offered, with
+	// why ("tool: its input schema does not compile: ...").
+	Skipped []string
 }
 
 // Servers describes the servers, in the order they were given.
@@ -324,10 +332,14 @@ func (s *Set) Servers() []ServerInfo {
 			}
 		}
 		si := ServerInfo{Name: c.cfg.Name, Kind: c.cfg.kind(), Target: c.redact(c.cfg.target()), Status: status, Err: err,
-			ListRef: c.listRef, Connect: c.connTime, List: c.listTime, Restarts: c.restarts, Timeout: c.timeout()}
+			ListRef: c.listRef, Connect: c.connTime, List: c.listTime, Restarts: c.restarts, Timeout: c.timeout(),
+			Skipped: append([]string(nil), c.skipped...)}
 		if l := c.list; l != nil {
 			si.Protocol, si.ServerName, si.ServerVersion = l.Protocol, l.Name, l.Version
 			for _, t := range l.Tools {
+				if _, ok := s.byTool[t.As]; !ok || s.byTool[t.As].conn != c {
+					continue // skipped
+				}
 				si.Tools = append(si.Tools, t.As)
 				si.ServerTools = append(si.ServerTools, t.Name)
 				si.Descriptions = append(si.Descriptions, firstLine(t.Description))

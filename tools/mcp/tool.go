@@ -48,7 +48,7 @@ type Tool struct {
 	def    ListedTool
 	input  json.RawMessage
 	output json.RawMessage
-	schema *jsonschema.Schema // nil if the server's schema does not compile
+	schema *jsonschema.Schema
 	limit  int
 	ver    string
 }
@@ -83,20 +83,24 @@ func newTool(s *Set, c *conn, list *ToolList, i int) (*Tool, error) {
 	if strings.TrimSpace(t.ver) == "" {
 		t.ver = Version
 	}
-	if doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(t.input)); err == nil {
-		comp := jsonschema.NewCompiler()
-		url := schemaCompileID + c.cfg.Name + "/" + lt.Name + ".json"
-		if err := comp.AddResource(url, doc); err == nil {
-			if sch, err := comp.Compile(url); err == nil {
-				t.schema = sch
-			} else {
-				s.opts.Logger.Warn("mcp: a tool's input schema does not compile; the server alone checks its arguments",
-					"server", c.cfg.Name, "tool", lt.Name, "err", err)
-			}
-		}
+	// The chat reducer checks the model's arguments with the same library:
+	// a schema it cannot compile would refuse every call.
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(t.input))
+	if err != nil {
+		return nil, fmt.Errorf("its input schema is not JSON: %v", err)
+	}
+	comp := jsonschema.NewCompiler()
+	url := schemaCompileID + c.cfg.Name + "/" + lt.Name + ".json"
+	if err := comp.AddResource(url, doc); err != nil {
+		return nil, fmt.Errorf("its input schema does not compile: %v", err)
+	}
+	if t.schema, err = comp.Compile(url); err != nil {
+		return nil, fmt.Errorf("its input schema does not compile: %s", oneLine(err.Error()))
 	}
 	return t, nil
 }
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // Name is the name the model knows the tool by.
 func (t *Tool) Name() string { return t.def.As }
@@ -268,7 +272,7 @@ func (t *Tool) Execute(ctx context.Context, req tools.Request) tools.Response {
 }
 
 // ExecuteWithStatus calls the tool on its server. The arguments must be a
-// JSON object that fits the input schema (when it compiles); the call is
+// JSON object that fits the input schema; the call is
 // bounded by the server's timeout, or the request's if lower. A result
 // with isError is an error response (tool_error) whose stderr is the
 // result's text; a server that is down gives unavailable. The output is
@@ -340,10 +344,8 @@ func (t *Tool) arguments(req tools.Request) (map[string]any, tools.Response, boo
 	if !ok {
 		return nil, usage(t, "the arguments must be a JSON object"), false
 	}
-	if t.schema != nil {
-		if err := t.schema.Validate(v); err != nil {
-			return nil, usage(t, "the arguments do not fit the input schema: %s", validationText(err)), false
-		}
+	if err := t.schema.Validate(v); err != nil {
+		return nil, usage(t, "the arguments do not fit the input schema: %s", validationText(err)), false
 	}
 	return m, tools.Response{}, true
 }
