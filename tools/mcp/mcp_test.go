@@ -467,7 +467,9 @@ func TestAdapter(t *testing.T) {
 
 func TestUnusableSchemaIsNotOffered(t *testing.T) {
 	s := sdk.NewServer(&sdk.Implementation{Name: "odd", Version: "1"}, nil)
-	ok := func(ctx context.Context, r *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return &sdk.CallToolResult{}, nil }
+	ok := func(ctx context.Context, r *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		return &sdk.CallToolResult{}, nil
+	}
 	s.AddTool(&sdk.Tool{Name: "fine", InputSchema: json.RawMessage(`{"type":"object"}`)}, ok)
 	s.AddTool(&sdk.Tool{Name: "remote", InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"$ref":"https://example.invalid/a.json"}}}`)}, ok)
 	s.AddTool(&sdk.Tool{Name: "nonsense", InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"colour"}}}`)}, ok)
