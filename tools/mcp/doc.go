@@ -20,7 +20,9 @@
 // scripts), unless the manifest gives it an alias. Names that collide —
 // two servers', or a server's and a built-in tool's — and names an LLM API
 // or the shell would refuse are an error of Connect, which names the alias
-// that fixes it: nothing is silently shadowed.
+// that fixes it: nothing is silently shadowed. A tool whose input schema
+// is not a JSON Schema object that compiles (the model API or the chat
+// reducer would refuse it) is left out and listed in ServerInfo.Skipped.
 //
 // # What is kept
 //
