@@ -53,7 +53,6 @@ type conn struct {
 	stderr   *tail
 	list     *ToolList
 	listRef  cas.Ref
-	tools    map[string]*sdk.Tool
 	skipped  []string // tools not offered, with why
 	connTime time.Duration
 	listTime time.Duration
@@ -173,10 +172,6 @@ func (c *conn) adopt(s *session) {
 	c.sess, c.stop, c.died = s.sess, s.stop, died
 	c.status, c.err = StatusConnected, nil
 	c.connTime, c.listTime = s.connTime, s.listTime
-	c.tools = map[string]*sdk.Tool{}
-	for _, t := range s.tools {
-		c.tools[t.Name] = t
-	}
 	c.list = newToolList(&c.cfg, s)
 	go func() {
 		_ = s.sess.Wait()
