@@ -189,6 +189,34 @@ func TestRunMCPTurn(t *testing.T) {
 			t.Errorf("trace lacks %q:\n%s", want, tr.stdout)
 		}
 	}
+	// The server's tool list is reached from the journal (by the tools
+	// blob's mcp_lists), so an export carries it.
+	bundle := filepath.Join(t.TempDir(), "bundle")
+	if r := run(t, nil, "", "--store", store, "export", "-m", dir, bundle); r.code != 0 {
+		t.Fatalf("export: %s", r.stderr)
+	}
+	blobs, err := os.ReadDir(filepath.Join(bundle, "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listRef := ""
+	for _, e := range blobs {
+		b, _ := os.ReadFile(filepath.Join(bundle, "blobs", e.Name()))
+		var spec struct {
+			Demiurge struct {
+				MCPLists map[string]string `json:"mcp_lists"`
+			} `json:"demiurge"`
+		}
+		if json.Unmarshal(b, &spec) == nil && spec.Demiurge.MCPLists["demo"] != "" {
+			listRef = spec.Demiurge.MCPLists["demo"]
+		}
+	}
+	if listRef == "" {
+		t.Fatal("no tools blob in the bundle names the demo server's tool list")
+	}
+	if _, err := os.Stat(filepath.Join(bundle, "blobs", strings.TrimPrefix(listRef, "blake3:"))); err != nil {
+		t.Errorf("the bundle lacks the tool list %s: %v", listRef, err)
+	}
 }
 
 // TestRunMCPRefusesCollisions checks that run stops when an MCP tool would

@@ -21,7 +21,6 @@ import (
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
 	"github.com/demiurge-dev/demiurge/replay"
 	"github.com/demiurge-dev/demiurge/schema"
-	"github.com/demiurge-dev/demiurge/tools"
 	"github.com/demiurge-dev/demiurge/world"
 )
 
@@ -222,7 +221,7 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 
 // settings stores the tools blob and returns the chat's settings.
 func (ag *agent) settings(ctx context.Context, kit *toolKit, provider, model string) (map[string]any, error) {
-	blob, err := tools.EncodeSpec(kit.specs)
+	blob, err := kit.spec().Encode()
 	if err != nil {
 		return nil, err
 	}

@@ -181,6 +181,23 @@ func reportMCP(w io.Writer, set *mcp.Set) {
 }
 
 // close stops the MCP servers.
+// spec is the chat's tools blob: the tools, and the MCP servers' tool
+// lists they came from (so the journal reaches them, by tools_ref).
+func (k *toolKit) spec() tools.Spec {
+	sp := tools.Spec{Tools: k.specs}
+	if k.mcp != nil {
+		for _, si := range k.mcp.Servers() {
+			if si.ListRef.Valid() {
+				if sp.MCPLists == nil {
+					sp.MCPLists = map[string]string{}
+				}
+				sp.MCPLists[si.Name] = si.ListRef.String()
+			}
+		}
+	}
+	return sp
+}
+
 func (k *toolKit) close() error {
 	if k.mcp == nil {
 		return nil

@@ -490,8 +490,12 @@ type outputItem struct {
 // answer gives a call its output: it writes the output item blob and marks
 // the call with a status (ok, error, denied, timeout, not_run).
 func (s *step) answer(pc *PendingCall, status, text string) error {
-	limit := maxOr(s.st.Settings.OutputLimit, DefaultOutputLimit)
-	text = cutUTF8(text, int(limit))
+	return s.answerCut(pc, status, text, int(maxOr(s.st.Settings.OutputLimit, DefaultOutputLimit)))
+}
+
+// answerCut is answer with the output cut at limit bytes.
+func (s *step) answerCut(pc *PendingCall, status, text string, limit int) error {
+	text = cutUTF8(text, limit)
 	b, err := json.Marshal(outputItem{Type: "function_call_output", CallID: pc.CallID, Output: text})
 	if err != nil {
 		return err
@@ -621,13 +625,26 @@ func (r *Reducer) toolResult(s *step, e ToolResult) error {
 			b.WriteString("\n" + resp.Stdout)
 		}
 		text = b.String()
+	} else if resp.Stderr != "" {
+		// A script that ends well can still say things on stderr (a
+		// refusal it caught with ||, a warning): the model reads both.
+		if text != "" && !strings.HasSuffix(text, "\n") {
+			text += "\n"
+		}
+		text += "[stderr]\n" + resp.Stderr
 	} else if text == "" {
 		text = "(no output)"
 	}
 	if resp.StdoutTruncated || resp.StderrTruncated {
 		text += "\n[the tool cut its own output at its limit]"
 	}
-	if err := s.answer(pc, status, text); err != nil {
+	// A tool that bounds its own output (a file read) is cut at its own
+	// limit; the others at the chat's.
+	limit := int(maxOr(s.st.Settings.OutputLimit, DefaultOutputLimit))
+	if ts := r.toolSet(s); ts.byName[pc.Tool] != nil && ts.byName[pc.Tool].spec.OutputLimit > 0 {
+		limit = ts.byName[pc.Tool].spec.OutputLimit
+	}
+	if err := s.answerCut(pc, status, text, limit); err != nil {
 		return err
 	}
 	if err := s.forwardCommits(resp.Commits); err != nil {

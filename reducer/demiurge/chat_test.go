@@ -25,7 +25,10 @@ import (
 type fakeTool struct {
 	name, schema string
 	fn           func(args map[string]any) tools.Response
+	limit        int // its own output limit (tools.OutputLimiter), 0 for none
 }
+
+func (f *fakeTool) OutputLimit() int { return f.limit }
 
 func (f *fakeTool) Name() string                  { return f.name }
 func (f *fakeTool) ShortDescription() string      { return "fake " + f.name }
@@ -75,11 +78,18 @@ func newChatWorld(t *testing.T, script llmtest.Script) *chatWorld {
 			fn: func(map[string]any) tools.Response { return tools.Response{Stdout: `{"manifest":"ok"}`} }},
 		&fakeTool{name: "workspace_read", schema: `{"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}`,
 			fn: func(a map[string]any) tools.Response {
-				if a["path"] == "missing.md" {
+				switch a["path"] {
+				case "missing.md":
 					return tools.Response{ExitCode: 1, Stderr: "workspace_read: missing.md: no such file"}
+				case "big.md": // over the chat's limit (200), under the tool's own
+					return tools.Response{Stdout: strings.Repeat("b", 900)}
+				case "huge.md":
+					return tools.Response{Stdout: strings.Repeat("h", 12000)}
+				case "warn.md":
+					return tools.Response{Stdout: "text", Stderr: "workspace_read: warn.md: 2 bytes are not UTF-8"}
 				}
 				return tools.Response{Stdout: "contents of " + fmt.Sprint(a["path"])}
-			}},
+			}, limit: 10000},
 	)
 	st := world.NewMemoryStorage()
 	w, err := world.Open(ctx, world.Options{

@@ -34,6 +34,19 @@ func TestGuards(t *testing.T) {
 			want:  []string{"tool_output workspace_read [error]: error: the arguments of workspace_read are not valid JSON (unexpected EOF)", "assistant: sorry", "done: 2 rounds"},
 		},
 		{
+			name:  "output limits",
+			turns: []llmtest.Turn{call(`{"path":"big.md"}`), call(`{"path":"huge.md"}`), {Text: "ok"}},
+			// workspace_read keeps its own limit (10000 + tools.NoteRoom), not
+			// the chat's 200: 10512 bytes and the note of the cut, 10549 in all.
+			want: []string{"tool_output workspace_read [ok]: " + strings.Repeat("b", 900) + "\n",
+				"tool_output workspace_read [ok]: hhhh", "h… [10549 bytes in all]\n"},
+		},
+		{
+			name:  "stderr of a call that succeeded",
+			turns: []llmtest.Turn{call(`{"path":"warn.md"}`), {Text: "ok"}},
+			want:  []string{"tool_output workspace_read [ok]: text | [stderr] | workspace_read: warn.md: 2 bytes are not UTF-8"},
+		},
+		{
 			name:  "model error",
 			turns: []llmtest.Turn{{Status: 500}},
 			want:  []string{"error: the model could not be reached: ", "500", "stop: the model call failed"},

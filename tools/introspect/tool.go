@@ -106,6 +106,10 @@ func mustCompile(name, raw string) *jsonschema.Schema {
 // Name returns the tool's name.
 func (t *tool) Name() string { return t.name }
 
+// OutputLimit is the most bytes of output the tool keeps
+// (Options.OutputLimit).
+func (t *tool) OutputLimit() int { return t.opts.OutputLimit }
+
 // ShortDescription returns a one-line summary.
 func (t *tool) ShortDescription() string { return t.short }
 

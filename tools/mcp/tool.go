@@ -148,7 +148,7 @@ func (t *Tool) Version() string { return t.ver }
 // Spec returns the tool's spec for the model (strict false).
 func (t *Tool) Spec() tools.SpecTool {
 	return tools.SpecTool{Name: t.Name(), Description: t.Description(), Parameters: t.InputSchema(), Strict: false,
-		Family: tools.FamilyMCP, Server: t.Server(), ServerTool: t.ServerTool()}
+		Family: tools.FamilyMCP, Server: t.Server(), ServerTool: t.ServerTool(), OutputLimit: t.limit + tools.NoteRoom}
 }
 
 // param is one property of an input schema, for help texts.

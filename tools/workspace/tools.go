@@ -107,6 +107,15 @@ func (t *tool) InputSchema() json.RawMessage  { return append(json.RawMessage(ni
 func (t *tool) OutputSchema() json.RawMessage { return append(json.RawMessage(nil), t.spec.output...) }
 func (t *tool) Version() string               { return Version }
 
+// OutputLimit is how much of a file workspace_read returns (0 for the
+// other tools, whose output is small).
+func (t *tool) OutputLimit() int {
+	if t.spec.name == ToolRead {
+		return MaxReadBytes
+	}
+	return 0
+}
+
 // Help returns man-page style documentation.
 func (t *tool) Help() string {
 	var b strings.Builder
