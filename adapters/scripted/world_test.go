@@ -16,6 +16,7 @@ import (
 	"github.com/demiurge-dev/demiurge/tools/introspect"
 	"github.com/demiurge-dev/demiurge/tools/workspace"
 	"github.com/demiurge-dev/demiurge/world"
+	"github.com/demiurge-dev/demiurge/world/worldview"
 )
 
 // TestWorld runs the test world's tool plan in a real world: a
@@ -153,7 +154,7 @@ func TestWorldRealTools(t *testing.T) {
 	ctx := t.Context()
 	cat := loadCatalog(t)
 	st := world.NewMemoryStorage()
-	view := introspect.NewWorldView("real", cat, st)
+	view := worldview.New("real", cat, st)
 	svc := workspace.NewService(st.CAS(), workspace.CellHeads(func(string) (schema.Value, bool) { return nil, false }), nil)
 	ts := append(introspect.Tools(view, nil), workspace.Tools(svc)...)
 	tc := toolcall.New(ts...)

@@ -7,6 +7,7 @@ import (
 	"github.com/demiurge-dev/demiurge/tools/introspect"
 	"github.com/demiurge-dev/demiurge/tools/workspace"
 	"github.com/demiurge-dev/demiurge/world"
+	"github.com/demiurge-dev/demiurge/world/worldview"
 )
 
 // toolset is the tools of a world: the introspect tools reading it and,
@@ -16,7 +17,7 @@ import (
 // catalog, storage) and attached to the world once it is open; tools
 // called before that wait for it.
 type toolset struct {
-	view  *introspect.WorldView
+	view  *worldview.View
 	heads *workspace.DeferredHeads
 	// tools are the introspect tools, then the workspace tools, each in
 	// their package's order.
@@ -25,7 +26,7 @@ type toolset struct {
 
 // newToolset returns the tools of the world name, which runs cat on st.
 func newToolset(name string, cat *schema.Catalog, st world.Storage) *toolset {
-	s := &toolset{view: introspect.NewWorldView(name, cat, st)}
+	s := &toolset{view: worldview.New(name, cat, st)}
 	s.tools = introspect.Tools(s.view, nil)
 	if keepsWorkspaces(cat) {
 		s.heads = workspace.NewDeferredHeads()

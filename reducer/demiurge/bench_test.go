@@ -24,6 +24,7 @@ import (
 	"github.com/demiurge-dev/demiurge/tools"
 	"github.com/demiurge-dev/demiurge/tools/introspect"
 	"github.com/demiurge-dev/demiurge/world"
+	"github.com/demiurge-dev/demiurge/world/worldview"
 )
 
 // BenchmarkToolRound measures one tool round of the agent, durable on
@@ -80,7 +81,7 @@ func BenchmarkToolRound(b *testing.B) {
 	var toolsRun atomic.Int64        // tool calls that ran and succeeded
 	var inModel, inTool atomic.Int64 // nanoseconds spent in the adapters
 	la := &llm.Adapter{Generator: gen}
-	view := introspect.NewWorldView("bench", cat, st)
+	view := worldview.New("bench", cat, st)
 	ta := toolcall.New(introspect.Tools(view, nil)...)
 	w, err := world.Open(ctx, world.Options{Name: "bench", Catalog: cat, Reducers: reg, Storage: st, SnapshotEvery: -1,
 		Adapters: map[string]effects.Adapter{

@@ -52,9 +52,9 @@
 //
 // # Wiring
 //
-// A View is what the package reads of a world; WorldView implements it
-// for a *world.World (NewWorldView before world.Open, Attach after; or
-// FromWorld for an open world).
+// A View is what the package reads of a world; world/worldview implements
+// it for a *world.World (worldview.New before world.Open, Attach after; or
+// worldview.Of for an open world). The package does not import world.
 //
 // # Caveats
 //

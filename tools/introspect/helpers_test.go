@@ -19,6 +19,7 @@ import (
 	"github.com/demiurge-dev/demiurge/tools"
 	"github.com/demiurge-dev/demiurge/tools/introspect"
 	"github.com/demiurge-dev/demiurge/world"
+	"github.com/demiurge-dev/demiurge/world/worldview"
 )
 
 type zeroEntropy struct{}
@@ -40,7 +41,7 @@ func stepClock() func() time.Time {
 // counterWorld opens the counter example on memory storage and sends it
 // Start{3} and three Ticks. It returns the world, its view and the head
 // after each input (heads[0] after the manifest).
-func counterWorld(t testing.TB) (*world.World, *introspect.WorldView, []journal.Head) {
+func counterWorld(t testing.TB) (*world.World, *worldview.View, []journal.Head) {
 	t.Helper()
 	cat, err := schema.Load("../../examples/counter", nil)
 	if err != nil {
@@ -62,7 +63,7 @@ func counterWorld(t testing.TB) (*world.World, *introspect.WorldView, []journal.
 		}
 		heads = append(heads, h)
 	}
-	return w, introspect.FromWorld(w), heads
+	return w, worldview.Of(w), heads
 }
 
 // Reducers of the probe world (testdata/probe).
@@ -99,7 +100,7 @@ var (
 // probe is the probe world (testdata/probe) and what it was opened with.
 type probe struct {
 	w   *world.World
-	v   *introspect.WorldView
+	v   *worldview.View
 	st  world.Storage
 	cat *schema.Catalog
 	reg *reducer.Registry
@@ -120,7 +121,7 @@ func newProbe(t testing.TB) *probe {
 	if len(p.cat.Warnings) > 0 {
 		t.Errorf("warnings:\n%v", p.cat.Warnings)
 	}
-	p.v = introspect.NewWorldView("probe", p.cat, p.st)
+	p.v = worldview.New("probe", p.cat, p.st)
 	adapters := introspect.Adapters(p.v, nil)
 	adapters["introspect.call"] = toolcall.New(introspect.Tools(p.v, nil)...)
 	p.w, err = world.Open(t.Context(), world.Options{Name: "probe", Catalog: p.cat, Reducers: p.reg, Storage: p.st,
@@ -134,7 +135,7 @@ func newProbe(t testing.TB) *probe {
 }
 
 // probeWorld is newProbe's world and view.
-func probeWorld(t testing.TB) (*world.World, *introspect.WorldView) {
+func probeWorld(t testing.TB) (*world.World, *worldview.View) {
 	p := newProbe(t)
 	return p.w, p.v
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/schema"
-	"github.com/demiurge-dev/demiurge/world"
 )
 
 // Errors of reads. Messages say what was asked and what exists; check
@@ -147,6 +146,59 @@ type histCell struct {
 	lastActive uint64 // logical time of the input whose step last wrote the cell
 }
 
+// The journal records introspect reads, as world writes them
+// (world/records.go; TestRecordKindsMatchWorld keeps the two equal).
+const (
+	recManifest = "Manifest"    // {manifest}
+	recEvent    = "DomainEvent" // {schema, value, key?, stamp}
+	recReceipt  = "Receipt"     // {intent, status, ..., stamp}
+	recState    = "State"       // {reducer, key?, state: ref or null}
+)
+
+// recordFields decodes a record's payload, which is a CBOR map.
+func recordFields(rec journal.Record) (*schema.Map, error) {
+	v, err := schema.Decode(rec.Payload)
+	if err != nil {
+		return nil, fmt.Errorf("record %d (%s): %w", rec.Seq, rec.Kind, err)
+	}
+	m, ok := v.(*schema.Map)
+	if !ok {
+		return nil, fmt.Errorf("record %d (%s) is not a CBOR map", rec.Seq, rec.Kind)
+	}
+	return m, nil
+}
+
+// recordManifest returns the manifest a Manifest record names.
+func recordManifest(rec journal.Record) (cas.Ref, error) {
+	m, err := recordFields(rec)
+	if err != nil {
+		return cas.Ref{}, err
+	}
+	s, _ := m.Get("manifest")
+	str, _ := s.(string)
+	ref, err := cas.ParseRef(str)
+	if err != nil {
+		return cas.Ref{}, fmt.Errorf("record %d (%s): manifest: %w", rec.Seq, rec.Kind, err)
+	}
+	return ref, nil
+}
+
+// recordLogicalNow returns the logical time of an input's stamp.
+func recordLogicalNow(rec journal.Record) (uint64, error) {
+	m, err := recordFields(rec)
+	if err != nil {
+		return 0, err
+	}
+	st, _ := m.Get("stamp")
+	sm, ok := st.(*schema.Map)
+	if !ok {
+		return 0, fmt.Errorf("record %d (%s) has no stamp", rec.Seq, rec.Kind)
+	}
+	x, _ := sm.Get("logical")
+	n, _ := x.(uint64)
+	return n, nil
+}
+
 // errStop ends a journal read early.
 var errStop = errors.New("stop")
 
@@ -164,22 +216,22 @@ func (r *reader) scan(ctx context.Context, h uint64, module string, onlyKey *str
 			return errStop
 		}
 		switch rec.Kind {
-		case world.KindManifest:
-			in, err := world.DecodeInput(rec)
+		case recManifest:
+			m, err := recordManifest(rec)
 			if err != nil {
 				return err
 			}
-			hist.manifest = in.Manifest
-		case world.KindEvent, world.KindReceipt:
+			hist.manifest = m
+		case recEvent, recReceipt:
 			if !stamps {
 				return nil
 			}
-			in, err := world.DecodeInput(rec)
+			n, err := recordLogicalNow(rec)
 			if err != nil {
 				return err
 			}
-			logical = in.Stamp.LogicalNowNS
-		case world.KindState:
+			logical = n
+		case recState:
 			if module == "" {
 				return nil
 			}
@@ -198,13 +250,9 @@ func (r *reader) scan(ctx context.Context, h uint64, module string, onlyKey *str
 
 // state applies one State record {reducer, key?, state?} to the history.
 func (hist *history) state(rec journal.Record, module string, onlyKey *string, logical uint64) error {
-	v, err := schema.Decode(rec.Payload)
+	m, err := recordFields(rec)
 	if err != nil {
-		return fmt.Errorf("State record %d: %w", rec.Seq, err)
-	}
-	m, ok := v.(*schema.Map)
-	if !ok {
-		return fmt.Errorf("State record %d is not a record", rec.Seq)
+		return err
 	}
 	if red, _ := m.Get("reducer"); red != module {
 		return nil
@@ -212,7 +260,7 @@ func (hist *history) state(rec journal.Record, module string, onlyKey *string, l
 	key, _ := m.Get("key")
 	kb, err := keyBytes(key)
 	if err != nil {
-		return fmt.Errorf("State record %d: key: %w", rec.Seq, err)
+		return fmt.Errorf("record %d (%s): key: %w", rec.Seq, rec.Kind, err)
 	}
 	if onlyKey != nil && kb != *onlyKey {
 		return nil
@@ -225,7 +273,7 @@ func (hist *history) state(rec journal.Record, module string, onlyKey *string, l
 	s, _ := st.(string)
 	ref, err := cas.ParseRef(s)
 	if err != nil {
-		return fmt.Errorf("State record %d: state: %w", rec.Seq, err)
+		return fmt.Errorf("record %d (%s): state: %w", rec.Seq, rec.Kind, err)
 	}
 	hist.cells[kb] = &histCell{key: key, ref: ref, lastActive: logical}
 	return nil

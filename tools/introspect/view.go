@@ -8,8 +8,8 @@ import (
 	"github.com/demiurge-dev/demiurge/schema"
 )
 
-// View is what the introspect tools and effects read of a world. FromWorld
-// and NewWorldView make one of a *world.World; tests may implement it over
+// View is what the introspect tools and effects read of a world.
+// world/worldview makes one of a *world.World; tests may implement it over
 // anything.
 //
 // Name, Catalog, Journal and CAS never change for a View. Head, State and

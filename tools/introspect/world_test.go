@@ -17,6 +17,7 @@ import (
 	"github.com/demiurge-dev/demiurge/tools"
 	"github.com/demiurge-dev/demiurge/tools/introspect"
 	"github.com/demiurge-dev/demiurge/world"
+	"github.com/demiurge-dev/demiurge/world/worldview"
 )
 
 // TestPlanRunsIntrospectEffects runs the probe plan in a world: it emits
@@ -237,7 +238,7 @@ func TestCancelled(t *testing.T) {
 // for it, until their ctx ends.
 func TestWorldViewBeforeAttach(t *testing.T) {
 	w, _, _ := counterWorld(t)
-	v := introspect.NewWorldView(w.Name(), w.Catalog(), w.Storage())
+	v := worldview.New(w.Name(), w.Catalog(), w.Storage())
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
 	defer cancel()
 	if _, err := v.Head(ctx); err == nil || !strings.Contains(err.Error(), "the world is not open yet") {
@@ -255,8 +256,8 @@ func TestWorldViewBeforeAttach(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Errorf("Head waiting for Attach: %v", err)
 	}
-	if h, err := introspect.FromWorld(w).Head(t.Context()); err != nil || h.Manifest != w.Catalog().ManifestRef() {
-		t.Errorf("FromWorld(w).Head() = %+v, %v", h, err)
+	if h, err := worldview.Of(w).Head(t.Context()); err != nil || h.Manifest != w.Catalog().ManifestRef() {
+		t.Errorf("worldview.Of(w).Head() = %+v, %v", h, err)
 	}
 }
 
@@ -293,7 +294,7 @@ func TestManifestHistory(t *testing.T) {
 	w = open(newCat) // 4: Manifest
 	defer w.Close()
 	send(t, w, "probe/Add@1", `{"id": "a", "n": 1, "note": null}`) // 5, 6
-	v := introspect.FromWorld(w)
+	v := worldview.Of(w)
 	if oldCat.ManifestRef() == newCat.ManifestRef() {
 		t.Fatal("the manifests are the same")
 	}

@@ -1,4 +1,7 @@
-package introspect
+// Package worldview is a live world as the introspect tools read it: an
+// introspect.View of a *world.World. (Tools never import world; this
+// package joins the two.)
+package worldview
 
 import (
 	"context"
@@ -9,23 +12,24 @@ import (
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/schema"
+	"github.com/demiurge-dev/demiurge/tools/introspect"
 	"github.com/demiurge-dev/demiurge/world"
 )
 
-// WorldView is the View of a *world.World. A world's adapters are built
-// before world.Open returns the world they read, so a WorldView is made
+// View is the introspect.View of a *world.World. A world's adapters are
+// built before world.Open returns the world they read, so a View is made
 // from what is known before (name, catalog, storage) and attached to the
 // world once it is open:
 //
-//	view := introspect.NewWorldView(name, cat, st)
+//	view := worldview.New(name, cat, st)
 //	adapters := introspect.Adapters(view, nil) // plus toolcall.New(introspect.Tools(view, nil)...)
 //	w, err := world.Open(ctx, world.Options{Name: name, Catalog: cat, Storage: st, Adapters: adapters, ...})
 //	view.Attach(w)
 //
 // Head, State and Cells called before Attach wait for it (intents that
 // Open dispatches again may run before Open returns), until their ctx is
-// done. A WorldView is safe for concurrent use.
-type WorldView struct {
+// done. A View is safe for concurrent use.
+type View struct {
 	name  string
 	cat   *schema.Catalog
 	store world.Storage
@@ -35,24 +39,24 @@ type WorldView struct {
 	w     *world.World
 }
 
-var _ View = (*WorldView)(nil)
+var _ introspect.View = (*View)(nil)
 
-// NewWorldView returns a view of the world name, which runs cat on st,
-// to be attached to the world once it is open.
-func NewWorldView(name string, cat *schema.Catalog, st world.Storage) *WorldView {
-	return &WorldView{name: name, cat: cat, store: st, ready: make(chan struct{})}
+// New returns a view of the world name, which runs cat on st, to be
+// attached to the world once it is open.
+func New(name string, cat *schema.Catalog, st world.Storage) *View {
+	return &View{name: name, cat: cat, store: st, ready: make(chan struct{})}
 }
 
-// FromWorld returns the view of an open world.
-func FromWorld(w *world.World) *WorldView {
-	v := NewWorldView(w.Name(), w.Catalog(), w.Storage())
+// Of returns the view of an open world.
+func Of(w *world.World) *View {
+	v := New(w.Name(), w.Catalog(), w.Storage())
 	v.Attach(w)
 	return v
 }
 
 // Attach connects the view to its open world. Only the first call has an
 // effect.
-func (v *WorldView) Attach(w *world.World) {
+func (v *View) Attach(w *world.World) {
 	v.once.Do(func() {
 		v.w = w
 		close(v.ready)
@@ -60,22 +64,22 @@ func (v *WorldView) Attach(w *world.World) {
 }
 
 // Name returns the world's name.
-func (v *WorldView) Name() string { return v.name }
+func (v *View) Name() string { return v.name }
 
 // Catalog returns the manifest the world runs.
-func (v *WorldView) Catalog() *schema.Catalog { return v.cat }
+func (v *View) Catalog() *schema.Catalog { return v.cat }
 
 // Journal returns the world's journal.
-func (v *WorldView) Journal() journal.Reader { return v.store.Journal() }
+func (v *View) Journal() journal.Reader { return v.store.Journal() }
 
 // CAS returns the world's blob store.
-func (v *WorldView) CAS() cas.Getter { return v.store.CAS() }
+func (v *View) CAS() cas.Getter { return v.store.CAS() }
 
 // errNotAttached is returned when a view is read before Attach and the
 // caller's ctx ends first.
-var errNotAttached = errors.New("introspect: the world is not open yet")
+var errNotAttached = errors.New("worldview: the world is not open yet")
 
-func (v *WorldView) world(ctx context.Context) (*world.World, error) {
+func (v *View) world(ctx context.Context) (*world.World, error) {
 	select {
 	case <-v.ready:
 		return v.w, nil
@@ -97,14 +101,14 @@ const maxReadTries = 1000
 // The head's hash lives in the World, its height and manifest in the
 // Machine, under the same lock but behind two calls; read retries until
 // both show the same height, which proves no commit came in between.
-func (v *WorldView) read(ctx context.Context, fn func(m *world.Machine)) (Head, error) {
+func (v *View) read(ctx context.Context, fn func(m *world.Machine)) (introspect.Head, error) {
 	w, err := v.world(ctx)
 	if err != nil {
-		return Head{}, err
+		return introspect.Head{}, err
 	}
 	for range maxReadTries {
 		if err := ctx.Err(); err != nil {
-			return Head{}, err
+			return introspect.Head{}, err
 		}
 		jh := w.Head()
 		var height uint64
@@ -116,48 +120,48 @@ func (v *WorldView) read(ctx context.Context, fn func(m *world.Machine)) (Head, 
 			}
 		})
 		if height == jh.Seq {
-			return Head{Height: height, Hash: jh.Hash, Manifest: manifest}, nil
+			return introspect.Head{Height: height, Hash: jh.Hash, Manifest: manifest}, nil
 		}
 		if err := w.Err(); err != nil {
-			return Head{}, fmt.Errorf("introspect: world %s is broken: %w", v.name, err)
+			return introspect.Head{}, fmt.Errorf("worldview: world %s is broken: %w", v.name, err)
 		}
 	}
-	return Head{}, fmt.Errorf("introspect: world %s: the head moved on every one of %d reads", v.name, maxReadTries)
+	return introspect.Head{}, fmt.Errorf("worldview: world %s: the head moved on every one of %d reads", v.name, maxReadTries)
 }
 
 // Head returns the journal head and the manifest the world runs.
-func (v *WorldView) Head(ctx context.Context) (Head, error) {
+func (v *View) Head(ctx context.Context) (introspect.Head, error) {
 	return v.read(ctx, func(*world.Machine) {})
 }
 
 // State returns a cell's current state and the head it was read at.
-func (v *WorldView) State(ctx context.Context, module string, key schema.Value) (Cell, bool, Head, error) {
-	var c Cell
+func (v *View) State(ctx context.Context, module string, key schema.Value) (introspect.Cell, bool, introspect.Head, error) {
+	var c introspect.Cell
 	var ok bool
 	h, err := v.read(ctx, func(m *world.Machine) {
 		var st schema.Value
 		var ref cas.Ref
 		st, ref, ok = m.State(module, key)
-		c = Cell{Key: key, State: st, Ref: ref}
+		c = introspect.Cell{Key: key, State: st, Ref: ref}
 	})
 	if err != nil {
-		return Cell{}, false, Head{}, err
+		return introspect.Cell{}, false, introspect.Head{}, err
 	}
 	return c, ok, h, nil
 }
 
 // Cells returns a reducer's current cells and the head they were read at.
-func (v *WorldView) Cells(ctx context.Context, module string) ([]Cell, Head, error) {
-	var cells []Cell
+func (v *View) Cells(ctx context.Context, module string) ([]introspect.Cell, introspect.Head, error) {
+	var cells []introspect.Cell
 	h, err := v.read(ctx, func(m *world.Machine) {
 		cs := m.Cells(module)
-		cells = make([]Cell, len(cs))
+		cells = make([]introspect.Cell, len(cs))
 		for i, c := range cs {
-			cells[i] = Cell{Key: c.Key, State: c.State, Ref: c.Ref}
+			cells[i] = introspect.Cell{Key: c.Key, State: c.State, Ref: c.Ref}
 		}
 	})
 	if err != nil {
-		return nil, Head{}, err
+		return nil, introspect.Head{}, err
 	}
 	return cells, h, nil
 }
