@@ -94,6 +94,7 @@ func (g *Generator) Generate(ctx context.Context, blobs Blobs, p Params, apiKey 
 		res parsed
 	)
 	attempts := 0
+	var failed []FailedAttempt
 	for {
 		attempts++
 		ex, res, err = g.attempt(ctx, c)
@@ -112,6 +113,7 @@ func (g *Generator) Generate(ctx context.Context, blobs Blobs, p Params, apiKey 
 			return Receipt{}, pe
 		}
 		pe.redact(apiKey)
+		failed = append(failed, g.failedAttempt(ctx, blobs, ex, pe, apiKey, wait))
 		g.logger.LogAttrs(ctx, slog.LevelWarn, "llm attempt failed; retrying",
 			slog.String("provider", c.provider), slog.String("model", p.Model),
 			slog.Int("attempt", attempts), slog.Duration("wait", wait), slog.String("error", pe.Error()))
@@ -119,7 +121,25 @@ func (g *Generator) Generate(ctx context.Context, blobs Blobs, p Params, apiKey 
 			return Receipt{}, fmt.Errorf("llm: %s: call abandoned after %d attempt(s): %w", c.provider, attempts, err)
 		}
 	}
-	return g.record(ctx, blobs, p, apiKey, ex, res, attempts)
+	return g.record(ctx, blobs, p, apiKey, ex, res, attempts, failed)
+}
+
+// failedAttempt records an attempt that failed and is retried, with its
+// evidence stored.
+func (g *Generator) failedAttempt(ctx context.Context, blobs Blobs, ex exchange, pe *ProviderError, apiKey string, wait time.Duration) FailedAttempt {
+	ev := *pe
+	g.keepEvidence(ctx, blobs, ex, &ev, apiKey)
+	fa := FailedAttempt{Attempt: uint64(pe.Attempts), Kind: string(pe.Kind), Status: uint64(max(pe.Status, 0)),
+		Message: pe.Message, RequestID: pe.RequestID, WaitMS: uint64(wait.Milliseconds())}
+	if ev.RequestRef.Valid() {
+		r := ev.RequestRef
+		fa.RequestRef = &r
+	}
+	if ev.ResponseRef.Valid() {
+		r := ev.ResponseRef
+		fa.ResponseRef = &r
+	}
+	return fa
 }
 
 // prepare checks p, loads its blobs and builds the provider request.
@@ -451,7 +471,7 @@ func (g *Generator) keepEvidence(ctx context.Context, blobs Blobs, ex exchange, 
 }
 
 // record writes the receipt's blobs and nodes and returns the receipt.
-func (g *Generator) record(ctx context.Context, blobs Blobs, p Params, apiKey string, ex exchange, res parsed, attempts int) (Receipt, error) {
+func (g *Generator) record(ctx context.Context, blobs Blobs, p Params, apiKey string, ex exchange, res parsed, attempts int, failed []FailedAttempt) (Receipt, error) {
 	put := func(what string, b []byte) (cas.Ref, error) {
 		ref, err := blobs.Put(ctx, b)
 		if err != nil {
@@ -481,6 +501,14 @@ func (g *Generator) record(ctx context.Context, blobs Blobs, p Params, apiKey st
 	if err != nil {
 		return Receipt{}, fmt.Errorf("llm: store output items: %w", err)
 	}
+	var failedRef *cas.Ref
+	if len(failed) > 0 {
+		r, err := cas.PutNode(ctx, blobs, failed)
+		if err != nil {
+			return Receipt{}, fmt.Errorf("llm: store failed attempts: %w", err)
+		}
+		failedRef = &r
+	}
 	model := res.model
 	if model == "" {
 		model = p.Model
@@ -492,19 +520,20 @@ func (g *Generator) record(ctx context.Context, blobs Blobs, p Params, apiKey st
 		cost = pr.CostMicroUSD(res.usage)
 	}
 	return Receipt{
-		OutputRef:      outRef,
-		OutputText:     res.text,
-		TokenUsage:     res.usage,
-		CostCents:      CentsFromMicroUSD(cost),
-		CostMicroUSD:   cost,
-		ProviderID:     res.id,
-		Model:          model,
-		FinishReason:   res.finish,
-		ToolCallRefs:   callRefs,
-		OutputItemsRef: &itemsRef,
-		RequestRef:     &reqRef,
-		ResponseRef:    &respRef,
-		Attempts:       uint64(attempts),
+		OutputRef:         outRef,
+		OutputText:        res.text,
+		TokenUsage:        res.usage,
+		CostCents:         CentsFromMicroUSD(cost),
+		CostMicroUSD:      cost,
+		ProviderID:        res.id,
+		Model:             model,
+		FinishReason:      res.finish,
+		ToolCallRefs:      callRefs,
+		OutputItemsRef:    &itemsRef,
+		RequestRef:        &reqRef,
+		ResponseRef:       &respRef,
+		Attempts:          uint64(attempts),
+		FailedAttemptsRef: failedRef,
 	}, nil
 }
 

@@ -370,7 +370,7 @@ func TestGenerateRetryThenSuccess(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			var waits []int
-			r, srv, _, deltas, err := run(t, m.provider, m.stream, []llmtest.Turn{
+			r, srv, st, deltas, err := run(t, m.provider, m.stream, []llmtest.Turn{
 				{Status: 503}, {Status: 429, Header: map[string]string{"Retry-After": "0"}}, {Text: "finally"},
 			}, func(c *Config) {
 				c.Backoff = func(n int) time.Duration { waits = append(waits, n); return 0 }
@@ -383,6 +383,27 @@ func TestGenerateRetryThenSuccess(t *testing.T) {
 			}
 			if !reflect.DeepEqual(waits, []int{1, 2}) {
 				t.Errorf("backoff called for attempts %v; want [1 2]", waits)
+			}
+			// Each failed attempt is recorded, with its evidence.
+			if r.FailedAttemptsRef == nil {
+				t.Fatal("no failed attempts recorded")
+			}
+			var failed []FailedAttempt
+			if err := cas.GetNode(t.Context(), st, *r.FailedAttemptsRef, &failed); err != nil {
+				t.Fatal(err)
+			}
+			if len(failed) != 2 || failed[0].Attempt != 1 || failed[0].Status != 503 || failed[0].Kind != string(KindHTTP) ||
+				failed[1].Attempt != 2 || failed[1].Status != 429 {
+				t.Fatalf("failed attempts %+v", failed)
+			}
+			for _, f := range failed {
+				if f.RequestRef == nil || f.ResponseRef == nil {
+					t.Errorf("attempt %d lacks its evidence: %+v", f.Attempt, f)
+					continue
+				}
+				if body, err := st.Get(t.Context(), *f.RequestRef); err != nil || !strings.Contains(string(body), "Summarise README.md") {
+					t.Errorf("attempt %d request %q, %v", f.Attempt, body, err)
+				}
 			}
 			if m.stream && strings.Join(deltas, "") != "finally" {
 				t.Errorf("deltas %q", deltas)

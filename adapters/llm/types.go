@@ -111,9 +111,34 @@ type Receipt struct {
 	RequestRef *cas.Ref `cbor:"request_ref"`
 	// ResponseRef names the response body (for a stream: the final
 	// response object) the receipt was made from.
-	ResponseRef *cas.Ref `cbor:"response_ref"`
+	ResponseRef *cas.Ref `cbor:"response_ref" json:"response_ref,omitempty"`
 	// Attempts is how many HTTP attempts the call took (1 without retries).
 	Attempts uint64 `cbor:"attempts"`
+	// FailedAttemptsRef names the node holding the []FailedAttempt list of
+	// the attempts that failed before the one that answered; nil when the
+	// first attempt answered.
+	FailedAttemptsRef *cas.Ref `cbor:"failed_attempts_ref"`
+}
+
+// FailedAttempt is one attempt of a call that failed and was retried, the
+// Go form of sys/LlmFailedAttempt@1.
+type FailedAttempt struct {
+	// Attempt counts from 1.
+	Attempt uint64 `cbor:"attempt" json:"attempt"`
+	// Kind is the ProviderError kind ("http", "timeout", "connection", ...).
+	Kind string `cbor:"kind" json:"kind"`
+	// Status is the HTTP status, 0 if no answer arrived.
+	Status uint64 `cbor:"status" json:"status"`
+	// Message is the provider's message or ours, secrets removed.
+	Message string `cbor:"message" json:"message"`
+	// RequestID is the provider's x-request-id, if any.
+	RequestID string `cbor:"request_id" json:"request_id,omitempty"`
+	// WaitMS is the backoff waited before the next attempt.
+	WaitMS uint64 `cbor:"wait_ms" json:"wait_ms"`
+	// RequestRef and ResponseRef name the attempt's request body and raw
+	// response body, when there were any.
+	RequestRef  *cas.Ref `cbor:"request_ref" json:"request_ref,omitempty"`
+	ResponseRef *cas.Ref `cbor:"response_ref" json:"response_ref,omitempty"`
 }
 
 // MarshalCBOR encodes r canonically; a nil ToolCallRefs encodes as an empty

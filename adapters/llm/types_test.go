@@ -232,7 +232,7 @@ func TestReceiptCBORFields(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	want := []string{"attempts", "cost_cents", "cost_microusd", "finish_reason", "model", "output_items_ref",
+	want := []string{"attempts", "cost_cents", "cost_microusd", "failed_attempts_ref", "finish_reason", "model", "output_items_ref",
 		"output_ref", "output_text", "provider_id", "request_ref", "response_ref", "token_usage", "tool_call_refs"}
 	if !slices.Equal(keys, want) {
 		t.Errorf("receipt keys %v; want %v", keys, want)

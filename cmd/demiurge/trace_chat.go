@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/demiurge-dev/demiurge/adapters/llm"
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
@@ -37,6 +38,8 @@ type modelCall struct {
 	CostMicroUSD uint64  `json:"cost_microusd"`
 	Finish       string  `json:"finish_reason,omitempty"`
 	Error        string  `json:"error,omitempty"`
+	// Retried are the attempts that failed before the one that answered.
+	Retried []llm.FailedAttempt `json:"retried,omitempty"`
 }
 
 type toolCall struct {
@@ -154,6 +157,9 @@ func (c *chatTrace) record(r journal.Record) error {
 				mc.InputTokens, mc.OutputTokens = num(field(p, "token_usage", "prompt")), num(field(p, "token_usage", "completion"))
 				mc.CachedTokens, mc.Reasoning = num(field(p, "token_usage", "cached")), num(field(p, "token_usage", "reasoning"))
 				mc.CostMicroUSD = num(field(p, "cost_microusd"))
+				if r, err := cas.ParseRef(text(field(p, "failed_attempts_ref"))); err == nil {
+					_ = cas.GetNode(context.Background(), c.cas, r, &mc.Retried)
+				}
 			}
 			c.models[key] = mc
 		}
@@ -281,6 +287,13 @@ func (c *chatTrace) writeText(w io.Writer) error {
 				} else {
 					fmt.Fprintf(&b, "  model call %d: %s, %.1f ms, %d tokens in (%d cached), %d out (%d reasoning), $%.4f, %s\n",
 						round+1, m.Model, m.LatencyMS, m.InputTokens, m.CachedTokens, m.OutputTokens, m.Reasoning, float64(m.CostMicroUSD)/1e6, m.Finish)
+				}
+				for _, f := range m.Retried {
+					what := f.Kind
+					if f.Status != 0 {
+						what = fmt.Sprintf("HTTP %d", f.Status)
+					}
+					fmt.Fprintf(&b, "    attempt %d failed (%s: %s), retried after %d ms\n", f.Attempt, what, clipLine(f.Message, 160), f.WaitMS)
 				}
 			}
 			for _, tc := range r.Calls {
