@@ -46,7 +46,9 @@
 //
 // A failed attempt is retried with backoff when it may succeed later (HTTP
 // 408, 409, 429 and 5xx, timeouts, connection errors), up to
-// Config.MaxAttempts; the receipt counts every attempt. Whatever goes wrong
+// Config.MaxAttempts; the receipt counts every attempt, and names
+// (FailedAttemptsRef) the list of those that failed, each with its kind,
+// status, message, backoff and request and response bodies. Whatever goes wrong
 // with the provider is returned as a *ProviderError whose message says what
 // happened and what to do; bad parameters or blobs wrap ErrInvalidParams.
 //
