@@ -493,3 +493,22 @@ func TestJSONNewline(t *testing.T) {
 		t.Errorf("exit %d, stdout %q; want %q (stderr %q)", res.ExitCode, res.Stdout, want, res.Stderr)
 	}
 }
+
+// TestOutputCut: a script's output past DefaultOutputBytes is counted, not
+// kept, and the receipt says where it was cut and how much there was.
+func TestOutputCut(t *testing.T) {
+	f := newFixture(t, nil)
+	got := f.run(t, f.call(t, "bash", `seq 1 20000; seq 1 10000 >&2`, nil))
+	stdout := 108894 // the bytes of seq 1 20000
+	wantOut := fmt.Sprintf("\n[output cut at %d of %d bytes]", DefaultOutputBytes, stdout)
+	if !got.StdoutTruncated || !strings.HasSuffix(got.Stdout, wantOut) || len(got.Stdout) != DefaultOutputBytes+len(wantOut) {
+		t.Errorf("stdout of %d bytes, truncated %v, ends %q; want %d bytes ending %q",
+			len(got.Stdout), got.StdoutTruncated, got.Stdout[max(0, len(got.Stdout)-60):], DefaultOutputBytes+len(wantOut), wantOut)
+	}
+	if !got.StderrTruncated || !strings.HasSuffix(got.Stderr, fmt.Sprintf("\n[stderr cut at %d of 48894 bytes]", DefaultOutputBytes)) {
+		t.Errorf("stderr ends %q", got.Stderr[max(0, len(got.Stderr)-60):])
+	}
+	if got.ExitCode != 0 {
+		t.Errorf("exit %d: a cut does not change the exit code", got.ExitCode)
+	}
+}

@@ -25,6 +25,9 @@ const (
 	DefaultTimeout = 30 * time.Second
 	DefaultMaxTime = 10 * time.Minute
 	DefaultDrain   = 10 * time.Second
+	// DefaultOutputBytes bounds stdout and stderr each: what a script
+	// writes past it is counted, not kept (bash-like output, as omega's).
+	DefaultOutputBytes = 30000
 )
 
 // maxDrainCancelled bounds the wait for commands still running once the
@@ -62,7 +65,8 @@ type ShellOptions struct {
 	// Name is the tool's name (default ToolName, "bash").
 	Name string
 	// Limits bound each run (default scripted.DefaultLimits, with Timeout
-	// MaxTime). Limits.Timeout, if set, overrides MaxTime.
+	// MaxTime and output DefaultOutputBytes). Limits.Timeout, if set,
+	// overrides MaxTime.
 	Limits scripted.Limits
 	// Timeout is a run's time limit when its request sets none (default
 	// DefaultTimeout, 30 s).
@@ -104,6 +108,12 @@ func NewShell(ts []tools.Tool, opts ShellOptions) (*Shell, error) {
 	lim := opts.Limits
 	if lim.Timeout <= 0 {
 		lim.Timeout = opts.MaxTime
+	}
+	if lim.MaxStdoutBytes <= 0 {
+		lim.MaxStdoutBytes = DefaultOutputBytes
+	}
+	if lim.MaxStderrBytes <= 0 {
+		lim.MaxStderrBytes = DefaultOutputBytes
 	}
 	b := scripted.NewBuilder(opts.Name).
 		ShortDescription("Run a bash script in a sandbox where every tool of the world is a command").
@@ -361,6 +371,14 @@ func trimTool(name, msg string) string {
 // discover and --dry-run touch nothing and are left out), in Seq order;
 // commits, the commits those calls made.
 func (r Result) Receipt() schema.Value {
+	resp := r.Response
+	// Output cut at the limit says so, with the size it had.
+	if resp.StdoutTruncated {
+		resp.Stdout += fmt.Sprintf("\n[output cut at %d of %d bytes]", len(resp.Stdout), r.StdoutBytes)
+	}
+	if resp.StderrTruncated {
+		resp.Stderr += fmt.Sprintf("\n[stderr cut at %d of %d bytes]", len(resp.Stderr), r.StderrBytes)
+	}
 	rec := &tools.Recorder{}
 	for _, c := range r.Commits {
 		rec.AddCommit(c)
@@ -372,5 +390,5 @@ func (r Result) Receipt() schema.Value {
 		rec.AddCall(tools.SubCall{Seq: uint64(c.Seq), Tool: c.Tool, Arguments: c.Arguments,
 			ExitCode: c.ExitCode, Error: c.Error, Duration: c.Duration})
 	}
-	return toolcall.Response(r.Response, rec)
+	return toolcall.Response(resp, rec)
 }

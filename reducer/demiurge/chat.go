@@ -635,9 +635,8 @@ func (r *Reducer) toolResult(s *step, e ToolResult) error {
 	} else if text == "" {
 		text = "(no output)"
 	}
-	if resp.StdoutTruncated || resp.StderrTruncated {
-		text += "\n[the tool cut its own output at its limit]"
-	}
+	// A tool that cut its own output (StdoutTruncated) has said so in it,
+	// with the size it had.
 	// A tool that bounds its own output (a file read) is cut at its own
 	// limit; the others at the chat's.
 	limit := int(maxOr(s.st.Settings.OutputLimit, DefaultOutputLimit))

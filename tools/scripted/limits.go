@@ -31,9 +31,10 @@ type Limits struct {
 	MaxPipelineStages int64
 	// MaxToolCalls bounds the tool callbacks invoked.
 	MaxToolCalls int64
-	// MaxStdoutBytes and MaxStderrBytes bound the output kept; the rest is
-	// dropped and the Response's StdoutTruncated/StderrTruncated set. The
-	// exit status is unchanged.
+	// MaxStdoutBytes and MaxStderrBytes bound the output kept, cut on a
+	// UTF-8 boundary as it is written; the rest is counted
+	// (Result.StdoutBytes, StderrBytes), not kept, and the Response's
+	// StdoutTruncated/StderrTruncated set. The exit status is unchanged.
 	MaxStdoutBytes int
 	MaxStderrBytes int
 	// MaxVarBytes bounds the total size of the shell's variables.

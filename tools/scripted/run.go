@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/interp"
@@ -250,6 +251,8 @@ func (ex *execution) result(code int, category, msg string) Result {
 		},
 		Calls:        calls,
 		TraceDropped: dropped,
+		StdoutBytes:  ex.stdout.written(),
+		StderrBytes:  ex.stderr.written(),
 	}
 }
 
@@ -805,6 +808,7 @@ type capWriter struct {
 	mu        sync.Mutex
 	buf       []byte
 	max       int
+	total     int // bytes written, kept or not
 	truncated bool
 	closed    bool
 	stream    string
@@ -843,9 +847,17 @@ func (w *capWriter) Write(p []byte) (int, error) {
 		}
 	}
 	w.afterTrace = false
+	w.total += len(p)
 	keep := p
-	if room := w.max - len(w.buf); len(p) > room {
-		keep = p[:max(room, 0)]
+	if w.truncated {
+		keep = nil // once cut, the rest is counted, not kept
+	} else if room := w.max - len(w.buf); len(p) > room {
+		// Cut on a UTF-8 boundary: never half a character.
+		cut := max(room, 0)
+		for cut > 0 && !utf8.RuneStart(p[cut]) {
+			cut--
+		}
+		keep = p[:cut]
 		w.truncated = true
 	}
 	if len(keep) > 0 {
@@ -867,6 +879,13 @@ func (w *capWriter) appendAlways(s string) {
 	defer w.mu.Unlock()
 	w.buf = append(w.buf, s...)
 	w.sink.chunk(w.stream, s)
+}
+
+// written returns how many bytes the script wrote, kept or not.
+func (w *capWriter) written() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.total
 }
 
 func (w *capWriter) String() string {

@@ -154,9 +154,19 @@ func TestOutputTruncation(t *testing.T) {
 	if res.Stdout != "123" || !res.StdoutTruncated || res.Stderr != "abc" || !res.StderrTruncated || res.ExitCode != 4 {
 		t.Fatalf("truncation: %+v", res.Response)
 	}
+	if res.StdoutBytes != 6 || res.StderrBytes != 7 {
+		t.Errorf("counted %d and %d bytes written; want 6 and 7", res.StdoutBytes, res.StderrBytes)
+	}
 	res = run(t, st, "echo 1")
 	if res.StdoutTruncated {
 		t.Errorf("2 bytes flagged as truncated")
+	}
+	// The cut never splits a character, and nothing written after it is
+	// kept, even what would fit.
+	st = NewBuilder("x").Limits(DefaultLimits().WithMaxOutputBytes(4)).MustBuild()
+	res = run(t, st, "printf 'aéé'; printf b")
+	if res.Stdout != "aé" || !res.StdoutTruncated || res.StdoutBytes != 6 {
+		t.Errorf("cut = %q (truncated %v, %d bytes written); want \"aé\" of 6", res.Stdout, res.StdoutTruncated, res.StdoutBytes)
 	}
 	// Limit messages are kept even when stderr is full.
 	st = NewBuilder("x").Limits(Limits{MaxStderrBytes: 3, MaxCommands: 2}).MustBuild()

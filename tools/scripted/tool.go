@@ -292,6 +292,10 @@ type Result struct {
 	Calls []Call `json:"calls,omitempty"`
 	// TraceDropped counts calls past Limits.MaxTraceCalls, not in Calls.
 	TraceDropped int `json:"trace_dropped,omitempty"`
+	// StdoutBytes and StderrBytes count what the script wrote, kept or
+	// not: with StdoutTruncated, the size the output would have had.
+	StdoutBytes int `json:"stdout_bytes"`
+	StderrBytes int `json:"stderr_bytes"`
 	// Duration is the wall time of the whole run.
 	Duration time.Duration `json:"duration_ns"`
 }
