@@ -22,8 +22,6 @@ import (
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools"
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 )
 
 // Names in the AIR of examples/demiurge.
@@ -327,7 +325,7 @@ func (r *Reducer) check(s *step, ts *toolSet, tc LlmToolCall) (ToolCallRequested
 		return req, fmt.Sprintf("error: the arguments of %s must be a JSON object, got %s.", tc.Name, jsonKind(args))
 	}
 	if err := spec.schema.Validate(args); err != nil {
-		return req, fmt.Sprintf("error: the arguments of %s do not fit its parameters schema: %s. Fix the arguments and call again.", tc.Name, validationText(err))
+		return req, fmt.Sprintf("error: the arguments of %s do not fit its parameters schema: %s. Fix the arguments and call again.", tc.Name, tools.SchemaErrorText(err))
 	}
 	canon, _ := json.Marshal(args)
 	req.ArgumentsJSON = string(canon)
@@ -369,36 +367,6 @@ func jsonKind(v any) string {
 		return "an array"
 	}
 	return "an object"
-}
-
-var englishPrinter = message.NewPrinter(language.English)
-
-// validationText renders a schema validation error deterministically:
-// each leaf problem as "at /path: message", sorted.
-func validationText(err error) string {
-	ve, ok := err.(*jsonschema.ValidationError)
-	if !ok {
-		return err.Error()
-	}
-	var msgs []string
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			loc := "/" + strings.Join(e.InstanceLocation, "/")
-			msg := e.ErrorKind.LocalizedString(englishPrinter)
-			msgs = append(msgs, fmt.Sprintf("at %s: %s", loc, msg))
-			return
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
-	}
-	walk(ve)
-	sort.Strings(msgs)
-	if len(msgs) > 8 {
-		msgs = append(msgs[:8], fmt.Sprintf("and %d more", len(msgs)-8))
-	}
-	return strings.Join(msgs, "; ")
 }
 
 func contains(ss []string, s string) bool {

@@ -12,8 +12,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 
 	"github.com/demiurge-dev/demiurge/tools"
 )
@@ -345,7 +343,7 @@ func (t *Tool) arguments(req tools.Request) (map[string]any, tools.Response, boo
 		return nil, usage(t, "the arguments must be a JSON object"), false
 	}
 	if err := t.schema.Validate(v); err != nil {
-		return nil, usage(t, "the arguments do not fit the input schema: %s", validationText(err)), false
+		return nil, usage(t, "the arguments do not fit the input schema: %s", tools.SchemaErrorText(err)), false
 	}
 	return m, tools.Response{}, true
 }
@@ -384,34 +382,6 @@ func errResponse(t *Tool, err error) tools.Response {
 		return tools.Response{Stderr: fmt.Sprintf("%s: the server answered error %d: %s", t.Name(), je.Code, t.conn.redact(je.Message)), ExitCode: exitFailed, Error: ErrorServer}
 	}
 	return tools.Response{Stderr: fmt.Sprintf("%s: the call failed: %s", t.Name(), msg), ExitCode: exitFailed, Error: ErrorServer}
-}
-
-var englishPrinter = message.NewPrinter(language.English)
-
-// validationText renders a schema validation error: each leaf problem as
-// "at /path: message", sorted.
-func validationText(err error) string {
-	ve, ok := err.(*jsonschema.ValidationError)
-	if !ok {
-		return err.Error()
-	}
-	var msgs []string
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			msgs = append(msgs, fmt.Sprintf("at /%s: %s", strings.Join(e.InstanceLocation, "/"), e.ErrorKind.LocalizedString(englishPrinter)))
-			return
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
-	}
-	walk(ve)
-	sort.Strings(msgs)
-	if len(msgs) > 8 {
-		msgs = append(msgs[:8], fmt.Sprintf("and %d more", len(msgs)-8))
-	}
-	return strings.Join(msgs, "; ")
 }
 
 func clip(s string, n int) string {

@@ -5,13 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
-	"strings"
 
+	"github.com/demiurge-dev/demiurge/tools"
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 )
 
 // compile compiles a tool's input schema; it panics on a bad schema (a
@@ -33,8 +30,6 @@ func compile(name string, raw json.RawMessage) *jsonschema.Schema {
 	return sch
 }
 
-var english = message.NewPrinter(language.English)
-
 // args are a call's arguments, validated against the tool's input schema.
 type args map[string]any
 
@@ -49,36 +44,13 @@ func parseArgs(sch *jsonschema.Schema, raw []byte) (args, error) {
 		return nil, fmt.Errorf("the arguments are not JSON: %v", err)
 	}
 	if err := sch.Validate(doc); err != nil {
-		return nil, fmt.Errorf("the arguments do not fit the input schema: %s", validationText(err))
+		return nil, fmt.Errorf("the arguments do not fit the input schema: %s", tools.SchemaErrorText(err))
 	}
 	m, ok := doc.(map[string]any)
 	if !ok {
 		return nil, fmt.Errorf("the arguments must be a JSON object")
 	}
 	return args(m), nil
-}
-
-// validationText renders a schema validation error as its leaf problems,
-// "at /path: message", sorted.
-func validationText(err error) string {
-	ve, ok := err.(*jsonschema.ValidationError)
-	if !ok {
-		return err.Error()
-	}
-	var msgs []string
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			msgs = append(msgs, fmt.Sprintf("at /%s: %s", strings.Join(e.InstanceLocation, "/"), e.ErrorKind.LocalizedString(english)))
-			return
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
-	}
-	walk(ve)
-	sort.Strings(msgs)
-	return strings.Join(msgs, "; ")
 }
 
 func (a args) str(name, def string) string {
