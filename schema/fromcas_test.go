@@ -1,0 +1,85 @@
+package schema_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/schema"
+)
+
+// TestLoadFromCASRoundTrip: the catalog of every example, stored as a world
+// stores it, loads back from the store to the same manifest and nodes.
+func TestLoadFromCASRoundTrip(t *testing.T) {
+	var dirs []string
+	for _, glob := range []string{"../examples/*/manifest.air.json", "../../shared/agentos-air/examples/*/manifest.air.json"} {
+		ms, _ := filepath.Glob(glob)
+		for _, m := range ms {
+			dirs = append(dirs, filepath.Dir(m))
+		}
+	}
+	if len(dirs) < 5 {
+		t.Fatalf("found only %d examples", len(dirs))
+	}
+	ctx := context.Background()
+	for _, dir := range dirs {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			c, err := schema.Load(dir, nil)
+			if err != nil {
+				t.Skipf("does not load: %v", err)
+			}
+			st := cas.NewMemory()
+			if err := c.Nodes(func(_ cas.Ref, node []byte) error { _, err := st.Put(ctx, node); return err }); err != nil {
+				t.Fatal(err)
+			}
+			back, err := schema.LoadFromCAS(ctx, st, c.ManifestRef(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if back.ManifestRef() != c.ManifestRef() {
+				t.Fatalf("manifest %s, want %s", back.ManifestRef(), c.ManifestRef())
+			}
+			n := 0
+			_ = c.Nodes(func(r cas.Ref, node []byte) error {
+				n++
+				if b, ok := back.Node(r); !ok || string(b) != string(node) {
+					t.Errorf("node %s differs or is missing", r.Short())
+				}
+				return nil
+			})
+			if n < 2 {
+				t.Errorf("%d nodes", n)
+			}
+		})
+	}
+}
+
+func TestLoadFromCASErrors(t *testing.T) {
+	ctx := context.Background()
+	c, err := schema.Load("../examples/counter", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := cas.NewMemory()
+	var missing cas.Ref
+	_ = c.Nodes(func(r cas.Ref, node []byte) error {
+		if r != c.ManifestRef() && !missing.Valid() && strings.Contains(string(node), "counter/") {
+			missing = r // leave one user def out
+			return nil
+		}
+		_, err := st.Put(ctx, node)
+		return err
+	})
+	if _, err := schema.LoadFromCAS(ctx, st, c.ManifestRef(), nil); err == nil || !strings.Contains(err.Error(), missing.Short()) {
+		t.Errorf("a missing def: %v", err)
+	}
+	if _, err := schema.LoadFromCAS(ctx, st, cas.Sum([]byte("nothing")), nil); err == nil {
+		t.Error("a missing manifest loaded")
+	}
+	notManifest, _ := st.Put(ctx, []byte{0xd9, 0xd9, 0xf7, 0xa0}) // an empty map
+	if _, err := schema.LoadFromCAS(ctx, st, notManifest, nil); err == nil || !strings.Contains(err.Error(), "not a manifest") {
+		t.Errorf("not a manifest: %v", err)
+	}
+}
