@@ -44,6 +44,21 @@ func ReplayBundle(ctx context.Context, b *Bundle, reg *reducer.Registry, fromGen
 	return world.Replay(ctx, world.ReplayOptions{Name: b.Manifest.World, Catalog: cat, Reducers: reg, Storage: st, FromGenesis: fromGenesis})
 }
 
+// ReplayBundleUnder replays a bundle from genesis under its AIR files,
+// whatever manifests its journal recorded (world.ReplayOptions
+// UnderManifest): what AIR edited in the bundle would derive differently.
+func ReplayBundleUnder(ctx context.Context, b *Bundle, reg *reducer.Registry) (*world.ReplayResult, error) {
+	cat, err := b.Catalog(reg)
+	if err != nil {
+		return nil, fmt.Errorf("bundle %s: %w", b.Dir, err)
+	}
+	st, err := b.Storage(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return world.Replay(ctx, world.ReplayOptions{Name: b.Manifest.World, Catalog: cat, Reducers: reg, Storage: st, UnderManifest: true})
+}
+
 // TraceText returns the bundle's timeline as Trace prints it, with cell
 // states shown: the golden file of a recorded session.
 func (b *Bundle) TraceText() string {

@@ -47,7 +47,15 @@
 //     raises a sys/PlanEnded@1 event (carrying the plan's input and the
 //     key of the event that started it) when something routes, triggers on
 //     or awaits that schema, so a reducer can answer for it.
-//   - Replay uses the manifest it is given: a world whose manifest changed
-//     replays records from before the change with the new manifest, and
-//     reports the first record that differs.
+//   - A world reopened with a changed manifest records the change (a
+//     Manifest record, the new catalog's nodes stored with it) and runs
+//     the new one from then on. Recovery and replay run every record under
+//     the manifest it was written under: a Manifest record switches the
+//     machine to its catalog, rebuilt from the store (schema.LoadFromCAS)
+//     when it is not the one given. A plan instance in flight across the
+//     change runs on with the plan def it started with (pinned by hash);
+//     if that def is no longer loadable (the instance was restored from a
+//     snapshot taken after an earlier change) it ends with an error.
+//     ReplayOptions.UnderManifest replays everything under the manifest
+//     given instead, to see what changed AIR would derive differently.
 package world

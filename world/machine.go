@@ -27,6 +27,14 @@ type Machine struct {
 	gate  *effects.Gate
 	progs *plans.Programs
 	cas   cas.Getter
+	// loaded are the catalogs the machine has run, in the order it first
+	// ran them: a Manifest record switches to its catalog (loaded from the
+	// CAS the first time, see schema.LoadFromCAS), and a plan instance
+	// started under an earlier one runs on with its own plan def.
+	loaded []*loadedCatalog
+	// pinned keeps the machine on its catalog whatever manifest the
+	// journal records (ReplayOptions.UnderManifest).
+	pinned bool
 
 	// State, all of it restored from snapshots.
 	manifest      cas.Ref
@@ -37,6 +45,17 @@ type Machine struct {
 	nextPlanID    uint64
 	pending       map[cas.Ref]*pendingIntent
 	nextIntentSeq uint64
+}
+
+// loadedCatalog is a catalog with what the machine compiled of it.
+type loadedCatalog struct {
+	cat   *schema.Catalog
+	gate  *effects.Gate
+	progs *plans.Programs
+}
+
+func newLoadedCatalog(c *schema.Catalog) *loadedCatalog {
+	return &loadedCatalog{cat: c, gate: effects.NewGate(c), progs: plans.NewPrograms(c)}
 }
 
 type cell struct {
@@ -52,11 +71,60 @@ type pendingIntent struct {
 
 // NewMachine returns the machine of a fresh world.
 func NewMachine(cat *schema.Catalog, reg *reducer.Registry, store cas.Getter) *Machine {
+	lc := newLoadedCatalog(cat)
 	return &Machine{
-		cat: cat, reg: reg, gate: effects.NewGate(cat), progs: plans.NewPrograms(cat), cas: store,
+		cat: cat, reg: reg, gate: lc.gate, progs: lc.progs, cas: store, loaded: []*loadedCatalog{lc},
 		cells: map[string]map[string]*cell{}, instances: map[uint64]*plans.Instance{},
 		pending: map[cas.Ref]*pendingIntent{}, nextPlanID: 1,
 	}
+}
+
+// runManifest makes the machine run the catalog of manifest ref: the one
+// it was made with, one it ran before, or one rebuilt from the CAS (a
+// world whose manifest changed replays its older records with the
+// definitions they were written under).
+func (m *Machine) runManifest(ctx context.Context, ref cas.Ref) error {
+	if m.pinned || m.cat.ManifestRef() == ref {
+		return nil
+	}
+	var lc *loadedCatalog
+	for _, l := range m.loaded {
+		if l.cat.ManifestRef() == ref {
+			lc = l
+		}
+	}
+	if lc == nil {
+		c, err := schema.LoadFromCAS(ctx, m.cas, ref, &schema.LoadOptions{Reducers: m.reg.Names()})
+		if err != nil {
+			return fmt.Errorf("world: the journal's manifest %s: %w", ref.Short(), err)
+		}
+		lc = newLoadedCatalog(c)
+		m.loaded = append(m.loaded, lc)
+	}
+	m.cat, m.gate, m.progs = lc.cat, lc.gate, lc.progs
+	return nil
+}
+
+// program returns the program a plan instance runs: the plan def it
+// started with (PlanRef), from the manifest running now or, when the
+// manifest changed under the instance, from the one it started under.
+func (m *Machine) program(in *plans.Instance) (*plans.Program, error) {
+	p, err := m.progs.Get(in.Plan)
+	if err == nil && p.Ref == in.PlanRef {
+		return p, nil
+	}
+	for _, l := range m.loaded {
+		if _, ok := l.cat.Plan(in.Plan); !ok {
+			continue
+		}
+		if q, qerr := l.progs.Get(in.Plan); qerr == nil && q.Ref == in.PlanRef {
+			return q, nil
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return p, nil // Check reports the mismatch
 }
 
 // Catalog returns the loaded manifest the machine runs.
@@ -197,6 +265,9 @@ func (m *Machine) Apply(ctx context.Context, in *Input) (*Step, error) {
 	s.out.Records = append(s.out.Records, e)
 	switch in.Kind {
 	case KindManifest:
+		if err := m.runManifest(ctx, in.Manifest); err != nil {
+			return nil, err
+		}
 		m.manifest = in.Manifest
 	case KindEvent:
 		if in.Stamp.LogicalNowNS > m.logical {
@@ -292,7 +363,7 @@ func (s *stepper) handleEvent(ev queuedEvent) {
 		}
 	}
 	for _, in := range m.RunningPlans() {
-		p, err := m.progs.Get(in.Plan)
+		p, err := m.program(in)
 		if err != nil || !in.WaitsFor(p, ev.schema) {
 			continue
 		}
@@ -719,7 +790,7 @@ func (s *stepper) runPlan(id uint64) {
 	if !ok {
 		return
 	}
-	p, err := m.progs.Get(inst.Plan)
+	p, err := m.program(inst)
 	if err == nil {
 		err = inst.Check(p)
 	}
@@ -763,7 +834,7 @@ func (m *Machine) consumes(event string) bool {
 		}
 	}
 	for _, in := range m.instances {
-		if p, err := m.progs.Get(in.Plan); err == nil && in.WaitsFor(p, event) {
+		if p, err := m.program(in); err == nil && in.WaitsFor(p, event) {
 			return true
 		}
 	}

@@ -21,6 +21,13 @@ type ReplayOptions struct {
 	// FromGenesis replays every record; otherwise replay starts from the
 	// newest snapshot.
 	FromGenesis bool
+	// UnderManifest replays every record, from genesis, under Catalog,
+	// whatever manifests the journal recorded: what a changed manifest
+	// would have derived differently. By default each record is replayed
+	// under the manifest the world ran when it was written (Catalog is
+	// used until the journal's first Manifest record says otherwise; the
+	// others are read from the store).
+	UnderManifest bool
 	// OnStep, if set, is called after each input is applied, with the
 	// input and what it derived.
 	OnStep func(in *Input, step *Step)
@@ -54,11 +61,12 @@ func Replay(ctx context.Context, opts ReplayOptions) (*ReplayResult, error) {
 	}
 	res := &ReplayResult{Head: head, FromSeq: 1}
 	m := NewMachine(opts.Catalog, opts.Reducers, st.CAS())
+	m.pinned = opts.UnderManifest
 	if head.Seq == 0 {
 		res.Machine = m
 		return res, nil
 	}
-	if !opts.FromGenesis {
+	if !opts.FromGenesis && !opts.UnderManifest {
 		var snapSeq uint64
 		err = st.Journal().Read(ctx, name, 1, func(r journal.Record) error {
 			if r.Kind != KindSnapshot {

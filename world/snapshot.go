@@ -117,6 +117,9 @@ func RestoreMachine(ctx context.Context, cat *schema.Catalog, reg *reducer.Regis
 	if m.manifest, err = cas.ParseRef(fmt.Sprint(get("manifest"))); err != nil {
 		return nil, fmt.Errorf("world: snapshot %s: manifest: %w", snap, err)
 	}
+	if err := m.runManifest(ctx, m.manifest); err != nil {
+		return nil, fmt.Errorf("world: snapshot %s: %w", snap, err)
+	}
 	m.logical, _ = get("logical").(uint64)
 	m.height, _ = get("height").(uint64)
 	m.nextPlanID, _ = get("next_plan_id").(uint64)
