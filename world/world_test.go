@@ -2,6 +2,7 @@ package world_test
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,11 +14,13 @@ import (
 )
 
 // fixedClock returns a clock that starts at t0 and moves 1 ms per call.
+// It is safe for concurrent use (the dispatcher reads it from adapters'
+// goroutines).
 func fixedClock(t0 int64) func() time.Time {
-	n := t0
+	var n atomic.Int64
+	n.Store(t0)
 	return func() time.Time {
-		n += int64(time.Millisecond)
-		return time.Unix(0, n)
+		return time.Unix(0, n.Add(int64(time.Millisecond)))
 	}
 }
 
