@@ -303,12 +303,16 @@ func (c *cmd) lines() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := string(data)
+	return splitLines(string(data)), nil
+}
+
+// splitLines splits s into lines without their newlines; a final line
+// without newline is kept, and "" has no lines.
+func splitLines(s string) []string {
 	if s == "" {
-		return nil, nil
+		return nil
 	}
-	s = strings.TrimSuffix(s, "\n")
-	return strings.Split(s, "\n"), nil
+	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
 }
 
 // writeLines writes each line followed by a newline.
@@ -403,3 +407,50 @@ func (fs *flagSet) finish(f string) (string, string, bool, error) {
 
 // rest returns the operands, in order, once next has returned ok=false.
 func (fs *flagSet) rest() []string { return append(fs.operands, fs.args[fs.i:]...) }
+
+// errUnknownFlag is what a setter passed to cmd.flags returns for a flag it
+// does not know.
+var errUnknownFlag = errors.New("unknown option")
+
+// flags parses the GNU-style flags of args (see flagSet; takesValue names
+// the short flags that take a value) and calls set with each flag and its
+// value, in order, then returns the operands. A flag missing its value, a
+// flag set does not know (set returns errUnknownFlag: "unknown option: -x")
+// or a bad value (set returns another error, printed as it is) is reported
+// on stderr; ok is false then and st is status.
+func (c *cmd) flags(args []string, takesValue string, status int, set func(flag, value string) error) (operands []string, st int, ok bool) {
+	fs := newFlags(args, takesValue)
+	for {
+		f, v, more, err := fs.next()
+		if err != nil {
+			return nil, c.errf(status, "%v", err), false
+		}
+		if !more {
+			return fs.rest(), 0, true
+		}
+		if err := set(f, v); errors.Is(err, errUnknownFlag) {
+			return nil, c.errf(status, "unknown option: %s", f), false
+		} else if err != nil {
+			return nil, c.errf(status, "%v", err), false
+		}
+	}
+}
+
+// copyStdin copies stdin to stdout and returns status, or 1 when reading
+// fails or the command is stopped.
+func (c *cmd) copyStdin(status int) int {
+	buf := make([]byte, 32*1024)
+	for {
+		if c.stopped() {
+			return c.errf(1, "interrupted")
+		}
+		n, err := c.in.Read(buf)
+		c.out.Write(buf[:n])
+		if err == io.EOF {
+			return c.done(status)
+		}
+		if err != nil {
+			return c.readErr(err)
+		}
+	}
+}

@@ -103,15 +103,7 @@ func grepCmd(c *cmd, args []string) int {
 	var ere, fixed, icase, invert, count, number, only, quiet, word, line bool
 	maxCount := -1
 	var patterns []string
-	fs := newFlags(args, "em")
-	for {
-		f, v, ok, err := fs.next()
-		if err != nil {
-			return c.errf(2, "%v", err)
-		}
-		if !ok {
-			break
-		}
+	rest, st, ok := c.flags(args, "em", 2, func(f, v string) error {
 		switch f {
 		case "-E", "--extended-regexp":
 			ere = true
@@ -141,14 +133,17 @@ func grepCmd(c *cmd, args []string) int {
 		case "-m", "--max-count":
 			n, err := strconv.Atoi(v)
 			if err != nil {
-				return c.errf(2, "invalid max count: %s", v)
+				return fmt.Errorf("invalid max count: %s", v)
 			}
 			maxCount = n
 		default:
-			return c.errf(2, "unknown option: %s", f)
+			return errUnknownFlag
 		}
+		return nil
+	})
+	if !ok {
+		return st
 	}
-	rest := fs.rest()
 	if patterns == nil {
 		if len(rest) == 0 {
 			return c.errf(2, "usage: grep [OPTION]... PATTERN (input is read from stdin)")

@@ -15,15 +15,7 @@ import (
 func sedCmd(c *cmd, args []string) int {
 	quiet, ere := false, false
 	var scripts []string
-	fs := newFlags(args, "e")
-	for {
-		f, v, ok, err := fs.next()
-		if err != nil {
-			return c.errf(1, "%v", err)
-		}
-		if !ok {
-			break
-		}
+	rest, st, ok := c.flags(args, "e", 1, func(f, v string) error {
 		switch f {
 		case "-n", "--quiet", "--silent":
 			quiet = true
@@ -33,12 +25,15 @@ func sedCmd(c *cmd, args []string) int {
 			scripts = append(scripts, v)
 		case "-u", "--unbuffered", "-s", "--separate":
 		case "-i", "--in-place":
-			return c.errf(1, "-i: filesystem access disabled")
+			return errors.New("-i: filesystem access disabled")
 		default:
-			return c.errf(1, "unknown option: %s", f)
+			return errUnknownFlag
 		}
+		return nil
+	})
+	if !ok {
+		return st
 	}
-	rest := fs.rest()
 	if scripts == nil {
 		if len(rest) == 0 {
 			return c.errf(1, "usage: sed [-n] [-E] SCRIPT (input is read from stdin)")

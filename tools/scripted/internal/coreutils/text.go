@@ -3,6 +3,7 @@ package coreutils
 import (
 	"cmp"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -17,38 +18,24 @@ import (
 // catCmd copies stdin to stdout: cat [-n] [-]...
 func catCmd(c *cmd, args []string) int {
 	number := false
-	fs := newFlags(args, "")
-	for {
-		f, _, ok, _ := fs.next()
-		if !ok {
-			break
-		}
+	rest, st, ok := c.flags(args, "", 2, func(f, _ string) error {
 		switch f {
 		case "-n", "--number":
 			number = true
 		case "-u":
 		default:
-			return c.errf(2, "unknown option: %s", f)
+			return errUnknownFlag
 		}
+		return nil
+	})
+	if !ok {
+		return st
 	}
-	if st, ok := c.operands(fs.rest()); !ok {
+	if st, ok := c.operands(rest); !ok {
 		return st
 	}
 	if !number {
-		buf := make([]byte, 32*1024)
-		for {
-			if c.stopped() {
-				return c.errf(1, "interrupted")
-			}
-			n, err := c.in.Read(buf)
-			c.out.Write(buf[:n])
-			if err == io.EOF {
-				return c.done(0)
-			}
-			if err != nil {
-				return c.readErr(err)
-			}
-		}
+		return c.copyStdin(0)
 	}
 	n := 0
 	err := c.eachLine(func(l string, noNL bool) bool {
@@ -79,20 +66,7 @@ func teeCmd(c *cmd, args []string) int {
 			status = 1
 		}
 	}
-	buf := make([]byte, 32*1024)
-	for {
-		if c.stopped() {
-			return c.errf(1, "interrupted")
-		}
-		n, err := c.in.Read(buf)
-		c.out.Write(buf[:n])
-		if err == io.EOF {
-			return c.done(status)
-		}
-		if err != nil {
-			return c.readErr(err)
-		}
-	}
+	return c.copyStdin(status)
 }
 
 // countArg parses the N of head/tail -n N; a leading '+' (from) or '-'
@@ -106,8 +80,9 @@ func countArg(v string) (n int64, sign byte, ok bool) {
 	return n, sign, err == nil && n >= 0
 }
 
-// headTailArgs parses -n N, -c N, -N and --lines=N for head and tail.
-func headTailArgs(c *cmd, args []string) (n int64, sign byte, bytes bool, rest []string, status int) {
+// headTailArgs parses -n N, -c N, -N and --lines=N for head and tail;
+// status is -1 when the arguments are good.
+func headTailArgs(c *cmd, args []string) (n int64, sign byte, bytes bool, status int) {
 	n = 10
 	var fixed []string
 	for i, a := range args {
@@ -118,38 +93,34 @@ func headTailArgs(c *cmd, args []string) (n int64, sign byte, bytes bool, rest [
 			fixed = append(fixed, a)
 		}
 	}
-	fs := newFlags(fixed, "nc")
-	for {
-		f, v, ok, err := fs.next()
-		if err != nil {
-			return 0, 0, false, nil, c.errf(1, "%v", err)
-		}
-		if !ok {
-			break
-		}
+	rest, st, ok := c.flags(fixed, "nc", 1, func(f, v string) error {
 		switch f {
 		case "-n", "--lines", "-c", "--bytes":
 			var good bool
 			n, sign, good = countArg(v)
 			if !good {
-				return 0, 0, false, nil, c.errf(1, "invalid number of lines: '%s'", v)
+				return fmt.Errorf("invalid number of lines: '%s'", v)
 			}
 			bytes = f == "-c" || f == "--bytes"
 		case "-q", "-v", "--quiet", "--silent", "--verbose":
 		default:
-			return 0, 0, false, nil, c.errf(1, "unknown option: %s", f)
+			return errUnknownFlag
 		}
+		return nil
+	})
+	if !ok {
+		return 0, 0, false, st
 	}
-	if st, ok := c.operands(fs.rest()); !ok {
-		return 0, 0, false, nil, st
+	if st, ok := c.operands(rest); !ok {
+		return 0, 0, false, st
 	}
-	return n, sign, bytes, nil, -1
+	return n, sign, bytes, -1
 }
 
 // headCmd prints the first lines (or bytes) of stdin: head [-n N|-N|-c N].
 // head -n -N prints all but the last N lines.
 func headCmd(c *cmd, args []string) int {
-	n, sign, bytes, _, st := headTailArgs(c, args)
+	n, sign, bytes, st := headTailArgs(c, args)
 	if st >= 0 {
 		return st
 	}
@@ -193,7 +164,7 @@ func headCmd(c *cmd, args []string) int {
 
 // tailCmd prints the last lines (or bytes) of stdin: tail [-n N|-N|-n +N|-c N].
 func tailCmd(c *cmd, args []string) int {
-	n, sign, bytes, _, st := headTailArgs(c, args)
+	n, sign, bytes, st := headTailArgs(c, args)
 	if st >= 0 {
 		return st
 	}
@@ -211,10 +182,7 @@ func tailCmd(c *cmd, args []string) int {
 	}
 	s := string(data)
 	noNL := s != "" && !strings.HasSuffix(s, "\n")
-	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
-	if s == "" {
-		lines = nil
-	}
+	lines := splitLines(s)
 	var out []string
 	if sign == '+' {
 		out = lines[min(max(n-1, 0), int64(len(lines))):]
@@ -241,15 +209,7 @@ func sortCmd(c *cmd, args []string) int {
 	var numeric, reverse, unique, fold, blanks, version bool
 	sep := ""
 	var keys []sortKey
-	fs := newFlags(args, "tk")
-	for {
-		f, v, ok, err := fs.next()
-		if err != nil {
-			return c.errf(2, "%v", err)
-		}
-		if !ok {
-			break
-		}
+	rest, st, ok := c.flags(args, "tk", 2, func(f, v string) error {
 		switch f {
 		case "-n", "--numeric-sort", "-g", "--general-numeric-sort", "-h", "--human-numeric-sort":
 			numeric = true
@@ -266,20 +226,24 @@ func sortCmd(c *cmd, args []string) int {
 		case "-s", "--stable":
 		case "-t", "--field-separator":
 			if utf8.RuneCountInString(v) != 1 {
-				return c.errf(2, "multi-character tab '%s'", v)
+				return fmt.Errorf("multi-character tab '%s'", v)
 			}
 			sep = v
 		case "-k", "--key":
 			k, err := parseSortKey(v)
 			if err != nil {
-				return c.errf(2, "invalid key '%s': %v", v, err)
+				return fmt.Errorf("invalid key '%s': %v", v, err)
 			}
 			keys = append(keys, k)
 		default:
-			return c.errf(2, "unknown option: %s", f)
+			return errUnknownFlag
 		}
+		return nil
+	})
+	if !ok {
+		return st
 	}
-	if st, ok := c.operands(fs.rest()); !ok {
+	if st, ok := c.operands(rest); !ok {
 		return st
 	}
 	lines, err := c.lines()
@@ -450,12 +414,7 @@ func compareVersion(a, b string) int {
 // uniqCmd drops adjacent duplicate lines: uniq [-c -d -u -i].
 func uniqCmd(c *cmd, args []string) int {
 	var count, dups, uniques, icase bool
-	fs := newFlags(args, "")
-	for {
-		f, _, ok, _ := fs.next()
-		if !ok {
-			break
-		}
+	rest, st, ok := c.flags(args, "", 1, func(f, _ string) error {
 		switch f {
 		case "-c", "--count":
 			count = true
@@ -466,10 +425,14 @@ func uniqCmd(c *cmd, args []string) int {
 		case "-i", "--ignore-case":
 			icase = true
 		default:
-			return c.errf(1, "unknown option: %s", f)
+			return errUnknownFlag
 		}
+		return nil
+	})
+	if !ok {
+		return st
 	}
-	if st, ok := c.operands(fs.rest()); !ok {
+	if st, ok := c.operands(rest); !ok {
 		return st
 	}
 	var prev string
@@ -510,12 +473,7 @@ func uniqCmd(c *cmd, args []string) int {
 // wcCmd counts lines, words, bytes and characters of stdin: wc [-l -w -c -m].
 func wcCmd(c *cmd, args []string) int {
 	var lines, words, bytes, chars bool
-	fs := newFlags(args, "")
-	for {
-		f, _, ok, _ := fs.next()
-		if !ok {
-			break
-		}
+	rest, st, ok := c.flags(args, "", 1, func(f, _ string) error {
 		switch f {
 		case "-l", "--lines":
 			lines = true
@@ -526,10 +484,14 @@ func wcCmd(c *cmd, args []string) int {
 		case "-m", "--chars":
 			chars = true
 		default:
-			return c.errf(1, "unknown option: %s", f)
+			return errUnknownFlag
 		}
+		return nil
+	})
+	if !ok {
+		return st
 	}
-	if st, ok := c.operands(fs.rest()); !ok {
+	if st, ok := c.operands(rest); !ok {
 		return st
 	}
 	if !lines && !words && !bytes && !chars {
@@ -633,19 +595,11 @@ func cutCmd(c *cmd, args []string) int {
 	var list string
 	mode := byte(0)
 	only := false
-	fs := newFlags(args, "dfcb")
-	for {
-		f, v, ok, err := fs.next()
-		if err != nil {
-			return c.errf(1, "%v", err)
-		}
-		if !ok {
-			break
-		}
+	rest, st, ok := c.flags(args, "dfcb", 1, func(f, v string) error {
 		switch f {
 		case "-d", "--delimiter":
 			if utf8.RuneCountInString(v) != 1 {
-				return c.errf(1, "the delimiter must be a single character")
+				return errors.New("the delimiter must be a single character")
 			}
 			delim = v
 		case "-f", "--fields":
@@ -657,13 +611,17 @@ func cutCmd(c *cmd, args []string) int {
 		case "-s", "--only-delimited":
 			only = true
 		default:
-			return c.errf(1, "unknown option: %s", f)
+			return errUnknownFlag
 		}
+		return nil
+	})
+	if !ok {
+		return st
 	}
 	if mode == 0 {
 		return c.errf(1, "you must specify a list of bytes, characters, or fields")
 	}
-	if st, ok := c.operands(fs.rest()); !ok {
+	if st, ok := c.operands(rest); !ok {
 		return st
 	}
 	rs, err := parseCutList(list)
@@ -795,12 +753,7 @@ var trClasses = map[string]func(rune) bool{
 // [-c] SET1 [SET2].
 func trCmd(c *cmd, args []string) int {
 	var del, squeeze, complement bool
-	fs := newFlags(args, "")
-	for {
-		f, _, ok, _ := fs.next()
-		if !ok {
-			break
-		}
+	rest, st, ok := c.flags(args, "", 1, func(f, _ string) error {
 		switch f {
 		case "-d", "--delete":
 			del = true
@@ -809,10 +762,13 @@ func trCmd(c *cmd, args []string) int {
 		case "-c", "-C", "--complement":
 			complement = true
 		default:
-			return c.errf(1, "unknown option: %s", f)
+			return errUnknownFlag
 		}
+		return nil
+	})
+	if !ok {
+		return st
 	}
-	rest := fs.rest()
 	if len(rest) == 0 || len(rest) > 2 || (!del && !squeeze && len(rest) != 2) {
 		return c.errf(1, "usage: tr [-cds] SET1 [SET2] (input is read from stdin)")
 	}
@@ -972,15 +928,7 @@ func seqCmd(c *cmd, args []string) int {
 func basenameCmd(c *cmd, args []string) int {
 	multi := false
 	suffix := ""
-	fs := newFlags(args, "s")
-	for {
-		f, v, ok, err := fs.next()
-		if err != nil {
-			return c.errf(1, "%v", err)
-		}
-		if !ok {
-			break
-		}
+	names, st, ok := c.flags(args, "s", 1, func(f, v string) error {
 		switch f {
 		case "-a", "--multiple":
 			multi = true
@@ -988,10 +936,13 @@ func basenameCmd(c *cmd, args []string) int {
 			suffix, multi = v, true
 		case "-z", "--zero":
 		default:
-			return c.errf(1, "unknown option: %s", f)
+			return errUnknownFlag
 		}
+		return nil
+	})
+	if !ok {
+		return st
 	}
-	names := fs.rest()
 	if len(names) == 0 {
 		return c.errf(1, "missing operand")
 	}
@@ -1064,15 +1015,7 @@ func dirName(n string) string {
 func base64Cmd(c *cmd, args []string) int {
 	decode, ignore := false, false
 	wrap := 76
-	fs := newFlags(args, "w")
-	for {
-		f, v, ok, err := fs.next()
-		if err != nil {
-			return c.errf(1, "%v", err)
-		}
-		if !ok {
-			break
-		}
+	rest, st, ok := c.flags(args, "w", 1, func(f, v string) error {
 		switch f {
 		case "-d", "-D", "--decode":
 			decode = true
@@ -1081,14 +1024,18 @@ func base64Cmd(c *cmd, args []string) int {
 		case "-w", "--wrap":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {
-				return c.errf(1, "invalid wrap size: '%s'", v)
+				return fmt.Errorf("invalid wrap size: '%s'", v)
 			}
 			wrap = n
 		default:
-			return c.errf(1, "unknown option: %s", f)
+			return errUnknownFlag
 		}
+		return nil
+	})
+	if !ok {
+		return st
 	}
-	if st, ok := c.operands(fs.rest()); !ok {
+	if st, ok := c.operands(rest); !ok {
 		return st
 	}
 	data, err := c.readAll()
