@@ -9,9 +9,11 @@ package demiurge
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -200,13 +202,6 @@ func (s *step) request() error {
 	return nil
 }
 
-func maxOr(v, def uint64) uint64 {
-	if v == 0 {
-		return def
-	}
-	return v
-}
-
 func (r *Reducer) result(s *step, e ChatResult) error {
 	t := s.st.Turn
 	if t == nil || t.RequestID != e.RequestID || t.Round != e.Round {
@@ -243,16 +238,18 @@ func (r *Reducer) result(s *step, e ChatResult) error {
 	// Guards that end the turn before anything runs.
 	stop := ""
 	switch {
-	case t.Round+1 >= maxOr(set.MaxRounds, DefaultMaxRounds):
+	case t.Round+1 >= cmp.Or(set.MaxRounds, DefaultMaxRounds):
 		stop = fmt.Sprintf("the turn reached %d model rounds (max_rounds); the calls of the last one were not run", t.Round+1)
 	case set.TokenBudget != nil && t.Tokens > *set.TokenBudget:
 		stop = fmt.Sprintf("the turn used %d tokens, over its budget of %d (token_budget)", t.Tokens, *set.TokenBudget)
 	}
 	ts := r.toolSet(s)
-	for _, tc := range calls {
-		sig := signature(tc)
+	args := make([]parsedArgs, len(calls))
+	for i, tc := range calls {
+		args[i] = parseArgs(tc.ArgumentsJSON)
+		sig := signature(tc.Name, args[i].canon)
 		t.Seen[sig]++
-		if stop == "" && t.Seen[sig] >= maxOr(set.MaxRepeats, DefaultMaxRepeats) {
+		if stop == "" && t.Seen[sig] >= cmp.Or(set.MaxRepeats, DefaultMaxRepeats) {
 			stop = fmt.Sprintf("the model called %s with the same arguments %d times (max_repeats)", tc.Name, t.Seen[sig])
 		}
 		t.Calls = append(t.Calls, PendingCall{CallID: tc.CallID, Tool: tc.Name, Signature: sig, Status: "pending"})
@@ -266,7 +263,7 @@ func (r *Reducer) result(s *step, e ChatResult) error {
 		return nil
 	}
 	for i, tc := range calls {
-		req, why := r.check(s, ts, tc)
+		req, why := r.check(s, ts, tc, args[i])
 		if why != "" {
 			s.entry(Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryToolCall, Text: preview(tc.ArgumentsJSON), Ref: &rc.ToolCallRefs[i],
 				CallID: strp(tc.CallID), Tool: strp(tc.Name), Status: strp("rejected")})
@@ -292,10 +289,10 @@ func (s *step) turnSummary() string {
 }
 
 // check validates one tool call before anything runs: the tool is offered
-// and allowed, its arguments parse and fit the tool's JSON Schema. It
-// returns the request to run, or why the call is refused (said to the
-// model, so it can fix the call).
-func (r *Reducer) check(s *step, ts *toolSet, tc LlmToolCall) (ToolCallRequested, string) {
+// and allowed, its arguments (args, parsed from tc.ArgumentsJSON) parse
+// and fit the tool's JSON Schema. It returns the request to run, or why
+// the call is refused (said to the model, so it can fix the call).
+func (r *Reducer) check(s *step, ts *toolSet, tc LlmToolCall, args parsedArgs) (ToolCallRequested, string) {
 	t := s.st.Turn
 	req := ToolCallRequested{ChatID: s.chat, RequestID: t.RequestID, Round: t.Round, CallID: tc.CallID, Tool: tc.Name}
 	if ts.err != nil {
@@ -305,34 +302,30 @@ func (r *Reducer) check(s *step, ts *toolSet, tc LlmToolCall) (ToolCallRequested
 	if !ok {
 		return req, fmt.Sprintf("error: there is no tool named %q. Available tools: %s. Call one of them by its exact name.", clip(tc.Name, 80), strings.Join(ts.names(), ", "))
 	}
-	if allow := s.st.Settings.ToolsAllow; allow != nil && !contains(allow, tc.Name) {
+	if allow := s.st.Settings.ToolsAllow; allow != nil && !slices.Contains(allow, tc.Name) {
 		return req, fmt.Sprintf("error: tool %s is not allowed in this chat (allowed: %s).", tc.Name, strings.Join(allow, ", "))
 	}
 	if spec.err != nil {
 		return req, fmt.Sprintf("error: tool %s cannot run: its input schema does not compile (%v)", tc.Name, spec.err)
 	}
-	dec := json.NewDecoder(strings.NewReader(tc.ArgumentsJSON))
-	dec.UseNumber()
-	var args any
-	if err := dec.Decode(&args); err != nil || dec.More() {
+	if args.err != nil || args.trailing {
 		msg := "trailing data after the object"
-		if err != nil {
-			msg = err.Error()
+		if args.err != nil {
+			msg = args.err.Error()
 		}
 		return req, fmt.Sprintf("error: the arguments of %s are not valid JSON (%s). Send one JSON object that fits the tool's parameters schema.", tc.Name, msg)
 	}
-	if _, isObj := args.(map[string]any); !isObj {
-		return req, fmt.Sprintf("error: the arguments of %s must be a JSON object, got %s.", tc.Name, jsonKind(args))
+	m, isObj := args.value.(map[string]any)
+	if !isObj {
+		return req, fmt.Sprintf("error: the arguments of %s must be a JSON object, got %s.", tc.Name, jsonKind(args.value))
 	}
-	if err := spec.schema.Validate(args); err != nil {
+	if err := spec.schema.Validate(m); err != nil {
 		return req, fmt.Sprintf("error: the arguments of %s do not fit its parameters schema: %s. Fix the arguments and call again.", tc.Name, tools.SchemaErrorText(err))
 	}
-	canon, _ := json.Marshal(args)
-	req.ArgumentsJSON = string(canon)
+	req.ArgumentsJSON = args.canon
 	req.Family = spec.spec.Family
 	switch req.Family {
 	case tools.FamilyBash:
-		m := args.(map[string]any)
 		script, _ := m["commands"].(string)
 		if script == "" {
 			script, _ = m["script"].(string)
@@ -369,29 +362,27 @@ func jsonKind(v any) string {
 	return "an object"
 }
 
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
+// parsedArgs is a call's arguments_json, parsed once for both the repeat
+// guard and the check.
+type parsedArgs struct {
+	value    any    // the first JSON value of the text, numbers as json.Number
+	canon    string // value with sorted keys, or the raw text if it does not parse
+	err      error  // the text does not start with a JSON value
+	trailing bool   // more JSON follows the value
 }
 
-// canonicalArgs returns the arguments with sorted keys (the signature the
-// repeat guard counts), or the raw text if they do not parse.
-func canonicalArgs(js string) string {
+func parseArgs(js string) parsedArgs {
+	a := parsedArgs{canon: js}
 	dec := json.NewDecoder(strings.NewReader(js))
 	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return js
+	if a.err = dec.Decode(&a.value); a.err != nil {
+		return a
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return js
+	a.trailing = dec.More()
+	if b, err := json.Marshal(a.value); err == nil {
+		a.canon = string(b)
 	}
-	return string(b)
+	return a
 }
 
 // toolSet returns the compiled tool specs of the chat's tools blob.
@@ -458,7 +449,7 @@ type outputItem struct {
 // answer gives a call its output: it writes the output item blob and marks
 // the call with a status (ok, error, denied, timeout, not_run).
 func (s *step) answer(pc *PendingCall, status, text string) error {
-	return s.answerCut(pc, status, text, int(maxOr(s.st.Settings.OutputLimit, DefaultOutputLimit)))
+	return s.answerCut(pc, status, text, int(cmp.Or(s.st.Settings.OutputLimit, DefaultOutputLimit)))
 }
 
 // answerCut is answer with the output cut at limit bytes.
@@ -483,22 +474,18 @@ func cutUTF8(text string, limit int) string {
 	if len(text) <= limit {
 		return text
 	}
-	cut := limit
-	for cut > 0 && !utf8.RuneStart(text[cut]) {
-		cut--
-	}
+	cut := runeCut(text, limit)
 	return text[:cut] + fmt.Sprintf("\n[output cut at %d of %d bytes]", cut, len(text))
 }
 
 // signature names a call for the repeat guard: the tool and its canonical
 // arguments, or their hash when they are long (a script can be; the chat's
 // state keeps one signature per call).
-func signature(tc LlmToolCall) string {
-	args := canonicalArgs(tc.ArgumentsJSON)
+func signature(tool, args string) string {
 	if len(args) > 80 {
 		args = cas.Sum([]byte(args)).String()
 	}
-	return tc.Name + " " + args
+	return tool + " " + args
 }
 
 // EntryTextLimit bounds the text a tool_call or tool_output entry keeps:
@@ -520,11 +507,16 @@ func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	return s[:runeCut(s, n)] + "…"
+}
+
+// runeCut returns the largest cut of s at most n (n < len(s)) that falls on
+// a UTF-8 boundary.
+func runeCut(s string, n int) int {
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
-	return s[:cut] + "…"
+	return n
 }
 
 // maybeNextRound sends the next request once every call of the round has
@@ -607,9 +599,9 @@ func (r *Reducer) toolResult(s *step, e ToolResult) error {
 	// with the size it had.
 	// A tool that bounds its own output (a file read) is cut at its own
 	// limit; the others at the chat's.
-	limit := int(maxOr(s.st.Settings.OutputLimit, DefaultOutputLimit))
-	if ts := r.toolSet(s); ts.byName[pc.Tool] != nil && ts.byName[pc.Tool].spec.OutputLimit > 0 {
-		limit = ts.byName[pc.Tool].spec.OutputLimit
+	limit := int(cmp.Or(s.st.Settings.OutputLimit, DefaultOutputLimit))
+	if sp := r.toolSet(s).byName[pc.Tool]; sp != nil && sp.spec.OutputLimit > 0 {
+		limit = sp.spec.OutputLimit
 	}
 	if err := s.answerCut(pc, status, text, limit); err != nil {
 		return err

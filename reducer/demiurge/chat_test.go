@@ -10,9 +10,7 @@ import (
 	"github.com/demiurge-dev/demiurge/adapters/llm"
 	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
 	"github.com/demiurge-dev/demiurge/adapters/toolcall"
-	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/effects"
-	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
 	"github.com/demiurge-dev/demiurge/replay"
@@ -249,6 +247,3 @@ func checkReplay(t *testing.T, cw *chatWorld) {
 	}
 	t.Logf("trace:\n%s", sb.String())
 }
-
-var _ = cas.Sum
-var _ = journal.Head{}
