@@ -1,7 +1,6 @@
 package schema
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 )
@@ -123,7 +122,6 @@ func (l *loader) checkPlan(p *DefPlan) {
 
 	// Steps.
 	var derivedCaps, derivedEffects []string
-	hasEnd := false
 	for _, s := range p.Steps {
 		switch s.Op {
 		case OpEmitEffect:
@@ -185,7 +183,6 @@ func (l *loader) checkPlan(p *DefPlan) {
 			}
 			l.checkSlot(e, s.Expr, t, sc, "expr")
 		case OpEnd:
-			hasEnd = true
 			switch {
 			case p.Output != "" && s.Result == nil:
 				e.add(s.Ptr, "plan %s declares output %s, so its end step needs a result", p.Name, p.Output)
@@ -200,7 +197,6 @@ func (l *loader) checkPlan(p *DefPlan) {
 			}
 		}
 	}
-	_ = hasEnd
 	for _, inv := range p.Invariants {
 		l.checkExpr(e, inv, sc)
 	}
@@ -423,5 +419,3 @@ func (l *loader) checkExpr(e *problems, x *Expr, sc planScope) {
 		}
 	})
 }
-
-var _ = fmt.Sprint

@@ -310,17 +310,11 @@ func (l *loader) checkPath(t *Type, path []string) error {
 				if len(rest) == 0 {
 					return nil
 				}
-				var firstErr error
 				for _, f := range t.Fields {
-					err := l.checkPath(f.Type, rest)
-					if err == nil {
+					if l.checkPath(f.Type, rest) == nil {
 						return nil
 					}
-					if firstErr == nil {
-						firstErr = err
-					}
 				}
-				_ = firstErr
 				return fmt.Errorf("has no variant arm with %s", strings.Join(rest, "."))
 			default:
 				return fmt.Errorf("is a variant at %q, which has only $tag and $value", seg)
@@ -344,13 +338,10 @@ func (l *loader) checkModule(d *DefModule) {
 		l.schema(e, p+"/abi/reducer/context", r.Context, "context schema")
 		l.schema(e, p+"/abi/reducer/annotations", r.Annotations, "annotations schema")
 		for i, k := range r.EffectsEmitted {
-			ef, ok := l.c.byKind[k]
-			if !ok && l.effectKindOf(k) == nil {
+			ef := l.effectKindOf(k)
+			if ef == nil {
 				e.add(p+"/abi/reducer/effects_emitted/"+itoa(i), "effect kind %q is not declared by any defeffect", k)
 				continue
-			}
-			if ef == nil {
-				ef = l.effectKindOf(k)
 			}
 			if ef.OriginScope == "plan" {
 				e.add(p+"/abi/reducer/effects_emitted/"+itoa(i), "effect %s may only be emitted by plans (origin_scope plan)", k)

@@ -469,19 +469,20 @@ func (n *normalizer) record(t *Type, v Value, path *vpath, depth int) (Value, er
 	out := &Map{entries: make([]MapEntry, 0, len(t.Fields))}
 	for _, fk := range t.canonicalFields() {
 		f := fk.field
+		fp := path.field(f.Name)
 		var fv Value
 		i, present := m.search(fk.enc)
 		if present {
 			fv = m.entries[i].Value
 		}
-		ft, err := n.resolve(f.Type, path.field(f.Name))
+		ft, err := n.resolve(f.Type, fp)
 		if err != nil {
 			return nil, err
 		}
 		if !present && ft.Kind != KindOption && ft.Kind != KindUnit {
-			return nil, errAt(path.field(f.Name), "missing field %q of type %s", f.Name, f.Type)
+			return nil, errAt(fp, "missing field %q of type %s", f.Name, f.Type)
 		}
-		nv, err := n.norm(f.Type, fv, path.field(f.Name), depth+1)
+		nv, err := n.norm(f.Type, fv, fp, depth+1)
 		if err != nil {
 			return nil, err
 		}
