@@ -18,7 +18,8 @@ const (
 	versionProp   = `"version": {"type": "integer", "minimum": 0, "description": "The version to read (default: the newest). Version 0 is the empty workspace."}`
 )
 
-// schemaObject builds an object schema from property fragments.
+// schemaObject builds an object schema (input or output) from property
+// fragments.
 func schemaObject(required []string, props ...string) json.RawMessage {
 	req := ""
 	if len(required) > 0 {
@@ -39,10 +40,6 @@ const (
 	entryOut = `{"type": "object", "properties": {"path": {"type": "string"}, "kind": {"enum": ["file", "dir"]}, "size": {"type": "integer", "minimum": 0}}, "required": ["path", "kind", "size"], "additionalProperties": false}`
 	wsOut    = `"workspace": {"type": "string"}, "version": {"type": "integer", "minimum": 0}`
 )
-
-func outSchema(required []string, props ...string) json.RawMessage {
-	return schemaObject(required, props...)
-}
 
 var specs = []*spec{listSpec, readSpec, writeSpec, editSpec, removeSpec, diffSpec}
 
@@ -70,7 +67,7 @@ var listSpec = &spec{
 		`"cursor": {"type": "string", "maxLength": 4096, "description": "The next_cursor of the previous page, to continue a listing."}`,
 		`"limit": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "At most this many entries (default 200)."}`,
 		versionProp),
-	output: outSchema([]string{"workspace", "version", "path", "entries"}, wsOut, `"path": {"type": "string"}`,
+	output: schemaObject([]string{"workspace", "version", "path", "entries"}, wsOut, `"path": {"type": "string"}`,
 		`"entries": {"type": "array", "items": `+entryOut+`}`, `"next_cursor": {"type": "string"}`),
 	inputs: []string{
 		"path        directory to list, relative to the root (default: the root)",
@@ -238,7 +235,7 @@ var writeSpec = &spec{
 		`"path": {"type": "string", "minLength": 1, "maxLength": 4096, "description": "The file to write, relative to the workspace root."}`,
 		fmt.Sprintf(`"content": {"type": "string", "maxLength": %d, "description": "The file's new contents."}`, MaxWriteBytes),
 		`"executable": {"type": "boolean", "description": "Make the file executable (mode 755) or not (644); default: keep the file's mode, 644 for a new file."}`),
-	output: outSchema([]string{"workspace", "version", "path", "bytes", "changed"}, wsOut, `"path": {"type": "string"}`,
+	output: schemaObject([]string{"workspace", "version", "path", "bytes", "changed"}, wsOut, `"path": {"type": "string"}`,
 		`"bytes": {"type": "integer", "minimum": 0}`, `"changed": {"type": "boolean"}`),
 	inputs: []string{
 		"path        the file, relative to the workspace root (required)",
@@ -304,7 +301,7 @@ var editSpec = &spec{
 		`"old_string": {"type": "string", "minLength": 1, "description": "The exact text to replace, including whitespace; it must occur exactly once unless replace_all is true."}`,
 		`"new_string": {"type": "string", "description": "The text to put in its place (may be empty, to delete old_string)."}`,
 		`"replace_all": {"type": "boolean", "description": "Replace every occurrence of old_string (default false)."}`),
-	output: outSchema([]string{"workspace", "version", "path", "replacements"}, wsOut, `"path": {"type": "string"}`,
+	output: schemaObject([]string{"workspace", "version", "path", "replacements"}, wsOut, `"path": {"type": "string"}`,
 		`"replacements": {"type": "integer", "minimum": 1}`),
 	inputs: []string{
 		"path         the file, relative to the workspace root (required)",
@@ -374,7 +371,7 @@ var removeSpec = &spec{
 	input: schemaObject([]string{"path"}, workspaceProp,
 		`"path": {"type": "string", "minLength": 1, "maxLength": 4096, "description": "The file or directory to remove, relative to the workspace root."}`,
 		`"recursive": {"type": "boolean", "description": "Remove a directory with everything under it (default false: only files and empty directories)."}`),
-	output: outSchema([]string{"workspace", "version", "path", "kind"}, wsOut, `"path": {"type": "string"}`, `"kind": {"enum": ["file", "dir"]}`),
+	output: schemaObject([]string{"workspace", "version", "path", "kind"}, wsOut, `"path": {"type": "string"}`, `"kind": {"enum": ["file", "dir"]}`),
 	inputs: []string{
 		"path        the file or directory, relative to the workspace root (required)",
 		"recursive   also remove a directory that is not empty",
@@ -425,7 +422,7 @@ var diffSpec = &spec{
 		`"from_version": {"type": "integer", "minimum": 0, "description": "The older version (default: to_version - 1). Version 0 is the empty workspace."}`,
 		`"to_version": {"type": "integer", "minimum": 0, "description": "The newer version (default: the newest)."}`,
 		`"prefix": {"type": "string", "maxLength": 4096, "description": "Only changes at or under this path."}`),
-	output: outSchema([]string{"workspace", "from_version", "to_version", "changes"}, `"workspace": {"type": "string"}`,
+	output: schemaObject([]string{"workspace", "from_version", "to_version", "changes"}, `"workspace": {"type": "string"}`,
 		`"from_version": {"type": "integer", "minimum": 0}`, `"to_version": {"type": "integer", "minimum": 0}`,
 		`"prefix": {"type": "string"}`,
 		`"changes": {"type": "array", "items": {"type": "object", "properties": {"path": {"type": "string"}, "change": {"enum": ["added", "removed", "changed"]}, "kind": {"enum": ["file", "dir"]}}, "required": ["path", "change", "kind"], "additionalProperties": false}}`,
