@@ -231,6 +231,22 @@ type Manifest struct {
 	At         Origin
 }
 
+// manifestSections are the lists of a manifest that pin defs, each with
+// the kind of def it names and its member name, in the order AIR writes
+// them. Parsing, linking, hashing and LoadFromCAS all walk this one table.
+var manifestSections = []struct {
+	kind, section string
+	refs          func(*Manifest) *[]NamedRef
+}{
+	{KindDefSchema, "schemas", func(m *Manifest) *[]NamedRef { return &m.Schemas }},
+	{KindDefModule, "modules", func(m *Manifest) *[]NamedRef { return &m.Modules }},
+	{KindDefPlan, "plans", func(m *Manifest) *[]NamedRef { return &m.Plans }},
+	{KindDefEffect, "effects", func(m *Manifest) *[]NamedRef { return &m.Effects }},
+	{KindDefCap, "caps", func(m *Manifest) *[]NamedRef { return &m.Caps }},
+	{KindDefPolicy, "policies", func(m *Manifest) *[]NamedRef { return &m.Policies }},
+	{KindDefSecret, "secrets", func(m *Manifest) *[]NamedRef { return &m.Secrets }},
+}
+
 // MCPServer declares an MCP server: a command run over stdio, or a
 // streamable-HTTP URL. Env and Headers values are text or secret refs
 // (sys/TextOrSecretRef@1 values); secrets are resolved when the server
@@ -552,11 +568,10 @@ func (d *Manifest) nodeWith(hashOf func(kind, name string) string) Value {
 		}
 		return out
 	}
-	b := newNode(KindManifest).str("air_version", d.AirVersion).
-		val("schemas", refs(KindDefSchema, d.Schemas)).val("modules", refs(KindDefModule, d.Modules)).
-		val("plans", refs(KindDefPlan, d.Plans)).val("effects", refs(KindDefEffect, d.Effects)).
-		val("caps", refs(KindDefCap, d.Caps)).val("policies", refs(KindDefPolicy, d.Policies)).
-		val("secrets", refs(KindDefSecret, d.Secrets))
+	b := newNode(KindManifest).str("air_version", d.AirVersion)
+	for _, s := range manifestSections {
+		b.val(s.section, refs(s.kind, *s.refs(d)))
+	}
 	defaults := &nodeBuilder{m: &Map{}}
 	defaults.str("policy", d.DefaultPolicy)
 	var grants []Value

@@ -8,9 +8,6 @@ import (
 	"github.com/demiurge-dev/demiurge/cas"
 )
 
-// manifestSections are the manifest node's lists of pinned defs.
-var manifestSections = []string{"schemas", "modules", "plans", "effects", "caps", "policies", "secrets"}
-
 // LoadFromCAS rebuilds the catalog of a manifest from the store a world
 // keeps its definitions in (a world stores every node of its catalog, see
 // Catalog.Nodes, when it records a manifest): the manifest node, and the
@@ -42,7 +39,8 @@ func LoadFromCAS(ctx context.Context, g cas.Getter, manifest cas.Ref, opts *Load
 	}
 	var buf bytes.Buffer
 	buf.WriteByte('[')
-	for _, section := range manifestSections {
+	for _, s := range manifestSections {
+		section := s.section
 		list, _ := mm.Get(section)
 		refs, _ := list.([]Value)
 		for _, rv := range refs {

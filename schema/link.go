@@ -81,17 +81,9 @@ func (l *loader) link() *Catalog {
 	}
 	// The manifest lists the active user defs.
 	listed := map[defKey]bool{}
-	sections := []struct {
-		kind, section string
-		refs          []NamedRef
-	}{
-		{KindDefSchema, "schemas", m.Schemas}, {KindDefModule, "modules", m.Modules}, {KindDefPlan, "plans", m.Plans},
-		{KindDefEffect, "effects", m.Effects}, {KindDefCap, "caps", m.Caps}, {KindDefPolicy, "policies", m.Policies},
-		{KindDefSecret, "secrets", m.Secrets},
-	}
-	for _, s := range sections {
+	for _, s := range manifestSections {
 		seen := map[string]bool{}
-		for _, r := range s.refs {
+		for _, r := range *s.refs(m) {
 			k := defKey{s.kind, r.Name}
 			if seen[r.Name] {
 				me.add(r.Ptr, "%s is listed twice in %s", r.Name, s.section)
@@ -715,13 +707,9 @@ func (l *loader) hashAll(m *Manifest) {
 			}
 		}
 	}
-	check(KindDefSchema, m.Schemas)
-	check(KindDefModule, m.Modules)
-	check(KindDefPlan, m.Plans)
-	check(KindDefEffect, m.Effects)
-	check(KindDefCap, m.Caps)
-	check(KindDefPolicy, m.Policies)
-	check(KindDefSecret, m.Secrets)
+	for _, s := range manifestSections {
+		check(s.kind, *s.refs(m))
+	}
 	node := m.nodeWith(func(kind, name string) string {
 		if r, ok := c.refs[defKey{kind, name}]; ok {
 			return r.String()

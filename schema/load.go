@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -130,40 +132,23 @@ func (c *Catalog) Node(ref cas.Ref) ([]byte, bool) { b, ok := c.nodes[ref]; retu
 
 // Names returns the sorted names of the active defs of a kind.
 func (c *Catalog) Names(kind string) []string {
-	var out []string
-	add := func(n string) { out = append(out, n) }
 	switch kind {
 	case KindDefSchema:
-		for n := range c.schemas {
-			add(n)
-		}
+		return slices.Sorted(maps.Keys(c.schemas))
 	case KindDefModule:
-		for n := range c.modules {
-			add(n)
-		}
+		return slices.Sorted(maps.Keys(c.modules))
 	case KindDefPlan:
-		for n := range c.plans {
-			add(n)
-		}
+		return slices.Sorted(maps.Keys(c.plans))
 	case KindDefCap:
-		for n := range c.caps {
-			add(n)
-		}
+		return slices.Sorted(maps.Keys(c.caps))
 	case KindDefPolicy:
-		for n := range c.policies {
-			add(n)
-		}
+		return slices.Sorted(maps.Keys(c.policies))
 	case KindDefSecret:
-		for n := range c.secrets {
-			add(n)
-		}
+		return slices.Sorted(maps.Keys(c.secrets))
 	case KindDefEffect:
-		for n := range c.effects {
-			add(n)
-		}
+		return slices.Sorted(maps.Keys(c.effects))
 	}
-	sort.Strings(out)
-	return out
+	return nil
 }
 
 // Load reads a world definition from path: a manifest file (manifest.air,

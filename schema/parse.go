@@ -424,8 +424,9 @@ func parseManifest(n *jnode, at Origin, errs *problems) Def {
 		}
 		return out
 	}
-	m.Schemas, m.Modules, m.Plans, m.Effects = refs("schemas"), refs("modules"), refs("plans"), refs("effects")
-	m.Caps, m.Policies, m.Secrets = refs("caps"), refs("policies"), refs("secrets")
+	for _, s := range manifestSections {
+		*s.refs(m) = refs(s.section)
+	}
 	if dn := r.node("defaults", false); dn != nil {
 		dr := newObjReader(dn, errs, "manifest defaults")
 		if dr != nil {
