@@ -250,15 +250,14 @@ func (d *decoder) key(want []byte, name string) error {
 // key order.
 type chain struct {
 	world string
-	next  uint64         // the seq the next record must have
-	prev  [cas.Size]byte // digest of record next-1, or of the genesis
-	last  cas.Ref        // hash of record next-1, or the genesis
+	next  uint64  // the seq the next record must have
+	last  cas.Ref // hash of record next-1, or the genesis
 }
 
 // newChain starts a chain at seq from, where prev is the hash of record
 // from-1 (Genesis(world) if from is 1).
 func newChain(world string, from uint64, prev cas.Ref) *chain {
-	return &chain{world: world, next: from, prev: prev.Digest(), last: prev}
+	return &chain{world: world, next: from, last: prev}
 }
 
 // check verifies the record stored under key seq with bytes value and
@@ -277,10 +276,9 @@ func (c *chain) check(seq uint64, value []byte) (Record, error) {
 	if rec.Seq != seq {
 		return Record{}, corruptf(c.world, seq, "record stored as seq %d holds seq %d", seq, rec.Seq)
 	}
-	if rec.Prev.Digest() != c.prev {
-		return Record{}, brokenLink(c.world, seq, rec.Prev, cas.RefFromDigest(cas.BLAKE3, c.prev))
+	if rec.Prev != c.last { // both BLAKE3: DecodeRecord, Genesis and cas.Sum make no other
+		return Record{}, brokenLink(c.world, seq, rec.Prev, c.last)
 	}
-	c.prev = rec.Hash.Digest()
 	c.last = rec.Hash
 	c.next++
 	return rec, nil
