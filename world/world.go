@@ -142,7 +142,7 @@ func Open(ctx context.Context, opts Options) (*World, error) {
 			blobs = append(blobs, node)
 			return nil
 		})
-		if _, err := w.applyLocked(ctx, &Input{Kind: KindManifest, Manifest: opts.Catalog.ManifestRef()}, blobs); err != nil {
+		if _, err := w.applyBatch(ctx, []*Input{{Kind: KindManifest, Manifest: opts.Catalog.ManifestRef()}}, blobs); err != nil {
 			return nil, err
 		}
 	}
@@ -192,11 +192,6 @@ func (w *World) stamp() (reducer.Stamp, error) {
 
 // maxBatch bounds how many inputs one commit may carry.
 const maxBatch = 256
-
-// applyLocked applies one input and commits it. The caller holds no lock.
-func (w *World) applyLocked(ctx context.Context, in *Input, extraBlobs [][]byte) (journal.Head, error) {
-	return w.applyBatch(ctx, []*Input{in}, extraBlobs)
-}
 
 // applyBatch applies inputs in order and commits all their records in one
 // transaction: when receipts arrive together, they share one fsync. The
@@ -415,6 +410,17 @@ func (w *World) View(fn func(m *Machine)) {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	fn(w.m)
+}
+
+// ViewAt is View with the journal head, read under the same lock: fn sees
+// the machine's state at that head (m.Height() == head.Seq), unless the
+// world broke applying inputs it could not commit (then the machine is
+// ahead of the head and Err says why). fn must not keep the machine or
+// modify it.
+func (w *World) ViewAt(fn func(m *Machine, head journal.Head)) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	fn(w.m, w.head)
 }
 
 // Head returns the journal head.

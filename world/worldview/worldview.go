@@ -93,40 +93,35 @@ func (v *View) world(ctx context.Context) (*world.World, error) {
 	}
 }
 
-// maxReadTries bounds how often read retries when commits keep landing
-// between its two looks at the world.
-const maxReadTries = 1000
-
-// read calls fn with the machine and returns the head fn's reads belong to.
-// The head's hash lives in the World, its height and manifest in the
-// Machine, under the same lock but behind two calls; read retries until
-// both show the same height, which proves no commit came in between.
+// read calls fn with the machine and returns the head fn's reads belong
+// to: the world's head and machine, read under one lock.
 func (v *View) read(ctx context.Context, fn func(m *world.Machine)) (introspect.Head, error) {
 	w, err := v.world(ctx)
 	if err != nil {
 		return introspect.Head{}, err
 	}
-	for range maxReadTries {
-		if err := ctx.Err(); err != nil {
-			return introspect.Head{}, err
-		}
-		jh := w.Head()
-		var height uint64
-		var manifest cas.Ref
-		w.View(func(m *world.Machine) {
-			height, manifest = m.Height(), m.Manifest()
-			if height == jh.Seq {
-				fn(m)
-			}
-		})
-		if height == jh.Seq {
-			return introspect.Head{Height: height, Hash: jh.Hash, Manifest: manifest}, nil
-		}
-		if err := w.Err(); err != nil {
-			return introspect.Head{}, fmt.Errorf("worldview: world %s is broken: %w", v.name, err)
-		}
+	if err := ctx.Err(); err != nil {
+		return introspect.Head{}, err
 	}
-	return introspect.Head{}, fmt.Errorf("worldview: world %s: the head moved on every one of %d reads", v.name, maxReadTries)
+	var h introspect.Head
+	var height uint64
+	var jh journal.Head
+	w.ViewAt(func(m *world.Machine, head journal.Head) {
+		height, jh = m.Height(), head
+		if height == jh.Seq {
+			fn(m)
+			h = introspect.Head{Height: height, Hash: jh.Hash, Manifest: m.Manifest()}
+		}
+	})
+	if height == jh.Seq {
+		return h, nil
+	}
+	// The machine is ahead of the journal: inputs were applied that did
+	// not commit.
+	if err := w.Err(); err != nil {
+		return introspect.Head{}, fmt.Errorf("worldview: world %s is broken: %w", v.name, err)
+	}
+	return introspect.Head{}, fmt.Errorf("worldview: world %s: its machine is at height %d, ahead of its journal at %d", v.name, height, jh.Seq)
 }
 
 // Head returns the journal head and the manifest the world runs.
