@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 
@@ -351,12 +352,10 @@ func (s *stepper) handleEvent(ev queuedEvent) {
 		return
 	}
 	for _, r := range m.cat.Manifest.Routes {
-		switch {
-		case r.Event == ev.schema:
+		if r.Event == ev.schema {
 			s.deliver(r.Reducer, ev.key, ev.schema, ev.value, r.KeyField)
-		case m.isArm(r.Event, ev.schema) != "":
-			wrapped := schema.Variant(m.isArm(r.Event, ev.schema), ev.value)
-			s.deliver(r.Reducer, ev.key, r.Event, wrapped, r.KeyField)
+		} else if arm := m.isArm(r.Event, ev.schema); arm != "" {
+			s.deliver(r.Reducer, ev.key, r.Event, schema.Variant(arm, ev.value), r.KeyField)
 		}
 		if s.err != nil {
 			return
@@ -364,7 +363,7 @@ func (s *stepper) handleEvent(ev queuedEvent) {
 	}
 	for _, in := range m.RunningPlans() {
 		p, err := m.program(in)
-		if err != nil || !in.WaitsFor(p, ev.schema) {
+		if err != nil {
 			continue
 		}
 		if in.OfferEvent(p, ev.schema, ev.value) {
@@ -526,7 +525,7 @@ func (s *stepper) deliver(module string, key schema.Value, evSchema string, valu
 		events = append(events, queuedEvent{schema: e.Schema, value: v, key: ek})
 	}
 	for i, e := range out.Effects {
-		if !containsStr(mod.Reducer.EffectsEmitted, e.Kind) {
+		if !slices.Contains(mod.Reducer.EffectsEmitted, e.Kind) {
 			fail(key, "effect %d is %s, which %s does not declare in effects_emitted", i, e.Kind, module)
 			return
 		}
@@ -560,15 +559,6 @@ func (s *stepper) deliver(module string, key schema.Value, evSchema string, valu
 		}
 		s.emit(effects.Request{Kind: e.Kind, Params: e.Params, Grant: grant, IdempotencyKey: e.IdempotencyKey, Origin: origin, LogicalNowNS: m.logical})
 	}
-}
-
-func containsStr(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // safeStep runs a reducer, turning a panic into an error.

@@ -41,7 +41,6 @@ type verifier struct {
 	world  string
 	ctx    context.Context
 	expect []journal.Entry // derived records still expected from the last input
-	base   uint64          // seq of expect[0]
 	// OnStep, if set, is called after each input is applied.
 	onStep func(in *Input, step *Step)
 	inputs int
@@ -89,11 +88,7 @@ func (v *verifier) record(r journal.Record) error {
 	if in.Kind != KindManifest && in.Stamp.JournalHeight != v.m.Height() {
 		return fmt.Errorf("world %s: record %d was stamped at height %d, but %d records precede it", v.world, r.Seq, in.Stamp.JournalHeight, v.m.Height())
 	}
-	ctx := v.ctx
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	step, err := v.m.Apply(ctx, in)
+	step, err := v.m.Apply(v.ctx, in)
 	if err != nil {
 		return fmt.Errorf("world %s: replaying record %d (%s): %w", v.world, r.Seq, r.Kind, err)
 	}
@@ -103,7 +98,6 @@ func (v *verifier) record(r journal.Record) error {
 	}
 	v.inputs++
 	v.expect = step.Records[1:]
-	v.base = r.Seq + 1
 	if v.onStep != nil {
 		v.onStep(in, step)
 	}
