@@ -153,12 +153,8 @@ func evalRef(x *schema.Expr, sc *Scope) (schema.Value, error) {
 		if lookup == nil {
 			return nil, evalErr(x, "%s: no %ss in this scope", x.Text, what)
 		}
-		var found schema.Value
 		name, p, ok := x.Split(func(n string) bool {
-			v, ok := lookup(n)
-			if ok {
-				found = v
-			}
+			_, ok := lookup(n)
 			return ok
 		})
 		if !ok {
@@ -167,10 +163,9 @@ func evalRef(x *schema.Expr, sc *Scope) (schema.Value, error) {
 			}
 			return nil, evalErr(x, "%s: variable %q is not set (the step that binds it has not run)", x.Text, x.Name)
 		}
-		// Split found the longest existing prefix; re-read it, since the
-		// callback may have been called for shorter prefixes too.
-		found, _ = lookup(name)
-		base, path = found, p
+		// Split found the longest existing prefix.
+		base, _ = lookup(name)
+		path = p
 	default:
 		return nil, evalErr(x, "invalid reference %q", x.Text)
 	}

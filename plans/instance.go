@@ -93,7 +93,7 @@ type Instance struct {
 	vars     *schema.Map          // variable → value
 	handles  *schema.Map          // handle name → intent hash text
 	receipts map[cas.Ref]*Receipt // receipts not yet awaited
-	seen     map[cas.Ref]bool     // intents of this instance (for Awaits)
+	seen     map[cas.Ref]bool     // intents this instance emitted
 }
 
 // Start returns a new instance of p for input.
@@ -106,9 +106,6 @@ func Start(p *Program, id uint64, input, correlation, key schema.Value) *Instanc
 		receipts: map[cas.Ref]*Receipt{}, seen: map[cas.Ref]bool{},
 	}
 }
-
-// StepState returns the state of the step with the given index.
-func (in *Instance) StepState(i int) StepState { return in.states[i] }
 
 // Var returns the value of a variable.
 func (in *Instance) Var(name string) (schema.Value, bool) {
@@ -416,9 +413,6 @@ func (in *Instance) tryReceipt(p *Program, i int) bool {
 	in.checkInvariants(p, s.ID)
 	return true
 }
-
-// Awaits reports whether intent was emitted by this instance.
-func (in *Instance) Awaits(intent cas.Ref) bool { return in.seen[intent] }
 
 // DeliverReceipt hands the instance the receipt of one of its effects. The
 // caller then runs it.
