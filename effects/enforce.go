@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -171,10 +172,10 @@ func containsFold(ss []string, s string) bool {
 func enforceLLM(grant, params schema.Value) error {
 	provider, _ := field(params, "provider").(string)
 	model, _ := field(params, "model").(string)
-	if ps, ok := textSet(grant, "providers"); ok && len(ps) > 0 && !contains(ps, provider) {
+	if ps, ok := textSet(grant, "providers"); ok && len(ps) > 0 && !slices.Contains(ps, provider) {
 		return fmt.Errorf("provider %q is not in the allowed providers %v", provider, ps)
 	}
-	if ms, ok := textSet(grant, "models"); ok && len(ms) > 0 && !contains(ms, model) {
+	if ms, ok := textSet(grant, "models"); ok && len(ms) > 0 && !slices.Contains(ms, model) {
 		return fmt.Errorf("model %q is not in the allowed models %v", model, ms)
 	}
 	if max, ok := field(grant, "max_tokens").(uint64); ok {
@@ -186,7 +187,7 @@ func enforceLLM(grant, params schema.Value) error {
 		if tc, ok := field(params, "tool_choice").(*schema.Map); ok {
 			if tag, v, _ := tc.VariantTag(); tag == "Tool" {
 				name, _ := field(v, "name").(string)
-				if !contains(tools, name) {
+				if !slices.Contains(tools, name) {
 					return fmt.Errorf("tool_choice names tool %q, which is not in tools_allow %v", name, tools)
 				}
 			}
@@ -199,11 +200,11 @@ func enforceLLM(grant, params schema.Value) error {
 // and ops (the effect kind without "workspace.").
 func enforceWorkspace(grant schema.Value, kind string, params schema.Value) error {
 	op := strings.TrimPrefix(kind, "workspace.")
-	if ops, ok := textSet(grant, "ops"); ok && len(ops) > 0 && !contains(ops, op) {
+	if ops, ok := textSet(grant, "ops"); ok && len(ops) > 0 && !slices.Contains(ops, op) {
 		return fmt.Errorf("operation %q is not in the allowed ops %v", op, ops)
 	}
 	if ws, ok := field(params, "workspace").(string); ok {
-		if allowed, ok := textSet(grant, "workspaces"); ok && len(allowed) > 0 && !contains(allowed, ws) {
+		if allowed, ok := textSet(grant, "workspaces"); ok && len(allowed) > 0 && !slices.Contains(allowed, ws) {
 			return fmt.Errorf("workspace %q is not in the allowed workspaces %v", ws, allowed)
 		}
 	}
@@ -294,10 +295,10 @@ func enforceScripted(grant, params schema.Value) error {
 func enforceMCP(grant, params schema.Value) error {
 	server, _ := field(params, "server").(string)
 	tool, _ := field(params, "tool").(string)
-	if ss, ok := textSet(grant, "servers"); ok && len(ss) > 0 && !contains(ss, server) {
+	if ss, ok := textSet(grant, "servers"); ok && len(ss) > 0 && !slices.Contains(ss, server) {
 		return fmt.Errorf("MCP server %q is not in the allowed servers %v", server, ss)
 	}
-	if ts, ok := textSet(grant, "tools_allow"); ok && len(ts) > 0 && !contains(ts, tool) && !contains(ts, server+"/"+tool) {
+	if ts, ok := textSet(grant, "tools_allow"); ok && len(ts) > 0 && !slices.Contains(ts, tool) && !slices.Contains(ts, server+"/"+tool) {
 		return fmt.Errorf("MCP tool %s/%s is not in tools_allow %v", server, tool, ts)
 	}
 	return nil

@@ -2,6 +2,7 @@ package effects
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/demiurge-dev/demiurge/schema"
@@ -164,7 +165,7 @@ var secretTypes = map[string]bool{"sys/TextOrSecretRef@1": true, "sys/BytesOrSec
 
 // findSecrets walks v along its type and calls fn for every secret ref, in
 // value order. fn returns the value to put in the ref's place; findSecrets
-// returns the value with the replacements, and whether any was made.
+// returns the value with the replacements.
 func findSecrets(r schema.Resolver, t *schema.Type, v schema.Value, fn func(SecretRef, schema.Value) schema.Value) schema.Value {
 	out, _ := walkSecrets(r, t, v, fn, 0)
 	return out
@@ -279,25 +280,14 @@ func (g *Gate) checkSecrets(req Request, ef *schema.DefEffect, grant string, par
 			err = fmt.Errorf("secret %s is not declared (add a defsecret named %s and list it in the manifest's secrets)", s.Name(), s.Name())
 			return v
 		}
-		if len(d.AllowedCaps) > 0 && !contains(d.AllowedCaps, grant) {
+		if len(d.AllowedCaps) > 0 && !slices.Contains(d.AllowedCaps, grant) {
 			err = fmt.Errorf("secret %s may be used with grants %s, not %q", d.Name, strings.Join(d.AllowedCaps, ", "), grant)
 			return v
 		}
-		if len(d.AllowedPlans) > 0 && (req.Origin.Kind != "plan" || !contains(d.AllowedPlans, req.Origin.Name)) {
+		if len(d.AllowedPlans) > 0 && (req.Origin.Kind != "plan" || !slices.Contains(d.AllowedPlans, req.Origin.Name)) {
 			err = fmt.Errorf("secret %s may be used by plans %s, not by %s %s", d.Name, strings.Join(d.AllowedPlans, ", "), req.Origin.Kind, req.Origin.Name)
 		}
 		return v
 	})
 	return err
 }
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }

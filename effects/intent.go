@@ -24,6 +24,8 @@
 package effects
 
 import (
+	"fmt"
+
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/schema"
 )
@@ -97,7 +99,7 @@ type Receipt struct {
 
 // Errorf returns an error receipt.
 func Errorf(adapter, format string, args ...any) Receipt {
-	return Receipt{Status: StatusError, Error: sprintf(format, args...), AdapterID: adapter}
+	return Receipt{Status: StatusError, Error: fmt.Sprintf(format, args...), AdapterID: adapter}
 }
 
 // OK returns a successful receipt.
