@@ -33,21 +33,19 @@ func (b *Bundle) Catalog(reg *reducer.Registry) (*schema.Catalog, error) {
 
 // ReplayBundle replays a bundle with the given reducers.
 func ReplayBundle(ctx context.Context, b *Bundle, reg *reducer.Registry, fromGenesis bool) (*world.ReplayResult, error) {
-	cat, err := b.Catalog(reg)
-	if err != nil {
-		return nil, fmt.Errorf("bundle %s: %w", b.Dir, err)
-	}
-	st, err := b.Storage(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return world.Replay(ctx, world.ReplayOptions{Name: b.Manifest.World, Catalog: cat, Reducers: reg, Storage: st, FromGenesis: fromGenesis})
+	return replayBundle(ctx, b, reg, world.ReplayOptions{FromGenesis: fromGenesis})
 }
 
 // ReplayBundleUnder replays a bundle from genesis under its AIR files,
 // whatever manifests its journal recorded (world.ReplayOptions
 // UnderManifest): what AIR edited in the bundle would derive differently.
 func ReplayBundleUnder(ctx context.Context, b *Bundle, reg *reducer.Registry) (*world.ReplayResult, error) {
+	return replayBundle(ctx, b, reg, world.ReplayOptions{UnderManifest: true})
+}
+
+// replayBundle replays a bundle under its AIR, in memory, with opts (whose
+// Name, Catalog, Reducers and Storage it sets).
+func replayBundle(ctx context.Context, b *Bundle, reg *reducer.Registry, opts world.ReplayOptions) (*world.ReplayResult, error) {
 	cat, err := b.Catalog(reg)
 	if err != nil {
 		return nil, fmt.Errorf("bundle %s: %w", b.Dir, err)
@@ -56,7 +54,8 @@ func ReplayBundleUnder(ctx context.Context, b *Bundle, reg *reducer.Registry) (*
 	if err != nil {
 		return nil, err
 	}
-	return world.Replay(ctx, world.ReplayOptions{Name: b.Manifest.World, Catalog: cat, Reducers: reg, Storage: st, UnderManifest: true})
+	opts.Name, opts.Catalog, opts.Reducers, opts.Storage = b.Manifest.World, cat, reg, st
+	return world.Replay(ctx, opts)
 }
 
 // TraceText returns the bundle's timeline as Trace prints it, with cell

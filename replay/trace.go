@@ -88,12 +88,7 @@ func (t *Tracer) Record(r journal.Record) error {
 	m, _ := v.(*schema.Map)
 	get := func(k string) schema.Value { x, _ := m.Get(k); return x }
 	str := func(k string) string { s, _ := get(k).(string); return s }
-	short := func(k string) string {
-		if r, err := cas.ParseRef(str(k)); err == nil {
-			return r.Short()
-		}
-		return str(k)
-	}
+	short := func(k string) string { return shortRef(str(k)) }
 	key := ""
 	if k := get("key"); k != nil {
 		key = "[" + schema.String(k) + "]"
