@@ -31,7 +31,7 @@ type Stamp struct {
 	NowNS         uint64  // wall time at ingress, nanoseconds since the Unix epoch
 	LogicalNowNS  uint64  // the world's logical time: monotonic, never behind NowNS of earlier inputs
 	JournalHeight uint64  // the journal height before this input
-	Entropy       []byte  // 64 random bytes
+	Entropy       []byte  // random bytes (world.EntropySize of them)
 	ManifestHash  cas.Ref // the manifest the world runs
 }
 
