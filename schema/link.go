@@ -155,9 +155,11 @@ func sortedKeys(m map[defKey]Def) []defKey {
 
 // otherKind explains a name that exists as a def of another kind.
 func (l *loader) otherKind(name, kind string) string {
-	for k := range l.defined {
-		if k.name == name && k.kind != kind {
-			return fmt.Sprintf(" (it is defined as a %s)", k.kind)
+	// In the manifest's order of kinds, so the message is the same on
+	// every run when a name is defined under several other kinds.
+	for _, s := range manifestSections {
+		if _, ok := l.defined[defKey{s.kind, name}]; ok && s.kind != kind {
+			return fmt.Sprintf(" (it is defined as a %s)", s.kind)
 		}
 	}
 	return ""
