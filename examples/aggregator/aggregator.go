@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/demiurge-dev/demiurge/examples/internal/arm"
 	"github.com/demiurge-dev/demiurge/examples/internal/planend"
 	"github.com/demiurge-dev/demiurge/examples/internal/preview"
 	"github.com/demiurge-dev/demiurge/reducer"
@@ -131,9 +132,9 @@ func (Reducer) Step(c *reducer.Context, state, event schema.Value) (reducer.Outp
 			return reducer.Output{}, fmt.Errorf("aggregator: decode state %s: %w", schema.String(state), err)
 		}
 	}
-	tag, payload, err := variant(event)
-	if err != nil {
-		return reducer.Output{}, err
+	tag, payload, ok := arm.Split(event)
+	if !ok {
+		return reducer.Output{}, fmt.Errorf("%w: want a variant Start|Complete|PlanEnded, got %s", ErrBadEvent, schema.String(event))
 	}
 	unchanged := reducer.Output{State: state}
 	var out reducer.Output
@@ -208,18 +209,6 @@ func (Reducer) Step(c *reducer.Context, state, event schema.Value) (reducer.Outp
 
 func (st *State) waitingFor(id uint64) bool {
 	return st.PC.Tag == Running && st.PendingRequest != nil && *st.PendingRequest == id
-}
-
-// variant splits a variant value into its tag and payload; every arm of
-// the event has a payload.
-func variant(event schema.Value) (string, schema.Value, error) {
-	m, ok := event.(*schema.Map)
-	if ok {
-		if tag, v, ok := m.VariantTag(); ok && v != nil {
-			return tag, v, nil
-		}
-	}
-	return "", nil, fmt.Errorf("%w: want a variant Start|Complete|PlanEnded, got %s", ErrBadEvent, schema.String(event))
 }
 
 // Register adds the aggregator's reducer to r under ModuleName. It panics

@@ -20,6 +20,7 @@ import (
 	"fmt"
 
 	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/examples/internal/arm"
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/schema"
 )
@@ -120,9 +121,9 @@ func (Reducer) Step(_ *reducer.Context, state, event schema.Value) (reducer.Outp
 			return reducer.Output{}, fmt.Errorf("blobecho: decode state %s: %w", schema.String(state), err)
 		}
 	}
-	tag, payload, err := variant(event)
-	if err != nil {
-		return reducer.Output{}, err
+	tag, payload, ok := arm.Split(event)
+	if !ok {
+		return reducer.Output{}, fmt.Errorf("%w: want a variant Start|PutResult|GetResult, got %s", ErrBadEvent, schema.String(event))
 	}
 	unchanged := reducer.Output{State: state}
 	var out reducer.Output
@@ -191,18 +192,6 @@ func (Reducer) Step(_ *reducer.Context, state, event schema.Value) (reducer.Outp
 func (st *State) fail(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	st.PC, st.Error = reducer.Variant{Tag: Failed}, &msg
-}
-
-// variant splits a variant value into its tag and payload; every arm of
-// the event has a payload.
-func variant(event schema.Value) (string, schema.Value, error) {
-	m, ok := event.(*schema.Map)
-	if ok {
-		if tag, v, ok := m.VariantTag(); ok && v != nil {
-			return tag, v, nil
-		}
-	}
-	return "", nil, fmt.Errorf("%w: want a variant Start|PutResult|GetResult, got %s", ErrBadEvent, schema.String(event))
 }
 
 // Register adds the blob echo's reducer to r under ModuleName. It panics

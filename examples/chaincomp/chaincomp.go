@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/demiurge-dev/demiurge/examples/internal/arm"
 	"github.com/demiurge-dev/demiurge/examples/internal/planend"
 	"github.com/demiurge-dev/demiurge/examples/internal/preview"
 	"github.com/demiurge-dev/demiurge/reducer"
@@ -175,9 +176,9 @@ func (Reducer) Step(c *reducer.Context, state, event schema.Value) (reducer.Outp
 			return reducer.Output{}, fmt.Errorf("chaincomp: decode state %s: %w", schema.String(state), err)
 		}
 	}
-	tag, payload, err := variant(event)
-	if err != nil {
-		return reducer.Output{}, err
+	tag, payload, ok := arm.Split(event)
+	if !ok {
+		return reducer.Output{}, fmt.Errorf("%w: want a variant of chaincomp/Event@1, got %s", ErrBadEvent, schema.String(event))
 	}
 	unchanged := reducer.Output{State: state}
 	var raise []reducer.Event
@@ -298,18 +299,6 @@ func describe(c *reducer.Context, what string, bodyRef *string) *string {
 		}
 	}
 	return &what
-}
-
-// variant splits a variant value into its tag and payload; every arm of
-// the event has a payload.
-func variant(event schema.Value) (string, schema.Value, error) {
-	m, ok := event.(*schema.Map)
-	if ok {
-		if tag, v, ok := m.VariantTag(); ok && v != nil {
-			return tag, v, nil
-		}
-	}
-	return "", nil, fmt.Errorf("%w: want a variant of chaincomp/Event@1, got %s", ErrBadEvent, schema.String(event))
 }
 
 // Register adds the saga's reducer to r under ModuleName. It panics if the

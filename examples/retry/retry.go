@@ -27,6 +27,7 @@ import (
 	"math"
 	"math/bits"
 
+	"github.com/demiurge-dev/demiurge/examples/internal/arm"
 	"github.com/demiurge-dev/demiurge/examples/internal/planend"
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/schema"
@@ -130,9 +131,9 @@ func (Reducer) Step(c *reducer.Context, state, event schema.Value) (reducer.Outp
 			return reducer.Output{}, fmt.Errorf("retry: decode state %s: %w", schema.String(state), err)
 		}
 	}
-	tag, payload, err := variant(event)
-	if err != nil {
-		return reducer.Output{}, err
+	tag, payload, ok := arm.Split(event)
+	if !ok {
+		return reducer.Output{}, fmt.Errorf("%w: want a variant of retry/Event@1, got %s", ErrBadEvent, schema.String(event))
 	}
 	unchanged := reducer.Output{State: state}
 	var out reducer.Output
@@ -270,18 +271,6 @@ func backoffNS(baseMS, attempt uint64) uint64 {
 		return math.MaxUint64
 	}
 	return ns
-}
-
-// variant splits a variant value into its tag and payload; every arm of
-// the event has a payload.
-func variant(event schema.Value) (string, schema.Value, error) {
-	m, ok := event.(*schema.Map)
-	if ok {
-		if tag, v, ok := m.VariantTag(); ok && v != nil {
-			return tag, v, nil
-		}
-	}
-	return "", nil, fmt.Errorf("%w: want a variant of retry/Event@1, got %s", ErrBadEvent, schema.String(event))
 }
 
 // Register adds the retry example's reducer to r under ModuleName. It

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/demiurge-dev/demiurge/examples/internal/arm"
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/schema"
 )
@@ -102,9 +103,9 @@ func (Reducer) Step(_ *reducer.Context, state, event schema.Value) (reducer.Outp
 			return reducer.Output{}, fmt.Errorf("timer: decode state %s: %w", schema.String(state), err)
 		}
 	}
-	tag, payload, err := variant(event)
-	if err != nil {
-		return reducer.Output{}, err
+	tag, payload, ok := arm.Split(event)
+	if !ok {
+		return reducer.Output{}, fmt.Errorf("%w: want a variant Start|Fired, got %s", ErrBadEvent, schema.String(event))
 	}
 	var out reducer.Output
 	switch tag {
@@ -146,18 +147,6 @@ func (Reducer) Step(_ *reducer.Context, state, event schema.Value) (reducer.Outp
 	}
 	out.State = v
 	return out, nil
-}
-
-// variant splits a variant value into its tag and payload; every arm of
-// the event has a payload.
-func variant(event schema.Value) (string, schema.Value, error) {
-	m, ok := event.(*schema.Map)
-	if ok {
-		if tag, v, ok := m.VariantTag(); ok && v != nil {
-			return tag, v, nil
-		}
-	}
-	return "", nil, fmt.Errorf("%w: want a variant Start|Fired, got %s", ErrBadEvent, schema.String(event))
 }
 
 func sameText(a, b *string) bool {
