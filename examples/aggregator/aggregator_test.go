@@ -208,8 +208,6 @@ func TestAggregatorRequestFails(t *testing.T) {
 
 func TestSteps(t *testing.T) {
 	c, _ := exampletest.Load(t, ".", Register)
-	evType, _ := c.SchemaType(EventSchema)
-	stType, _ := c.SchemaType("aggregator/State@1")
 	store := cas.NewMemory()
 	ref, err := store.Put(t.Context(), []byte("body of b"))
 	if err != nil {
@@ -243,17 +241,7 @@ func TestSteps(t *testing.T) {
 			var state schema.Value
 			var out reducer.Output
 			for _, js := range tc.events {
-				ev, err := schema.NormalizeJSON(c, evType, []byte(js))
-				if err != nil {
-					t.Fatalf("normalize %s: %v", js, err)
-				}
-				out, err = Reducer{}.Step(&reducer.Context{Module: ModuleName, CAS: store}, state, ev)
-				if err != nil {
-					t.Fatalf("Step(%s): %v", js, err)
-				}
-				if state, err = schema.Normalize(c, stType, out.State); err != nil {
-					t.Fatalf("state does not fit: %v", err)
-				}
+				state, out = exampletest.Step(t, c, Reducer{}, &reducer.Context{Module: ModuleName, CAS: store}, state, js)
 			}
 			if pc := exampletest.Field(state, "pc", "$tag"); pc != tc.pc {
 				t.Errorf("pc = %v; want %s", pc, tc.pc)

@@ -123,8 +123,6 @@ func result(arm, status, requested, got string, data []byte) schema.Value {
 
 func TestSteps(t *testing.T) {
 	c, _ := exampletest.Load(t, ".", Register)
-	evType, _ := c.SchemaType(EventSchema)
-	stType, _ := c.SchemaType("blobecho/State@1")
 	data := []byte("abc")
 	ref, other := cas.Sum(data).String(), cas.Sum([]byte("xyz")).String()
 	startEv := schema.Variant("Start", schema.Record("data", data))
@@ -154,17 +152,7 @@ func TestSteps(t *testing.T) {
 			var state schema.Value
 			var out reducer.Output
 			for _, ev := range tc.events {
-				nev, err := schema.Normalize(c, evType, ev)
-				if err != nil {
-					t.Fatalf("normalize %s: %v", schema.String(ev), err)
-				}
-				out, err = Reducer{}.Step(&reducer.Context{Module: ModuleName}, state, nev)
-				if err != nil {
-					t.Fatalf("Step(%s): %v", schema.String(ev), err)
-				}
-				if state, err = schema.Normalize(c, stType, out.State); err != nil {
-					t.Fatalf("state does not fit: %v", err)
-				}
+				state, out = exampletest.Step(t, c, Reducer{}, &reducer.Context{Module: ModuleName}, state, ev)
 			}
 			if pc := exampletest.Field(state, "pc", "$tag"); pc != tc.pc {
 				t.Errorf("pc = %v; want %s (state %s)", pc, tc.pc, schema.String(state))

@@ -219,8 +219,6 @@ func TestIdempotencyKeys(t *testing.T) {
 
 func TestSteps(t *testing.T) {
 	c, _ := exampletest.Load(t, ".", Register)
-	evType, _ := c.SchemaType(EventSchema)
-	stType, _ := c.SchemaType("chaincomp/State@1")
 	store := cas.NewMemory()
 	ref, err := store.Put(t.Context(), []byte("no stock"))
 	if err != nil {
@@ -264,23 +262,7 @@ func TestSteps(t *testing.T) {
 			var state schema.Value
 			var o reducer.Output
 			for _, e := range tc.events {
-				var ev schema.Value
-				var err error
-				if js, ok := e.(string); ok {
-					ev, err = schema.NormalizeJSON(c, evType, []byte(js))
-				} else {
-					ev, err = schema.Normalize(c, evType, e)
-				}
-				if err != nil {
-					t.Fatalf("normalize %v: %v", e, err)
-				}
-				o, err = Reducer{}.Step(&reducer.Context{Module: ModuleName, CAS: store}, state, ev)
-				if err != nil {
-					t.Fatalf("Step(%v): %v", e, err)
-				}
-				if state, err = schema.Normalize(c, stType, o.State); err != nil {
-					t.Fatalf("state does not fit: %v", err)
-				}
+				state, o = exampletest.Step(t, c, Reducer{}, &reducer.Context{Module: ModuleName, CAS: store}, state, e)
 				for _, r := range o.Events {
 					rt, _ := c.SchemaType(r.Schema)
 					if _, err := schema.Normalize(c, rt, r.Value); err != nil {

@@ -144,8 +144,6 @@ func TestFetchFails(t *testing.T) {
 
 func TestSteps(t *testing.T) {
 	c, _ := exampletest.Load(t, ".", Register)
-	evType, _ := c.SchemaType(EventSchema)
-	stType, _ := c.SchemaType("fetch/State@1")
 	store := cas.NewMemory()
 	bodyRef, err := store.Put(t.Context(), []byte("short body"))
 	if err != nil {
@@ -195,23 +193,7 @@ func TestSteps(t *testing.T) {
 			var state schema.Value
 			var out reducer.Output
 			for _, e := range tc.events {
-				var ev schema.Value
-				var err error
-				if js, ok := e.(string); ok {
-					ev, err = schema.NormalizeJSON(c, evType, []byte(js))
-				} else {
-					ev, err = schema.Normalize(c, evType, e)
-				}
-				if err != nil {
-					t.Fatalf("normalize %v: %v", e, err)
-				}
-				out, err = Reducer{}.Step(&reducer.Context{Module: ModuleName, CAS: store}, state, ev)
-				if err != nil {
-					t.Fatalf("Step(%v): %v", e, err)
-				}
-				if state, err = schema.Normalize(c, stType, out.State); err != nil {
-					t.Fatalf("state does not fit: %v", err)
-				}
+				state, out = exampletest.Step(t, c, Reducer{}, &reducer.Context{Module: ModuleName, CAS: store}, state, e)
 			}
 			got := string(schema.ValueJSON(state))
 			if tc.want == "" {

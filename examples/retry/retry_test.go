@@ -198,8 +198,6 @@ func TestBackoff(t *testing.T) {
 
 func TestSteps(t *testing.T) {
 	c, _ := exampletest.Load(t, ".", Register)
-	evType, _ := c.SchemaType(EventSchema)
-	stType, _ := c.SchemaType("retry/State@1")
 	start := `{"Start": {"req_id": "r", "url": "http://127.0.0.1/w", "max_attempts": 2, "base_delay_ms": 10, "now_ns": 100}}`
 	errEv := func(attempt int, transient bool) string {
 		return fmt.Sprintf(`{"Err": {"req_id": "r", "attempt": %d, "transient": %v, "status": 503, "message": "busy"}}`, attempt, transient)
@@ -242,23 +240,7 @@ func TestSteps(t *testing.T) {
 			var state schema.Value
 			var out reducer.Output
 			for _, e := range tc.events {
-				var ev schema.Value
-				var err error
-				if js, ok := e.(string); ok {
-					ev, err = schema.NormalizeJSON(c, evType, []byte(js))
-				} else {
-					ev, err = schema.Normalize(c, evType, e)
-				}
-				if err != nil {
-					t.Fatalf("normalize %v: %v", e, err)
-				}
-				out, err = Reducer{}.Step(&reducer.Context{Module: ModuleName}, state, ev)
-				if err != nil {
-					t.Fatalf("Step(%v): %v", e, err)
-				}
-				if state, err = schema.Normalize(c, stType, out.State); err != nil {
-					t.Fatalf("state does not fit: %v", err)
-				}
+				state, out = exampletest.Step(t, c, Reducer{}, &reducer.Context{Module: ModuleName}, state, e)
 			}
 			if pc, n := exampletest.Field(state, "pc", "$tag"), exampletest.Field(state, "attempt"); pc != tc.pc || n != tc.attempt {
 				t.Errorf("pc %v attempt %v; want %s %d (state %s)", pc, n, tc.pc, tc.attempt, schema.String(state))

@@ -380,6 +380,40 @@ func WaitIdle(t testing.TB, w *world.World) {
 	}
 }
 
+// Step feeds one event to red as the world would: event, given in AIR
+// JSON (a string) or as a value, is normalized to the event schema of the
+// module c.Module names, and the new state must fit the module's state
+// schema. It returns the new state, normalized, and the step's output.
+func Step(t testing.TB, cat *schema.Catalog, red reducer.Reducer, c *reducer.Context, state schema.Value, event any) (schema.Value, reducer.Output) {
+	t.Helper()
+	mod, ok := cat.Module(c.Module)
+	if !ok || mod.Reducer == nil {
+		t.Fatalf("%s is not a reducer module", c.Module)
+	}
+	evType, _ := cat.SchemaType(mod.Reducer.Event)
+	stType, _ := cat.SchemaType(mod.Reducer.State)
+	var ev schema.Value
+	var err error
+	js, isJSON := event.(string)
+	if isJSON {
+		ev, err = schema.NormalizeJSON(cat, evType, []byte(js))
+	} else {
+		js = schema.String(event)
+		ev, err = schema.Normalize(cat, evType, event)
+	}
+	if err != nil {
+		t.Fatalf("normalize %s: %v", js, err)
+	}
+	out, err := red.Step(c, state, ev)
+	if err != nil {
+		t.Fatalf("Step(%s): %v", js, err)
+	}
+	if state, err = schema.Normalize(cat, stType, out.State); err != nil {
+		t.Fatalf("state after %s does not fit %s: %v", js, mod.Reducer.State, err)
+	}
+	return state, out
+}
+
 // FuzzReducer fuzzes a reducer's Step with states and events decoded from
 // canonical CBOR. Step must never panic; when the state (or its absence)
 // and the event fit the module's schemas — as the world guarantees — Step
