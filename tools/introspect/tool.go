@@ -15,6 +15,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/demiurge-dev/demiurge/tools"
+	"github.com/demiurge-dev/demiurge/tools/internal/manpage"
 )
 
 // Version is the version of the introspect tools' implementation.
@@ -131,9 +132,7 @@ func (t *tool) Version() string { return Version }
 // Help returns man-page style documentation.
 func (t *tool) Help() string {
 	var b strings.Builder
-	title := strings.ToUpper(t.name) + "(1)"
-	pad := max(1, 78-2*len(title)-len("demiurge tools"))
-	fmt.Fprintf(&b, "%s%*s%s%*s%s\n\n", title, pad/2, "", "demiurge tools", pad-pad/2, "", title)
+	manpage.Header(&b, t.name, "demiurge tools")
 	section := func(name, text string) {
 		b.WriteString(name + "\n")
 		for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
@@ -141,8 +140,8 @@ func (t *tool) Help() string {
 				b.WriteString("\n")
 				continue
 			}
-			for _, l := range wrap(line, 78-7) {
-				b.WriteString("       " + l + "\n")
+			for _, l := range wrap(line, 78-len(manpage.Indent)) {
+				b.WriteString(manpage.Indent + l + "\n")
 			}
 		}
 		b.WriteString("\n")

@@ -14,6 +14,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/demiurge-dev/demiurge/tools"
+	"github.com/demiurge-dev/demiurge/tools/internal/manpage"
 )
 
 // Error categories of tools.Response.Error.
@@ -208,16 +209,8 @@ func (t *Tool) SystemPrompt() string {
 // Help returns man-page style documentation.
 func (t *Tool) Help() string {
 	var b strings.Builder
-	title := strings.ToUpper(t.Name()) + "(1)"
-	pad := max(1, 78-2*len(title)-len("MCP Tools"))
-	fmt.Fprintf(&b, "%s%*s%s%*s%s\n\n", title, pad/2, "", "MCP Tools", pad-pad/2, "", title)
-	section := func(name string, lines ...string) {
-		b.WriteString(name + "\n")
-		for _, l := range lines {
-			b.WriteString("       " + l + "\n")
-		}
-		b.WriteString("\n")
-	}
+	manpage.Header(&b, t.Name(), "MCP Tools")
+	section := func(name string, lines ...string) { manpage.Section(&b, name, lines...) }
 	section("NAME", t.Name()+" - "+t.ShortDescription())
 	section("SYNOPSIS", t.Name()+" "+string(t.input))
 	desc := strings.Split(strings.TrimSpace(t.Description()), "\n")

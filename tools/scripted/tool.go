@@ -11,6 +11,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/demiurge-dev/demiurge/tools"
+	"github.com/demiurge-dev/demiurge/tools/internal/manpage"
 	"github.com/demiurge-dev/demiurge/tools/scripted/internal/coreutils"
 )
 
@@ -136,9 +137,7 @@ func (t *ScriptedTool) SystemPrompt() string {
 // Help returns man-page style documentation of the tool.
 func (t *ScriptedTool) Help() string {
 	var b strings.Builder
-	title := strings.ToUpper(t.name) + "(1)"
-	pad := max(1, 78-2*len(title)-len("User Commands"))
-	fmt.Fprintf(&b, "%s%*s%s%*s%s\n\n", title, pad/2, "", "User Commands", pad-pad/2, "", title)
+	manpage.Header(&b, t.name, "User Commands")
 	section := func(name string) { b.WriteString(name + "\n") }
 	line := func(indent int, s string) {
 		b.WriteString(strings.Repeat(" ", indent) + s + "\n")

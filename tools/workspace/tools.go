@@ -14,6 +14,7 @@ import (
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/effects"
 	"github.com/demiurge-dev/demiurge/tools"
+	"github.com/demiurge-dev/demiurge/tools/internal/manpage"
 )
 
 // Version is the version of the workspace tools' implementation.
@@ -119,16 +120,8 @@ func (t *tool) OutputLimit() int {
 // Help returns man-page style documentation.
 func (t *tool) Help() string {
 	var b strings.Builder
-	title := strings.ToUpper(t.spec.name) + "(1)"
-	pad := max(1, 78-2*len(title)-len("Workspace Tools"))
-	fmt.Fprintf(&b, "%s%*s%s%*s%s\n\n", title, pad/2, "", "Workspace Tools", pad-pad/2, "", title)
-	section := func(name string, lines ...string) {
-		b.WriteString(name + "\n")
-		for _, l := range lines {
-			b.WriteString("       " + l + "\n")
-		}
-		b.WriteString("\n")
-	}
+	manpage.Header(&b, t.spec.name, "Workspace Tools")
+	section := func(name string, lines ...string) { manpage.Section(&b, name, lines...) }
 	section("NAME", t.spec.name+" - "+t.spec.short)
 	section("SYNOPSIS", t.spec.synopsis)
 	section("DESCRIPTION", wrap(t.spec.desc, 70)...)
