@@ -2,6 +2,7 @@ package llm
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -613,15 +614,7 @@ func (s *chatStream) assemble() ([]byte, error) {
 		m.Refusal = &r
 	}
 	calls := slices.Clone(s.calls)
-	slices.SortStableFunc(calls, func(a, b *streamCall) int {
-		switch {
-		case a.index < b.index:
-			return -1
-		case a.index > b.index:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(calls, func(a, b *streamCall) int { return cmp.Compare(a.index, b.index) })
 	for _, c := range calls {
 		m.ToolCalls = append(m.ToolCalls, call{ID: c.id, Type: "function", Function: fn{Name: c.name, Arguments: c.arguments.String()}})
 	}

@@ -85,7 +85,6 @@ func DefaultBackoff(attempt int) time.Duration {
 type Generator struct {
 	tools     toolsCache
 	cfg       Config
-	baseURL   string
 	responses responses.ResponseService
 	chat      openai.ChatCompletionService
 	logger    *slog.Logger
@@ -142,7 +141,6 @@ func New(cfg Config) (*Generator, error) {
 	}
 	return &Generator{
 		cfg:       cfg,
-		baseURL:   cfg.BaseURL,
 		responses: responses.NewResponseService(opts...),
 		chat:      openai.NewChatCompletionService(opts...),
 		logger:    logger,

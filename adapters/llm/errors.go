@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/demiurge-dev/demiurge/cas"
 )
@@ -190,6 +189,3 @@ func (e *ProviderError) redact(key string) {
 		e.Err = errors.New(redactString(e.Err.Error(), key))
 	}
 }
-
-// validUTF8 reports whether b is valid UTF-8 (a raw text message must be).
-func validUTF8(b []byte) bool { return utf8.Valid(b) }

@@ -3,35 +3,11 @@ package llm_test
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/demiurge-dev/demiurge/adapters/llm"
 	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
 	"github.com/demiurge-dev/demiurge/cas"
 )
-
-// mapStore is the smallest cas.Getter and cas.Putter.
-type mapStore struct {
-	mu sync.Mutex
-	m  map[cas.Ref][]byte
-}
-
-func (s *mapStore) Get(_ context.Context, ref cas.Ref) ([]byte, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if b, ok := s.m[ref]; ok {
-		return b, nil
-	}
-	return nil, cas.ErrNotFound
-}
-
-func (s *mapStore) Put(_ context.Context, b []byte) (cas.Ref, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ref := cas.Sum(b)
-	s.m[ref] = append([]byte(nil), b...)
-	return ref, nil
-}
 
 // An agent turn: the model asks for a tool, and the receipt names the call.
 func ExampleGenerator_Generate() {
@@ -45,7 +21,7 @@ func ExampleGenerator_Generate() {
 		panic(err)
 	}
 	ctx := context.Background()
-	store := &mapStore{m: map[cas.Ref][]byte{}}
+	store := cas.NewMemory()
 	msg, _ := store.Put(ctx, []byte("Summarise README.md"))
 	tools, _ := store.Put(ctx, []byte(`{"tools":[{"type":"function","name":"workspace_read",`+
 		`"parameters":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]},"strict":false}]}`))

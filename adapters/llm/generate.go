@@ -107,12 +107,11 @@ func (g *Generator) Generate(ctx context.Context, blobs Blobs, p Params, apiKey 
 		}
 		pe.Attempts = attempts
 		wait, retry := g.nextWait(pe, attempts)
+		pe.redact(apiKey)
 		if !retry {
-			pe.redact(apiKey)
 			g.keepEvidence(ctx, blobs, ex, pe, apiKey)
 			return Receipt{}, pe
 		}
-		pe.redact(apiKey)
 		failed = append(failed, g.failedAttempt(ctx, blobs, ex, pe, apiKey, wait))
 		g.logger.LogAttrs(ctx, slog.LevelWarn, "llm attempt failed; retrying",
 			slog.String("provider", c.provider), slog.String("model", p.Model),
@@ -390,13 +389,13 @@ func (g *Generator) transportError(c *call, actx context.Context, cp *capture, e
 			}
 		}
 		pe.Retryable = retryableStatus(cp.status, cp.header)
-		pe.Hint = hint(c.provider, g.baseURL, cp.status)
+		pe.Hint = hint(c.provider, g.cfg.BaseURL, cp.status)
 		pe.header = cp.header
 		return pe
 	case cp.tooLarge:
 		pe.Kind = KindBadResponse
 		pe.Message = fmt.Sprintf("the response body is larger than %d MiB", maxBody>>20)
-		pe.Hint = "check the base URL " + g.baseURL
+		pe.Hint = "check the base URL " + g.cfg.BaseURL
 		return pe
 	case errors.Is(actx.Err(), context.DeadlineExceeded):
 		pe.Kind = KindTimeout
@@ -424,7 +423,7 @@ func (g *Generator) transportError(c *call, actx context.Context, cp *capture, e
 			pe.Message = clipText(err.Error(), 300)
 		}
 		pe.Retryable = true
-		pe.Hint = fmt.Sprintf("is the server at %s running, and the base URL right?", g.baseURL)
+		pe.Hint = fmt.Sprintf("is the server at %s running, and the base URL right?", g.cfg.BaseURL)
 	}
 	return pe
 }
@@ -447,7 +446,7 @@ func (g *Generator) parseFailure(c *call, cp *capture, err error) *ProviderError
 		if c.provider == ProviderChat {
 			api = "Chat Completions API"
 		}
-		pe.Hint = fmt.Sprintf("the server at %s does not answer like the %s; check the base URL and the provider", g.baseURL, api)
+		pe.Hint = fmt.Sprintf("the server at %s does not answer like the %s; check the base URL and the provider", g.cfg.BaseURL, api)
 	} else {
 		pe.Hint = "the provider could not complete the response"
 	}

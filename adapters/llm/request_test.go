@@ -468,7 +468,7 @@ func TestNewConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.baseURL != "http://127.0.0.1:9/env/v1" || g.cfg.Provider != ProviderResponses || g.cfg.MaxAttempts != DefaultMaxAttempts || g.cfg.Timeout != DefaultTimeout {
+	if g.cfg.BaseURL != "http://127.0.0.1:9/env/v1" || g.cfg.Provider != ProviderResponses || g.cfg.MaxAttempts != DefaultMaxAttempts || g.cfg.Timeout != DefaultTimeout {
 		t.Errorf("defaults: %+v", g.cfg)
 	}
 	t.Setenv("OPENAI_BASE_URL", "")
@@ -476,8 +476,8 @@ func TestNewConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.baseURL != DefaultBaseURL {
-		t.Errorf("base URL %q; want %q", g.baseURL, DefaultBaseURL)
+	if g.cfg.BaseURL != DefaultBaseURL {
+		t.Errorf("base URL %q; want %q", g.cfg.BaseURL, DefaultBaseURL)
 	}
 	for _, bad := range []Config{{Provider: "x"}, {BaseURL: "api.openai.com"}, {BaseURL: "ftp://x/v1"}, {MaxAttempts: -1}, {Timeout: -1}} {
 		if _, err := New(bad); err == nil {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/demiurge-dev/demiurge/cas"
 )
@@ -103,7 +104,7 @@ func parseMessageBlob(ref cas.Ref, b []byte) ([]item, error) {
 	if len(trimmed) == 0 {
 		return nil, fmt.Errorf("message blob %s is empty: write the user's text, or a JSON item", ref.Short())
 	}
-	if !validUTF8(b) {
+	if !utf8.Valid(b) {
 		return nil, fmt.Errorf("message blob %s is neither JSON nor UTF-8 text", ref.Short())
 	}
 	raw, err := json.Marshal(userText{Content: string(b), Role: "user"})
@@ -142,9 +143,9 @@ func parseItem(ref cas.Ref, idx int, raw json.RawMessage) (item, error) {
 type tool struct {
 	raw  json.RawMessage // the tool as written (flattened if it was nested)
 	typ  string
-	name string        // function name ("" for non-function tools)
-	fn   *functionTool // decoded, for function tools that decode
-	err  error         // why a function tool does not decode
+	name string       // function name ("" for non-function tools)
+	fn   functionTool // decoded, for function tools
+	err  error        // why a function tool does not decode
 }
 
 // toolHead holds the fields of a tool that are read.
@@ -163,12 +164,6 @@ func loadTools(ctx context.Context, g cas.Getter, ref cas.Ref) ([]tool, error) {
 	tools, err := parseTools(b)
 	if err != nil {
 		return nil, fmt.Errorf("%w: tools blob %s: %w", ErrInvalidParams, ref.Short(), err)
-	}
-	for i := range tools {
-		if tools[i].typ == "function" {
-			ft, err := decodeFunctionTool(tools[i].raw)
-			tools[i].fn, tools[i].err = &ft, err
-		}
 	}
 	return tools, nil
 }
@@ -261,18 +256,22 @@ func parseTool(raw json.RawMessage) (tool, error) {
 	if h.Type != "function" {
 		return tool{raw: raw, typ: h.Type}, nil
 	}
+	t := tool{raw: raw, typ: "function", name: h.Name}
 	if len(h.Function) > 0 && h.Name == "" {
 		// Nested Chat Completions shape: {"type":"function","function":{...}}.
 		flat, name, err := flattenFunction(h.Function)
 		if err != nil {
 			return tool{}, err
 		}
-		return tool{raw: flat, typ: "function", name: name}, nil
+		t.raw, t.name = flat, name
 	}
-	if h.Name == "" {
+	if t.name == "" {
 		return tool{}, fmt.Errorf("function tool has no \"name\"")
 	}
-	return tool{raw: raw, typ: "function", name: h.Name}, nil
+	// Decoded here, once per tools blob (the blob is cached); a tool
+	// that does not decode fails the requests that send it.
+	t.fn, t.err = decodeFunctionTool(t.raw)
+	return t, nil
 }
 
 // flattenFunction turns the "function" object of a Chat Completions tool
@@ -305,13 +304,10 @@ type functionTool struct {
 
 // function returns the decoded function tool.
 func (t tool) function() (functionTool, error) {
-	if t.fn != nil || t.err != nil {
-		if t.err != nil {
-			return functionTool{}, t.err
-		}
-		return *t.fn, nil
+	if t.err != nil {
+		return functionTool{}, t.err
 	}
-	return decodeFunctionTool(t.raw)
+	return t.fn, nil
 }
 
 // decodeFunctionTool reads a flat function tool.

@@ -11,10 +11,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // API names the protocol a request used.
@@ -434,7 +436,7 @@ func chunks(s string, n int) []string {
 	var out []string
 	for len(s) > 0 {
 		end := min(n, len(s))
-		for end < len(s) && !utf8Start(s[end]) {
+		for end < len(s) && !utf8.RuneStart(s[end]) {
 			end++
 		}
 		out = append(out, s[:end])
@@ -442,8 +444,6 @@ func chunks(s string, n int) []string {
 	}
 	return out
 }
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
 // words splits s after each space, so "a b" is "a ", "b".
 func words(s string) []string {
@@ -470,10 +470,5 @@ func (a *answer) encryptedContent() string {
 func (a *answer) wantsEncrypted() bool {
 	var include []string
 	_ = json.Unmarshal(a.raw["include"], &include)
-	for _, s := range include {
-		if s == "reasoning.encrypted_content" {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(include, "reasoning.encrypted_content")
 }
