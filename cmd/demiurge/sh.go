@@ -97,9 +97,7 @@ command; 1 or the command's status for a failed command), or the usual 1 and
 						err = cerr
 					}
 				}()
-				if ts, err = worldTools(w); err != nil {
-					return err
-				}
+				ts = worldTools(w)
 				if len(cat.Manifest.MCPServers) > 0 {
 					reserved := []string{bashfx.ToolName}
 					for _, t := range ts {

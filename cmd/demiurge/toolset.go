@@ -64,8 +64,8 @@ func keepsWorkspaces(cat *schema.Catalog) bool {
 // tools of the model. The workspace tools report their commits to the
 // tools.Recorder of their call; the caller must record them in w (as
 // sys/WorkspaceCommit@1 events).
-func worldTools(w *world.World) ([]tools.Tool, error) {
+func worldTools(w *world.World) []tools.Tool {
 	s := newToolset(w.Name(), w.Catalog(), w.Storage())
 	s.attach(w)
-	return s.tools, nil
+	return s.tools
 }
