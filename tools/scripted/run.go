@@ -24,6 +24,7 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/demiurge-dev/demiurge/tools"
+	"github.com/demiurge-dev/demiurge/tools/internal/levenshtein"
 	"github.com/demiurge-dev/demiurge/tools/scripted/internal/coreutils"
 )
 
@@ -647,23 +648,7 @@ func editDistance(a, b string) int {
 	if len(b) > 64 {
 		return len(b)
 	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return levenshtein.Distance(a, b)
 }
 
 // commandV answers command -v/-V from the registry.
