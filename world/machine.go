@@ -244,6 +244,22 @@ type stepper struct {
 	err     error
 }
 
+// blobStager is a CAS that makes blobs readable before they are stored
+// (a running world's overlay; see world/overlay.go).
+type blobStager interface {
+	stage(blobs [][]byte)
+}
+
+// addBlobs adds blobs to the step's output and, in a running world, makes
+// them readable at once: a reducer or plan later in the same batch finds
+// them, as it does in replay, where they are already stored.
+func (s *stepper) addBlobs(blobs ...[]byte) {
+	s.out.Blobs = append(s.out.Blobs, blobs...)
+	if st, ok := s.m.cas.(blobStager); ok {
+		st.stage(blobs)
+	}
+}
+
 type queuedEvent struct {
 	schema string
 	value  schema.Value
@@ -541,11 +557,11 @@ func (s *stepper) deliver(module string, key schema.Value, evSchema string, valu
 				m.cells[module] = map[string]*cell{}
 			}
 			m.cells[module][kb] = &cell{key: key, state: newState, ref: newRef}
-			s.out.Blobs = append(s.out.Blobs, blob)
+			s.addBlobs(blob)
 			s.record(KindState, rec("reducer", module, "key", key, "state", newRef.String()))
 		}
 	}
-	s.out.Blobs = append(s.out.Blobs, out.Blobs...)
+	s.addBlobs(out.Blobs...)
 	for _, e := range events {
 		s.record(KindRaised, rec("schema", e.schema, "value", e.value, "key", e.key, "origin", rec("reducer", module)))
 		s.events = append(s.events, e)

@@ -219,6 +219,13 @@ func (w *World) applyBatch(ctx context.Context, ins []*Input, extraBlobs [][]byt
 		if in.Kind != KindManifest {
 			s, err := w.stamp()
 			if err != nil {
+				if len(records) > 0 {
+					// Earlier inputs of the batch moved the machine on and
+					// will never be committed: the machine is not the
+					// journal any more.
+					w.err = fmt.Errorf("world %s broke stamping an input: %w (reopen it to recover from the journal)", w.opts.Name, err)
+					return journal.Head{}, w.err
+				}
 				return journal.Head{}, err
 			}
 			in.Stamp = s
