@@ -3,6 +3,7 @@
 package builtin
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -30,7 +31,7 @@ func Adapters(client *http.Client) map[string]effects.Adapter {
 		"blob.put":     effects.AdapterFunc(BlobPut),
 		"blob.get":     effects.AdapterFunc(BlobGet),
 		"timer.set":    effects.AdapterFunc(TimerSet),
-		"http.request": &HTTP{Client: client, MaxBody: 16 << 20},
+		"http.request": &HTTP{Client: client, MaxBody: defaultMaxBody},
 	}
 }
 
@@ -108,8 +109,10 @@ func TimerSet(ctx context.Context, c *effects.Call) effects.Receipt {
 // destinations the grant allows.
 type HTTP struct {
 	Client  *http.Client
-	MaxBody int64 // response bodies above this are an error
+	MaxBody int64 // response bodies above this are an error; 0 or less means 16 MiB
 }
+
+const defaultMaxBody = 16 << 20
 
 // Run performs the request.
 func (h *HTTP) Run(ctx context.Context, c *effects.Call) effects.Receipt {
@@ -126,7 +129,7 @@ func (h *HTTP) Run(ctx context.Context, c *effects.Call) effects.Receipt {
 		if err != nil {
 			return effects.Errorf(id, "http.request: body_ref: %v", err)
 		}
-		body = strings.NewReader(string(b))
+		body = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, rawURL, body)
 	if err != nil {
@@ -161,7 +164,7 @@ func (h *HTTP) Run(ctx context.Context, c *effects.Call) effects.Receipt {
 	defer resp.Body.Close()
 	max := h.MaxBody
 	if max <= 0 {
-		max = 16 << 20
+		max = defaultMaxBody
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
 	if err != nil {

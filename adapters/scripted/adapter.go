@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -105,20 +106,12 @@ func New(opts Options) (*Adapter, error) {
 	}
 	a := &Adapter{
 		cat: opts.Catalog, gate: effects.NewGate(opts.Catalog), route: opts.Route, shellOpt: opts.Shell,
-		adapters: clone(opts.Adapters), grants: clone(opts.Grants),
+		adapters: maps.Clone(opts.Adapters), grants: maps.Clone(opts.Grants),
 	}
 	if err := a.SetTools(opts.Tools); err != nil {
 		return nil, err
 	}
 	return a, nil
-}
-
-func clone[V any](m map[string]V) map[string]V {
-	out := make(map[string]V, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // SetTools replaces the commands of the scripts (when an MCP server adds
