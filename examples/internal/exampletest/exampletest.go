@@ -27,9 +27,9 @@ import (
 )
 
 // Clock is a clock the test controls, for a world's ingress stamps and its
-// dispatcher. It moves only when Sleep or Advance moves it, so timers fire
-// at once and at exactly the time they were set for. It is safe for
-// concurrent use.
+// dispatcher. It moves only when Sleep moves it, so timers fire at once
+// and at exactly the time they were set for. It is safe for concurrent
+// use.
 type Clock struct {
 	mu     sync.Mutex
 	now    time.Time
@@ -44,13 +44,6 @@ func (c *Clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.now
-}
-
-// Advance moves the clock forward by d.
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
 }
 
 // Sleep records t and returns at once, after moving the clock to t if t is
