@@ -239,14 +239,20 @@ func toolHelpText(reg *registered) string {
 	return s
 }
 
-// help is the in-script help builtin: help [--list] | help <tool> [--json].
-func (ex *execution) help(args []string, cio cmdIO) int {
-	call := Call{Seq: int(ex.seq.Add(1)), Tool: "help", Kind: CallHelp, Argv: traceArgv(args)}
+// builtin runs the builtin name (help or discover) and records it as a
+// call of kind.
+func (ex *execution) builtin(name, kind string, args []string, cio cmdIO, run func([]string, cmdIO) int) int {
+	call := Call{Seq: int(ex.seq.Add(1)), Tool: name, Kind: kind, Argv: traceArgv(args)}
 	start := time.Now()
-	code := ex.helpRun(args, cio)
+	code := run(args, cio)
 	call.ExitCode, call.Duration = code, time.Since(start)
 	ex.record(call)
 	return code
+}
+
+// help is the in-script help builtin: help [--list] | help <tool> [--json].
+func (ex *execution) help(args []string, cio cmdIO) int {
+	return ex.builtin("help", CallHelp, args, cio, ex.helpRun)
 }
 
 func (ex *execution) helpRun(args []string, cio cmdIO) int {
@@ -301,12 +307,7 @@ func (ex *execution) helpRun(args []string, cio cmdIO) int {
 
 // discover lists tools by category, tag or search text.
 func (ex *execution) discover(args []string, cio cmdIO) int {
-	call := Call{Seq: int(ex.seq.Add(1)), Tool: "discover", Kind: CallDiscover, Argv: traceArgv(args)}
-	start := time.Now()
-	code := ex.discoverRun(args, cio)
-	call.ExitCode, call.Duration = code, time.Since(start)
-	ex.record(call)
-	return code
+	return ex.builtin("discover", CallDiscover, args, cio, ex.discoverRun)
 }
 
 const discoverUsage = "usage: discover --categories | --category <name> | --tag <tag> | --search <text> [--json]\n"
