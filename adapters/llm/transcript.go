@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -320,7 +321,10 @@ func decodeFunctionTool(raw json.RawMessage) (functionTool, error) {
 	if err := json.Unmarshal(fields["name"], &ft.Name); err != nil {
 		return functionTool{}, fmt.Errorf("function tool: field \"name\": %w", err)
 	}
-	for k, v := range fields {
+	// In key order, so a tool with two bad fields gets the same error on
+	// every run.
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		v := fields[k]
 		var err error
 		switch k {
 		case "type", "name":

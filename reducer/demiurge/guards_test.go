@@ -70,7 +70,7 @@ func TestGuards(t *testing.T) {
 				}
 				at += i + len(w)
 			}
-			// The world goes on: the next message gets a turn of its own.
+			// Whatever stopped the turn, the session replays.
 			checkReplay(t, cw)
 		})
 	}
