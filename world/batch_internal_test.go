@@ -3,10 +3,13 @@ package world
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/examples/counter"
+	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/schema"
 )
@@ -94,6 +97,34 @@ func TestStepBlobsReadableInTheBatch(t *testing.T) {
 		}
 		if got, err := ov.Get(ctx, r); err != nil || !bytes.Equal(got, b) {
 			t.Errorf("blob %s of the step is not readable before the commit: %v", r.Short(), err)
+		}
+	}
+}
+
+func TestDecodeState(t *testing.T) {
+	ref := cas.Sum([]byte("state"))
+	enc := func(v schema.Value) []byte {
+		b, err := schema.Encode(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	sr, err := DecodeState(journal.Record{Seq: 3, Kind: KindState, Payload: enc(rec("reducer", "a/A@1", "key", "k1", "state", ref.String()))})
+	if err != nil || sr.Reducer != "a/A@1" || sr.Key != "k1" || sr.State != ref {
+		t.Errorf("keyed = %+v, %v", sr, err)
+	}
+	sr, err = DecodeState(journal.Record{Seq: 4, Kind: KindState, Payload: enc(rec("reducer", "a/A@1", "key", "k1"))})
+	if err != nil || sr.State.Valid() {
+		t.Errorf("deleted = %+v, %v; want no state", sr, err)
+	}
+	for _, bad := range []journal.Record{
+		{Seq: 5, Kind: KindRaised, Payload: enc(rec("reducer", "a/A@1"))},
+		{Seq: 6, Kind: KindState, Payload: []byte{0xff}},
+		{Seq: 7, Kind: KindState, Payload: enc(rec("reducer", "a/A@1", "state", "blake3:nothex"))},
+	} {
+		if _, err := DecodeState(bad); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("record %d", bad.Seq)) {
+			t.Errorf("record %d: err %v; want one naming the record", bad.Seq, err)
 		}
 	}
 }

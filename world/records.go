@@ -114,6 +114,41 @@ func (in *Input) Encode() (journal.Entry, error) {
 	return journal.Entry{}, fmt.Errorf("world: %q is not an input kind", in.Kind)
 }
 
+// StateRecord is a decoded State record: a cell's new state.
+type StateRecord struct {
+	Reducer string
+	Key     schema.Value // nil for a reducer that is not keyed
+	// State names the new state's blob; the zero Ref when the cell was
+	// deleted.
+	State cas.Ref
+}
+
+// DecodeState decodes a State record.
+func DecodeState(r journal.Record) (StateRecord, error) {
+	if r.Kind != KindState {
+		return StateRecord{}, fmt.Errorf("world: record %d is a %s record, not %s", r.Seq, r.Kind, KindState)
+	}
+	v, err := schema.Decode(r.Payload)
+	if err != nil {
+		return StateRecord{}, fmt.Errorf("world: record %d (%s): %w", r.Seq, r.Kind, err)
+	}
+	m, ok := v.(*schema.Map)
+	if !ok {
+		return StateRecord{}, fmt.Errorf("world: record %d (%s) is not a record", r.Seq, r.Kind)
+	}
+	var sr StateRecord
+	red, _ := m.Get("reducer")
+	sr.Reducer, _ = red.(string)
+	sr.Key, _ = m.Get("key")
+	if st, _ := m.Get("state"); st != nil {
+		s, _ := st.(string)
+		if sr.State, err = cas.ParseRef(s); err != nil {
+			return StateRecord{}, fmt.Errorf("world: record %d (%s): state: %w", r.Seq, r.Kind, err)
+		}
+	}
+	return sr, nil
+}
+
 // DecodeInput decodes an input record.
 func DecodeInput(r journal.Record) (*Input, error) {
 	v, err := schema.Decode(r.Payload)

@@ -20,7 +20,6 @@ import (
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
 	"github.com/demiurge-dev/demiurge/replay"
-	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/world"
 )
 
@@ -385,24 +384,12 @@ func (ag *agent) commit(recs []journal.Record) {
 		if r.Kind != world.KindState {
 			continue
 		}
-		v, err := schema.Decode(r.Payload)
-		if err != nil {
-			continue
-		}
-		m, _ := v.(*schema.Map)
-		red, _ := m.Get("reducer")
-		key, _ := m.Get("key")
-		sref, _ := m.Get("state")
-		if red != demiurge.ModuleName || key != ag.chat {
-			continue
-		}
-		s, _ := sref.(string)
-		ref, err := cas.ParseRef(s)
-		if err != nil {
+		sr, err := world.DecodeState(r)
+		if err != nil || sr.Reducer != demiurge.ModuleName || sr.Key != ag.chat || !sr.State.Valid() {
 			continue
 		}
 		var st demiurge.State
-		if err := cas.GetNode(context.Background(), ag.st.CAS(), ref, &st); err != nil {
+		if err := cas.GetNode(context.Background(), ag.st.CAS(), sr.State, &st); err != nil {
 			continue
 		}
 		for _, e := range st.Entries[min(ag.shown, len(st.Entries)):] {

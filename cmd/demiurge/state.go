@@ -71,30 +71,24 @@ JSON of its canonical value. With --json each cell is one JSON object
 			type cellState struct {
 				reducer string
 				key     schema.Value
-				ref     string
+				ref     cas.Ref
 			}
 			cells := map[string]*cellState{}
 			err = s.Journal().Read(ctx, wf.world, 1, func(r journal.Record) error {
 				if r.Kind != world.KindState {
 					return nil
 				}
-				v, err := schema.Decode(r.Payload)
+				sr, err := world.DecodeState(r)
 				if err != nil {
-					return fmt.Errorf("record %d: %w", r.Seq, err)
+					return err
 				}
-				m, _ := v.(*schema.Map)
-				rv, _ := m.Get("reducer")
-				kv, _ := m.Get("key")
-				sv, _ := m.Get("state")
-				red, _ := rv.(string)
-				ref, _ := sv.(string)
-				kb, _ := schema.EncodeBody(kv)
-				id := red + "\x00" + string(kb)
-				if ref == "" {
+				kb, _ := schema.EncodeBody(sr.Key)
+				id := sr.Reducer + "\x00" + string(kb)
+				if !sr.State.Valid() {
 					delete(cells, id)
 					return nil
 				}
-				cells[id] = &cellState{reducer: red, key: kv, ref: ref}
+				cells[id] = &cellState{reducer: sr.Reducer, key: sr.Key, ref: sr.State}
 				return nil
 			})
 			if err != nil {
@@ -111,11 +105,7 @@ JSON of its canonical value. With --json each cell is one JSON object
 				if reducer != "" && c.reducer != reducer || key != "" && !keyMatches(c.key, wantKey) {
 					continue
 				}
-				ref, err := cas.ParseRef(c.ref)
-				if err != nil {
-					return err
-				}
-				b, err := s.CAS().Get(ctx, ref)
+				b, err := s.CAS().Get(ctx, c.ref)
 				if err != nil {
 					return fmt.Errorf("state of %s: %w", c.reducer, err)
 				}
@@ -138,7 +128,7 @@ JSON of its canonical value. With --json each cell is one JSON object
 						Key     json.RawMessage `json:"key"`
 						Ref     string          `json:"state_ref"`
 						State   json.RawMessage `json:"state"`
-					}{c.reducer, schema.ValueJSON(c.key), c.ref, js})
+					}{c.reducer, schema.ValueJSON(c.key), c.ref.String(), js})
 					fmt.Fprintf(a.out, "%s\n", line)
 					continue
 				}

@@ -81,20 +81,18 @@ func workspaceHistory(ctx context.Context, s *store.Store, worldName, ws string)
 		if r.Kind != world.KindState {
 			return nil
 		}
-		v, err := schema.Decode(r.Payload)
+		sr, err := world.DecodeState(r)
 		if err != nil {
-			return fmt.Errorf("record %d: %w", r.Seq, err)
+			return err
 		}
-		m, _ := v.(*schema.Map)
-		red, _ := m.Get("reducer")
-		if red != builtin.WorkspaceModule {
+		if sr.Reducer != builtin.WorkspaceModule {
 			return nil
 		}
-		k, _ := m.Get("key")
-		st, _ := m.Get("state")
-		name, _ := k.(string)
-		ref, _ := st.(string)
-		states[name] = ref
+		name, _ := sr.Key.(string)
+		states[name] = ""
+		if sr.State.Valid() {
+			states[name] = sr.State.String()
+		}
 		return nil
 	})
 	if err != nil {
