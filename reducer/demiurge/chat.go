@@ -420,7 +420,7 @@ func compileSpec(sp tools.SpecTool) *toolSpec {
 		t.err = err
 		return t
 	}
-	c := jsonschema.NewCompiler()
+	c := tools.NewSchemaCompiler()
 	url := "mem://tools/" + sp.Name + ".json"
 	if err := c.AddResource(url, doc); err != nil {
 		t.err = err

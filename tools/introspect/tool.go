@@ -92,7 +92,7 @@ func mustCompile(name, raw string) *jsonschema.Schema {
 	if err != nil {
 		panic(fmt.Sprintf("introspect: %s: input schema: %v", name, err))
 	}
-	c := jsonschema.NewCompiler()
+	c := tools.NewSchemaCompiler()
 	url := "mem:///introspect/" + name + ".json"
 	if err := c.AddResource(url, doc); err != nil {
 		panic(fmt.Sprintf("introspect: %s: input schema: %v", name, err))

@@ -88,7 +88,7 @@ func newTool(s *Set, c *conn, list *ToolList, i int) (*Tool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("its input schema is not JSON: %v", err)
 	}
-	comp := jsonschema.NewCompiler()
+	comp := tools.NewSchemaCompiler()
 	url := schemaCompileID + c.cfg.Name + "/" + lt.Name + ".json"
 	if err := comp.AddResource(url, doc); err != nil {
 		return nil, fmt.Errorf("its input schema does not compile: %v", err)

@@ -10,17 +10,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/demiurge-dev/demiurge/tools"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 )
-
-// noLoader refuses every external $ref: tool schemas must be
-// self-contained, and compiling one never reads a file or the network.
-type noLoader struct{}
-
-func (noLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("external schema %q not allowed: tool schemas must be self-contained", url)
-}
 
 // compileSchema compiles a tool's input schema. It returns nil (no
 // validation) for an empty schema.
@@ -39,8 +32,7 @@ func compileSchema(toolName string, raw json.RawMessage) (*jsonschema.Schema, sc
 	if len(obj) == 0 {
 		return nil, nil, nil
 	}
-	c := jsonschema.NewCompiler()
-	c.UseLoader(noLoader{})
+	c := tools.NewSchemaCompiler()
 	url := "mem:///tools/" + toolName + ".json"
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, nil, fmt.Errorf("input schema: %w", err)

@@ -18,7 +18,7 @@ func compile(name string, raw json.RawMessage) *jsonschema.Schema {
 	if err != nil {
 		panic(fmt.Sprintf("workspace: input schema of %s: %v", name, err))
 	}
-	c := jsonschema.NewCompiler()
+	c := tools.NewSchemaCompiler()
 	url := "mem:///tools/" + name + ".json"
 	if err := c.AddResource(url, doc); err != nil {
 		panic(fmt.Sprintf("workspace: input schema of %s: %v", name, err))
