@@ -30,19 +30,11 @@ const (
 const DefaultWorkspace = "default"
 
 // field reads a record field; absent and null are nil.
-func field(v schema.Value, name string) schema.Value {
-	m, ok := v.(*schema.Map)
-	if !ok {
-		return nil
-	}
-	f, _ := m.Get(name)
-	return f
-}
 
 // textSet reads an option<set<text>> or option<list<text>> grant param;
 // ok is false when it is absent (absent means "anything").
 func textSet(v schema.Value, name string) ([]string, bool) {
-	l, ok := field(v, name).([]schema.Value)
+	l, ok := schema.FieldPath(v, name).([]schema.Value)
 	if !ok {
 		return nil, false
 	}
@@ -80,8 +72,8 @@ func enforce(r schema.Resolver, cd *schema.DefCap, grant schema.Value, kind stri
 // ports and path_prefixes allowlists (absent or empty lists allow all).
 // A host entry "*.example.com" matches subdomains of example.com.
 func enforceHTTP(grant, params schema.Value) error {
-	method, _ := field(params, "method").(string)
-	raw, _ := field(params, "url").(string)
+	method, _ := schema.FieldPath(params, "method").(string)
+	raw, _ := schema.FieldPath(params, "url").(string)
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
 		return fmt.Errorf("url %q is not an absolute URL", raw)
@@ -106,7 +98,7 @@ func enforceHTTP(grant, params schema.Value) error {
 	if methods, ok := textSet(grant, "methods"); ok && len(methods) > 0 && !containsFold(methods, method) {
 		return fmt.Errorf("method %q is not in the allowed methods %v", method, methods)
 	}
-	if ports, ok := field(grant, "ports").([]schema.Value); ok && len(ports) > 0 {
+	if ports, ok := schema.FieldPath(grant, "ports").([]schema.Value); ok && len(ports) > 0 {
 		allowed := false
 		for _, p := range ports {
 			if n, ok := p.(uint64); ok && strconv.FormatUint(n, 10) == port {
@@ -170,23 +162,23 @@ func containsFold(ss []string, s string) bool {
 // enforceLLM checks llm.generate against providers, models, max_tokens
 // and tools_allow (a named tool_choice must be allowed).
 func enforceLLM(grant, params schema.Value) error {
-	provider, _ := field(params, "provider").(string)
-	model, _ := field(params, "model").(string)
+	provider, _ := schema.FieldPath(params, "provider").(string)
+	model, _ := schema.FieldPath(params, "model").(string)
 	if ps, ok := textSet(grant, "providers"); ok && len(ps) > 0 && !slices.Contains(ps, provider) {
 		return fmt.Errorf("provider %q is not in the allowed providers %v", provider, ps)
 	}
 	if ms, ok := textSet(grant, "models"); ok && len(ms) > 0 && !slices.Contains(ms, model) {
 		return fmt.Errorf("model %q is not in the allowed models %v", model, ms)
 	}
-	if max, ok := field(grant, "max_tokens").(uint64); ok {
-		if n, _ := field(params, "max_tokens").(uint64); n > max {
+	if max, ok := schema.FieldPath(grant, "max_tokens").(uint64); ok {
+		if n, _ := schema.FieldPath(params, "max_tokens").(uint64); n > max {
 			return fmt.Errorf("max_tokens %d is above the cap's %d", n, max)
 		}
 	}
 	if tools, ok := textSet(grant, "tools_allow"); ok {
-		if tc, ok := field(params, "tool_choice").(*schema.Map); ok {
+		if tc, ok := schema.FieldPath(params, "tool_choice").(*schema.Map); ok {
 			if tag, v, _ := tc.VariantTag(); tag == "Tool" {
-				name, _ := field(v, "name").(string)
+				name, _ := schema.FieldPath(v, "name").(string)
 				if !slices.Contains(tools, name) {
 					return fmt.Errorf("tool_choice names tool %q, which is not in tools_allow %v", name, tools)
 				}
@@ -203,7 +195,7 @@ func enforceWorkspace(grant schema.Value, kind string, params schema.Value) erro
 	if ops, ok := textSet(grant, "ops"); ok && len(ops) > 0 && !slices.Contains(ops, op) {
 		return fmt.Errorf("operation %q is not in the allowed ops %v", op, ops)
 	}
-	if ws, ok := field(params, "workspace").(string); ok {
+	if ws, ok := schema.FieldPath(params, "workspace").(string); ok {
 		if allowed, ok := textSet(grant, "workspaces"); ok && len(allowed) > 0 && !slices.Contains(allowed, ws) {
 			return fmt.Errorf("workspace %q is not in the allowed workspaces %v", ws, allowed)
 		}
@@ -213,7 +205,7 @@ func enforceWorkspace(grant schema.Value, kind string, params schema.Value) erro
 	// too; only resolve and empty_root touch no path.
 	var paths []string
 	for _, key := range []string{"path", "prefix"} {
-		if p, ok := field(params, key).(string); ok {
+		if p, ok := schema.FieldPath(params, key).(string); ok {
 			paths = append(paths, p)
 		}
 	}
@@ -251,8 +243,8 @@ func enforceWorkspace(grant schema.Value, kind string, params schema.Value) erro
 // like the workspace primitives: the op is the tool name without
 // "workspace_", the workspace and path come from the arguments.
 func enforceWorkspaceTool(grant, params schema.Value) error {
-	tool, _ := field(params, "tool").(string)
-	args, _ := field(params, "arguments_json").(string)
+	tool, _ := schema.FieldPath(params, "tool").(string)
+	args, _ := schema.FieldPath(params, "arguments_json").(string)
 	op, ok := strings.CutPrefix(tool, "workspace_")
 	if !ok {
 		return fmt.Errorf("%q is not a workspace tool", tool)
@@ -282,8 +274,8 @@ func enforceWorkspaceTool(grant, params schema.Value) error {
 // enforceScripted checks scripted.run against max_timeout_ms. (The
 // commands inside the script are each checked as the tool calls they are.)
 func enforceScripted(grant, params schema.Value) error {
-	if max, ok := field(grant, "max_timeout_ms").(uint64); ok {
-		if t, ok := field(params, "timeout_ms").(uint64); ok && t > max {
+	if max, ok := schema.FieldPath(grant, "max_timeout_ms").(uint64); ok {
+		if t, ok := schema.FieldPath(params, "timeout_ms").(uint64); ok && t > max {
 			return fmt.Errorf("timeout_ms %d is above the cap's %d", t, max)
 		}
 	}
@@ -293,8 +285,8 @@ func enforceScripted(grant, params schema.Value) error {
 // enforceMCP checks mcp.call against servers and tools_allow ("server/tool"
 // or "tool" entries).
 func enforceMCP(grant, params schema.Value) error {
-	server, _ := field(params, "server").(string)
-	tool, _ := field(params, "tool").(string)
+	server, _ := schema.FieldPath(params, "server").(string)
+	tool, _ := schema.FieldPath(params, "tool").(string)
 	if ss, ok := textSet(grant, "servers"); ok && len(ss) > 0 && !slices.Contains(ss, server) {
 		return fmt.Errorf("MCP server %q is not in the allowed servers %v", server, ss)
 	}

@@ -144,6 +144,19 @@ func (m *Map) Get(key Value) (Value, bool) {
 // Field returns the value of a record field (a text key).
 func (m *Map) Field(name string) (Value, bool) { return m.Get(name) }
 
+// FieldPath returns the value at a path of record fields under v: nil when
+// a field is absent or a value on the way is not a map.
+func FieldPath(v Value, path ...string) Value {
+	for _, name := range path {
+		m, ok := v.(*Map)
+		if !ok || m == nil {
+			return nil
+		}
+		v, _ = m.Get(name)
+	}
+	return v
+}
+
 // Has reports whether key is present.
 func (m *Map) Has(key Value) bool {
 	_, ok := m.Get(key)

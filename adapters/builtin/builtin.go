@@ -35,19 +35,13 @@ func Adapters(client *http.Client) map[string]effects.Adapter {
 	}
 }
 
-func field(v schema.Value, name string) schema.Value {
-	m, _ := v.(*schema.Map)
-	f, _ := m.Get(name)
-	return f
-}
-
 // BlobPut stores params.bytes and checks them against params.blob_ref: a
 // blake3 ref must be their BLAKE3, a sha256 ref (AgentOS style) their
 // SHA-256. The receipt is {blob_ref, size}.
 func BlobPut(ctx context.Context, c *effects.Call) effects.Receipt {
 	const id = "blob"
-	refText, _ := field(c.Params, "blob_ref").(string)
-	data, _ := field(c.Params, "bytes").([]byte)
+	refText, _ := schema.FieldPath(c.Params, "blob_ref").(string)
+	data, _ := schema.FieldPath(c.Params, "bytes").([]byte)
 	want, err := cas.ParseRef(refText)
 	if err != nil {
 		return effects.Errorf(id, "blob.put: %v", err)
@@ -71,7 +65,7 @@ func BlobPut(ctx context.Context, c *effects.Call) effects.Receipt {
 // BlobGet reads a blob. The receipt is {blob_ref, size, bytes}.
 func BlobGet(ctx context.Context, c *effects.Call) effects.Receipt {
 	const id = "blob"
-	refText, _ := field(c.Params, "blob_ref").(string)
+	refText, _ := schema.FieldPath(c.Params, "blob_ref").(string)
 	ref, err := cas.ParseRef(refText)
 	if err != nil {
 		return effects.Errorf(id, "blob.get: %v", err)
@@ -90,8 +84,8 @@ func BlobGet(ctx context.Context, c *effects.Call) effects.Receipt {
 // the world's clock) and reports when it fired: {delivered_at_ns, key}.
 func TimerSet(ctx context.Context, c *effects.Call) effects.Receipt {
 	const id = "timer"
-	at, _ := field(c.Params, "deliver_at_ns").(uint64)
-	key := field(c.Params, "key")
+	at, _ := schema.FieldPath(c.Params, "deliver_at_ns").(uint64)
+	key := schema.FieldPath(c.Params, "key")
 	if at > 1<<63-1 {
 		return effects.Errorf(id, "timer.set: deliver_at_ns %d is out of range", at)
 	}
@@ -117,10 +111,10 @@ const defaultMaxBody = 16 << 20
 // Run performs the request.
 func (h *HTTP) Run(ctx context.Context, c *effects.Call) effects.Receipt {
 	const id = "http"
-	method, _ := field(c.Params, "method").(string)
-	rawURL, _ := field(c.Params, "url").(string)
+	method, _ := schema.FieldPath(c.Params, "method").(string)
+	rawURL, _ := schema.FieldPath(c.Params, "url").(string)
 	var body io.Reader
-	if r, ok := field(c.Params, "body_ref").(string); ok {
+	if r, ok := schema.FieldPath(c.Params, "body_ref").(string); ok {
 		ref, err := cas.ParseRef(r)
 		if err != nil {
 			return effects.Errorf(id, "http.request: body_ref: %v", err)
@@ -135,7 +129,7 @@ func (h *HTTP) Run(ctx context.Context, c *effects.Call) effects.Receipt {
 	if err != nil {
 		return effects.Errorf(id, "http.request: %v", err)
 	}
-	if hm, ok := field(c.Params, "headers").(*schema.Map); ok {
+	if hm, ok := schema.FieldPath(c.Params, "headers").(*schema.Map); ok {
 		for _, e := range hm.Entries() {
 			k, _ := e.Key.(string)
 			v, _ := e.Value.(string)
@@ -198,7 +192,7 @@ func (h *HTTP) Run(ctx context.Context, c *effects.Call) effects.Receipt {
 }
 
 func redirectAllowed(grant schema.Value, u *url.URL) error {
-	hostsV, _ := field(grant, "hosts").([]schema.Value)
+	hostsV, _ := schema.FieldPath(grant, "hosts").([]schema.Value)
 	var hosts []string
 	for _, h := range hostsV {
 		if s, ok := h.(string); ok {
@@ -208,7 +202,7 @@ func redirectAllowed(grant schema.Value, u *url.URL) error {
 	if len(hosts) > 0 && !effects.HostAllowed(u.Hostname(), hosts) {
 		return fmt.Errorf("host %q is not in the allowed hosts %v", u.Hostname(), hosts)
 	}
-	schemesV, _ := field(grant, "schemes").([]schema.Value)
+	schemesV, _ := schema.FieldPath(grant, "schemes").([]schema.Value)
 	if len(schemesV) > 0 {
 		ok := false
 		for _, s := range schemesV {

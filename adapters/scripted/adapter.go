@@ -159,15 +159,6 @@ func (a *Adapter) Shell() *Shell {
 	return a.shell
 }
 
-func field(v schema.Value, name string) schema.Value {
-	m, ok := v.(*schema.Map)
-	if !ok {
-		return nil
-	}
-	f, _ := m.Get(name)
-	return f
-}
-
 // Run runs a scripted.run intent's script ({script, timeout_ms?}) and
 // returns a sys/ToolResponse@1 receipt. The script's failures (a non-zero
 // exit, a timeout, a denied command) are in the receipt, whose status is
@@ -176,9 +167,9 @@ func (a *Adapter) Run(ctx context.Context, c *effects.Call) effects.Receipt {
 	if c == nil || c.Intent == nil {
 		return effects.Errorf(AdapterID, "scripted.run: a call without an intent")
 	}
-	script, _ := field(c.Params, "script").(string)
+	script, _ := schema.FieldPath(c.Params, "script").(string)
 	req := tools.Request{Commands: script}
-	if ms, ok := schema.AsUint64(field(c.Params, "timeout_ms")); ok {
+	if ms, ok := schema.AsUint64(schema.FieldPath(c.Params, "timeout_ms")); ok {
 		// 0 is the default, as in tools.Request; the shell bounds the rest.
 		req.TimeoutMS = int64(min(ms, 1<<40))
 	}
@@ -209,7 +200,7 @@ func (e *Denied) Error() string { return "denied: " + e.Reason }
 // decided by the gate and run by its kind's adapter.
 func (a *Adapter) gated(parent *effects.Call) CallFunc {
 	in := parent.Intent
-	allow, restricted := textSet(field(in.GrantParams, "tools_allow"))
+	allow, restricted := textSet(schema.FieldPath(in.GrantParams, "tools_allow"))
 	return func(ctx context.Context, cmd Command) (tools.Response, error) {
 		name := cmd.Tool.Name()
 		if restricted && !slices.Contains(allow, name) {
@@ -261,14 +252,14 @@ func (a *Adapter) response(ctx context.Context, in *effects.Intent, payload sche
 		return tools.Response{}, fmt.Errorf("the %s receipt does not fit %s: %v", in.Kind, ef.ReceiptSchema, err)
 	}
 	var resp tools.Response
-	resp.Stdout, _ = field(v, "stdout").(string)
-	resp.Stderr, _ = field(v, "stderr").(string)
-	code, _ := schema.AsInt64(field(v, "exit_code"))
+	resp.Stdout, _ = schema.FieldPath(v, "stdout").(string)
+	resp.Stderr, _ = schema.FieldPath(v, "stderr").(string)
+	code, _ := schema.AsInt64(schema.FieldPath(v, "exit_code"))
 	resp.ExitCode = int(code)
-	resp.Error, _ = field(v, "error").(string)
-	resp.StdoutTruncated, _ = field(v, "stdout_truncated").(bool)
-	resp.StderrTruncated, _ = field(v, "stderr_truncated").(bool)
-	commits, _ := field(v, "commits").([]schema.Value)
+	resp.Error, _ = schema.FieldPath(v, "error").(string)
+	resp.StdoutTruncated, _ = schema.FieldPath(v, "stdout_truncated").(bool)
+	resp.StderrTruncated, _ = schema.FieldPath(v, "stderr_truncated").(bool)
+	commits, _ := schema.FieldPath(v, "commits").([]schema.Value)
 	rec := tools.RecorderFrom(ctx)
 	for i, cv := range commits {
 		c, err := commitFromValue(cv)
@@ -284,12 +275,12 @@ func (a *Adapter) response(ctx context.Context, in *effects.Intent, payload sche
 // writes it.
 func commitFromValue(v schema.Value) (tools.Commit, error) {
 	var c tools.Commit
-	c.Workspace, _ = field(v, "workspace").(string)
-	c.ExpectedHead, _ = schema.AsUint64(field(v, "expected_head"))
+	c.Workspace, _ = schema.FieldPath(v, "workspace").(string)
+	c.ExpectedHead, _ = schema.AsUint64(schema.FieldPath(v, "expected_head"))
 	c.Version = c.ExpectedHead + 1
-	meta := field(v, "meta")
-	c.Owner, _ = field(meta, "owner").(string)
-	root, _ := field(meta, "root_hash").(string)
+	meta := schema.FieldPath(v, "meta")
+	c.Owner, _ = schema.FieldPath(meta, "owner").(string)
+	root, _ := schema.FieldPath(meta, "root_hash").(string)
 	ref, err := cas.ParseRef(root)
 	if err != nil {
 		return c, fmt.Errorf("root_hash: %v", err)

@@ -3,6 +3,7 @@ package bashfx
 import (
 	"testing"
 
+	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools"
 )
 
@@ -27,8 +28,8 @@ func BenchmarkRun(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			r := f.a.Run(b.Context(), c)
-			if code, _ := field(r.Payload, "exit_code").(int64); code != 0 {
-				b.Fatalf("exit %d: %v", code, field(r.Payload, "stderr"))
+			if code, _ := schema.FieldPath(r.Payload, "exit_code").(int64); code != 0 {
+				b.Fatalf("exit %d: %v", code, schema.FieldPath(r.Payload, "stderr"))
 			}
 			f.rec.mu.Lock()
 			f.rec.calls = f.rec.calls[:0]

@@ -80,15 +80,15 @@ date -u +%FT%TZ`
 			if err != nil {
 				return err
 			}
-			intents = append(intents, fmt.Sprint(field(v, "kind")))
+			intents = append(intents, fmt.Sprint(schema.FieldPath(v, "kind")))
 		case world.KindRaised:
 			v, err := schema.Decode(r.Payload)
 			if err != nil {
 				return err
 			}
-			if field(v, "schema") == "test/ToolDone@1" {
-				ev := field(v, "value")
-				done[field(ev, "id").(string)] = field(ev, "response")
+			if schema.FieldPath(v, "schema") == "test/ToolDone@1" {
+				ev := schema.FieldPath(v, "value")
+				done[schema.FieldPath(ev, "id").(string)] = schema.FieldPath(ev, "response")
 			}
 		case world.KindDenied, world.KindRejected, world.KindReducerError:
 			return fmt.Errorf("record %d is %s: %s", r.Seq, r.Kind, payloadJSON(r))
@@ -200,8 +200,8 @@ introspect_state --reducer nope/Nope@1 || echo "no such reducer: $?"`
 			if err != nil {
 				return err
 			}
-			if field(v, "schema") == "test/ToolDone@1" {
-				resp = field(field(v, "value"), "response")
+			if schema.FieldPath(v, "schema") == "test/ToolDone@1" {
+				resp = schema.FieldPath(schema.FieldPath(v, "value"), "response")
 			}
 		}
 		return nil

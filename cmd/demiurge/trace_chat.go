@@ -94,18 +94,6 @@ func newChatTrace(g cas.Getter) *chatTrace {
 		keys: map[string]modelKey{}}
 }
 
-func field(m *schema.Map, path ...string) schema.Value {
-	var v schema.Value = m
-	for _, p := range path {
-		mm, ok := v.(*schema.Map)
-		if !ok {
-			return nil
-		}
-		v, _ = mm.Get(p)
-	}
-	return v
-}
-
 func text(v schema.Value) string { s, _ := v.(string); return s }
 func num(v schema.Value) uint64  { n, _ := v.(uint64); return n }
 func ms(d uint64) float64        { return float64(d) / 1e6 }
@@ -118,21 +106,21 @@ func (c *chatTrace) record(r journal.Record) error {
 	m, _ := v.(*schema.Map)
 	switch r.Kind {
 	case world.KindEvent, world.KindReceipt:
-		c.now = num(field(m, "stamp", "now"))
+		c.now = num(schema.FieldPath(m, "stamp", "now"))
 	}
 	switch r.Kind {
 	case world.KindEvent, world.KindRaised:
-		switch text(field(m, "schema")) {
+		switch text(schema.FieldPath(m, "schema")) {
 		case "demiurge/ChatEvent@1":
 			c.chatEvents = true
 		case demiurge.ChatRequestSchema:
-			c.lastReq = append(c.lastReq, modelKey{text(field(m, "value", "chat_id")), num(field(m, "value", "request_id")), num(field(m, "value", "round"))})
+			c.lastReq = append(c.lastReq, modelKey{text(schema.FieldPath(m, "value", "chat_id")), num(schema.FieldPath(m, "value", "request_id")), num(schema.FieldPath(m, "value", "round"))})
 		case demiurge.ToolRequestSchema:
-			c.pendCalls = append(c.pendCalls, text(field(m, "value", "call_id")))
+			c.pendCalls = append(c.pendCalls, text(schema.FieldPath(m, "value", "call_id")))
 		}
 	case world.KindIntent:
-		in := text(field(m, "intent"))
-		switch kind := text(field(m, "kind")); kind {
+		in := text(schema.FieldPath(m, "intent"))
+		switch kind := text(schema.FieldPath(m, "kind")); kind {
 		case "llm.generate":
 			if len(c.lastReq) > 0 {
 				c.modelIn[in] = c.lastReq[0].String()
@@ -147,17 +135,17 @@ func (c *chatTrace) record(r journal.Record) error {
 		}
 		c.started[in] = c.now
 	case world.KindReceipt:
-		in := text(field(m, "intent"))
+		in := text(schema.FieldPath(m, "intent"))
 		lat := ms(c.now - c.started[in])
 		if k, ok := c.modelIn[in]; ok {
 			key := c.keys[k]
-			mc := &modelCall{Round: key.round, LatencyMS: lat, Error: text(field(m, "error"))}
-			if p, ok := field(m, "payload").(*schema.Map); ok {
-				mc.Model, mc.Finish = text(field(p, "model")), text(field(p, "finish_reason"))
-				mc.InputTokens, mc.OutputTokens = num(field(p, "token_usage", "prompt")), num(field(p, "token_usage", "completion"))
-				mc.CachedTokens, mc.Reasoning = num(field(p, "token_usage", "cached")), num(field(p, "token_usage", "reasoning"))
-				mc.CostMicroUSD = num(field(p, "cost_microusd"))
-				if r, err := cas.ParseRef(text(field(p, "failed_attempts_ref"))); err == nil {
+			mc := &modelCall{Round: key.round, LatencyMS: lat, Error: text(schema.FieldPath(m, "error"))}
+			if p, ok := schema.FieldPath(m, "payload").(*schema.Map); ok {
+				mc.Model, mc.Finish = text(schema.FieldPath(p, "model")), text(schema.FieldPath(p, "finish_reason"))
+				mc.InputTokens, mc.OutputTokens = num(schema.FieldPath(p, "token_usage", "prompt")), num(schema.FieldPath(p, "token_usage", "completion"))
+				mc.CachedTokens, mc.Reasoning = num(schema.FieldPath(p, "token_usage", "cached")), num(schema.FieldPath(p, "token_usage", "reasoning"))
+				mc.CostMicroUSD = num(schema.FieldPath(p, "cost_microusd"))
+				if r, err := cas.ParseRef(text(schema.FieldPath(p, "failed_attempts_ref"))); err == nil {
 					_ = cas.GetNode(context.Background(), c.cas, r, &mc.Retried)
 				}
 			}
@@ -166,21 +154,21 @@ func (c *chatTrace) record(r journal.Record) error {
 		if call, ok := c.toolIn[in]; ok {
 			tc := c.tool(call)
 			tc.LatencyMS = lat
-			if p, ok := field(m, "payload").(*schema.Map); ok {
-				if calls, ok := field(p, "calls").([]schema.Value); ok {
+			if p, ok := schema.FieldPath(m, "payload").(*schema.Map); ok {
+				if calls, ok := schema.FieldPath(p, "calls").([]schema.Value); ok {
 					for _, sc := range calls {
 						sm, _ := sc.(*schema.Map)
-						tc.SubCalls = append(tc.SubCalls, text(field(sm, "tool")))
+						tc.SubCalls = append(tc.SubCalls, text(schema.FieldPath(sm, "tool")))
 					}
 				}
 			}
 		}
 	case world.KindState:
-		if text(field(m, "reducer")) != demiurge.ModuleName || text(field(m, "state")) == "" {
+		if text(schema.FieldPath(m, "reducer")) != demiurge.ModuleName || text(schema.FieldPath(m, "state")) == "" {
 			return nil
 		}
-		chat := text(field(m, "key"))
-		ref, err := cas.ParseRef(text(field(m, "state")))
+		chat := text(schema.FieldPath(m, "key"))
+		ref, err := cas.ParseRef(text(schema.FieldPath(m, "state")))
 		if err != nil {
 			return nil
 		}

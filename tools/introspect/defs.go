@@ -70,10 +70,10 @@ func (r *reader) manifestAt(ctx context.Context, c Consistency) (*manifestDefs, 
 	}
 	d := &manifestDefs{r: r, ref: m.Manifest, bytes: b, node: node, listed: map[string][]namedRef{}, meta: m}
 	for _, s := range sections {
-		l, _ := field(node, s.section).([]schema.Value)
+		l, _ := schema.FieldPath(node, s.section).([]schema.Value)
 		for _, e := range l {
-			name, _ := field(e, "name").(string)
-			hash, _ := field(e, "hash").(string)
+			name, _ := schema.FieldPath(e, "name").(string)
+			hash, _ := schema.FieldPath(e, "hash").(string)
 			d.listed[s.kind] = append(d.listed[s.kind], namedRef{Name: name, Hash: hash})
 		}
 	}
@@ -81,14 +81,6 @@ func (r *reader) manifestAt(ctx context.Context, c Consistency) (*manifestDefs, 
 }
 
 // field returns a member of a record value, or nil.
-func field(v schema.Value, name string) schema.Value {
-	m, ok := v.(*schema.Map)
-	if !ok {
-		return nil
-	}
-	f, _ := m.Get(name)
-	return f
-}
 
 // lookup returns the hash of a def: one the manifest lists, else a
 // built-in (built-ins are always available).
@@ -155,7 +147,7 @@ func (d *manifestDefs) schemaType(ctx context.Context, name string) (json.RawMes
 	if err != nil {
 		return nil, cas.Ref{}, err
 	}
-	return json.RawMessage(schema.ValueJSON(field(node, "type"))), ref, nil
+	return json.RawMessage(schema.ValueJSON(schema.FieldPath(node, "type"))), ref, nil
 }
 
 // typeRefs returns the schema names a type node refers to, in order of
@@ -189,13 +181,13 @@ func (d *manifestDefs) refArms(ctx context.Context, variant string) []string {
 	if err != nil {
 		return nil
 	}
-	arms, ok := field(field(node, "type"), "variant").(*schema.Map)
+	arms, ok := schema.FieldPath(schema.FieldPath(node, "type"), "variant").(*schema.Map)
 	if !ok {
 		return nil
 	}
 	var out []string
 	for _, e := range arms.Entries() {
-		if s, ok := field(e.Value, "ref").(string); ok {
+		if s, ok := schema.FieldPath(e.Value, "ref").(string); ok {
 			out = append(out, s)
 		}
 	}
@@ -211,13 +203,13 @@ type route struct {
 
 // routes returns the manifest's event routes.
 func (d *manifestDefs) routes() []route {
-	l, _ := field(field(d.node, "routing"), "events").([]schema.Value)
+	l, _ := schema.FieldPath(schema.FieldPath(d.node, "routing"), "events").([]schema.Value)
 	out := make([]route, 0, len(l))
 	for _, e := range l {
 		rt := route{}
-		rt.Event, _ = field(e, "event").(string)
-		rt.Reducer, _ = field(e, "reducer").(string)
-		if kf, ok := field(e, "key_field").(string); ok {
+		rt.Event, _ = schema.FieldPath(e, "event").(string)
+		rt.Reducer, _ = schema.FieldPath(e, "reducer").(string)
+		if kf, ok := schema.FieldPath(e, "key_field").(string); ok {
 			rt.KeyField = &kf
 		}
 		out = append(out, rt)
@@ -234,13 +226,13 @@ type trigger struct {
 
 // triggers returns the manifest's triggers.
 func (d *manifestDefs) triggers() []trigger {
-	l, _ := field(d.node, "triggers").([]schema.Value)
+	l, _ := schema.FieldPath(d.node, "triggers").([]schema.Value)
 	out := make([]trigger, 0, len(l))
 	for _, e := range l {
 		t := trigger{}
-		t.Event, _ = field(e, "event").(string)
-		t.Plan, _ = field(e, "plan").(string)
-		if c, ok := field(e, "correlate_by").(string); ok {
+		t.Event, _ = schema.FieldPath(e, "event").(string)
+		t.Plan, _ = schema.FieldPath(e, "plan").(string)
+		if c, ok := schema.FieldPath(e, "correlate_by").(string); ok {
 			t.CorrelateBy = &c
 		}
 		out = append(out, t)
@@ -275,14 +267,14 @@ func (d *manifestDefs) raises(ctx context.Context, plan string) []string {
 	if err != nil {
 		return nil
 	}
-	steps, _ := field(node, "steps").([]schema.Value)
+	steps, _ := schema.FieldPath(node, "steps").([]schema.Value)
 	seen := map[string]bool{}
 	var out []string
 	for _, s := range steps {
-		if op, _ := field(s, "op").(string); op != schema.OpRaiseEvent {
+		if op, _ := schema.FieldPath(s, "op").(string); op != schema.OpRaiseEvent {
 			continue
 		}
-		if ev, ok := field(s, "event").(string); ok && !seen[ev] {
+		if ev, ok := schema.FieldPath(s, "event").(string); ok && !seen[ev] {
 			seen[ev] = true
 			out = append(out, ev)
 		}

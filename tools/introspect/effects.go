@@ -55,7 +55,7 @@ func receipt(kind string, payload schema.Value, err error) effects.Receipt {
 }
 
 func textParam(c *effects.Call, name string) string {
-	s, _ := field(c.Params, name).(string)
+	s, _ := schema.FieldPath(c.Params, name).(string)
 	return s
 }
 
@@ -91,7 +91,7 @@ func (r *reader) reducerStateEffect(ctx context.Context, c *effects.Call) effect
 		}
 		var key schema.Value
 		// An empty key is AgentOS's key of a reducer that is not keyed.
-		if kb, ok := field(c.Params, "key").([]byte); ok && len(kb) > 0 {
+		if kb, ok := schema.FieldPath(c.Params, "key").([]byte); ok && len(kb) > 0 {
 			if key, err = schema.Decode(kb); err != nil {
 				return nil, fmt.Errorf("%w: key is not canonical CBOR: %v", ErrInvalid, err)
 			}

@@ -150,13 +150,13 @@ func (r *reader) manifest(ctx context.Context, c Consistency, a manifestArgs) (*
 	}
 	list := func(kind string) []namedRef { return append([]namedRef{}, d.listed[kind]...) }
 	obj := func(name string) json.RawMessage {
-		v := field(d.node, name)
+		v := schema.FieldPath(d.node, name)
 		if v == nil {
 			return json.RawMessage("{}")
 		}
 		return schema.ValueJSON(v)
 	}
-	av, _ := field(d.node, "air_version").(string)
+	av, _ := schema.FieldPath(d.node, "air_version").(string)
 	out := &manifestOut{
 		World: r.v.Name(), ManifestHash: d.ref.String(), AirVersion: av,
 		Schemas: list(schema.KindDefSchema), Modules: list(schema.KindDefModule), Plans: list(schema.KindDefPlan),
@@ -166,7 +166,7 @@ func (r *reader) manifest(ctx context.Context, c Consistency, a manifestArgs) (*
 		Triggers: json.RawMessage("[]"),
 		Meta:     d.meta.json(),
 	}
-	if t := field(d.node, "triggers"); t != nil {
+	if t := schema.FieldPath(d.node, "triggers"); t != nil {
 		out.Triggers = schema.ValueJSON(t)
 	}
 	if a.IncludeBuiltin {

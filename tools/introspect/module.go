@@ -146,7 +146,7 @@ func (r *reader) module(ctx context.Context, c Consistency, name string) (*modul
 	}
 	out := &moduleOut{Name: name, Hash: ref.String(), EffectsEmitted: []string{}, CapSlots: json.RawMessage("{}"),
 		Bindings: json.RawMessage("{}"), Routes: []routeOut{}, Triggers: []triggerOut{}, Meta: d.meta.json()}
-	out.ModuleKind, _ = field(node, "module_kind").(string)
+	out.ModuleKind, _ = schema.FieldPath(node, "module_kind").(string)
 	schemaRef := func(name string) (*schemaOut, error) {
 		t, h, err := d.schemaType(ctx, name)
 		if err != nil {
@@ -154,16 +154,16 @@ func (r *reader) module(ctx context.Context, c Consistency, name string) (*modul
 		}
 		return &schemaOut{Name: name, Hash: h.String(), Type: t}, nil
 	}
-	if ks, ok := field(node, "key_schema").(string); ok {
+	if ks, ok := schema.FieldPath(node, "key_schema").(string); ok {
 		out.Keyed = true
 		if out.KeySchema, err = schemaRef(ks); err != nil {
 			return nil, err
 		}
 	}
-	abi := field(node, "abi")
-	red, pure := field(abi, "reducer"), field(abi, "pure")
+	abi := schema.FieldPath(node, "abi")
+	red, pure := schema.FieldPath(abi, "reducer"), schema.FieldPath(abi, "pure")
 	set := func(dst **schemaOut, from schema.Value, key string) error {
-		s, ok := field(from, key).(string)
+		s, ok := schema.FieldPath(from, key).(string)
 		if !ok {
 			return nil
 		}
@@ -181,21 +181,21 @@ func (r *reader) module(ctx context.Context, c Consistency, name string) (*modul
 		}
 	}
 	for _, part := range []schema.Value{red, pure} {
-		if ctxName, ok := field(part, "context").(string); ok {
+		if ctxName, ok := schema.FieldPath(part, "context").(string); ok {
 			out.Context = &ctxName
 		}
 	}
-	if l, ok := field(red, "effects_emitted").([]schema.Value); ok {
+	if l, ok := schema.FieldPath(red, "effects_emitted").([]schema.Value); ok {
 		for _, e := range l {
 			if s, ok := e.(string); ok {
 				out.EffectsEmitted = append(out.EffectsEmitted, s)
 			}
 		}
 	}
-	if slots := field(red, "cap_slots"); slots != nil {
+	if slots := schema.FieldPath(red, "cap_slots"); slots != nil {
 		out.CapSlots = schema.ValueJSON(slots)
 	}
-	if slots := field(field(field(d.node, "module_bindings"), name), "slots"); slots != nil {
+	if slots := schema.FieldPath(schema.FieldPath(schema.FieldPath(d.node, "module_bindings"), name), "slots"); slots != nil {
 		out.Bindings = schema.ValueJSON(slots)
 	}
 	if red == nil {

@@ -110,7 +110,7 @@ func (r *reader) schemas(ctx context.Context, c Consistency, a schemasArgs) (*sc
 		if err != nil {
 			return err
 		}
-		t := field(node, "type")
+		t := schema.FieldPath(node, "type")
 		types = append(types, t)
 		out.Schemas = append(out.Schemas, schemaOut{Name: name, Hash: ref.String(), Type: schema.ValueJSON(t)})
 		return nil
