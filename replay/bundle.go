@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,7 +16,6 @@ import (
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/schema"
-	"github.com/fxamacker/cbor/v2"
 )
 
 // BundleFormat is the format name in bundle.json.
@@ -188,19 +186,10 @@ func Read(dir string) (*Bundle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read bundle %s: %w", dir, err)
 	}
-	dec := cbor.NewDecoder(bytes.NewReader(jb))
 	prev := journal.Genesis(b.Manifest.World)
-	for seq := uint64(1); ; seq++ {
-		// The decoder finds where each item ends; the record is decoded
-		// (and hashed) from the exact bytes.
-		start := dec.NumBytesRead()
-		var raw cbor.RawMessage
-		if err := dec.Decode(&raw); err == io.EOF {
-			break
-		} else if err != nil {
-			return nil, fmt.Errorf("read bundle %s: journal.cbor record %d: %w", dir, seq, err)
-		}
-		r, err := journal.DecodeRecord(jb[start:dec.NumBytesRead()])
+	seq := uint64(0)
+	for r, err := range journal.DecodeRecords(jb) {
+		seq++
 		if err != nil {
 			return nil, fmt.Errorf("read bundle %s: journal.cbor record %d: %w", dir, seq, err)
 		}

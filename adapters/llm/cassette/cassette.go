@@ -6,12 +6,10 @@
 package cassette
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -21,7 +19,6 @@ import (
 	"github.com/demiurge-dev/demiurge/effects"
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/schema"
-	"github.com/fxamacker/cbor/v2"
 )
 
 // Answer is one recorded outcome of llm.generate.
@@ -51,17 +48,10 @@ func Open(dir string) (*Cassette, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cassette %s: %w (want a session bundle: demiurge export)", dir, err)
 	}
-	dec := cbor.NewDecoder(bytes.NewReader(jb))
 	llmIntents := map[string]bool{}
-	for seq := 1; ; seq++ {
-		start := dec.NumBytesRead()
-		var raw cbor.RawMessage
-		if err := dec.Decode(&raw); err == io.EOF {
-			break
-		} else if err != nil {
-			return nil, fmt.Errorf("cassette %s: journal record %d: %w", dir, seq, err)
-		}
-		r, err := journal.DecodeRecord(jb[start:dec.NumBytesRead()])
+	seq := 0
+	for r, err := range journal.DecodeRecords(jb) {
+		seq++
 		if err != nil {
 			return nil, fmt.Errorf("cassette %s: journal record %d: %w", dir, seq, err)
 		}
