@@ -23,11 +23,9 @@ import (
 // and runs the effects, and replay feeds it recorded inputs. A Machine is
 // not safe for concurrent use.
 type Machine struct {
-	cat   *schema.Catalog
-	reg   *reducer.Registry
-	gate  *effects.Gate
-	progs *plans.Programs
-	cas   cas.Getter
+	cur *loadedCatalog // the catalog running now, one of loaded
+	reg *reducer.Registry
+	cas cas.Getter
 	// loaded are the catalogs the machine has run, in the order it first
 	// ran them: a Manifest record switches to its catalog (loaded from the
 	// CAS the first time, see schema.LoadFromCAS), and a plan instance
@@ -74,7 +72,7 @@ type pendingIntent struct {
 func NewMachine(cat *schema.Catalog, reg *reducer.Registry, store cas.Getter) *Machine {
 	lc := newLoadedCatalog(cat)
 	return &Machine{
-		cat: cat, reg: reg, gate: lc.gate, progs: lc.progs, cas: store, loaded: []*loadedCatalog{lc},
+		cur: lc, reg: reg, cas: store, loaded: []*loadedCatalog{lc},
 		cells: map[string]map[string]*cell{}, instances: map[uint64]*plans.Instance{},
 		pending: map[cas.Ref]*pendingIntent{}, nextPlanID: 1,
 	}
@@ -85,7 +83,7 @@ func NewMachine(cat *schema.Catalog, reg *reducer.Registry, store cas.Getter) *M
 // world whose manifest changed replays its older records with the
 // definitions they were written under).
 func (m *Machine) runManifest(ctx context.Context, ref cas.Ref) error {
-	if m.pinned || m.cat.ManifestRef() == ref {
+	if m.pinned || m.cur.cat.ManifestRef() == ref {
 		return nil
 	}
 	var lc *loadedCatalog
@@ -102,7 +100,7 @@ func (m *Machine) runManifest(ctx context.Context, ref cas.Ref) error {
 		lc = newLoadedCatalog(c)
 		m.loaded = append(m.loaded, lc)
 	}
-	m.cat, m.gate, m.progs = lc.cat, lc.gate, lc.progs
+	m.cur = lc
 	return nil
 }
 
@@ -110,7 +108,7 @@ func (m *Machine) runManifest(ctx context.Context, ref cas.Ref) error {
 // started with (PlanRef), from the manifest running now or, when the
 // manifest changed under the instance, from the one it started under.
 func (m *Machine) program(in *plans.Instance) (*plans.Program, error) {
-	p, err := m.progs.Get(in.Plan)
+	p, err := m.cur.progs.Get(in.Plan)
 	if err == nil && p.Ref == in.PlanRef {
 		return p, nil
 	}
@@ -129,7 +127,7 @@ func (m *Machine) program(in *plans.Instance) (*plans.Program, error) {
 }
 
 // Catalog returns the loaded manifest the machine runs.
-func (m *Machine) Catalog() *schema.Catalog { return m.cat }
+func (m *Machine) Catalog() *schema.Catalog { return m.cur.cat }
 
 // Height returns the seq of the last record the machine has seen.
 func (m *Machine) Height() uint64 { return m.height }
@@ -292,7 +290,7 @@ func (m *Machine) Apply(ctx context.Context, in *Input) (*Step, error) {
 		}
 		s.stamp.ManifestHash = m.manifest
 		t := &schema.Type{Kind: schema.KindRef, Ref: in.Schema}
-		v, err := schema.Normalize(m.cat, t, in.Value)
+		v, err := schema.Normalize(m.cur.cat, t, in.Value)
 		if err != nil {
 			return nil, fmt.Errorf("world: event %s: %w", in.Schema, err)
 		}
@@ -367,7 +365,7 @@ func (s *stepper) handleEvent(ev queuedEvent) {
 		s.deliver(ev.target, ev.key, ev.schema, ev.value, "")
 		return
 	}
-	for _, r := range m.cat.Manifest.Routes {
+	for _, r := range m.cur.cat.Manifest.Routes {
 		if r.Event == ev.schema {
 			s.deliver(r.Reducer, ev.key, ev.schema, ev.value, r.KeyField)
 		} else if arm := m.isArm(r.Event, ev.schema); arm != "" {
@@ -386,7 +384,7 @@ func (s *stepper) handleEvent(ev queuedEvent) {
 			s.runnable(in.ID)
 		}
 	}
-	for _, t := range m.cat.Manifest.Triggers {
+	for _, t := range m.cur.cat.Manifest.Triggers {
 		if t.Event != ev.schema {
 			continue
 		}
@@ -407,7 +405,7 @@ func (s *stepper) handleEvent(ev queuedEvent) {
 // isArm returns the arm name under which schema arm appears as a ref arm of
 // the variant schema v, or "".
 func (m *Machine) isArm(v, arm string) string {
-	t, ok := m.cat.SchemaType(v)
+	t, ok := m.cur.cat.SchemaType(v)
 	if !ok || t.Kind != schema.KindVariant {
 		return ""
 	}
@@ -440,7 +438,7 @@ func (s *stepper) deliver(module string, key schema.Value, evSchema string, valu
 	fail := func(key schema.Value, format string, args ...any) {
 		s.record(KindReducerError, rec("reducer", module, "key", key, "event", evSchema, "error", fmt.Sprintf(format, args...)))
 	}
-	mod, ok := m.cat.Module(module)
+	mod, ok := m.cur.cat.Module(module)
 	if !ok || mod.Reducer == nil {
 		fail(key, "module %s is not a reducer of the manifest", module)
 		return
@@ -470,7 +468,7 @@ func (s *stepper) deliver(module string, key schema.Value, evSchema string, valu
 			fail(nil, "event %s carries no key and the route has no key_field", evSchema)
 			return
 		}
-		nk, err := schema.Normalize(m.cat, &schema.Type{Kind: schema.KindRef, Ref: mod.KeySchema}, key)
+		nk, err := schema.Normalize(m.cur.cat, &schema.Type{Kind: schema.KindRef, Ref: mod.KeySchema}, key)
 		if err != nil {
 			fail(key, "cell key does not fit %s: %v", mod.KeySchema, err)
 			return
@@ -511,7 +509,7 @@ func (s *stepper) deliver(module string, key schema.Value, evSchema string, valu
 	var newRef cas.Ref
 	var blob []byte
 	if out.State != nil {
-		ns, err := schema.Normalize(m.cat, &schema.Type{Kind: schema.KindRef, Ref: mod.Reducer.State}, out.State)
+		ns, err := schema.Normalize(m.cur.cat, &schema.Type{Kind: schema.KindRef, Ref: mod.Reducer.State}, out.State)
 		if err != nil {
 			fail(key, "new state does not fit %s: %v", mod.Reducer.State, err)
 			return
@@ -525,11 +523,11 @@ func (s *stepper) deliver(module string, key schema.Value, evSchema string, valu
 	}
 	events := make([]queuedEvent, 0, len(out.Events))
 	for i, e := range out.Events {
-		if _, ok := m.cat.SchemaType(e.Schema); !ok {
+		if _, ok := m.cur.cat.SchemaType(e.Schema); !ok {
 			fail(key, "event %d has schema %s, which the manifest does not know", i, e.Schema)
 			return
 		}
-		v, err := schema.Normalize(m.cat, &schema.Type{Kind: schema.KindRef, Ref: e.Schema}, e.Value)
+		v, err := schema.Normalize(m.cur.cat, &schema.Type{Kind: schema.KindRef, Ref: e.Schema}, e.Value)
 		if err != nil {
 			fail(key, "event %d does not fit %s: %v", i, e.Schema, err)
 			return
@@ -614,10 +612,10 @@ func (m *Machine) slotGrant(mod *schema.DefModule, e reducer.Effect) (string, er
 	if slot == "" {
 		slot = "default"
 	}
-	if g, ok := m.cat.Manifest.SlotGrant(mod.Name, slot); ok {
+	if g, ok := m.cur.cat.Manifest.SlotGrant(mod.Name, slot); ok {
 		return g, nil
 	}
-	ef, ok := m.cat.EffectKind(e.Kind)
+	ef, ok := m.cur.cat.EffectKind(e.Kind)
 	if !ok {
 		return "", fmt.Errorf("effect kind %s is not declared", e.Kind)
 	}
@@ -628,8 +626,8 @@ func (m *Machine) slotGrant(mod *schema.DefModule, e reducer.Effect) (string, er
 		}
 	}
 	var found []string
-	for _, g := range m.cat.Manifest.CapGrants {
-		if cd, ok := m.cat.Cap(g.Cap); ok && cd.CapType == capType {
+	for _, g := range m.cur.cat.Manifest.CapGrants {
+		if cd, ok := m.cur.cat.Cap(g.Cap); ok && cd.CapType == capType {
 			found = append(found, g.Name)
 		}
 	}
@@ -645,7 +643,7 @@ func (m *Machine) slotGrant(mod *schema.DefModule, e reducer.Effect) (string, er
 // or why it was denied.
 func (s *stepper) emit(req effects.Request) (*effects.Intent, error) {
 	m := s.m
-	d := m.gate.Check(req)
+	d := m.cur.gate.Check(req)
 	if !d.Allowed {
 		s.record(KindDenied, rec("kind", req.Kind, "grant", req.Grant, "origin", req.Origin.Value(),
 			"stage", d.Stage, "reason", d.Reason))
@@ -686,8 +684,8 @@ func (s *stepper) receipt(in *Input) {
 	payload := in.Payload
 	switch in.Status {
 	case effects.StatusOK:
-		ef, _ := m.cat.Effect(intent.Effect)
-		v, err := schema.Normalize(m.cat, &schema.Type{Kind: schema.KindRef, Ref: ef.ReceiptSchema}, in.Payload)
+		ef, _ := m.cur.cat.Effect(intent.Effect)
+		v, err := schema.Normalize(m.cur.cat, &schema.Type{Kind: schema.KindRef, Ref: ef.ReceiptSchema}, in.Payload)
 		if err != nil {
 			reason := fmt.Sprintf("receipt of %s does not fit %s: %v", intent.Kind, ef.ReceiptSchema, err)
 			s.record(KindRejected, rec("intent", in.Intent.String(), "reason", reason))
@@ -727,9 +725,9 @@ func (s *stepper) reducerReceipt(intent *effects.Intent, in *Input, payload sche
 	if !ok {
 		return
 	}
-	ef, _ := m.cat.Effect(intent.Effect)
+	ef, _ := m.cur.cat.Effect(intent.Effect)
 	if payload == nil {
-		payload = zeroReceipt(m.cat, ef.ReceiptSchema, intent.Params)
+		payload = zeroReceipt(m.cur.cat, ef.ReceiptSchema, intent.Params)
 	}
 	status := in.Status
 	var cost any
@@ -739,7 +737,7 @@ func (s *stepper) reducerReceipt(intent *effects.Intent, in *Input, payload sche
 	v := rec("intent_hash", intent.Hash.String(), "reducer", intent.Origin.Name, "effect_kind", intent.Kind,
 		"adapter_id", in.AdapterID, "status", status, "requested", intent.Params, "receipt", payload,
 		"cost_cents", cost, "signature", []byte{})
-	nv, err := schema.Normalize(m.cat, &schema.Type{Kind: schema.KindRef, Ref: evSchema}, v)
+	nv, err := schema.Normalize(m.cur.cat, &schema.Type{Kind: schema.KindRef, Ref: evSchema}, v)
 	if err != nil {
 		s.record(KindRejected, rec("intent", intent.Hash.String(), "reason", fmt.Sprintf("result event %s: %v", evSchema, err)))
 		return
@@ -772,12 +770,12 @@ func zeroReceipt(cat *schema.Catalog, receiptSchema string, params schema.Value)
 
 func (s *stepper) startPlan(name string, input, corr, key schema.Value) {
 	m := s.m
-	p, err := m.progs.Get(name)
+	p, err := m.cur.progs.Get(name)
 	if err != nil {
 		s.record(KindPlanEnded, rec("plan", name, "status", "error", "error", rec("code", plans.CodeEval, "message", err.Error())))
 		return
 	}
-	in, err := schema.Normalize(m.cat, &schema.Type{Kind: schema.KindRef, Ref: p.Def.Input}, input)
+	in, err := schema.Normalize(m.cur.cat, &schema.Type{Kind: schema.KindRef, Ref: p.Def.Input}, input)
 	if err != nil {
 		s.record(KindPlanEnded, rec("plan", name, "status", "error", "error", rec("code", plans.CodeInvalid, "message", err.Error())))
 		return
@@ -829,12 +827,12 @@ func (s *stepper) runPlan(id uint64) {
 // consumes reports whether something routes, triggers on or could await
 // events of a schema.
 func (m *Machine) consumes(event string) bool {
-	for _, r := range m.cat.Manifest.Routes {
+	for _, r := range m.cur.cat.Manifest.Routes {
 		if r.Event == event || m.isArm(r.Event, event) != "" {
 			return true
 		}
 	}
-	for _, t := range m.cat.Manifest.Triggers {
+	for _, t := range m.cur.cat.Manifest.Triggers {
 		if t.Event == event {
 			return true
 		}
@@ -850,7 +848,9 @@ func (m *Machine) consumes(event string) bool {
 // planHost is the world as a plan instance sees it.
 type planHost struct{ s *stepper }
 
-func (h *planHost) SchemaType(name string) (*schema.Type, bool) { return h.s.m.cat.SchemaType(name) }
+func (h *planHost) SchemaType(name string) (*schema.Type, bool) {
+	return h.s.m.cur.cat.SchemaType(name)
+}
 
 func (h *planHost) Emit(in *plans.Instance, step *schema.Step, params schema.Value, key []byte) (cas.Ref, error) {
 	s := h.s
@@ -867,7 +867,7 @@ func (h *planHost) Emit(in *plans.Instance, step *schema.Step, params schema.Val
 
 func (h *planHost) Raise(in *plans.Instance, step *schema.Step, event string, value schema.Value) error {
 	s := h.s
-	v, err := schema.Normalize(s.m.cat, &schema.Type{Kind: schema.KindRef, Ref: event}, value)
+	v, err := schema.Normalize(s.m.cur.cat, &schema.Type{Kind: schema.KindRef, Ref: event}, value)
 	if err != nil {
 		return err
 	}
