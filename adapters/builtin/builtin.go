@@ -9,9 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
+	"path"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -44,7 +48,7 @@ func BlobPut(ctx context.Context, c *effects.Call) effects.Receipt {
 	data, _ := schema.FieldPath(c.Params, "bytes").([]byte)
 	want, err := cas.ParseRef(refText)
 	if err != nil {
-		return effects.Errorf(id, "blob.put: %v", err)
+		return effects.Errorf(id, "blob.put: blob_ref: %v", err)
 	}
 	switch want.Algo() {
 	case cas.BLAKE3:
@@ -68,7 +72,7 @@ func BlobGet(ctx context.Context, c *effects.Call) effects.Receipt {
 	refText, _ := schema.FieldPath(c.Params, "blob_ref").(string)
 	ref, err := cas.ParseRef(refText)
 	if err != nil {
-		return effects.Errorf(id, "blob.get: %v", err)
+		return effects.Errorf(id, "blob.get: blob_ref: %v", err)
 	}
 	if ref.Algo() == cas.SHA256 {
 		return effects.Errorf(id, "blob.get: %s: demiurge stores blobs under their BLAKE3 ref; sha256 refs cannot be read", ref)
@@ -100,10 +104,14 @@ func TimerSet(ctx context.Context, c *effects.Call) effects.Receipt {
 }
 
 // HTTP runs http.request with net/http. Redirects are followed only to
-// destinations the grant allows.
+// destinations the grant allows: the redirect's host, scheme, port and path
+// are checked against the grant's hosts, schemes, ports and path_prefixes
+// as the http.out enforcer checks the first request (absent or empty lists
+// allow any). The method is not checked again, since HTTP decides it (a 303
+// is followed with GET).
 type HTTP struct {
-	Client  *http.Client
-	MaxBody int64 // response bodies above this are an error; 0 or less means 16 MiB
+	Client  *http.Client // nil means a zero http.Client
+	MaxBody int64        // response bodies above this are an error; 0 or less means 16 MiB
 }
 
 const defaultMaxBody = 16 << 20
@@ -139,7 +147,10 @@ func (h *HTTP) Run(ctx context.Context, c *effects.Call) effects.Receipt {
 	if len(c.Intent.IdempotencyKey) > 0 && req.Header.Get("Idempotency-Key") == "" {
 		req.Header.Set("Idempotency-Key", fmt.Sprintf("%x", c.Intent.IdempotencyKey))
 	}
-	client := *h.Client
+	var client http.Client
+	if h.Client != nil {
+		client = *h.Client
+	}
 	grant := c.Intent.GrantParams
 	client.CheckRedirect = func(r *http.Request, via []*http.Request) error {
 		if len(via) >= 10 {
@@ -160,7 +171,11 @@ func (h *HTTP) Run(ctx context.Context, c *effects.Call) effects.Receipt {
 	if max <= 0 {
 		max = defaultMaxBody
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	var src io.Reader = resp.Body
+	if max < math.MaxInt64 {
+		src = io.LimitReader(resp.Body, max+1) // one byte more tells a body over the limit
+	}
+	data, err := io.ReadAll(src)
 	if err != nil {
 		return effects.Errorf(id, "http.request %s %s: reading the body: %v", method, rawURL, err)
 	}
@@ -191,28 +206,61 @@ func (h *HTTP) Run(ctx context.Context, c *effects.Call) effects.Receipt {
 		"adapter_id", id))
 }
 
+// redirectAllowed checks the destination of a redirect against the grant
+// as effects' http.out enforcer checks the first request's: hosts
+// ("*.example.com" for subdomains), schemes, ports (the scheme's default
+// when the URL has none) and path_prefixes (of the cleaned path). An absent
+// or empty list allows any.
 func redirectAllowed(grant schema.Value, u *url.URL) error {
-	hostsV, _ := schema.FieldPath(grant, "hosts").([]schema.Value)
-	var hosts []string
-	for _, h := range hostsV {
-		if s, ok := h.(string); ok {
-			hosts = append(hosts, s)
-		}
+	host := strings.ToLower(u.Hostname())
+	scheme := strings.ToLower(u.Scheme)
+	if hosts := textList(grant, "hosts"); len(hosts) > 0 && !effects.HostAllowed(host, hosts) {
+		return fmt.Errorf("host %q is not in the allowed hosts %v", host, hosts)
 	}
-	if len(hosts) > 0 && !effects.HostAllowed(u.Hostname(), hosts) {
-		return fmt.Errorf("host %q is not in the allowed hosts %v", u.Hostname(), hosts)
+	if schemes := textList(grant, "schemes"); len(schemes) > 0 && !slices.ContainsFunc(schemes, func(s string) bool { return strings.EqualFold(s, scheme) }) {
+		return fmt.Errorf("scheme %q is not in the allowed schemes %v", scheme, schemes)
 	}
-	schemesV, _ := schema.FieldPath(grant, "schemes").([]schema.Value)
-	if len(schemesV) > 0 {
-		ok := false
-		for _, s := range schemesV {
-			if str, _ := s.(string); strings.EqualFold(str, u.Scheme) {
-				ok = true
+	if ports, _ := schema.FieldPath(grant, "ports").([]schema.Value); len(ports) > 0 {
+		port := u.Port()
+		if port == "" {
+			switch scheme {
+			case "http":
+				port = "80"
+			case "https":
+				port = "443"
 			}
 		}
-		if !ok {
-			return fmt.Errorf("scheme %q is not allowed", u.Scheme)
+		if !slices.ContainsFunc(ports, func(p schema.Value) bool {
+			n, ok := p.(uint64)
+			return ok && strconv.FormatUint(n, 10) == port
+		}) {
+			return fmt.Errorf("port %s is not in the allowed ports %s", port, schema.String(ports))
+		}
+	}
+	if prefixes := textList(grant, "path_prefixes"); len(prefixes) > 0 {
+		p := u.EscapedPath()
+		if p == "" {
+			p = "/"
+		}
+		clean := path.Clean(p)
+		if strings.HasSuffix(p, "/") && clean != "/" {
+			clean += "/"
+		}
+		if !slices.ContainsFunc(prefixes, func(pre string) bool { return strings.HasPrefix(clean, pre) }) {
+			return fmt.Errorf("path %q is not under the allowed path prefixes %v", clean, prefixes)
 		}
 	}
 	return nil
+}
+
+// textList reads a set or list of text grant param; absent is nil.
+func textList(grant schema.Value, name string) []string {
+	l, _ := schema.FieldPath(grant, name).([]schema.Value)
+	var out []string
+	for _, v := range l {
+		if s, ok := v.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
 }
