@@ -6,6 +6,7 @@ package toolcall
 import (
 	"context"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/demiurge-dev/demiurge/effects"
@@ -19,7 +20,8 @@ type Adapter struct {
 	tools map[string]tools.Tool
 }
 
-// New returns an adapter running the given tools.
+// New returns an adapter running the given tools. Of two tools with the
+// same name, the later one is kept.
 func New(ts ...tools.Tool) *Adapter {
 	a := &Adapter{tools: map[string]tools.Tool{}}
 	for _, t := range ts {
@@ -28,7 +30,8 @@ func New(ts ...tools.Tool) *Adapter {
 	return a
 }
 
-// Add registers more tools.
+// Add registers more tools; a tool replaces one already registered under
+// its name.
 func (a *Adapter) Add(ts ...tools.Tool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -57,28 +60,42 @@ func (a *Adapter) Names() []string {
 	return out
 }
 
-func field(v schema.Value, name string) string {
-	m, _ := v.(*schema.Map)
-	f, _ := m.Get(name)
-	s, _ := f.(string)
-	return s
-}
-
-// Run executes the tool named in the params with their arguments.
+// Run executes the tool named in the params with their arguments. The
+// receipt is always ok: what the tool did, failures included, is in the
+// sys/ToolResponse@1. Its adapter id is the tool's name; for a tool that is
+// not registered (exit code 127, error "unknown_tool", and a stderr that
+// lists the registered tools) it is the intent's kind.
 func (a *Adapter) Run(ctx context.Context, c *effects.Call) effects.Receipt {
-	name := field(c.Params, "tool")
+	name, _ := schema.FieldPath(c.Params, "tool").(string)
 	t, ok := a.Tool(name)
 	if !ok {
-		return effects.OK(c.Intent.Kind, Response(tools.Response{
-			Stderr: "unknown tool " + name, ExitCode: 127, Error: "unknown_tool"}, nil))
+		var kind string
+		if c.Intent != nil {
+			kind = c.Intent.Kind
+		}
+		return effects.OK(kind, Response(tools.Response{
+			Stderr: a.unknown(name), ExitCode: 127, Error: "unknown_tool"}, nil))
 	}
 	rec := &tools.Recorder{}
-	resp := t.Execute(tools.WithRecorder(ctx, rec), tools.Request{Arguments: []byte(field(c.Params, "arguments_json"))})
+	args, _ := schema.FieldPath(c.Params, "arguments_json").(string)
+	resp := t.Execute(tools.WithRecorder(ctx, rec), tools.Request{Arguments: []byte(args)})
 	return effects.OK(name, Response(resp, rec))
 }
 
+// unknown is the stderr of a call of a tool that is not registered.
+func (a *Adapter) unknown(name string) string {
+	known := "no tools are registered"
+	if names := a.Names(); len(names) > 0 {
+		known = "the tools are " + strings.Join(names, ", ")
+	}
+	if name == "" {
+		return "unknown tool: the call names no tool (params.tool is empty); " + known
+	}
+	return "unknown tool " + name + "; " + known
+}
+
 // Response returns a tool's response, and what its recorder saw, as a
-// sys/ToolResponse@1 value.
+// sys/ToolResponse@1 value. rec may be nil: no commits and no calls.
 func Response(r tools.Response, rec *tools.Recorder) schema.Value {
 	var errv schema.Value
 	if r.Error != "" {
