@@ -76,7 +76,7 @@ func (r *rawBolt) put(values [][]byte) error {
 		bk := tx.Bucket(bucketRaw)
 		for _, v := range values {
 			r.seq++
-			if err := bk.Put(seqKey(r.seq), v); err != nil {
+			if err := bk.Put(posKey(r.seq), v); err != nil {
 				return err
 			}
 		}

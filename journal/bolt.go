@@ -3,7 +3,6 @@ package journal
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,39 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/demiurge-dev/demiurge/cas"
 	"go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 )
-
-// The layout of a journal inside a bbolt file, in top-level buckets:
-//
-//	journal                  format = "demiurge/journal/v1"
-//	journal/<world>          one bucket per world with records:
-//	  8-byte big-endian seq -> record bytes (see Record.Encode)
-//	  ff ff ff ff ff ff ff ff 'h' -> head: 8-byte big-endian seq ++ 32-byte BLAKE3 digest
-//
-// World buckets are top-level, not nested in "journal", and the head key
-// sorts after every seq key, so it sits on the page appends write anyway:
-// a commit writes the same pages as a raw bbolt put of the records.
-var (
-	bucketJournal = []byte("journal")
-	keyFormat     = []byte("format")
-	formatV1      = []byte("demiurge/journal/v1")
-	worldPrefix   = []byte("journal/")
-	keyHead       = []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 'h'}
-)
-
-// worldBucket returns the bucket of world, or nil if it has none.
-func worldBucket(tx *bbolt.Tx, world string) *bbolt.Bucket {
-	return tx.Bucket(worldBucketName(world))
-}
-
-func worldBucketName(world string) []byte {
-	return append(append(make([]byte, 0, len(worldPrefix)+len(world)), worldPrefix...), world...)
-}
-
-const headSize = 8 + cas.Size
 
 // DefaultLockTimeout is how long OpenBolt waits for another process to
 // release the file when BoltOptions.Timeout is 0.
@@ -91,6 +60,7 @@ type Bolt struct {
 	db       *bbolt.DB
 	ownDB    bool // Close closes db
 	readOnly bool
+	missing  bool // opened read-only in a file without a journal
 
 	mu       sync.Mutex
 	pending  []*appendReq // appends waiting for the committer, in arrival order
@@ -169,27 +139,45 @@ func newBolt(db *bbolt.DB, readOnly, ownDB bool) (*Bolt, error) {
 		done:     make(chan struct{}),
 	}
 	// Look first, so opening an existing journal writes nothing.
-	missing := false
+	var format []byte
 	err := db.View(func(tx *bbolt.Tx) error {
-		top := tx.Bucket(bucketJournal)
-		if top == nil {
-			missing = true
-			return nil
+		if top := tx.Bucket(bucketJournal); top != nil {
+			format = bytes.Clone(top.Get(keyFormat))
+			if format == nil {
+				format = []byte{}
+			}
 		}
-		return checkFormat(top)
+		return nil
 	})
-	if err == nil && missing && !readOnly {
+	switch {
+	case err != nil:
+	case format == nil && readOnly:
+		j.missing = true // nothing to read: every world is empty
+	case format == nil:
 		err = db.Update(func(tx *bbolt.Tx) error {
-			top, err := tx.CreateBucketIfNotExists(bucketJournal)
+			top, err := tx.CreateBucket(bucketJournal)
 			if err != nil {
 				return err
 			}
-			if top.Get(keyFormat) == nil {
-				if err := top.Put(keyFormat, formatV1); err != nil {
-					return err
+			if err := top.Put(keyFormat, formatV2); err != nil {
+				return err
+			}
+			return createLogBuckets(tx)
+		})
+	case bytes.Equal(format, formatV1) && readOnly:
+		err = fmt.Errorf("the journal is in format %q, which this demiurge reads only after upgrading it: open it once read-write (e.g. demiurge journal verify) to upgrade it", formatV1)
+	case bytes.Equal(format, formatV1):
+		err = db.Update(upgradeV1)
+	case !bytes.Equal(format, formatV2):
+		err = fmt.Errorf("bucket %q holds format %q, want %q (not a demiurge journal, or a newer one)", bucketJournal, format, formatV2)
+	default:
+		err = db.View(func(tx *bbolt.Tx) error {
+			for _, name := range [][]byte{bucketLog, bucketAnchors} {
+				if tx.Bucket(name) == nil {
+					return fmt.Errorf("journal bucket %q is missing", name)
 				}
 			}
-			return checkFormat(top)
+			return nil
 		})
 	}
 	if err != nil {
@@ -203,9 +191,11 @@ func newBolt(db *bbolt.DB, readOnly, ownDB bool) (*Bolt, error) {
 	return j, nil
 }
 
-func checkFormat(top *bbolt.Bucket) error {
-	if f := top.Get(keyFormat); !bytes.Equal(f, formatV1) {
-		return fmt.Errorf("bucket %q holds format %q, want %q (not a demiurge journal, or a newer one)", bucketJournal, f, formatV1)
+func createLogBuckets(tx *bbolt.Tx) error {
+	for _, name := range [][]byte{bucketLog, bucketAnchors} {
+		if _, err := tx.CreateBucket(name); err != nil {
+			return fmt.Errorf("create bucket %q: %w", name, err)
+		}
 	}
 	return nil
 }
@@ -262,8 +252,12 @@ func (j *Bolt) AppendWith(ctx context.Context, world string, expect Head, entrie
 		return Head{}, err
 	}
 	req := &appendReq{world: world, expect: expect, next: next, records: recs, fn: fn, done: make(chan appendResult, 1)}
-	for _, r := range recs {
-		req.size += len(r)
+	if len(recs) > 0 {
+		req.step = encodeStep(world, expect.Seq+1, len(recs))
+		req.size = len(req.step)
+		for _, r := range recs {
+			req.size += len(r)
+		}
 	}
 	j.mu.Lock()
 	if j.stopping {
@@ -319,17 +313,22 @@ func (j *Bolt) Read(ctx context.Context, world string, from uint64, fn func(Reco
 	if err := ValidateWorld(world); err != nil {
 		return err
 	}
-	if from == 0 {
-		from = 1
+	if j.missing {
+		return ctx.Err()
 	}
-	var c *chain
+	r := &logReader{world: world, from: max(from, 1)}
 	var chunk []Record
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		chunk = chunk[:0]
-		done, readErr := j.readChunk(world, from, &c, &chunk)
+		var done bool
+		readErr := j.view(world, func(tx *bbolt.Tx) error {
+			var err error
+			done, err = r.chunk(tx, &chunk)
+			return err
+		})
 		for _, rec := range chunk {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -345,68 +344,6 @@ func (j *Bolt) Read(ctx context.Context, world string, from uint64, fn func(Reco
 	}
 }
 
-// readChunk reads the next chunk of records of world into out, starting at
-// from on the first call (when *c is nil) and after the last record of *c
-// later. done reports that the records are exhausted (and checked against
-// the head).
-func (j *Bolt) readChunk(world string, from uint64, c **chain, out *[]Record) (done bool, err error) {
-	err = j.view(world, func(tx *bbolt.Tx) error {
-		b := worldBucket(tx, world)
-		head, hasHead, err := loadHead(b, world)
-		if err != nil {
-			return err
-		}
-		if *c == nil {
-			if err := checkPresence(world, head, hasHead, b); err != nil {
-				return err
-			}
-			if !hasHead || from > head.Seq+1 {
-				done = true
-				return nil
-			}
-			prev := Genesis(world)
-			if from > 1 {
-				v := b.Get(seqKey(from - 1))
-				if v == nil {
-					return corruptf(world, from-1, "record %d is missing", from-1)
-				}
-				rec, err := DecodeRecord(v)
-				if err != nil {
-					return corruptf(world, from-1, "record %d does not decode: %v", from-1, err)
-				}
-				if rec.Seq != from-1 {
-					return corruptf(world, from-1, "record stored as seq %d holds seq %d", from-1, rec.Seq)
-				}
-				prev = rec.Hash
-			}
-			*c = newChain(world, from, prev)
-		}
-		if b == nil {
-			return corruptf(world, (*c).next, "the records of world %s are gone", world)
-		}
-		cur := b.Cursor()
-		size := 0
-		for k, v := cur.Seek(seqKey((*c).next)); k != nil && !bytes.Equal(k, keyHead); k, v = cur.Next() {
-			if len(*out) >= readChunkRecords || size >= readChunkBytes {
-				return nil
-			}
-			if len(k) != 8 || v == nil {
-				return corruptf(world, (*c).next, "unexpected key %x among the records (after seq %d)", k, (*c).next-1)
-			}
-			rec, err := (*c).check(binary.BigEndian.Uint64(k), v)
-			if err != nil {
-				return err
-			}
-			rec.Payload = bytes.Clone(rec.Payload) // v lives in the mmap only during tx
-			*out = append(*out, rec)
-			size += len(v)
-		}
-		done = true
-		return (*c).finish(head)
-	})
-	return done, err
-}
-
 // Head implements Reader.
 func (j *Bolt) Head(ctx context.Context, world string) (Head, error) {
 	if err := ValidateWorld(world); err != nil {
@@ -417,14 +354,15 @@ func (j *Bolt) Head(ctx context.Context, world string) (Head, error) {
 	}
 	var head Head
 	err := j.view(world, func(tx *bbolt.Tx) error {
-		var err error
-		head, _, err = loadHead(worldBucket(tx, world), world)
+		wh, _, err := loadWorldHead(tx, world)
+		head = wh.head
 		return err
 	})
 	return head, err
 }
 
-// Worlds implements Lister. It also checks that every world's bucket has a
+// Worlds implements Lister. It also checks that every head entry is well
+// formed and that every world with anchors (that is, with records) has a
 // head entry.
 func (j *Bolt) Worlds(ctx context.Context) ([]string, error) {
 	if err := ctx.Err(); err != nil {
@@ -432,21 +370,29 @@ func (j *Bolt) Worlds(ctx context.Context) ([]string, error) {
 	}
 	var names []string
 	err := j.view("", func(tx *bbolt.Tx) error {
-		c := tx.Cursor()
-		for k, v := c.Seek(worldPrefix); k != nil && bytes.HasPrefix(k, worldPrefix); k, v = c.Next() {
-			world := string(k[len(worldPrefix):])
-			if v != nil {
-				return corruptf("", 0, "unexpected top-level key %q", k)
-			}
+		c := tx.Bucket(bucketLog).Cursor()
+		for k, _ := c.Seek([]byte{headMark}); k != nil; k, _ = c.Next() {
+			world := string(k[1:])
 			if err := ValidateWorld(world); err != nil {
-				return corruptf(world, 0, "bucket %q is not named for a valid world: %v", k, err)
+				return corruptf(world, 0, "head entry %q is not named for a valid world: %v", k, err)
 			}
-			if _, hasHead, err := loadHead(tx.Bucket(k), world); err != nil {
+			if _, _, err := loadWorldHead(tx, world); err != nil {
 				return err
-			} else if !hasHead {
-				return corruptf(world, 0, "world %s has no head entry", world)
 			}
 			names = append(names, world)
+		}
+		// One seek per world with anchors: each must have a head entry.
+		ac := tx.Bucket(bucketAnchors).Cursor()
+		for k, _ := ac.First(); k != nil; {
+			i := bytes.IndexByte(k, 0)
+			if i <= 0 {
+				return corruptf("", 0, "anchor key %x names no world", k)
+			}
+			world := string(k[:i])
+			if _, found := slices.BinarySearch(names, world); !found {
+				return corruptf(world, 0, "world %s has no head entry, but has records (anchor %x)", world, k)
+			}
+			k, _ = ac.Seek(append([]byte(world), 1))
 		}
 		return nil
 	})
@@ -490,6 +436,9 @@ func (j *Bolt) view(world string, fn func(*bbolt.Tx) error) (err error) {
 	if j.closed.Load() {
 		return ErrClosed
 	}
+	if j.missing {
+		return nil
+	}
 	tx, err := j.db.Begin(false)
 	if err != nil {
 		return dbError(err)
@@ -509,60 +458,4 @@ func dbError(err error) error {
 		return fmt.Errorf("%w (bbolt: %v)", ErrClosed, err)
 	}
 	return err
-}
-
-func seqKey(seq uint64) []byte {
-	return binary.BigEndian.AppendUint64(make([]byte, 0, 8), seq)
-}
-
-func encodeHead(h Head) []byte {
-	b := make([]byte, 0, headSize)
-	b = binary.BigEndian.AppendUint64(b, h.Seq)
-	d := h.Hash.Digest()
-	return append(b, d[:]...)
-}
-
-// loadHead reads the head entry of world from its bucket b (nil if the
-// world has none).
-func loadHead(b *bbolt.Bucket, world string) (Head, bool, error) {
-	if b == nil {
-		return Head{}, false, nil
-	}
-	v := b.Get(keyHead)
-	if v == nil {
-		return Head{}, false, nil
-	}
-	if len(v) != headSize {
-		return Head{}, false, corruptf(world, 0, "head entry is %d bytes, want %d", len(v), headSize)
-	}
-	h := Head{Seq: binary.BigEndian.Uint64(v[:8]), Hash: cas.RefFromDigest(cas.BLAKE3, [cas.Size]byte(v[8:]))}
-	if h.Seq == 0 {
-		return Head{}, false, corruptf(world, 0, "head entry holds seq 0")
-	}
-	return h, true, nil
-}
-
-// checkPresence checks that a world's bucket b, if it exists, has a head
-// entry and that its last record is the head's seq.
-func checkPresence(world string, head Head, hasHead bool, b *bbolt.Bucket) error {
-	if b == nil {
-		return nil
-	}
-	if !hasHead {
-		return corruptf(world, 0, "world %s has no head entry", world)
-	}
-	cur := b.Cursor()
-	last, _ := cur.Last()
-	if bytes.Equal(last, keyHead) {
-		last, _ = cur.Prev()
-	}
-	switch {
-	case last == nil:
-		return corruptf(world, 1, "world %s has a head (seq %d) but no records", world, head.Seq)
-	case len(last) != 8:
-		return corruptf(world, head.Seq, "unexpected key %x among the records", last)
-	case binary.BigEndian.Uint64(last) != head.Seq:
-		return corruptf(world, head.Seq, "the head is seq %d, but the last stored record is %d", head.Seq, binary.BigEndian.Uint64(last))
-	}
-	return nil
 }

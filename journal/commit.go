@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -19,6 +20,7 @@ type appendReq struct {
 	world   string
 	expect  Head
 	next    Head     // the head after the append
+	step    []byte   // the step header (see encodeStep); nil without entries
 	records [][]byte // the encoded records, chained onto expect
 	fn      func(*bbolt.Tx) error
 	size    int               // encoded bytes, for group limits
@@ -166,20 +168,23 @@ func (j *Bolt) tryCommit(group []*appendReq, live []int, results []appendResult)
 
 // worldState is a world's head as the appends of one group move it.
 type worldState struct {
-	head   Head
-	err    error         // the world's stored state is unusable
-	bucket *bbolt.Bucket // nil until the world has records
-	dirty  bool          // head moved: write it back
+	head  Head
+	pos   uint64 // position of the world's last step; 0 if it has none
+	err   error  // the world's stored state is unusable
+	dirty bool   // head moved: write it back
 }
 
 func applyGroup(tx *bbolt.Tx, group []*appendReq, live []int, results []appendResult) (int, error) {
 	worlds := make(map[string]*worldState, 1)
+	var order []string // worlds in first-touched order, for deterministic writes
+	w := &logWriter{tx: tx}
 	for _, i := range live {
 		r := group[i]
 		ws := worlds[r.world]
 		if ws == nil {
 			ws = loadWorld(tx, r.world)
 			worlds[r.world] = ws
+			order = append(order, r.world)
 		}
 		if ws.err != nil {
 			results[i] = appendResult{err: ws.err}
@@ -196,34 +201,23 @@ func applyGroup(tx *bbolt.Tx, group []*appendReq, live []int, results []appendRe
 			}
 		}
 		if len(r.records) > 0 {
-			if ws.bucket == nil {
-				b, err := tx.CreateBucket(worldBucketName(r.world))
-				if err != nil {
-					return -1, fmt.Errorf("create bucket of world %s: %w", r.world, err)
-				}
-				ws.bucket = b
-			}
-			ws.bucket.FillPercent = 1 // keys only grow: fill pages completely
-			for k, rec := range r.records {
-				seq := r.expect.Seq + 1 + uint64(k)
-				if err := ws.bucket.Put(seqKey(seq), rec); err != nil {
-					return -1, fmt.Errorf("world %s: put record %d: %w", r.world, seq, err)
-				}
+			if err := w.putStep(r.world, ws, r.expect.Seq+1, r.step, r.records); err != nil {
+				return -1, err
 			}
 			ws.head = r.next
-			ws.dirty = true
 		}
 		results[i] = appendResult{head: ws.head}
 	}
-	for name, ws := range worlds {
+	for _, name := range order {
+		ws := worlds[name]
 		if !ws.dirty {
 			continue
 		}
-		if err := ws.bucket.Put(keyHead, encodeHead(ws.head)); err != nil {
-			return -1, fmt.Errorf("world %s: put head: %w", name, err)
+		if err := w.putHead(name, ws); err != nil {
+			return -1, err
 		}
 		if invariants {
-			if err := checkTail(name, ws); err != nil {
+			if err := checkTail(tx, name, ws); err != nil {
 				return -1, fmt.Errorf("invariant broken after append (a bug): %w", err)
 			}
 		}
@@ -231,20 +225,99 @@ func applyGroup(tx *bbolt.Tx, group []*appendReq, live []int, results []appendRe
 	return -1, nil
 }
 
-// loadWorld reads a world's head and checks that its last record is the
+// logWriter appends steps to the log in one write transaction.
+type logWriter struct {
+	tx           *bbolt.Tx
+	log, anchors *bbolt.Bucket // nil until the first write
+	next         uint64        // the next free position
+}
+
+func (w *logWriter) init() error {
+	if w.log != nil {
+		return nil
+	}
+	w.log, w.anchors = w.tx.Bucket(bucketLog), w.tx.Bucket(bucketAnchors)
+	if w.log == nil || w.anchors == nil {
+		return errors.New("journal buckets are missing")
+	}
+	w.log.FillPercent = 1 // positions only grow: fill pages completely
+	// The last key before the head entries is the last step's header or
+	// one of its records; both start with its position.
+	c := w.log.Cursor()
+	k, _ := c.Seek([]byte{headMark})
+	if k != nil {
+		k, _ = c.Prev()
+	} else {
+		k, _ = c.Last()
+	}
+	w.next = 1
+	if k != nil {
+		if len(k) != 8 && len(k) != 12 {
+			return corruptf("", 0, "the last key of the log, %x, is not a position", k)
+		}
+		w.next = binary.BigEndian.Uint64(k) + 1
+	}
+	if w.next > maxPos {
+		return corruptf("", 0, "the log is full: position %d", w.next)
+	}
+	return nil
+}
+
+// putStep writes the step header step and its records (of world, from seq
+// first) at the next position, linked to the world's step before it, and
+// its anchor if it gets one. It moves ws.pos, not ws.head.
+func (w *logWriter) putStep(world string, ws *worldState, first uint64, step []byte, records [][]byte) error {
+	if err := w.init(); err != nil {
+		return err
+	}
+	pos := w.next
+	setStepPrev(step, ws.pos) // the header is this append's own buffer
+	if err := w.log.Put(posKey(pos), step); err != nil {
+		return fmt.Errorf("world %s: put step at position %d: %w", world, pos, err)
+	}
+	for i, rec := range records {
+		if err := w.log.Put(recordKey(pos, uint32(i)), rec); err != nil {
+			return fmt.Errorf("world %s: put record %d: %w", world, first+uint64(i), err)
+		}
+	}
+	if anchored(first, first+uint64(len(records))-1) {
+		if err := w.anchors.Put(anchorKey(world, first), posKey(pos)); err != nil {
+			return fmt.Errorf("world %s: put anchor of seq %d: %w", world, first, err)
+		}
+	}
+	w.next++
+	ws.pos = pos
+	ws.dirty = true
+	return nil
+}
+
+// putHead writes the world's head entry.
+func (w *logWriter) putHead(world string, ws *worldState) error {
+	if err := w.init(); err != nil {
+		return err
+	}
+	if err := w.log.Put(headKey(world), encodeWorldHead(worldHead{head: ws.head, pos: ws.pos})); err != nil {
+		return fmt.Errorf("world %s: put head: %w", world, err)
+	}
+	return nil
+}
+
+// loadWorld reads a world's head and checks that its last step ends at the
 // head's seq, so an append never builds on a damaged tail.
 func loadWorld(tx *bbolt.Tx, world string) *worldState {
-	b := worldBucket(tx, world)
-	head, hasHead, err := loadHead(b, world)
+	wh, ok, err := loadWorldHead(tx, world)
 	if err != nil {
 		return &worldState{err: err}
 	}
-	if err := checkPresence(world, head, hasHead, b); err != nil {
+	if !ok {
+		return &worldState{}
+	}
+	if err := checkTailStep(tx, world, wh); err != nil {
 		return &worldState{err: err}
 	}
-	ws := &worldState{head: head, bucket: b}
-	if invariants && hasHead {
-		if err := checkTail(world, ws); err != nil {
+	ws := &worldState{head: wh.head, pos: wh.pos}
+	if invariants {
+		if err := checkTail(tx, world, ws); err != nil {
 			return &worldState{err: err}
 		}
 	}
@@ -253,12 +326,17 @@ func loadWorld(tx *bbolt.Tx, world string) *worldState {
 
 // checkTail decodes a world's last record and checks it against the head.
 // It runs only with the invariants build tag (or -race).
-func checkTail(world string, ws *worldState) error {
-	v := ws.bucket.Get(seqKey(ws.head.Seq))
-	if v == nil {
-		return corruptf(world, ws.head.Seq, "record %d (the head) is missing", ws.head.Seq)
+func checkTail(tx *bbolt.Tx, world string, ws *worldState) error {
+	log := tx.Bucket(bucketLog)
+	h, err := getStep(log, ws.pos)
+	if err != nil {
+		return corruptf(world, ws.head.Seq, "the head's step: %v", err)
 	}
-	rec, err := DecodeRecord(v)
+	var last []byte
+	if err := stepRecords(log.Cursor(), ws.pos, h, func(_ uint64, v []byte) error { last = v; return nil }); err != nil {
+		return corruptf(world, ws.head.Seq, "the head's step at position %d: %v", ws.pos, err)
+	}
+	rec, err := DecodeRecord(last)
 	if err != nil {
 		return corruptf(world, ws.head.Seq, "record %d does not decode: %v", ws.head.Seq, err)
 	}

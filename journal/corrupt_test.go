@@ -3,6 +3,7 @@ package journal
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -40,21 +41,67 @@ func marker(world string, seq int) []byte {
 	return fmt.Appendf(nil, "MARKER<%s:%03d>%s", world, seq, strings.Repeat("-", 40))
 }
 
-// mutate opens the file with bbolt directly and lets fn change the
-// journal's buckets.
-func mutate(t *testing.T, path string, fn func(w *bbolt.Bucket) error) {
+// mutate opens the file with bbolt directly and lets fn change it.
+func mutate(t *testing.T, path string, fn func(tx *bbolt.Tx) error) {
 	t.Helper()
 	db, err := bbolt.Open(path, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	err = db.Update(func(tx *bbolt.Tx) error {
-		return fn(tx.Bucket([]byte("journal/w")))
-	})
-	if err != nil {
+	if err := db.Update(fn); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// stepAt returns the position of the step of world holding seq.
+func stepAt(tx *bbolt.Tx, world string, seq uint64) (uint64, stepHeader, error) {
+	c := tx.Bucket(bucketLog).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if len(k) != 8 {
+			continue
+		}
+		h, err := decodeStepHeader(v)
+		if err == nil && h.world == world && h.first <= seq && seq <= h.last() {
+			return binary.BigEndian.Uint64(k), h, nil
+		}
+	}
+	return 0, stepHeader{}, fmt.Errorf("no step of world %s holds seq %d", world, seq)
+}
+
+// editRecord replaces the bytes of record seq of world "w" with
+// edit(copy of them).
+func editRecord(tx *bbolt.Tx, seq uint64, edit func([]byte) []byte) error {
+	pos, h, err := stepAt(tx, "w", seq)
+	if err != nil {
+		return err
+	}
+	return editValue(tx.Bucket(bucketLog), recordKey(pos, uint32(seq-h.first)), edit)
+}
+
+// deleteStep deletes the step of world "w" holding seq, header and records.
+func deleteStep(tx *bbolt.Tx, seq uint64) error {
+	pos, h, err := stepAt(tx, "w", seq)
+	if err != nil {
+		return err
+	}
+	log := tx.Bucket(bucketLog)
+	for i := range uint32(h.n) {
+		if err := log.Delete(recordKey(pos, i)); err != nil {
+			return err
+		}
+	}
+	return log.Delete(posKey(pos))
+}
+
+// stepRecordsOf returns copies of the records of the step h at pos.
+func stepRecordsOf(tx *bbolt.Tx, pos uint64, h stepHeader) [][]byte {
+	var recs [][]byte
+	_ = stepRecords(tx.Bucket(bucketLog).Cursor(), pos, h, func(_ uint64, v []byte) error {
+		recs = append(recs, bytes.Clone(v))
+		return nil
+	})
+	return recs
 }
 
 // editValue replaces the value of key k in b with edit(copy of value).
@@ -87,58 +134,73 @@ func payloadOffset(t *testing.T, v []byte) int {
 
 func TestCorruption(t *testing.T) {
 	t.Parallel()
+	worldsW := func(tx *bbolt.Tx, edit func([]byte) []byte) error {
+		return editValue(tx.Bucket(bucketLog), headKey("w"), edit)
+	}
 	for _, tc := range []struct {
 		name    string
-		mutate  func(t *testing.T, w *bbolt.Bucket) error
+		mutate  func(t *testing.T, tx *bbolt.Tx) error
 		seq     uint64 // the seq the error must name
 		want    string // part of the message
 		goodRec int    // records Read delivers before the error
 	}{
-		{"flipped payload byte", func(t *testing.T, w *bbolt.Bucket) error {
-			return editValue(w, seqKey(5), func(v []byte) []byte { return flipAt(payloadOffset(t, v) + 10)(v) })
+		{"flipped payload byte", func(t *testing.T, tx *bbolt.Tx) error {
+			return editRecord(tx, 5, func(v []byte) []byte { return flipAt(payloadOffset(t, v) + 10)(v) })
 		}, 6, "journal: world w: hash chain broken at seq 6: prev is blake3:", 5},
-		{"flipped payload byte of the last record", func(t *testing.T, w *bbolt.Bucket) error {
-			return editValue(w, seqKey(10), flipAt(-1))
+		{"flipped payload byte of the last record", func(t *testing.T, tx *bbolt.Tx) error {
+			return editRecord(tx, 10, flipAt(-1))
 		}, 10, "journal: world w: hash chain broken at seq 10: the head is blake3:", 10},
-		{"flipped prev byte", func(t *testing.T, w *bbolt.Bucket) error {
-			return editValue(w, seqKey(5), func(v []byte) []byte {
+		{"flipped prev byte", func(t *testing.T, tx *bbolt.Tx) error {
+			return editRecord(tx, 5, func(v []byte) []byte {
 				return flipAt(bytes.Index(v, keyPrev) + len(keyPrev) + 2 + 7)(v)
 			})
 		}, 5, "journal: world w: hash chain broken at seq 5: prev is", 4},
-		{"flipped map header", func(t *testing.T, w *bbolt.Bucket) error {
-			return editValue(w, seqKey(5), flipAt(3))
+		{"flipped map header", func(t *testing.T, tx *bbolt.Tx) error {
+			return editRecord(tx, 5, flipAt(3))
 		}, 5, "journal: world w: record 5 does not decode: at byte 3: map has 5 entries, want 4", 4},
-		{"flipped seq", func(t *testing.T, w *bbolt.Bucket) error {
-			return editValue(w, seqKey(5), func(v []byte) []byte { v[8] = 7; return v })
+		{"flipped seq", func(t *testing.T, tx *bbolt.Tx) error {
+			return editRecord(tx, 5, func(v []byte) []byte { v[8] = 7; return v })
 		}, 5, "journal: world w: record stored as seq 5 holds seq 7", 4},
-		{"truncated value", func(t *testing.T, w *bbolt.Bucket) error {
-			return editValue(w, seqKey(5), func(v []byte) []byte { return v[:len(v)/2] })
+		{"truncated record", func(t *testing.T, tx *bbolt.Tx) error {
+			return editRecord(tx, 5, func(v []byte) []byte { return v[:len(v)/2] })
 		}, 5, "journal: world w: record 5 does not decode: at byte", 4},
-		{"empty value", func(t *testing.T, w *bbolt.Bucket) error {
-			return w.Put(seqKey(5), []byte{})
+		{"empty record", func(t *testing.T, tx *bbolt.Tx) error {
+			return editRecord(tx, 5, func([]byte) []byte { return nil })
 		}, 5, "journal: world w: record 5 does not decode: at byte 0: missing self-describe prefix", 4},
-		{"deleted record", func(t *testing.T, w *bbolt.Bucket) error {
-			return w.Delete(seqKey(5))
-		}, 5, "journal: world w: record 5 is missing (the next stored record is 6)", 4},
-		{"deleted last record", func(t *testing.T, w *bbolt.Bucket) error {
-			return w.Delete(seqKey(10))
-		}, 10, "journal: world w: the head is seq 10, but the last stored record is 9", 0},
-		{"record beyond the head", func(t *testing.T, w *bbolt.Bucket) error {
-			return w.Put(seqKey(11), []byte("junk"))
-		}, 10, "journal: world w: the head is seq 10, but the last stored record is 11", 0},
-		{"odd key", func(t *testing.T, w *bbolt.Bucket) error {
-			return w.Put([]byte{0, 0, 0, 0, 0, 0, 0, 5, 1}, []byte("junk"))
-		}, 6, "journal: world w: unexpected key 000000000000000501 among the records (after seq 5)", 5},
-		{"flipped head hash", func(t *testing.T, w *bbolt.Bucket) error {
-			return editValue(w, keyHead, flipAt(-1))
+		{"truncated step header", func(t *testing.T, tx *bbolt.Tx) error {
+			return editValue(tx.Bucket(bucketLog), posKey(5), func(v []byte) []byte { return v[:len(v)-1] })
+		}, 5, "journal: world w: record 5 is missing (the next stored record is 6, at position 6) (the step at position 5 does not decode: bad record count)", 4},
+		{"deleted record", func(t *testing.T, tx *bbolt.Tx) error {
+			return tx.Bucket(bucketLog).Delete(recordKey(5, 0))
+		}, 5, "journal: world w: record 5 is missing: record 1 of 1 of the step at position 5 is missing (found key 0000000000000006)", 4},
+		{"deleted step", func(t *testing.T, tx *bbolt.Tx) error {
+			return deleteStep(tx, 5)
+		}, 5, "journal: world w: record 5 is missing (the next stored record is 6, at position 6)", 4},
+		{"deleted last step", func(t *testing.T, tx *bbolt.Tx) error {
+			return deleteStep(tx, 10)
+		}, 10, "journal: world w: record 10 is missing (the head is seq 10, the records end at 9)", 9},
+		{"head at another world's step", func(t *testing.T, tx *bbolt.Tx) error {
+			return worldsW(tx, func(v []byte) []byte { binary.BigEndian.PutUint64(v[40:], 11); return v })
+		}, 10, `journal: world w: link from the head entry to record 10 broken: the step at position 11 belongs to world "other"`, 10},
+		{"step linked to a step of other records", func(t *testing.T, tx *bbolt.Tx) error {
+			return editValue(tx.Bucket(bucketLog), posKey(6), func(v []byte) []byte { setStepPrev(v, 3); return v })
+		}, 6, "journal: world w: link before record 6 (from position 6) broken: the step at position 3 holds records 3 to 3", 10},
+		{"step linked to itself", func(t *testing.T, tx *bbolt.Tx) error {
+			return editValue(tx.Bucket(bucketLog), posKey(6), func(v []byte) []byte { setStepPrev(v, 6); return v })
+		}, 6, "journal: world w: link before record 6 broken: the step at position 6 links to position 6", 10},
+		{"head at the wrong position", func(t *testing.T, tx *bbolt.Tx) error {
+			return worldsW(tx, func(v []byte) []byte { binary.BigEndian.PutUint64(v[40:], 9); return v })
+		}, 10, "journal: world w: link from the head entry to record 10 broken: the step at position 9 holds records 9 to 9", 10},
+		{"flipped head hash", func(t *testing.T, tx *bbolt.Tx) error {
+			return worldsW(tx, flipAt(39))
 		}, 10, "journal: world w: hash chain broken at seq 10: the head is blake3:", 10},
-		{"truncated head", func(t *testing.T, w *bbolt.Bucket) error {
-			return editValue(w, keyHead, func(v []byte) []byte { return v[:20] })
-		}, 0, "journal: world w: head entry is 20 bytes, want 40", 0},
+		{"truncated head", func(t *testing.T, tx *bbolt.Tx) error {
+			return worldsW(tx, func(v []byte) []byte { return v[:20] })
+		}, 0, "journal: world w: head entry is 20 bytes, want 48", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := buildJournal(t)
-			mutate(t, path, func(w *bbolt.Bucket) error { return tc.mutate(t, w) })
+			mutate(t, path, func(tx *bbolt.Tx) error { return tc.mutate(t, tx) })
 			j, err := OpenBolt(path, &BoltOptions{ReadOnly: true})
 			if err != nil {
 				t.Fatal(err)
@@ -188,34 +250,36 @@ func TestCorruptionEveryByte(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	put := func(v []byte) {
-		err := db.Update(func(tx *bbolt.Tx) error {
-			return tx.Bucket([]byte("journal/w")).Put(seqKey(5), v)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	var orig []byte
-	_ = db.View(func(tx *bbolt.Tx) error {
-		orig = bytes.Clone(tx.Bucket([]byte("journal/w")).Get(seqKey(5)))
-		return nil
-	})
-	for i := range orig {
-		for bit := range 8 {
-			v := bytes.Clone(orig)
-			v[i] ^= 1 << bit
-			put(v)
-			_, err := Verify(t.Context(), j, "w")
-			var ce *CorruptError
-			if !errors.As(err, &ce) || ce.World != "w" || (ce.Seq != 5 && ce.Seq != 6) {
-				t.Fatalf("byte %d bit %d flipped: Verify = %v; want a *CorruptError at seq 5 or 6", i, bit, err)
+	for _, key := range [][]byte{posKey(5), recordKey(5, 0)} {
+		put := func(v []byte) {
+			err := db.Update(func(tx *bbolt.Tx) error {
+				return tx.Bucket(bucketLog).Put(key, v)
+			})
+			if err != nil {
+				t.Fatal(err)
 			}
 		}
-	}
-	put(orig)
-	if _, err := Verify(t.Context(), j, "w"); err != nil {
-		t.Fatalf("after restoring the record: %v", err)
+		var orig []byte
+		_ = db.View(func(tx *bbolt.Tx) error {
+			orig = bytes.Clone(tx.Bucket(bucketLog).Get(key))
+			return nil
+		})
+		for i := range orig {
+			for bit := range 8 {
+				v := bytes.Clone(orig)
+				v[i] ^= 1 << bit
+				put(v)
+				_, err := Verify(t.Context(), j, "w")
+				var ce *CorruptError
+				if !errors.As(err, &ce) || ce.World != "w" || (ce.Seq != 5 && ce.Seq != 6) {
+					t.Fatalf("key %x: byte %d bit %d flipped: Verify = %v; want a *CorruptError at seq 5 or 6", key, i, bit, err)
+				}
+			}
+		}
+		put(orig)
+		if _, err := Verify(t.Context(), j, "w"); err != nil {
+			t.Fatalf("after restoring key %x: %v", key, err)
+		}
 	}
 }
 
@@ -263,12 +327,27 @@ func TestCorruptionMovedWorld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Copy every step of w, re-framed under the name x, and w's head.
 	err = db.Update(func(tx *bbolt.Tx) error {
-		dst, err := tx.CreateBucket([]byte("journal/x"))
+		w := &logWriter{tx: tx}
+		ws := &worldState{}
+		for seq := uint64(1); seq <= 10; {
+			pos, h, err := stepAt(tx, "w", seq)
+			if err != nil {
+				return err
+			}
+			recs := stepRecordsOf(tx, pos, h)
+			if err := w.putStep("x", ws, h.first, encodeStep("x", h.first, len(recs)), recs); err != nil {
+				return err
+			}
+			seq = h.last() + 1
+		}
+		wh, _, err := loadWorldHead(tx, "w")
 		if err != nil {
 			return err
 		}
-		return tx.Bucket([]byte("journal/w")).ForEach(func(k, v []byte) error { return dst.Put(k, v) })
+		ws.head = wh.head
+		return w.putHead("x", ws)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -293,22 +372,26 @@ func TestCorruptionHeadsAndRecordsDisagree(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name   string
-		mutate func(w *bbolt.Bucket) error
+		mutate func(tx *bbolt.Tx) error
 		want   string
 	}{
-		{"head deleted", func(w *bbolt.Bucket) error { return w.Delete(keyHead) }, "world w has no head entry"},
-		{"tail deleted", func(w *bbolt.Bucket) error { return w.Delete(seqKey(10)) }, "the head is seq 10, but the last stored record is 9"},
+		{"head deleted", func(tx *bbolt.Tx) error { return tx.Bucket(bucketLog).Delete(headKey("w")) }, "world w has no head entry, but has records"},
+		{"tail deleted", func(tx *bbolt.Tx) error { return deleteStep(tx, 10) }, "the head is seq 10, but the step at position 10 is missing"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := buildJournal(t)
-			mutate(t, path, func(w *bbolt.Bucket) error { return tc.mutate(w) })
+			mutate(t, path, tc.mutate)
 			j, err := OpenBolt(path, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer j.Close()
 			head, err := j.Head(ctx, "w")
-			if err != nil {
+			if tc.name == "head deleted" {
+				if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("Head: %v; want ErrCorrupt containing %q", err, tc.want)
+				}
+			} else if err != nil {
 				t.Fatal(err)
 			}
 			_, err = j.Append(ctx, "w", head, []Entry{{Kind: "More"}})

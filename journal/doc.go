@@ -34,13 +34,23 @@
 // a bbolt file, either its own (OpenBolt) or one shared with the world's
 // CAS store (NewBolt), in top-level buckets:
 //
-//	journal                  format = "demiurge/journal/v1"
-//	journal/<world>          one bucket per world with records:
-//	  8-byte big-endian seq -> record bytes
-//	  ff ff ff ff ff ff ff ff 'h' -> head: 8-byte big-endian seq ++ 32-byte digest
+//	journal          "format" -> "demiurge/journal/v2"
+//	journal.log      8-byte big-endian position -> step
+//	journal.worlds   world name -> head seq ++ head digest ++ position of its last step
+//	journal.anchors  world name ++ 0x00 ++ 8-byte big-endian seq -> position
 //
-// The head key sorts after every seq, on the page an append writes anyway,
-// so a commit writes no more pages than a raw bbolt put of the records.
+// The log holds every world's records in commit order: each append is one
+// step (its world, its first seq, the position of the world's previous
+// step, and the records' bytes) at the next position. Appends of any number
+// of worlds therefore write at the right edge of one B+tree, plus their
+// head entries: a group commit of 64 worlds writes about the pages of its
+// records, not the tail pages of 64 trees (format v1, one bucket per world,
+// wrote 4.8 pages per 5-record step; see docs/BENCHMARKS.md). A read
+// follows a world's links back from its head, or from an anchor (one for
+// each step that holds a seq s with (s-1) % 128 == 0), so reading from any
+// seq touches at most 128 records it does not return. A journal of format
+// v1 is rewritten into v2, records byte for byte, when it is first opened
+// read-write.
 //
 // Bolt commits one transaction at a time and groups appends: appends that
 // arrive while a commit runs queue up, and the committer goroutine takes
@@ -89,12 +99,14 @@
 // transaction it ran in is rolled back because of another append) and must
 // write only through its tx.
 //
-// Group commit saves fsyncs, not page writes: each world is its own
-// B+tree, so a group rewrites the tail leaf and root of every world it
-// touches (about 4.9 pages per 5-record step of 1 KiB records, against 7.9
-// for a step committed alone). On a disk that is busy rather than slow to
-// sync, 64 concurrent worlds gain far less than the group size; see
-// docs/BENCHMARKS.md.
+// Records of one world are spread over the log among other worlds'
+// records: reading a world costs a B+tree lookup per step instead of a
+// sequential scan of its own tree. Anchors and links are an index: Read
+// checks every step they lead to, and when one is damaged it scans the log
+// from the last good step instead, delivering every good record before
+// reporting the first bad one, or, if every record is good, the damaged
+// link. A world's records beyond its head entry (which a crash cannot
+// leave, since a step and its head commit together) are not seen.
 //
 // If a group commit fails because the disk failed, each append of the
 // group is retried alone; the outcome of an append whose commit returned

@@ -97,6 +97,9 @@ func (m *Memory) Read(ctx context.Context, world string, from uint64, fn func(Re
 		if err != nil {
 			return corruptf(world, from-1, "record %d does not decode: %v", from-1, err)
 		}
+		if rec.Seq != from-1 {
+			return corruptf(world, from-1, "record stored as seq %d holds seq %d", from-1, rec.Seq)
+		}
 		prev = rec.Hash
 	}
 	c := newChain(world, from, prev)

@@ -241,7 +241,12 @@ func corruptRecord(ctx context.Context, dir, world string, seq uint64) error {
 		return err
 	}
 	changed := orig
-	changed.Payload = append(append([]byte(nil), orig.Payload...), '!')
+	// Same length, so the record's frame in its journal step stays valid.
+	if len(orig.Payload) == 0 {
+		return fmt.Errorf("record %d of world %s has an empty payload", seq, world)
+	}
+	changed.Payload = bytes.Clone(orig.Payload)
+	changed.Payload[len(changed.Payload)-1] ^= 0x01
 	bad, err := changed.Encode()
 	if err != nil {
 		return err
@@ -253,7 +258,7 @@ func corruptRecord(ctx context.Context, dir, world string, seq uint64) error {
 	}
 	defer db.Close()
 	return db.Update(func(tx *bbolt.Tx) error {
-		var path [][]byte // bucket names down to the record, then its key
+		var path [][]byte // bucket names down to the value holding the record, then its key
 		var walk func(b *bbolt.Bucket, names [][]byte) error
 		walk = func(b *bbolt.Bucket, names [][]byte) error {
 			return b.ForEach(func(k, v []byte) error {
@@ -261,7 +266,7 @@ func corruptRecord(ctx context.Context, dir, world string, seq uint64) error {
 				if v == nil {
 					return walk(b.Bucket(k), sub)
 				}
-				if bytes.Equal(v, old) {
+				if bytes.Contains(v, old) {
 					path = sub
 					return errStop
 				}
@@ -281,7 +286,8 @@ func corruptRecord(ctx context.Context, dir, world string, seq uint64) error {
 		for _, name := range path[1 : len(path)-1] {
 			b = b.Bucket(name)
 		}
-		return b.Put(path[len(path)-1], bad)
+		v := b.Get(path[len(path)-1])
+		return b.Put(path[len(path)-1], bytes.Replace(v, old, bad, 1))
 	})
 }
 
