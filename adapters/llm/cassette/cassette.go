@@ -41,26 +41,58 @@ type Cassette struct {
 
 // Open reads the model answers of the session bundle in dir (see
 // replay.Export): the receipts of its llm.generate intents, in journal
-// order, and its blobs.
+// order, and its blobs (a bundle without a blobs directory has none). A
+// bundle without model answers, a record that does not decode, a receipt
+// with an unknown status and a blob whose name is not its hash are errors
+// that name the bundle and the record or blob.
 func Open(dir string) (*Cassette, error) {
 	c := &Cassette{dir: dir, blobs: map[cas.Ref][]byte{}}
 	jb, err := os.ReadFile(filepath.Join(dir, "journal.cbor"))
 	if err != nil {
 		return nil, fmt.Errorf("cassette %s: %w (want a session bundle: demiurge export)", dir, err)
 	}
+	if c.answers, err = decodeAnswers(jb); err != nil {
+		return nil, fmt.Errorf("cassette %s: %w", dir, err)
+	}
+	if len(c.answers) == 0 {
+		return nil, fmt.Errorf("cassette %s: the recording holds no model answers", dir)
+	}
+	entries, err := os.ReadDir(filepath.Join(dir, "blobs"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("cassette %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, "blobs", e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("cassette %s: %w", dir, err)
+		}
+		r := cas.Sum(b)
+		d := r.Digest()
+		if hex.EncodeToString(d[:]) != e.Name() {
+			return nil, fmt.Errorf("cassette %s: blob %s does not match its name: its bytes hash to %s", dir, e.Name(), r)
+		}
+		c.blobs[r] = b
+	}
+	return c, nil
+}
+
+// decodeAnswers returns the receipts of the llm.generate intents of a
+// bundle's journal.cbor, in journal order.
+func decodeAnswers(jb []byte) ([]Answer, error) {
+	var answers []Answer
 	llmIntents := map[string]bool{}
 	seq := 0
 	for r, err := range journal.DecodeRecords(jb) {
 		seq++
 		if err != nil {
-			return nil, fmt.Errorf("cassette %s: journal record %d: %w", dir, seq, err)
+			return nil, fmt.Errorf("journal record %d: %w", seq, err)
 		}
 		if r.Kind != "Intent" && r.Kind != "Receipt" {
 			continue
 		}
 		v, err := schema.Decode(r.Payload)
 		if err != nil {
-			return nil, fmt.Errorf("cassette %s: record %d: %w", dir, r.Seq, err)
+			return nil, fmt.Errorf("record %d: %w", r.Seq, err)
 		}
 		m, _ := v.(*schema.Map)
 		get := func(k string) schema.Value { x, _ := m.Get(k); return x }
@@ -71,31 +103,24 @@ func Open(dir string) (*Cassette, error) {
 				llmIntents[str("intent")] = true
 			}
 		case "Receipt":
-			if llmIntents[str("intent")] {
-				c.answers = append(c.answers, Answer{Status: str("status"), Payload: get("payload"), Error: str("error")})
+			if !llmIntents[str("intent")] {
+				continue
 			}
+			a := Answer{Status: str("status"), Payload: get("payload"), Error: str("error")}
+			switch a.Status {
+			case effects.StatusOK:
+				if _, ok := a.Payload.(*schema.Map); !ok {
+					return nil, fmt.Errorf("record %d: an ok llm.generate receipt without a payload record", r.Seq)
+				}
+			case effects.StatusError, effects.StatusTimeout:
+			default:
+				return nil, fmt.Errorf("record %d: receipt status %q, want %s, %s or %s", r.Seq, a.Status,
+					effects.StatusOK, effects.StatusError, effects.StatusTimeout)
+			}
+			answers = append(answers, a)
 		}
 	}
-	if len(c.answers) == 0 {
-		return nil, fmt.Errorf("cassette %s: the recording holds no model answers", dir)
-	}
-	entries, err := os.ReadDir(filepath.Join(dir, "blobs"))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, err
-	}
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(dir, "blobs", e.Name()))
-		if err != nil {
-			return nil, err
-		}
-		r := cas.Sum(b)
-		d := r.Digest()
-		if hex.EncodeToString(d[:]) != e.Name() {
-			return nil, fmt.Errorf("cassette %s: blob %s does not match its name", dir, e.Name())
-		}
-		c.blobs[r] = b
-	}
-	return c, nil
+	return answers, nil
 }
 
 // Len returns the number of recorded answers.
@@ -104,8 +129,13 @@ func (c *Cassette) Len() int { return len(c.answers) }
 var refPattern = regexp.MustCompile(`blake3:[0-9a-f]{64}`)
 
 // Run answers the next llm.generate call with the next recorded answer,
-// after storing every blob the answer refers to. The answer's text is
-// reported as progress, as a streaming model would.
+// after storing every blob of the bundle the answer refers to, and the
+// blobs those refer to (a ref the bundle does not hold is left to the
+// store). The answer's text is reported as progress, as a streaming model
+// would. The call's request is not compared with the recorded one: the
+// tools run for real, so a replayed session's requests may differ from the
+// recording's, and the k-th call gets the k-th answer all the same. A call
+// after the last answer gets an error receipt.
 func (c *Cassette) Run(ctx context.Context, call *effects.Call) effects.Receipt {
 	c.mu.Lock()
 	k := c.next
