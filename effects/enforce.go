@@ -78,6 +78,23 @@ func enforceHTTP(grant, params schema.Value) error {
 	if err != nil || u.Host == "" {
 		return fmt.Errorf("url %q is not an absolute URL", raw)
 	}
+	if err := HTTPDestinationAllowed(grant, u); err != nil {
+		return err
+	}
+	if methods, ok := textSet(grant, "methods"); ok && len(methods) > 0 && !containsFold(methods, method) {
+		return fmt.Errorf("method %q is not in the allowed methods %v", method, methods)
+	}
+	return nil
+}
+
+// HTTPDestinationAllowed checks an absolute URL against the params of an
+// http.out grant: its host against hosts ("*.example.com" for
+// subdomains), its scheme against schemes, its port (the scheme's default
+// when the URL has none) against ports, and its cleaned path against
+// path_prefixes. An absent or empty list allows any. It is the check of a
+// request's destination, for the first request and for every redirect;
+// the method is checked only on the first request.
+func HTTPDestinationAllowed(grant schema.Value, u *url.URL) error {
 	host := strings.ToLower(u.Hostname())
 	scheme := strings.ToLower(u.Scheme)
 	port := u.Port()
@@ -94,9 +111,6 @@ func enforceHTTP(grant, params schema.Value) error {
 	}
 	if schemes, ok := textSet(grant, "schemes"); ok && len(schemes) > 0 && !containsFold(schemes, scheme) {
 		return fmt.Errorf("scheme %q is not in the allowed schemes %v", scheme, schemes)
-	}
-	if methods, ok := textSet(grant, "methods"); ok && len(methods) > 0 && !containsFold(methods, method) {
-		return fmt.Errorf("method %q is not in the allowed methods %v", method, methods)
 	}
 	if ports, ok := schema.FieldPath(grant, "ports").([]schema.Value); ok && len(ports) > 0 {
 		allowed := false

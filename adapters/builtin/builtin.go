@@ -11,11 +11,7 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"net/url"
-	"path"
-	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -156,7 +152,7 @@ func (h *HTTP) Run(ctx context.Context, c *effects.Call) effects.Receipt {
 		if len(via) >= 10 {
 			return errors.New("stopped after 10 redirects")
 		}
-		if err := redirectAllowed(grant, r.URL); err != nil {
+		if err := effects.HTTPDestinationAllowed(grant, r.URL); err != nil {
 			return fmt.Errorf("redirect to %s refused: %w", r.URL, err)
 		}
 		return nil
@@ -204,63 +200,4 @@ func (h *HTTP) Run(ctx context.Context, c *effects.Call) effects.Receipt {
 		"status", schema.Int(int64(resp.StatusCode)), "headers", headers, "body_ref", bodyRef,
 		"timings", schema.Record("start_ns", uint64(start.UnixNano()), "end_ns", uint64(end.UnixNano())),
 		"adapter_id", id))
-}
-
-// redirectAllowed checks the destination of a redirect against the grant
-// as effects' http.out enforcer checks the first request's: hosts
-// ("*.example.com" for subdomains), schemes, ports (the scheme's default
-// when the URL has none) and path_prefixes (of the cleaned path). An absent
-// or empty list allows any.
-func redirectAllowed(grant schema.Value, u *url.URL) error {
-	host := strings.ToLower(u.Hostname())
-	scheme := strings.ToLower(u.Scheme)
-	if hosts := textList(grant, "hosts"); len(hosts) > 0 && !effects.HostAllowed(host, hosts) {
-		return fmt.Errorf("host %q is not in the allowed hosts %v", host, hosts)
-	}
-	if schemes := textList(grant, "schemes"); len(schemes) > 0 && !slices.ContainsFunc(schemes, func(s string) bool { return strings.EqualFold(s, scheme) }) {
-		return fmt.Errorf("scheme %q is not in the allowed schemes %v", scheme, schemes)
-	}
-	if ports, _ := schema.FieldPath(grant, "ports").([]schema.Value); len(ports) > 0 {
-		port := u.Port()
-		if port == "" {
-			switch scheme {
-			case "http":
-				port = "80"
-			case "https":
-				port = "443"
-			}
-		}
-		if !slices.ContainsFunc(ports, func(p schema.Value) bool {
-			n, ok := p.(uint64)
-			return ok && strconv.FormatUint(n, 10) == port
-		}) {
-			return fmt.Errorf("port %s is not in the allowed ports %s", port, schema.String(ports))
-		}
-	}
-	if prefixes := textList(grant, "path_prefixes"); len(prefixes) > 0 {
-		p := u.EscapedPath()
-		if p == "" {
-			p = "/"
-		}
-		clean := path.Clean(p)
-		if strings.HasSuffix(p, "/") && clean != "/" {
-			clean += "/"
-		}
-		if !slices.ContainsFunc(prefixes, func(pre string) bool { return strings.HasPrefix(clean, pre) }) {
-			return fmt.Errorf("path %q is not under the allowed path prefixes %v", clean, prefixes)
-		}
-	}
-	return nil
-}
-
-// textList reads a set or list of text grant param; absent is nil.
-func textList(grant schema.Value, name string) []string {
-	l, _ := schema.FieldPath(grant, name).([]schema.Value)
-	var out []string
-	for _, v := range l {
-		if s, ok := v.(string); ok {
-			out = append(out, s)
-		}
-	}
-	return out
 }
