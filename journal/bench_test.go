@@ -317,3 +317,35 @@ func BenchmarkRead(b *testing.B) {
 	}
 	b.ReportMetric(float64(records)/b.Elapsed().Seconds(), "records/s")
 }
+
+// BenchmarkReadTail measures reading the last 10 records of a world of
+// 10,000 records (2,000 steps) interleaved with another world's steps:
+// the cost of finding where to start, which anchors bound to at most
+// 128 records of walking, whatever the world's length.
+func BenchmarkReadTail(b *testing.B) {
+	ctx := context.Background()
+	j, _ := openBench(b, nil)
+	rng := rand.New(rand.NewPCG(7, 8))
+	var head, other Head
+	for range 2000 {
+		es := benchStep(rng)
+		for i := range es {
+			es[i].Payload = es[i].Payload[:200]
+		}
+		h, err := j.Append(ctx, "w", head, es)
+		if err != nil {
+			b.Fatal(err)
+		}
+		head = h
+		if other, err = j.Append(ctx, "other", other, es[:1]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for range b.N {
+		n := 0
+		if err := j.Read(ctx, "w", head.Seq-9, func(Record) error { n++; return nil }); err != nil || n != 10 {
+			b.Fatalf("read %d records: %v", n, err)
+		}
+	}
+}
