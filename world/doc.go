@@ -53,9 +53,10 @@
 //     the manifest it was written under: a Manifest record switches the
 //     machine to its catalog, rebuilt from the store (schema.LoadFromCAS)
 //     when it is not the one given. A plan instance in flight across the
-//     change runs on with the plan def it started with (pinned by hash);
-//     if that def is no longer loadable (the instance was restored from a
-//     snapshot taken after an earlier change) it ends with an error.
+//     change runs on with the plan def it started with (pinned by hash),
+//     also after a restore from a snapshot taken after the change: the
+//     snapshot names the manifests such instances still need
+//     (plan_manifests), and the restore loads them from the store.
 //     ReplayOptions.UnderManifest replays everything under the manifest
 //     given instead, to see what changed AIR would derive differently.
 package world

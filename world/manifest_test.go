@@ -166,11 +166,10 @@ func copyJournal(ctx context.Context, from, to world.Storage, name string) error
 	return err
 }
 
-// TestPlanInFlightAcrossManifestChange: a plan waiting for a receipt when
-// its world is reopened with a manifest that changes the plan runs on with
-// the def it started with; new instances run the new def.
-func TestPlanInFlightAcrossManifestChange(t *testing.T) {
-	ctx := t.Context()
+// seqCatalogs returns the catalog of testdata/bench5 and one whose
+// sequential plan emits i=20 where the original emits i=2.
+func seqCatalogs(t *testing.T) (before, after *schema.Catalog) {
+	t.Helper()
 	read := func(dir string) []schema.Source {
 		var srcs []schema.Source
 		files, _ := filepath.Glob(filepath.Join(dir, "*.air.json"))
@@ -184,7 +183,8 @@ func TestPlanInFlightAcrossManifestChange(t *testing.T) {
 		return srcs
 	}
 	srcs := read("testdata/bench5")
-	before, err := schema.LoadSources(srcs, nil)
+	var err error
+	before, err = schema.LoadSources(srcs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,10 +214,19 @@ func TestPlanInFlightAcrossManifestChange(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("changed %d steps", n)
 	}
-	after, err := schema.LoadSources(changed, nil)
+	after, err = schema.LoadSources(changed, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return before, after
+}
+
+// TestPlanInFlightAcrossManifestChange: a plan waiting for a receipt when
+// its world is reopened with a manifest that changes the plan runs on with
+// the def it started with; new instances run the new def.
+func TestPlanInFlightAcrossManifestChange(t *testing.T) {
+	ctx := t.Context()
+	before, after := seqCatalogs(t)
 	st := world.NewMemoryStorage()
 	// First run: the effect i=1 never completes.
 	waiting := make(chan struct{})
@@ -284,5 +293,98 @@ func TestPlanInFlightAcrossManifestChange(t *testing.T) {
 	}
 	if _, err := world.Replay(ctx, world.ReplayOptions{Name: "p", Catalog: after, Reducers: reducer.NewRegistry(), Storage: st, FromGenesis: true}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPlanInFlightAcrossManifestChangeAndSnapshot is the test above with a
+// snapshot taken after the change while the old instance still runs: the
+// world restored from that snapshot still finds the old plan def, and the
+// snapshot replays from genesis to the same bytes.
+func TestPlanInFlightAcrossManifestChangeAndSnapshot(t *testing.T) {
+	ctx := t.Context()
+	before, after := seqCatalogs(t)
+	st := world.NewMemoryStorage()
+	var mu sync.Mutex
+	var emitted []uint64
+	adapter := func(hangOn1 bool, called chan<- struct{}) effects.Adapter {
+		return effects.AdapterFunc(func(ctx context.Context, c *effects.Call) effects.Receipt {
+			i, _ := c.Params.(*schema.Map).Get("i")
+			if hangOn1 && i == uint64(1) {
+				select {
+				case called <- struct{}{}:
+				default:
+				}
+				<-ctx.Done()
+				return effects.Errorf("noop", "cancelled")
+			}
+			mu.Lock()
+			emitted = append(emitted, i.(uint64))
+			mu.Unlock()
+			return effects.OK("noop", schema.Record("ok", true))
+		})
+	}
+	open := func(cat *schema.Catalog, every int, a effects.Adapter) *world.World {
+		t.Helper()
+		w, err := world.Open(ctx, world.Options{Name: "p", Catalog: cat, Reducers: reducer.NewRegistry(), Storage: st, SnapshotEvery: every,
+			Adapters: map[string]effects.Adapter{"bench.noop": a}, Dispatch: effects.DispatcherOptions{Workers: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	// First run, old manifest: the effect i=1 never completes.
+	called := make(chan struct{}, 1)
+	w := open(before, -1, adapter(true, called))
+	if _, err := w.SendJSON(ctx, "bench/StartSeq@1", []byte(`{"n": 7}`)); err != nil {
+		t.Fatal(err)
+	}
+	<-called
+	w.Close()
+	// Second run, new manifest, a snapshot after every input: the old
+	// instance still waits for i=1 when the snapshot is taken.
+	w = open(after, 1, adapter(true, make(chan struct{}, 1)))
+	if _, err := w.SendJSON(ctx, "bench/StartSeq@1", []byte(`{"n": 8}`)); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	snaps := 0
+	_ = st.Journal().Read(ctx, "p", 1, func(r journal.Record) error {
+		if r.Kind == world.KindSnapshot {
+			snaps++
+		}
+		return nil
+	})
+	if snaps == 0 {
+		t.Fatal("no snapshot was taken")
+	}
+	// Third run, restored from that snapshot: both instances finish, each
+	// with its own def.
+	mu.Lock()
+	emitted = nil
+	mu.Unlock()
+	w = open(after, -1, adapter(false, nil))
+	if err := w.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if !slices.Contains(emitted, 2) || !slices.Contains(emitted, 20) {
+		t.Errorf("effects emitted after the restore: i = %v; want the old def's i=2 and the new def's i=20", emitted)
+	}
+	var ended []string
+	_ = st.Journal().Read(ctx, "p", 1, func(r journal.Record) error {
+		if r.Kind == world.KindPlanEnded {
+			v, _ := schema.Decode(r.Payload)
+			s, _ := v.(*schema.Map).Get("status")
+			ended = append(ended, fmt.Sprint(s))
+		}
+		return nil
+	})
+	if !slices.Equal(ended, []string{"ok", "ok"}) {
+		t.Errorf("plans ended %v; want [ok ok]", ended)
+	}
+	for _, genesis := range []bool{true, false} {
+		if _, err := world.Replay(ctx, world.ReplayOptions{Name: "p", Catalog: after, Reducers: reducer.NewRegistry(), Storage: st, FromGenesis: genesis}); err != nil {
+			t.Fatalf("replay (from genesis: %v): %v", genesis, err)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package world
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/effects"
@@ -63,9 +64,48 @@ func (m *Machine) snapshotValue(height uint64) schema.Value {
 	for _, in := range m.Pending() {
 		pending = append(pending, schema.Record("seq", m.pending[in.Hash].seq, "intent", intentValue(in)))
 	}
-	return schema.Record("format", snapshotFormat, "manifest", m.manifest.String(), "logical", m.logical,
+	v := schema.Record("format", snapshotFormat, "manifest", m.manifest.String(), "logical", m.logical,
 		"height", height, "next_plan_id", m.nextPlanID, "next_intent_seq", m.nextIntentSeq,
 		"cells", nonNil(cells), "plans", nonNil(insts), "pending", nonNil(pending))
+	if pm := m.planManifests(); len(pm) > 0 {
+		v = v.With("plan_manifests", pm)
+	}
+	return v
+}
+
+// planManifests returns the manifests, other than the one running, whose
+// plan defs running instances still run because the manifest changed
+// under them, in ascending order. For each such instance it names the
+// smallest ref among the loaded manifests that hold its def: a machine
+// restored from the snapshot loads exactly those, and then names the same
+// ones as a machine that replayed every record, so their snapshots agree.
+func (m *Machine) planManifests() []schema.Value {
+	var refs []string
+	for _, in := range m.RunningPlans() {
+		if p, err := m.cur.progs.Get(in.Plan); err == nil && p.Ref == in.PlanRef {
+			continue
+		}
+		best := ""
+		for _, l := range m.loaded {
+			if _, ok := l.cat.Plan(in.Plan); !ok {
+				continue
+			}
+			if p, err := l.progs.Get(in.Plan); err == nil && p.Ref == in.PlanRef {
+				if r := l.cat.ManifestRef().String(); best == "" || r < best {
+					best = r
+				}
+			}
+		}
+		if best != "" && !slices.Contains(refs, best) {
+			refs = append(refs, best)
+		}
+	}
+	slices.Sort(refs)
+	out := make([]schema.Value, len(refs))
+	for i, r := range refs {
+		out[i] = r
+	}
+	return out
 }
 
 func nonNil(l []schema.Value) []schema.Value {
@@ -116,6 +156,18 @@ func RestoreMachine(ctx context.Context, cat *schema.Catalog, reg *reducer.Regis
 	m := NewMachine(cat, reg, store)
 	if m.manifest, err = cas.ParseRef(fmt.Sprint(get("manifest"))); err != nil {
 		return nil, fmt.Errorf("world: snapshot %s: manifest: %w", snap, err)
+	}
+	// First the manifests whose plan defs running instances still run,
+	// then the one the world ran at the snapshot.
+	pms, _ := get("plan_manifests").([]schema.Value)
+	for _, pv := range pms {
+		ref, err := cas.ParseRef(fmt.Sprint(pv))
+		if err != nil {
+			return nil, fmt.Errorf("world: snapshot %s: plan_manifests: %w", snap, err)
+		}
+		if err := m.runManifest(ctx, ref); err != nil {
+			return nil, fmt.Errorf("world: snapshot %s: a running plan's manifest: %w", snap, err)
+		}
 	}
 	if err := m.runManifest(ctx, m.manifest); err != nil {
 		return nil, fmt.Errorf("world: snapshot %s: %w", snap, err)
