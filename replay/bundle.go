@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -153,8 +154,13 @@ type Bundle struct {
 // Read reads and verifies a bundle: the records form the world's hash
 // chain up to the head bundle.json names, and every blob hashes to its name.
 func Read(dir string) (*Bundle, error) {
+	return readFS(os.DirFS(dir), dir)
+}
+
+// readFS is Read from fsys, the bundle's directory dir.
+func readFS(fsys fs.FS, dir string) (*Bundle, error) {
 	b := &Bundle{Dir: dir, Blobs: map[cas.Ref][]byte{}}
-	js, err := os.ReadFile(filepath.Join(dir, "bundle.json"))
+	js, err := fs.ReadFile(fsys, "bundle.json")
 	if err != nil {
 		return nil, fmt.Errorf("read bundle: %w", err)
 	}
@@ -167,12 +173,12 @@ func Read(dir string) (*Bundle, error) {
 	if err := journal.ValidateWorld(b.Manifest.World); err != nil {
 		return nil, fmt.Errorf("read bundle %s: %w", dir, err)
 	}
-	airs, err := os.ReadDir(filepath.Join(dir, "air"))
+	airs, err := fs.ReadDir(fsys, "air")
 	if err != nil {
 		return nil, fmt.Errorf("read bundle %s: %w", dir, err)
 	}
 	for _, e := range airs {
-		data, err := os.ReadFile(filepath.Join(dir, "air", e.Name()))
+		data, err := fs.ReadFile(fsys, "air/"+e.Name())
 		if err != nil {
 			return nil, err
 		}
@@ -182,7 +188,7 @@ func Read(dir string) (*Bundle, error) {
 		}
 		b.Sources = append(b.Sources, schema.Source{Name: filepath.Join(dir, "air", name), Data: data})
 	}
-	jb, err := os.ReadFile(filepath.Join(dir, "journal.cbor"))
+	jb, err := fs.ReadFile(fsys, "journal.cbor")
 	if err != nil {
 		return nil, fmt.Errorf("read bundle %s: %w", dir, err)
 	}
@@ -202,12 +208,12 @@ func Read(dir string) (*Bundle, error) {
 	if uint64(len(b.Records)) != b.Manifest.Head || b.Manifest.Head > 0 && prev.String() != b.Manifest.HeadHash {
 		return nil, fmt.Errorf("read bundle %s: the journal ends at seq %d %s, bundle.json says %d %s", dir, len(b.Records), prev, b.Manifest.Head, b.Manifest.HeadHash)
 	}
-	blobs, err := os.ReadDir(filepath.Join(dir, "blobs"))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	blobs, err := fs.ReadDir(fsys, "blobs")
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
 	for _, e := range blobs {
-		data, err := os.ReadFile(filepath.Join(dir, "blobs", e.Name()))
+		data, err := fs.ReadFile(fsys, "blobs/"+e.Name())
 		if err != nil {
 			return nil, err
 		}
