@@ -165,7 +165,7 @@ func newBolt(db *bbolt.DB, readOnly, ownDB bool) (*Bolt, error) {
 			return createLogBuckets(tx)
 		})
 	case bytes.Equal(format, formatV1) && readOnly:
-		err = fmt.Errorf("the journal is in format %q, which this demiurge reads only after upgrading it: open it once read-write (e.g. demiurge journal verify) to upgrade it", formatV1)
+		err = fmt.Errorf("the journal is in format %q, which this demiurge reads only after upgrading it: open it once read-write to upgrade it (any command that writes to the store does, e.g. demiurge run or demiurge cas put)", formatV1)
 	case bytes.Equal(format, formatV1):
 		err = db.Update(upgradeV1)
 	case !bytes.Equal(format, formatV2):
