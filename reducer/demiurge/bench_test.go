@@ -40,7 +40,9 @@ import (
 // (model-ms includes the loopback server); commits and durable-B, what a
 // round makes durable (records, the model's request and response bodies,
 // the chat's state, the tool's output); and floor-ms, raw bbolt commits of
-// the same number and bytes in the same file: the disk's price of them.
+// the same number and bytes in the same file: the disk's price of them;
+// bound-ms, floor-ms plus the time inside the adapters, what a round costs
+// before any work of the engine's own.
 func BenchmarkToolRound(b *testing.B) {
 	ctx := context.Background()
 	dir := b.TempDir()
@@ -175,6 +177,9 @@ func BenchmarkToolRound(b *testing.B) {
 	b.ReportMetric(float64(commits)/float64(rounds), "commits/round")
 	b.ReportMetric(float64(inModel.Load())/1e6/float64(rounds), "model-ms/round")
 	b.ReportMetric(float64(inTool.Load())/1e6/float64(rounds), "tool-ms/round")
+	// What a round costs before any work of the engine's own: the disk's
+	// price of its commits plus the time inside its two adapters.
+	b.ReportMetric((float64(floor.Microseconds())/1000+float64(inModel.Load()+inTool.Load())/1e6)/float64(rounds), "bound-ms/round")
 	if testing.Verbose() {
 		fmt.Printf("rounds %d in %s (%s each); %d commits, %d records (%d B), %d blobs (%d B); the raw floor %s\n",
 			rounds, elapsed, perRound, commits, recs, recBytes, blobs, blobBytes, floor)
