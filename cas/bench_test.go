@@ -10,12 +10,20 @@ package cas_test
 //                          random 32-byte key (no hash)
 // Put/<size>/bolt-*        Bolt.Put; -sync is the default (fsync per
 //                          commit), -nosync is BoltOptions.NoSync for both
+// Put/<size>/disk-*        the disk's floor: the same bytes appended to a
+//                          plain file with one write (and one fsync for
+//                          -sync), no database at all
 // Get/...                  the same for reads (raw = View + copy)
 // NodePut/...              PutNode of a ~1 KiB node vs cas.Marshal +
 //                          blake3 + raw bbolt Update of the same bytes
 // Ratio/...                the two sides of a comparison interleaved in
 //                          one loop, reporting x-raw = the median of
 //                          subject/baseline time per iteration
+// BboltOptions/...         raw bbolt puts (in Bolt's layout) with default
+//                          options vs each candidate bbolt.Options tuning,
+//                          interleaved, x-<option> = median time ratio
+// BoltOpen/...             bbolt.Open + Close of a ~200 MiB store, with
+//                          the freelist synced (the default) or not
 //
 // Every put writes new bytes (a counter in the first 8 bytes), so none is
 // answered by deduplication; stores are replaced every 256 MiB (timer
@@ -24,6 +32,7 @@ package cas_test
 import (
 	"encoding/binary"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -68,7 +77,9 @@ func randKey(key *[32]byte, i int) {
 	}
 }
 
-// rawDB opens a bare bbolt file with the same settings OpenBolt uses.
+// rawDB opens a bare bbolt file with bbolt's default options (NoSync
+// aside): the baseline a plain bbolt user starts from. OpenBolt tunes its
+// own (TuneBolt); BenchmarkBboltOptions measures what each option does.
 func rawDB(b *testing.B, noSync bool) *bbolt.DB {
 	b.Helper()
 	db, err := bbolt.Open(filepath.Join(b.TempDir(), "raw.db"), 0o600, &bbolt.Options{Timeout: cas.DefaultBoltTimeout, NoSync: noSync})
@@ -85,10 +96,75 @@ func rawDB(b *testing.B, noSync bool) *bbolt.DB {
 	return db
 }
 
+// rawPut is the raw bbolt baseline: one Update putting data under key in
+// a flat bucket, the layout every bbolt user starts with.
 func rawPut(db *bbolt.DB, key *[32]byte, data []byte) error {
 	return db.Update(func(tx *bbolt.Tx) error {
 		return tx.Bucket([]byte("raw")).Put(key[:], data)
 	})
+}
+
+// rawPutOwnBucket is rawPut in Bolt's layout: data of at least
+// cas.BoltBlobBucketMin bytes goes in a nested bucket of its own.
+func rawPutOwnBucket(db *bbolt.DB, key *[32]byte, data []byte) error {
+	if len(data) < cas.BoltBlobBucketMin {
+		return rawPut(db, key, data)
+	}
+	return rawPutNested(db, key, data)
+}
+
+// rawPutNested puts data in a nested bucket of its own whatever its size.
+func rawPutNested(db *bbolt.DB, key *[32]byte, data []byte) error {
+	return db.Update(func(tx *bbolt.Tx) error {
+		b, err := tx.Bucket([]byte("raw")).CreateBucket(key[:])
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(cas.BoltBlobKey), data)
+	})
+}
+
+// diskFile appends blobs to a plain file: the floor any store on this
+// disk pays for the same bytes.
+type diskFile struct {
+	b    *testing.B
+	sync bool
+	f    *os.File
+	off  int64
+}
+
+func newDiskFile(b *testing.B, sync bool) *diskFile {
+	b.Helper()
+	d := &diskFile{b: b, sync: sync}
+	d.reset()
+	b.Cleanup(func() { d.f.Close() })
+	return d
+}
+
+// reset starts a new, empty file.
+func (d *diskFile) reset() {
+	if d.f != nil {
+		d.f.Close()
+		os.Remove(d.f.Name())
+	}
+	f, err := os.Create(filepath.Join(d.b.TempDir(), "disk.bin"))
+	if err != nil {
+		d.b.Fatal(err)
+	}
+	d.f, d.off = f, 0
+}
+
+// write appends data with one write, and one fsync if d.sync.
+func (d *diskFile) write(data []byte) {
+	if _, err := d.f.WriteAt(data, d.off); err != nil {
+		d.b.Fatal(err)
+	}
+	d.off += int64(len(data))
+	if d.sync {
+		if err := d.f.Sync(); err != nil {
+			d.b.Fatal(err)
+		}
+	}
 }
 
 func boltStore(b *testing.B, noSync bool) *cas.Bolt {
@@ -168,6 +244,20 @@ func BenchmarkPut(b *testing.B) {
 						if _, err := s.Put(b.Context(), data); err != nil {
 							b.Fatal(err)
 						}
+					}
+				})
+				b.Run("disk-"+m.name, func(b *testing.B) {
+					b.SetBytes(int64(sz.n))
+					b.ReportAllocs()
+					d := newDiskFile(b, !m.noSync)
+					for i := 0; b.Loop(); i++ {
+						if i > 0 && i%perStore(sz.n) == 0 {
+							b.StopTimer()
+							d.reset()
+							b.StartTimer()
+						}
+						unique(data, i)
+						d.write(data)
 					}
 				})
 			}
@@ -437,6 +527,264 @@ func BenchmarkRatio(b *testing.B) {
 						b.Fatal(err)
 					}
 				})
+			})
+		}
+	}
+}
+
+// BenchmarkRatio2 compares, each within one loop: Bolt.Put of 1 MiB vs
+// BLAKE3 of the same bytes (the target: >= 1 GB/s), Bolt.Put vs the
+// disk's floor (the same bytes appended to a plain file, fsynced for
+// -sync), and the raw bbolt put in a flat bucket vs in a bucket of its own
+// (Bolt's layout from cas.BoltBlobBucketMin on), at sizes around that
+// threshold.
+func BenchmarkRatio2(b *testing.B) {
+	for _, m := range syncModes {
+		b.Run("bolt-put-1MiB-"+m.name+"-vs-blake3", func(b *testing.B) {
+			const size = 1 << 20
+			s := boltStore(b, m.noSync)
+			d1, d2 := make([]byte, size), make([]byte, size)
+			b.ReportAllocs()
+			interleave(b, size, func(i int) {
+				if i > 0 && i%perStore(size) == 0 {
+					b.StopTimer()
+					s = boltStore(b, m.noSync)
+					b.StartTimer()
+				}
+			}, func(i int) {
+				unique(d1, i)
+				blake3.Sum256(d1)
+			}, func(i int) {
+				unique(d2, i)
+				if _, err := s.Put(b.Context(), d2); err != nil {
+					b.Fatal(err)
+				}
+			})
+		})
+		for _, sz := range benchSizes {
+			b.Run(fmt.Sprintf("put-%s-%s-vs-disk", sz.name, m.name), func(b *testing.B) {
+				d := newDiskFile(b, !m.noSync)
+				s := boltStore(b, m.noSync)
+				d1, d2 := make([]byte, sz.n), make([]byte, sz.n)
+				b.ReportAllocs()
+				interleave(b, sz.n, func(i int) {
+					if i > 0 && i%perStore(sz.n) == 0 {
+						b.StopTimer()
+						d.reset()
+						s = boltStore(b, m.noSync)
+						b.StartTimer()
+					}
+				}, func(i int) {
+					unique(d1, i)
+					d.write(d1)
+				}, func(i int) {
+					unique(d2, i)
+					if _, err := s.Put(b.Context(), d2); err != nil {
+						b.Fatal(err)
+					}
+				})
+			})
+		}
+		for _, n := range []int{1 << 10, 4 << 10, 8 << 10, 16 << 10, 64 << 10, 1 << 20} {
+			b.Run(fmt.Sprintf("own-bucket-%dKiB-%s", n>>10, m.name), func(b *testing.B) {
+				flat, nested := rawDB(b, m.noSync), rawDB(b, m.noSync)
+				d1, d2 := make([]byte, n), make([]byte, n)
+				var k1, k2 [32]byte
+				b.ReportAllocs()
+				interleave(b, n, func(i int) {
+					if i > 0 && i%perStore(n) == 0 {
+						b.StopTimer()
+						reportFileRatio(b, flat, nested)
+						flat, nested = rawDB(b, m.noSync), rawDB(b, m.noSync)
+						b.StartTimer()
+					}
+				}, func(i int) {
+					unique(d1, i)
+					randKey(&k1, i)
+					if err := rawPut(flat, &k1, d1); err != nil {
+						b.Fatal(err)
+					}
+				}, func(i int) {
+					unique(d2, i)
+					randKey(&k2, i)
+					if err := rawPutNested(nested, &k2, d2); err != nil {
+						b.Fatal(err)
+					}
+				})
+				reportFileRatio(b, flat, nested)
+			})
+		}
+	}
+}
+
+// reportFileRatio reports how much more of the file the subject's data
+// takes than the baseline's (bbolt's high water mark, pages in use).
+func reportFileRatio(b *testing.B, base, subj *bbolt.DB) {
+	size := func(db *bbolt.DB) (n int64) {
+		if err := db.View(func(tx *bbolt.Tx) error { n = tx.Size(); return nil }); err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+	b.ReportMetric(float64(size(subj))/float64(size(base)), "x-file")
+}
+
+// boltTuning is a candidate bbolt setting for the store's file.
+type boltTuning struct {
+	name string
+	opts func(*bbolt.Options)
+	db   func(*bbolt.DB)
+}
+
+var boltTunings = []boltTuning{
+	{name: "default"},
+	{name: "InitialMmapSize-1GiB", opts: func(o *bbolt.Options) { o.InitialMmapSize = 1 << 30 }},
+	{name: "NoFreelistSync", opts: func(o *bbolt.Options) { o.NoFreelistSync = true }},
+	{name: "FreelistMapType", opts: func(o *bbolt.Options) { o.FreelistType = bbolt.FreelistMapType }},
+	{name: "AllocSize-64MiB", db: func(db *bbolt.DB) { db.AllocSize = 64 << 20 }},
+	{name: "PageSize-16KiB", opts: func(o *bbolt.Options) { o.PageSize = 16 << 10 }},
+}
+
+func tunedDB(b *testing.B, noSync bool, t boltTuning) *bbolt.DB {
+	b.Helper()
+	o := &bbolt.Options{Timeout: cas.DefaultBoltTimeout, NoSync: noSync}
+	if t.opts != nil {
+		t.opts(o)
+	}
+	db, err := bbolt.Open(filepath.Join(b.TempDir(), "tuned.db"), 0o600, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	if t.db != nil {
+		t.db(db)
+	}
+	if err := db.Update(func(tx *bbolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists([]byte("raw"))
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	return db
+}
+
+// BenchmarkBboltOptions puts the same bytes into one bbolt file per
+// candidate setting (boltTunings), in Bolt's layout, all in one loop (the
+// order rotating each iteration), and reports each candidate's mean time
+// (us-<name>) and the median of its per-iteration time ratio to the
+// default options (x-<name>).
+func BenchmarkBboltOptions(b *testing.B) {
+	for _, m := range syncModes {
+		for _, sz := range benchSizes {
+			b.Run(sz.name+"-"+m.name, func(b *testing.B) {
+				dbs := make([]*bbolt.DB, len(boltTunings))
+				open := func() {
+					for j, t := range boltTunings {
+						dbs[j] = tunedDB(b, m.noSync, t)
+					}
+				}
+				open()
+				data := make([]byte, sz.n)
+				var key [32]byte
+				total := make([]time.Duration, len(dbs))
+				took := make([]time.Duration, len(dbs))
+				ratios := make([][]float64, len(dbs))
+				for i := 0; b.Loop(); i++ {
+					if i > 0 && i%perStore(sz.n) == 0 {
+						b.StopTimer()
+						for _, db := range dbs {
+							db.Close()
+						}
+						open()
+						b.StartTimer()
+					}
+					unique(data, i)
+					randKey(&key, i)
+					for k := range dbs {
+						j := (k + i) % len(dbs)
+						t0 := time.Now()
+						if err := rawPutOwnBucket(dbs[j], &key, data); err != nil {
+							b.Fatal(err)
+						}
+						took[j] = time.Since(t0)
+						total[j] += took[j]
+					}
+					for j := range dbs {
+						ratios[j] = append(ratios[j], float64(took[j])/float64(max(took[0], 1)))
+					}
+				}
+				for j, t := range boltTunings {
+					b.ReportMetric(float64(total[j].Microseconds())/float64(b.N), "us-"+t.name)
+					if j > 0 {
+						slices.Sort(ratios[j])
+						b.ReportMetric(ratios[j][len(ratios[j])/2], "x-"+t.name)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkBoltOpen measures what bbolt.Options.NoFreelistSync costs on
+// open: bbolt then rebuilds the freelist by walking every page of the
+// file. The file holds ~200 MiB of 1 KiB or 1 MiB blobs, written through
+// Bolt (so in its layout) with the freelist synced or not; each iteration
+// opens it read-write and closes it (page cache warm).
+func BenchmarkBoltOpen(b *testing.B) {
+	for _, sz := range []struct {
+		name string
+		n    int
+	}{{"1KiB", 1 << 10}, {"1MiB", 1 << 20}} {
+		for _, noFreelistSync := range []bool{false, true} {
+			name := sz.name + "-freelist-synced"
+			if noFreelistSync {
+				name = sz.name + "-NoFreelistSync"
+			}
+			b.Run(name, func(b *testing.B) {
+				path := filepath.Join(b.TempDir(), "open.db")
+				opts := &bbolt.Options{Timeout: cas.DefaultBoltTimeout, NoSync: true, NoFreelistSync: noFreelistSync}
+				db, err := bbolt.Open(path, 0o600, opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				s, err := cas.NewBolt(db)
+				if err != nil {
+					b.Fatal(err)
+				}
+				data := make([]byte, sz.n)
+				perTx := max(1, (4<<20)/sz.n)
+				for i := 0; i*sz.n < 200<<20; {
+					err := db.Update(func(tx *bbolt.Tx) error {
+						for range perTx {
+							unique(data, i)
+							i++
+							if _, err := s.PutTx(tx, data); err != nil {
+								return err
+							}
+						}
+						return nil
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := db.Close(); err != nil {
+					b.Fatal(err)
+				}
+				for b.Loop() {
+					db, err := bbolt.Open(path, 0o600, opts)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := db.Close(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				st, err := os.Stat(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(st.Size())/(1<<20), "file-MiB")
 			})
 		}
 	}

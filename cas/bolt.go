@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -14,10 +16,31 @@ import (
 )
 
 // BoltBucket is the name of the bbolt bucket a Bolt store keeps its blobs
-// in: key = the 32-byte BLAKE3 digest, value = the raw bytes.
+// in, each under its 32-byte BLAKE3 digest. A blob smaller than
+// BoltBlobBucketMin is the key's value; a larger one is kept in a nested
+// bucket under the key, as the value of that bucket's one key
+// BoltBlobKey. Readers accept either form at any size.
 const BoltBucket = "cas"
 
-var boltBucket = []byte(BoltBucket)
+// BoltBlobBucketMin is the size from which Bolt puts a blob in a nested
+// bucket of its own rather than as a value of BoltBucket. bbolt never
+// splits a leaf of four keys or fewer, whatever the size of their values,
+// and a commit rewrites every leaf it added a key to: in a flat bucket a
+// 1 MiB put rewrites the one to three 1 MiB blobs that share its leaf
+// (bbolt allocates and writes ~4.4 MiB per 1 MiB put). In a bucket of its
+// own, a blob shares its leaf with nothing, and a put writes its pages
+// once plus a few small ones. Below this size the nested bucket's extra
+// pages cost more than the rewrite saves (docs/BENCHMARKS.md, "cas").
+const BoltBlobBucketMin = 16 << 10
+
+// BoltBlobKey is the key of a blob's bytes inside its nested bucket (see
+// BoltBucket).
+const BoltBlobKey = "blob"
+
+var (
+	boltBucket  = []byte(BoltBucket)
+	boltBlobKey = []byte(BoltBlobKey)
+)
 
 // DefaultBoltTimeout is how long OpenBolt waits by default for the file
 // lock that another process holds.
@@ -87,11 +110,13 @@ func OpenBolt(path string, opts *BoltOptions) (*Bolt, error) {
 	if o.Mode == 0 {
 		o.Mode = 0o600
 	}
-	db, err := bbolt.Open(path, o.Mode, &bbolt.Options{
+	bo := &bbolt.Options{
 		Timeout:  o.Timeout,
 		NoSync:   o.NoSync,
 		ReadOnly: o.ReadOnly,
-	})
+	}
+	TuneBolt(bo)
+	db, err := bbolt.Open(path, o.Mode, bo)
 	if err != nil {
 		if errors.Is(err, berrors.ErrTimeout) {
 			return nil, fmt.Errorf("cas: open bolt store %s: file still locked after %v (is another process using it?): %w", path, o.Timeout, err)
@@ -104,6 +129,26 @@ func OpenBolt(path string, opts *BoltOptions) (*Bolt, error) {
 		return nil, fmt.Errorf("cas: open bolt store %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// BoltInitialMmapSize is the InitialMmapSize TuneBolt sets: how much of
+// the file bbolt maps from the start. Until the file outgrows it, a commit
+// never has to remap the file, which waits for every open read
+// transaction to end. It costs address space, not memory.
+const BoltInitialMmapSize = 1 << 30
+
+// TuneBolt sets in o the bbolt options a file holding a Bolt store is
+// opened with (by OpenBolt, and by whoever opens a file it shares with a
+// Bolt store, through NewBolt): InitialMmapSize = BoltInitialMmapSize for
+// a read-write file on a 64-bit system other than Windows (where bbolt
+// would grow the file itself to that size). It leaves every other option
+// as it is. The options bbolt offers besides were measured and not
+// taken; docs/BENCHMARKS.md ("cas") has the figures and the reasons.
+func TuneBolt(o *bbolt.Options) {
+	if o.ReadOnly || runtime.GOOS == "windows" || strconv.IntSize < 64 {
+		return
+	}
+	o.InitialMmapSize = max(o.InitialMmapSize, BoltInitialMmapSize)
 }
 
 // NewBolt returns a Bolt store in db, an open bbolt database that other
@@ -153,7 +198,7 @@ func (s *Bolt) Put(ctx context.Context, data []byte) (Ref, error) {
 	ref := Sum(data) // outside any transaction: concurrent puts hash in parallel
 	var have bool
 	err := s.db.View(func(tx *bbolt.Tx) error {
-		have = lookup(tx, ref) != nil
+		have = stored(tx, ref)
 		return nil
 	})
 	if err != nil {
@@ -196,10 +241,9 @@ func (s *Bolt) Get(ctx context.Context, ref Ref) ([]byte, error) {
 	}
 	var out []byte
 	err := s.db.View(func(tx *bbolt.Tx) error {
-		if v := lookup(tx, ref); v != nil {
-			out = bytes.Clone(v) // v lives in the mmap only until the tx ends
-		}
-		return nil
+		v, err := lookup(tx, ref)
+		out = bytes.Clone(v) // v lives in the mmap only until the tx ends
+		return err
 	})
 	if err != nil {
 		return nil, s.wrap("get", ref, err)
@@ -214,7 +258,11 @@ func (s *Bolt) GetTx(tx *bbolt.Tx, ref Ref) ([]byte, error) {
 	if err := s.checkTx(tx); err != nil {
 		return nil, err
 	}
-	return verified(ref, bytes.Clone(lookup(tx, ref)))
+	v, err := lookup(tx, ref)
+	if err != nil {
+		return nil, err
+	}
+	return verified(ref, bytes.Clone(v))
 }
 
 // verified returns b if it is present and hashes to ref.
@@ -235,7 +283,7 @@ func (s *Bolt) Has(ctx context.Context, ref Ref) (bool, error) {
 	}
 	var have bool
 	err := s.db.View(func(tx *bbolt.Tx) error {
-		have = lookup(tx, ref) != nil
+		have = stored(tx, ref)
 		return nil
 	})
 	if err != nil {
@@ -251,10 +299,11 @@ func (s *Bolt) Stat(ctx context.Context, ref Ref) (int64, error) {
 	}
 	size := int64(-1)
 	err := s.db.View(func(tx *bbolt.Tx) error {
-		if v := lookup(tx, ref); v != nil {
+		v, err := lookup(tx, ref)
+		if v != nil {
 			size = int64(len(v))
 		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return 0, s.wrap("stat", ref, err)
@@ -299,8 +348,13 @@ func (s *Bolt) Iterate(ctx context.Context, fn func(ref Ref, size int64) error) 
 				k, v = c.Next()
 			}
 			for ; k != nil && len(batch) < iterateBatch; k, v = c.Next() {
-				if len(k) != Size || v == nil {
+				if len(k) != Size {
 					return fmt.Errorf("%w: bucket %q holds key %x, not a blob under a %d-byte digest", ErrCorrupt, BoltBucket, k, Size)
+				}
+				if v == nil { // a blob in a bucket of its own
+					// A bucket without the blob's bytes is listed with
+					// size 0; Get reports it as corrupt.
+					v, _ = nestedBlob(b, k)
 				}
 				batch = append(batch, entry{Ref{algo: BLAKE3, digest: [Size]byte(k)}, int64(len(v))})
 			}
@@ -375,24 +429,65 @@ func (s *Bolt) wrap(op string, ref Ref, err error) error {
 	return fmt.Errorf("cas: %s in %s: %w", op, s.db.Path(), err)
 }
 
-// lookup returns the stored value of ref in tx, or nil. SHA256 refs are
-// never stored. The value is valid only until tx ends.
-func lookup(tx *bbolt.Tx, ref Ref) []byte {
+// lookup returns the stored bytes of ref in tx, or nil if it is not
+// stored. SHA256 refs are never stored. The bytes are valid only until tx
+// ends. A nested bucket under the key without the blob's bytes is an error
+// wrapping ErrCorrupt.
+func lookup(tx *bbolt.Tx, ref Ref) ([]byte, error) {
 	if ref.algo != BLAKE3 {
-		return nil
+		return nil, nil
 	}
 	b := tx.Bucket(boltBucket)
 	if b == nil {
-		return nil
+		return nil, nil
 	}
-	return b.Get(ref.digest[:])
+	key := ref.digest[:]
+	k, v := b.Cursor().Seek(key)
+	if !bytes.Equal(k, key) {
+		return nil, nil
+	}
+	if v != nil {
+		return v, nil
+	}
+	if v, ok := nestedBlob(b, key); ok {
+		return v, nil
+	}
+	return nil, &CorruptError{Ref: ref, Got: Sum(nil),
+		Err: fmt.Errorf("its nested bucket in %q holds no value under %q", BoltBucket, BoltBlobKey)}
+}
+
+// nestedBlob returns the bytes of the blob kept in the nested bucket key
+// of b, and whether it found them.
+func nestedBlob(b *bbolt.Bucket, key []byte) ([]byte, bool) {
+	sub := b.Bucket(key)
+	if sub == nil {
+		return nil, false
+	}
+	v := sub.Get(boltBlobKey)
+	return v, v != nil
+}
+
+// stored reports whether tx holds ref, as a value or a nested bucket,
+// without reading its bytes.
+func stored(tx *bbolt.Tx, ref Ref) bool {
+	if ref.algo != BLAKE3 {
+		return false
+	}
+	b := tx.Bucket(boltBucket)
+	if b == nil {
+		return false
+	}
+	k, _ := b.Cursor().Seek(ref.digest[:])
+	return bytes.Equal(k, ref.digest[:])
 }
 
 // emptyBlob is stored for an empty blob: bbolt reads a nil value put in
 // the same transaction back as missing.
 var emptyBlob = []byte{}
 
-// putIn writes data under ref in tx unless it is already there.
+// putIn writes data under ref in tx unless it is already there: as the
+// key's value if it is smaller than BoltBlobBucketMin, else in a nested
+// bucket of its own.
 func putIn(tx *bbolt.Tx, ref Ref, data []byte) error {
 	b := tx.Bucket(boltBucket)
 	if b == nil {
@@ -401,11 +496,19 @@ func putIn(tx *bbolt.Tx, ref Ref, data []byte) error {
 			return err
 		}
 	}
-	if b.Get(ref.digest[:]) != nil {
+	key := ref.digest[:]
+	if k, _ := b.Cursor().Seek(key); bytes.Equal(k, key) {
 		return nil // content-addressed: the same key always has the same bytes
 	}
-	if data == nil {
-		data = emptyBlob
+	if len(data) < BoltBlobBucketMin {
+		if data == nil {
+			data = emptyBlob
+		}
+		return b.Put(key, data)
 	}
-	return b.Put(ref.digest[:], data)
+	sub, err := b.CreateBucket(key)
+	if err != nil {
+		return err
+	}
+	return sub.Put(boltBlobKey, data)
 }

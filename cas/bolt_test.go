@@ -1,9 +1,12 @@
 package cas_test
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,19 +16,24 @@ import (
 	"go.etcd.io/bbolt"
 )
 
-// corruptBolt rewrites the value under ref behind the store's back.
+// corruptBolt rewrites the bytes under ref behind the store's back, in
+// whichever layout they are stored.
 func corruptBolt(t *testing.T, s cas.Store, ref cas.Ref) {
 	t.Helper()
 	db := s.(*cas.Bolt).DB()
 	err := db.Update(func(tx *bbolt.Tx) error {
 		b := tx.Bucket([]byte(cas.BoltBucket))
 		d := ref.Digest()
-		v := b.Get(d[:])
+		key := d[:]
+		if nested := b.Bucket(key); nested != nil {
+			b, key = nested, []byte(cas.BoltBlobKey)
+		}
+		v := b.Get(key)
 		if v == nil {
 			return errors.New("corruptBolt: ref not stored")
 		}
 		bad := append([]byte("x"), v...)
-		return b.Put(d[:], bad)
+		return b.Put(key, bad)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -384,5 +392,270 @@ func TestBoltBadKey(t *testing.T) {
 	_, _, err = cas.Verify(t.Context(), s, nil)
 	if !errors.Is(err, cas.ErrCorrupt) || !strings.Contains(err.Error(), "73686f7274") {
 		t.Errorf("Verify over a bad key: %v; want ErrCorrupt naming the key", err)
+	}
+}
+
+// sized returns n bytes that differ for each seed.
+func sized(seed byte, n int) []byte {
+	b := bytes.Repeat([]byte{seed}, n)
+	if n > 0 {
+		b[n-1] ^= 0x5a
+	}
+	return b
+}
+
+// TestBoltLayout checks where blobs go: below BoltBlobBucketMin as the
+// value of their digest, from it on in a nested bucket of their own
+// holding the bytes under BoltBlobKey.
+func TestBoltLayout(t *testing.T) {
+	s := openBolt(t, filepath.Join(t.TempDir(), "cas.db"), &cas.BoltOptions{NoSync: true})
+	defer s.Close()
+	tests := []struct {
+		n      int
+		nested bool
+	}{
+		{0, false},
+		{1 << 10, false},
+		{cas.BoltBlobBucketMin - 1, false},
+		{cas.BoltBlobBucketMin, true},
+		{1 << 20, true},
+	}
+	for _, tc := range tests {
+		data := sized(byte(tc.n), tc.n)
+		ref, err := s.Put(t.Context(), data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.DB().View(func(tx *bbolt.Tx) error {
+			b := tx.Bucket([]byte(cas.BoltBucket))
+			d := ref.Digest()
+			v, sub := b.Get(d[:]), b.Bucket(d[:])
+			switch {
+			case tc.nested && (v != nil || sub == nil):
+				t.Errorf("%d bytes: value %v, nested bucket %v; want a nested bucket", tc.n, v != nil, sub != nil)
+			case tc.nested && !bytes.Equal(sub.Get([]byte(cas.BoltBlobKey)), data):
+				t.Errorf("%d bytes: the nested bucket does not hold the bytes under %q", tc.n, cas.BoltBlobKey)
+			case !tc.nested && (sub != nil || !bytes.Equal(v, data) || v == nil):
+				t.Errorf("%d bytes: value %v, nested bucket %v; want the bytes as the value", tc.n, v != nil, sub != nil)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := getTx(t, s, ref); err != nil || !bytes.Equal(got, data) {
+			t.Errorf("%d bytes: GetTx = %d bytes, %v", tc.n, len(got), err)
+		}
+	}
+}
+
+// TestBoltPutTxBigTwice: a big blob put twice in one transaction is
+// stored once, and readable before the commit.
+func TestBoltPutTxBigTwice(t *testing.T) {
+	s := openBolt(t, filepath.Join(t.TempDir(), "cas.db"), &cas.BoltOptions{NoSync: true})
+	defer s.Close()
+	data := sized(7, 1<<20)
+	err := s.DB().Update(func(tx *bbolt.Tx) error {
+		for range 2 {
+			if _, err := s.PutTx(tx, data); err != nil {
+				return err
+			}
+		}
+		got, err := s.GetTx(tx, cas.Sum(data))
+		if err != nil || !bytes.Equal(got, data) {
+			t.Errorf("GetTx before commit = %d bytes, %v", len(got), err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked, bad, err := cas.Verify(t.Context(), s, nil); checked != 1 || bad != 0 || err != nil {
+		t.Errorf("Verify = %d, %d, %v; want 1, 0, nil", checked, bad, err)
+	}
+}
+
+// getTx is GetTx in a read transaction of its own.
+func getTx(t *testing.T, s *cas.Bolt, ref cas.Ref) (got []byte, err error) {
+	t.Helper()
+	if verr := s.DB().View(func(tx *bbolt.Tx) error {
+		got, err = s.GetTx(tx, ref)
+		return nil
+	}); verr != nil {
+		t.Fatal(verr)
+	}
+	return got, err
+}
+
+// TestBoltReadsEitherLayout: a file written by another layout rule (big
+// blobs as plain values, as the store wrote them before nested buckets,
+// or a small blob in a nested bucket) reads back whole, and a Put of the
+// same bytes leaves it as it is.
+func TestBoltReadsEitherLayout(t *testing.T) {
+	s := openBolt(t, filepath.Join(t.TempDir(), "cas.db"), &cas.BoltOptions{NoSync: true})
+	defer s.Close()
+	ctx := t.Context()
+	flatBig, nestedSmall := sized(1, 1<<20), sized(2, 100)
+	want := map[cas.Ref][]byte{cas.Sum(flatBig): flatBig, cas.Sum(nestedSmall): nestedSmall}
+	err := s.DB().Update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket([]byte(cas.BoltBucket))
+		d := cas.Sum(flatBig).Digest()
+		if err := b.Put(d[:], flatBig); err != nil {
+			return err
+		}
+		d = cas.Sum(nestedSmall).Digest()
+		sub, err := b.CreateBucket(d[:])
+		if err != nil {
+			return err
+		}
+		return sub.Put([]byte(cas.BoltBlobKey), nestedSmall)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writes := func() int64 { st := s.DB().Stats(); return st.TxStats.GetWrite() }
+	before := writes()
+	for ref, data := range want {
+		if again, err := s.Put(ctx, data); err != nil || again != ref {
+			t.Errorf("Put(stored %d bytes) = %v, %v; want %v", len(data), again, err, ref)
+		}
+		if got, err := s.Get(ctx, ref); err != nil || !bytes.Equal(got, data) {
+			t.Errorf("Get(%d bytes) = %d bytes, %v", len(data), len(got), err)
+		}
+		if has, err := s.Has(ctx, ref); !has || err != nil {
+			t.Errorf("Has(%d bytes) = %v, %v", len(data), has, err)
+		}
+		if n, err := s.Stat(ctx, ref); n != int64(len(data)) || err != nil {
+			t.Errorf("Stat(%d bytes) = %d, %v", len(data), n, err)
+		}
+	}
+	if after := writes(); after != before {
+		t.Errorf("Put of stored bytes wrote %d pages", after-before)
+	}
+	sizes := map[cas.Ref]int64{}
+	if err := s.Iterate(ctx, func(ref cas.Ref, size int64) error { sizes[ref] = size; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for ref, data := range want {
+		if sizes[ref] != int64(len(data)) {
+			t.Errorf("Iterate: %s has size %d; want %d", ref.Short(), sizes[ref], len(data))
+		}
+	}
+	if checked, bad, err := cas.Verify(ctx, s, nil); checked != 2 || bad != 0 || err != nil {
+		t.Errorf("Verify = %d, %d, %v; want 2, 0, nil", checked, bad, err)
+	}
+}
+
+// TestBoltBigCorrupt: a blob in a nested bucket whose bytes changed, or
+// whose bucket lost them, is corrupt, and Verify reports both and goes on.
+func TestBoltBigCorrupt(t *testing.T) {
+	s := openBolt(t, filepath.Join(t.TempDir(), "cas.db"), &cas.BoltOptions{NoSync: true})
+	defer s.Close()
+	ctx := t.Context()
+	var refs []cas.Ref
+	for i := range 4 {
+		ref, err := s.Put(ctx, sized(byte(10+i), 100<<10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs = append(refs, ref)
+	}
+	changed, emptied := refs[1], refs[2]
+	corruptBolt(t, s, changed)
+	err := s.DB().Update(func(tx *bbolt.Tx) error {
+		d := emptied.Digest()
+		return tx.Bucket([]byte(cas.BoltBucket)).Bucket(d[:]).Delete([]byte(cas.BoltBlobKey))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range []cas.Ref{changed, emptied} {
+		got, err := s.Get(ctx, ref)
+		var ce *cas.CorruptError
+		if got != nil || !errors.As(err, &ce) || ce.Ref != ref {
+			t.Errorf("Get(corrupt %s) = %d bytes, %v; want a *CorruptError", ref.Short(), len(got), err)
+		}
+		if has, err := s.Has(ctx, ref); !has || err != nil {
+			t.Errorf("Has(corrupt %s) = %v, %v; want true", ref.Short(), has, err)
+		}
+	}
+	if _, err := s.Get(ctx, emptied); err == nil || !strings.Contains(err.Error(), "holds no value") {
+		t.Errorf("Get(bucket without bytes) = %v; want it to say the bucket holds no value", err)
+	}
+	if _, err := s.Stat(ctx, emptied); !errors.Is(err, cas.ErrCorrupt) {
+		t.Errorf("Stat(bucket without bytes) = %v; want ErrCorrupt", err)
+	}
+	if _, err := getTx(t, s, emptied); !errors.Is(err, cas.ErrCorrupt) {
+		t.Errorf("GetTx(bucket without bytes) = %v; want ErrCorrupt", err)
+	}
+	reported := map[cas.Ref]bool{}
+	checked, bad, err := cas.Verify(ctx, s, func(ref cas.Ref, err error) { reported[ref] = errors.Is(err, cas.ErrCorrupt) })
+	if checked != 4 || bad != 2 || err != nil || !reported[changed] || !reported[emptied] {
+		t.Errorf("Verify = %d checked, %d bad, %v, reported %v; want 4, 2, nil and both corrupt blobs", checked, bad, err, reported)
+	}
+	if _, err := s.Put(ctx, sized(12, 100<<10)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, emptied); !errors.Is(err, cas.ErrCorrupt) {
+		t.Errorf("Get after re-putting the bytes of a corrupt blob: %v; want ErrCorrupt (Put must not rewrite)", err)
+	}
+}
+
+func TestTuneBolt(t *testing.T) {
+	mmap := cas.BoltInitialMmapSize
+	if runtime.GOOS == "windows" || strconv.IntSize < 64 {
+		mmap = 0 // bbolt would grow the file to the mapping, or lack the address space
+	}
+	tests := []struct {
+		name string
+		in   bbolt.Options
+		want bbolt.Options
+	}{
+		{"read-write", bbolt.Options{NoSync: true}, bbolt.Options{NoSync: true, InitialMmapSize: mmap}},
+		{"read-only is left alone", bbolt.Options{ReadOnly: true}, bbolt.Options{ReadOnly: true}},
+		{"a bigger mapping is kept", bbolt.Options{InitialMmapSize: 4 << 30}, bbolt.Options{InitialMmapSize: 4 << 30}},
+	}
+	for _, tc := range tests {
+		got := tc.in
+		cas.TuneBolt(&got)
+		if got.String() != tc.want.String() {
+			t.Errorf("%s: TuneBolt(%v) = %v; want %v", tc.name, &tc.in, &got, &tc.want)
+		}
+	}
+}
+
+// TestBoltPutWhileReading: with the mapping TuneBolt asks for, a Put that
+// grows the file does not wait for a read transaction another goroutine
+// holds open (without it bbolt must remap, and waits for every reader).
+func TestBoltPutWhileReading(t *testing.T) {
+	if runtime.GOOS == "windows" || strconv.IntSize < 64 {
+		t.Skip("TuneBolt maps no more than the file here")
+	}
+	s := openBolt(t, filepath.Join(t.TempDir(), "cas.db"), &cas.BoltOptions{NoSync: true})
+	defer s.Close()
+	tx, err := s.DB().Begin(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		for i := range 8 { // 32 MiB: far past the file's first mappings
+			if _, err = s.Put(t.Context(), sized(byte(i), 4<<20)); err != nil {
+				break
+			}
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		tx.Rollback()
+		if err != nil {
+			t.Error(err)
+		}
+	case <-time.After(time.Minute):
+		t.Error("Put blocked on the open read transaction: the file was remapped")
+		tx.Rollback()
+		<-done
 	}
 }

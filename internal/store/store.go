@@ -128,11 +128,13 @@ func Open(dir string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
 
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{
+	bo := &bbolt.Options{
 		Timeout:  o.LockTimeout,
 		ReadOnly: o.ReadOnly,
 		NoSync:   o.NoSync,
-	})
+	}
+	cas.TuneBolt(bo) // the CAS's blobs are most of the file's bytes
+	db, err := bbolt.Open(path, 0o600, bo)
 	if err != nil {
 		if errors.Is(err, berrors.ErrTimeout) {
 			return nil, fmt.Errorf("%w: %s is held by another process (a running `demiurge run`?); waited %v for it",

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -217,33 +219,46 @@ func TestLockReleasedOnClose(t *testing.T) {
 func TestOneTransaction(t *testing.T) {
 	ctx := t.Context()
 	s := mustOpen(t, t.TempDir(), &Options{NoSync: true})
-	blob := []byte("step blob")
-	var ref cas.Ref
+	// A small blob is a value of the CAS bucket, a big one a nested bucket
+	// of its own (cas.BoltBlobBucketMin): both commit with the step.
+	blobs := [][]byte{[]byte("step blob"), bytes.Repeat([]byte("big step blob "), 1<<16)}
+	var refs []cas.Ref
 	head, err := s.Journal().AppendWith(ctx, "w", journal.Head{}, []journal.Entry{{Kind: "Step"}}, func(tx *bbolt.Tx) error {
-		var err error
-		ref, err = s.CAS().PutTx(tx, blob)
-		return err
+		for _, b := range blobs {
+			ref, err := s.CAS().PutTx(tx, b)
+			if err != nil {
+				return err
+			}
+			refs = append(refs, ref)
+		}
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := s.CAS().Has(ctx, ref); !ok || err != nil {
-		t.Errorf("Has(%v) = %v, %v after a committed AppendWith", ref, ok, err)
+	for i, ref := range refs {
+		if got, err := s.CAS().Get(ctx, ref); err != nil || !bytes.Equal(got, blobs[i]) {
+			t.Errorf("Get(%v) = %d bytes, %v after a committed AppendWith; want %d bytes", ref, len(got), err, len(blobs[i]))
+		}
 	}
 
 	boom := errors.New("boom")
-	other := []byte("never stored")
+	others := [][]byte{[]byte("never stored"), bytes.Repeat([]byte("big blob never stored "), 1<<16)}
 	_, err = s.Journal().AppendWith(ctx, "w", head, []journal.Entry{{Kind: "Step"}}, func(tx *bbolt.Tx) error {
-		if _, err := s.CAS().PutTx(tx, other); err != nil {
-			return err
+		for _, b := range others {
+			if _, err := s.CAS().PutTx(tx, b); err != nil {
+				return err
+			}
 		}
 		return boom
 	})
 	if !errors.Is(err, boom) {
 		t.Fatalf("AppendWith: %v; want %v", err, boom)
 	}
-	if ok, _ := s.CAS().Has(ctx, cas.Sum(other)); ok {
-		t.Error("the blob of a failed step was stored")
+	for _, b := range others {
+		if ok, _ := s.CAS().Has(ctx, cas.Sum(b)); ok {
+			t.Errorf("the %d-byte blob of a failed step was stored", len(b))
+		}
 	}
 	if h, _ := s.Journal().Head(ctx, "w"); h != head {
 		t.Errorf("head after a failed step = %v; want %v", h, head)
@@ -292,4 +307,39 @@ func closeNew(dir string) error {
 		return err
 	}
 	return s.Close()
+}
+
+// TestPutWhileReading: the file is opened with cas.TuneBolt's mapping, so
+// a commit that grows it does not wait for a read transaction another
+// goroutine holds open.
+func TestPutWhileReading(t *testing.T) {
+	if runtime.GOOS == "windows" || strconv.IntSize < 64 {
+		t.Skip("cas.TuneBolt maps no more than the file here")
+	}
+	s := mustOpen(t, t.TempDir(), &Options{NoSync: true})
+	tx, err := s.DB().Begin(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		for i := range 8 { // 32 MiB: far past the file's first mappings
+			if _, err = s.CAS().Put(t.Context(), bytes.Repeat([]byte{byte(i)}, 4<<20)); err != nil {
+				break
+			}
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		tx.Rollback()
+		if err != nil {
+			t.Error(err)
+		}
+	case <-time.After(time.Minute):
+		t.Error("Put blocked on the open read transaction: the file was remapped")
+		tx.Rollback()
+		<-done
+	}
 }
