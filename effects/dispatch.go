@@ -222,7 +222,7 @@ func (d *Dispatcher) resolveSecrets(in *Intent) (schema.Value, error) {
 		return in.Params, nil
 	}
 	var err error
-	out := findSecrets(d.cat, &schema.Type{Kind: schema.KindRef, Ref: ef.ParamsSchema}, in.Params, func(s SecretRef, v schema.Value) schema.Value {
+	out := findSecrets(d.cat, schema.RefType(ef.ParamsSchema), in.Params, func(s SecretRef, v schema.Value) schema.Value {
 		if err != nil {
 			return v
 		}

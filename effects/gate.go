@@ -72,7 +72,7 @@ func (g *Gate) Check(req Request) Decision {
 	if ef.OriginScope != "both" && ef.OriginScope != req.Origin.Kind {
 		return deny(StageScope, "effect %s may only be emitted by %ss (origin_scope %s), not by %s %s", req.Kind, ef.OriginScope, ef.OriginScope, req.Origin.Kind, req.Origin.Name)
 	}
-	params, err := schema.Normalize(g.cat, &schema.Type{Kind: schema.KindRef, Ref: ef.ParamsSchema}, req.Params)
+	params, err := schema.Normalize(g.cat, schema.RefType(ef.ParamsSchema), req.Params)
 	if err != nil {
 		return deny(StageParams, "params of %s do not fit %s: %v", req.Kind, ef.ParamsSchema, err)
 	}
@@ -271,7 +271,7 @@ func walkSecrets(r schema.Resolver, t *schema.Type, v schema.Value, fn func(Secr
 // checkSecrets applies each referenced defsecret's ACLs.
 func (g *Gate) checkSecrets(req Request, ef *schema.DefEffect, grant string, params schema.Value) error {
 	var err error
-	findSecrets(g.cat, &schema.Type{Kind: schema.KindRef, Ref: ef.ParamsSchema}, params, func(s SecretRef, v schema.Value) schema.Value {
+	findSecrets(g.cat, schema.RefType(ef.ParamsSchema), params, func(s SecretRef, v schema.Value) schema.Value {
 		if err != nil {
 			return v
 		}

@@ -29,7 +29,7 @@ func FuzzDecodeInstance(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	input, err := schema.NormalizeJSON(cat, &schema.Type{Kind: schema.KindRef, Ref: p.Def.Input}, []byte(`{"id": 7, "url": "https://example.com/a"}`))
+	input, err := schema.NormalizeJSON(cat, schema.RefType(p.Def.Input), []byte(`{"id": 7, "url": "https://example.com/a"}`))
 	if err != nil {
 		f.Fatal(err)
 	}

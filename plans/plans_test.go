@@ -30,7 +30,7 @@ func (h *testHost) Emit(in *Instance, s *schema.Step, params schema.Value, key [
 		return cas.Ref{}, fmt.Errorf("denied: %s", why)
 	}
 	ef, _ := h.EffectKind(s.Kind)
-	norm, err := schema.Normalize(h, &schema.Type{Kind: schema.KindRef, Ref: ef.ParamsSchema}, params)
+	norm, err := schema.Normalize(h, schema.RefType(ef.ParamsSchema), params)
 	if err != nil {
 		return cas.Ref{}, err
 	}
@@ -44,7 +44,7 @@ func (h *testHost) Emit(in *Instance, s *schema.Step, params schema.Value, key [
 }
 
 func (h *testHost) Raise(in *Instance, s *schema.Step, event string, v schema.Value) error {
-	nv, err := schema.Normalize(h, &schema.Type{Kind: schema.KindRef, Ref: event}, v)
+	nv, err := schema.Normalize(h, schema.RefType(event), v)
 	if err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ func runScript(t *testing.T, cat *schema.Catalog, script string) string {
 				t.Fatal(err)
 			}
 			d := p.Def
-			input, err := schema.NormalizeJSON(cat, &schema.Type{Kind: schema.KindRef, Ref: d.Input}, []byte(arg2))
+			input, err := schema.NormalizeJSON(cat, schema.RefType(d.Input), []byte(arg2))
 			if err != nil {
 				fmt.Fprintf(&out, "  error: %v\n", err)
 				continue
@@ -157,13 +157,13 @@ func runScript(t *testing.T, cat *schema.Catalog, script string) string {
 			}
 			ef := emittedKind(prog, arg1)
 			d, _ := cat.EffectKind(ef)
-			payload, err := schema.NormalizeJSON(cat, &schema.Type{Kind: schema.KindRef, Ref: d.ReceiptSchema}, []byte(arg2))
+			payload, err := schema.NormalizeJSON(cat, schema.RefType(d.ReceiptSchema), []byte(arg2))
 			if err != nil {
 				t.Fatalf("receipt: %v", err)
 			}
 			in.DeliverReceipt(ref, Receipt{Payload: payload})
 		case "event":
-			v, err := schema.NormalizeJSON(cat, &schema.Type{Kind: schema.KindRef, Ref: arg1}, []byte(arg2))
+			v, err := schema.NormalizeJSON(cat, schema.RefType(arg1), []byte(arg2))
 			if err != nil {
 				t.Fatalf("event: %v", err)
 			}

@@ -141,7 +141,7 @@ func (l *loader) checkPlan(p *DefPlan) {
 			}
 			var pt *Type
 			if ef != nil && l.resolveName(ef.ParamsSchema) != nil {
-				pt = &Type{Kind: KindRef, Ref: ef.ParamsSchema}
+				pt = RefType(ef.ParamsSchema)
 			}
 			l.checkSlot(e, s.Params, pt, sc, "params")
 			l.checkSlot(e, s.IdempotencyKey, nil, sc, "idempotency_key")
@@ -173,13 +173,13 @@ func (l *loader) checkPlan(p *DefPlan) {
 		case OpRaiseEvent:
 			et := l.schema(e, s.Ptr+"/event", s.Event, "raised event")
 			if et != nil {
-				et = &Type{Kind: KindRef, Ref: s.Event}
+				et = RefType(s.Event)
 			}
 			l.checkSlot(e, s.Value, et, sc, "value")
 		case OpAssign:
 			var t *Type
 			if ls, ok := p.LocalSchema(s.As); ok && l.resolveName(ls) != nil {
-				t = &Type{Kind: KindRef, Ref: ls}
+				t = RefType(ls)
 			}
 			l.checkSlot(e, s.Expr, t, sc, "expr")
 		case OpEnd:
@@ -191,7 +191,7 @@ func (l *loader) checkPlan(p *DefPlan) {
 			default:
 				var t *Type
 				if output != nil {
-					t = &Type{Kind: KindRef, Ref: p.Output}
+					t = RefType(p.Output)
 				}
 				l.checkSlot(e, s.Result, t, sc, "result")
 			}
@@ -257,7 +257,7 @@ func (l *loader) resolveName(name string) *Type {
 	if name == "" {
 		return nil
 	}
-	return l.resolveType(&Type{Kind: KindRef, Ref: name})
+	return l.resolveType(RefType(name))
 }
 
 // checkSlot decides whether an ExprOrValue slot holds an expression or a

@@ -643,7 +643,7 @@ func (l *loader) usesEffects() bool {
 
 // isRefArm reports whether schema arm is a ref arm of the variant schema v.
 func (l *loader) isRefArm(v, arm string) bool {
-	t := l.resolveType(&Type{Kind: KindRef, Ref: v})
+	t := l.resolveType(RefType(v))
 	if t == nil || t.Kind != KindVariant {
 		return false
 	}

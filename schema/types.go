@@ -53,6 +53,9 @@ var primitiveKinds = map[string]TypeKind{
 	"hash": KindHash, "uuid": KindUUID, "unit": KindUnit,
 }
 
+// RefType returns the type {"ref": name}: the type of the defschema name.
+func RefType(name string) *Type { return &Type{Kind: KindRef, Ref: name} }
+
 // Type is an AIR type expression. Types are immutable after parsing.
 type Type struct {
 	Kind TypeKind
@@ -271,7 +274,7 @@ func parseType(n *jnode, errs *problems) *Type {
 			errs.add(body.ptr, "%v", err)
 			return nil
 		}
-		return &Type{Kind: KindRef, Ref: body.str}
+		return RefType(body.str)
 	}
 	errs.add(childPtr(n.ptr, form), "unknown type form %q (want bool, int, nat, dec128, bytes, text, time, duration, hash, uuid, unit, record, variant, list, set, map, option or ref)", form)
 	return nil

@@ -45,8 +45,8 @@ func BenchmarkCounterStep(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer w.Close()
-	start, _ := schema.NormalizeJSON(cat, &schema.Type{Kind: schema.KindRef, Ref: "counter/Event@1"}, []byte(`{"Start": {"target": 1000000000}}`))
-	tick, _ := schema.NormalizeJSON(cat, &schema.Type{Kind: schema.KindRef, Ref: "counter/Event@1"}, []byte(`"Tick"`))
+	start, _ := schema.NormalizeJSON(cat, schema.RefType("counter/Event@1"), []byte(`{"Start": {"target": 1000000000}}`))
+	tick, _ := schema.NormalizeJSON(cat, schema.RefType("counter/Event@1"), []byte(`"Tick"`))
 	if _, err := w.Send(ctx, "counter/Event@1", start, nil); err != nil {
 		b.Fatal(err)
 	}
@@ -257,8 +257,8 @@ func BenchmarkReplay(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	start, _ := schema.NormalizeJSON(cat, &schema.Type{Kind: schema.KindRef, Ref: "counter/Event@1"}, []byte(`{"Start": {"target": 1000000000}}`))
-	tick, _ := schema.NormalizeJSON(cat, &schema.Type{Kind: schema.KindRef, Ref: "counter/Event@1"}, []byte(`"Tick"`))
+	start, _ := schema.NormalizeJSON(cat, schema.RefType("counter/Event@1"), []byte(`{"Start": {"target": 1000000000}}`))
+	tick, _ := schema.NormalizeJSON(cat, schema.RefType("counter/Event@1"), []byte(`"Tick"`))
 	if _, err := w.Send(ctx, "counter/Event@1", start, nil); err != nil {
 		b.Fatal(err)
 	}

@@ -289,7 +289,7 @@ func (m *Machine) Apply(ctx context.Context, in *Input) (*Step, error) {
 			m.logical = in.Stamp.LogicalNowNS
 		}
 		s.stamp.ManifestHash = m.manifest
-		t := &schema.Type{Kind: schema.KindRef, Ref: in.Schema}
+		t := schema.RefType(in.Schema)
 		v, err := schema.Normalize(m.cur.cat, t, in.Value)
 		if err != nil {
 			return nil, fmt.Errorf("world: event %s: %w", in.Schema, err)
@@ -468,7 +468,7 @@ func (s *stepper) deliver(module string, key schema.Value, evSchema string, valu
 			fail(nil, "event %s carries no key and the route has no key_field", evSchema)
 			return
 		}
-		nk, err := schema.Normalize(m.cur.cat, &schema.Type{Kind: schema.KindRef, Ref: mod.KeySchema}, key)
+		nk, err := schema.Normalize(m.cur.cat, schema.RefType(mod.KeySchema), key)
 		if err != nil {
 			fail(key, "cell key does not fit %s: %v", mod.KeySchema, err)
 			return
@@ -509,7 +509,7 @@ func (s *stepper) deliver(module string, key schema.Value, evSchema string, valu
 	var newRef cas.Ref
 	var blob []byte
 	if out.State != nil {
-		ns, err := schema.Normalize(m.cur.cat, &schema.Type{Kind: schema.KindRef, Ref: mod.Reducer.State}, out.State)
+		ns, err := schema.Normalize(m.cur.cat, schema.RefType(mod.Reducer.State), out.State)
 		if err != nil {
 			fail(key, "new state does not fit %s: %v", mod.Reducer.State, err)
 			return
@@ -527,7 +527,7 @@ func (s *stepper) deliver(module string, key schema.Value, evSchema string, valu
 			fail(key, "event %d has schema %s, which the manifest does not know", i, e.Schema)
 			return
 		}
-		v, err := schema.Normalize(m.cur.cat, &schema.Type{Kind: schema.KindRef, Ref: e.Schema}, e.Value)
+		v, err := schema.Normalize(m.cur.cat, schema.RefType(e.Schema), e.Value)
 		if err != nil {
 			fail(key, "event %d does not fit %s: %v", i, e.Schema, err)
 			return
@@ -685,7 +685,7 @@ func (s *stepper) receipt(in *Input) {
 	switch in.Status {
 	case effects.StatusOK:
 		ef, _ := m.cur.cat.Effect(intent.Effect)
-		v, err := schema.Normalize(m.cur.cat, &schema.Type{Kind: schema.KindRef, Ref: ef.ReceiptSchema}, in.Payload)
+		v, err := schema.Normalize(m.cur.cat, schema.RefType(ef.ReceiptSchema), in.Payload)
 		if err != nil {
 			reason := fmt.Sprintf("receipt of %s does not fit %s: %v", intent.Kind, ef.ReceiptSchema, err)
 			s.record(KindRejected, rec("intent", in.Intent.String(), "reason", reason))
@@ -737,7 +737,7 @@ func (s *stepper) reducerReceipt(intent *effects.Intent, in *Input, payload sche
 	v := rec("intent_hash", intent.Hash.String(), "reducer", intent.Origin.Name, "effect_kind", intent.Kind,
 		"adapter_id", in.AdapterID, "status", status, "requested", intent.Params, "receipt", payload,
 		"cost_cents", cost, "signature", []byte{})
-	nv, err := schema.Normalize(m.cur.cat, &schema.Type{Kind: schema.KindRef, Ref: evSchema}, v)
+	nv, err := schema.Normalize(m.cur.cat, schema.RefType(evSchema), v)
 	if err != nil {
 		s.record(KindRejected, rec("intent", intent.Hash.String(), "reason", fmt.Sprintf("result event %s: %v", evSchema, err)))
 		return
@@ -775,7 +775,7 @@ func (s *stepper) startPlan(name string, input, corr, key schema.Value) {
 		s.record(KindPlanEnded, rec("plan", name, "status", "error", "error", rec("code", plans.CodeEval, "message", err.Error())))
 		return
 	}
-	in, err := schema.Normalize(m.cur.cat, &schema.Type{Kind: schema.KindRef, Ref: p.Def.Input}, input)
+	in, err := schema.Normalize(m.cur.cat, schema.RefType(p.Def.Input), input)
 	if err != nil {
 		s.record(KindPlanEnded, rec("plan", name, "status", "error", "error", rec("code", plans.CodeInvalid, "message", err.Error())))
 		return
@@ -867,7 +867,7 @@ func (h *planHost) Emit(in *plans.Instance, step *schema.Step, params schema.Val
 
 func (h *planHost) Raise(in *plans.Instance, step *schema.Step, event string, value schema.Value) error {
 	s := h.s
-	v, err := schema.Normalize(s.m.cur.cat, &schema.Type{Kind: schema.KindRef, Ref: event}, value)
+	v, err := schema.Normalize(s.m.cur.cat, schema.RefType(event), value)
 	if err != nil {
 		return err
 	}

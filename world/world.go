@@ -348,7 +348,7 @@ func (w *World) Send(ctx context.Context, schemaName string, value, key schema.V
 	if _, ok := w.opts.Catalog.SchemaType(schemaName); !ok {
 		return journal.Head{}, fmt.Errorf("%w: schema %s is not in the manifest", ErrInvalidInput, schemaName)
 	}
-	v, err := schema.Normalize(w.opts.Catalog, &schema.Type{Kind: schema.KindRef, Ref: schemaName}, value)
+	v, err := schema.Normalize(w.opts.Catalog, schema.RefType(schemaName), value)
 	if err != nil {
 		return journal.Head{}, fmt.Errorf("%w: %s: %v", ErrInvalidInput, schemaName, err)
 	}
@@ -360,7 +360,7 @@ func (w *World) SendJSON(ctx context.Context, schemaName string, js []byte) (jou
 	if _, ok := w.opts.Catalog.SchemaType(schemaName); !ok {
 		return journal.Head{}, fmt.Errorf("%w: schema %s is not in the manifest", ErrInvalidInput, schemaName)
 	}
-	v, err := schema.NormalizeJSON(w.opts.Catalog, &schema.Type{Kind: schema.KindRef, Ref: schemaName}, js)
+	v, err := schema.NormalizeJSON(w.opts.Catalog, schema.RefType(schemaName), js)
 	if err != nil {
 		return journal.Head{}, fmt.Errorf("%w: %s: %v", ErrInvalidInput, schemaName, err)
 	}

@@ -55,7 +55,7 @@ func effectSchemas(t *testing.T, kind string) (params, receipt string) {
 func params(t *testing.T, kind, js string) schema.Value {
 	t.Helper()
 	ps, _ := effectSchemas(t, kind)
-	v, err := schema.NormalizeJSON(builtinTypes{}, &schema.Type{Kind: schema.KindRef, Ref: ps}, []byte(js))
+	v, err := schema.NormalizeJSON(builtinTypes{}, schema.RefType(ps), []byte(js))
 	if err != nil {
 		t.Fatalf("%s params %s: %v", kind, js, err)
 	}
@@ -99,7 +99,7 @@ func checkReceipt(t *testing.T, kind string, r effects.Receipt) schema.Value {
 		t.Fatalf("%s: receipt %s: %s; want ok", kind, r.Status, r.Error)
 	}
 	_, rs := effectSchemas(t, kind)
-	v, err := schema.Normalize(builtinTypes{}, &schema.Type{Kind: schema.KindRef, Ref: rs}, r.Payload)
+	v, err := schema.Normalize(builtinTypes{}, schema.RefType(rs), r.Payload)
 	if err != nil {
 		t.Fatalf("%s: receipt %s does not fit %s: %v", kind, schema.String(r.Payload), rs, err)
 	}
@@ -306,7 +306,7 @@ func TestTimerSet(t *testing.T) {
 			}
 			got := checkReceipt(t, "timer.set", r)
 			_, rs := effectSchemas(t, "timer.set")
-			want, err := schema.NormalizeJSON(builtinTypes{}, &schema.Type{Kind: schema.KindRef, Ref: rs}, []byte(tc.want))
+			want, err := schema.NormalizeJSON(builtinTypes{}, schema.RefType(rs), []byte(tc.want))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -247,7 +247,7 @@ func (a *Adapter) response(ctx context.Context, in *effects.Intent, payload sche
 	if !ok {
 		return tools.Response{}, fmt.Errorf("effect %s is not in the manifest", in.Effect)
 	}
-	v, err := schema.Normalize(a.cat, &schema.Type{Kind: schema.KindRef, Ref: ef.ReceiptSchema}, payload)
+	v, err := schema.Normalize(a.cat, schema.RefType(ef.ReceiptSchema), payload)
 	if err != nil {
 		return tools.Response{}, fmt.Errorf("the %s receipt does not fit %s: %v", in.Kind, ef.ReceiptSchema, err)
 	}

@@ -303,7 +303,7 @@ func checkReceipt(t testing.TB, cat *schema.Catalog, r effects.Receipt) receipt 
 	if r.Status != effects.StatusOK || r.AdapterID != AdapterID {
 		t.Fatalf("receipt status %q from %q: %s", r.Status, r.AdapterID, r.Error)
 	}
-	typ := &schema.Type{Kind: schema.KindRef, Ref: "sys/ToolResponse@1"}
+	typ := schema.RefType("sys/ToolResponse@1")
 	norm, err := schema.Normalize(cat, typ, r.Payload)
 	if err != nil {
 		t.Fatalf("receipt does not fit sys/ToolResponse@1: %v\n%s", err, schema.ValueJSON(r.Payload))

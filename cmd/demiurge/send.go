@@ -54,7 +54,7 @@ the divergence is reported and nothing is sent.`,
 			if _, ok := cat.SchemaType(schemaN); !ok {
 				return fmt.Errorf("send: schema %s is not in the manifest %s", schemaN, wf.manifest)
 			}
-			if _, err := schema.NormalizeJSON(cat, &schema.Type{Kind: schema.KindRef, Ref: schemaN}, []byte(value)); err != nil {
+			if _, err := schema.NormalizeJSON(cat, schema.RefType(schemaN), []byte(value)); err != nil {
 				return fmt.Errorf("send: %s does not fit %s: %v", value, schemaN, err)
 			}
 			s, err := a.openStore(false)

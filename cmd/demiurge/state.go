@@ -116,7 +116,7 @@ JSON of its canonical value. With --json each cell is one JSON object
 				js := schema.ValueJSON(v)
 				if cat != nil {
 					if mod, ok := cat.Module(c.reducer); ok && mod.Reducer != nil {
-						if typed, err := schema.MarshalJSON(cat, &schema.Type{Kind: schema.KindRef, Ref: mod.Reducer.State}, v); err == nil {
+						if typed, err := schema.MarshalJSON(cat, schema.RefType(mod.Reducer.State), v); err == nil {
 							js = typed
 						}
 					}

@@ -25,7 +25,7 @@ func (builtins) SchemaType(name string) (*schema.Type, bool) {
 
 func norm(t testing.TB, name string, v schema.Value) schema.Value {
 	t.Helper()
-	n, err := schema.Normalize(builtins{}, &schema.Type{Kind: schema.KindRef, Ref: name}, v)
+	n, err := schema.Normalize(builtins{}, schema.RefType(name), v)
 	if err != nil {
 		t.Fatalf("%s does not fit %s: %v", schema.String(v), name, err)
 	}

@@ -24,7 +24,7 @@ func receiptOf(t *testing.T, v introspect.View, kind, params string) effects.Rec
 	if !ok {
 		t.Fatalf("no effect %s", kind)
 	}
-	p, err := schema.NormalizeJSON(cat, &schema.Type{Kind: schema.KindRef, Ref: ef.ParamsSchema}, []byte(params))
+	p, err := schema.NormalizeJSON(cat, schema.RefType(ef.ParamsSchema), []byte(params))
 	if err != nil {
 		t.Fatalf("params %s: %v", params, err)
 	}
@@ -39,7 +39,7 @@ func okPayload(t *testing.T, v introspect.View, kind string, r effects.Receipt) 
 		t.Fatalf("%s: status %q, adapter %q, error %q", kind, r.Status, r.AdapterID, r.Error)
 	}
 	ef, _ := v.Catalog().EffectKind(kind)
-	norm, err := schema.Normalize(v.Catalog(), &schema.Type{Kind: schema.KindRef, Ref: ef.ReceiptSchema}, r.Payload)
+	norm, err := schema.Normalize(v.Catalog(), schema.RefType(ef.ReceiptSchema), r.Payload)
 	if err != nil {
 		t.Fatalf("%s: receipt does not fit %s: %v", kind, ef.ReceiptSchema, err)
 	}
@@ -85,7 +85,7 @@ func TestEffectsOnCounter(t *testing.T) {
 		return schema.String(introspect.ReadMeta{Height: h, Manifest: cat.ManifestRef()}.Value())
 	}
 	encode := func(js string) []byte {
-		st, err := schema.NormalizeJSON(cat, &schema.Type{Kind: schema.KindRef, Ref: "counter/State@1"}, []byte(js))
+		st, err := schema.NormalizeJSON(cat, schema.RefType("counter/State@1"), []byte(js))
 		if err != nil {
 			t.Fatal(err)
 		}

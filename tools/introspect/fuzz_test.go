@@ -128,7 +128,7 @@ func FuzzReducerStateKey(f *testing.F) {
 		r := call(t.Context(), adapter, introspect.KindReducerState, schema.Record("reducer", reducer, "key", k, "consistency", c))
 		switch r.Status {
 		case effects.StatusOK:
-			if _, err := schema.Normalize(v.Catalog(), &schema.Type{Kind: schema.KindRef, Ref: ef.ReceiptSchema}, r.Payload); err != nil {
+			if _, err := schema.Normalize(v.Catalog(), schema.RefType(ef.ReceiptSchema), r.Payload); err != nil {
 				t.Fatalf("receipt does not fit %s: %v", ef.ReceiptSchema, err)
 			}
 		case effects.StatusError:

@@ -364,7 +364,7 @@ func (r *reader) normalizeKey(mod *schema.DefModule, key schema.Value) (schema.V
 	if mod.KeySchema == "" {
 		return nil, fmt.Errorf("%w: reducer %s is not keyed; leave the key out", ErrInvalid, mod.Name)
 	}
-	nk, err := schema.Normalize(r.v.Catalog(), &schema.Type{Kind: schema.KindRef, Ref: mod.KeySchema}, key)
+	nk, err := schema.Normalize(r.v.Catalog(), schema.RefType(mod.KeySchema), key)
 	if err != nil {
 		return nil, fmt.Errorf("%w: the key does not fit %s, the key schema of %s: %v", ErrInvalid, mod.KeySchema, mod.Name, err)
 	}

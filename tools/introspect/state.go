@@ -162,7 +162,7 @@ func (r *reader) stateTool(ctx context.Context, c Consistency, a stateArgs) (any
 		if mod.KeySchema == "" {
 			return nil, fmt.Errorf("%w: reducer %s is not keyed; leave key out", ErrInvalid, mod.Name)
 		}
-		key, err = schema.NormalizeJSON(cat, &schema.Type{Kind: schema.KindRef, Ref: mod.KeySchema}, a.Key)
+		key, err = schema.NormalizeJSON(cat, schema.RefType(mod.KeySchema), a.Key)
 		if err != nil {
 			return nil, fmt.Errorf("%w: key %s does not fit %s, the key schema of %s: %v", ErrInvalid, clip(string(a.Key)), mod.KeySchema, mod.Name, err)
 		}
@@ -188,7 +188,7 @@ func (r *reader) stateTool(ctx context.Context, c Consistency, a stateArgs) (any
 // when it does not fit the schema (a state written under an older
 // manifest, say).
 func render(r schema.Resolver, schemaName string, v schema.Value) json.RawMessage {
-	b, err := schema.MarshalJSON(r, &schema.Type{Kind: schema.KindRef, Ref: schemaName}, v)
+	b, err := schema.MarshalJSON(r, schema.RefType(schemaName), v)
 	if err != nil {
 		return schema.ValueJSON(v)
 	}

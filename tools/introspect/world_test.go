@@ -114,7 +114,7 @@ func TestToolCallAdapter(t *testing.T) {
 		if r.Status != effects.StatusOK {
 			t.Fatalf("%s: receipt %+v", tc.tool, r)
 		}
-		norm, err := schema.Normalize(cat, &schema.Type{Kind: schema.KindRef, Ref: "sys/ToolResponse@1"}, r.Payload)
+		norm, err := schema.Normalize(cat, schema.RefType("sys/ToolResponse@1"), r.Payload)
 		if err != nil {
 			t.Fatalf("%s: receipt does not fit sys/ToolResponse@1: %v", tc.tool, err)
 		}

@@ -432,7 +432,7 @@ func TestRecordedSessions(t *testing.T) {
 				if r.Status != effects.StatusOK {
 					continue
 				}
-				if _, err := schema.Normalize(builtinTypes{}, &schema.Type{Kind: schema.KindRef, Ref: "sys/LlmGenerateReceipt@1"}, r.Payload); err != nil {
+				if _, err := schema.Normalize(builtinTypes{}, schema.RefType("sys/LlmGenerateReceipt@1"), r.Payload); err != nil {
 					t.Errorf("answer %d does not fit sys/LlmGenerateReceipt@1: %v", k+1, err)
 				}
 				refs := []schema.Value{schema.FieldPath(r.Payload, "output_ref")}

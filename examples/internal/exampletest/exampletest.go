@@ -424,8 +424,8 @@ func FuzzReducer(f *testing.F, dir string, register func(*reducer.Registry), mod
 	if !ok || !ok2 || mod.Reducer == nil {
 		f.Fatalf("%s is not a registered reducer module of %s", module, dir)
 	}
-	stateType := &schema.Type{Kind: schema.KindRef, Ref: mod.Reducer.State}
-	eventType := &schema.Type{Kind: schema.KindRef, Ref: mod.Reducer.Event}
+	stateType := schema.RefType(mod.Reducer.State)
+	eventType := schema.RefType(mod.Reducer.Event)
 	ctx := func() *reducer.Context {
 		return &reducer.Context{Module: module, EventSchema: mod.Reducer.Event, CAS: cas.NewMemory()}
 	}
@@ -494,7 +494,7 @@ func FuzzReducer(f *testing.F, dir string, register func(*reducer.Registry), mod
 			}
 		}
 		for _, e := range out.Events {
-			if _, err := schema.Normalize(cat, &schema.Type{Kind: schema.KindRef, Ref: e.Schema}, e.Value); err != nil {
+			if _, err := schema.Normalize(cat, schema.RefType(e.Schema), e.Value); err != nil {
 				t.Fatalf("Step(%s, %s): raised %s does not fit: %v", schema.String(state), schema.String(event), e.Schema, err)
 			}
 		}
@@ -503,7 +503,7 @@ func FuzzReducer(f *testing.F, dir string, register func(*reducer.Registry), mod
 			if !ok {
 				t.Fatalf("Step(%s, %s): emitted %s, which no defeffect declares", schema.String(state), schema.String(event), e.Kind)
 			}
-			if _, err := schema.Normalize(cat, &schema.Type{Kind: schema.KindRef, Ref: ef.ParamsSchema}, e.Params); err != nil {
+			if _, err := schema.Normalize(cat, schema.RefType(ef.ParamsSchema), e.Params); err != nil {
 				t.Fatalf("Step(%s, %s): %s params do not fit: %v", schema.String(state), schema.String(event), e.Kind, err)
 			}
 		}
