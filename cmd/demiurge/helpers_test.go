@@ -198,8 +198,12 @@ func corruptBlob(dir string, ref cas.Ref) error {
 		if b == nil {
 			return fmt.Errorf("no bucket %q", cas.BoltBucket)
 		}
-		key := ref.Digest()
-		v := b.Get(key[:])
+		d := ref.Digest()
+		key := d[:]
+		if nested := b.Bucket(key); nested != nil { // a big blob has a bucket of its own
+			b, key = nested, []byte(cas.BoltBlobKey)
+		}
+		v := b.Get(key)
 		if v == nil {
 			return fmt.Errorf("blob %s is not stored", ref)
 		}
@@ -209,7 +213,7 @@ func corruptBlob(dir string, ref cas.Ref) error {
 		} else {
 			bad[len(bad)-1] ^= 0xff
 		}
-		return b.Put(key[:], bad)
+		return b.Put(key, bad)
 	})
 }
 
