@@ -30,7 +30,11 @@
 // # Recovery
 //
 // Open restores the newest snapshot and re-derives (and so verifies) every
-// record after it. Intents without receipts are dispatched again with the
+// record after it. It finds that snapshot by reading the journal back from
+// the head in growing windows, so opening a long-lived world costs the
+// records since its last snapshot, not its whole journal; records before
+// the snapshot are checked by `demiurge journal verify` and replay from
+// genesis, not by Open. Intents without receipts are dispatched again with the
 // same intent hash and idempotency key: effects are at least once.
 //
 // # Caveats

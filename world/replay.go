@@ -2,6 +2,7 @@ package world
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/demiurge-dev/demiurge/cas"
@@ -67,21 +68,11 @@ func Replay(ctx context.Context, opts ReplayOptions) (*ReplayResult, error) {
 		return res, nil
 	}
 	if !opts.FromGenesis && !opts.UnderManifest {
-		var snapSeq uint64
-		err = st.Journal().Read(ctx, name, 1, func(r journal.Record) error {
-			if r.Kind != KindSnapshot {
-				return nil
-			}
-			ref, err := snapshotRef(r)
-			if err != nil {
-				return err
-			}
-			res.Snapshot, snapSeq = ref, r.Seq
-			return nil
-		})
+		snap, snapSeq, err := latestSnapshot(ctx, st.Journal(), name, head.Seq)
 		if err != nil {
 			return nil, fmt.Errorf("world %s: %w", name, err)
 		}
+		res.Snapshot = snap
 		if res.Snapshot.Valid() {
 			rm, err := RestoreMachine(ctx, opts.Catalog, opts.Reducers, st.CAS(), res.Snapshot)
 			if err != nil {
@@ -118,3 +109,50 @@ func snapshotRef(r journal.Record) (cas.Ref, error) {
 	}
 	return ref, nil
 }
+
+// snapshotWindow is how many records latestSnapshot reads first; each
+// further window is four times the one before.
+const snapshotWindow = 1024
+
+// latestSnapshot returns the newest Snapshot record of world (its
+// snapshot's ref and its seq), or the zero ref if there is none. It reads
+// the journal backwards from head in windows that grow fourfold, so that
+// finding a recent snapshot costs the records after it, not the whole
+// journal. (Each window's read checks the hash chain from the window's
+// start; only Verify and replay from genesis check a journal from seq 1.)
+func latestSnapshot(ctx context.Context, j journal.Reader, world string, head uint64) (cas.Ref, uint64, error) {
+	end, window := head, uint64(snapshotWindow)
+	for end > 0 {
+		from := uint64(1)
+		if end > window {
+			from = end - window + 1
+		}
+		var ref cas.Ref
+		var seq uint64
+		err := j.Read(ctx, world, from, func(r journal.Record) error {
+			if r.Seq > end {
+				return errWindowDone
+			}
+			if r.Kind != KindSnapshot {
+				return nil
+			}
+			s, err := snapshotRef(r)
+			if err != nil {
+				return err
+			}
+			ref, seq = s, r.Seq
+			return nil
+		})
+		if err != nil && !errors.Is(err, errWindowDone) {
+			return cas.Ref{}, 0, err
+		}
+		if seq > 0 {
+			return ref, seq, nil
+		}
+		end, window = from-1, window*4
+	}
+	return cas.Ref{}, 0, nil
+}
+
+// errWindowDone stops a read at the end of latestSnapshot's window.
+var errWindowDone = errors.New("world: end of window")
