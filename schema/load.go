@@ -304,6 +304,25 @@ func builtins() (*builtinSet, error) {
 	return builtinSet_, builtinErr
 }
 
+// BuiltinTypes is a Resolver of the built-in schemas (sys/*) alone: it
+// normalizes the params and receipts of built-in effects without a loaded
+// catalog, as a world's catalog would.
+var BuiltinTypes Resolver = builtinTypes{}
+
+type builtinTypes struct{}
+
+func (builtinTypes) SchemaType(name string) (*Type, bool) {
+	d, ok := Builtin(KindDefSchema, name)
+	if !ok {
+		return nil, false
+	}
+	ds, ok := d.(*DefSchema)
+	if !ok {
+		return nil, false
+	}
+	return ds.Type, true
+}
+
 // Builtin returns the built-in def of a kind and name, such as
 // Builtin(KindDefSchema, "sys/BlobPutParams@1").
 func Builtin(kind, name string) (Def, bool) {

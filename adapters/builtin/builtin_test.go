@@ -20,22 +20,6 @@ import (
 	"github.com/demiurge-dev/demiurge/schema"
 )
 
-// builtinTypes resolves the built-in schemas (sys/*), as a world's catalog
-// does.
-type builtinTypes struct{}
-
-func (builtinTypes) SchemaType(name string) (*schema.Type, bool) {
-	d, ok := schema.Builtin(schema.KindDefSchema, name)
-	if !ok {
-		return nil, false
-	}
-	ds, ok := d.(*schema.DefSchema)
-	if !ok {
-		return nil, false
-	}
-	return ds.Type, true
-}
-
 // effectSchemas returns the params and receipt schemas of a built-in
 // effect kind.
 func effectSchemas(t *testing.T, kind string) (params, receipt string) {
@@ -55,7 +39,7 @@ func effectSchemas(t *testing.T, kind string) (params, receipt string) {
 func params(t *testing.T, kind, js string) schema.Value {
 	t.Helper()
 	ps, _ := effectSchemas(t, kind)
-	v, err := schema.NormalizeJSON(builtinTypes{}, schema.RefType(ps), []byte(js))
+	v, err := schema.NormalizeJSON(schema.BuiltinTypes, schema.RefType(ps), []byte(js))
 	if err != nil {
 		t.Fatalf("%s params %s: %v", kind, js, err)
 	}
@@ -69,7 +53,7 @@ func httpGrant(t *testing.T, js string) schema.Value {
 	if !ok {
 		t.Fatal("no built-in sys/http.out@1")
 	}
-	v, err := schema.NormalizeJSON(builtinTypes{}, d.(*schema.DefCap).Schema, []byte(js))
+	v, err := schema.NormalizeJSON(schema.BuiltinTypes, d.(*schema.DefCap).Schema, []byte(js))
 	if err != nil {
 		t.Fatalf("grant %s: %v", js, err)
 	}
@@ -99,7 +83,7 @@ func checkReceipt(t *testing.T, kind string, r effects.Receipt) schema.Value {
 		t.Fatalf("%s: receipt %s: %s; want ok", kind, r.Status, r.Error)
 	}
 	_, rs := effectSchemas(t, kind)
-	v, err := schema.Normalize(builtinTypes{}, schema.RefType(rs), r.Payload)
+	v, err := schema.Normalize(schema.BuiltinTypes, schema.RefType(rs), r.Payload)
 	if err != nil {
 		t.Fatalf("%s: receipt %s does not fit %s: %v", kind, schema.String(r.Payload), rs, err)
 	}
@@ -306,7 +290,7 @@ func TestTimerSet(t *testing.T) {
 			}
 			got := checkReceipt(t, "timer.set", r)
 			_, rs := effectSchemas(t, "timer.set")
-			want, err := schema.NormalizeJSON(builtinTypes{}, schema.RefType(rs), []byte(tc.want))
+			want, err := schema.NormalizeJSON(schema.BuiltinTypes, schema.RefType(rs), []byte(tc.want))
 			if err != nil {
 				t.Fatal(err)
 			}

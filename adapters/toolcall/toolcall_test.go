@@ -64,27 +64,11 @@ func testTools() []tools.Tool {
 	}
 }
 
-// builtinTypes resolves the built-in schemas (sys/*), as a world's catalog
-// does.
-type builtinTypes struct{}
-
-func (builtinTypes) SchemaType(name string) (*schema.Type, bool) {
-	d, ok := schema.Builtin(schema.KindDefSchema, name)
-	if !ok {
-		return nil, false
-	}
-	ds, ok := d.(*schema.DefSchema)
-	if !ok {
-		return nil, false
-	}
-	return ds.Type, true
-}
-
 // toolResponse checks v against sys/ToolResponse@1, as the world checks a
 // receipt, and returns it as JSON.
 func toolResponse(t *testing.T, v schema.Value) string {
 	t.Helper()
-	n, err := schema.Normalize(builtinTypes{}, schema.RefType("sys/ToolResponse@1"), v)
+	n, err := schema.Normalize(schema.BuiltinTypes, schema.RefType("sys/ToolResponse@1"), v)
 	if err != nil {
 		t.Fatalf("%s does not fit sys/ToolResponse@1: %v", schema.String(v), err)
 	}
@@ -101,7 +85,7 @@ func want(t *testing.T, stdout, stderr string, exit int, errv string) string {
 // callParams normalizes sys/ToolCallParams@1 as the gate does.
 func callParams(t *testing.T, tool, args string) schema.Value {
 	t.Helper()
-	v, err := schema.Normalize(builtinTypes{}, schema.RefType("sys/ToolCallParams@1"),
+	v, err := schema.Normalize(schema.BuiltinTypes, schema.RefType("sys/ToolCallParams@1"),
 		schema.Record("tool", tool, "arguments_json", args))
 	if err != nil {
 		t.Fatal(err)

@@ -12,20 +12,9 @@ import (
 	"github.com/demiurge-dev/demiurge/schema"
 )
 
-// builtins resolves the built-in schemas.
-type builtins struct{}
-
-func (builtins) SchemaType(name string) (*schema.Type, bool) {
-	d, ok := schema.Builtin(schema.KindDefSchema, name)
-	if !ok {
-		return nil, false
-	}
-	return d.(*schema.DefSchema).Type, true
-}
-
 func norm(t testing.TB, name string, v schema.Value) schema.Value {
 	t.Helper()
-	n, err := schema.Normalize(builtins{}, schema.RefType(name), v)
+	n, err := schema.Normalize(schema.BuiltinTypes, schema.RefType(name), v)
 	if err != nil {
 		t.Fatalf("%s does not fit %s: %v", schema.String(v), name, err)
 	}

@@ -30,13 +30,13 @@ func effectSchemas(t *testing.T, kind string) (params, receipt string) {
 func runEffect(t *testing.T, ads map[string]effects.Adapter, store cas.Store, kind string, params schema.Value) effects.Receipt {
 	t.Helper()
 	ps, rs := effectSchemas(t, kind)
-	p, err := schema.Normalize(builtinTypes{}, schema.RefType(ps), params)
+	p, err := schema.Normalize(schema.BuiltinTypes, schema.RefType(ps), params)
 	if err != nil {
 		t.Fatalf("%s params: %v", kind, err)
 	}
 	r := ads[kind].Run(t.Context(), &effects.Call{Intent: &effects.Intent{Kind: kind}, Params: p, CAS: store})
 	if r.Status == effects.StatusOK {
-		if _, err := schema.Normalize(builtinTypes{}, schema.RefType(rs), r.Payload); err != nil {
+		if _, err := schema.Normalize(schema.BuiltinTypes, schema.RefType(rs), r.Payload); err != nil {
 			t.Fatalf("%s receipt %s does not fit %s: %v", kind, schema.String(r.Payload), rs, err)
 		}
 	}

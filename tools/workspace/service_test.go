@@ -48,7 +48,7 @@ func (w *fakeWorld) record(c tools.Commit) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.logical++
-	ev, err := schema.Normalize(builtinTypes{}, schema.RefType(builtin.WorkspaceCommitSchema), commitValue(c))
+	ev, err := schema.Normalize(schema.BuiltinTypes, schema.RefType(builtin.WorkspaceCommitSchema), commitValue(c))
 	if err != nil {
 		return err
 	}

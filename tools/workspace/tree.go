@@ -304,21 +304,6 @@ func clip(s string) string {
 	return s
 }
 
-// builtinTypes resolves the built-in schemas (sys/*).
-type builtinTypes struct{}
-
-func (builtinTypes) SchemaType(name string) (*schema.Type, bool) {
-	d, ok := schema.Builtin(schema.KindDefSchema, name)
-	if !ok {
-		return nil, false
-	}
-	ds, ok := d.(*schema.DefSchema)
-	if !ok {
-		return nil, false
-	}
-	return ds.Type, true
-}
-
 // PutTree stores t as a node and returns its ref.
 func PutTree(ctx context.Context, p cas.Putter, t *Tree) (cas.Ref, error) {
 	if ts, ok := p.(treeSink); ok {

@@ -283,7 +283,7 @@ func TestTreeNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := schema.Normalize(builtinTypes{}, schema.RefType(TreeSchema), v)
+	n, err := schema.Normalize(schema.BuiltinTypes, schema.RefType(TreeSchema), v)
 	if err != nil {
 		t.Fatalf("root node does not fit %s: %v", TreeSchema, err)
 	}

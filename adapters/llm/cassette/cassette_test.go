@@ -386,22 +386,6 @@ func TestOpenNoBlobs(t *testing.T) {
 	}
 }
 
-// builtinTypes resolves the built-in schemas (sys/*), as a world's catalog
-// does.
-type builtinTypes struct{}
-
-func (builtinTypes) SchemaType(name string) (*schema.Type, bool) {
-	d, ok := schema.Builtin(schema.KindDefSchema, name)
-	if !ok {
-		return nil, false
-	}
-	ds, ok := d.(*schema.DefSchema)
-	if !ok {
-		return nil, false
-	}
-	return ds.Type, true
-}
-
 // TestRecordedSessions plays the model answers of the recorded sessions
 // under testdata/sessions: as many as the trace shows, each a valid
 // sys/LlmGenerateReceipt@1 whose output and tool call blobs land in the
@@ -432,7 +416,7 @@ func TestRecordedSessions(t *testing.T) {
 				if r.Status != effects.StatusOK {
 					continue
 				}
-				if _, err := schema.Normalize(builtinTypes{}, schema.RefType("sys/LlmGenerateReceipt@1"), r.Payload); err != nil {
+				if _, err := schema.Normalize(schema.BuiltinTypes, schema.RefType("sys/LlmGenerateReceipt@1"), r.Payload); err != nil {
 					t.Errorf("answer %d does not fit sys/LlmGenerateReceipt@1: %v", k+1, err)
 				}
 				refs := []schema.Value{schema.FieldPath(r.Payload, "output_ref")}
