@@ -246,28 +246,7 @@ func BenchmarkWorkflowThroughput(b *testing.B) {
 // reports records per second (target ≥ 300,000).
 func BenchmarkReplay(b *testing.B) {
 	ctx := context.Background()
-	st := world.NewMemoryStorage()
-	cat, err := schema.Load("../examples/counter", nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	reg := reducer.NewRegistry()
-	counter.Register(reg)
-	w, err := world.Open(ctx, world.Options{Name: "r", Catalog: cat, Reducers: reg, Storage: st, SnapshotEvery: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	start, _ := schema.NormalizeJSON(cat, schema.RefType("counter/Event@1"), []byte(`{"Start": {"target": 1000000000}}`))
-	tick, _ := schema.NormalizeJSON(cat, schema.RefType("counter/Event@1"), []byte(`"Tick"`))
-	if _, err := w.Send(ctx, "counter/Event@1", start, nil); err != nil {
-		b.Fatal(err)
-	}
-	for w.Head().Seq < 100_000 {
-		if _, err := w.Send(ctx, "counter/Event@1", tick, nil); err != nil {
-			b.Fatal(err)
-		}
-	}
-	w.Close()
+	st, cat, reg := counterJournal(b, 100_000, -1)
 	var records uint64
 	b.ResetTimer()
 	for b.Loop() {
@@ -289,28 +268,7 @@ var _ = cas.Sum
 // from the head.
 func BenchmarkRecover(b *testing.B) {
 	ctx := context.Background()
-	st := world.NewMemoryStorage()
-	cat, err := schema.Load("../examples/counter", nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	reg := reducer.NewRegistry()
-	counter.Register(reg)
-	w, err := world.Open(ctx, world.Options{Name: "r", Catalog: cat, Reducers: reg, Storage: st})
-	if err != nil {
-		b.Fatal(err)
-	}
-	start, _ := schema.NormalizeJSON(cat, schema.RefType("counter/Event@1"), []byte(`{"Start": {"target": 1000000000}}`))
-	tick, _ := schema.NormalizeJSON(cat, schema.RefType("counter/Event@1"), []byte(`"Tick"`))
-	if _, err := w.Send(ctx, "counter/Event@1", start, nil); err != nil {
-		b.Fatal(err)
-	}
-	for w.Head().Seq < 100_000 {
-		if _, err := w.Send(ctx, "counter/Event@1", tick, nil); err != nil {
-			b.Fatal(err)
-		}
-	}
-	w.Close()
+	st, cat, reg := counterJournal(b, 100_000, 0)
 	t0 := time.Now()
 	if err := st.Journal().Read(ctx, "r", 1, func(journal.Record) error { return nil }); err != nil {
 		b.Fatal(err)
@@ -324,4 +282,35 @@ func BenchmarkRecover(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "recover-ms")
 	b.ReportMetric(float64(scan.Microseconds())/1000, "full-scan-ms")
+}
+
+// counterJournal runs a counter world "r" in memory until its journal
+// holds n records, taking snapshots as snapshotEvery says (see
+// world.Options), and returns its storage, catalog and reducers.
+func counterJournal(b *testing.B, n uint64, snapshotEvery int) (world.Storage, *schema.Catalog, *reducer.Registry) {
+	b.Helper()
+	ctx := context.Background()
+	st := world.NewMemoryStorage()
+	cat, err := schema.Load("../examples/counter", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg := reducer.NewRegistry()
+	counter.Register(reg)
+	w, err := world.Open(ctx, world.Options{Name: "r", Catalog: cat, Reducers: reg, Storage: st, SnapshotEvery: snapshotEvery})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	start, _ := schema.NormalizeJSON(cat, schema.RefType("counter/Event@1"), []byte(`{"Start": {"target": 1000000000}}`))
+	tick, _ := schema.NormalizeJSON(cat, schema.RefType("counter/Event@1"), []byte(`"Tick"`))
+	if _, err := w.Send(ctx, "counter/Event@1", start, nil); err != nil {
+		b.Fatal(err)
+	}
+	for w.Head().Seq < n {
+		if _, err := w.Send(ctx, "counter/Event@1", tick, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return st, cat, reg
 }

@@ -279,16 +279,7 @@ func TestPlanInFlightAcrossManifestChange(t *testing.T) {
 	if want := []uint64{1, 2, 3, 4, 0, 1, 20, 3, 4}; !slices.Equal(emitted, want) {
 		t.Errorf("effects emitted after the change: i = %v; want %v", emitted, want)
 	}
-	var ended []string
-	_ = st.Journal().Read(ctx, "p", 1, func(r journal.Record) error {
-		if r.Kind == world.KindPlanEnded {
-			v, _ := schema.Decode(r.Payload)
-			s, _ := v.(*schema.Map).Get("status")
-			ended = append(ended, fmt.Sprint(s))
-		}
-		return nil
-	})
-	if !slices.Equal(ended, []string{"ok", "ok"}) {
+	if ended := plansEnded(t, st, "p"); !slices.Equal(ended, []string{"ok", "ok"}) {
 		t.Errorf("plans ended %v; want [ok ok]", ended)
 	}
 	if _, err := world.Replay(ctx, world.ReplayOptions{Name: "p", Catalog: after, Reducers: reducer.NewRegistry(), Storage: st, FromGenesis: true}); err != nil {
@@ -370,16 +361,7 @@ func TestPlanInFlightAcrossManifestChangeAndSnapshot(t *testing.T) {
 	if !slices.Contains(emitted, 2) || !slices.Contains(emitted, 20) {
 		t.Errorf("effects emitted after the restore: i = %v; want the old def's i=2 and the new def's i=20", emitted)
 	}
-	var ended []string
-	_ = st.Journal().Read(ctx, "p", 1, func(r journal.Record) error {
-		if r.Kind == world.KindPlanEnded {
-			v, _ := schema.Decode(r.Payload)
-			s, _ := v.(*schema.Map).Get("status")
-			ended = append(ended, fmt.Sprint(s))
-		}
-		return nil
-	})
-	if !slices.Equal(ended, []string{"ok", "ok"}) {
+	if ended := plansEnded(t, st, "p"); !slices.Equal(ended, []string{"ok", "ok"}) {
 		t.Errorf("plans ended %v; want [ok ok]", ended)
 	}
 	for _, genesis := range []bool{true, false} {
@@ -387,4 +369,26 @@ func TestPlanInFlightAcrossManifestChangeAndSnapshot(t *testing.T) {
 			t.Fatalf("replay (from genesis: %v): %v", genesis, err)
 		}
 	}
+}
+
+// plansEnded returns the status of each PlanEnded record of world, in
+// journal order.
+func plansEnded(t *testing.T, st world.Storage, name string) []string {
+	t.Helper()
+	var ended []string
+	err := st.Journal().Read(t.Context(), name, 1, func(r journal.Record) error {
+		if r.Kind == world.KindPlanEnded {
+			v, err := schema.Decode(r.Payload)
+			if err != nil {
+				return err
+			}
+			s, _ := v.(*schema.Map).Get("status")
+			ended = append(ended, fmt.Sprint(s))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ended
 }
