@@ -104,7 +104,7 @@ func CheckGolden(t testing.TB, dir string, reg *reducer.Registry, update bool) {
 		}
 		t.Logf("%s: re-derived the journal with the current code", dir)
 	default:
-		t.Fatalf("%s:\n%s\n(rerun with -update to re-derive the session with the current code, and review the diff)", dir, Describe(err))
+		t.Fatalf("%s:\n%s\n(rerun with -update to re-derive the session with the current code, or, if the AIR it ran changed, with -record to record it again; review the diff)", dir, Describe(err))
 	}
 	if _, err := ReplayBundle(ctx, b, reg, false); err != nil {
 		t.Fatalf("%s: replay from the newest snapshot:\n%s", dir, Describe(err))

@@ -105,7 +105,7 @@ type agent struct {
 	w     *world.World
 	st    world.Storage
 	chat  string
-	shown int // entries printed
+	shown uint64 // entries of the chat's timeline printed (see demiurge.State.Since)
 
 	// newSettings, if set, go with the next message: the chat's tools
 	// changed since it began.
@@ -270,7 +270,7 @@ func (ag *agent) send(ctx context.Context, tag string, value map[string]any) err
 
 func (ag *agent) ensureChat(ctx context.Context, settings map[string]any) error {
 	if st, ok := ag.state(); ok {
-		ag.shown = len(st.Entries)
+		_, ag.shown = st.Since(0)
 		if st.Settings == nil || st.Settings.ToolsRef == nil || st.Settings.ToolsRef.String() != settings["tools_ref"] {
 			// The tools changed since the chat began (an MCP server was
 			// added, say): the next message carries the new settings.
@@ -392,10 +392,11 @@ func (ag *agent) commit(recs []journal.Record) {
 		if err := cas.GetNode(context.Background(), ag.st.CAS(), sr.State, &st); err != nil {
 			continue
 		}
-		for _, e := range st.Entries[min(ag.shown, len(st.Entries)):] {
+		var unseen []demiurge.Entry
+		unseen, ag.shown = st.Since(ag.shown)
+		for _, e := range unseen {
 			ag.print(e)
 		}
-		ag.shown = len(st.Entries)
 	}
 }
 

@@ -82,7 +82,7 @@ type chatTrace struct {
 	started    map[string]uint64
 	models     map[modelKey]*modelCall
 	tools      map[string]*toolCall
-	shown      map[string]int // entries seen per chat
+	shown      map[string]uint64 // entries of each chat's timeline seen (see demiurge.State.Since)
 	turns      []*turnView
 	turnOf     map[modelKey]*turnView // (chat, request, 0) → turn
 	chatEvents bool
@@ -90,7 +90,7 @@ type chatTrace struct {
 
 func newChatTrace(g cas.Getter) *chatTrace {
 	return &chatTrace{cas: g, modelIn: map[string]string{}, toolIn: map[string]string{}, started: map[string]uint64{},
-		models: map[modelKey]*modelCall{}, tools: map[string]*toolCall{}, shown: map[string]int{}, turnOf: map[modelKey]*turnView{},
+		models: map[modelKey]*modelCall{}, tools: map[string]*toolCall{}, shown: map[string]uint64{}, turnOf: map[modelKey]*turnView{},
 		keys: map[string]modelKey{}}
 }
 
@@ -176,10 +176,11 @@ func (c *chatTrace) record(r journal.Record) error {
 		if err := cas.GetNode(context.Background(), c.cas, ref, &st); err != nil {
 			return nil // the state blob is not in this store (a trimmed bundle)
 		}
-		for _, e := range st.Entries[min(c.shown[chat], len(st.Entries)):] {
+		unseen, n := st.Since(c.shown[chat])
+		for _, e := range unseen {
 			c.entry(chat, e)
 		}
-		c.shown[chat] = len(st.Entries)
+		c.shown[chat] = n
 	}
 	return nil
 }

@@ -169,11 +169,16 @@ func (r *Reducer) user(s *step, e UserMessage) error {
 		// A message we have seen (a retry): nothing to do.
 		return nil
 	}
+	// The entries of earlier turns leave the state (the journal keeps
+	// them); those this step adds stay, the interrupted turn's stop first.
+	dropped := len(s.st.Entries)
 	if t := s.st.Turn; t != nil {
 		// A new message while a turn runs ends that turn: its calls that
 		// have no output yet get one, so the transcript stays valid.
 		s.stopTurn(fmt.Sprintf("a new message (request %d) arrived before the turn ended", e.RequestID))
 	}
+	s.st.EntriesBase += uint64(dropped)
+	s.st.Entries = append([]Entry{}, s.st.Entries[dropped:]...)
 	s.st.LastRequestID = e.RequestID
 	s.st.Transcript = append(s.st.Transcript, e.MessageRef)
 	ref := e.MessageRef

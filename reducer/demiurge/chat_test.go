@@ -247,3 +247,47 @@ func checkReplay(t *testing.T, cw *chatWorld) {
 	}
 	t.Logf("trace:\n%s", sb.String())
 }
+
+// TestEntriesOfEarlierTurnsLeaveTheState: a new user message drops the
+// entries of earlier turns from the chat's state (EntriesBase counts
+// them), so the state stays the size of a turn; Since hands a reader each
+// entry once.
+func TestEntriesOfEarlierTurnsLeaveTheState(t *testing.T) {
+	cw := newChatWorld(t, llmtest.Script{Turns: []llmtest.Turn{
+		{Calls: []llmtest.Call{{Name: "workspace_read", Arguments: `{"path":"a.md"}`}}},
+		{Text: "a.md read."},
+		{Text: "Hello again."},
+	}})
+	cw.say(t, 1, "read a.md")
+	first := cw.state(t)
+	if first.EntriesBase != 0 || len(first.Entries) != 5 {
+		t.Fatalf("after turn 1: base %d, entries:\n%s", first.EntriesBase, entries(first))
+	}
+	cw.say(t, 2, "hi")
+	second := cw.state(t)
+	want := "2.0 user: hi\n2.0 assistant: Hello again.\n2.0 done: 1 rounds, 0 tokens\n"
+	if got := entries(second); second.EntriesBase != 5 || !strings.HasPrefix(got, "2.0 user: hi\n2.0 assistant: Hello again.\n2.0 done") {
+		t.Fatalf("after turn 2: base %d, entries:\n%s\nwant base 5 and entries like:\n%s", second.EntriesBase, got, want)
+	}
+
+	// A reader following the two states sees every entry once, in order.
+	var seen []string
+	n := uint64(0)
+	for _, st := range []demiurge.State{first, second} {
+		var unseen []demiurge.Entry
+		unseen, n = st.Since(n)
+		for _, e := range unseen {
+			seen = append(seen, fmt.Sprintf("%d %s", e.RequestID, e.Kind))
+		}
+	}
+	if got := strings.Join(seen, ", "); got != "1 user, 1 tool_call, 1 tool_output, 1 assistant, 1 done, 2 user, 2 assistant, 2 done" || n != 8 {
+		t.Fatalf("Since over both states: %s (n %d)", got, n)
+	}
+	// A reader that starts late, or asks again, gets nothing twice.
+	if unseen, end := second.Since(2); len(unseen) != 3 || end != 8 {
+		t.Fatalf("Since(2) = %d entries, %d", len(unseen), end)
+	}
+	if unseen, end := second.Since(8); len(unseen) != 0 || end != 8 {
+		t.Fatalf("Since(8) = %d entries, %d", len(unseen), end)
+	}
+}

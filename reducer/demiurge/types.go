@@ -204,12 +204,36 @@ type Turn struct {
 
 // State is demiurge/ChatState@1.
 type State struct {
-	Title         *string    `cbor:"title"`
-	Settings      *Settings  `cbor:"settings"`
-	Transcript    []cas.Ref  `cbor:"transcript"`
-	Entries       []Entry    `cbor:"entries"`
+	Title      *string   `cbor:"title"`
+	Settings   *Settings `cbor:"settings"`
+	Transcript []cas.Ref `cbor:"transcript"`
+	// Entries is the timeline of the chat's latest turn (after the stop
+	// entries of the turn its message interrupted, if any): a new user
+	// message drops the entries of earlier turns, so the state a step rewrites stays the
+	// size of a turn however long the chat. Earlier states in the journal
+	// hold the dropped ones.
+	Entries []Entry `cbor:"entries"`
+	// EntriesBase is how many entries were dropped: Entries[i] is entry
+	// EntriesBase+i of the chat's whole timeline.
+	EntriesBase   uint64     `cbor:"entries_base"`
 	LastRequestID uint64     `cbor:"last_request_id"`
 	Turn          *Turn      `cbor:"turn"`
 	Usage         TokenUsage `cbor:"usage"`
 	CostMicroUSD  uint64     `cbor:"cost_microusd"`
+}
+
+// Since returns the entries of the chat's timeline from entry n on (n
+// counts every entry since the chat began) that st still holds, and the
+// number of entries the timeline has: the n to pass next time. A reader
+// that follows the chat's states in journal order and prints Since(seen)
+// prints every entry once.
+func (st *State) Since(n uint64) ([]Entry, uint64) {
+	end := st.EntriesBase + uint64(len(st.Entries))
+	if n >= end {
+		return nil, end
+	}
+	if n < st.EntriesBase {
+		n = st.EntriesBase
+	}
+	return st.Entries[n-st.EntriesBase:], end
 }
