@@ -39,6 +39,9 @@
 //
 // # Caveats
 //
+//   - One input may derive at most MaxDerived events and plan runs; more
+//     means a reducer or plan loops, and the world stops with an error
+//     saying so (its journal as it was before the input).
 //   - A world's journal has one writer. Open the same world in one process
 //     at a time (the bbolt file lock ensures it for BoltStorage).
 //   - Send returns once its input is durable; when several inputs share a

@@ -190,3 +190,40 @@ func TestDeniedAndFailedEffects(t *testing.T) {
 		t.Fatalf("replay: %v", err)
 	}
 }
+
+// echo is a reducer that answers every event with another one to itself:
+// a loop.
+type echo struct{}
+
+func (echo) Step(c *reducer.Context, state, event schema.Value) (reducer.Output, error) {
+	who, _ := schema.FieldPath(event, "$value.who").(string)
+	ev := schema.Variant("Pong", schema.Record("who", who, "status", schema.Int(1)))
+	return reducer.Output{State: state, Events: []reducer.Event{{Schema: "test/Event@1", Value: ev}}}, nil
+}
+
+// TestLoopingReducerStops: a reducer that answers its own events would
+// spin for ever inside one input; the world stops it at MaxDerived with an
+// error that says what happened, and keeps its journal as it was.
+func TestLoopingReducerStops(t *testing.T) {
+	ctx := t.Context()
+	st := world.NewMemoryStorage()
+	reg := reducer.NewRegistry()
+	reg.MustRegister("test/Tally@1", echo{})
+	cat, err := schema.Load("testdata/pingpong", &schema.LoadOptions{Reducers: reg.Names()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := world.Open(ctx, world.Options{Name: "loop", Catalog: cat, Reducers: reg, Storage: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	before := w.Head()
+	_, err = w.SendJSON(ctx, "test/Event@1", []byte(`{"$tag": "Pong", "$value": {"who": "ann", "status": 1}}`))
+	if err == nil || !strings.Contains(err.Error(), "derived 100000 events and plan runs without settling") || !strings.Contains(err.Error(), "a reducer or plan loops") {
+		t.Fatalf("Send to a looping reducer: %v; want the loop error", err)
+	}
+	if h, _ := st.Journal().Head(ctx, "loop"); h != before {
+		t.Fatalf("journal head moved from %v to %v", before, h)
+	}
+}

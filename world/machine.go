@@ -325,9 +325,17 @@ func (s *stepper) record(kind string, payload *schema.Map) {
 }
 
 func (s *stepper) drain() {
-	for s.err == nil {
+	for n := 0; s.err == nil; n++ {
 		if err := s.ctx.Err(); err != nil {
 			s.err = err
+			return
+		}
+		if n == MaxDerived {
+			last := "a plan run"
+			if len(s.events) > 0 {
+				last = "event " + s.events[0].schema
+			}
+			s.err = fmt.Errorf("world: one input derived %d events and plan runs without settling (next: %s): a reducer or plan loops, e.g. one that answers its own events; fix it and reopen the world", MaxDerived, last)
 			return
 		}
 		if len(s.events) > 0 {
@@ -346,6 +354,14 @@ func (s *stepper) drain() {
 		return
 	}
 }
+
+// MaxDerived bounds what one input may derive: the events handled and the
+// plan runs it causes, one after the other. An input that derives more is
+// caught in a loop (a reducer that answers its own events, a plan that
+// raises the event that starts it), and Apply fails with an error saying
+// so instead of spinning for ever; the world stops with its journal as it
+// was before the input.
+const MaxDerived = 100_000
 
 func (s *stepper) runnable(id uint64) {
 	if s.queued == nil {
