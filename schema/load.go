@@ -323,6 +323,18 @@ func (builtinTypes) SchemaType(name string) (*Type, bool) {
 	return ds.Type, true
 }
 
+// BuiltinEffectKind returns the built-in defeffect of an effect kind, such
+// as "blob.put".
+func BuiltinEffectKind(kind string) (*DefEffect, bool) {
+	for _, n := range BuiltinNames(KindDefEffect) {
+		d, _ := Builtin(KindDefEffect, n)
+		if ef, ok := d.(*DefEffect); ok && ef.Kind == kind {
+			return ef, true
+		}
+	}
+	return nil, false
+}
+
 // Builtin returns the built-in def of a kind and name, such as
 // Builtin(KindDefSchema, "sys/BlobPutParams@1").
 func Builtin(kind, name string) (Def, bool) {

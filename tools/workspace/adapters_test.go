@@ -15,14 +15,11 @@ import (
 // effect kind.
 func effectSchemas(t *testing.T, kind string) (params, receipt string) {
 	t.Helper()
-	for _, n := range schema.BuiltinNames(schema.KindDefEffect) {
-		d, _ := schema.Builtin(schema.KindDefEffect, n)
-		if ef := d.(*schema.DefEffect); ef.Kind == kind {
-			return ef.ParamsSchema, ef.ReceiptSchema
-		}
+	ef, ok := schema.BuiltinEffectKind(kind)
+	if !ok {
+		t.Fatalf("no built-in effect %s", kind)
 	}
-	t.Fatalf("no built-in effect %s", kind)
-	return "", ""
+	return ef.ParamsSchema, ef.ReceiptSchema
 }
 
 // runEffect normalizes params as the gate does, runs the adapter and checks
