@@ -436,6 +436,17 @@ func (c *cmd) flags(args []string, takesValue string, status int, set func(flag,
 	}
 }
 
+// stdinFlags parses args as flags does and refuses file operands, for a
+// command that reads only stdin. When ok is false the command ends with
+// status st (the message is written).
+func (c *cmd) stdinFlags(args []string, takesValue string, status int, set func(flag, value string) error) (st int, ok bool) {
+	rest, st, ok := c.flags(args, takesValue, status, set)
+	if !ok {
+		return st, false
+	}
+	return c.operands(rest)
+}
+
 // copyStdin copies stdin to stdout and returns status, or 1 when reading
 // fails or the command is stopped.
 func (c *cmd) copyStdin(status int) int {

@@ -18,7 +18,7 @@ import (
 // catCmd copies stdin to stdout: cat [-n] [-]...
 func catCmd(c *cmd, args []string) int {
 	number := false
-	rest, st, ok := c.flags(args, "", 2, func(f, _ string) error {
+	if st, ok := c.stdinFlags(args, "", 2, func(f, _ string) error {
 		switch f {
 		case "-n", "--number":
 			number = true
@@ -27,11 +27,7 @@ func catCmd(c *cmd, args []string) int {
 			return errUnknownFlag
 		}
 		return nil
-	})
-	if !ok {
-		return st
-	}
-	if st, ok := c.operands(rest); !ok {
+	}); !ok {
 		return st
 	}
 	if !number {
@@ -209,7 +205,7 @@ func sortCmd(c *cmd, args []string) int {
 	var numeric, reverse, unique, fold, blanks, version bool
 	sep := ""
 	var keys []sortKey
-	rest, st, ok := c.flags(args, "tk", 2, func(f, v string) error {
+	if st, ok := c.stdinFlags(args, "tk", 2, func(f, v string) error {
 		switch f {
 		case "-n", "--numeric-sort", "-g", "--general-numeric-sort", "-h", "--human-numeric-sort":
 			numeric = true
@@ -239,11 +235,7 @@ func sortCmd(c *cmd, args []string) int {
 			return errUnknownFlag
 		}
 		return nil
-	})
-	if !ok {
-		return st
-	}
-	if st, ok := c.operands(rest); !ok {
+	}); !ok {
 		return st
 	}
 	lines, err := c.lines()
@@ -414,7 +406,7 @@ func compareVersion(a, b string) int {
 // uniqCmd drops adjacent duplicate lines: uniq [-c -d -u -i].
 func uniqCmd(c *cmd, args []string) int {
 	var count, dups, uniques, icase bool
-	rest, st, ok := c.flags(args, "", 1, func(f, _ string) error {
+	if st, ok := c.stdinFlags(args, "", 1, func(f, _ string) error {
 		switch f {
 		case "-c", "--count":
 			count = true
@@ -428,11 +420,7 @@ func uniqCmd(c *cmd, args []string) int {
 			return errUnknownFlag
 		}
 		return nil
-	})
-	if !ok {
-		return st
-	}
-	if st, ok := c.operands(rest); !ok {
+	}); !ok {
 		return st
 	}
 	var prev string
@@ -473,7 +461,7 @@ func uniqCmd(c *cmd, args []string) int {
 // wcCmd counts lines, words, bytes and characters of stdin: wc [-l -w -c -m].
 func wcCmd(c *cmd, args []string) int {
 	var lines, words, bytes, chars bool
-	rest, st, ok := c.flags(args, "", 1, func(f, _ string) error {
+	if st, ok := c.stdinFlags(args, "", 1, func(f, _ string) error {
 		switch f {
 		case "-l", "--lines":
 			lines = true
@@ -487,11 +475,7 @@ func wcCmd(c *cmd, args []string) int {
 			return errUnknownFlag
 		}
 		return nil
-	})
-	if !ok {
-		return st
-	}
-	if st, ok := c.operands(rest); !ok {
+	}); !ok {
 		return st
 	}
 	if !lines && !words && !bytes && !chars {
@@ -1015,7 +999,7 @@ func dirName(n string) string {
 func base64Cmd(c *cmd, args []string) int {
 	decode, ignore := false, false
 	wrap := 76
-	rest, st, ok := c.flags(args, "w", 1, func(f, v string) error {
+	if st, ok := c.stdinFlags(args, "w", 1, func(f, v string) error {
 		switch f {
 		case "-d", "-D", "--decode":
 			decode = true
@@ -1031,11 +1015,7 @@ func base64Cmd(c *cmd, args []string) int {
 			return errUnknownFlag
 		}
 		return nil
-	})
-	if !ok {
-		return st
-	}
-	if st, ok := c.operands(rest); !ok {
+	}); !ok {
 		return st
 	}
 	data, err := c.readAll()
