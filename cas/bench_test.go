@@ -458,26 +458,7 @@ func interleave(b *testing.B, size int, reset, baseline, subject func(i int)) {
 // read transaction).
 func BenchmarkRatio(b *testing.B) {
 	b.Run("memory-put-1MiB-vs-blake3", func(b *testing.B) {
-		const size = 1 << 20
-		s := cas.NewMemory()
-		d1, d2 := make([]byte, size), make([]byte, size)
-		b.ReportAllocs()
-		interleave(b, size, func(i int) {
-			if i > 0 && i%perStore(size) == 0 {
-				b.StopTimer()
-				s.Close()
-				s = cas.NewMemory()
-				b.StartTimer()
-			}
-		}, func(i int) {
-			unique(d1, i)
-			blake3.Sum256(d1)
-		}, func(i int) {
-			unique(d2, i)
-			if _, err := s.Put(b.Context(), d2); err != nil {
-				b.Fatal(err)
-			}
-		})
+		putVsBlake3(b, func() cas.Store { return cas.NewMemory() })
 	})
 	for _, m := range syncModes {
 		b.Run("node-1KiB-"+m.name, func(b *testing.B) {
@@ -532,6 +513,33 @@ func BenchmarkRatio(b *testing.B) {
 	}
 }
 
+// putVsBlake3 runs Put of 1 MiB into the store open makes against BLAKE3
+// of the same bytes, alternately in one loop (see interleave), on a fresh
+// store every perStore puts.
+func putVsBlake3(b *testing.B, open func() cas.Store) {
+	const size = 1 << 20
+	s := open()
+	defer func() { s.Close() }()
+	d1, d2 := make([]byte, size), make([]byte, size)
+	b.ReportAllocs()
+	interleave(b, size, func(i int) {
+		if i > 0 && i%perStore(size) == 0 {
+			b.StopTimer()
+			s.Close()
+			s = open()
+			b.StartTimer()
+		}
+	}, func(i int) {
+		unique(d1, i)
+		blake3.Sum256(d1)
+	}, func(i int) {
+		unique(d2, i)
+		if _, err := s.Put(b.Context(), d2); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
 // BenchmarkRatio2 compares, each within one loop: Bolt.Put of 1 MiB vs
 // BLAKE3 of the same bytes (the target: >= 1 GB/s), Bolt.Put vs the
 // disk's floor (the same bytes appended to a plain file, fsynced for
@@ -541,25 +549,7 @@ func BenchmarkRatio(b *testing.B) {
 func BenchmarkRatio2(b *testing.B) {
 	for _, m := range syncModes {
 		b.Run("bolt-put-1MiB-"+m.name+"-vs-blake3", func(b *testing.B) {
-			const size = 1 << 20
-			s := boltStore(b, m.noSync)
-			d1, d2 := make([]byte, size), make([]byte, size)
-			b.ReportAllocs()
-			interleave(b, size, func(i int) {
-				if i > 0 && i%perStore(size) == 0 {
-					b.StopTimer()
-					s = boltStore(b, m.noSync)
-					b.StartTimer()
-				}
-			}, func(i int) {
-				unique(d1, i)
-				blake3.Sum256(d1)
-			}, func(i int) {
-				unique(d2, i)
-				if _, err := s.Put(b.Context(), d2); err != nil {
-					b.Fatal(err)
-				}
-			})
+			putVsBlake3(b, func() cas.Store { return boltStore(b, m.noSync) })
 		})
 		for _, sz := range benchSizes {
 			b.Run(fmt.Sprintf("put-%s-%s-vs-disk", sz.name, m.name), func(b *testing.B) {
