@@ -168,6 +168,19 @@ func FromGo(v any) (schema.Value, error) {
 	return schema.Decode(b)
 }
 
+// StateToGo decodes a cell's state into out, a Go value set to the state
+// of a cell that does not exist yet: a nil state leaves out as it is. An
+// error names the state that does not decode.
+func StateToGo(state schema.Value, out any) error {
+	if state == nil {
+		return nil
+	}
+	if err := ToGo(state, out); err != nil {
+		return fmt.Errorf("decode state %s: %w", schema.String(state), err)
+	}
+	return nil
+}
+
 // ToGo decodes a schema.Value into a Go value through its canonical CBOR.
 func ToGo(v schema.Value, out any) error {
 	b, err := schema.Encode(v)

@@ -127,10 +127,8 @@ var _ reducer.Reducer = Reducer{}
 // made yet.
 func (Reducer) Step(c *reducer.Context, state, event schema.Value) (reducer.Output, error) {
 	st := State{PC: reducer.Variant{Tag: Idle}}
-	if state != nil {
-		if err := reducer.ToGo(state, &st); err != nil {
-			return reducer.Output{}, fmt.Errorf("aggregator: decode state %s: %w", schema.String(state), err)
-		}
+	if err := reducer.StateToGo(state, &st); err != nil {
+		return reducer.Output{}, fmt.Errorf("aggregator: %w", err)
 	}
 	tag, payload, ok := arm.Split(event)
 	if !ok {

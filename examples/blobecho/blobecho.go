@@ -116,10 +116,8 @@ var _ reducer.Reducer = Reducer{}
 // Step implements reducer.Reducer. A nil state is a fresh echo: Idle.
 func (Reducer) Step(_ *reducer.Context, state, event schema.Value) (reducer.Output, error) {
 	st := State{PC: reducer.Variant{Tag: Idle}}
-	if state != nil {
-		if err := reducer.ToGo(state, &st); err != nil {
-			return reducer.Output{}, fmt.Errorf("blobecho: decode state %s: %w", schema.String(state), err)
-		}
+	if err := reducer.StateToGo(state, &st); err != nil {
+		return reducer.Output{}, fmt.Errorf("blobecho: %w", err)
 	}
 	tag, payload, ok := arm.Split(event)
 	if !ok {

@@ -171,10 +171,8 @@ var _ reducer.Reducer = Reducer{}
 // Step implements reducer.Reducer. A nil state is Idle with no saga yet.
 func (Reducer) Step(c *reducer.Context, state, event schema.Value) (reducer.Output, error) {
 	st := State{Phase: reducer.Variant{Tag: Idle}}
-	if state != nil {
-		if err := reducer.ToGo(state, &st); err != nil {
-			return reducer.Output{}, fmt.Errorf("chaincomp: decode state %s: %w", schema.String(state), err)
-		}
+	if err := reducer.StateToGo(state, &st); err != nil {
+		return reducer.Output{}, fmt.Errorf("chaincomp: %w", err)
 	}
 	tag, payload, ok := arm.Split(event)
 	if !ok {

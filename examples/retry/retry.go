@@ -126,10 +126,8 @@ var _ reducer.Reducer = Reducer{}
 // Step implements reducer.Reducer. A nil state is Idle.
 func (Reducer) Step(c *reducer.Context, state, event schema.Value) (reducer.Output, error) {
 	st := State{PC: reducer.Variant{Tag: Idle}, Timers: []uint64{}}
-	if state != nil {
-		if err := reducer.ToGo(state, &st); err != nil {
-			return reducer.Output{}, fmt.Errorf("retry: decode state %s: %w", schema.String(state), err)
-		}
+	if err := reducer.StateToGo(state, &st); err != nil {
+		return reducer.Output{}, fmt.Errorf("retry: %w", err)
 	}
 	tag, payload, ok := arm.Split(event)
 	if !ok {
