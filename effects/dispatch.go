@@ -30,6 +30,28 @@ type AdapterFunc func(ctx context.Context, call *Call) Receipt
 // Run calls f.
 func (f AdapterFunc) Run(ctx context.Context, call *Call) Receipt { return f(ctx, call) }
 
+// InlineAdapter is an Adapter whose effects change nothing outside the
+// world: they read the world, through the context the world runs them
+// with, and write nothing but blobs, which are stored with their receipt.
+// The world may run such an effect inside the step that emits its intent
+// (see Dispatcher.RunInline), so that the intent, its run and its receipt
+// commit in one transaction: one commit for the round trip instead of two.
+// Nothing is lost by it: a crash before that commit loses the intent with
+// its receipt, and the input that emitted it is applied again.
+//
+// Run of an InlineAdapter is called with the step's context; it must not
+// call the world's methods that take its lock (World.View, State...): the
+// step holds it. Readers of the world find the step in ctx instead (see
+// world.World.InStep).
+type InlineAdapter interface {
+	Adapter
+	// RunsInline reports whether call can run inside the step whose
+	// context is ctx. An effect that would wait for the world to move on
+	// (for a journal height it has not reached, say) must say no: it is
+	// then dispatched as usual, once its intent is durable.
+	RunsInline(ctx context.Context, call *Call) bool
+}
+
 // Call is one execution of an intent.
 type Call struct {
 	Intent *Intent
@@ -164,9 +186,6 @@ func (d *Dispatcher) run(in *Intent, attempt int) {
 	start := d.opts.Now()
 	stage := newStaging(d.store)
 	r := d.call(in, attempt, stage)
-	if r.AdapterID == "" {
-		r.AdapterID = in.Kind
-	}
 	c := Completion{Intent: in, Receipt: r, Elapsed: d.opts.Now().Sub(start), Blobs: stage.take()}
 	d.opts.Logger.Debug("effect done", "kind", in.Kind, "intent", in.Hash.Short(), "status", r.Status, "elapsed", c.Elapsed)
 	select {
@@ -175,7 +194,68 @@ func (d *Dispatcher) run(in *Intent, attempt int) {
 	}
 }
 
-func (d *Dispatcher) call(in *Intent, attempt int, stage *staging) (r Receipt) {
+// RunInline runs an intent inside the step that emitted it, on the
+// caller's goroutine, if its adapter is an InlineAdapter that agrees to
+// (see InlineAdapter); ctx is the step's context, which the adapter's
+// reads of the world need. It returns the completion, whose receipt and
+// blobs the caller must commit with the intent, or ok false: the caller
+// dispatches the intent as usual once it is durable. Secrets, the timeout
+// and the handling of panics are those of Dispatch.
+func (d *Dispatcher) RunInline(ctx context.Context, in *Intent) (c Completion, ok bool) {
+	a, isInline := d.adapters[in.Kind].(InlineAdapter)
+	if !isInline {
+		return Completion{}, false
+	}
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return Completion{}, false
+	}
+	d.mu.Unlock()
+	params, err := d.resolveSecrets(in)
+	if err != nil {
+		return Completion{}, false // Dispatch reports it
+	}
+	start := d.opts.Now()
+	stage := newStaging(d.store)
+	call := d.newCall(in, params, stage, 0)
+	if !runsInline(ctx, a, call) {
+		return Completion{}, false
+	}
+	d.mu.Lock()
+	d.attempts[in.Hash]++
+	call.Attempt = d.attempts[in.Hash]
+	d.mu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(d.ctx, cancel) // Close cancels inline runs too
+	defer stop()
+	defer cancel()
+	r := d.execute(ctx, a, call)
+	c = Completion{Intent: in, Receipt: r, Elapsed: d.opts.Now().Sub(start), Blobs: stage.take()}
+	d.opts.Logger.Debug("effect done inline", "kind", in.Kind, "intent", in.Hash.Short(), "status", r.Status, "elapsed", c.Elapsed)
+	return c, true
+}
+
+// runsInline asks a whether call can run inline; a panic is a no.
+func runsInline(ctx context.Context, a InlineAdapter, call *Call) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return a.RunsInline(ctx, call)
+}
+
+// newCall returns the Call of one execution of in.
+func (d *Dispatcher) newCall(in *Intent, params schema.Value, stage *staging, attempt int) *Call {
+	call := &Call{Intent: in, Params: params, CAS: stage, Now: d.opts.Now, Sleep: d.opts.Sleep, Attempt: attempt}
+	if d.opts.Progress != nil {
+		call.Progress = func(text string) { d.opts.Progress(in, text) }
+	}
+	return call
+}
+
+func (d *Dispatcher) call(in *Intent, attempt int, stage *staging) Receipt {
 	a, ok := d.adapters[in.Kind]
 	if !ok {
 		return Errorf("dispatcher", "no adapter runs %s effects in this world", in.Kind)
@@ -184,23 +264,27 @@ func (d *Dispatcher) call(in *Intent, attempt int, stage *staging) (r Receipt) {
 	if err != nil {
 		return Errorf("dispatcher", "%v", err)
 	}
+	return d.execute(d.ctx, a, d.newCall(in, params, stage, attempt))
+}
+
+// execute runs call on a under the intent's timeout and returns a
+// receipt with a status: a panic, a timeout and a receipt without a
+// status become error receipts.
+func (d *Dispatcher) execute(parent context.Context, a Adapter, call *Call) (r Receipt) {
+	in := call.Intent
 	timeout := d.opts.Timeout
 	if d.opts.TimeoutFor != nil {
 		if t := d.opts.TimeoutFor(in.Kind); t > 0 {
 			timeout = t
 		}
 	}
-	ctx, cancel := context.WithTimeout(d.ctx, timeout)
+	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {
 			r = Errorf(in.Kind, "adapter panicked: %v", p)
 		}
 	}()
-	call := &Call{Intent: in, Params: params, CAS: stage, Now: d.opts.Now, Sleep: d.opts.Sleep, Attempt: attempt}
-	if d.opts.Progress != nil {
-		call.Progress = func(text string) { d.opts.Progress(in, text) }
-	}
 	r = a.Run(ctx, call)
 	if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && r.Status != StatusOK {
 		r.Status = StatusTimeout
@@ -210,6 +294,9 @@ func (d *Dispatcher) call(in *Intent, attempt int, stage *staging) (r Receipt) {
 	}
 	if r.Status == "" {
 		r = Errorf(in.Kind, "adapter returned a receipt without a status")
+	}
+	if r.AdapterID == "" {
+		r.AdapterID = in.Kind
 	}
 	return r
 }

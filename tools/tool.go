@@ -52,6 +52,19 @@ type Tool interface {
 	ExecuteWithStatus(ctx context.Context, req Request, status StatusFunc) Response
 }
 
+// InlineTool is a Tool whose calls change nothing outside the world they
+// run in: they read it (through their ctx) and write nothing but blobs. A
+// world may run such a call inside the step that asks for it, so that the
+// request and the answer commit together (see effects.InlineAdapter).
+type InlineTool interface {
+	Tool
+	// RunsInline reports whether req can run inside the step whose context
+	// is ctx. A call that would wait for the world to move on (for a
+	// journal height it has not reached, say) must say no; it then runs
+	// once the step is durable.
+	RunsInline(ctx context.Context, req Request) bool
+}
+
 // Request is one call of a tool.
 type Request struct {
 	// Arguments is the call's JSON object, as the model wrote it; it must

@@ -19,6 +19,21 @@
 // bounded pool; their receipts come back as inputs. Receipts that arrive
 // together share one commit.
 //
+// # Inline effects
+//
+// An effect whose adapter is an effects.InlineAdapter (the introspect
+// reads, say) changes nothing outside the world, so it need not wait for
+// its intent to be durable: the world runs it right after the step that
+// emits it and applies its receipt as the next input of the same batch.
+// The intent, the run and the receipt then commit together — a tool round
+// of the agent costs one commit instead of two — and a crash before that
+// commit loses them all, which is the same as the input never having been
+// applied. While it runs, the effect reads the world through its context
+// (InStep, StepJournal, StepCAS): the machine as the step left it, the
+// step's records with the hashes they commit with, and its blobs. It runs
+// under the world's lock, so it must be quick, and the adapter says no
+// (and is dispatched as usual) when it would wait for the world to move on.
+//
 // # Journal
 //
 // Inputs are Manifest, DomainEvent and Receipt records. Everything else —

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -215,7 +216,11 @@ func (w *World) applyBatch(ctx context.Context, ins []*Input, extraBlobs [][]byt
 	var dispatch []*effects.Intent
 	w.cas.stage(extraBlobs)
 	defer w.cas.clear()
-	for _, in := range ins {
+	staged := len(blobs) // blobs[:staged] are readable through w.cas
+	// Receipts of effects run inline join the batch as inputs after ins.
+	queue := slices.Clip(ins)
+	for i := 0; i < len(queue); i++ {
+		in := queue[i]
 		if in.Kind != KindManifest {
 			s, err := w.stamp()
 			if err != nil {
@@ -237,7 +242,6 @@ func (w *World) applyBatch(ctx context.Context, ins []*Input, extraBlobs [][]byt
 		}
 		records = append(records, step.Records...)
 		blobs = append(blobs, step.Blobs...)
-		dispatch = append(dispatch, step.Dispatch...)
 		if in.Kind != KindManifest {
 			w.since++
 		}
@@ -250,6 +254,24 @@ func (w *World) applyBatch(ctx context.Context, ins []*Input, extraBlobs [][]byt
 			records = append(records, e)
 			blobs = append(blobs, b)
 			w.since = 0
+		}
+		for _, intent := range step.Dispatch {
+			if w.disp == nil || len(queue) >= maxBatch {
+				dispatch = append(dispatch, intent)
+				continue
+			}
+			// The effect reads the batch's blobs through w.cas.
+			w.cas.stage(blobs[staged:])
+			staged = len(blobs)
+			rin, rblobs, ok := w.runInline(ctx, intent, w.head, records)
+			if !ok {
+				dispatch = append(dispatch, intent)
+				continue
+			}
+			queue = append(queue, rin)
+			blobs = append(blobs, rblobs...)
+			w.cas.stage(blobs[staged:]) // the receipt's step reads them
+			staged = len(blobs)
 		}
 	}
 	head, err = w.opts.Storage.Commit(ctx, w.opts.Name, w.head, records, blobs)

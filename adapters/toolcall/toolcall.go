@@ -82,6 +82,26 @@ func (a *Adapter) Run(ctx context.Context, c *effects.Call) effects.Receipt {
 	return effects.OK(name, Response(resp, rec))
 }
 
+var _ effects.InlineAdapter = (*Adapter)(nil)
+
+// RunsInline reports whether a call can run inside the world's step that
+// asks for it (see effects.InlineAdapter): a call of a tools.InlineTool
+// that agrees to, or of a tool that is not registered (its answer is an
+// error, at once). Other tools run once the step is durable.
+func (a *Adapter) RunsInline(ctx context.Context, c *effects.Call) bool {
+	name, _ := schema.FieldPath(c.Params, "tool").(string)
+	t, ok := a.Tool(name)
+	if !ok {
+		return true
+	}
+	it, ok := t.(tools.InlineTool)
+	if !ok {
+		return false
+	}
+	args, _ := schema.FieldPath(c.Params, "arguments_json").(string)
+	return it.RunsInline(ctx, tools.Request{Arguments: []byte(args)})
+}
+
 // unknown is the stderr of a call of a tool that is not registered.
 func (a *Adapter) unknown(name string) string {
 	known := "no tools are registered"

@@ -92,7 +92,7 @@ func BenchmarkToolRound(b *testing.B) {
 				defer func() { inModel.Add(int64(time.Since(t))) }()
 				return la.Run(ctx, c)
 			}),
-			"introspect.call": effects.AdapterFunc(func(ctx context.Context, c *effects.Call) effects.Receipt {
+			"introspect.call": timedInline{ta, func(ctx context.Context, c *effects.Call) effects.Receipt {
 				t := time.Now()
 				defer func() { inTool.Add(int64(time.Since(t))) }()
 				r := ta.Run(ctx, c)
@@ -100,7 +100,7 @@ func BenchmarkToolRound(b *testing.B) {
 					toolsRun.Add(1)
 				}
 				return r
-			})},
+			}}},
 		Dispatch: effects.DispatcherOptions{Getenv: func(string) (string, bool) { return "sk-bench", true }}})
 	if err != nil {
 		b.Fatal(err)
@@ -185,6 +185,15 @@ func BenchmarkToolRound(b *testing.B) {
 			rounds, elapsed, perRound, commits, recs, recBytes, blobs, blobBytes, floor)
 	}
 }
+
+// timedInline is an inline adapter whose runs go through run, which
+// times them.
+type timedInline struct {
+	effects.InlineAdapter
+	run effects.AdapterFunc
+}
+
+func (t timedInline) Run(ctx context.Context, c *effects.Call) effects.Receipt { return t.run(ctx, c) }
 
 // txid is the id of the database's last committed write transaction.
 func txid(db *bbolt.DB) int {

@@ -34,11 +34,26 @@ const adapterID = "introspect"
 func Adapters(v View, opts *Options) map[string]effects.Adapter {
 	r := newReader(v, opts)
 	return map[string]effects.Adapter{
-		KindManifest:     effects.AdapterFunc(r.manifestEffect),
-		KindReducerState: effects.AdapterFunc(r.reducerStateEffect),
-		KindJournalHead:  effects.AdapterFunc(r.journalHeadEffect),
-		KindListCells:    effects.AdapterFunc(r.listCellsEffect),
+		KindManifest:     readEffect{r, r.manifestEffect},
+		KindReducerState: readEffect{r, r.reducerStateEffect},
+		KindJournalHead:  readEffect{r, r.journalHeadEffect},
+		KindListCells:    readEffect{r, r.listCellsEffect},
 	}
+}
+
+// readEffect is an introspect effect. It only reads the world, so a world
+// may run it inside the step that emits it (see effects.InlineAdapter).
+type readEffect struct {
+	r   *reader
+	run effects.AdapterFunc
+}
+
+func (e readEffect) Run(ctx context.Context, c *effects.Call) effects.Receipt { return e.run(ctx, c) }
+
+// RunsInline reports whether the read can be served inside the step: all
+// can but at_least:<h> above the world's height (see reader.servesNow).
+func (e readEffect) RunsInline(ctx context.Context, c *effects.Call) bool {
+	return e.r.servesNow(ctx, textParam(c, "consistency"))
 }
 
 // receipt turns an effect's outcome into a receipt: an error receipt names

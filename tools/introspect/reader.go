@@ -114,6 +114,19 @@ func (r *reader) waitHeight(ctx context.Context, h uint64) (Head, error) {
 	}
 }
 
+// servesNow reports whether a read at consistency (a ParseConsistency
+// form, or "" for head) is answered at once: every read is but
+// at_least:<h> above the head, which waits for the world to move on. A
+// consistency that does not parse is answered at once, with an error.
+func (r *reader) servesNow(ctx context.Context, consistency string) bool {
+	c, err := parseConsistency(consistency)
+	if err != nil || c.Mode != ModeAtLeast {
+		return true
+	}
+	h, err := r.v.Head(ctx)
+	return err == nil && h.Height >= c.Height
+}
+
 // checkExact returns the head after checking that an exact height can be
 // served: from 1 up to the head.
 func (r *reader) checkExact(ctx context.Context, h uint64) (Head, error) {

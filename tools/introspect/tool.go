@@ -51,11 +51,11 @@ const (
 func Tools(v View, opts *Options) []tools.Tool {
 	r := newReader(v, opts)
 	return []tools.Tool{
-		newTool(manifestSpec(r), r.opts),
-		newTool(schemasSpec(r), r.opts),
-		newTool(moduleSpec(r), r.opts),
-		newTool(stateSpec(r), r.opts),
-		newTool(headSpec(r), r.opts),
+		newTool(manifestSpec(r), r),
+		newTool(schemasSpec(r), r),
+		newTool(moduleSpec(r), r),
+		newTool(stateSpec(r), r),
+		newTool(headSpec(r), r),
 	}
 }
 
@@ -77,12 +77,30 @@ type tool struct {
 	spec
 	compiled *jsonschema.Schema
 	opts     Options
+	reader   *reader
 }
 
 var _ tools.Tool = (*tool)(nil)
 
-func newTool(s spec, opts Options) *tool {
-	return &tool{spec: s, compiled: mustCompile(s.name, s.input), opts: opts}
+func newTool(s spec, r *reader) *tool {
+	return &tool{spec: s, compiled: mustCompile(s.name, s.input), opts: r.opts, reader: r}
+}
+
+var _ tools.InlineTool = (*tool)(nil)
+
+// RunsInline reports whether a call can run inside a step of the world
+// (see tools.InlineTool). The introspect tools only read the world, which
+// in a step they see as the step left it, so every call can, but one with
+// consistency at_least:<h> above the world's height: it waits for the
+// world to move on, which it cannot do while the step runs.
+func (t *tool) RunsInline(ctx context.Context, req tools.Request) bool {
+	var a struct {
+		Consistency string `json:"consistency"`
+	}
+	if json.Unmarshal(req.Arguments, &a) != nil {
+		return true // answered at once: the arguments are invalid
+	}
+	return t.reader.servesNow(ctx, a.Consistency)
 }
 
 // mustCompile compiles a tool's own input schema. The schemas are

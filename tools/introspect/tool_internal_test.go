@@ -47,7 +47,7 @@ func TestSpecs(t *testing.T) {
 	r := newReader(nil, nil)
 	for _, s := range []spec{manifestSpec(r), schemasSpec(r), moduleSpec(r), stateSpec(r), headSpec(r)} {
 		t.Run(s.name, func(t *testing.T) {
-			tl := newTool(s, r.opts)
+			tl := newTool(s, r)
 			mustCompile(s.name+"-output", s.output)
 			var in struct {
 				Type                 string                     `json:"type"`

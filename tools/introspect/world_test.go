@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -327,5 +328,75 @@ func TestManifestHistory(t *testing.T) {
 	tl, r = run(t, v, introspect.ToolState, `{"reducer": "probe/Sum@1", "key": "a", "consistency": "exact:3"}`)
 	if out := checkOutput(t, tl, r); get(out, "meta", "manifest_hash") != oldCat.ManifestRef().String() || get(out, "state", "total") != float64(1) {
 		t.Errorf("state at 3: %s", r.Stdout)
+	}
+}
+
+// TestRunsInline: the introspect tools and effects run inside the world's
+// step that asks for them, but for at_least:<h> above the head, which
+// must wait for the world to move on.
+func TestRunsInline(t *testing.T) {
+	_, v, _ := counterWorld(t) // head 9
+	tc := toolcall.New(introspect.Tools(v, nil)...)
+	for _, c := range []struct {
+		tool, args string
+		want       bool
+	}{
+		{introspect.ToolState, `{"reducer": "counter/Counter@1"}`, true},
+		{introspect.ToolState, `{"reducer": "counter/Counter@1", "consistency": "exact:3"}`, true},
+		{introspect.ToolState, `{"reducer": "counter/Counter@1", "consistency": "at_least:9"}`, true},
+		{introspect.ToolState, `{"reducer": "counter/Counter@1", "consistency": "at_least:10"}`, false},
+		{introspect.ToolManifest, `{"consistency": "at_least:10"}`, false},
+		{introspect.ToolState, `{not json`, true},
+		{introspect.ToolState, `{"consistency": "sometime"}`, true},
+		{"introspect_nothing", `{}`, true},
+	} {
+		call := &effects.Call{Intent: &effects.Intent{Kind: "introspect.call"}, Params: schema.Record("tool", c.tool, "arguments_json", c.args)}
+		if got := tc.RunsInline(t.Context(), call); got != c.want {
+			t.Errorf("toolcall %s %s: RunsInline %v; want %v", c.tool, c.args, got, c.want)
+		}
+	}
+	head, ok := introspect.Adapters(v, nil)[introspect.KindJournalHead].(effects.InlineAdapter)
+	if !ok {
+		t.Fatalf("the %s adapter is not an effects.InlineAdapter", introspect.KindJournalHead)
+	}
+	for cons, want := range map[string]bool{"head": true, "at_least:9": true, "at_least:10": false} {
+		if got := head.RunsInline(t.Context(), &effects.Call{Params: schema.Record("consistency", cons)}); got != want {
+			t.Errorf("%s %s: RunsInline %v; want %v", introspect.KindJournalHead, cons, got, want)
+		}
+	}
+}
+
+// TestPlanEffectsRunInline: the probe plan's five introspect effects run
+// inside the step of the Ping that starts it, so the plan has ended when
+// Send returns, and their reads match the journal as committed.
+func TestPlanEffectsRunInline(t *testing.T) {
+	p := newProbe(t)
+	send(t, p.w, "probe/Add@1", `{"id": "a", "n": 2, "note": null}`)
+	head := send(t, p.w, "probe/Ping@1", `{"id": "p"}`)
+	var kinds []string
+	var heights []uint64
+	err := p.st.Journal().Read(t.Context(), "probe", 1, func(r journal.Record) error {
+		kinds = append(kinds, r.Kind)
+		if r.Kind == world.KindReceipt {
+			in, err := world.DecodeInput(r)
+			if err != nil {
+				return err
+			}
+			if m, ok := in.Payload.(*schema.Map); ok && m.Len() == 1 {
+				heights = append(heights, member(m, "meta", "journal_height").(uint64))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kinds[len(kinds)-1] != world.KindState || !slices.Contains(kinds, world.KindPlanEnded) || head.Seq != uint64(len(kinds)) {
+		t.Fatalf("after Send returned (head %d) the journal is %v; want the plan ended", head.Seq, kinds)
+	}
+	// journal_head ran right after its intent: the height it saw is the
+	// intent's record.
+	if len(heights) != 1 || kinds[heights[0]-1] != world.KindIntent {
+		t.Errorf("journal_head saw heights %v in %v; want the seq of its intent", heights, kinds)
 	}
 }

@@ -69,11 +69,49 @@ func (v *View) Name() string { return v.name }
 // Catalog returns the manifest the world runs.
 func (v *View) Catalog() *schema.Catalog { return v.cat }
 
-// Journal returns the world's journal.
-func (v *View) Journal() journal.Reader { return v.store.Journal() }
+// Journal returns the world's journal. Inside a step of the world (an
+// inline effect's ctx, see world.World.InStep) it also holds the step's
+// records, which commit with the effect's receipt.
+func (v *View) Journal() journal.Reader { return viewJournal{v} }
 
-// CAS returns the world's blob store.
-func (v *View) CAS() cas.Getter { return v.store.CAS() }
+// CAS returns the world's blob store. Inside a step of the world it also
+// holds the step's blobs.
+func (v *View) CAS() cas.Getter { return viewCAS{v} }
+
+// stepping returns the world if ctx is the context of an effect running
+// inside one of its steps.
+func (v *View) stepping(ctx context.Context) *world.World {
+	w := world.Stepping(ctx)
+	if w == nil || w.Name() != v.name || w.Storage() != v.store {
+		return nil
+	}
+	return w
+}
+
+type viewJournal struct{ v *View }
+
+func (j viewJournal) Read(ctx context.Context, world string, from uint64, fn func(journal.Record) error) error {
+	if w := j.v.stepping(ctx); w != nil {
+		return w.StepJournal().Read(ctx, world, from, fn)
+	}
+	return j.v.store.Journal().Read(ctx, world, from, fn)
+}
+
+func (j viewJournal) Head(ctx context.Context, world string) (journal.Head, error) {
+	if w := j.v.stepping(ctx); w != nil {
+		return w.StepJournal().Head(ctx, world)
+	}
+	return j.v.store.Journal().Head(ctx, world)
+}
+
+type viewCAS struct{ v *View }
+
+func (c viewCAS) Get(ctx context.Context, r cas.Ref) ([]byte, error) {
+	if w := c.v.stepping(ctx); w != nil {
+		return w.StepCAS().Get(ctx, r)
+	}
+	return c.v.store.CAS().Get(ctx, r)
+}
 
 // errNotAttached is returned when a view is read before Attach and the
 // caller's ctx ends first.
@@ -84,6 +122,9 @@ func (v *View) world(ctx context.Context) (*world.World, error) {
 	case <-v.ready:
 		return v.w, nil
 	default:
+	}
+	if w := v.stepping(ctx); w != nil {
+		return w, nil // the world runs an effect before Attach
 	}
 	select {
 	case <-v.ready:
@@ -104,6 +145,15 @@ func (v *View) read(ctx context.Context, fn func(m *world.Machine)) (introspect.
 		return introspect.Head{}, err
 	}
 	var h introspect.Head
+	if sw := v.stepping(ctx); sw != nil {
+		// Inside a step the world's lock is the step's: read the machine
+		// as the step left it, at the head its records will have.
+		_, err := sw.InStep(ctx, func(m *world.Machine, head journal.Head) {
+			fn(m)
+			h = introspect.Head{Height: head.Seq, Hash: head.Hash, Manifest: m.Manifest()}
+		})
+		return h, err
+	}
 	var height uint64
 	var jh journal.Head
 	w.ViewAt(func(m *world.Machine, head journal.Head) {

@@ -1,0 +1,187 @@
+package world_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/effects"
+	"github.com/demiurge-dev/demiurge/journal"
+	"github.com/demiurge-dev/demiurge/reducer"
+	"github.com/demiurge-dev/demiurge/schema"
+	"github.com/demiurge-dev/demiurge/world"
+)
+
+// countingStorage counts commits.
+type countingStorage struct {
+	world.Storage
+	commits atomic.Int64
+}
+
+func (s *countingStorage) Commit(ctx context.Context, name string, expect journal.Head, entries []journal.Entry, blobs [][]byte) (journal.Head, error) {
+	s.commits.Add(1)
+	return s.Storage.Commit(ctx, name, expect, entries, blobs)
+}
+
+// inlineHTTP answers http.request like fakeHTTP, inside the step that
+// asks for it when inline says so, and notes what it saw of the world
+// there.
+type inlineHTTP struct {
+	fakeHTTP
+	inline bool
+	w      atomic.Pointer[world.World]
+
+	mu   sync.Mutex
+	seen []stepSeen
+}
+
+// stepSeen is what one inline run saw of its world.
+type stepSeen struct {
+	head      journal.Head // InStep's head
+	height    uint64       // the machine's height
+	jhead     journal.Head // StepJournal().Head
+	last      journal.Record
+	records   int     // records StepJournal().Read delivered from 1
+	state     cas.Ref // the pinging cell's state, read through StepCAS
+	stateRead error
+}
+
+func (f *inlineHTTP) RunsInline(ctx context.Context, c *effects.Call) bool { return f.inline }
+
+func (f *inlineHTTP) Run(ctx context.Context, c *effects.Call) effects.Receipt {
+	if w := f.w.Load(); w != nil {
+		var s stepSeen
+		in, err := w.InStep(ctx, func(m *world.Machine, head journal.Head) {
+			s.head, s.height = head, m.Height()
+			who, _ := schema.FieldPath(c.Params, "url").(string)
+			_, s.state, _ = m.State("test/Tally@1", strings.TrimPrefix(who, "https://pong.test/"))
+		})
+		if err != nil {
+			return effects.Errorf("fake", "InStep: %v", err)
+		}
+		if in {
+			s.jhead, _ = w.StepJournal().Head(ctx, w.Name())
+			_ = w.StepJournal().Read(ctx, w.Name(), 1, func(r journal.Record) error {
+				s.records++
+				s.last = r
+				return nil
+			})
+			_, s.stateRead = w.StepCAS().Get(ctx, s.state)
+			f.mu.Lock()
+			f.seen = append(f.seen, s)
+			f.mu.Unlock()
+		}
+	}
+	return f.fakeHTTP.Run(ctx, c)
+}
+
+func inlineWorld(t *testing.T, st world.Storage, h *inlineHTTP) (*world.World, *schema.Catalog, *reducer.Registry) {
+	t.Helper()
+	reg := reducer.NewRegistry()
+	reg.MustRegister("test/Tally@1", tally{})
+	cat, err := schema.Load("testdata/pingpong", &schema.LoadOptions{Reducers: reg.Names()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := world.Open(t.Context(), world.Options{
+		Name: "pp", Catalog: cat, Reducers: reg, Storage: st,
+		Adapters: map[string]effects.Adapter{"http.request": h},
+		Now:      fixedClock(1_700_000_000_000_000_000), Entropy: zeroReader{},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.w.Store(w)
+	t.Cleanup(func() { w.Close() })
+	return w, cat, reg
+}
+
+// TestInlineEffect: an effect whose adapter runs inline commits with the
+// input that emitted it, in one commit: when Send returns, the receipt and
+// all it derived are durable. Inside its run the effect sees the world as
+// the step left it — machine, records (with the hashes they are committed
+// with) and blobs — and the journal replays.
+func TestInlineEffect(t *testing.T) {
+	for _, bolt := range []bool{false, true} {
+		t.Run(fmt.Sprintf("bolt=%v", bolt), func(t *testing.T) {
+			ctx := t.Context()
+			var base world.Storage = world.NewMemoryStorage()
+			if bolt {
+				bst, closeBolt := openBolt(t, t.TempDir())
+				t.Cleanup(closeBolt)
+				base = bst
+			}
+			st := &countingStorage{Storage: base}
+			h := &inlineHTTP{inline: true}
+			w, cat, reg := inlineWorld(t, st, h)
+			before := st.commits.Load()
+			if _, err := w.SendJSON(ctx, "test/Ping@1", []byte(`{"who": "ann", "url": "https://pong.test/ann"}`)); err != nil {
+				t.Fatal(err)
+			}
+			if n := st.commits.Load() - before; n != 1 {
+				t.Errorf("%d commits for a ping and its inline effect; want 1", n)
+			}
+			got := kinds(t, st, "pp")
+			want := "Manifest DomainEvent State PlanStarted Intent Receipt Event PlanEnded State"
+			if got != want {
+				t.Fatalf("journal after Send returned: %s\nwant %s", got, want)
+			}
+			if len(h.seen) != 1 {
+				t.Fatalf("%d inline runs saw the world; want 1", len(h.seen))
+			}
+			s := h.seen[0]
+			if s.head.Seq != 5 || s.height != 5 || s.jhead != s.head || s.records != 5 || s.last.Kind != world.KindIntent {
+				t.Errorf("inside the step: head %v, machine at %d, StepJournal head %v, %d records read ending with %s; want seq 5 (the Intent) everywhere",
+					s.head, s.height, s.jhead, s.records, s.last.Kind)
+			}
+			if s.last.Hash != s.head.Hash {
+				t.Errorf("the step's last record reads with hash %s; its head says %s", s.last.Hash.Short(), s.head.Hash.Short())
+			}
+			if !s.state.Valid() || s.stateRead != nil {
+				t.Errorf("the step's new cell state %s read through StepCAS: %v", s.state.Short(), s.stateRead)
+			}
+			// The hashes the step saw are the ones committed.
+			err := st.Journal().Read(ctx, "pp", 5, func(r journal.Record) error {
+				if r.Seq == 5 && r.Hash != s.head.Hash {
+					t.Errorf("record 5 committed with hash %s; the step saw %s", r.Hash.Short(), s.head.Hash.Short())
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if in, _ := w.InStep(ctx, func(*world.Machine, journal.Head) {}); in {
+				t.Error("InStep is true outside a step")
+			}
+			w.Close()
+			if _, err := world.Replay(ctx, world.ReplayOptions{Name: "pp", Catalog: cat, Reducers: reg, Storage: st, FromGenesis: true}); err != nil {
+				t.Fatalf("replay: %v", err)
+			}
+		})
+	}
+}
+
+// TestInlineEffectDeclined: an inline adapter that says no is dispatched
+// as usual, once its intent is durable.
+func TestInlineEffectDeclined(t *testing.T) {
+	ctx := t.Context()
+	st := world.NewMemoryStorage()
+	h := &inlineHTTP{inline: false}
+	w, _, _ := inlineWorld(t, st, h)
+	if _, err := w.SendJSON(ctx, "test/Ping@1", []byte(`{"who": "ann", "url": "https://pong.test/ann"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := kinds(t, st, "pp"), "Manifest DomainEvent State PlanStarted Intent Receipt Event PlanEnded State"; got != want {
+		t.Fatalf("journal: %s\nwant %s", got, want)
+	}
+	if len(h.seen) != 0 || h.calls.Load() != 1 {
+		t.Fatalf("%d runs inside a step, %d calls; want 0 and 1", len(h.seen), h.calls.Load())
+	}
+}
