@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -82,15 +83,33 @@ func BenchmarkToolRound(b *testing.B) {
 	}
 	var toolsRun atomic.Int64        // tool calls that ran and succeeded
 	var inModel, inTool atomic.Int64 // nanoseconds spent in the adapters
+	// When the model's first and last answers of the chat running came
+	// back: between them lie exactly its tool rounds, each the receipt of
+	// a tool call applied, the tool run, the commit, and the next model
+	// call. (Before the first: the user's message and its commit; after
+	// the last: the final answer's commit.)
+	var answers struct {
+		sync.Mutex
+		first, last time.Time
+	}
 	la := &llm.Adapter{Generator: gen}
 	view := worldview.New("bench", cat, st)
 	ta := toolcall.New(introspect.Tools(view, nil)...)
-	w, err := world.Open(ctx, world.Options{Name: "bench", Catalog: cat, Reducers: reg, Storage: st, SnapshotEvery: -1,
+	tst := &timedStorage{Storage: st}
+	w, err := world.Open(ctx, world.Options{Name: "bench", Catalog: cat, Reducers: reg, Storage: tst, SnapshotEvery: -1,
 		Adapters: map[string]effects.Adapter{
 			"llm.generate": effects.AdapterFunc(func(ctx context.Context, c *effects.Call) effects.Receipt {
 				t := time.Now()
-				defer func() { inModel.Add(int64(time.Since(t))) }()
-				return la.Run(ctx, c)
+				r := la.Run(ctx, c)
+				done := time.Now()
+				inModel.Add(int64(done.Sub(t)))
+				answers.Lock()
+				if answers.first.IsZero() {
+					answers.first = done
+				}
+				answers.last = done
+				answers.Unlock()
+				return r
 			}),
 			"introspect.call": timedInline{ta, func(ctx context.Context, c *effects.Call) effects.Receipt {
 				t := time.Now()
@@ -129,16 +148,23 @@ func BenchmarkToolRound(b *testing.B) {
 	if err := st.CAS().Iterate(ctx, func(r cas.Ref, _ int64) error { before[r] = true; return nil }); err != nil {
 		b.Fatal(err)
 	}
-	var elapsed time.Duration
+	var elapsed, steady time.Duration
+	tst.inCommit.Store(0)
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		t0 := time.Now()
+		answers.Lock()
+		answers.first = time.Time{}
+		answers.Unlock()
 		chat := fmt.Sprintf("c%d", i)
 		send(map[string]any{"User": map[string]any{"chat_id": chat, "request_id": 1, "text": "go", "message_ref": msg.String(), "settings": settings}})
 		if err := w.WaitIdle(ctx); err != nil {
 			b.Fatal(err)
 		}
 		elapsed += time.Since(t0)
+		answers.Lock()
+		steady += answers.last.Sub(answers.first)
+		answers.Unlock()
 	}
 	b.StopTimer()
 	h1 := w.Head()
@@ -177,6 +203,8 @@ func BenchmarkToolRound(b *testing.B) {
 	b.ReportMetric(float64(commits)/float64(rounds), "commits/round")
 	b.ReportMetric(float64(inModel.Load())/1e6/float64(rounds), "model-ms/round")
 	b.ReportMetric(float64(inTool.Load())/1e6/float64(rounds), "tool-ms/round")
+	b.ReportMetric(float64(tst.inCommit.Load())/1e6/float64(rounds), "commit-ms/round")
+	b.ReportMetric(float64(steady.Microseconds())/1000/float64(rounds), "steady-ms/round")
 	// What a round costs before any work of the engine's own: the disk's
 	// price of its commits plus the time inside its two adapters.
 	b.ReportMetric((float64(floor.Microseconds())/1000+float64(inModel.Load()+inTool.Load())/1e6)/float64(rounds), "bound-ms/round")
@@ -184,6 +212,18 @@ func BenchmarkToolRound(b *testing.B) {
 		fmt.Printf("rounds %d in %s (%s each); %d commits, %d records (%d B), %d blobs (%d B); the raw floor %s\n",
 			rounds, elapsed, perRound, commits, recs, recBytes, blobs, blobBytes, floor)
 	}
+}
+
+// timedStorage times commits.
+type timedStorage struct {
+	world.Storage
+	inCommit atomic.Int64
+}
+
+func (s *timedStorage) Commit(ctx context.Context, name string, expect journal.Head, entries []journal.Entry, blobs [][]byte) (journal.Head, error) {
+	t := time.Now()
+	defer func() { s.inCommit.Add(int64(time.Since(t))) }()
+	return s.Storage.Commit(ctx, name, expect, entries, blobs)
 }
 
 // timedInline is an inline adapter whose runs go through run, which

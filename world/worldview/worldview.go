@@ -82,10 +82,23 @@ func (v *View) CAS() cas.Getter { return viewCAS{v} }
 // inside one of its steps.
 func (v *View) stepping(ctx context.Context) *world.World {
 	w := world.Stepping(ctx)
-	if w == nil || w.Name() != v.name || w.Storage() != v.store {
+	if w == nil {
 		return nil
 	}
-	return w
+	select {
+	case <-v.ready:
+		if w == v.w {
+			return w
+		}
+		return nil
+	default:
+		// Not attached yet: the world running the effect is the view's if
+		// it is the same world of the same storage.
+		if w.Name() == v.name && w.Storage() == v.store {
+			return w
+		}
+		return nil
+	}
 }
 
 type viewJournal struct{ v *View }
