@@ -110,6 +110,13 @@ type probe struct {
 // adapters and tools; the world is not driven yet.
 func newProbe(t testing.TB) *probe {
 	t.Helper()
+	return newProbeWith(t, func(st world.Storage) world.Storage { return st })
+}
+
+// newProbeWith is newProbe whose world runs on wrap(storage), while the
+// view is made with the storage itself.
+func newProbeWith(t testing.TB, wrap func(world.Storage) world.Storage) *probe {
+	t.Helper()
 	p := &probe{reg: reducer.NewRegistry(), st: world.NewMemoryStorage()}
 	p.reg.MustRegister("probe/Sum@1", sumReducer)
 	p.reg.MustRegister("probe/Count@1", countReducer)
@@ -124,7 +131,7 @@ func newProbe(t testing.TB) *probe {
 	p.v = worldview.New("probe", p.cat, p.st)
 	adapters := introspect.Adapters(p.v, nil)
 	adapters["introspect.call"] = toolcall.New(introspect.Tools(p.v, nil)...)
-	p.w, err = world.Open(t.Context(), world.Options{Name: "probe", Catalog: p.cat, Reducers: p.reg, Storage: p.st,
+	p.w, err = world.Open(t.Context(), world.Options{Name: "probe", Catalog: p.cat, Reducers: p.reg, Storage: wrap(p.st),
 		Adapters: adapters, Now: stepClock(), Entropy: zeroEntropy{}, SnapshotEvery: -1})
 	if err != nil {
 		t.Fatal(err)

@@ -370,7 +370,19 @@ func TestRunsInline(t *testing.T) {
 // inside the step of the Ping that starts it, so the plan has ended when
 // Send returns, and their reads match the journal as committed.
 func TestPlanEffectsRunInline(t *testing.T) {
-	p := newProbe(t)
+	t.Run("same storage", func(t *testing.T) { testPlanEffectsRunInline(t, newProbe(t)) })
+	// A view made with the storage the world's wraps still recognises
+	// the world's step (it once read through the world's lock instead,
+	// which the step holds: a deadlock).
+	t.Run("wrapped storage", func(t *testing.T) {
+		testPlanEffectsRunInline(t, newProbeWith(t, func(st world.Storage) world.Storage { return wrapped{st} }))
+	})
+}
+
+// wrapped is a Storage that is not the one it wraps.
+type wrapped struct{ world.Storage }
+
+func testPlanEffectsRunInline(t *testing.T, p *probe) {
 	send(t, p.w, "probe/Add@1", `{"id": "a", "n": 2, "note": null}`)
 	head := send(t, p.w, "probe/Ping@1", `{"id": "p"}`)
 	var kinds []string
