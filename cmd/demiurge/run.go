@@ -378,9 +378,29 @@ func (ag *agent) progress(in *effects.Intent, text string) {
 	fmt.Fprint(ag.a.out, text)
 }
 
+// roundDuration formats d to a precision that fits it: 2ms, 0.35ms, 41µs.
+func roundDuration(d time.Duration) string {
+	switch {
+	case d >= time.Millisecond:
+		return d.Round(time.Millisecond).String()
+	case d >= 100*time.Microsecond:
+		return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+	}
+	return d.Round(time.Microsecond).String()
+}
+
 // commit prints the chat's new timeline entries.
 func (ag *agent) commit(recs []journal.Record) {
+	// Each entry is timed by the ingress stamp of the input whose step
+	// wrote it (a tool that runs inside the step that asks for it has its
+	// call and its output in one commit).
+	var at time.Time
 	for _, r := range recs {
+		if r.Kind == world.KindEvent || r.Kind == world.KindReceipt {
+			if in, err := world.DecodeInput(r); err == nil {
+				at = time.Unix(0, int64(in.Stamp.NowNS))
+			}
+		}
 		if r.Kind != world.KindState {
 			continue
 		}
@@ -395,12 +415,12 @@ func (ag *agent) commit(recs []journal.Record) {
 		var unseen []demiurge.Entry
 		unseen, ag.shown = st.Since(ag.shown)
 		for _, e := range unseen {
-			ag.print(e)
+			ag.print(e, at)
 		}
 	}
 }
 
-func (ag *agent) print(e demiurge.Entry) {
+func (ag *agent) print(e demiurge.Entry, at time.Time) {
 	ag.mu.Lock()
 	defer ag.mu.Unlock()
 	out := ag.a.out
@@ -420,7 +440,7 @@ func (ag *agent) print(e demiurge.Entry) {
 	case demiurge.EntryToolCall:
 		switch status {
 		case "requested":
-			ag.callStart[call] = time.Now()
+			ag.callStart[call] = at
 			fmt.Fprintf(out, "  → %s %s\n", tool, clipLine(e.Text, 160))
 		case "rejected":
 			fmt.Fprintf(out, "  ✗ %s %s (rejected before running)\n", tool, clipLine(e.Text, 160))
@@ -429,8 +449,8 @@ func (ag *agent) print(e demiurge.Entry) {
 		}
 	case demiurge.EntryToolOutput:
 		d := ""
-		if t0, ok := ag.callStart[call]; ok {
-			d = fmt.Sprintf(" in %s", time.Since(t0).Round(time.Millisecond))
+		if t0, ok := ag.callStart[call]; ok && !t0.IsZero() && !at.IsZero() {
+			d = " in " + roundDuration(at.Sub(t0))
 			delete(ag.callStart, call)
 		}
 		if status == "ok" {

@@ -62,16 +62,21 @@ type e2e struct {
 	mu   sync.Mutex
 	res  map[string]schema.Value // test/Result@1 response by id
 	recs []journal.Record
+	// inline: the service reads heads through the call's context, so the
+	// world runs the tools inside its steps.
+	inline bool
 }
 
-func newE2E(t *testing.T) *e2e {
+func newE2E(t *testing.T) *e2e { return newE2EWith(t, false) }
+
+func newE2EWith(t *testing.T, inline bool) *e2e {
 	reg := reducer.NewRegistry()
 	builtin.Register(reg)
 	cat, err := schema.LoadSources([]schema.Source{{Name: "e2e.air.json", Data: []byte(e2eAIR)}}, &schema.LoadOptions{Reducers: reg.Names()})
 	if err != nil {
 		t.Fatalf("load the test AIR:\n%v", err)
 	}
-	e := &e2e{t: t, cat: cat, reg: reg, st: world.NewMemoryStorage(), res: map[string]schema.Value{}}
+	e := &e2e{t: t, cat: cat, reg: reg, st: world.NewMemoryStorage(), res: map[string]schema.Value{}, inline: inline}
 	e.open()
 	return e
 }
@@ -113,10 +118,22 @@ func (e *e2e) open() {
 	if err != nil {
 		e.t.Fatalf("open world: %v", err)
 	}
-	heads.Set(workspace.CellHeads(func(name string) (schema.Value, bool) {
-		v, _, ok := w.State(builtin.WorkspaceModule, name)
-		return v, ok
-	}))
+	if e.inline {
+		heads.Set(workspace.CellHeadsContext(func(ctx context.Context, name string) (v schema.Value, ok bool) {
+			if in, _ := w.InStep(ctx, func(m *world.Machine, _ journal.Head) {
+				v, _, ok = m.State(builtin.WorkspaceModule, name)
+			}); in {
+				return v, ok
+			}
+			v, _, ok = w.State(builtin.WorkspaceModule, name)
+			return v, ok
+		}))
+	} else {
+		heads.Set(workspace.CellHeads(func(name string) (schema.Value, bool) {
+			v, _, ok := w.State(builtin.WorkspaceModule, name)
+			return v, ok
+		}))
+	}
 	e.w = w
 	e.t.Cleanup(func() { w.Close() })
 }
@@ -193,7 +210,29 @@ func write(id, path, content string) [3]string {
 }
 
 func TestEndToEnd(t *testing.T) {
-	e := newE2E(t)
+	t.Run("dispatched", func(t *testing.T) { testEndToEnd(t, newE2EWith(t, false)) })
+	// The same calls run inside the world's steps: each commits with the
+	// event that asked for it.
+	t.Run("inline", func(t *testing.T) {
+		e := newE2EWith(t, true)
+		testEndToEnd(t, e)
+		// A call's result is there when Send returns: no dispatch.
+		if _, err := e.w.Send(t.Context(), "test/Call@1", schema.Record("id", "late", "tool", workspace.ToolList, "arguments_json", `{"path": "src"}`), nil); err != nil {
+			t.Fatal(err)
+		}
+		e.mu.Lock()
+		r, ok := e.res["late"]
+		e.mu.Unlock()
+		if !ok {
+			t.Fatal("no result when Send returned: the call did not run inside the step")
+		}
+		if code, _ := schema.AsInt64(get(r.(*schema.Map), "exit_code")); code != 0 {
+			t.Errorf("workspace_list inside the step: %s", schema.String(r))
+		}
+	})
+}
+
+func testEndToEnd(t *testing.T, e *e2e) {
 
 	// Three writes at once: the service serializes them; their commits are
 	// forwarded in reverse order and wait in the world's state for the gap.

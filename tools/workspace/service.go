@@ -34,8 +34,58 @@ type Heads interface {
 //	})
 type CellHeads func(workspace string) (schema.Value, bool)
 
-func (f CellHeads) history(workspace string) (builtin.History, bool, error) {
-	v, ok := f(workspace)
+// Head implements Heads.
+func (f CellHeads) Head(ctx context.Context, workspace string) (uint64, cas.Ref, bool, error) {
+	return f.ctx().Head(ctx, workspace)
+}
+
+// Version implements Heads.
+func (f CellHeads) Version(ctx context.Context, workspace string, version uint64) (cas.Ref, bool, error) {
+	return f.ctx().Version(ctx, workspace, version)
+}
+
+func (f CellHeads) ctx() CellHeadsContext {
+	return func(_ context.Context, workspace string) (schema.Value, bool) { return f(workspace) }
+}
+
+// CellHeadsContext is CellHeads whose function also gets the context of
+// the read. A world runs the workspace tools inside its steps (see
+// tools.InlineTool) only when their Service reads heads this way, and the
+// function must then read the step's state when ctx is a step's (see
+// world.World.InStep), never the world's, whose lock the step holds:
+//
+//	workspace.CellHeadsContext(func(ctx context.Context, name string) (v schema.Value, ok bool) {
+//		if in, _ := w.InStep(ctx, func(m *world.Machine, _ journal.Head) {
+//			v, _, ok = m.State(builtin.WorkspaceModule, name)
+//		}); in {
+//			return v, ok
+//		}
+//		v, _, ok = w.State(builtin.WorkspaceModule, name)
+//		return v, ok
+//	})
+type CellHeadsContext func(ctx context.Context, workspace string) (schema.Value, bool)
+
+// stepAware is implemented by the Heads that read a world's versions
+// through the context of the call (CellHeadsContext, and DeferredHeads
+// set to one): with them the tools may run inside the world's steps.
+type stepAware interface{ readsThroughContext() bool }
+
+func (CellHeadsContext) readsThroughContext() bool { return true }
+
+// readsThroughContext reports whether the source, once set, reads
+// through the context; false until Set.
+func (d *DeferredHeads) readsThroughContext() bool {
+	select {
+	case <-d.ready:
+		sa, ok := d.h.(stepAware)
+		return ok && sa.readsThroughContext()
+	default:
+		return false
+	}
+}
+
+func (f CellHeadsContext) history(ctx context.Context, workspace string) (builtin.History, bool, error) {
+	v, ok := f(ctx, workspace)
 	if !ok || v == nil {
 		return builtin.History{}, false, nil
 	}
@@ -47,8 +97,8 @@ func (f CellHeads) history(workspace string) (builtin.History, bool, error) {
 }
 
 // Head implements Heads.
-func (f CellHeads) Head(ctx context.Context, workspace string) (uint64, cas.Ref, bool, error) {
-	h, ok, err := f.history(workspace)
+func (f CellHeadsContext) Head(ctx context.Context, workspace string) (uint64, cas.Ref, bool, error) {
+	h, ok, err := f.history(ctx, workspace)
 	if err != nil || !ok || h.Latest == 0 {
 		return 0, cas.Ref{}, false, err
 	}
@@ -60,8 +110,8 @@ func (f CellHeads) Head(ctx context.Context, workspace string) (uint64, cas.Ref,
 }
 
 // Version implements Heads.
-func (f CellHeads) Version(ctx context.Context, workspace string, version uint64) (cas.Ref, bool, error) {
-	h, ok, err := f.history(workspace)
+func (f CellHeadsContext) Version(ctx context.Context, workspace string, version uint64) (cas.Ref, bool, error) {
+	h, ok, err := f.history(ctx, workspace)
 	if err != nil || !ok {
 		return cas.Ref{}, false, err
 	}

@@ -98,7 +98,18 @@ type tool struct {
 	svc  *Service
 }
 
-var _ tools.Tool = (*tool)(nil)
+var _ tools.InlineTool = (*tool)(nil)
+
+// RunsInline reports whether a call can run inside the step of a world
+// that asks for it (see tools.InlineTool): it can when the Service reads
+// the world's versions through the call's context (CellHeadsContext), for
+// a workspace tool writes nothing but blobs and never waits for the world
+// to move on. With other Heads (CellHeads over World.State, say) it would
+// wait for the world's lock, which the step holds.
+func (t *tool) RunsInline(context.Context, tools.Request) bool {
+	sa, ok := t.svc.heads.(stepAware)
+	return ok && sa.readsThroughContext()
+}
 
 func (t *tool) Name() string                  { return t.spec.name }
 func (t *tool) ShortDescription() string      { return t.spec.short }
