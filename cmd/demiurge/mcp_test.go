@@ -109,7 +109,7 @@ func mcpWorld(t *testing.T, servers string, grant ...string) string {
 func outputs(t *testing.T, r llmtest.Request) (map[string]string, map[string]map[string]any) {
 	t.Helper()
 	outs := map[string]string{}
-	items, _ := r.JSON["input"].([]any)
+	items, _ := r.JSON()["input"].([]any)
 	for _, it := range items {
 		m, _ := it.(map[string]any)
 		if m["type"] == "function_call_output" {
@@ -117,7 +117,7 @@ func outputs(t *testing.T, r llmtest.Request) (map[string]string, map[string]map
 		}
 	}
 	tools := map[string]map[string]any{}
-	list, _ := r.JSON["tools"].([]any)
+	list, _ := r.JSON()["tools"].([]any)
 	for _, it := range list {
 		m, _ := it.(map[string]any)
 		name, _ := m["name"].(string)

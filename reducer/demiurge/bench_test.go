@@ -67,7 +67,9 @@ func BenchmarkToolRound(b *testing.B) {
 	// size of a real turn.
 	const toolRounds = 4
 	srv := llmtest.NewServerFunc(func(r llmtest.Request) llmtest.Turn {
-		in, _ := r.JSON["input"].([]any)
+		var body struct{ Input []json.RawMessage }
+		_ = json.Unmarshal(r.Body, &body)
+		in := body.Input
 		if len(in) > 2*toolRounds {
 			return llmtest.Turn{Text: "done"}
 		}

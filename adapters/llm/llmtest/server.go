@@ -37,12 +37,20 @@ type Request struct {
 	Header http.Header
 	// Body is the request body, byte for byte.
 	Body []byte
-	// JSON is Body decoded (nil if it is not a JSON object).
-	JSON map[string]any
 	// Stream reports whether the request asked for a stream.
 	Stream bool
 	// Model is the request's "model".
 	Model string
+}
+
+// JSON returns Body decoded, or nil if it is not a JSON object. It
+// decodes Body at every call.
+func (r Request) JSON() map[string]any {
+	var m map[string]any
+	if json.Unmarshal(r.Body, &m) != nil {
+		return nil
+	}
+	return m
 }
 
 // Server is a running fake model server on loopback. Close it when done.
@@ -128,9 +136,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasSuffix(r.URL.Path, "/chat/completions"):
 		req.API = APIChat
 	}
+	// The top level only: a handler that wants the whole body decoded
+	// calls Request.JSON.
 	var raw map[string]json.RawMessage
-	if json.Unmarshal(body, &req.JSON) == nil && req.JSON != nil {
-		_ = json.Unmarshal(body, &raw)
+	if json.Unmarshal(body, &raw) == nil && raw != nil {
 		_ = json.Unmarshal(raw["stream"], &req.Stream)
 		_ = json.Unmarshal(raw["model"], &req.Model)
 	}
@@ -146,7 +155,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method != http.MethodPost:
 		writeError(w, http.StatusMethodNotAllowed, ErrorBody{Message: "Method not allowed: use POST", Type: "invalid_request_error"}, nil)
 		return
-	case req.JSON == nil:
+	case raw == nil:
 		writeError(w, http.StatusBadRequest, ErrorBody{Message: "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly.)", Type: "invalid_request_error"}, nil)
 		return
 	case req.Model == "":

@@ -207,8 +207,8 @@ func TestRequestsCaptured(t *testing.T) {
 	if string(r.Body) != body || r.API != llmtest.APIResponses || r.Model != "m" || r.Stream || r.Method != "POST" || r.Path != "/v1/responses" {
 		t.Errorf("request %+v", r)
 	}
-	if in := r.JSON["input"].([]any)[0].(map[string]any); in["content"] != "hi" {
-		t.Errorf("decoded input %v", r.JSON["input"])
+	if in := r.JSON()["input"].([]any)[0].(map[string]any); in["content"] != "hi" {
+		t.Errorf("decoded input %v", r.JSON()["input"])
 	}
 	if !reqs[1].Stream || reqs[1].API != llmtest.APIChat || reqs[1].Seq != 1 {
 		t.Errorf("second request %+v", reqs[1])
