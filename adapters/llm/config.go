@@ -84,6 +84,7 @@ func DefaultBackoff(attempt int) time.Duration {
 // Generator calls the model APIs. It is safe for concurrent use.
 type Generator struct {
 	tools     toolsCache
+	messages  messagesCache
 	cfg       Config
 	responses responses.ResponseService
 	chat      openai.ChatCompletionService

@@ -153,7 +153,7 @@ func (g *Generator) prepare(ctx context.Context, blobs Blobs, p Params, apiKey s
 	if p.Model == "" {
 		return nil, invalidf("model is empty: name the provider's model, such as \"gpt-5.2\"")
 	}
-	items, err := loadTranscript(ctx, blobs, p.MessageRefs)
+	items, err := loadTranscript(ctx, blobs, p.MessageRefs, &g.messages)
 	if err != nil {
 		return nil, err
 	}

@@ -185,31 +185,39 @@ func TestTranscriptForms(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			st := newStore()
 			ref := st.put(t, tc.blob)
-			items, err := loadTranscript(t.Context(), st, []cas.Ref{ref})
-			if tc.err != "" {
-				if err == nil || !errors.Is(err, ErrInvalidParams) || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("got error %v; want ErrInvalidParams containing %q", err, tc.err)
+			// Without a cache, then twice with one: the second load comes
+			// from the cache and must be the same.
+			cache := &messagesCache{}
+			for i, c := range []*messagesCache{nil, cache, cache} {
+				items, err := loadTranscript(t.Context(), st, []cas.Ref{ref}, c)
+				if tc.err != "" {
+					if err == nil || !errors.Is(err, ErrInvalidParams) || !strings.Contains(err.Error(), tc.err) {
+						t.Fatalf("load %d: got error %v; want ErrInvalidParams containing %q", i, err, tc.err)
+					}
+					continue
 				}
-				return
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, it := range items {
+					got = append(got, string(it.raw))
+				}
+				if strings.Join(got, "\n") != strings.Join(tc.items, "\n") {
+					t.Errorf("load %d: items\n got %q\nwant %q", i, got, tc.items)
+				}
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, it := range items {
-				got = append(got, string(it.raw))
-			}
-			if strings.Join(got, "\n") != strings.Join(tc.items, "\n") {
-				t.Errorf("items\n got %q\nwant %q", got, tc.items)
+			if _, cached := cache.get(ref); cached != (tc.err == "") {
+				t.Errorf("cached %v after loading a blob that fails with %q", cached, tc.err)
 			}
 		})
 	}
 	st := newStore()
-	if _, err := loadTranscript(t.Context(), st, nil); !errors.Is(err, ErrInvalidParams) {
+	if _, err := loadTranscript(t.Context(), st, nil, nil); !errors.Is(err, ErrInvalidParams) {
 		t.Errorf("no refs: got %v; want ErrInvalidParams", err)
 	}
 	missing := cas.Sum([]byte("never stored"))
-	_, err := loadTranscript(t.Context(), st, []cas.Ref{missing})
+	_, err := loadTranscript(t.Context(), st, []cas.Ref{missing}, nil)
 	if !errors.Is(err, ErrInvalidParams) || !errors.Is(err, cas.ErrNotFound) || !strings.Contains(err.Error(), "message_refs[0]") {
 		t.Errorf("missing blob: got %v; want ErrInvalidParams and cas.ErrNotFound naming message_refs[0]", err)
 	}

@@ -58,12 +58,19 @@ func (it item) isModelOutput() bool {
 // loadTranscript reads the message blobs in order and returns their items.
 // A blob is a JSON array of items, one JSON object item, or (anything else)
 // the text of a user message.
-func loadTranscript(ctx context.Context, g cas.Getter, refs []cas.Ref) ([]item, error) {
+// Blobs already parsed come from cache (which may be nil): a chat sends
+// its whole transcript with every call, so without it a chat of n calls
+// would read and parse O(n²) blobs.
+func loadTranscript(ctx context.Context, g cas.Getter, refs []cas.Ref, cache *messagesCache) ([]item, error) {
 	if len(refs) == 0 {
 		return nil, invalidf("message_refs is empty: give at least one message blob")
 	}
 	var items []item
 	for i, ref := range refs {
+		if its, ok := cache.get(ref); ok {
+			items = append(items, its...)
+			continue
+		}
 		b, err := g.Get(ctx, ref)
 		if err != nil {
 			return nil, fmt.Errorf("%w: message_refs[%d] %s: %w", ErrInvalidParams, i, ref, err)
@@ -72,9 +79,44 @@ func loadTranscript(ctx context.Context, g cas.Getter, refs []cas.Ref) ([]item, 
 		if err != nil {
 			return nil, fmt.Errorf("%w: message_refs[%d]: %w", ErrInvalidParams, i, err)
 		}
+		cache.put(ref, its, len(b))
 		items = append(items, its...)
 	}
 	return items, nil
+}
+
+// messagesCache keeps parsed message blobs by ref (blobs never change).
+// Items are shared: their raw JSON is never modified.
+type messagesCache struct {
+	mu    sync.Mutex
+	m     map[cas.Ref][]item
+	bytes int
+}
+
+// messagesCacheBytes bounds the blob bytes a messagesCache holds.
+const messagesCacheBytes = 16 << 20
+
+func (c *messagesCache) get(ref cas.Ref) ([]item, bool) {
+	if c == nil {
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	its, ok := c.m[ref]
+	return its, ok
+}
+
+func (c *messagesCache) put(ref cas.Ref, its []item, size int) {
+	if c == nil || size > messagesCacheBytes/16 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || c.bytes+size > messagesCacheBytes {
+		c.m, c.bytes = map[cas.Ref][]item{}, 0 // a simple bound: start over
+	}
+	c.m[ref] = its
+	c.bytes += size
 }
 
 // parseMessageBlob splits one message blob into items.
