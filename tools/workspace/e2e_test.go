@@ -67,8 +67,6 @@ type e2e struct {
 	inline bool
 }
 
-func newE2E(t *testing.T) *e2e { return newE2EWith(t, false) }
-
 func newE2EWith(t *testing.T, inline bool) *e2e {
 	reg := reducer.NewRegistry()
 	builtin.Register(reg)
