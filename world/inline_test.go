@@ -81,22 +81,8 @@ func (f *inlineHTTP) Run(ctx context.Context, c *effects.Call) effects.Receipt {
 
 func inlineWorld(t *testing.T, st world.Storage, h *inlineHTTP) (*world.World, *schema.Catalog, *reducer.Registry) {
 	t.Helper()
-	reg := reducer.NewRegistry()
-	reg.MustRegister("test/Tally@1", tally{})
-	cat, err := schema.Load("testdata/pingpong", &schema.LoadOptions{Reducers: reg.Names()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := world.Open(t.Context(), world.Options{
-		Name: "pp", Catalog: cat, Reducers: reg, Storage: st,
-		Adapters: map[string]effects.Adapter{"http.request": h},
-		Now:      fixedClock(1_700_000_000_000_000_000), Entropy: zeroReader{},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, cat, reg := pingWorld(t, st, h)
 	h.w.Store(w)
-	t.Cleanup(func() { w.Close() })
 	return w, cat, reg
 }
 

@@ -62,7 +62,9 @@ func (f *fakeHTTP) Run(ctx context.Context, c *effects.Call) effects.Receipt {
 		"timings", schema.Record("start_ns", uint64(1), "end_ns", uint64(2)), "adapter_id", "fake"))
 }
 
-func pingWorld(t *testing.T, st world.Storage, h *fakeHTTP) (*world.World, *schema.Catalog, *reducer.Registry) {
+// pingWorld opens the pingpong world with h running its http.request
+// effects.
+func pingWorld(t *testing.T, st world.Storage, h effects.Adapter) (*world.World, *schema.Catalog, *reducer.Registry) {
 	t.Helper()
 	reg := reducer.NewRegistry()
 	reg.MustRegister("test/Tally@1", tally{})

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"context"
-
-	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/reducer/builtin"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools"
@@ -42,16 +39,7 @@ func newToolset(name string, cat *schema.Catalog, st world.Storage) *toolset {
 func (s *toolset) attach(w *world.World) {
 	s.view.Attach(w)
 	if s.heads != nil {
-		s.heads.Set(workspace.CellHeadsContext(func(ctx context.Context, name string) (v schema.Value, ok bool) {
-			// A tool running inside a step of w reads the step's state.
-			if in, _ := w.InStep(ctx, func(m *world.Machine, _ journal.Head) {
-				v, _, ok = m.State(builtin.WorkspaceModule, name)
-			}); in {
-				return v, ok
-			}
-			v, _, ok = w.State(builtin.WorkspaceModule, name)
-			return v, ok
-		}))
+		s.heads.Set(worldview.WorkspaceHeads(w))
 	}
 }
 

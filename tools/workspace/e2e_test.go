@@ -18,6 +18,7 @@ import (
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools/workspace"
 	"github.com/demiurge-dev/demiurge/world"
+	"github.com/demiurge-dev/demiurge/world/worldview"
 )
 
 // e2eAIR is a world with the sys/Workspace@1 reducer and a plan that runs
@@ -117,15 +118,7 @@ func (e *e2e) open() {
 		e.t.Fatalf("open world: %v", err)
 	}
 	if e.inline {
-		heads.Set(workspace.CellHeadsContext(func(ctx context.Context, name string) (v schema.Value, ok bool) {
-			if in, _ := w.InStep(ctx, func(m *world.Machine, _ journal.Head) {
-				v, _, ok = m.State(builtin.WorkspaceModule, name)
-			}); in {
-				return v, ok
-			}
-			v, _, ok = w.State(builtin.WorkspaceModule, name)
-			return v, ok
-		}))
+		heads.Set(worldview.WorkspaceHeads(w))
 	} else {
 		heads.Set(workspace.CellHeads(func(name string) (schema.Value, bool) {
 			v, _, ok := w.State(builtin.WorkspaceModule, name)

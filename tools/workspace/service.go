@@ -52,17 +52,8 @@ func (f CellHeads) ctx() CellHeadsContext {
 // the read. A world runs the workspace tools inside its steps (see
 // tools.InlineTool) only when their Service reads heads this way, and the
 // function must then read the step's state when ctx is a step's (see
-// world.World.InStep), never the world's, whose lock the step holds:
-//
-//	workspace.CellHeadsContext(func(ctx context.Context, name string) (v schema.Value, ok bool) {
-//		if in, _ := w.InStep(ctx, func(m *world.Machine, _ journal.Head) {
-//			v, _, ok = m.State(builtin.WorkspaceModule, name)
-//		}); in {
-//			return v, ok
-//		}
-//		v, _, ok = w.State(builtin.WorkspaceModule, name)
-//		return v, ok
-//	})
+// world.World.InStep), never the world's, whose lock the step holds;
+// worldview.WorkspaceHeads is that function for a *world.World.
 type CellHeadsContext func(ctx context.Context, workspace string) (schema.Value, bool)
 
 // stepAware is implemented by the Heads that read a world's versions

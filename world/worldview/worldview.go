@@ -1,6 +1,7 @@
-// Package worldview is a live world as the introspect tools read it: an
-// introspect.View of a *world.World. (Tools never import world; this
-// package joins the two.)
+// Package worldview is a live world as the tools read it: an
+// introspect.View of a *world.World, and the workspace versions the
+// workspace tools build on (WorkspaceHeads). (Tools never import world;
+// this package joins the two.)
 package worldview
 
 import (
