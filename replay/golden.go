@@ -131,6 +131,12 @@ func CheckGolden(t testing.TB, dir string, reg *reducer.Registry, update bool) {
 // the bundle: inputs are kept (receipts are re-pointed at the re-derived
 // intents, matched in emission order), every derived record is recomputed,
 // snapshots are retaken where the old journal had them.
+//
+// Rebase refuses, and leaves the bundle as it was, when the re-derived
+// journal has more failures of a kind (ReducerError, Rejected, Denied,
+// PlanEnded with an error) than the recording: the session's inputs no
+// longer mean what they meant when it was recorded (its AIR or a reducer
+// changed what it does), and it must be recorded again.
 func Rebase(ctx context.Context, b *Bundle, reg *reducer.Registry) error {
 	cat, err := b.Catalog(reg)
 	if err != nil {
@@ -193,6 +199,16 @@ func Rebase(ctx context.Context, b *Bundle, reg *reducer.Registry) error {
 			return err
 		}
 	}
+	var derived []journal.Record
+	if err := st.Journal().Read(ctx, b.Manifest.World, 1, func(r journal.Record) error {
+		derived = append(derived, r)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := newFailures(b.Records, derived); err != nil {
+		return fmt.Errorf("%w; record the session again (-record) instead of re-deriving it", err)
+	}
 	tmp := b.Dir + ".rebase"
 	_ = os.RemoveAll(tmp)
 	if _, err := Export(ctx, st.Journal(), st.CAS(), b.Manifest.World, b.Sources, tmp); err != nil {
@@ -221,4 +237,45 @@ func intentOf(payload []byte) string {
 	x, _ := m.Get("intent")
 	s, _ := x.(string)
 	return s
+}
+
+// failure returns the kind of failure a record reports ("" for none):
+// ReducerError, Rejected, Denied, or "PlanEnded error".
+func failure(r journal.Record) string {
+	switch r.Kind {
+	case world.KindReducerError, world.KindRejected, world.KindDenied:
+		return r.Kind
+	case world.KindPlanEnded:
+		v, err := schema.Decode(r.Payload)
+		if err != nil {
+			return ""
+		}
+		if st, _ := schema.FieldPath(v, "status").(string); st == "error" {
+			return "PlanEnded error"
+		}
+	}
+	return ""
+}
+
+// newFailures reports the first failure of a kind that derived has more
+// of than recorded.
+func newFailures(recorded, derived []journal.Record) error {
+	had := map[string]int{}
+	for _, r := range recorded {
+		if k := failure(r); k != "" {
+			had[k]++
+		}
+	}
+	seen := map[string]int{}
+	for _, r := range derived {
+		k := failure(r)
+		if k == "" {
+			continue
+		}
+		if seen[k]++; seen[k] > had[k] {
+			v, _ := schema.Decode(r.Payload)
+			return fmt.Errorf("re-derived, the session has a %s the recording does not (record %d: %s)", k, r.Seq, schema.String(v))
+		}
+	}
+	return nil
 }

@@ -28,6 +28,7 @@ type hub struct {
 	skipFetch   bool   // a missing effect (the plan is not triggered)
 	extraFetch  bool   // an extra effect
 	changeEvent bool   // a changed event
+	fail        bool   // a step that fails
 }
 
 type hubState struct {
@@ -49,6 +50,9 @@ func (h hub) Step(c *reducer.Context, state, event schema.Value) (reducer.Output
 	var out reducer.Output
 	switch tag {
 	case "Go":
+		if h.fail {
+			return out, errors.New("the hub refuses to go")
+		}
 		st.Count += max(h.countBy, 1)
 		if h.readClock {
 			now := uint64(time.Now().UnixNano())
@@ -297,5 +301,39 @@ func TestBundleRoundTrip(t *testing.T) {
 	h, _ := journal.Verify(t.Context(), st.Journal(), "mut")
 	if h.Seq != b.Manifest.Head {
 		t.Fatalf("imported head %d; want %d", h.Seq, b.Manifest.Head)
+	}
+}
+
+// TestRebaseRefusesNewFailures: -update re-derives a session with changed
+// code, unless the change makes the session fail where the recording did
+// not; then the bundle is left as it was.
+func TestRebaseRefusesNewFailures(t *testing.T) {
+	ctx := t.Context()
+	dir := record(t, "testdata/mut", hub{}, 0)
+	before, err := os.ReadFile(filepath.Join(dir, "journal.cbor"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rebase := func(h hub) error {
+		reg := reducer.NewRegistry()
+		reg.MustRegister("mut/Hub@1", h)
+		b, err := replay.Read(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return replay.Rebase(ctx, b, reg)
+	}
+	err = rebase(hub{fail: true})
+	if err == nil || !strings.Contains(err.Error(), "has a ReducerError the recording does not") || !strings.Contains(err.Error(), "record the session again") {
+		t.Fatalf("rebase with a failing reducer: %v; want it refused", err)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, "journal.cbor")); string(after) != string(before) {
+		t.Fatal("a refused rebase changed the bundle")
+	}
+	if err := rebase(hub{countBy: 2}); err != nil {
+		t.Fatalf("rebase with a changed state: %v", err)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, "journal.cbor")); string(after) == string(before) {
+		t.Fatal("the rebase did not rewrite the journal")
 	}
 }
