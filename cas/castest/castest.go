@@ -544,11 +544,14 @@ func (st *suite) corrupt(t *testing.T) {
 		refs = append(refs, mustPut(t, s, blob(uint64(50000+i), 1000)))
 	}
 	empty := mustPut(t, s, nil)
+	// A large blob, which a backend may keep apart from small ones (the
+	// Bolt store keeps blobs of 16 KiB and more in a bucket each).
+	large := mustPut(t, s, blob(60000, 64<<10))
 	node, err := cas.PutNode(ctx, s, map[string]string{"k": "v"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := map[cas.Ref]bool{refs[3]: true, empty: true, node: true}
+	bad := map[cas.Ref]bool{refs[3]: true, empty: true, node: true, large: true}
 	for ref := range bad {
 		st.opts.Corrupt(t, s, ref)
 	}
@@ -589,8 +592,8 @@ func (st *suite) corrupt(t *testing.T) {
 		}
 		reported[ref] = true
 	})
-	if err != nil || checked != len(refs)+2 || nbad != len(bad) {
-		t.Errorf("Verify = %d checked, %d bad, %v; want %d, %d, nil", checked, nbad, err, len(refs)+2, len(bad))
+	if err != nil || checked != len(refs)+3 || nbad != len(bad) {
+		t.Errorf("Verify = %d checked, %d bad, %v; want %d, %d, nil", checked, nbad, err, len(refs)+3, len(bad))
 	}
 	for ref := range bad {
 		if !reported[ref] {
