@@ -171,3 +171,106 @@ func TestInlineEffectDeclined(t *testing.T) {
 		t.Fatalf("%d runs inside a step, %d calls; want 0 and 1", len(h.seen), h.calls.Load())
 	}
 }
+
+// panicky is an inline adapter whose runs panic.
+type panicky struct{}
+
+func (panicky) RunsInline(context.Context, *effects.Call) bool { return true }
+func (panicky) Run(context.Context, *effects.Call) effects.Receipt {
+	panic("the adapter broke")
+}
+
+// TestInlineEffectPanics: an inline adapter that panics gives an error
+// receipt in the step that asked for it; the plan ends with that error and
+// the world goes on.
+func TestInlineEffectPanics(t *testing.T) {
+	ctx := t.Context()
+	st := world.NewMemoryStorage()
+	w, cat, reg := pingWorld(t, st, panicky{})
+	for range 2 {
+		if _, err := w.SendJSON(ctx, "test/Ping@1", []byte(`{"who": "ann", "url": "https://pong.test/ann"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ended []string
+	err := st.Journal().Read(ctx, "pp", 1, func(r journal.Record) error {
+		if r.Kind == world.KindPlanEnded {
+			v, _ := schema.Decode(r.Payload)
+			ended = append(ended, schema.String(v))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ended) != 2 || !strings.Contains(ended[0], "adapter panicked: the adapter broke") {
+		t.Fatalf("plans ended: %v; want two, failed with the panic", ended)
+	}
+	w.Close()
+	if _, err := world.Replay(ctx, world.ReplayOptions{Name: "pp", Catalog: cat, Reducers: reg, Storage: st, FromGenesis: true}); err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+}
+
+// relay counts pongs and pings again until it has n.
+type relay struct{ n uint64 }
+
+func (r relay) Step(c *reducer.Context, state, event schema.Value) (reducer.Output, error) {
+	var st tallyState
+	if err := reducer.StateToGo(state, &st); err != nil {
+		return reducer.Output{}, err
+	}
+	tag, v, _ := event.(*schema.Map).VariantTag()
+	var out reducer.Output
+	if tag == "Pong" {
+		st.Pongs++
+		if st.Pongs < r.n {
+			who, _ := schema.FieldPath(v, "who").(string)
+			out.Events = append(out.Events, reducer.Event{Schema: "test/Ping@1",
+				Value: schema.Record("who", who, "url", "https://pong.test/"+who)})
+		}
+	}
+	s, err := reducer.FromGo(st)
+	out.State = s
+	return out, err
+}
+
+// TestInlineEffectChain: effects that run inline and lead to more of them
+// go on in the same batch up to its bound, then in the next ones.
+func TestInlineEffectChain(t *testing.T) {
+	ctx := t.Context()
+	st := &countingStorage{Storage: world.NewMemoryStorage()}
+	reg := reducer.NewRegistry()
+	const n = 600
+	reg.MustRegister("test/Tally@1", relay{n: n})
+	cat, err := schema.Load("testdata/pingpong", &schema.LoadOptions{Reducers: reg.Names()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &inlineHTTP{inline: true}
+	w, err := world.Open(ctx, world.Options{Name: "pp", Catalog: cat, Reducers: reg, Storage: st,
+		Adapters: map[string]effects.Adapter{"http.request": h}, Entropy: zeroReader{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	before := st.commits.Load()
+	if _, err := w.SendJSON(ctx, "test/Ping@1", []byte(`{"who": "ann", "url": "https://pong.test/ann"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.calls.Load(); got != n {
+		t.Fatalf("%d effects ran; want %d", got, n)
+	}
+	// 600 receipts: the first batch takes the ping and 255 of them, each
+	// later batch up to 256 (the last intent of a full batch is dispatched).
+	if c := st.commits.Load() - before; c < 3 || c > 6 {
+		t.Errorf("%d commits for a chain of %d inline effects; want a few (batches of at most 256 inputs)", c, n)
+	}
+	w.Close()
+	if _, err := world.Replay(ctx, world.ReplayOptions{Name: "pp", Catalog: cat, Reducers: reg, Storage: st, FromGenesis: true}); err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+}
