@@ -30,9 +30,12 @@
 // commit loses them all, which is the same as the input never having been
 // applied. While it runs, the effect reads the world through its context
 // (InStep, StepJournal, StepCAS): the machine as the step left it, the
-// step's records with the hashes they commit with, and its blobs. It runs
-// under the world's lock, so it must be quick, and the adapter says no
-// (and is dispatched as usual) when it would wait for the world to move on.
+// step's records with the hashes they commit with, and its blobs. The
+// effects one step emits run concurrently (the tool calls of one turn),
+// each receipt stamped when its run ended, and join the batch in emission
+// order. They run under the world's lock, so they must be quick, and the
+// adapter says no (and is dispatched as usual) when it would wait for the
+// world to move on.
 //
 // # Journal
 //

@@ -3,6 +3,7 @@ package world
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/effects"
@@ -25,7 +26,9 @@ type stepView struct {
 	w       *World
 	base    journal.Head    // the journal's head before the batch
 	entries []journal.Entry // the batch's records so far
-	recs    []journal.Record
+
+	mu   sync.Mutex // effects of one step run concurrently
+	recs []journal.Record
 }
 
 // step returns the view of w inside the step ctx belongs to, or nil.
@@ -40,6 +43,8 @@ func (w *World) step(ctx context.Context) *stepView {
 // records returns the step's records so far with their seqs and hashes,
 // chained to the journal's head.
 func (sv *stepView) records() ([]journal.Record, error) {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
 	if len(sv.recs) == len(sv.entries) {
 		return sv.recs, nil
 	}
@@ -152,17 +157,42 @@ func (c stepCAS) Get(ctx context.Context, r cas.Ref) ([]byte, error) {
 	return c.w.opts.Storage.CAS().Get(ctx, r)
 }
 
-// runInline runs intent inside the step that emitted it, if its adapter
-// is an effects.InlineAdapter that agrees to, and returns the receipt to
-// apply next and the adapter's blobs. base is the journal's head before
+// inlineRun is what running one intent inline gave: its receipt's input
+// and the adapter's blobs, or a nil input when it did not run inline.
+type inlineRun struct {
+	in    *Input
+	blobs [][]byte
+}
+
+// runInline runs the intents one step emitted inside that step, those
+// whose adapter is an effects.InlineAdapter that agrees to, concurrently,
+// and returns what each gave, in order. base is the journal's head before
 // the batch; records are the batch's so far. The caller holds w.mu.
-func (w *World) runInline(ctx context.Context, intent *effects.Intent, base journal.Head, records []journal.Entry) (*Input, [][]byte, bool) {
+func (w *World) runInline(ctx context.Context, intents []*effects.Intent, base journal.Head, records []journal.Entry) []inlineRun {
 	sv := &stepView{w: w, base: base, entries: records}
-	c, ok := w.disp.RunInline(context.WithValue(ctx, stepKey{}, sv), intent)
-	if !ok {
-		return nil, nil, false
+	ctx = context.WithValue(ctx, stepKey{}, sv)
+	out := make([]inlineRun, len(intents))
+	run := func(i int) {
+		c, ok := w.disp.RunInline(ctx, intents[i])
+		if !ok {
+			return
+		}
+		in := receiptInput(c)
+		// Stamped when its run ended, not when its turn in the batch
+		// comes (after the other effects of the step have run).
+		in.arrived = w.opts.Now()
+		out[i] = inlineRun{in: in, blobs: c.Blobs}
 	}
-	return receiptInput(c), c.Blobs, true
+	if len(intents) == 1 {
+		run(0)
+		return out
+	}
+	var wg sync.WaitGroup
+	for i := range intents {
+		wg.Go(func() { run(i) })
+	}
+	wg.Wait()
+	return out
 }
 
 // receiptInput is the input of a completed effect.

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/effects"
@@ -272,5 +273,81 @@ func TestInlineEffectChain(t *testing.T) {
 	w.Close()
 	if _, err := world.Replay(ctx, world.ReplayOptions{Name: "pp", Catalog: cat, Reducers: reg, Storage: st, FromGenesis: true}); err != nil {
 		t.Fatalf("replay: %v", err)
+	}
+}
+
+// fanout answers a Ping to x with two, to a and to b (which come back to
+// it as Pings too: it ignores those).
+type fanout struct{}
+
+func (fanout) Step(c *reducer.Context, state, event schema.Value) (reducer.Output, error) {
+	var out reducer.Output
+	tag, v, _ := event.(*schema.Map).VariantTag()
+	if who, _ := schema.FieldPath(v, "who").(string); tag == "Ping" && who == "x" {
+		for _, who := range []string{"a", "b"} {
+			out.Events = append(out.Events, reducer.Event{Schema: "test/Ping@1",
+				Value: schema.Record("who", who, "url", "https://pong.test/"+who)})
+		}
+	}
+	s, err := reducer.FromGo(tallyState{})
+	out.State = s
+	return out, err
+}
+
+// together is an inline adapter whose runs each wait for the other: they
+// succeed only when two run at once.
+type together struct{ arrived, both chan struct{} }
+
+func (together) RunsInline(context.Context, *effects.Call) bool { return true }
+func (g together) Run(ctx context.Context, c *effects.Call) effects.Receipt {
+	g.arrived <- struct{}{}
+	select {
+	case <-g.both:
+	case <-time.After(5 * time.Second):
+		return effects.Errorf("together", "ran alone")
+	}
+	var f fakeHTTP
+	return f.Run(ctx, c)
+}
+
+// TestInlineEffectsRunTogether: the effects one step emits run inline
+// concurrently, as dispatched ones would (the tool calls of one turn).
+func TestInlineEffectsRunTogether(t *testing.T) {
+	ctx := t.Context()
+	st := world.NewMemoryStorage()
+	reg := reducer.NewRegistry()
+	reg.MustRegister("test/Tally@1", fanout{})
+	cat, err := schema.Load("testdata/pingpong", &schema.LoadOptions{Reducers: reg.Names()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := together{arrived: make(chan struct{}, 2), both: make(chan struct{})}
+	go func() {
+		<-g.arrived
+		<-g.arrived
+		close(g.both)
+	}()
+	w, err := world.Open(ctx, world.Options{Name: "pp", Catalog: cat, Reducers: reg, Storage: st,
+		Adapters: map[string]effects.Adapter{"http.request": g}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.SendJSON(ctx, "test/Event@1", []byte(`{"Ping": {"who": "x", "url": "https://pong.test/x"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	var ended []string
+	err = st.Journal().Read(ctx, "pp", 1, func(r journal.Record) error {
+		if r.Kind == world.KindPlanEnded {
+			v, _ := schema.Decode(r.Payload)
+			ended = append(ended, schema.String(v))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ended) != 2 || strings.Contains(strings.Join(ended, " "), "error") {
+		t.Fatalf("plans ended: %v; want two, both ok in the step of the event", ended)
 	}
 }

@@ -2,6 +2,7 @@ package world
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/journal"
@@ -91,6 +92,10 @@ type Input struct {
 	// raw, if set, is the input's journaled payload: Encode returns it as
 	// it is (replay feeds recorded inputs without re-encoding them).
 	raw []byte
+	// arrived, if set, is when the input came to be (an inline effect's
+	// receipt: when its run ended); its stamp's wall time is that instead
+	// of the time it is applied.
+	arrived time.Time
 }
 
 // Encode returns the input as a journal entry.

@@ -174,9 +174,13 @@ func Recover(ctx context.Context, name string, cat *schema.Catalog, reg *reducer
 	return r.Machine, r.Head, nil
 }
 
-// stamp samples a new ingress stamp.
-func (w *World) stamp() (reducer.Stamp, error) {
-	now := w.opts.Now().UnixNano()
+// stamp samples a new ingress stamp for in.
+func (w *World) stamp(in *Input) (reducer.Stamp, error) {
+	t := in.arrived
+	if t.IsZero() {
+		t = w.opts.Now()
+	}
+	now := t.UnixNano()
 	if now < 0 {
 		now = 0
 	}
@@ -222,7 +226,7 @@ func (w *World) applyBatch(ctx context.Context, ins []*Input, extraBlobs [][]byt
 	for i := 0; i < len(queue); i++ {
 		in := queue[i]
 		if in.Kind != KindManifest {
-			s, err := w.stamp()
+			s, err := w.stamp(in)
 			if err != nil {
 				if len(records) > 0 {
 					// Earlier inputs of the batch moved the machine on and
@@ -255,24 +259,31 @@ func (w *World) applyBatch(ctx context.Context, ins []*Input, extraBlobs [][]byt
 			blobs = append(blobs, b)
 			w.since = 0
 		}
-		for _, intent := range step.Dispatch {
-			if w.disp == nil || len(queue) >= maxBatch {
-				dispatch = append(dispatch, intent)
-				continue
-			}
-			// The effect reads the batch's blobs through w.cas.
-			w.cas.stage(blobs[staged:])
-			staged = len(blobs)
-			rin, rblobs, ok := w.runInline(ctx, intent, w.head, records)
-			if !ok {
-				dispatch = append(dispatch, intent)
-				continue
-			}
-			queue = append(queue, rin)
-			blobs = append(blobs, rblobs...)
-			w.cas.stage(blobs[staged:]) // the receipt's step reads them
-			staged = len(blobs)
+		if len(step.Dispatch) == 0 {
+			continue
 		}
+		if w.disp == nil {
+			dispatch = append(dispatch, step.Dispatch...)
+			continue
+		}
+		// Effects that run inline do so now, together (the calls of one
+		// turn run concurrently, as dispatched ones do); their receipts
+		// join the batch in emission order. They read the batch's blobs
+		// through w.cas.
+		w.cas.stage(blobs[staged:])
+		staged = len(blobs)
+		room := max(maxBatch-len(queue), 0)
+		ran := w.runInline(ctx, step.Dispatch[:min(room, len(step.Dispatch))], w.head, records)
+		for i, intent := range step.Dispatch {
+			if i >= len(ran) || ran[i].in == nil {
+				dispatch = append(dispatch, intent)
+				continue
+			}
+			queue = append(queue, ran[i].in)
+			blobs = append(blobs, ran[i].blobs...)
+		}
+		w.cas.stage(blobs[staged:]) // the receipts' steps read them
+		staged = len(blobs)
 	}
 	head, err = w.opts.Storage.Commit(ctx, w.opts.Name, w.head, records, blobs)
 	if err != nil {
