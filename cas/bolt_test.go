@@ -628,34 +628,7 @@ func TestTuneBolt(t *testing.T) {
 // grows the file does not wait for a read transaction another goroutine
 // holds open (without it bbolt must remap, and waits for every reader).
 func TestBoltPutWhileReading(t *testing.T) {
-	if runtime.GOOS == "windows" || strconv.IntSize < 64 {
-		t.Skip("TuneBolt maps no more than the file here")
-	}
 	s := openBolt(t, filepath.Join(t.TempDir(), "cas.db"), &cas.BoltOptions{NoSync: true})
 	defer s.Close()
-	tx, err := s.DB().Begin(false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		var err error
-		for i := range 8 { // 32 MiB: far past the file's first mappings
-			if _, err = s.Put(t.Context(), sized(byte(i), 4<<20)); err != nil {
-				break
-			}
-		}
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		tx.Rollback()
-		if err != nil {
-			t.Error(err)
-		}
-	case <-time.After(time.Minute):
-		t.Error("Put blocked on the open read transaction: the file was remapped")
-		tx.Rollback()
-		<-done
-	}
+	castest.PutsWhileReading(t, s.DB(), s)
 }

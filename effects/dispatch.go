@@ -206,12 +206,6 @@ func (d *Dispatcher) RunInline(ctx context.Context, in *Intent) (c Completion, o
 	if !isInline {
 		return Completion{}, false
 	}
-	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
-		return Completion{}, false
-	}
-	d.mu.Unlock()
 	params, err := d.resolveSecrets(in)
 	if err != nil {
 		return Completion{}, false // Dispatch reports it
@@ -223,6 +217,10 @@ func (d *Dispatcher) RunInline(ctx context.Context, in *Intent) (c Completion, o
 		return Completion{}, false
 	}
 	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return Completion{}, false
+	}
 	d.attempts[in.Hash]++
 	call.Attempt = d.attempts[in.Hash]
 	d.mu.Unlock()
@@ -234,6 +232,17 @@ func (d *Dispatcher) RunInline(ctx context.Context, in *Intent) (c Completion, o
 	c = Completion{Intent: in, Receipt: r, Elapsed: d.opts.Now().Sub(start), Blobs: stage.take()}
 	d.opts.Logger.Debug("effect done inline", "kind", in.Kind, "intent", in.Hash.Short(), "status", r.Status, "elapsed", c.Elapsed)
 	return c, true
+}
+
+// MayRunInline reports whether any of intents has an InlineAdapter: only
+// those are worth offering to RunInline.
+func (d *Dispatcher) MayRunInline(intents []*Intent) bool {
+	for _, in := range intents {
+		if _, ok := d.adapters[in.Kind].(InlineAdapter); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // runsInline asks a whether call can run inline; a panic is a no.

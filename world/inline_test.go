@@ -194,15 +194,8 @@ func TestInlineEffectPanics(t *testing.T) {
 		}
 	}
 	var ended []string
-	err := st.Journal().Read(ctx, "pp", 1, func(r journal.Record) error {
-		if r.Kind == world.KindPlanEnded {
-			v, _ := schema.Decode(r.Payload)
-			ended = append(ended, schema.String(v))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	for _, v := range planEnds(t, st, "pp") {
+		ended = append(ended, schema.String(v))
 	}
 	if len(ended) != 2 || !strings.Contains(ended[0], "adapter panicked: the adapter broke") {
 		t.Fatalf("plans ended: %v; want two, failed with the panic", ended)
@@ -337,15 +330,8 @@ func TestInlineEffectsRunTogether(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ended []string
-	err = st.Journal().Read(ctx, "pp", 1, func(r journal.Record) error {
-		if r.Kind == world.KindPlanEnded {
-			v, _ := schema.Decode(r.Payload)
-			ended = append(ended, schema.String(v))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	for _, v := range planEnds(t, st, "pp") {
+		ended = append(ended, schema.String(v))
 	}
 	if len(ended) != 2 || strings.Contains(strings.Join(ended, " "), "error") {
 		t.Fatalf("plans ended: %v; want two, both ok in the step of the event", ended)

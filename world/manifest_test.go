@@ -376,14 +376,24 @@ func TestPlanInFlightAcrossManifestChangeAndSnapshot(t *testing.T) {
 func plansEnded(t *testing.T, st world.Storage, name string) []string {
 	t.Helper()
 	var ended []string
+	for _, v := range planEnds(t, st, name) {
+		s, _ := v.(*schema.Map).Get("status")
+		ended = append(ended, fmt.Sprint(s))
+	}
+	return ended
+}
+
+// planEnds returns the PlanEnded records of a world's journal, decoded.
+func planEnds(t *testing.T, st world.Storage, name string) []schema.Value {
+	t.Helper()
+	var ended []schema.Value
 	err := st.Journal().Read(t.Context(), name, 1, func(r journal.Record) error {
 		if r.Kind == world.KindPlanEnded {
 			v, err := schema.Decode(r.Payload)
 			if err != nil {
 				return err
 			}
-			s, _ := v.(*schema.Map).Get("status")
-			ended = append(ended, fmt.Sprint(s))
+			ended = append(ended, v)
 		}
 		return nil
 	})

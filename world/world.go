@@ -259,10 +259,7 @@ func (w *World) applyBatch(ctx context.Context, ins []*Input, extraBlobs [][]byt
 			blobs = append(blobs, b)
 			w.since = 0
 		}
-		if len(step.Dispatch) == 0 {
-			continue
-		}
-		if w.disp == nil {
+		if w.disp == nil || !w.disp.MayRunInline(step.Dispatch) {
 			dispatch = append(dispatch, step.Dispatch...)
 			continue
 		}

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/demiurge-dev/demiurge/cas/castest"
 
 	"go.etcd.io/bbolt"
 
@@ -313,33 +313,6 @@ func closeNew(dir string) error {
 // a commit that grows it does not wait for a read transaction another
 // goroutine holds open.
 func TestPutWhileReading(t *testing.T) {
-	if runtime.GOOS == "windows" || strconv.IntSize < 64 {
-		t.Skip("cas.TuneBolt maps no more than the file here")
-	}
 	s := mustOpen(t, t.TempDir(), &Options{NoSync: true})
-	tx, err := s.DB().Begin(false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		var err error
-		for i := range 8 { // 32 MiB: far past the file's first mappings
-			if _, err = s.CAS().Put(t.Context(), bytes.Repeat([]byte{byte(i)}, 4<<20)); err != nil {
-				break
-			}
-		}
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		tx.Rollback()
-		if err != nil {
-			t.Error(err)
-		}
-	case <-time.After(time.Minute):
-		t.Error("Put blocked on the open read transaction: the file was remapped")
-		tx.Rollback()
-		<-done
-	}
+	castest.PutsWhileReading(t, s.DB(), s.CAS())
 }
