@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/demiurge-dev/demiurge/cas"
@@ -16,10 +17,35 @@ import (
 // bytes a value is stored and hashed as. It produces exactly the bytes
 // cas.Marshal would, faster, without reflection.
 func Encode(v Value) ([]byte, error) {
-	b := make([]byte, 0, 64)
+	// Encode into a reused scratch buffer and copy the result out: one
+	// allocation of the exact size, where appending to a fresh slice would
+	// make one for every doubling.
+	sp := scratch.Get().(*[]byte)
+	b, err := AppendEncode((*sp)[:0], v)
+	var out []byte
+	if err == nil {
+		out = make([]byte, len(b))
+		copy(out, b)
+	}
+	if cap(b) <= maxScratch {
+		*sp = b
+		scratch.Put(sp)
+	}
+	return out, err
+}
+
+// AppendEncode appends Encode(v) to b and returns the extended buffer:
+// for a caller that reuses its buffer. On error, the returned buffer is
+// nil.
+func AppendEncode(b []byte, v Value) ([]byte, error) {
 	b = append(b, cas.SelfDescribePrefix...)
 	return appendValue(b, v)
 }
+
+// scratch holds Encode's buffers; maxScratch is the largest kept.
+var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+const maxScratch = 1 << 20
 
 // EncodeBody is Encode without the self-describe prefix, for embedding.
 func EncodeBody(v Value) ([]byte, error) {

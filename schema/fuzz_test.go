@@ -84,6 +84,13 @@ func FuzzNormalizeJSON(f *testing.F) {
 		if enc2, _ := Encode(again); !bytes.Equal(enc, enc2) {
 			t.Fatalf("not a fixed point: %x vs %x", enc, enc2)
 		}
+		// Normalizing the normal value itself changes nothing either (it
+		// is returned as it is, or copied).
+		if same, err := Normalize(nil, ty, v); err != nil {
+			t.Fatalf("renormalize the normal value: %v", err)
+		} else if enc3, _ := Encode(same); !bytes.Equal(enc, enc3) {
+			t.Fatalf("the normal value is not a fixed point: %x vs %x", enc, enc3)
+		}
 		js, err := MarshalJSON(nil, ty, v)
 		if err != nil {
 			t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -218,7 +219,7 @@ func (n *normalizer) tagged(t *Type, body Value, path *vpath, depth int) (Value,
 			}
 		}
 		val, has := m.Get("value")
-		return n.variantArm(t, tag, val, has, path, depth)
+		return n.variantArm(t, nil, tag, val, has, path, depth)
 	case KindMap:
 		arr, ok := body.([]Value)
 		if !ok {
@@ -312,11 +313,10 @@ func (n *normalizer) sugar(t *Type, v Value, path *vpath, depth int) (Value, err
 		if !ok {
 			return nil, errAt(path, "want hash (text like \"blake3:<64 hex>\"), got %s", describe(v))
 		}
-		r, err := cas.ParseRef(s)
-		if err != nil {
+		if _, err := cas.ParseRef(s); err != nil {
 			return nil, errAt(path, "%v", err)
 		}
-		return r.String(), nil
+		return s, nil // ParseRef takes only a ref's canonical text
 	case KindUUID:
 		s, ok := v.(string)
 		if !ok {
@@ -336,16 +336,28 @@ func (n *normalizer) sugar(t *Type, v Value, path *vpath, depth int) (Value, err
 		if !ok {
 			return nil, errAt(path, "want %s (an array), got %s", t.Kind, describe(v))
 		}
-		out := make([]Value, len(arr))
+		var out []Value // made at the first element that changes
 		for i, e := range arr {
 			ev, err := n.norm(t.Elem, e, path.index(i), depth+1)
 			if err != nil {
 				return nil, err
 			}
-			out[i] = ev
+			if out == nil && !same(ev, e) {
+				out = make([]Value, len(arr))
+				copy(out, arr[:i])
+			}
+			if out != nil {
+				out[i] = ev
+			}
 		}
 		if t.Kind == KindSet {
+			if out == nil {
+				out = slices.Clone(arr) // sortSet must not sort the input
+			}
 			return sortSet(out, path)
+		}
+		if out == nil {
+			return arr, nil
 		}
 		return out, nil
 	case KindMap:
@@ -466,8 +478,16 @@ func (n *normalizer) record(t *Type, v Value, path *vpath, depth int) (Value, er
 			return nil, errAt(path.field(k), "unknown field %q (want %s)", k, strings.Join(t.FieldNames(), "|"))
 		}
 	}
-	out := &Map{entries: make([]MapEntry, 0, len(t.Fields))}
-	for _, fk := range t.canonicalFields() {
+	// m is already normal if it has every field (with its encoding, so
+	// nothing is written to m) and each field's value normalizes to
+	// itself: then m is the result and nothing is copied. out is made at
+	// the first difference.
+	fields := t.canonicalFields()
+	var out *Map
+	if m.Len() != len(fields) {
+		out = &Map{entries: make([]MapEntry, 0, len(fields))}
+	}
+	for j, fk := range fields {
 		f := fk.field
 		fp := path.field(f.Name)
 		var fv Value
@@ -486,15 +506,57 @@ func (n *normalizer) record(t *Type, v Value, path *vpath, depth int) (Value, er
 		if err != nil {
 			return nil, err
 		}
-		out.entries = append(out.entries, MapEntry{Key: f.Name, Value: nv, enc: fk.enc})
+		if out == nil && (!same(nv, fv) || m.entries[j].enc == nil) {
+			out = &Map{entries: make([]MapEntry, j, len(fields))}
+			copy(out.entries, m.entries[:j])
+		}
+		if out != nil {
+			out.entries = append(out.entries, MapEntry{Key: f.Name, Value: nv, enc: fk.enc})
+		}
+	}
+	if out == nil {
+		return m, nil
 	}
 	return out, nil
+}
+
+// same reports whether b is a (the same value as a): for the normalizer
+// to tell that it changed nothing and can return its input. Maps, lists
+// and bytes are the same only when they are the same object, so the test
+// costs nothing; a false answer only costs a copy.
+func same(a, b Value) bool {
+	switch a := a.(type) {
+	case nil:
+		return b == nil
+	case *Map:
+		bm, ok := b.(*Map)
+		return ok && a == bm
+	case []Value:
+		bv, ok := b.([]Value)
+		return ok && len(a) == len(bv) && (len(a) == 0 || &a[0] == &bv[0])
+	case []byte:
+		bb, ok := b.([]byte)
+		return ok && len(a) == len(bb) && (len(a) == 0 || &a[0] == &bb[0])
+	case string:
+		bs, ok := b.(string)
+		return ok && a == bs
+	case uint64:
+		bu, ok := b.(uint64)
+		return ok && a == bu
+	case int64:
+		bi, ok := b.(int64)
+		return ok && a == bi
+	case bool:
+		bb, ok := b.(bool)
+		return ok && a == bb
+	}
+	return false
 }
 
 func (n *normalizer) variant(t *Type, v Value, path *vpath, depth int) (Value, error) {
 	switch v := v.(type) {
 	case string:
-		return n.variantArm(t, v, nil, false, path, depth)
+		return n.variantArm(t, nil, v, nil, false, path, depth)
 	case *Map:
 		if tag, ok := v.Get(TagKey); ok {
 			for _, e := range v.Entries() {
@@ -503,18 +565,26 @@ func (n *normalizer) variant(t *Type, v Value, path *vpath, depth int) (Value, e
 				}
 			}
 			val, has := v.Get(ValueKey)
-			return n.variantArm(t, tag, val, has, path, depth)
+			var in *Map
+			if v.Len() == 2 && v.entries[0].enc != nil && v.entries[1].enc != nil {
+				in = v
+			}
+			return n.variantArm(t, in, tag, val, has, path, depth)
 		}
 		if v.Len() == 1 {
 			e := v.Entries()[0]
-			return n.variantArm(t, e.Key, e.Value, true, path, depth)
+			return n.variantArm(t, nil, e.Key, e.Value, true, path, depth)
 		}
 	}
 	return nil, errAt(path, "want variant of %s (e.g. {\"%s\": ...} or {\"$tag\": \"%s\", \"$value\": ...}), got %s",
 		strings.Join(t.FieldNames(), "|"), t.Fields[0].Name, t.Fields[0].Name, describe(v))
 }
 
-func (n *normalizer) variantArm(t *Type, tagv, val Value, has bool, path *vpath, depth int) (Value, error) {
+// variantArm normalizes the arm tagv of t with the value val (has: val is
+// given, even if null). in is the variant as given when it is a map in
+// the canonical form, {$tag, $value} and nothing else, entries encoded: it
+// is returned as it is if nothing in it changes.
+func (n *normalizer) variantArm(t *Type, in *Map, tagv, val Value, has bool, path *vpath, depth int) (Value, error) {
 	tag, ok := tagv.(string)
 	if !ok {
 		return nil, errAt(path, "variant tag must be text, got %s", describe(tagv))
@@ -541,6 +611,9 @@ func (n *normalizer) variantArm(t *Type, tagv, val Value, has bool, path *vpath,
 	nv, err := n.norm(at, val, path.field(ValueKey), depth+1)
 	if err != nil {
 		return nil, err
+	}
+	if in != nil && has && same(nv, val) {
+		return in, nil // already {$tag, $value} with a normal value
 	}
 	return Record(TagKey, tag, ValueKey, nv), nil
 }

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"bytes"
 	"encoding/hex"
 	"testing"
 
@@ -178,4 +179,88 @@ func TestEncodeMatchesCBOR(t *testing.T) {
 	if string(again) != string(got) {
 		t.Fatalf("decode/encode not stable:\n%x\n%x", got, again)
 	}
+}
+
+// TestNormalizeKeepsNormalValues: a value already normal comes back as
+// the same object (nothing is copied), a value with one thing to change
+// comes back as a new value with the change, and the input is never
+// modified.
+func TestNormalizeKeepsNormalValues(t *testing.T) {
+	ty := mustType(t, `{"record":{"a":{"nat":{}},"b":{"option":{"text":{}}},
+		"l":{"list":{"record":{"h":{"hash":{}},"i":{"int":{}}}}},
+		"v":{"variant":{"A":{"nat":{}},"B":{"unit":{}}}}}}`)
+	ref := cas.Sum([]byte("x")).String()
+	js := `{"a":1,"b":"t","l":[{"h":"` + ref + `","i":-2},{"h":"` + ref + `","i":3}],"v":{"A":7}}`
+	v, err := NormalizeJSON(nil, ty, []byte(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Normalize(nil, ty, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.(*Map) != v.(*Map) {
+		t.Errorf("Normalize of a normal value made a copy")
+	}
+	enc, _ := Encode(v)
+	dec, _ := Decode(enc)
+	fromDecode, err := Normalize(nil, ty, dec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fromDecode.(*Map) != dec.(*Map) {
+		t.Errorf("Normalize of a decoded normal value made a copy")
+	}
+
+	// One integer deep inside that is not canonical (int64 3 is nat 3):
+	// the result is new, the input as it was.
+	list, _ := v.(*Map).Get("l")
+	second := list.([]Value)[1].(*Map)
+	odd := &Map{entries: append([]MapEntry(nil), second.entries...)}
+	for i := range odd.entries {
+		if odd.entries[i].Key == "i" {
+			odd.entries[i].Value = int64(3)
+		}
+	}
+	in := v.(*Map).With("l", []Value{list.([]Value)[0], odd})
+	before, _ := Encode(in)
+	out, err := Normalize(nil, ty, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.(*Map) == in {
+		t.Errorf("Normalize returned its input although a value changed")
+	}
+	if got, _ := out.(*Map).Get("l"); same(got, list) || !same(got.([]Value)[0], list.([]Value)[0]) {
+		t.Errorf("the list should be new and its unchanged element shared")
+	}
+	after, _ := Encode(in)
+	if !bytes.Equal(before, after) {
+		t.Errorf("Normalize modified its input")
+	}
+	if got, want := mustEncode(t, out), enc; !bytes.Equal(got, want) {
+		t.Errorf("normalized = %x, want %x", got, want)
+	}
+
+	// A record missing an optional field gets it (as null): a new map.
+	partial := v.(*Map).Without("b")
+	out, err = Normalize(nil, ty, partial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, ok := out.(*Map).Get("b"); !ok || b != nil {
+		t.Errorf("the missing option field is %v, %v; want present and null", b, ok)
+	}
+	if partial.Len() != 3 {
+		t.Errorf("Normalize modified its input: %d fields", partial.Len())
+	}
+}
+
+func mustEncode(t *testing.T, v Value) []byte {
+	t.Helper()
+	b, err := Encode(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net/http"
@@ -172,10 +173,10 @@ func redactString(s, key string) string {
 // redactBytes replaces every occurrence of key in b, returning b itself
 // when there is none.
 func redactBytes(b []byte, key string) []byte {
-	if len(key) < redactMin || !strings.Contains(string(b), key) {
+	if len(key) < redactMin || !bytes.Contains(b, []byte(key)) {
 		return b
 	}
-	return []byte(strings.ReplaceAll(string(b), key, redacted))
+	return bytes.ReplaceAll(b, []byte(key), []byte(redacted))
 }
 
 // redactError rewrites the text fields of a ProviderError.

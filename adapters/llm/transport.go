@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/openai/openai-go/v3/option"
+
+	"github.com/demiurge-dev/demiurge/internal/readall"
 )
 
 // capture records one HTTP exchange as it passes through the SDK: the exact
@@ -33,11 +35,11 @@ type capture struct {
 func (c *capture) middleware(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 	if req.GetBody != nil {
 		if rc, err := req.GetBody(); err == nil {
-			c.request, _ = io.ReadAll(rc)
+			c.request, _ = readall.Sized(rc, req.ContentLength)
 			rc.Close()
 		}
 	} else if req.Body != nil {
-		b, err := io.ReadAll(req.Body)
+		b, err := readall.Sized(req.Body, req.ContentLength)
 		req.Body.Close()
 		if err != nil {
 			return nil, err
@@ -56,7 +58,7 @@ func (c *capture) middleware(req *http.Request, next option.MiddlewareNext) (*ht
 		resp.Body = &teeBody{ReadCloser: resp.Body, buf: c.tee}
 		return resp, nil
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	b, err := readall.Sized(io.LimitReader(resp.Body, maxBody+1), min(resp.ContentLength, maxBody+1))
 	resp.Body.Close()
 	if err != nil {
 		c.readErr = err

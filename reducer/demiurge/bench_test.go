@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	"github.com/demiurge-dev/demiurge/adapters/toolcall"
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/effects"
+	"github.com/demiurge-dev/demiurge/internal/store"
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
@@ -28,14 +28,18 @@ import (
 	"github.com/demiurge-dev/demiurge/world/worldview"
 )
 
-// BenchmarkToolRound measures one tool round of the agent, durable on
-// bbolt with fsync: the model (llmtest on loopback, no delay) answers with
-// one introspect_schemas call; the chat reducer checks it; tool_plan runs
-// it through introspect.call; the output goes back to the model in the
-// next request. Each iteration is a turn of four such rounds and the
-// model's final answer (a fresh chat each, so the transcript stays the
-// size of a real turn); ms/round is the turn's time over its tool rounds,
-// every commit included. Target: ≤ 2 ms a round.
+// BenchmarkToolRound measures one tool round of the agent: the model
+// (llmtest on loopback, no delay) answers with one introspect_schemas
+// call; the chat reducer checks it; tool_plan runs it through
+// introspect.call; the output goes back to the model in the next request.
+// Each iteration is a turn of four such rounds and the model's final
+// answer (a fresh chat each, so the transcript stays the size of a real
+// turn); ms/round is the turn's time over its tool rounds, every commit
+// included. Target: ≤ 2 ms a round, durable.
+//
+// The bolt case is the store `demiurge run` opens (internal/store: bbolt,
+// fsync every commit); the memory case is the same world on
+// world.MemoryStorage, the engine and the model without a disk.
 //
 // Beside it: model-ms and tool-ms, the time inside the two adapters
 // (model-ms includes the loopback server); commits and durable-B, what a
@@ -43,18 +47,29 @@ import (
 // the chat's state, the tool's output); and floor-ms, raw bbolt commits of
 // the same number and bytes in the same file: the disk's price of them;
 // bound-ms, floor-ms plus the time inside the adapters, what a round costs
-// before any work of the engine's own.
+// before any work of the engine's own; engine-ms, steady-ms minus bound-ms.
 func BenchmarkToolRound(b *testing.B) {
+	b.Run("bolt", func(b *testing.B) {
+		s, err := store.Open(b.TempDir(), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		st, err := world.NewBoltStorage(s.CAS(), s.Journal())
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchToolRound(b, st, s.DB())
+	})
+	b.Run("memory", func(b *testing.B) {
+		benchToolRound(b, world.NewMemoryStorage(), nil)
+	})
+}
+
+// benchToolRound runs BenchmarkToolRound on st; db is st's bbolt file, or
+// nil if it has none.
+func benchToolRound(b *testing.B, st world.Storage, db *bbolt.DB) {
 	ctx := context.Background()
-	dir := b.TempDir()
-	db, err := bbolt.Open(filepath.Join(dir, "demiurge.db"), 0o600, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	c, _ := cas.NewBolt(db)
-	j, _ := journal.NewBolt(db, nil)
-	st, _ := world.NewBoltStorage(c, j)
 	reg := reducer.NewRegistry()
 	demiurge.Register(reg)
 	cat, err := schema.Load("../../examples/demiurge", &schema.LoadOptions{Reducers: reg.Names()})
@@ -152,6 +167,7 @@ func BenchmarkToolRound(b *testing.B) {
 	}
 	var elapsed, steady time.Duration
 	tst.inCommit.Store(0)
+	tst.commits.Store(0)
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		t0 := time.Now()
@@ -170,7 +186,12 @@ func BenchmarkToolRound(b *testing.B) {
 	}
 	b.StopTimer()
 	h1 := w.Head()
-	commits := txid(db) - tx0
+	// Commits: bbolt's write transactions, when there is a file (every
+	// one of them costs its fsyncs); else the world's Commit calls.
+	commits := int(tst.commits.Load())
+	if db != nil {
+		commits = txid(db) - tx0
+	}
 	rounds := b.N * toolRounds
 	if n := toolsRun.Load(); n != int64(rounds) {
 		b.Fatalf("%d tool calls succeeded, want %d: the benchmark is not measuring tool rounds", n, rounds)
@@ -181,7 +202,7 @@ func BenchmarkToolRound(b *testing.B) {
 	// disk's price of the bytes a round must make durable; the rest is the
 	// engine's (and the loopback model's).
 	recs, recBytes := 0, 0
-	if err := j.Read(ctx, "bench", h0.Seq+1, func(r journal.Record) error {
+	if err := st.Journal().Read(ctx, "bench", h0.Seq+1, func(r journal.Record) error {
 		recs, recBytes = recs+1, recBytes+len(r.Payload)
 		return nil
 	}); err != nil {
@@ -196,7 +217,10 @@ func BenchmarkToolRound(b *testing.B) {
 	}); err != nil {
 		b.Fatal(err)
 	}
-	floor := rawCommits(b, db, commits, recs, recBytes, blobs, blobBytes)
+	var floor time.Duration
+	if db != nil {
+		floor = rawCommits(b, db, commits, recs, recBytes, blobs, blobBytes)
+	}
 	perRound := elapsed / time.Duration(rounds)
 	b.ReportMetric(float64(perRound.Microseconds())/1000, "ms/round")
 	b.ReportMetric(float64(floor.Microseconds())/1000/float64(rounds), "floor-ms/round")
@@ -209,7 +233,9 @@ func BenchmarkToolRound(b *testing.B) {
 	b.ReportMetric(float64(steady.Microseconds())/1000/float64(rounds), "steady-ms/round")
 	// What a round costs before any work of the engine's own: the disk's
 	// price of its commits plus the time inside its two adapters.
-	b.ReportMetric((float64(floor.Microseconds())/1000+float64(inModel.Load()+inTool.Load())/1e6)/float64(rounds), "bound-ms/round")
+	bound := (float64(floor.Microseconds())/1000 + float64(inModel.Load()+inTool.Load())/1e6) / float64(rounds)
+	b.ReportMetric(bound, "bound-ms/round")
+	b.ReportMetric(float64(steady.Microseconds())/1000/float64(rounds)-bound, "engine-ms/round")
 	if testing.Verbose() {
 		fmt.Printf("rounds %d in %s (%s each); %d commits, %d records (%d B), %d blobs (%d B); the raw floor %s\n",
 			rounds, elapsed, perRound, commits, recs, recBytes, blobs, blobBytes, floor)
@@ -220,11 +246,13 @@ func BenchmarkToolRound(b *testing.B) {
 type timedStorage struct {
 	world.Storage
 	inCommit atomic.Int64
+	commits  atomic.Int64
 }
 
 func (s *timedStorage) Commit(ctx context.Context, name string, expect journal.Head, entries []journal.Entry, blobs [][]byte) (journal.Head, error) {
 	t := time.Now()
 	defer func() { s.inCommit.Add(int64(time.Since(t))) }()
+	s.commits.Add(1)
 	return s.Storage.Commit(ctx, name, expect, entries, blobs)
 }
 
@@ -237,10 +265,13 @@ type timedInline struct {
 
 func (t timedInline) Run(ctx context.Context, c *effects.Call) effects.Receipt { return t.run(ctx, c) }
 
-// txid is the id of the database's last committed write transaction.
+// txid is the id of the database's last committed write transaction, or
+// 0 if db is nil.
 func txid(db *bbolt.DB) int {
 	var id int
-	_ = db.View(func(tx *bbolt.Tx) error { id = tx.ID(); return nil })
+	if db != nil {
+		_ = db.View(func(tx *bbolt.Tx) error { id = tx.ID(); return nil })
+	}
 	return id
 }
 

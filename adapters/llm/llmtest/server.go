@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/demiurge-dev/demiurge/internal/readall"
 )
 
 // API names the protocol a request used.
@@ -124,7 +126,7 @@ func (s *Server) Remaining() int {
 const maxRequest = 32 << 20
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequest))
+	body, err := readall.Sized(io.LimitReader(r.Body, maxRequest), min(r.ContentLength, maxRequest))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, ErrorBody{Message: "could not read the request body: " + err.Error(), Type: "invalid_request_error"}, nil)
 		return
