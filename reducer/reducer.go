@@ -49,6 +49,9 @@ type Context struct {
 	// CAS reads blobs and nodes; reducers cannot write it directly (they
 	// emit blob.put).
 	CAS cas.Getter
+	// Memo is what the reducer returned as Output.Memo from the step that
+	// made state, when the world still has it; else nil. See Output.Memo.
+	Memo any
 }
 
 // Event is a domain event a reducer emits. Value is validated against
@@ -87,6 +90,16 @@ type Output struct {
 	// blob.put, this needs no round trip; the blobs are derived data, and
 	// replay re-derives them.
 	Blobs [][]byte
+	// Memo, if not nil, is the Go value the reducer made State from (or
+	// anything it can use in its place): the world keeps it with the cell
+	// and hands it back as Context.Memo on the cell's next step, so the
+	// reducer need not decode the state it has just encoded. The world
+	// hands a memo out once and forgets it, so the reducer may modify it
+	// and must not keep it elsewhere. It is only an optimization: the world
+	// drops it whenever it likes (a restart, a snapshot restored, a failed
+	// step), so a reducer must behave exactly the same with Context.Memo as
+	// with the state decoded.
+	Memo any
 }
 
 // Reducer is a deterministic state machine over one cell.

@@ -61,6 +61,7 @@ type cell struct {
 	key   schema.Value
 	state schema.Value
 	ref   cas.Ref
+	memo  any // reducer.Output.Memo of the step that made state; handed out once
 }
 
 type pendingIntent struct {
@@ -511,10 +512,13 @@ func (s *stepper) deliver(module string, key schema.Value, evSchema string, valu
 		old = cs[kb]
 	}
 	var state schema.Value
+	var memo any
 	if old != nil {
-		state = old.state
+		// The memo goes to the reducer, which may modify it: whatever the
+		// step's outcome, the cell no longer has one.
+		state, memo, old.memo = old.state, old.memo, nil
 	}
-	rc := &reducer.Context{Stamp: s.stamp, Module: module, Key: key, EventSchema: abiEvent, CAS: m.cas}
+	rc := &reducer.Context{Stamp: s.stamp, Module: module, Key: key, EventSchema: abiEvent, CAS: m.cas, Memo: memo}
 	out, err := safeStep(red, rc, state, value)
 	if err != nil {
 		fail(key, "%v", err)
@@ -570,10 +574,12 @@ func (s *stepper) deliver(module string, key schema.Value, evSchema string, valu
 			if m.cells[module] == nil {
 				m.cells[module] = map[string]*cell{}
 			}
-			m.cells[module][kb] = &cell{key: key, state: newState, ref: newRef}
+			m.cells[module][kb] = &cell{key: key, state: newState, ref: newRef, memo: out.Memo}
 			s.addBlobs(blob)
 			s.record(KindState, rec("reducer", module, "key", key, "state", newRef.String()))
 		}
+	} else if old != nil {
+		old.memo = out.Memo // the same state, and a memo of it
 	}
 	s.addBlobs(out.Blobs...)
 	for _, e := range events {

@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -70,7 +71,14 @@ type step struct {
 // Step implements reducer.Reducer.
 func (r *Reducer) Step(c *reducer.Context, state, event schema.Value) (reducer.Output, error) {
 	s := &step{c: c, st: &State{}}
-	if state != nil {
+	if st, ok := c.Memo.(*State); ok && state != nil {
+		s.st = st // what the last step encoded: no need to decode it
+		if VerifyMemo {
+			if err := checkMemo(state, st); err != nil {
+				return reducer.Output{}, err
+			}
+		}
+	} else if state != nil {
 		if err := reducer.ToGo(state, s.st); err != nil {
 			return reducer.Output{}, fmt.Errorf("chat: decode state: %w", err)
 		}
@@ -121,8 +129,26 @@ func (r *Reducer) Step(c *reducer.Context, state, event schema.Value) (reducer.O
 	if err != nil {
 		return reducer.Output{}, err
 	}
-	s.out.State = out
+	s.out.State, s.out.Memo = out, s.st
 	return s.out, nil
+}
+
+// VerifyMemo, when true, makes every step that takes its state from the
+// memo the world hands back (reducer.Context.Memo) decode the state all the
+// same and fail if the two differ: the check that the memo changes nothing
+// but speed. Tests set it; it costs more than the memo saves.
+var VerifyMemo = false
+
+// checkMemo reports whether memo is not what state decodes to.
+func checkMemo(state schema.Value, memo *State) error {
+	var dec State
+	if err := reducer.ToGo(state, &dec); err != nil {
+		return fmt.Errorf("chat: decode state: %w", err)
+	}
+	if !reflect.DeepEqual(&dec, memo) {
+		return fmt.Errorf("chat: the memo of the state is not the state decoded:\nmemo    %#v\ndecoded %#v", memo, &dec)
+	}
+	return nil
 }
 
 // fill replaces nil lists and maps, which would encode as null.
