@@ -1,8 +1,10 @@
 package llm
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -491,5 +493,55 @@ func TestNewConfig(t *testing.T) {
 		if _, err := New(bad); err == nil {
 			t.Errorf("New(%+v) succeeded", bad)
 		}
+	}
+}
+
+// TestToolsMarshaledOnce: a function tool is marshaled once, when its
+// blob is parsed; the request made with that JSON is byte for byte the one
+// made by marshaling the tool with the request (what was recorded before).
+func TestToolsMarshaledOnce(t *testing.T) {
+	blob := `{"tools":[
+		{"type":"function","name":"a_tool","description":"Reads <b>bold</b> & \"quoted\" text, ünïcode, \u2028.",
+		 "parameters":{"type":"object","properties":{"z":{"type":"string","enum":["<",">","&"]},"a":{"type":"integer","minimum":1}},"required":["z"],"additionalProperties":false},
+		 "strict":true,"x_extra":{"k":[1,2.5,"s"]}},
+		{"type":"function","name":"bare","parameters":{}},
+		{"type":"web_search_preview"}]}`
+	tools, err := parseTools([]byte(blob))
+	if err != nil {
+		t.Fatal(err)
+	}
+	structured := slices.Clone(tools)
+	for i, tl := range tools {
+		if tl.typ == "function" && tl.resp == nil {
+			t.Fatalf("tool %d (%s) was not marshaled when parsed", i, tl.name)
+		}
+		structured[i].resp = nil
+	}
+	items, err := parseMessageBlob(cas.Sum([]byte("m")), []byte(`hello`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Params{Model: "m"}
+	once, err := buildResponsesParams(p, items, tools, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	each, err := buildResponsesParams(p, items, structured, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := json.Marshal(once)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(each)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Errorf("requests differ:\nonce %s\neach %s", a, b)
+	}
+	if !bytes.Contains(a, []byte(`"x_extra"`)) || !bytes.Contains(a, []byte(`"a_tool"`)) {
+		t.Errorf("the request lacks the tools: %s", a)
 	}
 }

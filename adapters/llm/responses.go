@@ -71,18 +71,11 @@ func buildResponsesParams(p Params, items []item, tools []tool, store bool) (res
 		if err != nil {
 			return rp, invalidf("tools: %v", err)
 		}
-		fp := responses.FunctionToolParam{
-			Name:       ft.Name,
-			Parameters: ft.Parameters,
-			Strict:     openai.Bool(ft.Strict),
+		if t.resp != nil {
+			rp.Tools = append(rp.Tools, param.Override[responses.ToolUnionParam](t.resp))
+			continue
 		}
-		if ft.Description != nil {
-			fp.Description = openai.String(*ft.Description)
-		}
-		if ft.Extra != nil {
-			fp.SetExtraFields(ft.Extra)
-		}
-		rp.Tools = append(rp.Tools, responses.ToolUnionParam{OfFunction: &fp})
+		rp.Tools = append(rp.Tools, responsesFunctionTool(ft))
 	}
 
 	if p.ToolChoice != nil {
@@ -115,6 +108,23 @@ func buildResponsesParams(p Params, items []item, tools []tool, store bool) (res
 		}}
 	}
 	return rp, nil
+}
+
+// responsesFunctionTool is the Responses request's form of a function
+// tool.
+func responsesFunctionTool(ft functionTool) responses.ToolUnionParam {
+	fp := responses.FunctionToolParam{
+		Name:       ft.Name,
+		Parameters: ft.Parameters,
+		Strict:     openai.Bool(ft.Strict),
+	}
+	if ft.Description != nil {
+		fp.Description = openai.String(*ft.Description)
+	}
+	if ft.Extra != nil {
+		fp.SetExtraFields(ft.Extra)
+	}
+	return responses.ToolUnionParam{OfFunction: &fp}
 }
 
 // itemsAfterLastOutput returns the items after the last model output item,

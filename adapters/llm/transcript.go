@@ -189,6 +189,11 @@ type tool struct {
 	name string       // function name ("" for non-function tools)
 	fn   functionTool // decoded, for function tools
 	err  error        // why a function tool does not decode
+	// resp is the function tool as a Responses request sends it, marshaled
+	// once when the blob is parsed (the JSON Schemas of a chat's tools are
+	// most of its request, and the same in every one); nil if it does not
+	// marshal, and for other tools.
+	resp json.RawMessage
 }
 
 // toolHead holds the fields of a tool that are read.
@@ -278,6 +283,11 @@ func parseTools(b []byte) ([]tool, error) {
 				return nil, fmt.Errorf("tools[%d]: function %q is defined twice", i, t.name)
 			}
 			names = append(names, t.name)
+		}
+		if t.typ == "function" && t.err == nil {
+			// An error here is reported, where it happens, by a request
+			// that marshals the tool itself.
+			t.resp, _ = responsesFunctionTool(t.fn).MarshalJSON()
 		}
 		tools = append(tools, t)
 	}
