@@ -62,15 +62,15 @@ func eval(x *schema.Expr, sc *Scope, depth int) (schema.Value, error) {
 	case schema.ExprRef:
 		return evalRef(x, sc)
 	case schema.ExprRecord:
-		m := schema.NewMap()
-		for _, f := range x.Fields {
+		es := make([]schema.MapEntry, len(x.Fields))
+		for i, f := range x.Fields {
 			v, err := eval(f.Expr, sc, depth+1)
 			if err != nil {
 				return nil, err
 			}
-			m = m.With(f.Name, v)
+			es[i] = schema.MapEntry{Key: f.Name, Value: v}
 		}
-		return m, nil
+		return schema.NewMap(es...), nil // a later field of the same name wins, as With would
 	case schema.ExprList, schema.ExprSet:
 		out := make([]schema.Value, len(x.Elems))
 		for i, e := range x.Elems {

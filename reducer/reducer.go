@@ -196,22 +196,9 @@ func StateToGo(state schema.Value, out any) error {
 
 // ToGo decodes a schema.Value into a Go value through its canonical CBOR.
 func ToGo(v schema.Value, out any) error {
-	// The encoding is only read by Unmarshal, which copies what it keeps:
-	// a reused buffer serves.
-	sp := toGoBuf.Get().(*[]byte)
-	b, err := schema.AppendEncode((*sp)[:0], v)
-	if err == nil {
-		err = cas.Unmarshal(b, out)
-	}
-	if cap(b) <= 1<<20 {
-		*sp = b[:0]
-		toGoBuf.Put(sp)
-	}
-	return err
+	// Unmarshal copies what it keeps: the encoding need not outlive it.
+	return schema.WithEncoding(v, func(b []byte) error { return cas.Unmarshal(b, out) })
 }
-
-// toGoBuf holds ToGo's buffers.
-var toGoBuf = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 // Variant is the Go form of a variant value: {"$tag": Tag, "$value": Value}.
 // For a unit arm, leave Value nil.

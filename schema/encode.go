@@ -54,11 +54,26 @@ func EncodeBody(v Value) ([]byte, error) {
 
 // Ref returns the content ref of a value: the BLAKE3 of Encode(v).
 func Ref(v Value) (cas.Ref, error) {
-	b, err := Encode(v)
-	if err != nil {
-		return cas.Ref{}, err
+	var r cas.Ref
+	err := WithEncoding(v, func(b []byte) error { r = cas.Sum(b); return nil })
+	return r, err
+}
+
+// WithEncoding calls fn with Encode(v) in a buffer that is reused once fn
+// returns, so fn must not keep it: for a caller that only reads the
+// encoding (hashes it, decodes it) and need not allocate it. It returns
+// the encoding's error, or fn's.
+func WithEncoding(v Value, fn func([]byte) error) error {
+	sp := scratch.Get().(*[]byte)
+	b, err := AppendEncode((*sp)[:0], v)
+	if err == nil {
+		err = fn(b)
 	}
-	return cas.Sum(b), nil
+	if cap(b) <= maxScratch {
+		*sp = b
+		scratch.Put(sp)
+	}
+	return err
 }
 
 // MarshalCBOR makes a *Map encodable by cas.Marshal and any CBOR encoder.

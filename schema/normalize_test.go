@@ -3,6 +3,7 @@ package schema
 import (
 	"bytes"
 	"encoding/hex"
+	"errors"
 	"testing"
 
 	"github.com/demiurge-dev/demiurge/cas"
@@ -263,4 +264,29 @@ func mustEncode(t *testing.T, v Value) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestWithEncoding: fn sees Encode's bytes; its error and the encoding's
+// come back; Ref is the hash of the same bytes.
+func TestWithEncoding(t *testing.T) {
+	v := Record("a", uint64(1), "b", []Value{"x", int64(-2)})
+	want := mustEncode(t, v)
+	var got []byte
+	if err := WithEncoding(v, func(b []byte) error { got = bytes.Clone(b); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("WithEncoding gave %x, want %x", got, want)
+	}
+	if r, err := Ref(v); err != nil || r != cas.Sum(want) {
+		t.Errorf("Ref = %v, %v; want %v", r, err, cas.Sum(want))
+	}
+	boom := errors.New("boom")
+	if err := WithEncoding(v, func([]byte) error { return boom }); err != boom {
+		t.Errorf("fn's error: got %v", err)
+	}
+	called := false
+	if err := WithEncoding(Record("bad", "\xff"), func([]byte) error { called = true; return nil }); err == nil || called {
+		t.Errorf("an unencodable value: err %v, fn called %v", err, called)
+	}
 }
