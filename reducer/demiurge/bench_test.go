@@ -45,9 +45,12 @@ import (
 // (model-ms includes the loopback server); commits and durable-B, what a
 // round makes durable (records, the model's request and response bodies,
 // the chat's state, the tool's output); and floor-ms, raw bbolt commits of
-// the same number and bytes in the same file: the disk's price of them;
+// the same number and bytes in the same file, made after every turn (so
+// the floor samples the disk when the turns do): the disk's price of them;
 // bound-ms, floor-ms plus the time inside the adapters, what a round costs
-// before any work of the engine's own; engine-ms, steady-ms minus bound-ms.
+// before any work of the engine's own; engine-ms, steady-ms minus bound-ms;
+// overhead-ms, steady-ms minus model-ms: the engine's overhead a round,
+// durable commits and the tool included (the figure the target bounds).
 func BenchmarkToolRound(b *testing.B) {
 	b.Run("bolt", func(b *testing.B) {
 		s, err := store.Open(b.TempDir(), nil)
@@ -161,68 +164,88 @@ func benchToolRound(b *testing.B, st world.Storage, db *bbolt.DB) {
 	settings := map[string]any{"provider": "openai-responses", "model": "bench", "max_tokens": 100,
 		"tools_ref": ref.String(), "max_rounds": toolRounds + 2, "max_repeats": 3, "output_limit": 2000}
 	msg, _ := st.CAS().Put(ctx, []byte(`{"role":"user","content":"go"}`))
-	h0 := w.Head()
-	tx0 := txid(db)
-	before := map[cas.Ref]bool{}
-	if err := st.CAS().Iterate(ctx, func(r cas.Ref, _ int64) error { before[r] = true; return nil }); err != nil {
-		b.Fatal(err)
-	}
-	var elapsed, steady time.Duration
-	tst.inCommit.Store(0)
-	tst.commits.Store(0)
-	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
+	// A turn: the user's message, the tool rounds, the final answer.
+	turn := func(chat string) (elapsed, steady time.Duration) {
 		t0 := time.Now()
 		answers.Lock()
 		answers.first = time.Time{}
 		answers.Unlock()
-		chat := fmt.Sprintf("c%d", i)
 		send(map[string]any{"User": map[string]any{"chat_id": chat, "request_id": 1, "text": "go", "message_ref": msg.String(), "settings": settings}})
 		if err := w.WaitIdle(ctx); err != nil {
 			b.Fatal(err)
 		}
-		elapsed += time.Since(t0)
+		elapsed = time.Since(t0)
 		answers.Lock()
-		steady += answers.last.Sub(answers.first)
-		answers.Unlock()
+		defer answers.Unlock()
+		return elapsed, answers.last.Sub(answers.first)
+	}
+	// What the turns since h made durable: the records and their bytes,
+	// the blobs not in before and theirs.
+	type durable struct{ recs, recBytes, blobs, blobBytes int }
+	madeSince := func(h journal.Head, before map[cas.Ref]bool) (d durable) {
+		if err := st.Journal().Read(ctx, "bench", h.Seq+1, func(r journal.Record) error {
+			d.recs, d.recBytes = d.recs+1, d.recBytes+len(r.Payload)
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+		if err := st.CAS().Iterate(ctx, func(r cas.Ref, n int64) error {
+			if !before[r] {
+				d.blobs, d.blobBytes = d.blobs+1, d.blobBytes+int(n)
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+		return d
+	}
+	blobSet := func() map[cas.Ref]bool {
+		m := map[cas.Ref]bool{}
+		if err := st.CAS().Iterate(ctx, func(r cas.Ref, _ int64) error { m[r] = true; return nil }); err != nil {
+			b.Fatal(err)
+		}
+		return m
+	}
+	// A first turn, untimed, gives the commits and bytes of one: the floor
+	// repeats them in raw bbolt after every timed turn, so the disk's price
+	// is sampled in the same moments as the turns (a shared disk's speed
+	// drifts within a run).
+	hw, txw, beforeWarm := w.Head(), txid(db), blobSet()
+	turn("warm")
+	perTurn := madeSince(hw, beforeWarm)
+	commitsPerTurn := txid(db) - txw
+	h0, tx0, before := w.Head(), txid(db), blobSet()
+	toolsRun.Store(0)
+	inModel.Store(0)
+	inTool.Store(0)
+	tst.inCommit.Store(0)
+	tst.commits.Store(0)
+	var elapsed, steady, floor time.Duration
+	var floorSeq uint64 // the floor's keys, unique across its commits
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		e, s := turn(fmt.Sprintf("c%d", i))
+		elapsed += e
+		steady += s
+		if db != nil {
+			floor += rawCommits(b, db, &floorSeq, commitsPerTurn, perTurn.recs, perTurn.recBytes, perTurn.blobs, perTurn.blobBytes)
+		}
 	}
 	b.StopTimer()
 	h1 := w.Head()
-	// Commits: bbolt's write transactions, when there is a file (every
-	// one of them costs its fsyncs); else the world's Commit calls.
+	// Commits: bbolt's write transactions, the floor's left out, when
+	// there is a file (every one of them costs its fsyncs); else the
+	// world's Commit calls.
 	commits := int(tst.commits.Load())
 	if db != nil {
-		commits = txid(db) - tx0
+		commits = txid(db) - tx0 - b.N*commitsPerTurn
 	}
 	rounds := b.N * toolRounds
 	if n := toolsRun.Load(); n != int64(rounds) {
 		b.Fatalf("%d tool calls succeeded, want %d: the benchmark is not measuring tool rounds", n, rounds)
 	}
-	// The floor: raw bbolt commits, as many as the run made, each writing
-	// the run's average records (sequential keys, one bucket) and blobs
-	// (hash keys, another bucket) per commit, in the same file. That is the
-	// disk's price of the bytes a round must make durable; the rest is the
-	// engine's (and the loopback model's).
-	recs, recBytes := 0, 0
-	if err := st.Journal().Read(ctx, "bench", h0.Seq+1, func(r journal.Record) error {
-		recs, recBytes = recs+1, recBytes+len(r.Payload)
-		return nil
-	}); err != nil {
-		b.Fatal(err)
-	}
-	blobs, blobBytes := 0, 0
-	if err := st.CAS().Iterate(ctx, func(r cas.Ref, n int64) error {
-		if !before[r] {
-			blobs, blobBytes = blobs+1, blobBytes+int(n)
-		}
-		return nil
-	}); err != nil {
-		b.Fatal(err)
-	}
-	var floor time.Duration
-	if db != nil {
-		floor = rawCommits(b, db, commits, recs, recBytes, blobs, blobBytes)
-	}
+	made := madeSince(h0, before)
+	recs, recBytes, blobs, blobBytes := made.recs, made.recBytes, made.blobs, made.blobBytes
 	perRound := elapsed / time.Duration(rounds)
 	b.ReportMetric(float64(perRound.Microseconds())/1000, "ms/round")
 	b.ReportMetric(float64(floor.Microseconds())/1000/float64(rounds), "floor-ms/round")
@@ -238,6 +261,9 @@ func benchToolRound(b *testing.B, st world.Storage, db *bbolt.DB) {
 	bound := (float64(floor.Microseconds())/1000 + float64(inModel.Load()+inTool.Load())/1e6) / float64(rounds)
 	b.ReportMetric(bound, "bound-ms/round")
 	b.ReportMetric(float64(steady.Microseconds())/1000/float64(rounds)-bound, "engine-ms/round")
+	// The issue's figure: the engine's overhead a round, durable commits
+	// included: a steady round less the time inside the model adapter.
+	b.ReportMetric((float64(steady.Microseconds())/1000-float64(inModel.Load())/1e6)/float64(rounds), "overhead-ms/round")
 	if testing.Verbose() {
 		fmt.Printf("rounds %d in %s (%s each); %d commits, %d records (%d B), %d blobs (%d B); the raw floor %s\n",
 			rounds, elapsed, perRound, commits, recs, recBytes, blobs, blobBytes, floor)
@@ -279,13 +305,13 @@ func txid(db *bbolt.DB) int {
 
 // rawCommits makes n bbolt commits that together write recs values of
 // recBytes bytes under sequential keys and blobs values of blobBytes bytes
-// under BLAKE3 keys, and returns the time they took.
-func rawCommits(b *testing.B, db *bbolt.DB, n, recs, recBytes, blobs, blobBytes int) time.Duration {
+// under BLAKE3 keys, and returns the time they took. The keys are made
+// from *seq on, which it advances: every call inserts, none overwrites.
+func rawCommits(b *testing.B, db *bbolt.DB, seq *uint64, n, recs, recBytes, blobs, blobBytes int) time.Duration {
 	b.Helper()
 	if n == 0 {
 		return 0
 	}
-	var seq uint64
 	start := time.Now()
 	for i := range n {
 		// Commit i writes its share of each, spread evenly.
@@ -301,17 +327,17 @@ func rawCommits(b *testing.B, db *bbolt.DB, n, recs, recBytes, blobs, blobBytes 
 				return err
 			}
 			for range nr {
-				seq++
+				*seq++
 				var k [8]byte
-				binary.BigEndian.PutUint64(k[:], seq)
+				binary.BigEndian.PutUint64(k[:], *seq)
 				if err := rb.Put(k[:], make([]byte, recBytes/recs)); err != nil {
 					return err
 				}
 			}
 			for range nb {
-				seq++
+				*seq++
 				var k [8]byte
-				binary.BigEndian.PutUint64(k[:], seq)
+				binary.BigEndian.PutUint64(k[:], *seq)
 				key := cas.Sum(k[:]).Digest()
 				if err := bb.Put(key[:], make([]byte, blobBytes/blobs)); err != nil {
 					return err
