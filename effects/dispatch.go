@@ -175,22 +175,28 @@ func (d *Dispatcher) Dispatch(in *Intent) {
 	go d.run(in, attempt)
 }
 
-func (d *Dispatcher) run(in *Intent, attempt int) {
+func (d *Dispatcher) run(in *Intent, attempt int) { d.runWith(d.ctx, in, attempt, nil) }
+
+// runWith runs in under ctx (the dispatcher's, or one derived from it) and
+// sends its completion; pending, if not nil, reads blobs not yet in the
+// store (see DispatchEarly).
+func (d *Dispatcher) runWith(ctx context.Context, in *Intent, attempt int, pending cas.Getter) {
 	defer d.wg.Done()
 	select {
 	case d.sem <- struct{}{}:
-	case <-d.ctx.Done():
+	case <-ctx.Done():
 		return
 	}
 	defer func() { <-d.sem }()
 	start := d.opts.Now()
 	stage := newStaging(d.store)
-	r := d.call(in, attempt, stage)
+	stage.unstored = pending
+	r := d.call(ctx, in, attempt, stage)
 	c := Completion{Intent: in, Receipt: r, Elapsed: d.opts.Now().Sub(start), Blobs: stage.take()}
 	d.opts.Logger.Debug("effect done", "kind", in.Kind, "intent", in.Hash.Short(), "status", r.Status, "elapsed", c.Elapsed)
 	select {
 	case d.out <- c:
-	case <-d.ctx.Done():
+	case <-ctx.Done():
 	}
 }
 
@@ -264,7 +270,7 @@ func (d *Dispatcher) newCall(in *Intent, params schema.Value, stage *staging, at
 	return call
 }
 
-func (d *Dispatcher) call(in *Intent, attempt int, stage *staging) Receipt {
+func (d *Dispatcher) call(ctx context.Context, in *Intent, attempt int, stage *staging) Receipt {
 	a, ok := d.adapters[in.Kind]
 	if !ok {
 		return Errorf("dispatcher", "no adapter runs %s effects in this world", in.Kind)
@@ -273,7 +279,7 @@ func (d *Dispatcher) call(in *Intent, attempt int, stage *staging) Receipt {
 	if err != nil {
 		return Errorf("dispatcher", "%v", err)
 	}
-	return d.execute(d.ctx, a, d.newCall(in, params, stage, attempt))
+	return d.execute(ctx, a, d.newCall(in, params, stage, attempt))
 }
 
 // execute runs call on a under the intent's timeout and returns a

@@ -14,6 +14,9 @@ import (
 // durable with its blobs or lost with them (and the intent runs again).
 type staging struct {
 	base cas.Store
+	// unstored, if not nil, reads blobs that will be stored with the
+	// call's intent and are not in base yet (a call started early).
+	unstored cas.Getter
 
 	mu    sync.Mutex
 	blobs map[cas.Ref][]byte
@@ -49,11 +52,17 @@ func (s *staging) Get(ctx context.Context, r cas.Ref) ([]byte, error) {
 	if b, ok := s.pending(r); ok {
 		return append([]byte(nil), b...), nil
 	}
+	if b, ok := s.unstoredBlob(ctx, r); ok {
+		return b, nil
+	}
 	return s.base.Get(ctx, r)
 }
 
 func (s *staging) Has(ctx context.Context, r cas.Ref) (bool, error) {
 	if _, ok := s.pending(r); ok {
+		return true, nil
+	}
+	if _, ok := s.unstoredBlob(ctx, r); ok {
 		return true, nil
 	}
 	return s.base.Has(ctx, r)
@@ -63,7 +72,19 @@ func (s *staging) Stat(ctx context.Context, r cas.Ref) (int64, error) {
 	if b, ok := s.pending(r); ok {
 		return int64(len(b)), nil
 	}
+	if b, ok := s.unstoredBlob(ctx, r); ok {
+		return int64(len(b)), nil
+	}
 	return s.base.Stat(ctx, r)
+}
+
+// unstoredBlob reads r from the blobs not yet stored, if there are any.
+func (s *staging) unstoredBlob(ctx context.Context, r cas.Ref) ([]byte, bool) {
+	if s.unstored == nil {
+		return nil, false
+	}
+	b, err := s.unstored.Get(ctx, r)
+	return b, err == nil
 }
 
 // Iterate walks the base store; staged blobs are not visited.

@@ -64,3 +64,31 @@ func TestStagingPutHonoursContext(t *testing.T) {
 		t.Fatal("a refused Put was staged")
 	}
 }
+
+// TestStagingReadsUnstoredBlobs: a call started early reads the blobs that
+// its intent's commit will store, from unstored, before the store has
+// them; what is in neither is not found.
+func TestStagingReadsUnstoredBlobs(t *testing.T) {
+	ctx := context.Background()
+	base := cas.NewMemory()
+	unstored := cas.NewMemory()
+	u, _ := unstored.Put(ctx, []byte("in the commit under way"))
+	s := newStaging(base)
+	s.unstored = unstored
+	if got, err := s.Get(ctx, u); err != nil || string(got) != "in the commit under way" {
+		t.Errorf("Get = %q, %v", got, err)
+	}
+	if ok, err := s.Has(ctx, u); !ok || err != nil {
+		t.Errorf("Has = %v, %v", ok, err)
+	}
+	if n, err := s.Stat(ctx, u); n != 23 || err != nil {
+		t.Errorf("Stat = %d, %v", n, err)
+	}
+	missing := cas.Sum([]byte("nowhere"))
+	if _, err := s.Get(ctx, missing); !errors.Is(err, cas.ErrNotFound) {
+		t.Errorf("Get(missing) = %v; want ErrNotFound", err)
+	}
+	if len(s.take()) != 0 {
+		t.Error("unstored blobs are the world's, not the call's")
+	}
+}

@@ -37,6 +37,17 @@
 // adapter says no (and is dispatched as usual) when it would wait for the
 // world to move on.
 //
+// # Early effects
+//
+// An effect whose adapter is an effects.EarlyAdapter (the model's) starts
+// while the commit of its intent is under way, and sends nothing until the
+// intent is durable (effects.WaitDurable): it reads its inputs and builds
+// its request while the commit waits for the disk. It reads the batch's
+// blobs through the overlay until the commit has stored them. If the
+// commit fails, WaitDurable says so and the call is cancelled; nothing has
+// left the process. The write-ahead rule holds: an effect that reaches
+// outside the world does so only for an intent in the journal.
+//
 // # Journal
 //
 // Inputs are Manifest, DomainEvent and Receipt records. Everything else —

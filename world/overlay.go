@@ -2,6 +2,7 @@ package world
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/demiurge-dev/demiurge/cas"
@@ -48,4 +49,21 @@ func (o *overlay) clear() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.pending = nil
+}
+
+// unstored returns a Getter of the staged blobs alone: those a commit
+// under way will store (see effects.Dispatcher.DispatchEarly). Past clear
+// it finds nothing, and the store has them.
+func (o *overlay) unstored() cas.Getter { return unstoredGetter{o} }
+
+type unstoredGetter struct{ o *overlay }
+
+func (g unstoredGetter) Get(_ context.Context, r cas.Ref) ([]byte, error) {
+	g.o.mu.RLock()
+	b, ok := g.o.pending[r]
+	g.o.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", cas.ErrNotFound, r)
+	}
+	return append([]byte(nil), b...), nil
 }

@@ -207,6 +207,18 @@ func (w *World) applyBatch(ctx context.Context, ins []*Input, extraBlobs [][]byt
 	if w.err != nil {
 		return journal.Head{}, w.err
 	}
+	// The effects started before their intents are durable, waiting for
+	// the commit's outcome (see below). Any way out but the one that
+	// releases them as durable (a failed commit, a broken world, a panic)
+	// releases them as not.
+	var early []func(durable bool)
+	release := func(durable bool) {
+		for _, c := range early {
+			c(durable)
+		}
+		early = nil
+	}
+	defer release(false)
 	defer func() {
 		// A bug in the kernel must not take the process down with it: the
 		// world stops, the journal keeps everything committed before.
@@ -282,6 +294,24 @@ func (w *World) applyBatch(ctx context.Context, ins []*Input, extraBlobs [][]byt
 		w.cas.stage(blobs[staged:]) // the receipts' steps read them
 		staged = len(blobs)
 	}
+	// Effects whose adapters start early (the model's) start now: they
+	// build their requests while the commit waits for the disk, and send
+	// them once their intents are durable (effects.EarlyAdapter). They
+	// read the batch's blobs through w.cas until the commit has stored
+	// them.
+	if w.disp != nil && w.disp.MayStartEarly(dispatch) {
+		w.cas.stage(blobs[staged:])
+		staged = len(blobs)
+		later := dispatch[:0:0]
+		for _, intent := range dispatch {
+			if committed := w.disp.DispatchEarly(intent, w.cas.unstored()); committed != nil {
+				early = append(early, committed)
+			} else {
+				later = append(later, intent)
+			}
+		}
+		dispatch = later
+	}
 	head, err = w.opts.Storage.Commit(ctx, w.opts.Name, w.head, records, blobs)
 	if err != nil {
 		w.err = fmt.Errorf("world %s: commit failed: %w (reopen it to recover from the journal)", w.opts.Name, err)
@@ -302,6 +332,9 @@ func (w *World) applyBatch(ctx context.Context, ins []*Input, extraBlobs [][]byt
 		}
 		w.opts.OnCommit(recs)
 	}
+	// The batch's effects go out once OnCommit has seen its records, those
+	// started early as the others.
+	release(true)
 	if w.disp != nil {
 		for _, intent := range dispatch {
 			w.disp.Dispatch(intent)

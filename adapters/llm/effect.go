@@ -59,7 +59,14 @@ func (a *Adapter) Run(ctx context.Context, c *effects.Call) effects.Receipt {
 	return r
 }
 
-var _ effects.Adapter = (*Adapter)(nil)
+// StartsEarly reports that the adapter may start before its intent is
+// durable (see effects.EarlyAdapter): it reads the transcript and builds
+// and encodes the request meanwhile, and sends nothing before
+// effects.WaitDurable returns (the request waits for it at the last
+// moment, in the SDK's middleware).
+func (a *Adapter) StartsEarly() bool { return true }
+
+var _ effects.EarlyAdapter = (*Adapter)(nil)
 
 // String describes the adapter for logs.
 func (a *Adapter) String() string { return fmt.Sprintf("llm adapter (%s)", a.Generator.cfg.Provider) }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"reflect"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
 	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/effects"
 )
 
 const testKey = "sk-test-0123456789abcdef"
@@ -654,6 +656,44 @@ func TestGenerateDeltasAreLive(t *testing.T) {
 		}
 		if strings.Join(deltas, "|") != "one |two |three" || r.OutputText != "one two three" {
 			t.Errorf("%s: deltas %q, text %q", prov, deltas, r.OutputText)
+		}
+	}
+}
+
+// TestGenerateWaitsForDurable: started before its intent is durable (an
+// early call), a generation builds its request and sends nothing until
+// the intent is durable; if it never is, nothing is sent at all.
+func TestGenerateWaitsForDurable(t *testing.T) {
+	for _, m := range modes {
+		for _, durable := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/durable=%v", m.name, durable), func(t *testing.T) {
+				srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{{Text: "hello"}}})
+				t.Cleanup(srv.Close)
+				g := newTestGenerator(t, srv, nil)
+				st := newStore()
+				p := Params{Provider: m.provider, Model: "gpt-5.2", MessageRefs: []cas.Ref{st.put(t, "hi")}}
+				var onDelta func(string)
+				if m.stream {
+					onDelta = func(string) {}
+				}
+				ctx, committed := effects.EarlyContext(t.Context())
+				done := make(chan error, 1)
+				go func() {
+					_, err := g.Generate(ctx, st, p, testKey, onDelta)
+					done <- err
+				}()
+				time.Sleep(50 * time.Millisecond) // time enough to send, were it allowed
+				if n := len(srv.Requests()); n != 0 {
+					t.Fatalf("%d requests sent before the intent was durable", n)
+				}
+				committed(durable)
+				err := <-done
+				if n := len(srv.Requests()); durable && (err != nil || n != 1) {
+					t.Errorf("durable: Generate = %v with %d requests; want nil, 1", err, n)
+				} else if !durable && (err == nil || n != 0) {
+					t.Errorf("not durable: Generate = %v with %d requests; want an error, 0", err, n)
+				}
+			})
 		}
 	}
 }

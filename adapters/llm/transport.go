@@ -13,6 +13,7 @@ import (
 
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/demiurge-dev/demiurge/effects"
 	"github.com/demiurge-dev/demiurge/internal/readall"
 )
 
@@ -46,6 +47,12 @@ func (c *capture) middleware(req *http.Request, next option.MiddlewareNext) (*ht
 		}
 		c.request = b
 		req.Body = io.NopCloser(bytes.NewReader(b))
+	}
+	// The request leaves the process here, and not before its intent is
+	// durable: the call may have started while the world was committing it
+	// (effects.EarlyAdapter).
+	if err := effects.WaitDurable(req.Context()); err != nil {
+		return nil, err
 	}
 	resp, err := next(req)
 	if err != nil || resp == nil {
