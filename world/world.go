@@ -301,7 +301,6 @@ func (w *World) applyBatch(ctx context.Context, ins []*Input, extraBlobs [][]byt
 	// them.
 	if w.disp != nil && w.disp.MayStartEarly(dispatch) {
 		w.cas.stage(blobs[staged:])
-		staged = len(blobs)
 		later := dispatch[:0:0]
 		for _, intent := range dispatch {
 			if committed := w.disp.DispatchEarly(intent, w.cas.unstored()); committed != nil {
