@@ -1,6 +1,7 @@
 package demiurge_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -87,15 +88,15 @@ func benchToolRound(b *testing.B, st world.Storage, db *bbolt.DB) {
 	// size of a real turn.
 	const toolRounds = 4
 	srv := llmtest.NewServerFunc(func(r llmtest.Request) llmtest.Turn {
-		var body struct{ Input []json.RawMessage }
-		_ = json.Unmarshal(r.Body, &body)
-		in := body.Input
-		if len(in) > 2*toolRounds {
+		// The rounds done: the tool outputs in the request's input, counted
+		// without decoding it (the fake model's time is not the engine's).
+		done := bytes.Count(r.Body, []byte(`"type":"function_call_output"`))
+		if done >= toolRounds {
 			return llmtest.Turn{Text: "done"}
 		}
 		// A valid call whose arguments differ each round (the repeat guard
-		// stops identical ones).
-		args := fmt.Sprintf(`{"names":["demiurge/ChatEvent@1"],"consistency":"at_least:%d"}`, len(in))
+		// stops identical ones); the input has 1+2·done items.
+		args := fmt.Sprintf(`{"names":["demiurge/ChatEvent@1"],"consistency":"at_least:%d"}`, 1+2*done)
 		return llmtest.Turn{Calls: []llmtest.Call{{Name: "introspect_schemas", Arguments: args}}}
 	})
 	defer srv.Close()
