@@ -36,8 +36,23 @@ type Resolver interface {
 // Errors are *PathError naming the path inside the value, e.g.
 // `$.messages[3].role: unknown variant tag "Bot" (want Assistant|User)`.
 func Normalize(r Resolver, t *Type, v Value) (Value, error) {
-	n := normalizer{r: r}
-	return n.norm(t, v, nil, 0)
+	return normalizeTwice(normalizer{r: r}, t, v)
+}
+
+// normalizeTwice normalizes v without tracking where it is inside the
+// value (most values are valid, and the path's steps are allocations);
+// on failure it normalizes again, tracking, to name the place in the error.
+func normalizeTwice(n normalizer, t *Type, v Value) (Value, error) {
+	n.untracked = true
+	out, err := n.norm(t, v, nil, 0)
+	if err == nil {
+		return out, nil
+	}
+	n.untracked = false
+	if _, again := n.norm(t, v, nil, 0); again != nil {
+		return nil, again
+	}
+	return nil, err // not reached: normalizing is deterministic
 }
 
 // NormalizeJSON parses JSON and normalizes it against t. Both AIR JSON
@@ -53,8 +68,7 @@ func NormalizeJSON(r Resolver, t *Type, data []byte) (Value, error) {
 	if err != nil {
 		return nil, &PathError{Path: "$", Msg: "invalid JSON: " + err.Error()}
 	}
-	n := normalizer{r: r, json: true}
-	return n.norm(t, jsonInput(j), nil, 0)
+	return normalizeTwice(normalizer{r: r, json: true}, t, jsonInput(j))
 }
 
 // jsonInput converts parsed JSON into the generic input of the normalizer:
@@ -87,6 +101,32 @@ func jsonInput(j *jnode) Value {
 type normalizer struct {
 	r    Resolver
 	json bool // input came from JSON: the tagged lens and text encodings apply
+	// untracked: the steps into the value are not recorded, and errors say
+	// "$" for where they are (see normalizeTwice).
+	untracked bool
+}
+
+// field, index and key are the path to a field, element or entry inside
+// the value at path, or nil when paths are not tracked.
+func (n *normalizer) field(path *vpath, name string) *vpath {
+	if n.untracked {
+		return nil
+	}
+	return path.field(name)
+}
+
+func (n *normalizer) index(path *vpath, i int) *vpath {
+	if n.untracked {
+		return nil
+	}
+	return path.index(i)
+}
+
+func (n *normalizer) key(path *vpath, k Value) *vpath {
+	if n.untracked {
+		return nil
+	}
+	return path.key(k)
 }
 
 func errAt(path *vpath, format string, args ...any) error {
@@ -267,14 +307,14 @@ func (n *normalizer) sugar(t *Type, v Value, path *vpath, depth int) (Value, err
 		}
 		return d, nil
 	case KindBytes:
-		switch v := v.(type) {
+		switch bv := v.(type) {
 		case []byte:
 			return v, nil
 		case string:
 			if !n.json {
 				return nil, errAt(path, "want bytes, got a string")
 			}
-			b, err := base64.StdEncoding.DecodeString(v)
+			b, err := base64.StdEncoding.DecodeString(bv)
 			if err != nil {
 				return nil, errAt(path, "bytes must be standard base64 (with padding): %v", err)
 			}
@@ -282,8 +322,8 @@ func (n *normalizer) sugar(t *Type, v Value, path *vpath, depth int) (Value, err
 		}
 		return nil, errAt(path, "want bytes, got %s", describe(v))
 	case KindText:
-		if s, ok := v.(string); ok {
-			return s, nil
+		if _, ok := v.(string); ok {
+			return v, nil // v itself, not a new interface value of it
 		}
 		return nil, errAt(path, "want text, got %s", describe(v))
 	case KindTime:
@@ -316,7 +356,7 @@ func (n *normalizer) sugar(t *Type, v Value, path *vpath, depth int) (Value, err
 		if _, err := cas.ParseRef(s); err != nil {
 			return nil, errAt(path, "%v", err)
 		}
-		return s, nil // ParseRef takes only a ref's canonical text
+		return v, nil // ParseRef takes only a ref's canonical text
 	case KindUUID:
 		s, ok := v.(string)
 		if !ok {
@@ -338,7 +378,7 @@ func (n *normalizer) sugar(t *Type, v Value, path *vpath, depth int) (Value, err
 		}
 		var out []Value // made at the first element that changes
 		for i, e := range arr {
-			ev, err := n.norm(t.Elem, e, path.index(i), depth+1)
+			ev, err := n.norm(t.Elem, e, n.index(path, i), depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -357,7 +397,7 @@ func (n *normalizer) sugar(t *Type, v Value, path *vpath, depth int) (Value, err
 			return sortSet(out, path)
 		}
 		if out == nil {
-			return arr, nil
+			return v, nil
 		}
 		return out, nil
 	case KindMap:
@@ -373,6 +413,17 @@ func (n *normalizer) sugar(t *Type, v Value, path *vpath, depth int) (Value, err
 }
 
 func (n *normalizer) integer(k TypeKind, v Value, path *vpath) (Value, error) {
+	// Already canonical and in range: v itself (no new interface value).
+	switch x := v.(type) {
+	case uint64:
+		if k == KindNat || x <= math.MaxInt64 {
+			return v, nil
+		}
+	case int64:
+		if x < 0 && k == KindInt {
+			return v, nil
+		}
+	}
 	var iv Value
 	switch v := v.(type) {
 	case uint64, int64:
@@ -475,7 +526,7 @@ func (n *normalizer) record(t *Type, v Value, path *vpath, depth int) (Value, er
 			return nil, errAt(path, "record key %s is not text", String(e.Key))
 		}
 		if _, ok := t.FieldType(k); !ok {
-			return nil, errAt(path.field(k), "unknown field %q (want %s)", k, strings.Join(t.FieldNames(), "|"))
+			return nil, errAt(n.field(path, k), "unknown field %q (want %s)", k, strings.Join(t.FieldNames(), "|"))
 		}
 	}
 	// m is already normal if it has every field (with its encoding, so
@@ -489,7 +540,7 @@ func (n *normalizer) record(t *Type, v Value, path *vpath, depth int) (Value, er
 	}
 	for j, fk := range fields {
 		f := fk.field
-		fp := path.field(f.Name)
+		fp := n.field(path, f.Name)
 		var fv Value
 		i, present := m.search(fk.enc)
 		if present {
@@ -565,8 +616,9 @@ func (n *normalizer) variant(t *Type, v Value, path *vpath, depth int) (Value, e
 				}
 			}
 			val, has := v.Get(ValueKey)
-			var in *Map
-			if v.Len() == 2 && v.entries[0].enc != nil && v.entries[1].enc != nil {
+			var in *Map // v, if it is in the canonical form (keys encoded)
+			if v.Len() == 2 && v.entries[0].enc != nil && v.entries[1].enc != nil ||
+				v.Len() == 1 && v.entries[0].enc != nil {
 				in = v
 			}
 			return n.variantArm(t, in, tag, val, has, path, depth)
@@ -581,9 +633,10 @@ func (n *normalizer) variant(t *Type, v Value, path *vpath, depth int) (Value, e
 }
 
 // variantArm normalizes the arm tagv of t with the value val (has: val is
-// given, even if null). in is the variant as given when it is a map in
-// the canonical form, {$tag, $value} and nothing else, entries encoded: it
-// is returned as it is if nothing in it changes.
+// given, even if null). in is the variant as given when it is a map of
+// $tag and maybe $value, entries encoded: it is returned as it is if it is
+// the normal form ({$tag} for a unit arm, {$tag, $value} for the others)
+// and nothing in it changes.
 func (n *normalizer) variantArm(t *Type, in *Map, tagv, val Value, has bool, path *vpath, depth int) (Value, error) {
 	tag, ok := tagv.(string)
 	if !ok {
@@ -599,16 +652,19 @@ func (n *normalizer) variantArm(t *Type, in *Map, tagv, val Value, has bool, pat
 	}
 	if rt.Kind == KindUnit {
 		if has {
-			if _, err := n.norm(at, val, path.field(ValueKey), depth+1); err != nil {
+			if _, err := n.norm(at, val, n.field(path, ValueKey), depth+1); err != nil {
 				return nil, errAt(path, "variant arm %q is unit and takes no value, got %s", tag, describe(val))
 			}
+		}
+		if in != nil && !has {
+			return in, nil // already {$tag}
 		}
 		return Variant(tag, nil), nil
 	}
 	if !has && rt.Kind != KindOption {
 		return nil, errAt(path, "variant arm %q needs a value of type %s", tag, at)
 	}
-	nv, err := n.norm(at, val, path.field(ValueKey), depth+1)
+	nv, err := n.norm(at, val, n.field(path, ValueKey), depth+1)
 	if err != nil {
 		return nil, err
 	}
@@ -621,7 +677,7 @@ func (n *normalizer) variantArm(t *Type, in *Map, tagv, val Value, has bool, pat
 func (n *normalizer) mapPairs(t *Type, arr []Value, path *vpath, depth int) (Value, error) {
 	es := make([]MapEntry, 0, len(arr))
 	for i, p := range arr {
-		ip := path.index(i)
+		ip := n.index(path, i)
 		switch p := p.(type) {
 		case []Value:
 			if len(p) != 2 {
@@ -649,7 +705,7 @@ func (n *normalizer) mapEntries(t *Type, es []MapEntry, path *vpath, depth int) 
 	}
 	out := &Map{entries: make([]MapEntry, 0, len(es))}
 	for _, e := range es {
-		kp := path.key(e.Key)
+		kp := n.key(path, e.Key)
 		k := e.Key
 		// JSON object keys are always strings; read them as the key type.
 		if s, ok := k.(string); ok && n.json && (kt.Kind == KindInt || kt.Kind == KindNat) {

@@ -290,3 +290,22 @@ func TestWithEncoding(t *testing.T) {
 		t.Errorf("an unencodable value: err %v, fn called %v", err, called)
 	}
 }
+
+// TestNormalizeNormalValueAllocates: normalizing a value that is already
+// normal copies nothing and tracks no path, so it allocates little (the
+// errors still name their paths: TestNormalizeJSON).
+func TestNormalizeNormalValueAllocates(t *testing.T) {
+	ty := mustType(t, `{"record":{"a":{"nat":{}},"l":{"list":{"record":{"h":{"text":{}},"v":{"variant":{"A":{"nat":{}},"B":{"unit":{}}}}}}}}}`)
+	v, err := NormalizeJSON(nil, ty, []byte(`{"a":1,"l":[{"h":"x","v":{"A":2}},{"h":"y","v":"B"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(50, func() {
+		if _, err := Normalize(nil, ty, v); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 0 {
+		t.Errorf("Normalize of a normal value made %v allocations, want 0", allocs)
+	}
+}
