@@ -520,31 +520,39 @@ func (n *normalizer) record(t *Type, v Value, path *vpath, depth int) (Value, er
 	if !ok {
 		return nil, errAt(path, "want record {%s}, got %s", strings.Join(t.FieldNames(), ", "), describe(v))
 	}
-	for _, e := range m.Entries() {
-		k, ok := e.Key.(string)
-		if !ok {
-			return nil, errAt(path, "record key %s is not text", String(e.Key))
-		}
-		if _, ok := t.FieldType(k); !ok {
-			return nil, errAt(n.field(path, k), "unknown field %q (want %s)", k, strings.Join(t.FieldNames(), "|"))
-		}
-	}
-	// m is already normal if it has every field (with its encoding, so
-	// nothing is written to m) and each field's value normalizes to
-	// itself: then m is the result and nothing is copied. out is made at
-	// the first difference.
+	// aligned: m has exactly t's fields in canonical order, their keys
+	// encoded (the form normalizing gives): no key needs checking or
+	// looking up, and m is the result if each field's value normalizes to
+	// itself (nothing is written to m, nothing copied). Otherwise out is
+	// made at the first difference.
 	fields := t.canonicalFields()
+	aligned := m.Len() == len(fields)
+	for j := 0; aligned && j < len(fields); j++ {
+		e := &m.entries[j]
+		aligned = e.enc != nil && string(e.enc) == string(fields[j].enc)
+	}
 	var out *Map
-	if m.Len() != len(fields) {
+	if !aligned {
+		for _, e := range m.Entries() {
+			k, ok := e.Key.(string)
+			if !ok {
+				return nil, errAt(path, "record key %s is not text", String(e.Key))
+			}
+			if _, ok := t.FieldType(k); !ok {
+				return nil, errAt(n.field(path, k), "unknown field %q (want %s)", k, strings.Join(t.FieldNames(), "|"))
+			}
+		}
 		out = &Map{entries: make([]MapEntry, 0, len(fields))}
 	}
 	for j, fk := range fields {
 		f := fk.field
 		fp := n.field(path, f.Name)
 		var fv Value
-		i, present := m.search(fk.enc)
-		if present {
-			fv = m.entries[i].Value
+		present := aligned
+		if aligned {
+			fv = m.entries[j].Value
+		} else if i, ok := m.search(fk.enc); ok {
+			fv, present = m.entries[i].Value, true
 		}
 		ft, err := n.resolve(f.Type, fp)
 		if err != nil {
@@ -557,7 +565,7 @@ func (n *normalizer) record(t *Type, v Value, path *vpath, depth int) (Value, er
 		if err != nil {
 			return nil, err
 		}
-		if out == nil && (!same(nv, fv) || m.entries[j].enc == nil) {
+		if out == nil && !same(nv, fv) {
 			out = &Map{entries: make([]MapEntry, j, len(fields))}
 			copy(out.entries, m.entries[:j])
 		}
