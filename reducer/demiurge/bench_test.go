@@ -63,16 +63,32 @@ func BenchmarkToolRound(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		benchToolRound(b, st, s.DB())
+		benchToolRound(b, st, s.DB(), 4)
 	})
 	b.Run("memory", func(b *testing.B) {
-		benchToolRound(b, world.NewMemoryStorage(), nil)
+		benchToolRound(b, world.NewMemoryStorage(), nil, 4)
 	})
 }
 
-// benchToolRound runs BenchmarkToolRound on st; db is st's bbolt file, or
-// nil if it has none.
-func benchToolRound(b *testing.B, st world.Storage, db *bbolt.DB) {
+// BenchmarkToolRoundLongTurn is BenchmarkToolRound on bolt with turns of
+// 64 tool rounds: what a round costs, and writes, when the transcript, the
+// chat's state and the model's request grow through a long turn.
+func BenchmarkToolRoundLongTurn(b *testing.B) {
+	s, err := store.Open(b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	st, err := world.NewBoltStorage(s.CAS(), s.Journal())
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchToolRound(b, st, s.DB(), 64)
+}
+
+// benchToolRound runs BenchmarkToolRound on st with turns of toolRounds
+// rounds; db is st's bbolt file, or nil if it has none.
+func benchToolRound(b *testing.B, st world.Storage, db *bbolt.DB, toolRounds int) {
 	ctx := context.Background()
 	defer func(v bool) { demiurge.VerifyMemo = v }(demiurge.VerifyMemo)
 	demiurge.VerifyMemo = false // the tests' check, not the product's work
@@ -83,10 +99,9 @@ func benchToolRound(b *testing.B, st world.Storage, db *bbolt.DB) {
 		b.Fatal(err)
 	}
 	// Each chat (one per iteration) gets a turn of toolRounds tool rounds:
-	// the model calls introspect_journal_head, gets its output, calls it
+	// the model calls introspect_schemas, gets its output, calls it
 	// again..., then answers. The transcript and the chat's state stay the
-	// size of a real turn.
-	const toolRounds = 4
+	// size of one turn.
 	srv := llmtest.NewServerFunc(func(r llmtest.Request) llmtest.Turn {
 		// The rounds done: the tool outputs in the request's input, counted
 		// without decoding it (the fake model's time is not the engine's).
