@@ -51,13 +51,17 @@ func WaitDurable(ctx context.Context) error {
 	}
 	select {
 	case <-d.done:
-		if !d.ok {
-			return fmt.Errorf("%w (the world's commit failed)", ErrNotDurable)
-		}
-		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		select {
+		case <-d.done: // decided meanwhile (a failed commit also cancels ctx): that answer
+		default:
+			return ctx.Err()
+		}
 	}
+	if !d.ok {
+		return fmt.Errorf("%w (the world's commit failed)", ErrNotDurable)
+	}
+	return nil
 }
 
 // MayStartEarly reports whether any of intents has an EarlyAdapter that

@@ -38,8 +38,9 @@ func (e *earlyHTTP) Run(ctx context.Context, c *effects.Call) effects.Receipt {
 	e.note("started")
 	e.started <- struct{}{}
 	if err := effects.WaitDurable(ctx); err != nil {
-		e.note("not durable")
-		if !errors.Is(err, effects.ErrNotDurable) && !errors.Is(err, context.Canceled) {
+		if errors.Is(err, effects.ErrNotDurable) {
+			e.note("not durable")
+		} else {
 			e.note(fmt.Sprintf("WaitDurable: %v", err))
 		}
 		return effects.Errorf("fake", "%v", err)
