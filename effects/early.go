@@ -113,7 +113,9 @@ func (d *Dispatcher) DispatchEarly(in *Intent, pending cas.Getter) (committed fu
 	d.mu.Unlock()
 	ctx, committed := EarlyContext(d.ctx)
 	go func() {
-		defer committed(false) // past the commit's outcome, a no-op
+		// Releases the context; an outcome already given stands (and one
+		// given later is ignored: the run is over).
+		defer committed(false)
 		d.runWith(ctx, in, attempt, pending)
 	}()
 	return committed

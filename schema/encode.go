@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -17,32 +18,15 @@ import (
 // bytes a value is stored and hashed as. It produces exactly the bytes
 // cas.Marshal would, faster, without reflection.
 func Encode(v Value) ([]byte, error) {
-	// Encode into a reused scratch buffer and copy the result out: one
-	// allocation of the exact size, where appending to a fresh slice would
-	// make one for every doubling.
-	sp := scratch.Get().(*[]byte)
-	b, err := AppendEncode((*sp)[:0], v)
+	// Encode into a reused buffer and copy the result out: one allocation
+	// of the exact size, where appending to a fresh slice would make one
+	// for every doubling.
 	var out []byte
-	if err == nil {
-		out = make([]byte, len(b))
-		copy(out, b)
-	}
-	if cap(b) <= maxScratch {
-		*sp = b
-		scratch.Put(sp)
-	}
+	err := WithEncoding(v, func(b []byte) error { out = bytes.Clone(b); return nil })
 	return out, err
 }
 
-// AppendEncode appends Encode(v) to b and returns the extended buffer:
-// for a caller that reuses its buffer. On error, the returned buffer is
-// nil.
-func AppendEncode(b []byte, v Value) ([]byte, error) {
-	b = append(b, cas.SelfDescribePrefix...)
-	return appendValue(b, v)
-}
-
-// scratch holds Encode's buffers; maxScratch is the largest kept.
+// scratch holds WithEncoding's buffers; maxScratch is the largest kept.
 var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 const maxScratch = 1 << 20
@@ -65,14 +49,15 @@ func Ref(v Value) (cas.Ref, error) {
 // the encoding's error, or fn's.
 func WithEncoding(v Value, fn func([]byte) error) error {
 	sp := scratch.Get().(*[]byte)
-	b, err := AppendEncode((*sp)[:0], v)
+	b := append((*sp)[:0], cas.SelfDescribePrefix...)
+	b, err := appendValue(b, v)
 	if err == nil {
 		err = fn(b)
+		if cap(b) <= maxScratch {
+			*sp = b
+		}
 	}
-	if cap(b) <= maxScratch {
-		*sp = b
-		scratch.Put(sp)
-	}
+	scratch.Put(sp)
 	return err
 }
 

@@ -21,13 +21,21 @@ type overlay struct {
 }
 
 func (o *overlay) Get(ctx context.Context, r cas.Ref) ([]byte, error) {
-	o.mu.RLock()
-	b, ok := o.pending[r]
-	o.mu.RUnlock()
-	if ok {
-		return append([]byte(nil), b...), nil
+	if b, ok := o.staged(r); ok {
+		return b, nil
 	}
 	return o.base.Get(ctx, r)
+}
+
+// staged returns a copy of the staged blob r, if it is staged.
+func (o *overlay) staged(r cas.Ref) ([]byte, bool) {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	b, ok := o.pending[r]
+	if !ok {
+		return nil, false
+	}
+	return append([]byte(nil), b...), true
 }
 
 // stage makes blobs readable until clear.
@@ -59,11 +67,8 @@ func (o *overlay) unstored() cas.Getter { return unstoredGetter{o} }
 type unstoredGetter struct{ o *overlay }
 
 func (g unstoredGetter) Get(_ context.Context, r cas.Ref) ([]byte, error) {
-	g.o.mu.RLock()
-	b, ok := g.o.pending[r]
-	g.o.mu.RUnlock()
-	if !ok {
-		return nil, fmt.Errorf("%w: %s", cas.ErrNotFound, r)
+	if b, ok := g.o.staged(r); ok {
+		return b, nil
 	}
-	return append([]byte(nil), b...), nil
+	return nil, fmt.Errorf("%w: %s", cas.ErrNotFound, r)
 }

@@ -54,16 +54,8 @@ import (
 // durable commits and the tool included (the figure the target bounds).
 func BenchmarkToolRound(b *testing.B) {
 	b.Run("bolt", func(b *testing.B) {
-		s, err := store.Open(b.TempDir(), nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer s.Close()
-		st, err := world.NewBoltStorage(s.CAS(), s.Journal())
-		if err != nil {
-			b.Fatal(err)
-		}
-		benchToolRound(b, st, s.DB(), 4)
+		st, db := boltStorage(b)
+		benchToolRound(b, st, db, 4)
 	})
 	b.Run("memory", func(b *testing.B) {
 		benchToolRound(b, world.NewMemoryStorage(), nil, 4)
@@ -74,16 +66,24 @@ func BenchmarkToolRound(b *testing.B) {
 // 64 tool rounds: what a round costs, and writes, when the transcript, the
 // chat's state and the model's request grow through a long turn.
 func BenchmarkToolRoundLongTurn(b *testing.B) {
+	st, db := boltStorage(b)
+	benchToolRound(b, st, db, 64)
+}
+
+// boltStorage opens a store as `demiurge run` does (internal/store: bbolt,
+// fsync every commit) in a temporary directory, closed when b ends, and
+// returns the world's storage on it and its bbolt file.
+func boltStorage(b *testing.B) (*world.BoltStorage, *bbolt.DB) {
 	s, err := store.Open(b.TempDir(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer s.Close()
+	b.Cleanup(func() { s.Close() })
 	st, err := world.NewBoltStorage(s.CAS(), s.Journal())
 	if err != nil {
 		b.Fatal(err)
 	}
-	benchToolRound(b, st, s.DB(), 64)
+	return st, s.DB()
 }
 
 // benchToolRound runs BenchmarkToolRound on st with turns of toolRounds
