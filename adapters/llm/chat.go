@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,8 +14,8 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 )
 
-// buildChatParams makes the request of the Chat Completions API from the
-// same transcript and tools as the Responses request:
+// buildChatParams makes the request of the Chat Completions API for model
+// m from the same transcript and tools as the Responses request:
 //
 //   - Params.Instructions becomes a leading system message; system and
 //     developer messages become system messages;
@@ -25,28 +24,41 @@ import (
 //   - function_call items become tool_calls of an assistant message (the
 //     one just before them, if the calls follow it directly);
 //   - function_call_output items become role "tool" messages;
-//   - reasoning items are dropped (Chat Completions cannot take them back);
+//   - reasoning items are dropped, unless m takes its reasoning back
+//     (Model.ReasoningEcho): then the text of the reasoning before an
+//     assistant message goes with it in that field ("" if it had none);
 //   - any other item type is an error.
+//
+// The reply is capped with m's token-limit field (max_tokens or
+// max_completion_tokens), at most its limit; a temperature and a
+// reasoning effort are sent only if m takes them. A stream asks for its
+// usage (stream_options.include_usage), which servers such as Ollama and
+// vLLM send only when asked.
 //
 // previous_response_id is ignored: Chat Completions is stateless, so the
 // whole transcript is always sent.
-func buildChatParams(p Params, items []item, tools []tool, stream bool) (openai.ChatCompletionNewParams, error) {
+func buildChatParams(p Params, items []item, tools []tool, stream bool, m Model) (openai.ChatCompletionNewParams, error) {
 	var cp openai.ChatCompletionNewParams
 	cp.Model = shared.ChatModel(p.Model)
-	if p.MaxTokens > 0 {
-		if p.MaxTokens > math.MaxInt64 {
-			return cp, invalidf("max_tokens %d is too large", p.MaxTokens)
+	if n, err := tokenLimit(p.MaxTokens, m); err != nil {
+		return cp, err
+	} else if n > 0 {
+		if m.ChatTokenLimit == MaxCompletionTokens {
+			cp.MaxCompletionTokens = openai.Int(n)
+		} else {
+			cp.MaxTokens = openai.Int(n)
 		}
-		cp.MaxTokens = openai.Int(int64(p.MaxTokens))
 	}
 	if p.Temperature != nil {
 		t, err := parseTemperature(*p.Temperature)
 		if err != nil {
 			return cp, err
 		}
-		cp.Temperature = openai.Float(t)
+		if m.Temperature {
+			cp.Temperature = openai.Float(t)
+		}
 	}
-	if p.ReasoningEffort != nil && *p.ReasoningEffort != "" {
+	if p.ReasoningEffort != nil && *p.ReasoningEffort != "" && m.ReasoningEffort {
 		cp.ReasoningEffort = shared.ReasoningEffort(*p.ReasoningEffort)
 	}
 	if stream {
@@ -55,7 +67,7 @@ func buildChatParams(p Params, items []item, tools []tool, stream bool) (openai.
 	if p.Instructions != nil {
 		cp.Messages = append(cp.Messages, openai.SystemMessage(*p.Instructions))
 	}
-	msgs, err := chatMessages(items)
+	msgs, err := chatMessages(items, m.ReasoningEcho)
 	if err != nil {
 		return cp, err
 	}
@@ -137,12 +149,21 @@ type chatPart struct {
 	Filename string `json:"filename"`
 }
 
-// chatMessages converts transcript items to chat messages.
-func chatMessages(items []item) ([]openai.ChatCompletionMessageParamUnion, error) {
+// chatMessages converts transcript items to chat messages. With echo set,
+// every assistant message carries the text of the reasoning items before
+// it (since the previous message) in the field echo names.
+func chatMessages(items []item, echo string) ([]openai.ChatCompletionMessageParamUnion, error) {
 	var msgs []openai.ChatCompletionMessageParamUnion
 	// open is the assistant message that function calls attach to: the
 	// last message, if it is an assistant message.
 	var open *openai.ChatCompletionAssistantMessageParam
+	var reasoning strings.Builder // since the last message
+	assistant := func(a *openai.ChatCompletionAssistantMessageParam) {
+		if echo != "" {
+			a.SetExtraFields(map[string]any{echo: reasoning.String()})
+		}
+		reasoning.Reset()
+	}
 	for _, it := range items {
 		var ci chatItem
 		if err := json.Unmarshal(it.raw, &ci); err != nil {
@@ -156,6 +177,11 @@ func chatMessages(items []item) ([]openai.ChatCompletionMessageParamUnion, error
 			}
 			msgs = append(msgs, msg)
 			open = asst
+			if asst != nil {
+				assistant(asst)
+			} else {
+				reasoning.Reset()
+			}
 		case "function_call":
 			if ci.CallID == "" || ci.Name == "" {
 				return nil, invalidf("%s: function_call needs call_id and name", it.where())
@@ -169,6 +195,7 @@ func chatMessages(items []item) ([]openai.ChatCompletionMessageParamUnion, error
 			}}
 			if open == nil {
 				open = &openai.ChatCompletionAssistantMessageParam{}
+				assistant(open)
 				msgs = append(msgs, openai.ChatCompletionMessageParamUnion{OfAssistant: open})
 			}
 			open.ToolCalls = append(open.ToolCalls, call)
@@ -183,12 +210,35 @@ func chatMessages(items []item) ([]openai.ChatCompletionMessageParamUnion, error
 			msgs = append(msgs, openai.ToolMessage(text, ci.CallID))
 			open = nil
 		case "reasoning":
-			// Dropped: Chat Completions has no way to take reasoning back.
+			// Sent back only with the assistant message that follows, and
+			// only to a model that takes it (echo).
+			if echo != "" {
+				reasoning.WriteString(reasoningText(it.raw))
+			}
 		default:
 			return nil, invalidf("%s: item type %q cannot be sent to provider %s", it.where(), kind, ProviderChat)
 		}
 	}
 	return msgs, nil
+}
+
+// reasoningText returns the reasoning text of a reasoning item: its
+// reasoning_text content parts (what a Chat Completions model wrote as
+// reasoning_content), joined.
+func reasoningText(raw json.RawMessage) string {
+	var r struct {
+		Content []chatPart `json:"content"`
+	}
+	if json.Unmarshal(raw, &r) != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, p := range r.Content {
+		if p.Type == "reasoning_text" {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
 }
 
 // chatMessage converts one message item. For an assistant message it also
@@ -300,9 +350,14 @@ type rawChat struct {
 	Choices *[]struct {
 		FinishReason *string `json:"finish_reason"`
 		Message      *struct {
-			Content   json.RawMessage `json:"content"`
-			Refusal   *string         `json:"refusal"`
-			ToolCalls []struct {
+			Content json.RawMessage `json:"content"`
+			Refusal *string         `json:"refusal"`
+			// ReasoningContent (DeepSeek, vLLM) and Reasoning
+			// (OpenRouter, Groq, newer vLLM) carry the model's
+			// reasoning text.
+			ReasoningContent *string `json:"reasoning_content"`
+			Reasoning        *string `json:"reasoning"`
+			ToolCalls        []struct {
 				ID       string `json:"id"`
 				Function struct {
 					Name      string          `json:"name"`
@@ -341,6 +396,11 @@ type (
 		Type    string `json:"type"`
 		Refusal string `json:"refusal"`
 	}
+	outReasoning struct {
+		Type    string `json:"type"`
+		Summary []any  `json:"summary"`
+		Content []any  `json:"content"`
+	}
 	outCall struct {
 		Type      string `json:"type"`
 		CallID    string `json:"call_id"`
@@ -351,12 +411,16 @@ type (
 )
 
 // parseChatBody reads a chat.completion object and converts its first
-// choice to a Responses-style output array: a message item
+// choice to a Responses-style output array: a reasoning item
+// {"type":"reasoning","summary":[],"content":[{"type":"reasoning_text","text":…}]}
+// if the message carries reasoning text (reasoning_content or reasoning),
+// a message item
 // {"type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":…,"annotations":[]}]}
 // (with a {"type":"refusal",…} part for a refusal; no message item if there
-// is neither text nor refusal) followed by one
+// is neither text nor refusal), then one
 // {"type":"function_call","call_id":…,"name":…,"arguments":…,"status":"completed"}
-// per tool call. A tool call without an id gets "call_<response id>_<n>".
+// per tool call ("incomplete" if the reply was cut by its token limit). A
+// tool call without an id gets "call_<response id>_<n>".
 // It never panics; anything that is not a usable reply is a *parseError.
 func parseChatBody(body []byte) (parsed, error) {
 	trimmed := bytes.TrimSpace(body)
@@ -387,8 +451,22 @@ func parseChatBody(body []byte) (parsed, error) {
 	out.model = r.Model
 	choice := (*r.Choices)[0]
 	msg := choice.Message
+	finish := ""
+	if choice.FinishReason != nil {
+		finish = *choice.FinishReason
+	}
 
 	var output []any
+	reasoning := ""
+	for _, rs := range []*string{msg.ReasoningContent, msg.Reasoning} {
+		if rs != nil && *rs != "" && reasoning == "" {
+			reasoning = *rs
+		}
+	}
+	if reasoning != "" {
+		output = append(output, outReasoning{Type: "reasoning", Summary: []any{},
+			Content: []any{outText{Type: "reasoning_text", Text: reasoning}}})
+	}
 	text, err := messageText(msg.Content)
 	if err != nil {
 		return parsed{}, badResponse("choices[0].message: %v", err)
@@ -397,11 +475,17 @@ func parseChatBody(body []byte) (parsed, error) {
 	if text != "" {
 		content = append(content, outText{Type: "output_text", Text: text, Annotations: []any{}})
 	}
-	if msg.Refusal != nil && *msg.Refusal != "" {
+	refused := msg.Refusal != nil && *msg.Refusal != ""
+	if refused {
 		content = append(content, outRefusal{Type: "refusal", Refusal: *msg.Refusal})
 	}
+	cut := finish == "length"
+	status := "completed"
+	if cut {
+		status = "incomplete"
+	}
 	if len(content) > 0 {
-		output = append(output, outMessage{Type: "message", Role: "assistant", Status: "completed", Content: content})
+		output = append(output, outMessage{Type: "message", Role: "assistant", Status: status, Content: content})
 	}
 	for i, tc := range msg.ToolCalls {
 		id := tc.ID
@@ -411,7 +495,7 @@ func parseChatBody(body []byte) (parsed, error) {
 		if tc.Function.Name == "" {
 			return parsed{}, badResponse("choices[0].message.tool_calls[%d] has no function name", i)
 		}
-		output = append(output, outCall{Type: "function_call", CallID: id, Name: tc.Function.Name, Arguments: argumentsText(tc.Function.Arguments), Status: "completed"})
+		output = append(output, outCall{Type: "function_call", CallID: id, Name: tc.Function.Name, Arguments: argumentsText(tc.Function.Arguments), Status: status})
 	}
 	if output == nil {
 		output = []any{}
@@ -424,6 +508,7 @@ func parseChatBody(body []byte) (parsed, error) {
 		return parsed{}, err
 	}
 	if r.Usage != nil {
+		out.usageKnown = true
 		out.usage = TokenUsage{Prompt: r.Usage.PromptTokens, Completion: r.Usage.CompletionTokens}
 		if d := r.Usage.PromptTokensDetails; d != nil {
 			out.usage.Cached = d.CachedTokens
@@ -432,15 +517,28 @@ func parseChatBody(body []byte) (parsed, error) {
 			out.usage.Reasoning = d.ReasoningTokens
 		}
 	}
-	switch {
-	case len(out.calls) > 0:
-		out.finish = "tool_calls"
-	case choice.FinishReason != nil && *choice.FinishReason != "":
-		out.finish = *choice.FinishReason
-	default:
-		out.finish = "stop"
-	}
+	out.finish = finishReason(finish, refused, len(out.calls) > 0)
 	return out, nil
+}
+
+// finishReason is the receipt's finish reason for a reply the provider
+// ended with reason (Chat Completions' finish_reason, or what a Responses
+// status and its incomplete reason map to): "length" and
+// "content_filter" whatever else the reply holds (its tool calls are
+// cut), then "refusal" if the model refused, "tool_calls" if it called
+// tools, the provider's reason if it gave another, else "stop".
+func finishReason(reason string, refused, calls bool) string {
+	switch {
+	case reason == "length" || reason == "content_filter":
+		return reason
+	case refused:
+		return "refusal"
+	case calls:
+		return "tool_calls"
+	case reason == "" || reason == "tool_calls" || reason == "function_call":
+		return "stop"
+	}
+	return reason
 }
 
 // idSafe keeps the letters, digits, '-' and '_' of s.
@@ -471,6 +569,7 @@ type chatStream struct {
 	created   int64
 	content   strings.Builder
 	refusal   strings.Builder
+	reasoning strings.Builder
 	calls     []*streamCall
 	finish    string
 	usage     json.RawMessage
@@ -490,9 +589,11 @@ type chunk struct {
 	Choices []struct {
 		Index int64 `json:"index"`
 		Delta struct {
-			Content   *string `json:"content"`
-			Refusal   *string `json:"refusal"`
-			ToolCalls []struct {
+			Content          *string `json:"content"`
+			Refusal          *string `json:"refusal"`
+			ReasoningContent *string `json:"reasoning_content"`
+			Reasoning        *string `json:"reasoning"`
+			ToolCalls        []struct {
 				Index    int64  `json:"index"`
 				ID       string `json:"id"`
 				Function struct {
@@ -542,6 +643,11 @@ func (s *chatStream) add(data []byte) (string, error) {
 			s.refusal.WriteString(*d)
 			delta.WriteString(*d)
 		}
+		if d := ch.Delta.ReasoningContent; d != nil {
+			s.reasoning.WriteString(*d)
+		} else if d := ch.Delta.Reasoning; d != nil {
+			s.reasoning.WriteString(*d)
+		}
 		for _, tc := range ch.Delta.ToolCalls {
 			sc := s.call(tc.Index)
 			if tc.ID != "" {
@@ -586,10 +692,11 @@ func (s *chatStream) assemble() ([]byte, error) {
 		Function fn     `json:"function"`
 	}
 	type message struct {
-		Role      string  `json:"role"`
-		Content   *string `json:"content"`
-		Refusal   *string `json:"refusal,omitempty"`
-		ToolCalls []call  `json:"tool_calls,omitempty"`
+		Role             string  `json:"role"`
+		Content          *string `json:"content"`
+		Refusal          *string `json:"refusal,omitempty"`
+		ReasoningContent *string `json:"reasoning_content,omitempty"`
+		ToolCalls        []call  `json:"tool_calls,omitempty"`
 	}
 	type choice struct {
 		Index        int     `json:"index"`
@@ -612,6 +719,10 @@ func (s *chatStream) assemble() ([]byte, error) {
 	if s.refusal.Len() > 0 {
 		r := s.refusal.String()
 		m.Refusal = &r
+	}
+	if s.reasoning.Len() > 0 {
+		r := s.reasoning.String()
+		m.ReasoningContent = &r
 	}
 	calls := slices.Clone(s.calls)
 	slices.SortStableFunc(calls, func(a, b *streamCall) int { return cmp.Compare(a.index, b.index) })

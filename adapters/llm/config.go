@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,8 +47,14 @@ type Config struct {
 	// HTTPClient sends the requests; nil means a client on
 	// http.DefaultTransport. Its own Timeout, if any, also applies.
 	HTTPClient *http.Client
-	// Prices gives the cost of each model; a model without a price costs 0.
-	Prices Prices
+	// Models override what the built-in table (Models) says of a model,
+	// or describe models it does not know; later entries win. See
+	// ModelOptions and ModelFor.
+	Models []ModelOptions
+	// Azure, if set, sends the requests to an Azure OpenAI resource:
+	// see AzureConfig. New sets it from BaseURL when that names an Azure
+	// resource, and from $AZURE_OPENAI_ENDPOINT when BaseURL is "".
+	Azure *AzureConfig
 	// MaxAttempts is how many times one call is tried in all (1 = never
 	// retried); 0 means DefaultMaxAttempts.
 	MaxAttempts int
@@ -100,8 +107,19 @@ func New(cfg Config) (*Generator, error) {
 	if cfg.Provider != ProviderResponses && cfg.Provider != ProviderChat {
 		return nil, fmt.Errorf("llm: config: provider %q is not %q or %q", cfg.Provider, ProviderResponses, ProviderChat)
 	}
-	if cfg.BaseURL == "" {
+	if cfg.BaseURL == "" && cfg.Azure == nil {
 		cfg.BaseURL = os.Getenv("OPENAI_BASE_URL")
+	}
+	if cfg.BaseURL == "" && cfg.Azure == nil && os.Getenv("AZURE_OPENAI_ENDPOINT") != "" {
+		cfg.Azure = &AzureConfig{}
+	}
+	if cfg.Azure != nil || isAzureBase(cfg.BaseURL) {
+		az, err := resolveAzure(cfg.Azure, cfg.BaseURL, os.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Azure = az
+		cfg.BaseURL = az.Endpoint
 	}
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = DefaultBaseURL
@@ -109,6 +127,11 @@ func New(cfg Config) (*Generator, error) {
 	u, err := url.Parse(cfg.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("llm: config: base URL %q is not an http(s) URL such as %s", cfg.BaseURL, DefaultBaseURL)
+	}
+	for i, o := range cfg.Models {
+		if o.Match == "" {
+			return nil, fmt.Errorf("llm: config: Models[%d] has no Match: name the model (or family, ending in *) it applies to", i)
+		}
 	}
 	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	if cfg.HTTPClient == nil {
@@ -135,15 +158,21 @@ func New(cfg Config) (*Generator, error) {
 	}
 	// The services are built directly, not through openai.NewClient, so
 	// the SDK reads no environment variable: the key comes per call.
-	opts := []option.RequestOption{
-		option.WithBaseURL(cfg.BaseURL),
+	common := []option.RequestOption{
 		option.WithHTTPClient(cfg.HTTPClient),
 		option.WithMaxRetries(0), // retries are ours, each one counted
 	}
+	respBase, chatBase := cfg.BaseURL, cfg.BaseURL
+	if az := cfg.Azure; az != nil {
+		respBase, chatBase = az.base(), az.base()
+		if q := az.query(); q != "" {
+			common = append(common, option.WithQueryAdd("api-version", q))
+		}
+	}
 	return &Generator{
 		cfg:       cfg,
-		responses: responses.NewResponseService(opts...),
-		chat:      openai.NewChatCompletionService(opts...),
+		responses: responses.NewResponseService(append(common, option.WithBaseURL(respBase))...),
+		chat:      openai.NewChatCompletionService(append(slices.Clip(common), option.WithBaseURL(chatBase))...),
 		logger:    logger,
 	}, nil
 }

@@ -3,7 +3,6 @@ package llm
 import (
 	"math"
 	"math/bits"
-	"strings"
 )
 
 // Price is what a model costs, in micro-USD (millionths of a dollar) per
@@ -15,28 +14,6 @@ type Price struct {
 	CachedInput uint64 `json:"cached_input"`
 	// Output is the price of completion tokens (reasoning included).
 	Output uint64 `json:"output"`
-}
-
-// Prices maps model names to prices. A model is looked up by its exact
-// name first, then by the longest key that is a prefix of it, so "gpt-5.2"
-// prices "gpt-5.2-2025-12-11" too.
-type Prices map[string]Price
-
-// Lookup returns the price of model and whether there is one.
-func (p Prices) Lookup(model string) (Price, bool) {
-	if pr, ok := p[model]; ok {
-		return pr, true
-	}
-	best, found := "", false
-	for k := range p { // the longest matching key wins, so order does not matter
-		if k != "" && strings.HasPrefix(model, k) && len(k) > len(best) {
-			best, found = k, true
-		}
-	}
-	if !found {
-		return Price{}, false
-	}
-	return p[best], true
 }
 
 // CostMicroUSD returns the cost of u at price p in micro-USD, rounded half

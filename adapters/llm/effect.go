@@ -5,8 +5,18 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/effects"
 	"github.com/demiurge-dev/demiurge/schema"
+)
+
+// The defeffects of llm.generate. A world whose manifest declares
+// EffectV1 gets sys/LlmGenerateReceipt@1 receipts, which count an unknown
+// usage or cost as 0; EffectV2 (examples/demiurge) gets @2, which says
+// they are unknown.
+const (
+	EffectV1 = "sys/llm.generate@1"
+	EffectV2 = "sys/llm.generate@2"
 )
 
 // Adapter runs llm.generate effects for a world's dispatcher.
@@ -17,8 +27,8 @@ type Adapter struct {
 	APIKey string
 }
 
-// Run generates one response. The receipt is sys/LlmGenerateReceipt@1; a
-// provider failure is an error receipt whose message says what happened
+// Run generates one response. The receipt is sys/LlmGenerateReceipt@2, or
+// @1 for an intent of EffectV1; a provider failure is an error receipt whose message says what happened
 // and what to do. Streamed text goes to the call's Progress.
 func (a *Adapter) Run(ctx context.Context, c *effects.Call) effects.Receipt {
 	const id = "llm"
@@ -38,7 +48,21 @@ func (a *Adapter) Run(ctx context.Context, c *effects.Call) effects.Receipt {
 			}
 		}
 	}
-	out, err := a.Generator.GenerateCBOR(ctx, c.CAS, params, key, c.Progress)
+	var p Params
+	if err := cas.Unmarshal(params, &p); err != nil {
+		return effects.Errorf(id, "llm.generate: decode sys/LlmGenerateParams@1: %v", err)
+	}
+	rc, err := a.Generator.Generate(ctx, c.CAS, p, key, c.Progress)
+	var out []byte
+	if err == nil {
+		// A world whose manifest declares sys/llm.generate@1 takes the
+		// receipt it knows.
+		if c.Intent != nil && c.Intent.Effect == EffectV1 {
+			out, err = rc.MarshalV1()
+		} else {
+			out, err = rc.MarshalCBOR()
+		}
+	}
 	if err != nil {
 		var pe *ProviderError
 		if errors.As(err, &pe) && pe.Kind == KindTimeout {
@@ -51,11 +75,7 @@ func (a *Adapter) Run(ctx context.Context, c *effects.Call) effects.Receipt {
 		return effects.Errorf(id, "llm.generate: receipt: %v", err)
 	}
 	r := effects.OK(id, v)
-	if m, ok := v.(*schema.Map); ok {
-		if c, ok := m.Get("cost_cents"); ok {
-			r.CostCents, _ = c.(uint64)
-		}
-	}
+	r.CostCents = rc.CostCents
 	return r
 }
 

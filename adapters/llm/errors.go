@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -20,23 +22,83 @@ var ErrInvalidParams = errors.New("llm: invalid params")
 // ErrorKind classifies a ProviderError.
 type ErrorKind string
 
-// The kinds of ProviderError.
+// The kinds of ProviderError, one for each way a call fails. Only
+// KindRateLimited, KindServer, KindUnreachable, KindStreamCut,
+// KindConnection and KindModelFailure are retried (a KindFailed response
+// whose code says the server failed is too).
 const (
-	// KindHTTP: the provider answered with an HTTP error status (Status).
-	KindHTTP ErrorKind = "http"
+	// KindAuth: the provider refused the credentials (HTTP 401 or 403).
+	KindAuth ErrorKind = "auth"
+	// KindBadRequest: the provider refused the request (HTTP 400, 422 and
+	// other 4xx statuses not named here).
+	KindBadRequest ErrorKind = "bad_request"
+	// KindNotFound: the model or the endpoint does not exist (HTTP 404).
+	KindNotFound ErrorKind = "not_found"
+	// KindRateLimited: a rate limit or quota was hit (HTTP 429); the
+	// provider's Retry-After is honoured up to a minute.
+	KindRateLimited ErrorKind = "rate_limited"
+	// KindServer: the provider failed or asked to be tried again (HTTP
+	// 5xx, 408, 409).
+	KindServer ErrorKind = "server"
+	// KindModelFailure: the provider reports that the model wrote a
+	// malformed tool call (Groq's tool_use_failed); the same request may
+	// succeed, so it is retried.
+	KindModelFailure ErrorKind = "model_failure"
+	// KindUnreachable: no answer at all: the connection, DNS lookup or TLS
+	// handshake failed.
+	KindUnreachable ErrorKind = "unreachable"
 	// KindTimeout: no complete answer within Config.Timeout.
 	KindTimeout ErrorKind = "timeout"
-	// KindConnection: the connection failed or broke before a complete
-	// answer (refused, reset, a body cut off mid-way).
+	// KindConnection: the connection broke after the answer began, before
+	// its body was complete.
 	KindConnection ErrorKind = "connection"
-	// KindBadResponse: the body is not the JSON the protocol promises.
-	KindBadResponse ErrorKind = "bad_response"
 	// KindStreamCut: a stream ended before its final event.
 	KindStreamCut ErrorKind = "stream_cut"
+	// KindBadResponse: the body is not the JSON the protocol promises.
+	KindBadResponse ErrorKind = "bad_response"
 	// KindFailed: the provider reported the response itself as failed
 	// (Responses status "failed", a stream "error" event).
 	KindFailed ErrorKind = "failed"
 )
+
+// KindHTTP is the kind every HTTP error status had before the kinds by
+// class; recorded failed attempts of older sessions may carry it.
+const KindHTTP ErrorKind = "http"
+
+// kindLabel is how Error names a kind.
+var kindLabel = map[ErrorKind]string{
+	KindAuth:         "authentication failed",
+	KindBadRequest:   "bad request",
+	KindNotFound:     "not found",
+	KindRateLimited:  "rate limited",
+	KindServer:       "server error",
+	KindModelFailure: "the model wrote a malformed tool call",
+	KindUnreachable:  "unreachable",
+	KindTimeout:      "timeout",
+	KindConnection:   "connection broken",
+	KindStreamCut:    "stream cut off",
+	KindBadResponse:  "unparsable response",
+	KindFailed:       "response failed",
+	KindHTTP:         "HTTP error",
+}
+
+// statusKind classifies an HTTP error status and the provider's error
+// code.
+func statusKind(status int, code string) ErrorKind {
+	switch {
+	case code == "tool_use_failed":
+		return KindModelFailure
+	case status == 401, status == 403:
+		return KindAuth
+	case status == 404:
+		return KindNotFound
+	case status == 429:
+		return KindRateLimited
+	case status >= 500, status == 408, status == 409:
+		return KindServer
+	}
+	return KindBadRequest
+}
 
 // ProviderError is returned when the provider could not produce a
 // response: an HTTP error, a timeout, a broken connection or stream, or a
@@ -73,42 +135,43 @@ func (e *ProviderError) retryAfter() (time.Duration, bool) {
 	return retryAfter(e.header, time.Now())
 }
 
+// Error reads like
+//
+//	llm: openai-chat: bad request (HTTP 400 invalid_request_error, param max_tokens): Unsupported parameter … [request req_12] (after 3 attempts); fix what the message names
+//
+// naming the provider, the kind, the provider's own status, type, code
+// and message, its request id, and what to do.
 func (e *ProviderError) Error() string {
 	var b strings.Builder
 	b.WriteString("llm: ")
 	b.WriteString(e.Provider)
 	b.WriteString(": ")
-	switch e.Kind {
-	case KindHTTP:
-		fmt.Fprintf(&b, "HTTP %d", e.Status)
-	case KindTimeout:
-		b.WriteString("timeout")
-	case KindConnection:
-		b.WriteString("connection failed")
-	case KindBadResponse:
-		b.WriteString("unexpected response")
-		if e.Status != 0 {
-			fmt.Fprintf(&b, " (HTTP %d)", e.Status)
-		}
-	case KindStreamCut:
-		b.WriteString("stream cut off")
-	case KindFailed:
-		b.WriteString("response failed")
-	default:
+	if l, ok := kindLabel[e.Kind]; ok {
+		b.WriteString(l)
+	} else {
 		b.WriteString(string(e.Kind))
 	}
+	var detail []string
+	if e.Status != 0 {
+		detail = append(detail, fmt.Sprintf("HTTP %d", e.Status))
+	}
 	for _, s := range []string{e.Type, e.Code} {
-		if s != "" {
-			b.WriteString(" ")
-			b.WriteString(s)
+		if s != "" && s != strconv.Itoa(e.Status) && !slices.Contains(detail, s) {
+			detail = append(detail, s)
 		}
 	}
 	if e.Param != "" {
-		fmt.Fprintf(&b, " (param %s)", e.Param)
+		detail = append(detail, "param "+e.Param)
+	}
+	if len(detail) > 0 {
+		fmt.Fprintf(&b, " (%s)", strings.Join(detail, ", "))
 	}
 	if e.Message != "" {
 		b.WriteString(": ")
 		b.WriteString(e.Message)
+	}
+	if e.RequestID != "" {
+		fmt.Fprintf(&b, " [request %s]", e.RequestID)
 	}
 	if e.Attempts > 1 {
 		fmt.Fprintf(&b, " (after %d attempts)", e.Attempts)

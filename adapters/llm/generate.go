@@ -28,6 +28,7 @@ type Blobs interface {
 // call is one Generate call's request, ready to send, and its state.
 type call struct {
 	provider  string
+	model     Model // what is known of the model called
 	apiKey    string
 	resp      responses.ResponseNewParams    // ProviderResponses
 	chat      openai.ChatCompletionNewParams // ProviderChat
@@ -63,9 +64,15 @@ type exchange struct {
 // function call, the OutputItem list node, and the raw request and response
 // as evidence. The receipt names them all.
 //
-// apiKey is the resolved plaintext key, sent as "Authorization: Bearer";
-// "" sends no Authorization header (local servers). It is never stored or
-// logged.
+// apiKey is the resolved plaintext key, sent as "Authorization: Bearer"
+// (to Azure, as "api-key"); "" sends none (local servers). It is never
+// stored or logged.
+//
+// The request follows what is known of p.Model (Generator.ModelFor): the
+// token-limit field, whether a temperature, a reasoning effort and
+// encrypted reasoning are sent, and how reasoning goes back to the model.
+// The receipt's cost is the usage at the model's price; without a price,
+// or when the provider reports no usage, the cost is unknown.
 //
 // If onDelta is not nil the streaming API is used and onDelta receives the
 // text of the assistant's message as it is written (from the calling
@@ -151,7 +158,11 @@ func (g *Generator) prepare(ctx context.Context, blobs Blobs, p Params, apiKey s
 		return nil, invalidf("provider %q is not %q or %q", p.Provider, ProviderResponses, ProviderChat)
 	}
 	if p.Model == "" {
-		return nil, invalidf("model is empty: name the provider's model, such as \"gpt-5.2\"")
+		return nil, invalidf("model is empty: name the provider's model, such as \"gpt-5-mini\"")
+	}
+	c.model, _ = g.ModelFor(p.Model)
+	if az := g.cfg.Azure; az != nil {
+		p.Model = az.deployment(p.Model) // Azure's model field names the deployment
 	}
 	items, err := loadTranscript(ctx, blobs, p.MessageRefs, &g.messages)
 	if err != nil {
@@ -164,9 +175,9 @@ func (g *Generator) prepare(ctx context.Context, blobs Blobs, p Params, apiKey s
 		}
 	}
 	if c.provider == ProviderChat {
-		c.chat, err = buildChatParams(p, items, tools, onDelta != nil)
+		c.chat, err = buildChatParams(p, items, tools, onDelta != nil, c.model)
 	} else {
-		c.resp, err = buildResponsesParams(p, items, tools, g.cfg.Store)
+		c.resp, err = buildResponsesParams(p, items, tools, g.cfg.Store, c.model)
 	}
 	if err != nil {
 		return nil, err
@@ -180,7 +191,7 @@ func (g *Generator) nextWait(pe *ProviderError, attempts int) (time.Duration, bo
 		return 0, false
 	}
 	wait := max(g.cfg.Backoff(attempts), 0)
-	if pe.Kind == KindHTTP {
+	if pe.header != nil {
 		if ra, ok := pe.retryAfter(); ok {
 			if ra > maxRetryAfter {
 				pe.Hint += fmt.Sprintf(" (the provider asked to wait %s)", ra.Round(time.Second))
@@ -212,7 +223,18 @@ func (g *Generator) attempt(ctx context.Context, c *call) (exchange, parsed, err
 	actx, cancel := context.WithTimeout(ctx, g.cfg.Timeout)
 	defer cancel()
 	cp := &capture{stream: c.onDelta != nil}
-	opts := []option.RequestOption{option.WithAPIKey(c.apiKey), option.WithMiddleware(cp.middleware)}
+	opts := []option.RequestOption{option.WithMiddleware(cp.middleware)}
+	switch az := g.cfg.Azure; {
+	case az != nil:
+		if c.apiKey != "" {
+			opts = append(opts, option.WithHeader("api-key", c.apiKey))
+		}
+		if base := az.chatDeploymentBase(c.model.Name); base != "" && c.provider == ProviderChat {
+			opts = append(opts, option.WithBaseURL(base))
+		}
+	case c.apiKey != "":
+		opts = append(opts, option.WithAPIKey(c.apiKey))
+	}
 	if c.onDelta != nil {
 		return g.attemptStream(ctx, actx, c, cp, opts)
 	}
@@ -376,11 +398,13 @@ func (g *Generator) transportError(c *call, actx context.Context, cp *capture, e
 	}
 	switch {
 	case cp.status >= 400:
-		pe.Kind = KindHTTP
 		pe.Err = nil
 		pe.Type, pe.Message, pe.Code, pe.Param = errorFields(cp.body)
 		pe.Type, pe.Message = clipText(pe.Type, 100), clipText(pe.Message, 500)
 		pe.Code, pe.Param = clipText(pe.Code, 100), clipText(pe.Param, 100)
+		if up := upstreamError(cp.body); up != "" {
+			pe.Message = clipText(pe.Message+" ("+up+")", 800)
+		}
 		if pe.Message == "" {
 			if len(cp.body) > 0 {
 				pe.Message = clipText(string(cp.body), 200)
@@ -388,8 +412,9 @@ func (g *Generator) transportError(c *call, actx context.Context, cp *capture, e
 				pe.Message = http.StatusText(cp.status)
 			}
 		}
-		pe.Retryable = retryableStatus(cp.status, cp.header)
-		pe.Hint = hint(c.provider, g.cfg.BaseURL, cp.status)
+		pe.Kind = statusKind(cp.status, pe.Code)
+		pe.Retryable = retryableStatus(pe.Kind, cp.header)
+		pe.Hint = hint(pe.Kind, c.provider, g.cfg.BaseURL, c.apiKey != "")
 		pe.header = cp.header
 		return pe
 	case cp.tooLarge:
@@ -400,7 +425,7 @@ func (g *Generator) transportError(c *call, actx context.Context, cp *capture, e
 	case errors.Is(actx.Err(), context.DeadlineExceeded):
 		pe.Kind = KindTimeout
 		pe.Message = fmt.Sprintf("no complete answer within %s", g.cfg.Timeout)
-		pe.Retryable = !c.delivered
+		pe.Retryable = false // another wait as long is rarely what the user wants
 		pe.Hint = "try again, or raise the per-attempt timeout"
 		return pe
 	}
@@ -417,7 +442,7 @@ func (g *Generator) transportError(c *call, actx context.Context, cp *capture, e
 		pe.Retryable = !c.delivered
 		pe.Hint = "try again"
 	default:
-		pe.Kind = KindConnection
+		pe.Kind = KindUnreachable
 		pe.Message = "no answer"
 		if err != nil {
 			pe.Message = clipText(err.Error(), 300)
@@ -512,18 +537,11 @@ func (g *Generator) record(ctx context.Context, blobs Blobs, p Params, apiKey st
 	if model == "" {
 		model = p.Model
 	}
-	var cost uint64
-	if pr, ok := g.cfg.Prices.Lookup(model); ok {
-		cost = pr.CostMicroUSD(res.usage)
-	} else if pr, ok := g.cfg.Prices.Lookup(p.Model); ok {
-		cost = pr.CostMicroUSD(res.usage)
-	}
-	return Receipt{
+	r := Receipt{
 		OutputRef:         outRef,
 		OutputText:        res.text,
 		TokenUsage:        res.usage,
-		CostCents:         CentsFromMicroUSD(cost),
-		CostMicroUSD:      cost,
+		UsageKnown:        res.usageKnown,
 		ProviderID:        res.id,
 		Model:             model,
 		FinishReason:      res.finish,
@@ -533,7 +551,17 @@ func (g *Generator) record(ctx context.Context, blobs Blobs, p Params, apiKey st
 		ResponseRef:       &respRef,
 		Attempts:          uint64(attempts),
 		FailedAttemptsRef: failedRef,
-	}, nil
+	}
+	// The price of the model that answered (a dated snapshot, say), else
+	// of the one asked for.
+	for _, name := range []string{model, p.Model} {
+		if m, _ := g.ModelFor(name); m.Price != nil && res.usageKnown {
+			r.CostMicroUSD, r.CostKnown = m.Price.CostMicroUSD(res.usage), true
+			r.CostCents = CentsFromMicroUSD(r.CostMicroUSD)
+			break
+		}
+	}
+	return r, nil
 }
 
 // GenerateCBOR is Generate for an effects dispatcher that holds canonical
@@ -550,7 +578,7 @@ func (g *Generator) GenerateCBOR(ctx context.Context, blobs Blobs, params []byte
 	if err != nil {
 		return nil, err
 	}
-	b, err := cas.Marshal(r)
+	b, err := cas.Marshal(r) // sys/LlmGenerateReceipt@2
 	if err != nil {
 		return nil, fmt.Errorf("llm: encode receipt: %w", err)
 	}

@@ -59,7 +59,7 @@ func TestGenerateReceipt(t *testing.T) {
 		Usage: &llmtest.Usage{Input: 1000, Cached: 200, Output: 500, Reasoning: 100},
 		Model: "gpt-5.2-2025-12-11",
 	}
-	prices := Prices{"gpt-5.2": {Input: 1_250_000, CachedInput: 125_000, Output: 10_000_000}, "gpt": {Input: 1}}
+	prices := []ModelOptions{{Match: "gpt-5.2", Price: &Price{Input: 1_250_000, CachedInput: 125_000, Output: 10_000_000}}}
 	wantCalls := []ToolCall{
 		{Name: "workspace_read", ArgumentsJSON: `{"path":"README.md"}`},
 		{Name: "workspace_read", ArgumentsJSON: `{"path": "READ`},
@@ -68,7 +68,7 @@ func TestGenerateReceipt(t *testing.T) {
 	var items [][]byte
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
-			r, srv, st, deltas, err := run(t, m.provider, m.stream, []llmtest.Turn{turn}, func(c *Config) { c.Prices = prices })
+			r, srv, st, deltas, err := run(t, m.provider, m.stream, []llmtest.Turn{turn}, func(c *Config) { c.Models = prices })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -241,7 +241,9 @@ func TestGenerateFinishReasons(t *testing.T) {
 	}{
 		{llmtest.Turn{Text: "x"}, "stop"},
 		{llmtest.Turn{Text: "x", Incomplete: "max_output_tokens"}, "length"},
-		{llmtest.Turn{Refusal: "I can't."}, "stop"},
+		{llmtest.Turn{Refusal: "I can't."}, "refusal"},
+		{llmtest.Turn{Text: "x", Incomplete: "content_filter"}, "content_filter"},
+		{llmtest.Turn{Calls: []llmtest.Call{{Name: "f", Arguments: `{"a":`}}, Incomplete: "max_output_tokens"}, "length"},
 	}
 	for _, tc := range tests {
 		for _, m := range modes {
@@ -271,24 +273,34 @@ func TestGenerateErrors(t *testing.T) {
 	}{
 		{name: "400 with the provider's fields", turns: []llmtest.Turn{{Status: 400, Error: &llmtest.ErrorBody{
 			Message: "Invalid value for 'tool_choice'.", Type: "invalid_request_error", Code: "invalid_value", Param: "tool_choice"}}},
-			kind: KindHTTP, status: 400, attempts: 1,
-			contains: []string{"HTTP 400 invalid_request_error invalid_value (param tool_choice): Invalid value for 'tool_choice'.", "fix what the message names"}},
-		{name: "401 echoing the key", turns: []llmtest.Turn{{Status: 401, Error: &keyEcho}}, kind: KindHTTP, status: 401, attempts: 1,
-			contains: []string{"HTTP 401", "[REDACTED]", "check the API key"}},
-		{name: "404", turns: []llmtest.Turn{{Status: 404}}, kind: KindHTTP, status: 404, attempts: 1,
-			contains: []string{"model_not_found", "check the model name and the base URL"}},
-		{name: "429 three times", turns: []llmtest.Turn{{Status: 429}, {Status: 429}, {Status: 429}}, kind: KindHTTP, status: 429, attempts: 3, retry: true,
-			contains: []string{"rate_limit_exceeded", "(after 3 attempts)", "rate limit or quota"}},
-		{name: "500 three times", turns: []llmtest.Turn{{Status: 500}, {Status: 500}, {Status: 500}}, kind: KindHTTP, status: 500, attempts: 3, retry: true,
-			contains: []string{"HTTP 500 server_error: The server had an error"}},
+			kind: KindBadRequest, status: 400, attempts: 1,
+			contains: []string{"bad request (HTTP 400, invalid_request_error, invalid_value, param tool_choice): Invalid value for 'tool_choice'.", "[request req_", "fix what the message names"}},
+		{name: "401 echoing the key", turns: []llmtest.Turn{{Status: 401, Error: &keyEcho}}, kind: KindAuth, status: 401, attempts: 1,
+			contains: []string{"authentication failed (HTTP 401", "[REDACTED]", "check the API key"}},
+		{name: "403", turns: []llmtest.Turn{{Status: 403, Error: &llmtest.ErrorBody{Message: "Project does not have access to model gpt-5", Code: "model_not_found"}}},
+			kind: KindAuth, status: 403, attempts: 1, contains: []string{"authentication failed (HTTP 403", "does not have access"}},
+		{name: "404", turns: []llmtest.Turn{{Status: 404}}, kind: KindNotFound, status: 404, attempts: 1,
+			contains: []string{"not found (HTTP 404", "model_not_found", "check the model name and the base URL"}},
+		{name: "429 three times", turns: []llmtest.Turn{{Status: 429}, {Status: 429}, {Status: 429}}, kind: KindRateLimited, status: 429, attempts: 3, retry: true,
+			contains: []string{"rate limited (HTTP 429", "rate_limit_exceeded", "(after 3 attempts)", "rate limit or quota"}},
+		{name: "429 of a router, with the upstream's reason", turns: []llmtest.Turn{{Status: 429, Body: `{"error":{"message":"Provider returned error","code":429,"metadata":{"raw":"qwen/qwen3 is temporarily rate-limited upstream","provider_name":"Chutes"}}}`, ContentType: "application/json", Header: map[string]string{"x-should-retry": "false"}}},
+			kind: KindRateLimited, status: 429, attempts: 1,
+			contains: []string{"rate limited (HTTP 429): Provider returned error (upstream Chutes: qwen/qwen3 is temporarily rate-limited upstream)"}},
+		{name: "a malformed tool call, retried then reported", turns: []llmtest.Turn{
+			{Status: 400, Error: &llmtest.ErrorBody{Type: "invalid_request_error", Code: "tool_use_failed", Message: "Failed to call a function. Please adjust your prompt."}},
+			{Status: 400, Error: &llmtest.ErrorBody{Type: "invalid_request_error", Code: "tool_use_failed", Message: "Failed to call a function. Please adjust your prompt."}}},
+			kind: KindModelFailure, status: 400, attempts: 2, retry: true,
+			contains: []string{"the model wrote a malformed tool call (HTTP 400, invalid_request_error, tool_use_failed)", "(after 2 attempts)"}},
+		{name: "500 three times", turns: []llmtest.Turn{{Status: 500}, {Status: 500}, {Status: 500}}, kind: KindServer, status: 500, attempts: 3, retry: true,
+			contains: []string{"server error (HTTP 500, server_error): The server had an error"}},
 		{name: "503 the server says not to retry", turns: []llmtest.Turn{{Status: 503, Header: map[string]string{"x-should-retry": "false"}}},
-			kind: KindHTTP, status: 503, attempts: 1},
+			kind: KindServer, status: 503, attempts: 1},
 		{name: "429 asking for a long wait", turns: []llmtest.Turn{{Status: 429, Header: map[string]string{"Retry-After": "3600"}}, {Text: "never"}},
-			kind: KindHTTP, status: 429, attempts: 1, retry: true, contains: []string{"the provider asked to wait 1h0m0s"}},
+			kind: KindRateLimited, status: 429, attempts: 1, retry: true, contains: []string{"the provider asked to wait 1h0m0s"}},
 		{name: "502 HTML", turns: []llmtest.Turn{{Status: 502, Body: "<html><h1>502 Bad Gateway</h1></html>"}, {Status: 502, Body: "<html/>"}, {Status: 502, Body: "<html/>"}},
-			kind: KindHTTP, status: 502, attempts: 3, retry: true, contains: []string{"HTTP 502: <html/>"}},
+			kind: KindServer, status: 502, attempts: 3, retry: true, contains: []string{"server error (HTTP 502): <html/>"}},
 		{name: "200 HTML", turns: []llmtest.Turn{{Body: "<html>login page</html>"}}, kind: KindBadResponse, status: 200, attempts: 1,
-			contains: []string{"unexpected response (HTTP 200)", "<html>login page</html>", "check the base URL"}, modes: []string{"responses", "chat"}},
+			contains: []string{"unparsable response (HTTP 200)", "<html>login page</html>", "check the base URL"}, modes: []string{"responses", "chat"}},
 		{name: "200 JSON of the wrong shape", turns: []llmtest.Turn{{Body: `{"hello":"world"}`, ContentType: "application/json"}}, kind: KindBadResponse, status: 200, attempts: 1},
 		{name: "body cut off", turns: []llmtest.Turn{{Text: "x", CutOff: true}, {Text: "x", CutOff: true}, {Text: "x", CutOff: true}},
 			kind: KindConnection, status: 200, attempts: 3, retry: true, modes: []string{"responses", "chat"}},
@@ -301,11 +313,11 @@ func TestGenerateErrors(t *testing.T) {
 			{Calls: []llmtest.Call{{Name: "workspace_read", Arguments: `{"path":"a-long-path-in-pieces"}`}}, CutOff: true}},
 			kind: KindStreamCut, status: 200, attempts: 3, retry: true, modes: []string{"responses-stream", "chat-stream"}},
 		{name: "response failed", turns: []llmtest.Turn{{Failed: &llmtest.ErrorBody{Code: "invalid_prompt", Message: "prompt flagged"}}},
-			kind: KindFailed, status: 200, attempts: 1, contains: []string{"response failed invalid_prompt: prompt flagged"}, modes: []string{"responses", "responses-stream"}},
+			kind: KindFailed, status: 200, attempts: 1, contains: []string{"response failed (HTTP 200, invalid_prompt): prompt flagged"}, modes: []string{"responses", "responses-stream"}},
 		{name: "stream error event", turns: []llmtest.Turn{{StreamError: &llmtest.ErrorBody{Code: "context_length_exceeded", Message: "too long"}}},
 			kind: KindFailed, status: 200, attempts: 1, contains: []string{"too long"}, modes: []string{"responses-stream", "chat-stream"}},
 		{name: "timeout", turns: []llmtest.Turn{{Delay: llmtest.Duration(time.Second)}, {Delay: llmtest.Duration(time.Second)}},
-			kind: KindTimeout, attempts: 2, retry: true, contains: []string{"timeout: no complete answer within 50ms"}},
+			kind: KindTimeout, attempts: 1, contains: []string{"timeout: no complete answer within 50ms"}},
 	}
 	for _, tc := range tests {
 		for _, m := range modes {
@@ -394,7 +406,7 @@ func TestGenerateRetryThenSuccess(t *testing.T) {
 			if err := cas.GetNode(t.Context(), st, *r.FailedAttemptsRef, &failed); err != nil {
 				t.Fatal(err)
 			}
-			if len(failed) != 2 || failed[0].Attempt != 1 || failed[0].Status != 503 || failed[0].Kind != string(KindHTTP) ||
+			if len(failed) != 2 || failed[0].Attempt != 1 || failed[0].Status != 503 || failed[0].Kind != string(KindServer) ||
 				failed[1].Attempt != 2 || failed[1].Status != 429 {
 				t.Fatalf("failed attempts %+v", failed)
 			}
@@ -440,8 +452,8 @@ func TestGenerateConnectionRefused(t *testing.T) {
 	st := newStore()
 	_, err = g.Generate(t.Context(), st, Params{Model: "m", MessageRefs: []cas.Ref{st.put(t, "hi")}}, testKey, nil)
 	var pe *ProviderError
-	if !errors.As(err, &pe) || pe.Kind != KindConnection || pe.Attempts != 2 || !pe.Retryable || pe.Status != 0 {
-		t.Fatalf("got %v; want a retryable connection error after 2 attempts", err)
+	if !errors.As(err, &pe) || pe.Kind != KindUnreachable || pe.Attempts != 2 || !pe.Retryable || pe.Status != 0 {
+		t.Fatalf("got %v; want a retryable unreachable error after 2 attempts", err)
 	}
 	if !strings.Contains(err.Error(), "is the server at "+url+" running") {
 		t.Errorf("error %q does not say what to check", err)
@@ -552,13 +564,6 @@ func TestCost(t *testing.T) {
 	for micro, cents := range map[uint64]uint64{0: 0, 4999: 0, 5000: 1, 14999: 1, 15000: 2, 1<<64 - 1: 1844674407370955} {
 		if got := CentsFromMicroUSD(micro); got != cents {
 			t.Errorf("CentsFromMicroUSD(%d) = %d; want %d", micro, got, cents)
-		}
-	}
-	prices := Prices{"gpt-5": {Input: 1}, "gpt-5.2": {Input: 2}, "": {Input: 9}}
-	for model, want := range map[string]uint64{"gpt-5.2": 2, "gpt-5.2-2025": 2, "gpt-5-mini": 1, "o3": 0} {
-		pr, _ := prices.Lookup(model)
-		if pr.Input != want {
-			t.Errorf("Lookup(%q).Input = %d; want %d", model, pr.Input, want)
 		}
 	}
 }

@@ -43,7 +43,7 @@ func TestParseResponsesBody(t *testing.T) {
 		name: "reference: one call",
 		body: refResponse,
 		want: parsed{id: "resp_001", model: "gpt-5.2", finish: "tool_calls",
-			usage: TokenUsage{Prompt: 120, Completion: 40, Reasoning: 24},
+			usage: TokenUsage{Prompt: 120, Completion: 40, Reasoning: 24}, usageKnown: true,
 			calls: []ToolCall{{CallID: "call_abc123", Name: "workspace_read", ArgumentsJSON: `{"path":"README.md"}`}},
 			items: []OutputItem{{Reasoning: &ReasoningItem{Summary: []string{}}},
 				{ToolCall: &ToolCall{CallID: "call_abc123", Name: "workspace_read", ArgumentsJSON: `{"path":"README.md"}`}}}},
@@ -58,8 +58,8 @@ func TestParseResponsesBody(t *testing.T) {
 			{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Hello"},{"type":"refusal","refusal":", no."}]},
 			{"type":"message","content":"raw"}],
 			"usage":{"input_tokens":10,"input_tokens_details":{"cached_tokens":4},"output_tokens":3}}`,
-		want: parsed{id: "resp_2", model: "m", finish: "stop", text: "Hello, no.raw",
-			usage: TokenUsage{Prompt: 10, Completion: 3, Cached: 4},
+		want: parsed{id: "resp_2", model: "m", finish: "refusal", refused: true, text: "Hello, no.raw",
+			usage: TokenUsage{Prompt: 10, Completion: 3, Cached: 4}, usageKnown: true,
 			items: []OutputItem{{Reasoning: &ReasoningItem{Summary: []string{"thought"}}},
 				{Message: &MessageItem{Role: "assistant", Text: "Hello, no."}}, {Message: &MessageItem{Role: "assistant", Text: "raw"}}}},
 	}, {
@@ -142,7 +142,7 @@ func TestParseChatBody(t *testing.T) {
 	}{{
 		name: "reference: two calls",
 		body: refChatResponse,
-		want: parsed{id: "chatcmpl-1", model: "qwen2.5:0.5b", finish: "tool_calls", usage: TokenUsage{Prompt: 50, Completion: 20},
+		want: parsed{id: "chatcmpl-1", model: "qwen2.5:0.5b", finish: "tool_calls", usage: TokenUsage{Prompt: 50, Completion: 20}, usageKnown: true,
 			calls: []ToolCall{{CallID: "call_1", Name: "workspace_read", ArgumentsJSON: `{"path":"README.md"}`}, {CallID: "call_2", Name: "bash", ArgumentsJSON: `{"script":"ls"}`}},
 			items: []OutputItem{{ToolCall: &ToolCall{CallID: "call_1", Name: "workspace_read", ArgumentsJSON: `{"path":"README.md"}`}},
 				{ToolCall: &ToolCall{CallID: "call_2", Name: "bash", ArgumentsJSON: `{"script":"ls"}`}}}},
@@ -152,7 +152,7 @@ func TestParseChatBody(t *testing.T) {
 		name: "text and refusal, usage details",
 		body: `{"id":"c","model":"m","choices":[{"finish_reason":"stop","message":{"role":"assistant","content":"<ok> & fine","refusal":"no"}}],
 			"usage":{"prompt_tokens":9,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":2},"completion_tokens_details":{"reasoning_tokens":1}}}`,
-		want: parsed{id: "c", model: "m", finish: "stop", text: "<ok> & fineno", usage: TokenUsage{Prompt: 9, Completion: 5, Cached: 2, Reasoning: 1},
+		want: parsed{id: "c", model: "m", finish: "refusal", refused: true, text: "<ok> & fineno", usage: TokenUsage{Prompt: 9, Completion: 5, Cached: 2, Reasoning: 1}, usageKnown: true,
 			items: []OutputItem{{Message: &MessageItem{Role: "assistant", Text: "<ok> & fineno"}}}},
 		output: `[{"type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":"<ok> & fine","annotations":[]},{"type":"refusal","refusal":"no"}]}]`,
 	}, {
@@ -165,7 +165,20 @@ func TestParseChatBody(t *testing.T) {
 		name:   "length",
 		body:   `{"choices":[{"finish_reason":"length","message":{"content":[{"type":"text","text":"par"}]}}]}`,
 		want:   parsed{finish: "length", text: "par", items: []OutputItem{{Message: &MessageItem{Role: "assistant", Text: "par"}}}},
-		output: `[{"type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":"par","annotations":[]}]}]`,
+		output: `[{"type":"message","role":"assistant","status":"incomplete","content":[{"type":"output_text","text":"par","annotations":[]}]}]`,
+	}, {
+		name: "a tool call cut by the token limit",
+		body: `{"id":"c","choices":[{"finish_reason":"length","message":{"content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"path\": \"RE"}}]}}]}`,
+		want: parsed{id: "c", finish: "length",
+			calls: []ToolCall{{CallID: "call_1", Name: "f", ArgumentsJSON: `{"path": "RE`}},
+			items: []OutputItem{{ToolCall: &ToolCall{CallID: "call_1", Name: "f", ArgumentsJSON: `{"path": "RE`}}}},
+		output: `[{"type":"function_call","call_id":"call_1","name":"f","arguments":"{\"path\": \"RE","status":"incomplete"}]`,
+	}, {
+		name: "reasoning_content (DeepSeek)",
+		body: `{"id":"d","choices":[{"finish_reason":"stop","message":{"content":"4","reasoning_content":"2+2 is 4."}}],"usage":{"prompt_tokens":5,"completion_tokens":7}}`,
+		want: parsed{id: "d", finish: "stop", text: "4", usage: TokenUsage{Prompt: 5, Completion: 7}, usageKnown: true,
+			items: []OutputItem{{Reasoning: &ReasoningItem{Summary: []string{}, Text: ptr("2+2 is 4.")}}, {Message: &MessageItem{Role: "assistant", Text: "4"}}}},
+		output: `[{"type":"reasoning","summary":[],"content":[{"type":"reasoning_text","text":"2+2 is 4.","annotations":null}]},{"type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":"4","annotations":[]}]}]`,
 	}, {
 		name:   "empty message",
 		body:   `{"choices":[{"message":{}}]}`,
@@ -362,7 +375,7 @@ func FuzzParseMessageBlob(f *testing.F) {
 			}
 		}
 		// Whatever parses must also convert to chat or fail cleanly.
-		_, _ = chatMessages(items)
+		_, _ = chatMessages(items, "")
 	})
 }
 

@@ -522,11 +522,11 @@ func TestToolsMarshaledOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := Params{Model: "m"}
-	once, err := buildResponsesParams(p, items, tools, false)
+	once, err := buildResponsesParams(p, items, tools, false, Model{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	each, err := buildResponsesParams(p, items, structured, false)
+	each, err := buildResponsesParams(p, items, structured, false, Model{})
 	if err != nil {
 		t.Fatal(err)
 	}

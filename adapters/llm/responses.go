@@ -15,31 +15,40 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 )
 
-// buildResponsesParams makes the request of the Responses API.
+// buildResponsesParams makes the request of the Responses API for model
+// m, sending only what m takes (see Model): a temperature and a reasoning
+// effort only if it takes them, max_output_tokens at most its limit, and,
+// for a stateless call, include:["reasoning.encrypted_content"] only if it
+// reasons with encrypted content.
 //
 // Without previous_response_id the whole transcript is sent. With it, only
 // the items after the transcript's last model output (assistant message,
 // reasoning, tool call) are sent: the provider already holds the rest.
-func buildResponsesParams(p Params, items []item, tools []tool, store bool) (responses.ResponseNewParams, error) {
+// Reasoning items of the transcript are sent back only where the provider
+// can take them: to a stateless call, those with encrypted content if m
+// reasons with it; to a stored one, those with an id. (A reasoning item a
+// Chat Completions provider wrote has neither.)
+func buildResponsesParams(p Params, items []item, tools []tool, store bool, m Model) (responses.ResponseNewParams, error) {
 	var rp responses.ResponseNewParams
 	rp.Model = shared.ResponsesModel(p.Model)
 	if p.Instructions != nil {
 		rp.Instructions = openai.String(*p.Instructions)
 	}
-	if p.MaxTokens > 0 {
-		if p.MaxTokens > math.MaxInt64 {
-			return rp, invalidf("max_tokens %d is too large", p.MaxTokens)
-		}
-		rp.MaxOutputTokens = openai.Int(int64(p.MaxTokens))
+	if n, err := tokenLimit(p.MaxTokens, m); err != nil {
+		return rp, err
+	} else if n > 0 {
+		rp.MaxOutputTokens = openai.Int(n)
 	}
 	if p.Temperature != nil {
 		t, err := parseTemperature(*p.Temperature)
 		if err != nil {
 			return rp, err
 		}
-		rp.Temperature = openai.Float(t)
+		if m.Temperature {
+			rp.Temperature = openai.Float(t)
+		}
 	}
-	if p.ReasoningEffort != nil && *p.ReasoningEffort != "" {
+	if p.ReasoningEffort != nil && *p.ReasoningEffort != "" && m.ReasoningEffort {
 		rp.Reasoning = shared.ReasoningParam{Effort: shared.ReasoningEffort(*p.ReasoningEffort)}
 	}
 
@@ -53,9 +62,10 @@ func buildResponsesParams(p Params, items []item, tools []tool, store bool) (res
 		}
 	}
 	rp.Store = openai.Bool(store)
-	if !store {
+	if !store && m.EncryptedReasoning {
 		rp.Include = []responses.ResponseIncludable{responses.ResponseIncludableReasoningEncryptedContent}
 	}
+	send = reasoningFor(send, store, m)
 	list := make(responses.ResponseInputParam, len(send))
 	for i, it := range send {
 		list[i] = param.Override[responses.ResponseInputItemUnionParam](it.raw)
@@ -127,6 +137,55 @@ func responsesFunctionTool(ft functionTool) responses.ToolUnionParam {
 	return responses.ToolUnionParam{OfFunction: &fp}
 }
 
+// tokenLimit is the reply's token cap to send: the setting, at most the
+// model's limit; 0 sends none.
+func tokenLimit(maxTokens uint64, m Model) (int64, error) {
+	if maxTokens > math.MaxInt64 {
+		return 0, invalidf("max_tokens %d is too large", maxTokens)
+	}
+	if m.MaxOutputTokens > 0 && maxTokens > m.MaxOutputTokens {
+		maxTokens = m.MaxOutputTokens
+	}
+	return int64(maxTokens), nil
+}
+
+// reasoningHead is the part of a reasoning item that says whether a
+// Responses provider can take it back.
+type reasoningHead struct {
+	ID               string          `json:"id"`
+	EncryptedContent json.RawMessage `json:"encrypted_content"`
+}
+
+// reasoningFor drops the reasoning items a Responses call cannot take
+// back (see buildResponsesParams).
+func reasoningFor(items []item, store bool, m Model) []item {
+	keep := func(it item) bool {
+		if it.kind() != "reasoning" {
+			return true
+		}
+		var h reasoningHead
+		if json.Unmarshal(it.raw, &h) != nil {
+			return false
+		}
+		if store {
+			return h.ID != ""
+		}
+		return m.EncryptedReasoning && len(h.EncryptedContent) > 0 && string(h.EncryptedContent) != "null"
+	}
+	for i, it := range items {
+		if !keep(it) {
+			out := append([]item(nil), items[:i]...)
+			for _, it := range items[i+1:] {
+				if keep(it) {
+					out = append(out, it)
+				}
+			}
+			return out
+		}
+	}
+	return items
+}
+
 // itemsAfterLastOutput returns the items after the last model output item,
 // or all of them if there is none.
 func itemsAfterLastOutput(items []item) []item {
@@ -196,6 +255,8 @@ func checkTextFormat(f TextFormat) (JSONSchemaFormat, map[string]any, error) {
 type parsed struct {
 	id, model, finish string
 	usage             TokenUsage
+	usageKnown        bool   // the provider reported usage
+	refused           bool   // a message has a refusal part
 	output            []byte // the Responses-style output array
 	items             []OutputItem
 	calls             []ToolCall
@@ -282,6 +343,7 @@ func parseResponsesBody(body []byte) (parsed, error) {
 		return parsed{}, err
 	}
 	if r.Usage != nil {
+		out.usageKnown = true
 		out.usage = TokenUsage{
 			Prompt:     r.Usage.InputTokens,
 			Completion: r.Usage.OutputTokens,
@@ -289,23 +351,25 @@ func parseResponsesBody(body []byte) (parsed, error) {
 			Reasoning:  r.Usage.OutputTokensDetails.ReasoningTokens,
 		}
 	}
-	switch {
-	case r.Status == "incomplete":
-		out.finish = "incomplete"
-		if r.IncompleteDetails != nil {
-			switch reason := r.IncompleteDetails.Reason; reason {
-			case "max_output_tokens":
-				out.finish = "length"
-			case "":
-			default:
-				out.finish = reason
-			}
+	reason := ""
+	if r.Status == "incomplete" {
+		reason = "incomplete"
+		if r.IncompleteDetails != nil && r.IncompleteDetails.Reason != "" {
+			reason = r.IncompleteDetails.Reason
 		}
-	case len(out.calls) > 0:
-		out.finish = "tool_calls"
-	default:
-		out.finish = "stop"
+		if reason == "max_output_tokens" {
+			reason = "length"
+		}
+		if reason != "length" && reason != "content_filter" {
+			// An incomplete reply cuts what it holds, as a length stop does.
+			out.finish = "incomplete: " + reason
+			if reason == "incomplete" {
+				out.finish = "incomplete"
+			}
+			return out, nil
+		}
 	}
+	out.finish = finishReason(reason, out.refused, len(out.calls) > 0)
 	return out, nil
 }
 
@@ -354,6 +418,9 @@ func parseOutputItems(output []byte, out *parsed) error {
 			if role == "" {
 				role = "assistant"
 			}
+			if hasRefusal(it.Content) {
+				out.refused = true
+			}
 			text.WriteString(msg)
 			out.items = append(out.items, OutputItem{Message: &MessageItem{Role: role, Text: msg}})
 		case "function_call":
@@ -367,6 +434,10 @@ func parseOutputItems(output []byte, out *parsed) error {
 			out.calls = append(out.calls, tc)
 			out.items = append(out.items, OutputItem{ToolCall: &tc})
 		case "reasoning":
+			var text *string
+			if t := reasoningText(raw); t != "" {
+				text = &t
+			}
 			summary := []string{}
 			if len(it.Summary) > 0 && string(it.Summary) != "null" {
 				var parts []contentPart
@@ -377,7 +448,7 @@ func parseOutputItems(output []byte, out *parsed) error {
 					summary = append(summary, p.Text)
 				}
 			}
-			out.items = append(out.items, OutputItem{Reasoning: &ReasoningItem{Summary: summary}})
+			out.items = append(out.items, OutputItem{Reasoning: &ReasoningItem{Summary: summary, Text: text}})
 		default:
 			out.items = append(out.items, OutputItem{Other: &OtherItem{Type: it.Type, JSON: string(raw)}})
 		}
@@ -412,6 +483,24 @@ func messageText(content json.RawMessage) (string, error) {
 		}
 	}
 	return b.String(), nil
+}
+
+// hasRefusal reports whether a message's content has a refusal part.
+func hasRefusal(content json.RawMessage) bool {
+	c := bytes.TrimSpace(content)
+	if len(c) == 0 || c[0] != '[' {
+		return false
+	}
+	var parts []contentPart
+	if json.Unmarshal(c, &parts) != nil {
+		return false
+	}
+	for _, p := range parts {
+		if p.Type == "refusal" {
+			return true
+		}
+	}
+	return false
 }
 
 // argumentsText returns a call's arguments as the provider wrote them: the

@@ -147,17 +147,52 @@ func scalarText(raw json.RawMessage) string {
 	return ""
 }
 
-// retryableStatus reports whether a response with this status may succeed
-// if sent again; the server's x-should-retry header decides if present.
-func retryableStatus(status int, h http.Header) bool {
+// retryableStatus reports whether a failure of kind (an HTTP error
+// status's) may succeed if sent again: rate limits, server errors and a
+// model's malformed tool call are, the others are not. The server's
+// x-should-retry header decides if present.
+func retryableStatus(kind ErrorKind, h http.Header) bool {
 	switch h.Get("x-should-retry") {
 	case "true":
 		return true
 	case "false":
 		return false
 	}
-	return status == http.StatusRequestTimeout || status == http.StatusConflict ||
-		status == http.StatusTooManyRequests || status >= 500
+	return kind == KindRateLimited || kind == KindServer || kind == KindModelFailure
+}
+
+// upstreamError returns what a router's error body says of the provider
+// behind it (OpenRouter's error.metadata: provider_name and raw), or "".
+func upstreamError(body []byte) string {
+	var e struct {
+		Error struct {
+			Metadata struct {
+				ProviderName string          `json:"provider_name"`
+				Raw          json.RawMessage `json:"raw"`
+			} `json:"metadata"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) != nil {
+		return ""
+	}
+	md := e.Error.Metadata
+	raw := scalarText(md.Raw)
+	if raw == "" && len(md.Raw) > 0 && string(md.Raw) != "null" {
+		raw = string(md.Raw)
+	}
+	if raw != "" {
+		// The raw text is often the upstream's own JSON error.
+		if _, msg, _, _ := errorFields([]byte(raw)); msg != "" {
+			raw = msg
+		}
+	}
+	switch {
+	case md.ProviderName != "" && raw != "":
+		return "upstream " + md.ProviderName + ": " + raw
+	case md.ProviderName != "":
+		return "upstream " + md.ProviderName
+	}
+	return raw
 }
 
 // retryAfter reads the wait a server asks for (retry-after-ms, then
@@ -184,25 +219,26 @@ func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	return 0, false
 }
 
-// hint tells the user what to do about an HTTP error.
-func hint(provider, baseURL string, status int) string {
-	switch {
-	case status == http.StatusUnauthorized:
-		return "check the API key (the secret bound to OPENAI_API_KEY)"
-	case status == http.StatusForbidden:
-		return "the API key may not use this model or endpoint; check the key's project and permissions"
-	case status == http.StatusNotFound:
+// hint tells the user what to do about an HTTP error of kind.
+func hint(kind ErrorKind, provider, baseURL string, keySent bool) string {
+	switch kind {
+	case KindAuth:
+		if !keySent {
+			return "no API key was sent: set OPENAI_API_KEY (or bind the world's llm/api secret)"
+		}
+		return "check the API key (the secret bound to OPENAI_API_KEY), and that it may use this model and endpoint"
+	case KindNotFound:
 		h := fmt.Sprintf("check the model name and the base URL %s", baseURL)
 		if provider == ProviderResponses {
 			h += "; a server without the Responses API needs provider " + ProviderChat
 		}
 		return h
-	case status == http.StatusTooManyRequests:
+	case KindRateLimited:
 		return "rate limit or quota reached; wait, lower the request rate, or check the account's quota"
-	case status >= 500:
+	case KindServer:
 		return "the provider failed; try again later"
-	case status >= 400:
-		return "the provider rejected the request; fix what the message names"
+	case KindModelFailure:
+		return "the model kept writing malformed tool calls; try again, or another model"
 	}
-	return ""
+	return "the provider rejected the request; fix what the message names"
 }

@@ -78,29 +78,40 @@ type TokenUsage struct {
 }
 
 // Receipt is the result of one llm.generate effect, the Go form of
-// sys/LlmGenerateReceipt@1. Every ref names a blob or node Generate wrote to
-// the store it was given.
+// sys/LlmGenerateReceipt@2 (and of @1, which cannot say that the usage or
+// the cost is unknown: see MarshalV1). Every ref names a blob or node
+// Generate wrote to the store it was given.
 type Receipt struct {
 	// OutputRef names the JSON array of the response's output items.
 	OutputRef cas.Ref `cbor:"output_ref"`
 	// OutputText is the concatenated text of the assistant's messages
 	// (output_text and refusal parts, in order).
 	OutputText string `cbor:"output_text"`
-	// TokenUsage is the provider's token count.
+	// TokenUsage is the provider's token count, if UsageKnown.
 	TokenUsage TokenUsage `cbor:"token_usage"`
+	// UsageKnown reports whether the provider said how many tokens the
+	// call used (a server that streams without being asked for usage
+	// says nothing). Encoded as a null token_usage.
+	UsageKnown bool `cbor:"-"`
 	// CostCents is CostMicroUSD in cents, rounded half up.
 	CostCents uint64 `cbor:"cost_cents"`
-	// CostMicroUSD is the cost in millionths of a US dollar from
-	// Config.Prices; 0 when the model has no price.
+	// CostMicroUSD is the cost in millionths of a US dollar, if
+	// CostKnown: the usage at the model's price (see Model.Price).
 	CostMicroUSD uint64 `cbor:"cost_microusd"`
+	// CostKnown reports whether the model has a price and the usage is
+	// known. Encoded as null costs.
+	CostKnown bool `cbor:"-"`
 	// ProviderID is the provider's id of the response ("resp_…", "chatcmpl-…").
 	ProviderID string `cbor:"provider_id"`
 	// Model is the model that answered, as the provider names it (the
 	// requested model if the provider names none).
 	Model string `cbor:"model"`
-	// FinishReason is "stop", "tool_calls" (the output has function
-	// calls), "length" (the token limit cut the output), "content_filter",
-	// or another reason the provider gave.
+	// FinishReason says how the reply ended: "stop" (an answer),
+	// "tool_calls" (the output has function calls), "refusal" (the model
+	// refused), "length" (the token limit cut the output, tool calls
+	// included), "content_filter" (a filter cut it), "incomplete" or
+	// "incomplete: REASON" (the provider ended it early for another
+	// reason), or another reason the provider gave. See FinishCut.
 	FinishReason string `cbor:"finish_reason"`
 	// ToolCallRefs name one ToolCall node per function call, in output
 	// order. Never nil.
@@ -141,14 +152,94 @@ type FailedAttempt struct {
 	ResponseRef *cas.Ref `cbor:"response_ref" json:"response_ref,omitempty"`
 }
 
-// MarshalCBOR encodes r canonically; a nil ToolCallRefs encodes as an empty
-// list, never null.
+// receiptV2 is the encoded form of sys/LlmGenerateReceipt@2.
+type receiptV2 struct {
+	OutputRef         cas.Ref     `cbor:"output_ref"`
+	OutputText        string      `cbor:"output_text"`
+	TokenUsage        *TokenUsage `cbor:"token_usage"`
+	CostCents         *uint64     `cbor:"cost_cents"`
+	CostMicroUSD      *uint64     `cbor:"cost_microusd"`
+	ProviderID        string      `cbor:"provider_id"`
+	Model             string      `cbor:"model"`
+	FinishReason      string      `cbor:"finish_reason"`
+	ToolCallRefs      []cas.Ref   `cbor:"tool_call_refs"`
+	OutputItemsRef    *cas.Ref    `cbor:"output_items_ref"`
+	RequestRef        *cas.Ref    `cbor:"request_ref"`
+	ResponseRef       *cas.Ref    `cbor:"response_ref"`
+	Attempts          uint64      `cbor:"attempts"`
+	FailedAttemptsRef *cas.Ref    `cbor:"failed_attempts_ref"`
+}
+
+// MarshalCBOR encodes r canonically as sys/LlmGenerateReceipt@2: an
+// unknown usage as a null token_usage, an unknown cost as null
+// cost_cents and cost_microusd; a nil ToolCallRefs as an empty list.
 func (r Receipt) MarshalCBOR() ([]byte, error) {
+	v := receiptV2{
+		OutputRef: r.OutputRef, OutputText: r.OutputText, ProviderID: r.ProviderID, Model: r.Model,
+		FinishReason: r.FinishReason, ToolCallRefs: r.ToolCallRefs, OutputItemsRef: r.OutputItemsRef,
+		RequestRef: r.RequestRef, ResponseRef: r.ResponseRef, Attempts: r.Attempts, FailedAttemptsRef: r.FailedAttemptsRef,
+	}
+	if v.ToolCallRefs == nil {
+		v.ToolCallRefs = []cas.Ref{}
+	}
+	if r.UsageKnown {
+		u := r.TokenUsage
+		v.TokenUsage = &u
+	}
+	if r.CostKnown {
+		cents, micro := r.CostCents, r.CostMicroUSD
+		v.CostCents, v.CostMicroUSD = &cents, &micro
+	}
+	return cas.MarshalBody(v)
+}
+
+// UnmarshalCBOR decodes a sys/LlmGenerateReceipt@2 value, or an @1 value
+// (whose usage and cost count as known).
+func (r *Receipt) UnmarshalCBOR(b []byte) error {
+	var v receiptV2
+	if err := cas.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("llm: decode receipt: %w", err)
+	}
+	*r = Receipt{
+		OutputRef: v.OutputRef, OutputText: v.OutputText, ProviderID: v.ProviderID, Model: v.Model,
+		FinishReason: v.FinishReason, ToolCallRefs: v.ToolCallRefs, OutputItemsRef: v.OutputItemsRef,
+		RequestRef: v.RequestRef, ResponseRef: v.ResponseRef, Attempts: v.Attempts, FailedAttemptsRef: v.FailedAttemptsRef,
+	}
+	if v.TokenUsage != nil {
+		r.TokenUsage, r.UsageKnown = *v.TokenUsage, true
+	}
+	if v.CostMicroUSD != nil {
+		r.CostMicroUSD, r.CostKnown = *v.CostMicroUSD, true
+		if v.CostCents != nil {
+			r.CostCents = *v.CostCents
+		}
+	}
+	return nil
+}
+
+// MarshalV1 encodes r as sys/LlmGenerateReceipt@1, for worlds whose
+// manifest declares sys/llm.generate@1: an unknown usage counts as 0
+// tokens and an unknown cost as 0, as @1 has no way to say otherwise.
+func (r Receipt) MarshalV1() ([]byte, error) {
 	type plain Receipt
 	if r.ToolCallRefs == nil {
 		r.ToolCallRefs = []cas.Ref{}
 	}
+	if !r.UsageKnown {
+		r.TokenUsage = TokenUsage{}
+	}
+	if !r.CostKnown {
+		r.CostCents, r.CostMicroUSD = 0, 0
+	}
 	return cas.MarshalBody(plain(r))
+}
+
+// FinishCut reports whether a reply that ended with finish (a
+// Receipt.FinishReason) was cut before it was complete: by its token
+// limit, a content filter, or the provider ending it early. The tool
+// calls of such a reply may be cut too, and are not run.
+func FinishCut(finish string) bool {
+	return finish == "length" || finish == "content_filter" || finish == "incomplete" || strings.HasPrefix(finish, "incomplete:")
 }
 
 // ToolCall is one function call the model asked for, the Go form of
@@ -385,6 +476,11 @@ type MessageItem struct {
 type ReasoningItem struct {
 	// Summary holds the summary texts, in order (never nil).
 	Summary []string `cbor:"summary"`
+	// Text is the reasoning text itself, where the provider shows it (a
+	// Chat Completions model's reasoning_content, a Responses item's
+	// reasoning_text parts); nil if it shows none. An item without text
+	// encodes as sys/LlmOutputItem@1 wrote it.
+	Text *string `cbor:"text,omitempty"`
 }
 
 // OtherItem is an output item of any other type, kept as its raw JSON.
@@ -437,7 +533,7 @@ func (it *OutputItem) UnmarshalCBOR(b []byte) error {
 		err = decodeRecord(what+" ToolCall", value, out.ToolCall, "call_id", "name", "arguments_json")
 	case "Reasoning":
 		out.Reasoning = new(ReasoningItem)
-		err = decodeRecord(what+" Reasoning", value, out.Reasoning, "summary")
+		err = decodeRecord(what+" Reasoning", value, out.Reasoning, "summary", "text")
 		if err == nil && out.Reasoning.Summary == nil {
 			out.Reasoning.Summary = []string{}
 		}
@@ -463,4 +559,5 @@ var (
 	_ cbor.Unmarshaler = (*OutputItem)(nil)
 	_ cbor.Marshaler   = Params{}
 	_ cbor.Marshaler   = Receipt{}
+	_ cbor.Unmarshaler = (*Receipt)(nil)
 )

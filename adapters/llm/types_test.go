@@ -218,7 +218,7 @@ func TestParamsFromTypedValue(t *testing.T) {
 
 func TestReceiptCBORFields(t *testing.T) {
 	ref := cas.Sum([]byte("x"))
-	r := Receipt{OutputRef: ref, OutputItemsRef: &ref, Attempts: 1}
+	r := Receipt{OutputRef: ref, OutputItemsRef: &ref, Attempts: 1, UsageKnown: true, CostKnown: true}
 	b, err := cas.Marshal(r)
 	if err != nil {
 		t.Fatal(err)

@@ -303,6 +303,8 @@ func (a *answer) chatID() string { return "chatcmpl-" + a.hexID("chatcmpl", 0, 2
 
 func (a *answer) chatFinish() string {
 	switch {
+	case a.turn.Incomplete == "content_filter":
+		return "content_filter"
 	case a.turn.Incomplete != "":
 		return "length"
 	case len(a.turn.Calls) > 0:

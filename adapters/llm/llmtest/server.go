@@ -33,6 +33,8 @@ type Request struct {
 	Seq    int
 	Method string
 	Path   string
+	// Query is the URL's raw query ("api-version=2024-10-21").
+	Query string
 	// API is APIResponses, APIChat, or "" for a path the server does not
 	// serve.
 	API    string
@@ -131,7 +133,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, ErrorBody{Message: "could not read the request body: " + err.Error(), Type: "invalid_request_error"}, nil)
 		return
 	}
-	req := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
+	req := Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body}
 	switch {
 	case strings.HasSuffix(r.URL.Path, "/responses"):
 		req.API = APIResponses

@@ -1,0 +1,324 @@
+package llm
+
+import (
+	"encoding/json"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
+	"github.com/demiurge-dev/demiurge/cas"
+)
+
+// TestModelTable checks that every entry of the table is complete: a
+// model has a token-limit field, a window, an output limit, a price and a
+// dated public source; a family has no price.
+func TestModelTable(t *testing.T) {
+	dated := regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+	seen := map[string]bool{}
+	for _, m := range Models {
+		t.Run(m.Name, func(t *testing.T) {
+			if seen[m.Name] {
+				t.Errorf("%s is in the table twice", m.Name)
+			}
+			seen[m.Name] = true
+			if m.ChatTokenLimit != MaxTokens && m.ChatTokenLimit != MaxCompletionTokens {
+				t.Errorf("ChatTokenLimit %q", m.ChatTokenLimit)
+			}
+			if !strings.Contains(m.Source, "https://") || !dated.MatchString(m.AsOf) {
+				t.Errorf("source %q as of %q: want a public https page and the day it was read", m.Source, m.AsOf)
+			}
+			if m.Reasoning && m.Temperature && strings.HasPrefix(m.Name, "o") {
+				t.Errorf("an OpenAI reasoning model that takes a temperature")
+			}
+			if m.EncryptedReasoning && !m.Reasoning {
+				t.Errorf("encrypted reasoning for a model that does not reason")
+			}
+			if strings.HasSuffix(m.Name, "*") {
+				if m.Price != nil {
+					t.Errorf("family %s has a price: a family names models of different prices", m.Name)
+				}
+				return
+			}
+			if m.ContextWindow == 0 || m.MaxOutputTokens == 0 || m.MaxOutputTokens > m.ContextWindow {
+				t.Errorf("window %d, output %d", m.ContextWindow, m.MaxOutputTokens)
+			}
+			if p := m.Price; p == nil || p.Input == 0 || p.Output == 0 || p.CachedInput == 0 || p.CachedInput > p.Input || p.Output < p.Input {
+				t.Errorf("price %+v", m.Price)
+			}
+		})
+	}
+	// The families the issue names are all there.
+	for _, name := range []string{"gpt-4o", "gpt-4o-mini", "gpt-4.1", "gpt-4.1-mini", "gpt-4.1-nano", "o3", "o4-mini",
+		"gpt-5", "gpt-5-mini", "gpt-5-nano", "deepseek-chat", "deepseek-reasoner"} {
+		if !slices.Contains(ModelNames(), name) {
+			t.Errorf("%s is not in the table", name)
+		}
+	}
+}
+
+// TestModelsOfDocsAreKnown checks that every model named in the examples
+// and docs is in the table.
+func TestModelsOfDocsAreKnown(t *testing.T) {
+	files := []string{"../../README.md"}
+	for _, g := range []string{"../../docs/*.md", "../../examples/*/*.md", "../../examples/*/*.go", "../../examples/*/*.json", "../../cmd/demiurge/*.go"} {
+		m, _ := filepath.Glob(g)
+		files = append(files, m...)
+	}
+	name := regexp.MustCompile(`\b(gpt-[0-9][0-9a-z.\-]*|o[1-9](-mini)?|deepseek-[a-z]+)\b`)
+	n := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range name.FindAllString(string(b), -1) {
+			m = strings.TrimRight(m, ".-")
+			n++
+			if _, ok := lookupModel(Models, m); !ok {
+				t.Errorf("%s names model %s, which the table does not know", f, m)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no model named in the docs: the test reads the wrong files")
+	}
+}
+
+func TestModelFor(t *testing.T) {
+	tests := []struct {
+		name, base string
+		want       func(Model) bool
+		known      bool
+	}{
+		{"gpt-4o", "", func(m Model) bool { return !m.Reasoning && !m.EncryptedReasoning && m.Temperature && m.Price != nil }, true},
+		{"gpt-4o-2024-08-06", "", func(m Model) bool { return m.Price != nil && m.Price.Input == 2_500_000 }, true},
+		{"gpt-4o-mini-2024-07-18", "", func(m Model) bool { return m.Price.Input == 150_000 }, true},
+		{"gpt-5-mini", "", func(m Model) bool {
+			return m.Reasoning && m.ChatTokenLimit == MaxCompletionTokens && !m.Temperature && m.EncryptedReasoning
+		}, true},
+		{"gpt-5-mini-2025-08-07", "", func(m Model) bool { return m.Price.Output == 2_000_000 }, true},
+		{"gpt-5.9-preview", "", func(m Model) bool { return m.Reasoning && m.Price == nil }, true},
+		{"o3-pro", "", func(m Model) bool { return m.Reasoning && m.Price == nil }, true},
+		{"deepseek-reasoner", "", func(m Model) bool { return m.ReasoningEcho == "reasoning_content" && m.ChatTokenLimit == MaxTokens }, true},
+		{"qwen3:8b", "http://127.0.0.1:11434/v1", func(m Model) bool {
+			return m.ChatTokenLimit == MaxTokens && !m.EncryptedReasoning && m.ReasoningEcho == "" && m.Price == nil && m.Temperature
+		}, false},
+		{"my-finetune", "https://api.openai.com/v1", func(m Model) bool { return m.ChatTokenLimit == MaxCompletionTokens }, false},
+		{"my-deployment", "https://res.openai.azure.com", func(m Model) bool { return m.ChatTokenLimit == MaxCompletionTokens }, false},
+	}
+	for _, tc := range tests {
+		m, known := resolveModel(tc.name, tc.base, nil)
+		if !tc.want(m) || known != tc.known || m.Name != tc.name {
+			t.Errorf("%s at %q: %+v known %v", tc.name, tc.base, m, known)
+		}
+	}
+}
+
+func TestModelOptions(t *testing.T) {
+	var o ModelOptions
+	o.Match = "qwen3*"
+	for _, kv := range []string{"reasoning=true", "chat_token_limit=max_completion_tokens", "temperature=false",
+		"reasoning_echo=reasoning_content", "context_window=32_768", "max_output_tokens=8192", "price_input=0.5", "price_output=1.5"} {
+		if err := o.ParseModelOption(kv); err != nil {
+			t.Fatalf("%s: %v", kv, err)
+		}
+	}
+	m, known := resolveModel("qwen3:8b", "http://localhost:8000/v1", []ModelOptions{o})
+	if !known || !m.Reasoning || m.ChatTokenLimit != MaxCompletionTokens || m.Temperature || m.ReasoningEcho != "reasoning_content" ||
+		m.ContextWindow != 32768 || m.MaxOutputTokens != 8192 || *m.Price != (Price{Input: 500_000, Output: 1_500_000}) {
+		t.Errorf("override: %+v", m)
+	}
+	// An override of a known model changes only what it names.
+	f := false
+	m, _ = resolveModel("gpt-4o", "", []ModelOptions{{Match: "gpt-4o", Temperature: &f}})
+	if m.Temperature || m.Price == nil || m.ContextWindow != 128_000 {
+		t.Errorf("gpt-4o override: %+v", m)
+	}
+	for _, bad := range []string{"reasoning", "reasoning=maybe", "chat_token_limit=max_output", "context_window=lots",
+		"price_input=-1", "colour=blue", "reasoning_echo=Bad Field"} {
+		if err := new(ModelOptions).ParseModelOption(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// requestFor builds the request Generate sends for model through the fake
+// server, and returns it decoded.
+func requestFor(t *testing.T, provider, model string, stream bool, p Params, transcript []string, edit func(*Config)) map[string]any {
+	t.Helper()
+	srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{{Text: "ok"}}})
+	t.Cleanup(srv.Close)
+	g := newTestGenerator(t, srv, edit)
+	st := newStore()
+	p.Provider, p.Model = provider, model
+	for _, m := range transcript {
+		p.MessageRefs = append(p.MessageRefs, st.put(t, m))
+	}
+	tools := st.put(t, `[{"type":"function","name":"f","parameters":{"type":"object"},"strict":false}]`)
+	p.ToolsRef = &tools
+	var onDelta func(string)
+	if stream {
+		onDelta = func(string) {}
+	}
+	if _, err := g.Generate(t.Context(), st, p, "", onDelta); err != nil {
+		t.Fatal(err)
+	}
+	return srv.Requests()[0].JSON()
+}
+
+// TestRequestFollowsTheModel checks the fields the providers refuse when
+// they do not fit the model.
+func TestRequestFollowsTheModel(t *testing.T) {
+	temp, effort := "0.2", "low"
+	p := Params{MaxTokens: 4096, Temperature: &temp, ReasoningEffort: &effort}
+	reasoning := `[{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"gAAA"},{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c1","output":"ok"}]`
+	chatReasoning := `[{"type":"reasoning","summary":[],"content":[{"type":"reasoning_text","text":"think"}]},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"calling"}]},{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c1","output":"ok"}]`
+	has := func(m map[string]any, k string) bool { _, ok := m[k]; return ok }
+	inputTypes := func(m map[string]any) []string {
+		var out []string
+		for _, it := range m["input"].([]any) {
+			typ, _ := it.(map[string]any)["type"].(string)
+			out = append(out, typ)
+		}
+		return out
+	}
+
+	// Responses, a model that does not reason: no include, no reasoning,
+	// no reasoning items; the temperature is sent.
+	r := requestFor(t, ProviderResponses, "gpt-4o", false, p, []string{"hi", reasoning}, nil)
+	if has(r, "include") || has(r, "reasoning") || r["temperature"] != 0.2 || r["max_output_tokens"] != 4096.0 {
+		t.Errorf("gpt-4o on Responses: %v", r)
+	}
+	if got := inputTypes(r); slices.Contains(got, "reasoning") {
+		t.Errorf("gpt-4o got reasoning items: %v", got)
+	}
+	// A reasoning model: include, reasoning effort, its reasoning items
+	// back; no temperature.
+	r = requestFor(t, ProviderResponses, "gpt-5-mini", false, p, []string{"hi", reasoning}, nil)
+	if inc, _ := r["include"].([]any); len(inc) != 1 || inc[0] != "reasoning.encrypted_content" || has(r, "temperature") ||
+		r["reasoning"].(map[string]any)["effort"] != "low" {
+		t.Errorf("gpt-5-mini on Responses: %v", r)
+	}
+	if got := inputTypes(r); !slices.Equal(got, []string{"", "reasoning", "function_call", "function_call_output"}) {
+		t.Errorf("gpt-5-mini input %v", got)
+	}
+	// A Chat provider's reasoning has no encrypted content: not sent to
+	// Responses.
+	r = requestFor(t, ProviderResponses, "gpt-5-mini", false, p, []string{"hi", chatReasoning}, nil)
+	if got := inputTypes(r); slices.Contains(got, "reasoning") {
+		t.Errorf("reasoning without encrypted content was sent: %v", got)
+	}
+	// A model's output limit caps max_tokens.
+	big := p
+	big.MaxTokens = 100_000
+	r = requestFor(t, ProviderResponses, "gpt-4o", false, big, []string{"hi"}, nil)
+	if r["max_output_tokens"] != 16384.0 {
+		t.Errorf("gpt-4o max_output_tokens %v; want its limit 16384", r["max_output_tokens"])
+	}
+
+	// Chat, a reasoning model: max_completion_tokens, no temperature.
+	for _, stream := range []bool{false, true} {
+		r = requestFor(t, ProviderChat, "gpt-5-mini", stream, p, []string{"hi"}, nil)
+		if has(r, "max_tokens") || r["max_completion_tokens"] != 4096.0 || has(r, "temperature") || r["reasoning_effort"] != "low" {
+			t.Errorf("gpt-5-mini on Chat (stream %v): %v", stream, r)
+		}
+		if so, _ := r["stream_options"].(map[string]any); stream && so["include_usage"] != true {
+			t.Errorf("a stream that does not ask for usage: %v", r)
+		}
+	}
+	// Chat, a local model: max_tokens, the temperature and the effort as
+	// given; reasoning is not sent back.
+	r = requestFor(t, ProviderChat, "qwen3:8b", false, p, []string{"hi", chatReasoning}, nil)
+	if has(r, "max_completion_tokens") || r["max_tokens"] != 4096.0 || r["temperature"] != 0.2 {
+		t.Errorf("qwen3 on Chat: %v", r)
+	}
+	for _, msg := range r["messages"].([]any) {
+		if has(msg.(map[string]any), "reasoning_content") {
+			t.Errorf("reasoning sent back to a model that does not take it: %v", msg)
+		}
+	}
+	// DeepSeek: max_tokens, no reasoning_effort, and the reasoning text
+	// back on every assistant message ("" where there was none).
+	r = requestFor(t, ProviderChat, "deepseek-reasoner", false, p, []string{"hi", chatReasoning,
+		`{"type":"function_call","call_id":"c2","name":"f","arguments":"{}"}`, `{"type":"function_call_output","call_id":"c2","output":"ok"}`}, nil)
+	if r["max_tokens"] != 4096.0 || has(r, "reasoning_effort") || has(r, "temperature") {
+		t.Errorf("deepseek-reasoner: %v", r)
+	}
+	var echoes []any
+	for _, msg := range r["messages"].([]any) {
+		m := msg.(map[string]any)
+		if m["role"] == "assistant" {
+			echoes = append(echoes, m["reasoning_content"])
+		}
+	}
+	if !slices.Equal(echoes, []any{"think", ""}) {
+		t.Errorf("deepseek reasoning_content of the assistant messages: %q; want [think, \"\"]", echoes)
+	}
+}
+
+func TestAzure(t *testing.T) {
+	tests := []struct {
+		name             string
+		cfg              func(base string) Config
+		provider         string
+		wantPath, wantQ  string
+		wantModel        string
+		wantHeader, want string
+	}{
+		{"v1, chat", func(b string) Config { return Config{Azure: &AzureConfig{Endpoint: b}} }, ProviderChat,
+			"/openai/v1/chat/completions", "", "gpt-4o", "Api-Key", "k3y-azure-123"},
+		{"v1, responses", func(b string) Config { return Config{Azure: &AzureConfig{Endpoint: b + "/openai/v1"}} }, ProviderResponses,
+			"/openai/v1/responses", "", "gpt-4o", "Api-Key", "k3y-azure-123"},
+		{"dated, chat, deployment from the URL", func(b string) Config {
+			return Config{Azure: &AzureConfig{Endpoint: b + "/openai/deployments/prod-4o", APIVersion: "2024-10-21"}}
+		}, ProviderChat, "/openai/deployments/prod-4o/chat/completions", "api-version=2024-10-21", "prod-4o", "Api-Key", "k3y-azure-123"},
+		{"dated, responses", func(b string) Config {
+			return Config{Azure: &AzureConfig{Endpoint: b, APIVersion: "2025-03-01-preview", Deployment: "dep"}}
+		}, ProviderResponses, "/openai/responses", "api-version=2025-03-01-preview", "dep", "Api-Key", "k3y-azure-123"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := llmtest.NewServerFunc(func(llmtest.Request) llmtest.Turn { return llmtest.Turn{Text: "ok"} })
+			t.Cleanup(srv.Close)
+			u, _ := url.Parse(srv.URL)
+			cfg := tc.cfg(u.Scheme + "://" + u.Host)
+			cfg.Provider, cfg.Logger = tc.provider, quietLogger
+			g, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := newStore()
+			_, err = g.Generate(t.Context(), st, Params{Model: "gpt-4o", MessageRefs: []cas.Ref{st.put(t, "hi")}}, "k3y-azure-123", nil)
+			reqs := srv.Requests()
+			if len(reqs) != 1 {
+				t.Fatalf("%d requests (%v)", len(reqs), err)
+			}
+			req := reqs[0]
+			if req.Path != tc.wantPath || req.Header.Get(tc.wantHeader) != tc.want || req.Header.Get("Authorization") != "" {
+				t.Errorf("request %s %v; want path %s and %s: %s only", req.Path, req.Header, tc.wantPath, tc.wantHeader, tc.want)
+			}
+			var body map[string]any
+			_ = json.Unmarshal(req.Body, &body)
+			if body["model"] != tc.wantModel {
+				t.Errorf("model %v; want %s", body["model"], tc.wantModel)
+			}
+			if tc.wantQ != "" && !strings.Contains(req.Query, tc.wantQ) {
+				t.Errorf("query %q; want %s", req.Query, tc.wantQ)
+			}
+		})
+	}
+	if _, err := resolveAzure(&AzureConfig{Endpoint: "https://x.openai.azure.com/somewhere/else"}, "", func(string) string { return "" }); err == nil {
+		t.Error("an Azure URL of no known shape: no error")
+	}
+	az, err := resolveAzure(nil, "", func(k string) string {
+		return map[string]string{"AZURE_OPENAI_ENDPOINT": "https://r.openai.azure.com/", "OPENAI_API_VERSION": "2024-10-21"}[k]
+	})
+	if err != nil || az.Endpoint != "https://r.openai.azure.com" || az.APIVersion != "2024-10-21" {
+		t.Errorf("from the environment: %+v, %v", az, err)
+	}
+}
