@@ -17,10 +17,21 @@ func TestBuiltinsLoad(t *testing.T) {
 		{KindDefSchema, "schemas"}, {KindDefEffect, "effects"}, {KindDefCap, "caps"}, {KindDefModule, "modules"},
 	} {
 		b.WriteString(`,"` + s.section + `":[`)
-		for i, n := range BuiltinNames(s.kind) {
+		kinds := map[string]bool{} // a manifest lists one version of an effect kind
+		i := 0
+		for _, n := range BuiltinNames(s.kind) {
+			if d, ok := Builtin(s.kind, n); ok {
+				if ef, ok := d.(*DefEffect); ok {
+					if kinds[ef.Kind] {
+						continue
+					}
+					kinds[ef.Kind] = true
+				}
+			}
 			if i > 0 {
 				b.WriteString(",")
 			}
+			i++
 			b.WriteString(`{"name":"` + n + `"}`)
 		}
 		b.WriteString("]")
@@ -98,5 +109,32 @@ func TestAgentOSBuiltinDefs(t *testing.T) {
 	sort.Strings(names)
 	if len(names) < 100 {
 		t.Fatalf("parsed only %d AgentOS built-in defs", len(names))
+	}
+}
+
+// TestEffectVersions checks which version of an effect kind a manifest
+// gets: the one it lists, else the first built-in one (the version that
+// was there when a manifest that lists none was written); two versions of
+// one kind cannot both be listed.
+func TestEffectVersions(t *testing.T) {
+	load := func(effects string) (*Catalog, error) {
+		src := `{"$kind":"manifest","air_version":"1","schemas":[],"modules":[],"plans":[],"caps":[],"policies":[],"effects":[` + effects + `]}`
+		return LoadSources([]Source{{Name: "manifest.air.json", Data: []byte(src)}}, nil)
+	}
+	for effects, want := range map[string]string{
+		``:                              "sys/llm.generate@1",
+		`{"name":"sys/llm.generate@1"}`: "sys/llm.generate@1",
+		`{"name":"sys/llm.generate@2"}`: "sys/llm.generate@2",
+	} {
+		c, err := load(effects)
+		if err != nil {
+			t.Fatalf("%s: %v", effects, err)
+		}
+		if d, ok := c.EffectKind("llm.generate"); !ok || d.Name != want {
+			t.Errorf("effects [%s]: llm.generate is %v; want %s", effects, d, want)
+		}
+	}
+	if _, err := load(`{"name":"sys/llm.generate@1"},{"name":"sys/llm.generate@2"}`); err == nil || !strings.Contains(err.Error(), `effect kind "llm.generate" is declared by both`) {
+		t.Errorf("both versions listed: %v", err)
 	}
 }

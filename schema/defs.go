@@ -228,7 +228,27 @@ type Manifest struct {
 	// MCPServers are the MCP servers whose tools the world offers
 	// (a demiurge extension of AIR: the manifest member "mcp_servers").
 	MCPServers []MCPServer
-	At         Origin
+	// Models override what the llm adapter knows of models (a demiurge
+	// extension of AIR: the manifest member "models"; see ModelSetting).
+	Models []ModelSetting
+	At     Origin
+}
+
+// ModelSetting is one entry of the manifest's "models": options for the
+// models whose name Match names (a name, or a family ending in "*"). Its
+// options are kept as text, in the order written; the llm adapter says
+// which keys it takes and checks their values (see llm.ModelOptions).
+type ModelSetting struct {
+	Match   string
+	Options []ModelOption
+	Ptr     string
+}
+
+// ModelOption is one option of a ModelSetting: a key and its value as
+// text ("true", "1.25", "max_completion_tokens").
+type ModelOption struct {
+	Key, Value string
+	Ptr        string
 }
 
 // manifestSections are the lists of a manifest that pin defs, each with
@@ -629,6 +649,15 @@ func (d *Manifest) nodeWith(hashOf func(kind, name string) string) Value {
 		servers = append(servers, sb.m)
 	}
 	b.val("mcp_servers", servers)
+	var models []Value
+	for _, ms := range d.Models {
+		mb := &nodeBuilder{m: Record("match", ms.Match)}
+		for _, o := range ms.Options {
+			mb.val(o.Key, o.Value)
+		}
+		models = append(models, mb.m)
+	}
+	b.val("models", models)
 	return b.m
 }
 

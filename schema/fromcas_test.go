@@ -83,3 +83,63 @@ func TestLoadFromCASErrors(t *testing.T) {
 		t.Errorf("not a manifest: %v", err)
 	}
 }
+
+// TestManifestModels: the manifest's "models" parse, are part of its hash,
+// and load back from the store; a manifest without them hashes as before.
+func TestManifestModels(t *testing.T) {
+	ctx := context.Background()
+	const base = `{"$kind":"manifest","air_version":"1","schemas":[],"modules":[],"plans":[],"caps":[],"policies":[],"effects":[]`
+	plain, err := schema.LoadSources([]schema.Source{{Name: "manifest.air.json", Data: []byte(base + `}`)}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := base + `,"models":[{"match":"qwen3*","reasoning":true,"context_window":32768,"price_input":0.5,"chat_token_limit":"max_tokens"}]}`
+	c, err := schema.LoadSources([]schema.Source{{Name: "manifest.air.json", Data: []byte(src)}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []schema.ModelOption{{Key: "reasoning", Value: "true"}, {Key: "context_window", Value: "32768"}, {Key: "price_input", Value: "0.5"}, {Key: "chat_token_limit", Value: "max_tokens"}}
+	check := func(c *schema.Catalog) {
+		t.Helper()
+		ms := c.Manifest.Models
+		if len(ms) != 1 || ms[0].Match != "qwen3*" || len(ms[0].Options) != len(want) {
+			t.Fatalf("models %+v", ms)
+		}
+		for i, o := range ms[0].Options {
+			if o.Key != want[i].Key || o.Value != want[i].Value {
+				t.Errorf("option %d: %+v; want %+v", i, o, want[i])
+			}
+		}
+	}
+	check(c)
+	if c.ManifestRef() == plain.ManifestRef() {
+		t.Error("the models are not part of the manifest's hash")
+	}
+	st := cas.NewMemory()
+	if err := c.Nodes(func(_ cas.Ref, node []byte) error { _, err := st.Put(ctx, node); return err }); err != nil {
+		t.Fatal(err)
+	}
+	back, err := schema.LoadFromCAS(ctx, st, c.ManifestRef(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.ManifestRef() != c.ManifestRef() {
+		t.Fatal("the manifest does not load back to its hash")
+	}
+	// The options come back in key order (a node's map is sorted); their
+	// values are the same.
+	got := map[string]string{}
+	for _, o := range back.Manifest.Models[0].Options {
+		got[o.Key] = o.Value
+	}
+	for _, o := range want {
+		if got[o.Key] != o.Value {
+			t.Errorf("back: %s=%q; want %q", o.Key, got[o.Key], o.Value)
+		}
+	}
+	for _, bad := range []string{`"models":{}`, `"models":[{"reasoning":true}]`, `"models":[{"match":"m","x":[1]}]`} {
+		if _, err := schema.LoadSources([]schema.Source{{Name: "manifest.air.json", Data: []byte(base + "," + bad + "}")}}, nil); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}

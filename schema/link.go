@@ -471,14 +471,31 @@ func (l *loader) checkManifest(m *Manifest) {
 			e.add("/defaults/policy", "policy %s is not listed in the manifest's policies", m.DefaultPolicy)
 		}
 	}
-	// Effect kinds must be unique among active effects.
+	// Effect kinds must be unique among the effects the manifest lists.
+	// A built-in effect it does not list serves its kind when no listed
+	// one does; of two such versions of one kind (sys/llm.generate@1 and
+	// @2), the first by name, so a manifest written before @2 existed
+	// keeps the @1 it was written for.
+	listed := map[string]bool{}
+	for _, r := range m.Effects {
+		listed[r.Name] = true
+	}
 	for _, n := range l.c.Names(KindDefEffect) {
 		d := l.c.effects[n]
+		if !listed[n] {
+			continue
+		}
 		if prev, dup := l.c.byKind[d.Kind]; dup {
 			l.errsFor(d).add(d.At.Pointer+"/kind", "effect kind %q is declared by both %s and %s", d.Kind, prev.Name, d.Name)
 			continue
 		}
 		l.c.byKind[d.Kind] = d
+	}
+	for _, n := range l.c.Names(KindDefEffect) {
+		d := l.c.effects[n]
+		if _, taken := l.c.byKind[d.Kind]; !taken && !listed[n] {
+			l.c.byKind[d.Kind] = d
+		}
 	}
 	grants := map[string]*CapGrant{}
 	for _, g := range m.CapGrants {

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -534,6 +535,9 @@ func parseManifest(n *jnode, at Origin, errs *problems) Def {
 	if sn := r.node("mcp_servers", false); sn != nil {
 		m.MCPServers = parseMCPServers(sn, errs)
 	}
+	if mn := r.node("models", false); mn != nil {
+		m.Models = parseModels(mn, errs)
+	}
 	if tn := r.node("triggers", false); tn != nil {
 		if tn.kind != jArray {
 			errs.add(tn.ptr, "triggers must be an array of {event, plan, correlate_by?}")
@@ -550,6 +554,48 @@ func parseManifest(n *jnode, at Origin, errs *problems) Def {
 	}
 	r.done()
 	return m
+}
+
+// parseModels parses the manifest's models: [{match, KEY: value, …}],
+// each value a boolean, a number or a text, kept as text.
+func parseModels(n *jnode, errs *problems) []ModelSetting {
+	if n.kind != jArray {
+		errs.add(n.ptr, `models must be an array of {"match": MODEL, OPTION: value, …}, such as {"match": "qwen3*", "reasoning": true}`)
+		return nil
+	}
+	var out []ModelSetting
+	for _, mn := range n.arr {
+		if mn.kind != jObject {
+			errs.add(mn.ptr, `a model setting must be an object {"match": MODEL, OPTION: value, …}`)
+			continue
+		}
+		ms := ModelSetting{Ptr: mn.ptr}
+		for _, f := range mn.fields() {
+			var v string
+			switch f.val.kind {
+			case jString:
+				v = f.val.str
+			case jBool:
+				v = strconv.FormatBool(f.val.b)
+			case jNumber:
+				v = f.val.num.String()
+			default:
+				errs.add(f.val.ptr, "%s: want true, false, a number or a text", f.key)
+				continue
+			}
+			if f.key == "match" {
+				ms.Match = v
+				continue
+			}
+			ms.Options = append(ms.Options, ModelOption{Key: f.key, Value: v, Ptr: f.val.ptr})
+		}
+		if ms.Match == "" {
+			errs.add(mn.ptr, `a model setting needs "match": the model's name, or a family ending in *`)
+			continue
+		}
+		out = append(out, ms)
+	}
+	return out
 }
 
 // parseMCPServers parses the manifest's mcp_servers: [{name, command, args,

@@ -90,7 +90,7 @@ func statusKind(status int, code string) ErrorKind {
 		return KindModelFailure
 	case status == 401, status == 403:
 		return KindAuth
-	case status == 404:
+	case status == 404, code == "model_not_found": // OpenAI's Responses API answers 400
 		return KindNotFound
 	case status == 429:
 		return KindRateLimited

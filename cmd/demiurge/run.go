@@ -39,6 +39,7 @@ type runFlags struct {
 	temperature  string
 	instructions string
 	noStream     bool
+	modelOptions []string
 	wait         time.Duration
 }
 
@@ -61,9 +62,28 @@ world continues the session; "demiurge replay" and "demiurge trace" show it.
 The model is reached through the OpenAI Responses API (--llm
 openai-responses, the default) or Chat Completions (--llm openai-chat) at
 --base-url (default $OPENAI_BASE_URL, else https://api.openai.com/v1), with
-the API key from $OPENAI_API_KEY. --llm cassette:DIR answers from the model
-outputs recorded in a session bundle instead (no network, no key), while the
-tools run for real: the offline demo.
+the API key from $OPENAI_API_KEY (none is sent without it: a local server
+needs none). An Azure OpenAI resource is reached from its URL as base URL
+(https://NAME.openai.azure.com, …/openai/v1 or
+…/openai/deployments/DEPLOYMENT), or from $AZURE_OPENAI_ENDPOINT, with
+$AZURE_OPENAI_API_KEY and $AZURE_OPENAI_API_VERSION (default v1).
+--llm cassette:DIR answers from the model outputs recorded in a session
+bundle instead (no network, no key), while the tools run for real: the
+offline demo.
+
+What is sent follows what demiurge knows of the model (docs/agent.md,
+"Models"): the token-limit field, whether it takes a temperature, a
+reasoning effort, encrypted reasoning, and its reasoning sent back; its
+prices give each turn's cost. A model it does not know gets a
+conservative default and "cost unknown". --model-option KEY=VALUE
+overrides any of it (repeatable; also the manifest's "models").
+
+With -m, the exit code says how the turn ended:
+  0  the model answered (a refusal is an answer)
+  1  a failure ended the turn (the model call failed, a tool run failed)
+  3  a guard stopped the turn (max_rounds, max_repeats, token_budget)
+  4  the answer is incomplete: cut by the output token limit or a
+     content filter
 
 The agent's tools: introspect_* (the world's manifest, schemas, modules,
 state, journal head), workspace_* (versioned files in the store), the tools
@@ -93,7 +113,8 @@ named <server>_<tool> unless aliased; "demiurge mcp ls" lists them) and bash
 	fl.Uint64Var(&f.outputLimit, "output-limit", demiurge.DefaultOutputLimit, "bytes of a tool's output the model sees")
 	fl.StringVar(&f.temperature, "temperature", "", "sampling temperature, e.g. 0.2 (default: the provider's)")
 	fl.StringVar(&f.instructions, "instructions", "", "the system prompt (default: one built from the tools)")
-	fl.BoolVar(&f.noStream, "no-stream", false, "do not stream the model's text")
+	fl.BoolVar(&f.noStream, "no-stream", false, "ask the model for one whole answer, not a stream (for servers that cannot stream)")
+	fl.StringArrayVar(&f.modelOptions, "model-option", nil, "override what demiurge knows of the model, as `KEY=VALUE` (repeatable): "+strings.Join(llm.ModelOptionKeys, ", "))
 	fl.DurationVar(&f.wait, "wait", 10*time.Minute, "how long one turn may take")
 	return cmd
 }
@@ -106,6 +127,9 @@ type agent struct {
 	st    world.Storage
 	chat  string
 	shown uint64 // entries of the chat's timeline printed (see demiurge.State.Since)
+	// module and event are the chat module of the world's manifest and
+	// the event schema it takes (demiurge/Chat@2 takes ChatEvent@2).
+	module, event string
 
 	// newSettings, if set, go with the next message: the chat's tools
 	// changed since it began.
@@ -121,8 +145,13 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	if err != nil {
 		return err
 	}
-	if _, ok := cat.Module(demiurge.ModuleName); !ok {
+	module, ok := demiurge.ModuleIn(func(n string) bool { _, ok := cat.Module(n); return ok })
+	if !ok {
 		return fmt.Errorf("run: %s is not an agent world: it has no module %s (see examples/demiurge)", f.manifest, demiurge.ModuleName)
+	}
+	def, _ := cat.Module(module)
+	if def.Reducer == nil {
+		return fmt.Errorf("run: %s: module %s is not a reducer", f.manifest, module)
 	}
 	model := f.model
 	if model == "" {
@@ -130,6 +159,10 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	}
 	if model == "" {
 		model = "gpt-5-mini"
+	}
+	overrides, err := modelOptions(cat, model, f.modelOptions)
+	if err != nil {
+		return err
 	}
 	provider := f.llm
 	var llmAdapter effects.Adapter
@@ -150,16 +183,35 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 		if base == "" {
 			base = getenv("OPENAI_BASE_URL")
 		}
-		if getenv("OPENAI_API_KEY") == "" && base == "" {
+		azure := getenv("AZURE_OPENAI_ENDPOINT") != "" || isAzureURL(base)
+		key := getenv("OPENAI_API_KEY")
+		if key == "" && azure {
+			key = getenv("AZURE_OPENAI_API_KEY")
+		}
+		if key == "" && base == "" && !azure {
 			return errors.New("run: no API key: set OPENAI_API_KEY (or point --base-url at an OpenAI-compatible server, or use --llm cassette:DIR for the offline demo)")
 		}
-		gen, err := llm.New(llm.Config{Provider: f.llm, BaseURL: base, Logger: a.log})
+		cfg := llm.Config{Provider: f.llm, BaseURL: base, Logger: a.log, Models: overrides}
+		if azure && base == "" {
+			cfg.Azure = &llm.AzureConfig{Endpoint: getenv("AZURE_OPENAI_ENDPOINT"), APIVersion: getenv("AZURE_OPENAI_API_VERSION"), Deployment: getenv("AZURE_OPENAI_DEPLOYMENT")}
+		}
+		gen, err := llm.New(cfg)
 		if err != nil {
 			return err
 		}
+		if m, _ := gen.ModelFor(model); f.temperature != "" && !m.Temperature {
+			return usagef("--temperature: model %s does not take a temperature (it reasons); drop the flag, or say that it does with --model-option temperature=true", model)
+		}
 		llmAdapter = &llm.Adapter{Generator: gen}
-		if getenv("OPENAI_API_KEY") == "" {
-			getSecret = func(k string) (string, bool) { return "none", true } // a local server that takes no key
+		// The world's llm/api secret is bound to OPENAI_API_KEY: without a
+		// key, none is sent (a local server needs none; one that does
+		// answers 401, which says so).
+		getSecret = func(k string) (string, bool) {
+			if k == "OPENAI_API_KEY" {
+				return key, true
+			}
+			v := getenv(k)
+			return v, v != ""
 		}
 	default:
 		return usagef("--llm %q: want openai-responses, openai-chat or cassette:DIR", f.llm)
@@ -174,7 +226,11 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	if err != nil {
 		return err
 	}
-	ag := &agent{a: a, f: f, st: st, chat: f.chat, callStart: map[string]time.Time{}}
+	ag := &agent{a: a, f: f, st: st, chat: f.chat, callStart: map[string]time.Time{}, module: module, event: def.Reducer.Event}
+	progress := ag.progress
+	if f.noStream {
+		progress = nil // the adapter then asks for one whole answer
+	}
 	kit, err := newToolKit(ctx, f.world, cat, st, mcpEnv{getenv: lookupEnv(getenv), manifest: f.manifest, log: a.log})
 	if err != nil {
 		return err
@@ -192,7 +248,7 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	adapters["llm.generate"] = llmAdapter
 	w, err := world.Open(ctx, world.Options{
 		Name: f.world, Catalog: cat, Reducers: newRegistry(), Storage: st, Adapters: adapters, Logger: a.log,
-		Dispatch: effects.DispatcherOptions{Getenv: getSecret, Progress: ag.progress, TimeoutFor: kit.timeoutFor},
+		Dispatch: effects.DispatcherOptions{Getenv: getSecret, Progress: progress, TimeoutFor: kit.timeoutFor},
 		OnCommit: ag.commit,
 	})
 	if err != nil {
@@ -213,7 +269,14 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 		return err
 	}
 	if f.message != "" {
-		return ag.say(ctx, f.message)
+		outcome, err := ag.say(ctx, f.message)
+		if err != nil {
+			return err
+		}
+		if code := outcome.exitCode(); code != exitOK {
+			return &exitStatus{code: code}
+		}
+		return nil
 	}
 	return ag.repl(ctx)
 }
@@ -248,7 +311,7 @@ func (ag *agent) settings(ctx context.Context, kit *toolKit, provider, model str
 
 // state returns the chat's state, if the chat exists.
 func (ag *agent) state() (*demiurge.State, bool) {
-	v, _, ok := ag.w.State(demiurge.ModuleName, ag.chat)
+	v, _, ok := ag.w.State(ag.module, ag.chat)
 	if !ok {
 		return nil, false
 	}
@@ -264,7 +327,7 @@ func (ag *agent) send(ctx context.Context, tag string, value map[string]any) err
 	if err != nil {
 		return err
 	}
-	_, err = ag.w.SendJSON(ctx, "demiurge/ChatEvent@1", js)
+	_, err = ag.w.SendJSON(ctx, ag.event, js)
 	return err
 }
 
@@ -281,45 +344,118 @@ func (ag *agent) ensureChat(ctx context.Context, settings map[string]any) error 
 	return ag.send(ctx, "Created", map[string]any{"chat_id": ag.chat, "title": ag.chat, "settings": settings})
 }
 
-// say sends one user message and waits for the turn to end.
-func (ag *agent) say(ctx context.Context, text string) error {
+// turnOutcome is how a turn ended, read from its timeline.
+type turnOutcome string
+
+// The outcomes of a turn.
+const (
+	outcomeAnswer  turnOutcome = "answer"  // the model answered (or refused)
+	outcomeFailed  turnOutcome = "failed"  // a failure ended it
+	outcomeStopped turnOutcome = "stopped" // a guard ended it
+	outcomeCut     turnOutcome = "cut"     // the answer was cut off
+)
+
+// Exit codes of run -m beyond those of every command (see root.go).
+const (
+	exitGuardStop  = 3 // a guard stopped the turn
+	exitIncomplete = 4 // the answer was cut off
+)
+
+// exitCode is the exit code of run -m for a turn that ended so.
+func (o turnOutcome) exitCode() int {
+	switch o {
+	case outcomeAnswer:
+		return exitOK
+	case outcomeStopped:
+		return exitGuardStop
+	case outcomeCut:
+		return exitIncomplete
+	}
+	return exitFailure
+}
+
+// outcomeOf reads how the turn of request id ended from the chat's
+// timeline entries.
+func outcomeOf(entries []demiurge.Entry, id uint64) turnOutcome {
+	out := outcomeFailed // no end recorded: the turn did not finish
+	for _, e := range entries {
+		if e.RequestID != id {
+			continue
+		}
+		switch e.Kind {
+		case demiurge.EntryError:
+			return outcomeFailed
+		case demiurge.EntryStop:
+			out = outcomeStopped
+		case demiurge.EntryDone:
+			switch f := deref(e.Status); {
+			case f == "length" || f == "content_filter" || strings.HasPrefix(f, "incomplete"):
+				out = outcomeCut
+			default:
+				out = outcomeAnswer
+			}
+		}
+	}
+	return out
+}
+
+// say sends one user message, waits for the turn to end, and says how it
+// ended.
+func (ag *agent) say(ctx context.Context, text string) (turnOutcome, error) {
 	msg, err := json.Marshal(map[string]string{"role": "user", "content": text})
 	if err != nil {
-		return err
+		return "", err
 	}
 	ref, err := ag.st.CAS().Put(ctx, msg)
 	if err != nil {
-		return err
+		return "", err
 	}
 	var last uint64
-	var usage0 demiurge.TokenUsage
-	var cost0 uint64
+	before := demiurge.State{}
 	if st, ok := ag.state(); ok {
-		last, usage0, cost0 = st.LastRequestID, st.Usage, st.CostMicroUSD
+		last, before = st.LastRequestID, *st
 	}
 	user := map[string]any{"chat_id": ag.chat, "request_id": last + 1, "text": text, "message_ref": ref.String()}
 	if ag.newSettings != nil {
 		user["settings"] = ag.newSettings
 	}
 	if err := ag.send(ctx, "User", user); err != nil {
-		return err
+		return "", err
 	}
 	ag.newSettings = nil
 	wctx, cancel := context.WithTimeout(ctx, ag.f.wait)
 	defer cancel()
 	if err := ag.w.WaitIdle(wctx); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("run: the turn took longer than --wait %s; its effects resume when the world reopens", ag.f.wait)
+			return "", fmt.Errorf("run: the turn took longer than --wait %s; its effects resume when the world reopens", ag.f.wait)
 		}
-		return err
+		return "", err
 	}
-	if st, ok := ag.state(); ok {
-		u := st.Usage
-		fmt.Fprintf(ag.a.out, "  [%d tokens in (%d cached), %d out (%d reasoning), $%.4f]\n",
-			u.Prompt-usage0.Prompt, u.Cached-usage0.Cached, u.Completion-usage0.Completion, u.Reasoning-usage0.Reasoning,
-			float64(st.CostMicroUSD-cost0)/1e6)
+	st, ok := ag.state()
+	if !ok {
+		return outcomeFailed, nil
 	}
-	return nil
+	fmt.Fprintf(ag.a.out, "  [%s]\n", usageLine(&before, st))
+	return outcomeOf(st.Entries, last+1), nil
+}
+
+// usageLine says what the calls between two states of a chat used and
+// cost: "1200 tokens in (200 cached), 300 out (0 reasoning), $0.0042".
+func usageLine(before, after *demiurge.State) string {
+	u, u0 := after.Usage, before.Usage
+	count := func(n *uint64) uint64 {
+		if n == nil {
+			return 0
+		}
+		return *n
+	}
+	tokens := fmt.Sprintf("%d tokens in (%d cached), %d out (%d reasoning)",
+		u.Prompt-u0.Prompt, u.Cached-u0.Cached, u.Completion-u0.Completion, u.Reasoning-u0.Reasoning)
+	if n := count(after.UsageUnknown) - count(before.UsageUnknown); n > 0 {
+		tokens += fmt.Sprintf(", usage unknown for %d call(s): the provider reported none", n)
+	}
+	cost := costText(after.CostMicroUSD-before.CostMicroUSD, count(after.CostUnknown) > count(before.CostUnknown))
+	return tokens + ", " + cost
 }
 
 // repl reads messages from stdin until /quit, EOF or Ctrl-C.
@@ -355,7 +491,7 @@ func (ag *agent) repl(ctx context.Context) error {
 		case "/quit", "/exit":
 			return nil
 		}
-		if err := ag.say(ctx, line); err != nil {
+		if _, err := ag.say(ctx, line); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -376,6 +512,16 @@ func (ag *agent) progress(in *effects.Intent, text string) {
 	}
 	ag.streamed = true
 	fmt.Fprint(ag.a.out, text)
+}
+
+// isAzureURL reports whether a base URL names an Azure OpenAI resource.
+func isAzureURL(base string) bool {
+	for _, s := range []string{".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com"} {
+		if strings.Contains(base, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // roundDuration formats d to a precision that fits it: 2ms, 0.35ms, 41µs.
@@ -405,7 +551,7 @@ func (ag *agent) commit(recs []journal.Record) {
 			continue
 		}
 		sr, err := world.DecodeState(r)
-		if err != nil || sr.Reducer != demiurge.ModuleName || sr.Key != ag.chat || !sr.State.Valid() {
+		if err != nil || sr.Reducer != ag.module || sr.Key != ag.chat || !sr.State.Valid() {
 			continue
 		}
 		var st demiurge.State
@@ -444,6 +590,8 @@ func (ag *agent) print(e demiurge.Entry, at time.Time) {
 			fmt.Fprintf(out, "  → %s %s\n", tool, clipLine(e.Text, 160))
 		case "rejected":
 			fmt.Fprintf(out, "  ✗ %s %s (rejected before running)\n", tool, clipLine(e.Text, 160))
+		case "cut":
+			fmt.Fprintf(out, "  ✗ %s %s (cut off with the reply; not run)\n", tool, clipLine(e.Text, 160))
 		default:
 			fmt.Fprintf(out, "  · %s %s (%s)\n", tool, clipLine(e.Text, 160), status)
 		}
@@ -462,6 +610,8 @@ func (ag *agent) print(e demiurge.Entry, at time.Time) {
 		} else {
 			fmt.Fprintf(out, "  ✗ %s %s%s: %s\n", tool, status, d, clipLine(e.Text, 200))
 		}
+	case demiurge.EntryNotice:
+		fmt.Fprintf(out, "  ! %s\n", e.Text)
 	case demiurge.EntryStop:
 		fmt.Fprintf(out, "  ■ turn stopped: %s\n", e.Text)
 	case demiurge.EntryError:
@@ -469,7 +619,14 @@ func (ag *agent) print(e demiurge.Entry, at time.Time) {
 		fmt.Fprintf(out, "  ✗ %s\n", e.Text)
 	case demiurge.EntryDone:
 		ag.streamed = false
-		fmt.Fprintf(out, "  — %s\n", e.Text)
+		switch f := deref(e.Status); f {
+		case "", "stop":
+			fmt.Fprintf(out, "  — %s\n", e.Text)
+		case "refusal":
+			fmt.Fprintf(out, "  — the model refused; %s\n", e.Text)
+		default:
+			fmt.Fprintf(out, "  ✗ the answer is incomplete: %s; %s\n", finishText(f), e.Text)
+		}
 	}
 }
 

@@ -36,8 +36,12 @@ type modelCall struct {
 	OutputTokens uint64  `json:"output_tokens"`
 	Reasoning    uint64  `json:"reasoning_tokens"`
 	CostMicroUSD uint64  `json:"cost_microusd"`
-	Finish       string  `json:"finish_reason,omitempty"`
-	Error        string  `json:"error,omitempty"`
+	// UsageUnknown: the provider reported no usage (the token counts are
+	// 0); CostUnknown: the model has no price, or its usage is unknown.
+	UsageUnknown bool   `json:"usage_unknown,omitempty"`
+	CostUnknown  bool   `json:"cost_unknown,omitempty"`
+	Finish       string `json:"finish_reason,omitempty"`
+	Error        string `json:"error,omitempty"`
 	// Retried are the attempts that failed before the one that answered.
 	Retried []llm.FailedAttempt `json:"retried,omitempty"`
 }
@@ -60,9 +64,14 @@ type turnView struct {
 	User      string       `json:"user"`
 	Rounds    []*roundView `json:"rounds"`
 	Assistant []string     `json:"assistant,omitempty"`
+	Notices   []string     `json:"notices,omitempty"`
 	Stop      string       `json:"stop,omitempty"`
 	Error     string       `json:"error,omitempty"`
 	Done      string       `json:"done,omitempty"`
+	// Outcome is how the turn ended: answer, refusal, cut (the answer
+	// was cut by the token limit or a filter), failed, stopped (a
+	// guard), or "" while it runs.
+	Outcome string `json:"outcome,omitempty"`
 }
 
 type roundView struct {
@@ -111,7 +120,7 @@ func (c *chatTrace) record(r journal.Record) error {
 	switch r.Kind {
 	case world.KindEvent, world.KindRaised:
 		switch text(schema.FieldPath(m, "schema")) {
-		case "demiurge/ChatEvent@1":
+		case "demiurge/ChatEvent@1", "demiurge/ChatEvent@2":
 			c.chatEvents = true
 		case demiurge.ChatRequestSchema:
 			c.lastReq = append(c.lastReq, modelKey{text(schema.FieldPath(m, "value", "chat_id")), num(schema.FieldPath(m, "value", "request_id")), num(schema.FieldPath(m, "value", "round"))})
@@ -145,6 +154,8 @@ func (c *chatTrace) record(r journal.Record) error {
 				mc.InputTokens, mc.OutputTokens = num(schema.FieldPath(p, "token_usage", "prompt")), num(schema.FieldPath(p, "token_usage", "completion"))
 				mc.CachedTokens, mc.Reasoning = num(schema.FieldPath(p, "token_usage", "cached")), num(schema.FieldPath(p, "token_usage", "reasoning"))
 				mc.CostMicroUSD = num(schema.FieldPath(p, "cost_microusd"))
+				mc.UsageUnknown = schema.FieldPath(p, "token_usage") == nil
+				mc.CostUnknown = schema.FieldPath(p, "cost_microusd") == nil
 				if r, err := cas.ParseRef(text(schema.FieldPath(p, "failed_attempts_ref"))); err == nil {
 					_ = cas.GetNode(context.Background(), c.cas, r, &mc.Retried)
 				}
@@ -164,7 +175,7 @@ func (c *chatTrace) record(r journal.Record) error {
 			}
 		}
 	case world.KindState:
-		if text(schema.FieldPath(m, "reducer")) != demiurge.ModuleName || text(schema.FieldPath(m, "state")) == "" {
+		if !demiurge.IsModule(text(schema.FieldPath(m, "reducer"))) || text(schema.FieldPath(m, "state")) == "" {
 			return nil
 		}
 		chat := text(schema.FieldPath(m, "key"))
@@ -231,13 +242,58 @@ func (c *chatTrace) entry(chat string, e demiurge.Entry) {
 		if out, err := demiurge.ToolOutputOf(context.Background(), c.cas, e); err == nil {
 			tc.Output = out
 		}
+	case demiurge.EntryNotice:
+		t.Notices = append(t.Notices, e.Text)
 	case demiurge.EntryStop:
 		t.Stop = e.Text
+		if t.Outcome == "" {
+			t.Outcome = "stopped"
+		}
 	case demiurge.EntryError:
-		t.Error = e.Text
+		t.Error, t.Outcome = e.Text, "failed"
 	case demiurge.EntryDone:
-		t.Done = e.Text
+		t.Done, t.Outcome = e.Text, doneOutcome(e)
 	}
+}
+
+// doneOutcome is the outcome of a turn that ended with the model's reply
+// (its done entry).
+func doneOutcome(e demiurge.Entry) string {
+	switch f := deref(e.Status); {
+	case f == "refusal":
+		return "refusal"
+	case f == "length" || f == "content_filter" || strings.HasPrefix(f, "incomplete"):
+		return "cut"
+	}
+	return "answer"
+}
+
+// finishText says how a reply ended, for people.
+func finishText(f string) string {
+	switch {
+	case f == "stop", f == "tool_calls", f == "":
+		return f
+	case f == "refusal":
+		return "refused"
+	case f == "length":
+		return "cut off by the output token limit"
+	case f == "content_filter":
+		return "cut off by a content filter"
+	case strings.HasPrefix(f, "incomplete"):
+		return "cut off by the provider (" + f + ")"
+	}
+	return f
+}
+
+// costText formats a cost in micro-USD, or says it is unknown.
+func costText(microUSD uint64, unknown bool) string {
+	switch {
+	case unknown && microUSD == 0:
+		return "cost unknown"
+	case unknown:
+		return fmt.Sprintf("$%.4f + unknown", float64(microUSD)/1e6)
+	}
+	return fmt.Sprintf("$%.4f", float64(microUSD)/1e6)
 }
 
 // finish attaches the model calls to their rounds.
@@ -262,8 +318,31 @@ func (c *chatTrace) writeJSON(w io.Writer) error {
 	return nil
 }
 
+// cost returns the turn's cost and whether some of it is unknown.
+func (t *turnView) cost() (microUSD uint64, unknown bool) {
+	for _, r := range t.Rounds {
+		if m := r.Model; m != nil && m.Error == "" {
+			microUSD += m.CostMicroUSD
+			unknown = unknown || m.CostUnknown
+		}
+	}
+	return microUSD, unknown
+}
+
+// lastFinish is the finish reason of the turn's last model reply.
+func (t *turnView) lastFinish() string {
+	for i := len(t.Rounds) - 1; i >= 0; i-- {
+		if m := t.Rounds[i].Model; m != nil {
+			return m.Finish
+		}
+	}
+	return ""
+}
+
 func (c *chatTrace) writeText(w io.Writer) error {
 	var b strings.Builder
+	var total uint64
+	totalUnknown := false
 	for i, t := range c.turns {
 		if i > 0 {
 			b.WriteString("\n")
@@ -274,8 +353,12 @@ func (c *chatTrace) writeText(w io.Writer) error {
 				if m.Error != "" {
 					fmt.Fprintf(&b, "  model call %d: failed after %.1f ms: %s\n", round+1, m.LatencyMS, clipLine(m.Error, 200))
 				} else {
-					fmt.Fprintf(&b, "  model call %d: %s, %.1f ms, %d tokens in (%d cached), %d out (%d reasoning), $%.4f, %s\n",
-						round+1, m.Model, m.LatencyMS, m.InputTokens, m.CachedTokens, m.OutputTokens, m.Reasoning, float64(m.CostMicroUSD)/1e6, m.Finish)
+					tokens := fmt.Sprintf("%d tokens in (%d cached), %d out (%d reasoning)", m.InputTokens, m.CachedTokens, m.OutputTokens, m.Reasoning)
+					if m.UsageUnknown {
+						tokens = "tokens unknown (the provider reported no usage)"
+					}
+					fmt.Fprintf(&b, "  model call %d: %s, %.1f ms, %s, %s, %s\n",
+						round+1, m.Model, m.LatencyMS, tokens, costText(m.CostMicroUSD, m.CostUnknown), finishText(m.Finish))
 				}
 				for _, f := range m.Retried {
 					what := f.Kind
@@ -312,6 +395,9 @@ func (c *chatTrace) writeText(w io.Writer) error {
 		for _, a := range t.Assistant {
 			fmt.Fprintf(&b, "  assistant: %s\n", clipLine(a, 400))
 		}
+		for _, n := range t.Notices {
+			fmt.Fprintf(&b, "  note: %s\n", n)
+		}
 		if t.Error != "" {
 			fmt.Fprintf(&b, "  error: %s\n", t.Error)
 		}
@@ -319,8 +405,22 @@ func (c *chatTrace) writeText(w io.Writer) error {
 			fmt.Fprintf(&b, "  stopped: %s\n", t.Stop)
 		}
 		if t.Done != "" {
-			fmt.Fprintf(&b, "  done: %s\n", t.Done)
+			fmt.Fprintf(&b, "  done: %s", t.Done)
+			switch t.Outcome {
+			case "refusal":
+				b.WriteString(" (the model refused)")
+			case "cut":
+				b.WriteString(" (the answer is incomplete: " + finishText(t.lastFinish()) + ")")
+			}
+			b.WriteString("\n")
 		}
+		cost, unknown := t.cost()
+		fmt.Fprintf(&b, "  turn cost: %s\n", costText(cost, unknown))
+		total += cost
+		totalUnknown = totalUnknown || unknown
+	}
+	if len(c.turns) > 1 {
+		fmt.Fprintf(&b, "\nsession: %d turns, %s\n", len(c.turns), costText(total, totalUnknown))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -80,6 +80,11 @@ func (a *app) validate(path string, asJSON bool) error {
 	var problems schema.ErrorList
 	switch {
 	case err == nil:
+		// The models' options are the llm adapter's to check.
+		if _, mp := manifestModels(cat); len(mp) > 0 {
+			problems = append(mp, cat.Warnings...)
+			break
+		}
 		res.OK = true
 		res.Manifest = cat.ManifestRef().String()
 		m := cat.Manifest

@@ -28,10 +28,20 @@ import (
 )
 
 // Names in the AIR of examples/demiurge.
+//
+// Version 2 of the chat (ModuleName, ChatPlan, ToolPlan) takes
+// sys/LlmGenerateReceipt@2, which can say that a call's usage or cost is
+// unknown, and answers the tool calls of a reply the model did not finish
+// (cut by its token limit or a filter) without running them. Worlds made
+// with version 1 (ModuleNameV1) keep the reducer they were made with, step
+// for step, so that they still replay.
 const (
-	ModuleName         = "demiurge/Chat@1"
-	ChatPlan           = "demiurge/chat_plan@1"
-	ToolPlan           = "demiurge/tool_plan@1"
+	ModuleName         = "demiurge/Chat@2"
+	ModuleNameV1       = "demiurge/Chat@1"
+	ChatPlan           = "demiurge/chat_plan@2"
+	ChatPlanV1         = "demiurge/chat_plan@1"
+	ToolPlan           = "demiurge/tool_plan@2"
+	ToolPlanV1         = "demiurge/tool_plan@1"
 	ChatRequestSchema  = "demiurge/ChatRequest@1"
 	ToolRequestSchema  = "demiurge/ToolCallRequested@1"
 	CommitSchema       = "sys/WorkspaceCommit@1"
@@ -42,12 +52,30 @@ const (
 // compiled tool schemas by the ref of their tools blob (a pure function of
 // the blob's bytes, so the cache cannot change what it computes).
 type Reducer struct {
+	v1    bool // the reducer of demiurge/Chat@1 worlds
 	mu    sync.Mutex
 	specs map[cas.Ref]*toolSet
 }
 
-// Register adds the chat reducer to r.
-func Register(r *reducer.Registry) { r.MustRegister(ModuleName, &Reducer{}) }
+// Register adds the chat reducer to r, under both module versions.
+func Register(r *reducer.Registry) {
+	r.MustRegister(ModuleName, &Reducer{})
+	r.MustRegister(ModuleNameV1, &Reducer{v1: true})
+}
+
+// ModuleIn returns the name of the chat module a world's catalog has
+// (ModuleName or ModuleNameV1), and whether it has one.
+func ModuleIn(has func(name string) bool) (string, bool) {
+	for _, n := range []string{ModuleName, ModuleNameV1} {
+		if has(n) {
+			return n, true
+		}
+	}
+	return "", false
+}
+
+// IsModule reports whether name is a version of the chat module.
+func IsModule(name string) bool { return name == ModuleName || name == ModuleNameV1 }
 
 type toolSet struct {
 	byName map[string]*toolSpec
@@ -240,20 +268,37 @@ func (r *Reducer) result(s *step, e ChatResult) error {
 	}
 	rc := e.Receipt
 	s.st.Transcript = append(s.st.Transcript, rc.OutputRef)
-	used := rc.TokenUsage.Prompt + rc.TokenUsage.Completion
-	t.Tokens += used
-	u := &s.st.Usage
-	u.Prompt += rc.TokenUsage.Prompt
-	u.Completion += rc.TokenUsage.Completion
-	u.Cached += rc.TokenUsage.Cached
-	u.Reasoning += rc.TokenUsage.Reasoning
-	s.st.CostMicroUSD += rc.CostMicroUSD
+	if rc.TokenUsage != nil {
+		used := rc.TokenUsage.Prompt + rc.TokenUsage.Completion
+		t.Tokens += used
+		u := &s.st.Usage
+		u.Prompt += rc.TokenUsage.Prompt
+		u.Completion += rc.TokenUsage.Completion
+		u.Cached += rc.TokenUsage.Cached
+		u.Reasoning += rc.TokenUsage.Reasoning
+	} else {
+		// Only a sys/LlmGenerateReceipt@2 can say so (Chat@2).
+		s.st.UsageUnknown = inc(s.st.UsageUnknown)
+		if b := s.st.Settings.TokenBudget; b != nil {
+			s.entry(Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryNotice,
+				Text: fmt.Sprintf("the provider reported no token usage for this call, so the token budget (%d) cannot count it", *b)})
+		}
+	}
+	if rc.CostMicroUSD != nil {
+		s.st.CostMicroUSD += *rc.CostMicroUSD
+	} else {
+		s.st.CostUnknown = inc(s.st.CostUnknown)
+	}
 	if rc.OutputText != "" {
 		ref := rc.OutputRef
 		s.entry(Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryAssistant, Text: rc.OutputText, Ref: &ref})
 	}
 	if len(rc.ToolCallRefs) == 0 {
-		s.entry(Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryDone, Text: s.turnSummary()})
+		done := Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryDone, Text: s.turnSummary()}
+		if !r.v1 {
+			done.Status = strp(cmp.Or(rc.FinishReason, "stop"))
+		}
+		s.entry(done)
 		s.st.Turn = nil
 		return nil
 	}
@@ -273,6 +318,20 @@ func (r *Reducer) result(s *step, e ChatResult) error {
 		stop = fmt.Sprintf("the turn reached %d model rounds (max_rounds); the calls of the last one were not run", t.Round+1)
 	case set.TokenBudget != nil && t.Tokens > *set.TokenBudget:
 		stop = fmt.Sprintf("the turn used %d tokens, over its budget of %d (token_budget)", t.Tokens, *set.TokenBudget)
+	}
+	if stop == "" && !r.v1 && replyCut(rc.FinishReason) {
+		// The calls of a reply cut off before its end may be cut too:
+		// none runs; the model is told, and may call again.
+		why := fmt.Sprintf("error: your reply was cut off (finish reason %q) before its tool calls were complete, so this call was not run. Call it again; if its arguments were long, make them shorter or split the work.", rc.FinishReason)
+		for i, tc := range calls {
+			s.entry(Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryToolCall, Text: preview(tc.ArgumentsJSON), Ref: &rc.ToolCallRefs[i],
+				CallID: strp(tc.CallID), Tool: strp(tc.Name), Status: strp("cut")})
+			t.Calls = append(t.Calls, PendingCall{CallID: tc.CallID, Tool: tc.Name, Signature: signature(tc.Name, tc.ArgumentsJSON), Status: "pending"})
+			if err := s.answer(&t.Calls[len(t.Calls)-1], "error", why); err != nil {
+				return err
+			}
+		}
+		return s.maybeNextRound()
 	}
 	ts := r.toolSet(s)
 	args := make([]parsedArgs, len(calls))
@@ -312,6 +371,22 @@ func (r *Reducer) result(s *step, e ChatResult) error {
 		s.out.Events = append(s.out.Events, reducer.Event{Schema: ToolRequestSchema, Value: v})
 	}
 	return s.maybeNextRound()
+}
+
+// replyCut reports whether a reply with this finish reason was cut before
+// its end (llm.FinishCut: the token limit, a content filter, the provider
+// ending it early).
+func replyCut(finish string) bool {
+	return finish == "length" || finish == "content_filter" || finish == "incomplete" || strings.HasPrefix(finish, "incomplete:")
+}
+
+// inc adds one to a count that may be absent.
+func inc(n *uint64) *uint64 {
+	v := uint64(1)
+	if n != nil {
+		v += *n
+	}
+	return &v
 }
 
 func (s *step) turnSummary() string {
@@ -665,7 +740,7 @@ func (r *Reducer) planEnded(s *step, e PlanEnded) error {
 	}
 	t := s.st.Turn
 	switch e.Plan {
-	case ToolPlan:
+	case ToolPlan, ToolPlanV1:
 		var req ToolCallRequested
 		if err := cas.Unmarshal(e.Input, &req); err != nil {
 			return fmt.Errorf("tool plan input: %w", err)
@@ -690,7 +765,7 @@ func (r *Reducer) planEnded(s *step, e PlanEnded) error {
 			}
 			return s.maybeNextRound()
 		}
-	case ChatPlan:
+	case ChatPlan, ChatPlanV1:
 		var req ChatRequest
 		if err := cas.Unmarshal(e.Input, &req); err != nil {
 			return fmt.Errorf("chat plan input: %w", err)
@@ -698,7 +773,11 @@ func (r *Reducer) planEnded(s *step, e PlanEnded) error {
 		if t == nil || t.RequestID != req.RequestID || t.Round != req.Round {
 			return nil
 		}
-		s.entry(Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryError, Text: "the model could not be reached: " + msg})
+		text := msg // the provider's error, by class, with what to do
+		if r.v1 {
+			text = "the model could not be reached: " + msg
+		}
+		s.entry(Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryError, Text: text})
 		s.stopTurn("the model call failed")
 	}
 	return nil

@@ -121,8 +121,8 @@ func newChatWorld(t *testing.T, script llmtest.Script) *chatWorld {
 		t.Fatal(err)
 	}
 	created := fmt.Sprintf(`{"Created": {"chat_id": "c1", "title": "test", "settings": {"provider": "openai-responses",
-		"model": "gpt-test", "max_tokens": 1000, "tools_ref": %q, "max_rounds": 4, "max_repeats": 3, "output_limit": 200}}}`, ref)
-	if _, err := w.SendJSON(ctx, "demiurge/ChatEvent@1", []byte(created)); err != nil {
+		"model": "gpt-test", "max_tokens": 1000, "tools_ref": %q, "max_rounds": 4, "max_repeats": 3, "output_limit": 200, "token_budget": 1000000}}}`, ref)
+	if _, err := w.SendJSON(ctx, "demiurge/ChatEvent@2", []byte(created)); err != nil {
 		t.Fatal(err)
 	}
 	return &chatWorld{w: w, st: st, cat: cat, reg: reg, srv: srv, tools: ta}
@@ -137,7 +137,7 @@ func (cw *chatWorld) say(t *testing.T, id int, text string) {
 		t.Fatal(err)
 	}
 	js := fmt.Sprintf(`{"User": {"chat_id": "c1", "request_id": %d, "text": %q, "message_ref": %q}}`, id, text, ref)
-	if _, err := cw.w.SendJSON(ctx, "demiurge/ChatEvent@1", []byte(js)); err != nil {
+	if _, err := cw.w.SendJSON(ctx, "demiurge/ChatEvent@2", []byte(js)); err != nil {
 		t.Fatal(err)
 	}
 	if err := cw.w.WaitIdle(ctx); err != nil {
@@ -206,7 +206,7 @@ func TestParallelCallsOneInvalid(t *testing.T) {
 	}
 	if !strings.Contains(got, "tool_output workspace_read [ok]: contents of README.md") ||
 		!strings.Contains(got, "tool_output workspace_read [error]: error (exit 1) | workspace_read: missing.md: no such file") ||
-		!strings.HasSuffix(got, "1.1 assistant: Read README.md; the other calls failed.\n1.1 done: 2 rounds, "+fmt.Sprint(st.Usage.Prompt+st.Usage.Completion)+" tokens\n") {
+		!strings.HasSuffix(got, "1.1 assistant: Read README.md; the other calls failed.\n1.1 done [stop]: 2 rounds, "+fmt.Sprint(st.Usage.Prompt+st.Usage.Completion)+" tokens\n") {
 		t.Fatalf("entries:\n%s", got)
 	}
 	// The second request carries every call's output, in call order.

@@ -31,7 +31,7 @@ func TestGuards(t *testing.T) {
 		{
 			name:  "malformed arguments",
 			turns: []llmtest.Turn{call(`{"path": "a"`), {Text: "sorry"}},
-			want:  []string{"tool_output workspace_read [error]: error: the arguments of workspace_read are not valid JSON (unexpected EOF)", "assistant: sorry", "done: 2 rounds"},
+			want:  []string{"tool_output workspace_read [error]: error: the arguments of workspace_read are not valid JSON (unexpected EOF)", "assistant: sorry", "done [stop]: 2 rounds"},
 		},
 		{
 			name:  "output limits",
@@ -49,12 +49,34 @@ func TestGuards(t *testing.T) {
 		{
 			name:  "model error",
 			turns: []llmtest.Turn{{Status: 500}},
-			want:  []string{"error: the model could not be reached: ", "500", "stop: the model call failed"},
+			want:  []string{"error: llm.generate failed: llm: openai-responses: server error (HTTP 500, server_error): The server had an error", "[request req_", "stop: the model call failed"},
 		},
 		{
 			name:  "model cut off",
 			turns: []llmtest.Turn{{Text: "a long answer that never ends", CutOff: true}},
-			want:  []string{"error: the model could not be reached: ", "stop: the model call failed"},
+			want:  []string{"error: llm.generate failed: llm: openai-responses: connection broken (HTTP 200)", "stop: the model call failed"},
+		},
+		{
+			name:  "a reply cut by the token limit: its calls are not run",
+			turns: []llmtest.Turn{{Calls: []llmtest.Call{{Name: "workspace_read", Arguments: `{"path":"a"}`}}, Incomplete: "max_output_tokens"}, {Text: "ok"}},
+			want: []string{`tool_call workspace_read [cut]: {"path":"a"}`,
+				`tool_output workspace_read [error]: error: your reply was cut off (finish reason "length") before its tool calls were complete, so this call was not run.`,
+				"assistant: ok", "done [stop]: 2 rounds"},
+		},
+		{
+			name:  "an answer cut by the token limit",
+			turns: []llmtest.Turn{{Text: "the start of", Incomplete: "max_output_tokens"}},
+			want:  []string{"assistant: the start of", "done [length]: 1 rounds"},
+		},
+		{
+			name:  "refusal",
+			turns: []llmtest.Turn{{Refusal: "I can't help with that."}},
+			want:  []string{"assistant: I can't help with that.", "done [refusal]"},
+		},
+		{
+			name:  "usage unknown",
+			turns: []llmtest.Turn{{Text: "hi", NoUsage: true}},
+			want:  []string{"notice: the provider reported no token usage for this call, so the token budget (1000000) cannot count it", "assistant: hi", "done [stop]"},
 		},
 	}
 	for _, tc := range tests {
@@ -72,6 +94,10 @@ func TestGuards(t *testing.T) {
 			}
 			// Whatever stopped the turn, the session replays.
 			checkReplay(t, cw)
+			st := cw.state(t)
+			if tc.name == "usage unknown" && (st.UsageUnknown == nil || *st.UsageUnknown != 1 || st.CostUnknown == nil || *st.CostUnknown != 1) {
+				t.Errorf("usage_unknown %v, cost_unknown %v; want 1 and 1", st.UsageUnknown, st.CostUnknown)
+			}
 		})
 	}
 }

@@ -76,15 +76,17 @@ type TokenUsage struct {
 	Reasoning  uint64 `cbor:"reasoning"`
 }
 
-// LlmReceipt is the part of sys/LlmGenerateReceipt@1 the chat reads.
+// LlmReceipt is the part of sys/LlmGenerateReceipt@2 (or @1) the chat
+// reads. TokenUsage and CostMicroUSD are nil when the receipt says they
+// are unknown (only @2 can).
 type LlmReceipt struct {
-	OutputRef    cas.Ref    `cbor:"output_ref"`
-	OutputText   string     `cbor:"output_text"`
-	TokenUsage   TokenUsage `cbor:"token_usage"`
-	CostMicroUSD uint64     `cbor:"cost_microusd"`
-	Model        string     `cbor:"model"`
-	FinishReason string     `cbor:"finish_reason"`
-	ToolCallRefs []cas.Ref  `cbor:"tool_call_refs"`
+	OutputRef    cas.Ref     `cbor:"output_ref"`
+	OutputText   string      `cbor:"output_text"`
+	TokenUsage   *TokenUsage `cbor:"token_usage"`
+	CostMicroUSD *uint64     `cbor:"cost_microusd"`
+	Model        string      `cbor:"model"`
+	FinishReason string      `cbor:"finish_reason"`
+	ToolCallRefs []cas.Ref   `cbor:"tool_call_refs"`
 }
 
 // ChatResult is demiurge/ChatResult@1.
@@ -177,11 +179,12 @@ type Entry struct {
 const (
 	EntryUser       = "user"        // the user's message
 	EntryAssistant  = "assistant"   // the model's text
-	EntryToolCall   = "tool_call"   // a call the model made (status: requested or rejected)
+	EntryToolCall   = "tool_call"   // a call the model made (status: requested, rejected, not_run, or cut: its reply was cut off)
 	EntryToolOutput = "tool_output" // a call's output (status: ok, error, denied, timeout, not_run)
 	EntryStop       = "stop"        // a guard ended the turn
-	EntryError      = "error"       // the model could not be reached
-	EntryDone       = "done"        // the turn ended with the model's answer
+	EntryError      = "error"       // the model call failed (the provider's error, by class)
+	EntryDone       = "done"        // the turn ended with the model's answer (Chat@2: status is its finish reason: stop, refusal, length, content_filter, …)
+	EntryNotice     = "notice"      // something the user should know that does not end the turn (Chat@2)
 )
 
 // PendingCall is demiurge/PendingCall@1.
@@ -202,7 +205,9 @@ type Turn struct {
 	Seen      map[string]uint64 `cbor:"seen"`
 }
 
-// State is demiurge/ChatState@1.
+// State is demiurge/ChatState@2 (and @1, which has neither UsageUnknown
+// nor CostUnknown: a Chat@1 world never sets them, so its states encode as
+// before).
 type State struct {
 	Title      *string   `cbor:"title"`
 	Settings   *Settings `cbor:"settings"`
@@ -220,6 +225,13 @@ type State struct {
 	Turn          *Turn      `cbor:"turn"`
 	Usage         TokenUsage `cbor:"usage"`
 	CostMicroUSD  uint64     `cbor:"cost_microusd"`
+	// UsageUnknown counts the model calls whose provider reported no
+	// token usage (Usage leaves them out); nil for none.
+	UsageUnknown *uint64 `cbor:"usage_unknown,omitempty"`
+	// CostUnknown counts the model calls whose cost is unknown (the model
+	// has no price, or its usage is unknown; CostMicroUSD leaves them
+	// out); nil for none.
+	CostUnknown *uint64 `cbor:"cost_unknown,omitempty"`
 }
 
 // Since returns the entries of the chat's timeline from entry n on (n

@@ -149,6 +149,9 @@ func (a *answer) responseObject(status string) responseObject {
 		r.Status = "incomplete"
 		r.IncompleteDetails = &incomplete{Reason: t.Incomplete}
 	}
+	if t.NoUsage {
+		return r
+	}
 	u := a.usage()
 	r.Usage = &responseUsage{InputTokens: u.Input, OutputTokens: u.Output, TotalTokens: u.Input + u.Output}
 	r.Usage.InputTokensDetails.CachedTokens = u.Cached
@@ -314,6 +317,9 @@ func (a *answer) chatFinish() string {
 }
 
 func (a *answer) chatUsage() *chatUsage {
+	if a.turn.NoUsage {
+		return nil
+	}
 	u := a.usage()
 	cu := &chatUsage{PromptTokens: u.Input, CompletionTokens: u.Output, TotalTokens: u.Input + u.Output}
 	cu.PromptTokensDetails.CachedTokens = u.Cached
@@ -384,7 +390,7 @@ func (a *answer) chatChunks() []sseEvent {
 		IncludeUsage bool `json:"include_usage"`
 	}
 	_ = json.Unmarshal(a.raw["stream_options"], &opts)
-	if opts.IncludeUsage {
+	if opts.IncludeUsage && !a.turn.NoUsage {
 		events = append(events, sseEvent{data: mustJSON(map[string]any{
 			"id": a.chatID(), "object": "chat.completion.chunk", "created": a.created(), "model": a.model(),
 			"system_fingerprint": "fp_llmtest", "choices": []any{}, "usage": a.chatUsage(),

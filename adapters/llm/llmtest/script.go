@@ -99,6 +99,9 @@ type Turn struct {
 	Hold <-chan struct{} `json:"-"`
 	// Usage overrides the token counts.
 	Usage *Usage `json:"usage,omitempty"`
+	// NoUsage leaves the usage out of the answer, as servers such as
+	// Ollama and vLLM do for a stream not asked for it.
+	NoUsage bool `json:"no_usage,omitempty"`
 	// Model overrides the model the answer names (default: the request's).
 	Model string `json:"model,omitempty"`
 }
