@@ -589,8 +589,10 @@ type chunk struct {
 	Choices []struct {
 		Index int64 `json:"index"`
 		Delta struct {
-			Content          *string `json:"content"`
-			Refusal          *string `json:"refusal"`
+			// Content is text, or (Mistral's Magistral) a list of parts:
+			// {"type":"text","text"} and {"type":"thinking","thinking":[parts]}.
+			Content          json.RawMessage `json:"content"`
+			Refusal          *string         `json:"refusal"`
 			ReasoningContent *string `json:"reasoning_content"`
 			Reasoning        *string `json:"reasoning"`
 			ToolCalls        []struct {
@@ -605,7 +607,46 @@ type chunk struct {
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
 	Usage json.RawMessage `json:"usage"`
+	// XGroq carries Groq's usage on a stream's last chunk.
+	XGroq *struct {
+		Usage json.RawMessage `json:"usage"`
+	} `json:"x_groq"`
 	Error json.RawMessage `json:"error"`
+}
+
+// deltaPart is a part of a content delta given as a list.
+type deltaPart struct {
+	Type     string      `json:"type"`
+	Text     string      `json:"text"`
+	Thinking []deltaPart `json:"thinking"`
+}
+
+// deltaContent splits a content delta into its text and its reasoning.
+func deltaContent(raw json.RawMessage) (text, reasoning string, err error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", "", nil
+	}
+	if raw[0] == '"' {
+		err = json.Unmarshal(raw, &text)
+		return text, "", err
+	}
+	var parts []deltaPart
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", "", fmt.Errorf("content is neither text nor a list of parts: %v", err)
+	}
+	var t, r strings.Builder
+	for _, p := range parts {
+		switch p.Type {
+		case "text":
+			t.WriteString(p.Text)
+		case "thinking":
+			for _, q := range p.Thinking {
+				r.WriteString(q.Text)
+			}
+		}
+	}
+	return t.String(), r.String(), nil
 }
 
 // add folds one chunk in and returns the text delta it carries. A chunk
@@ -629,16 +670,21 @@ func (s *chatStream) add(data []byte) (string, error) {
 	}
 	if len(c.Usage) > 0 && string(c.Usage) != "null" {
 		s.usage = slices.Clone(c.Usage)
+	} else if c.XGroq != nil && len(c.XGroq.Usage) > 0 && string(c.XGroq.Usage) != "null" && s.usage == nil {
+		s.usage = slices.Clone(c.XGroq.Usage)
 	}
 	var delta strings.Builder
 	for _, ch := range c.Choices {
 		if ch.Index != 0 {
 			continue // only the first choice is used
 		}
-		if d := ch.Delta.Content; d != nil {
-			s.content.WriteString(*d)
-			delta.WriteString(*d)
+		text, reasoning, err := deltaContent(ch.Delta.Content)
+		if err != nil {
+			return "", badResponse("stream chunk: choices[0].delta: %v", err)
 		}
+		s.content.WriteString(text)
+		delta.WriteString(text)
+		s.reasoning.WriteString(reasoning)
 		if d := ch.Delta.Refusal; d != nil {
 			s.refusal.WriteString(*d)
 			delta.WriteString(*d)

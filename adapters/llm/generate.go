@@ -385,8 +385,12 @@ func streamEventError(data []byte) error {
 	if msg == "" {
 		msg = "the stream reported an error"
 	}
-	return &parseError{kind: KindFailed, code: code, msg: msg,
-		retryable: code == "server_error" || code == "rate_limit_exceeded"}
+	kind := KindFailed
+	if code == "tool_use_failed" { // Groq: the model wrote a malformed tool call
+		kind = KindModelFailure
+	}
+	return &parseError{kind: kind, code: code, msg: msg,
+		retryable: code == "server_error" || code == "rate_limit_exceeded" || code == "tool_use_failed"}
 }
 
 // transportError describes an attempt that got no usable HTTP answer: an

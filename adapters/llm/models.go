@@ -52,7 +52,10 @@ type Model struct {
 	// ReasoningEcho is the field of a Chat Completions assistant message
 	// that carries the model's reasoning text back to it on the next call
 	// ("reasoning_content" for DeepSeek, which refuses a tool-calling
-	// conversation without it); "" sends no reasoning back.
+	// conversation without it); "" sends no reasoning back. On the
+	// Responses API, a model with a ReasoningEcho gets back the reasoning
+	// items that carry their text (DeepSeek's Responses endpoint, which
+	// has no encrypted content).
 	ReasoningEcho string
 	// ContextWindow is the most tokens a request and its reply may hold
 	// together; 0 if unknown.
@@ -141,6 +144,10 @@ var Models = []Model{
 		Source: srcDeepSeek + "; " + srcDeepSeekThink, AsOf: "2025-12-01"},
 	{Name: "deepseek-reasoner", Reasoning: true, ChatTokenLimit: MaxTokens, ReasoningEcho: "reasoning_content",
 		ContextWindow: 128_000, MaxOutputTokens: 65_536, Price: price(0.28, 0.028, 0.42),
+		Source: srcDeepSeek + "; " + srcDeepSeekThink, AsOf: "2025-12-01"},
+	// DeepSeek's other names (deepseek-v4-flash, which also answers for
+	// the two above): the same rules, prices unknown.
+	{Name: "deepseek-*", ChatTokenLimit: MaxTokens, Temperature: true, ReasoningEcho: "reasoning_content",
 		Source: srcDeepSeek + "; " + srcDeepSeekThink, AsOf: "2025-12-01"},
 }
 
@@ -355,6 +362,12 @@ func (o *ModelOptions) ParseModelOption(kv string) error {
 // whether the table or an override named the model.
 func (g *Generator) ModelFor(name string) (m Model, known bool) {
 	return resolveModel(name, g.cfg.BaseURL, g.cfg.Models)
+}
+
+// ResolveModel is Generator.ModelFor without a Generator: what the
+// table, then the overrides, say of the model name at baseURL.
+func ResolveModel(name, baseURL string, overrides []ModelOptions) (Model, bool) {
+	return resolveModel(name, baseURL, overrides)
 }
 
 // resolveModel is ModelFor for a base URL and overrides.

@@ -26,8 +26,8 @@ import (
 // reasoning, tool call) are sent: the provider already holds the rest.
 // Reasoning items of the transcript are sent back only where the provider
 // can take them: to a stateless call, those with encrypted content if m
-// reasons with it; to a stored one, those with an id. (A reasoning item a
-// Chat Completions provider wrote has neither.)
+// reasons with it, and those with their text if m takes it back
+// (Model.ReasoningEcho); to a stored one, those with an id.
 func buildResponsesParams(p Params, items []item, tools []tool, store bool, m Model) (responses.ResponseNewParams, error) {
 	var rp responses.ResponseNewParams
 	rp.Model = shared.ResponsesModel(p.Model)
@@ -154,6 +154,7 @@ func tokenLimit(maxTokens uint64, m Model) (int64, error) {
 type reasoningHead struct {
 	ID               string          `json:"id"`
 	EncryptedContent json.RawMessage `json:"encrypted_content"`
+	Content          json.RawMessage `json:"content"`
 }
 
 // reasoningFor drops the reasoning items a Responses call cannot take
@@ -167,10 +168,15 @@ func reasoningFor(items []item, store bool, m Model) []item {
 		if json.Unmarshal(it.raw, &h) != nil {
 			return false
 		}
-		if store {
+		switch {
+		case store:
 			return h.ID != ""
+		case m.EncryptedReasoning && len(h.EncryptedContent) > 0 && string(h.EncryptedContent) != "null":
+			return true
 		}
-		return m.EncryptedReasoning && len(h.EncryptedContent) > 0 && string(h.EncryptedContent) != "null"
+		// A model that takes its reasoning text back gets the items that
+		// carry it.
+		return m.ReasoningEcho != "" && len(h.Content) > 2 && string(h.Content) != "null"
 	}
 	for i, it := range items {
 		if !keep(it) {

@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"sync"
 
+	"github.com/demiurge-dev/demiurge/adapters/llm"
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/effects"
 	"github.com/demiurge-dev/demiurge/journal"
@@ -148,6 +149,9 @@ func (c *Cassette) Run(ctx context.Context, call *effects.Call) effects.Receipt 
 	if a.Status != effects.StatusOK {
 		return effects.Receipt{Status: a.Status, Error: a.Error, AdapterID: "cassette"}
 	}
+	if call.Intent == nil || call.Intent.Effect != llm.EffectV1 {
+		a.Payload = upgrade(a.Payload)
+	}
 	enc, err := schema.Encode(a.Payload)
 	if err != nil {
 		return effects.Errorf("cassette", "answer %d: %v", k+1, err)
@@ -165,6 +169,26 @@ func (c *Cassette) Run(ctx context.Context, call *effects.Call) effects.Receipt 
 		}
 	}
 	return effects.OK("cassette", a.Payload)
+}
+
+// upgrade makes a recorded sys/LlmGenerateReceipt@1 answer what @2 would
+// have said of it: @1 could not say that a model has no price, and wrote
+// a cost of 0; a model the table prices nowhere gets an unknown cost.
+func upgrade(v schema.Value) schema.Value {
+	m, ok := v.(*schema.Map)
+	if !ok {
+		return v
+	}
+	cost, _ := m.Get("cost_microusd")
+	model, _ := m.Get("model")
+	name, _ := model.(string)
+	if n, ok := cost.(uint64); !ok || n != 0 {
+		return v
+	}
+	if known, _ := llm.ResolveModel(name, "", nil); known.Price != nil {
+		return v
+	}
+	return m.With("cost_microusd", nil).With("cost_cents", nil)
 }
 
 // storeRefs puts the blobs b refers to, and the ones they refer to.

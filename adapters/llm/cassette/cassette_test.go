@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"github.com/demiurge-dev/demiurge/adapters/llm"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -411,13 +412,26 @@ func TestRecordedSessions(t *testing.T) {
 				t.Fatalf("Len() = %d; the trace shows %d model answers", c.Len(), want)
 			}
 			store := cas.NewMemory()
+			v1 := &Cassette{answers: c.answers, blobs: c.blobs} // the same answers, to a Chat@1 world
 			for k := range c.Len() {
+				// A world of sys/llm.generate@1 gets the answers as
+				// recorded; one of @2 gets them as @2 would have said
+				// them (the recorded model has no price: cost unknown).
+				call1 := newCall(store, nil, nil)
+				call1.Intent.Effect = llm.EffectV1
+				r1 := v1.Run(t.Context(), call1)
 				r := c.Run(t.Context(), newCall(store, nil, nil))
 				if r.Status != effects.StatusOK {
 					continue
 				}
-				if _, err := schema.Normalize(schema.BuiltinTypes, schema.RefType("sys/LlmGenerateReceipt@1"), r.Payload); err != nil {
+				if _, err := schema.Normalize(schema.BuiltinTypes, schema.RefType("sys/LlmGenerateReceipt@1"), r1.Payload); err != nil {
 					t.Errorf("answer %d does not fit sys/LlmGenerateReceipt@1: %v", k+1, err)
+				}
+				if _, err := schema.Normalize(schema.BuiltinTypes, schema.RefType("sys/LlmGenerateReceipt@2"), r.Payload); err != nil {
+					t.Errorf("answer %d does not fit sys/LlmGenerateReceipt@2: %v", k+1, err)
+				}
+				if cost := schema.FieldPath(r.Payload, "cost_microusd"); cost != nil {
+					t.Errorf("answer %d of an unpriced model costs %v; want unknown (null)", k+1, cost)
 				}
 				refs := []schema.Value{schema.FieldPath(r.Payload, "output_ref")}
 				calls, _ := schema.FieldPath(r.Payload, "tool_call_refs").([]schema.Value)

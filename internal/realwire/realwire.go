@@ -1,0 +1,247 @@
+// Package realwire reads recordings of real HTTP traffic with model
+// providers (adapters/llm/testdata/realwire) and serves them again on
+// loopback, for tests that check demiurge against what providers really
+// sent and accepted.
+//
+// A recording is a JSON file:
+//
+//	{"source": {"repo", "commit", "path", "license"}, "vendor", "api": "responses"|"chat", "notes",
+//	 "interactions": [{"request": {"method", "url", "headers", "body"},
+//	                   "response": {"status", "headers", "body" | "body_text"}}]}
+//
+// In a recording of several interactions, a request that follows an
+// answered one is one the provider accepted.
+package realwire
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Source says where a recording was copied from.
+type Source struct {
+	Repo    string `json:"repo"`
+	Commit  string `json:"commit"`
+	Path    string `json:"path"`
+	License string `json:"license"`
+}
+
+// Recording is one recorded conversation with a provider.
+type Recording struct {
+	// Name is the file's path under the corpus directory, without .json
+	// ("pydantic-ai/openai_responses_thinking_with_tool_calls").
+	Name         string        `json:"-"`
+	Source       Source        `json:"source"`
+	Vendor       string        `json:"vendor"`
+	API          string        `json:"api"` // "responses" or "chat"
+	Notes        string        `json:"notes"`
+	Interactions []Interaction `json:"interactions"`
+}
+
+// Interaction is one request and its response.
+type Interaction struct {
+	Request  *Request `json:"request"` // nil when only the response was recorded
+	Response Response `json:"response"`
+}
+
+// Request is a recorded request.
+type Request struct {
+	Method  string            `json:"method"`
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers"`
+	Body    json.RawMessage   `json:"body"`
+}
+
+// Response is a recorded response: a JSON body, or a text body (an SSE
+// stream, verbatim).
+type Response struct {
+	Status   *int              `json:"status"`
+	Headers  map[string]string `json:"headers"`
+	Body     json.RawMessage   `json:"body"`
+	BodyText *string           `json:"body_text"`
+}
+
+// StatusCode is the response's status, 200 if none was recorded.
+func (r Response) StatusCode() int {
+	if r.Status == nil {
+		return http.StatusOK
+	}
+	return *r.Status
+}
+
+// Bytes returns the body as it went on the wire: the text body, or the
+// JSON body (whose key order is the recording's). A stream recorded as
+// one JSON event a line, its SSE framing stripped (vercel/ai's fixtures),
+// is framed again: "data: EVENT\n\n" for each.
+func (r Response) Bytes() []byte {
+	if r.eventLines() {
+		var b bytes.Buffer
+		for _, line := range strings.Split(strings.TrimSpace(*r.BodyText), "\n") {
+			b.WriteString("data: " + line + "\n\n")
+		}
+		return b.Bytes()
+	}
+	if r.BodyText != nil {
+		return []byte(*r.BodyText)
+	}
+	return bytes.TrimSpace(r.Body)
+}
+
+// eventLines reports whether the text body is a stream recorded as one
+// JSON object a line.
+func (r Response) eventLines() bool {
+	if r.BodyText == nil {
+		return false
+	}
+	lines := strings.Split(strings.TrimSpace(*r.BodyText), "\n")
+	if len(lines) < 2 {
+		return false
+	}
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "{") || !json.Valid([]byte(l)) {
+			return false
+		}
+	}
+	return true
+}
+
+// IsStream reports whether the body is a server-sent event stream.
+func (r Response) IsStream() bool {
+	if ct := r.Headers["content-type"]; strings.HasPrefix(ct, "text/event-stream") || r.eventLines() {
+		return true
+	}
+	return r.BodyText != nil && (strings.HasPrefix(strings.TrimSpace(*r.BodyText), "data:") || strings.HasPrefix(strings.TrimSpace(*r.BodyText), "event:"))
+}
+
+// Load reads one recording; name is what Recording.Name will be.
+func Load(path, name string) (*Recording, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("realwire: %w", err)
+	}
+	var r Recording
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("realwire: %s: %w", path, err)
+	}
+	if r.API != "responses" && r.API != "chat" {
+		return nil, fmt.Errorf("realwire: %s: api %q is not responses or chat", path, r.API)
+	}
+	if r.Source.Repo == "" || len(r.Source.Commit) != 40 || r.Source.Path == "" {
+		return nil, fmt.Errorf("realwire: %s: the source (repository, 40-hex commit, path) is incomplete", path)
+	}
+	if len(r.Interactions) == 0 {
+		return nil, fmt.Errorf("realwire: %s: no interactions", path)
+	}
+	r.Name = name
+	return &r, nil
+}
+
+// LoadDir reads every recording under dir (*/*.json), sorted by name.
+func LoadDir(dir string) ([]*Recording, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*", "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("realwire: no recordings under %s", dir)
+	}
+	sort.Strings(files)
+	var out []*Recording
+	for _, f := range files {
+		rel, _ := filepath.Rel(dir, f)
+		r, err := Load(f, strings.TrimSuffix(filepath.ToSlash(rel), ".json"))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// Server answers requests with recorded responses, in order, and keeps
+// the requests it received. Close it when done.
+type Server struct {
+	// URL is the base URL to give a client ("http://127.0.0.1:PORT/v1").
+	URL string
+
+	srv       *httptest.Server
+	mu        sync.Mutex
+	responses []Response
+	requests  [][]byte
+	// Check, if set, looks at each request before it is answered; a
+	// non-nil error is answered with HTTP 400 and the error's text, as
+	// the provider would refuse it.
+	Check func(seq int, body []byte) error
+}
+
+// NewServer serves responses, the n-th request getting the n-th response;
+// a request after the last is answered with HTTP 500.
+func NewServer(responses []Response) *Server {
+	s := &Server{responses: responses}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.URL = s.srv.URL + "/v1"
+	return s
+}
+
+// Close stops the server.
+func (s *Server) Close() { s.srv.Close() }
+
+// Requests returns the bodies of the requests received so far.
+func (s *Server) Requests() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([][]byte(nil), s.requests...)
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	seq := len(s.requests)
+	s.requests = append(s.requests, body)
+	s.mu.Unlock()
+	if s.Check != nil {
+		if err := s.Check(seq, body); err != nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": err.Error(), "type": "invalid_request_error", "code": "realwire_check"}})
+			w.Write(b)
+			return
+		}
+	}
+	if seq >= len(s.responses) {
+		http.Error(w, fmt.Sprintf("realwire: request %d, but the recording has %d responses", seq+1, len(s.responses)), http.StatusInternalServerError)
+		return
+	}
+	resp := s.responses[seq]
+	for k, v := range resp.Headers {
+		if k == "content-length" || k == "transfer-encoding" || k == "content-encoding" {
+			continue
+		}
+		w.Header().Set(k, v)
+	}
+	if w.Header().Get("Content-Type") == "" {
+		if resp.IsStream() {
+			w.Header().Set("Content-Type", "text/event-stream")
+		} else {
+			w.Header().Set("Content-Type", "application/json")
+		}
+	}
+	w.WriteHeader(resp.StatusCode())
+	w.Write(resp.Bytes())
+}
+
