@@ -593,8 +593,8 @@ type chunk struct {
 			// {"type":"text","text"} and {"type":"thinking","thinking":[parts]}.
 			Content          json.RawMessage `json:"content"`
 			Refusal          *string         `json:"refusal"`
-			ReasoningContent *string `json:"reasoning_content"`
-			Reasoning        *string `json:"reasoning"`
+			ReasoningContent *string         `json:"reasoning_content"`
+			Reasoning        *string         `json:"reasoning"`
 			ToolCalls        []struct {
 				Index    int64  `json:"index"`
 				ID       string `json:"id"`

@@ -244,4 +244,3 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(resp.StatusCode())
 	w.Write(resp.Bytes())
 }
-
