@@ -91,7 +91,8 @@ type DispatcherOptions struct {
 	// overrides it per kind.
 	Timeout    time.Duration
 	TimeoutFor func(kind string) time.Duration
-	// Getenv resolves env:VAR secret bindings (default os.LookupEnv).
+	// Getenv resolves env:VAR secret bindings (default os.LookupEnv); a
+	// variable that is set, even to "", resolves.
 	Getenv func(string) (string, bool)
 	// Now and Sleep are the clock (default the wall clock).
 	Now   func() time.Time
@@ -338,8 +339,10 @@ func (d *Dispatcher) resolveSecrets(in *Intent) (schema.Value, error) {
 			err = fmt.Errorf("secret %s is bound to %q; demiurge resolves only env:VARIABLE bindings", def.Name, def.BindingID)
 			return v
 		}
+		// A variable set to "" resolves to "": a model server that takes
+		// no key is sent none.
 		val, ok := d.opts.Getenv(name)
-		if !ok || val == "" {
+		if !ok {
 			err = fmt.Errorf("secret %s is not available: environment variable %s is not set", def.Name, name)
 			return v
 		}

@@ -326,6 +326,10 @@ func compareRequests(api, vendor string, g *Generator, model string, accepted, s
 	if at, st := toolsOf(a["tools"]), toolsOf(s["tools"]); !reflect.DeepEqual(at, st) {
 		d("tools %v; accepted %v", st, at)
 	}
+	// What the provider refuses, by the rules its recorded refusals show.
+	if err := realwire.Refusal(vendor, api, sent); err != nil {
+		d("the provider would refuse it: %v", err)
+	}
 	ids := idMap{}
 	if api == "chat" {
 		diffs = append(diffs, compareMessages(a["messages"], s["messages"], vendor == "deepseek", ids)...)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
 
 	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/internal/realwire"
 	"github.com/demiurge-dev/demiurge/internal/store"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
 )
@@ -63,6 +65,7 @@ func TestScripts(t *testing.T) {
 			"exits":    cmdExits,
 			"waitfile": cmdWaitFile,
 			"llmtest":  cmdLLMTest,
+			"realwire": cmdRealwire,
 		},
 	})
 }
@@ -251,4 +254,62 @@ func cmdLLMTest(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Defer(srv.Close)
 	ts.Setenv("OPENAI_BASE_URL", srv.URL)
 	ts.Setenv("OPENAI_API_KEY", "sk-test-key")
+}
+
+// cmdRealwire serves a recording of real provider traffic on loopback
+// (adapters/llm/testdata/realwire) and points the scripts' model at it:
+//
+//	realwire NAME [FIRST [COUNT]]
+//
+// serves interactions FIRST (default 0) to FIRST+COUNT-1 (default: to the
+// end), in order, refusing a request the way the provider would (see
+// realwire.Refusal). It sets OPENAI_BASE_URL, and for the run command:
+// RW_LLM (openai-chat or openai-responses), RW_MODEL, RW_PROMPT (the last
+// user message of the first recorded request), and RW_NOSTREAM (true when the
+// responses are JSON, not streams).
+func cmdRealwire(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 || len(args) > 3 {
+		ts.Fatalf("usage: realwire NAME [FIRST [COUNT]]")
+	}
+	rec, err := realwire.Load(filepath.Join("..", "..", "adapters", "llm", "testdata", "realwire", args[0]+".json"), args[0])
+	if err != nil {
+		ts.Fatalf("%v", err)
+	}
+	first, count := 0, len(rec.Interactions)
+	if len(args) > 1 {
+		first, _ = strconv.Atoi(args[1])
+		count = len(rec.Interactions) - first
+	}
+	if len(args) > 2 {
+		count, _ = strconv.Atoi(args[2])
+	}
+	its := rec.Interactions[first : first+count]
+	var responses []realwire.Response
+	for _, it := range its {
+		responses = append(responses, it.Response)
+	}
+	srv := realwire.NewServer(responses)
+	srv.Check = func(_ int, body []byte) error { return realwire.Refusal(rec.Vendor, rec.API, body) }
+	ts.Defer(srv.Close)
+	turn, err := its[0].Request.Turn(rec.API)
+	if err != nil {
+		ts.Fatalf("%v", err)
+	}
+	prompt := ""
+	for _, item := range turn.Items {
+		var m struct{ Role, Content string }
+		if json.Unmarshal(item, &m) == nil && m.Role == "user" {
+			prompt = m.Content
+		}
+	}
+	llm := "openai-responses"
+	if rec.API == "chat" {
+		llm = "openai-chat"
+	}
+	ts.Setenv("OPENAI_BASE_URL", srv.URL)
+	ts.Setenv("OPENAI_API_KEY", "")
+	ts.Setenv("RW_LLM", llm)
+	ts.Setenv("RW_MODEL", turn.Model)
+	ts.Setenv("RW_PROMPT", prompt)
+	ts.Setenv("RW_NOSTREAM", strconv.FormatBool(!its[0].Response.IsStream()))
 }
