@@ -294,7 +294,7 @@ func (r *Reducer) result(s *step, e ChatResult) error {
 		s.entry(Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryAssistant, Text: rc.OutputText, Ref: &ref})
 	}
 	if len(rc.ToolCallRefs) == 0 {
-		done := Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryDone, Text: s.turnSummary()}
+		done := Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryDone, Text: s.turnSummary(r.v1)}
 		if !r.v1 {
 			done.Status = strp(cmp.Or(rc.FinishReason, "stop"))
 		}
@@ -389,9 +389,12 @@ func inc(n *uint64) *uint64 {
 	return &v
 }
 
-func (s *step) turnSummary() string {
+func (s *step) turnSummary(v1 bool) string {
 	t := s.st.Turn
-	return fmt.Sprintf("%d rounds, %d tokens", t.Round+1, t.Tokens)
+	if v1 || t.Round > 0 {
+		return fmt.Sprintf("%d rounds, %d tokens", t.Round+1, t.Tokens)
+	}
+	return fmt.Sprintf("1 round, %d tokens", t.Tokens)
 }
 
 // check validates one tool call before anything runs: the tool is offered

@@ -265,7 +265,7 @@ func TestEntriesOfEarlierTurnsLeaveTheState(t *testing.T) {
 	}
 	cw.say(t, 2, "hi")
 	second := cw.state(t)
-	want := "2.0 user: hi\n2.0 assistant: Hello again.\n2.0 done: 1 rounds, 0 tokens\n"
+	want := "2.0 user: hi\n2.0 assistant: Hello again.\n2.0 done [stop]: 1 round, 0 tokens\n"
 	if got := entries(second); second.EntriesBase != 5 || !strings.HasPrefix(got, "2.0 user: hi\n2.0 assistant: Hello again.\n2.0 done") {
 		t.Fatalf("after turn 2: base %d, entries:\n%s\nwant base 5 and entries like:\n%s", second.EntriesBase, got, want)
 	}

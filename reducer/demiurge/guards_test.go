@@ -66,7 +66,7 @@ func TestGuards(t *testing.T) {
 		{
 			name:  "an answer cut by the token limit",
 			turns: []llmtest.Turn{{Text: "the start of", Incomplete: "max_output_tokens"}},
-			want:  []string{"assistant: the start of", "done [length]: 1 rounds"},
+			want:  []string{"assistant: the start of", "done [length]: 1 round,"},
 		},
 		{
 			name:  "refusal",

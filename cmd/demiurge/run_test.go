@@ -1,0 +1,114 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
+)
+
+// runAgent runs demiurge run -m against a fake model server that answers
+// with turns, in a fresh store, and returns the result and the server.
+func runAgent(t *testing.T, turns []llmtest.Turn, env map[string]string, args ...string) (result, *llmtest.Server) {
+	t.Helper()
+	srv := llmtest.NewServer(llmtest.Script{Turns: turns})
+	t.Cleanup(srv.Close)
+	e := map[string]string{"OPENAI_BASE_URL": srv.URL, "OPENAI_API_KEY": "sk-test-key-123"}
+	for k, v := range env {
+		e[k] = v
+	}
+	store := filepath.Join(t.TempDir(), "store")
+	full := append([]string{"--store", store, "run", filepath.Join("..", "..", "examples", "demiurge"), "--model", "gpt-test"}, args...)
+	return run(t, e, "", full...), srv
+}
+
+// TestRunOutcomes: run -m exits by how the turn ended, and says so.
+func TestRunOutcomes(t *testing.T) {
+	call := llmtest.Turn{Calls: []llmtest.Call{{Name: "introspect_journal_head", Arguments: `{}`}}}
+	tests := []struct {
+		name  string
+		turns []llmtest.Turn
+		code  int
+		out   []string
+	}{
+		{"an answer", []llmtest.Turn{{Text: "Done."}}, exitOK, []string{"Done.", "— 1 round, "}},
+		{"a refusal is an answer", []llmtest.Turn{{Refusal: "I can't help with that."}}, exitOK,
+			[]string{"I can't help with that.", "— the model refused; 1 round, "}},
+		{"an answer cut by the token limit", []llmtest.Turn{{Text: "The first half", Incomplete: "max_output_tokens"}}, exitIncomplete,
+			[]string{"✗ the answer is incomplete: cut off by the output token limit"}},
+		{"an answer cut by a filter", []llmtest.Turn{{Text: "Some", Incomplete: "content_filter"}}, exitIncomplete,
+			[]string{"cut off by a content filter"}},
+		{"a tool call cut with its reply is not run", []llmtest.Turn{
+			{Calls: []llmtest.Call{{Name: "workspace_write", Arguments: `{"path": "a.md", "content": "unfinis`}}, Incomplete: "max_output_tokens"},
+			{Text: "Shorter this time."}}, exitOK,
+			[]string{"✗ workspace_write", "(cut off with the reply; not run)", "your reply was cut off", "Shorter this time."}},
+		{"a guard stop", []llmtest.Turn{call, call, call, {Text: "never"}}, exitGuardStop, []string{"■ turn stopped"}},
+		{"a model failure", []llmtest.Turn{{Status: 401, Error: &llmtest.ErrorBody{Message: "Incorrect API key provided", Code: "invalid_api_key"}}},
+			exitFailure, []string{"✗ llm.generate failed: llm: openai-responses: authentication failed (HTTP 401", "Incorrect API key provided"}},
+		{"no usage reported", []llmtest.Turn{{Text: "hi", NoUsage: true}}, exitOK,
+			[]string{"usage unknown for 1 call(s): the provider reported none", "cost unknown"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, _ := runAgent(t, tc.turns, nil, "-m", "go")
+			if r.code != tc.code {
+				t.Errorf("exit %d; want %d\n%s%s", r.code, tc.code, r.stdout, r.stderr)
+			}
+			for _, s := range tc.out {
+				if !strings.Contains(r.stdout, s) {
+					t.Errorf("stdout lacks %q:\n%s", s, r.stdout)
+				}
+			}
+		})
+	}
+}
+
+// TestRunRequest: what run sends follows its flags and what it knows of
+// the model.
+func TestRunRequest(t *testing.T) {
+	answer := []llmtest.Turn{{Text: "ok"}}
+
+	// Streaming by default; --no-stream asks for one whole answer.
+	_, srv := runAgent(t, answer, nil, "-m", "go")
+	if req := srv.Requests()[0]; !req.Stream {
+		t.Errorf("a default run did not stream: %s", req.Body)
+	}
+	r, srv := runAgent(t, answer, nil, "--no-stream", "-m", "go")
+	if req := srv.Requests()[0]; req.Stream || r.code != exitOK || !strings.Contains(r.stdout, "ok") {
+		t.Errorf("--no-stream sent %s; exit %d\n%s", req.Body, r.code, r.stdout)
+	}
+
+	// Without a key, none is sent; a server that wants one says so.
+	r, srv = runAgent(t, []llmtest.Turn{{Status: 401, Error: &llmtest.ErrorBody{Message: "Missing Authentication header"}}},
+		map[string]string{"OPENAI_API_KEY": ""}, "-m", "go")
+	if h := srv.Requests()[0].Header.Get("Authorization"); h != "" {
+		t.Errorf("no key set, Authorization %q sent", h)
+	}
+	if r.code != exitFailure || !strings.Contains(r.stdout, "no API key was sent: set OPENAI_API_KEY") {
+		t.Errorf("exit %d\n%s", r.code, r.stdout)
+	}
+
+	// gpt-5-mini on Chat Completions: max_completion_tokens, no
+	// temperature; a temperature flag for it is a usage error.
+	_, srv = runAgent(t, answer, nil, "--llm", "openai-chat", "--model", "gpt-5-mini", "-m", "go")
+	body := srv.Requests()[0].JSON()
+	if _, ok := body["max_tokens"]; ok || body["max_completion_tokens"] != 4096.0 {
+		t.Errorf("gpt-5-mini on Chat: %s", srv.Requests()[0].Body)
+	}
+	r, _ = runAgent(t, answer, nil, "--llm", "openai-chat", "--model", "gpt-5-mini", "--temperature", "0.3", "-m", "go")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "does not take a temperature") {
+		t.Errorf("--temperature for gpt-5-mini: exit %d\n%s", r.code, r.stderr)
+	}
+
+	// --model-option: a price for a model the table does not know.
+	r, _ = runAgent(t, []llmtest.Turn{{Text: "ok", Usage: &llmtest.Usage{Input: 1_000_000, Output: 1_000_000}}}, nil,
+		"--model-option", "price_input=1", "--model-option", "price_output=2", "-m", "go")
+	if !strings.Contains(r.stdout, "$3.0000") {
+		t.Errorf("a priced model's turn:\n%s", r.stdout)
+	}
+	r, _ = runAgent(t, answer, nil, "--model-option", "colour=blue", "-m", "go")
+	if r.code != exitUsage || !strings.Contains(r.stderr, `unknown model option "colour"`) {
+		t.Errorf("a bad --model-option: exit %d\n%s", r.code, r.stderr)
+	}
+}
