@@ -312,7 +312,8 @@ func FuzzParseResponsesBody(f *testing.F) {
 
 func FuzzParseChatBody(f *testing.F) {
 	for _, s := range []string{refChatResponse, `{"choices":[{"message":{}}]}`, `{"error":"x"}`,
-		`{"choices":[{"message":{"content":"a","tool_calls":[{"function":{"name":"f","arguments":"{"}}]}}]}`, `[`} {
+		`{"choices":[{"message":{"content":"a","tool_calls":[{"function":{"name":"f","arguments":"{"}}]}}]}`, `[`,
+		`{"choices":[{"finish_reason":"length","message":{"reasoning_content":"r","refusal":"no","tool_calls":[{"id":"c","function":{"name":"f","arguments":"{\"a"}}]}}],"usage":null}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -339,6 +340,9 @@ func FuzzParseChatBody(f *testing.F) {
 func FuzzChatStream(f *testing.F) {
 	f.Add([]byte(`{"id":"c","choices":[{"index":0,"delta":{"content":"a"}}]}`), []byte(`{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`))
 	f.Add([]byte(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":3,"function":{"name":"f","arguments":"{"}}]}}]}`), []byte(`{"choices":[{"finish_reason":"tool_calls"}]}`))
+	// Magistral's parts, DeepSeek's reasoning_content, Groq's x_groq usage.
+	f.Add([]byte(`{"choices":[{"index":0,"delta":{"content":[{"type":"thinking","thinking":[{"type":"text","text":"hm"}]},{"type":"text","text":"a"}]}}]}`),
+		[]byte(`{"choices":[{"index":0,"delta":{"reasoning_content":"r"},"finish_reason":"length"}],"x_groq":{"usage":{"prompt_tokens":1}}}`))
 	f.Fuzz(func(t *testing.T, a, b []byte) {
 		var s chatStream
 		if _, err := s.add(a); err != nil {
