@@ -52,6 +52,7 @@ type toolCall struct {
 	Arguments string   `json:"arguments"`
 	Status    string   `json:"status"`             // the output's status: ok, error, denied, timeout, not_run (or requested)
 	Rejected  bool     `json:"rejected,omitempty"` // refused before running (unknown tool, bad arguments)
+	Cut       bool     `json:"cut,omitempty"`      // not run: the model's reply was cut off before it was complete
 	Output    string   `json:"output,omitempty"`
 	LatencyMS float64  `json:"latency_ms,omitempty"`
 	SubCalls  []string `json:"sub_calls,omitempty"`
@@ -234,7 +235,7 @@ func (c *chatTrace) entry(chat string, e demiurge.Entry) {
 		if call, err := demiurge.ToolCallOf(context.Background(), c.cas, e); err == nil {
 			tc.Arguments = call.ArgumentsJSON // whole, where the entry keeps a preview
 		}
-		tc.Rejected = tc.Status == "rejected"
+		tc.Rejected, tc.Cut = tc.Status == "rejected", tc.Status == "cut"
 		r.Calls = append(r.Calls, tc)
 	case demiurge.EntryToolOutput:
 		tc := c.tool(deref(e.CallID))
@@ -378,6 +379,10 @@ func (c *chatTrace) writeText(w io.Writer) error {
 				default:
 					if tc.Rejected {
 						fmt.Fprintf(&b, " → rejected before running: %s\n", clipLine(tc.Output, 160))
+						continue
+					}
+					if tc.Cut {
+						b.WriteString(" → not run: the reply was cut off before the call was complete\n")
 						continue
 					}
 					fmt.Fprintf(&b, " → %s", tc.Status)
