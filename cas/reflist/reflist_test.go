@@ -1,0 +1,141 @@
+package reflist
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/demiurge-dev/demiurge/cas"
+)
+
+func refs(n int) []cas.Ref {
+	out := make([]cas.Ref, n)
+	for i := range out {
+		out[i] = cas.Sum([]byte(fmt.Sprint(i)))
+	}
+	return out
+}
+
+func TestAppendAndSlice(t *testing.T) {
+	ctx := context.Background()
+	for _, n := range []int{0, 1, ChunkSize - 1, ChunkSize, ChunkSize + 1, 3*ChunkSize + 5, 200} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			st := cas.NewMemory()
+			want := refs(n)
+			var l List
+			var cache Cache
+			// Appended in uneven steps; every intermediate root stays valid.
+			for i := 0; i < n; {
+				k := min(1+i%7, n-i)
+				next, nodes, err := l.Append(want[i : i+k]...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, b := range nodes {
+					if _, err := st.Put(ctx, b); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if len(next.Tail) >= ChunkSize {
+					t.Fatalf("tail of %d", len(next.Tail))
+				}
+				l, i = next, i+k
+			}
+			if l.Len != uint64(n) {
+				t.Fatalf("len %d", l.Len)
+			}
+			for _, c := range []*Cache{nil, &cache, &cache} {
+				for _, r := range [][2]uint64{{0, uint64(n)}, {uint64(n) / 2, uint64(n)}, {uint64(n) / 3, uint64(n) / 2}, {uint64(n), uint64(n)}} {
+					got, err := Slice(ctx, st, c, l, r[0], r[1])
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !slices.Equal(got, want[r[0]:r[1]]) {
+						t.Fatalf("slice %v differs", r)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestAppendWritesBoundedBytes(t *testing.T) {
+	var l List
+	total := 0
+	for i, r := range refs(10 * ChunkSize) {
+		var nodes [][]byte
+		var err error
+		l, nodes, err = l.Append(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range nodes {
+			total += len(b)
+		}
+		root, err := cas.Marshal(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(root) > 100+ChunkSize*80 { // a ref encodes as its text form, 74 bytes
+			t.Fatalf("after %d appends the root is %d bytes", i+1, len(root))
+		}
+	}
+	// Each ref costs its encoding (74 bytes) and a little, however long the list.
+	if per := total / (10 * ChunkSize); per > 85 {
+		t.Errorf("%d bytes of chunks per ref", per)
+	}
+}
+
+func TestSliceErrors(t *testing.T) {
+	ctx := context.Background()
+	st := cas.NewMemory()
+	l, nodes, _ := List{}.Append(refs(ChunkSize + 2)...)
+	if _, err := Slice(ctx, st, nil, l, 0, l.Len); err == nil {
+		t.Error("a missing chunk: no error")
+	}
+	st.Put(ctx, nodes[0])
+	if _, err := Slice(ctx, st, nil, l, 0, l.Len+1); err == nil {
+		t.Error("a slice past the end: no error")
+	}
+	bad := l
+	bad.Len++
+	if _, err := Slice(ctx, st, nil, bad, 0, 1); err == nil {
+		t.Error("a root whose length does not fit: no error")
+	}
+	// A chunk that does not fit its place.
+	other, onodes, _ := List{}.Append(refs(2 * ChunkSize)...)
+	st.Put(ctx, onodes[0])
+	st.Put(ctx, onodes[1])
+	forged := List{Head: other.Head, Len: ChunkSize, Tail: []cas.Ref{}}
+	if _, err := Slice(ctx, st, nil, forged, 0, ChunkSize); err == nil {
+		t.Error("a chunk of the wrong place: no error")
+	}
+}
+
+func FuzzSlice(f *testing.F) {
+	f.Add(uint16(70), uint16(3), uint16(60))
+	f.Fuzz(func(t *testing.T, n, from, to uint16) {
+		n %= 300
+		ctx := context.Background()
+		st := cas.NewMemory()
+		want := refs(int(n))
+		l, nodes, err := List{}.Append(want...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range nodes {
+			st.Put(ctx, b)
+		}
+		got, err := Slice(ctx, st, nil, l, uint64(from), uint64(to))
+		if from > to || to > n {
+			if err == nil {
+				t.Fatalf("slice [%d:%d] of %d: no error", from, to, n)
+			}
+			return
+		}
+		if err != nil || !slices.Equal(got, want[from:to]) {
+			t.Fatalf("slice [%d:%d] of %d: %v", from, to, n, err)
+		}
+	})
+}
