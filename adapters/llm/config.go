@@ -14,6 +14,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/demiurge-dev/demiurge/cas/reflist"
 )
 
 // DefaultBaseURL is the API root used when neither Config.BaseURL nor
@@ -22,8 +24,9 @@ const DefaultBaseURL = "https://api.openai.com/v1"
 
 // Defaults of Config's zero fields.
 const (
-	DefaultMaxAttempts = 3
-	DefaultTimeout     = 5 * time.Minute
+	DefaultMaxAttempts  = 3
+	DefaultTimeout      = 5 * time.Minute
+	DefaultMaxItemBytes = 64 << 10
 )
 
 // maxRetryAfter is the longest server-requested wait (Retry-After) that is
@@ -70,6 +73,12 @@ type Config struct {
 	// (false) calls are stateless: store:false and reasoning is replayed
 	// from include:["reasoning.encrypted_content"].
 	Store bool
+	// MaxItemBytes bounds what is sent of one transcript item: a longer
+	// message text, function call's arguments or tool output is sent cut,
+	// with a note of its size (the store keeps it whole), so that one
+	// oversized item does not weigh on every later request. 0 means
+	// DefaultMaxItemBytes.
+	MaxItemBytes int
 	// Logger receives a line per retried attempt; nil means slog.Default().
 	// The API key is never logged.
 	Logger *slog.Logger
@@ -92,6 +101,7 @@ func DefaultBackoff(attempt int) time.Duration {
 type Generator struct {
 	tools     toolsCache
 	messages  messagesCache
+	chunks    reflist.Cache
 	cfg       Config
 	responses responses.ResponseService
 	chat      openai.ChatCompletionService
@@ -145,6 +155,9 @@ func New(cfg Config) (*Generator, error) {
 	}
 	if cfg.Backoff == nil {
 		cfg.Backoff = DefaultBackoff
+	}
+	if cfg.MaxItemBytes <= 0 {
+		cfg.MaxItemBytes = DefaultMaxItemBytes
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -16,6 +17,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/cas/chunked"
 )
 
 // Blobs is the store Generate reads the message and tools blobs from and
@@ -164,10 +166,19 @@ func (g *Generator) prepare(ctx context.Context, blobs Blobs, p Params, apiKey s
 	if az := g.cfg.Azure; az != nil {
 		p.Model = az.deployment(p.Model) // Azure's model field names the deployment
 	}
-	items, err := loadTranscript(ctx, blobs, p.MessageRefs, &g.messages)
+	refs := p.MessageRefs
+	if p.Transcript != nil {
+		more, err := p.Transcript.refs(ctx, blobs, &g.chunks)
+		if err != nil {
+			return nil, err
+		}
+		refs = append(slices.Clip(refs), more...)
+	}
+	items, err := loadTranscript(ctx, blobs, refs, &g.messages)
 	if err != nil {
 		return nil, err
 	}
+	items = shrinkItems(items, g.cfg.MaxItemBytes)
 	var tools []tool
 	if p.ToolsRef != nil {
 		if tools, err = g.tools.load(ctx, blobs, *p.ToolsRef); err != nil {
@@ -507,9 +518,11 @@ func (g *Generator) record(ctx context.Context, blobs Blobs, p Params, apiKey st
 		}
 		return ref, nil
 	}
-	reqRef, err := put("request", redactBytes(ex.request, apiKey))
+	// The request is kept as content-defined chunks: a chat's requests
+	// share most of their bytes, so each stores about its new ones.
+	reqRef, err := chunked.Put(ctx, blobs, redactBytes(ex.request, apiKey))
 	if err != nil {
-		return Receipt{}, err
+		return Receipt{}, fmt.Errorf("llm: store request: %w", err)
 	}
 	respRef, err := put("response", redactBytes(ex.response, apiKey))
 	if err != nil {

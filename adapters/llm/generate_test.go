@@ -13,6 +13,7 @@ import (
 
 	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
 	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/cas/chunked"
 	"github.com/demiurge-dev/demiurge/effects"
 )
 
@@ -120,12 +121,13 @@ func TestGenerateReceipt(t *testing.T) {
 			items = append(items, itemsBlob)
 
 			// Evidence: the request is the exact body the server received,
-			// without the key; the response holds the output verbatim.
+			// without the key, kept as chunks; the response holds the
+			// output verbatim.
 			reqs := srv.Requests()
 			if len(reqs) != 1 {
 				t.Fatalf("%d requests; want 1", len(reqs))
 			}
-			if got := st.get(t, *r.RequestRef); got != string(reqs[0].Body) {
+			if got := requestEvidence(t, st, *r.RequestRef); got != string(reqs[0].Body) {
 				t.Errorf("request evidence\n got %s\nwant %s", got, reqs[0].Body)
 			}
 			if got := reqs[0].Header.Get("Authorization"); got != "Bearer "+testKey {
@@ -226,7 +228,7 @@ func TestGenerateChainedRequest(t *testing.T) {
 	}
 	req := srv.Requests()[0]
 	want := `{"previous_response_id":"resp_001","store":true,"input":[` + refToolOutput + `],"model":"m"}`
-	if string(req.Body) != want || st.get(t, *r.RequestRef) != want {
+	if string(req.Body) != want || requestEvidence(t, st, *r.RequestRef) != want {
 		t.Errorf("request %s\nwant %s", req.Body, want)
 	}
 	if h := req.Header.Get("Authorization"); h != "" {
@@ -513,7 +515,7 @@ func TestGenerateStoreFailure(t *testing.T) {
 	msg := st.put(t, "hi")
 	st.failPut = errors.New("disk full")
 	_, err := g.Generate(t.Context(), st, Params{Model: "m", MessageRefs: []cas.Ref{msg}}, testKey, nil)
-	if err == nil || !strings.Contains(err.Error(), "llm: store request: disk full") {
+	if err == nil || !strings.Contains(err.Error(), "llm: store request:") || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("got %v; want the store's error", err)
 	}
 }
@@ -701,4 +703,15 @@ func TestGenerateWaitsForDurable(t *testing.T) {
 			})
 		}
 	}
+}
+
+// requestEvidence rebuilds the request body a receipt's request_ref names
+// (a chunked blob).
+func requestEvidence(t *testing.T, st *memStore, ref cas.Ref) string {
+	t.Helper()
+	b, err := chunked.Get(t.Context(), st, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -66,6 +66,13 @@ type Model struct {
 	// Price is what the model costs; nil if unknown (the receipt then
 	// says the cost is unknown, never 0).
 	Price *Price
+	// CompactAt and OnOverflow say what a chat does when its next request
+	// would fill more than CompactAt percent of the window: "compact" (a
+	// model call summarizes the oldest part of the transcript) or "fail"
+	// (the turn ends, saying so). Zero values: the chat's defaults (80,
+	// compact). The table sets neither; overrides may.
+	CompactAt  uint64
+	OnOverflow string
 	// Source is the public page the facts were read from, and AsOf the
 	// day they were read (YYYY-MM-DD).
 	Source, AsOf string
@@ -227,6 +234,8 @@ type ModelOptions struct {
 	ContextWindow      *uint64
 	MaxOutputTokens    *uint64
 	Price              *Price
+	CompactAt          *uint64
+	OnOverflow         *string
 }
 
 // matches reports whether o applies to the model name.
@@ -264,6 +273,12 @@ func (o ModelOptions) apply(m *Model) {
 		p := *o.Price
 		m.Price = &p
 	}
+	if o.CompactAt != nil {
+		m.CompactAt = *o.CompactAt
+	}
+	if o.OnOverflow != nil {
+		m.OnOverflow = *o.OnOverflow
+	}
 	if m.Source != "" {
 		m.Source += "; "
 	}
@@ -274,15 +289,16 @@ func (o ModelOptions) apply(m *Model) {
 // them.
 var ModelOptionKeys = []string{"reasoning", "chat_token_limit", "temperature", "reasoning_effort",
 	"encrypted_reasoning", "reasoning_echo", "context_window", "max_output_tokens",
-	"price_input", "price_cached_input", "price_output"}
+	"price_input", "price_cached_input", "price_output", "compact_at", "on_overflow"}
 
 // SetOption sets one option from its text form, as the command line and
 // the manifest give it: booleans "true"/"false"; chat_token_limit
 // "max_tokens" or "max_completion_tokens"; reasoning_echo a field name
 // ("reasoning_content", "reasoning") or "" for none; context_window and
 // max_output_tokens a number of tokens; price_* US dollars per million
-// tokens ("1.25"). Setting one price sets the others to 0 unless they
-// are set too.
+// tokens ("1.25"); compact_at a share of the window in percent;
+// on_overflow "compact" or "fail". Setting one price sets the others to 0
+// unless they are set too.
 func (o *ModelOptions) SetOption(key, value string) error {
 	boolOpt := func(dst **bool) error {
 		b, err := strconv.ParseBool(value)
@@ -341,6 +357,18 @@ func (o *ModelOptions) SetOption(key, value string) error {
 		return priceOpt(func(p *Price, v uint64) { p.CachedInput = v })
 	case "price_output":
 		return priceOpt(func(p *Price, v uint64) { p.Output = v })
+	case "compact_at":
+		if err := natOpt(&o.CompactAt); err != nil {
+			return err
+		}
+		if *o.CompactAt == 0 || *o.CompactAt > 100 {
+			return fmt.Errorf("model option compact_at=%q: want a share of the window in percent, 1 to 100", value)
+		}
+	case "on_overflow":
+		if value != "compact" && value != "fail" {
+			return fmt.Errorf("model option on_overflow=%q: want compact or fail", value)
+		}
+		o.OnOverflow = &value
 	default:
 		return fmt.Errorf("unknown model option %q (known: %s)", key, strings.Join(ModelOptionKeys, ", "))
 	}

@@ -420,3 +420,83 @@ func rawObject(b []byte) (map[string]any, error) {
 	}
 	return m, nil
 }
+
+// shrinkItems returns items with every item longer than max bytes cut
+// down to about max: the longest of its texts (a message's content or
+// text parts, a call's arguments, a tool's output) is cut on a UTF-8
+// boundary and ends with a note of its size. Reasoning items are never
+// cut (their encrypted content must go back whole). items itself is not
+// changed.
+func shrinkItems(items []item, max int) []item {
+	var out []item
+	for i, it := range items {
+		if len(it.raw) <= max || it.kind() == "reasoning" {
+			continue
+		}
+		small, ok := shrinkItem(it.raw, max)
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(items)
+		}
+		out[i].raw = small
+	}
+	if out == nil {
+		return items
+	}
+	return out
+}
+
+// shrinkNote ends a text that was cut for sending.
+const shrinkNote = "\n[cut for sending: %d bytes in all; the store keeps the whole]"
+
+// shrinkItem cuts raw's longest text so that raw fits in about max bytes;
+// it reports false if raw has no text to cut.
+func shrinkItem(raw json.RawMessage, max int) (json.RawMessage, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var m map[string]any
+	if dec.Decode(&m) != nil {
+		return nil, false
+	}
+	// The longest text, and how to set it.
+	var longest string
+	var set func(string)
+	consider := func(s string, f func(string)) {
+		if len(s) > len(longest) {
+			longest, set = s, f
+		}
+	}
+	for _, k := range []string{"arguments", "output", "content"} {
+		switch v := m[k].(type) {
+		case string:
+			consider(v, func(s string) { m[k] = s })
+		case []any:
+			for _, p := range v {
+				if pm, ok := p.(map[string]any); ok {
+					if t, ok := pm["text"].(string); ok {
+						consider(t, func(s string) { pm["text"] = s })
+					}
+				}
+			}
+		}
+	}
+	if set == nil {
+		return nil, false
+	}
+	over := len(raw) - max + len(shrinkNote) + 32
+	keep := len(longest) - over
+	if keep < 0 {
+		keep = 0
+	}
+	for keep > 0 && !utf8.RuneStart(longest[keep]) {
+		keep--
+	}
+	set(longest[:keep] + fmt.Sprintf(shrinkNote, len(longest)))
+	out, err := marshalNoEscape(m)
+	if err != nil {
+		return nil, false
+	}
+	return out, true
+}

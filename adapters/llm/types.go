@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"github.com/fxamacker/cbor/v2"
 
 	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/cas/reflist"
 )
 
 // Provider names accepted in Params.Provider and Config.Provider.
@@ -33,8 +35,9 @@ type Params struct {
 	// MaxTokens caps the output tokens (max_output_tokens, or max_tokens
 	// for Chat Completions); 0 leaves the provider's default.
 	MaxTokens uint64 `cbor:"max_tokens"`
-	// MessageRefs name the message blobs of the transcript, oldest first.
-	// At least one is required.
+	// MessageRefs name the message blobs of the transcript, oldest first;
+	// the messages of Transcript follow them. One or the other must name
+	// at least one.
 	MessageRefs []cas.Ref `cbor:"message_refs"`
 	// ToolsRef names the tools blob; nil sends no tools.
 	ToolsRef *cas.Ref `cbor:"tools_ref"`
@@ -56,6 +59,36 @@ type Params struct {
 	// ReasoningEffort is passed as reasoning.effort (reasoning_effort for
 	// Chat Completions), e.g. "low"; nil leaves the provider's default.
 	ReasoningEffort *string `cbor:"reasoning_effort"`
+	// Transcript, if set, names the rest of the transcript as a reflist
+	// in the store (sys/LlmGenerateParams@2): a chat of any length is
+	// named in a few hundred bytes. Nil in sys/LlmGenerateParams@1.
+	Transcript *Transcript `cbor:"transcript,omitempty"`
+}
+
+// Transcript is the Go form of sys/LlmTranscript@1: the message blobs
+// Prefix ++ Refs[From:To] ++ Suffix (To nil: to the end of Refs).
+type Transcript struct {
+	Refs   reflist.List `cbor:"refs"`
+	From   uint64       `cbor:"from"`
+	To     *uint64      `cbor:"to"`
+	Prefix []cas.Ref    `cbor:"prefix"`
+	Suffix []cas.Ref    `cbor:"suffix"`
+}
+
+// refs returns the message blobs t names, reading the reflist's chunks
+// from g.
+func (t *Transcript) refs(ctx context.Context, g cas.Getter, cache *reflist.Cache) ([]cas.Ref, error) {
+	to := t.Refs.Len
+	if t.To != nil {
+		to = *t.To
+	}
+	mid, err := reflist.Slice(ctx, g, cache, t.Refs, t.From, to)
+	if err != nil {
+		return nil, fmt.Errorf("%w: transcript: %w", ErrInvalidParams, err)
+	}
+	out := make([]cas.Ref, 0, len(t.Prefix)+len(mid)+len(t.Suffix))
+	out = append(append(append(out, t.Prefix...), mid...), t.Suffix...)
+	return out, nil
 }
 
 // MarshalCBOR encodes p canonically; a nil MessageRefs encodes as an empty

@@ -126,10 +126,13 @@ type agent struct {
 	w     *world.World
 	st    world.Storage
 	chat  string
-	shown uint64 // entries of the chat's timeline printed (see demiurge.State.Since)
+	shown uint64 // entries of the chat's timeline printed (see demiurge.StateView.Since)
 	// module and event are the chat module of the world's manifest and
 	// the event schema it takes (demiurge/Chat@2 takes ChatEvent@2).
 	module, event string
+	// model is what is known of the chat's model: its window and what to
+	// do when a request would not fit go into the settings.
+	model llm.Model
 
 	// newSettings, if set, go with the next message: the chat's tools
 	// changed since it began.
@@ -165,8 +168,9 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 		return err
 	}
 	provider := f.llm
+	known, _ := llm.ResolveModel(model, "", overrides)
 	var llmAdapter effects.Adapter
-	getSecret := func(k string) (string, bool) { v := getenv(k); return v, v != "" }
+	var getSecret func(string) (string, bool)
 	switch {
 	case strings.HasPrefix(f.llm, "cassette:"):
 		c, err := cassette.Open(strings.TrimPrefix(f.llm, "cassette:"))
@@ -199,7 +203,8 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 		if err != nil {
 			return err
 		}
-		if m, _ := gen.ModelFor(model); f.temperature != "" && !m.Temperature {
+		known, _ = gen.ModelFor(model)
+		if m := known; f.temperature != "" && !m.Temperature {
 			return usagef("--temperature: model %s does not take a temperature (it reasons); drop the flag, or say that it does with --model-option temperature=true", model)
 		}
 		llmAdapter = &llm.Adapter{Generator: gen}
@@ -226,7 +231,7 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	if err != nil {
 		return err
 	}
-	ag := &agent{a: a, f: f, st: st, chat: f.chat, callStart: map[string]time.Time{}, module: module, event: def.Reducer.Event}
+	ag := &agent{a: a, f: f, st: st, chat: f.chat, callStart: map[string]time.Time{}, module: module, event: def.Reducer.Event, model: known}
 	progress := ag.progress
 	if f.noStream {
 		progress = nil // the adapter then asks for one whole answer
@@ -306,16 +311,28 @@ func (ag *agent) settings(ctx context.Context, kit *toolKit, provider, model str
 	if ag.f.tokenBudget > 0 {
 		s["token_budget"] = ag.f.tokenBudget
 	}
+	if ag.module == demiurge.ModuleName { // Chat@1's settings have none of these
+		m := ag.model
+		if m.ContextWindow > 0 {
+			s["context_window"] = m.ContextWindow
+		}
+		if m.CompactAt > 0 {
+			s["compact_at"] = m.CompactAt
+		}
+		if m.OnOverflow != "" {
+			s["on_overflow"] = m.OnOverflow
+		}
+	}
 	return s, nil
 }
 
 // state returns the chat's state, if the chat exists.
-func (ag *agent) state() (*demiurge.State, bool) {
+func (ag *agent) state() (*demiurge.StateView, bool) {
 	v, _, ok := ag.w.State(ag.module, ag.chat)
 	if !ok {
 		return nil, false
 	}
-	var st demiurge.State
+	var st demiurge.StateView
 	if err := reducer.ToGo(v, &st); err != nil {
 		return nil, false
 	}
@@ -334,9 +351,13 @@ func (ag *agent) send(ctx context.Context, tag string, value map[string]any) err
 func (ag *agent) ensureChat(ctx context.Context, settings map[string]any) error {
 	if st, ok := ag.state(); ok {
 		_, ag.shown = st.Since(0)
-		if st.Settings == nil || st.Settings.ToolsRef == nil || st.Settings.ToolsRef.String() != settings["tools_ref"] {
-			// The tools changed since the chat began (an MCP server was
-			// added, say): the next message carries the new settings.
+		window, _ := settings["context_window"].(uint64)
+		if set := st.Settings; set == nil || set.ToolsRef == nil || set.ToolsRef.String() != settings["tools_ref"] ||
+			set.Model != settings["model"] || set.Provider != settings["provider"] || (set.ContextWindow == nil) != (window == 0) ||
+			set.ContextWindow != nil && *set.ContextWindow != window {
+			// The tools (an MCP server was added, say) or the model
+			// changed since the chat began: the next message carries the
+			// new settings.
 			ag.newSettings = settings
 		}
 		return nil
@@ -411,7 +432,7 @@ func (ag *agent) say(ctx context.Context, text string) (turnOutcome, error) {
 		return "", err
 	}
 	var last uint64
-	before := demiurge.State{}
+	before := demiurge.StateView{}
 	if st, ok := ag.state(); ok {
 		last, before = st.LastRequestID, *st
 	}
@@ -441,20 +462,14 @@ func (ag *agent) say(ctx context.Context, text string) (turnOutcome, error) {
 
 // usageLine says what the calls between two states of a chat used and
 // cost: "1200 tokens in (200 cached), 300 out (0 reasoning), $0.0042".
-func usageLine(before, after *demiurge.State) string {
+func usageLine(before, after *demiurge.StateView) string {
 	u, u0 := after.Usage, before.Usage
-	count := func(n *uint64) uint64 {
-		if n == nil {
-			return 0
-		}
-		return *n
-	}
 	tokens := fmt.Sprintf("%d tokens in (%d cached), %d out (%d reasoning)",
 		u.Prompt-u0.Prompt, u.Cached-u0.Cached, u.Completion-u0.Completion, u.Reasoning-u0.Reasoning)
-	if n := count(after.UsageUnknown) - count(before.UsageUnknown); n > 0 {
+	if n := after.UsageUnknown - before.UsageUnknown; n > 0 {
 		tokens += fmt.Sprintf(", usage unknown for %d call(s): the provider reported none", n)
 	}
-	cost := costText(after.CostMicroUSD-before.CostMicroUSD, count(after.CostUnknown) > count(before.CostUnknown))
+	cost := costText(after.CostMicroUSD-before.CostMicroUSD, after.CostUnknown > before.CostUnknown)
 	return tokens + ", " + cost
 }
 
@@ -554,7 +569,7 @@ func (ag *agent) commit(recs []journal.Record) {
 		if err != nil || sr.Reducer != ag.module || sr.Key != ag.chat || !sr.State.Valid() {
 			continue
 		}
-		var st demiurge.State
+		var st demiurge.StateView
 		if err := cas.GetNode(context.Background(), ag.st.CAS(), sr.State, &st); err != nil {
 			continue
 		}

@@ -92,7 +92,7 @@ type chatTrace struct {
 	started    map[string]uint64
 	models     map[modelKey]*modelCall
 	tools      map[string]*toolCall
-	shown      map[string]uint64 // entries of each chat's timeline seen (see demiurge.State.Since)
+	shown      map[string]uint64 // entries of each chat's timeline seen (see demiurge.StateView.Since)
 	turns      []*turnView
 	turnOf     map[modelKey]*turnView // (chat, request, 0) → turn
 	chatEvents bool
@@ -184,7 +184,7 @@ func (c *chatTrace) record(r journal.Record) error {
 		if err != nil {
 			return nil
 		}
-		var st demiurge.State
+		var st demiurge.StateView
 		if err := cas.GetNode(context.Background(), c.cas, ref, &st); err != nil {
 			return nil // the state blob is not in this store (a trimmed bundle)
 		}

@@ -2,7 +2,6 @@ package realwire
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
 )
 
@@ -23,6 +22,7 @@ import (
 //     ("The reasoning_content in the thinking mode must be passed back to
 //     the API.").
 func Refusal(vendor, api string, body []byte) error {
+	refuse := func(msg string) error { return ProviderMessage(msg) }
 	var req struct {
 		Model       string            `json:"model"`
 		MaxTokens   *json.RawMessage  `json:"max_tokens"`
@@ -31,7 +31,7 @@ func Refusal(vendor, api string, body []byte) error {
 		Messages    []json.RawMessage `json:"messages"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
-		return errors.New("We could not parse the JSON body of your request.")
+		return refuse("We could not parse the JSON body of your request.")
 	}
 	reasoning := func(m string) bool {
 		for _, p := range []string{"o1", "o3", "o4", "gpt-5"} {
@@ -45,13 +45,13 @@ func Refusal(vendor, api string, body []byte) error {
 	case "openai", "azure":
 		switch {
 		case api == "chat" && reasoning(req.Model) && req.MaxTokens != nil:
-			return errors.New("Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.")
+			return refuse("Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.")
 		case api == "chat" && reasoning(req.Model) && req.Temperature != nil && *req.Temperature != 1:
-			return errors.New("Unsupported value: 'temperature' does not support this value with this model. Only the default (1) value is supported.")
+			return refuse("Unsupported value: 'temperature' does not support this value with this model. Only the default (1) value is supported.")
 		case api == "responses" && !reasoning(req.Model) && len(req.Include) > 0:
 			for _, inc := range req.Include {
 				if inc == "reasoning.encrypted_content" {
-					return errors.New("Encrypted content is not supported with this model.")
+					return refuse("Encrypted content is not supported with this model.")
 				}
 			}
 		}
@@ -66,10 +66,16 @@ func Refusal(vendor, api string, body []byte) error {
 			}
 			if string(msg["role"]) == `"assistant"` {
 				if _, ok := msg["reasoning_content"]; !ok {
-					return errors.New("The reasoning_content in the thinking mode must be passed back to the API.")
+					return refuse("The reasoning_content in the thinking mode must be passed back to the API.")
 				}
 			}
 		}
 	}
 	return nil
 }
+
+// ProviderMessage is an error that is a provider's own message, verbatim
+// (capitalized and punctuated as the provider writes it).
+type ProviderMessage string
+
+func (m ProviderMessage) Error() string { return string(m) }

@@ -1,48 +1,46 @@
 // Package demiurge is the chat reducer of the Demiurge agent: it owns a
 // chat's transcript, checks every tool call the model makes before
-// anything runs, and answers each call exactly once.
+// anything runs, answers each call exactly once, and keeps the requests
+// it sends under the model's context window.
 //
-// The flow and its AIR are in docs/agent.md and examples/demiurge. The
-// reducer is deterministic: it reads only its state, its event, the CAS
-// (the model's tool call nodes, tool specs, outputs) and the ingress stamp.
+// The flow and its AIR are in docs/agent.md and examples/demiurge
+// (demiurge/Chat@2). Worlds made with demiurge/Chat@1 step with package
+// chatv1, kept as it was, which Register registers too.
+//
+// A step writes a bounded number of bytes however long the chat: the
+// transcript is a reflist in the CAS (a step appends the new items and
+// writes a small root), the timeline in the state is its latest entries,
+// the repeat guard remembers the turn's latest calls.
+//
+// The reducer is deterministic: it reads only its state, its event, the
+// CAS (the model's tool call nodes, tool specs, outputs, message blobs)
+// and the ingress stamp.
 package demiurge
 
 import (
-	"bytes"
 	"cmp"
-	"context"
-	"encoding/json"
 	"fmt"
 	"reflect"
-	"slices"
-	"sort"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/reducer"
+	"github.com/demiurge-dev/demiurge/reducer/demiurge/chatv1"
 	"github.com/demiurge-dev/demiurge/schema"
-	"github.com/demiurge-dev/demiurge/tools"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// Names in the AIR of examples/demiurge.
-//
-// Version 2 of the chat (ModuleName, ChatPlan, ToolPlan) takes
-// sys/LlmGenerateReceipt@2, which can say that a call's usage or cost is
-// unknown, and answers the tool calls of a reply the model did not finish
-// (cut by its token limit or a filter) without running them. Worlds made
-// with version 1 (ModuleNameV1) keep the reducer they were made with, step
-// for step, so that they still replay.
+// Names in the AIR of examples/demiurge, and of the worlds made with
+// Chat@1.
 const (
 	ModuleName         = "demiurge/Chat@2"
-	ModuleNameV1       = "demiurge/Chat@1"
+	ModuleNameV1       = chatv1.ModuleName
 	ChatPlan           = "demiurge/chat_plan@2"
-	ChatPlanV1         = "demiurge/chat_plan@1"
+	ChatPlanV1         = chatv1.ChatPlan
 	ToolPlan           = "demiurge/tool_plan@2"
-	ToolPlanV1         = "demiurge/tool_plan@1"
-	ChatRequestSchema  = "demiurge/ChatRequest@1"
+	ToolPlanV1         = chatv1.ToolPlan
+	EventSchema        = "demiurge/ChatEvent@2"
+	ChatRequestSchema  = "demiurge/ChatRequest@2"
 	ToolRequestSchema  = "demiurge/ToolCallRequested@1"
 	CommitSchema       = "sys/WorkspaceCommit@1"
 	defaultWorkspaceID = "default"
@@ -52,15 +50,15 @@ const (
 // compiled tool schemas by the ref of their tools blob (a pure function of
 // the blob's bytes, so the cache cannot change what it computes).
 type Reducer struct {
-	v1    bool // the reducer of demiurge/Chat@1 worlds
 	mu    sync.Mutex
 	specs map[cas.Ref]*toolSet
 }
 
-// Register adds the chat reducer to r, under both module versions.
+// Register adds the chat reducers to r: Chat@2 under ModuleName, and the
+// reducer of Chat@1 worlds under ModuleNameV1.
 func Register(r *reducer.Registry) {
 	r.MustRegister(ModuleName, &Reducer{})
-	r.MustRegister(ModuleNameV1, &Reducer{v1: true})
+	r.MustRegister(ModuleNameV1, &chatv1.Reducer{Verify: &VerifyMemo})
 }
 
 // ModuleIn returns the name of the chat module a world's catalog has
@@ -76,17 +74,6 @@ func ModuleIn(has func(name string) bool) (string, bool) {
 
 // IsModule reports whether name is a version of the chat module.
 func IsModule(name string) bool { return name == ModuleName || name == ModuleNameV1 }
-
-type toolSet struct {
-	byName map[string]*toolSpec
-	err    error
-}
-
-type toolSpec struct {
-	spec   tools.SpecTool
-	schema *jsonschema.Schema
-	err    error // the schema does not compile
-}
 
 // step carries one step's work.
 type step struct {
@@ -116,20 +103,26 @@ func (r *Reducer) Step(c *reducer.Context, state, event schema.Value) (reducer.O
 	}
 	ev, ok := event.(*schema.Map)
 	if !ok {
-		return reducer.Output{}, fmt.Errorf("chat: event is %s, want a demiurge/ChatEvent@1 variant", schema.String(event))
+		return reducer.Output{}, fmt.Errorf("chat: event is %s, want a %s variant", schema.String(event), EventSchema)
 	}
+	s.trimEntries()
 	tag, v, _ := ev.VariantTag()
 	var err error
 	switch tag {
 	case "Created":
 		var e ChatCreated
 		if err = reducer.ToGo(v, &e); err == nil {
-			s.created(e)
+			err = r.created(s, e)
 		}
 	case "User":
 		var e UserMessage
 		if err = reducer.ToGo(v, &e); err == nil {
 			err = r.user(s, e)
+		}
+	case "Compact":
+		var e CompactRequest
+		if err = reducer.ToGo(v, &e); err == nil {
+			err = r.compactRequested(s, e)
 		}
 	case "Result":
 		var e ChatResult
@@ -181,19 +174,33 @@ func checkMemo(state schema.Value, memo *State) error {
 
 // fill replaces nil lists and maps, which would encode as null.
 func (st *State) fill() {
-	if st.Transcript == nil {
-		st.Transcript = []cas.Ref{}
+	if st.Transcript.Tail == nil {
+		st.Transcript.Tail = []cas.Ref{}
 	}
 	if st.Entries == nil {
 		st.Entries = []Entry{}
+	}
+	if st.Marks == nil {
+		st.Marks = []RoundMark{}
 	}
 	if t := st.Turn; t != nil {
 		if t.Calls == nil {
 			t.Calls = []PendingCall{}
 		}
-		if t.Seen == nil {
-			t.Seen = map[string]uint64{}
+		if t.Recent == nil {
+			t.Recent = []string{}
 		}
+	}
+}
+
+// trimEntries keeps the state's timeline bounded: past EntriesKept
+// entries, the oldest leave it, keeping half. Only entries of earlier
+// steps leave, so a reader that follows every state sees every entry.
+func (s *step) trimEntries() {
+	if n := len(s.st.Entries); n > EntriesKept {
+		drop := n - EntriesKept/2
+		s.st.EntriesBase += uint64(drop)
+		s.st.Entries = append([]Entry{}, s.st.Entries[drop:]...)
 	}
 }
 
@@ -201,20 +208,64 @@ func (s *step) entry(e Entry) { s.st.Entries = append(s.st.Entries, e) }
 
 func strp(s string) *string { return &s }
 
-func (s *step) created(e ChatCreated) {
+// appendItems appends refs to the transcript, with the chunk nodes that
+// makes, and their estimated tokens to the next request's.
+func (s *step) appendItems(tokens uint64, refs ...cas.Ref) error {
+	l, nodes, err := s.st.Transcript.Append(refs...)
+	if err != nil {
+		return err
+	}
+	s.st.Transcript = l
+	s.out.Blobs = append(s.out.Blobs, nodes...)
+	s.st.Tokens += tokens
+	return nil
+}
+
+// blobTokens estimates the tokens of a blob in the CAS: a token for every
+// 4 bytes (see docs/agent.md, "Long sessions", for how close that is).
+func (s *step) blobTokens(ref cas.Ref) uint64 {
+	b, err := s.c.CAS.Get(bgctx(), ref)
+	if err != nil {
+		return 0
+	}
+	return tokensOf(len(b))
+}
+
+// tokensOf estimates the tokens of n bytes of JSON text.
+func tokensOf(n int) uint64 { return uint64(n+3) / 4 }
+
+func (r *Reducer) created(s *step, e ChatCreated) error {
 	if s.st.Settings == nil {
 		set := e.Settings
 		s.st.Settings = &set
+		r.settingsChanged(s)
 	}
 	if s.st.Title == nil {
 		s.st.Title = e.Title
 	}
+	return nil
+}
+
+// settingsChanged estimates the tokens the settings add to every request
+// (the instructions and the tools).
+func (r *Reducer) settingsChanged(s *step) {
+	set := s.st.Settings
+	over := uint64(0)
+	if set.Instructions != nil {
+		over += tokensOf(len(*set.Instructions))
+	}
+	if set.ToolsRef != nil {
+		over += tokensOf(r.toolSet(s).size)
+	}
+	s.st.Tokens = s.st.Tokens - min(s.st.Tokens, s.st.OverheadTokens) + over
+	s.st.OverheadTokens = over
 }
 
 func (r *Reducer) user(s *step, e UserMessage) error {
 	if e.Settings != nil {
 		set := *e.Settings
 		s.st.Settings = &set
+		r.settingsChanged(s)
 	}
 	if s.st.Settings == nil {
 		return fmt.Errorf("chat %s has no settings: send Created first, or settings with the message", s.chat)
@@ -223,35 +274,82 @@ func (r *Reducer) user(s *step, e UserMessage) error {
 		// A message we have seen (a retry): nothing to do.
 		return nil
 	}
-	// The entries of earlier turns leave the state (the journal keeps
-	// them); those this step adds stay, the interrupted turn's stop first.
+	s.newTurn(e.RequestID, fmt.Sprintf("a new message (request %d) arrived before the turn ended", e.RequestID))
+	if err := s.appendItems(s.blobTokens(e.MessageRef), e.MessageRef); err != nil {
+		return err
+	}
+	ref := e.MessageRef
+	s.entry(Entry{RequestID: e.RequestID, Kind: EntryUser, Text: e.Text, Ref: &ref})
+	s.st.Turn = &Turn{RequestID: e.RequestID, Kind: TurnAnswer, ToolChoice: e.ToolChoice}
+	return r.request(s)
+}
+
+// newTurn makes room for turn id: the entries of earlier turns leave the
+// state (the journal keeps them), and a turn still running ends, its
+// calls without output answered, so the transcript stays valid.
+func (s *step) newTurn(id uint64, why string) {
 	dropped := len(s.st.Entries)
-	if t := s.st.Turn; t != nil {
-		// A new message while a turn runs ends that turn: its calls that
-		// have no output yet get one, so the transcript stays valid.
-		s.stopTurn(fmt.Sprintf("a new message (request %d) arrived before the turn ended", e.RequestID))
+	if s.st.Turn != nil {
+		s.stopTurn(why)
 	}
 	s.st.EntriesBase += uint64(dropped)
 	s.st.Entries = append([]Entry{}, s.st.Entries[dropped:]...)
-	s.st.LastRequestID = e.RequestID
-	s.st.Transcript = append(s.st.Transcript, e.MessageRef)
-	ref := e.MessageRef
-	s.entry(Entry{RequestID: e.RequestID, Kind: EntryUser, Text: e.Text, Ref: &ref})
-	s.st.Turn = &Turn{RequestID: e.RequestID, Seen: map[string]uint64{}, Calls: []PendingCall{}}
-	return s.request()
+	s.st.LastRequestID = id
 }
 
-// request emits the ChatRequest of the turn's current round.
-func (s *step) request() error {
+// request emits the ChatRequest of the turn's current round, unless the
+// request would not fit the model's window: then the chat compacts first,
+// or ends the turn, as the settings say.
+func (r *Reducer) request(s *step) error {
 	set, t := s.st.Settings, s.st.Turn
-	refs := append([]cas.Ref{}, s.st.Transcript...)
-	req := ChatRequest{
-		ChatID: s.chat, RequestID: t.RequestID, Round: t.Round, Provider: set.Provider, Model: set.Model,
-		MaxTokens: set.MaxTokens, Temperature: set.Temperature, Instructions: set.Instructions,
-		ReasoningEffort: set.ReasoningEffort, MessageRefs: refs, ToolsRef: set.ToolsRef,
+	if ok, err := r.fitWindow(s); !ok || err != nil {
+		return err
 	}
+	s.mark()
+	req := s.baseRequest(PurposeAnswer)
+	req.Transcript = s.view()
 	if set.ToolsRef != nil {
 		req.ToolChoice = &ToolChoice{Tag: "Auto"}
+		switch {
+		case t.Round == 0 && t.ToolChoice != nil:
+			req.ToolChoice = t.ToolChoice
+		case set.ToolChoice != nil && (t.Round == 0 || set.ToolChoice.Tag == "None" || set.ToolChoice.Tag == "Auto"):
+			req.ToolChoice = set.ToolChoice
+		}
+	}
+	return s.emitRequest(req)
+}
+
+// baseRequest is the turn's current request without its transcript and
+// tool choice.
+func (s *step) baseRequest(purpose string) ChatRequest {
+	set, t := s.st.Settings, s.st.Turn
+	return ChatRequest{
+		ChatID: s.chat, RequestID: t.RequestID, Round: t.Round, Purpose: purpose, Provider: set.Provider, Model: set.Model,
+		MaxTokens: set.MaxTokens, Temperature: set.Temperature, Instructions: set.Instructions,
+		ReasoningEffort: set.ReasoningEffort, ToolsRef: set.ToolsRef,
+	}
+}
+
+// view is what a request sends of the transcript: the summary, if the
+// chat compacted, and the items after it.
+func (s *step) view() Transcript {
+	tr := Transcript{Refs: s.st.Transcript, From: s.st.From, Prefix: []cas.Ref{}, Suffix: []cas.Ref{}}
+	if s.st.Summary != nil {
+		tr.Prefix = []cas.Ref{*s.st.Summary}
+	}
+	return tr
+}
+
+func (s *step) emitRequest(req ChatRequest) error {
+	if req.Transcript.Prefix == nil {
+		req.Transcript.Prefix = []cas.Ref{}
+	}
+	if req.Transcript.Suffix == nil {
+		req.Transcript.Suffix = []cas.Ref{}
+	}
+	if req.Transcript.Refs.Tail == nil {
+		req.Transcript.Refs.Tail = []cas.Ref{}
 	}
 	v, err := reducer.FromGo(req)
 	if err != nil {
@@ -267,38 +365,30 @@ func (r *Reducer) result(s *step, e ChatResult) error {
 		return nil // a late answer to a turn that ended
 	}
 	rc := e.Receipt
-	s.st.Transcript = append(s.st.Transcript, rc.OutputRef)
+	s.account(rc)
+	if t.Compacting != nil {
+		return r.compacted(s, rc)
+	}
+	if err := s.appendItems(0, rc.OutputRef); err != nil {
+		return err
+	}
 	if rc.TokenUsage != nil {
-		used := rc.TokenUsage.Prompt + rc.TokenUsage.Completion
-		t.Tokens += used
-		u := &s.st.Usage
-		u.Prompt += rc.TokenUsage.Prompt
-		u.Completion += rc.TokenUsage.Completion
-		u.Cached += rc.TokenUsage.Cached
-		u.Reasoning += rc.TokenUsage.Reasoning
+		// The request and its answer, as the provider counted them.
+		s.st.Tokens = rc.TokenUsage.Prompt + rc.TokenUsage.Completion
 	} else {
-		// Only a sys/LlmGenerateReceipt@2 can say so (Chat@2).
-		s.st.UsageUnknown = inc(s.st.UsageUnknown)
+		s.st.Tokens += s.blobTokens(rc.OutputRef)
 		if b := s.st.Settings.TokenBudget; b != nil {
 			s.entry(Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryNotice,
 				Text: fmt.Sprintf("the provider reported no token usage for this call, so the token budget (%d) cannot count it", *b)})
 		}
-	}
-	if rc.CostMicroUSD != nil {
-		s.st.CostMicroUSD += *rc.CostMicroUSD
-	} else {
-		s.st.CostUnknown = inc(s.st.CostUnknown)
 	}
 	if rc.OutputText != "" {
 		ref := rc.OutputRef
 		s.entry(Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryAssistant, Text: rc.OutputText, Ref: &ref})
 	}
 	if len(rc.ToolCallRefs) == 0 {
-		done := Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryDone, Text: s.turnSummary(r.v1)}
-		if !r.v1 {
-			done.Status = strp(cmp.Or(rc.FinishReason, "stop"))
-		}
-		s.entry(done)
+		s.entry(Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryDone, Text: s.turnSummary(),
+			Status: strp(cmp.Or(rc.FinishReason, "stop"))})
 		s.st.Turn = nil
 		return nil
 	}
@@ -319,7 +409,7 @@ func (r *Reducer) result(s *step, e ChatResult) error {
 	case set.TokenBudget != nil && t.Tokens > *set.TokenBudget:
 		stop = fmt.Sprintf("the turn used %d tokens, over its budget of %d (token_budget)", t.Tokens, *set.TokenBudget)
 	}
-	if stop == "" && !r.v1 && replyCut(rc.FinishReason) {
+	if stop == "" && replyCut(rc.FinishReason) {
 		// The calls of a reply cut off before its end may be cut too:
 		// none runs; the model is told, and may call again.
 		why := fmt.Sprintf("error: your reply was cut off (finish reason %q) before its tool calls were complete, so this call was not run. Call it again; if its arguments were long, make them shorter or split the work.", rc.FinishReason)
@@ -331,16 +421,25 @@ func (r *Reducer) result(s *step, e ChatResult) error {
 				return err
 			}
 		}
-		return s.maybeNextRound()
+		return r.maybeNextRound(s)
 	}
 	ts := r.toolSet(s)
 	args := make([]parsedArgs, len(calls))
 	for i, tc := range calls {
 		args[i] = parseArgs(tc.ArgumentsJSON)
 		sig := signature(tc.Name, args[i].canon)
-		t.Seen[sig]++
-		if stop == "" && t.Seen[sig] >= cmp.Or(set.MaxRepeats, DefaultMaxRepeats) {
-			stop = fmt.Sprintf("the model called %s with the same arguments %d times (max_repeats)", tc.Name, t.Seen[sig])
+		n := uint64(1)
+		for _, prev := range t.Recent {
+			if prev == sig {
+				n++
+			}
+		}
+		t.Recent = append(t.Recent, sig)
+		if len(t.Recent) > RecentCalls {
+			t.Recent = append([]string{}, t.Recent[len(t.Recent)-RecentCalls:]...)
+		}
+		if stop == "" && n >= cmp.Or(set.MaxRepeats, DefaultMaxRepeats) {
+			stop = fmt.Sprintf("the model called %s with the same arguments %d times (max_repeats)", tc.Name, n)
 		}
 		t.Calls = append(t.Calls, PendingCall{CallID: tc.CallID, Tool: tc.Name, Signature: sig, Status: "pending"})
 	}
@@ -349,8 +448,7 @@ func (r *Reducer) result(s *step, e ChatResult) error {
 			s.entry(Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryToolCall, Text: preview(tc.ArgumentsJSON), Ref: &rc.ToolCallRefs[i],
 				CallID: strp(tc.CallID), Tool: strp(tc.Name), Status: strp("not_run")})
 		}
-		s.stopTurn(stop)
-		return nil
+		return s.stopTurn(stop)
 	}
 	for i, tc := range calls {
 		req, why := r.check(s, ts, tc, args[i])
@@ -370,7 +468,25 @@ func (r *Reducer) result(s *step, e ChatResult) error {
 		}
 		s.out.Events = append(s.out.Events, reducer.Event{Schema: ToolRequestSchema, Value: v})
 	}
-	return s.maybeNextRound()
+	return r.maybeNextRound(s)
+}
+
+// account adds a call's usage and cost to the chat's and the turn's.
+func (s *step) account(rc LlmReceipt) {
+	if u := rc.TokenUsage; u != nil {
+		s.st.Turn.Tokens += u.Prompt + u.Completion
+		s.st.Usage.Prompt += u.Prompt
+		s.st.Usage.Completion += u.Completion
+		s.st.Usage.Cached += u.Cached
+		s.st.Usage.Reasoning += u.Reasoning
+	} else {
+		s.st.UsageUnknown++
+	}
+	if rc.CostMicroUSD != nil {
+		s.st.CostMicroUSD += *rc.CostMicroUSD
+	} else {
+		s.st.CostUnknown++
+	}
 }
 
 // replyCut reports whether a reply with this finish reason was cut before
@@ -380,356 +496,61 @@ func replyCut(finish string) bool {
 	return finish == "length" || finish == "content_filter" || finish == "incomplete" || strings.HasPrefix(finish, "incomplete:")
 }
 
-// inc adds one to a count that may be absent.
-func inc(n *uint64) *uint64 {
-	v := uint64(1)
-	if n != nil {
-		v += *n
-	}
-	return &v
-}
-
-func (s *step) turnSummary(v1 bool) string {
+func (s *step) turnSummary() string {
 	t := s.st.Turn
-	if v1 || t.Round > 0 {
-		return fmt.Sprintf("%d rounds, %d tokens", t.Round+1, t.Tokens)
+	rounds := "1 round"
+	if t.Round > 0 {
+		rounds = fmt.Sprintf("%d rounds", t.Round+1)
 	}
-	return fmt.Sprintf("1 round, %d tokens", t.Tokens)
-}
-
-// check validates one tool call before anything runs: the tool is offered
-// and allowed, its arguments (args, parsed from tc.ArgumentsJSON) parse
-// and fit the tool's JSON Schema. It returns the request to run, or why
-// the call is refused (said to the model, so it can fix the call).
-func (r *Reducer) check(s *step, ts *toolSet, tc LlmToolCall, args parsedArgs) (ToolCallRequested, string) {
-	t := s.st.Turn
-	req := ToolCallRequested{ChatID: s.chat, RequestID: t.RequestID, Round: t.Round, CallID: tc.CallID, Tool: tc.Name}
-	if ts.err != nil {
-		return req, fmt.Sprintf("error: tool %s cannot run: the tool list is unreadable (%v)", tc.Name, ts.err)
-	}
-	spec, ok := ts.byName[tc.Name]
-	if !ok {
-		return req, fmt.Sprintf("error: there is no tool named %q. Available tools: %s. Call one of them by its exact name.", clip(tc.Name, 80), strings.Join(ts.names(), ", "))
-	}
-	if allow := s.st.Settings.ToolsAllow; allow != nil && !slices.Contains(allow, tc.Name) {
-		return req, fmt.Sprintf("error: tool %s is not allowed in this chat (allowed: %s).", tc.Name, strings.Join(allow, ", "))
-	}
-	if spec.err != nil {
-		return req, fmt.Sprintf("error: tool %s cannot run: its input schema does not compile (%v)", tc.Name, spec.err)
-	}
-	if args.err != nil || args.trailing {
-		msg := "trailing data after the object"
-		if args.err != nil {
-			msg = args.err.Error()
-		}
-		return req, fmt.Sprintf("error: the arguments of %s are not valid JSON (%s). Send one JSON object that fits the tool's parameters schema.", tc.Name, msg)
-	}
-	m, isObj := args.value.(map[string]any)
-	if !isObj {
-		return req, fmt.Sprintf("error: the arguments of %s must be a JSON object, got %s.", tc.Name, jsonKind(args.value))
-	}
-	if err := spec.schema.Validate(m); err != nil {
-		return req, fmt.Sprintf("error: the arguments of %s do not fit its parameters schema: %s. Fix the arguments and call again.", tc.Name, tools.SchemaErrorText(err))
-	}
-	req.ArgumentsJSON = args.canon
-	req.Family = spec.spec.Family
-	switch req.Family {
-	case tools.FamilyBash:
-		script, _ := m["commands"].(string)
-		if script == "" {
-			script, _ = m["script"].(string)
-		}
-		req.Script = script
-		if n, ok := m["timeout_ms"].(json.Number); ok {
-			if v, err := n.Int64(); err == nil && v > 0 {
-				u := uint64(v)
-				req.TimeoutMS = &u
-			}
-		}
-	case tools.FamilyMCP:
-		req.Server, req.ServerTool = spec.spec.Server, spec.spec.ServerTool
-	case tools.FamilyIntrospect, tools.FamilyWorkspace:
-	default:
-		return req, fmt.Sprintf("error: tool %s has no known way to run (family %q).", tc.Name, req.Family)
-	}
-	return req, ""
-}
-
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case json.Number:
-		return "a number"
-	case string:
-		return "a string"
-	case []any:
-		return "an array"
-	}
-	return "an object"
-}
-
-// parsedArgs is a call's arguments_json, parsed once for both the repeat
-// guard and the check.
-type parsedArgs struct {
-	value    any    // the first JSON value of the text, numbers as json.Number
-	canon    string // value with sorted keys, or the raw text if it does not parse
-	err      error  // the text does not start with a JSON value
-	trailing bool   // more JSON follows the value
-}
-
-func parseArgs(js string) parsedArgs {
-	a := parsedArgs{canon: js}
-	dec := json.NewDecoder(strings.NewReader(js))
-	dec.UseNumber()
-	if a.err = dec.Decode(&a.value); a.err != nil {
-		return a
-	}
-	a.trailing = dec.More()
-	if b, err := json.Marshal(a.value); err == nil {
-		a.canon = string(b)
-	}
-	return a
-}
-
-// toolSet returns the compiled tool specs of the chat's tools blob.
-func (r *Reducer) toolSet(s *step) *toolSet {
-	ref := s.st.Settings.ToolsRef
-	if ref == nil {
-		return &toolSet{byName: map[string]*toolSpec{}}
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if ts, ok := r.specs[*ref]; ok {
-		return ts
-	}
-	ts := &toolSet{byName: map[string]*toolSpec{}}
-	b, err := s.c.CAS.Get(bgctx(), *ref)
-	if err == nil {
-		var specs []tools.SpecTool
-		specs, err = tools.DecodeSpec(b)
-		for _, sp := range specs {
-			ts.byName[sp.Name] = compileSpec(sp)
-		}
-	}
-	ts.err = err
-	if r.specs == nil {
-		r.specs = map[cas.Ref]*toolSet{}
-	}
-	r.specs[*ref] = ts
-	return ts
-}
-
-func compileSpec(sp tools.SpecTool) *toolSpec {
-	t := &toolSpec{spec: sp}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(sp.Parameters))
-	if err != nil {
-		t.err = err
-		return t
-	}
-	c := tools.NewSchemaCompiler()
-	url := "mem://tools/" + sp.Name + ".json"
-	if err := c.AddResource(url, doc); err != nil {
-		t.err = err
-		return t
-	}
-	t.schema, t.err = c.Compile(url)
-	return t
-}
-
-func (ts *toolSet) names() []string {
-	out := make([]string, 0, len(ts.byName))
-	for n := range ts.byName {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// outputItem is a function_call_output item, as the Responses API reads it.
-type outputItem struct {
-	Type   string `json:"type"`
-	CallID string `json:"call_id"`
-	Output string `json:"output"`
-}
-
-// answer gives a call its output: it writes the output item blob and marks
-// the call with a status (ok, error, denied, timeout, not_run).
-func (s *step) answer(pc *PendingCall, status, text string) error {
-	return s.answerCut(pc, status, text, int(cmp.Or(s.st.Settings.OutputLimit, DefaultOutputLimit)))
-}
-
-// answerCut is answer with the output cut at limit bytes.
-func (s *step) answerCut(pc *PendingCall, status, text string, limit int) error {
-	text = cutUTF8(text, limit)
-	b, err := json.Marshal(outputItem{Type: "function_call_output", CallID: pc.CallID, Output: text})
-	if err != nil {
-		return err
-	}
-	ref := cas.Sum(b)
-	s.out.Blobs = append(s.out.Blobs, b)
-	pc.Status, pc.OutputRef = status, &ref
-	t := s.st.Turn
-	s.entry(Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryToolOutput, Text: preview(text), Ref: &ref,
-		CallID: strp(pc.CallID), Tool: strp(pc.Tool), Status: strp(status)})
-	return nil
-}
-
-// cutUTF8 cuts text to at most limit bytes on a UTF-8 boundary, with a note
-// of the original size.
-func cutUTF8(text string, limit int) string {
-	if len(text) <= limit {
-		return text
-	}
-	cut := runeCut(text, limit)
-	return text[:cut] + fmt.Sprintf("\n[output cut at %d of %d bytes]", cut, len(text))
-}
-
-// signature names a call for the repeat guard: the tool and its canonical
-// arguments, or their hash when they are long (a script can be; the chat's
-// state keeps one signature per call).
-func signature(tool, args string) string {
-	if len(args) > 80 {
-		args = cas.Sum([]byte(args)).String()
-	}
-	return tool + " " + args
-}
-
-// EntryTextLimit bounds the text a tool_call or tool_output entry keeps:
-// the chat's state is written at every step, so it holds the start of long
-// arguments and outputs, and the entry's ref names the whole (see
-// ToolCallOf and ToolOutputOf).
-const EntryTextLimit = 1024
-
-// preview is what an entry keeps of text: all of it up to EntryTextLimit,
-// else its start and its size.
-func preview(text string) string {
-	if len(text) <= EntryTextLimit {
-		return text
-	}
-	return clip(text, EntryTextLimit) + fmt.Sprintf(" [%d bytes in all]", len(text))
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:runeCut(s, n)] + "…"
-}
-
-// runeCut returns the largest cut of s at most n (n < len(s)) that falls on
-// a UTF-8 boundary.
-func runeCut(s string, n int) int {
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return n
+	return fmt.Sprintf("%s, %d tokens", rounds, t.Tokens)
 }
 
 // maybeNextRound sends the next request once every call of the round has
 // its output: the outputs join the transcript in call order.
-func (s *step) maybeNextRound() error {
+func (r *Reducer) maybeNextRound(s *step) error {
 	t := s.st.Turn
 	for _, pc := range t.Calls {
 		if pc.Status == "pending" {
 			return nil
 		}
 	}
+	if err := s.appendOutputs(); err != nil {
+		return err
+	}
+	t.Round++
+	return r.request(s)
+}
+
+// appendOutputs appends the outputs of the round's calls to the
+// transcript, in call order.
+func (s *step) appendOutputs() error {
+	t := s.st.Turn
+	var refs []cas.Ref
 	for _, pc := range t.Calls {
-		s.st.Transcript = append(s.st.Transcript, *pc.OutputRef)
+		if pc.OutputRef != nil {
+			refs = append(refs, *pc.OutputRef)
+		}
 	}
 	t.Calls = []PendingCall{}
-	t.Round++
-	return s.request()
+	return s.appendItems(0, refs...) // their tokens counted when they were written
 }
 
 // stopTurn ends the turn with a reason the user sees; every call still
 // without output gets one saying it was not run.
-func (s *step) stopTurn(reason string) {
+func (s *step) stopTurn(reason string) error {
 	t := s.st.Turn
 	for i := range t.Calls {
 		if t.Calls[i].Status == "pending" {
-			_ = s.answer(&t.Calls[i], "not_run", "not run: "+reason)
+			if err := s.answer(&t.Calls[i], "not_run", "not run: "+reason); err != nil {
+				return err
+			}
 		}
 	}
-	for _, pc := range t.Calls {
-		if pc.OutputRef != nil {
-			s.st.Transcript = append(s.st.Transcript, *pc.OutputRef)
-		}
+	if err := s.appendOutputs(); err != nil {
+		return err
 	}
 	s.entry(Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryStop, Text: reason})
 	s.st.Turn = nil
-}
-
-func (r *Reducer) toolResult(s *step, e ToolResult) error {
-	t := s.st.Turn
-	if t == nil || t.RequestID != e.RequestID || t.Round != e.Round {
-		return s.forwardCommits(e.Response.Commits) // a late result: its commits still count
-	}
-	var pc *PendingCall
-	for i := range t.Calls {
-		if t.Calls[i].CallID == e.CallID && t.Calls[i].Status == "pending" {
-			pc = &t.Calls[i]
-		}
-	}
-	if pc == nil {
-		return s.forwardCommits(e.Response.Commits)
-	}
-	resp := e.Response
-	status, text := "ok", resp.Stdout
-	if resp.ExitCode != 0 || resp.Error != nil {
-		status = "error"
-		var b strings.Builder
-		fmt.Fprintf(&b, "error (exit %d", resp.ExitCode)
-		if resp.Error != nil {
-			fmt.Fprintf(&b, ", %s", *resp.Error)
-		}
-		b.WriteString(")")
-		if resp.Stderr != "" {
-			b.WriteString("\n" + resp.Stderr)
-		}
-		if resp.Stdout != "" {
-			b.WriteString("\n" + resp.Stdout)
-		}
-		text = b.String()
-	} else if resp.Stderr != "" {
-		// A script that ends well can still say things on stderr (a
-		// refusal it caught with ||, a warning): the model reads both.
-		if text != "" && !strings.HasSuffix(text, "\n") {
-			text += "\n"
-		}
-		text += "[stderr]\n" + resp.Stderr
-	} else if text == "" {
-		text = "(no output)"
-	}
-	// A tool that cut its own output (StdoutTruncated) has said so in it,
-	// with the size it had.
-	// A tool that bounds its own output (a file read) is cut at its own
-	// limit; the others at the chat's.
-	limit := int(cmp.Or(s.st.Settings.OutputLimit, DefaultOutputLimit))
-	if sp := r.toolSet(s).byName[pc.Tool]; sp != nil && sp.spec.OutputLimit > 0 {
-		limit = sp.spec.OutputLimit
-	}
-	if err := s.answerCut(pc, status, text, limit); err != nil {
-		return err
-	}
-	if err := s.forwardCommits(resp.Commits); err != nil {
-		return err
-	}
-	return s.maybeNextRound()
-}
-
-// forwardCommits records the workspace commits a tool made.
-func (s *step) forwardCommits(cs []WorkspaceCommit) error {
-	for _, c := range cs {
-		v, err := reducer.FromGo(c)
-		if err != nil {
-			return err
-		}
-		s.out.Events = append(s.out.Events, reducer.Event{Schema: CommitSchema, Value: v, Key: c.Workspace})
-	}
 	return nil
 }
 
@@ -743,7 +564,7 @@ func (r *Reducer) planEnded(s *step, e PlanEnded) error {
 	}
 	t := s.st.Turn
 	switch e.Plan {
-	case ToolPlan, ToolPlanV1:
+	case ToolPlan:
 		var req ToolCallRequested
 		if err := cas.Unmarshal(e.Input, &req); err != nil {
 			return fmt.Errorf("tool plan input: %w", err)
@@ -766,9 +587,9 @@ func (r *Reducer) planEnded(s *step, e PlanEnded) error {
 			if err := s.answer(pc, status, fmt.Sprintf("%s: %s", status, msg)); err != nil {
 				return err
 			}
-			return s.maybeNextRound()
+			return r.maybeNextRound(s)
 		}
-	case ChatPlan, ChatPlanV1:
+	case ChatPlan:
 		var req ChatRequest
 		if err := cas.Unmarshal(e.Input, &req); err != nil {
 			return fmt.Errorf("chat plan input: %w", err)
@@ -776,51 +597,11 @@ func (r *Reducer) planEnded(s *step, e PlanEnded) error {
 		if t == nil || t.RequestID != req.RequestID || t.Round != req.Round {
 			return nil
 		}
-		text := msg // the provider's error, by class, with what to do
-		if r.v1 {
-			text = "the model could not be reached: " + msg
+		if t.Compacting != nil {
+			msg = "the compaction's model call failed: " + msg
 		}
-		s.entry(Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryError, Text: text})
-		s.stopTurn("the model call failed")
+		s.entry(Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryError, Text: msg})
+		return s.stopTurn("the model call failed")
 	}
 	return nil
-}
-
-// ToolCallOf returns the call a tool_call entry names: its arguments in
-// full, where the entry's text may be a preview. Entries written before
-// entries had refs have none; then their text is the whole.
-func ToolCallOf(ctx context.Context, g cas.Getter, e Entry) (LlmToolCall, error) {
-	tc := LlmToolCall{Name: deref(e.Tool), CallID: deref(e.CallID), ArgumentsJSON: e.Text}
-	if e.Kind != EntryToolCall || e.Ref == nil {
-		return tc, nil
-	}
-	if err := cas.GetNode(ctx, g, *e.Ref, &tc); err != nil {
-		return tc, fmt.Errorf("tool call %s: %w", e.Ref.Short(), err)
-	}
-	return tc, nil
-}
-
-// ToolOutputOf returns the whole output a tool_output entry names (the
-// function_call_output item at its ref), where the entry's text may be a
-// preview.
-func ToolOutputOf(ctx context.Context, g cas.Getter, e Entry) (string, error) {
-	if e.Kind != EntryToolOutput || e.Ref == nil {
-		return e.Text, nil
-	}
-	b, err := g.Get(ctx, *e.Ref)
-	if err != nil {
-		return e.Text, fmt.Errorf("tool output %s: %w", e.Ref.Short(), err)
-	}
-	var it outputItem
-	if err := json.Unmarshal(b, &it); err != nil {
-		return e.Text, fmt.Errorf("tool output %s: %w", e.Ref.Short(), err)
-	}
-	return it.Output, nil
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }

@@ -1,11 +1,14 @@
 package demiurge
 
-import "github.com/demiurge-dev/demiurge/cas"
+import (
+	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/cas/reflist"
+)
 
 // The Go forms of the chat's AIR schemas (examples/demiurge). Option fields
 // are pointers; nil encodes as null.
 
-// Settings is demiurge/Settings@1.
+// Settings is demiurge/Settings@2.
 type Settings struct {
 	Provider        string   `cbor:"provider"`
 	Model           string   `cbor:"model"`
@@ -19,6 +22,20 @@ type Settings struct {
 	MaxRepeats      uint64   `cbor:"max_repeats"`
 	TokenBudget     *uint64  `cbor:"token_budget"`
 	OutputLimit     uint64   `cbor:"output_limit"`
+	// ToolChoice is sent with every round; Required and Tool apply to a
+	// turn's first round only, then Auto (so that a model made to call a
+	// tool can answer after it). Nil means Auto when there are tools.
+	ToolChoice *ToolChoice `cbor:"tool_choice"`
+	// ContextWindow is the model's window in tokens (the model table's,
+	// written by the caller); nil or 0 turns the window's checks off.
+	ContextWindow *uint64 `cbor:"context_window"`
+	// CompactAt is the share of the window, in percent, past which the
+	// next request is not sent as it is (default DefaultCompactAt).
+	CompactAt *uint64 `cbor:"compact_at"`
+	// OnOverflow is what happens then: "compact" (the default: a model
+	// call summarizes the oldest part of the transcript) or "fail" (the
+	// turn ends, saying so).
+	OnOverflow *string `cbor:"on_overflow"`
 }
 
 // Defaults of the guards and limits.
@@ -26,22 +43,37 @@ const (
 	DefaultMaxRounds   = 16
 	DefaultMaxRepeats  = 3
 	DefaultOutputLimit = 30000
+	// DefaultCompactAt is the share of the window (percent) a request may
+	// fill before the chat compacts.
+	DefaultCompactAt = 80
+	// KeepShare is the share of the window (percent) the rounds kept
+	// whole by a compaction may fill at most.
+	KeepShare = 30
 )
 
-// ChatCreated is demiurge/ChatCreated@1.
+// ChatCreated is demiurge/ChatCreated@2.
 type ChatCreated struct {
 	ChatID   string   `cbor:"chat_id"`
 	Title    *string  `cbor:"title"`
 	Settings Settings `cbor:"settings"`
 }
 
-// UserMessage is demiurge/UserMessage@1.
+// UserMessage is demiurge/UserMessage@2.
 type UserMessage struct {
 	ChatID     string    `cbor:"chat_id"`
 	RequestID  uint64    `cbor:"request_id"`
 	Text       string    `cbor:"text"`
 	MessageRef cas.Ref   `cbor:"message_ref"`
 	Settings   *Settings `cbor:"settings"`
+	// ToolChoice, if set, is the tool choice of this turn's first round.
+	ToolChoice *ToolChoice `cbor:"tool_choice"`
+}
+
+// CompactRequest is demiurge/CompactRequest@1: the user asks the chat to
+// compact its transcript now.
+type CompactRequest struct {
+	ChatID    string `cbor:"chat_id"`
+	RequestID uint64 `cbor:"request_id"`
 }
 
 // ToolChoice is sys/LlmToolChoice@1.
@@ -52,18 +84,35 @@ type ToolChoice struct {
 	} `cbor:"$value,omitempty"`
 }
 
-// ChatRequest is demiurge/ChatRequest@1.
+// Transcript is sys/LlmTranscript@1: the messages a model call is sent,
+// Prefix ++ Refs[From:To] ++ Suffix (To nil: to the end).
+type Transcript struct {
+	Refs   reflist.List `cbor:"refs"`
+	From   uint64       `cbor:"from"`
+	To     *uint64      `cbor:"to"`
+	Prefix []cas.Ref    `cbor:"prefix"`
+	Suffix []cas.Ref    `cbor:"suffix"`
+}
+
+// Purposes of a ChatRequest.
+const (
+	PurposeAnswer  = "answer"  // the model answers the turn
+	PurposeCompact = "compact" // the model summarizes the oldest part of the transcript
+)
+
+// ChatRequest is demiurge/ChatRequest@2.
 type ChatRequest struct {
 	ChatID          string      `cbor:"chat_id"`
 	RequestID       uint64      `cbor:"request_id"`
 	Round           uint64      `cbor:"round"`
+	Purpose         string      `cbor:"purpose"`
 	Provider        string      `cbor:"provider"`
 	Model           string      `cbor:"model"`
 	MaxTokens       uint64      `cbor:"max_tokens"`
 	Temperature     *string     `cbor:"temperature"`
 	Instructions    *string     `cbor:"instructions"`
 	ReasoningEffort *string     `cbor:"reasoning_effort"`
-	MessageRefs     []cas.Ref   `cbor:"message_refs"`
+	Transcript      Transcript  `cbor:"transcript"`
 	ToolsRef        *cas.Ref    `cbor:"tools_ref"`
 	ToolChoice      *ToolChoice `cbor:"tool_choice"`
 }
@@ -76,9 +125,9 @@ type TokenUsage struct {
 	Reasoning  uint64 `cbor:"reasoning"`
 }
 
-// LlmReceipt is the part of sys/LlmGenerateReceipt@2 (or @1) the chat
-// reads. TokenUsage and CostMicroUSD are nil when the receipt says they
-// are unknown (only @2 can).
+// LlmReceipt is the part of sys/LlmGenerateReceipt@2 the chat reads.
+// TokenUsage and CostMicroUSD are nil when the receipt says they are
+// unknown.
 type LlmReceipt struct {
 	OutputRef    cas.Ref     `cbor:"output_ref"`
 	OutputText   string      `cbor:"output_text"`
@@ -89,7 +138,7 @@ type LlmReceipt struct {
 	ToolCallRefs []cas.Ref   `cbor:"tool_call_refs"`
 }
 
-// ChatResult is demiurge/ChatResult@1.
+// ChatResult is demiurge/ChatResult@2.
 type ChatResult struct {
 	ChatID    string     `cbor:"chat_id"`
 	RequestID uint64     `cbor:"request_id"`
@@ -183,8 +232,9 @@ const (
 	EntryToolOutput = "tool_output" // a call's output (status: ok, error, denied, timeout, not_run)
 	EntryStop       = "stop"        // a guard ended the turn
 	EntryError      = "error"       // the model call failed (the provider's error, by class)
-	EntryDone       = "done"        // the turn ended with the model's answer (Chat@2: status is its finish reason: stop, refusal, length, content_filter, …)
-	EntryNotice     = "notice"      // something the user should know that does not end the turn (Chat@2)
+	EntryDone       = "done"        // the turn ended with the model's answer (status: its finish reason: stop, refusal, length, content_filter, …)
+	EntryNotice     = "notice"      // something the user should know that does not end the turn
+	EntryCompact    = "compact"     // the chat compacted its transcript (ref: the summary)
 )
 
 // PendingCall is demiurge/PendingCall@1.
@@ -196,42 +246,84 @@ type PendingCall struct {
 	OutputRef *cas.Ref `cbor:"output_ref"`
 }
 
-// Turn is demiurge/Turn@1: the user message being answered.
+// Turn kinds.
+const (
+	TurnAnswer  = "answer"  // the model answers a user message
+	TurnCompact = "compact" // the user asked for a compaction, nothing more
+)
+
+// RecentCalls is how many of a turn's latest calls the repeat guard
+// remembers.
+const RecentCalls = 64
+
+// Turn is demiurge/Turn@2: the user message (or compaction) being
+// answered.
 type Turn struct {
-	RequestID uint64            `cbor:"request_id"`
-	Round     uint64            `cbor:"round"`
-	Tokens    uint64            `cbor:"tokens"`
-	Calls     []PendingCall     `cbor:"calls"`
-	Seen      map[string]uint64 `cbor:"seen"`
+	RequestID uint64        `cbor:"request_id"`
+	Round     uint64        `cbor:"round"`
+	Kind      string        `cbor:"kind"`
+	Tokens    uint64        `cbor:"tokens"`
+	Calls     []PendingCall `cbor:"calls"`
+	// Recent are the signatures of the turn's latest calls (at most
+	// RecentCalls), oldest first: the repeat guard counts a call's
+	// repeats among them.
+	Recent []string `cbor:"recent"`
+	// ToolChoice is the tool choice of the turn's first round, if the
+	// message set one.
+	ToolChoice *ToolChoice `cbor:"tool_choice"`
+	// Compacting is where the compaction under way cuts the transcript
+	// (the items before it go into the summary); nil when none is.
+	Compacting *uint64 `cbor:"compacting"`
 }
 
-// State is demiurge/ChatState@2 (and @1, which has neither UsageUnknown
-// nor CostUnknown: a Chat@1 world never sets them, so its states encode as
-// before).
+// RoundMark is demiurge/RoundMark@1: where a round began in the
+// transcript, and the estimated tokens of a request up to there.
+type RoundMark struct {
+	Index  uint64 `cbor:"index"`
+	Tokens uint64 `cbor:"tokens"`
+}
+
+// Marks is how many round marks the chat keeps: a compaction keeps at
+// most this many of the latest rounds whole.
+const Marks = 16
+
+// EntriesKept bounds the chat state's timeline: past it, the oldest
+// entries leave the state (earlier states in the journal keep them).
+const EntriesKept = 64
+
+// State is demiurge/ChatState@2. Everything in it is bounded, however
+// long the chat: the transcript is a reflist (its root), the timeline the
+// latest entries, the round marks the latest rounds.
 type State struct {
-	Title      *string   `cbor:"title"`
-	Settings   *Settings `cbor:"settings"`
-	Transcript []cas.Ref `cbor:"transcript"`
-	// Entries is the timeline of the chat's latest turn (after the stop
-	// entries of the turn its message interrupted, if any): a new user
-	// message drops the entries of earlier turns, so the state a step rewrites stays the
-	// size of a turn however long the chat. Earlier states in the journal
-	// hold the dropped ones.
-	Entries []Entry `cbor:"entries"`
-	// EntriesBase is how many entries were dropped: Entries[i] is entry
-	// EntriesBase+i of the chat's whole timeline.
+	Title    *string   `cbor:"title"`
+	Settings *Settings `cbor:"settings"`
+	// Transcript holds every message, output and tool output of the chat,
+	// in order; what a request sends is Summary (if any) and
+	// Transcript[From:].
+	Transcript reflist.List `cbor:"transcript"`
+	From       uint64       `cbor:"from"`
+	Summary    *cas.Ref     `cbor:"summary"`
+	// Entries is the latest part of the chat's timeline (of the latest
+	// turn, and at most EntriesKept); EntriesBase is how many entries came
+	// before it: Entries[i] is entry EntriesBase+i of the chat's whole
+	// timeline.
+	Entries       []Entry    `cbor:"entries"`
 	EntriesBase   uint64     `cbor:"entries_base"`
 	LastRequestID uint64     `cbor:"last_request_id"`
 	Turn          *Turn      `cbor:"turn"`
 	Usage         TokenUsage `cbor:"usage"`
 	CostMicroUSD  uint64     `cbor:"cost_microusd"`
-	// UsageUnknown counts the model calls whose provider reported no
-	// token usage (Usage leaves them out); nil for none.
-	UsageUnknown *uint64 `cbor:"usage_unknown,omitempty"`
-	// CostUnknown counts the model calls whose cost is unknown (the model
-	// has no price, or its usage is unknown; CostMicroUSD leaves them
-	// out); nil for none.
-	CostUnknown *uint64 `cbor:"cost_unknown,omitempty"`
+	// UsageUnknown and CostUnknown count the model calls whose usage, or
+	// cost, is unknown (Usage and CostMicroUSD leave them out).
+	UsageUnknown uint64 `cbor:"usage_unknown"`
+	CostUnknown  uint64 `cbor:"cost_unknown"`
+	// Tokens estimates the next request's prompt: the last call's usage
+	// (prompt and output), and about a token for every 4 bytes of what was
+	// added since; OverheadTokens the instructions' and tools' share.
+	Tokens         uint64 `cbor:"tokens"`
+	OverheadTokens uint64 `cbor:"overhead_tokens"`
+	// Marks are where the latest rounds began (at most Marks).
+	Marks []RoundMark `cbor:"marks"`
 }
 
 // Since returns the entries of the chat's timeline from entry n on (n

@@ -1,0 +1,84 @@
+package demiurge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/demiurge-dev/demiurge/cas"
+)
+
+// ToolCallOf returns the call a tool_call entry names: its arguments in
+// full, where the entry's text may be a preview. Entries written before
+// entries had refs have none; then their text is the whole.
+func ToolCallOf(ctx context.Context, g cas.Getter, e Entry) (LlmToolCall, error) {
+	tc := LlmToolCall{Name: deref(e.Tool), CallID: deref(e.CallID), ArgumentsJSON: e.Text}
+	if e.Kind != EntryToolCall || e.Ref == nil {
+		return tc, nil
+	}
+	if err := cas.GetNode(ctx, g, *e.Ref, &tc); err != nil {
+		return tc, fmt.Errorf("tool call %s: %w", e.Ref.Short(), err)
+	}
+	return tc, nil
+}
+
+// ToolOutputOf returns the whole output a tool_output entry names (the
+// function_call_output item at its ref), where the entry's text may be a
+// preview.
+func ToolOutputOf(ctx context.Context, g cas.Getter, e Entry) (string, error) {
+	if e.Kind != EntryToolOutput || e.Ref == nil {
+		return e.Text, nil
+	}
+	b, err := g.Get(ctx, *e.Ref)
+	if err != nil {
+		return e.Text, fmt.Errorf("tool output %s: %w", e.Ref.Short(), err)
+	}
+	var it outputItem
+	if err := json.Unmarshal(b, &it); err != nil {
+		return e.Text, fmt.Errorf("tool output %s: %w", e.Ref.Short(), err)
+	}
+	return it.Output, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// StateView is what readers (the command line, trace) read of a chat's
+// state: the same for demiurge/ChatState@2 and @1 (a Chat@1 world's
+// state decodes into it with UsageUnknown and CostUnknown 0).
+type StateView struct {
+	Title         *string       `cbor:"title"`
+	Settings      *SettingsView `cbor:"settings"`
+	Entries       []Entry       `cbor:"entries"`
+	EntriesBase   uint64        `cbor:"entries_base"`
+	LastRequestID uint64        `cbor:"last_request_id"`
+	Turn          *struct {
+		RequestID uint64 `cbor:"request_id"`
+		Round     uint64 `cbor:"round"`
+	} `cbor:"turn"`
+	Usage        TokenUsage `cbor:"usage"`
+	CostMicroUSD uint64     `cbor:"cost_microusd"`
+	UsageUnknown uint64     `cbor:"usage_unknown"`
+	CostUnknown  uint64     `cbor:"cost_unknown"`
+	// Tokens is Chat@2's estimate of the next request's prompt (0 for
+	// Chat@1).
+	Tokens uint64 `cbor:"tokens"`
+}
+
+// SettingsView is what readers read of a chat's settings.
+type SettingsView struct {
+	Provider      string   `cbor:"provider"`
+	Model         string   `cbor:"model"`
+	ToolsRef      *cas.Ref `cbor:"tools_ref"`
+	ContextWindow *uint64  `cbor:"context_window"`
+}
+
+// Since is State.Since for a view.
+func (st *StateView) Since(n uint64) ([]Entry, uint64) {
+	s := State{Entries: st.Entries, EntriesBase: st.EntriesBase}
+	return s.Since(n)
+}
