@@ -62,7 +62,11 @@ func describeStates(b *strings.Builder, d *world.DivergenceError) {
 		sv   *world.StateValue
 	}{{"journal", js}, {"replayed", ds}} {
 		if s.sv != nil && s.sv.Err != nil {
-			fmt.Fprintf(b, "the %s state %s cannot be shown: %v\n", s.side, s.sv.Ref.Short(), s.sv.Err)
+			name := ""
+			if s.sv.Ref.Valid() {
+				name = " " + s.sv.Ref.Short()
+			}
+			fmt.Fprintf(b, "the %s state%s cannot be shown: %v\n", s.side, name, s.sv.Err)
 		}
 	}
 	var jcell, dcell string
@@ -76,9 +80,14 @@ func describeStates(b *strings.Builder, d *world.DivergenceError) {
 	switch {
 	case jok && dok:
 		changes, total := ValueChanges(js.Value, ds.Value, maxChanges)
-		if jcell == dcell {
+		switch {
+		case total == 0:
+			// Only a blob that is not canonical CBOR can do this.
+			fmt.Fprintf(b, "the two states decode to equal values: their encodings differ\n")
+			return
+		case jcell == dcell:
 			fmt.Fprintf(b, "the state of %s differs at %s:\n", jcell, plural(total, "path"))
-		} else {
+		default:
 			fmt.Fprintf(b, "the journal's state of %s and the replayed state of %s differ at %s:\n", jcell, dcell, plural(total, "path"))
 		}
 		for _, c := range changes {

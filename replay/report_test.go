@@ -1,6 +1,7 @@
 package replay_test
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"strconv"
@@ -222,11 +223,11 @@ func TestValueChanges(t *testing.T) {
 }
 
 // stateRecord returns a State record of reducer naming state (nil: the
-// cell is deleted), and the state's ref.
-func stateRecord(t *testing.T, reducer string, state schema.Value) ([]byte, cas.Ref) {
+// cell is deleted), with the fields kv besides, and the state's ref.
+func stateRecord(t *testing.T, reducer string, state schema.Value, kv ...any) ([]byte, cas.Ref) {
 	t.Helper()
 	var ref cas.Ref
-	rec := schema.Record("reducer", reducer)
+	rec := schema.Record(append([]any{"reducer", reducer}, kv...)...)
 	if state != nil {
 		b, err := schema.Encode(state)
 		if err != nil {
@@ -249,6 +250,7 @@ func TestDescribeStates(t *testing.T) {
 	op, oref := stateRecord(t, "x/Chat@1", old)
 	np, nref := stateRecord(t, "x/Chat@1", new)
 	dp, _ := stateRecord(t, "x/Chat@1", nil)
+	kp, _ := stateRecord(t, "x/Chat@1", new, "key", "k2")
 	jr := func(p []byte) *journal.Record { return &journal.Record{Seq: 4, Kind: world.KindState, Payload: p} }
 	de := func(p []byte) *journal.Entry { return &journal.Entry{Kind: world.KindState, Payload: p} }
 	tests := []struct {
@@ -278,6 +280,20 @@ func TestDescribeStates(t *testing.T) {
 				DerivedState: &world.StateValue{Ref: nref, Value: new}},
 			want:   []string{"the journal state " + oref.Short() + " cannot be shown: read state " + oref.String() + ": cas: not found", "replayed state of x/Chat@1, " + nref.Short() + ":\n{"},
 			absent: []string{"differs at"}},
+		{name: "two cells",
+			d: &world.DivergenceError{World: "w", Seq: 4, Reason: "the record differs", Journal: jr(op), Derived: de(kp),
+				JournalState: &world.StateValue{Ref: oref, Value: old}, DerivedState: &world.StateValue{Ref: nref, Value: new}},
+			want: []string{`the journal's state of x/Chat@1 and the replayed state of x/Chat@1 (key "k2") differ at 1 path:` + "\n  turn.round: 3 → 4\n"}},
+		{name: "equal values",
+			d: &world.DivergenceError{World: "w", Seq: 4, Reason: "the record differs", Journal: jr(op), Derived: de(np),
+				JournalState: &world.StateValue{Ref: oref, Value: new}, DerivedState: &world.StateValue{Ref: nref, Value: new}},
+			want:   []string{"\nthe two states decode to equal values: their encodings differ"},
+			absent: []string{"differs at", "--- journal state"}},
+		{name: "a record that does not decode",
+			d: &world.DivergenceError{World: "w", Seq: 4, Reason: "the record differs", Journal: jr(op), Derived: de(np),
+				JournalState: &world.StateValue{Err: errors.New("world: record 4 (State): cbor: unexpected EOF")},
+				DerivedState: &world.StateValue{Ref: nref, Value: new}},
+			want: []string{"\nthe journal state cannot be shown: world: record 4 (State): cbor: unexpected EOF\n"}},
 		{name: "a missing record",
 			d: &world.DivergenceError{World: "w", Seq: 4, Reason: "the code derives a State record the journal does not have", Derived: de(np),
 				DerivedState: &world.StateValue{Ref: nref, Value: new}},
