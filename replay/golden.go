@@ -124,7 +124,7 @@ func CheckGolden(t testing.TB, dir string, reg *reducer.Registry, update bool) {
 		}
 		return
 	}
-	t.Errorf("%s: the timeline differs from trace.txt (rerun with -update and review the diff):\n%s", dir, Diff(string(want), got))
+	t.Errorf("%s: the timeline differs from trace.txt (rerun with -update and review the diff):\n%s", dir, Diff(path, string(want), "the replayed timeline", got))
 }
 
 // Rebase re-derives a bundle's journal with the current code and rewrites

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -242,6 +243,32 @@ func TestReplayCatchesMutations(t *testing.T) {
 			}
 			t.Logf("%s", desc)
 		})
+	}
+}
+
+// TestDescribeStateDivergence: a replayed reducer that derives another
+// state is shown as the states' difference, field by field and as a diff
+// of their JSON, not as two hashes.
+func TestDescribeStateDivergence(t *testing.T) {
+	b, err := replay.Read(record(t, "testdata/mut", hub{}, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := reducer.NewRegistry()
+	reg.MustRegister("mut/Hub@1", hub{countBy: 2, readClock: true})
+	_, err = replay.ReplayBundle(t.Context(), b, reg, true)
+	if err == nil {
+		t.Fatal("a changed reducer replays")
+	}
+	got := replay.Describe(err)
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^replay diverges: world mut, seq \d+, journal record State, derived record State$`),
+		regexp.MustCompile(`(?m)^the state of mut/Hub@1 differs at 2 paths:\n  count: 1 → 2\n  stamp: null → \d+\n`),
+		regexp.MustCompile(`(?m)^--- journal state blake3:[0-9a-f]{12}\n\+\+\+ replayed state blake3:[0-9a-f]{12}\n@@ -1,5 \+1,5 @@\n \{\n   "done": 0,\n-  "count": 1,\n-  "stamp": null\n\+  "count": 2,\n\+  "stamp": \d+\n \}$`),
+	} {
+		if !want.MatchString(got) {
+			t.Errorf("the report does not match %s:\n%s", want, got)
+		}
 	}
 }
 

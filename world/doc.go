@@ -53,8 +53,9 @@
 // Inputs are Manifest, DomainEvent and Receipt records. Everything else —
 // Event, State, ReducerError, PlanStarted, PlanEnded, Intent, Denied,
 // Rejected, Snapshot — is derived, and Replay re-derives it byte for byte,
-// reporting the first difference as a *DivergenceError. Derived events are
-// never applied twice: replay compares them, it does not apply them.
+// reporting the first difference as a *DivergenceError (which, at a State
+// record, holds both states decoded). Derived events are never applied
+// twice: replay compares them, it does not apply them.
 //
 // # Recovery
 //

@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/journal"
+	"github.com/demiurge-dev/demiurge/schema"
 )
 
 // DivergenceError reports the first record where re-deriving a journal
@@ -21,6 +23,24 @@ type DivergenceError struct {
 	// Derived is what the code derives at Seq (nil if it derives nothing
 	// there).
 	Derived *journal.Entry
+	// JournalState and DerivedState are the cell states that Journal and
+	// Derived name when they are State records, so that a report can show
+	// how two states differ rather than two hashes: the journal's state
+	// as read from the store, the derived one from the blob the code
+	// derived with its record (a replay stores nothing). Each is nil
+	// unless its record is a State record that names a state (one that
+	// deletes a cell names none).
+	JournalState, DerivedState *StateValue
+}
+
+// StateValue is a cell state named by a State record.
+type StateValue struct {
+	Ref cas.Ref
+	// Value is the state, decoded; nil when Err is set.
+	Value schema.Value
+	// Err says why the state could not be read: its blob is missing or
+	// does not decode.
+	Err error
 }
 
 func (e *DivergenceError) Error() string {
@@ -34,6 +54,51 @@ func (e *DivergenceError) Error() string {
 	return fmt.Sprintf("world %s: replay diverges at seq %d%s: %s", e.World, e.Seq, kind, e.Reason)
 }
 
+// divergence returns a DivergenceError at seq with the states that r and
+// w name when they are State records: r's read from the machine's store,
+// w's from blobs (the step that derived w) or else from the store.
+func (v *verifier) divergence(seq uint64, reason string, r *journal.Record, w *journal.Entry, blobs [][]byte) *DivergenceError {
+	d := &DivergenceError{World: v.world, Seq: seq, Reason: reason, Journal: r, Derived: w}
+	if r != nil && r.Kind == KindState {
+		d.JournalState = v.stateValue(*r, nil)
+	}
+	if w != nil && w.Kind == KindState {
+		d.DerivedState = v.stateValue(journal.Record{Seq: seq, Kind: w.Kind, Payload: w.Payload}, blobs)
+	}
+	return d
+}
+
+// stateValue decodes the state a State record names: from blobs if one of
+// them is it, else from the machine's store. It is nil when the record
+// names no state.
+func (v *verifier) stateValue(r journal.Record, blobs [][]byte) *StateValue {
+	sr, err := DecodeState(r)
+	if err != nil {
+		return &StateValue{Err: err}
+	}
+	if !sr.State.Valid() {
+		return nil
+	}
+	sv := &StateValue{Ref: sr.State}
+	var blob []byte
+	for _, b := range blobs {
+		if cas.Sum(b) == sr.State {
+			blob = b
+			break
+		}
+	}
+	if blob == nil {
+		if blob, err = v.m.cas.Get(v.ctx, sr.State); err != nil {
+			sv.Err = fmt.Errorf("read state %s: %w", sr.State, err)
+			return sv
+		}
+	}
+	if sv.Value, err = schema.Decode(blob); err != nil {
+		sv.Err = fmt.Errorf("decode state %s: %w", sr.State, err)
+	}
+	return sv
+}
+
 // verifier feeds journal records to a machine: inputs are applied, and each
 // derived record must equal, byte for byte, what the machine derives.
 type verifier struct {
@@ -41,6 +106,7 @@ type verifier struct {
 	world  string
 	ctx    context.Context
 	expect []journal.Entry // derived records still expected from the last input
+	blobs  [][]byte        // the blobs the last input derived, which expect names
 	// OnStep, if set, is called after each input is applied.
 	onStep func(in *Input, step *Step)
 	inputs int
@@ -58,7 +124,7 @@ func (v *verifier) record(r journal.Record) error {
 				reason = fmt.Sprintf("the journal has a %s record where the code derives a %s record", r.Kind, want.Kind)
 			}
 			rr, ww := r, want
-			return &DivergenceError{World: v.world, Seq: r.Seq, Reason: reason, Journal: &rr, Derived: &ww}
+			return v.divergence(r.Seq, reason, &rr, &ww, v.blobs)
 		}
 		return nil
 	}
@@ -77,8 +143,7 @@ func (v *verifier) record(r journal.Record) error {
 	}
 	if !IsInput(r.Kind) {
 		rr := r
-		return &DivergenceError{World: v.world, Seq: r.Seq, Journal: &rr,
-			Reason: fmt.Sprintf("the journal has a %s record the code does not derive (an extra record)", r.Kind)}
+		return v.divergence(r.Seq, fmt.Sprintf("the journal has a %s record the code does not derive (an extra record)", r.Kind), &rr, nil, nil)
 	}
 	in, err := DecodeInput(r)
 	if err != nil {
@@ -97,7 +162,7 @@ func (v *verifier) record(r journal.Record) error {
 		return &DivergenceError{World: v.world, Seq: r.Seq, Reason: "the input record does not re-encode to the same bytes", Journal: &rr, Derived: &ww}
 	}
 	v.inputs++
-	v.expect = step.Records[1:]
+	v.expect, v.blobs = step.Records[1:], step.Blobs
 	if v.onStep != nil {
 		v.onStep(in, step)
 	}
@@ -108,8 +173,8 @@ func (v *verifier) record(r journal.Record) error {
 func (v *verifier) finish() error {
 	if len(v.expect) > 0 {
 		ww := v.expect[0]
-		return &DivergenceError{World: v.world, Seq: v.m.Height() - uint64(len(v.expect)) + 1, Derived: &ww,
-			Reason: fmt.Sprintf("the code derives a %s record the journal does not have (a missing record)", ww.Kind)}
+		return v.divergence(v.m.Height()-uint64(len(v.expect))+1,
+			fmt.Sprintf("the code derives a %s record the journal does not have (a missing record)", ww.Kind), nil, &ww, v.blobs)
 	}
 	return nil
 }
