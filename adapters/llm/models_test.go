@@ -2,6 +2,8 @@ package llm
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
 	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/cas/reflist"
 )
 
 // TestModelTable checks that every entry of the table is complete: a
@@ -320,5 +323,76 @@ func TestAzure(t *testing.T) {
 	})
 	if err != nil || az.Endpoint != "https://r.openai.azure.com" || az.APIVersion != "2024-10-21" {
 		t.Errorf("from the environment: %+v, %v", az, err)
+	}
+}
+
+// TestTranscriptParam: a transcript named as a reflist (what Chat@2
+// sends) reads as Prefix ++ Refs[From:To] ++ Suffix, after MessageRefs.
+func TestTranscriptParam(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{{Text: "ok"}}})
+	t.Cleanup(srv.Close)
+	g := newTestGenerator(t, srv, nil)
+	st := newStore()
+	var list reflist.List
+	for i := range 40 {
+		l, nodes, err := list.Append(st.put(t, fmt.Sprintf(`{"role":"user","content":"m%d"}`, i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range nodes {
+			st.put(t, string(b))
+		}
+		list = l
+	}
+	to := uint64(30)
+	p := Params{Model: "gpt-4o", MessageRefs: []cas.Ref{st.put(t, "first")},
+		Transcript: &Transcript{Refs: list, From: 20, To: &to,
+			Prefix: []cas.Ref{st.put(t, `{"role":"user","content":"summary"}`)}, Suffix: []cas.Ref{st.put(t, "last")}}}
+	if _, err := g.Generate(t.Context(), st, p, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, it := range srv.Requests()[0].JSON()["input"].([]any) {
+		got = append(got, it.(map[string]any)["content"].(string))
+	}
+	want := []string{"first", "summary"}
+	for i := 20; i < 30; i++ {
+		want = append(want, fmt.Sprintf("m%d", i))
+	}
+	want = append(want, "last")
+	if !slices.Equal(got, want) {
+		t.Errorf("sent %q\nwant %q", got, want)
+	}
+	// A chunk missing from the store is an invalid transcript.
+	p.Transcript.Refs.Head = &cas0
+	if _, err := g.Generate(t.Context(), st, p, "", nil); !errors.Is(err, ErrInvalidParams) {
+		t.Errorf("a missing chunk: %v", err)
+	}
+}
+
+// TestOversizedItemsAreSentCut: an item past MaxItemBytes (a 5 MiB
+// argument the model wrote) is sent cut with a note, in every later
+// request; the store keeps it whole.
+func TestOversizedItemsAreSentCut(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{{Text: "ok"}}})
+	t.Cleanup(srv.Close)
+	g := newTestGenerator(t, srv, nil)
+	st := newStore()
+	huge := strings.Repeat("x", 5<<20)
+	call := fmt.Sprintf(`[{"type":"function_call","call_id":"c1","name":"workspace_write","arguments":"{\"content\":\"%s\"}"}]`, huge)
+	out := `{"type":"function_call_output","call_id":"c1","output":"error: too large"}`
+	p := Params{Model: "gpt-4o", MessageRefs: []cas.Ref{st.put(t, "write it"), st.put(t, call), st.put(t, out)}}
+	if _, err := g.Generate(t.Context(), st, p, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	body := srv.Requests()[0].Body
+	if len(body) > DefaultMaxItemBytes+4096 {
+		t.Fatalf("the request is %d bytes", len(body))
+	}
+	if !strings.Contains(string(body), "cut for sending: ") || !strings.Contains(string(body), `"call_id":"c1"`) {
+		t.Errorf("no note of the cut, or the call lost its id: %.300s", body)
+	}
+	if len(st.get(t, p.MessageRefs[1])) != len(call) {
+		t.Error("the stored item changed")
 	}
 }

@@ -65,7 +65,7 @@ func signature(tool, args string) string {
 // the chat's state is written at every step, so it holds the start of long
 // arguments and outputs, and the entry's ref names the whole (see
 // ToolCallOf and ToolOutputOf).
-const EntryTextLimit = 1024
+const EntryTextLimit = 256
 
 // preview is what an entry keeps of text: all of it up to EntryTextLimit,
 // else its start and its size.

@@ -58,6 +58,14 @@ type chatWorld struct {
 
 func newChatWorld(t *testing.T, script llmtest.Script) *chatWorld {
 	t.Helper()
+	return newChatWorldOn(t, llmtest.NewServer(script), "")
+}
+
+// newChatWorldOn is newChatWorld with the model srv, and settings for
+// the chat over the defaults (a JSON object, such as
+// `{"context_window": 3000}`).
+func newChatWorldOn(t *testing.T, srv *llmtest.Server, settings string) *chatWorld {
+	t.Helper()
 	ctx := t.Context()
 	reg := reducer.NewRegistry()
 	demiurge.Register(reg)
@@ -65,7 +73,6 @@ func newChatWorld(t *testing.T, script llmtest.Script) *chatWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := llmtest.NewServer(script)
 	t.Cleanup(srv.Close)
 	gen, err := llm.New(llm.Config{BaseURL: srv.URL + "/v1", MaxAttempts: 1})
 	if err != nil {
@@ -120,8 +127,17 @@ func newChatWorld(t *testing.T, script llmtest.Script) *chatWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	created := fmt.Sprintf(`{"Created": {"chat_id": "c1", "title": "test", "settings": {"provider": "openai-responses",
-		"model": "gpt-test", "max_tokens": 1000, "tools_ref": %q, "max_rounds": 4, "max_repeats": 3, "output_limit": 200, "token_budget": 1000000}}}`, ref)
+	set := map[string]any{"provider": "openai-responses", "model": "gpt-test", "max_tokens": 1000, "tools_ref": ref.String(),
+		"max_rounds": 4, "max_repeats": 3, "output_limit": 200, "token_budget": 1000000}
+	if settings != "" {
+		if err := json.Unmarshal([]byte(settings), &set); err != nil {
+			t.Fatal(err)
+		}
+	}
+	created, err := json.Marshal(map[string]any{"Created": map[string]any{"chat_id": "c1", "title": "test", "settings": set}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := w.SendJSON(ctx, "demiurge/ChatEvent@2", []byte(created)); err != nil {
 		t.Fatal(err)
 	}
@@ -143,6 +159,27 @@ func (cw *chatWorld) say(t *testing.T, id int, text string) {
 	if err := cw.w.WaitIdle(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// send sends a chat event (JSON) and waits until the world is idle.
+func (cw *chatWorld) send(t *testing.T, js string) {
+	t.Helper()
+	if _, err := cw.w.SendJSON(t.Context(), demiurge.EventSchema, []byte(js)); err != nil {
+		t.Fatal(err)
+	}
+	if err := cw.w.WaitIdle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stateBytes returns the chat's state as it is stored.
+func (cw *chatWorld) stateBytes(t *testing.T) ([]byte, error) {
+	t.Helper()
+	v, _, ok := cw.w.State(demiurge.ModuleName, "c1")
+	if !ok {
+		t.Fatal("no chat cell")
+	}
+	return schema.Encode(v)
 }
 
 func (cw *chatWorld) state(t *testing.T) demiurge.State {

@@ -37,8 +37,9 @@ func TestGuards(t *testing.T) {
 			name:  "output limits",
 			turns: []llmtest.Turn{call(`{"path":"big.md"}`), call(`{"path":"huge.md"}`), {Text: "ok"}},
 			// workspace_read keeps its own limit (10000 + tools.NoteRoom), not
-			// the chat's 200: 10512 bytes and the note of the cut, 10549 in all.
-			want: []string{"tool_output workspace_read [ok]: " + strings.Repeat("b", 900) + "\n",
+			// the chat's 200: the 900 bytes whole, and 10512 bytes and the
+			// note of the cut, 10549 in all (the entries keep a preview).
+			want: []string{"tool_output workspace_read [ok]: bbbb", "b… [900 bytes in all]\n",
 				"tool_output workspace_read [ok]: hhhh", "h… [10549 bytes in all]\n"},
 		},
 		{

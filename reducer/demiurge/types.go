@@ -289,7 +289,7 @@ const Marks = 16
 
 // EntriesKept bounds the chat state's timeline: past it, the oldest
 // entries leave the state (earlier states in the journal keep them).
-const EntriesKept = 64
+const EntriesKept = 24
 
 // State is demiurge/ChatState@2. Everything in it is bounded, however
 // long the chat: the transcript is a reflist (its root), the timeline the
