@@ -15,6 +15,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 
+	"github.com/demiurge-dev/demiurge/cas/chunked"
 	"github.com/demiurge-dev/demiurge/cas/reflist"
 )
 
@@ -102,6 +103,7 @@ type Generator struct {
 	tools     toolsCache
 	messages  messagesCache
 	chunks    reflist.Cache
+	evidence  chunked.Writer // the requests, kept as chunks
 	cfg       Config
 	responses responses.ResponseService
 	chat      openai.ChatCompletionService

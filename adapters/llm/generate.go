@@ -17,7 +17,6 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/demiurge-dev/demiurge/cas"
-	"github.com/demiurge-dev/demiurge/cas/chunked"
 )
 
 // Blobs is the store Generate reads the message and tools blobs from and
@@ -520,7 +519,7 @@ func (g *Generator) record(ctx context.Context, blobs Blobs, p Params, apiKey st
 	}
 	// The request is kept as content-defined chunks: a chat's requests
 	// share most of their bytes, so each stores about its new ones.
-	reqRef, err := chunked.Put(ctx, blobs, redactBytes(ex.request, apiKey))
+	reqRef, err := g.evidence.Put(ctx, blobs, redactBytes(ex.request, apiKey))
 	if err != nil {
 		return Receipt{}, fmt.Errorf("llm: store request: %w", err)
 	}

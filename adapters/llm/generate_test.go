@@ -227,7 +227,7 @@ func TestGenerateChainedRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := srv.Requests()[0]
-	want := `{"previous_response_id":"resp_001","store":true,"input":[` + refToolOutput + `],"model":"m"}`
+	want := `{"previous_response_id":"resp_001","store":true,"model":"m","input":[` + refToolOutput + `]}` // the transcript last
 	if string(req.Body) != want || requestEvidence(t, st, *r.RequestRef) != want {
 		t.Errorf("request %s\nwant %s", req.Body, want)
 	}

@@ -34,19 +34,34 @@ type capture struct {
 // body of a failed stream request) is read whole here and handed on from
 // memory; a successful stream's body is teed as the SDK reads it.
 func (c *capture) middleware(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	var b []byte
 	if req.GetBody != nil {
 		if rc, err := req.GetBody(); err == nil {
-			c.request, _ = readall.Sized(rc, req.ContentLength)
+			b, _ = readall.Sized(rc, req.ContentLength)
 			rc.Close()
 		}
 	} else if req.Body != nil {
-		b, err := readall.Sized(req.Body, req.ContentLength)
+		var err error
+		b, err = readall.Sized(req.Body, req.ContentLength)
 		req.Body.Close()
 		if err != nil {
 			return nil, err
 		}
+	}
+	if b != nil {
+		// The transcript goes last, where it grows: successive requests of
+		// a chat then differ only at their end, and keeping each as chunks
+		// (see Generator.record) costs its new bytes.
+		for _, key := range []string{"input", "messages"} {
+			if moved, ok := memberLast(b, key); ok {
+				b = moved
+				break
+			}
+		}
 		c.request = b
 		req.Body = io.NopCloser(bytes.NewReader(b))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+		req.ContentLength = int64(len(b))
 	}
 	// The request leaves the process here, and not before its intent is
 	// durable: the call may have started while the world was committing it
@@ -65,7 +80,7 @@ func (c *capture) middleware(req *http.Request, next option.MiddlewareNext) (*ht
 		resp.Body = &teeBody{ReadCloser: resp.Body, buf: c.tee}
 		return resp, nil
 	}
-	b, err := readall.Sized(io.LimitReader(resp.Body, maxBody+1), min(resp.ContentLength, maxBody+1))
+	b, err = readall.Sized(io.LimitReader(resp.Body, maxBody+1), min(resp.ContentLength, maxBody+1))
 	resp.Body.Close()
 	if err != nil {
 		c.readErr = err
@@ -241,4 +256,54 @@ func hint(kind ErrorKind, provider, baseURL string, keySent bool) string {
 		return "the model kept writing malformed tool calls; try again, or another model"
 	}
 	return "the provider rejected the request; fix what the message names"
+}
+
+// memberLast returns the JSON object body with its member key moved to
+// the end (the members' bytes as they were), and whether it has one.
+func memberLast(body []byte, key string) ([]byte, bool) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, false
+	}
+	type member struct {
+		key string
+		val json.RawMessage
+	}
+	var members []member
+	found := -1
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		k, ok := tok.(string)
+		if !ok {
+			return nil, false
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, false
+		}
+		if k == key {
+			found = len(members)
+		}
+		members = append(members, member{k, v})
+	}
+	if found < 0 || found == len(members)-1 {
+		return body, found >= 0
+	}
+	members = append(append(members[:found:found], members[found+1:]...), members[found])
+	out := make([]byte, 0, len(body))
+	out = append(out, '{')
+	for i, m := range members {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		k, err := json.Marshal(m.key)
+		if err != nil {
+			return nil, false
+		}
+		out = append(append(append(out, k...), ':'), m.val...)
+	}
+	return append(out, '}'), true
 }

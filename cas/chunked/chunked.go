@@ -6,19 +6,28 @@
 //
 // Chunk boundaries depend on the bytes alone (a gear rolling hash, as
 // FastCDC cuts them): a chunk ends where the hash of the last bytes has
-// its low bits zero, between MinChunk and MaxChunk bytes from its start,
+// its high bits zero, between MinChunk and MaxChunk bytes from its start,
 // AvgChunk bytes on average. An insertion shifts the boundaries near it
 // only; the chunks before and after are the same blobs as before.
+//
+// The index lists the chunks as a reflist, so that the index of a blob
+// that extends an earlier one (a chat's next request, whose growing part
+// comes last) shares that one's chunk nodes: a Writer remembers the
+// indexes it wrote lately, and builds on the one whose chunks the new
+// blob begins with. Storing the next request of a chat then costs its new
+// bytes, the chunk they end, and a small root, however long the chat.
 package chunked
 
 import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"sync"
 
 	"github.com/zeebo/blake3"
 
 	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/cas/reflist"
 )
 
 // Chunk sizes, in bytes.
@@ -34,17 +43,8 @@ type Index struct {
 	// Size is the blob's length.
 	Size uint64 `cbor:"size"`
 	// Chunks name the chunks, in order; their bytes concatenated are the
-	// blob. Never nil when encoded.
-	Chunks []cas.Ref `cbor:"chunks"`
-}
-
-// MarshalCBOR encodes x with no chunks as an empty list, never null.
-func (x Index) MarshalCBOR() ([]byte, error) {
-	type plain Index
-	if x.Chunks == nil {
-		x.Chunks = []cas.Ref{}
-	}
-	return cas.MarshalBody(plain(x))
+	// blob.
+	Chunks reflist.List `cbor:"chunks"`
 }
 
 // gear is the rolling hash's table: 256 fixed pseudo-random words (BLAKE3
@@ -88,23 +88,89 @@ func cut(data []byte) int {
 	return end
 }
 
+// Writer stores chunked blobs, remembering the indexes it wrote lately so
+// that a blob which begins with one's chunks shares its index's chunk
+// nodes. It is safe for concurrent use; the zero Writer is ready.
+type Writer struct {
+	mu     sync.Mutex
+	recent map[cas.Ref]recentIndex // by the blob's first chunk
+	lists  reflist.Cache
+}
+
+// recentIndex is an index a Writer wrote: its chunks, and their list.
+type recentIndex struct {
+	chunks []cas.Ref
+	list   reflist.List
+}
+
+// recentSize bounds a Writer's memory of indexes (one per chat, say).
+const recentSize = 256
+
 // Put stores data as chunks and an index node in p and returns the
 // index's ref.
-func Put(ctx context.Context, p cas.Putter, data []byte) (cas.Ref, error) {
-	x := Index{Size: uint64(len(data))}
+func (w *Writer) Put(ctx context.Context, p Store, data []byte) (cas.Ref, error) {
+	size := uint64(len(data))
+	var refs []cas.Ref
 	for _, n := range Split(data) {
 		r, err := p.Put(ctx, data[:n])
 		if err != nil {
 			return cas.Ref{}, fmt.Errorf("chunked: store a chunk: %w", err)
 		}
-		x.Chunks = append(x.Chunks, r)
+		refs = append(refs, r)
 		data = data[n:]
 	}
-	r, err := cas.PutNode(ctx, p, x)
+	// Build on the last index of a blob that began the same way.
+	var list reflist.List
+	if len(refs) > 0 {
+		w.mu.Lock()
+		prev, ok := w.recent[refs[0]]
+		w.mu.Unlock()
+		if ok {
+			same := 0
+			for same < len(refs) && same < len(prev.chunks) && refs[same] == prev.chunks[same] {
+				same++
+			}
+			whole := uint64(same) / reflist.ChunkSize * reflist.ChunkSize
+			if base, err := reflist.Prefix(ctx, p, &w.lists, prev.list, min(whole, prev.list.Len-uint64(len(prev.list.Tail)))); err == nil {
+				list = base
+			}
+		}
+	}
+	list, nodes, err := list.Append(refs[list.Len:]...)
+	if err != nil {
+		return cas.Ref{}, err
+	}
+	for _, b := range nodes {
+		if _, err := p.Put(ctx, b); err != nil {
+			return cas.Ref{}, fmt.Errorf("chunked: store the index: %w", err)
+		}
+	}
+	r, err := cas.PutNode(ctx, p, Index{Size: size, Chunks: list})
 	if err != nil {
 		return cas.Ref{}, fmt.Errorf("chunked: store the index: %w", err)
 	}
+	if len(refs) > 0 {
+		w.mu.Lock()
+		if w.recent == nil || len(w.recent) >= recentSize {
+			w.recent = map[cas.Ref]recentIndex{}
+		}
+		w.recent[refs[0]] = recentIndex{chunks: refs, list: list}
+		w.mu.Unlock()
+	}
 	return r, nil
+}
+
+// Store is what a Writer writes to: it reads the chunk nodes of indexes
+// it builds on.
+type Store interface {
+	cas.Getter
+	cas.Putter
+}
+
+// Put stores data as chunks and an index node in p, sharing nothing with
+// earlier indexes, and returns the index's ref.
+func Put(ctx context.Context, p Store, data []byte) (cas.Ref, error) {
+	return new(Writer).Put(ctx, p, data)
 }
 
 // Get reads the blob whose index ref names from g. A missing chunk, or
@@ -117,8 +183,12 @@ func Get(ctx context.Context, g cas.Getter, ref cas.Ref) ([]byte, error) {
 	if x.Size > 1<<40 {
 		return nil, fmt.Errorf("chunked: index %s: size %d is implausible", ref.Short(), x.Size)
 	}
+	refs, err := reflist.Slice(ctx, g, nil, x.Chunks, 0, x.Chunks.Len)
+	if err != nil {
+		return nil, fmt.Errorf("chunked: index %s: %w", ref.Short(), err)
+	}
 	out := make([]byte, 0, x.Size)
-	for i, r := range x.Chunks {
+	for i, r := range refs {
 		b, err := g.Get(ctx, r)
 		if err != nil {
 			return nil, fmt.Errorf("chunked: index %s chunk %d: %w", ref.Short(), i, err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/cas/reflist"
 )
 
 // countingStore counts the bytes of the blobs it had not stored before.
@@ -62,18 +63,23 @@ func TestGrowingBlobsShareChunks(t *testing.T) {
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(3, 4))
 	st := &countingStore{Memory: cas.NewMemory()}
-	head, tail := randomText(r, 100_000), randomText(r, 20_000) // the input items, then the tools
+	var w Writer
+	head := randomText(r, 100_000) // the tools and settings, then the input items
 	var added []int
-	for i := range 50 {
+	for i := range 200 {
 		head = append(head, randomText(r, 2_000)...) // a round's new items
-		data := append(append([]byte{}, head...), tail...)
+		data := append(append([]byte{}, head...), "]}"...)
 		before := st.newBytes
-		if _, err := Put(ctx, st, data); err != nil {
+		ref, err := w.Put(ctx, st, data)
+		if err != nil {
 			t.Fatal(err)
 		}
 		added = append(added, st.newBytes-before)
-		if i > 0 && added[i] > 2_000+2*MaxChunk+len(data)/AvgChunk*80 {
+		if i > 0 && added[i] > 2_000+2*MaxChunk+2*reflist.ChunkSize*80 {
 			t.Fatalf("request %d (%d bytes, 2000 new) stored %d new bytes", i, len(data), added[i])
+		}
+		if got, err := Get(ctx, st, ref); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("request %d does not read back: %v", i, err)
 		}
 	}
 	mean := func(xs []int) float64 {
@@ -83,8 +89,8 @@ func TestGrowingBlobsShareChunks(t *testing.T) {
 		}
 		return float64(s) / float64(len(xs))
 	}
-	if early, late := mean(added[1:11]), mean(added[40:50]); late > 1.5*early {
-		t.Errorf("new bytes a request grew from %.0f (requests 1-10) to %.0f (40-49)", early, late)
+	if early, late := mean(added[1:41]), mean(added[160:200]); late > 1.3*early {
+		t.Errorf("new bytes a request grew from %.0f (requests 1-40) to %.0f (160-199)", early, late)
 	}
 }
 
@@ -101,7 +107,8 @@ func TestGetErrors(t *testing.T) {
 	if _, err := Get(ctx, st, lieRef); err == nil {
 		t.Error("a size that does not add up: no error")
 	}
-	missing := Index{Size: 3, Chunks: []cas.Ref{cas.Sum([]byte("abc"))}}
+	one, _, _ := reflist.List{}.Append(cas.Sum([]byte("abc")))
+	missing := Index{Size: 3, Chunks: one}
 	missingRef, _ := cas.PutNode(ctx, st, missing)
 	if _, err := Get(ctx, st, missingRef); err == nil {
 		t.Error("a missing chunk: no error")

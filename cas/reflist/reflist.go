@@ -165,3 +165,28 @@ func Slice(ctx context.Context, g cas.Getter, cache *Cache, l List, from, to uin
 	}
 	return out, nil
 }
+
+// Prefix returns the list of the first n refs of l, n a multiple of
+// ChunkSize: its last chunk is one of l's, found by walking back from l's
+// last (through cache). Lists that share a prefix so share its chunks.
+func Prefix(ctx context.Context, g cas.Getter, cache *Cache, l List, n uint64) (List, error) {
+	if n%ChunkSize != 0 || n > l.Len-uint64(len(l.Tail)) {
+		return List{}, fmt.Errorf("reflist: a prefix of %d refs of a list with %d in full chunks", n, l.Len-uint64(len(l.Tail)))
+	}
+	head, end := l.Head, l.Len-uint64(len(l.Tail))
+	for head != nil && end > n {
+		ch, ok := cache.get(*head)
+		if !ok {
+			ch = new(Chunk)
+			if err := cas.GetNode(ctx, g, *head, ch); err != nil {
+				return List{}, fmt.Errorf("reflist: chunk %s: %w", head.Short(), err)
+			}
+			cache.put(*head, ch)
+		}
+		if ch.Len != end {
+			return List{}, fmt.Errorf("reflist: chunk %s says it ends at %d; the list has it end at %d", head.Short(), ch.Len, end)
+		}
+		head, end = ch.Prev, end-ChunkSize
+	}
+	return List{Head: head, Tail: []cas.Ref{}, Len: n}, nil
+}

@@ -139,3 +139,27 @@ func FuzzSlice(f *testing.F) {
 		}
 	})
 }
+
+func TestPrefix(t *testing.T) {
+	ctx := context.Background()
+	st := cas.NewMemory()
+	all := refs(5*ChunkSize + 3)
+	l, nodes, _ := List{}.Append(all...)
+	for _, b := range nodes {
+		st.Put(ctx, b)
+	}
+	for _, n := range []uint64{0, ChunkSize, 3 * ChunkSize, 5 * ChunkSize} {
+		p, err := Prefix(ctx, st, nil, l, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The prefix, extended with the same refs, is the same list.
+		back, _, err := p.Append(all[n:]...)
+		if err != nil || back.Len != l.Len || *back.Head != *l.Head {
+			t.Fatalf("prefix %d extended again: %+v; want %+v (%v)", n, back, l, err)
+		}
+	}
+	if _, err := Prefix(ctx, st, nil, l, 7); err == nil {
+		t.Error("a prefix that is not whole chunks: no error")
+	}
+}
