@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/demiurge-dev/demiurge/cas"
 )
 
 // buildJournal writes a journal file with world "w" (10 records, one per
@@ -401,11 +404,102 @@ func TestCorruptionHeadsAndRecordsDisagree(t *testing.T) {
 			if _, err := j.Append(ctx, "other", Head{}, []Entry{{Kind: "More"}}); !errors.Is(err, ErrConflict) {
 				t.Fatalf("Append to another world: %v; want only the usual conflict", err)
 			}
-			if tc.name == "head deleted" {
-				if _, err := j.Worlds(ctx); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.want) {
-					t.Fatalf("Worlds: %v; want ErrCorrupt containing %q", err, tc.want)
-				}
+			// The world is listed, for Verify to say what is wrong with it.
+			if worlds, err := j.Worlds(ctx); err != nil || !slices.Contains(worlds, "w") {
+				t.Fatalf("Worlds: %q, %v; want w listed", worlds, err)
+			}
+			if _, err := Verify(ctx, j, "w"); tc.name == "head deleted" && (!errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.want)) {
+				t.Fatalf("Verify: %v; want ErrCorrupt containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestCorruptionZeroedPages zeroes each page of a journal file in turn, as
+// a failed disk or a bad copy would: opening, listing, reading and
+// appending give the records as they were or an error wrapping ErrCorrupt
+// (a *cas.BoltDamageError naming the file, for a page bbolt found
+// damaged), never a panic and never a changed record.
+func TestCorruptionZeroedPages(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	j, err := OpenBolt(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	worlds := []string{"a", "b", "c"}
+	heads := map[string]Head{}
+	for i := range 60 {
+		w := worlds[i%len(worlds)]
+		if heads[w], err = j.Append(ctx, w, heads[w], []Entry{{Kind: "Step", Payload: bytes.Repeat(marker(w, i), 4)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pageSize, pages := j.DB().Info().PageSize, 0
+	_ = j.DB().View(func(tx *bbolt.Tx) error { pages = int(tx.Size()) / pageSize; return nil })
+	j.Close()
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noticed := 0
+	for page := 2; page < pages; page++ {
+		b := bytes.Clone(orig)
+		clear(b[page*pageSize : (page+1)*pageSize])
+		damaged := filepath.Join(t.TempDir(), fmt.Sprintf("page%d.db", page))
+		if err := os.WriteFile(damaged, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		check := func(what string, err error) {
+			t.Helper()
+			if err == nil {
+				return
+			}
+			noticed++
+			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, cas.ErrCorrupt) {
+				t.Errorf("page %d: %s: %v; want an error wrapping ErrCorrupt", page, what, err)
+			}
+			if d, ok := errors.AsType[*cas.BoltDamageError](err); ok && (d.Path != damaged || !strings.Contains(err.Error(), damaged)) {
+				t.Errorf("page %d: %s: %v; want it to name %s", page, what, err, damaged)
+			}
+		}
+		for _, ro := range []bool{true, false} {
+			j, err := OpenBolt(damaged, &BoltOptions{ReadOnly: ro})
+			if err != nil {
+				check("open", err)
+				continue
+			}
+			listed, err := j.Worlds(ctx)
+			check("Worlds", err)
+			for _, w := range listed {
+				if !slices.Contains(worlds, w) {
+					t.Errorf("page %d: Worlds lists %q", page, w)
+				}
+			}
+			for _, w := range worlds {
+				got, err := Verify(ctx, j, w)
+				check("Verify "+w, err)
+				if err == nil && got != heads[w] {
+					t.Errorf("page %d: Verify %s = %v without an error; want %v", page, w, got, heads[w])
+				}
+				err = j.Read(ctx, w, 1, func(r Record) error {
+					if !bytes.Equal(r.Payload, bytes.Repeat(marker(w, int(r.Seq-1)*len(worlds)+slices.Index(worlds, w)), 4)) {
+						t.Errorf("page %d: world %s record %d read back changed", page, w, r.Seq)
+					}
+					return nil
+				})
+				check("Read "+w, err)
+				if !ro {
+					_, err := j.Append(ctx, w, heads[w], []Entry{{Kind: "More"}})
+					check("Append "+w, err)
+				}
+			}
+			j.Close()
+		}
+	}
+	t.Logf("%d pages zeroed in turn: %d errors", pages-2, noticed)
+	if noticed < pages/2 {
+		t.Errorf("the damage was noticed %d times over %d pages", noticed, pages-2)
 	}
 }

@@ -128,7 +128,10 @@ type Reader interface {
 // Lister lists the worlds of a store.
 type Lister interface {
 	// Worlds returns the names of the worlds that have at least one record,
-	// sorted in ascending byte order.
+	// sorted in ascending byte order. A world whose records are damaged is
+	// listed (Read, Head and Verify say what is wrong with it); if the
+	// store names a world it cannot list, Worlds returns the others with an
+	// error wrapping ErrCorrupt.
 	Worlds(ctx context.Context) ([]string, error)
 }
 
@@ -165,6 +168,9 @@ type CorruptError struct {
 	// Problem says what is wrong, e.g. "hash chain broken at seq 7: …" or
 	// "record 7 does not decode: …".
 	Problem string
+	// Err, if not nil, is the error behind the problem: a
+	// *cas.BoltDamageError when bbolt met a damaged page of the file.
+	Err error
 }
 
 func (e *CorruptError) Error() string {
@@ -174,8 +180,14 @@ func (e *CorruptError) Error() string {
 	return fmt.Sprintf("journal: world %s: %s", e.World, e.Problem)
 }
 
-// Unwrap makes errors.Is(err, ErrCorrupt) true.
-func (e *CorruptError) Unwrap() error { return ErrCorrupt }
+// Unwrap makes errors.Is(err, ErrCorrupt) true, and errors.Is and As see
+// Err.
+func (e *CorruptError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrCorrupt}
+	}
+	return []error{ErrCorrupt, e.Err}
+}
 
 func corruptf(world string, seq uint64, format string, args ...any) *CorruptError {
 	return &CorruptError{World: world, Seq: seq, Problem: fmt.Sprintf(format, args...)}
