@@ -11,7 +11,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/internal/store"
+	"github.com/demiurge-dev/demiurge/journal"
 )
 
 // Exit codes of the demiurge command.
@@ -107,6 +109,9 @@ func execute(ctx context.Context, args []string, std stdio, getenv func(string) 
 		return xs.code
 	}
 	fmt.Fprintf(std.err, "demiurge: %v\n", err)
+	if storeDamaged(err) {
+		fmt.Fprintf(std.err, "demiurge: the store in %s is damaged: restore it from a copy, or import a bundle that `demiurge export` wrote into a new store (--store); `demiurge cas verify` and `demiurge journal verify` show what can still be read\n", a.storeDir)
+	}
 	var ue *usageError
 	if errors.As(err, &ue) {
 		if cmd == nil {
@@ -116,6 +121,12 @@ func execute(ctx context.Context, args []string, std stdio, getenv func(string) 
 		return exitUsage
 	}
 	return exitFailure
+}
+
+// storeDamaged reports whether err says that the store's file or its data
+// are damaged (not merely missing or locked).
+func storeDamaged(err error) bool {
+	return errors.Is(err, cas.ErrCorrupt) || errors.Is(err, journal.ErrCorrupt)
 }
 
 // newRootCommand builds the command tree of a, reading the default store
