@@ -3,6 +3,7 @@ package world_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,8 @@ import (
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/effects"
 	"github.com/demiurge-dev/demiurge/journal"
+	"github.com/demiurge-dev/demiurge/reducer"
+	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/world"
 )
 
@@ -202,5 +205,48 @@ func TestAdapterMeetsDamagedStore(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestReducerMeetsDamagedStore: a reducer whose read of the CAS finds the
+// store damaged does not fail the step as its own error (a ReducerError
+// record would make the damage part of the world's history, and a replay
+// report it as diverging code): the input fails, nothing is journaled,
+// and the world stops saying its store is damaged.
+func TestReducerMeetsDamagedStore(t *testing.T) {
+	ctx := t.Context()
+	base := world.NewMemoryStorage()
+	if _, err := base.CAS().Put(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	st := &damagedStorage{Storage: base, cas: &damagedCAS{Store: base.CAS(), bad: cas.Sum(spec)}}
+	reg := reducer.NewRegistry()
+	reg.MustRegister("test/Tally@1", reducer.Func(func(c *reducer.Context, state, event schema.Value) (reducer.Output, error) {
+		if _, err := c.CAS.Get(context.Background(), cas.Sum(spec)); err != nil {
+			return reducer.Output{}, fmt.Errorf("reading the spec: %w", err)
+		}
+		return tally{}.Step(c, state, event)
+	}))
+	cat, err := schema.Load("testdata/pingpong", &schema.LoadOptions{Reducers: reg.Names()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := world.Open(ctx, world.Options{Name: "pp", Catalog: cat, Reducers: reg, Storage: st,
+		Adapters: map[string]effects.Adapter{"http.request": &fakeHTTP{}}, Now: fixedClock(1_700_000_000_000_000_000), Entropy: zeroReader{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	before := kinds(t, base, "pp")
+	_, err = w.SendJSON(ctx, "test/Ping@1", []byte(`{"who": "ann", "url": "https://pong.test/ann"}`))
+	var d *cas.BoltDamageError
+	if !errors.As(err, &d) || !strings.Contains(err.Error(), "reducer test/Tally@1 read a damaged store") {
+		t.Fatalf("Send: %v; want the input failed on the damaged store", err)
+	}
+	if err := w.WaitIdle(ctx); !errors.As(err, &d) {
+		t.Errorf("WaitIdle: %v; want the damage", err)
+	}
+	if got := kinds(t, base, "pp"); got != before {
+		t.Errorf("the journal changed: %s\nwas %s", got, before)
 	}
 }
