@@ -50,8 +50,10 @@ func (e *BoltDamageError) Unwrap() error { return ErrCorrupt }
 // bboltPage finds the page number in bbolt's panic messages ("assertion
 // failed: Page expected to be: 60, but self identifies as 0", "page 60:
 // has unexpected type/flags", "invalid page type: 60: 10", "pgid (60)
-// above high water mark (59)", "inode overflow: 9 (pgid=60)").
-var bboltPage = regexp.MustCompile(`(?i)(?:page expected to be: |page |invalid page type: |pgid \(|pgid=|page access\(2\): )(\d+)`)
+// above high water mark (59)", "inode overflow: 9 (pgid=60)", and from
+// Tx.Check: "page 60: unreachable unfreed", "key[1]=… on leaf page(60)
+// needs to be > …").
+var bboltPage = regexp.MustCompile(`(?i)(?:page expected to be: |page |page\(|invalid page type: |pgid \(|pgid=|page access\(2\): )(\d+)`)
 
 // BoltDamage turns what bbolt panicked with (the value recover returned)
 // while reading or writing db into a *BoltDamageError naming the file and,

@@ -300,6 +300,8 @@ func TestBoltDamagePage(t *testing.T) {
 		{"pgid (63) above high water mark (50)", 63},
 		{"inode overflow: 9 (pgid=64)", 64},
 		{"inline bucket non-zero page access(2): 65 != 0", 65},
+		{"key[1]=(hex)00 on leaf page(66) needs to be > (found <) than previous element (hex)7c", 66},
+		{"page 67: unreachable unfreed", 67},
 		{"runtime error: index out of range [5] with length 3", -1},
 	} {
 		path := filepath.Join(t.TempDir(), "x.db")

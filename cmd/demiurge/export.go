@@ -32,6 +32,7 @@ store. Opens the store read-only.`,
 				return err
 			}
 			defer closeStore(s, &err)
+			defer func() { err = explainMissing(cmd.Context(), s, err) }()
 			ctx := cmd.Context()
 			ref, err := worldManifest(ctx, s.Journal(), wf.world)
 			if err != nil {

@@ -72,7 +72,7 @@ record. Prints "W: ok, seq N blake3:..." for a good world and
 			}
 			if bad > 0 {
 				if bad > len(worlds) { // the listing failed too
-					return fmt.Errorf("journal verify: store %s names a world it cannot list, and %d of %s failed", s.Dir(), bad-1, plural(len(worlds), "world"))
+					return fmt.Errorf("journal verify: the worlds of store %s could not all be listed, and %d of the %s listed failed", s.Dir(), bad-1, plural(len(worlds), "world"))
 				}
 				return fmt.Errorf("journal verify: %d of %s in store %s failed", bad, plural(len(worlds), "world"), s.Dir())
 			}

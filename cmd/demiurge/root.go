@@ -14,6 +14,8 @@ import (
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/internal/store"
 	"github.com/demiurge-dev/demiurge/journal"
+	"github.com/demiurge-dev/demiurge/replay"
+	"github.com/demiurge-dev/demiurge/world"
 )
 
 // Exit codes of the demiurge command.
@@ -228,6 +230,33 @@ func (a *app) openStore(readOnly bool) (*store.Store, error) {
 	}
 	return s, nil
 }
+
+// explainMissing adds to err, when it says that a blob the journal names is
+// missing or that a replay diverges, whether the store's file is damaged
+// (the page check of cas verify): a damaged page can hide a blob without
+// changing a byte of it. It returns err as it is otherwise.
+func explainMissing(ctx context.Context, s *store.Store, err error) error {
+	if err == nil || storeDamaged(err) || ctx.Err() != nil {
+		return err
+	}
+	if _, diverged := errors.AsType[*world.DivergenceError](err); !diverged && !errors.Is(err, cas.ErrNotFound) {
+		return err
+	}
+	if ferr := s.CAS().CheckFile(ctx); ferr != nil {
+		return fmt.Errorf("%w\nthe store's file is damaged, which may be why: %w", err, ferr)
+	}
+	return err
+}
+
+// describedError is an error shown as replay.Describe shows it (a replay
+// divergence as a diff), which errors.Is and errors.As still see through.
+type describedError struct{ err error }
+
+func (e *describedError) Error() string { return replay.Describe(e.err) }
+func (e *describedError) Unwrap() error { return e.err }
+
+// describe returns err shown as replay.Describe shows it.
+func describe(err error) error { return &describedError{err} }
 
 // closeStore closes s, keeping the first error in *errp.
 func closeStore(s *store.Store, errp *error) {

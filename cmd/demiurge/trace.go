@@ -60,6 +60,7 @@ hash and decoded payload. Opens the store read-only.`,
 				return err
 			}
 			defer closeStore(s, &err)
+			defer func() { err = explainMissing(cmd.Context(), s, err) }()
 			head, err := s.Journal().Head(ctx, wf.world)
 			if err != nil {
 				return err
