@@ -322,6 +322,17 @@ func (j *Bolt) Read(ctx context.Context, world string, from uint64, fn func(Reco
 	}
 	r := &logReader{world: world, from: max(from, 1)}
 	var chunk []Record
+	// A record is delivered once the link of the record after it (or the
+	// head) confirms its hash: one changed in place never reaches fn. The
+	// last record of a chunk waits for the next chunk.
+	var held Record
+	holding := false
+	deliver := func(rec Record) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return fn(rec)
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -333,11 +344,20 @@ func (j *Bolt) Read(ctx context.Context, world string, from uint64, fn func(Reco
 			done, err = r.chunk(tx, &chunk)
 			return err
 		})
-		for _, rec := range chunk {
-			if err := ctx.Err(); err != nil {
+		all := r.verified // every record read is confirmed, the last by the head
+		if holding && (len(chunk) > 0 || all) {
+			if err := deliver(held); err != nil { // confirmed by chunk[0]'s link
 				return err
 			}
-			if err := fn(rec); err != nil {
+		}
+		holding = false
+		confirmed := chunk
+		if len(chunk) > 0 && !all {
+			held, holding = chunk[len(chunk)-1], true
+			confirmed = chunk[:len(chunk)-1]
+		}
+		for _, rec := range confirmed {
+			if err := deliver(rec); err != nil {
 				return err
 			}
 		}

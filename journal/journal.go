@@ -112,10 +112,13 @@ type Reader interface {
 	// as its prev, and the last one must match the head. The link into
 	// record from is checked; earlier records are not read.
 	//
-	// At the first bad record Read returns a *CorruptError naming the world
-	// and seq; fn has then seen every good record before it. Read stops at
-	// and returns the first error fn returns, and returns ctx.Err() if ctx
-	// is done between records. A world without records reads as empty.
+	// fn sees a record only once the record after it (or the head, for the
+	// last) has been found to name its hash, so a record changed in place
+	// never reaches fn. At the first bad record or link Read returns a
+	// *CorruptError naming the world and seq; fn has then seen every record
+	// before it that a link confirmed. Read stops at and returns the first
+	// error fn returns, and returns ctx.Err() if ctx is done between
+	// records. A world without records reads as empty.
 	// Records appended during Read may or may not be visited. fn may keep
 	// the Record; its Payload is not shared with the store.
 	Read(ctx context.Context, world string, from uint64, fn func(Record) error) error
