@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -246,6 +247,49 @@ func explainMissing(ctx context.Context, s *store.Store, err error) error {
 		return fmt.Errorf("%w\nthe store's file is damaged, which may be why: %w", err, ferr)
 	}
 	return err
+}
+
+// notingGetter is a cas.Getter that notes the blobs its reads found damaged
+// or missing, for commands that show what they can without them (trace).
+type notingGetter struct {
+	cas.Getter
+	mu      sync.Mutex
+	damage  error // the first read that found the store damaged
+	missing int   // reads that found nothing
+}
+
+func (g *notingGetter) Get(ctx context.Context, ref cas.Ref) ([]byte, error) {
+	b, err := g.Getter.Get(ctx, ref)
+	if err != nil {
+		g.mu.Lock()
+		switch {
+		case errors.Is(err, cas.ErrCorrupt) && g.damage == nil:
+			g.damage = err
+		case errors.Is(err, cas.ErrNotFound):
+			g.missing++
+		}
+		g.mu.Unlock()
+	}
+	return b, err
+}
+
+// check returns an error if a read found the store in s damaged, or found
+// a blob missing from a store whose file is damaged (a damaged page can
+// hide a blob); blobs missing from a sound store are not an error.
+func (g *notingGetter) check(ctx context.Context, s *store.Store, op string) error {
+	g.mu.Lock()
+	damage, missing := g.damage, g.missing
+	g.mu.Unlock()
+	if damage != nil {
+		return fmt.Errorf("%s: what could not be shown above: %w", op, damage)
+	}
+	if missing == 0 || ctx.Err() != nil {
+		return nil
+	}
+	if err := s.CAS().CheckFile(ctx); err != nil {
+		return fmt.Errorf("%s: %s the records name not found in the store, whose file is damaged: %w", op, plural(missing, "blob"), err)
+	}
+	return nil
 }
 
 // describedError is an error shown as replay.Describe shows it (a replay

@@ -195,7 +195,7 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 		OnCommit: ag.commit,
 	})
 	if err != nil {
-		return fmt.Errorf("open world %s: %w", f.world, describe(err))
+		return explainMissing(ctx, s, fmt.Errorf("open world %s: %w", f.world, describe(err)))
 	}
 	defer func() {
 		if cerr := w.Close(); err == nil {

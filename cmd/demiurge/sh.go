@@ -89,7 +89,7 @@ command; 1 or the command's status for a failed command), or the usual 1 and
 				w, err = world.Open(ctx, world.Options{Name: wf.world, Catalog: cat, Reducers: newRegistry(),
 					Storage: st, Adapters: adapters(), Logger: a.log})
 				if err != nil {
-					return fmt.Errorf("open world %s: %w", wf.world, describe(err))
+					return explainMissing(ctx, s, fmt.Errorf("open world %s: %w", wf.world, describe(err)))
 				}
 				defer func() {
 					if cerr := w.Close(); err == nil {

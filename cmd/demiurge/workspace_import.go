@@ -104,7 +104,7 @@ recorded.`,
 				},
 			})
 			if err != nil {
-				return fmt.Errorf("open world %s: %w", f.world, describe(err))
+				return explainMissing(ctx, s, fmt.Errorf("open world %s: %w", f.world, describe(err)))
 			}
 			defer func() {
 				if cerr := w.Close(); err == nil {
