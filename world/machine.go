@@ -764,17 +764,9 @@ func (s *stepper) receipt(in *Input) {
 	}
 }
 
-// resultSchemas are the events that carry micro-effect receipts back to
-// the reducer that emitted them.
-var resultSchemas = map[string]string{
-	"blob.put":  "sys/BlobPutResult@1",
-	"blob.get":  "sys/BlobGetResult@1",
-	"timer.set": "sys/TimerFired@1",
-}
-
 func (s *stepper) reducerReceipt(intent *effects.Intent, in *Input, payload schema.Value) {
 	m := s.m
-	evSchema, ok := resultSchemas[intent.Kind]
+	evSchema, ok := schema.ReceiptEvent(intent.Kind) // it goes back to the cell that emitted the effect
 	if !ok {
 		return
 	}
