@@ -285,3 +285,31 @@ func TestStorageDamage(t *testing.T) {
 		}
 	})
 }
+
+// TestDamagedBundle: a bundle whose blob was altered is refused, naming
+// the blob, and not taken for a damaged store.
+func TestDamagedBundle(t *testing.T) {
+	t.Parallel()
+	bundle := filepath.Join(t.TempDir(), "bundle")
+	if err := os.CopyFS(bundle, os.DirFS(damageSession)); err != nil {
+		t.Fatal(err)
+	}
+	blobs, err := filepath.Glob(filepath.Join(bundle, "blobs", "*"))
+	if err != nil || len(blobs) == 0 {
+		t.Fatalf("no blobs in %s: %v", bundle, err)
+	}
+	b, err := os.ReadFile(blobs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0x10
+	if err := os.WriteFile(blobs[0], b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"trace", bundle}, {"replay", bundle}, {"import", bundle}} {
+		r := mustRun(t, exitFailure, "", append([]string{"--store", filepath.Join(t.TempDir(), "store")}, args...)...)
+		if !strings.Contains(r.stderr, "read bundle "+bundle+": blob "+filepath.Base(blobs[0])+": cas: corrupt blob") || strings.Contains(r.stderr, "the store in") {
+			t.Errorf("demiurge %s: %s", strings.Join(args, " "), r.stderr)
+		}
+	}
+}

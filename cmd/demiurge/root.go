@@ -46,6 +46,9 @@ type app struct {
 	storeDir string
 	verbose  bool
 	log      *slog.Logger
+	// usedStore is set once the command opens (or tries to open) the
+	// store: a damaged blob in a bundle is not the store's damage.
+	usedStore bool
 }
 
 // usageError is a mistake on the command line; it exits with exitUsage.
@@ -112,7 +115,7 @@ func execute(ctx context.Context, args []string, std stdio, getenv func(string) 
 		return xs.code
 	}
 	fmt.Fprintf(std.err, "demiurge: %v\n", err)
-	if storeDamaged(err) {
+	if a.usedStore && storeDamaged(err) {
 		fmt.Fprintf(std.err, "demiurge: the store in %s is damaged: restore it from a copy, or import a bundle that `demiurge export` wrote into a new store (--store); `demiurge cas verify` and `demiurge journal verify` show what can still be read\n", a.storeDir)
 	}
 	var ue *usageError
@@ -222,6 +225,7 @@ func groupRunE(cmd *cobra.Command, args []string) error {
 // openStore opens the store named by --store, read-only or read-write.
 func (a *app) openStore(readOnly bool) (*store.Store, error) {
 	a.log.Debug("open store", "dir", a.storeDir, "read_only", readOnly)
+	a.usedStore = true
 	s, err := store.Open(a.storeDir, &store.Options{ReadOnly: readOnly})
 	if err != nil {
 		if errors.Is(err, store.ErrNotExist) {
