@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -312,4 +314,70 @@ func TestDamagedBundle(t *testing.T) {
 			t.Errorf("demiurge %s: %s", strings.Join(args, " "), r.stderr)
 		}
 	}
+}
+
+// helperDamage damages a store's file below bbolt, as a failing disk or a
+// bad copy would:
+//
+//	demiurge-damage DIR empty         cut the file to 0 bytes
+//	demiurge-damage DIR cut PAGES     cut the file after PAGES pages
+//	demiurge-damage DIR zero-blob REF N
+//	                                  zero the Nth page (from 0) of those
+//	                                  the bytes of blob REF are on
+func helperDamage(ctx context.Context, args []string) error {
+	if len(args) < 2 {
+		return errors.New("usage: demiurge-damage DIR empty|cut PAGES|zero-blob REF N")
+	}
+	path := filepath.Join(args[0], store.FileName)
+	file, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if len(file) < 28 {
+		return fmt.Errorf("%s is not a bbolt file", path)
+	}
+	pageSize := int(binary.NativeEndian.Uint32(file[24:])) // in meta page 0, after the page header, magic and version
+	switch args[1] {
+	case "empty":
+		return os.Truncate(path, 0)
+	case "cut":
+		n, err := strconv.Atoi(args[len(args)-1])
+		if err != nil || len(args) != 3 {
+			return fmt.Errorf("cut PAGES: %v", err)
+		}
+		return os.Truncate(path, int64(n*pageSize))
+	case "zero-blob":
+		if len(args) != 4 {
+			return errors.New("zero-blob REF N")
+		}
+		ref, err := cas.ParseRef(args[2])
+		if err != nil {
+			return err
+		}
+		n, err := strconv.Atoi(args[3])
+		if err != nil {
+			return err
+		}
+		s, err := store.Open(args[0], &store.Options{ReadOnly: true})
+		if err != nil {
+			return err
+		}
+		blob, err := s.CAS().Get(ctx, ref)
+		s.Close()
+		if err != nil {
+			return err
+		}
+		i := bytes.Index(file, blob)
+		if i < 0 {
+			return fmt.Errorf("the bytes of %s are not in one piece in %s", ref, path)
+		}
+		first, last := i/pageSize, (i+len(blob)-1)/pageSize
+		if first+n > last {
+			return fmt.Errorf("blob %s is on pages %d to %d: there is no page %d of them", ref, first, last, n)
+		}
+		page := first + n
+		clear(file[page*pageSize : (page+1)*pageSize])
+		return os.WriteFile(path, file, 0o600)
+	}
+	return fmt.Errorf("unknown damage %q", args[1])
 }
