@@ -85,7 +85,7 @@ func newDamageFixture(t *testing.T) *damageFixture {
 		{"state"},
 		{"trace"},
 		{"replay", "-m", manifest, "--from-genesis"},
-		{"export", "-m", manifest, "BUNDLE"},
+		{"export", "-m", filepath.Join(damageSession, "air"), "BUNDLE"}, // the AIR the world ran
 		{"workspace", "ls", "--recursive"},
 		{"workspace", "cat", "notes/hello.md"},
 	}
