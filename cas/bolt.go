@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -96,6 +98,7 @@ var _ Store = (*Bolt)(nil)
 // OpenBolt opens the bbolt file at path, creating it (but not its
 // directory) if it does not exist, and the bucket BoltBucket in it.
 // Passing nil options opens it with the defaults. Close closes the file.
+// A damaged or empty file is refused as OpenBoltDB refuses it.
 func OpenBolt(path string, opts *BoltOptions) (*Bolt, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -116,7 +119,7 @@ func OpenBolt(path string, opts *BoltOptions) (*Bolt, error) {
 		ReadOnly: o.ReadOnly,
 	}
 	TuneBolt(bo)
-	db, err := bbolt.Open(path, o.Mode, bo)
+	db, err := OpenBoltDB(path, o.Mode, bo)
 	if err != nil {
 		if errors.Is(err, berrors.ErrTimeout) {
 			return nil, fmt.Errorf("cas: open bolt store %s: file still locked after %v (is another process using it?): %w", path, o.Timeout, err)
@@ -169,7 +172,7 @@ func NewBolt(db *bbolt.DB) (*Bolt, error) {
 func newBolt(db *bbolt.DB, owned bool) (*Bolt, error) {
 	s := &Bolt{db: db, owned: owned, readOnly: db.IsReadOnly()}
 	if !s.readOnly {
-		err := db.Update(func(tx *bbolt.Tx) error {
+		err := s.update(func(tx *bbolt.Tx) error {
 			_, err := tx.CreateBucketIfNotExists(boltBucket)
 			return err
 		})
@@ -197,7 +200,7 @@ func (s *Bolt) Put(ctx context.Context, data []byte) (Ref, error) {
 	}
 	ref := Sum(data) // outside any transaction: concurrent puts hash in parallel
 	var have bool
-	err := s.db.View(func(tx *bbolt.Tx) error {
+	err := s.view(func(tx *bbolt.Tx) error {
 		have = stored(tx, ref)
 		return nil
 	})
@@ -207,7 +210,7 @@ func (s *Bolt) Put(ctx context.Context, data []byte) (Ref, error) {
 	if have {
 		return ref, nil
 	}
-	if err := s.db.Update(func(tx *bbolt.Tx) error { return putIn(tx, ref, data) }); err != nil {
+	if err := s.update(func(tx *bbolt.Tx) error { return putIn(tx, ref, data) }); err != nil {
 		return Ref{}, s.wrap("put", ref, err)
 	}
 	return ref, nil
@@ -218,15 +221,19 @@ func (s *Bolt) Put(ctx context.Context, data []byte) (Ref, error) {
 // stored (or put earlier in tx) are not written again.
 //
 // As with bbolt's Bucket.Put, data must not be modified until tx has
-// committed or rolled back: bbolt copies it only at commit.
-func (s *Bolt) PutTx(tx *bbolt.Tx, data []byte) (Ref, error) {
+// committed or rolled back: bbolt copies it only at commit. An error
+// wrapping ErrCorrupt (a *BoltDamageError: bbolt met a damaged page) may
+// leave tx half changed: roll it back.
+func (s *Bolt) PutTx(tx *bbolt.Tx, data []byte) (ref Ref, err error) {
 	if err := s.checkTx(tx); err != nil {
 		return Ref{}, err
 	}
 	if !tx.Writable() {
 		return Ref{}, errors.New("cas: PutTx needs a read-write transaction")
 	}
-	ref := Sum(data)
+	ref = Sum(data)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer recoverDamage(s.db, &err)
 	if err := putIn(tx, ref, data); err != nil {
 		return Ref{}, fmt.Errorf("cas: put %s: %w", ref, err)
 	}
@@ -240,7 +247,7 @@ func (s *Bolt) Get(ctx context.Context, ref Ref) ([]byte, error) {
 		return nil, err
 	}
 	var out []byte
-	err := s.db.View(func(tx *bbolt.Tx) error {
+	err := s.view(func(tx *bbolt.Tx) error {
 		v, err := lookup(tx, ref)
 		out = bytes.Clone(v) // v lives in the mmap only until the tx ends
 		return err
@@ -254,10 +261,12 @@ func (s *Bolt) Get(ctx context.Context, ref Ref) ([]byte, error) {
 // GetTx is Get inside tx, a transaction on s.DB(): it sees blobs put
 // earlier in tx. The returned slice is a verified copy, valid after tx
 // ends.
-func (s *Bolt) GetTx(tx *bbolt.Tx, ref Ref) ([]byte, error) {
+func (s *Bolt) GetTx(tx *bbolt.Tx, ref Ref) (b []byte, err error) {
 	if err := s.checkTx(tx); err != nil {
 		return nil, err
 	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer recoverDamage(s.db, &err)
 	v, err := lookup(tx, ref)
 	if err != nil {
 		return nil, err
@@ -282,7 +291,7 @@ func (s *Bolt) Has(ctx context.Context, ref Ref) (bool, error) {
 		return false, err
 	}
 	var have bool
-	err := s.db.View(func(tx *bbolt.Tx) error {
+	err := s.view(func(tx *bbolt.Tx) error {
 		have = stored(tx, ref)
 		return nil
 	})
@@ -298,7 +307,7 @@ func (s *Bolt) Stat(ctx context.Context, ref Ref) (int64, error) {
 		return 0, err
 	}
 	size := int64(-1)
-	err := s.db.View(func(tx *bbolt.Tx) error {
+	err := s.view(func(tx *bbolt.Tx) error {
 		v, err := lookup(tx, ref)
 		if v != nil {
 			size = int64(len(v))
@@ -321,8 +330,10 @@ const iterateBatch = 1024
 // reads the bucket in batches, one short read transaction each, and calls
 // fn outside any transaction, so fn may use the store (bbolt deadlocks if
 // one goroutine holds a read transaction while waiting for another).
-// A key that is not a 32-byte digest stops the walk with an error
-// wrapping ErrCorrupt.
+// A key that is not a 32-byte digest, or a damaged page of the bucket
+// (a *BoltDamageError), stops the walk with an error wrapping ErrCorrupt;
+// a big blob whose own pages are damaged is listed with size 0, and Get
+// reports the damage.
 func (s *Bolt) Iterate(ctx context.Context, fn func(ref Ref, size int64) error) error {
 	type entry struct {
 		ref  Ref
@@ -335,7 +346,7 @@ func (s *Bolt) Iterate(ctx context.Context, fn func(ref Ref, size int64) error) 
 			return err
 		}
 		batch = batch[:0]
-		err := s.db.View(func(tx *bbolt.Tx) error {
+		err := s.view(func(tx *bbolt.Tx) error {
 			b := tx.Bucket(boltBucket)
 			if b == nil {
 				return nil
@@ -352,9 +363,9 @@ func (s *Bolt) Iterate(ctx context.Context, fn func(ref Ref, size int64) error) 
 					return fmt.Errorf("%w: bucket %q holds key %x, not a blob under a %d-byte digest", ErrCorrupt, BoltBucket, k, Size)
 				}
 				if v == nil { // a blob in a bucket of its own
-					// A bucket without the blob's bytes is listed with
-					// size 0; Get reports it as corrupt.
-					v, _ = nestedBlob(b, k)
+					// A bucket without the blob's bytes, or on a damaged
+					// page, is listed with size 0; Get reports it.
+					v = nestedBlobOrNil(b, k)
 				}
 				batch = append(batch, entry{Ref{algo: BLAKE3, digest: [Size]byte(k)}, int64(len(v))})
 			}
@@ -379,6 +390,48 @@ func (s *Bolt) Iterate(ctx context.Context, fn func(ref Ref, size int64) error) 
 	}
 }
 
+// maxFileProblems bounds the problems CheckFile reports.
+const maxFileProblems = 10
+
+// CheckFile checks the structure of the bbolt file the store lives in, page
+// by page, with bbolt's own consistency check (Tx.Check): every page in
+// use is well formed and reachable once, the keys of every page are in
+// order, and the freelist agrees. Damage there can hide blobs (Get then
+// reports them as not found) without any blob reading back wrong. It
+// returns nil, or a *BoltDamageError (which wraps ErrCorrupt) listing the
+// first problems found. It reads every page, the other data of a shared
+// file included: use it to verify a store, not on every open. On a
+// read-write store it holds the write lock while it runs.
+func (s *Bolt) CheckFile(ctx context.Context) (err error) {
+	if err := s.usable(ctx); err != nil {
+		return err
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer recoverDamage(s.db, &err)
+	// bbolt checks a read-only transaction safely only if nothing writes
+	// meanwhile: a read-write store checks in a write transaction.
+	tx, err := s.db.Begin(!s.readOnly)
+	if err != nil {
+		return s.wrap("check file", Ref{}, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	var problems []string
+	n := 0
+	for e := range tx.Check() { // drained whole: Check's goroutine ends with it
+		if n++; n <= maxFileProblems {
+			problems = append(problems, e.Error())
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	d := damage(s.db.Path(), strings.Join(problems, "; "))
+	if n > maxFileProblems {
+		d.Detail += fmt.Sprintf("; and %d more problems", n-maxFileProblems)
+	}
+	return d
+}
+
 // Close marks the store closed; later calls return ErrClosed. It closes
 // the bbolt file if OpenBolt opened it, not a DB given to NewBolt.
 // Closing again is a no-op.
@@ -390,6 +443,22 @@ func (s *Bolt) Close() error {
 		return fmt.Errorf("cas: close bolt store %s: %w", s.db.Path(), err)
 	}
 	return nil
+}
+
+// view runs fn in a read transaction, turning a panic of bbolt on a
+// damaged page (or a fault on the mapped file) into a *BoltDamageError.
+func (s *Bolt) view(fn func(*bbolt.Tx) error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer recoverDamage(s.db, &err)
+	return s.db.View(fn)
+}
+
+// update is view for a read-write transaction; bbolt has rolled it back
+// when the panic reaches update.
+func (s *Bolt) update(fn func(*bbolt.Tx) error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer recoverDamage(s.db, &err)
+	return s.db.Update(fn)
 }
 
 func (s *Bolt) usable(ctx context.Context) error {
@@ -415,13 +484,14 @@ func (s *Bolt) checkTx(tx *bbolt.Tx) error {
 	return nil
 }
 
-// wrap adds context to a bbolt error; a closed database is ErrClosed.
+// wrap adds context to an error of bbolt or of a damaged file; a closed
+// database is ErrClosed.
 func (s *Bolt) wrap(op string, ref Ref, err error) error {
 	if errors.Is(err, berrors.ErrDatabaseNotOpen) || s.closed.Load() {
 		return ErrClosed
 	}
-	if errors.Is(err, ErrCorrupt) {
-		return err
+	if _, ok := errors.AsType[*CorruptError](err); ok {
+		return err // it names the blob
 	}
 	if ref.Valid() {
 		return fmt.Errorf("cas: %s %s in %s: %w", op, ref, s.db.Path(), err)
@@ -465,6 +535,19 @@ func nestedBlob(b *bbolt.Bucket, key []byte) ([]byte, bool) {
 	}
 	v := sub.Get(boltBlobKey)
 	return v, v != nil
+}
+
+// nestedBlobOrNil is nestedBlob that returns nil for a nested bucket on a
+// damaged page. bbolt panics in a read transaction without changing it,
+// so the caller's cursors go on.
+func nestedBlobOrNil(b *bbolt.Bucket, key []byte) (v []byte) {
+	defer func() {
+		if recover() != nil {
+			v = nil
+		}
+	}()
+	v, _ = nestedBlob(b, key)
+	return v
 }
 
 // stored reports whether tx holds ref, as a value or a nested bucket,

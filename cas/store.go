@@ -12,8 +12,9 @@ var (
 	// ErrNotFound is returned when a store does not hold the requested blob.
 	ErrNotFound = errors.New("cas: not found")
 	// ErrCorrupt is returned (wrapped in a *CorruptError) when stored bytes
-	// no longer hash to their ref. Corrupt bytes are never returned as good
-	// data.
+	// no longer hash to their ref, and (wrapped in a *BoltDamageError) when
+	// the file a Bolt store lives in is damaged. Corrupt bytes are never
+	// returned as good data.
 	ErrCorrupt = errors.New("cas: corrupt blob")
 	// ErrClosed is returned when a store is used after Close.
 	ErrClosed = errors.New("cas: store closed")

@@ -81,6 +81,15 @@ type Completion struct {
 	// Blobs are what the adapter put into its Call.CAS, in order: the
 	// world must store them no later than the receipt.
 	Blobs [][]byte
+	// Fault, if not nil, is a fault of the world's storage the adapter met
+	// reading its Call.CAS: an error wrapping cas.ErrCorrupt (a blob whose
+	// bytes do not hash to its ref, a damaged page of the store's file).
+	// The receipt may say the effect failed for a reason that is not its
+	// own ("the model could not be reached"), or hold what the adapter
+	// made of damaged data: the world must not apply it, but stop and say
+	// that its store is damaged. The intent stays pending, and runs again
+	// when the world reopens on a repaired store.
+	Fault error
 }
 
 // DispatcherOptions configure a Dispatcher. Zero fields take defaults.
@@ -193,7 +202,7 @@ func (d *Dispatcher) runWith(ctx context.Context, in *Intent, attempt int, pendi
 	stage := newStaging(d.store)
 	stage.unstored = pending
 	r := d.call(ctx, in, attempt, stage)
-	c := Completion{Intent: in, Receipt: r, Elapsed: d.opts.Now().Sub(start), Blobs: stage.take()}
+	c := Completion{Intent: in, Receipt: r, Elapsed: d.opts.Now().Sub(start), Blobs: stage.take(), Fault: stage.storageFault()}
 	d.opts.Logger.Debug("effect done", "kind", in.Kind, "intent", in.Hash.Short(), "status", r.Status, "elapsed", c.Elapsed)
 	select {
 	case d.out <- c:
@@ -236,7 +245,7 @@ func (d *Dispatcher) RunInline(ctx context.Context, in *Intent) (c Completion, o
 	defer stop()
 	defer cancel()
 	r := d.execute(ctx, a, call)
-	c = Completion{Intent: in, Receipt: r, Elapsed: d.opts.Now().Sub(start), Blobs: stage.take()}
+	c = Completion{Intent: in, Receipt: r, Elapsed: d.opts.Now().Sub(start), Blobs: stage.take(), Fault: stage.storageFault()}
 	d.opts.Logger.Debug("effect done inline", "kind", in.Kind, "intent", in.Hash.Short(), "status", r.Status, "elapsed", c.Elapsed)
 	return c, true
 }

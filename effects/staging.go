@@ -2,6 +2,7 @@ package effects
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/demiurge-dev/demiurge/cas"
@@ -21,6 +22,28 @@ type staging struct {
 	mu    sync.Mutex
 	blobs map[cas.Ref][]byte
 	order []cas.Ref
+	fault error // the first read of base that found the store damaged
+}
+
+// note keeps err if it is the first fault of the store met (an error
+// wrapping cas.ErrCorrupt: a blob that does not hash to its ref, a damaged
+// page of the file), and returns err.
+func (s *staging) note(err error) error {
+	if err != nil && errors.Is(err, cas.ErrCorrupt) {
+		s.mu.Lock()
+		if s.fault == nil {
+			s.fault = err
+		}
+		s.mu.Unlock()
+	}
+	return err
+}
+
+// storageFault returns the first fault of the store a read met, or nil.
+func (s *staging) storageFault() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fault
 }
 
 func newStaging(base cas.Store) *staging {
@@ -55,7 +78,8 @@ func (s *staging) Get(ctx context.Context, r cas.Ref) ([]byte, error) {
 	if b, ok := s.unstoredBlob(ctx, r); ok {
 		return b, nil
 	}
-	return s.base.Get(ctx, r)
+	b, err := s.base.Get(ctx, r)
+	return b, s.note(err)
 }
 
 func (s *staging) Has(ctx context.Context, r cas.Ref) (bool, error) {
@@ -65,7 +89,8 @@ func (s *staging) Has(ctx context.Context, r cas.Ref) (bool, error) {
 	if _, ok := s.unstoredBlob(ctx, r); ok {
 		return true, nil
 	}
-	return s.base.Has(ctx, r)
+	ok, err := s.base.Has(ctx, r)
+	return ok, s.note(err)
 }
 
 func (s *staging) Stat(ctx context.Context, r cas.Ref) (int64, error) {
@@ -75,7 +100,8 @@ func (s *staging) Stat(ctx context.Context, r cas.Ref) (int64, error) {
 	if b, ok := s.unstoredBlob(ctx, r); ok {
 		return int64(len(b)), nil
 	}
-	return s.base.Stat(ctx, r)
+	n, err := s.base.Stat(ctx, r)
+	return n, s.note(err)
 }
 
 // unstoredBlob reads r from the blobs not yet stored, if there are any.
@@ -89,7 +115,7 @@ func (s *staging) unstoredBlob(ctx context.Context, r cas.Ref) ([]byte, bool) {
 
 // Iterate walks the base store; staged blobs are not visited.
 func (s *staging) Iterate(ctx context.Context, fn func(cas.Ref, int64) error) error {
-	return s.base.Iterate(ctx, fn)
+	return s.note(s.base.Iterate(ctx, fn))
 }
 
 // Close does nothing: the base store belongs to the world.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/schema"
 )
 
 func TestStagingKeepsBlobsOutOfTheStoreUntilTaken(t *testing.T) {
@@ -90,5 +91,77 @@ func TestStagingReadsUnstoredBlobs(t *testing.T) {
 	}
 	if len(s.take()) != 0 {
 		t.Error("unstored blobs are the world's, not the call's")
+	}
+}
+
+// faultyStore answers every read with err.
+type faultyStore struct {
+	cas.Store
+	err error
+}
+
+func (f faultyStore) Get(ctx context.Context, r cas.Ref) ([]byte, error) { return nil, f.err }
+func (f faultyStore) Has(ctx context.Context, r cas.Ref) (bool, error)   { return false, f.err }
+func (f faultyStore) Stat(ctx context.Context, r cas.Ref) (int64, error) { return 0, f.err }
+func (f faultyStore) Iterate(ctx context.Context, fn func(cas.Ref, int64) error) error {
+	return f.err
+}
+
+// TestStagingNotesStorageFaults: a read of the store that finds it damaged
+// (an error wrapping cas.ErrCorrupt) is noted, whichever read it is, and
+// only the first; a blob that is not there is no fault.
+func TestStagingNotesStorageFaults(t *testing.T) {
+	ctx := context.Background()
+	damage := &cas.BoltDamageError{Path: "x.db", Page: 3, Detail: "bbolt: page 3 zeroed"}
+	corrupt := &cas.CorruptError{Ref: cas.Sum([]byte("a")), Got: cas.Sum([]byte("b"))}
+	for _, tc := range []struct {
+		name string
+		err  error
+		read func(s *staging) error
+		want error
+	}{
+		{"get damaged", damage, func(s *staging) error { _, err := s.Get(ctx, cas.Sum(nil)); return err }, damage},
+		{"get corrupt", corrupt, func(s *staging) error { _, err := s.Get(ctx, cas.Sum(nil)); return err }, corrupt},
+		{"has", damage, func(s *staging) error { _, err := s.Has(ctx, cas.Sum(nil)); return err }, damage},
+		{"stat", damage, func(s *staging) error { _, err := s.Stat(ctx, cas.Sum(nil)); return err }, damage},
+		{"iterate", damage, func(s *staging) error { return s.Iterate(ctx, nil) }, damage},
+		{"not found", cas.ErrNotFound, func(s *staging) error { _, err := s.Get(ctx, cas.Sum(nil)); return err }, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStaging(faultyStore{Store: cas.NewMemory(), err: tc.err})
+			if err := tc.read(s); !errors.Is(err, tc.err) {
+				t.Fatalf("the read returned %v; want %v", err, tc.err)
+			}
+			_ = tc.read(s)
+			if got := s.storageFault(); got != tc.want {
+				t.Errorf("storageFault() = %v; want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestDispatchReportsStorageFault: the completion of an effect whose
+// adapter met a damaged store carries the fault, with the receipt the
+// adapter made of it.
+func TestDispatchReportsStorageFault(t *testing.T) {
+	damage := &cas.BoltDamageError{Path: "x.db", Page: 3, Detail: "bbolt: page 3 zeroed"}
+	out := make(chan Completion, 1)
+	a := AdapterFunc(func(ctx context.Context, c *Call) Receipt {
+		if _, err := c.CAS.Get(ctx, cas.Sum([]byte("tools"))); err != nil {
+			return Errorf("fake", "the model could not be reached: %v", err)
+		}
+		return OK("fake", nil)
+	})
+	cat, err := schema.LoadSources([]schema.Source{{Name: "m.air.json", Data: []byte(`{"$kind": "manifest", "air_version": "1",
+		"schemas": [], "modules": [], "plans": [], "effects": [], "caps": [], "policies": []}`)}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := NewDispatcher(cat, faultyStore{Store: cas.NewMemory(), err: damage}, map[string]Adapter{"x.do": a}, out, DispatcherOptions{})
+	defer d.Close()
+	d.Dispatch(&Intent{Kind: "x.do", Hash: cas.Sum([]byte("intent"))})
+	c := <-out
+	if c.Fault != damage || c.Receipt.Status != StatusError {
+		t.Errorf("completion: fault %v, receipt %+v; want the damage and the adapter's error receipt", c.Fault, c.Receipt)
 	}
 }

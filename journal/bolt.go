@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,8 @@ import (
 
 	"go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/demiurge-dev/demiurge/cas"
 )
 
 // DefaultLockTimeout is how long OpenBolt waits for another process to
@@ -84,7 +87,8 @@ var _ Store = (*Bolt)(nil)
 
 // OpenBolt opens (creating if needed) the bbolt file at path and the
 // journal in it. Passing nil options opens it with the defaults. Close
-// closes the file.
+// closes the file. A damaged or empty file is refused as cas.OpenBoltDB
+// refuses it.
 func OpenBolt(path string, opts *BoltOptions) (*Bolt, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -96,7 +100,7 @@ func OpenBolt(path string, opts *BoltOptions) (*Bolt, error) {
 	if o.Timeout == 0 {
 		o.Timeout = DefaultLockTimeout
 	}
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: o.Timeout, ReadOnly: o.ReadOnly})
+	db, err := cas.OpenBoltDB(path, 0o600, &bbolt.Options{Timeout: o.Timeout, ReadOnly: o.ReadOnly})
 	if err != nil {
 		if errors.Is(err, berrors.ErrTimeout) {
 			return nil, fmt.Errorf("open journal %s: locked by another process (waited %v): %w", path, o.Timeout, err)
@@ -140,7 +144,7 @@ func newBolt(db *bbolt.DB, readOnly, ownDB bool) (*Bolt, error) {
 	}
 	// Look first, so opening an existing journal writes nothing.
 	var format []byte
-	err := db.View(func(tx *bbolt.Tx) error {
+	err := guard(db, db.View, func(tx *bbolt.Tx) error {
 		if top := tx.Bucket(bucketJournal); top != nil {
 			format = bytes.Clone(top.Get(keyFormat))
 			if format == nil {
@@ -154,7 +158,7 @@ func newBolt(db *bbolt.DB, readOnly, ownDB bool) (*Bolt, error) {
 	case format == nil && readOnly:
 		j.missing = true // nothing to read: every world is empty
 	case format == nil:
-		err = db.Update(func(tx *bbolt.Tx) error {
+		err = guard(db, db.Update, func(tx *bbolt.Tx) error {
 			top, err := tx.CreateBucket(bucketJournal)
 			if err != nil {
 				return err
@@ -167,11 +171,11 @@ func newBolt(db *bbolt.DB, readOnly, ownDB bool) (*Bolt, error) {
 	case bytes.Equal(format, formatV1) && readOnly:
 		err = fmt.Errorf("the journal is in format %q, which this demiurge reads only after upgrading it: open it once read-write to upgrade it (any command that writes to the store does, e.g. demiurge run or demiurge cas put)", formatV1)
 	case bytes.Equal(format, formatV1):
-		err = db.Update(upgradeV1)
+		err = guard(db, db.Update, upgradeV1)
 	case !bytes.Equal(format, formatV2):
 		err = fmt.Errorf("bucket %q holds format %q, want %q (not a demiurge journal, or a newer one)", bucketJournal, format, formatV2)
 	default:
-		err = db.View(func(tx *bbolt.Tx) error {
+		err = guard(db, db.View, func(tx *bbolt.Tx) error {
 			for _, name := range [][]byte{bucketLog, bucketAnchors} {
 				if tx.Bucket(name) == nil {
 					return fmt.Errorf("journal bucket %q is missing", name)
@@ -318,6 +322,17 @@ func (j *Bolt) Read(ctx context.Context, world string, from uint64, fn func(Reco
 	}
 	r := &logReader{world: world, from: max(from, 1)}
 	var chunk []Record
+	// A record is delivered once the link of the record after it (or the
+	// head) confirms its hash: one changed in place never reaches fn. The
+	// last record of a chunk waits for the next chunk.
+	var held Record
+	holding := false
+	deliver := func(rec Record) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return fn(rec)
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -329,11 +344,20 @@ func (j *Bolt) Read(ctx context.Context, world string, from uint64, fn func(Reco
 			done, err = r.chunk(tx, &chunk)
 			return err
 		})
-		for _, rec := range chunk {
-			if err := ctx.Err(); err != nil {
+		all := r.verified // every record read is confirmed, the last by the head
+		if holding && (len(chunk) > 0 || all) {
+			if err := deliver(held); err != nil { // confirmed by chunk[0]'s link
 				return err
 			}
-			if err := fn(rec); err != nil {
+		}
+		holding = false
+		confirmed := chunk
+		if len(chunk) > 0 && !all {
+			held, holding = chunk[len(chunk)-1], true
+			confirmed = chunk[:len(chunk)-1]
+		}
+		for _, rec := range confirmed {
+			if err := deliver(rec); err != nil {
 				return err
 			}
 		}
@@ -361,45 +385,58 @@ func (j *Bolt) Head(ctx context.Context, world string) (Head, error) {
 	return head, err
 }
 
-// Worlds implements Lister. It also checks that every head entry is well
-// formed and that every world with anchors (that is, with records) has a
-// head entry.
+// Worlds implements Lister: the worlds with a head entry, and those with
+// anchors (records) whose head entry is lost, which Read, Head and Verify
+// then report. A head entry or anchor that names no valid world is an
+// error wrapping ErrCorrupt, returned with the other names.
 func (j *Bolt) Worlds(ctx context.Context) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	var names []string
+	var bad error // the first entry naming no valid world
 	err := j.view("", func(tx *bbolt.Tx) error {
 		c := tx.Bucket(bucketLog).Cursor()
 		for k, _ := c.Seek([]byte{headMark}); k != nil; k, _ = c.Next() {
 			world := string(k[1:])
 			if err := ValidateWorld(world); err != nil {
-				return corruptf(world, 0, "head entry %q is not named for a valid world: %v", k, err)
-			}
-			if _, _, err := loadWorldHead(tx, world); err != nil {
-				return err
+				if bad == nil {
+					bad = corruptf("", 0, "head entry %q is not named for a valid world: %v", k, err)
+				}
+				continue
 			}
 			names = append(names, world)
 		}
-		// One seek per world with anchors: each must have a head entry.
+		// One seek per world with anchors: a world whose head entry is
+		// lost still has records.
+		heads := len(names)
 		ac := tx.Bucket(bucketAnchors).Cursor()
 		for k, _ := ac.First(); k != nil; {
 			i := bytes.IndexByte(k, 0)
 			if i <= 0 {
-				return corruptf("", 0, "anchor key %x names no world", k)
+				if bad == nil {
+					bad = corruptf("", 0, "anchor key %x names no world", k)
+				}
+				k, _ = ac.Next()
+				continue
 			}
 			world := string(k[:i])
-			if _, found := slices.BinarySearch(names, world); !found {
-				return corruptf(world, 0, "world %s has no head entry, but has records (anchor %x)", world, k)
+			if err := ValidateWorld(world); err != nil {
+				if bad == nil {
+					bad = corruptf("", 0, "anchor key %x is not named for a valid world: %v", k, err)
+				}
+			} else if _, found := slices.BinarySearch(names[:heads], world); !found {
+				names = append(names, world)
 			}
 			k, _ = ac.Seek(append([]byte(world), 1))
 		}
 		return nil
 	})
+	slices.Sort(names)
 	if err != nil {
-		return nil, err
+		return names, err
 	}
-	return names, nil
+	return names, bad
 }
 
 // Close implements Store: it waits for pending appends to commit, stops the
@@ -431,7 +468,9 @@ func (j *Bolt) Close() error {
 }
 
 // view runs fn in a read transaction. A panic inside bbolt, which a
-// damaged file can cause, is reported as corruption instead of crashing.
+// damaged file can cause (or a fault on the mapped file), is reported as
+// corruption instead of crashing: a *CorruptError whose Err is a
+// *cas.BoltDamageError naming the file and the page.
 func (j *Bolt) view(world string, fn func(*bbolt.Tx) error) (err error) {
 	if j.closed.Load() {
 		return ErrClosed
@@ -444,12 +483,31 @@ func (j *Bolt) view(world string, fn func(*bbolt.Tx) error) (err error) {
 		return dbError(err)
 	}
 	defer func() { _ = tx.Rollback() }()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if p := recover(); p != nil {
-			err = corruptf(world, 0, "bbolt failed reading %s: %v", j.db.Path(), p)
+			err = damaged(world, cas.BoltDamage(j.db, p))
 		}
 	}()
 	return fn(tx)
+}
+
+// damaged is the *CorruptError of world for a damaged file.
+func damaged(world string, d *cas.BoltDamageError) *CorruptError {
+	return &CorruptError{World: world, Problem: d.Error(), Err: d}
+}
+
+// guard runs fn in a transaction of db, through run (db.View or
+// db.Update), turning a panic of bbolt on a damaged file into a
+// *CorruptError.
+func guard(db *bbolt.DB, run func(func(*bbolt.Tx) error) error, fn func(*bbolt.Tx) error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			err = damaged("", cas.BoltDamage(db, p))
+		}
+	}()
+	return run(fn)
 }
 
 // dbError maps bbolt's errors to the journal's.

@@ -33,6 +33,11 @@ type logReader struct {
 	scan    bool          // following the links failed: scan the log
 	linkErr *CorruptError // why the links failed
 	skipped string        // in a scan, the first step that did not decode
+
+	// verified is set once every record read has been checked up to the
+	// head: each is confirmed by the link of the next one, the last by
+	// the head (only the index may be damaged then).
+	verified bool
 }
 
 // chunk appends the next records to out. done reports that the world's
@@ -58,7 +63,9 @@ func (r *logReader) chunk(tx *bbolt.Tx, out *[]Record) (done bool, err error) {
 	for !full() {
 		if len(r.queue) == 0 {
 			if r.c != nil && r.c.next > r.head.head.Seq {
-				return true, r.c.finish(r.head.head)
+				err := r.c.finish(r.head.head)
+				r.verified = err == nil
+				return true, err
 			}
 			if err := r.refill(tx, log); err != nil {
 				var ce *CorruptError
@@ -227,6 +234,7 @@ func (r *logReader) scanChunk(log *bbolt.Bucket, out *[]Record, size *int, full 
 	if err := r.c.finish(r.head.head); err != nil {
 		return true, r.note(err)
 	}
+	r.verified = true
 	return true, r.linkErr
 }
 

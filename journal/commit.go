@@ -4,8 +4,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime/debug"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/demiurge-dev/demiurge/cas"
 )
 
 // Limits of one group commit. An append larger than maxGroupBytes is
@@ -149,10 +152,11 @@ var errFnFailed = errors.New("journal: append callback failed")
 // -1 and the error.
 func (j *Bolt) tryCommit(group []*appendReq, live []int, results []appendResult) (culprit int, err error) {
 	culprit = -1
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		// bbolt can panic on a damaged file; Update has rolled back.
 		if p := recover(); p != nil {
-			culprit, err = -1, fmt.Errorf("bbolt panicked: %v", p)
+			culprit, err = -1, cas.BoltDamage(j.db, p)
 		}
 	}()
 	err = j.db.Update(func(tx *bbolt.Tx) error {

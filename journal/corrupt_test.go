@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/demiurge-dev/demiurge/cas"
 )
 
 // buildJournal writes a journal file with world "w" (10 records, one per
@@ -142,43 +145,43 @@ func TestCorruption(t *testing.T) {
 		mutate  func(t *testing.T, tx *bbolt.Tx) error
 		seq     uint64 // the seq the error must name
 		want    string // part of the message
-		goodRec int    // records Read delivers before the error
+		goodRec int    // records Read delivers before the error: those a link confirmed
 	}{
 		{"flipped payload byte", func(t *testing.T, tx *bbolt.Tx) error {
 			return editRecord(tx, 5, func(v []byte) []byte { return flipAt(payloadOffset(t, v) + 10)(v) })
-		}, 6, "journal: world w: hash chain broken at seq 6: prev is blake3:", 5},
+		}, 6, "journal: world w: hash chain broken at seq 6: prev is blake3:", 4},
 		{"flipped payload byte of the last record", func(t *testing.T, tx *bbolt.Tx) error {
 			return editRecord(tx, 10, flipAt(-1))
-		}, 10, "journal: world w: hash chain broken at seq 10: the head is blake3:", 10},
+		}, 10, "journal: world w: hash chain broken at seq 10: the head is blake3:", 9},
 		{"flipped prev byte", func(t *testing.T, tx *bbolt.Tx) error {
 			return editRecord(tx, 5, func(v []byte) []byte {
 				return flipAt(bytes.Index(v, keyPrev) + len(keyPrev) + 2 + 7)(v)
 			})
-		}, 5, "journal: world w: hash chain broken at seq 5: prev is", 4},
+		}, 5, "journal: world w: hash chain broken at seq 5: prev is", 3},
 		{"flipped map header", func(t *testing.T, tx *bbolt.Tx) error {
 			return editRecord(tx, 5, flipAt(3))
-		}, 5, "journal: world w: record 5 does not decode: at byte 3: map has 5 entries, want 4", 4},
+		}, 5, "journal: world w: record 5 does not decode: at byte 3: map has 5 entries, want 4", 3},
 		{"flipped seq", func(t *testing.T, tx *bbolt.Tx) error {
 			return editRecord(tx, 5, func(v []byte) []byte { v[8] = 7; return v })
-		}, 5, "journal: world w: record stored as seq 5 holds seq 7", 4},
+		}, 5, "journal: world w: record stored as seq 5 holds seq 7", 3},
 		{"truncated record", func(t *testing.T, tx *bbolt.Tx) error {
 			return editRecord(tx, 5, func(v []byte) []byte { return v[:len(v)/2] })
-		}, 5, "journal: world w: record 5 does not decode: at byte", 4},
+		}, 5, "journal: world w: record 5 does not decode: at byte", 3},
 		{"empty record", func(t *testing.T, tx *bbolt.Tx) error {
 			return editRecord(tx, 5, func([]byte) []byte { return nil })
-		}, 5, "journal: world w: record 5 does not decode: at byte 0: missing self-describe prefix", 4},
+		}, 5, "journal: world w: record 5 does not decode: at byte 0: missing self-describe prefix", 3},
 		{"truncated step header", func(t *testing.T, tx *bbolt.Tx) error {
 			return editValue(tx.Bucket(bucketLog), posKey(5), func(v []byte) []byte { return v[:len(v)-1] })
-		}, 5, "journal: world w: record 5 is missing (the next stored record is 6, at position 6) (the step at position 5 does not decode: bad record count)", 4},
+		}, 5, "journal: world w: record 5 is missing (the next stored record is 6, at position 6) (the step at position 5 does not decode: bad record count)", 3},
 		{"deleted record", func(t *testing.T, tx *bbolt.Tx) error {
 			return tx.Bucket(bucketLog).Delete(recordKey(5, 0))
-		}, 5, "journal: world w: record 5 is missing: record 1 of 1 of the step at position 5 is missing (found key 0000000000000006)", 4},
+		}, 5, "journal: world w: record 5 is missing: record 1 of 1 of the step at position 5 is missing (found key 0000000000000006)", 3},
 		{"deleted step", func(t *testing.T, tx *bbolt.Tx) error {
 			return deleteStep(tx, 5)
-		}, 5, "journal: world w: record 5 is missing (the next stored record is 6, at position 6)", 4},
+		}, 5, "journal: world w: record 5 is missing (the next stored record is 6, at position 6)", 3},
 		{"deleted last step", func(t *testing.T, tx *bbolt.Tx) error {
 			return deleteStep(tx, 10)
-		}, 10, "journal: world w: record 10 is missing (the head is seq 10, the records end at 9)", 9},
+		}, 10, "journal: world w: record 10 is missing (the head is seq 10, the records end at 9)", 8},
 		{"head at another world's step", func(t *testing.T, tx *bbolt.Tx) error {
 			return worldsW(tx, func(v []byte) []byte { binary.BigEndian.PutUint64(v[40:], 11); return v })
 		}, 10, `journal: world w: link from the head entry to record 10 broken: the step at position 11 belongs to world "other"`, 10},
@@ -193,7 +196,7 @@ func TestCorruption(t *testing.T) {
 		}, 10, "journal: world w: link from the head entry to record 10 broken: the step at position 9 holds records 9 to 9", 10},
 		{"flipped head hash", func(t *testing.T, tx *bbolt.Tx) error {
 			return worldsW(tx, flipAt(39))
-		}, 10, "journal: world w: hash chain broken at seq 10: the head is blake3:", 10},
+		}, 10, "journal: world w: hash chain broken at seq 10: the head is blake3:", 9},
 		{"truncated head", func(t *testing.T, tx *bbolt.Tx) error {
 			return worldsW(tx, func(v []byte) []byte { return v[:20] })
 		}, 0, "journal: world w: head entry is 20 bytes, want 48", 0},
@@ -401,10 +404,164 @@ func TestCorruptionHeadsAndRecordsDisagree(t *testing.T) {
 			if _, err := j.Append(ctx, "other", Head{}, []Entry{{Kind: "More"}}); !errors.Is(err, ErrConflict) {
 				t.Fatalf("Append to another world: %v; want only the usual conflict", err)
 			}
-			if tc.name == "head deleted" {
-				if _, err := j.Worlds(ctx); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.want) {
-					t.Fatalf("Worlds: %v; want ErrCorrupt containing %q", err, tc.want)
+			// The world is listed, for Verify to say what is wrong with it.
+			if worlds, err := j.Worlds(ctx); err != nil || !slices.Contains(worlds, "w") {
+				t.Fatalf("Worlds: %q, %v; want w listed", worlds, err)
+			}
+			if _, err := Verify(ctx, j, "w"); tc.name == "head deleted" && (!errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.want)) {
+				t.Fatalf("Verify: %v; want ErrCorrupt containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestCorruptionZeroedPages zeroes each page of a journal file in turn, as
+// a failed disk or a bad copy would: opening, listing, reading and
+// appending give the records as they were or an error wrapping ErrCorrupt
+// (a *cas.BoltDamageError naming the file, for a page bbolt found
+// damaged), never a panic and never a changed record.
+func TestCorruptionZeroedPages(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	j, err := OpenBolt(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	worlds := []string{"a", "b", "c"}
+	heads := map[string]Head{}
+	for i := range 60 {
+		w := worlds[i%len(worlds)]
+		if heads[w], err = j.Append(ctx, w, heads[w], []Entry{{Kind: "Step", Payload: bytes.Repeat(marker(w, i), 4)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pageSize, pages := j.DB().Info().PageSize, 0
+	_ = j.DB().View(func(tx *bbolt.Tx) error { pages = int(tx.Size()) / pageSize; return nil })
+	j.Close()
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noticed := 0
+	for page := 2; page < pages; page++ {
+		b := bytes.Clone(orig)
+		clear(b[page*pageSize : (page+1)*pageSize])
+		damaged := filepath.Join(t.TempDir(), fmt.Sprintf("page%d.db", page))
+		if err := os.WriteFile(damaged, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		check := func(what string, err error) {
+			t.Helper()
+			if err == nil {
+				return
+			}
+			noticed++
+			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, cas.ErrCorrupt) {
+				t.Errorf("page %d: %s: %v; want an error wrapping ErrCorrupt", page, what, err)
+			}
+			if d, ok := errors.AsType[*cas.BoltDamageError](err); ok && (d.Path != damaged || !strings.Contains(err.Error(), damaged)) {
+				t.Errorf("page %d: %s: %v; want it to name %s", page, what, err, damaged)
+			}
+		}
+		for _, ro := range []bool{true, false} {
+			j, err := OpenBolt(damaged, &BoltOptions{ReadOnly: ro})
+			if err != nil {
+				check("open", err)
+				continue
+			}
+			listed, err := j.Worlds(ctx)
+			check("Worlds", err)
+			for _, w := range listed {
+				if !slices.Contains(worlds, w) {
+					t.Errorf("page %d: Worlds lists %q", page, w)
 				}
+			}
+			for _, w := range worlds {
+				got, err := Verify(ctx, j, w)
+				check("Verify "+w, err)
+				if err == nil && got != heads[w] {
+					t.Errorf("page %d: Verify %s = %v without an error; want %v", page, w, got, heads[w])
+				}
+				err = j.Read(ctx, w, 1, func(r Record) error {
+					if !bytes.Equal(r.Payload, bytes.Repeat(marker(w, int(r.Seq-1)*len(worlds)+slices.Index(worlds, w)), 4)) {
+						t.Errorf("page %d: world %s record %d read back changed", page, w, r.Seq)
+					}
+					return nil
+				})
+				check("Read "+w, err)
+				if !ro {
+					_, err := j.Append(ctx, w, heads[w], []Entry{{Kind: "More"}})
+					check("Append "+w, err)
+				}
+			}
+			j.Close()
+		}
+	}
+	t.Logf("%d pages zeroed in turn: %d errors", pages-2, noticed)
+	if noticed < pages/2 {
+		t.Errorf("the damage was noticed %d times over %d pages", noticed, pages-2)
+	}
+}
+
+// TestCorruptionNeverDelivered: a record changed in place is not delivered
+// by Read, even when it ends a chunk and the link that gives it away is in
+// the next one.
+func TestCorruptionNeverDelivered(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	j, err := OpenBolt(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Steps of 10 records: the first chunk ends with the step that reaches
+	// readChunkRecords, at record 520.
+	const step = 10
+	const n = (readChunkRecords/step + 2) * step
+	var h Head
+	for first := 1; first <= n; first += step {
+		var entries []Entry
+		for seq := first; seq < first+step; seq++ {
+			entries = append(entries, Entry{Kind: "Step", Payload: marker("w", seq)})
+		}
+		if h, err = j.Append(ctx, "w", h, entries); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j.Close()
+	end := uint64((readChunkRecords + step - 1) / step * step)
+	for _, seq := range []uint64{end - 1, end, end + 1, n} {
+		t.Run(fmt.Sprint(seq), func(t *testing.T) {
+			damaged := filepath.Join(t.TempDir(), "j.db")
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(damaged, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			mutate(t, damaged, func(tx *bbolt.Tx) error {
+				return editRecord(tx, seq, func(v []byte) []byte { return flipAt(payloadOffset(t, v) + 10)(v) })
+			})
+			j, err := OpenBolt(damaged, &BoltOptions{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer j.Close()
+			var last uint64
+			err = j.Read(ctx, "w", 1, func(r Record) error {
+				if !bytes.Equal(r.Payload, marker("w", int(r.Seq))) {
+					t.Errorf("record %d delivered changed", r.Seq)
+				}
+				last = r.Seq
+				return nil
+			})
+			if ce, ok := errors.AsType[*CorruptError](err); !ok || ce.Seq != min(seq+1, n) {
+				t.Errorf("Read: %v; want a *CorruptError at the link after record %d", err, seq)
+			}
+			if last != seq-1 {
+				t.Errorf("Read delivered records up to %d; want up to %d", last, seq-1)
 			}
 		})
 	}

@@ -85,15 +85,18 @@
 // A flipped byte in a record's payload breaks the link into the next record
 // (or the head), so it is reported at the next seq: "hash chain broken at
 // seq N+1 … (record N or N+1 was altered)". The chain cannot tell which of
-// the two was changed. The chain detects damage, not forgery: whoever
+// the two was changed, and Read gives neither to its callback: a record is
+// delivered only once the next link (or the head) confirms it. The chain detects damage, not forgery: whoever
 // rewrites a tail of records together with the head goes unnoticed.
 //
 // Read with from > 1 checks the link into record from but nothing before
 // it; only reading from 1 (or Verify) checks a world from its genesis.
 //
-// Bolt trusts bbolt's own page structure. Read converts a panic inside
-// bbolt into ErrCorrupt, but a file damaged below bbolt's page map can make
-// bbolt fail to open it, or fault.
+// Bolt trusts bbolt's own page structure, and turns bbolt's panics on a
+// damaged page (and faults on the mapped file) into a *CorruptError whose
+// Err is a *cas.BoltDamageError naming the file and the page, when it
+// opens, reads and commits alike. OpenBolt refuses, as cas.OpenBoltDB does,
+// a file cut short (before bbolt maps it) and an empty one.
 //
 // The callback of AppendWith may run more than once (when the group
 // transaction it ran in is rolled back because of another append) and must

@@ -112,10 +112,13 @@ type Reader interface {
 	// as its prev, and the last one must match the head. The link into
 	// record from is checked; earlier records are not read.
 	//
-	// At the first bad record Read returns a *CorruptError naming the world
-	// and seq; fn has then seen every good record before it. Read stops at
-	// and returns the first error fn returns, and returns ctx.Err() if ctx
-	// is done between records. A world without records reads as empty.
+	// fn sees a record only once the record after it (or the head, for the
+	// last) has been found to name its hash, so a record changed in place
+	// never reaches fn. At the first bad record or link Read returns a
+	// *CorruptError naming the world and seq; fn has then seen every record
+	// before it that a link confirmed. Read stops at and returns the first
+	// error fn returns, and returns ctx.Err() if ctx is done between
+	// records. A world without records reads as empty.
 	// Records appended during Read may or may not be visited. fn may keep
 	// the Record; its Payload is not shared with the store.
 	Read(ctx context.Context, world string, from uint64, fn func(Record) error) error
@@ -128,7 +131,10 @@ type Reader interface {
 // Lister lists the worlds of a store.
 type Lister interface {
 	// Worlds returns the names of the worlds that have at least one record,
-	// sorted in ascending byte order.
+	// sorted in ascending byte order. A world whose records are damaged is
+	// listed (Read, Head and Verify say what is wrong with it); if the
+	// store names a world it cannot list, Worlds returns the others with an
+	// error wrapping ErrCorrupt.
 	Worlds(ctx context.Context) ([]string, error)
 }
 
@@ -165,6 +171,9 @@ type CorruptError struct {
 	// Problem says what is wrong, e.g. "hash chain broken at seq 7: …" or
 	// "record 7 does not decode: …".
 	Problem string
+	// Err, if not nil, is the error behind the problem: a
+	// *cas.BoltDamageError when bbolt met a damaged page of the file.
+	Err error
 }
 
 func (e *CorruptError) Error() string {
@@ -174,8 +183,14 @@ func (e *CorruptError) Error() string {
 	return fmt.Sprintf("journal: world %s: %s", e.World, e.Problem)
 }
 
-// Unwrap makes errors.Is(err, ErrCorrupt) true.
-func (e *CorruptError) Unwrap() error { return ErrCorrupt }
+// Unwrap makes errors.Is(err, ErrCorrupt) true, and errors.Is and As see
+// Err.
+func (e *CorruptError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrCorrupt}
+	}
+	return []error{ErrCorrupt, e.Err}
+}
 
 func corruptf(world string, seq uint64, format string, args ...any) *CorruptError {
 	return &CorruptError{World: world, Seq: seq, Problem: fmt.Sprintf(format, args...)}

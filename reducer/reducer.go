@@ -47,7 +47,10 @@ type Context struct {
 	// ABI event schema).
 	EventSchema string
 	// CAS reads blobs and nodes; reducers cannot write it directly (they
-	// emit blob.put).
+	// emit blob.put). A read that finds the store damaged (an error
+	// wrapping cas.ErrCorrupt) fails the input whatever the reducer makes
+	// of it: the world journals nothing of the step and stops, saying its
+	// store is damaged.
 	CAS cas.Getter
 	// Memo is what the reducer returned as Output.Memo from the step that
 	// made state, when the world still has it; else nil. See Output.Memo.
@@ -106,7 +109,7 @@ type Output struct {
 type Reducer interface {
 	// Step returns the cell's new state and what it emits. state is nil
 	// for a cell that does not exist yet. An error fails the step: the
-	// world journals it and keeps the old state.
+	// world journals it and keeps the old state (but see Context.CAS).
 	Step(c *Context, state, event schema.Value) (Output, error)
 }
 

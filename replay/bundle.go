@@ -154,6 +154,14 @@ type Bundle struct {
 // Read reads and verifies a bundle: the records form the world's hash
 // chain up to the head bundle.json names, and every blob hashes to its name.
 func Read(dir string) (*Bundle, error) {
+	switch st, err := os.Stat(dir); {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("read bundle %s: no such directory (a bundle is the directory `demiurge export` writes)", dir)
+	case err != nil:
+		return nil, fmt.Errorf("read bundle %s: %w", dir, err)
+	case !st.IsDir():
+		return nil, fmt.Errorf("read bundle %s: not a directory (a bundle is the directory `demiurge export` writes)", dir)
+	}
 	return readFS(os.DirFS(dir), dir)
 }
 
@@ -161,8 +169,11 @@ func Read(dir string) (*Bundle, error) {
 func readFS(fsys fs.FS, dir string) (*Bundle, error) {
 	b := &Bundle{Dir: dir, Blobs: map[cas.Ref][]byte{}}
 	js, err := fs.ReadFile(fsys, "bundle.json")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read bundle %s: %s not found: not a bundle (a bundle is the directory `demiurge export` writes)", dir, filepath.Join(dir, "bundle.json"))
+	}
 	if err != nil {
-		return nil, fmt.Errorf("read bundle: %w", err)
+		return nil, fmt.Errorf("read bundle %s: %w", dir, err)
 	}
 	if err := json.Unmarshal(js, &b.Manifest); err != nil {
 		return nil, fmt.Errorf("read bundle %s: bundle.json: %w", dir, err)
@@ -180,7 +191,7 @@ func readFS(fsys fs.FS, dir string) (*Bundle, error) {
 	for _, e := range airs {
 		data, err := fs.ReadFile(fsys, "air/"+e.Name())
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("read bundle %s: %w", dir, err)
 		}
 		name := e.Name()
 		if i := strings.IndexByte(name, '-'); i > 0 {
@@ -210,12 +221,12 @@ func readFS(fsys fs.FS, dir string) (*Bundle, error) {
 	}
 	blobs, err := fs.ReadDir(fsys, "blobs")
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
+		return nil, fmt.Errorf("read bundle %s: %w", dir, err)
 	}
 	for _, e := range blobs {
 		data, err := fs.ReadFile(fsys, "blobs/"+e.Name())
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("read bundle %s: %w", dir, err)
 		}
 		r := cas.Sum(data)
 		d := r.Digest()

@@ -71,7 +71,7 @@ var demiurgeChanged = map[string]bool{
 // is well formed for our parser, and ours match them except where demiurge
 // deliberately differs.
 func TestAgentOSBuiltinDefs(t *testing.T) {
-	dir := needAgentOS(t)
+	dir := AgentOSDir(t)
 	files, _ := filepath.Glob(filepath.Join(dir, "spec", "defs", "*.air.json"))
 	if len(files) == 0 {
 		t.Fatal("no AgentOS built-in defs")

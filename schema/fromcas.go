@@ -22,9 +22,11 @@ func LoadFromCAS(ctx context.Context, g cas.Getter, manifest cas.Ref, opts *Load
 	fail := func(format string, args ...any) (*Catalog, error) {
 		return nil, fmt.Errorf("load manifest %s from the store: %s", manifest.Short(), fmt.Sprintf(format, args...))
 	}
+	// The store's errors are wrapped: a node missing or damaged is the
+	// store's fault (cas.ErrNotFound, cas.ErrCorrupt), not the AIR's.
 	mb, err := g.Get(ctx, manifest)
 	if err != nil {
-		return fail("%v", err)
+		return nil, fmt.Errorf("load manifest %s from the store: %w", manifest.Short(), err)
 	}
 	mv, err := Decode(mb)
 	if err != nil {
@@ -54,7 +56,7 @@ func LoadFromCAS(ctx context.Context, g cas.Getter, manifest cas.Ref, opts *Load
 			}
 			node, err := g.Get(ctx, ref)
 			if err != nil {
-				return fail("%s %v (%s): %v", section, name, ref.Short(), err)
+				return nil, fmt.Errorf("load manifest %s from the store: %s %v (%s): %w", manifest.Short(), section, name, ref.Short(), err)
 			}
 			dv, err := Decode(node)
 			if err != nil {

@@ -2,6 +2,7 @@ package schema_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,11 +11,16 @@ import (
 	"github.com/demiurge-dev/demiurge/schema"
 )
 
-// TestLoadFromCASRoundTrip: the catalog of every example, stored as a world
+// TestLoadFromCASRoundTrip: the catalog of every example (ours, and
+// AgentOS's when $DEMIURGE_AGENTOS_AIR names them), stored as a world
 // stores it, loads back from the store to the same manifest and nodes.
 func TestLoadFromCASRoundTrip(t *testing.T) {
 	var dirs []string
-	for _, glob := range []string{"../examples/*/manifest.air.json", "../../shared/agentos-air/examples/*/manifest.air.json"} {
+	globs := []string{"../examples/*/manifest.air.json"}
+	if dir := os.Getenv(schema.AgentOSEnv); dir != "" {
+		globs = append(globs, filepath.Join(dir, "examples", "*", "manifest.air.json"))
+	}
+	for _, glob := range globs {
 		ms, _ := filepath.Glob(glob)
 		for _, m := range ms {
 			dirs = append(dirs, filepath.Dir(m))

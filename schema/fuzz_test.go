@@ -117,7 +117,11 @@ func FuzzLoad(f *testing.F) {
 			}
 		}
 	}
-	examples, _ := filepath.Glob("../../shared/agentos-air/examples/*/*.air.json")
+	// AgentOS's own AIR files too, when the tests have them.
+	var examples []string
+	if dir := os.Getenv(AgentOSEnv); dir != "" {
+		examples, _ = filepath.Glob(filepath.Join(dir, "examples", "*", "*.air.json"))
+	}
 	for _, e := range examples {
 		if data, err := os.ReadFile(e); err == nil {
 			f.Add(data)

@@ -587,8 +587,10 @@ func (l *loader) checkManifest(m *Manifest) {
 			e.add(r.Ptr+"/event", "reducer %s takes %s; %s is neither that schema nor a ref arm of it", r.Reducer, mod.Reducer.Event, r.Event)
 		}
 		switch {
-		case mod.KeySchema != "" && r.KeyField == "":
-			e.add(r.Ptr, "reducer %s is keyed (key_schema %s): the route needs a key_field", r.Reducer, mod.KeySchema)
+		case mod.KeySchema != "" && r.KeyField == "" && !IsReceiptEvent(r.Event):
+			// A receipt event carries the key of the cell that emitted the
+			// effect, which it goes back to.
+			e.add(r.Ptr, "reducer %s is keyed (key_schema %s): the route needs a key_field (only the receipt events of micro-effects, which go back to the cell that emitted the effect, need none)", r.Reducer, mod.KeySchema)
 		case mod.KeySchema == "" && r.KeyField != "":
 			e.add(r.Ptr+"/key_field", "reducer %s is not keyed (no key_schema), so key_field %q has no use", r.Reducer, r.KeyField)
 		case r.KeyField != "" && ev != nil:

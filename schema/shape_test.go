@@ -18,7 +18,7 @@ import (
 // references may start at @event (a known omission of the pattern).
 func airShapes(t *testing.T) map[string]*jsonschema.Schema {
 	t.Helper()
-	dir := filepath.Join(needAgentOS(t), "spec", "schemas")
+	dir := filepath.Join(AgentOSDir(t), "spec", "schemas")
 	files, _ := filepath.Glob(filepath.Join(dir, "*.schema.json"))
 	c := jsonschema.NewCompiler()
 	for _, f := range files {

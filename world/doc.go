@@ -72,6 +72,12 @@
 //   - One input may derive at most MaxDerived events and plan runs; more
 //     means a reducer or plan loops, and the world stops with an error
 //     saying so (its journal as it was before the input).
+//   - A world stops when a commit fails (a full disk, a damaged page) or
+//     when a reducer or an adapter reads a damaged store (an error wrapping
+//     cas.ErrCorrupt): nothing of the step is journaled (a damaged store is
+//     not the reducer's error, nor the effect's), and Send, WaitIdle and
+//     every later call return the error at once. Reopening recovers from
+//     the journal; intents left without receipts run again.
 //   - A world's journal has one writer. Open the same world in one process
 //     at a time (the bbolt file lock ensures it for BoltStorage).
 //   - Send returns once its input is durable; when several inputs share a

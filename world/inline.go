@@ -162,6 +162,7 @@ func (c stepCAS) Get(ctx context.Context, r cas.Ref) ([]byte, error) {
 type inlineRun struct {
 	in    *Input
 	blobs [][]byte
+	fault error // a fault of the store the effect met (see effects.Completion)
 }
 
 // runInline runs the intents one step emitted inside that step, those
@@ -175,6 +176,10 @@ func (w *World) runInline(ctx context.Context, intents []*effects.Intent, base j
 	run := func(i int) {
 		c, ok := w.disp.RunInline(ctx, intents[i])
 		if !ok {
+			return
+		}
+		if c.Fault != nil {
+			out[i] = inlineRun{fault: c.Fault}
 			return
 		}
 		in := receiptInput(c)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/effects"
@@ -241,6 +242,31 @@ type stepper struct {
 	runnabl []uint64
 	queued  map[uint64]bool
 	err     error
+	reads   faultNoter // what a reducer reads the CAS through
+}
+
+// faultNoter is the CAS a reducer reads through: it notes the first read
+// that found the store damaged (an error wrapping cas.ErrCorrupt: bytes
+// that do not hash to their ref, a damaged page of the file). Such a read
+// fails the input (see deliver): recorded as the reducer's error, it
+// would make the store's damage part of the world's history, and a replay
+// on a damaged store would report it as code that diverges.
+type faultNoter struct {
+	cas.Getter
+	mu    sync.Mutex
+	fault error
+}
+
+func (f *faultNoter) Get(ctx context.Context, ref cas.Ref) ([]byte, error) {
+	b, err := f.Getter.Get(ctx, ref)
+	if err != nil && errors.Is(err, cas.ErrCorrupt) {
+		f.mu.Lock()
+		if f.fault == nil {
+			f.fault = err
+		}
+		f.mu.Unlock()
+	}
+	return b, err
 }
 
 // blobStager is a CAS that makes blobs readable before they are stored
@@ -518,8 +544,13 @@ func (s *stepper) deliver(module string, key schema.Value, evSchema string, valu
 		// step's outcome, the cell no longer has one.
 		state, memo, old.memo = old.state, old.memo, nil
 	}
-	rc := &reducer.Context{Stamp: s.stamp, Module: module, Key: key, EventSchema: abiEvent, CAS: m.cas, Memo: memo}
+	s.reads.Getter = m.cas
+	rc := &reducer.Context{Stamp: s.stamp, Module: module, Key: key, EventSchema: abiEvent, CAS: &s.reads, Memo: memo}
 	out, err := safeStep(red, rc, state, value)
+	if fault := s.reads.fault; fault != nil {
+		s.err = fmt.Errorf("world: reducer %s read a damaged store handling %s: %w", module, evSchema, fault)
+		return
+	}
 	if err != nil {
 		fail(key, "%v", err)
 		return
@@ -733,17 +764,9 @@ func (s *stepper) receipt(in *Input) {
 	}
 }
 
-// resultSchemas are the events that carry micro-effect receipts back to
-// the reducer that emitted them.
-var resultSchemas = map[string]string{
-	"blob.put":  "sys/BlobPutResult@1",
-	"blob.get":  "sys/BlobGetResult@1",
-	"timer.set": "sys/TimerFired@1",
-}
-
 func (s *stepper) reducerReceipt(intent *effects.Intent, in *Input, payload schema.Value) {
 	m := s.m
-	evSchema, ok := resultSchemas[intent.Kind]
+	evSchema, ok := schema.ReceiptEvent(intent.Kind) // it goes back to the cell that emitted the effect
 	if !ok {
 		return
 	}

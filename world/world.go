@@ -207,6 +207,14 @@ func (w *World) applyBatch(ctx context.Context, ins []*Input, extraBlobs [][]byt
 	if w.err != nil {
 		return journal.Head{}, w.err
 	}
+	// Whatever breaks the world below (a failed commit above all) ends
+	// every wait at once: the waiters of WaitIdle see w.err. This runs
+	// last, after the recovery of a panic.
+	defer func() {
+		if w.err != nil {
+			w.wake()
+		}
+	}()
 	// The effects started before their intents are durable, waiting for
 	// the commit's outcome (see below). Any way out but the one that
 	// releases them as durable (a failed commit, a broken world, a panic)
@@ -283,6 +291,12 @@ func (w *World) applyBatch(ctx context.Context, ins []*Input, extraBlobs [][]byt
 		staged = len(blobs)
 		room := max(maxBatch-len(queue), 0)
 		ran := w.runInline(ctx, step.Dispatch[:min(room, len(step.Dispatch))], w.head, records)
+		for i := range ran {
+			if ran[i].fault != nil {
+				w.err = storageFault(w.opts.Name, step.Dispatch[i], ran[i].fault)
+				return journal.Head{}, w.err
+			}
+		}
 		for i, intent := range step.Dispatch {
 			if i >= len(ran) || ran[i].in == nil {
 				dispatch = append(dispatch, intent)
@@ -322,8 +336,7 @@ func (w *World) applyBatch(ctx context.Context, ins []*Input, extraBlobs [][]byt
 	}
 	first := w.head.Seq + 1
 	w.head = head
-	close(w.signal)
-	w.signal = make(chan struct{})
+	w.wake()
 	if w.opts.OnCommit != nil {
 		recs := make([]journal.Record, len(records))
 		for i, e := range records {
@@ -342,6 +355,19 @@ func (w *World) applyBatch(ctx context.Context, ins []*Input, extraBlobs [][]byt
 	return head, nil
 }
 
+// wake wakes the waiters of WaitIdle. The caller holds w.mu.
+func (w *World) wake() {
+	close(w.signal)
+	w.signal = make(chan struct{})
+}
+
+// storageFault is the error of a world whose adapter met a damaged store
+// running intent.
+func storageFault(world string, intent *effects.Intent, fault error) error {
+	return fmt.Errorf("world %s stopped: its store is damaged: the %s effect (intent %s) read it and failed: %w (the effect runs again when the world reopens)",
+		world, intent.Kind, intent.Hash.Short(), fault)
+}
+
 func (w *World) loop() {
 	defer close(w.done)
 	var ins []*Input
@@ -350,6 +376,18 @@ func (w *World) loop() {
 	for {
 		ins, waiters, blobs = ins[:0], waiters[:0], blobs[:0]
 		take := func(c effects.Completion) {
+			if c.Fault != nil {
+				// Its receipt is not applied: the store the adapter read
+				// is damaged, and so may be what it made of it.
+				w.mu.Lock()
+				if w.err == nil {
+					w.err = storageFault(w.opts.Name, c.Intent, c.Fault)
+					w.log.Error("stopped", "err", w.err)
+					w.wake()
+				}
+				w.mu.Unlock()
+				return
+			}
 			w.mu.RLock()
 			pending := w.m.IsPending(c.Intent.Hash)
 			w.mu.RUnlock()
@@ -391,8 +429,9 @@ func (w *World) loop() {
 		if len(ins) == 0 {
 			continue
 		}
+		broken := w.Err() != nil
 		h, err := w.applyBatch(context.Background(), ins, blobs)
-		if err != nil && len(waiters) == 0 {
+		if err != nil && len(waiters) == 0 && !broken { // logged once, when the world breaks
 			w.log.Error("apply", "err", err)
 		}
 		for _, r := range waiters {
@@ -451,7 +490,9 @@ func (w *World) submit(ctx context.Context, in *Input) (journal.Head, error) {
 }
 
 // WaitIdle waits until no effect is in flight and no input is being
-// applied, or until ctx is done. It returns the world's error if it broke.
+// applied, or until ctx is done. It returns the world's error if it broke,
+// as soon as it breaks (a commit failed, an adapter met a damaged store),
+// whatever is still in flight.
 func (w *World) WaitIdle(ctx context.Context) error {
 	for {
 		w.mu.RLock()

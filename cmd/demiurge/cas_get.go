@@ -29,6 +29,7 @@ keys as objects, other maps as [[key, value]] pairs, bytes as
 				return err
 			}
 			defer closeStore(s, &err)
+			defer func() { err = explainMissing(cmd.Context(), s, err) }()
 			data, err := s.CAS().Get(cmd.Context(), ref)
 			if err != nil {
 				return storeErr("cas get", s.Dir(), err)

@@ -24,6 +24,7 @@ is an error. Opens the store read-only.`,
 				return err
 			}
 			defer closeStore(s, &err)
+			defer func() { err = explainMissing(cmd.Context(), s, err) }()
 			size, err := s.CAS().Stat(cmd.Context(), ref)
 			if err != nil {
 				return storeErr("cas stat", s.Dir(), err)

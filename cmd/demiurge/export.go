@@ -32,6 +32,7 @@ store. Opens the store read-only.`,
 				return err
 			}
 			defer closeStore(s, &err)
+			defer func() { err = explainMissing(cmd.Context(), s, err) }()
 			ctx := cmd.Context()
 			ref, err := worldManifest(ctx, s.Journal(), wf.world)
 			if err != nil {
@@ -46,6 +47,13 @@ store. Opens the store read-only.`,
 			m, err := replay.Export(ctx, s.Journal(), s.CAS(), wf.world, cat.Sources(), args[0])
 			if err != nil {
 				return err
+			}
+			// Refs the store does not hold may name things outside it; on a
+			// damaged file they may be blobs a damaged page hides.
+			if m.Missing > 0 {
+				if ferr := s.CAS().CheckFile(ctx); ferr != nil {
+					return fmt.Errorf("export: %d refs the records name are not in the store, whose file is damaged (the bundle in %s lacks them): %w", m.Missing, args[0], ferr)
+				}
 			}
 			fmt.Fprintf(a.out, "exported world %s to %s: %s, %s, head %d\n", wf.world, args[0], plural(int(m.Records), "record"), plural(m.Blobs, "blob"), m.Head)
 			return nil

@@ -64,8 +64,10 @@ func TestJournalDumpCorrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := mustRun(t, exitFailure, "", "--store", dir, "journal", "dump", "--world", "a")
-	if strings.Count(r.stdout, "\n") != 2 || !strings.HasPrefix(r.stdout, "1 DomainEvent ") {
-		t.Errorf("stdout %q; want records 1 and 2", r.stdout)
+	// Record 2 was altered: the break in its link to record 3 gives it
+	// away, and it is not printed.
+	if strings.Count(r.stdout, "\n") != 1 || !strings.HasPrefix(r.stdout, "1 DomainEvent ") {
+		t.Errorf("stdout %q; want record 1 only", r.stdout)
 	}
 	if !strings.Contains(r.stderr, "journal: world a: hash chain broken at seq 3") {
 		t.Errorf("stderr %q", r.stderr)

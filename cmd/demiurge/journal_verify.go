@@ -35,16 +35,24 @@ record. Prints "W: ok, seq N blake3:..." for a good world and
 			defer closeStore(s, &err)
 			ctx := cmd.Context()
 			worlds := []string{world}
+			bad := 0
 			if !explicit {
-				if worlds, err = s.Journal().Worlds(ctx); err != nil {
-					return fmt.Errorf("journal verify: list worlds: %w", err)
+				// A store that names a world it cannot list still has the
+				// others to check.
+				var listErr error
+				worlds, listErr = s.Journal().Worlds(ctx)
+				if listErr != nil {
+					if ctx.Err() != nil || !errors.Is(listErr, journal.ErrCorrupt) {
+						return fmt.Errorf("journal verify: list worlds: %w", listErr)
+					}
+					bad++
+					fmt.Fprintln(a.out, listErr)
 				}
-				if len(worlds) == 0 {
+				if len(worlds) == 0 && bad == 0 {
 					_, err = fmt.Fprintf(a.out, "no worlds in store %s\n", s.Dir())
 					return err
 				}
 			}
-			bad := 0
 			for _, w := range worlds {
 				head, err := journal.Verify(ctx, s.Journal(), w)
 				if err != nil {
@@ -63,6 +71,9 @@ record. Prints "W: ok, seq N blake3:..." for a good world and
 				fmt.Fprintf(a.out, "%s: ok, %s\n", w, head)
 			}
 			if bad > 0 {
+				if bad > len(worlds) { // the listing failed too
+					return fmt.Errorf("journal verify: the worlds of store %s could not all be listed, and %d of the %s listed failed", s.Dir(), bad-1, plural(len(worlds), "world"))
+				}
 				return fmt.Errorf("journal verify: %d of %s in store %s failed", bad, plural(len(worlds), "world"), s.Dir())
 			}
 			return nil

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"go.etcd.io/bbolt"
+
+	"github.com/demiurge-dev/demiurge/internal/store"
 	"github.com/demiurge-dev/demiurge/journal"
 )
 
@@ -70,6 +75,34 @@ func TestJournalVerifyEmpty(t *testing.T) {
 		r := mustRun(t, exitOK, "", "--store", dir, "journal", "verify")
 		if r.stdout != "no worlds in store "+dir+"\n" {
 			t.Errorf("stdout %q", r.stdout)
+		}
+	})
+}
+
+// TestJournalVerifyLostHead: a world whose head entry is lost is reported,
+// and the other worlds are verified all the same.
+func TestJournalVerifyLostHead(t *testing.T) {
+	t.Parallel()
+	dir := storeWithWorlds(t)
+	db, err := bbolt.Open(filepath.Join(dir, store.FileName), 0o600, &bbolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		return tx.Bucket([]byte("journal.log")).Delete(append([]byte{0xff}, "a"...))
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireStoreUnchanged(t, dir, func() {
+		r := mustRun(t, exitFailure, "", "--store", dir, "journal", "verify")
+		want := regexp.MustCompile(`^journal: world a: world a has no head entry, but has records \(anchor [0-9a-f]+\)\nb: ok, seq 1 blake3:[0-9a-f]{12}\n$`)
+		if !want.MatchString(r.stdout) {
+			t.Errorf("stdout:\n%s", r.stdout)
+		}
+		if !strings.HasPrefix(r.stderr, "demiurge: journal verify: 1 of 2 worlds in store "+dir+" failed\n") {
+			t.Errorf("stderr %q", r.stderr)
 		}
 	})
 }

@@ -34,6 +34,7 @@ func TestMain(m *testing.M) {
 		"demiurge-append":         helper(helperAppend),
 		"demiurge-corrupt-blob":   helper(helperCorruptBlob),
 		"demiurge-corrupt-record": helper(helperCorruptRecord),
+		"demiurge-damage":         helper(helperDamage),
 		"demiurge-cbor":           helper(helperCBOR),
 		"demiurge-hold":           helper(helperHold),
 		"demiurge-mcp-server":     helper(helperMCPServer),
@@ -43,7 +44,8 @@ func TestMain(m *testing.M) {
 // TestScripts runs the end-to-end scripts in testdata/script: the real
 // binary in a fresh temporary directory each (so the store is
 // $WORK/.demiurge, never the user's). The counter example is copied into
-// $WORK/counter, the timer and blobecho examples into $WORK/examples.
+// $WORK/counter, the timer, blobecho and demiurge examples into
+// $WORK/examples, the recorded session demo (a bundle) into $WORK/demo.
 func TestScripts(t *testing.T) {
 	t.Parallel()
 	testscript.Run(t, testscript.Params{
@@ -59,7 +61,7 @@ func TestScripts(t *testing.T) {
 					return err
 				}
 			}
-			return nil
+			return os.CopyFS(filepath.Join(env.WorkDir, "demo"), os.DirFS(filepath.Join("..", "..", "testdata", "sessions", "demo")))
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exits":    cmdExits,

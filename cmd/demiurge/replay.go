@@ -58,7 +58,7 @@ diff, and replay exits 1. Opens the store read-only.`,
 					res, err = replay.ReplayBundle(ctx, b, reg, fromGenesis)
 				}
 				if err != nil {
-					return fmt.Errorf("%s", replay.Describe(err))
+					return describe(err)
 				}
 				if cat, cerr := b.Catalog(reg); cerr == nil {
 					given = cat.ManifestRef()
@@ -91,7 +91,7 @@ diff, and replay exits 1. Opens the store read-only.`,
 				res, err = world.Replay(ctx, world.ReplayOptions{Name: wf.world, Catalog: cat, Reducers: newRegistry(), Storage: st,
 					FromGenesis: fromGenesis, UnderManifest: underManifest})
 				if err != nil {
-					return fmt.Errorf("%s", replay.Describe(err))
+					return explainMissing(ctx, s, describe(err))
 				}
 				given = cat.ManifestRef()
 				source = "world " + wf.world

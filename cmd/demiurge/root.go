@@ -7,11 +7,16 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/internal/store"
+	"github.com/demiurge-dev/demiurge/journal"
+	"github.com/demiurge-dev/demiurge/replay"
+	"github.com/demiurge-dev/demiurge/world"
 )
 
 // Exit codes of the demiurge command.
@@ -41,6 +46,9 @@ type app struct {
 	storeDir string
 	verbose  bool
 	log      *slog.Logger
+	// usedStore is set once the command opens (or tries to open) the
+	// store: a damaged blob in a bundle is not the store's damage.
+	usedStore bool
 }
 
 // usageError is a mistake on the command line; it exits with exitUsage.
@@ -107,6 +115,9 @@ func execute(ctx context.Context, args []string, std stdio, getenv func(string) 
 		return xs.code
 	}
 	fmt.Fprintf(std.err, "demiurge: %v\n", err)
+	if a.usedStore && storeDamaged(err) {
+		fmt.Fprintf(std.err, "demiurge: the store in %s is damaged: restore it from a copy, or import a bundle that `demiurge export` wrote into a new store (--store); `demiurge cas verify` and `demiurge journal verify` show what can still be read\n", a.storeDir)
+	}
 	var ue *usageError
 	if errors.As(err, &ue) {
 		if cmd == nil {
@@ -116,6 +127,12 @@ func execute(ctx context.Context, args []string, std stdio, getenv func(string) 
 		return exitUsage
 	}
 	return exitFailure
+}
+
+// storeDamaged reports whether err says that the store's file or its data
+// are damaged (not merely missing or locked).
+func storeDamaged(err error) bool {
+	return errors.Is(err, cas.ErrCorrupt) || errors.Is(err, journal.ErrCorrupt)
 }
 
 // newRootCommand builds the command tree of a, reading the default store
@@ -208,6 +225,7 @@ func groupRunE(cmd *cobra.Command, args []string) error {
 // openStore opens the store named by --store, read-only or read-write.
 func (a *app) openStore(readOnly bool) (*store.Store, error) {
 	a.log.Debug("open store", "dir", a.storeDir, "read_only", readOnly)
+	a.usedStore = true
 	s, err := store.Open(a.storeDir, &store.Options{ReadOnly: readOnly})
 	if err != nil {
 		if errors.Is(err, store.ErrNotExist) {
@@ -217,6 +235,76 @@ func (a *app) openStore(readOnly bool) (*store.Store, error) {
 	}
 	return s, nil
 }
+
+// explainMissing adds to err, when it says that a blob the journal names is
+// missing or that a replay diverges, whether the store's file is damaged
+// (the page check of cas verify): a damaged page can hide a blob without
+// changing a byte of it. It returns err as it is otherwise.
+func explainMissing(ctx context.Context, s *store.Store, err error) error {
+	if err == nil || storeDamaged(err) || ctx.Err() != nil {
+		return err
+	}
+	if _, diverged := errors.AsType[*world.DivergenceError](err); !diverged && !errors.Is(err, cas.ErrNotFound) {
+		return err
+	}
+	if ferr := s.CAS().CheckFile(ctx); ferr != nil {
+		return fmt.Errorf("%w\nthe store's file is damaged, which may be why: %w", err, ferr)
+	}
+	return err
+}
+
+// notingGetter is a cas.Getter that notes the blobs its reads found damaged
+// or missing, for commands that show what they can without them (trace).
+type notingGetter struct {
+	cas.Getter
+	mu      sync.Mutex
+	damage  error // the first read that found the store damaged
+	missing int   // reads that found nothing
+}
+
+func (g *notingGetter) Get(ctx context.Context, ref cas.Ref) ([]byte, error) {
+	b, err := g.Getter.Get(ctx, ref)
+	if err != nil {
+		g.mu.Lock()
+		switch {
+		case errors.Is(err, cas.ErrCorrupt) && g.damage == nil:
+			g.damage = err
+		case errors.Is(err, cas.ErrNotFound):
+			g.missing++
+		}
+		g.mu.Unlock()
+	}
+	return b, err
+}
+
+// check returns an error if a read found the store in s damaged, or found
+// a blob missing from a store whose file is damaged (a damaged page can
+// hide a blob); blobs missing from a sound store are not an error.
+func (g *notingGetter) check(ctx context.Context, s *store.Store, op string) error {
+	g.mu.Lock()
+	damage, missing := g.damage, g.missing
+	g.mu.Unlock()
+	if damage != nil {
+		return fmt.Errorf("%s: what could not be shown above: %w", op, damage)
+	}
+	if missing == 0 || ctx.Err() != nil {
+		return nil
+	}
+	if err := s.CAS().CheckFile(ctx); err != nil {
+		return fmt.Errorf("%s: %s the records name not found in the store, whose file is damaged: %w", op, plural(missing, "blob"), err)
+	}
+	return nil
+}
+
+// describedError is an error shown as replay.Describe shows it (a replay
+// divergence as a diff), which errors.Is and errors.As still see through.
+type describedError struct{ err error }
+
+func (e *describedError) Error() string { return replay.Describe(e.err) }
+func (e *describedError) Unwrap() error { return e.err }
+
+// describe returns err shown as replay.Describe shows it.
+func describe(err error) error { return &describedError{err} }
 
 // closeStore closes s, keeping the first error in *errp.
 func closeStore(s *store.Store, errp *error) {

@@ -19,7 +19,6 @@ import (
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
-	"github.com/demiurge-dev/demiurge/replay"
 	"github.com/demiurge-dev/demiurge/world"
 )
 
@@ -257,7 +256,7 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 		OnCommit: ag.commit,
 	})
 	if err != nil {
-		return fmt.Errorf("open world %s: %s", f.world, replay.Describe(err))
+		return explainMissing(ctx, s, fmt.Errorf("open world %s: %w", f.world, describe(err)))
 	}
 	defer func() {
 		if cerr := w.Close(); err == nil {

@@ -81,7 +81,7 @@ the divergence is reported and nothing is sent.`,
 				},
 			})
 			if err != nil {
-				return fmt.Errorf("open world %s: %s", wf.world, replay.Describe(err))
+				return explainMissing(ctx, s, fmt.Errorf("open world %s: %w", wf.world, describe(err)))
 			}
 			defer func() {
 				if cerr := w.Close(); err == nil {

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	bashfx "github.com/demiurge-dev/demiurge/adapters/scripted"
-	"github.com/demiurge-dev/demiurge/replay"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools"
 	"github.com/demiurge-dev/demiurge/world"
@@ -90,7 +89,7 @@ command; 1 or the command's status for a failed command), or the usual 1 and
 				w, err = world.Open(ctx, world.Options{Name: wf.world, Catalog: cat, Reducers: newRegistry(),
 					Storage: st, Adapters: adapters(), Logger: a.log})
 				if err != nil {
-					return fmt.Errorf("open world %s: %s", wf.world, replay.Describe(err))
+					return explainMissing(ctx, s, fmt.Errorf("open world %s: %w", wf.world, describe(err)))
 				}
 				defer func() {
 					if cerr := w.Close(); err == nil {

@@ -60,6 +60,7 @@ JSON of its canonical value. With --json each cell is one JSON object
 				return err
 			}
 			defer closeStore(s, &err)
+			defer func() { err = explainMissing(cmd.Context(), s, err) }()
 			ctx := cmd.Context()
 			head, err := s.Journal().Head(ctx, wf.world)
 			if err != nil {

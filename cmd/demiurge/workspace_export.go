@@ -39,6 +39,7 @@ Opens the store read-only.`,
 				return err
 			}
 			defer closeStore(s, &err)
+			defer func() { err = explainMissing(cmd.Context(), s, err) }()
 			ctx := cmd.Context()
 			v, root, err := f.root(ctx, s)
 			if err != nil {

@@ -17,7 +17,6 @@ import (
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/reducer/builtin"
-	"github.com/demiurge-dev/demiurge/replay"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools/workspace"
 	"github.com/demiurge-dev/demiurge/world"
@@ -105,7 +104,7 @@ recorded.`,
 				},
 			})
 			if err != nil {
-				return fmt.Errorf("open world %s: %s", f.world, replay.Describe(err))
+				return explainMissing(ctx, s, fmt.Errorf("open world %s: %w", f.world, describe(err)))
 			}
 			defer func() {
 				if cerr := w.Close(); err == nil {

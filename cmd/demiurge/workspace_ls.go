@@ -40,6 +40,7 @@ With --json each entry is one JSON object {"path", "kind", "size", "mode",
 				return err
 			}
 			defer closeStore(s, &err)
+			defer func() { err = explainMissing(cmd.Context(), s, err) }()
 			ctx := cmd.Context()
 			_, root, err := f.root(ctx, s)
 			if err != nil {

@@ -93,12 +93,11 @@ func gatePanics(t *testing.T) (err error) {
 	return nil
 }
 
-// TestGateTakesBytesParams is the minimal failing test of a kernel bug:
-// effects.findSecrets compares field values with != (gate.go, KindRecord
-// case: "nv != fv"), which panics at run time when the field holds a
-// []byte (or a list: []schema.Value), so deciding any blob.put — and any
-// effect whose params have a bytes or list field — panics the world's
-// goroutine instead of allowing it.
+// TestGateTakesBytesParams keeps a fixed kernel bug fixed: effects'
+// secret search compared field values with != (gate.go), which panicked at
+// run time when the field held a []byte (or a list: []schema.Value), so
+// deciding any blob.put (any effect whose params have a bytes or list
+// field) panicked the world's goroutine instead of allowing it.
 func TestGateTakesBytesParams(t *testing.T) {
 	if err := gatePanics(t); err != nil {
 		t.Error(err)

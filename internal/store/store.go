@@ -99,6 +99,13 @@ type Store struct {
 // exist. Passing nil options opens it with the defaults. If another
 // process holds the lock for longer than Options.LockTimeout, the error
 // wraps ErrLocked. The caller must Close the store.
+//
+// A damaged file is refused, read-only or read-write, and left as it is:
+// an empty one with an error wrapping cas.ErrEmptyFile (it is never made
+// a new store: whatever it held would be forgotten without a word), one
+// cut short or with a damaged page that opening reads with a
+// *cas.BoltDamageError. Both wrap cas.ErrCorrupt or journal.ErrCorrupt,
+// except the empty file.
 func Open(dir string, opts *Options) (*Store, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -134,7 +141,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 		NoSync:   o.NoSync,
 	}
 	cas.TuneBolt(bo) // the CAS's blobs are most of the file's bytes
-	db, err := bbolt.Open(path, 0o600, bo)
+	db, err := cas.OpenBoltDB(path, 0o600, bo)
 	if err != nil {
 		if errors.Is(err, berrors.ErrTimeout) {
 			return nil, fmt.Errorf("%w: %s is held by another process (a running `demiurge run`?); waited %v for it",

@@ -2,9 +2,12 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -315,4 +318,70 @@ func closeNew(dir string) error {
 func TestPutWhileReading(t *testing.T) {
 	s := mustOpen(t, t.TempDir(), &Options{NoSync: true})
 	castest.PutsWhileReading(t, s.DB(), s.CAS())
+}
+
+// TestOpenDamaged: a store file that is empty, cut short, or whose root
+// page is damaged is refused, read-only or read-write, with an error that
+// names the file and says what is wrong, and left as it is.
+func TestOpenDamaged(t *testing.T) {
+	good := t.TempDir()
+	s := mustOpen(t, good, &Options{NoSync: true})
+	if _, err := s.CAS().Put(t.Context(), bytes.Repeat([]byte("blob "), 5000)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Journal().Append(t.Context(), "w", journal.Head{}, []journal.Entry{{Kind: "A"}}); err != nil {
+		t.Fatal(err)
+	}
+	pageSize := s.DB().Info().PageSize
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	orig, err := os.ReadFile(filepath.Join(good, FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The root bucket's page, which every open reads: in the meta page of
+	// the newest transaction (page header 16 bytes, then magic, version,
+	// page size, flags, root page id; txid at 64).
+	m := orig[16:]
+	if m1 := orig[pageSize+16:]; binary.NativeEndian.Uint64(m1[48:]) > binary.NativeEndian.Uint64(m[48:]) {
+		m = m1
+	}
+	root := int(binary.NativeEndian.Uint64(m[16:]))
+	for _, tc := range []struct {
+		name   string
+		damage func(b []byte) []byte
+		is     error
+		want   string
+	}{
+		{"empty", func(b []byte) []byte { return nil }, cas.ErrEmptyFile, "empty store file .*demiurge.db .*restore it, or remove it to start over"},
+		{"cut to the meta pages", func(b []byte) []byte { return b[:2*pageSize] }, cas.ErrCorrupt, "demiurge.db is damaged at page 2: the file is 8192 bytes, but its meta page .* says it holds [0-9]+ pages .*cut short"},
+		{"cut to one byte", func(b []byte) []byte { return b[:1] }, cas.ErrCorrupt, "demiurge.db is damaged: neither of its meta pages"},
+		{"root page zeroed", func(b []byte) []byte {
+			clear(b[root*pageSize : (root+1)*pageSize])
+			return b
+		}, cas.ErrCorrupt, fmt.Sprintf(`demiurge.db is damaged at page %d: bbolt: assertion failed: Page expected to be: %d, but self identifies as 0`, root, root)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			bad := tc.damage(bytes.Clone(orig))
+			path := filepath.Join(dir, FileName)
+			if err := os.WriteFile(path, bad, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for _, ro := range []bool{true, false} {
+				s, err := Open(dir, &Options{ReadOnly: ro})
+				if err == nil {
+					s.Close()
+					t.Fatalf("read-only %v: Open succeeded", ro)
+				}
+				if !errors.Is(err, tc.is) || !regexp.MustCompile(tc.want).MatchString(err.Error()) || strings.Contains(err.Error(), "bad file descriptor") {
+					t.Errorf("read-only %v: %v; want %v matching %q", ro, err, tc.is, tc.want)
+				}
+				if after, err := os.ReadFile(path); err != nil || !bytes.Equal(after, bad) {
+					t.Errorf("read-only %v: the file changed (%d bytes, was %d): %v", ro, len(after), len(bad), err)
+				}
+			}
+		})
+	}
 }

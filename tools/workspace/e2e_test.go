@@ -3,6 +3,7 @@ package workspace_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -231,7 +232,10 @@ func testEndToEnd(t *testing.T, e *e2e) {
 	if len(rs) != 3 {
 		t.Fatalf("%d results; want 3", len(rs))
 	}
+	// The service serializes the writes in whatever order the dispatcher
+	// runs them: which version wrote src/b.txt is read from its response.
 	byVersion := map[uint64]*schema.Map{}
+	var bVersion uint64
 	for id, r := range rs {
 		if get(r, "exit_code") != uint64(0) {
 			t.Fatalf("%s: %s", id, schema.String(r))
@@ -243,6 +247,9 @@ func testEndToEnd(t *testing.T, e *e2e) {
 		var out struct{ Version uint64 }
 		json.Unmarshal([]byte(get(r, "stdout").(string)), &out)
 		byVersion[out.Version] = r
+		if id == "w2" {
+			bVersion = out.Version
+		}
 	}
 	if len(byVersion) != 3 || byVersion[1] == nil || byVersion[2] == nil || byVersion[3] == nil {
 		t.Fatalf("versions %v; want 1, 2, 3", slices.Sorted(maps.Keys(byVersion)))
@@ -340,9 +347,9 @@ func testEndToEnd(t *testing.T, e *e2e) {
 	// Reopened with a new service, the world's versions are what it knows.
 	e.w.Close()
 	e.open()
-	rs = e.calls([3]string{"r2", workspace.ToolRead, `{"path": "src/b.txt", "version": 2}`}, write("w4", "src/d.txt", "delta\n"))
+	rs = e.calls([3]string{"r2", workspace.ToolRead, fmt.Sprintf(`{"path": "src/b.txt", "version": %d}`, bVersion)}, write("w4", "src/d.txt", "delta\n"))
 	if get(rs["r2"], "stdout") != "beta\n" {
-		t.Errorf("read version 2 after reopening: %s", schema.String(rs["r2"]))
+		t.Errorf("read version %d, which wrote src/b.txt, after reopening: %s", bVersion, schema.String(rs["r2"]))
 	}
 	var out struct{ Version uint64 }
 	json.Unmarshal([]byte(get(rs["w4"], "stdout").(string)), &out)
