@@ -162,6 +162,17 @@ func (g *Generator) prepare(ctx context.Context, blobs Blobs, p Params, apiKey s
 		return nil, invalidf("model is empty: name the provider's model, such as \"gpt-5-mini\"")
 	}
 	c.model, _ = g.ModelFor(p.Model)
+	if p.InstructionsRef != nil {
+		b, err := blobs.Get(ctx, *p.InstructionsRef)
+		if err != nil {
+			return nil, fmt.Errorf("%w: instructions_ref %s: %w", ErrInvalidParams, p.InstructionsRef.Short(), err)
+		}
+		text := string(b)
+		if p.Instructions != nil && *p.Instructions != "" {
+			text = *p.Instructions + "\n\n" + text
+		}
+		p.Instructions = &text
+	}
 	if az := g.cfg.Azure; az != nil {
 		p.Model = az.deployment(p.Model) // Azure's model field names the deployment
 	}

@@ -505,7 +505,7 @@ func TestMemberLast(t *testing.T) {
 		{`{"a":1,"input":[1,2],"b":{"c":"}"}}`, "input", `{"a":1,"b":{"c":"}"},"input":[1,2]}`},
 		{`{"input":"x"}`, "input", `{"input":"x"}`},
 		{`{"a":1,"input":2}`, "input", `{"a":1,"input":2}`},
-		{` { "a" : 1 , "messages" : [ {"é\"":null} ] , "z":true}`, "messages", `{"a":1,"z":true,"messages":[ {"é\"":null} ]}`},
+		{` { "a" : 1 , "messages" : [ {"é\"":null} ] , "z":true}`, "messages", `{"a" : 1,"z":true,"messages" : [ {"é\"":null} ]}`}, // members as they were written
 	} {
 		got, ok := memberLast([]byte(tc.in), tc.key)
 		if !ok || string(got) != tc.want {

@@ -259,51 +259,116 @@ func hint(kind ErrorKind, provider, baseURL string, keySent bool) string {
 }
 
 // memberLast returns the JSON object body with its member key moved to
-// the end (the members' bytes as they were), and whether it has one.
+// the end (the members' bytes as they were), and whether it has one. It
+// scans the body once, byte by byte (a request can be megabytes), and
+// gives up (false) on anything but a well-formed object.
 func memberLast(body []byte, key string) ([]byte, bool) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+	type span struct{ from, to int } // a member: its key to the end of its value
+	var members []span
+	found := -1
+	i := skipSpace(body, 0)
+	if i >= len(body) || body[i] != '{' {
 		return nil, false
 	}
-	type member struct {
-		key string
-		val json.RawMessage
-	}
-	var members []member
-	found := -1
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, false
-		}
-		k, ok := tok.(string)
+	i = skipSpace(body, i+1)
+	for i < len(body) && body[i] != '}' {
+		from := i
+		end, ok := skipString(body, i)
 		if !ok {
 			return nil, false
 		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
+		k := body[i+1 : end-1]
+		i = skipSpace(body, end)
+		if i >= len(body) || body[i] != ':' {
 			return nil, false
 		}
-		if k == key {
+		if i, ok = skipValue(body, skipSpace(body, i+1)); !ok {
+			return nil, false
+		}
+		if string(k) == key {
 			found = len(members)
 		}
-		members = append(members, member{k, v})
-	}
-	if found < 0 || found == len(members)-1 {
-		return body, found >= 0
-	}
-	members = append(append(members[:found:found], members[found+1:]...), members[found])
-	out := make([]byte, 0, len(body))
-	out = append(out, '{')
-	for i, m := range members {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		k, err := json.Marshal(m.key)
-		if err != nil {
+		members = append(members, span{from, i})
+		i = skipSpace(body, i)
+		if i < len(body) && body[i] == ',' {
+			i = skipSpace(body, i+1)
+		} else if i >= len(body) || body[i] != '}' {
 			return nil, false
 		}
-		out = append(append(append(out, k...), ':'), m.val...)
+	}
+	if i >= len(body) || skipSpace(body, i+1) != len(body) || found < 0 {
+		return nil, false
+	}
+	if found == len(members)-1 {
+		return body, true
+	}
+	out := make([]byte, 0, len(body))
+	out = append(out, '{')
+	for j, m := range append(append(members[:found:found], members[found+1:]...), members[found]) {
+		if j > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, body[m.from:m.to]...)
 	}
 	return append(out, '}'), true
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the end of the JSON string at b[i].
+func skipString(b []byte, i int) (int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return 0, false
+	}
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1, true
+		}
+	}
+	return 0, false
+}
+
+// skipValue returns the end of the JSON value at b[i] (its syntax is
+// checked only as far as finding its end needs).
+func skipValue(b []byte, i int) (int, bool) {
+	if i >= len(b) {
+		return 0, false
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				end, ok := skipString(b, i)
+				if !ok {
+					return 0, false
+				}
+				i = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1, true
+				}
+			}
+		}
+		return 0, false
+	}
+	start := i
+	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\n' && b[i] != '\t' && b[i] != '\r' {
+		i++
+	}
+	return i, i > start
 }

@@ -59,6 +59,9 @@ type Params struct {
 	// ReasoningEffort is passed as reasoning.effort (reasoning_effort for
 	// Chat Completions), e.g. "low"; nil leaves the provider's default.
 	ReasoningEffort *string `cbor:"reasoning_effort"`
+	// InstructionsRef, if set, names a blob whose text is the system
+	// prompt (after Instructions, if both are set).
+	InstructionsRef *cas.Ref `cbor:"instructions_ref,omitempty"`
 	// Transcript, if set, names the rest of the transcript as a reflist
 	// in the store (sys/LlmGenerateParams@2): a chat of any length is
 	// named in a few hundred bytes. Nil in sys/LlmGenerateParams@1.

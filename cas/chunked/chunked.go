@@ -32,9 +32,9 @@ import (
 
 // Chunk sizes, in bytes.
 const (
-	MinChunk = 1 << 10
-	AvgChunk = 4 << 10
-	MaxChunk = 16 << 10
+	MinChunk = 512
+	AvgChunk = 2 << 10
+	MaxChunk = 8 << 10
 )
 
 // Index is the node that names a chunked blob's chunks, the Go form of
@@ -111,21 +111,39 @@ const recentSize = 256
 func (w *Writer) Put(ctx context.Context, p Store, data []byte) (cas.Ref, error) {
 	size := uint64(len(data))
 	var refs []cas.Ref
+	var chunks [][]byte
 	for _, n := range Split(data) {
-		r, err := p.Put(ctx, data[:n])
-		if err != nil {
+		refs = append(refs, cas.Sum(data[:n]))
+		chunks = append(chunks, data[:n])
+		data = data[n:]
+	}
+	// The chunks the blob shares with the last one that began the same
+	// way are stored already (if the store still has them): only the
+	// others are put, so that a chat's next request hands its store its
+	// new bytes, not all of them again.
+	var prev recentIndex
+	if len(refs) > 0 {
+		w.mu.Lock()
+		prev = w.recent[refs[0]]
+		w.mu.Unlock()
+	}
+	has, _ := p.(interface {
+		Has(context.Context, cas.Ref) (bool, error)
+	})
+	for i, r := range refs {
+		if i < len(prev.chunks) && prev.chunks[i] == r && has != nil {
+			if ok, err := has.Has(ctx, r); err == nil && ok {
+				continue
+			}
+		}
+		if _, err := p.Put(ctx, chunks[i]); err != nil {
 			return cas.Ref{}, fmt.Errorf("chunked: store a chunk: %w", err)
 		}
-		refs = append(refs, r)
-		data = data[n:]
 	}
 	// Build on the last index of a blob that began the same way.
 	var list reflist.List
 	if len(refs) > 0 {
-		w.mu.Lock()
-		prev, ok := w.recent[refs[0]]
-		w.mu.Unlock()
-		if ok {
+		if prev.chunks != nil {
 			same := 0
 			for same < len(refs) && same < len(prev.chunks) && refs[same] == prev.chunks[same] {
 				same++

@@ -24,7 +24,7 @@ import (
 )
 
 // ChunkSize is how many refs a chunk holds.
-const ChunkSize = 16
+const ChunkSize = 8
 
 // List is the root of a list of refs, the Go form of sys/RefList@1. The
 // zero List is the empty list.

@@ -304,6 +304,16 @@ func (ag *agent) settings(ctx context.Context, kit *toolKit, provider, model str
 		"instructions": instructions, "max_rounds": ag.f.maxRounds, "max_repeats": ag.f.maxRepeats,
 		"output_limit": ag.f.outputLimit,
 	}
+	if ag.module == demiurge.ModuleName {
+		// Chat@2 names the system prompt by ref: it is not written into
+		// every state and request of the chat.
+		iref, err := ag.st.CAS().Put(ctx, []byte(instructions))
+		if err != nil {
+			return nil, err
+		}
+		delete(s, "instructions")
+		s["instructions_ref"] = iref.String()
+	}
 	if ag.f.temperature != "" {
 		s["temperature"] = ag.f.temperature
 	}

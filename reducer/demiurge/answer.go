@@ -2,6 +2,7 @@ package demiurge
 
 import (
 	"cmp"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -51,14 +52,12 @@ func cutUTF8(text string, limit int) string {
 	return text[:cut] + fmt.Sprintf("\n[output cut at %d of %d bytes]", cut, len(text))
 }
 
-// signature names a call for the repeat guard: the tool and its canonical
-// arguments, or their hash when they are long (a script can be; the chat's
-// state keeps one signature per call).
+// signature names a call for the repeat guard: a short hash of the tool
+// and its canonical arguments (the chat's state keeps one per call of the
+// round, and the turn's latest RecentCalls).
 func signature(tool, args string) string {
-	if len(args) > 80 {
-		args = cas.Sum([]byte(args)).String()
-	}
-	return tool + " " + args
+	sum := cas.Sum([]byte(tool + "\x00" + args)).Digest()
+	return hex.EncodeToString(sum[:6]) // 48 bits: a repeat guard's, not a proof's
 }
 
 // EntryTextLimit bounds the text a tool_call or tool_output entry keeps:

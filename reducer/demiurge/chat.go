@@ -254,6 +254,9 @@ func (r *Reducer) settingsChanged(s *step) {
 	if set.Instructions != nil {
 		over += tokensOf(len(*set.Instructions))
 	}
+	if set.InstructionsRef != nil {
+		over += s.blobTokens(*set.InstructionsRef)
+	}
 	if set.ToolsRef != nil {
 		over += tokensOf(r.toolSet(s).size)
 	}
@@ -326,7 +329,7 @@ func (s *step) baseRequest(purpose string) ChatRequest {
 	set, t := s.st.Settings, s.st.Turn
 	return ChatRequest{
 		ChatID: s.chat, RequestID: t.RequestID, Round: t.Round, Purpose: purpose, Provider: set.Provider, Model: set.Model,
-		MaxTokens: set.MaxTokens, Temperature: set.Temperature, Instructions: set.Instructions,
+		MaxTokens: set.MaxTokens, Temperature: set.Temperature, Instructions: set.Instructions, InstructionsRef: set.InstructionsRef,
 		ReasoningEffort: set.ReasoningEffort, ToolsRef: set.ToolsRef,
 	}
 }

@@ -10,7 +10,9 @@ import (
 	"github.com/demiurge-dev/demiurge/adapters/llm"
 	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
 	"github.com/demiurge-dev/demiurge/adapters/toolcall"
+	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/effects"
+	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
 	"github.com/demiurge-dev/demiurge/replay"
@@ -195,9 +197,41 @@ func (cw *chatWorld) state(t *testing.T) demiurge.State {
 	return st
 }
 
-func entries(st demiurge.State) string {
+func entries(st demiurge.State) string { return formatEntries(st.Entries) }
+
+// timeline returns the chat's whole timeline, as a reader that follows its
+// states in journal order reads it (the state keeps only its latest
+// entries), formatted as entries does.
+func (cw *chatWorld) timeline(t *testing.T) string {
+	t.Helper()
+	var all []demiurge.Entry
+	seen := uint64(0)
+	err := cw.st.Journal().Read(t.Context(), "chat", 1, func(r journal.Record) error {
+		if r.Kind != world.KindState {
+			return nil
+		}
+		sr, err := world.DecodeState(r)
+		if err != nil || sr.Reducer != demiurge.ModuleName || !sr.State.Valid() {
+			return err
+		}
+		var st demiurge.State
+		if err := cas.GetNode(t.Context(), cw.st.CAS(), sr.State, &st); err != nil {
+			return err
+		}
+		var unseen []demiurge.Entry
+		unseen, seen = st.Since(seen)
+		all = append(all, unseen...)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return formatEntries(all)
+}
+
+func formatEntries(es []demiurge.Entry) string {
 	var b strings.Builder
-	for _, e := range st.Entries {
+	for _, e := range es {
 		fmt.Fprintf(&b, "%d.%d %s", e.RequestID, e.Round, e.Kind)
 		if e.Tool != nil {
 			fmt.Fprintf(&b, " %s", *e.Tool)
@@ -229,7 +263,7 @@ func TestParallelCallsOneInvalid(t *testing.T) {
 	replay.Trace(t.Context(), &sb, cw.st.Journal(), "chat", replay.TraceOptions{})
 	t.Logf("trace:\n%s", sb.String())
 	st := cw.state(t)
-	got := entries(st)
+	got := cw.timeline(t)
 	want := `1.0 user: read the readme
 1.0 tool_call workspace_read [requested]: {"path":"README.md"}
 1.0 tool_call delete_everything [rejected]: {}

@@ -116,7 +116,7 @@ func (s *step) compact(cut uint64) error {
 	t.Compacting = &cut
 	req := s.baseRequest(PurposeCompact)
 	instructions := CompactInstructions
-	req.Instructions = &instructions
+	req.Instructions, req.InstructionsRef = &instructions, nil
 	req.Transcript = s.view()
 	req.Transcript.To = &cut
 	req.Transcript.Suffix = []cas.Ref{cas.Sum(ask)}

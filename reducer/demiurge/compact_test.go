@@ -82,7 +82,7 @@ func TestCompactionByHand(t *testing.T) {
 	before := cw.state(t)
 	cw.send(t, `{"Compact": {"chat_id": "c1", "request_id": 2}}`)
 	st := cw.state(t)
-	got := entries(st)
+	got := cw.timeline(t)
 	if !strings.Contains(got, "compact: compacted transcript items 0 to ") || !strings.Contains(got, "done [stop]: compacted") || st.Summary == nil {
 		t.Fatalf("entries:\n%s", got)
 	}
@@ -92,8 +92,8 @@ func TestCompactionByHand(t *testing.T) {
 	// Nothing left to compact: said so, no model call.
 	n := len(srv.Requests())
 	cw.send(t, `{"Compact": {"chat_id": "c1", "request_id": 3}}`)
-	if len(srv.Requests()) != n || !strings.Contains(entries(cw.state(t)), "nothing to compact") {
-		t.Errorf("a second compaction: %d calls\n%s", len(srv.Requests())-n, entries(cw.state(t)))
+	if len(srv.Requests()) != n || !strings.Contains(cw.timeline(t), "nothing to compact") {
+		t.Errorf("a second compaction: %d calls\n%s", len(srv.Requests())-n, cw.timeline(t))
 	}
 	checkReplay(t, cw)
 }
@@ -104,7 +104,7 @@ func TestOverflowFails(t *testing.T) {
 	srv := compactingModel(60)
 	cw := newChatWorldOn(t, srv, `{"context_window": 3000, "on_overflow": "fail", "max_rounds": 100, "max_repeats": 1000, "output_limit": 2000}`)
 	cw.say(t, 1, "go")
-	got := entries(cw.state(t))
+	got := cw.timeline(t)
 	if !strings.Contains(got, "stop: the next request would hold about") || !strings.Contains(got, "(on_overflow: fail)") {
 		t.Fatalf("entries:\n%s", got)
 	}

@@ -84,7 +84,7 @@ func TestGuards(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cw := newChatWorld(t, llmtest.Script{Turns: tc.turns})
 			cw.say(t, 1, "go")
-			got := entries(cw.state(t))
+			got := cw.timeline(t)
 			at := 0
 			for _, w := range tc.want {
 				i := strings.Index(got[at:], w)

@@ -14,7 +14,11 @@ type Settings struct {
 	Model           string   `cbor:"model"`
 	MaxTokens       uint64   `cbor:"max_tokens"`
 	Temperature     *string  `cbor:"temperature"`
-	Instructions    *string  `cbor:"instructions"`
+	Instructions *string `cbor:"instructions"`
+	// InstructionsRef names a blob holding the system prompt (after
+	// Instructions, if both are set): a long prompt is then named, not
+	// written into every state and request.
+	InstructionsRef *cas.Ref `cbor:"instructions_ref"`
 	ReasoningEffort *string  `cbor:"reasoning_effort"`
 	ToolsRef        *cas.Ref `cbor:"tools_ref"`
 	ToolsAllow      []string `cbor:"tools_allow"`
@@ -111,6 +115,7 @@ type ChatRequest struct {
 	MaxTokens       uint64      `cbor:"max_tokens"`
 	Temperature     *string     `cbor:"temperature"`
 	Instructions    *string     `cbor:"instructions"`
+	InstructionsRef *cas.Ref    `cbor:"instructions_ref"`
 	ReasoningEffort *string     `cbor:"reasoning_effort"`
 	Transcript      Transcript  `cbor:"transcript"`
 	ToolsRef        *cas.Ref    `cbor:"tools_ref"`
@@ -254,7 +259,7 @@ const (
 
 // RecentCalls is how many of a turn's latest calls the repeat guard
 // remembers.
-const RecentCalls = 64
+const RecentCalls = 32
 
 // Turn is demiurge/Turn@2: the user message (or compaction) being
 // answered.
@@ -289,7 +294,7 @@ const Marks = 16
 
 // EntriesKept bounds the chat state's timeline: past it, the oldest
 // entries leave the state (earlier states in the journal keep them).
-const EntriesKept = 24
+const EntriesKept = 4
 
 // State is demiurge/ChatState@2. Everything in it is bounded, however
 // long the chat: the transcript is a reflist (its root), the timeline the
