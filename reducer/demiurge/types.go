@@ -10,10 +10,10 @@ import (
 
 // Settings is demiurge/Settings@2.
 type Settings struct {
-	Provider        string   `cbor:"provider"`
-	Model           string   `cbor:"model"`
-	MaxTokens       uint64   `cbor:"max_tokens"`
-	Temperature     *string  `cbor:"temperature"`
+	Provider     string  `cbor:"provider"`
+	Model        string  `cbor:"model"`
+	MaxTokens    uint64  `cbor:"max_tokens"`
+	Temperature  *string `cbor:"temperature"`
 	Instructions *string `cbor:"instructions"`
 	// InstructionsRef names a blob holding the system prompt (after
 	// Instructions, if both are set): a long prompt is then named, not
