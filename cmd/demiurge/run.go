@@ -19,6 +19,7 @@ import (
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
+	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/world"
 )
 
@@ -50,7 +51,9 @@ func newRunCommand(a *app, getenv func(string) string) *cobra.Command {
 		Long: `Run the agent world at MANIFEST (examples/demiurge, or your own AIR built on
 it) and chat with it: each line you type is a user message; the model's text
 streams as it comes, each tool call shows its name, arguments, ok or error
-and duration, and each turn ends with its tokens and cost. /quit or Ctrl-C
+and duration, and each turn ends with its tokens and cost. /compact
+summarizes the oldest part of the transcript now (the chat does so by
+itself when a request would fill most of the model's window). /quit or Ctrl-C
 stops cleanly; the journal keeps everything. With -m the one message is
 sent, answered, and run exits.
 
@@ -469,6 +472,32 @@ func (ag *agent) say(ctx context.Context, text string) (turnOutcome, error) {
 	return outcomeOf(st.Entries, last+1), nil
 }
 
+// compact asks the chat to compact its transcript now (/compact), and
+// waits for it.
+func (ag *agent) compact(ctx context.Context) error {
+	if ag.module != demiurge.ModuleName {
+		fmt.Fprintf(ag.a.out, "  this world's chat (%s) cannot compact; %s can\n", ag.module, demiurge.ModuleName)
+		return nil
+	}
+	var last uint64
+	before := demiurge.StateView{}
+	if st, ok := ag.state(); ok {
+		last, before = st.LastRequestID, *st
+	}
+	if err := ag.send(ctx, "Compact", map[string]any{"chat_id": ag.chat, "request_id": last + 1}); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, ag.f.wait)
+	defer cancel()
+	if err := ag.w.WaitIdle(wctx); err != nil {
+		return err
+	}
+	if st, ok := ag.state(); ok {
+		fmt.Fprintf(ag.a.out, "  [%s]\n", usageLine(&before, st))
+	}
+	return nil
+}
+
 // usageLine says what the calls between two states of a chat used and
 // cost: "1200 tokens in (200 cached), 300 out (0 reasoning), $0.0042".
 func usageLine(before, after *demiurge.StateView) string {
@@ -514,6 +543,11 @@ func (ag *agent) repl(ctx context.Context) error {
 			continue
 		case "/quit", "/exit":
 			return nil
+		case "/compact":
+			if err := ag.compact(ctx); err != nil {
+				return err
+			}
+			continue
 		}
 		if _, err := ag.say(ctx, line); err != nil {
 			if ctx.Err() != nil {
@@ -526,7 +560,7 @@ func (ag *agent) repl(ctx context.Context) error {
 
 // progress prints the model's text as it streams.
 func (ag *agent) progress(in *effects.Intent, text string) {
-	if ag.f.noStream || in.Kind != "llm.generate" {
+	if ag.f.noStream || in.Kind != "llm.generate" || isCompaction(in) {
 		return
 	}
 	ag.mu.Lock()
@@ -546,6 +580,18 @@ func isAzureURL(base string) bool {
 		}
 	}
 	return false
+}
+
+// isCompaction reports whether an llm.generate intent is a compaction
+// call of the chat (its summary is not the model's answer to the user).
+func isCompaction(in *effects.Intent) bool {
+	m, ok := in.Params.(*schema.Map)
+	if !ok {
+		return false
+	}
+	v, _ := m.Get("instructions")
+	s, _ := v.(string)
+	return s == demiurge.CompactInstructions
 }
 
 // roundDuration formats d to a precision that fits it: 2ms, 0.35ms, 41µs.
@@ -636,6 +682,8 @@ func (ag *agent) print(e demiurge.Entry, at time.Time) {
 		}
 	case demiurge.EntryNotice:
 		fmt.Fprintf(out, "  ! %s\n", e.Text)
+	case demiurge.EntryCompact:
+		fmt.Fprintf(out, "  ⇢ %s\n", e.Text)
 	case demiurge.EntryStop:
 		fmt.Fprintf(out, "  ■ turn stopped: %s\n", e.Text)
 	case demiurge.EntryError:

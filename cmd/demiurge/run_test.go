@@ -112,3 +112,46 @@ func TestRunRequest(t *testing.T) {
 		t.Errorf("a bad --model-option: exit %d\n%s", r.code, r.stderr)
 	}
 }
+
+// TestRunCompacts: /compact at the prompt compacts the chat's transcript;
+// a model whose window the next request would overfill makes the chat
+// compact by itself; trace shows both.
+func TestRunCompacts(t *testing.T) {
+	big := llmtest.Turn{Calls: []llmtest.Call{{Name: "introspect_manifest", Arguments: `{}`}}}
+	calls := 0
+	srv := llmtest.NewServerFunc(func(r llmtest.Request) llmtest.Turn {
+		if strings.Contains(string(r.Body), "summarizing the earlier part of a conversation") {
+			return llmtest.Turn{Text: "SUMMARY: the manifest was read."}
+		}
+		if calls++; calls <= 6 {
+			return big
+		}
+		return llmtest.Turn{Text: "Done reading."}
+	})
+	t.Cleanup(srv.Close)
+	env := map[string]string{"OPENAI_BASE_URL": srv.URL, "OPENAI_API_KEY": "k3y-k3y-k3y"}
+	store := filepath.Join(t.TempDir(), "store")
+	manifest := filepath.Join("..", "..", "examples", "demiurge")
+	// A request is some 7,000 tokens at first (the tools, the system
+	// prompt) and each round adds about 1,100 (the manifest): a window of
+	// 11,000 holds four rounds, not six.
+	r := run(t, env, "read the manifest six times\n/compact\n", "--store", store, "run", manifest, "--model", "gpt-test",
+		"--model-option", "context_window=11000", "--max-repeats", "10")
+	if r.code != exitOK || strings.Count(r.stdout, "⇢ compacted transcript items") < 2 || !strings.Contains(r.stdout, "Done reading.") ||
+		strings.Contains(r.stdout, "SUMMARY") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, req := range srv.Requests() {
+		if n := len(req.Body) / 4; n > 11000 {
+			t.Errorf("request %d holds about %d tokens, over the window", req.Seq, n)
+		}
+	}
+	tr := run(t, env, "", "--store", store, "trace")
+	if !strings.Contains(tr.stdout, "compaction call: gpt-test") || !strings.Contains(tr.stdout, "note: compacted transcript items") {
+		t.Errorf("trace:\n%s", tr.stdout)
+	}
+	rp := run(t, env, "", "--store", store, "replay", "-m", manifest)
+	if rp.code != exitOK {
+		t.Errorf("replay: exit %d\n%s%s", rp.code, rp.stdout, rp.stderr)
+	}
+}

@@ -25,6 +25,7 @@ import (
 type modelKey struct {
 	chat           string
 	request, round uint64
+	compact        bool // a compaction call (Chat@2), not the round's answer
 }
 
 type modelCall struct {
@@ -76,8 +77,11 @@ type turnView struct {
 }
 
 type roundView struct {
-	Model *modelCall  `json:"model,omitempty"`
-	Calls []*toolCall `json:"tool_calls,omitempty"`
+	// Compaction is the call that compacted the transcript before the
+	// round's request, if one did.
+	Compaction *modelCall  `json:"compaction,omitempty"`
+	Model      *modelCall  `json:"model,omitempty"`
+	Calls      []*toolCall `json:"tool_calls,omitempty"`
 }
 
 // chatTrace collects the agent's view while reading records.
@@ -123,8 +127,9 @@ func (c *chatTrace) record(r journal.Record) error {
 		switch text(schema.FieldPath(m, "schema")) {
 		case "demiurge/ChatEvent@1", "demiurge/ChatEvent@2":
 			c.chatEvents = true
-		case demiurge.ChatRequestSchema:
-			c.lastReq = append(c.lastReq, modelKey{text(schema.FieldPath(m, "value", "chat_id")), num(schema.FieldPath(m, "value", "request_id")), num(schema.FieldPath(m, "value", "round"))})
+		case demiurge.ChatRequestSchema, "demiurge/ChatRequest@1":
+			c.lastReq = append(c.lastReq, modelKey{text(schema.FieldPath(m, "value", "chat_id")), num(schema.FieldPath(m, "value", "request_id")),
+				num(schema.FieldPath(m, "value", "round")), text(schema.FieldPath(m, "value", "purpose")) == demiurge.PurposeCompact})
 		case demiurge.ToolRequestSchema:
 			c.pendCalls = append(c.pendCalls, text(schema.FieldPath(m, "value", "call_id")))
 		}
@@ -197,7 +202,9 @@ func (c *chatTrace) record(r journal.Record) error {
 	return nil
 }
 
-func (k modelKey) String() string { return fmt.Sprintf("%s/%d/%d", k.chat, k.request, k.round) }
+func (k modelKey) String() string {
+	return fmt.Sprintf("%s/%d/%d/%v", k.chat, k.request, k.round, k.compact)
+}
 
 func (c *chatTrace) tool(call string) *toolCall {
 	tc, ok := c.tools[call]
@@ -209,10 +216,10 @@ func (c *chatTrace) tool(call string) *toolCall {
 }
 
 func (c *chatTrace) turn(chat string, e demiurge.Entry) *turnView {
-	t := c.turnOf[modelKey{chat, e.RequestID, 0}]
+	t := c.turnOf[modelKey{chat, e.RequestID, 0, false}]
 	if t == nil {
 		t = &turnView{Chat: chat, RequestID: e.RequestID, Time: time.Unix(0, int64(c.now)).UTC().Format("2006-01-02 15:04:05.000")}
-		c.turnOf[modelKey{chat, e.RequestID, 0}] = t
+		c.turnOf[modelKey{chat, e.RequestID, 0, false}] = t
 		c.turns = append(c.turns, t)
 	}
 	for uint64(len(t.Rounds)) <= e.Round {
@@ -243,7 +250,7 @@ func (c *chatTrace) entry(chat string, e demiurge.Entry) {
 		if out, err := demiurge.ToolOutputOf(context.Background(), c.cas, e); err == nil {
 			tc.Output = out
 		}
-	case demiurge.EntryNotice:
+	case demiurge.EntryNotice, demiurge.EntryCompact:
 		t.Notices = append(t.Notices, e.Text)
 	case demiurge.EntryStop:
 		t.Stop = e.Text
@@ -301,7 +308,8 @@ func costText(microUSD uint64, unknown bool) string {
 func (c *chatTrace) finish() {
 	for _, t := range c.turns {
 		for round, r := range t.Rounds {
-			r.Model = c.models[modelKey{t.Chat, t.RequestID, uint64(round)}]
+			r.Model = c.models[modelKey{t.Chat, t.RequestID, uint64(round), false}]
+			r.Compaction = c.models[modelKey{t.Chat, t.RequestID, uint64(round), true}]
 		}
 	}
 }
@@ -322,9 +330,11 @@ func (c *chatTrace) writeJSON(w io.Writer) error {
 // cost returns the turn's cost and whether some of it is unknown.
 func (t *turnView) cost() (microUSD uint64, unknown bool) {
 	for _, r := range t.Rounds {
-		if m := r.Model; m != nil && m.Error == "" {
-			microUSD += m.CostMicroUSD
-			unknown = unknown || m.CostUnknown
+		for _, m := range []*modelCall{r.Compaction, r.Model} {
+			if m != nil && m.Error == "" {
+				microUSD += m.CostMicroUSD
+				unknown = unknown || m.CostUnknown
+			}
 		}
 	}
 	return microUSD, unknown
@@ -350,6 +360,9 @@ func (c *chatTrace) writeText(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "turn %d of chat %s, %s\n  user: %s\n", t.RequestID, t.Chat, t.Time, clipLine(t.User, 200))
 		for round, r := range t.Rounds {
+			if m := r.Compaction; m != nil {
+				fmt.Fprintf(&b, "  compaction call: %s, %.1f ms, %s\n", m.Model, m.LatencyMS, costText(m.CostMicroUSD, m.CostUnknown))
+			}
 			if m := r.Model; m != nil {
 				if m.Error != "" {
 					fmt.Fprintf(&b, "  model call %d: failed after %.1f ms: %s\n", round+1, m.LatencyMS, clipLine(m.Error, 200))
