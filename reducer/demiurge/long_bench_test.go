@@ -51,6 +51,14 @@ func BenchmarkLongTurn(b *testing.B) {
 	})
 }
 
+// BenchmarkLongChat is BenchmarkLongTurn over a chat of 200 turns of 5
+// rounds each: the rounds of turn 10 (early) against those of turn 200
+// (late).
+func BenchmarkLongChat(b *testing.B) {
+	st, _ := boltStorage(b)
+	benchLongChat(b, st, 200, 5)
+}
+
 // countingStorage counts what its commits make durable: the records'
 // payloads and the blobs the store did not hold.
 type countingStorage struct {
@@ -95,6 +103,17 @@ type roundMark struct {
 }
 
 func benchLongTurn(b *testing.B, st world.Storage, rounds int, window uint64) {
+	benchRounds(b, st, 1, rounds, window)
+}
+
+func benchLongChat(b *testing.B, st world.Storage, turns, rounds int) {
+	benchRounds(b, st, turns, rounds, 0)
+}
+
+// benchRounds runs each iteration as a chat of turns turns of rounds
+// tool rounds each; with one turn, early is rounds 5 to 15 and late the
+// last 10; with more, early is turn 10's rounds and late the last turn's.
+func benchRounds(b *testing.B, st world.Storage, turns, rounds int, window uint64) {
 	ctx := context.Background()
 	defer func(v bool) { demiurge.VerifyMemo = v }(demiurge.VerifyMemo)
 	demiurge.VerifyMemo = false
@@ -108,8 +127,11 @@ func benchLongTurn(b *testing.B, st world.Storage, rounds int, window uint64) {
 	var mu sync.Mutex
 	var marks []roundMark
 	var inModel time.Duration
-	done := 0
+	done, largest := 0, 0
 	srv := llmtest.NewServerFunc(func(r llmtest.Request) llmtest.Turn {
+		mu.Lock()
+		largest = max(largest, len(r.Body))
+		mu.Unlock()
 		if bytes.Contains(r.Body, []byte("summarizing the earlier part of a conversation")) {
 			return llmtest.Turn{Text: "SUMMARY: the schemas were read many times; nothing else happened."}
 		}
@@ -117,6 +139,7 @@ func benchLongTurn(b *testing.B, st world.Storage, rounds int, window uint64) {
 		marks = append(marks, roundMark{at: time.Now(), written: cst.written(), inModel: inModel})
 		mu.Unlock()
 		if done >= rounds {
+			done = 0
 			return llmtest.Turn{Text: "done"}
 		}
 		done++
@@ -172,31 +195,62 @@ func benchLongTurn(b *testing.B, st world.Storage, rounds int, window uint64) {
 		marks, done = nil, 0
 		mu.Unlock()
 		w0 := cst.written()
-		js, _ := json.Marshal(map[string]any{"User": map[string]any{"chat_id": fmt.Sprintf("c%d", i), "request_id": 1, "text": "go",
-			"message_ref": msg.String(), "settings": settings}})
-		if _, err := w.SendJSON(ctx, "demiurge/ChatEvent@2", js); err != nil {
-			b.Fatal(err)
-		}
-		if err := w.WaitIdle(ctx); err != nil {
-			b.Fatal(err)
+		for turn := 1; turn <= turns; turn++ {
+			js, _ := json.Marshal(map[string]any{"User": map[string]any{"chat_id": fmt.Sprintf("c%d", i), "request_id": turn, "text": "go",
+				"message_ref": msg.String(), "settings": settings}})
+			if _, err := w.SendJSON(ctx, "demiurge/ChatEvent@2", js); err != nil {
+				b.Fatal(err)
+			}
+			if err := w.WaitIdle(ctx); err != nil {
+				b.Fatal(err)
+			}
 		}
 		total += cst.written() - w0
 		mu.Lock()
-		if len(marks) != rounds+1 {
-			b.Fatalf("%d model calls; want %d", len(marks), rounds+1)
+		if len(marks) != turns*(rounds+1) {
+			b.Fatalf("%d model calls; want %d", len(marks), turns*(rounds+1))
 		}
 		// Round k runs from the model's k-th request to its k+1-th.
 		span := func(from, to int) (int64, time.Duration, time.Duration) {
 			d := marks[to].at.Sub(marks[from].at)
 			return marks[to].written - marks[from].written, d, d - (marks[to].inModel - marks[from].inModel)
 		}
-		eb, et, ee := span(5, 15)
-		lb, lt, le := span(rounds-10, rounds)
+		var eb, lb int64
+		var et, ee, lt, le time.Duration
+		if turns == 1 {
+			eb, et, ee = span(5, 15)
+			lb, lt, le = span(rounds-10, rounds)
+		} else {
+			// A turn's rounds: from its first request to its last.
+			first := func(turn int) int { return (turn - 1) * (rounds + 1) }
+			eb, et, ee = span(first(10), first(10)+rounds)
+			lb, lt, le = span(first(turns), first(turns)+rounds)
+			eb, lb = eb*10/int64(rounds), lb*10/int64(rounds) // as over 10 rounds
+			et, ee, lt, le = et*10/time.Duration(rounds), ee*10/time.Duration(rounds), lt*10/time.Duration(rounds), le*10/time.Duration(rounds)
+		}
 		mu.Unlock()
 		early.bytes, early.time, early.engine = early.bytes+eb, early.time+et, early.engine+ee
 		late.bytes, late.time, late.engine = late.bytes+lb, late.time+lt, late.engine+le
 	}
 	b.StopTimer()
+	// With a window, every request stayed under it (at a token for every
+	// 4 bytes, which overcounts JSON). The whole session replays, at a
+	// time a record that does not grow with it.
+	if window > 0 {
+		if largest/4 > int(window) {
+			b.Fatalf("a request of %d bytes, about %d tokens, over the window of %d", largest, largest/4, window)
+		}
+		b.ReportMetric(float64(largest)/4, "largest-request-tokens")
+	}
+	{
+		w.Close()
+		t0 := time.Now()
+		res, err := world.Replay(ctx, world.ReplayOptions{Name: "bench", Catalog: cat, Reducers: reg, Storage: st, FromGenesis: true})
+		if err != nil {
+			b.Fatalf("the session does not replay: %v", err)
+		}
+		b.ReportMetric(float64(time.Since(t0).Microseconds())/float64(res.Records), "replay-µs/record")
+	}
 	per := float64(10 * b.N)
 	b.ReportMetric(float64(early.bytes)/per, "early-B/round")
 	b.ReportMetric(float64(late.bytes)/per, "late-B/round")
@@ -205,5 +259,5 @@ func benchLongTurn(b *testing.B, st world.Storage, rounds int, window uint64) {
 	b.ReportMetric(float64(late.engine.Microseconds())/1000/per, "late-ms/round")
 	b.ReportMetric(float64(late.engine)/float64(early.engine), "late-ms/early-ms")
 	b.ReportMetric(float64(late.time.Microseconds())/1000/per, "late-whole-ms/round")
-	b.ReportMetric(float64(total)/1e6/float64(b.N), "MB/turn")
+	b.ReportMetric(float64(total)/1e6/float64(b.N*turns), "MB/turn")
 }

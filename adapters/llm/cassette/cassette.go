@@ -151,6 +151,8 @@ func (c *Cassette) Run(ctx context.Context, call *effects.Call) effects.Receipt 
 	}
 	if call.Intent == nil || call.Intent.Effect != llm.EffectV1 {
 		a.Payload = upgrade(a.Payload)
+	} else {
+		a.Payload = downgrade(a.Payload)
 	}
 	enc, err := schema.Encode(a.Payload)
 	if err != nil {
@@ -189,6 +191,25 @@ func upgrade(v schema.Value) schema.Value {
 		return v
 	}
 	return m.With("cost_microusd", nil).With("cost_cents", nil)
+}
+
+// downgrade makes a recorded sys/LlmGenerateReceipt@2 answer what @1
+// says of it, for a world of sys/llm.generate@1: an unknown usage or cost
+// counts as 0, as @1 has no way to say otherwise.
+func downgrade(v schema.Value) schema.Value {
+	m, ok := v.(*schema.Map)
+	if !ok {
+		return v
+	}
+	if u, ok := m.Get("token_usage"); ok && u == nil {
+		m = m.With("token_usage", schema.Record("prompt", uint64(0), "completion", uint64(0), "cached", uint64(0), "reasoning", uint64(0)))
+	}
+	for _, k := range []string{"cost_cents", "cost_microusd"} {
+		if c, ok := m.Get(k); ok && c == nil {
+			m = m.With(k, uint64(0))
+		}
+	}
+	return m
 }
 
 // storeRefs puts the blobs b refers to, and the ones they refer to.
