@@ -1,6 +1,7 @@
 // Package replay checks recorded worlds against the code: it replays
 // journals and session bundles, reports the first divergence readably,
-// prints timelines (Trace), and runs golden replay tests (CheckGolden).
+// prints timelines (Trace), and re-derives recorded sessions with new code
+// (Rebase). The golden replay test of a session is replaytest.CheckGolden.
 //
 // # Session bundles
 //

@@ -3,11 +3,9 @@ package replay
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"testing"
 
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/journal"
@@ -73,58 +71,6 @@ func (b *Bundle) TraceText() string {
 		}
 	}
 	return out.String()
-}
-
-// CheckGolden is the golden replay test of a recorded bundle in dir: the
-// session must replay from genesis (and from its snapshots) with no
-// divergence, and its timeline must equal dir/trace.txt. With update set,
-// a diverging bundle is re-derived with the current code (inputs and
-// receipts kept, everything derived recomputed) and rewritten, and
-// trace.txt regenerated; review the diff.
-func CheckGolden(t testing.TB, dir string, reg *reducer.Registry, update bool) {
-	t.Helper()
-	ctx := context.Background()
-	b, err := Read(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = ReplayBundle(ctx, b, reg, true)
-	var div *world.DivergenceError
-	switch {
-	case err == nil:
-	case errors.As(err, &div) && update:
-		if err := Rebase(ctx, b, reg); err != nil {
-			t.Fatalf("rebase %s: %v", dir, err)
-		}
-		if b, err = Read(dir); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := ReplayBundle(ctx, b, reg, true); err != nil {
-			t.Fatalf("%s still diverges after -update:\n%s", dir, Describe(err))
-		}
-		t.Logf("%s: re-derived the journal with the current code", dir)
-	default:
-		t.Fatalf("%s:\n%s\n(rerun with -update to re-derive the session with the current code, or, if the AIR it ran changed, with -record to record it again; review the diff)", dir, Describe(err))
-	}
-	if _, err := ReplayBundle(ctx, b, reg, false); err != nil {
-		t.Fatalf("%s: replay from the newest snapshot:\n%s", dir, Describe(err))
-	}
-	got := b.TraceText()
-	path := filepath.Join(dir, "trace.txt")
-	want, err := os.ReadFile(path)
-	if err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
-	}
-	if string(want) == got {
-		return
-	}
-	if update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	t.Errorf("%s: the timeline differs from trace.txt (rerun with -update and review the diff):\n%s", dir, Diff(path, string(want), "the replayed timeline", got))
 }
 
 // Rebase re-derives a bundle's journal with the current code and rewrites

@@ -271,7 +271,7 @@ func (a *Adapter) response(ctx context.Context, in *effects.Intent, payload sche
 	return resp, nil
 }
 
-// commitFromValue reads a sys/WorkspaceCommit@1 value as toolcall.Response
+// commitFromValue reads a sys/WorkspaceCommit@1 value as tools.Response.Value
 // writes it.
 func commitFromValue(v schema.Value) (tools.Commit, error) {
 	var c tools.Commit

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/demiurge-dev/demiurge/adapters/toolcall"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools"
 	"github.com/demiurge-dev/demiurge/tools/scripted"
@@ -390,5 +389,5 @@ func (r Result) Receipt() schema.Value {
 		rec.AddCall(tools.SubCall{Seq: uint64(c.Seq), Tool: c.Tool, Arguments: c.Arguments,
 			ExitCode: c.ExitCode, Error: c.Error, Duration: c.Duration})
 	}
-	return toolcall.Response(resp, rec)
+	return resp.Value(rec)
 }

@@ -73,13 +73,13 @@ func (a *Adapter) Run(ctx context.Context, c *effects.Call) effects.Receipt {
 		if c.Intent != nil {
 			kind = c.Intent.Kind
 		}
-		return effects.OK(kind, Response(tools.Response{
-			Stderr: a.unknown(name), ExitCode: 127, Error: "unknown_tool"}, nil))
+		return effects.OK(kind, tools.Response{
+			Stderr: a.unknown(name), ExitCode: 127, Error: "unknown_tool"}.Value(nil))
 	}
 	rec := &tools.Recorder{}
 	args, _ := schema.FieldPath(c.Params, "arguments_json").(string)
 	resp := t.Execute(tools.WithRecorder(ctx, rec), tools.Request{Arguments: []byte(args)})
-	return effects.OK(name, Response(resp, rec))
+	return effects.OK(name, resp.Value(rec))
 }
 
 var _ effects.InlineAdapter = (*Adapter)(nil)
@@ -112,34 +112,4 @@ func (a *Adapter) unknown(name string) string {
 		return "unknown tool: the call names no tool (params.tool is empty); " + known
 	}
 	return "unknown tool " + name + "; " + known
-}
-
-// Response returns a tool's response, and what its recorder saw, as a
-// sys/ToolResponse@1 value. rec may be nil: no commits and no calls.
-func Response(r tools.Response, rec *tools.Recorder) schema.Value {
-	var errv schema.Value
-	if r.Error != "" {
-		errv = r.Error
-	}
-	commits := []schema.Value{}
-	for _, c := range rec.Commits() {
-		commits = append(commits, schema.Record("workspace", c.Workspace, "expected_head", c.ExpectedHead,
-			"meta", schema.Record("root_hash", c.Root.String(), "owner", c.Owner, "created_at", uint64(0))))
-	}
-	calls := []schema.Value{}
-	for _, c := range rec.Calls() {
-		var ce schema.Value
-		if c.Error != "" {
-			ce = c.Error
-		}
-		d := c.Duration.Nanoseconds()
-		if d < 0 {
-			d = 0
-		}
-		calls = append(calls, schema.Record("seq", c.Seq, "tool", c.Tool, "arguments_json", c.Arguments,
-			"exit_code", schema.Int(int64(c.ExitCode)), "error", ce, "duration_ns", uint64(d)))
-	}
-	return schema.Record("stdout", r.Stdout, "stderr", r.Stderr, "exit_code", schema.Int(int64(r.ExitCode)),
-		"error", errv, "stdout_truncated", r.StdoutTruncated, "stderr_truncated", r.StderrTruncated,
-		"commits", commits, "calls", calls)
 }

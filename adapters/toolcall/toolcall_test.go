@@ -79,7 +79,7 @@ func toolResponse(t *testing.T, v schema.Value) string {
 // and no calls.
 func want(t *testing.T, stdout, stderr string, exit int, errv string) string {
 	t.Helper()
-	return toolResponse(t, Response(tools.Response{Stdout: stdout, Stderr: stderr, ExitCode: exit, Error: errv}, nil))
+	return toolResponse(t, tools.Response{Stdout: stdout, Stderr: stderr, ExitCode: exit, Error: errv}.Value(nil))
 }
 
 // callParams normalizes sys/ToolCallParams@1 as the gate does.
@@ -109,8 +109,8 @@ func TestRun(t *testing.T) {
 		{name: "no arguments", params: callParams(t, "echo", ""), adapter: "echo",
 			want: want(t, "", "", 0, "")},
 		{name: "the tool fails", params: callParams(t, "fail", `{}`), adapter: "fail",
-			want: toolResponse(t, Response(tools.Response{Stdout: "partial", Stderr: "fail: disk on fire", ExitCode: 3, Error: "internal",
-				StdoutTruncated: true, StderrTruncated: true}, nil))},
+			want: toolResponse(t, tools.Response{Stdout: "partial", Stderr: "fail: disk on fire", ExitCode: 3, Error: "internal",
+				StdoutTruncated: true, StderrTruncated: true}.Value(nil))},
 		{name: "unknown tool", params: callParams(t, "nope", `{}`), adapter: "workspace.call",
 			want: want(t, "", "unknown tool nope; "+knownTools, 127, "unknown_tool")},
 		{name: "tool names are case-sensitive", params: callParams(t, "Echo", `{}`), adapter: "workspace.call",
@@ -234,22 +234,5 @@ func TestConcurrent(t *testing.T) {
 	wg.Wait()
 	if names := a.Names(); len(names) != 12 || !slices.IsSorted(names) {
 		t.Errorf("Names() = %q; want 12 names, sorted", names)
-	}
-}
-
-// TestResponse: a response without a recorder has empty lists, and an
-// error category only when there is one.
-func TestResponse(t *testing.T) {
-	for _, tc := range []struct {
-		resp tools.Response
-		want string
-	}{
-		{tools.Response{}, `{"calls":[],"error":null,"stderr":"","stdout":"","commits":[],"exit_code":0,"stderr_truncated":false,"stdout_truncated":false}`},
-		{tools.Response{Stdout: "o", Stderr: "e", ExitCode: -1, Error: "cancelled", StdoutTruncated: true},
-			`{"calls":[],"error":"cancelled","stderr":"e","stdout":"o","commits":[],"exit_code":-1,"stderr_truncated":false,"stdout_truncated":true}`},
-	} {
-		if got := toolResponse(t, Response(tc.resp, nil)); got != tc.want {
-			t.Errorf("Response(%+v)\n= %s\nwant %s", tc.resp, got, tc.want)
-		}
 	}
 }

@@ -21,14 +21,12 @@ import (
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/internal/realwire"
 	"github.com/demiurge-dev/demiurge/internal/store"
-	"github.com/demiurge-dev/demiurge/reducer/demiurge"
 )
 
 // TestMain lets the test binary act as the demiurge command, and as the
 // helper commands the scripts use to fill and damage stores, when
 // testscript runs it under those names.
 func TestMain(m *testing.M) {
-	demiurge.VerifyMemo = true // in the tests and in every run of the binary they make
 	testscript.Main(m, map[string]func(){
 		"demiurge":                main,
 		"demiurge-append":         helper(helperAppend),

@@ -14,7 +14,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
-	"github.com/demiurge-dev/demiurge/replay"
+	"github.com/demiurge-dev/demiurge/replay/replaytest"
 )
 
 // helperMCPServer is an MCP server on stdin/stdout, for the scripts and
@@ -385,5 +385,5 @@ func TestRecordedMCPSession(t *testing.T) {
 		}
 		_ = os.Remove(filepath.Join(dir, "trace.txt"))
 	}
-	replay.CheckGolden(t, dir, newRegistry(), *update || *record)
+	replaytest.CheckGolden(t, dir, newRegistry(), *update || *record)
 }

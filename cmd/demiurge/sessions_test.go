@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
-	"github.com/demiurge-dev/demiurge/replay"
+	"github.com/demiurge-dev/demiurge/replay/replaytest"
 )
 
 var (
@@ -91,7 +91,7 @@ func TestRecordedSessions(t *testing.T) {
 			if *record && !s.frozen {
 				recordSession(t, s, dir)
 			}
-			replay.CheckGolden(t, dir, newRegistry(), *update || *record)
+			replaytest.CheckGolden(t, dir, newRegistry(), *update || *record)
 		})
 	}
 }

@@ -1,11 +1,11 @@
 package main
 
 import (
-	"github.com/demiurge-dev/demiurge/reducer/builtin"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools"
 	"github.com/demiurge-dev/demiurge/tools/introspect"
 	"github.com/demiurge-dev/demiurge/tools/workspace"
+	"github.com/demiurge-dev/demiurge/tools/workspace/history"
 	"github.com/demiurge-dev/demiurge/world"
 	"github.com/demiurge-dev/demiurge/world/worldview"
 )
@@ -48,7 +48,7 @@ func (s *toolset) attach(w *world.World) {
 // could never record what the workspace tools write, so it has none.
 func keepsWorkspaces(cat *schema.Catalog) bool {
 	for _, r := range cat.Manifest.Routes {
-		if r.Event == builtin.WorkspaceCommitSchema && r.Reducer == builtin.WorkspaceModule {
+		if r.Event == history.CommitSchema && r.Reducer == history.Module {
 			return true
 		}
 	}

@@ -12,9 +12,9 @@ import (
 	"github.com/demiurge-dev/demiurge/effects"
 	"github.com/demiurge-dev/demiurge/internal/store"
 	"github.com/demiurge-dev/demiurge/journal"
-	"github.com/demiurge-dev/demiurge/reducer/builtin"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools/workspace"
+	"github.com/demiurge-dev/demiurge/tools/workspace/history"
 	"github.com/demiurge-dev/demiurge/world"
 )
 
@@ -60,21 +60,21 @@ func (f *wsFlags) check() error {
 	if err := checkWorldFlag(f.world); err != nil {
 		return err
 	}
-	if !builtin.ValidWorkspaceName(f.workspace) {
-		return usagef("--workspace %q: a workspace name is 1 to %d characters out of A-Z a-z 0-9 . _ ~ -", f.workspace, builtin.MaxWorkspaceName)
+	if !history.ValidName(f.workspace) {
+		return usagef("--workspace %q: a workspace name is 1 to %d characters out of A-Z a-z 0-9 . _ ~ -", f.workspace, history.MaxName)
 	}
 	return nil
 }
 
 // workspaceHistory reads the newest state of a workspace's sys/Workspace@1
 // cell from the journal of a world.
-func workspaceHistory(ctx context.Context, s *store.Store, worldName, ws string) (builtin.History, error) {
+func workspaceHistory(ctx context.Context, s *store.Store, worldName, ws string) (history.History, error) {
 	head, err := s.Journal().Head(ctx, worldName)
 	if err != nil {
-		return builtin.History{}, err
+		return history.History{}, err
 	}
 	if head.Seq == 0 {
-		return builtin.History{}, fmt.Errorf("world %s has no records in store %s", worldName, s.Dir())
+		return history.History{}, fmt.Errorf("world %s has no records in store %s", worldName, s.Dir())
 	}
 	states := map[string]string{} // workspace → state ref ("" once deleted)
 	err = s.Journal().Read(ctx, worldName, 1, func(r journal.Record) error {
@@ -85,7 +85,7 @@ func workspaceHistory(ctx context.Context, s *store.Store, worldName, ws string)
 		if err != nil {
 			return err
 		}
-		if sr.Reducer != builtin.WorkspaceModule {
+		if sr.Reducer != history.Module {
 			return nil
 		}
 		name, _ := sr.Key.(string)
@@ -96,7 +96,7 @@ func workspaceHistory(ctx context.Context, s *store.Store, worldName, ws string)
 		return nil
 	})
 	if err != nil {
-		return builtin.History{}, fmt.Errorf("read the journal of world %s: %w", worldName, err)
+		return history.History{}, fmt.Errorf("read the journal of world %s: %w", worldName, err)
 	}
 	ref := states[ws]
 	if ref == "" {
@@ -111,21 +111,21 @@ func workspaceHistory(ctx context.Context, s *store.Store, worldName, ws string)
 		if len(names) > 0 {
 			have = "its workspaces are " + strings.Join(names, ", ")
 		}
-		return builtin.History{}, fmt.Errorf("world %s has no workspace %q (%s)", worldName, ws, have)
+		return history.History{}, fmt.Errorf("world %s has no workspace %q (%s)", worldName, ws, have)
 	}
 	r, err := cas.ParseRef(ref)
 	if err != nil {
-		return builtin.History{}, fmt.Errorf("workspace %q: state ref: %w", ws, err)
+		return history.History{}, fmt.Errorf("workspace %q: state ref: %w", ws, err)
 	}
 	b, err := s.CAS().Get(ctx, r)
 	if err != nil {
-		return builtin.History{}, fmt.Errorf("workspace %q: state: %w", ws, err)
+		return history.History{}, fmt.Errorf("workspace %q: state: %w", ws, err)
 	}
 	v, err := schema.Decode(b)
 	if err != nil {
-		return builtin.History{}, fmt.Errorf("workspace %q: state %s: %w", ws, r, err)
+		return history.History{}, fmt.Errorf("workspace %q: state %s: %w", ws, r, err)
 	}
-	return builtin.DecodeHistory(v)
+	return history.Decode(v)
 }
 
 // root returns the version the flags name and its tree.

@@ -16,9 +16,9 @@ import (
 
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/journal"
-	"github.com/demiurge-dev/demiurge/reducer/builtin"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools/workspace"
+	"github.com/demiurge-dev/demiurge/tools/workspace/history"
 	"github.com/demiurge-dev/demiurge/world"
 )
 
@@ -53,7 +53,7 @@ recorded.`,
 				return err
 			}
 			if manifest == "" {
-				return usagef("--manifest is required: the path of the world's AIR, which routes %s to %s", builtin.WorkspaceCommitSchema, builtin.WorkspaceModule)
+				return usagef("--manifest is required: the path of the world's AIR, which routes %s to %s", history.CommitSchema, history.Module)
 			}
 			dir := args[0]
 			if fi, err := os.Stat(dir); err != nil {
@@ -111,11 +111,11 @@ recorded.`,
 					err = cerr
 				}
 			}()
-			history := func() (builtin.History, error) {
-				v, _, _ := w.State(builtin.WorkspaceModule, f.workspace)
-				return builtin.DecodeHistory(v)
+			readHistory := func() (history.History, error) {
+				v, _, _ := w.State(history.Module, f.workspace)
+				return history.Decode(v)
 			}
-			h, err := history()
+			h, err := readHistory()
 			if err != nil {
 				return fmt.Errorf("workspace import: %w", err)
 			}
@@ -127,7 +127,7 @@ recorded.`,
 				"workspace": f.workspace, "expected_head": h.Latest,
 				"meta": map[string]any{"root_hash": root.String(), "owner": owner, "created_at": "1970-01-01T00:00:00Z"},
 			})
-			if _, err := w.SendJSON(ctx, builtin.WorkspaceCommitSchema, commit); err != nil {
+			if _, err := w.SendJSON(ctx, history.CommitSchema, commit); err != nil {
 				return fmt.Errorf("workspace import: send the commit: %w", err)
 			}
 			wctx, cancel := context.WithTimeout(ctx, wait)
@@ -135,7 +135,7 @@ recorded.`,
 			if err := w.WaitIdle(wctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 				return err
 			}
-			after, err := history()
+			after, err := readHistory()
 			if err != nil {
 				return fmt.Errorf("workspace import: %w", err)
 			}
@@ -163,7 +163,7 @@ recorded.`,
 // checkWorkspaceRoute checks that a manifest records workspace commits.
 func checkWorkspaceRoute(cat *schema.Catalog) error {
 	for _, r := range cat.Manifest.Routes {
-		if r.Event == builtin.WorkspaceCommitSchema && r.Reducer == builtin.WorkspaceModule {
+		if r.Event == history.CommitSchema && r.Reducer == history.Module {
 			if r.KeyField != "workspace" {
 				return fmt.Errorf("the route of %s to %s has key_field %q; it must be \"workspace\"", r.Event, r.Reducer, r.KeyField)
 			}
@@ -171,7 +171,7 @@ func checkWorkspaceRoute(cat *schema.Catalog) error {
 		}
 	}
 	return fmt.Errorf(`the manifest does not route %s to %s; add {"event": %q, "reducer": %q, "key_field": "workspace"} to routing.events`,
-		builtin.WorkspaceCommitSchema, builtin.WorkspaceModule, builtin.WorkspaceCommitSchema, builtin.WorkspaceModule)
+		history.CommitSchema, history.Module, history.CommitSchema, history.Module)
 }
 
 // importer reads a host directory into tree nodes.

@@ -1,6 +1,7 @@
 // Package builtin implements demiurge's built-in reducers, the ones the
 // built-in defmodules (schema/builtin/modules.air.json) name: for now
-// sys/Workspace@1, which records the versions of workspaces.
+// sys/Workspace@1, which records the versions of workspaces (their data
+// model is package tools/workspace/history).
 //
 // Register adds them to a registry; a binary that runs worlds with
 // workspaces registers them once at start.
@@ -11,98 +12,10 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/schema"
+	"github.com/demiurge-dev/demiurge/tools/workspace/history"
 )
-
-// Names of the workspace module and its schemas.
-const (
-	WorkspaceModule        = "sys/Workspace@1"
-	WorkspaceHistorySchema = "sys/WorkspaceHistory@1" // the state
-	WorkspaceCommitSchema  = "sys/WorkspaceCommit@1"  // the event
-	WorkspaceNameSchema    = "sys/WorkspaceName@1"    // the key
-)
-
-// MaxWaiting bounds how far ahead of the latest version a commit may be
-// and still wait for the versions before it.
-const MaxWaiting = 1024
-
-// MaxWorkspaceName bounds the length of a workspace name.
-const MaxWorkspaceName = 255
-
-// CommitMeta is the Go form of sys/WorkspaceCommitMeta@1.
-type CommitMeta struct {
-	RootHash cas.Ref `cbor:"root_hash"`
-	Owner    string  `cbor:"owner"`
-	// CreatedAt is the logical time (nanoseconds since the Unix epoch) of
-	// the input that recorded the commit.
-	CreatedAt int64 `cbor:"created_at"`
-}
-
-// History is the Go form of sys/WorkspaceHistory@1, the state of a
-// workspace's cell.
-//
-// Latest is the newest version n such that versions 1..n are all
-// recorded. Versions may also hold entries above Latest: commits that came
-// before the commits they were made on, waiting for the gap to fill (see
-// WorkspaceReducer). Version returns only recorded versions.
-type History struct {
-	Latest   uint64                `cbor:"latest"`
-	Versions map[uint64]CommitMeta `cbor:"versions"`
-}
-
-// Version returns a recorded version (1..Latest).
-func (h *History) Version(v uint64) (CommitMeta, bool) {
-	if v == 0 || v > h.Latest {
-		return CommitMeta{}, false
-	}
-	m, ok := h.Versions[v]
-	return m, ok
-}
-
-// Waiting returns how many commits wait above Latest.
-func (h *History) Waiting() int {
-	n := 0
-	for v := range h.Versions {
-		if v > h.Latest {
-			n++
-		}
-	}
-	return n
-}
-
-// Commit is the Go form of sys/WorkspaceCommit@1.
-type Commit struct {
-	Workspace string `cbor:"workspace"`
-	// ExpectedHead is the version the commit was made on; nil applies it
-	// on whatever is latest (AgentOS's meaning of an absent expected_head).
-	ExpectedHead *uint64    `cbor:"expected_head"`
-	Meta         CommitMeta `cbor:"meta"`
-}
-
-// DecodeHistory decodes a sys/WorkspaceHistory@1 value; nil is the empty
-// history.
-func DecodeHistory(v schema.Value) (History, error) {
-	h := History{}
-	if v != nil {
-		if err := reducer.ToGo(v, &h); err != nil {
-			return History{}, fmt.Errorf("decode %s %s: %w", WorkspaceHistorySchema, clip(schema.String(v)), err)
-		}
-	}
-	if h.Versions == nil {
-		h.Versions = map[uint64]CommitMeta{}
-	}
-	return h, nil
-}
-
-// Value returns h as a sys/WorkspaceHistory@1 value.
-func (h *History) Value() (schema.Value, error) {
-	if h.Versions == nil {
-		h.Versions = map[uint64]CommitMeta{}
-	}
-	return reducer.FromGo(h)
-}
 
 // Errors of the workspace reducer.
 var (
@@ -113,22 +26,6 @@ var (
 	// older than the latest: applying it would undo the versions since.
 	ErrConflict = errors.New("workspace: conflict")
 )
-
-// ValidWorkspaceName reports whether name can name a workspace: 1 to 255
-// characters out of A-Z a-z 0-9 . _ ~ - (AgentOS's rule, with a length
-// limit).
-func ValidWorkspaceName(name string) bool {
-	if name == "" || len(name) > MaxWorkspaceName {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '~' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
 
 // WorkspaceReducer is the keyed reducer sys/Workspace@1 (key: the
 // workspace name, sys/WorkspaceName@1; state sys/WorkspaceHistory@1; event
@@ -154,20 +51,20 @@ var _ reducer.Reducer = WorkspaceReducer{}
 
 // Step implements reducer.Reducer.
 func (WorkspaceReducer) Step(c *reducer.Context, state, event schema.Value) (reducer.Output, error) {
-	h, err := DecodeHistory(state)
+	h, err := history.Decode(state)
 	if err != nil {
 		return reducer.Output{}, fmt.Errorf("workspace: %w", err)
 	}
-	var ev Commit
-	if err := reducer.ToGo(event, &ev); err != nil {
-		return reducer.Output{}, fmt.Errorf("%w: decode %s %s: %v", ErrBadCommit, WorkspaceCommitSchema, clip(schema.String(event)), err)
+	ev, err := history.DecodeCommit(event)
+	if err != nil {
+		return reducer.Output{}, fmt.Errorf("%w: %v", ErrBadCommit, err)
 	}
-	if !ValidWorkspaceName(ev.Workspace) {
-		return reducer.Output{}, fmt.Errorf("%w: workspace name %q is not 1-%d characters of A-Z a-z 0-9 . _ ~ -", ErrBadCommit, ev.Workspace, MaxWorkspaceName)
+	if !history.ValidName(ev.Workspace) {
+		return reducer.Output{}, fmt.Errorf("%w: workspace name %q is not 1-%d characters of A-Z a-z 0-9 . _ ~ -", ErrBadCommit, ev.Workspace, history.MaxName)
 	}
 	if c != nil && c.Key != nil {
 		if k, ok := c.Key.(string); !ok || k != ev.Workspace {
-			return reducer.Output{}, fmt.Errorf("%w: the commit for workspace %q reached the cell of %s; route %s by its workspace field", ErrBadCommit, ev.Workspace, schema.String(c.Key), WorkspaceCommitSchema)
+			return reducer.Output{}, fmt.Errorf("%w: the commit for workspace %q reached the cell of %s; route %s by its workspace field", ErrBadCommit, ev.Workspace, schema.String(c.Key), history.CommitSchema)
 		}
 	}
 	if !ev.Meta.RootHash.Valid() {
@@ -188,8 +85,8 @@ func (WorkspaceReducer) Step(c *reducer.Context, state, event schema.Value) (red
 			return reducer.Output{}, fmt.Errorf("%w: workspace %q: the commit was made on version %d, but the latest version is %d; "+
 				"recording it would undo versions %d to %d — make the change again on version %d", ErrConflict, ev.Workspace, *e, h.Latest, *e+1, h.Latest, h.Latest)
 		case *e > h.Latest:
-			if *e-h.Latest > MaxWaiting {
-				return reducer.Output{}, fmt.Errorf("%w: workspace %q: the commit was made on version %d, more than %d versions ahead of the latest version %d", ErrConflict, ev.Workspace, *e, MaxWaiting, h.Latest)
+			if *e-h.Latest > history.MaxWaiting {
+				return reducer.Output{}, fmt.Errorf("%w: workspace %q: the commit was made on version %d, more than %d versions ahead of the latest version %d", ErrConflict, ev.Workspace, *e, history.MaxWaiting, h.Latest)
 			}
 			v = *e + 1
 		}
@@ -212,16 +109,9 @@ func (WorkspaceReducer) Step(c *reducer.Context, state, event schema.Value) (red
 	return reducer.Output{State: out}, nil
 }
 
-func clip(s string) string {
-	if len(s) > 200 {
-		return s[:200] + "..."
-	}
-	return s
-}
-
 // Register adds the built-in reducers to r: WorkspaceReducer under
-// WorkspaceModule. It panics if a name is already registered: it is for
+// history.Module. It panics if a name is already registered: it is for
 // program setup.
 func Register(r *reducer.Registry) {
-	r.MustRegister(WorkspaceModule, WorkspaceReducer{})
+	r.MustRegister(history.Module, WorkspaceReducer{})
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/reducer/reducertest"
 	"github.com/demiurge-dev/demiurge/schema"
+	"github.com/demiurge-dev/demiurge/tools/workspace/history"
 )
 
 func norm(t testing.TB, name string, v schema.Value) schema.Value {
@@ -30,13 +31,13 @@ func commit(t testing.TB, ws string, expected int, rootN int) schema.Value {
 	if expected >= 0 {
 		e = uint64(expected)
 	}
-	return norm(t, WorkspaceCommitSchema, schema.Record("workspace", ws, "expected_head", e,
+	return norm(t, history.CommitSchema, schema.Record("workspace", ws, "expected_head", e,
 		"meta", schema.Record("root_hash", root(rootN), "owner", "test", "created_at", uint64(999))))
 }
 
 func step(t testing.TB, ws string, expected, rootN int, logical uint64) reducertest.Step {
 	return reducertest.Step{
-		Context: reducer.Context{Module: WorkspaceModule, Key: ws, EventSchema: WorkspaceCommitSchema,
+		Context: reducer.Context{Module: history.Module, Key: ws, EventSchema: history.CommitSchema,
 			Stamp: reducer.Stamp{LogicalNowNS: logical}},
 		Event: commit(t, ws, expected, rootN),
 	}
@@ -44,16 +45,16 @@ func step(t testing.TB, ws string, expected, rootN int, logical uint64) reducert
 
 // history summarizes a state: latest, then version:root#:created_at for
 // every version, waiting ones marked with a '+'.
-func history(t testing.TB, v schema.Value) string {
+func historyString(t testing.TB, v schema.Value) string {
 	t.Helper()
-	norm(t, WorkspaceHistorySchema, v)
-	h, err := DecodeHistory(v)
+	norm(t, history.HistorySchema, v)
+	h, err := history.Decode(v)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "latest=%d", h.Latest)
-	for v := uint64(1); v <= h.Latest+MaxWaiting+1; v++ {
+	for v := uint64(1); v <= h.Latest+history.MaxWaiting+1; v++ {
 		m, ok := h.Versions[v]
 		if !ok {
 			continue
@@ -101,7 +102,7 @@ func TestWorkspaceReducer(t *testing.T) {
 				if len(o.Events) != 0 || len(o.Effects) != 0 || len(o.Blobs) != 0 {
 					t.Errorf("step %d emitted %v %v %v; want nothing", i, o.Events, o.Effects, o.Blobs)
 				}
-				if got := history(t, o.State); got != tc.want[i] {
+				if got := historyString(t, o.State); got != tc.want[i] {
 					t.Errorf("after step %d: %s; want %s", i, got, tc.want[i])
 				}
 			}
@@ -128,7 +129,7 @@ func TestWorkspaceReducerRefuses(t *testing.T) {
 		{"behind", three, step(t, "ws", 1, 9, 5), ErrConflict, `workspace "ws": the commit was made on version 1, but the latest version is 3; recording it would undo versions 2 to 3 — make the change again on version 3`},
 		{"behind from zero", three, step(t, "ws", 0, 9, 5), ErrConflict, "made on version 0, but the latest version is 3"},
 		{"same waiting version", waiting, step(t, "ws", 2, 4, 5), ErrConflict, "version 3 (root " + root(3) + ") already waits for version 2"},
-		{"too far ahead", three, step(t, "ws", 3+MaxWaiting+1, 9, 5), ErrConflict, "more than 1024 versions ahead of the latest version 3"},
+		{"too far ahead", three, step(t, "ws", 3+history.MaxWaiting+1, 9, 5), ErrConflict, "more than 1024 versions ahead of the latest version 3"},
 		{"wrong cell", nil, other, ErrBadCommit, `the commit for workspace "other" reached the cell of "ws"`},
 		{"bad name", nil, reducertest.Step{Event: commit(t, "a/b", 0, 1)}, ErrBadCommit, `workspace name "a/b" is not`},
 		{"empty name", nil, reducertest.Step{Event: commit(t, "", 0, 1)}, ErrBadCommit, `workspace name "" is not`},
@@ -157,31 +158,20 @@ func TestWorkspaceReducerBadInput(t *testing.T) {
 	}
 }
 
-func TestValidWorkspaceName(t *testing.T) {
-	for name, want := range map[string]bool{
-		"default": true, "a.b_c~d-e": true, "A9": true, strings.Repeat("x", 255): true,
-		"": false, "a/b": false, "a b": false, "ä": false, `a\b`: false, strings.Repeat("x", 256): false,
-	} {
-		if got := ValidWorkspaceName(name); got != want {
-			t.Errorf("ValidWorkspaceName(%q) = %v; want %v", name, got, want)
-		}
-	}
-}
-
 func TestRegister(t *testing.T) {
 	r := reducer.NewRegistry()
 	Register(r)
-	if _, ok := r.Lookup(WorkspaceModule); !ok {
-		t.Fatalf("%s is not registered", WorkspaceModule)
+	if _, ok := r.Lookup(history.Module); !ok {
+		t.Fatalf("%s is not registered", history.Module)
 	}
-	d, ok := schema.Builtin(schema.KindDefModule, WorkspaceModule)
+	d, ok := schema.Builtin(schema.KindDefModule, history.Module)
 	if !ok {
-		t.Fatalf("no built-in defmodule %s", WorkspaceModule)
+		t.Fatalf("no built-in defmodule %s", history.Module)
 	}
 	m := d.(*schema.DefModule)
-	if m.KeySchema != WorkspaceNameSchema || m.Reducer.State != WorkspaceHistorySchema || m.Reducer.Event != WorkspaceCommitSchema {
-		t.Errorf("defmodule %s is keyed by %s with state %s and event %s; the reducer expects %s, %s, %s", WorkspaceModule,
-			m.KeySchema, m.Reducer.State, m.Reducer.Event, WorkspaceNameSchema, WorkspaceHistorySchema, WorkspaceCommitSchema)
+	if m.KeySchema != history.NameSchema || m.Reducer.State != history.HistorySchema || m.Reducer.Event != history.CommitSchema {
+		t.Errorf("defmodule %s is keyed by %s with state %s and event %s; the reducer expects %s, %s, %s", history.Module,
+			m.KeySchema, m.Reducer.State, m.Reducer.Event, history.NameSchema, history.HistorySchema, history.CommitSchema)
 	}
 }
 
@@ -200,8 +190,8 @@ func FuzzWorkspaceReducer(f *testing.F) {
 			if err != nil {
 				continue
 			}
-			norm(t, WorkspaceHistorySchema, out.State)
-			h, err := DecodeHistory(out.State)
+			norm(t, history.HistorySchema, out.State)
+			h, err := history.Decode(out.State)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -90,8 +90,6 @@ func boltStorage(b *testing.B) (*world.BoltStorage, *bbolt.DB) {
 // rounds; db is st's bbolt file, or nil if it has none.
 func benchToolRound(b *testing.B, st world.Storage, db *bbolt.DB, toolRounds int) {
 	ctx := context.Background()
-	defer func(v bool) { demiurge.VerifyMemo = v }(demiurge.VerifyMemo)
-	demiurge.VerifyMemo = false // the tests' check, not the product's work
 	reg := reducer.NewRegistry()
 	demiurge.Register(reg)
 	cat, err := schema.Load("../../examples/demiurge", &schema.LoadOptions{Reducers: reg.Names()})

@@ -58,7 +58,7 @@ type Reducer struct {
 // reducer of Chat@1 worlds under ModuleNameV1.
 func Register(r *reducer.Registry) {
 	r.MustRegister(ModuleName, &Reducer{})
-	r.MustRegister(ModuleNameV1, &chatv1.Reducer{Verify: &VerifyMemo})
+	r.MustRegister(ModuleNameV1, &chatv1.Reducer{Verify: &verifyMemoV1})
 }
 
 // ModuleIn returns the name of the chat module a world's catalog has
@@ -88,7 +88,7 @@ func (r *Reducer) Step(c *reducer.Context, state, event schema.Value) (reducer.O
 	s := &step{c: c, st: &State{}}
 	if st, ok := c.Memo.(*State); ok && state != nil {
 		s.st = st // what the last step encoded: no need to decode it
-		if VerifyMemo {
+		if verifyMemo {
 			if err := checkMemo(state, st); err != nil {
 				return reducer.Output{}, err
 			}
@@ -153,12 +153,6 @@ func (r *Reducer) Step(c *reducer.Context, state, event schema.Value) (reducer.O
 	s.out.State, s.out.Memo = out, s.st
 	return s.out, nil
 }
-
-// VerifyMemo, when true, makes every step that takes its state from the
-// memo the world hands back (reducer.Context.Memo) decode the state all the
-// same and fail if the two differ: the check that the memo changes nothing
-// but speed. Tests set it; it costs more than the memo saves.
-var VerifyMemo = false
 
 // checkMemo reports whether memo is not what state decodes to.
 func checkMemo(state schema.Value, memo *State) error {

@@ -115,8 +115,6 @@ func benchLongChat(b *testing.B, st world.Storage, turns, rounds int) {
 // last 10; with more, early is turn 10's rounds and late the last turn's.
 func benchRounds(b *testing.B, st world.Storage, turns, rounds int, window uint64) {
 	ctx := context.Background()
-	defer func(v bool) { demiurge.VerifyMemo = v }(demiurge.VerifyMemo)
-	demiurge.VerifyMemo = false
 	reg := reducer.NewRegistry()
 	demiurge.Register(reg)
 	cat, err := schema.Load("../../examples/demiurge", &schema.LoadOptions{Reducers: reg.Names()})

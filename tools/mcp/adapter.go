@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/demiurge-dev/demiurge/adapters/toolcall"
 	"github.com/demiurge-dev/demiurge/effects"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools"
@@ -39,7 +38,7 @@ func (s *Set) run(ctx context.Context, c *effects.Call) effects.Receipt {
 	if t != nil {
 		resp = t.Execute(ctx, tools.Request{Arguments: []byte(textField(c.Params, "arguments_json"))})
 	}
-	return effects.OK(AdapterID, toolcall.Response(resp, nil))
+	return effects.OK(AdapterID, resp.Value(nil))
 }
 
 // find returns the tool a server knows by tool, or the response that says

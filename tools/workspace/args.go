@@ -7,8 +7,9 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/demiurge-dev/demiurge/tools"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/demiurge-dev/demiurge/tools"
 )
 
 // compile compiles a tool's input schema; it panics on a bad schema (a

@@ -34,7 +34,7 @@
 //	adapters["workspace.call"] = toolcall.New(workspace.Tools(svc)...)
 //	w, err := world.Open(ctx, world.Options{..., Adapters: adapters})
 //	heads.Set(workspace.CellHeads(func(name string) (schema.Value, bool) {
-//		v, _, ok := w.State(builtin.WorkspaceModule, name)
+//		v, _, ok := w.State(history.Module, name)
 //		return v, ok
 //	}))
 //

@@ -18,6 +18,7 @@ import (
 	"github.com/demiurge-dev/demiurge/reducer/builtin"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools/workspace"
+	"github.com/demiurge-dev/demiurge/tools/workspace/history"
 	"github.com/demiurge-dev/demiurge/world"
 	"github.com/demiurge-dev/demiurge/world/worldview"
 )
@@ -122,7 +123,7 @@ func (e *e2e) open() {
 		heads.Set(worldview.WorkspaceHeads(w))
 	} else {
 		heads.Set(workspace.CellHeads(func(name string) (schema.Value, bool) {
-			v, _, ok := w.State(builtin.WorkspaceModule, name)
+			v, _, ok := w.State(history.Module, name)
 			return v, ok
 		}))
 	}
@@ -166,17 +167,17 @@ func (e *e2e) forward(resps ...*schema.Map) {
 	e.t.Helper()
 	for _, r := range resps {
 		for _, c := range get(r, "commits").([]schema.Value) {
-			if _, err := e.w.Send(e.t.Context(), builtin.WorkspaceCommitSchema, c, nil); err != nil {
+			if _, err := e.w.Send(e.t.Context(), history.CommitSchema, c, nil); err != nil {
 				e.t.Fatalf("forward commit %s: %v", schema.String(c), err)
 			}
 		}
 	}
 }
 
-func (e *e2e) history() builtin.History {
+func (e *e2e) history() history.History {
 	e.t.Helper()
-	v, _, _ := e.w.State(builtin.WorkspaceModule, "default")
-	h, err := builtin.DecodeHistory(v)
+	v, _, _ := e.w.State(history.Module, "default")
+	h, err := history.Decode(v)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -307,7 +308,7 @@ func testEndToEnd(t *testing.T, e *e2e) {
 	// A conflicting commit (made on version 2, latest is 4) is refused.
 	stale := schema.Record("workspace", "default", "expected_head", uint64(2),
 		"meta", schema.Record("root_hash", workspace.EmptyRootRef.String(), "owner", "someone", "created_at", uint64(0)))
-	if _, err := e.w.Send(t.Context(), builtin.WorkspaceCommitSchema, stale, nil); err != nil {
+	if _, err := e.w.Send(t.Context(), history.CommitSchema, stale, nil); err != nil {
 		t.Fatal(err)
 	}
 	if errs := e.kinds(world.KindReducerError); len(errs) != 1 || !strings.Contains(errs[0], "the commit was made on version 2, but the latest version is 4") {
@@ -331,7 +332,7 @@ func testEndToEnd(t *testing.T, e *e2e) {
 
 	// Replay from genesis re-derives every record byte for byte.
 	state := func(m *world.Machine) string {
-		v, ref, _ := m.State(builtin.WorkspaceModule, "default")
+		v, ref, _ := m.State(history.Module, "default")
 		return ref.String() + " " + schema.String(v)
 	}
 	var live string

@@ -8,9 +8,9 @@ import (
 	"sync"
 
 	"github.com/demiurge-dev/demiurge/cas"
-	"github.com/demiurge-dev/demiurge/reducer/builtin"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools"
+	"github.com/demiurge-dev/demiurge/tools/workspace/history"
 )
 
 // Heads reads the versions of workspaces that a world has recorded (the
@@ -29,7 +29,7 @@ type Heads interface {
 // cell. A running world's State fits it:
 //
 //	workspace.CellHeads(func(name string) (schema.Value, bool) {
-//		v, _, ok := w.State(builtin.WorkspaceModule, name)
+//		v, _, ok := w.State(history.Module, name)
 //		return v, ok
 //	})
 type CellHeads func(workspace string) (schema.Value, bool)
@@ -75,14 +75,14 @@ func (d *DeferredHeads) readsThroughContext() bool {
 	}
 }
 
-func (f CellHeadsContext) history(ctx context.Context, workspace string) (builtin.History, bool, error) {
+func (f CellHeadsContext) history(ctx context.Context, workspace string) (history.History, bool, error) {
 	v, ok := f(ctx, workspace)
 	if !ok || v == nil {
-		return builtin.History{}, false, nil
+		return history.History{}, false, nil
 	}
-	h, err := builtin.DecodeHistory(v)
+	h, err := history.Decode(v)
 	if err != nil {
-		return builtin.History{}, false, fmt.Errorf("workspace %q: %w", workspace, err)
+		return history.History{}, false, fmt.Errorf("workspace %q: %w", workspace, err)
 	}
 	return h, true, nil
 }
@@ -161,12 +161,12 @@ func (d *DeferredHeads) Version(ctx context.Context, workspace string, version u
 // Errors of a Service.
 var (
 	// ErrInvalidWorkspace is returned (wrapped) for a workspace name that
-	// builtin.ValidWorkspaceName refuses.
+	// history.ValidName refuses.
 	ErrInvalidWorkspace = errors.New("workspace: invalid workspace name")
 	// ErrUnknownVersion is returned (wrapped) for a version that is
 	// neither recorded by the world nor made by the Service.
 	ErrUnknownVersion = errors.New("workspace: unknown version")
-	// ErrTooManyPending is returned (wrapped) when builtin.MaxWaiting
+	// ErrTooManyPending is returned (wrapped) when history.MaxWaiting
 	// commits of a workspace wait for the world to record them.
 	ErrTooManyPending = errors.New("workspace: too many commits waiting for the world")
 )
@@ -243,8 +243,8 @@ type Head struct {
 }
 
 func checkWorkspace(workspace string) error {
-	if !builtin.ValidWorkspaceName(workspace) {
-		return fmt.Errorf("%w %q: use 1 to %d characters out of A-Z a-z 0-9 . _ ~ -", ErrInvalidWorkspace, workspace, builtin.MaxWorkspaceName)
+	if !history.ValidName(workspace) {
+		return fmt.Errorf("%w %q: use 1 to %d characters out of A-Z a-z 0-9 . _ ~ -", ErrInvalidWorkspace, workspace, history.MaxName)
 	}
 	return nil
 }
@@ -365,7 +365,7 @@ func (s *Service) Update(ctx context.Context, workspace string, fn UpdateFunc) (
 		return h, false, nil
 	}
 	s.mu.Lock()
-	if len(st.pending) >= builtin.MaxWaiting {
+	if len(st.pending) >= history.MaxWaiting {
 		s.mu.Unlock()
 		return h, false, fmt.Errorf("%w: %d commits of workspace %q wait for the world to record them", ErrTooManyPending, len(st.pending), workspace)
 	}

@@ -9,12 +9,12 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/demiurge-dev/demiurge/adapters/toolcall"
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/reducer/builtin"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools"
+	"github.com/demiurge-dev/demiurge/tools/workspace/history"
 )
 
 // fakeWorld holds sys/Workspace@1 cells and records commits with the real
@@ -38,7 +38,7 @@ func (w *fakeWorld) state(name string) (schema.Value, bool) {
 func commitValue(c tools.Commit) schema.Value {
 	rec := &tools.Recorder{}
 	rec.AddCommit(c)
-	m := toolcall.Response(tools.Response{}, rec).(*schema.Map)
+	m := tools.Response{}.Value(rec).(*schema.Map)
 	cs, _ := m.Get("commits")
 	return cs.([]schema.Value)[0]
 }
@@ -48,7 +48,7 @@ func (w *fakeWorld) record(c tools.Commit) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.logical++
-	ev, err := schema.Normalize(schema.BuiltinTypes, schema.RefType(builtin.WorkspaceCommitSchema), commitValue(c))
+	ev, err := schema.Normalize(schema.BuiltinTypes, schema.RefType(history.CommitSchema), commitValue(c))
 	if err != nil {
 		return err
 	}
@@ -60,10 +60,10 @@ func (w *fakeWorld) record(c tools.Commit) error {
 	return nil
 }
 
-func (w *fakeWorld) history(t testing.TB, name string) builtin.History {
+func (w *fakeWorld) history(t testing.TB, name string) history.History {
 	t.Helper()
 	v, _ := w.state(name)
-	h, err := builtin.DecodeHistory(v)
+	h, err := history.Decode(v)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,9 +4,9 @@ import (
 	"context"
 
 	"github.com/demiurge-dev/demiurge/journal"
-	"github.com/demiurge-dev/demiurge/reducer/builtin"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools/workspace"
+	"github.com/demiurge-dev/demiurge/tools/workspace/history"
 	"github.com/demiurge-dev/demiurge/world"
 )
 
@@ -19,11 +19,11 @@ func WorkspaceHeads(w *world.World) workspace.CellHeadsContext {
 	return func(ctx context.Context, name string) (v schema.Value, ok bool) {
 		// Inside a step, w's lock is the step's: read its machine.
 		if in, _ := w.InStep(ctx, func(m *world.Machine, _ journal.Head) {
-			v, _, ok = m.State(builtin.WorkspaceModule, name)
+			v, _, ok = m.State(history.Module, name)
 		}); in {
 			return v, ok
 		}
-		v, _, ok = w.State(builtin.WorkspaceModule, name)
+		v, _, ok = w.State(history.Module, name)
 		return v, ok
 	}
 }

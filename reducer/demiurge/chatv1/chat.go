@@ -47,7 +47,7 @@ const (
 type Reducer struct {
 	// Verify, if it points to true, makes every step that takes its
 	// state from the memo decode the state all the same and fail if the
-	// two differ (see reducer/demiurge.VerifyMemo).
+	// two differ (reducer/demiurge sets it in builds with -tags invariants or -race).
 	Verify *bool
 	mu     sync.Mutex
 	specs  map[cas.Ref]*toolSet
