@@ -39,9 +39,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/zeebo/blake3"
 	"go.etcd.io/bbolt"
+
+	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/cas/internal/boltlayout"
 )
 
 var benchSizes = []struct {
@@ -105,9 +107,9 @@ func rawPut(db *bbolt.DB, key *[32]byte, data []byte) error {
 }
 
 // rawPutOwnBucket is rawPut in Bolt's layout: data of at least
-// cas.BoltBlobBucketMin bytes goes in a nested bucket of its own.
+// boltlayout.BlobBucketMin bytes goes in a nested bucket of its own.
 func rawPutOwnBucket(db *bbolt.DB, key *[32]byte, data []byte) error {
-	if len(data) < cas.BoltBlobBucketMin {
+	if len(data) < boltlayout.BlobBucketMin {
 		return rawPut(db, key, data)
 	}
 	return rawPutNested(db, key, data)
@@ -120,7 +122,7 @@ func rawPutNested(db *bbolt.DB, key *[32]byte, data []byte) error {
 		if err != nil {
 			return err
 		}
-		return b.Put([]byte(cas.BoltBlobKey), data)
+		return b.Put([]byte(boltlayout.BlobKey), data)
 	})
 }
 
@@ -544,7 +546,7 @@ func putVsBlake3(b *testing.B, open func() cas.Store) {
 // BLAKE3 of the same bytes (the target: >= 1 GB/s), Bolt.Put vs the
 // disk's floor (the same bytes appended to a plain file, fsynced for
 // -sync), and the raw bbolt put in a flat bucket vs in a bucket of its own
-// (Bolt's layout from cas.BoltBlobBucketMin on), at sizes around that
+// (Bolt's layout from boltlayout.BlobBucketMin on), at sizes around that
 // threshold.
 func BenchmarkRatio2(b *testing.B) {
 	for _, m := range syncModes {

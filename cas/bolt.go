@@ -15,33 +15,13 @@ import (
 
 	"go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/demiurge-dev/demiurge/cas/internal/boltlayout"
 )
 
-// BoltBucket is the name of the bbolt bucket a Bolt store keeps its blobs
-// in, each under its 32-byte BLAKE3 digest. A blob smaller than
-// BoltBlobBucketMin is the key's value; a larger one is kept in a nested
-// bucket under the key, as the value of that bucket's one key
-// BoltBlobKey. Readers accept either form at any size.
-const BoltBucket = "cas"
-
-// BoltBlobBucketMin is the size from which Bolt puts a blob in a nested
-// bucket of its own rather than as a value of BoltBucket. bbolt never
-// splits a leaf of four keys or fewer, whatever the size of their values,
-// and a commit rewrites every leaf it added a key to: in a flat bucket a
-// 1 MiB put rewrites the one to three 1 MiB blobs that share its leaf
-// (bbolt allocates and writes ~4.4 MiB per 1 MiB put). In a bucket of its
-// own, a blob shares its leaf with nothing, and a put writes its pages
-// once plus a few small ones. Below this size the nested bucket's extra
-// pages cost more than the rewrite saves (docs/BENCHMARKS.md, "cas").
-const BoltBlobBucketMin = 16 << 10
-
-// BoltBlobKey is the key of a blob's bytes inside its nested bucket (see
-// BoltBucket).
-const BoltBlobKey = "blob"
-
 var (
-	boltBucket  = []byte(BoltBucket)
-	boltBlobKey = []byte(BoltBlobKey)
+	boltBucket  = []byte(boltlayout.Bucket)
+	boltBlobKey = []byte(boltlayout.BlobKey)
 )
 
 // DefaultBoltTimeout is how long OpenBolt waits by default for the file
@@ -81,7 +61,7 @@ func (o *BoltOptions) Validate() error {
 	return nil
 }
 
-// Bolt is a Store kept in a bbolt file, in the bucket BoltBucket. It is
+// Bolt is a Store kept in a bbolt file, in the bucket boltlayout.Bucket. It is
 // safe for concurrent use. Each Put is one bbolt transaction, durable when
 // Put returns (unless BoltOptions.NoSync); PutTx writes inside the
 // caller's transaction instead, so blobs commit together with other
@@ -96,7 +76,7 @@ type Bolt struct {
 var _ Store = (*Bolt)(nil)
 
 // OpenBolt opens the bbolt file at path, creating it (but not its
-// directory) if it does not exist, and the bucket BoltBucket in it.
+// directory) if it does not exist, and the bucket boltlayout.Bucket in it.
 // Passing nil options opens it with the defaults. Close closes the file.
 // A damaged or empty file is refused as OpenBoltDB refuses it.
 func OpenBolt(path string, opts *BoltOptions) (*Bolt, error) {
@@ -156,7 +136,7 @@ func TuneBolt(o *bbolt.Options) {
 
 // NewBolt returns a Bolt store in db, an open bbolt database that other
 // packages share (the journal keeps its records in the same file). It
-// creates the bucket BoltBucket unless db is read-only. Close does not
+// creates the bucket boltlayout.Bucket unless db is read-only. Close does not
 // close db: its opener does.
 func NewBolt(db *bbolt.DB) (*Bolt, error) {
 	if db == nil {
@@ -177,7 +157,7 @@ func newBolt(db *bbolt.DB, owned bool) (*Bolt, error) {
 			return err
 		})
 		if err != nil {
-			return nil, fmt.Errorf("create bucket %q: %w", BoltBucket, err)
+			return nil, fmt.Errorf("create bucket %q: %w", boltlayout.Bucket, err)
 		}
 	}
 	return s, nil
@@ -360,7 +340,7 @@ func (s *Bolt) Iterate(ctx context.Context, fn func(ref Ref, size int64) error) 
 			}
 			for ; k != nil && len(batch) < iterateBatch; k, v = c.Next() {
 				if len(k) != Size {
-					return fmt.Errorf("%w: bucket %q holds key %x, not a blob under a %d-byte digest", ErrCorrupt, BoltBucket, k, Size)
+					return fmt.Errorf("%w: bucket %q holds key %x, not a blob under a %d-byte digest", ErrCorrupt, boltlayout.Bucket, k, Size)
 				}
 				if v == nil { // a blob in a bucket of its own
 					// A bucket without the blob's bytes, or on a damaged
@@ -523,7 +503,7 @@ func lookup(tx *bbolt.Tx, ref Ref) ([]byte, error) {
 		return v, nil
 	}
 	return nil, &CorruptError{Ref: ref, Got: Sum(nil),
-		Err: fmt.Errorf("its nested bucket in %q holds no value under %q", BoltBucket, BoltBlobKey)}
+		Err: fmt.Errorf("its nested bucket in %q holds no value under %q", boltlayout.Bucket, boltlayout.BlobKey)}
 }
 
 // nestedBlob returns the bytes of the blob kept in the nested bucket key
@@ -569,7 +549,7 @@ func stored(tx *bbolt.Tx, ref Ref) bool {
 var emptyBlob = []byte{}
 
 // putIn writes data under ref in tx unless it is already there: as the
-// key's value if it is smaller than BoltBlobBucketMin, else in a nested
+// key's value if it is smaller than boltlayout.BlobBucketMin, else in a nested
 // bucket of its own.
 func putIn(tx *bbolt.Tx, ref Ref, data []byte) error {
 	b := tx.Bucket(boltBucket)
@@ -583,7 +563,7 @@ func putIn(tx *bbolt.Tx, ref Ref, data []byte) error {
 	if k, _ := b.Cursor().Seek(key); bytes.Equal(k, key) {
 		return nil // content-addressed: the same key always has the same bytes
 	}
-	if len(data) < BoltBlobBucketMin {
+	if len(data) < boltlayout.BlobBucketMin {
 		if data == nil {
 			data = emptyBlob
 		}

@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/bbolt"
+
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/cas/castest"
-	"go.etcd.io/bbolt"
+	"github.com/demiurge-dev/demiurge/cas/internal/boltlayout"
 )
 
 // corruptBolt rewrites the bytes under ref behind the store's back, in
@@ -22,11 +24,11 @@ func corruptBolt(t *testing.T, s cas.Store, ref cas.Ref) {
 	t.Helper()
 	db := s.(*cas.Bolt).DB()
 	err := db.Update(func(tx *bbolt.Tx) error {
-		b := tx.Bucket([]byte(cas.BoltBucket))
+		b := tx.Bucket([]byte(boltlayout.Bucket))
 		d := ref.Digest()
 		key := d[:]
 		if nested := b.Bucket(key); nested != nil {
-			b, key = nested, []byte(cas.BoltBlobKey)
+			b, key = nested, []byte(boltlayout.BlobKey)
 		}
 		v := b.Get(key)
 		if v == nil {
@@ -384,7 +386,7 @@ func TestBoltBadKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := s.DB().Update(func(tx *bbolt.Tx) error {
-		return tx.Bucket([]byte(cas.BoltBucket)).Put([]byte("short"), []byte("v"))
+		return tx.Bucket([]byte(boltlayout.Bucket)).Put([]byte("short"), []byte("v"))
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -416,8 +418,8 @@ func TestBoltLayout(t *testing.T) {
 	}{
 		{0, false},
 		{1 << 10, false},
-		{cas.BoltBlobBucketMin - 1, false},
-		{cas.BoltBlobBucketMin, true},
+		{boltlayout.BlobBucketMin - 1, false},
+		{boltlayout.BlobBucketMin, true},
 		{1 << 20, true},
 	}
 	for _, tc := range tests {
@@ -427,14 +429,14 @@ func TestBoltLayout(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = s.DB().View(func(tx *bbolt.Tx) error {
-			b := tx.Bucket([]byte(cas.BoltBucket))
+			b := tx.Bucket([]byte(boltlayout.Bucket))
 			d := ref.Digest()
 			v, sub := b.Get(d[:]), b.Bucket(d[:])
 			switch {
 			case tc.nested && (v != nil || sub == nil):
 				t.Errorf("%d bytes: value %v, nested bucket %v; want a nested bucket", tc.n, v != nil, sub != nil)
-			case tc.nested && !bytes.Equal(sub.Get([]byte(cas.BoltBlobKey)), data):
-				t.Errorf("%d bytes: the nested bucket does not hold the bytes under %q", tc.n, cas.BoltBlobKey)
+			case tc.nested && !bytes.Equal(sub.Get([]byte(boltlayout.BlobKey)), data):
+				t.Errorf("%d bytes: the nested bucket does not hold the bytes under %q", tc.n, boltlayout.BlobKey)
 			case !tc.nested && (sub != nil || !bytes.Equal(v, data) || v == nil):
 				t.Errorf("%d bytes: value %v, nested bucket %v; want the bytes as the value", tc.n, v != nil, sub != nil)
 			}
@@ -498,7 +500,7 @@ func TestBoltReadsEitherLayout(t *testing.T) {
 	flatBig, nestedSmall := sized(1, 1<<20), sized(2, 100)
 	want := map[cas.Ref][]byte{cas.Sum(flatBig): flatBig, cas.Sum(nestedSmall): nestedSmall}
 	err := s.DB().Update(func(tx *bbolt.Tx) error {
-		b := tx.Bucket([]byte(cas.BoltBucket))
+		b := tx.Bucket([]byte(boltlayout.Bucket))
 		d := cas.Sum(flatBig).Digest()
 		if err := b.Put(d[:], flatBig); err != nil {
 			return err
@@ -508,7 +510,7 @@ func TestBoltReadsEitherLayout(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return sub.Put([]byte(cas.BoltBlobKey), nestedSmall)
+		return sub.Put([]byte(boltlayout.BlobKey), nestedSmall)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -564,7 +566,7 @@ func TestBoltBigCorrupt(t *testing.T) {
 	corruptBolt(t, s, changed)
 	err := s.DB().Update(func(tx *bbolt.Tx) error {
 		d := emptied.Digest()
-		return tx.Bucket([]byte(cas.BoltBucket)).Bucket(d[:]).Delete([]byte(cas.BoltBlobKey))
+		return tx.Bucket([]byte(boltlayout.Bucket)).Bucket(d[:]).Delete([]byte(boltlayout.BlobKey))
 	})
 	if err != nil {
 		t.Fatal(err)

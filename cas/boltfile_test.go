@@ -13,6 +13,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/cas/internal/boltlayout"
 )
 
 // damagedStore is a small Bolt store on disk, closed, and what it holds.
@@ -32,7 +33,7 @@ func newDamagedStore(t *testing.T) *damagedStore {
 	for i := range 40 {
 		b := bytes.Repeat([]byte{byte(i)}, 100+i*37)
 		if i%8 == 0 {
-			b = bytes.Repeat([]byte(fmt.Sprintf("big %d;", i)), (cas.BoltBlobBucketMin+i*1000)/6)
+			b = bytes.Repeat([]byte(fmt.Sprintf("big %d;", i)), (boltlayout.BlobBucketMin+i*1000)/6)
 		}
 		ref, err := s.Put(t.Context(), b)
 		if err != nil {

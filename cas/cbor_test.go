@@ -8,8 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/fxamacker/cbor/v2"
+
+	"github.com/demiurge-dev/demiurge/cas"
 )
 
 // decodeTests are the table for Unmarshal into any and the seeds of

@@ -33,9 +33,9 @@
 // Memory, and Bolt, a bbolt file. Bolt can share a bbolt database with the
 // journal (NewBolt) and write blobs inside the journal's transaction
 // (PutTx), so that a step's records and blobs commit together. In the
-// bucket BoltBucket a blob under BoltBlobBucketMin bytes is a value keyed
-// by its 32-byte digest; a bigger one is a nested bucket under its digest
-// holding the bytes under BoltBlobKey, so that putting it does not rewrite
+// bucket "cas" a blob under 16 KiB is a value keyed by its 32-byte
+// digest; a bigger one is a nested bucket under its digest holding the
+// bytes under the key "blob" (package cas/internal/boltlayout), so that putting it does not rewrite
 // the big blobs that would otherwise share its B+tree leaf (bbolt never
 // splits a leaf of four keys or fewer). Reads accept either form.
 //

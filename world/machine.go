@@ -13,7 +13,7 @@ import (
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/effects"
 	"github.com/demiurge-dev/demiurge/journal"
-	"github.com/demiurge-dev/demiurge/plans"
+	"github.com/demiurge-dev/demiurge/world/internal/plans"
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/schema"
 )
@@ -188,8 +188,11 @@ func (m *Machine) Pending() []*effects.Intent {
 // IsPending reports whether an intent awaits its receipt.
 func (m *Machine) IsPending(intent cas.Ref) bool { _, ok := m.pending[intent]; return ok }
 
-// RunningPlans returns the ids of running plan instances, ascending.
-func (m *Machine) RunningPlans() []*plans.Instance {
+// RunningPlans returns how many plan instances are running.
+func (m *Machine) RunningPlans() int { return len(m.instances) }
+
+// running returns the running plan instances, by ascending id.
+func (m *Machine) running() []*plans.Instance {
 	ids := make([]uint64, 0, len(m.instances))
 	for id := range m.instances {
 		ids = append(ids, id)
@@ -418,7 +421,7 @@ func (s *stepper) handleEvent(ev queuedEvent) {
 			return
 		}
 	}
-	for _, in := range m.RunningPlans() {
+	for _, in := range m.running() {
 		p, err := m.program(in)
 		if err != nil {
 			continue

@@ -8,7 +8,7 @@ import (
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/effects"
 	"github.com/demiurge-dev/demiurge/journal"
-	"github.com/demiurge-dev/demiurge/plans"
+	"github.com/demiurge-dev/demiurge/world/internal/plans"
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/schema"
 )
@@ -57,7 +57,7 @@ func (m *Machine) snapshotValue(height uint64) schema.Value {
 		}
 	}
 	var insts []schema.Value
-	for _, in := range m.RunningPlans() {
+	for _, in := range m.running() {
 		insts = append(insts, in.Encode())
 	}
 	var pending []schema.Value
@@ -81,7 +81,7 @@ func (m *Machine) snapshotValue(height uint64) schema.Value {
 // ones as a machine that replayed every record, so their snapshots agree.
 func (m *Machine) planManifests() []schema.Value {
 	var refs []string
-	for _, in := range m.RunningPlans() {
+	for _, in := range m.running() {
 		if p, err := m.cur.progs.Get(in.Plan); err == nil && p.Ref == in.PlanRef {
 			continue
 		}

@@ -20,6 +20,14 @@ import (
 	"github.com/demiurge-dev/demiurge/schema"
 )
 
+// The kinds of the built-in effects.
+const (
+	EffectBlobPut     = "blob.put"
+	EffectBlobGet     = "blob.get"
+	EffectTimerSet    = "timer.set"
+	EffectHTTPRequest = "http.request"
+)
+
 // Adapters returns the built-in adapters by effect kind. client is used
 // for http.request (nil: a client with no timeout of its own; the
 // dispatcher bounds each call).
@@ -28,10 +36,10 @@ func Adapters(client *http.Client) map[string]effects.Adapter {
 		client = &http.Client{}
 	}
 	return map[string]effects.Adapter{
-		"blob.put":     effects.AdapterFunc(BlobPut),
-		"blob.get":     effects.AdapterFunc(BlobGet),
-		"timer.set":    effects.AdapterFunc(TimerSet),
-		"http.request": &HTTP{Client: client, MaxBody: defaultMaxBody},
+		EffectBlobPut:     effects.AdapterFunc(BlobPut),
+		EffectBlobGet:     effects.AdapterFunc(BlobGet),
+		EffectTimerSet:    effects.AdapterFunc(TimerSet),
+		EffectHTTPRequest: &HTTP{Client: client, MaxBody: defaultMaxBody},
 	}
 }
 

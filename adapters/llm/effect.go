@@ -14,6 +14,9 @@ import (
 // EffectV1 gets sys/LlmGenerateReceipt@1 receipts, which count an unknown
 // usage or cost as 0; EffectV2 (examples/demiurge) gets @2, which says
 // they are unknown.
+// EffectKind is the kind of the effect this package runs.
+const EffectKind = "llm.generate"
+
 const (
 	EffectV1 = "sys/llm.generate@1"
 	EffectV2 = "sys/llm.generate@2"

@@ -14,14 +14,17 @@ import (
 	"github.com/demiurge-dev/demiurge/effects"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools"
+	"github.com/demiurge-dev/demiurge/tools/introspect"
+	"github.com/demiurge-dev/demiurge/tools/mcp"
 	"github.com/demiurge-dev/demiurge/tools/scripted"
+	"github.com/demiurge-dev/demiurge/tools/workspace"
 )
 
 // Effect kinds of the tool families.
 const (
-	KindIntrospect = "introspect.call"
-	KindWorkspace  = "workspace.call"
-	KindMCP        = "mcp.call"
+	KindIntrospect = introspect.EffectCall
+	KindWorkspace  = workspace.EffectCall
+	KindMCP        = mcp.EffectKind
 	KindScripted   = "scripted.run"
 )
 

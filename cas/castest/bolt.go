@@ -2,6 +2,7 @@ package castest
 
 import (
 	"bytes"
+	"fmt"
 	"runtime"
 	"strconv"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/cas/internal/boltlayout"
 )
 
 // PutsWhileReading checks that puts through p, a store in db opened with
@@ -47,4 +49,38 @@ func PutsWhileReading(t *testing.T, db *bbolt.DB, p cas.Putter) {
 		tx.Rollback()
 		<-done
 	}
+}
+
+// BoltBlobBucketMin is the size from which a Bolt store keeps a blob in a
+// nested bucket of its own: tests that damage stores make blobs on both
+// sides of it.
+const BoltBlobBucketMin = boltlayout.BlobBucketMin
+
+// CorruptBoltBlob changes the stored bytes of ref in db, a Bolt store's
+// database (the last byte is flipped, or a byte added to an empty blob), so
+// they no longer hash to ref. It writes through bbolt, keeping the file
+// sound: what is damaged is the blob, as a bad disk sector would leave it.
+func CorruptBoltBlob(db *bbolt.DB, ref cas.Ref) error {
+	return db.Update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket([]byte(boltlayout.Bucket))
+		if b == nil {
+			return fmt.Errorf("no bucket %q", boltlayout.Bucket)
+		}
+		d := ref.Digest()
+		key := d[:]
+		if nested := b.Bucket(key); nested != nil { // a big blob has a bucket of its own
+			b, key = nested, []byte(boltlayout.BlobKey)
+		}
+		v := b.Get(key)
+		if v == nil {
+			return fmt.Errorf("blob %s is not stored", ref)
+		}
+		bad := append([]byte(nil), v...)
+		if len(bad) == 0 {
+			bad = []byte{0}
+		} else {
+			bad[len(bad)-1] ^= 0xff
+		}
+		return b.Put(key, bad)
+	})
 }

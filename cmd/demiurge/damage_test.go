@@ -17,6 +17,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/cas/castest"
 	"github.com/demiurge-dev/demiurge/internal/store"
 	"github.com/demiurge-dev/demiurge/replay"
 )
@@ -69,7 +70,7 @@ func newDamageFixture(t *testing.T) *damageFixture {
 	}
 	// A blob big enough for a bucket of its own, over several pages.
 	var text strings.Builder
-	for i := 0; text.Len() < 3*cas.BoltBlobBucketMin; i++ {
+	for i := 0; text.Len() < 3*castest.BoltBlobBucketMin; i++ {
 		fmt.Fprintf(&text, "line %d of a big blob\n", i)
 	}
 	big := cas.Sum([]byte(text.String()))
@@ -271,7 +272,7 @@ func TestStorageDamage(t *testing.T) {
 				continue // too short to be found only where it is stored
 			}
 			file, n := fx.flipped(blob)
-			if n == 0 && len(blob) < cas.BoltBlobBucketMin {
+			if n == 0 && len(blob) < castest.BoltBlobBucketMin {
 				t.Fatalf("blob %s not found in the file", ref.Short())
 			}
 			if n == 0 { // a big blob spans pages: flip its first bytes

@@ -15,6 +15,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/cas/castest"
 	"github.com/demiurge-dev/demiurge/internal/store"
 	"github.com/demiurge-dev/demiurge/journal"
 )
@@ -193,28 +194,7 @@ func corruptBlob(dir string, ref cas.Ref) error {
 		return err
 	}
 	defer db.Close()
-	return db.Update(func(tx *bbolt.Tx) error {
-		b := tx.Bucket([]byte(cas.BoltBucket))
-		if b == nil {
-			return fmt.Errorf("no bucket %q", cas.BoltBucket)
-		}
-		d := ref.Digest()
-		key := d[:]
-		if nested := b.Bucket(key); nested != nil { // a big blob has a bucket of its own
-			b, key = nested, []byte(cas.BoltBlobKey)
-		}
-		v := b.Get(key)
-		if v == nil {
-			return fmt.Errorf("blob %s is not stored", ref)
-		}
-		bad := append([]byte(nil), v...)
-		if len(bad) == 0 {
-			bad = []byte{0}
-		} else {
-			bad[len(bad)-1] ^= 0xff
-		}
-		return b.Put(key, bad)
-	})
+	return castest.CorruptBoltBlob(db, ref)
 }
 
 // corruptRecord changes the payload of record seq of world in the store

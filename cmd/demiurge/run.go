@@ -252,7 +252,7 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	for k, v := range kit.adapters {
 		adapters[k] = v
 	}
-	adapters["llm.generate"] = llmAdapter
+	adapters[llm.EffectKind] = llmAdapter
 	w, err := world.Open(ctx, world.Options{
 		Name: f.world, Catalog: cat, Reducers: newRegistry(), Storage: st, Adapters: adapters, Logger: a.log,
 		Dispatch: effects.DispatcherOptions{Getenv: getSecret, Progress: progress, TimeoutFor: kit.timeoutFor},
@@ -560,7 +560,7 @@ func (ag *agent) repl(ctx context.Context) error {
 
 // progress prints the model's text as it streams.
 func (ag *agent) progress(in *effects.Intent, text string) {
-	if ag.f.noStream || in.Kind != "llm.generate" || isCompaction(in) {
+	if ag.f.noStream || in.Kind != llm.EffectKind || isCompaction(in) {
 		return
 	}
 	ag.mu.Lock()

@@ -10,14 +10,16 @@ import (
 	"strings"
 	"time"
 
-	"github.com/demiurge-dev/demiurge/adapters/scripted"
+	bashfx "github.com/demiurge-dev/demiurge/adapters/scripted"
 	"github.com/demiurge-dev/demiurge/adapters/toolcall"
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/effects"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools"
+	"github.com/demiurge-dev/demiurge/tools/introspect"
 	"github.com/demiurge-dev/demiurge/tools/mcp"
+	"github.com/demiurge-dev/demiurge/tools/workspace"
 	"github.com/demiurge-dev/demiurge/world"
 )
 
@@ -52,8 +54,8 @@ type mcpEnv struct {
 func newToolKit(ctx context.Context, name string, cat *schema.Catalog, st world.Storage, env mcpEnv) (k *toolKit, err error) {
 	k = &toolKit{ts: newToolset(name, cat, st), adapters: map[string]effects.Adapter{}}
 	tc := toolcall.New(k.ts.tools...)
-	k.adapters["introspect.call"] = tc
-	k.adapters["workspace.call"] = tc
+	k.adapters[introspect.EffectCall] = tc
+	k.adapters[workspace.EffectCall] = tc
 	for _, t := range k.ts.tools {
 		fam := tools.FamilyIntrospect
 		if strings.HasPrefix(t.Name(), "workspace_") {
@@ -68,8 +70,8 @@ func newToolKit(ctx context.Context, name string, cat *schema.Catalog, st world.
 	commands := k.ts.tools
 	route := bashfx.DefaultRoute
 	if len(cat.Manifest.MCPServers) > 0 {
-		if _, ok := grants[mcp.Kind]; !ok {
-			return nil, fmt.Errorf("run: the manifest declares MCP servers, but %s emits no %s effect to call their tools", demiurge.ToolPlan, mcp.Kind)
+		if _, ok := grants[mcp.EffectKind]; !ok {
+			return nil, fmt.Errorf("run: the manifest declares MCP servers, but %s emits no %s effect to call their tools", demiurge.ToolPlan, mcp.EffectKind)
 		}
 		var reserved []string
 		for _, t := range k.ts.tools {
@@ -88,15 +90,15 @@ func newToolKit(ctx context.Context, name string, cat *schema.Catalog, st world.
 				_ = set.Close()
 			}
 		}()
-		k.adapters[mcp.Kind] = set.Adapter()
+		k.adapters[mcp.EffectKind] = set.Adapter()
 		k.specs = append(k.specs, set.Specs()...)
 		commands = append(append([]tools.Tool(nil), commands...), set.Tools()...)
 		route = mcpRouter(set)
 	}
 	if _, ok := grants["scripted.run"]; ok {
-		ads := map[string]effects.Adapter{"introspect.call": tc, "workspace.call": tc}
+		ads := map[string]effects.Adapter{introspect.EffectCall: tc, workspace.EffectCall: tc}
 		if k.mcp != nil {
-			ads[mcp.Kind] = k.adapters[mcp.Kind]
+			ads[mcp.EffectKind] = k.adapters[mcp.EffectKind]
 		}
 		bash, err := bashfx.New(bashfx.Options{Catalog: cat, Tools: commands, Grants: grants, Adapters: ads, Route: route})
 		if err != nil {
@@ -147,7 +149,7 @@ func manifestDir(path string) (string, error) {
 func mcpRouter(set *mcp.Set) bashfx.Router {
 	return func(tool string) (bashfx.Route, bool) {
 		if server, serverTool, ok := set.Route(tool); ok {
-			return bashfx.Route{Kind: mcp.Kind, Params: func(_, args string) schema.Value {
+			return bashfx.Route{Kind: mcp.EffectKind, Params: func(_, args string) schema.Value {
 				return mcp.Params(server, serverTool, args)
 			}}, true
 		}
@@ -213,7 +215,7 @@ func (k *toolKit) timeoutFor(kind string) time.Duration {
 	switch {
 	case kind == "scripted.run":
 		return bashTimeout
-	case kind == mcp.Kind && k.mcp != nil:
+	case kind == mcp.EffectKind && k.mcp != nil:
 		// Above the servers' own timeouts, which answer the model first.
 		return k.mcp.MaxTimeout() + 10*time.Second
 	}

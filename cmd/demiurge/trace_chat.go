@@ -13,6 +13,9 @@ import (
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
 	"github.com/demiurge-dev/demiurge/schema"
+	"github.com/demiurge-dev/demiurge/tools/introspect"
+	"github.com/demiurge-dev/demiurge/tools/mcp"
+	"github.com/demiurge-dev/demiurge/tools/workspace"
 	"github.com/demiurge-dev/demiurge/world"
 )
 
@@ -136,13 +139,13 @@ func (c *chatTrace) record(r journal.Record) error {
 	case world.KindIntent:
 		in := text(schema.FieldPath(m, "intent"))
 		switch kind := text(schema.FieldPath(m, "kind")); kind {
-		case "llm.generate":
+		case llm.EffectKind:
 			if len(c.lastReq) > 0 {
 				c.modelIn[in] = c.lastReq[0].String()
 				c.keys[c.lastReq[0].String()] = c.lastReq[0]
 				c.lastReq = c.lastReq[1:]
 			}
-		case "introspect.call", "workspace.call", "scripted.run", "mcp.call":
+		case introspect.EffectCall, workspace.EffectCall, "scripted.run", mcp.EffectKind:
 			if len(c.pendCalls) > 0 {
 				c.toolIn[in] = c.pendCalls[0]
 				c.pendCalls = c.pendCalls[1:]

@@ -24,7 +24,7 @@ var House = []Layer{
 	{"leaves", []string{"internal/readall", "internal/realwire"}},
 	{"store", []string{"cas/..."}},
 	{"data", []string{"schema/...", "journal/..."}},
-	{"engine parts", []string{"effects/...", "plans/...", "internal/store"}},
+	{"engine parts", []string{"effects/...", "world/internal/plans/...", "internal/store"}},
 	{"tools", []string{"tools/..."}},
 	{"reducers", []string{"reducer/..."}},
 	{"adapters", []string{"adapters/..."}},
@@ -48,7 +48,7 @@ var TestHelpers = []string{
 // through what the world hands them. NotDeterministic lists the packages
 // among them that are not step code: test helpers, a demo program, the
 // examples' registry.
-var Deterministic = []string{"reducer/...", "plans/...", "examples/..."}
+var Deterministic = []string{"reducer/...", "world/internal/plans/...", "examples/..."}
 
 // NotDeterministic are the exceptions to Deterministic.
 var NotDeterministic = []string{"reducer/reducertest", "examples", "examples/scripted", "examples/internal/..."}

@@ -223,7 +223,7 @@ func TestOneTransaction(t *testing.T) {
 	ctx := t.Context()
 	s := mustOpen(t, t.TempDir(), &Options{NoSync: true})
 	// A small blob is a value of the CAS bucket, a big one a nested bucket
-	// of its own (cas.BoltBlobBucketMin): both commit with the step.
+	// of its own (see cas/internal/boltlayout): both commit with the step.
 	blobs := [][]byte{[]byte("step blob"), bytes.Repeat([]byte("big step blob "), 1<<16)}
 	var refs []cas.Ref
 	head, err := s.Journal().AppendWith(ctx, "w", journal.Head{}, []journal.Entry{{Kind: "Step"}}, func(tx *bbolt.Tx) error {

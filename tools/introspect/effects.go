@@ -11,11 +11,16 @@ import (
 
 // The AgentOS introspect effect kinds that Adapters runs.
 const (
-	KindManifest     = "introspect.manifest"
-	KindReducerState = "introspect.reducer_state"
-	KindJournalHead  = "introspect.journal_head"
-	KindListCells    = "introspect.list_cells"
+	EffectManifest     = "introspect.manifest"
+	EffectReducerState = "introspect.reducer_state"
+	EffectJournalHead  = "introspect.journal_head"
+	EffectListCells    = "introspect.list_cells"
 )
+
+// EffectCall is the kind of the effect through which the model's
+// introspect tools run (params {tool, arguments_json}, a sys/ToolResponse@1
+// receipt; see adapters/toolcall).
+const EffectCall = "introspect.call"
 
 // adapterID is the adapter id of the effects' receipts.
 const adapterID = "introspect"
@@ -34,10 +39,10 @@ const adapterID = "introspect"
 func Adapters(v View, opts *Options) map[string]effects.Adapter {
 	r := newReader(v, opts)
 	return map[string]effects.Adapter{
-		KindManifest:     readEffect{r, r.manifestEffect},
-		KindReducerState: readEffect{r, r.reducerStateEffect},
-		KindJournalHead:  readEffect{r, r.journalHeadEffect},
-		KindListCells:    readEffect{r, r.listCellsEffect},
+		EffectManifest:     readEffect{r, r.manifestEffect},
+		EffectReducerState: readEffect{r, r.reducerStateEffect},
+		EffectJournalHead:  readEffect{r, r.journalHeadEffect},
+		EffectListCells:    readEffect{r, r.listCellsEffect},
 	}
 }
 
@@ -88,7 +93,7 @@ func (r *reader) manifestEffect(ctx context.Context, c *effects.Call) effects.Re
 		}
 		return schema.Record("manifest", d.bytes, "meta", d.meta.Value()), nil
 	}()
-	return receipt(KindManifest, p, err)
+	return receipt(EffectManifest, p, err)
 }
 
 // reducerStateEffect runs introspect.reducer_state: {reducer, key?:
@@ -126,16 +131,16 @@ func (r *reader) reducerStateEffect(ctx context.Context, c *effects.Call) effect
 		}
 		return schema.Record("state", st, "meta", cr.meta.Value()), nil
 	}()
-	return receipt(KindReducerState, p, err)
+	return receipt(EffectReducerState, p, err)
 }
 
 // journalHeadEffect runs introspect.journal_head: {} → {meta}.
 func (r *reader) journalHeadEffect(ctx context.Context, c *effects.Call) effects.Receipt {
 	h, err := r.v.Head(ctx)
 	if err != nil {
-		return receipt(KindJournalHead, nil, err)
+		return receipt(EffectJournalHead, nil, err)
 	}
-	return receipt(KindJournalHead, schema.Record("meta", meta(h).Value()), nil)
+	return receipt(EffectJournalHead, schema.Record("meta", meta(h).Value()), nil)
 }
 
 // listCellsEffect runs introspect.list_cells: {reducer} → {cells: [{key:
@@ -166,5 +171,5 @@ func (r *reader) listCellsEffect(ctx context.Context, c *effects.Call) effects.R
 		}
 		return schema.Record("cells", list, "meta", m.Value()), nil
 	}()
-	return receipt(KindListCells, p, err)
+	return receipt(EffectListCells, p, err)
 }

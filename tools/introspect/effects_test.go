@@ -96,7 +96,7 @@ func TestEffectsOnCounter(t *testing.T) {
 		return b
 	}
 
-	p := okPayload(t, v, introspect.KindManifest, receiptOf(t, v, introspect.KindManifest, `{"consistency": "head"}`))
+	p := okPayload(t, v, introspect.EffectManifest, receiptOf(t, v, introspect.EffectManifest, `{"consistency": "head"}`))
 	node, _ := cat.Node(cat.ManifestRef())
 	if got := member(p, "manifest").([]byte); !bytes.Equal(got, node) || cas.Sum(got).String() != manifest {
 		t.Errorf("manifest bytes are not the manifest node")
@@ -104,7 +104,7 @@ func TestEffectsOnCounter(t *testing.T) {
 	if got := schema.String(member(p, "meta")); got != wantMeta(9) {
 		t.Errorf("meta %s; want %s", got, wantMeta(9))
 	}
-	p = okPayload(t, v, introspect.KindManifest, receiptOf(t, v, introspect.KindManifest, `{"consistency": "exact:3"}`))
+	p = okPayload(t, v, introspect.EffectManifest, receiptOf(t, v, introspect.EffectManifest, `{"consistency": "exact:3"}`))
 	if got := schema.String(member(p, "meta")); got != wantMeta(3) {
 		t.Errorf("exact:3 meta %s", got)
 	}
@@ -122,7 +122,7 @@ func TestEffectsOnCounter(t *testing.T) {
 		// AgentOS gives a reducer that is not keyed the empty key.
 		{`{"reducer": "counter/Counter@1", "key": "", "consistency": "head"}`, encode(`{"pc": "Done", "remaining": 0}`), 9},
 	} {
-		p := okPayload(t, v, introspect.KindReducerState, receiptOf(t, v, introspect.KindReducerState, tc.params))
+		p := okPayload(t, v, introspect.EffectReducerState, receiptOf(t, v, introspect.EffectReducerState, tc.params))
 		got, _ := member(p, "state").([]byte)
 		if !bytes.Equal(got, tc.state) {
 			t.Errorf("%s: state %x; want %x", tc.params, got, tc.state)
@@ -132,12 +132,12 @@ func TestEffectsOnCounter(t *testing.T) {
 		}
 	}
 
-	p = okPayload(t, v, introspect.KindJournalHead, receiptOf(t, v, introspect.KindJournalHead, `{}`))
+	p = okPayload(t, v, introspect.EffectJournalHead, receiptOf(t, v, introspect.EffectJournalHead, `{}`))
 	if got := schema.String(member(p, "meta")); got != wantMeta(heads[len(heads)-1].Seq) {
 		t.Errorf("journal head meta %s", got)
 	}
 
-	p = okPayload(t, v, introspect.KindListCells, receiptOf(t, v, introspect.KindListCells, `{"reducer": "counter/Counter@1"}`))
+	p = okPayload(t, v, introspect.EffectListCells, receiptOf(t, v, introspect.EffectListCells, `{"reducer": "counter/Counter@1"}`))
 	cells := member(p, "cells").([]schema.Value)
 	done := encode(`{"pc": "Done", "remaining": 0}`)
 	want := schema.Record("key", []byte{}, "state_hash", cas.Sum(done).String(), "size", uint64(len(done)),
@@ -156,7 +156,7 @@ func TestEffectsOnKeyedReducer(t *testing.T) {
 		}
 		return b
 	}
-	p := okPayload(t, v, introspect.KindListCells, receiptOf(t, v, introspect.KindListCells, `{"reducer": "probe/Sum@1"}`))
+	p := okPayload(t, v, introspect.EffectListCells, receiptOf(t, v, introspect.EffectListCells, `{"reducer": "probe/Sum@1"}`))
 	cells := member(p, "cells").([]schema.Value)
 	if len(cells) != 1 {
 		t.Fatalf("cells %s; want the one of key a", schema.String(cells))
@@ -180,7 +180,7 @@ func TestEffectsOnKeyedReducer(t *testing.T) {
 		// The key without its self-describe prefix decodes too.
 		{`{"reducer": "probe/Sum@1", "key": "` + b64(key("a")[3:]) + `", "consistency": "exact:3"}`, uint64(2)},
 	} {
-		p := okPayload(t, v, introspect.KindReducerState, receiptOf(t, v, introspect.KindReducerState, tc.params))
+		p := okPayload(t, v, introspect.EffectReducerState, receiptOf(t, v, introspect.EffectReducerState, tc.params))
 		b, _ := member(p, "state").([]byte)
 		var total any
 		if b != nil {
@@ -202,17 +202,17 @@ func TestEffectErrors(t *testing.T) {
 	v := keyedRun(t)
 	nat, _ := schema.Encode(uint64(5))
 	for _, tc := range []struct{ kind, params, msg string }{
-		{introspect.KindManifest, `{"consistency": "latest"}`, `introspect.manifest: bad consistency "latest": want "head", "exact:<height>" or "at_least:<height>"`},
-		{introspect.KindManifest, `{"consistency": "exact:10"}`, "introspect.manifest: exact:10 is above the journal head 9"},
-		{introspect.KindReducerState, `{"reducer": "probe/Nope@1", "key": null, "consistency": "head"}`,
+		{introspect.EffectManifest, `{"consistency": "latest"}`, `introspect.manifest: bad consistency "latest": want "head", "exact:<height>" or "at_least:<height>"`},
+		{introspect.EffectManifest, `{"consistency": "exact:10"}`, "introspect.manifest: exact:10 is above the journal head 9"},
+		{introspect.EffectReducerState, `{"reducer": "probe/Nope@1", "key": null, "consistency": "head"}`,
 			`introspect.reducer_state: unknown reducer "probe/Nope@1"; the world's reducers are: probe/Count@1, probe/Sum@1, sys/HttpPublish@1, sys/Workspace@1`},
-		{introspect.KindReducerState, `{"reducer": "probe/Sum@1", "key": null, "consistency": "head"}`,
+		{introspect.EffectReducerState, `{"reducer": "probe/Sum@1", "key": null, "consistency": "head"}`,
 			"reducer probe/Sum@1 is keyed by probe/Key@1: key needs the canonical CBOR of a key"},
-		{introspect.KindReducerState, `{"reducer": "probe/Sum@1", "key": "/w==", "consistency": "head"}`, "key is not canonical CBOR"},
-		{introspect.KindReducerState, `{"reducer": "probe/Sum@1", "key": "` + b64(nat) + `", "consistency": "head"}`, "the key does not fit probe/Key@1, the key schema of probe/Sum@1"},
-		{introspect.KindReducerState, `{"reducer": "probe/Count@1", "key": "` + b64(nat) + `", "consistency": "head"}`, "reducer probe/Count@1 is not keyed"},
-		{introspect.KindReducerState, `{"reducer": "probe/Sum@1", "key": "` + b64(nat) + `", "consistency": "exact"}`, "bad consistency"},
-		{introspect.KindListCells, `{"reducer": "sys/CapEnforceMcp@1"}`, "sys/CapEnforceMcp@1 is a pure module, not a reducer"},
+		{introspect.EffectReducerState, `{"reducer": "probe/Sum@1", "key": "/w==", "consistency": "head"}`, "key is not canonical CBOR"},
+		{introspect.EffectReducerState, `{"reducer": "probe/Sum@1", "key": "` + b64(nat) + `", "consistency": "head"}`, "the key does not fit probe/Key@1, the key schema of probe/Sum@1"},
+		{introspect.EffectReducerState, `{"reducer": "probe/Count@1", "key": "` + b64(nat) + `", "consistency": "head"}`, "reducer probe/Count@1 is not keyed"},
+		{introspect.EffectReducerState, `{"reducer": "probe/Sum@1", "key": "` + b64(nat) + `", "consistency": "exact"}`, "bad consistency"},
+		{introspect.EffectListCells, `{"reducer": "sys/CapEnforceMcp@1"}`, "sys/CapEnforceMcp@1 is a pure module, not a reducer"},
 	} {
 		r := receiptOf(t, v, tc.kind, tc.params)
 		if r.Status != effects.StatusError || r.AdapterID != "introspect" || !strings.Contains(r.Error, tc.msg) {

@@ -118,14 +118,14 @@ func FuzzReducerStateKey(f *testing.F) {
 		f.Add(seed.reducer, seed.key, seed.c)
 	}
 	v := keyedRun(f)
-	adapter := introspect.Adapters(v, &introspect.Options{MaxWait: -1})[introspect.KindReducerState]
-	ef, _ := v.Catalog().EffectKind(introspect.KindReducerState)
+	adapter := introspect.Adapters(v, &introspect.Options{MaxWait: -1})[introspect.EffectReducerState]
+	ef, _ := v.Catalog().EffectKind(introspect.EffectReducerState)
 	f.Fuzz(func(t *testing.T, reducer string, key []byte, c string) {
 		var k schema.Value
 		if key != nil {
 			k = key
 		}
-		r := call(t.Context(), adapter, introspect.KindReducerState, schema.Record("reducer", reducer, "key", k, "consistency", c))
+		r := call(t.Context(), adapter, introspect.EffectReducerState, schema.Record("reducer", reducer, "key", k, "consistency", c))
 		switch r.Status {
 		case effects.StatusOK:
 			if _, err := schema.Normalize(v.Catalog(), schema.RefType(ef.ReceiptSchema), r.Payload); err != nil {

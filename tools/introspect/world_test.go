@@ -355,13 +355,13 @@ func TestRunsInline(t *testing.T) {
 			t.Errorf("toolcall %s %s: RunsInline %v; want %v", c.tool, c.args, got, c.want)
 		}
 	}
-	head, ok := introspect.Adapters(v, nil)[introspect.KindJournalHead].(effects.InlineAdapter)
+	head, ok := introspect.Adapters(v, nil)[introspect.EffectJournalHead].(effects.InlineAdapter)
 	if !ok {
-		t.Fatalf("the %s adapter is not an effects.InlineAdapter", introspect.KindJournalHead)
+		t.Fatalf("the %s adapter is not an effects.InlineAdapter", introspect.EffectJournalHead)
 	}
 	for cons, want := range map[string]bool{"head": true, "at_least:9": true, "at_least:10": false} {
 		if got := head.RunsInline(t.Context(), &effects.Call{Params: schema.Record("consistency", cons)}); got != want {
-			t.Errorf("%s %s: RunsInline %v; want %v", introspect.KindJournalHead, cons, got, want)
+			t.Errorf("%s %s: RunsInline %v; want %v", introspect.EffectJournalHead, cons, got, want)
 		}
 	}
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/demiurge-dev/demiurge/tools"
 )
 
-// Kind is the effect kind of a call of an MCP tool.
-const Kind = "mcp.call"
+// EffectKind is the effect kind of a call of an MCP tool.
+const EffectKind = "mcp.call"
 
 // AdapterID is the adapter id of mcp.call receipts.
 const AdapterID = "mcp"

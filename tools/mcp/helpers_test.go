@@ -200,7 +200,7 @@ func toolNames(set *mcp.Set) []string {
 type effectsCall struct{ params schema.Value }
 
 func (e effectsCall) call() *effects.Call {
-	return &effects.Call{Intent: &effects.Intent{Kind: mcp.Kind}, Params: e.params, CAS: cas.NewMemory()}
+	return &effects.Call{Intent: &effects.Intent{Kind: mcp.EffectKind}, Params: e.params, CAS: cas.NewMemory()}
 }
 
 // receiptFields returns the fields of a sys/ToolResponse@1 value, with

@@ -10,6 +10,11 @@ import (
 	"github.com/demiurge-dev/demiurge/schema"
 )
 
+// EffectCall is the kind of the effect through which the model's
+// workspace tools run (params {tool, arguments_json}, a sys/ToolResponse@1
+// receipt; see adapters/toolcall).
+const EffectCall = "workspace.call"
+
 // AdapterID is the adapter_id of the workspace.* receipts.
 const AdapterID = "workspace"
 

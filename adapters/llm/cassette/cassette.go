@@ -100,7 +100,7 @@ func decodeAnswers(jb []byte) ([]Answer, error) {
 		str := func(k string) string { s, _ := get(k).(string); return s }
 		switch r.Kind {
 		case "Intent":
-			if str("kind") == "llm.generate" {
+			if str("kind") == llm.EffectKind {
 				llmIntents[str("intent")] = true
 			}
 		case "Receipt":
