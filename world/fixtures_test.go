@@ -18,7 +18,6 @@ import (
 	"github.com/demiurge-dev/demiurge/effects"
 	"github.com/demiurge-dev/demiurge/examples"
 	"github.com/demiurge-dev/demiurge/journal"
-	"github.com/demiurge-dev/demiurge/plans"
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/world"
@@ -257,18 +256,12 @@ func (fx *worldFixture) command(line string) {
 	case "state":
 		fx.printState()
 	case "plans":
-		progs := plans.NewPrograms(fx.m.Catalog())
 		running := fx.m.RunningPlans()
 		if len(running) == 0 {
 			fx.printf("none")
 		}
 		for _, in := range running {
-			p, err := progs.Get(in.Plan)
-			if err != nil {
-				fx.printf("plan %d %s: %v", in.ID, in.Plan, err)
-				continue
-			}
-			fx.printf("plan %d %s: %s", in.ID, in.Plan, in.Describe(p))
+			fx.printf("plan %d %s: %s", in.ID, in.Plan, in.Steps)
 		}
 	case "journal":
 		err := fx.st.Journal().Read(fx.ctx, fixtureWorld, 1, func(r journal.Record) error {
@@ -466,13 +459,8 @@ func machineView(m *world.Machine, mods []string) string {
 	for _, in := range m.Pending() {
 		fmt.Fprintf(&b, "intent %s\n", in.Hash)
 	}
-	progs := plans.NewPrograms(m.Catalog())
 	for _, in := range m.RunningPlans() {
-		desc := "?"
-		if p, err := progs.Get(in.Plan); err == nil {
-			desc = in.Describe(p)
-		}
-		fmt.Fprintf(&b, "plan %d %s %s\n", in.ID, in.Plan, desc)
+		fmt.Fprintf(&b, "plan %d %s %s\n", in.ID, in.Plan, in.Steps)
 	}
 	fmt.Fprintf(&b, "height %d logical %d\n", m.Height(), m.LogicalNow())
 	return b.String()

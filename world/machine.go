@@ -188,8 +188,28 @@ func (m *Machine) Pending() []*effects.Intent {
 // IsPending reports whether an intent awaits its receipt.
 func (m *Machine) IsPending(intent cas.Ref) bool { _, ok := m.pending[intent]; return ok }
 
-// RunningPlans returns how many plan instances are running.
-func (m *Machine) RunningPlans() int { return len(m.instances) }
+// RunningPlan describes a running plan instance.
+type RunningPlan struct {
+	ID   uint64 // the instance's id, unique in the world
+	Plan string // the plan's name
+	// Steps is the state of each of its steps, in order, as
+	// "step:state" ("emit:done await:waiting ..."); empty if the plan's
+	// program cannot be found.
+	Steps string
+}
+
+// RunningPlans returns the running plan instances, by ascending id.
+func (m *Machine) RunningPlans() []RunningPlan {
+	out := make([]RunningPlan, 0, len(m.instances))
+	for _, in := range m.running() {
+		rp := RunningPlan{ID: in.ID, Plan: in.Plan}
+		if p, err := m.program(in); err == nil {
+			rp.Steps = in.Describe(p)
+		}
+		out = append(out, rp)
+	}
+	return out
+}
 
 // running returns the running plan instances, by ascending id.
 func (m *Machine) running() []*plans.Instance {

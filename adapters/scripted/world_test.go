@@ -134,8 +134,8 @@ date -u +%FT%TZ`
 	if err != nil {
 		t.Fatalf("replay: %v", err)
 	}
-	if res.Inputs < 5 || res.Machine.RunningPlans() != 0 {
-		t.Errorf("replay applied %d inputs, %d plans still running", res.Inputs, res.Machine.RunningPlans())
+	if res.Inputs < 5 || len(res.Machine.RunningPlans()) != 0 {
+		t.Errorf("replay applied %d inputs, %d plans still running", res.Inputs, len(res.Machine.RunningPlans()))
 	}
 }
 

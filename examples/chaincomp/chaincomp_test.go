@@ -177,7 +177,7 @@ func TestChainComp(t *testing.T) {
 					if fmt.Sprint(raised) != tc.raised {
 						t.Errorf("plans raised %v; want %s", raised, tc.raised)
 					}
-					if n := m.RunningPlans(); n != 0 {
+					if n := len(m.RunningPlans()); n != 0 {
 						t.Errorf("%d plans still running", n)
 					}
 				},

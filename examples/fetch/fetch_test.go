@@ -67,8 +67,8 @@ func TestFetchNotify(t *testing.T) {
 				in.Get("params", "method") != "GET" || in.Get("origin", "name") != PlanName {
 				t.Errorf("intent = %s", in)
 			}
-			if m.RunningPlans() != 0 {
-				t.Errorf("%d plans still running", m.RunningPlans())
+			if len(m.RunningPlans()) != 0 {
+				t.Errorf("%d plans still running", len(m.RunningPlans()))
 			}
 			var raised []string
 			for _, ev := range exampletest.Select(recs, world.KindRaised) {
