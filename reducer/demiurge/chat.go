@@ -259,6 +259,11 @@ func (r *Reducer) settingsChanged(s *step) {
 }
 
 func (r *Reducer) user(s *step, e UserMessage) error {
+	if e.RequestID <= s.st.LastRequestID && s.st.Settings != nil {
+		// A message we have seen (a retry): nothing to do, not even to
+		// its settings, which may be older than the chat's.
+		return nil
+	}
 	if e.Settings != nil {
 		set := *e.Settings
 		s.st.Settings = &set
@@ -266,10 +271,6 @@ func (r *Reducer) user(s *step, e UserMessage) error {
 	}
 	if s.st.Settings == nil {
 		return fmt.Errorf("chat %s has no settings: send Created first, or settings with the message", s.chat)
-	}
-	if e.RequestID <= s.st.LastRequestID {
-		// A message we have seen (a retry): nothing to do.
-		return nil
 	}
 	s.newTurn(e.RequestID, fmt.Sprintf("a new message (request %d) arrived before the turn ended", e.RequestID))
 	if err := s.appendItems(s.blobTokens(e.MessageRef), e.MessageRef); err != nil {
@@ -360,6 +361,12 @@ func (r *Reducer) result(s *step, e ChatResult) error {
 	t := s.st.Turn
 	if t == nil || t.RequestID != e.RequestID || t.Round != e.Round {
 		return nil // a late answer to a turn that ended
+	}
+	if len(t.Calls) > 0 {
+		// The round has its answer, and waits for its calls' results: a
+		// second answer to the same request is not the model's (one
+		// request, one plan run, one result) and is ignored.
+		return nil
 	}
 	rc := e.Receipt
 	s.account(rc)
