@@ -22,6 +22,7 @@ const (
 	EnforceGovernance = "sys/CapEnforceGovernance@1"
 	EnforceScripted   = "sys/CapEnforceScripted@1"
 	EnforceMCP        = "sys/CapEnforceMcp@1"
+	EnforceCustom     = "sys/CapEnforceCustom@1"
 	EnforceAllowAll   = "sys/CapAllowAll@1"
 )
 
@@ -62,6 +63,8 @@ func enforce(r schema.Resolver, cd *schema.DefCap, grant schema.Value, kind stri
 		return enforceWorkspace(grant, kind, params)
 	case EnforceScripted:
 		return enforceScripted(grant, params)
+	case EnforceCustom:
+		return enforceCustom(grant, params)
 	case EnforceMCP:
 		return enforceMCP(grant, params)
 	}
@@ -306,6 +309,16 @@ func enforceMCP(grant, params schema.Value) error {
 	}
 	if ts, ok := textSet(grant, "tools_allow"); ok && len(ts) > 0 && !slices.Contains(ts, tool) && !slices.Contains(ts, server+"/"+tool) {
 		return fmt.Errorf("MCP tool %s/%s is not in tools_allow %v", server, tool, ts)
+	}
+	return nil
+}
+
+// enforceCustom checks custom.call against tools_allow: the tools of the
+// embedding program the grant lets run (absent or empty: all of them).
+func enforceCustom(grant, params schema.Value) error {
+	tool, _ := schema.FieldPath(params, "tool").(string)
+	if ts, ok := textSet(grant, "tools_allow"); ok && len(ts) > 0 && !slices.Contains(ts, tool) {
+		return fmt.Errorf("tool %s is not in tools_allow %v", tool, ts)
 	}
 	return nil
 }

@@ -9,12 +9,14 @@ import (
 func gateCatalog(t *testing.T) *schema.Catalog {
 	t.Helper()
 	src := `[{"$kind":"manifest","air_version":"1","schemas":[],"modules":[],"plans":[],
-	 "effects":[{"name":"sys/blob.put@1"},{"name":"sys/llm.generate@1"},{"name":"sys/http.request@1"}],"caps":[],"policies":[{"name":"t/p@1"}],
+	 "effects":[{"name":"sys/blob.put@1"},{"name":"sys/llm.generate@1"},{"name":"sys/http.request@1"},{"name":"sys/custom.call@1"}],"caps":[],"policies":[{"name":"t/p@1"}],
 	 "secrets":[{"name":"llm/api@1"}],
 	 "defaults":{"policy":"t/p@1","cap_grants":[
 	   {"name":"blob","cap":"sys/blob@1","params":{}},
 	   {"name":"llm","cap":"sys/llm.basic@1","params":{"models":["m1"],"max_tokens":100,"tools_allow":["t1"]}},
 	   {"name":"llm2","cap":"sys/llm.basic@1","params":{}},
+	   {"name":"custom","cap":"sys/custom@1","params":{}},
+	   {"name":"weather","cap":"sys/custom@1","params":{"tools_allow":["get_weather"]}},
 	   {"name":"web","cap":"sys/http.out@1","params":{"hosts":["*.example.com","example.com"],"methods":["GET"],"ports":[443],"path_prefixes":["/api/"]}}]}},
 	 {"$kind":"defpolicy","name":"t/p@1","rules":[{"when":{"origin_kind":"reducer","effect_kind":"blob.put"},"decision":"allow"},{"when":{"origin_kind":"plan"},"decision":"allow"}]},
 	 {"$kind":"defsecret","name":"llm/api@1","binding_id":"env:TEST_KEY","allowed_caps":["llm"]}]`
@@ -59,6 +61,9 @@ func TestGate(t *testing.T) {
 		{"wrong grant type", Request{Kind: "http.request", Grant: "blob", Origin: plan, Params: http("GET", "https://example.com/api/x")}, StageGrant},
 		{"no grant", Request{Kind: "http.request", Grant: "nope", Origin: plan, Params: http("GET", "https://example.com/api/x")}, StageGrant},
 		{"bad params", Request{Kind: "http.request", Grant: "web", Origin: plan, Params: schema.Record("method", "GET")}, StageParams},
+		{"custom tool", Request{Kind: "custom.call", Grant: "custom", Origin: plan, Params: schema.Record("tool", "anything", "arguments_json", "{}")}, StageAllowed},
+		{"custom tool allowed", Request{Kind: "custom.call", Grant: "weather", Origin: plan, Params: schema.Record("tool", "get_weather", "arguments_json", "{}")}, StageAllowed},
+		{"custom tool not allowed", Request{Kind: "custom.call", Grant: "weather", Origin: plan, Params: schema.Record("tool", "send_mail", "arguments_json", "{}")}, StageCap},
 		{"unknown kind", Request{Kind: "mail.send", Grant: "web", Origin: plan}, StageKind},
 		{"policy no match", Request{Kind: "blob.put", Grant: "blob", Origin: Origin{Kind: "reducer", Name: "x"}, Params: schema.Record("blob_ref", "blake3:"+zeros, "bytes", []byte{})}, StageAllowed},
 	}

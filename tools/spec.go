@@ -13,6 +13,7 @@ const (
 	FamilyWorkspace  = "workspace"  // workspace.call
 	FamilyBash       = "bash"       // scripted.run
 	FamilyMCP        = "mcp"        // mcp.call
+	FamilyCustom     = "custom"     // custom.call: a tool of the program embedding demiurge
 )
 
 // SpecTool is one tool in the tools blob a world sends the model.

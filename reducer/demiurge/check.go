@@ -77,7 +77,7 @@ func (r *Reducer) check(s *step, ts *toolSet, tc LlmToolCall, args parsedArgs) (
 		}
 	case tools.FamilyMCP:
 		req.Server, req.ServerTool = spec.spec.Server, spec.spec.ServerTool
-	case tools.FamilyIntrospect, tools.FamilyWorkspace:
+	case tools.FamilyIntrospect, tools.FamilyWorkspace, tools.FamilyCustom:
 	default:
 		return req, fmt.Sprintf("error: tool %s has no known way to run (family %q).", tc.Name, req.Family)
 	}
