@@ -124,6 +124,11 @@ func (r *Reducer) Step(c *reducer.Context, state, event schema.Value) (reducer.O
 		if err = reducer.ToGo(v, &e); err == nil {
 			err = r.compactRequested(s, e)
 		}
+	case "Stop":
+		var e StopRequest
+		if err = reducer.ToGo(v, &e); err == nil {
+			err = r.stopRequested(s, e)
+		}
 	case "Result":
 		var e ChatResult
 		if err = reducer.ToGo(v, &e); err == nil {
@@ -537,6 +542,22 @@ func (s *step) appendOutputs() error {
 	}
 	t.Calls = []PendingCall{}
 	return s.appendItems(0, refs...) // their tokens counted when they were written
+}
+
+// stopRequested ends the turn the user stopped, if it is still running:
+// its calls without output are answered (a call that was running may still
+// finish; its workspace commits are recorded), and a model answer that
+// comes later is ignored.
+func (r *Reducer) stopRequested(s *step, e StopRequest) error {
+	t := s.st.Turn
+	if t == nil || t.RequestID != e.RequestID {
+		return nil // the turn ended before the stop came
+	}
+	reason := "the user stopped the turn"
+	if e.Reason != "" {
+		reason += " (" + e.Reason + ")"
+	}
+	return s.stopTurn(reason)
 }
 
 // stopTurn ends the turn with a reason the user sees; every call still

@@ -73,6 +73,14 @@ type UserMessage struct {
 	ToolChoice *ToolChoice `cbor:"tool_choice"`
 }
 
+// StopRequest is demiurge/StopRequest@1: the user stops the turn of
+// RequestID (if it is still running) for Reason.
+type StopRequest struct {
+	ChatID    string `cbor:"chat_id"`
+	RequestID uint64 `cbor:"request_id"`
+	Reason    string `cbor:"reason"`
+}
+
 // CompactRequest is demiurge/CompactRequest@1: the user asks the chat to
 // compact its transcript now.
 type CompactRequest struct {
