@@ -196,19 +196,34 @@ type RunningPlan struct {
 	// "step:state" ("emit:done await:waiting ..."); empty if the plan's
 	// program cannot be found.
 	Steps string
+	// Input is the value the instance started with: its trigger event.
+	Input schema.Value
 }
 
 // RunningPlans returns the running plan instances, by ascending id.
 func (m *Machine) RunningPlans() []RunningPlan {
 	out := make([]RunningPlan, 0, len(m.instances))
 	for _, in := range m.running() {
-		rp := RunningPlan{ID: in.ID, Plan: in.Plan}
-		if p, err := m.program(in); err == nil {
-			rp.Steps = in.Describe(p)
-		}
-		out = append(out, rp)
+		out = append(out, m.describe(in))
 	}
 	return out
+}
+
+// Plan returns the running plan instance id.
+func (m *Machine) Plan(id uint64) (RunningPlan, bool) {
+	in, ok := m.instances[id]
+	if !ok {
+		return RunningPlan{}, false
+	}
+	return m.describe(in), true
+}
+
+func (m *Machine) describe(in *plans.Instance) RunningPlan {
+	rp := RunningPlan{ID: in.ID, Plan: in.Plan, Input: in.Input}
+	if p, err := m.program(in); err == nil {
+		rp.Steps = in.Describe(p)
+	}
+	return rp
 }
 
 // running returns the running plan instances, by ascending id.

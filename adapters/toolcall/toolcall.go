@@ -14,6 +14,11 @@ import (
 	"github.com/demiurge-dev/demiurge/tools"
 )
 
+// EffectCustom is the kind of the effect through which the tools of a
+// program embedding demiurge run (sys/custom.call@1: params {tool,
+// arguments_json}, a sys/ToolResponse@1 receipt, cap sys/custom@1).
+const EffectCustom = "custom.call"
+
 // Adapter runs tools by name. It is safe for concurrent use.
 type Adapter struct {
 	mu    sync.RWMutex

@@ -1,0 +1,213 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
+	"github.com/demiurge-dev/demiurge/agent"
+	"github.com/demiurge-dev/demiurge/tools"
+)
+
+const manifest = "../examples/demiurge"
+
+// env is an environment with only the variables given.
+func env(kv ...string) agent.Option {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return agent.WithEnv(func(k string) (string, bool) { v, ok := m[k]; return v, ok })
+}
+
+// fake opens the demiurge example world against llmtest answering turns.
+func fake(t *testing.T, turns []llmtest.Turn, opts ...agent.Option) (*agent.World, *llmtest.Server) {
+	t.Helper()
+	srv := llmtest.NewServer(llmtest.Script{Turns: turns})
+	t.Cleanup(srv.Close)
+	opts = append([]agent.Option{env("OPENAI_API_KEY", "sk-test", "OPENAI_BASE_URL", srv.URL),
+		agent.WithModel(agent.Model{Name: "gpt-test"})}, opts...)
+	w, err := agent.Open(t.Context(), manifest, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w, srv
+}
+
+// collect runs a turn and returns its events, as text lines, and its end.
+func collect(t *testing.T, seq func(yield func(agent.Event, error) bool)) ([]string, agent.TurnEnd) {
+	t.Helper()
+	var lines []string
+	var end agent.TurnEnd
+	for e, err := range seq {
+		if err != nil {
+			t.Fatalf("turn: %v", err)
+		}
+		switch e := e.(type) {
+		case agent.TextDelta:
+			continue // how the text is cut depends on the stream
+		case agent.TurnEnd:
+			end = e
+		}
+		b, err := agent.MarshalEvent(e)
+		if err != nil {
+			t.Fatalf("marshal %T: %v", e, err)
+		}
+		lines = append(lines, string(b))
+	}
+	return lines, end
+}
+
+func TestSendDemo(t *testing.T) {
+	w, err := agent.Open(t.Context(), manifest, agent.WithModel(agent.Cassette("../testdata/sessions/demo")), env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	lines, end := collect(t, w.Chat("main").Send(t.Context(), "Write a hello note and show it to me."))
+	if end.Outcome != agent.OutcomeAnswer || end.Finish != "stop" {
+		t.Errorf("turn end %+v; want an answer", end)
+	}
+	got := strings.Join(lines, "\n")
+	for _, want := range []string{
+		`"type":"message","seq":`, `"role":"user","text":"Write a hello note and show it to me."`,
+		`"type":"tool_call_started"`, `"tool":"workspace_write"`, `"status":"requested"`,
+		`"type":"tool_call_finished"`, `"tool":"bash"`, `"status":"ok"`,
+		`"type":"model_call"`,
+		`"role":"assistant","text":"I wrote notes/hello.md in the workspace and read it back: it says hello."`,
+		`"type":"turn_end"`, `"outcome":"answer"`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the events lack %s:\n%s", want, got)
+		}
+	}
+	if !strings.HasSuffix(lines[len(lines)-1], "}") || !strings.Contains(lines[len(lines)-1], "turn_end") {
+		t.Errorf("the last event is not the turn's end: %s", lines[len(lines)-1])
+	}
+}
+
+type weatherIn struct {
+	City string `json:"city" jsonschema:"the city, e.g. Paris"`
+}
+
+type weatherOut struct {
+	City    string `json:"city"`
+	Weather string `json:"weather"`
+}
+
+func weather() tools.Tool {
+	return agent.Func("get_weather", "The weather in a city now.", func(ctx context.Context, in weatherIn) (weatherOut, error) {
+		if in.City == "Atlantis" {
+			return weatherOut{}, errors.New("no such city")
+		}
+		return weatherOut{City: in.City, Weather: "sunny"}, nil
+	})
+}
+
+func TestCustomTool(t *testing.T) {
+	w, srv := fake(t, []llmtest.Turn{
+		{Calls: []llmtest.Call{{Name: "get_weather", Arguments: `{"city": "Paris"}`}, {Name: "get_weather", Arguments: `{"city": "Atlantis"}`}, {Name: "get_weather", Arguments: `{"town": "Rome"}`}}},
+		{Calls: []llmtest.Call{{Name: "bash", Arguments: `{"commands": "get_weather --city Oslo | jq -r .weather"}`}}},
+		{Text: "Sunny in Paris and Oslo."},
+	}, agent.WithTools(weather()))
+	lines, end := collect(t, w.Chat("c").Send(t.Context(), "Weather?"))
+	if end.Outcome != agent.OutcomeAnswer {
+		t.Fatalf("end %+v\n%s", end, strings.Join(lines, "\n"))
+	}
+	var finished []agent.ToolCallFinished
+	for _, l := range lines {
+		if strings.Contains(l, `"tool_call_finished"`) {
+			var f agent.ToolCallFinished
+			if err := json.Unmarshal([]byte(l), &f); err != nil {
+				t.Fatal(err)
+			}
+			finished = append(finished, f)
+		}
+	}
+	want := []struct{ status, output string }{
+		{"error", "do not fit its parameters schema"},
+		{"ok", `{"city":"Paris","weather":"sunny"}`},
+		{"error", "get_weather: no such city"},
+		{"ok", "sunny"},
+	}
+	if len(finished) != len(want) {
+		t.Fatalf("%d tool calls finished; want %d:\n%s", len(finished), len(want), strings.Join(lines, "\n"))
+	}
+	seen := map[string]bool{}
+	for _, f := range finished {
+		for i, w := range want {
+			if f.Status == w.status && strings.Contains(f.Output, w.output) {
+				seen[fmt.Sprint(i)] = true
+			}
+		}
+	}
+	if len(seen) != len(want) {
+		t.Errorf("tool results %+v; want %+v", finished, want)
+	}
+	if n := srv.Remaining(); n != 0 {
+		t.Errorf("%d model turns unused", n)
+	}
+	// The tool is offered with its inferred schema.
+	var spec string
+	for _, st := range w.Tools() {
+		if st.Name == "get_weather" {
+			spec = string(st.Parameters)
+		}
+	}
+	if !strings.Contains(spec, `"city"`) || !strings.Contains(spec, `"the city, e.g. Paris"`) || !strings.Contains(spec, `"required":["city"]`) {
+		t.Errorf("get_weather's schema: %s", spec)
+	}
+}
+
+func TestStopOnCancel(t *testing.T) {
+	hold := make(chan struct{})
+	defer close(hold)
+	w, _ := fake(t, []llmtest.Turn{{Text: "a long answer that never ends", Hold: hold, EventDelay: llmtest.Duration(5 * time.Millisecond)}})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var types []string
+	var last error
+	for e, err := range w.Chat("c").Send(ctx, "go") {
+		if err != nil {
+			last = err
+			break
+		}
+		types = append(types, e.Type())
+		if _, ok := e.(agent.TextDelta); ok {
+			cancel()
+		}
+		if end, ok := e.(agent.TurnEnd); ok && end.Outcome != agent.OutcomeStopped {
+			t.Errorf("turn end %+v; want stopped", end)
+		}
+	}
+	if !errors.Is(last, context.Canceled) {
+		t.Errorf("last error %v; want context.Canceled", last)
+	}
+	if !strings.Contains(strings.Join(types, " "), "guard_stop turn_end") {
+		t.Errorf("events %v; want the stop and the turn's end", types)
+	}
+	st, _ := w.Chat("c").State()
+	if st.Turn != nil {
+		t.Errorf("the chat still has a turn: %+v", st.Turn)
+	}
+}
+
+func TestBreakStopsTheTurn(t *testing.T) {
+	hold := make(chan struct{})
+	defer close(hold)
+	w, _ := fake(t, []llmtest.Turn{{Text: "a long answer that never ends", Hold: hold}})
+	c := w.Chat("c")
+	for range c.Send(t.Context(), "go") {
+		break
+	}
+	st, _ := c.State()
+	if st.Turn != nil || len(st.Entries) == 0 || st.Entries[len(st.Entries)-1].Kind != "stop" {
+		t.Errorf("after break the chat is %+v; want its turn stopped", st)
+	}
+}

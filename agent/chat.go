@@ -1,0 +1,576 @@
+package agent
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/journal"
+	"github.com/demiurge-dev/demiurge/reducer"
+	"github.com/demiurge-dev/demiurge/reducer/demiurge"
+	"github.com/demiurge-dev/demiurge/schema"
+	"github.com/demiurge-dev/demiurge/world"
+)
+
+// Chat is one conversation of a world, named by its id. It is a cheap
+// handle: the chat is created in the world by its first message.
+type Chat struct {
+	w        *World
+	id       string
+	settings map[string]any
+}
+
+// A ChatOption configures a chat's settings (World.Chat).
+type ChatOption func(map[string]any)
+
+// AllowTools limits the tools the chat's model may call to those named
+// (it is still offered every tool; a call of another is refused with an
+// error it can act on). No names: every tool.
+func AllowTools(names ...string) ChatOption {
+	return func(s map[string]any) {
+		if len(names) == 0 {
+			delete(s, "tools_allow")
+			return
+		}
+		s["tools_allow"] = append([]string(nil), names...)
+	}
+}
+
+// DefaultToolChoice sets the tool choice of the chat's turns: Required and
+// a named Tool apply to each turn's first round, then Auto (so that a model
+// made to call a tool can answer after it).
+func DefaultToolChoice(tc ToolChoice) ChatOption {
+	return func(s map[string]any) { s["tool_choice"] = tc.value() }
+}
+
+// ToolChoice says whether, and which, tool the model must call.
+type ToolChoice struct {
+	kind string
+	name string
+}
+
+// The tool choices.
+var (
+	// ToolChoiceAuto lets the model choose (the default).
+	ToolChoiceAuto = ToolChoice{kind: "Auto"}
+	// ToolChoiceNone lets it call no tool.
+	ToolChoiceNone = ToolChoice{kind: "None"}
+	// ToolChoiceRequired makes it call some tool.
+	ToolChoiceRequired = ToolChoice{kind: "Required"}
+)
+
+// ToolChoiceTool makes the model call the tool name.
+func ToolChoiceTool(name string) ToolChoice { return ToolChoice{kind: "Tool", name: name} }
+
+// ParseToolChoice reads a tool choice: auto, none, required, or the name
+// of a tool.
+func ParseToolChoice(s string) (ToolChoice, error) {
+	switch strings.ToLower(s) {
+	case "auto", "":
+		return ToolChoiceAuto, nil
+	case "none":
+		return ToolChoiceNone, nil
+	case "required":
+		return ToolChoiceRequired, nil
+	}
+	if !toolName.MatchString(s) {
+		return ToolChoice{}, fmt.Errorf("tool choice %q: want auto, none, required or a tool's name", s)
+	}
+	return ToolChoiceTool(s), nil
+}
+
+func (tc ToolChoice) String() string {
+	if tc.kind == "Tool" {
+		return tc.name
+	}
+	return strings.ToLower(tc.kind)
+}
+
+// value is the choice as sugar JSON of sys/LlmToolChoice@1.
+func (tc ToolChoice) value() any {
+	if tc.kind == "Tool" {
+		return map[string]any{"Tool": map[string]any{"name": tc.name}}
+	}
+	return map[string]any{tc.kind: map[string]any{}}
+}
+
+// Chat returns the chat id of the world, with the settings the world was
+// opened with and opts.
+func (w *World) Chat(id string, opts ...ChatOption) *Chat {
+	s := make(map[string]any, len(w.base)+2)
+	for k, v := range w.base {
+		s[k] = v
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return &Chat{w: w, id: id, settings: s}
+}
+
+// ID returns the chat's id.
+func (c *Chat) ID() string { return c.id }
+
+// State returns the chat's state, if the chat exists.
+func (c *Chat) State() (*demiurge.StateView, bool) {
+	v, _, ok := c.w.w.State(c.w.module, c.id)
+	if !ok {
+		return nil, false
+	}
+	var st demiurge.StateView
+	if err := reducer.ToGo(v, &st); err != nil {
+		return nil, false
+	}
+	return &st, true
+}
+
+// A SendOption configures one message.
+type SendOption func(map[string]any)
+
+// WithToolChoice sets the tool choice of this message's turn (its first
+// round), whatever the chat's.
+func WithToolChoice(tc ToolChoice) SendOption {
+	return func(m map[string]any) { m["tool_choice"] = tc.value() }
+}
+
+// ErrBusy is returned when a chat is sent a message while a turn of this
+// process is under way in it.
+var ErrBusy = errors.New("the chat has a turn under way")
+
+// Send sends the user's message text and streams the turn it starts: the
+// model's text as it comes (TextDelta), the model calls (ModelCall), the
+// tool calls and their results, the messages, and last TurnEnd, once the
+// turn's records are committed. Every event is journaled before it is
+// yielded (TextDelta excepted).
+//
+// Stopping early stops the turn: if ctx is cancelled, or the loop breaks,
+// the chat records that the user stopped it (a Stop event: its calls
+// that are still running are answered "not run", and an answer that comes
+// later is ignored), so that the next run does not take it up again.
+// After a cancelled ctx the last two yields are the TurnEnd of the stopped
+// turn and ctx's error. An error of the world (its store failing) is
+// yielded and ends the stream.
+func (c *Chat) Send(ctx context.Context, text string, opts ...SendOption) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		msg, err := json.Marshal(map[string]string{"role": "user", "content": text})
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		c.turn(ctx, yield, func(ctx context.Context, id uint64, settings map[string]any) error {
+			ref, err := c.w.st.CAS().Put(ctx, msg)
+			if err != nil {
+				return err
+			}
+			user := map[string]any{"chat_id": c.id, "request_id": id, "text": text, "message_ref": ref.String()}
+			if settings != nil {
+				user["settings"] = settings
+			}
+			for _, o := range opts {
+				o(user)
+			}
+			return c.send(ctx, "User", user)
+		})
+	}
+}
+
+// Compact asks the chat to summarize the oldest part of its transcript now
+// (a Chat@2 world's chat only), and streams that turn as Send does.
+func (c *Chat) Compact(ctx context.Context) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		if c.w.module != demiurge.ModuleName {
+			yield(nil, fmt.Errorf("this world's chat (%s) cannot compact; %s can", c.w.module, demiurge.ModuleName))
+			return
+		}
+		c.turn(ctx, yield, func(ctx context.Context, id uint64, _ map[string]any) error {
+			// Changed settings go with the next message.
+			return c.send(ctx, "Compact", map[string]any{"chat_id": c.id, "request_id": id})
+		})
+	}
+}
+
+// Stop stops the chat's turn under way, if any, for reason: the chat
+// records it (see Send). It is for another goroutine than the one reading
+// the turn's events, which then ends.
+func (c *Chat) Stop(ctx context.Context, reason string) error {
+	st, ok := c.State()
+	if !ok || st.Turn == nil {
+		return nil
+	}
+	c.stop(ctx, st.Turn.RequestID, reason)
+	return ctx.Err()
+}
+
+// send sends the chat an event of its module's event schema.
+func (c *Chat) send(ctx context.Context, tag string, value map[string]any) error {
+	js, err := json.Marshal(map[string]any{tag: value})
+	if err != nil {
+		return err
+	}
+	_, err = c.w.w.SendJSON(ctx, c.w.event, js)
+	return err
+}
+
+// start creates the chat if it does not exist, and returns the request id
+// of its next turn and, if the chat's settings are not c's, c's (to go
+// with the next message).
+func (c *Chat) start(ctx context.Context) (uint64, map[string]any, error) {
+	st, ok := c.State()
+	if !ok {
+		if err := c.send(ctx, "Created", map[string]any{"chat_id": c.id, "title": c.id, "settings": c.settings}); err != nil {
+			return 0, nil, err
+		}
+		return 1, nil, nil
+	}
+	changed, err := c.settingsChanged()
+	if err != nil {
+		return 0, nil, err
+	}
+	if changed {
+		return st.LastRequestID + 1, c.settings, nil
+	}
+	return st.LastRequestID + 1, nil, nil
+}
+
+// settingsChanged reports whether the chat's settings in the world are not
+// c's: the tools (an MCP server was added, say), the model or a limit
+// changed since the chat began.
+func (c *Chat) settingsChanged() (bool, error) {
+	v, _, ok := c.w.w.State(c.w.module, c.id)
+	if !ok {
+		return true, nil
+	}
+	js, err := json.Marshal(c.settings)
+	if err != nil {
+		return false, err
+	}
+	name := "demiurge/Settings@2"
+	if c.w.module == demiurge.ModuleNameV1 {
+		name = "demiurge/Settings@1"
+	}
+	want, err := schema.NormalizeJSON(c.w.cat, schema.RefType(name), js)
+	if err != nil {
+		return false, fmt.Errorf("the chat's settings: %w", err)
+	}
+	return !schema.Equal(schema.FieldPath(v, "settings"), want), nil
+}
+
+// turn runs one turn: begin sends what starts it (given the turn's request
+// id and the settings to send with it, if they changed), and the turn's
+// events are yielded until it ends.
+func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, begin func(ctx context.Context, id uint64, settings map[string]any) error) {
+	w := c.w
+	w.mu.Lock()
+	switch {
+	case w.closed:
+		w.mu.Unlock()
+		yield(nil, world.ErrClosed)
+		return
+	case w.busy[c.id]:
+		w.mu.Unlock()
+		yield(nil, fmt.Errorf("chat %s: %w", c.id, ErrBusy))
+		return
+	}
+	w.busy[c.id] = true
+	f := newFollower(c.id)
+	w.follows[f] = struct{}{}
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		delete(w.follows, f)
+		delete(w.busy, c.id)
+		w.mu.Unlock()
+	}()
+	tr := &turnReader{c: c, callAt: map[string]time.Time{}}
+	if st, ok := c.State(); ok {
+		_, tr.shown = st.Since(0)
+		tr.prev = st
+	}
+	id, settings, err := c.start(ctx)
+	if err == nil {
+		tr.id = id
+		err = begin(ctx, id, settings)
+	}
+	if err != nil {
+		yield(nil, fmt.Errorf("chat %s: %w", c.id, err))
+		return
+	}
+	tr.start = tr.prev
+	gone := false        // the caller stopped reading
+	var stopAt time.Time // when this side asked the chat to stop the turn
+	stop := func(reason string) {
+		if stopAt.IsZero() {
+			c.stop(ctx, id, reason)
+			stopAt = time.Now()
+		}
+	}
+	emit := func(e Event) {
+		if !gone && !yield(e, nil) {
+			gone = true
+			stop("the caller stopped reading the turn")
+		}
+	}
+	fail := func(err error) {
+		if !gone {
+			yield(nil, err)
+		}
+	}
+	ctxDone := ctx.Done()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		for _, it := range f.take() {
+			if it.delta != nil {
+				emit(*it.delta)
+				continue
+			}
+			evs, err := tr.records(it.recs)
+			for _, e := range evs {
+				emit(e)
+			}
+			if err != nil {
+				fail(err)
+				return
+			}
+			if tr.ended {
+				if ctx.Err() != nil {
+					fail(ctx.Err())
+				}
+				return
+			}
+		}
+		if !stopAt.IsZero() && time.Since(stopAt) > stopWait {
+			// The chat did not record the stop in time; the world has it.
+			fail(fmt.Errorf("chat %s: the turn did not stop within %s: %w", c.id, stopWait, cmp.Or(ctx.Err(), errStopped)))
+			return
+		}
+		select {
+		case <-f.wake:
+		case <-f.done:
+			fail(world.ErrClosed)
+			return
+		case <-tick.C:
+			if err := w.w.Err(); err != nil {
+				fail(err)
+				return
+			}
+		case <-ctxDone:
+			ctxDone = nil
+			stop(ctx.Err().Error())
+		}
+	}
+}
+
+// errStopped is the error of a turn the caller stopped reading.
+var errStopped = errors.New("the caller stopped reading")
+
+// stopWait bounds how long a turn stopped from here waits to see the
+// chat record the stop.
+const stopWait = 10 * time.Second
+
+// stop records that the user stopped the turn id, for reason.
+func (c *Chat) stop(ctx context.Context, id uint64, reason string) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopWait)
+	defer cancel()
+	if err := c.send(sctx, "Stop", map[string]any{"chat_id": c.id, "request_id": id, "reason": reason}); err != nil {
+		c.w.c.log.Warn("stop the turn", "chat", c.id, "request", id, "err", err)
+	}
+}
+
+// item is what a follower is handed: a step's records, or streamed text.
+type item struct {
+	recs  []journal.Record
+	delta *TextDelta
+}
+
+// follower queues what the world hands a turn, for the goroutine that
+// reads it.
+type follower struct {
+	chat  string
+	mu    sync.Mutex
+	queue []item
+	wake  chan struct{}
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newFollower(chat string) *follower {
+	return &follower{chat: chat, wake: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+func (f *follower) push(it item) {
+	f.mu.Lock()
+	f.queue = append(f.queue, it)
+	f.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (f *follower) take() []item {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	q := f.queue
+	f.queue = nil
+	return q
+}
+
+func (f *follower) close() { f.once.Do(func() { close(f.done) }) }
+
+// turnReader makes a turn's events of the records that follow it.
+type turnReader struct {
+	c       *Chat
+	id      uint64
+	shown   uint64               // entries of the chat's timeline turned into events
+	prev    *demiurge.StateView  // the chat's state before the records read
+	start   *demiurge.StateView  // the chat's state before the turn
+	callAt  map[string]time.Time // when each running call was requested
+	outcome Outcome
+	finish  string
+	summary string
+	ended   bool
+}
+
+// records returns the events of one step's records.
+func (tr *turnReader) records(recs []journal.Record) ([]Event, error) {
+	var out []Event
+	// Each entry is timed by the ingress stamp of the input whose step
+	// wrote it.
+	var at time.Time
+	ctx := context.Background()
+	for _, r := range recs {
+		if r.Kind == world.KindEvent || r.Kind == world.KindReceipt {
+			if in, err := world.DecodeInput(r); err == nil {
+				at = time.Unix(0, int64(in.Stamp.NowNS))
+			}
+		}
+		if r.Kind != world.KindState {
+			continue
+		}
+		sr, err := world.DecodeState(r)
+		if err != nil || sr.Reducer != tr.c.w.module || sr.Key != tr.c.id || !sr.State.Valid() {
+			continue
+		}
+		var st demiurge.StateView
+		if err := cas.GetNode(ctx, tr.c.w.st.CAS(), sr.State, &st); err != nil {
+			return out, fmt.Errorf("chat %s: read its state at seq %d: %w", tr.c.id, r.Seq, err)
+		}
+		out = append(out, tr.state(ctx, r.Seq, &st, at)...)
+		if tr.ended {
+			break
+		}
+	}
+	return out, nil
+}
+
+// state returns the events of one new state of the chat.
+func (tr *turnReader) state(ctx context.Context, seq uint64, st *demiurge.StateView, at time.Time) []Event {
+	var out []Event
+	unseen, n := st.Since(tr.shown)
+	tr.shown = n
+	if p := tr.prev; p == nil || st.Usage != p.Usage || st.UsageUnknown != p.UsageUnknown || st.CostUnknown != p.CostUnknown || st.CostMicroUSD != p.CostMicroUSD {
+		var p0 demiurge.StateView
+		if p != nil {
+			p0 = *p
+		}
+		if st.Usage != p0.Usage || st.UsageUnknown != p0.UsageUnknown || st.CostUnknown != p0.CostUnknown {
+			mc := ModelCall{Seq: seq, Usage: usageDiff(st.Usage, p0.Usage), UsageKnown: st.UsageUnknown == p0.UsageUnknown,
+				CostMicroUSD: st.CostMicroUSD - min(st.CostMicroUSD, p0.CostMicroUSD), CostKnown: st.CostUnknown == p0.CostUnknown}
+			if len(unseen) > 0 {
+				mc.Round = unseen[0].Round
+			}
+			out = append(out, mc)
+		}
+	}
+	tr.prev = st
+	for _, e := range unseen {
+		if e.RequestID != tr.id {
+			continue
+		}
+		tool, call, status := deref(e.Tool), deref(e.CallID), deref(e.Status)
+		switch e.Kind {
+		case demiurge.EntryUser:
+			out = append(out, Message{Seq: seq, Round: e.Round, Role: "user", Text: e.Text, Ref: e.Ref})
+		case demiurge.EntryAssistant:
+			out = append(out, Message{Seq: seq, Round: e.Round, Role: "assistant", Text: e.Text, Ref: e.Ref})
+		case demiurge.EntryToolCall:
+			if status == "requested" {
+				tr.callAt[call] = at
+			}
+			out = append(out, ToolCallStarted{Seq: seq, Round: e.Round, CallID: call, Tool: tool, Arguments: e.Text, Ref: e.Ref, Status: status})
+		case demiurge.EntryToolOutput:
+			ev := ToolCallFinished{Seq: seq, Round: e.Round, CallID: call, Tool: tool, Status: status, Output: e.Text, Size: len(e.Text), Ref: e.Ref}
+			if whole, err := demiurge.ToolOutputOf(ctx, tr.c.w.st.CAS(), e); err == nil {
+				ev.Size = len(whole) // the entry may keep a preview
+			}
+			if t0, ok := tr.callAt[call]; ok && !t0.IsZero() && !at.IsZero() {
+				ev.Duration = at.Sub(t0)
+				delete(tr.callAt, call)
+			}
+			out = append(out, ev)
+		case demiurge.EntryNotice:
+			out = append(out, Notice{Seq: seq, Text: e.Text})
+		case demiurge.EntryCompact:
+			out = append(out, Compacted{Seq: seq, Text: e.Text, Ref: e.Ref})
+		case demiurge.EntryStop:
+			tr.outcome = OutcomeStopped
+			out = append(out, GuardStop{Seq: seq, Reason: e.Text})
+		case demiurge.EntryError:
+			tr.outcome = OutcomeFailed
+			out = append(out, TurnError{Seq: seq, Text: e.Text})
+		case demiurge.EntryDone:
+			tr.summary = e.Text
+			tr.finish = status
+			if tr.outcome != OutcomeFailed {
+				switch {
+				case status == "length" || status == "content_filter" || strings.HasPrefix(status, "incomplete"):
+					tr.outcome = OutcomeCut
+				default:
+					tr.outcome = OutcomeAnswer
+				}
+			}
+		}
+	}
+	if st.LastRequestID >= tr.id && (st.Turn == nil || st.Turn.RequestID != tr.id) {
+		tr.ended = true
+		if tr.outcome == "" {
+			tr.outcome = OutcomeFailed // no end recorded: the turn did not finish
+		}
+		end := TurnEnd{Seq: seq, RequestID: tr.id, Outcome: tr.outcome, Finish: tr.finish, Summary: tr.summary}
+		var s0 demiurge.StateView
+		if tr.start != nil {
+			s0 = *tr.start
+		}
+		end.Usage = usageDiff(st.Usage, s0.Usage)
+		end.CostMicroUSD = st.CostMicroUSD - min(st.CostMicroUSD, s0.CostMicroUSD)
+		end.UsageUnknown = st.UsageUnknown - min(st.UsageUnknown, s0.UsageUnknown)
+		end.CostUnknown = st.CostUnknown - min(st.CostUnknown, s0.CostUnknown)
+		out = append(out, end)
+	}
+	return out
+}
+
+func usageDiff(a, b demiurge.TokenUsage) Usage {
+	return Usage{Prompt: a.Prompt - min(a.Prompt, b.Prompt), Completion: a.Completion - min(a.Completion, b.Completion),
+		Cached: a.Cached - min(a.Cached, b.Cached), Reasoning: a.Reasoning - min(a.Reasoning, b.Reasoning)}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// Output returns the whole output of a finished tool call, where the event
+// holds a preview.
+func (c *Chat) Output(ctx context.Context, e ToolCallFinished) (string, error) {
+	return demiurge.ToolOutputOf(ctx, c.w.st.CAS(), demiurge.Entry{Kind: demiurge.EntryToolOutput, Text: e.Output, Ref: e.Ref})
+}

@@ -1,0 +1,212 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/demiurge-dev/demiurge/tools"
+	"github.com/demiurge-dev/demiurge/tools/scripted"
+)
+
+// toolName is what a tool may be called: a name the model's API takes and
+// a command of a bash script.
+var toolName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]{0,63}$`)
+
+// Func makes a tool of a Go function: the model calls it with a JSON
+// object that decodes into In, and reads what it returns (a string as it
+// is, any other Out as JSON). The input schema is inferred from In by
+// github.com/google/jsonschema-go: a struct's exported fields are its
+// properties, named by their json tags; a field is required unless its
+// json tag says omitempty or omitzero; the jsonschema tag is the
+// property's description (`jsonschema:"the city, e.g. Paris"`).
+// WithInputSchema replaces the inferred schema.
+//
+// An error fn returns goes back to the model as the call's stderr (exit
+// status 1), so it can correct the call; so does a panic, which is
+// recovered. Arguments that do not fit the schema never reach fn: the
+// chat refuses the call first, saying why.
+//
+// A mistake in the definition (a bad name, a type the schema cannot
+// describe) is reported by Open.
+func Func[In, Out any](name, description string, fn func(ctx context.Context, in In) (Out, error), opts ...FuncOption) tools.Tool {
+	t := &funcTool{info: info{name: name, description: description}}
+	for _, o := range opts {
+		o(&t.info)
+	}
+	if t.schema == nil {
+		s, err := jsonschema.For[In](nil)
+		if err != nil {
+			t.err = fmt.Errorf("tool %s: infer the input schema: %w", name, err)
+		} else if b, err := json.Marshal(s); err != nil {
+			t.err = fmt.Errorf("tool %s: encode the input schema: %w", name, err)
+		} else {
+			t.schema = b
+		}
+	}
+	t.run = func(ctx context.Context, args []byte) (string, error) {
+		var in In
+		dec := json.NewDecoder(bytes.NewReader(args))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&in); err != nil {
+			return "", fmt.Errorf("the arguments do not decode: %w", err)
+		}
+		out, err := fn(ctx, in)
+		if err != nil {
+			return "", err
+		}
+		if s, ok := any(out).(string); ok {
+			return s, nil
+		}
+		b, err := json.Marshal(out)
+		if err != nil {
+			return "", fmt.Errorf("encode the result: %w", err)
+		}
+		return string(b), nil
+	}
+	return t
+}
+
+// FromDef makes a tool of a command definition and its callback, the
+// form the bash tool's commands are written in (package tools/scripted):
+// def.InputSchema is the tool's input schema, and the callback receives
+// the call's arguments as ToolArgs.Params (integers as int64, other
+// numbers as float64). An error the callback returns goes back to the
+// model (a *scripted.UserError with its exit status).
+func FromDef(def scripted.ToolDef, fn scripted.ToolCallback) tools.Tool {
+	t := &funcTool{info: info{name: def.Name, description: def.Description, schema: def.InputSchema}}
+	if len(t.schema) == 0 {
+		t.schema = json.RawMessage(`{"type":"object"}`)
+	}
+	if fn == nil {
+		t.err = fmt.Errorf("tool %s: nil callback", def.Name)
+	}
+	t.run = func(ctx context.Context, args []byte) (string, error) {
+		dec := json.NewDecoder(bytes.NewReader(args))
+		dec.UseNumber()
+		var params map[string]any
+		if err := dec.Decode(&params); err != nil {
+			return "", fmt.Errorf("the arguments are not a JSON object: %w", err)
+		}
+		return fn(ctx, scripted.ToolArgs{Params: numbers(params).(map[string]any)})
+	}
+	return t
+}
+
+// numbers turns the json.Numbers in v into int64 (integers) and float64.
+func numbers(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		if i, err := v.Int64(); err == nil {
+			return i
+		}
+		f, _ := v.Float64()
+		return f
+	case map[string]any:
+		for k, x := range v {
+			v[k] = numbers(x)
+		}
+		if v == nil {
+			return map[string]any{}
+		}
+		return v
+	case []any:
+		for i, x := range v {
+			v[i] = numbers(x)
+		}
+	}
+	return v
+}
+
+// A FuncOption configures a tool made by Func.
+type FuncOption func(*info)
+
+// WithInputSchema gives the tool's input JSON Schema instead of the one
+// inferred from its input type.
+func WithInputSchema(schema json.RawMessage) FuncOption {
+	return func(i *info) { i.schema = schema }
+}
+
+// WithHelp gives the tool's man-page help (default: its description).
+func WithHelp(text string) FuncOption { return func(i *info) { i.help = text } }
+
+// info is what describes a tool.
+type info struct {
+	name, description, help string
+	schema                  json.RawMessage
+}
+
+// funcTool is a tool that runs a Go function.
+type funcTool struct {
+	info
+	run func(ctx context.Context, args []byte) (string, error)
+	err error // the definition's mistake, reported by Open
+}
+
+var _ tools.Tool = (*funcTool)(nil)
+
+func (t *funcTool) Name() string             { return t.name }
+func (t *funcTool) ShortDescription() string { return t.description }
+func (t *funcTool) Description() string      { return t.description }
+func (t *funcTool) Help() string {
+	if t.help != "" {
+		return t.help
+	}
+	return "NAME\n    " + t.name + " - " + t.description + "\n"
+}
+func (t *funcTool) SystemPrompt() string          { return t.name + ": " + t.description }
+func (t *funcTool) InputSchema() json.RawMessage  { return append(json.RawMessage(nil), t.schema...) }
+func (t *funcTool) OutputSchema() json.RawMessage { return json.RawMessage(`{}`) }
+func (t *funcTool) Version() string               { return "1" }
+func (t *funcTool) Execute(ctx context.Context, req tools.Request) tools.Response {
+	return t.ExecuteWithStatus(ctx, req, nil)
+}
+
+// ExecuteWithStatus implements tools.Tool: it runs the function, turning
+// an error or a panic into a failed response the model reads.
+func (t *funcTool) ExecuteWithStatus(ctx context.Context, req tools.Request, status tools.StatusFunc) (resp tools.Response) {
+	if t.err != nil {
+		return tools.Response{Stderr: t.err.Error(), ExitCode: 1, Error: "internal"}
+	}
+	args := req.Arguments
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = []byte("{}")
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			resp = tools.Response{Stderr: fmt.Sprintf("%s: the tool failed: panic: %v", t.name, p), ExitCode: 1, Error: "internal"}
+		}
+	}()
+	out, err := t.run(ctx, args)
+	if err != nil {
+		code := 1
+		var ue *scripted.UserError
+		if errors.As(err, &ue) && ue.Code > 0 && ue.Code < 126 {
+			code = ue.Code
+		}
+		if ctx.Err() != nil {
+			return tools.Response{Stdout: out, Stderr: t.name + ": " + err.Error(), ExitCode: 124, Error: "timeout"}
+		}
+		return tools.Response{Stdout: out, Stderr: t.name + ": " + err.Error(), ExitCode: code, Error: "failed"}
+	}
+	return tools.Response{Stdout: out}
+}
+
+// check reports a mistake in the tool's definition.
+func (t *funcTool) check() error {
+	if t.err != nil {
+		return t.err
+	}
+	if !toolName.MatchString(t.name) {
+		return fmt.Errorf("tool %q: a tool name is 1 to 64 of A-Z a-z 0-9 _ -, not starting with a digit or -", t.name)
+	}
+	if t.description == "" {
+		return fmt.Errorf("tool %s: no description: the model chooses tools by theirs", t.name)
+	}
+	return nil
+}

@@ -1,0 +1,152 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/demiurge-dev/demiurge/adapters/llm"
+	"github.com/demiurge-dev/demiurge/adapters/llm/cassette"
+	"github.com/demiurge-dev/demiurge/effects"
+)
+
+// DefaultModel is the model a world talks to when none is named.
+const DefaultModel = "gpt-5-mini"
+
+// Model says which model answers the agent and how to reach it. The zero
+// Model is DefaultModel through the OpenAI Responses API, with the key
+// and base URL of the environment (WithEnv).
+type Model struct {
+	// Name is the model, e.g. "gpt-5-mini" (default DefaultModel).
+	Name string
+	// Provider is llm.ProviderResponses (the default) or llm.ProviderChat
+	// (Chat Completions, for servers without the Responses API).
+	Provider string
+	// BaseURL is the API's root (default $OPENAI_BASE_URL, else OpenAI's).
+	// An Azure OpenAI resource's URL is recognized as such.
+	BaseURL string
+	// APIKey is sent as a bearer token (default $OPENAI_API_KEY, or
+	// $AZURE_OPENAI_API_KEY for Azure). Without one none is sent: a local
+	// server needs none.
+	APIKey string
+	// Options override what demiurge knows of models (the token-limit
+	// field, temperature, reasoning, prices, the context window), after
+	// the manifest's "models"; later entries win. See llm.ModelOptions.
+	Options []llm.ModelOptions
+	// Temperature is the sampling temperature, e.g. "0.2" (default: the
+	// provider's). A model that reasons takes none: Open refuses it.
+	Temperature string
+	// NoStream asks for one whole answer per call instead of a stream
+	// (for servers that cannot stream); no TextDelta events are sent.
+	NoStream bool
+
+	cassette string
+}
+
+// Cassette is the model that answers from a recorded session bundle (see
+// replay.Export) instead of a provider: the answers of its model calls,
+// in order, with no network and no key. The tools still run for real. It
+// is how recorded sessions are replayed against new code and how the
+// offline demo runs.
+func Cassette(dir string) Model { return Model{cassette: dir} }
+
+// IsCassette reports whether m answers from a recorded session.
+func (m Model) IsCassette() bool { return m.cassette != "" }
+
+// model is a Model made ready to run: the adapter of llm.generate and
+// what a chat's settings say of it.
+type model struct {
+	provider string // the settings' provider
+	name     string
+	known    llm.Model
+	adapter  effects.Adapter
+	// secret resolves the world's secrets: OPENAI_API_KEY is the model's
+	// key, the rest come from the environment.
+	secret func(string) (string, bool)
+	stream bool
+	temp   string
+}
+
+// resolve readies m for a world whose manifest's model overrides are
+// manifest.
+func (m Model) resolve(manifest []llm.ModelOptions, c *config) (*model, error) {
+	getenv := c.getenv
+	env := func(k string) string { v, _ := getenv(k); return v }
+	overrides := append(append([]llm.ModelOptions(nil), manifest...), m.Options...)
+	out := &model{name: m.Name, stream: !m.NoStream, temp: m.Temperature}
+	if m.cassette != "" {
+		c, err := cassette.Open(m.cassette)
+		if err != nil {
+			return nil, err
+		}
+		if out.name == "" {
+			out.name = "cassette"
+		}
+		out.known, _ = llm.ResolveModel(out.name, "", overrides)
+		out.provider, out.adapter = llm.ProviderResponses, c
+		out.secret = func(string) (string, bool) { return "cassette", true } // no key needed
+		return out, nil
+	}
+	if out.name == "" {
+		out.name = DefaultModel
+	}
+	out.provider = m.Provider
+	if out.provider == "" {
+		out.provider = llm.ProviderResponses
+	}
+	if out.provider != llm.ProviderResponses && out.provider != llm.ProviderChat {
+		return nil, fmt.Errorf("model provider %q: want %s or %s (or agent.Cassette)", out.provider, llm.ProviderResponses, llm.ProviderChat)
+	}
+	base := m.BaseURL
+	if base == "" {
+		base = env("OPENAI_BASE_URL")
+	}
+	azure := env("AZURE_OPENAI_ENDPOINT") != "" || IsAzureURL(base)
+	key := m.APIKey
+	if key == "" {
+		key = env("OPENAI_API_KEY")
+	}
+	if key == "" && azure {
+		key = env("AZURE_OPENAI_API_KEY")
+	}
+	if key == "" && base == "" && !azure {
+		return nil, errors.New("no API key: set OPENAI_API_KEY (or point the base URL at an OpenAI-compatible server, or answer from a recorded session with agent.Cassette)")
+	}
+	cfg := llm.Config{Provider: out.provider, BaseURL: base, Logger: c.log, Models: overrides}
+	if azure && base == "" {
+		cfg.Azure = &llm.AzureConfig{Endpoint: env("AZURE_OPENAI_ENDPOINT"), APIVersion: env("AZURE_OPENAI_API_VERSION"), Deployment: env("AZURE_OPENAI_DEPLOYMENT")}
+	}
+	gen, err := llm.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	out.known, _ = gen.ModelFor(out.name)
+	if m.Temperature != "" && !out.known.Temperature {
+		return nil, fmt.Errorf("%w: model %s does not take a temperature (it reasons); drop it, or say that it does with the model option temperature=true", ErrTemperature, out.name)
+	}
+	out.adapter = &llm.Adapter{Generator: gen}
+	// The world's llm/api secret is bound to OPENAI_API_KEY: without a
+	// key none is sent (a local server needs none; one that does answers
+	// 401, which says so).
+	out.secret = func(k string) (string, bool) {
+		if k == "OPENAI_API_KEY" {
+			return key, true
+		}
+		return getenv(k)
+	}
+	return out, nil
+}
+
+// ErrTemperature is returned (wrapped) by Open for a temperature given to
+// a model that takes none.
+var ErrTemperature = errors.New("temperature not taken")
+
+// IsAzureURL reports whether a base URL names an Azure OpenAI resource.
+func IsAzureURL(base string) bool {
+	for _, s := range []string{".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com"} {
+		if strings.Contains(base, s) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,379 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+
+	"github.com/demiurge-dev/demiurge/adapters/builtin"
+	"github.com/demiurge-dev/demiurge/adapters/llm"
+	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/effects"
+	"github.com/demiurge-dev/demiurge/internal/store"
+	"github.com/demiurge-dev/demiurge/journal"
+	"github.com/demiurge-dev/demiurge/reducer"
+	rbuiltin "github.com/demiurge-dev/demiurge/reducer/builtin"
+	"github.com/demiurge-dev/demiurge/reducer/demiurge"
+	"github.com/demiurge-dev/demiurge/schema"
+	"github.com/demiurge-dev/demiurge/tools"
+	"github.com/demiurge-dev/demiurge/tools/mcp"
+	"github.com/demiurge-dev/demiurge/tools/workspace/history"
+	"github.com/demiurge-dev/demiurge/world"
+)
+
+// World is an agent world, open: its store, its model, its tools and MCP
+// servers, and the chats it holds. It is safe for concurrent use. Close
+// it when done.
+type World struct {
+	c      *config
+	cat    *schema.Catalog
+	st     world.Storage
+	store  *store.Store // the store Open opened (WithDir), closed by Close
+	w      *world.World
+	kit    *toolKit
+	module string // the chat module: demiurge.ModuleName, or ModuleNameV1 for older worlds
+	event  string // the event schema it takes
+	model  *model
+	base   map[string]any // the settings every chat has, unless its options change them
+
+	mu       sync.Mutex
+	follows  map[*follower]struct{}
+	deltas   map[cas.Ref]deltaTarget // where a model call's streamed text goes, by intent
+	busy     map[string]bool         // chats with a turn under way in this process
+	closed   bool
+	closeErr error
+}
+
+// deltaTarget is the chat turn a model call streams for.
+type deltaTarget struct {
+	chat    string
+	round   uint64
+	compact bool // a compaction's summary, not an answer
+}
+
+// Open opens the agent world whose AIR is at manifest (a directory, or a
+// manifest file in one), creating it in its store if it is new: the
+// world's chat module (demiurge/Chat@2, as examples/demiurge declares it)
+// is given the model, the built-in tools (introspect, workspace, bash, as
+// the manifest grants them), the tools of its MCP servers (started now)
+// and the program's own (WithTools).
+//
+// Everything that is wrong is an error that says what and where, and
+// leaves the store as it was: the AIR that does not load, a world
+// without a chat module, a model that cannot be reached, a tool whose
+// definition is wrong.
+func Open(ctx context.Context, manifest string, opts ...Option) (_ *World, err error) {
+	c := newConfig(opts)
+	if len(c.errs) > 0 {
+		return nil, errors.Join(c.errs...)
+	}
+	for _, t := range c.tools {
+		if ct, ok := t.(interface{ check() error }); ok {
+			if err := ct.check(); err != nil {
+				return nil, err
+			}
+		} else if !toolName.MatchString(t.Name()) {
+			return nil, fmt.Errorf("tool %q: a tool name is 1 to 64 of A-Z a-z 0-9 _ -, not starting with a digit or -", t.Name())
+		}
+	}
+	for i, t := range c.tools {
+		for _, u := range c.tools[:i] {
+			if u.Name() == t.Name() {
+				return nil, fmt.Errorf("two tools are named %s", t.Name())
+			}
+		}
+	}
+	reg := Registry(c.registers...)
+	cat, err := schema.Load(manifest, &schema.LoadOptions{Reducers: reg.Names()})
+	if err != nil {
+		var l schema.ErrorList
+		if errors.As(err, &l) {
+			return nil, fmt.Errorf("%s does not load:\n%v", manifest, l)
+		}
+		return nil, err
+	}
+	module, ok := demiurge.ModuleIn(func(n string) bool { _, ok := cat.Module(n); return ok })
+	if !ok {
+		return nil, fmt.Errorf("%s is not an agent world: it has no module %s (see examples/demiurge)", manifest, demiurge.ModuleName)
+	}
+	def, _ := cat.Module(module)
+	if def.Reducer == nil {
+		return nil, fmt.Errorf("%s: module %s is not a reducer", manifest, module)
+	}
+	overrides, problems := ManifestModels(cat)
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("the manifest's models: %w", problems)
+	}
+	m, err := c.model.resolve(overrides, c)
+	if err != nil {
+		return nil, err
+	}
+	aw := &World{c: c, cat: cat, module: module, event: def.Reducer.Event, model: m,
+		follows: map[*follower]struct{}{}, deltas: map[cas.Ref]deltaTarget{}, busy: map[string]bool{}}
+	defer func() {
+		if err != nil {
+			_ = aw.release()
+		}
+	}()
+	switch {
+	case c.storage != nil:
+		aw.st = c.storage
+	case c.dir != "":
+		if aw.store, err = store.Open(c.dir, nil); err != nil {
+			return nil, err
+		}
+		if aw.st, err = world.NewBoltStorage(aw.store.CAS(), aw.store.Journal()); err != nil {
+			return nil, err
+		}
+	default:
+		aw.st = world.NewMemoryStorage()
+	}
+	dir, err := manifestDir(manifest)
+	if err != nil {
+		return nil, err
+	}
+	if aw.kit, err = newToolKit(ctx, c.name, cat, aw.st, c.tools, mcpEnv{getenv: c.getenv, dir: dir, log: c.log}); err != nil {
+		return nil, err
+	}
+	adapters := builtin.Adapters(&http.Client{})
+	for k, v := range aw.kit.adapters {
+		adapters[k] = v
+	}
+	adapters[llm.EffectKind] = m.adapter
+	for k, v := range c.adapters {
+		adapters[k] = v
+	}
+	var progress func(*effects.Intent, string)
+	if m.stream {
+		progress = aw.progress
+	}
+	aw.w, err = world.Open(ctx, world.Options{
+		Name: c.name, Catalog: cat, Reducers: reg, Storage: aw.st, Adapters: adapters, Logger: c.log,
+		Now: c.now, Entropy: c.entropy, OnCommit: aw.commit,
+		Dispatch: effects.DispatcherOptions{Getenv: m.secret, Progress: progress, TimeoutFor: aw.kit.timeoutFor},
+	})
+	if err != nil {
+		return nil, &OpenError{World: c.name, Err: err}
+	}
+	aw.kit.ts.Attach(aw.w)
+	if aw.base, err = aw.settings(ctx); err != nil {
+		return nil, err
+	}
+	return aw, nil
+}
+
+// OpenError is the error of a world that does not open (its journal does
+// not replay, its store is damaged).
+type OpenError struct {
+	World string
+	Err   error
+}
+
+func (e *OpenError) Error() string { return fmt.Sprintf("open world %s: %v", e.World, e.Err) }
+func (e *OpenError) Unwrap() error { return e.Err }
+
+// Registry returns the reducers an agent world runs on: the chat reducers
+// and the built-in ones, and those the functions register.
+func Registry(registers ...func(*reducer.Registry)) *reducer.Registry {
+	r := reducer.NewRegistry()
+	for _, f := range registers {
+		f(r)
+	}
+	if _, ok := r.Lookup(demiurge.ModuleName); !ok {
+		demiurge.Register(r)
+	}
+	if _, ok := r.Lookup(history.Module); !ok {
+		rbuiltin.Register(r)
+	}
+	return r
+}
+
+// ManifestModels turns the manifest's "models" into model overrides; each
+// problem names the file and the JSON pointer of the option.
+func ManifestModels(cat *schema.Catalog) ([]llm.ModelOptions, schema.ErrorList) {
+	var out []llm.ModelOptions
+	var problems schema.ErrorList
+	for _, ms := range cat.Manifest.Models {
+		o := llm.ModelOptions{Match: ms.Match}
+		for _, opt := range ms.Options {
+			if err := o.SetOption(opt.Key, opt.Value); err != nil {
+				problems = append(problems, &schema.ValidationError{File: cat.Manifest.At.File, Pointer: opt.Ptr, Msg: err.Error()})
+			}
+		}
+		out = append(out, o)
+	}
+	return out, problems
+}
+
+// Close stops the world: the MCP servers stop, effects still in flight
+// are cancelled (they run again when the world reopens), and the store
+// Open opened is closed. The journal keeps every record committed before.
+func (w *World) Close() error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return w.closeErr
+	}
+	w.closed = true
+	for f := range w.follows {
+		f.close()
+	}
+	w.mu.Unlock()
+	w.closeErr = w.release()
+	return w.closeErr
+}
+
+// release closes what Open opened.
+func (w *World) release() error {
+	var errs []error
+	if w.w != nil {
+		errs = append(errs, w.w.Close())
+	}
+	if w.kit != nil {
+		errs = append(errs, w.kit.close())
+	}
+	if w.store != nil {
+		errs = append(errs, w.store.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Name returns the world's name in its store.
+func (w *World) Name() string { return w.c.name }
+
+// World returns the running world underneath, for what the door does not
+// offer (its cells, its journal head, sending it events of its own AIR).
+func (w *World) World() *world.World { return w.w }
+
+// Storage returns the world's store.
+func (w *World) Storage() world.Storage { return w.st }
+
+// Tools returns the specs of the tools the model is offered, in order.
+func (w *World) Tools() []tools.SpecTool { return slices.Clone(w.kit.specs) }
+
+// MCPServers reports the world's MCP servers: connected or not, their
+// tools, and the tools left out (named like another).
+func (w *World) MCPServers() []mcp.ServerInfo {
+	if w.kit.mcp == nil {
+		return nil
+	}
+	return w.kit.mcp.Servers()
+}
+
+// Model returns what demiurge knows of the world's model.
+func (w *World) Model() llm.Model { return w.model.known }
+
+// Module returns the world's chat module (demiurge.ModuleName, or
+// demiurge.ModuleNameV1 for a world made with Chat@1).
+func (w *World) Module() string { return w.module }
+
+// settings stores the tools blob and the system prompt and returns the
+// settings every chat starts with.
+func (w *World) settings(ctx context.Context) (map[string]any, error) {
+	blob, err := w.kit.spec().Encode()
+	if err != nil {
+		return nil, err
+	}
+	ref, err := w.st.CAS().Put(ctx, blob)
+	if err != nil {
+		return nil, err
+	}
+	instructions := w.c.instructions
+	if instructions == "" {
+		instructions = w.kit.systemPrompt()
+	}
+	l := w.c.limits
+	s := map[string]any{
+		"provider": w.model.provider, "model": w.model.name, "max_tokens": or(l.MaxTokens, 4096), "tools_ref": ref.String(),
+		"instructions": instructions, "max_rounds": or(l.MaxRounds, demiurge.DefaultMaxRounds),
+		"max_repeats": or(l.MaxRepeats, demiurge.DefaultMaxRepeats), "output_limit": or(l.OutputLimit, demiurge.DefaultOutputLimit),
+	}
+	if w.module == demiurge.ModuleName {
+		// Chat@2 names the system prompt by ref: it is not written into
+		// every state and request of the chat.
+		iref, err := w.st.CAS().Put(ctx, []byte(instructions))
+		if err != nil {
+			return nil, err
+		}
+		delete(s, "instructions")
+		s["instructions_ref"] = iref.String()
+	}
+	if w.model.temp != "" {
+		s["temperature"] = w.model.temp
+	}
+	if l.TokenBudget > 0 {
+		s["token_budget"] = l.TokenBudget
+	}
+	if w.module == demiurge.ModuleName { // Chat@1's settings have none of these
+		m := w.model.known
+		if m.ContextWindow > 0 {
+			s["context_window"] = m.ContextWindow
+		}
+		if m.CompactAt > 0 {
+			s["compact_at"] = m.CompactAt
+		}
+		if m.OnOverflow != "" {
+			s["on_overflow"] = m.OnOverflow
+		}
+	}
+	return s, nil
+}
+
+func or(v, def uint64) uint64 {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// commit hands each step's records to the turns that follow them.
+func (w *World) commit(recs []journal.Record) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for f := range w.follows {
+		f.push(item{recs: slices.Clone(recs)})
+	}
+}
+
+// progress hands a model call's streamed text to the turn it is for.
+func (w *World) progress(in *effects.Intent, text string) {
+	if in.Kind != llm.EffectKind || in.Origin.Kind != "plan" {
+		return
+	}
+	w.mu.Lock()
+	t, ok := w.deltas[in.Hash]
+	w.mu.Unlock()
+	if !ok {
+		// The plan that asked: its input is the ChatRequest.
+		w.w.View(func(m *world.Machine) {
+			if rp, found := m.Plan(in.Origin.PlanID); found {
+				chat, _ := schema.FieldPath(rp.Input, "chat_id").(string)
+				round, _ := schema.FieldPath(rp.Input, "round").(uint64)
+				purpose, _ := schema.FieldPath(rp.Input, "purpose").(string)
+				t, ok = deltaTarget{chat: chat, round: round, compact: purpose == "compact"}, chat != ""
+			}
+		})
+		if !ok {
+			return
+		}
+		w.mu.Lock()
+		if len(w.deltas) > 256 {
+			clear(w.deltas)
+		}
+		w.deltas[in.Hash] = t
+		w.mu.Unlock()
+	}
+	if t.compact {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for f := range w.follows {
+		if f.chat == t.chat {
+			f.push(item{delta: &TextDelta{Round: t.round, Text: text}})
+		}
+	}
+}
