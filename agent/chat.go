@@ -520,7 +520,9 @@ func (tr *turnReader) state(ctx context.Context, seq uint64, st *demiurge.StateV
 		case demiurge.EntryCompact:
 			out = append(out, Compacted{Seq: seq, Text: e.Text, Ref: e.Ref})
 		case demiurge.EntryStop:
-			tr.outcome = OutcomeStopped
+			if tr.outcome != OutcomeFailed {
+				tr.outcome = OutcomeStopped
+			}
 			out = append(out, GuardStop{Seq: seq, Reason: e.Text})
 		case demiurge.EntryError:
 			tr.outcome = OutcomeFailed

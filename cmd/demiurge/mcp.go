@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	bashfx "github.com/demiurge-dev/demiurge/adapters/scripted"
+	"github.com/demiurge-dev/demiurge/agent"
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/tools/mcp"
 	"github.com/demiurge-dev/demiurge/world"
@@ -72,7 +73,7 @@ message names the alias that fixes it); 2 a usage error.`,
 			if err != nil {
 				return err
 			}
-			ts := newToolset(defaultWorld, cat, world.NewMemoryStorage()).tools
+			ts := agent.NewToolset(defaultWorld, cat, world.NewMemoryStorage()).Tools()
 			reserved := []string{bashfx.ToolName}
 			for _, t := range ts {
 				reserved = append(reserved, t.Name())

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -49,6 +50,10 @@ type app struct {
 	// usedStore is set once the command opens (or tries to open) the
 	// store: a damaged blob in a bundle is not the store's damage.
 	usedStore bool
+	// clock and entropy stamp the inputs of the worlds run opens; nil
+	// means the wall clock and crypto/rand (tests fix them).
+	clock   func() time.Time
+	entropy io.Reader
 }
 
 // usageError is a mistake on the command line; it exits with exitUsage.

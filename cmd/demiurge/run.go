@@ -3,24 +3,18 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/demiurge-dev/demiurge/adapters/llm"
-	"github.com/demiurge-dev/demiurge/adapters/llm/cassette"
-	"github.com/demiurge-dev/demiurge/cas"
-	"github.com/demiurge-dev/demiurge/effects"
-	"github.com/demiurge-dev/demiurge/journal"
-	"github.com/demiurge-dev/demiurge/reducer"
+	"github.com/demiurge-dev/demiurge/agent"
+	"github.com/demiurge-dev/demiurge/examples"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
-	"github.com/demiurge-dev/demiurge/schema"
-	"github.com/demiurge-dev/demiurge/world"
 )
 
 // runFlags are the flags of demiurge run.
@@ -40,6 +34,7 @@ type runFlags struct {
 	instructions string
 	noStream     bool
 	modelOptions []string
+	toolChoice   string
 	wait         time.Duration
 }
 
@@ -117,113 +112,33 @@ named <server>_<tool> unless aliased; "demiurge mcp ls" lists them) and bash
 	fl.StringVar(&f.instructions, "instructions", "", "the system prompt (default: one built from the tools)")
 	fl.BoolVar(&f.noStream, "no-stream", false, "ask the model for one whole answer, not a stream (for servers that cannot stream)")
 	fl.StringArrayVar(&f.modelOptions, "model-option", nil, "override what demiurge knows of the model, as `KEY=VALUE` (repeatable): "+strings.Join(llm.ModelOptionKeys, ", "))
-	fl.DurationVar(&f.wait, "wait", 10*time.Minute, "how long one turn may take")
+	fl.StringVar(&f.toolChoice, "tool-choice", "auto", "whether the model must call a tool in each message's first round: auto, none, required, or a tool's `NAME`")
+	fl.DurationVar(&f.wait, "wait", 10*time.Minute, "how long one turn may take (then it is stopped)")
 	return cmd
 }
 
-// agent is a running chat.
-type agent struct {
-	a     *app
-	f     *runFlags
-	w     *world.World
-	st    world.Storage
-	chat  string
-	shown uint64 // entries of the chat's timeline printed (see demiurge.StateView.Since)
-	// module and event are the chat module of the world's manifest and
-	// the event schema it takes (demiurge/Chat@2 takes ChatEvent@2).
-	module, event string
-	// model is what is known of the chat's model: its window and what to
-	// do when a request would not fit go into the settings.
-	model llm.Model
+// chatRun is a chat at the terminal: it sends the user's messages and
+// prints their turns' events.
+type chatRun struct {
+	a      *app
+	f      *runFlags
+	w      *agent.World
+	chat   *agent.Chat
+	choice agent.ToolChoice
 
-	// newSettings, if set, go with the next message: the chat's tools
-	// changed since it began.
-	newSettings map[string]any
-
-	mu        sync.Mutex
-	streamed  bool // text was streamed in this model call
-	callStart map[string]time.Time
+	streamed bool            // text was streamed in this model call
+	started  map[string]bool // calls requested (their results are timed)
 }
 
 func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) (err error) {
-	cat, err := loadCatalog(f.manifest)
+	choice, err := agent.ParseToolChoice(f.toolChoice)
+	if err != nil {
+		return usagef("--tool-choice: %v", err)
+	}
+	m, err := f.agentModel(getenv)
 	if err != nil {
 		return err
 	}
-	module, ok := demiurge.ModuleIn(func(n string) bool { _, ok := cat.Module(n); return ok })
-	if !ok {
-		return fmt.Errorf("run: %s is not an agent world: it has no module %s (see examples/demiurge)", f.manifest, demiurge.ModuleName)
-	}
-	def, _ := cat.Module(module)
-	if def.Reducer == nil {
-		return fmt.Errorf("run: %s: module %s is not a reducer", f.manifest, module)
-	}
-	model := f.model
-	if model == "" {
-		model = getenv("DEMIURGE_MODEL")
-	}
-	if model == "" {
-		model = "gpt-5-mini"
-	}
-	overrides, err := modelOptions(cat, model, f.modelOptions)
-	if err != nil {
-		return err
-	}
-	provider := f.llm
-	known, _ := llm.ResolveModel(model, "", overrides)
-	var llmAdapter effects.Adapter
-	var getSecret func(string) (string, bool)
-	switch {
-	case strings.HasPrefix(f.llm, "cassette:"):
-		c, err := cassette.Open(strings.TrimPrefix(f.llm, "cassette:"))
-		if err != nil {
-			return err
-		}
-		llmAdapter, provider = c, llm.ProviderResponses
-		getSecret = func(k string) (string, bool) { return "cassette", true } // no key needed
-		if f.model == "" {
-			model = "cassette"
-		}
-	case f.llm == llm.ProviderResponses || f.llm == llm.ProviderChat:
-		base := f.baseURL
-		if base == "" {
-			base = getenv("OPENAI_BASE_URL")
-		}
-		azure := getenv("AZURE_OPENAI_ENDPOINT") != "" || isAzureURL(base)
-		key := getenv("OPENAI_API_KEY")
-		if key == "" && azure {
-			key = getenv("AZURE_OPENAI_API_KEY")
-		}
-		if key == "" && base == "" && !azure {
-			return errors.New("run: no API key: set OPENAI_API_KEY (or point --base-url at an OpenAI-compatible server, or use --llm cassette:DIR for the offline demo)")
-		}
-		cfg := llm.Config{Provider: f.llm, BaseURL: base, Logger: a.log, Models: overrides}
-		if azure && base == "" {
-			cfg.Azure = &llm.AzureConfig{Endpoint: getenv("AZURE_OPENAI_ENDPOINT"), APIVersion: getenv("AZURE_OPENAI_API_VERSION"), Deployment: getenv("AZURE_OPENAI_DEPLOYMENT")}
-		}
-		gen, err := llm.New(cfg)
-		if err != nil {
-			return err
-		}
-		known, _ = gen.ModelFor(model)
-		if m := known; f.temperature != "" && !m.Temperature {
-			return usagef("--temperature: model %s does not take a temperature (it reasons); drop the flag, or say that it does with --model-option temperature=true", model)
-		}
-		llmAdapter = &llm.Adapter{Generator: gen}
-		// The world's llm/api secret is bound to OPENAI_API_KEY: without a
-		// key, none is sent (a local server needs none; one that does
-		// answers 401, which says so).
-		getSecret = func(k string) (string, bool) {
-			if k == "OPENAI_API_KEY" {
-				return key, true
-			}
-			v := getenv(k)
-			return v, v != ""
-		}
-	default:
-		return usagef("--llm %q: want openai-responses, openai-chat or cassette:DIR", f.llm)
-	}
-
 	s, err := a.openStore(false)
 	if err != nil {
 		return err
@@ -233,160 +148,73 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	if err != nil {
 		return err
 	}
-	ag := &agent{a: a, f: f, st: st, chat: f.chat, callStart: map[string]time.Time{}, module: module, event: def.Reducer.Event, model: known}
-	progress := ag.progress
-	if f.noStream {
-		progress = nil // the adapter then asks for one whole answer
-	}
-	kit, err := newToolKit(ctx, f.world, cat, st, mcpEnv{getenv: lookupEnv(getenv), manifest: f.manifest, log: a.log})
+	w, err := agent.Open(ctx, f.manifest,
+		agent.WithStorage(st), agent.WithWorld(f.world), agent.WithModel(m), agent.WithLogger(a.log),
+		agent.WithEnv(lookupEnv(getenv)), agent.WithReducers(examples.RegisterAll), agent.WithInstructions(f.instructions),
+		agent.WithLimits(agent.Limits{MaxTokens: f.maxTokens, MaxRounds: f.maxRounds, MaxRepeats: f.maxRepeats,
+			TokenBudget: f.tokenBudget, OutputLimit: f.outputLimit}),
+		agent.WithClock(a.clock, a.entropy))
 	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := kit.close(); err == nil {
-			err = cerr
+		var oe *agent.OpenError
+		switch {
+		case errors.As(err, &oe):
+			return explainMissing(ctx, s, fmt.Errorf("open world %s: %w", oe.World, describe(oe.Err)))
+		case errors.Is(err, agent.ErrTemperature):
+			return usagef("--temperature: model %s does not take a temperature (it reasons); drop the flag, or say that it does with --model-option temperature=true", m.Name)
 		}
-	}()
-	reportMCP(a.err, kit.mcp)
-	adapters := adapters()
-	for k, v := range kit.adapters {
-		adapters[k] = v
-	}
-	adapters[llm.EffectKind] = llmAdapter
-	w, err := world.Open(ctx, world.Options{
-		Name: f.world, Catalog: cat, Reducers: newRegistry(), Storage: st, Adapters: adapters, Logger: a.log,
-		Dispatch: effects.DispatcherOptions{Getenv: getSecret, Progress: progress, TimeoutFor: kit.timeoutFor},
-		OnCommit: ag.commit,
-	})
-	if err != nil {
-		return explainMissing(ctx, s, fmt.Errorf("open world %s: %w", f.world, describe(err)))
+		return fmt.Errorf("run: %w", err)
 	}
 	defer func() {
 		if cerr := w.Close(); err == nil {
 			err = cerr
 		}
 	}()
-	ag.w = w
-	kit.bind(w)
-	settings, err := ag.settings(ctx, kit, provider, model)
-	if err != nil {
-		return err
-	}
-	if err := ag.ensureChat(ctx, settings); err != nil {
-		return err
-	}
+	agent.ReportMCP(a.err, w.MCPServers())
+	r := &chatRun{a: a, f: f, w: w, chat: w.Chat(f.chat), choice: choice, started: map[string]bool{}}
 	if f.message != "" {
-		outcome, err := ag.say(ctx, f.message)
+		outcome, err := r.say(ctx, f.message)
 		if err != nil {
 			return err
 		}
-		if code := outcome.exitCode(); code != exitOK {
+		if code := exitCode(outcome); code != exitOK {
 			return &exitStatus{code: code}
 		}
 		return nil
 	}
-	return ag.repl(ctx)
+	return r.repl(ctx)
 }
 
-// settings stores the tools blob and returns the chat's settings.
-func (ag *agent) settings(ctx context.Context, kit *toolKit, provider, model string) (map[string]any, error) {
-	blob, err := kit.spec().Encode()
-	if err != nil {
-		return nil, err
+// agentModel is the model the flags and the environment name.
+func (f *runFlags) agentModel(getenv func(string) string) (agent.Model, error) {
+	name := f.model
+	if name == "" {
+		name = getenv("DEMIURGE_MODEL")
 	}
-	ref, err := ag.st.CAS().Put(ctx, blob)
-	if err != nil {
-		return nil, err
+	if name == "" {
+		name = agent.DefaultModel
 	}
-	instructions := ag.f.instructions
-	if instructions == "" {
-		instructions = kit.systemPrompt()
+	var m agent.Model
+	switch {
+	case strings.HasPrefix(f.llm, "cassette:"):
+		m = agent.Cassette(strings.TrimPrefix(f.llm, "cassette:"))
+		m.Name = f.model // the cassette answers whatever the model is called
+	case f.llm == llm.ProviderResponses || f.llm == llm.ProviderChat:
+		m = agent.Model{Name: name, Provider: f.llm, BaseURL: f.baseURL}
+	default:
+		return m, usagef("--llm %q: want openai-responses, openai-chat or cassette:DIR", f.llm)
 	}
-	s := map[string]any{
-		"provider": provider, "model": model, "max_tokens": ag.f.maxTokens, "tools_ref": ref.String(),
-		"instructions": instructions, "max_rounds": ag.f.maxRounds, "max_repeats": ag.f.maxRepeats,
-		"output_limit": ag.f.outputLimit,
-	}
-	if ag.module == demiurge.ModuleName {
-		// Chat@2 names the system prompt by ref: it is not written into
-		// every state and request of the chat.
-		iref, err := ag.st.CAS().Put(ctx, []byte(instructions))
-		if err != nil {
-			return nil, err
+	m.Temperature, m.NoStream = f.temperature, f.noStream
+	if len(f.modelOptions) > 0 {
+		o := llm.ModelOptions{Match: name}
+		for _, kv := range f.modelOptions {
+			if err := o.ParseModelOption(kv); err != nil {
+				return m, usagef("--model-option: %v", err)
+			}
 		}
-		delete(s, "instructions")
-		s["instructions_ref"] = iref.String()
+		m.Options = append(m.Options, o)
 	}
-	if ag.f.temperature != "" {
-		s["temperature"] = ag.f.temperature
-	}
-	if ag.f.tokenBudget > 0 {
-		s["token_budget"] = ag.f.tokenBudget
-	}
-	if ag.module == demiurge.ModuleName { // Chat@1's settings have none of these
-		m := ag.model
-		if m.ContextWindow > 0 {
-			s["context_window"] = m.ContextWindow
-		}
-		if m.CompactAt > 0 {
-			s["compact_at"] = m.CompactAt
-		}
-		if m.OnOverflow != "" {
-			s["on_overflow"] = m.OnOverflow
-		}
-	}
-	return s, nil
+	return m, nil
 }
-
-// state returns the chat's state, if the chat exists.
-func (ag *agent) state() (*demiurge.StateView, bool) {
-	v, _, ok := ag.w.State(ag.module, ag.chat)
-	if !ok {
-		return nil, false
-	}
-	var st demiurge.StateView
-	if err := reducer.ToGo(v, &st); err != nil {
-		return nil, false
-	}
-	return &st, true
-}
-
-func (ag *agent) send(ctx context.Context, tag string, value map[string]any) error {
-	js, err := json.Marshal(map[string]any{tag: value})
-	if err != nil {
-		return err
-	}
-	_, err = ag.w.SendJSON(ctx, ag.event, js)
-	return err
-}
-
-func (ag *agent) ensureChat(ctx context.Context, settings map[string]any) error {
-	if st, ok := ag.state(); ok {
-		_, ag.shown = st.Since(0)
-		window, _ := settings["context_window"].(uint64)
-		if set := st.Settings; set == nil || set.ToolsRef == nil || set.ToolsRef.String() != settings["tools_ref"] ||
-			set.Model != settings["model"] || set.Provider != settings["provider"] || (set.ContextWindow == nil) != (window == 0) ||
-			set.ContextWindow != nil && *set.ContextWindow != window {
-			// The tools (an MCP server was added, say) or the model
-			// changed since the chat began: the next message carries the
-			// new settings.
-			ag.newSettings = settings
-		}
-		return nil
-	}
-	return ag.send(ctx, "Created", map[string]any{"chat_id": ag.chat, "title": ag.chat, "settings": settings})
-}
-
-// turnOutcome is how a turn ended, read from its timeline.
-type turnOutcome string
-
-// The outcomes of a turn.
-const (
-	outcomeAnswer  turnOutcome = "answer"  // the model answered (or refused)
-	outcomeFailed  turnOutcome = "failed"  // a failure ended it
-	outcomeStopped turnOutcome = "stopped" // a guard ended it
-	outcomeCut     turnOutcome = "cut"     // the answer was cut off
-)
 
 // Exit codes of run -m beyond those of every command (see root.go).
 const (
@@ -395,127 +223,73 @@ const (
 )
 
 // exitCode is the exit code of run -m for a turn that ended so.
-func (o turnOutcome) exitCode() int {
+func exitCode(o agent.Outcome) int {
 	switch o {
-	case outcomeAnswer:
+	case agent.OutcomeAnswer:
 		return exitOK
-	case outcomeStopped:
+	case agent.OutcomeStopped:
 		return exitGuardStop
-	case outcomeCut:
+	case agent.OutcomeCut:
 		return exitIncomplete
 	}
 	return exitFailure
 }
 
-// outcomeOf reads how the turn of request id ended from the chat's
-// timeline entries.
-func outcomeOf(entries []demiurge.Entry, id uint64) turnOutcome {
-	out := outcomeFailed // no end recorded: the turn did not finish
-	for _, e := range entries {
-		if e.RequestID != id {
-			continue
-		}
-		switch e.Kind {
-		case demiurge.EntryError:
-			return outcomeFailed
-		case demiurge.EntryStop:
-			out = outcomeStopped
-		case demiurge.EntryDone:
-			switch f := deref(e.Status); {
-			case f == "length" || f == "content_filter" || strings.HasPrefix(f, "incomplete"):
-				out = outcomeCut
-			default:
-				out = outcomeAnswer
-			}
-		}
-	}
-	return out
-}
-
-// say sends one user message, waits for the turn to end, and says how it
-// ended.
-func (ag *agent) say(ctx context.Context, text string) (turnOutcome, error) {
-	msg, err := json.Marshal(map[string]string{"role": "user", "content": text})
-	if err != nil {
-		return "", err
-	}
-	ref, err := ag.st.CAS().Put(ctx, msg)
-	if err != nil {
-		return "", err
-	}
-	var last uint64
-	before := demiurge.StateView{}
-	if st, ok := ag.state(); ok {
-		last, before = st.LastRequestID, *st
-	}
-	user := map[string]any{"chat_id": ag.chat, "request_id": last + 1, "text": text, "message_ref": ref.String()}
-	if ag.newSettings != nil {
-		user["settings"] = ag.newSettings
-	}
-	if err := ag.send(ctx, "User", user); err != nil {
-		return "", err
-	}
-	ag.newSettings = nil
-	wctx, cancel := context.WithTimeout(ctx, ag.f.wait)
+// say sends one user message, prints its turn, and says how it ended.
+func (r *chatRun) say(ctx context.Context, text string) (agent.Outcome, error) {
+	wctx, cancel := context.WithTimeout(ctx, r.f.wait)
 	defer cancel()
-	if err := ag.w.WaitIdle(wctx); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return "", fmt.Errorf("run: the turn took longer than --wait %s; its effects resume when the world reopens", ag.f.wait)
-		}
-		return "", err
+	end, err := r.show(wctx, r.chat.Send(wctx, text, agent.WithToolChoice(r.choice)))
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		return end.Outcome, fmt.Errorf("run: the turn took longer than --wait %s; it was stopped", r.f.wait)
 	}
-	st, ok := ag.state()
-	if !ok {
-		return outcomeFailed, nil
-	}
-	fmt.Fprintf(ag.a.out, "  [%s]\n", usageLine(&before, st))
-	return outcomeOf(st.Entries, last+1), nil
+	return end.Outcome, err
 }
 
-// compact asks the chat to compact its transcript now (/compact), and
-// waits for it.
-func (ag *agent) compact(ctx context.Context) error {
-	if ag.module != demiurge.ModuleName {
-		fmt.Fprintf(ag.a.out, "  this world's chat (%s) cannot compact; %s can\n", ag.module, demiurge.ModuleName)
+// show prints a turn's events, then what it used, and returns its end.
+func (r *chatRun) show(ctx context.Context, turn iter.Seq2[agent.Event, error]) (agent.TurnEnd, error) {
+	var end agent.TurnEnd
+	for e, err := range turn {
+		if err != nil {
+			return end, err
+		}
+		if te, ok := e.(agent.TurnEnd); ok {
+			end = te
+		}
+		r.print(e)
+	}
+	fmt.Fprintf(r.a.out, "  [%s]\n", usageLine(end))
+	return end, nil
+}
+
+// compact asks the chat to compact its transcript now (/compact).
+func (r *chatRun) compact(ctx context.Context) error {
+	wctx, cancel := context.WithTimeout(ctx, r.f.wait)
+	defer cancel()
+	if r.w.Module() != demiurge.ModuleName {
+		fmt.Fprintf(r.a.out, "  this world's chat (%s) cannot compact; %s can\n", r.w.Module(), demiurge.ModuleName)
 		return nil
 	}
-	var last uint64
-	before := demiurge.StateView{}
-	if st, ok := ag.state(); ok {
-		last, before = st.LastRequestID, *st
-	}
-	if err := ag.send(ctx, "Compact", map[string]any{"chat_id": ag.chat, "request_id": last + 1}); err != nil {
-		return err
-	}
-	wctx, cancel := context.WithTimeout(ctx, ag.f.wait)
-	defer cancel()
-	if err := ag.w.WaitIdle(wctx); err != nil {
-		return err
-	}
-	if st, ok := ag.state(); ok {
-		fmt.Fprintf(ag.a.out, "  [%s]\n", usageLine(&before, st))
-	}
-	return nil
+	_, err := r.show(wctx, r.chat.Compact(wctx))
+	return err
 }
 
-// usageLine says what the calls between two states of a chat used and
-// cost: "1200 tokens in (200 cached), 300 out (0 reasoning), $0.0042".
-func usageLine(before, after *demiurge.StateView) string {
-	u, u0 := after.Usage, before.Usage
-	tokens := fmt.Sprintf("%d tokens in (%d cached), %d out (%d reasoning)",
-		u.Prompt-u0.Prompt, u.Cached-u0.Cached, u.Completion-u0.Completion, u.Reasoning-u0.Reasoning)
-	if n := after.UsageUnknown - before.UsageUnknown; n > 0 {
-		tokens += fmt.Sprintf(", usage unknown for %d call(s): the provider reported none", n)
+// usageLine says what a turn's model calls used and cost: "1200 tokens
+// in (200 cached), 300 out (0 reasoning), $0.0042".
+func usageLine(e agent.TurnEnd) string {
+	u := e.Usage
+	tokens := fmt.Sprintf("%d tokens in (%d cached), %d out (%d reasoning)", u.Prompt, u.Cached, u.Completion, u.Reasoning)
+	if e.UsageUnknown > 0 {
+		tokens += fmt.Sprintf(", usage unknown for %d call(s): the provider reported none", e.UsageUnknown)
 	}
-	cost := costText(after.CostMicroUSD-before.CostMicroUSD, after.CostUnknown > before.CostUnknown)
-	return tokens + ", " + cost
+	return tokens + ", " + costText(e.CostMicroUSD, e.CostUnknown > 0)
 }
 
 // repl reads messages from stdin until /quit, EOF or Ctrl-C.
-func (ag *agent) repl(ctx context.Context) error {
-	in := bufio.NewScanner(ag.a.in)
+func (r *chatRun) repl(ctx context.Context) error {
+	in := bufio.NewScanner(r.a.in)
 	in.Buffer(make([]byte, 64<<10), 1<<20)
-	fmt.Fprintf(ag.a.out, "demiurge: world %s, chat %s. Type a message; /quit to stop.\n", ag.f.world, ag.chat)
+	fmt.Fprintf(r.a.out, "demiurge: world %s, chat %s. Type a message; /quit to stop.\n", r.f.world, r.chat.ID())
 	lines := make(chan string)
 	go func() {
 		defer close(lines)
@@ -524,17 +298,17 @@ func (ag *agent) repl(ctx context.Context) error {
 		}
 	}()
 	for {
-		fmt.Fprint(ag.a.out, "> ")
+		fmt.Fprint(r.a.out, "> ")
 		var line string
 		var ok bool
 		select {
 		case line, ok = <-lines:
 		case <-ctx.Done():
-			fmt.Fprintln(ag.a.out)
+			fmt.Fprintln(r.a.out)
 			return nil
 		}
 		if !ok {
-			fmt.Fprintln(ag.a.out)
+			fmt.Fprintln(r.a.out)
 			return nil
 		}
 		line = strings.TrimSpace(line)
@@ -544,54 +318,18 @@ func (ag *agent) repl(ctx context.Context) error {
 		case "/quit", "/exit":
 			return nil
 		case "/compact":
-			if err := ag.compact(ctx); err != nil {
+			if err := r.compact(ctx); err != nil {
 				return err
 			}
 			continue
 		}
-		if _, err := ag.say(ctx, line); err != nil {
+		if _, err := r.say(ctx, line); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return err
 		}
 	}
-}
-
-// progress prints the model's text as it streams.
-func (ag *agent) progress(in *effects.Intent, text string) {
-	if ag.f.noStream || in.Kind != llm.EffectKind || isCompaction(in) {
-		return
-	}
-	ag.mu.Lock()
-	defer ag.mu.Unlock()
-	if !ag.streamed {
-		fmt.Fprint(ag.a.out, "\n")
-	}
-	ag.streamed = true
-	fmt.Fprint(ag.a.out, text)
-}
-
-// isAzureURL reports whether a base URL names an Azure OpenAI resource.
-func isAzureURL(base string) bool {
-	for _, s := range []string{".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com"} {
-		if strings.Contains(base, s) {
-			return true
-		}
-	}
-	return false
-}
-
-// isCompaction reports whether an llm.generate intent is a compaction
-// call of the chat (its summary is not the model's answer to the user).
-func isCompaction(in *effects.Intent) bool {
-	m, ok := in.Params.(*schema.Map)
-	if !ok {
-		return false
-	}
-	v, _ := m.Get("instructions")
-	s, _ := v.(string)
-	return s == demiurge.CompactInstructions
 }
 
 // roundDuration formats d to a precision that fits it: 2ms, 0.35ms, 41µs.
@@ -605,99 +343,72 @@ func roundDuration(d time.Duration) string {
 	return d.Round(time.Microsecond).String()
 }
 
-// commit prints the chat's new timeline entries.
-func (ag *agent) commit(recs []journal.Record) {
-	// Each entry is timed by the ingress stamp of the input whose step
-	// wrote it (a tool that runs inside the step that asks for it has its
-	// call and its output in one commit).
-	var at time.Time
-	for _, r := range recs {
-		if r.Kind == world.KindEvent || r.Kind == world.KindReceipt {
-			if in, err := world.DecodeInput(r); err == nil {
-				at = time.Unix(0, int64(in.Stamp.NowNS))
-			}
-		}
-		if r.Kind != world.KindState {
-			continue
-		}
-		sr, err := world.DecodeState(r)
-		if err != nil || sr.Reducer != ag.module || sr.Key != ag.chat || !sr.State.Valid() {
-			continue
-		}
-		var st demiurge.StateView
-		if err := cas.GetNode(context.Background(), ag.st.CAS(), sr.State, &st); err != nil {
-			continue
-		}
-		var unseen []demiurge.Entry
-		unseen, ag.shown = st.Since(ag.shown)
-		for _, e := range unseen {
-			ag.print(e, at)
-		}
-	}
-}
-
-func (ag *agent) print(e demiurge.Entry, at time.Time) {
-	ag.mu.Lock()
-	defer ag.mu.Unlock()
-	out := ag.a.out
-	tool, call, status := deref(e.Tool), deref(e.CallID), deref(e.Status)
-	switch e.Kind {
-	case demiurge.EntryUser:
-		if ag.f.message != "" {
-			fmt.Fprintf(out, "> %s\n", e.Text)
-		}
-	case demiurge.EntryAssistant:
-		if ag.streamed {
+// print prints one event of a turn.
+func (r *chatRun) print(e agent.Event) {
+	out := r.a.out
+	switch e := e.(type) {
+	case agent.TextDelta:
+		if !r.streamed {
 			fmt.Fprint(out, "\n")
-		} else {
+		}
+		r.streamed = true
+		fmt.Fprint(out, e.Text)
+	case agent.Message:
+		switch {
+		case e.Role == "user":
+			if r.f.message != "" {
+				fmt.Fprintf(out, "> %s\n", e.Text)
+			}
+		case r.streamed:
+			fmt.Fprint(out, "\n")
+		default:
 			fmt.Fprintf(out, "\n%s\n", e.Text)
 		}
-		ag.streamed = false
-	case demiurge.EntryToolCall:
-		switch status {
+		if e.Role == "assistant" {
+			r.streamed = false
+		}
+	case agent.ToolCallStarted:
+		switch e.Status {
 		case "requested":
-			ag.callStart[call] = at
-			fmt.Fprintf(out, "  → %s %s\n", tool, clipLine(e.Text, 160))
+			r.started[e.CallID] = true
+			fmt.Fprintf(out, "  → %s %s\n", e.Tool, clipLine(e.Arguments, 160))
 		case "rejected":
-			fmt.Fprintf(out, "  ✗ %s %s (rejected before running)\n", tool, clipLine(e.Text, 160))
+			fmt.Fprintf(out, "  ✗ %s %s (rejected before running)\n", e.Tool, clipLine(e.Arguments, 160))
 		case "cut":
-			fmt.Fprintf(out, "  ✗ %s %s (cut off with the reply; not run)\n", tool, clipLine(e.Text, 160))
+			fmt.Fprintf(out, "  ✗ %s %s (cut off with the reply; not run)\n", e.Tool, clipLine(e.Arguments, 160))
 		default:
-			fmt.Fprintf(out, "  · %s %s (%s)\n", tool, clipLine(e.Text, 160), status)
+			fmt.Fprintf(out, "  · %s %s (%s)\n", e.Tool, clipLine(e.Arguments, 160), e.Status)
 		}
-	case demiurge.EntryToolOutput:
+	case agent.ToolCallFinished:
 		d := ""
-		if t0, ok := ag.callStart[call]; ok && !t0.IsZero() && !at.IsZero() {
-			d = " in " + roundDuration(at.Sub(t0))
-			delete(ag.callStart, call)
+		if r.started[e.CallID] {
+			d = " in " + roundDuration(e.Duration)
+			delete(r.started, e.CallID)
 		}
-		if status == "ok" {
-			size := len(e.Text)
-			if whole, err := demiurge.ToolOutputOf(context.Background(), ag.st.CAS(), e); err == nil {
-				size = len(whole) // the entry may keep a preview
-			}
-			fmt.Fprintf(out, "  ✓ %s%s (%d bytes)\n", tool, d, size)
+		if e.Status == "ok" {
+			fmt.Fprintf(out, "  ✓ %s%s (%d bytes)\n", e.Tool, d, e.Size)
 		} else {
-			fmt.Fprintf(out, "  ✗ %s %s%s: %s\n", tool, status, d, clipLine(e.Text, 200))
+			fmt.Fprintf(out, "  ✗ %s %s%s: %s\n", e.Tool, e.Status, d, clipLine(e.Output, 200))
 		}
-	case demiurge.EntryNotice:
+	case agent.Notice:
 		fmt.Fprintf(out, "  ! %s\n", e.Text)
-	case demiurge.EntryCompact:
+	case agent.Compacted:
 		fmt.Fprintf(out, "  ⇢ %s\n", e.Text)
-	case demiurge.EntryStop:
-		fmt.Fprintf(out, "  ■ turn stopped: %s\n", e.Text)
-	case demiurge.EntryError:
-		ag.streamed = false
+	case agent.GuardStop:
+		fmt.Fprintf(out, "  ■ turn stopped: %s\n", e.Reason)
+	case agent.TurnError:
+		r.streamed = false
 		fmt.Fprintf(out, "  ✗ %s\n", e.Text)
-	case demiurge.EntryDone:
-		ag.streamed = false
-		switch f := deref(e.Status); f {
-		case "", "stop":
-			fmt.Fprintf(out, "  — %s\n", e.Text)
+	case agent.TurnEnd:
+		r.streamed = false
+		switch f := e.Finish; f {
+		case "":
+		case "stop":
+			fmt.Fprintf(out, "  — %s\n", e.Summary)
 		case "refusal":
-			fmt.Fprintf(out, "  — the model refused; %s\n", e.Text)
+			fmt.Fprintf(out, "  — the model refused; %s\n", e.Summary)
 		default:
-			fmt.Fprintf(out, "  ✗ the answer is incomplete: %s; %s\n", finishText(f), e.Text)
+			fmt.Fprintf(out, "  ✗ the answer is incomplete: %s; %s\n", finishText(f), e.Summary)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	bashfx "github.com/demiurge-dev/demiurge/adapters/scripted"
+	"github.com/demiurge-dev/demiurge/agent"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools"
 	"github.com/demiurge-dev/demiurge/world"
@@ -96,7 +97,7 @@ command; 1 or the command's status for a failed command), or the usual 1 and
 						err = cerr
 					}
 				}()
-				ts = worldTools(w)
+				ts = agent.WorldTools(w).Tools()
 				if len(cat.Manifest.MCPServers) > 0 {
 					reserved := []string{bashfx.ToolName}
 					for _, t := range ts {
@@ -107,7 +108,7 @@ command; 1 or the command's status for a failed command), or the usual 1 and
 						return err
 					}
 					defer set.Close()
-					reportMCP(a.err, set)
+					agent.ReportMCP(a.err, set.Servers())
 					ts = append(ts, set.Tools()...)
 				}
 			} else if !prompt {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	bashfx "github.com/demiurge-dev/demiurge/adapters/scripted"
+	"github.com/demiurge-dev/demiurge/agent"
 	"github.com/demiurge-dev/demiurge/examples"
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/reducer/builtin"
@@ -124,14 +125,14 @@ func TestWorldTools(t *testing.T) {
 	}
 	introspectTools := "introspect_manifest introspect_schemas introspect_module introspect_state introspect_journal_head"
 
-	if counter := worldTools(open(filepath.Join("..", "..", "examples", "counter"))); names(counter) != introspectTools {
+	if counter := agent.WorldTools(open(filepath.Join("..", "..", "examples", "counter"))).Tools(); names(counter) != introspectTools {
 		t.Errorf("counter world tools: %q", names(counter))
 	}
 
 	w := open(writeWorld(t, map[string]string{"manifest.air.json": shWorkspaceManifest}))
 	runScript := func(script string) bashfx.Result {
 		t.Helper()
-		ts := worldTools(w)
+		ts := agent.WorldTools(w).Tools()
 		if want := introspectTools + " workspace_list workspace_read workspace_write workspace_edit workspace_remove workspace_diff"; names(ts) != want {
 			t.Fatalf("tools %q; want %q", names(ts), want)
 		}
