@@ -15,9 +15,9 @@ var (
 	update = flag.Bool("update", false, "re-derive diverging recorded sessions and rewrite their trace.txt (review the diff)")
 )
 
-// session is a recorded session of the agent: what the user says, and
+// recordedSession is a recorded session of the agent: what the user says, and
 // what the fake model answers.
-type session struct {
+type recordedSession struct {
 	name     string
 	messages []string
 	turns    []llmtest.Turn
@@ -29,7 +29,7 @@ type session struct {
 func call(name, args string) llmtest.Call { return llmtest.Call{Name: name, Arguments: args} }
 
 // sessions are the agent's recorded sessions, under testdata/sessions.
-var sessions = []session{
+var sessions = []recordedSession{
 	// workspace-edits as demiurge/Chat@1 recorded it (sys/llm.generate@1,
 	// the transcript as a list of refs): the chatv1 reducer replays it.
 	{name: "v1-workspace-edits", frozen: true},
@@ -96,7 +96,7 @@ func TestRecordedSessions(t *testing.T) {
 	}
 }
 
-func recordSession(t *testing.T, s session, dir string) {
+func recordSession(t *testing.T, s recordedSession, dir string) {
 	t.Helper()
 	srv := llmtest.NewServer(llmtest.Script{Turns: s.turns})
 	defer srv.Close()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/demiurge-dev/demiurge/agent/session"
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/replay"
@@ -88,16 +89,15 @@ hash and decoded payload. Opens the store read-only.`,
 // records) as its records.
 func trace(ctx context.Context, w io.Writer, j journal.Reader, g cas.Getter, world string, asJSON, records bool) error {
 	if !records {
-		c := newChatTrace(g)
-		if err := j.Read(ctx, world, 1, c.record); err != nil {
+		c := session.NewReader(g)
+		if err := j.Read(ctx, world, 1, c.Record); err != nil {
 			return err
 		}
-		if c.chatEvents {
-			c.finish()
+		if c.IsChat() {
 			if asJSON {
-				return c.writeJSON(w)
+				return c.WriteJSON(w)
 			}
-			return c.writeText(w)
+			return writeTurns(w, c.Turns())
 		}
 	}
 	return replay.Trace(ctx, w, j, world, replay.TraceOptions{JSON: asJSON, CAS: g})

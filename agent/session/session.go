@@ -1,0 +1,348 @@
+// Package session reads an agent world's sessions out of its journal:
+// the turns of each chat, the model calls of each round (tokens, latency,
+// cost, retried attempts), the tool calls the model made (arguments,
+// results, errors, durations, the commands of a bash script) and the
+// guards that stopped turns. It is what `demiurge trace` shows of an agent
+// world, and its JSON form (one object a turn) is `trace --json`.
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/demiurge-dev/demiurge/adapters/llm"
+	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/journal"
+	"github.com/demiurge-dev/demiurge/reducer/demiurge"
+	"github.com/demiurge-dev/demiurge/schema"
+	"github.com/demiurge-dev/demiurge/tools/introspect"
+	"github.com/demiurge-dev/demiurge/tools/mcp"
+	"github.com/demiurge-dev/demiurge/tools/workspace"
+	"github.com/demiurge-dev/demiurge/world"
+)
+
+type key struct {
+	chat           string
+	request, round uint64
+	compact        bool // a compaction call (Chat@2), not the round's answer
+}
+
+// ModelCall is one model call of a round: the answer's model, latency,
+// tokens, cost and finish reason, or its error.
+type ModelCall struct {
+	Round        uint64  `json:"round"`
+	Model        string  `json:"model,omitempty"`
+	LatencyMS    float64 `json:"latency_ms"`
+	InputTokens  uint64  `json:"input_tokens"`
+	CachedTokens uint64  `json:"cached_tokens"`
+	OutputTokens uint64  `json:"output_tokens"`
+	Reasoning    uint64  `json:"reasoning_tokens"`
+	CostMicroUSD uint64  `json:"cost_microusd"`
+	// UsageUnknown: the provider reported no usage (the token counts are
+	// 0); CostUnknown: the model has no price, or its usage is unknown.
+	UsageUnknown bool   `json:"usage_unknown,omitempty"`
+	CostUnknown  bool   `json:"cost_unknown,omitempty"`
+	Finish       string `json:"finish_reason,omitempty"`
+	Error        string `json:"error,omitempty"`
+	// Retried are the attempts that failed before the one that answered.
+	Retried []llm.FailedAttempt `json:"retried,omitempty"`
+}
+
+// ToolCall is one tool call the model made, and what came of it.
+type ToolCall struct {
+	CallID    string   `json:"call_id"`
+	Tool      string   `json:"tool"`
+	Arguments string   `json:"arguments"`
+	Status    string   `json:"status"`             // the output's status: ok, error, denied, timeout, not_run (or requested)
+	Rejected  bool     `json:"rejected,omitempty"` // refused before running (unknown tool, bad arguments)
+	Cut       bool     `json:"cut,omitempty"`      // not run: the model's reply was cut off before it was complete
+	Output    string   `json:"output,omitempty"`
+	LatencyMS float64  `json:"latency_ms,omitempty"`
+	SubCalls  []string `json:"sub_calls,omitempty"`
+}
+
+// Turn is one turn of a chat: the user's message, its rounds, the
+// assistant's text and how it ended.
+type Turn struct {
+	Chat      string   `json:"chat"`
+	RequestID uint64   `json:"request_id"`
+	Time      string   `json:"time"`
+	User      string   `json:"user"`
+	Rounds    []*Round `json:"rounds"`
+	Assistant []string `json:"assistant,omitempty"`
+	Notices   []string `json:"notices,omitempty"`
+	Stop      string   `json:"stop,omitempty"`
+	Error     string   `json:"error,omitempty"`
+	Done      string   `json:"done,omitempty"`
+	// Outcome is how the turn ended: answer, refusal, cut (the answer
+	// was cut by the token limit or a filter), failed, stopped (a
+	// guard), or "" while it runs.
+	Outcome string `json:"outcome,omitempty"`
+}
+
+// Round is one model call of a turn and the tool calls it made.
+type Round struct {
+	// Compaction is the call that compacted the transcript before the
+	// round's request, if one did.
+	Compaction *ModelCall  `json:"compaction,omitempty"`
+	Model      *ModelCall  `json:"model,omitempty"`
+	Calls      []*ToolCall `json:"tool_calls,omitempty"`
+}
+
+// Reader reads an agent world's records, in journal order, into turns.
+type Reader struct {
+	cas        cas.Getter
+	now        uint64 // wall time of the input being read
+	lastReq    []key
+	pendCalls  []string
+	modelIn    map[string]string
+	keys       map[string]key
+	toolIn     map[string]string
+	started    map[string]uint64
+	models     map[key]*ModelCall
+	tools      map[string]*ToolCall
+	shown      map[string]uint64 // entries of each chat's timeline seen (see demiurge.StateView.Since)
+	turns      []*Turn
+	turnOf     map[key]*Turn // (chat, request, 0) → turn
+	chatEvents bool
+}
+
+// NewReader returns a reader of sessions whose blobs g holds.
+func NewReader(g cas.Getter) *Reader {
+	return &Reader{cas: g, modelIn: map[string]string{}, toolIn: map[string]string{}, started: map[string]uint64{},
+		models: map[key]*ModelCall{}, tools: map[string]*ToolCall{}, shown: map[string]uint64{}, turnOf: map[key]*Turn{},
+		keys: map[string]key{}}
+}
+
+func text(v schema.Value) string { s, _ := v.(string); return s }
+func num(v schema.Value) uint64  { n, _ := v.(uint64); return n }
+func ms(d uint64) float64        { return float64(d) / 1e6 }
+
+// Record reads one record of the world, in journal order.
+func (c *Reader) Record(r journal.Record) error {
+	v, err := schema.Decode(r.Payload)
+	if err != nil {
+		return nil
+	}
+	m, _ := v.(*schema.Map)
+	switch r.Kind {
+	case world.KindEvent, world.KindReceipt:
+		c.now = num(schema.FieldPath(m, "stamp", "now"))
+	}
+	switch r.Kind {
+	case world.KindEvent, world.KindRaised:
+		switch text(schema.FieldPath(m, "schema")) {
+		case "demiurge/ChatEvent@1", "demiurge/ChatEvent@2":
+			c.chatEvents = true
+		case demiurge.ChatRequestSchema, "demiurge/ChatRequest@1":
+			c.lastReq = append(c.lastReq, key{text(schema.FieldPath(m, "value", "chat_id")), num(schema.FieldPath(m, "value", "request_id")),
+				num(schema.FieldPath(m, "value", "round")), text(schema.FieldPath(m, "value", "purpose")) == demiurge.PurposeCompact})
+		case demiurge.ToolRequestSchema:
+			c.pendCalls = append(c.pendCalls, text(schema.FieldPath(m, "value", "call_id")))
+		}
+	case world.KindIntent:
+		in := text(schema.FieldPath(m, "intent"))
+		switch kind := text(schema.FieldPath(m, "kind")); kind {
+		case llm.EffectKind:
+			if len(c.lastReq) > 0 {
+				c.modelIn[in] = c.lastReq[0].String()
+				c.keys[c.lastReq[0].String()] = c.lastReq[0]
+				c.lastReq = c.lastReq[1:]
+			}
+		case introspect.EffectCall, workspace.EffectCall, "scripted.run", mcp.EffectKind:
+			if len(c.pendCalls) > 0 {
+				c.toolIn[in] = c.pendCalls[0]
+				c.pendCalls = c.pendCalls[1:]
+			}
+		}
+		c.started[in] = c.now
+	case world.KindReceipt:
+		in := text(schema.FieldPath(m, "intent"))
+		lat := ms(c.now - c.started[in])
+		if k, ok := c.modelIn[in]; ok {
+			key := c.keys[k]
+			mc := &ModelCall{Round: key.round, LatencyMS: lat, Error: text(schema.FieldPath(m, "error"))}
+			if p, ok := schema.FieldPath(m, "payload").(*schema.Map); ok {
+				mc.Model, mc.Finish = text(schema.FieldPath(p, "model")), text(schema.FieldPath(p, "finish_reason"))
+				mc.InputTokens, mc.OutputTokens = num(schema.FieldPath(p, "token_usage", "prompt")), num(schema.FieldPath(p, "token_usage", "completion"))
+				mc.CachedTokens, mc.Reasoning = num(schema.FieldPath(p, "token_usage", "cached")), num(schema.FieldPath(p, "token_usage", "reasoning"))
+				mc.CostMicroUSD = num(schema.FieldPath(p, "cost_microusd"))
+				mc.UsageUnknown = schema.FieldPath(p, "token_usage") == nil
+				mc.CostUnknown = schema.FieldPath(p, "cost_microusd") == nil
+				if r, err := cas.ParseRef(text(schema.FieldPath(p, "failed_attempts_ref"))); err == nil {
+					_ = cas.GetNode(context.Background(), c.cas, r, &mc.Retried)
+				}
+			}
+			c.models[key] = mc
+		}
+		if call, ok := c.toolIn[in]; ok {
+			tc := c.tool(call)
+			tc.LatencyMS = lat
+			if p, ok := schema.FieldPath(m, "payload").(*schema.Map); ok {
+				if calls, ok := schema.FieldPath(p, "calls").([]schema.Value); ok {
+					for _, sc := range calls {
+						sm, _ := sc.(*schema.Map)
+						tc.SubCalls = append(tc.SubCalls, text(schema.FieldPath(sm, "tool")))
+					}
+				}
+			}
+		}
+	case world.KindState:
+		if !demiurge.IsModule(text(schema.FieldPath(m, "reducer"))) || text(schema.FieldPath(m, "state")) == "" {
+			return nil
+		}
+		chat := text(schema.FieldPath(m, "key"))
+		ref, err := cas.ParseRef(text(schema.FieldPath(m, "state")))
+		if err != nil {
+			return nil
+		}
+		var st demiurge.StateView
+		if err := cas.GetNode(context.Background(), c.cas, ref, &st); err != nil {
+			return nil // the state blob is not in this store (a trimmed bundle)
+		}
+		unseen, n := st.Since(c.shown[chat])
+		for _, e := range unseen {
+			c.entry(chat, e)
+		}
+		c.shown[chat] = n
+	}
+	return nil
+}
+
+func (k key) String() string {
+	return fmt.Sprintf("%s/%d/%d/%v", k.chat, k.request, k.round, k.compact)
+}
+
+func (c *Reader) tool(call string) *ToolCall {
+	tc, ok := c.tools[call]
+	if !ok {
+		tc = &ToolCall{CallID: call}
+		c.tools[call] = tc
+	}
+	return tc
+}
+
+func (c *Reader) turn(chat string, e demiurge.Entry) *Turn {
+	t := c.turnOf[key{chat, e.RequestID, 0, false}]
+	if t == nil {
+		t = &Turn{Chat: chat, RequestID: e.RequestID, Time: time.Unix(0, int64(c.now)).UTC().Format("2006-01-02 15:04:05.000")}
+		c.turnOf[key{chat, e.RequestID, 0, false}] = t
+		c.turns = append(c.turns, t)
+	}
+	for uint64(len(t.Rounds)) <= e.Round {
+		t.Rounds = append(t.Rounds, &Round{})
+	}
+	return t
+}
+
+func (c *Reader) entry(chat string, e demiurge.Entry) {
+	t := c.turn(chat, e)
+	r := t.Rounds[e.Round]
+	switch e.Kind {
+	case demiurge.EntryUser:
+		t.User = e.Text
+	case demiurge.EntryAssistant:
+		t.Assistant = append(t.Assistant, e.Text)
+	case demiurge.EntryToolCall:
+		tc := c.tool(deref(e.CallID))
+		tc.Tool, tc.Arguments, tc.Status = deref(e.Tool), e.Text, deref(e.Status)
+		if call, err := demiurge.ToolCallOf(context.Background(), c.cas, e); err == nil {
+			tc.Arguments = call.ArgumentsJSON // whole, where the entry keeps a preview
+		}
+		tc.Rejected, tc.Cut = tc.Status == "rejected", tc.Status == "cut"
+		r.Calls = append(r.Calls, tc)
+	case demiurge.EntryToolOutput:
+		tc := c.tool(deref(e.CallID))
+		tc.Status, tc.Output = deref(e.Status), e.Text
+		if out, err := demiurge.ToolOutputOf(context.Background(), c.cas, e); err == nil {
+			tc.Output = out
+		}
+	case demiurge.EntryNotice, demiurge.EntryCompact:
+		t.Notices = append(t.Notices, e.Text)
+	case demiurge.EntryStop:
+		t.Stop = e.Text
+		if t.Outcome == "" {
+			t.Outcome = "stopped"
+		}
+	case demiurge.EntryError:
+		t.Error, t.Outcome = e.Text, "failed"
+	case demiurge.EntryDone:
+		t.Done, t.Outcome = e.Text, doneOutcome(e)
+	}
+}
+
+// doneOutcome is the outcome of a turn that ended with the model's reply
+// (its done entry).
+func doneOutcome(e demiurge.Entry) string {
+	switch f := deref(e.Status); {
+	case f == "refusal":
+		return "refusal"
+	case f == "length" || f == "content_filter" || strings.HasPrefix(f, "incomplete"):
+		return "cut"
+	}
+	return "answer"
+}
+
+// Turns returns the turns read so far, with their model calls attached to
+// their rounds.
+func (c *Reader) Turns() []*Turn {
+	for _, t := range c.turns {
+		for round, r := range t.Rounds {
+			r.Model = c.models[key{t.Chat, t.RequestID, uint64(round), false}]
+			r.Compaction = c.models[key{t.Chat, t.RequestID, uint64(round), true}]
+		}
+	}
+	return c.turns
+}
+
+// IsChat reports whether the records read held chat events: the world is
+// an agent world.
+func (c *Reader) IsChat() bool { return c.chatEvents }
+
+// WriteJSON writes the turns read, one JSON object a line.
+func (c *Reader) WriteJSON(w io.Writer) error {
+	for _, t := range c.Turns() {
+		b, err := json.Marshal(t)
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(w, "%s\n", b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Cost returns the turn's cost and whether some of it is unknown.
+func (t *Turn) Cost() (microUSD uint64, unknown bool) {
+	for _, r := range t.Rounds {
+		for _, m := range []*ModelCall{r.Compaction, r.Model} {
+			if m != nil && m.Error == "" {
+				microUSD += m.CostMicroUSD
+				unknown = unknown || m.CostUnknown
+			}
+		}
+	}
+	return microUSD, unknown
+}
+
+// LastFinish is the finish reason of the turn's last model reply.
+func (t *Turn) LastFinish() string {
+	for i := len(t.Rounds) - 1; i >= 0; i-- {
+		if m := t.Rounds[i].Model; m != nil {
+			return m.Finish
+		}
+	}
+	return ""
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,0 +1,60 @@
+package session_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/demiurge-dev/demiurge/agent/session"
+	"github.com/demiurge-dev/demiurge/replay"
+)
+
+// TestReadDemo reads the recorded demo session: one turn of three rounds,
+// its tool calls with their results, the bash script's commands, and the
+// answer.
+func TestReadDemo(t *testing.T) {
+	b, err := replay.Read("../../testdata/sessions/demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := b.Storage(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := session.NewReader(st.CAS())
+	if err := st.Journal().Read(t.Context(), b.Manifest.World, 1, r.Record); err != nil {
+		t.Fatal(err)
+	}
+	if !r.IsChat() {
+		t.Fatal("the demo is not read as a chat")
+	}
+	turns := r.Turns()
+	if len(turns) != 1 {
+		t.Fatalf("%d turns; want 1", len(turns))
+	}
+	tu := turns[0]
+	if tu.Outcome != "answer" || len(tu.Rounds) != 3 || tu.User != "Write a hello note and show it to me." {
+		t.Fatalf("turn %+v", tu)
+	}
+	calls := tu.Rounds[0].Calls
+	if len(calls) != 2 || calls[0].Tool != "introspect_journal_head" || calls[1].Tool != "workspace_write" || calls[1].Status != "ok" {
+		t.Errorf("round 1 calls: %+v %+v", calls[0], calls[1])
+	}
+	bash := tu.Rounds[1].Calls[0]
+	if bash.Tool != "bash" || len(bash.SubCalls) != 2 {
+		t.Errorf("round 2: %+v; want a bash script of two commands", bash)
+	}
+	for i, r := range tu.Rounds {
+		if r.Model == nil || r.Model.Error != "" {
+			t.Errorf("round %d has no model call: %+v", i+1, r.Model)
+		}
+	}
+	var out bytes.Buffer
+	if err := r.WriteJSON(&out); err != nil {
+		t.Fatal(err)
+	}
+	var back session.Turn
+	if err := json.Unmarshal(out.Bytes(), &back); err != nil || back.RequestID != 1 {
+		t.Errorf("WriteJSON: %v %s", err, out.String())
+	}
+}
