@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools/workspace"
@@ -75,7 +73,7 @@ recorded.`,
 			defer closeStore(s, &err)
 			ctx := cmd.Context()
 			storeDir, _ := filepath.Abs(s.Dir())
-			root, stats, err := importDir(ctx, s.CAS(), dir, storeDir, func(p, reason string) {
+			root, stats, err := workspace.ImportDir(ctx, s.CAS(), dir, storeDir, func(p, reason string) {
 				fmt.Fprintf(a.err, "demiurge: workspace import: skipped %s: %s\n", p, reason)
 			})
 			if err != nil {
@@ -149,7 +147,7 @@ recorded.`,
 				return fmt.Errorf("workspace import: world %s did not record the new version of workspace %s: %s", f.world, f.workspace, why)
 			}
 			fmt.Fprintf(a.out, "imported %s into workspace %s of world %s as version %d: %s, %s, %s (root %s)\n", dir, f.workspace, f.world,
-				h.Latest+1, plural(stats.files, "file"), plural(stats.dirs, "directory"), plural(int(stats.bytes), "byte"), root)
+				h.Latest+1, plural(stats.Files, "file"), plural(stats.Dirs, "directory"), plural(int(stats.Bytes), "byte"), root)
 			return nil
 		},
 	}
@@ -172,157 +170,4 @@ func checkWorkspaceRoute(cat *schema.Catalog) error {
 	}
 	return fmt.Errorf(`the manifest does not route %s to %s; add {"event": %q, "reducer": %q, "key_field": "workspace"} to routing.events`,
 		history.CommitSchema, history.Module, history.CommitSchema, history.Module)
-}
-
-// importer reads a host directory into tree nodes.
-type importer struct {
-	ctx       context.Context
-	put       cas.Putter
-	root      string      // the real path of the directory imported
-	store     os.FileInfo // the store's directory, never imported; nil if none
-	storeReal string      // its real path
-	skip      func(p, reason string)
-	stats     treeStats
-}
-
-// importDir reads the host directory dir into a tree in p and returns its
-// root. storeDir, if it lies inside dir, is skipped. skip reports each
-// entry left out; a symbolic link out of dir is an error.
-func importDir(ctx context.Context, p cas.Putter, dir, storeDir string, skip func(p, reason string)) (cas.Ref, treeStats, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return cas.Ref{}, treeStats{}, err
-	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return cas.Ref{}, treeStats{}, err
-	}
-	im := &importer{ctx: ctx, put: p, root: real, skip: skip}
-	if storeDir != "" {
-		im.store, _ = os.Stat(storeDir)
-		im.storeReal, _ = filepath.EvalSymlinks(storeDir)
-	}
-	t, err := im.dir(real, "")
-	if err != nil {
-		return cas.Ref{}, treeStats{}, err
-	}
-	ref, err := workspace.PutTree(ctx, p, t)
-	return ref, im.stats, err
-}
-
-func (im *importer) dir(host, rel string) (*workspace.Tree, error) {
-	if err := im.ctx.Err(); err != nil {
-		return nil, err
-	}
-	des, err := os.ReadDir(host)
-	if err != nil {
-		return nil, err
-	}
-	t := &workspace.Tree{}
-	for _, de := range des { // sorted by name, bytewise: the order of a tree
-		name := de.Name()
-		hp := filepath.Join(host, name)
-		wp := name
-		if rel != "" {
-			wp = rel + "/" + name
-		}
-		if c, err := workspace.CleanPath(wp); err != nil || c != wp {
-			why := "a workspace path cannot hold this name"
-			if err != nil {
-				why = strings.TrimPrefix(err.Error(), "workspace: invalid path: ")
-			}
-			im.skip(filepath.Join(rel, name), why)
-			continue
-		}
-		info, err := os.Lstat(hp)
-		if err != nil {
-			return nil, err
-		}
-		if im.store != nil && os.SameFile(info, im.store) {
-			im.skip(wp, "it is the demiurge store")
-			continue
-		}
-		var e *workspace.Entry
-		switch mode := info.Mode(); {
-		case mode.IsDir():
-			sub, err := im.dir(hp, wp)
-			if err != nil {
-				return nil, err
-			}
-			ref, err := workspace.PutTree(im.ctx, im.put, sub)
-			if err != nil {
-				return nil, err
-			}
-			e = &workspace.Entry{Kind: workspace.KindDir, Hash: ref, Size: sub.Size(), Mode: workspace.ModeDir}
-			im.stats.dirs++
-		case mode.IsRegular():
-			if e, err = im.file(hp, wp, info); err != nil {
-				return nil, err
-			}
-		case mode&fs.ModeSymlink != 0:
-			if e, err = im.link(hp, wp); err != nil {
-				return nil, err
-			}
-		default:
-			im.skip(wp, fmt.Sprintf("not a regular file, directory or link (%s)", mode.Type()))
-		}
-		if e != nil {
-			e.Name = name
-			t.Entries = append(t.Entries, *e)
-		}
-	}
-	return t, nil
-}
-
-func (im *importer) file(hp, wp string, info os.FileInfo) (*workspace.Entry, error) {
-	data, err := os.ReadFile(hp)
-	if err != nil {
-		return nil, err
-	}
-	ref, err := im.put.Put(im.ctx, data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", wp, err)
-	}
-	mode := workspace.ModeFile
-	if info.Mode().Perm()&0o111 != 0 {
-		mode = workspace.ModeExec
-	}
-	im.stats.files++
-	im.stats.bytes += int64(len(data))
-	return &workspace.Entry{Kind: workspace.KindFile, Hash: ref, Size: uint64(len(data)), Mode: mode}, nil
-}
-
-// link imports a symbolic link: the file it points to inside the
-// directory, nothing (reported) for other targets, an error for a target
-// outside.
-func (im *importer) link(hp, wp string) (*workspace.Entry, error) {
-	dest, _ := os.Readlink(hp)
-	target, err := filepath.EvalSymlinks(hp)
-	if err != nil {
-		im.skip(wp, fmt.Sprintf("a symbolic link to %s that does not resolve", dest))
-		return nil, nil
-	}
-	rel, err := filepath.Rel(im.root, target)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
-		return nil, fmt.Errorf("%s is a symbolic link to %s, outside %s: remove the link, or copy what it points to into the directory", wp, target, im.root)
-	}
-	info, err := os.Stat(target)
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case info.IsDir():
-		im.skip(wp, fmt.Sprintf("a symbolic link to the directory %s (links to directories are not followed)", rel))
-		return nil, nil
-	case !info.Mode().IsRegular():
-		im.skip(wp, fmt.Sprintf("a symbolic link to %s, which is not a regular file", rel))
-		return nil, nil
-	}
-	if im.storeReal != "" {
-		if r, err := filepath.Rel(im.storeReal, target); err == nil && r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator)) {
-			im.skip(wp, "a symbolic link into the demiurge store")
-			return nil, nil
-		}
-	}
-	return im.file(target, wp, info)
 }
