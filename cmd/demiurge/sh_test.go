@@ -39,7 +39,7 @@ func TestSh(t *testing.T) {
 		{"exit status", "", []string{"-c", "echo out; echo err >&2; exit 3"}, 3, "out\n", noWorldNote + "err\n"},
 		{"unknown command", "", []string{"-c", "curl example.com"}, 127, "", noWorldNote + "bash: curl: command not found"},
 		{"syntax error", "", []string{"-c", "if then"}, 2, "", noWorldNote + "bash: syntax error"},
-		{"no host files", "", []string{"-c", "cat /etc/passwd"}, 2, "", noWorldNote + "cat: /etc/passwd: filesystem access disabled\n"},
+		{"no host files", "", []string{"-c", "cat /etc/passwd"}, 1, "", noWorldNote + "cat: /etc/passwd: No such file or directory\n"},
 		{"missing file", "", []string{"nope.sh"}, 1, "", "demiurge: sh: read the script: open nope.sh"},
 		{"-c and FILE", "", []string{"-c", "true", file}, 2, "", "demiurge: sh: give the script with -c or as FILE, not both\n"},
 		{"--prompt with a script", "", []string{"--prompt", "-c", "true"}, 2, "", "demiurge: sh: --prompt runs nothing; give no script with it\n"},

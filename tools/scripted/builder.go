@@ -27,13 +27,34 @@ type Builder struct {
 	sanitize bool
 	compact  bool
 	clock    func() time.Time
+	user     string
+	host     string
 	errs     []error
 }
 
 // NewBuilder starts a scripted tool called name (its identifier in
 // registries and LLM tool specs).
 func NewBuilder(name string) *Builder {
-	return &Builder{name: name, limits: DefaultLimits(), sanitize: true}
+	return &Builder{name: name, limits: DefaultLimits(), sanitize: true, user: DefaultUsername, host: DefaultHostname}
+}
+
+// Defaults of Username and Hostname.
+const (
+	DefaultUsername = "agent"
+	DefaultHostname = "sandbox"
+)
+
+// Username sets what whoami prints and $USER holds (default "agent").
+func (b *Builder) Username(name string) *Builder {
+	b.user = name
+	return b
+}
+
+// Hostname sets what hostname prints and $HOSTNAME holds (default
+// "sandbox").
+func (b *Builder) Hostname(name string) *Builder {
+	b.host = name
+	return b
 }
 
 // ShortDescription sets the one-line summary; the default is
@@ -110,7 +131,8 @@ var (
 // reservedEnv are variables the sandbox sets itself.
 var reservedEnv = map[string]bool{
 	"HOME": true, "PWD": true, "PATH": true, "TMPDIR": true, "UID": true, "EUID": true,
-	"GID": true, "IFS": true, "OPTIND": true,
+	"GID": true, "IFS": true, "OPTIND": true, "USER": true, "LOGNAME": true, "HOSTNAME": true,
+	"SHELL": true, "OLDPWD": true,
 }
 
 // Build checks the configuration and returns the tool. Errors name the
@@ -129,6 +151,13 @@ func (b *Builder) Build() (*ScriptedTool, error) {
 		compact:  b.compact,
 		clock:    b.clock,
 		jq:       &coreutils.JQCache{},
+		user:     b.user,
+		host:     b.host,
+	}
+	for what, v := range map[string]string{"username": b.user, "hostname": b.host} {
+		if !envNameRE.MatchString(strings.ReplaceAll(v, "-", "_")) {
+			errs = append(errs, fmt.Errorf("%s %q: want letters, digits, '_' or '-'", what, v))
+		}
 	}
 	if t.short == "" {
 		t.short = "ScriptedTool: " + b.name

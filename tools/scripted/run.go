@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,18 +24,24 @@ import (
 	"github.com/demiurge-dev/demiurge/tools"
 	"github.com/demiurge-dev/demiurge/tools/internal/levenshtein"
 	"github.com/demiurge-dev/demiurge/tools/scripted/internal/coreutils"
+	"github.com/demiurge-dev/demiurge/tools/scripted/vfs"
 )
 
-// sandboxTmpDir is the interpreter's TMPDIR: a path below a character
-// device, which no host can have, so that the interpreter's own
-// temporary-file shortcut (it opens FIFOs under TMPDIR directly) can never
-// reach a host file.
-const sandboxTmpDir = "/dev/null/sandbox-tmp"
+// interpTmpDir is the TMPDIR the interpreter is built with: a path below
+// a character device, which no host can have, so that the interpreter's
+// own temporary-file shortcut (it opens FIFOs under TMPDIR directly,
+// bypassing the open handler) can never reach a host file. Scripts see
+// TMPDIR=/tmp, the sandbox's.
+const interpTmpDir = "/dev/null/sandbox-tmp"
 
-// baseEnv is the environment of every script, before the Builder's.
-// (The interpreter sets PWD, IFS and OPTIND itself; PATH stays unset, as
-// no command is ever looked up on a file system.)
-var baseEnv = []string{"HOME=/", "TMPDIR=" + sandboxTmpDir, "UID=1000", "EUID=1000", "GID=1000"}
+// baseEnv is the environment of every script, before the Builder's (the
+// interpreter sets PWD, IFS and OPTIND itself). PATH is for show: no
+// command is ever looked up on a file system.
+func (t *ScriptedTool) baseEnv() []string {
+	return []string{"HOME=" + vfs.WorkspaceDir, "TMPDIR=/tmp", "UID=1000", "EUID=1000", "GID=1000",
+		"USER=" + t.user, "LOGNAME=" + t.user, "HOSTNAME=" + t.host, "SHELL=/bin/bash",
+		"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
+}
 
 // request is a decoded tools.Request.
 type request struct {
@@ -130,10 +134,16 @@ func (t *ScriptedTool) run(ctx context.Context, req tools.Request, opts RunOptio
 		now = time.Now
 	}
 	st.phase(tools.PhaseExecute, 20)
+	fsys := opts.FS
+	if fsys == nil {
+		fsys = vfs.New(vfs.Options{Clock: now, Limits: vfs.Limits{
+			MaxFileBytes: lim.MaxFileBytes, MaxWriteBytes: lim.MaxWriteBytes, MaxFiles: lim.MaxFiles}})
+	}
 	ex := &execution{
 		t:         t,
 		lim:       lim,
 		now:       now,
+		fs:        fsys,
 		loopIters: make([]atomic.Int64, loops),
 		stdout:    &capWriter{max: lim.MaxStdoutBytes, stream: "stdout", sink: st},
 		stderr:    &capWriter{max: lim.MaxStderrBytes, stream: "stderr", sink: st, hideTrace: true},
@@ -146,6 +156,7 @@ type execution struct {
 	t      *ScriptedTool
 	lim    Limits
 	now    func() time.Time
+	fs     *vfs.FS
 	cancel context.CancelCauseFunc
 
 	stdout, stderr *capWriter
@@ -173,23 +184,32 @@ func (ex *execution) execute(parent context.Context, file *syntax.File, timeout 
 	defer cancel(nil)
 	defer cancelTimeout()
 
+	baseEnv := ex.t.baseEnv()
 	env := make([]string, 0, len(baseEnv)+len(ex.t.env))
 	env = append(append(env, baseEnv...), ex.t.env...)
 	runner, err := interp.New(
-		interp.Env(expand.ListEnviron(env...)),
+		interp.Env(expand.ListEnviron(append(slices.Clone(env), "TMPDIR="+interpTmpDir)...)),
 		interp.Dir("/"),
 		interp.StdIO(nil, ex.stdout, ex.stderr),
 		interp.CallHandler(ex.callHandler),
 		interp.ExecHandlers(ex.execMiddleware),
 		interp.OpenHandler(ex.openHandler),
-		interp.ReadDirHandler2(readDirNone),
-		interp.StatHandler(statNone),
-		interp.AccessHandler(accessNone),
+		interp.ReadDirHandler2(ex.readDir),
+		interp.StatHandler(ex.stat),
+		interp.AccessHandler(ex.access),
 	)
 	if err != nil {
 		slog.Error("scripted: create interpreter", "err", err)
 		return ex.result(1, ErrorInternal, "bash: internal error\n")
 	}
+	// The first Reset fixes the interpreter's temporary directory (from
+	// the environment above) and its starting directory, which interp.Dir
+	// would have looked up on the host; the second gives the script its
+	// real environment.
+	runner.Dir = vfs.WorkspaceDir
+	runner.Reset()
+	runner.Env = expand.ListEnviron(env...)
+	runner.Reset()
 	runErr := ex.runSafely(ctx, runner, file)
 	ex.stdout.close()
 	ex.stderr.close()
@@ -281,8 +301,8 @@ func (ex *execution) limit() *limitError {
 // disabled are shell builtins that would reach outside the sandbox or run
 // code the sandbox did not check; they are "command not found".
 var disabled = map[string]bool{
-	"eval": true, "trap": true, "source": true, ".": true, "cd": true, "pushd": true,
-	"popd": true, "dirs": true, "exec": true, "type": true, "hash": true, "builtin": true,
+	"eval": true, "trap": true, "source": true, ".": true,
+	"exec": true, "type": true, "hash": true, "builtin": true,
 	"wait": true, "caller": true, "umask": true, "ulimit": true, "kill": true, "jobs": true,
 	"bg": true, "fg": true, "disown": true, "suspend": true, "logout": true, "enable": true,
 	"fc": true, "history": true, "bind": true, "complete": true, "compgen": true,
@@ -503,6 +523,8 @@ func (ex *execution) dispatch(ctx context.Context, hc *interp.HandlerContext, ar
 		return ex.discover(args[1:], cio)
 	case execPrintf:
 		return ex.utility(ctx, hc, "printf", args[1:], cio)
+	case execCat:
+		return ex.utility(ctx, hc, "cat", nil, cio)
 	}
 	if _, ok := coreutils.Lookup(args[0]); ok {
 		return ex.utility(ctx, hc, args[0], args[1:], cio)
@@ -518,8 +540,10 @@ func (ex *execution) utility(ctx context.Context, hc *interp.HandlerContext, nam
 		stdin = strings.NewReader("")
 	}
 	var envSnapshot expand.Environ
+	dir := vfs.WorkspaceDir
 	if hc != nil {
 		envSnapshot = hc.Env
+		dir = hc.Dir
 	}
 	env := &coreutils.Env{
 		Stdin:          stdin,
@@ -529,6 +553,10 @@ func (ex *execution) utility(ctx context.Context, hc *interp.HandlerContext, nam
 		MaxInputBytes:  ex.lim.MaxCommandInputBytes,
 		MaxOutputBytes: ex.lim.MaxCommandOutputBytes,
 		JQ:             ex.t.jq,
+		FS:             ex.fs,
+		Dir:            dir,
+		User:           ex.t.user,
+		Host:           ex.t.host,
 		Getenv: func(name string) string {
 			if envSnapshot == nil {
 				return ""
@@ -675,75 +703,6 @@ func (ex *execution) commandV(args []string, cio cmdIO) int {
 	}
 	return status
 }
-
-// openHandler: only /dev/null, /dev/stdin, /dev/stdout and /dev/stderr
-// exist.
-func (ex *execution) openHandler(ctx context.Context, p string, flag int, perm os.FileMode) (io.ReadWriteCloser, error) {
-	hc := interp.HandlerCtx(ctx)
-	switch path.Clean("/" + p) {
-	case "/dev/null":
-		return devNull{}, nil
-	case "/dev/stdout":
-		return stream{w: hc.Stdout}, nil
-	case "/dev/stderr":
-		return stream{w: hc.Stderr}, nil
-	case "/dev/stdin":
-		return stream{r: stdinOf(hc)}, nil
-	}
-	return nil, &os.PathError{Op: "bash:", Path: p, Err: errors.New("filesystem redirection disabled")}
-}
-
-func readDirNone(ctx context.Context, p string) ([]fs.DirEntry, error) { return nil, nil }
-
-func statNone(ctx context.Context, name string, followSymlinks bool) (fs.FileInfo, error) {
-	if path.Clean("/"+name) == "/" {
-		return rootInfo{}, nil
-	}
-	return nil, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
-}
-
-func accessNone(ctx context.Context, p string, mode interp.AccessMode) error {
-	return &fs.PathError{Op: "access", Path: p, Err: fs.ErrPermission}
-}
-
-type devNull struct{}
-
-func (devNull) Read([]byte) (int, error)    { return 0, io.EOF }
-func (devNull) Write(p []byte) (int, error) { return len(p), nil }
-func (devNull) Close() error                { return nil }
-
-// stream is a redirection to one of the command's own streams; closing it
-// leaves the stream open.
-type stream struct {
-	r io.Reader
-	w io.Writer
-}
-
-func (s stream) Read(p []byte) (int, error) {
-	if s.r == nil {
-		return 0, io.EOF
-	}
-	return s.r.Read(p)
-}
-
-func (s stream) Write(p []byte) (int, error) {
-	if s.w == nil {
-		return len(p), nil
-	}
-	return s.w.Write(p)
-}
-
-func (stream) Close() error { return nil }
-
-// rootInfo describes the sandbox's only directory, "/".
-type rootInfo struct{}
-
-func (rootInfo) Name() string       { return "/" }
-func (rootInfo) Size() int64        { return 0 }
-func (rootInfo) Mode() fs.FileMode  { return fs.ModeDir | 0o555 }
-func (rootInfo) ModTime() time.Time { return time.Time{} }
-func (rootInfo) IsDir() bool        { return true }
-func (rootInfo) Sys() any           { return nil }
 
 // statusSink serializes status reports and stops them once Run returns.
 type statusSink struct {

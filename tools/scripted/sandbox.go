@@ -28,6 +28,7 @@ const (
 	execPrintf   = "__sbx_printf"    // the sandbox's printf
 	execHelp     = "__sbx_help"      // in-script help
 	execCommandV = "__sbx_command_v" // command -v/-V
+	execCat      = "__sbx_cat"       // $(< file): cat with the redirection
 	depthVar     = "__sbx_depth"
 	pidVar       = "__sbx_pid" // unset: $$ and $PPID with operators read it
 )
@@ -161,6 +162,7 @@ func (ins *instrumenter) visit(n syntax.Node) bool {
 	case *syntax.Subshell:
 		x.Stmts = ins.list(x.Stmts)
 	case *syntax.CmdSubst:
+		catShortcut(x)
 		x.Stmts = ins.list(x.Stmts)
 	case *syntax.IfClause:
 		x.Cond = ins.list(x.Cond)
@@ -189,6 +191,19 @@ func (ins *instrumenter) visit(n syntax.Node) bool {
 		}
 	}
 	return true
+}
+
+// catShortcut rewrites $(< file) as $(__sbx_cat < file): the
+// interpreter's own shortcut reports a failed open twice and leaves $? 0.
+func catShortcut(cs *syntax.CmdSubst) {
+	if len(cs.Stmts) != 1 {
+		return
+	}
+	st := cs.Stmts[0]
+	if st.Cmd != nil || len(st.Redirs) != 1 || st.Redirs[0].Op != syntax.RdrIn || st.Negated || st.Background {
+		return
+	}
+	st.Cmd = &syntax.CallExpr{Args: []*syntax.Word{word(execCat)}}
 }
 
 // hidePIDs replaces $$ and $PPID (host process ids) by the sandbox's: 1

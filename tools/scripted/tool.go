@@ -13,6 +13,7 @@ import (
 	"github.com/demiurge-dev/demiurge/tools"
 	"github.com/demiurge-dev/demiurge/tools/internal/manpage"
 	"github.com/demiurge-dev/demiurge/tools/scripted/internal/coreutils"
+	"github.com/demiurge-dev/demiurge/tools/scripted/vfs"
 )
 
 // Version is the version of the scripted tool's implementation.
@@ -55,6 +56,8 @@ type ScriptedTool struct {
 	compact  bool
 	clock    func() time.Time
 	jq       *coreutils.JQCache
+	user     string
+	host     string
 }
 
 var _ tools.Tool = (*ScriptedTool)(nil)
@@ -275,6 +278,11 @@ type RunOptions struct {
 	// Clock, if set, replaces the Builder's clock for this run (a world
 	// passes the ingress stamp of the step that runs the script).
 	Clock func() time.Time
+	// FS, if set, is the script's file system (a world's workspace,
+	// mounted by the caller, who reads the script's changes from it when
+	// Run returns). Without one the script gets an empty in-memory file
+	// system, bounded by the Limits, that is dropped when Run returns.
+	FS *vfs.FS
 }
 
 // Result is the outcome of Run: the Response plus the trace of every

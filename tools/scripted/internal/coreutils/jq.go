@@ -160,7 +160,7 @@ func jqCmd(c *cmd, args []string) int {
 	if !o.haveFilter {
 		return c.errf(2, "usage: jq [OPTIONS] FILTER (input is read from stdin)")
 	}
-	if st, ok := c.operands(files); !ok {
+	if st, ok := c.inputs(files, 2); !ok {
 		return st
 	}
 	return c.done(runJQ(c, &o))
