@@ -15,7 +15,7 @@ import (
 	"github.com/demiurge-dev/demiurge/world"
 )
 
-const noWorldNote = "demiurge sh: no --manifest: the script has no world tools, only the shell and its utilities\n"
+const noWorldNote = "demiurge sh: no --manifest: the script has no world tools, only the shell and its utilities, and an empty in-memory workspace\n"
 
 // TestSh runs scripts without a world: the script comes from -c, a file
 // or stdin; its output is printed; demiurge exits with its status.
@@ -124,14 +124,14 @@ func TestWorldTools(t *testing.T) {
 	}
 	introspectTools := "introspect_manifest introspect_schemas introspect_module introspect_state introspect_journal_head"
 
-	if counter := worldTools(open(filepath.Join("..", "..", "examples", "counter"))); names(counter) != introspectTools {
-		t.Errorf("counter world tools: %q", names(counter))
+	if counter, svc := worldTools(open(filepath.Join("..", "..", "examples", "counter"))); names(counter) != introspectTools || svc != nil {
+		t.Errorf("counter world tools: %q (workspace service %v)", names(counter), svc)
 	}
 
 	w := open(writeWorld(t, map[string]string{"manifest.air.json": shWorkspaceManifest}))
 	runScript := func(script string) bashfx.Result {
 		t.Helper()
-		ts := worldTools(w)
+		ts, svc := worldTools(w)
 		if want := introspectTools + " workspace_list workspace_read workspace_write workspace_edit workspace_remove workspace_diff"; names(ts) != want {
 			t.Fatalf("tools %q; want %q", names(ts), want)
 		}
@@ -139,7 +139,7 @@ func TestWorldTools(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res := sh.Run(ctx, tools.Request{Commands: script}, bashfx.RunOptions{})
+		res := sh.Run(ctx, tools.Request{Commands: script}, bashfx.RunOptions{Mount: bashfx.Mount{Workspace: svc}})
 		if res.ExitCode != 0 {
 			t.Fatalf("%s: exit %d, stderr %q", script, res.ExitCode, res.Stderr)
 		}
@@ -155,6 +155,17 @@ func TestWorldTools(t *testing.T) {
 	res = runScript(`workspace_read --path a.txt; echo; workspace_read --path a.txt --version 1; echo; workspace_list | jq .version`)
 	if res.Stdout != "two\none\n2\n" || len(res.Commits) != 0 {
 		t.Errorf("read back: stdout %q, %d commits", res.Stdout, len(res.Commits))
+	}
+	// Files the script writes are one new version, which tools and later
+	// scripts see.
+	res = runScript(`cat a.txt; echo; mkdir -p notes && echo hi > notes/b.md && mv a.txt c.txt`)
+	if res.Stdout != "two\n" || len(res.Commits) != 1 || res.Commits[0].Version != 3 ||
+		!strings.Contains(res.Stderr, "[workspace default: version 2 -> 3: -a.txt +c.txt +notes/b.md]") {
+		t.Errorf("files: stdout %q, stderr %q, commits %+v", res.Stdout, res.Stderr, res.Commits)
+	}
+	res = runScript(`workspace_read --path notes/b.md; ls; cat c.txt`)
+	if res.Stdout != "hi\nc.txt\nnotes\ntwo" || len(res.Commits) != 0 || res.Stderr != "" {
+		t.Errorf("files read back: stdout %q, stderr %q", res.Stdout, res.Stderr)
 	}
 	if err := recordCommits(ctx, nil, []tools.Commit{{}}); err == nil {
 		t.Error("recordCommits without a world succeeded")

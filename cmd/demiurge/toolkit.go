@@ -98,7 +98,11 @@ func newToolKit(ctx context.Context, name string, cat *schema.Catalog, st world.
 		if k.mcp != nil {
 			ads[mcp.Kind] = k.adapters[mcp.Kind]
 		}
-		bash, err := bashfx.New(bashfx.Options{Catalog: cat, Tools: commands, Grants: grants, Adapters: ads, Route: route})
+		opts := bashfx.Options{Catalog: cat, Tools: commands, Grants: grants, Adapters: ads, Route: route}
+		if k.ts.svc != nil {
+			opts.Workspace = k.ts.svc
+		}
+		bash, err := bashfx.New(opts)
 		if err != nil {
 			return nil, fmt.Errorf("run: the bash tool: %w", err)
 		}

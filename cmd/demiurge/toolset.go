@@ -19,6 +19,9 @@ import (
 type toolset struct {
 	view  *worldview.View
 	heads *workspace.DeferredHeads
+	// svc serves the workspace tools and the bash tool's /workspace; nil
+	// when the world keeps no workspaces.
+	svc *workspace.Service
 	// tools are the introspect tools, then the workspace tools, each in
 	// their package's order.
 	tools []tools.Tool
@@ -30,7 +33,8 @@ func newToolset(name string, cat *schema.Catalog, st world.Storage) *toolset {
 	s.tools = introspect.Tools(s.view, nil)
 	if keepsWorkspaces(cat) {
 		s.heads = workspace.NewDeferredHeads()
-		s.tools = append(s.tools, workspace.Tools(workspace.NewService(st.CAS(), s.heads, nil))...)
+		s.svc = workspace.NewService(st.CAS(), s.heads, nil)
+		s.tools = append(s.tools, workspace.Tools(s.svc)...)
 	}
 	return s
 }
@@ -57,12 +61,13 @@ func keepsWorkspaces(cat *schema.Catalog) bool {
 
 // worldTools returns the tools a model (and demiurge sh) has in the open
 // world w: the introspect tools, then the workspace tools if w keeps
-// workspaces. They are the commands of the bash tool and, each by itself,
+// workspaces, and the workspace service they share (nil without
+// workspaces). They are the commands of the bash tool and, each by itself,
 // tools of the model. The workspace tools report their commits to the
 // tools.Recorder of their call; the caller must record them in w (as
 // sys/WorkspaceCommit@1 events).
-func worldTools(w *world.World) []tools.Tool {
+func worldTools(w *world.World) ([]tools.Tool, *workspace.Service) {
 	s := newToolset(w.Name(), w.Catalog(), w.Storage())
 	s.attach(w)
-	return s.tools
+	return s.tools, s.svc
 }

@@ -108,6 +108,15 @@ func init() {
 		"stat":     statCmd,
 		"du":       duCmd,
 		"find":     findCmd,
+		"sleep":    sleepCmd,
+		"timeout":  timeoutCmd,
+		"yes":      yesCmd,
+		"whoami":   whoamiCmd,
+		"hostname": hostnameCmd,
+		"id":       idCmd,
+		"uname":    unameCmd,
+		"env":      envCmd,
+		"printenv": printenvCmd,
 	}
 }
 
