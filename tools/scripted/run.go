@@ -117,11 +117,12 @@ func (t *ScriptedTool) run(ctx context.Context, req tools.Request, opts RunOptio
 	if err != nil {
 		return fail(2, ErrorParse, "bash: syntax error: "+err.Error()+"\n")
 	}
+	file.Name = "bash" // $0, as for bash -c
 	shape, err := checkScript(file, lim.MaxASTDepth)
 	if err != nil {
 		return fail(2, ErrorRejected, "bash: "+err.Error()+"\n")
 	}
-	loops := instrument(file, shape, lim.MaxPipelineStages)
+	loops := instrument(file, shape, lim.MaxPipelineStages, 0)
 	timeout := lim.Timeout
 	if r.timeout > 0 && r.timeout < timeout {
 		timeout = r.timeout
@@ -144,7 +145,7 @@ func (t *ScriptedTool) run(ctx context.Context, req tools.Request, opts RunOptio
 		lim:       lim,
 		now:       now,
 		fs:        fsys,
-		loopIters: make([]atomic.Int64, loops),
+		loopIters: newLoopCounters(loops),
 		stdout:    &capWriter{max: lim.MaxStdoutBytes, stream: "stdout", sink: st},
 		stderr:    &capWriter{max: lim.MaxStderrBytes, stream: "stderr", sink: st, hideTrace: true},
 	}
@@ -163,9 +164,10 @@ type execution struct {
 
 	commands   atomic.Int64
 	iterations atomic.Int64
-	loopIters  []atomic.Int64
+	loopIters  *loopCounters
 	stages     atomic.Int64
 	toolCalls  atomic.Int64
+	shells     atomic.Int64 // nested shells running (bash -c)
 	lastScan   atomic.Int64 // unix nanos of the last full variable scan
 
 	limitMu  sync.Mutex
@@ -187,29 +189,11 @@ func (ex *execution) execute(parent context.Context, file *syntax.File, timeout 
 	baseEnv := ex.t.baseEnv()
 	env := make([]string, 0, len(baseEnv)+len(ex.t.env))
 	env = append(append(env, baseEnv...), ex.t.env...)
-	runner, err := interp.New(
-		interp.Env(expand.ListEnviron(append(slices.Clone(env), "TMPDIR="+interpTmpDir)...)),
-		interp.Dir("/"),
-		interp.StdIO(nil, ex.stdout, ex.stderr),
-		interp.CallHandler(ex.callHandler),
-		interp.ExecHandlers(ex.execMiddleware),
-		interp.OpenHandler(ex.openHandler),
-		interp.ReadDirHandler2(ex.readDir),
-		interp.StatHandler(ex.stat),
-		interp.AccessHandler(ex.access),
-	)
+	runner, err := ex.newRunner(env, vfs.WorkspaceDir, nil, nil, ex.stdout, ex.stderr)
 	if err != nil {
 		slog.Error("scripted: create interpreter", "err", err)
 		return ex.result(1, ErrorInternal, "bash: internal error\n")
 	}
-	// The first Reset fixes the interpreter's temporary directory (from
-	// the environment above) and its starting directory, which interp.Dir
-	// would have looked up on the host; the second gives the script its
-	// real environment.
-	runner.Dir = vfs.WorkspaceDir
-	runner.Reset()
-	runner.Env = expand.ListEnviron(env...)
-	runner.Reset()
 	runErr := ex.runSafely(ctx, runner, file)
 	ex.stdout.close()
 	ex.stderr.close()
@@ -324,8 +308,10 @@ func (ex *execution) callHandler(ctx context.Context, args []string) ([]string, 
 		case genTick:
 			return ex.tick(hc, args)
 		case genLoop, genLoopZero:
-			if id, err := strconv.Atoi(args[1]); err == nil && id >= 0 && id < len(ex.loopIters) {
-				ex.loopIters[id].Store(0)
+			if id, err := strconv.Atoi(args[1]); err == nil {
+				if c := ex.loopIters.get(id); c != nil {
+					c.Store(0)
+				}
 			}
 			if name == genLoopZero {
 				return []string{":"}, nil
@@ -370,6 +356,12 @@ func (ex *execution) callHandler(ctx context.Context, args []string) ([]string, 
 // route decides what a user command runs as.
 func (ex *execution) route(args []string) []string {
 	name := args[0]
+	// /usr/bin/jq, /bin/sh: the sandbox's commands live "there".
+	for _, dir := range []string{"/usr/local/bin/", "/usr/bin/", "/bin/"} {
+		if base, ok := strings.CutPrefix(name, dir); ok && isSandboxCommand(base) {
+			return ex.route(append([]string{base}, args[1:]...))
+		}
+	}
 	if _, ok := ex.t.byName[name]; ok {
 		return append([]string{execTool}, args...)
 	}
@@ -405,8 +397,8 @@ func (ex *execution) tick(hc interp.HandlerContext, args []string) ([]string, er
 	if ex.iterations.Add(1) > ex.lim.MaxTotalLoopIterations {
 		return nil, ex.fail("maximum total loop iterations exceeded (%d)", ex.lim.MaxTotalLoopIterations)
 	}
-	if id, err := strconv.Atoi(args[1]); err == nil && id >= 0 && id < len(ex.loopIters) {
-		if ex.loopIters[id].Add(1) > ex.lim.MaxLoopIterations {
+	if id, err := strconv.Atoi(args[1]); err == nil {
+		if c := ex.loopIters.get(id); c != nil && c.Add(1) > ex.lim.MaxLoopIterations {
 			return nil, ex.fail("maximum loop iterations exceeded (%d)", ex.lim.MaxLoopIterations)
 		}
 	}
@@ -525,6 +517,11 @@ func (ex *execution) dispatch(ctx context.Context, hc *interp.HandlerContext, ar
 		return ex.utility(ctx, hc, "printf", args[1:], cio)
 	case execCat:
 		return ex.utility(ctx, hc, "cat", nil, cio)
+	case "bash", "sh":
+		return ex.shell(ctx, hc, args, cio)
+	}
+	if strings.Contains(args[0], "/") {
+		return ex.runPath(ctx, hc, args, cio)
 	}
 	if _, ok := coreutils.Lookup(args[0]); ok {
 		return ex.utility(ctx, hc, args[0], args[1:], cio)

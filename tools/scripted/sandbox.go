@@ -111,6 +111,7 @@ func checkScript(f *syntax.File, maxDepth int) (scriptShape, error) {
 // C-style loop after an iteration whose last command failed.
 type instrumenter struct {
 	pipes   bool // bracket pipelines (only needed when stages can fan out)
+	base    int  // the id of the first loop
 	loops   int
 	loopIDs map[syntax.Command]int
 	seen    map[syntax.Command]bool
@@ -120,8 +121,12 @@ type instrumenter struct {
 // Without functions, at most shape.pipes stages run at once (loops run
 // their pipelines one after the other), so pipelines are bracketed only
 // when the script defines functions or has more pipes than maxStages.
-func instrument(f *syntax.File, shape scriptShape, maxStages int64) (loops int) {
+//
+// Loop ids start at base: a script run by bash -c inside a script gets
+// ids of its own.
+func instrument(f *syntax.File, shape scriptShape, maxStages int64, base int) (loops int) {
 	ins := &instrumenter{
+		base:    base,
 		pipes:   shape.funcs > 0 || int64(shape.pipes) > maxStages,
 		loopIDs: make(map[syntax.Command]int),
 		seen:    make(map[syntax.Command]bool),
@@ -284,7 +289,7 @@ func assignedNames(st *syntax.Stmt) ([]string, bool) {
 func (ins *instrumenter) loopBody(loop syntax.Command, body []*syntax.Stmt, cstyle bool) []*syntax.Stmt {
 	id, ok := ins.loopIDs[loop]
 	if !ok { // not reached through a Stmt; give it an id anyway
-		id = ins.loops
+		id = ins.base + ins.loops
 		ins.loops++
 		ins.loopIDs[loop] = id
 	}
@@ -306,7 +311,7 @@ func (ins *instrumenter) stmt(st *syntax.Stmt) {
 		ins.printfToVar(st, c)
 	case *syntax.WhileClause, *syntax.ForClause:
 		ins.seen[c] = true
-		id := ins.loops
+		id := ins.base + ins.loops
 		ins.loops++
 		ins.loopIDs[c] = id
 		start := ins.keep(ins.call(genLoop, strconv.Itoa(id)))

@@ -54,7 +54,7 @@ func TestEscapes(t *testing.T) {
 		{"pwd -P", "pwd -P; pwd", []string{dir, hostCwd}, "", 0},
 		{"type", "type -p ls; type bash; command -v sh; hash ls", []string{"/bin", "/usr"}, "command not found", -1},
 		{"exec", "exec /bin/sh -c 'echo pwn > " + marker + "'", nil, "command not found", 127},
-		{"absolute program", "/bin/sh -c 'echo pwn > " + marker + "'; /usr/bin/env", []string{"PATH="}, "command not found", 127},
+		{"absolute program", "/bin/sh -c 'echo pwn > " + marker + "'; /usr/bin/env; /usr/bin/python3 -c 1", []string{"host-env-secret", "SCRIPTED_HOST"}, "/usr/bin/python3: No such file or directory", 127},
 		{"program via PATH", "PATH=/usr/bin:/bin; python3 -c 'print(1)'; perl -e 'print 1'", []string{"Python", "1\n"}, "command not found", 127},
 		{"eval", "eval 'echo pwn > " + marker + "'", nil, "command not found", 127},
 		{"source", "source " + secret + "; . " + secret, []string{"host-secret"}, "command not found", 127},
@@ -72,7 +72,7 @@ func TestEscapes(t *testing.T) {
 		{"tilde user", "echo ~root ~nobody", []string{"/root", "/nonexistent", "/var"}, "", 0},
 		{"pid", "echo $$ ${$} $PPID $UID $EUID", []string{strconv.Itoa(os.Getpid()), strconv.Itoa(os.Getppid())}, "", 0},
 		{"dev fd", "echo x > /dev/fd/1; cat /dev/fd/0 /dev/fd/3", nil, "/dev/fd/3: No such file or directory", -1},
-		{"xargs program", "echo /etc | xargs ls; echo x | xargs sh -c id", []string{"passwd", "uid="}, "command not found", 127},
+		{"xargs program", "echo /etc | xargs ls; echo x | xargs sh -c 'cat /etc/passwd'; echo x | xargs python3", []string{"root:", "bin/bash"}, "command not found", 127},
 		{"network", "curl http://127.0.0.1/; wget x; nc -l 1", nil, "command not found", 127},
 		{"alias", "alias foo='echo pwn'; foo", []string{"pwn"}, "command not found", 127},
 	}

@@ -117,6 +117,8 @@ func init() {
 		"uname":    unameCmd,
 		"env":      envCmd,
 		"printenv": printenvCmd,
+		"awk":      awkCmd,
+		"gawk":     awkCmd,
 	}
 }
 
