@@ -22,7 +22,6 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/demiurge-dev/demiurge/tools"
-	"github.com/demiurge-dev/demiurge/tools/internal/levenshtein"
 	"github.com/demiurge-dev/demiurge/tools/scripted/internal/coreutils"
 	"github.com/demiurge-dev/demiurge/tools/scripted/vfs"
 )
@@ -149,6 +148,7 @@ func (t *ScriptedTool) run(ctx context.Context, req tools.Request, opts RunOptio
 		stdout:    &capWriter{max: lim.MaxStdoutBytes, stream: "stdout", sink: st},
 		stderr:    &capWriter{max: lim.MaxStderrBytes, stream: "stderr", sink: st, hideTrace: true},
 	}
+	ex.shadow.Store(shape.shadow)
 	return ex.execute(ctx, file, timeout)
 }
 
@@ -168,6 +168,9 @@ type execution struct {
 	stages     atomic.Int64
 	toolCalls  atomic.Int64
 	shells     atomic.Int64 // nested shells running (bash -c)
+	psubs      atomic.Int64 // files made for <(...)
+	shadow     atomic.Bool  // the script defines ":", "true" or "false"
+	funcs      sync.Map     // names of the functions the script defined
 	lastScan   atomic.Int64 // unix nanos of the last full variable scan
 
 	limitMu  sync.Mutex
@@ -285,9 +288,8 @@ func (ex *execution) limit() *limitError {
 // disabled are shell builtins that would reach outside the sandbox or run
 // code the sandbox did not check; they are "command not found".
 var disabled = map[string]bool{
-	"eval": true, "trap": true, "source": true, ".": true,
-	"exec": true, "type": true, "hash": true, "builtin": true,
-	"wait": true, "caller": true, "umask": true, "ulimit": true, "kill": true, "jobs": true,
+	"exec": true, "builtin": true,
+	"caller": true, "umask": true, "ulimit": true, "kill": true, "jobs": true,
 	"bg": true, "fg": true, "disown": true, "suspend": true, "logout": true, "enable": true,
 	"fc": true, "history": true, "bind": true, "complete": true, "compgen": true,
 	"compopt": true, "newgrp": true, "coproc": true,
@@ -314,30 +316,40 @@ func (ex *execution) callHandler(ctx context.Context, args []string) ([]string, 
 				}
 			}
 			if name == genLoopZero {
+				if ex.shadow.Load() {
+					return argsExecTrue, nil
+				}
 				return []string{":"}, nil
 			}
-			return keepStatus(hc), nil
+			return ex.keepStatus(hc), nil
 		case genEnter:
 			d, _ := strconv.ParseInt(args[1], 10, 64)
 			if d > ex.lim.MaxFunctionDepth {
 				return nil, ex.fail("maximum function depth exceeded (%d)", ex.lim.MaxFunctionDepth)
 			}
-			return keepStatus(hc), nil
+			return ex.keepStatus(hc), nil
 		case genPipe:
 			k, _ := strconv.ParseInt(args[1], 10, 64)
 			if ex.stages.Add(k) > ex.lim.MaxPipelineStages {
 				return nil, ex.fail("maximum concurrent pipeline stages exceeded (%d)", ex.lim.MaxPipelineStages)
 			}
-			return keepStatus(hc), nil
+			return ex.keepStatus(hc), nil
 		case genPipeEnd:
 			k, _ := strconv.ParseInt(args[1], 10, 64)
 			ex.stages.Add(-k)
-			return keepStatus(hc), nil
+			return ex.keepStatus(hc), nil
 		case genVars:
 			if err := ex.checkVars(hc, args[1:], true); err != nil {
 				return nil, err
 			}
-			return keepStatus(hc), nil
+			return ex.keepStatus(hc), nil
+		case genFunc:
+			ex.funcs.Store(args[1], true)
+			return ex.keepStatus(hc), nil
+		case ":":
+			if ex.shadow.Load() {
+				return argsExecTrue, nil
+			}
 		}
 		return args, nil // ":", "return", calls of generated functions
 	}
@@ -350,17 +362,20 @@ func (ex *execution) callHandler(ctx context.Context, args []string) ([]string, 
 	if err := ex.checkVars(hc, nil, false); err != nil {
 		return nil, err
 	}
-	return ex.route(args), nil
+	return ex.route(&hc, args), nil
 }
 
 // route decides what a user command runs as.
-func (ex *execution) route(args []string) []string {
+func (ex *execution) route(hc *interp.HandlerContext, args []string) []string {
 	name := args[0]
 	// /usr/bin/jq, /bin/sh: the sandbox's commands live "there".
 	for _, dir := range []string{"/usr/local/bin/", "/usr/bin/", "/bin/"} {
 		if base, ok := strings.CutPrefix(name, dir); ok && isSandboxCommand(base) {
-			return ex.route(append([]string{base}, args[1:]...))
+			return ex.route(hc, append([]string{base}, args[1:]...))
 		}
+	}
+	if routed, ok := ex.routeBuiltin(hc, args); ok {
+		return routed
 	}
 	if _, ok := ex.t.byName[name]; ok {
 		return append([]string{execTool}, args...)
@@ -388,7 +403,7 @@ func (ex *execution) route(args []string) []string {
 		if strings.HasPrefix(rest[0], reservedPrefix) {
 			return []string{execDenied, rest[0]}
 		}
-		return ex.route(rest)
+		return ex.route(hc, rest)
 	}
 	return args
 }
@@ -402,19 +417,28 @@ func (ex *execution) tick(hc interp.HandlerContext, args []string) ([]string, er
 			return nil, ex.fail("maximum loop iterations exceeded (%d)", ex.lim.MaxLoopIterations)
 		}
 	}
-	return keepStatus(hc), nil
+	return ex.keepStatus(hc), nil
 }
 
 var (
-	argsTrue   = []string{":"}
-	argsFalse  = []string{"false"}
-	argsStatus = []string{execStatus}
+	argsTrue     = []string{":"}
+	argsFalse    = []string{"false"}
+	argsStatus   = []string{execStatus}
+	argsExecTrue = []string{execTrue}
 )
 
 // keepStatus is the command a generated call becomes so that $? stays
 // what it was: the builtins ":" and "false" for 0 and 1 (cheap), else
-// execStatus, which the exec handler turns back into the status.
-func keepStatus(hc interp.HandlerContext) []string {
+// execStatus, which the exec handler turns back into the status. When the
+// script defines its own ":", "true" or "false", only the exec handler is
+// used.
+func (ex *execution) keepStatus(hc interp.HandlerContext) []string {
+	if ex.shadow.Load() {
+		if hc.LastExitStatus == 0 {
+			return argsExecTrue
+		}
+		return argsStatus
+	}
 	switch hc.LastExitStatus {
 	case 0:
 		return argsTrue
@@ -466,8 +490,11 @@ func varSize(vr expand.Variable) int64 {
 func (ex *execution) execMiddleware(next interp.ExecHandlerFunc) interp.ExecHandlerFunc {
 	return func(ctx context.Context, args []string) error {
 		hc := interp.HandlerCtx(ctx)
-		if args[0] == execStatus {
+		switch args[0] {
+		case execStatus:
 			return exitStatus(hc.LastExitStatus)
+		case execTrue:
+			return nil
 		}
 		cio := cmdIO{stdin: stdinOf(hc), stdout: hc.Stdout, stderr: hc.Stderr}
 		return exitStatus(ex.dispatch(ctx, &hc, args, cio))
@@ -510,13 +537,24 @@ func (ex *execution) dispatch(ctx context.Context, hc *interp.HandlerContext, ar
 	case execHelp:
 		return ex.help(args[1:], cio)
 	case execCommandV:
-		return ex.commandV(args[1:], cio)
+		if len(args) < 2 {
+			return 0
+		}
+		return ex.typeCmd(append([]string{"-" + args[1]}, args[2:]...), cio)
 	case "discover":
 		return ex.discover(args[1:], cio)
 	case execPrintf:
 		return ex.utility(ctx, hc, "printf", args[1:], cio)
 	case execCat:
 		return ex.utility(ctx, hc, "cat", nil, cio)
+	case execType:
+		return ex.typeCmd(args[1:], cio)
+	case execError:
+		io.WriteString(cio.stderr, args[1]+"\n")
+		code, _ := strconv.Atoi(args[2])
+		return code
+	case genPsub:
+		return ex.psubFile(ctx, cio)
 	case "bash", "sh":
 		return ex.shell(ctx, hc, args, cio)
 	}
@@ -595,7 +633,7 @@ func (ex *execution) xargsExec(ctx context.Context, hc *interp.HandlerContext, a
 	if strings.HasPrefix(argv[0], reservedPrefix) {
 		return ex.notFound(cio.stderr, argv[0])
 	}
-	routed := ex.route(argv)
+	routed := ex.route(hc, argv)
 	switch routed[0] {
 	case "echo", "true", "false", "test", "[", ":":
 		if hc == nil {
@@ -629,76 +667,78 @@ func builtinStatus(err error) (int, bool) {
 	return 0, false
 }
 
-// notFound prints "bash: X: command not found" with what exists; 127.
+// notFound prints "bash: X: command not found", with the closest command
+// when one is close (edit distance 1 for short names, 2 for longer ones);
+// 127. The message stays under 120 bytes.
 func (ex *execution) notFound(w io.Writer, name string) int {
-	var b strings.Builder
-	fmt.Fprintf(&b, "bash: %s: command not found", name)
+	shown := name
+	if len(shown) > 40 {
+		shown = shown[:40] + "..."
+	}
+	msg := "bash: " + shown + ": command not found"
 	if s := ex.suggest(name); s != "" {
-		fmt.Fprintf(&b, ". Did you mean %s?", s)
+		msg += "; did you mean " + s + "?"
 	}
-	if len(ex.t.tools) > 0 {
-		b.WriteString(" (tools: " + strings.Join(ex.t.toolNames(), ", ") + ";")
-	} else {
-		b.WriteString(" (")
-	}
-	b.WriteString(" utilities: " + strings.Join(utilityNames(), " ") + "; builtins: help discover read set local export exit; no filesystem, network or host programs)\n")
-	io.WriteString(w, b.String())
+	io.WriteString(w, msg+"\n")
 	return 127
 }
 
-// suggest returns the command closest to name (edit distance ≤ 2), or "".
+// suggest returns the command closest to name when it is close enough
+// to be a typo of it, or "".
 func (ex *execution) suggest(name string) string {
-	if len(name) > 64 {
+	if len(name) > 40 || len(name) < 2 {
 		return ""
 	}
-	best, bestDist := "", 3
+	limit := 1
+	if len(name) > 5 {
+		limit = 2
+	}
+	best, bestDist := "", limit+1
 	try := func(c string) {
-		if d := editDistance(name, c); d < bestDist && d > 0 {
+		if len(c) < 2 || strings.HasPrefix(c, reservedPrefix) {
+			return
+		}
+		if d := osaDistance(name, c); d > 0 && d < bestDist {
 			best, bestDist = c, d
 		}
 	}
 	for _, r := range ex.t.tools {
 		try(r.def.Name)
 	}
-	for _, u := range utilityNames() {
-		try(u)
+	for _, c := range sandboxCommands() {
+		try(c)
 	}
-	try("help")
-	try("discover")
 	return best
 }
 
-// editDistance is the Levenshtein distance of two short strings.
-func editDistance(a, b string) int {
-	if len(b) > 64 {
-		return len(b)
+// osaDistance is the edit distance of two short strings where swapping
+// two neighbours counts as one edit (optimal string alignment).
+func osaDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	if len(rb) > 64 || len(ra) > 64 {
+		return 1 << 10
 	}
-	return levenshtein.Distance(a, b)
-}
-
-// commandV answers command -v/-V from the registry.
-func (ex *execution) commandV(args []string, cio cmdIO) int {
-	verbose := len(args) > 0 && args[0] == "-V"
-	status := 0
-	for _, n := range args[1:] {
-		_, isTool := ex.t.byName[n]
-		_, isUtil := coreutils.Lookup(n)
-		builtin := (interp.IsBuiltin(n) && !disabled[n]) || n == "discover"
-		switch {
-		case !isTool && !isUtil && !builtin:
-			status = 1
-			if verbose {
-				fmt.Fprintf(cio.stderr, "bash: command: %s: not found\n", n)
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
 			}
-		case verbose && isTool:
-			fmt.Fprintf(cio.stdout, "%s is a tool command\n", n)
-		case verbose:
-			fmt.Fprintf(cio.stdout, "%s is a shell builtin\n", n)
-		default:
-			fmt.Fprintln(cio.stdout, n)
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
 		}
 	}
-	return status
+	return d[len(ra)][len(rb)]
 }
 
 // statusSink serializes status reports and stops them once Run returns.

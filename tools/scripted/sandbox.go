@@ -29,6 +29,11 @@ const (
 	execHelp     = "__sbx_help"      // in-script help
 	execCommandV = "__sbx_command_v" // command -v/-V
 	execCat      = "__sbx_cat"       // $(< file): cat with the redirection
+	execTrue     = "__sbx_true"      // ":" when the script defines its own ":"
+	execType     = "__sbx_type"      // type, command -V
+	execError    = "__sbx_error"     // error <message> <status>
+	genFunc      = "__sbx_func"      // after a function definition: func <name>
+	genPsub      = "__sbx_psub"      // <(...): makes a file and prints its path
 	depthVar     = "__sbx_depth"
 	pidVar       = "__sbx_pid" // unset: $$ and $PPID with operators read it
 )
@@ -40,8 +45,9 @@ func (e *rejection) Error() string { return e.msg }
 
 // scriptShape is what checkScript learns about a script.
 type scriptShape struct {
-	funcs int // function definitions
-	pipes int // pipe operators: each runs one more concurrent stage
+	funcs  int  // function definitions
+	pipes  int  // pipe operators: each runs one more concurrent stage
+	shadow bool // defines ":", "true" or "false"
 }
 
 // checkScript rejects what the sandbox cannot contain: process
@@ -68,20 +74,20 @@ func checkScript(f *syntax.File, maxDepth int) (scriptShape, error) {
 		case *syntax.FuncDecl:
 			shape.funcs++
 			if x.Name != nil && (x.Name.Value == ":" || x.Name.Value == "true" || x.Name.Value == "false") {
-				err = &rejection{fmt.Sprintf("line %d: redefining %q is not supported in the sandbox", x.Pos().Line(), x.Name.Value)}
+				shape.shadow = true
 			}
 		case *syntax.BinaryCmd:
 			if x.Op == syntax.Pipe || x.Op == syntax.PipeAll {
 				shape.pipes++
 			}
 		case *syntax.ProcSubst:
-			err = &rejection{fmt.Sprintf("line %d: process substitution is not supported in the sandbox; use a pipe or $(...)", x.Pos().Line())}
+			if x.Op != syntax.CmdIn {
+				err = &rejection{fmt.Sprintf("line %d: output process substitution >(...) is not supported in the sandbox; write to a file or use a pipe", x.Pos().Line())}
+			}
 		case *syntax.CoprocClause:
 			err = &rejection{fmt.Sprintf("line %d: coproc is not supported in the sandbox", x.Pos().Line())}
 		case *syntax.Stmt:
-			if x.Background || x.Disown {
-				err = &rejection{fmt.Sprintf("line %d: background jobs (&) are not supported in the sandbox; run the command in the foreground", x.Pos().Line())}
-			} else if x.Coprocess {
+			if x.Coprocess {
 				err = &rejection{fmt.Sprintf("line %d: coprocesses are not supported in the sandbox", x.Pos().Line())}
 			}
 		case *syntax.Lit:
@@ -187,6 +193,11 @@ func (ins *instrumenter) visit(n syntax.Node) bool {
 	case *syntax.Word:
 		quoteTildes(x)
 		x.Parts = hidePIDs(x.Parts)
+		for i, p := range x.Parts {
+			if ps, ok := p.(*syntax.ProcSubst); ok && ps.Op == syntax.CmdIn {
+				x.Parts[i] = procSubst(ps)
+			}
+		}
 	case *syntax.DblQuoted:
 		x.Parts = hidePIDs(x.Parts)
 	case *syntax.ParamExp:
@@ -196,6 +207,22 @@ func (ins *instrumenter) visit(n syntax.Node) bool {
 		}
 	}
 	return true
+}
+
+const psubVar = "__sbx_p"
+
+// procSubst rewrites <(cmds) as $(p=<new file>; { cmds; } >"$p"; printf
+// %s "$p"): the commands run first, into a file of /tmp (the sandbox has
+// no pipes with names), and the word is the file's path.
+func procSubst(ps *syntax.ProcSubst) syntax.WordPart {
+	f, err := syntax.NewParser().Parse(strings.NewReader(psubVar+`=$(`+genPsub+`); { :; } >"$`+psubVar+`"; printf %s "$`+psubVar+`"`), "")
+	if err != nil {
+		panic("scripted: generated process substitution does not parse: " + err.Error())
+	}
+	zeroPositions(f)
+	block := f.Stmts[1].Cmd.(*syntax.Block)
+	block.Stmts = ps.Stmts
+	return &syntax.CmdSubst{Stmts: f.Stmts}
 }
 
 // catShortcut rewrites $(< file) as $(__sbx_cat < file): the
@@ -303,10 +330,22 @@ func (ins *instrumenter) loopBody(loop syntax.Command, body []*syntax.Stmt, csty
 }
 
 func (ins *instrumenter) stmt(st *syntax.Stmt) {
+	// A background job runs in the foreground: the sandbox runs one
+	// thing at a time (wait is a no-op).
+	st.Background, st.Disown = false, false
 	if ins.gen[st] || st.Cmd == nil || ins.seen[st.Cmd] {
 		return
 	}
 	switch c := st.Cmd.(type) {
+	case *syntax.FuncDecl:
+		// Mark the function defined once the definition has run, for
+		// type and command -v.
+		ins.seen[c] = true
+		if c.Name == nil {
+			return
+		}
+		inner := &syntax.Stmt{Cmd: c}
+		st.Cmd = &syntax.Block{Stmts: []*syntax.Stmt{inner, ins.keep(ins.call(genFunc, c.Name.Value))}}
 	case *syntax.CallExpr:
 		ins.printfToVar(st, c)
 	case *syntax.WhileClause, *syntax.ForClause:

@@ -259,6 +259,9 @@ func (ex *execution) runChild(ctx context.Context, hc *interp.HandlerContext, na
 		fmt.Fprintf(cio.stderr, "%s: %v\n", name, err)
 		return 2
 	}
+	if shape.shadow {
+		ex.shadow.Store(true)
+	}
 	n := loopCount(file)
 	base := ex.loopIters.add(n)
 	instrument(file, shape, ex.lim.MaxPipelineStages, base)

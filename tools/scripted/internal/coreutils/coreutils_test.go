@@ -97,7 +97,7 @@ func TestJQ(t *testing.T) {
 		{args: []string{".["}, stdin: `1`, stderr: "compile error", status: 3},
 		{args: []string{"."}, stdin: `{bad`, stderr: "Cannot parse", status: 2},
 		{args: []string{".", "/etc/passwd"}, stderr: "filesystem access disabled", status: 2},
-		{args: []string{}, stderr: "usage", status: 2},
+		{args: []string{}, stdin: `{"a":1}`, stdout: "{\n  \"a\": 1\n}\n"},
 		{args: []string{"-c", "[inputs]"}, stdin: "1 2 3", stdout: "[2,3]\n"},
 		{args: []string{"-n", "input"}, stdin: "7 8", stdout: "7\n"},
 		{args: []string{"12345678901234567890"}, stdin: "null", stdout: "12345678901234567890\n"},

@@ -903,7 +903,8 @@ func cutCmd(c *cmd, args []string) int {
 	delim := "\t"
 	var list string
 	mode := byte(0)
-	only := false
+	only, complement := false, false
+	outDelim := ""
 	rest, st, ok := c.flags(args, "dfcb", 1, func(f, v string) error {
 		switch f {
 		case "-d", "--delimiter":
@@ -919,6 +920,11 @@ func cutCmd(c *cmd, args []string) int {
 			list, mode = v, 'b'
 		case "-s", "--only-delimited":
 			only = true
+		case "--complement":
+			complement = true
+		case "--output-delimiter":
+			outDelim = v
+		case "-n":
 		default:
 			return errUnknownFlag
 		}
@@ -937,6 +943,11 @@ func cutCmd(c *cmd, args []string) int {
 	if err != nil {
 		return c.errf(1, "%v", err)
 	}
+	in := func(i int) bool { return inCutList(rs, i) != complement }
+	joiner := delim
+	if outDelim != "" {
+		joiner = outDelim
+	}
 	rerr := c.eachLine(func(l string, _ bool) bool {
 		switch mode {
 		case 'f':
@@ -949,22 +960,22 @@ func cutCmd(c *cmd, args []string) int {
 			}
 			var sel []string
 			for i, f := range strings.Split(l, delim) {
-				if inCutList(rs, i+1) {
+				if in(i + 1) {
 					sel = append(sel, f)
 				}
 			}
-			c.out.WriteString(strings.Join(sel, delim))
+			c.out.WriteString(strings.Join(sel, joiner))
 		case 'c':
 			i := 0
 			for _, r := range l {
 				i++
-				if inCutList(rs, i) {
+				if in(i) {
 					c.out.WriteRune(r)
 				}
 			}
 		case 'b':
 			for i := 0; i < len(l); i++ {
-				if inCutList(rs, i+1) {
+				if in(i + 1) {
 					c.out.WriteByte(l[i])
 				}
 			}
