@@ -31,6 +31,11 @@ const (
 	DefaultOutputBytes = 30000
 )
 
+// FilesNote is the bash tool's prompt tip about files.
+const FilesNote = "The file system is the workspace: the working directory /workspace holds its files " +
+	"(cat, ls, find, grep -r, sed -i, mkdir, mv, rm work on them), and what a script writes, moves or removes " +
+	"there becomes one new workspace version when it ends; /tmp is scratch space"
+
 // maxDrainCancelled bounds the wait for commands still running once the
 // caller's context is done.
 const maxDrainCancelled = time.Second
@@ -118,6 +123,7 @@ func NewShell(ts []tools.Tool, opts ShellOptions) (*Shell, error) {
 	}
 	b := scripted.NewBuilder(opts.Name).
 		ShortDescription("Run a bash script in a sandbox where every tool of the world is a command").
+		FilesNote(FilesNote).
 		Limits(lim)
 	for _, t := range ts {
 		b.Tool(scripted.ToolDef{

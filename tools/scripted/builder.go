@@ -19,23 +19,32 @@ import (
 // name, a bad schema or environment variable) are reported by Build.
 // A Builder is not safe for concurrent use; Build does not consume it.
 type Builder struct {
-	name     string
-	short    string
-	tools    []*registered
-	env      [][2]string
-	limits   Limits
-	sanitize bool
-	compact  bool
-	clock    func() time.Time
-	user     string
-	host     string
-	errs     []error
+	name      string
+	short     string
+	tools     []*registered
+	env       [][2]string
+	limits    Limits
+	sanitize  bool
+	compact   bool
+	clock     func() time.Time
+	user      string
+	host      string
+	filesNote string
+	errs      []error
 }
 
 // NewBuilder starts a scripted tool called name (its identifier in
 // registries and LLM tool specs).
 func NewBuilder(name string) *Builder {
-	return &Builder{name: name, limits: DefaultLimits(), sanitize: true, user: DefaultUsername, host: DefaultHostname}
+	return &Builder{name: name, limits: DefaultLimits(), sanitize: true, user: DefaultUsername, host: DefaultHostname,
+		filesNote: DefaultFilesNote}
+}
+
+// FilesNote sets the system prompt's tip about files (default
+// DefaultFilesNote): say what the files are and whether they last.
+func (b *Builder) FilesNote(s string) *Builder {
+	b.filesNote = s
+	return b
 }
 
 // Defaults of Username and Hostname.
@@ -143,16 +152,17 @@ func (b *Builder) Build() (*ScriptedTool, error) {
 		errs = append(errs, fmt.Errorf("tool name %q: want letters, digits, '_', '-' or '.'", b.name))
 	}
 	t := &ScriptedTool{
-		name:     b.name,
-		short:    b.short,
-		byName:   make(map[string]*registered),
-		limits:   b.limits.withDefaults(),
-		sanitize: b.sanitize,
-		compact:  b.compact,
-		clock:    b.clock,
-		jq:       &coreutils.JQCache{},
-		user:     b.user,
-		host:     b.host,
+		name:      b.name,
+		short:     b.short,
+		byName:    make(map[string]*registered),
+		limits:    b.limits.withDefaults(),
+		sanitize:  b.sanitize,
+		compact:   b.compact,
+		clock:     b.clock,
+		jq:        &coreutils.JQCache{},
+		user:      b.user,
+		host:      b.host,
+		filesNote: b.filesNote,
 	}
 	for what, v := range map[string]string{"username": b.user, "hostname": b.host} {
 		if !envNameRE.MatchString(strings.ReplaceAll(v, "-", "_")) {

@@ -798,6 +798,9 @@ type capWriter struct {
 	// and of the ":" that follows them.
 	hideTrace  bool
 	afterTrace bool
+	// partial is the streamed line not yet ended by a newline: output is
+	// streamed a line at a time.
+	partial []byte
 }
 
 // isGeneratedTrace reports whether p is an xtrace line of a generated
@@ -843,14 +846,43 @@ func (w *capWriter) Write(p []byte) (int, error) {
 	}
 	if len(keep) > 0 {
 		w.buf = append(w.buf, keep...)
-		w.sink.chunk(w.stream, string(keep))
+		w.stream1(keep)
 	}
 	return len(p), nil
+}
+
+// stream1 streams output a line at a time; the caller holds w.mu.
+func (w *capWriter) stream1(p []byte) {
+	if w.sink == nil || w.sink.fn == nil {
+		return
+	}
+	w.partial = append(w.partial, p...)
+	for {
+		i := bytes.IndexByte(w.partial, '\n')
+		if i < 0 {
+			break
+		}
+		w.sink.chunk(w.stream, string(w.partial[:i+1]))
+		w.partial = w.partial[i+1:]
+	}
+	if len(w.partial) == 0 {
+		w.partial = nil
+	}
+}
+
+// flushPartial streams a last line that has no newline; the caller
+// holds w.mu.
+func (w *capWriter) flushPartial() {
+	if len(w.partial) > 0 {
+		w.sink.chunk(w.stream, string(w.partial))
+		w.partial = nil
+	}
 }
 
 func (w *capWriter) close() {
 	w.mu.Lock()
 	w.closed = true
+	w.flushPartial()
 	w.mu.Unlock()
 }
 
@@ -859,6 +891,7 @@ func (w *capWriter) appendAlways(s string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.buf = append(w.buf, s...)
+	w.flushPartial()
 	w.sink.chunk(w.stream, s)
 }
 
