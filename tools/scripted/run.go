@@ -346,6 +346,20 @@ func (ex *execution) callHandler(ctx context.Context, args []string) ([]string, 
 		case genFunc:
 			ex.funcs.Store(args[1], true)
 			return ex.keepStatus(hc), nil
+		case genBody, genLoopEnd:
+			id, _ := strconv.Atoi(args[1])
+			c := ex.loopIters.get(id)
+			if c == nil {
+				return ex.keepStatus(hc), nil
+			}
+			if name == genBody {
+				c.status.Store(int32(hc.LastExitStatus))
+				return ex.keepStatus(hc), nil
+			}
+			if st := c.status.Load(); st != 0 {
+				return []string{execExit, strconv.Itoa(int(st))}, nil
+			}
+			return argsExecTrue, nil
 		case ":":
 			if ex.shadow.Load() {
 				return argsExecTrue, nil
@@ -413,7 +427,11 @@ func (ex *execution) tick(hc interp.HandlerContext, args []string) ([]string, er
 		return nil, ex.fail("maximum total loop iterations exceeded (%d)", ex.lim.MaxTotalLoopIterations)
 	}
 	if id, err := strconv.Atoi(args[1]); err == nil {
-		if c := ex.loopIters.get(id); c != nil && c.Add(1) > ex.lim.MaxLoopIterations {
+		c := ex.loopIters.get(id)
+		if c != nil {
+			c.status.Store(0)
+		}
+		if c != nil && c.Add(1) > ex.lim.MaxLoopIterations {
 			return nil, ex.fail("maximum loop iterations exceeded (%d)", ex.lim.MaxLoopIterations)
 		}
 	}
@@ -495,6 +513,9 @@ func (ex *execution) execMiddleware(next interp.ExecHandlerFunc) interp.ExecHand
 			return exitStatus(hc.LastExitStatus)
 		case execTrue:
 			return nil
+		case execExit:
+			n, _ := strconv.Atoi(args[1])
+			return exitStatus(n)
 		}
 		cio := cmdIO{stdin: stdinOf(hc), stdout: hc.Stdout, stderr: hc.Stderr}
 		return exitStatus(ex.dispatch(ctx, &hc, args, cio))

@@ -34,6 +34,9 @@ const (
 	execError    = "__sbx_error"     // error <message> <status>
 	genFunc      = "__sbx_func"      // after a function definition: func <name>
 	genPsub      = "__sbx_psub"      // <(...): makes a file and prints its path
+	genBody      = "__sbx_body"      // last statement of a while body: body <loop> (records its status)
+	genLoopEnd   = "__sbx_loopend"   // after a while loop: loopend <loop> (its status)
+	execExit     = "__sbx_exit"      // exit <status>: a command with that status
 	depthVar     = "__sbx_depth"
 	pidVar       = "__sbx_pid" // unset: $$ and $PPID with operators read it
 )
@@ -182,10 +185,10 @@ func (ins *instrumenter) visit(n syntax.Node) bool {
 		x.Stmts = ins.list(x.Stmts)
 	case *syntax.WhileClause:
 		x.Cond = ins.list(x.Cond)
-		x.Do = ins.loopBody(x, x.Do, false)
+		x.Do = ins.loopBody(x, x.Do, false, true)
 	case *syntax.ForClause:
 		_, cstyle := x.Loop.(*syntax.CStyleLoop)
-		x.Do = ins.loopBody(x, x.Do, cstyle)
+		x.Do = ins.loopBody(x, x.Do, cstyle, cstyle)
 	case *syntax.FuncDecl:
 		ins.function(x)
 	case *syntax.Stmt:
@@ -313,7 +316,10 @@ func assignedNames(st *syntax.Stmt) ([]string, bool) {
 	return nil, false
 }
 
-func (ins *instrumenter) loopBody(loop syntax.Command, body []*syntax.Stmt, cstyle bool) []*syntax.Stmt {
+// loopBody instruments a loop's body: a tick first; with keepStatus, a
+// record of the last command's status at the end (while loops and C-style
+// for loops return it, which the interpreter does not keep).
+func (ins *instrumenter) loopBody(loop syntax.Command, body []*syntax.Stmt, cstyle, keepStatus bool) []*syntax.Stmt {
 	id, ok := ins.loopIDs[loop]
 	if !ok { // not reached through a Stmt; give it an id anyway
 		id = ins.base + ins.loops
@@ -323,6 +329,9 @@ func (ins *instrumenter) loopBody(loop syntax.Command, body []*syntax.Stmt, csty
 	out := make([]*syntax.Stmt, 0, len(body)+2)
 	out = append(out, ins.keep(ins.call(genTick, strconv.Itoa(id))))
 	out = append(out, ins.list(body)...)
+	if keepStatus {
+		out = append(out, ins.keep(ins.call(genBody, strconv.Itoa(id))))
+	}
 	if cstyle {
 		out = append(out, ins.call(":"))
 	}
@@ -354,13 +363,25 @@ func (ins *instrumenter) stmt(st *syntax.Stmt) {
 		ins.loops++
 		ins.loopIDs[c] = id
 		start := ins.keep(ins.call(genLoop, strconv.Itoa(id)))
+		keepStatus := true
 		if f, ok := c.(*syntax.ForClause); ok {
-			if _, cstyle := f.Loop.(*syntax.CStyleLoop); cstyle {
+			_, cstyle := f.Loop.(*syntax.CStyleLoop)
+			keepStatus = cstyle
+			if cstyle {
 				start = ins.call(genLoopZero, strconv.Itoa(id))
 			}
 		}
 		inner := &syntax.Stmt{Cmd: c}
-		st.Cmd = &syntax.Block{Stmts: []*syntax.Stmt{start, inner}}
+		block := &syntax.Block{Stmts: []*syntax.Stmt{start, inner}}
+		if !keepStatus {
+			st.Cmd = block
+			break
+		}
+		// { start; loop; } && loopend: the loop's status comes from its
+		// body's last command, and as in bash it never trips errexit.
+		bst := &syntax.Stmt{Cmd: block}
+		ins.gen[bst] = true
+		st.Cmd = &syntax.BinaryCmd{Op: syntax.AndStmt, X: bst, Y: ins.keep(ins.call(genLoopEnd, strconv.Itoa(id)))}
 	case *syntax.BinaryCmd:
 		if !ins.pipes || c.Op != syntax.Pipe && c.Op != syntax.PipeAll {
 			return

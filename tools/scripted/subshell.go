@@ -26,7 +26,15 @@ const maxShellDepth = 16
 // scripts run by bash -c add theirs while the run goes on.
 type loopCounters struct {
 	mu sync.Mutex
-	c  []*atomic.Int64
+	c  []*loopCounter
+}
+
+// loopCounter is one loop's iterations, and the status of the last
+// command of its body (what a while loop returns, which the interpreter
+// does not keep).
+type loopCounter struct {
+	atomic.Int64
+	status atomic.Int32
 }
 
 func newLoopCounters(n int) *loopCounters {
@@ -41,13 +49,13 @@ func (l *loopCounters) add(n int) int {
 	defer l.mu.Unlock()
 	base := len(l.c)
 	for range n {
-		l.c = append(l.c, new(atomic.Int64))
+		l.c = append(l.c, new(loopCounter))
 	}
 	return base
 }
 
 // get returns the counter of loop id, nil if there is none.
-func (l *loopCounters) get(id int) *atomic.Int64 {
+func (l *loopCounters) get(id int) *loopCounter {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if id < 0 || id >= len(l.c) {

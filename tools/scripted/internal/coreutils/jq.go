@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -158,6 +159,19 @@ func jqCmd(c *cmd, args []string) int {
 		case "--sort-keys":
 			o.sortKeys = true
 		case "--monochrome-output", "--color-output":
+		case "-f", "--from-file":
+			if i+1 >= len(args) {
+				return c.errf(2, "%s takes a file name", a)
+			}
+			data, err := c.readFile(args[i+1])
+			if err != nil {
+				return c.errf(2, "error: Could not open %s: %s", args[i+1], why(err))
+			}
+			if o.haveFilter {
+				files = append([]string{o.filter}, files...)
+			}
+			o.filter, o.haveFilter = string(data), true
+			i++
 		case "--tab":
 			o.tab = true
 		case "--indent":
@@ -342,13 +356,32 @@ func compileJQ(c *cmd, o *jqOpts, inputs *jqInputs) (*gojq.Code, int) {
 			return code, 0
 		}
 	}
-	q, err := gojq.Parse(o.filter)
+	filter := o.filter
+	// jq builtins gojq lacks, defined in jq itself.
+	if strings.Contains(filter, "leaf_paths") {
+		filter = "def leaf_paths: paths(scalars); " + filter
+	}
+	q, err := gojq.Parse(filter)
 	if err != nil {
 		c.errf(3, "error: %v", err)
 		fmt.Fprintln(c.env.Stderr, "jq: 1 compile error")
 		return nil, 3
 	}
-	opts := []gojq.CompilerOption{gojq.WithVariables(o.varNames)}
+	opts := []gojq.CompilerOption{gojq.WithVariables(o.varNames),
+		// gojq keeps no key order (objects print sorted): keys_unsorted is
+		// keys.
+		gojq.WithFunction("keys_unsorted", 0, 0, func(v any, _ []any) any {
+			m, ok := v.(map[string]any)
+			if !ok {
+				return &jqFuncError{"keys_unsorted", v}
+			}
+			ks := make([]any, 0, len(m))
+			for k := range m {
+				ks = append(ks, k)
+			}
+			slices.SortFunc(ks, func(a, b any) int { return strings.Compare(a.(string), b.(string)) })
+			return ks
+		})}
 	if dynamic {
 		environ := c.env.Environ
 		opts = append(opts,
@@ -648,4 +681,15 @@ func normalizeJSON(v any) any {
 		return x
 	}
 	return v
+}
+
+// jqFuncError is the error of a function given a value of the wrong type.
+type jqFuncError struct {
+	name string
+	v    any
+}
+
+func (e *jqFuncError) Error() string {
+	b, _ := gojq.Marshal(e.v)
+	return fmt.Sprintf("%s cannot be applied to: %s", e.name, b)
 }

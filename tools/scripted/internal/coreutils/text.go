@@ -337,7 +337,7 @@ type sortKey struct {
 // sortCmd sorts lines: sort [-n -g -h -r -u -f -b -s -V -c -C -t SEP
 // -k N[,M][n][r] -o FILE] [FILE]...
 func sortCmd(c *cmd, args []string) int {
-	var numeric, human, reverse, unique, fold, blanks, version, check, quietCheck bool
+	var numeric, human, reverse, unique, fold, blanks, version, check, quietCheck, zero bool
 	sep := ""
 	output := ""
 	var keys []sortKey
@@ -349,6 +349,8 @@ func sortCmd(c *cmd, args []string) int {
 			human = true
 		case "-c", "--check":
 			check = true
+		case "-z", "--zero-terminated":
+			zero = true
 		case "-C":
 			check, quietCheck = true, true
 		case "-o", "--output":
@@ -386,9 +388,22 @@ func sortCmd(c *cmd, args []string) int {
 	if st, ok := c.inputs(files, 2); !ok {
 		return st
 	}
-	lines, err := c.lines()
-	if err != nil {
-		return c.readErr(err)
+	var lines []string
+	term := "\n"
+	if zero {
+		data, err := c.readAll()
+		if err != nil {
+			return c.readErr(err)
+		}
+		term = "\x00"
+		if len(data) > 0 {
+			lines = strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00")
+		}
+	} else {
+		var err error
+		if lines, err = c.lines(); err != nil {
+			return c.readErr(err)
+		}
 	}
 	keyOf := func(l string, k sortKey) string {
 		if k.start == 0 {
@@ -479,18 +494,18 @@ func sortCmd(c *cmd, args []string) int {
 	if unique {
 		lines = slices.CompactFunc(lines, func(a, b string) bool { return full(a, b) == 0 })
 	}
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(l)
+		b.WriteString(term)
+	}
 	if output != "" && output != "-" {
-		var b strings.Builder
-		for _, l := range lines {
-			b.WriteString(l)
-			b.WriteByte('\n')
-		}
 		if !c.writeFile(output, []byte(b.String())) {
 			return c.done(2)
 		}
 		return c.done(0)
 	}
-	c.writeLines(lines)
+	c.out.WriteString(b.String())
 	return c.done(0)
 }
 
