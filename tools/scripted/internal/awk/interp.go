@@ -158,6 +158,8 @@ func (a *array) liveKeys() []string {
 }
 
 type interp struct {
+	spare *bufio.Reader // the main input's buffer, kept between operands
+
 	prog    *Program
 	cfg     *Config
 	ctx     context.Context
@@ -1159,8 +1161,22 @@ func (in *interp) nextMain() (string, bool) {
 		if in.input.closer != nil {
 			in.input.closer.Close()
 		}
+		in.spare = in.input.br
 		in.input = nil
 	}
+}
+
+// mainReader reads the main input from r, reusing the buffer of the
+// previous operand (awk over many small files would otherwise allocate a
+// buffer per file).
+func (in *interp) mainReader(r io.Reader) *recordReader {
+	if in.spare == nil {
+		return newRecordReader(r)
+	}
+	br := in.spare
+	in.spare = nil
+	br.Reset(r)
+	return &recordReader{br: br}
 }
 
 // openNext opens the next input operand (doing the assignments before
@@ -1174,7 +1190,7 @@ func (in *interp) openNext() bool {
 				return false
 			}
 			in.usedFile = true
-			in.input = newRecordReader(orEmpty(in.cfg.Stdin))
+			in.input = in.mainReader(orEmpty(in.cfg.Stdin))
 			in.globals[idxFNR].v = num(0)
 			return true
 		}
@@ -1192,14 +1208,14 @@ func (in *interp) openNext() bool {
 		in.globals[idxFILENAME].v = str(arg)
 		in.globals[idxFNR].v = num(0)
 		if arg == "-" || arg == "/dev/stdin" {
-			in.input = newRecordReader(orEmpty(in.cfg.Stdin))
+			in.input = in.mainReader(orEmpty(in.cfg.Stdin))
 			return true
 		}
 		r, err := in.openFile(arg)
 		if err != nil {
 			in.fail("cannot open %s: %v", arg, err)
 		}
-		in.input = newRecordReader(r)
+		in.input = in.mainReader(r)
 		if c, ok := r.(io.Closer); ok {
 			in.input.closer = c
 		}

@@ -774,6 +774,7 @@ func wcCmd(c *cmd, args []string) int {
 	var total counts
 	stdin := len(files) == 0
 	status := -1
+	buf := make([]byte, 32*1024) // shared by every input
 	c.eachInput(files, 1, func(name string) bool {
 		if name == "-" {
 			stdin = true
@@ -785,7 +786,6 @@ func wcCmd(c *cmd, args []string) int {
 		}
 		inWord := false
 		var lineLen int64
-		buf := make([]byte, 32*1024)
 		for {
 			if c.stopped() {
 				status = c.errf(1, "interrupted")
