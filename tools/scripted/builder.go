@@ -164,9 +164,9 @@ func (b *Builder) Build() (*ScriptedTool, error) {
 		host:      b.host,
 		filesNote: b.filesNote,
 	}
-	for what, v := range map[string]string{"username": b.user, "hostname": b.host} {
-		if !envNameRE.MatchString(strings.ReplaceAll(v, "-", "_")) {
-			errs = append(errs, fmt.Errorf("%s %q: want letters, digits, '_' or '-'", what, v))
+	for _, nv := range [][2]string{{"username", b.user}, {"hostname", b.host}} {
+		if !envNameRE.MatchString(strings.ReplaceAll(nv[1], "-", "_")) {
+			errs = append(errs, fmt.Errorf("%s %q: want letters, digits, '_' or '-'", nv[0], nv[1]))
 		}
 	}
 	if t.short == "" {
@@ -228,6 +228,7 @@ func (b *Builder) Build() (*ScriptedTool, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("scripted tool %s: %w", b.name, err)
 	}
+	t.envs = newRunnerEnv(append(t.baseEnv(), t.env...))
 	return t, nil
 }
 

@@ -59,7 +59,7 @@ func (ex *execution) routeBuiltin(hc *interp.HandlerContext, args []string) ([]s
 // or function definitions, which the limits can only bound in code
 // instrumented before it runs.
 func checkRuntimeCode(code string, maxDepth int) error {
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(code), "")
+	f, err := parse(code, "")
 	if err != nil {
 		return fmt.Errorf("syntax error: %v", err)
 	}

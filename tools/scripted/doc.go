@@ -23,7 +23,7 @@
 // Nothing of the host is reachable from a script: no process is started,
 // no host file is opened, read, listed or checked, no host environment
 // variable is visible (the environment is the Builder's and a few the
-// sandbox sets: HOME, USER, TMPDIR, ...), and there is no network. The
+// sandbox sets: HOME, USER, SHELL, PATH, UID), and there is no network. The
 // script's file system is package vfs: /workspace, its working directory
 // (empty, or a caller's workspace through [RunOptions].FS), /tmp scratch
 // space and /dev; paths never leave it. bash and sh run child shells in

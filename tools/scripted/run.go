@@ -30,16 +30,16 @@ import (
 // a character device, which no host can have, so that the interpreter's
 // own temporary-file shortcut (it opens FIFOs under TMPDIR directly,
 // bypassing the open handler) can never reach a host file. Scripts see
-// TMPDIR=/tmp, the sandbox's.
+// no TMPDIR (as bash sets none): mktemp and the like use /tmp, the
+// sandbox's scratch directory.
 const interpTmpDir = "/dev/null/sandbox-tmp"
 
 // baseEnv is the environment of every script, before the Builder's (the
 // interpreter sets PWD, IFS and OPTIND itself). PATH is for show: no
 // command is ever looked up on a file system.
 func (t *ScriptedTool) baseEnv() []string {
-	return []string{"HOME=" + vfs.WorkspaceDir, "TMPDIR=/tmp", "UID=1000", "EUID=1000", "GID=1000",
-		"USER=" + t.user, "LOGNAME=" + t.user, "HOSTNAME=" + t.host, "SHELL=/bin/bash",
-		"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
+	return []string{"HOME=" + vfs.WorkspaceDir, "UID=1000", "EUID=1000", "GID=1000",
+		"USER=" + t.user, "SHELL=/bin/bash", "PATH=/usr/local/bin:/usr/bin:/bin"}
 }
 
 // request is a decoded tools.Request.
@@ -112,7 +112,7 @@ func (t *ScriptedTool) run(ctx context.Context, req tools.Request, opts RunOptio
 		return fail(2, ErrorRejected, fmt.Sprintf("bash: script exceeds %d bytes\n", lim.MaxScriptBytes))
 	}
 	st.phase(tools.PhaseParse, 10)
-	file, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(r.script), "")
+	file, err := parse(r.script, "")
 	if err != nil {
 		return fail(2, ErrorParse, "bash: syntax error: "+err.Error()+"\n")
 	}
@@ -189,10 +189,7 @@ func (ex *execution) execute(parent context.Context, file *syntax.File, timeout 
 	defer cancel(nil)
 	defer cancelTimeout()
 
-	baseEnv := ex.t.baseEnv()
-	env := make([]string, 0, len(baseEnv)+len(ex.t.env))
-	env = append(append(env, baseEnv...), ex.t.env...)
-	runner, err := ex.newRunner(env, vfs.WorkspaceDir, nil, nil, ex.stdout, ex.stderr)
+	runner, err := ex.newRunner(ex.t.envs, vfs.WorkspaceDir, nil, nil, ex.stdout, ex.stderr)
 	if err != nil {
 		slog.Error("scripted: create interpreter", "err", err)
 		return ex.result(1, ErrorInternal, "bash: internal error\n")

@@ -218,7 +218,7 @@ const psubVar = "__sbx_p"
 // %s "$p"): the commands run first, into a file of /tmp (the sandbox has
 // no pipes with names), and the word is the file's path.
 func procSubst(ps *syntax.ProcSubst) syntax.WordPart {
-	f, err := syntax.NewParser().Parse(strings.NewReader(psubVar+`=$(`+genPsub+`); { :; } >"$`+psubVar+`"; printf %s "$`+psubVar+`"`), "")
+	f, err := parse(psubVar+`=$(`+genPsub+`); { :; } >"$`+psubVar+`"; printf %s "$`+psubVar+`"`, "")
 	if err != nil {
 		panic("scripted: generated process substitution does not parse: " + err.Error())
 	}
@@ -449,7 +449,7 @@ func (ins *instrumenter) function(fd *syntax.FuncDecl) {
 	if fd.Body == nil {
 		return
 	}
-	prologue, err := syntax.NewParser().Parse(strings.NewReader(funcPrologue), "")
+	prologue, err := parse(funcPrologue, "")
 	if err != nil {
 		panic("scripted: generated function prologue does not parse: " + err.Error())
 	}

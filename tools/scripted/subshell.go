@@ -64,11 +64,27 @@ func (l *loopCounters) get(id int) *loopCounter {
 	return l.c[id]
 }
 
+// runnerEnv is an interpreter's environment twice over: start, with
+// TMPDIR pointing where the interpreter's own temporary files can never
+// be made, fixes the interpreter's temporary directory; script is what the
+// script sees. Both are read-only once made, so one runnerEnv serves every
+// run of a tool.
+type runnerEnv struct {
+	start, script expand.Environ
+}
+
+func newRunnerEnv(env []string) runnerEnv {
+	return runnerEnv{
+		start:  expand.ListEnviron(append(env[:len(env):len(env)], "TMPDIR="+interpTmpDir)...),
+		script: expand.ListEnviron(env...),
+	}
+}
+
 // newRunner makes an interpreter of the sandbox: env is its environment,
 // dir its working directory, and every handler is the execution's.
-func (ex *execution) newRunner(env []string, dir string, params []string, stdin io.Reader, stdout, stderr io.Writer) (*interp.Runner, error) {
+func (ex *execution) newRunner(env runnerEnv, dir string, params []string, stdin io.Reader, stdout, stderr io.Writer) (*interp.Runner, error) {
 	opts := []interp.RunnerOption{
-		interp.Env(expand.ListEnviron(append(env[:len(env):len(env)], "TMPDIR="+interpTmpDir)...)),
+		interp.Env(env.start),
 		interp.Dir("/"),
 		interp.StdIO(stdin, stdout, stderr),
 		interp.CallHandler(ex.callHandler),
@@ -91,7 +107,7 @@ func (ex *execution) newRunner(env []string, dir string, params []string, stdin 
 	// real environment.
 	runner.Dir = dir
 	runner.Reset()
-	runner.Env = expand.ListEnviron(env...)
+	runner.Env = env.script
 	runner.Reset()
 	return runner, nil
 }
@@ -256,7 +272,7 @@ func (ex *execution) runChild(ctx context.Context, hc *interp.HandlerContext, na
 		fmt.Fprintf(cio.stderr, "%s: script exceeds %d bytes\n", name, ex.lim.MaxScriptBytes)
 		return 2
 	}
-	file, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(script), "")
+	file, err := parse(script, "")
 	if err != nil {
 		fmt.Fprintf(cio.stderr, "%s: syntax error: %v\n", name, err)
 		return 2
@@ -279,14 +295,14 @@ func (ex *execution) runChild(ctx context.Context, hc *interp.HandlerContext, na
 		dir = hc.Dir
 	}
 	params := append([]string{}, positional...)
-	runner, err := ex.newRunner(env, dir, params, cio.stdin, cio.stdout, cio.stderr)
+	runner, err := ex.newRunner(newRunnerEnv(env), dir, params, cio.stdin, cio.stdout, cio.stderr)
 	if err != nil {
 		fmt.Fprintf(cio.stderr, "%s: %v\n", name, err)
 		return 2
 	}
 	if len(opts) > 0 {
 		// set -e and friends, as the child's first command.
-		pre, perr := syntax.NewParser().Parse(strings.NewReader("set "+strings.Join(opts, " ")), "")
+		pre, perr := parse("set "+strings.Join(opts, " "), "")
 		if perr == nil {
 			zeroPositions(pre)
 			file.Stmts = append(pre.Stmts, file.Stmts...)

@@ -60,6 +60,7 @@ type ScriptedTool struct {
 	user      string
 	host      string
 	filesNote string
+	envs      runnerEnv // the environment of every script, read-only
 }
 
 var _ tools.Tool = (*ScriptedTool)(nil)

@@ -71,7 +71,7 @@ func jqCmd(c *cmd, args []string) int {
 	var files []string
 	positionalMode := "" // "", "args" or "jsonargs": operands after the filter are $ARGS.positional
 	var positional []any
-	named := map[string]any{}
+	var named map[string]any // $ARGS.named, made on first use
 	operand := func(a string) int {
 		switch {
 		case !o.haveFilter:
@@ -139,6 +139,9 @@ func jqCmd(c *cmd, args []string) int {
 			}
 			o.varNames = append(o.varNames, "$"+name)
 			o.varValues = append(o.varValues, v)
+			if named == nil {
+				named = map[string]any{}
+			}
 			named[name] = v
 			i += 2
 		case "--seq", "--stream-errors", "--unbuffered":
@@ -198,6 +201,9 @@ func jqCmd(c *cmd, args []string) int {
 			}
 			o.varNames = append(o.varNames, "$"+name)
 			o.varValues = append(o.varValues, v)
+			if named == nil {
+				named = map[string]any{}
+			}
 			named[name] = v
 			i += 2
 		default:
@@ -234,11 +240,16 @@ func jqCmd(c *cmd, args []string) int {
 	if !o.haveFilter {
 		o.filter = "." // as jq does when its input is not a terminal
 	}
-	if positional == nil {
-		positional = []any{}
+	if strings.Contains(o.filter, "$ARGS") { // bound only when used: it costs a map per run
+		if positional == nil {
+			positional = []any{}
+		}
+		if named == nil {
+			named = map[string]any{}
+		}
+		o.varNames = append(o.varNames, "$ARGS")
+		o.varValues = append(o.varValues, map[string]any{"positional": positional, "named": named})
 	}
-	o.varNames = append(o.varNames, "$ARGS")
-	o.varValues = append(o.varValues, map[string]any{"positional": positional, "named": named})
 	var names []jqFile
 	if len(files) > 0 {
 		// Read the files here, to know which one each input came from.
