@@ -195,6 +195,9 @@ func (ex *execution) record(c Call) {
 		ex.dropped++
 		return
 	}
+	if ex.calls == nil {
+		ex.calls = make([]Call, 0, 8) // one allocation for a typical script's calls
+	}
 	ex.calls = append(ex.calls, c)
 }
 

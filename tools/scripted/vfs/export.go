@@ -31,6 +31,7 @@ type Node struct {
 func (f *FS) Export() *Node {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.tree()
 	return export("", f.ws)
 }
 
@@ -85,6 +86,7 @@ func unchanged(n *node) bool {
 func (f *FS) Changed() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.tree()
 	if f.src == nil {
 		return len(f.ws.kids) > 0
 	}

@@ -209,14 +209,16 @@ const (
 
 // FS is the sandbox's file system. Make it with New.
 type FS struct {
-	mu    sync.Mutex
-	root  *node
-	ws    *node // /workspace
-	src   Source
-	check Checker
-	lim   Limits
-	clock func() time.Time
-	last  time.Time
+	mu   sync.Mutex
+	root *node // nil until tree makes it
+	ws   *node // /workspace
+	src  Source
+	// srcRoot is the source's root directory.
+	srcRoot Handle
+	check   Checker
+	lim     Limits
+	clock   func() time.Time
+	last    time.Time
 	// srcTime is the modification time of the source's entries.
 	srcTime time.Time
 
@@ -246,26 +248,37 @@ func New(opts Options) *FS {
 	if srcTime.IsZero() {
 		srcTime = now.Add(-time.Second)
 	}
-	f := &FS{src: opts.Source, check: opts.Check, lim: lim, clock: clock, last: now, srcTime: srcTime}
+	return &FS{src: opts.Source, srcRoot: opts.Root, check: opts.Check, lim: lim, clock: clock, last: now, srcTime: srcTime}
+}
+
+// tree returns the root directory, making the fixed layout on first use
+// (most scripts touch no file: they need not pay for it). f.mu is held.
+func (f *FS) tree() *node {
+	if f.root != nil {
+		return f.root
+	}
 	mk := func(mode fs.FileMode) *node {
-		return &node{dir: true, mode: mode, mtime: srcTime, kids: map[string]*node{}, listed: true}
+		return &node{dir: true, mode: mode, mtime: f.srcTime, kids: map[string]*node{}, listed: true}
 	}
 	f.root = mk(0o755)
 	f.root.fixed = true
 	f.ws = mk(0o755)
-	if opts.Source != nil {
-		f.ws.h, f.ws.kids, f.ws.listed = opts.Root, nil, false
+	if f.src != nil {
+		f.ws.h, f.ws.kids, f.ws.listed = f.srcRoot, nil, false
 	}
 	tmp := mk(0o777)
 	dev := mk(0o755)
 	dev.fixed = true
-	for name, d := range map[string]device{"null": devNull, "zero": devZero, "stdin": devStdin, "stdout": devStdout, "stderr": devStderr} {
-		dev.kids[name] = &node{dev: d, mode: 0o666, mtime: srcTime, loaded: true}
+	for _, d := range []struct {
+		name string
+		dev  device
+	}{{"null", devNull}, {"zero", devZero}, {"stdin", devStdin}, {"stdout", devStdout}, {"stderr", devStderr}} {
+		dev.kids[d.name] = &node{dev: d.dev, mode: 0o666, mtime: f.srcTime, loaded: true}
 	}
 	f.root.kids["workspace"] = f.ws
 	f.root.kids["tmp"] = tmp
 	f.root.kids["dev"] = dev
-	return f
+	return f.root
 }
 
 // Abs returns p as a clean absolute path: relative paths are taken from
@@ -369,7 +382,7 @@ func (f *FS) content(ctx context.Context, n *node) ([]byte, error) {
 
 // walk returns the node at the absolute clean path p.
 func (f *FS) walk(ctx context.Context, p string) (*node, error) {
-	n := f.root
+	n := f.tree()
 	if p == "/" {
 		return n, nil
 	}
@@ -747,7 +760,7 @@ func (f *FS) Mkdir(ctx context.Context, p string, perm fs.FileMode, parents bool
 		return perr("mkdir", p, ErrExist)
 	}
 	if parents {
-		n := f.root
+		n := f.tree()
 		for part := range strings.SplitSeq(p[1:], "/") {
 			if !n.dir {
 				return perr("mkdir", p, ErrNotDir)
