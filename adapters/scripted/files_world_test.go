@@ -80,7 +80,12 @@ func openFilesWorld(t testing.TB, ctx context.Context, st world.Storage, wrap fu
 }
 
 func bashCall(id, script string) []byte {
-	return fmt.Appendf(nil, `{"id": %q, "family": "bash", "tool": "bash", "arguments_json": "", "script": %q, "timeout_ms": 10000}`, id, script)
+	return bashCallTimeout(id, script, 10000)
+}
+
+// bashCallTimeout is bashCall with the script's time limit.
+func bashCallTimeout(id, script string, ms int) []byte {
+	return fmt.Appendf(nil, `{"id": %q, "family": "bash", "tool": "bash", "arguments_json": "", "script": %q, "timeout_ms": %d}`, id, script, ms)
 }
 
 // toolDone returns the response of each test/ToolDone@1 event, by call id.
@@ -204,13 +209,15 @@ echo scratch > /tmp/scratch`
 	}
 }
 
-// TestWorldFilesFailing: a script that fails commits what it wrote before
-// failing; a script that writes nothing commits nothing.
+// TestWorldFilesFailing: a script that fails, or is stopped by its time
+// limit, commits what it wrote before; a script that writes nothing
+// commits nothing.
 func TestWorldFilesFailing(t *testing.T) {
 	ctx := t.Context()
 	st := world.NewMemoryStorage()
 	fw := openFilesWorld(t, ctx, st, nil)
-	for _, js := range [][]byte{bashCall("fail", "set -e; mkdir notes; echo one > notes/one.md; false; echo two > notes/two.md"), bashCall("none", "cat notes/one.md; ls /tmp")} {
+	for _, js := range [][]byte{bashCall("fail", "set -e; mkdir notes; echo one > notes/one.md; false; echo two > notes/two.md"), bashCall("none", "cat notes/one.md; ls /tmp"),
+		bashCallTimeout("slow", "echo late > notes/late.md; sleep 5", 300)} {
 		if _, err := fw.w.SendJSON(ctx, "test/ToolCall@1", js); err != nil {
 			t.Fatal(err)
 		}
@@ -229,6 +236,10 @@ func TestWorldFilesFailing(t *testing.T) {
 	none := checkReceipt(t, fw.cat, effects.OK(AdapterID, done["none"]))
 	if none.Stdout != "one\n" || len(none.Commits) != 0 || none.Stderr != "" {
 		t.Errorf("reading script: stdout %q, commits %d, stderr %q", none.Stdout, len(none.Commits), none.Stderr)
+	}
+	slow := checkReceipt(t, fw.cat, effects.OK(AdapterID, done["slow"]))
+	if slow.ExitCode != 124 || len(slow.Commits) != 1 || !strings.Contains(slow.Stderr, "[workspace default: version 1 -> 2: +notes/late.md]") {
+		t.Errorf("timed-out script: exit %d, commits %d, stderr %q", slow.ExitCode, len(slow.Commits), slow.Stderr)
 	}
 }
 
