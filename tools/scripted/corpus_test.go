@@ -164,10 +164,9 @@ func TestCorpus(t *testing.T) {
 	}
 
 	type result struct {
-		name       string
-		want, got  outcome
-		same       bool
-		knownFixed bool
+		name      string
+		want, got outcome
+		same      bool
 	}
 	results := make([]result, len(scripts))
 	var wg sync.WaitGroup

@@ -16,12 +16,12 @@ import (
 // jqTestCase is one case of jq's tests/jq.test: a program, an input and
 // the expected outputs, or (fail) a program that must not compile.
 type jqTestCase struct {
-	line          int
-	program       string
-	input         string
-	want          []string
-	fail, ignored bool
-	runtimeError  bool // the case expects jq to fail at run time
+	line         int
+	program      string
+	input        string
+	want         []string
+	fail         bool
+	runtimeError bool // the case expects jq to fail at run time
 }
 
 // parseJQTest reads jq.test's format: groups of lines (program, input,

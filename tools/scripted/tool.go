@@ -109,14 +109,6 @@ func utilityNames() []string {
 	return names
 }
 
-// commandUsage is "name [--flags]" as the system prompt lists it.
-func (r *registered) commandUsage() string {
-	if r.usage == "" {
-		return r.def.Name
-	}
-	return r.def.Name + " [" + r.usage + "]"
-}
-
 // DefaultFilesNote is the system prompt's tip about files, unless
 // Builder.FilesNote replaces it.
 const DefaultFilesNote = "The working directory /workspace is the script's file system (cat, ls, find, grep -r, sed -i, mkdir, mv, rm work on it); /tmp is scratch space"

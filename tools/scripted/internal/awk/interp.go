@@ -169,16 +169,14 @@ type interp struct {
 	steps   int
 
 	// The current record.
-	line      string
-	fields    []string
-	split     bool
-	fieldsSet bool
+	line   string
+	fields []string
+	split  bool
 
 	// Main input.
-	argIndex  int
-	usedFile  bool
-	input     *recordReader
-	inputName string
+	argIndex int
+	usedFile bool
+	input    *recordReader
 
 	inputs  map[string]*recordReader
 	outputs map[string]*outStream

@@ -788,12 +788,13 @@ func bcUnescape(s string) string {
 	return r.Replace(s)
 }
 
+// get reads a variable. bc scopes dynamically: a function sees the
+// parameters and auto variables of the functions that called it.
 func (b *bc) get(name string) bcNum {
 	for i := len(b.locals) - 1; i >= 0; i-- {
 		if v, ok := b.locals[i][name]; ok {
 			return v
 		}
-		break
 	}
 	switch name {
 	case "scale":
@@ -814,9 +815,9 @@ func (b *bc) get(name string) bcNum {
 func (b *bc) set(lhs bcExpr, v bcNum) {
 	switch l := lhs.(type) {
 	case *bcVar:
-		if len(b.locals) > 0 {
-			if _, ok := b.locals[len(b.locals)-1][l.name]; ok {
-				b.locals[len(b.locals)-1][l.name] = v
+		for i := len(b.locals) - 1; i >= 0; i-- { // dynamic scope, as get
+			if _, ok := b.locals[i][l.name]; ok {
+				b.locals[i][l.name] = v
 				return
 			}
 		}

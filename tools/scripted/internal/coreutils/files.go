@@ -184,18 +184,6 @@ func (c *cmd) needFS() bool {
 	return true
 }
 
-// displayPath is how find and ls -R print a path below a starting
-// operand: the operand as written, then the rest.
-func displayPath(start, rel string) string {
-	if rel == "" {
-		return start
-	}
-	if strings.HasSuffix(start, "/") {
-		return start + rel
-	}
-	return start + "/" + rel
-}
-
 // walkFunc is called by walk for every entry: p is the path as it would
 // be printed (the start operand joined with the entry's path below it),
 // abs its absolute path, depth 0 for the start. Returning errSkipDir

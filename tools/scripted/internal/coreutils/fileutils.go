@@ -94,7 +94,7 @@ func lsCmd(c *cmd, args []string) int {
 	}
 	var entries []lsEntry
 	for _, p := range plain {
-		entries = append(entries, lsEntry{name: p.name, info: p.info})
+		entries = append(entries, lsEntry(p))
 	}
 	c.lsSort(&o, entries)
 	c.lsPrint(&o, entries, false)
