@@ -62,7 +62,7 @@ func TestSh(t *testing.T) {
 func TestShPrompt(t *testing.T) {
 	t.Parallel()
 	r := mustRun(t, exitOK, "", "--store", filepath.Join(t.TempDir(), "store"), "sh", "--prompt")
-	if !strings.HasPrefix(r.stdout, "# bash\n") || !strings.Contains(r.stdout, "Utilities:") || strings.Contains(r.stdout, "introspect_") || r.stderr != "" {
+	if !strings.HasPrefix(r.stdout, "# bash\n") || !strings.Contains(r.stdout, "Utilities besides the shell's builtins:") || strings.Contains(r.stdout, "introspect_") || r.stderr != "" {
 		t.Errorf("prompt without a world: stdout %q, stderr %q", r.stdout, r.stderr)
 	}
 	counter := filepath.Join("..", "..", "examples", "counter")

@@ -149,7 +149,8 @@ func (t *ScriptedTool) SystemPrompt() string {
 	b.WriteString("- Pipe tool output through `jq` for JSON processing\n")
 	b.WriteString("- Use variables to pass data between tool calls\n")
 	b.WriteString("- " + t.filesNote + "\n")
-	b.WriteString("- Utilities: " + strings.Join(utilityNames(), " ") + "\n")
+	// "[" is test: listing it alone reads as a stray bracket.
+	b.WriteString("- Utilities besides the shell's builtins: " + strings.Join(slices.DeleteFunc(utilityNames(), func(n string) bool { return n == "[" }), " ") + "\n")
 	b.WriteString("- `help`, `<tool> --help` and `discover` describe the tools at run time\n")
 	return b.String()
 }
