@@ -31,6 +31,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -600,14 +601,17 @@ const (
 // writes append to it (all writes do: the shell only truncates or
 // appends).
 type File struct {
-	f      *FS
-	n      *node
-	p      string
-	data   []byte // what a reader reads
-	off    int
-	write  bool
-	read   bool
-	closed bool
+	f     *FS
+	n     *node
+	p     string
+	data  []byte // what a reader reads
+	off   int
+	write bool
+	read  bool
+	// closed is atomic: the interpreter closes a redirected file when the
+	// command ends while the goroutine that copies it into the command's
+	// stdin pipe may still be reading it.
+	closed atomic.Bool
 }
 
 // Open opens the file at p with the flags of os.OpenFile (O_RDONLY,
@@ -682,7 +686,7 @@ func (f *FS) Open(ctx context.Context, p string, flag int, perm fs.FileMode) (*F
 
 // Read reads the content the file had when it was opened.
 func (fl *File) Read(b []byte) (int, error) {
-	if fl.closed {
+	if fl.closed.Load() {
 		return 0, perr("read", fl.p, ErrClosed)
 	}
 	if !fl.read {
@@ -702,7 +706,7 @@ func (fl *File) Read(b []byte) (int, error) {
 
 // Write appends b to the file.
 func (fl *File) Write(b []byte) (int, error) {
-	if fl.closed {
+	if fl.closed.Load() {
 		return 0, perr("write", fl.p, ErrClosed)
 	}
 	if !fl.write {
@@ -737,7 +741,7 @@ func (fl *File) Write(b []byte) (int, error) {
 
 // Close closes the file.
 func (fl *File) Close() error {
-	fl.closed = true
+	fl.closed.Store(true)
 	return nil
 }
 
