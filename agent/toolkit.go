@@ -119,7 +119,11 @@ func newToolKit(ctx context.Context, name string, cat *schema.Catalog, st world.
 				ads[kind] = a
 			}
 		}
-		bash, err := bashfx.New(bashfx.Options{Catalog: cat, Tools: commands, Grants: grants, Adapters: ads, Route: route})
+		opts := bashfx.Options{Catalog: cat, Tools: commands, Grants: grants, Adapters: ads, Route: route}
+		if svc := k.ts.Workspace(); svc != nil {
+			opts.Workspace = svc // the scripts' /workspace
+		}
+		bash, err := bashfx.New(opts)
 		if err != nil {
 			return nil, fmt.Errorf("the bash tool: %w", err)
 		}

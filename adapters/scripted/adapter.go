@@ -2,6 +2,7 @@ package bashfx
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -17,6 +18,7 @@ import (
 	"github.com/demiurge-dev/demiurge/tools/introspect"
 	"github.com/demiurge-dev/demiurge/tools/mcp"
 	"github.com/demiurge-dev/demiurge/tools/scripted"
+	"github.com/demiurge-dev/demiurge/tools/scripted/vfs"
 	"github.com/demiurge-dev/demiurge/tools/workspace"
 )
 
@@ -83,6 +85,12 @@ type Options struct {
 	Route Router
 	// Shell configures the bash tool (its name, limits and timeouts).
 	Shell ShellOptions
+	// Workspace, if set, is mounted as the scripts' /workspace (the
+	// world's default workspace); every file operation there is decided
+	// by the gate as a workspace tool call (workspace_read, _list,
+	// _write, _remove) with the world's workspace.call grant. Without
+	// it, scripts get an empty in-memory workspace.
+	Workspace Workspace
 }
 
 // Adapter runs scripted.run effects. It is safe for concurrent use.
@@ -93,6 +101,7 @@ type Adapter struct {
 	grants   map[string]string
 	route    Router
 	shellOpt ShellOptions
+	ws       Workspace
 
 	mu    sync.RWMutex
 	shell *Shell
@@ -109,7 +118,7 @@ func New(opts Options) (*Adapter, error) {
 	}
 	a := &Adapter{
 		cat: opts.Catalog, gate: effects.NewGate(opts.Catalog), route: opts.Route, shellOpt: opts.Shell,
-		adapters: maps.Clone(opts.Adapters), grants: maps.Clone(opts.Grants),
+		adapters: maps.Clone(opts.Adapters), grants: maps.Clone(opts.Grants), ws: opts.Workspace,
 	}
 	if err := a.SetTools(opts.Tools); err != nil {
 		return nil, err
@@ -178,6 +187,9 @@ func (a *Adapter) Run(ctx context.Context, c *effects.Call) effects.Receipt {
 	}
 	logical := time.Unix(0, int64(c.Intent.LogicalNowNS)).UTC()
 	opts := RunOptions{Call: a.gated(c), Clock: func() time.Time { return logical }}
+	if a.ws != nil {
+		opts.Mount = Mount{Workspace: a.ws, Name: effects.DefaultWorkspace, Check: a.fileCheck(c)}
+	}
 	if c.Progress != nil {
 		opts.Status = func(s tools.Status) {
 			if s.Phase == tools.PhaseOutput && s.Output != "" {
@@ -239,6 +251,46 @@ func (a *Adapter) gated(parent *effects.Call) CallFunc {
 			return tools.Response{}, fmt.Errorf("%s failed: %s", route.Kind, r.Error)
 		}
 		return a.response(ctx, d.Intent, r.Payload)
+	}
+}
+
+// fileCheck returns the checker of one scripted.run call's file
+// operations: each is decided as the workspace tool call it amounts to
+// (workspace_<op> {"path": p}), by the scripted grant's tools_allow and by
+// the gate with the world's workspace.call grant. Decisions are kept for
+// the run: a path is asked about once per operation.
+func (a *Adapter) fileCheck(parent *effects.Call) vfs.Checker {
+	in := parent.Intent
+	allow, restricted := textSet(schema.FieldPath(in.GrantParams, "tools_allow"))
+	grant, hasGrant := a.grants[KindWorkspace]
+	var mu sync.Mutex
+	decided := map[string]error{}
+	return func(op vfs.Op, p string) error {
+		key := string(op) + "\x00" + p
+		mu.Lock()
+		err, ok := decided[key]
+		mu.Unlock()
+		if ok {
+			return err
+		}
+		tool := "workspace_" + string(op)
+		switch {
+		case restricted && !slices.Contains(allow, tool):
+			err = fmt.Errorf("cap %s (grant %q) does not allow %s in scripts (tools_allow %v)", in.Cap, in.Grant, tool, allow)
+		case !hasGrant:
+			err = errNoWorkspaceGrant
+		default:
+			args, _ := json.Marshal(map[string]string{"path": p})
+			d := a.gate.Check(effects.Request{Kind: KindWorkspace, Params: ToolCallParams(tool, string(args)), Grant: grant,
+				Origin: in.Origin, LogicalNowNS: in.LogicalNowNS})
+			if !d.Allowed {
+				err = errors.New(d.Reason)
+			}
+		}
+		mu.Lock()
+		decided[key] = err
+		mu.Unlock()
+		return err
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools"
 	"github.com/demiurge-dev/demiurge/tools/scripted"
+	"github.com/demiurge-dev/demiurge/tools/scripted/vfs"
 )
 
 // ToolName is the name of the bash tool in LLM tool specs.
@@ -28,6 +29,11 @@ const (
 	// writes past it is counted, not kept (bash-like output, as omega's).
 	DefaultOutputBytes = 30000
 )
+
+// FilesNote is the bash tool's prompt tip about files.
+const FilesNote = "The file system is the workspace: the working directory /workspace holds its files " +
+	"(cat, ls, find, grep -r, sed -i, mkdir, mv, rm work on them), and what a script writes, moves or removes " +
+	"there becomes one new workspace version when it ends; /tmp is scratch space"
 
 // maxDrainCancelled bounds the wait for commands still running once the
 // caller's context is done.
@@ -116,6 +122,7 @@ func NewShell(ts []tools.Tool, opts ShellOptions) (*Shell, error) {
 	}
 	b := scripted.NewBuilder(opts.Name).
 		ShortDescription("Run a bash script in a sandbox where every tool of the world is a command").
+		FilesNote(FilesNote).
 		Limits(lim)
 	for _, t := range ts {
 		b.Tool(scripted.ToolDef{
@@ -169,6 +176,9 @@ type RunOptions struct {
 	Clock func() time.Time
 	// Status, if set, receives progress: phases and output chunks.
 	Status tools.StatusFunc
+	// Mount is the workspace the script's file system mounts at
+	// /workspace; the zero Mount gives it an empty in-memory workspace.
+	Mount Mount
 }
 
 // Result is the outcome of a run: the script's result (output, exit
@@ -176,7 +186,8 @@ type RunOptions struct {
 type Result struct {
 	scripted.Result
 	// Commits are the commits of every command, ordered by the commands'
-	// Seq, each command's in the order it made them.
+	// Seq, each command's in the order it made them, then the commit of
+	// the script's own file changes (see Shell.Run).
 	Commits []tools.Commit
 }
 
@@ -188,6 +199,16 @@ type Result struct {
 // started has returned, or at most ShellOptions.Drain after the script's
 // end (one second when ctx is done) if a command ignores its context; what
 // such a command commits later is not in the Result.
+//
+// The script's file system mounts opts.Mount's workspace at /workspace:
+// the script reads the version that was newest when it started, and what
+// it writes, moves or removes there becomes one new version when it ends,
+// committed through the Workspace (whose recorder is ctx's) and listed in
+// Result.Commits, with a note on stderr naming each changed path. A script
+// that fails commits what it changed before failing, as a shell on a disk
+// would leave it; a run that never ends (the process dies) commits
+// nothing. If the workspace moved on while the script ran, its changes
+// are applied on top of the newer version (workspace.Apply).
 func (s *Shell) Run(ctx context.Context, req tools.Request, opts RunOptions) Result {
 	if opts.Call == nil {
 		opts.Call = Direct
@@ -195,8 +216,21 @@ func (s *Shell) Run(ctx context.Context, req tools.Request, opts RunOptions) Res
 	if req.TimeoutMS == 0 && !hasTimeout(req.Arguments) {
 		req.TimeoutMS = s.timeout.Milliseconds()
 	}
+	clock := opts.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	lim := s.tool.Limits()
+	mt, err := mount(ctx, opts.Mount, vfs.Limits{MaxFileBytes: lim.MaxFileBytes, MaxWriteBytes: lim.MaxWriteBytes, MaxFiles: lim.MaxFiles}, clock)
+	if err != nil {
+		msg := "bash: " + err.Error() + "\n"
+		if opts.Status != nil {
+			opts.Status(tools.Stderr(msg))
+		}
+		return Result{Result: scripted.Result{Response: tools.Response{Stderr: msg, ExitCode: 1, Error: scripted.ErrorInternal}}}
+	}
 	r := &run{call: opts.Call, drained: make(chan struct{})}
-	res := s.tool.Run(context.WithValue(ctx, runKey{}, r), req, scripted.RunOptions{Status: opts.Status, Clock: opts.Clock})
+	res := s.tool.Run(context.WithValue(ctx, runKey{}, r), req, scripted.RunOptions{Status: opts.Status, Clock: opts.Clock, FS: mt.fs})
 	// Commands cancelled with the script return at once unless they ignore
 	// their context; wait for them, so that their commits are not lost.
 	wait := s.drain
@@ -209,7 +243,22 @@ func (s *Shell) Run(ctx context.Context, req tools.Request, opts RunOptions) Res
 	case <-t.C:
 	}
 	t.Stop()
-	return Result{Result: res, Commits: r.sortedCommits()}
+	commits := r.sortedCommits()
+	rec := &tools.Recorder{}
+	note, err := mt.commit(ctx, rec)
+	if err != nil {
+		note = "bash: " + err.Error() + "\n"
+		if res.ExitCode == 0 {
+			res.ExitCode, res.Error = 1, scripted.ErrorInternal
+		}
+	}
+	if note != "" {
+		res.Stderr += note
+		if opts.Status != nil {
+			opts.Status(tools.Stderr(note))
+		}
+	}
+	return Result{Result: res, Commits: append(commits, rec.Commits()...)}
 }
 
 // hasTimeout reports whether request arguments set timeout_ms.

@@ -37,9 +37,14 @@ and its tools are the commands, with the tools of the MCP servers it declares
 (started for the script, stopped after it). They run as the operator's: no cap
 or policy is asked (the model's scripts, in "demiurge run", ask both for every
 command).
-Workspace commits the script makes are recorded in the world as
-sys/WorkspaceCommit@1 events. Without --manifest the script has no world
-tools, only the shell and its utilities, and a note on stderr says so.
+The world's workspace ("default") is the script's file system at
+/workspace, its working directory: what the script writes, moves or removes
+there becomes one new workspace version when it ends (a note on stderr
+lists the changed paths), and /tmp is scratch space. Workspace commits the
+script makes, its own and those of workspace_* commands, are recorded in
+the world as sys/WorkspaceCommit@1 events. Without --manifest the script
+has no world tools, only the shell and its utilities, and an empty
+in-memory workspace; a note on stderr says so.
 
 The script's stdout and stderr are printed as it runs. --prompt prints the
 system prompt the model sees for the bash tool instead of running anything.
@@ -73,6 +78,7 @@ command; 1 or the command's status for a failed command), or the usual 1 and
 			ctx := cmd.Context()
 			var w *world.World
 			var ts []tools.Tool
+			var mnt bashfx.Mount
 			if wf.manifest != "" {
 				cat, err := loadCatalog(wf.manifest)
 				if err != nil {
@@ -97,7 +103,11 @@ command; 1 or the command's status for a failed command), or the usual 1 and
 						err = cerr
 					}
 				}()
-				ts = agent.WorldTools(w).Tools()
+				wt := agent.WorldTools(w)
+				ts = wt.Tools()
+				if svc := wt.Workspace(); svc != nil {
+					mnt.Workspace = svc
+				}
 				if len(cat.Manifest.MCPServers) > 0 {
 					reserved := []string{bashfx.ToolName}
 					for _, t := range ts {
@@ -112,7 +122,7 @@ command; 1 or the command's status for a failed command), or the usual 1 and
 					ts = append(ts, set.Tools()...)
 				}
 			} else if !prompt {
-				fmt.Fprintln(a.err, "demiurge sh: no --manifest: the script has no world tools, only the shell and its utilities")
+				fmt.Fprintln(a.err, "demiurge sh: no --manifest: the script has no world tools, only the shell and its utilities, and an empty in-memory workspace")
 			}
 			sh, err := bashfx.NewShell(ts, bashfx.ShellOptions{Timeout: timeout, MaxTime: timeout})
 			if err != nil {
@@ -123,6 +133,7 @@ command; 1 or the command's status for a failed command), or the usual 1 and
 				return err
 			}
 			res := sh.Run(ctx, tools.Request{Commands: script}, bashfx.RunOptions{
+				Mount: mnt,
 				Status: func(s tools.Status) {
 					switch {
 					case s.Phase != tools.PhaseOutput:

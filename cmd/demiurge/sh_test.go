@@ -16,7 +16,7 @@ import (
 	"github.com/demiurge-dev/demiurge/world"
 )
 
-const noWorldNote = "demiurge sh: no --manifest: the script has no world tools, only the shell and its utilities\n"
+const noWorldNote = "demiurge sh: no --manifest: the script has no world tools, only the shell and its utilities, and an empty in-memory workspace\n"
 
 // TestSh runs scripts without a world: the script comes from -c, a file
 // or stdin; its output is printed; demiurge exits with its status.
@@ -40,7 +40,7 @@ func TestSh(t *testing.T) {
 		{"exit status", "", []string{"-c", "echo out; echo err >&2; exit 3"}, 3, "out\n", noWorldNote + "err\n"},
 		{"unknown command", "", []string{"-c", "curl example.com"}, 127, "", noWorldNote + "bash: curl: command not found"},
 		{"syntax error", "", []string{"-c", "if then"}, 2, "", noWorldNote + "bash: syntax error"},
-		{"no host files", "", []string{"-c", "cat /etc/passwd"}, 2, "", noWorldNote + "cat: /etc/passwd: filesystem access disabled\n"},
+		{"no host files", "", []string{"-c", "cat /etc/passwd"}, 1, "", noWorldNote + "cat: /etc/passwd: No such file or directory\n"},
 		{"missing file", "", []string{"nope.sh"}, 1, "", "demiurge: sh: read the script: open nope.sh"},
 		{"-c and FILE", "", []string{"-c", "true", file}, 2, "", "demiurge: sh: give the script with -c or as FILE, not both\n"},
 		{"--prompt with a script", "", []string{"--prompt", "-c", "true"}, 2, "", "demiurge: sh: --prompt runs nothing; give no script with it\n"},
@@ -63,7 +63,7 @@ func TestSh(t *testing.T) {
 func TestShPrompt(t *testing.T) {
 	t.Parallel()
 	r := mustRun(t, exitOK, "", "--store", filepath.Join(t.TempDir(), "store"), "sh", "--prompt")
-	if !strings.HasPrefix(r.stdout, "bash: ") || !strings.Contains(r.stdout, "Utilities:") || strings.Contains(r.stdout, "introspect_") || r.stderr != "" {
+	if !strings.HasPrefix(r.stdout, "# bash\n") || !strings.Contains(r.stdout, "Utilities besides the shell's builtins:") || strings.Contains(r.stdout, "introspect_") || r.stderr != "" {
 		t.Errorf("prompt without a world: stdout %q, stderr %q", r.stdout, r.stderr)
 	}
 	counter := filepath.Join("..", "..", "examples", "counter")
@@ -125,14 +125,15 @@ func TestWorldTools(t *testing.T) {
 	}
 	introspectTools := "introspect_manifest introspect_schemas introspect_module introspect_state introspect_journal_head"
 
-	if counter := agent.WorldTools(open(filepath.Join("..", "..", "examples", "counter"))).Tools(); names(counter) != introspectTools {
-		t.Errorf("counter world tools: %q", names(counter))
+	if wt := agent.WorldTools(open(filepath.Join("..", "..", "examples", "counter"))); names(wt.Tools()) != introspectTools || wt.Workspace() != nil {
+		t.Errorf("counter world tools: %q (workspace service %v)", names(wt.Tools()), wt.Workspace())
 	}
 
 	w := open(writeWorld(t, map[string]string{"manifest.air.json": shWorkspaceManifest}))
 	runScript := func(script string) bashfx.Result {
 		t.Helper()
-		ts := agent.WorldTools(w).Tools()
+		wt := agent.WorldTools(w)
+		ts, svc := wt.Tools(), wt.Workspace()
 		if want := introspectTools + " workspace_list workspace_read workspace_write workspace_edit workspace_remove workspace_diff"; names(ts) != want {
 			t.Fatalf("tools %q; want %q", names(ts), want)
 		}
@@ -140,7 +141,7 @@ func TestWorldTools(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res := sh.Run(ctx, tools.Request{Commands: script}, bashfx.RunOptions{})
+		res := sh.Run(ctx, tools.Request{Commands: script}, bashfx.RunOptions{Mount: bashfx.Mount{Workspace: svc}})
 		if res.ExitCode != 0 {
 			t.Fatalf("%s: exit %d, stderr %q", script, res.ExitCode, res.Stderr)
 		}
@@ -156,6 +157,17 @@ func TestWorldTools(t *testing.T) {
 	res = runScript(`workspace_read --path a.txt; echo; workspace_read --path a.txt --version 1; echo; workspace_list | jq .version`)
 	if res.Stdout != "two\none\n2\n" || len(res.Commits) != 0 {
 		t.Errorf("read back: stdout %q, %d commits", res.Stdout, len(res.Commits))
+	}
+	// Files the script writes are one new version, which tools and later
+	// scripts see.
+	res = runScript(`cat a.txt; echo; mkdir -p notes && echo hi > notes/b.md && mv a.txt c.txt`)
+	if res.Stdout != "two\n" || len(res.Commits) != 1 || res.Commits[0].Version != 3 ||
+		!strings.Contains(res.Stderr, "[workspace default: version 2 -> 3: -a.txt +c.txt +notes/b.md]") {
+		t.Errorf("files: stdout %q, stderr %q, commits %+v", res.Stdout, res.Stderr, res.Commits)
+	}
+	res = runScript(`workspace_read --path notes/b.md; ls; cat c.txt`)
+	if res.Stdout != "hi\nc.txt\nnotes\ntwo" || len(res.Commits) != 0 || res.Stderr != "" {
+		t.Errorf("files read back: stdout %q, stderr %q", res.Stdout, res.Stderr)
 	}
 	if err := recordCommits(ctx, nil, []tools.Commit{{}}); err == nil {
 		t.Error("recordCommits without a world succeeded")

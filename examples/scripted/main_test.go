@@ -12,7 +12,8 @@ func TestRun(t *testing.T) {
 	}
 	got := out.String()
 	for _, want := range []string{
-		"Commands: get_user [--id <integer>], list_orders [--status <string> --user_id <integer>], get_inventory [--item <string>], create_discount [--percent <integer> --user_id <integer>].",
+		"## Available tool commands\n\n- `get_user`: Fetch user by ID\n  Usage: `get_user --id <integer>`\n",
+		"- `create_discount`: Create a discount code for a user\n  Usage: `create_discount --percent <integer> --user_id <integer>`\n",
 		`{"id":1,"name":"Alice","email":"alice@example.com","tier":"gold"}`,
 		"Bob <bob@example.com>\n",
 		"Alice spent 1029.98\n",

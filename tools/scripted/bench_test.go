@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"testing"
 
@@ -116,6 +117,74 @@ func BenchmarkParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			st.Execute(context.Background(), tools.Request{Commands: benchScript})
+		}
+	})
+}
+
+// filesScript is file-heavy: it writes 100 files, then greps, summarizes
+// with awk and counts lines through find | xargs (also run by bench/peers).
+const filesScript = `mkdir -p data
+for i in $(seq 1 100); do printf 'id,%d\nname,item%d\nTODO: check %d\n' $i $i $i > data/f$i.txt; done
+grep -rn TODO data | wc -l
+awk -F, '$1=="id"{s+=$2; n++} END{print n, s}' data/*.txt
+find data -name '*.txt' | xargs wc -l | tail -n 1`
+
+const filesWant = "100\n100 5050\n 300 total\n"
+
+// BenchmarkFiles compares, in one run, the file-heavy script in the
+// sandbox (a fresh in-memory file system per run) with `bash -c` in a fresh
+// host directory per run (made and removed outside the timer).
+func BenchmarkFiles(b *testing.B) {
+	st := benchTool(b)
+	b.Run("sandbox", func(b *testing.B) {
+		if res := run(b, st, filesScript); res.Stdout != filesWant {
+			b.Fatalf("sandbox output %q (stderr %q)", res.Stdout, res.Stderr)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			st.Execute(context.Background(), tools.Request{Commands: filesScript})
+		}
+	})
+	b.Run("bash-c", func(b *testing.B) {
+		bash, err := exec.LookPath("bash")
+		if err != nil {
+			b.Skip("bash not installed")
+		}
+		runBash := func() []byte {
+			dir, err := os.MkdirTemp("", "bench-files")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer os.RemoveAll(dir)
+			cmd := exec.Command(bash, "--norc", "--noprofile", "-c", filesScript)
+			cmd.Dir = dir
+			cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C"}
+			out, err := cmd.Output()
+			if err != nil {
+				b.Fatal(err)
+			}
+			return out
+		}
+		if out := runBash(); !bytes.Equal(out, []byte(filesWant)) {
+			b.Fatalf("bash output %q", out)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			b.StopTimer()
+			dir, err := os.MkdirTemp("", "bench-files")
+			if err != nil {
+				b.Fatal(err)
+			}
+			cmd := exec.Command(bash, "--norc", "--noprofile", "-c", filesScript)
+			cmd.Dir = dir
+			cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C"}
+			b.StartTimer()
+			if _, err := cmd.Output(); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			os.RemoveAll(dir)
+			b.StartTimer()
 		}
 	})
 }

@@ -19,21 +19,51 @@ import (
 // name, a bad schema or environment variable) are reported by Build.
 // A Builder is not safe for concurrent use; Build does not consume it.
 type Builder struct {
-	name     string
-	short    string
-	tools    []*registered
-	env      [][2]string
-	limits   Limits
-	sanitize bool
-	compact  bool
-	clock    func() time.Time
-	errs     []error
+	name      string
+	short     string
+	tools     []*registered
+	env       [][2]string
+	limits    Limits
+	sanitize  bool
+	compact   bool
+	clock     func() time.Time
+	user      string
+	host      string
+	filesNote string
+	errs      []error
 }
 
 // NewBuilder starts a scripted tool called name (its identifier in
 // registries and LLM tool specs).
 func NewBuilder(name string) *Builder {
-	return &Builder{name: name, limits: DefaultLimits(), sanitize: true}
+	return &Builder{name: name, limits: DefaultLimits(), sanitize: true, user: DefaultUsername, host: DefaultHostname,
+		filesNote: DefaultFilesNote}
+}
+
+// FilesNote sets the system prompt's tip about files (default
+// DefaultFilesNote): say what the files are and whether they last.
+func (b *Builder) FilesNote(s string) *Builder {
+	b.filesNote = s
+	return b
+}
+
+// Defaults of Username and Hostname.
+const (
+	DefaultUsername = "agent"
+	DefaultHostname = "sandbox"
+)
+
+// Username sets what whoami prints and $USER holds (default "agent").
+func (b *Builder) Username(name string) *Builder {
+	b.user = name
+	return b
+}
+
+// Hostname sets what hostname prints and $HOSTNAME holds (default
+// "sandbox").
+func (b *Builder) Hostname(name string) *Builder {
+	b.host = name
+	return b
 }
 
 // ShortDescription sets the one-line summary; the default is
@@ -110,7 +140,8 @@ var (
 // reservedEnv are variables the sandbox sets itself.
 var reservedEnv = map[string]bool{
 	"HOME": true, "PWD": true, "PATH": true, "TMPDIR": true, "UID": true, "EUID": true,
-	"GID": true, "IFS": true, "OPTIND": true,
+	"GID": true, "IFS": true, "OPTIND": true, "USER": true, "LOGNAME": true, "HOSTNAME": true,
+	"SHELL": true, "OLDPWD": true,
 }
 
 // Build checks the configuration and returns the tool. Errors name the
@@ -121,14 +152,22 @@ func (b *Builder) Build() (*ScriptedTool, error) {
 		errs = append(errs, fmt.Errorf("tool name %q: want letters, digits, '_', '-' or '.'", b.name))
 	}
 	t := &ScriptedTool{
-		name:     b.name,
-		short:    b.short,
-		byName:   make(map[string]*registered),
-		limits:   b.limits.withDefaults(),
-		sanitize: b.sanitize,
-		compact:  b.compact,
-		clock:    b.clock,
-		jq:       &coreutils.JQCache{},
+		name:      b.name,
+		short:     b.short,
+		byName:    make(map[string]*registered),
+		limits:    b.limits.withDefaults(),
+		sanitize:  b.sanitize,
+		compact:   b.compact,
+		clock:     b.clock,
+		jq:        &coreutils.JQCache{},
+		user:      b.user,
+		host:      b.host,
+		filesNote: b.filesNote,
+	}
+	for _, nv := range [][2]string{{"username", b.user}, {"hostname", b.host}} {
+		if !envNameRE.MatchString(strings.ReplaceAll(nv[1], "-", "_")) {
+			errs = append(errs, fmt.Errorf("%s %q: want letters, digits, '_' or '-'", nv[0], nv[1]))
+		}
 	}
 	if t.short == "" {
 		t.short = "ScriptedTool: " + b.name
@@ -189,6 +228,7 @@ func (b *Builder) Build() (*ScriptedTool, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("scripted tool %s: %w", b.name, err)
 	}
+	t.envs = newRunnerEnv(append(t.baseEnv(), t.env...))
 	return t, nil
 }
 

@@ -195,6 +195,9 @@ func (ex *execution) record(c Call) {
 		ex.dropped++
 		return
 	}
+	if ex.calls == nil {
+		ex.calls = make([]Call, 0, 8) // one allocation for a typical script's calls
+	}
 	ex.calls = append(ex.calls, c)
 }
 
@@ -230,11 +233,50 @@ func writeJSONLine(w io.Writer, v any) {
 	w.Write(append(b, '\n'))
 }
 
-// toolHelpText is `<tool> --help` and `help <tool>`.
+// toolHelpText is `<tool> --help` and `help <tool>`: the description,
+// the usage, and each flag with its type, whether it is required, its
+// allowed values and its description.
 func toolHelpText(reg *registered) string {
 	s := reg.def.Name + " - " + reg.def.Description + "\n"
-	if reg.usage != "" {
-		s += "Usage: " + reg.def.Name + " " + reg.usage + "\n"
+	if reg.usage == "" {
+		return s
+	}
+	s += "Usage: " + reg.def.Name + " " + reg.usage + "\n"
+	fs := reg.flags
+	props := fs.objectProps(fs.root)
+	required, _ := fs.resolve(fs.root)["required"].([]any)
+	names := make([]string, 0, len(props))
+	for n := range props {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	rows := make([][2]string, 0, len(names))
+	width := 0
+	for _, n := range names {
+		p, _ := props[n].(map[string]any)
+		p = fs.resolve(p)
+		left := "--" + n + " " + typeHint(fs, p)
+		width = max(width, len(left))
+		var notes []string
+		if slices.Contains(required, any(n)) {
+			notes = append(notes, "(required)")
+		}
+		if d, ok := p["description"].(string); ok && d != "" {
+			d, _, _ = strings.Cut(strings.TrimSpace(d), "\n")
+			notes = append(notes, d)
+		}
+		if enum, ok := p["enum"].([]any); ok && len(enum) > 0 {
+			notes = append(notes, "one of: "+allowedValues(enum))
+		}
+		rows = append(rows, [2]string{left, strings.Join(notes, " ")})
+	}
+	s += "Flags:\n"
+	for _, r := range rows {
+		line := "  " + r[0]
+		if r[1] != "" {
+			line += strings.Repeat(" ", width-len(r[0])+2) + r[1]
+		}
+		s += strings.TrimRight(line, " ") + "\n"
 	}
 	return s
 }

@@ -11,24 +11,29 @@
 //
 // Inside a script, a tool is called as `name --key value --flag=value`;
 // flags are coerced by the tool's JSON Schema and validated before the
-// callback runs. `help`, `discover`, `<tool> --help` and
-// `<tool> --dry-run` describe the tools, and a small set of in-process
-// utilities (echo, printf, jq, grep, sed, head, tail, sort, uniq, wc, cut,
-// tr, seq, cat, tee, xargs, basename, dirname, base64, date, true, false,
-// test) processes their output.
+// callback runs (a boolean also takes `--flag true|false`, and `--a-b`
+// names the property a_b when the schema has no a-b). `help`, `discover`,
+// `<tool> --help` and `<tool> --dry-run` describe the tools, and
+// in-process utilities process their output and files: awk (a POSIX awk
+// of our own), jq (gojq), grep, sed, sort, find, ls, cp, mv, rm, diff, bc
+// and some sixty more (see [ScriptedTool.SystemPrompt]).
 //
 // # Sandbox
 //
 // Nothing of the host is reachable from a script: no process is started,
-// no file is opened, read, listed or checked (redirections other than
-// /dev/null, /dev/stdout, /dev/stderr and /dev/stdin fail with
-// "filesystem redirection disabled"), no host environment variable is
-// visible (the environment is exactly the Builder's), and there is no
-// network. Syntax the sandbox cannot contain — process substitution,
-// background jobs, coprocesses — is rejected before anything runs.
-// Commands, loop iterations, function depth, concurrent pipeline stages,
-// tool calls, output, variable memory and wall time are bounded by
-// [Limits].
+// no host file is opened, read, listed or checked, no host environment
+// variable is visible (the environment is the Builder's and a few the
+// sandbox sets: HOME, USER, SHELL, PATH, UID), and there is no network. The
+// script's file system is package vfs: /workspace, its working directory
+// (empty, or a caller's workspace through [RunOptions].FS), /tmp scratch
+// space and /dev; paths never leave it. bash and sh run child shells in
+// the same sandbox. eval, source and trap handlers run only when their
+// code holds no loop or function definition (which the limits could not
+// bound); a background job (&) runs in the foreground; coprocesses and
+// >(...) are rejected before anything runs. Commands, loop iterations,
+// function depth, concurrent pipeline stages, nested shells, tool calls,
+// output, variable memory, the file system's size and wall time are
+// bounded by [Limits].
 //
 // # Exit status
 //
@@ -36,7 +41,8 @@
 // "<tool>: callback failed" unless SanitizeErrors(false)) or an exceeded
 // resource limit ("resource limit exceeded: ..."); 2 a flag, schema or
 // syntax error, or a rejected script; 124 the time limit; 127 an unknown
-// command, reported with the list of the commands that exist.
+// command, reported with the closest command's name when it looks like a
+// typo of it.
 //
 // # Caveats
 //
@@ -46,4 +52,5 @@
 // order they started. The interpreter is mvdan.cc/sh/v3 v3.14.1, which
 // differs from bash in places: the last stage of a pipeline runs in the
 // current shell, a bare `return` returns 0, ${#assoc[@]} counts 1.
+// Output is streamed (ExecuteWithStatus) a line at a time.
 package scripted

@@ -133,6 +133,21 @@ func (s *flagSchema) typeOfDepth(n schemaNode, depth int) string {
 	return ""
 }
 
+// canonicalKey maps a flag name to the schema's property: --user-id names
+// user_id (and --user_id names user-id) when the schema has that one and
+// not the name as written.
+func (s *flagSchema) canonicalKey(key string) string {
+	if s.root == nil || s.property(key) != nil {
+		return key
+	}
+	for _, alt := range []string{strings.ReplaceAll(key, "-", "_"), strings.ReplaceAll(key, "_", "-")} {
+		if alt != key && s.property(alt) != nil {
+			return alt
+		}
+	}
+	return key
+}
+
 // items returns the resolved item schema of an array schema.
 func (s *flagSchema) items(n schemaNode) schemaNode {
 	if n == nil {
@@ -188,6 +203,7 @@ func parseFlags(s *flagSchema, argv []string, lim Limits) (map[string]any, error
 		if key == "" {
 			return nil, flagErrorf("expected --flag, got: %s", tok)
 		}
+		key = s.canonicalKey(key)
 		prop := s.property(key)
 		typ := s.typeOf(prop)
 		if err := spend(key, len(key)); err != nil {
@@ -213,6 +229,14 @@ func parseFlags(s *flagSchema, argv []string, lim Limits) (map[string]any, error
 		}
 		switch typ {
 		case "boolean":
+			// --flag alone is true; --flag true|false also works.
+			if i+1 < len(argv) && !isFlag(i+1) {
+				if b, isBool := coerce(argv[i+1], "boolean", lim).(bool); isBool {
+					params[key] = b
+					i += 2
+					continue
+				}
+			}
 			params[key] = true
 			i++
 		case "array":
@@ -361,10 +385,10 @@ func coerce(raw, typ string, lim Limits) any {
 			return f
 		}
 	case "boolean":
-		switch raw {
-		case "true", "1", "yes":
+		switch strings.ToLower(raw) {
+		case "true", "1", "yes", "on":
 			return true
-		case "false", "0", "no":
+		case "false", "0", "no", "off":
 			return false
 		}
 	case "array", "object":

@@ -3,6 +3,8 @@ package scripted
 import (
 	"fmt"
 	"time"
+
+	"github.com/demiurge-dev/demiurge/tools/scripted/vfs"
 )
 
 // Limits bound one execution of a script. Every limit applies to each
@@ -54,6 +56,13 @@ type Limits struct {
 	// MaxTraceCalls bounds the entries kept in an execution's trace; later
 	// calls are counted in Result.TraceDropped.
 	MaxTraceCalls int
+	// MaxFileBytes bounds one file's size, MaxWriteBytes the bytes a
+	// script writes to files in all, and MaxFiles the files and
+	// directories it creates (in the in-memory file system Run makes when
+	// RunOptions.FS is nil; a caller's FS carries its own).
+	MaxFileBytes  int64
+	MaxWriteBytes int64
+	MaxFiles      int64
 }
 
 // DefaultLimits returns the limits used when none are configured.
@@ -78,6 +87,9 @@ func DefaultLimits() Limits {
 		MaxFlagBytes:           64 * 1024,
 		MaxArrayItems:          4096,
 		MaxTraceCalls:          1024,
+		MaxFileBytes:           vfs.DefaultLimits().MaxFileBytes,
+		MaxWriteBytes:          vfs.DefaultLimits().MaxWriteBytes,
+		MaxFiles:               vfs.DefaultLimits().MaxFiles,
 	}
 }
 
@@ -115,6 +127,9 @@ func (l Limits) withDefaults() Limits {
 	set(&l.MaxFlagBytes, d.MaxFlagBytes)
 	set(&l.MaxArrayItems, d.MaxArrayItems)
 	set(&l.MaxTraceCalls, d.MaxTraceCalls)
+	set64(&l.MaxFileBytes, d.MaxFileBytes)
+	set64(&l.MaxWriteBytes, d.MaxWriteBytes)
+	set64(&l.MaxFiles, d.MaxFiles)
 	return l
 }
 

@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,20 +22,25 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/demiurge-dev/demiurge/tools"
-	"github.com/demiurge-dev/demiurge/tools/internal/levenshtein"
 	"github.com/demiurge-dev/demiurge/tools/scripted/internal/coreutils"
+	"github.com/demiurge-dev/demiurge/tools/scripted/vfs"
 )
 
-// sandboxTmpDir is the interpreter's TMPDIR: a path below a character
-// device, which no host can have, so that the interpreter's own
-// temporary-file shortcut (it opens FIFOs under TMPDIR directly) can never
-// reach a host file.
-const sandboxTmpDir = "/dev/null/sandbox-tmp"
+// interpTmpDir is the TMPDIR the interpreter is built with: a path below
+// a character device, which no host can have, so that the interpreter's
+// own temporary-file shortcut (it opens FIFOs under TMPDIR directly,
+// bypassing the open handler) can never reach a host file. Scripts see
+// no TMPDIR (as bash sets none): mktemp and the like use /tmp, the
+// sandbox's scratch directory.
+const interpTmpDir = "/dev/null/sandbox-tmp"
 
-// baseEnv is the environment of every script, before the Builder's.
-// (The interpreter sets PWD, IFS and OPTIND itself; PATH stays unset, as
-// no command is ever looked up on a file system.)
-var baseEnv = []string{"HOME=/", "TMPDIR=" + sandboxTmpDir, "UID=1000", "EUID=1000", "GID=1000"}
+// baseEnv is the environment of every script, before the Builder's (the
+// interpreter sets PWD, IFS and OPTIND itself). PATH is for show: no
+// command is ever looked up on a file system.
+func (t *ScriptedTool) baseEnv() []string {
+	return []string{"HOME=" + vfs.WorkspaceDir, "UID=1000", "EUID=1000", "GID=1000",
+		"USER=" + t.user, "SHELL=/bin/bash", "PATH=/usr/local/bin:/usr/bin:/bin"}
+}
 
 // request is a decoded tools.Request.
 type request struct {
@@ -109,15 +112,16 @@ func (t *ScriptedTool) run(ctx context.Context, req tools.Request, opts RunOptio
 		return fail(2, ErrorRejected, fmt.Sprintf("bash: script exceeds %d bytes\n", lim.MaxScriptBytes))
 	}
 	st.phase(tools.PhaseParse, 10)
-	file, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(r.script), "")
+	file, err := parse(r.script, "")
 	if err != nil {
 		return fail(2, ErrorParse, "bash: syntax error: "+err.Error()+"\n")
 	}
+	file.Name = "bash" // $0, as for bash -c
 	shape, err := checkScript(file, lim.MaxASTDepth)
 	if err != nil {
 		return fail(2, ErrorRejected, "bash: "+err.Error()+"\n")
 	}
-	loops := instrument(file, shape, lim.MaxPipelineStages)
+	loops := instrument(file, shape, lim.MaxPipelineStages, 0)
 	timeout := lim.Timeout
 	if r.timeout > 0 && r.timeout < timeout {
 		timeout = r.timeout
@@ -130,14 +134,21 @@ func (t *ScriptedTool) run(ctx context.Context, req tools.Request, opts RunOptio
 		now = time.Now
 	}
 	st.phase(tools.PhaseExecute, 20)
+	fsys := opts.FS
+	if fsys == nil {
+		fsys = vfs.New(vfs.Options{Clock: now, Limits: vfs.Limits{
+			MaxFileBytes: lim.MaxFileBytes, MaxWriteBytes: lim.MaxWriteBytes, MaxFiles: lim.MaxFiles}})
+	}
 	ex := &execution{
 		t:         t,
 		lim:       lim,
 		now:       now,
-		loopIters: make([]atomic.Int64, loops),
+		fs:        fsys,
+		loopIters: newLoopCounters(loops),
 		stdout:    &capWriter{max: lim.MaxStdoutBytes, stream: "stdout", sink: st},
 		stderr:    &capWriter{max: lim.MaxStderrBytes, stream: "stderr", sink: st, hideTrace: true},
 	}
+	ex.shadow.Store(shape.shadow)
 	return ex.execute(ctx, file, timeout)
 }
 
@@ -146,15 +157,20 @@ type execution struct {
 	t      *ScriptedTool
 	lim    Limits
 	now    func() time.Time
+	fs     *vfs.FS
 	cancel context.CancelCauseFunc
 
 	stdout, stderr *capWriter
 
 	commands   atomic.Int64
 	iterations atomic.Int64
-	loopIters  []atomic.Int64
+	loopIters  *loopCounters
 	stages     atomic.Int64
 	toolCalls  atomic.Int64
+	shells     atomic.Int64 // nested shells running (bash -c)
+	psubs      atomic.Int64 // files made for <(...)
+	shadow     atomic.Bool  // the script defines ":", "true" or "false"
+	funcs      sync.Map     // names of the functions the script defined
 	lastScan   atomic.Int64 // unix nanos of the last full variable scan
 
 	limitMu  sync.Mutex
@@ -173,19 +189,7 @@ func (ex *execution) execute(parent context.Context, file *syntax.File, timeout 
 	defer cancel(nil)
 	defer cancelTimeout()
 
-	env := make([]string, 0, len(baseEnv)+len(ex.t.env))
-	env = append(append(env, baseEnv...), ex.t.env...)
-	runner, err := interp.New(
-		interp.Env(expand.ListEnviron(env...)),
-		interp.Dir("/"),
-		interp.StdIO(nil, ex.stdout, ex.stderr),
-		interp.CallHandler(ex.callHandler),
-		interp.ExecHandlers(ex.execMiddleware),
-		interp.OpenHandler(ex.openHandler),
-		interp.ReadDirHandler2(readDirNone),
-		interp.StatHandler(statNone),
-		interp.AccessHandler(accessNone),
-	)
+	runner, err := ex.newRunner(ex.t.envs, vfs.WorkspaceDir, nil, nil, ex.stdout, ex.stderr)
 	if err != nil {
 		slog.Error("scripted: create interpreter", "err", err)
 		return ex.result(1, ErrorInternal, "bash: internal error\n")
@@ -281,9 +285,8 @@ func (ex *execution) limit() *limitError {
 // disabled are shell builtins that would reach outside the sandbox or run
 // code the sandbox did not check; they are "command not found".
 var disabled = map[string]bool{
-	"eval": true, "trap": true, "source": true, ".": true, "cd": true, "pushd": true,
-	"popd": true, "dirs": true, "exec": true, "type": true, "hash": true, "builtin": true,
-	"wait": true, "caller": true, "umask": true, "ulimit": true, "kill": true, "jobs": true,
+	"exec": true, "builtin": true,
+	"caller": true, "umask": true, "ulimit": true, "kill": true, "jobs": true,
 	"bg": true, "fg": true, "disown": true, "suspend": true, "logout": true, "enable": true,
 	"fc": true, "history": true, "bind": true, "complete": true, "compgen": true,
 	"compopt": true, "newgrp": true, "coproc": true,
@@ -304,34 +307,60 @@ func (ex *execution) callHandler(ctx context.Context, args []string) ([]string, 
 		case genTick:
 			return ex.tick(hc, args)
 		case genLoop, genLoopZero:
-			if id, err := strconv.Atoi(args[1]); err == nil && id >= 0 && id < len(ex.loopIters) {
-				ex.loopIters[id].Store(0)
+			if id, err := strconv.Atoi(args[1]); err == nil {
+				if c := ex.loopIters.get(id); c != nil {
+					c.Store(0)
+				}
 			}
 			if name == genLoopZero {
+				if ex.shadow.Load() {
+					return argsExecTrue, nil
+				}
 				return []string{":"}, nil
 			}
-			return keepStatus(hc), nil
+			return ex.keepStatus(hc), nil
 		case genEnter:
 			d, _ := strconv.ParseInt(args[1], 10, 64)
 			if d > ex.lim.MaxFunctionDepth {
 				return nil, ex.fail("maximum function depth exceeded (%d)", ex.lim.MaxFunctionDepth)
 			}
-			return keepStatus(hc), nil
+			return ex.keepStatus(hc), nil
 		case genPipe:
 			k, _ := strconv.ParseInt(args[1], 10, 64)
 			if ex.stages.Add(k) > ex.lim.MaxPipelineStages {
 				return nil, ex.fail("maximum concurrent pipeline stages exceeded (%d)", ex.lim.MaxPipelineStages)
 			}
-			return keepStatus(hc), nil
+			return ex.keepStatus(hc), nil
 		case genPipeEnd:
 			k, _ := strconv.ParseInt(args[1], 10, 64)
 			ex.stages.Add(-k)
-			return keepStatus(hc), nil
+			return ex.keepStatus(hc), nil
 		case genVars:
 			if err := ex.checkVars(hc, args[1:], true); err != nil {
 				return nil, err
 			}
-			return keepStatus(hc), nil
+			return ex.keepStatus(hc), nil
+		case genFunc:
+			ex.funcs.Store(args[1], true)
+			return ex.keepStatus(hc), nil
+		case genBody, genLoopEnd:
+			id, _ := strconv.Atoi(args[1])
+			c := ex.loopIters.get(id)
+			if c == nil {
+				return ex.keepStatus(hc), nil
+			}
+			if name == genBody {
+				c.status.Store(int32(hc.LastExitStatus))
+				return ex.keepStatus(hc), nil
+			}
+			if st := c.status.Load(); st != 0 {
+				return []string{execExit, strconv.Itoa(int(st))}, nil
+			}
+			return argsExecTrue, nil
+		case ":":
+			if ex.shadow.Load() {
+				return argsExecTrue, nil
+			}
 		}
 		return args, nil // ":", "return", calls of generated functions
 	}
@@ -344,12 +373,21 @@ func (ex *execution) callHandler(ctx context.Context, args []string) ([]string, 
 	if err := ex.checkVars(hc, nil, false); err != nil {
 		return nil, err
 	}
-	return ex.route(args), nil
+	return ex.route(&hc, args), nil
 }
 
 // route decides what a user command runs as.
-func (ex *execution) route(args []string) []string {
+func (ex *execution) route(hc *interp.HandlerContext, args []string) []string {
 	name := args[0]
+	// /usr/bin/jq, /bin/sh: the sandbox's commands live "there".
+	for _, dir := range []string{"/usr/local/bin/", "/usr/bin/", "/bin/"} {
+		if base, ok := strings.CutPrefix(name, dir); ok && isSandboxCommand(base) {
+			return ex.route(hc, append([]string{base}, args[1:]...))
+		}
+	}
+	if routed, ok := ex.routeBuiltin(hc, args); ok {
+		return routed
+	}
 	if _, ok := ex.t.byName[name]; ok {
 		return append([]string{execTool}, args...)
 	}
@@ -376,7 +414,7 @@ func (ex *execution) route(args []string) []string {
 		if strings.HasPrefix(rest[0], reservedPrefix) {
 			return []string{execDenied, rest[0]}
 		}
-		return ex.route(rest)
+		return ex.route(hc, rest)
 	}
 	return args
 }
@@ -385,24 +423,37 @@ func (ex *execution) tick(hc interp.HandlerContext, args []string) ([]string, er
 	if ex.iterations.Add(1) > ex.lim.MaxTotalLoopIterations {
 		return nil, ex.fail("maximum total loop iterations exceeded (%d)", ex.lim.MaxTotalLoopIterations)
 	}
-	if id, err := strconv.Atoi(args[1]); err == nil && id >= 0 && id < len(ex.loopIters) {
-		if ex.loopIters[id].Add(1) > ex.lim.MaxLoopIterations {
+	if id, err := strconv.Atoi(args[1]); err == nil {
+		c := ex.loopIters.get(id)
+		if c != nil {
+			c.status.Store(0)
+		}
+		if c != nil && c.Add(1) > ex.lim.MaxLoopIterations {
 			return nil, ex.fail("maximum loop iterations exceeded (%d)", ex.lim.MaxLoopIterations)
 		}
 	}
-	return keepStatus(hc), nil
+	return ex.keepStatus(hc), nil
 }
 
 var (
-	argsTrue   = []string{":"}
-	argsFalse  = []string{"false"}
-	argsStatus = []string{execStatus}
+	argsTrue     = []string{":"}
+	argsFalse    = []string{"false"}
+	argsStatus   = []string{execStatus}
+	argsExecTrue = []string{execTrue}
 )
 
 // keepStatus is the command a generated call becomes so that $? stays
 // what it was: the builtins ":" and "false" for 0 and 1 (cheap), else
-// execStatus, which the exec handler turns back into the status.
-func keepStatus(hc interp.HandlerContext) []string {
+// execStatus, which the exec handler turns back into the status. When the
+// script defines its own ":", "true" or "false", only the exec handler is
+// used.
+func (ex *execution) keepStatus(hc interp.HandlerContext) []string {
+	if ex.shadow.Load() {
+		if hc.LastExitStatus == 0 {
+			return argsExecTrue
+		}
+		return argsStatus
+	}
 	switch hc.LastExitStatus {
 	case 0:
 		return argsTrue
@@ -454,8 +505,14 @@ func varSize(vr expand.Variable) int64 {
 func (ex *execution) execMiddleware(next interp.ExecHandlerFunc) interp.ExecHandlerFunc {
 	return func(ctx context.Context, args []string) error {
 		hc := interp.HandlerCtx(ctx)
-		if args[0] == execStatus {
+		switch args[0] {
+		case execStatus:
 			return exitStatus(hc.LastExitStatus)
+		case execTrue:
+			return nil
+		case execExit:
+			n, _ := strconv.Atoi(args[1])
+			return exitStatus(n)
 		}
 		cio := cmdIO{stdin: stdinOf(hc), stdout: hc.Stdout, stderr: hc.Stderr}
 		return exitStatus(ex.dispatch(ctx, &hc, args, cio))
@@ -498,11 +555,29 @@ func (ex *execution) dispatch(ctx context.Context, hc *interp.HandlerContext, ar
 	case execHelp:
 		return ex.help(args[1:], cio)
 	case execCommandV:
-		return ex.commandV(args[1:], cio)
+		if len(args) < 2 {
+			return 0
+		}
+		return ex.typeCmd(append([]string{"-" + args[1]}, args[2:]...), cio)
 	case "discover":
 		return ex.discover(args[1:], cio)
 	case execPrintf:
 		return ex.utility(ctx, hc, "printf", args[1:], cio)
+	case execCat:
+		return ex.utility(ctx, hc, "cat", nil, cio)
+	case execType:
+		return ex.typeCmd(args[1:], cio)
+	case execError:
+		io.WriteString(cio.stderr, args[1]+"\n")
+		code, _ := strconv.Atoi(args[2])
+		return code
+	case genPsub:
+		return ex.psubFile(ctx, cio)
+	case "bash", "sh":
+		return ex.shell(ctx, hc, args, cio)
+	}
+	if strings.Contains(args[0], "/") {
+		return ex.runPath(ctx, hc, args, cio)
 	}
 	if _, ok := coreutils.Lookup(args[0]); ok {
 		return ex.utility(ctx, hc, args[0], args[1:], cio)
@@ -518,8 +593,10 @@ func (ex *execution) utility(ctx context.Context, hc *interp.HandlerContext, nam
 		stdin = strings.NewReader("")
 	}
 	var envSnapshot expand.Environ
+	dir := vfs.WorkspaceDir
 	if hc != nil {
 		envSnapshot = hc.Env
+		dir = hc.Dir
 	}
 	env := &coreutils.Env{
 		Stdin:          stdin,
@@ -529,6 +606,10 @@ func (ex *execution) utility(ctx context.Context, hc *interp.HandlerContext, nam
 		MaxInputBytes:  ex.lim.MaxCommandInputBytes,
 		MaxOutputBytes: ex.lim.MaxCommandOutputBytes,
 		JQ:             ex.t.jq,
+		FS:             ex.fs,
+		Dir:            dir,
+		User:           ex.t.user,
+		Host:           ex.t.host,
 		Getenv: func(name string) string {
 			if envSnapshot == nil {
 				return ""
@@ -570,7 +651,7 @@ func (ex *execution) xargsExec(ctx context.Context, hc *interp.HandlerContext, a
 	if strings.HasPrefix(argv[0], reservedPrefix) {
 		return ex.notFound(cio.stderr, argv[0])
 	}
-	routed := ex.route(argv)
+	routed := ex.route(hc, argv)
 	switch routed[0] {
 	case "echo", "true", "false", "test", "[", ":":
 		if hc == nil {
@@ -604,146 +685,79 @@ func builtinStatus(err error) (int, bool) {
 	return 0, false
 }
 
-// notFound prints "bash: X: command not found" with what exists; 127.
+// notFound prints "bash: X: command not found", with the closest command
+// when one is close (edit distance 1 for short names, 2 for longer ones);
+// 127. The message stays under 120 bytes.
 func (ex *execution) notFound(w io.Writer, name string) int {
-	var b strings.Builder
-	fmt.Fprintf(&b, "bash: %s: command not found", name)
+	shown := name
+	if len(shown) > 40 {
+		shown = shown[:40] + "..."
+	}
+	msg := "bash: " + shown + ": command not found"
 	if s := ex.suggest(name); s != "" {
-		fmt.Fprintf(&b, ". Did you mean %s?", s)
+		msg += "; did you mean " + s + "?"
 	}
-	if len(ex.t.tools) > 0 {
-		b.WriteString(" (tools: " + strings.Join(ex.t.toolNames(), ", ") + ";")
-	} else {
-		b.WriteString(" (")
-	}
-	b.WriteString(" utilities: " + strings.Join(utilityNames(), " ") + "; builtins: help discover read set local export exit; no filesystem, network or host programs)\n")
-	io.WriteString(w, b.String())
+	io.WriteString(w, msg+"\n")
 	return 127
 }
 
-// suggest returns the command closest to name (edit distance ≤ 2), or "".
+// suggest returns the command closest to name when it is close enough
+// to be a typo of it, or "".
 func (ex *execution) suggest(name string) string {
-	if len(name) > 64 {
+	if len(name) > 40 || len(name) < 2 {
 		return ""
 	}
-	best, bestDist := "", 3
+	limit := 1
+	if len(name) > 5 {
+		limit = 2
+	}
+	best, bestDist := "", limit+1
 	try := func(c string) {
-		if d := editDistance(name, c); d < bestDist && d > 0 {
+		if len(c) < 2 || strings.HasPrefix(c, reservedPrefix) {
+			return
+		}
+		if d := osaDistance(name, c); d > 0 && d < bestDist {
 			best, bestDist = c, d
 		}
 	}
 	for _, r := range ex.t.tools {
 		try(r.def.Name)
 	}
-	for _, u := range utilityNames() {
-		try(u)
+	for _, c := range sandboxCommands() {
+		try(c)
 	}
-	try("help")
-	try("discover")
 	return best
 }
 
-// editDistance is the Levenshtein distance of two short strings.
-func editDistance(a, b string) int {
-	if len(b) > 64 {
-		return len(b)
+// osaDistance is the edit distance of two short strings where swapping
+// two neighbours counts as one edit (optimal string alignment).
+func osaDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	if len(rb) > 64 || len(ra) > 64 {
+		return 1 << 10
 	}
-	return levenshtein.Distance(a, b)
-}
-
-// commandV answers command -v/-V from the registry.
-func (ex *execution) commandV(args []string, cio cmdIO) int {
-	verbose := len(args) > 0 && args[0] == "-V"
-	status := 0
-	for _, n := range args[1:] {
-		_, isTool := ex.t.byName[n]
-		_, isUtil := coreutils.Lookup(n)
-		builtin := (interp.IsBuiltin(n) && !disabled[n]) || n == "discover"
-		switch {
-		case !isTool && !isUtil && !builtin:
-			status = 1
-			if verbose {
-				fmt.Fprintf(cio.stderr, "bash: command: %s: not found\n", n)
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
 			}
-		case verbose && isTool:
-			fmt.Fprintf(cio.stdout, "%s is a tool command\n", n)
-		case verbose:
-			fmt.Fprintf(cio.stdout, "%s is a shell builtin\n", n)
-		default:
-			fmt.Fprintln(cio.stdout, n)
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
 		}
 	}
-	return status
+	return d[len(ra)][len(rb)]
 }
-
-// openHandler: only /dev/null, /dev/stdin, /dev/stdout and /dev/stderr
-// exist.
-func (ex *execution) openHandler(ctx context.Context, p string, flag int, perm os.FileMode) (io.ReadWriteCloser, error) {
-	hc := interp.HandlerCtx(ctx)
-	switch path.Clean("/" + p) {
-	case "/dev/null":
-		return devNull{}, nil
-	case "/dev/stdout":
-		return stream{w: hc.Stdout}, nil
-	case "/dev/stderr":
-		return stream{w: hc.Stderr}, nil
-	case "/dev/stdin":
-		return stream{r: stdinOf(hc)}, nil
-	}
-	return nil, &os.PathError{Op: "bash:", Path: p, Err: errors.New("filesystem redirection disabled")}
-}
-
-func readDirNone(ctx context.Context, p string) ([]fs.DirEntry, error) { return nil, nil }
-
-func statNone(ctx context.Context, name string, followSymlinks bool) (fs.FileInfo, error) {
-	if path.Clean("/"+name) == "/" {
-		return rootInfo{}, nil
-	}
-	return nil, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
-}
-
-func accessNone(ctx context.Context, p string, mode interp.AccessMode) error {
-	return &fs.PathError{Op: "access", Path: p, Err: fs.ErrPermission}
-}
-
-type devNull struct{}
-
-func (devNull) Read([]byte) (int, error)    { return 0, io.EOF }
-func (devNull) Write(p []byte) (int, error) { return len(p), nil }
-func (devNull) Close() error                { return nil }
-
-// stream is a redirection to one of the command's own streams; closing it
-// leaves the stream open.
-type stream struct {
-	r io.Reader
-	w io.Writer
-}
-
-func (s stream) Read(p []byte) (int, error) {
-	if s.r == nil {
-		return 0, io.EOF
-	}
-	return s.r.Read(p)
-}
-
-func (s stream) Write(p []byte) (int, error) {
-	if s.w == nil {
-		return len(p), nil
-	}
-	return s.w.Write(p)
-}
-
-func (stream) Close() error { return nil }
-
-// rootInfo describes the sandbox's only directory, "/".
-type rootInfo struct{}
-
-func (rootInfo) Name() string       { return "/" }
-func (rootInfo) Size() int64        { return 0 }
-func (rootInfo) Mode() fs.FileMode  { return fs.ModeDir | 0o555 }
-func (rootInfo) ModTime() time.Time { return time.Time{} }
-func (rootInfo) IsDir() bool        { return true }
-func (rootInfo) Sys() any           { return nil }
 
 // statusSink serializes status reports and stops them once Run returns.
 type statusSink struct {
@@ -802,6 +816,9 @@ type capWriter struct {
 	// and of the ":" that follows them.
 	hideTrace  bool
 	afterTrace bool
+	// partial is the streamed line not yet ended by a newline: output is
+	// streamed a line at a time.
+	partial []byte
 }
 
 // isGeneratedTrace reports whether p is an xtrace line of a generated
@@ -847,14 +864,43 @@ func (w *capWriter) Write(p []byte) (int, error) {
 	}
 	if len(keep) > 0 {
 		w.buf = append(w.buf, keep...)
-		w.sink.chunk(w.stream, string(keep))
+		w.stream1(keep)
 	}
 	return len(p), nil
+}
+
+// stream1 streams output a line at a time; the caller holds w.mu.
+func (w *capWriter) stream1(p []byte) {
+	if w.sink == nil || w.sink.fn == nil {
+		return
+	}
+	w.partial = append(w.partial, p...)
+	for {
+		i := bytes.IndexByte(w.partial, '\n')
+		if i < 0 {
+			break
+		}
+		w.sink.chunk(w.stream, string(w.partial[:i+1]))
+		w.partial = w.partial[i+1:]
+	}
+	if len(w.partial) == 0 {
+		w.partial = nil
+	}
+}
+
+// flushPartial streams a last line that has no newline; the caller
+// holds w.mu.
+func (w *capWriter) flushPartial() {
+	if len(w.partial) > 0 {
+		w.sink.chunk(w.stream, string(w.partial))
+		w.partial = nil
+	}
 }
 
 func (w *capWriter) close() {
 	w.mu.Lock()
 	w.closed = true
+	w.flushPartial()
 	w.mu.Unlock()
 }
 
@@ -863,6 +909,7 @@ func (w *capWriter) appendAlways(s string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.buf = append(w.buf, s...)
+	w.flushPartial()
 	w.sink.chunk(w.stream, s)
 }
 

@@ -28,6 +28,15 @@ const (
 	execPrintf   = "__sbx_printf"    // the sandbox's printf
 	execHelp     = "__sbx_help"      // in-script help
 	execCommandV = "__sbx_command_v" // command -v/-V
+	execCat      = "__sbx_cat"       // $(< file): cat with the redirection
+	execTrue     = "__sbx_true"      // ":" when the script defines its own ":"
+	execType     = "__sbx_type"      // type, command -V
+	execError    = "__sbx_error"     // error <message> <status>
+	genFunc      = "__sbx_func"      // after a function definition: func <name>
+	genPsub      = "__sbx_psub"      // <(...): makes a file and prints its path
+	genBody      = "__sbx_body"      // last statement of a while body: body <loop> (records its status)
+	genLoopEnd   = "__sbx_loopend"   // after a while loop: loopend <loop> (its status)
+	execExit     = "__sbx_exit"      // exit <status>: a command with that status
 	depthVar     = "__sbx_depth"
 	pidVar       = "__sbx_pid" // unset: $$ and $PPID with operators read it
 )
@@ -39,8 +48,9 @@ func (e *rejection) Error() string { return e.msg }
 
 // scriptShape is what checkScript learns about a script.
 type scriptShape struct {
-	funcs int // function definitions
-	pipes int // pipe operators: each runs one more concurrent stage
+	funcs  int  // function definitions
+	pipes  int  // pipe operators: each runs one more concurrent stage
+	shadow bool // defines ":", "true" or "false"
 }
 
 // checkScript rejects what the sandbox cannot contain: process
@@ -67,20 +77,20 @@ func checkScript(f *syntax.File, maxDepth int) (scriptShape, error) {
 		case *syntax.FuncDecl:
 			shape.funcs++
 			if x.Name != nil && (x.Name.Value == ":" || x.Name.Value == "true" || x.Name.Value == "false") {
-				err = &rejection{fmt.Sprintf("line %d: redefining %q is not supported in the sandbox", x.Pos().Line(), x.Name.Value)}
+				shape.shadow = true
 			}
 		case *syntax.BinaryCmd:
 			if x.Op == syntax.Pipe || x.Op == syntax.PipeAll {
 				shape.pipes++
 			}
 		case *syntax.ProcSubst:
-			err = &rejection{fmt.Sprintf("line %d: process substitution is not supported in the sandbox; use a pipe or $(...)", x.Pos().Line())}
+			if x.Op != syntax.CmdIn {
+				err = &rejection{fmt.Sprintf("line %d: output process substitution >(...) is not supported in the sandbox; write to a file or use a pipe", x.Pos().Line())}
+			}
 		case *syntax.CoprocClause:
 			err = &rejection{fmt.Sprintf("line %d: coproc is not supported in the sandbox", x.Pos().Line())}
 		case *syntax.Stmt:
-			if x.Background || x.Disown {
-				err = &rejection{fmt.Sprintf("line %d: background jobs (&) are not supported in the sandbox; run the command in the foreground", x.Pos().Line())}
-			} else if x.Coprocess {
+			if x.Coprocess {
 				err = &rejection{fmt.Sprintf("line %d: coprocesses are not supported in the sandbox", x.Pos().Line())}
 			}
 		case *syntax.Lit:
@@ -110,6 +120,7 @@ func checkScript(f *syntax.File, maxDepth int) (scriptShape, error) {
 // C-style loop after an iteration whose last command failed.
 type instrumenter struct {
 	pipes   bool // bracket pipelines (only needed when stages can fan out)
+	base    int  // the id of the first loop
 	loops   int
 	loopIDs map[syntax.Command]int
 	seen    map[syntax.Command]bool
@@ -119,8 +130,12 @@ type instrumenter struct {
 // Without functions, at most shape.pipes stages run at once (loops run
 // their pipelines one after the other), so pipelines are bracketed only
 // when the script defines functions or has more pipes than maxStages.
-func instrument(f *syntax.File, shape scriptShape, maxStages int64) (loops int) {
+//
+// Loop ids start at base: a script run by bash -c inside a script gets
+// ids of its own.
+func instrument(f *syntax.File, shape scriptShape, maxStages int64, base int) (loops int) {
 	ins := &instrumenter{
+		base:    base,
 		pipes:   shape.funcs > 0 || int64(shape.pipes) > maxStages,
 		loopIDs: make(map[syntax.Command]int),
 		seen:    make(map[syntax.Command]bool),
@@ -161,6 +176,7 @@ func (ins *instrumenter) visit(n syntax.Node) bool {
 	case *syntax.Subshell:
 		x.Stmts = ins.list(x.Stmts)
 	case *syntax.CmdSubst:
+		catShortcut(x)
 		x.Stmts = ins.list(x.Stmts)
 	case *syntax.IfClause:
 		x.Cond = ins.list(x.Cond)
@@ -169,10 +185,10 @@ func (ins *instrumenter) visit(n syntax.Node) bool {
 		x.Stmts = ins.list(x.Stmts)
 	case *syntax.WhileClause:
 		x.Cond = ins.list(x.Cond)
-		x.Do = ins.loopBody(x, x.Do, false)
+		x.Do = ins.loopBody(x, x.Do, false, true)
 	case *syntax.ForClause:
 		_, cstyle := x.Loop.(*syntax.CStyleLoop)
-		x.Do = ins.loopBody(x, x.Do, cstyle)
+		x.Do = ins.loopBody(x, x.Do, cstyle, cstyle)
 	case *syntax.FuncDecl:
 		ins.function(x)
 	case *syntax.Stmt:
@@ -180,6 +196,11 @@ func (ins *instrumenter) visit(n syntax.Node) bool {
 	case *syntax.Word:
 		quoteTildes(x)
 		x.Parts = hidePIDs(x.Parts)
+		for i, p := range x.Parts {
+			if ps, ok := p.(*syntax.ProcSubst); ok && ps.Op == syntax.CmdIn {
+				x.Parts[i] = procSubst(ps)
+			}
+		}
 	case *syntax.DblQuoted:
 		x.Parts = hidePIDs(x.Parts)
 	case *syntax.ParamExp:
@@ -189,6 +210,35 @@ func (ins *instrumenter) visit(n syntax.Node) bool {
 		}
 	}
 	return true
+}
+
+const psubVar = "__sbx_p"
+
+// procSubst rewrites <(cmds) as $(p=<new file>; { cmds; } >"$p"; printf
+// %s "$p"): the commands run first, into a file of /tmp (the sandbox has
+// no pipes with names), and the word is the file's path.
+func procSubst(ps *syntax.ProcSubst) syntax.WordPart {
+	f, err := parse(psubVar+`=$(`+genPsub+`); { :; } >"$`+psubVar+`"; printf %s "$`+psubVar+`"`, "")
+	if err != nil {
+		panic("scripted: generated process substitution does not parse: " + err.Error())
+	}
+	zeroPositions(f)
+	block := f.Stmts[1].Cmd.(*syntax.Block)
+	block.Stmts = ps.Stmts
+	return &syntax.CmdSubst{Stmts: f.Stmts}
+}
+
+// catShortcut rewrites $(< file) as $(__sbx_cat < file): the
+// interpreter's own shortcut reports a failed open twice and leaves $? 0.
+func catShortcut(cs *syntax.CmdSubst) {
+	if len(cs.Stmts) != 1 {
+		return
+	}
+	st := cs.Stmts[0]
+	if st.Cmd != nil || len(st.Redirs) != 1 || st.Redirs[0].Op != syntax.RdrIn || st.Negated || st.Background {
+		return
+	}
+	st.Cmd = &syntax.CallExpr{Args: []*syntax.Word{word(execCat)}}
 }
 
 // hidePIDs replaces $$ and $PPID (host process ids) by the sandbox's: 1
@@ -266,16 +316,22 @@ func assignedNames(st *syntax.Stmt) ([]string, bool) {
 	return nil, false
 }
 
-func (ins *instrumenter) loopBody(loop syntax.Command, body []*syntax.Stmt, cstyle bool) []*syntax.Stmt {
+// loopBody instruments a loop's body: a tick first; with keepStatus, a
+// record of the last command's status at the end (while loops and C-style
+// for loops return it, which the interpreter does not keep).
+func (ins *instrumenter) loopBody(loop syntax.Command, body []*syntax.Stmt, cstyle, keepStatus bool) []*syntax.Stmt {
 	id, ok := ins.loopIDs[loop]
 	if !ok { // not reached through a Stmt; give it an id anyway
-		id = ins.loops
+		id = ins.base + ins.loops
 		ins.loops++
 		ins.loopIDs[loop] = id
 	}
 	out := make([]*syntax.Stmt, 0, len(body)+2)
 	out = append(out, ins.keep(ins.call(genTick, strconv.Itoa(id))))
 	out = append(out, ins.list(body)...)
+	if keepStatus {
+		out = append(out, ins.keep(ins.call(genBody, strconv.Itoa(id))))
+	}
 	if cstyle {
 		out = append(out, ins.call(":"))
 	}
@@ -283,25 +339,49 @@ func (ins *instrumenter) loopBody(loop syntax.Command, body []*syntax.Stmt, csty
 }
 
 func (ins *instrumenter) stmt(st *syntax.Stmt) {
+	// A background job runs in the foreground: the sandbox runs one
+	// thing at a time (wait is a no-op).
+	st.Background, st.Disown = false, false
 	if ins.gen[st] || st.Cmd == nil || ins.seen[st.Cmd] {
 		return
 	}
 	switch c := st.Cmd.(type) {
+	case *syntax.FuncDecl:
+		// Mark the function defined once the definition has run, for
+		// type and command -v.
+		ins.seen[c] = true
+		if c.Name == nil {
+			return
+		}
+		inner := &syntax.Stmt{Cmd: c}
+		st.Cmd = &syntax.Block{Stmts: []*syntax.Stmt{inner, ins.keep(ins.call(genFunc, c.Name.Value))}}
 	case *syntax.CallExpr:
 		ins.printfToVar(st, c)
 	case *syntax.WhileClause, *syntax.ForClause:
 		ins.seen[c] = true
-		id := ins.loops
+		id := ins.base + ins.loops
 		ins.loops++
 		ins.loopIDs[c] = id
 		start := ins.keep(ins.call(genLoop, strconv.Itoa(id)))
+		keepStatus := true
 		if f, ok := c.(*syntax.ForClause); ok {
-			if _, cstyle := f.Loop.(*syntax.CStyleLoop); cstyle {
+			_, cstyle := f.Loop.(*syntax.CStyleLoop)
+			keepStatus = cstyle
+			if cstyle {
 				start = ins.call(genLoopZero, strconv.Itoa(id))
 			}
 		}
 		inner := &syntax.Stmt{Cmd: c}
-		st.Cmd = &syntax.Block{Stmts: []*syntax.Stmt{start, inner}}
+		block := &syntax.Block{Stmts: []*syntax.Stmt{start, inner}}
+		if !keepStatus {
+			st.Cmd = block
+			break
+		}
+		// { start; loop; } && loopend: the loop's status comes from its
+		// body's last command, and as in bash it never trips errexit.
+		bst := &syntax.Stmt{Cmd: block}
+		ins.gen[bst] = true
+		st.Cmd = &syntax.BinaryCmd{Op: syntax.AndStmt, X: bst, Y: ins.keep(ins.call(genLoopEnd, strconv.Itoa(id)))}
 	case *syntax.BinaryCmd:
 		if !ins.pipes || c.Op != syntax.Pipe && c.Op != syntax.PipeAll {
 			return
@@ -369,7 +449,7 @@ func (ins *instrumenter) function(fd *syntax.FuncDecl) {
 	if fd.Body == nil {
 		return
 	}
-	prologue, err := syntax.NewParser().Parse(strings.NewReader(funcPrologue), "")
+	prologue, err := parse(funcPrologue, "")
 	if err != nil {
 		panic("scripted: generated function prologue does not parse: " + err.Error())
 	}

@@ -113,8 +113,10 @@ func describeValidation(e *jsonschema.ValidationError) string {
 		return fmt.Sprintf("%srequired property '%s' is missing", prefix, slices.Min(k.Missing))
 	case *kind.Type:
 		return fmt.Sprintf("%s must be %s", at, strings.Join(k.Want, " or "))
-	case *kind.Enum, *kind.Const:
-		return fmt.Sprintf("%s is not an allowed value", at)
+	case *kind.Enum:
+		return fmt.Sprintf("%s is not an allowed value; allowed: %s", at, allowedValues(k.Want))
+	case *kind.Const:
+		return fmt.Sprintf("%s is not an allowed value; allowed: %s", at, allowedValues([]any{k.Want}))
 	case *kind.AdditionalProperties:
 		return fmt.Sprintf("unknown property '%s'", slices.Min(k.Properties)) // stable: the list is in map order
 	case *kind.OneOf, *kind.AnyOf:
@@ -259,7 +261,7 @@ func (fs *fastSchema) validate(params map[string]any) string {
 			return fmt.Sprintf("input.%s must be %s", name, p.typ)
 		}
 		if p.enum != nil && !slices.ContainsFunc(p.enum, func(e any) bool { return fastEqual(e, v) }) {
-			return fmt.Sprintf("input.%s is not an allowed value", name)
+			return fmt.Sprintf("input.%s is not an allowed value; allowed: %s", name, allowedValues(p.enum))
 		}
 	}
 	return ""
@@ -299,4 +301,17 @@ func fastEqual(e, v any) bool {
 	default:
 		return e == v
 	}
+}
+
+// allowedValues lists an enum's values as JSON, comma separated.
+func allowedValues(vs []any) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		b, err := json.Marshal(v)
+		if err != nil {
+			b = []byte(fmt.Sprint(v))
+		}
+		parts[i] = string(b)
+	}
+	return strings.Join(parts, ", ")
 }

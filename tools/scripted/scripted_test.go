@@ -147,12 +147,14 @@ func TestIntrospection(t *testing.T) {
 	st := shopTool(t, nil)
 	prompt := st.SystemPrompt()
 	for _, want := range []string{
-		"ecommerce_api: run bash scripts that orchestrate registered tool commands.",
-		"get_user [--id <integer>]",
-		"list_orders [--limit <integer> --tags <json|a,b,c> --user_id <integer>]",
-		"upper, echo_args",
-		"Pass args as --key value or --key=value.",
-		"jq",
+		"# ecommerce_api\n\nE-commerce API.\n\nInput: {\"commands\": \"<bash script>\"}\nOutput: {stdout, stderr, exit_code}\n\n## Available tool commands\n\n",
+		"- `get_user`: Fetch user by ID\n  Usage: `get_user --id <integer>`\n  Schema: {\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"integer\"}},\"required\":[\"id\"]}\n",
+		"  Usage: `list_orders --limit <integer> --tags <json|a,b,c> --user_id <integer>`\n",
+		"- `upper`: Upper-case stdin\n- `echo_args`: Print argv as JSON\n",
+		"## Tips\n\n- Pass arguments as `--key value` or `--key=value` flags",
+		"- Pipe tool output through `jq` for JSON processing\n- Use variables to pass data between tool calls\n",
+		"- The working directory /workspace is the script's file system",
+		"awk",
 	} {
 		if !strings.Contains(prompt, want) {
 			t.Errorf("SystemPrompt() lacks %q:\n%s", want, prompt)
@@ -161,7 +163,7 @@ func TestIntrospection(t *testing.T) {
 	compact := NewBuilder("c").CompactPrompt(true).
 		Tool(ToolDef{Name: "a", Description: "does A"}, func(context.Context, ToolArgs) (string, error) { return "", nil }).
 		MustBuild().SystemPrompt()
-	if !strings.Contains(compact, "a (does A)") {
+	if !strings.Contains(compact, "- `a`: does A\n\n") || strings.Contains(compact, "Usage") {
 		t.Errorf("compact prompt = %q", compact)
 	}
 	help := st.Help()
@@ -196,7 +198,7 @@ func TestFlagParsing(t *testing.T) {
 		"tags":{"type":"array","items":{"type":"string"}},"nums":{"type":"array","items":{"type":"integer"}},
 		"filter":{"type":"object","properties":{"status":{"type":"string"},"min":{"type":"integer"}}},
 		"rows":{"type":"array","items":{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}}}},
-		"ref":{"$ref":"#/$defs/n"},"maybe":{"type":["null","integer"]},"alt":{"oneOf":[{"type":"integer"},{"type":"string"}]}},
+		"ref":{"$ref":"#/$defs/n"},"maybe":{"type":["null","integer"]},"alt":{"oneOf":[{"type":"integer"},{"type":"string"}]},"user_id":{"type":"integer"}},
 		"$defs":{"n":{"type":"integer"}}}`
 	fs := &flagSchema{}
 	if err := json.Unmarshal([]byte(schema), &fs.root); err != nil {
@@ -215,7 +217,10 @@ func TestFlagParsing(t *testing.T) {
 		{"number", []string{"--price", "9.5"}, map[string]any{"price": 9.5}, ""},
 		{"integral number", []string{"--price", "10"}, map[string]any{"price": int64(10)}, ""},
 		{"bare bool", []string{"--verbose"}, map[string]any{"verbose": true}, ""},
-		{"bool never consumes", []string{"--verbose", "false"}, nil, "expected --flag, got: false"},
+		{"bool takes true or false", []string{"--verbose", "false", "--id", "1"}, map[string]any{"verbose": false, "id": int64(1)}, ""},
+		{"bool TRUE", []string{"--verbose", "TRUE"}, map[string]any{"verbose": true}, ""},
+		{"bool does not eat other words", []string{"--verbose", "maybe"}, nil, "expected --flag, got: maybe"},
+		{"dashes name underscores", []string{"--user-id", "7"}, map[string]any{"user_id": int64(7)}, ""},
 		{"bool with equals", []string{"--verbose=no"}, map[string]any{"verbose": false}, ""},
 		{"bare unknown", []string{"--x"}, map[string]any{"x": true}, ""},
 		{"unknown is string", []string{"--count", "3"}, map[string]any{"count": "3"}, ""},
@@ -289,13 +294,13 @@ echo "User: $user, Total: $total"`, "User: user1, Total: 79.49\n", "", 0},
 		{"conditional", `n=$(list_orders --user_id 1 | jq length); if [ "$n" -gt 1 ]; then echo many; else echo few; fi`, "many\n", "", 0},
 		{"while read", `printf '1\n2\n' | while read id; do get_user --id "$id" | jq .id; done`, "1\n2\n", "", 0},
 		{"env", `echo "$API_KEY $USER_ID"; list_orders --user_id $USER_ID | jq '.[0].user_id'`, "test-key 7\n7\n", "", 0},
-		{"no host env", `echo "[$SHELL][$USER][$GOPATH][$HOME][$PATH]"`, "[][][][/][]\n", "", 0},
+		{"no host env", `echo "[$SHELL][$USER][$GOPATH][$HOME][$PATH]"`, "[/bin/bash][agent][][/workspace][/usr/local/bin:/usr/bin:/bin]\n", "", 0},
 		{"positional", `echo in | echo_args a --b "c d"`, `{"argv":["a","--b","c d"],"stdin":"in\n"}` + "\n", "", 0},
 		{"flag error", `get_user 42`, "", "get_user: expected --flag, got: 42\n", 2},
 		{"schema error", `get_user --id abc`, "", "get_user: schema error: input.id must be integer\n", 2},
 		{"missing required", `get_user`, "", "get_user: schema error: required property 'id' is missing\n", 2},
 		{"array flag", `list_orders --user_id 2 --tags a,b | jq -c '.[0].user_id'`, "2\n", "", 0},
-		{"tool help", `get_user --help`, "get_user - Fetch user by ID\nUsage: get_user --id <integer>\n", "", 0},
+		{"tool help", `get_user --help`, "get_user - Fetch user by ID\nUsage: get_user --id <integer>\nFlags:\n  --id <integer>  (required)\n", "", 0},
 		{"help list", `help`, "get_user             Fetch user by ID\nlist_orders          List orders for user\nupper                Upper-case stdin\necho_args            Print argv as JSON\n", "", 0},
 		{"help tool", `help upper`, "upper - Upper-case stdin\n", "", 0},
 		{"help json", `help get_user --json | jq -c .input_schema.required`, "[\"id\"]\n", "", 0},
@@ -309,14 +314,14 @@ echo "User: $user, Total: $total"`, "User: user1, Total: 79.49\n", "", 0},
 		{"exit status", `exit 3`, "", "", 3},
 		{"printf -v", `printf -v x '%.1f|%5s\n' 2.25 ab; echo "[$x]"; y=v; printf -v "$y" x; echo "[$v]"`, "[2.2|   ab\n]\n[]\n", "printf: -v: only `printf -v NAME FORMAT ...` with a literal variable NAME is supported\n", 0},
 		{"printf float", `printf '%.2f|%e|%g|%5.1f|%s\n' 3.14159 1234.5 0.5 2 x`, "3.14|1.234500e+03|0.5|  2.0|x\n", "", 0},
-		{"command -v", `command -v get_user jq; command -v nothere || echo absent`, "get_user\njq\nabsent\n", "", 0},
+		{"command -v", `command -v get_user jq; command -v nothere || echo absent`, "get_user\n/usr/bin/jq\nabsent\n", "", 0},
 		{"command runs tool", `command get_user --id 5 | jq .id`, "5\n", "", 0},
 		{"functions", `f() { local x=$1; get_user --id "$x" | jq -r .name; }; f 8; f 9`, "user8\nuser9\n", "", 0},
 		{"tool beats function", `get_user() { echo shadow; }; get_user --id 1 | jq .id`, "1\n", "", 0},
 		{"set -e", `set -e; false; echo unreachable`, "", "", 1},
 		{"set -e with && list", `set -e; [ -n "" ] && echo no; for i in 1 2; do :; done; f() { :; }; f; echo end`, "end\n", "", 0},
 		{"until loop status", `i=0; until [ $i -ge 2 ]; do i=$((i+1)); done; echo $i`, "2\n", "", 0},
-		{"c-style loop", `for ((i=0;i<3;i++)); do echo $i; false; done`, "0\n1\n2\n", "", 0},
+		{"c-style loop", `for ((i=0;i<3;i++)); do echo $i; false; done`, "0\n1\n2\n", "", 1},
 		{"c-style after failure", `false; for ((i=0;i<2;i++)); do echo $i; done`, "0\n1\n", "", 0},
 		{"status kept across instrumentation", `x=$(false); echo $?; f() { return 4; }; f; echo $?`, "1\n4\n", "", 0},
 		{"pipeline status", `false | true; echo $?; set -o pipefail; false | true; echo $?`, "0\n1\n", "", 0},
@@ -518,11 +523,22 @@ func TestClock(t *testing.T) {
 func TestNotFoundSuggests(t *testing.T) {
 	st := shopTool(t, nil)
 	res := run(t, st, "get_usr --id 1")
-	if res.ExitCode != 127 || !strings.HasPrefix(res.Stderr, "bash: get_usr: command not found. Did you mean get_user? (tools: get_user, list_orders, upper, echo_args;") {
+	if res.ExitCode != 127 || res.Stderr != "bash: get_usr: command not found; did you mean get_user?\n" {
 		t.Errorf("not found: %q %d", res.Stderr, res.ExitCode)
 	}
-	if res := run(t, st, "kubectl"); strings.Contains(res.Stderr, "Did you mean") {
-		t.Errorf("far name got a suggestion: %q", res.Stderr)
+	for _, tc := range []struct{ script, stderr string }{
+		{"kubectl", "bash: kubectl: command not found\n"},
+		{"curl x", "bash: curl: command not found\n"},
+		{"pyhton3", "bash: pyhton3: command not found\n"},
+		{"grpe x", "bash: grpe: command not found; did you mean grep?\n"},
+		{"jqq .", "bash: jqq: command not found; did you mean jq?\n"},
+		{"mapfil -t a", "bash: mapfil: command not found; did you mean mapfile?\n"},
+		{strings.Repeat("x", 500), "bash: " + strings.Repeat("x", 40) + "...: command not found\n"},
+	} {
+		res := run(t, st, tc.script)
+		if res.Stderr != tc.stderr || len(res.Stderr) >= 120 {
+			t.Errorf("%.20q: stderr %q; want %q (under 120 bytes)", tc.script, res.Stderr, tc.stderr)
+		}
 	}
 }
 
@@ -653,4 +669,50 @@ func countProblems(t *testing.T, sch interface{ Validate(any) error }, p map[str
 		return count(ve)
 	}
 	return 1
+}
+
+// TestFlagNormalizations: booleans take true/false, --a-b names a_b, an
+// enum error lists the allowed values, --help describes every flag.
+func TestFlagNormalizations(t *testing.T) {
+	noop := func(ctx context.Context, args ToolArgs) (string, error) {
+		b, _ := json.Marshal(args.Params)
+		return string(b) + "\n", nil
+	}
+	st := NewBuilder("flags").Tool(ToolDef{Name: "orders", Description: "List orders",
+		InputSchema: json.RawMessage(`{"type":"object","required":["user_id"],"properties":{
+			"user_id":{"type":"integer","description":"The customer"},
+			"status":{"type":"string","enum":["open","closed"],"description":"Which orders"},
+			"verbose":{"type":"boolean"},
+			"kind":{"type":"string","enum":["a","b"]},"deep":{"type":"object","properties":{"k":{"type":"string","enum":["x","y"]}}}}}`)}, noop).
+		MustBuild()
+	for _, tc := range []struct{ script, stdout, stderr string }{
+		{"orders --user-id 3 --verbose false", `{"user_id":3,"verbose":false}` + "\n", ""},
+		{"orders --user_id=3 --verbose", `{"user_id":3,"verbose":true}` + "\n", ""},
+		{"orders --user-id 3 --status pending", "", `orders: schema error: input.status is not an allowed value; allowed: "open", "closed"`},
+		{"orders --user-id 3 --deep k=z", "", `allowed: "x", "y"`},
+		{"orders --help", "orders - List orders\nUsage: orders --deep <json|key=value...> --kind <string> --status <string> --user_id <integer> --verbose <boolean>\nFlags:\n" +
+			"  --deep <json|key=value...>\n  --kind <string>             one of: \"a\", \"b\"\n  --status <string>           Which orders one of: \"open\", \"closed\"\n" +
+			"  --user_id <integer>         (required) The customer\n  --verbose <boolean>\n", ""},
+	} {
+		res := run(t, st, tc.script)
+		if res.Stdout != tc.stdout || !strings.Contains(res.Stderr, tc.stderr) {
+			t.Errorf("%s:\nstdout %q; want %q\nstderr %q; want it to hold %q", tc.script, res.Stdout, tc.stdout, res.Stderr, tc.stderr)
+		}
+	}
+}
+
+// TestStreamsLines: output is streamed a line at a time (seed 002's
+// contract), a partial last line at the end.
+func TestStreamsLines(t *testing.T) {
+	st := NewBuilder("lines").MustBuild()
+	var chunks []string
+	st.ExecuteWithStatus(t.Context(), tools.Request{Commands: `for i in 1 2 3; do echo $i; done; printf 'a\nb\nc'; printf 'd'`},
+		func(s tools.Status) {
+			if s.Phase == tools.PhaseOutput {
+				chunks = append(chunks, s.Output)
+			}
+		})
+	if want := []string{"1\n", "2\n", "3\n", "a\n", "b\n", "cd"}; !slices.Equal(chunks, want) {
+		t.Errorf("chunks %q; want %q", chunks, want)
+	}
 }

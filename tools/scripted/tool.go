@@ -1,6 +1,7 @@
 package scripted
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"github.com/demiurge-dev/demiurge/tools"
 	"github.com/demiurge-dev/demiurge/tools/internal/manpage"
 	"github.com/demiurge-dev/demiurge/tools/scripted/internal/coreutils"
+	"github.com/demiurge-dev/demiurge/tools/scripted/vfs"
 )
 
 // Version is the version of the scripted tool's implementation.
@@ -44,17 +46,21 @@ type registered struct {
 // It implements tools.Tool; Execute and ExecuteWithStatus are safe for
 // concurrent use (each runs its own interpreter).
 type ScriptedTool struct {
-	name     string
-	short    string
-	tools    []*registered // registration order
-	byName   map[string]*registered
-	env      []string // "k=v", Builder order
-	envNames []string
-	limits   Limits
-	sanitize bool
-	compact  bool
-	clock    func() time.Time
-	jq       *coreutils.JQCache
+	name      string
+	short     string
+	tools     []*registered // registration order
+	byName    map[string]*registered
+	env       []string // "k=v", Builder order
+	envNames  []string
+	limits    Limits
+	sanitize  bool
+	compact   bool
+	clock     func() time.Time
+	jq        *coreutils.JQCache
+	user      string
+	host      string
+	filesNote string
+	envs      runnerEnv // the environment of every script, read-only
 }
 
 var _ tools.Tool = (*ScriptedTool)(nil)
@@ -98,40 +104,70 @@ func (t *ScriptedTool) toolNames() []string {
 
 // utilityNames lists the sandbox's non-tool commands, sorted.
 func utilityNames() []string {
-	names := append(coreutils.Names(), "echo", "false", "test", "true", "[")
+	names := append(coreutils.Names(), "echo", "false", "test", "true", "[", "bash", "sh")
 	slices.Sort(names)
 	return names
 }
 
-// commandUsage is "name [--flags]" as the system prompt lists it.
-func (r *registered) commandUsage() string {
-	if r.usage == "" {
-		return r.def.Name
-	}
-	return r.def.Name + " [" + r.usage + "]"
-}
+// DefaultFilesNote is the system prompt's tip about files, unless
+// Builder.FilesNote replaces it.
+const DefaultFilesNote = "The working directory /workspace is the script's file system (cat, ls, find, grep -r, sed -i, mkdir, mv, rm work on it); /tmp is scratch space"
 
-// SystemPrompt returns a compact prompt fragment in bashkit's words that
-// lists every command with its usage (or its description, with
-// CompactPrompt).
+// SystemPrompt returns the prompt fragment that teaches a model the tool,
+// in the markdown of bashkit's scripted tool: a heading, the input and
+// output, each command with its usage and the JSON Schema of its flags
+// (with CompactPrompt, its description only), and tips.
 func (t *ScriptedTool) SystemPrompt() string {
 	var b strings.Builder
-	b.WriteString(t.name)
-	b.WriteString(": run bash scripts that orchestrate registered tool commands. Commands: ")
-	for i, r := range t.tools {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		if t.compact {
-			b.WriteString(r.def.Name + " (" + r.def.Description + ")")
-		} else {
-			b.WriteString(r.commandUsage())
-		}
+	b.WriteString("# " + t.name + "\n\n")
+	if t.short != "" && !strings.HasPrefix(t.short, "ScriptedTool: ") {
+		b.WriteString(t.short + ".\n\n")
 	}
-	b.WriteString(". Pass args as --key value or --key=value. Shell logic and stdin pipelines are available; filesystem primitives are unavailable. Utilities: ")
-	b.WriteString(strings.Join(utilityNames(), " "))
-	b.WriteString(". Use help/discover builtins for runtime details. Input: {\"commands\": \"<bash script>\"}. Output: stdout, stderr, exit_code.")
+	b.WriteString("Input: {\"commands\": \"<bash script>\"}\nOutput: {stdout, stderr, exit_code}\n\n")
+	if len(t.tools) > 0 {
+		b.WriteString("## Available tool commands\n\n")
+		for _, r := range t.tools {
+			b.WriteString("- `" + r.def.Name + "`")
+			if r.def.Description != "" {
+				b.WriteString(": " + r.def.Description)
+			}
+			b.WriteString("\n")
+			if t.compact {
+				continue
+			}
+			if r.usage != "" {
+				b.WriteString("  Usage: `" + r.def.Name + " " + r.usage + "`\n")
+			}
+			if s := compactJSON(r.def.InputSchema); s != "" {
+				b.WriteString("  Schema: " + s + "\n")
+			}
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("## Tips\n\n")
+	b.WriteString("- Pass arguments as `--key value` or `--key=value` flags (`--flag` alone or `--flag true|false` for booleans)\n")
+	b.WriteString("- Pipe tool output through `jq` for JSON processing\n")
+	b.WriteString("- Use variables to pass data between tool calls\n")
+	b.WriteString("- " + t.filesNote + "\n")
+	// "[" is test: listing it alone reads as a stray bracket.
+	b.WriteString("- Utilities besides the shell's builtins: " + strings.Join(slices.DeleteFunc(utilityNames(), func(n string) bool { return n == "[" }), " ") + "\n")
+	b.WriteString("- `help`, `<tool> --help` and `discover` describe the tools at run time\n")
 	return b.String()
+}
+
+// compactJSON is a schema on one line ("" for none or an empty one).
+func compactJSON(raw json.RawMessage) string {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return ""
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return ""
+	}
+	if s := buf.String(); s != "{}" {
+		return s
+	}
+	return ""
 }
 
 // Help returns man-page style documentation of the tool.
@@ -151,7 +187,8 @@ func (t *ScriptedTool) Help() string {
 	section("DESCRIPTION")
 	line(7, "Runs a bash script in a sandbox where every registered tool is a command.")
 	line(7, "Pipes, variables, loops, conditionals, functions and command substitution")
-	line(7, "work as in bash; there is no filesystem, no network and no host process.")
+	line(7, "work as in bash. The working directory /workspace is the script's file")
+	line(7, "system and /tmp scratch space; there is no network and no host process.")
 	line(7, "Each call starts a fresh shell: only the tools keep state between calls.")
 	b.WriteString("\n")
 	section("TOOL COMMANDS")
@@ -173,7 +210,7 @@ func (t *ScriptedTool) Help() string {
 	line(7, "help [--list] [<tool> [--json]], discover --categories|--category C|--tag T|--search S [--json]")
 	line(7, "utilities: "+strings.Join(utilityNames(), " "))
 	line(7, "shell: read, mapfile, set, shift, unset, local, export, declare, let, exit, return,")
-	line(7, "break, continue, getopts, shopt, : ; utilities read stdin only (no file operands)")
+	line(7, "break, continue, getopts, shopt, trap, eval, source, type, cd, pwd, :")
 	b.WriteString("\n")
 	section("INPUT")
 	line(7, "commands    the bash script to run (like bash -c)")
@@ -198,7 +235,7 @@ func (t *ScriptedTool) Help() string {
 	line(7, "1      a command or tool failed, or a resource limit was exceeded")
 	line(7, "2      flag, schema or syntax error, or unsupported syntax")
 	line(7, "124    the time limit was reached")
-	line(7, "127    command not found (the message lists the commands that exist)")
+	line(7, "127    command not found")
 	b.WriteString("\n")
 	section("CONFIGURATION")
 	line(7, "Limits: "+t.limits.String())
@@ -275,6 +312,11 @@ type RunOptions struct {
 	// Clock, if set, replaces the Builder's clock for this run (a world
 	// passes the ingress stamp of the step that runs the script).
 	Clock func() time.Time
+	// FS, if set, is the script's file system (a world's workspace,
+	// mounted by the caller, who reads the script's changes from it when
+	// Run returns). Without one the script gets an empty in-memory file
+	// system, bounded by the Limits, that is dropped when Run returns.
+	FS *vfs.FS
 }
 
 // Result is the outcome of Run: the Response plus the trace of every

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/demiurge-dev/demiurge/cas"
@@ -531,4 +532,97 @@ func (d *differ) dirs(p string, a, b cas.Ref) error {
 		}
 	}
 	return nil
+}
+
+// Apply replays on the tree base the changes that turn the tree from into
+// the tree to, and returns the new root: a three-way merge in which every
+// path the change touched takes to's entry (or goes, if to has none) and
+// every other path keeps base's. It is how a writer that worked on an old
+// version commits on a newer one: the other writer's changes to other
+// paths survive, and on the same path the later writer wins. A directory
+// that from and to both hold is merged entry by entry; one that only to
+// holds is set whole.
+func Apply(ctx context.Context, s Store, base, from, to cas.Ref) (cas.Ref, error) {
+	if from == to {
+		return base, nil
+	}
+	if base == from {
+		return to, nil
+	}
+	changes, err := Diff(ctx, s, from, to, "")
+	if err != nil {
+		return cas.Ref{}, err
+	}
+	root := base
+	done := "" // a path set whole: skip the changes below it
+	for _, ch := range changes {
+		if done != "" && isAncestor(done, ch.Path) {
+			continue
+		}
+		done = ""
+		if ch.Change == ChangeRemoved {
+			nr, err := update(ctx, s, root, ch.Path, false, func(*Entry) (*Entry, error) { return nil, nil })
+			switch {
+			case errors.Is(err, ErrNotFound), errors.Is(err, ErrNotDir):
+				// base no longer has it either
+			case err != nil:
+				return cas.Ref{}, pathErr("apply", ch.Path, err)
+			default:
+				root = nr
+			}
+			done = ch.Path // what was under it went with it
+			continue
+		}
+		e, err := lookup(ctx, s, to, ch.Path)
+		if err != nil {
+			return cas.Ref{}, pathErr("apply", ch.Path, err)
+		}
+		merged := false
+		root, err = update(ctx, s, root, ch.Path, true, func(old *Entry) (*Entry, error) {
+			if old != nil && old.Kind == KindDir && e.Kind == KindDir {
+				merged = true // both made it: merge entry by entry below
+				return old, nil
+			}
+			ne := e
+			return &ne, nil
+		})
+		if errors.Is(err, ErrNotDir) {
+			// base holds a file where to needs a directory: to wins.
+			parent := ch.Path
+			for parent != "" {
+				i := strings.LastIndexByte(parent, '/')
+				if i < 0 {
+					parent = ""
+					break
+				}
+				parent = parent[:i]
+				if pe, lerr := lookup(ctx, s, root, parent); lerr == nil && pe.Kind == KindFile {
+					root, err = update(ctx, s, root, parent, false, func(*Entry) (*Entry, error) { return nil, nil })
+					if err == nil {
+						root, err = update(ctx, s, root, ch.Path, true, func(*Entry) (*Entry, error) { ne := e; return &ne, nil })
+					}
+					break
+				}
+			}
+		}
+		if err != nil {
+			return cas.Ref{}, pathErr("apply", ch.Path, err)
+		}
+		if e.Kind == KindDir && !merged {
+			done = ch.Path
+		}
+	}
+	return root, nil
+}
+
+// PutEntries stores a tree node holding entries (in any order; names must
+// be unique) and returns its ref and the total size of its files.
+func PutEntries(ctx context.Context, p cas.Putter, entries []Entry) (cas.Ref, uint64, error) {
+	t := &Tree{Entries: slices.Clone(entries)}
+	slices.SortFunc(t.Entries, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })
+	ref, err := PutTree(ctx, p, t)
+	if err != nil {
+		return cas.Ref{}, 0, err
+	}
+	return ref, t.Size(), nil
 }

@@ -43,12 +43,6 @@ const (
 
 var specs = []*spec{listSpec, readSpec, writeSpec, editSpec, removeSpec, diffSpec}
 
-func init() {
-	for _, sp := range specs {
-		sp.schema = compile(sp.name, sp.input)
-	}
-}
-
 // ---- workspace_list ----
 
 // defaultListEntries is the page size of workspace_list without a limit.

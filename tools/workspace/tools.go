@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -88,8 +89,18 @@ type spec struct {
 	inputs                    []string // INPUT section lines
 	outputs                   []string // OUTPUT section lines
 	examples                  []string
-	schema                    *jsonschema.Schema
 	run                       func(c *call) tools.Response
+
+	schemaOnce sync.Once
+	schema     *jsonschema.Schema // compiled on first use: see inputSchema
+}
+
+// inputSchema is the compiled input schema. It is compiled on the first
+// call, not at package init, where compiling the six schemas cost every
+// start of the demiurge binary ~5 ms (`demiurge sh -c true` included).
+func (sp *spec) inputSchema() *jsonschema.Schema {
+	sp.schemaOnce.Do(func() { sp.schema = compile(sp.name, sp.input) })
+	return sp.schema
 }
 
 // tool is one workspace tool.
@@ -188,7 +199,7 @@ func (t *tool) ExecuteWithStatus(ctx context.Context, req tools.Request, status 
 		defer cancel()
 	}
 	report(tools.Status{Phase: tools.PhaseValidate})
-	a, err := parseArgs(t.spec.schema, req.Arguments)
+	a, err := parseArgs(t.spec.inputSchema(), req.Arguments)
 	var resp tools.Response
 	switch {
 	case err != nil:

@@ -311,3 +311,13 @@ func FuzzCutUTF8(f *testing.F) {
 		}
 	})
 }
+
+// TestInputSchemasCompile compiles every tool's input schema, which the
+// package no longer does at init (compile panics on a bad schema).
+func TestInputSchemasCompile(t *testing.T) {
+	for _, sp := range specs {
+		if sp.inputSchema() == nil {
+			t.Errorf("%s: no input schema", sp.name)
+		}
+	}
+}

@@ -1,12 +1,14 @@
-// Package coreutils implements the text utilities of the scripted tool's
-// sandbox (printf, jq, grep, sed, head, sort, ...) as in-process commands.
+// Package coreutils implements the utilities of the scripted tool's
+// sandbox (printf, jq, awk, grep, sed, sort, ls, find, cp, ...) as
+// in-process commands.
 //
-// Every command reads only its standard input and writes only its standard
-// output and error: there is no file system, no process, no environment
-// beyond the one the caller passes in Env. File operands other than "-" are
-// refused with "<cmd>: <file>: filesystem access disabled" and exit status 2.
-// Commands check ctx while they work, and stop with exit status 1 once it is
-// done; they never panic on input.
+// A command touches only what its Env gives it: its standard streams, the
+// sandbox's file system (package vfs; paths are resolved against Env.Dir)
+// and environment. There is no host process, file or variable. Without a
+// file system (Env.FS nil) file operands other than "-" are refused with
+// "<cmd>: <file>: filesystem access disabled". Commands check ctx while
+// they work, and stop with exit status 1 once it is done; they never panic
+// on input.
 package coreutils
 
 import (
@@ -19,6 +21,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/demiurge-dev/demiurge/tools/scripted/vfs"
 )
 
 // Env is what a command may touch while it runs.
@@ -50,6 +54,13 @@ type Env struct {
 	Exec func(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) int
 	// JQ caches compiled jq filters across runs; nil means no cache.
 	JQ *JQCache
+	// FS is the sandbox's file system; nil refuses file operands.
+	FS *vfs.FS
+	// Dir is the working directory relative paths are resolved against
+	// (absolute; "" is "/").
+	Dir string
+	// User and Host are what whoami and hostname print.
+	User, Host string
 }
 
 // Func is a command: it runs args (without the command name) and returns
@@ -63,25 +74,66 @@ var commands map[string]impl
 
 func init() {
 	commands = map[string]impl{
-		"base64":   base64Cmd,
-		"basename": basenameCmd,
-		"cat":      catCmd,
-		"cut":      cutCmd,
-		"date":     dateCmd,
-		"dirname":  dirnameCmd,
-		"grep":     grepCmd,
-		"head":     headCmd,
-		"jq":       jqCmd,
-		"printf":   printfCmd,
-		"sed":      sedCmd,
-		"seq":      seqCmd,
-		"sort":     sortCmd,
-		"tail":     tailCmd,
-		"tee":      teeCmd,
-		"tr":       trCmd,
-		"uniq":     uniqCmd,
-		"wc":       wcCmd,
-		"xargs":    xargsCmd,
+		"base64":    base64Cmd,
+		"basename":  basenameCmd,
+		"cat":       catCmd,
+		"cut":       cutCmd,
+		"date":      dateCmd,
+		"dirname":   dirnameCmd,
+		"grep":      grepCmd,
+		"head":      headCmd,
+		"jq":        jqCmd,
+		"printf":    printfCmd,
+		"sed":       sedCmd,
+		"seq":       seqCmd,
+		"sort":      sortCmd,
+		"tail":      tailCmd,
+		"tee":       teeCmd,
+		"tr":        trCmd,
+		"uniq":      uniqCmd,
+		"wc":        wcCmd,
+		"xargs":     xargsCmd,
+		"ls":        lsCmd,
+		"mkdir":     mkdirCmd,
+		"rmdir":     rmdirCmd,
+		"rm":        rmCmd,
+		"mv":        mvCmd,
+		"cp":        cpCmd,
+		"touch":     touchCmd,
+		"chmod":     chmodCmd,
+		"ln":        lnCmd,
+		"realpath":  realpathCmd,
+		"readlink":  readlinkCmd,
+		"mktemp":    mktempCmd,
+		"stat":      statCmd,
+		"du":        duCmd,
+		"find":      findCmd,
+		"sleep":     sleepCmd,
+		"timeout":   timeoutCmd,
+		"yes":       yesCmd,
+		"whoami":    whoamiCmd,
+		"hostname":  hostnameCmd,
+		"id":        idCmd,
+		"uname":     unameCmd,
+		"env":       envCmd,
+		"printenv":  printenvCmd,
+		"awk":       awkCmd,
+		"gawk":      awkCmd,
+		"rev":       revCmd,
+		"tac":       tacCmd,
+		"nl":        nlCmd,
+		"paste":     pasteCmd,
+		"comm":      commCmd,
+		"fold":      foldCmd,
+		"sha256sum": sha256Cmd,
+		"sha1sum":   sha1Cmd,
+		"sha512sum": sha512Cmd,
+		"md5sum":    md5Cmd,
+		"cmp":       cmpCmd,
+		"expr":      exprCmd,
+		"od":        odCmd,
+		"diff":      diffCmd,
+		"bc":        bcCmd,
 	}
 }
 
@@ -198,6 +250,7 @@ type cmd struct {
 	out      *bufio.Writer
 	in       io.Reader
 	outLimit *limitedWriter // nil: no output bound
+	failed   int            // the least status done returns (an unreadable input)
 }
 
 var writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4096) }}
@@ -248,23 +301,13 @@ func (c *cmd) readErr(err error) int {
 	return c.errf(1, "read error: %v", err)
 }
 
-// done flushes stdout and returns status.
+// done flushes stdout and returns status, raised to the status of an
+// input that could not be read (see fail).
 func (c *cmd) done(status int) int {
 	if err := c.out.Flush(); err != nil && status == 0 {
-		return 1
+		status = 1
 	}
-	return status
-}
-
-// operands checks that every file operand is "-" (stdin); anything else is
-// refused because the sandbox has no file system.
-func (c *cmd) operands(files []string) (int, bool) {
-	for _, f := range files {
-		if f != "-" {
-			return c.errf(2, "%s: filesystem access disabled", f), false
-		}
-	}
-	return 0, true
+	return max(status, c.failed)
 }
 
 // readAll reads stdin whole, within MaxInputBytes.

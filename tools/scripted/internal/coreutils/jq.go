@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,6 +50,7 @@ func (c *JQCache) put(key string, code *gojq.Code) {
 
 type jqOpts struct {
 	raw, join, compact, nullInput, slurp, exitStatus, rawInput, tab, sortKeys bool
+	ascii                                                                     bool
 	indent                                                                    int
 	filter                                                                    string
 	haveFilter                                                                bool
@@ -56,34 +58,93 @@ type jqOpts struct {
 	varValues                                                                 []any
 }
 
-// jqCmd implements jq with gojq: jq [-r -j -c -n -s -e -R -S -M -C --tab
-// --indent N --arg k v --argjson k json] FILTER, reading JSON from stdin.
-// Exit status: 0 ok, 1 last output false/null with -e, 2 usage or input
-// error, 3 compile error, 4 no output with -e, 5 runtime error.
+// jqCmd implements jq with gojq: jq [-r -j -a -c -n -s -e -R -S -M -C
+// --tab --indent N --arg k v --argjson k json --rawfile k f --slurpfile k
+// f --args --jsonargs] [FILTER] [FILE...], reading JSON from the files or
+// stdin; without a filter, "." prints the input. $ARGS holds the named
+// and positional arguments; debug and stderr write to stderr,
+// input_filename names the file of the current input. Exit status: 0 ok,
+// 1 last output false/null with -e, 2 usage or input error, 3 compile
+// error, 4 no output with -e, 5 runtime error.
 func jqCmd(c *cmd, args []string) int {
 	o := jqOpts{indent: 2}
 	var files []string
+	positionalMode := "" // "", "args" or "jsonargs": operands after the filter are $ARGS.positional
+	var positional []any
+	var named map[string]any // $ARGS.named, made on first use
+	operand := func(a string) int {
+		switch {
+		case !o.haveFilter:
+			o.filter, o.haveFilter = a, true
+		case positionalMode == "args":
+			positional = append(positional, a)
+		case positionalMode == "jsonargs":
+			v, err := decodeJSONValue(a)
+			if err != nil {
+				return c.errf(2, "invalid JSON text passed to --jsonargs")
+			}
+			positional = append(positional, v)
+		default:
+			files = append(files, a)
+		}
+		return -1
+	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
 			for _, r := range args[i+1:] {
-				if !o.haveFilter {
-					o.filter, o.haveFilter = r, true
-				} else {
-					files = append(files, r)
+				if st := operand(r); st >= 0 {
+					return st
 				}
 			}
 			break
 		}
 		if !strings.HasPrefix(a, "-") || a == "-" {
-			if !o.haveFilter {
-				o.filter, o.haveFilter = a, true
-			} else {
-				files = append(files, a)
+			if st := operand(a); st >= 0 {
+				return st
 			}
 			continue
 		}
 		switch a {
+		case "--args":
+			positionalMode = "args"
+		case "--jsonargs":
+			positionalMode = "jsonargs"
+		case "--ascii-output":
+			o.ascii = true
+		case "--rawfile", "--slurpfile":
+			if i+2 >= len(args) {
+				return c.errf(2, "%s takes two parameters (e.g. %s varname filename)", a, a)
+			}
+			name, f := args[i+1], args[i+2]
+			data, err := c.readFile(f)
+			if err != nil {
+				return c.errf(2, "error: Could not open %s: %s", f, why(err))
+			}
+			var v any = string(data)
+			if a == "--slurpfile" {
+				all := []any{}
+				dec := json.NewDecoder(bytes.NewReader(data))
+				dec.UseNumber()
+				for {
+					var x any
+					if err := dec.Decode(&x); err == io.EOF {
+						break
+					} else if err != nil {
+						return c.errf(2, "error: %s: %v", f, err)
+					}
+					all = append(all, normalizeJSON(x))
+				}
+				v = all
+			}
+			o.varNames = append(o.varNames, "$"+name)
+			o.varValues = append(o.varValues, v)
+			if named == nil {
+				named = map[string]any{}
+			}
+			named[name] = v
+			i += 2
+		case "--seq", "--stream-errors", "--unbuffered":
 		case "--raw-output":
 			o.raw = true
 		case "--join-output":
@@ -100,7 +161,20 @@ func jqCmd(c *cmd, args []string) int {
 			o.rawInput = true
 		case "--sort-keys":
 			o.sortKeys = true
-		case "--monochrome-output", "--color-output", "--ascii-output":
+		case "--monochrome-output", "--color-output":
+		case "-f", "--from-file":
+			if i+1 >= len(args) {
+				return c.errf(2, "%s takes a file name", a)
+			}
+			data, err := c.readFile(args[i+1])
+			if err != nil {
+				return c.errf(2, "error: Could not open %s: %s", args[i+1], why(err))
+			}
+			if o.haveFilter {
+				files = append([]string{o.filter}, files...)
+			}
+			o.filter, o.haveFilter = string(data), true
+			i++
 		case "--tab":
 			o.tab = true
 		case "--indent":
@@ -127,6 +201,10 @@ func jqCmd(c *cmd, args []string) int {
 			}
 			o.varNames = append(o.varNames, "$"+name)
 			o.varValues = append(o.varValues, v)
+			if named == nil {
+				named = map[string]any{}
+			}
+			named[name] = v
 			i += 2
 		default:
 			if strings.HasPrefix(a, "--") {
@@ -150,7 +228,9 @@ func jqCmd(c *cmd, args []string) int {
 					o.rawInput = true
 				case 'S':
 					o.sortKeys = true
-				case 'M', 'C', 'a':
+				case 'a':
+					o.ascii = true
+				case 'M', 'C':
 				default:
 					return c.errf(2, "unknown option: %s", a)
 				}
@@ -158,16 +238,49 @@ func jqCmd(c *cmd, args []string) int {
 		}
 	}
 	if !o.haveFilter {
-		return c.errf(2, "usage: jq [OPTIONS] FILTER (input is read from stdin)")
+		o.filter = "." // as jq does when its input is not a terminal
 	}
-	if st, ok := c.operands(files); !ok {
-		return st
+	if strings.Contains(o.filter, "$ARGS") { // bound only when used: it costs a map per run
+		if positional == nil {
+			positional = []any{}
+		}
+		if named == nil {
+			named = map[string]any{}
+		}
+		o.varNames = append(o.varNames, "$ARGS")
+		o.varValues = append(o.varValues, map[string]any{"positional": positional, "named": named})
 	}
-	return c.done(runJQ(c, &o))
+	var names []jqFile
+	if len(files) > 0 {
+		// Read the files here, to know which one each input came from.
+		var all []byte
+		for _, f := range files {
+			data, err := c.readFile(f)
+			if err != nil {
+				c.errf(2, "error: Could not open %s: %s", f, why(err))
+				c.fail(2)
+				continue
+			}
+			all = append(all, data...)
+			if len(data) > 0 && data[len(data)-1] != '\n' {
+				all = append(all, '\n')
+			}
+			names = append(names, jqFile{name: f, end: len(all)})
+		}
+		c.in = &limitedReader{r: bytes.NewReader(all), n: c.inputBound()}
+	}
+	return c.done(runJQ(c, &o, names))
 }
 
-func runJQ(c *cmd, o *jqOpts) int {
+// jqFile is an input file and where its data ends in the input.
+type jqFile struct {
+	name string
+	end  int
+}
+
+func runJQ(c *cmd, o *jqOpts, files []jqFile) int {
 	inputs := newJQInputs(c, o)
+	inputs.files = files
 	code, status := compileJQ(c, o, inputs)
 	if code == nil {
 		return status
@@ -247,20 +360,39 @@ func runJQ(c *cmd, o *jqOpts) int {
 
 func compileJQ(c *cmd, o *jqOpts, inputs *jqInputs) (*gojq.Code, int) {
 	dynamic := strings.Contains(o.filter, "env") || strings.Contains(o.filter, "ENV") ||
-		strings.Contains(o.filter, "input")
+		strings.Contains(o.filter, "input") || strings.Contains(o.filter, "debug") || strings.Contains(o.filter, "stderr")
 	key := o.filter + "\x00" + strings.Join(o.varNames, "\x00")
 	if !dynamic {
 		if code := c.env.JQ.get(key); code != nil {
 			return code, 0
 		}
 	}
-	q, err := gojq.Parse(o.filter)
+	filter := o.filter
+	// jq builtins gojq lacks, defined in jq itself.
+	if strings.Contains(filter, "leaf_paths") {
+		filter = "def leaf_paths: paths(scalars); " + filter
+	}
+	q, err := gojq.Parse(filter)
 	if err != nil {
 		c.errf(3, "error: %v", err)
 		fmt.Fprintln(c.env.Stderr, "jq: 1 compile error")
 		return nil, 3
 	}
-	opts := []gojq.CompilerOption{gojq.WithVariables(o.varNames)}
+	opts := []gojq.CompilerOption{gojq.WithVariables(o.varNames),
+		// gojq keeps no key order (objects print sorted): keys_unsorted is
+		// keys.
+		gojq.WithFunction("keys_unsorted", 0, 0, func(v any, _ []any) any {
+			m, ok := v.(map[string]any)
+			if !ok {
+				return &jqFuncError{"keys_unsorted", v}
+			}
+			ks := make([]any, 0, len(m))
+			for k := range m {
+				ks = append(ks, k)
+			}
+			slices.SortFunc(ks, func(a, b any) int { return strings.Compare(a.(string), b.(string)) })
+			return ks
+		})}
 	if dynamic {
 		environ := c.env.Environ
 		opts = append(opts,
@@ -270,7 +402,31 @@ func compileJQ(c *cmd, o *jqOpts, inputs *jqInputs) (*gojq.Code, int) {
 				}
 				return environ()
 			}),
-			gojq.WithInputIter(inputs))
+			gojq.WithInputIter(inputs),
+			gojq.WithFunction("debug", 0, 0, func(v any, _ []any) any {
+				b, err := gojq.Marshal([]any{"DEBUG:", v})
+				if err != nil {
+					return err
+				}
+				c.out.Flush()
+				c.env.Stderr.Write(append(b, '\n'))
+				return v
+			}),
+			gojq.WithFunction("stderr", 0, 0, func(v any, _ []any) any {
+				b, err := gojq.Marshal(v)
+				if err != nil {
+					return err
+				}
+				if s, ok := v.(string); ok {
+					b = []byte(s)
+				}
+				c.out.Flush()
+				c.env.Stderr.Write(b)
+				return v
+			}),
+			gojq.WithFunction("input_filename", 0, 0, func(any, []any) any {
+				return inputs.filename()
+			}))
 	}
 	code, err := gojq.Compile(q, opts...)
 	if err != nil {
@@ -286,6 +442,9 @@ func compileJQ(c *cmd, o *jqOpts, inputs *jqInputs) (*gojq.Code, int) {
 
 func writeJQ(c *cmd, o *jqOpts, v any) error {
 	if s, ok := v.(string); ok && o.raw {
+		if o.ascii {
+			s = asciiEscape(s, false)
+		}
 		c.out.WriteString(s)
 		if !o.join {
 			c.out.WriteByte('\n')
@@ -309,6 +468,9 @@ func writeJQ(c *cmd, o *jqOpts, v any) error {
 		}
 		b = buf.Bytes()
 	}
+	if o.ascii {
+		b = []byte(asciiEscape(string(b), true))
+	}
 	c.out.Write(b)
 	if !o.join {
 		c.out.WriteByte('\n')
@@ -316,10 +478,29 @@ func writeJQ(c *cmd, o *jqOpts, v any) error {
 	return nil
 }
 
+// asciiEscape replaces every non-ASCII character by \uXXXX (a surrogate
+// pair above U+FFFF), as jq -a does; in JSON text only strings hold any.
+func asciiEscape(s string, _ bool) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r < 0x80:
+			b.WriteRune(r)
+		case r > 0xFFFF:
+			r -= 0x10000
+			fmt.Fprintf(&b, "\\u%04x\\u%04x", 0xD800+(r>>10), 0xDC00+(r&0x3FF))
+		default:
+			fmt.Fprintf(&b, "\\u%04x", r)
+		}
+	}
+	return b.String()
+}
+
 // jqInputs yields the JSON values (or raw lines with -R) of stdin; it is
 // also gojq's input iterator for input/inputs. Stdin is read whole first
 // (within MaxInputBytes), like jq does for most filters.
 type jqInputs struct {
+	files   []jqFile // nil: stdin
 	c       *cmd
 	o       *jqOpts
 	data    []byte
@@ -422,6 +603,23 @@ func (in *jqInputs) decode() (any, error) {
 	return normalizeJSON(v), nil
 }
 
+// filename is the file the last input came from (nil for stdin).
+func (in *jqInputs) filename() any {
+	if len(in.files) == 0 {
+		return nil
+	}
+	off := len(in.data)
+	if in.dec != nil {
+		off = int(in.dec.InputOffset())
+	}
+	for _, f := range in.files {
+		if off <= f.end {
+			return f.name
+		}
+	}
+	return in.files[len(in.files)-1].name
+}
+
 // Next implements gojq.Iter for input and inputs.
 func (in *jqInputs) Next() (any, bool) {
 	if in.err != nil {
@@ -494,4 +692,15 @@ func normalizeJSON(v any) any {
 		return x
 	}
 	return v
+}
+
+// jqFuncError is the error of a function given a value of the wrong type.
+type jqFuncError struct {
+	name string
+	v    any
+}
+
+func (e *jqFuncError) Error() string {
+	b, _ := gojq.Marshal(e.v)
+	return fmt.Sprintf("%s cannot be applied to: %s", e.name, b)
 }

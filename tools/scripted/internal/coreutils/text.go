@@ -13,6 +13,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/demiurge-dev/demiurge/tools/scripted/vfs"
 )
 
 // catCmd copies stdin to stdout: cat [-n] [-]...
@@ -48,21 +50,98 @@ func catCmd(c *cmd, args []string) int {
 	return c.done(0)
 }
 
-// teeCmd copies stdin to stdout; file operands other than /dev/null are
-// refused (the copy to stdout still happens) and make the exit status 1.
+// teeCmd copies stdin to stdout and to each FILE: tee [-a] [FILE]...
+// A file that cannot be opened is reported and makes the status 1; the
+// others are still written.
 func teeCmd(c *cmd, args []string) int {
-	status := 0
-	for _, a := range args {
-		switch {
-		case a == "-a" || a == "--append" || a == "-i" || a == "/dev/null" || a == "-":
-		case strings.HasPrefix(a, "-"):
-			return c.errf(2, "unknown option: %s", a)
+	appendMode := false
+	files, st, ok := c.flags(args, "", 1, func(f, _ string) error {
+		switch f {
+		case "-a", "--append":
+			appendMode = true
+		case "-i", "--ignore-interrupts", "-p":
 		default:
-			c.errf(1, "%s: filesystem access disabled", a)
-			status = 1
+			return errUnknownFlag
+		}
+		return nil
+	})
+	if !ok {
+		return st
+	}
+	var outs []io.Writer
+	for _, f := range files {
+		switch f {
+		case "-", "/dev/stdout":
+			outs = append(outs, c.out)
+			continue
+		case "/dev/stderr":
+			outs = append(outs, c.env.Stderr)
+			continue
+		case "/dev/null":
+			continue
+		}
+		if c.env.FS == nil {
+			c.noFS(1, f)
+			c.fail(1)
+			continue
+		}
+		flag := vfs.O_WRONLY | vfs.O_CREATE | vfs.O_TRUNC
+		if appendMode {
+			flag = vfs.O_WRONLY | vfs.O_CREATE | vfs.O_APPEND
+		}
+		w, err := c.env.FS.Open(c.ctx, c.abs(f), flag, 0)
+		if err != nil {
+			c.fileErr(1, f, err)
+			c.fail(1)
+			continue
+		}
+		outs = append(outs, &reportingWriter{c: c, name: f, w: w})
+	}
+	if len(outs) == 0 {
+		return c.copyStdin(0)
+	}
+	out := c.out
+	c.out.Flush()
+	mw := io.MultiWriter(append([]io.Writer{out}, outs...)...)
+	buf := make([]byte, 32*1024)
+	for {
+		if c.stopped() {
+			return c.errf(1, "interrupted")
+		}
+		n, err := c.in.Read(buf)
+		if n > 0 {
+			mw.Write(buf[:n])
+		}
+		if err == io.EOF {
+			return c.done(0)
+		}
+		if err != nil {
+			return c.readErr(err)
 		}
 	}
-	return c.copyStdin(status)
+}
+
+// reportingWriter writes to a file and reports its first failure (a
+// limit of the file system), then drops the rest, so that tee goes on
+// writing its other outputs.
+type reportingWriter struct {
+	c      *cmd
+	name   string
+	w      io.Writer
+	failed bool
+}
+
+func (r *reportingWriter) Write(p []byte) (int, error) {
+	if r.failed {
+		return len(p), nil
+	}
+	if _, err := r.w.Write(p); err != nil {
+		r.failed = true
+		r.c.out.Flush()
+		r.c.fileErr(1, r.name, err)
+		r.c.fail(1)
+	}
+	return len(p), nil
 }
 
 // countArg parses the N of head/tail -n N; a leading '+' (from) or '-'
@@ -77,8 +156,9 @@ func countArg(v string) (n int64, sign byte, ok bool) {
 }
 
 // headTailArgs parses -n N, -c N, -N and --lines=N for head and tail;
-// status is -1 when the arguments are good.
-func headTailArgs(c *cmd, args []string) (n int64, sign byte, bytes bool, status int) {
+// status is -1 when the arguments are good. headers is -1 for -q, 1 for
+// -v, 0 by default.
+func headTailArgs(c *cmd, args []string) (files []string, n int64, sign byte, bytes bool, headers int, status int) {
 	n = 10
 	var fixed []string
 	for i, a := range args {
@@ -98,39 +178,77 @@ func headTailArgs(c *cmd, args []string) (n int64, sign byte, bytes bool, status
 				return fmt.Errorf("invalid number of lines: '%s'", v)
 			}
 			bytes = f == "-c" || f == "--bytes"
-		case "-q", "-v", "--quiet", "--silent", "--verbose":
+		case "-q", "--quiet", "--silent":
+			headers = -1
+		case "-v", "--verbose":
+			headers = 1
 		default:
 			return errUnknownFlag
 		}
 		return nil
 	})
 	if !ok {
-		return 0, 0, false, st
+		return nil, 0, 0, false, 0, st
 	}
-	if st, ok := c.operands(rest); !ok {
-		return 0, 0, false, st
-	}
-	return n, sign, bytes, -1
+	return rest, n, sign, bytes, headers, -1
+}
+
+// eachHeaded runs fn on each input of head or tail, with "==> f <=="
+// headers when there are several (or -v).
+func (c *cmd) eachHeaded(files []string, headers int, fn func()) {
+	show := headers > 0 || (headers == 0 && len(files) > 1)
+	first := true
+	c.eachInput(files, 1, func(name string) bool {
+		if show {
+			if !first {
+				c.out.WriteByte('\n')
+			}
+			if name == "-" {
+				name = "standard input"
+			}
+			c.out.WriteString("==> " + name + " <==\n")
+		}
+		first = false
+		fn()
+		return !c.stopped()
+	})
 }
 
 // headCmd prints the first lines (or bytes) of stdin: head [-n N|-N|-c N].
 // head -n -N prints all but the last N lines.
 func headCmd(c *cmd, args []string) int {
-	n, sign, bytes, st := headTailArgs(c, args)
+	files, n, sign, bytes, headers, st := headTailArgs(c, args)
 	if st >= 0 {
 		return st
 	}
+	status := -1
+	c.eachHeaded(files, headers, func() {
+		if st := c.head(n, sign, bytes); st != 0 {
+			status = st
+		}
+	})
+	if status > 0 {
+		return status
+	}
+	return c.done(0)
+}
+
+// head prints the first n lines or bytes of the input; it returns 0 or
+// the status of a failed read (reported).
+func (c *cmd) head(n int64, sign byte, bytes bool) int {
 	if bytes {
+		if sign != '-' {
+			if _, err := io.CopyN(c.out, c.in, n); err != nil && err != io.EOF {
+				return c.readErr(err)
+			}
+			return 0
+		}
 		data, err := c.readAll()
 		if err != nil {
 			return c.readErr(err)
 		}
-		if sign == '-' {
-			c.out.Write(data[:max(0, int64(len(data))-n)])
-		} else {
-			c.out.Write(data[:min(n, int64(len(data)))])
-		}
-		return c.done(0)
+		c.out.Write(data[:max(0, int64(len(data))-n)])
+		return 0
 	}
 	if sign == '-' {
 		lines, err := c.lines()
@@ -138,11 +256,11 @@ func headCmd(c *cmd, args []string) int {
 			return c.readErr(err)
 		}
 		c.writeLines(lines[:max(0, int64(len(lines))-n)])
-		return c.done(0)
+		return 0
 	}
 	var i int64
 	if n == 0 {
-		return c.done(0)
+		return 0
 	}
 	err := c.eachLine(func(l string, noNL bool) bool {
 		c.out.WriteString(l)
@@ -155,15 +273,30 @@ func headCmd(c *cmd, args []string) int {
 	if err != nil {
 		return c.readErr(err)
 	}
-	return c.done(0)
+	return 0
 }
 
 // tailCmd prints the last lines (or bytes) of stdin: tail [-n N|-N|-n +N|-c N].
 func tailCmd(c *cmd, args []string) int {
-	n, sign, bytes, st := headTailArgs(c, args)
+	files, n, sign, bytes, headers, st := headTailArgs(c, args)
 	if st >= 0 {
 		return st
 	}
+	status := -1
+	c.eachHeaded(files, headers, func() {
+		if st := c.tail(n, sign, bytes); st != 0 {
+			status = st
+		}
+	})
+	if status > 0 {
+		return status
+	}
+	return c.done(0)
+}
+
+// tail prints the last n lines or bytes of the input (from line n with
+// sign '+'); it returns 0 or the status of a failed read (reported).
+func (c *cmd) tail(n int64, sign byte, bytes bool) int {
 	data, err := c.readAll()
 	if err != nil {
 		return c.readErr(err)
@@ -174,7 +307,7 @@ func tailCmd(c *cmd, args []string) int {
 		} else {
 			c.out.Write(data[max(0, int64(len(data))-n):])
 		}
-		return c.done(0)
+		return 0
 	}
 	s := string(data)
 	noNL := s != "" && !strings.HasSuffix(s, "\n")
@@ -191,24 +324,37 @@ func tailCmd(c *cmd, args []string) int {
 			c.out.WriteByte('\n')
 		}
 	}
-	return c.done(0)
+	return 0
 }
 
 type sortKey struct {
 	start, end int // 1-based fields; end 0 = to end of line
 	numeric    bool
+	human      bool
 	reverse    bool
 }
 
-// sortCmd sorts the lines of stdin: sort [-n -r -u -f -b -s -V -t SEP -k N[,M][n][r]].
+// sortCmd sorts lines: sort [-n -g -h -r -u -f -b -s -V -c -C -t SEP
+// -k N[,M][n][r] -o FILE] [FILE]...
 func sortCmd(c *cmd, args []string) int {
-	var numeric, reverse, unique, fold, blanks, version bool
+	var numeric, human, reverse, unique, fold, blanks, version, check, quietCheck, zero bool
 	sep := ""
+	output := ""
 	var keys []sortKey
-	if st, ok := c.stdinFlags(args, "tk", 2, func(f, v string) error {
+	files, st, ok := c.flags(args, "tko", 2, func(f, v string) error {
 		switch f {
-		case "-n", "--numeric-sort", "-g", "--general-numeric-sort", "-h", "--human-numeric-sort":
+		case "-n", "--numeric-sort", "-g", "--general-numeric-sort":
 			numeric = true
+		case "-h", "--human-numeric-sort":
+			human = true
+		case "-c", "--check":
+			check = true
+		case "-z", "--zero-terminated":
+			zero = true
+		case "-C":
+			check, quietCheck = true, true
+		case "-o", "--output":
+			output = v
 		case "-r", "--reverse":
 			reverse = true
 		case "-u", "--unique":
@@ -235,12 +381,29 @@ func sortCmd(c *cmd, args []string) int {
 			return errUnknownFlag
 		}
 		return nil
-	}); !ok {
+	})
+	if !ok {
 		return st
 	}
-	lines, err := c.lines()
-	if err != nil {
-		return c.readErr(err)
+	if st, ok := c.inputs(files, 2); !ok {
+		return st
+	}
+	var lines []string
+	term := "\n"
+	if zero {
+		data, err := c.readAll()
+		if err != nil {
+			return c.readErr(err)
+		}
+		term = "\x00"
+		if len(data) > 0 {
+			lines = strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00")
+		}
+	} else {
+		var err error
+		if lines, err = c.lines(); err != nil {
+			return c.readErr(err)
+		}
 	}
 	keyOf := func(l string, k sortKey) string {
 		if k.start == 0 {
@@ -268,9 +431,12 @@ func sortCmd(c *cmd, args []string) int {
 		}
 		return strings.Join(fields[k.start-1:end], j)
 	}
-	compare := func(a, b string, num bool) int {
+	compare := func(a, b string, num, hum bool) int {
 		if blanks {
 			a, b = strings.TrimLeft(a, " \t"), strings.TrimLeft(b, " \t")
+		}
+		if hum {
+			return compareHuman(a, b)
 		}
 		if num {
 			return cmp.Compare(leadingNumber(a), leadingNumber(b))
@@ -288,7 +454,7 @@ func sortCmd(c *cmd, args []string) int {
 	}
 	full := func(a, b string) int {
 		for _, k := range keys {
-			r := compare(keyOf(a, k), keyOf(b, k), numeric || k.numeric)
+			r := compare(keyOf(a, k), keyOf(b, k), numeric || k.numeric, human || k.human)
 			if k.reverse {
 				r = -r
 			}
@@ -308,11 +474,38 @@ func sortCmd(c *cmd, args []string) int {
 		}
 		return r
 	}
+	if check {
+		for i := 1; i < len(lines); i++ {
+			r := order(lines[i-1], lines[i])
+			if r > 0 || (unique && r == 0) {
+				if !quietCheck {
+					name := "-"
+					if len(files) == 1 {
+						name = files[0]
+					}
+					c.errf(1, "%s:%d: disorder: %s", name, i+1, lines[i])
+				}
+				return c.done(1)
+			}
+		}
+		return c.done(0)
+	}
 	slices.SortStableFunc(lines, order)
 	if unique {
 		lines = slices.CompactFunc(lines, func(a, b string) bool { return full(a, b) == 0 })
 	}
-	c.writeLines(lines)
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(l)
+		b.WriteString(term)
+	}
+	if output != "" && output != "-" {
+		if !c.writeFile(output, []byte(b.String())) {
+			return c.done(2)
+		}
+		return c.done(0)
+	}
+	c.out.WriteString(b.String())
 	return c.done(0)
 }
 
@@ -322,8 +515,10 @@ func parseSortKey(v string) (sortKey, error) {
 	parse := func(s string) (int, error) {
 		s = strings.TrimRightFunc(s, func(r rune) bool {
 			switch r {
-			case 'n', 'g', 'h':
+			case 'n', 'g':
 				k.numeric = true
+			case 'h':
+				k.human = true
 			case 'r':
 				k.reverse = true
 			case 'b', 'f', 'V':
@@ -375,6 +570,43 @@ func leadingNumber(s string) float64 {
 	return 0
 }
 
+// compareHuman orders numbers with SI suffixes as sort -h does: by the
+// suffix first (none < K < M < G < T < P < E < Z < Y), then by the
+// number.
+func compareHuman(a, b string) int {
+	ra, na := humanKey(a)
+	rb, nb := humanKey(b)
+	if ra != rb {
+		return cmp.Compare(ra, rb)
+	}
+	return cmp.Compare(na, nb)
+}
+
+// humanKey is the suffix rank and number of a human-readable size; a
+// negative number ranks below every suffix.
+func humanKey(s string) (int, float64) {
+	s = strings.TrimSpace(s)
+	end := 0
+	for end < len(s) && (s[end] >= '0' && s[end] <= '9' || s[end] == '.' || (end == 0 && s[end] == '-')) {
+		end++
+	}
+	n, _ := strconv.ParseFloat(s[:end], 64)
+	rank := 0
+	if end < len(s) {
+		rank = strings.IndexByte("KMGTPEZY", s[end]&^0x20) + 1
+		if s[end] == 'k' {
+			rank = 1
+		}
+	}
+	if n < 0 {
+		return -rank, n
+	}
+	if n == 0 {
+		rank = 0
+	}
+	return rank, n
+}
+
 // compareVersion orders strings with embedded numbers naturally (sort -V).
 func compareVersion(a, b string) int {
 	for a != "" && b != "" {
@@ -406,7 +638,8 @@ func compareVersion(a, b string) int {
 // uniqCmd drops adjacent duplicate lines: uniq [-c -d -u -i].
 func uniqCmd(c *cmd, args []string) int {
 	var count, dups, uniques, icase bool
-	if st, ok := c.stdinFlags(args, "", 1, func(f, _ string) error {
+	skipFields, skipChars := 0, 0
+	files, st, ok := c.flags(args, "fs", 1, func(f, v string) error {
 		switch f {
 		case "-c", "--count":
 			count = true
@@ -416,12 +649,37 @@ func uniqCmd(c *cmd, args []string) int {
 			uniques = true
 		case "-i", "--ignore-case":
 			icase = true
+		case "-f", "--skip-fields":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return fmt.Errorf("%s: invalid number of fields to skip", v)
+			}
+			skipFields = n
+		case "-s", "--skip-chars":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return fmt.Errorf("%s: invalid number of bytes to skip", v)
+			}
+			skipChars = n
 		default:
 			return errUnknownFlag
 		}
 		return nil
-	}); !ok {
+	})
+	if !ok {
 		return st
+	}
+	if len(files) > 2 {
+		return c.errf(1, "extra operand '%s'", files[2])
+	}
+	if len(files) > 0 {
+		if st, ok := c.inputs(files[:1], 1); !ok {
+			return st
+		}
+	}
+	var output *strings.Builder
+	if len(files) == 2 && files[1] != "-" {
+		output = &strings.Builder{}
 	}
 	var prev string
 	n := 0
@@ -429,14 +687,32 @@ func uniqCmd(c *cmd, args []string) int {
 		if n == 0 || (dups && n < 2) || (uniques && n > 1) {
 			return
 		}
+		var w io.Writer = c.out
+		if output != nil {
+			w = output
+		}
 		if count {
-			fmt.Fprintf(c.out, "%7d %s\n", n, prev)
+			fmt.Fprintf(w, "%7d %s\n", n, prev)
 		} else {
-			c.out.WriteString(prev)
-			c.out.WriteByte('\n')
+			io.WriteString(w, prev+"\n")
 		}
 	}
+	key := func(s string) string {
+		for range skipFields {
+			s = strings.TrimLeft(s, " \t")
+			i := strings.IndexAny(s, " \t")
+			if i < 0 {
+				return ""
+			}
+			s = s[i:]
+		}
+		if skipChars >= len(s) {
+			return ""
+		}
+		return s[skipChars:]
+	}
 	same := func(a, b string) bool {
+		a, b = key(a), key(b)
 		if icase {
 			return strings.EqualFold(a, b)
 		}
@@ -455,13 +731,19 @@ func uniqCmd(c *cmd, args []string) int {
 		return c.readErr(err)
 	}
 	flush()
+	if output != nil && !c.writeFile(files[1], []byte(output.String())) {
+		return c.done(1)
+	}
 	return c.done(0)
 }
 
-// wcCmd counts lines, words, bytes and characters of stdin: wc [-l -w -c -m].
+// wcCmd counts lines, words, bytes and characters: wc [-l -w -c -m -L]
+// [FILE]..., with a total line for several files. Counts are aligned as
+// GNU wc aligns them: to the width of the files' total size (7 when stdin
+// is among the inputs), unpadded for one count of one input.
 func wcCmd(c *cmd, args []string) int {
-	var lines, words, bytes, chars bool
-	if st, ok := c.stdinFlags(args, "", 1, func(f, _ string) error {
+	var lines, words, bytes, chars, longest bool
+	files, st, ok := c.flags(args, "", 1, func(f, _ string) error {
 		switch f {
 		case "-l", "--lines":
 			lines = true
@@ -471,67 +753,125 @@ func wcCmd(c *cmd, args []string) int {
 			bytes = true
 		case "-m", "--chars":
 			chars = true
+		case "-L", "--max-line-length":
+			longest = true
 		default:
 			return errUnknownFlag
 		}
 		return nil
-	}); !ok {
+	})
+	if !ok {
 		return st
 	}
-	if !lines && !words && !bytes && !chars {
+	if !lines && !words && !bytes && !chars && !longest {
 		lines, words, bytes = true, true, true
 	}
-	var nl, nw, nb, nc int64
-	inWord := false
-	buf := make([]byte, 32*1024)
-	for {
-		if c.stopped() {
-			return c.errf(1, "interrupted")
-		}
-		n, err := c.in.Read(buf)
-		chunk := buf[:n]
-		nb += int64(n)
-		nc += int64(utf8.RuneCount(chunk))
-		for _, b := range chunk {
-			if b == '\n' {
-				nl++
-			}
-			space := b == ' ' || b == '\n' || b == '\t' || b == '\r' || b == '\v' || b == '\f'
-			if !space && !inWord {
-				nw++
-			}
-			inWord = !space
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return c.readErr(err)
-		}
+	type counts struct {
+		name                string
+		nl, nw, nc, nb, max int64
 	}
-	var out []string
-	single := 0
-	for _, on := range []bool{lines, words, chars, bytes} {
+	var all []counts
+	var total counts
+	stdin := len(files) == 0
+	status := -1
+	buf := make([]byte, 32*1024) // shared by every input
+	c.eachInput(files, 1, func(name string) bool {
+		if name == "-" {
+			stdin = true
+		}
+		var k counts
+		k.name = name
+		if len(files) == 0 {
+			k.name = ""
+		}
+		inWord := false
+		var lineLen int64
+		for {
+			if c.stopped() {
+				status = c.errf(1, "interrupted")
+				return false
+			}
+			n, err := c.in.Read(buf)
+			chunk := buf[:n]
+			k.nb += int64(n)
+			k.nc += int64(utf8.RuneCount(chunk))
+			for _, b := range chunk {
+				if b == '\n' {
+					k.nl++
+					k.max = max(k.max, lineLen)
+					lineLen = 0
+				} else if b == '\t' {
+					lineLen += 8 - lineLen%8
+				} else if utf8.RuneStart(b) {
+					lineLen++
+				}
+				space := b == ' ' || b == '\n' || b == '\t' || b == '\r' || b == '\v' || b == '\f'
+				if !space && !inWord {
+					k.nw++
+				}
+				inWord = !space
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				status = c.readErr(err)
+				return false
+			}
+		}
+		k.max = max(k.max, lineLen)
+		all = append(all, k)
+		total.nl += k.nl
+		total.nw += k.nw
+		total.nc += k.nc
+		total.nb += k.nb
+		total.max = max(total.max, k.max)
+		return true
+	})
+	if status > 0 {
+		return status
+	}
+	selected := 0
+	for _, on := range []bool{lines, words, chars, bytes, longest} {
 		if on {
-			single++
+			selected++
 		}
 	}
-	add := func(on bool, v int64) {
-		if !on {
-			return
+	width := 1
+	if selected > 1 || len(files) > 1 {
+		size := total.nb
+		for ; size >= 10; size /= 10 {
+			width++
 		}
-		if single == 1 {
-			out = append(out, strconv.FormatInt(v, 10))
-		} else {
-			out = append(out, fmt.Sprintf("%7d", v))
+		if stdin {
+			width = max(width, 7)
 		}
 	}
-	add(lines, nl)
-	add(words, nw)
-	add(chars, nc)
-	add(bytes, nb)
-	c.out.WriteString(strings.Join(out, " "))
-	c.out.WriteByte('\n')
+	print := func(k counts) {
+		var out []string
+		add := func(on bool, v int64) {
+			if on {
+				out = append(out, fmt.Sprintf("%*d", width, v))
+			}
+		}
+		add(lines, k.nl)
+		add(words, k.nw)
+		add(chars, k.nc)
+		add(bytes, k.nb)
+		add(longest, k.max)
+		c.out.WriteString(strings.Join(out, " "))
+		if k.name != "" {
+			c.out.WriteString(" " + k.name)
+		}
+		c.out.WriteByte('\n')
+	}
+	for _, k := range all {
+		print(k)
+	}
+	if len(files) > 1 {
+		total.name = "total"
+		print(total)
+	}
 	return c.done(0)
 }
 
@@ -578,7 +918,8 @@ func cutCmd(c *cmd, args []string) int {
 	delim := "\t"
 	var list string
 	mode := byte(0)
-	only := false
+	only, complement := false, false
+	outDelim := ""
 	rest, st, ok := c.flags(args, "dfcb", 1, func(f, v string) error {
 		switch f {
 		case "-d", "--delimiter":
@@ -594,6 +935,11 @@ func cutCmd(c *cmd, args []string) int {
 			list, mode = v, 'b'
 		case "-s", "--only-delimited":
 			only = true
+		case "--complement":
+			complement = true
+		case "--output-delimiter":
+			outDelim = v
+		case "-n":
 		default:
 			return errUnknownFlag
 		}
@@ -612,6 +958,11 @@ func cutCmd(c *cmd, args []string) int {
 	if err != nil {
 		return c.errf(1, "%v", err)
 	}
+	in := func(i int) bool { return inCutList(rs, i) != complement }
+	joiner := delim
+	if outDelim != "" {
+		joiner = outDelim
+	}
 	rerr := c.eachLine(func(l string, _ bool) bool {
 		switch mode {
 		case 'f':
@@ -624,22 +975,22 @@ func cutCmd(c *cmd, args []string) int {
 			}
 			var sel []string
 			for i, f := range strings.Split(l, delim) {
-				if inCutList(rs, i+1) {
+				if in(i + 1) {
 					sel = append(sel, f)
 				}
 			}
-			c.out.WriteString(strings.Join(sel, delim))
+			c.out.WriteString(strings.Join(sel, joiner))
 		case 'c':
 			i := 0
 			for _, r := range l {
 				i++
-				if inCutList(rs, i) {
+				if in(i) {
 					c.out.WriteRune(r)
 				}
 			}
 		case 'b':
 			for i := 0; i < len(l); i++ {
-				if inCutList(rs, i+1) {
+				if in(i + 1) {
 					c.out.WriteByte(l[i])
 				}
 			}

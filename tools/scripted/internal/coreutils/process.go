@@ -1,0 +1,291 @@
+package coreutils
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// parseDuration parses sleep's and timeout's durations: a number of
+// seconds (decimals allowed) with an optional suffix s, m, h or d.
+func parseDuration(s string) (time.Duration, error) {
+	if s == "inf" || s == "infinity" {
+		return time.Duration(math.MaxInt64), nil
+	}
+	mult := time.Second
+	switch {
+	case strings.HasSuffix(s, "s"):
+		s = s[:len(s)-1]
+	case strings.HasSuffix(s, "m"):
+		s, mult = s[:len(s)-1], time.Minute
+	case strings.HasSuffix(s, "h"):
+		s, mult = s[:len(s)-1], time.Hour
+	case strings.HasSuffix(s, "d"):
+		s, mult = s[:len(s)-1], 24*time.Hour
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f < 0 || math.IsNaN(f) {
+		return 0, errors.New("invalid time interval")
+	}
+	d := f * float64(mult)
+	if d > math.MaxInt64 {
+		return time.Duration(math.MaxInt64), nil
+	}
+	return time.Duration(d), nil
+}
+
+// sleepCmd waits: sleep NUMBER[smhd]... (the durations add up). The
+// script's time limit ends it like any other command.
+func sleepCmd(c *cmd, args []string) int {
+	if len(args) == 0 {
+		return c.errf(1, "missing operand")
+	}
+	var total time.Duration
+	for _, a := range args {
+		d, err := parseDuration(a)
+		if err != nil {
+			return c.errf(1, "invalid time interval %s", quote(a))
+		}
+		total += d
+		if total < 0 {
+			total = time.Duration(math.MaxInt64)
+		}
+	}
+	t := time.NewTimer(total)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return c.done(0)
+	case <-c.ctx.Done():
+		return c.done(130) // ended by the time limit (or timeout): silently, as by a signal
+	}
+}
+
+// timeoutCmd runs a command with a time limit: timeout [-s SIGNAL] [-k
+// DURATION] [--preserve-status] [--foreground] DURATION COMMAND [ARG]...
+// Exit 124 when the limit ends the command.
+func timeoutCmd(c *cmd, args []string) int {
+	preserve := false
+	i := 0
+	for i < len(args) && strings.HasPrefix(args[i], "-") && len(args[i]) > 1 {
+		a := args[i]
+		switch {
+		case a == "--":
+			i++
+			goto operands
+		case a == "--preserve-status":
+			preserve = true
+		case a == "--foreground" || a == "-v" || a == "--verbose":
+		case a == "-s" || a == "-k" || a == "--signal" || a == "--kill-after":
+			i++
+		case strings.HasPrefix(a, "--signal=") || strings.HasPrefix(a, "--kill-after=") || strings.HasPrefix(a, "-s") || strings.HasPrefix(a, "-k"):
+		default:
+			return c.errf(125, "unknown option: %s", a)
+		}
+		i++
+	}
+operands:
+	if len(args)-i < 2 {
+		return c.errf(125, "missing operand")
+	}
+	d, err := parseDuration(args[i])
+	if err != nil {
+		return c.errf(125, "invalid time interval %s", quote(args[i]))
+	}
+	if c.env.Exec == nil {
+		return c.errf(126, "running commands is disabled")
+	}
+	ctx := c.ctx
+	var cancel context.CancelFunc
+	if d > 0 {
+		ctx, cancel = context.WithTimeout(c.ctx, d)
+		defer cancel()
+	}
+	c.out.Flush()
+	status := c.env.Exec(ctx, args[i+1:], c.in, c.env.Stdout, c.env.Stderr)
+	if ctx.Err() != nil && c.ctx.Err() == nil {
+		if preserve {
+			return 128 + 15
+		}
+		return 124
+	}
+	return status
+}
+
+// yesCmd prints its arguments (or "y") over and over, until the output
+// bound or the reader stops it.
+func yesCmd(c *cmd, args []string) int {
+	line := "y\n"
+	if len(args) > 0 {
+		line = strings.Join(args, " ") + "\n"
+	}
+	for i := 0; ; i++ {
+		if _, err := c.out.WriteString(line); err != nil || (i&255 == 255 && c.stopped()) {
+			c.out.Flush()
+			return 0 // SIGPIPE-like: the reader is gone or the bound reached
+		}
+	}
+}
+
+// whoamiCmd prints the sandbox's user name.
+func whoamiCmd(c *cmd, args []string) int {
+	c.out.WriteString(c.user() + "\n")
+	return c.done(0)
+}
+
+// hostnameCmd prints the sandbox's host name.
+func hostnameCmd(c *cmd, args []string) int {
+	h := c.env.Host
+	if h == "" {
+		h = "sandbox"
+	}
+	c.out.WriteString(h + "\n")
+	return c.done(0)
+}
+
+// idCmd prints the sandbox user's ids: id [-u|-g|-n ...].
+func idCmd(c *cmd, args []string) int {
+	u := c.user()
+	name, only := false, byte(0)
+	for _, a := range args {
+		for _, f := range strings.TrimPrefix(a, "-") {
+			switch f {
+			case 'u', 'g', 'G':
+				only = byte(f)
+			case 'n':
+				name = true
+			case 'r':
+			default:
+				return c.errf(1, "invalid option -- '%c'", f)
+			}
+		}
+	}
+	switch {
+	case only != 0 && name:
+		c.out.WriteString(u + "\n")
+	case only != 0:
+		c.out.WriteString("1000\n")
+	default:
+		fmt.Fprintf(c.out, "uid=1000(%s) gid=1000(%s) groups=1000(%s)\n", u, u, u)
+	}
+	return c.done(0)
+}
+
+// unameCmd describes the sandbox: uname [-a -s -n -r -m -o].
+func unameCmd(c *cmd, args []string) int {
+	fields := map[byte]string{'s': "Linux", 'n': c.env.Host, 'r': "6.1.0-sandbox", 'v': "#1 SMP", 'm': "x86_64", 'p': "unknown", 'i': "unknown", 'o': "GNU/Linux"}
+	if fields['n'] == "" {
+		fields['n'] = "sandbox"
+	}
+	var want []byte
+	for _, a := range args {
+		if a == "--all" {
+			a = "-a"
+		}
+		for _, f := range strings.TrimPrefix(a, "-") {
+			if f == 'a' {
+				want = append(want, 's', 'n', 'r', 'v', 'm', 'o')
+				continue
+			}
+			if _, ok := fields[byte(f)]; !ok {
+				return c.errf(1, "invalid option -- '%c'", f)
+			}
+			want = append(want, byte(f))
+		}
+	}
+	if len(want) == 0 {
+		want = []byte{'s'}
+	}
+	var out []string
+	for _, f := range want {
+		out = append(out, fields[f])
+	}
+	c.out.WriteString(strings.Join(out, " ") + "\n")
+	return c.done(0)
+}
+
+// envCmd prints the exported environment, or runs a command: env [-i]
+// [-u NAME] [COMMAND [ARG]...]. Assignments NAME=VALUE before a command
+// are refused: write them before the command in the shell instead.
+func envCmd(c *cmd, args []string) int {
+	var assigns []string
+	i := 0
+	ignore := false
+	for i < len(args) {
+		a := args[i]
+		switch {
+		case a == "-i" || a == "--ignore-environment" || a == "-":
+			ignore = true
+		case a == "-u" || a == "--unset":
+			i++
+		case a == "-0" || a == "--null":
+		case strings.HasPrefix(a, "-") && a != "--":
+			return c.errf(125, "unknown option: %s", a)
+		case strings.Contains(a, "=") && !strings.HasPrefix(a, "="):
+			assigns = append(assigns, a)
+		default:
+			if a == "--" {
+				i++
+			}
+			goto command
+		}
+		i++
+	}
+command:
+	if i >= len(args) {
+		if !ignore {
+			for _, kv := range c.environ() {
+				c.out.WriteString(kv + "\n")
+			}
+		}
+		for _, kv := range assigns {
+			c.out.WriteString(kv + "\n")
+		}
+		return c.done(0)
+	}
+	if len(assigns) > 0 {
+		return c.errf(125, "setting variables for a command is not supported; write %s %s in the shell instead", assigns[0], args[i])
+	}
+	if c.env.Exec == nil {
+		return c.errf(126, "running commands is disabled")
+	}
+	c.out.Flush()
+	return c.env.Exec(c.ctx, args[i:], c.in, c.env.Stdout, c.env.Stderr)
+}
+
+// printenvCmd prints the values of variables, or all exported ones.
+func printenvCmd(c *cmd, args []string) int {
+	if len(args) == 0 {
+		for _, kv := range c.environ() {
+			c.out.WriteString(kv + "\n")
+		}
+		return c.done(0)
+	}
+	status := 0
+	env := map[string]string{}
+	for _, kv := range c.environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	for _, name := range args {
+		v, ok := env[name]
+		if !ok {
+			status = 1
+			continue
+		}
+		c.out.WriteString(v + "\n")
+	}
+	return c.done(status)
+}
+
+// environ lists the exported variables ("k=v").
+func (c *cmd) environ() []string {
+	if c.env.Environ == nil {
+		return nil
+	}
+	return c.env.Environ()
+}
