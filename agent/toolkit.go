@@ -13,7 +13,6 @@ import (
 
 	bashfx "github.com/demiurge-dev/demiurge/adapters/scripted"
 	"github.com/demiurge-dev/demiurge/adapters/toolcall"
-	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/effects"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
 	"github.com/demiurge-dev/demiurge/schema"
@@ -48,9 +47,10 @@ type mcpEnv struct {
 	// getenv reads the host's environment: secrets bound to env:VAR, and
 	// the variables stdio servers inherit.
 	getenv func(string) (string, bool)
-	// dir is the directory of the world's AIR, where stdio servers run.
-	dir string
-	log *slog.Logger
+	// manifest is the path of the world's AIR; stdio servers run in its
+	// directory.
+	manifest string
+	log      *slog.Logger
 }
 
 func newToolKit(ctx context.Context, name string, cat *schema.Catalog, st world.Storage, custom []tools.Tool, env mcpEnv) (k *toolKit, err error) {
@@ -97,8 +97,9 @@ func newToolKit(ctx context.Context, name string, cat *schema.Catalog, st world.
 		if _, ok := grants[mcp.EffectKind]; !ok {
 			return nil, fmt.Errorf("the manifest declares MCP servers, but %s emits no %s effect to call their tools", demiurge.ToolPlan, mcp.EffectKind)
 		}
-		set, err := startMCP(ctx, cat, st.CAS(), reserved, env)
+		set, err := StartMCP(ctx, cat, env.manifest, mcp.Options{Store: st.CAS(), Reserved: reserved, Getenv: env.getenv, Logger: env.log})
 		if err != nil {
+			_ = set.Close()
 			return nil, err
 		}
 		k.mcp = set
@@ -142,20 +143,36 @@ func names(ts []tools.Tool) string {
 	return strings.Join(out, ", ")
 }
 
-// startMCP starts the MCP servers of a world: their tool lists go to
-// store, and a tool named like one of reserved is an error. A server that
-// fails to start is logged and left out (MCPServers reports it).
-func startMCP(ctx context.Context, cat *schema.Catalog, store cas.Putter, reserved []string, env mcpEnv) (*mcp.Set, error) {
-	servers, err := mcp.FromManifest(cat, env.getenv, env.dir)
+// StartMCP starts the MCP servers the world's manifest declares, as Open
+// does: cat is the manifest loaded from path (stdio servers run in its
+// directory); o says where their tool lists go (Store), the names their
+// tools may not take (Reserved: see ReservedNames), the environment
+// (Getenv, default os.LookupEnv) and how long a server may take to start.
+// A server that fails to start is left out, and the set says why
+// (mcp.ServerInfo). Close the set when done, even after an error.
+func StartMCP(ctx context.Context, cat *schema.Catalog, path string, o mcp.Options) (*mcp.Set, error) {
+	dir, err := manifestDir(path)
 	if err != nil {
 		return nil, err
 	}
-	set, err := mcp.Connect(ctx, servers, &mcp.Options{Store: store, Reserved: reserved, Getenv: env.getenv, Logger: env.log})
+	if o.Getenv == nil {
+		o.Getenv = os.LookupEnv
+	}
+	servers, err := mcp.FromManifest(cat, o.Getenv, dir)
 	if err != nil {
-		_ = set.Close()
 		return nil, err
 	}
-	return set, nil
+	return mcp.Connect(ctx, servers, &o)
+}
+
+// ReservedNames are the names the tools of a world's MCP servers may not
+// take: the world's own tools, and bash.
+func ReservedNames(cat *schema.Catalog) []string {
+	names := []string{bashfx.ToolName}
+	for _, t := range NewToolset(DefaultWorld, cat, world.NewMemoryStorage()).Tools() {
+		names = append(names, t.Name())
+	}
+	return names
 }
 
 // manifestDir is the absolute directory of a world's AIR (a folder, or a

@@ -131,11 +131,7 @@ func Open(ctx context.Context, manifest string, opts ...Option) (_ *World, err e
 	default:
 		aw.st = world.NewMemoryStorage()
 	}
-	dir, err := manifestDir(manifest)
-	if err != nil {
-		return nil, err
-	}
-	if aw.kit, err = newToolKit(ctx, c.name, cat, aw.st, c.tools, mcpEnv{getenv: c.getenv, dir: dir, log: c.log}); err != nil {
+	if aw.kit, err = newToolKit(ctx, c.name, cat, aw.st, c.tools, mcpEnv{getenv: c.getenv, manifest: manifest, log: c.log}); err != nil {
 		return nil, err
 	}
 	adapters := builtin.Adapters(&http.Client{})

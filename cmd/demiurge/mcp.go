@@ -8,11 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	bashfx "github.com/demiurge-dev/demiurge/adapters/scripted"
 	"github.com/demiurge-dev/demiurge/agent"
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/tools/mcp"
-	"github.com/demiurge-dev/demiurge/world"
 )
 
 func newMCPCommand(a *app, getenv func(string) string) *cobra.Command {
@@ -65,28 +63,18 @@ message names the alias that fixes it); 2 a usage error.`,
 				fmt.Fprintf(a.out, "%s declares no MCP servers (mcp_servers)\n", manifest)
 				return nil
 			}
-			dir, err := manifestDir(manifest)
-			if err != nil {
-				return err
-			}
-			servers, err := mcp.FromManifest(cat, lookupEnv(getenv), dir)
-			if err != nil {
-				return err
-			}
-			ts := agent.NewToolset(defaultWorld, cat, world.NewMemoryStorage()).Tools()
-			reserved := []string{bashfx.ToolName}
-			for _, t := range ts {
-				reserved = append(reserved, t.Name())
-			}
-			set, cerr := mcp.Connect(cmd.Context(), servers, &mcp.Options{Store: cas.NewMemory(), Reserved: reserved,
+			set, cerr := agent.StartMCP(cmd.Context(), cat, manifest, mcp.Options{Store: cas.NewMemory(), Reserved: agent.ReservedNames(cat),
 				Getenv: lookupEnv(getenv), Logger: a.log, ConnectTimeout: timeout})
 			defer func() { _ = set.Close() }() // a Set is closed even when Connect fails
+			if set == nil {
+				return cerr
+			}
 			down := printServers(a.out, set.Servers())
 			switch {
 			case cerr != nil:
 				return cerr
 			case down > 0:
-				return fmt.Errorf("mcp ls: %d of %d MCP servers are not up", down, len(servers))
+				return fmt.Errorf("mcp ls: %d of %d MCP servers are not up", down, len(set.Servers()))
 			}
 			return nil
 		},

@@ -13,6 +13,7 @@ import (
 	"github.com/demiurge-dev/demiurge/agent"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools"
+	"github.com/demiurge-dev/demiurge/tools/mcp"
 	"github.com/demiurge-dev/demiurge/world"
 )
 
@@ -109,15 +110,12 @@ command; 1 or the command's status for a failed command), or the usual 1 and
 					mnt.Workspace = svc
 				}
 				if len(cat.Manifest.MCPServers) > 0 {
-					reserved := []string{bashfx.ToolName}
-					for _, t := range ts {
-						reserved = append(reserved, t.Name())
-					}
-					set, err := startMCP(ctx, cat, st.CAS(), reserved, mcpEnv{getenv: lookupEnv(getenv), manifest: wf.manifest, log: a.log})
+					set, err := agent.StartMCP(ctx, cat, wf.manifest, mcp.Options{Store: st.CAS(), Reserved: agent.ReservedNames(cat),
+						Getenv: lookupEnv(getenv), Logger: a.log})
+					defer func() { _ = set.Close() }() // a Set is closed even when it fails to start
 					if err != nil {
 						return err
 					}
-					defer set.Close()
 					agent.ReportMCP(a.err, set.Servers())
 					ts = append(ts, set.Tools()...)
 				}

@@ -366,8 +366,12 @@ func (s *Set) Lists() map[string]*ToolList {
 
 // Close closes every server (at once): a stdio server gets its stdin
 // closed, then a signal after Options.Terminate. Calls after Close fail.
-// It returns the errors of servers that did not close cleanly.
+// It returns the errors of servers that did not close cleanly. A nil Set
+// closes nothing.
 func (s *Set) Close() error {
+	if s == nil {
+		return nil
+	}
 	errs := make([]error, len(s.conns))
 	var wg sync.WaitGroup
 	for i, c := range s.conns {
