@@ -105,7 +105,12 @@ func wantArgs(lo, hi int) cobra.PositionalArgs {
 // Errors are printed on std.err as "demiurge: <message>". getenv reads the
 // environment ($DEMIURGE_STORE).
 func execute(ctx context.Context, args []string, std stdio, getenv func(string) string) int {
-	a := &app{stdio: std, log: slog.New(slog.DiscardHandler)}
+	return executeApp(ctx, &app{stdio: std, log: slog.New(slog.DiscardHandler)}, args, getenv)
+}
+
+// executeApp is execute for the app a.
+func executeApp(ctx context.Context, a *app, args []string, getenv func(string) string) int {
+	std := a.stdio
 	root := newRootCommand(a, getenv)
 	if args == nil {
 		args = []string{}

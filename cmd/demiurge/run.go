@@ -239,7 +239,11 @@ func exitCode(o agent.Outcome) int {
 func (r *chatRun) say(ctx context.Context, text string) (agent.Outcome, error) {
 	wctx, cancel := context.WithTimeout(ctx, r.f.wait)
 	defer cancel()
-	end, err := r.show(wctx, r.chat.Send(wctx, text, agent.WithToolChoice(r.choice)))
+	var opts []agent.SendOption
+	if r.choice != agent.ToolChoiceAuto {
+		opts = append(opts, agent.WithToolChoice(r.choice))
+	}
+	end, err := r.show(wctx, r.chat.Send(wctx, text, opts...))
 	if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 		return end.Outcome, fmt.Errorf("run: the turn took longer than --wait %s; it was stopped", r.f.wait)
 	}
