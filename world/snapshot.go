@@ -8,9 +8,9 @@ import (
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/effects"
 	"github.com/demiurge-dev/demiurge/journal"
-	"github.com/demiurge-dev/demiurge/world/internal/plans"
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/schema"
+	"github.com/demiurge-dev/demiurge/world/internal/plans"
 )
 
 const snapshotFormat = "demiurge/snapshot/v1"

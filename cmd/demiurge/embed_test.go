@@ -84,4 +84,3 @@ func records(t *testing.T, dir string) []journal.Record {
 	}
 	return out
 }
-
