@@ -62,9 +62,10 @@ type model struct {
 	adapter  effects.Adapter
 	// secret resolves the world's secrets: OPENAI_API_KEY is the model's
 	// key, the rest come from the environment.
-	secret func(string) (string, bool)
-	stream bool
-	temp   string
+	secret  func(string) (string, bool)
+	stream  bool
+	temp    string
+	baseURL string
 }
 
 // resolve readies m for a world whose manifest's model overrides are
@@ -112,6 +113,7 @@ func (m Model) resolve(manifest []llm.ModelOptions, c *config) (*model, error) {
 	if key == "" && base == "" && !azure {
 		return nil, errors.New("no API key: set OPENAI_API_KEY (or point the base URL at an OpenAI-compatible server, or answer from a recorded session with agent.Cassette)")
 	}
+	out.baseURL = base
 	cfg := llm.Config{Provider: out.provider, BaseURL: base, Logger: c.log, Models: overrides}
 	if azure && base == "" {
 		cfg.Azure = &llm.AzureConfig{Endpoint: env("AZURE_OPENAI_ENDPOINT"), APIVersion: env("AZURE_OPENAI_API_VERSION"), Deployment: env("AZURE_OPENAI_DEPLOYMENT")}

@@ -30,7 +30,6 @@ type config struct {
 	adapters     map[string]effects.Adapter
 	now          func() time.Time
 	entropy      io.Reader
-	bashTimeout  time.Duration
 	errs         []error
 }
 

@@ -262,6 +262,13 @@ func (w *World) MCPServers() []mcp.ServerInfo {
 // Model returns what demiurge knows of the world's model.
 func (w *World) Model() llm.Model { return w.model.known }
 
+// resolveModel is what the world's provider knows of the model name.
+func (w *World) resolveModel(name string) llm.Model {
+	overrides, _ := ManifestModels(w.cat)
+	m, _ := llm.ResolveModel(name, w.model.baseURL, append(overrides, w.c.model.Options...))
+	return m
+}
+
 // Module returns the world's chat module (demiurge.ModuleName, or
 // demiurge.ModuleNameV1 for a world made with Chat@1).
 func (w *World) Module() string { return w.module }

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -65,6 +66,7 @@ func TestScripts(t *testing.T) {
 			"exits":    cmdExits,
 			"waitfile": cmdWaitFile,
 			"llmtest":  cmdLLMTest,
+			"llmwait":  cmdLLMWait,
 			"realwire": cmdRealwire,
 		},
 	})
@@ -252,8 +254,38 @@ func cmdLLMTest(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	srv := llmtest.NewServer(script)
 	ts.Defer(srv.Close)
+	servers.Store(ts, srv)
+	ts.Defer(func() { servers.Delete(ts) })
 	ts.Setenv("OPENAI_BASE_URL", srv.URL)
 	ts.Setenv("OPENAI_API_KEY", "sk-test-key")
+}
+
+// servers are the llmtest servers of the running scripts.
+var servers sync.Map // *testscript.TestScript → *llmtest.Server
+
+// cmdLLMWait waits (up to 20 s) until the script's llmtest server has had
+// N requests:
+//
+//	llmwait N
+func cmdLLMWait(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: llmwait N")
+	}
+	n, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("llmwait: %v", err)
+	}
+	v, ok := servers.Load(ts)
+	if !ok {
+		ts.Fatalf("llmwait: no llmtest server: run llmtest first")
+	}
+	srv := v.(*llmtest.Server)
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if len(srv.Requests()) >= n {
+			return
+		}
+	}
+	ts.Fatalf("llmwait: the server had %d requests after 20s; want %d", len(srv.Requests()), n)
 }
 
 // cmdRealwire serves a recording of real provider traffic on loopback

@@ -54,6 +54,9 @@ type app struct {
 	// means the wall clock and crypto/rand (tests fix them).
 	clock   func() time.Time
 	entropy io.Reader
+	// interrupts routes Ctrl-C; nil when the process's signals are not
+	// ours (tests).
+	interrupts *interrupts
 }
 
 // usageError is a mistake on the command line; it exits with exitUsage.
@@ -105,7 +108,13 @@ func wantArgs(lo, hi int) cobra.PositionalArgs {
 // Errors are printed on std.err as "demiurge: <message>". getenv reads the
 // environment ($DEMIURGE_STORE).
 func execute(ctx context.Context, args []string, std stdio, getenv func(string) string) int {
-	return executeApp(ctx, &app{stdio: std, log: slog.New(slog.DiscardHandler)}, args, getenv)
+	return executeApp(ctx, newApp(std, nil), args, getenv)
+}
+
+// newApp returns the app of one invocation; interrupts, if not nil, routes
+// Ctrl-C.
+func newApp(std stdio, in *interrupts) *app {
+	return &app{stdio: std, log: slog.New(slog.DiscardHandler), interrupts: in}
 }
 
 // executeApp is execute for the app a.
