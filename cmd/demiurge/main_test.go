@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -69,7 +70,19 @@ func TestScripts(t *testing.T) {
 			"llmwait":  cmdLLMWait,
 			"realwire": cmdRealwire,
 		},
+		Condition: condition,
 	})
+}
+
+// condition answers the scripts' own conditions:
+//
+//	[env:NAME]  the environment variable NAME is set (DEMIURGE_REALWIRE:
+//	            the extended corpus the realwire command also reads)
+func condition(cond string) (bool, error) {
+	if name, ok := strings.CutPrefix(cond, "env:"); ok && name != "" {
+		return os.Getenv(name) != "", nil
+	}
+	return false, fmt.Errorf("unknown condition %q", cond)
 }
 
 // copyAIR copies the AIR files of a world folder into dst.
@@ -289,7 +302,8 @@ func cmdLLMWait(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // cmdRealwire serves a recording of real provider traffic on loopback
-// (adapters/llm/testdata/realwire) and points the scripts' model at it:
+// (adapters/llm/testdata/realwire, or else the extended corpus
+// DEMIURGE_REALWIRE names) and points the scripts' model at it:
 //
 //	realwire NAME [FIRST [COUNT]]
 //
@@ -303,7 +317,7 @@ func cmdRealwire(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 1 || len(args) > 3 {
 		ts.Fatalf("usage: realwire NAME [FIRST [COUNT]]")
 	}
-	rec, err := realwire.Load(filepath.Join("..", "..", "adapters", "llm", "testdata", "realwire", args[0]+".json"), args[0])
+	rec, err := realwire.Find(filepath.Join("..", "..", "adapters", "llm", "testdata", "realwire"), args[0])
 	if err != nil {
 		ts.Fatalf("%v", err)
 	}
