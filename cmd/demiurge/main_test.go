@@ -19,6 +19,7 @@ import (
 	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
 
 	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/internal/pgtest"
 	"github.com/demiurge-dev/demiurge/internal/realwire"
 	"github.com/demiurge-dev/demiurge/internal/store"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
@@ -29,7 +30,7 @@ import (
 // testscript runs it under those names.
 func TestMain(m *testing.M) {
 	demiurge.VerifyMemo = true // in the tests and in every run of the binary they make
-	testscript.Main(m, map[string]func(){
+	testscript.Main(pgtest.Wrap(m), map[string]func(){
 		"demiurge":                main,
 		"demiurge-append":         helper(helperAppend),
 		"demiurge-corrupt-blob":   helper(helperCorruptBlob),

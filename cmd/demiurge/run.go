@@ -224,7 +224,7 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 		return usagef("--llm %q: want openai-responses, openai-chat or cassette:DIR", f.llm)
 	}
 
-	s, err := a.openStore(false)
+	s, err := a.openStore(ctx, false)
 	if err != nil {
 		return err
 	}

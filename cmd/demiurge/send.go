@@ -57,7 +57,7 @@ the divergence is reported and nothing is sent.`,
 			if _, err := schema.NormalizeJSON(cat, schema.RefType(schemaN), []byte(value)); err != nil {
 				return fmt.Errorf("send: %s does not fit %s: %v", value, schemaN, err)
 			}
-			s, err := a.openStore(false)
+			s, err := a.openStore(cmd.Context(), false)
 			if err != nil {
 				return err
 			}
