@@ -77,7 +77,7 @@ type Options struct {
 	Renew time.Duration
 	// Poll is how often a world's inbox is read without a notification; 0
 	// means DefaultPoll.
-	Poll time.Duration
+	Poll   time.Duration
 	Logger *slog.Logger
 }
 

@@ -153,7 +153,9 @@ the same bytes.
 The store (--store, default .demiurge in the current directory, or
 $DEMIURGE_STORE) is one bbolt file holding the content-addressed blobs and
 the journal. A command that writes it holds it exclusively; read-only
-commands share it and leave it unchanged.
+commands share it and leave it unchanged. A postgres:// URL instead names a
+store in PostgreSQL, which any number of processes share: its worlds run
+on workers (demiurge worker), and run and send reach them there.
 
 Exit codes:
   0  ok
@@ -194,6 +196,7 @@ Exit codes:
 		newJournalCommand(a),
 		newRunCommand(a, getenv),
 		newSendCommand(a),
+		newWorkerCommand(a, getenv),
 		newStateCommand(a),
 		newReplayCommand(a),
 		newTraceCommand(a),
@@ -225,7 +228,7 @@ func groupRunE(cmd *cobra.Command, args []string) error {
 
 // openStore opens the store named by --store, read-only or read-write.
 func (a *app) openStore(ctx context.Context, readOnly bool) (*store.Handle, error) {
-	a.log.Debug("open store", "store", a.storeName(), "read_only", readOnly)
+	a.log.Debug("open store", "dir", a.storeName(), "read_only", readOnly)
 	a.usedStore = true
 	s, err := store.OpenAt(ctx, a.storeDir, &store.Options{ReadOnly: readOnly})
 	if err != nil {

@@ -13,9 +13,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/demiurge-dev/demiurge/adapters/llm"
-	"github.com/demiurge-dev/demiurge/adapters/llm/cassette"
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/effects"
+	"github.com/demiurge-dev/demiurge/internal/store"
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
@@ -121,11 +121,19 @@ named <server>_<tool> unless aliased; "demiurge mcp ls" lists them) and bash
 	return cmd
 }
 
+// chatWorld is the world a chat talks to: open in this process
+// (*world.World), or run by a worker (*cluster.Remote).
+type chatWorld interface {
+	SendJSON(ctx context.Context, schemaName string, js []byte) (journal.Head, error)
+	WaitIdle(ctx context.Context) error
+	State(module string, key schema.Value) (schema.Value, cas.Ref, bool)
+}
+
 // agent is a running chat.
 type agent struct {
 	a     *app
 	f     *runFlags
-	w     *world.World
+	w     chatWorld
 	st    world.Storage
 	chat  string
 	shown uint64 // entries of the chat's timeline printed (see demiurge.StateView.Since)
@@ -158,70 +166,14 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	if def.Reducer == nil {
 		return fmt.Errorf("run: %s: module %s is not a reducer", f.manifest, module)
 	}
-	model := f.model
-	if model == "" {
-		model = getenv("DEMIURGE_MODEL")
-	}
-	if model == "" {
-		model = "gpt-5-mini"
-	}
-	overrides, err := modelOptions(cat, model, f.modelOptions)
+	remote := store.IsURL(a.storeDir) // the world's worker calls the model
+	ms, err := newModelSetup(cat, modelFlags{llm: f.llm, model: f.model, baseURL: f.baseURL, options: f.modelOptions}, getenv, a.log, "run", !remote)
 	if err != nil {
 		return err
 	}
-	provider := f.llm
-	known, _ := llm.ResolveModel(model, "", overrides)
-	var llmAdapter effects.Adapter
-	var getSecret func(string) (string, bool)
-	switch {
-	case strings.HasPrefix(f.llm, "cassette:"):
-		c, err := cassette.Open(strings.TrimPrefix(f.llm, "cassette:"))
-		if err != nil {
-			return err
-		}
-		llmAdapter, provider = c, llm.ProviderResponses
-		getSecret = func(k string) (string, bool) { return "cassette", true } // no key needed
-		if f.model == "" {
-			model = "cassette"
-		}
-	case f.llm == llm.ProviderResponses || f.llm == llm.ProviderChat:
-		base := f.baseURL
-		if base == "" {
-			base = getenv("OPENAI_BASE_URL")
-		}
-		azure := getenv("AZURE_OPENAI_ENDPOINT") != "" || isAzureURL(base)
-		key := getenv("OPENAI_API_KEY")
-		if key == "" && azure {
-			key = getenv("AZURE_OPENAI_API_KEY")
-		}
-		if key == "" && base == "" && !azure {
-			return errors.New("run: no API key: set OPENAI_API_KEY (or point --base-url at an OpenAI-compatible server, or use --llm cassette:DIR for the offline demo)")
-		}
-		cfg := llm.Config{Provider: f.llm, BaseURL: base, Logger: a.log, Models: overrides}
-		if azure && base == "" {
-			cfg.Azure = &llm.AzureConfig{Endpoint: getenv("AZURE_OPENAI_ENDPOINT"), APIVersion: getenv("AZURE_OPENAI_API_VERSION"), Deployment: getenv("AZURE_OPENAI_DEPLOYMENT")}
-		}
-		gen, err := llm.New(cfg)
-		if err != nil {
-			return err
-		}
-		known, _ = gen.ModelFor(model)
-		if m := known; f.temperature != "" && !m.Temperature {
-			return usagef("--temperature: model %s does not take a temperature (it reasons); drop the flag, or say that it does with --model-option temperature=true", model)
-		}
-		llmAdapter = &llm.Adapter{Generator: gen}
-		// The world's llm/api secret is bound to OPENAI_API_KEY: without a
-		// key, none is sent (a local server needs none; one that does
-		// answers 401, which says so).
-		getSecret = func(k string) (string, bool) {
-			if k == "OPENAI_API_KEY" {
-				return key, true
-			}
-			v := getenv(k)
-			return v, v != ""
-		}
-	default:
-		return usagef("--llm %q: want openai-responses, openai-chat or cassette:DIR", f.llm)
+	model, provider, known := ms.model, ms.provider, ms.known
+	if m := known; f.temperature != "" && ms.checkTemperature && !m.Temperature {
+		return usagef("--temperature: model %s does not take a temperature (it reasons); drop the flag, or say that it does with --model-option temperature=true", model)
 	}
 
 	s, err := a.openStore(ctx, false)
@@ -234,6 +186,9 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 		return err
 	}
 	ag := &agent{a: a, f: f, st: st, chat: f.chat, callStart: map[string]time.Time{}, module: module, event: def.Reducer.Event, model: known}
+	if pg := s.Postgres(); pg != nil {
+		return ag.runRemote(ctx, pg, cat, getenv, provider, model)
+	}
 	progress := ag.progress
 	if f.noStream {
 		progress = nil // the adapter then asks for one whole answer
@@ -252,10 +207,10 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	for k, v := range kit.adapters {
 		adapters[k] = v
 	}
-	adapters["llm.generate"] = llmAdapter
+	adapters["llm.generate"] = ms.adapter
 	w, err := world.Open(ctx, world.Options{
 		Name: f.world, Catalog: cat, Reducers: newRegistry(), Storage: st, Adapters: adapters, Logger: a.log,
-		Dispatch: effects.DispatcherOptions{Getenv: getSecret, Progress: progress, TimeoutFor: kit.timeoutFor},
+		Dispatch: effects.DispatcherOptions{Getenv: ms.getSecret, Progress: progress, TimeoutFor: kit.timeoutFor},
 		OnCommit: ag.commit,
 	})
 	if err != nil {
@@ -268,6 +223,11 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	}()
 	ag.w = w
 	kit.bind(w)
+	return ag.talk(ctx, kit, provider, model)
+}
+
+// talk sets the chat up and talks: one message (-m) or a prompt.
+func (ag *agent) talk(ctx context.Context, kit *toolKit, provider, model string) error {
 	settings, err := ag.settings(ctx, kit, provider, model)
 	if err != nil {
 		return err
@@ -275,6 +235,7 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	if err := ag.ensureChat(ctx, settings); err != nil {
 		return err
 	}
+	f := ag.f
 	if f.message != "" {
 		outcome, err := ag.say(ctx, f.message)
 		if err != nil {

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
+	"github.com/demiurge-dev/demiurge/internal/pgtest"
+	"github.com/demiurge-dev/demiurge/pgstore"
+)
+
+// workerProc is a demiurge worker running in a process of its own (this
+// test binary, as the demiurge command).
+type workerProc struct {
+	cmd *exec.Cmd
+	mu  sync.Mutex
+	out bytes.Buffer
+}
+
+func (p *workerProc) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.Write(b)
+}
+
+func (p *workerProc) stderr() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+// startWorker starts `demiurge --store url worker args…` with env added
+// to the environment; it is killed when the test ends.
+func startWorker(t *testing.T, url string, env []string, args ...string) *workerProc {
+	t.Helper()
+	p := &workerProc{}
+	p.cmd = exec.Command(os.Args[0], append([]string{"--store", url, "worker"}, args...)...)
+	p.cmd.Args[0] = "demiurge"
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Stderr, p.cmd.Stdout = p, p
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		_ = p.cmd.Wait()
+		if t.Failed() {
+			t.Logf("worker %d:\n%s", p.cmd.Process.Pid, p.stderr())
+		}
+	})
+	return p
+}
+
+// The agent on a PostgreSQL store: two workers, a chat through `run`
+// whose world moves to the surviving worker when its owner is killed, and
+// no message lost; the session replays byte for byte.
+func TestPostgresWorkerChat(t *testing.T) {
+	srv := pgtest.Shared(t)
+	url := pgtest.URL(t)
+	s := sessions[3] // workspace-edits: two messages, tools between
+	if s.name != "workspace-edits" {
+		t.Fatalf("sessions[3] is %s", s.name)
+	}
+	model := llmtest.NewServer(llmtest.Script{Turns: s.turns})
+	defer model.Close()
+	env := []string{"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL=" + model.URL}
+	workers := []*workerProc{startWorker(t, url, env), startWorker(t, url, env)}
+	manifest := filepath.Join("..", "..", "examples", "demiurge")
+
+	r := run(t, nil, "", "--store", url, "run", manifest, "--model", "gpt-test", "-m", s.messages[0])
+	if r.code != 0 || !strings.Contains(r.stdout, "plan.md has a three-step plan.") || !strings.Contains(r.stdout, "→ workspace_write") {
+		t.Fatalf("run 1: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	srv.Scrub(t, "run's output", r.stdout+r.stderr)
+
+	// Kill the world's owner: the other worker takes it over, and the
+	// next message is answered there.
+	ps, err := pgstore.Open(t.Context(), url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close()
+	owner := ownerOf(t, ps, "main")
+	var killed *workerProc
+	for _, w := range workers {
+		if strings.Contains(owner, "-"+itoa(w.cmd.Process.Pid)+"-") {
+			killed = w
+		}
+	}
+	if killed == nil {
+		t.Fatalf("no worker process owns world main (owner %q)", owner)
+	}
+	if err := killed.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	r = run(t, nil, "", "--store", url, "run", manifest, "--model", "gpt-test", "-m", s.messages[1])
+	if r.code != 0 || !strings.Contains(r.stdout, "Step 2 now says to write tests first") {
+		t.Fatalf("run 2, after the owner was killed: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	t.Logf("the second turn, its world taken over after a kill -9, took %v", time.Since(t0).Round(time.Millisecond))
+	if now := ownerOf(t, ps, "main"); now == owner {
+		t.Errorf("world main is still owned by the killed worker %s", owner)
+	}
+	if n := model.Remaining(); n != 0 {
+		t.Errorf("the model has %d turns left; want 0", n)
+	}
+	r = run(t, nil, "", "--store", url, "replay", "--world", "main", "--manifest", manifest, "--from-genesis")
+	if r.code != 0 || !strings.Contains(r.stdout, "replays to the same bytes") {
+		t.Fatalf("replay: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	r = run(t, nil, "", "--store", url, "trace", "--world", "main")
+	if r.code != 0 || !strings.Contains(r.stdout, "turn 2 of chat main") {
+		t.Fatalf("trace: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func ownerOf(t *testing.T, s *pgstore.Store, world string) string {
+	t.Helper()
+	ws, err := s.Worlds(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range ws {
+		if w.World == world {
+			return w.Owner
+		}
+	}
+	t.Fatalf("world %s is not registered", world)
+	return ""
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// send on a PostgreSQL store goes through the world's inbox to its
+// worker, and prints what followed from the journal.
+func TestPostgresSend(t *testing.T) {
+	url := pgtest.URL(t)
+	counter := filepath.Join("..", "..", "examples", "counter")
+	// No worker yet: the message waits in the inbox.
+	r := run(t, nil, "", "--store", url, "send", "--manifest", counter, "--world", "c1",
+		"--schema", "counter/Event@1", "--value", `{"Start": {"target": 2}}`, "--wait", "300ms")
+	if r.code != 0 || !strings.Contains(r.stdout, "no worker took world c1 yet") {
+		t.Fatalf("send without a worker: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	startWorker(t, url, nil, "--llm", "cassette:"+filepath.Join("..", "..", "testdata", "sessions", "demo"))
+	r = run(t, nil, "", "--store", url, "send", "--manifest", counter, "--world", "c1",
+		"--schema", "counter/Event@1", "--value", `"Tick"`)
+	if r.code != 0 || !strings.Contains(r.stdout, "Tick") {
+		t.Fatalf("send: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	r = run(t, nil, "", "--store", url, "send", "--manifest", counter, "--world", "c1",
+		"--schema", "counter/Event@1", "--value", `"Tick"`, "-q")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "seq ") {
+		t.Fatalf("send -q: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	// The first message was journaled first: Start, then the two Ticks.
+	r = run(t, nil, "", "--store", url, "state", "--world", "c1")
+	if r.code != 0 || !strings.Contains(r.stdout, `"remaining": 0`) && !strings.Contains(r.stdout, `"remaining":0`) {
+		t.Fatalf("state: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	r = run(t, nil, "", "--store", url, "send", "--manifest", counter, "--world", "c1",
+		"--schema", "counter/Event@1", "--value", `{"Nope": 1}`)
+	if r.code != 1 || !strings.Contains(r.stderr, "does not fit") {
+		t.Fatalf("send of a bad value: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}
