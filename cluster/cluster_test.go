@@ -20,6 +20,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(workerEnv) != "" {
+		os.Exit(workerProcess())
+	}
 	os.Exit(pgtest.Main(m))
 }
 

@@ -162,6 +162,9 @@ func (wk *Worker) Run(ctx context.Context) error {
 		stopListen()
 		bg.Wait()
 		wk.stopAll()
+		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = wk.opts.Store.Retire(rctx, wk.id)
 	}()
 
 	acquireEvery := wk.opts.Lease / 5
@@ -235,15 +238,30 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// acquire takes free or expired worlds up to the limit and starts them.
+// acquire reports the worker alive, takes worlds up to its share of them
+// (the registered worlds over the live workers, at most MaxWorlds), and
+// gives up worlds beyond its share so that a new worker gets some. Worlds
+// whose lease expired (their worker died) are taken beyond the share: they
+// must run somewhere now; a later round evens the load out.
 func (wk *Worker) acquire(ctx context.Context) {
-	wk.mu.Lock()
-	room := wk.opts.MaxWorlds - len(wk.held)
-	wk.mu.Unlock()
-	if room <= 0 {
+	census, err := wk.opts.Store.Heartbeat(ctx, wk.id, wk.opts.Lease)
+	if err != nil {
+		if ctx.Err() == nil {
+			wk.log.Warn("heartbeat", "err", err)
+		}
 		return
 	}
-	leases, err := wk.opts.Store.Acquire(ctx, wk.id, room, wk.opts.Lease)
+	share := min((census.Worlds+census.Workers-1)/max(census.Workers, 1), wk.opts.MaxWorlds)
+	wk.mu.Lock()
+	n := len(wk.held)
+	wk.mu.Unlock()
+	var leases []pgstore.Lease
+	switch {
+	case n < share:
+		leases, err = wk.opts.Store.Acquire(ctx, wk.id, share-n, wk.opts.Lease)
+	case n < wk.opts.MaxWorlds:
+		leases, err = wk.opts.Store.AcquireExpired(ctx, wk.id, wk.opts.MaxWorlds-n, wk.opts.Lease)
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			wk.log.Warn("acquire worlds", "err", err)
@@ -265,6 +283,34 @@ func (wk *Worker) acquire(ctx context.Context) {
 		wk.held[l.World] = h
 		wk.mu.Unlock()
 		go h.run(ctx)
+	}
+	if excess := n + len(leases) - share; excess > 0 && len(leases) == 0 {
+		wk.shed(ctx, min(excess, maxShed))
+	}
+}
+
+// maxShed bounds how many worlds a worker gives up in one round.
+const maxShed = 4
+
+// shed gives up n worlds: each is closed, then its lease released, so
+// another worker takes it at once.
+func (wk *Worker) shed(ctx context.Context, n int) {
+	wk.mu.Lock()
+	var out []*held
+	for name, h := range wk.held {
+		if len(out) == n {
+			break
+		}
+		out = append(out, h)
+		delete(wk.held, name)
+	}
+	wk.mu.Unlock()
+	for _, h := range out {
+		h.stop()
+		if err := wk.opts.Store.Release(ctx, h.lease); err != nil {
+			wk.log.Debug("release", "world", h.lease.World, "err", err)
+		}
+		wk.log.Info("gave world up", "world", h.lease.World, "token", h.lease.Token)
 	}
 }
 

@@ -65,6 +65,16 @@ func ms(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
 // returns the leases taken (none when every world is held). Concurrent
 // Acquires never take the same world.
 func (s *Store) Acquire(ctx context.Context, owner string, max int, ttl time.Duration) ([]Lease, error) {
+	return s.acquire(ctx, owner, max, ttl, false)
+}
+
+// AcquireExpired is Acquire of worlds whose lease expired only (their
+// owner died or lost touch), not of free ones.
+func (s *Store) AcquireExpired(ctx context.Context, owner string, max int, ttl time.Duration) ([]Lease, error) {
+	return s.acquire(ctx, owner, max, ttl, true)
+}
+
+func (s *Store) acquire(ctx context.Context, owner string, max int, ttl time.Duration, expiredOnly bool) ([]Lease, error) {
 	if owner == "" || max <= 0 || ttl <= 0 {
 		return nil, fmt.Errorf("pgstore: Acquire(%q, %d, %v): want an owner, max > 0 and ttl > 0", owner, max, ttl)
 	}
@@ -74,14 +84,54 @@ func (s *Store) Acquire(ctx context.Context, owner string, max int, ttl time.Dur
 	defer s.users.Done()
 	rows, err := s.pool.Query(ctx, `
 		UPDATE worlds w SET owner = $1, token = w.token + 1, expires = now() + $3 * interval '1 millisecond'
-		FROM (SELECT world FROM worlds WHERE owner IS NULL OR expires < now()
+		FROM (SELECT world FROM worlds WHERE (owner IS NULL AND NOT $4) OR expires < now()
 			ORDER BY random() LIMIT $2 FOR UPDATE SKIP LOCKED) f
 		WHERE w.world = f.world
-		RETURNING w.world, w.token, w.manifest`, owner, max, ms(ttl))
+		RETURNING w.world, w.token, w.manifest`, owner, max, ms(ttl), expiredOnly)
 	if err != nil {
 		return nil, s.wrap(fmt.Errorf("pgstore: acquire worlds: %w", err))
 	}
 	return s.collectLeases(rows, owner)
+}
+
+// Census is what a worker sees of the others when it reports itself
+// alive (Heartbeat).
+type Census struct {
+	Workers int // workers seen alive within the ttl, the caller included
+	Worlds  int // registered worlds
+}
+
+// Heartbeat records that worker id is alive now, forgets workers not seen
+// for ten times ttl, and counts the workers seen within ttl and the
+// worlds: a worker takes about Worlds/Workers of them.
+func (s *Store) Heartbeat(ctx context.Context, id string, ttl time.Duration) (Census, error) {
+	if !s.enter() {
+		return Census{}, journal.ErrClosed
+	}
+	defer s.users.Done()
+	var c Census
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO workers (id, seen) VALUES ($1, now()) ON CONFLICT (id) DO UPDATE SET seen = now()`, id)
+	b.Queue(`DELETE FROM workers WHERE seen < now() - 10 * $1 * interval '1 millisecond'`, ms(ttl))
+	b.Queue(`SELECT (SELECT count(*) FROM workers WHERE seen >= now() - $1 * interval '1 millisecond'), (SELECT count(*) FROM worlds)`,
+		ms(ttl)).QueryRow(func(row pgx.Row) error { return row.Scan(&c.Workers, &c.Worlds) })
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return Census{}, s.wrap(fmt.Errorf("pgstore: heartbeat: %w", err))
+	}
+	return c, nil
+}
+
+// Retire forgets worker id (it stops), so that the others count it out at
+// once.
+func (s *Store) Retire(ctx context.Context, id string) error {
+	if !s.enter() {
+		return journal.ErrClosed
+	}
+	defer s.users.Done()
+	if _, err := s.pool.Exec(ctx, `DELETE FROM workers WHERE id = $1`, id); err != nil {
+		return s.wrap(fmt.Errorf("pgstore: retire worker %s: %w", id, err))
+	}
+	return nil
 }
 
 func (s *Store) collectLeases(rows pgx.Rows, owner string) ([]Lease, error) {

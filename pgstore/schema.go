@@ -9,7 +9,8 @@ const SchemaVersion = 1
 // one transaction with the store's migration lock held, so two processes
 // opening a new store at once create it once.
 var migrations = []string{
-	// 0 -> 1: the journal, the CAS, the worlds' leases and the inbox.
+	// 0 -> 1: the journal, the CAS, the worlds' leases, the workers and
+	// the inbox.
 	`
 CREATE TABLE demiurge_meta (
 	key   text COLLATE "C" PRIMARY KEY,
@@ -52,6 +53,11 @@ CREATE TABLE worlds (
 	token    bigint NOT NULL DEFAULT 0,
 	expires  timestamptz,
 	created  timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE workers (
+	id   text COLLATE "C" PRIMARY KEY,
+	seen timestamptz NOT NULL
 );
 
 CREATE TABLE inbox (
