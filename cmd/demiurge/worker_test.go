@@ -174,3 +174,98 @@ func TestPostgresSend(t *testing.T) {
 		t.Fatalf("send of a bad value: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// The agent's recorded sessions on PostgreSQL: imported, each journal is
+// the same bytes as on bbolt and replays byte for byte; run live again
+// through a worker, each derives the same records, kind for kind, as the
+// same script run on bbolt, and replays.
+func TestPostgresRecordedSessions(t *testing.T) {
+	manifest := filepath.Join("..", "..", "examples", "demiurge")
+	dirs, err := filepath.Glob(filepath.Join("..", "..", "testdata", "sessions", "*"))
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no recorded sessions: %v", err)
+	}
+	for _, dir := range dirs {
+		name := filepath.Base(dir)
+		t.Run("import/"+name, func(t *testing.T) {
+			pg, bolt := pgtest.URL(t), filepath.Join(t.TempDir(), "store")
+			for _, st := range []string{pg, bolt} {
+				if r := run(t, nil, "", "--store", st, "import", dir); r.code != 0 {
+					t.Fatalf("import: %s", r.stderr)
+				}
+			}
+			want := mustRun(t, 0, "", "--store", bolt, "journal", "dump", "--world", "main", "--json").stdout
+			got := mustRun(t, 0, "", "--store", pg, "journal", "dump", "--world", "main", "--json").stdout
+			if got != want || !strings.Contains(got, `"hash":"blake3:`) {
+				t.Fatalf("the journal on PostgreSQL differs from the journal on bbolt:\n%s\n%s", tail(got, 500), tail(want, 500))
+			}
+			for _, from := range []string{"--from-genesis", "--from-snapshot"} {
+				args := []string{"--store", pg, "replay", "--world", "main", "--manifest", filepath.Join(dir, "air")}
+				if from == "--from-genesis" {
+					args = append(args, from)
+				}
+				r := run(t, nil, "", args...)
+				if r.code != 0 || !strings.Contains(r.stdout, "replays to the same bytes") {
+					t.Fatalf("replay %s on PostgreSQL: exit %d\n%s\n%s", from, r.code, r.stdout, r.stderr)
+				}
+			}
+		})
+	}
+	for _, s := range sessions {
+		if s.frozen || s.turns == nil {
+			continue
+		}
+		t.Run("run/"+s.name, func(t *testing.T) {
+			kinds := func(store string) []string {
+				var out []string
+				for _, line := range strings.Split(mustRun(t, 0, "", "--store", store, "journal", "dump", "--world", "main").stdout, "\n") {
+					if f := strings.Fields(line); len(f) > 1 {
+						out = append(out, f[1])
+					}
+				}
+				return out
+			}
+			// On bbolt, in this process.
+			bolt := filepath.Join(t.TempDir(), "store")
+			m1 := llmtest.NewServer(llmtest.Script{Turns: s.turns})
+			defer m1.Close()
+			env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": m1.URL}
+			for _, msg := range s.messages {
+				if r := run(t, env, "", "--store", bolt, "run", manifest, "--model", "gpt-test", "-m", msg); r.code != 0 {
+					t.Fatalf("run on bbolt: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+				}
+			}
+			// On PostgreSQL, through a worker.
+			pg := pgtest.URL(t)
+			m2 := llmtest.NewServer(llmtest.Script{Turns: s.turns})
+			defer m2.Close()
+			startWorker(t, pg, []string{"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL=" + m2.URL})
+			var outs []string
+			for _, msg := range s.messages {
+				r := run(t, nil, "", "--store", pg, "run", manifest, "--model", "gpt-test", "-m", msg)
+				if r.code != 0 {
+					t.Fatalf("run on PostgreSQL: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+				}
+				outs = append(outs, r.stdout)
+			}
+			last := s.turns[len(s.turns)-1].Text
+			if !strings.Contains(strings.Join(outs, ""), last) {
+				t.Errorf("the chat on PostgreSQL does not end with the model's answer %q:\n%s", last, strings.Join(outs, ""))
+			}
+			if want, got := kinds(bolt), kinds(pg); strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Errorf("the session on PostgreSQL journaled other records than on bbolt:\n got %q\nwant %q", got, want)
+			}
+			r := run(t, nil, "", "--store", pg, "replay", "--world", "main", "--manifest", manifest, "--from-genesis")
+			if r.code != 0 || !strings.Contains(r.stdout, "replays to the same bytes") {
+				t.Fatalf("replay on PostgreSQL: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+			}
+		})
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
