@@ -104,7 +104,7 @@ func (p *proc) stderr() string {
 	return p.out.String()
 }
 
-func (p *proc) signal(t *testing.T, sig syscall.Signal) {
+func (p *proc) signal(t testing.TB, sig syscall.Signal) {
 	t.Helper()
 	if err := p.cmd.Process.Signal(sig); err != nil {
 		t.Fatalf("signal %v to worker %s: %v", sig, p.id, err)
@@ -113,7 +113,7 @@ func (p *proc) signal(t *testing.T, sig syscall.Signal) {
 
 // cluster is the worker processes of one test and their commit log.
 type testCluster struct {
-	t     *testing.T
+	t     testing.TB
 	url   string
 	log   string // the commit log all workers append to
 	env   []string
@@ -121,7 +121,7 @@ type testCluster struct {
 	procs []*proc
 }
 
-func newCluster(t *testing.T, url string, env ...string) *testCluster {
+func newCluster(t testing.TB, url string, env ...string) *testCluster {
 	return &testCluster{t: t, url: url, log: t.TempDir() + "/commits.log", env: env}
 }
 
