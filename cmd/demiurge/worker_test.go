@@ -269,3 +269,20 @@ func tail(s string, n int) string {
 	}
 	return s
 }
+
+// The README's offline demo on PostgreSQL: a worker answering from the
+// demo's cassette, and run with the same cassette.
+func TestPostgresCassetteDemo(t *testing.T) {
+	url := pgtest.URL(t)
+	demo := "cassette:" + filepath.Join("..", "..", "testdata", "sessions", "demo")
+	startWorker(t, url, nil, "--llm", demo)
+	r := run(t, nil, "", "--store", url, "run", filepath.Join("..", "..", "examples", "demiurge"), "--llm", demo,
+		"-m", "Write a hello note and show it to me.")
+	if r.code != 0 || !strings.Contains(r.stdout, "I wrote notes/hello.md") {
+		t.Fatalf("run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	r = run(t, nil, "", "--store", url, "workspace", "cat", "notes/hello.md")
+	if r.code != 0 || !strings.Contains(r.stdout, "# Hello") {
+		t.Fatalf("workspace cat: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}
