@@ -92,9 +92,6 @@ type Worker struct {
 
 	mu   sync.Mutex
 	held map[string]*held
-
-	// Hooks for tests.
-	onTake func(pgstore.Lease)
 }
 
 // New returns a worker; Run runs it.
@@ -270,9 +267,6 @@ func (wk *Worker) acquire(ctx context.Context) {
 	}
 	for _, l := range leases {
 		wk.log.Info("took world", "world", l.World, "token", l.Token)
-		if wk.onTake != nil {
-			wk.onTake(l)
-		}
 		h := newHeld(wk, l)
 		wk.mu.Lock()
 		if old := wk.held[l.World]; old != nil {

@@ -130,7 +130,6 @@ type row struct {
 	payload []byte
 	prev    cas.Ref
 	hash    cas.Ref
-	bad     string // why prev or hash does not parse
 }
 
 func (r row) record() journal.Record {

@@ -330,17 +330,16 @@ func (s *Store) CAS() *CAS { return s.cas }
 // compare with raw queries.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// isConnError reports whether err says the connection failed (the server
-// went away), so that the outcome of a commit in flight is unknown.
+// isConnError reports whether err, the error of a batch already sent,
+// leaves its outcome unknown: the server did not answer with an error of
+// its own (which rolls the transaction back) — the connection broke, or
+// the server shut down while running it.
 func isConnError(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		// Class 08: connection exception; 57P01-57P03: the server is
-		// shutting down or starting.
+		// Class 08: connection exception; 57P: the server is shutting
+		// down, crashed, or cannot connect now.
 		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57P")
 	}
-	return err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) &&
-		(pgconn.SafeToRetry(err) || pgconn.Timeout(err) || strings.Contains(err.Error(), "conn closed") ||
-			strings.Contains(err.Error(), "unexpected EOF") || strings.Contains(err.Error(), "connection reset") ||
-			strings.Contains(err.Error(), "broken pipe"))
+	return err != nil
 }
