@@ -48,6 +48,11 @@ import (
 // PostgreSQL binaries into a failure when set to 1.
 const RequireEnv = "DEMIURGE_REQUIRE_POSTGRES"
 
+// BinEnv names the environment variable that gives the directory of the
+// server binaries (initdb, postgres), instead of looking for them on PATH
+// and under /usr/lib/postgresql.
+const BinEnv = "DEMIURGE_POSTGRES_BIN"
+
 // ErrNoBinaries is returned (wrapped) by Start when the server binaries
 // are not installed.
 var ErrNoBinaries = errors.New("pgtest: PostgreSQL server binaries (initdb, postgres) not found; install Debian's postgresql package (apt-get install postgresql)")
@@ -149,6 +154,14 @@ func Start(opts *Options) (*Server, error) {
 // findBinaries returns the directory of initdb and postgres: the one on
 // PATH, else the newest under /usr/lib/postgresql.
 func findBinaries() (string, error) {
+	if dir := os.Getenv(BinEnv); dir != "" {
+		for _, b := range []string{"initdb", "postgres"} {
+			if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+				return "", fmt.Errorf("%w (in %s=%s)", ErrNoBinaries, BinEnv, dir)
+			}
+		}
+		return dir, nil
+	}
 	if p, err := exec.LookPath("initdb"); err == nil {
 		dir := filepath.Dir(p)
 		if real, err := filepath.EvalSymlinks(p); err == nil {

@@ -2,6 +2,8 @@ package pgtest_test
 
 import (
 	"os"
+	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -46,5 +48,29 @@ func TestSchemaAndRestart(t *testing.T) {
 	defer conn2.Close(ctx)
 	if _, err := conn2.Exec(ctx, "SELECT v FROM x"); err == nil {
 		t.Fatal("a new schema sees the table of another")
+	}
+}
+
+// Without the server binaries a test skips saying what to install, and
+// fails instead when PostgreSQL is required (CI).
+func TestMissingBinaries(t *testing.T) {
+	if os.Getenv("PGTEST_CHILD") == "1" {
+		pgtest.Shared(t)
+		t.Fatal("Shared returned without binaries")
+	}
+	for _, tc := range []struct {
+		require string
+		want    string
+		fail    bool
+	}{
+		{"", "--- SKIP: TestMissingBinaries", false},
+		{"1", "--- FAIL: TestMissingBinaries", true},
+	} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestMissingBinaries$", "-test.v")
+		cmd.Env = append(os.Environ(), "PGTEST_CHILD=1", pgtest.BinEnv+"=/nonexistent", pgtest.RequireEnv+"="+tc.require)
+		out, err := cmd.CombinedOutput()
+		if (err != nil) != tc.fail || !strings.Contains(string(out), tc.want) || !strings.Contains(string(out), "apt-get install postgresql") {
+			t.Errorf("%s=%q: err %v\n%s", pgtest.RequireEnv, tc.require, err, out)
+		}
 	}
 }
