@@ -12,9 +12,13 @@ import (
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/journal/journaltest"
 	"github.com/demiurge-dev/demiurge/pgstore"
+	"github.com/demiurge-dev/demiurge/world"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// A world runs on the store's Storage.
+var _ world.Storage = (*pgstore.Storage)(nil)
 
 // open opens a store in a new schema of the shared server, closed when t
 // ends.
