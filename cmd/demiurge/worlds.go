@@ -55,7 +55,10 @@ func loadCatalog(path string) (*schema.Catalog, error) {
 
 // storage returns world storage over an open store.
 func storage(s *store.Handle) (world.Storage, error) {
-	return s.Storage()
+	if pg := s.Postgres(); pg != nil {
+		return pg.Storage(), nil
+	}
+	return world.NewBoltStorage(s.Bolt().CAS(), s.Bolt().Journal())
 }
 
 // adapters returns the effect adapters this binary runs.
@@ -86,5 +89,5 @@ func localStorage(s *store.Handle, op string) (world.Storage, error) {
 	if s.Postgres() != nil {
 		return nil, fmt.Errorf("%s runs the world in this process, but in a PostgreSQL store (%s) worlds run on workers (demiurge worker), one owner each: send events with demiurge send, chat with demiurge run", op, s.Dir())
 	}
-	return s.Storage()
+	return storage(s)
 }

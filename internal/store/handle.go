@@ -8,7 +8,6 @@ import (
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/pgstore"
-	"github.com/demiurge-dev/demiurge/world"
 )
 
 // Handle is an open store of either kind, as the commands use it: a
@@ -75,15 +74,6 @@ func (h *Handle) Journal() journal.Store {
 		return h.pg.Journal()
 	}
 	return h.bolt.Journal()
-}
-
-// Storage returns the storage a world runs on: a step's records and blobs
-// commit in one transaction, in either kind of store.
-func (h *Handle) Storage() (world.Storage, error) {
-	if h.pg != nil {
-		return h.pg.Storage(), nil
-	}
-	return world.NewBoltStorage(h.bolt.CAS(), h.bolt.Journal())
 }
 
 // CheckFile checks the pages of a bbolt store's file (see
