@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/cluster"
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
@@ -183,7 +184,7 @@ func (c *Chat) Follow(ctx context.Context) iter.Seq2[Event, error] {
 
 // State returns the chat's state, if the chat exists.
 func (c *Chat) State() (*demiurge.StateView, bool) {
-	v, _, ok := c.w.w.State(c.w.module, c.id)
+	v, _, ok := c.w.host.State(c.w.module, c.id)
 	if !ok {
 		return nil, false
 	}
@@ -277,7 +278,7 @@ func (c *Chat) send(ctx context.Context, tag string, value map[string]any) error
 	if err != nil {
 		return err
 	}
-	_, err = c.w.w.SendJSON(ctx, c.w.event, js)
+	_, err = c.w.host.SendJSON(ctx, c.w.event, js)
 	return err
 }
 
@@ -306,7 +307,7 @@ func (c *Chat) start(ctx context.Context) (uint64, map[string]any, error) {
 // c's: the tools (an MCP server was added, say), the model or a limit
 // changed since the chat began.
 func (c *Chat) settingsChanged() (bool, error) {
-	v, _, ok := c.w.w.State(c.w.module, c.id)
+	v, _, ok := c.w.host.State(c.w.module, c.id)
 	if !ok {
 		return true, nil
 	}
@@ -395,7 +396,11 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 		}
 	}
 	ctxDone := ctx.Done()
-	tick := time.NewTicker(250 * time.Millisecond)
+	every := 250 * time.Millisecond
+	if w.remote != nil {
+		every = cluster.DefaultFollow // the journal is read as it grows
+	}
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		for _, it := range f.take() {
@@ -429,7 +434,7 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 			fail(world.ErrClosed)
 			return
 		case <-tick.C:
-			if err := w.w.Err(); err != nil {
+			if err := w.err(ctx); err != nil {
 				fail(err)
 				return
 			}

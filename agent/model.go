@@ -70,7 +70,9 @@ type model struct {
 
 // resolve readies m for a world whose manifest's model overrides are
 // manifest.
-func (m Model) resolve(manifest []llm.ModelOptions, c *config) (*model, error) {
+// Without local, the model is not called from here (a worker calls it):
+// only what the settings say of it is resolved, and no key is needed.
+func (m Model) resolve(manifest []llm.ModelOptions, c *config, local bool) (*model, error) {
 	getenv := c.getenv
 	env := func(k string) string { v, _ := getenv(k); return v }
 	overrides := append(append([]llm.ModelOptions(nil), manifest...), m.Options...)
@@ -109,6 +111,11 @@ func (m Model) resolve(manifest []llm.ModelOptions, c *config) (*model, error) {
 	}
 	if key == "" && azure {
 		key = env("AZURE_OPENAI_API_KEY")
+	}
+	if !local {
+		out.baseURL = base
+		out.known, _ = llm.ResolveModel(out.name, base, overrides)
+		return out, nil
 	}
 	if key == "" && base == "" && !azure {
 		return nil, errors.New("no API key: set OPENAI_API_KEY (or point the base URL at an OpenAI-compatible server, or answer from a recorded session with agent.Cassette)")

@@ -21,6 +21,7 @@ import (
 	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
 
 	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/internal/pgtest"
 	"github.com/demiurge-dev/demiurge/internal/realwire"
 	"github.com/demiurge-dev/demiurge/internal/store"
 )
@@ -29,7 +30,7 @@ import (
 // helper commands the scripts use to fill and damage stores, when
 // testscript runs it under those names.
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	testscript.Main(pgtest.Wrap(m), map[string]func(){
 		"demiurge":                main,
 		"demiurge-append":         helper(helperAppend),
 		"demiurge-corrupt-blob":   helper(helperCorruptBlob),

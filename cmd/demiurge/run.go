@@ -126,7 +126,7 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	if err != nil {
 		return err
 	}
-	s, err := a.openStore(false)
+	s, err := a.openStore(ctx, false)
 	if err != nil {
 		return err
 	}
@@ -135,8 +135,12 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	if err != nil {
 		return err
 	}
+	where := agent.WithStorage(st)
+	if pg := s.Postgres(); pg != nil {
+		where = agent.WithRemote(pg) // a worker runs the world (demiurge worker)
+	}
 	w, err := agent.Open(ctx, f.manifest,
-		agent.WithStorage(st), agent.WithWorld(f.world), agent.WithModel(m), agent.WithLogger(a.log),
+		where, agent.WithWorld(f.world), agent.WithModel(m), agent.WithLogger(a.log),
 		agent.WithEnv(lookupEnv(getenv)), agent.WithReducers(examples.RegisterAll), agent.WithInstructions(f.instructions),
 		agent.WithLimits(agent.Limits{MaxTokens: f.maxTokens, MaxRounds: f.maxRounds, MaxRepeats: f.maxRepeats,
 			TokenBudget: f.tokenBudget, OutputLimit: f.outputLimit}),
@@ -162,7 +166,13 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 
 // agentModel is the model the flags and the environment name.
 func (f *runFlags) agentModel(getenv func(string) string) (agent.Model, error) {
-	name := f.model
+	return modelOf(f.llm, f.model, f.baseURL, f.modelOptions, f.temperature, f.noStream, getenv)
+}
+
+// modelOf is the model of the flags --llm, --model, --base-url,
+// --model-option, --temperature and --no-stream.
+func modelOf(provider, model, baseURL string, options []string, temperature string, noStream bool, getenv func(string) string) (agent.Model, error) {
+	name := model
 	if name == "" {
 		name = getenv("DEMIURGE_MODEL")
 	}
@@ -171,18 +181,18 @@ func (f *runFlags) agentModel(getenv func(string) string) (agent.Model, error) {
 	}
 	var m agent.Model
 	switch {
-	case strings.HasPrefix(f.llm, "cassette:"):
-		m = agent.Cassette(strings.TrimPrefix(f.llm, "cassette:"))
-		m.Name = f.model // the cassette answers whatever the model is called
-	case f.llm == llm.ProviderResponses || f.llm == llm.ProviderChat:
-		m = agent.Model{Name: name, Provider: f.llm, BaseURL: f.baseURL}
+	case strings.HasPrefix(provider, "cassette:"):
+		m = agent.Cassette(strings.TrimPrefix(provider, "cassette:"))
+		m.Name = model // the cassette answers whatever the model is called
+	case provider == llm.ProviderResponses || provider == llm.ProviderChat:
+		m = agent.Model{Name: name, Provider: provider, BaseURL: baseURL}
 	default:
-		return m, usagef("--llm %q: want openai-responses, openai-chat or cassette:DIR", f.llm)
+		return m, usagef("--llm %q: want openai-responses, openai-chat or cassette:DIR", provider)
 	}
-	m.Temperature, m.NoStream = f.temperature, f.noStream
-	if len(f.modelOptions) > 0 {
+	m.Temperature, m.NoStream = temperature, noStream
+	if len(options) > 0 {
 		o := llm.ModelOptions{Match: name}
-		for _, kv := range f.modelOptions {
+		for _, kv := range options {
 			if err := o.ParseModelOption(kv); err != nil {
 				return m, usagef("--model-option: %v", err)
 			}
