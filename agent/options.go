@@ -32,6 +32,7 @@ type config struct {
 	adapters     map[string]effects.Adapter
 	now          func() time.Time
 	entropy      io.Reader
+	approver     Approver
 	errs         []error
 }
 
@@ -135,6 +136,12 @@ func WithReducers(register func(*reducer.Registry)) Option {
 func WithAdapter(kind string, a effects.Adapter) Option {
 	return func(c *config) { c.adapters[kind] = a }
 }
+
+// WithApprover answers the calls that wait for the user's approval (see
+// RequireApproval) as they come: a terminal's y/n prompt, a web page, a
+// rule of the program. Without one, a turn with a waiting call ends its
+// stream with OutcomeAwaitingApproval, and Chat.Decide answers later.
+func WithApprover(a Approver) Option { return func(c *config) { c.approver = a } }
 
 // WithClock sets the world's ingress clock and the entropy its inputs
 // are stamped with (defaults: the wall clock, crypto/rand): a test that

@@ -44,8 +44,9 @@ type World struct {
 
 	mu       sync.Mutex
 	follows  map[*follower]struct{}
-	deltas   map[cas.Ref]deltaTarget // where a model call's streamed text goes, by intent
-	busy     map[string]bool         // chats with a turn under way in this process
+	deltas   map[cas.Ref]deltaTarget    // where a model call's streamed text goes, by intent
+	busy     map[string]bool            // chats with a turn under way in this process
+	always   map[string]map[string]bool // tools approved for the session, by chat
 	closed   bool
 	closeErr error
 }
@@ -122,7 +123,7 @@ func Open(ctx context.Context, manifest string, opts ...Option) (_ *World, err e
 		return nil, err
 	}
 	aw := &World{c: c, cat: cat, module: module, event: def.Reducer.Event, model: m,
-		follows: map[*follower]struct{}{}, deltas: map[cas.Ref]deltaTarget{}, busy: map[string]bool{}}
+		follows: map[*follower]struct{}{}, deltas: map[cas.Ref]deltaTarget{}, busy: map[string]bool{}, always: map[string]map[string]bool{}}
 	defer func() {
 		if err != nil {
 			_ = aw.release()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,8 +33,9 @@ type chatRun struct {
 	w      *agent.World
 	chat   *agent.Chat
 	choice agent.ToolChoice
-	termIn bool        // stdin is a terminal: a line editor, a banner, prompts
-	status *statusLine // the progress line; nil unless stdout is a terminal
+	termIn bool         // stdin is a terminal: a line editor, a banner, prompts
+	status *statusLine  // the progress line; nil unless stdout is a terminal
+	ln     *liner.State // the line editor, once made
 
 	mu       sync.Mutex // guards writes to a.out (the status line writes from its own goroutine)
 	streamed bool       // text was streamed in this model call
@@ -53,7 +55,11 @@ var errInterrupted = errors.New("interrupted at the terminal (Ctrl-C)")
 const exitInterrupted = 130
 
 func newChatRun(a *app, f *runFlags, w *agent.World, choice agent.ToolChoice) *chatRun {
-	r := &chatRun{a: a, f: f, w: w, chat: w.Chat(f.chat), choice: choice, started: map[string]bool{}, running: map[string]string{}}
+	var opts []agent.ChatOption
+	if len(f.requireApproval) > 0 {
+		opts = append(opts, agent.RequireApproval(f.requireApproval...))
+	}
+	r := &chatRun{a: a, f: f, w: w, chat: w.Chat(f.chat, opts...), choice: choice, started: map[string]bool{}, running: map[string]string{}}
 	r.termIn = isTerminal(a.in)
 	if !f.json && isTerminal(a.out) {
 		r.status = &statusLine{out: a.out, mu: &r.mu}
@@ -70,11 +76,23 @@ func isTerminal(f any) bool {
 // run chats: the turn a crash left running first, then -m's message, or
 // the lines of stdin.
 func (r *chatRun) run(ctx context.Context) error {
-	if st, ok := r.chat.State(); ok && st.Turn != nil {
-		r.note(fmt.Sprintf("resuming turn %d, left running when demiurge last stopped", st.Turn.RequestID))
+	defer func() {
+		if r.ln != nil {
+			r.ln.Close()
+		}
+	}()
+	if st, ok := r.chat.State(); ok && st.Turn != nil && (r.f.decide == nil || len(r.chat.Pending(ctx)) == 0) {
+		if len(r.chat.Pending(ctx)) > 0 {
+			r.note(fmt.Sprintf("turn %d waits for your approval", st.Turn.RequestID))
+		} else {
+			r.note(fmt.Sprintf("resuming turn %d, left running when demiurge last stopped", st.Turn.RequestID))
+		}
 		if _, err := r.turn(ctx, func(ctx context.Context) iter.Seq2[agent.Event, error] { return r.chat.Follow(ctx) }); err != nil && !errors.Is(err, errInterrupted) {
 			return err
 		}
+	}
+	if d := r.f.decide; d != nil {
+		return r.answer(ctx, d)
 	}
 	if r.f.message != "" {
 		outcome, err := r.say(ctx, r.f.message)
@@ -182,9 +200,11 @@ func usageLine(e agent.TurnEnd) string {
 // repl reads lines with a line editor until /quit, Ctrl-D, or Ctrl-C
 // twice at the prompt.
 func (r *chatRun) repl(ctx context.Context) error {
-	ln := liner.NewLiner()
-	defer ln.Close()
-	ln.SetCtrlCAborts(true)
+	ln := r.editor()
+	defer func() {
+		ln.Close()
+		r.ln = nil
+	}()
 	hist := r.historyFile()
 	if hist != "" {
 		if f, err := os.Open(hist); err == nil {
@@ -485,6 +505,8 @@ func (r *chatRun) print(ctx context.Context, e agent.Event) {
 			r.write(fmt.Sprintf("  ✗ %s %s (rejected before running)\n", e.Tool, clipLine(e.Arguments, 160)))
 		case "cut":
 			r.write(fmt.Sprintf("  ✗ %s %s (cut off with the reply; not run)\n", e.Tool, clipLine(e.Arguments, 160)))
+		case "approval":
+			r.write(fmt.Sprintf("  ? %s %s (waits for your approval)\n", e.Tool, clipLine(e.Arguments, 160)))
 		default:
 			r.write(fmt.Sprintf("  · %s %s (%s)\n", e.Tool, clipLine(e.Arguments, 160), e.Status))
 		}
@@ -507,6 +529,22 @@ func (r *chatRun) print(ctx context.Context, e agent.Event) {
 		} else {
 			r.status.set("waiting for the model")
 		}
+	case agent.ApprovalRequested:
+		// The approver asks (or says where to answer).
+	case agent.ApprovalDecided:
+		if e.Approved {
+			r.started[e.CallID] = true
+			r.running[e.CallID] = e.Tool
+			r.status.set("running " + r.runningTools())
+		}
+		what := "approved"
+		if !e.Approved {
+			what = "denied"
+		}
+		if e.Reason != "" {
+			what += ": " + e.Reason
+		}
+		r.write(fmt.Sprintf("  · %s %s\n", e.Tool, what))
 	case agent.Notice:
 		r.write(fmt.Sprintf("  ! %s\n", e.Text))
 	case agent.Compacted:
@@ -520,6 +558,12 @@ func (r *chatRun) print(ctx context.Context, e agent.Event) {
 	case agent.TurnEnd:
 		r.newline()
 		r.status.off()
+		if e.Outcome == agent.OutcomeAwaitingApproval {
+			for _, p := range r.chat.Pending(ctx) {
+				r.write(fmt.Sprintf("  ? %s %s waits for approval: demiurge approve (or deny) %s --world %s --chat %s\n",
+					p.Tool, clipLine(p.Arguments, 120), p.CallID, r.f.world, r.chat.ID()))
+			}
+		}
 		switch f := e.Finish; f {
 		case "":
 		case "stop":
@@ -666,4 +710,75 @@ func (s *statusLine) tick(stop chan struct{}) {
 		}
 		s.mu.Unlock()
 	}
+}
+
+// editor returns the line editor, made on first use (a terminal only).
+func (r *chatRun) editor() *liner.State {
+	if r.ln == nil {
+		r.ln = liner.NewLiner()
+		r.ln.SetCtrlCAborts(true)
+	}
+	return r.ln
+}
+
+// approver answers a call that waits for approval as --approve says: at
+// the terminal (ask), or always, or never. Without a terminal to ask, the
+// call waits (run ends with exit code 5; demiurge approve answers).
+func (r *chatRun) approver(ctx context.Context, ar agent.ApprovalRequested) (agent.Decision, bool) {
+	switch r.f.approve {
+	case "always":
+		return agent.Decision{Approve: true, Reason: "approved by --approve always"}, true
+	case "never":
+		return agent.Decision{Reason: "the user denies every call that needs approval (--approve never)"}, true
+	}
+	if !r.termIn || r.f.json {
+		return agent.Decision{}, false
+	}
+	r.status.quiet()
+	ln := r.editor()
+	for {
+		s, err := ln.Prompt(fmt.Sprintf("  ? run %s %s? [y]es, [n]o (n REASON), [a]lways for %s: ", ar.Tool, clipLine(ar.Arguments, 120), ar.Tool))
+		if err != nil {
+			// Ctrl-C or Ctrl-D at the question: no.
+			return agent.Decision{Reason: "the user did not approve it"}, true
+		}
+		answer, reason, _ := strings.Cut(strings.TrimSpace(s), " ")
+		switch strings.ToLower(answer) {
+		case "y", "yes":
+			return agent.Decision{Approve: true}, true
+		case "a", "always":
+			return agent.Decision{Approve: true, Always: true, Reason: "approved for the session"}, true
+		case "n", "no":
+			return agent.Decision{Reason: cmp.Or(strings.TrimSpace(reason), "the user said no")}, true
+		}
+	}
+}
+
+// answer answers a call that waits for approval (demiurge approve, deny)
+// and prints the rest of its turn; with no call named, it lists the calls
+// that wait.
+func (r *chatRun) answer(ctx context.Context, d *decision) error {
+	if d.call == "" {
+		pending := r.chat.Pending(ctx)
+		if len(pending) == 0 {
+			r.write(fmt.Sprintf("no call of chat %s waits for approval\n", r.chat.ID()))
+		}
+		for _, p := range pending {
+			r.write(fmt.Sprintf("%s  %s %s\n", p.CallID, p.Tool, p.Arguments))
+		}
+		return nil
+	}
+	outcome, err := r.turn(ctx, func(ctx context.Context) iter.Seq2[agent.Event, error] { return r.chat.Decide(ctx, d.call, d.Decision) })
+	switch {
+	case errors.Is(err, agent.ErrNotWaiting):
+		return usagef("%v (demiurge approve --world %s --chat %s lists the calls that wait)", err, r.f.world, r.chat.ID())
+	case errors.Is(err, errInterrupted):
+		return &exitStatus{code: exitInterrupted}
+	case err != nil:
+		return err
+	}
+	if code := exitCode(outcome); code != exitOK {
+		return &exitStatus{code: code}
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 const (
 	exitGuardStop  = 3 // a guard stopped the turn
 	exitIncomplete = 4 // the answer was cut off
+	exitAwaiting   = 5 // calls wait for the user's approval
 )
 
 // exitCode is the exit code of run -m for a turn that ended so.
@@ -21,6 +22,8 @@ func exitCode(o agent.Outcome) int {
 		return exitGuardStop
 	case agent.OutcomeCut:
 		return exitIncomplete
+	case agent.OutcomeAwaitingApproval:
+		return exitAwaiting
 	}
 	return exitFailure
 }

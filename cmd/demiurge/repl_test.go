@@ -183,3 +183,42 @@ func TestRunMessageInterrupted(t *testing.T) {
 		t.Errorf("run -m did not say the turn stopped:\n%s", out.String())
 	}
 }
+
+// TestREPLApproval: at the terminal, a call that needs approval is asked
+// about; "a" approves the tool for the session, "n REASON" denies.
+func TestREPLApproval(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{
+		{Calls: []llmtest.Call{{Name: "workspace_write", Arguments: `{"path": "a.md", "content": "a"}`}}},
+		{Calls: []llmtest.Call{{Name: "workspace_write", Arguments: `{"path": "b.md", "content": "b"}`}}},
+		{Text: "wrote both"},
+		{Calls: []llmtest.Call{{Name: "workspace_remove", Arguments: `{"path": "a.md"}`}}},
+		{Text: "left it"},
+	}})
+	defer srv.Close()
+	manifest, _ := filepath.Abs(filepath.Join("..", "..", "examples", "demiurge"))
+	tm := startTerminal(t, []string{"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL=" + srv.URL, "TERM=xterm"},
+		"--store", t.TempDir(), "run", manifest, "--model", "gpt-test", "--require-approval", "workspace_write", "--require-approval", "workspace_remove")
+	m := tm.expect(0, `Type a message`)
+	tm.typ("write two files\r")
+	m = tm.expect(m, `\? run workspace_write \{"content":"a","path":"a.md"\}\? \[y\]es`)
+	tm.typ("a\r")
+	m = tm.expect(m, `wrote both`) // the second write was approved for the session, not asked
+	tm.typ("remove a.md\r")
+	m = tm.expect(m, `\? run workspace_remove`)
+	tm.typ("n keep it\r")
+	m = tm.expect(m, `denied by the user: keep it`)
+	m = tm.expect(m, `left it`)
+	tm.expect(m, `> `)
+	tm.typ("\x04")
+	select {
+	case <-tm.done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("run did not exit after Ctrl-D")
+	}
+	tm.mu.Lock()
+	out := tm.out.String()
+	tm.mu.Unlock()
+	if strings.Count(out, "? run workspace_write") != 1 {
+		t.Errorf("asked %d times about workspace_write; want once (always):\n%s", strings.Count(out, "? run workspace_write"), out)
+	}
+}

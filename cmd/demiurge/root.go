@@ -214,6 +214,8 @@ Exit codes:
 		newCASCommand(a),
 		newJournalCommand(a),
 		newRunCommand(a, getenv),
+		newDecideCommand(a, getenv, true),
+		newDecideCommand(a, getenv, false),
 		newSendCommand(a),
 		newWorkerCommand(a, getenv),
 		newStateCommand(a),

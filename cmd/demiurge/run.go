@@ -35,6 +35,19 @@ type runFlags struct {
 	toolChoice   string
 	wait         time.Duration
 	json         bool
+	// requireApproval names the tools whose calls wait for the user;
+	// approve is how they are answered: ask, always or never.
+	requireApproval []string
+	approve         string
+	// decide, if set, answers a call that waits (approve and deny)
+	// instead of sending a message.
+	decide *decision
+}
+
+// decision is what demiurge approve or deny answers.
+type decision struct {
+	call string
+	agent.Decision
 }
 
 func newRunCommand(a *app, getenv func(string) string) *cobra.Command {
@@ -96,9 +109,17 @@ named <server>_<tool> unless aliased; "demiurge mcp ls" lists them) and bash
 		},
 	}
 	fl := cmd.Flags()
+	fl.StringVarP(&f.message, "message", "m", "", "send this one message, print the answer and exit")
+	f.addFlags(cmd)
+	return cmd
+}
+
+// addFlags adds the flags run, approve and deny share: the world and chat,
+// the model, the limits, how the turn is shown.
+func (f *runFlags) addFlags(cmd *cobra.Command) {
+	fl := cmd.Flags()
 	fl.StringVar(&f.world, "world", defaultWorld, "the world's `NAME` in the store")
 	fl.StringVar(&f.chat, "chat", "main", "the chat's `ID` in the world")
-	fl.StringVarP(&f.message, "message", "m", "", "send this one message, print the answer and exit")
 	fl.StringVar(&f.llm, "llm", llm.ProviderResponses, "the model's `PROVIDER`: openai-responses, openai-chat, or cassette:DIR")
 	fl.StringVar(&f.model, "model", "", "the model `NAME` (default $DEMIURGE_MODEL, else gpt-5-mini)")
 	fl.StringVar(&f.baseURL, "base-url", "", "the API's base `URL` (default $OPENAI_BASE_URL)")
@@ -114,13 +135,19 @@ named <server>_<tool> unless aliased; "demiurge mcp ls" lists them) and bash
 	fl.StringVar(&f.toolChoice, "tool-choice", "auto", "whether the model must call a tool in each message's first round: auto, none, required, or a tool's `NAME`")
 	fl.DurationVar(&f.wait, "wait", 10*time.Minute, "how long one turn may take (then it is stopped)")
 	fl.BoolVar(&f.json, "json", false, "print each turn's events as JSON Lines on stdout (see docs/agent.md, \"run --json\")")
-	return cmd
+	fl.StringArrayVar(&f.requireApproval, "require-approval", nil, "calls of the tool `NAME` wait for the user's approval before they run (repeatable; * for every tool)")
+	fl.StringVar(&f.approve, "approve", "ask", "how calls that wait for approval are answered: ask (at the terminal; without one they wait for demiurge approve), always, or never")
 }
 
 func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) (err error) {
 	choice, err := agent.ParseToolChoice(f.toolChoice)
 	if err != nil {
 		return usagef("--tool-choice: %v", err)
+	}
+	switch f.approve {
+	case "ask", "always", "never":
+	default:
+		return usagef("--approve %q: want ask, always or never", f.approve)
 	}
 	m, err := f.agentModel(getenv)
 	if err != nil {
@@ -135,6 +162,7 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	if err != nil {
 		return err
 	}
+	var r *chatRun // the approver asks through it, once it exists
 	where := agent.WithStorage(st)
 	if pg := s.Postgres(); pg != nil {
 		where = agent.WithRemote(pg) // a worker runs the world (demiurge worker)
@@ -144,7 +172,9 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 		agent.WithEnv(lookupEnv(getenv)), agent.WithReducers(examples.RegisterAll), agent.WithInstructions(f.instructions),
 		agent.WithLimits(agent.Limits{MaxTokens: f.maxTokens, MaxRounds: f.maxRounds, MaxRepeats: f.maxRepeats,
 			TokenBudget: f.tokenBudget, OutputLimit: f.outputLimit}),
-		agent.WithClock(a.clock, a.entropy))
+		agent.WithClock(a.clock, a.entropy), agent.WithApprover(func(ctx context.Context, ar agent.ApprovalRequested) (agent.Decision, bool) {
+			return r.approver(ctx, ar)
+		}))
 	if err != nil {
 		var oe *agent.OpenError
 		switch {
@@ -161,7 +191,8 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 		}
 	}()
 	agent.ReportMCP(a.err, w.MCPServers())
-	return newChatRun(a, f, w, choice).run(ctx)
+	r = newChatRun(a, f, w, choice)
+	return r.run(ctx)
 }
 
 // agentModel is the model the flags and the environment name.

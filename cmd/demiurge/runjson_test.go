@@ -39,8 +39,8 @@ func TestRunJSON(t *testing.T) {
 		types   []string // that must appear
 	}{
 		{"answer with tools", []llmtest.Turn{
-			{Calls: []llmtest.Call{call("introspect_journal_head", `{}`), call("workspace_write", `{"path": "a.md", "content": "hi"}`)}},
-			{Calls: []llmtest.Call{call("bash", `{"commands": "cat a.md; workspace_list | jq -r '.entries[].path'"}`)}},
+			{Calls: []llmtest.Call{call("introspect_journal_head", `{}`), call("workspace_edit", `{"path": "a.md", "old_string": "x", "new_string": "y"}`)}},
+			{Calls: []llmtest.Call{call("bash", `{"commands": "echo hi > a.md; workspace_list | jq -r '.entries[].path'"}`)}},
 			{Text: "done"},
 		}, 0, "answer", []string{"message", "text_delta", "model_call", "tool_call_started", "tool_call_finished", "turn_end"}},
 		{"rejected calls", []llmtest.Turn{
@@ -54,11 +54,18 @@ func TestRunJSON(t *testing.T) {
 		}, exitGuardStop, "stopped", []string{"guard_stop"}},
 		{"model failure", []llmtest.Turn{{Status: 401}}, exitFailure, "failed", []string{"turn_error"}},
 		{"cut answer", []llmtest.Turn{{Text: "this is cut", Incomplete: "max_output_tokens"}}, exitIncomplete, "cut", nil},
+		{"awaiting approval", []llmtest.Turn{
+			{Calls: []llmtest.Call{call("workspace_write", `{"path": "a.md", "content": "hi"}`), call("introspect_journal_head", `{}`)}},
+		}, exitAwaiting, "awaiting_approval", []string{"approval_requested"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := llmtest.NewServer(llmtest.Script{Turns: tc.turns})
 			defer srv.Close()
-			cmd := exec.Command(bin, "--store", t.TempDir(), "run", filepath.Join("..", "..", "examples", "demiurge"), "--model", "gpt-test", "--json", "-m", "go")
+			args := []string{"--store", t.TempDir(), "run", filepath.Join("..", "..", "examples", "demiurge"), "--model", "gpt-test", "--json", "-m", "go"}
+			if tc.code == exitAwaiting {
+				args = append(args, "--require-approval", "workspace_write")
+			}
+			cmd := exec.Command(bin, args...)
 			cmd.Env = append(os.Environ(), "OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL="+srv.URL)
 			var out, errs bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &errs
