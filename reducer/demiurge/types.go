@@ -42,8 +42,10 @@ type Settings struct {
 	OnOverflow *string `cbor:"on_overflow"`
 	// RequireApproval names the tools whose calls wait for the user's
 	// approval (an ApprovalDecision) before they run; "*" names every
-	// tool.
-	RequireApproval []string `cbor:"require_approval"`
+	// tool. It is left out of the state when empty (as RequestRef is), so
+	// that worlds whose AIR predates approvals still replay: an optional
+	// field added to a record, not a new version of it.
+	RequireApproval []string `cbor:"require_approval,omitempty"`
 }
 
 // Defaults of the guards and limits.
@@ -274,7 +276,7 @@ type PendingCall struct {
 	OutputRef *cas.Ref `cbor:"output_ref"`
 	// RequestRef names the ToolCallRequested of a call that waits for the
 	// user's approval (status "approval"): what runs once approved.
-	RequestRef *cas.Ref `cbor:"request_ref"`
+	RequestRef *cas.Ref `cbor:"request_ref,omitempty"`
 }
 
 // Turn kinds.
