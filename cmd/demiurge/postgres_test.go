@@ -17,6 +17,8 @@ func TestPostgresStoreCommands(t *testing.T) {
 	pg := pgtest.URL(t)
 	dir := filepath.Join(t.TempDir(), "store")
 	demo := filepath.Join("..", "..", "testdata", "sessions", "demo")
+	// The AIR the recorded session ran (examples/demiurge may have moved on).
+	air := filepath.Join(demo, "air")
 	manifest := filepath.Join("..", "..", "examples", "demiurge")
 	note := filepath.Join(t.TempDir(), "note.txt")
 	if err := os.WriteFile(note, []byte("a note\n"), 0o644); err != nil {
@@ -35,11 +37,11 @@ func TestPostgresStoreCommands(t *testing.T) {
 		{"journal", "dump", "--world", "main", "--from", "40", "--json"},
 		{"trace", "--world", "main"},
 		{"state", "--world", "main"},
-		{"replay", "--world", "main", "--manifest", manifest},
-		{"replay", "--world", "main", "--manifest", manifest, "--from-genesis"},
+		{"replay", "--world", "main", "--manifest", air},
+		{"replay", "--world", "main", "--manifest", air, "--from-genesis"},
 		{"workspace", "ls", "--world", "main", "-r"},
 		{"workspace", "cat", "--world", "main", "notes/hello.md"},
-		{"export", "--world", "main", "--manifest", manifest, filepath.Join(exportDir, "x")},
+		{"export", "--world", "main", "--manifest", air, filepath.Join(exportDir, "x")},
 	} {
 		if args[0] == "export" {
 			args[len(args)-1] = filepath.Join(exportDir, "bolt")
