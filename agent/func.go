@@ -69,7 +69,7 @@ func Func[In, Out any](name, description string, fn func(ctx context.Context, in
 		}
 		return string(b), nil
 	}
-	return t
+	return t.describe()
 }
 
 // FromDef makes a tool of a command definition and its callback, the
@@ -95,7 +95,7 @@ func FromDef(def scripted.ToolDef, fn scripted.ToolCallback) tools.Tool {
 		}
 		return fn(ctx, scripted.ToolArgs{Params: numbers(params).(map[string]any)})
 	}
-	return t
+	return t.describe()
 }
 
 // numbers turns the json.Numbers in v into int64 (integers) and float64.
@@ -144,32 +144,38 @@ type info struct {
 // funcTool is a tool that runs a Go function.
 type funcTool struct {
 	info
-	run func(ctx context.Context, args []byte) (string, error)
-	err error // the definition's mistake, reported by Open
+	desc tools.Info
+	run  func(ctx context.Context, args []byte) (string, error)
+	err  error // the definition's mistake, reported by Open
 }
 
 var _ tools.Tool = (*funcTool)(nil)
 
-func (t *funcTool) Name() string             { return t.name }
-func (t *funcTool) ShortDescription() string { return t.description }
-func (t *funcTool) Description() string      { return t.description }
-func (t *funcTool) Help() string {
-	if t.help != "" {
-		return t.help
+// Info implements tools.Tool.
+func (t *funcTool) Info() tools.Info { return t.desc }
+
+// describe fills in the tool's Info, once its definition is complete.
+func (t *funcTool) describe() *funcTool {
+	help := t.help
+	if help == "" {
+		help = "NAME\n    " + t.name + " - " + t.description + "\n"
 	}
-	return "NAME\n    " + t.name + " - " + t.description + "\n"
-}
-func (t *funcTool) SystemPrompt() string          { return t.name + ": " + t.description }
-func (t *funcTool) InputSchema() json.RawMessage  { return append(json.RawMessage(nil), t.schema...) }
-func (t *funcTool) OutputSchema() json.RawMessage { return json.RawMessage(`{}`) }
-func (t *funcTool) Version() string               { return "1" }
-func (t *funcTool) Execute(ctx context.Context, req tools.Request) tools.Response {
-	return t.ExecuteWithStatus(ctx, req, nil)
+	t.desc = tools.Info{
+		Name:             t.name,
+		ShortDescription: t.description,
+		Description:      t.description,
+		Help:             help,
+		SystemPrompt:     t.name + ": " + t.description,
+		InputSchema:      t.schema,
+		OutputSchema:     json.RawMessage(`{}`),
+		Version:          "1",
+	}
+	return t
 }
 
-// ExecuteWithStatus implements tools.Tool: it runs the function, turning
-// an error or a panic into a failed response the model reads.
-func (t *funcTool) ExecuteWithStatus(ctx context.Context, req tools.Request, status tools.StatusFunc) (resp tools.Response) {
+// Run implements tools.Tool: it runs the function, turning an error or a
+// panic into a failed response the model reads.
+func (t *funcTool) Run(ctx context.Context, req tools.Request, status tools.StatusFunc) (resp tools.Response) {
 	if t.err != nil {
 		return tools.Response{Stderr: t.err.Error(), ExitCode: 1, Error: "internal"}
 	}

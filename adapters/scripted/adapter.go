@@ -133,8 +133,9 @@ func New(opts Options) (*Adapter, error) {
 func (a *Adapter) SetTools(ts []tools.Tool) error {
 	var unrouted []string
 	for _, t := range ts {
-		if _, ok := a.route(t.Name()); !ok {
-			unrouted = append(unrouted, t.Name())
+		name := t.Info().Name
+		if _, ok := a.route(name); !ok {
+			unrouted = append(unrouted, name)
 		}
 	}
 	if len(unrouted) > 0 {
@@ -158,7 +159,8 @@ func (a *Adapter) SetTools(ts []tools.Tool) error {
 func fingerprint(ts []tools.Tool) string {
 	var b strings.Builder
 	for _, t := range ts {
-		fmt.Fprintf(&b, "%q %q %q %q %s\n", t.Name(), t.Version(), t.ShortDescription(), t.Description(), t.InputSchema())
+		i := t.Info()
+		fmt.Fprintf(&b, "%q %q %q %q %s\n", i.Name, i.Version, i.ShortDescription, i.Description, i.InputSchema)
 	}
 	return cas.Sum([]byte(b.String())).String()
 }
@@ -217,7 +219,7 @@ func (a *Adapter) gated(parent *effects.Call) CallFunc {
 	in := parent.Intent
 	allow, restricted := textSet(schema.FieldPath(in.GrantParams, "tools_allow"))
 	return func(ctx context.Context, cmd Command) (tools.Response, error) {
-		name := cmd.Tool.Name()
+		name := cmd.Tool.Info().Name
 		if restricted && !slices.Contains(allow, name) {
 			return tools.Response{}, &Denied{Tool: name, Kind: in.Kind, Stage: effects.StageCap,
 				Reason: fmt.Sprintf("cap %s (grant %q) does not allow %s in scripts (tools_allow %v)", in.Cap, in.Grant, name, allow)}

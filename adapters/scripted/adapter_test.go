@@ -352,22 +352,23 @@ func TestSetTools(t *testing.T) {
 func TestPrompt(t *testing.T) {
 	f := newFixture(t, nil)
 	bt := f.a.Shell().Tool()
-	if bt.Name() != "bash" {
-		t.Errorf("name %q", bt.Name())
+	info := bt.Info()
+	if info.Name != "bash" {
+		t.Errorf("name %q", info.Name)
 	}
-	p := bt.SystemPrompt()
+	p := info.SystemPrompt
 	for _, name := range []string{"introspect_state", "workspace_write", "docs_search", "--path"} {
 		if !strings.Contains(p, name) {
 			t.Errorf("system prompt lacks %s:\n%s", name, p)
 		}
 	}
-	if !json.Valid(bt.InputSchema()) || !strings.Contains(string(bt.InputSchema()), "commands") {
-		t.Errorf("input schema %s", bt.InputSchema())
+	if !json.Valid(info.InputSchema) || !strings.Contains(string(info.InputSchema), "commands") {
+		t.Errorf("input schema %s", info.InputSchema)
 	}
 	// Outside Shell.Run the tool commands are unavailable, the shell works.
-	resp := bt.Execute(t.Context(), tools.Request{Commands: `echo hi; introspect_state`})
+	resp := bt.Run(t.Context(), tools.Request{Commands: `echo hi; introspect_state`}, nil)
 	if resp.Stdout != "hi\n" || resp.ExitCode != 1 || !strings.Contains(resp.Stderr, "not available outside a world run") {
-		t.Errorf("Execute outside a run: %+v", resp)
+		t.Errorf("Run outside a run: %+v", resp)
 	}
 }
 

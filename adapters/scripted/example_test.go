@@ -12,20 +12,13 @@ import (
 // greeter is a minimal tools.Tool: greet --name NAME.
 type greeter struct{}
 
-func (greeter) Name() string             { return "greet" }
-func (greeter) ShortDescription() string { return "Greet someone" }
-func (greeter) Description() string      { return "Greet someone by name." }
-func (greeter) Help() string             { return "greet --name NAME" }
-func (greeter) SystemPrompt() string     { return "greet: greet someone" }
-func (greeter) InputSchema() json.RawMessage {
-	return json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)
+func (greeter) Info() tools.Info {
+	return tools.Info{Name: "greet", ShortDescription: "Greet someone",
+		InputSchema:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`),
+		OutputSchema: json.RawMessage(`{"type":"object"}`)}
 }
-func (greeter) OutputSchema() json.RawMessage { return json.RawMessage(`{"type":"object"}`) }
-func (greeter) Version() string               { return "1" }
-func (g greeter) ExecuteWithStatus(ctx context.Context, req tools.Request, _ tools.StatusFunc) tools.Response {
-	return g.Execute(ctx, req)
-}
-func (greeter) Execute(ctx context.Context, req tools.Request) tools.Response {
+
+func (greeter) Run(ctx context.Context, req tools.Request, _ tools.StatusFunc) tools.Response {
 	var args struct{ Name string }
 	if err := json.Unmarshal(req.Arguments, &args); err != nil {
 		return tools.Response{Stderr: err.Error(), ExitCode: 2}

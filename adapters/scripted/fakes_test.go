@@ -18,7 +18,7 @@ import (
 	"github.com/demiurge-dev/demiurge/tools"
 )
 
-// fakeTool is a tools.Tool whose Execute is a function of its decoded
+// fakeTool is a tools.Tool whose Run is a function of its decoded
 // arguments.
 type fakeTool struct {
 	name, desc string
@@ -28,23 +28,16 @@ type fakeTool struct {
 	fn         func(ctx context.Context, args map[string]any) tools.Response
 }
 
-func (f *fakeTool) Name() string                 { return f.name }
-func (f *fakeTool) ShortDescription() string     { return f.desc }
-func (f *fakeTool) Description() string          { return f.desc + "\nMore text." }
-func (f *fakeTool) Help() string                 { return f.name + " - " + f.desc }
-func (f *fakeTool) SystemPrompt() string         { return f.name + ": " + f.desc }
-func (f *fakeTool) InputSchema() json.RawMessage { return json.RawMessage(f.schema) }
-func (f *fakeTool) OutputSchema() json.RawMessage {
-	if f.output == "" {
-		return json.RawMessage(`{}`)
+func (f *fakeTool) Info() tools.Info {
+	out := f.output
+	if out == "" {
+		out = `{}`
 	}
-	return json.RawMessage(f.output)
+	return tools.Info{Name: f.name, ShortDescription: f.desc, Description: f.desc + "\nMore text.",
+		InputSchema: json.RawMessage(f.schema), OutputSchema: json.RawMessage(out), Version: "1.0.0"}
 }
-func (f *fakeTool) Version() string { return "1.0.0" }
-func (f *fakeTool) ExecuteWithStatus(ctx context.Context, req tools.Request, _ tools.StatusFunc) tools.Response {
-	return f.Execute(ctx, req)
-}
-func (f *fakeTool) Execute(ctx context.Context, req tools.Request) tools.Response {
+
+func (f *fakeTool) Run(ctx context.Context, req tools.Request, _ tools.StatusFunc) tools.Response {
 	f.calls.Add(1)
 	var args map[string]any
 	if err := json.Unmarshal(req.Arguments, &args); err != nil {

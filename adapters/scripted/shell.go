@@ -59,10 +59,10 @@ type Command struct {
 // stderr. CallFunc is called concurrently by the stages of a pipeline.
 type CallFunc func(ctx context.Context, cmd Command) (tools.Response, error)
 
-// Direct runs a command by calling the tool's Execute, with no gate: the
+// Direct runs a command by calling the tool's Run, with no gate: the
 // operator's shell (demiurge sh).
 func Direct(ctx context.Context, cmd Command) (tools.Response, error) {
-	return cmd.Tool.Execute(ctx, tools.Request{Arguments: json.RawMessage(cmd.Arguments)}), nil
+	return cmd.Tool.Run(ctx, tools.Request{Arguments: json.RawMessage(cmd.Arguments)}, nil), nil
 }
 
 // ShellOptions configure a Shell. Zero fields take defaults.
@@ -125,12 +125,13 @@ func NewShell(ts []tools.Tool, opts ShellOptions) (*Shell, error) {
 		FilesNote(FilesNote).
 		Limits(lim)
 	for _, t := range ts {
+		info := t.Info()
 		b.Tool(scripted.ToolDef{
-			Name:        t.Name(),
-			Description: oneLine(t),
-			InputSchema: t.InputSchema(),
-			Category:    family(t.Name()),
-		}, callback(t, jsonOutput(t)))
+			Name:        info.Name,
+			Description: oneLine(info),
+			InputSchema: info.InputSchema,
+			Category:    family(info.Name),
+		}, callback(t, jsonOutput(info)))
 	}
 	st, err := b.Build()
 	if err != nil {
@@ -140,10 +141,10 @@ func NewShell(ts []tools.Tool, opts ShellOptions) (*Shell, error) {
 }
 
 // oneLine is a tool's one-line description.
-func oneLine(t tools.Tool) string {
-	s := t.ShortDescription()
+func oneLine(info tools.Info) string {
+	s := info.ShortDescription
 	if s == "" {
-		s = t.Description()
+		s = info.Description
 	}
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	return s
@@ -159,9 +160,9 @@ func family(name string) string {
 	return f
 }
 
-// Tool returns the bash tool, for its name, descriptions, system prompt and
-// input schema. Its Execute and Run, called directly rather than through
-// Shell.Run, fail every tool command with "not available outside a world
+// Tool returns the bash tool, for its Info: name, descriptions, system
+// prompt and input schema. Its Run and RunScript, called directly rather
+// than through Shell.Run, fail every tool command with "not available outside a world
 // run"; the shell's utilities still work.
 func (s *Shell) Tool() *scripted.ScriptedTool { return s.tool }
 
@@ -230,7 +231,7 @@ func (s *Shell) Run(ctx context.Context, req tools.Request, opts RunOptions) Res
 		return Result{Result: scripted.Result{Response: tools.Response{Stderr: msg, ExitCode: 1, Error: scripted.ErrorInternal}}}
 	}
 	r := &run{call: opts.Call, drained: make(chan struct{})}
-	res := s.tool.Run(context.WithValue(ctx, runKey{}, r), req, scripted.RunOptions{Status: opts.Status, Clock: opts.Clock, FS: mt.fs})
+	res := s.tool.RunScript(context.WithValue(ctx, runKey{}, r), req, scripted.RunOptions{Status: opts.Status, Clock: opts.Clock, FS: mt.fs})
 	// Commands cancelled with the script return at once unless they ignore
 	// their context; wait for them, so that their commits are not lost.
 	wait := s.drain
@@ -337,11 +338,11 @@ func (r *run) sortedCommits() []tools.Commit {
 
 // jsonOutput reports whether a tool writes a JSON object on stdout: its
 // output schema is of type object.
-func jsonOutput(t tools.Tool) bool {
+func jsonOutput(info tools.Info) bool {
 	var s struct {
 		Type any `json:"type"`
 	}
-	return json.Unmarshal(t.OutputSchema(), &s) == nil && s.Type == "object"
+	return json.Unmarshal(info.OutputSchema, &s) == nil && s.Type == "object"
 }
 
 // callback is the scripted callback of a tool: it hands the command to the
@@ -350,7 +351,7 @@ func jsonOutput(t tools.Tool) bool {
 // them, so that `a; b` prints two lines and `a | while read -r l` sees the
 // last one.
 func callback(t tools.Tool, jsonLines bool) scripted.ToolCallback {
-	name := t.Name()
+	name := t.Info().Name
 	return func(ctx context.Context, args scripted.ToolArgs) (string, error) {
 		r, _ := ctx.Value(runKey{}).(*run)
 		if r == nil {
@@ -401,7 +402,7 @@ func callback(t tools.Tool, jsonLines bool) scripted.ToolCallback {
 func safeCall(ctx context.Context, fn CallFunc, cmd Command) (resp tools.Response, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("%s failed: panic: %v", cmd.Tool.Name(), p)
+			err = fmt.Errorf("%s failed: panic: %v", cmd.Tool.Info().Name, p)
 		}
 	}()
 	return fn(ctx, cmd)

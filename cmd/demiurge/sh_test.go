@@ -119,7 +119,7 @@ func TestWorldTools(t *testing.T) {
 	names := func(ts []tools.Tool) string {
 		var out []string
 		for _, tl := range ts {
-			out = append(out, tl.Name())
+			out = append(out, tl.Info().Name)
 		}
 		return strings.Join(out, " ")
 	}

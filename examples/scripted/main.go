@@ -175,10 +175,10 @@ func run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "=== system prompt ===\n%s\n", tool.SystemPrompt())
+	fmt.Fprintf(w, "=== system prompt ===\n%s\n", tool.Info().SystemPrompt)
 	for _, d := range demos {
 		fmt.Fprintf(w, "\n=== %s ===\n$ %s\n", d.title, strings.ReplaceAll(d.script, "\n", "\n  "))
-		res := tool.Run(ctx, tools.Request{Commands: d.script}, scripted.RunOptions{})
+		res := tool.RunScript(ctx, tools.Request{Commands: d.script}, scripted.RunOptions{})
 		fmt.Fprint(w, res.Stdout)
 		if res.Stderr != "" {
 			fmt.Fprintf(w, "[stderr] %s", res.Stderr)

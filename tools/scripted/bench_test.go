@@ -43,7 +43,7 @@ func benchTool(tb testing.TB) *ScriptedTool {
 		MustBuild()
 }
 
-// BenchmarkScript compares, in one run, Execute of the 5-tool/5-jq script
+// BenchmarkScript compares, in one run, Run of the 5-tool/5-jq script
 // with the same logic as a `bash -c` subprocess using the host's jq.
 func BenchmarkScript(b *testing.B) {
 	st := benchTool(b)
@@ -53,7 +53,7 @@ func BenchmarkScript(b *testing.B) {
 		}
 		b.ReportAllocs()
 		for b.Loop() {
-			st.Execute(context.Background(), tools.Request{Commands: benchScript})
+			st.Run(context.Background(), tools.Request{Commands: benchScript}, nil)
 		}
 	})
 	b.Run("bash-c", func(b *testing.B) {
@@ -87,7 +87,7 @@ func BenchmarkEcho(b *testing.B) {
 	st := benchTool(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		st.Execute(context.Background(), tools.Request{Commands: "echo hello"})
+		st.Run(context.Background(), tools.Request{Commands: "echo hello"}, nil)
 	}
 }
 
@@ -95,7 +95,7 @@ func BenchmarkJQPipe(b *testing.B) {
 	st := benchTool(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		st.Execute(context.Background(), tools.Request{Commands: `echo '[1,2,3,4,5]' | jq '[.[] | select(. > 2)]'`})
+		st.Run(context.Background(), tools.Request{Commands: `echo '[1,2,3,4,5]' | jq '[.[] | select(. > 2)]'`}, nil)
 	}
 }
 
@@ -103,7 +103,7 @@ func BenchmarkLoop1000ToolCalls(b *testing.B) {
 	st := benchTool(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		res := st.Execute(context.Background(), tools.Request{Commands: `for i in $(seq 1 1000); do get_user --id $i; done | wc -l`})
+		res := st.Run(context.Background(), tools.Request{Commands: `for i in $(seq 1 1000); do get_user --id $i; done | wc -l`}, nil)
 		if res.Stdout != "1000\n" {
 			b.Fatalf("%+v", res)
 		}
@@ -116,7 +116,7 @@ func BenchmarkParallel(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			st.Execute(context.Background(), tools.Request{Commands: benchScript})
+			st.Run(context.Background(), tools.Request{Commands: benchScript}, nil)
 		}
 	})
 }
@@ -142,7 +142,7 @@ func BenchmarkFiles(b *testing.B) {
 		}
 		b.ReportAllocs()
 		for b.Loop() {
-			st.Execute(context.Background(), tools.Request{Commands: filesScript})
+			st.Run(context.Background(), tools.Request{Commands: filesScript}, nil)
 		}
 	})
 	b.Run("bash-c", func(b *testing.B) {

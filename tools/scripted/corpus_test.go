@@ -159,7 +159,7 @@ func TestCorpus(t *testing.T) {
 		return o
 	}
 	sandboxRun := func(script string) outcome {
-		res := st.Run(context.Background(), tools.Request{Commands: script}, RunOptions{FS: corpusFS(t, files)})
+		res := st.RunScript(context.Background(), tools.Request{Commands: script}, RunOptions{FS: corpusFS(t, files)})
 		return outcome{stdout: res.Stdout, exit: res.ExitCode, err: res.Stderr}
 	}
 

@@ -5,7 +5,7 @@
 // A [Builder] registers tools ([ToolDef] plus a [ToolCallback] or a
 // [PositionalCallback]) and configuration (environment, [Limits], clock,
 // error sanitizing) and builds a [ScriptedTool], which implements the
-// tools.Tool contract. Each Execute parses the script, checks and
+// tools.Tool contract. Each run parses the script, checks and
 // instruments it, and runs it in a fresh mvdan.cc/sh/v3 interpreter; the
 // callbacks are shared between executions.
 //
@@ -16,7 +16,7 @@
 // `<tool> --help` and `<tool> --dry-run` describe the tools, and
 // in-process utilities process their output and files: awk (a POSIX awk
 // of our own), jq (gojq), grep, sed, sort, find, ls, cp, mv, rm, diff, bc
-// and some sixty more (see [ScriptedTool.SystemPrompt]).
+// and some sixty more (see the SystemPrompt of [ScriptedTool.Info]).
 //
 // # Sandbox
 //
@@ -47,10 +47,10 @@
 // # Caveats
 //
 // A callback that ignores its context keeps running (in its goroutine)
-// after Execute returns; Execute itself returns on time. Stages of a
+// after Run returns; Run itself returns on time. Stages of a
 // pipeline run concurrently, so the calls they make are traced in the
 // order they started. The interpreter is mvdan.cc/sh/v3 v3.14.1, which
 // differs from bash in places: the last stage of a pipeline runs in the
 // current shell, a bare `return` returns 0, ${#assoc[@]} counts 1.
-// Output is streamed (ExecuteWithStatus) a line at a time.
+// Output is streamed (Run's status) a line at a time.
 package scripted

@@ -22,9 +22,9 @@ func Example() {
 		}).
 		MustBuild()
 
-	resp := tool.Execute(context.Background(), tools.Request{
+	resp := tool.Run(context.Background(), tools.Request{
 		Commands: `for id in 1 2; do get_user --id $id | jq -r .name; done; get_user --id x`,
-	})
+	}, nil)
 	fmt.Print(resp.Stdout)
 	fmt.Print(resp.Stderr)
 	fmt.Println("exit", resp.ExitCode)
@@ -40,7 +40,7 @@ func ExampleScriptedTool_Run() {
 		Tool(scripted.ToolDef{Name: "ping", Description: "Answer pong"},
 			func(ctx context.Context, args scripted.ToolArgs) (string, error) { return "pong\n", nil }).
 		MustBuild()
-	res := tool.Run(context.Background(), tools.Request{Commands: "ping --times 2 | tr a-z A-Z"}, scripted.RunOptions{})
+	res := tool.RunScript(context.Background(), tools.Request{Commands: "ping --times 2 | tr a-z A-Z"}, scripted.RunOptions{})
 	fmt.Print(res.Stdout)
 	for _, c := range res.Calls {
 		fmt.Println(c.Seq, c.Tool, c.Kind, c.Params, c.ExitCode)

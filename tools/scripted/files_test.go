@@ -81,7 +81,7 @@ func TestFilesOwnFS(t *testing.T) {
 	st := NewBuilder("files").MustBuild()
 	fs := vfs.New(vfs.Options{Clock: func() time.Time { return time.Unix(0, 0) }})
 	ctx := context.Background()
-	res := st.Run(ctx, tools.Request{Commands: "mkdir notes; echo hi > notes/a.md; echo tmp > /tmp/x"}, RunOptions{FS: fs})
+	res := st.RunScript(ctx, tools.Request{Commands: "mkdir notes; echo hi > notes/a.md; echo tmp > /tmp/x"}, RunOptions{FS: fs})
 	if res.ExitCode != 0 {
 		t.Fatalf("run: %+v", res.Response)
 	}

@@ -9,10 +9,10 @@ import (
 	"time"
 )
 
-// FuzzExecute runs random scripts and checks that the host is untouched:
+// FuzzRun runs random scripts and checks that the host is untouched:
 // no file appears in the working directory or TMPDIR, the environment is
 // unchanged, nothing panics, and every run ends in bounded time.
-func FuzzExecute(f *testing.F) {
+func FuzzRun(f *testing.F) {
 	for _, s := range diffScripts {
 		f.Add(s)
 	}

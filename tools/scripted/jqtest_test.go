@@ -130,7 +130,7 @@ func TestJQTestSuite(t *testing.T) {
 		if c.fail {
 			script = "jq -n -f prog.jq"
 		}
-		res := st.Run(ctx, tools.Request{Commands: script}, RunOptions{FS: fsys})
+		res := st.RunScript(ctx, tools.Request{Commands: script}, RunOptions{FS: fsys})
 		ok := false
 		if c.fail || c.runtimeError {
 			ok = res.ExitCode != 0

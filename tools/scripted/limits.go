@@ -8,7 +8,7 @@ import (
 )
 
 // Limits bound one execution of a script. Every limit applies to each
-// Execute separately; counters start at zero. A value ≤ 0 means the
+// run separately; counters start at zero. A value ≤ 0 means the
 // default of DefaultLimits.
 type Limits struct {
 	// MaxScriptBytes bounds the script's size (checked before parsing).

@@ -81,10 +81,10 @@ func decodeRequest(req tools.Request) (request, error) {
 	return out, nil
 }
 
-// Run executes a script like Execute and also returns the trace of its
+// RunScript runs a script as Run does and also returns the trace of its
 // tool calls. It never panics on input; the Response reports every
 // failure.
-func (t *ScriptedTool) Run(ctx context.Context, req tools.Request, opts RunOptions) Result {
+func (t *ScriptedTool) RunScript(ctx context.Context, req tools.Request, opts RunOptions) Result {
 	start := time.Now()
 	st := newStatusSink(opts.Status)
 	defer st.close()

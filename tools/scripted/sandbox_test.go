@@ -208,7 +208,7 @@ func TestTimeoutAndCancel(t *testing.T) {
 		st := NewBuilder("x").Tool(ToolDef{Name: "slow"}, slow).Tool(ToolDef{Name: "stubborn"}, stubborn).MustBuild()
 
 		start := time.Now()
-		resp := st.Execute(t.Context(), tools.Request{Commands: "echo before; slow; echo after", TimeoutMS: 100})
+		resp := st.Run(t.Context(), tools.Request{Commands: "echo before; slow; echo after", TimeoutMS: 100}, nil)
 		if resp.ExitCode != 124 || resp.Error != ErrorTimeout || resp.Stdout != "before\n" || resp.Stderr != "bash: execution timed out after 0.1s\n" {
 			t.Fatalf("timeout_ms: %+v", resp)
 		}
@@ -217,22 +217,22 @@ func TestTimeoutAndCancel(t *testing.T) {
 		}
 
 		start = time.Now()
-		resp = st.Execute(t.Context(), tools.Request{Commands: "stubborn", TimeoutMS: 50})
+		resp = st.Run(t.Context(), tools.Request{Commands: "stubborn", TimeoutMS: 50}, nil)
 		if resp.ExitCode != 124 || time.Since(start) != 50*time.Millisecond {
 			t.Fatalf("a callback ignoring ctx held the script: %+v after %v", resp, time.Since(start))
 		}
-		close(release) // the stubborn callback's goroutine ends after Execute
+		close(release) // the stubborn callback's goroutine ends after Run
 
 		ctx, cancel := context.WithCancel(t.Context())
 		time.AfterFunc(50*time.Millisecond, cancel)
-		resp = st.Execute(ctx, tools.Request{Commands: "slow"})
+		resp = st.Run(ctx, tools.Request{Commands: "slow"}, nil)
 		if resp.ExitCode != 130 || resp.Error != ErrorCancelled || resp.Stderr != "bash: execution cancelled\n" {
 			t.Fatalf("cancel: %+v", resp)
 		}
 
 		ctx, cancel2 := context.WithTimeout(t.Context(), 50*time.Millisecond)
 		defer cancel2()
-		resp = st.Execute(ctx, tools.Request{Commands: "slow"})
+		resp = st.Run(ctx, tools.Request{Commands: "slow"}, nil)
 		if resp.ExitCode != 124 || resp.Error != ErrorTimeout {
 			t.Fatalf("caller deadline: %+v", resp)
 		}
@@ -240,7 +240,7 @@ func TestTimeoutAndCancel(t *testing.T) {
 		// The default limit applies when the request sets none.
 		short := NewBuilder("x").Limits(Limits{Timeout: 2 * time.Second}).Tool(ToolDef{Name: "slow"}, slow).MustBuild()
 		start = time.Now()
-		resp = short.Execute(t.Context(), tools.Request{Commands: "slow", TimeoutMS: 5000})
+		resp = short.Run(t.Context(), tools.Request{Commands: "slow", TimeoutMS: 5000}, nil)
 		if resp.ExitCode != 124 || time.Since(start) != 2*time.Second {
 			t.Fatalf("timeout_ms above the limit: %+v after %v", resp, time.Since(start))
 		}

@@ -86,20 +86,21 @@ func shopTool(t testing.TB, calls *atomic.Int64) *ScriptedTool {
 
 func run(t testing.TB, st *ScriptedTool, script string) Result {
 	t.Helper()
-	return st.Run(context.Background(), tools.Request{Commands: script}, RunOptions{})
+	return st.RunScript(context.Background(), tools.Request{Commands: script}, RunOptions{})
 }
 
 func TestBuilder(t *testing.T) {
 	st := shopTool(t, nil)
-	if st.Name() != "ecommerce_api" || st.ShortDescription() != "E-commerce API" || st.Version() != Version {
-		t.Fatalf("name/short/version: %q %q %q", st.Name(), st.ShortDescription(), st.Version())
+	info := st.Info()
+	if info.Name != "ecommerce_api" || info.ShortDescription != "E-commerce API" || info.Version != Version {
+		t.Fatalf("name/short/version: %q %q %q", info.Name, info.ShortDescription, info.Version)
 	}
-	if got, want := st.Description(), "Compose tool callbacks through bash scripts: get_user, list_orders, upper, echo_args"; got != want {
+	if got, want := info.Description, "Compose tool callbacks through bash scripts: get_user, list_orders, upper, echo_args"; got != want {
 		t.Errorf("Description() = %q; want %q", got, want)
 	}
 	def := NewBuilder("plain").MustBuild()
-	if def.ShortDescription() != "ScriptedTool: plain" {
-		t.Errorf("default short description = %q", def.ShortDescription())
+	if got := def.Info().ShortDescription; got != "ScriptedTool: plain" {
+		t.Errorf("default short description = %q", got)
 	}
 	if l := def.Limits(); l != DefaultLimits() {
 		t.Errorf("default limits = %+v", l)
@@ -145,7 +146,7 @@ func TestBuilder(t *testing.T) {
 
 func TestIntrospection(t *testing.T) {
 	st := shopTool(t, nil)
-	prompt := st.SystemPrompt()
+	prompt := st.Info().SystemPrompt
 	for _, want := range []string{
 		"# ecommerce_api\n\nE-commerce API.\n\nInput: {\"commands\": \"<bash script>\"}\nOutput: {stdout, stderr, exit_code}\n\n## Available tool commands\n\n",
 		"- `get_user`: Fetch user by ID\n  Usage: `get_user --id <integer>`\n  Schema: {\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"integer\"}},\"required\":[\"id\"]}\n",
@@ -162,11 +163,11 @@ func TestIntrospection(t *testing.T) {
 	}
 	compact := NewBuilder("c").CompactPrompt(true).
 		Tool(ToolDef{Name: "a", Description: "does A"}, func(context.Context, ToolArgs) (string, error) { return "", nil }).
-		MustBuild().SystemPrompt()
+		MustBuild().Info().SystemPrompt
 	if !strings.Contains(compact, "- `a`: does A\n\n") || strings.Contains(compact, "Usage") {
 		t.Errorf("compact prompt = %q", compact)
 	}
-	help := st.Help()
+	help := st.Info().Help
 	for _, want := range []string{"ECOMMERCE_API(1)", "NAME", "ecommerce_api - E-commerce API", "SYNOPSIS", "TOOL COMMANDS",
 		"get_user --id <integer>", "Fetch user by ID", "EXIT STATUS", "127", "Environment: API_KEY, USER_ID"} {
 		if !strings.Contains(help, want) {
@@ -174,10 +175,10 @@ func TestIntrospection(t *testing.T) {
 		}
 	}
 	var in, out map[string]any
-	if err := json.Unmarshal(st.InputSchema(), &in); err != nil {
+	if err := json.Unmarshal(st.Info().InputSchema, &in); err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(st.OutputSchema(), &out); err != nil {
+	if err := json.Unmarshal(st.Info().OutputSchema, &out); err != nil {
 		t.Fatal(err)
 	}
 	if req := in["required"].([]any); len(req) != 1 || req[0] != "commands" {
@@ -271,7 +272,7 @@ func TestFlagParsing(t *testing.T) {
 	}
 }
 
-func TestExecute(t *testing.T) {
+func TestRun(t *testing.T) {
 	var calls atomic.Int64
 	st := shopTool(t, &calls)
 	tests := []struct {
@@ -382,9 +383,9 @@ func TestRequestArguments(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			resp := st.Execute(t.Context(), tc.req)
+			resp := st.Run(t.Context(), tc.req, nil)
 			if resp.Stdout != tc.out || resp.ExitCode != tc.exit || resp.Error != tc.err {
-				t.Fatalf("Execute(%+v) = %+v; want stdout %q exit %d error %q", tc.req, resp, tc.out, tc.exit, tc.err)
+				t.Fatalf("Run(%+v) = %+v; want stdout %q exit %d error %q", tc.req, resp, tc.out, tc.exit, tc.err)
 			}
 			if tc.err != "" && !strings.HasPrefix(resp.Stderr, "bash: ") {
 				t.Errorf("stderr %q does not explain the failure", resp.Stderr)
@@ -398,7 +399,7 @@ func TestStatusCallbacks(t *testing.T) {
 	var mu sync.Mutex
 	var phases []string
 	var out, errOut strings.Builder
-	resp := st.ExecuteWithStatus(t.Context(), tools.Request{Commands: `for i in 1 2 3; do echo $i; done; echo warn >&2`},
+	resp := st.Run(t.Context(), tools.Request{Commands: `for i in 1 2 3; do echo $i; done; echo warn >&2`},
 		func(s tools.Status) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -419,7 +420,7 @@ func TestStatusCallbacks(t *testing.T) {
 		t.Errorf("streamed %q/%q; response %q", out.String(), errOut.String(), resp.Stdout)
 	}
 	phases = nil
-	st.ExecuteWithStatus(t.Context(), tools.Request{Commands: "  "}, func(s tools.Status) { phases = append(phases, s.Phase) })
+	st.Run(t.Context(), tools.Request{Commands: "  "}, func(s tools.Status) { phases = append(phases, s.Phase) })
 	if want := []string{"validate", "complete"}; !slices.Equal(phases, want) {
 		t.Errorf("empty script phases = %v; want %v", phases, want)
 	}
@@ -514,7 +515,7 @@ func TestClock(t *testing.T) {
 		t.Errorf("date with builder clock: %q", res.Stdout)
 	}
 	other := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
-	res := st.Run(t.Context(), tools.Request{Commands: "date +%s"}, RunOptions{Clock: func() time.Time { return other }})
+	res := st.RunScript(t.Context(), tools.Request{Commands: "date +%s"}, RunOptions{Clock: func() time.Time { return other }})
 	if res.Stdout != "946684800\n" {
 		t.Errorf("date with run clock: %q", res.Stdout)
 	}
@@ -706,7 +707,7 @@ func TestFlagNormalizations(t *testing.T) {
 func TestStreamsLines(t *testing.T) {
 	st := NewBuilder("lines").MustBuild()
 	var chunks []string
-	st.ExecuteWithStatus(t.Context(), tools.Request{Commands: `for i in 1 2 3; do echo $i; done; printf 'a\nb\nc'; printf 'd'`},
+	st.Run(t.Context(), tools.Request{Commands: `for i in 1 2 3; do echo $i; done; printf 'a\nb\nc'; printf 'd'`},
 		func(s tools.Status) {
 			if s.Phase == tools.PhaseOutput {
 				chunks = append(chunks, s.Output)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -43,8 +44,8 @@ type registered struct {
 }
 
 // ScriptedTool runs bash scripts whose commands are its registered tools.
-// It implements tools.Tool; Execute and ExecuteWithStatus are safe for
-// concurrent use (each runs its own interpreter).
+// It implements tools.Tool; Run and RunScript are safe for concurrent use
+// (each runs its own interpreter).
 type ScriptedTool struct {
 	name      string
 	short     string
@@ -61,24 +62,32 @@ type ScriptedTool struct {
 	host      string
 	filesNote string
 	envs      runnerEnv // the environment of every script, read-only
+
+	infoOnce sync.Once
+	info     tools.Info // built on first use: see Info
 }
 
 var _ tools.Tool = (*ScriptedTool)(nil)
 
-// Name returns the tool's name.
-func (t *ScriptedTool) Name() string { return t.name }
-
-// ShortDescription returns the one-line summary.
-func (t *ScriptedTool) ShortDescription() string { return t.short }
-
-// Description returns "Compose tool callbacks through bash scripts: "
-// followed by the tool commands in registration order.
-func (t *ScriptedTool) Description() string {
-	return "Compose tool callbacks through bash scripts: " + strings.Join(t.toolNames(), ", ")
+// Info describes the tool. Its Description is "Compose tool callbacks
+// through bash scripts: " followed by the tool commands in registration
+// order. The help and the system prompt, which list every command, are
+// written on the first call.
+func (t *ScriptedTool) Info() tools.Info {
+	t.infoOnce.Do(func() {
+		t.info = tools.Info{
+			Name:             t.name,
+			ShortDescription: t.short,
+			Description:      "Compose tool callbacks through bash scripts: " + strings.Join(t.toolNames(), ", "),
+			Help:             t.help(),
+			SystemPrompt:     t.systemPrompt(),
+			InputSchema:      inputSchema,
+			OutputSchema:     outputSchema,
+			Version:          Version,
+		}
+	})
+	return t.info
 }
-
-// Version returns the implementation's version.
-func (t *ScriptedTool) Version() string { return Version }
 
 // Limits returns the limits in force (defaults filled in).
 func (t *ScriptedTool) Limits() Limits { return t.limits }
@@ -113,11 +122,11 @@ func utilityNames() []string {
 // Builder.FilesNote replaces it.
 const DefaultFilesNote = "The working directory /workspace is the script's file system (cat, ls, find, grep -r, sed -i, mkdir, mv, rm work on it); /tmp is scratch space"
 
-// SystemPrompt returns the prompt fragment that teaches a model the tool,
-// in the markdown of bashkit's scripted tool: a heading, the input and
-// output, each command with its usage and the JSON Schema of its flags
-// (with CompactPrompt, its description only), and tips.
-func (t *ScriptedTool) SystemPrompt() string {
+// systemPrompt is the prompt fragment that teaches a model the tool, in
+// the markdown of bashkit's scripted tool: a heading, the input and output,
+// each command with its usage and the JSON Schema of its flags (with
+// CompactPrompt, its description only), and tips.
+func (t *ScriptedTool) systemPrompt() string {
 	var b strings.Builder
 	b.WriteString("# " + t.name + "\n\n")
 	if t.short != "" && !strings.HasPrefix(t.short, "ScriptedTool: ") {
@@ -170,8 +179,8 @@ func compactJSON(raw json.RawMessage) string {
 	return ""
 }
 
-// Help returns man-page style documentation of the tool.
-func (t *ScriptedTool) Help() string {
+// help is man-page style documentation of the tool.
+func (t *ScriptedTool) help() string {
 	var b strings.Builder
 	manpage.Header(&b, t.name, "User Commands")
 	section := func(name string) { b.WriteString(name + "\n") }
@@ -275,39 +284,30 @@ func exampleFlags(r *registered) string {
 	return b.String()
 }
 
+// inputSchema is the JSON Schema of the request arguments:
+// {"commands": string, "timeout_ms": integer|null}.
 var inputSchema = json.RawMessage(`{"type":"object","required":["commands"],"properties":{` +
 	`"commands":{"type":"string","description":"The bash script to run, like bash -c."},` +
 	`"timeout_ms":{"type":["integer","null"],"minimum":0,"description":"Time limit in milliseconds; can only lower the tool's limit."}},` +
 	`"additionalProperties":false}`)
 
+// outputSchema is the JSON Schema of the Response.
 var outputSchema = json.RawMessage(`{"type":"object","required":["stdout","stderr","exit_code"],"properties":{` +
 	`"stdout":{"type":"string"},"stderr":{"type":"string"},"exit_code":{"type":"integer"},` +
 	`"error":{"type":"string","enum":["invalid_arguments","parse_error","rejected","limit_exceeded","timeout","cancelled","internal"]},` +
 	`"stdout_truncated":{"type":"boolean"},"stderr_truncated":{"type":"boolean"}}}`)
 
-// InputSchema returns the JSON Schema of the request arguments:
-// {"commands": string, "timeout_ms": integer|null}.
-func (t *ScriptedTool) InputSchema() json.RawMessage { return slices.Clone(inputSchema) }
-
-// OutputSchema returns the JSON Schema of the Response.
-func (t *ScriptedTool) OutputSchema() json.RawMessage { return slices.Clone(outputSchema) }
-
-// Execute runs req.Commands (or the "commands" of req.Arguments) in a
-// fresh sandboxed shell and returns its output.
-func (t *ScriptedTool) Execute(ctx context.Context, req tools.Request) tools.Response {
-	return t.Run(ctx, req, RunOptions{}).Response
+// Run runs req.Commands (or the "commands" of req.Arguments) in a fresh
+// sandboxed shell and returns its output, reporting progress to status
+// (if not nil): phases validate, parse, execute, complete, and output
+// chunks as they are written. RunScript also returns the trace.
+func (t *ScriptedTool) Run(ctx context.Context, req tools.Request, status tools.StatusFunc) tools.Response {
+	return t.RunScript(ctx, req, RunOptions{Status: status}).Response
 }
 
-// ExecuteWithStatus is Execute with progress reports: phases validate,
-// parse, execute, complete, and output chunks as they are written.
-func (t *ScriptedTool) ExecuteWithStatus(ctx context.Context, req tools.Request, status tools.StatusFunc) tools.Response {
-	return t.Run(ctx, req, RunOptions{Status: status}).Response
-}
-
-// RunOptions are per-execution settings of Run.
+// RunOptions are per-execution settings of RunScript.
 type RunOptions struct {
-	// Status, if set, receives progress reports as ExecuteWithStatus
-	// describes.
+	// Status, if set, receives progress reports as Run describes.
 	Status tools.StatusFunc
 	// Clock, if set, replaces the Builder's clock for this run (a world
 	// passes the ingress stamp of the step that runs the script).
@@ -319,7 +319,7 @@ type RunOptions struct {
 	FS *vfs.FS
 }
 
-// Result is the outcome of Run: the Response plus the trace of every
+// Result is the outcome of RunScript: the Response plus the trace of every
 // tool-level call the script made.
 type Result struct {
 	tools.Response
