@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	bashfx "github.com/demiurge-dev/demiurge/adapters/scripted"
+	"github.com/demiurge-dev/demiurge/adapters/bashfx"
 	"github.com/demiurge-dev/demiurge/adapters/toolcall"
 	"github.com/demiurge-dev/demiurge/effects"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	bashfx "github.com/demiurge-dev/demiurge/adapters/scripted"
+	"github.com/demiurge-dev/demiurge/adapters/bashfx"
 	"github.com/demiurge-dev/demiurge/agent"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools"

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	bashfx "github.com/demiurge-dev/demiurge/adapters/scripted"
+	"github.com/demiurge-dev/demiurge/adapters/bashfx"
 	"github.com/demiurge-dev/demiurge/agent"
 	"github.com/demiurge-dev/demiurge/examples"
 	"github.com/demiurge-dev/demiurge/reducer"

@@ -3,8 +3,8 @@
 // command, and every command runs through the same caps, policies and
 // adapters as a direct tool call.
 //
-// The package lives at adapters/scripted but is named bashfx ("bash
-// effects"), so that it never shadows the library it builds on,
+// Its name reads "bash effects"; it is not named scripted, so that it never
+// shadows the library it builds on,
 // github.com/demiurge-dev/demiurge/tools/scripted, in files that import
 // both.
 //

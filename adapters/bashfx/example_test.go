@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	bashfx "github.com/demiurge-dev/demiurge/adapters/scripted"
+	"github.com/demiurge-dev/demiurge/adapters/bashfx"
 	"github.com/demiurge-dev/demiurge/tools"
 )
 
