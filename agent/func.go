@@ -11,7 +11,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/demiurge-dev/demiurge/tools"
-	"github.com/demiurge-dev/demiurge/tools/scripted"
+	"github.com/demiurge-dev/demiurge/tools/bash"
 )
 
 // toolName is what a tool may be called: a name the model's API takes and
@@ -73,12 +73,12 @@ func Func[In, Out any](name, description string, fn func(ctx context.Context, in
 }
 
 // FromDef makes a tool of a command definition and its callback, the
-// form the bash tool's commands are written in (package tools/scripted):
+// form the bash tool's commands are written in (package tools/bash):
 // def.InputSchema is the tool's input schema, and the callback receives
 // the call's arguments as ToolArgs.Params (integers as int64, other
 // numbers as float64). An error the callback returns goes back to the
-// model (a *scripted.UserError with its exit status).
-func FromDef(def scripted.ToolDef, fn scripted.ToolCallback) tools.Tool {
+// model (a *bash.UserError with its exit status).
+func FromDef(def bash.ToolDef, fn bash.ToolCallback) tools.Tool {
 	t := &funcTool{info: info{name: def.Name, description: def.Description, schema: def.InputSchema}}
 	if len(t.schema) == 0 {
 		t.schema = json.RawMessage(`{"type":"object"}`)
@@ -93,7 +93,7 @@ func FromDef(def scripted.ToolDef, fn scripted.ToolCallback) tools.Tool {
 		if err := dec.Decode(&params); err != nil {
 			return "", fmt.Errorf("the arguments are not a JSON object: %w", err)
 		}
-		return fn(ctx, scripted.ToolArgs{Params: numbers(params).(map[string]any)})
+		return fn(ctx, bash.ToolArgs{Params: numbers(params).(map[string]any)})
 	}
 	return t.describe()
 }
@@ -191,7 +191,7 @@ func (t *funcTool) Run(ctx context.Context, req tools.Request, status tools.Stat
 	out, err := t.run(ctx, args)
 	if err != nil {
 		code := 1
-		var ue *scripted.UserError
+		var ue *bash.UserError
 		if errors.As(err, &ue) && ue.Code > 0 && ue.Code < 126 {
 			code = ue.Code
 		}

@@ -15,10 +15,10 @@ import (
 	"github.com/demiurge-dev/demiurge/effects"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools"
+	"github.com/demiurge-dev/demiurge/tools/bash"
+	"github.com/demiurge-dev/demiurge/tools/bash/vfs"
 	"github.com/demiurge-dev/demiurge/tools/introspect"
 	"github.com/demiurge-dev/demiurge/tools/mcp"
-	"github.com/demiurge-dev/demiurge/tools/scripted"
-	"github.com/demiurge-dev/demiurge/tools/scripted/vfs"
 	"github.com/demiurge-dev/demiurge/tools/workspace"
 )
 
@@ -248,7 +248,7 @@ func (a *Adapter) gated(parent *effects.Call) CallFunc {
 		switch r.Status {
 		case effects.StatusOK:
 		case effects.StatusTimeout:
-			return tools.Response{}, &scripted.UserError{Msg: fmt.Sprintf("%s timed out: %s", route.Kind, r.Error), Code: 124}
+			return tools.Response{}, &bash.UserError{Msg: fmt.Sprintf("%s timed out: %s", route.Kind, r.Error), Code: 124}
 		default:
 			return tools.Response{}, fmt.Errorf("%s failed: %s", route.Kind, r.Error)
 		}

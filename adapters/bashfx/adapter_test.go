@@ -14,7 +14,7 @@ import (
 	"github.com/demiurge-dev/demiurge/effects"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools"
-	"github.com/demiurge-dev/demiurge/tools/scripted"
+	"github.com/demiurge-dev/demiurge/tools/bash"
 )
 
 // TestPipesAndJq: a script calls several tools, pipes their output through
@@ -220,7 +220,7 @@ func TestTimeout(t *testing.T) {
 				r := f.a.Run(ctx, c)
 				elapsed := time.Since(start)
 				got := checkReceipt(t, f.cat, r)
-				if got.ExitCode != 124 || got.Error == nil || *got.Error != scripted.ErrorTimeout {
+				if got.ExitCode != 124 || got.Error == nil || *got.Error != bash.ErrorTimeout {
 					t.Errorf("exit %d, error %v; want 124 timeout", got.ExitCode, got.Error)
 				}
 				if !strings.HasSuffix(got.Stderr, tc.stderr) {
@@ -296,7 +296,7 @@ func TestScriptErrors(t *testing.T) {
 		stderr         string
 		calls          int
 	}{
-		{`echo "unterminated`, scripted.ErrorParse, 2, "bash: syntax error", 0},
+		{`echo "unterminated`, bash.ErrorParse, 2, "bash: syntax error", 0},
 		{`nosuchtool`, "", 127, "nosuchtool: command not found", 0},
 		{`workspace_read --nope 1`, "", 2, "workspace_read: schema error", 1},
 	} {

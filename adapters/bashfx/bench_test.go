@@ -8,7 +8,7 @@ import (
 )
 
 // benchScript makes 5 tool calls and 5 jq filters, the script of the
-// scripted tool's benchmark (docs/BENCHMARKS.md), on the fake world's
+// bash tool's benchmark (docs/BENCHMARKS.md), on the fake world's
 // tools.
 const benchScript = `a=$(introspect_state | jq '.count')
 b=$(introspect_state --module m | jq -r '.items[0]')

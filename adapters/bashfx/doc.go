@@ -1,17 +1,13 @@
-// Package bashfx runs the scripted.run effect: a bash script in the
-// sandbox of package tools/scripted, where every tool of the world is a
-// command, and every command runs through the same caps, policies and
-// adapters as a direct tool call.
-//
-// Its name reads "bash effects"; it is not named scripted, so that it never
-// shadows the library it builds on,
-// github.com/demiurge-dev/demiurge/tools/scripted, in files that import
-// both.
+// Package bashfx ("bash effects") runs the scripted.run effect: a script
+// of the bash tool (package tools/bash), where every tool of the world is
+// a command, and every command runs through the same caps, policies and
+// adapters as a direct tool call. It is not named bash, so that it never
+// shadows the package it builds on in files that import both.
 //
 // # Shell and Adapter
 //
-// A [Shell] is the bash tool of a tool set: a scripted.ScriptedTool whose
-// commands are the given tools.Tool values, built once (callbacks are
+// A [Shell] is the bash tool of a tool set: a bash.Tool whose commands
+// are the given tools.Tool values, built once (callbacks are
 // shared; each run gets a fresh interpreter). Shell.Run runs one script and
 // hands every command to a [CallFunc], which decides how the command runs.
 // A command's flags become the tool's JSON arguments (sorted keys); its
@@ -38,7 +34,7 @@
 // The script's `date` reads the intent's logical time, never the host
 // clock. Each command's effect gets the idempotency key
 // "<scripted.run intent hash>/<call seq>", where the seq is the call's
-// scripted.CallSeq: the same script run again (after a crash) asks the
+// bash.CallSeq: the same script run again (after a crash) asks the
 // same tools with the same keys. The sub-calls are not journaled as
 // intents of their own: the scripted.run receipt, which the world
 // journals, records them.
@@ -47,7 +43,7 @@
 //
 // A command that succeeds returns only its stdout to the script, and one
 // that fails only its stderr (as its error message, on one line): the
-// callbacks of tools/scripted have no other channel. A tool that ignores
+// callbacks of tools/bash have no other channel. A tool that ignores
 // its context may still be running when the script ends; Run waits for it
 // (until the call's context is done, at most Options.Drain) so that the
 // commits it makes reach the receipt.

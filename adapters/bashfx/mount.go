@@ -11,7 +11,7 @@ import (
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/effects"
 	"github.com/demiurge-dev/demiurge/tools"
-	"github.com/demiurge-dev/demiurge/tools/scripted/vfs"
+	"github.com/demiurge-dev/demiurge/tools/bash/vfs"
 	"github.com/demiurge-dev/demiurge/tools/workspace"
 )
 

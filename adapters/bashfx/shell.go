@@ -13,8 +13,8 @@ import (
 
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools"
-	"github.com/demiurge-dev/demiurge/tools/scripted"
-	"github.com/demiurge-dev/demiurge/tools/scripted/vfs"
+	"github.com/demiurge-dev/demiurge/tools/bash"
+	"github.com/demiurge-dev/demiurge/tools/bash/vfs"
 )
 
 // ToolName is the name of the bash tool in LLM tool specs.
@@ -41,7 +41,7 @@ const maxDrainCancelled = time.Second
 
 // Command is one tool call inside a script.
 type Command struct {
-	// Seq is the call's scripted.CallSeq: its entry in the run's calls.
+	// Seq is the call's bash.CallSeq: its entry in the run's calls.
 	Seq int
 	// Tool is the tool the command names.
 	Tool tools.Tool
@@ -54,7 +54,7 @@ type Command struct {
 // It reports the workspace commits the call made to the tools.Recorder in
 // ctx. A non-nil error means the call did not run (it was denied, or its
 // adapter failed): the command fails with the error's text, with exit
-// status 1 or, for a *scripted.UserError, its Code. A response whose exit
+// status 1 or, for a *bash.UserError, its Code. A response whose exit
 // code is not 0 fails the command with that code and the response's
 // stderr. CallFunc is called concurrently by the stages of a pipeline.
 type CallFunc func(ctx context.Context, cmd Command) (tools.Response, error)
@@ -69,10 +69,10 @@ func Direct(ctx context.Context, cmd Command) (tools.Response, error) {
 type ShellOptions struct {
 	// Name is the tool's name (default ToolName, "bash").
 	Name string
-	// Limits bound each run (default scripted.DefaultLimits, with Timeout
+	// Limits bound each run (default bash.DefaultLimits, with Timeout
 	// MaxTime and output DefaultOutputBytes). Limits.Timeout, if set,
 	// overrides MaxTime.
-	Limits scripted.Limits
+	Limits bash.Limits
 	// Timeout is a run's time limit when its request sets none (default
 	// DefaultTimeout, 30 s).
 	Timeout time.Duration
@@ -85,10 +85,10 @@ type ShellOptions struct {
 	Drain time.Duration
 }
 
-// Shell is the bash tool of a set of tools: a scripted.ScriptedTool whose
+// Shell is the bash tool of a set of tools: a bash.Tool whose
 // commands are the tools. It is immutable and safe for concurrent use.
 type Shell struct {
-	tool    *scripted.ScriptedTool
+	tool    *bash.Tool
 	tools   []tools.Tool
 	timeout time.Duration
 	drain   time.Duration
@@ -120,13 +120,13 @@ func NewShell(ts []tools.Tool, opts ShellOptions) (*Shell, error) {
 	if lim.MaxStderrBytes <= 0 {
 		lim.MaxStderrBytes = DefaultOutputBytes
 	}
-	b := scripted.NewBuilder(opts.Name).
+	b := bash.NewBuilder(opts.Name).
 		ShortDescription("Run a bash script in a sandbox where every tool of the world is a command").
 		FilesNote(FilesNote).
 		Limits(lim)
 	for _, t := range ts {
 		info := t.Info()
-		b.Tool(scripted.ToolDef{
+		b.Tool(bash.ToolDef{
 			Name:        info.Name,
 			Description: oneLine(info),
 			InputSchema: info.InputSchema,
@@ -164,7 +164,7 @@ func family(name string) string {
 // prompt and input schema. Its Run and RunScript, called directly rather
 // than through Shell.Run, fail every tool command with "not available outside a world
 // run"; the shell's utilities still work.
-func (s *Shell) Tool() *scripted.ScriptedTool { return s.tool }
+func (s *Shell) Tool() *bash.Tool { return s.tool }
 
 // Tools returns the tools that are commands, in order.
 func (s *Shell) Tools() []tools.Tool { return slices.Clone(s.tools) }
@@ -185,7 +185,7 @@ type RunOptions struct {
 // Result is the outcome of a run: the script's result (output, exit
 // status, trace of calls) and the workspace commits its commands made.
 type Result struct {
-	scripted.Result
+	bash.Result
 	// Commits are the commits of every command, ordered by the commands'
 	// Seq, each command's in the order it made them, then the commit of
 	// the script's own file changes (see Shell.Run).
@@ -228,10 +228,10 @@ func (s *Shell) Run(ctx context.Context, req tools.Request, opts RunOptions) Res
 		if opts.Status != nil {
 			opts.Status(tools.Stderr(msg))
 		}
-		return Result{Result: scripted.Result{Response: tools.Response{Stderr: msg, ExitCode: 1, Error: scripted.ErrorInternal}}}
+		return Result{Result: bash.Result{Response: tools.Response{Stderr: msg, ExitCode: 1, Error: bash.ErrorInternal}}}
 	}
 	r := &run{call: opts.Call, drained: make(chan struct{})}
-	res := s.tool.RunScript(context.WithValue(ctx, runKey{}, r), req, scripted.RunOptions{Status: opts.Status, Clock: opts.Clock, FS: mt.fs})
+	res := s.tool.RunScript(context.WithValue(ctx, runKey{}, r), req, bash.RunOptions{Status: opts.Status, Clock: opts.Clock, FS: mt.fs})
 	// Commands cancelled with the script return at once unless they ignore
 	// their context; wait for them, so that their commits are not lost.
 	wait := s.drain
@@ -250,7 +250,7 @@ func (s *Shell) Run(ctx context.Context, req tools.Request, opts RunOptions) Res
 	if err != nil {
 		note = "bash: " + err.Error() + "\n"
 		if res.ExitCode == 0 {
-			res.ExitCode, res.Error = 1, scripted.ErrorInternal
+			res.ExitCode, res.Error = 1, bash.ErrorInternal
 		}
 	}
 	if note != "" {
@@ -345,41 +345,41 @@ func jsonOutput(info tools.Info) bool {
 	return json.Unmarshal(info.OutputSchema, &s) == nil && s.Type == "object"
 }
 
-// callback is the scripted callback of a tool: it hands the command to the
+// callback is the bash callback of a tool: it hands the command to the
 // CallFunc of the run it belongs to. The stdout of a tool that writes JSON
 // objects (jsonLines) gets a final newline if it lacks one, as jq writes
 // them, so that `a; b` prints two lines and `a | while read -r l` sees the
 // last one.
-func callback(t tools.Tool, jsonLines bool) scripted.ToolCallback {
+func callback(t tools.Tool, jsonLines bool) bash.ToolCallback {
 	name := t.Info().Name
-	return func(ctx context.Context, args scripted.ToolArgs) (string, error) {
+	return func(ctx context.Context, args bash.ToolArgs) (string, error) {
 		r, _ := ctx.Value(runKey{}).(*run)
 		if r == nil {
-			return "", &scripted.UserError{Msg: "not available outside a world run (use bashfx.Shell.Run)"}
+			return "", &bash.UserError{Msg: "not available outside a world run (use bashfx.Shell.Run)"}
 		}
-		seq, _ := scripted.CallSeq(ctx)
+		seq, _ := bash.CallSeq(ctx)
 		params := args.Params
 		if params == nil {
 			params = map[string]any{}
 		}
-		// The same encoding as scripted.Call.Arguments, so the receipt's
+		// The same encoding as bash.Call.Arguments, so the receipt's
 		// calls show exactly what the tool got.
 		argsJSON, err := json.Marshal(params)
 		if err != nil {
-			return "", &scripted.UserError{Msg: "arguments are not JSON: " + err.Error(), Code: 2}
+			return "", &bash.UserError{Msg: "arguments are not JSON: " + err.Error(), Code: 2}
 		}
 		if !r.enter() {
-			return "", &scripted.UserError{Msg: "the script has ended"}
+			return "", &bash.UserError{Msg: "the script has ended"}
 		}
 		rec := &tools.Recorder{}
 		resp, err := safeCall(tools.WithRecorder(ctx, rec), r.call, Command{Seq: seq, Tool: t, Arguments: string(argsJSON)})
 		r.exit(seq, rec.Commits())
 		if err != nil {
-			var ue *scripted.UserError
+			var ue *bash.UserError
 			if errors.As(err, &ue) {
-				return "", &scripted.UserError{Msg: trimTool(name, ue.Msg), Code: ue.Code}
+				return "", &bash.UserError{Msg: trimTool(name, ue.Msg), Code: ue.Code}
 			}
-			return "", &scripted.UserError{Msg: trimTool(name, err.Error()), Code: 1}
+			return "", &bash.UserError{Msg: trimTool(name, err.Error()), Code: 1}
 		}
 		if resp.ExitCode != 0 {
 			msg := strings.TrimSpace(resp.Stderr)
@@ -389,7 +389,7 @@ func callback(t tools.Tool, jsonLines bool) scripted.ToolCallback {
 			if msg == "" {
 				msg = fmt.Sprintf("exit status %d", resp.ExitCode)
 			}
-			return "", &scripted.UserError{Msg: trimTool(name, msg), Code: resp.ExitCode}
+			return "", &bash.UserError{Msg: trimTool(name, msg), Code: resp.ExitCode}
 		}
 		if jsonLines && resp.Stdout != "" && !strings.HasSuffix(resp.Stdout, "\n") {
 			return resp.Stdout + "\n", nil
@@ -416,7 +416,7 @@ func trimTool(name, msg string) string {
 
 // Receipt returns the result as a sys/ToolResponse@1 value: the script's
 // output, exit status and error category; calls, the tool calls it made
-// (scripted.CallTool and scripted.CallInvalid entries of its trace: help,
+// (bash.CallTool and bash.CallInvalid entries of its trace: help,
 // discover and --dry-run touch nothing and are left out), in Seq order;
 // commits, the commits those calls made.
 func (r Result) Receipt() schema.Value {
@@ -433,7 +433,7 @@ func (r Result) Receipt() schema.Value {
 		rec.AddCommit(c)
 	}
 	for _, c := range r.Calls {
-		if c.Kind != scripted.CallTool && c.Kind != scripted.CallInvalid {
+		if c.Kind != bash.CallTool && c.Kind != bash.CallInvalid {
 			continue
 		}
 		rec.AddCall(tools.SubCall{Seq: uint64(c.Seq), Tool: c.Tool, Arguments: c.Arguments,

@@ -27,7 +27,7 @@ func (f *funcTool) Run(ctx context.Context, req tools.Request, _ tools.StatusFun
 }
 
 // testTools are echo (its arguments to stdout), fail (exit 3, error
-// "internal"), write (two workspace commits and a sub-call, as a scripted
+// "internal"), write (two workspace commits and a sub-call, as the bash
 // tool records them) and wait (until its context is done).
 func testTools() []tools.Tool {
 	return []tools.Tool{
