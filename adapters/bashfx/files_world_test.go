@@ -204,7 +204,7 @@ echo scratch > /tmp/scratch`
 	if _, _, err := workspace.ReadBytes(ctx, st.CAS(), root, "tmp/scratch", nil); err == nil {
 		t.Error("/tmp reached the workspace")
 	}
-	if _, err := world.Replay(ctx, world.ReplayOptions{Name: "files", Catalog: fw.cat, Reducers: reducer.NewRegistry(), Storage: st, FromGenesis: true}); err != nil {
+	if _, err := world.Rerun(ctx, world.RerunOptions{Name: "files", Catalog: fw.cat, Reducers: reducer.NewRegistry(), Storage: st, FromGenesis: true}); err != nil {
 		t.Fatalf("replay: %v", err)
 	}
 }
@@ -348,7 +348,7 @@ func TestWorldFilesCrash(t *testing.T) {
 	if done := toolDone(t, ctx, st, "files"); len(done) != 0 {
 		t.Errorf("the crashed call has a result: %v", done)
 	}
-	if _, err := world.Replay(ctx, world.ReplayOptions{Name: "files", Catalog: loadCatalog(t), Reducers: reducer.NewRegistry(), Storage: st, FromGenesis: true}); err != nil {
+	if _, err := world.Rerun(ctx, world.RerunOptions{Name: "files", Catalog: loadCatalog(t), Reducers: reducer.NewRegistry(), Storage: st, FromGenesis: true}); err != nil {
 		t.Fatalf("replay: %v", err)
 	}
 }

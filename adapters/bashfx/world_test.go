@@ -130,7 +130,7 @@ date -u +%FT%TZ`
 		t.Errorf("workspace_read after the script: exit %d, stdout %q, stderr %q", read.ExitCode, read.Stdout, read.Stderr)
 	}
 
-	res, err := world.Replay(ctx, world.ReplayOptions{Name: "bash", Catalog: cat, Reducers: reducer.NewRegistry(), Storage: st, FromGenesis: true})
+	res, err := world.Rerun(ctx, world.RerunOptions{Name: "bash", Catalog: cat, Reducers: reducer.NewRegistry(), Storage: st, FromGenesis: true})
 	if err != nil {
 		t.Fatalf("replay: %v", err)
 	}
@@ -220,7 +220,7 @@ introspect_state --reducer nope/Nope@1 || echo "no such reducer: $?"`
 	if len(got.Commits) != 2 || got.Commits[1].ExpectedHead == nil || *got.Commits[1].ExpectedHead != 1 || got.Commits[1].Meta.Owner != workspace.DefaultOwner {
 		t.Errorf("commits %+v", got.Commits)
 	}
-	if _, err := world.Replay(ctx, world.ReplayOptions{Name: "real", Catalog: cat, Reducers: reducer.NewRegistry(), Storage: st, FromGenesis: true}); err != nil {
+	if _, err := world.Rerun(ctx, world.RerunOptions{Name: "real", Catalog: cat, Reducers: reducer.NewRegistry(), Storage: st, FromGenesis: true}); err != nil {
 		t.Fatalf("replay: %v", err)
 	}
 }

@@ -301,7 +301,7 @@ func TestParallelCallsOneInvalid(t *testing.T) {
 func checkReplay(t *testing.T, cw *chatWorld) {
 	t.Helper()
 	cw.w.Close()
-	if _, err := world.Replay(t.Context(), world.ReplayOptions{Name: "chat", Catalog: cw.cat, Reducers: cw.reg, Storage: cw.st, FromGenesis: true}); err != nil {
+	if _, err := world.Rerun(t.Context(), world.RerunOptions{Name: "chat", Catalog: cw.cat, Reducers: cw.reg, Storage: cw.st, FromGenesis: true}); err != nil {
 		t.Fatal(replay.Describe(err))
 	}
 	var sb strings.Builder

@@ -82,7 +82,7 @@ func TestPlanRunsIntrospectEffects(t *testing.T) {
 	if got := jsonOf(t, []any{get(listing, "cells", 0, "key"), get(listing, "cells", 1, "key"), listing["count"]}); got != `["a","b",2]` {
 		t.Errorf("the tool call's answer lists %s; want a, b: %s", got, note)
 	}
-	if _, err := world.Replay(t.Context(), world.ReplayOptions{Name: "probe", Catalog: p.cat, Reducers: p.reg, Storage: p.st, FromGenesis: true}); err != nil {
+	if _, err := world.Rerun(t.Context(), world.RerunOptions{Name: "probe", Catalog: p.cat, Reducers: p.reg, Storage: p.st, FromGenesis: true}); err != nil {
 		t.Errorf("replay: %v", err)
 	}
 }

@@ -11,15 +11,15 @@ import (
 	"github.com/demiurge-dev/demiurge/schema"
 )
 
-// ReplayOptions configure Replay.
-type ReplayOptions struct {
+// RerunOptions configure Rerun.
+type RerunOptions struct {
 	Name     string
 	Catalog  *schema.Catalog
 	Reducers *reducer.Registry
-	// Storage holds the journal to replay and the blobs it refers to. Replay
+	// Storage holds the journal to replay and the blobs it refers to. Rerun
 	// only reads it.
 	Storage Storage
-	// FromGenesis replays every record; otherwise replay starts from the
+	// FromGenesis reruns every record; otherwise the rerun starts from the
 	// newest snapshot.
 	FromGenesis bool
 	// UnderManifest replays every record, from genesis, under Catalog,
@@ -34,33 +34,33 @@ type ReplayOptions struct {
 	OnStep func(in *Input, step *Step)
 }
 
-// ReplayResult is what a replay did.
-type ReplayResult struct {
+// RerunResult is what a rerun did.
+type RerunResult struct {
 	// Machine is the world's state after the last record.
 	Machine *Machine
 	Head    journal.Head
-	// FromSeq is the first record replayed (1, or the record after the
-	// snapshot replay started from).
+	// FromSeq is the first record rerun (1, or the record after the
+	// snapshot the rerun started from).
 	FromSeq uint64
-	// Snapshot is the snapshot replay started from, if any.
+	// Snapshot is the snapshot the rerun started from, if any.
 	Snapshot cas.Ref
 	// Records and Inputs count the records read and the inputs applied.
 	Records uint64
 	Inputs  int
 }
 
-// Replay feeds a world's journaled inputs to a fresh machine, with no
+// Rerun feeds a world's journaled inputs to a fresh machine, with no
 // adapter running, and checks that every derived record it re-derives is
 // byte for byte the one journaled. The first difference is returned as a
 // *DivergenceError. Derived records are compared, never applied.
-func Replay(ctx context.Context, opts ReplayOptions) (*ReplayResult, error) {
+func Rerun(ctx context.Context, opts RerunOptions) (*RerunResult, error) {
 	name := opts.Name
 	st := opts.Storage
 	head, err := st.Journal().Head(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("world %s: %w", name, err)
 	}
-	res := &ReplayResult{Head: head, FromSeq: 1}
+	res := &RerunResult{Head: head, FromSeq: 1}
 	m := NewMachine(opts.Catalog, opts.Reducers, st.CAS())
 	m.pinned = opts.UnderManifest
 	if head.Seq == 0 {
