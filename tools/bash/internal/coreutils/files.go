@@ -239,3 +239,13 @@ func (c *cmd) walkAt(p, abs string, info *vfs.Info, depth int, fn walkFunc, onEr
 
 // isStdin reports whether an operand names the command's stdin.
 func isStdin(p string) bool { return p == "-" || p == "/dev/stdin" || p == "/dev/fd/0" }
+
+// readLines reads an operand whole and splits it into lines.
+func (c *cmd) readLines(name string) ([]string, bool) {
+	data, err := c.readFile(name)
+	if err != nil {
+		c.fileErr(1, name, err)
+		return nil, false
+	}
+	return splitLines(string(data)), true
+}
