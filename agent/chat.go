@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/cluster"
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
@@ -28,18 +29,51 @@ type Chat struct {
 }
 
 // A ChatOption configures a chat's settings (World.Chat).
-type ChatOption func(map[string]any)
+type ChatOption func(*chatConfig)
+
+// chatConfig is what a ChatOption changes: the settings of the chat, in
+// the world that holds it.
+type chatConfig struct {
+	w *World
+	s map[string]any
+}
 
 // AllowTools limits the tools the chat's model may call to those named
 // (it is still offered every tool; a call of another is refused with an
 // error it can act on). No names: every tool.
 func AllowTools(names ...string) ChatOption {
-	return func(s map[string]any) {
+	return func(c *chatConfig) {
 		if len(names) == 0 {
-			delete(s, "tools_allow")
+			delete(c.s, "tools_allow")
 			return
 		}
-		s["tools_allow"] = append([]string(nil), names...)
+		c.s["tools_allow"] = append([]string(nil), names...)
+	}
+}
+
+// UseModel makes the chat talk to the model name, through the world's
+// provider (the same base URL and key): what demiurge knows of it (its
+// context window) goes into the chat's settings. The change reaches the
+// world with the chat's next message.
+func UseModel(name string) ChatOption {
+	return func(c *chatConfig) {
+		c.s["model"] = name
+		m := c.w.resolveModel(name)
+		if c.w.module != demiurge.ModuleName {
+			return
+		}
+		delete(c.s, "context_window")
+		delete(c.s, "compact_at")
+		delete(c.s, "on_overflow")
+		if m.ContextWindow > 0 {
+			c.s["context_window"] = m.ContextWindow
+		}
+		if m.CompactAt > 0 {
+			c.s["compact_at"] = m.CompactAt
+		}
+		if m.OnOverflow != "" {
+			c.s["on_overflow"] = m.OnOverflow
+		}
 	}
 }
 
@@ -47,7 +81,7 @@ func AllowTools(names ...string) ChatOption {
 // a named Tool apply to each turn's first round, then Auto (so that a model
 // made to call a tool can answer after it).
 func DefaultToolChoice(tc ToolChoice) ChatOption {
-	return func(s map[string]any) { s["tool_choice"] = tc.value() }
+	return func(c *chatConfig) { c.s["tool_choice"] = tc.value() }
 }
 
 // ToolChoice says whether, and which, tool the model must call.
@@ -109,7 +143,7 @@ func (w *World) Chat(id string, opts ...ChatOption) *Chat {
 		s[k] = v
 	}
 	for _, o := range opts {
-		o(s)
+		o(&chatConfig{w: w, s: s})
 	}
 	return &Chat{w: w, id: id, settings: s}
 }
@@ -117,9 +151,40 @@ func (w *World) Chat(id string, opts ...ChatOption) *Chat {
 // ID returns the chat's id.
 func (c *Chat) ID() string { return c.id }
 
+// With returns the chat with opts applied to its settings, which reach the
+// world with its next message.
+func (c *Chat) With(opts ...ChatOption) *Chat {
+	s := make(map[string]any, len(c.settings))
+	for k, v := range c.settings {
+		s[k] = v
+	}
+	for _, o := range opts {
+		o(&chatConfig{w: c.w, s: s})
+	}
+	return &Chat{w: c.w, id: c.id, settings: s}
+}
+
+// Model returns the name of the model the chat talks to.
+func (c *Chat) Model() string { m, _ := c.settings["model"].(string); return m }
+
+// Follow streams the turn the chat has under way, as Send does, until it
+// ends: a turn a process left running when it stopped (its effects run
+// again when the world reopens) or one another goroutine started. With no
+// turn under way it yields nothing.
+func (c *Chat) Follow(ctx context.Context) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		st, ok := c.State()
+		if !ok || st.Turn == nil {
+			return
+		}
+		id := st.Turn.RequestID
+		c.turn(ctx, yield, func(context.Context) (uint64, error) { return id, nil })
+	}
+}
+
 // State returns the chat's state, if the chat exists.
 func (c *Chat) State() (*demiurge.StateView, bool) {
-	v, _, ok := c.w.w.State(c.w.module, c.id)
+	v, _, ok := c.w.host.State(c.w.module, c.id)
 	if !ok {
 		return nil, false
 	}
@@ -163,7 +228,7 @@ func (c *Chat) Send(ctx context.Context, text string, opts ...SendOption) iter.S
 			yield(nil, err)
 			return
 		}
-		c.turn(ctx, yield, func(ctx context.Context, id uint64, settings map[string]any) error {
+		c.turn(ctx, yield, c.begin(func(ctx context.Context, id uint64, settings map[string]any) error {
 			ref, err := c.w.st.CAS().Put(ctx, msg)
 			if err != nil {
 				return err
@@ -176,7 +241,7 @@ func (c *Chat) Send(ctx context.Context, text string, opts ...SendOption) iter.S
 				o(user)
 			}
 			return c.send(ctx, "User", user)
-		})
+		}))
 	}
 }
 
@@ -188,10 +253,10 @@ func (c *Chat) Compact(ctx context.Context) iter.Seq2[Event, error] {
 			yield(nil, fmt.Errorf("this world's chat (%s) cannot compact; %s can", c.w.module, demiurge.ModuleName))
 			return
 		}
-		c.turn(ctx, yield, func(ctx context.Context, id uint64, _ map[string]any) error {
+		c.turn(ctx, yield, c.begin(func(ctx context.Context, id uint64, _ map[string]any) error {
 			// Changed settings go with the next message.
 			return c.send(ctx, "Compact", map[string]any{"chat_id": c.id, "request_id": id})
-		})
+		}))
 	}
 }
 
@@ -213,7 +278,7 @@ func (c *Chat) send(ctx context.Context, tag string, value map[string]any) error
 	if err != nil {
 		return err
 	}
-	_, err = c.w.w.SendJSON(ctx, c.w.event, js)
+	_, err = c.w.host.SendJSON(ctx, c.w.event, js)
 	return err
 }
 
@@ -242,7 +307,7 @@ func (c *Chat) start(ctx context.Context) (uint64, map[string]any, error) {
 // c's: the tools (an MCP server was added, say), the model or a limit
 // changed since the chat began.
 func (c *Chat) settingsChanged() (bool, error) {
-	v, _, ok := c.w.w.State(c.w.module, c.id)
+	v, _, ok := c.w.host.State(c.w.module, c.id)
 	if !ok {
 		return true, nil
 	}
@@ -261,10 +326,22 @@ func (c *Chat) settingsChanged() (bool, error) {
 	return !schema.Equal(schema.FieldPath(v, "settings"), want), nil
 }
 
-// turn runs one turn: begin sends what starts it (given the turn's request
-// id and the settings to send with it, if they changed), and the turn's
-// events are yielded until it ends.
-func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, begin func(ctx context.Context, id uint64, settings map[string]any) error) {
+// begin returns the start of a new turn: the chat is created if need be,
+// and send sends what starts the turn, given its request id and the
+// settings to send with it (if they changed).
+func (c *Chat) begin(send func(ctx context.Context, id uint64, settings map[string]any) error) func(context.Context) (uint64, error) {
+	return func(ctx context.Context) (uint64, error) {
+		id, settings, err := c.start(ctx)
+		if err != nil {
+			return 0, err
+		}
+		return id, send(ctx, id, settings)
+	}
+}
+
+// turn runs one turn: start starts it (or finds it) and returns its
+// request id, and the turn's events are yielded until it ends.
+func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start func(ctx context.Context) (uint64, error)) {
 	w := c.w
 	w.mu.Lock()
 	switch {
@@ -292,11 +369,8 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, begin fu
 		_, tr.shown = st.Since(0)
 		tr.prev = st
 	}
-	id, settings, err := c.start(ctx)
-	if err == nil {
-		tr.id = id
-		err = begin(ctx, id, settings)
-	}
+	id, err := start(ctx)
+	tr.id = id
 	if err != nil {
 		yield(nil, fmt.Errorf("chat %s: %w", c.id, err))
 		return
@@ -322,7 +396,11 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, begin fu
 		}
 	}
 	ctxDone := ctx.Done()
-	tick := time.NewTicker(250 * time.Millisecond)
+	every := 250 * time.Millisecond
+	if w.remote != nil {
+		every = cluster.DefaultFollow // the journal is read as it grows
+	}
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		for _, it := range f.take() {
@@ -356,13 +434,13 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, begin fu
 			fail(world.ErrClosed)
 			return
 		case <-tick.C:
-			if err := w.w.Err(); err != nil {
+			if err := w.err(ctx); err != nil {
 				fail(err)
 				return
 			}
 		case <-ctxDone:
 			ctxDone = nil
-			stop(ctx.Err().Error())
+			stop(context.Cause(ctx).Error())
 		}
 	}
 }

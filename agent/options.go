@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/demiurge-dev/demiurge/effects"
+	"github.com/demiurge-dev/demiurge/pgstore"
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/tools"
 	"github.com/demiurge-dev/demiurge/world"
@@ -19,6 +20,7 @@ type Option func(*config)
 type config struct {
 	dir          string
 	storage      world.Storage
+	remote       *pgstore.Store
 	name         string
 	model        Model
 	tools        []tools.Tool
@@ -30,7 +32,6 @@ type config struct {
 	adapters     map[string]effects.Adapter
 	now          func() time.Time
 	entropy      io.Reader
-	bashTimeout  time.Duration
 	errs         []error
 }
 
@@ -56,6 +57,14 @@ func WithDir(dir string) Option { return func(c *config) { c.dir = dir } }
 // WithStorage keeps the world in st (a PostgreSQL store, a memory store
 // shared with a test). The caller closes st, after the World.
 func WithStorage(st world.Storage) Option { return func(c *config) { c.storage = st } }
+
+// WithRemote reaches a world of the PostgreSQL store st that workers run
+// (demiurge worker, cluster.Worker): a message goes to the world's inbox,
+// the worker that holds its lease runs the turn (the model, the tools, the
+// MCP servers are the worker's), and the turn's events are read from its
+// journal as it grows. No text streams (no TextDelta) and World.World is
+// nil. The caller closes st, after the World.
+func WithRemote(st *pgstore.Store) Option { return func(c *config) { c.remote = st } }
 
 // WithWorld names the world in its store (default DefaultWorld): one
 // store holds many worlds.

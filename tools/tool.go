@@ -5,11 +5,11 @@
 // Request into a Response. The LLM tool specs sent to a model are generated
 // from the Info, so a tool is documented in exactly one place.
 //
-// The contract follows bashkit's Tool trait, in Go's shape: the
-// description is data, a context comes first, errors are reported inside
-// the Response so that a model can read them, and status is reported
-// through a callback. Optional abilities are separate interfaces:
-// InlineTool and OutputLimiter.
+// The contract follows bashkit's Tool trait (seed 002 of the shared
+// directory), in Go's shape: the description is data, a context comes
+// first, errors are reported inside the Response so that a model can read
+// them, and status is reported through a callback. Optional abilities are
+// separate interfaces: InlineTool and OutputLimiter.
 package tools
 
 import (

@@ -28,7 +28,7 @@ record. Prints "W: ok, seq N blake3:..." for a good world and
 					return err
 				}
 			}
-			s, err := a.openStore(true)
+			s, err := a.openStore(cmd.Context(), true)
 			if err != nil {
 				return err
 			}

@@ -72,7 +72,7 @@ diff, and replay exits 1. Opens the store read-only.`,
 				if err != nil {
 					return err
 				}
-				s, err := a.openStore(true)
+				s, err := a.openStore(cmd.Context(), true)
 				if err != nil {
 					return err
 				}

@@ -56,7 +56,7 @@ hash and decoded payload. Opens the store read-only.`,
 			if err := wf.check(false); err != nil {
 				return err
 			}
-			s, err := a.openStore(true)
+			s, err := a.openStore(cmd.Context(), true)
 			if err != nil {
 				return err
 			}

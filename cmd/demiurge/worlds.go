@@ -54,8 +54,11 @@ func loadCatalog(path string) (*schema.Catalog, error) {
 }
 
 // storage returns world storage over an open store.
-func storage(s *store.Store) (world.Storage, error) {
-	return world.NewBoltStorage(s.CAS(), s.Journal())
+func storage(s *store.Handle) (world.Storage, error) {
+	if pg := s.Postgres(); pg != nil {
+		return pg.Storage(), nil
+	}
+	return world.NewBoltStorage(s.Bolt().CAS(), s.Bolt().Journal())
 }
 
 // adapters returns the effect adapters this binary runs.
@@ -77,4 +80,14 @@ func worldManifest(ctx context.Context, j journal.Reader, name string) (ref stri
 		return nil
 	})
 	return ref, err
+}
+
+// localStorage returns the storage op runs a world on in this process. In
+// a PostgreSQL store a world runs on the worker that holds its lease,
+// never beside it in a command, so op refuses one.
+func localStorage(s *store.Handle, op string) (world.Storage, error) {
+	if s.Postgres() != nil {
+		return nil, fmt.Errorf("%s runs the world in this process, but in a PostgreSQL store (%s) worlds run on workers (demiurge worker), one owner each: send events with demiurge send, chat with demiurge run", op, s.Dir())
+	}
+	return storage(s)
 }
