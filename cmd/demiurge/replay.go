@@ -40,7 +40,7 @@ diff, and replay exits 1. Opens the store read-only.`,
 		Args: wantArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			ctx := cmd.Context()
-			var res *world.ReplayResult
+			var res *world.RerunResult
 			var given cas.Ref // the manifest of the AIR given
 			source := ""
 			if len(args) == 1 {
@@ -88,7 +88,7 @@ diff, and replay exits 1. Opens the store read-only.`,
 				if head.Seq == 0 {
 					return fmt.Errorf("replay: world %s has no records in store %s", wf.world, s.Dir())
 				}
-				res, err = world.Replay(ctx, world.ReplayOptions{Name: wf.world, Catalog: cat, Reducers: newRegistry(), Storage: st,
+				res, err = world.Rerun(ctx, world.RerunOptions{Name: wf.world, Catalog: cat, Reducers: newRegistry(), Storage: st,
 					FromGenesis: fromGenesis, UnderManifest: underManifest})
 				if err != nil {
 					return explainMissing(ctx, s, describe(err))
