@@ -174,7 +174,9 @@ Exit codes:
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			level := slog.LevelWarn
+			// Without -v only errors are logged: what goes wrong in a turn
+			// (a retried model call, say) is shown by the command itself.
+			level := slog.LevelError
 			if a.verbose {
 				level = slog.LevelDebug
 			}
@@ -194,7 +196,7 @@ Exit codes:
 	})
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.storeDir, "store", storeDefault, "store `DIR`ectory (env "+storeEnv+")")
-	pf.BoolVarP(&a.verbose, "verbose", "v", false, "log debug messages on stderr")
+	pf.BoolVarP(&a.verbose, "verbose", "v", false, "log debug messages on stderr (without it, only errors are logged)")
 
 	root.AddCommand(
 		newVersionCommand(a),
