@@ -79,7 +79,7 @@ message names the alias that fixes it); 2 a usage error.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&manifest, "manifest", "m", "", "the world's AIR: manifest.air, manifest.air.json or its `PATH`")
+	addManifestFlag(cmd, &manifest, "the world's AIR: manifest.air, manifest.air.json or its `PATH`")
 	cmd.Flags().DurationVar(&timeout, "timeout", mcp.DefaultConnectTimeout, "how long a server may take to start")
 	return cmd
 }

@@ -152,7 +152,7 @@ recorded.`,
 		},
 	}
 	f.add(cmd, false)
-	cmd.Flags().StringVarP(&manifest, "manifest", "m", "", "the world's AIR: manifest.air, manifest.air.json or its `PATH`")
+	addManifestFlag(cmd, &manifest, "the world's AIR: manifest.air, manifest.air.json or its `PATH`")
 	cmd.Flags().StringVar(&owner, "owner", defaultImportOwner, "the `OWNER` recorded with the commit")
 	cmd.Flags().DurationVar(&wait, "wait", 30*time.Second, "how long to run the world after sending the commit")
 	return cmd

@@ -27,8 +27,33 @@ type worldFlags struct {
 func (f *worldFlags) add(cmd *cobra.Command, manifestUsage string) {
 	cmd.Flags().StringVar(&f.world, "world", defaultWorld, "the world's `NAME` in the store")
 	if manifestUsage != "" {
-		cmd.Flags().StringVarP(&f.manifest, "manifest", "m", "", manifestUsage)
+		addManifestFlag(cmd, &f.manifest, manifestUsage)
 	}
+}
+
+// addManifestFlag adds --manifest to cmd. It has no shorthand: -m is
+// --message in run. The old spelling -m still sets it, with a warning on
+// stderr, until the next release.
+func addManifestFlag(cmd *cobra.Command, p *string, usage string) {
+	cmd.Flags().StringVar(p, "manifest", "", usage)
+	f := cmd.Flags().VarPF(&oldManifestFlag{p: p, cmd: cmd}, "manifest-m", "m", "deprecated spelling of --manifest")
+	f.Hidden = true
+}
+
+// oldManifestFlag is -m where it meant --manifest: it sets the manifest and
+// warns that the spelling is going away.
+type oldManifestFlag struct {
+	p   *string
+	cmd *cobra.Command
+}
+
+func (f *oldManifestFlag) String() string { return *f.p }
+func (f *oldManifestFlag) Type() string   { return "string" }
+
+func (f *oldManifestFlag) Set(v string) error {
+	fmt.Fprintln(f.cmd.ErrOrStderr(), "demiurge: -m for --manifest is deprecated; use --manifest")
+	*f.p = v
+	return nil
 }
 
 func (f *worldFlags) check(needManifest bool) error {
