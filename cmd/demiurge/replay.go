@@ -7,6 +7,7 @@ import (
 
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/replay"
+	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/world"
 )
 
@@ -17,22 +18,25 @@ func newReplayCommand(a *app) *cobra.Command {
 		underManifest bool
 	)
 	cmd := &cobra.Command{
-		Use:   "replay [BUNDLE | --world W --manifest M] [--from-genesis | --under-manifest]",
+		Use:   "replay [BUNDLE | [--world W] [--manifest M]] [--from-genesis | --under-manifest]",
 		Short: "Re-run a recorded session and verify it byte for byte",
 		Long: `Feed the journaled inputs of a session to a fresh world, with no adapter
 running (no model, no tool, no network), re-derive every derived record and
 compare it byte for byte with the journal.
 
 The session is a bundle directory (see "demiurge export") or world W of the
-store, replayed with the AIR at M. Replay starts from the newest snapshot,
-or from the first record with --from-genesis; each snapshot met on the way
-is checked against the re-derived state.
+store (--world, default main). Replay starts from the newest snapshot, or
+from the first record with --from-genesis; each snapshot met on the way is
+checked against the re-derived state.
 
 Each record is replayed under the manifest the world ran when it was
-written: a world whose AIR changed recorded each change, and the earlier
-definitions are read back from the store. With --under-manifest, every
-record is replayed from genesis under the AIR given (M, or the bundle's)
-instead: what the changed AIR would have derived differently.
+written. A world stores its manifest and every definition it pins when it
+records them, so replay needs no AIR: it reads the manifest the journal
+names from the store (a bundle carries its own). --manifest M gives the
+AIR from files instead, and a note says if M is not the manifest the
+journal last ran. With --under-manifest, every record is replayed from
+genesis under one AIR (M; the bundle's; or else the manifest the world last
+ran) instead: what a changed AIR would have derived differently.
 
 On success it prints what it replayed and exits 0. The first difference is
 reported as world, seq and record kind, with both sides decoded to JSON and a
@@ -65,12 +69,14 @@ diff, and replay exits 1. Opens the store read-only.`,
 				}
 				source = "bundle " + args[0] + " (world " + b.Manifest.World + ")"
 			} else {
-				if err := wf.check(true); err != nil {
+				if err := wf.check(false); err != nil {
 					return err
 				}
-				cat, err := loadCatalog(wf.manifest)
-				if err != nil {
-					return err
+				var cat *schema.Catalog
+				if wf.manifest != "" {
+					if cat, err = loadCatalog(wf.manifest); err != nil {
+						return err
+					}
 				}
 				s, err := a.openStore(true)
 				if err != nil {
@@ -87,6 +93,11 @@ diff, and replay exits 1. Opens the store read-only.`,
 				}
 				if head.Seq == 0 {
 					return fmt.Errorf("replay: world %s has no records in store %s", wf.world, s.Dir())
+				}
+				if cat == nil {
+					if cat, err = storedCatalog(ctx, s, wf.world); err != nil {
+						return explainMissing(ctx, s, fmt.Errorf("replay: %w", err))
+					}
 				}
 				res, err = world.Replay(ctx, world.ReplayOptions{Name: wf.world, Catalog: cat, Reducers: newRegistry(), Storage: st,
 					FromGenesis: fromGenesis, UnderManifest: underManifest})
@@ -114,7 +125,7 @@ diff, and replay exits 1. Opens the store read-only.`,
 			return nil
 		},
 	}
-	wf.add(cmd, "the world's AIR, for --world (`PATH`)")
+	wf.add(cmd, "the world's AIR from files (`PATH`; default: the manifest the journal names, read from the store)")
 	cmd.Flags().BoolVar(&fromGenesis, "from-genesis", false, "replay from the first record, not the newest snapshot")
 	cmd.Flags().BoolVar(&underManifest, "under-manifest", false, "replay every record from genesis under the AIR given (--manifest or the bundle's), not the manifests the journal recorded")
 	return cmd

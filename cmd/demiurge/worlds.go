@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/demiurge-dev/demiurge/adapters/builtin"
+	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/effects"
 	"github.com/demiurge-dev/demiurge/internal/store"
 	"github.com/demiurge-dev/demiurge/journal"
@@ -86,6 +87,29 @@ func storage(s *store.Store) (world.Storage, error) {
 // adapters returns the effect adapters this binary runs.
 func adapters() map[string]effects.Adapter {
 	return builtin.Adapters(&http.Client{})
+}
+
+// storedCatalog rebuilds, from the store, the catalog of the manifest
+// world name last recorded: a world stores its manifest and every def it
+// pins when it records it (schema.LoadFromCAS). A world without records
+// is an error.
+func storedCatalog(ctx context.Context, s *store.Store, name string) (*schema.Catalog, error) {
+	ref, err := worldManifest(ctx, s.Journal(), name)
+	if err != nil {
+		return nil, err
+	}
+	if ref == "" {
+		return nil, fmt.Errorf("world %s has no records in store %s", name, s.Dir())
+	}
+	r, err := cas.ParseRef(ref)
+	if err != nil {
+		return nil, fmt.Errorf("world %s: manifest record: %w", name, err)
+	}
+	cat, err := schema.LoadFromCAS(ctx, s.CAS(), r, &schema.LoadOptions{Reducers: newRegistry().Names()})
+	if err != nil {
+		return nil, fmt.Errorf("world %s: %w (give the world's AIR with --manifest)", name, err)
+	}
+	return cat, nil
 }
 
 // worldManifest returns the manifest ref a world last recorded, or the
