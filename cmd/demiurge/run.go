@@ -90,6 +90,9 @@ named <server>_<tool> unless aliased; "demiurge mcp ls" lists them) and bash
 		Args: wantArgs(1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.manifest = args[0]
+			if err := f.validate(cmd); err != nil {
+				return err
+			}
 			if err := f.check(true); err != nil {
 				return err
 			}
