@@ -102,7 +102,7 @@ func printServers(w io.Writer, servers []mcp.ServerInfo) (down int) {
 			}
 		}
 		fmt.Fprintf(w, "  server %s %s, protocol %s; started in %s, tools listed in %s; calls time out after %s\n",
-			si.ServerName, si.ServerVersion, si.Protocol, si.Connect.Round(time.Millisecond), si.List.Round(100*time.Microsecond), si.Timeout)
+			si.ServerName, si.ServerVersion, si.Protocol, roundDuration(si.Connect), roundDuration(si.List), si.Timeout)
 		fmt.Fprintf(w, "  tool list %s (%d tools)\n", si.ListRef, len(si.Tools))
 		width := 0
 		for _, t := range si.Tools {

@@ -395,7 +395,7 @@ func (r *chatRun) print(e agent.Event) {
 		if e.Status == "ok" {
 			fmt.Fprintf(out, "  ✓ %s%s (%d bytes)\n", e.Tool, d, e.Size)
 		} else {
-			fmt.Fprintf(out, "  ✗ %s %s%s: %s\n", e.Tool, e.Status, d, clipLine(e.Output, 200))
+			fmt.Fprintf(out, "  ✗ %s %s%s: %s\n", e.Tool, e.Status, d, clipLine(statusDetail(e.Status, e.Output), 200))
 		}
 	case agent.Notice:
 		fmt.Fprintf(out, "  ! %s\n", e.Text)
