@@ -213,6 +213,7 @@ Exit codes:
 		newShCommand(a, getenv),
 		newWorkspaceCommand(a),
 		newMCPCommand(a, getenv),
+		newWorldsCommand(a),
 	)
 	return root
 }

@@ -2,8 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"net/http"
+	"slices"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -12,6 +18,7 @@ import (
 	"github.com/demiurge-dev/demiurge/effects"
 	"github.com/demiurge-dev/demiurge/internal/store"
 	"github.com/demiurge-dev/demiurge/journal"
+	"github.com/demiurge-dev/demiurge/reducer/demiurge"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/world"
 )
@@ -126,4 +133,194 @@ func worldManifest(ctx context.Context, j journal.Reader, name string) (ref stri
 		return nil
 	})
 	return ref, err
+}
+
+func newWorldsCommand(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "worlds [--json]",
+		Short: "List the worlds of the store, and the chats of agent worlds",
+		Long: `List every world of the store, in name order: its records, its journal head,
+the manifest it last ran, and its last activity (the stamp of its newest
+input: an event sent to it or an effect's receipt). For an agent world, each
+chat follows on its own line: its model, its turns (user messages and
+compactions), the tokens its model calls used and what they cost, and
+whether a turn is running. It reads the chats' states; run "demiurge trace"
+for the turns themselves.
+
+With --json, one JSON object a line per world:
+  {"world", "records", "head", "manifest", "last_activity" (RFC 3339, UTC;
+   absent if the world had no input), "last_activity_ns",
+   "chats": [{"chat", "provider", "model", "turns", "running",
+              "usage": {"prompt", "completion", "cached", "reasoning"},
+              "cost_microusd", "cost_unknown" (model calls without a price),
+              "usage_unknown" (model calls without usage)}]}
+"chats" is empty for a world without chats. Opens the store read-only.`,
+		Args: wantArgs(0, 0),
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			s, err := a.openStore(true)
+			if err != nil {
+				return err
+			}
+			defer closeStore(s, &err)
+			defer func() { err = explainMissing(cmd.Context(), s, err) }()
+			ctx := cmd.Context()
+			names, err := s.Journal().Worlds(ctx)
+			if err != nil {
+				return fmt.Errorf("worlds: %w", err)
+			}
+			if len(names) == 0 && !asJSON {
+				_, err := fmt.Fprintf(a.out, "no worlds in store %s\n", s.Dir())
+				return err
+			}
+			for _, name := range names {
+				ws, err := readWorldSummary(ctx, s, name)
+				if err != nil {
+					return fmt.Errorf("worlds: %w", err)
+				}
+				if asJSON {
+					b, err := json.Marshal(ws)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(a.out, "%s\n", b)
+					continue
+				}
+				ws.write(a.out)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per world (the shape is above)")
+	return cmd
+}
+
+// worldSummary is what demiurge worlds says of a world.
+type worldSummary struct {
+	World          string        `json:"world"`
+	Records        uint64        `json:"records"`
+	Head           string        `json:"head"`
+	Manifest       string        `json:"manifest"`
+	LastActivity   string        `json:"last_activity,omitempty"`
+	LastActivityNS uint64        `json:"last_activity_ns,omitempty"`
+	Chats          []chatSummary `json:"chats"`
+}
+
+// chatSummary is what demiurge worlds says of a chat, from its state.
+type chatSummary struct {
+	Chat         string     `json:"chat"`
+	Provider     string     `json:"provider,omitempty"`
+	Model        string     `json:"model,omitempty"`
+	Turns        uint64     `json:"turns"`
+	Running      bool       `json:"running"`
+	Usage        tokenUsage `json:"usage"`
+	CostMicroUSD uint64     `json:"cost_microusd"`
+	CostUnknown  uint64     `json:"cost_unknown"`
+	UsageUnknown uint64     `json:"usage_unknown"`
+}
+
+// tokenUsage is demiurge.TokenUsage in JSON.
+type tokenUsage struct {
+	Prompt     uint64 `json:"prompt"`
+	Completion uint64 `json:"completion"`
+	Cached     uint64 `json:"cached"`
+	Reasoning  uint64 `json:"reasoning"`
+}
+
+// readWorldSummary reads a world's journal for its summary: the newest
+// input's stamp and each chat's newest state.
+func readWorldSummary(ctx context.Context, s *store.Store, name string) (*worldSummary, error) {
+	ws := &worldSummary{World: name, Chats: []chatSummary{}}
+	var lastInput uint64          // seq of the newest input with a stamp
+	chats := map[string]cas.Ref{} // chat → its newest state (zero once deleted)
+	err := s.Journal().Read(ctx, name, 1, func(r journal.Record) error {
+		ws.Records, ws.Head = r.Seq, r.Hash.String()
+		switch {
+		case r.Kind == world.KindManifest:
+			in, err := world.DecodeInput(r)
+			if err != nil {
+				return err
+			}
+			ws.Manifest = in.Manifest.String()
+		case world.IsInput(r.Kind):
+			lastInput = r.Seq
+		case r.Kind == world.KindState:
+			sr, err := world.DecodeState(r)
+			if err != nil {
+				return err
+			}
+			if id, ok := sr.Key.(string); ok && demiurge.IsModule(sr.Reducer) {
+				chats[id] = sr.State
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if lastInput > 0 {
+		// Only the newest input is decoded: receipts can be large.
+		err := s.Journal().Read(ctx, name, lastInput, func(r journal.Record) error {
+			in, err := world.DecodeInput(r)
+			if err != nil {
+				return err
+			}
+			ws.LastActivityNS = in.Stamp.NowNS
+			ws.LastActivity = time.Unix(0, int64(in.Stamp.NowNS)).UTC().Format(time.RFC3339Nano)
+			return errStopRead
+		})
+		if err != nil && !errors.Is(err, errStopRead) {
+			return nil, err
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(chats)) {
+		ref := chats[id]
+		if !ref.Valid() {
+			continue
+		}
+		var st demiurge.StateView
+		if err := cas.GetNode(ctx, s.CAS(), ref, &st); err != nil {
+			return nil, fmt.Errorf("world %s: state of chat %s: %w", name, id, err)
+		}
+		c := chatSummary{Chat: id, Turns: st.LastRequestID, Running: st.Turn != nil,
+			Usage:        tokenUsage(st.Usage),
+			CostMicroUSD: st.CostMicroUSD, CostUnknown: st.CostUnknown, UsageUnknown: st.UsageUnknown}
+		if st.Settings != nil {
+			c.Provider, c.Model = st.Settings.Provider, st.Settings.Model
+		}
+		ws.Chats = append(ws.Chats, c)
+	}
+	return ws, nil
+}
+
+// errStopRead ends a journal read early.
+var errStopRead = errors.New("stop reading")
+
+// write prints a world's summary for people.
+func (ws *worldSummary) write(w io.Writer) {
+	last := "no input yet"
+	if ws.LastActivity != "" {
+		last = "last activity " + time.Unix(0, int64(ws.LastActivityNS)).UTC().Format("2006-01-02 15:04:05 UTC")
+	}
+	manifest := ""
+	if r, err := cas.ParseRef(ws.Manifest); err == nil {
+		manifest = ", manifest " + r.Short()
+	}
+	fmt.Fprintf(w, "%s: %s, %s%s\n", ws.World, plural(int(ws.Records), "record"), last, manifest)
+	for _, c := range ws.Chats {
+		model := ""
+		if c.Model != "" {
+			model = " (" + c.Model + ")"
+		}
+		u := c.Usage
+		line := fmt.Sprintf("  chat %s%s: %s, %d tokens in (%d cached), %d out (%d reasoning), %s",
+			c.Chat, model, plural(int(c.Turns), "turn"), u.Prompt, u.Cached, u.Completion, u.Reasoning, costText(c.CostMicroUSD, c.CostUnknown > 0))
+		if c.UsageUnknown > 0 {
+			line += fmt.Sprintf(", usage unknown for %s", plural(int(c.UsageUnknown), "model call"))
+		}
+		if c.Running {
+			line += "; a turn is running"
+		}
+		fmt.Fprintln(w, line)
+	}
 }
