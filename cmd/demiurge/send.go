@@ -21,9 +21,10 @@ func newSendCommand(a *app) *cobra.Command {
 		value   string
 		wait    time.Duration
 		quiet   bool
+		asJSON  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "send --manifest M [--world W] --schema S --value JSON",
+		Use:   "send --manifest M [--world W] --schema S --value JSON [-q] [--json]",
 		Short: "Send a domain event to a world and run it until idle",
 		Long: `Open world W (creating it on first use) with the AIR at M, send one domain
 event of schema S, and run the world until no effect is in flight, or until
@@ -36,7 +37,13 @@ does not fit the schema is refused and nothing is journaled.
 What the event caused is printed as a timeline, one record a line (see
 "demiurge trace"); -q prints only the new journal head. Reopening a world
 re-derives its journal first; if the code no longer derives the same records,
-the divergence is reported and nothing is sent.`,
+the divergence is reported and nothing is sent.
+
+With --json, each record is one JSON object a line, as "demiurge trace
+--records --json" prints it but without the hash: {"seq", "kind",
+"payload"} ("demiurge journal dump --json" has the hashes); with -q too,
+one object {"world", "seq", "hash"} for the new head. If effects are still
+in flight after --wait, a note says so on stderr.`,
 		Args: wantArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if err := wf.check(true); err != nil {
@@ -66,7 +73,7 @@ the divergence is reported and nothing is sent.`,
 			if err != nil {
 				return err
 			}
-			tr := replay.NewTracer(a.out, replay.TraceOptions{CAS: s.CAS()})
+			tr := replay.NewTracer(a.out, replay.TraceOptions{CAS: s.CAS(), JSON: asJSON})
 			ctx := cmd.Context()
 			w, err := world.Open(ctx, world.Options{
 				Name: wf.world, Catalog: cat, Reducers: newRegistry(), Storage: st, Adapters: adapters(),
@@ -97,12 +104,22 @@ the divergence is reported and nothing is sent.`,
 				if errors.Is(err, context.DeadlineExceeded) {
 					var n int
 					w.View(func(m *world.Machine) { n = len(m.Pending()) })
-					fmt.Fprintf(a.out, "still running after %s: %d effects in flight (they resume when the world reopens)\n", wait, n)
+					note := a.out
+					if asJSON {
+						note = a.err
+					}
+					fmt.Fprintf(note, "still running after %s: %s in flight (they resume when the world reopens)\n", wait, plural(n, "effect"))
+					if quiet && asJSON {
+						writeJSONLine(a.out, headJSON{World: wf.world, Seq: w.Head().Seq, Hash: w.Head().Hash.String()})
+					}
 					return nil
 				}
 				return err
 			}
-			if quiet {
+			switch {
+			case quiet && asJSON:
+				writeJSONLine(a.out, headJSON{World: wf.world, Seq: w.Head().Seq, Hash: w.Head().Hash.String()})
+			case quiet:
 				fmt.Fprintf(a.out, "%s\n", w.Head())
 			}
 			return nil
@@ -113,5 +130,13 @@ the divergence is reported and nothing is sent.`,
 	cmd.Flags().StringVar(&value, "value", "", "the event's value as `JSON`")
 	cmd.Flags().DurationVar(&wait, "wait", 30*time.Second, "how long to run the world after sending")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the journal head")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (the shapes are above)")
 	return cmd
+}
+
+// headJSON is a world's journal head in JSON.
+type headJSON struct {
+	World string `json:"world"`
+	Seq   uint64 `json:"seq"`
+	Hash  string `json:"hash"`
 }
