@@ -27,6 +27,8 @@ stores its manifest and every definition it pins when it records them),
 written as one file, air/00-manifest.air.json. With --manifest M the AIR
 files at M are written instead, as they are; M must load as the manifest
 the world last ran.`,
+		Example: `  demiurge export session
+  demiurge export --world t1 --manifest examples/timer t1-session`,
 		Args: wantArgs(1, 1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if err := wf.check(false); err != nil {
@@ -90,6 +92,8 @@ func newImportCommand(a *app) *cobra.Command {
 		Long: `Check the bundle in DIR (its hash chain and every blob's hash) and load its
 records and blobs into the store, as the world the bundle names, which must
 not exist in the store yet. The world's AIR is in DIR/air.`,
+		Example: `  demiurge --store other import session
+  demiurge --store other import testdata/sessions/demo`,
 		Args: wantArgs(1, 1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			b, err := replay.Read(args[0])

@@ -37,6 +37,8 @@ The hash chain is checked while reading (from SEQ on; "journal verify" checks
 a whole world): the records before a broken link are printed, then the error,
 and the command exits 1. A world without records is an error. Opens the store
 read-only.`,
+		Example: `  demiurge journal dump
+  demiurge journal dump --world t1 --from 3 --json | jq -c '{seq, kind}'`,
 		Args: wantArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if err := checkWorldFlag(world); err != nil {

@@ -30,6 +30,8 @@ With --json, one JSON object a line per world: {"world", "ok": true, "seq",
 "hash"} for a good world, {"world", "ok": false, "error"} for a bad one, and
 {"ok": false, "error"} if the worlds could not all be listed. An empty store
 prints nothing.`,
+		Example: `  demiurge journal verify
+  demiurge journal verify --world main --json`,
 		Args: wantArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			explicit := cmd.Flags().Changed("world")

@@ -20,8 +20,9 @@ func newMCPCommand(a *app, getenv func(string) string) *cobra.Command {
 		Long: `A world's manifest may declare MCP servers (mcp_servers): stdio commands or
 streamable-HTTP URLs whose tools the agent gets, named <server>_<tool> unless
 the manifest gives an alias. "ls" starts them and lists what they offer.`,
-		Args: cobra.ArbitraryArgs,
-		RunE: groupRunE,
+		Example: `  demiurge mcp ls --manifest examples/mcp`,
+		Args:    cobra.ArbitraryArgs,
+		RunE:    groupRunE,
 	}
 	cmd.AddCommand(newMCPLsCommand(a, getenv))
 	return cmd
@@ -55,6 +56,8 @@ A manifest without servers prints nothing (a note on stderr says so).
 Exit codes: 0 every server is up and its tool names are valid; 1 a server
 failed to start, a secret is not available, or tool names collide (the
 message names the alias that fixes it); 2 a usage error.`,
+		Example: `  demiurge mcp ls --manifest examples/mcp
+  demiurge mcp ls --manifest examples/mcp --json | jq -r '.tools[].name'`,
 		Args: wantArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if manifest == "" {

@@ -52,6 +52,11 @@ With --json, one JSON object on stdout. On success:
    given, when the journal has not run it)}
 When replay fails: {"ok": false, "error", and for a divergence "world",
 "seq", "reason"}; the error is on stderr as well, and replay exits 1.`,
+		Example: `  demiurge replay
+  demiurge replay --world t1 --from-genesis --json
+  demiurge replay testdata/sessions/demo
+  # what the AIR as edited now would have derived differently
+  demiurge replay --manifest examples/counter --under-manifest`,
 		Args: wantArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if asJSON {

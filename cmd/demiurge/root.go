@@ -169,6 +169,12 @@ Exit codes:
   1  failure: the command could not do its job, or found problems
      (invalid AIR, a corrupt blob or journal)
   2  usage error: unknown command or flag, wrong arguments`,
+		Example: `  # the offline demo, from a checkout of the repository: the model's answers
+  # come from a recorded session, the tools run for real
+  demiurge run examples/demiurge --llm cassette:testdata/sessions/demo -m "Write a hello note and show it to me."
+  demiurge trace
+  demiurge replay
+  demiurge worlds`,
 		Args:          cobra.ArbitraryArgs,
 		RunE:          groupRunE,
 		SilenceErrors: true,

@@ -44,6 +44,9 @@ With --json, each record is one JSON object a line, as "demiurge trace
 "payload"} ("demiurge journal dump --json" has the hashes); with -q too,
 one object {"world", "seq", "hash"} for the new head. If effects are still
 in flight after --wait, a note says so on stderr.`,
+		Example: `  demiurge send --manifest examples/counter --schema counter/Event@1 --value '{"Start": {"target": 2}}'
+  demiurge send --manifest examples/counter --schema counter/Event@1 --value '"Tick"' -q
+  demiurge send --manifest examples/timer --world t1 --schema timer/Event@1 --value '{"Start": {"deliver_at_ns": 1000000, "key": "hello"}}' --json`,
 		Args: wantArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if err := wf.check(true); err != nil {

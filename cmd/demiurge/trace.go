@@ -39,6 +39,9 @@ hash and decoded payload.
 
 Trace needs no AIR (it takes no --manifest): the records, and the blobs
 they name, are all in the store or the bundle. Opens the store read-only.`,
+		Example: `  demiurge trace
+  demiurge trace --json | jq -c '{request_id, user}'
+  demiurge trace testdata/sessions/demo --records`,
 		Args: wantArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			ctx := cmd.Context()

@@ -21,7 +21,7 @@ With --json, one JSON object:
   {"version", "go", "os", "arch", "revision" (absent if not recorded),
    "modified" (true for a dirty tree)}`,
 		Example: `  demiurge version
-  demiurge version --json | jq -r .revision`,
+  demiurge version --json | jq -r .version`,
 		Args: wantArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v := readVersion(debug.ReadBuildInfo())

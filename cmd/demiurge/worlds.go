@@ -156,6 +156,8 @@ With --json, one JSON object a line per world:
               "cost_microusd", "cost_unknown" (model calls without a price),
               "usage_unknown" (model calls without usage)}]}
 "chats" is empty for a world without chats. Opens the store read-only.`,
+		Example: `  demiurge worlds
+  demiurge worlds --json | jq -c '{world, records, chats: [.chats[].chat]}'`,
 		Args: wantArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			s, err := a.openStore(true)
