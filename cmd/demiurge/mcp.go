@@ -175,7 +175,7 @@ func printServers(w io.Writer, servers []mcp.ServerInfo) (down int) {
 		}
 		fmt.Fprintf(w, "  server %s %s, protocol %s; started in %s, tools listed in %s; calls time out after %s\n",
 			si.ServerName, si.ServerVersion, si.Protocol, roundDuration(si.Connect), roundDuration(si.List), si.Timeout)
-		fmt.Fprintf(w, "  tool list %s (%d tools)\n", si.ListRef, len(si.Tools))
+		fmt.Fprintf(w, "  tool list %s (%s)\n", si.ListRef, plural(len(si.Tools), "tool"))
 		width := 0
 		for _, t := range si.Tools {
 			width = max(width, len(t))

@@ -96,7 +96,7 @@ func writeTurns(w io.Writer, turns []*session.Turn) error {
 				fmt.Fprintf(&b, "    %s %s", tc.Tool, clipLine(tc.Arguments, 120))
 				switch tc.Status {
 				case "ok":
-					fmt.Fprintf(&b, " → ok in %s, %d bytes", msDuration(tc.LatencyMS), len(tc.Output))
+					fmt.Fprintf(&b, " → ok in %s, %s", msDuration(tc.LatencyMS), plural(len(tc.Output), "byte"))
 				case "requested":
 					fmt.Fprintf(&b, " → requested, no output yet")
 				default:
