@@ -211,3 +211,99 @@ func TestBreakStopsTheTurn(t *testing.T) {
 		t.Errorf("after break the chat is %+v; want its turn stopped", st)
 	}
 }
+
+func TestApprovals(t *testing.T) {
+	turns := []llmtest.Turn{
+		{Calls: []llmtest.Call{{Name: "workspace_write", Arguments: `{"path": "a.md", "content": "hi"}`}, {Name: "introspect_journal_head", Arguments: `{}`}}},
+		{Text: "wrote it"},
+		{Calls: []llmtest.Call{{Name: "workspace_write", Arguments: `{"path": "b.md", "content": "no"}`}}},
+		{Text: "did not write it"},
+	}
+	var asked []string
+	approver := func(ctx context.Context, r agent.ApprovalRequested) (agent.Decision, bool) {
+		asked = append(asked, r.Tool+" "+r.Arguments)
+		return agent.Decision{}, false // leave it waiting
+	}
+	w, srv := fake(t, turns, agent.WithApprover(approver))
+	c := w.Chat("c", agent.RequireApproval("workspace_write"))
+	lines, end := collect(t, c.Send(t.Context(), "write a.md"))
+	if end.Outcome != agent.OutcomeAwaitingApproval {
+		t.Fatalf("end %+v; want awaiting approval\n%s", end, strings.Join(lines, "\n"))
+	}
+	if len(asked) != 1 || asked[0] != `workspace_write {"content":"hi","path":"a.md"}` {
+		t.Errorf("the approver was asked %q", asked)
+	}
+	pending := c.Pending(t.Context())
+	if len(pending) != 1 || pending[0].Tool != "workspace_write" {
+		t.Fatalf("pending %+v", pending)
+	}
+	// The other call ran; the write waits, in the world.
+	if !strings.Contains(strings.Join(lines, "\n"), `"tool":"introspect_journal_head","status":"ok"`) {
+		t.Errorf("the call that needs no approval did not run:\n%s", strings.Join(lines, "\n"))
+	}
+	lines, end = collect(t, c.Decide(t.Context(), pending[0].CallID, agent.Decision{Approve: true}))
+	if end.Outcome != agent.OutcomeAnswer || !strings.Contains(strings.Join(lines, "\n"), `"type":"approval_decided"`) {
+		t.Fatalf("after approval: %+v\n%s", end, strings.Join(lines, "\n"))
+	}
+	if got := strings.Join(lines, "\n"); !strings.Contains(got, `"tool":"workspace_write","status":"ok"`) {
+		t.Errorf("the approved write did not run:\n%s", got)
+	}
+	// A denial answers the model, which goes on.
+	lines, end = collect(t, c.Send(t.Context(), "write b.md"))
+	if end.Outcome != agent.OutcomeAwaitingApproval {
+		t.Fatalf("end %+v", end)
+	}
+	call := c.Pending(t.Context())[0].CallID
+	lines, end = collect(t, c.Decide(t.Context(), call, agent.Decision{Reason: "not b.md"}))
+	if end.Outcome != agent.OutcomeAnswer || !strings.Contains(strings.Join(lines, "\n"), `denied by the user: not b.md`) {
+		t.Errorf("after denial: %+v\n%s", end, strings.Join(lines, "\n"))
+	}
+	if _, err := func() (agent.Event, error) {
+		for e, err := range c.Decide(t.Context(), call, agent.Decision{Approve: true}) {
+			return e, err
+		}
+		return nil, nil
+	}(); !errors.Is(err, agent.ErrNotWaiting) {
+		t.Errorf("a second decision: %v; want ErrNotWaiting", err)
+	}
+	if n := srv.Remaining(); n != 0 {
+		t.Errorf("%d model turns unused", n)
+	}
+}
+
+func TestApproverAlways(t *testing.T) {
+	turns := []llmtest.Turn{
+		{Calls: []llmtest.Call{{Name: "workspace_write", Arguments: `{"path": "a.md", "content": "1"}`}}},
+		{Calls: []llmtest.Call{{Name: "workspace_write", Arguments: `{"path": "b.md", "content": "2"}`}}},
+		{Text: "done"},
+	}
+	n := 0
+	w, _ := fake(t, turns, agent.WithApprover(func(ctx context.Context, r agent.ApprovalRequested) (agent.Decision, bool) {
+		n++
+		return agent.Decision{Approve: true, Always: true}, true
+	}))
+	_, end := collect(t, w.Chat("c", agent.RequireApproval("*")).Send(t.Context(), "write"))
+	if end.Outcome != agent.OutcomeAnswer || n != 1 {
+		t.Errorf("end %+v, approver asked %d times; want an answer, asked once", end, n)
+	}
+}
+
+// TestFollowAwaiting: a turn that waits for approval, followed again (a
+// new process, say), ends its stream at once as awaiting; its approver,
+// if it has one now, answers.
+func TestFollowAwaiting(t *testing.T) {
+	turns := []llmtest.Turn{
+		{Calls: []llmtest.Call{{Name: "workspace_write", Arguments: `{"path": "a.md", "content": "1"}`}}},
+		{Text: "done"},
+	}
+	w, _ := fake(t, turns)
+	c := w.Chat("c", agent.RequireApproval("workspace_write"))
+	if _, end := collect(t, c.Send(t.Context(), "write")); end.Outcome != agent.OutcomeAwaitingApproval {
+		t.Fatalf("end %+v", end)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if _, end := collect(t, c.Follow(ctx)); end.Outcome != agent.OutcomeAwaitingApproval {
+		t.Fatalf("Follow: end %+v; want awaiting approval at once", end)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/cluster"
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
@@ -28,18 +29,51 @@ type Chat struct {
 }
 
 // A ChatOption configures a chat's settings (World.Chat).
-type ChatOption func(map[string]any)
+type ChatOption func(*chatConfig)
+
+// chatConfig is what a ChatOption changes: the settings of the chat, in
+// the world that holds it.
+type chatConfig struct {
+	w *World
+	s map[string]any
+}
 
 // AllowTools limits the tools the chat's model may call to those named
 // (it is still offered every tool; a call of another is refused with an
 // error it can act on). No names: every tool.
 func AllowTools(names ...string) ChatOption {
-	return func(s map[string]any) {
+	return func(c *chatConfig) {
 		if len(names) == 0 {
-			delete(s, "tools_allow")
+			delete(c.s, "tools_allow")
 			return
 		}
-		s["tools_allow"] = append([]string(nil), names...)
+		c.s["tools_allow"] = append([]string(nil), names...)
+	}
+}
+
+// UseModel makes the chat talk to the model name, through the world's
+// provider (the same base URL and key): what demiurge knows of it (its
+// context window) goes into the chat's settings. The change reaches the
+// world with the chat's next message.
+func UseModel(name string) ChatOption {
+	return func(c *chatConfig) {
+		c.s["model"] = name
+		m := c.w.resolveModel(name)
+		if c.w.module != demiurge.ModuleName {
+			return
+		}
+		delete(c.s, "context_window")
+		delete(c.s, "compact_at")
+		delete(c.s, "on_overflow")
+		if m.ContextWindow > 0 {
+			c.s["context_window"] = m.ContextWindow
+		}
+		if m.CompactAt > 0 {
+			c.s["compact_at"] = m.CompactAt
+		}
+		if m.OnOverflow != "" {
+			c.s["on_overflow"] = m.OnOverflow
+		}
 	}
 }
 
@@ -47,7 +81,7 @@ func AllowTools(names ...string) ChatOption {
 // a named Tool apply to each turn's first round, then Auto (so that a model
 // made to call a tool can answer after it).
 func DefaultToolChoice(tc ToolChoice) ChatOption {
-	return func(s map[string]any) { s["tool_choice"] = tc.value() }
+	return func(c *chatConfig) { c.s["tool_choice"] = tc.value() }
 }
 
 // ToolChoice says whether, and which, tool the model must call.
@@ -109,7 +143,7 @@ func (w *World) Chat(id string, opts ...ChatOption) *Chat {
 		s[k] = v
 	}
 	for _, o := range opts {
-		o(s)
+		o(&chatConfig{w: w, s: s})
 	}
 	return &Chat{w: w, id: id, settings: s}
 }
@@ -117,9 +151,40 @@ func (w *World) Chat(id string, opts ...ChatOption) *Chat {
 // ID returns the chat's id.
 func (c *Chat) ID() string { return c.id }
 
+// With returns the chat with opts applied to its settings, which reach the
+// world with its next message.
+func (c *Chat) With(opts ...ChatOption) *Chat {
+	s := make(map[string]any, len(c.settings))
+	for k, v := range c.settings {
+		s[k] = v
+	}
+	for _, o := range opts {
+		o(&chatConfig{w: c.w, s: s})
+	}
+	return &Chat{w: c.w, id: c.id, settings: s}
+}
+
+// Model returns the name of the model the chat talks to.
+func (c *Chat) Model() string { m, _ := c.settings["model"].(string); return m }
+
+// Follow streams the turn the chat has under way, as Send does, until it
+// ends: a turn a process left running when it stopped (its effects run
+// again when the world reopens) or one another goroutine started. With no
+// turn under way it yields nothing.
+func (c *Chat) Follow(ctx context.Context) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		st, ok := c.State()
+		if !ok || st.Turn == nil {
+			return
+		}
+		id := st.Turn.RequestID
+		c.turn(ctx, yield, func(context.Context) (uint64, error) { return id, nil })
+	}
+}
+
 // State returns the chat's state, if the chat exists.
 func (c *Chat) State() (*demiurge.StateView, bool) {
-	v, _, ok := c.w.w.State(c.w.module, c.id)
+	v, _, ok := c.w.host.State(c.w.module, c.id)
 	if !ok {
 		return nil, false
 	}
@@ -163,7 +228,7 @@ func (c *Chat) Send(ctx context.Context, text string, opts ...SendOption) iter.S
 			yield(nil, err)
 			return
 		}
-		c.turn(ctx, yield, func(ctx context.Context, id uint64, settings map[string]any) error {
+		c.turn(ctx, yield, c.begin(func(ctx context.Context, id uint64, settings map[string]any) error {
 			ref, err := c.w.st.CAS().Put(ctx, msg)
 			if err != nil {
 				return err
@@ -176,7 +241,7 @@ func (c *Chat) Send(ctx context.Context, text string, opts ...SendOption) iter.S
 				o(user)
 			}
 			return c.send(ctx, "User", user)
-		})
+		}))
 	}
 }
 
@@ -188,10 +253,10 @@ func (c *Chat) Compact(ctx context.Context) iter.Seq2[Event, error] {
 			yield(nil, fmt.Errorf("this world's chat (%s) cannot compact; %s can", c.w.module, demiurge.ModuleName))
 			return
 		}
-		c.turn(ctx, yield, func(ctx context.Context, id uint64, _ map[string]any) error {
+		c.turn(ctx, yield, c.begin(func(ctx context.Context, id uint64, _ map[string]any) error {
 			// Changed settings go with the next message.
 			return c.send(ctx, "Compact", map[string]any{"chat_id": c.id, "request_id": id})
-		})
+		}))
 	}
 }
 
@@ -213,7 +278,7 @@ func (c *Chat) send(ctx context.Context, tag string, value map[string]any) error
 	if err != nil {
 		return err
 	}
-	_, err = c.w.w.SendJSON(ctx, c.w.event, js)
+	_, err = c.w.host.SendJSON(ctx, c.w.event, js)
 	return err
 }
 
@@ -242,7 +307,7 @@ func (c *Chat) start(ctx context.Context) (uint64, map[string]any, error) {
 // c's: the tools (an MCP server was added, say), the model or a limit
 // changed since the chat began.
 func (c *Chat) settingsChanged() (bool, error) {
-	v, _, ok := c.w.w.State(c.w.module, c.id)
+	v, _, ok := c.w.host.State(c.w.module, c.id)
 	if !ok {
 		return true, nil
 	}
@@ -261,10 +326,22 @@ func (c *Chat) settingsChanged() (bool, error) {
 	return !schema.Equal(schema.FieldPath(v, "settings"), want), nil
 }
 
-// turn runs one turn: begin sends what starts it (given the turn's request
-// id and the settings to send with it, if they changed), and the turn's
-// events are yielded until it ends.
-func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, begin func(ctx context.Context, id uint64, settings map[string]any) error) {
+// begin returns the start of a new turn: the chat is created if need be,
+// and send sends what starts the turn, given its request id and the
+// settings to send with it (if they changed).
+func (c *Chat) begin(send func(ctx context.Context, id uint64, settings map[string]any) error) func(context.Context) (uint64, error) {
+	return func(ctx context.Context) (uint64, error) {
+		id, settings, err := c.start(ctx)
+		if err != nil {
+			return 0, err
+		}
+		return id, send(ctx, id, settings)
+	}
+}
+
+// turn runs one turn: start starts it (or finds it) and returns its
+// request id, and the turn's events are yielded until it ends.
+func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start func(ctx context.Context) (uint64, error)) {
 	w := c.w
 	w.mu.Lock()
 	switch {
@@ -292,16 +369,18 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, begin fu
 		_, tr.shown = st.Since(0)
 		tr.prev = st
 	}
-	id, settings, err := c.start(ctx)
-	if err == nil {
-		tr.id = id
-		err = begin(ctx, id, settings)
-	}
+	id, err := start(ctx)
+	tr.id = id
 	if err != nil {
 		yield(nil, fmt.Errorf("chat %s: %w", c.id, err))
 		return
 	}
 	tr.start = tr.prev
+	// Calls that already wait for the user (a turn followed or resumed).
+	tr.asks = c.Pending(ctx)
+	if st, ok := c.State(); ok {
+		tr.awaiting = awaitingOf(st, id)
+	}
 	gone := false        // the caller stopped reading
 	var stopAt time.Time // when this side asked the chat to stop the turn
 	stop := func(reason string) {
@@ -322,7 +401,11 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, begin fu
 		}
 	}
 	ctxDone := ctx.Done()
-	tick := time.NewTicker(250 * time.Millisecond)
+	every := 250 * time.Millisecond
+	if w.remote != nil {
+		every = cluster.DefaultFollow // the journal is read as it grows
+	}
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		for _, it := range f.take() {
@@ -333,6 +416,9 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, begin fu
 			evs, err := tr.records(it.recs)
 			for _, e := range evs {
 				emit(e)
+				if ar, ok := e.(ApprovalRequested); ok {
+					tr.asks = append(tr.asks, ar)
+				}
 			}
 			if err != nil {
 				fail(err)
@@ -345,6 +431,27 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, begin fu
 				return
 			}
 		}
+		if len(tr.asks) > 0 && stopAt.IsZero() {
+			// Calls wait for the user: an approver answers them, or the
+			// stream ends and the turn waits in the world.
+			asks := tr.asks
+			tr.asks = nil
+			for _, ar := range asks {
+				d, ok := c.decide(ctx, ar)
+				if !ok {
+					tr.waitingAsks = true
+					continue
+				}
+				if err := c.sendDecision(ctx, ar.RequestID, ar.CallID, d); err != nil {
+					fail(err)
+					return
+				}
+			}
+		}
+		if tr.waitingAsks && tr.awaiting && len(f.peek()) == 0 {
+			emit(tr.awaitingEnd())
+			return
+		}
 		if !stopAt.IsZero() && time.Since(stopAt) > stopWait {
 			// The chat did not record the stop in time; the world has it.
 			fail(fmt.Errorf("chat %s: the turn did not stop within %s: %w", c.id, stopWait, cmp.Or(ctx.Err(), errStopped)))
@@ -356,13 +463,13 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, begin fu
 			fail(world.ErrClosed)
 			return
 		case <-tick.C:
-			if err := w.w.Err(); err != nil {
+			if err := w.err(ctx); err != nil {
 				fail(err)
 				return
 			}
 		case <-ctxDone:
 			ctxDone = nil
-			stop(ctx.Err().Error())
+			stop(context.Cause(ctx).Error())
 		}
 	}
 }
@@ -424,6 +531,13 @@ func (f *follower) take() []item {
 
 func (f *follower) close() { f.once.Do(func() { close(f.done) }) }
 
+// peek returns what waits in the queue, leaving it there.
+func (f *follower) peek() []item {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.queue
+}
+
 // turnReader makes a turn's events of the records that follow it.
 type turnReader struct {
 	c       *Chat
@@ -436,6 +550,13 @@ type turnReader struct {
 	finish  string
 	summary string
 	ended   bool
+	// awaiting: the turn waits for the user's decisions only.
+	awaiting bool
+	// asks are calls that wait, not yet answered from here; waitingAsks
+	// says some wait for a decision nobody here gives.
+	asks        []ApprovalRequested
+	waitingAsks bool
+	seq         uint64 // the last record read
 }
 
 // records returns the events of one step's records.
@@ -446,6 +567,7 @@ func (tr *turnReader) records(recs []journal.Record) ([]Event, error) {
 	var at time.Time
 	ctx := context.Background()
 	for _, r := range recs {
+		tr.seq = r.Seq
 		if r.Kind == world.KindEvent || r.Kind == world.KindReceipt {
 			if in, err := world.DecodeInput(r); err == nil {
 				at = time.Unix(0, int64(in.Stamp.NowNS))
@@ -505,6 +627,18 @@ func (tr *turnReader) state(ctx context.Context, seq uint64, st *demiurge.StateV
 				tr.callAt[call] = at
 			}
 			out = append(out, ToolCallStarted{Seq: seq, Round: e.Round, CallID: call, Tool: tool, Arguments: e.Text, Ref: e.Ref, Status: status})
+			if status == "approval" {
+				ar := ApprovalRequested{Seq: seq, Round: e.Round, RequestID: e.RequestID, CallID: call, Tool: tool, Arguments: e.Text}
+				if req, ok := tr.c.waiting(ctx, st, call); ok {
+					ar.Arguments = req.ArgumentsJSON
+				}
+				out = append(out, ar)
+			}
+		case demiurge.EntryApproval:
+			if status == "approved" {
+				tr.callAt[call] = at // it runs from now
+			}
+			out = append(out, ApprovalDecided{Seq: seq, CallID: call, Tool: tool, Approved: status == "approved", Reason: e.Text})
 		case demiurge.EntryToolOutput:
 			ev := ToolCallFinished{Seq: seq, Round: e.Round, CallID: call, Tool: tool, Status: status, Output: e.Text, Size: len(e.Text), Ref: e.Ref}
 			if whole, err := demiurge.ToolOutputOf(ctx, tr.c.w.st.CAS(), e); err == nil {
@@ -540,6 +674,7 @@ func (tr *turnReader) state(ctx context.Context, seq uint64, st *demiurge.StateV
 			}
 		}
 	}
+	tr.awaiting = awaitingOf(st, tr.id)
 	if st.LastRequestID >= tr.id && (st.Turn == nil || st.Turn.RequestID != tr.id) {
 		tr.ended = true
 		if tr.outcome == "" {
@@ -575,4 +710,158 @@ func deref(s *string) string {
 // holds a preview.
 func (c *Chat) Output(ctx context.Context, e ToolCallFinished) (string, error) {
 	return demiurge.ToolOutputOf(ctx, c.w.st.CAS(), demiurge.Entry{Kind: demiurge.EntryToolOutput, Text: e.Output, Ref: e.Ref})
+}
+
+// awaitingEnd is the end of a stream that stops while the turn waits for
+// the user's decisions.
+func (tr *turnReader) awaitingEnd() TurnEnd {
+	end := TurnEnd{Seq: tr.seq, RequestID: tr.id, Outcome: OutcomeAwaitingApproval}
+	if st := tr.prev; st != nil {
+		var s0 demiurge.StateView
+		if tr.start != nil {
+			s0 = *tr.start
+		}
+		end.Usage = usageDiff(st.Usage, s0.Usage)
+		end.CostMicroUSD = st.CostMicroUSD - min(st.CostMicroUSD, s0.CostMicroUSD)
+		end.UsageUnknown = st.UsageUnknown - min(st.UsageUnknown, s0.UsageUnknown)
+		end.CostUnknown = st.CostUnknown - min(st.CostUnknown, s0.CostUnknown)
+	}
+	return end
+}
+
+// Decision is the user's answer to a call that waits for approval.
+type Decision struct {
+	Approve bool
+	// Always approves the tool's later calls in this chat, in this
+	// process, without asking.
+	Always bool
+	// Reason is what the model reads of a denial (and the journal keeps).
+	Reason string
+}
+
+// An Approver answers calls that wait for approval (WithApprover): ok
+// false leaves the call waiting (the stream ends with
+// OutcomeAwaitingApproval).
+type Approver func(ctx context.Context, req ApprovalRequested) (d Decision, ok bool)
+
+// decide answers a waiting call from here: a tool approved always in this
+// chat, or the world's approver.
+func (c *Chat) decide(ctx context.Context, ar ApprovalRequested) (Decision, bool) {
+	w := c.w
+	w.mu.Lock()
+	always := w.always[c.id][ar.Tool]
+	w.mu.Unlock()
+	if always {
+		return Decision{Approve: true, Reason: "approved for the session"}, true
+	}
+	if w.c.approver == nil {
+		return Decision{}, false
+	}
+	d, ok := w.c.approver(ctx, ar)
+	if ok && d.Approve && d.Always {
+		w.mu.Lock()
+		if w.always[c.id] == nil {
+			w.always[c.id] = map[string]bool{}
+		}
+		w.always[c.id][ar.Tool] = true
+		w.mu.Unlock()
+	}
+	return d, ok
+}
+
+// sendDecision records the user's decision on call of the turn id.
+func (c *Chat) sendDecision(ctx context.Context, id uint64, call string, d Decision) error {
+	return c.send(ctx, "Approval", map[string]any{"chat_id": c.id, "request_id": id, "call_id": call, "approve": d.Approve, "reason": d.Reason})
+}
+
+// Pending returns the calls of the chat's turn that wait for the user's
+// approval.
+func (c *Chat) Pending(ctx context.Context) []ApprovalRequested {
+	st, ok := c.State()
+	if !ok || st.Turn == nil {
+		return nil
+	}
+	var out []ApprovalRequested
+	for _, pc := range st.Turn.Calls {
+		if pc.Status != "approval" {
+			continue
+		}
+		ar := ApprovalRequested{RequestID: st.Turn.RequestID, Round: st.Turn.Round, CallID: pc.CallID, Tool: pc.Tool}
+		if req, ok := c.waiting(ctx, st, pc.CallID); ok {
+			ar.Arguments = req.ArgumentsJSON
+		}
+		out = append(out, ar)
+	}
+	return out
+}
+
+// waiting returns the request of a call that waits for approval.
+func (c *Chat) waiting(ctx context.Context, st *demiurge.StateView, call string) (demiurge.ToolCallRequested, bool) {
+	var req demiurge.ToolCallRequested
+	if st.Turn == nil {
+		return req, false
+	}
+	for _, pc := range st.Turn.Calls {
+		if pc.CallID == call && pc.RequestRef != nil {
+			if err := cas.GetNode(ctx, c.w.st.CAS(), *pc.RequestRef, &req); err == nil {
+				return req, true
+			}
+		}
+	}
+	return req, false
+}
+
+// ErrNotWaiting is returned (wrapped) by Decide for a call that does not
+// wait for approval.
+var ErrNotWaiting = errors.New("the call does not wait for approval")
+
+// Decide answers a call of the chat's turn that waits for approval (see
+// Pending), and streams the rest of the turn as Send does.
+func (c *Chat) Decide(ctx context.Context, callID string, d Decision) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		var id uint64
+		for _, ar := range c.Pending(ctx) {
+			if ar.CallID == callID {
+				id = ar.RequestID
+			}
+		}
+		if id == 0 {
+			yield(nil, fmt.Errorf("chat %s: call %s: %w", c.id, callID, ErrNotWaiting))
+			return
+		}
+		c.turn(ctx, yield, func(ctx context.Context) (uint64, error) { return id, c.sendDecision(ctx, id, callID, d) })
+	}
+}
+
+// RequireApproval makes calls of the tools named wait for the user's
+// approval before they run ("*": every tool): the stream yields
+// ApprovalRequested, and an approver (WithApprover) or Chat.Decide
+// answers. The world keeps the call waiting, across restarts, until then.
+func RequireApproval(tools ...string) ChatOption {
+	return func(c *chatConfig) {
+		if len(tools) == 0 {
+			delete(c.s, "require_approval")
+			return
+		}
+		c.s["require_approval"] = append([]string(nil), tools...)
+	}
+}
+
+// awaitingOf reports whether the turn id of the chat whose state is st
+// waits for the user's decisions only: calls wait for approval, none runs.
+func awaitingOf(st *demiurge.StateView, id uint64) bool {
+	t := st.Turn
+	if t == nil || t.RequestID != id {
+		return false
+	}
+	approval, running := 0, 0
+	for _, c := range t.Calls {
+		switch c.Status {
+		case "approval":
+			approval++
+		case "pending":
+			running++
+		}
+	}
+	return approval > 0 && running == 0
 }

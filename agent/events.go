@@ -88,6 +88,28 @@ type Usage struct {
 	Reasoning  uint64 `json:"reasoning"`
 }
 
+// ApprovalRequested is a call that waits for the user's approval before
+// it runs (its tool is in the chat's RequireApproval). Answer it with
+// Chat.Decide, or let an approver (WithApprover) answer it.
+type ApprovalRequested struct {
+	Seq       uint64 `json:"seq"`
+	Round     uint64 `json:"round"`
+	RequestID uint64 `json:"request_id"`
+	CallID    string `json:"call_id"`
+	Tool      string `json:"tool"`
+	// Arguments is the call's arguments, canonical JSON.
+	Arguments string `json:"arguments"`
+}
+
+// ApprovalDecided is the user's decision on a call that waited.
+type ApprovalDecided struct {
+	Seq      uint64 `json:"seq"`
+	CallID   string `json:"call_id"`
+	Tool     string `json:"tool"`
+	Approved bool   `json:"approved"`
+	Reason   string `json:"reason,omitempty"`
+}
+
 // Notice is something the user should know that does not end the turn.
 type Notice struct {
 	Seq  uint64 `json:"seq"`
@@ -125,6 +147,10 @@ const (
 	OutcomeFailed  Outcome = "failed"  // a failure ended it
 	OutcomeStopped Outcome = "stopped" // a guard or the user stopped it
 	OutcomeCut     Outcome = "cut"     // the answer was cut off (the output token limit, a content filter)
+	// OutcomeAwaitingApproval: the turn waits for the user's decision on
+	// calls (ApprovalRequested) and no approver answered; it goes on when
+	// Chat.Decide answers, from this process or another, now or later.
+	OutcomeAwaitingApproval Outcome = "awaiting_approval"
 )
 
 // TurnEnd is the last event of a turn, once its records are committed.
@@ -146,27 +172,31 @@ type TurnEnd struct {
 	CostUnknown  uint64 `json:"cost_unknown"`
 }
 
-func (TextDelta) Type() string        { return "text_delta" }
-func (Message) Type() string          { return "message" }
-func (ToolCallStarted) Type() string  { return "tool_call_started" }
-func (ToolCallFinished) Type() string { return "tool_call_finished" }
-func (ModelCall) Type() string        { return "model_call" }
-func (Notice) Type() string           { return "notice" }
-func (Compacted) Type() string        { return "compacted" }
-func (GuardStop) Type() string        { return "guard_stop" }
-func (TurnError) Type() string        { return "turn_error" }
-func (TurnEnd) Type() string          { return "turn_end" }
+func (TextDelta) Type() string         { return "text_delta" }
+func (Message) Type() string           { return "message" }
+func (ToolCallStarted) Type() string   { return "tool_call_started" }
+func (ToolCallFinished) Type() string  { return "tool_call_finished" }
+func (ModelCall) Type() string         { return "model_call" }
+func (Notice) Type() string            { return "notice" }
+func (ApprovalRequested) Type() string { return "approval_requested" }
+func (ApprovalDecided) Type() string   { return "approval_decided" }
+func (Compacted) Type() string         { return "compacted" }
+func (GuardStop) Type() string         { return "guard_stop" }
+func (TurnError) Type() string         { return "turn_error" }
+func (TurnEnd) Type() string           { return "turn_end" }
 
-func (TextDelta) event()        {}
-func (Message) event()          {}
-func (ToolCallStarted) event()  {}
-func (ToolCallFinished) event() {}
-func (ModelCall) event()        {}
-func (Notice) event()           {}
-func (Compacted) event()        {}
-func (GuardStop) event()        {}
-func (TurnError) event()        {}
-func (TurnEnd) event()          {}
+func (TextDelta) event()         {}
+func (Message) event()           {}
+func (ToolCallStarted) event()   {}
+func (ToolCallFinished) event()  {}
+func (ModelCall) event()         {}
+func (Notice) event()            {}
+func (ApprovalRequested) event() {}
+func (ApprovalDecided) event()   {}
+func (Compacted) event()         {}
+func (GuardStop) event()         {}
+func (TurnError) event()         {}
+func (TurnEnd) event()           {}
 
 // MarshalEvent returns e as one JSON object: {"type": e.Type(), ...its
 // fields}. It is the form of `demiurge run --json`.

@@ -62,14 +62,17 @@ type model struct {
 	adapter  effects.Adapter
 	// secret resolves the world's secrets: OPENAI_API_KEY is the model's
 	// key, the rest come from the environment.
-	secret func(string) (string, bool)
-	stream bool
-	temp   string
+	secret  func(string) (string, bool)
+	stream  bool
+	temp    string
+	baseURL string
 }
 
 // resolve readies m for a world whose manifest's model overrides are
 // manifest.
-func (m Model) resolve(manifest []llm.ModelOptions, c *config) (*model, error) {
+// Without local, the model is not called from here (a worker calls it):
+// only what the settings say of it is resolved, and no key is needed.
+func (m Model) resolve(manifest []llm.ModelOptions, c *config, local bool) (*model, error) {
 	getenv := c.getenv
 	env := func(k string) string { v, _ := getenv(k); return v }
 	overrides := append(append([]llm.ModelOptions(nil), manifest...), m.Options...)
@@ -109,9 +112,15 @@ func (m Model) resolve(manifest []llm.ModelOptions, c *config) (*model, error) {
 	if key == "" && azure {
 		key = env("AZURE_OPENAI_API_KEY")
 	}
+	if !local {
+		out.baseURL = base
+		out.known, _ = llm.ResolveModel(out.name, base, overrides)
+		return out, nil
+	}
 	if key == "" && base == "" && !azure {
 		return nil, errors.New("no API key: set OPENAI_API_KEY (or point the base URL at an OpenAI-compatible server, or answer from a recorded session with agent.Cassette)")
 	}
+	out.baseURL = base
 	cfg := llm.Config{Provider: out.provider, BaseURL: base, Logger: c.log, Models: overrides}
 	if azure && base == "" {
 		cfg.Azure = &llm.AzureConfig{Endpoint: env("AZURE_OPENAI_ENDPOINT"), APIVersion: env("AZURE_OPENAI_API_VERSION"), Deployment: env("AZURE_OPENAI_DEPLOYMENT")}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/demiurge-dev/demiurge/effects"
+	"github.com/demiurge-dev/demiurge/pgstore"
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/tools"
 	"github.com/demiurge-dev/demiurge/world"
@@ -19,6 +20,7 @@ type Option func(*config)
 type config struct {
 	dir          string
 	storage      world.Storage
+	remote       *pgstore.Store
 	name         string
 	model        Model
 	tools        []tools.Tool
@@ -30,7 +32,7 @@ type config struct {
 	adapters     map[string]effects.Adapter
 	now          func() time.Time
 	entropy      io.Reader
-	bashTimeout  time.Duration
+	approver     Approver
 	errs         []error
 }
 
@@ -56,6 +58,14 @@ func WithDir(dir string) Option { return func(c *config) { c.dir = dir } }
 // WithStorage keeps the world in st (a PostgreSQL store, a memory store
 // shared with a test). The caller closes st, after the World.
 func WithStorage(st world.Storage) Option { return func(c *config) { c.storage = st } }
+
+// WithRemote reaches a world of the PostgreSQL store st that workers run
+// (demiurge worker, cluster.Worker): a message goes to the world's inbox,
+// the worker that holds its lease runs the turn (the model, the tools, the
+// MCP servers are the worker's), and the turn's events are read from its
+// journal as it grows. No text streams (no TextDelta) and World.World is
+// nil. The caller closes st, after the World.
+func WithRemote(st *pgstore.Store) Option { return func(c *config) { c.remote = st } }
 
 // WithWorld names the world in its store (default DefaultWorld): one
 // store holds many worlds.
@@ -126,6 +136,12 @@ func WithReducers(register func(*reducer.Registry)) Option {
 func WithAdapter(kind string, a effects.Adapter) Option {
 	return func(c *config) { c.adapters[kind] = a }
 }
+
+// WithApprover answers the calls that wait for the user's approval (see
+// RequireApproval) as they come: a terminal's y/n prompt, a web page, a
+// rule of the program. Without one, a turn with a waiting call ends its
+// stream with OutcomeAwaitingApproval, and Chat.Decide answers later.
+func WithApprover(a Approver) Option { return func(c *config) { c.approver = a } }
 
 // WithClock sets the world's ingress clock and the entropy its inputs
 // are stamped with (defaults: the wall clock, crypto/rand): a test that

@@ -11,6 +11,7 @@ import (
 	"github.com/demiurge-dev/demiurge/adapters/builtin"
 	"github.com/demiurge-dev/demiurge/adapters/llm"
 	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/cluster"
 	"github.com/demiurge-dev/demiurge/effects"
 	"github.com/demiurge-dev/demiurge/internal/store"
 	"github.com/demiurge-dev/demiurge/journal"
@@ -31,8 +32,10 @@ type World struct {
 	c      *config
 	cat    *schema.Catalog
 	st     world.Storage
-	store  *store.Store // the store Open opened (WithDir), closed by Close
-	w      *world.World
+	store  *store.Store    // the store Open opened (WithDir), closed by Close
+	w      *world.World    // the world, run in this process; nil when a worker runs it
+	remote *cluster.Remote // the world run by a worker of a PostgreSQL store (WithRemote)
+	host   host            // w or remote
 	kit    *toolKit
 	module string // the chat module: demiurge.ModuleName, or ModuleNameV1 for older worlds
 	event  string // the event schema it takes
@@ -41,10 +44,18 @@ type World struct {
 
 	mu       sync.Mutex
 	follows  map[*follower]struct{}
-	deltas   map[cas.Ref]deltaTarget // where a model call's streamed text goes, by intent
-	busy     map[string]bool         // chats with a turn under way in this process
+	deltas   map[cas.Ref]deltaTarget    // where a model call's streamed text goes, by intent
+	busy     map[string]bool            // chats with a turn under way in this process
+	always   map[string]map[string]bool // tools approved for the session, by chat
 	closed   bool
 	closeErr error
+}
+
+// host is what a chat needs of its world, in this process or on a worker.
+type host interface {
+	SendJSON(ctx context.Context, schemaName string, js []byte) (journal.Head, error)
+	State(module string, key schema.Value) (schema.Value, cas.Ref, bool)
+	Head() journal.Head
 }
 
 // deltaTarget is the chat turn a model call streams for.
@@ -107,18 +118,20 @@ func Open(ctx context.Context, manifest string, opts ...Option) (_ *World, err e
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("the manifest's models: %w", problems)
 	}
-	m, err := c.model.resolve(overrides, c)
+	m, err := c.model.resolve(overrides, c, c.remote == nil)
 	if err != nil {
 		return nil, err
 	}
 	aw := &World{c: c, cat: cat, module: module, event: def.Reducer.Event, model: m,
-		follows: map[*follower]struct{}{}, deltas: map[cas.Ref]deltaTarget{}, busy: map[string]bool{}}
+		follows: map[*follower]struct{}{}, deltas: map[cas.Ref]deltaTarget{}, busy: map[string]bool{}, always: map[string]map[string]bool{}}
 	defer func() {
 		if err != nil {
 			_ = aw.release()
 		}
 	}()
 	switch {
+	case c.remote != nil:
+		aw.st = c.remote.Storage()
 	case c.storage != nil:
 		aw.st = c.storage
 	case c.dir != "":
@@ -131,8 +144,21 @@ func Open(ctx context.Context, manifest string, opts ...Option) (_ *World, err e
 	default:
 		aw.st = world.NewMemoryStorage()
 	}
+	// With a remote world the kit is made for the tools' specs and the
+	// system prompt only: the worker runs the tools.
 	if aw.kit, err = newToolKit(ctx, c.name, cat, aw.st, c.tools, mcpEnv{getenv: c.getenv, manifest: manifest, log: c.log}); err != nil {
 		return nil, err
+	}
+	if c.remote != nil {
+		aw.remote, err = cluster.Attach(ctx, cluster.RemoteOptions{Store: c.remote, Name: c.name, Catalog: cat, Reducers: reg, OnCommit: aw.commit})
+		if err != nil {
+			return nil, &OpenError{World: c.name, Err: err}
+		}
+		aw.host = aw.remote
+		if aw.base, err = aw.settings(ctx); err != nil {
+			return nil, err
+		}
+		return aw, nil
 	}
 	adapters := builtin.Adapters(&http.Client{})
 	for k, v := range aw.kit.adapters {
@@ -154,6 +180,7 @@ func Open(ctx context.Context, manifest string, opts ...Option) (_ *World, err e
 	if err != nil {
 		return nil, &OpenError{World: c.name, Err: err}
 	}
+	aw.host = aw.w
 	aw.kit.ts.Attach(aw.w)
 	if aw.base, err = aw.settings(ctx); err != nil {
 		return nil, err
@@ -241,8 +268,12 @@ func (w *World) release() error {
 func (w *World) Name() string { return w.c.name }
 
 // World returns the running world underneath, for what the door does not
-// offer (its cells, its journal head, sending it events of its own AIR).
+// offer (its cells, sending it events of its own AIR); nil when a worker
+// runs it (WithRemote).
 func (w *World) World() *world.World { return w.w }
+
+// Head returns the world's journal head, as far as this process knows it.
+func (w *World) Head() journal.Head { return w.host.Head() }
 
 // Storage returns the world's store.
 func (w *World) Storage() world.Storage { return w.st }
@@ -261,6 +292,13 @@ func (w *World) MCPServers() []mcp.ServerInfo {
 
 // Model returns what demiurge knows of the world's model.
 func (w *World) Model() llm.Model { return w.model.known }
+
+// resolveModel is what the world's provider knows of the model name.
+func (w *World) resolveModel(name string) llm.Model {
+	overrides, _ := ManifestModels(w.cat)
+	m, _ := llm.ResolveModel(name, w.model.baseURL, append(overrides, w.c.model.Options...))
+	return m
+}
 
 // Module returns the world's chat module (demiurge.ModuleName, or
 // demiurge.ModuleNameV1 for a world made with Chat@1).
@@ -372,4 +410,17 @@ func (w *World) progress(in *effects.Intent, text string) {
 			f.push(item{delta: &TextDelta{Round: t.round, Text: text}})
 		}
 	}
+}
+
+// err checks the world: a world in this process that broke says why; a
+// remote world's journal is read for new records (handed to the turns
+// that follow them).
+func (w *World) err(ctx context.Context) error {
+	if w.remote != nil {
+		if err := w.remote.Sync(ctx); err != nil && ctx.Err() == nil {
+			return err
+		}
+		return nil
+	}
+	return w.w.Err()
 }

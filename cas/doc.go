@@ -29,7 +29,8 @@
 // wraps ErrCorrupt) rather than bytes that do not match their ref. PutNode
 // and GetNode store and load nodes through any Putter or Getter.
 //
-// Two backends pass the same conformance suite (package cas/castest):
+// Package pgstore keeps blobs in PostgreSQL and passes the same
+// conformance suite (package cas/castest) as the two backends here:
 // Memory, and Bolt, a bbolt file. Bolt can share a bbolt database with the
 // journal (NewBolt) and write blobs inside the journal's transaction
 // (PutTx), so that a step's records and blobs commit together. In the

@@ -30,6 +30,11 @@
 //
 // # Backends
 //
+// Package pgstore keeps records in PostgreSQL, a row each, for worlds run
+// on many machines; EncodeEntries and Checker let such a backend in
+// another package chain and check records as this package's do, and
+// journaltest checks them all alike.
+//
 // Memory keeps records in memory, for tests and replay. Bolt keeps them in
 // a bbolt file, either its own (OpenBolt) or one shared with the world's
 // CAS store (NewBolt), in top-level buckets:

@@ -5,9 +5,10 @@
 // Request into a Response. The LLM tool specs sent to a model are generated
 // from these descriptions, so a tool is documented in exactly one place.
 //
-// The contract follows bashkit's Tool trait (../shared/seeds/002), in Go's
-// shape: a context first, errors reported inside the Response so that a
-// model can read them, and status reported through a callback.
+// The contract follows bashkit's Tool trait (seed 002 of the shared
+// directory), in Go's shape: a context first, errors reported inside the
+// Response so that a model can read them, and status reported through a
+// callback.
 package tools
 
 import (

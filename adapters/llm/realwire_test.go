@@ -21,7 +21,8 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files of the real recordings")
 
 // TestRealwire runs every recording of real provider traffic in
-// testdata/realwire (see its README for their sources) through the
+// testdata/realwire, and in the extended corpus when DEMIURGE_REALWIRE
+// names it (see the README in each for their sources), through the
 // adapter:
 //
 //   - each recorded response is served to Generate, for a request built
@@ -37,7 +38,7 @@ var update = flag.Bool("update", false, "rewrite the golden files of the real re
 //     round trip (function call and output pairing, reasoning items,
 //     DeepSeek's reasoning_content) is what the provider accepted.
 func TestRealwire(t *testing.T) {
-	recs, err := realwire.LoadDir(filepath.Join("testdata", "realwire"))
+	recs, extended, err := realwire.LoadCorpus(filepath.Join("testdata", "realwire"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,12 +64,17 @@ func TestRealwire(t *testing.T) {
 					prev = res
 				}
 			}
-			checkGolden(t, filepath.Join("testdata", "realwire", rec.Name+".golden"), golden)
+			checkGolden(t, strings.TrimSuffix(rec.File, ".json")+".golden", golden)
 		})
 	}
+	t.Logf("%d recordings (extended corpus: %v), %d requests compared (%d follow-up turns)", len(recs), extended, compared, followUps)
 	// The corpus is only as good as what it covers.
-	if compared < 40 || followUps < 15 {
-		t.Errorf("%d requests compared (%d follow-up turns); want at least 40 (15)", compared, followUps)
+	want, wantFollowUps := 25, 10 // the repository's recordings
+	if extended {
+		want, wantFollowUps = 40, 15
+	}
+	if compared < want || followUps < wantFollowUps {
+		t.Errorf("%d requests compared (%d follow-up turns); want at least %d (%d)", compared, followUps, want, wantFollowUps)
 	}
 }
 

@@ -29,7 +29,7 @@ keys as objects, other maps as [[key, value]] pairs, bytes as
 			if err != nil {
 				return err
 			}
-			s, err := a.openStore(true)
+			s, err := a.openStore(cmd.Context(), true)
 			if err != nil {
 				return err
 			}

@@ -32,7 +32,7 @@ nothing. Creates the store if it does not exist.`,
 			} else if data, err = os.ReadFile(name); err != nil {
 				return fmt.Errorf("cas put: %w", err)
 			}
-			s, err := a.openStore(false)
+			s, err := a.openStore(cmd.Context(), false)
 			if err != nil {
 				return err
 			}

@@ -20,7 +20,7 @@ is an error. Opens the store read-only.`,
 			if err != nil {
 				return err
 			}
-			s, err := a.openStore(true)
+			s, err := a.openStore(cmd.Context(), true)
 			if err != nil {
 				return err
 			}

@@ -24,12 +24,12 @@ store read-only.`,
   demiurge --store backup/.demiurge cas verify`,
 		Args: wantArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			s, err := a.openStore(true)
+			s, err := a.openStore(cmd.Context(), true)
 			if err != nil {
 				return err
 			}
 			defer closeStore(s, &err)
-			fileErr := s.CAS().CheckFile(cmd.Context())
+			fileErr := s.CheckFile(cmd.Context())
 			if fileErr != nil {
 				if cmd.Context().Err() != nil {
 					return cmd.Context().Err()

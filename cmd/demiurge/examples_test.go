@@ -74,7 +74,8 @@ func TestExampleCommands(t *testing.T) {
   demiurge cas get --json "$ref" > copy.txt
   echo hi | demiurge sh -c 'echo "a | b"; echo c' | wc -l
   demiurge cas stat "$(demiurge cas put notes.txt)"
-  demiurge completion zsh > "${fpath[1]}/_demiurge"`)
+  demiurge completion zsh > "${fpath[1]}/_demiurge"
+  demiurge approve examples/demiurge   # a comment`)
 	want := [][]string{
 		{"demiurge", "cas", "put", "notes.txt"},
 		{"demiurge", "cas", "get", "--json", "$ref"},
@@ -82,6 +83,7 @@ func TestExampleCommands(t *testing.T) {
 		{"demiurge", "cas", "stat", "$(demiurge cas put notes.txt)"},
 		{"demiurge", "cas", "put", "notes.txt"},
 		{"demiurge", "completion", "zsh"},
+		{"demiurge", "approve", "examples/demiurge"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %q; want %q", got, want)
@@ -116,7 +118,7 @@ func exampleCommands(example string) [][]string {
 }
 
 // shellWords splits s into words as a shell would, with single and double
-// quotes, up to the first |, ;, >, <, & or ) outside quotes.
+// quotes, up to the first |, ;, >, <, & or ) outside quotes, or a comment.
 func shellWords(s string) []string {
 	var words []string
 	var w strings.Builder
@@ -132,6 +134,8 @@ func shellWords(s string) []string {
 			w.WriteRune(r)
 		case r == '\'' || r == '"':
 			quote, inWord = r, true
+		case r == '#' && !inWord: // a comment
+			return words
 		case strings.ContainsRune("|;><&)", r):
 			if inWord {
 				words = append(words, w.String())

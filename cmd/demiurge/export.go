@@ -40,7 +40,7 @@ the world last ran.`,
 					return err
 				}
 			}
-			s, err := a.openStore(true)
+			s, err := a.openStore(cmd.Context(), true)
 			if err != nil {
 				return err
 			}
@@ -73,7 +73,7 @@ the world last ran.`,
 			// Refs the store does not hold may name things outside it; on a
 			// damaged file they may be blobs a damaged page hides.
 			if m.Missing > 0 {
-				if ferr := s.CAS().CheckFile(ctx); ferr != nil {
+				if ferr := s.CheckFile(ctx); ferr != nil {
 					return fmt.Errorf("export: %d refs the records name are not in the store, whose file is damaged (the bundle in %s lacks them): %w", m.Missing, args[0], ferr)
 				}
 			}
@@ -100,7 +100,7 @@ not exist in the store yet. The world's AIR is in DIR/air.`,
 			if err != nil {
 				return err
 			}
-			s, err := a.openStore(false)
+			s, err := a.openStore(cmd.Context(), false)
 			if err != nil {
 				return err
 			}

@@ -44,7 +44,7 @@ read-only.`,
 			if err := checkWorldFlag(world); err != nil {
 				return err
 			}
-			s, err := a.openStore(true)
+			s, err := a.openStore(cmd.Context(), true)
 			if err != nil {
 				return err
 			}

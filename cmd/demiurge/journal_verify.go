@@ -40,7 +40,7 @@ prints nothing.`,
 					return err
 				}
 			}
-			s, err := a.openStore(true)
+			s, err := a.openStore(cmd.Context(), true)
 			if err != nil {
 				return err
 			}

@@ -10,8 +10,17 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := execute(ctx, os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr}, os.Getenv)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(ctx)
+	in := &interrupts{cancel: cancel}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt)
+	go func() {
+		for range sig {
+			in.fire()
+		}
+	}()
+	code := executeApp(ctx, newApp(stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr}, in), os.Args[1:], os.Getenv)
 	stop()
 	os.Exit(code)
 }

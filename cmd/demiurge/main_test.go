@@ -10,6 +10,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,6 +21,7 @@ import (
 	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
 
 	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/internal/pgtest"
 	"github.com/demiurge-dev/demiurge/internal/realwire"
 	"github.com/demiurge-dev/demiurge/internal/store"
 )
@@ -27,7 +30,7 @@ import (
 // helper commands the scripts use to fill and damage stores, when
 // testscript runs it under those names.
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	testscript.Main(pgtest.Wrap(m), map[string]func(){
 		"demiurge":                main,
 		"demiurge-append":         helper(helperAppend),
 		"demiurge-corrupt-blob":   helper(helperCorruptBlob),
@@ -65,9 +68,22 @@ func TestScripts(t *testing.T) {
 			"exits":    cmdExits,
 			"waitfile": cmdWaitFile,
 			"llmtest":  cmdLLMTest,
+			"llmwait":  cmdLLMWait,
 			"realwire": cmdRealwire,
 		},
+		Condition: condition,
 	})
+}
+
+// condition answers the scripts' own conditions:
+//
+//	[env:NAME]  the environment variable NAME is set (DEMIURGE_REALWIRE:
+//	            the extended corpus the realwire command also reads)
+func condition(cond string) (bool, error) {
+	if name, ok := strings.CutPrefix(cond, "env:"); ok && name != "" {
+		return os.Getenv(name) != "", nil
+	}
+	return false, fmt.Errorf("unknown condition %q", cond)
 }
 
 // copyAIR copies the AIR files of a world folder into dst.
@@ -252,12 +268,43 @@ func cmdLLMTest(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	srv := llmtest.NewServer(script)
 	ts.Defer(srv.Close)
+	servers.Store(ts, srv)
+	ts.Defer(func() { servers.Delete(ts) })
 	ts.Setenv("OPENAI_BASE_URL", srv.URL)
 	ts.Setenv("OPENAI_API_KEY", "sk-test-key")
 }
 
+// servers are the llmtest servers of the running scripts.
+var servers sync.Map // *testscript.TestScript → *llmtest.Server
+
+// cmdLLMWait waits (up to 20 s) until the script's llmtest server has had
+// N requests:
+//
+//	llmwait N
+func cmdLLMWait(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: llmwait N")
+	}
+	n, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("llmwait: %v", err)
+	}
+	v, ok := servers.Load(ts)
+	if !ok {
+		ts.Fatalf("llmwait: no llmtest server: run llmtest first")
+	}
+	srv := v.(*llmtest.Server)
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if len(srv.Requests()) >= n {
+			return
+		}
+	}
+	ts.Fatalf("llmwait: the server had %d requests after 20s; want %d", len(srv.Requests()), n)
+}
+
 // cmdRealwire serves a recording of real provider traffic on loopback
-// (adapters/llm/testdata/realwire) and points the scripts' model at it:
+// (adapters/llm/testdata/realwire, or else the extended corpus
+// DEMIURGE_REALWIRE names) and points the scripts' model at it:
 //
 //	realwire NAME [FIRST [COUNT]]
 //
@@ -271,7 +318,7 @@ func cmdRealwire(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 1 || len(args) > 3 {
 		ts.Fatalf("usage: realwire NAME [FIRST [COUNT]]")
 	}
-	rec, err := realwire.Load(filepath.Join("..", "..", "adapters", "llm", "testdata", "realwire", args[0]+".json"), args[0])
+	rec, err := realwire.Find(filepath.Join("..", "..", "adapters", "llm", "testdata", "realwire"), args[0])
 	if err != nil {
 		ts.Fatalf("%v", err)
 	}

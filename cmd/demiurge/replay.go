@@ -103,7 +103,7 @@ When replay fails: {"ok": false, "error", and for a divergence "world",
 						return err
 					}
 				}
-				s, err := a.openStore(true)
+				s, err := a.openStore(cmd.Context(), true)
 				if err != nil {
 					return err
 				}

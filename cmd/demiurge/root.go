@@ -16,6 +16,7 @@ import (
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/internal/store"
 	"github.com/demiurge-dev/demiurge/journal"
+	"github.com/demiurge-dev/demiurge/pgstore"
 	"github.com/demiurge-dev/demiurge/replay"
 	"github.com/demiurge-dev/demiurge/world"
 )
@@ -54,6 +55,9 @@ type app struct {
 	// means the wall clock and crypto/rand (tests fix them).
 	clock   func() time.Time
 	entropy io.Reader
+	// interrupts routes Ctrl-C; nil when the process's signals are not
+	// ours (tests).
+	interrupts *interrupts
 }
 
 // usageError is a mistake on the command line; it exits with exitUsage.
@@ -105,7 +109,13 @@ func wantArgs(lo, hi int) cobra.PositionalArgs {
 // Errors are printed on std.err as "demiurge: <message>". getenv reads the
 // environment ($DEMIURGE_STORE).
 func execute(ctx context.Context, args []string, std stdio, getenv func(string) string) int {
-	return executeApp(ctx, &app{stdio: std, log: slog.New(slog.DiscardHandler)}, args, getenv)
+	return executeApp(ctx, newApp(std, nil), args, getenv)
+}
+
+// newApp returns the app of one invocation; interrupts, if not nil, routes
+// Ctrl-C.
+func newApp(std stdio, in *interrupts) *app {
+	return &app{stdio: std, log: slog.New(slog.DiscardHandler), interrupts: in}
 }
 
 // executeApp is execute for the app a.
@@ -126,7 +136,7 @@ func executeApp(ctx context.Context, a *app, args []string, getenv func(string) 
 	}
 	fmt.Fprintf(std.err, "demiurge: %v\n", err)
 	if a.usedStore && storeDamaged(err) {
-		fmt.Fprintf(std.err, "demiurge: the store in %s is damaged: restore it from a copy, or import a bundle that `demiurge export` wrote into a new store (--store); `demiurge cas verify` and `demiurge journal verify` show what can still be read\n", a.storeDir)
+		fmt.Fprintf(std.err, "demiurge: the store in %s is damaged: restore it from a copy, or import a bundle that `demiurge export` wrote into a new store (--store); `demiurge cas verify` and `demiurge journal verify` show what can still be read\n", a.storeName())
 	}
 	var ue *usageError
 	if errors.As(err, &ue) {
@@ -162,7 +172,9 @@ the same bytes.
 The store (--store, default .demiurge in the current directory, or
 $DEMIURGE_STORE) is one bbolt file holding the content-addressed blobs and
 the journal. A command that writes it holds it exclusively; read-only
-commands share it and leave it unchanged.
+commands share it and leave it unchanged. A postgres:// URL instead names a
+store in PostgreSQL, which any number of processes share: its worlds run
+on workers (demiurge worker), and run and send reach them there.
 
 Exit codes:
   0  ok
@@ -200,7 +212,7 @@ Exit codes:
 		return &usageError{err}
 	})
 	pf := root.PersistentFlags()
-	pf.StringVar(&a.storeDir, "store", storeDefault, "store `DIR`ectory (env "+storeEnv+")")
+	pf.StringVar(&a.storeDir, "store", storeDefault, "the store: a `DIR`ectory, or a postgres:// URL (env "+storeEnv+")")
 	pf.BoolVarP(&a.verbose, "verbose", "v", false, "log debug messages on stderr (without it, only errors are logged)")
 
 	root.AddCommand(
@@ -209,7 +221,10 @@ Exit codes:
 		newCASCommand(a),
 		newJournalCommand(a),
 		newRunCommand(a, getenv),
+		newDecideCommand(a, getenv, true),
+		newDecideCommand(a, getenv, false),
 		newSendCommand(a),
+		newWorkerCommand(a, getenv),
 		newStateCommand(a),
 		newReplayCommand(a),
 		newTraceCommand(a),
@@ -259,7 +274,7 @@ var completionExamples = map[string]string{
 // completeWorlds completes --world with the worlds of the store.
 func completeWorlds(a *app) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 	return func(cmd *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
-		s, err := a.openStore(true)
+		s, err := a.openStore(cmd.Context(), true)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
@@ -304,10 +319,10 @@ func groupRunE(cmd *cobra.Command, args []string) error {
 }
 
 // openStore opens the store named by --store, read-only or read-write.
-func (a *app) openStore(readOnly bool) (*store.Store, error) {
-	a.log.Debug("open store", "dir", a.storeDir, "read_only", readOnly)
+func (a *app) openStore(ctx context.Context, readOnly bool) (*store.Handle, error) {
+	a.log.Debug("open store", "dir", a.storeName(), "read_only", readOnly)
 	a.usedStore = true
-	s, err := store.Open(a.storeDir, &store.Options{ReadOnly: readOnly})
+	s, err := store.OpenAt(ctx, a.storeDir, &store.Options{ReadOnly: readOnly})
 	if err != nil {
 		if errors.Is(err, store.ErrNotExist) {
 			return nil, fmt.Errorf("%w (nothing has written it yet; pick another with --store or $%s)", err, storeEnv)
@@ -321,14 +336,14 @@ func (a *app) openStore(readOnly bool) (*store.Store, error) {
 // missing or that a replay diverges, whether the store's file is damaged
 // (the page check of cas verify): a damaged page can hide a blob without
 // changing a byte of it. It returns err as it is otherwise.
-func explainMissing(ctx context.Context, s *store.Store, err error) error {
+func explainMissing(ctx context.Context, s *store.Handle, err error) error {
 	if err == nil || storeDamaged(err) || ctx.Err() != nil {
 		return err
 	}
 	if _, diverged := errors.AsType[*world.DivergenceError](err); !diverged && !errors.Is(err, cas.ErrNotFound) {
 		return err
 	}
-	if ferr := s.CAS().CheckFile(ctx); ferr != nil {
+	if ferr := s.CheckFile(ctx); ferr != nil {
 		return fmt.Errorf("%w\nthe store's file is damaged, which may be why: %w", err, ferr)
 	}
 	return err
@@ -361,7 +376,7 @@ func (g *notingGetter) Get(ctx context.Context, ref cas.Ref) ([]byte, error) {
 // check returns an error if a read found the store in s damaged, or found
 // a blob missing from a store whose file is damaged (a damaged page can
 // hide a blob); blobs missing from a sound store are not an error.
-func (g *notingGetter) check(ctx context.Context, s *store.Store, op string) error {
+func (g *notingGetter) check(ctx context.Context, s *store.Handle, op string) error {
 	g.mu.Lock()
 	damage, missing := g.damage, g.missing
 	g.mu.Unlock()
@@ -371,7 +386,7 @@ func (g *notingGetter) check(ctx context.Context, s *store.Store, op string) err
 	if missing == 0 || ctx.Err() != nil {
 		return nil
 	}
-	if err := s.CAS().CheckFile(ctx); err != nil {
+	if err := s.CheckFile(ctx); err != nil {
 		return fmt.Errorf("%s: %s the records name not found in the store, whose file is damaged: %w", op, plural(missing, "blob"), err)
 	}
 	return nil
@@ -387,8 +402,17 @@ func (e *describedError) Unwrap() error { return e.err }
 // describe returns err shown as replay.Describe shows it.
 func describe(err error) error { return &describedError{err} }
 
+// storeName is the store as messages name it: its directory, or its URL
+// without the password.
+func (a *app) storeName() string {
+	if store.IsURL(a.storeDir) {
+		return pgstore.Redact(a.storeDir)
+	}
+	return a.storeDir
+}
+
 // closeStore closes s, keeping the first error in *errp.
-func closeStore(s *store.Store, errp *error) {
+func closeStore(s *store.Handle, errp *error) {
 	if err := s.Close(); err != nil && *errp == nil {
 		*errp = err
 	}

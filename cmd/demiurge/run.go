@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"strings"
 	"time"
 
@@ -36,6 +34,20 @@ type runFlags struct {
 	modelOptions []string
 	toolChoice   string
 	wait         time.Duration
+	json         bool
+	// requireApproval names the tools whose calls wait for the user;
+	// approve is how they are answered: ask, always or never.
+	requireApproval []string
+	approve         string
+	// decide, if set, answers a call that waits (approve and deny)
+	// instead of sending a message.
+	decide *decision
+}
+
+// decision is what demiurge approve or deny answers.
+type decision struct {
+	call string
+	agent.Decision
 }
 
 func newRunCommand(a *app, getenv func(string) string) *cobra.Command {
@@ -106,9 +118,17 @@ named <server>_<tool> unless aliased; "demiurge mcp ls" lists them) and bash
 		},
 	}
 	fl := cmd.Flags()
+	fl.StringVarP(&f.message, "message", "m", "", "send this one message, print the answer and exit")
+	f.addFlags(cmd)
+	return cmd
+}
+
+// addFlags adds the flags run, approve and deny share: the world and chat,
+// the model, the limits, how the turn is shown.
+func (f *runFlags) addFlags(cmd *cobra.Command) {
+	fl := cmd.Flags()
 	fl.StringVar(&f.world, "world", defaultWorld, "the world's `NAME` in the store")
 	fl.StringVar(&f.chat, "chat", "main", "the chat's `ID` in the world")
-	fl.StringVarP(&f.message, "message", "m", "", "send this one message, print the answer and exit")
 	fl.StringVar(&f.llm, "llm", llm.ProviderResponses, "the model's `PROVIDER`: openai-responses, openai-chat, or cassette:DIR")
 	fl.StringVar(&f.model, "model", "", "the model `NAME` (default $DEMIURGE_MODEL, else gpt-5-mini)")
 	fl.StringVar(&f.baseURL, "base-url", "", "the API's base `URL` (default $OPENAI_BASE_URL)")
@@ -123,20 +143,9 @@ named <server>_<tool> unless aliased; "demiurge mcp ls" lists them) and bash
 	fl.StringArrayVar(&f.modelOptions, "model-option", nil, "override what demiurge knows of the model, as `KEY=VALUE` (repeatable): "+strings.Join(llm.ModelOptionKeys, ", "))
 	fl.StringVar(&f.toolChoice, "tool-choice", "auto", "whether the model must call a tool in each message's first round: auto, none, required, or a tool's `NAME`")
 	fl.DurationVar(&f.wait, "wait", 10*time.Minute, "how long one turn may take (then it is stopped)")
-	return cmd
-}
-
-// chatRun is a chat at the terminal: it sends the user's messages and
-// prints their turns' events.
-type chatRun struct {
-	a      *app
-	f      *runFlags
-	w      *agent.World
-	chat   *agent.Chat
-	choice agent.ToolChoice
-
-	streamed bool            // text was streamed in this model call
-	started  map[string]bool // calls requested (their results are timed)
+	fl.BoolVar(&f.json, "json", false, "print each turn's events as JSON Lines on stdout (see docs/agent.md, \"run --json\")")
+	fl.StringArrayVar(&f.requireApproval, "require-approval", nil, "calls of the tool `NAME` wait for the user's approval before they run (repeatable; * for every tool)")
+	fl.StringVar(&f.approve, "approve", "ask", "how calls that wait for approval are answered: ask (at the terminal; without one they wait for demiurge approve), always, or never")
 }
 
 func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) (err error) {
@@ -144,11 +153,16 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	if err != nil {
 		return usagef("--tool-choice: %v", err)
 	}
+	switch f.approve {
+	case "ask", "always", "never":
+	default:
+		return usagef("--approve %q: want ask, always or never", f.approve)
+	}
 	m, err := f.agentModel(getenv)
 	if err != nil {
 		return err
 	}
-	s, err := a.openStore(false)
+	s, err := a.openStore(ctx, false)
 	if err != nil {
 		return err
 	}
@@ -157,12 +171,19 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	if err != nil {
 		return err
 	}
+	var r *chatRun // the approver asks through it, once it exists
+	where := agent.WithStorage(st)
+	if pg := s.Postgres(); pg != nil {
+		where = agent.WithRemote(pg) // a worker runs the world (demiurge worker)
+	}
 	w, err := agent.Open(ctx, f.manifest,
-		agent.WithStorage(st), agent.WithWorld(f.world), agent.WithModel(m), agent.WithLogger(a.log),
+		where, agent.WithWorld(f.world), agent.WithModel(m), agent.WithLogger(a.log),
 		agent.WithEnv(lookupEnv(getenv)), agent.WithReducers(examples.RegisterAll), agent.WithInstructions(f.instructions),
 		agent.WithLimits(agent.Limits{MaxTokens: f.maxTokens, MaxRounds: f.maxRounds, MaxRepeats: f.maxRepeats,
 			TokenBudget: f.tokenBudget, OutputLimit: f.outputLimit}),
-		agent.WithClock(a.clock, a.entropy))
+		agent.WithClock(a.clock, a.entropy), agent.WithApprover(func(ctx context.Context, ar agent.ApprovalRequested) (agent.Decision, bool) {
+			return r.approver(ctx, ar)
+		}))
 	if err != nil {
 		var oe *agent.OpenError
 		switch {
@@ -179,23 +200,19 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 		}
 	}()
 	agent.ReportMCP(a.err, w.MCPServers())
-	r := &chatRun{a: a, f: f, w: w, chat: w.Chat(f.chat), choice: choice, started: map[string]bool{}}
-	if f.message != "" {
-		outcome, err := r.say(ctx, f.message)
-		if err != nil {
-			return err
-		}
-		if code := exitCode(outcome); code != exitOK {
-			return &exitStatus{code: code}
-		}
-		return nil
-	}
-	return r.repl(ctx)
+	r = newChatRun(a, f, w, choice)
+	return r.run(ctx)
 }
 
 // agentModel is the model the flags and the environment name.
 func (f *runFlags) agentModel(getenv func(string) string) (agent.Model, error) {
-	name := f.model
+	return modelOf(f.llm, f.model, f.baseURL, f.modelOptions, f.temperature, f.noStream, getenv)
+}
+
+// modelOf is the model of the flags --llm, --model, --base-url,
+// --model-option, --temperature and --no-stream.
+func modelOf(provider, model, baseURL string, options []string, temperature string, noStream bool, getenv func(string) string) (agent.Model, error) {
+	name := model
 	if name == "" {
 		name = getenv("DEMIURGE_MODEL")
 	}
@@ -204,18 +221,18 @@ func (f *runFlags) agentModel(getenv func(string) string) (agent.Model, error) {
 	}
 	var m agent.Model
 	switch {
-	case strings.HasPrefix(f.llm, "cassette:"):
-		m = agent.Cassette(strings.TrimPrefix(f.llm, "cassette:"))
-		m.Name = f.model // the cassette answers whatever the model is called
-	case f.llm == llm.ProviderResponses || f.llm == llm.ProviderChat:
-		m = agent.Model{Name: name, Provider: f.llm, BaseURL: f.baseURL}
+	case strings.HasPrefix(provider, "cassette:"):
+		m = agent.Cassette(strings.TrimPrefix(provider, "cassette:"))
+		m.Name = model // the cassette answers whatever the model is called
+	case provider == llm.ProviderResponses || provider == llm.ProviderChat:
+		m = agent.Model{Name: name, Provider: provider, BaseURL: baseURL}
 	default:
-		return m, usagef("--llm %q: want openai-responses, openai-chat or cassette:DIR", f.llm)
+		return m, usagef("--llm %q: want openai-responses, openai-chat or cassette:DIR", provider)
 	}
-	m.Temperature, m.NoStream = f.temperature, f.noStream
-	if len(f.modelOptions) > 0 {
+	m.Temperature, m.NoStream = temperature, noStream
+	if len(options) > 0 {
 		o := llm.ModelOptions{Match: name}
-		for _, kv := range f.modelOptions {
+		for _, kv := range options {
 			if err := o.ParseModelOption(kv); err != nil {
 				return m, usagef("--model-option: %v", err)
 			}
@@ -223,224 +240,4 @@ func (f *runFlags) agentModel(getenv func(string) string) (agent.Model, error) {
 		m.Options = append(m.Options, o)
 	}
 	return m, nil
-}
-
-// Exit codes of run -m beyond those of every command (see root.go).
-const (
-	exitGuardStop  = 3 // a guard stopped the turn
-	exitIncomplete = 4 // the answer was cut off
-)
-
-// exitCode is the exit code of run -m for a turn that ended so.
-func exitCode(o agent.Outcome) int {
-	switch o {
-	case agent.OutcomeAnswer:
-		return exitOK
-	case agent.OutcomeStopped:
-		return exitGuardStop
-	case agent.OutcomeCut:
-		return exitIncomplete
-	}
-	return exitFailure
-}
-
-// say sends one user message, prints its turn, and says how it ended.
-func (r *chatRun) say(ctx context.Context, text string) (agent.Outcome, error) {
-	wctx, cancel := context.WithTimeout(ctx, r.f.wait)
-	defer cancel()
-	var opts []agent.SendOption
-	if r.choice != agent.ToolChoiceAuto {
-		opts = append(opts, agent.WithToolChoice(r.choice))
-	}
-	end, err := r.show(wctx, r.chat.Send(wctx, text, opts...))
-	if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-		return end.Outcome, fmt.Errorf("run: the turn took longer than --wait %s; it was stopped", r.f.wait)
-	}
-	return end.Outcome, err
-}
-
-// show prints a turn's events, then what it used, and returns its end.
-func (r *chatRun) show(ctx context.Context, turn iter.Seq2[agent.Event, error]) (agent.TurnEnd, error) {
-	var end agent.TurnEnd
-	for e, err := range turn {
-		if err != nil {
-			return end, err
-		}
-		if te, ok := e.(agent.TurnEnd); ok {
-			end = te
-		}
-		r.print(e)
-	}
-	fmt.Fprintf(r.a.out, "  [%s]\n", usageLine(end))
-	return end, nil
-}
-
-// compact asks the chat to compact its transcript now (/compact).
-func (r *chatRun) compact(ctx context.Context) error {
-	wctx, cancel := context.WithTimeout(ctx, r.f.wait)
-	defer cancel()
-	if r.w.Module() != demiurge.ModuleName {
-		fmt.Fprintf(r.a.out, "  this world's chat (%s) cannot compact; %s can\n", r.w.Module(), demiurge.ModuleName)
-		return nil
-	}
-	_, err := r.show(wctx, r.chat.Compact(wctx))
-	return err
-}
-
-// usageLine says what a turn's model calls used and cost: "1200 tokens
-// in (200 cached), 300 out (0 reasoning), $0.0042".
-func usageLine(e agent.TurnEnd) string {
-	u := e.Usage
-	tokens := fmt.Sprintf("%d tokens in (%d cached), %d out (%d reasoning)", u.Prompt, u.Cached, u.Completion, u.Reasoning)
-	if e.UsageUnknown > 0 {
-		tokens += fmt.Sprintf(", usage unknown for %d call(s): the provider reported none", e.UsageUnknown)
-	}
-	return tokens + ", " + costText(e.CostMicroUSD, e.CostUnknown > 0)
-}
-
-// repl reads messages from stdin until /quit, EOF or Ctrl-C.
-func (r *chatRun) repl(ctx context.Context) error {
-	in := bufio.NewScanner(r.a.in)
-	in.Buffer(make([]byte, 64<<10), 1<<20)
-	fmt.Fprintf(r.a.out, "demiurge: world %s, chat %s. Type a message; /quit to stop.\n", r.f.world, r.chat.ID())
-	lines := make(chan string)
-	go func() {
-		defer close(lines)
-		for in.Scan() {
-			lines <- in.Text()
-		}
-	}()
-	for {
-		fmt.Fprint(r.a.out, "> ")
-		var line string
-		var ok bool
-		select {
-		case line, ok = <-lines:
-		case <-ctx.Done():
-			fmt.Fprintln(r.a.out)
-			return nil
-		}
-		if !ok {
-			fmt.Fprintln(r.a.out)
-			return nil
-		}
-		line = strings.TrimSpace(line)
-		switch line {
-		case "":
-			continue
-		case "/quit", "/exit":
-			return nil
-		case "/compact":
-			if err := r.compact(ctx); err != nil {
-				return err
-			}
-			continue
-		}
-		if _, err := r.say(ctx, line); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-	}
-}
-
-// roundDuration formats d to a precision that fits it: 2ms, 0.35ms, 41µs.
-func roundDuration(d time.Duration) string {
-	switch {
-	case d >= time.Millisecond:
-		return d.Round(time.Millisecond).String()
-	case d >= 100*time.Microsecond:
-		return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
-	}
-	return d.Round(time.Microsecond).String()
-}
-
-// print prints one event of a turn.
-func (r *chatRun) print(e agent.Event) {
-	out := r.a.out
-	switch e := e.(type) {
-	case agent.TextDelta:
-		if !r.streamed {
-			fmt.Fprint(out, "\n")
-		}
-		r.streamed = true
-		fmt.Fprint(out, e.Text)
-	case agent.Message:
-		switch {
-		case e.Role == "user":
-			if r.f.message != "" {
-				fmt.Fprintf(out, "> %s\n", e.Text)
-			}
-		case r.streamed:
-			fmt.Fprint(out, "\n")
-		default:
-			fmt.Fprintf(out, "\n%s\n", e.Text)
-		}
-		if e.Role == "assistant" {
-			r.streamed = false
-		}
-	case agent.ToolCallStarted:
-		switch e.Status {
-		case "requested":
-			r.started[e.CallID] = true
-			fmt.Fprintf(out, "  → %s %s\n", e.Tool, clipLine(e.Arguments, 160))
-		case "rejected":
-			fmt.Fprintf(out, "  ✗ %s %s (rejected before running)\n", e.Tool, clipLine(e.Arguments, 160))
-		case "cut":
-			fmt.Fprintf(out, "  ✗ %s %s (cut off with the reply; not run)\n", e.Tool, clipLine(e.Arguments, 160))
-		default:
-			fmt.Fprintf(out, "  · %s %s (%s)\n", e.Tool, clipLine(e.Arguments, 160), e.Status)
-		}
-	case agent.ToolCallFinished:
-		d := ""
-		if r.started[e.CallID] {
-			d = " in " + roundDuration(e.Duration)
-			delete(r.started, e.CallID)
-		}
-		if e.Status == "ok" {
-			fmt.Fprintf(out, "  ✓ %s%s (%d bytes)\n", e.Tool, d, e.Size)
-		} else {
-			fmt.Fprintf(out, "  ✗ %s %s%s: %s\n", e.Tool, e.Status, d, clipLine(statusDetail(e.Status, e.Output), 200))
-		}
-	case agent.Notice:
-		fmt.Fprintf(out, "  ! %s\n", e.Text)
-	case agent.Compacted:
-		fmt.Fprintf(out, "  ⇢ %s\n", e.Text)
-	case agent.GuardStop:
-		fmt.Fprintf(out, "  ■ turn stopped: %s\n", e.Reason)
-	case agent.TurnError:
-		r.streamed = false
-		fmt.Fprintf(out, "  ✗ %s\n", e.Text)
-	case agent.TurnEnd:
-		r.streamed = false
-		switch f := e.Finish; f {
-		case "":
-		case "stop":
-			fmt.Fprintf(out, "  — %s\n", e.Summary)
-		case "refusal":
-			fmt.Fprintf(out, "  — the model refused; %s\n", e.Summary)
-		default:
-			fmt.Fprintf(out, "  ✗ the answer is incomplete: %s; %s\n", finishText(f), e.Summary)
-		}
-	}
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
-func clipLine(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", " ⏎ ")
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut] + "…"
 }

@@ -8,7 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/demiurge-dev/demiurge/cluster"
 	"github.com/demiurge-dev/demiurge/journal"
+	"github.com/demiurge-dev/demiurge/pgstore"
 	"github.com/demiurge-dev/demiurge/replay"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/world"
@@ -67,17 +69,20 @@ in flight after --wait, a note says so on stderr.`,
 			if _, err := schema.NormalizeJSON(cat, schema.RefType(schemaN), []byte(value)); err != nil {
 				return fmt.Errorf("send: %s does not fit %s: %v", value, schemaN, err)
 			}
-			s, err := a.openStore(false)
+			s, err := a.openStore(cmd.Context(), false)
 			if err != nil {
 				return err
 			}
 			defer closeStore(s, &err)
+			tr := replay.NewTracer(a.out, replay.TraceOptions{CAS: s.CAS(), JSON: asJSON})
+			ctx := cmd.Context()
+			if pg := s.Postgres(); pg != nil {
+				return sendRemote(ctx, a, pg, cat, wf.world, schemaN, value, wait, quiet, asJSON, tr)
+			}
 			st, err := storage(s)
 			if err != nil {
 				return err
 			}
-			tr := replay.NewTracer(a.out, replay.TraceOptions{CAS: s.CAS(), JSON: asJSON})
-			ctx := cmd.Context()
 			w, err := world.Open(ctx, world.Options{
 				Name: wf.world, Catalog: cat, Reducers: newRegistry(), Storage: st, Adapters: adapters(),
 				Logger: a.log,
@@ -129,6 +134,12 @@ in flight after --wait, a note says so on stderr.`,
 		},
 	}
 	wf.add(cmd, "the world's AIR: manifest.air, manifest.air.json or its `PATH`")
+	cmd.Long += `
+
+In a PostgreSQL store (--store postgres://…) the world runs on a worker
+(demiurge worker): the event goes to the world's inbox, send waits until
+the world's worker journaled it, and prints what followed as the journal
+shows it, wherever the world runs.`
 	cmd.Flags().StringVar(&schemaN, "schema", "", "the event's `SCHEMA` name, e.g. counter/Event@1")
 	cmd.Flags().StringVar(&value, "value", "", "the event's value as `JSON`")
 	cmd.Flags().DurationVar(&wait, "wait", 30*time.Second, "how long to run the world after sending")
@@ -142,4 +153,48 @@ type headJSON struct {
 	World string `json:"world"`
 	Seq   uint64 `json:"seq"`
 	Hash  string `json:"hash"`
+}
+
+// sendRemote sends an event to a world of a PostgreSQL store through its
+// inbox and follows its journal until the world is idle.
+func sendRemote(ctx context.Context, a *app, pg *pgstore.Store, cat *schema.Catalog, name, schemaN, value string, wait time.Duration, quiet, asJSON bool, tr *replay.Tracer) error {
+	note := a.out
+	if asJSON {
+		note = a.err
+	}
+	r, err := cluster.Attach(ctx, cluster.RemoteOptions{Store: pg, Name: name, Catalog: cat, Reducers: newRegistry(),
+		OnCommit: func(recs []journal.Record) {
+			if quiet {
+				return
+			}
+			for _, rec := range recs {
+				_ = tr.Record(rec)
+			}
+		}})
+	if err != nil {
+		return fmt.Errorf("open world %s: %w", name, describe(err))
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if _, err := r.SendJSON(wctx, schemaN, []byte(value)); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			fmt.Fprintf(note, "not journaled after %s: no worker took world %s yet (start one: demiurge worker --store …); the message waits in its inbox\n", wait, name)
+			return nil
+		}
+		return fmt.Errorf("send: %w", err)
+	}
+	if err := r.WaitIdle(wctx); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			fmt.Fprintf(note, "still running after %s on the world's worker\n", wait)
+			return nil
+		}
+		return err
+	}
+	switch {
+	case quiet && asJSON:
+		writeJSONLine(a.out, headJSON{World: name, Seq: r.Head().Seq, Hash: r.Head().Hash.String()})
+	case quiet:
+		fmt.Fprintf(a.out, "%s\n", r.Head())
+	}
+	return nil
 }

@@ -89,12 +89,12 @@ command; 1 or the command's status for a failed command), or the usual 1 and
 				if err != nil {
 					return err
 				}
-				s, err := a.openStore(false)
+				s, err := a.openStore(cmd.Context(), false)
 				if err != nil {
 					return err
 				}
 				defer closeStore(s, &err)
-				st, err := storage(s)
+				st, err := localStorage(s, "sh")
 				if err != nil {
 					return err
 				}

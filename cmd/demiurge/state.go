@@ -58,7 +58,7 @@ JSON of its canonical value. With --json each cell is one JSON object
 					wantKey = key
 				}
 			}
-			s, err := a.openStore(true)
+			s, err := a.openStore(cmd.Context(), true)
 			if err != nil {
 				return err
 			}

@@ -62,7 +62,7 @@ they name, are all in the store or the bundle. Opens the store read-only.`,
 			if err := wf.check(false); err != nil {
 				return err
 			}
-			s, err := a.openStore(true)
+			s, err := a.openStore(cmd.Context(), true)
 			if err != nil {
 				return err
 			}

@@ -70,7 +70,7 @@ func (f *wsFlags) check() error {
 
 // workspaceHistory reads the newest state of a workspace's sys/Workspace@1
 // cell from the journal of a world.
-func workspaceHistory(ctx context.Context, s *store.Store, worldName, ws string) (history.History, error) {
+func workspaceHistory(ctx context.Context, s *store.Handle, worldName, ws string) (history.History, error) {
 	head, err := s.Journal().Head(ctx, worldName)
 	if err != nil {
 		return history.History{}, err
@@ -131,7 +131,7 @@ func workspaceHistory(ctx context.Context, s *store.Store, worldName, ws string)
 }
 
 // root returns the version the flags name and its tree.
-func (f *wsFlags) root(ctx context.Context, s *store.Store) (uint64, cas.Ref, error) {
+func (f *wsFlags) root(ctx context.Context, s *store.Handle) (uint64, cas.Ref, error) {
 	h, err := workspaceHistory(ctx, s, f.world, f.workspace)
 	if err != nil {
 		return 0, cas.Ref{}, err

@@ -26,7 +26,7 @@ version or at --version N, to stdout, unchanged. Opens the store read-only.`,
 			if err != nil {
 				return err
 			}
-			s, err := a.openStore(true)
+			s, err := a.openStore(cmd.Context(), true)
 			if err != nil {
 				return err
 			}

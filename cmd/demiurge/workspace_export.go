@@ -31,7 +31,7 @@ Opens the store read-only.`,
 			if err := f.check(); err != nil {
 				return err
 			}
-			s, err := a.openStore(true)
+			s, err := a.openStore(cmd.Context(), true)
 			if err != nil {
 				return err
 			}

@@ -68,11 +68,15 @@ recorded.`,
 			if err := checkWorkspaceRoute(cat); err != nil {
 				return fmt.Errorf("workspace import: %s: %w", manifest, err)
 			}
-			s, err := a.openStore(false)
+			s, err := a.openStore(cmd.Context(), false)
 			if err != nil {
 				return err
 			}
 			defer closeStore(s, &err)
+			st, err := localStorage(s, "workspace import")
+			if err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			storeDir, _ := filepath.Abs(s.Dir())
 			root, stats, err := workspace.ImportDir(ctx, s.CAS(), dir, storeDir, func(p, reason string) {
@@ -80,10 +84,6 @@ recorded.`,
 			})
 			if err != nil {
 				return fmt.Errorf("workspace import: %w; nothing was recorded", err)
-			}
-			st, err := storage(s)
-			if err != nil {
-				return err
 			}
 			var mu sync.Mutex
 			var reducerErrs []string

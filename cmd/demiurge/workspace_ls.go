@@ -37,7 +37,7 @@ With --json each entry is one JSON object {"path", "kind", "size", "mode",
 					return err
 				}
 			}
-			s, err := a.openStore(true)
+			s, err := a.openStore(cmd.Context(), true)
 			if err != nil {
 				return err
 			}

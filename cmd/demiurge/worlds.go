@@ -87,8 +87,11 @@ func loadCatalog(path string) (*schema.Catalog, error) {
 }
 
 // storage returns world storage over an open store.
-func storage(s *store.Store) (world.Storage, error) {
-	return world.NewBoltStorage(s.CAS(), s.Journal())
+func storage(s *store.Handle) (world.Storage, error) {
+	if pg := s.Postgres(); pg != nil {
+		return pg.Storage(), nil
+	}
+	return world.NewBoltStorage(s.Bolt().CAS(), s.Bolt().Journal())
 }
 
 // adapters returns the effect adapters this binary runs.
@@ -100,7 +103,7 @@ func adapters() map[string]effects.Adapter {
 // world name last recorded: a world stores its manifest and every def it
 // pins when it records it (schema.LoadFromCAS). A world without records
 // is an error.
-func storedCatalog(ctx context.Context, s *store.Store, name string) (*schema.Catalog, error) {
+func storedCatalog(ctx context.Context, s *store.Handle, name string) (*schema.Catalog, error) {
 	ref, err := worldManifest(ctx, s.Journal(), name)
 	if err != nil {
 		return nil, err
@@ -135,6 +138,16 @@ func worldManifest(ctx context.Context, j journal.Reader, name string) (ref stri
 	return ref, err
 }
 
+// localStorage returns the storage op runs a world on in this process. In
+// a PostgreSQL store a world runs on the worker that holds its lease,
+// never beside it in a command, so op refuses one.
+func localStorage(s *store.Handle, op string) (world.Storage, error) {
+	if s.Postgres() != nil {
+		return nil, fmt.Errorf("%s runs the world in this process, but in a PostgreSQL store (%s) worlds run on workers (demiurge worker), one owner each: send events with demiurge send, chat with demiurge run", op, s.Dir())
+	}
+	return storage(s)
+}
+
 func newWorldsCommand(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -160,7 +173,7 @@ With --json, one JSON object a line per world:
   demiurge worlds --json | jq -c '{world, records, chats: [.chats[].chat]}'`,
 		Args: wantArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			s, err := a.openStore(true)
+			s, err := a.openStore(cmd.Context(), true)
 			if err != nil {
 				return err
 			}
@@ -231,7 +244,7 @@ type tokenUsage struct {
 
 // readWorldSummary reads a world's journal for its summary: the newest
 // input's stamp and each chat's newest state.
-func readWorldSummary(ctx context.Context, s *store.Store, name string) (*worldSummary, error) {
+func readWorldSummary(ctx context.Context, s *store.Handle, name string) (*worldSummary, error) {
 	ws := &worldSummary{World: name, Chats: []chatSummary{}}
 	var lastInput uint64          // seq of the newest input with a stamp
 	chats := map[string]cas.Ref{} // chat → its newest state (zero once deleted)

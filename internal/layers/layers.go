@@ -21,15 +21,15 @@ type Layer struct {
 
 // House is the order of the layers, the bottom first.
 var House = []Layer{
-	{"leaves", []string{"internal/readall", "internal/realwire"}},
+	{"leaves", []string{"internal/readall", "internal/realwire", "internal/pgtest"}},
 	{"store", []string{"cas/..."}},
-	{"data", []string{"schema/...", "journal/..."}},
+	{"data", []string{"schema/...", "journal/...", "pgstore/..."}},
 	{"engine parts", []string{"effects/...", "world/internal/plans/...", "internal/store"}},
 	{"tools", []string{"tools/..."}},
 	{"reducers", []string{"reducer/..."}},
 	{"adapters", []string{"adapters/..."}},
 	{"world", []string{"world"}},
-	{"over the world", []string{"replay/...", "world/worldview"}},
+	{"over the world", []string{"replay/...", "world/worldview", "cluster/..."}},
 	{"agent", []string{"agent/..."}},
 	{"programs", []string{"cmd/...", "examples/..."}},
 	{"rules", []string{"internal/layers"}},
@@ -39,7 +39,7 @@ var House = []Layer{
 // package testing, and no production package may import them.
 var TestHelpers = []string{
 	"cas/castest", "journal/journaltest", "reducer/reducertest", "adapters/llm/llmtest",
-	"replay/replaytest", "examples/internal/exampletest", "internal/realwire", "internal/layers",
+	"replay/replaytest", "examples/internal/exampletest", "internal/realwire", "internal/layers", "internal/pgtest",
 }
 
 // Deterministic are the packages whose code runs inside a world's step

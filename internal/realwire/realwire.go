@@ -1,7 +1,12 @@
 // Package realwire reads recordings of real HTTP traffic with model
-// providers (adapters/llm/testdata/realwire) and serves them again on
-// loopback, for tests that check demiurge against what providers really
-// sent and accepted.
+// providers and serves them again on loopback, for tests that check
+// demiurge against what providers really sent and accepted.
+//
+// The recordings are in two places: those the repository may keep, in
+// adapters/llm/testdata/realwire, and the extended corpus, in the
+// directory the environment variable DEMIURGE_REALWIRE names (laid out the
+// same way; see the README in each). Tests read the first always and the
+// second when the variable is set (LoadCorpus, Find).
 //
 // A recording is a JSON file:
 //
@@ -39,7 +44,9 @@ type Source struct {
 type Recording struct {
 	// Name is the file's path under the corpus directory, without .json
 	// ("pydantic-ai/openai_responses_thinking_with_tool_calls").
-	Name         string        `json:"-"`
+	Name string `json:"-"`
+	// File is the path it was read from (its golden file is beside it).
+	File         string        `json:"-"`
 	Source       Source        `json:"source"`
 	Vendor       string        `json:"vendor"`
 	API          string        `json:"api"` // "responses" or "chat"
@@ -144,6 +151,7 @@ func Load(path, name string) (*Recording, error) {
 		return nil, fmt.Errorf("realwire: %s: no interactions", path)
 	}
 	r.Name = name
+	r.File = path
 	return &r, nil
 }
 
@@ -167,6 +175,83 @@ func LoadDir(dir string) ([]*Recording, error) {
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// Env is the environment variable that names the extended corpus: the
+// absolute path of a directory laid out as adapters/llm/testdata/realwire
+// (a folder per source, NAME.json and its NAME.golden), holding the
+// recordings the repository may not keep.
+const Env = "DEMIURGE_REALWIRE"
+
+// NeedExtended is what a test that means nothing without the extended
+// corpus says when it skips.
+const NeedExtended = "set " + Env + " to the extended realwire corpus to run this test"
+
+// Extended returns the directory of the extended corpus, or "" when
+// DEMIURGE_REALWIRE is unset. A value that is not the absolute path of a
+// directory is an error (each package's tests run in their own
+// directory, so a relative one would mean something else to each).
+func Extended() (string, error) {
+	dir := os.Getenv(Env)
+	if dir == "" {
+		return "", nil
+	}
+	if !filepath.IsAbs(dir) {
+		return "", fmt.Errorf("realwire: %s=%s is not an absolute path", Env, dir)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("realwire: %s=%s is not a directory", Env, dir)
+	}
+	return dir, nil
+}
+
+// LoadCorpus reads every recording under dir (the repository's) and,
+// when DEMIURGE_REALWIRE is set, every one of the extended corpus, sorted
+// by name; extended reports whether the extended corpus was read. A name
+// in both is an error.
+func LoadCorpus(dir string) (recs []*Recording, extended bool, err error) {
+	recs, err = LoadDir(dir)
+	if err != nil {
+		return nil, false, err
+	}
+	ext, err := Extended()
+	if err != nil || ext == "" {
+		return recs, false, err
+	}
+	more, err := LoadDir(ext)
+	if err != nil {
+		return nil, false, err
+	}
+	seen := map[string]string{}
+	for _, r := range recs {
+		seen[r.Name] = r.File
+	}
+	for _, r := range more {
+		if f, ok := seen[r.Name]; ok {
+			return nil, false, fmt.Errorf("realwire: %s is both %s and %s", r.Name, f, r.File)
+		}
+	}
+	recs = append(recs, more...)
+	sort.Slice(recs, func(i, j int) bool { return recs[i].Name < recs[j].Name })
+	return recs, true, nil
+}
+
+// Find reads the recording NAME ("pydantic-ai/openai_responses_stream"):
+// from dir (the repository's), or else from the extended corpus when
+// DEMIURGE_REALWIRE is set.
+func Find(dir, name string) (*Recording, error) {
+	path := filepath.Join(dir, filepath.FromSlash(name)+".json")
+	if _, err := os.Stat(path); err == nil {
+		return Load(path, name)
+	}
+	ext, err := Extended()
+	if err != nil {
+		return nil, err
+	}
+	if ext == "" {
+		return nil, fmt.Errorf("realwire: %s is not among the recordings in %s, and %s (the extended corpus) is unset", name, dir, Env)
+	}
+	return Load(filepath.Join(ext, filepath.FromSlash(name)+".json"), name)
 }
 
 // Server answers requests with recorded responses, in order, and keeps

@@ -2,17 +2,22 @@ package realwire
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 )
 
-// TestRefusalRules: every request a provider accepted in the corpus
-// passes the rules, and each rule refuses the request that real traffic
-// shows the provider refusing.
+// corpus is the repository's recordings.
+var corpus = filepath.Join("..", "..", "adapters", "llm", "testdata", "realwire")
+
+// TestRefusalRules: every request a provider accepted in the corpus (the
+// repository's recordings, and the extended corpus when DEMIURGE_REALWIRE
+// names it) passes the rules, and each rule refuses the request that real
+// traffic shows the provider refusing.
 func TestRefusalRules(t *testing.T) {
-	recs, err := LoadDir(filepath.Join("..", "..", "adapters", "llm", "testdata", "realwire"))
+	recs, extended, err := LoadCorpus(corpus)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,8 +33,9 @@ func TestRefusalRules(t *testing.T) {
 			}
 		}
 	}
-	if accepted < 50 {
-		t.Errorf("only %d accepted requests", accepted)
+	t.Logf("%d recordings (extended corpus: %v), %d accepted requests", len(recs), extended, accepted)
+	if want := map[bool]int{false: 25, true: 50}[extended]; accepted < want {
+		t.Errorf("only %d accepted requests; want at least %d", accepted, want)
 	}
 	refused := []struct{ vendor, api, body string }{
 		{"openai", "chat", `{"model":"gpt-5-mini","max_tokens":4096,"messages":[]}`},
@@ -49,11 +55,15 @@ func TestRefusalRules(t *testing.T) {
 // providers counted, over the recorded requests whose responses report
 // their prompt tokens. The figures are in docs/agent.md ("Long
 // sessions"); the test fails if the estimate ever falls below half the
-// count, which would let a request past the window.
+// count, which would let a request past the window. The figures are over
+// the whole corpus: without the extended one the test skips.
 func TestTokenEstimate(t *testing.T) {
-	recs, err := LoadDir(filepath.Join("..", "..", "adapters", "llm", "testdata", "realwire"))
+	recs, extended, err := LoadCorpus(corpus)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !extended {
+		t.Skip(NeedExtended)
 	}
 	var ratios []float64
 	for _, r := range recs {
@@ -82,9 +92,64 @@ func TestTokenEstimate(t *testing.T) {
 	}
 	slices.Sort(ratios)
 	q := func(p float64) float64 { return ratios[int(p*float64(len(ratios)-1))] }
-	t.Logf("estimate / counted over %d requests: min %.2f, p10 %.2f, median %.2f, p90 %.2f, max %.2f",
-		len(ratios), ratios[0], q(0.1), q(0.5), q(0.9), ratios[len(ratios)-1])
+	t.Logf("estimate / counted over %d requests of %d recordings: min %.2f, p10 %.2f, median %.2f, p90 %.2f, max %.2f",
+		len(ratios), len(recs), ratios[0], q(0.1), q(0.5), q(0.9), ratios[len(ratios)-1])
 	if ratios[0] < 0.5 {
 		t.Errorf("an estimate of %.2f of the counted tokens", ratios[0])
+	}
+}
+
+// TestExtendedCorpus: DEMIURGE_REALWIRE adds its recordings to the
+// repository's, Find looks there for what the repository lacks, a name
+// in both is an error, and a relative path is refused.
+func TestExtendedCorpus(t *testing.T) {
+	const name = "pydantic-ai/openai_responses_400_temperature"
+	b, err := os.ReadFile(filepath.Join(corpus, name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, ext := t.TempDir(), t.TempDir()
+	write := func(dir, name string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(repo, "a/in_repo")
+	write(ext, "b/extended")
+
+	t.Setenv(Env, "")
+	if recs, extended, err := LoadCorpus(repo); err != nil || extended || len(recs) != 1 {
+		t.Fatalf("unset: %d recordings, extended %v, %v", len(recs), extended, err)
+	}
+	if _, err := Find(repo, "b/extended"); err == nil || !strings.Contains(err.Error(), Env) {
+		t.Errorf("unset: Find of an extended recording: %v", err)
+	}
+
+	t.Setenv(Env, ext)
+	recs, extended, err := LoadCorpus(repo)
+	if err != nil || !extended || len(recs) != 2 || recs[0].Name != "a/in_repo" || recs[1].Name != "b/extended" {
+		t.Fatalf("set: %v, extended %v, %v", recs, extended, err)
+	}
+	if recs[1].File != filepath.Join(ext, "b", "extended.json") {
+		t.Errorf("File %s", recs[1].File)
+	}
+	for _, n := range []string{"a/in_repo", "b/extended"} {
+		if r, err := Find(repo, n); err != nil || r.Name != n {
+			t.Errorf("Find %s: %v", n, err)
+		}
+	}
+
+	write(ext, "a/in_repo")
+	if _, _, err := LoadCorpus(repo); err == nil {
+		t.Error("a name in both corpora is not an error")
+	}
+
+	t.Setenv(Env, filepath.Join("..", "x"))
+	if _, _, err := LoadCorpus(repo); err == nil || !strings.Contains(err.Error(), "absolute") {
+		t.Errorf("a relative %s: %v", Env, err)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"cmp"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -28,6 +29,7 @@ import (
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge/chatv1"
 	"github.com/demiurge-dev/demiurge/schema"
+	"github.com/demiurge-dev/demiurge/tools"
 )
 
 // Names in the AIR of examples/demiurge, and of the worlds made with
@@ -123,6 +125,11 @@ func (r *Reducer) Step(c *reducer.Context, state, event schema.Value) (reducer.O
 		var e CompactRequest
 		if err = reducer.ToGo(v, &e); err == nil {
 			err = r.compactRequested(s, e)
+		}
+	case "Approval":
+		var e ApprovalDecision
+		if err = reducer.ToGo(v, &e); err == nil {
+			err = r.approval(s, e)
 		}
 	case "Stop":
 		var e StopRequest
@@ -469,15 +476,91 @@ func (r *Reducer) result(s *step, e ChatResult) error {
 			}
 			continue
 		}
+		if needsApproval(s.st.Settings, tc.Name, req.Family) {
+			// It runs once the user approves it: the request waits in the
+			// store.
+			b, err := cas.Marshal(req)
+			if err != nil {
+				return err
+			}
+			ref := cas.Sum(b)
+			s.out.Blobs = append(s.out.Blobs, b)
+			pc := &t.Calls[len(t.Calls)-len(calls)+i]
+			pc.Status, pc.RequestRef = "approval", &ref
+			s.entry(Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryToolCall, Text: preview(req.ArgumentsJSON), Ref: &rc.ToolCallRefs[i],
+				CallID: strp(tc.CallID), Tool: strp(tc.Name), Status: strp("approval")})
+			continue
+		}
 		s.entry(Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryToolCall, Text: preview(req.ArgumentsJSON), Ref: &rc.ToolCallRefs[i],
 			CallID: strp(tc.CallID), Tool: strp(tc.Name), Status: strp("requested")})
-		v, err := reducer.FromGo(req)
-		if err != nil {
+		if err := s.request(req); err != nil {
 			return err
 		}
-		s.out.Events = append(s.out.Events, reducer.Event{Schema: ToolRequestSchema, Value: v})
 	}
 	return r.maybeNextRound(s)
+}
+
+// request emits the event that runs a checked call.
+func (s *step) request(req ToolCallRequested) error {
+	v, err := reducer.FromGo(req)
+	if err != nil {
+		return err
+	}
+	s.out.Events = append(s.out.Events, reducer.Event{Schema: ToolRequestSchema, Value: v})
+	return nil
+}
+
+// needsApproval reports whether calls of tool (of family) wait for the
+// user's approval: a tool named, every tool for "*", and the bash tool
+// whenever any tool is named (a script can run every tool as a command,
+// so approving the script is where those commands are approved).
+func needsApproval(set *Settings, tool, family string) bool {
+	if len(set.RequireApproval) == 0 {
+		return false
+	}
+	return family == tools.FamilyBash || slices.Contains(set.RequireApproval, tool) || slices.Contains(set.RequireApproval, "*")
+}
+
+// approval runs or refuses a call that waits for the user's approval. A
+// decision for a call that does not wait (one decided already, one of a
+// turn that ended) changes nothing.
+func (r *Reducer) approval(s *step, e ApprovalDecision) error {
+	t := s.st.Turn
+	if t == nil || t.RequestID != e.RequestID {
+		return nil
+	}
+	var pc *PendingCall
+	for i := range t.Calls {
+		if t.Calls[i].CallID == e.CallID && t.Calls[i].Status == "approval" {
+			pc = &t.Calls[i]
+		}
+	}
+	if pc == nil || pc.RequestRef == nil {
+		return nil
+	}
+	status := "denied"
+	if e.Approve {
+		status = "approved"
+	}
+	s.entry(Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryApproval, Text: e.Reason,
+		CallID: strp(pc.CallID), Tool: strp(pc.Tool), Status: strp(status)})
+	if !e.Approve {
+		why := "denied by the user"
+		if e.Reason != "" {
+			why += ": " + e.Reason
+		}
+		pc.RequestRef = nil
+		if err := s.answer(pc, "denied", why+". Do not call it again with these arguments; ask the user, or do without it."); err != nil {
+			return err
+		}
+		return r.maybeNextRound(s)
+	}
+	var req ToolCallRequested
+	if err := cas.GetNode(bgctx(), s.c.CAS, *pc.RequestRef, &req); err != nil {
+		return fmt.Errorf("the approved call %s: %w", pc.CallID, err)
+	}
+	pc.Status, pc.RequestRef = "pending", nil
+	return s.request(req)
 }
 
 // account adds a call's usage and cost to the chat's and the turn's.
@@ -519,7 +602,7 @@ func (s *step) turnSummary() string {
 func (r *Reducer) maybeNextRound(s *step) error {
 	t := s.st.Turn
 	for _, pc := range t.Calls {
-		if pc.Status == "pending" {
+		if pc.Status == "pending" || pc.Status == "approval" {
 			return nil
 		}
 	}
@@ -565,7 +648,8 @@ func (r *Reducer) stopRequested(s *step, e StopRequest) error {
 func (s *step) stopTurn(reason string) error {
 	t := s.st.Turn
 	for i := range t.Calls {
-		if t.Calls[i].Status == "pending" {
+		if st := t.Calls[i].Status; st == "pending" || st == "approval" {
+			t.Calls[i].RequestRef = nil
 			if err := s.answer(&t.Calls[i], "not_run", "not run: "+reason); err != nil {
 				return err
 			}

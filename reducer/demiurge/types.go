@@ -40,6 +40,12 @@ type Settings struct {
 	// call summarizes the oldest part of the transcript) or "fail" (the
 	// turn ends, saying so).
 	OnOverflow *string `cbor:"on_overflow"`
+	// RequireApproval names the tools whose calls wait for the user's
+	// approval (an ApprovalDecision) before they run; "*" names every
+	// tool. It is left out of the state when empty (as RequestRef is), so
+	// that worlds whose AIR predates approvals still replay: an optional
+	// field added to a record, not a new version of it.
+	RequireApproval []string `cbor:"require_approval,omitempty"`
 }
 
 // Defaults of the guards and limits.
@@ -71,6 +77,16 @@ type UserMessage struct {
 	Settings   *Settings `cbor:"settings"`
 	// ToolChoice, if set, is the tool choice of this turn's first round.
 	ToolChoice *ToolChoice `cbor:"tool_choice"`
+}
+
+// ApprovalDecision is demiurge/ApprovalDecision@1: the user approves or
+// denies a call that waits for approval.
+type ApprovalDecision struct {
+	ChatID    string `cbor:"chat_id"`
+	RequestID uint64 `cbor:"request_id"`
+	CallID    string `cbor:"call_id"`
+	Approve   bool   `cbor:"approve"`
+	Reason    string `cbor:"reason"`
 }
 
 // StopRequest is demiurge/StopRequest@1: the user stops the turn of
@@ -248,6 +264,7 @@ const (
 	EntryDone       = "done"        // the turn ended with the model's answer (status: its finish reason: stop, refusal, length, content_filter, …)
 	EntryNotice     = "notice"      // something the user should know that does not end the turn
 	EntryCompact    = "compact"     // the chat compacted its transcript (ref: the summary)
+	EntryApproval   = "approval"    // the user approved or denied a call (status: approved, denied; text: the reason)
 )
 
 // PendingCall is demiurge/PendingCall@1.
@@ -257,6 +274,9 @@ type PendingCall struct {
 	Signature string   `cbor:"signature"`
 	Status    string   `cbor:"status"`
 	OutputRef *cas.Ref `cbor:"output_ref"`
+	// RequestRef names the ToolCallRequested of a call that waits for the
+	// user's approval (status "approval"): what runs once approved.
+	RequestRef *cas.Ref `cbor:"request_ref,omitempty"`
 }
 
 // Turn kinds.

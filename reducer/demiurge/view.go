@@ -59,6 +59,14 @@ type StateView struct {
 	Turn          *struct {
 		RequestID uint64 `cbor:"request_id"`
 		Round     uint64 `cbor:"round"`
+		// Calls are the round's calls: Status is pending (running),
+		// approval (waiting for the user), or how it ended.
+		Calls []struct {
+			CallID     string   `cbor:"call_id"`
+			Tool       string   `cbor:"tool"`
+			Status     string   `cbor:"status"`
+			RequestRef *cas.Ref `cbor:"request_ref"`
+		} `cbor:"calls"`
 	} `cbor:"turn"`
 	Usage        TokenUsage `cbor:"usage"`
 	CostMicroUSD uint64     `cbor:"cost_microusd"`

@@ -1,0 +1,164 @@
+package cluster_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/demiurge-dev/demiurge/cluster"
+	"github.com/demiurge-dev/demiurge/effects"
+	"github.com/demiurge-dev/demiurge/internal/pgtest"
+	"github.com/demiurge-dev/demiurge/journal"
+	"github.com/demiurge-dev/demiurge/pgstore"
+	"github.com/demiurge-dev/demiurge/reducer"
+	"github.com/demiurge-dev/demiurge/schema"
+	"github.com/demiurge-dev/demiurge/world"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(workerEnv) != "" {
+		os.Exit(workerProcess())
+	}
+	os.Exit(pgtest.Main(m))
+}
+
+func noop(ctx context.Context, c *effects.Call) effects.Receipt {
+	return effects.OK("noop", schema.Record("ok", true))
+}
+
+// benchOpen runs the bench5 worlds: their noop effect answers at once.
+func benchOpen(ctx context.Context, env cluster.Env) (*cluster.Runtime, error) {
+	return &cluster.Runtime{Options: world.Options{
+		Adapters: map[string]effects.Adapter{"bench.noop": effects.AdapterFunc(noop)},
+	}}, nil
+}
+
+func loadBench(t testing.TB) *schema.Catalog {
+	t.Helper()
+	cat, err := schema.Load("testdata/bench5", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat
+}
+
+func openStore(t testing.TB, u string) *pgstore.Store {
+	t.Helper()
+	s, err := pgstore.Open(context.Background(), u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// startWorker runs a worker in this process until the test ends.
+func startWorker(t *testing.T, s *pgstore.Store, id string, lease time.Duration) *cluster.Worker {
+	t.Helper()
+	wk, err := cluster.New(cluster.Options{Store: s, Reducers: reducer.NewRegistry(), Open: benchOpen, ID: id, Lease: lease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- wk.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("worker %s: %v", id, err)
+		}
+	})
+	return wk
+}
+
+// planEnds counts a world's ended plans.
+func planEnds(t testing.TB, s *pgstore.Store, name string) int {
+	t.Helper()
+	n := 0
+	err := s.Journal().Read(context.Background(), name, 1, func(r journal.Record) error {
+		if r.Kind == world.KindPlanEnded {
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// Two workers share ten worlds; clients send each world workflows and see
+// them end, wherever the world runs.
+func TestWorkersRunWorlds(t *testing.T) {
+	u := pgtest.URL(t)
+	s := openStore(t, u)
+	cat := loadBench(t)
+	a := startWorker(t, s, "A", time.Second)
+	b := startWorker(t, s, "B", time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range 10 {
+		wg.Go(func() {
+			r, err := cluster.Attach(ctx, cluster.RemoteOptions{Store: s, Name: fmt.Sprintf("w%d", i), Catalog: cat, Reducers: reducer.NewRegistry()})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for n := range 3 {
+				if _, err := r.SendJSON(ctx, "bench/Start@1", fmt.Appendf(nil, `{"n": %d}`, n)); err != nil {
+					t.Error(err)
+					return
+				}
+				if err := r.WaitIdle(ctx); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			// A value that does not fit is refused before it is posted.
+			if _, err := r.SendJSON(ctx, "bench/Start@1", []byte(`{"n": "x"}`)); !errors.Is(err, world.ErrInvalidInput) {
+				t.Errorf("a bad value: %v; want ErrInvalidInput", err)
+			}
+		})
+	}
+	wg.Wait()
+	for i := range 10 {
+		name := fmt.Sprintf("w%d", i)
+		if n := planEnds(t, s, name); n != 3 {
+			t.Errorf("world %s: %d workflows ended; want 3", name, n)
+		}
+		if _, err := world.Replay(ctx, world.ReplayOptions{Name: name, Catalog: cat, Reducers: reducer.NewRegistry(), Storage: s.Storage(), FromGenesis: true}); err != nil {
+			t.Errorf("world %s does not replay: %v", name, err)
+		}
+	}
+	if na, nb := len(a.Worlds()), len(b.Worlds()); na+nb != 10 {
+		t.Errorf("workers hold %d + %d worlds; want 10", na, nb)
+	}
+	// A message whose value the worker finds bad (posted around the
+	// client's check) is refused, and nothing of it is journaled.
+	head, _ := s.Journal().Head(ctx, "w0")
+	id, err := s.Post(ctx, "w0", cat.ManifestRef(), "bench/Start@1", []byte(`{"n": -1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		m, err := s.Message(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Error != "" {
+			break
+		}
+		if m.Seq != 0 {
+			t.Fatalf("a bad message was journaled: %+v", m)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if h, _ := s.Journal().Head(ctx, "w0"); h != head {
+		t.Errorf("a refused message moved the head from %v to %v", head, h)
+	}
+}

@@ -1,0 +1,378 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/demiurge-dev/demiurge/pgstore"
+	"github.com/demiurge-dev/demiurge/reducer"
+	"github.com/demiurge-dev/demiurge/schema"
+	"github.com/demiurge-dev/demiurge/world"
+)
+
+// Defaults of Options.
+const (
+	// DefaultLease is how long a lease lasts unless renewed: a world whose
+	// worker died is taken over within about DefaultLease plus one
+	// acquire period.
+	DefaultLease = time.Second
+	// DefaultMaxWorlds is how many worlds a worker runs at most.
+	DefaultMaxWorlds = 64
+	// DefaultPoll is how often a world's inbox is read when no
+	// notification woke it (the fallback when LISTEN/NOTIFY is down).
+	DefaultPoll = time.Second
+)
+
+// Runtime is what a world runs with on a worker, besides its name,
+// catalog, storage and reducers (which the worker sets): its adapters,
+// dispatch options, and hooks around its life.
+type Runtime struct {
+	// Options are the world's options; the worker sets Name, Catalog,
+	// Storage and Reducers.
+	Options world.Options
+	// Attach, if set, is called with the world once it is open.
+	Attach func(w *world.World)
+	// Close, if set, is called after the world is closed.
+	Close func() error
+}
+
+// Env is what a worker knows of a world it is about to open.
+type Env struct {
+	Name    string
+	Catalog *schema.Catalog // the manifest it runs
+	Storage world.Storage   // its storage: every commit fenced with Lease
+	Lease   pgstore.Lease   // the worker's lease on it
+}
+
+// OpenFunc returns the runtime of a world. The worker calls it each time
+// it opens the world (after taking it over, or to reopen it after a failed
+// commit or a manifest change).
+type OpenFunc func(ctx context.Context, env Env) (*Runtime, error)
+
+// Options configure a Worker.
+type Options struct {
+	// Store is the PostgreSQL store the worlds live in. Required.
+	Store *pgstore.Store
+	// Reducers are the Go reducers the worlds' manifests name. Required.
+	Reducers *reducer.Registry
+	// Open returns a world's runtime; nil runs worlds without adapters
+	// (their effects get error receipts).
+	Open OpenFunc
+	// ID names the worker in the leases; empty means host-pid-random.
+	ID string
+	// MaxWorlds bounds the worlds the worker runs; 0 means
+	// DefaultMaxWorlds.
+	MaxWorlds int
+	// Lease is how long a lease lasts unless renewed; 0 means
+	// DefaultLease. Free or expired worlds are looked for every Lease/5.
+	Lease time.Duration
+	// Renew is how often the leases are renewed; 0 means Lease/3.
+	Renew time.Duration
+	// Poll is how often a world's inbox is read without a notification; 0
+	// means DefaultPoll.
+	Poll   time.Duration
+	Logger *slog.Logger
+}
+
+// Worker runs worlds of a PostgreSQL store: it takes free or expired
+// worlds up to a limit, keeps their leases, recovers each from its
+// journal, feeds it the messages of its inbox, and stops touching a world
+// the moment its lease is lost.
+type Worker struct {
+	opts Options
+	id   string
+	log  *slog.Logger
+
+	mu   sync.Mutex
+	held map[string]*held
+}
+
+// New returns a worker; Run runs it.
+func New(opts Options) (*Worker, error) {
+	if opts.Store == nil || opts.Reducers == nil {
+		return nil, errors.New("cluster: Options need a Store and Reducers")
+	}
+	if opts.MaxWorlds < 0 || opts.Lease < 0 || opts.Renew < 0 || opts.Poll < 0 {
+		return nil, fmt.Errorf("cluster: Options: MaxWorlds %d, Lease %v, Renew %v, Poll %v: want none negative", opts.MaxWorlds, opts.Lease, opts.Renew, opts.Poll)
+	}
+	if opts.MaxWorlds == 0 {
+		opts.MaxWorlds = DefaultMaxWorlds
+	}
+	if opts.Lease == 0 {
+		opts.Lease = DefaultLease
+	}
+	if opts.Renew == 0 {
+		opts.Renew = opts.Lease / 3
+	}
+	if opts.Poll == 0 {
+		opts.Poll = DefaultPoll
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.ID == "" {
+		opts.ID = NewID()
+	}
+	return &Worker{opts: opts, id: opts.ID, log: opts.Logger.With("worker", opts.ID), held: map[string]*held{}}, nil
+}
+
+// NewID returns a worker id: the host name, the process id and random
+// bits, so that a restarted worker is a new owner.
+func NewID() string {
+	host, _ := os.Hostname()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+}
+
+// ID returns the worker's id, the owner of its leases.
+func (wk *Worker) ID() string { return wk.id }
+
+// Worlds returns the names of the worlds the worker holds now.
+func (wk *Worker) Worlds() []string {
+	wk.mu.Lock()
+	defer wk.mu.Unlock()
+	names := make([]string, 0, len(wk.held))
+	for n := range wk.held {
+		names = append(names, n)
+	}
+	return names
+}
+
+// Run runs the worker until ctx is done, then closes its worlds and
+// releases their leases, so other workers take them at once. It returns
+// nil after a clean stop; a worker that cannot reach the database keeps
+// trying (its worlds stop when their leases run out).
+func (wk *Worker) Run(ctx context.Context) error {
+	wake := make(chan string, 256)
+	var bg sync.WaitGroup
+	lctx, stopListen := context.WithCancel(ctx)
+	bg.Go(func() { wk.listen(lctx, wake) })
+	defer func() {
+		stopListen()
+		bg.Wait()
+		wk.stopAll()
+		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = wk.opts.Store.Retire(rctx, wk.id)
+	}()
+
+	acquireEvery := wk.opts.Lease / 5
+	renew := time.NewTicker(wk.opts.Renew)
+	defer renew.Stop()
+	acquire := time.NewTicker(acquireEvery)
+	defer acquire.Stop()
+	lastRenew := time.Now() // when the last renewal that succeeded was sent
+	wk.acquire(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case name := <-wake:
+			wk.mu.Lock()
+			h := wk.held[name]
+			wk.mu.Unlock()
+			if h != nil {
+				h.poke()
+			}
+		case <-renew.C:
+			sent := time.Now()
+			if err := wk.renew(ctx); err != nil {
+				wk.log.Warn("renew leases", "err", err)
+				if time.Since(lastRenew) > wk.opts.Lease {
+					// The leases may have run out: another worker may
+					// own the worlds now. Stop touching them.
+					wk.stopAll()
+				}
+				continue
+			}
+			lastRenew = sent
+		case <-acquire.C:
+			wk.acquire(ctx)
+		}
+	}
+}
+
+// listen forwards inbox notifications to wake, reconnecting when the
+// connection breaks.
+func (wk *Worker) listen(ctx context.Context, wake chan<- string) {
+	for ctx.Err() == nil {
+		l, err := wk.opts.Store.Listen(ctx)
+		if err != nil {
+			wk.log.Debug("listen", "err", err)
+			sleep(ctx, wk.opts.Poll)
+			continue
+		}
+		// Whatever came while not listening is read by the polls.
+		for {
+			world, err := l.Wait(ctx)
+			if err != nil {
+				wk.log.Debug("listen", "err", err)
+				break
+			}
+			select {
+			case wake <- world:
+			default: // the polls read it
+			}
+		}
+		_ = l.Close()
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// acquire reports the worker alive, takes worlds up to its share of them
+// (the registered worlds over the live workers, at most MaxWorlds), and
+// gives up worlds beyond its share so that a new worker gets some. Worlds
+// whose lease expired (their worker died) are taken beyond the share: they
+// must run somewhere now; a later round evens the load out.
+func (wk *Worker) acquire(ctx context.Context) {
+	census, err := wk.opts.Store.Heartbeat(ctx, wk.id, wk.opts.Lease)
+	if err != nil {
+		if ctx.Err() == nil {
+			wk.log.Warn("heartbeat", "err", err)
+		}
+		return
+	}
+	share := min((census.Worlds+census.Workers-1)/max(census.Workers, 1), wk.opts.MaxWorlds)
+	wk.mu.Lock()
+	n := len(wk.held)
+	wk.mu.Unlock()
+	var leases []pgstore.Lease
+	switch {
+	case n < share:
+		leases, err = wk.opts.Store.Acquire(ctx, wk.id, share-n, wk.opts.Lease)
+	case n < wk.opts.MaxWorlds:
+		leases, err = wk.opts.Store.AcquireExpired(ctx, wk.id, wk.opts.MaxWorlds-n, wk.opts.Lease)
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			wk.log.Warn("acquire worlds", "err", err)
+		}
+		return
+	}
+	for _, l := range leases {
+		wk.log.Info("took world", "world", l.World, "token", l.Token)
+		h := newHeld(wk, l)
+		wk.mu.Lock()
+		if old := wk.held[l.World]; old != nil {
+			// Our own lease expired and we took the world again: the old
+			// one is stale (its commits are refused now).
+			old.stop()
+		}
+		wk.held[l.World] = h
+		wk.mu.Unlock()
+		go h.run(ctx)
+	}
+	if excess := n + len(leases) - share; excess > 0 && len(leases) == 0 {
+		wk.shed(ctx, min(excess, maxShed))
+	}
+}
+
+// maxShed bounds how many worlds a worker gives up in one round.
+const maxShed = 4
+
+// shed gives up n worlds: each is closed, then its lease released, so
+// another worker takes it at once.
+func (wk *Worker) shed(ctx context.Context, n int) {
+	wk.mu.Lock()
+	var out []*held
+	for name, h := range wk.held {
+		if len(out) == n {
+			break
+		}
+		out = append(out, h)
+		delete(wk.held, name)
+	}
+	wk.mu.Unlock()
+	for _, h := range out {
+		h.stop()
+		if err := wk.opts.Store.Release(ctx, h.lease); err != nil {
+			wk.log.Debug("release", "world", h.lease.World, "err", err)
+		}
+		wk.log.Info("gave world up", "world", h.lease.World, "token", h.lease.Token)
+	}
+}
+
+// renew renews the leases held; the worlds whose leases are lost stop.
+func (wk *Worker) renew(ctx context.Context) error {
+	wk.mu.Lock()
+	leases := make([]pgstore.Lease, 0, len(wk.held))
+	for _, h := range wk.held {
+		leases = append(leases, h.lease)
+	}
+	wk.mu.Unlock()
+	if len(leases) == 0 {
+		return nil
+	}
+	kept, err := wk.opts.Store.Renew(ctx, wk.id, leases, wk.opts.Lease)
+	if err != nil {
+		return err
+	}
+	ok := make(map[string]pgstore.Lease, len(kept))
+	for _, l := range kept {
+		ok[l.World] = l
+	}
+	for _, l := range leases {
+		if nl, still := ok[l.World]; still {
+			wk.mu.Lock()
+			if h := wk.held[l.World]; h != nil {
+				h.setManifest(nl.Manifest)
+			}
+			wk.mu.Unlock()
+			continue
+		}
+		wk.log.Info("lost world", "world", l.World, "token", l.Token)
+		wk.drop(l.World, l.Token)
+	}
+	return nil
+}
+
+// drop stops the world held under token, if it still is.
+func (wk *Worker) drop(name string, token int64) {
+	wk.mu.Lock()
+	h := wk.held[name]
+	if h != nil && h.lease.Token == token {
+		delete(wk.held, name)
+	} else {
+		h = nil
+	}
+	wk.mu.Unlock()
+	if h != nil {
+		h.stop()
+	}
+}
+
+// stopAll stops every world and releases its lease.
+func (wk *Worker) stopAll() {
+	wk.mu.Lock()
+	all := wk.held
+	wk.held = map[string]*held{}
+	wk.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, h := range all {
+		wg.Go(func() {
+			h.stop()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := wk.opts.Store.Release(ctx, h.lease); err != nil {
+				wk.log.Debug("release", "world", h.lease.World, "err", err)
+			}
+		})
+	}
+	wg.Wait()
+}

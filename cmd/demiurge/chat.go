@@ -1,0 +1,784 @@
+package main
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/peterh/liner"
+	"golang.org/x/term"
+
+	"github.com/demiurge-dev/demiurge/agent"
+	"github.com/demiurge-dev/demiurge/agent/session"
+	"github.com/demiurge-dev/demiurge/reducer/demiurge"
+)
+
+// chatRun is a chat at the terminal, or on a pipe: it reads the user's
+// lines, sends them, and prints their turns.
+type chatRun struct {
+	a      *app
+	f      *runFlags
+	w      *agent.World
+	chat   *agent.Chat
+	choice agent.ToolChoice
+	termIn bool         // stdin is a terminal: a line editor, a banner, prompts
+	status *statusLine  // the progress line; nil unless stdout is a terminal
+	ln     *liner.State // the line editor, once made
+
+	mu       sync.Mutex // guards writes to a.out (the status line writes from its own goroutine)
+	streamed bool       // text was streamed in this model call
+	answered bool       // the turn had text from the model
+	started  map[string]bool
+	running  map[string]string                // calls running, by id: their tools
+	calls    []agent.ToolCallFinished         // the last turn's calls, numbered from 1 for /show
+	lastEnd  agent.TurnEnd                    // how the last turn ended
+	shown    map[string]agent.ToolCallStarted // the calls of the turn, by id
+}
+
+// errInterrupted is the cause of a turn stopped with Ctrl-C.
+var errInterrupted = errors.New("interrupted at the terminal (Ctrl-C)")
+
+// exitInterrupted is the exit code of run -m when Ctrl-C stopped the turn
+// (128 + SIGINT, as shells report it).
+const exitInterrupted = 130
+
+func newChatRun(a *app, f *runFlags, w *agent.World, choice agent.ToolChoice) *chatRun {
+	var opts []agent.ChatOption
+	if len(f.requireApproval) > 0 {
+		opts = append(opts, agent.RequireApproval(f.requireApproval...))
+	}
+	r := &chatRun{a: a, f: f, w: w, chat: w.Chat(f.chat, opts...), choice: choice, started: map[string]bool{}, running: map[string]string{}}
+	r.termIn = isTerminal(a.in)
+	if !f.json && isTerminal(a.out) {
+		r.status = &statusLine{out: a.out, mu: &r.mu}
+	}
+	return r
+}
+
+// isTerminal reports whether f is a terminal.
+func isTerminal(f any) bool {
+	file, ok := f.(*os.File)
+	return ok && term.IsTerminal(int(file.Fd()))
+}
+
+// run chats: the turn a crash left running first, then -m's message, or
+// the lines of stdin.
+func (r *chatRun) run(ctx context.Context) error {
+	defer func() {
+		if r.ln != nil {
+			r.ln.Close()
+		}
+	}()
+	if st, ok := r.chat.State(); ok && st.Turn != nil && (r.f.decide == nil || len(r.chat.Pending(ctx)) == 0) {
+		if len(r.chat.Pending(ctx)) > 0 {
+			r.note(fmt.Sprintf("turn %d waits for your approval", st.Turn.RequestID))
+		} else {
+			r.note(fmt.Sprintf("resuming turn %d, left running when demiurge last stopped", st.Turn.RequestID))
+		}
+		if _, err := r.turn(ctx, func(ctx context.Context) iter.Seq2[agent.Event, error] { return r.chat.Follow(ctx) }); err != nil && !errors.Is(err, errInterrupted) {
+			return err
+		}
+	}
+	if d := r.f.decide; d != nil {
+		return r.answer(ctx, d)
+	}
+	if r.f.message != "" {
+		outcome, err := r.say(ctx, r.f.message)
+		switch {
+		case errors.Is(err, errInterrupted):
+			return &exitStatus{code: exitInterrupted}
+		case err != nil:
+			return err
+		}
+		if code := exitCode(outcome); code != exitOK {
+			return &exitStatus{code: code}
+		}
+		return nil
+	}
+	if !r.termIn {
+		return r.pipe(ctx)
+	}
+	return r.repl(ctx)
+}
+
+// say sends one user message, prints its turn, and says how it ended.
+func (r *chatRun) say(ctx context.Context, text string) (agent.Outcome, error) {
+	var opts []agent.SendOption
+	if r.choice != agent.ToolChoiceAuto {
+		opts = append(opts, agent.WithToolChoice(r.choice))
+	}
+	return r.turn(ctx, func(ctx context.Context) iter.Seq2[agent.Event, error] { return r.chat.Send(ctx, text, opts...) })
+}
+
+// turn runs one turn and prints it. Ctrl-C stops the turn (a second within
+// a second quits); --wait stops a turn that takes too long.
+func (r *chatRun) turn(ctx context.Context, events func(context.Context) iter.Seq2[agent.Event, error]) (agent.Outcome, error) {
+	wctx, cancelWait := context.WithTimeoutCause(ctx, r.f.wait, fmt.Errorf("the turn took longer than --wait %s", r.f.wait))
+	defer cancelWait()
+	tctx, stop := context.WithCancelCause(wctx)
+	defer stop(nil)
+	var last atomic.Int64 // when Ctrl-C stopped the turn (unix ns)
+	restore := r.a.interrupts.handle(func() {
+		if t := last.Load(); t != 0 && time.Since(time.Unix(0, t)) < time.Second {
+			r.a.interrupts.quit()
+			return
+		}
+		last.Store(time.Now().UnixNano())
+		stop(errInterrupted)
+	})
+	defer restore()
+	end, err := r.show(tctx, events(tctx))
+	switch {
+	case err == nil:
+		return end.Outcome, nil
+	case ctx.Err() != nil:
+		return end.Outcome, ctx.Err()
+	case errors.Is(context.Cause(tctx), errInterrupted):
+		return end.Outcome, errInterrupted
+	case errors.Is(err, context.DeadlineExceeded):
+		return end.Outcome, fmt.Errorf("run: the turn took longer than --wait %s; it was stopped", r.f.wait)
+	}
+	return end.Outcome, err
+}
+
+// show prints a turn's events, then what it used, and returns its end.
+func (r *chatRun) show(ctx context.Context, turn iter.Seq2[agent.Event, error]) (agent.TurnEnd, error) {
+	var end agent.TurnEnd
+	r.calls, r.answered, r.shown = nil, false, map[string]agent.ToolCallStarted{}
+	clear(r.running)
+	r.status.set("waiting for the model")
+	defer r.status.off()
+	var err error
+	for e, eerr := range turn {
+		if eerr != nil {
+			err = eerr
+			break
+		}
+		if te, ok := e.(agent.TurnEnd); ok {
+			end = te
+			r.lastEnd = te
+		}
+		if r.f.json {
+			b, merr := agent.MarshalEvent(e)
+			if merr != nil {
+				return end, merr
+			}
+			r.write(string(b) + "\n")
+			continue
+		}
+		r.print(ctx, e)
+	}
+	if !r.f.json && end.RequestID != 0 {
+		r.write(fmt.Sprintf("  [%s]\n", usageLine(end)))
+	}
+	return end, err
+}
+
+// usageLine says what a turn's model calls used and cost: "1200 tokens
+// in (200 cached), 300 out (0 reasoning), $0.0042".
+func usageLine(e agent.TurnEnd) string {
+	u := e.Usage
+	tokens := fmt.Sprintf("%d tokens in (%d cached), %d out (%d reasoning)", u.Prompt, u.Cached, u.Completion, u.Reasoning)
+	if e.UsageUnknown > 0 {
+		tokens += fmt.Sprintf(", usage unknown for %d call(s): the provider reported none", e.UsageUnknown)
+	}
+	return tokens + ", " + costText(e.CostMicroUSD, e.CostUnknown > 0)
+}
+
+// repl reads lines with a line editor until /quit, Ctrl-D, or Ctrl-C
+// twice at the prompt.
+func (r *chatRun) repl(ctx context.Context) error {
+	ln := r.editor()
+	defer func() {
+		ln.Close()
+		r.ln = nil
+	}()
+	hist := r.historyFile()
+	if hist != "" {
+		if f, err := os.Open(hist); err == nil {
+			_, _ = ln.ReadHistory(f)
+			f.Close()
+		}
+		defer func() {
+			if f, err := os.OpenFile(hist, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600); err == nil {
+				_, _ = ln.WriteHistory(f)
+				f.Close()
+			}
+		}()
+	}
+	r.write(fmt.Sprintf("demiurge: world %s, chat %s, model %s. Type a message; /help for commands, Ctrl-D to quit.\n", r.f.world, r.chat.ID(), r.chat.Model()))
+	var aborted time.Time
+	for {
+		line, err := readLine(ln)
+		switch {
+		case errors.Is(err, liner.ErrPromptAborted):
+			if time.Since(aborted) < 2*time.Second {
+				return nil
+			}
+			aborted = time.Now()
+			r.write("  (Ctrl-C again to quit, or Ctrl-D)\n")
+			continue
+		case errors.Is(err, io.EOF):
+			r.write("\n")
+			return nil
+		case err != nil:
+			return err
+		}
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		ln.AppendHistory(line)
+		quit, err := r.line(ctx, line)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if !errors.Is(err, errInterrupted) {
+				return err
+			}
+		}
+		if quit || ctx.Err() != nil {
+			return nil
+		}
+	}
+}
+
+// readLine reads one line from the line editor; a line that ends with a
+// backslash goes on on the next.
+func readLine(ln *liner.State) (string, error) {
+	var b strings.Builder
+	prompt := "> "
+	for {
+		s, err := ln.Prompt(prompt)
+		if err != nil {
+			return "", err
+		}
+		if more, ok := strings.CutSuffix(s, `\`); ok {
+			b.WriteString(more + "\n")
+			prompt = "… "
+			continue
+		}
+		b.WriteString(s)
+		return b.String(), nil
+	}
+}
+
+// historyFile is where the line editor keeps its history: in the store's
+// directory, one for every world and chat of the store.
+func (r *chatRun) historyFile() string {
+	dir := r.a.storeDir
+	if dir == "" || strings.Contains(dir, "://") {
+		return ""
+	}
+	return filepath.Join(dir, "history")
+}
+
+// pipe reads messages from a stdin that is not a terminal: no banner, no
+// prompts, each line a message; run exits with the last turn's code.
+func (r *chatRun) pipe(ctx context.Context) error {
+	br := bufio.NewReader(r.a.in)
+	outcome := agent.OutcomeAnswer
+	for {
+		line, rerr := br.ReadString('\n')
+		line = strings.TrimRight(line, "\r\n")
+		if strings.TrimSpace(line) != "" {
+			if strings.HasPrefix(line, "/") && !strings.HasPrefix(line, "//") {
+				quit, err := r.command(ctx, line)
+				if err != nil || quit {
+					return err
+				}
+			} else {
+				o, err := r.say(ctx, strings.TrimPrefix(line, "/"))
+				if err != nil {
+					if errors.Is(err, errInterrupted) {
+						return &exitStatus{code: exitInterrupted}
+					}
+					return err
+				}
+				outcome = o
+			}
+		}
+		if rerr != nil {
+			if !errors.Is(rerr, io.EOF) {
+				return fmt.Errorf("run: read stdin: %w", rerr)
+			}
+			break
+		}
+	}
+	if code := exitCode(outcome); code != exitOK {
+		return &exitStatus{code: code}
+	}
+	return nil
+}
+
+// line handles a line typed at the prompt: a command, or a message. It
+// reports whether to quit.
+func (r *chatRun) line(ctx context.Context, line string) (bool, error) {
+	if strings.HasPrefix(line, "/") && !strings.HasPrefix(line, "//") {
+		return r.command(ctx, line)
+	}
+	_, err := r.say(ctx, strings.TrimPrefix(line, "/"))
+	return false, err
+}
+
+// commands are the slash commands, for /help.
+var commands = [][2]string{
+	{"/help", "this list"},
+	{"/quit", "quit (also /exit, Ctrl-D, or Ctrl-C twice)"},
+	{"/tools", "the tools the model is offered"},
+	{"/model [NAME]", "the chat's model, or talk to NAME from the next message"},
+	{"/cost", "the chat's tokens and cost so far"},
+	{"/trace", "the last turn: its model calls and tool calls"},
+	{"/show N", "the whole output of the last turn's tool call N"},
+	{"/compact", "summarize the oldest part of the transcript now"},
+	{"/world", "the world, its store and its journal"},
+}
+
+// command runs a slash command. It reports whether to quit.
+func (r *chatRun) command(ctx context.Context, line string) (bool, error) {
+	name, arg, _ := strings.Cut(strings.TrimSpace(line), " ")
+	arg = strings.TrimSpace(arg)
+	switch name {
+	case "/quit", "/exit":
+		return true, nil
+	case "/help":
+		var b strings.Builder
+		for _, c := range commands {
+			fmt.Fprintf(&b, "  %-14s %s\n", c[0], c[1])
+		}
+		b.WriteString("  A line that starts with // is sent as a message starting with /; end a line with \\ to go on on the next.\n")
+		r.write(b.String())
+	case "/tools":
+		var b strings.Builder
+		for _, t := range r.w.Tools() {
+			desc, _, _ := strings.Cut(t.Description, "\n")
+			fmt.Fprintf(&b, "  %-28s %s\n", t.Name, clipLine(desc, 90))
+		}
+		r.write(b.String())
+	case "/model":
+		if arg == "" {
+			r.write(fmt.Sprintf("  model %s\n", r.chat.Model()))
+			break
+		}
+		r.chat = r.chat.With(agent.UseModel(arg))
+		r.write(fmt.Sprintf("  the next message goes to model %s\n", arg))
+	case "/cost":
+		st, ok := r.chat.State()
+		if !ok {
+			r.write("  the chat has no turns yet\n")
+			break
+		}
+		r.write(fmt.Sprintf("  chat %s: %d turns, %d tokens in (%d cached), %d out (%d reasoning), %s\n", r.chat.ID(), st.LastRequestID,
+			st.Usage.Prompt, st.Usage.Cached, st.Usage.Completion, st.Usage.Reasoning, costText(st.CostMicroUSD, st.CostUnknown > 0)))
+	case "/trace":
+		return false, r.trace(ctx)
+	case "/show":
+		n, err := strconv.Atoi(arg)
+		if err != nil || n < 1 || n > len(r.calls) {
+			r.write(fmt.Sprintf("  /show N: N is a tool call of the last turn, 1 to %d\n", len(r.calls)))
+			break
+		}
+		e := r.calls[n-1]
+		out, err := r.chat.Output(ctx, e)
+		if err != nil {
+			return false, err
+		}
+		r.write(fmt.Sprintf("  %s (%s):\n%s\n", e.Tool, e.Status, strings.TrimRight(out, "\n")))
+	case "/compact":
+		if r.w.Module() != demiurge.ModuleName {
+			r.write(fmt.Sprintf("  this world's chat (%s) cannot compact; %s can\n", r.w.Module(), demiurge.ModuleName))
+			break
+		}
+		_, err := r.turn(ctx, r.chat.Compact)
+		return false, err
+	case "/world":
+		head := r.w.World().Head()
+		r.write(fmt.Sprintf("  world %s (%s), chat %s, model %s; store %s; journal at record %d\n",
+			r.w.Name(), r.w.Module(), r.chat.ID(), r.chat.Model(), r.a.storeDir, head.Seq))
+	default:
+		r.write(fmt.Sprintf("  unknown command %s: /help lists them (start the line with // to send it to the model)\n", name))
+	}
+	return false, nil
+}
+
+// trace prints the chat's last turn as trace shows it.
+func (r *chatRun) trace(ctx context.Context) error {
+	rd := session.NewReader(r.w.Storage().CAS())
+	if err := r.w.Storage().Journal().Read(ctx, r.w.Name(), 1, rd.Record); err != nil {
+		return err
+	}
+	var last *session.Turn
+	for _, t := range rd.Turns() {
+		if t.Chat == r.chat.ID() {
+			last = t
+		}
+	}
+	if last == nil {
+		r.write("  the chat has no turns yet\n")
+		return nil
+	}
+	var b strings.Builder
+	if err := writeTurns(&b, []*session.Turn{last}); err != nil {
+		return err
+	}
+	r.write(b.String())
+	return nil
+}
+
+// note prints a line about the run itself.
+func (r *chatRun) note(s string) {
+	if !r.f.json {
+		r.write("  " + s + "\n")
+	}
+}
+
+// write writes to stdout, clearing the progress line first.
+func (r *chatRun) write(s string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.status.clearLocked()
+	io.WriteString(r.a.out, s)
+}
+
+// roundDuration formats d to a precision that fits it: 2ms, 0.35ms, 41µs.
+func roundDuration(d time.Duration) string {
+	switch {
+	case d >= time.Millisecond:
+		return d.Round(time.Millisecond).String()
+	case d >= 100*time.Microsecond:
+		return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+	}
+	return d.Round(time.Microsecond).String()
+}
+
+// previewLines is how many lines of a tool's output run shows (all with
+// -v, or with /show N).
+const previewLines = 3
+
+// print prints one event of a turn.
+func (r *chatRun) print(ctx context.Context, e agent.Event) {
+	switch e := e.(type) {
+	case agent.TextDelta:
+		s := e.Text
+		if !r.streamed {
+			s = "\n" + s
+		}
+		r.streamed, r.answered = true, true
+		r.write(s)
+		r.status.quiet()
+	case agent.Message:
+		switch {
+		case e.Role == "user":
+			if r.f.message != "" || !r.termIn {
+				r.write(fmt.Sprintf("> %s\n", e.Text))
+			}
+		case r.streamed:
+			r.write("\n")
+		default:
+			r.write(fmt.Sprintf("\n%s\n", e.Text))
+		}
+		if e.Role == "assistant" {
+			r.streamed, r.answered = false, r.answered || e.Text != ""
+		}
+	case agent.ModelCall:
+	case agent.ToolCallStarted:
+		r.shown[e.CallID] = e
+		switch e.Status {
+		case "requested":
+			r.started[e.CallID] = true
+			r.running[e.CallID] = e.Tool
+			r.write(fmt.Sprintf("  → %s %s\n", e.Tool, clipLine(e.Arguments, 160)))
+			r.status.set("running " + r.runningTools())
+		case "rejected":
+			r.write(fmt.Sprintf("  ✗ %s %s (rejected before running)\n", e.Tool, clipLine(e.Arguments, 160)))
+		case "cut":
+			r.write(fmt.Sprintf("  ✗ %s %s (cut off with the reply; not run)\n", e.Tool, clipLine(e.Arguments, 160)))
+		case "approval":
+			r.write(fmt.Sprintf("  ? %s %s (waits for your approval)\n", e.Tool, clipLine(e.Arguments, 160)))
+		default:
+			r.write(fmt.Sprintf("  · %s %s (%s)\n", e.Tool, clipLine(e.Arguments, 160), e.Status))
+		}
+	case agent.ToolCallFinished:
+		r.calls = append(r.calls, e)
+		delete(r.running, e.CallID)
+		d := ""
+		if r.started[e.CallID] {
+			d = " in " + roundDuration(e.Duration)
+			delete(r.started, e.CallID)
+		}
+		if e.Status == "ok" {
+			r.write(fmt.Sprintf("  ✓ %s%s (%d bytes)\n", e.Tool, d, e.Size))
+			r.write(r.preview(ctx, e, len(r.calls)))
+		} else {
+			r.write(fmt.Sprintf("  ✗ %s %s%s: %s\n", e.Tool, e.Status, d, clipLine(statusDetail(e.Status, e.Output), 200)))
+		}
+		if len(r.running) > 0 {
+			r.status.set("running " + r.runningTools())
+		} else {
+			r.status.set("waiting for the model")
+		}
+	case agent.ApprovalRequested:
+		// The approver asks (or says where to answer).
+	case agent.ApprovalDecided:
+		if e.Approved {
+			r.started[e.CallID] = true
+			r.running[e.CallID] = e.Tool
+			r.status.set("running " + r.runningTools())
+		}
+		what := "approved"
+		if !e.Approved {
+			what = "denied"
+		}
+		if e.Reason != "" {
+			what += ": " + e.Reason
+		}
+		r.write(fmt.Sprintf("  · %s %s\n", e.Tool, what))
+	case agent.Notice:
+		r.write(fmt.Sprintf("  ! %s\n", e.Text))
+	case agent.Compacted:
+		r.write(fmt.Sprintf("  ⇢ %s\n", e.Text))
+	case agent.GuardStop:
+		r.newline()
+		r.write(fmt.Sprintf("  ■ turn stopped: %s\n", e.Reason))
+	case agent.TurnError:
+		r.newline()
+		r.write(fmt.Sprintf("  ✗ %s\n", e.Text))
+	case agent.TurnEnd:
+		r.newline()
+		r.status.off()
+		if e.Outcome == agent.OutcomeAwaitingApproval {
+			for _, p := range r.chat.Pending(ctx) {
+				r.write(fmt.Sprintf("  ? %s %s waits for approval: demiurge approve (or deny) %s --world %s --chat %s\n",
+					p.Tool, clipLine(p.Arguments, 120), p.CallID, r.f.world, r.chat.ID()))
+			}
+		}
+		switch f := e.Finish; f {
+		case "":
+		case "stop":
+			if !r.answered && e.Outcome == agent.OutcomeAnswer && e.Summary != "compacted" {
+				r.write("  (the model answered with no text)\n")
+			}
+			r.write(fmt.Sprintf("  — %s\n", e.Summary))
+		case "refusal":
+			r.write(fmt.Sprintf("  — the model refused; %s\n", e.Summary))
+		default:
+			r.write(fmt.Sprintf("  ✗ the answer is incomplete: %s; %s\n", finishText(f), e.Summary))
+		}
+	}
+}
+
+// newline ends streamed text, so what follows starts a line.
+func (r *chatRun) newline() {
+	if r.streamed {
+		r.write("\n")
+	}
+	r.streamed = false
+}
+
+// runningTools names the calls running.
+func (r *chatRun) runningTools() string {
+	var names []string
+	for _, t := range r.running {
+		names = append(names, t)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+// preview is the first lines of a call's output (all of it with -v).
+func (r *chatRun) preview(ctx context.Context, e agent.ToolCallFinished, n int) string {
+	out := e.Output
+	if r.a.verbose {
+		if whole, err := r.chat.Output(ctx, e); err == nil {
+			out = whole
+		}
+	}
+	out = strings.TrimRight(out, "\n")
+	if out == "" {
+		return ""
+	}
+	lines := strings.Split(out, "\n")
+	var b strings.Builder
+	for i, l := range lines {
+		if i == previewLines && !r.a.verbose {
+			fmt.Fprintf(&b, "    │ … %d more lines (/show %d)\n", len(lines)-i, n)
+			break
+		}
+		if !r.a.verbose {
+			l = clipLine(l, 120)
+		}
+		fmt.Fprintf(&b, "    │ %s\n", l)
+	}
+	if !r.a.verbose && len(lines) <= previewLines && e.Size > len(e.Output) {
+		fmt.Fprintf(&b, "    │ … (%d bytes in all: /show %d)\n", e.Size, n)
+	}
+	return b.String()
+}
+
+// statusLine is the one-line progress shown on a terminal while a model
+// call or a tool runs: what runs and for how long, redrawn in place and
+// cleared before anything else is written.
+type statusLine struct {
+	out   io.Writer
+	mu    *sync.Mutex // the chat's output lock
+	what  string
+	since time.Time
+	drawn bool
+	stop  chan struct{}
+}
+
+// spinner is the status line's animation.
+var spinner = []rune("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")
+
+// set shows what runs from now on.
+func (s *statusLine) set(what string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.what == what && s.stop != nil {
+		return
+	}
+	s.what, s.since = what, time.Now()
+	if s.stop == nil {
+		s.stop = make(chan struct{})
+		go s.tick(s.stop)
+	}
+}
+
+// quiet hides the line until the next set (text is streaming).
+func (s *statusLine) quiet() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clearLocked()
+	s.what = ""
+}
+
+// off hides the line and stops it.
+func (s *statusLine) off() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clearLocked()
+	s.what = ""
+	if s.stop != nil {
+		close(s.stop)
+		s.stop = nil
+	}
+}
+
+// clearLocked erases the line if it is drawn; the caller holds s.mu.
+func (s *statusLine) clearLocked() {
+	if s == nil || !s.drawn {
+		return
+	}
+	io.WriteString(s.out, "\r\x1b[K")
+	s.drawn = false
+}
+
+func (s *statusLine) tick(stop chan struct{}) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		if s.what != "" && time.Since(s.since) > 300*time.Millisecond {
+			fmt.Fprintf(s.out, "\r\x1b[K%c %s %.1fs", spinner[i%len(spinner)], s.what, time.Since(s.since).Seconds())
+			s.drawn = true
+		}
+		s.mu.Unlock()
+	}
+}
+
+// editor returns the line editor, made on first use (a terminal only).
+func (r *chatRun) editor() *liner.State {
+	if r.ln == nil {
+		r.ln = liner.NewLiner()
+		r.ln.SetCtrlCAborts(true)
+	}
+	return r.ln
+}
+
+// approver answers a call that waits for approval as --approve says: at
+// the terminal (ask), or always, or never. Without a terminal to ask, the
+// call waits (run ends with exit code 5; demiurge approve answers).
+func (r *chatRun) approver(ctx context.Context, ar agent.ApprovalRequested) (agent.Decision, bool) {
+	switch r.f.approve {
+	case "always":
+		return agent.Decision{Approve: true, Reason: "approved by --approve always"}, true
+	case "never":
+		return agent.Decision{Reason: "the user denies every call that needs approval (--approve never)"}, true
+	}
+	if !r.termIn || r.f.json {
+		return agent.Decision{}, false
+	}
+	r.status.quiet()
+	ln := r.editor()
+	for {
+		s, err := ln.Prompt(fmt.Sprintf("  ? run %s %s? [y]es, [n]o (n REASON), [a]lways for %s: ", ar.Tool, clipLine(ar.Arguments, 120), ar.Tool))
+		if err != nil {
+			// Ctrl-C or Ctrl-D at the question: no.
+			return agent.Decision{Reason: "the user did not approve it"}, true
+		}
+		answer, reason, _ := strings.Cut(strings.TrimSpace(s), " ")
+		switch strings.ToLower(answer) {
+		case "y", "yes":
+			return agent.Decision{Approve: true}, true
+		case "a", "always":
+			return agent.Decision{Approve: true, Always: true, Reason: "approved for the session"}, true
+		case "n", "no":
+			return agent.Decision{Reason: cmp.Or(strings.TrimSpace(reason), "the user said no")}, true
+		}
+	}
+}
+
+// answer answers a call that waits for approval (demiurge approve, deny)
+// and prints the rest of its turn; with no call named, it lists the calls
+// that wait.
+func (r *chatRun) answer(ctx context.Context, d *decision) error {
+	if d.call == "" {
+		pending := r.chat.Pending(ctx)
+		if len(pending) == 0 {
+			r.write(fmt.Sprintf("no call of chat %s waits for approval\n", r.chat.ID()))
+		}
+		for _, p := range pending {
+			r.write(fmt.Sprintf("%s  %s %s\n", p.CallID, p.Tool, p.Arguments))
+		}
+		return nil
+	}
+	outcome, err := r.turn(ctx, func(ctx context.Context) iter.Seq2[agent.Event, error] { return r.chat.Decide(ctx, d.call, d.Decision) })
+	switch {
+	case errors.Is(err, agent.ErrNotWaiting):
+		return usagef("%v (demiurge approve --world %s --chat %s lists the calls that wait)", err, r.f.world, r.chat.ID())
+	case errors.Is(err, errInterrupted):
+		return &exitStatus{code: exitInterrupted}
+	case err != nil:
+		return err
+	}
+	if code := exitCode(outcome); code != exitOK {
+		return &exitStatus{code: code}
+	}
+	return nil
+}

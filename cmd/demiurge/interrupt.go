@@ -1,0 +1,49 @@
+package main
+
+import "sync"
+
+// interrupts routes Ctrl-C (SIGINT): to the handler a command set, as
+// run does to stop a turn and not the program, else to cancelling the
+// command's context.
+type interrupts struct {
+	mu      sync.Mutex
+	handler func()
+	cancel  func()
+}
+
+// fire handles one interrupt.
+func (i *interrupts) fire() {
+	i.mu.Lock()
+	h := i.handler
+	i.mu.Unlock()
+	if h != nil {
+		h()
+		return
+	}
+	i.cancel()
+}
+
+// handle makes h the handler of interrupts until the returned function
+// restores the one before. On a nil *interrupts (no signals: tests) it
+// does nothing.
+func (i *interrupts) handle(h func()) (restore func()) {
+	if i == nil {
+		return func() {}
+	}
+	i.mu.Lock()
+	prev := i.handler
+	i.handler = h
+	i.mu.Unlock()
+	return func() {
+		i.mu.Lock()
+		i.handler = prev
+		i.mu.Unlock()
+	}
+}
+
+// quit cancels the command's context, as an unhandled interrupt does.
+func (i *interrupts) quit() {
+	if i != nil {
+		i.cancel()
+	}
+}
