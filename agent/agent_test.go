@@ -249,7 +249,7 @@ func TestApprovals(t *testing.T) {
 		t.Errorf("the approved write did not run:\n%s", got)
 	}
 	// A denial answers the model, which goes on.
-	lines, end = collect(t, c.Send(t.Context(), "write b.md"))
+	_, end = collect(t, c.Send(t.Context(), "write b.md"))
 	if end.Outcome != agent.OutcomeAwaitingApproval {
 		t.Fatalf("end %+v", end)
 	}

@@ -57,8 +57,8 @@ func ExampleFunc() {
 	weather := agent.Func("get_weather", "The weather in a city now.", func(ctx context.Context, in In) (string, error) {
 		return in.City + ": sunny", nil
 	})
-	fmt.Println(weather.Name())
-	fmt.Println(string(weather.InputSchema()))
+	fmt.Println(weather.Info().Name)
+	fmt.Println(string(weather.Info().InputSchema))
 	// Open(ctx, manifest, agent.WithTools(weather), ...) offers it to the model.
 
 	// Output:

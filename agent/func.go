@@ -11,7 +11,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/demiurge-dev/demiurge/tools"
-	"github.com/demiurge-dev/demiurge/tools/scripted"
+	"github.com/demiurge-dev/demiurge/tools/bash"
 )
 
 // toolName is what a tool may be called: a name the model's API takes and
@@ -69,16 +69,16 @@ func Func[In, Out any](name, description string, fn func(ctx context.Context, in
 		}
 		return string(b), nil
 	}
-	return t
+	return t.describe()
 }
 
 // FromDef makes a tool of a command definition and its callback, the
-// form the bash tool's commands are written in (package tools/scripted):
+// form the bash tool's commands are written in (package tools/bash):
 // def.InputSchema is the tool's input schema, and the callback receives
 // the call's arguments as ToolArgs.Params (integers as int64, other
 // numbers as float64). An error the callback returns goes back to the
-// model (a *scripted.UserError with its exit status).
-func FromDef(def scripted.ToolDef, fn scripted.ToolCallback) tools.Tool {
+// model (a *bash.UserError with its exit status).
+func FromDef(def bash.ToolDef, fn bash.ToolCallback) tools.Tool {
 	t := &funcTool{info: info{name: def.Name, description: def.Description, schema: def.InputSchema}}
 	if len(t.schema) == 0 {
 		t.schema = json.RawMessage(`{"type":"object"}`)
@@ -93,9 +93,9 @@ func FromDef(def scripted.ToolDef, fn scripted.ToolCallback) tools.Tool {
 		if err := dec.Decode(&params); err != nil {
 			return "", fmt.Errorf("the arguments are not a JSON object: %w", err)
 		}
-		return fn(ctx, scripted.ToolArgs{Params: numbers(params).(map[string]any)})
+		return fn(ctx, bash.ToolArgs{Params: numbers(params).(map[string]any)})
 	}
-	return t
+	return t.describe()
 }
 
 // numbers turns the json.Numbers in v into int64 (integers) and float64.
@@ -144,32 +144,38 @@ type info struct {
 // funcTool is a tool that runs a Go function.
 type funcTool struct {
 	info
-	run func(ctx context.Context, args []byte) (string, error)
-	err error // the definition's mistake, reported by Open
+	desc tools.Info
+	run  func(ctx context.Context, args []byte) (string, error)
+	err  error // the definition's mistake, reported by Open
 }
 
 var _ tools.Tool = (*funcTool)(nil)
 
-func (t *funcTool) Name() string             { return t.name }
-func (t *funcTool) ShortDescription() string { return t.description }
-func (t *funcTool) Description() string      { return t.description }
-func (t *funcTool) Help() string {
-	if t.help != "" {
-		return t.help
+// Info implements tools.Tool.
+func (t *funcTool) Info() tools.Info { return t.desc }
+
+// describe fills in the tool's Info, once its definition is complete.
+func (t *funcTool) describe() *funcTool {
+	help := t.help
+	if help == "" {
+		help = "NAME\n    " + t.name + " - " + t.description + "\n"
 	}
-	return "NAME\n    " + t.name + " - " + t.description + "\n"
-}
-func (t *funcTool) SystemPrompt() string          { return t.name + ": " + t.description }
-func (t *funcTool) InputSchema() json.RawMessage  { return append(json.RawMessage(nil), t.schema...) }
-func (t *funcTool) OutputSchema() json.RawMessage { return json.RawMessage(`{}`) }
-func (t *funcTool) Version() string               { return "1" }
-func (t *funcTool) Execute(ctx context.Context, req tools.Request) tools.Response {
-	return t.ExecuteWithStatus(ctx, req, nil)
+	t.desc = tools.Info{
+		Name:             t.name,
+		ShortDescription: t.description,
+		Description:      t.description,
+		Help:             help,
+		SystemPrompt:     t.name + ": " + t.description,
+		InputSchema:      t.schema,
+		OutputSchema:     json.RawMessage(`{}`),
+		Version:          "1",
+	}
+	return t
 }
 
-// ExecuteWithStatus implements tools.Tool: it runs the function, turning
-// an error or a panic into a failed response the model reads.
-func (t *funcTool) ExecuteWithStatus(ctx context.Context, req tools.Request, status tools.StatusFunc) (resp tools.Response) {
+// Run implements tools.Tool: it runs the function, turning an error or a
+// panic into a failed response the model reads.
+func (t *funcTool) Run(ctx context.Context, req tools.Request, status tools.StatusFunc) (resp tools.Response) {
 	if t.err != nil {
 		return tools.Response{Stderr: t.err.Error(), ExitCode: 1, Error: "internal"}
 	}
@@ -185,7 +191,7 @@ func (t *funcTool) ExecuteWithStatus(ctx context.Context, req tools.Request, sta
 	out, err := t.run(ctx, args)
 	if err != nil {
 		code := 1
-		var ue *scripted.UserError
+		var ue *bash.UserError
 		if errors.As(err, &ue) && ue.Code > 0 && ue.Code < 126 {
 			code = ue.Code
 		}

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	bashfx "github.com/demiurge-dev/demiurge/adapters/scripted"
+	"github.com/demiurge-dev/demiurge/adapters/bashfx"
 	"github.com/demiurge-dev/demiurge/adapters/toolcall"
 	"github.com/demiurge-dev/demiurge/effects"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
@@ -60,7 +60,7 @@ func newToolKit(ctx context.Context, name string, cat *schema.Catalog, st world.
 	k.adapters[workspace.EffectCall] = tc
 	for _, t := range k.ts.Tools() {
 		fam := tools.FamilyIntrospect
-		if strings.HasPrefix(t.Name(), "workspace_") {
+		if strings.HasPrefix(t.Info().Name, "workspace_") {
 			fam = tools.FamilyWorkspace
 		}
 		k.specs = append(k.specs, tools.SpecFor(t, fam))
@@ -71,7 +71,7 @@ func newToolKit(ctx context.Context, name string, cat *schema.Catalog, st world.
 	}
 	reserved := make([]string, 0, len(k.ts.Tools())+len(custom)+1)
 	for _, t := range k.ts.Tools() {
-		reserved = append(reserved, t.Name())
+		reserved = append(reserved, t.Info().Name)
 	}
 	if _, ok := grants[bashfx.KindScripted]; ok {
 		reserved = append(reserved, bashfx.ToolName)
@@ -83,10 +83,11 @@ func newToolKit(ctx context.Context, name string, cat *schema.Catalog, st world.
 				names(custom), demiurge.ToolPlan, toolcall.EffectCustom, tools.FamilyCustom)
 		}
 		for _, t := range custom {
-			if slices.Contains(reserved, t.Name()) {
-				return nil, fmt.Errorf("tool %s: a built-in tool has that name", t.Name())
+			name := t.Info().Name
+			if slices.Contains(reserved, name) {
+				return nil, fmt.Errorf("tool %s: a built-in tool has that name", name)
 			}
-			reserved = append(reserved, t.Name())
+			reserved = append(reserved, name)
 			k.specs = append(k.specs, tools.SpecFor(t, tools.FamilyCustom))
 		}
 		k.adapters[toolcall.EffectCustom] = toolcall.New(custom...)
@@ -138,7 +139,7 @@ func newToolKit(ctx context.Context, name string, cat *schema.Catalog, st world.
 func names(ts []tools.Tool) string {
 	var out []string
 	for _, t := range ts {
-		out = append(out, t.Name())
+		out = append(out, t.Info().Name)
 	}
 	return strings.Join(out, ", ")
 }
@@ -170,7 +171,7 @@ func StartMCP(ctx context.Context, cat *schema.Catalog, path string, o mcp.Optio
 func ReservedNames(cat *schema.Catalog) []string {
 	names := []string{bashfx.ToolName}
 	for _, t := range NewToolset(DefaultWorld, cat, world.NewMemoryStorage()).Tools() {
-		names = append(names, t.Name())
+		names = append(names, t.Info().Name)
 	}
 	return names
 }
@@ -196,7 +197,7 @@ func customRouter(custom []tools.Tool, next bashfx.Router) bashfx.Router {
 	}
 	set := map[string]bool{}
 	for _, t := range custom {
-		set[t.Name()] = true
+		set[t.Info().Name] = true
 	}
 	return func(tool string) (bashfx.Route, bool) {
 		if set[tool] {
@@ -288,7 +289,7 @@ func (k *toolKit) systemPrompt() string {
 		fmt.Fprintf(&b, "Some tools come from MCP servers (%s): they are named <server>_<tool> unless the manifest renames them, and are commands in bash scripts too.\n\n", strings.Join(servers, ", "))
 	}
 	if k.bash != nil {
-		b.WriteString(k.bash.Shell().Tool().SystemPrompt())
+		b.WriteString(k.bash.Shell().Tool().Info().SystemPrompt)
 	}
 	return b.String()
 }

@@ -86,14 +86,15 @@ func Open(ctx context.Context, manifest string, opts ...Option) (_ *World, err e
 			if err := ct.check(); err != nil {
 				return nil, err
 			}
-		} else if !toolName.MatchString(t.Name()) {
-			return nil, fmt.Errorf("tool %q: a tool name is 1 to 64 of A-Z a-z 0-9 _ -, not starting with a digit or -", t.Name())
+		} else if name := t.Info().Name; !toolName.MatchString(name) {
+			return nil, fmt.Errorf("tool %q: a tool name is 1 to 64 of A-Z a-z 0-9 _ -, not starting with a digit or -", name)
 		}
 	}
 	for i, t := range c.tools {
+		name := t.Info().Name
 		for _, u := range c.tools[:i] {
-			if u.Name() == t.Name() {
-				return nil, fmt.Errorf("two tools are named %s", t.Name())
+			if u.Info().Name == name {
+				return nil, fmt.Errorf("two tools are named %s", name)
 			}
 		}
 	}

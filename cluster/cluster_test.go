@@ -131,7 +131,7 @@ func TestWorkersRunWorlds(t *testing.T) {
 		if n := planEnds(t, s, name); n != 3 {
 			t.Errorf("world %s: %d workflows ended; want 3", name, n)
 		}
-		if _, err := world.Replay(ctx, world.ReplayOptions{Name: name, Catalog: cat, Reducers: reducer.NewRegistry(), Storage: s.Storage(), FromGenesis: true}); err != nil {
+		if _, err := world.Rerun(ctx, world.RerunOptions{Name: name, Catalog: cat, Reducers: reducer.NewRegistry(), Storage: s.Storage(), FromGenesis: true}); err != nil {
 			t.Errorf("world %s does not replay: %v", name, err)
 		}
 	}

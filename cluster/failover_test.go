@@ -198,7 +198,7 @@ func TestFencing(t *testing.T) {
 			t.Errorf("the zombie committed seqs %d-%d, after it was paused at seq %d", cm.first, cm.last, atPause.Seq)
 		}
 	}
-	if _, err := world.Replay(ctx, world.ReplayOptions{Name: "f", Catalog: cat, Reducers: reducer.NewRegistry(), Storage: s.Storage(), FromGenesis: true}); err != nil {
+	if _, err := world.Rerun(ctx, world.RerunOptions{Name: "f", Catalog: cat, Reducers: reducer.NewRegistry(), Storage: s.Storage(), FromGenesis: true}); err != nil {
 		t.Fatal(err)
 	}
 }

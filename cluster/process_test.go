@@ -278,7 +278,7 @@ func audit(t *testing.T, s *pgstore.Store, cat *schema.Catalog, name string) map
 	if _, err := journal.Verify(ctx, s.Journal(), name); err != nil {
 		t.Errorf("world %s: %v", name, err)
 	}
-	if _, err := world.Replay(ctx, world.ReplayOptions{Name: name, Catalog: cat, Reducers: reducer.NewRegistry(), Storage: s.Storage(), FromGenesis: true}); err != nil {
+	if _, err := world.Rerun(ctx, world.RerunOptions{Name: name, Catalog: cat, Reducers: reducer.NewRegistry(), Storage: s.Storage(), FromGenesis: true}); err != nil {
 		t.Errorf("world %s does not replay: %v", name, err)
 	}
 	return events

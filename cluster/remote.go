@@ -88,7 +88,7 @@ func Attach(ctx context.Context, opts RemoteOptions) (*Remote, error) {
 	if err := st.Register(ctx, opts.Name, opts.Catalog.ManifestRef()); err != nil {
 		return nil, err
 	}
-	res, err := world.Replay(ctx, world.ReplayOptions{Name: opts.Name, Catalog: opts.Catalog, Reducers: opts.Reducers, Storage: st.Storage()})
+	res, err := world.Rerun(ctx, world.RerunOptions{Name: opts.Name, Catalog: opts.Catalog, Reducers: opts.Reducers, Storage: st.Storage()})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: world %s: %w", opts.Name, err)
 	}

@@ -63,7 +63,7 @@ type Intent struct {
 	Effect string
 	// LogicalNowNS is the world's logical time when the effect was
 	// emitted: the ingress stamp of the input that caused it. Adapters that
-	// need "now" inside a world (the scripted tool's date) use it. It is
+	// need "now" inside a world (the bash tool's date) use it. It is
 	// not part of the intent hash.
 	LogicalNowNS uint64
 }

@@ -30,20 +30,20 @@ func (b *Bundle) Catalog(reg *reducer.Registry) (*schema.Catalog, error) {
 }
 
 // ReplayBundle replays a bundle with the given reducers.
-func ReplayBundle(ctx context.Context, b *Bundle, reg *reducer.Registry, fromGenesis bool) (*world.ReplayResult, error) {
-	return replayBundle(ctx, b, reg, world.ReplayOptions{FromGenesis: fromGenesis})
+func ReplayBundle(ctx context.Context, b *Bundle, reg *reducer.Registry, fromGenesis bool) (*world.RerunResult, error) {
+	return replayBundle(ctx, b, reg, world.RerunOptions{FromGenesis: fromGenesis})
 }
 
 // ReplayBundleUnder replays a bundle from genesis under its AIR files,
-// whatever manifests its journal recorded (world.ReplayOptions
+// whatever manifests its journal recorded (world.RerunOptions
 // UnderManifest): what AIR edited in the bundle would derive differently.
-func ReplayBundleUnder(ctx context.Context, b *Bundle, reg *reducer.Registry) (*world.ReplayResult, error) {
-	return replayBundle(ctx, b, reg, world.ReplayOptions{UnderManifest: true})
+func ReplayBundleUnder(ctx context.Context, b *Bundle, reg *reducer.Registry) (*world.RerunResult, error) {
+	return replayBundle(ctx, b, reg, world.RerunOptions{UnderManifest: true})
 }
 
 // replayBundle replays a bundle under its AIR, in memory, with opts (whose
 // Name, Catalog, Reducers and Storage it sets).
-func replayBundle(ctx context.Context, b *Bundle, reg *reducer.Registry, opts world.ReplayOptions) (*world.ReplayResult, error) {
+func replayBundle(ctx context.Context, b *Bundle, reg *reducer.Registry, opts world.RerunOptions) (*world.RerunResult, error) {
 	cat, err := b.Catalog(reg)
 	if err != nil {
 		return nil, fmt.Errorf("bundle %s: %w", b.Dir, err)
@@ -53,7 +53,7 @@ func replayBundle(ctx context.Context, b *Bundle, reg *reducer.Registry, opts wo
 		return nil, err
 	}
 	opts.Name, opts.Catalog, opts.Reducers, opts.Storage = b.Manifest.World, cat, reg, st
-	return world.Replay(ctx, opts)
+	return world.Rerun(ctx, opts)
 }
 
 // TraceText returns the bundle's timeline as Trace prints it, with cell

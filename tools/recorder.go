@@ -22,7 +22,7 @@ type Commit struct {
 }
 
 // SubCall is one tool call made inside another, such as a command of a
-// scripted bash script.
+// bash script.
 type SubCall struct {
 	Seq       uint64
 	Tool      string

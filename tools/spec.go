@@ -49,7 +49,8 @@ const NoteRoom = 512
 
 // SpecFor describes a tool for the model.
 func SpecFor(t Tool, family string) SpecTool {
-	st := SpecTool{Name: t.Name(), Description: t.Description(), Parameters: t.InputSchema(), Family: family}
+	info := t.Info()
+	st := SpecTool{Name: info.Name, Description: info.Description, Parameters: info.InputSchema, Family: family}
 	if l, ok := t.(OutputLimiter); ok && l.OutputLimit() > 0 {
 		st.OutputLimit = l.OutputLimit() + NoteRoom
 	}

@@ -12,18 +12,10 @@ import (
 
 type limitedTool struct{ limit int }
 
-func (limitedTool) Name() string                  { return "read" }
-func (limitedTool) ShortDescription() string      { return "read a file" }
-func (limitedTool) Description() string           { return "Read a file." }
-func (limitedTool) Help() string                  { return "READ(1)" }
-func (limitedTool) SystemPrompt() string          { return "read" }
-func (limitedTool) InputSchema() json.RawMessage  { return json.RawMessage(`{"type": "object"}`) }
-func (limitedTool) OutputSchema() json.RawMessage { return json.RawMessage(`{}`) }
-func (limitedTool) Version() string               { return "1" }
-func (limitedTool) Execute(context.Context, tools.Request) tools.Response {
-	return tools.Response{}
+func (limitedTool) Info() tools.Info {
+	return tools.Info{Name: "read", Description: "Read a file.", InputSchema: json.RawMessage(`{"type": "object"}`)}
 }
-func (limitedTool) ExecuteWithStatus(context.Context, tools.Request, tools.StatusFunc) tools.Response {
+func (limitedTool) Run(context.Context, tools.Request, tools.StatusFunc) tools.Response {
 	return tools.Response{}
 }
 func (t limitedTool) OutputLimit() int { return t.limit }

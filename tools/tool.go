@@ -1,14 +1,15 @@
 // Package tools defines the contract every LLM tool of demiurge implements.
 //
-// A Tool describes itself (name, descriptions, man-page help, a system
-// prompt fragment, JSON Schemas of its input and output) and executes a
+// A Tool describes itself in an Info (name, descriptions, man-page help, a
+// system prompt fragment, JSON Schemas of its input and output) and runs a
 // Request into a Response. The LLM tool specs sent to a model are generated
-// from these descriptions, so a tool is documented in exactly one place.
+// from the Info, so a tool is documented in exactly one place.
 //
 // The contract follows bashkit's Tool trait (seed 002 of the shared
-// directory), in Go's shape: a context first, errors reported inside the
-// Response so that a model can read them, and status reported through a
-// callback.
+// directory), in Go's shape: the description is data, a context comes
+// first, errors are reported inside the Response so that a model can read
+// them, and status is reported through a callback. Optional abilities are
+// separate interfaces: InlineTool and OutputLimiter.
 package tools
 
 import (
@@ -16,41 +17,49 @@ import (
 	"encoding/json"
 )
 
-// Tool is the contract every tool implements: the introspect and workspace
-// tools, the scripted bash tool and tools served by MCP servers.
-//
-// Execute and ExecuteWithStatus are safe for concurrent use unless a tool
-// documents otherwise. They never panic on bad input: a malformed request,
-// a failed call or a timeout is reported in the Response.
-type Tool interface {
+// Info describes a tool. A tool's Info never changes; the schemas are
+// shared, and callers must not modify them.
+type Info struct {
 	// Name is the tool's identifier in registries and LLM tool specs,
-	// e.g. "bash" or "workspace_read". It never changes.
-	Name() string
+	// e.g. "bash" or "workspace_read".
+	Name string
 	// ShortDescription is a one-line summary for tool listings.
-	ShortDescription() string
+	ShortDescription string
 	// Description is the full description sent to the model; it may list
-	// what the tool supports (the commands of a scripted tool, say).
-	Description() string
+	// what the tool supports (the commands of the bash tool, say).
+	Description string
 	// Help is man-page style documentation (NAME, SYNOPSIS, DESCRIPTION,
 	// ..., EXIT STATUS) for a model or a human that asks for it.
-	Help() string
+	Help string
 	// SystemPrompt is a compact fragment for a system prompt: what the
 	// tool is, its input and output, in few tokens.
-	SystemPrompt() string
+	SystemPrompt string
 	// InputSchema is the JSON Schema of Request.Arguments.
-	InputSchema() json.RawMessage
+	InputSchema json.RawMessage
 	// OutputSchema is the JSON Schema of the tool's structured output.
-	OutputSchema() json.RawMessage
+	OutputSchema json.RawMessage
 	// Version is the version of the tool's implementation.
-	Version() string
-	// Execute runs the tool once. Cancelling ctx stops it; the Response
-	// then says so (ExitCode 124 and Error "timeout" for a deadline).
-	Execute(ctx context.Context, req Request) Response
-	// ExecuteWithStatus is Execute that also reports progress: phases and
-	// chunks of output as they are produced. status is called from one
-	// goroutine at a time and never after ExecuteWithStatus returns. The
-	// Response always holds the complete output, whatever was streamed.
-	ExecuteWithStatus(ctx context.Context, req Request, status StatusFunc) Response
+	Version string
+}
+
+// Tool is the contract every tool implements: the introspect and workspace
+// tools, the bash tool, tools served by MCP servers and the Go functions
+// of a program embedding demiurge.
+//
+// Info and Run are safe for concurrent use unless a tool documents
+// otherwise. Run never panics on bad input: a malformed request, a failed
+// call or a timeout is reported in the Response.
+type Tool interface {
+	// Info describes the tool. It is cheap: a tool builds its Info once.
+	Info() Info
+	// Run runs the tool once. Cancelling ctx stops it; the Response then
+	// says so (ExitCode 124 and Error "timeout" for a deadline).
+	//
+	// status, if not nil, receives progress: phases and chunks of output
+	// as they are produced. It is called from one goroutine at a time and
+	// never after Run returns. The Response always holds the complete
+	// output, whatever was streamed.
+	Run(ctx context.Context, req Request, status StatusFunc) Response
 }
 
 // InlineTool is a Tool whose calls change nothing outside the world they
@@ -103,7 +112,7 @@ const (
 	PhaseComplete = "complete"
 )
 
-// Status is a progress report of ExecuteWithStatus.
+// Status is a progress report of Tool.Run.
 type Status struct {
 	// Phase is one of the Phase constants.
 	Phase string `json:"phase"`

@@ -241,16 +241,16 @@ func BenchmarkWorkflowThroughput(b *testing.B) {
 	b.ReportMetric(float64(cpu.Microseconds())/float64(total)/1000, "cpu-ms/workflow")
 }
 
-// BenchmarkReplay replays a journal of about 100,000 records from genesis
+// BenchmarkRerun reruns a journal of about 100,000 records from genesis
 // (a counter world; each step is a DomainEvent and a State record) and
 // reports records per second (target ≥ 300,000).
-func BenchmarkReplay(b *testing.B) {
+func BenchmarkRerun(b *testing.B) {
 	ctx := context.Background()
 	st, cat, reg := counterJournal(b, 100_000, -1)
 	var records uint64
 	b.ResetTimer()
 	for b.Loop() {
-		res, err := world.Replay(ctx, world.ReplayOptions{Name: "r", Catalog: cat, Reducers: reg, Storage: st, FromGenesis: true})
+		res, err := world.Rerun(ctx, world.RerunOptions{Name: "r", Catalog: cat, Reducers: reg, Storage: st, FromGenesis: true})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -205,7 +205,7 @@ func checkRecovered(t *testing.T, dir string, maxAcked uint64, k int) {
 			t.Fatalf("kill %d: intent %s recorded %d times with %d receipts", k, in, n, receipts[in])
 		}
 	}
-	rep, err := world.Replay(ctx, world.ReplayOptions{Name: "pp", Catalog: cat, Reducers: reg, Storage: st, FromGenesis: true})
+	rep, err := world.Rerun(ctx, world.RerunOptions{Name: "pp", Catalog: cat, Reducers: reg, Storage: st, FromGenesis: true})
 	if err != nil {
 		t.Fatalf("kill %d: replay: %v", k, err)
 	}

@@ -52,7 +52,7 @@
 //
 // Inputs are Manifest, DomainEvent and Receipt records. Everything else —
 // Event, State, ReducerError, PlanStarted, PlanEnded, Intent, Denied,
-// Rejected, Snapshot — is derived, and Replay re-derives it byte for byte,
+// Rejected, Snapshot — is derived, and Rerun re-derives it byte for byte,
 // reporting the first difference as a *DivergenceError (which, at a State
 // record, holds both states decoded). Derived events are never applied
 // twice: replay compares them, it does not apply them.
@@ -100,6 +100,6 @@
 //     also after a restore from a snapshot taken after the change: the
 //     snapshot names the manifests such instances still need
 //     (plan_manifests), and the restore loads them from the store.
-//     ReplayOptions.UnderManifest replays everything under the manifest
+//     RerunOptions.UnderManifest replays everything under the manifest
 //     given instead, to see what changed AIR would derive differently.
 package world

@@ -110,7 +110,7 @@ func TestEarlyEffect(t *testing.T) {
 				t.Fatalf("journal: %s\nwant %s", got, want)
 			}
 			w.Close()
-			if _, err := world.Replay(ctx, world.ReplayOptions{Name: "pp", Catalog: cat, Reducers: reg, Storage: st, FromGenesis: true}); err != nil {
+			if _, err := world.Rerun(ctx, world.RerunOptions{Name: "pp", Catalog: cat, Reducers: reg, Storage: st, FromGenesis: true}); err != nil {
 				t.Fatalf("replay: %v", err)
 			}
 		})

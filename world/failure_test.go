@@ -118,7 +118,7 @@ func TestCommitFailureEndsWaits(t *testing.T) {
 			t.Errorf("journal after reopening: %s\nwant %s", got, want)
 		}
 		w2.Close()
-		if _, err := world.Replay(ctx, world.ReplayOptions{Name: "pp", Catalog: cat, Reducers: reg, Storage: base, FromGenesis: true}); err != nil {
+		if _, err := world.Rerun(ctx, world.RerunOptions{Name: "pp", Catalog: cat, Reducers: reg, Storage: base, FromGenesis: true}); err != nil {
 			t.Errorf("replay: %v", err)
 		}
 	})

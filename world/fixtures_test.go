@@ -469,7 +469,7 @@ func machineView(m *world.Machine, mods []string) string {
 func (fx *worldFixture) replay() {
 	live := machineView(fx.m, fx.modules())
 	for _, genesis := range []bool{true, false} {
-		res, err := world.Replay(fx.ctx, world.ReplayOptions{Name: fixtureWorld, Catalog: fx.cat, Reducers: fx.reg, Storage: fx.st, FromGenesis: genesis})
+		res, err := world.Rerun(fx.ctx, world.RerunOptions{Name: fixtureWorld, Catalog: fx.cat, Reducers: fx.reg, Storage: fx.st, FromGenesis: genesis})
 		from := "genesis"
 		if !genesis {
 			if res != nil && !res.Snapshot.Valid() {

@@ -145,7 +145,7 @@ func TestInlineEffect(t *testing.T) {
 				t.Error("InStep is true outside a step")
 			}
 			w.Close()
-			if _, err := world.Replay(ctx, world.ReplayOptions{Name: "pp", Catalog: cat, Reducers: reg, Storage: st, FromGenesis: true}); err != nil {
+			if _, err := world.Rerun(ctx, world.RerunOptions{Name: "pp", Catalog: cat, Reducers: reg, Storage: st, FromGenesis: true}); err != nil {
 				t.Fatalf("replay: %v", err)
 			}
 		})
@@ -201,7 +201,7 @@ func TestInlineEffectPanics(t *testing.T) {
 		t.Fatalf("plans ended: %v; want two, failed with the panic", ended)
 	}
 	w.Close()
-	if _, err := world.Replay(ctx, world.ReplayOptions{Name: "pp", Catalog: cat, Reducers: reg, Storage: st, FromGenesis: true}); err != nil {
+	if _, err := world.Rerun(ctx, world.RerunOptions{Name: "pp", Catalog: cat, Reducers: reg, Storage: st, FromGenesis: true}); err != nil {
 		t.Fatalf("replay: %v", err)
 	}
 }
@@ -264,7 +264,7 @@ func TestInlineEffectChain(t *testing.T) {
 		t.Errorf("%d commits for a chain of %d inline effects; want a few (batches of at most 256 inputs)", c, n)
 	}
 	w.Close()
-	if _, err := world.Replay(ctx, world.ReplayOptions{Name: "pp", Catalog: cat, Reducers: reg, Storage: st, FromGenesis: true}); err != nil {
+	if _, err := world.Rerun(ctx, world.RerunOptions{Name: "pp", Catalog: cat, Reducers: reg, Storage: st, FromGenesis: true}); err != nil {
 		t.Fatalf("replay: %v", err)
 	}
 }

@@ -132,7 +132,7 @@ func TestPlanEffectRoundTrip(t *testing.T) {
 		t.Errorf("%d http calls; want 2", n)
 	}
 	w.Close()
-	if _, err := world.Replay(ctx, world.ReplayOptions{Name: "pp", Catalog: cat, Reducers: reg, Storage: st, FromGenesis: true}); err != nil {
+	if _, err := world.Rerun(ctx, world.RerunOptions{Name: "pp", Catalog: cat, Reducers: reg, Storage: st, FromGenesis: true}); err != nil {
 		t.Fatalf("replay: %v", err)
 	}
 	// Each ping: the event, the cell state, the plan start and its intent;
@@ -188,7 +188,7 @@ func TestDeniedAndFailedEffects(t *testing.T) {
 		t.Fatalf("got:\n%s\nwant:\n%s", strings.Join(ended, "\n"), strings.Join(want, "\n"))
 	}
 	w.Close()
-	if _, err := world.Replay(ctx, world.ReplayOptions{Name: "pp", Catalog: cat, Reducers: reg, Storage: st, FromGenesis: true}); err != nil {
+	if _, err := world.Rerun(ctx, world.RerunOptions{Name: "pp", Catalog: cat, Reducers: reg, Storage: st, FromGenesis: true}); err != nil {
 		t.Fatalf("replay: %v", err)
 	}
 }

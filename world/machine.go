@@ -33,7 +33,7 @@ type Machine struct {
 	// started under an earlier one runs on with its own plan def.
 	loaded []*loadedCatalog
 	// pinned keeps the machine on its catalog whatever manifest the
-	// journal records (ReplayOptions.UnderManifest).
+	// journal records (RerunOptions.UnderManifest).
 	pinned bool
 
 	// State, all of it restored from snapshots.

@@ -110,7 +110,7 @@ func TestManifestChange(t *testing.T) {
 
 	for _, cat := range []*schema.Catalog{before, after} {
 		for _, genesis := range []bool{true, false} {
-			res, err := world.Replay(ctx, world.ReplayOptions{Name: "c1", Catalog: cat, Reducers: reg, Storage: st, FromGenesis: genesis})
+			res, err := world.Rerun(ctx, world.RerunOptions{Name: "c1", Catalog: cat, Reducers: reg, Storage: st, FromGenesis: genesis})
 			if err != nil {
 				t.Fatalf("replay (genesis %v) given manifest %s: %v", genesis, cat.ManifestRef().Short(), err)
 			}
@@ -282,7 +282,7 @@ func TestPlanInFlightAcrossManifestChange(t *testing.T) {
 	if ended := plansEnded(t, st, "p"); !slices.Equal(ended, []string{"ok", "ok"}) {
 		t.Errorf("plans ended %v; want [ok ok]", ended)
 	}
-	if _, err := world.Replay(ctx, world.ReplayOptions{Name: "p", Catalog: after, Reducers: reducer.NewRegistry(), Storage: st, FromGenesis: true}); err != nil {
+	if _, err := world.Rerun(ctx, world.RerunOptions{Name: "p", Catalog: after, Reducers: reducer.NewRegistry(), Storage: st, FromGenesis: true}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -365,7 +365,7 @@ func TestPlanInFlightAcrossManifestChangeAndSnapshot(t *testing.T) {
 		t.Errorf("plans ended %v; want [ok ok]", ended)
 	}
 	for _, genesis := range []bool{true, false} {
-		if _, err := world.Replay(ctx, world.ReplayOptions{Name: "p", Catalog: after, Reducers: reducer.NewRegistry(), Storage: st, FromGenesis: genesis}); err != nil {
+		if _, err := world.Rerun(ctx, world.RerunOptions{Name: "p", Catalog: after, Reducers: reducer.NewRegistry(), Storage: st, FromGenesis: genesis}); err != nil {
 			t.Fatalf("replay (from genesis: %v): %v", genesis, err)
 		}
 	}

@@ -133,7 +133,7 @@ func TestReceiptRoutesWithoutKeyField(t *testing.T) {
 		t.Errorf("journal: %s; want 4 receipts, no reducer error", ks)
 	}
 	w.Close()
-	if _, err := world.Replay(ctx, world.ReplayOptions{Name: "echo", Catalog: cat, Reducers: reg, Storage: st, FromGenesis: true}); err != nil {
+	if _, err := world.Rerun(ctx, world.RerunOptions{Name: "echo", Catalog: cat, Reducers: reg, Storage: st, FromGenesis: true}); err != nil {
 		t.Errorf("replay: %v", err)
 	}
 }

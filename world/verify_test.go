@@ -70,7 +70,7 @@ func TestDivergenceCarriesStates(t *testing.T) {
 	reg.MustRegister(counter.ModuleName, offByOne{})
 	replay := func(st world.Storage) *world.DivergenceError {
 		t.Helper()
-		_, err := world.Replay(ctx, world.ReplayOptions{Name: "c1", Catalog: cat, Reducers: reg, Storage: st, FromGenesis: true})
+		_, err := world.Rerun(ctx, world.RerunOptions{Name: "c1", Catalog: cat, Reducers: reg, Storage: st, FromGenesis: true})
 		var d *world.DivergenceError
 		if !errors.As(err, &d) {
 			t.Fatalf("replay with a changed reducer: %v; want a divergence", err)

@@ -167,7 +167,7 @@ func Open(ctx context.Context, opts Options) (*World, error) {
 // from the newest snapshot, re-deriving and checking every record after it.
 // It returns the machine and the head.
 func Recover(ctx context.Context, name string, cat *schema.Catalog, reg *reducer.Registry, st Storage) (*Machine, journal.Head, error) {
-	r, err := Replay(ctx, ReplayOptions{Name: name, Catalog: cat, Reducers: reg, Storage: st})
+	r, err := Rerun(ctx, RerunOptions{Name: name, Catalog: cat, Reducers: reg, Storage: st})
 	if err != nil {
 		return nil, journal.Head{}, err
 	}

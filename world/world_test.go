@@ -140,7 +140,7 @@ func TestSnapshotAgreesWithGenesis(t *testing.T) {
 	cat, _ := schema.Load("../examples/counter", nil)
 	reg := reducer.NewRegistry()
 	counter.Register(reg)
-	rep, err := world.Replay(ctx, world.ReplayOptions{Name: "c1", Catalog: cat, Reducers: reg, Storage: st, FromGenesis: true})
+	rep, err := world.Rerun(ctx, world.RerunOptions{Name: "c1", Catalog: cat, Reducers: reg, Storage: st, FromGenesis: true})
 	if err != nil {
 		t.Fatal(err)
 	}

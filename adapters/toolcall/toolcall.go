@@ -30,7 +30,7 @@ type Adapter struct {
 func New(ts ...tools.Tool) *Adapter {
 	a := &Adapter{tools: map[string]tools.Tool{}}
 	for _, t := range ts {
-		a.tools[t.Name()] = t
+		a.tools[t.Info().Name] = t
 	}
 	return a
 }
@@ -41,7 +41,7 @@ func (a *Adapter) Add(ts ...tools.Tool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, t := range ts {
-		a.tools[t.Name()] = t
+		a.tools[t.Info().Name] = t
 	}
 }
 
@@ -83,7 +83,7 @@ func (a *Adapter) Run(ctx context.Context, c *effects.Call) effects.Receipt {
 	}
 	rec := &tools.Recorder{}
 	args, _ := schema.FieldPath(c.Params, "arguments_json").(string)
-	resp := t.Execute(tools.WithRecorder(ctx, rec), tools.Request{Arguments: []byte(args)})
+	resp := t.Run(tools.WithRecorder(ctx, rec), tools.Request{Arguments: []byte(args)}, nil)
 	return effects.OK(name, resp.Value(rec))
 }
 

@@ -2,7 +2,6 @@ package toolcall
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
@@ -16,29 +15,19 @@ import (
 	"github.com/demiurge-dev/demiurge/tools"
 )
 
-// funcTool is a tools.Tool whose Execute is fn.
+// funcTool is a tools.Tool whose Run is fn.
 type funcTool struct {
 	name string
 	fn   func(ctx context.Context, req tools.Request) tools.Response
 }
 
-func (f *funcTool) Name() string                  { return f.name }
-func (f *funcTool) ShortDescription() string      { return f.name }
-func (f *funcTool) Description() string           { return f.name }
-func (f *funcTool) Help() string                  { return f.name }
-func (f *funcTool) SystemPrompt() string          { return f.name }
-func (f *funcTool) InputSchema() json.RawMessage  { return json.RawMessage(`{"type":"object"}`) }
-func (f *funcTool) OutputSchema() json.RawMessage { return json.RawMessage(`{}`) }
-func (f *funcTool) Version() string               { return "1.0.0" }
-func (f *funcTool) Execute(ctx context.Context, req tools.Request) tools.Response {
+func (f *funcTool) Info() tools.Info { return tools.Info{Name: f.name} }
+func (f *funcTool) Run(ctx context.Context, req tools.Request, _ tools.StatusFunc) tools.Response {
 	return f.fn(ctx, req)
-}
-func (f *funcTool) ExecuteWithStatus(ctx context.Context, req tools.Request, _ tools.StatusFunc) tools.Response {
-	return f.Execute(ctx, req)
 }
 
 // testTools are echo (its arguments to stdout), fail (exit 3, error
-// "internal"), write (two workspace commits and a sub-call, as a scripted
+// "internal"), write (two workspace commits and a sub-call, as the bash
 // tool records them) and wait (until its context is done).
 func testTools() []tools.Tool {
 	return []tools.Tool{

@@ -1,4 +1,4 @@
-// The script of tools/scripted/bench_test.go (5 tool calls, 5 jq filters)
+// The script of tools/bash/bench_test.go (5 tool calls, 5 jq filters)
 // and a timer shared by the peer runners.
 export const SCRIPT = `for id in 1 2 3; do get_user --id $id | jq -r .name; done
 total=$(list_orders --user_id $USER_ID | jq '[.[].total] | add'); echo "total=$total"

@@ -1,10 +1,10 @@
-// Prints the scripted tool's speed against just-bash and bashkit on the
+// Prints the bash tool's speed against just-bash and bashkit on the
 // same script, measured in this one run on this machine:
 //
 //   cd bench/peers && npm ci && node ratios.mjs
 //
 // The Go figures come from `go test -bench 'BenchmarkScript/sandbox|BenchmarkFiles'`
-// in tools/scripted (run from the repository root); BenchmarkFiles/bash-c
+// in tools/bash (run from the repository root); BenchmarkFiles/bash-c
 // is the same file-heavy script under `bash -c` in a fresh directory.
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -15,7 +15,7 @@ import { benchBashkit } from "./bashkit.mjs";
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
 function goBench() {
-  const out = execFileSync("go", ["test", "./tools/scripted/", "-run", "^$", "-bench", "Benchmark(Script|Files)$",
+  const out = execFileSync("go", ["test", "./tools/bash/", "-run", "^$", "-bench", "Benchmark(Script|Files)$",
     "-benchtime", "2s", "-count", "3", "-cpu", "1"], { cwd: root, encoding: "utf8" });
   const pick = (name) => {
     const re = new RegExp(`${name}\\s+\\d+\\s+([\\d.]+) ns/op`, "g");
@@ -36,12 +36,12 @@ const bk = await benchBashkit();
 const jbf = await benchJustBashFiles();
 const g = median(go);
 const gf = median(gb.files);
-console.log(`script: 5 tool calls + 5 jq filters (tools/scripted/bench_test.go)`);
-console.log(`demiurge scripted (Go, -cpu 1)    ${fmt(go)}`);
+console.log(`script: 5 tool calls + 5 jq filters (tools/bash/bench_test.go)`);
+console.log(`demiurge bash (Go, -cpu 1)        ${fmt(go)}`);
 console.log(`just-bash 3.4.2, shared instance   ${fmt(jb.shared)}   ratio ${(median(jb.shared) / g).toFixed(1)}x`);
 console.log(`just-bash 3.4.2, new instance      ${fmt(jb.fresh)}   ratio ${(median(jb.fresh) / g).toFixed(1)}x`);
 console.log(`bashkit 0.18.2 ScriptedTool (napi) ${fmt(bk)}   ratio ${(median(bk) / g).toFixed(1)}x`);
 console.log(`\nscript: 100 files written, grep -rn, awk, find | xargs wc -l (BenchmarkFiles)`);
-console.log(`demiurge scripted (Go, -cpu 1)    ${fmt(gb.files)}`);
+console.log(`demiurge bash (Go, -cpu 1)        ${fmt(gb.files)}`);
 console.log(`bash -c, fresh host directory      ${fmt(gb.filesBash)}   ratio ${(median(gb.filesBash) / gf).toFixed(1)}x`);
 console.log(`just-bash 3.4.2, new instance      ${fmt(jbf)}   ratio ${(median(jbf) / gf).toFixed(1)}x`);

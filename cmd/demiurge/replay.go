@@ -67,7 +67,7 @@ When replay fails: {"ok": false, "error", and for a divergence "world",
 				}()
 			}
 			ctx := cmd.Context()
-			var res *world.ReplayResult
+			var res *world.RerunResult
 			var given cas.Ref // the manifest of the AIR given
 			source := ""
 			out := replayJSON{OK: true, World: wf.world}
@@ -124,7 +124,7 @@ When replay fails: {"ok": false, "error", and for a divergence "world",
 						return explainMissing(ctx, s, fmt.Errorf("replay: %w", err))
 					}
 				}
-				res, err = world.Replay(ctx, world.ReplayOptions{Name: wf.world, Catalog: cat, Reducers: newRegistry(), Storage: st,
+				res, err = world.Rerun(ctx, world.RerunOptions{Name: wf.world, Catalog: cat, Reducers: newRegistry(), Storage: st,
 					FromGenesis: fromGenesis, UnderManifest: underManifest})
 				if err != nil {
 					return explainMissing(ctx, s, describe(err))

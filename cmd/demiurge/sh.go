@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	bashfx "github.com/demiurge-dev/demiurge/adapters/scripted"
+	"github.com/demiurge-dev/demiurge/adapters/bashfx"
 	"github.com/demiurge-dev/demiurge/agent"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools"
@@ -131,7 +131,7 @@ command; 1 or the command's status for a failed command), or the usual 1 and
 				return err
 			}
 			if prompt {
-				_, err := fmt.Fprintln(a.out, sh.Tool().SystemPrompt())
+				_, err := fmt.Fprintln(a.out, sh.Tool().Info().SystemPrompt)
 				return err
 			}
 			res := sh.Run(ctx, tools.Request{Commands: script}, bashfx.RunOptions{

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	bashfx "github.com/demiurge-dev/demiurge/adapters/scripted"
+	"github.com/demiurge-dev/demiurge/adapters/bashfx"
 	"github.com/demiurge-dev/demiurge/agent"
 	"github.com/demiurge-dev/demiurge/examples"
 	"github.com/demiurge-dev/demiurge/reducer"
@@ -119,7 +119,7 @@ func TestWorldTools(t *testing.T) {
 	names := func(ts []tools.Tool) string {
 		var out []string
 		for _, tl := range ts {
-			out = append(out, tl.Name())
+			out = append(out, tl.Info().Name)
 		}
 		return strings.Join(out, " ")
 	}

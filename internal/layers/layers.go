@@ -51,7 +51,7 @@ var TestHelpers = []string{
 var Deterministic = []string{"reducer/...", "world/internal/plans/...", "examples/..."}
 
 // NotDeterministic are the exceptions to Deterministic.
-var NotDeterministic = []string{"reducer/reducertest", "examples", "examples/scripted", "examples/embed", "examples/internal/..."}
+var NotDeterministic = []string{"reducer/reducertest", "examples", "examples/bash", "examples/embed", "examples/internal/..."}
 
 // Nondeterministic are the standard packages deterministic code must not
 // import, and why. Every package under net/ is refused too.

@@ -30,23 +30,15 @@ type fakeTool struct {
 
 func (f *fakeTool) OutputLimit() int { return f.limit }
 
-func (f *fakeTool) Name() string                  { return f.name }
-func (f *fakeTool) ShortDescription() string      { return "fake " + f.name }
-func (f *fakeTool) Description() string           { return "A fake tool for tests: " + f.name }
-func (f *fakeTool) Help() string                  { return f.name + "(1)" }
-func (f *fakeTool) SystemPrompt() string          { return f.name }
-func (f *fakeTool) InputSchema() json.RawMessage  { return json.RawMessage(f.schema) }
-func (f *fakeTool) OutputSchema() json.RawMessage { return json.RawMessage(`{}`) }
-func (f *fakeTool) Version() string               { return "test" }
-func (f *fakeTool) Execute(ctx context.Context, r tools.Request) tools.Response {
+func (f *fakeTool) Info() tools.Info {
+	return tools.Info{Name: f.name, Description: "A fake tool for tests: " + f.name, InputSchema: json.RawMessage(f.schema)}
+}
+func (f *fakeTool) Run(ctx context.Context, r tools.Request, _ tools.StatusFunc) tools.Response {
 	var args map[string]any
 	if err := json.Unmarshal(r.Arguments, &args); err != nil {
 		return tools.Response{ExitCode: 2, Stderr: err.Error()}
 	}
 	return f.fn(args)
-}
-func (f *fakeTool) ExecuteWithStatus(ctx context.Context, r tools.Request, _ tools.StatusFunc) tools.Response {
-	return f.Execute(ctx, r)
 }
 
 type chatWorld struct {
@@ -309,7 +301,7 @@ func TestParallelCallsOneInvalid(t *testing.T) {
 func checkReplay(t *testing.T, cw *chatWorld) {
 	t.Helper()
 	cw.w.Close()
-	if _, err := world.Replay(t.Context(), world.ReplayOptions{Name: "chat", Catalog: cw.cat, Reducers: cw.reg, Storage: cw.st, FromGenesis: true}); err != nil {
+	if _, err := world.Rerun(t.Context(), world.RerunOptions{Name: "chat", Catalog: cw.cat, Reducers: cw.reg, Storage: cw.st, FromGenesis: true}); err != nil {
 		t.Fatal(replay.Describe(err))
 	}
 	var sb strings.Builder

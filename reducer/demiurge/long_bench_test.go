@@ -243,7 +243,7 @@ func benchRounds(b *testing.B, st world.Storage, turns, rounds int, window uint6
 	{
 		w.Close()
 		t0 := time.Now()
-		res, err := world.Replay(ctx, world.ReplayOptions{Name: "bench", Catalog: cat, Reducers: reg, Storage: st, FromGenesis: true})
+		res, err := world.Rerun(ctx, world.RerunOptions{Name: "bench", Catalog: cat, Reducers: reg, Storage: st, FromGenesis: true})
 		if err != nil {
 			b.Fatalf("the session does not replay: %v", err)
 		}

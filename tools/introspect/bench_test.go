@@ -30,7 +30,7 @@ func BenchmarkStateHead(b *testing.B) {
 		req := tools.Request{Arguments: []byte(`{"reducer": "counter/Counter@1"}`)}
 		b.ReportAllocs()
 		for b.Loop() {
-			if r := tl.Execute(b.Context(), req); r.ExitCode != 0 {
+			if r := tl.Run(b.Context(), req, nil); r.ExitCode != 0 {
 				b.Fatal(r.Stderr)
 			}
 		}
@@ -60,7 +60,7 @@ func BenchmarkStateExact(b *testing.B) {
 		req := tools.Request{Arguments: fmt.Appendf(nil, `{"reducer": "counter/Counter@1", "consistency": "exact:%d"}`, mid)}
 		b.ReportAllocs()
 		for b.Loop() {
-			if r := tl.Execute(b.Context(), req); r.ExitCode != 0 {
+			if r := tl.Run(b.Context(), req, nil); r.ExitCode != 0 {
 				b.Fatal(r.Stderr)
 			}
 		}

@@ -34,45 +34,46 @@ func FuzzToolArguments(f *testing.F) {
 	byName := map[string]tools.Tool{}
 	schemas := map[string]func(any) error{}
 	for _, tl := range introspect.Tools(v, &introspect.Options{MaxWait: -1}) {
-		byName[tl.Name()] = tl
-		s := outputSchema(f, tl)
-		schemas[tl.Name()] = s.Validate
+		name := tl.Info().Name
+		byName[name] = tl
+		schemas[name] = outputSchema(f, tl).Validate
 	}
 	f.Fuzz(func(t *testing.T, name, args string) {
 		tl, ok := byName[name]
 		if !ok {
-			tl = byName[introspect.ToolState]
+			name = introspect.ToolState
+			tl = byName[name]
 		}
 		// A call that hangs fails with its input, rather than stalling the
 		// fuzzer.
 		done := make(chan tools.Response, 1)
-		go func() { done <- tl.Execute(t.Context(), tools.Request{Arguments: json.RawMessage(args)}) }()
+		go func() { done <- tl.Run(t.Context(), tools.Request{Arguments: json.RawMessage(args)}, nil) }()
 		var r tools.Response
 		select {
 		case r = <-done:
 		case <-time.After(10 * time.Second):
-			t.Fatalf("%s %q did not return within 10s", tl.Name(), args)
+			t.Fatalf("%s %q did not return within 10s", name, args)
 		}
 		switch r.ExitCode {
 		case 0:
 			var doc any
 			if err := json.Unmarshal([]byte(r.Stdout), &doc); err != nil {
-				t.Fatalf("%s %s: stdout is not JSON: %v", tl.Name(), args, err)
+				t.Fatalf("%s %s: stdout is not JSON: %v", name, args, err)
 			}
-			if err := schemas[tl.Name()](jsonschemaValue(doc)); err != nil {
-				t.Fatalf("%s %s: stdout does not fit the output schema: %v", tl.Name(), args, err)
+			if err := schemas[name](jsonschemaValue(doc)); err != nil {
+				t.Fatalf("%s %s: stdout does not fit the output schema: %v", name, args, err)
 			}
 		case 1:
 			switch r.Error {
 			case introspect.ErrorInvalidArguments, introspect.ErrorNotFound, introspect.ErrorUnavailable:
 			default:
-				t.Fatalf("%s %s: error %q: %s", tl.Name(), args, r.Error, r.Stderr)
+				t.Fatalf("%s %s: error %q: %s", name, args, r.Error, r.Stderr)
 			}
 			if r.Stderr == "" || r.Stdout != "" {
-				t.Fatalf("%s %s: a failure with stdout %q and stderr %q", tl.Name(), args, r.Stdout, r.Stderr)
+				t.Fatalf("%s %s: a failure with stdout %q and stderr %q", name, args, r.Stdout, r.Stderr)
 			}
 		default:
-			t.Fatalf("%s %s: exit code %d: %+v", tl.Name(), args, r.ExitCode, r)
+			t.Fatalf("%s %s: exit code %d: %+v", name, args, r.ExitCode, r)
 		}
 	})
 }

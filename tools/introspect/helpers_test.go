@@ -160,7 +160,7 @@ func send(t testing.TB, w *world.World, schemaName, js string) journal.Head {
 func toolNamed(t testing.TB, v introspect.View, name string) tools.Tool {
 	t.Helper()
 	for _, tl := range introspect.Tools(v, nil) {
-		if tl.Name() == name {
+		if tl.Info().Name == name {
 			return tl
 		}
 	}
@@ -236,7 +236,7 @@ func get(v any, path ...any) any {
 // outputSchema compiles a tool's output schema.
 func outputSchema(t testing.TB, tl tools.Tool) *jsonschema.Schema {
 	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(tl.OutputSchema())))
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(tl.Info().OutputSchema)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func outputSchema(t testing.TB, tl tools.Tool) *jsonschema.Schema {
 	}
 	s, err := c.Compile("mem:///out.json")
 	if err != nil {
-		t.Fatalf("%s: output schema: %v", tl.Name(), err)
+		t.Fatalf("%s: output schema: %v", tl.Info().Name, err)
 	}
 	return s
 }
@@ -256,14 +256,14 @@ func outputSchema(t testing.TB, tl tools.Tool) *jsonschema.Schema {
 func checkOutput(t testing.TB, tl tools.Tool, r tools.Response) map[string]any {
 	t.Helper()
 	if r.ExitCode != 0 || r.Error != "" || r.Stderr != "" {
-		t.Fatalf("%s failed: exit %d, error %q, stderr %q", tl.Name(), r.ExitCode, r.Error, r.Stderr)
+		t.Fatalf("%s failed: exit %d, error %q, stderr %q", tl.Info().Name, r.ExitCode, r.Error, r.Stderr)
 	}
 	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(r.Stdout))
 	if err != nil {
-		t.Fatalf("%s: stdout is not JSON: %v\n%s", tl.Name(), err, r.Stdout)
+		t.Fatalf("%s: stdout is not JSON: %v\n%s", tl.Info().Name, err, r.Stdout)
 	}
 	if err := outputSchema(t, tl).Validate(doc); err != nil {
-		t.Errorf("%s: stdout does not fit the output schema: %v\n%s", tl.Name(), err, r.Stdout)
+		t.Errorf("%s: stdout does not fit the output schema: %v\n%s", tl.Info().Name, err, r.Stdout)
 	}
 	return decode(t, r.Stdout)
 }
@@ -276,5 +276,5 @@ func run(t testing.TB, v introspect.View, name, args string) (tools.Tool, tools.
 	if tt, ok := t.(*testing.T); ok {
 		ctx = tt.Context()
 	}
-	return tl, tl.Execute(ctx, tools.Request{Arguments: json.RawMessage(args)})
+	return tl, tl.Run(ctx, tools.Request{Arguments: json.RawMessage(args)}, nil)
 }

@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -78,6 +79,9 @@ type tool struct {
 	compiled *jsonschema.Schema
 	opts     Options
 	reader   *reader
+
+	infoOnce sync.Once
+	info     tools.Info
 }
 
 var _ tools.Tool = (*tool)(nil)
@@ -122,33 +126,29 @@ func mustCompile(name, raw string) *jsonschema.Schema {
 	return s
 }
 
-// Name returns the tool's name.
-func (t *tool) Name() string { return t.name }
-
 // OutputLimit is the most bytes of output the tool keeps
 // (Options.OutputLimit).
 func (t *tool) OutputLimit() int { return t.opts.OutputLimit }
 
-// ShortDescription returns a one-line summary.
-func (t *tool) ShortDescription() string { return t.short }
+// Info describes the tool; its help is written on the first call.
+func (t *tool) Info() tools.Info {
+	t.infoOnce.Do(func() {
+		t.info = tools.Info{
+			Name:             t.name,
+			ShortDescription: t.short,
+			Description:      t.description,
+			Help:             t.help(),
+			SystemPrompt:     t.prompt,
+			InputSchema:      json.RawMessage(t.input),
+			OutputSchema:     json.RawMessage(t.output),
+			Version:          Version,
+		}
+	})
+	return t.info
+}
 
-// Description returns the description sent to the model.
-func (t *tool) Description() string { return t.description }
-
-// SystemPrompt returns a compact prompt fragment.
-func (t *tool) SystemPrompt() string { return t.prompt }
-
-// InputSchema returns the JSON Schema of the arguments.
-func (t *tool) InputSchema() json.RawMessage { return json.RawMessage(t.input) }
-
-// OutputSchema returns the JSON Schema of the JSON written to Stdout.
-func (t *tool) OutputSchema() json.RawMessage { return json.RawMessage(t.output) }
-
-// Version returns the implementation's version.
-func (t *tool) Version() string { return Version }
-
-// Help returns man-page style documentation.
-func (t *tool) Help() string {
+// help returns man-page style documentation.
+func (t *tool) help() string {
 	var b strings.Builder
 	manpage.Header(&b, t.name, "demiurge tools")
 	section := func(name, text string) {
@@ -213,14 +213,9 @@ func wrap(line string, width int) []string {
 	return append(out, line)
 }
 
-// Execute runs the tool once.
-func (t *tool) Execute(ctx context.Context, req tools.Request) tools.Response {
-	return t.ExecuteWithStatus(ctx, req, nil)
-}
-
-// ExecuteWithStatus runs the tool once, reporting the phases validate,
-// execute, output (the whole answer in one chunk) and complete.
-func (t *tool) ExecuteWithStatus(ctx context.Context, req tools.Request, status tools.StatusFunc) (resp tools.Response) {
+// Run runs the tool once, reporting the phases validate, execute, output
+// (the whole answer in one chunk) and complete.
+func (t *tool) Run(ctx context.Context, req tools.Request, status tools.StatusFunc) (resp tools.Response) {
 	report := func(s tools.Status) {
 		if status != nil {
 			status(s)

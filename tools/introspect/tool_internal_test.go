@@ -77,7 +77,8 @@ func TestSpecs(t *testing.T) {
 					t.Errorf("example %s is not valid: %s", ex, msg)
 				}
 			}
-			help := tl.Help()
+			info := tl.Info()
+			help := info.Help
 			sections := []string{"NAME", "SYNOPSIS", "DESCRIPTION", "EXAMPLES", "OUTPUT", "EXIT STATUS"}
 			if _, ok := in.Properties["consistency"]; ok {
 				sections = append(sections, "CONSISTENCY")
@@ -92,11 +93,11 @@ func TestSpecs(t *testing.T) {
 					t.Errorf("help line longer than 80 columns: %q", line)
 				}
 			}
-			if !strings.HasPrefix(tl.SystemPrompt(), s.name+":") {
-				t.Errorf("system prompt %q does not start with the name", tl.SystemPrompt())
+			if !strings.HasPrefix(info.SystemPrompt, s.name+":") {
+				t.Errorf("system prompt %q does not start with the name", info.SystemPrompt)
 			}
-			if len(tl.ShortDescription()) > 120 || strings.Contains(tl.ShortDescription(), "\n") {
-				t.Errorf("short description is not one short line: %q", tl.ShortDescription())
+			if len(info.ShortDescription) > 120 || strings.Contains(info.ShortDescription, "\n") {
+				t.Errorf("short description is not one short line: %q", info.ShortDescription)
 			}
 		})
 	}

@@ -17,23 +17,24 @@ func TestToolsContract(t *testing.T) {
 		t.Fatalf("Tools returned %d tools; want %d", len(ts), len(want))
 	}
 	for i, tl := range ts {
-		if tl.Name() != want[i] {
-			t.Errorf("tool %d is %s; want %s", i, tl.Name(), want[i])
+		info := tl.Info()
+		if info.Name != want[i] {
+			t.Errorf("tool %d is %s; want %s", i, info.Name, want[i])
 		}
-		if tl.Version() != introspect.Version || tl.Description() == "" || tl.ShortDescription() == "" || tl.SystemPrompt() == "" {
-			t.Errorf("%s: empty texts or wrong version", tl.Name())
+		if info.Version != introspect.Version || info.Description == "" || info.ShortDescription == "" || info.SystemPrompt == "" {
+			t.Errorf("%s: empty texts or wrong version", info.Name)
 		}
-		if !strings.Contains(tl.Help(), "NAME\n       "+tl.Name()+" - ") {
-			t.Errorf("%s: help has no NAME line:\n%s", tl.Name(), tl.Help())
+		if !strings.Contains(info.Help, "NAME\n       "+info.Name+" - ") {
+			t.Errorf("%s: help has no NAME line:\n%s", info.Name, info.Help)
 		}
-		if !json.Valid(tl.InputSchema()) {
-			t.Errorf("%s: input schema is not JSON", tl.Name())
+		if !json.Valid(info.InputSchema) {
+			t.Errorf("%s: input schema is not JSON", info.Name)
 		}
 		outputSchema(t, tl)
 		// The spec the model is sent is generated from the tool.
 		sp := tools.SpecFor(tl, tools.FamilyIntrospect)
-		if sp.Name != tl.Name() || string(sp.Parameters) != string(tl.InputSchema()) {
-			t.Errorf("%s: spec %+v does not carry the tool's name and schema", tl.Name(), sp)
+		if sp.Name != info.Name || string(sp.Parameters) != string(info.InputSchema) {
+			t.Errorf("%s: spec %+v does not carry the tool's name and schema", info.Name, sp)
 		}
 	}
 }
@@ -242,17 +243,17 @@ func TestToolErrors(t *testing.T) {
 
 func TestOutputLimit(t *testing.T) {
 	_, v, _ := counterWorld(t)
-	full := toolNamed(t, v, introspect.ToolManifest).Execute(t.Context(), tools.Request{Arguments: []byte(`{"include_builtin": true}`)})
+	full := toolNamed(t, v, introspect.ToolManifest).Run(t.Context(), tools.Request{Arguments: []byte(`{"include_builtin": true}`)}, nil)
 	if full.StdoutTruncated || len(full.Stdout) > introspect.DefaultOutputLimit {
 		t.Fatalf("the default limit cut the manifest: %d bytes", len(full.Stdout))
 	}
 	var tl tools.Tool
 	for _, x := range introspect.Tools(v, &introspect.Options{OutputLimit: 300}) {
-		if x.Name() == introspect.ToolManifest {
+		if x.Info().Name == introspect.ToolManifest {
 			tl = x
 		}
 	}
-	r := tl.Execute(t.Context(), tools.Request{Arguments: []byte(`{"include_builtin": true}`)})
+	r := tl.Run(t.Context(), tools.Request{Arguments: []byte(`{"include_builtin": true}`)}, nil)
 	if !r.StdoutTruncated || r.ExitCode != 0 {
 		t.Fatalf("not truncated: %+v", r)
 	}
@@ -262,12 +263,12 @@ func TestOutputLimit(t *testing.T) {
 	}
 }
 
-func TestExecuteWithStatus(t *testing.T) {
+func TestRunStatus(t *testing.T) {
 	_, v, _ := counterWorld(t)
 	tl := toolNamed(t, v, introspect.ToolJournalHead)
 	var phases []string
 	var streamed string
-	r := tl.ExecuteWithStatus(t.Context(), tools.Request{}, func(s tools.Status) {
+	r := tl.Run(t.Context(), tools.Request{}, func(s tools.Status) {
 		phases = append(phases, s.Phase)
 		streamed += s.Output
 	})
@@ -278,7 +279,7 @@ func TestExecuteWithStatus(t *testing.T) {
 		t.Errorf("streamed %q; stdout %q", streamed, r.Stdout)
 	}
 	phases = nil
-	r = tl.ExecuteWithStatus(t.Context(), tools.Request{Arguments: []byte(`{"x":1}`)}, func(s tools.Status) { phases = append(phases, s.Phase) })
+	r = tl.Run(t.Context(), tools.Request{Arguments: []byte(`{"x":1}`)}, func(s tools.Status) { phases = append(phases, s.Phase) })
 	if got := strings.Join(phases, ","); got != "validate,complete" || r.ExitCode != 1 {
 		t.Errorf("phases %s, exit %d for invalid arguments", got, r.ExitCode)
 	}

@@ -82,7 +82,7 @@ func TestPlanRunsIntrospectEffects(t *testing.T) {
 	if got := jsonOf(t, []any{get(listing, "cells", 0, "key"), get(listing, "cells", 1, "key"), listing["count"]}); got != `["a","b",2]` {
 		t.Errorf("the tool call's answer lists %s; want a, b: %s", got, note)
 	}
-	if _, err := world.Replay(t.Context(), world.ReplayOptions{Name: "probe", Catalog: p.cat, Reducers: p.reg, Storage: p.st, FromGenesis: true}); err != nil {
+	if _, err := world.Rerun(t.Context(), world.RerunOptions{Name: "probe", Catalog: p.cat, Reducers: p.reg, Storage: p.st, FromGenesis: true}); err != nil {
 		t.Errorf("replay: %v", err)
 	}
 }
@@ -151,7 +151,7 @@ func TestConcurrentReads(t *testing.T) {
 		wg.Go(func() {
 			tl := toolNamed(t, v, introspect.ToolState)
 			for range 100 {
-				r := tl.Execute(t.Context(), tools.Request{Arguments: []byte(`{"reducer": "counter/Counter@1"}`)})
+				r := tl.Run(t.Context(), tools.Request{Arguments: []byte(`{"reducer": "counter/Counter@1"}`)}, nil)
 				var out struct {
 					State struct{ Remaining uint64 } `json:"state"`
 					Meta  struct {
@@ -186,7 +186,7 @@ func TestAtLeast(t *testing.T) {
 			}
 		}()
 		start := time.Now()
-		r := state.Execute(t.Context(), tools.Request{Arguments: []byte(`{"reducer": "counter/Counter@1", "consistency": "at_least:11"}`)})
+		r := state.Run(t.Context(), tools.Request{Arguments: []byte(`{"reducer": "counter/Counter@1", "consistency": "at_least:11"}`)}, nil)
 		out := checkOutput(t, state, r)
 		if got := get(out, "meta", "journal_height"); got != float64(11) {
 			t.Errorf("at_least:11 answered at height %v", got)
@@ -196,7 +196,7 @@ func TestAtLeast(t *testing.T) {
 		}
 		// Nothing more arrives: at_least:13 gives up after MaxWait.
 		start = time.Now()
-		r = state.Execute(t.Context(), tools.Request{Arguments: []byte(`{"reducer": "counter/Counter@1", "consistency": "at_least:13"}`)})
+		r = state.Run(t.Context(), tools.Request{Arguments: []byte(`{"reducer": "counter/Counter@1", "consistency": "at_least:13"}`)}, nil)
 		if r.ExitCode != 1 || r.Error != introspect.ErrorUnavailable ||
 			!strings.Contains(r.Stderr, "at_least:13: the journal head is 11 and did not reach 13 within 5s") {
 			t.Errorf("at_least:13: %+v", r)
@@ -205,19 +205,19 @@ func TestAtLeast(t *testing.T) {
 			t.Errorf("gave up after %v; want %v", waited, introspect.DefaultMaxWait)
 		}
 		// The call's own time limit ends the wait sooner: a timeout.
-		r = state.Execute(t.Context(), tools.Request{TimeoutMS: 200, Arguments: []byte(`{"reducer": "counter/Counter@1", "consistency": "at_least:13"}`)})
+		r = state.Run(t.Context(), tools.Request{TimeoutMS: 200, Arguments: []byte(`{"reducer": "counter/Counter@1", "consistency": "at_least:13"}`)}, nil)
 		if r.ExitCode != 124 || r.Error != introspect.ErrorTimeout || !strings.Contains(r.Stderr, "the journal head was 11 when the call ended") {
 			t.Errorf("at_least:13 with a 200 ms limit: %+v", r)
 		}
 		// MaxWait < 0 fails at once.
 		var noWait tools.Tool
 		for _, tl := range introspect.Tools(v, &introspect.Options{MaxWait: -1}) {
-			if tl.Name() == introspect.ToolManifest {
+			if tl.Info().Name == introspect.ToolManifest {
 				noWait = tl
 			}
 		}
 		start = time.Now()
-		r = noWait.Execute(t.Context(), tools.Request{Arguments: []byte(`{"consistency": "at_least:12"}`)})
+		r = noWait.Run(t.Context(), tools.Request{Arguments: []byte(`{"consistency": "at_least:12"}`)}, nil)
 		if r.Error != introspect.ErrorUnavailable || !strings.Contains(r.Stderr, "at_least:12: the journal head is 11") || time.Since(start) != 0 {
 			t.Errorf("at_least:12 without waiting: %+v after %v", r, time.Since(start))
 		}
@@ -229,7 +229,7 @@ func TestCancelled(t *testing.T) {
 	_, v, _ := counterWorld(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	r := toolNamed(t, v, introspect.ToolJournalHead).Execute(ctx, tools.Request{})
+	r := toolNamed(t, v, introspect.ToolJournalHead).Run(ctx, tools.Request{}, nil)
 	if r.ExitCode != 130 || r.Error != introspect.ErrorCancelled {
 		t.Errorf("cancelled call: %+v", r)
 	}

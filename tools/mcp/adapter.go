@@ -36,7 +36,7 @@ func (s *Set) run(ctx context.Context, c *effects.Call) effects.Receipt {
 	tool := textField(c.Params, "tool")
 	t, resp := s.find(server, tool)
 	if t != nil {
-		resp = t.Execute(ctx, tools.Request{Arguments: []byte(textField(c.Params, "arguments_json"))})
+		resp = t.Run(ctx, tools.Request{Arguments: []byte(textField(c.Params, "arguments_json"))}, nil)
 	}
 	return effects.OK(AdapterID, resp.Value(nil))
 }

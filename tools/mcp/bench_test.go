@@ -108,7 +108,7 @@ func BenchmarkConnect(b *testing.B) {
 }
 
 // BenchmarkCall measures one tool call on a connected server: a Tool's
-// Execute (arguments checked against the schema, timeout, result
+// Run (arguments checked against the schema, timeout, result
 // rendered) beside the SDK's CallTool with the same arguments.
 func BenchmarkCall(b *testing.B) {
 	for _, bs := range benchServers() {
@@ -122,7 +122,7 @@ func BenchmarkCall(b *testing.B) {
 			req := toolsRequest(bs.args)
 			b.ReportAllocs()
 			for b.Loop() {
-				if r := server.Execute(b.Context(), req); r.ExitCode != 0 {
+				if r := server.Run(b.Context(), req, nil); r.ExitCode != 0 {
 					b.Fatalf("call: %+v", r)
 				}
 			}

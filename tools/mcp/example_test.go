@@ -40,8 +40,8 @@ func Example() {
 		fmt.Println(spec.Name, spec.Family, spec.Server, spec.ServerTool, spec.Strict)
 	}
 	tool, _ := set.Tool("hi_greet")
-	fmt.Print(tool.Execute(ctx, tools.Request{Arguments: []byte(`{"name": "world"}`)}).Stdout)
-	r := tool.Execute(ctx, tools.Request{Arguments: []byte(`{"name": 42}`)})
+	fmt.Print(tool.Run(ctx, tools.Request{Arguments: []byte(`{"name": "world"}`)}, nil).Stdout)
+	r := tool.Run(ctx, tools.Request{Arguments: []byte(`{"name": 42}`)}, nil)
 	fmt.Println(r.ExitCode, r.Error)
 	// Output:
 	// hi_greet mcp hi greet false

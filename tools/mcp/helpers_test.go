@@ -180,7 +180,7 @@ func call(t testing.TB, set *mcp.Set, name, args string) (out, errText string, c
 	if !ok {
 		t.Fatalf("no tool %s; tools: %v", name, toolNames(set))
 	}
-	r := tool.Execute(context.Background(), toolsRequest(args))
+	r := tool.Run(context.Background(), toolsRequest(args), nil)
 	out, cut := strings.CutSuffix(r.Stdout, "\n")
 	if r.Stdout != "" && !cut {
 		t.Errorf("%s: stdout %q does not end with a newline", name, r.Stdout)
@@ -191,7 +191,7 @@ func call(t testing.TB, set *mcp.Set, name, args string) (out, errText string, c
 func toolNames(set *mcp.Set) []string {
 	var out []string
 	for _, t := range set.Tools() {
-		out = append(out, t.Name())
+		out = append(out, t.Info().Name)
 	}
 	return out
 }

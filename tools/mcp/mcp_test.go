@@ -43,32 +43,33 @@ func TestToolsAndSpecs(t *testing.T) {
 		t.Fatalf("decode spec: %v, %d tools", err, len(back))
 	}
 	echo, _ := set.Tool("demo_echo")
-	if got := echo.ShortDescription(); got != "Echo the text." {
+	info := echo.Info()
+	if got := info.ShortDescription; got != "Echo the text." {
 		t.Errorf("short description %q", got)
 	}
-	if got := echo.Description(); got != "Echo the text.\nSecond line." {
+	if got := info.Description; got != "Echo the text.\nSecond line." {
 		t.Errorf("description %q", got)
 	}
 	var schema map[string]any
-	if err := json.Unmarshal(echo.InputSchema(), &schema); err != nil || schema["type"] != "object" {
-		t.Errorf("input schema %s: %v", echo.InputSchema(), err)
+	if err := json.Unmarshal(info.InputSchema, &schema); err != nil || schema["type"] != "object" {
+		t.Errorf("input schema %s: %v", info.InputSchema, err)
 	}
-	if got := echo.Version(); got != "testserver 1.2.3" {
+	if got := info.Version; got != "testserver 1.2.3" {
 		t.Errorf("version %q", got)
 	}
 	for _, want := range []string{"DEMO_ECHO(1)", "NAME", "demo_echo - Echo the text.", "text           string, required", "EXIT STATUS", "SEE ALSO", "demo_add"} {
-		if !strings.Contains(echo.Help(), want) {
-			t.Errorf("help lacks %q:\n%s", want, echo.Help())
+		if !strings.Contains(info.Help, want) {
+			t.Errorf("help lacks %q:\n%s", want, info.Help)
 		}
 	}
-	if got, want := echo.SystemPrompt(), `demo_echo: Echo the text. (MCP server demo). Input {"text": string}. Output text.`; got != want {
+	if got, want := info.SystemPrompt, `demo_echo: Echo the text. (MCP server demo). Input {"text": string}. Output text.`; got != want {
 		t.Errorf("system prompt %q; want %q", got, want)
 	}
 	add, _ := set.Tool("demo_add")
-	if !strings.Contains(string(add.OutputSchema()), `"sum"`) {
-		t.Errorf("add's output schema %s lacks the server's", add.OutputSchema())
+	if !strings.Contains(string(add.Info().OutputSchema), `"sum"`) {
+		t.Errorf("add's output schema %s lacks the server's", add.Info().OutputSchema)
 	}
-	if string(echo.OutputSchema()) == string(add.OutputSchema()) {
+	if string(info.OutputSchema) == string(add.Info().OutputSchema) {
 		t.Error("a tool without an output schema has the schema of one with")
 	}
 }
@@ -166,7 +167,7 @@ func TestOutputLimit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tool, _ := set.Tool(tc.tool)
-			r := tool.Execute(t.Context(), toolsRequest(tc.args))
+			r := tool.Run(t.Context(), toolsRequest(tc.args), nil)
 			if r.Stdout != tc.want || r.StdoutTruncated != strings.Contains(tc.want, "cut at") {
 				t.Errorf("stdout %q (truncated %v); want %q", r.Stdout, r.StdoutTruncated, tc.want)
 			}
@@ -183,7 +184,7 @@ func TestOutputLimit(t *testing.T) {
 		t.Errorf("default read limit %d", tool.OutputLimit())
 	}
 	tool, _ := def.Tool("demo_big")
-	r := tool.Execute(t.Context(), toolsRequest(`{"n": 40000, "unit": "ab"}`))
+	r := tool.Run(t.Context(), toolsRequest(`{"n": 40000, "unit": "ab"}`), nil)
 	if len(r.Stdout) > mcp.DefaultOutputLimit+100 || !strings.HasSuffix(r.Stdout, "[output cut at 30000 of 80000 bytes]\n") {
 		t.Errorf("stdout of %d bytes ends %q", len(r.Stdout), r.Stdout[max(0, len(r.Stdout)-60):])
 	}
@@ -198,17 +199,17 @@ func TestTimeout(t *testing.T) {
 		set := connect(t, nil, srv)
 		tool, _ := set.Tool("demo_wait")
 		start := time.Now()
-		r := tool.Execute(t.Context(), toolsRequest(`{}`))
+		r := tool.Run(t.Context(), toolsRequest(`{}`), nil)
 		if r.ExitCode != 124 || r.Error != mcp.ErrorTimeout || !strings.Contains(r.Stderr, "did not answer within 50ms") || time.Since(start) != 50*time.Millisecond {
 			t.Errorf("got %+v after %s; want a timeout after 50ms", r, time.Since(start))
 		}
 		// A request can lower the server's timeout, not raise it.
 		start = time.Now()
-		r = tool.Execute(t.Context(), tools.Request{Arguments: json.RawMessage(`{}`), TimeoutMS: 20})
+		r = tool.Run(t.Context(), tools.Request{Arguments: json.RawMessage(`{}`), TimeoutMS: 20}, nil)
 		if r.ExitCode != 124 || !strings.Contains(r.Stderr, "within 20ms") || time.Since(start) != 20*time.Millisecond {
 			t.Errorf("got %+v after %s; want a timeout after 20ms", r, time.Since(start))
 		}
-		r = tool.Execute(t.Context(), tools.Request{Arguments: json.RawMessage(`{}`), TimeoutMS: 5000})
+		r = tool.Run(t.Context(), tools.Request{Arguments: json.RawMessage(`{}`), TimeoutMS: 5000}, nil)
 		if !strings.Contains(r.Stderr, "within 50ms") {
 			t.Errorf("got %+v; want the server's 50ms", r)
 		}
@@ -218,7 +219,7 @@ func TestTimeout(t *testing.T) {
 		}
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
-		r = tool.Execute(ctx, toolsRequest(`{}`))
+		r = tool.Run(ctx, toolsRequest(`{}`), nil)
 		if r.ExitCode != 130 || r.Error != mcp.ErrorCancelled {
 			t.Errorf("cancelled call: %+v", r)
 		}
@@ -391,7 +392,7 @@ func TestRouteAndLookup(t *testing.T) {
 	if _, _, ok := set.Route("demo_echo"); ok {
 		t.Error("an aliased tool is also known by its default name")
 	}
-	if tl, ok := set.Lookup("demo", "echo"); !ok || tl.Name() != "say" {
+	if tl, ok := set.Lookup("demo", "echo"); !ok || tl.Info().Name != "say" {
 		t.Errorf("lookup: %v %v", tl, ok)
 	}
 }
@@ -417,8 +418,8 @@ func TestToolListInCAS(t *testing.T) {
 	}
 	echo := l.Tools[2]
 	tool, _ := set.Tool("demo_echo")
-	if echo.Name != "echo" || echo.As != "demo_echo" || echo.InputSchema != string(tool.InputSchema()) || echo.OutputSchema != "" {
-		t.Errorf("echo %+v; input schema the model sees %s", echo, tool.InputSchema())
+	if echo.Name != "echo" || echo.As != "demo_echo" || echo.InputSchema != string(tool.Info().InputSchema) || echo.OutputSchema != "" {
+		t.Errorf("echo %+v; input schema the model sees %s", echo, tool.Info().InputSchema)
 	}
 	if l.Tools[5].Annotations == "" || !strings.Contains(l.Tools[5].Annotations, `"readOnlyHint":true`) {
 		t.Errorf("read_big's annotations %q", l.Tools[5].Annotations)

@@ -170,7 +170,7 @@ func TestCloseDuringCall(t *testing.T) {
 		}
 		tool, _ := set.Tool("demo_wait")
 		done := make(chan tools.Response)
-		go func() { done <- tool.Execute(context.Background(), toolsRequest(`{}`)) }()
+		go func() { done <- tool.Run(context.Background(), toolsRequest(`{}`), nil) }()
 		synctest.Wait() // the call waits on the server
 		if err := set.Close(); err != nil {
 			t.Errorf("close: %v", err)
@@ -179,7 +179,7 @@ func TestCloseDuringCall(t *testing.T) {
 		if r.ExitCode != 1 || r.Error != mcp.ErrorUnavailable || !strings.Contains(r.Stderr, "MCP server demo was closed during the call") {
 			t.Errorf("a call cut by Close: %+v", r)
 		}
-		if r := tool.Execute(t.Context(), toolsRequest(`{}`)); r.Error != mcp.ErrorUnavailable || !strings.Contains(r.Stderr, "MCP server demo is closed") {
+		if r := tool.Run(t.Context(), toolsRequest(`{}`), nil); r.Error != mcp.ErrorUnavailable || !strings.Contains(r.Stderr, "MCP server demo is closed") {
 			t.Errorf("a call after Close: %+v", r)
 		}
 	})

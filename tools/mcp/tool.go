@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -40,7 +41,7 @@ const (
 
 // Tool is a tool of an MCP server, as a tools.Tool: its name is
 // "<server>_<tool>" (or the manifest's alias), its input schema the
-// server's, and Execute calls the server.
+// server's, and Run calls the server.
 type Tool struct {
 	set    *Set
 	conn   *conn
@@ -50,6 +51,9 @@ type Tool struct {
 	schema *jsonschema.Schema
 	limit  int
 	ver    string
+
+	infoOnce sync.Once
+	info     tools.Info // built on first use: see Info
 }
 
 var _ tools.Tool = (*Tool)(nil)
@@ -101,9 +105,6 @@ func newTool(s *Set, c *conn, list *ToolList, i int) (*Tool, error) {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// Name is the name the model knows the tool by.
-func (t *Tool) Name() string { return t.def.As }
-
 // Server is the name of the tool's server.
 func (t *Tool) Server() string { return t.conn.cfg.Name }
 
@@ -113,9 +114,30 @@ func (t *Tool) ServerTool() string { return t.def.Name }
 // OutputLimit is how many bytes of output the tool keeps.
 func (t *Tool) OutputLimit() int { return t.limit }
 
-// ShortDescription is the tool's title, or the first line of its
-// description.
-func (t *Tool) ShortDescription() string {
+// Info describes the tool: its name is the one the model knows it by;
+// its short description the server's title, or the first line of its
+// description; its description the server's, as the model gets it; its
+// output schema the server's, or a text schema for a tool that declares
+// none; its version the server's name and version. The help and the system
+// prompt are written on the first call.
+func (t *Tool) Info() tools.Info {
+	t.infoOnce.Do(func() {
+		t.info = tools.Info{
+			Name:             t.def.As,
+			ShortDescription: t.short(),
+			Description:      t.description(),
+			Help:             t.help(),
+			SystemPrompt:     t.systemPrompt(),
+			InputSchema:      t.input,
+			OutputSchema:     t.output,
+			Version:          t.ver,
+		}
+	})
+	return t.info
+}
+
+// short is the tool's title, or the first line of its description.
+func (t *Tool) short() string {
 	if t.def.Title != "" {
 		return t.def.Title
 	}
@@ -125,28 +147,17 @@ func (t *Tool) ShortDescription() string {
 	return fmt.Sprintf("Tool %s of the MCP server %s", t.def.Name, t.conn.cfg.Name)
 }
 
-// Description is the server's description of the tool, as the model gets
-// it.
-func (t *Tool) Description() string {
+// description is the server's description of the tool, or its short one.
+func (t *Tool) description() string {
 	if strings.TrimSpace(t.def.Description) == "" {
-		return t.ShortDescription()
+		return t.short()
 	}
 	return t.def.Description
 }
 
-// InputSchema is the server's JSON Schema of the tool's arguments.
-func (t *Tool) InputSchema() json.RawMessage { return append(json.RawMessage(nil), t.input...) }
-
-// OutputSchema is the server's output schema, or a text schema for a tool
-// that declares none.
-func (t *Tool) OutputSchema() json.RawMessage { return append(json.RawMessage(nil), t.output...) }
-
-// Version is the server's name and version.
-func (t *Tool) Version() string { return t.ver }
-
 // Spec returns the tool's spec for the model (strict false).
 func (t *Tool) Spec() tools.SpecTool {
-	return tools.SpecTool{Name: t.Name(), Description: t.Description(), Parameters: t.InputSchema(), Strict: false,
+	return tools.SpecTool{Name: t.def.As, Description: t.description(), Parameters: t.input, Strict: false,
 		Family: tools.FamilyMCP, Server: t.Server(), ServerTool: t.ServerTool(), OutputLimit: t.limit + tools.NoteRoom}
 }
 
@@ -189,8 +200,8 @@ func (t *Tool) params() []param {
 	return out
 }
 
-// SystemPrompt is a compact line: the tool, its input and its output.
-func (t *Tool) SystemPrompt() string {
+// systemPrompt is a compact line: the tool, its input and its output.
+func (t *Tool) systemPrompt() string {
 	var in []string
 	for _, p := range t.params() {
 		opt := "?"
@@ -203,18 +214,18 @@ func (t *Tool) SystemPrompt() string {
 	if t.def.OutputSchema != "" {
 		out = "text, or JSON per its output schema"
 	}
-	return fmt.Sprintf("%s: %s (MCP server %s). Input {%s}. Output %s.", t.Name(), t.ShortDescription(), t.Server(), strings.Join(in, ", "), out)
+	return fmt.Sprintf("%s: %s (MCP server %s). Input {%s}. Output %s.", t.def.As, t.short(), t.Server(), strings.Join(in, ", "), out)
 }
 
-// Help returns man-page style documentation.
-func (t *Tool) Help() string {
+// help is man-page style documentation.
+func (t *Tool) help() string {
 	var b strings.Builder
-	manpage.Header(&b, t.Name(), "MCP Tools")
+	manpage.Header(&b, t.def.As, "MCP Tools")
 	section := func(name string, lines ...string) { manpage.Section(&b, name, lines...) }
-	section("NAME", t.Name()+" - "+t.ShortDescription())
-	section("SYNOPSIS", t.Name()+" "+string(t.input))
-	desc := strings.Split(strings.TrimSpace(t.Description()), "\n")
-	desc = append(desc, "", fmt.Sprintf("The tool %q of the MCP server %s (%s), called over MCP.", t.def.Name, t.Server(), t.Version()))
+	section("NAME", t.def.As+" - "+t.short())
+	section("SYNOPSIS", t.def.As+" "+string(t.input))
+	desc := strings.Split(strings.TrimSpace(t.description()), "\n")
+	desc = append(desc, "", fmt.Sprintf("The tool %q of the MCP server %s (%s), called over MCP.", t.def.Name, t.Server(), t.ver))
 	section("DESCRIPTION", desc...)
 	var in []string
 	for _, p := range t.params() {
@@ -248,7 +259,7 @@ func (t *Tool) Help() string {
 	var see []string
 	for _, o := range t.set.tools {
 		if o.conn == t.conn && o != t {
-			see = append(see, o.Name())
+			see = append(see, o.def.As)
 		}
 	}
 	if len(see) > 0 {
@@ -257,18 +268,13 @@ func (t *Tool) Help() string {
 	return strings.TrimRight(b.String(), "\n") + "\n"
 }
 
-// Execute calls the tool on its server.
-func (t *Tool) Execute(ctx context.Context, req tools.Request) tools.Response {
-	return t.ExecuteWithStatus(ctx, req, nil)
-}
-
-// ExecuteWithStatus calls the tool on its server. The arguments must be a
-// JSON object that fits the input schema; the call is
-// bounded by the server's timeout, or the request's if lower. A result
+// Run calls the tool on its server. The arguments must be a JSON object
+// that fits the input schema; the call is bounded by the server's timeout,
+// or the request's if lower. A result
 // with isError is an error response (tool_error) whose stderr is the
 // result's text; a server that is down gives unavailable. The output is
 // cut at the tool's limit while it is assembled.
-func (t *Tool) ExecuteWithStatus(ctx context.Context, req tools.Request, status tools.StatusFunc) tools.Response {
+func (t *Tool) Run(ctx context.Context, req tools.Request, status tools.StatusFunc) tools.Response {
 	if status == nil {
 		status = func(tools.Status) {}
 	}
@@ -303,7 +309,7 @@ func (t *Tool) ExecuteWithStatus(ctx context.Context, req tools.Request, status 
 		if msg == "" {
 			msg = "the tool failed without saying why"
 		}
-		return tools.Response{Stderr: t.Name() + ": " + msg, ExitCode: exitFailed, Error: ErrorTool, StderrTruncated: w.Cut()}
+		return tools.Response{Stderr: t.def.As + ": " + msg, ExitCode: exitFailed, Error: ErrorTool, StderrTruncated: w.Cut()}
 	}
 	out := w.String()
 	if out != "" && !strings.HasSuffix(out, "\n") {
@@ -342,19 +348,19 @@ func (t *Tool) arguments(req tools.Request) (map[string]any, tools.Response, boo
 }
 
 func usage(t *Tool, format string, args ...any) tools.Response {
-	return tools.Response{Stderr: t.Name() + ": " + fmt.Sprintf(format, args...), ExitCode: exitUsage, Error: ErrorInvalidArguments}
+	return tools.Response{Stderr: t.def.As + ": " + fmt.Sprintf(format, args...), ExitCode: exitUsage, Error: ErrorInvalidArguments}
 }
 
 // ctxResponse reports a call that its context ended.
 func ctxResponse(t *Tool, err error, timeout time.Duration) tools.Response {
 	if errors.Is(err, context.DeadlineExceeded) {
-		msg := fmt.Sprintf("%s: the MCP server %s did not answer within %s", t.Name(), t.Server(), timeout)
+		msg := fmt.Sprintf("%s: the MCP server %s did not answer within %s", t.def.As, t.Server(), timeout)
 		if timeout == 0 {
-			msg = t.Name() + ": the call's deadline passed before it started"
+			msg = t.def.As + ": the call's deadline passed before it started"
 		}
 		return tools.Response{Stderr: msg, ExitCode: exitTimeout, Error: ErrorTimeout}
 	}
-	return tools.Response{Stderr: t.Name() + ": cancelled", ExitCode: exitCancelled, Error: ErrorCancelled}
+	return tools.Response{Stderr: t.def.As + ": cancelled", ExitCode: exitCancelled, Error: ErrorCancelled}
 }
 
 // errResponse reports a call that failed below the tool: the server is
@@ -362,19 +368,19 @@ func ctxResponse(t *Tool, err error, timeout time.Duration) tools.Response {
 func errResponse(t *Tool, err error) tools.Response {
 	msg := t.conn.redact(err.Error())
 	if errors.Is(err, ErrServerDown) {
-		return tools.Response{Stderr: t.Name() + ": " + strings.TrimPrefix(msg, ErrServerDown.Error()+": "), ExitCode: exitFailed, Error: ErrorUnavailable}
+		return tools.Response{Stderr: t.def.As + ": " + strings.TrimPrefix(msg, ErrServerDown.Error()+": "), ExitCode: exitFailed, Error: ErrorUnavailable}
 	}
 	var je *jsonrpc.Error
 	if errors.As(err, &je) {
 		switch {
 		case je.Code == jsonrpc.CodeMethodNotFound || je.Code == jsonrpc.CodeInvalidParams && strings.Contains(strings.ToLower(je.Message), "unknown tool"):
-			return tools.Response{Stderr: fmt.Sprintf("%s: the server does not know the tool %q any more: %s", t.Name(), t.def.Name, t.conn.redact(je.Message)), ExitCode: exitUnknown, Error: ErrorUnknownTool}
+			return tools.Response{Stderr: fmt.Sprintf("%s: the server does not know the tool %q any more: %s", t.def.As, t.def.Name, t.conn.redact(je.Message)), ExitCode: exitUnknown, Error: ErrorUnknownTool}
 		case je.Code == jsonrpc.CodeInvalidParams:
-			return tools.Response{Stderr: fmt.Sprintf("%s: the server refused the arguments: %s", t.Name(), t.conn.redact(je.Message)), ExitCode: exitUsage, Error: ErrorInvalidArguments}
+			return tools.Response{Stderr: fmt.Sprintf("%s: the server refused the arguments: %s", t.def.As, t.conn.redact(je.Message)), ExitCode: exitUsage, Error: ErrorInvalidArguments}
 		}
-		return tools.Response{Stderr: fmt.Sprintf("%s: the server answered error %d: %s", t.Name(), je.Code, t.conn.redact(je.Message)), ExitCode: exitFailed, Error: ErrorServer}
+		return tools.Response{Stderr: fmt.Sprintf("%s: the server answered error %d: %s", t.def.As, je.Code, t.conn.redact(je.Message)), ExitCode: exitFailed, Error: ErrorServer}
 	}
-	return tools.Response{Stderr: fmt.Sprintf("%s: the call failed: %s", t.Name(), msg), ExitCode: exitFailed, Error: ErrorServer}
+	return tools.Response{Stderr: fmt.Sprintf("%s: the call failed: %s", t.def.As, msg), ExitCode: exitFailed, Error: ErrorServer}
 }
 
 func clip(s string, n int) string {

@@ -337,7 +337,7 @@ func testEndToEnd(t *testing.T, e *e2e) {
 	}
 	var live string
 	e.w.View(func(m *world.Machine) { live = state(m) })
-	res, err := world.Replay(t.Context(), world.ReplayOptions{Name: "e2e", Catalog: e.cat, Reducers: e.reg, Storage: e.st, FromGenesis: true})
+	res, err := world.Rerun(t.Context(), world.RerunOptions{Name: "e2e", Catalog: e.cat, Reducers: e.reg, Storage: e.st, FromGenesis: true})
 	if err != nil {
 		t.Fatalf("replay: %v", err)
 	}

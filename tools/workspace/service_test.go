@@ -180,8 +180,8 @@ func TestServiceConcurrentWriters(t *testing.T) {
 	store := cas.NewMemory()
 	svc := NewService(store, CellHeads(w.state), nil)
 	write := Tools(svc)[2]
-	if write.Name() != ToolWrite {
-		t.Fatalf("tool 2 is %s", write.Name())
+	if write.Info().Name != ToolWrite {
+		t.Fatalf("tool 2 is %s", write.Info().Name)
 	}
 	commits := make(chan tools.Commit, n)
 	recorded := make(chan error, 1)
@@ -214,7 +214,7 @@ func TestServiceConcurrentWriters(t *testing.T) {
 		wg.Go(func() {
 			rec := &tools.Recorder{}
 			args := fmt.Sprintf(`{"path": "dir%d/file%d.txt", "content": "writer %d"}`, i%4, i, i)
-			resp := write.Execute(tools.WithRecorder(ctx, rec), tools.Request{Arguments: []byte(args)})
+			resp := write.Run(tools.WithRecorder(ctx, rec), tools.Request{Arguments: []byte(args)}, nil)
 			if resp.ExitCode != 0 {
 				t.Errorf("writer %d: %+v", i, resp)
 			}

@@ -93,6 +93,9 @@ type spec struct {
 
 	schemaOnce sync.Once
 	schema     *jsonschema.Schema // compiled on first use: see inputSchema
+
+	infoOnce sync.Once
+	info     tools.Info // built on first use: see tool.Info
 }
 
 // inputSchema is the compiled input schema. It is compiled on the first
@@ -122,13 +125,23 @@ func (t *tool) RunsInline(context.Context, tools.Request) bool {
 	return ok && sa.readsThroughContext()
 }
 
-func (t *tool) Name() string                  { return t.spec.name }
-func (t *tool) ShortDescription() string      { return t.spec.short }
-func (t *tool) Description() string           { return t.spec.desc }
-func (t *tool) SystemPrompt() string          { return t.spec.prompt }
-func (t *tool) InputSchema() json.RawMessage  { return append(json.RawMessage(nil), t.spec.input...) }
-func (t *tool) OutputSchema() json.RawMessage { return append(json.RawMessage(nil), t.spec.output...) }
-func (t *tool) Version() string               { return Version }
+// Info describes the tool; its help is written on the first call.
+func (t *tool) Info() tools.Info {
+	sp := t.spec
+	sp.infoOnce.Do(func() {
+		sp.info = tools.Info{
+			Name:             sp.name,
+			ShortDescription: sp.short,
+			Description:      sp.desc,
+			Help:             sp.help(),
+			SystemPrompt:     sp.prompt,
+			InputSchema:      sp.input,
+			OutputSchema:     sp.output,
+			Version:          Version,
+		}
+	})
+	return sp.info
+}
 
 // OutputLimit is how much of a file workspace_read returns (0 for the
 // other tools, whose output is small).
@@ -139,17 +152,17 @@ func (t *tool) OutputLimit() int {
 	return 0
 }
 
-// Help returns man-page style documentation.
-func (t *tool) Help() string {
+// help returns man-page style documentation.
+func (sp *spec) help() string {
 	var b strings.Builder
-	manpage.Header(&b, t.spec.name, "Workspace Tools")
+	manpage.Header(&b, sp.name, "Workspace Tools")
 	section := func(name string, lines ...string) { manpage.Section(&b, name, lines...) }
-	section("NAME", t.spec.name+" - "+t.spec.short)
-	section("SYNOPSIS", t.spec.synopsis)
-	section("DESCRIPTION", wrap(t.spec.desc, 70)...)
-	section("INPUT", t.spec.inputs...)
-	section("OUTPUT", t.spec.outputs...)
-	section("EXAMPLES", t.spec.examples...)
+	section("NAME", sp.name+" - "+sp.short)
+	section("SYNOPSIS", sp.synopsis)
+	section("DESCRIPTION", wrap(sp.desc, 70)...)
+	section("INPUT", sp.inputs...)
+	section("OUTPUT", sp.outputs...)
+	section("EXAMPLES", sp.examples...)
 	section("EXIT STATUS",
 		"0      success",
 		"1      the operation failed: not_found, not_a_directory, is_a_directory,",
@@ -180,14 +193,9 @@ func wrap(text string, width int) []string {
 	return lines
 }
 
-// Execute runs the tool.
-func (t *tool) Execute(ctx context.Context, req tools.Request) tools.Response {
-	return t.ExecuteWithStatus(ctx, req, nil)
-}
-
-// ExecuteWithStatus runs the tool, reporting the validate, execute, output
-// and complete phases.
-func (t *tool) ExecuteWithStatus(ctx context.Context, req tools.Request, status tools.StatusFunc) tools.Response {
+// Run runs the tool, reporting the validate, execute, output and complete
+// phases.
+func (t *tool) Run(ctx context.Context, req tools.Request, status tools.StatusFunc) tools.Response {
 	report := func(s tools.Status) {
 		if status != nil {
 			status(s)

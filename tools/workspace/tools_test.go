@@ -30,7 +30,7 @@ func newToolEnv(t *testing.T) *toolEnv {
 	svc := NewService(cas.NewMemory(), CellHeads(w.state), nil)
 	e := &toolEnv{t: t, w: w, svc: svc, tools: map[string]tools.Tool{}}
 	for _, tl := range Tools(svc) {
-		e.tools[tl.Name()] = tl
+		e.tools[tl.Info().Name] = tl
 	}
 	return e
 }
@@ -38,7 +38,7 @@ func newToolEnv(t *testing.T) *toolEnv {
 func (e *toolEnv) run(name, args string) tools.Response {
 	e.t.Helper()
 	rec := &tools.Recorder{}
-	resp := e.tools[name].Execute(tools.WithRecorder(e.t.Context(), rec), tools.Request{Arguments: json.RawMessage(args)})
+	resp := e.tools[name].Run(tools.WithRecorder(e.t.Context(), rec), tools.Request{Arguments: json.RawMessage(args)}, nil)
 	for _, c := range rec.Commits() {
 		if err := e.w.record(c); err != nil {
 			e.t.Fatalf("%s %s: the world refused its commit: %v", name, args, err)
@@ -130,13 +130,14 @@ func TestToolsScenario(t *testing.T) {
 // checkOutput validates a tool's JSON output against its OutputSchema.
 func checkOutput(t *testing.T, tl tools.Tool, out string) {
 	t.Helper()
-	sch := compile(tl.Name()+"-out", tl.OutputSchema())
+	info := tl.Info()
+	sch := compile(info.Name+"-out", info.OutputSchema)
 	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(out))
 	if err != nil {
-		t.Fatalf("%s output is not JSON: %v\n%s", tl.Name(), err, out)
+		t.Fatalf("%s output is not JSON: %v\n%s", info.Name, err, out)
 	}
 	if err := sch.Validate(doc); err != nil {
-		t.Errorf("%s output does not fit its OutputSchema: %v\n%s", tl.Name(), err, out)
+		t.Errorf("%s output does not fit its OutputSchema: %v\n%s", info.Name, err, out)
 	}
 }
 
@@ -195,13 +196,13 @@ func TestToolTimeout(t *testing.T) {
 	e := newToolEnv(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	resp := e.tools[ToolWrite].Execute(ctx, tools.Request{Arguments: []byte(`{"path": "x", "content": "y"}`)})
+	resp := e.tools[ToolWrite].Run(ctx, tools.Request{Arguments: []byte(`{"path": "x", "content": "y"}`)}, nil)
 	if resp.ExitCode != exitCancelled || resp.Error != ErrorCancelled {
 		t.Errorf("cancelled: %+v", resp)
 	}
 	dctx, dcancel := context.WithDeadline(t.Context(), time.Unix(1, 0))
 	defer dcancel()
-	resp = e.tools[ToolList].Execute(dctx, tools.Request{Arguments: []byte(`{}`)})
+	resp = e.tools[ToolList].Run(dctx, tools.Request{Arguments: []byte(`{}`)}, nil)
 	if resp.ExitCode != exitTimeout || resp.Error != ErrorTimeout {
 		t.Errorf("deadline: %+v", resp)
 	}
@@ -213,7 +214,7 @@ func TestToolTimeout(t *testing.T) {
 func TestToolStatus(t *testing.T) {
 	e := newToolEnv(t)
 	var phases []string
-	resp := e.tools[ToolWrite].ExecuteWithStatus(t.Context(), tools.Request{Arguments: []byte(`{"path": "x", "content": "y"}`)}, func(s tools.Status) {
+	resp := e.tools[ToolWrite].Run(t.Context(), tools.Request{Arguments: []byte(`{"path": "x", "content": "y"}`)}, func(s tools.Status) {
 		phases = append(phases, s.Phase+":"+s.Stream)
 	})
 	if resp.ExitCode != 0 || strings.Join(phases, " ") != "validate: execute: output:stdout complete:" {
@@ -227,41 +228,36 @@ func TestToolContract(t *testing.T) {
 	e := newToolEnv(t)
 	var names []string
 	for _, tl := range Tools(e.svc) {
-		names = append(names, tl.Name())
-		if tl.Version() != Version || tl.ShortDescription() == "" || len(tl.Description()) < 80 {
-			t.Errorf("%s: version %q, short %q, description %q", tl.Name(), tl.Version(), tl.ShortDescription(), tl.Description())
+		info := tl.Info()
+		names = append(names, info.Name)
+		if info.Version != Version || info.ShortDescription == "" || len(info.Description) < 80 {
+			t.Errorf("%s: version %q, short %q, description %q", info.Name, info.Version, info.ShortDescription, info.Description)
 		}
-		if !strings.HasPrefix(tl.SystemPrompt(), tl.Name()+": ") {
-			t.Errorf("%s: system prompt %q", tl.Name(), tl.SystemPrompt())
+		if !strings.HasPrefix(info.SystemPrompt, info.Name+": ") {
+			t.Errorf("%s: system prompt %q", info.Name, info.SystemPrompt)
 		}
 		for _, sec := range []string{"NAME", "SYNOPSIS", "DESCRIPTION", "INPUT", "OUTPUT", "EXAMPLES", "EXIT STATUS"} {
-			if !strings.Contains(tl.Help(), "\n"+sec+"\n") {
-				t.Errorf("%s: help has no %s section:\n%s", tl.Name(), sec, tl.Help())
+			if !strings.Contains(info.Help, "\n"+sec+"\n") {
+				t.Errorf("%s: help has no %s section:\n%s", info.Name, sec, info.Help)
 			}
 		}
 		var in map[string]any
-		if err := json.Unmarshal(tl.InputSchema(), &in); err != nil {
-			t.Fatalf("%s: input schema: %v", tl.Name(), err)
+		if err := json.Unmarshal(info.InputSchema, &in); err != nil {
+			t.Fatalf("%s: input schema: %v", info.Name, err)
 		}
 		if in["type"] != "object" || in["additionalProperties"] != false {
-			t.Errorf("%s: input schema is not a strict object: %s", tl.Name(), tl.InputSchema())
+			t.Errorf("%s: input schema is not a strict object: %s", info.Name, info.InputSchema)
 		}
 		props := in["properties"].(map[string]any)
 		if _, ok := props["workspace"]; !ok {
-			t.Errorf("%s: no workspace argument", tl.Name())
+			t.Errorf("%s: no workspace argument", info.Name)
 		}
 		for name, p := range props {
 			if p.(map[string]any)["description"] == "" {
-				t.Errorf("%s: argument %s has no description", tl.Name(), name)
+				t.Errorf("%s: argument %s has no description", info.Name, name)
 			}
 		}
-		compile(tl.Name()+"-out", tl.OutputSchema()) // panics if invalid
-		// Each call returns a fresh copy of the schema.
-		s := tl.InputSchema()
-		s[0] = 'X'
-		if tl.InputSchema()[0] != '{' {
-			t.Errorf("%s: InputSchema returns shared bytes", tl.Name())
-		}
+		compile(info.Name+"-out", info.OutputSchema) // panics if invalid
 	}
 	if got := strings.Join(names, " "); got != "workspace_list workspace_read workspace_write workspace_edit workspace_remove workspace_diff" {
 		t.Errorf("tools %s", got)

@@ -250,7 +250,7 @@ func (c Case) drive(t *testing.T, st world.Storage, snapEvery int) outcome {
 func (c Case) replay(t *testing.T, st world.Storage, live outcome, fromGenesis bool) {
 	t.Helper()
 	cat, reg := Load(t, c.Dir, c.Register)
-	rep, err := world.Replay(t.Context(), world.ReplayOptions{Name: c.World, Catalog: cat, Reducers: reg, Storage: st, FromGenesis: fromGenesis})
+	rep, err := world.Rerun(t.Context(), world.RerunOptions{Name: c.World, Catalog: cat, Reducers: reg, Storage: st, FromGenesis: fromGenesis})
 	if err != nil {
 		t.Fatalf("replay (from genesis: %v): %v", fromGenesis, divergence(err))
 	}

@@ -1,0 +1,510 @@
+// Package coreutils implements the utilities of the bash tool's
+// sandbox (printf, jq, awk, grep, sed, sort, ls, find, cp, ...) as
+// in-process commands.
+//
+// A command touches only what its Env gives it: its standard streams, the
+// sandbox's file system (package vfs; paths are resolved against Env.Dir)
+// and environment. There is no host process, file or variable. Without a
+// file system (Env.FS nil) file operands other than "-" are refused with
+// "<cmd>: <file>: filesystem access disabled". Commands check ctx while
+// they work, and stop with exit status 1 once it is done; they never panic
+// on input.
+package coreutils
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/demiurge-dev/demiurge/tools/bash/vfs"
+)
+
+// Env is what a command may touch while it runs.
+type Env struct {
+	// Stdin is the command's standard input; never nil (an empty reader
+	// when nothing is attached).
+	Stdin io.Reader
+	// Stdout and Stderr receive the command's output; never nil.
+	Stdout io.Writer
+	Stderr io.Writer
+	// Getenv returns a variable of the sandbox environment ("" when unset).
+	Getenv func(name string) string
+	// Environ lists the sandbox's exported variables as "k=v" pairs; jq's
+	// $ENV reads it.
+	Environ func() []string
+	// Now is the sandbox's clock, read by date.
+	Now func() time.Time
+	// MaxInputBytes bounds what a command reads from Stdin; a command that
+	// would read more fails with "<cmd>: input exceeds N bytes". 0 means no
+	// bound.
+	MaxInputBytes int64
+	// MaxOutputBytes bounds what a command writes to Stdout; a command that
+	// writes more is stopped and fails with "<cmd>: output exceeds N
+	// bytes" (generators such as seq or jq's range would otherwise fill
+	// memory inside $(...)). 0 means no bound.
+	MaxOutputBytes int64
+	// Exec runs a command line inside the sandbox (xargs uses it) and
+	// returns its exit status. nil disables xargs.
+	Exec func(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) int
+	// JQ caches compiled jq filters across runs; nil means no cache.
+	JQ *JQCache
+	// FS is the sandbox's file system; nil refuses file operands.
+	FS *vfs.FS
+	// Dir is the working directory relative paths are resolved against
+	// (absolute; "" is "/").
+	Dir string
+	// User and Host are what whoami and hostname print.
+	User, Host string
+}
+
+// Func is a command: it runs args (without the command name) and returns
+// its exit status.
+type Func func(ctx context.Context, env *Env, args []string) int
+
+// impl is a command's implementation; run wraps it into a Func.
+type impl func(c *cmd, args []string) int
+
+var commands map[string]impl
+
+func init() {
+	commands = map[string]impl{
+		"base64":    base64Cmd,
+		"basename":  basenameCmd,
+		"cat":       catCmd,
+		"cut":       cutCmd,
+		"date":      dateCmd,
+		"dirname":   dirnameCmd,
+		"grep":      grepCmd,
+		"head":      headCmd,
+		"jq":        jqCmd,
+		"printf":    printfCmd,
+		"sed":       sedCmd,
+		"seq":       seqCmd,
+		"sort":      sortCmd,
+		"tail":      tailCmd,
+		"tee":       teeCmd,
+		"tr":        trCmd,
+		"uniq":      uniqCmd,
+		"wc":        wcCmd,
+		"xargs":     xargsCmd,
+		"ls":        lsCmd,
+		"mkdir":     mkdirCmd,
+		"rmdir":     rmdirCmd,
+		"rm":        rmCmd,
+		"mv":        mvCmd,
+		"cp":        cpCmd,
+		"touch":     touchCmd,
+		"chmod":     chmodCmd,
+		"ln":        lnCmd,
+		"realpath":  realpathCmd,
+		"readlink":  readlinkCmd,
+		"mktemp":    mktempCmd,
+		"stat":      statCmd,
+		"du":        duCmd,
+		"find":      findCmd,
+		"sleep":     sleepCmd,
+		"timeout":   timeoutCmd,
+		"yes":       yesCmd,
+		"whoami":    whoamiCmd,
+		"hostname":  hostnameCmd,
+		"id":        idCmd,
+		"uname":     unameCmd,
+		"env":       envCmd,
+		"printenv":  printenvCmd,
+		"awk":       awkCmd,
+		"gawk":      awkCmd,
+		"rev":       revCmd,
+		"tac":       tacCmd,
+		"nl":        nlCmd,
+		"paste":     pasteCmd,
+		"comm":      commCmd,
+		"fold":      foldCmd,
+		"sha256sum": sha256Cmd,
+		"sha1sum":   sha1Cmd,
+		"sha512sum": sha512Cmd,
+		"md5sum":    md5Cmd,
+		"cmp":       cmpCmd,
+		"expr":      exprCmd,
+		"od":        odCmd,
+		"diff":      diffCmd,
+		"bc":        bcCmd,
+	}
+}
+
+// Lookup returns the command called name.
+func Lookup(name string) (Func, bool) {
+	f, ok := commands[name]
+	if !ok {
+		return nil, false
+	}
+	return func(ctx context.Context, env *Env, args []string) int {
+		if env.MaxOutputBytes <= 0 {
+			c := newCmd(ctx, name, env)
+			status := f(c, args)
+			c.release()
+			return status
+		}
+		lw := &limitedWriter{w: env.Stdout, n: env.MaxOutputBytes}
+		limited := *env
+		limited.Stdout = lw
+		c := newCmd(ctx, name, &limited)
+		c.outLimit = lw
+		status := f(c, args)
+		c.release()
+		if lw.exceeded {
+			fmt.Fprintf(env.Stderr, "%s: output exceeds %d bytes\n", name, env.MaxOutputBytes)
+			return 1
+		}
+		return status
+	}, true
+}
+
+// errOutputTooLarge is returned by a limitedWriter past its bound.
+var errOutputTooLarge = errors.New("output too large")
+
+// limitedWriter passes at most n bytes, then fails every write; the
+// command sees it in cmd.stopped and stops producing.
+type limitedWriter struct {
+	w        io.Writer
+	n        int64
+	exceeded bool
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	if l.exceeded {
+		return 0, errOutputTooLarge
+	}
+	if int64(len(p)) > l.n {
+		l.exceeded = true
+		n, _ := l.w.Write(p[:l.n])
+		l.n = 0
+		return n, errOutputTooLarge
+	}
+	l.n -= int64(len(p))
+	return l.w.Write(p)
+}
+
+// Names returns the names of all commands, sorted.
+func Names() []string {
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// errStopped is returned by loops that stopped because the command's
+// context ended or its output bound was reached.
+var errStopped = errors.New("stopped")
+
+// stopped reports whether the command should stop: its context ended or
+// it wrote all the output it may.
+func (c *cmd) stopped() bool {
+	return c.ctx.Err() != nil || (c.outLimit != nil && c.outLimit.exceeded)
+}
+
+// errInputTooLarge is returned by a limitedReader past its bound.
+var errInputTooLarge = errors.New("input too large")
+
+// limitedReader fails with errInputTooLarge once more than n bytes were
+// read, instead of pretending the input ended as io.LimitReader does.
+type limitedReader struct {
+	r io.Reader
+	n int64 // bytes left; <0 = unlimited
+}
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	if l.n < 0 {
+		return l.r.Read(p)
+	}
+	if l.n == 0 {
+		// Probe for one more byte: input of exactly the bound is fine.
+		var one [1]byte
+		n, err := l.r.Read(one[:])
+		if n > 0 {
+			return 0, errInputTooLarge
+		}
+		return 0, err
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.r.Read(p)
+	l.n -= int64(n)
+	return n, err
+}
+
+// cmd is the state of one running command: its name, environment and a
+// buffered stdout that run flushes.
+type cmd struct {
+	ctx      context.Context
+	name     string
+	env      *Env
+	out      *bufio.Writer
+	in       io.Reader
+	outLimit *limitedWriter // nil: no output bound
+	failed   int            // the least status done returns (an unreadable input)
+}
+
+var writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4096) }}
+
+func newCmd(ctx context.Context, name string, env *Env) *cmd {
+	n := env.MaxInputBytes
+	if n <= 0 {
+		n = -1
+	}
+	out := writers.Get().(*bufio.Writer)
+	out.Reset(env.Stdout)
+	return &cmd{
+		ctx:  ctx,
+		name: name,
+		env:  env,
+		out:  out,
+		in:   &limitedReader{r: env.Stdin, n: n},
+	}
+}
+
+// release flushes stdout and returns the buffer to the pool.
+func (c *cmd) release() {
+	c.out.Flush()
+	c.out.Reset(nil)
+	writers.Put(c.out)
+	c.out = nil
+}
+
+// errf prints "name: msg" on stderr and returns status. Once the output
+// bound stopped the command, the wrapper reports that instead.
+func (c *cmd) errf(status int, format string, args ...any) int {
+	c.out.Flush()
+	if c.outLimit != nil && c.outLimit.exceeded {
+		return status
+	}
+	fmt.Fprintf(c.env.Stderr, c.name+": "+format+"\n", args...)
+	return status
+}
+
+// readErr reports a failed read of stdin and returns its exit status.
+func (c *cmd) readErr(err error) int {
+	if errors.Is(err, errInputTooLarge) {
+		return c.errf(1, "input exceeds %d bytes", c.env.MaxInputBytes)
+	}
+	if c.stopped() {
+		return c.errf(1, "interrupted")
+	}
+	return c.errf(1, "read error: %v", err)
+}
+
+// done flushes stdout and returns status, raised to the status of an
+// input that could not be read (see fail).
+func (c *cmd) done(status int) int {
+	if err := c.out.Flush(); err != nil && status == 0 {
+		status = 1
+	}
+	return max(status, c.failed)
+}
+
+// readAll reads stdin whole, within MaxInputBytes.
+func (c *cmd) readAll() ([]byte, error) {
+	return io.ReadAll(c.in)
+}
+
+// eachLine calls f with every line of stdin, without its newline; last is
+// true for a final line that had no newline. It checks ctx as it goes.
+func (c *cmd) eachLine(f func(line string, last bool) bool) error {
+	br := bufio.NewReaderSize(c.in, 32*1024)
+	for i := 0; ; i++ {
+		if i&1023 == 1023 && c.stopped() {
+			return errStopped
+		}
+		line, err := br.ReadString('\n')
+		if len(line) > 0 {
+			noNL := !strings.HasSuffix(line, "\n")
+			if !f(strings.TrimSuffix(line, "\n"), noNL) {
+				return nil
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// lines reads stdin whole and splits it into lines (without newlines);
+// a final line without newline is kept.
+func (c *cmd) lines() ([]string, error) {
+	data, err := c.readAll()
+	if err != nil {
+		return nil, err
+	}
+	return splitLines(string(data)), nil
+}
+
+// splitLines splits s into lines without their newlines; a final line
+// without newline is kept, and "" has no lines.
+func splitLines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+}
+
+// writeLines writes each line followed by a newline.
+func (c *cmd) writeLines(lines []string) {
+	for _, l := range lines {
+		c.out.WriteString(l)
+		c.out.WriteByte('\n')
+	}
+}
+
+// flagSet parses GNU-style flags: "-abc" is "-a" "-b" "-c", "-n5" and
+// "-n 5" give -n the value "5" when 'n' is in takesValue, "--long=v" gives
+// --long the value v. Flags may follow operands (GNU permutation); "--"
+// ends the flags.
+type flagSet struct {
+	args       []string
+	i          int
+	takesValue string
+	pending    []string
+	operands   []string
+}
+
+func newFlags(args []string, takesValue string) *flagSet {
+	return &flagSet{args: args, takesValue: takesValue}
+}
+
+// next returns the next flag ("-x") and its value, or ok=false when no
+// flags remain. err is set for a flag missing its value.
+func (fs *flagSet) next() (flag, value string, ok bool, err error) {
+	if len(fs.pending) > 0 {
+		f := fs.pending[0]
+		fs.pending = fs.pending[1:]
+		return fs.finish(f)
+	}
+	for {
+		if fs.i >= len(fs.args) {
+			return "", "", false, nil
+		}
+		a := fs.args[fs.i]
+		if a == "--" {
+			fs.operands = append(fs.operands, fs.args[fs.i+1:]...)
+			fs.i = len(fs.args)
+			return "", "", false, nil
+		}
+		if len(a) < 2 || a[0] != '-' {
+			fs.operands = append(fs.operands, a)
+			fs.i++
+			continue
+		}
+		break
+	}
+	a := fs.args[fs.i]
+	fs.i++
+	if strings.HasPrefix(a, "--") {
+		if k, v, found := strings.Cut(a, "="); found {
+			return k, v, true, nil
+		}
+		return a, "", true, nil
+	}
+	// -abc or -n5
+	for j := 1; j < len(a); j++ {
+		f := "-" + string(a[j])
+		if strings.IndexByte(fs.takesValue, a[j]) >= 0 {
+			if j+1 < len(a) {
+				fs.pending = append(fs.pending, f+"\x00"+a[j+1:])
+			} else {
+				fs.pending = append(fs.pending, f)
+			}
+			break
+		}
+		fs.pending = append(fs.pending, f)
+	}
+	f := fs.pending[0]
+	fs.pending = fs.pending[1:]
+	return fs.finish(f)
+}
+
+func (fs *flagSet) finish(f string) (string, string, bool, error) {
+	if k, v, found := strings.Cut(f, "\x00"); found {
+		return k, v, true, nil
+	}
+	if len(f) == 2 && strings.IndexByte(fs.takesValue, f[1]) >= 0 {
+		if fs.i >= len(fs.args) {
+			return f, "", true, fmt.Errorf("option requires an argument -- '%c'", f[1])
+		}
+		v := fs.args[fs.i]
+		fs.i++
+		return f, v, true, nil
+	}
+	return f, "", true, nil
+}
+
+// rest returns the operands, in order, once next has returned ok=false.
+func (fs *flagSet) rest() []string { return append(fs.operands, fs.args[fs.i:]...) }
+
+// errUnknownFlag is what a setter passed to cmd.flags returns for a flag it
+// does not know.
+var errUnknownFlag = errors.New("unknown option")
+
+// flags parses the GNU-style flags of args (see flagSet; takesValue names
+// the short flags that take a value) and calls set with each flag and its
+// value, in order, then returns the operands. A flag missing its value, a
+// flag set does not know (set returns errUnknownFlag: "unknown option: -x")
+// or a bad value (set returns another error, printed as it is) is reported
+// on stderr; ok is false then and st is status.
+func (c *cmd) flags(args []string, takesValue string, status int, set func(flag, value string) error) (operands []string, st int, ok bool) {
+	fs := newFlags(args, takesValue)
+	for {
+		f, v, more, err := fs.next()
+		if err != nil {
+			return nil, c.errf(status, "%v", err), false
+		}
+		if !more {
+			return fs.rest(), 0, true
+		}
+		if err := set(f, v); errors.Is(err, errUnknownFlag) {
+			return nil, c.errf(status, "unknown option: %s", f), false
+		} else if err != nil {
+			return nil, c.errf(status, "%v", err), false
+		}
+	}
+}
+
+// stdinFlags parses args as flags does and refuses file operands, for a
+// command that reads only stdin. When ok is false the command ends with
+// status st (the message is written).
+func (c *cmd) stdinFlags(args []string, takesValue string, status int, set func(flag, value string) error) (st int, ok bool) {
+	rest, st, ok := c.flags(args, takesValue, status, set)
+	if !ok {
+		return st, false
+	}
+	return c.operands(rest)
+}
+
+// copyStdin copies stdin to stdout and returns status, or 1 when reading
+// fails or the command is stopped.
+func (c *cmd) copyStdin(status int) int {
+	buf := make([]byte, 32*1024)
+	for {
+		if c.stopped() {
+			return c.errf(1, "interrupted")
+		}
+		n, err := c.in.Read(buf)
+		c.out.Write(buf[:n])
+		if err == io.EOF {
+			return c.done(status)
+		}
+		if err != nil {
+			return c.readErr(err)
+		}
+	}
+}
