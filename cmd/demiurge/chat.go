@@ -522,7 +522,7 @@ func (r *chatRun) print(ctx context.Context, e agent.Event) {
 			r.write(fmt.Sprintf("  ✓ %s%s (%d bytes)\n", e.Tool, d, e.Size))
 			r.write(r.preview(ctx, e, len(r.calls)))
 		} else {
-			r.write(fmt.Sprintf("  ✗ %s %s%s: %s\n", e.Tool, e.Status, d, clipLine(strings.TrimPrefix(e.Output, "error: "), 200)))
+			r.write(fmt.Sprintf("  ✗ %s %s%s: %s\n", e.Tool, e.Status, d, clipLine(statusDetail(e.Status, e.Output), 200)))
 		}
 		if len(r.running) > 0 {
 			r.status.set("running " + r.runningTools())

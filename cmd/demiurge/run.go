@@ -114,9 +114,18 @@ state, journal head), workspace_* (versioned files in the store), the tools
 of the MCP servers the manifest declares (mcp_servers: started with the run,
 named <server>_<tool> unless aliased; "demiurge mcp ls" lists them) and bash
 (a sandboxed script in which every tool is a command).`,
+		Example: `  # offline: the model's answers come from the demo session's recording
+  demiurge run examples/demiurge --llm cassette:testdata/sessions/demo -m "Write a hello note and show it to me."
+  # chat at the prompt, with $OPENAI_API_KEY set
+  demiurge run examples/demiurge --model gpt-5-mini
+  # a local OpenAI-compatible server; another world and chat
+  demiurge run examples/demiurge --llm openai-chat --base-url http://localhost:11434/v1 --model qwen3 --world w2 --chat review -m "What is in the workspace?"`,
 		Args: wantArgs(1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.manifest = args[0]
+			if err := f.validate(cmd); err != nil {
+				return err
+			}
 			if err := f.check(true); err != nil {
 				return err
 			}
