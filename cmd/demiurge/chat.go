@@ -613,7 +613,7 @@ func (r *chatRun) preview(ctx context.Context, e agent.ToolCallFinished, n int) 
 	var b strings.Builder
 	for i, l := range lines {
 		if i == previewLines && !r.a.verbose {
-			fmt.Fprintf(&b, "    │ … %d more lines (/show %d)\n", len(lines)-i, n)
+			fmt.Fprintf(&b, "    │ … %s more (/show %d)\n", plural(len(lines)-i, "line"), n)
 			break
 		}
 		if !r.a.verbose {

@@ -118,6 +118,9 @@ func writeTurns(w io.Writer, turns []*session.Turn) error {
 					fmt.Fprintf(&b, " (commands: %s)", strings.Join(tc.SubCalls, ", "))
 				}
 				b.WriteString("\n")
+				if tc.Status == "ok" {
+					b.WriteString(outputPreview(tc.Output, "      │ ", 2))
+				}
 			}
 		}
 		for _, a := range t.Assistant {
@@ -152,4 +155,23 @@ func writeTurns(w io.Writer, turns []*session.Turn) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// outputPreview is the first lines of a tool's output, each cut and
+// prefixed, with how many lines are left out.
+func outputPreview(out, prefix string, lines int) string {
+	out = strings.TrimRight(out, "\n")
+	if out == "" {
+		return ""
+	}
+	all := strings.Split(out, "\n")
+	var b strings.Builder
+	for i, l := range all {
+		if i == lines {
+			fmt.Fprintf(&b, "%s… %s more\n", prefix, plural(len(all)-i, "line"))
+			break
+		}
+		fmt.Fprintf(&b, "%s%s\n", prefix, clipLine(l, 120))
+	}
+	return b.String()
 }
