@@ -17,11 +17,13 @@ import (
 	"github.com/demiurge-dev/demiurge/adapters/llm"
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/journal"
+	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools/introspect"
 	"github.com/demiurge-dev/demiurge/tools/mcp"
 	"github.com/demiurge-dev/demiurge/tools/workspace"
+	"github.com/demiurge-dev/demiurge/tools/workspace/history"
 	"github.com/demiurge-dev/demiurge/world"
 )
 
@@ -34,7 +36,9 @@ type key struct {
 // ModelCall is one model call of a round: the answer's model, latency,
 // tokens, cost and finish reason, or its error.
 type ModelCall struct {
-	Round        uint64  `json:"round"`
+	Round uint64 `json:"round"`
+	// Seq is the seq of the call's receipt in the journal.
+	Seq          uint64  `json:"seq,omitempty"`
 	Model        string  `json:"model,omitempty"`
 	LatencyMS    float64 `json:"latency_ms"`
 	InputTokens  uint64  `json:"input_tokens"`
@@ -63,13 +67,61 @@ type ToolCall struct {
 	Output    string   `json:"output,omitempty"`
 	LatencyMS float64  `json:"latency_ms,omitempty"`
 	SubCalls  []string `json:"sub_calls,omitempty"`
+	// Seq is the seq of the call's receipt in the journal (0 for a call
+	// that never ran).
+	Seq uint64 `json:"seq,omitempty"`
+	// Commands are the tool calls a bash script made, one a command, in
+	// the order they ran (SubCalls holds their names).
+	Commands []Command `json:"commands,omitempty"`
+	// Commits are the workspace versions the call made, with what each
+	// changed.
+	Commits []Commit `json:"commits,omitempty"`
+	// Approval is what the user said of a call that needed approval:
+	// waiting (no answer yet), approved or denied (with ApprovalReason).
+	Approval       string `json:"approval,omitempty"`
+	ApprovalReason string `json:"approval_reason,omitempty"`
+}
+
+// Command is one command of a bash script: a tool call made inside it.
+type Command struct {
+	Tool       string  `json:"tool"`
+	Arguments  string  `json:"arguments"`
+	ExitCode   int64   `json:"exit_code"`
+	Error      string  `json:"error,omitempty"`
+	DurationMS float64 `json:"duration_ms"`
+}
+
+// Commit is one workspace version a tool call made: the roots of the
+// workspace's tree before and after it (refs in the CAS), and the paths
+// that changed between them.
+type Commit struct {
+	Workspace string `json:"workspace"`
+	Version   uint64 `json:"version"`
+	From      string `json:"from"`
+	To        string `json:"to"`
+	// Changes are the paths the commit added, removed or changed, in walk
+	// order; nil if the trees could not be read (ChangesError says why).
+	Changes      []Change `json:"changes"`
+	ChangesError string   `json:"changes_error,omitempty"`
+}
+
+// Change is a path a commit changed, with its entry's hash before and
+// after ("" where the path is absent).
+type Change struct {
+	Path   string `json:"path"`
+	Change string `json:"change"` // added, removed or changed
+	Kind   string `json:"kind"`   // file, dir, or symlink
+	Old    string `json:"old,omitempty"`
+	New    string `json:"new,omitempty"`
 }
 
 // Turn is one turn of a chat: the user's message, its rounds, the
 // assistant's text and how it ended.
 type Turn struct {
-	Chat      string   `json:"chat"`
-	RequestID uint64   `json:"request_id"`
+	Chat      string `json:"chat"`
+	RequestID uint64 `json:"request_id"`
+	// Seq is the seq of the input that started the turn.
+	Seq       uint64   `json:"seq,omitempty"`
 	Time      string   `json:"time"`
 	User      string   `json:"user"`
 	Rounds    []*Round `json:"rounds"`
@@ -109,13 +161,15 @@ type Reader struct {
 	turns      []*Turn
 	turnOf     map[key]*Turn // (chat, request, 0) → turn
 	chatEvents bool
+	inputSeq   uint64                        // seq of the input being read
+	versions   map[string]map[uint64]cas.Ref // workspace → version → root
 }
 
 // NewReader returns a reader of sessions whose blobs g holds.
 func NewReader(g cas.Getter) *Reader {
 	return &Reader{cas: g, modelIn: map[string]string{}, toolIn: map[string]string{}, started: map[string]uint64{},
 		models: map[key]*ModelCall{}, tools: map[string]*ToolCall{}, shown: map[string]uint64{}, turnOf: map[key]*Turn{},
-		keys: map[string]key{}}
+		keys: map[string]key{}, versions: map[string]map[uint64]cas.Ref{}}
 }
 
 func text(v schema.Value) string { s, _ := v.(string); return s }
@@ -132,6 +186,7 @@ func (c *Reader) Record(r journal.Record) error {
 	switch r.Kind {
 	case world.KindEvent, world.KindReceipt:
 		c.now = num(schema.FieldPath(m, "stamp", "now"))
+		c.inputSeq = r.Seq
 	}
 	switch r.Kind {
 	case world.KindEvent, world.KindRaised:
@@ -165,7 +220,7 @@ func (c *Reader) Record(r journal.Record) error {
 		lat := ms(c.now - c.started[in])
 		if k, ok := c.modelIn[in]; ok {
 			key := c.keys[k]
-			mc := &ModelCall{Round: key.round, LatencyMS: lat, Error: text(schema.FieldPath(m, "error"))}
+			mc := &ModelCall{Round: key.round, Seq: r.Seq, LatencyMS: lat, Error: text(schema.FieldPath(m, "error"))}
 			if p, ok := schema.FieldPath(m, "payload").(*schema.Map); ok {
 				mc.Model, mc.Finish = text(schema.FieldPath(p, "model")), text(schema.FieldPath(p, "finish_reason"))
 				mc.InputTokens, mc.OutputTokens = num(schema.FieldPath(p, "token_usage", "prompt")), num(schema.FieldPath(p, "token_usage", "completion"))
@@ -181,17 +236,16 @@ func (c *Reader) Record(r journal.Record) error {
 		}
 		if call, ok := c.toolIn[in]; ok {
 			tc := c.tool(call)
-			tc.LatencyMS = lat
+			tc.LatencyMS, tc.Seq = lat, r.Seq
 			if p, ok := schema.FieldPath(m, "payload").(*schema.Map); ok {
-				if calls, ok := schema.FieldPath(p, "calls").([]schema.Value); ok {
-					for _, sc := range calls {
-						sm, _ := sc.(*schema.Map)
-						tc.SubCalls = append(tc.SubCalls, text(schema.FieldPath(sm, "tool")))
-					}
-				}
+				c.response(tc, p)
 			}
 		}
 	case world.KindState:
+		if text(schema.FieldPath(m, "reducer")) == history.Module {
+			c.workspaceState(text(schema.FieldPath(m, "key")), text(schema.FieldPath(m, "state")))
+			return nil
+		}
 		if !demiurge.IsModule(text(schema.FieldPath(m, "reducer"))) || text(schema.FieldPath(m, "state")) == "" {
 			return nil
 		}
@@ -213,6 +267,92 @@ func (c *Reader) Record(r journal.Record) error {
 	return nil
 }
 
+// toolResponse is what Reader reads of a sys/ToolResponse@1 receipt.
+type toolResponse struct {
+	Calls []struct {
+		Tool          string  `cbor:"tool"`
+		ArgumentsJSON string  `cbor:"arguments_json"`
+		ExitCode      int64   `cbor:"exit_code"`
+		Error         *string `cbor:"error"`
+		DurationNS    uint64  `cbor:"duration_ns"`
+	} `cbor:"calls"`
+	Commits []history.Commit `cbor:"commits"`
+}
+
+// response reads a tool call's receipt: the commands of a script and the
+// workspace versions the call made.
+func (c *Reader) response(tc *ToolCall, p *schema.Map) {
+	var resp toolResponse
+	if reducer.ToGo(p, &resp) != nil {
+		return // not a tool response: nothing more to show
+	}
+	for _, sc := range resp.Calls {
+		tc.SubCalls = append(tc.SubCalls, sc.Tool)
+		tc.Commands = append(tc.Commands, Command{Tool: sc.Tool, Arguments: sc.ArgumentsJSON, ExitCode: sc.ExitCode,
+			Error: deref(sc.Error), DurationMS: ms(sc.DurationNS)})
+	}
+	for _, cm := range resp.Commits {
+		vs := c.versions[cm.Workspace]
+		if vs == nil {
+			vs = map[uint64]cas.Ref{}
+			c.versions[cm.Workspace] = vs
+		}
+		var base uint64 // the version the commit was made on
+		if cm.ExpectedHead != nil {
+			base = *cm.ExpectedHead
+		} else {
+			for v := range vs {
+				base = max(base, v)
+			}
+		}
+		from, ok := vs[base]
+		if !ok {
+			from = workspace.EmptyRootRef
+		}
+		vs[base+1] = cm.Meta.RootHash
+		commit := Commit{Workspace: cm.Workspace, Version: base + 1, From: from.String(), To: cm.Meta.RootHash.String()}
+		changes, err := workspace.Diff(context.Background(), c.cas, from, cm.Meta.RootHash, "")
+		if err != nil {
+			commit.ChangesError = err.Error()
+		}
+		for _, ch := range changes {
+			commit.Changes = append(commit.Changes, Change{Path: ch.Path, Change: ch.Change, Kind: ch.Kind,
+				Old: refText(ch.OldHash), New: refText(ch.NewHash)})
+		}
+		tc.Commits = append(tc.Commits, commit)
+	}
+}
+
+// workspaceState reads a state of sys/Workspace@1: the versions of a
+// workspace, whichever way they were made.
+func (c *Reader) workspaceState(ws, state string) {
+	ref, err := cas.ParseRef(state)
+	if err != nil {
+		return
+	}
+	var h history.History
+	if cas.GetNode(context.Background(), c.cas, ref, &h) != nil {
+		return
+	}
+	vs := c.versions[ws]
+	if vs == nil {
+		vs = map[uint64]cas.Ref{}
+		c.versions[ws] = vs
+	}
+	for v := uint64(1); v <= h.Latest; v++ {
+		if meta, ok := h.Version(v); ok {
+			vs[v] = meta.RootHash
+		}
+	}
+}
+
+func refText(r cas.Ref) string {
+	if !r.Valid() {
+		return ""
+	}
+	return r.String()
+}
+
 func (k key) String() string {
 	return fmt.Sprintf("%s/%d/%d/%v", k.chat, k.request, k.round, k.compact)
 }
@@ -229,7 +369,7 @@ func (c *Reader) tool(call string) *ToolCall {
 func (c *Reader) turn(chat string, e demiurge.Entry) *Turn {
 	t := c.turnOf[key{chat, e.RequestID, 0, false}]
 	if t == nil {
-		t = &Turn{Chat: chat, RequestID: e.RequestID, Time: time.Unix(0, int64(c.now)).UTC().Format("2006-01-02 15:04:05.000")}
+		t = &Turn{Chat: chat, RequestID: e.RequestID, Seq: c.inputSeq, Time: time.Unix(0, int64(c.now)).UTC().Format("2006-01-02 15:04:05.000")}
 		c.turnOf[key{chat, e.RequestID, 0, false}] = t
 		c.turns = append(c.turns, t)
 	}
@@ -254,7 +394,13 @@ func (c *Reader) entry(chat string, e demiurge.Entry) {
 			tc.Arguments = call.ArgumentsJSON // whole, where the entry keeps a preview
 		}
 		tc.Rejected, tc.Cut = tc.Status == "rejected", tc.Status == "cut"
+		if tc.Status == "approval" {
+			tc.Approval = "waiting"
+		}
 		r.Calls = append(r.Calls, tc)
+	case demiurge.EntryApproval:
+		tc := c.tool(deref(e.CallID))
+		tc.Approval, tc.ApprovalReason = deref(e.Status), e.Text
 	case demiurge.EntryToolOutput:
 		tc := c.tool(deref(e.CallID))
 		tc.Status, tc.Output = deref(e.Status), e.Text

@@ -58,3 +58,45 @@ func TestReadDemo(t *testing.T) {
 		t.Errorf("WriteJSON: %v %s", err, out.String())
 	}
 }
+
+// read reads a recorded session's turns.
+func read(t *testing.T, dir string) []*session.Turn {
+	t.Helper()
+	b, err := replay.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := b.Storage(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := session.NewReader(st.CAS())
+	if err := st.Journal().Read(t.Context(), b.Manifest.World, 1, r.Record); err != nil {
+		t.Fatal(err)
+	}
+	return r.Turns()
+}
+
+// TestCommandsAndCommits: a bash call lists its commands with their
+// arguments, and a call that writes the workspace the version it made and
+// the paths it changed, from the version before it.
+func TestCommandsAndCommits(t *testing.T) {
+	turns := read(t, "../../testdata/sessions/workspace-edits")
+	write, bash, edit := turns[0].Rounds[0].Calls[0], turns[0].Rounds[1].Calls[0], turns[1].Rounds[0].Calls[0]
+	if len(bash.Commands) != 2 || bash.Commands[0].Tool != "workspace_read" || bash.Commands[0].Arguments != `{"path":"plan.md"}` || bash.Seq == 0 {
+		t.Errorf("bash call: %+v", bash)
+	}
+	if len(write.Commits) != 1 || len(edit.Commits) != 1 {
+		t.Fatalf("commits: write %+v, edit %+v", write.Commits, edit.Commits)
+	}
+	w, e := write.Commits[0], edit.Commits[0]
+	if w.Version != 1 || len(w.Changes) != 1 || w.Changes[0].Path != "plan.md" || w.Changes[0].Change != "added" {
+		t.Errorf("write's commit: %+v", w)
+	}
+	if e.Version != 2 || e.From != w.To || len(e.Changes) != 1 || e.Changes[0].Change != "changed" || e.Changes[0].Old != w.Changes[0].New {
+		t.Errorf("edit's commit: %+v; want version 2 on %s", e, w.To)
+	}
+	if turns[0].Seq == 0 || turns[0].Rounds[0].Model.Seq == 0 {
+		t.Errorf("turn and model call seqs: %d, %d", turns[0].Seq, turns[0].Rounds[0].Model.Seq)
+	}
+}

@@ -3,22 +3,19 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/demiurge-dev/demiurge/adapters/builtin"
+	"github.com/demiurge-dev/demiurge/agent/session"
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/effects"
 	"github.com/demiurge-dev/demiurge/internal/store"
 	"github.com/demiurge-dev/demiurge/journal"
-	"github.com/demiurge-dev/demiurge/reducer/demiurge"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/world"
 )
@@ -189,7 +186,7 @@ With --json, one JSON object a line per world:
 				return err
 			}
 			for _, name := range names {
-				ws, err := readWorldSummary(ctx, s, name)
+				ws, err := session.Summarize(ctx, s.Journal(), s.CAS(), name)
 				if err != nil {
 					return fmt.Errorf("worlds: %w", err)
 				}
@@ -201,7 +198,7 @@ With --json, one JSON object a line per world:
 					fmt.Fprintf(a.out, "%s\n", b)
 					continue
 				}
-				ws.write(a.out)
+				writeWorldSummary(a.out, ws)
 			}
 			return nil
 		},
@@ -210,109 +207,8 @@ With --json, one JSON object a line per world:
 	return cmd
 }
 
-// worldSummary is what demiurge worlds says of a world.
-type worldSummary struct {
-	World          string        `json:"world"`
-	Records        uint64        `json:"records"`
-	Head           string        `json:"head"`
-	Manifest       string        `json:"manifest"`
-	LastActivity   string        `json:"last_activity,omitempty"`
-	LastActivityNS uint64        `json:"last_activity_ns,omitempty"`
-	Chats          []chatSummary `json:"chats"`
-}
-
-// chatSummary is what demiurge worlds says of a chat, from its state.
-type chatSummary struct {
-	Chat         string     `json:"chat"`
-	Provider     string     `json:"provider,omitempty"`
-	Model        string     `json:"model,omitempty"`
-	Turns        uint64     `json:"turns"`
-	Running      bool       `json:"running"`
-	Usage        tokenUsage `json:"usage"`
-	CostMicroUSD uint64     `json:"cost_microusd"`
-	CostUnknown  uint64     `json:"cost_unknown"`
-	UsageUnknown uint64     `json:"usage_unknown"`
-}
-
-// tokenUsage is demiurge.TokenUsage in JSON.
-type tokenUsage struct {
-	Prompt     uint64 `json:"prompt"`
-	Completion uint64 `json:"completion"`
-	Cached     uint64 `json:"cached"`
-	Reasoning  uint64 `json:"reasoning"`
-}
-
-// readWorldSummary reads a world's journal for its summary: the newest
-// input's stamp and each chat's newest state.
-func readWorldSummary(ctx context.Context, s *store.Handle, name string) (*worldSummary, error) {
-	ws := &worldSummary{World: name, Chats: []chatSummary{}}
-	var lastInput uint64          // seq of the newest input with a stamp
-	chats := map[string]cas.Ref{} // chat → its newest state (zero once deleted)
-	err := s.Journal().Read(ctx, name, 1, func(r journal.Record) error {
-		ws.Records, ws.Head = r.Seq, r.Hash.String()
-		switch {
-		case r.Kind == world.KindManifest:
-			in, err := world.DecodeInput(r)
-			if err != nil {
-				return err
-			}
-			ws.Manifest = in.Manifest.String()
-		case world.IsInput(r.Kind):
-			lastInput = r.Seq
-		case r.Kind == world.KindState:
-			sr, err := world.DecodeState(r)
-			if err != nil {
-				return err
-			}
-			if id, ok := sr.Key.(string); ok && demiurge.IsModule(sr.Reducer) {
-				chats[id] = sr.State
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if lastInput > 0 {
-		// Only the newest input is decoded: receipts can be large.
-		err := s.Journal().Read(ctx, name, lastInput, func(r journal.Record) error {
-			in, err := world.DecodeInput(r)
-			if err != nil {
-				return err
-			}
-			ws.LastActivityNS = in.Stamp.NowNS
-			ws.LastActivity = time.Unix(0, int64(in.Stamp.NowNS)).UTC().Format(time.RFC3339Nano)
-			return errStopRead
-		})
-		if err != nil && !errors.Is(err, errStopRead) {
-			return nil, err
-		}
-	}
-	for _, id := range slices.Sorted(maps.Keys(chats)) {
-		ref := chats[id]
-		if !ref.Valid() {
-			continue
-		}
-		var st demiurge.StateView
-		if err := cas.GetNode(ctx, s.CAS(), ref, &st); err != nil {
-			return nil, fmt.Errorf("world %s: state of chat %s: %w", name, id, err)
-		}
-		c := chatSummary{Chat: id, Turns: st.LastRequestID, Running: st.Turn != nil,
-			Usage:        tokenUsage(st.Usage),
-			CostMicroUSD: st.CostMicroUSD, CostUnknown: st.CostUnknown, UsageUnknown: st.UsageUnknown}
-		if st.Settings != nil {
-			c.Provider, c.Model = st.Settings.Provider, st.Settings.Model
-		}
-		ws.Chats = append(ws.Chats, c)
-	}
-	return ws, nil
-}
-
-// errStopRead ends a journal read early.
-var errStopRead = errors.New("stop reading")
-
-// write prints a world's summary for people.
-func (ws *worldSummary) write(w io.Writer) {
+// writeWorldSummary prints a world's summary for people.
+func writeWorldSummary(w io.Writer, ws *session.WorldSummary) {
 	last := "no input yet"
 	if ws.LastActivity != "" {
 		last = "last activity " + time.Unix(0, int64(ws.LastActivityNS)).UTC().Format("2006-01-02 15:04:05 UTC")

@@ -1,0 +1,124 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/journal"
+	"github.com/demiurge-dev/demiurge/reducer/demiurge"
+	"github.com/demiurge-dev/demiurge/world"
+)
+
+// WorldSummary is what `demiurge worlds` and the web view say of a world
+// at a glance: its records, its head, the manifest it last ran, its last
+// activity and its chats. Its JSON form is a line of `worlds --json`.
+type WorldSummary struct {
+	World    string `json:"world"`
+	Records  uint64 `json:"records"`
+	Head     string `json:"head"`
+	Manifest string `json:"manifest"`
+	// LastActivity is the stamp of the newest input (RFC 3339, UTC), ""
+	// if the world had none.
+	LastActivity   string        `json:"last_activity,omitempty"`
+	LastActivityNS uint64        `json:"last_activity_ns,omitempty"`
+	Chats          []ChatSummary `json:"chats"`
+}
+
+// ChatSummary is what a chat's newest state says of it.
+type ChatSummary struct {
+	Chat     string `json:"chat"`
+	Provider string `json:"provider,omitempty"`
+	Model    string `json:"model,omitempty"`
+	// Turns counts the user messages and compactions.
+	Turns        uint64     `json:"turns"`
+	Running      bool       `json:"running"`
+	Usage        TokenUsage `json:"usage"`
+	CostMicroUSD uint64     `json:"cost_microusd"`
+	// CostUnknown and UsageUnknown count the model calls without a price
+	// and without usage.
+	CostUnknown  uint64 `json:"cost_unknown"`
+	UsageUnknown uint64 `json:"usage_unknown"`
+}
+
+// TokenUsage is demiurge.TokenUsage in JSON.
+type TokenUsage struct {
+	Prompt     uint64 `json:"prompt"`
+	Completion uint64 `json:"completion"`
+	Cached     uint64 `json:"cached"`
+	Reasoning  uint64 `json:"reasoning"`
+}
+
+// Summarize reads a world's journal for its summary: the newest input's
+// stamp and each chat's newest state. A chat whose state g does not hold
+// is an error naming it.
+func Summarize(ctx context.Context, j journal.Reader, g cas.Getter, name string) (*WorldSummary, error) {
+	ws := &WorldSummary{World: name, Chats: []ChatSummary{}}
+	var lastInput uint64          // seq of the newest input with a stamp
+	chats := map[string]cas.Ref{} // chat → its newest state (zero once deleted)
+	err := j.Read(ctx, name, 1, func(r journal.Record) error {
+		ws.Records, ws.Head = r.Seq, r.Hash.String()
+		switch {
+		case r.Kind == world.KindManifest:
+			in, err := world.DecodeInput(r)
+			if err != nil {
+				return err
+			}
+			ws.Manifest = in.Manifest.String()
+		case world.IsInput(r.Kind):
+			lastInput = r.Seq
+		case r.Kind == world.KindState:
+			sr, err := world.DecodeState(r)
+			if err != nil {
+				return err
+			}
+			if id, ok := sr.Key.(string); ok && demiurge.IsModule(sr.Reducer) {
+				chats[id] = sr.State
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if lastInput > 0 {
+		// Only the newest input is decoded: receipts can be large.
+		err := j.Read(ctx, name, lastInput, func(r journal.Record) error {
+			in, err := world.DecodeInput(r)
+			if err != nil {
+				return err
+			}
+			ws.LastActivityNS = in.Stamp.NowNS
+			ws.LastActivity = time.Unix(0, int64(in.Stamp.NowNS)).UTC().Format(time.RFC3339Nano)
+			return errStopRead
+		})
+		if err != nil && !errors.Is(err, errStopRead) {
+			return nil, err
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(chats)) {
+		ref := chats[id]
+		if !ref.Valid() {
+			continue
+		}
+		var st demiurge.StateView
+		if err := cas.GetNode(ctx, g, ref, &st); err != nil {
+			return nil, fmt.Errorf("world %s: state of chat %s: %w", name, id, err)
+		}
+		c := ChatSummary{Chat: id, Turns: st.LastRequestID, Running: st.Turn != nil,
+			Usage:        TokenUsage(st.Usage),
+			CostMicroUSD: st.CostMicroUSD, CostUnknown: st.CostUnknown, UsageUnknown: st.UsageUnknown}
+		if st.Settings != nil {
+			c.Provider, c.Model = st.Settings.Provider, st.Settings.Model
+		}
+		ws.Chats = append(ws.Chats, c)
+	}
+	return ws, nil
+}
+
+// errStopRead ends a journal read early.
+var errStopRead = errors.New("stop reading")
