@@ -31,6 +31,7 @@ var House = []Layer{
 	{"world", []string{"world"}},
 	{"over the world", []string{"replay/...", "world/worldview", "cluster/..."}},
 	{"agent", []string{"agent/..."}},
+	{"views", []string{"ui/..."}},
 	{"programs", []string{"cmd/...", "examples/..."}},
 	{"rules", []string{"internal/layers"}},
 }

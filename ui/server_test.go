@@ -1,0 +1,230 @@
+package ui_test
+
+import (
+	"context"
+	"errors"
+	"html"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/demiurge-dev/demiurge/ui"
+	"github.com/demiurge-dev/demiurge/world"
+)
+
+// get sends a GET to the server with the Host header host ("" for the
+// server's own) and returns the status and body.
+func get(t *testing.T, c *http.Client, s *ui.Server, host, path string) (int, string, http.Header) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+s.Host()+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host != "" {
+		req.Host = host
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header
+}
+
+// login follows the printed link once and returns a client with the
+// cookie it set.
+func login(t *testing.T, s *ui.Server) *http.Client {
+	t.Helper()
+	c := client(t)
+	code, _, h := get(t, c, s, "", strings.TrimPrefix(s.URL(), "http://"+s.Host()))
+	if code != http.StatusSeeOther || h.Get("Location") != "/" {
+		t.Fatalf("the printed link: %d to %q; want 303 to /", code, h.Get("Location"))
+	}
+	return c
+}
+
+func TestListenLoopbackOnly(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0", "192.0.2.1:0", "example.com:80", "8080"} {
+		ln, err := ui.Listen(addr)
+		if err == nil {
+			ln.Close()
+			t.Errorf("Listen(%q) listens on %s; want it refused", addr, ln.Addr())
+			continue
+		}
+		if addr != "8080" && !errors.Is(err, ui.ErrNotLoopback) {
+			t.Errorf("Listen(%q): %v; want ErrNotLoopback", addr, err)
+		}
+	}
+	for _, addr := range []string{"127.0.0.1:0", "localhost:0"} {
+		ln, err := ui.Listen(addr)
+		if err != nil {
+			t.Errorf("Listen(%q): %v", addr, err)
+			continue
+		}
+		if ip := ln.Addr().(*net.TCPAddr).IP; !ip.IsLoopback() {
+			t.Errorf("Listen(%q) listens on %s", addr, ip)
+		}
+		ln.Close()
+	}
+}
+
+// TestRefused: without the token, with a wrong one, with a foreign Host
+// (DNS rebinding: a page of another site that resolves its name to
+// 127.0.0.1) or with a method that writes, every page and the event
+// stream are refused; the printed link lets the browser in, and its
+// cookie is HttpOnly and SameSite=Strict.
+func TestRefused(t *testing.T) {
+	st := world.NewMemoryStorage()
+	importAs(t.Context(), t, st, sessionsDir+"/demo", "demo")
+	s := serve(t, parts(st), registry())
+	paths := []string{"/", "/w/demo", "/w/demo/events?after=0", "/w/demo/records", "/w/demo/r/1", "/w/demo/replay?run=1", "/static/app.js", "/nowhere"}
+	anon := client(t)
+	for _, p := range paths {
+		if code, body, _ := get(t, anon, s, "", p); code != http.StatusForbidden || !strings.Contains(body, "no token") {
+			t.Errorf("GET %s without the token: %d %q; want 403", p, code, body)
+		}
+		if code, _, _ := get(t, anon, s, "", p+sep(p)+"token=0123"); code != http.StatusForbidden {
+			t.Errorf("GET %s with a wrong token: %d; want 403", p, code)
+		}
+	}
+	// The link sets the cookie.
+	c := client(t)
+	code, _, h := get(t, c, s, "", strings.TrimPrefix(s.URL(), "http://"+s.Host()))
+	if code != http.StatusSeeOther {
+		t.Fatalf("the link: %d; want 303", code)
+	}
+	cookie := h.Get("Set-Cookie")
+	for _, want := range []string{"HttpOnly", "SameSite=Strict", "Path=/"} {
+		if !strings.Contains(cookie, want) {
+			t.Errorf("Set-Cookie %q lacks %s", cookie, want)
+		}
+	}
+	_, port, _ := net.SplitHostPort(s.Host())
+	for _, host := range []string{"evil.example:" + port, "evil.example", "localhost:" + port, "127.0.0.1:1", "[::1]:" + port} {
+		for _, p := range paths {
+			if code, body, _ := get(t, c, s, host, p); code != http.StatusForbidden || !strings.Contains(body, "not to Host") {
+				t.Errorf("GET %s with Host %s: %d %q; want 403", p, host, code, body)
+			}
+		}
+		// The token does not help.
+		if code, _, _ := get(t, client(t), s, host, strings.TrimPrefix(s.URL(), "http://"+s.Host())); code != http.StatusForbidden {
+			t.Errorf("the link with Host %s: %d; want 403", host, code)
+		}
+	}
+	for _, p := range paths[:len(paths)-1] {
+		if p == "/w/demo/events?after=0" {
+			continue // a stream: below
+		}
+		if code, _, _ := get(t, c, s, "", p); code != http.StatusOK {
+			t.Errorf("GET %s with the cookie: %d; want 200", p, code)
+		}
+	}
+	for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodDelete} {
+		req, _ := http.NewRequestWithContext(t.Context(), m, "http://"+s.Host()+"/w/demo/replay?run=1", nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed {
+			t.Errorf("%s: %d; want 405", m, resp.StatusCode)
+		}
+	}
+	// The event stream opens with the cookie.
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.Host()+"/w/demo/events?after=0", nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("events: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	buf := make([]byte, 64<<10)
+	var got strings.Builder
+	for !strings.Contains(got.String(), "\n\n") || !strings.Contains(got.String(), "event: timeline") {
+		n, err := resp.Body.Read(buf)
+		got.Write(buf[:n])
+		if err != nil {
+			t.Fatalf("events: %v after %q", err, got.String())
+		}
+	}
+	if !strings.Contains(got.String(), "id: 49\n") || !strings.Contains(got.String(), "data: ") {
+		t.Errorf("the first event: %q", got.String()[:min(got.Len(), 400)])
+	}
+}
+
+func sep(p string) string {
+	if strings.Contains(p, "?") {
+		return "&"
+	}
+	return "?"
+}
+
+// TestHeaders: pages allow only the view's own script and style, and a
+// blob's raw bytes come as a download.
+func TestHeaders(t *testing.T) {
+	st := world.NewMemoryStorage()
+	importAs(t.Context(), t, st, sessionsDir+"/demo", "demo")
+	s := serve(t, parts(st), nil)
+	c := login(t, s)
+	_, body, h := get(t, c, s, "", "/w/demo")
+	if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || !strings.Contains(csp, "default-src 'none'") {
+		t.Errorf("CSP %q", csp)
+	}
+	if h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Referrer-Policy") != "no-referrer" {
+		t.Errorf("headers %v", h)
+	}
+	i := strings.Index(body, `href="/blob/blake3:`)
+	if i < 0 {
+		t.Fatalf("the timeline links no blob:\n%s", body)
+	}
+	ref := body[i+len(`href="/blob/`) : i+len(`href="/blob/`)+len("blake3:")+64]
+	code, _, h := get(t, c, s, "", "/blob/"+ref+"?raw=1")
+	if code != http.StatusOK || h.Get("Content-Type") != "application/octet-stream" || !strings.HasPrefix(h.Get("Content-Disposition"), "attachment") {
+		t.Errorf("raw blob: %d %v", code, h)
+	}
+}
+
+// TestPages: each page of a recorded session renders, and a bad address
+// says what is wrong.
+func TestPages(t *testing.T) {
+	s := serve(t, parts(sessionsStore(t)), registry())
+	c := login(t, s)
+	for _, tc := range []struct {
+		path string
+		code int
+		want string
+	}{
+		{"/", 200, `href="/w/workspace-edits"`},
+		{"/w/workspace-edits", 200, "Make step 2 write tests first"},
+		{"/w/workspace-edits", 200, `+2. Write tests first, then the code`},
+		{"/w/demo", 200, `workspace_list --path notes`},
+		{"/w/mcp", 200, "demo_echo"},
+		{"/w/demo/records", 200, "manifest"},
+		{"/w/demo/records?from=40", 200, `href="r/49"`},
+		{"/w/demo/r/2", 200, `href="/blob/blake3:`},
+		{"/w/demo/replay", 200, "Run replay"},
+		{"/w/demo/replay?run=1&genesis=1", 200, "ok: 49 records replay to the same bytes"},
+		{"/w/v1-workspace-edits/replay?run=1", 200, "replay to the same bytes"},
+		{"/w/nope", 404, "world nope has no records in store test store"},
+		{"/w/bad%20name/records", 400, `world "bad name"`},
+		{"/w/demo/r/0", 404, "its records are 1 to 49"},
+		{"/w/demo/r/99", 404, "its records are 1 to 49"},
+		{"/w/demo/records?from=x", 400, "want a seq"},
+		{"/blob/nope", 400, `blob "nope"`},
+		{"/blob/blake3:" + strings.Repeat("0", 64), 404, "is not in store test store"},
+		{"/w/demo/events?after=x", 400, "want the seq the page shows"},
+	} {
+		code, body, _ := get(t, c, s, "", tc.path)
+		body = html.UnescapeString(body)
+		if code != tc.code || !strings.Contains(body, tc.want) {
+			t.Errorf("GET %s: %d, want %d with %q; got:\n%.2000s", tc.path, code, tc.code, tc.want, body)
+		}
+	}
+}

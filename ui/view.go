@@ -1,0 +1,344 @@
+package ui
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/demiurge-dev/demiurge/agent/session"
+	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/replay"
+)
+
+// timelineView is what the timeline shows of a world.
+type timelineView struct {
+	World   string
+	Head    uint64
+	Chat    bool
+	Turns   []turnView
+	Running bool
+	// The session's totals.
+	InputTokens, OutputTokens, CachedTokens uint64
+	CostMicroUSD                            uint64
+	CostUnknown                             bool
+	Calls                                   int
+	// Lines are the newest records of a world without chats.
+	Lines []recordLine
+	Older uint64 // records before Lines, if any
+}
+
+type turnView struct {
+	*session.Turn
+	Rounds []roundView
+	Cost   string
+}
+
+type roundView struct {
+	N          int
+	Compaction *modelView
+	Model      *modelView
+	Calls      []callView
+}
+
+type modelView struct {
+	World string
+	*session.ModelCall
+}
+
+type callView struct {
+	World string
+	*session.ToolCall
+	Args    string // indented when it is JSON
+	Command string // the script of a bash call
+	Diffs   []fileDiff
+	// Preview is the first lines of the output; More, whether there are
+	// more than it shows.
+	Preview     string
+	More        bool
+	OutputLines int
+}
+
+// fileDiff is what a commit did to one path: a line diff for a text file.
+type fileDiff struct {
+	Workspace string
+	Version   uint64
+	session.Change
+	Lines []diffLine
+	Note  string // why there are no lines
+}
+
+type diffLine struct {
+	Class string // add, del, hunk or ""
+	Text  string
+}
+
+// view builds the timeline of what the follower read.
+func (f *follower) view(ctx context.Context) timelineView {
+	v := timelineView{World: f.world, Head: f.last, Chat: f.sess.IsChat()}
+	if !v.Chat {
+		v.Lines = f.lines
+		if len(v.Lines) > liveLines {
+			v.Lines = v.Lines[len(v.Lines)-liveLines:]
+		}
+		if len(v.Lines) > 0 {
+			v.Older = v.Lines[0].Seq - 1
+		}
+		return v
+	}
+	for _, t := range f.sess.Turns() {
+		tv := turnView{Turn: t}
+		cost, unknown := t.Cost()
+		tv.Cost = costText(cost, unknown)
+		v.CostMicroUSD += cost
+		v.CostUnknown = v.CostUnknown || unknown
+		v.Running = v.Running || t.Outcome == ""
+		for i, r := range t.Rounds {
+			rv := roundView{N: i + 1}
+			if r.Compaction != nil {
+				rv.Compaction = &modelView{f.world, r.Compaction}
+			}
+			if r.Model != nil {
+				rv.Model = &modelView{f.world, r.Model}
+			}
+			for _, m := range []*session.ModelCall{r.Compaction, r.Model} {
+				if m != nil {
+					v.InputTokens += m.InputTokens
+					v.OutputTokens += m.OutputTokens
+					v.CachedTokens += m.CachedTokens
+				}
+			}
+			for _, c := range r.Calls {
+				rv.Calls = append(rv.Calls, f.callView(ctx, c))
+				v.Calls++
+			}
+			tv.Rounds = append(tv.Rounds, rv)
+		}
+		v.Turns = append(v.Turns, tv)
+	}
+	return v
+}
+
+func (f *follower) callView(ctx context.Context, c *session.ToolCall) callView {
+	cv := callView{World: f.world, ToolCall: c, Args: indentJSON(c.Arguments)}
+	cv.Preview, cv.More, cv.OutputLines = preview(c.Output)
+	if c.Tool == "bash" {
+		var a struct {
+			Commands string `json:"commands"`
+		}
+		if json.Unmarshal([]byte(c.Arguments), &a) == nil {
+			cv.Command = a.Commands
+		}
+	}
+	for _, cm := range c.Commits {
+		for _, ch := range cm.Changes {
+			if ch.Kind == "dir" && dirOfAnother(ch.Path, cm.Changes) {
+				continue // the paths under it say more
+			}
+			cv.Diffs = append(cv.Diffs, fileDiff{Workspace: cm.Workspace, Version: cm.Version, Change: ch})
+			d := &cv.Diffs[len(cv.Diffs)-1]
+			d.Lines, d.Note = f.fileDiff(ctx, ch)
+		}
+	}
+	return cv
+}
+
+// dirOfAnother reports whether dir holds another changed path.
+func dirOfAnother(dir string, changes []session.Change) bool {
+	for _, c := range changes {
+		if strings.HasPrefix(c.Path, dir+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// Previews show at most previewLines lines of a result, each cut at
+// previewWidth bytes.
+const (
+	previewLines = 8
+	previewWidth = 300
+)
+
+// preview is the first lines of a tool's output, each cut, whether it
+// leaves anything out, and how many lines the output has.
+func preview(out string) (string, bool, int) {
+	out = strings.TrimRight(out, "\n")
+	if out == "" {
+		return "", false, 0
+	}
+	lines := strings.Split(out, "\n")
+	more := len(lines) > previewLines
+	shown := lines[:min(len(lines), previewLines)]
+	for i, l := range shown {
+		if len(l) > previewWidth {
+			cut := previewWidth
+			for cut > 0 && !utf8.RuneStart(l[cut]) {
+				cut--
+			}
+			shown[i], more = l[:cut]+"…", true
+		}
+	}
+	text := strings.Join(shown, "\n")
+	if len(lines) > previewLines {
+		text += fmt.Sprintf("\n… %d more lines", len(lines)-previewLines)
+	}
+	return text, more, len(lines)
+}
+
+// maxDiffFile is the largest file whose changes the timeline shows line
+// by line.
+const maxDiffFile = 256 << 10
+
+// fileDiff is the line diff of a changed file, or why there is none.
+func (f *follower) fileDiff(ctx context.Context, ch session.Change) ([]diffLine, string) {
+	if ch.Kind != "file" {
+		return nil, ""
+	}
+	text := func(ref string) (string, string) {
+		if ref == "" {
+			return "", ""
+		}
+		r, err := cas.ParseRef(ref)
+		if err != nil {
+			return "", err.Error()
+		}
+		b, err := f.src.Get(ctx, r)
+		switch {
+		case err != nil:
+			return "", err.Error()
+		case len(b) > maxDiffFile:
+			return "", fmt.Sprintf("%d bytes: too large to show here", len(b))
+		case !utf8.Valid(b):
+			return "", "not text"
+		}
+		return string(b), ""
+	}
+	old, note := text(ch.Old)
+	if note != "" {
+		return nil, note
+	}
+	now, note := text(ch.New)
+	if note != "" {
+		return nil, note
+	}
+	var lines []diffLine
+	for _, l := range strings.Split(strings.TrimSuffix(replay.Diff("a/"+ch.Path, old, "b/"+ch.Path, now), "\n"), "\n") {
+		switch {
+		case l == "":
+			continue
+		case strings.HasPrefix(l, "---"), strings.HasPrefix(l, "+++"):
+			continue
+		case strings.HasPrefix(l, "@@"):
+			lines = append(lines, diffLine{"hunk", l})
+		case strings.HasPrefix(l, "+"):
+			lines = append(lines, diffLine{"add", l})
+		case strings.HasPrefix(l, "-"):
+			lines = append(lines, diffLine{"del", l})
+		default:
+			lines = append(lines, diffLine{"", l})
+		}
+	}
+	return lines, ""
+}
+
+// indentJSON indents s if it is JSON, else returns it as it is.
+func indentJSON(s string) string {
+	var b bytes.Buffer
+	if json.Indent(&b, []byte(s), "", "  ") != nil {
+		return s
+	}
+	return b.String()
+}
+
+// costText formats a cost in micro-USD, or says it is unknown, as the
+// command line does.
+func costText(microUSD uint64, unknown bool) string {
+	switch {
+	case unknown && microUSD == 0:
+		return "cost unknown"
+	case unknown:
+		return fmt.Sprintf("$%.4f + unknown", float64(microUSD)/1e6)
+	}
+	return fmt.Sprintf("$%.4f", float64(microUSD)/1e6)
+}
+
+// finishText says how a reply ended, for people.
+func finishText(f string) string {
+	switch {
+	case f == "refusal":
+		return "refused"
+	case f == "length":
+		return "cut off by the output token limit"
+	case f == "content_filter":
+		return "cut off by a content filter"
+	case strings.HasPrefix(f, "incomplete"):
+		return "cut off by the provider (" + f + ")"
+	}
+	return f
+}
+
+// duration formats milliseconds as Go does a duration, to a precision
+// that fits it.
+func duration(ms float64) string {
+	d := time.Duration(ms * float64(time.Millisecond))
+	switch {
+	case d >= time.Second:
+		return d.Round(time.Millisecond).String()
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond).String()
+	}
+	return d.Round(time.Microsecond).String()
+}
+
+// refPattern matches a ref's text form.
+var refPattern = regexp.MustCompile(`(blake3|sha256):[0-9a-f]{64}`)
+
+// linkRefs escapes text for HTML and links every BLAKE3 ref in it to its
+// blob's page.
+func linkRefs(text string) template.HTML {
+	esc := template.HTMLEscapeString(text)
+	return template.HTML(refPattern.ReplaceAllStringFunc(esc, func(ref string) string {
+		if !strings.HasPrefix(ref, "blake3:") {
+			return ref // a sha256 ref is an opaque id, never held
+		}
+		return `<a class="ref" href="/blob/` + ref + `">` + ref + `</a>`
+	}))
+}
+
+var funcs = template.FuncMap{
+	"duration": duration,
+	"cost":     costText,
+	"finish":   finishText,
+	"link":     linkRefs,
+	"short": func(s string) string {
+		if r, err := cas.ParseRef(s); err == nil {
+			return r.Short()
+		}
+		return s
+	},
+	"path":  url.PathEscape,
+	"words": func(s string) string { return strings.ReplaceAll(s, "_", " ") },
+	"plural": func(n int, noun string) string {
+		if n == 1 {
+			return "1 " + noun
+		}
+		return fmt.Sprint(n, " ", noun, "s")
+	},
+	"int": func(n uint64) int { return int(min(n, 1<<31)) },
+	"side": func(l, lkind, r, rkind string, rows []sideRow) any {
+		return struct {
+			L, LKind, R, RKind string
+			Rows               []sideRow
+		}{l, lkind, r, rkind, rows}
+	},
+	"time": func(ns uint64) string {
+		return time.Unix(0, int64(ns)).UTC().Format("2006-01-02 15:04:05 UTC")
+	},
+}
