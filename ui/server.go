@@ -26,21 +26,21 @@ const DefaultAddr = "127.0.0.1:0"
 // Source cannot wait for records (see Waiter).
 const DefaultPoll = 250 * time.Millisecond
 
-// ErrNotLoopback is returned (wrapped) by Listen for an address that is
-// not a loopback one.
-var ErrNotLoopback = errors.New("ui: not a loopback address")
+// ErrBadAddr is returned (wrapped) by Listen for an address that is not
+// HOST:PORT on a loopback interface.
+var ErrBadAddr = errors.New("ui: not a loopback HOST:PORT")
 
 // Listen listens on addr, which must name a loopback interface: an IP
 // address such as 127.0.0.1 or [::1], or localhost, with a port (0 for one
 // the system picks). Any other address is an error wrapping
-// ErrNotLoopback: the view is for the person at this machine.
+// ErrBadAddr: the view is for the person at this machine.
 func Listen(addr string) (net.Listener, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, fmt.Errorf("ui: address %q: %w (want HOST:PORT, such as %s)", addr, err, DefaultAddr)
+		return nil, fmt.Errorf("%w: %q: %v (such as %s)", ErrBadAddr, addr, err, DefaultAddr)
 	}
 	if ip := net.ParseIP(host); !strings.EqualFold(host, "localhost") && (ip == nil || !ip.IsLoopback()) {
-		return nil, fmt.Errorf("%w: %q; the view listens on 127.0.0.1, [::1] or localhost only (such as %s)", ErrNotLoopback, addr, DefaultAddr)
+		return nil, fmt.Errorf("%w: %q; the view listens on 127.0.0.1, [::1] or localhost only (such as %s)", ErrBadAddr, addr, DefaultAddr)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -48,7 +48,7 @@ func Listen(addr string) (net.Listener, error) {
 	}
 	if ta, ok := ln.Addr().(*net.TCPAddr); !ok || !ta.IP.IsLoopback() {
 		ln.Close()
-		return nil, fmt.Errorf("%w: %s listens on %s", ErrNotLoopback, addr, ln.Addr())
+		return nil, fmt.Errorf("%w: %s listens on %s", ErrBadAddr, addr, ln.Addr())
 	}
 	return ln, nil
 }

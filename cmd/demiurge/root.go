@@ -234,6 +234,7 @@ Exit codes:
 		newWorkspaceCommand(a),
 		newMCPCommand(a, getenv),
 		newWorldsCommand(a),
+		newUICommand(a),
 	)
 	initCompletionCommand(root)
 	registerCompletions(a, root)
