@@ -243,7 +243,7 @@ func (s *Server) record(w http.ResponseWriter, r *http.Request) {
 		JSON       template.HTML
 		Head       uint64
 		Prev, Next uint64
-	}{Rec: *rec, JSON: linkRefs(replay.PayloadJSON(rec.Payload)), Head: head.Seq, Prev: seq - 1}
+	}{Rec: *rec, JSON: s.linkRefs(r.Context(), replay.PayloadJSON(rec.Payload)), Head: head.Seq, Prev: seq - 1}
 	if seq < head.Seq {
 		data.Next = seq + 1
 	}
@@ -285,7 +285,7 @@ func (s *Server) blob(w http.ResponseWriter, r *http.Request) {
 		Cut  bool
 	}{Ref: ref.String(), Size: len(b)}
 	if v, err := schema.Decode(b); err == nil {
-		data.As, data.Body = "node", linkRefs(replay.IndentJSON(v))
+		data.As, data.Body = "node", s.linkRefs(r.Context(), replay.IndentJSON(v))
 	} else {
 		if len(b) > maxBlobView {
 			b, data.Cut = b[:maxBlobView], true
@@ -294,7 +294,7 @@ func (s *Server) blob(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if utf8.Valid(b) {
-			data.As, data.Body = "text", linkRefs(string(b))
+			data.As, data.Body = "text", template.HTML(template.HTMLEscapeString(string(b)))
 		} else {
 			data.As, data.Body = "bytes", template.HTML(template.HTMLEscapeString(hexDump(b)))
 		}

@@ -3,6 +3,7 @@ package ui
 import (
 	"errors"
 	"fmt"
+	"html/template"
 	"net/http"
 	"strconv"
 	"strings"
@@ -45,6 +46,8 @@ type sideRow struct {
 	LN, RN      int
 	Left, Right string
 	Skip        int
+	// LeftHTML and RightHTML are the lines with their refs linked.
+	LeftHTML, RightHTML template.HTML
 }
 
 // replay runs a replay of a world on the page: every derived record is
@@ -86,7 +89,13 @@ func (s *Server) rerun(r *http.Request, name string, fromGenesis bool) (*world.R
 	res, err := world.Rerun(ctx, world.RerunOptions{Name: name, Catalog: cat, Reducers: s.reducers,
 		Storage: readStorage{s.src}, FromGenesis: fromGenesis})
 	if d, ok := errors.AsType[*world.DivergenceError](err); ok {
-		return nil, err.Error(), divergence(d, err)
+		v := divergence(d, err)
+		for _, rows := range [][]sideRow{v.Records, v.States} {
+			for i := range rows {
+				rows[i].LeftHTML, rows[i].RightHTML = s.linkRefs(ctx, rows[i].Left), s.linkRefs(ctx, rows[i].Right)
+			}
+		}
+		return nil, err.Error(), v
 	}
 	if err != nil {
 		return nil, err.Error(), nil

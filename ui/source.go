@@ -56,6 +56,18 @@ func (p Parts) Read(ctx context.Context, world string, from uint64, fn func(jour
 // Get implements cas.Getter.
 func (p Parts) Get(ctx context.Context, ref cas.Ref) ([]byte, error) { return p.CAS.Get(ctx, ref) }
 
+// Has implements cas.Haser, with the CAS's Has if it has one.
+func (p Parts) Has(ctx context.Context, ref cas.Ref) (bool, error) {
+	if h, ok := p.CAS.(cas.Haser); ok {
+		return h.Has(ctx, ref)
+	}
+	_, err := p.CAS.Get(ctx, ref)
+	if errors.Is(err, cas.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // wait returns the world's head once its seq is past after.
 func wait(ctx context.Context, src Source, poll time.Duration, world string, after uint64) (journal.Head, error) {
 	if w, ok := src.(Waiter); ok {

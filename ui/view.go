@@ -120,6 +120,10 @@ func (f *follower) view(ctx context.Context) timelineView {
 			}
 			tv.Rounds = append(tv.Rounds, rv)
 		}
+		if n := len(tv.Rounds); t.Outcome == "" && n > 0 && tv.Rounds[n-1].Model != nil && answered(tv.Rounds[n-1].Calls) {
+			// The next round's request is out: say so.
+			tv.Rounds = append(tv.Rounds, roundView{N: n + 1})
+		}
 		v.Turns = append(v.Turns, tv)
 	}
 	return v
@@ -147,6 +151,16 @@ func (f *follower) callView(ctx context.Context, c *session.ToolCall) callView {
 		}
 	}
 	return cv
+}
+
+// answered reports whether a round made calls and each has its output.
+func answered(calls []callView) bool {
+	for _, c := range calls {
+		if c.Status == "requested" || c.Status == "approval" {
+			return false
+		}
+	}
+	return len(calls) > 0
 }
 
 // dirOfAnother reports whether dir holds another changed path.
@@ -300,23 +314,40 @@ func duration(ms float64) string {
 // refPattern matches a ref's text form.
 var refPattern = regexp.MustCompile(`(blake3|sha256):[0-9a-f]{64}`)
 
-// linkRefs escapes text for HTML and links every BLAKE3 ref in it to its
-// blob's page.
-func linkRefs(text string) template.HTML {
+// linkRefs escapes text for HTML and links every ref in it that names a
+// blob of the store to the blob's page. Other refs (an intent's hash, a
+// record's, a state a replay derived and did not store) stay text.
+func (s *Server) linkRefs(ctx context.Context, text string) template.HTML {
 	esc := template.HTMLEscapeString(text)
-	return template.HTML(refPattern.ReplaceAllStringFunc(esc, func(ref string) string {
-		if !strings.HasPrefix(ref, "blake3:") {
-			return ref // a sha256 ref is an opaque id, never held
+	held := map[string]bool{}
+	return template.HTML(refPattern.ReplaceAllStringFunc(esc, func(text string) string {
+		ok, seen := held[text]
+		if !seen {
+			ref, err := cas.ParseRef(text)
+			ok = err == nil && s.has(ctx, ref)
+			held[text] = ok
 		}
-		return `<a class="ref" href="/blob/` + ref + `">` + ref + `</a>`
+		if !ok {
+			return text
+		}
+		return `<a class="ref" href="/blob/` + text + `">` + text + `</a>`
 	}))
+}
+
+// has reports whether the store holds ref.
+func (s *Server) has(ctx context.Context, ref cas.Ref) bool {
+	if h, ok := s.src.(cas.Haser); ok {
+		ok, err := h.Has(ctx, ref)
+		return ok && err == nil
+	}
+	_, err := s.src.Get(ctx, ref)
+	return err == nil
 }
 
 var funcs = template.FuncMap{
 	"duration": duration,
 	"cost":     costText,
 	"finish":   finishText,
-	"link":     linkRefs,
 	"short": func(s string) string {
 		if r, err := cas.ParseRef(s); err == nil {
 			return r.Short()
