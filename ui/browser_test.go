@@ -1,0 +1,366 @@
+package ui_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
+	"github.com/demiurge-dev/demiurge/agent"
+	"github.com/demiurge-dev/demiurge/agent/session"
+	"github.com/demiurge-dev/demiurge/reducer"
+	"github.com/demiurge-dev/demiurge/reducer/demiurge"
+	"github.com/demiurge-dev/demiurge/schema"
+	"github.com/demiurge-dev/demiurge/world"
+)
+
+// These tests drive the view in headless Chromium, as a person would use
+// it: the recorded sessions, a session that grows while the page is open,
+// and a replay that diverges. With -screenshots they write the pictures
+// of the main pages the README shows (docs/ui-*.png).
+
+var screenshots = flag.Bool("screenshots", false, "write screenshots of the main pages to ../docs/ui-*.png")
+
+// requireChromium, set to 1 (as .ci/run does), makes a missing Chromium a
+// failure instead of a skip.
+const requireChromium = "DEMIURGE_REQUIRE_CHROMIUM"
+
+// chromium returns the path of a Chromium or Chrome on PATH, or skips the
+// test saying what to install.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	msg := "Chromium is not on PATH: the browser tests need it (Debian: apt-get install -y chromium)"
+	if os.Getenv(requireChromium) == "1" {
+		t.Fatalf("%s; %s=1 requires them to run", msg, requireChromium)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// browse starts a headless Chromium with a window of the given size and
+// returns a context for its tab; the test's end closes it.
+func browse(t *testing.T, width, height int) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(t)), chromedp.NoSandbox,
+		chromedp.WindowSize(width, height))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancelTab := chromedp.NewContext(actx)
+	t.Cleanup(cancelTab)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// do runs actions in the tab, failing the test with what was being done.
+func do(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// eval evaluates a JavaScript expression in the page.
+func eval[T any](t *testing.T, ctx context.Context, js string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", js, err)
+	}
+	return v
+}
+
+// waitFor polls a JavaScript predicate until it holds.
+func waitFor(t *testing.T, ctx context.Context, what, js string) {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		t.Fatalf("waiting for %s (%s): %v\nthe page says:\n%s", what, js, err, pageText(ctx))
+	}
+}
+
+func pageText(ctx context.Context) string {
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string]("document.body.innerText"))
+	if err != nil {
+		return err.Error()
+	}
+	return s
+}
+
+// shot writes a screenshot of the whole page as docs/ui-name.png when the
+// tests run with -screenshots.
+func shot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	if !*screenshots {
+		return
+	}
+	b, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	path := filepath.Join("..", "docs", "ui-"+name+".png")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %s (%d bytes)", path, len(b))
+}
+
+// follow follows the first link sel finds, as a click does, and waits for
+// the new page to show an element next finds.
+func follow(t *testing.T, ctx context.Context, sel, next string) {
+	t.Helper()
+	href := eval[string](t, ctx, fmt.Sprintf("document.querySelector(%q).href", sel))
+	do(t, ctx, "follow "+sel, chromedp.Navigate(href), chromedp.WaitVisible(chromedp.CSS(next)))
+}
+
+// clip cuts s for a failure message.
+func clip(s string) string {
+	if len(s) > 300 {
+		return s[:300] + "…"
+	}
+	return s
+}
+
+// shownCall is what the timeline shows of a tool call.
+type shownCall struct {
+	Tool    string `json:"tool"`
+	Status  string `json:"status"`
+	Visible string `json:"visible"` // the result as the page shows it, unfolded
+	Full    string `json:"full"`    // the whole result, folded or not
+}
+
+const shownCallsJS = `Array.from(document.querySelectorAll("#timeline .call"), c => {
+	const shown = c.querySelector(":scope > pre.output");
+	const whole = c.querySelector("details pre.output") || shown;
+	return {tool: c.dataset.tool, status: c.dataset.status,
+		visible: shown ? shown.innerText : "", full: whole ? whole.textContent : ""};
+})`
+
+// turnsOf reads a world's session as the timeline should show it.
+func turnsOf(t *testing.T, st world.Storage, name string) []*session.Turn {
+	t.Helper()
+	r := session.NewReader(st.CAS())
+	if err := st.Journal().Read(t.Context(), name, 1, r.Record); err != nil {
+		t.Fatal(err)
+	}
+	return r.Turns()
+}
+
+// TestBrowserSessions opens the view of a store holding every recorded
+// session: the page refuses a browser without the token, the printed link
+// lets it in, and each session's timeline shows every tool call with its
+// result.
+func TestBrowserSessions(t *testing.T) {
+	st := sessionsStore(t)
+	s := serve(t, parts(st), registry())
+	ctx := browse(t, 1280, 900)
+	base := "http://" + s.Host()
+
+	do(t, ctx, "open the view without the token", chromedp.Navigate(base+"/w/demo"))
+	if text := pageText(ctx); !strings.Contains(text, "refused: no token") {
+		t.Fatalf("without the token the page says:\n%s", text)
+	}
+	do(t, ctx, "open the link", chromedp.Navigate(s.URL()), chromedp.WaitVisible(chromedp.CSS(".cards")))
+	if u := eval[string](t, ctx, "location.href"); u != base+"/" {
+		t.Errorf("after the link the address is %s; want %s/ (the token moved to a cookie)", u, base)
+	}
+	if js := eval[string](t, ctx, "document.cookie"); js != "" {
+		t.Errorf("the page's script reads the cookie %q; want it HttpOnly", js)
+	}
+	names := sessionNames(t)
+	worlds := eval[[]string](t, ctx, `Array.from(document.querySelectorAll(".card h2 a"), a => a.textContent)`)
+	if strings.Join(worlds, " ") != strings.Join(names, " ") {
+		t.Errorf("the list shows worlds %q; want %q", worlds, names)
+	}
+	shot(t, ctx, "worlds")
+
+	for _, name := range names {
+		do(t, ctx, "open "+name, chromedp.Navigate(base+"/w/"+name), chromedp.WaitVisible(chromedp.CSS("#timeline .summary")))
+		shown := eval[[]shownCall](t, ctx, shownCallsJS)
+		var want []*session.ToolCall
+		for _, tu := range turnsOf(t, st, name) {
+			for _, r := range tu.Rounds {
+				want = append(want, r.Calls...)
+			}
+		}
+		if len(want) == 0 || len(shown) != len(want) {
+			t.Errorf("%s: the timeline shows %d tool calls; want %d", name, len(shown), len(want))
+			continue
+		}
+		for i, c := range want {
+			got := shown[i]
+			out := strings.TrimRight(c.Output, "\n")
+			first, _, _ := strings.Cut(out, "\n")
+			first = strings.TrimSpace(first[:min(len(first), 100)])
+			if got.Tool != c.Tool || got.Status != c.Status || got.Full != out || !strings.Contains(got.Visible, first) {
+				t.Errorf("%s: call %d shows %s %s with %q (in full %q); want %s %s with the result %q",
+					name, i+1, got.Tool, got.Status, clip(got.Visible), clip(got.Full), c.Tool, c.Status, clip(out))
+			}
+		}
+	}
+
+	do(t, ctx, "open the demo", chromedp.Navigate(base+"/w/demo"), chromedp.WaitVisible(chromedp.CSS("#timeline .call")))
+	text := pageText(ctx)
+	for _, want := range []string{"Write a hello note and show it to me.", "workspace_list --path notes", "+This note was written by the Demiurge agent.", "answer"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the demo's timeline lacks %q:\n%s", want, text)
+		}
+	}
+	shot(t, ctx, "timeline")
+	follow(t, ctx, `.call[data-tool="workspace_write"] a.seq`, "pre.json a.ref")
+	if text := pageText(ctx); !strings.Contains(text, "Record 23") || !strings.Contains(text, `"intent": "blake3:`) {
+		t.Errorf("the receipt's page says:\n%s", text)
+	}
+	follow(t, ctx, "pre.json a.ref", "pre.json")
+	if text := pageText(ctx); !strings.Contains(text, "Blob") || !strings.Contains(text, "bytes") {
+		t.Errorf("the blob page says:\n%s", text)
+	}
+
+	if *screenshots {
+		do(t, ctx, "look as a phone does", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile),
+			chromedp.Navigate(base+"/w/demo"), chromedp.WaitVisible(chromedp.CSS("#timeline .call")))
+		if w := eval[int](t, ctx, "document.documentElement.scrollWidth"); w > 390 {
+			t.Errorf("on a phone the page is %dpx wide; want it to fit 390px", w)
+		}
+		shot(t, ctx, "phone")
+	}
+}
+
+// TestBrowserLive opens the timeline of a world that another world in
+// this process writes (an agent, its model answering when the test says
+// so): the turn, the tool call with its result and workspace change, and
+// the answer appear as they land, without a reload.
+func TestBrowserLive(t *testing.T) {
+	gate := make(chan llmtest.Turn)
+	srv := llmtest.NewServerFunc(func(r llmtest.Request) llmtest.Turn {
+		select {
+		case turn := <-gate:
+			return turn
+		case <-time.After(time.Minute):
+			return llmtest.Turn{Status: 500}
+		}
+	})
+	t.Cleanup(srv.Close)
+	st := world.NewMemoryStorage()
+	env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.URL}
+	w, err := agent.Open(t.Context(), "../examples/demiurge", agent.WithStorage(st), agent.WithWorld("live"),
+		agent.WithModel(agent.Model{Name: "gpt-test"}),
+		agent.WithEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+
+	s := serve(t, parts(st), registry())
+	ctx := browse(t, 1280, 900)
+	do(t, ctx, "open the link", chromedp.Navigate(s.URL()), chromedp.WaitVisible(chromedp.CSS(".cards")))
+	do(t, ctx, "open the live world", chromedp.Navigate("http://"+s.Host()+"/w/live"), chromedp.WaitVisible(chromedp.CSS("#timeline .summary")))
+	// A mark that a reload would lose.
+	eval[bool](t, ctx, "window.stayed = true")
+	waitFor(t, ctx, "the event stream", `document.getElementById("live").textContent.startsWith("live")`)
+
+	turnDone := make(chan error, 1)
+	go func() {
+		var err error
+		for _, e := range w.Chat("main").Send(context.Background(), "Greet the world in live.txt.") {
+			if e != nil {
+				err = e
+			}
+		}
+		turnDone <- err
+	}()
+	waitFor(t, ctx, "the user's message", `document.querySelector("#timeline .user") && document.querySelector("#timeline .user").innerText.includes("Greet the world in live.txt.")`)
+	waitFor(t, ctx, "the turn running", `document.querySelector("#timeline .turn.running") !== null`)
+
+	gate <- llmtest.Turn{Calls: []llmtest.Call{{Name: "bash", Arguments: `{"commands": "echo 'hello from the live test' > live.txt; cat live.txt"}`}}}
+	waitFor(t, ctx, "the bash call's result", `(() => { const c = document.querySelector('#timeline .call[data-tool="bash"]');
+		return c !== null && c.dataset.status === "ok" && c.innerText.includes("hello from the live test"); })()`)
+	waitFor(t, ctx, "the file it wrote", `document.querySelector("#timeline .diff") !== null && document.querySelector("#timeline .diff").innerText.includes("live.txt")`)
+	shot(t, ctx, "live")
+
+	gate <- llmtest.Turn{Text: "live.txt now greets the world."}
+	waitFor(t, ctx, "the answer", `document.querySelector("#timeline .turn.answer .assistant") !== null && document.querySelector("#timeline .turn.answer .assistant").innerText.includes("live.txt now greets the world.")`)
+	if err := <-turnDone; err != nil {
+		t.Fatalf("the turn: %v", err)
+	}
+	if !eval[bool](t, ctx, "window.stayed === true") {
+		t.Error("the page reloaded to show the new records")
+	}
+}
+
+// skewed is the chat reducer with a bug: it counts the next request's
+// tokens twice. The journals were written without it.
+type skewed struct{ reducer.Reducer }
+
+func (s skewed) Step(c *reducer.Context, state, event schema.Value) (reducer.Output, error) {
+	out, err := s.Reducer.Step(c, state, event)
+	if m, ok := out.State.(*schema.Map); ok && err == nil {
+		if n, ok := m.Get("tokens"); ok {
+			if n, ok := n.(uint64); ok && n > 0 {
+				out.State, out.Memo = m.With("tokens", 2*n), nil
+			}
+		}
+	}
+	return out, err
+}
+
+// TestBrowserDivergence runs replay from the page with a changed chat
+// reducer: the page shows where the replay diverges, the journal's record
+// and the replayed one side by side, and the states' difference by path.
+func TestBrowserDivergence(t *testing.T) {
+	base := registry()
+	reg := reducer.NewRegistry()
+	for _, name := range base.Names() {
+		r, _ := base.Lookup(name)
+		if name == demiurge.ModuleName {
+			r = skewed{r}
+		}
+		reg.MustRegister(name, r)
+	}
+	st := world.NewMemoryStorage()
+	importAs(t.Context(), t, st, filepath.Join(sessionsDir, "demo"), "demo")
+	s := serve(t, parts(st), reg)
+	ctx := browse(t, 1280, 900)
+	do(t, ctx, "open the link", chromedp.Navigate(s.URL()), chromedp.WaitVisible(chromedp.CSS(".cards")))
+	do(t, ctx, "open the replay page", chromedp.Navigate("http://"+s.Host()+"/w/demo/replay"), chromedp.WaitVisible(chromedp.CSS("#run-replay")))
+	do(t, ctx, "run replay", chromedp.Click(chromedp.CSS("#run-replay")), chromedp.WaitVisible(chromedp.CSS("#divergence")))
+	text := pageText(ctx)
+	if !strings.Contains(text, "Replay diverges") || !strings.Contains(text, "At seq") {
+		t.Errorf("the replay page says:\n%s", text)
+	}
+	type row struct {
+		Left  string `json:"left"`
+		Right string `json:"right"`
+	}
+	rows := eval[[]row](t, ctx, `Array.from(document.querySelectorAll("#divergence table.side tr.opchanged"), r => ({left: r.cells[1].innerText, right: r.cells[3].innerText}))`)
+	var left, right string
+	for _, r := range rows {
+		if strings.Contains(r.Left, `"tokens"`) {
+			left, right = r.Left, r.Right
+		}
+	}
+	var n, m uint64
+	if _, err := fmt.Sscanf(strings.TrimSpace(left), `"tokens": %d,`, &n); err != nil {
+		t.Fatalf("no changed tokens line on the journal's side: %q (rows %+v)", left, rows)
+	}
+	if _, err := fmt.Sscanf(strings.TrimSpace(right), `"tokens": %d,`, &m); err != nil || m != 2*n {
+		t.Errorf("the replayed side shows %q; want tokens %d", right, 2*n)
+	}
+	changes := eval[string](t, ctx, `document.querySelector("#divergence ul.changes").innerText`)
+	if want := fmt.Sprintf("tokens: %d → %d", n, 2*n); !strings.Contains(changes, want) {
+		t.Errorf("the changes say %q; want %q", changes, want)
+	}
+	shot(t, ctx, "replay")
+}
