@@ -104,7 +104,7 @@ func (m Model) resolve(manifest []llm.ModelOptions, c *config, local bool) (*mod
 	if base == "" {
 		base = env("OPENAI_BASE_URL")
 	}
-	azure := env("AZURE_OPENAI_ENDPOINT") != "" || IsAzureURL(base)
+	azure := env("AZURE_OPENAI_ENDPOINT") != "" || isAzureURL(base)
 	key := m.APIKey
 	if key == "" {
 		key = env("OPENAI_API_KEY")
@@ -150,8 +150,8 @@ func (m Model) resolve(manifest []llm.ModelOptions, c *config, local bool) (*mod
 // a model that takes none.
 var ErrTemperature = errors.New("temperature not taken")
 
-// IsAzureURL reports whether a base URL names an Azure OpenAI resource.
-func IsAzureURL(base string) bool {
+// isAzureURL reports whether a base URL names an Azure OpenAI resource.
+func isAzureURL(base string) bool {
 	for _, s := range []string{".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com"} {
 		if strings.Contains(base, s) {
 			return true

@@ -115,7 +115,7 @@ func Open(ctx context.Context, manifest string, opts ...Option) (_ *World, err e
 	if def.Reducer == nil {
 		return nil, fmt.Errorf("%s: module %s is not a reducer", manifest, module)
 	}
-	overrides, problems := ManifestModels(cat)
+	overrides, problems := llm.ManifestModels(cat)
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("the manifest's models: %w", problems)
 	}
@@ -215,23 +215,6 @@ func Registry(registers ...func(*reducer.Registry)) *reducer.Registry {
 	return r
 }
 
-// ManifestModels turns the manifest's "models" into model overrides; each
-// problem names the file and the JSON pointer of the option.
-func ManifestModels(cat *schema.Catalog) ([]llm.ModelOptions, schema.ErrorList) {
-	var out []llm.ModelOptions
-	var problems schema.ErrorList
-	for _, ms := range cat.Manifest.Models {
-		o := llm.ModelOptions{Match: ms.Match}
-		for _, opt := range ms.Options {
-			if err := o.SetOption(opt.Key, opt.Value); err != nil {
-				problems = append(problems, &schema.ValidationError{File: cat.Manifest.At.File, Pointer: opt.Ptr, Msg: err.Error()})
-			}
-		}
-		out = append(out, o)
-	}
-	return out, problems
-}
-
 // Close stops the world: the MCP servers stop, effects still in flight
 // are cancelled (they run again when the world reopens), and the store
 // Open opened is closed. The journal keeps every record committed before.
@@ -296,7 +279,7 @@ func (w *World) Model() llm.Model { return w.model.known }
 
 // resolveModel is what the world's provider knows of the model name.
 func (w *World) resolveModel(name string) llm.Model {
-	overrides, _ := ManifestModels(w.cat)
+	overrides, _ := llm.ManifestModels(w.cat)
 	m, _ := llm.ResolveModel(name, w.model.baseURL, append(overrides, w.c.model.Options...))
 	return m
 }

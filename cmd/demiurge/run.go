@@ -11,6 +11,7 @@ import (
 
 	"github.com/demiurge-dev/demiurge/adapters/llm"
 	"github.com/demiurge-dev/demiurge/agent"
+	"github.com/demiurge-dev/demiurge/agent/worldtools"
 	"github.com/demiurge-dev/demiurge/examples"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
 )
@@ -214,7 +215,7 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 			err = cerr
 		}
 	}()
-	agent.ReportMCP(a.err, w.MCPServers())
+	worldtools.ReportMCP(a.err, w.MCPServers())
 	r = newChatRun(a, f, w, choice)
 	return r.run(ctx)
 }
