@@ -11,6 +11,8 @@ import (
 
 	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
 	"github.com/demiurge-dev/demiurge/agent"
+	"github.com/demiurge-dev/demiurge/journal"
+	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools"
 )
 
@@ -305,5 +307,75 @@ func TestFollowAwaiting(t *testing.T) {
 	defer cancel()
 	if _, end := collect(t, c.Follow(ctx)); end.Outcome != agent.OutcomeAwaitingApproval {
 		t.Fatalf("Follow: end %+v; want awaiting approval at once", end)
+	}
+}
+
+// TestCassetteStrict: a message the recording does not hold ends the turn
+// with an error that shows what differs, and the model call's receipt is
+// journaled as an error of the cassette.
+func TestCassetteStrict(t *testing.T) {
+	w, err := agent.Open(t.Context(), manifest, agent.WithModel(agent.Cassette("../testdata/sessions/demo")), env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var turnErr string
+	lines, end := collect(t, w.Chat("main").Send(t.Context(), "Write a poem."))
+	for _, l := range lines {
+		if strings.Contains(l, `"type":"turn_error"`) {
+			turnErr = l
+		}
+	}
+	if end.Outcome != agent.OutcomeFailed {
+		t.Errorf("turn end %+v; want failed", end)
+	}
+	for _, want := range []string{
+		`model call 1 is not the recorded one`, `transcript item 1 (user message):`,
+		`-content: \"Write a hello note and show it to me.\"\n+content: \"Write a poem.\"`,
+	} {
+		if !strings.Contains(turnErr, want) {
+			t.Errorf("the turn's error lacks %s:\n%s", want, turnErr)
+		}
+	}
+	var receipts []string
+	if err := w.Storage().Journal().Read(t.Context(), w.Name(), 1, func(r journal.Record) error {
+		if r.Kind == "Receipt" {
+			v, err := schema.Decode(r.Payload)
+			if err != nil {
+				return err
+			}
+			receipts = append(receipts, fmt.Sprint(schema.FieldPath(v, "status"), " ", schema.FieldPath(v, "adapter")))
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(receipts, ",") != "error cassette" {
+		t.Errorf("receipts %v; want one error from the cassette", receipts)
+	}
+}
+
+// TestCassetteLoose: a loose cassette answers a message the recording
+// does not hold with the recorded answers, and the turn streams a notice
+// of what differs.
+func TestCassetteLoose(t *testing.T) {
+	w, err := agent.Open(t.Context(), manifest, agent.WithModel(agent.CassetteLoose("../testdata/sessions/demo")), env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	lines, end := collect(t, w.Chat("main").Send(t.Context(), "Write a poem."))
+	if end.Outcome != agent.OutcomeAnswer {
+		t.Errorf("turn end %+v; want an answer", end)
+	}
+	notices := 0
+	for _, l := range lines {
+		if strings.Contains(l, `"type":"notice"`) && strings.Contains(l, `the loose cassette answers it all the same`) &&
+			strings.Contains(l, `+content: \"Write a poem.\"`) && !strings.Contains(l, `"seq":0`) {
+			notices++
+		}
+	}
+	if notices != 3 {
+		t.Errorf("%d notices of a call that differs; want 3 (one a model call):\n%s", notices, strings.Join(lines, "\n"))
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/demiurge-dev/demiurge/adapters/builtin"
 	"github.com/demiurge-dev/demiurge/adapters/llm"
+	"github.com/demiurge-dev/demiurge/adapters/llm/cassette"
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/cluster"
 	"github.com/demiurge-dev/demiurge/effects"
@@ -183,6 +184,8 @@ func Open(ctx context.Context, manifest string, opts ...Option) (_ *World, err e
 	}
 	aw.host = aw.w
 	aw.kit.ts.Attach(aw.w)
+	warn := aw.cassetteWarning
+	m.warn.Store(&warn)
 	if aw.base, err = aw.settings(ctx); err != nil {
 		return nil, err
 	}
@@ -375,40 +378,67 @@ func (w *World) commit(recs []journal.Record) {
 
 // progress hands a model call's streamed text to the turn it is for.
 func (w *World) progress(in *effects.Intent, text string) {
-	if in.Kind != llm.EffectKind || in.Origin.Kind != "plan" {
+	t, ok := w.target(in)
+	if !ok || t.compact {
 		return
+	}
+	w.push(t.chat, TextDelta{Round: t.round, Text: text})
+}
+
+// cassetteWarning tells the turn a model call is for, and the log, that a
+// loose cassette answered the call though its request is not the
+// recorded one.
+func (w *World) cassetteWarning(in *effects.Intent, m *cassette.Mismatch) {
+	text := m.Warning()
+	w.c.log.Warn("cassette: a model call is not the recorded one; answered all the same (loose)", "cassette", m.Dir, "call", m.Call, "differs", m.Summary())
+	if in == nil {
+		return
+	}
+	if t, ok := w.target(in); ok {
+		w.push(t.chat, Notice{Seq: w.Head().Seq, Text: text})
+	}
+}
+
+// target is the chat turn a model call is for.
+func (w *World) target(in *effects.Intent) (deltaTarget, bool) {
+	if in.Kind != llm.EffectKind || in.Origin.Kind != "plan" || w.w == nil {
+		return deltaTarget{}, false
 	}
 	w.mu.Lock()
 	t, ok := w.deltas[in.Hash]
 	w.mu.Unlock()
+	if ok {
+		return t, true
+	}
+	// The plan that asked: its input is the ChatRequest.
+	w.w.View(func(m *world.Machine) {
+		if rp, found := m.Plan(in.Origin.PlanID); found {
+			chat, _ := schema.FieldPath(rp.Input, "chat_id").(string)
+			round, _ := schema.FieldPath(rp.Input, "round").(uint64)
+			purpose, _ := schema.FieldPath(rp.Input, "purpose").(string)
+			t, ok = deltaTarget{chat: chat, round: round, compact: purpose == "compact"}, chat != ""
+		}
+	})
 	if !ok {
-		// The plan that asked: its input is the ChatRequest.
-		w.w.View(func(m *world.Machine) {
-			if rp, found := m.Plan(in.Origin.PlanID); found {
-				chat, _ := schema.FieldPath(rp.Input, "chat_id").(string)
-				round, _ := schema.FieldPath(rp.Input, "round").(uint64)
-				purpose, _ := schema.FieldPath(rp.Input, "purpose").(string)
-				t, ok = deltaTarget{chat: chat, round: round, compact: purpose == "compact"}, chat != ""
-			}
-		})
-		if !ok {
-			return
-		}
-		w.mu.Lock()
-		if len(w.deltas) > 256 {
-			clear(w.deltas)
-		}
-		w.deltas[in.Hash] = t
-		w.mu.Unlock()
+		return t, false
 	}
-	if t.compact {
-		return
+	w.mu.Lock()
+	if len(w.deltas) > 256 {
+		clear(w.deltas)
 	}
+	w.deltas[in.Hash] = t
+	w.mu.Unlock()
+	return t, true
+}
+
+// push hands an event that is not a journal record to the turns that
+// follow chat.
+func (w *World) push(chat string, e Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for f := range w.follows {
-		if f.chat == t.chat {
-			f.push(item{delta: &TextDelta{Round: t.round, Text: text}})
+		if f.chat == chat {
+			f.push(item{event: e})
 		}
 	}
 }
