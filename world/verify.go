@@ -31,13 +31,30 @@ type DivergenceError struct {
 	// unless its record is a State record that names a state (one that
 	// deletes a cell names none).
 	JournalState, DerivedState *StateValue
+	// Blobs are the blobs the step that derived Derived stored with its
+	// records (the replayed state among them; for a snapshot, the
+	// snapshot). A replay stores nothing, so they exist nowhere else:
+	// replay.Keep keeps them for a person to read.
+	Blobs [][]byte
+	// Manifest is the manifest the code replayed the record under, and
+	// JournalManifest the one the world ran when it wrote it (the latest
+	// Manifest record before it; zero before the first). They differ when
+	// a rerun replays under a manifest of its own
+	// (RerunOptions.UnderManifest); ManifestDiff then says what differs
+	// between them (from JournalManifest to Manifest), or ManifestErr why
+	// it cannot.
+	Manifest, JournalManifest cas.Ref
+	ManifestDiff              *schema.ManifestDiff
+	ManifestErr               error
 }
 
 // StateValue is a cell state named by a State record.
 type StateValue struct {
 	Ref cas.Ref
-	// Value is the state, decoded; nil when Err is set.
+	// Value is the state, decoded, and Blob its bytes; nil when Err is
+	// set.
 	Value schema.Value
+	Blob  []byte
 	// Err says why the state could not be read: its blob is missing or
 	// does not decode.
 	Err error
@@ -65,7 +82,7 @@ func (v *verifier) divergence(seq uint64, reason string, r *journal.Record, w *j
 	if w != nil && w.Kind == KindState {
 		d.DerivedState = v.stateValue(journal.Record{Seq: seq, Kind: w.Kind, Payload: w.Payload}, blobs)
 	}
-	return d
+	return v.explain(d, blobs)
 }
 
 // stateValue decodes the state a State record names: from blobs if one of
@@ -95,8 +112,21 @@ func (v *verifier) stateValue(r journal.Record, blobs [][]byte) *StateValue {
 	}
 	if sv.Value, err = schema.Decode(blob); err != nil {
 		sv.Err = fmt.Errorf("decode state %s: %w", sr.State, err)
+		return sv
 	}
+	sv.Blob = blob
 	return sv
+}
+
+// explain adds to d the blobs of the step and the manifests the record
+// was written and replayed under, with what differs between them.
+func (v *verifier) explain(d *DivergenceError, blobs [][]byte) *DivergenceError {
+	d.Blobs = blobs
+	d.Manifest, d.JournalManifest = v.m.Catalog().ManifestRef(), v.m.Manifest()
+	if d.Manifest != d.JournalManifest && d.Manifest.Valid() && d.JournalManifest.Valid() {
+		d.ManifestDiff, d.ManifestErr = schema.DiffManifests(v.ctx, v.m.nodes(), d.JournalManifest, d.Manifest)
+	}
+	return d
 }
 
 // verifier feeds journal records to a machine: inputs are applied, and each
@@ -131,13 +161,13 @@ func (v *verifier) record(r journal.Record) error {
 	if r.Kind == KindSnapshot {
 		// Snapshots are taken when a world chooses to: check that the
 		// journaled one captures the state the code re-derived.
-		e, _, err := v.m.Snapshot()
+		e, blob, err := v.m.Snapshot()
 		if err != nil {
 			return err
 		}
 		if !bytes.Equal(e.Payload, r.Payload) {
 			rr, ww := r, e
-			return &DivergenceError{World: v.world, Seq: r.Seq, Reason: "the snapshot differs from the state the code re-derives", Journal: &rr, Derived: &ww}
+			return v.explain(&DivergenceError{World: v.world, Seq: r.Seq, Reason: "the snapshot differs from the state the code re-derives", Journal: &rr, Derived: &ww}, [][]byte{blob})
 		}
 		return nil
 	}
@@ -159,7 +189,7 @@ func (v *verifier) record(r journal.Record) error {
 	}
 	if !bytes.Equal(step.Records[0].Payload, r.Payload) {
 		rr, ww := r, step.Records[0]
-		return &DivergenceError{World: v.world, Seq: r.Seq, Reason: "the input record does not re-encode to the same bytes", Journal: &rr, Derived: &ww}
+		return v.explain(&DivergenceError{World: v.world, Seq: r.Seq, Reason: "the input record does not re-encode to the same bytes", Journal: &rr, Derived: &ww}, step.Blobs)
 	}
 	v.inputs++
 	v.expect, v.blobs = step.Records[1:], step.Blobs

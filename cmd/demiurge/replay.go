@@ -36,7 +36,13 @@ instead: what the changed AIR would have derived differently.
 
 On success it prints what it replayed and exits 0. The first difference is
 reported as world, seq and record kind, with both sides decoded to JSON and a
-diff, and replay exits 1. Opens the store read-only.`,
+diff, and replay exits 1. A difference in a reducer's state shows the paths
+where the two states differ and a diff of their JSON; what the diverging
+step derived (the replayed state) is kept in a new store in a temporary
+directory, whose "demiurge --store DIR cas get" command the report prints.
+Under --under-manifest, the report names the defs whose hashes differ
+between the manifest the record was written under and the AIR given, with
+a diff of each. Opens the store read-only and writes nothing to it.`,
 		Args: wantArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			ctx := cmd.Context()
@@ -58,7 +64,7 @@ diff, and replay exits 1. Opens the store read-only.`,
 					res, err = replay.ReplayBundle(ctx, b, reg, fromGenesis)
 				}
 				if err != nil {
-					return describe(err)
+					return describeKept(ctx, err)
 				}
 				if cat, cerr := b.Catalog(reg); cerr == nil {
 					given = cat.ManifestRef()
@@ -91,7 +97,7 @@ diff, and replay exits 1. Opens the store read-only.`,
 				res, err = world.Rerun(ctx, world.RerunOptions{Name: wf.world, Catalog: cat, Reducers: newRegistry(), Storage: st,
 					FromGenesis: fromGenesis, UnderManifest: underManifest})
 				if err != nil {
-					return explainMissing(ctx, s, describe(err))
+					return explainMissing(ctx, s, describeKept(ctx, err))
 				}
 				given = cat.ManifestRef()
 				source = "world " + wf.world
