@@ -11,9 +11,11 @@ import (
 
 	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
 	"github.com/demiurge-dev/demiurge/agent"
+	"github.com/demiurge-dev/demiurge/agent/session"
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools"
+	"github.com/demiurge-dev/demiurge/world"
 )
 
 const manifest = "../examples/demiurge"
@@ -377,5 +379,65 @@ func TestCassetteLoose(t *testing.T) {
 	}
 	if notices != 3 {
 		t.Errorf("%d notices of a call that differs; want 3 (one a model call):\n%s", notices, strings.Join(lines, "\n"))
+	}
+}
+
+// TestFork: a world forked before its user's message goes on with another
+// message; its model sees only the other message; both worlds replay,
+// and the fork's journal says where it came from. A seq inside a step is
+// refused.
+func TestFork(t *testing.T) {
+	w, srv := fake(t, []llmtest.Turn{{Text: "Hello."}, {Text: "Bonjour."}})
+	if _, end := collect(t, w.Chat("main").Send(t.Context(), "Say hello.")); end.Outcome != agent.OutcomeAnswer {
+		t.Fatalf("turn end %+v", end)
+	}
+	// The step of the user's message: fork at the record before it.
+	var at uint64
+	st := w.Storage()
+	if err := st.Journal().Read(t.Context(), w.Name(), 1, func(r journal.Record) error {
+		if r.Kind == world.KindEvent && at == 0 && strings.Contains(string(r.Payload), "Say hello.") {
+			at = r.Seq - 1
+		}
+		return nil
+	}); err != nil || at == 0 {
+		t.Fatalf("no user message in the journal (%v)", err)
+	}
+	var mid *world.MidStepError
+	if _, err := w.Fork(t.Context(), at+2, "bad"); !errors.As(err, &mid) {
+		t.Fatalf("a fork inside the message's step: %v; want a MidStepError", err)
+	}
+	f, err := w.Fork(t.Context(), at, "fr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, end := collect(t, f.Chat("main").Send(t.Context(), "Say it in French."))
+	if end.Outcome != agent.OutcomeAnswer || !strings.Contains(strings.Join(lines, "\n"), `"text":"Bonjour."`) {
+		t.Fatalf("the fork's turn: %+v\n%s", end, strings.Join(lines, "\n"))
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 || !strings.Contains(string(reqs[1].Body), "Say it in French.") || strings.Contains(string(reqs[1].Body), "Say hello.") {
+		t.Fatalf("the fork's request does not hold only its own message:\n%s", reqs[len(reqs)-1].Body)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := schema.Load(manifest, &schema.LoadOptions{Reducers: agent.Registry().Names()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"main", "fr"} {
+		if _, err := world.Rerun(t.Context(), world.RerunOptions{Name: name, Catalog: cat, Reducers: agent.Registry(), Storage: st, FromGenesis: true}); err != nil {
+			t.Errorf("world %s does not replay: %v", name, err)
+		}
+	}
+	rd := session.NewReader(st.CAS())
+	if err := st.Journal().Read(t.Context(), "fr", 1, rd.Record); err != nil {
+		t.Fatal(err)
+	}
+	if fs := rd.Forks(); len(fs) != 1 || fs[0].From != "main" || fs[0].At != at || fs[0].Turns != 0 {
+		t.Errorf("the fork's origin: %+v; want main at %d, before any turn", fs, at)
 	}
 }

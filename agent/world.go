@@ -30,18 +30,20 @@ import (
 // servers, and the chats it holds. It is safe for concurrent use. Close
 // it when done.
 type World struct {
-	c      *config
-	cat    *schema.Catalog
-	st     world.Storage
-	store  *store.Store    // the store Open opened (WithDir), closed by Close
-	w      *world.World    // the world, run in this process; nil when a worker runs it
-	remote *cluster.Remote // the world run by a worker of a PostgreSQL store (WithRemote)
-	host   host            // w or remote
-	kit    *toolKit
-	module string // the chat module: demiurge.ModuleName, or ModuleNameV1 for older worlds
-	event  string // the event schema it takes
-	model  *model
-	base   map[string]any // the settings every chat has, unless its options change them
+	c        *config
+	manifest string   // the AIR Open was given
+	opts     []Option // the options Open was given
+	cat      *schema.Catalog
+	st       world.Storage
+	store    *store.Store    // the store Open opened (WithDir), closed by Close
+	w        *world.World    // the world, run in this process; nil when a worker runs it
+	remote   *cluster.Remote // the world run by a worker of a PostgreSQL store (WithRemote)
+	host     host            // w or remote
+	kit      *toolKit
+	module   string // the chat module: demiurge.ModuleName, or ModuleNameV1 for older worlds
+	event    string // the event schema it takes
+	model    *model
+	base     map[string]any // the settings every chat has, unless its options change them
 
 	mu       sync.Mutex
 	follows  map[*follower]struct{}
@@ -124,7 +126,7 @@ func Open(ctx context.Context, manifest string, opts ...Option) (_ *World, err e
 	if err != nil {
 		return nil, err
 	}
-	aw := &World{c: c, cat: cat, module: module, event: def.Reducer.Event, model: m,
+	aw := &World{c: c, manifest: manifest, opts: opts, cat: cat, module: module, event: def.Reducer.Event, model: m,
 		follows: map[*follower]struct{}{}, deltas: map[cas.Ref]deltaTarget{}, busy: map[string]bool{}, always: map[string]map[string]bool{}}
 	defer func() {
 		if err != nil {
@@ -190,6 +192,29 @@ func Open(ctx context.Context, manifest string, opts ...Option) (_ *World, err e
 		return nil, err
 	}
 	return aw, nil
+}
+
+// Fork makes a new world, name, from the first at records of w's world
+// (see world.Fork: they are replayed and checked as they are copied, and
+// a Fork record names where they came from; at must end a step), and
+// opens it as Open would, with w's AIR and options followed by opts: give
+// it another model (WithModel: a cassette, say), other limits or
+// instructions. The fork lives in w's store and shares its blobs; close
+// it before w. To run it under other AIR, fork with world.Fork and Open
+// it with WithStorage(w.Storage()) and WithWorld(name).
+//
+// A world that workers run (WithRemote) is forked with world.Fork on its
+// store.
+func (w *World) Fork(ctx context.Context, at uint64, name string, opts ...Option) (*World, error) {
+	if w.remote != nil {
+		return nil, fmt.Errorf("fork world %s: workers run it; fork it with world.Fork on its store", w.c.name)
+	}
+	reg := Registry(w.c.registers...)
+	if _, err := world.Fork(ctx, world.ForkOptions{From: w.c.name, Name: name, At: at, Reducers: reg, Storage: w.st}); err != nil {
+		return nil, err
+	}
+	all := append(append(slices.Clip(w.opts), WithStorage(w.st), WithWorld(name)), opts...)
+	return Open(ctx, w.manifest, all...)
 }
 
 // OpenError is the error of a world that does not open (its journal does

@@ -3,6 +3,7 @@ package world
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/demiurge-dev/demiurge/cas"
@@ -141,10 +142,28 @@ type verifier struct {
 	onStep func(in *Input, step *Step)
 	inputs int
 	count  uint64
+	// The step being read: its input's kind, seq and number of records.
+	stepKind string
+	stepSeq  uint64
+	stepLen  int
+	last     journal.Head // the last record read
+	// forks are the Fork records read, checked by checkForks.
+	forks []forkPoint
+}
+
+// forkPoint is a Fork record: the records before seq at+1 are world
+// from's first at records, the last of which has hash hash.
+type forkPoint struct {
+	seq  uint64 // the Fork record's
+	from string
+	at   uint64
+	hash cas.Ref
+	raw  journal.Record
 }
 
 func (v *verifier) record(r journal.Record) error {
 	v.count++
+	v.last = journal.Head{Seq: r.Seq, Hash: r.Hash}
 	if len(v.expect) > 0 {
 		want := v.expect[0]
 		v.expect = v.expect[1:]
@@ -171,6 +190,9 @@ func (v *verifier) record(r journal.Record) error {
 		}
 		return nil
 	}
+	if r.Kind == KindFork {
+		return v.fork(r)
+	}
 	if !IsInput(r.Kind) {
 		rr := r
 		return v.divergence(r.Seq, fmt.Sprintf("the journal has a %s record the code does not derive (an extra record)", r.Kind), &rr, nil, nil)
@@ -193,6 +215,7 @@ func (v *verifier) record(r journal.Record) error {
 	}
 	v.inputs++
 	v.expect, v.blobs = step.Records[1:], step.Blobs
+	v.stepKind, v.stepSeq, v.stepLen = r.Kind, r.Seq, len(step.Records)
 	if v.onStep != nil {
 		v.onStep(in, step)
 	}
@@ -205,6 +228,76 @@ func (v *verifier) finish() error {
 		ww := v.expect[0]
 		return v.divergence(v.m.Height()-uint64(len(v.expect))+1,
 			fmt.Sprintf("the code derives a %s record the journal does not have (a missing record)", ww.Kind), nil, &ww, v.blobs)
+	}
+	return nil
+}
+
+// fork checks a Fork record where a step may begin: it must follow the
+// record it names. The records before it are checked against the chain of
+// the world it names once the read is done (checkForks).
+func (v *verifier) fork(r journal.Record) error {
+	fp, err := decodeFork(r)
+	if err != nil {
+		return err
+	}
+	if fp.at != r.Seq-1 {
+		rr := r
+		return v.divergence(r.Seq, fmt.Sprintf("the Fork record says the fork kept world %s's first %d records, but %d records precede it", fp.from, fp.at, r.Seq-1), &rr, nil, nil)
+	}
+	v.m.height++ // the Fork record's own seq
+	v.forks = append(v.forks, fp)
+	return nil
+}
+
+// decodeFork decodes a Fork record.
+func decodeFork(r journal.Record) (forkPoint, error) {
+	fp := forkPoint{seq: r.Seq, raw: r}
+	v, err := schema.Decode(r.Payload)
+	if err != nil {
+		return fp, fmt.Errorf("world: record %d (%s): %w", r.Seq, r.Kind, err)
+	}
+	m, ok := v.(*schema.Map)
+	if !ok {
+		return fp, fmt.Errorf("world: record %d (%s) is not a record", r.Seq, r.Kind)
+	}
+	w, _ := m.Get("world")
+	at, _ := m.Get("seq")
+	h, _ := m.Get("hash")
+	fp.from, _ = w.(string)
+	fp.at, _ = at.(uint64)
+	hs, _ := h.(string)
+	if fp.hash, err = cas.ParseRef(hs); err != nil || journal.ValidateWorld(fp.from) != nil || fp.at == 0 {
+		return fp, fmt.Errorf("world: record %d (%s): want {world, seq, hash}, got %s", r.Seq, r.Kind, schema.ValueJSON(v))
+	}
+	return fp, nil
+}
+
+// checkForks checks that the records before each Fork record read are
+// the records of the world it was forked from: chained from that world's
+// genesis, they end at the hash the Fork record names. A fork of a fork
+// is checked against each of its origins.
+func (v *verifier) checkForks(j journal.Reader) error {
+	for _, fp := range v.forks {
+		prev := journal.Genesis(fp.from)
+		err := j.Read(v.ctx, v.world, 1, func(r journal.Record) error {
+			if r.Seq > fp.at {
+				return errWindowDone
+			}
+			b, err := journal.Record{Seq: r.Seq, Kind: r.Kind, Payload: r.Payload, Prev: prev}.Encode()
+			if err != nil {
+				return err
+			}
+			prev = cas.Sum(b)
+			return nil
+		})
+		if err != nil && !errors.Is(err, errWindowDone) {
+			return err
+		}
+		if prev != fp.hash {
+			rr := fp.raw
+			return v.divergence(fp.seq, fmt.Sprintf("the records before the Fork record are not world %s's first %d records: chained from its genesis they end at %s, the Fork record says %s",
+				fp.from, fp.at, prev.Short(), fp.hash.Short()), &rr, nil, nil)
+		}
 	}
 	return nil
 }

@@ -220,6 +220,7 @@ Exit codes:
 		newWorkerCommand(a, getenv),
 		newStateCommand(a),
 		newReplayCommand(a),
+		newForkCommand(a),
 		newTraceCommand(a),
 		newExportCommand(a),
 		newImportCommand(a),
