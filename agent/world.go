@@ -30,20 +30,22 @@ import (
 // servers, and the chats it holds. It is safe for concurrent use. Close
 // it when done.
 type World struct {
-	c        *config
-	manifest string   // the AIR Open was given
-	opts     []Option // the options Open was given
-	cat      *schema.Catalog
-	st       world.Storage
-	store    *store.Store    // the store Open opened (WithDir), closed by Close
-	w        *world.World    // the world, run in this process; nil when a worker runs it
-	remote   *cluster.Remote // the world run by a worker of a PostgreSQL store (WithRemote)
-	host     host            // w or remote
-	kit      *toolKit
-	module   string // the chat module: demiurge.ModuleName, or ModuleNameV1 for older worlds
-	event    string // the event schema it takes
-	model    *model
-	base     map[string]any // the settings every chat has, unless its options change them
+	c      *config
+	cat    *schema.Catalog
+	st     world.Storage
+	store  *store.Store    // the store Open opened (WithDir), closed by Close
+	w      *world.World    // the world, run in this process; nil when a worker runs it
+	remote *cluster.Remote // the world run by a worker of a PostgreSQL store (WithRemote)
+	host   host            // w or remote
+	kit    *toolKit
+	module string // the chat module: demiurge.ModuleName, or ModuleNameV1 for older worlds
+	event  string // the event schema it takes
+	model  *model
+	base   map[string]any // the settings every chat has, unless its options change them
+
+	// For Fork: the AIR and the options Open was given.
+	manifest string
+	opts     []Option
 
 	mu       sync.Mutex
 	follows  map[*follower]struct{}
