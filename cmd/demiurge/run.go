@@ -31,16 +31,16 @@ type runFlags struct {
 	temperature  string
 	instructions string
 	noStream     bool
-	// cassetteLoose answers from the cassette though a request differs.
-	cassetteLoose bool
-	modelOptions  []string
-	toolChoice    string
-	wait          time.Duration
-	json          bool
+	modelOptions []string
+	toolChoice   string
+	wait         time.Duration
+	json         bool
 	// requireApproval names the tools whose calls wait for the user;
 	// approve is how they are answered: ask, always or never.
 	requireApproval []string
 	approve         string
+	// cassetteLoose answers from the cassette though a request differs.
+	cassetteLoose bool
 	// decide, if set, answers a call that waits (approve and deny)
 	// instead of sending a message.
 	decide *decision
