@@ -41,6 +41,11 @@ shows the steps: an input line, then its "→" lines).
 The records are replayed under the manifest W recorded first (read from
 the store), or under the AIR at M (--manifest) until W's first Manifest
 record; a record written under a later manifest is replayed under that.`,
+		Example: `  demiurge trace --records                 # find the seq: the last record before a user's message
+  demiurge fork --at 3 --world retry
+  demiurge run examples/demiurge --world retry -m "Say it another way."
+  demiurge fork --from retry --at 40 --world retry2
+  demiurge trace --world retry             # "forked from world main at seq 3"`,
 		Args: wantArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			ctx := cmd.Context()
@@ -86,6 +91,6 @@ record; a record written under a later manifest is replayed under that.`,
 	fl.Uint64Var(&at, "at", 0, "the `SEQ` of the last record of the world forked that the new world keeps")
 	fl.StringVar(&name, "world", "", "the new world's `NAME`")
 	fl.StringVar(&from, "from", defaultWorld, "the world to fork (`NAME`)")
-	fl.StringVarP(&manifest, "manifest", "m", "", "the AIR to replay the world's first records under (default: the manifest it recorded, read from the store) (`PATH`)")
+	fl.StringVar(&manifest, "manifest", "", "the AIR to replay the world's first records under (default: the manifest it recorded, read from the store) (`PATH`)")
 	return cmd
 }

@@ -123,6 +123,6 @@ func TestReplayKeepsStates(t *testing.T) {
 	st := filepath.Join(t.TempDir(), "store")
 	mustRun(t, 0, "", "--store", st, "import", forged)
 	requireStoreUnchanged(t, st, func() {
-		check(run(t, nil, "", "--store", st, "replay", "--world", "main", "-m", filepath.Join(forged, "air"), "--from-genesis"))
+		check(run(t, nil, "", "--store", st, "replay", "--world", "main", "--manifest", filepath.Join(forged, "air"), "--from-genesis"))
 	})
 }

@@ -35,7 +35,13 @@ Otherwise, or with --records, it prints every record as a timeline: the
 events that came in with their time, what each caused (reducer states,
 events, plans started and ended, effects and their receipts, denials), one
 record a line; with --json, one JSON object per record with its seq, kind,
-hash and decoded payload. Opens the store read-only.`,
+hash and decoded payload.
+
+Trace needs no AIR (it takes no --manifest): the records, and the blobs
+they name, are all in the store or the bundle. Opens the store read-only.`,
+		Example: `  demiurge trace
+  demiurge trace --json | jq -c '{request_id, user}'
+  demiurge trace testdata/sessions/demo --records`,
 		Args: wantArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			ctx := cmd.Context()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/demiurge-dev/demiurge/agent/session"
 )
@@ -23,6 +24,28 @@ func finishText(f string) string {
 		return "cut off by the provider (" + f + ")"
 	}
 	return f
+}
+
+// msDuration formats a duration given in milliseconds as run prints
+// durations (roundDuration: Go's form, to a precision that fits it), so
+// that every command people read shows time one way: 2ms, 12.421s, 41µs.
+func msDuration(ms float64) string {
+	return roundDuration(time.Duration(ms * float64(time.Millisecond)))
+}
+
+// statusDetail is the output of a call that did not succeed without the
+// status it starts with: the chat writes "error: …", "error (exit 1) …" or
+// "denied: …" for the model, and the lines people read name the status
+// already ("✗ bash error in 2ms: (exit 1) …", not "error: error …").
+func statusDetail(status, output string) string {
+	word := strings.ReplaceAll(status, "_", " ") // not_run writes "not run: …"
+	if rest, ok := strings.CutPrefix(output, word+": "); ok {
+		return rest
+	}
+	if rest, ok := strings.CutPrefix(output, word+" ("); ok {
+		return "(" + rest
+	}
+	return output
 }
 
 // costText formats a cost in micro-USD, or says it is unknown.
@@ -63,37 +86,37 @@ func writeSession(w io.Writer, turns []*session.Turn, forks []session.Fork) erro
 		fmt.Fprintf(&b, "turn %d of chat %s, %s\n  user: %s\n", t.RequestID, t.Chat, t.Time, clipLine(t.User, 200))
 		for round, r := range t.Rounds {
 			if m := r.Compaction; m != nil {
-				fmt.Fprintf(&b, "  compaction call: %s, %.1f ms, %s\n", m.Model, m.LatencyMS, costText(m.CostMicroUSD, m.CostUnknown))
+				fmt.Fprintf(&b, "  compaction call: %s, %s, %s\n", m.Model, msDuration(m.LatencyMS), costText(m.CostMicroUSD, m.CostUnknown))
 			}
 			if m := r.Model; m != nil {
 				if m.Error != "" {
-					fmt.Fprintf(&b, "  model call %d: failed after %.1f ms: %s\n", round+1, m.LatencyMS, clipLine(m.Error, 200))
+					fmt.Fprintf(&b, "  model call %d: failed after %s: %s\n", round+1, msDuration(m.LatencyMS), clipLine(m.Error, 200))
 				} else {
 					tokens := fmt.Sprintf("%d tokens in (%d cached), %d out (%d reasoning)", m.InputTokens, m.CachedTokens, m.OutputTokens, m.Reasoning)
 					if m.UsageUnknown {
 						tokens = "tokens unknown (the provider reported no usage)"
 					}
-					fmt.Fprintf(&b, "  model call %d: %s, %.1f ms, %s, %s, %s\n",
-						round+1, m.Model, m.LatencyMS, tokens, costText(m.CostMicroUSD, m.CostUnknown), finishText(m.Finish))
+					fmt.Fprintf(&b, "  model call %d: %s, %s, %s, %s, %s\n",
+						round+1, m.Model, msDuration(m.LatencyMS), tokens, costText(m.CostMicroUSD, m.CostUnknown), finishText(m.Finish))
 				}
 				for _, f := range m.Retried {
 					what := f.Kind
 					if f.Status != 0 {
 						what = fmt.Sprintf("HTTP %d", f.Status)
 					}
-					fmt.Fprintf(&b, "    attempt %d failed (%s: %s), retried after %d ms\n", f.Attempt, what, clipLine(f.Message, 160), f.WaitMS)
+					fmt.Fprintf(&b, "    attempt %d failed (%s: %s), retried after %s\n", f.Attempt, what, clipLine(f.Message, 160), msDuration(float64(f.WaitMS)))
 				}
 			}
 			for _, tc := range r.Calls {
 				fmt.Fprintf(&b, "    %s %s", tc.Tool, clipLine(tc.Arguments, 120))
 				switch tc.Status {
 				case "ok":
-					fmt.Fprintf(&b, " → ok in %.1f ms, %d bytes", tc.LatencyMS, len(tc.Output))
+					fmt.Fprintf(&b, " → ok in %s, %s", msDuration(tc.LatencyMS), plural(len(tc.Output), "byte"))
 				case "requested":
 					fmt.Fprintf(&b, " → requested, no output yet")
 				default:
 					if tc.Rejected {
-						fmt.Fprintf(&b, " → rejected before running: %s\n", clipLine(tc.Output, 160))
+						fmt.Fprintf(&b, " → rejected before running: %s\n", clipLine(statusDetail(tc.Status, tc.Output), 160))
 						continue
 					}
 					if tc.Cut {
@@ -102,14 +125,17 @@ func writeSession(w io.Writer, turns []*session.Turn, forks []session.Fork) erro
 					}
 					fmt.Fprintf(&b, " → %s", tc.Status)
 					if tc.LatencyMS > 0 {
-						fmt.Fprintf(&b, " in %.1f ms", tc.LatencyMS)
+						fmt.Fprintf(&b, " in %s", msDuration(tc.LatencyMS))
 					}
-					fmt.Fprintf(&b, ": %s", clipLine(tc.Output, 160))
+					fmt.Fprintf(&b, ": %s", clipLine(statusDetail(tc.Status, tc.Output), 160))
 				}
 				if len(tc.SubCalls) > 0 {
 					fmt.Fprintf(&b, " (commands: %s)", strings.Join(tc.SubCalls, ", "))
 				}
 				b.WriteString("\n")
+				if tc.Status == "ok" {
+					b.WriteString(outputPreview(tc.Output, "      │ ", 2))
+				}
 			}
 		}
 		for _, a := range t.Assistant {
@@ -145,4 +171,23 @@ func writeSession(w io.Writer, turns []*session.Turn, forks []session.Fork) erro
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// outputPreview is the first lines of a tool's output, each cut and
+// prefixed, with how many lines are left out.
+func outputPreview(out, prefix string, lines int) string {
+	out = strings.TrimRight(out, "\n")
+	if out == "" {
+		return ""
+	}
+	all := strings.Split(out, "\n")
+	var b strings.Builder
+	for i, l := range all {
+		if i == lines {
+			fmt.Fprintf(&b, "%s… %s more\n", prefix, plural(len(all)-i, "line"))
+			break
+		}
+		fmt.Fprintf(&b, "%s%s\n", prefix, clipLine(l, 120))
+	}
+	return b.String()
 }
