@@ -363,4 +363,9 @@ func TestBrowserDivergence(t *testing.T) {
 		t.Errorf("the changes say %q; want %q", changes, want)
 	}
 	shot(t, ctx, "replay")
+	// The replayed state exists only in the replay: the page keeps it.
+	follow(t, ctx, "#divergence td.r a.ref", "pre.json")
+	if text := pageText(ctx); !strings.Contains(text, "the last replay that diverged") || !strings.Contains(text, fmt.Sprintf(`"tokens": %d,`, 2*n)) {
+		t.Errorf("the replayed state's page says:\n%s", text)
+	}
 }

@@ -262,6 +262,12 @@ func (s *Server) blob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b, err := s.src.Get(r.Context(), ref)
+	kept := false
+	if errors.Is(err, cas.ErrNotFound) {
+		if b, kept = s.keptBlob(ref); kept {
+			err = nil
+		}
+	}
 	switch {
 	case errors.Is(err, cas.ErrNotFound):
 		s.fail(w, r, http.StatusNotFound, fmt.Errorf("blob %s is not in store %s (a trimmed bundle leaves some out)", ref, s.name))
@@ -283,7 +289,8 @@ func (s *Server) blob(w http.ResponseWriter, r *http.Request) {
 		As   string // node, text or bytes
 		Body template.HTML
 		Cut  bool
-	}{Ref: ref.String(), Size: len(b)}
+		Kept bool // derived by the last replay, not in the store
+	}{Ref: ref.String(), Size: len(b), Kept: kept}
 	if v, err := schema.Decode(b); err == nil {
 		data.As, data.Body = "node", s.linkRefs(r.Context(), replay.IndentJSON(v))
 	} else {

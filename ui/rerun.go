@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+
+	"github.com/demiurge-dev/demiurge/cas"
 	"net/http"
 	"strconv"
 	"strings"
@@ -89,6 +91,7 @@ func (s *Server) rerun(r *http.Request, name string, fromGenesis bool) (*world.R
 	res, err := world.Rerun(ctx, world.RerunOptions{Name: name, Catalog: cat, Reducers: s.reducers,
 		Storage: readStorage{s.src}, FromGenesis: fromGenesis})
 	if d, ok := errors.AsType[*world.DivergenceError](err); ok {
+		s.keep(d.Blobs)
 		v := divergence(d, err)
 		for _, rows := range [][]sideRow{v.Records, v.States} {
 			for i := range rows {
@@ -101,6 +104,27 @@ func (s *Server) rerun(r *http.Request, name string, fromGenesis bool) (*world.R
 		return nil, err.Error(), nil
 	}
 	return res, "", nil
+}
+
+// keep keeps the blobs the diverging step derived (the replayed state
+// among them), which exist nowhere else, so that the page's links to them
+// work until the next divergence.
+func (s *Server) keep(blobs [][]byte) {
+	kept := make(map[cas.Ref][]byte, len(blobs))
+	for _, b := range blobs {
+		kept[cas.Sum(b)] = b
+	}
+	s.keptMu.Lock()
+	s.kept = kept
+	s.keptMu.Unlock()
+}
+
+// keptBlob returns a blob the last divergence kept.
+func (s *Server) keptBlob(ref cas.Ref) ([]byte, bool) {
+	s.keptMu.Lock()
+	defer s.keptMu.Unlock()
+	b, ok := s.kept[ref]
+	return b, ok
 }
 
 // divergence lays a divergence out side by side.

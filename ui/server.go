@@ -13,7 +13,10 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/demiurge-dev/demiurge/cas"
 
 	"github.com/demiurge-dev/demiurge/reducer"
 )
@@ -88,6 +91,9 @@ type Server struct {
 	pages    map[string]*template.Template
 	mux      *http.ServeMux
 	replays  chan struct{} // one replay at a time
+
+	keptMu sync.Mutex
+	kept   map[cas.Ref][]byte // the blobs the last divergence derived
 }
 
 // New returns a server of the view over ln, which Listen returned. Its

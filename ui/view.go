@@ -29,6 +29,9 @@ type timelineView struct {
 	CostMicroUSD                            uint64
 	CostUnknown                             bool
 	Calls                                   int
+	// Forks are where the world was forked from another (world.Fork);
+	// ForksAfter those after the last turn.
+	Forks, ForksAfter []session.Fork
 	// Lines are the newest records of a world without chats.
 	Lines []recordLine
 	Older uint64 // records before Lines, if any
@@ -38,6 +41,9 @@ type turnView struct {
 	*session.Turn
 	Rounds []roundView
 	Cost   string
+	// ForkedBefore are the forks between the turn before and this one:
+	// the turns before are the other world's.
+	ForkedBefore []session.Fork
 }
 
 type roundView struct {
@@ -81,7 +87,7 @@ type diffLine struct {
 
 // view builds the timeline of what the follower read.
 func (f *follower) view(ctx context.Context) timelineView {
-	v := timelineView{World: f.world, Head: f.last, Chat: f.sess.IsChat()}
+	v := timelineView{World: f.world, Head: f.last, Chat: f.sess.IsChat(), Forks: f.sess.Forks()}
 	if !v.Chat {
 		v.Lines = f.lines
 		if len(v.Lines) > liveLines {
@@ -92,8 +98,13 @@ func (f *follower) view(ctx context.Context) timelineView {
 		}
 		return v
 	}
-	for _, t := range f.sess.Turns() {
+	for i, t := range f.sess.Turns() {
 		tv := turnView{Turn: t}
+		for _, fk := range v.Forks {
+			if fk.Turns == i {
+				tv.ForkedBefore = append(tv.ForkedBefore, fk)
+			}
+		}
 		cost, unknown := t.Cost()
 		tv.Cost = costText(cost, unknown)
 		v.CostMicroUSD += cost
@@ -125,6 +136,11 @@ func (f *follower) view(ctx context.Context) timelineView {
 			tv.Rounds = append(tv.Rounds, roundView{N: n + 1})
 		}
 		v.Turns = append(v.Turns, tv)
+	}
+	for _, fk := range v.Forks {
+		if fk.Turns >= len(v.Turns) {
+			v.ForksAfter = append(v.ForksAfter, fk)
+		}
 	}
 	return v
 }
@@ -334,8 +350,12 @@ func (s *Server) linkRefs(ctx context.Context, text string) template.HTML {
 	}))
 }
 
-// has reports whether the store holds ref.
+// has reports whether the store holds ref, or the last divergence kept
+// it.
 func (s *Server) has(ctx context.Context, ref cas.Ref) bool {
+	if _, ok := s.keptBlob(ref); ok {
+		return true
+	}
 	if h, ok := s.src.(cas.Haser); ok {
 		ok, err := h.Has(ctx, ref)
 		return ok && err == nil
