@@ -239,9 +239,10 @@ func TestBrowserSessions(t *testing.T) {
 }
 
 // TestBrowserLive opens the timeline of a world that another world in
-// this process writes (an agent, its model answering when the test says
-// so): the turn, the tool call with its result and workspace change, and
-// the answer appear as they land, without a reload.
+// this process writes (an agent, its model and its user answering when the
+// test says so): the turn, the bash call with its result and workspace
+// change, a call waiting for approval and the user's denial, and the
+// answer appear as they land, without a reload.
 func TestBrowserLive(t *testing.T) {
 	gate := make(chan llmtest.Turn)
 	srv := llmtest.NewServerFunc(func(r llmtest.Request) llmtest.Turn {
@@ -255,8 +256,20 @@ func TestBrowserLive(t *testing.T) {
 	t.Cleanup(srv.Close)
 	st := world.NewMemoryStorage()
 	env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.URL}
+	deny := make(chan string)
+	approver := func(ctx context.Context, req agent.ApprovalRequested) (agent.Decision, bool) {
+		if req.Tool == "bash" {
+			return agent.Decision{Approve: true}, true
+		}
+		select {
+		case why := <-deny:
+			return agent.Decision{Reason: why}, true
+		case <-ctx.Done():
+			return agent.Decision{}, false
+		}
+	}
 	w, err := agent.Open(t.Context(), "../examples/demiurge", agent.WithStorage(st), agent.WithWorld("live"),
-		agent.WithModel(agent.Model{Name: "gpt-test"}),
+		agent.WithModel(agent.Model{Name: "gpt-test"}), agent.WithApprover(approver),
 		agent.WithEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok }))
 	if err != nil {
 		t.Fatal(err)
@@ -274,7 +287,7 @@ func TestBrowserLive(t *testing.T) {
 	turnDone := make(chan error, 1)
 	go func() {
 		var err error
-		for _, e := range w.Chat("main").Send(context.Background(), "Greet the world in live.txt.") {
+		for _, e := range w.Chat("main", agent.RequireApproval("workspace_remove")).Send(context.Background(), "Greet the world in live.txt.") {
 			if e != nil {
 				err = e
 			}
@@ -288,7 +301,15 @@ func TestBrowserLive(t *testing.T) {
 	waitFor(t, ctx, "the bash call's result", `(() => { const c = document.querySelector('#timeline .call[data-tool="bash"]');
 		return c !== null && c.dataset.status === "ok" && c.innerText.includes("hello from the live test"); })()`)
 	waitFor(t, ctx, "the file it wrote", `document.querySelector("#timeline .diff") !== null && document.querySelector("#timeline .diff").innerText.includes("live.txt")`)
+	waitFor(t, ctx, "the bash call's approval", `document.querySelector('#timeline .call[data-tool="bash"] .approval').innerText.includes("approved by the user")`)
+
+	gate <- llmtest.Turn{Calls: []llmtest.Call{{Name: "workspace_remove", Arguments: `{"path": "live.txt"}`}}}
+	waitFor(t, ctx, "the call waiting for approval", `(() => { const c = document.querySelector('#timeline .call[data-tool="workspace_remove"]');
+		return c !== null && c.dataset.status === "approval" && c.innerText.includes("waiting for approval"); })()`)
 	shot(t, ctx, "live")
+	deny <- "keep the greeting"
+	waitFor(t, ctx, "the denial", `(() => { const c = document.querySelector('#timeline .call[data-tool="workspace_remove"]');
+		return c.dataset.status === "denied" && c.innerText.includes("denied by the user: keep the greeting"); })()`)
 
 	gate <- llmtest.Turn{Text: "live.txt now greets the world."}
 	waitFor(t, ctx, "the answer", `document.querySelector("#timeline .turn.answer .assistant") !== null && document.querySelector("#timeline .turn.answer .assistant").innerText.includes("live.txt now greets the world.")`)
