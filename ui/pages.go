@@ -171,6 +171,10 @@ func (s *Server) records(w http.ResponseWriter, r *http.Request) {
 		}
 		from = n
 	}
+	if from > head.Seq {
+		s.fail(w, r, http.StatusNotFound, fmt.Errorf("world %s has no records from seq %d: its records are 1 to %d", name, from, head.Seq))
+		return
+	}
 	var lines []recordLine
 	var buf bytes.Buffer
 	tr := replay.NewTracer(&buf, replay.TraceOptions{CAS: s.src, Width: 200})

@@ -225,6 +225,7 @@ func TestPages(t *testing.T) {
 		{"/w/demo/r/0", 404, "its records are 1 to 49"},
 		{"/w/demo/r/99", 404, "its records are 1 to 49"},
 		{"/w/demo/records?from=x", 400, "want a seq"},
+		{"/w/demo/records?from=50", 404, "world demo has no records from seq 50: its records are 1 to 49"},
 		{"/blob/nope", 400, `blob "nope"`},
 		{"/blob/blake3:" + strings.Repeat("0", 64), 404, "is not in store test store"},
 		{"/w/demo/events?after=x", 400, "want the seq the page shows"},
