@@ -27,4 +27,9 @@
 // Every page reads the journal from the first record: a world of many
 // thousand records takes as long to show as `demiurge trace` takes to
 // print it. A live page reads only the records that land after it.
+//
+// A replay from the page runs in the server's process with the reducers
+// of Options.Reducers, one at a time, and writes nothing; the blobs a
+// diverging step derived (which the store never held) are kept in memory
+// until the next replay diverges, so that the page's links to them work.
 package ui
