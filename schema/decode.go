@@ -101,6 +101,9 @@ func (d *decoder) value(depth int) (Value, error) {
 		if major == 2 {
 			return bytes.Clone(b), nil
 		}
+		if e := internText(b); e != nil {
+			return e.v, nil // no string made, nor boxed
+		}
 		if !utf8.Valid(b) {
 			d.off = start
 			return nil, d.fail("text is not valid UTF-8")
@@ -137,7 +140,7 @@ func (d *decoder) value(depth int) (Value, error) {
 			if err != nil {
 				return nil, err
 			}
-			es[i] = MapEntry{Key: k, Value: v, enc: keyEncoding(k)}
+			es[i] = MapEntry{Key: k, Value: v, enc: keyEncoding(k)} // interned for short texts
 			if i > 0 && bytes.Compare(es[i-1].enc, es[i].enc) >= 0 {
 				sorted = false
 			}

@@ -50,9 +50,17 @@ type MapEntry struct {
 // earlier ones with an equal key.
 func NewMap(entries ...MapEntry) *Map {
 	es := make([]MapEntry, len(entries))
-	sorted := true
 	for i, e := range entries {
-		es[i] = MapEntry{Key: e.Key, Value: e.Value, enc: keyEncoding(e.Key)}
+		es[i] = MapEntry{Key: e.Key, Value: e.Value}
+	}
+	return newMap(es)
+}
+
+// newMap is NewMap taking es as the map's own entries.
+func newMap(es []MapEntry) *Map {
+	sorted := true
+	for i := range es {
+		es[i].enc = keyEncoding(es[i].Key)
 		if i > 0 && bytes.Compare(es[i-1].enc, es[i].enc) >= 0 {
 			sorted = false
 		}
@@ -87,7 +95,7 @@ func Record(kv ...any) *Map {
 		}
 		es[i/2] = MapEntry{Key: k, Value: kv[i+1]}
 	}
-	return NewMap(es...)
+	return newMap(es)
 }
 
 // Variant returns the canonical form of a variant value: {"$tag": tag,
@@ -221,6 +229,9 @@ func (e *MapEntry) encoding() []byte {
 
 func keyEncoding(k Value) []byte {
 	if s, ok := k.(string); ok {
+		if e := internString(s); e != nil {
+			return e.enc
+		}
 		return append(appendHead(make([]byte, 0, len(s)+9), 3, uint64(len(s))), s...)
 	}
 	b, err := appendValue(make([]byte, 0, 9), k)
