@@ -130,10 +130,20 @@ func (r *logReader) refill(tx *bbolt.Tx, cur *logCursor) error {
 		}
 	}
 	// at is the seq the step at pos should hold, for error messages: the
-	// head, the anchor's seq, or the first seq of the step linking to it.
-	at, what := r.head.head.Seq, fmt.Sprintf("link from the head entry to record %d", r.head.head.Seq)
+	// head, the anchor's seq, or the first seq of the step linking to it
+	// (from position from); what names the link that led to pos.
+	at, from := r.head.head.Seq, uint64(0)
 	if wantFirst != 0 {
-		at, what = wantFirst, fmt.Sprintf("link from the anchor to record %d", wantFirst)
+		at = wantFirst
+	}
+	what := func() string {
+		switch {
+		case from != 0:
+			return fmt.Sprintf("link before record %d (from position %d)", at, from)
+		case wantFirst != 0:
+			return fmt.Sprintf("link from the anchor to record %d", at)
+		}
+		return fmt.Sprintf("link from the head entry to record %d", at)
 	}
 	stack := r.queue[:0]
 	for {
@@ -143,13 +153,13 @@ func (r *logReader) refill(tx *bbolt.Tx, cur *logCursor) error {
 			cur.atStep = pos
 		}
 		if err != nil {
-			return corruptf(r.world, at, "%s broken: %v", what, err)
+			return corruptf(r.world, at, "%s broken: %v", what(), err)
 		}
 		switch {
 		case h.world != r.world:
-			return corruptf(r.world, at, "%s broken: the step at position %d belongs to world %q", what, pos, h.world)
+			return corruptf(r.world, at, "%s broken: the step at position %d belongs to world %q", what(), pos, h.world)
 		case wantFirst != 0 && h.first != wantFirst, wantLast != 0 && h.last() != wantLast:
-			return corruptf(r.world, at, "%s broken: the step at position %d holds records %d to %d", what, pos, h.first, h.last())
+			return corruptf(r.world, at, "%s broken: the step at position %d holds records %d to %d", what(), pos, h.first, h.last())
 		}
 		stack = append(stack, queuedStep{pos, h})
 		if h.first <= need {
@@ -158,7 +168,7 @@ func (r *logReader) refill(tx *bbolt.Tx, cur *logCursor) error {
 		if h.prev == 0 || h.prev >= pos {
 			return corruptf(r.world, h.first, "link before record %d broken: the step at position %d links to position %d", h.first, pos, h.prev)
 		}
-		at, what = h.first, fmt.Sprintf("link before record %d (from position %d)", h.first, pos)
+		at, from = h.first, pos
 		pos, wantFirst, wantLast = h.prev, 0, h.first-1
 	}
 	slices.Reverse(stack)
