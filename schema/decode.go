@@ -124,7 +124,8 @@ func (d *decoder) value(depth int) (Value, error) {
 		if arg > uint64(len(d.data)-d.off)/2 {
 			return nil, d.fail("%v", errTruncated)
 		}
-		es := make([]MapEntry, arg)
+		m := allocMap(int(arg))
+		es := m.entries
 		sorted := true
 		for i := range es {
 			k, err := d.value(depth + 1)
@@ -153,7 +154,7 @@ func (d *decoder) value(depth int) (Value, error) {
 				}
 			}
 		}
-		return &Map{entries: es}, nil
+		return m, nil
 	case 6:
 		d.off = start
 		return nil, d.fail("CBOR tag %d is not allowed in a value", arg)

@@ -45,6 +45,8 @@ type Machine struct {
 	nextPlanID    uint64
 	pending       map[cas.Ref]*pendingIntent
 	nextIntentSeq uint64
+
+	stepper stepper // Apply's, reused
 }
 
 // loadedCatalog is a catalog with what the machine compiled of it.
@@ -352,7 +354,16 @@ type queuedEvent struct {
 // its state may be half updated (World reopens from the journal).
 // in.Stamp.JournalHeight must equal the machine's height.
 func (m *Machine) Apply(ctx context.Context, in *Input) (*Step, error) {
-	s := &stepper{m: m, ctx: ctx, stamp: in.Stamp, out: &Step{Records: make([]journal.Entry, 0, 4)}}
+	// The step and its first records are one allocation; the stepper is
+	// the machine's, made again for each input (Apply is not reentrant).
+	out := &struct {
+		Step
+		recs [4]journal.Entry
+	}{}
+	out.Records = out.recs[:0]
+	s := &m.stepper
+	*s = stepper{m: m, ctx: ctx, stamp: in.Stamp, out: &out.Step, events: s.events[:0], runnabl: s.runnabl[:0]}
+	defer s.done()
 	e, err := in.Encode()
 	if err != nil {
 		return nil, err
@@ -393,6 +404,13 @@ func (m *Machine) Apply(ctx context.Context, in *Input) (*Step, error) {
 
 // record adds a derived record of kind whose payload is the record of
 // the fields kv (see encodeRec).
+// done drops what the stepper refers to once Apply returns, keeping its
+// queues' storage for the next input.
+func (s *stepper) done() {
+	clear(s.events[:cap(s.events)])
+	*s = stepper{events: s.events[:0], runnabl: s.runnabl[:0]}
+}
+
 func (s *stepper) record(kind string, kv ...any) {
 	if s.err != nil {
 		return
