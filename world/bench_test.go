@@ -120,7 +120,7 @@ func noop(ctx context.Context, c *effects.Call) effects.Receipt {
 }
 
 // benchWorld opens a bench5 world on st whose OnCommit reports ended plans.
-func benchWorld(b *testing.B, st world.Storage, name string, ended func(id uint64)) *world.World {
+func benchWorld(b testing.TB, st world.Storage, name string, ended func(id uint64)) *world.World {
 	cat, err := schema.Load("testdata/bench5", nil)
 	if err != nil {
 		b.Fatal(err)
