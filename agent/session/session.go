@@ -109,6 +109,7 @@ type Reader struct {
 	turns      []*Turn
 	turnOf     map[key]*Turn // (chat, request, 0) → turn
 	chatEvents bool
+	chatAIR    bool // the manifest last recorded has the chat reducer
 }
 
 // NewReader returns a reader of sessions whose blobs g holds.
@@ -134,6 +135,20 @@ func (c *Reader) Record(r journal.Record) error {
 		c.now = num(schema.FieldPath(m, "stamp", "now"))
 	}
 	switch r.Kind {
+	case world.KindManifest:
+		c.chatAIR = false
+		if ref, err := cas.ParseRef(text(schema.FieldPath(m, "manifest"))); err == nil {
+			var man struct {
+				Modules []struct {
+					Name string `cbor:"name"`
+				} `cbor:"modules"`
+			}
+			if cas.GetNode(context.Background(), c.cas, ref, &man) == nil {
+				for _, mod := range man.Modules {
+					c.chatAIR = c.chatAIR || demiurge.IsModule(mod.Name)
+				}
+			}
+		}
 	case world.KindEvent, world.KindRaised:
 		switch text(schema.FieldPath(m, "schema")) {
 		case "demiurge/ChatEvent@1", "demiurge/ChatEvent@2":
@@ -302,6 +317,11 @@ func (c *Reader) Turns() []*Turn {
 // IsChat reports whether the records read held chat events: the world is
 // an agent world.
 func (c *Reader) IsChat() bool { return c.chatEvents }
+
+// ChatManifest reports whether the manifest the world last recorded has
+// the chat reducer: an agent world, even before its first message (a
+// follower shows it as turns from the start).
+func (c *Reader) ChatManifest() bool { return c.chatAIR }
 
 // WriteJSON writes the turns read, one JSON object a line.
 func (c *Reader) WriteJSON(w io.Writer) error {

@@ -18,9 +18,10 @@ func newTraceCommand(a *app) *cobra.Command {
 		wf      worldFlags
 		asJSON  bool
 		records bool
+		follow  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "trace [BUNDLE | --world W] [--json]",
+		Use:   "trace [BUNDLE | --world W [--follow]] [--json]",
 		Short: "Print a session as a timeline",
 		Long: `Print the journal of world W of the store, or of a bundle directory.
 
@@ -35,13 +36,24 @@ Otherwise, or with --records, it prints every record as a timeline: the
 events that came in with their time, what each caused (reducer states,
 events, plans started and ended, effects and their receipts, denials), one
 record a line; with --json, one JSON object per record with its seq, kind,
-hash and decoded payload. Opens the store read-only.`,
+hash and decoded payload. Opens the store read-only.
+
+With --follow (-f), trace goes on printing what is committed to the world as
+it lands, until Ctrl-C: the lines of a turn as its model and tool calls
+finish (with --json, each turn once it has ended), or each record. It works
+while another process writes the store (a running "demiurge run"), reading
+through that process what it has made durable; when that process stops, it
+says so on stderr and reads on from the file, and from the next process that
+writes the store.`,
 		Args: wantArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			ctx := cmd.Context()
 			if len(args) == 1 {
 				if cmd.Flags().Changed("world") {
 					return usagef("trace: give a bundle directory or --world, not both")
+				}
+				if follow {
+					return usagef("trace: --follow follows a world of the store; a bundle does not grow")
 				}
 				b, err := replay.Read(args[0])
 				if err != nil {
@@ -55,6 +67,9 @@ hash and decoded payload. Opens the store read-only.`,
 			}
 			if err := wf.check(false); err != nil {
 				return err
+			}
+			if follow {
+				return followTrace(ctx, a, wf.world, asJSON, records)
 			}
 			s, err := a.openStore(cmd.Context(), true)
 			if err != nil {
@@ -82,6 +97,7 @@ hash and decoded payload. Opens the store read-only.`,
 	wf.add(cmd, "")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per turn (or per record)")
 	cmd.Flags().BoolVar(&records, "records", false, "print every record, even for an agent world")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "go on printing what is committed as it lands, until Ctrl-C")
 	return cmd
 }
 

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/demiurge-dev/demiurge/agent/session"
+	"github.com/demiurge-dev/demiurge/internal/store"
+	"github.com/demiurge-dev/demiurge/journal"
+	"github.com/demiurge-dev/demiurge/replay"
+	"github.com/demiurge-dev/demiurge/world"
+)
+
+// followTrace prints world name of the store as trace does, then what is
+// committed to it as it lands, until ctx is done (Ctrl-C), which ends it
+// without an error. It reads through the process that writes the store,
+// or the file when none does, and says on stderr when that changes (a
+// writer killed, another started).
+func followTrace(ctx context.Context, a *app, name string, asJSON, records bool) error {
+	a.usedStore = true
+	l, err := store.OpenLive(ctx, a.storeDir, &store.LiveOptions{OnSource: func(msg string) {
+		fmt.Fprintf(a.err, "trace: %s\n", msg)
+	}})
+	if err != nil {
+		if errors.Is(err, store.ErrNotExist) {
+			return fmt.Errorf("%w (nothing has written it yet; pick another with --store or $%s)", err, storeEnv)
+		}
+		return err
+	}
+	defer l.Close()
+	p := &followPrinter{w: a.out, asJSON: asJSON, records: records}
+	p.sess = session.NewReader(l)
+	p.tracer = replay.NewTracer(a.out, replay.TraceOptions{JSON: asJSON, CAS: l})
+	head, err := l.Head(ctx, name)
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if head.Seq == 0 {
+		fmt.Fprintf(a.err, "trace: world %s has no records yet in store %s; waiting for them (Ctrl-C to stop)\n", name, l.Dir())
+	}
+	var last journal.Record // the last record read
+	for {
+		if _, err := l.Wait(ctx, name, last.Seq); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		err := l.Read(ctx, name, last.Seq+1, func(r journal.Record) error {
+			if last.Seq != 0 && r.Prev != last.Hash {
+				return fmt.Errorf("trace: %w: world %s: record %d does not link to record %d as it was read before (%s): the journal changed under the trace",
+					journal.ErrCorrupt, name, r.Seq, last.Seq, last.Hash.Short())
+			}
+			last = r
+			return p.record(r)
+		})
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := p.flush(); err != nil {
+			return err
+		}
+	}
+}
+
+// followPrinter prints a world's records as they come: as turns for an
+// agent world, one record a line otherwise (or with --records).
+type followPrinter struct {
+	w       io.Writer
+	asJSON  bool
+	records bool
+
+	mode    int              // followUndecided, followTurns or followRecords
+	pending []journal.Record // records read while undecided
+	sess    *session.Reader
+	tracer  *replay.Tracer
+
+	turnsDone int  // turns printed whole
+	printed   int  // lines printed of the turn after those
+	any       bool // a turn has been printed (a blank line goes between turns)
+}
+
+const (
+	followUndecided = iota
+	followTurns
+	followRecords
+)
+
+// record reads one record. Until a record says what the world is (its
+// manifest has the chat reducer, a chat event, or another input), the
+// records are held.
+func (p *followPrinter) record(r journal.Record) error {
+	switch p.mode {
+	case followRecords:
+		return p.tracer.Record(r)
+	case followTurns:
+		return p.sess.Record(r)
+	}
+	if p.records {
+		p.mode = followRecords
+		return p.tracer.Record(r)
+	}
+	if err := p.sess.Record(r); err != nil {
+		return err
+	}
+	p.pending = append(p.pending, r)
+	switch {
+	case p.sess.IsChat() || p.sess.ChatManifest():
+		p.mode, p.pending = followTurns, nil
+	case world.IsInput(r.Kind) && r.Kind != world.KindManifest:
+		p.mode = followRecords
+		for _, r := range p.pending {
+			if err := p.tracer.Record(r); err != nil {
+				return err
+			}
+		}
+		p.pending = nil
+	}
+	return nil
+}
+
+// flush prints what the records read so far add to the turns: the lines
+// of a running turn that will not change, and the rest once it has ended
+// (with --json, a turn once it has ended). Records are printed as they
+// are read.
+func (p *followPrinter) flush() error {
+	if p.mode != followTurns {
+		return nil
+	}
+	turns := p.sess.Turns()
+	for p.turnsDone < len(turns) {
+		t := turns[p.turnsDone]
+		ended := turnEnded(t)
+		if p.asJSON {
+			if !ended {
+				return nil
+			}
+			b, err := json.Marshal(t)
+			if err != nil {
+				return err
+			}
+			if _, err := fmt.Fprintf(p.w, "%s\n", b); err != nil {
+				return err
+			}
+			p.turnsDone++
+			continue
+		}
+		lines, stable := turnLines(t)
+		if stable > p.printed {
+			var out []byte
+			if p.printed == 0 && p.any {
+				out = append(out, '\n')
+			}
+			for _, l := range lines[p.printed:stable] {
+				out = append(append(out, l...), '\n')
+			}
+			if _, err := p.w.Write(out); err != nil {
+				return err
+			}
+			p.printed, p.any = stable, true
+		}
+		if !ended {
+			return nil
+		}
+		p.turnsDone, p.printed = p.turnsDone+1, 0
+	}
+	return nil
+}
