@@ -396,6 +396,42 @@ func (l *Live) Get(ctx context.Context, ref cas.Ref) (b []byte, err error) {
 	return b, err
 }
 
+// GetMany returns the blobs stored under refs, in order: blobs[i] is nil
+// where the store does not hold refs[i]. Through a writer it takes one
+// round trip for many blobs (a follower getting the blobs that a batch of
+// records names), where Get takes one each. A blob whose bytes do not hash
+// to its ref is an error (a *cas.CorruptError), as with Get.
+func (l *Live) GetMany(ctx context.Context, refs []cas.Ref) ([][]byte, error) {
+	blobs := make([][]byte, len(refs))
+	done := make([]bool, len(refs))
+	for start := 0; start < len(refs); {
+		end := min(start+maxMany, len(refs))
+		err := l.do(ctx, func(s source) error {
+			r, ok := s.(*remote)
+			if !ok {
+				for i := start; i < end; i++ {
+					b, err := s.get1(ctx, refs[i])
+					if err != nil && !errors.Is(err, cas.ErrNotFound) {
+						return err
+					}
+					blobs[i], done[i] = b, true
+				}
+				return nil
+			}
+			return r.getMany(ctx, refs[start:end], blobs[start:end], done[start:end])
+		})
+		if err != nil {
+			return nil, err
+		}
+		// The writer answers the first ref asked at least, and leaves
+		// refs out once its answer is full: ask again from the first.
+		for start < end && done[start] {
+			start++
+		}
+	}
+	return blobs, nil
+}
+
 // Stat implements cas.Statter.
 func (l *Live) Stat(ctx context.Context, ref cas.Ref) (n int64, err error) {
 	err = l.do(ctx, func(s source) error {

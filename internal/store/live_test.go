@@ -471,3 +471,93 @@ func TestOpenLiveMissing(t *testing.T) {
 		t.Error("OpenLive with a negative Poll: no error")
 	}
 }
+
+// TestGetMany gets blobs in one request through the writer (more bytes
+// than one answer holds, and a missing one), and from the file.
+func TestGetMany(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	w := mustOpen(t, dir, &Options{NoSync: true})
+	var refs []cas.Ref
+	var want [][]byte
+	for i, size := range []int{6 << 20, 0, 10, 6 << 20, 6 << 20} {
+		if size == 0 { // a ref the store does not hold
+			refs, want = append(refs, cas.Sum([]byte("missing"))), append(want, nil)
+			continue
+		}
+		b := bytes.Repeat([]byte{byte(i)}, size)
+		ref, err := w.CAS().Put(ctx, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs, want = append(refs, ref), append(want, b)
+	}
+	check := func(t *testing.T, l *Live) {
+		got, err := l.GetMany(ctx, refs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("GetMany gave %d blobs; want %d", len(got), len(want))
+		}
+		for i := range want {
+			if !bytes.Equal(got[i], want[i]) || (got[i] == nil) != (want[i] == nil) {
+				t.Errorf("blob %d: %d bytes; want %d", i, len(got[i]), len(want[i]))
+			}
+		}
+	}
+	t.Run("writer", func(t *testing.T) {
+		l, err := OpenLive(ctx, dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		check(t, l)
+		if l.Writer() == 0 {
+			t.Error("not read through the writer")
+		}
+	})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("file", func(t *testing.T) {
+		l, err := OpenLive(ctx, dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		check(t, l)
+	})
+}
+
+// TestWireErrors: an error the writer's store returns reaches the reader
+// as the same kind of error (errors.Is and errors.As see it), with its
+// message.
+func TestWireErrors(t *testing.T) {
+	ref, got := cas.Sum([]byte("a")), cas.Sum([]byte("b"))
+	r := &remote{dir: "d", pid: 7}
+	for _, tc := range []struct {
+		err  error
+		want error
+	}{
+		{fmt.Errorf("%w: %s", cas.ErrNotFound, ref), cas.ErrNotFound},
+		{&cas.CorruptError{Ref: ref, Got: got}, cas.ErrCorrupt},
+		{fmt.Errorf("journal: world w: %w", journal.ErrCorrupt), journal.ErrCorrupt},
+		{fmt.Errorf("%w: bad", journal.ErrInvalidWorld), journal.ErrInvalidWorld},
+		{journal.ErrClosed, ErrWriterGone},
+		{errors.New("disk on fire"), nil},
+	} {
+		_, we := errorToWire(tc.err)
+		back := r.fromWire(we)
+		if tc.want != nil && !errors.Is(back, tc.want) {
+			t.Errorf("%v came back as %v, which is not %v", tc.err, back, tc.want)
+		}
+		if !strings.Contains(back.Error(), tc.err.Error()) {
+			t.Errorf("%v came back as %q", tc.err, back)
+		}
+	}
+	_, we := errorToWire(&cas.CorruptError{Ref: ref, Got: got})
+	if ce, ok := errors.AsType[*cas.CorruptError](r.fromWire(we)); !ok || ce.Ref != ref || ce.Got != got {
+		t.Errorf("a corrupt blob came back as %v", r.fromWire(we))
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/demiurge-dev/demiurge/cas"
@@ -322,6 +323,78 @@ func (r *remote) get1(ctx context.Context, ref cas.Ref) ([]byte, error) {
 		return nil, &cas.CorruptError{Ref: ref, Got: got, Err: errors.New("as the writer sent it")}
 	}
 	return b, nil
+}
+
+// getMany gets blobs in one request; see Live.GetMany. A blob the answer
+// had no room for is left nil with ok false.
+func (r *remote) getMany(ctx context.Context, refs []cas.Ref, blobs [][]byte, done []bool) error {
+	var body strings.Builder
+	for _, ref := range refs {
+		body.WriteString(ref.String())
+		body.WriteByte('\n')
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://demiurge/v1/blobs", strings.NewReader(body.String()))
+	if err != nil {
+		return err
+	}
+	resp, err := r.hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return r.gone(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var we wireError
+		if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&we); err != nil {
+			return r.gone(fmt.Errorf("blobs: %s", resp.Status))
+		}
+		return r.fromWire(we)
+	}
+	br := bufio.NewReaderSize(resp.Body, 64<<10)
+	broken := func(err error) error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return r.gone(fmt.Errorf("reading blobs: %w", err))
+	}
+	for i, ref := range refs {
+		kind, err := br.ReadByte()
+		if err != nil {
+			return broken(err)
+		}
+		n, err := binary.ReadUvarint(br)
+		if err != nil {
+			return broken(err)
+		}
+		if n > maxFrame*4 {
+			return broken(fmt.Errorf("an entry of %d bytes", n))
+		}
+		b := make([]byte, n)
+		if _, err := io.ReadFull(br, b); err != nil {
+			return broken(err)
+		}
+		switch kind {
+		case manyBlob:
+			if got := cas.Sum(b); got != ref {
+				return &cas.CorruptError{Ref: ref, Got: got, Err: errors.New("as the writer sent it")}
+			}
+			blobs[i], done[i] = b, true
+		case manyNotFound:
+			done[i] = true
+		case manySkipped:
+		case manyError:
+			var we wireError
+			if err := json.Unmarshal(b, &we); err != nil {
+				return broken(err)
+			}
+			return r.fromWire(we)
+		default:
+			return broken(fmt.Errorf("an entry of kind %q", kind))
+		}
+	}
+	return nil
 }
 
 func (r *remote) stat(ctx context.Context, ref cas.Ref) (int64, error) {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,6 +40,13 @@ const (
 // maxWait bounds how long the server holds a wait request open; the
 // reader asks again.
 const maxWait = 30 * time.Second
+
+// waitBatch is the least time the server holds a wait request before
+// answering it: a reader that follows a world committing without pause
+// then reads the commits of waitBatch at once, a few rounds a second,
+// instead of one round (and the writer's work for it) per commit. A
+// commit after a longer quiet is answered at once.
+const waitBatch = 50 * time.Millisecond
 
 // server serves reads of a store opened read-write to other processes,
 // over the unix socket SocketName in the store directory. It answers from
@@ -91,6 +99,7 @@ func serve(s *Store) (*server, error) {
 	mux.HandleFunc("GET /v1/records", sv.records)
 	mux.HandleFunc("GET /v1/wait", sv.wait)
 	mux.HandleFunc("GET /v1/blob", sv.blob)
+	mux.HandleFunc("POST /v1/blobs", sv.blobMany)
 	mux.HandleFunc("GET /v1/stat", sv.stat)
 	mux.HandleFunc("GET /v1/blobs", sv.blobs)
 	sv.http = &http.Server{
@@ -365,8 +374,9 @@ func (sv *server) records(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(append(frame, end...))
 }
 
-// wait answers once the world's durable head is past seq after, or after
-// wait_ms milliseconds (at most maxWait) with the head as it is.
+// wait answers once the world's durable head is past seq after (and
+// waitBatch has passed since the request came), or after wait_ms
+// milliseconds (at most maxWait) with the head as it is.
 func (sv *server) wait(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	world := r.URL.Query().Get("world")
@@ -380,6 +390,7 @@ func (sv *server) wait(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	start := time.Now()
 	d := min(time.Duration(ms)*time.Millisecond, maxWait)
 	timer := time.NewTimer(d)
 	defer timer.Stop()
@@ -392,6 +403,20 @@ func (sv *server) wait(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if h.Seq > after {
+			if rest := waitBatch - time.Since(start); rest > 0 {
+				t := time.NewTimer(rest)
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					t.Stop()
+					writeError(w, journal.ErrClosed)
+					return
+				}
+				if h, err = j.Committed(ctx, world); err != nil {
+					writeError(w, err)
+					return
+				}
+			}
 			writeJSON(w, toWire(h))
 			return
 		}
@@ -421,6 +446,70 @@ func (sv *server) blob(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	_, _ = w.Write(b)
+}
+
+// maxMany bounds the refs of one blobMany request, and manyBytes the
+// blobs' bytes it sends (the reader asks again for the rest).
+const (
+	maxMany   = 1024
+	manyBytes = 16 << 20
+)
+
+// Entries of a blobMany answer: a kind byte, a uvarint length, bytes.
+const (
+	manyBlob     = 'b' // the blob's bytes
+	manyNotFound = 'n' // nothing
+	manySkipped  = 's' // not sent: the answer is full
+	manyError    = 'e' // a wireError in JSON
+)
+
+// blobMany sends the blobs named in the request body (one ref a line, at
+// most maxMany), in order, each as an entry: one round trip for the
+// blobs of many records.
+func (sv *server) blobMany(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxMany*80))
+	if err != nil {
+		writeError(w, invalidf("%v", err))
+		return
+	}
+	var refs []cas.Ref
+	for line := range strings.Lines(string(body)) {
+		ref, err := cas.ParseRef(strings.TrimSpace(line))
+		if err != nil {
+			writeError(w, invalidf("%v", err))
+			return
+		}
+		refs = append(refs, ref)
+	}
+	if len(refs) > maxMany {
+		writeError(w, invalidf("%d refs, at most %d", len(refs), maxMany))
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	var entry []byte
+	sent := 0
+	for _, ref := range refs {
+		kind, b := byte(manySkipped), []byte(nil)
+		if sent < manyBytes {
+			var err error
+			switch b, err = sv.s.cas.Get(r.Context(), ref); {
+			case err == nil:
+				kind = manyBlob
+				sent += len(b)
+			case errors.Is(err, cas.ErrNotFound):
+				kind = manyNotFound
+			default:
+				_, we := errorToWire(err)
+				kind = manyError
+				b, _ = json.Marshal(we)
+			}
+		}
+		entry = append(entry[:0], kind)
+		entry = binary.AppendUvarint(entry, uint64(len(b)))
+		if _, err := w.Write(append(entry, b...)); err != nil {
+			return
+		}
+	}
 }
 
 func (sv *server) stat(w http.ResponseWriter, r *http.Request) {
