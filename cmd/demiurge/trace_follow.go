@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/demiurge-dev/demiurge/agent/session"
+	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/internal/store"
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/replay"
@@ -32,8 +33,9 @@ func followTrace(ctx context.Context, a *app, name string, asJSON, records bool)
 	}
 	defer l.Close()
 	p := &followPrinter{w: a.out, asJSON: asJSON, records: records}
-	p.sess = session.NewReader(l)
-	p.tracer = replay.NewTracer(a.out, replay.TraceOptions{JSON: asJSON, CAS: l})
+	g := &batchGetter{l: l}
+	p.sess = session.NewReader(g)
+	p.tracer = replay.NewTracer(a.out, replay.TraceOptions{JSON: asJSON, CAS: g})
 	head, err := l.Head(ctx, name)
 	if ctx.Err() != nil {
 		return nil
@@ -52,14 +54,33 @@ func followTrace(ctx context.Context, a *app, name string, asJSON, records bool)
 			}
 			return err
 		}
+		// Records are printed a batch at a time, with the blobs their
+		// State records name got in one request.
+		var batch []journal.Record
+		printBatch := func() error {
+			g.prefetch(ctx, batch)
+			for _, r := range batch {
+				if err := p.record(r); err != nil {
+					return err
+				}
+			}
+			batch = batch[:0]
+			return nil
+		}
 		err := l.Read(ctx, name, last.Seq+1, func(r journal.Record) error {
 			if last.Seq != 0 && r.Prev != last.Hash {
 				return fmt.Errorf("trace: %w: world %s: record %d does not link to record %d as it was read before (%s): the journal changed under the trace",
 					journal.ErrCorrupt, name, r.Seq, last.Seq, last.Hash.Short())
 			}
 			last = r
-			return p.record(r)
+			if batch = append(batch, r); len(batch) == followBatch {
+				return printBatch()
+			}
+			return nil
 		})
+		if err == nil {
+			err = printBatch()
+		}
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -70,6 +91,58 @@ func followTrace(ctx context.Context, a *app, name string, asJSON, records bool)
 			return err
 		}
 	}
+}
+
+// followBatch is how many records trace --follow reads before printing
+// them.
+const followBatch = 512
+
+// batchGetter gets the blobs that the State records of a batch name in
+// one request (through the writer, one round trip instead of one a
+// record), and the others one at a time.
+type batchGetter struct {
+	l   *store.Live
+	got map[cas.Ref][]byte
+}
+
+// prefetch gets the state blobs of recs. What it cannot get is left to
+// Get, which says why.
+func (g *batchGetter) prefetch(ctx context.Context, recs []journal.Record) {
+	clear(g.got)
+	var refs []cas.Ref
+	for _, r := range recs {
+		if r.Kind != world.KindState {
+			continue
+		}
+		if sr, err := world.DecodeState(r); err == nil && sr.State.Valid() {
+			refs = append(refs, sr.State)
+		}
+	}
+	if len(refs) == 0 {
+		return
+	}
+	blobs, err := g.l.GetMany(ctx, refs)
+	if err != nil {
+		return
+	}
+	if g.got == nil {
+		g.got = make(map[cas.Ref][]byte, len(refs))
+	}
+	for i, b := range blobs {
+		if b != nil {
+			g.got[refs[i]] = b
+		}
+	}
+}
+
+// Get implements cas.Getter. A prefetched blob is handed out once (the
+// caller may keep and change it).
+func (g *batchGetter) Get(ctx context.Context, ref cas.Ref) ([]byte, error) {
+	if b, ok := g.got[ref]; ok {
+		delete(g.got, ref)
+		return b, nil
+	}
+	return g.l.Get(ctx, ref)
 }
 
 // followPrinter prints a world's records as they come: as turns for an
