@@ -29,6 +29,9 @@ CALL, the calls that wait are listed. Exit codes as run -m's.`,
 			if len(args) == 2 {
 				f.decide.call = args[1]
 			}
+			if err := f.validate(cmd); err != nil {
+				return err
+			}
 			if err := f.check(true); err != nil {
 				return err
 			}

@@ -15,6 +15,8 @@ func newCASCommand(a *app) *cobra.Command {
 		Long: `The content-addressed store (CAS) keeps every blob under its BLAKE3 hash,
 written "blake3:<64 lowercase hex>". Only "cas put" writes the store; the
 other cas commands open it read-only and leave it unchanged.`,
+		Example: `  demiurge cas put notes.txt
+  demiurge cas verify`,
 		Args: cobra.ArbitraryArgs,
 		RunE: groupRunE,
 	}

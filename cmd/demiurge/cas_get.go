@@ -18,6 +18,11 @@ hash to REF (a corrupt blob is an error, never output). With --json the blob
 must be a CBOR node, and its value is printed as JSON instead: maps with text
 keys as objects, other maps as [[key, value]] pairs, bytes as
 {"$bytes": "<base64>"}. Opens the store read-only.`,
+		Example: `  ref=$(demiurge cas put notes.txt)
+  demiurge cas get "$ref" > copy.txt
+  # a state blob, decoded
+  ref=$(demiurge state --json | jq -r .state_ref | head -n 1)
+  demiurge cas get --json "$ref"`,
 		Args: wantArgs(1, 1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			ref, err := parseRefArg(args[0])

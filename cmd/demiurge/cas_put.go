@@ -15,6 +15,8 @@ func newCASPutCommand(a *app) *cobra.Command {
 		Long: `Store the bytes of FILE, or of stdin when FILE is "-" or absent, as a raw
 blob, and print its ref. Storing bytes that are already stored changes
 nothing. Creates the store if it does not exist.`,
+		Example: `  demiurge cas put notes.txt
+  echo hello | demiurge cas put`,
 		Args: wantArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			name := "-"

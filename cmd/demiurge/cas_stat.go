@@ -13,7 +13,8 @@ func newCASStatCommand(a *app) *cobra.Command {
 		Long: `Print "REF SIZE" for the blob stored under REF, without reading or
 verifying its bytes (use "cas get" or "cas verify" for that). A missing blob
 is an error. Opens the store read-only.`,
-		Args: wantArgs(1, 1),
+		Example: `  demiurge cas stat "$(demiurge cas put notes.txt)"`,
+		Args:    wantArgs(1, 1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			ref, err := parseRefArg(args[0])
 			if err != nil {

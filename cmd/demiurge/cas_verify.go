@@ -21,6 +21,8 @@ file is printed on stdout as "damaged: <what and where>", each bad blob as
 "corrupt REF (bytes hash to GOT)" (or "corrupt REF: reason" when it cannot be
 read), then a summary. Exits 1 if the file or any blob is bad. Opens the
 store read-only.`,
+		Example: `  demiurge cas verify
+  demiurge --store backup/.demiurge cas verify`,
 		Args: wantArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			s, err := a.openStore(cmd.Context(), true)

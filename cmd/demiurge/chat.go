@@ -522,7 +522,7 @@ func (r *chatRun) print(ctx context.Context, e agent.Event) {
 			r.write(fmt.Sprintf("  ✓ %s%s (%d bytes)\n", e.Tool, d, e.Size))
 			r.write(r.preview(ctx, e, len(r.calls)))
 		} else {
-			r.write(fmt.Sprintf("  ✗ %s %s%s: %s\n", e.Tool, e.Status, d, clipLine(strings.TrimPrefix(e.Output, "error: "), 200)))
+			r.write(fmt.Sprintf("  ✗ %s %s%s: %s\n", e.Tool, e.Status, d, clipLine(statusDetail(e.Status, e.Output), 200)))
 		}
 		if len(r.running) > 0 {
 			r.status.set("running " + r.runningTools())
@@ -613,7 +613,7 @@ func (r *chatRun) preview(ctx context.Context, e agent.ToolCallFinished, n int) 
 	var b strings.Builder
 	for i, l := range lines {
 		if i == previewLines && !r.a.verbose {
-			fmt.Fprintf(&b, "    │ … %d more lines (/show %d)\n", len(lines)-i, n)
+			fmt.Fprintf(&b, "    │ … %s more (/show %d)\n", plural(len(lines)-i, "line"), n)
 			break
 		}
 		if !r.a.verbose {

@@ -85,8 +85,8 @@ func newDamageFixture(t *testing.T) *damageFixture {
 		{"cas", "stat", big.String()},
 		{"state"},
 		{"trace"},
-		{"replay", "-m", manifest, "--from-genesis"},
-		{"export", "-m", filepath.Join(damageSession, "air"), "BUNDLE"}, // the AIR the world ran
+		{"replay", "--manifest", manifest, "--from-genesis"},
+		{"export", "--manifest", filepath.Join(damageSession, "air"), "BUNDLE"}, // the AIR the world ran
 		{"workspace", "ls", "--recursive"},
 		{"workspace", "cat", "notes/hello.md"},
 	}

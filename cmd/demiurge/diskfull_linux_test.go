@@ -136,16 +136,16 @@ func TestDiskFullMidTurn(t *testing.T) {
 	if n := len(model.Requests()); n < 3 {
 		t.Errorf("the model was asked %d times; want the lost call made again", n)
 	}
-	must(exitOK, "replay", "-m", manifest, "--from-genesis")
+	must(exitOK, "replay", "--manifest", manifest, "--from-genesis")
 
 	// send: the receipt of a fetch, in a new store (whose few free pages
 	// cannot hold the page fetched).
 	storeDir = filepath.Join(disk, "store2")
 	fetch := filepath.Join("..", "..", "examples", "fetch")
 	start := fmt.Sprintf(`{"Start": {"url": %q, "method": "GET"}}`, site.URL+"/page")
-	fails("send", "-m", fetch, "--schema", "fetch/Event@1", "--value", start)
-	must(exitOK, "send", "-m", fetch, "--schema", "fetch/Event@1", "--value", start)
-	must(exitOK, "replay", "-m", fetch, "--from-genesis")
+	fails("send", "--manifest", fetch, "--schema", "fetch/Event@1", "--value", start)
+	must(exitOK, "send", "--manifest", fetch, "--schema", "fetch/Event@1", "--value", start)
+	must(exitOK, "replay", "--manifest", fetch, "--from-genesis")
 }
 
 // fill writes to path until the file system is full.

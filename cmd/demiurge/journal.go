@@ -13,6 +13,8 @@ func newJournalCommand(a *app) *cobra.Command {
 		Long: `Each world has a journal: an append-only sequence of records numbered from 1,
 each holding the hash of the one before it (a hash chain). The journal
 commands open the store read-only and leave it unchanged.`,
+		Example: `  demiurge journal verify
+  demiurge journal dump --from 10`,
 		Args: cobra.ArbitraryArgs,
 		RunE: groupRunE,
 	}

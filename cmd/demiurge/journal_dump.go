@@ -20,9 +20,10 @@ func newJournalDumpCommand(a *app) *cobra.Command {
 		asJSON bool
 	)
 	cmd := &cobra.Command{
-		Use:   "dump --world W [--from SEQ] [--json]",
+		Use:   "dump [--world W] [--from SEQ] [--json]",
 		Short: "Print the records of a world's journal",
-		Long: `Print the records of world W, from seq SEQ (default 1) on, one line each:
+		Long: `Print the records of world W (--world, default main), from seq SEQ
+(default 1) on, one line each:
 
   SEQ KIND HASH SIZE PAYLOAD
 
@@ -36,11 +37,10 @@ The hash chain is checked while reading (from SEQ on; "journal verify" checks
 a whole world): the records before a broken link are printed, then the error,
 and the command exits 1. A world without records is an error. Opens the store
 read-only.`,
+		Example: `  demiurge journal dump
+  demiurge journal dump --world t1 --from 3 --json | jq -c '{seq, kind}'`,
 		Args: wantArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			if !cmd.Flags().Changed("world") {
-				return usagef("journal dump: --world is required")
-			}
 			if err := checkWorldFlag(world); err != nil {
 				return err
 			}
@@ -75,7 +75,7 @@ read-only.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&world, "world", "", "the world `W` to dump (required)")
+	f.StringVar(&world, "world", defaultWorld, "the world's `NAME` in the store")
 	f.Uint64Var(&from, "from", 1, "start at record `SEQ`")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object per record")
 	return cmd

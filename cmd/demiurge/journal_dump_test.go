@@ -46,7 +46,7 @@ $`)
 		}{
 			{[]string{"--world", "zzz"}, exitFailure, "world zzz has no records"},
 			{[]string{"--world", "a", "--from", "4"}, exitFailure, "--from 4 is past the head of world a (seq 3)"},
-			{[]string{}, exitUsage, "--world is required"},
+			{[]string{}, exitFailure, "world main has no records"}, // --world defaults to main
 			{[]string{"--world", ""}, exitUsage, "invalid world name"},
 		} {
 			r := run(t, nil, "", append([]string{"--store", dir, "journal", "dump"}, tc.args...)...)

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -10,16 +12,26 @@ import (
 )
 
 func newJournalVerifyCommand(a *app) *cobra.Command {
-	var world string
+	var (
+		world  string
+		asJSON bool
+	)
 	cmd := &cobra.Command{
-		Use:   "verify [--world W]",
+		Use:   "verify [--world W] [--json]",
 		Short: "Check the hash chain of every world's journal",
 		Long: `Read the journal of world W (of every world by default) from its first record
 and check it without trusting the store: every seq present once, every record
 hashing to what the next one names as its prev, the head matching the last
 record. Prints "W: ok, seq N blake3:..." for a good world and
 "journal: world W: <problem>" for a bad one (the problem names the seq). Exits 1 if any world is bad, or if
---world names a world without records. Opens the store read-only.`,
+--world names a world without records. Opens the store read-only.
+
+With --json, one JSON object a line per world: {"world", "ok": true, "seq",
+"hash"} for a good world, {"world", "ok": false, "error"} for a bad one, and
+{"ok": false, "error"} if the worlds could not all be listed. An empty store
+prints nothing.`,
+		Example: `  demiurge journal verify
+  demiurge journal verify --world main --json`,
 		Args: wantArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			explicit := cmd.Flags().Changed("world")
@@ -46,9 +58,13 @@ record. Prints "W: ok, seq N blake3:..." for a good world and
 						return fmt.Errorf("journal verify: list worlds: %w", listErr)
 					}
 					bad++
-					fmt.Fprintln(a.out, listErr)
+					if asJSON {
+						writeJSONLine(a.out, verifyResult{Error: listErr.Error()})
+					} else {
+						fmt.Fprintln(a.out, listErr)
+					}
 				}
-				if len(worlds) == 0 && bad == 0 {
+				if len(worlds) == 0 && bad == 0 && !asJSON {
 					_, err = fmt.Fprintf(a.out, "no worlds in store %s\n", s.Dir())
 					return err
 				}
@@ -60,6 +76,10 @@ record. Prints "W: ok, seq N blake3:..." for a good world and
 						return ctx.Err()
 					}
 					bad++
+					if asJSON {
+						writeJSONLine(a.out, verifyResult{World: w, Error: err.Error()})
+						continue
+					}
 					if _, ok := errors.AsType[*journal.CorruptError](err); ok {
 						fmt.Fprintln(a.out, err) // it names the world and the seq
 					} else {
@@ -68,6 +88,10 @@ record. Prints "W: ok, seq N blake3:..." for a good world and
 					continue
 				}
 				a.log.Debug("verified", "world", w, "head", head)
+				if asJSON {
+					writeJSONLine(a.out, verifyResult{World: w, OK: true, Seq: head.Seq, Hash: head.Hash.String()})
+					continue
+				}
 				fmt.Fprintf(a.out, "%s: ok, %s\n", w, head)
 			}
 			if bad > 0 {
@@ -80,5 +104,24 @@ record. Prints "W: ok, seq N blake3:..." for a good world and
 		},
 	}
 	cmd.Flags().StringVar(&world, "world", "", "verify only world `W`")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per world (the shape is above)")
 	return cmd
+}
+
+// verifyResult is a world's line of journal verify --json.
+type verifyResult struct {
+	World string `json:"world,omitempty"`
+	OK    bool   `json:"ok"`
+	Seq   uint64 `json:"seq,omitempty"`
+	Hash  string `json:"hash,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// writeJSONLine writes v as one line of JSON. v must marshal.
+func writeJSONLine(w io.Writer, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // a programmer's error: the types written here all marshal
+	}
+	fmt.Fprintf(w, "%s\n", b)
 }

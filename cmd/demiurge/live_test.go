@@ -177,7 +177,7 @@ func TestLiveFollow(t *testing.T) {
 
 	follow := startDemiurge(t, "trace --follow", nil, env, "--store", storeDir, "trace", "--follow")
 	follow.expect(true, fmt.Sprintf("trace: reading store .* through process %d, which writes it", run.cmd.Process.Pid))
-	follow.expect(false, `(?m)^turn 1 of chat main, .*\n  user: first question\n  model call 1: gpt-test.*\n    workspace_write \{"path": "a.md", "content": "hello"\} → ok in .*\n  model call 2: .*\n  assistant: answer 1\n  done: 2 rounds`)
+	follow.expect(false, `(?m)^turn 1 of chat main, .*\n  user: first question\n  model call 1: gpt-test.*\n    workspace_write \{"path": "a.md", "content": "hello"\} → ok in .*\n(      │ .*\n)*  model call 2: .*\n  assistant: answer 1\n  done: 2 rounds`)
 
 	// A second turn, seen while it runs: its tool call, not yet its answer.
 	fmt.Fprintln(inW, "second question")
@@ -193,7 +193,7 @@ func TestLiveFollow(t *testing.T) {
 		{"journal", "dump", "--world", "main"},
 		{"state"},
 		{"workspace", "ls"},
-		{"replay", "-m", manifest},
+		{"replay", "--manifest", manifest},
 		{"trace", "--records"},
 		{"journal", "verify"},
 	} {
@@ -247,7 +247,7 @@ func TestLiveFollowRecords(t *testing.T) {
 	counter := filepath.Join("..", "..", "examples", "counter")
 	send := func(value string) {
 		t.Helper()
-		cmd := exec.Command(os.Args[0], "--store", storeDir, "send", "-m", counter, "--schema", "counter/Event@1", "--value", value, "-q")
+		cmd := exec.Command(os.Args[0], "--store", storeDir, "send", "--manifest", counter, "--schema", "counter/Event@1", "--value", value, "-q")
 		cmd.Args[0] = "demiurge"
 		cmd.Env = append(os.Environ(), env...)
 		if out, err := cmd.CombinedOutput(); err != nil {

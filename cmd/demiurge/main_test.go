@@ -336,7 +336,7 @@ func cmdRealwire(ts *testscript.TestScript, neg bool, args []string) {
 		responses = append(responses, it.Response)
 	}
 	srv := realwire.NewServer(responses)
-	srv.Check = func(_ int, body []byte) error { return realwire.Refusal(rec.Vendor, rec.API, body) }
+	srv.SetCheck(func(_ int, body []byte) error { return realwire.Refusal(rec.Vendor, rec.API, body) })
 	ts.Defer(srv.Close)
 	turn, err := its[0].Request.Turn(rec.API)
 	if err != nil {

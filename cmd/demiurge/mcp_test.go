@@ -180,7 +180,7 @@ func TestRunMCPTurn(t *testing.T) {
 		t.Errorf("stdout:\n%s", r.stdout)
 	}
 	// The session replays byte for byte, with no server running.
-	if rr := run(t, nil, "", "--store", store, "replay", "-m", dir, "--from-genesis"); rr.code != 0 || !strings.Contains(rr.stdout, "replays to the same bytes") {
+	if rr := run(t, nil, "", "--store", store, "replay", "--manifest", dir, "--from-genesis"); rr.code != 0 || !strings.Contains(rr.stdout, "replays to the same bytes") {
 		t.Errorf("replay: exit %d\n%s\n%s", rr.code, rr.stdout, rr.stderr)
 	}
 	tr := run(t, nil, "", "--store", store, "trace")
@@ -192,7 +192,7 @@ func TestRunMCPTurn(t *testing.T) {
 	// The server's tool list is reached from the journal (by the tools
 	// blob's mcp_lists), so an export carries it.
 	bundle := filepath.Join(t.TempDir(), "bundle")
-	if r := run(t, nil, "", "--store", store, "export", "-m", dir, bundle); r.code != 0 {
+	if r := run(t, nil, "", "--store", store, "export", "--manifest", dir, bundle); r.code != 0 {
 		t.Fatalf("export: %s", r.stderr)
 	}
 	blobs, err := os.ReadDir(filepath.Join(bundle, "blobs"))
@@ -311,7 +311,7 @@ func TestRunMCPNpmServers(t *testing.T) {
 	if strings.Contains(outs["outside"], "not for the agent") {
 		t.Error("the filesystem server read outside its root")
 	}
-	if rr := run(t, nil, "", "--store", store, "replay", "-m", dir, "--from-genesis"); rr.code != 0 {
+	if rr := run(t, nil, "", "--store", store, "replay", "--manifest", dir, "--from-genesis"); rr.code != 0 {
 		t.Errorf("replay: exit %d\n%s\n%s", rr.code, rr.stdout, rr.stderr)
 	}
 }
@@ -380,7 +380,7 @@ func TestRecordedMCPSession(t *testing.T) {
 		if err := os.RemoveAll(dir); err != nil {
 			t.Fatal(err)
 		}
-		if r := run(t, nil, "", "--store", store, "export", "-m", world, dir); r.code != 0 {
+		if r := run(t, nil, "", "--store", store, "export", "--manifest", world, dir); r.code != 0 {
 			t.Fatalf("export: %s", r.stderr)
 		}
 		_ = os.Remove(filepath.Join(dir, "trace.txt"))

@@ -222,3 +222,65 @@ func TestREPLApproval(t *testing.T) {
 		t.Errorf("asked %d times about workspace_write; want once (always):\n%s", strings.Count(out, "? run workspace_write"), out)
 	}
 }
+
+// TestREPLStopToolRun: Ctrl-C while a tool runs stops the turn (the call
+// is answered as not run), and the chat goes on.
+func TestREPLStopToolRun(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{
+		{Calls: []llmtest.Call{{Name: "bash", Arguments: `{"commands": "sleep 20"}`}}},
+		{Text: "next answer"},
+	}})
+	defer srv.Close()
+	manifest, _ := filepath.Abs(filepath.Join("..", "..", "examples", "demiurge"))
+	tm := startTerminal(t, []string{"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL=" + srv.URL, "TERM=xterm"},
+		"--store", t.TempDir(), "run", manifest, "--model", "gpt-test")
+	m := tm.expect(0, `Type a message`)
+	tm.typ("sleep\r")
+	m = tm.expect(m, `running bash [0-9.]+s`)
+	tm.typ("\x03")
+	m = tm.expect(m, `bash not_run.*the user stopped the turn`)
+	m = tm.expect(m, `turn stopped: the user stopped the turn`)
+	m = tm.expect(m, `> `)
+	tm.typ("again\r")
+	m = tm.expect(m, `next answer`)
+	tm.expect(m, `> `)
+	tm.typ("\x04")
+	select {
+	case <-tm.done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("run did not exit after Ctrl-D")
+	}
+}
+
+// TestApprovalAcrossKill: a call that waits for approval survives the
+// process being killed while it asks; demiurge approve, run later,
+// answers it and the turn goes on.
+func TestApprovalAcrossKill(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{
+		{Calls: []llmtest.Call{{Name: "workspace_write", Arguments: `{"path": "k.md", "content": "kept"}`, CallID: "call_k"}}},
+		{Text: "wrote k.md"},
+	}})
+	defer srv.Close()
+	store := t.TempDir()
+	manifest, _ := filepath.Abs(filepath.Join("..", "..", "examples", "demiurge"))
+	env := []string{"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL=" + srv.URL, "TERM=xterm"}
+	tm := startTerminal(t, env, "--store", store, "run", manifest, "--model", "gpt-test", "--require-approval", "workspace_write")
+	m := tm.expect(0, `Type a message`)
+	tm.typ("write k\r")
+	tm.expect(m, `\? run workspace_write`)
+	if err := tm.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-tm.done
+	bin, _ := exec.LookPath("demiurge")
+	cmd := exec.Command(bin, "--store", store, "approve", manifest, "call_k", "--model", "gpt-test")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "wrote k.md") {
+		t.Fatalf("approve after the kill: %v\n%s", err, out)
+	}
+	cat := exec.Command(bin, "--store", store, "workspace", "cat", "k.md")
+	if b, err := cat.CombinedOutput(); err != nil || strings.TrimSpace(string(b)) != "kept" {
+		t.Errorf("k.md: %q, %v", b, err)
+	}
+}

@@ -181,12 +181,20 @@ Exit codes:
   1  failure: the command could not do its job, or found problems
      (invalid AIR, a corrupt blob or journal)
   2  usage error: unknown command or flag, wrong arguments`,
+		Example: `  # the offline demo, from a checkout of the repository: the model's answers
+  # come from a recorded session, the tools run for real
+  demiurge run examples/demiurge --llm cassette:testdata/sessions/demo -m "Write a hello note and show it to me."
+  demiurge trace
+  demiurge replay
+  demiurge worlds`,
 		Args:          cobra.ArbitraryArgs,
 		RunE:          groupRunE,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			level := slog.LevelWarn
+			// Without -v only errors are logged: what goes wrong in a turn
+			// (a retried model call, say) is shown by the command itself.
+			level := slog.LevelError
 			if a.verbose {
 				level = slog.LevelDebug
 			}
@@ -194,7 +202,6 @@ Exit codes:
 			return nil
 		},
 	}
-	root.CompletionOptions.DisableDefaultCmd = true
 	root.SetIn(a.in)
 	root.SetOut(a.out)
 	root.SetErr(a.err)
@@ -206,7 +213,7 @@ Exit codes:
 	})
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.storeDir, "store", storeDefault, "the store: a `DIR`ectory, or a postgres:// URL (env "+storeEnv+")")
-	pf.BoolVarP(&a.verbose, "verbose", "v", false, "log debug messages on stderr")
+	pf.BoolVarP(&a.verbose, "verbose", "v", false, "log debug messages on stderr (without it, only errors are logged)")
 
 	root.AddCommand(
 		newVersionCommand(a),
@@ -226,8 +233,72 @@ Exit codes:
 		newShCommand(a, getenv),
 		newWorkspaceCommand(a),
 		newMCPCommand(a, getenv),
+		newWorldsCommand(a),
 	)
+	initCompletionCommand(root)
+	registerCompletions(a, root)
 	return root
+}
+
+// initCompletionCommand adds cobra's completion command (bash, zsh, fish,
+// powershell) with the usage errors and examples of the other commands.
+func initCompletionCommand(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		c.Args, c.RunE = cobra.ArbitraryArgs, groupRunE
+		c.Example = `  # bash: load completions now, or for every new shell
+  source <(demiurge completion bash)
+  demiurge completion bash > ~/.local/share/bash-completion/completions/demiurge
+  # zsh
+  demiurge completion zsh > "${fpath[1]}/_demiurge"
+  # fish
+  demiurge completion fish > ~/.config/fish/completions/demiurge.fish`
+		for _, sh := range c.Commands() {
+			sh.Args = wantArgs(0, 0)
+			sh.Example = completionExamples[sh.Name()]
+		}
+	}
+}
+
+// completionExamples are the examples of the completion commands.
+var completionExamples = map[string]string{
+	"bash":       "  source <(demiurge completion bash)\n  demiurge completion bash > ~/.local/share/bash-completion/completions/demiurge",
+	"zsh":        "  demiurge completion zsh > \"${fpath[1]}/_demiurge\"",
+	"fish":       "  demiurge completion fish > ~/.config/fish/completions/demiurge.fish",
+	"powershell": "  demiurge completion powershell | Out-String | Invoke-Expression",
+}
+
+// completeWorlds completes --world with the worlds of the store.
+func completeWorlds(a *app) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return func(cmd *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+		s, err := a.openStore(cmd.Context(), true)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		defer s.Close()
+		names, _ := s.Journal().Worlds(cmd.Context())
+		var out []string
+		for _, n := range names {
+			if strings.HasPrefix(n, prefix) {
+				out = append(out, n)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// registerCompletions completes the flags whose values the store knows
+// (--world) in every command that has them.
+func registerCompletions(a *app, c *cobra.Command) {
+	if c.Flags().Lookup("world") != nil {
+		_ = c.RegisterFlagCompletionFunc("world", completeWorlds(a))
+	}
+	for _, sub := range c.Commands() {
+		registerCompletions(a, sub)
+	}
 }
 
 // groupRunE is the RunE of a command that only groups subcommands: with

@@ -56,13 +56,26 @@ func newRunCommand(a *app, getenv func(string) string) *cobra.Command {
 		Use:   "run MANIFEST [-m TEXT] [--world W] [--chat ID] [--llm PROVIDER|cassette:DIR]",
 		Short: "Chat with the Demiurge agent of a world",
 		Long: `Run the agent world at MANIFEST (examples/demiurge, or your own AIR built on
-it) and chat with it: each line you type is a user message; the model's text
-streams as it comes, each tool call shows its name, arguments, ok or error
-and duration, and each turn ends with its tokens and cost. /compact
-summarizes the oldest part of the transcript now (the chat does so by
-itself when a request would fill most of the model's window). /quit or Ctrl-C
-stops cleanly; the journal keeps everything. With -m the one message is
-sent, answered, and run exits.
+it) and chat with it: each line you type is a user message (a line editor:
+arrows, history kept in the store's directory, a trailing \ goes on on the
+next line); the model's text streams as it comes, a progress line says what
+runs and for how long, each tool call shows its name, arguments, ok or error,
+duration and the first lines of its result (all of it with -v, or /show N),
+and each turn ends with its tokens and cost. Lines that start with / are
+commands, never sent to the model: /help lists them (/tools, /model, /cost,
+/trace, /show, /compact, /world, /quit). Ctrl-C during a turn stops the turn
+(the journal records it; a second Ctrl-C within a second quits); Ctrl-D, or
+Ctrl-C twice at the prompt, quits. With -m the one message is sent, answered,
+and run exits; with stdin not a terminal each line is a message, with no
+banner or prompts. A turn a killed process left running is resumed first.
+--json prints each turn's events as JSON Lines instead (docs/run-json.schema.json).
+
+--require-approval TOOL (repeatable; * for every tool) makes the chat's calls
+of TOOL wait for your approval before they run (and calls of bash, which can
+run TOOL as a command): --approve ask (the default) asks at the terminal
+(y, n REASON, or a: always for this tool in this run); without a terminal
+the call waits in the world, run exits 5, and "demiurge approve" or "deny"
+answers it, now or later. --approve always and never answer alone.
 
 Everything is journaled in the store (--store) under world W (--world,
 default main), chat ID (--chat, default main). Running again with the same
@@ -93,15 +106,26 @@ With -m, the exit code says how the turn ended:
   3  a guard stopped the turn (max_rounds, max_repeats, token_budget)
   4  the answer is incomplete: cut by the output token limit or a
      content filter
+  5  a call waits for approval (demiurge approve or deny answers it)
+  130  Ctrl-C stopped the turn
 
 The agent's tools: introspect_* (the world's manifest, schemas, modules,
 state, journal head), workspace_* (versioned files in the store), the tools
 of the MCP servers the manifest declares (mcp_servers: started with the run,
 named <server>_<tool> unless aliased; "demiurge mcp ls" lists them) and bash
 (a sandboxed script in which every tool is a command).`,
+		Example: `  # offline: the model's answers come from the demo session's recording
+  demiurge run examples/demiurge --llm cassette:testdata/sessions/demo -m "Write a hello note and show it to me."
+  # chat at the prompt, with $OPENAI_API_KEY set
+  demiurge run examples/demiurge --model gpt-5-mini
+  # a local OpenAI-compatible server; another world and chat
+  demiurge run examples/demiurge --llm openai-chat --base-url http://localhost:11434/v1 --model qwen3 --world w2 --chat review -m "What is in the workspace?"`,
 		Args: wantArgs(1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.manifest = args[0]
+			if err := f.validate(cmd); err != nil {
+				return err
+			}
 			if err := f.check(true); err != nil {
 				return err
 			}

@@ -150,7 +150,7 @@ func TestRunCompacts(t *testing.T) {
 	if !strings.Contains(tr.stdout, "compaction call: gpt-test") || !strings.Contains(tr.stdout, "note: compacted transcript items") {
 		t.Errorf("trace:\n%s", tr.stdout)
 	}
-	rp := run(t, env, "", "--store", store, "replay", "-m", manifest)
+	rp := run(t, env, "", "--store", store, "replay", "--manifest", manifest)
 	if rp.code != exitOK {
 		t.Errorf("replay: exit %d\n%s%s", rp.code, rp.stdout, rp.stderr)
 	}

@@ -23,9 +23,10 @@ func newSendCommand(a *app) *cobra.Command {
 		value   string
 		wait    time.Duration
 		quiet   bool
+		asJSON  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "send --manifest M [--world W] --schema S --value JSON",
+		Use:   "send --manifest M [--world W] --schema S --value JSON [-q] [--json]",
 		Short: "Send a domain event to a world and run it until idle",
 		Long: `Open world W (creating it on first use) with the AIR at M, send one domain
 event of schema S, and run the world until no effect is in flight, or until
@@ -38,7 +39,16 @@ does not fit the schema is refused and nothing is journaled.
 What the event caused is printed as a timeline, one record a line (see
 "demiurge trace"); -q prints only the new journal head. Reopening a world
 re-derives its journal first; if the code no longer derives the same records,
-the divergence is reported and nothing is sent.`,
+the divergence is reported and nothing is sent.
+
+With --json, each record is one JSON object a line, as "demiurge trace
+--records --json" prints it but without the hash: {"seq", "kind",
+"payload"} ("demiurge journal dump --json" has the hashes); with -q too,
+one object {"world", "seq", "hash"} for the new head. If effects are still
+in flight after --wait, a note says so on stderr.`,
+		Example: `  demiurge send --manifest examples/counter --schema counter/Event@1 --value '{"Start": {"target": 2}}'
+  demiurge send --manifest examples/counter --schema counter/Event@1 --value '"Tick"' -q
+  demiurge send --manifest examples/timer --world t1 --schema timer/Event@1 --value '{"Start": {"deliver_at_ns": 1000000, "key": "hello"}}' --json`,
 		Args: wantArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if err := wf.check(true); err != nil {
@@ -64,10 +74,10 @@ the divergence is reported and nothing is sent.`,
 				return err
 			}
 			defer closeStore(s, &err)
-			tr := replay.NewTracer(a.out, replay.TraceOptions{CAS: s.CAS()})
+			tr := replay.NewTracer(a.out, replay.TraceOptions{CAS: s.CAS(), JSON: asJSON})
 			ctx := cmd.Context()
 			if pg := s.Postgres(); pg != nil {
-				return sendRemote(ctx, a, pg, cat, wf.world, schemaN, value, wait, quiet, tr)
+				return sendRemote(ctx, a, pg, cat, wf.world, schemaN, value, wait, quiet, asJSON, tr)
 			}
 			st, err := storage(s)
 			if err != nil {
@@ -102,12 +112,22 @@ the divergence is reported and nothing is sent.`,
 				if errors.Is(err, context.DeadlineExceeded) {
 					var n int
 					w.View(func(m *world.Machine) { n = len(m.Pending()) })
-					fmt.Fprintf(a.out, "still running after %s: %d effects in flight (they resume when the world reopens)\n", wait, n)
+					note := a.out
+					if asJSON {
+						note = a.err
+					}
+					fmt.Fprintf(note, "still running after %s: %s in flight (they resume when the world reopens)\n", wait, plural(n, "effect"))
+					if quiet && asJSON {
+						writeJSONLine(a.out, headJSON{World: wf.world, Seq: w.Head().Seq, Hash: w.Head().Hash.String()})
+					}
 					return nil
 				}
 				return err
 			}
-			if quiet {
+			switch {
+			case quiet && asJSON:
+				writeJSONLine(a.out, headJSON{World: wf.world, Seq: w.Head().Seq, Hash: w.Head().Hash.String()})
+			case quiet:
 				fmt.Fprintf(a.out, "%s\n", w.Head())
 			}
 			return nil
@@ -124,12 +144,24 @@ shows it, wherever the world runs.`
 	cmd.Flags().StringVar(&value, "value", "", "the event's value as `JSON`")
 	cmd.Flags().DurationVar(&wait, "wait", 30*time.Second, "how long to run the world after sending")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the journal head")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (the shapes are above)")
 	return cmd
+}
+
+// headJSON is a world's journal head in JSON.
+type headJSON struct {
+	World string `json:"world"`
+	Seq   uint64 `json:"seq"`
+	Hash  string `json:"hash"`
 }
 
 // sendRemote sends an event to a world of a PostgreSQL store through its
 // inbox and follows its journal until the world is idle.
-func sendRemote(ctx context.Context, a *app, pg *pgstore.Store, cat *schema.Catalog, name, schemaN, value string, wait time.Duration, quiet bool, tr *replay.Tracer) error {
+func sendRemote(ctx context.Context, a *app, pg *pgstore.Store, cat *schema.Catalog, name, schemaN, value string, wait time.Duration, quiet, asJSON bool, tr *replay.Tracer) error {
+	note := a.out
+	if asJSON {
+		note = a.err
+	}
 	r, err := cluster.Attach(ctx, cluster.RemoteOptions{Store: pg, Name: name, Catalog: cat, Reducers: newRegistry(),
 		OnCommit: func(recs []journal.Record) {
 			if quiet {
@@ -146,19 +178,22 @@ func sendRemote(ctx context.Context, a *app, pg *pgstore.Store, cat *schema.Cata
 	defer cancel()
 	if _, err := r.SendJSON(wctx, schemaN, []byte(value)); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			fmt.Fprintf(a.out, "not journaled after %s: no worker took world %s yet (start one: demiurge worker --store …); the message waits in its inbox\n", wait, name)
+			fmt.Fprintf(note, "not journaled after %s: no worker took world %s yet (start one: demiurge worker --store …); the message waits in its inbox\n", wait, name)
 			return nil
 		}
 		return fmt.Errorf("send: %w", err)
 	}
 	if err := r.WaitIdle(wctx); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			fmt.Fprintf(a.out, "still running after %s on the world's worker\n", wait)
+			fmt.Fprintf(note, "still running after %s on the world's worker\n", wait)
 			return nil
 		}
 		return err
 	}
-	if quiet {
+	switch {
+	case quiet && asJSON:
+		writeJSONLine(a.out, headJSON{World: name, Seq: r.Head().Seq, Hash: r.Head().Hash.String()})
+	case quiet:
 		fmt.Fprintf(a.out, "%s\n", r.Head())
 	}
 	return nil

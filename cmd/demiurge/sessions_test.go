@@ -114,7 +114,7 @@ func recordSession(t *testing.T, s recordedSession, dir string) {
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	if r := run(t, nil, "", "--store", store, "export", "-m", "../../examples/demiurge", dir); r.code != 0 {
+	if r := run(t, nil, "", "--store", store, "export", "--manifest", "../../examples/demiurge", dir); r.code != 0 {
 		t.Fatalf("export: %s", r.stderr)
 	}
 	_ = os.Remove(filepath.Join(dir, "trace.txt"))

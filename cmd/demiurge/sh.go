@@ -54,6 +54,10 @@ Exit codes: the script's own exit status (0 when it succeeds; 2 a syntax
 error or unsupported syntax; 124 its time limit, --timeout; 127 an unknown
 command; 1 or the command's status for a failed command), or the usual 1 and
 2 of demiurge when the world cannot be opened or the command line is wrong.`,
+		Example: `  demiurge sh -c 'echo hello | tr a-z A-Z'
+  demiurge sh --manifest examples/demiurge -c 'workspace_write --path notes/a.md --content hi; workspace_list | jq -r ".entries[].path"'
+  demiurge sh --manifest examples/demiurge script.sh
+  demiurge sh --prompt`,
 		Args: wantArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if err := wf.check(false); err != nil {

@@ -67,7 +67,7 @@ func TestShPrompt(t *testing.T) {
 		t.Errorf("prompt without a world: stdout %q, stderr %q", r.stdout, r.stderr)
 	}
 	counter := filepath.Join("..", "..", "examples", "counter")
-	r = mustRun(t, exitOK, "", "--store", filepath.Join(t.TempDir(), "store"), "sh", "--prompt", "-m", counter)
+	r = mustRun(t, exitOK, "", "--store", filepath.Join(t.TempDir(), "store"), "sh", "--prompt", "--manifest", counter)
 	for _, name := range []string{"introspect_manifest", "introspect_state"} {
 		if !strings.Contains(r.stdout, name) {
 			t.Errorf("prompt with the counter world lacks %s: %q", name, r.stdout)
@@ -81,7 +81,7 @@ func TestShWorld(t *testing.T) {
 	t.Parallel()
 	store := filepath.Join(t.TempDir(), "store")
 	counter := filepath.Join("..", "..", "examples", "counter")
-	r := mustRun(t, exitOK, "", "--store", store, "sh", "-m", counter, "--world", "c1", "-c",
+	r := mustRun(t, exitOK, "", "--store", store, "sh", "--manifest", counter, "--world", "c1", "-c",
 		`introspect_journal_head | jq -r '"\(.world) \(.height)"'`)
 	if r.stdout != "c1 1\n" || r.stderr != "" {
 		t.Errorf("stdout %q, stderr %q", r.stdout, r.stderr)

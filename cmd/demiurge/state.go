@@ -33,6 +33,9 @@ and the store; nothing is run. With --manifest the state is printed in the
 sugar JSON of its schema (the form "send --value" reads); without, as plain
 JSON of its canonical value. With --json each cell is one JSON object
 {"reducer", "key", "state_ref", "state"}. Opens the store read-only.`,
+		Example: `  demiurge state
+  demiurge state --manifest examples/counter --reducer counter/Counter@1
+  demiurge state --reducer demiurge/Chat@2 --key main --json | jq .state.usage`,
 		Args: wantArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if err := wf.check(false); err != nil {

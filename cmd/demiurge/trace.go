@@ -36,7 +36,10 @@ Otherwise, or with --records, it prints every record as a timeline: the
 events that came in with their time, what each caused (reducer states,
 events, plans started and ended, effects and their receipts, denials), one
 record a line; with --json, one JSON object per record with its seq, kind,
-hash and decoded payload. Opens the store read-only.
+hash and decoded payload.
+
+Trace needs no AIR (it takes no --manifest): the records, and the blobs
+they name, are all in the store or the bundle. Opens the store read-only.
 
 With --follow (-f), trace goes on printing what is committed to the world as
 it lands, until Ctrl-C: the lines of a turn as its model and tool calls
@@ -45,6 +48,10 @@ while another process writes the store (a running "demiurge run"), reading
 through that process what it has made durable; when that process stops, it
 says so on stderr and reads on from the file, and from the next process that
 writes the store.`,
+		Example: `  demiurge trace
+  demiurge trace --json | jq -c '{request_id, user}'
+  demiurge trace testdata/sessions/demo --records
+  demiurge trace --follow`,
 		Args: wantArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			ctx := cmd.Context()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/demiurge-dev/demiurge/agent/session"
 )
@@ -23,6 +24,28 @@ func finishText(f string) string {
 		return "cut off by the provider (" + f + ")"
 	}
 	return f
+}
+
+// msDuration formats a duration given in milliseconds as run prints
+// durations (roundDuration: Go's form, to a precision that fits it), so
+// that every command people read shows time one way: 2ms, 12.421s, 41µs.
+func msDuration(ms float64) string {
+	return roundDuration(time.Duration(ms * float64(time.Millisecond)))
+}
+
+// statusDetail is the output of a call that did not succeed without the
+// status it starts with: the chat writes "error: …", "error (exit 1) …" or
+// "denied: …" for the model, and the lines people read name the status
+// already ("✗ bash error in 2ms: (exit 1) …", not "error: error …").
+func statusDetail(status, output string) string {
+	word := strings.ReplaceAll(status, "_", " ") // not_run writes "not run: …"
+	if rest, ok := strings.CutPrefix(output, word+": "); ok {
+		return rest
+	}
+	if rest, ok := strings.CutPrefix(output, word+" ("); ok {
+		return "(" + rest
+	}
+	return output
 }
 
 // costText formats a cost in micro-USD, or says it is unknown.
@@ -85,25 +108,25 @@ func turnLines(t *session.Turn) (lines []string, stable int) {
 	add("  user: %s", clipLine(t.User, 200))
 	for round, r := range t.Rounds {
 		if m := r.Compaction; m != nil {
-			add("  compaction call: %s, %.1f ms, %s", m.Model, m.LatencyMS, costText(m.CostMicroUSD, m.CostUnknown))
+			add("  compaction call: %s, %s, %s", m.Model, msDuration(m.LatencyMS), costText(m.CostMicroUSD, m.CostUnknown))
 		}
 		if m := r.Model; m != nil {
 			if m.Error != "" {
-				add("  model call %d: failed after %.1f ms: %s", round+1, m.LatencyMS, clipLine(m.Error, 200))
+				add("  model call %d: failed after %s: %s", round+1, msDuration(m.LatencyMS), clipLine(m.Error, 200))
 			} else {
 				tokens := fmt.Sprintf("%d tokens in (%d cached), %d out (%d reasoning)", m.InputTokens, m.CachedTokens, m.OutputTokens, m.Reasoning)
 				if m.UsageUnknown {
 					tokens = "tokens unknown (the provider reported no usage)"
 				}
-				add("  model call %d: %s, %.1f ms, %s, %s, %s",
-					round+1, m.Model, m.LatencyMS, tokens, costText(m.CostMicroUSD, m.CostUnknown), finishText(m.Finish))
+				add("  model call %d: %s, %s, %s, %s, %s",
+					round+1, m.Model, msDuration(m.LatencyMS), tokens, costText(m.CostMicroUSD, m.CostUnknown), finishText(m.Finish))
 			}
 			for _, f := range m.Retried {
 				what := f.Kind
 				if f.Status != 0 {
 					what = fmt.Sprintf("HTTP %d", f.Status)
 				}
-				add("    attempt %d failed (%s: %s), retried after %d ms", f.Attempt, what, clipLine(f.Message, 160), f.WaitMS)
+				add("    attempt %d failed (%s: %s), retried after %s", f.Attempt, what, clipLine(f.Message, 160), msDuration(float64(f.WaitMS)))
 			}
 		}
 		for _, tc := range r.Calls {
@@ -111,13 +134,13 @@ func turnLines(t *session.Turn) (lines []string, stable int) {
 			fmt.Fprintf(&b, "    %s %s", tc.Tool, clipLine(tc.Arguments, 120))
 			switch tc.Status {
 			case "ok":
-				fmt.Fprintf(&b, " → ok in %.1f ms, %d bytes", tc.LatencyMS, len(tc.Output))
+				fmt.Fprintf(&b, " → ok in %s, %s", msDuration(tc.LatencyMS), plural(len(tc.Output), "byte"))
 			case "requested":
 				fmt.Fprintf(&b, " → requested, no output yet")
 				unstable = unstable || running
 			default:
 				if tc.Rejected {
-					fmt.Fprintf(&b, " → rejected before running: %s", clipLine(tc.Output, 160))
+					fmt.Fprintf(&b, " → rejected before running: %s", clipLine(statusDetail(tc.Status, tc.Output), 160))
 					add("%s", b.String())
 					continue
 				}
@@ -128,14 +151,19 @@ func turnLines(t *session.Turn) (lines []string, stable int) {
 				}
 				fmt.Fprintf(&b, " → %s", tc.Status)
 				if tc.LatencyMS > 0 {
-					fmt.Fprintf(&b, " in %.1f ms", tc.LatencyMS)
+					fmt.Fprintf(&b, " in %s", msDuration(tc.LatencyMS))
 				}
-				fmt.Fprintf(&b, ": %s", clipLine(tc.Output, 160))
+				fmt.Fprintf(&b, ": %s", clipLine(statusDetail(tc.Status, tc.Output), 160))
 			}
 			if len(tc.SubCalls) > 0 {
 				fmt.Fprintf(&b, " (commands: %s)", strings.Join(tc.SubCalls, ", "))
 			}
 			add("%s", b.String())
+			if tc.Status == "ok" {
+				for l := range strings.Lines(outputPreview(tc.Output, "      │ ", 2)) {
+					add("%s", strings.TrimSuffix(l, "\n"))
+				}
+			}
 		}
 	}
 	unstable = unstable || running
@@ -164,4 +192,23 @@ func turnLines(t *session.Turn) (lines []string, stable int) {
 	cost, unknown := t.Cost()
 	add("  turn cost: %s", costText(cost, unknown))
 	return lines, stable
+}
+
+// outputPreview is the first lines of a tool's output, each cut and
+// prefixed, with how many lines are left out.
+func outputPreview(out, prefix string, lines int) string {
+	out = strings.TrimRight(out, "\n")
+	if out == "" {
+		return ""
+	}
+	all := strings.Split(out, "\n")
+	var b strings.Builder
+	for i, l := range all {
+		if i == lines {
+			fmt.Fprintf(&b, "%s… %s more\n", prefix, plural(len(all)-i, "line"))
+			break
+		}
+		fmt.Fprintf(&b, "%s%s\n", prefix, clipLine(l, 120))
+	}
+	return b.String()
 }

@@ -28,6 +28,8 @@ With --json a single JSON object goes to stdout instead.
 
 The command exits 1 if there is any error, 0 otherwise (warnings included).
 It does not use the store.`,
+		Example: `  demiurge validate examples/counter
+  demiurge validate --json examples/demiurge/manifest.air.json`,
 		Args: wantArgs(1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.validate(args[0], asJSON)

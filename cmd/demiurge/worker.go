@@ -43,6 +43,9 @@ leases are released, so other workers take them at once.
 The model is reached as "demiurge run" reaches it (--llm, --base-url,
 $OPENAI_API_KEY, ...): the worker calls it for the agent worlds it runs.
 Stdio MCP servers of a manifest run in the worker's directory.`,
+		Example: `  OPENAI_API_KEY=sk-… demiurge worker --store postgres://localhost/demiurge
+  # the offline demo: the model's answers come from the demo session's recording
+  demiurge worker --store postgres://localhost/demiurge --llm cassette:testdata/sessions/demo --max-worlds 4`,
 		Args: wantArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if !store.IsURL(a.storeDir) {

@@ -27,6 +27,8 @@ by the built-in reducer sys/Workspace@1, its files and directories are blobs
 and tree nodes in the store. "ls", "cat" and "export" read a version (the
 latest, or --version N) from the journal and the store, opening the store
 read-only; "import" records a host directory as a new version.`,
+		Example: `  demiurge workspace ls -r
+  demiurge workspace cat notes/hello.md`,
 		Args: cobra.ArbitraryArgs,
 		RunE: groupRunE,
 	}

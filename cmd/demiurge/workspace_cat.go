@@ -15,6 +15,8 @@ func newWorkspaceCatCommand(a *app) *cobra.Command {
 		Short: "Write a file of a workspace to stdout",
 		Long: `Write the bytes of the file PATH of a workspace of world W, at its latest
 version or at --version N, to stdout, unchanged. Opens the store read-only.`,
+		Example: `  demiurge workspace cat notes/hello.md
+  demiurge workspace cat --version 1 notes/hello.md`,
 		Args: wantArgs(1, 1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if err := f.check(); err != nil {

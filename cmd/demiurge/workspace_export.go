@@ -24,6 +24,8 @@ nothing is written, unless --force: then files are overwritten (never
 through a symbolic link, and never a directory). Files of DIR that are not
 in the workspace are left alone. Nothing is ever written outside DIR.
 Opens the store read-only.`,
+		Example: `  demiurge workspace export out
+  demiurge workspace export --version 1 --force out`,
 		Args: wantArgs(1, 1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if err := f.check(); err != nil {

@@ -112,13 +112,13 @@ func TestWorkspaceRoundTrip(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "src")
 	writeTree(t, src, "a", "1", "b/c*", "2", "b/d/", "", "é/ü.txt", "unicode ☃\n", "big", strings.Repeat("x", 1<<20))
 	st := filepath.Join(t.TempDir(), "store")
-	mustRun(t, exitOK, "", "--store", st, "workspace", "import", "-m", wsManifest, src)
+	mustRun(t, exitOK, "", "--store", st, "workspace", "import", "--manifest", wsManifest, src)
 	out := filepath.Join(t.TempDir(), "out")
 	mustRun(t, exitOK, "", "--store", st, "workspace", "export", out)
 	if a, b := readTree(t, src), readTree(t, out); a != b {
 		t.Fatalf("export differs from the import:\n%.500s\nvs\n%.500s", a, b)
 	}
-	r := mustRun(t, exitOK, "", "--store", st, "workspace", "import", "-m", wsManifest, out)
+	r := mustRun(t, exitOK, "", "--store", st, "workspace", "import", "--manifest", wsManifest, out)
 	if !strings.HasPrefix(r.stdout, "nothing to import: ") {
 		t.Errorf("re-import: %q", r.stdout)
 	}

@@ -45,6 +45,8 @@ cannot be imported — links to directories, sockets, devices, names a
 workspace cannot hold, the store itself — is skipped, and each skipped path
 is reported on stderr. If DIR matches the latest version, nothing is
 recorded.`,
+		Example: `  demiurge workspace import --manifest examples/demiurge src
+  demiurge workspace import --manifest examples/demiurge --world w2 --workspace docs --owner me docs`,
 		Args: wantArgs(1, 1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if err := f.check(); err != nil {
@@ -152,7 +154,7 @@ recorded.`,
 		},
 	}
 	f.add(cmd, false)
-	cmd.Flags().StringVarP(&manifest, "manifest", "m", "", "the world's AIR: manifest.air, manifest.air.json or its `PATH`")
+	addManifestFlag(cmd, &manifest, "the world's AIR: manifest.air, manifest.air.json or its `PATH`")
 	cmd.Flags().StringVar(&owner, "owner", defaultImportOwner, "the `OWNER` recorded with the commit")
 	cmd.Flags().DurationVar(&wait, "wait", 30*time.Second, "how long to run the world after sending the commit")
 	return cmd

@@ -52,7 +52,7 @@ func wsStore(t *testing.T, files ...string) string {
 	src := filepath.Join(t.TempDir(), "src")
 	writeTree(t, src, files...)
 	st := filepath.Join(t.TempDir(), "store")
-	mustRun(t, exitOK, "", "--store", st, "workspace", "import", "-m", wsManifest, src)
+	mustRun(t, exitOK, "", "--store", st, "workspace", "import", "--manifest", wsManifest, src)
 	return st
 }
 
@@ -74,7 +74,7 @@ func TestWorkspaceImport(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := filepath.Join(base, "store")
-	r := mustRun(t, exitOK, "", "--store", st, "workspace", "import", "-m", wsManifest, src)
+	r := mustRun(t, exitOK, "", "--store", st, "workspace", "import", "--manifest", wsManifest, src)
 	if !strings.HasPrefix(r.stdout, "imported "+src+" into workspace default of world main as version 1: 4 files, 3 directories, 26 bytes (root blake3:") {
 		t.Errorf("stdout %q", r.stdout)
 	}
@@ -104,14 +104,14 @@ func TestWorkspaceImport(t *testing.T) {
 	}
 
 	// The same directory again: nothing to record.
-	r = mustRun(t, exitOK, "", "--store", st, "workspace", "import", "-m", wsManifest, src)
+	r = mustRun(t, exitOK, "", "--store", st, "workspace", "import", "--manifest", wsManifest, src)
 	if r.stdout != "nothing to import: "+src+" matches version 1 of workspace default of world main\n" {
 		t.Errorf("reimport: %q", r.stdout)
 	}
 	// A change makes version 2, into another workspace version 1.
 	writeTree(t, src, "a.txt", "ALPHA\n")
-	mustRun(t, exitOK, "", "--store", st, "workspace", "import", "-m", wsManifest, src)
-	mustRun(t, exitOK, "", "--store", st, "workspace", "import", "-m", wsManifest, "--workspace", "other", "--owner", "me", src)
+	mustRun(t, exitOK, "", "--store", st, "workspace", "import", "--manifest", wsManifest, src)
+	mustRun(t, exitOK, "", "--store", st, "workspace", "import", "--manifest", wsManifest, "--workspace", "other", "--owner", "me", src)
 	st2 := mustRun(t, exitOK, "", "--store", st, "state", "--reducer", "sys/Workspace@1", "--json")
 	if strings.Count(st2.stdout, "\n") != 2 || !strings.Contains(st2.stdout, `"key":"default","state_ref":`) || !strings.Contains(st2.stdout, `"latest":2`) || !strings.Contains(st2.stdout, `"owner":"me"`) {
 		t.Errorf("state:\n%s", st2.stdout)
@@ -123,7 +123,7 @@ func TestWorkspaceImport(t *testing.T) {
 
 	// A link out of the directory is refused, and nothing is recorded.
 	writeTree(t, src, "escape", "->"+filepath.Join(base, "store"))
-	r = mustRun(t, exitFailure, "", "--store", st, "workspace", "import", "-m", wsManifest, src)
+	r = mustRun(t, exitFailure, "", "--store", st, "workspace", "import", "--manifest", wsManifest, src)
 	if !strings.Contains(r.stderr, "escape is a symbolic link to "+filepath.Join(base, "store")+", outside "+src+": remove the link") || !strings.Contains(r.stderr, "nothing was recorded") {
 		t.Errorf("link out: %q", r.stderr)
 	}
@@ -136,7 +136,7 @@ func TestWorkspaceImportStoreInside(t *testing.T) {
 	t.Parallel()
 	src := t.TempDir()
 	writeTree(t, src, "f", "x", "link", "->.demiurge/demiurge.db")
-	r := mustRun(t, exitOK, "", "--store", filepath.Join(src, ".demiurge"), "workspace", "import", "-m", wsManifest, src)
+	r := mustRun(t, exitOK, "", "--store", filepath.Join(src, ".demiurge"), "workspace", "import", "--manifest", wsManifest, src)
 	if !strings.Contains(r.stderr, "skipped .demiurge: it is the demiurge store") || !strings.Contains(r.stderr, "skipped link: a symbolic link into the demiurge store") {
 		t.Errorf("stderr %q", r.stderr)
 	}
@@ -160,13 +160,13 @@ func TestWorkspaceImportErrors(t *testing.T) {
 		code int
 		err  string
 	}{
-		{"bad key field", []string{"-m", badKey, src}, exitFailure, `the route of sys/WorkspaceCommit@1 to sys/Workspace@1 has key_field "meta.owner"; it must be "workspace"`},
+		{"bad key field", []string{"--manifest", badKey, src}, exitFailure, `the route of sys/WorkspaceCommit@1 to sys/Workspace@1 has key_field "meta.owner"; it must be "workspace"`},
 		{"no manifest", []string{src}, exitUsage, "--manifest is required"},
-		{"no dir", []string{"-m", wsManifest, filepath.Join(src, "nope")}, exitFailure, "no such file or directory"},
-		{"a file", []string{"-m", wsManifest, file}, exitFailure, "is not a directory"},
-		{"no route", []string{"-m", noRoute, src}, exitFailure, `the manifest does not route sys/WorkspaceCommit@1 to sys/Workspace@1; add {"event": "sys/WorkspaceCommit@1", "reducer": "sys/Workspace@1", "key_field": "workspace"} to routing.events`},
-		{"bad workspace", []string{"-m", wsManifest, "--workspace", "a/b", src}, exitUsage, `--workspace "a/b": a workspace name is 1 to 255 characters`},
-		{"two dirs", []string{"-m", wsManifest, src, src}, exitUsage, "takes 1 argument"},
+		{"no dir", []string{"--manifest", wsManifest, filepath.Join(src, "nope")}, exitFailure, "no such file or directory"},
+		{"a file", []string{"--manifest", wsManifest, file}, exitFailure, "is not a directory"},
+		{"no route", []string{"--manifest", noRoute, src}, exitFailure, `the manifest does not route sys/WorkspaceCommit@1 to sys/Workspace@1; add {"event": "sys/WorkspaceCommit@1", "reducer": "sys/Workspace@1", "key_field": "workspace"} to routing.events`},
+		{"bad workspace", []string{"--manifest", wsManifest, "--workspace", "a/b", src}, exitUsage, `--workspace "a/b": a workspace name is 1 to 255 characters`},
+		{"two dirs", []string{"--manifest", wsManifest, src, src}, exitUsage, "takes 1 argument"},
 	} {
 		st := filepath.Join(t.TempDir(), "store")
 		r := run(t, nil, "", append([]string{"--store", st, "workspace", "import"}, tc.args...)...)

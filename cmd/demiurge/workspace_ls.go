@@ -24,6 +24,8 @@ size in bytes (for a directory, the total of the files under it) and its
 path, directories with a trailing slash. -r lists everything under PATH.
 With --json each entry is one JSON object {"path", "kind", "size", "mode",
 "hash"}. Opens the store read-only.`,
+		Example: `  demiurge workspace ls -r
+  demiurge workspace ls --version 1 --json notes`,
 		Args: wantArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if err := f.check(); err != nil {

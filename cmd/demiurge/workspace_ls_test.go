@@ -42,7 +42,7 @@ func TestWorkspaceLs(t *testing.T) {
 func TestWorkspaceLsNoWorkspaces(t *testing.T) {
 	t.Parallel()
 	st := newStore(t)
-	mustRun(t, exitOK, "", "--store", st, "send", "-m", "../../examples/counter", "--schema", "counter/Event@1", "--value", `"Tick"`)
+	mustRun(t, exitOK, "", "--store", st, "send", "--manifest", "../../examples/counter", "--schema", "counter/Event@1", "--value", `"Tick"`)
 	r := mustRun(t, exitFailure, "", "--store", st, "workspace", "ls")
 	if !strings.Contains(r.stderr, `world main has no workspace "default" (it has no workspaces)`) {
 		t.Errorf("stderr %q", r.stderr)

@@ -2,8 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"net/http"
+	"slices"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -12,6 +18,7 @@ import (
 	"github.com/demiurge-dev/demiurge/effects"
 	"github.com/demiurge-dev/demiurge/internal/store"
 	"github.com/demiurge-dev/demiurge/journal"
+	"github.com/demiurge-dev/demiurge/reducer/demiurge"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/world"
 )
@@ -28,8 +35,33 @@ type worldFlags struct {
 func (f *worldFlags) add(cmd *cobra.Command, manifestUsage string) {
 	cmd.Flags().StringVar(&f.world, "world", defaultWorld, "the world's `NAME` in the store")
 	if manifestUsage != "" {
-		cmd.Flags().StringVarP(&f.manifest, "manifest", "m", "", manifestUsage)
+		addManifestFlag(cmd, &f.manifest, manifestUsage)
 	}
+}
+
+// addManifestFlag adds --manifest to cmd. It has no shorthand: -m is
+// --message in run. The old spelling -m still sets it, with a warning on
+// stderr, until the next release.
+func addManifestFlag(cmd *cobra.Command, p *string, usage string) {
+	cmd.Flags().StringVar(p, "manifest", "", usage)
+	f := cmd.Flags().VarPF(&oldManifestFlag{p: p, cmd: cmd}, "manifest-m", "m", "deprecated spelling of --manifest")
+	f.Hidden = true
+}
+
+// oldManifestFlag is -m where it meant --manifest: it sets the manifest and
+// warns that the spelling is going away.
+type oldManifestFlag struct {
+	p   *string
+	cmd *cobra.Command
+}
+
+func (f *oldManifestFlag) String() string { return *f.p }
+func (f *oldManifestFlag) Type() string   { return "string" }
+
+func (f *oldManifestFlag) Set(v string) error {
+	fmt.Fprintln(f.cmd.ErrOrStderr(), "demiurge: -m for --manifest is deprecated; use --manifest")
+	*f.p = v
+	return nil
 }
 
 func (f *worldFlags) check(needManifest bool) error {
@@ -83,6 +115,29 @@ func adapters() map[string]effects.Adapter {
 	return builtin.Adapters(&http.Client{})
 }
 
+// storedCatalog rebuilds, from the store, the catalog of the manifest
+// world name last recorded: a world stores its manifest and every def it
+// pins when it records it (schema.LoadFromCAS). A world without records
+// is an error.
+func storedCatalog(ctx context.Context, s *store.Handle, name string) (*schema.Catalog, error) {
+	ref, err := worldManifest(ctx, s.Journal(), name)
+	if err != nil {
+		return nil, err
+	}
+	if ref == "" {
+		return nil, fmt.Errorf("world %s has no records in store %s", name, s.Dir())
+	}
+	r, err := cas.ParseRef(ref)
+	if err != nil {
+		return nil, fmt.Errorf("world %s: manifest record: %w", name, err)
+	}
+	cat, err := schema.LoadFromCAS(ctx, s.CAS(), r, &schema.LoadOptions{Reducers: newRegistry().Names()})
+	if err != nil {
+		return nil, fmt.Errorf("world %s: %w (give the world's AIR with --manifest)", name, err)
+	}
+	return cat, nil
+}
+
 // worldManifest returns the manifest ref a world last recorded, or the
 // zero ref if it has none.
 func worldManifest(ctx context.Context, j journal.Reader, name string) (ref string, err error) {
@@ -107,4 +162,196 @@ func localStorage(s *store.Handle, op string) (world.Storage, error) {
 		return nil, fmt.Errorf("%s runs the world in this process, but in a PostgreSQL store (%s) worlds run on workers (demiurge worker), one owner each: send events with demiurge send, chat with demiurge run", op, s.Dir())
 	}
 	return storage(s)
+}
+
+func newWorldsCommand(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "worlds [--json]",
+		Short: "List the worlds of the store, and the chats of agent worlds",
+		Long: `List every world of the store, in name order: its records, its journal head,
+the manifest it last ran, and its last activity (the stamp of its newest
+input: an event sent to it or an effect's receipt). For an agent world, each
+chat follows on its own line: its model, its turns (user messages and
+compactions), the tokens its model calls used and what they cost, and
+whether a turn is running. It reads the chats' states; run "demiurge trace"
+for the turns themselves.
+
+With --json, one JSON object a line per world:
+  {"world", "records", "head", "manifest", "last_activity" (RFC 3339, UTC;
+   absent if the world had no input), "last_activity_ns",
+   "chats": [{"chat", "provider", "model", "turns", "running",
+              "usage": {"prompt", "completion", "cached", "reasoning"},
+              "cost_microusd", "cost_unknown" (model calls without a price),
+              "usage_unknown" (model calls without usage)}]}
+"chats" is empty for a world without chats. Opens the store read-only.`,
+		Example: `  demiurge worlds
+  demiurge worlds --json | jq -c '{world, records, chats: [.chats[].chat]}'`,
+		Args: wantArgs(0, 0),
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			s, err := a.openStore(cmd.Context(), true)
+			if err != nil {
+				return err
+			}
+			defer closeStore(s, &err)
+			defer func() { err = explainMissing(cmd.Context(), s, err) }()
+			ctx := cmd.Context()
+			names, err := s.Journal().Worlds(ctx)
+			if err != nil {
+				return fmt.Errorf("worlds: %w", err)
+			}
+			if len(names) == 0 && !asJSON {
+				_, err := fmt.Fprintf(a.out, "no worlds in store %s\n", s.Dir())
+				return err
+			}
+			for _, name := range names {
+				ws, err := readWorldSummary(ctx, s, name)
+				if err != nil {
+					return fmt.Errorf("worlds: %w", err)
+				}
+				if asJSON {
+					b, err := json.Marshal(ws)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(a.out, "%s\n", b)
+					continue
+				}
+				ws.write(a.out)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per world (the shape is above)")
+	return cmd
+}
+
+// worldSummary is what demiurge worlds says of a world.
+type worldSummary struct {
+	World          string        `json:"world"`
+	Records        uint64        `json:"records"`
+	Head           string        `json:"head"`
+	Manifest       string        `json:"manifest"`
+	LastActivity   string        `json:"last_activity,omitempty"`
+	LastActivityNS uint64        `json:"last_activity_ns,omitempty"`
+	Chats          []chatSummary `json:"chats"`
+}
+
+// chatSummary is what demiurge worlds says of a chat, from its state.
+type chatSummary struct {
+	Chat         string     `json:"chat"`
+	Provider     string     `json:"provider,omitempty"`
+	Model        string     `json:"model,omitempty"`
+	Turns        uint64     `json:"turns"`
+	Running      bool       `json:"running"`
+	Usage        tokenUsage `json:"usage"`
+	CostMicroUSD uint64     `json:"cost_microusd"`
+	CostUnknown  uint64     `json:"cost_unknown"`
+	UsageUnknown uint64     `json:"usage_unknown"`
+}
+
+// tokenUsage is demiurge.TokenUsage in JSON.
+type tokenUsage struct {
+	Prompt     uint64 `json:"prompt"`
+	Completion uint64 `json:"completion"`
+	Cached     uint64 `json:"cached"`
+	Reasoning  uint64 `json:"reasoning"`
+}
+
+// readWorldSummary reads a world's journal for its summary: the newest
+// input's stamp and each chat's newest state.
+func readWorldSummary(ctx context.Context, s *store.Handle, name string) (*worldSummary, error) {
+	ws := &worldSummary{World: name, Chats: []chatSummary{}}
+	var lastInput uint64          // seq of the newest input with a stamp
+	chats := map[string]cas.Ref{} // chat → its newest state (zero once deleted)
+	err := s.Journal().Read(ctx, name, 1, func(r journal.Record) error {
+		ws.Records, ws.Head = r.Seq, r.Hash.String()
+		switch {
+		case r.Kind == world.KindManifest:
+			in, err := world.DecodeInput(r)
+			if err != nil {
+				return err
+			}
+			ws.Manifest = in.Manifest.String()
+		case world.IsInput(r.Kind):
+			lastInput = r.Seq
+		case r.Kind == world.KindState:
+			sr, err := world.DecodeState(r)
+			if err != nil {
+				return err
+			}
+			if id, ok := sr.Key.(string); ok && demiurge.IsModule(sr.Reducer) {
+				chats[id] = sr.State
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if lastInput > 0 {
+		// Only the newest input is decoded: receipts can be large.
+		err := s.Journal().Read(ctx, name, lastInput, func(r journal.Record) error {
+			in, err := world.DecodeInput(r)
+			if err != nil {
+				return err
+			}
+			ws.LastActivityNS = in.Stamp.NowNS
+			ws.LastActivity = time.Unix(0, int64(in.Stamp.NowNS)).UTC().Format(time.RFC3339Nano)
+			return errStopRead
+		})
+		if err != nil && !errors.Is(err, errStopRead) {
+			return nil, err
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(chats)) {
+		ref := chats[id]
+		if !ref.Valid() {
+			continue
+		}
+		var st demiurge.StateView
+		if err := cas.GetNode(ctx, s.CAS(), ref, &st); err != nil {
+			return nil, fmt.Errorf("world %s: state of chat %s: %w", name, id, err)
+		}
+		c := chatSummary{Chat: id, Turns: st.LastRequestID, Running: st.Turn != nil,
+			Usage:        tokenUsage(st.Usage),
+			CostMicroUSD: st.CostMicroUSD, CostUnknown: st.CostUnknown, UsageUnknown: st.UsageUnknown}
+		if st.Settings != nil {
+			c.Provider, c.Model = st.Settings.Provider, st.Settings.Model
+		}
+		ws.Chats = append(ws.Chats, c)
+	}
+	return ws, nil
+}
+
+// errStopRead ends a journal read early.
+var errStopRead = errors.New("stop reading")
+
+// write prints a world's summary for people.
+func (ws *worldSummary) write(w io.Writer) {
+	last := "no input yet"
+	if ws.LastActivity != "" {
+		last = "last activity " + time.Unix(0, int64(ws.LastActivityNS)).UTC().Format("2006-01-02 15:04:05 UTC")
+	}
+	manifest := ""
+	if r, err := cas.ParseRef(ws.Manifest); err == nil {
+		manifest = ", manifest " + r.Short()
+	}
+	fmt.Fprintf(w, "%s: %s, %s%s\n", ws.World, plural(int(ws.Records), "record"), last, manifest)
+	for _, c := range ws.Chats {
+		model := ""
+		if c.Model != "" {
+			model = " (" + c.Model + ")"
+		}
+		u := c.Usage
+		line := fmt.Sprintf("  chat %s%s: %s, %d tokens in (%d cached), %d out (%d reasoning), %s",
+			c.Chat, model, plural(int(c.Turns), "turn"), u.Prompt, u.Cached, u.Completion, u.Reasoning, costText(c.CostMicroUSD, c.CostUnknown > 0))
+		if c.UsageUnknown > 0 {
+			line += fmt.Sprintf(", usage unknown for %s", plural(int(c.UsageUnknown), "model call"))
+		}
+		if c.Running {
+			line += "; a turn is running"
+		}
+		fmt.Fprintln(w, line)
+	}
 }

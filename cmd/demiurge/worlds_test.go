@@ -12,7 +12,7 @@ func counterStore(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "store")
 	for _, v := range []string{`{"Start": {"target": 2}}`, `"Tick"`, `"Tick"`} {
-		mustRun(t, 0, "", "--store", dir, "send", "-q", "-m", "../../examples/counter", "--schema", "counter/Event@1", "--value", v)
+		mustRun(t, 0, "", "--store", dir, "send", "-q", "--manifest", "../../examples/counter", "--schema", "counter/Event@1", "--value", v)
 	}
 	return dir
 }
@@ -20,7 +20,7 @@ func counterStore(t *testing.T) string {
 func TestSend(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "store")
-	r := mustRun(t, 0, "", "--store", dir, "send", "-m", "../../examples/counter", "--schema", "counter/Event@1", "--value", `{"Start": {"target": 1}}`)
+	r := mustRun(t, 0, "", "--store", dir, "send", "--manifest", "../../examples/counter", "--schema", "counter/Event@1", "--value", `{"Start": {"target": 1}}`)
 	if !strings.Contains(r.stdout, `state counter/Counter@1 = {"pc":{"$tag":"Counting"},"remaining":1}`) {
 		t.Fatalf("stdout:\n%s", r.stdout)
 	}
@@ -29,10 +29,10 @@ func TestSend(t *testing.T) {
 		code int
 		err  string
 	}{
-		{[]string{"send", "-m", "../../examples/counter", "--schema", "counter/Nope@1", "--value", "1"}, 1, "schema counter/Nope@1 is not in the manifest"},
-		{[]string{"send", "-m", "../../examples/counter", "--schema", "counter/Event@1", "--value", `{"Tick": 3}`}, 1, `variant arm "Tick" is unit and takes no value`},
+		{[]string{"send", "--manifest", "../../examples/counter", "--schema", "counter/Nope@1", "--value", "1"}, 1, "schema counter/Nope@1 is not in the manifest"},
+		{[]string{"send", "--manifest", "../../examples/counter", "--schema", "counter/Event@1", "--value", `{"Tick": 3}`}, 1, `variant arm "Tick" is unit and takes no value`},
 		{[]string{"send", "--schema", "counter/Event@1", "--value", "1"}, 2, "--manifest is required"},
-		{[]string{"send", "-m", "../../examples/counter", "--world", "bad/name", "--schema", "counter/Event@1", "--value", "1"}, 2, "--world"},
+		{[]string{"send", "--manifest", "../../examples/counter", "--world", "bad/name", "--schema", "counter/Event@1", "--value", "1"}, 2, "--world"},
 	} {
 		r := run(t, nil, "", append([]string{"--store", dir}, tc.args...)...)
 		if r.code != tc.code || !strings.Contains(r.stderr, tc.err) {
@@ -57,11 +57,15 @@ func TestReplay(t *testing.T) {
 	t.Parallel()
 	dir := counterStore(t)
 	requireStoreUnchanged(t, dir, func() {
-		r := mustRun(t, 0, "", "--store", dir, "replay", "-m", "../../examples/counter", "--from-genesis")
+		r := mustRun(t, 0, "", "--store", dir, "replay", "--manifest", "../../examples/counter", "--from-genesis")
 		if !strings.HasPrefix(r.stdout, "ok: world main replays to the same bytes: 7 records from genesis") {
 			t.Fatalf("stdout:\n%s", r.stdout)
 		}
-		mustRun(t, 2, "", "--store", dir, "replay")
+		// Without --manifest the AIR is read from the store.
+		if r := mustRun(t, 0, "", "--store", dir, "replay"); !strings.HasPrefix(r.stdout, "ok: world main replays to the same bytes") {
+			t.Fatalf("stdout:\n%s", r.stdout)
+		}
+		mustRun(t, 2, "", "--store", dir, "replay", "--world", "main", filepath.Join(t.TempDir(), "bundle"))
 	})
 }
 
@@ -81,14 +85,14 @@ func TestExportImport(t *testing.T) {
 	dir := counterStore(t)
 	bundle := filepath.Join(t.TempDir(), "bundle")
 	requireStoreUnchanged(t, dir, func() {
-		mustRun(t, 0, "", "--store", dir, "export", "-m", "../../examples/counter", bundle)
+		mustRun(t, 0, "", "--store", dir, "export", "--manifest", "../../examples/counter", bundle)
 	})
-	mustRun(t, 1, "", "--store", dir, "export", "-m", "../../examples/counter", bundle) // not empty
-	mustRun(t, 1, "", "--store", dir, "export", "-m", "../../examples/timer", filepath.Join(t.TempDir(), "b2"))
+	mustRun(t, 1, "", "--store", dir, "export", "--manifest", "../../examples/counter", bundle) // not empty
+	mustRun(t, 1, "", "--store", dir, "export", "--manifest", "../../examples/timer", filepath.Join(t.TempDir(), "b2"))
 	other := filepath.Join(t.TempDir(), "other")
 	r := mustRun(t, 0, "", "--store", other, "import", bundle)
 	if !strings.HasPrefix(r.stdout, "imported world main: 7 records") {
 		t.Fatalf("stdout: %s", r.stdout)
 	}
-	mustRun(t, 0, "", "--store", other, "replay", "-m", "../../examples/counter")
+	mustRun(t, 0, "", "--store", other, "replay", "--manifest", "../../examples/counter")
 }

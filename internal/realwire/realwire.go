@@ -264,10 +264,16 @@ type Server struct {
 	mu        sync.Mutex
 	responses []Response
 	requests  [][]byte
-	// Check, if set, looks at each request before it is answered; a
-	// non-nil error is answered with HTTP 400 and the error's text, as
-	// the provider would refuse it.
-	Check func(seq int, body []byte) error
+	check     func(seq int, body []byte) error
+}
+
+// SetCheck makes check look at each request before it is answered: a
+// non-nil error is answered with HTTP 400 and the error's text, as the
+// provider would refuse it.
+func (s *Server) SetCheck(check func(seq int, body []byte) error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.check = check
 }
 
 // NewServer serves responses, the n-th request getting the n-th response;
@@ -298,9 +304,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	seq := len(s.requests)
 	s.requests = append(s.requests, body)
+	check := s.check
 	s.mu.Unlock()
-	if s.Check != nil {
-		if err := s.Check(seq, body); err != nil {
+	if check != nil {
+		if err := check(seq, body); err != nil {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusBadRequest)
 			b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": err.Error(), "type": "invalid_request_error", "code": "realwire_check"}})

@@ -1,0 +1,100 @@
+// Package agent is the door to demiurge for programs that embed it, and
+// for the demiurge command, which is a shell over it: open an agent
+// world, give it a model and tools, and chat with it, every step
+// journaled and replayable.
+//
+// # Opening a world
+//
+// An agent world is one whose AIR has the chat module demiurge/Chat@2
+// (examples/demiurge is one; copy it and add your own defs). Open loads the
+// AIR, opens or creates the world in its store, starts the MCP servers the
+// manifest declares, and returns a World; Close stops it:
+//
+//	w, err := agent.Open(ctx, "examples/demiurge",
+//		agent.WithDir(".demiurge"),                         // a store on disk; default: memory
+//		agent.WithModel(agent.Model{Name: "gpt-5-mini"}),   // $OPENAI_API_KEY, $OPENAI_BASE_URL
+//		agent.WithTools(getWeather))                        // the program's own tools
+//	if err != nil { ... }
+//	defer w.Close()
+//
+// Everything that is wrong is an error that says what and where (AIR that
+// does not load, a world without a chat module, a model without a key, a
+// tool whose definition is wrong), and leaves the store as it was.
+//
+// The model is a Model: OpenAI's Responses API (the default), Chat
+// Completions for other OpenAI-compatible servers (Provider), an Azure
+// OpenAI resource (its URL as BaseURL), or Cassette(dir), which answers
+// from a recorded session: tests and the offline demo run without a
+// network. What each request holds (the token-limit field, temperature,
+// reasoning) follows what demiurge knows of the model (package
+// adapters/llm), which Model.Options override.
+//
+// # Tools
+//
+// The model has the world's built-in tools as its manifest grants them:
+// introspect_* (read the world), workspace_* (versioned files in the
+// store), bash (a sandboxed script in which every other tool is a command,
+// and the workspace is the file system), and the tools of its MCP servers.
+// WithTools adds the program's own: any tools.Tool, or one made by Func
+// from a Go function (its input schema inferred from the input type) or by
+// FromDef from the bash tool's command definitions. A program's tool is a
+// tool the model calls by itself and a command of its bash scripts,
+// checked against its schema and journaled like the built-in ones. It runs
+// as a custom.call effect (sys/custom.call@1) under the cap sys/custom@1,
+// which the manifest grants once (examples/demiurge's tool plan routes the
+// tool family "custom" there): the manifest stays the same whatever tools
+// a program registers, and a grant's tools_allow still limits them.
+//
+// # Chats and events
+//
+// World.Chat returns a chat by id (created by its first message);
+// ChatOptions set its settings (AllowTools, DefaultToolChoice, UseModel,
+// RequireApproval). Chat.Send sends a message and returns the turn as an
+// iter.Seq2[Event, error]: TextDelta as the model streams, Message,
+// ModelCall (usage, cost), ToolCallStarted and ToolCallFinished,
+// ApprovalRequested and ApprovalDecided, Notice, Compacted, GuardStop,
+// TurnError, and last TurnEnd, yielded once the turn's records are
+// committed. Every event but TextDelta comes from a journal record and
+// carries its seq; MarshalEvent writes the JSON form `demiurge run --json`
+// prints.
+//
+//	for e, err := range w.Chat("main").Send(ctx, "What's the weather in Paris?") {
+//		if err != nil { ... }
+//		switch e := e.(type) {
+//		case agent.TextDelta:
+//			fmt.Print(e.Text)
+//		case agent.ToolCallFinished:
+//			fmt.Println(e.Tool, e.Status)
+//		case agent.TurnEnd:
+//			fmt.Println(e.Outcome, e.Usage, e.CostMicroUSD)
+//		}
+//	}
+//
+// Cancelling the context, or breaking out of the loop, stops the turn: the
+// chat records that the user stopped it, so that it is not taken up again.
+// Chat.Follow follows a turn a process left running (its effects run again
+// when the world reopens); Chat.Compact summarizes the oldest part of the
+// transcript now.
+//
+// # Approvals
+//
+// Calls of the tools RequireApproval names wait for the user, durably in
+// the world. An Approver (WithApprover) answers them as they come; without
+// one the turn's stream ends with OutcomeAwaitingApproval, Chat.Pending
+// lists what waits, and Chat.Decide answers, from this process or another,
+// now or after a restart.
+//
+// # Testing a program that embeds the agent
+//
+// Record a session once (against a fake model such as adapters/llm/llmtest,
+// or a real one), export it with replay.Export, and keep it under
+// testdata: replaytest.CheckGolden replays it byte for byte with the code
+// as it is, and Cassette(dir) runs the program against its model answers.
+// examples/embed does both.
+//
+// # More than one machine
+//
+// With WithRemote, a chat reaches a world of a PostgreSQL store that
+// workers run (cluster.Worker, demiurge worker); ClusterOpen gives the
+// workers the same runtime Open gives a world in this process.
+package agent
