@@ -48,7 +48,15 @@ func dialWriter(ctx context.Context, dir string) (*remote, error) {
 	var d net.Dialer
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return d.DialContext(ctx, "unix", addr)
+			c, err := d.DialContext(ctx, "unix", addr)
+			if err != nil {
+				return nil, err
+			}
+			if !peerAllowed(c) { // a socket another user put in a directory others can write
+				_ = c.Close()
+				return nil, fmt.Errorf("the process serving %s runs as another user", path)
+			}
+			return c, nil
 		},
 		MaxIdleConnsPerHost: 4,
 		IdleConnTimeout:     30 * time.Second,

@@ -28,8 +28,10 @@ func sockAddr(path string) (addr string, done func(), err error) {
 }
 
 // peerAllowed reports whether the process at the other end of c runs as
-// this process's user: the socket file's mode (0600, in a 0700
-// directory) keeps others out already; this checks it again.
+// this process's user. The writer checks its readers (the socket file's
+// mode, 0600 in a 0700 directory, keeps others out already), and a
+// reader its writer (a store directory others can write could hold a
+// socket another user put there).
 func peerAllowed(c net.Conn) bool {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {

@@ -19,7 +19,7 @@
 // A process that opens a store read-write serves reads of it to other
 // processes of the same user, over the unix socket SocketName in the store
 // directory (mode 0600, in a directory of mode 0700; on Linux the writer
-// also checks the caller's user id). It answers only from what is
+// and the reader also check each other's user id). It answers only from what is
 // durable: the records of appends that have returned (the journal's
 // Committed heads), never those of a transaction still committing, which
 // bbolt would show to a read transaction before its fsync. A reader (Open
