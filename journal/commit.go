@@ -126,12 +126,20 @@ func (j *Bolt) commit(group []*appendReq) {
 		}
 		break
 	}
+	if testHookBeforePublish != nil {
+		testHookBeforePublish()
+	}
 	j.publish(group, results)
 	for i, r := range group {
 		r.done <- results[i]
 	}
 	j.nAppends.Add(uint64(len(group)))
 }
+
+// testHookBeforePublish, if set (by tests), runs once a group's
+// transactions have committed and before publish: the file then shows
+// records that Committed must not show yet.
+var testHookBeforePublish func()
 
 // publish makes the heads the group's successful appends made durable
 // visible to Committed, and wakes whoever waits on Changed. It runs once

@@ -72,3 +72,48 @@ func TestCommitted(t *testing.T) {
 		t.Error("Changed not closed by Close")
 	}
 }
+
+// TestCommittedBeforeAck holds a commit after bbolt has committed it and
+// before the journal acknowledges it: the file (Head) shows the new
+// record already, Committed does not until the append is acknowledged.
+// bbolt shows a commit to new read transactions from its meta page write,
+// before its fsync: readers in other processes read up to Committed.
+func TestCommittedBeforeAck(t *testing.T) {
+	ctx := t.Context()
+	j := openTestBolt(t)
+	h1, err := j.Append(ctx, "w", Head{}, stepEntries(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, release := make(chan struct{}), make(chan struct{})
+	testHookBeforePublish = func() {
+		close(held)
+		<-release
+	}
+	out := goAppend(ctx, j, "w", h1, stepEntries(2), nil)
+	<-held
+	testHookBeforePublish = nil
+	released := false
+	defer func() {
+		if !released {
+			close(release) // let the commit end, so that Close does
+		}
+	}()
+	if h, err := j.Head(ctx, "w"); err != nil || h.Seq != h1.Seq+2 {
+		t.Fatalf("Head while the commit is held = %v, %v; want the file to show seq %d", h, err, h1.Seq+2)
+	}
+	if h, err := j.Committed(ctx, "w"); err != nil || h != h1 {
+		t.Errorf("Committed while the commit is held = %v, %v; want %v", h, err, h1)
+	}
+	changed := j.Changed()
+	close(release)
+	released = true
+	o := <-out
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	<-changed
+	if h, err := j.Committed(ctx, "w"); err != nil || h != o.head {
+		t.Errorf("Committed after the ack = %v, %v; want %v", h, err, o.head)
+	}
+}
