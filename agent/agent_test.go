@@ -11,7 +11,11 @@ import (
 
 	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
 	"github.com/demiurge-dev/demiurge/agent"
+	"github.com/demiurge-dev/demiurge/agent/session"
+	"github.com/demiurge-dev/demiurge/journal"
+	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools"
+	"github.com/demiurge-dev/demiurge/world"
 )
 
 const manifest = "../examples/demiurge"
@@ -305,5 +309,135 @@ func TestFollowAwaiting(t *testing.T) {
 	defer cancel()
 	if _, end := collect(t, c.Follow(ctx)); end.Outcome != agent.OutcomeAwaitingApproval {
 		t.Fatalf("Follow: end %+v; want awaiting approval at once", end)
+	}
+}
+
+// TestCassetteStrict: a message the recording does not hold ends the turn
+// with an error that shows what differs, and the model call's receipt is
+// journaled as an error of the cassette.
+func TestCassetteStrict(t *testing.T) {
+	w, err := agent.Open(t.Context(), manifest, agent.WithModel(agent.Cassette("../testdata/sessions/demo")), env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var turnErr string
+	lines, end := collect(t, w.Chat("main").Send(t.Context(), "Write a poem."))
+	for _, l := range lines {
+		if strings.Contains(l, `"type":"turn_error"`) {
+			turnErr = l
+		}
+	}
+	if end.Outcome != agent.OutcomeFailed {
+		t.Errorf("turn end %+v; want failed", end)
+	}
+	for _, want := range []string{
+		`model call 1 is not the recorded one`, `transcript item 1 (user message):`,
+		`-content: \"Write a hello note and show it to me.\"\n+content: \"Write a poem.\"`,
+	} {
+		if !strings.Contains(turnErr, want) {
+			t.Errorf("the turn's error lacks %s:\n%s", want, turnErr)
+		}
+	}
+	var receipts []string
+	if err := w.Storage().Journal().Read(t.Context(), w.Name(), 1, func(r journal.Record) error {
+		if r.Kind == "Receipt" {
+			v, err := schema.Decode(r.Payload)
+			if err != nil {
+				return err
+			}
+			receipts = append(receipts, fmt.Sprint(schema.FieldPath(v, "status"), " ", schema.FieldPath(v, "adapter")))
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(receipts, ",") != "error cassette" {
+		t.Errorf("receipts %v; want one error from the cassette", receipts)
+	}
+}
+
+// TestCassetteLoose: a loose cassette answers a message the recording
+// does not hold with the recorded answers, and the turn streams a notice
+// of what differs.
+func TestCassetteLoose(t *testing.T) {
+	w, err := agent.Open(t.Context(), manifest, agent.WithModel(agent.CassetteLoose("../testdata/sessions/demo")), env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	lines, end := collect(t, w.Chat("main").Send(t.Context(), "Write a poem."))
+	if end.Outcome != agent.OutcomeAnswer {
+		t.Errorf("turn end %+v; want an answer", end)
+	}
+	notices := 0
+	for _, l := range lines {
+		if strings.Contains(l, `"type":"notice"`) && strings.Contains(l, `the loose cassette answers it all the same`) &&
+			strings.Contains(l, `+content: \"Write a poem.\"`) && !strings.Contains(l, `"seq":0`) {
+			notices++
+		}
+	}
+	if notices != 3 {
+		t.Errorf("%d notices of a call that differs; want 3 (one a model call):\n%s", notices, strings.Join(lines, "\n"))
+	}
+}
+
+// TestFork: a world forked before its user's message goes on with another
+// message; its model sees only the other message; both worlds replay,
+// and the fork's journal says where it came from. A seq inside a step is
+// refused.
+func TestFork(t *testing.T) {
+	w, srv := fake(t, []llmtest.Turn{{Text: "Hello."}, {Text: "Bonjour."}})
+	if _, end := collect(t, w.Chat("main").Send(t.Context(), "Say hello.")); end.Outcome != agent.OutcomeAnswer {
+		t.Fatalf("turn end %+v", end)
+	}
+	// The step of the user's message: fork at the record before it.
+	var at uint64
+	st := w.Storage()
+	if err := st.Journal().Read(t.Context(), w.Name(), 1, func(r journal.Record) error {
+		if r.Kind == world.KindEvent && at == 0 && strings.Contains(string(r.Payload), "Say hello.") {
+			at = r.Seq - 1
+		}
+		return nil
+	}); err != nil || at == 0 {
+		t.Fatalf("no user message in the journal (%v)", err)
+	}
+	var mid *world.MidStepError
+	if _, err := w.Fork(t.Context(), at+2, "bad"); !errors.As(err, &mid) {
+		t.Fatalf("a fork inside the message's step: %v; want a MidStepError", err)
+	}
+	f, err := w.Fork(t.Context(), at, "fr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, end := collect(t, f.Chat("main").Send(t.Context(), "Say it in French."))
+	if end.Outcome != agent.OutcomeAnswer || !strings.Contains(strings.Join(lines, "\n"), `"text":"Bonjour."`) {
+		t.Fatalf("the fork's turn: %+v\n%s", end, strings.Join(lines, "\n"))
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 || !strings.Contains(string(reqs[1].Body), "Say it in French.") || strings.Contains(string(reqs[1].Body), "Say hello.") {
+		t.Fatalf("the fork's request does not hold only its own message:\n%s", reqs[len(reqs)-1].Body)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := schema.Load(manifest, &schema.LoadOptions{Reducers: agent.Registry().Names()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"main", "fr"} {
+		if _, err := world.Rerun(t.Context(), world.RerunOptions{Name: name, Catalog: cat, Reducers: agent.Registry(), Storage: st, FromGenesis: true}); err != nil {
+			t.Errorf("world %s does not replay: %v", name, err)
+		}
+	}
+	rd := session.NewReader(st.CAS())
+	if err := st.Journal().Read(t.Context(), "fr", 1, rd.Record); err != nil {
+		t.Fatal(err)
+	}
+	if fs := rd.Forks(); len(fs) != 1 || fs[0].From != "main" || fs[0].At != at || fs[0].Turns != 0 {
+		t.Errorf("the fork's origin: %+v; want main at %d, before any turn", fs, at)
 	}
 }

@@ -409,8 +409,8 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 	defer tick.Stop()
 	for {
 		for _, it := range f.take() {
-			if it.delta != nil {
-				emit(*it.delta)
+			if it.event != nil {
+				emit(it.event)
 				continue
 			}
 			evs, err := tr.records(it.recs)
@@ -493,7 +493,7 @@ func (c *Chat) stop(ctx context.Context, id uint64, reason string) {
 // item is what a follower is handed: a step's records, or streamed text.
 type item struct {
 	recs  []journal.Record
-	delta *TextDelta
+	event Event // an event that is not a journal record: a TextDelta, a cassette's Notice
 }
 
 // follower queues what the world hands a turn, for the goroutine that

@@ -89,8 +89,18 @@
 // Record a session once (against a fake model such as adapters/llm/llmtest,
 // or a real one), export it with replay.Export, and keep it under
 // testdata: replaytest.CheckGolden replays it byte for byte with the code
-// as it is, and Cassette(dir) runs the program against its model answers.
-// examples/embed does both.
+// as it is (a divergence shows what differs, a state by field), and
+// Cassette(dir) runs the program against its model answers. The cassette
+// is strict: a model call whose request is not the recorded one (another
+// message, other tools) fails, showing what differs; CassetteLoose
+// answers it all the same, with a Notice. examples/embed does both.
+//
+// # Forks
+//
+// World.Fork makes a new world of the first records of a world (checked
+// by replay as they are copied, up to the end of a step) and opens it: it
+// goes on from there with another message, model or options, and its
+// journal says where it came from (world.Fork, demiurge fork).
 //
 // # More than one machine
 //

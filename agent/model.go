@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/demiurge-dev/demiurge/adapters/llm"
 	"github.com/demiurge-dev/demiurge/adapters/llm/cassette"
@@ -40,7 +41,8 @@ type Model struct {
 	// (for servers that cannot stream); no TextDelta events are sent.
 	NoStream bool
 
-	cassette string
+	cassette      string
+	cassetteLoose bool
 }
 
 // Cassette is the model that answers from a recorded session bundle (see
@@ -48,7 +50,24 @@ type Model struct {
 // in order, with no network and no key. The tools still run for real. It
 // is how recorded sessions are replayed against new code and how the
 // offline demo runs.
+//
+// The cassette is strict: a model call whose request is not the recorded
+// call's (another user message, other tools or system prompt; see
+// cassette.Mismatch for what may differ) fails, and the turn ends with an
+// error that shows what differs. CassetteLoose answers it all the same.
 func Cassette(dir string) Model { return Model{cassette: dir} }
+
+// CassetteLoose is Cassette, except that a model call whose request is
+// not the recorded one gets the recorded answer all the same: the turn
+// streams a Notice showing what differs (not journaled: its Seq is the
+// journal's head when the call ran), and the log gets a warning.
+func CassetteLoose(dir string) Model { return Model{cassette: dir, cassetteLoose: true} }
+
+// Loose returns m, loose if it is a cassette (see CassetteLoose).
+func (m Model) Loose() Model {
+	m.cassetteLoose = m.cassette != ""
+	return m
+}
 
 // IsCassette reports whether m answers from a recorded session.
 func (m Model) IsCassette() bool { return m.cassette != "" }
@@ -66,6 +85,9 @@ type model struct {
 	stream  bool
 	temp    string
 	baseURL string
+	// warn is where a loose cassette's warnings go, once the world is
+	// open.
+	warn atomic.Pointer[func(*effects.Intent, *cassette.Mismatch)]
 }
 
 // resolve readies m for a world whose manifest's model overrides are
@@ -78,7 +100,14 @@ func (m Model) resolve(manifest []llm.ModelOptions, c *config, local bool) (*mod
 	overrides := append(append([]llm.ModelOptions(nil), manifest...), m.Options...)
 	out := &model{name: m.Name, stream: !m.NoStream, temp: m.Temperature}
 	if m.cassette != "" {
-		c, err := cassette.Open(m.cassette)
+		log := c.log
+		cs, err := cassette.Open(m.cassette, &cassette.Options{Loose: m.cassetteLoose, Warn: func(call *effects.Call, mm *cassette.Mismatch) {
+			if f := out.warn.Load(); f != nil {
+				(*f)(call.Intent, mm)
+				return
+			}
+			log.Warn("cassette: a model call is not the recorded one; answered all the same (loose)", "cassette", mm.Dir, "call", mm.Call, "differs", mm.Summary())
+		}})
 		if err != nil {
 			return nil, err
 		}
@@ -86,7 +115,7 @@ func (m Model) resolve(manifest []llm.ModelOptions, c *config, local bool) (*mod
 			out.name = "cassette"
 		}
 		out.known, _ = llm.ResolveModel(out.name, "", overrides)
-		out.provider, out.adapter = llm.ProviderResponses, c
+		out.provider, out.adapter = llm.ProviderResponses, cs
 		out.secret = func(string) (string, bool) { return "cassette", true } // no key needed
 		return out, nil
 	}
@@ -104,7 +133,7 @@ func (m Model) resolve(manifest []llm.ModelOptions, c *config, local bool) (*mod
 	if base == "" {
 		base = env("OPENAI_BASE_URL")
 	}
-	azure := env("AZURE_OPENAI_ENDPOINT") != "" || IsAzureURL(base)
+	azure := env("AZURE_OPENAI_ENDPOINT") != "" || isAzureURL(base)
 	key := m.APIKey
 	if key == "" {
 		key = env("OPENAI_API_KEY")
@@ -150,8 +179,8 @@ func (m Model) resolve(manifest []llm.ModelOptions, c *config, local bool) (*mod
 // a model that takes none.
 var ErrTemperature = errors.New("temperature not taken")
 
-// IsAzureURL reports whether a base URL names an Azure OpenAI resource.
-func IsAzureURL(base string) bool {
+// isAzureURL reports whether a base URL names an Azure OpenAI resource.
+func isAzureURL(base string) bool {
 	for _, s := range []string{".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com"} {
 		if strings.Contains(base, s) {
 			return true

@@ -3,16 +3,14 @@ package agent
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/demiurge-dev/demiurge/adapters/bashfx"
 	"github.com/demiurge-dev/demiurge/adapters/toolcall"
+	"github.com/demiurge-dev/demiurge/agent/worldtools"
 	"github.com/demiurge-dev/demiurge/effects"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
 	"github.com/demiurge-dev/demiurge/schema"
@@ -20,9 +18,7 @@ import (
 	"github.com/demiurge-dev/demiurge/tools/introspect"
 	"github.com/demiurge-dev/demiurge/tools/mcp"
 	"github.com/demiurge-dev/demiurge/tools/workspace"
-	"github.com/demiurge-dev/demiurge/tools/workspace/history"
 	"github.com/demiurge-dev/demiurge/world"
-	"github.com/demiurge-dev/demiurge/world/worldview"
 )
 
 // toolKit is what the agent can do: the world's tools (introspect,
@@ -30,7 +26,7 @@ import (
 // whose commands they are, the adapters that run them as effects, and
 // their specs for the model. close stops the MCP servers.
 type toolKit struct {
-	ts       *Toolset
+	ts       *worldtools.Toolset
 	custom   []tools.Tool
 	mcp      *mcp.Set // nil when the manifest declares no MCP servers
 	bash     *bashfx.Adapter
@@ -54,7 +50,7 @@ type mcpEnv struct {
 }
 
 func newToolKit(ctx context.Context, name string, cat *schema.Catalog, st world.Storage, custom []tools.Tool, env mcpEnv) (k *toolKit, err error) {
-	k = &toolKit{ts: NewToolset(name, cat, st), custom: custom, adapters: map[string]effects.Adapter{}}
+	k = &toolKit{ts: worldtools.NewToolset(name, cat, st), custom: custom, adapters: map[string]effects.Adapter{}}
 	tc := toolcall.New(k.ts.Tools()...)
 	k.adapters[introspect.EffectCall] = tc
 	k.adapters[workspace.EffectCall] = tc
@@ -98,7 +94,7 @@ func newToolKit(ctx context.Context, name string, cat *schema.Catalog, st world.
 		if _, ok := grants[mcp.EffectKind]; !ok {
 			return nil, fmt.Errorf("the manifest declares MCP servers, but %s emits no %s effect to call their tools", demiurge.ToolPlan, mcp.EffectKind)
 		}
-		set, err := StartMCP(ctx, cat, env.manifest, mcp.Options{Store: st.CAS(), Reserved: reserved, Getenv: env.getenv, Logger: env.log})
+		set, err := worldtools.StartMCP(ctx, cat, env.manifest, mcp.Options{Store: st.CAS(), Reserved: reserved, Getenv: env.getenv, Logger: env.log})
 		if err != nil {
 			_ = set.Close()
 			return nil, err
@@ -144,51 +140,6 @@ func names(ts []tools.Tool) string {
 	return strings.Join(out, ", ")
 }
 
-// StartMCP starts the MCP servers the world's manifest declares, as Open
-// does: cat is the manifest loaded from path (stdio servers run in its
-// directory); o says where their tool lists go (Store), the names their
-// tools may not take (Reserved: see ReservedNames), the environment
-// (Getenv, default os.LookupEnv) and how long a server may take to start.
-// A server that fails to start is left out, and the set says why
-// (mcp.ServerInfo). Close the set when done, even after an error.
-func StartMCP(ctx context.Context, cat *schema.Catalog, path string, o mcp.Options) (*mcp.Set, error) {
-	dir, err := manifestDir(path)
-	if err != nil {
-		return nil, err
-	}
-	if o.Getenv == nil {
-		o.Getenv = os.LookupEnv
-	}
-	servers, err := mcp.FromManifest(cat, o.Getenv, dir)
-	if err != nil {
-		return nil, err
-	}
-	return mcp.Connect(ctx, servers, &o)
-}
-
-// ReservedNames are the names the tools of a world's MCP servers may not
-// take: the world's own tools, and bash.
-func ReservedNames(cat *schema.Catalog) []string {
-	names := []string{bashfx.ToolName}
-	for _, t := range NewToolset(DefaultWorld, cat, world.NewMemoryStorage()).Tools() {
-		names = append(names, t.Info().Name)
-	}
-	return names
-}
-
-// manifestDir is the absolute directory of a world's AIR (a folder, or a
-// manifest file in it).
-func manifestDir(path string) (string, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", err
-	}
-	if fi, err := os.Stat(abs); err == nil && !fi.IsDir() {
-		abs = filepath.Dir(abs)
-	}
-	return abs, nil
-}
-
 // customRouter routes the program's tools to custom.call, and the others
 // as next does.
 func customRouter(custom []tools.Tool, next bashfx.Router) bashfx.Router {
@@ -217,19 +168,6 @@ func mcpRouter(set *mcp.Set, next bashfx.Router) bashfx.Router {
 			}}, true
 		}
 		return next(tool)
-	}
-}
-
-// ReportMCP writes a line for each MCP server that is not up and each
-// tool of theirs that is not offered.
-func ReportMCP(w io.Writer, servers []mcp.ServerInfo) {
-	for _, si := range servers {
-		if si.Status != mcp.StatusConnected && si.Err != nil {
-			fmt.Fprintf(w, "demiurge: %s; its tools are not offered\n", strings.TrimPrefix(si.Err.Error(), mcp.ErrServerDown.Error()+": "))
-		}
-		for _, sk := range si.Skipped {
-			fmt.Fprintf(w, "demiurge: MCP server %s: tool %s; it is not offered\n", si.Name, sk)
-		}
 	}
 }
 
@@ -292,69 +230,4 @@ func (k *toolKit) systemPrompt() string {
 		b.WriteString(k.bash.Shell().Tool().Info().SystemPrompt)
 	}
 	return b.String()
-}
-
-// Toolset is the tools of a world: the introspect tools reading it and,
-// when it keeps workspaces, the workspace tools working on them. A world's
-// adapters are built from its tools before world.Open returns the world,
-// so a Toolset is made from what is known before (name, catalog, storage)
-// and attached to the world once it is open; tools called before that
-// wait for it.
-type Toolset struct {
-	view  *worldview.View
-	heads *workspace.DeferredHeads
-	svc   *workspace.Service
-	// tools are the introspect tools, then the workspace tools, each in
-	// their package's order.
-	tools []tools.Tool
-}
-
-// NewToolset returns the tools of the world name, which runs cat on st.
-func NewToolset(name string, cat *schema.Catalog, st world.Storage) *Toolset {
-	s := &Toolset{view: worldview.New(name, cat, st)}
-	s.tools = introspect.Tools(s.view, nil)
-	if KeepsWorkspaces(cat) {
-		s.heads = workspace.NewDeferredHeads()
-		s.svc = workspace.NewService(st.CAS(), s.heads, nil)
-		s.tools = append(s.tools, workspace.Tools(s.svc)...)
-	}
-	return s
-}
-
-// WorldTools returns the tools of the open world w (see Toolset).
-func WorldTools(w *world.World) *Toolset {
-	s := NewToolset(w.Name(), w.Catalog(), w.Storage())
-	s.Attach(w)
-	return s
-}
-
-// Tools returns the introspect tools, then the workspace tools if the
-// world keeps workspaces. They are the commands of the bash tool and,
-// each by itself, tools of the model. The workspace tools report their
-// commits to the tools.Recorder of their call; the caller records them in
-// the world (as sys/WorkspaceCommit@1 events).
-func (s *Toolset) Tools() []tools.Tool { return s.tools }
-
-// Workspace returns the service of the world's workspaces, or nil if it
-// keeps none.
-func (s *Toolset) Workspace() *workspace.Service { return s.svc }
-
-// Attach connects the tools to their open world.
-func (s *Toolset) Attach(w *world.World) {
-	s.view.Attach(w)
-	if s.heads != nil {
-		s.heads.Set(worldview.WorkspaceHeads(w))
-	}
-}
-
-// KeepsWorkspaces reports whether a world records workspace versions: it
-// routes sys/WorkspaceCommit@1 to sys/Workspace@1. A world that does not
-// could never record what the workspace tools write, so it has none.
-func KeepsWorkspaces(cat *schema.Catalog) bool {
-	for _, r := range cat.Manifest.Routes {
-		if r.Event == history.CommitSchema && r.Reducer == history.Module {
-			return true
-		}
-	}
-	return false
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/demiurge-dev/demiurge/adapters/builtin"
 	"github.com/demiurge-dev/demiurge/adapters/llm"
+	"github.com/demiurge-dev/demiurge/adapters/llm/cassette"
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/cluster"
 	"github.com/demiurge-dev/demiurge/effects"
@@ -41,6 +42,10 @@ type World struct {
 	event  string // the event schema it takes
 	model  *model
 	base   map[string]any // the settings every chat has, unless its options change them
+
+	// For Fork: the AIR and the options Open was given.
+	manifest string
+	opts     []Option
 
 	mu       sync.Mutex
 	follows  map[*follower]struct{}
@@ -115,7 +120,7 @@ func Open(ctx context.Context, manifest string, opts ...Option) (_ *World, err e
 	if def.Reducer == nil {
 		return nil, fmt.Errorf("%s: module %s is not a reducer", manifest, module)
 	}
-	overrides, problems := ManifestModels(cat)
+	overrides, problems := llm.ManifestModels(cat)
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("the manifest's models: %w", problems)
 	}
@@ -123,7 +128,7 @@ func Open(ctx context.Context, manifest string, opts ...Option) (_ *World, err e
 	if err != nil {
 		return nil, err
 	}
-	aw := &World{c: c, cat: cat, module: module, event: def.Reducer.Event, model: m,
+	aw := &World{c: c, manifest: manifest, opts: opts, cat: cat, module: module, event: def.Reducer.Event, model: m,
 		follows: map[*follower]struct{}{}, deltas: map[cas.Ref]deltaTarget{}, busy: map[string]bool{}, always: map[string]map[string]bool{}}
 	defer func() {
 		if err != nil {
@@ -183,10 +188,35 @@ func Open(ctx context.Context, manifest string, opts ...Option) (_ *World, err e
 	}
 	aw.host = aw.w
 	aw.kit.ts.Attach(aw.w)
+	warn := aw.cassetteWarning
+	m.warn.Store(&warn)
 	if aw.base, err = aw.settings(ctx); err != nil {
 		return nil, err
 	}
 	return aw, nil
+}
+
+// Fork makes a new world, name, from the first at records of w's world
+// (see world.Fork: they are replayed and checked as they are copied, and
+// a Fork record names where they came from; at must end a step), and
+// opens it as Open would, with w's AIR and options followed by opts: give
+// it another model (WithModel: a cassette, say), other limits or
+// instructions. The fork lives in w's store and shares its blobs; close
+// it before w. To run it under other AIR, fork with world.Fork and Open
+// it with WithStorage(w.Storage()) and WithWorld(name).
+//
+// A world that workers run (WithRemote) is forked with world.Fork on its
+// store.
+func (w *World) Fork(ctx context.Context, at uint64, name string, opts ...Option) (*World, error) {
+	if w.remote != nil {
+		return nil, fmt.Errorf("fork world %s: workers run it; fork it with world.Fork on its store", w.c.name)
+	}
+	reg := Registry(w.c.registers...)
+	if _, err := world.Fork(ctx, world.ForkOptions{From: w.c.name, Name: name, At: at, Reducers: reg, Storage: w.st}); err != nil {
+		return nil, err
+	}
+	all := append(append(slices.Clip(w.opts), WithStorage(w.st), WithWorld(name)), opts...)
+	return Open(ctx, w.manifest, all...)
 }
 
 // OpenError is the error of a world that does not open (its journal does
@@ -213,23 +243,6 @@ func Registry(registers ...func(*reducer.Registry)) *reducer.Registry {
 		rbuiltin.Register(r)
 	}
 	return r
-}
-
-// ManifestModels turns the manifest's "models" into model overrides; each
-// problem names the file and the JSON pointer of the option.
-func ManifestModels(cat *schema.Catalog) ([]llm.ModelOptions, schema.ErrorList) {
-	var out []llm.ModelOptions
-	var problems schema.ErrorList
-	for _, ms := range cat.Manifest.Models {
-		o := llm.ModelOptions{Match: ms.Match}
-		for _, opt := range ms.Options {
-			if err := o.SetOption(opt.Key, opt.Value); err != nil {
-				problems = append(problems, &schema.ValidationError{File: cat.Manifest.At.File, Pointer: opt.Ptr, Msg: err.Error()})
-			}
-		}
-		out = append(out, o)
-	}
-	return out, problems
 }
 
 // Close stops the world: the MCP servers stop, effects still in flight
@@ -296,7 +309,7 @@ func (w *World) Model() llm.Model { return w.model.known }
 
 // resolveModel is what the world's provider knows of the model name.
 func (w *World) resolveModel(name string) llm.Model {
-	overrides, _ := ManifestModels(w.cat)
+	overrides, _ := llm.ManifestModels(w.cat)
 	m, _ := llm.ResolveModel(name, w.model.baseURL, append(overrides, w.c.model.Options...))
 	return m
 }
@@ -375,40 +388,67 @@ func (w *World) commit(recs []journal.Record) {
 
 // progress hands a model call's streamed text to the turn it is for.
 func (w *World) progress(in *effects.Intent, text string) {
-	if in.Kind != llm.EffectKind || in.Origin.Kind != "plan" {
+	t, ok := w.target(in)
+	if !ok || t.compact {
 		return
+	}
+	w.push(t.chat, TextDelta{Round: t.round, Text: text})
+}
+
+// cassetteWarning tells the turn a model call is for, and the log, that a
+// loose cassette answered the call though its request is not the
+// recorded one.
+func (w *World) cassetteWarning(in *effects.Intent, m *cassette.Mismatch) {
+	text := m.Warning()
+	w.c.log.Warn("cassette: a model call is not the recorded one; answered all the same (loose)", "cassette", m.Dir, "call", m.Call, "differs", m.Summary())
+	if in == nil {
+		return
+	}
+	if t, ok := w.target(in); ok {
+		w.push(t.chat, Notice{Seq: w.Head().Seq, Text: text})
+	}
+}
+
+// target is the chat turn a model call is for.
+func (w *World) target(in *effects.Intent) (deltaTarget, bool) {
+	if in.Kind != llm.EffectKind || in.Origin.Kind != "plan" || w.w == nil {
+		return deltaTarget{}, false
 	}
 	w.mu.Lock()
 	t, ok := w.deltas[in.Hash]
 	w.mu.Unlock()
+	if ok {
+		return t, true
+	}
+	// The plan that asked: its input is the ChatRequest.
+	w.w.View(func(m *world.Machine) {
+		if rp, found := m.Plan(in.Origin.PlanID); found {
+			chat, _ := schema.FieldPath(rp.Input, "chat_id").(string)
+			round, _ := schema.FieldPath(rp.Input, "round").(uint64)
+			purpose, _ := schema.FieldPath(rp.Input, "purpose").(string)
+			t, ok = deltaTarget{chat: chat, round: round, compact: purpose == "compact"}, chat != ""
+		}
+	})
 	if !ok {
-		// The plan that asked: its input is the ChatRequest.
-		w.w.View(func(m *world.Machine) {
-			if rp, found := m.Plan(in.Origin.PlanID); found {
-				chat, _ := schema.FieldPath(rp.Input, "chat_id").(string)
-				round, _ := schema.FieldPath(rp.Input, "round").(uint64)
-				purpose, _ := schema.FieldPath(rp.Input, "purpose").(string)
-				t, ok = deltaTarget{chat: chat, round: round, compact: purpose == "compact"}, chat != ""
-			}
-		})
-		if !ok {
-			return
-		}
-		w.mu.Lock()
-		if len(w.deltas) > 256 {
-			clear(w.deltas)
-		}
-		w.deltas[in.Hash] = t
-		w.mu.Unlock()
+		return t, false
 	}
-	if t.compact {
-		return
+	w.mu.Lock()
+	if len(w.deltas) > 256 {
+		clear(w.deltas)
 	}
+	w.deltas[in.Hash] = t
+	w.mu.Unlock()
+	return t, true
+}
+
+// push hands an event that is not a journal record to the turns that
+// follow chat.
+func (w *World) push(chat string, e Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for f := range w.follows {
-		if f.chat == t.chat {
-			f.push(item{delta: &TextDelta{Round: t.round, Text: text}})
+		if f.chat == chat {
+			f.push(item{event: e})
 		}
 	}
 }

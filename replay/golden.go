@@ -97,8 +97,13 @@ func Rebase(ctx context.Context, b *Bundle, reg *reducer.Registry) error {
 	m := world.NewMachine(cat, reg, st.CAS())
 	var oldIntents, newIntents []string
 	for _, r := range b.Records {
-		if r.Kind == world.KindIntent {
+		switch r.Kind {
+		case world.KindIntent:
 			oldIntents = append(oldIntents, intentOf(r.Payload))
+		case world.KindFork:
+			// Re-derived, the records before the fork would no longer be
+			// the records of the world it was forked from.
+			return fmt.Errorf("bundle %s is a forked world (record %d): it cannot be re-derived; record the session again", b.Dir, r.Seq)
 		}
 	}
 	remap := map[string]string{}

@@ -11,17 +11,31 @@ import (
 
 	"github.com/rogpeppe/go-internal/diff"
 
+	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/world"
 )
 
+// DescribeOptions change what Describe says of a divergence.
+type DescribeOptions struct {
+	// KeptIn is the store Keep kept the divergence's blobs in: the report
+	// then says how to read the states there.
+	KeptIn string
+}
+
 // Describe renders an error from a replay for a person: for a divergence,
 // the world, seq and record kind, then both sides decoded to JSON and a
 // line diff between them, and, where a side is a State record, the state
 // it names: for two states, the paths where they differ and a line diff of
-// their JSON. Other errors are rendered as they are.
-func Describe(err error) string {
+// their JSON. A record replayed under another manifest than the one it was
+// written under (replay --under-manifest) is followed by the defs whose
+// hashes differ between the two, each with a diff of its JSON. Other
+// errors are rendered as they are.
+func Describe(err error) string { return DescribeWith(err, DescribeOptions{}) }
+
+// DescribeWith is Describe with options.
+func DescribeWith(err error, o DescribeOptions) string {
 	var d *world.DivergenceError
 	if !errors.As(err, &d) {
 		return err.Error()
@@ -47,7 +61,99 @@ func Describe(err error) string {
 		b.WriteString("replay derives:\n" + derivedJS)
 	}
 	describeStates(&b, d)
+	describeManifests(&b, d)
+	describeKept(&b, d, o.KeptIn)
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// describeManifests writes what differs between the manifest a record
+// was written under and the one it was replayed under.
+func describeManifests(b *strings.Builder, d *world.DivergenceError) {
+	if d.Manifest == d.JournalManifest || !d.Manifest.Valid() || !d.JournalManifest.Valid() {
+		return
+	}
+	fmt.Fprintf(b, "the record was written under manifest %s and replayed under manifest %s", d.JournalManifest.Short(), d.Manifest.Short())
+	md := d.ManifestDiff
+	if md == nil {
+		if d.ManifestErr != nil {
+			fmt.Fprintf(b, "; what differs between them cannot be shown: %v", d.ManifestErr)
+		}
+		b.WriteString("\n")
+		return
+	}
+	switch n := len(md.Defs); {
+	case n == 0 && md.RestA == nil:
+		b.WriteString(", which pin the same defs\n")
+		return
+	case n == 0:
+		b.WriteString(", which pin the same defs\n")
+	default:
+		fmt.Fprintf(b, "; %s %s:\n", plural(n, "def"), pluralVerb(n, "differs", "differ"))
+		for _, c := range md.Defs {
+			fmt.Fprintf(b, "  %s %s: %s → %s\n", c.Kind, c.Name, refOrNone(c.A), refOrNone(c.B))
+		}
+	}
+	for _, c := range md.Defs {
+		if c.Err != nil {
+			fmt.Fprintf(b, "%s %s cannot be shown: %v\n", c.Kind, c.Name, c.Err)
+			continue
+		}
+		b.WriteString(Diff(fmt.Sprintf("%s %s in manifest %s", c.Kind, c.Name, md.A.Short()), defJSON(c.ValueA),
+			fmt.Sprintf("%s %s in manifest %s", c.Kind, c.Name, md.B.Short()), defJSON(c.ValueB)))
+	}
+	if md.RestA != nil {
+		b.WriteString("the manifests' own fields (routing, triggers, defaults, bindings) differ:\n")
+		b.WriteString(Diff("manifest "+md.A.Short(), IndentJSON(md.RestA)+"\n", "manifest "+md.B.Short(), IndentJSON(md.RestB)+"\n"))
+	}
+}
+
+func refOrNone(r cas.Ref) string {
+	if !r.Valid() {
+		return "(none)"
+	}
+	return r.Short()
+}
+
+// defJSON is a def's indented JSON, "(none)" for a def a manifest lacks.
+func defJSON(v schema.Value) string {
+	if v == nil {
+		return "(none)\n"
+	}
+	return IndentJSON(v) + "\n"
+}
+
+// describeKept says where the divergence's states and blobs can be read.
+func describeKept(b *strings.Builder, d *world.DivergenceError, dir string) {
+	if dir == "" {
+		return
+	}
+	fmt.Fprintf(b, "a replay writes nothing to the store it reads; what the diverging step derived is kept in the store %s", dir)
+	var lines []string
+	for _, s := range []struct {
+		what string
+		sv   *world.StateValue
+	}{{"the journal's state", d.JournalState}, {"the replayed state", d.DerivedState}} {
+		if s.sv != nil && s.sv.Err == nil && s.sv.Ref.Valid() {
+			lines = append(lines, fmt.Sprintf("  demiurge --store %s cas get --json %s   # %s\n", dir, s.sv.Ref, s.what))
+		}
+	}
+	if d.JournalState != nil && d.JournalState.Blob != nil {
+		b.WriteString(", with the journal's state")
+	}
+	b.WriteString(":\n")
+	if len(lines) == 0 {
+		const most = 8
+		for i, blob := range d.Blobs {
+			if i == most {
+				fmt.Fprintf(b, "  … and %d more\n", len(d.Blobs)-most)
+				break
+			}
+			fmt.Fprintf(b, "  demiurge --store %s cas get %s\n", dir, cas.Sum(blob))
+		}
+	}
+	for _, l := range lines {
+		b.WriteString(l)
+	}
 }
 
 // describeStates writes the states a divergence's State records name: for
@@ -319,4 +425,12 @@ func clipValue(v schema.Value, ok bool) string {
 		s = s[:cut] + "…"
 	}
 	return s
+}
+
+// pluralVerb is one for n == 1, else many.
+func pluralVerb(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -54,8 +54,11 @@
 // Event, State, ReducerError, PlanStarted, PlanEnded, Intent, Denied,
 // Rejected, Snapshot — is derived, and Rerun re-derives it byte for byte,
 // reporting the first difference as a *DivergenceError (which, at a State
-// record, holds both states decoded). Derived events are never applied
-// twice: replay compares them, it does not apply them.
+// record, holds both states decoded, and the blobs the step derived).
+// Derived events are never applied twice: replay compares them, it does
+// not apply them. A Fork record (see Fork) ends the records a world
+// copied from the world it was forked from; Rerun checks them against
+// that world's hash chain.
 //
 // # Recovery
 //

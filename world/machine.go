@@ -1,6 +1,7 @@
 package world
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -104,6 +105,22 @@ func (m *Machine) runManifest(ctx context.Context, ref cas.Ref) error {
 	}
 	m.cur = lc
 	return nil
+}
+
+// nodes returns a getter of the def and manifest nodes of the catalogs
+// the machine has run, then of its store: the nodes of a catalog loaded
+// from files (a rerun under a manifest of its own) are in no store.
+func (m *Machine) nodes() cas.Getter { return catalogNodes{m} }
+
+type catalogNodes struct{ m *Machine }
+
+func (c catalogNodes) Get(ctx context.Context, ref cas.Ref) ([]byte, error) {
+	for _, l := range c.m.loaded {
+		if b, ok := l.cat.Node(ref); ok {
+			return bytes.Clone(b), nil
+		}
+	}
+	return c.m.cas.Get(ctx, ref)
 }
 
 // program returns the program a plan instance runs: the plan def it

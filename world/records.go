@@ -29,6 +29,10 @@ const (
 	KindDenied       = "Denied"       // a refused effect: {kind, grant, origin, stage, reason}
 	KindRejected     = "Rejected"     // a receipt that did not fit its schema: {intent, reason}
 	KindSnapshot     = "Snapshot"     // the world's state at this point: {snapshot}
+	// KindFork marks where a world forked from another ends and its own
+	// records begin: the records before it are the first seq records of
+	// world, whose record seq has hash hash: {world, seq, hash}. See Fork.
+	KindFork = "Fork"
 )
 
 // IsInput reports whether records of kind enter the world from outside.

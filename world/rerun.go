@@ -32,6 +32,12 @@ type RerunOptions struct {
 	// OnStep, if set, is called after each input is applied, with the
 	// input and what it derived.
 	OnStep func(in *Input, step *Step)
+	// To, if not 0, stops the rerun after record To, which must end a
+	// step (else a *MidStepError); FromGenesis is then implied.
+	To uint64
+	// OnRecord, if set, is called with each record read, before it is
+	// checked.
+	OnRecord func(r journal.Record)
 }
 
 // RerunResult is what a rerun did.
@@ -67,7 +73,10 @@ func Rerun(ctx context.Context, opts RerunOptions) (*RerunResult, error) {
 		res.Machine = m
 		return res, nil
 	}
-	if !opts.FromGenesis && !opts.UnderManifest {
+	if opts.To > head.Seq {
+		return nil, fmt.Errorf("world %s has %d records: no record %d", name, head.Seq, opts.To)
+	}
+	if !opts.FromGenesis && !opts.UnderManifest && opts.To == 0 {
 		snap, snapSeq, err := latestSnapshot(ctx, st.Journal(), name, head.Seq)
 		if err != nil {
 			return nil, fmt.Errorf("world %s: %w", name, err)
@@ -85,14 +94,51 @@ func Rerun(ctx context.Context, opts RerunOptions) (*RerunResult, error) {
 		}
 	}
 	v := &verifier{m: m, world: name, ctx: ctx, onStep: opts.OnStep}
-	if err := st.Journal().Read(ctx, name, res.FromSeq, v.record); err != nil {
+	read := v.record
+	if opts.To > 0 || opts.OnRecord != nil {
+		read = func(r journal.Record) error {
+			if opts.To > 0 && r.Seq > opts.To {
+				return errWindowDone
+			}
+			if opts.OnRecord != nil {
+				opts.OnRecord(r)
+			}
+			return v.record(r)
+		}
+	}
+	if err := st.Journal().Read(ctx, name, res.FromSeq, read); err != nil && !errors.Is(err, errWindowDone) {
 		return nil, err
 	}
-	if err := v.finish(); err != nil {
+	if opts.To > 0 {
+		if len(v.expect) > 0 {
+			return nil, &MidStepError{World: name, Seq: opts.To, Input: v.stepKind, From: v.stepSeq, To: v.stepSeq + uint64(v.stepLen) - 1}
+		}
+		res.Head = v.last
+	} else if err := v.finish(); err != nil {
+		return nil, err
+	}
+	if err := v.checkForks(st.Journal()); err != nil {
 		return nil, err
 	}
 	res.Machine, res.Records, res.Inputs = m, v.count, v.inputs
 	return res, nil
+}
+
+// MidStepError is the error of a cut inside a step: the records of one
+// step (an input and what it derived) are written together, and a world
+// is whole only between steps.
+type MidStepError struct {
+	World string
+	Seq   uint64
+	// Input is the kind of the step's input; From and To are the seqs of
+	// its first record (the input) and its last.
+	Input    string
+	From, To uint64
+}
+
+func (e *MidStepError) Error() string {
+	return fmt.Sprintf("world %s: seq %d is inside a step: the %s at seq %d and what it derived (seqs %d to %d) were written together, and a world is whole only between steps; cut at seq %d or %d",
+		e.World, e.Seq, e.Input, e.From, e.From, e.To, e.From-1, e.To)
 }
 
 func snapshotRef(r journal.Record) (cas.Ref, error) {

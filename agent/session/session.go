@@ -110,6 +110,15 @@ type Reader struct {
 	turnOf     map[key]*Turn // (chat, request, 0) → turn
 	chatEvents bool
 	chatAIR    bool // the manifest last recorded has the chat reducer
+	forks      []Fork
+}
+
+// Fork is where a forked world's records stop being those of the world it
+// was forked from (see world.Fork).
+type Fork struct {
+	world.ForkOrigin
+	// Turns counts the turns read before it: they are the other world's.
+	Turns int
 }
 
 // NewReader returns a reader of sessions whose blobs g holds.
@@ -148,6 +157,10 @@ func (c *Reader) Record(r journal.Record) error {
 					c.chatAIR = c.chatAIR || demiurge.IsModule(mod.Name)
 				}
 			}
+		}
+	case world.KindFork:
+		if o, err := world.DecodeFork(r); err == nil {
+			c.forks = append(c.forks, Fork{ForkOrigin: o, Turns: len(c.turns)})
 		}
 	case world.KindEvent, world.KindRaised:
 		switch text(schema.FieldPath(m, "schema")) {
@@ -313,6 +326,10 @@ func (c *Reader) Turns() []*Turn {
 	}
 	return c.turns
 }
+
+// Forks returns the Fork records read, in journal order: a fork of a
+// fork has two.
+func (c *Reader) Forks() []Fork { return c.forks }
 
 // IsChat reports whether the records read held chat events: the world is
 // an agent world.

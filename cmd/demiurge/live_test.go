@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -272,5 +273,82 @@ func TestLiveFollowRecords(t *testing.T) {
 	}
 	if code := follow.wait(); code != 0 || follow.stdout() != "" {
 		t.Errorf("trace --follow of a world without records: exit %d, printed %q", code, follow.stdout())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// TestFollowPrintsTrace: trace --follow of a finished session prints what
+// trace prints (without the session's total), for every recorded session
+// and for a world forked from one.
+func TestFollowPrintsTrace(t *testing.T) {
+	sessions, err := filepath.Glob(filepath.Join("..", "..", "testdata", "sessions", "*"))
+	if err != nil || len(sessions) == 0 {
+		t.Fatalf("no recorded sessions: %v", err)
+	}
+	for _, dir := range sessions {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			st := filepath.Join(t.TempDir(), "store")
+			mustRun(t, 0, "", "--store", st, "import", dir)
+			worlds := []string{"main"}
+			if filepath.Base(dir) == "demo" {
+				h, err := store.OpenAt(t.Context(), st, &store.Options{ReadOnly: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				head, err := h.Journal().Head(t.Context(), "main")
+				h.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				mustRun(t, 0, "", "--store", st, "fork", "--at", fmt.Sprint(head.Seq), "--world", "fr")
+				worlds = append(worlds, "fr")
+			}
+			for _, w := range worlds {
+				for _, asJSON := range []bool{false, true} {
+					args := []string{"--store", st, "trace", "--world", w}
+					if asJSON {
+						args = append(args, "--json")
+					}
+					want := mustRun(t, 0, "", args...).stdout
+					if i := strings.Index(want, "\nsession: "); i >= 0 && !asJSON {
+						want = want[:i]
+					}
+					ctx, cancel := context.WithCancel(t.Context())
+					var out, errOut syncBuffer
+					done := make(chan int, 1)
+					go func() {
+						done <- execute(ctx, append(args, "--follow"), stdio{in: strings.NewReader(""), out: &out, err: &errOut}, func(string) string { return "" })
+					}()
+					deadline := time.Now().Add(10 * time.Second)
+					for out.String() != want && time.Now().Before(deadline) {
+						time.Sleep(10 * time.Millisecond)
+					}
+					cancel()
+					if code := <-done; code != 0 {
+						t.Errorf("trace --follow --world %s: exit %d: %s", w, code, errOut.String())
+					}
+					if got := out.String(); got != want {
+						t.Errorf("trace --follow --world %s (json %v) printed:\n%s\ntrace printed:\n%s", w, asJSON, got, want)
+					}
+				}
+			}
+		})
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/demiurge-dev/demiurge/agent"
+	"github.com/demiurge-dev/demiurge/agent/worldtools"
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/tools/mcp"
 )
@@ -78,7 +78,7 @@ message names the alias that fixes it); 2 a usage error.`,
 				fmt.Fprintf(note, "%s declares no MCP servers (mcp_servers)\n", manifest)
 				return nil
 			}
-			set, cerr := agent.StartMCP(cmd.Context(), cat, manifest, mcp.Options{Store: cas.NewMemory(), Reserved: agent.ReservedNames(cat),
+			set, cerr := worldtools.StartMCP(cmd.Context(), cat, manifest, mcp.Options{Store: cas.NewMemory(), Reserved: worldtools.ReservedNames(cat),
 				Getenv: lookupEnv(getenv), Logger: a.log, ConnectTimeout: timeout})
 			defer func() { _ = set.Close() }() // a Set is closed even when Connect fails
 			if set == nil {

@@ -42,7 +42,13 @@ ran) instead: what a changed AIR would have derived differently.
 
 On success it prints what it replayed and exits 0. The first difference is
 reported as world, seq and record kind, with both sides decoded to JSON and a
-diff, and replay exits 1. Opens the store read-only.
+diff, and replay exits 1. A difference in a reducer's state shows the paths
+where the two states differ and a diff of their JSON; what the diverging
+step derived (the replayed state) is kept in a new store in a temporary
+directory, whose "demiurge --store DIR cas get" command the report prints.
+Under --under-manifest, the report names the defs whose hashes differ
+between the manifest the record was written under and the AIR given, with
+a diff of each. Opens the store read-only and writes nothing to it.
 
 With --json, one JSON object on stdout. On success:
   {"ok": true, "world", "bundle" (for a bundle), "records", "inputs",
@@ -51,7 +57,8 @@ With --json, one JSON object on stdout. On success:
    "under_manifest" (with --under-manifest), "given_manifest" (the AIR
    given, when the journal has not run it)}
 When replay fails: {"ok": false, "error", and for a divergence "world",
-"seq", "reason"}; the error is on stderr as well, and replay exits 1.`,
+"seq", "reason" and "kept_in" (the store that keeps the replayed
+state)}; the error is on stderr as well, and replay exits 1.`,
 		Example: `  demiurge replay
   demiurge replay --world t1 --from-genesis --json
   demiurge replay testdata/sessions/demo
@@ -86,7 +93,7 @@ When replay fails: {"ok": false, "error", and for a divergence "world",
 					res, err = replay.ReplayBundle(ctx, b, reg, fromGenesis)
 				}
 				if err != nil {
-					return describe(err)
+					return describeKept(ctx, err)
 				}
 				if cat, cerr := b.Catalog(reg); cerr == nil {
 					given = cat.ManifestRef()
@@ -127,7 +134,7 @@ When replay fails: {"ok": false, "error", and for a divergence "world",
 				res, err = world.Rerun(ctx, world.RerunOptions{Name: wf.world, Catalog: cat, Reducers: newRegistry(), Storage: st,
 					FromGenesis: fromGenesis, UnderManifest: underManifest})
 				if err != nil {
-					return explainMissing(ctx, s, describe(err))
+					return explainMissing(ctx, s, describeKept(ctx, err))
 				}
 				given = cat.ManifestRef()
 				source = "world " + wf.world
@@ -190,6 +197,8 @@ type replayJSON struct {
 	Error  string `json:"error,omitempty"`
 	Seq    uint64 `json:"seq,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// KeptIn is the store that keeps what the diverging step derived.
+	KeptIn string `json:"kept_in,omitempty"`
 }
 
 // replayFailure is what replay --json prints when replay fails.
@@ -197,6 +206,9 @@ func replayFailure(err error) replayJSON {
 	out := replayJSON{Error: err.Error()}
 	if d, ok := errors.AsType[*world.DivergenceError](err); ok {
 		out.World, out.Seq, out.Reason = d.World, d.Seq, d.Reason
+	}
+	if de, ok := errors.AsType[*describedError](err); ok {
+		out.KeptIn = de.opts.KeptIn
 	}
 	return out
 }

@@ -227,6 +227,7 @@ Exit codes:
 		newWorkerCommand(a, getenv),
 		newStateCommand(a),
 		newReplayCommand(a),
+		newForkCommand(a),
 		newTraceCommand(a),
 		newExportCommand(a),
 		newImportCommand(a),
@@ -407,13 +408,27 @@ func (g *notingGetter) check(ctx context.Context, s *store.Handle, op string) er
 
 // describedError is an error shown as replay.Describe shows it (a replay
 // divergence as a diff), which errors.Is and errors.As still see through.
-type describedError struct{ err error }
+type describedError struct {
+	err  error
+	opts replay.DescribeOptions
+}
 
-func (e *describedError) Error() string { return replay.Describe(e.err) }
+func (e *describedError) Error() string { return replay.DescribeWith(e.err, e.opts) }
 func (e *describedError) Unwrap() error { return e.err }
 
 // describe returns err shown as replay.Describe shows it.
-func describe(err error) error { return &describedError{err} }
+func describe(err error) error { return &describedError{err: err} }
+
+// describeKept is describe for a replay's divergence, whose derived
+// blobs (the replayed state) it keeps in a store of their own
+// (replay.Keep), saying where.
+func describeKept(ctx context.Context, err error) error {
+	dir, kerr := replay.Keep(ctx, err)
+	if kerr != nil {
+		return fmt.Errorf("%w\n(the replayed state could not be kept: %v)", describe(err), kerr)
+	}
+	return &describedError{err: err, opts: replay.DescribeOptions{KeptIn: dir}}
+}
 
 // storeName is the store as messages name it: its directory, or its URL
 // without the password.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/demiurge-dev/demiurge/adapters/llm"
 	"github.com/demiurge-dev/demiurge/agent"
+	"github.com/demiurge-dev/demiurge/agent/worldtools"
 	"github.com/demiurge-dev/demiurge/examples"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
 )
@@ -39,6 +40,8 @@ type runFlags struct {
 	// approve is how they are answered: ask, always or never.
 	requireApproval []string
 	approve         string
+	// cassetteLoose answers from the cassette though a request differs.
+	cassetteLoose bool
 	// decide, if set, answers a call that waits (approve and deny)
 	// instead of sending a message.
 	decide *decision
@@ -91,7 +94,10 @@ needs none). An Azure OpenAI resource is reached from its URL as base URL
 $AZURE_OPENAI_API_KEY and $AZURE_OPENAI_API_VERSION (default v1).
 --llm cassette:DIR answers from the model outputs recorded in a session
 bundle instead (no network, no key), while the tools run for real: the
-offline demo.
+offline demo. Each model call must make the recorded request (the same
+messages, tools and system prompt; tool outputs may name other hashes):
+one that does not fails, showing what differs. --cassette-loose answers
+it with the recorded answer all the same, with a warning.
 
 What is sent follows what demiurge knows of the model (docs/agent.md,
 "Models"): the token-limit field, whether it takes a temperature, a
@@ -154,6 +160,7 @@ func (f *runFlags) addFlags(cmd *cobra.Command) {
 	fl.Uint64Var(&f.outputLimit, "output-limit", demiurge.DefaultOutputLimit, "bytes of a tool's output the model sees")
 	fl.StringVar(&f.temperature, "temperature", "", "sampling temperature, e.g. 0.2 (default: the provider's)")
 	fl.StringVar(&f.instructions, "instructions", "", "the system prompt (default: one built from the tools)")
+	fl.BoolVar(&f.cassetteLoose, "cassette-loose", false, "with --llm cassette:DIR, answer a model call whose request is not the recorded one all the same, with a warning (default: the call fails, showing what differs)")
 	fl.BoolVar(&f.noStream, "no-stream", false, "ask the model for one whole answer, not a stream (for servers that cannot stream)")
 	fl.StringArrayVar(&f.modelOptions, "model-option", nil, "override what demiurge knows of the model, as `KEY=VALUE` (repeatable): "+strings.Join(llm.ModelOptionKeys, ", "))
 	fl.StringVar(&f.toolChoice, "tool-choice", "auto", "whether the model must call a tool in each message's first round: auto, none, required, or a tool's `NAME`")
@@ -214,14 +221,21 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 			err = cerr
 		}
 	}()
-	agent.ReportMCP(a.err, w.MCPServers())
+	worldtools.ReportMCP(a.err, w.MCPServers())
 	r = newChatRun(a, f, w, choice)
 	return r.run(ctx)
 }
 
 // agentModel is the model the flags and the environment name.
 func (f *runFlags) agentModel(getenv func(string) string) (agent.Model, error) {
-	return modelOf(f.llm, f.model, f.baseURL, f.modelOptions, f.temperature, f.noStream, getenv)
+	if f.cassetteLoose && !strings.HasPrefix(f.llm, "cassette:") {
+		return agent.Model{}, usagef("--cassette-loose: only with --llm cassette:DIR")
+	}
+	m, err := modelOf(f.llm, f.model, f.baseURL, f.modelOptions, f.temperature, f.noStream, getenv)
+	if err == nil && f.cassetteLoose {
+		m = m.Loose()
+	}
+	return m, err
 }
 
 // modelOf is the model of the flags --llm, --model, --base-url,

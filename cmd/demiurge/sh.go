@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/demiurge-dev/demiurge/adapters/bashfx"
-	"github.com/demiurge-dev/demiurge/agent"
+	"github.com/demiurge-dev/demiurge/agent/worldtools"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools"
 	"github.com/demiurge-dev/demiurge/tools/mcp"
@@ -108,19 +108,19 @@ command; 1 or the command's status for a failed command), or the usual 1 and
 						err = cerr
 					}
 				}()
-				wt := agent.WorldTools(w)
+				wt := worldtools.WorldTools(w)
 				ts = wt.Tools()
 				if svc := wt.Workspace(); svc != nil {
 					mnt.Workspace = svc
 				}
 				if len(cat.Manifest.MCPServers) > 0 {
-					set, err := agent.StartMCP(ctx, cat, wf.manifest, mcp.Options{Store: st.CAS(), Reserved: agent.ReservedNames(cat),
+					set, err := worldtools.StartMCP(ctx, cat, wf.manifest, mcp.Options{Store: st.CAS(), Reserved: worldtools.ReservedNames(cat),
 						Getenv: lookupEnv(getenv), Logger: a.log})
 					defer func() { _ = set.Close() }() // a Set is closed even when it fails to start
 					if err != nil {
 						return err
 					}
-					agent.ReportMCP(a.err, set.Servers())
+					worldtools.ReportMCP(a.err, set.Servers())
 					ts = append(ts, set.Tools()...)
 				}
 			} else if !prompt {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/demiurge-dev/demiurge/adapters/bashfx"
-	"github.com/demiurge-dev/demiurge/agent"
+	"github.com/demiurge-dev/demiurge/agent/worldtools"
 	"github.com/demiurge-dev/demiurge/examples"
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/reducer/builtin"
@@ -125,14 +125,14 @@ func TestWorldTools(t *testing.T) {
 	}
 	introspectTools := "introspect_manifest introspect_schemas introspect_module introspect_state introspect_journal_head"
 
-	if wt := agent.WorldTools(open(filepath.Join("..", "..", "examples", "counter"))); names(wt.Tools()) != introspectTools || wt.Workspace() != nil {
+	if wt := worldtools.WorldTools(open(filepath.Join("..", "..", "examples", "counter"))); names(wt.Tools()) != introspectTools || wt.Workspace() != nil {
 		t.Errorf("counter world tools: %q (workspace service %v)", names(wt.Tools()), wt.Workspace())
 	}
 
 	w := open(writeWorld(t, map[string]string{"manifest.air.json": shWorkspaceManifest}))
 	runScript := func(script string) bashfx.Result {
 		t.Helper()
-		wt := agent.WorldTools(w)
+		wt := worldtools.WorldTools(w)
 		ts, svc := wt.Tools(), wt.Workspace()
 		if want := introspectTools + " workspace_list workspace_read workspace_write workspace_edit workspace_remove workspace_diff"; names(ts) != want {
 			t.Fatalf("tools %q; want %q", names(ts), want)

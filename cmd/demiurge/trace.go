@@ -120,7 +120,7 @@ func trace(ctx context.Context, w io.Writer, j journal.Reader, g cas.Getter, wor
 			if asJSON {
 				return c.WriteJSON(w)
 			}
-			return writeTurns(w, c.Turns())
+			return writeSession(w, c.Turns(), c.Forks())
 		}
 	}
 	return replay.Trace(ctx, w, j, world, replay.TraceOptions{JSON: asJSON, CAS: g})

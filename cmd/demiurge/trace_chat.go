@@ -60,11 +60,26 @@ func costText(microUSD uint64, unknown bool) string {
 }
 
 // writeTurns writes the turns of an agent world's sessions for people.
-func writeTurns(w io.Writer, turns []*session.Turn) error {
+func writeTurns(w io.Writer, turns []*session.Turn) error { return writeSession(w, turns, nil) }
+
+// writeSession writes the turns of an agent world's sessions for people,
+// with the points where the world was forked from another.
+func writeSession(w io.Writer, turns []*session.Turn, forks []session.Fork) error {
 	var b strings.Builder
 	var total uint64
 	totalUnknown := false
+	writeForks := func(i int) {
+		for _, f := range forks {
+			if f.Turns == i {
+				if i > 0 {
+					b.WriteString("\n")
+				}
+				b.WriteString(forkLine(f) + "\n")
+			}
+		}
+	}
 	for i, t := range turns {
+		writeForks(i)
 		if i > 0 {
 			b.WriteString("\n")
 		}
@@ -77,11 +92,17 @@ func writeTurns(w io.Writer, turns []*session.Turn) error {
 		total += cost
 		totalUnknown = totalUnknown || unknown
 	}
+	writeForks(len(turns))
 	if len(turns) > 1 {
 		fmt.Fprintf(&b, "\nsession: %d turns, %s\n", len(turns), costText(total, totalUnknown))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// forkLine says where a world was forked from another.
+func forkLine(f session.Fork) string {
+	return fmt.Sprintf("forked from world %s at seq %d (%s): what comes before is that world's; this world's own records start at seq %d", f.From, f.At, f.Hash.Short(), f.Seq+1)
 }
 
 // turnEnded reports whether a turn has ended: nothing more is recorded

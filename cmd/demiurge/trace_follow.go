@@ -157,9 +157,9 @@ type followPrinter struct {
 	sess    *session.Reader
 	tracer  *replay.Tracer
 
-	turnsDone int  // turns printed whole
-	printed   int  // lines printed of the turn after those
-	any       bool // a turn has been printed (a blank line goes between turns)
+	turnsDone int // turns printed whole (a blank line goes between turns)
+	printed   int // lines printed of the turn after those
+	forksDone int // fork points printed
 }
 
 const (
@@ -210,7 +210,13 @@ func (p *followPrinter) flush() error {
 		return nil
 	}
 	turns := p.sess.Turns()
-	for p.turnsDone < len(turns) {
+	for {
+		if err := p.flushForks(); err != nil {
+			return err
+		}
+		if p.turnsDone == len(turns) {
+			return nil
+		}
 		t := turns[p.turnsDone]
 		ended := turnEnded(t)
 		if p.asJSON {
@@ -230,7 +236,7 @@ func (p *followPrinter) flush() error {
 		lines, stable := turnLines(t)
 		if stable > p.printed {
 			var out []byte
-			if p.printed == 0 && p.any {
+			if p.printed == 0 && p.turnsDone > 0 {
 				out = append(out, '\n')
 			}
 			for _, l := range lines[p.printed:stable] {
@@ -239,12 +245,31 @@ func (p *followPrinter) flush() error {
 			if _, err := p.w.Write(out); err != nil {
 				return err
 			}
-			p.printed, p.any = stable, true
+			p.printed = stable
 		}
 		if !ended {
 			return nil
 		}
 		p.turnsDone, p.printed = p.turnsDone+1, 0
+	}
+}
+
+// flushForks prints the points where the world was forked from another
+// that come before the next turn to print, as writeSession prints them
+// (not with --json, whose lines are turns).
+func (p *followPrinter) flushForks() error {
+	forks := p.sess.Forks()
+	for ; p.forksDone < len(forks) && forks[p.forksDone].Turns <= p.turnsDone && p.printed == 0; p.forksDone++ {
+		if p.asJSON {
+			continue
+		}
+		sep := ""
+		if p.turnsDone > 0 {
+			sep = "\n"
+		}
+		if _, err := fmt.Fprintf(p.w, "%s%s\n", sep, forkLine(forks[p.forksDone])); err != nil {
+			return err
+		}
 	}
 	return nil
 }

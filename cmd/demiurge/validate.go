@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/demiurge-dev/demiurge/agent"
+	"github.com/demiurge-dev/demiurge/adapters/llm"
 	"github.com/demiurge-dev/demiurge/schema"
 )
 
@@ -84,7 +84,7 @@ func (a *app) validate(path string, asJSON bool) error {
 	switch {
 	case err == nil:
 		// The models' options are the llm adapter's to check.
-		if _, mp := agent.ManifestModels(cat); len(mp) > 0 {
+		if _, mp := llm.ManifestModels(cat); len(mp) > 0 {
 			problems = append(mp, cat.Warnings...)
 			break
 		}

@@ -18,7 +18,11 @@ import (
 
 // CheckGolden is the golden replay test of a recorded bundle in dir: the
 // session must replay from genesis (and from its snapshots) with no
-// divergence, and its timeline must equal dir/trace.txt. With update set,
+// divergence, and its timeline must equal dir/trace.txt. A divergence
+// fails the test with the report `demiurge replay` prints
+// (replay.Describe: a state's difference by field, the defs a changed
+// manifest changed), what the diverging step derived kept in a store in
+// a temporary directory (replay.Keep) that the report names. With update set,
 // a diverging bundle is re-derived with the current code (inputs and
 // receipts kept, everything derived recomputed) and rewritten, and
 // trace.txt regenerated; review the diff.
@@ -41,14 +45,14 @@ func CheckGolden(t testing.TB, dir string, reg *reducer.Registry, update bool) {
 			t.Fatal(err)
 		}
 		if _, err := replay.ReplayBundle(ctx, b, reg, true); err != nil {
-			t.Fatalf("%s still diverges after -update:\n%s", dir, replay.Describe(err))
+			t.Fatalf("%s still diverges after -update:\n%s", dir, describe(ctx, err))
 		}
 		t.Logf("%s: re-derived the journal with the current code", dir)
 	default:
-		t.Fatalf("%s:\n%s\n(rerun with -update to re-derive the session with the current code, or, if the AIR it ran changed, with -record to record it again; review the diff)", dir, replay.Describe(err))
+		t.Fatalf("%s:\n%s\n(rerun with -update to re-derive the session with the current code, or, if the AIR it ran changed, with -record to record it again; review the diff)", dir, describe(ctx, err))
 	}
 	if _, err := replay.ReplayBundle(ctx, b, reg, false); err != nil {
-		t.Fatalf("%s: replay from the newest snapshot:\n%s", dir, replay.Describe(err))
+		t.Fatalf("%s: replay from the newest snapshot:\n%s", dir, describe(ctx, err))
 	}
 	got := b.TraceText()
 	path := filepath.Join(dir, "trace.txt")
@@ -66,4 +70,14 @@ func CheckGolden(t testing.TB, dir string, reg *reducer.Registry, update bool) {
 		return
 	}
 	t.Errorf("%s: the timeline differs from trace.txt (rerun with -update and review the diff):\n%s", dir, replay.Diff(path, string(want), "the replayed timeline", got))
+}
+
+// describe is the report of a replay's error, the divergence's blobs kept.
+func describe(ctx context.Context, err error) string {
+	dir, kerr := replay.Keep(ctx, err)
+	s := replay.DescribeWith(err, replay.DescribeOptions{KeptIn: dir})
+	if kerr != nil {
+		s += "\n(the replayed state could not be kept: " + kerr.Error() + ")"
+	}
+	return s
 }

@@ -3,6 +3,11 @@
 // the recording, with the blobs it refers to. Everything else — the tools
 // above all — runs for real. It makes an offline demo, and tests that need
 // a model's answers without a model.
+//
+// A cassette is strict: it answers a call only if the call's request is
+// the recorded one (the transcript so far, the tools, the system prompt;
+// see Mismatch for what may differ), and fails it otherwise with a diff
+// of what differs. A loose cassette (Options.Loose) warns and answers.
 package cassette
 
 import (
@@ -27,6 +32,19 @@ type Answer struct {
 	Status  string // effects.StatusOK, StatusError or StatusTimeout
 	Payload schema.Value
 	Error   string
+	// Params are the params of the recorded call (its intent's), which
+	// name its transcript and tools in the bundle's blobs.
+	Params schema.Value
+}
+
+// Options configure a cassette. The zero Options is a strict cassette.
+type Options struct {
+	// Loose answers a call whose request is not the recorded one all the
+	// same, after telling Warn (default: such a call fails).
+	Loose bool
+	// Warn, if set, is told of each call a loose cassette answers though
+	// its request differs from the recorded one.
+	Warn func(call *effects.Call, m *Mismatch)
 }
 
 // Cassette holds the model answers of a recording. It is safe for
@@ -35,6 +53,7 @@ type Cassette struct {
 	dir     string
 	answers []Answer
 	blobs   map[cas.Ref][]byte
+	opts    Options
 
 	mu   sync.Mutex
 	next int
@@ -42,12 +61,16 @@ type Cassette struct {
 
 // Open reads the model answers of the session bundle in dir (see
 // replay.Export): the receipts of its llm.generate intents, in journal
-// order, and its blobs (a bundle without a blobs directory has none). A
-// bundle without model answers, a record that does not decode, a receipt
-// with an unknown status and a blob whose name is not its hash are errors
-// that name the bundle and the record or blob.
-func Open(dir string) (*Cassette, error) {
+// order, with the params of their intents, and its blobs (a bundle
+// without a blobs directory has none). A bundle without model answers, a
+// record that does not decode, a receipt with an unknown status and a
+// blob whose name is not its hash are errors that name the bundle and the
+// record or blob. Nil opts make a strict cassette.
+func Open(dir string, opts *Options) (*Cassette, error) {
 	c := &Cassette{dir: dir, blobs: map[cas.Ref][]byte{}}
+	if opts != nil {
+		c.opts = *opts
+	}
 	jb, err := os.ReadFile(filepath.Join(dir, "journal.cbor"))
 	if err != nil {
 		return nil, fmt.Errorf("cassette %s: %w (want a session bundle: demiurge export)", dir, err)
@@ -81,7 +104,7 @@ func Open(dir string) (*Cassette, error) {
 // bundle's journal.cbor, in journal order.
 func decodeAnswers(jb []byte) ([]Answer, error) {
 	var answers []Answer
-	llmIntents := map[string]bool{}
+	llmIntents := map[string]schema.Value{} // the params of each llm.generate intent
 	seq := 0
 	for r, err := range journal.DecodeRecords(jb) {
 		seq++
@@ -101,13 +124,14 @@ func decodeAnswers(jb []byte) ([]Answer, error) {
 		switch r.Kind {
 		case "Intent":
 			if str("kind") == llm.EffectKind {
-				llmIntents[str("intent")] = true
+				llmIntents[str("intent")] = get("params")
 			}
 		case "Receipt":
-			if !llmIntents[str("intent")] {
+			params, ok := llmIntents[str("intent")]
+			if !ok {
 				continue
 			}
-			a := Answer{Status: str("status"), Payload: get("payload"), Error: str("error")}
+			a := Answer{Status: str("status"), Payload: get("payload"), Error: str("error"), Params: params}
 			switch a.Status {
 			case effects.StatusOK:
 				if _, ok := a.Payload.(*schema.Map); !ok {
@@ -133,10 +157,14 @@ var refPattern = regexp.MustCompile(`blake3:[0-9a-f]{64}`)
 // after storing every blob of the bundle the answer refers to, and the
 // blobs those refer to (a ref the bundle does not hold is left to the
 // store). The answer's text is reported as progress, as a streaming model
-// would. The call's request is not compared with the recorded one: the
-// tools run for real, so a replayed session's requests may differ from the
-// recording's, and the k-th call gets the k-th answer all the same. A call
-// after the last answer gets an error receipt.
+// would.
+//
+// The call's request is first compared with the recorded call's (see
+// Mismatch): when they differ, a strict cassette returns an error receipt
+// whose message is the Mismatch (what differs, with a diff); a loose one
+// tells Options.Warn and answers all the same. The k-th call takes the
+// k-th answer either way. A call after the last answer gets an error
+// receipt.
 func (c *Cassette) Run(ctx context.Context, call *effects.Call) effects.Receipt {
 	c.mu.Lock()
 	k := c.next
@@ -146,6 +174,14 @@ func (c *Cassette) Run(ctx context.Context, call *effects.Call) effects.Receipt 
 		return effects.Errorf("cassette", "the cassette %s holds %d model answers and this is call %d; record a longer session", c.dir, len(c.answers), k+1)
 	}
 	a := c.answers[k]
+	if m := c.check(ctx, k, a.Params, call.CAS, call.Params); m != nil {
+		if !c.opts.Loose {
+			return effects.Errorf("cassette", "%v", m)
+		}
+		if c.opts.Warn != nil {
+			c.opts.Warn(call, m)
+		}
+	}
 	if a.Status != effects.StatusOK {
 		return effects.Receipt{Status: a.Status, Error: a.Error, AdapterID: "cassette"}
 	}

@@ -1,0 +1,473 @@
+package cassette
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/rogpeppe/go-internal/diff"
+
+	"github.com/demiurge-dev/demiurge/adapters/llm"
+	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/schema"
+)
+
+// A Mismatch is a model call whose request is not the recorded call's:
+// the recorded answer was the model's answer to another conversation.
+// Its Error renders what differs, part by part, with a line diff of each.
+type Mismatch struct {
+	// Dir is the cassette's bundle; Call counts the cassette's calls
+	// from 1.
+	Dir  string
+	Call int
+	// Parts are the parts of the request that differ, in request order
+	// (the system prompt, the tools, the tool choice, the response
+	// format, the transcript's items), each with its diff; Total counts
+	// them all when only the first few are kept.
+	Parts []PartDiff
+	Total int
+	// Err, if set, says why a request could not be read: the recorded
+	// one (a bundle that lacks a blob) or this call's.
+	Err error
+}
+
+// PartDiff is one part of a request that differs from the recorded one.
+type PartDiff struct {
+	// Part names it: "system prompt", "tool bash", "tool_choice",
+	// "response_format", "transcript item 3 (function_call_output
+	// call_1)".
+	Part string
+	// Diff is a unified line diff from the recorded part ("--- recorded")
+	// to this call's ("+++ this run"), each rendered as lines of
+	// "key: value" (a text with its lines, a JSON text as the JSON it
+	// holds); a part one side lacks is "(none)" there.
+	Diff string
+}
+
+// maxParts is how many differing parts a Mismatch keeps; maxDiffLines
+// bounds the lines of each part's diff.
+const (
+	maxParts     = 3
+	maxDiffLines = 40
+)
+
+// Error says what differs, and how to replay the recording or go on.
+func (m *Mismatch) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cassette %s: model call %d is not the recorded one: ", m.Dir, m.Call)
+	if m.Err != nil {
+		fmt.Fprintf(&b, "%v", m.Err)
+		return b.String()
+	}
+	m.parts(&b)
+	fmt.Fprintf(&b, "To replay this recording, send the messages it recorded (demiurge trace %s shows them); to go on with the recorded answers anyway, use a loose cassette (demiurge run --cassette-loose, agent.CassetteLoose); or record the session again.", m.Dir)
+	return b.String()
+}
+
+// Warning says what differs, for a loose cassette that answers all the
+// same.
+func (m *Mismatch) Warning() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cassette %s: model call %d is not the recorded one; the loose cassette answers it all the same: ", m.Dir, m.Call)
+	if m.Err != nil {
+		fmt.Fprintf(&b, "%v", m.Err)
+		return b.String()
+	}
+	m.parts(&b)
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// Summary names what differs in one line: the parts, or why a request
+// could not be read.
+func (m *Mismatch) Summary() string {
+	if m.Err != nil {
+		return m.Err.Error()
+	}
+	names := make([]string, len(m.Parts))
+	for i, p := range m.Parts {
+		names[i] = p.Part
+	}
+	s := strings.Join(names, ", ")
+	if m.Total > len(m.Parts) {
+		s += fmt.Sprintf(" and %d more", m.Total-len(m.Parts))
+	}
+	return s
+}
+
+// parts writes how many parts differ, and the diffs kept.
+func (m *Mismatch) parts(b *strings.Builder) {
+	what, verb := "part", "differs"
+	if m.Total != 1 {
+		what, verb = "parts", "differ"
+	}
+	fmt.Fprintf(b, "%d %s of its request %s from the recording's (the recorded answer answers the recorded request)\n", m.Total, what, verb)
+	for _, p := range m.Parts {
+		fmt.Fprintf(b, "%s:\n%s", p.Part, p.Diff)
+	}
+	if m.Total > len(m.Parts) {
+		fmt.Fprintf(b, "… and %d more\n", m.Total-len(m.Parts))
+	}
+}
+
+// blobMap is the bundle's blobs as a cas.Getter.
+type blobMap map[cas.Ref][]byte
+
+func (m blobMap) Get(_ context.Context, r cas.Ref) ([]byte, error) {
+	b, ok := m[r]
+	if !ok {
+		return nil, fmt.Errorf("blob %s: %w (the bundle does not hold it: export the session again)", r, cas.ErrNotFound)
+	}
+	return bytes.Clone(b), nil
+}
+
+// readRequest reads the llm.Request of params from g.
+func readRequest(ctx context.Context, g cas.Getter, params schema.Value) (*llm.Request, error) {
+	enc, err := schema.Encode(params)
+	if err != nil {
+		return nil, err
+	}
+	var p llm.Params
+	if err := cas.Unmarshal(enc, &p); err != nil {
+		return nil, fmt.Errorf("decode sys/LlmGenerateParams: %w", err)
+	}
+	return llm.ReadRequest(ctx, g, p)
+}
+
+// check compares the request of a call with params (its blobs in g) with
+// the recorded request of answer k; it returns nil when they match.
+func (c *Cassette) check(ctx context.Context, k int, recorded schema.Value, g cas.Getter, params schema.Value) *Mismatch {
+	m := &Mismatch{Dir: c.dir, Call: k + 1}
+	if recorded == nil {
+		m.Err = fmt.Errorf("the recording has no request for answer %d", k+1)
+		return m
+	}
+	rec, err := readRequest(ctx, blobMap(c.blobs), recorded)
+	if err != nil {
+		m.Err = fmt.Errorf("the recorded request cannot be read: %w", err)
+		return m
+	}
+	got, err := readRequest(ctx, g, params)
+	if err != nil {
+		m.Err = fmt.Errorf("its request cannot be read: %w", err)
+		return m
+	}
+	for _, p := range compare(rec, got) {
+		m.Total++
+		if len(m.Parts) < maxParts {
+			m.Parts = append(m.Parts, p)
+		}
+	}
+	if m.Total == 0 {
+		return nil
+	}
+	return m
+}
+
+// part is one part of a request, rendered for comparison.
+type part struct {
+	key, name, text string
+}
+
+// compare lists the parts of two requests that differ, in request order.
+//
+// What is compared, and what may differ:
+//
+//   - The transcript, item by item: the user's messages, the model's own
+//     outputs (which come from the recording), and the tools' outputs,
+//     in which refs (blake3:…) are not compared: a tool that reports the
+//     journal's head or a state's hash reports what the ingress stamps
+//     (the wall clock, the entropy) of this run made.
+//   - The tools, by name: their parameters and other fields, not their
+//     descriptions (prose that changes with the code, not the
+//     conversation).
+//   - The system prompt, up to the first line "# NAME" where NAME is a
+//     tool of either request: what follows is the tools' own prompts
+//     (the bash tool's lists its commands), compared as descriptions are.
+//   - The tool choice and the response format.
+//
+// The model, the provider and the sampling settings are not compared: a
+// cassette answers for any model.
+func compare(rec, got *llm.Request) []PartDiff {
+	names := map[string]bool{}
+	for _, r := range []*llm.Request{rec, got} {
+		for _, t := range r.Tools {
+			names[toolName(t)] = true
+		}
+	}
+	a, b := parts(rec, names), parts(got, names)
+	var out []PartDiff
+	seen := map[string]bool{}
+	bi := map[string]part{}
+	for _, p := range b {
+		bi[p.key] = p
+	}
+	add := func(name, x, y string) {
+		out = append(out, PartDiff{Part: name, Diff: lineDiff(x, y)})
+	}
+	for _, p := range a {
+		seen[p.key] = true
+		q, ok := bi[p.key]
+		switch {
+		case !ok:
+			add(p.name, p.text, "(none)\n")
+		case p.text != q.text:
+			add(q.name, p.text, q.text)
+		}
+	}
+	for _, q := range b {
+		if !seen[q.key] {
+			add(q.name, "(none)\n", q.text)
+		}
+	}
+	return out
+}
+
+// parts renders a request's parts in request order; tools is the names
+// of the tools of both requests.
+func parts(r *llm.Request, tools map[string]bool) []part {
+	var out []part
+	out = append(out, part{key: "instructions", name: "system prompt", text: text(ownPrompt(r.Instructions, tools))})
+	ts := slices.Clone(r.Tools)
+	sort.SliceStable(ts, func(i, j int) bool { return toolName(ts[i]) < toolName(ts[j]) })
+	for _, t := range ts {
+		n := toolName(t)
+		out = append(out, part{key: "tool " + n, name: "tool " + n, text: render(stripDescriptions(decode(t)))})
+	}
+	if r.ToolChoice != nil {
+		out = append(out, part{key: "tool_choice", name: "tool_choice", text: fmt.Sprintf("%s %s\n", r.ToolChoice.Kind, r.ToolChoice.Name)})
+	}
+	if f := r.ResponseFormat; f != nil && f.JSONSchema != nil {
+		out = append(out, part{key: "response_format", name: "response_format",
+			text: render(map[string]any{"name": f.JSONSchema.Name, "schema_json": f.JSONSchema.SchemaJSON, "strict": f.JSONSchema.Strict})})
+	}
+	for i, it := range r.Items {
+		v := decode(it)
+		m, _ := v.(map[string]any)
+		kind, _ := m["type"].(string)
+		role, _ := m["role"].(string)
+		name := kind
+		switch {
+		case kind == "" || kind == "message":
+			name = role + " message"
+		case strings.HasSuffix(kind, "_output"):
+			v = maskRefs(v)
+			fallthrough
+		default:
+			if id, ok := m["call_id"].(string); ok {
+				name += " " + id
+			}
+		}
+		out = append(out, part{key: "item " + strconv.Itoa(i), name: fmt.Sprintf("transcript item %d (%s)", i+1, name), text: render(v)})
+	}
+	return out
+}
+
+// ownPrompt returns the part of a system prompt before the tools' own:
+// up to the first line "# NAME" that names a tool.
+func ownPrompt(s string, tools map[string]bool) string {
+	at := 0
+	for line := range strings.Lines(s) {
+		if name, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), "# "); ok && tools[strings.TrimSpace(name)] {
+			return s[:at] + "[the tools' own prompts: not compared]\n"
+		}
+		at += len(line)
+	}
+	return s
+}
+
+// toolName returns a tool's name ("" if it has none).
+func toolName(raw json.RawMessage) string {
+	var h struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(raw, &h)
+	return h.Name
+}
+
+// decode reads JSON into maps, slices and json.Numbers; bytes that are
+// not JSON are kept as a string.
+func decode(raw []byte) any {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		return string(raw)
+	}
+	return v
+}
+
+// stripDescriptions drops the text descriptions of a tool and of its
+// parameters' schemas (a property named "description" is an object and
+// stays).
+func stripDescriptions(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if _, isText := e.(string); isText && k == "description" {
+				continue
+			}
+			out[k] = stripDescriptions(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = stripDescriptions(e)
+		}
+		return out
+	}
+	return v
+}
+
+// maskRefs replaces every ref in the texts of v by "blake3:…".
+func maskRefs(v any) any {
+	switch x := v.(type) {
+	case string:
+		return refPattern.ReplaceAllString(x, "blake3:…")
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = maskRefs(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = maskRefs(e)
+		}
+		return out
+	}
+	return v
+}
+
+// text renders a text as its lines.
+func text(s string) string {
+	if s == "" {
+		return "(empty)\n"
+	}
+	if !strings.HasSuffix(s, "\n") {
+		s += "\n"
+	}
+	return s
+}
+
+// render writes v as lines for a person and a line diff: an object as
+// "key: value" lines in key order (nested ones indented), a list as "-"
+// lines, a text that holds a JSON object or list as that JSON, a text of
+// several lines as its lines.
+func render(v any) string {
+	var b strings.Builder
+	renderTo(&b, v, "")
+	return b.String()
+}
+
+func renderTo(b *strings.Builder, v any, indent string) {
+	switch x := v.(type) {
+	case map[string]any:
+		if len(x) == 0 {
+			b.WriteString("{}\n")
+			return
+		}
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		first := true
+		for _, k := range keys {
+			if !first {
+				b.WriteString(indent)
+			}
+			first = false
+			fmt.Fprintf(b, "%s:", k)
+			renderValue(b, x[k], indent+"  ")
+		}
+	case []any:
+		if len(x) == 0 {
+			b.WriteString("[]\n")
+			return
+		}
+		for i, e := range x {
+			if i > 0 {
+				b.WriteString(indent)
+			}
+			b.WriteString("-")
+			renderValue(b, e, indent+"  ")
+		}
+	default:
+		b.WriteString(scalar(x) + "\n")
+	}
+}
+
+// renderValue writes a member's value after its "key:" or "-".
+func renderValue(b *strings.Builder, v any, indent string) {
+	if s, ok := v.(string); ok {
+		t := strings.TrimSpace(s)
+		if len(t) > 1 && (t[0] == '{' || t[0] == '[') && json.Valid([]byte(t)) {
+			if j := decode([]byte(t)); j != nil {
+				if _, isText := j.(string); !isText {
+					b.WriteString(" (JSON)\n" + indent)
+					renderTo(b, j, indent)
+					return
+				}
+			}
+		}
+		if strings.Contains(s, "\n") {
+			b.WriteString(" |\n")
+			for line := range strings.Lines(s) {
+				b.WriteString(indent + strings.TrimSuffix(line, "\n") + "\n")
+			}
+			return
+		}
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		if len(x) > 0 {
+			b.WriteString("\n" + indent)
+			renderTo(b, x, indent)
+			return
+		}
+	case []any:
+		if len(x) > 0 {
+			b.WriteString("\n" + indent)
+			renderTo(b, x, indent)
+			return
+		}
+	}
+	b.WriteString(" ")
+	renderTo(b, v, indent)
+}
+
+func scalar(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return strconv.Quote(x)
+	case json.Number:
+		return x.String()
+	case bool:
+		return strconv.FormatBool(x)
+	}
+	return fmt.Sprint(v)
+}
+
+// lineDiff is a unified diff of two renderings, cut at maxDiffLines.
+func lineDiff(a, b string) string {
+	out := string(diff.Diff("recorded", []byte(a), "this run", []byte(b)))
+	if _, rest, ok := strings.Cut(out, "\n"); ok && strings.HasPrefix(out, "diff ") {
+		out = rest
+	}
+	lines := strings.SplitAfter(out, "\n")
+	if len(lines) > maxDiffLines {
+		n := len(lines) - maxDiffLines
+		lines = append(lines[:maxDiffLines], fmt.Sprintf("… (%d more lines of diff)\n", n))
+	}
+	return strings.Join(lines, "")
+}

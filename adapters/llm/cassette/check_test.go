@@ -1,0 +1,262 @@
+package cassette
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/demiurge-dev/demiurge/adapters/llm"
+	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/effects"
+	"github.com/demiurge-dev/demiurge/schema"
+)
+
+// request is what a test's llm.generate call sends: its blobs and params.
+type request struct {
+	instructions string
+	messages     []string // message blobs
+	tools        string   // the tools blob
+	choice       *llm.ToolChoice
+	model        string
+}
+
+var (
+	echoTool = `{"type":"function","name":"echo","description":"Echo the text.","parameters":{"type":"object","properties":{"text":{"type":"string","description":"what to say"}},"required":["text"],"additionalProperties":false},"strict":true}`
+	prompt   = "You are a test.\n\n# echo\n\nEcho says what it is told.\n"
+	// recorded is the recorded request: a user message, the model's call,
+	// the tool's output (which names a journal head).
+	recorded = request{
+		instructions: prompt,
+		messages: []string{
+			`{"role":"user","content":"hi"}`,
+			`[{"type":"function_call","call_id":"call_1","name":"echo","arguments":"{\"text\":\"hi\"}"}]`,
+			`{"type":"function_call_output","call_id":"call_1","output":"{\"said\":\"hi\",\"head\":\"` + cas.Sum([]byte("head 1")).String() + `\"}"}`,
+		},
+		tools: `{"tools":[` + echoTool + `]}`,
+		model: "gpt-test",
+	}
+)
+
+// blobs returns the request's blobs and its params.
+func (r request) blobs(t testing.TB) ([][]byte, schema.Value) {
+	t.Helper()
+	var blobs [][]byte
+	p := llm.Params{Model: r.model, ToolChoice: r.choice}
+	for _, m := range r.messages {
+		blobs = append(blobs, []byte(m))
+		p.MessageRefs = append(p.MessageRefs, cas.Sum([]byte(m)))
+	}
+	if r.tools != "" {
+		blobs = append(blobs, []byte(r.tools))
+		ref := cas.Sum([]byte(r.tools))
+		p.ToolsRef = &ref
+	}
+	if r.instructions != "" {
+		blobs = append(blobs, []byte(r.instructions))
+		ref := cas.Sum([]byte(r.instructions))
+		p.InstructionsRef = &ref
+	}
+	b, err := cas.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := schema.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return blobs, v
+}
+
+// recording writes a bundle whose one model call made the request r.
+func recording(t testing.TB, r request) string {
+	t.Helper()
+	blobs, params := r.blobs(t)
+	in := intent("i1", "llm.generate")
+	in.payload = in.payload.(*schema.Map).With("params", params)
+	return writeBundle(t, journalBytes(t, in, receipt("i1", effects.StatusOK, answer("hello"), "")), blobs...)
+}
+
+// call is a call making the request r, its blobs in a store.
+func call(t testing.TB, r request) *effects.Call {
+	t.Helper()
+	blobs, params := r.blobs(t)
+	store := cas.NewMemory()
+	for _, b := range blobs {
+		if _, err := store.Put(t.Context(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return newCall(store, params, nil)
+}
+
+func TestStrict(t *testing.T) {
+	with := func(f func(r *request)) request {
+		r := recorded
+		r.messages = append([]string(nil), recorded.messages...)
+		f(&r)
+		return r
+	}
+	for _, tc := range []struct {
+		name string
+		req  request
+		want []string // in the error, in order; none: the call is answered
+	}{
+		{"the recorded request", recorded, nil},
+		{"another model", with(func(r *request) { r.model = "gpt-other" }), nil},
+		{"a tool output naming another head", with(func(r *request) {
+			r.messages[2] = strings.ReplaceAll(r.messages[2], cas.Sum([]byte("head 1")).String(), cas.Sum([]byte("head 2")).String())
+		}), nil},
+		{"another tool description", with(func(r *request) {
+			r.tools = strings.ReplaceAll(r.tools, "Echo the text.", "Say the text again.")
+			r.tools = strings.ReplaceAll(r.tools, "what to say", "the words")
+		}), nil},
+		{"the tools' own prompt changed", with(func(r *request) { r.instructions = prompt + "Echo now says it twice.\n" }), nil},
+		{"another user message", with(func(r *request) { r.messages[0] = `{"role":"user","content":"bye"}` }), []string{
+			"cassette DIR: model call 1 is not the recorded one: 1 part of its request differs from the recording's",
+			"transcript item 1 (user message):\n--- recorded\n+++ this run\n@@ -1,2 +1,2 @@\n-content: \"hi\"\n+content: \"bye\"\n role: \"user\"\n",
+			"To replay this recording, send the messages it recorded (demiurge trace DIR shows them)",
+			"demiurge run --cassette-loose, agent.CassetteLoose",
+		}},
+		{"a user message as text", with(func(r *request) { r.messages[0] = "hi there\nand more" }), []string{
+			"transcript item 1 (user message):", "-content: \"hi\"\n+content: |\n+  hi there\n+  and more\n",
+		}},
+		{"another tool output", with(func(r *request) { r.messages[2] = strings.ReplaceAll(r.messages[2], `said\":\"hi`, `said\":\"ho`) }), []string{
+			"transcript item 3 (function_call_output call_1):", "output: (JSON)\n   head: \"blake3:…\"\n-  said: \"hi\"\n+  said: \"ho\"\n",
+		}},
+		{"one more message", with(func(r *request) { r.messages = append(r.messages, `{"role":"user","content":"more"}`) }), []string{
+			"transcript item 4 (user message):\n--- recorded\n+++ this run\n@@ -1,1 +1,2 @@\n-(none)\n+content: \"more\"\n+role: \"user\"\n",
+		}},
+		{"another parameter", with(func(r *request) { r.tools = strings.ReplaceAll(r.tools, `"required":["text"]`, `"required":[]`) }), []string{
+			"tool echo:", "-  required:\n-    - \"text\"\n+  required: []\n",
+		}},
+		{"one more tool", with(func(r *request) {
+			r.tools = `{"tools":[` + echoTool + `,{"type":"function","name":"shout","parameters":{"type":"object"}}]}`
+		}), []string{"tool shout:\n--- recorded\n+++ this run\n", "-(none)\n+name: \"shout\"\n"}},
+		{"another system prompt", with(func(r *request) { r.instructions = "You are a pirate.\n\n# echo\n" }), []string{
+			"system prompt:", "-You are a test.\n+You are a pirate.\n",
+		}},
+		{"a tool choice", with(func(r *request) { r.choice = &llm.ToolChoice{Kind: llm.ToolChoiceRequired} }), []string{
+			"tool_choice:", "-(none)\n+Required \n",
+		}},
+		{"everything", with(func(r *request) {
+			r.instructions = "Other.\n"
+			r.tools = ""
+			r.messages = []string{`{"role":"user","content":"x"}`}
+		}), []string{"5 parts of its request differ", "system prompt:", "tool echo:", "transcript item 1 (user message):", "… and 2 more\n"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := recording(t, recorded)
+			c, err := Open(dir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := c.Run(t.Context(), call(t, tc.req))
+			if tc.want == nil {
+				if r.Status != effects.StatusOK {
+					t.Fatalf("receipt %s: %s; want the recorded answer", r.Status, r.Error)
+				}
+				return
+			}
+			if r.Status != effects.StatusError || r.AdapterID != "cassette" || r.Payload != nil {
+				t.Fatalf("receipt %s from %s, payload %v; want an error from the cassette", r.Status, r.AdapterID, r.Payload)
+			}
+			rest := r.Error
+			for _, w := range tc.want {
+				w = strings.ReplaceAll(w, "DIR", dir)
+				i := strings.Index(rest, w)
+				if i < 0 {
+					t.Fatalf("the error lacks (after what came before)\n%s\nerror:\n%s", w, r.Error)
+				}
+				rest = rest[i+len(w):]
+			}
+		})
+	}
+}
+
+// TestStrictUnreadable: a call whose recorded request the bundle cannot
+// give (a blob is missing) fails, saying so; so does a call whose own
+// request names a blob the store lacks.
+func TestStrictUnreadable(t *testing.T) {
+	dir := recording(t, recorded)
+	c, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(c.blobs, cas.Sum([]byte(recorded.tools)))
+	r := c.Run(t.Context(), call(t, recorded))
+	want := "cassette " + dir + ": model call 1 is not the recorded one: the recorded request cannot be read: "
+	if r.Status != effects.StatusError || !strings.HasPrefix(r.Error, want) || !strings.Contains(r.Error, "export the session again") {
+		t.Errorf("receipt %s %q; want an error starting %q", r.Status, r.Error, want)
+	}
+
+	c, err = Open(recording(t, recorded), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := call(t, recorded)
+	cl.CAS = cas.NewMemory()
+	r = c.Run(t.Context(), cl)
+	if r.Status != effects.StatusError || !strings.Contains(r.Error, "its request cannot be read: llm: invalid params: instructions_ref") {
+		t.Errorf("receipt %s %q; want an error saying the request cannot be read", r.Status, r.Error)
+	}
+}
+
+// TestLoose: a loose cassette answers a call that differs, after telling
+// Warn what differs.
+func TestLoose(t *testing.T) {
+	var warned []*Mismatch
+	c, err := Open(recording(t, recorded), &Options{Loose: true, Warn: func(_ *effects.Call, m *Mismatch) { warned = append(warned, m) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := recorded
+	other.messages = []string{`{"role":"user","content":"bye"}`}
+	r := c.Run(t.Context(), call(t, other))
+	if r.Status != effects.StatusOK || schema.FieldPath(r.Payload, "output_text") != "hello" {
+		t.Fatalf("receipt %s %q %v; want the recorded answer", r.Status, r.Error, r.Payload)
+	}
+	if len(warned) != 1 || warned[0].Call != 1 || warned[0].Total != 3 || !strings.Contains(warned[0].Error(), `+content: "bye"`) {
+		t.Fatalf("warned %v; want one mismatch of call 1, 3 parts, showing the message", warned)
+	}
+	if got, want := warned[0].Summary(), "transcript item 1 (user message), transcript item 2 (function_call call_1), transcript item 3 (function_call_output call_1)"; got != want {
+		t.Errorf("Summary() = %q; want %q", got, want)
+	}
+	// Without Warn, it goes on all the same.
+	c, err = Open(recording(t, recorded), &Options{Loose: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := c.Run(t.Context(), call(t, other)); r.Status != effects.StatusOK {
+		t.Fatalf("receipt %s %q; want the recorded answer", r.Status, r.Error)
+	}
+}
+
+// TestRender: what a part looks like in a diff.
+func TestRender(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"b":1,"a":"x"}`, "a: \"x\"\nb: 1\n"},
+		{`{"a":{"b":[1,{"c":null}]},"d":[],"e":{}}`, "a:\n  b:\n    - 1\n    -\n      c: null\nd: []\ne: {}\n"},
+		{`{"args":"{\"x\":true}","t":"one\ntwo"}`, "args: (JSON)\n  x: true\nt: |\n  one\n  two\n"},
+		{`[1,"two"]`, "- 1\n- \"two\"\n"},
+		{`not json`, "\"not json\"\n"},
+		{`{"n":12345678901234567890}`, "n: 12345678901234567890\n"},
+	} {
+		if got := render(decode([]byte(tc.in))); got != tc.want {
+			t.Errorf("render(%s) =\n%s\nwant\n%s", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestOwnPrompt: the system prompt is compared up to the tools' own.
+func TestOwnPrompt(t *testing.T) {
+	tools := map[string]bool{"bash": true}
+	for _, tc := range []struct{ in, want string }{
+		{"Be brief.", "Be brief."},
+		{"Be brief.\n\n# bash\n\nRun scripts.\n", "Be brief.\n\n[the tools' own prompts: not compared]\n"},
+		{"# Rules\nBe brief.\n# bash\n", "# Rules\nBe brief.\n[the tools' own prompts: not compared]\n"},
+		{"# bashful\n", "# bashful\n"},
+	} {
+		if got := ownPrompt(tc.in, tools); got != tc.want {
+			t.Errorf("ownPrompt(%q) = %q; want %q", tc.in, got, tc.want)
+		}
+	}
+}
