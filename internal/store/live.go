@@ -325,7 +325,7 @@ func discover(ctx context.Context, dir string, timeout time.Duration) (*remote, 
 			return nil, nil, err
 		}
 		if time.Now().After(deadline) {
-			return nil, nil, fmt.Errorf("%w: %s is held by another process that serves no reads (a demiurge older than this one, or one starting); waited %v for it",
+			return nil, nil, fmt.Errorf("%w: %s is held by another process that serves no reads (one still starting, a demiurge older than this one, or a store directory where no socket can be made); waited %v for it: try again, or stop that process",
 				ErrLocked, filepath.Join(dir, FileName), timeout)
 		}
 		t := time.NewTimer(retryLock)
