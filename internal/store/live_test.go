@@ -561,3 +561,32 @@ func TestWireErrors(t *testing.T) {
 		t.Errorf("a corrupt blob came back as %v", r.fromWire(we))
 	}
 }
+
+// TestWriterServesNoReads: a process that holds the file without serving
+// reads (an older demiurge) leaves readers locked out, as before, with an
+// error that says so.
+func TestWriterServesNoReads(t *testing.T) {
+	dir := t.TempDir()
+	w := mustOpen(t, dir, &Options{NoSync: true})
+	appendN(t, w, "w", journal.Head{}, 1)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bbolt.Open(filepath.Join(dir, FileName), 0o600, nil) // holds the lock, serves nothing
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_, err = OpenAt(t.Context(), dir, &Options{ReadOnly: true, LockTimeout: 100 * time.Millisecond})
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "serves no reads") {
+		t.Errorf("OpenAt beside a writer that serves no reads: %v; want ErrLocked saying so", err)
+	}
+	l, err := OpenLive(t.Context(), dir, &LiveOptions{LockTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := l.Head(t.Context(), "w"); !errors.Is(err, ErrLocked) {
+		t.Errorf("Live.Head beside a writer that serves no reads: %v; want ErrLocked", err)
+	}
+}
