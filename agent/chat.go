@@ -378,8 +378,25 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 	tr.start = tr.prev
 	// Calls that already wait for the user (a turn followed or resumed).
 	tr.asks = c.Pending(ctx)
-	if st, ok := c.State(); ok {
+	st, ok := c.State()
+	if ok {
 		tr.awaiting = awaitingOf(st, id)
+	}
+	// A turn that ended before this follower was there (Follow of a turn
+	// the reopened world finished at once): nothing more will come; its
+	// end, and the entries the state still holds, are read from the state.
+	ended := ok && st.LastRequestID >= id && (st.Turn == nil || st.Turn.RequestID != id)
+	if ended && len(f.peek()) == 0 {
+		tr.shown, tr.start = st.EntriesBase, st // its usage is not known from here
+		for _, e := range tr.state(ctx, w.host.Head().Seq, st, time.Time{}) {
+			if _, isCall := e.(ModelCall); isCall {
+				continue // the usage of calls before is not this turn's
+			}
+			if !yield(e, nil) {
+				return
+			}
+		}
+		return
 	}
 	gone := false        // the caller stopped reading
 	var stopAt time.Time // when this side asked the chat to stop the turn

@@ -144,6 +144,17 @@ func (r Ref) String() string {
 	return string(buf[:n+2*Size])
 }
 
+// AppendText implements encoding.TextAppender: it appends the text form
+// of r to b, as MarshalText returns it.
+func (r Ref) AppendText(b []byte) ([]byte, error) {
+	if !r.Valid() {
+		return nil, fmt.Errorf("%w: zero ref cannot be encoded", ErrInvalidRef)
+	}
+	b = append(b, r.algo.String()...)
+	b = append(b, ':')
+	return hex.AppendEncode(b, r.digest[:]), nil
+}
+
 // Short returns an abbreviated text form for humans: the algorithm and the
 // first 12 hex digits.
 func (r Ref) Short() string {

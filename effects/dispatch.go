@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/demiurge-dev/demiurge/cas"
@@ -108,7 +109,13 @@ type DispatcherOptions struct {
 	Sleep func(ctx context.Context, t time.Time) error
 	// Progress receives adapters' progress notes, with their intent.
 	Progress func(in *Intent, text string)
-	Logger   *slog.Logger
+	// Deliver, if set, takes each completion instead of the out channel,
+	// called on the goroutine that ran the adapter once it has given up
+	// its worker slot (so Deliver may do work of its own, such as
+	// applying the receipt, without holding up other adapters). It is not
+	// called once the dispatcher is closed.
+	Deliver func(Completion)
+	Logger  *slog.Logger
 }
 
 // Dispatcher runs intents on adapters and delivers their receipts.
@@ -123,9 +130,19 @@ type Dispatcher struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 
+	// idle hands a job to a parked worker goroutine (see worker).
+	idle   chan job
+	parked atomic.Int32 // workers parked on idle
+
 	mu       sync.Mutex
 	attempts map[cas.Ref]int
 	closed   bool
+}
+
+// job is one run of an intent.
+type job struct {
+	in      *Intent
+	attempt int
 }
 
 // NewDispatcher returns a dispatcher that sends each completion to out.
@@ -152,7 +169,7 @@ func NewDispatcher(cat *schema.Catalog, store cas.Store, adapters map[string]Ada
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Dispatcher{cat: cat, store: store, adapters: adapters, opts: opts, out: out,
-		sem: make(chan struct{}, opts.Workers), ctx: ctx, cancel: cancel, attempts: map[cas.Ref]int{}}
+		sem: make(chan struct{}, opts.Workers), ctx: ctx, cancel: cancel, attempts: map[cas.Ref]int{}, idle: make(chan job)}
 }
 
 // SleepUntil waits on the wall clock until t or until ctx is done.
@@ -182,7 +199,34 @@ func (d *Dispatcher) Dispatch(in *Intent) {
 	attempt := d.attempts[in.Hash]
 	d.wg.Add(1)
 	d.mu.Unlock()
-	go d.run(in, attempt)
+	select {
+	case d.idle <- job{in, attempt}:
+	default:
+		go d.worker(job{in, attempt})
+	}
+}
+
+// worker runs j, then waits for the next job Dispatch hands it, until the
+// dispatcher closes. Workers are kept (at most Workers of them parked) so
+// that an effect runs on a goroutine whose stack has grown already: a
+// fresh goroutine per effect spent tens of microseconds growing its stack
+// when the receipt's commit ran on it (the world applies a receipt on the
+// goroutine that delivers it).
+func (d *Dispatcher) worker(j job) {
+	for {
+		d.run(j.in, j.attempt)
+		if d.parked.Add(1) > int32(d.opts.Workers) {
+			d.parked.Add(-1)
+			return
+		}
+		select {
+		case j = <-d.idle:
+			d.parked.Add(-1)
+		case <-d.ctx.Done():
+			d.parked.Add(-1)
+			return
+		}
+	}
 }
 
 func (d *Dispatcher) run(in *Intent, attempt int) { d.runWith(d.ctx, in, attempt, nil) }
@@ -197,13 +241,19 @@ func (d *Dispatcher) runWith(ctx context.Context, in *Intent, attempt int, pendi
 	case <-ctx.Done():
 		return
 	}
-	defer func() { <-d.sem }()
 	start := d.opts.Now()
 	stage := newStaging(d.store)
 	stage.unstored = pending
 	r := d.call(ctx, in, attempt, stage)
+	<-d.sem
 	c := Completion{Intent: in, Receipt: r, Elapsed: d.opts.Now().Sub(start), Blobs: stage.take(), Fault: stage.storageFault()}
 	d.opts.Logger.Debug("effect done", "kind", in.Kind, "intent", in.Hash.Short(), "status", r.Status, "elapsed", c.Elapsed)
+	if d.opts.Deliver != nil {
+		if ctx.Err() == nil {
+			d.opts.Deliver(c)
+		}
+		return
+	}
 	select {
 	case d.out <- c:
 	case <-ctx.Done():

@@ -25,10 +25,11 @@ type logReader struct {
 	from  uint64
 
 	started bool
-	head    worldHead // the head when the read started
-	c       *chain    // nil until the record before from is known
-	lastPos uint64    // position of the last step read; 0 if none
-	queue   []uint64  // positions of the steps to read next, ascending
+	head    worldHead    // the head when the read started
+	c       *chain       // nil until the record before from is known
+	lastPos uint64       // position of the last step read; 0 if none
+	queue   []queuedStep // the steps to read next, by ascending position
+	arena   []byte       // where payloads are copied out of the file
 
 	scan    bool          // following the links failed: scan the log
 	linkErr *CorruptError // why the links failed
@@ -40,10 +41,30 @@ type logReader struct {
 	verified bool
 }
 
+// logCursor is a cursor on the log that knows when it is at a step's
+// header.
+type logCursor struct {
+	*bbolt.Cursor
+	atStep uint64 // the position of the step whose header the cursor is at; 0 if unknown
+}
+
+// queuedStep is a step found by refill: its position and header (steps
+// never change once written, so a header read in one transaction holds in
+// the next).
+type queuedStep struct {
+	pos uint64
+	h   stepHeader
+}
+
+// arenaSize is the size of the blocks payloads are copied into: one
+// allocation for the payloads of many records.
+const arenaSize = 64 << 10
+
 // chunk appends the next records to out. done reports that the world's
 // records are exhausted and checked against the head.
 func (r *logReader) chunk(tx *bbolt.Tx, out *[]Record) (done bool, err error) {
 	log := tx.Bucket(bucketLog)
+	cur := &logCursor{Cursor: log.Cursor()} // one cursor for the chunk: steps are read in key order
 	if !r.started {
 		r.started = true
 		wh, ok, err := loadWorldHead(tx, r.world)
@@ -67,7 +88,7 @@ func (r *logReader) chunk(tx *bbolt.Tx, out *[]Record) (done bool, err error) {
 				r.verified = err == nil
 				return true, err
 			}
-			if err := r.refill(tx, log); err != nil {
+			if err := r.refill(tx, cur); err != nil {
 				var ce *CorruptError
 				if !errors.As(err, &ce) {
 					return true, err
@@ -76,14 +97,9 @@ func (r *logReader) chunk(tx *bbolt.Tx, out *[]Record) (done bool, err error) {
 				return r.scanChunk(log, out, &size, full)
 			}
 		}
-		pos := r.queue[0]
+		q := r.queue[0]
 		r.queue = r.queue[1:]
-		v := log.Get(posKey(pos))
-		h, err := decodeStepHeader(v)
-		if err != nil { // refill decoded it in this or an earlier transaction
-			return true, corruptf(r.world, r.nextSeq(), "the step at position %d changed while it was read: %v", pos, err)
-		}
-		if err := r.step(log, pos, h, out, &size); err != nil {
+		if err := r.step(cur, q.pos, q.h, out, &size); err != nil {
 			return true, err
 		}
 	}
@@ -101,7 +117,7 @@ func (r *logReader) nextSeq() uint64 {
 // refill fills the queue with the positions of the next steps: it walks
 // back from the first anchor after the seq needed next (or from the head)
 // to the step holding that seq. A damaged link is a *CorruptError.
-func (r *logReader) refill(tx *bbolt.Tx, log *bbolt.Bucket) error {
+func (r *logReader) refill(tx *bbolt.Tx, cur *logCursor) error {
 	need := r.nextSeq()
 	pos, wantFirst, wantLast := r.head.pos, uint64(0), r.head.head.Seq
 	prefix := anchorPrefix(r.world)
@@ -114,31 +130,45 @@ func (r *logReader) refill(tx *bbolt.Tx, log *bbolt.Bucket) error {
 		}
 	}
 	// at is the seq the step at pos should hold, for error messages: the
-	// head, the anchor's seq, or the first seq of the step linking to it.
-	at, what := r.head.head.Seq, fmt.Sprintf("link from the head entry to record %d", r.head.head.Seq)
+	// head, the anchor's seq, or the first seq of the step linking to it
+	// (from position from); what names the link that led to pos.
+	at, from := r.head.head.Seq, uint64(0)
 	if wantFirst != 0 {
-		at, what = wantFirst, fmt.Sprintf("link from the anchor to record %d", wantFirst)
+		at = wantFirst
 	}
-	var stack []uint64
+	what := func() string {
+		switch {
+		case from != 0:
+			return fmt.Sprintf("link before record %d (from position %d)", at, from)
+		case wantFirst != 0:
+			return fmt.Sprintf("link from the anchor to record %d", at)
+		}
+		return fmt.Sprintf("link from the head entry to record %d", at)
+	}
+	stack := r.queue[:0]
 	for {
-		h, err := getStep(log, pos)
+		cur.atStep = 0
+		h, err := seekStep(cur.Cursor, pos, r.world)
+		if err == nil {
+			cur.atStep = pos
+		}
 		if err != nil {
-			return corruptf(r.world, at, "%s broken: %v", what, err)
+			return corruptf(r.world, at, "%s broken: %v", what(), err)
 		}
 		switch {
 		case h.world != r.world:
-			return corruptf(r.world, at, "%s broken: the step at position %d belongs to world %q", what, pos, h.world)
+			return corruptf(r.world, at, "%s broken: the step at position %d belongs to world %q", what(), pos, h.world)
 		case wantFirst != 0 && h.first != wantFirst, wantLast != 0 && h.last() != wantLast:
-			return corruptf(r.world, at, "%s broken: the step at position %d holds records %d to %d", what, pos, h.first, h.last())
+			return corruptf(r.world, at, "%s broken: the step at position %d holds records %d to %d", what(), pos, h.first, h.last())
 		}
-		stack = append(stack, pos)
+		stack = append(stack, queuedStep{pos, h})
 		if h.first <= need {
 			break
 		}
 		if h.prev == 0 || h.prev >= pos {
 			return corruptf(r.world, h.first, "link before record %d broken: the step at position %d links to position %d", h.first, pos, h.prev)
 		}
-		at, what = h.first, fmt.Sprintf("link before record %d (from position %d)", h.first, pos)
+		at, from = h.first, pos
 		pos, wantFirst, wantLast = h.prev, 0, h.first-1
 	}
 	slices.Reverse(stack)
@@ -146,8 +176,9 @@ func (r *logReader) refill(tx *bbolt.Tx, log *bbolt.Bucket) error {
 	return nil
 }
 
-// step checks and delivers the records of the step h at pos.
-func (r *logReader) step(log *bbolt.Bucket, pos uint64, h stepHeader, out *[]Record, size *int) error {
+// step checks and delivers the records of the step h at pos, reading
+// them with cur, a cursor on the log.
+func (r *logReader) step(cur *logCursor, pos uint64, h stepHeader, out *[]Record, size *int) error {
 	if r.c == nil && r.from == 1 {
 		r.c = newChain(r.world, 1, Genesis(r.world))
 	}
@@ -157,7 +188,17 @@ func (r *logReader) step(log *bbolt.Bucket, pos uint64, h stepHeader, out *[]Rec
 		}
 		return r.corrupt(r.c.next, "records %d to %d are stored again at position %d (want record %d)", h.first, h.last(), pos, r.c.next)
 	}
-	err := stepRecords(log.Cursor(), pos, h, func(seq uint64, v []byte) error {
+	// The cursor is usually at this step's header already (the step before
+	// it in the log was the one read last, or refill left it there): then
+	// its records are the next keys, and no seek is needed.
+	var k, v []byte
+	if cur.atStep == pos {
+		k, v = cur.Next()
+	} else {
+		k, v = cur.Seek(recordKey(pos, 0))
+	}
+	cur.atStep = 0
+	next, err := stepRecordsAt(cur.Cursor, k, v, pos, h, func(seq uint64, v []byte) error {
 		if r.c == nil { // the first step read, from > 1: find record from-1
 			if seq < r.from-1 {
 				return nil
@@ -176,14 +217,18 @@ func (r *logReader) step(log *bbolt.Bucket, pos uint64, h stepHeader, out *[]Rec
 		if err != nil {
 			return r.note(err)
 		}
-		rec.Payload = bytes.Clone(rec.Payload) // v lives in the mmap only during tx
-		if rec.Payload == nil {
-			rec.Payload = []byte{}
-		}
+		rec.Payload = r.copyOut(rec.Payload) // v lives in the mmap only during tx
 		*out = append(*out, rec)
 		*size += len(v)
 		return nil
 	})
+	if err == nil {
+		// Where stepRecordsAt left the cursor: the key after the step's
+		// last record.
+		if len(next) == 8 {
+			cur.atStep = binary.BigEndian.Uint64(next)
+		}
+	}
 	var fe *stepFrameError
 	if errors.As(err, &fe) {
 		return r.corrupt(fe.seq, "record %d is missing: %v", fe.seq, fe.err)
@@ -198,10 +243,26 @@ func (r *logReader) step(log *bbolt.Bucket, pos uint64, h stepHeader, out *[]Rec
 	return nil
 }
 
+// copyOut copies a payload out of the file into the reader's arena. The
+// copy's capacity is its length, so appending to it cannot write over the
+// next payload.
+func (r *logReader) copyOut(p []byte) []byte {
+	if len(p) > arenaSize/4 {
+		return append(make([]byte, 0, len(p)), p...)
+	}
+	if cap(r.arena)-len(r.arena) < len(p) {
+		r.arena = make([]byte, 0, arenaSize)
+	}
+	n := len(r.arena)
+	r.arena = append(r.arena, p...)
+	return r.arena[n:len(r.arena):len(r.arena)]
+}
+
 // scanChunk reads on by scanning the log from the last step delivered,
 // taking the steps of the world in turn.
 func (r *logReader) scanChunk(log *bbolt.Bucket, out *[]Record, size *int, full func() bool) (bool, error) {
 	cur := log.Cursor()
+	rc := &logCursor{Cursor: log.Cursor()} // step's own, not to move cur
 	for k, v := cur.Seek(posKey(r.lastPos + 1)); k != nil && k[0] != headMark; k, v = cur.Next() {
 		if full() {
 			return false, nil
@@ -224,7 +285,7 @@ func (r *logReader) scanChunk(log *bbolt.Bucket, out *[]Record, size *int, full 
 			r.lastPos = pos
 			continue
 		}
-		if err := r.step(log, pos, h, out, size); err != nil {
+		if err := r.step(rc, pos, h, out, size); err != nil {
 			return true, err
 		}
 	}

@@ -105,7 +105,12 @@ type stepHeader struct {
 func (h *stepHeader) last() uint64 { return h.first + h.n - 1 }
 
 // decodeStepHeader decodes a step header.
-func decodeStepHeader(v []byte) (stepHeader, error) {
+func decodeStepHeader(v []byte) (stepHeader, error) { return decodeStepHeaderOf(v, "") }
+
+// decodeStepHeaderOf is decodeStepHeader for a reader of world: a step of
+// world gets world's string as its name, so reading a world's steps makes
+// no string.
+func decodeStepHeaderOf(v []byte, world string) (stepHeader, error) {
 	var h stepHeader
 	if len(v) < 1+8 {
 		return h, fmt.Errorf("step header is %d bytes, too short", len(v))
@@ -122,7 +127,12 @@ func decodeStepHeader(v []byte) (stepHeader, error) {
 	if nameLen == 0 || nameLen > MaxWorldLen || nameLen > uint64(len(rest)) {
 		return h, fmt.Errorf("world name length %d out of range", nameLen)
 	}
-	h.world, rest = string(rest[:nameLen]), rest[nameLen:]
+	if name := rest[:nameLen]; world != "" && string(name) == world {
+		h.world = world
+	} else {
+		h.world = string(name)
+	}
+	rest = rest[nameLen:]
 	if h.first, rest, err = uvarint(rest, "first seq"); err != nil {
 		return h, err
 	}
@@ -143,17 +153,28 @@ func decodeStepHeader(v []byte) (stepHeader, error) {
 // *stepFrameError.
 func stepRecords(c *bbolt.Cursor, pos uint64, h stepHeader, fn func(seq uint64, rec []byte) error) error {
 	k, v := c.Seek(recordKey(pos, 0))
+	_, err := stepRecordsAt(c, k, v, pos, h, fn)
+	return err
+}
+
+// stepRecordsAt is stepRecords with c already at the step's first record,
+// k and v its key and value. It returns the key after the step's last
+// record, where it leaves c.
+func stepRecordsAt(c *bbolt.Cursor, k, v []byte, pos uint64, h stepHeader, fn func(seq uint64, rec []byte) error) (next []byte, err error) {
+	var want [12]byte
+	binary.BigEndian.PutUint64(want[:], pos)
 	for i := range h.n {
 		seq := h.first + i
-		if !bytes.Equal(k, recordKey(pos, uint32(i))) || v == nil {
-			return &stepFrameError{seq: seq, err: fmt.Errorf("record %d of %d of the step at position %d is missing (found key %x)", i+1, h.n, pos, k)}
+		binary.BigEndian.PutUint32(want[8:], uint32(i))
+		if !bytes.Equal(k, want[:]) || v == nil {
+			return nil, &stepFrameError{seq: seq, err: fmt.Errorf("record %d of %d of the step at position %d is missing (found key %x)", i+1, h.n, pos, k)}
 		}
 		if err := fn(seq, v); err != nil {
-			return err
+			return nil, err
 		}
 		k, v = c.Next()
 	}
-	return nil
+	return k, nil
 }
 
 // stepFrameError is a record missing from its step.
@@ -242,11 +263,19 @@ var errStepMissing = errors.New("missing")
 
 // getStep returns the header of the step at pos in the log bucket.
 func getStep(log *bbolt.Bucket, pos uint64) (stepHeader, error) {
-	v := log.Get(posKey(pos))
-	if v == nil {
+	return seekStep(log.Cursor(), pos, "")
+}
+
+// seekStep is getStep with a cursor on the log, for a reader of world
+// (see decodeStepHeaderOf); it leaves c at the step's header.
+func seekStep(c *bbolt.Cursor, pos uint64, world string) (stepHeader, error) {
+	var key [8]byte
+	binary.BigEndian.PutUint64(key[:], pos)
+	k, v := c.Seek(key[:])
+	if !bytes.Equal(k, key[:]) || v == nil {
 		return stepHeader{}, fmt.Errorf("the step at position %d is %w", pos, errStepMissing)
 	}
-	h, err := decodeStepHeader(v)
+	h, err := decodeStepHeaderOf(v, world)
 	if err != nil {
 		return stepHeader{}, fmt.Errorf("the step at position %d does not decode: %w", pos, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/demiurge-dev/demiurge/cas"
@@ -138,7 +139,7 @@ func (d *decoder) record() (Record, error) {
 	if !utf8.Valid(kind) {
 		return rec, d.errorAt(start, "kind is not valid UTF-8")
 	}
-	rec.Kind = string(kind)
+	rec.Kind = internKind(kind)
 
 	if err := d.key(keyPrev, "prev"); err != nil {
 		return rec, err
@@ -322,4 +323,24 @@ func encodeEntries(world string, head Head, entries []Entry) ([][]byte, Head, er
 		head = Head{Seq: seq, Hash: prev}
 	}
 	return out, head, nil
+}
+
+// kinds caches record kinds, which are few and recur in every record
+// read: decoding a record makes no string for its kind once the kind is
+// cached. A slot holds the last kind stored in it.
+var kinds [64]atomic.Pointer[string]
+
+func internKind(b []byte) string {
+	h := uint32(2166136261) // FNV-1a
+	for _, c := range b {
+		h ^= uint32(c)
+		h *= 16777619
+	}
+	slot := &kinds[h%uint32(len(kinds))]
+	if p := slot.Load(); p != nil && *p == string(b) {
+		return *p
+	}
+	s := string(b)
+	slot.Store(&s)
+	return s
 }

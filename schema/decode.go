@@ -101,6 +101,9 @@ func (d *decoder) value(depth int) (Value, error) {
 		if major == 2 {
 			return bytes.Clone(b), nil
 		}
+		if e := internText(b); e != nil {
+			return e.v, nil // no string made, nor boxed
+		}
 		if !utf8.Valid(b) {
 			d.off = start
 			return nil, d.fail("text is not valid UTF-8")
@@ -121,7 +124,8 @@ func (d *decoder) value(depth int) (Value, error) {
 		if arg > uint64(len(d.data)-d.off)/2 {
 			return nil, d.fail("%v", errTruncated)
 		}
-		es := make([]MapEntry, arg)
+		m := allocMap(int(arg))
+		es := m.entries
 		sorted := true
 		for i := range es {
 			k, err := d.value(depth + 1)
@@ -137,7 +141,7 @@ func (d *decoder) value(depth int) (Value, error) {
 			if err != nil {
 				return nil, err
 			}
-			es[i] = MapEntry{Key: k, Value: v, enc: keyEncoding(k)}
+			es[i] = MapEntry{Key: k, Value: v, enc: keyEncoding(k)} // interned for short texts
 			if i > 0 && bytes.Compare(es[i-1].enc, es[i].enc) >= 0 {
 				sorted = false
 			}
@@ -150,7 +154,7 @@ func (d *decoder) value(depth int) (Value, error) {
 				}
 			}
 		}
-		return &Map{entries: es}, nil
+		return m, nil
 	case 6:
 		d.off = start
 		return nil, d.fail("CBOR tag %d is not allowed in a value", arg)

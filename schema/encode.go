@@ -36,6 +36,12 @@ func EncodeBody(v Value) ([]byte, error) {
 	return appendValue(make([]byte, 0, 32), v)
 }
 
+// AppendBody appends the canonical CBOR of v, without the self-describe
+// prefix, to b: EncodeBody into a buffer the caller has.
+func AppendBody(b []byte, v Value) ([]byte, error) {
+	return appendValue(b, v)
+}
+
 // Ref returns the content ref of a value: the BLAKE3 of Encode(v).
 func Ref(v Value) (cas.Ref, error) {
 	var r cas.Ref

@@ -49,16 +49,57 @@ type MapEntry struct {
 // NewMap returns a map holding the given entries. Later entries replace
 // earlier ones with an equal key.
 func NewMap(entries ...MapEntry) *Map {
-	es := make([]MapEntry, len(entries))
-	sorted := true
+	m := allocMap(len(entries))
 	for i, e := range entries {
-		es[i] = MapEntry{Key: e.Key, Value: e.Value, enc: keyEncoding(e.Key)}
+		m.entries[i] = MapEntry{Key: e.Key, Value: e.Value}
+	}
+	return m.sortEntries()
+}
+
+// allocMap returns a map of n zero entries, to be filled. A small map and
+// its entries are one allocation.
+func allocMap(n int) *Map {
+	switch {
+	case n == 0:
+		return &Map{}
+	case n == 1:
+		x := &struct {
+			m Map
+			e [1]MapEntry
+		}{}
+		x.m.entries = x.e[:]
+		return &x.m
+	case n == 2:
+		x := &struct {
+			m Map
+			e [2]MapEntry
+		}{}
+		x.m.entries = x.e[:]
+		return &x.m
+	case n <= 4:
+		x := &struct {
+			m Map
+			e [4]MapEntry
+		}{}
+		x.m.entries = x.e[:n:n]
+		return &x.m
+	}
+	return &Map{entries: make([]MapEntry, n)}
+}
+
+// sortEntries encodes the keys of m's entries and puts them in canonical
+// order, the last of equal keys winning; it returns m.
+func (m *Map) sortEntries() *Map {
+	es := m.entries
+	sorted := true
+	for i := range es {
+		es[i].enc = keyEncoding(es[i].Key)
 		if i > 0 && bytes.Compare(es[i-1].enc, es[i].enc) >= 0 {
 			sorted = false
 		}
 	}
 	if sorted {
-		return &Map{entries: es}
+		return m
 	}
 	// A stable sort keeps equal keys in argument order; the last one wins.
 	sort.SliceStable(es, func(i, j int) bool { return bytes.Compare(es[i].enc, es[j].enc) < 0 })
@@ -69,7 +110,9 @@ func NewMap(entries ...MapEntry) *Map {
 		}
 		out = append(out, e)
 	}
-	return &Map{entries: out}
+	clear(es[len(out):])
+	m.entries = out
+	return m
 }
 
 // Record returns a map with text keys, built from alternating key, value
@@ -79,15 +122,15 @@ func Record(kv ...any) *Map {
 	if len(kv)%2 != 0 {
 		panic("schema.Record: odd number of arguments")
 	}
-	es := make([]MapEntry, len(kv)/2)
+	m := allocMap(len(kv) / 2)
 	for i := 0; i < len(kv); i += 2 {
 		k, ok := kv[i].(string)
 		if !ok {
 			panic(fmt.Sprintf("schema.Record: key %d is %T, want string", i/2, kv[i]))
 		}
-		es[i/2] = MapEntry{Key: k, Value: kv[i+1]}
+		m.entries[i/2] = MapEntry{Key: k, Value: kv[i+1]}
 	}
-	return NewMap(es...)
+	return m.sortEntries()
 }
 
 // Variant returns the canonical form of a variant value: {"$tag": tag,
@@ -221,6 +264,9 @@ func (e *MapEntry) encoding() []byte {
 
 func keyEncoding(k Value) []byte {
 	if s, ok := k.(string); ok {
+		if e := internString(s); e != nil {
+			return e.enc
+		}
 		return append(appendHead(make([]byte, 0, len(s)+9), 3, uint64(len(s))), s...)
 	}
 	b, err := appendValue(make([]byte, 0, 9), k)

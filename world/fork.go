@@ -84,7 +84,7 @@ func Fork(ctx context.Context, opts ForkOptions) (journal.Head, error) {
 	if err != nil {
 		return journal.Head{}, fmt.Errorf("fork world %s at seq %d: %w", opts.From, opts.At, err)
 	}
-	fe, err := entry(KindFork, rec("world", opts.From, "seq", opts.At, "hash", res.Head.Hash.String()))
+	fe, err := entryKV(KindFork, "world", opts.From, "seq", opts.At, "hash", res.Head.Hash)
 	if err != nil {
 		return journal.Head{}, err
 	}

@@ -46,6 +46,8 @@ type Machine struct {
 	nextPlanID    uint64
 	pending       map[cas.Ref]*pendingIntent
 	nextIntentSeq uint64
+
+	stepper stepper // Apply's, reused
 }
 
 // loadedCatalog is a catalog with what the machine compiled of it.
@@ -53,10 +55,22 @@ type loadedCatalog struct {
 	cat   *schema.Catalog
 	gate  *effects.Gate
 	progs *plans.Programs
+	refs  map[string]*schema.Type // see normalize
 }
 
 func newLoadedCatalog(c *schema.Catalog) *loadedCatalog {
-	return &loadedCatalog{cat: c, gate: effects.NewGate(c), progs: plans.NewPrograms(c)}
+	return &loadedCatalog{cat: c, gate: effects.NewGate(c), progs: plans.NewPrograms(c), refs: map[string]*schema.Type{}}
+}
+
+// normalize normalizes v against the schema named name (schema.Normalize
+// of schema.RefType(name), the ref type made once per name).
+func (lc *loadedCatalog) normalize(name string, v schema.Value) (schema.Value, error) {
+	t := lc.refs[name]
+	if t == nil {
+		t = schema.RefType(name)
+		lc.refs[name] = t
+	}
+	return schema.Normalize(lc.cat, t, v)
 }
 
 type cell struct {
@@ -245,6 +259,9 @@ func (m *Machine) describe(in *plans.Instance) RunningPlan {
 
 // running returns the running plan instances, by ascending id.
 func (m *Machine) running() []*plans.Instance {
+	if len(m.instances) == 0 {
+		return nil
+	}
 	ids := make([]uint64, 0, len(m.instances))
 	for id := range m.instances {
 		ids = append(ids, id)
@@ -354,7 +371,16 @@ type queuedEvent struct {
 // its state may be half updated (World reopens from the journal).
 // in.Stamp.JournalHeight must equal the machine's height.
 func (m *Machine) Apply(ctx context.Context, in *Input) (*Step, error) {
-	s := &stepper{m: m, ctx: ctx, stamp: in.Stamp, out: &Step{Records: make([]journal.Entry, 0, 4)}}
+	// The step and its first records are one allocation; the stepper is
+	// the machine's, made again for each input (Apply is not reentrant).
+	out := &struct {
+		Step
+		recs [4]journal.Entry
+	}{}
+	out.Records = out.recs[:0]
+	s := &m.stepper
+	*s = stepper{m: m, ctx: ctx, stamp: in.Stamp, out: &out.Step, events: s.events[:0], runnabl: s.runnabl[:0]}
+	defer s.done()
 	e, err := in.Encode()
 	if err != nil {
 		return nil, err
@@ -371,8 +397,7 @@ func (m *Machine) Apply(ctx context.Context, in *Input) (*Step, error) {
 			m.logical = in.Stamp.LogicalNowNS
 		}
 		s.stamp.ManifestHash = m.manifest
-		t := schema.RefType(in.Schema)
-		v, err := schema.Normalize(m.cur.cat, t, in.Value)
+		v, err := m.cur.normalize(in.Schema, in.Value)
 		if err != nil {
 			return nil, fmt.Errorf("world: event %s: %w", in.Schema, err)
 		}
@@ -394,11 +419,20 @@ func (m *Machine) Apply(ctx context.Context, in *Input) (*Step, error) {
 	return s.out, nil
 }
 
-func (s *stepper) record(kind string, payload *schema.Map) {
+// record adds a derived record of kind whose payload is the record of
+// the fields kv (see encodeRec).
+// done drops what the stepper refers to once Apply returns, keeping its
+// queues' storage for the next input.
+func (s *stepper) done() {
+	clear(s.events[:cap(s.events)])
+	*s = stepper{events: s.events[:0], runnabl: s.runnabl[:0]}
+}
+
+func (s *stepper) record(kind string, kv ...any) {
 	if s.err != nil {
 		return
 	}
-	e, err := entry(kind, payload)
+	e, err := entryKV(kind, kv...)
 	if err != nil {
 		s.err = err
 		return
@@ -490,8 +524,8 @@ func (s *stepper) handleEvent(ev queuedEvent) {
 		if t.CorrelateBy != "" {
 			v, err := pathValue(ev.value, strings.Split(t.CorrelateBy, "."))
 			if err != nil {
-				s.record(KindPlanEnded, rec("plan", t.Plan, "status", "error",
-					"error", rec("code", plans.CodeEval, "message", fmt.Sprintf("correlate_by %q: %v", t.CorrelateBy, err))))
+				s.record(KindPlanEnded, "plan", t.Plan, "status", "error",
+					"error", rec("code", plans.CodeEval, "message", fmt.Sprintf("correlate_by %q: %v", t.CorrelateBy, err)))
 				continue
 			}
 			corr = v
@@ -534,7 +568,7 @@ func pathValue(v schema.Value, path []string) (schema.Value, error) {
 func (s *stepper) deliver(module string, key schema.Value, evSchema string, value schema.Value, keyField string) {
 	m := s.m
 	fail := func(key schema.Value, format string, args ...any) {
-		s.record(KindReducerError, rec("reducer", module, "key", key, "event", evSchema, "error", fmt.Sprintf(format, args...)))
+		s.record(KindReducerError, "reducer", module, "key", key, "event", evSchema, "error", fmt.Sprintf(format, args...))
 	}
 	mod, ok := m.cur.cat.Module(module)
 	if !ok || mod.Reducer == nil {
@@ -566,7 +600,7 @@ func (s *stepper) deliver(module string, key schema.Value, evSchema string, valu
 			fail(nil, "event %s carries no key and the route has no key_field", evSchema)
 			return
 		}
-		nk, err := schema.Normalize(m.cur.cat, schema.RefType(mod.KeySchema), key)
+		nk, err := m.cur.normalize(mod.KeySchema, key)
 		if err != nil {
 			fail(key, "cell key does not fit %s: %v", mod.KeySchema, err)
 			return
@@ -615,7 +649,7 @@ func (s *stepper) deliver(module string, key schema.Value, evSchema string, valu
 	var newRef cas.Ref
 	var blob []byte
 	if out.State != nil {
-		ns, err := schema.Normalize(m.cur.cat, schema.RefType(mod.Reducer.State), out.State)
+		ns, err := m.cur.normalize(mod.Reducer.State, out.State)
 		if err != nil {
 			fail(key, "new state does not fit %s: %v", mod.Reducer.State, err)
 			return
@@ -633,7 +667,7 @@ func (s *stepper) deliver(module string, key schema.Value, evSchema string, valu
 			fail(key, "event %d has schema %s, which the manifest does not know", i, e.Schema)
 			return
 		}
-		v, err := schema.Normalize(m.cur.cat, schema.RefType(e.Schema), e.Value)
+		v, err := m.cur.normalize(e.Schema, e.Value)
 		if err != nil {
 			fail(key, "event %d does not fit %s: %v", i, e.Schema, err)
 			return
@@ -655,28 +689,32 @@ func (s *stepper) deliver(module string, key schema.Value, evSchema string, valu
 	if changed {
 		if newState == nil {
 			delete(m.cells[module], kb)
-			s.record(KindState, rec("reducer", module, "key", key))
+			s.record(KindState, "reducer", module, "key", key)
 		} else {
-			if m.cells[module] == nil {
-				m.cells[module] = map[string]*cell{}
+			if old != nil {
+				old.state, old.ref, old.memo = newState, newRef, out.Memo // the cell's key is the same
+			} else {
+				if m.cells[module] == nil {
+					m.cells[module] = map[string]*cell{}
+				}
+				m.cells[module][kb] = &cell{key: key, state: newState, ref: newRef, memo: out.Memo}
 			}
-			m.cells[module][kb] = &cell{key: key, state: newState, ref: newRef, memo: out.Memo}
 			s.addBlobs(blob)
-			s.record(KindState, rec("reducer", module, "key", key, "state", newRef.String()))
+			s.record(KindState, "reducer", module, "key", key, "state", newRef)
 		}
 	} else if old != nil {
 		old.memo = out.Memo // the same state, and a memo of it
 	}
 	s.addBlobs(out.Blobs...)
 	for _, e := range events {
-		s.record(KindRaised, rec("schema", e.schema, "value", e.value, "key", e.key, "origin", rec("reducer", module)))
+		s.record(KindRaised, "schema", e.schema, "value", e.value, "key", e.key, "origin", rec("reducer", module))
 		s.events = append(s.events, e)
 	}
 	for _, e := range out.Effects {
 		grant, err := m.slotGrant(mod, e)
 		origin := effects.Origin{Kind: "reducer", Name: module, Key: key}
 		if err != nil {
-			s.record(KindDenied, rec("kind", e.Kind, "origin", origin.Value(), "stage", effects.StageGrant, "reason", err.Error()))
+			s.record(KindDenied, "kind", e.Kind, "origin", origin.Value(), "stage", effects.StageGrant, "reason", err.Error())
 			continue
 		}
 		s.emit(effects.Request{Kind: e.Kind, Params: e.Params, Grant: grant, IdempotencyKey: e.IdempotencyKey, Origin: origin, LogicalNowNS: m.logical})
@@ -753,8 +791,8 @@ func (s *stepper) emit(req effects.Request) (*effects.Intent, error) {
 	m := s.m
 	d := m.cur.gate.Check(req)
 	if !d.Allowed {
-		s.record(KindDenied, rec("kind", req.Kind, "grant", req.Grant, "origin", req.Origin.Value(),
-			"stage", d.Stage, "reason", d.Reason))
+		s.record(KindDenied, "kind", req.Kind, "grant", req.Grant, "origin", req.Origin.Value(),
+			"stage", d.Stage, "reason", d.Reason)
 		return nil, errors.New(d.Reason)
 	}
 	in := d.Intent
@@ -770,8 +808,8 @@ func (s *stepper) emit(req effects.Request) (*effects.Intent, error) {
 	if len(in.IdempotencyKey) > 0 {
 		key = in.IdempotencyKey
 	}
-	s.record(KindIntent, rec("intent", in.Hash.String(), "kind", in.Kind, "params", in.Params, "grant", in.Grant,
-		"origin", in.Origin.Value(), "key", key, "decision", decision))
+	s.record(KindIntent, "intent", in.Hash, "kind", in.Kind, "params", in.Params, "grant", in.Grant,
+		"origin", in.Origin.Value(), "key", key, "decision", decision)
 	m.nextIntentSeq++
 	m.pending[in.Hash] = &pendingIntent{intent: in, seq: m.nextIntentSeq}
 	s.out.Dispatch = append(s.out.Dispatch, in)
@@ -783,7 +821,7 @@ func (s *stepper) receipt(in *Input) {
 	m := s.m
 	p, ok := m.pending[in.Intent]
 	if !ok {
-		s.record(KindRejected, rec("intent", in.Intent.String(), "reason", "no pending intent has this hash (a late or duplicate receipt)"))
+		s.record(KindRejected, "intent", in.Intent, "reason", "no pending intent has this hash (a late or duplicate receipt)")
 		return
 	}
 	delete(m.pending, in.Intent)
@@ -793,10 +831,10 @@ func (s *stepper) receipt(in *Input) {
 	switch in.Status {
 	case effects.StatusOK:
 		ef, _ := m.cur.cat.Effect(intent.Effect)
-		v, err := schema.Normalize(m.cur.cat, schema.RefType(ef.ReceiptSchema), in.Payload)
+		v, err := m.cur.normalize(ef.ReceiptSchema, in.Payload)
 		if err != nil {
 			reason := fmt.Sprintf("receipt of %s does not fit %s: %v", intent.Kind, ef.ReceiptSchema, err)
-			s.record(KindRejected, rec("intent", in.Intent.String(), "reason", reason))
+			s.record(KindRejected, "intent", in.Intent, "reason", reason)
 			r.Err, payload = reason, nil
 		} else {
 			r.Payload, payload = v, v
@@ -837,12 +875,12 @@ func (s *stepper) reducerReceipt(intent *effects.Intent, in *Input, payload sche
 	v := rec("intent_hash", intent.Hash.String(), "reducer", intent.Origin.Name, "effect_kind", intent.Kind,
 		"adapter_id", in.AdapterID, "status", status, "requested", intent.Params, "receipt", payload,
 		"cost_cents", cost, "signature", []byte{})
-	nv, err := schema.Normalize(m.cur.cat, schema.RefType(evSchema), v)
+	nv, err := m.cur.normalize(evSchema, v)
 	if err != nil {
-		s.record(KindRejected, rec("intent", intent.Hash.String(), "reason", fmt.Sprintf("result event %s: %v", evSchema, err)))
+		s.record(KindRejected, "intent", intent.Hash, "reason", fmt.Sprintf("result event %s: %v", evSchema, err))
 		return
 	}
-	s.record(KindRaised, rec("schema", evSchema, "value", nv, "key", intent.Origin.Key, "origin", rec("receipt", intent.Hash.String())))
+	s.record(KindRaised, "schema", evSchema, "value", nv, "key", intent.Origin.Key, "origin", rec("receipt", intent.Hash.String()))
 	s.events = append(s.events, queuedEvent{schema: evSchema, value: nv, key: intent.Origin.Key, target: intent.Origin.Name})
 }
 
@@ -872,19 +910,19 @@ func (s *stepper) startPlan(name string, input, corr, key schema.Value) {
 	m := s.m
 	p, err := m.cur.progs.Get(name)
 	if err != nil {
-		s.record(KindPlanEnded, rec("plan", name, "status", "error", "error", rec("code", plans.CodeEval, "message", err.Error())))
+		s.record(KindPlanEnded, "plan", name, "status", "error", "error", rec("code", plans.CodeEval, "message", err.Error()))
 		return
 	}
-	in, err := schema.Normalize(m.cur.cat, schema.RefType(p.Def.Input), input)
+	in, err := m.cur.normalize(p.Def.Input, input)
 	if err != nil {
-		s.record(KindPlanEnded, rec("plan", name, "status", "error", "error", rec("code", plans.CodeInvalid, "message", err.Error())))
+		s.record(KindPlanEnded, "plan", name, "status", "error", "error", rec("code", plans.CodeInvalid, "message", err.Error()))
 		return
 	}
 	id := m.nextPlanID
 	m.nextPlanID++
 	inst := plans.Start(p, id, in, corr, key)
 	m.instances[id] = inst
-	s.record(KindPlanStarted, rec("plan", name, "plan_id", id))
+	s.record(KindPlanStarted, "plan", name, "plan_id", id)
 	s.runnable(id)
 }
 
@@ -915,11 +953,11 @@ func (s *stepper) runPlan(id uint64) {
 		perr = rec("step", inst.Err.Step, "code", inst.Err.Code, "message", inst.Err.Msg)
 		perrEvent = schema.Record("step", inst.Err.Step, "code", inst.Err.Code, "message", inst.Err.Msg)
 	}
-	s.record(KindPlanEnded, rec("plan", inst.Plan, "plan_id", id, "status", status, "result", inst.Result, "error", perr))
+	s.record(KindPlanEnded, "plan", inst.Plan, "plan_id", id, "status", status, "result", inst.Result, "error", perr)
 	if status == "error" && m.consumes("sys/PlanEnded@1") {
 		input, _ := schema.Encode(inst.Input)
 		v := schema.Record("plan", inst.Plan, "plan_id", id, "status", status, "error", perrEvent, "input", input)
-		s.record(KindRaised, rec("schema", "sys/PlanEnded@1", "value", v, "key", inst.Key, "origin", rec("plan", inst.Plan, "plan_id", id)))
+		s.record(KindRaised, "schema", "sys/PlanEnded@1", "value", v, "key", inst.Key, "origin", rec("plan", inst.Plan, "plan_id", id))
 		s.events = append(s.events, queuedEvent{schema: "sys/PlanEnded@1", value: v, key: inst.Key})
 	}
 }
@@ -967,11 +1005,11 @@ func (h *planHost) Emit(in *plans.Instance, step *schema.Step, params schema.Val
 
 func (h *planHost) Raise(in *plans.Instance, step *schema.Step, event string, value schema.Value) error {
 	s := h.s
-	v, err := schema.Normalize(s.m.cur.cat, schema.RefType(event), value)
+	v, err := s.m.cur.normalize(event, value)
 	if err != nil {
 		return err
 	}
-	s.record(KindRaised, rec("schema", event, "value", v, "key", in.Key, "origin", rec("plan", in.Plan, "plan_id", in.ID)))
+	s.record(KindRaised, "schema", event, "value", v, "key", in.Key, "origin", rec("plan", in.Plan, "plan_id", in.ID))
 	s.events = append(s.events, queuedEvent{schema: event, value: v, key: in.Key})
 	return nil
 }

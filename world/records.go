@@ -1,7 +1,10 @@
 package world
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/demiurge-dev/demiurge/cas"
@@ -62,12 +65,104 @@ func rec(kv ...any) *schema.Map {
 	return schema.NewMap(es...)
 }
 
-func entry(kind string, payload *schema.Map) (journal.Entry, error) {
-	b, err := schema.Encode(payload)
+// entryKV returns the journal entry of kind whose payload is the record
+// of the fields kv (see encodeRec).
+func entryKV(kind string, kv ...any) (journal.Entry, error) {
+	b, err := encodeRec(kv...)
 	if err != nil {
 		return journal.Entry{}, fmt.Errorf("world: encode %s record: %w", kind, err)
 	}
 	return journal.Entry{Kind: kind, Payload: b}, nil
+}
+
+// maxRecFields bounds the fields of a record encodeRec encodes.
+const maxRecFields = 16
+
+// recBufs are encodeRec's scratch buffers.
+var recBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// encodeRec returns the canonical encoding of rec(kv...), schema.Encode's
+// bytes, without building the map: the record of kv's pairs (text keys,
+// at most maxRecFields of them) whose values are not empty. A cas.Ref
+// value is its text form.
+func encodeRec(kv ...any) ([]byte, error) {
+	// The kept pairs, in canonical key order: shorter keys first, then
+	// bytewise (the order of their encodings).
+	var order [maxRecFields]int
+	n := 0
+	for i := 0; i < len(kv); i += 2 {
+		switch x := kv[i+1].(type) {
+		case nil:
+			continue
+		case []byte:
+			if x == nil {
+				continue
+			}
+		case string:
+			if x == "" {
+				continue
+			}
+		}
+		if n == maxRecFields {
+			return nil, fmt.Errorf("more than %d fields", maxRecFields)
+		}
+		k := kv[i].(string)
+		j := n
+		for ; j > 0; j-- {
+			p := kv[order[j-1]].(string)
+			if len(p) < len(k) || len(p) == len(k) && p < k {
+				break
+			}
+			order[j] = order[j-1]
+		}
+		order[j] = i
+		n++
+	}
+	bp := recBufs.Get().(*[]byte)
+	defer recBufs.Put(bp)
+	b := append((*bp)[:0], cas.SelfDescribePrefix...)
+	b = appendCBORHead(b, 5, uint64(n))
+	var err error
+	for _, i := range order[:n] {
+		k := kv[i].(string)
+		b = append(appendCBORHead(b, 3, uint64(len(k))), k...)
+		switch v := kv[i+1].(type) {
+		case cas.Ref:
+			b = append(b, 0x78, 0) // text of one length byte, set below
+			at := len(b)
+			if b, err = v.AppendText(b); err != nil {
+				return nil, err
+			}
+			if len(b)-at > 0xff {
+				return nil, fmt.Errorf("ref %s is too long", v)
+			}
+			b[at-1] = byte(len(b) - at)
+		default:
+			if b, err = schema.AppendBody(b, v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	*bp = b
+	return bytes.Clone(b), nil
+}
+
+// appendCBORHead appends the head of a CBOR item of major type major and
+// argument n, in its shortest form.
+func appendCBORHead(b []byte, major byte, n uint64) []byte {
+	major <<= 5
+	switch {
+	case n < 24:
+		return append(b, major|byte(n))
+	case n <= 0xff:
+		return append(b, major|24, byte(n))
+	case n <= 0xffff:
+		return binary.BigEndian.AppendUint16(append(b, major|25), uint16(n))
+	case n <= 0xffffffff:
+		return binary.BigEndian.AppendUint32(append(b, major|26), uint32(n))
+	default:
+		return binary.BigEndian.AppendUint64(append(b, major|27), n)
+	}
 }
 
 func stampValue(s reducer.Stamp) *schema.Map {
@@ -109,16 +204,16 @@ func (in *Input) Encode() (journal.Entry, error) {
 	}
 	switch in.Kind {
 	case KindManifest:
-		return entry(KindManifest, rec("manifest", in.Manifest.String()))
+		return entryKV(KindManifest, "manifest", in.Manifest)
 	case KindEvent:
-		return entry(KindEvent, rec("schema", in.Schema, "value", in.Value, "key", in.Key, "stamp", stampValue(in.Stamp)))
+		return entryKV(KindEvent, "schema", in.Schema, "value", in.Value, "key", in.Key, "stamp", stampValue(in.Stamp))
 	case KindReceipt:
 		var cost any
 		if in.CostCents > 0 {
 			cost = in.CostCents
 		}
-		return entry(KindReceipt, rec("intent", in.Intent.String(), "status", in.Status, "payload", in.Payload,
-			"error", in.Error, "adapter", in.AdapterID, "cost", cost, "stamp", stampValue(in.Stamp)))
+		return entryKV(KindReceipt, "intent", in.Intent, "status", in.Status, "payload", in.Payload,
+			"error", in.Error, "adapter", in.AdapterID, "cost", cost, "stamp", stampValue(in.Stamp))
 	}
 	return journal.Entry{}, fmt.Errorf("world: %q is not an input kind", in.Kind)
 }

@@ -126,7 +126,7 @@ func (m *Machine) Snapshot() (journal.Entry, []byte, error) {
 	if err != nil {
 		return journal.Entry{}, nil, fmt.Errorf("world: encode snapshot: %w", err)
 	}
-	e, err := entry(KindSnapshot, rec("snapshot", cas.Sum(b).String()))
+	e, err := entryKV(KindSnapshot, "snapshot", cas.Sum(b))
 	if err != nil {
 		return journal.Entry{}, nil, err
 	}

@@ -44,8 +44,8 @@ type Options struct {
 	// DefaultSnapshotEvery, a negative number never.
 	SnapshotEvery int
 	// OnCommit, if set, is called with each step's records after they are
-	// durable, in journal order, on the world's goroutine. It must not call
-	// the world.
+	// durable, in journal order, on the goroutine that applied them (never
+	// two calls at once). It must not call the world.
 	OnCommit func(recs []journal.Record)
 	Logger   *slog.Logger
 }
@@ -65,8 +65,14 @@ var (
 	ErrInvalidInput = errors.New("world: invalid input")
 )
 
-// World is a running world: a single goroutine applies inputs, one at a
-// time, in journal order; adapters run effects concurrently.
+// World is a running world: inputs are applied one batch at a time, in
+// journal order; adapters run effects concurrently. There is no goroutine
+// of the world's own: an input (an event sent, an effect's receipt) is
+// queued, and the goroutine that queued it applies the queue if no other
+// goroutine is applying it, or else leaves it to that goroutine, which
+// looks again before it stops. So a single caller's event is applied and
+// committed on the caller's goroutine, as a raw bbolt Update would be,
+// with no hand-off to another goroutine and back.
 type World struct {
 	opts Options
 	log  *slog.Logger
@@ -80,12 +86,24 @@ type World struct {
 	running int           // inputs being applied
 	since   int           // inputs since the last snapshot
 
-	requests    chan request
-	completions chan effects.Completion
-	disp        *effects.Dispatcher
-	quit        chan struct{}
-	done        chan struct{}
-	closeOnce   sync.Once
+	// runMu is held by the goroutine applying the queue; closed is set
+	// under it by Close.
+	runMu  sync.Mutex
+	closed bool
+
+	qmu   sync.Mutex
+	queue []queued // inputs waiting to be applied, in arrival order
+
+	disp      *effects.Dispatcher
+	done      chan struct{} // closed by Close
+	closeOnce sync.Once
+}
+
+// queued is an input waiting in the queue: an event sent (req) or an
+// effect's completion.
+type queued struct {
+	req *request
+	c   effects.Completion
 }
 
 type request struct {
@@ -129,8 +147,7 @@ func Open(ctx context.Context, opts Options) (*World, error) {
 	m.cas = ov
 	w := &World{
 		opts: opts, log: opts.Logger.With("world", opts.Name), m: m, cas: ov, head: head,
-		signal: make(chan struct{}), requests: make(chan request),
-		completions: make(chan effects.Completion, 64), quit: make(chan struct{}), done: make(chan struct{}),
+		signal: make(chan struct{}), done: make(chan struct{}),
 	}
 	if m.Manifest() != opts.Catalog.ManifestRef() {
 		if head.Seq == 0 {
@@ -154,12 +171,12 @@ func Open(ctx context.Context, opts Options) (*World, error) {
 	if dopts.Logger == nil {
 		dopts.Logger = w.log
 	}
-	w.disp = effects.NewDispatcher(opts.Catalog, opts.Storage.CAS(), opts.Adapters, w.completions, dopts)
+	dopts.Deliver = w.deliver
+	w.disp = effects.NewDispatcher(opts.Catalog, opts.Storage.CAS(), opts.Adapters, nil, dopts)
 	for _, in := range m.Pending() {
 		w.log.Debug("dispatching again", "kind", in.Kind, "intent", in.Hash.Short())
 		w.disp.Dispatch(in)
 	}
-	go w.loop()
 	return w, nil
 }
 
@@ -368,14 +385,82 @@ func storageFault(world string, intent *effects.Intent, fault error) error {
 		world, intent.Kind, intent.Hash.Short(), fault)
 }
 
-func (w *World) loop() {
-	defer close(w.done)
+// deliver queues an effect's completion and applies the queue if no
+// other goroutine does (the dispatcher's Deliver: it runs on the
+// adapter's goroutine).
+func (w *World) deliver(c effects.Completion) {
+	w.qmu.Lock()
+	w.queue = append(w.queue, queued{c: c})
+	w.qmu.Unlock()
+	w.run()
+}
+
+// run applies the queue, batch by batch, unless another goroutine is
+// applying it: that one finds what was queued before run was called (it
+// looks at the queue again after it lets go of runMu).
+func (w *World) run() {
+	for {
+		if !w.runMu.TryLock() {
+			return
+		}
+		if w.closed {
+			w.failQueued()
+			w.runMu.Unlock()
+			return
+		}
+		w.applyQueued()
+		w.runMu.Unlock()
+		w.qmu.Lock()
+		empty := len(w.queue) == 0
+		w.qmu.Unlock()
+		if empty {
+			return
+		}
+	}
+}
+
+// failQueued answers the queued requests with ErrClosed and drops the
+// queued completions (their intents are dispatched again when the world
+// reopens). The caller holds runMu.
+func (w *World) failQueued() {
+	w.qmu.Lock()
+	q := w.queue
+	w.queue = nil
+	w.qmu.Unlock()
+	for _, it := range q {
+		if it.req != nil {
+			it.req.done <- result{err: ErrClosed}
+		}
+	}
+}
+
+// applyQueued applies what is queued, in batches of at most maxBatch
+// inputs, each committed in one transaction: receipts that arrive
+// together share one fsync. The caller holds runMu.
+func (w *World) applyQueued() {
 	var ins []*Input
-	var waiters []request
+	var waiters []*request
 	var blobs [][]byte
 	for {
+		w.qmu.Lock()
+		q := w.queue
+		n := min(len(q), maxBatch)
+		w.queue = q[n:]
+		if len(w.queue) == 0 {
+			w.queue = nil
+		}
+		w.qmu.Unlock()
+		if n == 0 {
+			return
+		}
 		ins, waiters, blobs = ins[:0], waiters[:0], blobs[:0]
-		take := func(c effects.Completion) {
+		for _, it := range q[:n] {
+			if it.req != nil {
+				ins = append(ins, it.req.in)
+				waiters = append(waiters, it.req)
+				continue
+			}
+			c := it.c
 			if c.Fault != nil {
 				// Its receipt is not applied: the store the adapter read
 				// is damaged, and so may be what it made of it.
@@ -386,7 +471,7 @@ func (w *World) loop() {
 					w.wake()
 				}
 				w.mu.Unlock()
-				return
+				continue
 			}
 			w.mu.RLock()
 			pending := w.m.IsPending(c.Intent.Hash)
@@ -398,33 +483,11 @@ func (w *World) loop() {
 			}
 			if !pending {
 				w.log.Debug("dropping receipt of an intent that is not pending", "intent", c.Intent.Hash.Short())
-				return
+				continue
 			}
 			ins = append(ins, &Input{Kind: KindReceipt, Intent: c.Intent.Hash, Status: c.Receipt.Status, Payload: c.Receipt.Payload,
 				Error: c.Receipt.Error, AdapterID: c.Receipt.AdapterID, CostCents: c.Receipt.CostCents})
 			blobs = append(blobs, c.Blobs...)
-		}
-		select {
-		case r := <-w.requests:
-			ins = append(ins, r.in)
-			waiters = append(waiters, r)
-		case c := <-w.completions:
-			take(c)
-		case <-w.quit:
-			return
-		}
-		// Take whatever else is already waiting, so it shares the commit.
-	more:
-		for len(ins) < maxBatch {
-			select {
-			case r := <-w.requests:
-				ins = append(ins, r.in)
-				waiters = append(waiters, r)
-			case c := <-w.completions:
-				take(c)
-			default:
-				break more
-			}
 		}
 		if len(ins) == 0 {
 			continue
@@ -468,8 +531,18 @@ func (w *World) SendJSON(ctx context.Context, schemaName string, js []byte) (jou
 	return w.submit(ctx, &Input{Kind: KindEvent, Schema: schemaName, Value: v})
 }
 
+// submit queues in, applies the queue unless another goroutine does, and
+// waits for in's outcome. Once queued, in is applied whatever ctx does.
 func (w *World) submit(ctx context.Context, in *Input) (journal.Head, error) {
-	r := request{in: in, done: make(chan result, 1)}
+	if err := ctx.Err(); err != nil {
+		return journal.Head{}, err
+	}
+	select {
+	case <-w.done:
+		return journal.Head{}, ErrClosed
+	default:
+	}
+	r := &request{in: in, done: make(chan result, 1)}
 	w.mu.Lock()
 	w.running++
 	w.mu.Unlock()
@@ -478,13 +551,10 @@ func (w *World) submit(ctx context.Context, in *Input) (journal.Head, error) {
 		w.running--
 		w.mu.Unlock()
 	}()
-	select {
-	case w.requests <- r:
-	case <-w.done:
-		return journal.Head{}, ErrClosed
-	case <-ctx.Done():
-		return journal.Head{}, ctx.Err()
-	}
+	w.qmu.Lock()
+	w.queue = append(w.queue, queued{req: r})
+	w.qmu.Unlock()
+	w.run()
 	res := <-r.done
 	return res.head, res.err
 }
@@ -496,7 +566,10 @@ func (w *World) submit(ctx context.Context, in *Input) (journal.Head, error) {
 func (w *World) WaitIdle(ctx context.Context) error {
 	for {
 		w.mu.RLock()
-		err, idle, sig := w.err, len(w.m.pending) == 0 && w.running == 0 && len(w.completions) == 0, w.signal
+		w.qmu.Lock()
+		queued := len(w.queue)
+		w.qmu.Unlock()
+		err, idle, sig := w.err, len(w.m.pending) == 0 && w.running == 0 && queued == 0, w.signal
 		w.mu.RUnlock()
 		if err != nil {
 			return err
@@ -552,8 +625,12 @@ func (w *World) Err() error {
 // The journal keeps every record committed before Close.
 func (w *World) Close() error {
 	w.closeOnce.Do(func() {
-		close(w.quit)
-		<-w.done
+		w.runMu.Lock() // wait for the batch being applied
+		w.closed = true
+		w.failQueued()
+		close(w.done)
+		w.runMu.Unlock()
+		w.run() // answers what was queued while Close held runMu
 		if w.disp != nil {
 			w.disp.Close()
 		}
