@@ -81,6 +81,13 @@ type Bolt struct {
 	// counters for benchmarks and tests
 	nCommits atomic.Uint64 // bbolt transactions committed with appends
 	nAppends atomic.Uint64 // appends acknowledged
+
+	// What readers may see (see Committed and Changed), guarded by pubMu.
+	pubMu     sync.Mutex
+	committed map[string]Head // each world's newest durable head, for the worlds appended to here
+	commits   uint64          // commits begun
+	inCommit  bool            // a commit is running: the file may show what is not durable yet
+	changed   chan struct{}   // closed when the running (or next) commit ends; nil until asked for
 }
 
 var _ Store = (*Bolt)(nil)
@@ -136,11 +143,12 @@ func NewBolt(db *bbolt.DB, opts *BoltOptions) (*Bolt, error) {
 
 func newBolt(db *bbolt.DB, readOnly, ownDB bool) (*Bolt, error) {
 	j := &Bolt{
-		db:       db,
-		ownDB:    ownDB,
-		readOnly: readOnly,
-		wake:     make(chan struct{}, 1),
-		done:     make(chan struct{}),
+		db:        db,
+		ownDB:     ownDB,
+		readOnly:  readOnly,
+		committed: map[string]Head{},
+		wake:      make(chan struct{}, 1),
+		done:      make(chan struct{}),
 	}
 	// Look first, so opening an existing journal writes nothing.
 	var format []byte
@@ -439,6 +447,87 @@ func (j *Bolt) Worlds(ctx context.Context) ([]string, error) {
 	return names, bad
 }
 
+// Committed returns the head of world that readers may see: the newest
+// head an append made durable, never one of a transaction still being
+// committed. bbolt shows a transaction to new read transactions as soon
+// as it writes its meta page, before the fsync that makes it durable;
+// Head reads the file and may return such a head while Append has not
+// returned. Committed returns what this journal has acknowledged for
+// the worlds it appended to, and for the others what the file holds once
+// no commit is running. It waits for a running commit to end when it
+// has to, and returns ctx.Err() if ctx is done first.
+//
+// Every record up to the returned head is durable: a reader in another
+// process (see internal/store) reads up to it and no further.
+func (j *Bolt) Committed(ctx context.Context, world string) (Head, error) {
+	if err := ValidateWorld(world); err != nil {
+		return Head{}, err
+	}
+	for {
+		j.pubMu.Lock()
+		h, ok := j.committed[world]
+		n, busy := j.commits, j.inCommit
+		var wait <-chan struct{}
+		if !ok && busy {
+			wait = j.changedLocked()
+		}
+		j.pubMu.Unlock()
+		if ok {
+			return h, nil
+		}
+		if !busy {
+			// No commit runs: the file's head is durable, unless a commit
+			// began while it was read.
+			h, err := j.Head(ctx, world)
+			if err != nil {
+				return Head{}, err
+			}
+			j.pubMu.Lock()
+			h2, ok := j.committed[world]
+			n2 := j.commits
+			j.pubMu.Unlock()
+			switch {
+			case ok:
+				return h2, nil
+			case n2 == n:
+				return h, nil
+			}
+			continue
+		}
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return Head{}, ctx.Err()
+		}
+		if j.closed.Load() {
+			return Head{}, ErrClosed
+		}
+	}
+}
+
+// Changed returns a channel that is closed when the next commit of
+// appends ends, once what it made durable shows in Committed (or when
+// the journal is closed). To wait for a world to move past a head, take
+// the channel first, then check Committed, then wait on it: a commit
+// between the two is not missed.
+func (j *Bolt) Changed() <-chan struct{} {
+	j.pubMu.Lock()
+	defer j.pubMu.Unlock()
+	if j.closed.Load() {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	return j.changedLocked()
+}
+
+func (j *Bolt) changedLocked() chan struct{} {
+	if j.changed == nil {
+		j.changed = make(chan struct{})
+	}
+	return j.changed
+}
+
 // Close implements Store: it waits for pending appends to commit, stops the
 // committer, and closes the file if OpenBolt opened it (a DB passed to
 // NewBolt stays open). A second Close returns nil.
@@ -459,6 +548,12 @@ func (j *Bolt) Close() error {
 	j.commitMu.Lock() // wait for a commit running in an appending goroutine
 	j.closed.Store(true)
 	j.commitMu.Unlock()
+	j.pubMu.Lock()
+	if j.changed != nil {
+		close(j.changed) // waiters wake and find the journal closed
+		j.changed = nil
+	}
+	j.pubMu.Unlock()
 	if j.ownDB {
 		if err := j.db.Close(); err != nil {
 			return fmt.Errorf("close journal %s: %w", j.db.Path(), err)

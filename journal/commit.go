@@ -97,6 +97,10 @@ func (j *Bolt) takeLocked(group []*appendReq) []*appendReq {
 // committed again without it; if it fails otherwise (e.g. an I/O error),
 // each append is retried alone so only the failing ones get an error.
 func (j *Bolt) commit(group []*appendReq) {
+	j.pubMu.Lock()
+	j.commits++
+	j.inCommit = true
+	j.pubMu.Unlock()
 	results := make([]appendResult, len(group))
 	live := make([]int, len(group))
 	for i := range live {
@@ -122,10 +126,38 @@ func (j *Bolt) commit(group []*appendReq) {
 		}
 		break
 	}
+	if testHookBeforePublish != nil {
+		testHookBeforePublish()
+	}
+	j.publish(group, results)
 	for i, r := range group {
 		r.done <- results[i]
 	}
 	j.nAppends.Add(uint64(len(group)))
+}
+
+// testHookBeforePublish, if set (by tests), runs once a group's
+// transactions have committed and before publish: the file then shows
+// records that Committed must not show yet.
+var testHookBeforePublish func()
+
+// publish makes the heads the group's successful appends made durable
+// visible to Committed, and wakes whoever waits on Changed. It runs once
+// every transaction of the group has committed (fsync included), before
+// any append of the group is acknowledged.
+func (j *Bolt) publish(group []*appendReq, results []appendResult) {
+	j.pubMu.Lock()
+	for i, r := range group {
+		if res := results[i]; res.err == nil && !res.panicked && res.head.Seq > j.committed[r.world].Seq {
+			j.committed[r.world] = res.head
+		}
+	}
+	j.inCommit = false
+	if j.changed != nil {
+		close(j.changed)
+		j.changed = nil
+	}
+	j.pubMu.Unlock()
 }
 
 func removeIndex(live []int, v int) []int {

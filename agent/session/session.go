@@ -163,6 +163,7 @@ type Reader struct {
 	chatEvents bool
 	inputSeq   uint64                        // seq of the input being read
 	versions   map[string]map[uint64]cas.Ref // workspace → version → root
+	chatAIR    bool                          // the manifest last recorded has the chat reducer
 	forks      []Fork
 }
 
@@ -198,6 +199,20 @@ func (c *Reader) Record(r journal.Record) error {
 		c.inputSeq = r.Seq
 	}
 	switch r.Kind {
+	case world.KindManifest:
+		c.chatAIR = false
+		if ref, err := cas.ParseRef(text(schema.FieldPath(m, "manifest"))); err == nil {
+			var man struct {
+				Modules []struct {
+					Name string `cbor:"name"`
+				} `cbor:"modules"`
+			}
+			if cas.GetNode(context.Background(), c.cas, ref, &man) == nil {
+				for _, mod := range man.Modules {
+					c.chatAIR = c.chatAIR || demiurge.IsModule(mod.Name)
+				}
+			}
+		}
 	case world.KindFork:
 		if o, err := world.DecodeFork(r); err == nil {
 			c.forks = append(c.forks, Fork{ForkOrigin: o, Turns: len(c.turns)})
@@ -465,6 +480,11 @@ func (c *Reader) Forks() []Fork { return c.forks }
 // IsChat reports whether the records read held chat events: the world is
 // an agent world.
 func (c *Reader) IsChat() bool { return c.chatEvents }
+
+// ChatManifest reports whether the manifest the world last recorded has
+// the chat reducer: an agent world, even before its first message (a
+// follower shows it as turns from the start).
+func (c *Reader) ChatManifest() bool { return c.chatAIR }
 
 // WriteJSON writes the turns read, one JSON object a line.
 func (c *Reader) WriteJSON(w io.Writer) error {

@@ -3,10 +3,14 @@ package session_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/demiurge-dev/demiurge/agent/session"
+	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/replay"
+	"github.com/demiurge-dev/demiurge/world"
 )
 
 // TestReadDemo reads the recorded demo session: one turn of three rounds,
@@ -58,6 +62,57 @@ func TestReadDemo(t *testing.T) {
 		t.Errorf("WriteJSON: %v %s", err, out.String())
 	}
 }
+
+// TestChatManifest: the demo's first record, its Manifest, already says
+// it is an agent world (a follower shows it as turns before its first
+// message); a world without the chat reducer is not.
+func TestChatManifest(t *testing.T) {
+	b, err := replay.Read("../../testdata/sessions/demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := b.Storage(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := session.NewReader(st.CAS())
+	err = st.Journal().Read(t.Context(), b.Manifest.World, 1, func(rec journal.Record) error {
+		if err := r.Record(rec); err != nil {
+			return err
+		}
+		return errStop
+	})
+	if err != errStop {
+		t.Fatal(err)
+	}
+	if !r.ChatManifest() || r.IsChat() {
+		t.Errorf("after the Manifest record: ChatManifest %v, IsChat %v; want true, false", r.ChatManifest(), r.IsChat())
+	}
+
+	for _, tc := range []struct {
+		module string
+		want   bool
+	}{{"counter/Counter@1", false}, {"demiurge/Chat@2", true}} {
+		mem := cas.NewMemory()
+		ref, err := cas.PutNode(t.Context(), mem, map[string]any{"modules": []map[string]any{{"name": tc.module}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		payload, err := cas.Marshal(map[string]any{"manifest": ref.String()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := session.NewReader(mem)
+		if err := r.Record(journal.Record{Seq: 1, Kind: world.KindManifest, Payload: payload}); err != nil {
+			t.Fatal(err)
+		}
+		if r.ChatManifest() != tc.want {
+			t.Errorf("a manifest with module %s: ChatManifest %v; want %v", tc.module, r.ChatManifest(), tc.want)
+		}
+	}
+}
+
+var errStop = errors.New("stop")
 
 // read reads a recorded session's turns.
 func read(t *testing.T, dir string) []*session.Turn {

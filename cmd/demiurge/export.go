@@ -73,7 +73,7 @@ the world last ran.`,
 			// Refs the store does not hold may name things outside it; on a
 			// damaged file they may be blobs a damaged page hides.
 			if m.Missing > 0 {
-				if ferr := s.CheckFile(ctx); ferr != nil {
+				if ferr := checkFile(ctx, s); ferr != nil {
 					return fmt.Errorf("export: %d refs the records name are not in the store, whose file is damaged (the bundle in %s lacks them): %w", m.Missing, args[0], ferr)
 				}
 			}

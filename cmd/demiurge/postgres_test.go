@@ -91,3 +91,25 @@ func TestPostgresStoreCommands(t *testing.T) {
 	}
 	srv.Scrub(t, "stderr", r.stderr)
 }
+
+// trace --follow on a PostgreSQL store polls it: a world imported while it
+// waits shows up, as turns.
+func TestPostgresFollow(t *testing.T) {
+	srv := pgtest.Shared(t)
+	pg := pgtest.URL(t)
+	demo := filepath.Join("..", "..", "testdata", "sessions", "demo")
+	mustRun(t, 0, "", "--store", pg, "cas", "put", filepath.Join(demo, "bundle.json")) // makes the store
+	follow := startDemiurge(t, "trace --follow", nil, []string{storeEnv + "="}, "--store", pg, "trace", "--follow")
+	follow.expect(true, "world main has no records yet")
+	mustRun(t, 0, "", "--store", pg, "import", demo)
+	follow.expect(false, `(?m)^turn 1 of chat main, `)
+	follow.expect(false, `(?m)^  done: `)
+	if err := follow.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if code := follow.wait(); code != 0 {
+		t.Errorf("exit %d after Ctrl-C; want 0", code)
+	}
+	srv.Scrub(t, "stdout", follow.stdout())
+	srv.Scrub(t, "stderr", follow.stderr())
+}

@@ -331,7 +331,20 @@ func (a *app) openStore(ctx context.Context, readOnly bool) (*store.Handle, erro
 		}
 		return nil, err
 	}
+	if pid := s.Served(); pid != 0 {
+		a.log.Debug("reading through the process that writes the store", "dir", a.storeName(), "pid", pid)
+	}
 	return s, nil
+}
+
+// checkFile checks the store's file (Handle.CheckFile), except that a
+// store read through the process that writes it, whose file cannot be
+// checked meanwhile, is taken as sound.
+func checkFile(ctx context.Context, s *store.Handle) error {
+	if err := s.CheckFile(ctx); err != nil && !errors.Is(err, store.ErrServed) {
+		return err
+	}
+	return nil
 }
 
 // explainMissing adds to err, when it says that a blob the journal names is
@@ -345,7 +358,7 @@ func explainMissing(ctx context.Context, s *store.Handle, err error) error {
 	if _, diverged := errors.AsType[*world.DivergenceError](err); !diverged && !errors.Is(err, cas.ErrNotFound) {
 		return err
 	}
-	if ferr := s.CheckFile(ctx); ferr != nil {
+	if ferr := checkFile(ctx, s); ferr != nil {
 		return fmt.Errorf("%w\nthe store's file is damaged, which may be why: %w", err, ferr)
 	}
 	return err
@@ -388,7 +401,7 @@ func (g *notingGetter) check(ctx context.Context, s *store.Handle, op string) er
 	if missing == 0 || ctx.Err() != nil {
 		return nil
 	}
-	if err := s.CheckFile(ctx); err != nil {
+	if err := checkFile(ctx, s); err != nil {
 		return fmt.Errorf("%s: %s the records name not found in the store, whose file is damaged: %w", op, plural(missing, "blob"), err)
 	}
 	return nil

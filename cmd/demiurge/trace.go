@@ -18,9 +18,10 @@ func newTraceCommand(a *app) *cobra.Command {
 		wf      worldFlags
 		asJSON  bool
 		records bool
+		follow  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "trace [BUNDLE | --world W] [--json]",
+		Use:   "trace [BUNDLE | --world W [--follow]] [--json]",
 		Short: "Print a session as a timeline",
 		Long: `Print the journal of world W of the store, or of a bundle directory.
 
@@ -38,16 +39,28 @@ record a line; with --json, one JSON object per record with its seq, kind,
 hash and decoded payload.
 
 Trace needs no AIR (it takes no --manifest): the records, and the blobs
-they name, are all in the store or the bundle. Opens the store read-only.`,
+they name, are all in the store or the bundle. Opens the store read-only.
+
+With --follow (-f), trace goes on printing what is committed to the world as
+it lands, until Ctrl-C: the lines of a turn as its model and tool calls
+finish (with --json, each turn once it has ended), or each record. It works
+while another process writes the store (a running "demiurge run"), reading
+through that process what it has made durable; when that process stops, it
+says so on stderr and reads on from the file, and from the next process that
+writes the store.`,
 		Example: `  demiurge trace
   demiurge trace --json | jq -c '{request_id, user}'
-  demiurge trace testdata/sessions/demo --records`,
+  demiurge trace testdata/sessions/demo --records
+  demiurge trace --follow`,
 		Args: wantArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			ctx := cmd.Context()
 			if len(args) == 1 {
 				if cmd.Flags().Changed("world") {
 					return usagef("trace: give a bundle directory or --world, not both")
+				}
+				if follow {
+					return usagef("trace: --follow follows a world of the store; a bundle does not grow")
 				}
 				b, err := replay.Read(args[0])
 				if err != nil {
@@ -61,6 +74,9 @@ they name, are all in the store or the bundle. Opens the store read-only.`,
 			}
 			if err := wf.check(false); err != nil {
 				return err
+			}
+			if follow {
+				return followTrace(ctx, a, wf.world, asJSON, records)
 			}
 			s, err := a.openStore(cmd.Context(), true)
 			if err != nil {
@@ -88,6 +104,7 @@ they name, are all in the store or the bundle. Opens the store read-only.`,
 	wf.add(cmd, "")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per turn (or per record)")
 	cmd.Flags().BoolVar(&records, "records", false, "print every record, even for an agent world")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "go on printing what is committed as it lands, until Ctrl-C")
 	return cmd
 }
 

@@ -74,7 +74,7 @@ func writeSession(w io.Writer, turns []*session.Turn, forks []session.Fork) erro
 				if i > 0 {
 					b.WriteString("\n")
 				}
-				fmt.Fprintf(&b, "forked from world %s at seq %d (%s): what comes before is that world's; this world's own records start at seq %d\n", f.From, f.At, f.Hash.Short(), f.Seq+1)
+				b.WriteString(forkLine(f) + "\n")
 			}
 		}
 	}
@@ -83,85 +83,12 @@ func writeSession(w io.Writer, turns []*session.Turn, forks []session.Fork) erro
 		if i > 0 {
 			b.WriteString("\n")
 		}
-		fmt.Fprintf(&b, "turn %d of chat %s, %s\n  user: %s\n", t.RequestID, t.Chat, t.Time, clipLine(t.User, 200))
-		for round, r := range t.Rounds {
-			if m := r.Compaction; m != nil {
-				fmt.Fprintf(&b, "  compaction call: %s, %s, %s\n", m.Model, msDuration(m.LatencyMS), costText(m.CostMicroUSD, m.CostUnknown))
-			}
-			if m := r.Model; m != nil {
-				if m.Error != "" {
-					fmt.Fprintf(&b, "  model call %d: failed after %s: %s\n", round+1, msDuration(m.LatencyMS), clipLine(m.Error, 200))
-				} else {
-					tokens := fmt.Sprintf("%d tokens in (%d cached), %d out (%d reasoning)", m.InputTokens, m.CachedTokens, m.OutputTokens, m.Reasoning)
-					if m.UsageUnknown {
-						tokens = "tokens unknown (the provider reported no usage)"
-					}
-					fmt.Fprintf(&b, "  model call %d: %s, %s, %s, %s, %s\n",
-						round+1, m.Model, msDuration(m.LatencyMS), tokens, costText(m.CostMicroUSD, m.CostUnknown), finishText(m.Finish))
-				}
-				for _, f := range m.Retried {
-					what := f.Kind
-					if f.Status != 0 {
-						what = fmt.Sprintf("HTTP %d", f.Status)
-					}
-					fmt.Fprintf(&b, "    attempt %d failed (%s: %s), retried after %s\n", f.Attempt, what, clipLine(f.Message, 160), msDuration(float64(f.WaitMS)))
-				}
-			}
-			for _, tc := range r.Calls {
-				fmt.Fprintf(&b, "    %s %s", tc.Tool, clipLine(tc.Arguments, 120))
-				switch tc.Status {
-				case "ok":
-					fmt.Fprintf(&b, " → ok in %s, %s", msDuration(tc.LatencyMS), plural(len(tc.Output), "byte"))
-				case "requested":
-					fmt.Fprintf(&b, " → requested, no output yet")
-				default:
-					if tc.Rejected {
-						fmt.Fprintf(&b, " → rejected before running: %s\n", clipLine(statusDetail(tc.Status, tc.Output), 160))
-						continue
-					}
-					if tc.Cut {
-						b.WriteString(" → not run: the reply was cut off before the call was complete\n")
-						continue
-					}
-					fmt.Fprintf(&b, " → %s", tc.Status)
-					if tc.LatencyMS > 0 {
-						fmt.Fprintf(&b, " in %s", msDuration(tc.LatencyMS))
-					}
-					fmt.Fprintf(&b, ": %s", clipLine(statusDetail(tc.Status, tc.Output), 160))
-				}
-				if len(tc.SubCalls) > 0 {
-					fmt.Fprintf(&b, " (commands: %s)", strings.Join(tc.SubCalls, ", "))
-				}
-				b.WriteString("\n")
-				if tc.Status == "ok" {
-					b.WriteString(outputPreview(tc.Output, "      │ ", 2))
-				}
-			}
-		}
-		for _, a := range t.Assistant {
-			fmt.Fprintf(&b, "  assistant: %s\n", clipLine(a, 400))
-		}
-		for _, n := range t.Notices {
-			fmt.Fprintf(&b, "  note: %s\n", n)
-		}
-		if t.Error != "" {
-			fmt.Fprintf(&b, "  error: %s\n", t.Error)
-		}
-		if t.Stop != "" {
-			fmt.Fprintf(&b, "  stopped: %s\n", t.Stop)
-		}
-		if t.Done != "" {
-			fmt.Fprintf(&b, "  done: %s", t.Done)
-			switch t.Outcome {
-			case "refusal":
-				b.WriteString(" (the model refused)")
-			case "cut":
-				b.WriteString(" (the answer is incomplete: " + finishText(t.LastFinish()) + ")")
-			}
+		lines, _ := turnLines(t)
+		for _, l := range lines {
+			b.WriteString(l)
 			b.WriteString("\n")
 		}
 		cost, unknown := t.Cost()
-		fmt.Fprintf(&b, "  turn cost: %s\n", costText(cost, unknown))
 		total += cost
 		totalUnknown = totalUnknown || unknown
 	}
@@ -171,6 +98,121 @@ func writeSession(w io.Writer, turns []*session.Turn, forks []session.Fork) erro
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// forkLine says where a world was forked from another.
+func forkLine(f session.Fork) string {
+	return fmt.Sprintf("forked from world %s at seq %d (%s): what comes before is that world's; this world's own records start at seq %d", f.From, f.At, f.Hash.Short(), f.Seq+1)
+}
+
+// turnEnded reports whether a turn has ended: nothing more is recorded
+// of it.
+func turnEnded(t *session.Turn) bool {
+	return t.Outcome != "" || t.Done != "" || t.Stop != "" || t.Error != ""
+}
+
+// turnLines renders one turn for people, a line each (without newlines).
+// stable is how many of the lines will stay as they are while the turn
+// goes on: all of them once it has ended; while it runs, those up to the
+// first tool call without its result (the ones after it, the assistant's
+// text and the turn's end, are still to come or to change).
+func turnLines(t *session.Turn) (lines []string, stable int) {
+	running := !turnEnded(t)
+	unstable := false // a line so far may still change
+	add := func(format string, args ...any) {
+		lines = append(lines, fmt.Sprintf(format, args...))
+		if !unstable {
+			stable = len(lines)
+		}
+	}
+	add("turn %d of chat %s, %s", t.RequestID, t.Chat, t.Time)
+	add("  user: %s", clipLine(t.User, 200))
+	for round, r := range t.Rounds {
+		if m := r.Compaction; m != nil {
+			add("  compaction call: %s, %s, %s", m.Model, msDuration(m.LatencyMS), costText(m.CostMicroUSD, m.CostUnknown))
+		}
+		if m := r.Model; m != nil {
+			if m.Error != "" {
+				add("  model call %d: failed after %s: %s", round+1, msDuration(m.LatencyMS), clipLine(m.Error, 200))
+			} else {
+				tokens := fmt.Sprintf("%d tokens in (%d cached), %d out (%d reasoning)", m.InputTokens, m.CachedTokens, m.OutputTokens, m.Reasoning)
+				if m.UsageUnknown {
+					tokens = "tokens unknown (the provider reported no usage)"
+				}
+				add("  model call %d: %s, %s, %s, %s, %s",
+					round+1, m.Model, msDuration(m.LatencyMS), tokens, costText(m.CostMicroUSD, m.CostUnknown), finishText(m.Finish))
+			}
+			for _, f := range m.Retried {
+				what := f.Kind
+				if f.Status != 0 {
+					what = fmt.Sprintf("HTTP %d", f.Status)
+				}
+				add("    attempt %d failed (%s: %s), retried after %s", f.Attempt, what, clipLine(f.Message, 160), msDuration(float64(f.WaitMS)))
+			}
+		}
+		for _, tc := range r.Calls {
+			var b strings.Builder
+			fmt.Fprintf(&b, "    %s %s", tc.Tool, clipLine(tc.Arguments, 120))
+			switch tc.Status {
+			case "ok":
+				fmt.Fprintf(&b, " → ok in %s, %s", msDuration(tc.LatencyMS), plural(len(tc.Output), "byte"))
+			case "requested":
+				fmt.Fprintf(&b, " → requested, no output yet")
+				unstable = unstable || running
+			default:
+				if tc.Rejected {
+					fmt.Fprintf(&b, " → rejected before running: %s", clipLine(statusDetail(tc.Status, tc.Output), 160))
+					add("%s", b.String())
+					continue
+				}
+				if tc.Cut {
+					b.WriteString(" → not run: the reply was cut off before the call was complete")
+					add("%s", b.String())
+					continue
+				}
+				fmt.Fprintf(&b, " → %s", tc.Status)
+				if tc.LatencyMS > 0 {
+					fmt.Fprintf(&b, " in %s", msDuration(tc.LatencyMS))
+				}
+				fmt.Fprintf(&b, ": %s", clipLine(statusDetail(tc.Status, tc.Output), 160))
+			}
+			if len(tc.SubCalls) > 0 {
+				fmt.Fprintf(&b, " (commands: %s)", strings.Join(tc.SubCalls, ", "))
+			}
+			add("%s", b.String())
+			if tc.Status == "ok" {
+				for l := range strings.Lines(outputPreview(tc.Output, "      │ ", 2)) {
+					add("%s", strings.TrimSuffix(l, "\n"))
+				}
+			}
+		}
+	}
+	unstable = unstable || running
+	for _, a := range t.Assistant {
+		add("  assistant: %s", clipLine(a, 400))
+	}
+	for _, n := range t.Notices {
+		add("  note: %s", n)
+	}
+	if t.Error != "" {
+		add("  error: %s", t.Error)
+	}
+	if t.Stop != "" {
+		add("  stopped: %s", t.Stop)
+	}
+	if t.Done != "" {
+		end := "  done: " + t.Done
+		switch t.Outcome {
+		case "refusal":
+			end += " (the model refused)"
+		case "cut":
+			end += " (the answer is incomplete: " + finishText(t.LastFinish()) + ")"
+		}
+		add("%s", end)
+	}
+	cost, unknown := t.Cost()
+	add("  turn cost: %s", costText(cost, unknown))
+	return lines, stable
 }
 
 // outputPreview is the first lines of a tool's output, each cut and

@@ -88,7 +88,23 @@ func storage(s *store.Handle) (world.Storage, error) {
 	if pg := s.Postgres(); pg != nil {
 		return pg.Storage(), nil
 	}
+	if s.Bolt() == nil { // read through the process that writes it
+		return readStorage{s.CAS(), s.Journal()}, nil
+	}
 	return world.NewBoltStorage(s.Bolt().CAS(), s.Bolt().Journal())
+}
+
+// readStorage is the world storage of a store read through the process
+// that writes it: what replay reads. It commits nothing.
+type readStorage struct {
+	cas     cas.Store
+	journal journal.Store
+}
+
+func (s readStorage) CAS() cas.Store         { return s.cas }
+func (s readStorage) Journal() journal.Store { return s.journal }
+func (s readStorage) Commit(context.Context, string, journal.Head, []journal.Entry, [][]byte) (journal.Head, error) {
+	return journal.Head{}, journal.ErrReadOnly
 }
 
 // adapters returns the effect adapters this binary runs.

@@ -17,6 +17,7 @@ type Handle struct {
 	name string
 	bolt *Store
 	pg   *pgstore.Store
+	live *Live // a bbolt store read through the process that writes it
 }
 
 // IsURL reports whether where names a PostgreSQL store rather than a
@@ -28,7 +29,37 @@ func IsURL(where string) bool { return pgstore.IsURL(where) }
 // anything else is a directory, opened as Open does. opts applies to both
 // (LockTimeout and NoSync only to a directory). Errors never show the
 // URL's password.
+//
+// A directory opened read-only while another process writes it is read
+// through that process (see "Reading while another process writes"):
+// Bolt then returns nil, Served the writer's process id, and the journal
+// and CAS read what the writer has made durable. If the writer stops
+// while the handle is open, its reads go on from the file.
 func OpenAt(ctx context.Context, where string, opts *Options) (*Handle, error) {
+	if !IsURL(where) && opts != nil && opts.ReadOnly {
+		if err := opts.Validate(); err != nil {
+			return nil, err
+		}
+		if where == "" {
+			return nil, errors.New("open store: empty directory name")
+		}
+		if err := checkFile(where); err != nil {
+			return nil, err
+		}
+		timeout := opts.LockTimeout
+		if timeout == 0 {
+			timeout = DefaultLockTimeout
+		}
+		r, s, err := discover(ctx, where, timeout)
+		if err != nil {
+			return nil, err
+		}
+		if s != nil {
+			return &Handle{name: where, bolt: s}, nil
+		}
+		l := &Live{dir: where, name: where, o: LiveOptions{LockTimeout: timeout, Poll: DefaultPoll}, rem: r, source: "writer"}
+		return &Handle{name: where, live: l}, nil
+	}
 	if !IsURL(where) {
 		s, err := Open(where, opts)
 		if err != nil {
@@ -54,42 +85,69 @@ func OpenAt(ctx context.Context, where string, opts *Options) (*Handle, error) {
 // redacted: the name to show in messages.
 func (h *Handle) Dir() string { return h.name }
 
-// Bolt returns the bbolt store, or nil for a PostgreSQL one.
+// Bolt returns the bbolt store, or nil for a PostgreSQL one and for one
+// read through its writer.
 func (h *Handle) Bolt() *Store { return h.bolt }
 
 // Postgres returns the PostgreSQL store, or nil for a bbolt one.
 func (h *Handle) Postgres() *pgstore.Store { return h.pg }
 
+// Served returns the id of the process through which the store is read,
+// or 0 if the handle reads the file itself (or PostgreSQL).
+func (h *Handle) Served() int {
+	if h.live != nil {
+		return h.live.Writer()
+	}
+	return 0
+}
+
 // CAS returns the store's blobs.
 func (h *Handle) CAS() cas.Store {
-	if h.pg != nil {
+	switch {
+	case h.pg != nil:
 		return h.pg.CAS()
+	case h.live != nil:
+		return liveCAS{h.live}
 	}
 	return h.bolt.CAS()
 }
 
 // Journal returns the store's journal.
 func (h *Handle) Journal() journal.Store {
-	if h.pg != nil {
+	switch {
+	case h.pg != nil:
 		return h.pg.Journal()
+	case h.live != nil:
+		return liveJournal{h.live}
 	}
 	return h.bolt.Journal()
 }
 
 // CheckFile checks the pages of a bbolt store's file (see
 // cas.Bolt.CheckFile); a PostgreSQL store has no file of ours to check,
-// and returns nil.
+// and returns nil. Neither does a store read through its writer: the
+// check needs the file to itself (it returns ErrServed).
 func (h *Handle) CheckFile(ctx context.Context) error {
-	if h.pg != nil {
+	switch {
+	case h.pg != nil:
 		return nil
+	case h.live != nil:
+		return fmt.Errorf("%w: another process writes store %s; its pages can be checked once that process has stopped", ErrServed, h.name)
 	}
 	return h.bolt.CAS().CheckFile(ctx)
 }
 
+// ErrServed is returned (wrapped) by Handle.CheckFile for a store read
+// through the process that writes it.
+var ErrServed = errors.New("store: read through its writer")
+
 // Close closes the store.
 func (h *Handle) Close() error {
-	if h.pg != nil {
+	switch {
+	case h.pg != nil:
 		return h.pg.Close()
+	case h.live != nil:
+		return h.live.Close()
 	}
 	return h.bolt.Close()
 }

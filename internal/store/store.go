@@ -9,11 +9,29 @@
 // # Locking
 //
 // bbolt locks the file: a store opened read-write holds an exclusive lock
-// for as long as it is open, a store opened read-only a shared one. So
-// while a process writes a store (a running `demiurge run`), no other
-// process can open it, not even to read; Open waits Options.LockTimeout
-// for the lock and then fails with an error wrapping ErrLocked. Readers do
-// not block each other.
+// for as long as it is open, a store opened read-only a shared one. One
+// process writes a store at a time; Open read-write waits
+// Options.LockTimeout for the lock and then fails with an error wrapping
+// ErrLocked.
+//
+// # Reading while another process writes
+//
+// A process that opens a store read-write serves reads of it to other
+// processes of the same user, over the unix socket SocketName in the store
+// directory (mode 0600, in a directory of mode 0700; on Linux the writer
+// and the reader also check each other's user id). It answers only from what is
+// durable: the records of appends that have returned (the journal's
+// Committed heads), never those of a transaction still committing, which
+// bbolt would show to a read transaction before its fsync. A reader (Open
+// read-only, OpenAt, OpenLive) reads through the socket when a process
+// serves one, and otherwise opens the file as before; a socket left by a
+// killed writer refuses connections, and the reader opens the file. The
+// writer never opens a transaction for a reader while it commits, and
+// each answer is read in short read transactions. Writes from a reader
+// fail with cas.ErrReadOnly or journal.ErrReadOnly, as on a file opened
+// read-only. Live follows a store that a writer may start and stop
+// writing, and waits for records to land (Live.Wait).
+
 package store
 
 import (
@@ -47,6 +65,10 @@ var (
 	// ErrNotExist is returned (wrapped) when a store opened read-only does
 	// not exist. Opening read-write creates it instead.
 	ErrNotExist = errors.New("store: no store")
+	// ErrWriterGone is returned (wrapped) when the process that served a
+	// store's reads stopped during a read that cannot go on from the file
+	// (a Handle read-only; a Live goes on by itself).
+	ErrWriterGone = errors.New("store: the writer stopped")
 )
 
 // Options configure Open. A nil *Options and the zero value mean the
@@ -90,6 +112,9 @@ type Store struct {
 	cas      *cas.Bolt
 	journal  *journal.Bolt
 
+	srv      *server // serves reads to other processes; nil read-only
+	serveErr error   // why the store does not serve reads, if it does not
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -98,7 +123,10 @@ type Store struct {
 // (mode 0700) and the file FileName in it (mode 0600) if they do not
 // exist. Passing nil options opens it with the defaults. If another
 // process holds the lock for longer than Options.LockTimeout, the error
-// wraps ErrLocked. The caller must Close the store.
+// wraps ErrLocked. The caller must Close the store. Read-write, the store
+// serves reads to other processes until Close (see Serving). Read-only,
+// Open reads the file itself, so it waits for a writer's lock like a
+// writer does: OpenAt and OpenLive read through the writer instead.
 //
 // A damaged file is refused, read-only or read-write, and left as it is:
 // an empty one with an error wrapping cas.ErrEmptyFile (it is never made
@@ -159,7 +187,25 @@ func Open(dir string, opts *Options) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
+	if !o.ReadOnly {
+		// A store that cannot serve reads (a file system without sockets)
+		// is still written; readers then find it locked, as they did
+		// before stores served reads.
+		if s.srv, s.serveErr = serve(s); s.serveErr != nil {
+			s.serveErr = fmt.Errorf("store %s: serve reads to other processes: %w", dir, s.serveErr)
+		}
+	}
 	return s, nil
+}
+
+// Serving returns nil if the store serves reads to other processes (see
+// "Reading while another process writes"), or why it does not: a store
+// opened read-only never does.
+func (s *Store) Serving() error {
+	if s.readOnly {
+		return errors.New("store: opened read-only: it serves no reads")
+	}
+	return s.serveErr
 }
 
 // Dir returns the store's directory, as given to Open.
@@ -182,11 +228,15 @@ func (s *Store) Journal() *journal.Bolt { return s.journal }
 // cas.Bolt.PutTx). Close closes it; callers must not.
 func (s *Store) DB() *bbolt.DB { return s.db }
 
-// Close stops the journal (waiting for pending appends to commit), closes
-// the CAS and then the bbolt file, releasing the lock. It returns every
-// error it met, joined; closing again returns the same result.
+// Close stops serving reads (ending those being served and removing the
+// socket), stops the journal (waiting for pending appends to commit),
+// closes the CAS and then the bbolt file, releasing the lock. It returns
+// every error it met, joined; closing again returns the same result.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		if s.srv != nil {
+			s.srv.close() // before the lock goes: no other process serves it meanwhile
+		}
 		s.closeErr = errors.Join(s.journal.Close(), s.cas.Close())
 		if err := s.db.Close(); err != nil {
 			s.closeErr = errors.Join(s.closeErr, err)

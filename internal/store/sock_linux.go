@@ -1,0 +1,52 @@
+package store
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// maxSockPath is the longest socket path bound or dialled as it is; the
+// kernel's sun_path holds 108 bytes, the NUL included.
+const maxSockPath = 100
+
+// sockAddr returns the address through which to bind or dial the socket
+// at path, and a function to call once the address is no longer needed.
+// A path too long for a socket address is reached through the store
+// directory's file descriptor: /proc/self/fd/N/NAME.
+func sockAddr(path string) (addr string, done func(), err error) {
+	if len(path) <= maxSockPath {
+		return path, func() {}, nil
+	}
+	fd, err := syscall.Open(filepath.Dir(path), syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return "", nil, &os.PathError{Op: "open", Path: filepath.Dir(path), Err: err}
+	}
+	return fmt.Sprintf("/proc/self/fd/%d/%s", fd, filepath.Base(path)), func() { _ = syscall.Close(fd) }, nil
+}
+
+// peerAllowed reports whether the process at the other end of c runs as
+// this process's user. The writer checks its readers (the socket file's
+// mode, 0600 in a 0700 directory, keeps others out already), and a
+// reader its writer (a store directory others can write could hold a
+// socket another user put there).
+func peerAllowed(c net.Conn) bool {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return false
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var cred *syscall.Ucred
+	var credErr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, credErr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	}); err != nil || credErr != nil {
+		return false
+	}
+	return int(cred.Uid) == os.Getuid()
+}
