@@ -16,6 +16,7 @@ import (
 	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
 	"github.com/demiurge-dev/demiurge/agent"
 	"github.com/demiurge-dev/demiurge/agent/session"
+	"github.com/demiurge-dev/demiurge/internal/store"
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
 	"github.com/demiurge-dev/demiurge/schema"
@@ -238,9 +239,10 @@ func TestBrowserSessions(t *testing.T) {
 	}
 }
 
-// TestBrowserLive opens the timeline of a world that another world in
-// this process writes (an agent, its model and its user answering when the
-// test says so): the turn, the bash call with its result and workspace
+// TestBrowserLive opens the timeline of a world that an agent in this
+// process writes to a store directory (its model and its user answering
+// when the test says so), read as demiurge ui reads one, through the
+// writer's socket (store.OpenLive): the turn, the bash call with its result and workspace
 // change, a call waiting for approval and the user's denial, and the
 // answer appear as they land, without a reload.
 func TestBrowserLive(t *testing.T) {
@@ -254,7 +256,7 @@ func TestBrowserLive(t *testing.T) {
 		}
 	})
 	t.Cleanup(srv.Close)
-	st := world.NewMemoryStorage()
+	dir := t.TempDir()
 	env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.URL}
 	deny := make(chan string)
 	approver := func(ctx context.Context, req agent.ApprovalRequested) (agent.Decision, bool) {
@@ -268,7 +270,7 @@ func TestBrowserLive(t *testing.T) {
 			return agent.Decision{}, false
 		}
 	}
-	w, err := agent.Open(t.Context(), "../examples/demiurge", agent.WithStorage(st), agent.WithWorld("live"),
+	w, err := agent.Open(t.Context(), "../examples/demiurge", agent.WithDir(dir), agent.WithWorld("live"),
 		agent.WithModel(agent.Model{Name: "gpt-test"}), agent.WithApprover(approver),
 		agent.WithEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok }))
 	if err != nil {
@@ -276,9 +278,19 @@ func TestBrowserLive(t *testing.T) {
 	}
 	t.Cleanup(func() { w.Close() })
 
-	s := serve(t, parts(st), registry())
+	// The view reads the store as demiurge ui does: through the process
+	// that writes it (here this one, over the store's socket).
+	l, err := store.OpenLive(t.Context(), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	s := serve(t, l, registry())
 	ctx := browse(t, 1280, 900)
 	do(t, ctx, "open the link", chromedp.Navigate(s.URL()), chromedp.WaitVisible(chromedp.CSS(".cards")))
+	if l.Writer() == 0 {
+		t.Error("the view reads the store's file, not through the process that writes it")
+	}
 	do(t, ctx, "open the live world", chromedp.Navigate("http://"+s.Host()+"/w/live"), chromedp.WaitVisible(chromedp.CSS("#timeline .summary")))
 	// A mark that a reload would lose.
 	eval[bool](t, ctx, "window.stayed = true")

@@ -10,8 +10,10 @@ import (
 )
 
 // Source is what the view reads of a store: its worlds, their records and
-// the blobs they name. It is the read side of a store, such as a store
-// read while another process writes it, or Parts of one opened read-only.
+// the blobs they name. It is the read side of a store: a store.Live (what
+// demiurge ui reads, through the process that writes the store, or its
+// file while none does; it is a Waiter too), or Parts of one opened
+// read-only or held in memory.
 // Its methods must be safe for concurrent use: each request reads on its
 // own. The view never writes through it.
 type Source interface {

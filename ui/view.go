@@ -87,7 +87,7 @@ type diffLine struct {
 
 // view builds the timeline of what the follower read.
 func (f *follower) view(ctx context.Context) timelineView {
-	v := timelineView{World: f.world, Head: f.last, Chat: f.sess.IsChat(), Forks: f.sess.Forks()}
+	v := timelineView{World: f.world, Head: f.last, Chat: f.sess.IsChat() || f.sess.ChatManifest(), Forks: f.sess.Forks()}
 	if !v.Chat {
 		v.Lines = f.lines
 		if len(v.Lines) > liveLines {

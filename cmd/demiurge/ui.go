@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/demiurge-dev/demiurge/internal/store"
 	"github.com/demiurge-dev/demiurge/ui"
 )
 
@@ -24,7 +25,9 @@ record decoded to JSON, its refs linked to their blobs; and replays a world
 from the page, a divergence shown side by side. A session that is running
 grows in the page as its records land.
 
-The view only reads the store. It listens on 127.0.0.1 on a port the
+The view only reads the store, and reads it while another process writes
+it (a demiurge run in another terminal): through that process, or from the
+file while none writes it, never keeping a writer from starting. It listens on 127.0.0.1 on a port the
 system picks (--addr chooses another loopback address or port), answers
 only requests addressed to the host:port of its link, and only those that
 carry the link's token (the first request sets it as a cookie). Anyone else
@@ -44,19 +47,30 @@ It runs until Ctrl-C.`,
 				}
 				return err
 			}
-			s, err := a.openStore(ctx, true)
+			// Live reads: through the process that writes the store, or
+			// from its file while none does, never holding it for long.
+			a.usedStore = true
+			l, err := store.OpenLive(ctx, a.storeDir, &store.LiveOptions{OnSource: func(msg string) {
+				fmt.Fprintf(a.err, "ui: %s\n", msg)
+			}})
+			if err != nil {
+				ln.Close()
+				if errors.Is(err, store.ErrNotExist) {
+					return fmt.Errorf("%w (nothing has written it yet; pick another with --store or $%s)", err, storeEnv)
+				}
+				return err
+			}
+			defer func() {
+				if cerr := l.Close(); err == nil {
+					err = cerr
+				}
+			}()
+			srv, err := ui.New(ln, ui.Options{Source: l, Name: l.Dir(), Reducers: newRegistry(), Log: a.log})
 			if err != nil {
 				ln.Close()
 				return err
 			}
-			defer closeStore(s, &err)
-			srv, err := ui.New(ln, ui.Options{Source: ui.Parts{Journal: s.Journal(), CAS: s.CAS()}, Name: s.Dir(),
-				Reducers: newRegistry(), Log: a.log})
-			if err != nil {
-				ln.Close()
-				return err
-			}
-			fmt.Fprintf(a.out, "demiurge ui: the store %s at\n  %s\nCtrl-C stops it\n", s.Dir(), srv.URL())
+			fmt.Fprintf(a.out, "demiurge ui: the store %s at\n  %s\nCtrl-C stops it\n", l.Dir(), srv.URL())
 			return srv.Serve(ctx)
 		},
 	}
