@@ -292,6 +292,68 @@ func TestApproverAlways(t *testing.T) {
 	}
 }
 
+// TestApprovalTimeout: an approver that does not answer by the chat's
+// approval timeout is asked with a context that ends at the deadline;
+// the call is then denied as timed out and the model goes on. A decision
+// that comes after the deadline (Chat.Decide, later) denies the call all
+// the same.
+func TestApprovalTimeout(t *testing.T) {
+	turns := []llmtest.Turn{
+		{Calls: []llmtest.Call{{Name: "workspace_write", Arguments: `{"path": "a.md", "content": "1"}`}}},
+		{Text: "not written"},
+		{Calls: []llmtest.Call{{Name: "workspace_write", Arguments: `{"path": "b.md", "content": "2"}`}}},
+		{Text: "not written either"},
+	}
+	var deadlines []time.Time
+	waitForever := true
+	approver := func(ctx context.Context, r agent.ApprovalRequested) (agent.Decision, bool) {
+		d, _ := ctx.Deadline()
+		deadlines = append(deadlines, d)
+		if !waitForever {
+			return agent.Decision{}, false
+		}
+		<-ctx.Done() // the user never answers
+		return agent.Decision{}, false
+	}
+	w, srv := fake(t, turns, agent.WithApprover(approver))
+	c := w.Chat("c", agent.RequireApproval("workspace_write"), agent.ApprovalTimeout(300*time.Millisecond))
+	start := time.Now()
+	lines, end := collect(t, c.Send(t.Context(), "write a.md"))
+	got := strings.Join(lines, "\n")
+	if end.Outcome != agent.OutcomeAnswer {
+		t.Fatalf("end %+v; want an answer after the timeout\n%s", end, got)
+	}
+	for _, want := range []string{`"type":"approval_requested"`, `"deadline":"`, `"approved":false`, `"timed_out":true`,
+		`"status":"denied"`, `the user did not approve it within 300ms`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("events lack %s:\n%s", want, got)
+		}
+	}
+	if len(deadlines) != 1 || deadlines[0].IsZero() || deadlines[0].Sub(start) > 2*time.Second {
+		t.Errorf("the approver's contexts had deadlines %v; want one, 300ms after the call", deadlines)
+	}
+
+	// Nobody answers here; the user decides after the deadline.
+	waitForever = false
+	_, end = collect(t, c.Send(t.Context(), "write b.md"))
+	if end.Outcome != agent.OutcomeAwaitingApproval {
+		t.Fatalf("end %+v; want awaiting approval", end)
+	}
+	p := c.Pending(t.Context())
+	if len(p) != 1 || p[0].Deadline.IsZero() {
+		t.Fatalf("pending %+v; want one call with a deadline", p)
+	}
+	time.Sleep(time.Until(p[0].Deadline) + 10*time.Millisecond)
+	lines, end = collect(t, c.Decide(t.Context(), p[0].CallID, agent.Decision{Approve: true}))
+	got = strings.Join(lines, "\n")
+	if end.Outcome != agent.OutcomeAnswer || !strings.Contains(got, `"timed_out":true`) || strings.Contains(got, `"status":"ok"`) {
+		t.Errorf("a late approval: end %+v; want the call denied as timed out\n%s", end, got)
+	}
+	if n := srv.Remaining(); n != 0 {
+		t.Errorf("%d model turns unused", n)
+	}
+}
+
 // TestFollowAwaiting: a turn that waits for approval, followed again (a
 // new process, say), ends its stream at once as awaiting; its approver,
 // if it has one now, answers.

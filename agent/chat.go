@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -454,7 +455,15 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 			asks := tr.asks
 			tr.asks = nil
 			for _, ar := range asks {
-				d, ok := c.decide(ctx, ar)
+				d, ok, expired := c.decideBy(ctx, ar)
+				if expired {
+					if err := c.sendTimeout(ctx, ar); err != nil {
+						fail(err)
+						return
+					}
+					tr.expired = append(tr.expired, expiredAsk{ar, c.w.now()})
+					continue
+				}
 				if !ok {
 					tr.waitingAsks = true
 					continue
@@ -463,6 +472,14 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 					fail(err)
 					return
 				}
+			}
+		}
+		if len(tr.expired) > 0 {
+			// A timeout the world's clock had not reached yet changes
+			// nothing: send it again while the call still waits.
+			if err := c.resendTimeouts(ctx, tr); err != nil {
+				fail(err)
+				return
 			}
 		}
 		if tr.waitingAsks && tr.awaiting && len(f.peek()) == 0 {
@@ -573,7 +590,9 @@ type turnReader struct {
 	// says some wait for a decision nobody here gives.
 	asks        []ApprovalRequested
 	waitingAsks bool
-	seq         uint64 // the last record read
+	// expired are calls whose approval timed out here and were denied so.
+	expired []expiredAsk
+	seq     uint64 // the last record read
 }
 
 // records returns the events of one step's records.
@@ -645,7 +664,8 @@ func (tr *turnReader) state(ctx context.Context, seq uint64, st *demiurge.StateV
 			}
 			out = append(out, ToolCallStarted{Seq: seq, Round: e.Round, CallID: call, Tool: tool, Arguments: e.Text, Ref: e.Ref, Status: status})
 			if status == "approval" {
-				ar := ApprovalRequested{Seq: seq, Round: e.Round, RequestID: e.RequestID, CallID: call, Tool: tool, Arguments: e.Text}
+				ar := ApprovalRequested{Seq: seq, Round: e.Round, RequestID: e.RequestID, CallID: call, Tool: tool, Arguments: e.Text,
+					Deadline: deadlineOf(st, call)}
 				if req, ok := tr.c.waiting(ctx, st, call); ok {
 					ar.Arguments = req.ArgumentsJSON
 				}
@@ -655,7 +675,8 @@ func (tr *turnReader) state(ctx context.Context, seq uint64, st *demiurge.StateV
 			if status == "approved" {
 				tr.callAt[call] = at // it runs from now
 			}
-			out = append(out, ApprovalDecided{Seq: seq, CallID: call, Tool: tool, Approved: status == "approved", Reason: e.Text})
+			out = append(out, ApprovalDecided{Seq: seq, CallID: call, Tool: tool, Approved: status == "approved", Reason: e.Text,
+				TimedOut: status == demiurge.StatusTimedOut})
 		case demiurge.EntryToolOutput:
 			ev := ToolCallFinished{Seq: seq, Round: e.Round, CallID: call, Tool: tool, Status: status, Output: e.Text, Size: len(e.Text), Ref: e.Ref}
 			if whole, err := demiurge.ToolOutputOf(ctx, tr.c.w.st.CAS(), e); err == nil {
@@ -786,6 +807,87 @@ func (c *Chat) decide(ctx context.Context, ar ApprovalRequested) (Decision, bool
 	return d, ok
 }
 
+// expiredAsk is a call this side denied as timed out, and when.
+type expiredAsk struct {
+	ar   ApprovalRequested
+	sent time.Time
+}
+
+// decideBy answers a waiting call as decide does, by its deadline:
+// expired says the deadline passed before anyone here decided (the call
+// is then denied as timed out).
+func (c *Chat) decideBy(ctx context.Context, ar ApprovalRequested) (d Decision, ok, expired bool) {
+	if ar.Deadline.IsZero() {
+		d, ok = c.decide(ctx, ar)
+		return d, ok, false
+	}
+	left := ar.Deadline.Sub(c.w.now())
+	if left <= 0 {
+		return Decision{}, false, true
+	}
+	dctx, cancel := context.WithTimeout(ctx, left)
+	defer cancel()
+	d, ok = c.decide(dctx, ar)
+	if !ok && ctx.Err() == nil && c.w.c.approver != nil && !c.w.now().Before(ar.Deadline) {
+		return Decision{}, false, true
+	}
+	return d, ok, false
+}
+
+// sendTimeout denies a call whose deadline has passed, as timed out.
+func (c *Chat) sendTimeout(ctx context.Context, ar ApprovalRequested) error {
+	return c.send(ctx, "Approval", map[string]any{"chat_id": c.id, "request_id": ar.RequestID, "call_id": ar.CallID,
+		"approve": false, "reason": "", "timeout": true})
+}
+
+// now is the time on the world's ingress clock (WithClock).
+func (w *World) now() time.Time {
+	if w.c.now != nil {
+		return w.c.now()
+	}
+	return time.Now()
+}
+
+// resendTimeouts sends again, once a second, the timeouts of calls that
+// still wait: the world's logical time can run ahead of this clock (the
+// clock was set back), and the reducer denies a call only once the
+// world's time has reached its deadline.
+func (c *Chat) resendTimeouts(ctx context.Context, tr *turnReader) error {
+	st, ok := c.State()
+	if !ok {
+		return nil
+	}
+	kept := tr.expired[:0]
+	for _, e := range tr.expired {
+		if deadlineOf(st, e.ar.CallID).IsZero() {
+			continue // decided
+		}
+		if now := c.w.now(); now.Sub(e.sent) >= time.Second {
+			if err := c.sendTimeout(ctx, e.ar); err != nil {
+				return err
+			}
+			e.sent = now
+		}
+		kept = append(kept, e)
+	}
+	tr.expired = kept
+	return nil
+}
+
+// deadlineOf is when call, waiting for approval in the chat whose state
+// is st, times out; zero if it does not wait or has no deadline.
+func deadlineOf(st *demiurge.StateView, call string) time.Time {
+	if st == nil || st.Turn == nil {
+		return time.Time{}
+	}
+	for _, pc := range st.Turn.Calls {
+		if pc.CallID == call && pc.Status == "approval" && pc.DeadlineNS != 0 && pc.DeadlineNS <= math.MaxInt64 {
+			return time.Unix(0, int64(pc.DeadlineNS))
+		}
+	}
+	return time.Time{}
+}
+
 // sendDecision records the user's decision on call of the turn id.
 func (c *Chat) sendDecision(ctx context.Context, id uint64, call string, d Decision) error {
 	return c.send(ctx, "Approval", map[string]any{"chat_id": c.id, "request_id": id, "call_id": call, "approve": d.Approve, "reason": d.Reason})
@@ -803,7 +905,8 @@ func (c *Chat) Pending(ctx context.Context) []ApprovalRequested {
 		if pc.Status != "approval" {
 			continue
 		}
-		ar := ApprovalRequested{RequestID: st.Turn.RequestID, Round: st.Turn.Round, CallID: pc.CallID, Tool: pc.Tool}
+		ar := ApprovalRequested{RequestID: st.Turn.RequestID, Round: st.Turn.Round, CallID: pc.CallID, Tool: pc.Tool,
+			Deadline: deadlineOf(st, pc.CallID)}
 		if req, ok := c.waiting(ctx, st, pc.CallID); ok {
 			ar.Arguments = req.ArgumentsJSON
 		}
@@ -861,6 +964,22 @@ func RequireApproval(tools ...string) ChatOption {
 			return
 		}
 		c.s["require_approval"] = append([]string(nil), tools...)
+	}
+}
+
+// ApprovalTimeout makes a call that waits for approval (RequireApproval)
+// wait at most d: then it is denied, and the model reads that the user
+// did not approve it in time. The deadline is the world's: a decision
+// that comes later (Chat.Decide, demiurge approve) denies the call all
+// the same, and an approver is asked with a context that ends at the
+// deadline. Zero (the default) waits as long as it takes.
+func ApprovalTimeout(d time.Duration) ChatOption {
+	return func(c *chatConfig) {
+		if d <= 0 {
+			delete(c.s, "approval_timeout_ms")
+			return
+		}
+		c.s["approval_timeout_ms"] = uint64(max(d.Milliseconds(), 1))
 	}
 }
 

@@ -82,7 +82,11 @@
 // the world. An Approver (WithApprover) answers them as they come; without
 // one the turn's stream ends with OutcomeAwaitingApproval, Chat.Pending
 // lists what waits, and Chat.Decide answers, from this process or another,
-// now or after a restart.
+// now or after a restart. ApprovalTimeout bounds the wait: the call's
+// deadline is kept in the world (ApprovalRequested.Deadline), the approver
+// is asked with a context that ends there, and a call nobody answered in
+// time is denied (ApprovalDecided.TimedOut), also when the answer comes
+// later from elsewhere.
 //
 // # Testing a program that embeds the agent
 //

@@ -99,6 +99,9 @@ type ApprovalRequested struct {
 	Tool      string `json:"tool"`
 	// Arguments is the call's arguments, canonical JSON.
 	Arguments string `json:"arguments"`
+	// Deadline is when the call stops waiting and is denied, if the chat
+	// has an approval timeout (ApprovalTimeout); zero otherwise.
+	Deadline time.Time `json:"deadline,omitzero"`
 }
 
 // ApprovalDecided is the user's decision on a call that waited.
@@ -108,6 +111,9 @@ type ApprovalDecided struct {
 	Tool     string `json:"tool"`
 	Approved bool   `json:"approved"`
 	Reason   string `json:"reason,omitempty"`
+	// TimedOut says the call waited longer than the chat's approval
+	// timeout: it is denied (Approved false), whatever came later.
+	TimedOut bool `json:"timed_out,omitempty"`
 }
 
 // Notice is something the user should know that does not end the turn.

@@ -77,7 +77,9 @@ type ToolCall struct {
 	// changed.
 	Commits []Commit `json:"commits,omitempty"`
 	// Approval is what the user said of a call that needed approval:
-	// waiting (no answer yet), approved or denied (with ApprovalReason).
+	// waiting (no answer yet), approved, denied (with ApprovalReason) or
+	// "timed out" (denied: nobody answered within the chat's approval
+	// timeout).
 	Approval       string `json:"approval,omitempty"`
 	ApprovalReason string `json:"approval_reason,omitempty"`
 }

@@ -59,6 +59,9 @@ func newChatRun(a *app, f *runFlags, w *agent.World, choice agent.ToolChoice) *c
 	if len(f.requireApproval) > 0 {
 		opts = append(opts, agent.RequireApproval(f.requireApproval...))
 	}
+	if f.approvalTimeout > 0 {
+		opts = append(opts, agent.ApprovalTimeout(f.approvalTimeout))
+	}
 	r := &chatRun{a: a, f: f, w: w, chat: w.Chat(f.chat, opts...), choice: choice, started: map[string]bool{}, running: map[string]string{}}
 	r.termIn = isTerminal(a.in)
 	if !f.json && isTerminal(a.out) {
@@ -538,7 +541,10 @@ func (r *chatRun) print(ctx context.Context, e agent.Event) {
 			r.status.set("running " + r.runningTools())
 		}
 		what := "approved"
-		if !e.Approved {
+		switch {
+		case e.TimedOut:
+			what = "timed out, denied"
+		case !e.Approved:
 			what = "denied"
 		}
 		if e.Reason != "" {
@@ -737,7 +743,11 @@ func (r *chatRun) approver(ctx context.Context, ar agent.ApprovalRequested) (age
 	r.status.quiet()
 	ln := r.editor()
 	for {
-		s, err := ln.Prompt(fmt.Sprintf("  ? run %s %s? [y]es, [n]o (n REASON), [a]lways for %s: ", ar.Tool, clipLine(ar.Arguments, 120), ar.Tool))
+		until := ""
+		if !ar.Deadline.IsZero() {
+			until = fmt.Sprintf(" (denied at %s unless you answer)", ar.Deadline.Local().Format(time.TimeOnly))
+		}
+		s, err := ln.Prompt(fmt.Sprintf("  ? run %s %s?%s [y]es, [n]o (n REASON), [a]lways for %s: ", ar.Tool, clipLine(ar.Arguments, 120), until, ar.Tool))
 		if err != nil {
 			// Ctrl-C or Ctrl-D at the question: no.
 			return agent.Decision{Reason: "the user did not approve it"}, true
@@ -754,6 +764,17 @@ func (r *chatRun) approver(ctx context.Context, ar agent.ApprovalRequested) (age
 	}
 }
 
+// deadlineNote says when a call that waits for approval times out.
+func deadlineNote(deadline, now time.Time) string {
+	switch {
+	case deadline.IsZero():
+		return ""
+	case now.Before(deadline):
+		return fmt.Sprintf("  (denied at %s unless answered)", deadline.Local().Format(time.DateTime))
+	}
+	return fmt.Sprintf("  (timed out at %s: any decision now denies it)", deadline.Local().Format(time.DateTime))
+}
+
 // answer answers a call that waits for approval (demiurge approve, deny)
 // and prints the rest of its turn; with no call named, it lists the calls
 // that wait.
@@ -763,8 +784,12 @@ func (r *chatRun) answer(ctx context.Context, d *decision) error {
 		if len(pending) == 0 {
 			r.write(fmt.Sprintf("no call of chat %s waits for approval\n", r.chat.ID()))
 		}
+		now := time.Now
+		if r.a.clock != nil {
+			now = r.a.clock
+		}
 		for _, p := range pending {
-			r.write(fmt.Sprintf("%s  %s %s\n", p.CallID, p.Tool, p.Arguments))
+			r.write(fmt.Sprintf("%s  %s %s%s\n", p.CallID, p.Tool, p.Arguments, deadlineNote(p.Deadline, now())))
 		}
 		return nil
 	}

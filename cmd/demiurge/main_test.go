@@ -67,6 +67,7 @@ func TestScripts(t *testing.T) {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exits":    cmdExits,
 			"waitfile": cmdWaitFile,
+			"sleep":    cmdSleep,
 			"llmtest":  cmdLLMTest,
 			"llmwait":  cmdLLMWait,
 			"realwire": cmdRealwire,
@@ -134,6 +135,20 @@ func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("%s exited with %d; want %d", args[1], got, want)
 	}
+}
+
+// cmdSleep lets time pass (a deadline, say):
+//
+//	sleep DURATION
+func cmdSleep(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: sleep DURATION")
+	}
+	d, err := time.ParseDuration(args[0])
+	if err != nil {
+		ts.Fatalf("sleep: %v", err)
+	}
+	time.Sleep(d)
 }
 
 // cmdWaitFile waits (up to 30 s) until a file exists:

@@ -40,6 +40,9 @@ type runFlags struct {
 	// approve is how they are answered: ask, always or never.
 	requireApproval []string
 	approve         string
+	// approvalTimeout is how long a call waits for approval (0: as long
+	// as it takes); then it is denied.
+	approvalTimeout time.Duration
 	// cassetteLoose answers from the cassette though a request differs.
 	cassetteLoose bool
 	// decide, if set, answers a call that waits (approve and deny)
@@ -79,6 +82,8 @@ run TOOL as a command): --approve ask (the default) asks at the terminal
 (y, n REASON, or a: always for this tool in this run); without a terminal
 the call waits in the world, run exits 5, and "demiurge approve" or "deny"
 answers it, now or later. --approve always and never answer alone.
+--approval-timeout D denies a call that waits longer than D: the deadline is
+kept in the world, so a decision that comes later denies it too.
 
 Everything is journaled in the store (--store) under world W (--world,
 default main), chat ID (--chat, default main). Running again with the same
@@ -168,6 +173,7 @@ func (f *runFlags) addFlags(cmd *cobra.Command) {
 	fl.BoolVar(&f.json, "json", false, "print each turn's events as JSON Lines on stdout (see docs/agent.md, \"run --json\")")
 	fl.StringArrayVar(&f.requireApproval, "require-approval", nil, "calls of the tool `NAME` wait for the user's approval before they run (repeatable; * for every tool)")
 	fl.StringVar(&f.approve, "approve", "ask", "how calls that wait for approval are answered: ask (at the terminal; without one they wait for demiurge approve), always, or never")
+	fl.DurationVar(&f.approvalTimeout, "approval-timeout", 0, "how long a call may wait for approval before it is denied, by the world's clock, e.g. 10m (0: as long as it takes)")
 }
 
 func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) (err error) {
@@ -179,6 +185,9 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	case "ask", "always", "never":
 	default:
 		return usagef("--approve %q: want ask, always or never", f.approve)
+	}
+	if f.approvalTimeout < 0 {
+		return usagef("--approval-timeout %s: want a duration of 0 or more", f.approvalTimeout)
 	}
 	m, err := f.agentModel(getenv)
 	if err != nil {

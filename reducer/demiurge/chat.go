@@ -20,8 +20,10 @@ package demiurge
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -487,6 +489,9 @@ func (r *Reducer) result(s *step, e ChatResult) error {
 			s.out.Blobs = append(s.out.Blobs, b)
 			pc := &t.Calls[len(t.Calls)-len(calls)+i]
 			pc.Status, pc.RequestRef = "approval", &ref
+			if ms := s.st.Settings.ApprovalTimeoutMS; ms > 0 {
+				pc.DeadlineNS = deadline(s.c.Stamp.LogicalNowNS, ms)
+			}
 			s.entry(Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryToolCall, Text: preview(req.ArgumentsJSON), Ref: &rc.ToolCallRefs[i],
 				CallID: strp(tc.CallID), Tool: strp(tc.Name), Status: strp("approval")})
 			continue
@@ -538,18 +543,34 @@ func (r *Reducer) approval(s *step, e ApprovalDecision) error {
 	if pc == nil || pc.RequestRef == nil {
 		return nil
 	}
+	expired := pc.DeadlineNS != 0 && s.c.Stamp.LogicalNowNS >= pc.DeadlineNS
+	if e.Timeout && !expired {
+		return nil // the host's clock ran ahead of the world's: still waiting
+	}
 	status := "denied"
-	if e.Approve {
+	switch {
+	case expired:
+		status = StatusTimedOut
+	case e.Approve:
 		status = "approved"
 	}
-	s.entry(Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryApproval, Text: e.Reason,
+	reason := e.Reason
+	if expired {
+		reason = fmt.Sprintf("no decision within %s", msText(s.st.Settings.ApprovalTimeoutMS))
+		if !e.Timeout {
+			reason += " (a decision came later: " + decisionText(e) + ")"
+		}
+	}
+	s.entry(Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryApproval, Text: reason,
 		CallID: strp(pc.CallID), Tool: strp(pc.Tool), Status: strp(status)})
-	if !e.Approve {
+	if expired || !e.Approve {
 		why := "denied by the user"
-		if e.Reason != "" {
+		if expired {
+			why = "not run: the user did not approve it within " + msText(s.st.Settings.ApprovalTimeoutMS)
+		} else if e.Reason != "" {
 			why += ": " + e.Reason
 		}
-		pc.RequestRef = nil
+		pc.RequestRef, pc.DeadlineNS = nil, 0
 		if err := s.answer(pc, "denied", why+". Do not call it again with these arguments; ask the user, or do without it."); err != nil {
 			return err
 		}
@@ -559,8 +580,53 @@ func (r *Reducer) approval(s *step, e ApprovalDecision) error {
 	if err := cas.GetNode(bgctx(), s.c.CAS, *pc.RequestRef, &req); err != nil {
 		return fmt.Errorf("the approved call %s: %w", pc.CallID, err)
 	}
-	pc.Status, pc.RequestRef = "pending", nil
+	pc.Status, pc.RequestRef, pc.DeadlineNS = "pending", nil, 0
 	return s.request(req)
+}
+
+// StatusTimedOut is the status of the approval entry of a call that
+// waited longer than the chat's approval timeout: it is denied.
+const StatusTimedOut = "timed out"
+
+// deadline is now plus ms milliseconds, saturating.
+func deadline(now, ms uint64) uint64 {
+	if ms > (math.MaxUint64-now)/1e6 {
+		return math.MaxUint64
+	}
+	return now + ms*1e6
+}
+
+// msText writes a duration of ms milliseconds as Go's time.Duration does
+// ("10m0s", "1h30m0s", "1.5s", "250ms"); the reducer may not import time.
+func msText(ms uint64) string {
+	if ms < 1000 {
+		return fmt.Sprintf("%dms", ms)
+	}
+	h, m, sec, frac := ms/3600000, ms/60000%60, ms/1000%60, ms%1000
+	s := strconv.FormatUint(sec, 10)
+	if frac > 0 {
+		s += strings.TrimRight(fmt.Sprintf(".%03d", frac), "0")
+	}
+	s += "s"
+	switch {
+	case h > 0:
+		return fmt.Sprintf("%dh%dm%s", h, m, s)
+	case m > 0:
+		return fmt.Sprintf("%dm%s", m, s)
+	}
+	return s
+}
+
+// decisionText is what a late decision said.
+func decisionText(e ApprovalDecision) string {
+	what := "deny"
+	if e.Approve {
+		what = "approve"
+	}
+	if e.Reason != "" {
+		what += ", " + strconv.Quote(e.Reason)
+	}
+	return what
 }
 
 // account adds a call's usage and cost to the chat's and the turn's.

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/reducer"
@@ -46,10 +47,15 @@ var update = flag.Bool("update", false, "rewrite the want sections of testdata/f
 //	turn                      a compact view: the turn, its calls, the transcript, the estimates
 //	entries                   the timeline entries the state holds
 //	intents                   the events the last step emitted, in full
+//	clock +DURATION           advance the logical time of the steps that follow (it starts at fixtureEpoch)
 //	replay                    step every event again with a fresh reducer, no memo, and compare
 //
 // After each step the new timeline entries and the events it emitted are
 // printed, or its error. Hashes are cut to 12 digits.
+// fixtureEpoch is the logical time of a fixture's first step; the fixture
+// prints times as durations since it.
+const fixtureEpoch = 1_700_000_000_000_000_000
+
 func TestChatFixtures(t *testing.T) {
 	files, _ := filepath.Glob("testdata/fixtures/*.txtar")
 	if len(files) == 0 {
@@ -134,6 +140,7 @@ func setChatWant(ar *txtar.Archive, got string) {
 
 // chatStep is one step as the fixture ran it, for replay.
 type chatStep struct {
+	now   uint64 // the step's logical time
 	event schema.Value
 	out   string // the step's state and events, encoded, or its error
 }
@@ -155,6 +162,7 @@ type chatFixture struct {
 	calls        map[string]demiurge.ToolCallRequested
 	emitted      []reducer.Event // by the last step
 	steps        []chatStep
+	now          uint64 // the logical time of the next step
 }
 
 func runChatFixture(t *testing.T, ar *txtar.Archive) string {
@@ -167,7 +175,7 @@ func runChatFixture(t *testing.T, ar *txtar.Archive) string {
 	}
 	fx := &chatFixture{
 		t: t, ctx: t.Context(), out: &bytes.Buffer{}, cat: cat, store: cas.NewMemory(), red: &demiurge.Reducer{},
-		calls: map[string]demiurge.ToolCallRequested{},
+		calls: map[string]demiurge.ToolCallRequested{}, now: fixtureEpoch,
 		settings: map[string]any{"provider": "openai-responses", "model": "gpt-test", "max_tokens": 1000,
 			"max_rounds": 8, "max_repeats": 3, "output_limit": 2000},
 	}
@@ -304,6 +312,13 @@ func (fx *chatFixture) command(line string) {
 		}
 	case "replay":
 		fx.replay()
+	case "clock":
+		d, err := time.ParseDuration(rest)
+		if err != nil || d < 0 {
+			t.Fatalf("clock %s: want a duration to advance the logical time by (e.g. +90s)", rest)
+		}
+		fx.now += uint64(d)
+		fx.printf("logical time %s", time.Duration(fx.now-fixtureEpoch))
 	default:
 		t.Fatalf("unknown command %q", cmd)
 	}
@@ -411,9 +426,9 @@ func (fx *chatFixture) toolResult(id, js string) string {
 // stepOnce runs the reducer on one event as a world would and returns the
 // output, or the step's error (the reducer's, or an output that does not
 // fit its schemas), and the output encoded for replay.
-func stepOnce(cat *schema.Catalog, store *cas.Memory, red *demiurge.Reducer, state schema.Value, memo any, ev schema.Value) (reducer.Output, string, error) {
+func stepOnce(cat *schema.Catalog, store *cas.Memory, red *demiurge.Reducer, now uint64, state schema.Value, memo any, ev schema.Value) (reducer.Output, string, error) {
 	c := &reducer.Context{
-		Stamp:  reducer.Stamp{NowNS: 1_700_000_000_000_000_000, LogicalNowNS: 1_700_000_000_000_000_000, Entropy: make([]byte, 32)},
+		Stamp:  reducer.Stamp{NowNS: now, LogicalNowNS: now, Entropy: make([]byte, 32)},
 		Module: demiurge.ModuleName, Key: "c1", EventSchema: demiurge.EventSchema, CAS: store, Memo: memo,
 	}
 	out, err := red.Step(c, state, ev)
@@ -459,8 +474,8 @@ func (fx *chatFixture) step(js string) {
 		return
 	}
 	fx.emitted = nil
-	out, enc, err := stepOnce(fx.cat, fx.store, fx.red, fx.state, fx.memo, ev)
-	fx.steps = append(fx.steps, chatStep{event: ev, out: enc})
+	out, enc, err := stepOnce(fx.cat, fx.store, fx.red, fx.now, fx.state, fx.memo, ev)
+	fx.steps = append(fx.steps, chatStep{now: fx.now, event: ev, out: enc})
 	if err != nil {
 		// The world journals a ReducerError and keeps the state; the memo
 		// is gone.
@@ -525,7 +540,11 @@ func (fx *chatFixture) printTurn() {
 	} else {
 		var calls []string
 		for _, c := range t.Calls {
-			calls = append(calls, fmt.Sprintf("%s %s [%s]", c.CallID, c.Tool, c.Status))
+			deadline := ""
+			if c.DeadlineNS != 0 {
+				deadline = fmt.Sprintf(" until %s", time.Duration(c.DeadlineNS-fixtureEpoch))
+			}
+			calls = append(calls, fmt.Sprintf("%s %s [%s%s]", c.CallID, c.Tool, c.Status, deadline))
 		}
 		compacting := ""
 		if t.Compacting != nil {
@@ -595,7 +614,7 @@ func (fx *chatFixture) replay() {
 	red := &demiurge.Reducer{}
 	var state schema.Value
 	for i, s := range fx.steps {
-		out, enc, err := stepOnce(fx.cat, fx.store, red, state, nil, s.event)
+		out, enc, err := stepOnce(fx.cat, fx.store, red, s.now, state, nil, s.event)
 		if enc != s.out {
 			fx.printf("step %d differs:\n    live:   %s\n    replay: %s", i+1, s.out, enc)
 			fx.t.Errorf("replay of step %d differs", i+1)

@@ -46,6 +46,11 @@ type Settings struct {
 	// that worlds whose AIR predates approvals still replay: an optional
 	// field added to a record, not a new version of it.
 	RequireApproval []string `cbor:"require_approval,omitempty"`
+	// ApprovalTimeoutMS, if not zero, is how long a call waits for the
+	// user's approval: a decision that comes later (by the world's logical
+	// time), or the host's timeout (ApprovalDecision.Timeout), denies it.
+	// Left out of the state when zero, as RequireApproval is.
+	ApprovalTimeoutMS uint64 `cbor:"approval_timeout_ms,omitempty"`
 }
 
 // Defaults of the guards and limits.
@@ -87,6 +92,11 @@ type ApprovalDecision struct {
 	CallID    string `cbor:"call_id"`
 	Approve   bool   `cbor:"approve"`
 	Reason    string `cbor:"reason"`
+	// Timeout marks the decision a host sends when the call's deadline
+	// has passed (PendingCall.DeadlineNS): it denies the call as timed out
+	// if the world's logical time has reached the deadline, and changes
+	// nothing before. Left out when false.
+	Timeout bool `cbor:"timeout,omitempty"`
 }
 
 // StopRequest is demiurge/StopRequest@1: the user stops the turn of
@@ -277,6 +287,11 @@ type PendingCall struct {
 	// RequestRef names the ToolCallRequested of a call that waits for the
 	// user's approval (status "approval"): what runs once approved.
 	RequestRef *cas.Ref `cbor:"request_ref,omitempty"`
+	// DeadlineNS is when a call that waits for approval times out, on the
+	// world's logical clock (nanoseconds since the Unix epoch): the time
+	// it began to wait plus Settings.ApprovalTimeoutMS. Zero (and left
+	// out) when the chat sets no timeout.
+	DeadlineNS uint64 `cbor:"deadline_ns,omitempty"`
 }
 
 // Turn kinds.

@@ -66,6 +66,9 @@ type StateView struct {
 			Tool       string   `cbor:"tool"`
 			Status     string   `cbor:"status"`
 			RequestRef *cas.Ref `cbor:"request_ref"`
+			// DeadlineNS is when a call that waits for approval times
+			// out (logical time, ns since the Unix epoch); 0 for none.
+			DeadlineNS uint64 `cbor:"deadline_ns"`
 		} `cbor:"calls"`
 	} `cbor:"turn"`
 	Usage        TokenUsage `cbor:"usage"`
