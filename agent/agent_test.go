@@ -296,22 +296,16 @@ func TestApproverAlways(t *testing.T) {
 // approval timeout is asked with a context that ends at the deadline;
 // the call is then denied as timed out and the model goes on. A decision
 // that comes after the deadline (Chat.Decide, later) denies the call all
-// the same.
+// the same (the reducer's fixtures and run_approval.txtar show that).
 func TestApprovalTimeout(t *testing.T) {
 	turns := []llmtest.Turn{
 		{Calls: []llmtest.Call{{Name: "workspace_write", Arguments: `{"path": "a.md", "content": "1"}`}}},
 		{Text: "not written"},
-		{Calls: []llmtest.Call{{Name: "workspace_write", Arguments: `{"path": "b.md", "content": "2"}`}}},
-		{Text: "not written either"},
 	}
 	var deadlines []time.Time
-	waitForever := true
 	approver := func(ctx context.Context, r agent.ApprovalRequested) (agent.Decision, bool) {
 		d, _ := ctx.Deadline()
 		deadlines = append(deadlines, d)
-		if !waitForever {
-			return agent.Decision{}, false
-		}
 		<-ctx.Done() // the user never answers
 		return agent.Decision{}, false
 	}
@@ -333,25 +327,51 @@ func TestApprovalTimeout(t *testing.T) {
 		t.Errorf("the approver's contexts had deadlines %v; want one, 300ms after the call", deadlines)
 	}
 
-	// Nobody answers here; the user decides after the deadline.
-	waitForever = false
-	_, end = collect(t, c.Send(t.Context(), "write b.md"))
-	if end.Outcome != agent.OutcomeAwaitingApproval {
+	if n := srv.Remaining(); n != 0 {
+		t.Errorf("%d model turns unused", n)
+	}
+}
+
+// TestApprovalTimeoutUnfollowed: a process that holds the world times out
+// a waiting call at its deadline though nobody follows the turn; the turn
+// goes on in the world.
+func TestApprovalTimeoutUnfollowed(t *testing.T) {
+	turns := []llmtest.Turn{
+		{Calls: []llmtest.Call{{Name: "workspace_write", Arguments: `{"path": "a.md", "content": "1"}`}}},
+		{Text: "not written"},
+	}
+	w, srv := fake(t, turns)
+	c := w.Chat("c", agent.RequireApproval("workspace_write"), agent.ApprovalTimeout(200*time.Millisecond))
+	if _, end := collect(t, c.Send(t.Context(), "write a.md")); end.Outcome != agent.OutcomeAwaitingApproval {
 		t.Fatalf("end %+v; want awaiting approval", end)
 	}
-	p := c.Pending(t.Context())
-	if len(p) != 1 || p[0].Deadline.IsZero() {
-		t.Fatalf("pending %+v; want one call with a deadline", p)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		st, _ := c.State()
+		if st.Turn == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the call still waits 10s after its deadline: %+v", st.Turn)
+		}
 	}
-	time.Sleep(time.Until(p[0].Deadline) + 10*time.Millisecond)
-	lines, end = collect(t, c.Decide(t.Context(), p[0].CallID, agent.Decision{Approve: true}))
-	got = strings.Join(lines, "\n")
-	if end.Outcome != agent.OutcomeAnswer || !strings.Contains(got, `"timed_out":true`) || strings.Contains(got, `"status":"ok"`) {
-		t.Errorf("a late approval: end %+v; want the call denied as timed out\n%s", end, got)
+	st, _ := c.State()
+	var kinds []string
+	for _, e := range st.Entries {
+		kinds = append(kinds, e.Kind+"/"+deref(e.Status))
+	}
+	if got := strings.Join(kinds, " "); !strings.Contains(got, "approval/timed out tool_output/denied assistant/") {
+		t.Errorf("entries %s; want the call timed out, denied, and the model's answer", got)
 	}
 	if n := srv.Remaining(); n != 0 {
 		t.Errorf("%d model turns unused", n)
 	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // TestFollowAwaiting: a turn that waits for approval, followed again (a

@@ -466,6 +466,7 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 				}
 				if !ok {
 					tr.waitingAsks = true
+					c.w.armTimeout(c, ar) // the world times it out while this process holds it
 					continue
 				}
 				if err := c.sendDecision(ctx, ar.RequestID, ar.CallID, d); err != nil {
@@ -874,6 +875,49 @@ func (c *Chat) resendTimeouts(ctx context.Context, tr *turnReader) error {
 	return nil
 }
 
+// armTimeout denies call ar of chat c as timed out at its deadline, if it
+// still waits then and the world is still open: a process that holds a
+// world enforces the timeouts of the calls it has seen wait, whether or
+// not anyone follows their turns. The turn goes on in the world.
+func (w *World) armTimeout(c *Chat, ar ApprovalRequested) {
+	if ar.Deadline.IsZero() {
+		return
+	}
+	key := c.id + "\x00" + ar.CallID
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || w.timeouts[key] != nil {
+		return
+	}
+	if w.timeouts == nil {
+		w.timeouts = map[string]*time.Timer{}
+	}
+	var fire func()
+	fire = func() {
+		if st, ok := c.State(); !ok || deadlineOf(st, ar.CallID).IsZero() {
+			w.mu.Lock()
+			delete(w.timeouts, key)
+			w.mu.Unlock()
+			return // decided
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), stopWait)
+		err := c.sendTimeout(ctx, ar)
+		cancel()
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.closed {
+			return
+		}
+		if err != nil {
+			w.c.log.Warn("approval timeout not recorded; trying again", "chat", c.id, "call", ar.CallID, "err", err)
+		}
+		// Look again in a second: the world's clock may not have reached
+		// the deadline (then the timeout changed nothing).
+		w.timeouts[key] = time.AfterFunc(time.Second, fire)
+	}
+	w.timeouts[key] = time.AfterFunc(max(ar.Deadline.Sub(w.now()), 0), fire)
+}
+
 // deadlineOf is when call, waiting for approval in the chat whose state
 // is st, times out; zero if it does not wait or has no deadline.
 func deadlineOf(st *demiurge.StateView, call string) time.Time {
@@ -910,6 +954,7 @@ func (c *Chat) Pending(ctx context.Context) []ApprovalRequested {
 		if req, ok := c.waiting(ctx, st, pc.CallID); ok {
 			ar.Arguments = req.ArgumentsJSON
 		}
+		c.w.armTimeout(c, ar)
 		out = append(out, ar)
 	}
 	return out

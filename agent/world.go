@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/demiurge-dev/demiurge/adapters/builtin"
 	"github.com/demiurge-dev/demiurge/adapters/llm"
@@ -52,6 +53,7 @@ type World struct {
 	deltas   map[cas.Ref]deltaTarget    // where a model call's streamed text goes, by intent
 	busy     map[string]bool            // chats with a turn under way in this process
 	always   map[string]map[string]bool // tools approved for the session, by chat
+	timeouts map[string]*time.Timer     // approval timeouts armed in this process, by chat and call
 	closed   bool
 	closeErr error
 }
@@ -257,6 +259,9 @@ func (w *World) Close() error {
 	w.closed = true
 	for f := range w.follows {
 		f.close()
+	}
+	for _, t := range w.timeouts {
+		t.Stop()
 	}
 	w.mu.Unlock()
 	w.closeErr = w.release()
