@@ -876,9 +876,11 @@ func (c *Chat) resendTimeouts(ctx context.Context, tr *turnReader) error {
 }
 
 // armTimeout denies call ar of chat c as timed out at its deadline, if it
-// still waits then and the world is still open: a process that holds a
-// world enforces the timeouts of the calls it has seen wait, whether or
-// not anyone follows their turns. The turn goes on in the world.
+// still waits then and the world is still open: a process that ran or
+// followed a turn enforces the timeouts of the calls it saw wait, whether
+// or not anyone follows the turn any more. The turn goes on in the world.
+// (Listing the calls that wait, Chat.Pending, arms nothing: a look does
+// not run a turn.)
 func (w *World) armTimeout(c *Chat, ar ApprovalRequested) {
 	if ar.Deadline.IsZero() {
 		return
@@ -954,7 +956,6 @@ func (c *Chat) Pending(ctx context.Context) []ApprovalRequested {
 		if req, ok := c.waiting(ctx, st, pc.CallID); ok {
 			ar.Arguments = req.ArgumentsJSON
 		}
-		c.w.armTimeout(c, ar)
 		out = append(out, ar)
 	}
 	return out
