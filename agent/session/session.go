@@ -139,8 +139,10 @@ type Change struct {
 type Turn struct {
 	Chat      string `json:"chat"`
 	RequestID uint64 `json:"request_id"`
-	// Seq is the seq of the input that started the turn.
+	// Seq is the seq of the input that started the turn, and Hash the
+	// hash of its record (which chains over every record before it).
 	Seq       uint64   `json:"seq,omitempty"`
+	Hash      string   `json:"hash,omitempty"`
 	Time      string   `json:"time"`
 	User      string   `json:"user"`
 	Rounds    []*Round `json:"rounds"`
@@ -187,6 +189,7 @@ type Reader struct {
 	turnOf     map[key]*Turn // (chat, request, 0) → turn
 	chatEvents bool
 	inputSeq   uint64                        // seq of the input being read
+	inputHash  cas.Ref                       // hash of its record
 	versions   map[string]map[uint64]cas.Ref // workspace → version → root
 	chatAIR    bool                          // the manifest last recorded has the chat reducer
 	forks      []Fork
@@ -221,7 +224,7 @@ func (c *Reader) Record(r journal.Record) error {
 	switch r.Kind {
 	case world.KindEvent, world.KindReceipt:
 		c.now = num(schema.FieldPath(m, "stamp", "now"))
-		c.inputSeq = r.Seq
+		c.inputSeq, c.inputHash = r.Seq, r.Hash
 	}
 	switch r.Kind {
 	case world.KindManifest:
@@ -427,7 +430,7 @@ func (c *Reader) tool(call string) *ToolCall {
 func (c *Reader) turn(chat string, e demiurge.Entry) *Turn {
 	t := c.turnOf[key{chat, e.RequestID, 0, false}]
 	if t == nil {
-		t = &Turn{Chat: chat, RequestID: e.RequestID, Seq: c.inputSeq, StartNS: c.now,
+		t = &Turn{Chat: chat, RequestID: e.RequestID, Seq: c.inputSeq, Hash: refText(c.inputHash), StartNS: c.now,
 			Time: time.Unix(0, int64(c.now)).UTC().Format("2006-01-02 15:04:05.000")}
 		c.turnOf[key{chat, e.RequestID, 0, false}] = t
 		c.turns = append(c.turns, t)

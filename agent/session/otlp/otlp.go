@@ -260,12 +260,15 @@ func (d *TracesData) Spans() int {
 }
 
 // TraceID returns the trace id of a turn of world: 16 bytes of the BLAKE3
-// hash of the world's name, the turn's seq, chat and request id.
+// hash of the world's name, the turn's seq and the hash of its record
+// (which chains over the whole journal before it, stamps included: two
+// sessions do not share trace ids), its chat and request id.
 func TraceID(world string, t *session.Turn) [16]byte {
 	h := blake3.New()
 	writeField(h, []byte("demiurge/otlp trace"))
 	writeField(h, []byte(world))
 	writeField(h, binary.BigEndian.AppendUint64(nil, t.Seq))
+	writeField(h, []byte(t.Hash))
 	writeField(h, []byte(t.Chat))
 	writeField(h, binary.BigEndian.AppendUint64(nil, t.RequestID))
 	var id [16]byte
@@ -486,13 +489,24 @@ func toolSpan(c *session.ToolCall, t *session.Turn, o Options, trace [16]byte, r
 	if len(c.Commits) > 0 {
 		a = append(a, KeyValue{"demiurge.workspace.commits", Int(int64(len(c.Commits)))})
 	}
-	switch c.Status {
-	case "ok", "requested", "approval", "":
-	default:
-		// error, denied, timeout, not_run; rejected and cut before
-		// running.
-		a = append(a, KeyValue{"error.type", String(c.Status)})
+	errType := c.Status // error, denied, timeout, not_run
+	switch {
+	case c.Rejected:
+		errType = "rejected" // refused before running: an unknown tool, bad arguments
+	case c.Cut:
+		errType = "cut" // not run: the model's reply was cut off
+	case c.Status == "ok", c.Status == "requested", c.Status == "approval", c.Status == "":
+		errType = ""
+	}
+	if errType != "" {
+		a = append(a, KeyValue{"error.type", String(errType)})
 		msg := "the tool call's status is " + c.Status
+		switch errType {
+		case "rejected":
+			msg = "the tool call was rejected before running"
+		case "cut":
+			msg = "the tool call was not run: the model's reply was cut off"
+		}
 		if o.Content {
 			msg = c.Output
 		}
