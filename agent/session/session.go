@@ -3,7 +3,8 @@
 // cost, retried attempts), the tool calls the model made (arguments,
 // results, errors, durations, the commands of a bash script) and the
 // guards that stopped turns. It is what `demiurge trace` shows of an agent
-// world, and its JSON form (one object a turn) is `trace --json`.
+// world, and its JSON form (one object a turn) is `trace --json`; package
+// otlp below it writes the turns as OpenTelemetry spans (`trace --otlp`).
 package session
 
 import (

@@ -218,12 +218,18 @@ func Build(turns []*session.Turn, o Options) *TracesData {
 		spans = append(spans, turnSpans(t, o)...)
 	}
 	return &TracesData{ResourceSpans: []ResourceSpans{{
-		Resource: Resource{Attributes: []KeyValue{
-			{"service.name", String(ServiceName)},
-			{"demiurge.world", String(o.World)},
-		}},
+		Resource:   Resource{Attributes: resource(o.World)},
 		ScopeSpans: []ScopeSpans{{Scope: Scope{Name: ScopeName}, Spans: spans}},
 	}}}
+}
+
+// resource returns the attributes of the spans' resource.
+func resource(world string) []KeyValue {
+	a := []KeyValue{{"service.name", String(ServiceName)}}
+	if world != "" {
+		a = append(a, KeyValue{"demiurge.world", String(world)})
+	}
+	return a
 }
 
 // Write writes the spans of turns to w as one line of OTLP/JSON: a file
@@ -340,6 +346,10 @@ func turnSpans(t *session.Turn, o Options) []Span {
 	}
 	for i := range children {
 		children[i].TraceID, children[i].ParentSpanID = traceHex, root.SpanID
+		if children[i].StartTimeUnixNano == 0 { // no stamp read (a journal cut short): the turn's
+			children[i].StartTimeUnixNano = t.StartNS
+		}
+		children[i].EndTimeUnixNano = max(children[i].EndTimeUnixNano, children[i].StartTimeUnixNano)
 		// A parent lies around its children: a running turn ends at the
 		// last stamp known of it.
 		root.StartTimeUnixNano = min(root.StartTimeUnixNano, children[i].StartTimeUnixNano)
@@ -364,8 +374,10 @@ func turnSpans(t *session.Turn, o Options) []Span {
 	if usageKnown {
 		a = append(a, KeyValue{"gen_ai.usage.input_tokens", Int(int64(in))}, KeyValue{"gen_ai.usage.output_tokens", Int(int64(out))})
 	}
-	a = append(a, KeyValue{"demiurge.world", String(o.World)},
-		KeyValue{"demiurge.seq", Int(int64(t.Seq))},
+	if o.World != "" {
+		a = append(a, KeyValue{"demiurge.world", String(o.World)})
+	}
+	a = append(a, KeyValue{"demiurge.seq", Int(int64(t.Seq))},
 		KeyValue{"demiurge.request_id", Int(int64(t.RequestID))},
 		KeyValue{"demiurge.rounds", Int(int64(len(t.Rounds)))})
 	if t.Outcome != "" {

@@ -160,6 +160,20 @@ func TestSpans(t *testing.T) {
 			{"execute_tool bash", otlp.KindInternal, otlp.StatusUnset, map[string]string{"demiurge.tool.status": "requested", "demiurge.seq": "10"}},
 		}},
 	}
+	unstamped := mc("stop", 0, 0)
+	unstamped.StartNS, unstamped.EndNS = 0, 0
+	unstampedCall := tc("c1", "bash", "ok", 0, 0)
+	unstampedCall.StartNS, unstampedCall.EndNS = 0, 0
+	tests = append(tests, struct {
+		name    string
+		turn    *session.Turn
+		content bool
+		want    []want
+	}{"no stamps", turn("answer", 5, &session.Round{Model: unstamped, Calls: []*session.ToolCall{unstampedCall}}), false, []want{
+		{"invoke_agent main", otlp.KindInternal, otlp.StatusUnset, nil},
+		{"chat gpt-5", otlp.KindClient, otlp.StatusUnset, nil},
+		{"execute_tool bash", otlp.KindInternal, otlp.StatusUnset, nil},
+	}})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -505,5 +519,25 @@ func checkOTLP(t *testing.T, b []byte) {
 		if roots[string(s.TraceId)] == 0 {
 			t.Errorf("span %s: its trace has no root", s.Name)
 		}
+	}
+}
+
+// TestNoWorld: without a world's name the root span is "invoke_agent", and
+// no attribute is empty.
+func TestNoWorld(t *testing.T) {
+	d := otlp.Build([]*session.Turn{turn("answer", 10, &session.Round{Model: mc("stop", 0, 10)})}, otlp.Options{})
+	b, err := d.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkOTLP(t, b)
+	if s := d.ResourceSpans[0].ScopeSpans[0].Spans[0]; s.Name != "invoke_agent" {
+		t.Errorf("root span %q; want invoke_agent", s.Name)
+	}
+	if bytes.Contains(b, []byte(`{"stringValue":""}`)) {
+		t.Errorf("an empty attribute: %s", b)
+	}
+	if d.Spans() != 2 {
+		t.Errorf("%d spans; want 2", d.Spans())
 	}
 }
