@@ -82,6 +82,28 @@ var kindLabel = map[ErrorKind]string{
 	KindHTTP:         "HTTP error",
 }
 
+// KindOf returns the kind of failure an error message names, if it is the
+// message of a *ProviderError (its Error text, as a failed llm.generate
+// receipt records it: "llm: PROVIDER: KIND-LABEL …"); ok is false for any
+// other message.
+func KindOf(msg string) (kind ErrorKind, ok bool) {
+	rest, found := strings.CutPrefix(msg, "llm: ")
+	if !found {
+		return "", false
+	}
+	_, rest, found = strings.Cut(rest, ": ")
+	if !found {
+		return "", false
+	}
+	best := 0
+	for k, l := range kindLabel {
+		if strings.HasPrefix(rest, l) && len(l) > best && (len(rest) == len(l) || strings.ContainsRune(" :(", rune(rest[len(l)]))) {
+			kind, best = k, len(l)
+		}
+	}
+	return kind, best > 0
+}
+
 // statusKind classifies an HTTP error status and the provider's error
 // code.
 func statusKind(status int, code string) ErrorKind {

@@ -535,3 +535,23 @@ func FuzzMemberLast(f *testing.F) {
 		}
 	})
 }
+
+// TestKindOf: the kind of every ProviderError is read back from its
+// message, as a failed receipt records it; other messages have none.
+func TestKindOf(t *testing.T) {
+	for k := range kindLabel {
+		for _, e := range []*ProviderError{
+			{Provider: ProviderResponses, Kind: k},
+			{Provider: ProviderChat, Kind: k, Status: 503, Message: "try later", RequestID: "req_1"},
+		} {
+			if got, ok := KindOf(e.Error()); !ok || got != k {
+				t.Errorf("KindOf(%q) = %q, %v; want %q", e.Error(), got, ok, k)
+			}
+		}
+	}
+	for _, msg := range []string{"", "llm: ", "llm.generate: decode sys/LlmGenerateParams@1: bad", "llm: openai-chat: something else", "llm: openai-chat: timeouts"} {
+		if got, ok := KindOf(msg); ok {
+			t.Errorf("KindOf(%q) = %q; want none", msg, got)
+		}
+	}
+}

@@ -3,7 +3,8 @@
 // cost, retried attempts), the tool calls the model made (arguments,
 // results, errors, durations, the commands of a bash script) and the
 // guards that stopped turns. It is what `demiurge trace` shows of an agent
-// world, and its JSON form (one object a turn) is `trace --json`.
+// world, and its JSON form (one object a turn) is `trace --json`; package
+// otlp below it writes the turns as OpenTelemetry spans (`trace --otlp`).
 package session
 
 import (
@@ -38,8 +39,15 @@ type key struct {
 type ModelCall struct {
 	Round uint64 `json:"round"`
 	// Seq is the seq of the call's receipt in the journal.
-	Seq          uint64  `json:"seq,omitempty"`
+	Seq uint64 `json:"seq,omitempty"`
+	// Provider and RequestModel are what the call asked for (the
+	// intent's params): the wire protocol ("openai-responses",
+	// "openai-chat"; "" for the adapter's default) and the model. Model
+	// is the model that answered.
+	Provider     string  `json:"provider,omitempty"`
+	RequestModel string  `json:"request_model,omitempty"`
 	Model        string  `json:"model,omitempty"`
+	ResponseID   string  `json:"response_id,omitempty"` // the provider's id of the response
 	LatencyMS    float64 `json:"latency_ms"`
 	InputTokens  uint64  `json:"input_tokens"`
 	CachedTokens uint64  `json:"cached_tokens"`
@@ -51,9 +59,15 @@ type ModelCall struct {
 	UsageUnknown bool   `json:"usage_unknown,omitempty"`
 	CostUnknown  bool   `json:"cost_unknown,omitempty"`
 	Finish       string `json:"finish_reason,omitempty"`
-	Error        string `json:"error,omitempty"`
+	// Status is the receipt's status: ok, error or timeout.
+	Status string `json:"status,omitempty"`
+	Error  string `json:"error,omitempty"`
 	// Retried are the attempts that failed before the one that answered.
 	Retried []llm.FailedAttempt `json:"retried,omitempty"`
+	// StartNS and EndNS are the ingress stamps (Unix nanoseconds) of the
+	// input whose step asked for the call and of its receipt.
+	StartNS uint64 `json:"start_ns,omitempty"`
+	EndNS   uint64 `json:"end_ns,omitempty"`
 }
 
 // ToolCall is one tool call the model made, and what came of it.
@@ -82,6 +96,12 @@ type ToolCall struct {
 	// timeout).
 	Approval       string `json:"approval,omitempty"`
 	ApprovalReason string `json:"approval_reason,omitempty"`
+	// StartNS is the ingress stamp (Unix nanoseconds) of the input whose
+	// step dispatched the call, or, for a call that never ran, of the one
+	// whose step recorded it; EndNS that of its receipt, or of the step
+	// that recorded its output (0 while it has none).
+	StartNS uint64 `json:"start_ns,omitempty"`
+	EndNS   uint64 `json:"end_ns,omitempty"`
 }
 
 // Command is one command of a bash script: a tool call made inside it.
@@ -122,8 +142,10 @@ type Change struct {
 type Turn struct {
 	Chat      string `json:"chat"`
 	RequestID uint64 `json:"request_id"`
-	// Seq is the seq of the input that started the turn.
+	// Seq is the seq of the input that started the turn, and Hash the
+	// hash of its record (which chains over every record before it).
 	Seq       uint64   `json:"seq,omitempty"`
+	Hash      string   `json:"hash,omitempty"`
 	Time      string   `json:"time"`
 	User      string   `json:"user"`
 	Rounds    []*Round `json:"rounds"`
@@ -136,6 +158,11 @@ type Turn struct {
 	// was cut by the token limit or a filter), failed, stopped (a
 	// guard), or "" while it runs.
 	Outcome string `json:"outcome,omitempty"`
+	// StartNS is the ingress stamp (Unix nanoseconds) of the input that
+	// started the turn (Time is the same, for people); EndNS that of the
+	// input whose step ended it, 0 while it runs.
+	StartNS uint64 `json:"start_ns,omitempty"`
+	EndNS   uint64 `json:"end_ns,omitempty"`
 }
 
 // Round is one model call of a turn and the tool calls it made.
@@ -157,6 +184,7 @@ type Reader struct {
 	keys       map[string]key
 	toolIn     map[string]string
 	started    map[string]uint64
+	asked      map[string][2]string // llm intent → the provider and model of its params
 	models     map[key]*ModelCall
 	tools      map[string]*ToolCall
 	shown      map[string]uint64 // entries of each chat's timeline seen (see demiurge.StateView.Since)
@@ -164,6 +192,7 @@ type Reader struct {
 	turnOf     map[key]*Turn // (chat, request, 0) → turn
 	chatEvents bool
 	inputSeq   uint64                        // seq of the input being read
+	inputHash  cas.Ref                       // hash of its record
 	versions   map[string]map[uint64]cas.Ref // workspace → version → root
 	chatAIR    bool                          // the manifest last recorded has the chat reducer
 	forks      []Fork
@@ -181,7 +210,7 @@ type Fork struct {
 func NewReader(g cas.Getter) *Reader {
 	return &Reader{cas: g, modelIn: map[string]string{}, toolIn: map[string]string{}, started: map[string]uint64{},
 		models: map[key]*ModelCall{}, tools: map[string]*ToolCall{}, shown: map[string]uint64{}, turnOf: map[key]*Turn{},
-		keys: map[string]key{}, versions: map[string]map[uint64]cas.Ref{}}
+		keys: map[string]key{}, versions: map[string]map[uint64]cas.Ref{}, asked: map[string][2]string{}}
 }
 
 func text(v schema.Value) string { s, _ := v.(string); return s }
@@ -198,7 +227,7 @@ func (c *Reader) Record(r journal.Record) error {
 	switch r.Kind {
 	case world.KindEvent, world.KindReceipt:
 		c.now = num(schema.FieldPath(m, "stamp", "now"))
-		c.inputSeq = r.Seq
+		c.inputSeq, c.inputHash = r.Seq, r.Hash
 	}
 	switch r.Kind {
 	case world.KindManifest:
@@ -233,6 +262,7 @@ func (c *Reader) Record(r journal.Record) error {
 		in := text(schema.FieldPath(m, "intent"))
 		switch kind := text(schema.FieldPath(m, "kind")); kind {
 		case llm.EffectKind:
+			c.asked[in] = [2]string{text(schema.FieldPath(m, "params", "provider")), text(schema.FieldPath(m, "params", "model"))}
 			if len(c.lastReq) > 0 {
 				c.modelIn[in] = c.lastReq[0].String()
 				c.keys[c.lastReq[0].String()] = c.lastReq[0]
@@ -250,9 +280,12 @@ func (c *Reader) Record(r journal.Record) error {
 		lat := ms(c.now - c.started[in])
 		if k, ok := c.modelIn[in]; ok {
 			key := c.keys[k]
-			mc := &ModelCall{Round: key.round, Seq: r.Seq, LatencyMS: lat, Error: text(schema.FieldPath(m, "error"))}
+			mc := &ModelCall{Round: key.round, Seq: r.Seq, LatencyMS: lat, Error: text(schema.FieldPath(m, "error")),
+				Provider: c.asked[in][0], RequestModel: c.asked[in][1], Status: text(schema.FieldPath(m, "status")),
+				StartNS: c.started[in], EndNS: c.now}
 			if p, ok := schema.FieldPath(m, "payload").(*schema.Map); ok {
 				mc.Model, mc.Finish = text(schema.FieldPath(p, "model")), text(schema.FieldPath(p, "finish_reason"))
+				mc.ResponseID = text(schema.FieldPath(p, "provider_id"))
 				mc.InputTokens, mc.OutputTokens = num(schema.FieldPath(p, "token_usage", "prompt")), num(schema.FieldPath(p, "token_usage", "completion"))
 				mc.CachedTokens, mc.Reasoning = num(schema.FieldPath(p, "token_usage", "cached")), num(schema.FieldPath(p, "token_usage", "reasoning"))
 				mc.CostMicroUSD = num(schema.FieldPath(p, "cost_microusd"))
@@ -267,6 +300,7 @@ func (c *Reader) Record(r journal.Record) error {
 		if call, ok := c.toolIn[in]; ok {
 			tc := c.tool(call)
 			tc.LatencyMS, tc.Seq = lat, r.Seq
+			tc.StartNS, tc.EndNS = c.started[in], c.now
 			if p, ok := schema.FieldPath(m, "payload").(*schema.Map); ok {
 				c.response(tc, p)
 			}
@@ -399,7 +433,8 @@ func (c *Reader) tool(call string) *ToolCall {
 func (c *Reader) turn(chat string, e demiurge.Entry) *Turn {
 	t := c.turnOf[key{chat, e.RequestID, 0, false}]
 	if t == nil {
-		t = &Turn{Chat: chat, RequestID: e.RequestID, Seq: c.inputSeq, Time: time.Unix(0, int64(c.now)).UTC().Format("2006-01-02 15:04:05.000")}
+		t = &Turn{Chat: chat, RequestID: e.RequestID, Seq: c.inputSeq, Hash: refText(c.inputHash), StartNS: c.now,
+			Time: time.Unix(0, int64(c.now)).UTC().Format("2006-01-02 15:04:05.000")}
 		c.turnOf[key{chat, e.RequestID, 0, false}] = t
 		c.turns = append(c.turns, t)
 	}
@@ -424,6 +459,9 @@ func (c *Reader) entry(chat string, e demiurge.Entry) {
 			tc.Arguments = call.ArgumentsJSON // whole, where the entry keeps a preview
 		}
 		tc.Rejected, tc.Cut = tc.Status == "rejected", tc.Status == "cut"
+		if tc.StartNS == 0 {
+			tc.StartNS = c.now
+		}
 		if tc.Status == "approval" {
 			tc.Approval = "waiting"
 		}
@@ -434,20 +472,23 @@ func (c *Reader) entry(chat string, e demiurge.Entry) {
 	case demiurge.EntryToolOutput:
 		tc := c.tool(deref(e.CallID))
 		tc.Status, tc.Output = deref(e.Status), e.Text
+		if tc.EndNS == 0 {
+			tc.EndNS = c.now
+		}
 		if out, err := demiurge.ToolOutputOf(context.Background(), c.cas, e); err == nil {
 			tc.Output = out
 		}
 	case demiurge.EntryNotice, demiurge.EntryCompact:
 		t.Notices = append(t.Notices, e.Text)
 	case demiurge.EntryStop:
-		t.Stop = e.Text
+		t.Stop, t.EndNS = e.Text, c.now
 		if t.Outcome == "" {
 			t.Outcome = "stopped"
 		}
 	case demiurge.EntryError:
-		t.Error, t.Outcome = e.Text, "failed"
+		t.Error, t.Outcome, t.EndNS = e.Text, "failed", c.now
 	case demiurge.EntryDone:
-		t.Done, t.Outcome = e.Text, doneOutcome(e)
+		t.Done, t.Outcome, t.EndNS = e.Text, doneOutcome(e), c.now
 	}
 }
 

@@ -155,3 +155,28 @@ func TestCommandsAndCommits(t *testing.T) {
 		t.Errorf("turn and model call seqs: %d, %d", turns[0].Seq, turns[0].Rounds[0].Model.Seq)
 	}
 }
+
+// TestStamps: a turn, its model calls and its tool calls carry the ingress
+// stamps of the inputs that began and ended them, in order, and a model
+// call what it asked for.
+func TestStamps(t *testing.T) {
+	for _, tu := range read(t, "../../testdata/sessions/demo") {
+		if tu.StartNS == 0 || tu.EndNS < tu.StartNS {
+			t.Fatalf("turn %d: start %d, end %d", tu.RequestID, tu.StartNS, tu.EndNS)
+		}
+		for i, r := range tu.Rounds {
+			m := r.Model
+			if m.StartNS < tu.StartNS || m.EndNS < m.StartNS || m.EndNS > tu.EndNS {
+				t.Errorf("round %d: model call [%d, %d] outside the turn [%d, %d]", i, m.StartNS, m.EndNS, tu.StartNS, tu.EndNS)
+			}
+			if m.Provider != "openai-responses" || m.RequestModel != "gpt-test" || m.Status != "ok" || m.ResponseID == "" {
+				t.Errorf("round %d: model call %+v", i, m)
+			}
+			for _, c := range r.Calls {
+				if c.StartNS != m.EndNS || c.EndNS < c.StartNS || c.EndNS > tu.EndNS {
+					t.Errorf("round %d: %s [%d, %d]; want it to start when the model answered (%d)", i, c.Tool, c.StartNS, c.EndNS, m.EndNS)
+				}
+			}
+		}
+	}
+}
