@@ -82,7 +82,9 @@
 // the world. An Approver (WithApprover) answers them as they come; without
 // one the turn's stream ends with OutcomeAwaitingApproval, Chat.Pending
 // lists what waits, and Chat.Decide answers, from this process or another,
-// now or after a restart.
+// now or after a restart. Chat.Answer journals a decision without following
+// the turn: what the process that runs the world does with one another
+// process sends it (demiurge approve beside a demiurge run).
 //
 // # Testing a program that embeds the agent
 //
