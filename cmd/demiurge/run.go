@@ -223,6 +223,14 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	}()
 	worldtools.ReportMCP(a.err, w.MCPServers())
 	r = newChatRun(a, f, w, choice)
+	if b := s.Bolt(); b != nil {
+		// Decisions that other processes send on calls that wait
+		// (demiurge approve beside this run) come through the store's
+		// socket: this process, the world's one writer, journals them.
+		if err := b.HandleApprovals(r.remoteDecision); err == nil {
+			defer b.HandleApprovals(nil)
+		}
+	}
 	return r.run(ctx)
 }
 
