@@ -23,7 +23,9 @@ import (
 // it as it would the terminal's answer. Otherwise (the run idle between
 // messages, another chat of the world, no terminal to ask) it is
 // journaled at once (agent.Chat.Answer) and the world goes on with the
-// turn by itself.
+// turn by itself. Where the question cannot be stopped (the terminal cannot
+// be read with a deadline: not Linux), a decision for a call asked about
+// is refused, to keep one decision per call.
 type decisions struct {
 	mu        sync.Mutex
 	following bool                // a turn of the run's chat is followed (chatRun.turn)
@@ -87,7 +89,11 @@ func (r *chatRun) remoteDecision(ctx context.Context, a store.Approval) (store.A
 		other := dec.handed[a.Call].a.PID
 		dec.mu.Unlock()
 		return store.ApprovalResult{}, notWaiting(a, nil, fmt.Sprintf("process %d's decision on it is being journaled", other))
-	case a.Chat == r.f.chat && dec.following && r.asks() && r.input != nil:
+	case a.Chat == r.f.chat && dec.following && r.asks() && r.input == nil:
+		dec.mu.Unlock()
+		return store.ApprovalResult{}, fmt.Errorf("%w: process %d asks about the calls of chat %s at its terminal, and on this system cannot stop asking: answer there",
+			store.ErrNoApprovals, os.Getpid(), a.Chat)
+	case a.Chat == r.f.chat && dec.following && r.asks():
 		h := &handoff{a: a, done: make(chan handoffResult, 1)}
 		dec.handed[a.Call] = h
 		dec.mu.Unlock()

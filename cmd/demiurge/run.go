@@ -76,9 +76,11 @@ banner or prompts. A turn a killed process left running is resumed first.
 --require-approval TOOL (repeatable; * for every tool) makes the chat's calls
 of TOOL wait for your approval before they run (and calls of bash, which can
 run TOOL as a command): --approve ask (the default) asks at the terminal
-(y, n REASON, or a: always for this tool in this run); without a terminal
-the call waits in the world, run exits 5, and "demiurge approve" or "deny"
-answers it, now or later. --approve always and never answer alone.
+(y, n REASON, or a: always for this tool in this run), or "demiurge approve"
+or "deny" from another terminal answers, and run stops asking; without a
+terminal the call waits in the world (run -m exits 5), and "demiurge approve"
+or "deny" answers it, now or later (through the run that holds the store,
+if one does). --approve always and never answer alone.
 
 Everything is journaled in the store (--store) under world W (--world,
 default main), chat ID (--chat, default main). Running again with the same
