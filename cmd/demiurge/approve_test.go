@@ -167,6 +167,7 @@ func TestApproveBesideRunMessage(t *testing.T) {
 func TestApproveBesideOthers(t *testing.T) {
 	srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{
 		{Calls: []llmtest.Call{{Name: "workspace_write", Arguments: `{"path": "o.md", "content": "o"}`, CallID: "call_o"}}},
+		{Text: "wrote o.md"},
 	}})
 	defer srv.Close()
 	dir := t.TempDir()
@@ -220,5 +221,83 @@ func TestApproveBesideOthers(t *testing.T) {
 	}
 	if after, _, _ := demiurgeCmd(t, env, "--store", dir, "journal", "dump", "--world", "main"); after != before {
 		t.Errorf("the journal changed:\n%s\nbefore:\n%s", after, before)
+	}
+
+	// A follower (trace --follow, like demiurge ui) holds nothing between
+	// its reads: approve opens the store itself and runs the turn.
+	var follow strings.Builder
+	tr := exec.Command(bin, "--store", dir, "trace", "--follow")
+	tr.Env = append(os.Environ(), env...)
+	tr.Stdout, tr.Stderr = &follow, &follow
+	if err := tr.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = tr.Process.Kill()
+		_ = tr.Wait()
+	}()
+	time.Sleep(300 * time.Millisecond)
+	out, errs, code = demiurgeCmd(t, env, "--store", dir, "approve", manifest, "call_o", "--model", "gpt-test")
+	if code != 0 || !strings.Contains(out, "wrote o.md") {
+		t.Errorf("approve beside trace --follow: exit %d, %q %s", code, out, errs)
+	}
+}
+
+// TestApproveBesideRunPipe: a run reading messages from a pipe leaves a
+// call waiting (it cannot ask) and reads on; a decision from another
+// process is journaled by it at once, and the world goes on with the turn.
+func TestApproveBesideRunPipe(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{
+		{Calls: []llmtest.Call{{Name: "workspace_write", Arguments: `{"path": "p.md", "content": "p"}`, CallID: "call_p"}}},
+		{Text: "wrote p.md"},
+	}})
+	defer srv.Close()
+	dir := t.TempDir()
+	manifest, _ := filepath.Abs(filepath.Join("..", "..", "examples", "demiurge"))
+	env := []string{"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL=" + srv.URL}
+	bin, _ := exec.LookPath("demiurge")
+	run := exec.Command(bin, "--store", dir, "run", manifest, "--model", "gpt-test", "--require-approval", "*")
+	run.Env = append(os.Environ(), env...)
+	in, err := run.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out syncBuffer
+	run.Stdout, run.Stderr = &out, &out
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = run.Process.Kill()
+		_ = run.Wait()
+	}()
+	if _, err := in.Write([]byte("write p\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); !ok(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s; run said:\n%s", what, out.String())
+			}
+		}
+	}
+	waitFor("call waiting", func() bool { return strings.Contains(out.String(), "waits for approval: demiurge approve") })
+	said, errs, code := demiurgeCmd(t, env, "--store", dir, "approve", manifest, "call_p")
+	if code != 0 || !strings.Contains(said, fmt.Sprintf("process %d, which runs the world", run.Process.Pid)) {
+		t.Fatalf("approve beside run on a pipe: exit %d, %q %s", code, said, errs)
+	}
+	waitFor("note of the decision", func() bool {
+		return strings.Contains(out.String(), "✓ workspace_write approved from another process (pid ")
+	})
+	waitFor("p.md written", func() bool { // read through the run, which still holds the store
+		o, _, code := demiurgeCmd(t, env, "--store", dir, "workspace", "cat", "p.md")
+		return code == 0 && strings.TrimSpace(o) == "p"
+	})
+	in.Close()
+	_ = run.Wait()
+	o, errs, code := demiurgeCmd(t, env, "--store", dir, "replay", "--manifest", manifest, "--from-genesis")
+	if code != 0 || !strings.Contains(o, "ok: world main replays") {
+		t.Errorf("replay: exit %d, %s %s", code, o, errs)
 	}
 }

@@ -63,7 +63,7 @@ func (h *handoff) finish(res store.ApprovalResult, err error) {
 // store's socket (store.ApprovalHandler): see decisions.
 func (r *chatRun) remoteDecision(ctx context.Context, a store.Approval) (store.ApprovalResult, error) {
 	if a.World != r.w.Name() {
-		return store.ApprovalResult{}, fmt.Errorf("%w: process %d (demiurge run) runs world %s of store %s, not world %s; answer once it has stopped, or at its terminal",
+		return store.ApprovalResult{}, fmt.Errorf("%w: process %d (demiurge run) runs world %s of store %s, not world %s; answer once it has stopped (demiurge approve then opens the store itself)",
 			store.ErrNotRunning, os.Getpid(), r.w.Name(), r.a.storeName(), a.World)
 	}
 	chat := r.w.Chat(a.Chat)
