@@ -245,7 +245,8 @@ func TestApproveBesideOthers(t *testing.T) {
 
 // TestApproveBesideRunPipe: a run reading messages from a pipe leaves a
 // call waiting (it cannot ask) and reads on; a decision from another
-// process is journaled by it at once, and the world goes on with the turn.
+// process is taken while it waits for its next line: it journals it as
+// Chat.Decide does and shows the rest of the turn; it exits as that ended.
 func TestApproveBesideRunPipe(t *testing.T) {
 	srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{
 		{Calls: []llmtest.Call{{Name: "workspace_write", Arguments: `{"path": "p.md", "content": "p"}`, CallID: "call_p"}}},
@@ -295,7 +296,9 @@ func TestApproveBesideRunPipe(t *testing.T) {
 		return code == 0 && strings.TrimSpace(o) == "p"
 	})
 	in.Close()
-	_ = run.Wait()
+	if err := run.Wait(); err != nil || !strings.Contains(out.String(), "wrote p.md") {
+		t.Errorf("run exited with %v; want 0 after the turn's answer; it said:\n%s", err, out.String())
+	}
 	o, errs, code := demiurgeCmd(t, env, "--store", dir, "replay", "--manifest", manifest, "--from-genesis")
 	if code != 0 || !strings.Contains(o, "ok: world main replays") {
 		t.Errorf("replay: exit %d, %s %s", code, o, errs)

@@ -301,11 +301,48 @@ func (r *chatRun) historyFile() string {
 // pipe reads messages from a stdin that is not a terminal: no banner, no
 // prompts, each line a message; run exits with the last turn's code.
 func (r *chatRun) pipe(ctx context.Context) error {
-	br := bufio.NewReader(r.a.in)
+	type read struct {
+		line string
+		err  error
+	}
+	lines := make(chan read)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		br := bufio.NewReader(r.a.in)
+		for {
+			line, err := br.ReadString('\n')
+			select {
+			case lines <- read{line, err}:
+			case <-stop:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
 	outcome := agent.OutcomeAnswer
 	for {
-		line, rerr := br.ReadString('\n')
-		line = strings.TrimRight(line, "\r\n")
+		// While it waits for the next line, a decision another process
+		// sends on a call that waits is taken here (decisions.idle).
+		r.dec.setIdle(true)
+		var in read
+		select {
+		case in = <-lines:
+			r.dec.setIdle(false)
+		case <-r.dec.wake:
+			r.dec.setIdle(false)
+			o, ok, err := r.decideHanded(ctx)
+			if errors.Is(err, errInterrupted) {
+				return &exitStatus{code: exitInterrupted}
+			}
+			if ok {
+				outcome = o
+			}
+			continue
+		}
+		line := strings.TrimRight(in.line, "\r\n")
 		if strings.TrimSpace(line) != "" {
 			if strings.HasPrefix(line, "/") && !strings.HasPrefix(line, "//") {
 				quit, err := r.command(ctx, line)
@@ -323,9 +360,9 @@ func (r *chatRun) pipe(ctx context.Context) error {
 				outcome = o
 			}
 		}
-		if rerr != nil {
-			if !errors.Is(rerr, io.EOF) {
-				return fmt.Errorf("run: read stdin: %w", rerr)
+		if in.err != nil {
+			if !errors.Is(in.err, io.EOF) {
+				return fmt.Errorf("run: read stdin: %w", in.err)
 			}
 			break
 		}
@@ -334,6 +371,31 @@ func (r *chatRun) pipe(ctx context.Context) error {
 		return &exitStatus{code: code}
 	}
 	return nil
+}
+
+// decideHanded journals the decisions other processes sent on calls of
+// the chat while run waited for its input, each as Chat.Decide does, and
+// prints the rest of their turn. ok is false if there were none. A
+// decision on a call that no longer waits is not an error here: its
+// sender is told.
+func (r *chatRun) decideHanded(ctx context.Context) (o agent.Outcome, ok bool, err error) {
+	for {
+		call, d, found := r.dec.takeAny()
+		if !found {
+			return o, ok, nil
+		}
+		o, err = r.turn(ctx, func(ctx context.Context) iter.Seq2[agent.Event, error] { return r.chat.Decide(ctx, call, d) })
+		switch {
+		case errors.Is(err, agent.ErrNotWaiting):
+		case err != nil:
+			r.note(fmt.Sprintf("✗ %v", err))
+			if errors.Is(err, errInterrupted) || ctx.Err() != nil {
+				return o, true, err
+			}
+		default:
+			ok = true
+		}
+	}
 }
 
 // line handles a line typed at the prompt: a command, or a message. It

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -20,15 +21,17 @@ import (
 // While a turn of the run's chat is followed here and the terminal is
 // asked (--approve ask), a decision from elsewhere is handed to the
 // approver, which stops its question and returns it: the turn journals
-// it as it would the terminal's answer. Otherwise (the run idle between
-// messages, another chat of the world, no terminal to ask) it is
-// journaled at once (agent.Chat.Answer) and the world goes on with the
-// turn by itself. Where the question cannot be stopped (the terminal cannot
+// it as it would the terminal's answer. While run on a pipe waits for its
+// next line, it is handed to that loop, which journals it as Chat.Decide
+// does and shows the rest of the turn. Otherwise (another chat of the
+// world, --json at a terminal) it is journaled at once
+// (agent.Chat.Answer) and the world goes on with the turn by itself. Where the question cannot be stopped (the terminal cannot
 // be read with a deadline: not Linux), a decision for a call asked about
 // is refused, to keep one decision per call.
 type decisions struct {
 	mu        sync.Mutex
 	following bool                // a turn of the run's chat is followed (chatRun.turn)
+	idle      bool                // run waits for its input and takes decisions meanwhile (chatRun.pipe)
 	handed    map[string]*handoff // by call: decisions from elsewhere for the approver
 	local     map[string]bool     // calls answered at this terminal
 	from      map[string]int      // calls decided by another process: its id
@@ -89,29 +92,14 @@ func (r *chatRun) remoteDecision(ctx context.Context, a store.Approval) (store.A
 		other := dec.handed[a.Call].a.PID
 		dec.mu.Unlock()
 		return store.ApprovalResult{}, notWaiting(a, nil, fmt.Sprintf("process %d's decision on it is being journaled", other))
+	case a.Chat == r.f.chat && dec.idle:
+		return r.handOver(ctx, a)
 	case a.Chat == r.f.chat && dec.following && r.asks() && r.input == nil:
 		dec.mu.Unlock()
 		return store.ApprovalResult{}, fmt.Errorf("%w: process %d asks about the calls of chat %s at its terminal, and on this system cannot stop asking: answer there",
 			store.ErrNoApprovals, os.Getpid(), a.Chat)
 	case a.Chat == r.f.chat && dec.following && r.asks():
-		h := &handoff{a: a, done: make(chan handoffResult, 1)}
-		dec.handed[a.Call] = h
-		dec.mu.Unlock()
-		select {
-		case dec.wake <- struct{}{}:
-		default:
-		}
-		select {
-		case res := <-h.done:
-			return res.res, res.err
-		case <-ctx.Done():
-			dec.mu.Lock()
-			if !h.taken && dec.handed[a.Call] == h {
-				delete(dec.handed, a.Call)
-			}
-			dec.mu.Unlock()
-			return store.ApprovalResult{}, ctx.Err()
-		}
+		return r.handOver(ctx, a)
 	}
 	if a.Chat == r.f.chat {
 		dec.from[a.Call] = a.PID
@@ -131,6 +119,31 @@ func (r *chatRun) remoteDecision(ctx context.Context, a store.Approval) (store.A
 		r.note(fmt.Sprintf("%s; the world goes on with its turn", decidedLine(ar.Tool, a.Approve, a.Reason, a.PID)))
 	}
 	return store.ApprovalResult{Tool: ar.Tool, Seq: head.Seq}, nil
+}
+
+// handOver hands a decision to the approver, or to the input loop (the
+// caller holds r.dec.mu, which it releases), and waits for what the turn
+// did with it.
+func (r *chatRun) handOver(ctx context.Context, a store.Approval) (store.ApprovalResult, error) {
+	dec := r.dec
+	h := &handoff{a: a, done: make(chan handoffResult, 1)}
+	dec.handed[a.Call] = h
+	dec.mu.Unlock()
+	select {
+	case dec.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case res := <-h.done:
+		return res.res, res.err
+	case <-ctx.Done():
+		dec.mu.Lock()
+		if !h.taken && dec.handed[a.Call] == h {
+			delete(dec.handed, a.Call)
+		}
+		dec.mu.Unlock()
+		return store.ApprovalResult{}, ctx.Err()
+	}
 }
 
 // notWaiting is the error of a decision on a call that does not wait:
@@ -190,6 +203,10 @@ func (d *decisions) followTurn() func(ctx context.Context, r *chatRun, err error
 		d.mu.Unlock()
 		for call, h := range left {
 			if h.taken {
+				if errors.Is(err, agent.ErrNotWaiting) {
+					h.finish(store.ApprovalResult{}, notWaiting(h.a, nil, "it no longer waited when process "+strconv.Itoa(os.Getpid())+" took the decision"))
+					continue
+				}
 				why := "the turn ended before it was journaled"
 				if err != nil {
 					why += ": " + err.Error()
@@ -225,6 +242,28 @@ func (d *decisions) take(call string) (agent.Decision, bool) {
 	h.taken = true
 	d.from[call] = h.a.PID
 	return agent.Decision{Approve: h.a.Approve, Reason: h.a.Reason}, true
+}
+
+// setIdle says whether run waits for its input, taking decisions of
+// other processes meanwhile.
+func (d *decisions) setIdle(idle bool) {
+	d.mu.Lock()
+	d.idle = idle
+	d.mu.Unlock()
+}
+
+// takeAny takes a decision another process sent that nobody took yet.
+func (d *decisions) takeAny() (string, agent.Decision, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for call, h := range d.handed {
+		if !h.taken {
+			h.taken = true
+			d.from[call] = h.a.PID
+			return call, agent.Decision{Approve: h.a.Approve, Reason: h.a.Reason}, true
+		}
+	}
+	return "", agent.Decision{}, false
 }
 
 // answered claims call for the terminal's answer; false if another
