@@ -367,6 +367,48 @@ func TestApprovalTimeoutUnfollowed(t *testing.T) {
 	}
 }
 
+// TestAnswer: a decision journaled with Answer, with no stream following
+// the turn (what a process does with a decision another sends it), lets
+// the world go on with the turn by itself; a second is ErrNotWaiting.
+func TestAnswer(t *testing.T) {
+	turns := []llmtest.Turn{
+		{Calls: []llmtest.Call{{Name: "workspace_write", Arguments: `{"path": "a.md", "content": "1"}`, CallID: "call_a"}}},
+		{Text: "done"},
+	}
+	w, srv := fake(t, turns)
+	c := w.Chat("c", agent.RequireApproval("workspace_write"))
+	if _, end := collect(t, c.Send(t.Context(), "write")); end.Outcome != agent.OutcomeAwaitingApproval {
+		t.Fatalf("end %+v", end)
+	}
+	if _, _, err := c.Answer(t.Context(), "call_nope", agent.Decision{Approve: true}); !errors.Is(err, agent.ErrNotWaiting) {
+		t.Errorf("Answer of an unknown call: %v; want ErrNotWaiting", err)
+	}
+	ar, head, err := c.Answer(t.Context(), "call_a", agent.Decision{Approve: true, Reason: "from elsewhere"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ar.Tool != "workspace_write" || head.Seq == 0 {
+		t.Errorf("Answer: %+v at %+v", ar, head)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	for {
+		if st, _ := c.State(); st.Turn == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the turn did not end after the decision")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, _, err := c.Answer(t.Context(), "call_a", agent.Decision{Approve: true}); !errors.Is(err, agent.ErrNotWaiting) {
+		t.Errorf("a second Answer: %v; want ErrNotWaiting", err)
+	}
+	if n := srv.Remaining(); n != 0 {
+		t.Errorf("%d model turns unused", n)
+	}
+}
+
 func deref(s *string) string {
 	if s == nil {
 		return ""

@@ -999,6 +999,33 @@ func (c *Chat) Decide(ctx context.Context, callID string, d Decision) iter.Seq2[
 	}
 }
 
+// Answer journals a decision on a call of the chat's turn that waits for
+// approval, and returns once it is committed, without following the turn:
+// the world goes on with it by itself, and a stream that follows the turn
+// in this process (Send's, Follow's, Decide's) yields the ApprovalDecided
+// and what comes after. It is what a process that runs the world does
+// with a decision another process sends it. It returns the call answered
+// and the journal's head after the decision's step. A call that does not
+// wait is an error wrapping ErrNotWaiting. d.Always is not taken: it is
+// for an approver of this process.
+func (c *Chat) Answer(ctx context.Context, callID string, d Decision) (ApprovalRequested, journal.Head, error) {
+	for _, ar := range c.Pending(ctx) {
+		if ar.CallID != callID {
+			continue
+		}
+		js, err := json.Marshal(map[string]any{"Approval": map[string]any{"chat_id": c.id, "request_id": ar.RequestID, "call_id": callID, "approve": d.Approve, "reason": d.Reason}})
+		if err != nil {
+			return ar, journal.Head{}, err
+		}
+		h, err := c.w.host.SendJSON(ctx, c.w.event, js)
+		if err != nil {
+			return ar, h, fmt.Errorf("chat %s: call %s: %w", c.id, callID, err)
+		}
+		return ar, h, nil
+	}
+	return ApprovalRequested{}, journal.Head{}, fmt.Errorf("chat %s: call %s: %w", c.id, callID, ErrNotWaiting)
+}
+
 // RequireApproval makes calls of the tools named wait for the user's
 // approval before they run ("*": every tool): the stream yields
 // ApprovalRequested, and an approver (WithApprover) or Chat.Decide

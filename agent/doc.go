@@ -82,11 +82,14 @@
 // the world. An Approver (WithApprover) answers them as they come; without
 // one the turn's stream ends with OutcomeAwaitingApproval, Chat.Pending
 // lists what waits, and Chat.Decide answers, from this process or another,
-// now or after a restart. ApprovalTimeout bounds the wait: the call's
-// deadline is kept in the world (ApprovalRequested.Deadline), the approver
-// is asked with a context that ends there, and a call nobody answered in
-// time is denied (ApprovalDecided.TimedOut), also when the answer comes
-// later from elsewhere.
+// now or after a restart. Chat.Answer journals a decision without following
+// the turn: what the process that runs the world does with one another
+// process sends it (demiurge approve beside a demiurge run).
+// ApprovalTimeout bounds the wait: the call's deadline is kept in the
+// world (ApprovalRequested.Deadline), the approver is asked with a context
+// that ends there, and a call nobody answered in time is denied
+// (ApprovalDecided.TimedOut), also when the answer comes later from
+// elsewhere.
 //
 // # Testing a program that embeds the agent
 //

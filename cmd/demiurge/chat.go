@@ -36,6 +36,10 @@ type chatRun struct {
 	termIn bool         // stdin is a terminal: a line editor, a banner, prompts
 	status *statusLine  // the progress line; nil unless stdout is a terminal
 	ln     *liner.State // the line editor, once made
+	// input is what the line editor reads when its prompts can be
+	// stopped (see interruptibleInput); nil otherwise.
+	input *os.File
+	dec   *decisions // decisions other processes send
 
 	mu       sync.Mutex // guards writes to a.out (the status line writes from its own goroutine)
 	streamed bool       // text was streamed in this model call
@@ -67,6 +71,10 @@ func newChatRun(a *app, f *runFlags, w *agent.World, choice agent.ToolChoice) *c
 	if !f.json && isTerminal(a.out) {
 		r.status = &statusLine{out: a.out, mu: &r.mu}
 	}
+	r.dec = newDecisions()
+	if r.asks() {
+		r.input = interruptibleInput(a.in)
+	}
 	return r
 }
 
@@ -82,6 +90,9 @@ func (r *chatRun) run(ctx context.Context) error {
 	defer func() {
 		if r.ln != nil {
 			r.ln.Close()
+		}
+		if r.input != nil {
+			r.input.Close()
 		}
 	}()
 	if st, ok := r.chat.State(); ok && st.Turn != nil && (r.f.decide == nil || len(r.chat.Pending(ctx)) == 0) {
@@ -142,7 +153,9 @@ func (r *chatRun) turn(ctx context.Context, events func(context.Context) iter.Se
 		stop(errInterrupted)
 	})
 	defer restore()
+	followed := r.dec.followTurn()
 	end, err := r.show(tctx, events(tctx))
+	followed(ctx, r, err)
 	switch {
 	case err == nil:
 		return end.Outcome, nil
@@ -291,11 +304,48 @@ func (r *chatRun) historyFile() string {
 // pipe reads messages from a stdin that is not a terminal: no banner, no
 // prompts, each line a message; run exits with the last turn's code.
 func (r *chatRun) pipe(ctx context.Context) error {
-	br := bufio.NewReader(r.a.in)
+	type read struct {
+		line string
+		err  error
+	}
+	lines := make(chan read)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		br := bufio.NewReader(r.a.in)
+		for {
+			line, err := br.ReadString('\n')
+			select {
+			case lines <- read{line, err}:
+			case <-stop:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
 	outcome := agent.OutcomeAnswer
 	for {
-		line, rerr := br.ReadString('\n')
-		line = strings.TrimRight(line, "\r\n")
+		// While it waits for the next line, a decision another process
+		// sends on a call that waits is taken here (decisions.idle).
+		r.dec.setIdle(true)
+		var in read
+		select {
+		case in = <-lines:
+			r.dec.setIdle(false)
+		case <-r.dec.wake:
+			r.dec.setIdle(false)
+			o, ok, err := r.decideHanded(ctx)
+			if errors.Is(err, errInterrupted) {
+				return &exitStatus{code: exitInterrupted}
+			}
+			if ok {
+				outcome = o
+			}
+			continue
+		}
+		line := strings.TrimRight(in.line, "\r\n")
 		if strings.TrimSpace(line) != "" {
 			if strings.HasPrefix(line, "/") && !strings.HasPrefix(line, "//") {
 				quit, err := r.command(ctx, line)
@@ -313,9 +363,9 @@ func (r *chatRun) pipe(ctx context.Context) error {
 				outcome = o
 			}
 		}
-		if rerr != nil {
-			if !errors.Is(rerr, io.EOF) {
-				return fmt.Errorf("run: read stdin: %w", rerr)
+		if in.err != nil {
+			if !errors.Is(in.err, io.EOF) {
+				return fmt.Errorf("run: read stdin: %w", in.err)
 			}
 			break
 		}
@@ -324,6 +374,31 @@ func (r *chatRun) pipe(ctx context.Context) error {
 		return &exitStatus{code: code}
 	}
 	return nil
+}
+
+// decideHanded journals the decisions other processes sent on calls of
+// the chat while run waited for its input, each as Chat.Decide does, and
+// prints the rest of their turn. ok is false if there were none. A
+// decision on a call that no longer waits is not an error here: its
+// sender is told.
+func (r *chatRun) decideHanded(ctx context.Context) (o agent.Outcome, ok bool, err error) {
+	for {
+		call, d, found := r.dec.takeAny()
+		if !found {
+			return o, ok, nil
+		}
+		o, err = r.turn(ctx, func(ctx context.Context) iter.Seq2[agent.Event, error] { return r.chat.Decide(ctx, call, d) })
+		switch {
+		case errors.Is(err, agent.ErrNotWaiting):
+		case err != nil:
+			r.note(fmt.Sprintf("✗ %v", err))
+			if errors.Is(err, errInterrupted) || ctx.Err() != nil {
+				return o, true, err
+			}
+		default:
+			ok = true
+		}
+	}
 }
 
 // line handles a line typed at the prompt: a command, or a message. It
@@ -540,6 +615,10 @@ func (r *chatRun) print(ctx context.Context, e agent.Event) {
 			r.running[e.CallID] = e.Tool
 			r.status.set("running " + r.runningTools())
 		}
+		if pid, elsewhere := r.dec.decided(e); elsewhere {
+			r.write("  " + decidedLine(e.Tool, e.Approved, e.Reason, pid) + "\n")
+			break
+		}
 		what := "approved"
 		switch {
 		case e.TimedOut:
@@ -721,7 +800,7 @@ func (s *statusLine) tick(stop chan struct{}) {
 // editor returns the line editor, made on first use (a terminal only).
 func (r *chatRun) editor() *liner.State {
 	if r.ln == nil {
-		r.ln = liner.NewLiner()
+		r.ln = newEditor(r.input)
 		r.ln.SetCtrlCAborts(true)
 	}
 	return r.ln
@@ -729,7 +808,10 @@ func (r *chatRun) editor() *liner.State {
 
 // approver answers a call that waits for approval as --approve says: at
 // the terminal (ask), or always, or never. Without a terminal to ask, the
-// call waits (run ends with exit code 5; demiurge approve answers).
+// call waits (run ends with exit code 5; demiurge approve answers). A
+// decision another process sends for the call (demiurge approve beside
+// this run) ends the question: whichever of the two comes first is the
+// answer.
 func (r *chatRun) approver(ctx context.Context, ar agent.ApprovalRequested) (agent.Decision, bool) {
 	switch r.f.approve {
 	case "always":
@@ -737,29 +819,44 @@ func (r *chatRun) approver(ctx context.Context, ar agent.ApprovalRequested) (age
 	case "never":
 		return agent.Decision{Reason: "the user denies every call that needs approval (--approve never)"}, true
 	}
-	if !r.termIn || r.f.json {
+	if !r.asks() {
 		return agent.Decision{}, false
+	}
+	if d, ok := r.dec.take(ar.CallID); ok { // sent before the question was asked
+		return d, true
 	}
 	r.status.quiet()
 	ln := r.editor()
+	until := ""
+	if !ar.Deadline.IsZero() {
+		until = fmt.Sprintf(" (denied at %s unless you answer)", ar.Deadline.Local().Format(time.TimeOnly))
+	}
+	question := fmt.Sprintf("  ? run %s %s?%s [y]es, [n]o (n REASON), [a]lways for %s: ", ar.Tool, clipLine(ar.Arguments, 120), until, ar.Tool)
 	for {
-		until := ""
-		if !ar.Deadline.IsZero() {
-			until = fmt.Sprintf(" (denied at %s unless you answer)", ar.Deadline.Local().Format(time.TimeOnly))
-		}
-		s, err := ln.Prompt(fmt.Sprintf("  ? run %s %s?%s [y]es, [n]o (n REASON), [a]lways for %s: ", ar.Tool, clipLine(ar.Arguments, 120), until, ar.Tool))
-		if err != nil {
+		s, err := promptUntil(ctx, ln, r.input, question, r.dec.wake)
+		switch {
+		case errors.Is(err, errPromptStopped):
+			if d, ok := r.dec.take(ar.CallID); ok {
+				r.write("\n")
+				return d, true
+			}
+			r.write("\r\x1b[K") // a decision for another call, which waits its turn: ask again
+			continue
+		case ctx.Err() != nil:
+			r.write("\n")
+			return agent.Decision{}, false
+		case err != nil:
 			// Ctrl-C or Ctrl-D at the question: no.
-			return agent.Decision{Reason: "the user did not approve it"}, true
+			return r.local(ar, agent.Decision{Reason: "the user did not approve it"})
 		}
 		answer, reason, _ := strings.Cut(strings.TrimSpace(s), " ")
 		switch strings.ToLower(answer) {
 		case "y", "yes":
-			return agent.Decision{Approve: true}, true
+			return r.local(ar, agent.Decision{Approve: true})
 		case "a", "always":
-			return agent.Decision{Approve: true, Always: true, Reason: "approved for the session"}, true
+			return r.local(ar, agent.Decision{Approve: true, Always: true, Reason: "approved for the session"})
 		case "n", "no":
-			return agent.Decision{Reason: cmp.Or(strings.TrimSpace(reason), "the user said no")}, true
+			return r.local(ar, agent.Decision{Reason: cmp.Or(strings.TrimSpace(reason), "the user said no")})
 		}
 	}
 }
@@ -773,6 +870,18 @@ func deadlineNote(deadline, now time.Time) string {
 		return fmt.Sprintf("  (denied at %s unless answered)", deadline.Local().Format(time.DateTime))
 	}
 	return fmt.Sprintf("  (timed out at %s: any decision now denies it)", deadline.Local().Format(time.DateTime))
+}
+
+// local returns the terminal's answer d on ar's call, unless another
+// process's decision came first: then that one.
+func (r *chatRun) local(ar agent.ApprovalRequested, d agent.Decision) (agent.Decision, bool) {
+	if r.dec.answered(ar.CallID) {
+		return d, true
+	}
+	if other, ok := r.dec.take(ar.CallID); ok {
+		return other, true
+	}
+	return d, true
 }
 
 // answer answers a call that waits for approval (demiurge approve, deny)

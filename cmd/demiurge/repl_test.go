@@ -223,6 +223,32 @@ func TestREPLApproval(t *testing.T) {
 	}
 }
 
+// TestREPLApprovalTimeout: a question nobody answers at the terminal ends
+// at the call's deadline (run --approval-timeout): the call is denied as
+// timed out, the model goes on, and the chat is back at its prompt.
+func TestREPLApprovalTimeout(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{
+		{Calls: []llmtest.Call{{Name: "workspace_write", Arguments: `{"path": "a.md", "content": "a"}`}}},
+		{Text: "nobody answered"},
+	}})
+	defer srv.Close()
+	manifest, _ := filepath.Abs(filepath.Join("..", "..", "examples", "demiurge"))
+	tm := startTerminal(t, []string{"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL=" + srv.URL, "TERM=xterm"},
+		"--store", t.TempDir(), "run", manifest, "--model", "gpt-test", "--require-approval", "workspace_write", "--approval-timeout", "1s")
+	m := tm.expect(0, `Type a message`)
+	tm.typ("write a file\r")
+	m = tm.expect(m, `\? run workspace_write \{"content":"a","path":"a.md"\}\? \(denied at [0-9:]+ unless you answer\) \[y\]es`)
+	m = tm.expect(m, `workspace_write timed out, denied: no decision within 1s`)
+	m = tm.expect(m, `nobody answered`)
+	tm.expect(m, `> `)
+	tm.typ("\x04")
+	select {
+	case <-tm.done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("run did not exit after Ctrl-D")
+	}
+}
+
 // TestREPLStopToolRun: Ctrl-C while a tool runs stops the turn (the call
 // is answered as not run), and the chat goes on.
 func TestREPLStopToolRun(t *testing.T) {

@@ -79,9 +79,11 @@ banner or prompts. A turn a killed process left running is resumed first.
 --require-approval TOOL (repeatable; * for every tool) makes the chat's calls
 of TOOL wait for your approval before they run (and calls of bash, which can
 run TOOL as a command): --approve ask (the default) asks at the terminal
-(y, n REASON, or a: always for this tool in this run); without a terminal
-the call waits in the world, run exits 5, and "demiurge approve" or "deny"
-answers it, now or later. --approve always and never answer alone.
+(y, n REASON, or a: always for this tool in this run), or "demiurge approve"
+or "deny" from another terminal answers, and run stops asking; without a
+terminal the call waits in the world (run -m exits 5), and "demiurge approve"
+or "deny" answers it, now or later (through the run that holds the store,
+if one does). --approve always and never answer alone.
 --approval-timeout D denies a call that waits longer than D: the deadline is
 kept in the world, so a decision that comes later denies it too.
 
@@ -232,6 +234,14 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	}()
 	worldtools.ReportMCP(a.err, w.MCPServers())
 	r = newChatRun(a, f, w, choice)
+	if b := s.Bolt(); b != nil {
+		// Decisions that other processes send on calls that wait
+		// (demiurge approve beside this run) come through the store's
+		// socket: this process, the world's one writer, journals them.
+		if err := b.HandleApprovals(r.remoteDecision); err == nil {
+			defer b.HandleApprovals(nil)
+		}
+	}
 	return r.run(ctx)
 }
 

@@ -30,20 +30,17 @@ type remote struct {
 	done func() // releases the socket's address
 }
 
-// errNoWriter is returned by dialWriter when no process serves the store.
-var errNoWriter = errors.New("no process serves the store")
-
 // dialWriter connects to the process serving the store in dir. It returns
-// an error wrapping errNoWriter when there is no socket, or a socket no
+// an error wrapping ErrNoWriter when there is no socket, or a socket no
 // process listens on (left by a writer that was killed).
 func dialWriter(ctx context.Context, dir string) (*remote, error) {
 	path := filepath.Join(dir, SocketName)
 	if _, err := os.Lstat(path); err != nil {
-		return nil, fmt.Errorf("%w: %v", errNoWriter, err)
+		return nil, fmt.Errorf("%w: %v", ErrNoWriter, err)
 	}
 	addr, done, err := sockAddr(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errNoWriter, err)
+		return nil, fmt.Errorf("%w: %v", ErrNoWriter, err)
 	}
 	var d net.Dialer
 	tr := &http.Transport{
@@ -70,12 +67,12 @@ func dialWriter(ctx context.Context, dir string) (*remote, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("%w: %s: %v", errNoWriter, path, err)
+		return nil, fmt.Errorf("%w: %s: %v", ErrNoWriter, path, err)
 	}
 	if info.Protocol != protocol {
 		r.close()
 		return nil, fmt.Errorf("%w: %s speaks read protocol %d, this demiurge %d (process %d writes the store with another version of demiurge)",
-			errNoWriter, path, info.Protocol, protocol, info.PID)
+			ErrNoWriter, path, info.Protocol, protocol, info.PID)
 	}
 	r.pid = info.PID
 	return r, nil
@@ -163,6 +160,12 @@ func (r *remote) fromWire(we wireError) error {
 		return &remoteError{we.Error, journal.ErrCorrupt}
 	case kindInvalidWorld:
 		return &remoteError{we.Error, journal.ErrInvalidWorld}
+	case kindNoApprovals:
+		return &remoteError{we.Error, ErrNoApprovals}
+	case kindNotWaiting:
+		return &remoteError{we.Error, ErrNotWaiting}
+	case kindNotRunning:
+		return &remoteError{we.Error, ErrNotRunning}
 	}
 	return &remoteError{we.Error, nil}
 }

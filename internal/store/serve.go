@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/demiurge-dev/demiurge/cas"
@@ -59,6 +60,11 @@ type server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // requests being served
+	pid    int            // this process
+
+	// approvals handles the decisions other processes send (see
+	// HandleApprovals); nil or a nil handler refuses them.
+	approvals atomic.Pointer[ApprovalHandler]
 }
 
 // serve starts serving reads of s. It binds the socket under a temporary
@@ -90,7 +96,7 @@ func serve(s *Store) (*server, error) {
 		_ = os.Remove(tmp)
 		return nil, err
 	}
-	sv := &server{s: s, ln: peerListener{ln}, path: path}
+	sv := &server{s: s, ln: peerListener{ln}, path: path, pid: os.Getpid()}
 	sv.ctx, sv.cancel = context.WithCancel(context.Background())
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/info", sv.info)
@@ -102,6 +108,7 @@ func serve(s *Store) (*server, error) {
 	mux.HandleFunc("POST /v1/blobs", sv.blobMany)
 	mux.HandleFunc("GET /v1/stat", sv.stat)
 	mux.HandleFunc("GET /v1/blobs", sv.blobs)
+	mux.HandleFunc("POST /v1/approval", sv.approval) // the one request that leads to a write: see HandleApprovals
 	sv.http = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			sv.wg.Add(1)
@@ -114,6 +121,7 @@ func serve(s *Store) (*server, error) {
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return sv.ctx },
+		ConnContext:       withPeer,
 		ErrorLog:          log.New(io.Discard, "", 0),
 	}
 	go func() { _ = sv.http.Serve(sv.ln) }()
@@ -188,6 +196,9 @@ const (
 	kindInvalidWorld = "invalid_world" // journal.ErrInvalidWorld
 	kindInvalid      = "invalid"       // a bad request
 	kindClosed       = "closed"        // the writer is closing the store
+	kindNoApprovals  = "no_approvals"  // ErrNoApprovals
+	kindNotWaiting   = "not_waiting"   // ErrNotWaiting
+	kindNotRunning   = "not_running"   // ErrNotRunning
 	kindOther        = "other"
 )
 
@@ -195,6 +206,12 @@ func errorToWire(err error) (int, wireError) {
 	we := wireError{Error: err.Error(), Kind: kindOther}
 	status := http.StatusInternalServerError
 	switch {
+	case errors.Is(err, ErrNoApprovals):
+		we.Kind, status = kindNoApprovals, http.StatusNotImplemented
+	case errors.Is(err, ErrNotWaiting):
+		we.Kind, status = kindNotWaiting, http.StatusConflict
+	case errors.Is(err, ErrNotRunning):
+		we.Kind, status = kindNotRunning, http.StatusNotFound
 	case errors.Is(err, journal.ErrClosed), errors.Is(err, cas.ErrClosed):
 		we.Kind, status = kindClosed, http.StatusServiceUnavailable
 	case errors.Is(err, journal.ErrInvalidWorld):
@@ -260,7 +277,7 @@ type wireInfo struct {
 }
 
 func (sv *server) info(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, wireInfo{Protocol: protocol, PID: os.Getpid()})
+	writeJSON(w, wireInfo{Protocol: protocol, PID: sv.pid})
 }
 
 // worlds lists the worlds with durable records.

@@ -50,3 +50,23 @@ func peerAllowed(c net.Conn) bool {
 	}
 	return int(cred.Uid) == os.Getuid()
 }
+
+// peerPID returns the id of the process at the other end of c, or 0 if
+// the system does not say.
+func peerPID(c net.Conn) int {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return 0
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	var pid int
+	_ = raw.Control(func(fd uintptr) {
+		if cred, err := syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED); err == nil {
+			pid = int(cred.Pid)
+		}
+	})
+	return pid
+}

@@ -31,6 +31,24 @@
 // fail with cas.ErrReadOnly or journal.ErrReadOnly, as on a file opened
 // read-only. Live follows a store that a writer may start and stop
 // writing, and waits for records to land (Live.Wait).
+//
+// # Decisions from other processes
+//
+// The socket has one request that leads to a write: a user's decision on
+// a tool call that waits for approval (Approval), which another process
+// sends with SendApproval (demiurge approve beside a demiurge run). The
+// store does not write it: it hands it to the handler that the process
+// running the world registered (Store.HandleApprovals), and that process
+// journals it in its world as its own terminal's answer would be, through
+// the world's one writer. The single-writer rule stands: the lock is as
+// exclusive as before, no other process touches the file, and what the
+// sender can ask for is narrow (a world, a chat, a call that already
+// waits, yes or no and why), checked by the handler against the world's
+// state as any decision is. The same checks as for reads apply (the
+// socket's mode, and on Linux the peer's user id); on Linux the handler
+// also learns the sender's process id. Without a handler (a process that
+// writes but runs no world that asks) decisions are refused with
+// ErrNoApprovals.
 
 package store
 
@@ -69,6 +87,10 @@ var (
 	// store's reads stopped during a read that cannot go on from the file
 	// (a Handle read-only; a Live goes on by itself).
 	ErrWriterGone = errors.New("store: the writer stopped")
+	// ErrNoWriter is returned (wrapped) by SendApproval when no process
+	// serves the store: none writes it, the one that does serves no
+	// socket, or the socket is one a killed writer left.
+	ErrNoWriter = errors.New("store: no process serves the store")
 )
 
 // Options configure Open. A nil *Options and the zero value mean the
