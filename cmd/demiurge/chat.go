@@ -499,16 +499,16 @@ func (r *chatRun) print(ctx context.Context, e agent.Event) {
 		case "requested":
 			r.started[e.CallID] = true
 			r.running[e.CallID] = e.Tool
-			r.write(fmt.Sprintf("  → %s %s\n", e.Tool, clipLine(e.Arguments, 160)))
+			r.write(fmt.Sprintf("  → %s %s\n", e.Tool, clipLine(argsText(e.Arguments), 160)))
 			r.status.set("running " + r.runningTools())
 		case "rejected":
-			r.write(fmt.Sprintf("  ✗ %s %s (rejected before running)\n", e.Tool, clipLine(e.Arguments, 160)))
+			r.write(fmt.Sprintf("  ✗ %s %s (rejected before running)\n", e.Tool, clipLine(argsText(e.Arguments), 160)))
 		case "cut":
-			r.write(fmt.Sprintf("  ✗ %s %s (cut off with the reply; not run)\n", e.Tool, clipLine(e.Arguments, 160)))
+			r.write(fmt.Sprintf("  ✗ %s %s (cut off with the reply; not run)\n", e.Tool, clipLine(argsText(e.Arguments), 160)))
 		case "approval":
-			r.write(fmt.Sprintf("  ? %s %s (waits for your approval)\n", e.Tool, clipLine(e.Arguments, 160)))
+			r.write(fmt.Sprintf("  ? %s %s (waits for your approval)\n", e.Tool, clipLine(argsText(e.Arguments), 160)))
 		default:
-			r.write(fmt.Sprintf("  · %s %s (%s)\n", e.Tool, clipLine(e.Arguments, 160), e.Status))
+			r.write(fmt.Sprintf("  · %s %s (%s)\n", e.Tool, clipLine(argsText(e.Arguments), 160), e.Status))
 		}
 	case agent.ToolCallFinished:
 		r.calls = append(r.calls, e)
@@ -561,7 +561,7 @@ func (r *chatRun) print(ctx context.Context, e agent.Event) {
 		if e.Outcome == agent.OutcomeAwaitingApproval {
 			for _, p := range r.chat.Pending(ctx) {
 				r.write(fmt.Sprintf("  ? %s %s waits for approval: demiurge approve (or deny) %s --world %s --chat %s\n",
-					p.Tool, clipLine(p.Arguments, 120), p.CallID, r.f.world, r.chat.ID()))
+					p.Tool, clipLine(argsText(p.Arguments), 120), p.CallID, r.f.world, r.chat.ID()))
 			}
 		}
 		switch f := e.Finish; f {
@@ -737,7 +737,7 @@ func (r *chatRun) approver(ctx context.Context, ar agent.ApprovalRequested) (age
 	r.status.quiet()
 	ln := r.editor()
 	for {
-		s, err := ln.Prompt(fmt.Sprintf("  ? run %s %s? [y]es, [n]o (n REASON), [a]lways for %s: ", ar.Tool, clipLine(ar.Arguments, 120), ar.Tool))
+		s, err := ln.Prompt(fmt.Sprintf("  ? run %s %s? [y]es, [n]o (n REASON), [a]lways for %s: ", ar.Tool, clipLine(argsText(ar.Arguments), 120), ar.Tool))
 		if err != nil {
 			// Ctrl-C or Ctrl-D at the question: no.
 			return agent.Decision{Reason: "the user did not approve it"}, true
@@ -764,7 +764,7 @@ func (r *chatRun) answer(ctx context.Context, d *decision) error {
 			r.write(fmt.Sprintf("no call of chat %s waits for approval\n", r.chat.ID()))
 		}
 		for _, p := range pending {
-			r.write(fmt.Sprintf("%s  %s %s\n", p.CallID, p.Tool, p.Arguments))
+			r.write(fmt.Sprintf("%s  %s %s\n", p.CallID, p.Tool, argsText(p.Arguments)))
 		}
 		return nil
 	}

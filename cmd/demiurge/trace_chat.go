@@ -152,7 +152,7 @@ func turnLines(t *session.Turn) (lines []string, stable int) {
 		}
 		for _, tc := range r.Calls {
 			var b strings.Builder
-			fmt.Fprintf(&b, "    %s %s", tc.Tool, clipLine(tc.Arguments, 120))
+			fmt.Fprintf(&b, "    %s %s", tc.Tool, clipLine(argsText(tc.Arguments), 120))
 			switch tc.Status {
 			case "ok":
 				fmt.Fprintf(&b, " → ok in %s, %s", msDuration(tc.LatencyMS), plural(len(tc.Output), "byte"))
