@@ -771,7 +771,7 @@ func (r *chatRun) answer(ctx context.Context, d *decision) error {
 	outcome, err := r.turn(ctx, func(ctx context.Context) iter.Seq2[agent.Event, error] { return r.chat.Decide(ctx, d.call, d.Decision) })
 	switch {
 	case errors.Is(err, agent.ErrNotWaiting):
-		return usagef("%v (demiurge approve --world %s --chat %s lists the calls that wait)", err, r.f.world, r.chat.ID())
+		return usagef("%v (demiurge approve %s --world %s --chat %s lists the calls that wait)", err, r.f.manifest, r.f.world, r.chat.ID())
 	case errors.Is(err, errInterrupted):
 		return &exitStatus{code: exitInterrupted}
 	case err != nil:
