@@ -13,6 +13,7 @@ import (
 	"github.com/demiurge-dev/demiurge/agent"
 	"github.com/demiurge-dev/demiurge/agent/worldtools"
 	"github.com/demiurge-dev/demiurge/examples"
+	"github.com/demiurge-dev/demiurge/internal/store"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
 )
 
@@ -184,6 +185,11 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	if err != nil {
 		return err
 	}
+	if !store.IsURL(a.storeDir) { // on a PostgreSQL store a worker calls the model
+		if err := checkAPIKey(f.llm, f.baseURL, getenv); err != nil {
+			return fmt.Errorf("%s: %w", f.command(), err)
+		}
+	}
 	s, err := a.openStore(ctx, false)
 	if err != nil {
 		return err
@@ -214,7 +220,7 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 		case errors.Is(err, agent.ErrTemperature):
 			return usagef("--temperature: model %s does not take a temperature (it reasons); drop the flag, or say that it does with --model-option temperature=true", m.Name)
 		}
-		return fmt.Errorf("run: %w", err)
+		return fmt.Errorf("%s: %w", f.command(), err)
 	}
 	defer func() {
 		if cerr := w.Close(); err == nil {
@@ -224,6 +230,35 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	worldtools.ReportMCP(a.err, w.MCPServers())
 	r = newChatRun(a, f, w, choice)
 	return r.run(ctx)
+}
+
+// command is the name of the command the flags are of: run, approve or
+// deny.
+func (f *runFlags) command() string {
+	switch {
+	case f.decide == nil:
+		return "run"
+	case f.decide.Approve:
+		return "approve"
+	}
+	return "deny"
+}
+
+// checkAPIKey refuses a model that could not be reached: a remote API
+// (no --base-url nor $OPENAI_BASE_URL) without a key. A cassette needs
+// none, nor does a server at a base URL (a local one may take none; one
+// that wants a key answers 401, which says so).
+func checkAPIKey(provider, baseURL string, getenv func(string) string) error {
+	if strings.HasPrefix(provider, "cassette:") {
+		return nil
+	}
+	if baseURL == "" {
+		baseURL = getenv("OPENAI_BASE_URL")
+	}
+	if getenv("OPENAI_API_KEY") == "" && getenv("AZURE_OPENAI_API_KEY") == "" && baseURL == "" && getenv("AZURE_OPENAI_ENDPOINT") == "" {
+		return errors.New("no API key: set OPENAI_API_KEY (or point --base-url at an OpenAI-compatible server, or use --llm cassette:DIR for the offline demo)")
+	}
+	return nil
 }
 
 // agentModel is the model the flags and the environment name.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -153,5 +154,30 @@ func TestRunCompacts(t *testing.T) {
 	rp := run(t, env, "", "--store", store, "replay", "--manifest", manifest)
 	if rp.code != exitOK {
 		t.Errorf("replay: exit %d\n%s%s", rp.code, rp.stdout, rp.stderr)
+	}
+}
+
+// TestNoAPIKey: without a key or a base URL, run, approve and deny say
+// which flags reach a model (not the Go API's names), under their own
+// names, before they make a store.
+func TestNoAPIKey(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"run", "examples/demiurge", "-m", "hi"},
+		{"approve", "examples/demiurge"},
+		{"deny", "examples/demiurge", "call_1"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			t.Parallel()
+			dir := filepath.Join(t.TempDir(), "s")
+			r := run(t, nil, "", append([]string{"--store", dir}, args...)...)
+			want := "demiurge: " + args[0] + ": no API key: set OPENAI_API_KEY (or point --base-url at an OpenAI-compatible server, or use --llm cassette:DIR for the offline demo)\n"
+			if r.code != exitFailure || r.stderr != want {
+				t.Errorf("exit %d, stderr %q; want exit %d, stderr %q", r.code, r.stderr, exitFailure, want)
+			}
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Errorf("the store %s was made: %v", dir, err)
+			}
+		})
 	}
 }
