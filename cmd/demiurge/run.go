@@ -72,7 +72,8 @@ commands, never sent to the model: /help lists them (/tools, /model, /cost,
 Ctrl-C twice at the prompt, quits. With -m the one message is sent, answered,
 and run exits; with stdin not a terminal each line is a message, with no
 banner or prompts. A turn a killed process left running is resumed first.
---json prints each turn's events as JSON Lines instead (docs/run-json.schema.json).
+--json prints each turn's events as JSON Lines instead
+(docs/run-json.schema.json).
 
 --require-approval TOOL (repeatable; * for every tool) makes the chat's calls
 of TOOL wait for your approval before they run (and calls of bash, which can

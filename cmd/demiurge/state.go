@@ -155,7 +155,7 @@ JSON of its canonical value. With --json each cell is one JSON object
 			return nil
 		},
 	}
-	wf.add(cmd, "the world's AIR, to print states in their schema's JSON (`PATH`)")
+	wf.add(cmd, "the world's AIR at `PATH`, to print states in their schema's JSON")
 	cmd.Flags().StringVar(&reducer, "reducer", "", "only this reducer `MODULE`")
 	cmd.Flags().StringVar(&key, "key", "", "only the cell with this `KEY` (JSON, or text)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per cell")
