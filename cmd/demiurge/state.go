@@ -70,7 +70,7 @@ JSON of its canonical value. With --json each cell is one JSON object
 				return err
 			}
 			if head.Seq == 0 {
-				return fmt.Errorf("state: world %s has no records in store %s", wf.world, s.Dir())
+				return fmt.Errorf("state: %w", noRecords(ctx, s, wf.world))
 			}
 			type cellState struct {
 				reducer string
