@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -190,6 +191,11 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 		if err := checkAPIKey(f.llm, f.baseURL, getenv); err != nil {
 			return fmt.Errorf("%s: %w", f.command(), err)
 		}
+	}
+	// A MANIFEST that is not there fails before the store is made (the
+	// world loads the AIR, once the store is open).
+	if _, err := os.Stat(f.manifest); err != nil {
+		return fmt.Errorf("%s: load AIR: %w", f.command(), err)
 	}
 	s, err := a.openStore(ctx, false)
 	if err != nil {

@@ -157,6 +157,20 @@ func TestRunCompacts(t *testing.T) {
 	}
 }
 
+// TestRunNoManifest: a MANIFEST that is not there is named, and no store
+// is made.
+func TestRunNoManifest(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "s")
+	r := run(t, nil, "", "--store", dir, "run", "no-such-world", "--llm", "cassette:x", "-m", "hi")
+	if want := "demiurge: run: load AIR: stat no-such-world: no such file or directory\n"; r.code != exitFailure || r.stderr != want {
+		t.Errorf("exit %d, stderr %q; want exit %d, stderr %q", r.code, r.stderr, exitFailure, want)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the store %s was made: %v", dir, err)
+	}
+}
+
 // TestNoAPIKey: without a key or a base URL, run, approve and deny say
 // which flags reach a model (not the Go API's names), under their own
 // names, before they make a store.
