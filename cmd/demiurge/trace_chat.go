@@ -159,6 +159,9 @@ func turnLines(t *session.Turn) (lines []string, stable int) {
 			case "requested":
 				fmt.Fprintf(&b, " → requested, no output yet")
 				unstable = unstable || running
+			case "approval":
+				fmt.Fprintf(&b, " → waits for the user's approval (demiurge approve or deny answers it)")
+				unstable = unstable || running
 			default:
 				if tc.Rejected {
 					fmt.Fprintf(&b, " → rejected before running: %s", clipLine(statusDetail(tc.Status, tc.Output), 160))
@@ -175,6 +178,9 @@ func turnLines(t *session.Turn) (lines []string, stable int) {
 					fmt.Fprintf(&b, " in %s", msDuration(tc.LatencyMS))
 				}
 				fmt.Fprintf(&b, ": %s", clipLine(statusDetail(tc.Status, tc.Output), 160))
+			}
+			if tc.Approval == "approved" && tc.Status != "approval" {
+				b.WriteString(" (approved by the user)")
 			}
 			if len(tc.SubCalls) > 0 {
 				fmt.Fprintf(&b, " (commands: %s)", strings.Join(tc.SubCalls, ", "))
