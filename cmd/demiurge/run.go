@@ -16,6 +16,7 @@ import (
 	"github.com/demiurge-dev/demiurge/examples"
 	"github.com/demiurge-dev/demiurge/internal/store"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
+	"github.com/demiurge-dev/demiurge/tools"
 )
 
 // runFlags are the flags of demiurge run.
@@ -235,8 +236,28 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 		}
 	}()
 	worldtools.ReportMCP(a.err, w.MCPServers())
+	if err := checkToolChoice(choice, w.Tools()); err != nil {
+		return err
+	}
 	r = newChatRun(a, f, w, choice)
 	return r.run(ctx)
+}
+
+// checkToolChoice refuses --tool-choice NAME when the model is offered no
+// tool NAME: each turn's first model call would fail on it.
+func checkToolChoice(choice agent.ToolChoice, offered []tools.SpecTool) error {
+	switch choice {
+	case agent.ToolChoiceAuto, agent.ToolChoiceNone, agent.ToolChoiceRequired:
+		return nil
+	}
+	names := make([]string, len(offered))
+	for i, t := range offered {
+		if t.Name == choice.String() {
+			return nil
+		}
+		names[i] = t.Name
+	}
+	return usagef("--tool-choice %s: the model is offered no tool %s; want auto, none, required or one of: %s", choice, choice, strings.Join(names, ", "))
 }
 
 // command is the name of the command the flags are of: run, approve or

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -193,5 +194,25 @@ func TestNoAPIKey(t *testing.T) {
 				t.Errorf("the store %s was made: %v", dir, err)
 			}
 		})
+	}
+}
+
+// TestRunToolChoice: --tool-choice NAME must name a tool the model is
+// offered; another is a usage error before any model call.
+func TestRunToolChoice(t *testing.T) {
+	t.Parallel()
+	r, srv := runAgent(t, []llmtest.Turn{{Text: "ok"}}, nil, "--tool-choice", "workspace_lst", "-m", "go")
+	if want := "demiurge: --tool-choice workspace_lst: the model is offered no tool workspace_lst; want auto, none, required or one of: "; r.code != exitUsage || !strings.HasPrefix(r.stderr, want) || !strings.Contains(r.stderr, "workspace_list") {
+		t.Errorf("exit %d, stderr %q; want exit %d, stderr starting %q", r.code, r.stderr, exitUsage, want)
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Errorf("%d model calls; want none", n)
+	}
+	r, srv = runAgent(t, []llmtest.Turn{{Calls: []llmtest.Call{{Name: "workspace_list", Arguments: `{}`}}}, {Text: "ok"}}, nil, "--tool-choice", "workspace_list", "-m", "go")
+	if r.code != exitOK || len(srv.Requests()) != 2 {
+		t.Fatalf("--tool-choice workspace_list: exit %d, %d model calls\n%s%s", r.code, len(srv.Requests()), r.stdout, r.stderr)
+	}
+	if tc := srv.Requests()[0].JSON()["tool_choice"]; !strings.Contains(fmt.Sprint(tc), "workspace_list") {
+		t.Errorf("the first call's tool_choice is %v; want workspace_list", tc)
 	}
 }
