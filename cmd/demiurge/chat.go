@@ -761,7 +761,7 @@ func (r *chatRun) answer(ctx context.Context, d *decision) error {
 	if d.call == "" {
 		pending := r.chat.Pending(ctx)
 		if len(pending) == 0 {
-			r.write(fmt.Sprintf("no call of chat %s waits for approval\n", r.chat.ID()))
+			r.write(fmt.Sprintf("no call of chat %s of world %s waits for approval (--world and --chat pick another)\n", r.chat.ID(), r.f.world))
 		}
 		for _, p := range pending {
 			r.write(fmt.Sprintf("%s  %s %s\n", p.CallID, p.Tool, argsText(p.Arguments)))

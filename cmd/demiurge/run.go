@@ -207,6 +207,15 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	if err != nil {
 		return err
 	}
+	if f.decide != nil { // approve and deny answer a world's calls: it must be there
+		head, err := s.Journal().Head(ctx, f.world)
+		if err != nil {
+			return err
+		}
+		if head.Seq == 0 {
+			return fmt.Errorf("%s: %w", f.command(), noRecords(ctx, s, f.world))
+		}
+	}
 	var r *chatRun // the approver asks through it, once it exists
 	where := agent.WithStorage(st)
 	if pg := s.Postgres(); pg != nil {
