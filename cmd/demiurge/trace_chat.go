@@ -216,8 +216,11 @@ func turnLines(t *session.Turn) (lines []string, stable int) {
 		}
 		add("%s", end)
 	}
-	cost, unknown := t.Cost()
-	add("  turn cost: %s", costText(cost, unknown))
+	if cost, unknown := t.Cost(); unknown && cost == 0 {
+		add("  turn cost: unknown") // not "turn cost: cost unknown"
+	} else {
+		add("  turn cost: %s", costText(cost, unknown))
+	}
 	return lines, stable
 }
 
