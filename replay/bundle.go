@@ -246,6 +246,14 @@ func mustRef(hexDigest string) cas.Ref {
 // Import writes a bundle's blobs into store and its records into j under
 // the bundle's world name, which must have no records yet.
 func Import(ctx context.Context, b *Bundle, j journal.Store, store cas.Putter) error {
+	// The world is checked first, so that a refused import writes nothing.
+	head, err := j.Head(ctx, b.Manifest.World)
+	if err != nil {
+		return err
+	}
+	if head.Seq != 0 {
+		return fmt.Errorf("import %s: world %s already has %d records; import the bundle into another store (demiurge --store DIR import)", b.Dir, b.Manifest.World, head.Seq)
+	}
 	refs := make([]cas.Ref, 0, len(b.Blobs))
 	for r := range b.Blobs {
 		refs = append(refs, r)
@@ -255,13 +263,6 @@ func Import(ctx context.Context, b *Bundle, j journal.Store, store cas.Putter) e
 		if _, err := store.Put(ctx, b.Blobs[r]); err != nil {
 			return fmt.Errorf("import %s: %w", b.Dir, err)
 		}
-	}
-	head, err := j.Head(ctx, b.Manifest.World)
-	if err != nil {
-		return err
-	}
-	if head.Seq != 0 {
-		return fmt.Errorf("import %s: world %s already has %d records; import into another store or world", b.Dir, b.Manifest.World, head.Seq)
 	}
 	const batch = 512
 	for i := 0; i < len(b.Records); i += batch {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/effects"
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/reducer"
@@ -322,8 +323,14 @@ func TestBundleRoundTrip(t *testing.T) {
 	if err := replay.Import(t.Context(), b, st.Journal(), st.CAS()); err != nil {
 		t.Fatal(err)
 	}
-	if err := replay.Import(t.Context(), b, st.Journal(), st.CAS()); err == nil {
+	puts := &countingPutter{Putter: st.CAS()}
+	if err := replay.Import(t.Context(), b, st.Journal(), puts); err == nil {
 		t.Fatal("importing a world twice was allowed")
+	} else if !strings.Contains(err.Error(), "world mut already has") || !strings.Contains(err.Error(), "into another store") {
+		t.Errorf("importing a world twice: %v; want what it is and what to do", err)
+	}
+	if puts.n != 0 {
+		t.Errorf("a refused import put %d blobs; want none", puts.n)
 	}
 	h, _ := journal.Verify(t.Context(), st.Journal(), "mut")
 	if h.Seq != b.Manifest.Head {
@@ -363,4 +370,15 @@ func TestRebaseRefusesNewFailures(t *testing.T) {
 	if after, _ := os.ReadFile(filepath.Join(dir, "journal.cbor")); string(after) == string(before) {
 		t.Fatal("the rebase did not rewrite the journal")
 	}
+}
+
+// countingPutter counts the blobs put through it.
+type countingPutter struct {
+	cas.Putter
+	n int
+}
+
+func (p *countingPutter) Put(ctx context.Context, b []byte) (cas.Ref, error) {
+	p.n++
+	return p.Putter.Put(ctx, b)
 }

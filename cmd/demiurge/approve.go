@@ -131,19 +131,26 @@ func (a *app) listPending(ctx context.Context, f *runFlags) (err error) {
 	}
 	defer closeStore(s, &err)
 	defer func() { err = explainMissing(ctx, s, err) }()
+	head, err := s.Journal().Head(ctx, f.world)
+	if err != nil {
+		return err
+	}
+	if head.Seq == 0 {
+		return fmt.Errorf("%s: %w", f.command(), noRecords(ctx, s, f.world))
+	}
 	calls, err := pendingCalls(ctx, s.Journal(), s.CAS(), f.world, f.chat)
 	if err != nil {
 		return err
 	}
 	if len(calls) == 0 {
-		fmt.Fprintf(a.out, "no call of chat %s waits for approval\n", f.chat)
+		fmt.Fprintf(a.out, "no call of chat %s of world %s waits for approval (--world and --chat pick another)\n", f.chat, f.world)
 	}
 	now := time.Now
 	if a.clock != nil {
 		now = a.clock
 	}
 	for _, c := range calls {
-		fmt.Fprintf(a.out, "%s  %s %s%s\n", c.id, c.tool, c.args, deadlineNote(c.deadline, now()))
+		fmt.Fprintf(a.out, "%s  %s %s%s\n", c.id, c.tool, argsText(c.args), deadlineNote(c.deadline, now()))
 	}
 	return nil
 }

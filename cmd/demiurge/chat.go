@@ -577,16 +577,16 @@ func (r *chatRun) print(ctx context.Context, e agent.Event) {
 		case "requested":
 			r.started[e.CallID] = true
 			r.running[e.CallID] = e.Tool
-			r.write(fmt.Sprintf("  → %s %s\n", e.Tool, clipLine(e.Arguments, 160)))
+			r.write(fmt.Sprintf("  → %s %s\n", e.Tool, clipLine(argsText(e.Arguments), 160)))
 			r.status.set("running " + r.runningTools())
 		case "rejected":
-			r.write(fmt.Sprintf("  ✗ %s %s (rejected before running)\n", e.Tool, clipLine(e.Arguments, 160)))
+			r.write(fmt.Sprintf("  ✗ %s %s (rejected before running)\n", e.Tool, clipLine(argsText(e.Arguments), 160)))
 		case "cut":
-			r.write(fmt.Sprintf("  ✗ %s %s (cut off with the reply; not run)\n", e.Tool, clipLine(e.Arguments, 160)))
+			r.write(fmt.Sprintf("  ✗ %s %s (cut off with the reply; not run)\n", e.Tool, clipLine(argsText(e.Arguments), 160)))
 		case "approval":
-			r.write(fmt.Sprintf("  ? %s %s (waits for your approval)\n", e.Tool, clipLine(e.Arguments, 160)))
+			r.write(fmt.Sprintf("  ? %s %s (waits for your approval)\n", e.Tool, clipLine(argsText(e.Arguments), 160)))
 		default:
-			r.write(fmt.Sprintf("  · %s %s (%s)\n", e.Tool, clipLine(e.Arguments, 160), e.Status))
+			r.write(fmt.Sprintf("  · %s %s (%s)\n", e.Tool, clipLine(argsText(e.Arguments), 160), e.Status))
 		}
 	case agent.ToolCallFinished:
 		r.calls = append(r.calls, e)
@@ -646,7 +646,7 @@ func (r *chatRun) print(ctx context.Context, e agent.Event) {
 		if e.Outcome == agent.OutcomeAwaitingApproval {
 			for _, p := range r.chat.Pending(ctx) {
 				r.write(fmt.Sprintf("  ? %s %s waits for approval: demiurge approve (or deny) %s --world %s --chat %s\n",
-					p.Tool, clipLine(p.Arguments, 120), p.CallID, r.f.world, r.chat.ID()))
+					p.Tool, clipLine(argsText(p.Arguments), 120), p.CallID, r.f.world, r.chat.ID()))
 			}
 		}
 		switch f := e.Finish; f {
@@ -831,7 +831,7 @@ func (r *chatRun) approver(ctx context.Context, ar agent.ApprovalRequested) (age
 	if !ar.Deadline.IsZero() {
 		until = fmt.Sprintf(" (denied at %s unless you answer)", ar.Deadline.Local().Format(time.TimeOnly))
 	}
-	question := fmt.Sprintf("  ? run %s %s?%s [y]es, [n]o (n REASON), [a]lways for %s: ", ar.Tool, clipLine(ar.Arguments, 120), until, ar.Tool)
+	question := fmt.Sprintf("  ? run %s %s?%s [y]es, [n]o (n REASON), [a]lways for %s: ", ar.Tool, clipLine(argsText(ar.Arguments), 120), until, ar.Tool)
 	for {
 		s, err := promptUntil(ctx, ln, r.input, question, r.dec.wake)
 		switch {
@@ -891,21 +891,21 @@ func (r *chatRun) answer(ctx context.Context, d *decision) error {
 	if d.call == "" {
 		pending := r.chat.Pending(ctx)
 		if len(pending) == 0 {
-			r.write(fmt.Sprintf("no call of chat %s waits for approval\n", r.chat.ID()))
+			r.write(fmt.Sprintf("no call of chat %s of world %s waits for approval (--world and --chat pick another)\n", r.chat.ID(), r.f.world))
 		}
 		now := time.Now
 		if r.a.clock != nil {
 			now = r.a.clock
 		}
 		for _, p := range pending {
-			r.write(fmt.Sprintf("%s  %s %s%s\n", p.CallID, p.Tool, p.Arguments, deadlineNote(p.Deadline, now())))
+			r.write(fmt.Sprintf("%s  %s %s%s\n", p.CallID, p.Tool, argsText(p.Arguments), deadlineNote(p.Deadline, now())))
 		}
 		return nil
 	}
 	outcome, err := r.turn(ctx, func(ctx context.Context) iter.Seq2[agent.Event, error] { return r.chat.Decide(ctx, d.call, d.Decision) })
 	switch {
 	case errors.Is(err, agent.ErrNotWaiting):
-		return usagef("%v (demiurge approve --world %s --chat %s lists the calls that wait)", err, r.f.world, r.chat.ID())
+		return usagef("%v (demiurge approve %s --world %s --chat %s lists the calls that wait)", err, r.f.manifest, r.f.world, r.chat.ID())
 	case errors.Is(err, errInterrupted):
 		return &exitStatus{code: exitInterrupted}
 	case err != nil:

@@ -40,3 +40,41 @@ func clipLine(s string, n int) string {
 	}
 	return s[:cut] + "…"
 }
+
+// argsText is a tool call's arguments JSON as a person reads it: the
+// escapes \u003c, \u003e and \u0026 that Go's encoder writes for <, > and &
+// (the chat's entries keep the arguments so) are shown as the characters,
+// so that "echo hi \u003e a.txt" reads "echo hi > a.txt". The JSON means
+// the same; other escapes are left as they are.
+func argsText(s string) string {
+	if !strings.Contains(s, `\u00`) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 >= len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		if s[i+1] == 'u' && i+6 <= len(s) {
+			switch strings.ToLower(s[i+2 : i+6]) {
+			case "003c":
+				b.WriteByte('<')
+				i += 5
+				continue
+			case "003e":
+				b.WriteByte('>')
+				i += 5
+				continue
+			case "0026":
+				b.WriteByte('&')
+				i += 5
+				continue
+			}
+		}
+		b.WriteString(s[i : i+2]) // an escape: \\ is not the start of another
+		i++
+	}
+	return b.String()
+}

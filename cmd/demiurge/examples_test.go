@@ -6,8 +6,10 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // TestExamples checks that every command's help has an Examples section,
@@ -156,4 +158,34 @@ func shellWords(s string) []string {
 		words = append(words, w.String())
 	}
 	return words
+}
+
+// TestHelpText checks what every command's help shows: its long text fits
+// 80 columns, and no flag's usage repeats its placeholder ("--from NAME
+// the world to fork (NAME)": the placeholder is the back-quoted word of
+// the usage, which pflag shows beside the flag and without its quotes in
+// the text, so it belongs in the sentence).
+func TestHelpText(t *testing.T) {
+	t.Parallel()
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		// cobra writes the completion commands' help.
+		if c.Name() == "help" || c.Parent() != nil && c.Parent().Name() == "completion" {
+			return
+		}
+		for line := range strings.Lines(c.Long) {
+			if line = strings.TrimSuffix(line, "\n"); utf8.RuneCountInString(line) > 80 {
+				t.Errorf("%s: a line of its help is %d columns wide, over 80: %q", c.CommandPath(), utf8.RuneCountInString(line), line)
+			}
+		}
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			if name, usage := pflag.UnquoteUsage(f); name != "" && strings.Contains(usage, "("+name+")") {
+				t.Errorf("%s --%s: the usage %q repeats its placeholder %s", c.CommandPath(), f.Name, usage, name)
+			}
+		})
+	}
+	walk(newTestRoot())
 }

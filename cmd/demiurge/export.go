@@ -52,7 +52,7 @@ the world last ran.`,
 				return err
 			}
 			if ref == "" {
-				return fmt.Errorf("export: world %s has no records in store %s", wf.world, s.Dir())
+				return fmt.Errorf("export: %w", noRecords(ctx, s, wf.world))
 			}
 			var sources []schema.Source
 			if cat != nil {

@@ -90,7 +90,11 @@ record; a record written under a later manifest is replayed under that.`,
 	fl := cmd.Flags()
 	fl.Uint64Var(&at, "at", 0, "the `SEQ` of the last record of the world forked that the new world keeps")
 	fl.StringVar(&name, "world", "", "the new world's `NAME`")
-	fl.StringVar(&from, "from", defaultWorld, "the world to fork (`NAME`)")
-	fl.StringVar(&manifest, "manifest", "", "the AIR to replay the world's first records under (default: the manifest it recorded, read from the store) (`PATH`)")
+	fl.StringVar(&from, "from", defaultWorld, "the `NAME` of the world to fork")
+	fl.StringVar(&manifest, "manifest", "", "the AIR at `PATH` to replay the world's first records under (default: the manifest it recorded, read from the store)")
+	// --from completes with the worlds of the store; --world names a new
+	// one, so it completes with none (registerCompletions leaves it so).
+	_ = cmd.RegisterFlagCompletionFunc("from", completeWorlds(a))
+	_ = cmd.RegisterFlagCompletionFunc("world", cobra.NoFileCompletions)
 	return cmd
 }

@@ -55,7 +55,7 @@ read-only.`,
 				return fmt.Errorf("journal dump: %w", err)
 			}
 			if head.Seq == 0 {
-				return fmt.Errorf("journal dump: world %s has no records in store %s", world, s.Dir())
+				return fmt.Errorf("journal dump: %w", noRecords(ctx, s, world))
 			}
 			if from > head.Seq {
 				return fmt.Errorf("journal dump: --from %d is past the head of world %s (seq %d)", from, world, head.Seq)

@@ -23,8 +23,9 @@ func newJournalVerifyCommand(a *app) *cobra.Command {
 and check it without trusting the store: every seq present once, every record
 hashing to what the next one names as its prev, the head matching the last
 record. Prints "W: ok, seq N blake3:..." for a good world and
-"journal: world W: <problem>" for a bad one (the problem names the seq). Exits 1 if any world is bad, or if
---world names a world without records. Opens the store read-only.
+"journal: world W: <problem>" for a bad one (the problem names the seq).
+Exits 1 if any world is bad, or if --world names a world without records.
+Opens the store read-only.
 
 With --json, one JSON object a line per world: {"world", "ok": true, "seq",
 "hash"} for a good world, {"world", "ok": false, "error"} for a bad one, and

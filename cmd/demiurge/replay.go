@@ -124,7 +124,7 @@ state)}; the error is on stderr as well, and replay exits 1.`,
 					return err
 				}
 				if head.Seq == 0 {
-					return fmt.Errorf("replay: world %s has no records in store %s", wf.world, s.Dir())
+					return fmt.Errorf("replay: %w", noRecords(ctx, s, wf.world))
 				}
 				if cat == nil {
 					if cat, err = storedCatalog(ctx, s, wf.world); err != nil {

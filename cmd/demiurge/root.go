@@ -293,9 +293,10 @@ func completeWorlds(a *app) func(*cobra.Command, []string, string) ([]string, co
 }
 
 // registerCompletions completes the flags whose values the store knows
-// (--world) in every command that has them.
+// (--world) in every command that has them, unless the command completes
+// them itself (fork's --world names a new world).
 func registerCompletions(a *app, c *cobra.Command) {
-	if c.Flags().Lookup("world") != nil {
+	if _, own := c.GetFlagCompletionFunc("world"); c.Flags().Lookup("world") != nil && !own {
 		_ = c.RegisterFlagCompletionFunc("world", completeWorlds(a))
 	}
 	for _, sub := range c.Commands() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -13,7 +14,9 @@ import (
 	"github.com/demiurge-dev/demiurge/agent"
 	"github.com/demiurge-dev/demiurge/agent/worldtools"
 	"github.com/demiurge-dev/demiurge/examples"
+	"github.com/demiurge-dev/demiurge/internal/store"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
+	"github.com/demiurge-dev/demiurge/tools"
 )
 
 // runFlags are the flags of demiurge run.
@@ -74,7 +77,8 @@ commands, never sent to the model: /help lists them (/tools, /model, /cost,
 Ctrl-C twice at the prompt, quits. With -m the one message is sent, answered,
 and run exits; with stdin not a terminal each line is a message, with no
 banner or prompts. A turn a killed process left running is resumed first.
---json prints each turn's events as JSON Lines instead (docs/run-json.schema.json).
+--json prints each turn's events as JSON Lines instead
+(docs/run-json.schema.json).
 
 --require-approval TOOL (repeatable; * for every tool) makes the chat's calls
 of TOOL wait for your approval before they run (and calls of bash, which can
@@ -195,6 +199,16 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	if err != nil {
 		return err
 	}
+	if !store.IsURL(a.storeDir) { // on a PostgreSQL store a worker calls the model
+		if err := checkAPIKey(f.llm, f.baseURL, getenv); err != nil {
+			return fmt.Errorf("%s: %w", f.command(), err)
+		}
+	}
+	// A MANIFEST that is not there fails before the store is made (the
+	// world loads the AIR, once the store is open).
+	if _, err := os.Stat(f.manifest); err != nil {
+		return fmt.Errorf("%s: load AIR: %w", f.command(), err)
+	}
 	s, err := a.openStore(ctx, false)
 	if err != nil {
 		return err
@@ -203,6 +217,15 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	st, err := storage(s)
 	if err != nil {
 		return err
+	}
+	if f.decide != nil { // approve and deny answer a world's calls: it must be there
+		head, err := s.Journal().Head(ctx, f.world)
+		if err != nil {
+			return err
+		}
+		if head.Seq == 0 {
+			return fmt.Errorf("%s: %w", f.command(), noRecords(ctx, s, f.world))
+		}
 	}
 	var r *chatRun // the approver asks through it, once it exists
 	where := agent.WithStorage(st)
@@ -225,7 +248,7 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 		case errors.Is(err, agent.ErrTemperature):
 			return usagef("--temperature: model %s does not take a temperature (it reasons); drop the flag, or say that it does with --model-option temperature=true", m.Name)
 		}
-		return fmt.Errorf("run: %w", err)
+		return fmt.Errorf("%s: %w", f.command(), err)
 	}
 	defer func() {
 		if cerr := w.Close(); err == nil {
@@ -233,6 +256,9 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 		}
 	}()
 	worldtools.ReportMCP(a.err, w.MCPServers())
+	if err := checkToolChoice(choice, w.Tools()); err != nil {
+		return err
+	}
 	r = newChatRun(a, f, w, choice)
 	if b := s.Bolt(); b != nil {
 		// Decisions that other processes send on calls that wait
@@ -243,6 +269,52 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 		}
 	}
 	return r.run(ctx)
+}
+
+// checkToolChoice refuses --tool-choice NAME when the model is offered no
+// tool NAME: each turn's first model call would fail on it.
+func checkToolChoice(choice agent.ToolChoice, offered []tools.SpecTool) error {
+	switch choice {
+	case agent.ToolChoiceAuto, agent.ToolChoiceNone, agent.ToolChoiceRequired:
+		return nil
+	}
+	names := make([]string, len(offered))
+	for i, t := range offered {
+		if t.Name == choice.String() {
+			return nil
+		}
+		names[i] = t.Name
+	}
+	return usagef("--tool-choice %s: the model is offered no tool %s; want auto, none, required or one of: %s", choice, choice, strings.Join(names, ", "))
+}
+
+// command is the name of the command the flags are of: run, approve or
+// deny.
+func (f *runFlags) command() string {
+	switch {
+	case f.decide == nil:
+		return "run"
+	case f.decide.Approve:
+		return "approve"
+	}
+	return "deny"
+}
+
+// checkAPIKey refuses a model that could not be reached: a remote API
+// (no --base-url nor $OPENAI_BASE_URL) without a key. A cassette needs
+// none, nor does a server at a base URL (a local one may take none; one
+// that wants a key answers 401, which says so).
+func checkAPIKey(provider, baseURL string, getenv func(string) string) error {
+	if strings.HasPrefix(provider, "cassette:") {
+		return nil
+	}
+	if baseURL == "" {
+		baseURL = getenv("OPENAI_BASE_URL")
+	}
+	if getenv("OPENAI_API_KEY") == "" && getenv("AZURE_OPENAI_API_KEY") == "" && baseURL == "" && getenv("AZURE_OPENAI_ENDPOINT") == "" {
+		return errors.New("no API key: set OPENAI_API_KEY (or point --base-url at an OpenAI-compatible server, or use --llm cassette:DIR for the offline demo)")
+	}
+	return nil
 }
 
 // agentModel is the model the flags and the environment name.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -153,5 +155,65 @@ func TestRunCompacts(t *testing.T) {
 	rp := run(t, env, "", "--store", store, "replay", "--manifest", manifest)
 	if rp.code != exitOK {
 		t.Errorf("replay: exit %d\n%s%s", rp.code, rp.stdout, rp.stderr)
+	}
+}
+
+// TestRunNoManifest: a MANIFEST that is not there is named, and no store
+// is made.
+func TestRunNoManifest(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "s")
+	r := run(t, nil, "", "--store", dir, "run", "no-such-world", "--llm", "cassette:x", "-m", "hi")
+	if want := "demiurge: run: load AIR: stat no-such-world: no such file or directory\n"; r.code != exitFailure || r.stderr != want {
+		t.Errorf("exit %d, stderr %q; want exit %d, stderr %q", r.code, r.stderr, exitFailure, want)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the store %s was made: %v", dir, err)
+	}
+}
+
+// TestNoAPIKey: without a key or a base URL, run, approve and deny say
+// which flags reach a model (not the Go API's names), under their own
+// names, before they make a store. (Listing the calls that wait, approve
+// without CALL, only reads: it needs no model.)
+func TestNoAPIKey(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"run", "examples/demiurge", "-m", "hi"},
+		{"approve", "examples/demiurge", "call_1"},
+		{"deny", "examples/demiurge", "call_1"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			t.Parallel()
+			dir := filepath.Join(t.TempDir(), "s")
+			r := run(t, nil, "", append([]string{"--store", dir}, args...)...)
+			want := "demiurge: " + args[0] + ": no API key: set OPENAI_API_KEY (or point --base-url at an OpenAI-compatible server, or use --llm cassette:DIR for the offline demo)\n"
+			if r.code != exitFailure || r.stderr != want {
+				t.Errorf("exit %d, stderr %q; want exit %d, stderr %q", r.code, r.stderr, exitFailure, want)
+			}
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Errorf("the store %s was made: %v", dir, err)
+			}
+		})
+	}
+}
+
+// TestRunToolChoice: --tool-choice NAME must name a tool the model is
+// offered; another is a usage error before any model call.
+func TestRunToolChoice(t *testing.T) {
+	t.Parallel()
+	r, srv := runAgent(t, []llmtest.Turn{{Text: "ok"}}, nil, "--tool-choice", "workspace_lst", "-m", "go")
+	if want := "demiurge: --tool-choice workspace_lst: the model is offered no tool workspace_lst; want auto, none, required or one of: "; r.code != exitUsage || !strings.HasPrefix(r.stderr, want) || !strings.Contains(r.stderr, "workspace_list") {
+		t.Errorf("exit %d, stderr %q; want exit %d, stderr starting %q", r.code, r.stderr, exitUsage, want)
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Errorf("%d model calls; want none", n)
+	}
+	r, srv = runAgent(t, []llmtest.Turn{{Calls: []llmtest.Call{{Name: "workspace_list", Arguments: `{}`}}}, {Text: "ok"}}, nil, "--tool-choice", "workspace_list", "-m", "go")
+	if r.code != exitOK || len(srv.Requests()) != 2 {
+		t.Fatalf("--tool-choice workspace_list: exit %d, %d model calls\n%s%s", r.code, len(srv.Requests()), r.stdout, r.stderr)
+	}
+	if tc := srv.Requests()[0].JSON()["tool_choice"]; !strings.Contains(fmt.Sprint(tc), "workspace_list") {
+		t.Errorf("the first call's tool_choice is %v; want workspace_list", tc)
 	}
 }

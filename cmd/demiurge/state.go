@@ -70,7 +70,7 @@ JSON of its canonical value. With --json each cell is one JSON object
 				return err
 			}
 			if head.Seq == 0 {
-				return fmt.Errorf("state: world %s has no records in store %s", wf.world, s.Dir())
+				return fmt.Errorf("state: %w", noRecords(ctx, s, wf.world))
 			}
 			type cellState struct {
 				reducer string
@@ -155,7 +155,7 @@ JSON of its canonical value. With --json each cell is one JSON object
 			return nil
 		},
 	}
-	wf.add(cmd, "the world's AIR, to print states in their schema's JSON (`PATH`)")
+	wf.add(cmd, "the world's AIR at `PATH`, to print states in their schema's JSON")
 	cmd.Flags().StringVar(&reducer, "reducer", "", "only this reducer `MODULE`")
 	cmd.Flags().StringVar(&key, "key", "", "only the cell with this `KEY` (JSON, or text)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per cell")

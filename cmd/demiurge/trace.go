@@ -122,7 +122,7 @@ writes the store.`,
 				return err
 			}
 			if head.Seq == 0 {
-				return fmt.Errorf("trace: world %s has no records in store %s", wf.world, s.Dir())
+				return fmt.Errorf("trace: %w", noRecords(ctx, s, wf.world))
 			}
 			// The trace shows what it can without the blobs it cannot read
 			// (a store imported from a trimmed bundle lacks some), and then

@@ -152,12 +152,15 @@ func turnLines(t *session.Turn) (lines []string, stable int) {
 		}
 		for _, tc := range r.Calls {
 			var b strings.Builder
-			fmt.Fprintf(&b, "    %s %s", tc.Tool, clipLine(tc.Arguments, 120))
+			fmt.Fprintf(&b, "    %s %s", tc.Tool, clipLine(argsText(tc.Arguments), 120))
 			switch tc.Status {
 			case "ok":
 				fmt.Fprintf(&b, " → ok in %s, %s", msDuration(tc.LatencyMS), plural(len(tc.Output), "byte"))
 			case "requested":
 				fmt.Fprintf(&b, " → requested, no output yet")
+				unstable = unstable || running
+			case "approval":
+				fmt.Fprintf(&b, " → waits for the user's approval (demiurge approve or deny answers it)")
 				unstable = unstable || running
 			default:
 				if tc.Rejected {
@@ -175,6 +178,9 @@ func turnLines(t *session.Turn) (lines []string, stable int) {
 					fmt.Fprintf(&b, " in %s", msDuration(tc.LatencyMS))
 				}
 				fmt.Fprintf(&b, ": %s", clipLine(statusDetail(tc.Status, tc.Output), 160))
+			}
+			if tc.Approval == "approved" && tc.Status != "approval" {
+				b.WriteString(" (approved by the user)")
 			}
 			if len(tc.SubCalls) > 0 {
 				fmt.Fprintf(&b, " (commands: %s)", strings.Join(tc.SubCalls, ", "))
@@ -210,8 +216,11 @@ func turnLines(t *session.Turn) (lines []string, stable int) {
 		}
 		add("%s", end)
 	}
-	cost, unknown := t.Cost()
-	add("  turn cost: %s", costText(cost, unknown))
+	if cost, unknown := t.Cost(); unknown && cost == 0 {
+		add("  turn cost: unknown") // not "turn cost: cost unknown"
+	} else {
+		add("  turn cost: %s", costText(cost, unknown))
+	}
 	return lines, stable
 }
 

@@ -27,11 +27,13 @@ grows in the page as its records land.
 
 The view only reads the store, and reads it while another process writes
 it (a demiurge run in another terminal): through that process, or from the
-file while none writes it, never keeping a writer from starting. It listens on 127.0.0.1 on a port the
-system picks (--addr chooses another loopback address or port), answers
-only requests addressed to the host:port of its link, and only those that
-carry the link's token (the first request sets it as a cookie). Anyone else
-on the machine or the network is refused.
+file while none writes it, never keeping a writer from starting.
+
+It listens on 127.0.0.1 on a port the system picks (--addr chooses another
+loopback address or port), answers only requests addressed to the
+host:port of its link, and only those that carry the link's token (the
+first request sets it as a cookie). Anyone else on the machine or the
+network is refused.
 
 It runs until Ctrl-C.`,
 		Example: `  demiurge ui

@@ -100,15 +100,8 @@ func (f *workerFlags) checkModel(getenv func(string) string) error {
 	default:
 		return usagef("--llm %q: want openai-responses, openai-chat or cassette:DIR", l)
 	}
-	if strings.HasPrefix(f.model.llm, "cassette:") {
-		return nil
-	}
-	base := f.model.baseURL
-	if base == "" {
-		base = getenv("OPENAI_BASE_URL")
-	}
-	if getenv("OPENAI_API_KEY") == "" && getenv("AZURE_OPENAI_API_KEY") == "" && base == "" && getenv("AZURE_OPENAI_ENDPOINT") == "" {
-		return fmt.Errorf("worker: no API key: set OPENAI_API_KEY (or point --base-url at an OpenAI-compatible server, or use --llm cassette:DIR for the offline demo)")
+	if err := checkAPIKey(f.model.llm, f.model.baseURL, getenv); err != nil {
+		return fmt.Errorf("worker: %w", err)
 	}
 	return nil
 }

@@ -76,7 +76,7 @@ func workspaceHistory(ctx context.Context, s *store.Handle, worldName, ws string
 		return history.History{}, err
 	}
 	if head.Seq == 0 {
-		return history.History{}, fmt.Errorf("world %s has no records in store %s", worldName, s.Dir())
+		return history.History{}, noRecords(ctx, s, worldName)
 	}
 	states := map[string]string{} // workspace → state ref ("" once deleted)
 	err = s.Journal().Read(ctx, worldName, 1, func(r journal.Record) error {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -38,7 +39,10 @@ version or at --version N, to stdout, unchanged. Opens the store read-only.`,
 				return fmt.Errorf("workspace cat: %w", err)
 			}
 			data, _, err := workspace.ReadBytes(ctx, s.CAS(), root, p, nil)
-			if err != nil {
+			switch {
+			case errors.Is(err, workspace.ErrNotFound), errors.Is(err, workspace.ErrIsDir), errors.Is(err, workspace.ErrNotDir):
+				return fmt.Errorf("workspace cat: %w (workspace %q, version %d; %s lists its files)", err, f.workspace, v, f.lsCommand())
+			case err != nil:
 				return fmt.Errorf("workspace cat: %w (workspace %q, version %d)", err, f.workspace, v)
 			}
 			_, err = a.out.Write(data)
@@ -47,4 +51,16 @@ version or at --version N, to stdout, unchanged. Opens the store read-only.`,
 	}
 	f.add(cmd, true)
 	return cmd
+}
+
+// lsCommand is the workspace ls command line that lists the version the
+// flags read, with the flags given.
+func (f *wsFlags) lsCommand() string {
+	line := "demiurge workspace ls -r"
+	for _, name := range []string{"world", "workspace", "version"} {
+		if fl := f.cmd.Flags().Lookup(name); fl != nil && fl.Changed {
+			line += " --" + name + " " + fl.Value.String()
+		}
+	}
+	return line
 }

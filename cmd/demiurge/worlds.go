@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -112,6 +114,26 @@ func adapters() map[string]effects.Adapter {
 	return builtin.Adapters(&http.Client{})
 }
 
+// noRecords is the error for world name, which has no records in store s.
+// It names the worlds the store has (a misspelt --world then shows the
+// right name), or says that it has none: a command that writes makes one.
+func noRecords(ctx context.Context, s *store.Handle, name string) error {
+	msg := fmt.Sprintf("world %s has no records in store %s", name, s.Dir())
+	names, err := s.Journal().Worlds(ctx)
+	switch {
+	case err != nil: // what is reported is the world without records
+		return errors.New(msg)
+	case len(names) == 0:
+		return fmt.Errorf("%s, which has no worlds yet (demiurge run or send makes one)", msg)
+	}
+	const shown = 8
+	list := strings.Join(names[:min(len(names), shown)], ", ")
+	if len(names) > shown {
+		list += fmt.Sprintf(" and %d more", len(names)-shown)
+	}
+	return fmt.Errorf("%s; its worlds: %s (--world picks one; demiurge worlds lists them)", msg, list)
+}
+
 // storedCatalog rebuilds, from the store, the catalog of the manifest
 // world name last recorded: a world stores its manifest and every def it
 // pins when it records it (schema.LoadFromCAS). A world without records
@@ -122,7 +144,7 @@ func storedCatalog(ctx context.Context, s *store.Handle, name string) (*schema.C
 		return nil, err
 	}
 	if ref == "" {
-		return nil, fmt.Errorf("world %s has no records in store %s", name, s.Dir())
+		return nil, noRecords(ctx, s, name)
 	}
 	r, err := cas.ParseRef(ref)
 	if err != nil {
