@@ -1,10 +1,12 @@
 package agent_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -482,10 +484,12 @@ func TestCassetteStrict(t *testing.T) {
 }
 
 // TestCassetteLoose: a loose cassette answers a message the recording
-// does not hold with the recorded answers, and the turn streams a notice
-// of what differs.
+// does not hold with the recorded answers, and the turn streams a
+// one-line notice of what differs; the log gets the diff.
 func TestCassetteLoose(t *testing.T) {
-	w, err := agent.Open(t.Context(), manifest, agent.WithModel(agent.CassetteLoose("../testdata/sessions/demo")), env())
+	var log bytes.Buffer
+	w, err := agent.Open(t.Context(), manifest, agent.WithModel(agent.CassetteLoose("../testdata/sessions/demo")), env(),
+		agent.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -496,13 +500,20 @@ func TestCassetteLoose(t *testing.T) {
 	}
 	notices := 0
 	for _, l := range lines {
-		if strings.Contains(l, `"type":"notice"`) && strings.Contains(l, `the loose cassette answers it all the same`) &&
-			strings.Contains(l, `+content: \"Write a poem.\"`) && !strings.Contains(l, `"seq":0`) {
-			notices++
+		if !strings.Contains(l, `"type":"notice"`) {
+			continue
 		}
+		if strings.Contains(l, `\n`) || strings.Contains(l, `"seq":0`) ||
+			!strings.Contains(l, `: model call `) || !strings.Contains(l, ` differs from the recording in a user message; answering with the recorded answer"`) {
+			t.Errorf("notice %s; want one line naming the message as what differs", l)
+		}
+		notices++
 	}
 	if notices != 3 {
 		t.Errorf("%d notices of a call that differs; want 3 (one a model call):\n%s", notices, strings.Join(lines, "\n"))
+	}
+	if n := strings.Count(log.String(), `+content: \"Write a poem.\"`); n != 3 {
+		t.Errorf("the log shows the diff of the message %d times; want 3:\n%s", n, log.String())
 	}
 }
 

@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 
@@ -59,9 +60,16 @@ func Cassette(dir string) Model { return Model{cassette: dir} }
 
 // CassetteLoose is Cassette, except that a model call whose request is
 // not the recorded one gets the recorded answer all the same: the turn
-// streams a Notice showing what differs (not journaled: its Seq is the
-// journal's head when the call ran), and the log gets a warning.
+// streams a one-line Notice naming what differs (not journaled: its Seq
+// is the journal's head when the call ran), and the log gets a warning
+// with the diff.
 func CassetteLoose(dir string) Model { return Model{cassette: dir, cassetteLoose: true} }
+
+// logMismatch logs a model call that a loose cassette answers though its
+// request is not the recorded one, with the diff.
+func logMismatch(log *slog.Logger, m *cassette.Mismatch) {
+	log.Warn("cassette: a model call is not the recorded one; answered all the same (loose)", "cassette", m.Dir, "call", m.Call, "differs", m.Summary(), "diff", m.Diff())
+}
 
 // Loose returns m, loose if it is a cassette (see CassetteLoose).
 func (m Model) Loose() Model {
@@ -106,7 +114,7 @@ func (m Model) resolve(manifest []llm.ModelOptions, c *config, local bool) (*mod
 				(*f)(call.Intent, mm)
 				return
 			}
-			log.Warn("cassette: a model call is not the recorded one; answered all the same (loose)", "cassette", mm.Dir, "call", mm.Call, "differs", mm.Summary())
+			logMismatch(log, mm)
 		}})
 		if err != nil {
 			return nil, err

@@ -400,12 +400,12 @@ func (w *World) progress(in *effects.Intent, text string) {
 	w.push(t.chat, TextDelta{Round: t.round, Text: text})
 }
 
-// cassetteWarning tells the turn a model call is for, and the log, that a
-// loose cassette answered the call though its request is not the
-// recorded one.
+// cassetteWarning tells the turn a model call is for, in one line, and
+// the log, with the diff, that a loose cassette answered the call though
+// its request is not the recorded one.
 func (w *World) cassetteWarning(in *effects.Intent, m *cassette.Mismatch) {
 	text := m.Warning()
-	w.c.log.Warn("cassette: a model call is not the recorded one; answered all the same (loose)", "cassette", m.Dir, "call", m.Call, "differs", m.Summary())
+	logMismatch(w.c.log, m)
 	if in == nil {
 		return
 	}

@@ -108,7 +108,8 @@ bundle instead (no network, no key), while the tools run for real: the
 offline demo. Each model call must make the recorded request (the same
 messages, tools and system prompt; tool outputs may name other hashes):
 one that does not fails, showing what differs. --cassette-loose answers
-it with the recorded answer all the same, with a warning.
+it with the recorded answer all the same, with a one-line warning naming
+what differs (-v logs the diff).
 
 What is sent follows what demiurge knows of the model (docs/agent.md,
 "Models"): the token-limit field, whether it takes a temperature, a
@@ -171,7 +172,7 @@ func (f *runFlags) addFlags(cmd *cobra.Command) {
 	fl.Uint64Var(&f.outputLimit, "output-limit", demiurge.DefaultOutputLimit, "bytes of a tool's output the model sees")
 	fl.StringVar(&f.temperature, "temperature", "", "sampling temperature, e.g. 0.2 (default: the provider's)")
 	fl.StringVar(&f.instructions, "instructions", "", "the system prompt (default: one built from the tools)")
-	fl.BoolVar(&f.cassetteLoose, "cassette-loose", false, "with --llm cassette:DIR, answer a model call whose request is not the recorded one all the same, with a warning (default: the call fails, showing what differs)")
+	fl.BoolVar(&f.cassetteLoose, "cassette-loose", false, "with --llm cassette:DIR, answer a model call whose request is not the recorded one all the same, with a one-line warning; -v logs the diff (default: the call fails, showing what differs)")
 	fl.BoolVar(&f.noStream, "no-stream", false, "ask the model for one whole answer, not a stream (for servers that cannot stream)")
 	fl.StringArrayVar(&f.modelOptions, "model-option", nil, "override what demiurge knows of the model, as `KEY=VALUE` (repeatable): "+strings.Join(llm.ModelOptionKeys, ", "))
 	fl.StringVar(&f.toolChoice, "tool-choice", "auto", "whether the model must call a tool in each message's first round: auto, none, required, or a tool's `NAME`")

@@ -42,6 +42,10 @@ type PartDiff struct {
 	// "response_format", "transcript item 3 (function_call_output
 	// call_1)".
 	Part string
+	// Brief names it in a few words for a one-line notice: "the
+	// system prompt", "the tool bash", "a user message", "a tool
+	// output", "an extra user message", "a missing tool call".
+	Brief string
 	// Diff is a unified line diff from the recorded part ("--- recorded")
 	// to this call's ("+++ this run"), each rendered as lines of
 	// "key: value" (a text with its lines, a JSON text as the JSON it
@@ -69,17 +73,46 @@ func (m *Mismatch) Error() string {
 	return b.String()
 }
 
-// Warning says what differs, for a loose cassette that answers all the
-// same.
+// Warning says in one line, for a loose cassette that answers all the
+// same, what differs: "cassette DIR: model call 2 differs from the
+// recording in a tool output; answering with the recorded answer".
+// Diff shows how.
 func (m *Mismatch) Warning() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "cassette %s: model call %d is not the recorded one; the loose cassette answers it all the same: ", m.Dir, m.Call)
 	if m.Err != nil {
-		fmt.Fprintf(&b, "%v", m.Err)
-		return b.String()
+		return fmt.Sprintf("cassette %s: model call %d cannot be compared with the recording (%v); answering with the recorded answer", m.Dir, m.Call, m.Err)
 	}
+	var briefs []string
+	for _, p := range m.Parts {
+		if p.Brief != "" && !slices.Contains(briefs, p.Brief) {
+			briefs = append(briefs, p.Brief)
+		}
+	}
+	if more := m.Total - len(m.Parts); more > 0 {
+		briefs = append(briefs, fmt.Sprintf("%d more %s", more, plural(more, "part", "parts")))
+	}
+	what := strings.Join(briefs, ", ")
+	if n := len(briefs); n > 1 {
+		what = strings.Join(briefs[:n-1], ", ") + " and " + briefs[n-1]
+	}
+	return fmt.Sprintf("cassette %s: model call %d differs from the recording in %s; answering with the recorded answer", m.Dir, m.Call, what)
+}
+
+// Diff says what differs, part by part, with a line diff of each (or why
+// a request could not be read): the detail that Warning leaves out.
+func (m *Mismatch) Diff() string {
+	if m.Err != nil {
+		return m.Err.Error()
+	}
+	var b strings.Builder
 	m.parts(&b)
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // Summary names what differs in one line: the parts, or why a request
@@ -168,9 +201,21 @@ func (c *Cassette) check(ctx context.Context, k int, recorded schema.Value, g ca
 	return m
 }
 
-// part is one part of a request, rendered for comparison.
+// part is one part of a request, rendered for comparison; brief names it
+// in a few words (PartDiff.Brief).
 type part struct {
-	key, name, text string
+	key, name, brief, text string
+}
+
+// missing is the brief of a part only one request has: "an extra user
+// message", "a missing tool", not "an extra a user message".
+func missing(brief, adj string) string {
+	for _, article := range []string{"a ", "an ", "the "} {
+		if rest, ok := strings.CutPrefix(brief, article); ok {
+			return adj + rest
+		}
+	}
+	return adj + brief
 }
 
 // compare lists the parts of two requests that differ, in request order.
@@ -206,22 +251,22 @@ func compare(rec, got *llm.Request) []PartDiff {
 	for _, p := range b {
 		bi[p.key] = p
 	}
-	add := func(name, x, y string) {
-		out = append(out, PartDiff{Part: name, Diff: lineDiff(x, y)})
+	add := func(name, brief, x, y string) {
+		out = append(out, PartDiff{Part: name, Brief: brief, Diff: lineDiff(x, y)})
 	}
 	for _, p := range a {
 		seen[p.key] = true
 		q, ok := bi[p.key]
 		switch {
 		case !ok:
-			add(p.name, p.text, "(none)\n")
+			add(p.name, missing(p.brief, "a missing "), p.text, "(none)\n")
 		case p.text != q.text:
-			add(q.name, p.text, q.text)
+			add(q.name, q.brief, p.text, q.text)
 		}
 	}
 	for _, q := range b {
 		if !seen[q.key] {
-			add(q.name, "(none)\n", q.text)
+			add(q.name, missing(q.brief, "an extra "), "(none)\n", q.text)
 		}
 	}
 	return out
@@ -231,18 +276,18 @@ func compare(rec, got *llm.Request) []PartDiff {
 // of the tools of both requests.
 func parts(r *llm.Request, tools map[string]bool) []part {
 	var out []part
-	out = append(out, part{key: "instructions", name: "system prompt", text: text(ownPrompt(r.Instructions, tools))})
+	out = append(out, part{key: "instructions", name: "system prompt", brief: "the system prompt", text: text(ownPrompt(r.Instructions, tools))})
 	ts := slices.Clone(r.Tools)
 	sort.SliceStable(ts, func(i, j int) bool { return toolName(ts[i]) < toolName(ts[j]) })
 	for _, t := range ts {
 		n := toolName(t)
-		out = append(out, part{key: "tool " + n, name: "tool " + n, text: render(stripDescriptions(decode(t)))})
+		out = append(out, part{key: "tool " + n, name: "tool " + n, brief: "the tool " + n, text: render(stripDescriptions(decode(t)))})
 	}
 	if r.ToolChoice != nil {
-		out = append(out, part{key: "tool_choice", name: "tool_choice", text: fmt.Sprintf("%s %s\n", r.ToolChoice.Kind, r.ToolChoice.Name)})
+		out = append(out, part{key: "tool_choice", name: "tool_choice", brief: "the tool choice", text: fmt.Sprintf("%s %s\n", r.ToolChoice.Kind, r.ToolChoice.Name)})
 	}
 	if f := r.ResponseFormat; f != nil && f.JSONSchema != nil {
-		out = append(out, part{key: "response_format", name: "response_format",
+		out = append(out, part{key: "response_format", name: "response_format", brief: "the response format",
 			text: render(map[string]any{"name": f.JSONSchema.Name, "schema_json": f.JSONSchema.SchemaJSON, "strict": f.JSONSchema.Strict})})
 	}
 	for i, it := range r.Items {
@@ -262,9 +307,28 @@ func parts(r *llm.Request, tools map[string]bool) []part {
 				name += " " + id
 			}
 		}
-		out = append(out, part{key: "item " + strconv.Itoa(i), name: fmt.Sprintf("transcript item %d (%s)", i+1, name), text: render(v)})
+		out = append(out, part{key: "item " + strconv.Itoa(i), name: fmt.Sprintf("transcript item %d (%s)", i+1, name), brief: itemBrief(kind, role), text: render(v)})
 	}
 	return out
+}
+
+// itemBrief names a transcript item of a type and role in a few words.
+func itemBrief(kind, role string) string {
+	switch kind {
+	case "", "message":
+		switch role {
+		case "":
+			return "a message"
+		case "assistant":
+			return "a model message"
+		}
+		return "a " + role + " message"
+	case "function_call":
+		return "a tool call"
+	case "function_call_output":
+		return "a tool output"
+	}
+	return "a transcript item (" + kind + ")"
 }
 
 // ownPrompt returns the part of a system prompt before the tools' own:

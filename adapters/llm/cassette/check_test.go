@@ -168,8 +168,34 @@ func TestStrict(t *testing.T) {
 				}
 				rest = rest[i+len(w):]
 			}
+			// Loose, the warning names what differs in a few words.
+			var warned *Mismatch
+			c, err = Open(dir, &Options{Loose: true, Warn: func(_ *effects.Call, m *Mismatch) { warned = m }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := c.Run(t.Context(), call(t, tc.req)); r.Status != effects.StatusOK || warned == nil {
+				t.Fatalf("loose: receipt %s %q, warned %v; want the recorded answer and a warning", r.Status, r.Error, warned)
+			}
+			want := "cassette " + dir + ": model call 1 differs from the recording in " + briefs[tc.name] + "; answering with the recorded answer"
+			if got := warned.Warning(); got != want {
+				t.Errorf("Warning() = %q; want %q", got, want)
+			}
 		})
 	}
+}
+
+// briefs are what TestStrict's loose warnings say differs.
+var briefs = map[string]string{
+	"another user message":   "a user message",
+	"a user message as text": "a user message",
+	"another tool output":    "a tool output",
+	"one more message":       "an extra user message",
+	"another parameter":      "the tool echo",
+	"one more tool":          "an extra tool shout",
+	"another system prompt":  "the system prompt",
+	"a tool choice":          "an extra tool choice",
+	"everything":             "the system prompt, a missing tool echo, a user message and 2 more parts",
 }
 
 // TestStrictUnreadable: a call whose recorded request the bundle cannot
@@ -219,6 +245,14 @@ func TestLoose(t *testing.T) {
 	}
 	if got, want := warned[0].Summary(), "transcript item 1 (user message), transcript item 2 (function_call call_1), transcript item 3 (function_call_output call_1)"; got != want {
 		t.Errorf("Summary() = %q; want %q", got, want)
+	}
+	// The warning is one line; the diff is apart.
+	dir := warned[0].Dir
+	if got, want := warned[0].Warning(), "cassette "+dir+": model call 1 differs from the recording in a user message, a missing tool call and a missing tool output; answering with the recorded answer"; got != want {
+		t.Errorf("Warning() = %q; want %q", got, want)
+	}
+	if d := warned[0].Diff(); !strings.HasPrefix(d, "3 parts of its request differ") || !strings.Contains(d, "transcript item 1 (user message):\n--- recorded\n") || !strings.Contains(d, `+content: "bye"`) {
+		t.Errorf("Diff() = %q; want the diff of each part", d)
 	}
 	// Without Warn, it goes on all the same.
 	c, err = Open(recording(t, recorded), &Options{Loose: true})
