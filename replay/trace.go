@@ -147,7 +147,7 @@ func (t *Tracer) Record(r journal.Record) error {
 	case world.KindSnapshot:
 		t.printf("%6d   · snapshot %s\n", r.Seq, short("snapshot"))
 	case world.KindFork:
-		t.printf("%6d fork: forked from world %s at seq %s (%s): the records before are that world's, the records after this world's own\n", r.Seq, str("world"), schema.String(get("seq")), short("hash"))
+		t.printf("%6d fork: forked from world %s at seq %s (%s): the records before are that world's, this one and those after this world's own\n", r.Seq, str("world"), schema.String(get("seq")), short("hash"))
 	default:
 		t.printf("%6d %s %s\n", r.Seq, r.Kind, t.clip(v))
 	}

@@ -200,6 +200,12 @@ func TestPages(t *testing.T) {
 	if _, err := world.Fork(t.Context(), world.ForkOptions{Name: "edits-fork", From: "workspace-edits", At: 42, Reducers: registry(), Storage: st}); err != nil {
 		t.Fatal(err)
 	}
+	// Forks of demo before its turn, and in the middle of it.
+	for name, at := range map[string]uint64{"demo-start": 3, "demo-midturn": 8} {
+		if _, err := world.Fork(t.Context(), world.ForkOptions{Name: name, From: "demo", At: at, Reducers: registry(), Storage: st}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	s := serve(t, parts(st), registry())
 	c := login(t, s)
 	for _, tc := range []struct {
@@ -218,7 +224,9 @@ func TestPages(t *testing.T) {
 		{"/w/demo/replay", 200, "Run replay"},
 		{"/w/demo/replay?run=1&genesis=1", 200, "ok: 49 records replay to the same bytes"},
 		{"/w/v1-workspace-edits/replay?run=1", 200, "replay to the same bytes"},
-		{"/w/edits-fork", 200, "forked here (#43) from world workspace-edits at #42: the turns above are workspace-edits's"},
+		{"/w/edits-fork", 200, "forked here (#43) from world workspace-edits at #42: the turns above are workspace-edits's —"},
+		{"/w/demo-start", 200, "forked here (#4) from world demo at #3 —"},
+		{"/w/demo-midturn", 200, "forked here (#9) from world demo at #8: turn 1 of chat main above began in demo and goes on in this world —"},
 		{"/w/edits-fork/replay?run=1", 200, "ok: 43 records replay to the same bytes"},
 		{"/w/nope", 404, "world nope has no records in store test store"},
 		{"/w/bad%20name/records", 400, `world "bad name"`},

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/demiurge-dev/demiurge/agent/session"
 )
 
 // rowsText renders rows one a line: op, left number and line, right
@@ -80,5 +82,32 @@ func TestSideBySideKeepsEveryLine(t *testing.T) {
 				t.Fatalf("%d and %d lines laid out; want %d and %d:\n%s", li, ri, len(splitLines(l)), len(splitLines(r)), rowsText(rows))
 			}
 		}
+	}
+}
+
+// TestForkNote: a fork's line says which turns around it are the other
+// world's, and says nothing of turns there are not.
+func TestForkNote(t *testing.T) {
+	open := []*session.Turn{{Chat: "main", RequestID: 2}}
+	for _, tc := range []struct {
+		name  string
+		fk    session.Fork
+		below bool
+		want  string
+	}{
+		{"no turns", session.Fork{}, false, ""},
+		{"turns below only", session.Fork{}, true, ": the turns below are this world's own"},
+		{"turns above", session.Fork{Turns: 2}, false, ": the turns above are main's"},
+		{"turns above and below", session.Fork{Turns: 2}, true, ": the turns above are main's; those below are this world's own"},
+		{"mid-turn", session.Fork{Turns: 1, Open: open}, false, ": turn 2 of chat main above began in main and goes on in this world"},
+		{"mid-turn after others", session.Fork{Turns: 2, Open: open}, true,
+			": the turns above are main's, but for turn 2 of chat main, which goes on in this world; those below are this world's own"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.fk.From = "main"
+			if got := forkNote(tc.fk, tc.below); got != tc.want {
+				t.Errorf("got %q; want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -382,7 +382,8 @@ var funcs = template.FuncMap{
 		}
 		return fmt.Sprint(n, " ", noun, "s")
 	},
-	"int": func(n uint64) int { return int(min(n, 1<<31)) },
+	"int":      func(n uint64) int { return int(min(n, 1<<31)) },
+	"forknote": forkNote,
 	"side": func(l, lkind, r, rkind string, rows []sideRow) any {
 		return struct {
 			L, LKind, R, RKind string
@@ -392,4 +393,38 @@ var funcs = template.FuncMap{
 	"time": func(ns uint64) string {
 		return time.Unix(0, int64(ns)).UTC().Format("2006-01-02 15:04:05 UTC")
 	},
+}
+
+// forkNote says which turns around a fork's line are the other world's:
+// those above, but for the turns the fork was made in, which go on in
+// this world; and, if below, those below are this world's own. It is ""
+// when there is nothing to say: no turns around the line.
+func forkNote(fk session.Fork, below bool) string {
+	var open []string
+	for _, t := range fk.Open {
+		open = append(open, fmt.Sprintf("turn %d of chat %s", t.RequestID, t.Chat))
+	}
+	goes := "goes"
+	if len(open) > 1 {
+		goes = "go"
+	}
+	var parts []string
+	switch {
+	case fk.Turns > len(fk.Open) && len(open) > 0:
+		parts = append(parts, fmt.Sprintf("the turns above are %s's, but for %s, which %s on in this world", fk.From, strings.Join(open, " and "), goes))
+	case fk.Turns > 0 && len(open) > 0:
+		parts = append(parts, fmt.Sprintf("%s above began in %s and %s on in this world", strings.Join(open, " and "), fk.From, goes))
+	case fk.Turns > 0:
+		parts = append(parts, fmt.Sprintf("the turns above are %s's", fk.From))
+	}
+	switch {
+	case below && len(parts) > 0:
+		parts = append(parts, "those below are this world's own")
+	case below:
+		parts = append(parts, "the turns below are this world's own")
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(parts, "; ")
 }

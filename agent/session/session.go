@@ -199,11 +199,17 @@ type Reader struct {
 }
 
 // Fork is where a forked world's records stop being those of the world it
-// was forked from (see world.Fork).
+// was forked from (see world.Fork). The Fork record itself, at Seq, is
+// the forked world's first record of its own.
 type Fork struct {
 	world.ForkOrigin
-	// Turns counts the turns read before it: they are the other world's.
+	// Turns counts the turns read before it: they began in the other
+	// world.
 	Turns int
+	// Open are those of them that had not ended at the fork (it was made
+	// mid-turn): the rest of each is the forked world's, not a crash's
+	// leftover.
+	Open []*Turn
 }
 
 // NewReader returns a reader of sessions whose blobs g holds.
@@ -246,7 +252,13 @@ func (c *Reader) Record(r journal.Record) error {
 		}
 	case world.KindFork:
 		if o, err := world.DecodeFork(r); err == nil {
-			c.forks = append(c.forks, Fork{ForkOrigin: o, Turns: len(c.turns)})
+			f := Fork{ForkOrigin: o, Turns: len(c.turns)}
+			for _, t := range c.turns {
+				if !t.Ended() {
+					f.Open = append(f.Open, t)
+				}
+			}
+			c.forks = append(c.forks, f)
 		}
 	case world.KindEvent, world.KindRaised:
 		switch text(schema.FieldPath(m, "schema")) {
@@ -554,6 +566,12 @@ func (t *Turn) Cost() (microUSD uint64, unknown bool) {
 		}
 	}
 	return microUSD, unknown
+}
+
+// Ended reports whether the turn has ended: nothing more is recorded of
+// it.
+func (t *Turn) Ended() bool {
+	return t.Outcome != "" || t.Done != "" || t.Stop != "" || t.Error != ""
 }
 
 // LastFinish is the finish reason of the turn's last model reply.

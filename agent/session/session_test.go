@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/demiurge-dev/demiurge/agent/session"
 	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/examples"
 	"github.com/demiurge-dev/demiurge/journal"
+	"github.com/demiurge-dev/demiurge/reducer"
+	"github.com/demiurge-dev/demiurge/reducer/builtin"
 	"github.com/demiurge-dev/demiurge/replay"
 	"github.com/demiurge-dev/demiurge/world"
 )
@@ -176,6 +180,50 @@ func TestStamps(t *testing.T) {
 				if c.StartNS != m.EndNS || c.EndNS < c.StartNS || c.EndNS > tu.EndNS {
 					t.Errorf("round %d: %s [%d, %d]; want it to start when the model answered (%d)", i, c.Tool, c.StartNS, c.EndNS, m.EndNS)
 				}
+			}
+		}
+	}
+}
+
+// TestForks: a Fork says how many turns came before it and which of them
+// were still running (a fork made mid-turn, whose rest is the fork's).
+func TestForks(t *testing.T) {
+	b, err := replay.Read("../../testdata/sessions/demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := b.Storage(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := reducer.NewRegistry()
+	examples.RegisterAll(reg)
+	builtin.Register(reg)
+	for _, tc := range []struct {
+		at          uint64
+		turns, open int
+	}{
+		{3, 0, 0},  // before the user's message
+		{8, 1, 1},  // the first model call asked for
+		{18, 1, 1}, // its tool calls asked for
+		{49, 1, 0}, // the turn ended
+	} {
+		name := fmt.Sprintf("fork-%d", tc.at)
+		if _, err := world.Fork(t.Context(), world.ForkOptions{From: b.Manifest.World, Name: name, At: tc.at, Reducers: reg, Storage: st}); err != nil {
+			t.Fatal(err)
+		}
+		r := session.NewReader(st.CAS())
+		if err := st.Journal().Read(t.Context(), name, 1, r.Record); err != nil {
+			t.Fatal(err)
+		}
+		fs := r.Forks()
+		if len(fs) != 1 || fs[0].Seq != tc.at+1 || fs[0].Turns != tc.turns || len(fs[0].Open) != tc.open {
+			t.Errorf("fork at %d: %+v; want the Fork record at %d, after %d turns, %d of them open", tc.at, fs, tc.at+1, tc.turns, tc.open)
+			continue
+		}
+		for _, o := range fs[0].Open {
+			if o.Chat != "main" || o.RequestID != 1 || o.Ended() {
+				t.Errorf("fork at %d: open turn %+v; want turn 1 of chat main, running", tc.at, o)
 			}
 		}
 	}

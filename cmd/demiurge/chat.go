@@ -22,7 +22,9 @@ import (
 
 	"github.com/demiurge-dev/demiurge/agent"
 	"github.com/demiurge-dev/demiurge/agent/session"
+	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
+	"github.com/demiurge-dev/demiurge/world"
 )
 
 // chatRun is a chat at the terminal, or on a pipe: it reads the user's
@@ -99,7 +101,7 @@ func (r *chatRun) run(ctx context.Context) error {
 		if len(r.chat.Pending(ctx)) > 0 {
 			r.note(fmt.Sprintf("turn %d waits for your approval", st.Turn.RequestID))
 		} else {
-			r.note(fmt.Sprintf("resuming turn %d, left running when demiurge last stopped", st.Turn.RequestID))
+			r.note(r.resuming(ctx, st.Turn.RequestID))
 		}
 		if _, err := r.turn(ctx, func(ctx context.Context) iter.Seq2[agent.Event, error] { return r.chat.Follow(ctx) }); err != nil && !errors.Is(err, errInterrupted) {
 			return err
@@ -125,6 +127,51 @@ func (r *chatRun) run(ctx context.Context) error {
 		return r.pipe(ctx)
 	}
 	return r.repl(ctx)
+}
+
+// resuming says why turn id of the chat is taken up before anything
+// else: a process stopped while it ran, or the world was forked in the
+// middle of it.
+func (r *chatRun) resuming(ctx context.Context, id uint64) string {
+	if f, ok := forkedDuring(ctx, r.w.Storage(), r.w.Name(), r.chat.ID(), id); ok {
+		return fmt.Sprintf("resuming turn %d, which was running at seq %d of world %s when world %s was forked from it", id, f.At, f.From, r.w.Name())
+	}
+	return fmt.Sprintf("resuming turn %d, left running when demiurge last stopped", id)
+}
+
+// forkedDuring returns the last fork of a world if turn id of chat was
+// running when it was made (it was made mid-turn).
+func forkedDuring(ctx context.Context, st world.Storage, name, chat string, id uint64) (session.Fork, bool) {
+	var last uint64 // the seq of the last Fork record
+	if err := st.Journal().Read(ctx, name, 1, func(rec journal.Record) error {
+		if rec.Kind == world.KindFork {
+			last = rec.Seq
+		}
+		return nil
+	}); err != nil || last == 0 {
+		return session.Fork{}, false
+	}
+	rd := session.NewReader(st.CAS())
+	errDone := errors.New("done")
+	if err := st.Journal().Read(ctx, name, 1, func(rec journal.Record) error {
+		if rec.Seq > last {
+			return errDone
+		}
+		return rd.Record(rec)
+	}); err != nil && !errors.Is(err, errDone) {
+		return session.Fork{}, false
+	}
+	forks := rd.Forks()
+	if len(forks) == 0 {
+		return session.Fork{}, false
+	}
+	f := forks[len(forks)-1]
+	for _, t := range f.Open {
+		if t.Chat == chat && t.RequestID == id {
+			return f, true
+		}
+	}
+	return session.Fork{}, false
 }
 
 // say sends one user message, prints its turn, and says how it ended.

@@ -100,16 +100,43 @@ func writeSession(w io.Writer, turns []*session.Turn, forks []session.Fork) erro
 	return err
 }
 
-// forkLine says where a world was forked from another.
+// forkLine says where a world was forked from another, and which of what
+// comes before it is the other world's: the turns before it, but for the
+// rest of a turn the fork was made in.
 func forkLine(f session.Fork) string {
-	return fmt.Sprintf("forked from world %s at seq %d (%s): what comes before is that world's; this world's own records start at seq %d", f.From, f.At, f.Hash.Short(), f.Seq+1)
+	var b strings.Builder
+	fmt.Fprintf(&b, "forked from world %s at seq %d (%s)", f.From, f.At, f.Hash.Short())
+	for i, t := range f.Open {
+		switch {
+		case i == 0:
+			b.WriteString(" during ")
+		case i == len(f.Open)-1:
+			b.WriteString(" and ")
+		default:
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "turn %d of chat %s", t.RequestID, t.Chat)
+	}
+	switch {
+	case len(f.Open) == 1:
+		b.WriteString(", which goes on in this world")
+	case len(f.Open) > 1:
+		b.WriteString(", which go on in this world")
+	}
+	b.WriteString(": ")
+	switch {
+	case len(f.Open) > 0:
+		fmt.Fprintf(&b, "the records up to seq %d are that world's; ", f.At)
+	case f.Turns > 0:
+		b.WriteString("what comes before is that world's; ")
+	}
+	fmt.Fprintf(&b, "this world's own records start with the Fork record at seq %d", f.Seq)
+	return b.String()
 }
 
 // turnEnded reports whether a turn has ended: nothing more is recorded
 // of it.
-func turnEnded(t *session.Turn) bool {
-	return t.Outcome != "" || t.Done != "" || t.Stop != "" || t.Error != ""
-}
+func turnEnded(t *session.Turn) bool { return t.Ended() }
 
 // turnLines renders one turn for people, a line each (without newlines).
 // stable is how many of the lines will stay as they are while the turn
