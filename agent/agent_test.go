@@ -447,6 +447,10 @@ func TestCassetteStrict(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
+	// Its calls are made under the recording's model, not "cassette".
+	if m := w.Chat("main").Model(); m != "gpt-test" {
+		t.Errorf("the chat's model is %q; want the recording's, gpt-test", m)
+	}
 	var turnErr string
 	lines, end := collect(t, w.Chat("main").Send(t.Context(), "Write a poem."))
 	for _, l := range lines {

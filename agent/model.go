@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -120,7 +121,9 @@ func (m Model) resolve(manifest []llm.ModelOptions, c *config, local bool) (*mod
 			return nil, err
 		}
 		if out.name == "" {
-			out.name = "cassette"
+			// The calls are made as the recording's were: under its model's
+			// name, which the chat records (trace, worlds).
+			out.name = cmp.Or(cs.Model(), "cassette")
 		}
 		out.known, _ = llm.ResolveModel(out.name, "", overrides)
 		out.provider, out.adapter = llm.ProviderResponses, cs

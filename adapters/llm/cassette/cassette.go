@@ -151,6 +151,18 @@ func decodeAnswers(jb []byte) ([]Answer, error) {
 // Len returns the number of recorded answers.
 func (c *Cassette) Len() int { return len(c.answers) }
 
+// Model returns the model the recording's first call asked for (its
+// params' "model"), or "" if it names none: the model whose answers the
+// cassette gives.
+func (c *Cassette) Model() string {
+	for _, a := range c.answers {
+		if m, ok := schema.FieldPath(a.Params, "model").(string); ok && m != "" {
+			return m
+		}
+	}
+	return ""
+}
+
 var refPattern = regexp.MustCompile(`blake3:[0-9a-f]{64}`)
 
 // Run answers the next llm.generate call with the next recorded answer,

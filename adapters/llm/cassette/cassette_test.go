@@ -225,6 +225,9 @@ func TestRunProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if m := c.Model(); m != "" {
+		t.Errorf("Model() = %q; want none: the recorded params name no model", m)
+	}
 	var progress []string
 	for _, f := range []func(string){func(s string) { progress = append(progress, s) }, func(s string) { progress = append(progress, s) }, nil} {
 		if r := c.Run(t.Context(), newCall(cas.NewMemory(), nil, f)); r.Status != effects.StatusOK {
@@ -418,6 +421,9 @@ func TestRecordedSessions(t *testing.T) {
 			want := len(answerLine.FindAll(trace, -1))
 			if c.Len() != want || want == 0 {
 				t.Fatalf("Len() = %d; the trace shows %d model answers", c.Len(), want)
+			}
+			if m := c.Model(); m == "" || filepath.Base(dir) == "demo" && m != "gpt-test" {
+				t.Errorf("Model() = %q; want the recorded model (the demo's is gpt-test)", m)
 			}
 			// The store holds the bundle's blobs, and each call makes the
 			// recorded request: the strict cassette reads both sides.
