@@ -179,8 +179,18 @@ on workers (demiurge worker), and run and send reach them there.
 Exit codes:
   0  ok
   1  failure: the command could not do its job, or found problems
-     (invalid AIR, a corrupt blob or journal)
-  2  usage error: unknown command or flag, wrong arguments`,
+     (invalid AIR, a corrupt blob or journal, a replay that diverges)
+  2  usage error: unknown command or flag, wrong arguments
+run -m (and approve, deny, and run on a pipe, after its last message) exits
+with how the turn ended:
+  0  an answer
+  1  a failure
+  3  a guard stopped it
+  4  the answer was cut off
+  5  a call waits for approval: --approve ask (the default) with no terminal
+     to ask at; --approve never denies the call instead, and the turn goes on
+  130  Ctrl-C stopped it
+sh exits with its script's exit status (see demiurge sh --help).`,
 		Example: `  # the offline demo, from a checkout of the repository: the model's answers
   # come from a recorded session, the tools run for real
   demiurge run examples/demiurge --llm cassette:testdata/sessions/demo -m "Write a hello note and show it to me."

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,5 +99,34 @@ func TestVerbose(t *testing.T) {
 	r = mustRun(t, exitOK, "x", "--store", dir, "cas", "put")
 	if r.stderr != "" {
 		t.Errorf("without -v: stderr %q; want nothing", r.stderr)
+	}
+}
+
+// TestExitCodesDocumented: the root help and the README list every exit
+// code run gives, and both say what --approve never does to it.
+func TestExitCodesDocumented(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(string(readme), "`run -m` (and `approve`")
+	if i < 0 {
+		t.Fatal("the README has no paragraph on run's exit codes")
+	}
+	para, _, _ := strings.Cut(string(readme)[i:], "\n\n")
+	help := newTestRoot().Long
+	for _, code := range []int{exitOK, exitFailure, exitGuardStop, exitIncomplete, exitAwaiting, exitInterrupted} {
+		if !strings.Contains(help, fmt.Sprintf("\n  %d  ", code)) {
+			t.Errorf("the root help does not list exit code %d", code)
+		}
+		if !strings.Contains(para, fmt.Sprintf("%d ", code)) {
+			t.Errorf("the README's paragraph on run's exit codes does not list %d:\n%s", code, para)
+		}
+	}
+	for _, want := range []string{"--approve never", "--approve ask", "sh"} {
+		if !strings.Contains(help, want) || !strings.Contains(para, want) {
+			t.Errorf("the root help or the README's exit codes do not say %q", want)
+		}
 	}
 }
