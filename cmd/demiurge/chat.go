@@ -471,6 +471,19 @@ var commands = [][2]string{
 	{"/world", "the world, its store and its journal"},
 }
 
+// slashHelp is what /help prints: the commands, and how to send a line
+// that starts with / or to go on on the next line; no line of it is over
+// 80 columns (TestHelpText).
+func slashHelp() string {
+	var b strings.Builder
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  %-14s %s\n", c[0], c[1])
+	}
+	b.WriteString("  A line that starts with // is sent as a message starting with /;\n")
+	b.WriteString("  end a line with \\ to go on on the next.\n")
+	return b.String()
+}
+
 // command runs a slash command. It reports whether to quit.
 func (r *chatRun) command(ctx context.Context, line string) (bool, error) {
 	name, arg, _ := strings.Cut(strings.TrimSpace(line), " ")
@@ -479,12 +492,7 @@ func (r *chatRun) command(ctx context.Context, line string) (bool, error) {
 	case "/quit", "/exit":
 		return true, nil
 	case "/help":
-		var b strings.Builder
-		for _, c := range commands {
-			fmt.Fprintf(&b, "  %-14s %s\n", c[0], c[1])
-		}
-		b.WriteString("  A line that starts with // is sent as a message starting with /; end a line with \\ to go on on the next.\n")
-		r.write(b.String())
+		r.write(slashHelp())
 	case "/tools":
 		var b strings.Builder
 		for _, t := range r.w.Tools() {

@@ -161,10 +161,10 @@ func shellWords(s string) []string {
 }
 
 // TestHelpText checks what every command's help shows: its long text fits
-// 80 columns, and no flag's usage repeats its placeholder ("--from NAME
-// the world to fork (NAME)": the placeholder is the back-quoted word of
-// the usage, which pflag shows beside the flag and without its quotes in
-// the text, so it belongs in the sentence).
+// 80 columns, as does the REPL's /help, and no flag's usage repeats its
+// placeholder ("--from NAME the world to fork (NAME)": the placeholder is
+// the back-quoted word of the usage, which pflag shows beside the flag
+// and without its quotes in the text, so it belongs in the sentence).
 func TestHelpText(t *testing.T) {
 	t.Parallel()
 	var walk func(c *cobra.Command)
@@ -188,4 +188,9 @@ func TestHelpText(t *testing.T) {
 		})
 	}
 	walk(newTestRoot())
+	for line := range strings.Lines(slashHelp()) {
+		if line = strings.TrimSuffix(line, "\n"); utf8.RuneCountInString(line) > 80 {
+			t.Errorf("/help: a line is %d columns wide, over 80: %q", utf8.RuneCountInString(line), line)
+		}
+	}
 }
