@@ -8,11 +8,16 @@ import (
 
 // ValidationError is one problem found in AIR: the file it is in (empty
 // for values and built-ins), the JSON pointer of the offending node, and
-// what is wrong. Its text form is "file: /json/pointer: message".
+// what is wrong. Its text form is "file: /json/pointer: message", or
+// "file:line:column: message" for a file that is not JSON.
 type ValidationError struct {
 	File    string
 	Pointer string
-	Msg     string
+	// Line and Column place a problem that has no JSON pointer, a file
+	// that is not JSON, in the file (1-based; the column counts
+	// characters); they are 0 otherwise.
+	Line, Column int
+	Msg          string
 	// Warning marks a problem that does not stop a world from loading
 	// (for example: no policy is configured, so external effects are denied).
 	Warning bool
@@ -20,12 +25,22 @@ type ValidationError struct {
 
 func (e *ValidationError) Error() string {
 	var b strings.Builder
-	if e.File != "" {
-		b.WriteString(e.File)
+	switch {
+	case e.Line > 0:
+		// file:line:column, as compilers and editors write it.
+		if e.File != "" {
+			b.WriteString(e.File)
+			b.WriteString(":")
+		}
+		fmt.Fprintf(&b, "%d:%d: ", e.Line, e.Column)
+	default:
+		if e.File != "" {
+			b.WriteString(e.File)
+			b.WriteString(": ")
+		}
+		b.WriteString(displayPtr(e.Pointer))
 		b.WriteString(": ")
 	}
-	b.WriteString(displayPtr(e.Pointer))
-	b.WriteString(": ")
 	if e.Warning {
 		b.WriteString("warning: ")
 	}
@@ -83,6 +98,12 @@ func (p *problems) forFile(file string) *problems { return &problems{file: file,
 
 func (p *problems) add(ptr, format string, args ...any) {
 	*p.list = append(*p.list, &ValidationError{File: p.file, Pointer: ptr, Msg: fmt.Sprintf(format, args...)})
+}
+
+// addAt adds an error at a line and column of the file: one that has no
+// JSON pointer.
+func (p *problems) addAt(line, col int, msg string) {
+	*p.list = append(*p.list, &ValidationError{File: p.file, Line: line, Column: col, Msg: msg})
 }
 
 func (p *problems) warn(ptr, format string, args ...any) {

@@ -2,9 +2,11 @@ package schema
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/rogpeppe/go-internal/txtar"
 )
@@ -154,6 +156,33 @@ func FuzzDecodeMatchesReference(f *testing.F) {
 		}
 		if err1 == nil && !Equal(fast, ref) {
 			t.Fatalf("fast %s; reference %s", String(fast), String(ref))
+		}
+	})
+}
+
+// FuzzParseJSON: parseJSON errors, never panics, and an error's place is
+// in the document: a line it has, a column at most one past that line's
+// end.
+func FuzzParseJSON(f *testing.F) {
+	for _, tc := range jsonErrorTests {
+		f.Add([]byte(tc.in))
+	}
+	f.Add([]byte(`{"a": [1, "x", {"b": null}], "c": true}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, err := parseJSON(data)
+		if err == nil {
+			return
+		}
+		je, ok := errors.AsType[*jsonError](err)
+		if !ok {
+			t.Fatalf("error %v (%T); want a *jsonError", err, err)
+		}
+		lines := bytes.Split(data, []byte("\n"))
+		if je.Line < 1 || je.Line > len(lines) {
+			t.Fatalf("%v: the document has %d lines", je, len(lines))
+		}
+		if n := utf8.RuneCount(lines[je.Line-1]); je.Col < 1 || je.Col > n+1 {
+			t.Fatalf("%v: line %d has %d characters", je, je.Line, n)
 		}
 	})
 }

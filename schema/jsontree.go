@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // jkind is the kind of a JSON node.
@@ -91,34 +92,84 @@ func childPtr(parent, token string) string {
 const maxJSONDepth = 256
 
 // parseJSON parses one JSON document. Duplicate object keys and trailing
-// data are errors; the error names the byte offset.
+// data are errors; every error is a *jsonError, which says where in data
+// the problem is as a line and a column.
 func parseJSON(data []byte) (*jnode, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	n, err := parseNode(dec, "", 0)
-	if err != nil {
-		return nil, jsonErr(dec, err)
+	n, err := parseNode(dec, data, "", 0)
+	if err == nil {
+		end := dec.InputOffset()
+		if _, err = dec.Token(); err == io.EOF {
+			return n, nil
+		}
+		if err == nil {
+			// More JSON after the value: where it starts.
+			return nil, newJSONError(data, skipSpace(data, end), "unexpected data after the JSON value")
+		}
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("offset %d: unexpected data after the JSON value", dec.InputOffset())
-	}
-	return n, nil
+	return nil, jsonErr(data, dec, err)
 }
 
-func jsonErr(dec *json.Decoder, err error) error {
+// A jsonError is a problem in a JSON document (a byte that is not JSON,
+// an end that comes too soon, a key given twice) and where it is.
+type jsonError struct {
+	// Line and Col are 1-based; Col counts characters, not bytes.
+	Line, Col int
+	Msg       string
+}
+
+func (e *jsonError) Error() string {
+	return fmt.Sprintf("line %d, column %d: %s", e.Line, e.Col, e.Msg)
+}
+
+// newJSONError is a problem at byte offset off of data (len(data) for its
+// end).
+func newJSONError(data []byte, off int64, msg string) *jsonError {
+	off = max(0, min(off, int64(len(data))))
+	before := data[:off]
+	line := 1 + bytes.Count(before, []byte("\n"))
+	col := 1 + utf8.RuneCount(before[bytes.LastIndexByte(before, '\n')+1:])
+	return &jsonError{Line: line, Col: col, Msg: msg}
+}
+
+// skipSpace returns the offset of the first byte at or after off that is
+// not JSON white space.
+func skipSpace(data []byte, off int64) int64 {
+	for off < int64(len(data)) && strings.IndexByte(" \t\r\n", data[off]) >= 0 {
+		off++
+	}
+	return off
+}
+
+// jsonErr places an error of the decoder in data.
+func jsonErr(data []byte, dec *json.Decoder, err error) error {
+	var je *jsonError
+	if errors.As(err, &je) {
+		return je
+	}
+	// The decoder's offsets are approximate (before or after the token
+	// it was reading); the scanner behind Unmarshal stops at the first
+	// byte that is not JSON: its Offset counts the bytes read with it,
+	// or is the end of data for an end that comes too soon.
+	var raw json.RawMessage
 	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return fmt.Errorf("offset %d: %v", se.Offset, se)
+	if errors.As(json.Unmarshal(data, &raw), &se) {
+		off := se.Offset - 1
+		if se.Offset >= int64(len(data)) && strings.HasPrefix(se.Error(), "unexpected end") {
+			off = int64(len(data))
+		}
+		return newJSONError(data, off, se.Error())
 	}
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		return fmt.Errorf("offset %d: unexpected end of JSON", dec.InputOffset())
+		return newJSONError(data, int64(len(data)), "unexpected end of JSON input")
 	}
-	return fmt.Errorf("offset %d: %w", dec.InputOffset(), err)
+	return newJSONError(data, dec.InputOffset(), err.Error())
 }
 
-func parseNode(dec *json.Decoder, ptr string, depth int) (*jnode, error) {
+func parseNode(dec *json.Decoder, data []byte, ptr string, depth int) (*jnode, error) {
 	if depth > maxJSONDepth {
-		return nil, errors.New("JSON nested too deeply")
+		return nil, newJSONError(data, skipSpace(data, dec.InputOffset()), "JSON nested too deeply")
 	}
 	tok, err := dec.Token()
 	if err != nil {
@@ -138,7 +189,7 @@ func parseNode(dec *json.Decoder, ptr string, depth int) (*jnode, error) {
 		case '[':
 			n := &jnode{kind: jArray, ptr: ptr}
 			for dec.More() {
-				e, err := parseNode(dec, childPtr(ptr, strconv.Itoa(len(n.arr))), depth+1)
+				e, err := parseNode(dec, data, childPtr(ptr, strconv.Itoa(len(n.arr))), depth+1)
 				if err != nil {
 					return nil, err
 				}
@@ -152,6 +203,7 @@ func parseNode(dec *json.Decoder, ptr string, depth int) (*jnode, error) {
 			n := &jnode{kind: jObject, ptr: ptr}
 			seen := map[string]bool{}
 			for dec.More() {
+				at := dec.InputOffset() // before the key, its comma and white space
 				kt, err := dec.Token()
 				if err != nil {
 					return nil, err
@@ -161,10 +213,13 @@ func parseNode(dec *json.Decoder, ptr string, depth int) (*jnode, error) {
 					return nil, fmt.Errorf("object key is %v, want a string", kt)
 				}
 				if seen[key] {
-					return nil, fmt.Errorf("duplicate key %q at %s", key, displayPtr(ptr))
+					if at = skipSpace(data, at); at < int64(len(data)) && data[at] == ',' {
+						at = skipSpace(data, at+1)
+					}
+					return nil, newJSONError(data, at, fmt.Sprintf("duplicate key %q in the object at %s", key, displayPtr(ptr)))
 				}
 				seen[key] = true
-				v, err := parseNode(dec, childPtr(ptr, key), depth+1)
+				v, err := parseNode(dec, data, childPtr(ptr, key), depth+1)
 				if err != nil {
 					return nil, err
 				}

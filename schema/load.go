@@ -239,7 +239,11 @@ func LoadSources(srcs []Source, opts *LoadOptions) (*Catalog, error) {
 func parseSource(s Source, errs *problems) []Def {
 	root, err := parseJSON(s.Data)
 	if err != nil {
-		errs.add("", "invalid JSON: %v", err)
+		if je, ok := errors.AsType[*jsonError](err); ok {
+			errs.addAt(je.Line, je.Col, je.Msg)
+		} else {
+			errs.add("", "invalid JSON: %v", err)
+		}
 		return nil
 	}
 	var defs []Def

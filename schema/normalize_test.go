@@ -90,7 +90,7 @@ func TestNormalizeJSON(t *testing.T) {
 		{"map tagged", `{"map":{"key":{"text":{}},"value":{"nat":{}}}}`, `{"map":[{"key":{"text":"k"},"value":{"nat":1}}]}`, `{"k":1}`, ""},
 		{"map dup", `{"map":{"key":{"nat":{}},"value":{"text":{}}}}`, `[[1,"x"],[1,"y"]]`, ``, `$: duplicate map key 1`},
 		{"record named like a tag", `{"record":{"text":{"text":{}}}}`, `{"text":"hi"}`, `{"text":"hi"}`, ""},
-		{"bad json", `{"nat":{}}`, `{`, ``, `$: invalid JSON: offset 1: unexpected end of JSON`},
+		{"bad json", `{"nat":{}}`, `{`, ``, `$: invalid JSON: line 1, column 2: unexpected end of JSON input`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

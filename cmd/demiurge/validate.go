@@ -20,8 +20,9 @@ func newValidateCommand(a *app) *cobra.Command {
 *.air.json files beside it, or a folder holding them), resolve every name and
 validate the whole against the reducers this binary registers.
 
-Every problem is printed on stderr as "file: /json/pointer: message";
-warnings (problems that do not stop the world from loading) read
+Every problem is printed on stderr as "file: /json/pointer: message", or
+"file:line:column: message" for a file that is not JSON; warnings (problems
+that do not stop the world from loading) read
 "file: /json/pointer: warning: message". On success a summary with the
 manifest hash and the number of defs the manifest lists goes to stdout.
 With --json a single JSON object goes to stdout instead.
@@ -71,6 +72,9 @@ func (c *defCounts) String() string {
 type jsonProblem struct {
 	File    string `json:"file"`
 	Pointer string `json:"pointer"`
+	// Line and Column place a problem of a file that is not JSON.
+	Line    int    `json:"line,omitempty"`
+	Column  int    `json:"column,omitempty"`
 	Message string `json:"message"`
 }
 
@@ -101,7 +105,7 @@ func (a *app) validate(path string, asJSON bool) error {
 		res.Error = err.Error()
 	}
 	for _, p := range problems {
-		jp := jsonProblem{File: p.File, Pointer: p.Pointer, Message: p.Msg}
+		jp := jsonProblem{File: p.File, Pointer: p.Pointer, Line: p.Line, Column: p.Column, Message: p.Msg}
 		if p.Warning {
 			res.Warnings = append(res.Warnings, jp)
 		} else {
