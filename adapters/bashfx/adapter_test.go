@@ -298,7 +298,7 @@ func TestScriptErrors(t *testing.T) {
 	}{
 		{`echo "unterminated`, bash.ErrorParse, 2, "bash: syntax error", 0},
 		{`nosuchtool`, "", 127, "nosuchtool: command not found", 0},
-		{`workspace_read --nope 1`, "", 2, "workspace_read: schema error", 1},
+		{`workspace_read --nope 1`, "", 2, "workspace_read: unknown flag --nope; valid flags: --path, --workspace", 1},
 	} {
 		got := f.run(t, f.call(t, "bash", tc.script, nil))
 		gotCat := ""

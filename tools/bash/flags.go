@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -148,6 +149,34 @@ func (s *flagSchema) canonicalKey(key string) string {
 	return key
 }
 
+// closed reports whether the schema's top level takes no properties but
+// those it lists (additionalProperties: false, and no patternProperties,
+// which would take others).
+func (s *flagSchema) closed() bool {
+	if s.root == nil {
+		return false
+	}
+	r := s.resolve(s.root)
+	ap, ok := r["additionalProperties"].(bool)
+	_, patterns := r["patternProperties"]
+	return ok && !ap && !patterns
+}
+
+// unknownFlags is the error for flags a closed schema has no property
+// for: it names them, and the flags there are.
+func (s *flagSchema) unknownFlags(keys []string) error {
+	names := slices.Sorted(maps.Keys(s.objectProps(s.root)))
+	valid := "the tool takes no flags"
+	if len(names) > 0 {
+		valid = "valid flags: --" + strings.Join(names, ", --")
+	}
+	what := "unknown flag"
+	if len(keys) > 1 {
+		what = "unknown flags"
+	}
+	return flagErrorf("%s --%s; %s", what, strings.Join(keys, ", --"), valid)
+}
+
 // items returns the resolved item schema of an array schema.
 func (s *flagSchema) items(n schemaNode) schemaNode {
 	if n == nil {
@@ -181,9 +210,14 @@ func flagErrorf(format string, args ...any) error {
 
 // parseFlags turns a tool's argv into its params, per bashkit's
 // parse_flags: --k v, --k=v, bare booleans, arrays (JSON, comma lists,
-// repeats), objects (JSON or key=value groups).
+// repeats), objects (JSON or key=value groups). Flags that a closed
+// schema (additionalProperties: false) has no property for are an error
+// naming them all, before the schema check would report a missing
+// required property that one of them misspells.
 func parseFlags(s *flagSchema, argv []string, lim Limits) (map[string]any, error) {
 	params := make(map[string]any)
+	var unknown []string
+	closed := s.closed()
 	budget := lim.MaxFlagBytes
 	spend := func(key string, n int) error {
 		budget -= n
@@ -205,6 +239,9 @@ func parseFlags(s *flagSchema, argv []string, lim Limits) (map[string]any, error
 		}
 		key = s.canonicalKey(key)
 		prop := s.property(key)
+		if prop == nil && closed && !slices.Contains(unknown, key) {
+			unknown = append(unknown, key)
+		}
 		typ := s.typeOf(prop)
 		if err := spend(key, len(key)); err != nil {
 			return nil, err
@@ -321,6 +358,9 @@ func parseFlags(s *flagSchema, argv []string, lim Limits) (map[string]any, error
 				i++
 			}
 		}
+	}
+	if len(unknown) > 0 {
+		return nil, s.unknownFlags(unknown)
 	}
 	return params, nil
 }

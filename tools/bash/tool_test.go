@@ -262,6 +262,33 @@ func TestFlagParsing(t *testing.T) {
 			}
 		})
 	}
+	// A closed schema names the flags it has no property for, all of
+	// them, before the schema check would report a required property
+	// missing (one of them may misspell it).
+	closed := &flagSchema{}
+	if err := json.Unmarshal([]byte(`{"type":"object","required":["content","path"],"additionalProperties":false,
+		"properties":{"content":{"type":"string"},"path":{"type":"string"},"user_id":{"type":"integer"}}}`), &closed.root); err != nil {
+		t.Fatal(err)
+	}
+	empty := &flagSchema{root: schemaNode{"type": "object", "properties": map[string]any{}, "additionalProperties": false}}
+	patterns := &flagSchema{root: schemaNode{"type": "object", "additionalProperties": false, "patternProperties": map[string]any{"^x": map[string]any{}}}}
+	for _, tc := range []struct {
+		fs   *flagSchema
+		argv []string
+		err  string
+	}{
+		{closed, []string{"--bogus", "1"}, "unknown flag --bogus; valid flags: --content, --path, --user_id"},
+		{closed, []string{"--contents", "x", "--path", "a", "--x", "--contents=y"}, "unknown flags --contents, --x; valid flags: --content, --path, --user_id"},
+		{closed, []string{"--content", "x", "--path", "a", "--user-id", "3"}, ""},
+		{empty, []string{"--x"}, "unknown flag --x; the tool takes no flags"},
+		{patterns, []string{"--xy", "1"}, ""},
+	} {
+		_, err := parseFlags(tc.fs, tc.argv, lim)
+		if got := fmt.Sprint(err); tc.err == "" && err != nil || tc.err != "" && got != tc.err {
+			t.Errorf("parseFlags(%q) error = %v; want %q", tc.argv, err, tc.err)
+		}
+	}
+
 	small := lim
 	small.MaxFlagBytes, small.MaxArrayItems = 16, 2
 	if _, err := parseFlags(fs, []string{"--name", strings.Repeat("x", 40)}, small); err == nil || !strings.Contains(err.Error(), "parsed flag data exceeds 16 bytes") {
