@@ -51,7 +51,9 @@ type Model struct {
 // replay.Export) instead of a provider: the answers of its model calls,
 // in order, with no network and no key. The tools still run for real. It
 // is how recorded sessions are replayed against new code and how the
-// offline demo runs.
+// offline demo runs. The calls are made under the name of the model the
+// recording asked for (its first call's), unless the Model's Name gives
+// another: the chat records that name, and trace and worlds show it.
 //
 // The cassette is strict: a model call whose request is not the recorded
 // call's (another user message, other tools or system prompt; see
