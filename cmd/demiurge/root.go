@@ -188,7 +188,8 @@ with how the turn ended:
   3  a guard stopped it
   4  the answer was cut off
   5  a call waits for approval: --approve ask (the default) with no terminal
-     to ask at; --approve never denies the call instead, and the turn goes on
+     to ask at, or with --json; --approve never denies the call instead, and
+     the turn goes on
   130  Ctrl-C stopped it
 sh exits with its script's exit status (see demiurge sh --help).`,
 		Example: `  # the offline demo, from a checkout of the repository: the model's answers

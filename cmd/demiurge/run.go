@@ -125,8 +125,8 @@ With -m, the exit code says how the turn ended:
   4  the answer is incomplete: cut by the output token limit or a
      content filter
   5  a call waits for approval (demiurge approve or deny answers it):
-     --approve ask without a terminal; --approve never denies the call
-     instead, and the turn goes on to end as above
+     --approve ask without a terminal, or with --json; --approve never
+     denies the call instead, and the turn goes on to end as above
   130  Ctrl-C stopped the turn
 
 The agent's tools: introspect_* (the world's manifest, schemas, modules,
