@@ -231,7 +231,12 @@ func (s *Shell) Run(ctx context.Context, req tools.Request, opts RunOptions) Res
 		return Result{Result: bash.Result{Response: tools.Response{Stderr: msg, ExitCode: 1, Error: bash.ErrorInternal}}}
 	}
 	r := &run{call: opts.Call, drained: make(chan struct{})}
-	res := s.tool.RunScript(context.WithValue(ctx, runKey{}, r), req, bash.RunOptions{Status: opts.Status, Clock: opts.Clock, FS: mt.fs})
+	sctx := context.WithValue(ctx, runKey{}, r)
+	if mt.ws != nil {
+		// The workspace commands see and change the script's files.
+		sctx = mt.ws.WithView(sctx, mt.name, mt)
+	}
+	res := s.tool.RunScript(sctx, req, bash.RunOptions{Status: opts.Status, Clock: opts.Clock, FS: mt.fs})
 	// Commands cancelled with the script return at once unless they ignore
 	// their context; wait for them, so that their commits are not lost.
 	wait := s.drain
