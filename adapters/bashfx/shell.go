@@ -188,7 +188,8 @@ type Result struct {
 	bash.Result
 	// Commits are the commits of every command, ordered by the commands'
 	// Seq, each command's in the order it made them, then the commit of
-	// the script's own file changes (see Shell.Run).
+	// the script's file changes, those of the workspace commands on the
+	// mounted workspace included (see Shell.Run).
 	Commits []tools.Commit
 }
 
@@ -205,7 +206,9 @@ type Result struct {
 // the script reads the version that was newest when it started, and what
 // it writes, moves or removes there becomes one new version when it ends,
 // committed through the Workspace (whose recorder is ctx's) and listed in
-// Result.Commits, with a note on stderr naming each changed path. A script
+// Result.Commits, with a note on stderr naming each changed path. The
+// workspace commands of that workspace work on the same files
+// (Workspace.WithView): what they change joins that version. A script
 // that fails commits what it changed before failing, as a shell on a disk
 // would leave it; a run that never ends (the process dies) commits
 // nothing. If the workspace moved on while the script ran, its changes

@@ -39,11 +39,13 @@ and its tools are the commands, with the tools of the MCP servers it declares
 or policy is asked (the model's scripts, in "demiurge run", ask both for every
 command).
 The world's workspace ("default") is the script's file system at
-/workspace, its working directory: what the script writes, moves or removes
-there becomes one new workspace version when it ends (a note on stderr
-lists the changed paths), and /tmp is scratch space. Workspace commits the
-script makes, its own and those of workspace_* commands, are recorded in
-the world as sys/WorkspaceCommit@1 events. Without --manifest the script
+/workspace, its working directory, and the workspace_* commands read and
+change the same files: what the script writes, moves or removes there,
+with its commands or through them, becomes one new workspace version when
+it ends (a note on stderr lists the changed paths), and /tmp is scratch
+space. Workspace commits the script makes, that one and those of
+commands that name another workspace, are recorded in the world as
+sys/WorkspaceCommit@1 events. Without --manifest the script
 has no world tools, only the shell and its utilities, and an empty
 in-memory workspace; a note on stderr says so.
 

@@ -33,7 +33,10 @@
 // sandbox sets: HOME, USER, SHELL, PATH, UID), and there is no network. The
 // script's file system is package vfs: /workspace, its working directory
 // (empty, or a caller's workspace through [RunOptions].FS), /tmp scratch
-// space and /dev; paths never leave it. bash and sh run child shells in
+// space and /dev; paths never leave it. A caller whose tools change that
+// workspace too applies their changes to the same files (vfs.FS.Set), so
+// that the script sees one workspace: adapters/bashfx does so for the
+// workspace_* commands. bash and sh run child shells in
 // the same sandbox. eval, source and trap handlers run only when their
 // code holds no loop or function definition (which the limits could not
 // bound); a background job (&) runs in the foreground; coprocesses and
