@@ -32,8 +32,8 @@ const (
 
 // FilesNote is the bash tool's prompt tip about files.
 const FilesNote = "The file system is the workspace: the working directory /workspace holds its files " +
-	"(cat, ls, find, grep -r, sed -i, mkdir, mv, rm work on them), and what a script writes, moves or removes " +
-	"there becomes one new workspace version when it ends; /tmp is scratch space"
+	"(cat, ls, find, grep -r, sed -i, mkdir, mv, rm work on them, and the workspace_* commands see the same files), " +
+	"and what a script writes, moves or removes there becomes one new workspace version when it ends; /tmp is scratch space"
 
 // maxDrainCancelled bounds the wait for commands still running once the
 // caller's context is done.
