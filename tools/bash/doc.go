@@ -61,6 +61,14 @@
 // pipeline run concurrently, so the calls they make are traced in the
 // order they started. The interpreter is mvdan.cc/sh/v3 v3.14.1, which
 // differs from bash in places: the last stage of a pipeline runs in the
-// current shell, a bare `return` returns 0, ${#assoc[@]} counts 1.
+// current shell, a bare `return` returns 0, ${#assoc[@]} counts 1. An
+// arithmetic expansion that divides by zero ($((1/0))) prints "division by
+// zero", expands to nothing and lets its command run with status 0, where
+// bash fails the command with status 1 ((( 1/0 )) and let do fail). Under
+// set -u, an array declared without a value (declare -A m) and then set by
+// element (m[k]=v) still reads as unbound ("m: unbound variable"); declare
+// it with a value (declare -A m=()). Neither can be mended around the
+// interpreter (the first is decided inside its expansion, the second in its
+// assignment), so both are left as they are.
 // Output is streamed (Run's status) a line at a time.
 package bash
