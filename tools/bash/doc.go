@@ -61,14 +61,14 @@
 // pipeline run concurrently, so the calls they make are traced in the
 // order they started. The interpreter is mvdan.cc/sh/v3 v3.14.1, which
 // differs from bash in places: the last stage of a pipeline runs in the
-// current shell, a bare `return` returns 0, ${#assoc[@]} counts 1. An
+// current shell, a bare `return` returns 0, ${#assoc[@]} counts 1, and an
 // arithmetic expansion that divides by zero ($((1/0))) prints "division by
-// zero", expands to nothing and lets its command run with status 0, where
-// bash fails the command with status 1 ((( 1/0 )) and let do fail). Under
-// set -u, an array declared without a value (declare -A m) and then set by
-// element (m[k]=v) still reads as unbound ("m: unbound variable"); declare
-// it with a value (declare -A m=()). Neither can be mended around the
-// interpreter (the first is decided inside its expansion, the second in its
-// assignment), so both are left as they are.
+// zero", expands to nothing and lets the script go on with status 0, where
+// bash stops it with status 1 ((( 1/0 )) and let do fail): the error is
+// decided inside the interpreter's expansion, where no handler of ours
+// sees it. Where a rewrite of the script mends a difference, the sandbox
+// makes it: an element assignment (m[k]=v) also sets an array declared
+// without a value, which the interpreter left unset for set -u (`set -x`
+// shows the `m+=()` that does it).
 // Output is streamed (Run's status) a line at a time.
 package bash
