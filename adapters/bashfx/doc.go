@@ -29,6 +29,16 @@
 // demiurge sh runs a Shell with [Direct], which calls the tools themselves,
 // without a gate: it is the operator's shell, not the model's.
 //
+// # One workspace
+//
+// A run's [Mount] is the script's /workspace and, through
+// workspace.Service.WithView, what the workspace_* commands of that
+// workspace read and change: `workspace_write --path x ...; cat x` and
+// `echo hi > f; workspace_read --path f` see what was just written, and
+// the commands' changes become part of the script's one new version rather
+// than commits of their own. A command that names a version the store has,
+// or another workspace, reads and commits as it does outside a script.
+//
 // # Determinism
 //
 // The script's `date` reads the intent's logical time, never the host
@@ -43,7 +53,11 @@
 //
 // A command that succeeds returns only its stdout to the script, and one
 // that fails only its stderr (as its error message, on one line): the
-// callbacks of tools/bash have no other channel. A tool that ignores
+// callbacks of tools/bash have no other channel. A workspace command
+// changes the script's files when it returns: a stage of a pipeline that
+// writes the same path meanwhile may lose to it, as two writers would on a
+// disk, and a file the script holds open at a path the command replaces is
+// no longer the workspace's (as after a rename over it). A tool that ignores
 // its context may still be running when the script ends; Run waits for it
 // (until the call's context is done, at most Options.Drain) so that the
 // commits it makes reach the receipt.

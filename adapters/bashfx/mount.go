@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/demiurge-dev/demiurge/cas"
@@ -25,6 +26,10 @@ type Workspace interface {
 	Update(ctx context.Context, name string, fn workspace.UpdateFunc) (workspace.Head, bool, error)
 	// Store holds the workspace's trees and files.
 	Store() workspace.Store
+	// WithView returns a copy of ctx in which the workspace's tools read
+	// and change v in place of its newest version: a script's file system
+	// (see Shell.Run).
+	WithView(ctx context.Context, name string, v workspace.View) context.Context
 }
 
 // Mount says which workspace a run's file system mounts, and how.
@@ -72,12 +77,100 @@ func (s treeSource) ReadFile(ctx context.Context, h vfs.Handle) ([]byte, error) 
 }
 
 // mounted is the workspace of one run: the version it started from and
-// its file system.
+// its file system. It is the workspace.View of the run's workspace
+// commands: they read and change the file system, as the script's own
+// commands do, and the run commits it all as one version when it ends.
 type mounted struct {
 	ws    Workspace
 	name  string
 	start workspace.Head
 	fs    *vfs.FS
+
+	mu sync.Mutex // one workspace command changes the file system at a time
+}
+
+var _ workspace.View = (*mounted)(nil)
+
+// root stores the file system's workspace as a tree and returns its root:
+// the start's root while the script has changed nothing.
+func (mt *mounted) root(ctx context.Context) (cas.Ref, error) {
+	root, err := putNode(ctx, mt.ws.Store(), mt.fs.Export())
+	if err != nil {
+		return cas.Ref{}, fmt.Errorf("store the script's files: %w", err)
+	}
+	return root, nil
+}
+
+// head is the view's head when its tree is root: the start, or the
+// version after it once root differs.
+func (mt *mounted) head(root cas.Ref) workspace.Head {
+	h := mt.start
+	if root != h.Root {
+		h.Version, h.Root, h.Recorded = h.Version+1, root, false
+	}
+	return h
+}
+
+// Head implements workspace.View: the script's files as they are now.
+func (mt *mounted) Head(ctx context.Context) (workspace.Head, error) {
+	root, err := mt.root(ctx)
+	if err != nil {
+		return workspace.Head{}, err
+	}
+	return mt.head(root), nil
+}
+
+// Update implements workspace.View: fn changes the script's files, as if
+// the script had written, removed or replaced the paths it changed.
+// Nothing is committed; the run commits it with the rest.
+func (mt *mounted) Update(ctx context.Context, fn workspace.UpdateFunc) (workspace.Head, bool, error) {
+	mt.mu.Lock()
+	defer mt.mu.Unlock()
+	root, err := mt.root(ctx)
+	if err != nil {
+		return workspace.Head{}, false, err
+	}
+	next, err := fn(ctx, root)
+	if err != nil || next == root {
+		return mt.head(root), false, err
+	}
+	if err := mt.set(ctx, root, next); err != nil {
+		return mt.head(root), false, err
+	}
+	return mt.head(next), true, nil
+}
+
+// set makes the changes from the tree from to the tree to in the file
+// system: each path changed takes to's entry, a whole directory at once.
+func (mt *mounted) set(ctx context.Context, from, to cas.Ref) error {
+	store := mt.ws.Store()
+	changes, err := workspace.Diff(ctx, store, from, to, "")
+	if err != nil {
+		return err
+	}
+	done := "" // a path set or removed whole: skip the changes below it
+	for _, ch := range changes {
+		if done != "" && strings.HasPrefix(ch.Path, done+"/") {
+			continue
+		}
+		done = ch.Path
+		if ch.Change == workspace.ChangeRemoved {
+			if err := mt.fs.Set(ctx, ch.Path, nil); err != nil {
+				return err
+			}
+			continue
+		}
+		e, err := workspace.ReadRef(ctx, store, to, ch.Path)
+		if err != nil {
+			return err
+		}
+		se := &vfs.SourceEntry{Name: e.Name, Dir: e.Kind == workspace.KindDir, Size: int64(e.Size),
+			Mode: fs.FileMode(e.Mode).Perm(), Handle: e.Hash}
+		if err := mt.fs.Set(ctx, ch.Path, se); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // mount makes the file system of a run.

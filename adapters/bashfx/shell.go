@@ -32,8 +32,8 @@ const (
 
 // FilesNote is the bash tool's prompt tip about files.
 const FilesNote = "The file system is the workspace: the working directory /workspace holds its files " +
-	"(cat, ls, find, grep -r, sed -i, mkdir, mv, rm work on them), and what a script writes, moves or removes " +
-	"there becomes one new workspace version when it ends; /tmp is scratch space"
+	"(cat, ls, find, grep -r, sed -i, mkdir, mv, rm work on them, and the workspace_* commands see the same files), " +
+	"and what a script writes, moves or removes there becomes one new workspace version when it ends; /tmp is scratch space"
 
 // maxDrainCancelled bounds the wait for commands still running once the
 // caller's context is done.
@@ -188,7 +188,8 @@ type Result struct {
 	bash.Result
 	// Commits are the commits of every command, ordered by the commands'
 	// Seq, each command's in the order it made them, then the commit of
-	// the script's own file changes (see Shell.Run).
+	// the script's file changes, those of the workspace commands on the
+	// mounted workspace included (see Shell.Run).
 	Commits []tools.Commit
 }
 
@@ -205,7 +206,9 @@ type Result struct {
 // the script reads the version that was newest when it started, and what
 // it writes, moves or removes there becomes one new version when it ends,
 // committed through the Workspace (whose recorder is ctx's) and listed in
-// Result.Commits, with a note on stderr naming each changed path. A script
+// Result.Commits, with a note on stderr naming each changed path. The
+// workspace commands of that workspace work on the same files
+// (Workspace.WithView): what they change joins that version. A script
 // that fails commits what it changed before failing, as a shell on a disk
 // would leave it; a run that never ends (the process dies) commits
 // nothing. If the workspace moved on while the script ran, its changes
@@ -231,7 +234,12 @@ func (s *Shell) Run(ctx context.Context, req tools.Request, opts RunOptions) Res
 		return Result{Result: bash.Result{Response: tools.Response{Stderr: msg, ExitCode: 1, Error: bash.ErrorInternal}}}
 	}
 	r := &run{call: opts.Call, drained: make(chan struct{})}
-	res := s.tool.RunScript(context.WithValue(ctx, runKey{}, r), req, bash.RunOptions{Status: opts.Status, Clock: opts.Clock, FS: mt.fs})
+	sctx := context.WithValue(ctx, runKey{}, r)
+	if mt.ws != nil {
+		// The workspace commands see and change the script's files.
+		sctx = mt.ws.WithView(sctx, mt.name, mt)
+	}
+	res := s.tool.RunScript(sctx, req, bash.RunOptions{Status: opts.Status, Clock: opts.Clock, FS: mt.fs})
 	// Commands cancelled with the script return at once unless they ignore
 	// their context; wait for them, so that their commits are not lost.
 	wait := s.drain

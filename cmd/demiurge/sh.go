@@ -13,6 +13,7 @@ import (
 	"github.com/demiurge-dev/demiurge/agent/worldtools"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools"
+	"github.com/demiurge-dev/demiurge/tools/bash"
 	"github.com/demiurge-dev/demiurge/tools/mcp"
 	"github.com/demiurge-dev/demiurge/world"
 )
@@ -39,11 +40,13 @@ and its tools are the commands, with the tools of the MCP servers it declares
 or policy is asked (the model's scripts, in "demiurge run", ask both for every
 command).
 The world's workspace ("default") is the script's file system at
-/workspace, its working directory: what the script writes, moves or removes
-there becomes one new workspace version when it ends (a note on stderr
-lists the changed paths), and /tmp is scratch space. Workspace commits the
-script makes, its own and those of workspace_* commands, are recorded in
-the world as sys/WorkspaceCommit@1 events. Without --manifest the script
+/workspace, its working directory, and the workspace_* commands read and
+change the same files: what the script writes, moves or removes there,
+with its commands or through them, becomes one new workspace version when
+it ends (a note on stderr lists the changed paths), and /tmp is scratch
+space. Workspace commits the script makes, that one and those of
+commands that name another workspace, are recorded in the world as
+sys/WorkspaceCommit@1 events. Without --manifest the script
 has no world tools, only the shell and its utilities, and an empty
 in-memory workspace; a note on stderr says so.
 
@@ -52,8 +55,10 @@ system prompt the model sees for the bash tool instead of running anything.
 
 Exit codes: the script's own exit status (0 when it succeeds; 2 a syntax
 error or unsupported syntax; 124 its time limit, --timeout; 127 an unknown
-command; 1 or the command's status for a failed command), or the usual 1 and
-2 of demiurge when the world cannot be opened or the command line is wrong.`,
+command; 1 or the command's status for a failed command; 1 when a resource
+limit stops it, with "resource limit exceeded": ` + shLimits() + `), or
+the usual 1 and 2 of demiurge when the world cannot be opened or the
+command line is wrong.`,
 		Example: `  demiurge sh -c 'echo hello | tr a-z A-Z'
   demiurge sh --manifest examples/demiurge -c 'workspace_write --path notes/a.md --content hi; workspace_list | jq -r ".entries[].path"'
   demiurge sh --manifest examples/demiurge script.sh
@@ -166,6 +171,13 @@ command; 1 or the command's status for a failed command), or the usual 1 and
 	cmd.Flags().BoolVar(&prompt, "prompt", false, "print the bash tool's system prompt and exit")
 	cmd.Flags().DurationVar(&timeout, "timeout", bashfx.DefaultTimeout, "the script's time limit")
 	return cmd
+}
+
+// shLimits describes the limits of a script that end it with status 1.
+func shLimits() string {
+	l := bash.DefaultLimits()
+	return fmt.Sprintf("at most %d commands,\n%d iterations of one loop (%d in all) and %d tool calls",
+		l.MaxCommands, l.MaxLoopIterations, l.MaxTotalLoopIterations, l.MaxToolCalls)
 }
 
 // readScript returns the script of sh: -c, a file, or standard input.

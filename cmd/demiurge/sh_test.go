@@ -150,9 +150,15 @@ func TestWorldTools(t *testing.T) {
 		}
 		return res
 	}
-	res := runScript(`workspace_write --path a.txt --content one >/dev/null && workspace_write --path a.txt --content two | jq .version`)
-	if res.Stdout != "2\n" || len(res.Commits) != 2 {
+	res := runScript(`workspace_write --path a.txt --content one | jq .version`)
+	if res.Stdout != "1\n" || len(res.Commits) != 1 {
 		t.Errorf("write: stdout %q, %d commits", res.Stdout, len(res.Commits))
+	}
+	// The workspace commands of a script and its own file operations see
+	// one workspace, which becomes one version.
+	res = runScript(`workspace_write --path a.txt --content zwei >/dev/null && sed -i s/zwei/two/ a.txt && workspace_read --path a.txt && workspace_list | jq .version`)
+	if res.Stdout != "two2\n" || len(res.Commits) != 1 {
+		t.Errorf("write and sed: stdout %q, %d commits", res.Stdout, len(res.Commits))
 	}
 	res = runScript(`workspace_read --path a.txt; echo; workspace_read --path a.txt --version 1; echo; workspace_list | jq .version`)
 	if res.Stdout != "two\none\n2\n" || len(res.Commits) != 0 {

@@ -33,7 +33,10 @@
 // sandbox sets: HOME, USER, SHELL, PATH, UID), and there is no network. The
 // script's file system is package vfs: /workspace, its working directory
 // (empty, or a caller's workspace through [RunOptions].FS), /tmp scratch
-// space and /dev; paths never leave it. bash and sh run child shells in
+// space and /dev; paths never leave it. A caller whose tools change that
+// workspace too applies their changes to the same files (vfs.FS.Set), so
+// that the script sees one workspace: adapters/bashfx does so for the
+// workspace_* commands. bash and sh run child shells in
 // the same sandbox. eval, source and trap handlers run only when their
 // code holds no loop or function definition (which the limits could not
 // bound); a background job (&) runs in the foreground; coprocesses and
@@ -58,6 +61,14 @@
 // pipeline run concurrently, so the calls they make are traced in the
 // order they started. The interpreter is mvdan.cc/sh/v3 v3.14.1, which
 // differs from bash in places: the last stage of a pipeline runs in the
-// current shell, a bare `return` returns 0, ${#assoc[@]} counts 1.
+// current shell, a bare `return` returns 0, ${#assoc[@]} counts 1, and an
+// arithmetic expansion that divides by zero ($((1/0))) prints "division by
+// zero", expands to nothing and lets the script go on with status 0, where
+// bash stops it with status 1 ((( 1/0 )) and let do fail): the error is
+// decided inside the interpreter's expansion, where no handler of ours
+// sees it. Where a rewrite of the script mends a difference, the sandbox
+// makes it: an element assignment (m[k]=v) also sets an array declared
+// without a value, which the interpreter left unset for set -u (`set -x`
+// shows the `m+=()` that does it).
 // Output is streamed (Run's status) a line at a time.
 package bash

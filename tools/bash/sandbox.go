@@ -111,7 +111,8 @@ func checkScript(f *syntax.File, maxDepth int) (scriptShape, error) {
 //   - every function body starts with
 //     `local __sbx_depth=$((${__sbx_depth:-0}+1)); __sbx_enter "$__sbx_depth"`;
 //   - every pipeline is bracketed by "__sbx_pipe K" and "__sbx_pipe_end K";
-//   - every assignment is followed by "__sbx_vars NAME...";
+//   - every assignment is followed by "__sbx_vars NAME...", and an
+//     element assignment m[k]=v is preceded by m+=() (see setArrays);
 //   - "~user" words are quoted (tilde expansion would read the host's
 //     user database), and $$ / $PPID read sandbox values.
 //
@@ -193,6 +194,10 @@ func (ins *instrumenter) visit(n syntax.Node) bool {
 		ins.function(x)
 	case *syntax.Stmt:
 		ins.stmt(x)
+	case *syntax.CallExpr:
+		if len(x.Args) == 0 {
+			x.Assigns = setArrays(x.Assigns)
+		}
 	case *syntax.Word:
 		quoteTildes(x)
 		x.Parts = hidePIDs(x.Parts)
@@ -239,6 +244,32 @@ func catShortcut(cs *syntax.CmdSubst) {
 		return
 	}
 	st.Cmd = &syntax.CallExpr{Args: []*syntax.Word{word(execCat)}}
+}
+
+// setArrays puts `name+=()` before each element assignment (name[k]=v,
+// name[k]+=v) of a command that only assigns: the interpreter sets the
+// element of an array declared without a value (declare -A m) but leaves
+// the array itself unset, so that set -u then reads ${m[k]} as unbound.
+// Appending no elements sets it and changes nothing else (a readonly array
+// reports its error twice, and set -x shows the m+=()).
+func setArrays(assigns []*syntax.Assign) []*syntax.Assign {
+	n := 0
+	for _, as := range assigns {
+		if as.Index != nil && as.Name != nil {
+			n++
+		}
+	}
+	if n == 0 {
+		return assigns
+	}
+	out := make([]*syntax.Assign, 0, len(assigns)+n)
+	for _, as := range assigns {
+		if as.Index != nil && as.Name != nil {
+			out = append(out, &syntax.Assign{Append: true, Name: &syntax.Lit{Value: as.Name.Value}, Array: &syntax.ArrayExpr{}})
+		}
+		out = append(out, as)
+	}
+	return out
 }
 
 // hidePIDs replaces $$ and $PPID (host process ids) by the sandbox's: 1

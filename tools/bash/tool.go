@@ -161,6 +161,9 @@ func (t *Tool) systemPrompt() string {
 	// "[" is test: listing it alone reads as a stray bracket.
 	b.WriteString("- Utilities besides the shell's builtins: " + strings.Join(slices.DeleteFunc(utilityNames(), func(n string) bool { return n == "[" }), " ") + "\n")
 	b.WriteString("- `help`, `<tool> --help` and `discover` describe the tools at run time\n")
+	l := t.limits
+	fmt.Fprintf(&b, "- A script runs at most %d commands, %d iterations of one loop (%d in all) and %d tool calls: past one it stops with \"resource limit exceeded\" and exit status 1 (124 for its time limit); split bigger jobs into several calls\n",
+		l.MaxCommands, l.MaxLoopIterations, l.MaxTotalLoopIterations, l.MaxToolCalls)
 	return b.String()
 }
 

@@ -156,6 +156,7 @@ func TestIntrospection(t *testing.T) {
 		"- Pipe tool output through `jq` for JSON processing\n- Use variables to pass data between tool calls\n",
 		"- The working directory /workspace is the script's file system",
 		"awk",
+		"- A script runs at most 10000 commands, 10000 iterations of one loop (1000000 in all) and 1000 tool calls: past one it stops with \"resource limit exceeded\" and exit status 1",
 	} {
 		if !strings.Contains(prompt, want) {
 			t.Errorf("SystemPrompt() lacks %q:\n%s", want, prompt)

@@ -47,6 +47,15 @@
 // stdout, a read is the file's text. Errors are responses with a message
 // that says what failed, where, and how to fix it.
 //
+// # Views
+//
+// A View is a workspace as a caller sees it before it commits: a bash
+// script's file system (adapters/bashfx). In a context made with
+// Service.WithView, the tools of that Service read and change the View in
+// place of the workspace's newest version and commit nothing, so that a
+// script's workspace_* commands and its own file operations see one
+// workspace, which the script commits as one version when it ends.
+//
 // # Caveats
 //
 //   - Every commit a Service makes must reach the world. A commit whose

@@ -270,7 +270,7 @@ func runWrite(c *call) tools.Response {
 			mode = ModeExec
 		}
 	}
-	h, changed, err := c.svc.Update(c.ctx, c.workspace, func(ctx context.Context, root cas.Ref) (cas.Ref, error) {
+	h, changed, err := c.update(func(ctx context.Context, root cas.Ref) (cas.Ref, error) {
 		nr, _, err := WriteBytes(ctx, c.svc.Store(), root, p, []byte(content), mode)
 		return nr, err
 	})
@@ -327,7 +327,7 @@ func runEdit(c *call) tools.Response {
 	old, repl := c.args.str("old_string", ""), c.args.str("new_string", "")
 	n := 0
 	var tooLarge int
-	h, _, err := c.svc.Update(c.ctx, c.workspace, func(ctx context.Context, root cas.Ref) (cas.Ref, error) {
+	h, _, err := c.update(func(ctx context.Context, root cas.Ref) (cas.Ref, error) {
 		data, e, err := ReadBytes(ctx, c.svc.Store(), root, p, nil)
 		if err != nil {
 			return cas.Ref{}, err
@@ -392,7 +392,7 @@ func runRemove(c *call) tools.Response {
 		return fail(c.name, ErrorInvalidPath, exitUsage, "the root of a workspace cannot be removed. Remove its entries one by one")
 	}
 	var removed Entry
-	h, _, err := c.svc.Update(c.ctx, c.workspace, func(ctx context.Context, root cas.Ref) (cas.Ref, error) {
+	h, _, err := c.update(func(ctx context.Context, root cas.Ref) (cas.Ref, error) {
 		nr, e, err := Remove(ctx, c.svc.Store(), root, p, c.args.boolean("recursive"))
 		removed = e
 		return nr, err
@@ -467,11 +467,11 @@ func runDiff(c *call) tools.Response {
 	}
 	var toRoot cas.Ref
 	if hasTo {
-		if toRoot, err = c.svc.Root(c.ctx, c.workspace, to); err != nil {
+		if toRoot, err = c.root(to); err != nil {
 			return c.fromErr(err, prefix, to)
 		}
 	} else {
-		h, err := c.svc.Head(c.ctx, c.workspace)
+		h, err := c.head()
 		if err != nil {
 			return c.fromErr(err, prefix, 0)
 		}
@@ -480,7 +480,7 @@ func runDiff(c *call) tools.Response {
 	if !hasFrom && to > 0 {
 		from = to - 1
 	}
-	fromRoot, err := c.svc.Root(c.ctx, c.workspace, from)
+	fromRoot, err := c.root(from)
 	if err != nil {
 		return c.fromErr(err, prefix, from)
 	}

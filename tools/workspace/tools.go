@@ -363,19 +363,51 @@ func (c *call) version() (uint64, cas.Ref, *tools.Response) {
 		return 0, cas.Ref{}, &r
 	}
 	if !given {
-		h, err := c.svc.Head(c.ctx, c.workspace)
+		h, err := c.head()
 		if err != nil {
 			r := c.fromErr(err, "", 0)
 			return 0, cas.Ref{}, &r
 		}
 		return h.Version, h.Root, nil
 	}
-	root, err := c.svc.Root(c.ctx, c.workspace, v)
+	root, err := c.root(v)
 	if err != nil {
 		r := c.fromErr(err, "", v)
 		return 0, cas.Ref{}, &r
 	}
 	return v, root, nil
+}
+
+// head returns the newest version of the call's workspace: its View's,
+// when the context holds one (see Service.WithView), else the Service's.
+func (c *call) head() (Head, error) {
+	if v := c.svc.view(c.ctx, c.workspace); v != nil {
+		return v.Head(c.ctx)
+	}
+	return c.svc.Head(c.ctx, c.workspace)
+}
+
+// root returns the tree of a version of the call's workspace, from the
+// store; the version a View would become, which the store does not have,
+// is the View's tree.
+func (c *call) root(version uint64) (cas.Ref, error) {
+	root, err := c.svc.Root(c.ctx, c.workspace, version)
+	if v := c.svc.view(c.ctx, c.workspace); v != nil && errors.Is(err, ErrUnknownVersion) {
+		h, herr := v.Head(c.ctx)
+		if herr == nil && !h.Recorded && h.Version == version {
+			return h.Root, nil
+		}
+	}
+	return root, err
+}
+
+// update changes the call's workspace: its View, when the context holds
+// one (nothing is committed then), else the Service's newest version.
+func (c *call) update(fn UpdateFunc) (Head, bool, error) {
+	if v := c.svc.view(c.ctx, c.workspace); v != nil {
+		return v.Update(c.ctx, fn)
+	}
+	return c.svc.Update(c.ctx, c.workspace, fn)
 }
 
 // cutUTF8 returns the longest prefix of b of at most n bytes that does not

@@ -1068,3 +1068,68 @@ func (f *FS) Usage() (written, created int64) {
 
 // Limits returns the limits in force.
 func (f *FS) Limits() Limits { return f.lim }
+
+// Set makes the workspace entry at rel (a clean workspace path, not the
+// root) the source entry e — a file's content, or a directory's whole
+// subtree — or removes it when e is nil (a missing entry is no error).
+// Missing parent directories are created. It is a change the caller made
+// to the workspace (a workspace tool's, in a script), not the script's:
+// the Checker is not asked and the Limits do not count it. The entry
+// replaces the node at rel, so a file the script holds open there is no
+// longer the workspace's, as after a rename over it; e.Name is ignored.
+// An FS without a Source cannot read entries: Set fails with ErrInvalid
+// unless e is nil, as it does for an e without a Handle.
+func (f *FS) Set(ctx context.Context, rel string, e *SourceEntry) error {
+	p := Abs("/", WorkspaceDir+"/"+rel)
+	if _, ok := Rel(p); !ok || p == WorkspaceDir || p != WorkspaceDir+"/"+rel || e != nil && (e.Handle == nil || f.src == nil) {
+		return perr("set", WorkspaceDir+"/"+rel, ErrInvalid) // a bad path, or an entry the FS cannot read
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.tree()
+	d := f.ws
+	parts := strings.Split(rel, "/")
+	for _, part := range parts[:len(parts)-1] {
+		kids, err := f.children(ctx, d)
+		if err != nil {
+			return perr("set", p, err)
+		}
+		c, ok := kids[part]
+		switch {
+		case !ok && e == nil:
+			return nil
+		case !ok:
+			c = &node{dir: true, mode: 0o755, mtime: f.stamp(), kids: map[string]*node{}, listed: true}
+			kids[part] = c
+			f.touchDir(d)
+		case !c.dir:
+			return perr("set", p, ErrNotDir)
+		}
+		d = c
+	}
+	kids, err := f.children(ctx, d)
+	if err != nil {
+		return perr("set", p, err)
+	}
+	name := parts[len(parts)-1]
+	if e == nil {
+		if _, ok := kids[name]; ok {
+			delete(kids, name)
+			f.touchDir(d)
+		}
+		return nil
+	}
+	n := &node{dir: e.Dir, mode: e.Mode.Perm(), mtime: f.stamp(), h: e.Handle, size: e.Size}
+	if n.mode == 0 {
+		n.mode = 0o644
+		if n.dir {
+			n.mode = 0o755
+		}
+	}
+	if n.dir {
+		n.size = 0
+	}
+	kids[name] = n
+	f.touchDir(d)
+	return nil
+}

@@ -427,3 +427,67 @@ func TestChmodChangesTheParent(t *testing.T) {
 		t.Errorf("src after chmod: %+v", src)
 	}
 }
+
+// TestSet: entries a caller sets replace what is at their path, with
+// parents made as needed, without the Checker or the Limits; a file the
+// script holds open there is cut off, as after a rename over it.
+func TestSet(t *testing.T) {
+	ctx := t.Context()
+	src := &memSource{tree: map[string]any{"a": "A", "d": map[string]any{"x": "X"}}}
+	deny := func(op Op, p string) error {
+		if p == "secret" {
+			return errors.New("no")
+		}
+		return nil
+	}
+	f := New(Options{Source: src, Root: "", Check: deny, Limits: Limits{MaxFiles: 1}})
+	open, err := f.Open(ctx, "/workspace/a", O_WRONLY|O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		rel string
+		e   *SourceEntry
+	}{
+		{"a", &SourceEntry{Size: 1, Handle: "d/x"}},                     // a file over a file
+		{"new/deep/f", &SourceEntry{Size: 1, Mode: 0o755, Handle: "a"}}, // parents made, past MaxFiles
+		{"e", &SourceEntry{Dir: true, Handle: "d"}},                     // a whole subtree
+		{"d/x", nil},          // removed
+		{"nothing/here", nil}, // nothing to remove
+		{"secret", &SourceEntry{Size: 1, Handle: "a"}}, // the Checker is not asked
+	} {
+		if err := f.Set(ctx, c.rel, c.e); err != nil {
+			t.Fatalf("Set(%q): %v", c.rel, err)
+		}
+	}
+	open.Write([]byte("lost"))
+	open.Close()
+	f.check = nil
+	for p, want := range map[string]string{"a": "X", "new/deep/f": "A", "e/x": "X", "secret": "A"} {
+		if got, err := f.ReadFile(ctx, "/workspace/"+p); string(got) != want || err != nil {
+			t.Errorf("%s: %q, %v; want %q", p, got, err, want)
+		}
+	}
+	if info, err := f.Stat(ctx, "/workspace/new/deep/f"); err != nil || info.Mode().Perm() != 0o755 {
+		t.Errorf("mode of new/deep/f: %v, %v", info, err)
+	}
+	for _, p := range []string{"d/x", "nothing"} {
+		if _, err := f.Stat(ctx, "/workspace/"+p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: %v; want not found", p, err)
+		}
+	}
+	if !f.Changed() {
+		t.Error("Changed is false after Set")
+	}
+	for _, bad := range []string{"", "../x", "a/../b", "/abs", "a//b"} {
+		if err := f.Set(ctx, bad, nil); !errors.Is(err, fs.ErrInvalid) {
+			t.Errorf("Set(%q): %v; want Invalid argument", bad, err)
+		}
+	}
+	if err := f.Set(ctx, "a/b", &SourceEntry{Handle: "a"}); err == nil {
+		t.Error("Set under a file succeeded")
+	}
+	if err := New(Options{}).Set(ctx, "a", &SourceEntry{Handle: "a"}); !errors.Is(err, fs.ErrInvalid) {
+		t.Errorf("Set without a Source: %v; want Invalid argument", err)
+	}
+}
