@@ -294,6 +294,57 @@ func TestApproverAlways(t *testing.T) {
 	}
 }
 
+// TestApproverDecidedElsewhere: an approver that waits for a person is
+// asked with a context that ends when the call is decided otherwise
+// (Chat.Answer from another goroutine: a web handler, demiurge approve),
+// and the stream goes on with that decision instead of hanging.
+func TestApproverDecidedElsewhere(t *testing.T) {
+	turns := []llmtest.Turn{
+		{Calls: []llmtest.Call{{Name: "workspace_write", Arguments: `{"path": "a.md", "content": "1"}`}}},
+		{Text: "written"},
+	}
+	asked := make(chan agent.ApprovalRequested, 1)
+	causes := make(chan error, 1)
+	approver := func(ctx context.Context, r agent.ApprovalRequested) (agent.Decision, bool) {
+		asked <- r
+		<-ctx.Done() // the person answers elsewhere
+		causes <- context.Cause(ctx)
+		return agent.Decision{Reason: "too late: not taken"}, true
+	}
+	w, srv := fake(t, turns, agent.WithApprover(approver))
+	c := w.Chat("c", agent.RequireApproval("workspace_write"))
+	answered := make(chan error, 1)
+	go func() {
+		r := <-asked
+		_, _, err := c.Answer(context.Background(), r.CallID, agent.Decision{Approve: true})
+		answered <- err
+	}()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	lines, end := collect(t, c.Send(ctx, "write a.md"))
+	got := strings.Join(lines, "\n")
+	if err := <-answered; err != nil {
+		t.Fatalf("Answer: %v", err)
+	}
+	if ctx.Err() != nil || end.Outcome != agent.OutcomeAnswer {
+		t.Fatalf("end %+v (ctx %v); want the answer after the decision made elsewhere\n%s", end, ctx.Err(), got)
+	}
+	for _, want := range []string{`"approved":true`, `"tool":"workspace_write","status":"ok"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("events lack %s:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "not taken") {
+		t.Errorf("the approver's late decision was taken:\n%s", got)
+	}
+	if cause := <-causes; cause == nil || cause == context.DeadlineExceeded {
+		t.Errorf("the approver's context ended with %v; want the call decided otherwise", cause)
+	}
+	if n := srv.Remaining(); n != 0 {
+		t.Errorf("%d model turns unused", n)
+	}
+}
+
 // TestApprovalTimeout: an approver that does not answer by the chat's
 // approval timeout is asked with a context that ends at the deadline;
 // the call is then denied as timed out and the model goes on. A decision

@@ -456,6 +456,9 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 			tr.asks = nil
 			for _, ar := range asks {
 				d, ok, expired := c.decideBy(ctx, ar)
+				if !c.waits(ar) {
+					continue // decided meanwhile (Chat.Answer, another process): the world has it
+				}
 				if expired {
 					if err := c.sendTimeout(ctx, ar); err != nil {
 						fail(err)
@@ -780,7 +783,11 @@ type Decision struct {
 
 // An Approver answers calls that wait for approval (WithApprover): ok
 // false leaves the call waiting (the stream ends with
-// OutcomeAwaitingApproval).
+// OutcomeAwaitingApproval). Its context ends at the call's deadline
+// (ApprovalTimeout), and when the call is decided otherwise meanwhile
+// (Chat.Answer from another goroutine, demiurge approve from another
+// process): then what it returns is not taken, and the stream goes on
+// with the decision the world has.
 type Approver func(ctx context.Context, req ApprovalRequested) (d Decision, ok bool)
 
 // decide answers a waiting call from here: a tool approved always in this
@@ -796,7 +803,14 @@ func (c *Chat) decide(ctx context.Context, ar ApprovalRequested) (Decision, bool
 	if w.c.approver == nil {
 		return Decision{}, false
 	}
-	d, ok := w.c.approver(ctx, ar)
+	// The approver's context ends when the call is decided otherwise
+	// (Chat.Answer from another goroutine, demiurge approve from another
+	// process): an approver that waits for a person then returns, and
+	// the stream goes on with the decision the world has.
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go c.watchDecided(actx, ar, cancel)
+	d, ok := w.c.approver(actx, ar)
 	if ok && d.Approve && d.Always {
 		w.mu.Lock()
 		if w.always[c.id] == nil {
@@ -806,6 +820,46 @@ func (c *Chat) decide(ctx context.Context, ar ApprovalRequested) (Decision, bool
 		w.mu.Unlock()
 	}
 	return d, ok
+}
+
+// errDecided is the cause of an approver's context that ended because
+// the call was decided otherwise.
+var errDecided = errors.New("the call was decided otherwise")
+
+// decidedPoll is how often the chat's state is read, while an approver
+// is asked, to see whether the call was decided otherwise.
+const decidedPoll = 50 * time.Millisecond
+
+// watchDecided cancels ctx, with errDecided, once the call ar no longer
+// waits for approval; it returns when ctx ends.
+func (c *Chat) watchDecided(ctx context.Context, ar ApprovalRequested, cancel context.CancelCauseFunc) {
+	tick := time.NewTicker(decidedPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if !c.waits(ar) {
+				cancel(errDecided)
+				return
+			}
+		}
+	}
+}
+
+// waits reports whether the call ar still waits for approval.
+func (c *Chat) waits(ar ApprovalRequested) bool {
+	st, ok := c.State()
+	if !ok || st.Turn == nil || st.Turn.RequestID != ar.RequestID {
+		return false
+	}
+	for _, pc := range st.Turn.Calls {
+		if pc.CallID == ar.CallID {
+			return pc.Status == "approval"
+		}
+	}
+	return false
 }
 
 // expiredAsk is a call this side denied as timed out, and when.

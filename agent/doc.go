@@ -84,7 +84,9 @@
 // lists what waits, and Chat.Decide answers, from this process or another,
 // now or after a restart. Chat.Answer journals a decision without following
 // the turn: what the process that runs the world does with one another
-// process sends it (demiurge approve beside a demiurge run).
+// process sends it (demiurge approve beside a demiurge run); an approver
+// still waiting for that call is then called off (its context ends) and
+// the turn's stream goes on with the decision.
 // ApprovalTimeout bounds the wait: the call's deadline is kept in the
 // world (ApprovalRequested.Deadline), the approver is asked with a context
 // that ends there, and a call nobody answered in time is denied
