@@ -243,6 +243,10 @@ func TestApprovals(t *testing.T) {
 	if len(pending) != 1 || pending[0].Tool != "workspace_write" {
 		t.Fatalf("pending %+v", pending)
 	}
+	// Following the waiting turn ends at once, where Send's stream ended.
+	if _, fend := collect(t, c.Follow(t.Context())); fend.Outcome != agent.OutcomeAwaitingApproval || fend.Seq != end.Seq || fend.RequestID != end.RequestID {
+		t.Errorf("Follow of the waiting turn ended with %+v; want %+v", fend, end)
+	}
 	// The other call ran; the write waits, in the world.
 	if !strings.Contains(strings.Join(lines, "\n"), `"tool":"introspect_journal_head","status":"ok"`) {
 		t.Errorf("the call that needs no approval did not run:\n%s", strings.Join(lines, "\n"))

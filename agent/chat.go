@@ -171,7 +171,12 @@ func (c *Chat) Model() string { m, _ := c.settings["model"].(string); return m }
 // Follow streams the turn the chat has under way, as Send does, until it
 // ends: a turn a process left running when it stopped (its effects run
 // again when the world reopens) or one another goroutine started. With no
-// turn under way it yields nothing.
+// turn under way it yields nothing. It streams what the turn does from
+// now on: what it did before (its earlier model calls, a call whose
+// result is still to come) is in the journal, not in the stream, and
+// TurnEnd's usage and cost are those of the model calls the stream saw.
+// A turn that only waits for approval ends the stream at once with
+// OutcomeAwaitingApproval, its Seq the journal's head.
 func (c *Chat) Follow(ctx context.Context) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		st, ok := c.State()
@@ -372,6 +377,7 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 	}
 	id, err := start(ctx)
 	tr.id = id
+	tr.seq = w.host.Head().Seq // a followed turn that only waits reads no record
 	if err != nil {
 		yield(nil, fmt.Errorf("chat %s: %w", c.id, err))
 		return
