@@ -25,7 +25,9 @@ import (
 // a temporary directory (replay.Keep) that the report names. With update set,
 // a diverging bundle is re-derived with the current code (inputs and
 // receipts kept, everything derived recomputed) and rewritten, and
-// trace.txt regenerated; review the diff.
+// trace.txt regenerated; review the diff. A bundle fresh from
+// replay.Export (or agent's World.Export) has no trace.txt: the first run
+// with update set writes it, and one without fails saying so.
 func CheckGolden(t testing.TB, dir string, reg *reducer.Registry, update bool) {
 	t.Helper()
 	ctx := context.Background()
@@ -67,6 +69,10 @@ func CheckGolden(t testing.TB, dir string, reg *reducer.Registry, update bool) {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		return
+	}
+	if want == nil {
+		t.Errorf("%s has no trace.txt, the timeline the session must replay to: run the test once with update set (a flag such as -update) to write it, review it and commit it", dir)
 		return
 	}
 	t.Errorf("%s: the timeline differs from trace.txt (rerun with -update and review the diff):\n%s", dir, replay.Diff(path, string(want), "the replayed timeline", got))
