@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/demiurge-dev/demiurge/agent"
 	"github.com/demiurge-dev/demiurge/agent/session"
 	"github.com/demiurge-dev/demiurge/journal"
+	"github.com/demiurge-dev/demiurge/replay/replaytest"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools"
 	"github.com/demiurge-dev/demiurge/world"
@@ -633,5 +635,41 @@ func TestFork(t *testing.T) {
 	}
 	if fs := rd.Forks(); len(fs) != 1 || fs[0].From != "main" || fs[0].At != at || fs[0].Turns != 0 {
 		t.Errorf("the fork's origin: %+v; want main at %d, before any turn", fs, at)
+	}
+}
+
+// TestExport: a program records a session of its own with World.Export
+// (no store package to reach into, no AIR to load again): the bundle
+// replays as a golden test, and a cassette of it answers the program.
+func TestExport(t *testing.T) {
+	turns := []llmtest.Turn{
+		{Calls: []llmtest.Call{{Name: "introspect_journal_head", Arguments: `{}`}}},
+		{Text: "the head is there"},
+	}
+	w, _ := fake(t, turns)
+	if _, end := collect(t, w.Chat("main").Send(t.Context(), "Where is the head?")); end.Outcome != agent.OutcomeAnswer {
+		t.Fatalf("end %+v", end)
+	}
+	dir := filepath.Join(t.TempDir(), "session")
+	m, err := w.Export(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m == nil {
+		t.Fatal("Export returned no manifest")
+	}
+	if _, err := w.Export(t.Context(), dir); err == nil || !strings.Contains(err.Error(), dir) {
+		t.Errorf("a second export into %s: %v; want an error naming it", dir, err)
+	}
+	replaytest.CheckGolden(t, dir, agent.Registry(), true) // writes trace.txt
+	replaytest.CheckGolden(t, dir, agent.Registry(), false)
+	c, err := agent.Open(t.Context(), manifest, agent.WithModel(agent.Cassette(dir)), env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	lines, end := collect(t, c.Chat("main").Send(t.Context(), "Where is the head?"))
+	if end.Outcome != agent.OutcomeAnswer || !strings.Contains(strings.Join(lines, "\n"), "the head is there") {
+		t.Errorf("the cassette of the export answered %+v\n%s", end, strings.Join(lines, "\n"))
 	}
 }

@@ -96,9 +96,10 @@
 // # Testing a program that embeds the agent
 //
 // Record a session once (against a fake model such as adapters/llm/llmtest,
-// or a real one), export it with replay.Export, and keep it under
+// or a real one), export it with World.Export, and keep it under
 // testdata: replaytest.CheckGolden replays it byte for byte with the code
-// as it is (a divergence shows what differs, a state by field), and
+// as it is (a divergence shows what differs, a state by field; its first
+// run with update set writes the bundle's trace.txt), and
 // Cassette(dir) runs the program against its model answers. The cassette
 // is strict: a model call whose request is not the recorded one (another
 // message, other tools) fails, showing what differs; CassetteLoose

@@ -20,6 +20,7 @@ import (
 	"github.com/demiurge-dev/demiurge/reducer"
 	rbuiltin "github.com/demiurge-dev/demiurge/reducer/builtin"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
+	"github.com/demiurge-dev/demiurge/replay"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools"
 	"github.com/demiurge-dev/demiurge/tools/mcp"
@@ -296,6 +297,21 @@ func (w *World) Head() journal.Head { return w.host.Head() }
 
 // Storage returns the world's store.
 func (w *World) Storage() world.Storage { return w.st }
+
+// Export writes the world's session, as far as its journal goes now, as a
+// replay bundle in dir, which must not exist or be empty (replay.Export,
+// with the world's journal, blobs and AIR). It is how a program records a
+// session of its own for its tests: replaytest.CheckGolden replays the
+// bundle, and Cassette(dir) answers from its model calls. Export it once
+// the turns it should hold have ended. The bundle has no trace.txt yet:
+// CheckGolden with update set writes it.
+func (w *World) Export(ctx context.Context, dir string) (*replay.Manifest, error) {
+	m, err := replay.Export(ctx, w.st.Journal(), w.st.CAS(), w.c.name, w.cat.Sources(), dir)
+	if err != nil {
+		return nil, fmt.Errorf("export world %s to %s: %w", w.c.name, dir, err)
+	}
+	return m, nil
+}
 
 // Tools returns the specs of the tools the model is offered, in order.
 func (w *World) Tools() []tools.SpecTool { return slices.Clone(w.kit.specs) }

@@ -4,15 +4,11 @@ import (
 	"bytes"
 	"flag"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
 	"github.com/demiurge-dev/demiurge/agent"
-	"github.com/demiurge-dev/demiurge/internal/store"
-	"github.com/demiurge-dev/demiurge/replay"
 	"github.com/demiurge-dev/demiurge/replay/replaytest"
-	"github.com/demiurge-dev/demiurge/schema"
 )
 
 var (
@@ -58,34 +54,29 @@ func TestSessionReplays(t *testing.T) {
 }
 
 // recordSession runs the program against llmtest answering turns, in a
-// store, and exports the world as the session bundle.
+// store, and exports the world as the session bundle (World.Export).
 func recordSession(t *testing.T) {
 	srv := llmtest.NewServer(llmtest.Script{Turns: turns})
 	defer srv.Close()
 	dir := t.TempDir()
 	env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.URL}
+	opts := []agent.Option{agent.WithDir(dir), agent.WithEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok })}
 	m := agent.Model{Name: "gpt-test"}
-	if err := run(t.Context(), &bytes.Buffer{}, "../demiurge", m, agent.WithDir(dir),
-		agent.WithEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok })); err != nil {
+	if err := run(t.Context(), &bytes.Buffer{}, "../demiurge", m, opts...); err != nil {
 		t.Fatal(err)
 	}
 	if n := srv.Remaining(); n != 0 {
 		t.Fatalf("the session used %d turns fewer than its script", n)
 	}
-	s, err := store.Open(dir, &store.Options{ReadOnly: true})
+	w, err := agent.Open(t.Context(), "../demiurge", append(opts, agent.WithModel(m), agent.WithTools(getWeather))...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	cat, err := schema.Load("../demiurge", &schema.LoadOptions{Reducers: agent.Registry().Names()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	defer w.Close()
 	if err := os.RemoveAll(session); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := replay.Export(t.Context(), s.Journal(), s.CAS(), agent.DefaultWorld, cat.Sources(), session); err != nil {
+	if _, err := w.Export(t.Context(), session); err != nil {
 		t.Fatal(err)
 	}
-	_ = os.Remove(filepath.Join(session, "trace.txt"))
 }
