@@ -173,6 +173,48 @@ func TestCustomTool(t *testing.T) {
 	}
 }
 
+// TestFuncDefinitionErrors: a tool Func cannot make usable is refused by
+// Open, saying what and how to fix it, instead of being offered and then
+// refusing every call (an input type that is not an object) or failing
+// each one (a nil function).
+func TestFuncDefinitionErrors(t *testing.T) {
+	type In struct {
+		Unit string `json:"unit" jsonschema:"enum=C,F"`
+	}
+	type Ok struct {
+		Unit string `json:"unit"`
+	}
+	cases := []struct {
+		name string
+		tool tools.Tool
+		want []string
+	}{
+		{"string input", agent.Func("s", "x", func(ctx context.Context, in string) (string, error) { return in, nil }),
+			[]string{"tool s", `type is string, not "object"`, "struct"}},
+		{"non-object schema", agent.Func("t", "x", func(ctx context.Context, in Ok) (string, error) { return "", nil },
+			agent.WithInputSchema(json.RawMessage(`{"type":"string"}`))), []string{"tool t", "WithInputSchema"}},
+		{"schema not JSON", agent.Func("j", "x", func(ctx context.Context, in Ok) (string, error) { return "", nil },
+			agent.WithInputSchema(json.RawMessage(`not json`))), []string{"tool j: the input schema is not a JSON object"}},
+		{"nil function", agent.Func[Ok, string]("n", "x", nil), []string{"tool n: nil function"}},
+		{"enum in the tag", agent.Func("e", "x", func(ctx context.Context, in In) (string, error) { return "", nil }),
+			[]string{"tool e", "enum", "WithInputSchema"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := agent.Open(t.Context(), manifest, agent.WithModel(agent.Model{Name: "gpt-test", APIKey: "sk-test"}), env(), agent.WithTools(tc.tool))
+			if err == nil {
+				w.Close()
+				t.Fatal("Open took the tool")
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("Open: %v; want it to say %q", err, want)
+				}
+			}
+		})
+	}
+}
+
 func TestStopOnCancel(t *testing.T) {
 	hold := make(chan struct{})
 	defer close(hold)

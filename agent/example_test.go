@@ -2,9 +2,11 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log"
 
+	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
 	"github.com/demiurge-dev/demiurge/agent"
 )
 
@@ -64,6 +66,53 @@ func ExampleFunc() {
 	// Output:
 	// get_weather
 	// {"type":"object","properties":{"city":{"type":"string","description":"the city, e.g. Paris"}},"required":["city"],"additionalProperties":false}
+}
+
+// A tool whose argument takes a few values only: the jsonschema tag is a
+// description, so the enum goes into a schema given with WithInputSchema.
+// A call with another value never reaches the function: the model reads
+// why, and can call again. The model here is adapters/llm/llmtest, a fake
+// server that answers with a script.
+func ExampleWithInputSchema() {
+	type In struct {
+		Celsius float64 `json:"celsius"`
+		To      string  `json:"to"`
+	}
+	convert := agent.Func("convert", "Convert a temperature from Celsius.",
+		func(ctx context.Context, in In) (string, error) {
+			if in.To == "F" {
+				return fmt.Sprint(in.Celsius*9/5+32, " F"), nil
+			}
+			return fmt.Sprint(in.Celsius+273.15, " K"), nil
+		},
+		agent.WithInputSchema(json.RawMessage(`{"type": "object",
+			"properties": {"celsius": {"type": "number"}, "to": {"type": "string", "enum": ["F", "K"]}},
+			"required": ["celsius", "to"], "additionalProperties": false}`)))
+
+	srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{
+		{Calls: []llmtest.Call{{Name: "convert", Arguments: `{"celsius": 20, "to": "R"}`}}},
+		{Calls: []llmtest.Call{{Name: "convert", Arguments: `{"celsius": 20, "to": "F"}`}}},
+		{Text: "20 °C is 68 °F."},
+	}})
+	defer srv.Close()
+	ctx := context.Background()
+	w, err := agent.Open(ctx, "../examples/demiurge", agent.WithTools(convert),
+		agent.WithModel(agent.Model{Name: "gpt-test", BaseURL: srv.URL, APIKey: "sk-test"}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer w.Close()
+	for e, err := range w.Chat("main").Send(ctx, "20 °C in Fahrenheit?") {
+		if err != nil {
+			log.Fatal(err)
+		}
+		if e, ok := e.(agent.ToolCallFinished); ok {
+			fmt.Println(e.Status+":", e.Output)
+		}
+	}
+	// Output:
+	// error: error: the arguments of convert do not fit its parameters schema: at /to: value must be one of 'F', 'K'. Fix the arguments and call again.
+	// ok: 68 F
 }
 
 // Stop a turn: cancelling the context (or breaking out of the loop) makes

@@ -24,8 +24,10 @@ var toolName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]{0,63}$`)
 // github.com/google/jsonschema-go: a struct's exported fields are its
 // properties, named by their json tags; a field is required unless its
 // json tag says omitempty or omitzero; the jsonschema tag is the
-// property's description (`jsonschema:"the city, e.g. Paris"`).
-// WithInputSchema replaces the inferred schema.
+// property's description (`jsonschema:"the city, e.g. Paris"`), nothing
+// more. In is a struct (or a map): a tool's arguments are a JSON object.
+// WithInputSchema replaces the inferred schema: it says what a tag cannot,
+// such as an enum (see its example).
 //
 // An error fn returns goes back to the model as the call's stderr (exit
 // status 1), so it can correct the call; so does a panic, which is
@@ -39,10 +41,13 @@ func Func[In, Out any](name, description string, fn func(ctx context.Context, in
 	for _, o := range opts {
 		o(&t.info)
 	}
-	if t.schema == nil {
+	if fn == nil {
+		t.err = fmt.Errorf("tool %s: nil function", name)
+	}
+	if t.schema == nil && t.err == nil {
 		s, err := jsonschema.For[In](nil)
 		if err != nil {
-			t.err = fmt.Errorf("tool %s: infer the input schema: %w", name, err)
+			t.err = fmt.Errorf("tool %s: infer the input schema: %w (the jsonschema tag is a property's description only; for an enum, a pattern or a type it cannot describe, give the schema with WithInputSchema)", name, err)
 		} else if b, err := json.Marshal(s); err != nil {
 			t.err = fmt.Errorf("tool %s: encode the input schema: %w", name, err)
 		} else {
@@ -213,6 +218,15 @@ func (t *funcTool) check() error {
 	}
 	if t.description == "" {
 		return fmt.Errorf("tool %s: no description: the model chooses tools by theirs", t.name)
+	}
+	var schema struct {
+		Type any `json:"type"`
+	}
+	if err := json.Unmarshal(t.schema, &schema); err != nil {
+		return fmt.Errorf("tool %s: the input schema is not a JSON object: %w", t.name, err)
+	}
+	if schema.Type != nil && schema.Type != "object" {
+		return fmt.Errorf("tool %s: the input schema's type is %v, not \"object\": a tool's arguments are a JSON object, so its input type is a struct (or a map), or its schema (WithInputSchema) says {\"type\": \"object\", ...}", t.name, schema.Type)
 	}
 	return nil
 }
