@@ -626,8 +626,21 @@ func TestCassetteLoose(t *testing.T) {
 // refused.
 func TestFork(t *testing.T) {
 	w, srv := fake(t, []llmtest.Turn{{Text: "Hello."}, {Text: "Bonjour."}})
-	if _, end := collect(t, w.Chat("main").Send(t.Context(), "Say hello.")); end.Outcome != agent.OutcomeAnswer {
-		t.Fatalf("turn end %+v", end)
+	_, first := collect(t, w.Chat("main").Send(t.Context(), "Say hello."))
+	if first.Outcome != agent.OutcomeAnswer {
+		t.Fatalf("turn end %+v", first)
+	}
+	// A TurnEnd's Seq ends a step (World.Fork's doc says so): the world
+	// as the turn left it, no turn under way.
+	after, err := w.Fork(t.Context(), first.Seq, "after")
+	if err != nil {
+		t.Fatalf("a fork at the TurnEnd's seq %d: %v", first.Seq, err)
+	}
+	if st, ok := after.Chat("main").State(); !ok || st.Turn != nil || st.LastRequestID != first.RequestID {
+		t.Errorf("the fork at the TurnEnd holds the chat %+v (%v); want its turn %d ended", st, ok, first.RequestID)
+	}
+	if err := after.Close(); err != nil {
+		t.Fatal(err)
 	}
 	// The step of the user's message: fork at the record before it.
 	var at uint64

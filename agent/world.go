@@ -204,8 +204,11 @@ func Open(ctx context.Context, manifest string, opts ...Option) (_ *World, err e
 // a Fork record names where they came from; at must end a step), and
 // opens it as Open would, with w's AIR and options followed by opts: give
 // it another model (WithModel: a cassette, say), other limits or
-// instructions. The fork lives in w's store and shares its blobs; close
-// it before w. To run it under other AIR, fork with world.Fork and Open
+// instructions. A TurnEnd's Seq ends a step: fork there to take the world
+// as that turn left it and go on with another message. Other events' Seq
+// may fall inside their step; the error then names the step ends around
+// it. The fork lives in w's store and shares its blobs; close it before
+// w. To run it under other AIR, fork with world.Fork and Open
 // it with WithStorage(w.Storage()) and WithWorld(name).
 //
 // A world that workers run (WithRemote) is forked with world.Fork on its
