@@ -215,6 +215,42 @@ func TestFuncDefinitionErrors(t *testing.T) {
 	}
 }
 
+// TestEmptyChatID: a chat with no id is refused at once, saying so; its
+// turn used to run in the world unseen while the stream waited for it.
+func TestEmptyChatID(t *testing.T) {
+	w, srv := fake(t, []llmtest.Turn{{Text: "unseen"}})
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	c := w.Chat("")
+	for name, seq := range map[string]func(func(agent.Event, error) bool){
+		"Send": c.Send(ctx, "hi"), "Compact": c.Compact(ctx), "Follow": c.Follow(ctx), "Decide": c.Decide(ctx, "call_x", agent.Decision{}),
+	} {
+		var errs []error
+		for e, err := range seq {
+			if err == nil {
+				t.Errorf("%s: event %T before the error", name, e)
+				continue
+			}
+			errs = append(errs, err)
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s of a chat with no id waited until the deadline", name)
+		}
+		if name == "Follow" || name == "Decide" {
+			continue // nothing under way, nothing waits
+		}
+		if len(errs) != 1 || !strings.Contains(errs[0].Error(), `World.Chat("main")`) {
+			t.Errorf("%s of a chat with no id: %v; want one error saying to name it", name, errs)
+		}
+	}
+	if _, _, err := c.Answer(ctx, "call_x", agent.Decision{}); err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Errorf("Answer: %v", err)
+	}
+	if n := srv.Served(); n != 0 {
+		t.Errorf("the model was asked %d times", n)
+	}
+}
+
 func TestStopOnCancel(t *testing.T) {
 	hold := make(chan struct{})
 	defer close(hold)

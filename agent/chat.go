@@ -137,7 +137,8 @@ func (tc ToolChoice) value() any {
 }
 
 // Chat returns the chat id of the world, with the settings the world was
-// opened with and opts.
+// opened with and opts. The id is any text but the empty one, which the
+// chat's methods refuse.
 func (w *World) Chat(id string, opts ...ChatOption) *Chat {
 	s := make(map[string]any, len(w.base)+2)
 	for k, v := range w.base {
@@ -213,6 +214,10 @@ func WithToolChoice(tc ToolChoice) SendOption {
 // ErrBusy is returned when a chat is sent a message while a turn of this
 // process is under way in it.
 var ErrBusy = errors.New("the chat has a turn under way")
+
+// errNoChatID is the error of a chat whose id is empty: the world keeps
+// such a chat's state under no key, where no turn of it can be followed.
+var errNoChatID = errors.New(`a chat's id is not empty: name the chat, as in World.Chat("main")`)
 
 // Send sends the user's message text and streams the turn it starts: the
 // model's text as it comes (TextDelta), the model calls (ModelCall), the
@@ -349,6 +354,10 @@ func (c *Chat) begin(send func(ctx context.Context, id uint64, settings map[stri
 // request id, and the turn's events are yielded until it ends.
 func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start func(ctx context.Context) (uint64, error)) {
 	w := c.w
+	if c.id == "" {
+		yield(nil, errNoChatID)
+		return
+	}
 	w.mu.Lock()
 	switch {
 	case w.closed:
@@ -1069,6 +1078,9 @@ func (c *Chat) Decide(ctx context.Context, callID string, d Decision) iter.Seq2[
 // wait is an error wrapping ErrNotWaiting. d.Always is not taken: it is
 // for an approver of this process.
 func (c *Chat) Answer(ctx context.Context, callID string, d Decision) (ApprovalRequested, journal.Head, error) {
+	if c.id == "" {
+		return ApprovalRequested{}, journal.Head{}, errNoChatID
+	}
 	for _, ar := range c.Pending(ctx) {
 		if ar.CallID != callID {
 			continue
