@@ -251,6 +251,34 @@ func TestEmptyChatID(t *testing.T) {
 	}
 }
 
+// TestToolNamesChecked: RequireApproval or AllowTools naming no tool (a
+// typo) fails the Send, before the model is asked: the tool meant would
+// otherwise run without approval, silently.
+func TestToolNamesChecked(t *testing.T) {
+	w, srv := fake(t, []llmtest.Turn{{Text: "unasked"}})
+	for _, tc := range []struct {
+		opt  agent.ChatOption
+		want string
+	}{
+		{agent.RequireApproval("workspace_write", "workspace_writ"), `RequireApproval names "workspace_writ"`},
+		{agent.AllowTools("*"), `AllowTools names "*"`},
+	} {
+		var errs []error
+		for _, err := range w.Chat("c", tc.opt).Send(t.Context(), "write") {
+			errs = append(errs, err)
+		}
+		if len(errs) != 1 || errs[0] == nil || !strings.Contains(errs[0].Error(), tc.want) || !strings.Contains(errs[0].Error(), "(bash, introspect_journal_head,") {
+			t.Errorf("Send: %v; want one error: %s, which is no tool (and the tools)", errs, tc.want)
+		}
+	}
+	if _, ok := w.Chat("c").State(); ok {
+		t.Error("the refused Send created the chat")
+	}
+	if n := srv.Served(); n != 0 {
+		t.Errorf("the model was asked %d times", n)
+	}
+}
+
 func TestStopOnCancel(t *testing.T) {
 	hold := make(chan struct{})
 	defer close(hold)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -41,7 +42,8 @@ type chatConfig struct {
 
 // AllowTools limits the tools the chat's model may call to those named
 // (it is still offered every tool; a call of another is refused with an
-// error it can act on). No names: every tool.
+// error it can act on). No names: every tool. A name that is no tool the
+// model is offered (World.Tools) fails the chat's next Send.
 func AllowTools(names ...string) ChatOption {
 	return func(c *chatConfig) {
 		if len(names) == 0 {
@@ -337,11 +339,39 @@ func (c *Chat) settingsChanged() (bool, error) {
 	return !schema.Equal(schema.FieldPath(v, "settings"), want), nil
 }
 
+// checkToolNames reports a tool that RequireApproval or AllowTools names
+// and the model is not offered: a misspelt name would leave the tool it
+// meant unguarded (or every tool refused), silently.
+func (c *Chat) checkToolNames() error {
+	offered := map[string]bool{}
+	for _, t := range c.w.kit.specs {
+		offered[t.Name] = true
+	}
+	for _, o := range []struct{ key, option string }{{"require_approval", "RequireApproval"}, {"tools_allow", "AllowTools"}} {
+		names, _ := c.settings[o.key].([]string)
+		for _, n := range names {
+			if offered[n] || n == "*" && o.key == "require_approval" {
+				continue
+			}
+			have := make([]string, 0, len(offered))
+			for name := range offered {
+				have = append(have, name)
+			}
+			slices.Sort(have)
+			return fmt.Errorf("%s names %q, which is no tool the model is offered (%s); name one of those", o.option, n, strings.Join(have, ", "))
+		}
+	}
+	return nil
+}
+
 // begin returns the start of a new turn: the chat is created if need be,
 // and send sends what starts the turn, given its request id and the
 // settings to send with it (if they changed).
 func (c *Chat) begin(send func(ctx context.Context, id uint64, settings map[string]any) error) func(context.Context) (uint64, error) {
 	return func(ctx context.Context) (uint64, error) {
+		if err := c.checkToolNames(); err != nil {
+			return 0, err
+		}
 		id, settings, err := c.start(ctx)
 		if err != nil {
 			return 0, err
@@ -1102,6 +1132,10 @@ func (c *Chat) Answer(ctx context.Context, callID string, d Decision) (ApprovalR
 // approval before they run ("*": every tool): the stream yields
 // ApprovalRequested, and an approver (WithApprover) or Chat.Decide
 // answers. The world keeps the call waiting, across restarts, until then.
+// Once any tool is named, every bash call waits too: a script can run
+// any tool as a command. A name that is no tool the model is offered
+// (World.Tools) fails the chat's next Send, rather than leave the tool
+// meant unguarded.
 func RequireApproval(tools ...string) ChatOption {
 	return func(c *chatConfig) {
 		if len(tools) == 0 {
