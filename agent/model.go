@@ -47,8 +47,8 @@ type Model struct {
 	cassetteLoose bool
 }
 
-// Cassette is the model that answers from a recorded session bundle (see
-// replay.Export) instead of a provider: the answers of its model calls,
+// Cassette is the model that answers from a recorded session bundle
+// (World.Export, demiurge export) instead of a provider: the answers of its model calls,
 // in order, with no network and no key. The tools still run for real. It
 // is how recorded sessions are replayed against new code and how the
 // offline demo runs. The calls are made under the name of the model the
