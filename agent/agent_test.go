@@ -279,6 +279,22 @@ func TestToolNamesChecked(t *testing.T) {
 	}
 }
 
+// TestUseModelEmpty: UseModel("") (a flag left empty) is the world's
+// model, not a chat whose every model call fails for want of a name.
+func TestUseModelEmpty(t *testing.T) {
+	w, srv := fake(t, []llmtest.Turn{{Text: "hi"}})
+	c := w.Chat("c", agent.UseModel(""))
+	if c.Model() != "gpt-test" {
+		t.Errorf("the chat's model is %q; want the world's, gpt-test", c.Model())
+	}
+	if _, end := collect(t, c.Send(t.Context(), "hello")); end.Outcome != agent.OutcomeAnswer {
+		t.Errorf("end %+v", end)
+	}
+	if reqs := srv.Requests(); len(reqs) != 1 || reqs[0].Model != "gpt-test" {
+		t.Errorf("requests %+v; want one to gpt-test", reqs)
+	}
+}
+
 func TestStopOnCancel(t *testing.T) {
 	hold := make(chan struct{})
 	defer close(hold)

@@ -57,9 +57,13 @@ func AllowTools(names ...string) ChatOption {
 // UseModel makes the chat talk to the model name, through the world's
 // provider (the same base URL and key): what demiurge knows of it (its
 // context window) goes into the chat's settings. The change reaches the
-// world with the chat's next message.
+// world with the chat's next message. An empty name is the world's model
+// (WithModel).
 func UseModel(name string) ChatOption {
 	return func(c *chatConfig) {
+		if name == "" {
+			name = c.w.model.name // the world's (a flag left empty, say)
+		}
 		c.s["model"] = name
 		m := c.w.resolveModel(name)
 		if c.w.module != demiurge.ModuleName {
