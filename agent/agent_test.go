@@ -196,6 +196,9 @@ func TestFuncDefinitionErrors(t *testing.T) {
 		{"schema not JSON", agent.Func("j", "x", func(ctx context.Context, in Ok) (string, error) { return "", nil },
 			agent.WithInputSchema(json.RawMessage(`not json`))), []string{"tool j: the input schema is not a JSON object"}},
 		{"nil function", agent.Func[Ok, string]("n", "x", nil), []string{"tool n: nil function"}},
+		{"schema beside the type", agent.Func("m", "x", func(ctx context.Context, in Ok) (string, error) { return "", nil },
+			agent.WithInputSchema(json.RawMessage(`{"type":"object","properties":{"unit":{"type":"string"},"temp":{"type":"number"}}}`))),
+			[]string{"tool m", `property "temp"`, "agent_test.Ok", "unit"}},
 		{"enum in the tag", agent.Func("e", "x", func(ctx context.Context, in In) (string, error) { return "", nil }),
 			[]string{"tool e", "enum", "WithInputSchema"}},
 	}

@@ -6,7 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"reflect"
 	"regexp"
+	"slices"
+	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -44,6 +48,9 @@ func Func[In, Out any](name, description string, fn func(ctx context.Context, in
 	if fn == nil {
 		t.err = fmt.Errorf("tool %s: nil function", name)
 	}
+	if t.schema != nil && t.err == nil {
+		t.err = fitsStruct[In](name, t.schema)
+	}
 	if t.schema == nil && t.err == nil {
 		s, err := jsonschema.For[In](nil)
 		if err != nil {
@@ -75,6 +82,31 @@ func Func[In, Out any](name, description string, fn func(ctx context.Context, in
 		return string(b), nil
 	}
 	return t.describe()
+}
+
+// fitsStruct reports a property of the given schema that a struct In has
+// no field for: the call's arguments would never decode into In.
+func fitsStruct[In any](name string, schema json.RawMessage) error {
+	var in In
+	if reflect.TypeOf(&in).Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	inferred, err := jsonschema.For[In](nil)
+	if err != nil {
+		return nil // a field the schema cannot describe: the given one does
+	}
+	var given struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(schema, &given) != nil {
+		return nil // check says it is not JSON
+	}
+	for _, p := range slices.Sorted(maps.Keys(given.Properties)) {
+		if _, ok := inferred.Properties[p]; !ok {
+			return fmt.Errorf("tool %s: the input schema (WithInputSchema) has the property %q, which the input type %T has no field for (its json tags name %s): a call with it would not decode", name, p, in, strings.Join(slices.Sorted(maps.Keys(inferred.Properties)), ", "))
+		}
+	}
+	return nil
 }
 
 // FromDef makes a tool of a command definition and its callback, the
