@@ -38,8 +38,9 @@ var toolName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]{0,63}$`)
 // recovered. Arguments that do not fit the schema never reach fn: the
 // chat refuses the call first, saying why.
 //
-// A mistake in the definition (a bad name, a type the schema cannot
-// describe) is reported by Open.
+// A mistake in the definition is reported by Open: a bad name, a nil
+// function, an input that is not a JSON object, a type the schema cannot
+// describe, a given schema with a property In has no field for.
 func Func[In, Out any](name, description string, fn func(ctx context.Context, in In) (Out, error), opts ...FuncOption) tools.Tool {
 	t := &funcTool{info: info{name: name, description: description}}
 	for _, o := range opts {
