@@ -811,3 +811,29 @@ func TestExport(t *testing.T) {
 		t.Errorf("the cassette of the export answered %+v\n%s", end, strings.Join(lines, "\n"))
 	}
 }
+
+// TestDirHeldOnce: WithDir's doc holds: a second Open of a store a World
+// holds fails saying so, and another world of that store opens through
+// the first one's Storage.
+func TestDirHeldOnce(t *testing.T) {
+	dir := t.TempDir()
+	model := agent.WithModel(agent.Model{Name: "gpt-test", APIKey: "sk-test"})
+	w, err := agent.Open(t.Context(), manifest, agent.WithDir(dir), model, env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if w2, err := agent.Open(t.Context(), manifest, agent.WithDir(dir), model, env()); err == nil {
+		w2.Close()
+		t.Fatal("a second Open of a held store succeeded")
+	} else if !strings.Contains(err.Error(), "locked") {
+		t.Errorf("a second Open of a held store: %v; want it to say the store is locked", err)
+	}
+	other, err := agent.Open(t.Context(), manifest, agent.WithStorage(w.Storage()), agent.WithWorld("other"), model, env())
+	if err != nil {
+		t.Fatalf("another world through the first one's Storage: %v", err)
+	}
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

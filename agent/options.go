@@ -51,8 +51,12 @@ func newConfig(opts []Option) *config {
 }
 
 // WithDir keeps the world in the store in directory dir (one bbolt file,
-// created if need be; see internal/store). Without WithDir or
-// WithStorage, the world lives in memory and is gone when it closes.
+// demiurge.db, created if need be). One World at a time holds a store:
+// Open of a store another World or process holds (a demiurge run) fails
+// after a second, saying so; open the store's other worlds with WithWorld
+// through one World's Storage (WithStorage), or close it first. Without
+// WithDir or WithStorage, the world lives in memory and is gone when it
+// closes.
 func WithDir(dir string) Option { return func(c *config) { c.dir = dir } }
 
 // WithStorage keeps the world in st (a PostgreSQL store, a memory store
