@@ -293,3 +293,26 @@ func TestPasswordNeverShown(t *testing.T) {
 		t.Errorf("Redact = %q", got)
 	}
 }
+
+// A URL whose password has special characters not percent-encoded does
+// not parse; the error says what to do and quotes no part of the
+// password (net/url's and pgx's errors quote the part that does not
+// parse).
+func TestUnparsedURLHidesPassword(t *testing.T) {
+	for _, tc := range []struct{ url, secret string }{
+		{"postgres://demiurge:p@ss:w/rd%secret@127.0.0.1:1/demiurge", "secret"},
+		{"postgres://demiurge:Qz9/ss@127.0.0.1:1/demiurge", "Qz9"},
+		{"postgresql://demiurge:Qz9#ss@127.0.0.1:1/demiurge", "Qz9"},
+		{"postgres://demiurge:pw%zzsecret@127.0.0.1:1/demiurge", "zzsecret"},
+	} {
+		s, err := pgstore.Open(t.Context(), tc.url, &pgstore.Options{ConnectTimeout: 2e9})
+		if err == nil {
+			s.Close()
+			t.Fatalf("Open(%s) succeeded", tc.url)
+		}
+		msg := err.Error()
+		if strings.Contains(msg, tc.secret) || !strings.Contains(msg, "percent-encode") {
+			t.Errorf("Open(%s): %v; want it to say to percent-encode, and not to show %q", tc.url, msg, tc.secret)
+		}
+	}
+}

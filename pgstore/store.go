@@ -133,6 +133,13 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Store, error) {
 		o.ConnectTimeout = DefaultConnectTimeout
 	}
 	name := Redact(rawURL)
+	if _, err := url.Parse(rawURL); err != nil && IsURL(rawURL) {
+		// Its error quotes the part that does not parse, which may be
+		// the password's (one with an @, /, : or % not percent-encoded),
+		// and the password cannot be found to hide it: say what to check
+		// without quoting any of it.
+		return nil, fmt.Errorf("pgstore: store URL %s does not parse as a URL: check its host and port, and percent-encode the special characters of its user name and password (@ as %%40, : as %%3A, / as %%2F, %% as %%25, # as %%23, ? as %%3F)", name)
+	}
 	secret := passwordOf(rawURL)
 	cfg, err := pgxpool.ParseConfig(rawURL)
 	if err != nil {
