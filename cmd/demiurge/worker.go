@@ -49,7 +49,7 @@ Stdio MCP servers of a manifest run in the worker's directory.`,
 		Args: wantArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if !store.IsURL(a.storeDir) {
-				return usagef("worker: --store must be a postgres:// URL (workers share worlds through a PostgreSQL database), got %q", a.storeDir)
+				return usagef("worker: --store must be a postgres:// URL (workers share worlds through a PostgreSQL database), got %q", a.storeName())
 			}
 			if f.maxWorlds <= 0 || f.lease <= 0 {
 				return usagef("worker: --max-worlds and --lease must be positive")
