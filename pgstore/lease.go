@@ -112,7 +112,11 @@ func (s *Store) Heartbeat(ctx context.Context, id string, ttl time.Duration) (Ce
 	var c Census
 	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO workers (id, seen) VALUES ($1, now()) ON CONFLICT (id) DO UPDATE SET seen = now()`, id)
-	b.Queue(`DELETE FROM workers WHERE seen < now() - 10 * $1 * interval '1 millisecond'`, ms(ttl))
+	// SKIP LOCKED: a row another heartbeat holds is that worker's, alive
+	// (it is recording itself); waiting for it would deadlock two
+	// workers back from an outage, each forgetting the other.
+	b.Queue(`DELETE FROM workers WHERE id IN (SELECT id FROM workers
+		WHERE seen < now() - 10 * $1 * interval '1 millisecond' FOR UPDATE SKIP LOCKED)`, ms(ttl))
 	b.Queue(`SELECT (SELECT count(*) FROM workers WHERE seen >= now() - $1 * interval '1 millisecond'), (SELECT count(*) FROM worlds)`,
 		ms(ttl)).QueryRow(func(row pgx.Row) error { return row.Scan(&c.Workers, &c.Worlds) })
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
