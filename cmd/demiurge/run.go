@@ -15,6 +15,7 @@ import (
 	"github.com/demiurge-dev/demiurge/agent/worldtools"
 	"github.com/demiurge-dev/demiurge/examples"
 	"github.com/demiurge-dev/demiurge/internal/store"
+	"github.com/demiurge-dev/demiurge/pgstore"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
 	"github.com/demiurge-dev/demiurge/tools"
 )
@@ -234,6 +235,7 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	where := agent.WithStorage(st)
 	if pg := s.Postgres(); pg != nil {
 		where = agent.WithRemote(pg) // a worker runs the world (demiurge worker)
+		defer watchWorker(ctx, a, pg, f.world, noWorkerAfter)()
 	}
 	w, err := agent.Open(ctx, f.manifest,
 		where, agent.WithWorld(f.world), agent.WithModel(m), agent.WithLogger(a.log),
@@ -363,4 +365,45 @@ func modelOf(provider, model, baseURL string, options []string, temperature stri
 		m.Options = append(m.Options, o)
 	}
 	return m, nil
+}
+
+// noWorkerAfter is how long run waits for a worker to hold its world
+// before it says that none does.
+const noWorkerAfter = 3 * time.Second
+
+// watchWorker says once, on stderr, that no worker holds world name of
+// the PostgreSQL store pg, if none does after d: a run's message waits in
+// the world's inbox until one takes it, which would otherwise look like
+// a hang. The returned func stops watching.
+func watchWorker(ctx context.Context, a *app, pg *pgstore.Store, name string, d time.Duration) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		worlds, err := pg.Worlds(ctx)
+		if err != nil {
+			return // the run itself reports what is wrong with the store
+		}
+		now, err := pg.Now(ctx)
+		if err != nil {
+			return
+		}
+		for _, wi := range worlds {
+			if wi.World == name && wi.Owner != "" && wi.Expires.After(now) {
+				return
+			}
+		}
+		fmt.Fprintf(a.err, "demiurge: no worker holds world %s of %s: the message waits in its inbox until one takes it (start one: demiurge worker --store …)\n", name, a.storeName())
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
