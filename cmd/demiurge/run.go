@@ -96,6 +96,13 @@ Everything is journaled in the store (--store) under world W (--world,
 default main), chat ID (--chat, default main). Running again with the same
 world continues the session; "demiurge replay" and "demiurge trace" show it.
 
+On a PostgreSQL store (--store postgres://…) the world runs on a worker
+(demiurge worker): each message goes to the world's inbox, and the turn is
+read from the journal as the worker runs it (run says so if no worker
+holds the world). The chat keeps the API (--llm) and the model (--model)
+that run names; the worker calls them at its own base URL with its own key
+(the worker's --base-url and $OPENAI_API_KEY; run needs none).
+
 The model is reached through the OpenAI Responses API (--llm
 openai-responses, the default) or Chat Completions (--llm openai-chat) at
 --base-url (default $OPENAI_BASE_URL, else https://api.openai.com/v1), with

@@ -286,3 +286,25 @@ func TestPostgresCassetteDemo(t *testing.T) {
 		t.Fatalf("workspace cat: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// run's and worker's help say who decides what about the model on a
+// PostgreSQL store: the chat keeps run's --llm and --model, the worker
+// brings the base URL and key. (A worker's --llm openai-chat did not
+// make a chat that run began with the default --llm use Chat
+// Completions, and nothing said so.)
+func TestHelpSaysWhoPicksTheModel(t *testing.T) {
+	for _, tc := range []struct {
+		cmd  string
+		want []string
+	}{
+		{"run", []string{"On a PostgreSQL store", "The chat keeps the API (--llm) and the model (--model)", "the worker's --base-url and $OPENAI_API_KEY"}},
+		{"worker", []string{"A chat's API and model are the ones its \"demiurge run\" named", "apply to a chat that names\nnone"}},
+	} {
+		r := mustRun(t, exitOK, "", tc.cmd, "--help")
+		for _, w := range tc.want {
+			if !strings.Contains(r.stdout, w) {
+				t.Errorf("%s --help does not say %q", tc.cmd, w)
+			}
+		}
+	}
+}
