@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -160,5 +162,68 @@ func TestWorkersRunWorlds(t *testing.T) {
 	}
 	if h, _ := s.Journal().Head(ctx, "w0"); h != head {
 		t.Errorf("a refused message moved the head from %v to %v", head, h)
+	}
+}
+
+// logBuffer is an io.Writer for a test's logs, safe for concurrent use.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A worker that cannot reach the database says so once (not at each of
+// its five heartbeats a lease), and says when it can again.
+func TestWorkerDownLogsOnce(t *testing.T) {
+	srv, err := pgtest.Start(&pgtest.Options{NoFsync: true})
+	if err != nil {
+		pgtest.Unavailable(t, err)
+	}
+	defer srv.Close()
+	s, err := pgstore.Open(t.Context(), srv.URL("postgres"), &pgstore.Options{ConnectTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var logs logBuffer
+	wk, err := cluster.New(cluster.Options{Store: s, Reducers: reducer.NewRegistry(), Open: benchOpen, ID: "A",
+		Lease: 500 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- wk.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // 20 heartbeats
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "heartbeat ok again") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	out := logs.String()
+	if n := strings.Count(out, "heartbeat failed"); n != 1 || !strings.Contains(out, "heartbeat ok again") {
+		t.Errorf("a 2s outage logged %d heartbeat failures (want 1) and then %v \"heartbeat ok again\" (want it):\n%s",
+			n, strings.Contains(out, "heartbeat ok again"), out)
 	}
 }
