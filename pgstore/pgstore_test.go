@@ -316,3 +316,24 @@ func TestUnparsedURLHidesPassword(t *testing.T) {
 		}
 	}
 }
+
+// A connection that fails says what to do about it.
+func TestConnectErrorsSayWhatToDo(t *testing.T) {
+	srv := pgtest.Shared(t)
+	good := srv.URL("postgres")
+	for _, tc := range []struct{ name, url, want string }{
+		{"wrong password", strings.Replace(good, srv.Password(), srv.Password()+"x", 1), "check the user name and password"},
+		{"unknown database", strings.Replace(good, "/postgres?", "/nosuchdb?", 1), "create the database"},
+		{"nobody listening", strings.Replace(good, fmt.Sprintf(":%d/", srv.Port()), ":1/", 1), "is the PostgreSQL server running"},
+	} {
+		s, err := pgstore.Open(t.Context(), tc.url, &pgstore.Options{ConnectTimeout: 2e9})
+		if err == nil {
+			s.Close()
+			t.Fatalf("%s: Open succeeded", tc.name)
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want it to say %q", tc.name, err, tc.want)
+		}
+		srv.Scrub(t, "the error", err.Error())
+	}
+}
