@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
+	"github.com/demiurge-dev/demiurge/agent"
 	"github.com/demiurge-dev/demiurge/internal/pgtest"
 	"github.com/demiurge-dev/demiurge/pgstore"
 )
@@ -307,4 +310,54 @@ func TestHelpSaysWhoPicksTheModel(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Two clients that send a chat a message at the same time on a
+// PostgreSQL store: the one whose view of the chat was stale picked the
+// request id the other's message took, and the world ignored its message
+// as a retry; it then showed the other's turn as the answer to its own.
+// Now it says its message was not taken.
+func TestPostgresConcurrentMessages(t *testing.T) {
+	srv := pgtest.Shared(t)
+	url := pgtest.URL(t)
+	model := llmtest.NewServerFunc(func(r llmtest.Request) llmtest.Turn { return llmtest.Turn{Text: "an answer"} })
+	defer model.Close()
+	startWorker(t, url, []string{"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL=" + model.URL})
+	ps, err := pgstore.Open(t.Context(), url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	manifest := filepath.Join("..", "..", "examples", "demiurge")
+	open := func() *agent.World {
+		w, err := agent.Open(ctx, manifest, agent.WithRemote(ps), agent.WithModel(agent.Model{Name: "gpt-test"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = w.Close() })
+		return w
+	}
+	a, b := open(), open() // b's view of the chat: as it was before a's message
+	send := func(w *agent.World, text string) (string, error) {
+		var answer string
+		for ev, err := range w.Chat("main").Send(ctx, text) {
+			if err != nil {
+				return answer, err
+			}
+			if m, ok := ev.(agent.Message); ok && m.Role == "assistant" {
+				answer += m.Text
+			}
+		}
+		return answer, nil
+	}
+	if got, err := send(a, "from a"); err != nil || got != "an answer" {
+		t.Fatalf("a's message: %q, %v", got, err)
+	}
+	got, err := send(b, "from b")
+	if !errors.Is(err, agent.ErrRequestTaken) {
+		t.Errorf("b's message, sent with a's request id: answer %q, error %v; want ErrRequestTaken", got, err)
+	}
+	srv.Scrub(t, "the error", fmt.Sprint(err))
 }
