@@ -124,8 +124,14 @@ func TestPostgresRunWithoutWorker(t *testing.T) {
 	r := startDemiurge(t, "run", nil, []string{storeEnv + "="}, "--store", pg, "run", manifest,
 		"--llm", "cassette:"+demo, "-m", "Write a hello note and show it to me.")
 	r.expect(true, `no worker holds world main of .*: the message waits in its inbox until one takes it \(start one: demiurge worker`)
+	if w := mustRun(t, 0, "", "--store", pg, "worlds"); !strings.Contains(w.stdout, "\n  no worker holds it") {
+		t.Errorf("worlds before a worker started does not say that none holds world main:\n%s", w.stdout)
+	}
 	startWorker(t, pg, nil, "--llm", "cassette:"+demo)
 	r.expect(false, `I wrote notes/hello.md`)
+	if w := mustRun(t, 0, "", "--store", pg, "worlds"); !strings.Contains(w.stdout, "\n  on worker ") {
+		t.Errorf("worlds does not say which worker holds world main:\n%s", w.stdout)
+	}
 	if code := r.wait(); code != 0 {
 		t.Errorf("run: exit %d once a worker took the world; want 0\nstderr:\n%s", code, r.stderr())
 	}
