@@ -227,3 +227,30 @@ func TestWorkerDownLogsOnce(t *testing.T) {
 			n, strings.Contains(out, "heartbeat ok again"), out)
 	}
 }
+
+// A second worker under the ID of a live one refuses to run.
+func TestWorkerIDInUse(t *testing.T) {
+	s := openStore(t, pgtest.URL(t))
+	startWorker(t, s, "A", time.Minute)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, ok, err := s.WorkerSeen(t.Context(), "A"); err != nil {
+			t.Fatal(err)
+		} else if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("worker A never reported itself alive")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	wk, err := cluster.New(cluster.Options{Store: s, Reducers: reducer.NewRegistry(), Open: benchOpen, ID: "A", Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := wk.Run(ctx); !errors.Is(err, cluster.ErrIDInUse) || !strings.Contains(err.Error(), "its own ID") {
+		t.Errorf("a second worker A: Run = %v; want ErrIDInUse saying to give each worker its own ID", err)
+	}
+}

@@ -138,6 +138,10 @@ func New(opts Options) (*Worker, error) {
 	return &Worker{opts: opts, id: opts.ID, log: opts.Logger.With("worker", opts.ID), held: map[string]*held{}}, nil
 }
 
+// ErrIDInUse is returned (wrapped) by Run when a live worker has the
+// worker's ID.
+var ErrIDInUse = errors.New("cluster: worker ID in use")
+
 // NewID returns a worker id: the host name, the process id and random
 // bits, so that a restarted worker is a new owner.
 func NewID() string {
@@ -166,6 +170,13 @@ func (wk *Worker) Worlds() []string {
 // nil after a clean stop; a worker that cannot reach the database keeps
 // trying (its worlds stop when their leases run out).
 func (wk *Worker) Run(ctx context.Context) error {
+	// Two live workers under one ID would count as one, and show as one
+	// in the leases: refuse to be the second. (Fencing does not depend on
+	// it: every lease taken has a new token.)
+	if ago, ok, err := wk.opts.Store.WorkerSeen(ctx, wk.id); err == nil && ok && ago < wk.opts.Lease {
+		return fmt.Errorf("%w: worker %s reported itself alive %s ago: give each worker its own ID (demiurge worker --id), or if it just died, start again in %s",
+			ErrIDInUse, wk.id, ago.Round(time.Millisecond), (wk.opts.Lease - ago).Round(time.Millisecond))
+	}
 	wake := make(chan string, 256)
 	var bg sync.WaitGroup
 	lctx, stopListen := context.WithCancel(ctx)

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -123,6 +124,25 @@ func (s *Store) Heartbeat(ctx context.Context, id string, ttl time.Duration) (Ce
 		return Census{}, s.wrap(fmt.Errorf("pgstore: heartbeat: %w", err))
 	}
 	return c, nil
+}
+
+// WorkerSeen returns how long ago, by the server's clock, worker id last
+// reported itself alive (Heartbeat); false if no worker id is known (it
+// never ran, retired, or was forgotten).
+func (s *Store) WorkerSeen(ctx context.Context, id string) (time.Duration, bool, error) {
+	if !s.enter() {
+		return 0, false, journal.ErrClosed
+	}
+	defer s.users.Done()
+	var ms float64
+	err := s.pool.QueryRow(ctx, `SELECT extract(epoch FROM now() - seen) * 1000 FROM workers WHERE id = $1`, id).Scan(&ms)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, s.wrap(fmt.Errorf("pgstore: worker %s: %w", id, err))
+	}
+	return time.Duration(ms * float64(time.Millisecond)), true, nil
 }
 
 // Retire forgets worker id (it stops), so that the others count it out at
