@@ -254,3 +254,65 @@ func TestWorkerIDInUse(t *testing.T) {
 		t.Errorf("a second worker A: Run = %v; want ErrIDInUse saying to give each worker its own ID", err)
 	}
 }
+
+// A client rides out a database restart: its reads fail while the server
+// is down, and it goes on once the server is back, up to
+// RemoteOptions.Outage; after that a read fails, saying for how long the
+// database was unreachable. (run and send ended at the first failed read
+// after the server went away, while the world's worker went on.)
+func TestRemoteRidesOutRestart(t *testing.T) {
+	srv, err := pgtest.Start(&pgtest.Options{NoFsync: true})
+	if err != nil {
+		pgtest.Unavailable(t, err)
+	}
+	defer srv.Close()
+	url, err := srv.NewDatabase(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := openStore(t, url)
+	cat := loadBench(t)
+	startWorker(t, s, "A", time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	attach := func(outage time.Duration) *cluster.Remote {
+		r, err := cluster.Attach(ctx, cluster.RemoteOptions{Store: s, Name: "w", Catalog: cat, Reducers: reducer.NewRegistry(), Outage: outage})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	patient, brief := attach(time.Minute), attach(300*time.Millisecond)
+	send := func(n int) {
+		t.Helper()
+		if _, err := patient.SendJSON(ctx, "bench/Start@1", fmt.Appendf(nil, `{"n": %d}`, n)); err != nil {
+			t.Fatal(err)
+		}
+		if err := patient.WaitIdle(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(1)
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	var briefErr error
+	for start := time.Now(); time.Since(start) < time.Second; time.Sleep(50 * time.Millisecond) {
+		if err := patient.Sync(ctx); err != nil {
+			t.Fatalf("a read while the database is down, within the outage allowed: %v", err)
+		}
+		if briefErr == nil {
+			briefErr = brief.Sync(ctx)
+		}
+	}
+	if briefErr == nil || !strings.Contains(briefErr.Error(), "unreachable for") {
+		t.Errorf("a read after the outage allowed: %v; want an error saying for how long the database was unreachable", briefErr)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	send(2)
+	if n := planEnds(t, s, "w"); n != 2 {
+		t.Errorf("world w: %d workflows ended; want 2", n)
+	}
+}
