@@ -375,13 +375,16 @@ func modelOf(provider, model, baseURL string, options []string, temperature stri
 }
 
 // noWorkerAfter is how long run waits for a worker to hold its world
-// before it says that none does.
+// before it says that none does, and how often it looks again.
 const noWorkerAfter = 3 * time.Second
 
-// watchWorker says once, on stderr, that no worker holds world name of
-// the PostgreSQL store pg, if none does after d: a run's message waits in
-// the world's inbox until one takes it, which would otherwise look like
-// a hang. The returned func stops watching.
+// watchWorker says on stderr when no worker holds world name of the
+// PostgreSQL store pg, looking every d (first after d): a run's message
+// waits in the world's inbox until one takes it, which would otherwise
+// look like a hang (no worker started yet, or the only one died). Once a
+// worker takes the world again (looking every d/10 meanwhile), it says
+// which. The returned func stops
+// watching.
 func watchWorker(ctx context.Context, a *app, pg *pgstore.Store, name string, d time.Duration) func() {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -389,28 +392,51 @@ func watchWorker(ctx context.Context, a *app, pg *pgstore.Store, name string, d 
 		defer close(done)
 		t := time.NewTimer(d)
 		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		worlds, err := pg.Worlds(ctx)
-		if err != nil {
-			return // the run itself reports what is wrong with the store
-		}
-		now, err := pg.Now(ctx)
-		if err != nil {
-			return
-		}
-		for _, wi := range worlds {
-			if wi.World == name && wi.Owner != "" && wi.Expires.After(now) {
+		said := false // that no worker holds the world
+		for {
+			select {
+			case <-ctx.Done():
 				return
+			case <-t.C:
+			}
+			owner, ok := holder(ctx, pg, name)
+			switch {
+			case !ok: // the run itself reports what is wrong with the store
+			case owner == "" && !said:
+				said = true
+				fmt.Fprintf(a.err, "demiurge: no worker holds world %s of %s: the message waits in its inbox until one takes it (start one: demiurge worker --store …)\n", name, a.storeName())
+			case owner != "" && said:
+				said = false
+				fmt.Fprintf(a.err, "demiurge: worker %s took world %s\n", owner, name)
+			}
+			if said { // look more often for the worker that takes it
+				t.Reset(d / 10)
+			} else {
+				t.Reset(d)
 			}
 		}
-		fmt.Fprintf(a.err, "demiurge: no worker holds world %s of %s: the message waits in its inbox until one takes it (start one: demiurge worker --store …)\n", name, a.storeName())
 	}()
 	return func() {
 		cancel()
 		<-done
 	}
+}
+
+// holder returns the worker whose lease on world name is live, "" if
+// none, and false if the store could not say.
+func holder(ctx context.Context, pg *pgstore.Store, name string) (string, bool) {
+	worlds, err := pg.Worlds(ctx)
+	if err != nil {
+		return "", false
+	}
+	now, err := pg.Now(ctx)
+	if err != nil {
+		return "", false
+	}
+	for _, wi := range worlds {
+		if wi.World == name && wi.Owner != "" && wi.Expires.After(now) {
+			return wi.Owner, true
+		}
+	}
+	return "", true
 }

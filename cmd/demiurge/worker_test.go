@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -360,4 +361,46 @@ func TestPostgresConcurrentMessages(t *testing.T) {
 		t.Errorf("b's message, sent with a's request id: answer %q, error %v; want ErrRequestTaken", got, err)
 	}
 	srv.Scrub(t, "the error", fmt.Sprint(err))
+}
+
+// run says when the only worker of its world died mid-turn (the turn
+// waits for another), and which worker took the world over.
+func TestPostgresRunWorkerDies(t *testing.T) {
+	srv := pgtest.Shared(t)
+	url := pgtest.URL(t)
+	var calls atomic.Int32
+	release := make(chan struct{})
+	model := llmtest.NewServerFunc(func(r llmtest.Request) llmtest.Turn {
+		wait := 2 * time.Second // for run to see the second worker take the world
+		if calls.Add(1) == 1 {
+			wait = time.Minute // the first worker dies meanwhile
+		}
+		select {
+		case <-release:
+		case <-time.After(wait):
+		}
+		return llmtest.Turn{Text: "an answer"}
+	})
+	defer model.Close()
+	defer close(release)
+	env := []string{"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL=" + model.URL}
+	first := startWorker(t, url, env)
+	manifest := filepath.Join("..", "..", "examples", "demiurge")
+	r := startDemiurge(t, "run", nil, []string{storeEnv + "="}, "--store", url, "run", manifest, "--model", "gpt-test", "-m", "hello")
+	for deadline := time.Now().Add(20 * time.Second); calls.Load() == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the worker never called the model")
+		}
+	}
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	r.expect(true, `no worker holds world main of .*: the message waits in its inbox`)
+	startWorker(t, url, env)
+	r.expect(true, `demiurge: worker \S+ took world main`)
+	r.expect(false, `an answer`)
+	if code := r.wait(); code != 0 {
+		t.Errorf("run: exit %d; want 0\nstderr:\n%s", code, r.stderr())
+	}
+	srv.Scrub(t, "stderr", r.stderr())
 }
