@@ -257,9 +257,37 @@ func (c *Chat) Send(ctx context.Context, text string, opts ...SendOption) iter.S
 			for _, o := range opts {
 				o(user)
 			}
-			return c.send(ctx, "User", user)
+			if err := c.send(ctx, "User", user); err != nil {
+				return err
+			}
+			return c.checkTaken(id, ref)
 		}))
 	}
+}
+
+// ErrRequestTaken is returned (wrapped) by Send when another client (a
+// run beside this one on a PostgreSQL store) sent the chat a message
+// with the same request id first: the chat took that one, and this one
+// was not taken.
+var ErrRequestTaken = errors.New("another message took its place")
+
+// checkTaken returns an error wrapping ErrRequestTaken if the chat's
+// message of request id, as the world now holds it, is not ref: the
+// world took another client's message for id and ignored this one (as a
+// retry). Not to be confused with an answer to it, the turn is not
+// followed.
+func (c *Chat) checkTaken(id uint64, ref cas.Ref) error {
+	st, ok := c.State()
+	if !ok {
+		return nil
+	}
+	for _, e := range st.Entries {
+		if e.RequestID == id && e.Kind == demiurge.EntryUser && e.Ref != nil && *e.Ref != ref {
+			return fmt.Errorf("message not taken: %w (request %d of chat %s went to another client's message, sent at the same time; send this one again)",
+				ErrRequestTaken, id, c.id)
+		}
+	}
+	return nil
 }
 
 // Compact asks the chat to summarize the oldest part of its transcript now

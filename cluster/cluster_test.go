@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -160,5 +162,157 @@ func TestWorkersRunWorlds(t *testing.T) {
 	}
 	if h, _ := s.Journal().Head(ctx, "w0"); h != head {
 		t.Errorf("a refused message moved the head from %v to %v", head, h)
+	}
+}
+
+// logBuffer is an io.Writer for a test's logs, safe for concurrent use.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A worker that cannot reach the database says so once (not at each of
+// its five heartbeats a lease), and says when it can again.
+func TestWorkerDownLogsOnce(t *testing.T) {
+	srv, err := pgtest.Start(&pgtest.Options{NoFsync: true})
+	if err != nil {
+		pgtest.Unavailable(t, err)
+	}
+	defer srv.Close()
+	s, err := pgstore.Open(t.Context(), srv.URL("postgres"), &pgstore.Options{ConnectTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var logs logBuffer
+	wk, err := cluster.New(cluster.Options{Store: s, Reducers: reducer.NewRegistry(), Open: benchOpen, ID: "A",
+		Lease: 500 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- wk.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // 20 heartbeats
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "heartbeat ok again") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	out := logs.String()
+	if n := strings.Count(out, "heartbeat failed"); n != 1 || !strings.Contains(out, "heartbeat ok again") {
+		t.Errorf("a 2s outage logged %d heartbeat failures (want 1) and then %v \"heartbeat ok again\" (want it):\n%s",
+			n, strings.Contains(out, "heartbeat ok again"), out)
+	}
+}
+
+// A second worker under the ID of a live one refuses to run.
+func TestWorkerIDInUse(t *testing.T) {
+	s := openStore(t, pgtest.URL(t))
+	startWorker(t, s, "A", time.Minute)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, ok, err := s.WorkerSeen(t.Context(), "A"); err != nil {
+			t.Fatal(err)
+		} else if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("worker A never reported itself alive")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	wk, err := cluster.New(cluster.Options{Store: s, Reducers: reducer.NewRegistry(), Open: benchOpen, ID: "A", Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := wk.Run(ctx); !errors.Is(err, cluster.ErrIDInUse) || !strings.Contains(err.Error(), "its own ID") {
+		t.Errorf("a second worker A: Run = %v; want ErrIDInUse saying to give each worker its own ID", err)
+	}
+}
+
+// A client rides out a database restart: its reads fail while the server
+// is down, and it goes on once the server is back, up to
+// RemoteOptions.Outage; after that a read fails, saying for how long the
+// database was unreachable. (run and send ended at the first failed read
+// after the server went away, while the world's worker went on.)
+func TestRemoteRidesOutRestart(t *testing.T) {
+	srv, err := pgtest.Start(&pgtest.Options{NoFsync: true})
+	if err != nil {
+		pgtest.Unavailable(t, err)
+	}
+	defer srv.Close()
+	url, err := srv.NewDatabase(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := openStore(t, url)
+	cat := loadBench(t)
+	startWorker(t, s, "A", time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	attach := func(outage time.Duration) *cluster.Remote {
+		r, err := cluster.Attach(ctx, cluster.RemoteOptions{Store: s, Name: "w", Catalog: cat, Reducers: reducer.NewRegistry(), Outage: outage})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	patient, brief := attach(time.Minute), attach(300*time.Millisecond)
+	send := func(n int) {
+		t.Helper()
+		if _, err := patient.SendJSON(ctx, "bench/Start@1", fmt.Appendf(nil, `{"n": %d}`, n)); err != nil {
+			t.Fatal(err)
+		}
+		if err := patient.WaitIdle(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(1)
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	var briefErr error
+	for start := time.Now(); time.Since(start) < time.Second; time.Sleep(50 * time.Millisecond) {
+		if err := patient.Sync(ctx); err != nil {
+			t.Fatalf("a read while the database is down, within the outage allowed: %v", err)
+		}
+		if briefErr == nil {
+			briefErr = brief.Sync(ctx)
+		}
+	}
+	if briefErr == nil || !strings.Contains(briefErr.Error(), "unreachable for") {
+		t.Errorf("a read after the outage allowed: %v; want an error saying for how long the database was unreachable", briefErr)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	send(2)
+	if n := planEnds(t, s, "w"); n != 2 {
+		t.Errorf("world w: %d workflows ended; want 2", n)
 	}
 }

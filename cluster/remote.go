@@ -4,8 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/journal"
@@ -38,7 +43,15 @@ type RemoteOptions struct {
 	// Follow is how often the journal is read while waiting; 0 means
 	// DefaultFollow.
 	Follow time.Duration
+	// Outage is how long the database may be unreachable (restarting,
+	// say) before reads fail: until then a failed read is retried at the
+	// next. 0 means DefaultOutage.
+	Outage time.Duration
 }
+
+// DefaultOutage is how long a Remote rides out a database it cannot
+// reach.
+const DefaultOutage = 30 * time.Second
 
 // Remote is a world run by a worker (wherever it runs), as a client sees
 // it: messages go to its inbox, and what they caused is read from its
@@ -54,6 +67,7 @@ type Remote struct {
 	states  map[string]stateEntry // cells changed since base, by reducer and key
 	posted  map[int64]bool        // messages posted and not yet journaled
 	taken   uint64                // the highest seq a posted message became
+	down    time.Time             // when reads began to fail; zero if they do not
 }
 
 type stateEntry struct {
@@ -73,6 +87,9 @@ func Attach(ctx context.Context, opts RemoteOptions) (*Remote, error) {
 	}
 	if opts.Follow <= 0 {
 		opts.Follow = DefaultFollow
+	}
+	if opts.Outage <= 0 {
+		opts.Outage = DefaultOutage
 	}
 	st := opts.Store
 	var blobs [][]byte
@@ -137,8 +154,16 @@ func (r *Remote) SendJSON(ctx context.Context, schemaName string, js []byte) (jo
 	for {
 		m, err := r.opts.Store.Message(ctx, id)
 		if err != nil {
-			return journal.Head{}, err
+			if err := r.outage(err); err != nil {
+				return journal.Head{}, err
+			}
+			sleep(ctx, r.opts.Follow)
+			if err := ctx.Err(); err != nil {
+				return journal.Head{}, err
+			}
+			continue
 		}
+		r.up()
 		if m.Error != "" {
 			r.mu.Lock()
 			delete(r.posted, id)
@@ -215,8 +240,9 @@ func (r *Remote) Sync(ctx context.Context) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("cluster: follow world %s: %w", r.opts.Name, err)
+		return r.outage(fmt.Errorf("cluster: follow world %s: %w", r.opts.Name, err))
 	}
+	r.up()
 	if len(recs) == 0 {
 		return nil
 	}
@@ -308,4 +334,45 @@ func (r *Remote) State(module string, key schema.Value) (schema.Value, cas.Ref, 
 		return e.val, e.ref, e.ref.Valid()
 	}
 	return r.base.State(module, key)
+}
+
+// outage returns nil for a failed read that is worth retrying (the
+// database is unreachable) while the outage is younger than
+// RemoteOptions.Outage, and err otherwise.
+func (r *Remote) outage(err error) error {
+	if !unreachable(err) {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.down.IsZero() {
+		r.down = time.Now()
+	}
+	if since := time.Since(r.down); since >= r.opts.Outage {
+		return fmt.Errorf("%w (the database has been unreachable for %s)", err, since.Round(time.Second))
+	}
+	return nil
+}
+
+// up notes a read that succeeded: the outage, if any, is over.
+func (r *Remote) up() {
+	r.mu.Lock()
+	r.down = time.Time{}
+	r.mu.Unlock()
+}
+
+// unreachable reports whether err says that the database could not be
+// reached or went away (a connection refused or lost, a server shutting
+// down or starting), rather than that it refused the query.
+func unreachable(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		// Class 08: connection exception; 57P01-57P03: admin or crash
+		// shutdown, cannot connect now.
+		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57P")
+	}
+	var connErr *pgconn.ConnectError
+	var netErr net.Error
+	return errors.As(err, &connErr) || errors.As(err, &netErr) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || pgconn.SafeToRetry(err)
 }

@@ -92,7 +92,22 @@ type Worker struct {
 
 	mu   sync.Mutex
 	held map[string]*held
+
+	// down is how the database has failed the heartbeats since the last
+	// one that succeeded (Run's goroutine only): a worker retries five
+	// times a lease, and says so once, then every downEvery.
+	down downState
 }
+
+// downState is how the database has failed a worker's heartbeats.
+type downState struct {
+	fails        int       // in a row
+	since, noted time.Time // the first failure; the last one logged
+}
+
+// downEvery is how often a worker that cannot reach the database says
+// so again.
+const downEvery = 10 * time.Second
 
 // New returns a worker; Run runs it.
 func New(opts Options) (*Worker, error) {
@@ -123,6 +138,10 @@ func New(opts Options) (*Worker, error) {
 	return &Worker{opts: opts, id: opts.ID, log: opts.Logger.With("worker", opts.ID), held: map[string]*held{}}, nil
 }
 
+// ErrIDInUse is returned (wrapped) by Run when a live worker has the
+// worker's ID.
+var ErrIDInUse = errors.New("cluster: worker ID in use")
+
 // NewID returns a worker id: the host name, the process id and random
 // bits, so that a restarted worker is a new owner.
 func NewID() string {
@@ -151,6 +170,13 @@ func (wk *Worker) Worlds() []string {
 // nil after a clean stop; a worker that cannot reach the database keeps
 // trying (its worlds stop when their leases run out).
 func (wk *Worker) Run(ctx context.Context) error {
+	// Two live workers under one ID would count as one, and show as one
+	// in the leases: refuse to be the second. (Fencing does not depend on
+	// it: every lease taken has a new token.)
+	if ago, ok, err := wk.opts.Store.WorkerSeen(ctx, wk.id); err == nil && ok && ago < wk.opts.Lease {
+		return fmt.Errorf("%w: worker %s reported itself alive %s ago: give each worker its own ID (demiurge worker --id), or if it just died, start again in %s",
+			ErrIDInUse, wk.id, ago.Round(time.Millisecond), (wk.opts.Lease - ago).Round(time.Millisecond))
+	}
 	wake := make(chan string, 256)
 	var bg sync.WaitGroup
 	lctx, stopListen := context.WithCancel(ctx)
@@ -243,10 +269,24 @@ func sleep(ctx context.Context, d time.Duration) {
 func (wk *Worker) acquire(ctx context.Context) {
 	census, err := wk.opts.Store.Heartbeat(ctx, wk.id, wk.opts.Lease)
 	if err != nil {
-		if ctx.Err() == nil {
-			wk.log.Warn("heartbeat", "err", err)
+		if ctx.Err() != nil {
+			return
+		}
+		d := &wk.down
+		now := time.Now()
+		if d.fails == 0 {
+			d.since = now
+		}
+		d.fails++
+		if d.fails == 1 || now.Sub(d.noted) >= downEvery {
+			d.noted = now
+			wk.log.Warn("heartbeat failed: retrying", "failures", d.fails, "since", d.since.Format(time.RFC3339), "err", err)
 		}
 		return
+	}
+	if d := &wk.down; d.fails > 0 {
+		wk.log.Info("heartbeat ok again", "failures", d.fails, "down_for", time.Since(d.since).Round(time.Millisecond))
+		*d = downState{}
 	}
 	share := min((census.Worlds+census.Workers-1)/max(census.Workers, 1), wk.opts.MaxWorlds)
 	wk.mu.Lock()

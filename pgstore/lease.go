@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -112,13 +113,36 @@ func (s *Store) Heartbeat(ctx context.Context, id string, ttl time.Duration) (Ce
 	var c Census
 	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO workers (id, seen) VALUES ($1, now()) ON CONFLICT (id) DO UPDATE SET seen = now()`, id)
-	b.Queue(`DELETE FROM workers WHERE seen < now() - 10 * $1 * interval '1 millisecond'`, ms(ttl))
+	// SKIP LOCKED: a row another heartbeat holds is that worker's, alive
+	// (it is recording itself); waiting for it would deadlock two
+	// workers back from an outage, each forgetting the other.
+	b.Queue(`DELETE FROM workers WHERE id IN (SELECT id FROM workers
+		WHERE seen < now() - 10 * $1 * interval '1 millisecond' FOR UPDATE SKIP LOCKED)`, ms(ttl))
 	b.Queue(`SELECT (SELECT count(*) FROM workers WHERE seen >= now() - $1 * interval '1 millisecond'), (SELECT count(*) FROM worlds)`,
 		ms(ttl)).QueryRow(func(row pgx.Row) error { return row.Scan(&c.Workers, &c.Worlds) })
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return Census{}, s.wrap(fmt.Errorf("pgstore: heartbeat: %w", err))
 	}
 	return c, nil
+}
+
+// WorkerSeen returns how long ago, by the server's clock, worker id last
+// reported itself alive (Heartbeat); false if no worker id is known (it
+// never ran, retired, or was forgotten).
+func (s *Store) WorkerSeen(ctx context.Context, id string) (time.Duration, bool, error) {
+	if !s.enter() {
+		return 0, false, journal.ErrClosed
+	}
+	defer s.users.Done()
+	var ms float64
+	err := s.pool.QueryRow(ctx, `SELECT extract(epoch FROM now() - seen) * 1000 FROM workers WHERE id = $1`, id).Scan(&ms)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, s.wrap(fmt.Errorf("pgstore: worker %s: %w", id, err))
+	}
+	return time.Duration(ms * float64(time.Millisecond)), true, nil
 }
 
 // Retire forgets worker id (it stops), so that the others count it out at

@@ -1,6 +1,8 @@
 package pgstore_test
 
 import (
+	"context"
+
 	"errors"
 	"fmt"
 	"sync"
@@ -10,6 +12,7 @@ import (
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/pgstore"
+	"github.com/jackc/pgx/v5"
 )
 
 // A commit under a lease that changed hands writes nothing; concurrent
@@ -160,5 +163,43 @@ func TestInbox(t *testing.T) {
 	}
 	if _, err := s.Message(ctx, 12345); !errors.Is(err, pgstore.ErrNoMessage) {
 		t.Fatalf("Message of an unknown id: %v", err)
+	}
+}
+
+// A heartbeat forgets the workers not seen for long without waiting for
+// a row another transaction holds: two workers back from an outage, each
+// forgetting the other in the transaction that records itself, deadlocked
+// (SQLSTATE 40P01, logged as a failed heartbeat).
+func TestHeartbeatSkipsLockedWorkers(t *testing.T) {
+	s, u := open(t)
+	ctx := t.Context()
+	if _, err := s.Heartbeat(ctx, "a", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `INSERT INTO workers (id, seen) VALUES ('a', now() - interval '1 hour'), ('b', now() - interval '1 hour')
+		ON CONFLICT (id) DO UPDATE SET seen = EXCLUDED.seen`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := conn.Begin(ctx) // worker b, recording itself: it holds its row
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `UPDATE workers SET seen = now() WHERE id = 'b'`); err != nil {
+		t.Fatal(err)
+	}
+	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	c, err := s.Heartbeat(hctx, "a", time.Second)
+	if err != nil {
+		t.Fatalf("heartbeat of a while b's row is held: %v; want it to skip b's row", err)
+	}
+	if c.Workers != 1 {
+		t.Errorf("census %+v; want 1 worker seen (a; b's update is not committed)", c)
 	}
 }

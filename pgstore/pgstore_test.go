@@ -293,3 +293,47 @@ func TestPasswordNeverShown(t *testing.T) {
 		t.Errorf("Redact = %q", got)
 	}
 }
+
+// A URL whose password has special characters not percent-encoded does
+// not parse; the error says what to do and quotes no part of the
+// password (net/url's and pgx's errors quote the part that does not
+// parse).
+func TestUnparsedURLHidesPassword(t *testing.T) {
+	for _, tc := range []struct{ url, secret string }{
+		{"postgres://demiurge:p@ss:w/rd%secret@127.0.0.1:1/demiurge", "secret"},
+		{"postgres://demiurge:Qz9/ss@127.0.0.1:1/demiurge", "Qz9"},
+		{"postgresql://demiurge:Qz9#ss@127.0.0.1:1/demiurge", "Qz9"},
+		{"postgres://demiurge:pw%zzsecret@127.0.0.1:1/demiurge", "zzsecret"},
+	} {
+		s, err := pgstore.Open(t.Context(), tc.url, &pgstore.Options{ConnectTimeout: 2e9})
+		if err == nil {
+			s.Close()
+			t.Fatalf("Open(%s) succeeded", tc.url)
+		}
+		msg := err.Error()
+		if strings.Contains(msg, tc.secret) || !strings.Contains(msg, "percent-encode") {
+			t.Errorf("Open(%s): %v; want it to say to percent-encode, and not to show %q", tc.url, msg, tc.secret)
+		}
+	}
+}
+
+// A connection that fails says what to do about it.
+func TestConnectErrorsSayWhatToDo(t *testing.T) {
+	srv := pgtest.Shared(t)
+	good := srv.URL("postgres")
+	for _, tc := range []struct{ name, url, want string }{
+		{"wrong password", strings.Replace(good, srv.Password(), srv.Password()+"x", 1), "check the user name and password"},
+		{"unknown database", strings.Replace(good, "/postgres?", "/nosuchdb?", 1), "create the database"},
+		{"nobody listening", strings.Replace(good, fmt.Sprintf(":%d/", srv.Port()), ":1/", 1), "is the PostgreSQL server running"},
+	} {
+		s, err := pgstore.Open(t.Context(), tc.url, &pgstore.Options{ConnectTimeout: 2e9})
+		if err == nil {
+			s.Close()
+			t.Fatalf("%s: Open succeeded", tc.name)
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want it to say %q", tc.name, err, tc.want)
+		}
+		srv.Scrub(t, "the error", err.Error())
+	}
+}

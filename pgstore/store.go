@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -133,6 +134,13 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Store, error) {
 		o.ConnectTimeout = DefaultConnectTimeout
 	}
 	name := Redact(rawURL)
+	if _, err := url.Parse(rawURL); err != nil && IsURL(rawURL) {
+		// Its error quotes the part that does not parse, which may be
+		// the password's (one with an @, /, : or % not percent-encoded),
+		// and the password cannot be found to hide it: say what to check
+		// without quoting any of it.
+		return nil, fmt.Errorf("pgstore: store URL %s does not parse as a URL: check its host and port, and percent-encode the special characters of its user name and password (@ as %%40, : as %%3A, / as %%2F, %% as %%25, # as %%23, ? as %%3F)", name)
+	}
 	secret := passwordOf(rawURL)
 	cfg, err := pgxpool.ParseConfig(rawURL)
 	if err != nil {
@@ -208,7 +216,7 @@ func (s *Store) wrap(err error) error { return scrub(err, s.secret) }
 func (s *Store) migrate(ctx context.Context) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return fmt.Errorf("pgstore: connect to %s: %w", s.name, err)
+		return fmt.Errorf("pgstore: connect to %s: %w%s", s.name, err, connectHint(err))
 	}
 	defer conn.Release()
 	if err := conn.QueryRow(ctx, `SELECT 'demiurge:' || coalesce(current_schema(), '')`).Scan(&s.channel); err != nil {
@@ -342,4 +350,23 @@ func isConnError(err error) bool {
 		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57P")
 	}
 	return err != nil
+}
+
+// connectHint says what to do about a failed connection, after its error:
+// what the server answered (a password, a database that is not there) or
+// that none answered.
+func connectHint(err error) string {
+	var pgErr *pgconn.PgError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &pgErr) && (pgErr.Code == "28P01" || pgErr.Code == "28000"):
+		return "\n(check the user name and password in the store URL)"
+	case errors.As(err, &pgErr) && pgErr.Code == "3D000":
+		return "\n(create the database, e.g. createdb --owner USER NAME, or fix its name at the end of the store URL)"
+	case errors.As(err, &pgErr):
+		return ""
+	case errors.As(err, &netErr), strings.Contains(err.Error(), "dial error"), strings.Contains(err.Error(), "hostname resolving error"):
+		return "\n(is the PostgreSQL server running, and are the host and port of the store URL right?)"
+	}
+	return ""
 }

@@ -98,7 +98,7 @@ func (a *app) sendDecision(ctx context.Context, f *runFlags) (done bool, err err
 	}
 	switch {
 	case errors.Is(err, store.ErrNoWriter):
-		a.log.Debug("no process serves the store: journaling the decision here", "dir", a.storeDir, "err", err)
+		a.log.Debug("no process serves the store: journaling the decision here", "dir", a.storeName(), "err", err)
 		return false, nil
 	case errors.Is(err, store.ErrNotWaiting):
 		return true, usagef("%v (demiurge %s MANIFEST --world %s --chat %s lists the calls that wait)", err, verb, f.world, f.chat)

@@ -539,7 +539,7 @@ func (r *chatRun) command(ctx context.Context, line string) (bool, error) {
 	case "/world":
 		head := r.w.World().Head()
 		r.write(fmt.Sprintf("  world %s (%s), chat %s, model %s; store %s; journal at record %d\n",
-			r.w.Name(), r.w.Module(), r.chat.ID(), r.chat.Model(), r.a.storeDir, head.Seq))
+			r.w.Name(), r.w.Module(), r.chat.ID(), r.chat.Model(), r.a.storeName(), head.Seq))
 	default:
 		r.write(fmt.Sprintf("  unknown command %s: /help lists them (start the line with // to send it to the model)\n", name))
 	}

@@ -113,3 +113,31 @@ func TestPostgresFollow(t *testing.T) {
 	srv.Scrub(t, "stdout", follow.stdout())
 	srv.Scrub(t, "stderr", follow.stderr())
 }
+
+// run on a PostgreSQL store with no worker says so, once, instead of
+// seeming to hang; a worker started then answers the message.
+func TestPostgresRunWithoutWorker(t *testing.T) {
+	srv := pgtest.Shared(t)
+	pg := pgtest.URL(t)
+	demo := filepath.Join("..", "..", "testdata", "sessions", "demo")
+	manifest := filepath.Join("..", "..", "examples", "demiurge")
+	r := startDemiurge(t, "run", nil, []string{storeEnv + "="}, "--store", pg, "run", manifest,
+		"--llm", "cassette:"+demo, "-m", "Write a hello note and show it to me.")
+	r.expect(true, `no worker holds world main of .*: the message waits in its inbox until one takes it \(start one: demiurge worker`)
+	if w := mustRun(t, 0, "", "--store", pg, "worlds"); !strings.Contains(w.stdout, "\n  no worker holds it") {
+		t.Errorf("worlds before a worker started does not say that none holds world main:\n%s", w.stdout)
+	}
+	startWorker(t, pg, nil, "--llm", "cassette:"+demo)
+	r.expect(false, `I wrote notes/hello.md`)
+	if w := mustRun(t, 0, "", "--store", pg, "worlds"); !strings.Contains(w.stdout, "\n  on worker ") {
+		t.Errorf("worlds does not say which worker holds world main:\n%s", w.stdout)
+	}
+	if code := r.wait(); code != 0 {
+		t.Errorf("run: exit %d once a worker took the world; want 0\nstderr:\n%s", code, r.stderr())
+	}
+	if n := strings.Count(r.stderr(), "no worker holds"); n != 1 {
+		t.Errorf("run said %d times that no worker holds the world; want once:\n%s", n, r.stderr())
+	}
+	srv.Scrub(t, "stdout", r.stdout())
+	srv.Scrub(t, "stderr", r.stderr())
+}

@@ -16,7 +16,6 @@ import (
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/internal/store"
 	"github.com/demiurge-dev/demiurge/journal"
-	"github.com/demiurge-dev/demiurge/pgstore"
 	"github.com/demiurge-dev/demiurge/replay"
 	"github.com/demiurge-dev/demiurge/world"
 )
@@ -445,12 +444,7 @@ func describeKept(ctx context.Context, err error) error {
 
 // storeName is the store as messages name it: its directory, or its URL
 // without the password.
-func (a *app) storeName() string {
-	if store.IsURL(a.storeDir) {
-		return pgstore.Redact(a.storeDir)
-	}
-	return a.storeDir
-}
+func (a *app) storeName() string { return store.Redact(a.storeDir) }
 
 // closeStore closes s, keeping the first error in *errp.
 func closeStore(s *store.Handle, errp *error) {

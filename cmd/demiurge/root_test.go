@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/demiurge-dev/demiurge/internal/store"
 )
 
 func TestExitCodes(t *testing.T) {
@@ -85,6 +87,55 @@ func TestStoreSelection(t *testing.T) {
 	for _, d := range []string{"from-env", "from-flag", defaultStoreDir} {
 		if _, err := os.Stat(filepath.Join(dir, d, "demiurge.db")); err != nil {
 			t.Errorf("store %s: %v", d, err)
+		}
+	}
+}
+
+// A store URL with a typo in its scheme is refused, not taken as a
+// directory: that would make a new store whose path holds the password,
+// and show the password in every message that names the store.
+func TestStoreURLTypo(t *testing.T) {
+	manifest, err := filepath.Abs(filepath.Join("..", "..", "examples", "demiurge"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	t.Chdir(dir)
+	const pw = "Sekr1t"
+	for _, u := range []string{
+		"postgress://demiurge:" + pw + "@127.0.0.1:5432/demiurge",
+		"postgres//demiurge:" + pw + "@127.0.0.1:5432/demiurge",
+		"postgres:/demiurge:" + pw + "@127.0.0.1:5432/demiurge",
+		"mysql://demiurge:" + pw + "@127.0.0.1:5432/demiurge",
+	} {
+		for _, args := range [][]string{
+			{"cas", "put"},
+			{"worlds"},
+			{"-v", "journal", "verify"},
+			{"trace", "--follow"},
+			{"run", manifest, "-m", "hi", "--llm", "cassette:x"},
+			{"worker", "--llm", "cassette:x"},
+		} {
+			r := run(t, map[string]string{storeEnv: u}, "x", args...)
+			if r.code == exitOK || strings.Contains(r.stdout+r.stderr, pw) ||
+				!strings.Contains(r.stderr, "postgres://") {
+				t.Errorf("DEMIURGE_STORE=%s demiurge %q: exit %d\nstdout:\n%s\nstderr:\n%s\nwant a failure naming postgres:// URLs, without the password",
+					u, args, r.code, r.stdout, r.stderr)
+			}
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+		t.Errorf("a store URL with a typo made %s in the current directory", entries[0].Name())
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"postgres://u:" + pw + "@h/db", "postgres://u:xxxxx@h/db"},
+		{"postgress://u:" + pw + "@h/db", "postgress://u:xxxxx@h/db"},
+		{"postgres//u:p/w@d@h:1/db", "postgres//u:xxxxx@h:1/db"},
+		{"/var/lib/demiurge", "/var/lib/demiurge"},
+		{"./a@b", "./a@b"},
+	} {
+		if got := store.Redact(tc.in); got != tc.want {
+			t.Errorf("store.Redact(%q) = %q; want %q", tc.in, got, tc.want)
 		}
 	}
 }

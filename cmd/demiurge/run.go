@@ -15,6 +15,7 @@ import (
 	"github.com/demiurge-dev/demiurge/agent/worldtools"
 	"github.com/demiurge-dev/demiurge/examples"
 	"github.com/demiurge-dev/demiurge/internal/store"
+	"github.com/demiurge-dev/demiurge/pgstore"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
 	"github.com/demiurge-dev/demiurge/tools"
 )
@@ -94,6 +95,13 @@ kept in the world, so a decision that comes later denies it too.
 Everything is journaled in the store (--store) under world W (--world,
 default main), chat ID (--chat, default main). Running again with the same
 world continues the session; "demiurge replay" and "demiurge trace" show it.
+
+On a PostgreSQL store (--store postgres://…) the world runs on a worker
+(demiurge worker): each message goes to the world's inbox, and the turn is
+read from the journal as the worker runs it (run says so if no worker
+holds the world). The chat keeps the API (--llm) and the model (--model)
+that run names; the worker calls them at its own base URL with its own key
+(the worker's --base-url and $OPENAI_API_KEY; run needs none).
 
 The model is reached through the OpenAI Responses API (--llm
 openai-responses, the default) or Chat Completions (--llm openai-chat) at
@@ -234,6 +242,7 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	where := agent.WithStorage(st)
 	if pg := s.Postgres(); pg != nil {
 		where = agent.WithRemote(pg) // a worker runs the world (demiurge worker)
+		defer watchWorker(ctx, a, pg, f.world, noWorkerAfter)()
 	}
 	w, err := agent.Open(ctx, f.manifest,
 		where, agent.WithWorld(f.world), agent.WithModel(m), agent.WithLogger(a.log),
@@ -363,4 +372,71 @@ func modelOf(provider, model, baseURL string, options []string, temperature stri
 		m.Options = append(m.Options, o)
 	}
 	return m, nil
+}
+
+// noWorkerAfter is how long run waits for a worker to hold its world
+// before it says that none does, and how often it looks again.
+const noWorkerAfter = 3 * time.Second
+
+// watchWorker says on stderr when no worker holds world name of the
+// PostgreSQL store pg, looking every d (first after d): a run's message
+// waits in the world's inbox until one takes it, which would otherwise
+// look like a hang (no worker started yet, or the only one died). Once a
+// worker takes the world again (looking every d/10 meanwhile), it says
+// which. The returned func stops
+// watching.
+func watchWorker(ctx context.Context, a *app, pg *pgstore.Store, name string, d time.Duration) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTimer(d)
+		defer t.Stop()
+		said := false // that no worker holds the world
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			owner, ok := holder(ctx, pg, name)
+			switch {
+			case !ok: // the run itself reports what is wrong with the store
+			case owner == "" && !said:
+				said = true
+				fmt.Fprintf(a.err, "demiurge: no worker holds world %s of %s: the message waits in its inbox until one takes it (start one: demiurge worker --store …)\n", name, a.storeName())
+			case owner != "" && said:
+				said = false
+				fmt.Fprintf(a.err, "demiurge: worker %s took world %s\n", owner, name)
+			}
+			if said { // look more often for the worker that takes it
+				t.Reset(d / 10)
+			} else {
+				t.Reset(d)
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// holder returns the worker whose lease on world name is live, "" if
+// none, and false if the store could not say.
+func holder(ctx context.Context, pg *pgstore.Store, name string) (string, bool) {
+	worlds, err := pg.Worlds(ctx)
+	if err != nil {
+		return "", false
+	}
+	now, err := pg.Now(ctx)
+	if err != nil {
+		return "", false
+	}
+	for _, wi := range worlds {
+		if wi.World == name && wi.Owner != "" && wi.Expires.After(now) {
+			return wi.Owner, true
+		}
+	}
+	return "", true
 }

@@ -40,8 +40,11 @@ any more (every commit carries the lease's fencing token).
 Ctrl-C (or SIGTERM) stops the worker cleanly: its worlds close and their
 leases are released, so other workers take them at once.
 
-The model is reached as "demiurge run" reaches it (--llm, --base-url,
-$OPENAI_API_KEY, ...): the worker calls it for the agent worlds it runs.
+The worker calls the model for the agent worlds it runs, at its --base-url
+(default $OPENAI_BASE_URL) with its $OPENAI_API_KEY, as "demiurge run"
+would. A chat's API and model are the ones its "demiurge run" named (run
+--llm, --model): the worker's --llm and --model apply to a chat that names
+none, and --llm cassette:DIR answers every chat from the recording.
 Stdio MCP servers of a manifest run in the worker's directory.`,
 		Example: `  OPENAI_API_KEY=sk-… demiurge worker --store postgres://localhost/demiurge
   # the offline demo: the model's answers come from the demo session's recording
@@ -49,7 +52,7 @@ Stdio MCP servers of a manifest run in the worker's directory.`,
 		Args: wantArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if !store.IsURL(a.storeDir) {
-				return usagef("worker: --store must be a postgres:// URL (workers share worlds through a PostgreSQL database), got %q", a.storeDir)
+				return usagef("worker: --store must be a postgres:// URL (workers share worlds through a PostgreSQL database), got %q", a.storeName())
 			}
 			if f.maxWorlds <= 0 || f.lease <= 0 {
 				return usagef("worker: --max-worlds and --lease must be positive")

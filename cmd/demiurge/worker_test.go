@@ -3,17 +3,21 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
+	"github.com/demiurge-dev/demiurge/agent"
 	"github.com/demiurge-dev/demiurge/internal/pgtest"
 	"github.com/demiurge-dev/demiurge/pgstore"
 )
@@ -285,4 +289,118 @@ func TestPostgresCassetteDemo(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "# Hello") {
 		t.Fatalf("workspace cat: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
+}
+
+// run's and worker's help say who decides what about the model on a
+// PostgreSQL store: the chat keeps run's --llm and --model, the worker
+// brings the base URL and key. (A worker's --llm openai-chat did not
+// make a chat that run began with the default --llm use Chat
+// Completions, and nothing said so.)
+func TestHelpSaysWhoPicksTheModel(t *testing.T) {
+	for _, tc := range []struct {
+		cmd  string
+		want []string
+	}{
+		{"run", []string{"On a PostgreSQL store", "The chat keeps the API (--llm) and the model (--model)", "the worker's --base-url and $OPENAI_API_KEY"}},
+		{"worker", []string{"A chat's API and model are the ones its \"demiurge run\" named", "apply to a chat that names\nnone"}},
+	} {
+		r := mustRun(t, exitOK, "", tc.cmd, "--help")
+		for _, w := range tc.want {
+			if !strings.Contains(r.stdout, w) {
+				t.Errorf("%s --help does not say %q", tc.cmd, w)
+			}
+		}
+	}
+}
+
+// Two clients that send a chat a message at the same time on a
+// PostgreSQL store: the one whose view of the chat was stale picked the
+// request id the other's message took, and the world ignored its message
+// as a retry; it then showed the other's turn as the answer to its own.
+// Now it says its message was not taken.
+func TestPostgresConcurrentMessages(t *testing.T) {
+	srv := pgtest.Shared(t)
+	url := pgtest.URL(t)
+	model := llmtest.NewServerFunc(func(r llmtest.Request) llmtest.Turn { return llmtest.Turn{Text: "an answer"} })
+	defer model.Close()
+	startWorker(t, url, []string{"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL=" + model.URL})
+	ps, err := pgstore.Open(t.Context(), url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	manifest := filepath.Join("..", "..", "examples", "demiurge")
+	open := func() *agent.World {
+		w, err := agent.Open(ctx, manifest, agent.WithRemote(ps), agent.WithModel(agent.Model{Name: "gpt-test"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = w.Close() })
+		return w
+	}
+	a, b := open(), open() // b's view of the chat: as it was before a's message
+	send := func(w *agent.World, text string) (string, error) {
+		var answer string
+		for ev, err := range w.Chat("main").Send(ctx, text) {
+			if err != nil {
+				return answer, err
+			}
+			if m, ok := ev.(agent.Message); ok && m.Role == "assistant" {
+				answer += m.Text
+			}
+		}
+		return answer, nil
+	}
+	if got, err := send(a, "from a"); err != nil || got != "an answer" {
+		t.Fatalf("a's message: %q, %v", got, err)
+	}
+	got, err := send(b, "from b")
+	if !errors.Is(err, agent.ErrRequestTaken) {
+		t.Errorf("b's message, sent with a's request id: answer %q, error %v; want ErrRequestTaken", got, err)
+	}
+	srv.Scrub(t, "the error", fmt.Sprint(err))
+}
+
+// run says when the only worker of its world died mid-turn (the turn
+// waits for another), and which worker took the world over.
+func TestPostgresRunWorkerDies(t *testing.T) {
+	srv := pgtest.Shared(t)
+	url := pgtest.URL(t)
+	var calls atomic.Int32
+	release := make(chan struct{})
+	model := llmtest.NewServerFunc(func(r llmtest.Request) llmtest.Turn {
+		wait := 2 * time.Second // for run to see the second worker take the world
+		if calls.Add(1) == 1 {
+			wait = time.Minute // the first worker dies meanwhile
+		}
+		select {
+		case <-release:
+		case <-time.After(wait):
+		}
+		return llmtest.Turn{Text: "an answer"}
+	})
+	defer model.Close()
+	defer close(release)
+	env := []string{"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL=" + model.URL}
+	first := startWorker(t, url, env)
+	manifest := filepath.Join("..", "..", "examples", "demiurge")
+	r := startDemiurge(t, "run", nil, []string{storeEnv + "="}, "--store", url, "run", manifest, "--model", "gpt-test", "-m", "hello")
+	for deadline := time.Now().Add(20 * time.Second); calls.Load() == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the worker never called the model")
+		}
+	}
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	r.expect(true, `no worker holds world main of .*: the message waits in its inbox`)
+	startWorker(t, url, env)
+	r.expect(true, `demiurge: worker \S+ took world main`)
+	r.expect(false, `an answer`)
+	if code := r.wait(); code != 0 {
+		t.Errorf("run: exit %d; want 0\nstderr:\n%s", code, r.stderr())
+	}
+	srv.Scrub(t, "stderr", r.stderr())
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -203,7 +204,8 @@ With --json, one JSON object a line per world:
               "usage": {"prompt", "completion", "cached", "reasoning"},
               "cost_microusd", "cost_unknown" (model calls without a price),
               "usage_unknown" (model calls without usage)}]}
-"chats" is empty for a world without chats. Opens the store read-only.`,
+"chats" is empty for a world without chats. Opens the store read-only.
+In a PostgreSQL store each world's text also says which worker holds it.`,
 		Example: `  demiurge worlds
   demiurge worlds --json | jq -c '{world, records, chats: [.chats[].chat]}'`,
 		Args: wantArgs(0, 0),
@@ -219,7 +221,25 @@ With --json, one JSON object a line per world:
 			if err != nil {
 				return fmt.Errorf("worlds: %w", err)
 			}
-			if len(names) == 0 && !asJSON {
+			leases, err := leasesOf(ctx, s)
+			if err != nil {
+				return fmt.Errorf("worlds: %w", err)
+			}
+			// Worlds registered with the workers whose first message
+			// waits in the inbox: no records yet.
+			var waiting []string
+			for name := range leases {
+				if !slices.Contains(names, name) {
+					waiting = append(waiting, name)
+				}
+			}
+			slices.Sort(waiting)
+			if !asJSON {
+				for _, name := range waiting {
+					fmt.Fprintf(a.out, "%s: no records yet (its first message waits for a worker)\n  %s\n", name, leases[name])
+				}
+			}
+			if len(names)+len(waiting) == 0 && !asJSON {
 				_, err := fmt.Fprintf(a.out, "no worlds in store %s\n", s.Dir())
 				return err
 			}
@@ -237,6 +257,13 @@ With --json, one JSON object a line per world:
 					continue
 				}
 				writeWorldSummary(a.out, ws)
+				if leases != nil {
+					l, ok := leases[name]
+					if !ok { // imported: no run or send registered it yet
+						l = noWorker
+					}
+					fmt.Fprintf(a.out, "  %s\n", l)
+				}
 			}
 			return nil
 		},
@@ -272,4 +299,37 @@ func writeWorldSummary(w io.Writer, ws *session.WorldSummary) {
 		}
 		fmt.Fprintln(w, line)
 	}
+}
+
+// noWorker is what worlds says of a world no worker holds.
+const noWorker = "no worker holds it (start one: demiurge worker)"
+
+// leasesOf says, for each world of a PostgreSQL store, which worker holds
+// it: "on worker ID", or that none does (a world whose worker died is
+// taken over once its lease runs out). It is nil for a bbolt store.
+func leasesOf(ctx context.Context, s *store.Handle) (map[string]string, error) {
+	pg := s.Postgres()
+	if pg == nil {
+		return nil, nil
+	}
+	infos, err := pg.Worlds(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now, err := pg.Now(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, wi := range infos {
+		switch {
+		case wi.Owner == "":
+			out[wi.World] = noWorker
+		case !wi.Expires.After(now):
+			out[wi.World] = fmt.Sprintf("no worker holds it: the lease of worker %s ran out %s ago", wi.Owner, now.Sub(wi.Expires).Round(time.Second))
+		default:
+			out[wi.World] = "on worker " + wi.Owner
+		}
+	}
+	return out, nil
 }

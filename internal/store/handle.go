@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"strings"
 
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/journal"
@@ -24,6 +26,47 @@ type Handle struct {
 // directory.
 func IsURL(where string) bool { return pgstore.IsURL(where) }
 
+// urlLike matches the start of a URL: a scheme (two characters or more,
+// so that C:/ stays a path), a colon and a slash.
+var urlLike = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]+:/`)
+
+// CheckWhere refuses a where that is meant as a store URL but is not a
+// postgres:// or postgresql:// one (postgress://…, postgres//…, mysql://…):
+// taken as a directory, it would become a new bbolt store whose path
+// holds the URL's password. The error shows the URL without it.
+func CheckWhere(where string) error {
+	if IsURL(where) {
+		return nil
+	}
+	if urlLike.MatchString(where) || strings.HasPrefix(strings.ToLower(where), "postgres") && strings.Contains(where, "@") {
+		return fmt.Errorf("open store %s: not a postgres:// or postgresql:// URL, and a URL is no directory: write it as postgres://USER:PASSWORD@HOST:PORT/DATABASE", Redact(where))
+	}
+	return nil
+}
+
+// Redact returns where as messages and logs show it: a URL without its
+// password (pgstore.Redact), a directory as it is. A where that is
+// neither quite (a URL with a typo in its scheme) loses what stands
+// between the colon and the last @ of USER:PASSWORD@HOST.
+func Redact(where string) string {
+	if IsURL(where) {
+		return pgstore.Redact(where)
+	}
+	start := 0
+	if i := strings.Index(where, "//"); i >= 0 {
+		start = i + 2
+	}
+	at := strings.LastIndex(where, "@")
+	if at < start {
+		return where
+	}
+	colon := strings.Index(where[start:at], ":")
+	if colon < 0 {
+		return where
+	}
+	return where[:start+colon+1] + "xxxxx" + where[at:]
+}
+
 // OpenAt opens the store where names: a postgres:// or postgresql:// URL
 // opens a PostgreSQL store (creating its tables unless read-only), and
 // anything else is a directory, opened as Open does. opts applies to both
@@ -36,6 +79,9 @@ func IsURL(where string) bool { return pgstore.IsURL(where) }
 // and CAS read what the writer has made durable. If the writer stops
 // while the handle is open, its reads go on from the file.
 func OpenAt(ctx context.Context, where string, opts *Options) (*Handle, error) {
+	if err := CheckWhere(where); err != nil {
+		return nil, err
+	}
 	if !IsURL(where) && opts != nil && opts.ReadOnly {
 		if err := opts.Validate(); err != nil {
 			return nil, err

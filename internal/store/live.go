@@ -99,6 +99,9 @@ func OpenLive(ctx context.Context, where string, opts *LiveOptions) (*Live, erro
 	if o.Poll == 0 {
 		o.Poll = DefaultPoll
 	}
+	if err := CheckWhere(where); err != nil {
+		return nil, err
+	}
 	if IsURL(where) {
 		h, err := OpenAt(ctx, where, &Options{ReadOnly: true})
 		if err != nil {
