@@ -56,8 +56,9 @@ func (e *LeaseError) Error() string {
 		e.World, e.Owner, e.Token, e.Fence.Owner, e.Fence.Token)
 }
 
-// Unwrap makes errors.Is(err, ErrLeaseLost) true.
-func (e *LeaseError) Unwrap() error { return ErrLeaseLost }
+// Unwrap makes errors.Is(err, ErrLeaseLost) true, and errors.Is(err,
+// journal.ErrConflict): another writer owns the world's head now.
+func (e *LeaseError) Unwrap() []error { return []error{ErrLeaseLost, journal.ErrConflict} }
 
 // Commit implements world.Storage: it appends entries to world if its
 // head is expect and stores blobs, in one transaction. It returns the new

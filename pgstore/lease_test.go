@@ -85,7 +85,7 @@ func TestLeases(t *testing.T) {
 	blob := []byte("a blob of the zombie's step")
 	_, err = s.CommitWith(ctx, "fenced", h, entries(1, "A"), [][]byte{blob}, pgstore.CommitOptions{Fence: a[0].Fence()})
 	var le *pgstore.LeaseError
-	if !errors.As(err, &le) || !errors.Is(err, pgstore.ErrLeaseLost) || le.Owner != "B" || le.Token != b[0].Token {
+	if !errors.As(err, &le) || !errors.Is(err, pgstore.ErrLeaseLost) || !errors.Is(err, journal.ErrConflict) || le.Owner != "B" || le.Token != b[0].Token {
 		t.Fatalf("the zombie's commit: %v; want a *LeaseError naming B's lease", err)
 	}
 	if has, _ := s.CAS().Has(ctx, cas.Sum(blob)); has {

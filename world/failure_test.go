@@ -1,13 +1,17 @@
 package world_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/effects"
@@ -25,14 +29,76 @@ var errDiskFull = errors.New("write demiurge.db: no space left on device")
 type failingStorage struct {
 	world.Storage
 	failAt  int64
+	err     error // the commit's error; nil means errDiskFull
 	commits atomic.Int64
 }
 
 func (s *failingStorage) Commit(ctx context.Context, name string, expect journal.Head, entries []journal.Entry, blobs [][]byte) (journal.Head, error) {
 	if s.commits.Add(1) >= s.failAt {
+		if s.err != nil {
+			return journal.Head{}, s.err
+		}
 		return journal.Head{}, errDiskFull
 	}
 	return s.Storage.Commit(ctx, name, expect, entries, blobs)
+}
+
+// TestConflictIsNotAnAlarm: a receipt's commit refused because another
+// writer committed first (journal.ErrConflict: a worker took the world
+// over) stops the world with a warning, not an error that reads as damage.
+func TestConflictIsNotAnAlarm(t *testing.T) {
+	ctx := t.Context()
+	base := world.NewMemoryStorage()
+	st := &failingStorage{Storage: base, failAt: 3, err: fmt.Errorf("world pp: lease lost: %w", journal.ErrConflict)}
+	if _, err := base.CAS().Put(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	reg := reducer.NewRegistry()
+	reg.MustRegister("test/Tally@1", tally{})
+	cat, err := schema.Load("testdata/pingpong", &schema.LoadOptions{Reducers: reg.Names()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	w, err := world.Open(ctx, world.Options{
+		Name: "pp", Catalog: cat, Reducers: reg, Storage: st,
+		Adapters: map[string]effects.Adapter{"http.request": &gatedHTTP{}},
+		Logger:   slog.New(slog.NewTextHandler(&logs, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.SendJSON(ctx, "test/Ping@1", []byte(`{"who": "ann", "url": "https://pong.test/ann"}`)); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); w.Err() == nil; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the world did not stop after the conflicting commit")
+		}
+	}
+	got := logs.String()
+	if !strings.Contains(got, "level=WARN") || !strings.Contains(got, "another writer committed") || strings.Contains(got, "level=ERROR") {
+		t.Errorf("log:\n%s\nwant a warning that another writer committed, no error", got)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the world's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // gatedHTTP answers like fakeHTTP once gate is closed. It reads the blob

@@ -495,7 +495,13 @@ func (w *World) applyQueued() {
 		broken := w.Err() != nil
 		h, err := w.applyBatch(context.Background(), ins, blobs)
 		if err != nil && len(waiters) == 0 && !broken { // logged once, when the world breaks
-			w.log.Error("apply", "err", err)
+			if errors.Is(err, journal.ErrConflict) {
+				// Another writer committed first (a worker that took the
+				// world over, say): this one stops, as it should.
+				w.log.Warn("stopped: another writer committed to the world first", "err", err)
+			} else {
+				w.log.Error("apply", "err", err)
+			}
 		}
 		for _, r := range waiters {
 			r.done <- result{head: h, err: err}
