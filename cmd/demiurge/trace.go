@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -162,7 +163,7 @@ func trace(ctx context.Context, w io.Writer, j journal.Reader, g cas.Getter, wor
 		if err := j.Read(ctx, world, 1, c.Record); err != nil {
 			return err
 		}
-		if c.IsChat() {
+		if c.IsChat() || (c.ChatManifest() && !o.JSON && o.OTLP == "" && o.Chat == "") {
 			turns, forks := c.Turns(), c.Forks()
 			if o.Chat != "" {
 				turns, forks = chatTurns(turns, forks, o.Chat)
@@ -176,6 +177,9 @@ func trace(ctx context.Context, w io.Writer, j journal.Reader, g cas.Getter, wor
 			case o.JSON:
 				return writeJSONTurns(w, turns)
 			}
+			if len(turns) == 0 {
+				return writeNoTurns(w, world, forks)
+			}
 			return writeSession(w, turns, forks)
 		}
 		if o.OTLP != "" || o.Chat != "" {
@@ -183,6 +187,23 @@ func trace(ctx context.Context, w io.Writer, j journal.Reader, g cas.Getter, wor
 		}
 	}
 	return replay.Trace(ctx, w, j, world, replay.TraceOptions{JSON: o.JSON, CAS: g})
+}
+
+// writeNoTurns says that an agent world has no turns yet (a fresh world,
+// or a fork made before its first message), and how one is made: printing
+// nothing would read as a failure to read it.
+func writeNoTurns(w io.Writer, world string, forks []session.Fork) error {
+	var b strings.Builder
+	for _, f := range forks {
+		b.WriteString(forkLine(f) + "\n")
+	}
+	flag := ""
+	if world != "main" {
+		flag = " --world " + world
+	}
+	fmt.Fprintf(&b, "world %s has no turns yet: demiurge run MANIFEST%s -m TEXT starts one\n", world, flag)
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // chatTurns returns the turns of one chat, and the forks placed among
