@@ -555,7 +555,10 @@ func (c *Reader) WriteJSON(w io.Writer) error {
 	return nil
 }
 
-// Cost returns the turn's cost and whether some of it is unknown.
+// Cost returns the turn's cost, the sum of its model calls that answered,
+// and whether some of it is unknown. A turn none of whose model calls
+// answered (it made none yet, or they failed) has an unknown cost, not a
+// zero that reads as a price: nothing priced it.
 func (t *Turn) Cost() (microUSD uint64, unknown bool) {
 	for _, r := range t.Rounds {
 		for _, m := range []*ModelCall{r.Compaction, r.Model} {
@@ -565,7 +568,20 @@ func (t *Turn) Cost() (microUSD uint64, unknown bool) {
 			}
 		}
 	}
-	return microUSD, unknown
+	return microUSD, unknown || !t.Answered()
+}
+
+// Answered reports whether a model call of the turn answered (one without
+// an error).
+func (t *Turn) Answered() bool {
+	for _, r := range t.Rounds {
+		for _, m := range []*ModelCall{r.Compaction, r.Model} {
+			if m != nil && m.Error == "" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Ended reports whether the turn has ended: nothing more is recorded of

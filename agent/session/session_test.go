@@ -228,3 +228,26 @@ func TestForks(t *testing.T) {
 		}
 	}
 }
+
+func TestCostUnanswered(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		rounds  []*session.Round
+		cost    uint64
+		unknown bool
+	}{
+		{"no model call yet", []*session.Round{{}}, 0, true},
+		{"its only call failed", []*session.Round{{Model: &session.ModelCall{Error: "llm: HTTP 500"}}}, 0, true},
+		{"answered", []*session.Round{{Model: &session.ModelCall{CostMicroUSD: 42}}}, 42, false},
+		{"answered, then failed", []*session.Round{{Model: &session.ModelCall{CostMicroUSD: 42}}, {Model: &session.ModelCall{Error: "timeout"}}}, 42, false},
+		{"answered at no price", []*session.Round{{Model: &session.ModelCall{CostUnknown: true}}}, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cost, unknown := (&session.Turn{Rounds: tc.rounds}).Cost()
+			if cost != tc.cost || unknown != tc.unknown {
+				t.Errorf("Cost() = %d, %v; want %d, %v", cost, unknown, tc.cost, tc.unknown)
+			}
+		})
+	}
+}

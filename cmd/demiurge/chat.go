@@ -253,6 +253,11 @@ func (r *chatRun) show(ctx context.Context, turn iter.Seq2[agent.Event, error]) 
 // in (200 cached), 300 out (0 reasoning), $0.0042".
 func usageLine(e agent.TurnEnd) string {
 	u := e.Usage
+	if u == (agent.Usage{}) && e.CostMicroUSD == 0 && e.UsageUnknown == 0 && e.CostUnknown == 0 {
+		// No call answered (each that does has tokens, or says its usage
+		// is unknown): a $0.0000 would read as a price.
+		return "no model call answered: tokens and cost unknown"
+	}
 	tokens := fmt.Sprintf("%d tokens in (%d cached), %d out (%d reasoning)", u.Prompt, u.Cached, u.Completion, u.Reasoning)
 	if e.UsageUnknown > 0 {
 		tokens += fmt.Sprintf(", usage unknown for %d call(s): the provider reported none", e.UsageUnknown)

@@ -243,9 +243,12 @@ func turnLines(t *session.Turn) (lines []string, stable int) {
 		}
 		add("%s", end)
 	}
-	if cost, unknown := t.Cost(); unknown && cost == 0 {
+	switch cost, unknown := t.Cost(); {
+	case !t.Answered():
+		add("  turn cost: unknown (no model call answered)") // not $0.0000: nothing priced it
+	case unknown && cost == 0:
 		add("  turn cost: unknown") // not "turn cost: cost unknown"
-	} else {
+	default:
 		add("  turn cost: %s", costText(cost, unknown))
 	}
 	return lines, stable

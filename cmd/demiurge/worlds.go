@@ -291,6 +291,11 @@ func writeWorldSummary(w io.Writer, ws *session.WorldSummary) {
 		u := c.Usage
 		line := fmt.Sprintf("  chat %s%s: %s, %d tokens in (%d cached), %d out (%d reasoning), %s",
 			c.Chat, model, plural(int(c.Turns), "turn"), u.Prompt, u.Cached, u.Completion, u.Reasoning, costText(c.CostMicroUSD, c.CostUnknown > 0))
+		if u == (session.TokenUsage{}) && c.CostMicroUSD == 0 && c.CostUnknown == 0 && c.UsageUnknown == 0 {
+			// No model call answered (each that does has tokens, or
+			// counts as unknown): a $0.0000 would read as a price.
+			line = fmt.Sprintf("  chat %s%s: %s, no model call answered", c.Chat, model, plural(int(c.Turns), "turn"))
+		}
 		if c.UsageUnknown > 0 {
 			line += fmt.Sprintf(", usage unknown for %s", plural(int(c.UsageUnknown), "model call"))
 		}
