@@ -194,13 +194,14 @@ the manifest it last ran, and its last activity (the stamp of its newest
 input: an event sent to it or an effect's receipt). For an agent world, each
 chat follows on its own line: its model, its turns (user messages and
 compactions), the tokens its model calls used and what they cost, and
-whether a turn is running. It reads the chats' states; run "demiurge trace"
+whether a turn is open (not ended: a process runs it, or the next one to
+open the world resumes it). It reads the chats' states; run "demiurge trace"
 for the turns themselves.
 
 With --json, one JSON object a line per world:
   {"world", "records", "head", "manifest", "last_activity" (RFC 3339, UTC;
    absent if the world had no input), "last_activity_ns",
-   "chats": [{"chat", "provider", "model", "turns", "running",
+   "chats": [{"chat", "provider", "model", "turns", "running" (a turn is open),
               "usage": {"prompt", "completion", "cached", "reasoning"},
               "cost_microusd", "cost_unknown" (model calls without a price),
               "usage_unknown" (model calls without usage)}]}
@@ -243,6 +244,16 @@ In a PostgreSQL store each world's text also says which worker holds it.`,
 				_, err := fmt.Fprintf(a.out, "no worlds in store %s\n", s.Dir())
 				return err
 			}
+			// Who could be running an open turn: a process that holds
+			// the store (a bbolt store read through its writer), a
+			// worker (PostgreSQL: the lease line says which), or none.
+			holder := holderNone
+			switch {
+			case s.Postgres() != nil:
+				holder = holderWorkers
+			case s.Served() != 0:
+				holder = fmt.Sprintf("process %d holds the store", s.Served())
+			}
 			for _, name := range names {
 				ws, err := session.Summarize(ctx, s.Journal(), s.CAS(), name)
 				if err != nil {
@@ -256,7 +267,7 @@ In a PostgreSQL store each world's text also says which worker holds it.`,
 					fmt.Fprintf(a.out, "%s\n", b)
 					continue
 				}
-				writeWorldSummary(a.out, ws)
+				writeWorldSummary(a.out, ws, holder)
 				if leases != nil {
 					l, ok := leases[name]
 					if !ok { // imported: no run or send registered it yet
@@ -272,8 +283,16 @@ In a PostgreSQL store each world's text also says which worker holds it.`,
 	return cmd
 }
 
-// writeWorldSummary prints a world's summary for people.
-func writeWorldSummary(w io.Writer, ws *session.WorldSummary) {
+// Holders of a store, for writeWorldSummary.
+const (
+	holderNone    = ""        // no process holds it: an open turn waits to be resumed
+	holderWorkers = "workers" // a PostgreSQL store: its worlds run on workers
+)
+
+// writeWorldSummary prints a world's summary for people. holder says what
+// could be running an open turn: holderNone, holderWorkers, or which
+// process holds the store.
+func writeWorldSummary(w io.Writer, ws *session.WorldSummary, holder string) {
 	last := "no input yet"
 	if ws.LastActivity != "" {
 		last = "last activity " + time.Unix(0, int64(ws.LastActivityNS)).UTC().Format("2006-01-02 15:04:05 UTC")
@@ -300,7 +319,21 @@ func writeWorldSummary(w io.Writer, ws *session.WorldSummary) {
 			line += fmt.Sprintf(", usage unknown for %s", plural(int(c.UsageUnknown), "model call"))
 		}
 		if c.Running {
-			line += "; a turn is running"
+			// A turn not ended is open; it runs only if a process runs
+			// the world (a fork made mid-turn, or a world whose process
+			// died, holds one that nothing runs).
+			switch holder {
+			case holderNone:
+				flag := ""
+				if ws.World != "main" {
+					flag = " --world " + ws.World
+				}
+				line += fmt.Sprintf("; a turn is open (not running: demiurge run MANIFEST%s resumes it)", flag)
+			case holderWorkers:
+				line += "; a turn is open"
+			default:
+				line += fmt.Sprintf("; a turn is open (%s)", holder)
+			}
 		}
 		fmt.Fprintln(w, line)
 	}

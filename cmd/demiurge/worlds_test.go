@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/demiurge-dev/demiurge/agent/session"
 )
 
 // counterStore sends Start{2} and two Ticks to the counter example in a
@@ -95,4 +97,24 @@ func TestExportImport(t *testing.T) {
 		t.Fatalf("stdout: %s", r.stdout)
 	}
 	mustRun(t, 0, "", "--store", other, "replay", "--manifest", "../../examples/counter")
+}
+
+// TestWorldSummaryOpenTurn: a turn not ended is open, and worlds says it
+// runs only where something could run it.
+func TestWorldSummaryOpenTurn(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		world, holder, want string
+	}{
+		{"main", holderNone, "; a turn is open (not running: demiurge run MANIFEST resumes it)\n"},
+		{"fr", holderNone, "; a turn is open (not running: demiurge run MANIFEST --world fr resumes it)\n"},
+		{"main", "process 42 holds the store", "; a turn is open (process 42 holds the store)\n"},
+		{"main", holderWorkers, "; a turn is open\n"},
+	} {
+		var b strings.Builder
+		writeWorldSummary(&b, &session.WorldSummary{World: tc.world, Chats: []session.ChatSummary{{Chat: "main", Turns: 1, Running: true}}}, tc.holder)
+		if !strings.HasSuffix(b.String(), tc.want) || strings.Contains(b.String(), "running;") {
+			t.Errorf("world %s, holder %q:\n%s\nwant it to end with %q", tc.world, tc.holder, b.String(), tc.want)
+		}
+	}
 }
