@@ -68,6 +68,12 @@ type ModelCall struct {
 	// input whose step asked for the call and of its receipt.
 	StartNS uint64 `json:"start_ns,omitempty"`
 	EndNS   uint64 `json:"end_ns,omitempty"`
+	// Resumed: the world was forked or opened again while the call
+	// waited for its receipt (a Fork or Manifest record lies between),
+	// so it was dispatched again, at a time the journal does not record.
+	// LatencyMS then runs from the first request and counts the time the
+	// world sat idle, not how long the call took.
+	Resumed bool `json:"resumed,omitempty"`
 }
 
 // ToolCall is one tool call the model made, and what came of it.
@@ -102,6 +108,8 @@ type ToolCall struct {
 	// that recorded its output (0 while it has none).
 	StartNS uint64 `json:"start_ns,omitempty"`
 	EndNS   uint64 `json:"end_ns,omitempty"`
+	// Resumed is ModelCall.Resumed: LatencyMS counts an idle world too.
+	Resumed bool `json:"resumed,omitempty"`
 }
 
 // Command is one command of a bash script: a tool call made inside it.
@@ -184,6 +192,8 @@ type Reader struct {
 	keys       map[string]key
 	toolIn     map[string]string
 	started    map[string]uint64
+	opened     map[string]int       // intent → reopens read before it
+	reopens    int                  // Fork and Manifest records read: the world was forked or opened again
 	asked      map[string][2]string // llm intent → the provider and model of its params
 	models     map[key]*ModelCall
 	tools      map[string]*ToolCall
@@ -216,7 +226,7 @@ type Fork struct {
 func NewReader(g cas.Getter) *Reader {
 	return &Reader{cas: g, modelIn: map[string]string{}, toolIn: map[string]string{}, started: map[string]uint64{},
 		models: map[key]*ModelCall{}, tools: map[string]*ToolCall{}, shown: map[string]uint64{}, turnOf: map[key]*Turn{},
-		keys: map[string]key{}, versions: map[string]map[uint64]cas.Ref{}, asked: map[string][2]string{}}
+		keys: map[string]key{}, versions: map[string]map[uint64]cas.Ref{}, asked: map[string][2]string{}, opened: map[string]int{}}
 }
 
 func text(v schema.Value) string { s, _ := v.(string); return s }
@@ -234,6 +244,13 @@ func (c *Reader) Record(r journal.Record) error {
 	case world.KindEvent, world.KindReceipt:
 		c.now = num(schema.FieldPath(m, "stamp", "now"))
 		c.inputSeq, c.inputHash = r.Seq, r.Hash
+	}
+	switch r.Kind {
+	case world.KindManifest, world.KindFork:
+		// A world records a manifest only when it is opened (and its
+		// manifest changed), and a fork is a world opened anew: the
+		// effects pending then are dispatched again.
+		c.reopens++
 	}
 	switch r.Kind {
 	case world.KindManifest:
@@ -286,15 +303,16 @@ func (c *Reader) Record(r journal.Record) error {
 				c.pendCalls = c.pendCalls[1:]
 			}
 		}
-		c.started[in] = c.now
+		c.started[in], c.opened[in] = c.now, c.reopens
 	case world.KindReceipt:
 		in := text(schema.FieldPath(m, "intent"))
 		lat := ms(c.now - c.started[in])
+		resumed := c.opened[in] != c.reopens
 		if k, ok := c.modelIn[in]; ok {
 			key := c.keys[k]
 			mc := &ModelCall{Round: key.round, Seq: r.Seq, LatencyMS: lat, Error: text(schema.FieldPath(m, "error")),
 				Provider: c.asked[in][0], RequestModel: c.asked[in][1], Status: text(schema.FieldPath(m, "status")),
-				StartNS: c.started[in], EndNS: c.now}
+				StartNS: c.started[in], EndNS: c.now, Resumed: resumed}
 			if p, ok := schema.FieldPath(m, "payload").(*schema.Map); ok {
 				mc.Model, mc.Finish = text(schema.FieldPath(p, "model")), text(schema.FieldPath(p, "finish_reason"))
 				mc.ResponseID = text(schema.FieldPath(p, "provider_id"))
@@ -312,7 +330,7 @@ func (c *Reader) Record(r journal.Record) error {
 		if call, ok := c.toolIn[in]; ok {
 			tc := c.tool(call)
 			tc.LatencyMS, tc.Seq = lat, r.Seq
-			tc.StartNS, tc.EndNS = c.started[in], c.now
+			tc.StartNS, tc.EndNS, tc.Resumed = c.started[in], c.now, resumed
 			if p, ok := schema.FieldPath(m, "payload").(*schema.Map); ok {
 				c.response(tc, p)
 			}

@@ -33,6 +33,17 @@ func msDuration(ms float64) string {
 	return roundDuration(time.Duration(ms * float64(time.Millisecond)))
 }
 
+// callLatency is a call's latency, or "resumed" for one dispatched again
+// after the world was forked or opened again while it waited: the journal
+// does not record when, and the time from the first request would count
+// the time the world sat idle.
+func callLatency(ms float64, resumed bool) string {
+	if resumed {
+		return "resumed"
+	}
+	return msDuration(ms)
+}
+
 // statusDetail is the output of a call that did not succeed without the
 // status it starts with: the chat writes "error: …", "error (exit 1) …" or
 // "denied: …" for the model, and the lines people read name the status
@@ -156,18 +167,22 @@ func turnLines(t *session.Turn) (lines []string, stable int) {
 	add("  user: %s", clipLine(t.User, 200))
 	for round, r := range t.Rounds {
 		if m := r.Compaction; m != nil {
-			add("  compaction call: %s, %s, %s", m.Model, msDuration(m.LatencyMS), costText(m.CostMicroUSD, m.CostUnknown))
+			add("  compaction call: %s, %s, %s", m.Model, callLatency(m.LatencyMS, m.Resumed), costText(m.CostMicroUSD, m.CostUnknown))
 		}
 		if m := r.Model; m != nil {
 			if m.Error != "" {
-				add("  model call %d: failed after %s: %s", round+1, msDuration(m.LatencyMS), clipLine(m.Error, 200))
+				when := "after " + msDuration(m.LatencyMS)
+				if m.Resumed {
+					when = "(resumed)"
+				}
+				add("  model call %d: failed %s: %s", round+1, when, clipLine(m.Error, 200))
 			} else {
 				tokens := fmt.Sprintf("%d tokens in (%d cached), %d out (%d reasoning)", m.InputTokens, m.CachedTokens, m.OutputTokens, m.Reasoning)
 				if m.UsageUnknown {
 					tokens = "tokens unknown (the provider reported no usage)"
 				}
 				add("  model call %d: %s, %s, %s, %s, %s",
-					round+1, m.Model, msDuration(m.LatencyMS), tokens, costText(m.CostMicroUSD, m.CostUnknown), finishText(m.Finish))
+					round+1, m.Model, callLatency(m.LatencyMS, m.Resumed), tokens, costText(m.CostMicroUSD, m.CostUnknown), finishText(m.Finish))
 			}
 			for _, f := range m.Retried {
 				what := f.Kind
@@ -182,7 +197,11 @@ func turnLines(t *session.Turn) (lines []string, stable int) {
 			fmt.Fprintf(&b, "    %s %s", tc.Tool, clipLine(argsText(tc.Arguments), 120))
 			switch tc.Status {
 			case "ok":
-				fmt.Fprintf(&b, " → ok in %s, %s", msDuration(tc.LatencyMS), plural(len(tc.Output), "byte"))
+				if tc.Resumed {
+					fmt.Fprintf(&b, " → ok (resumed), %s", plural(len(tc.Output), "byte"))
+				} else {
+					fmt.Fprintf(&b, " → ok in %s, %s", msDuration(tc.LatencyMS), plural(len(tc.Output), "byte"))
+				}
 			case "requested":
 				fmt.Fprintf(&b, " → requested, no output yet")
 				unstable = unstable || running
@@ -201,7 +220,10 @@ func turnLines(t *session.Turn) (lines []string, stable int) {
 					continue
 				}
 				fmt.Fprintf(&b, " → %s", tc.Status)
-				if tc.LatencyMS > 0 {
+				switch {
+				case tc.Resumed:
+					b.WriteString(" (resumed)")
+				case tc.LatencyMS > 0:
 					fmt.Fprintf(&b, " in %s", msDuration(tc.LatencyMS))
 				}
 				fmt.Fprintf(&b, ": %s", clipLine(statusDetail(tc.Status, tc.Output), 160))
