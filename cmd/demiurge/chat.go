@@ -206,8 +206,10 @@ func (r *chatRun) turn(ctx context.Context, events func(context.Context) iter.Se
 	switch {
 	case err == nil:
 		return end.Outcome, nil
+	case errors.Is(context.Cause(ctx), errTerminated) && end.Outcome == agent.OutcomeStopped:
+		return end.Outcome, fmt.Errorf("run: %w: the turn was stopped, as Ctrl-C stops it", errTerminated)
 	case ctx.Err() != nil:
-		return end.Outcome, ctx.Err()
+		return end.Outcome, context.Cause(ctx)
 	case errors.Is(context.Cause(tctx), errInterrupted):
 		return end.Outcome, errInterrupted
 	case errors.Is(err, context.DeadlineExceeded):

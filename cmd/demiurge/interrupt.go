@@ -1,6 +1,19 @@
 package main
 
-import "sync"
+import (
+	"errors"
+	"sync"
+)
+
+// errTerminated is the cause of a command's context when SIGTERM ends it
+// (kill, a service manager stopping it). Unlike Ctrl-C it is not routed:
+// a turn run waits for is stopped as Ctrl-C stops it, and the command
+// ends with exitTerminated.
+var errTerminated = errors.New("terminated (SIGTERM)")
+
+// exitTerminated is the exit code of a command SIGTERM ended (128 +
+// SIGTERM, as shells report it).
+const exitTerminated = 143
 
 // interrupts routes Ctrl-C (SIGINT): to the handler a command set, as
 // run does to stop a turn and not the program, else to cancelling the

@@ -10,17 +10,19 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	ctx, cancel := context.WithCancel(ctx)
-	in := &interrupts{cancel: cancel}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	in := &interrupts{cancel: func() { cancel(nil) }}
 	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	go func() {
-		for range sig {
+		for s := range sig {
+			if s == syscall.SIGTERM {
+				cancel(errTerminated) // not routed: it ends the command
+				continue
+			}
 			in.fire()
 		}
 	}()
 	code := executeApp(ctx, newApp(stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr}, in), os.Args[1:], os.Getenv)
-	stop()
 	os.Exit(code)
 }

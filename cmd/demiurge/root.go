@@ -133,6 +133,15 @@ func executeApp(ctx context.Context, a *app, args []string, getenv func(string) 
 	if errors.As(err, &xs) {
 		return xs.code
 	}
+	if errors.Is(context.Cause(ctx), errTerminated) && (errors.Is(err, errTerminated) || errors.Is(err, context.Canceled)) {
+		// Not "context canceled": what ended the command, with what
+		// came of it when the command says (run: its turn).
+		if !errors.Is(err, errTerminated) {
+			err = errTerminated
+		}
+		fmt.Fprintf(std.err, "demiurge: %v\n", err)
+		return exitTerminated
+	}
 	fmt.Fprintf(std.err, "demiurge: %v\n", err)
 	if a.usedStore && storeDamaged(err) {
 		fmt.Fprintf(std.err, "demiurge: the store in %s is damaged: restore it from a copy, or import a bundle that `demiurge export` wrote into a new store (--store); `demiurge cas verify` and `demiurge journal verify` show what can still be read\n", a.storeName())
@@ -190,6 +199,8 @@ with how the turn ended:
      to ask at, or with --json; --approve never denies the call instead, and
      the turn goes on
   130  Ctrl-C stopped it
+  143  SIGTERM (kill) stopped it, as Ctrl-C does (another command that
+       SIGTERM cuts short exits 143 too; worker stops cleanly, exiting 0)
 sh exits with its script's exit status (see demiurge sh --help).`,
 		Example: `  # the offline demo, from a checkout of the repository: the model's answers
   # come from a recorded session, the tools run for real

@@ -167,7 +167,7 @@ func TestExitCodesDocumented(t *testing.T) {
 	}
 	para, _, _ := strings.Cut(string(readme)[i:], "\n\n")
 	help := newTestRoot().Long
-	for _, code := range []int{exitOK, exitFailure, exitGuardStop, exitIncomplete, exitAwaiting, exitInterrupted} {
+	for _, code := range []int{exitOK, exitFailure, exitGuardStop, exitIncomplete, exitAwaiting, exitInterrupted, exitTerminated} {
 		if !strings.Contains(help, fmt.Sprintf("\n  %d  ", code)) {
 			t.Errorf("the root help does not list exit code %d", code)
 		}
