@@ -325,6 +325,11 @@ func TestConnectErrorsSayWhatToDo(t *testing.T) {
 		{"wrong password", strings.Replace(good, srv.Password(), srv.Password()+"x", 1), "check the user name and password"},
 		{"unknown database", strings.Replace(good, "/postgres?", "/nosuchdb?", 1), "create the database"},
 		{"nobody listening", strings.Replace(good, fmt.Sprintf(":%d/", srv.Port()), ":1/", 1), "is the PostgreSQL server running"},
+		// Under sslmode=prefer (the default) a server without TLS
+		// refuses it and pgx tries again without: the failure is the
+		// second attempt's, not the refusal.
+		{"wrong password, sslmode=prefer", strings.Replace(strings.Replace(good, srv.Password(), srv.Password()+"x", 1), "sslmode=disable", "sslmode=prefer", 1), "check the user name and password"},
+		{"unknown database, sslmode=prefer", strings.Replace(strings.Replace(good, "/postgres?", "/nosuchdb?", 1), "sslmode=disable", "sslmode=prefer", 1), "create the database"},
 	} {
 		s, err := pgstore.Open(t.Context(), tc.url, &pgstore.Options{ConnectTimeout: 2e9})
 		if err == nil {
@@ -333,6 +338,9 @@ func TestConnectErrorsSayWhatToDo(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v; want it to say %q", tc.name, err, tc.want)
+		}
+		if strings.Contains(err.Error(), "TLS") {
+			t.Errorf("%s: %v; want no word of TLS, which the server refused before the attempt that failed", tc.name, err)
 		}
 		srv.Scrub(t, "the error", err.Error())
 	}

@@ -216,7 +216,7 @@ func (s *Store) wrap(err error) error { return scrub(err, s.secret) }
 func (s *Store) migrate(ctx context.Context) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return fmt.Errorf("pgstore: connect to %s: %w%s", s.name, err, connectHint(err))
+		return fmt.Errorf("pgstore: connect to %s: %w%s", s.name, withoutRefusedTLS(err), connectHint(err))
 	}
 	defer conn.Release()
 	if err := conn.QueryRow(ctx, `SELECT 'demiurge:' || coalesce(current_schema(), '')`).Scan(&s.channel); err != nil {
@@ -351,6 +351,56 @@ func isConnError(err error) bool {
 	}
 	return err != nil
 }
+
+// refusedTLS is what pgx says of an attempt whose server does not take
+// TLS: under sslmode=prefer (the default) it then tries again without.
+const refusedTLS = "tls error: server refused TLS connection"
+
+// withoutRefusedTLS leaves out of a failed connection's error the attempts
+// a server refused TLS to, when a later attempt (the fallback without TLS)
+// failed for a reason of its own: a wrong password or a missing database
+// is the failure, and "server refused TLS" above it is noise that reads as
+// the cause. The error it returns unwraps to err.
+func withoutRefusedTLS(err error) error {
+	var ce *pgconn.ConnectError
+	if !errors.As(err, &ce) || ce.Config == nil {
+		return err
+	}
+	joined, ok := ce.Unwrap().(interface{ Unwrap() []error })
+	if !ok {
+		return err
+	}
+	var kept []string
+	refused, later := false, false // an attempt was refused TLS; one after it failed otherwise
+	for _, e := range joined.Unwrap() {
+		if strings.HasSuffix(e.Error(), refusedTLS) {
+			refused = true
+			continue
+		}
+		kept = append(kept, e.Error())
+		later = later || refused
+	}
+	if !later {
+		return err
+	}
+	// As pgconn.ConnectError.Error writes it, with the attempts left.
+	msg := fmt.Sprintf("failed to connect to `user=%s database=%s`:", ce.Config.User, ce.Config.Database)
+	if details := strings.Join(kept, "\n"); strings.Contains(details, "\n") {
+		msg += "\n\t" + strings.ReplaceAll(details, "\n", "\n\t")
+	} else {
+		msg += " " + details
+	}
+	return &connectError{msg: msg, err: err}
+}
+
+// connectError is a failed connection's error with another message.
+type connectError struct {
+	msg string
+	err error
+}
+
+func (e *connectError) Error() string { return e.msg }
+func (e *connectError) Unwrap() error { return e.err }
 
 // connectHint says what to do about a failed connection, after its error:
 // what the server answered (a password, a database that is not there) or
