@@ -505,7 +505,12 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 	for {
 		for _, it := range f.take() {
 			if it.event != nil {
-				emit(it.event)
+				// A model call of another turn (one stopped while its call
+				// was in flight, whose call runs again when the world
+				// reopens) streams to nobody: its answer is dropped.
+				if it.request == 0 || it.request == tr.id {
+					emit(it.event)
+				}
 				continue
 			}
 			evs, err := tr.records(it.recs)
@@ -609,6 +614,8 @@ func (c *Chat) stop(ctx context.Context, id uint64, reason string) {
 type item struct {
 	recs  []journal.Record
 	event Event // an event that is not a journal record: a TextDelta, a cassette's Notice
+	// request is the turn (request id) event is for; 0 for any.
+	request uint64
 }
 
 // follower queues what the world hands a turn, for the goroutine that

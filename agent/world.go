@@ -69,6 +69,7 @@ type host interface {
 // deltaTarget is the chat turn a model call streams for.
 type deltaTarget struct {
 	chat    string
+	request uint64 // the turn's request id
 	round   uint64
 	compact bool // a compaction's summary, not an answer
 }
@@ -416,7 +417,7 @@ func (w *World) progress(in *effects.Intent, text string) {
 	if !ok || t.compact {
 		return
 	}
-	w.push(t.chat, TextDelta{Round: t.round, Text: text})
+	w.push(t.chat, t.request, TextDelta{Round: t.round, Text: text})
 }
 
 // cassetteWarning tells the turn a model call is for, in one line, and
@@ -429,7 +430,7 @@ func (w *World) cassetteWarning(in *effects.Intent, m *cassette.Mismatch) {
 		return
 	}
 	if t, ok := w.target(in); ok {
-		w.push(t.chat, Notice{Seq: w.Head().Seq, Text: text})
+		w.push(t.chat, t.request, Notice{Seq: w.Head().Seq, Text: text})
 	}
 }
 
@@ -449,8 +450,9 @@ func (w *World) target(in *effects.Intent) (deltaTarget, bool) {
 		if rp, found := m.Plan(in.Origin.PlanID); found {
 			chat, _ := schema.FieldPath(rp.Input, "chat_id").(string)
 			round, _ := schema.FieldPath(rp.Input, "round").(uint64)
+			req, _ := schema.FieldPath(rp.Input, "request_id").(uint64)
 			purpose, _ := schema.FieldPath(rp.Input, "purpose").(string)
-			t, ok = deltaTarget{chat: chat, round: round, compact: purpose == "compact"}, chat != ""
+			t, ok = deltaTarget{chat: chat, request: req, round: round, compact: purpose == "compact"}, chat != ""
 		}
 	})
 	if !ok {
@@ -466,13 +468,13 @@ func (w *World) target(in *effects.Intent) (deltaTarget, bool) {
 }
 
 // push hands an event that is not a journal record to the turns that
-// follow chat.
-func (w *World) push(chat string, e Event) {
+// follow chat (those of turn request only, if it is not 0).
+func (w *World) push(chat string, request uint64, e Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for f := range w.follows {
 		if f.chat == chat {
-			f.push(item{event: e})
+			f.push(item{event: e, request: request})
 		}
 	}
 }

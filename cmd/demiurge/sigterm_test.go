@@ -18,6 +18,8 @@ func TestRunTerminated(t *testing.T) {
 	t.Parallel()
 	model := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{
 		{Text: "never seen", Delay: llmtest.Duration(30 * time.Second)},
+		{Text: "ANSWER-A"},
+		{Text: "ANSWER-B"},
 	}})
 	defer model.Close()
 	storeDir := filepath.Join(t.TempDir(), "store")
@@ -40,5 +42,17 @@ func TestRunTerminated(t *testing.T) {
 	}
 	if !strings.Contains(p.stdout(), "■ turn stopped: the user stopped the turn (terminated (SIGTERM))") {
 		t.Errorf("stdout:\n%s", p.stdout())
+	}
+
+	// The next run: the stopped turn's model call, in flight when run
+	// ended, is sent again as the world reopens, and its answer is
+	// dropped; it must not stream into the new turn, glued to its answer.
+	q := startDemiurge(t, "run again", nil, env, "--store", storeDir, "run", manifest, "--model", "gpt-test", "-m", "next")
+	if code := q.wait(); code != exitOK {
+		t.Fatalf("the next run: exit %d\n%s\n%s", code, q.stdout(), q.stderr())
+	}
+	out := q.stdout()
+	if a, b := strings.Contains(out, "ANSWER-A"), strings.Contains(out, "ANSWER-B"); a == b {
+		t.Errorf("the next run shows ANSWER-A: %v, ANSWER-B: %v; want the one answer of its own turn:\n%s", a, b, out)
 	}
 }
