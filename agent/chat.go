@@ -180,8 +180,8 @@ func (c *Chat) Model() string { m, _ := c.settings["model"].(string); return m }
 // again when the world reopens) or one another goroutine started. With no
 // turn under way it yields nothing. It streams what the turn does from
 // now on: what it did before (its earlier model calls, a call whose
-// result is still to come) is in the journal, not in the stream, and
-// TurnEnd's usage and cost are those of the model calls the stream saw.
+// result is still to come) is in the journal, not in the stream; TurnEnd's
+// usage and cost are still the whole turn's, read back from the journal.
 // A turn that only waits for approval ends the stream at once with
 // OutcomeAwaitingApproval, its Seq the journal's head.
 func (c *Chat) Follow(ctx context.Context) iter.Seq2[Event, error] {
@@ -454,6 +454,16 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 		return
 	}
 	tr.start = tr.prev
+	resumed := tr.prev != nil && tr.prev.LastRequestID >= id // a turn this stream did not start
+	if resumed {
+		// Its TurnEnd counts the whole turn's usage and cost, from the
+		// chat's state before the turn, in the journal.
+		if before, err := c.beforeTurn(ctx, id); err != nil {
+			w.c.log.Warn("the turn's usage before this stream is not counted", "chat", c.id, "request", id, "err", err)
+		} else {
+			tr.start = cmp.Or(before, &demiurge.StateView{})
+		}
+	}
 	// Calls that already wait for the user (a turn followed or resumed).
 	tr.asks = c.Pending(ctx)
 	st, ok := c.State()
@@ -465,7 +475,10 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 	// end, and the entries the state still holds, are read from the state.
 	ended := ok && st.LastRequestID >= id && (st.Turn == nil || st.Turn.RequestID != id)
 	if ended && len(f.peek()) == 0 {
-		tr.shown, tr.start = st.EntriesBase, st // its usage is not known from here
+		tr.shown = st.EntriesBase
+		if !resumed || tr.start == tr.prev {
+			tr.start = st // its usage is not known from here
+		}
 		for _, e := range tr.state(ctx, w.host.Head().Seq, st, time.Time{}) {
 			if _, isCall := e.(ModelCall); isCall {
 				continue // the usage of calls before is not this turn's

@@ -169,7 +169,9 @@ type TurnEnd struct {
 	Finish string `json:"finish,omitempty"`
 	// Summary is the turn's summary line ("2 rounds, 1200 tokens").
 	Summary string `json:"summary,omitempty"`
-	// Usage and CostMicroUSD are what the turn's model calls used.
+	// Usage and CostMicroUSD are what the turn's model calls used, all
+	// of them: those before a restart, or before the decision a Decide
+	// stream began with, too.
 	Usage        Usage  `json:"usage"`
 	CostMicroUSD uint64 `json:"cost_microusd"`
 	// UsageUnknown and CostUnknown count the turn's calls whose usage or
