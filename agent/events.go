@@ -156,6 +156,8 @@ const (
 	// OutcomeAwaitingApproval: the turn waits for the user's decision on
 	// calls (ApprovalRequested) and no approver answered; it goes on when
 	// Chat.Decide answers, from this process or another, now or later.
+	// A chat that awaits approval (AwaitApproval) ends a stream so only
+	// when its ctx ends, or its loop breaks, while the turn waits.
 	OutcomeAwaitingApproval Outcome = "awaiting_approval"
 )
 
