@@ -504,6 +504,7 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 				if !tr.awaiting {
 					c.stop(ctx, id, "the caller stopped reading the turn")
 				}
+				c.armPending(ctx)
 				return
 			}
 		}
@@ -553,6 +554,7 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 				}
 			}
 			if left {
+				c.armPending(ctx) // the calls it saw wait, which no ask below reached
 				return
 			}
 			if err != nil {
@@ -1098,6 +1100,14 @@ func (w *World) armTimeout(c *Chat, ar ApprovalRequested) {
 		w.timeouts[key] = time.AfterFunc(time.Second, fire)
 	}
 	w.timeouts[key] = time.AfterFunc(max(ar.Deadline.Sub(w.now()), 0), fire)
+}
+
+// armPending arms the timeouts of the calls of the chat's turn that wait
+// (see armTimeout).
+func (c *Chat) armPending(ctx context.Context) {
+	for _, ar := range c.Pending(ctx) {
+		c.w.armTimeout(c, ar)
+	}
 }
 
 // deadlineOf is when call, waiting for approval in the chat whose state

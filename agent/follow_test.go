@@ -264,3 +264,57 @@ func TestAwaitApprovalTimeoutAfterRestart(t *testing.T) {
 		}
 	}
 }
+
+// TestAwaitApprovalBreak: breaking out of a stream that awaits approval
+// while the turn only waits leaves the turn waiting, as ctx's end does;
+// it does not stop it.
+func TestAwaitApprovalBreak(t *testing.T) {
+	w, _ := fake(t, writeTurns())
+	c := w.Chat("c", agent.RequireApproval("workspace_write"), agent.AwaitApproval())
+	for e, err := range c.Send(t.Context(), "write a.md") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := e.(agent.ApprovalRequested); ok {
+			break
+		}
+	}
+	if p := c.Pending(t.Context()); len(p) != 1 || p[0].CallID != "call_a" {
+		t.Fatalf("pending %+v; want call_a still waiting", p)
+	}
+	// So does breaking a Follow at the call that already waits.
+	for range c.Follow(t.Context()) {
+		break
+	}
+	st, _ := c.State()
+	if st.Turn == nil || len(c.Pending(t.Context())) != 1 {
+		t.Errorf("after break the chat is %+v; want its call waiting", st)
+	}
+}
+
+// TestAwaitApprovalBreakTimeout: a call whose stream broke off while it
+// waited is still timed out at its deadline by the process that saw it.
+func TestAwaitApprovalBreakTimeout(t *testing.T) {
+	w, srv := fake(t, writeTurns())
+	c := w.Chat("c", agent.RequireApproval("workspace_write"), agent.ApprovalTimeout(200*time.Millisecond), agent.AwaitApproval())
+	for e, err := range c.Send(t.Context(), "write a.md") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := e.(agent.ApprovalRequested); ok {
+			break
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		st, _ := c.State()
+		if st.Turn == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the call still waits 10s after its deadline: %+v", st.Turn)
+		}
+	}
+	if n := srv.Remaining(); n != 0 {
+		t.Errorf("%d model turns unused", n)
+	}
+}
