@@ -461,10 +461,17 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 	}
 	tr.start = tr.prev
 	resumed := tr.prev != nil && tr.prev.LastRequestID >= id // a turn this stream did not start
+	var past *turnWindow
 	if resumed {
 		// Its TurnEnd counts the whole turn's usage and cost, from the
 		// chat's state before the turn, in the journal.
-		if before, err := c.beforeTurn(ctx, id); err != nil {
+		var before *demiurge.StateView
+		past, err = c.turnWindow(ctx, id)
+		if err == nil {
+			before, err = past.start(ctx)
+		}
+		if err != nil {
+			past = nil
 			w.c.log.Warn("the turn's usage before this stream is not counted", "chat", c.id, "request", id, "err", err)
 		} else {
 			tr.start = cmp.Or(before, &demiurge.StateView{})
@@ -496,10 +503,13 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 		return
 	}
 	if c.await {
-		// The calls that already wait, which the stream waits for:
-		// the steps that asked are in the journal, before the stream.
+		// The calls that already wait, which the stream waits for,
+		// with the seqs of the steps that asked.
 		for _, ar := range tr.asks {
 			ar.Seq = tr.seq
+			if past != nil {
+				ar.Seq = cmp.Or(past.askedAt(ctx, id, ar.CallID), tr.seq)
+			}
 			if !yield(ar, nil) {
 				if !tr.awaiting {
 					c.stop(ctx, id, "the caller stopped reading the turn")
@@ -1264,8 +1274,8 @@ func ApprovalTimeout(d time.Duration) ChatOption {
 // stream for the whole turn, where without it a program would follow the
 // turn again once decided, and miss what happened in between. The stream
 // yields each call's ApprovalRequested once (Follow and Decide first
-// yield those of the calls that already wait, with the journal's head as
-// their Seq), then ApprovalDecided and the rest of the turn as the
+// yield those of the calls that already wait, with the Seq of the step
+// that asked), then ApprovalDecided and the rest of the turn as the
 // decisions land, and ends with the turn. An approver (WithApprover) is
 // still asked first; a call it leaves waiting is waited for.
 //

@@ -114,13 +114,15 @@ func TestAwaitApprovalCancel(t *testing.T) {
 	var types []string
 	var end agent.TurnEnd
 	var last error
+	var asked agent.ApprovalRequested
 	for e, err := range c.Send(ctx, "write a.md") {
 		if err != nil {
 			last = err
 			break
 		}
 		types = append(types, e.Type())
-		if _, ok := e.(agent.ApprovalRequested); ok {
+		if ar, ok := e.(agent.ApprovalRequested); ok {
+			asked = ar
 			cancel() // the caller gives up waiting
 		}
 		if te, ok := e.(agent.TurnEnd); ok {
@@ -146,8 +148,8 @@ func TestAwaitApprovalCancel(t *testing.T) {
 			t.Fatal(err)
 		}
 		if ar, ok := e.(agent.ApprovalRequested); ok {
-			if ar.CallID != "call_a" || ar.Seq == 0 || ar.Arguments == "" {
-				t.Errorf("the waiting call, followed: %+v", ar)
+			if ar != asked {
+				t.Errorf("the waiting call, followed: %+v; want %+v, as Send yielded it", ar, asked)
 			}
 			go c.Answer(ctx, ar.CallID, agent.Decision{Reason: "no"})
 		}
