@@ -28,6 +28,7 @@ type Chat struct {
 	w        *World
 	id       string
 	settings map[string]any
+	await    bool // its streams wait through approvals (AwaitApproval)
 }
 
 // A ChatOption configures a chat's settings (World.Chat).
@@ -36,8 +37,9 @@ type ChatOption func(*chatConfig)
 // chatConfig is what a ChatOption changes: the settings of the chat, in
 // the world that holds it.
 type chatConfig struct {
-	w *World
-	s map[string]any
+	w     *World
+	s     map[string]any
+	await bool // of the handle, not a setting: it does not reach the world
 }
 
 // AllowTools limits the tools the chat's model may call to those named
@@ -150,10 +152,11 @@ func (w *World) Chat(id string, opts ...ChatOption) *Chat {
 	for k, v := range w.base {
 		s[k] = v
 	}
+	cfg := &chatConfig{w: w, s: s}
 	for _, o := range opts {
-		o(&chatConfig{w: w, s: s})
+		o(cfg)
 	}
-	return &Chat{w: w, id: id, settings: s}
+	return &Chat{w: w, id: id, settings: s, await: cfg.await}
 }
 
 // ID returns the chat's id.
@@ -166,10 +169,11 @@ func (c *Chat) With(opts ...ChatOption) *Chat {
 	for k, v := range c.settings {
 		s[k] = v
 	}
+	cfg := &chatConfig{w: c.w, s: s, await: c.await}
 	for _, o := range opts {
-		o(&chatConfig{w: c.w, s: s})
+		o(cfg)
 	}
-	return &Chat{w: c.w, id: c.id, settings: s}
+	return &Chat{w: c.w, id: c.id, settings: s, await: cfg.await}
 }
 
 // Model returns the name of the model the chat talks to.
@@ -180,10 +184,12 @@ func (c *Chat) Model() string { m, _ := c.settings["model"].(string); return m }
 // again when the world reopens) or one another goroutine started. With no
 // turn under way it yields nothing. It streams what the turn does from
 // now on: what it did before (its earlier model calls, a call whose
-// result is still to come) is in the journal, not in the stream, and
-// TurnEnd's usage and cost are those of the model calls the stream saw.
+// result is still to come) is in the journal, not in the stream; TurnEnd's
+// usage and cost are still the whole turn's, read back from the journal.
 // A turn that only waits for approval ends the stream at once with
-// OutcomeAwaitingApproval, its Seq the journal's head.
+// OutcomeAwaitingApproval, its Seq the journal's head, unless the chat
+// awaits approval (AwaitApproval): then the stream waits for the
+// decisions and goes on with the turn.
 func (c *Chat) Follow(ctx context.Context) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		st, ok := c.State()
@@ -454,6 +460,23 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 		return
 	}
 	tr.start = tr.prev
+	resumed := tr.prev != nil && tr.prev.LastRequestID >= id // a turn this stream did not start
+	var past *turnWindow
+	if resumed {
+		// Its TurnEnd counts the whole turn's usage and cost, from the
+		// chat's state before the turn, in the journal.
+		var before *demiurge.StateView
+		past, err = c.turnWindow(ctx, id)
+		if err == nil {
+			before, err = past.start(ctx)
+		}
+		if err != nil {
+			past = nil
+			w.c.log.Warn("the turn's usage before this stream is not counted", "chat", c.id, "request", id, "err", err)
+		} else {
+			tr.start = cmp.Or(before, &demiurge.StateView{})
+		}
+	}
 	// Calls that already wait for the user (a turn followed or resumed).
 	tr.asks = c.Pending(ctx)
 	st, ok := c.State()
@@ -465,7 +488,10 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 	// end, and the entries the state still holds, are read from the state.
 	ended := ok && st.LastRequestID >= id && (st.Turn == nil || st.Turn.RequestID != id)
 	if ended && len(f.peek()) == 0 {
-		tr.shown, tr.start = st.EntriesBase, st // its usage is not known from here
+		tr.shown = st.EntriesBase
+		if !resumed || tr.start == tr.prev {
+			tr.start = st // its usage is not known from here
+		}
 		for _, e := range tr.state(ctx, w.host.Head().Seq, st, time.Time{}) {
 			if _, isCall := e.(ModelCall); isCall {
 				continue // the usage of calls before is not this turn's
@@ -476,7 +502,25 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 		}
 		return
 	}
+	if c.await {
+		// The calls that already wait, which the stream waits for,
+		// with the seqs of the steps that asked.
+		for _, ar := range tr.asks {
+			ar.Seq = tr.seq
+			if past != nil {
+				ar.Seq = cmp.Or(past.askedAt(ctx, id, ar.CallID), tr.seq)
+			}
+			if !yield(ar, nil) {
+				if !tr.awaiting {
+					c.stop(ctx, id, "the caller stopped reading the turn")
+				}
+				c.armPending(ctx)
+				return
+			}
+		}
+	}
 	gone := false        // the caller stopped reading
+	left := false        // it stopped while the turn only waited (AwaitApproval): the turn waits on
 	var stopAt time.Time // when this side asked the chat to stop the turn
 	stop := func(reason string) {
 		if stopAt.IsZero() {
@@ -487,6 +531,10 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 	emit := func(e Event) {
 		if !gone && !yield(e, nil) {
 			gone = true
+			if c.await && tr.awaiting {
+				left = true
+				return
+			}
 			stop("the caller stopped reading the turn")
 		}
 	}
@@ -519,6 +567,10 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 				if ar, ok := e.(ApprovalRequested); ok {
 					tr.asks = append(tr.asks, ar)
 				}
+			}
+			if left {
+				c.armPending(ctx) // the calls it saw wait, which no ask below reached
+				return
 			}
 			if err != nil {
 				fail(err)
@@ -568,7 +620,7 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 				return
 			}
 		}
-		if tr.waitingAsks && tr.awaiting && len(f.peek()) == 0 {
+		if tr.waitingAsks && tr.awaiting && len(f.peek()) == 0 && !c.await {
 			emit(tr.awaitingEnd())
 			return
 		}
@@ -589,6 +641,14 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 			}
 		case <-ctxDone:
 			ctxDone = nil
+			if c.await && tr.awaiting && stopAt.IsZero() {
+				// Nothing runs, the calls wait: the stream ends as
+				// it would have without AwaitApproval, and the turn
+				// keeps waiting in the world.
+				emit(tr.awaitingEnd())
+				fail(ctx.Err())
+				return
+			}
 			stop(context.Cause(ctx).Error())
 		}
 	}
@@ -867,7 +927,8 @@ type Decision struct {
 
 // An Approver answers calls that wait for approval (WithApprover): ok
 // false leaves the call waiting (the stream ends with
-// OutcomeAwaitingApproval). Its context ends at the call's deadline
+// OutcomeAwaitingApproval, or waits on if the chat awaits approval:
+// AwaitApproval). Its context ends at the call's deadline
 // (ApprovalTimeout), and when the call is decided otherwise meanwhile
 // (Chat.Answer from another goroutine, demiurge approve from another
 // process): then what it returns is not taken, and the stream goes on
@@ -1058,6 +1119,14 @@ func (w *World) armTimeout(c *Chat, ar ApprovalRequested) {
 	w.timeouts[key] = time.AfterFunc(max(ar.Deadline.Sub(w.now()), 0), fire)
 }
 
+// armPending arms the timeouts of the calls of the chat's turn that wait
+// (see armTimeout).
+func (c *Chat) armPending(ctx context.Context) {
+	for _, ar := range c.Pending(ctx) {
+		c.w.armTimeout(c, ar)
+	}
+}
+
 // deadlineOf is when call, waiting for approval in the chat whose state
 // is st, times out; zero if it does not wait or has no deadline.
 func deadlineOf(st *demiurge.StateView, call string) time.Time {
@@ -1120,7 +1189,9 @@ func (c *Chat) waiting(ctx context.Context, st *demiurge.StateView, call string)
 var ErrNotWaiting = errors.New("the call does not wait for approval")
 
 // Decide answers a call of the chat's turn that waits for approval (see
-// Pending), and streams the rest of the turn as Send does.
+// Pending), and streams the rest of the turn as Send does. While another
+// stream of this process follows the turn it is ErrBusy: Answer journals
+// a decision without a stream of its own.
 func (c *Chat) Decide(ctx context.Context, callID string, d Decision) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		var id uint64
@@ -1199,6 +1270,39 @@ func ApprovalTimeout(d time.Duration) ChatOption {
 		}
 		c.s["approval_timeout_ms"] = uint64(max(d.Milliseconds(), 1))
 	}
+}
+
+// AwaitApproval keeps the chat's streams (Send's, Decide's, Follow's,
+// Compact's) open while the turn waits for approval, where they would end
+// with OutcomeAwaitingApproval: for a program whose decisions come from
+// elsewhere (a web form that calls Chat.Answer, demiurge approve in
+// another process, whose decision the process that holds the world
+// journals) or from the approval timeout (ApprovalTimeout). It has one
+// stream for the whole turn, where without it a program would follow the
+// turn again once decided, and miss what happened in between. The stream
+// yields each call's ApprovalRequested once (Follow and Decide first
+// yield those of the calls that already wait, with the Seq of the step
+// that asked), then ApprovalDecided and the rest of the turn as the
+// decisions land, and ends with the turn. An approver (WithApprover) is
+// still asked first; a call it leaves waiting is waited for.
+//
+// The wait ends with ctx: if ctx ends, or the loop breaks, while the turn
+// only waits for decisions (nothing runs), the stream ends as it would
+// have without AwaitApproval (a TurnEnd with OutcomeAwaitingApproval, then
+// ctx's error if ctx ended), and the turn keeps waiting in the world; at
+// any other time it stops the turn, as Send's stream does. A call's
+// deadline (ApprovalTimeout) is kept as without it: the process whose
+// stream saw the call wait denies it at the deadline, with or without an
+// approver, and whether or not a stream still waits for it.
+//
+// A stream awaiting approval holds the chat, as any of its streams does:
+// Decide from another goroutine meanwhile is ErrBusy; answer with Answer,
+// which only journals the decision, and the stream goes on with it.
+//
+// It is the chat handle's (World.Chat, Chat.With), not a setting of the
+// chat in the world: it does not reach the world, and changes no record.
+func AwaitApproval() ChatOption {
+	return func(c *chatConfig) { c.await = true }
 }
 
 // awaitingOf reports whether the turn id of the chat whose state is st

@@ -93,6 +93,20 @@
 // (ApprovalDecided.TimedOut), also when the answer comes later from
 // elsewhere.
 //
+// A program whose decisions come from elsewhere (a web form that calls
+// Chat.Answer, demiurge approve, the timeout) makes its chat await
+// approval: with AwaitApproval, Send's, Decide's and Follow's streams stay
+// open while calls wait, yield each ApprovalRequested once, then the
+// ApprovalDecided and the rest of the turn as the decision lands, and end
+// with the turn, or with ctx (then as awaiting approval, the turn still
+// waiting in the world):
+//
+//	c := w.Chat("main", agent.RequireApproval("bash"), agent.AwaitApproval())
+//	for e, err := range c.Follow(ctx) { ... } // another goroutine calls c.Answer
+//
+// A stream that picks up a turn it did not start (Follow after a restart,
+// Decide) still ends with the whole turn's usage and cost in TurnEnd.
+//
 // # Testing a program that embeds the agent
 //
 // Record a session once (against a fake model such as adapters/llm/llmtest,

@@ -156,6 +156,8 @@ const (
 	// OutcomeAwaitingApproval: the turn waits for the user's decision on
 	// calls (ApprovalRequested) and no approver answered; it goes on when
 	// Chat.Decide answers, from this process or another, now or later.
+	// A chat that awaits approval (AwaitApproval) ends a stream so only
+	// when its ctx ends, or its loop breaks, while the turn waits.
 	OutcomeAwaitingApproval Outcome = "awaiting_approval"
 )
 
@@ -169,7 +171,9 @@ type TurnEnd struct {
 	Finish string `json:"finish,omitempty"`
 	// Summary is the turn's summary line ("2 rounds, 1200 tokens").
 	Summary string `json:"summary,omitempty"`
-	// Usage and CostMicroUSD are what the turn's model calls used.
+	// Usage and CostMicroUSD are what the turn's model calls used, all
+	// of them: those before a restart, or before the decision a Decide
+	// stream began with, too.
 	Usage        Usage  `json:"usage"`
 	CostMicroUSD uint64 `json:"cost_microusd"`
 	// UsageUnknown and CostUnknown count the turn's calls whose usage or

@@ -136,3 +136,53 @@ func ExampleChat_Send_stop() {
 	// Output:
 	// turn running: false
 }
+
+// Wait through an approval decided elsewhere: with AwaitApproval the
+// stream stays open while the write waits, and goes on with the turn once
+// the decision lands; here another goroutine answers it with Chat.Answer,
+// as a web form's handler or demiurge approve (through the process that
+// holds the world) would.
+func ExampleAwaitApproval() {
+	srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{
+		{Calls: []llmtest.Call{{Name: "workspace_write", Arguments: `{"path": "a.md", "content": "hi"}`}}},
+		{Text: "I wrote a.md."},
+	}})
+	defer srv.Close()
+	ctx := context.Background()
+	w, err := agent.Open(ctx, "../examples/demiurge",
+		agent.WithModel(agent.Model{Name: "gpt-test", BaseURL: srv.URL, APIKey: "sk-test"}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer w.Close()
+	c := w.Chat("main", agent.RequireApproval("workspace_write"), agent.AwaitApproval())
+	for e, err := range c.Send(ctx, "Write a.md.") {
+		if err != nil {
+			log.Fatal(err)
+		}
+		switch e := e.(type) {
+		case agent.ApprovalRequested:
+			fmt.Println("waits:", e.Tool, e.Arguments)
+			go func() { // elsewhere
+				if _, _, err := c.Answer(ctx, e.CallID, agent.Decision{Approve: true}); err != nil {
+					log.Fatal(err)
+				}
+			}()
+		case agent.ApprovalDecided:
+			fmt.Println("approved:", e.Approved)
+		case agent.ToolCallFinished:
+			fmt.Println(e.Tool, e.Status)
+		case agent.Message:
+			fmt.Printf("%s: %s\n", e.Role, e.Text)
+		case agent.TurnEnd:
+			fmt.Println("turn:", e.Outcome)
+		}
+	}
+	// Output:
+	// user: Write a.md.
+	// waits: workspace_write {"content":"hi","path":"a.md"}
+	// approved: true
+	// workspace_write ok
+	// assistant: I wrote a.md.
+	// turn: answer
+}

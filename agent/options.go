@@ -144,7 +144,8 @@ func WithAdapter(kind string, a effects.Adapter) Option {
 // WithApprover answers the calls that wait for the user's approval (see
 // RequireApproval) as they come: a terminal's y/n prompt, a web page, a
 // rule of the program. Without one, a turn with a waiting call ends its
-// stream with OutcomeAwaitingApproval, and Chat.Decide answers later.
+// stream with OutcomeAwaitingApproval (unless the chat awaits approval:
+// AwaitApproval), and Chat.Decide answers later.
 func WithApprover(a Approver) Option { return func(c *config) { c.approver = a } }
 
 // WithClock sets the world's ingress clock and the entropy its inputs
