@@ -227,6 +227,9 @@ func TestPages(t *testing.T) {
 		{"/w/edits-fork", 200, "forked here (#43) from world workspace-edits at #42: the turns above are workspace-edits's —"},
 		{"/w/demo-start", 200, "forked here (#4) from world demo at #3 —"},
 		{"/w/demo-midturn", 200, "forked here (#9) from world demo at #8: turn 1 of chat main above began in demo and goes on in this world —"},
+		// A turn open in a fork that nothing runs: in progress, not "running".
+		{"/w/demo-midturn", 200, "a turn is in progress"},
+		{"/w/demo-midturn", 200, "in progress…"},
 		{"/w/edits-fork/replay?run=1", 200, "ok: 43 records replay to the same bytes"},
 		{"/w/nope", 404, "world nope has no records in store test store"},
 		{"/w/bad%20name/records", 400, `world "bad name"`},
