@@ -291,7 +291,7 @@ func (r *chatRun) repl(ctx context.Context) error {
 	r.write(fmt.Sprintf("demiurge: world %s, chat %s, model %s. Type a message; /help for commands, Ctrl-D to quit.\n", r.f.world, r.chat.ID(), r.chat.Model()))
 	var aborted time.Time
 	for {
-		line, err := readLine(ln)
+		line, err := readLine(ctx, ln, r.input)
 		switch {
 		case errors.Is(err, liner.ErrPromptAborted):
 			if time.Since(aborted) < 2*time.Second {
@@ -303,6 +303,8 @@ func (r *chatRun) repl(ctx context.Context) error {
 		case errors.Is(err, io.EOF):
 			r.write("\n")
 			return nil
+		case ctx.Err() != nil:
+			return endedBy(ctx) // SIGTERM at the prompt
 		case err != nil:
 			return err
 		}
@@ -313,25 +315,29 @@ func (r *chatRun) repl(ctx context.Context) error {
 		quit, err := r.line(ctx, line)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil
+				if errors.Is(err, errTerminated) {
+					return err // says what came of the turn
+				}
+				return endedBy(ctx)
 			}
 			if !errors.Is(err, errInterrupted) {
 				return err
 			}
 		}
 		if quit || ctx.Err() != nil {
-			return nil
+			return endedBy(ctx)
 		}
 	}
 }
 
 // readLine reads one line from the line editor; a line that ends with a
-// backslash goes on on the next.
-func readLine(ln *liner.State) (string, error) {
+// backslash goes on on the next. When ctx is done (SIGTERM) it gives up,
+// if the editor reads an interruptible input (see promptUntil).
+func readLine(ctx context.Context, ln *liner.State, input *os.File) (string, error) {
 	var b strings.Builder
 	prompt := "> "
 	for {
-		s, err := ln.Prompt(prompt)
+		s, err := promptUntil(ctx, ln, input, prompt, nil)
 		if err != nil {
 			return "", err
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"sync"
 )
@@ -59,4 +60,13 @@ func (i *interrupts) quit() {
 	if i != nil {
 		i.cancel()
 	}
+}
+
+// endedBy is what a command whose context is done returns: errTerminated
+// when SIGTERM ended it, nil otherwise (the user quit).
+func endedBy(ctx context.Context) error {
+	if ctx.Err() != nil && errors.Is(context.Cause(ctx), errTerminated) {
+		return errTerminated
+	}
+	return nil
 }

@@ -310,3 +310,42 @@ func TestApprovalAcrossKill(t *testing.T) {
 		t.Errorf("k.md: %q, %v", b, err)
 	}
 }
+
+// TestREPLTerminated: SIGTERM ends the chat at its prompt, idle or in a
+// turn, with exit 143 and a word on stderr, as it ends run -m.
+func TestREPLTerminated(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		turn bool
+	}{{"idle", false}, {"turn", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{{Text: "never seen", Delay: llmtest.Duration(30 * time.Second)}}})
+			defer srv.Close()
+			manifest, _ := filepath.Abs(filepath.Join("..", "..", "examples", "demiurge"))
+			tm := startTerminal(t, []string{"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL=" + srv.URL, "TERM=xterm"},
+				"--store", t.TempDir(), "run", manifest, "--model", "gpt-test")
+			m := tm.expect(0, `Type a message`)
+			if tc.turn {
+				tm.typ("slow\r")
+				for deadline := time.Now().Add(20 * time.Second); len(srv.Requests()) == 0; time.Sleep(10 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatal("no model request after 20 s")
+					}
+				}
+			}
+			if err := tm.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-tm.done:
+				var xe *exec.ExitError
+				if !errors.As(err, &xe) || xe.ExitCode() != exitTerminated {
+					t.Errorf("run ended with %v; want exit %d", err, exitTerminated)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("run did not end after SIGTERM")
+			}
+			tm.expect(m, `terminated \(SIGTERM\)`)
+		})
+	}
+}
