@@ -594,11 +594,7 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 					continue // decided meanwhile (Chat.Answer, another process): the world has it
 				}
 				if expired {
-					if err := c.sendTimeout(ctx, ar); err != nil {
-						fail(err)
-						return
-					}
-					tr.expired = append(tr.expired, expiredAsk{ar, c.w.now()})
+					c.w.armTimeout(c, ar) // past its deadline: fires at once
 					continue
 				}
 				if !ok {
@@ -610,14 +606,6 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 					fail(err)
 					return
 				}
-			}
-		}
-		if len(tr.expired) > 0 {
-			// A timeout the world's clock had not reached yet changes
-			// nothing: send it again while the call still waits.
-			if err := c.resendTimeouts(ctx, tr); err != nil {
-				fail(err)
-				return
 			}
 		}
 		if tr.waitingAsks && tr.awaiting && len(f.peek()) == 0 && !c.await {
@@ -738,9 +726,7 @@ type turnReader struct {
 	// says some wait for a decision nobody here gives.
 	asks        []ApprovalRequested
 	waitingAsks bool
-	// expired are calls whose approval timed out here and were denied so.
-	expired []expiredAsk
-	seq     uint64 // the last record read
+	seq         uint64 // the last record read
 }
 
 // records returns the events of one step's records.
@@ -1007,12 +993,6 @@ func (c *Chat) waits(ar ApprovalRequested) bool {
 	return false
 }
 
-// expiredAsk is a call this side denied as timed out, and when.
-type expiredAsk struct {
-	ar   ApprovalRequested
-	sent time.Time
-}
-
 // decideBy answers a waiting call as decide does, by its deadline:
 // expired says the deadline passed before anyone here decided (the call
 // is then denied as timed out).
@@ -1046,32 +1026,6 @@ func (w *World) now() time.Time {
 		return w.c.now()
 	}
 	return time.Now()
-}
-
-// resendTimeouts sends again, once a second, the timeouts of calls that
-// still wait: the world's logical time can run ahead of this clock (the
-// clock was set back), and the reducer denies a call only once the
-// world's time has reached its deadline.
-func (c *Chat) resendTimeouts(ctx context.Context, tr *turnReader) error {
-	st, ok := c.State()
-	if !ok {
-		return nil
-	}
-	kept := tr.expired[:0]
-	for _, e := range tr.expired {
-		if deadlineOf(st, e.ar.CallID).IsZero() {
-			continue // decided
-		}
-		if now := c.w.now(); now.Sub(e.sent) >= time.Second {
-			if err := c.sendTimeout(ctx, e.ar); err != nil {
-				return err
-			}
-			e.sent = now
-		}
-		kept = append(kept, e)
-	}
-	tr.expired = kept
-	return nil
 }
 
 // armTimeout denies call ar of chat c as timed out at its deadline, if it
