@@ -447,12 +447,15 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 		delete(w.busy, c.id)
 		w.mu.Unlock()
 	}()
-	tr := &turnReader{c: c, callAt: map[string]time.Time{}}
+	tr := &turnReader{c: c, callAt: map[string]time.Time{}, asked: map[askKey]bool{}}
 	if st, ok := c.State(); ok {
 		_, tr.shown = st.Since(0)
 		tr.prev = st
 	}
 	id, err := start(ctx)
+	if testHookStarted != nil {
+		testHookStarted(c)
+	}
 	tr.id = id
 	tr.seq = w.host.Head().Seq // a followed turn that only waits reads no record
 	if err != nil {
@@ -478,7 +481,14 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 		}
 	}
 	// Calls that already wait for the user (a turn followed or resumed).
-	tr.asks = c.Pending(ctx)
+	// A turn this stream starts has none: its records, all of them
+	// after the follower was registered, bring its calls, in order.
+	if resumed {
+		tr.asks = c.Pending(ctx)
+		for _, ar := range tr.asks {
+			tr.asked[askKey{ar.Round, ar.CallID}] = true
+		}
+	}
 	st, ok := c.State()
 	if ok {
 		tr.awaiting = awaitingOf(st, id)
@@ -563,10 +573,21 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 			}
 			evs, err := tr.records(it.recs)
 			for _, e := range evs {
-				emit(e)
 				if ar, ok := e.(ApprovalRequested); ok {
-					tr.asks = append(tr.asks, ar)
+					k := askKey{ar.Round, ar.CallID}
+					if tr.asked[k] {
+						// Committed between the follower's start and the
+						// read of the calls that wait: it is in asks
+						// already (and was yielded, if the chat awaits).
+						if c.await {
+							continue
+						}
+					} else {
+						tr.asked[k] = true
+						tr.asks = append(tr.asks, ar)
+					}
 				}
+				emit(e)
 			}
 			if left {
 				c.armPending(ctx) // the calls it saw wait, which no ask below reached
@@ -641,6 +662,11 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 		}
 	}
 }
+
+// testHookStarted, set by tests only, runs in a turn's stream once its
+// turn has started, before the stream reads the calls that wait: a test
+// lets the world run ahead there, as a busy machine may.
+var testHookStarted func(*Chat)
 
 // errStopped is the error of a turn the caller stopped reading.
 var errStopped = errors.New("the caller stopped reading")
@@ -726,7 +752,15 @@ type turnReader struct {
 	// says some wait for a decision nobody here gives.
 	asks        []ApprovalRequested
 	waitingAsks bool
-	seq         uint64 // the last record read
+	// asked holds the calls ever put in asks: a call is asked once.
+	asked map[askKey]bool
+	seq   uint64 // the last record read
+}
+
+// askKey names a call that waits for approval within its turn.
+type askKey struct {
+	round uint64
+	call  string
 }
 
 // records returns the events of one step's records.
