@@ -254,9 +254,10 @@ func TestEmptyChatID(t *testing.T) {
 	}
 }
 
-// TestToolNamesChecked: RequireApproval or AllowTools naming no tool (a
-// typo) fails the Send, before the model is asked: the tool meant would
-// otherwise run without approval, silently.
+// TestToolNamesChecked: RequireApproval, AllowTools or a tool choice
+// naming no tool (a typo) fails the Send, before the model is asked: the
+// tool meant would otherwise run without approval, silently, or the turn
+// fail at the provider.
 func TestToolNamesChecked(t *testing.T) {
 	w, srv := fake(t, []llmtest.Turn{{Text: "unasked"}})
 	for _, tc := range []struct {
@@ -265,9 +266,18 @@ func TestToolNamesChecked(t *testing.T) {
 	}{
 		{agent.RequireApproval("workspace_write", "workspace_writ"), `RequireApproval names "workspace_writ"`},
 		{agent.AllowTools("*"), `AllowTools names "*"`},
+		{agent.DefaultToolChoice(agent.ToolChoiceTool("nope")), `DefaultToolChoice names "nope"`},
+		{nil, `WithToolChoice names "workspace_writ"`},
 	} {
 		var errs []error
-		for _, err := range w.Chat("c", tc.opt).Send(t.Context(), "write") {
+		c := w.Chat("c")
+		var sendOpts []agent.SendOption
+		if tc.opt != nil {
+			c = w.Chat("c", tc.opt)
+		} else {
+			sendOpts = append(sendOpts, agent.WithToolChoice(agent.ToolChoiceTool("workspace_writ")))
+		}
+		for _, err := range c.Send(t.Context(), "write", sendOpts...) {
 			errs = append(errs, err)
 		}
 		if len(errs) != 1 || errs[0] == nil || !strings.Contains(errs[0].Error(), tc.want) || !strings.Contains(errs[0].Error(), "(bash, introspect_journal_head,") {
@@ -276,6 +286,14 @@ func TestToolNamesChecked(t *testing.T) {
 	}
 	if _, ok := w.Chat("c").State(); ok {
 		t.Error("the refused Send created the chat")
+	}
+	for _, err := range w.Chat("c").Compact(t.Context()) {
+		if !errors.Is(err, agent.ErrNoChat) {
+			t.Errorf("Compact of a chat the world lacks: %v; want ErrNoChat", err)
+		}
+	}
+	if _, ok := w.Chat("c").State(); ok {
+		t.Error("Compact created the chat")
 	}
 	if n := srv.Served(); n != 0 {
 		t.Errorf("the model was asked %d times", n)

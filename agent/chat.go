@@ -251,7 +251,11 @@ func (c *Chat) Send(ctx context.Context, text string, opts ...SendOption) iter.S
 			yield(nil, err)
 			return
 		}
-		c.turn(ctx, yield, c.begin(func(ctx context.Context, id uint64, settings map[string]any) error {
+		sent := map[string]any{}
+		for _, o := range opts {
+			o(sent)
+		}
+		c.turn(ctx, yield, c.begin(sent["tool_choice"], func(ctx context.Context, id uint64, settings map[string]any) error {
 			ref, err := c.w.st.CAS().Put(ctx, msg)
 			if err != nil {
 				return err
@@ -296,15 +300,24 @@ func (c *Chat) checkTaken(id uint64, ref cas.Ref) error {
 	return nil
 }
 
+// ErrNoChat is returned (wrapped) for a chat the world does not have yet
+// where only an existing one will do.
+var ErrNoChat = errors.New("no such chat")
+
 // Compact asks the chat to summarize the oldest part of its transcript now
-// (a Chat@2 world's chat only), and streams that turn as Send does.
+// (a Chat@2 world's chat only), and streams that turn as Send does. A chat
+// the world does not have yet is not created: the error wraps ErrNoChat.
 func (c *Chat) Compact(ctx context.Context) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		if c.w.module != demiurge.ModuleName {
 			yield(nil, fmt.Errorf("this world's chat (%s) cannot compact; %s can", c.w.module, demiurge.ModuleName))
 			return
 		}
-		c.turn(ctx, yield, c.begin(func(ctx context.Context, id uint64, _ map[string]any) error {
+		if _, ok := c.State(); !ok && c.id != "" {
+			yield(nil, fmt.Errorf("chat %s: %w: it has no transcript to compact", c.id, ErrNoChat))
+			return
+		}
+		c.turn(ctx, yield, c.begin(nil, func(ctx context.Context, id uint64, _ map[string]any) error {
 			// Changed settings go with the next message.
 			return c.send(ctx, "Compact", map[string]any{"chat_id": c.id, "request_id": id})
 		}))
@@ -380,10 +393,26 @@ func (c *Chat) settingsChanged() (bool, error) {
 // checkToolNames reports a tool that RequireApproval or AllowTools names
 // and the model is not offered: a misspelt name would leave the tool it
 // meant unguarded (or every tool refused), silently.
-func (c *Chat) checkToolNames() error {
+func (c *Chat) checkToolNames(choice any) error {
 	offered := map[string]bool{}
 	for _, t := range c.w.kit.specs {
 		offered[t.Name] = true
+	}
+	offeredNames := func() string {
+		have := make([]string, 0, len(offered))
+		for name := range offered {
+			have = append(have, name)
+		}
+		slices.Sort(have)
+		return strings.Join(have, ", ")
+	}
+	for _, o := range []struct {
+		option string
+		v      any
+	}{{"DefaultToolChoice", c.settings["tool_choice"]}, {"WithToolChoice", choice}} {
+		if n, ok := toolChoiceName(o.v); ok && !offered[n] {
+			return fmt.Errorf("%s names %q, which is no tool the model is offered (%s); name one of those", o.option, n, offeredNames())
+		}
 	}
 	for _, o := range []struct{ key, option string }{{"require_approval", "RequireApproval"}, {"tools_allow", "AllowTools"}} {
 		names, _ := c.settings[o.key].([]string)
@@ -391,23 +420,27 @@ func (c *Chat) checkToolNames() error {
 			if offered[n] || n == "*" && o.key == "require_approval" {
 				continue
 			}
-			have := make([]string, 0, len(offered))
-			for name := range offered {
-				have = append(have, name)
-			}
-			slices.Sort(have)
-			return fmt.Errorf("%s names %q, which is no tool the model is offered (%s); name one of those", o.option, n, strings.Join(have, ", "))
+			return fmt.Errorf("%s names %q, which is no tool the model is offered (%s); name one of those", o.option, n, offeredNames())
 		}
 	}
 	return nil
 }
 
+// toolChoiceName returns the tool a tool choice (as value makes it) names,
+// if it names one.
+func toolChoiceName(v any) (string, bool) {
+	m, _ := v.(map[string]any)
+	t, _ := m["Tool"].(map[string]any)
+	n, ok := t["name"].(string)
+	return n, ok
+}
+
 // begin returns the start of a new turn: the chat is created if need be,
 // and send sends what starts the turn, given its request id and the
 // settings to send with it (if they changed).
-func (c *Chat) begin(send func(ctx context.Context, id uint64, settings map[string]any) error) func(context.Context) (uint64, error) {
+func (c *Chat) begin(choice any, send func(ctx context.Context, id uint64, settings map[string]any) error) func(context.Context) (uint64, error) {
 	return func(ctx context.Context) (uint64, error) {
-		if err := c.checkToolNames(); err != nil {
+		if err := c.checkToolNames(choice); err != nil {
 			return 0, err
 		}
 		id, settings, err := c.start(ctx)

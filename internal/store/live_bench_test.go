@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -27,6 +28,20 @@ import (
 const followerEnv = "DEMIURGE_BENCH_FOLLOW"
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(holderEnv); dir != "" {
+		// Hold the store (read-only if the value ends in ",ro") until
+		// stdin closes: another process, for TestLocked.
+		dir, ro := strings.CutSuffix(dir, ",ro")
+		s, err := Open(dir, &Options{ReadOnly: ro})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "holder:", err)
+			os.Exit(1)
+		}
+		fmt.Println("held")
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		_ = s.Close()
+		os.Exit(0)
+	}
 	if dir := os.Getenv(followerEnv); dir != "" {
 		if err := followForBench(dir, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "follower:", err)

@@ -137,6 +137,8 @@ type Store struct {
 	srv      *server // serves reads to other processes; nil read-only
 	serveErr error   // why the store does not serve reads, if it does not
 
+	release func() // ends this process's hold on the file (holdInProcess)
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -185,6 +187,16 @@ func Open(dir string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
 
+	release, err := holdInProcess(path, o.ReadOnly)
+	if err != nil {
+		return nil, err
+	}
+	opened := false
+	defer func() {
+		if !opened {
+			release()
+		}
+	}()
 	bo := &bbolt.Options{
 		Timeout:  o.LockTimeout,
 		ReadOnly: o.ReadOnly,
@@ -217,7 +229,56 @@ func Open(dir string, opts *Options) (*Store, error) {
 			s.serveErr = fmt.Errorf("store %s: serve reads to other processes: %w", dir, s.serveErr)
 		}
 	}
+	s.release = release
+	opened = true
 	return s, nil
+}
+
+// inProcess counts the opens of each store file in this process that are
+// not closed yet: -1 for one read-write, n > 0 for n read-only. The file
+// lock is an flock, which a second open of the same file in the same
+// process waits for as another process's would: this says at once what
+// holds it instead.
+var inProcess = struct {
+	sync.Mutex
+	opens map[string]int
+}{opens: map[string]int{}}
+
+// holdInProcess records an open of the store file path, or refuses one the
+// file lock would make wait for an open of this process; release undoes it.
+func holdInProcess(path string, readOnly bool) (release func(), err error) {
+	key, err := filepath.Abs(path)
+	if err != nil {
+		key = filepath.Clean(path)
+	}
+	inProcess.Lock()
+	defer inProcess.Unlock()
+	n := inProcess.opens[key]
+	if n < 0 || n > 0 && !readOnly {
+		how := "read-write"
+		if n > 0 {
+			how = "read-only"
+		}
+		return nil, fmt.Errorf("%w: %s is held by this process (opened %s and not closed yet): share that open store, or close it first",
+			ErrLocked, path, how)
+	}
+	if readOnly {
+		inProcess.opens[key] = n + 1
+	} else {
+		inProcess.opens[key] = -1
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			inProcess.Lock()
+			defer inProcess.Unlock()
+			if n := inProcess.opens[key]; n > 1 {
+				inProcess.opens[key] = n - 1
+			} else {
+				delete(inProcess.opens, key)
+			}
+		})
+	}, nil
 }
 
 // Serving returns nil if the store serves reads to other processes (see
@@ -262,6 +323,9 @@ func (s *Store) Close() error {
 		s.closeErr = errors.Join(s.journal.Close(), s.cas.Close())
 		if err := s.db.Close(); err != nil {
 			s.closeErr = errors.Join(s.closeErr, err)
+		}
+		if s.release != nil {
+			s.release()
 		}
 		if s.closeErr != nil {
 			s.closeErr = fmt.Errorf("close store %s: %w", s.dir, s.closeErr)

@@ -1,11 +1,13 @@
 package store
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -167,6 +169,43 @@ func TestReadOnlyLeavesFileUnchanged(t *testing.T) {
 	}
 }
 
+// holderEnv names the store a test binary started with it holds open, as
+// another process (see TestMain).
+const holderEnv = "DEMIURGE_TEST_HOLD"
+
+// holdElsewhere opens the store in dir in another process (read-only if
+// ro) and returns once it holds it; the process ends with the test.
+func holdElsewhere(t *testing.T, dir string, ro bool) {
+	t.Helper()
+	v := dir
+	if ro {
+		v += ",ro"
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), holderEnv+"="+v)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = in.Close(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || line != "held\n" {
+		t.Fatalf("the holder process: %q, %v", line, err)
+	}
+}
+
+// TestLocked: a store open in one place cannot be opened read-write in
+// another, nor read-only beside a writer, whether the other open is in
+// another process (the file lock, after LockTimeout) or in this one (at
+// once, saying so: the lock would wait for it as for another process).
 func TestLocked(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
@@ -178,29 +217,47 @@ func TestLocked(t *testing.T) {
 		{"reader excludes writer", true, false, true},
 		{"readers share", true, true, false},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			if err := closeNew(dir); err != nil {
-				t.Fatal(err)
+		for _, elsewhere := range []bool{false, true} {
+			name, want := tc.name+"/this process", []string{"this process", "close it first"}
+			if elsewhere {
+				name, want = tc.name+"/another process", []string{"another process", "demiurge run"}
 			}
-			mustOpen(t, dir, &Options{ReadOnly: tc.first})
-			s, err := Open(dir, &Options{ReadOnly: tc.second, LockTimeout: 50 * time.Millisecond})
-			if !tc.wantLocked {
-				if err != nil {
-					t.Fatalf("second Open: %v", err)
+			t.Run(name, func(t *testing.T) {
+				dir := t.TempDir()
+				if err := closeNew(dir); err != nil {
+					t.Fatal(err)
 				}
-				_ = s.Close()
-				return
-			}
-			if !errors.Is(err, ErrLocked) {
-				t.Fatalf("second Open: %v; want ErrLocked", err)
-			}
-			for _, want := range []string{dir, "another process", "demiurge run"} {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("error %q does not say %q", err, want)
+				if elsewhere {
+					holdElsewhere(t, dir, tc.first)
+				} else {
+					mustOpen(t, dir, &Options{ReadOnly: tc.first})
 				}
-			}
-		})
+				s, err := Open(dir, &Options{ReadOnly: tc.second, LockTimeout: 50 * time.Millisecond})
+				if !tc.wantLocked {
+					if err != nil {
+						t.Fatalf("second Open: %v", err)
+					}
+					_ = s.Close()
+					return
+				}
+				if !errors.Is(err, ErrLocked) {
+					t.Fatalf("second Open: %v; want ErrLocked", err)
+				}
+				for _, want := range append(want, dir) {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("error %q does not say %q", err, want)
+					}
+				}
+			})
+		}
+	}
+	// Closed, an open of this process no longer holds the store.
+	dir := t.TempDir()
+	mustOpen(t, dir, nil).Close()
+	if s, err := Open(dir, &Options{LockTimeout: 50 * time.Millisecond}); err != nil {
+		t.Fatalf("Open after Close: %v", err)
+	} else {
+		s.Close()
 	}
 }
 
