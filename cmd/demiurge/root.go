@@ -25,6 +25,9 @@ const (
 	exitOK      = 0 // the command did what was asked
 	exitFailure = 1 // it could not, or it found problems (invalid AIR, a corrupt store)
 	exitUsage   = 2 // the command line is wrong: unknown command or flag, bad arguments
+	// exitQueued: send's event waits in a PostgreSQL world's inbox, which
+	// no worker journaled within --wait; it is kept, not lost.
+	exitQueued = 6
 )
 
 // defaultStoreDir is the store a command uses without --store or
@@ -201,6 +204,9 @@ with how the turn ended:
   130  Ctrl-C stopped it
   143  SIGTERM (kill) stopped it, as Ctrl-C does (another command that
        SIGTERM cuts short exits 143 too; worker stops cleanly, exiting 0)
+send exits 6 when its event waits in the inbox of a world of a PostgreSQL
+store that no worker journaled within --wait: it is kept, and a worker
+journals it when it takes the world (do not send it again).
 sh exits with its script's exit status (see demiurge sh --help).`,
 		Example: `  # the offline demo, from a checkout of the repository: the model's answers
   # come from a recorded session, the tools run for real

@@ -175,6 +175,9 @@ func TestExitCodesDocumented(t *testing.T) {
 			t.Errorf("the README's paragraph on run's exit codes does not list %d:\n%s", code, para)
 		}
 	}
+	if !strings.Contains(help, "send exits 6") || !strings.Contains(string(readme), "exits 6 when no worker journaled") || exitQueued != 6 {
+		t.Error("the root help or the README does not say when send exits 6")
+	}
 	for _, want := range []string{"--approve never", "--approve ask", "sh"} {
 		if !strings.Contains(help, want) || !strings.Contains(para, want) {
 			t.Errorf("the root help or the README's exit codes do not say %q", want)

@@ -139,7 +139,9 @@ in flight after --wait, a note says so on stderr.`,
 In a PostgreSQL store (--store postgres://…) the world runs on a worker
 (demiurge worker): the event goes to the world's inbox, send waits until
 the world's worker journaled it, and prints what followed as the journal
-shows it, wherever the world runs.`
+shows it, wherever the world runs. If no worker journaled it within --wait,
+send says so and exits 6: the event stays in the inbox, and a worker
+journals it when it takes the world (sending it again would send it twice).`
 	cmd.Flags().StringVar(&schemaN, "schema", "", "the event's `SCHEMA` name, e.g. counter/Event@1")
 	cmd.Flags().StringVar(&value, "value", "", "the event's value as `JSON`")
 	cmd.Flags().DurationVar(&wait, "wait", 30*time.Second, "how long to run the world after sending")
@@ -178,8 +180,8 @@ func sendRemote(ctx context.Context, a *app, pg *pgstore.Store, cat *schema.Cata
 	defer cancel()
 	if _, err := r.SendJSON(wctx, schemaN, []byte(value)); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			fmt.Fprintf(note, "not journaled after %s: no worker took world %s yet (start one: demiurge worker --store …); the message waits in its inbox\n", wait, name)
-			return nil
+			fmt.Fprintf(note, "not journaled after %s: no worker took world %s yet (start one: demiurge worker --store …); the message waits in its inbox, and a worker journals it when it takes the world: do not send it again\n", wait, name)
+			return &exitStatus{code: exitQueued}
 		}
 		return fmt.Errorf("send: %w", err)
 	}

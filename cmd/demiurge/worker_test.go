@@ -153,7 +153,7 @@ func TestPostgresSend(t *testing.T) {
 	// No worker yet: the message waits in the inbox.
 	r := run(t, nil, "", "--store", url, "send", "--manifest", counter, "--world", "c1",
 		"--schema", "counter/Event@1", "--value", `{"Start": {"target": 2}}`, "--wait", "300ms")
-	if r.code != 0 || !strings.Contains(r.stdout, "no worker took world c1 yet") {
+	if r.code != exitQueued || !strings.Contains(r.stdout, "no worker took world c1 yet") {
 		t.Fatalf("send without a worker: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	startWorker(t, url, nil, "--llm", "cassette:"+filepath.Join("..", "..", "testdata", "sessions", "demo"))
