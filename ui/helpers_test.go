@@ -21,7 +21,7 @@ import (
 // sessionsDir holds the recorded sessions.
 const sessionsDir = "../testdata/sessions"
 
-// registry is the reducers of the binary, as cmd/demiurge has them.
+// registry is the reducers of the binary, as the command line (package cli) has them.
 func registry() *reducer.Registry {
 	r := reducer.NewRegistry()
 	examples.RegisterAll(r)

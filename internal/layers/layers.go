@@ -32,7 +32,7 @@ var House = []Layer{
 	{"over the world", []string{"replay/...", "world/worldview", "cluster/..."}},
 	{"agent", []string{"agent/..."}},
 	{"views", []string{"ui/..."}},
-	{"programs", []string{"cmd/...", "examples/..."}},
+	{"programs", []string{"cli", "cmd/...", "examples/..."}},
 	{"rules", []string{"internal/layers"}},
 }
 
@@ -52,7 +52,7 @@ var TestHelpers = []string{
 var Deterministic = []string{"reducer/...", "world/internal/plans/...", "examples/..."}
 
 // NotDeterministic are the exceptions to Deterministic.
-var NotDeterministic = []string{"reducer/reducertest", "examples", "examples/bash", "examples/embed", "examples/internal/..."}
+var NotDeterministic = []string{"reducer/reducertest", "examples", "examples/bash", "examples/embed", "examples/mydemiurge", "examples/internal/..."}
 
 // Nondeterministic are the standard packages deterministic code must not
 // import, and why. Every package under net/ is refused too.

@@ -1,0 +1,213 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/internal/store"
+	"github.com/demiurge-dev/demiurge/journal"
+	"github.com/demiurge-dev/demiurge/reducer/demiurge"
+	"github.com/demiurge-dev/demiurge/world"
+)
+
+// newDecideCommand returns demiurge approve (approve true) or deny.
+func newDecideCommand(a *app, getenv func(string) string, approve bool) *cobra.Command {
+	f := &runFlags{decide: &decision{}}
+	f.decide.Approve = approve
+	name, verb := "approve", "Approve"
+	if !approve {
+		name, verb = "deny", "Deny"
+	}
+	cmd := &cobra.Command{
+		Use:   name + " MANIFEST [CALL] [--reason TEXT] [--world W] [--chat ID] [run's model flags]",
+		Short: verb + " a tool call that waits for the user's approval, and run the rest of its turn",
+		Long: verb + ` a tool call of chat ID (--chat, default main) of world W that waits for
+the user's approval (run --require-approval TOOL made it wait). The decision
+is journaled: the call runs, or the model reads that the user denied it and
+why (--reason). Without CALL, the calls that wait are listed (read beside a
+running demiurge run, through it).
+
+While a "demiurge run" of the world holds the store (at its prompt, or
+asking at its terminal about this very call), the decision is sent to it
+through the store's socket: that process journals it, as it would its
+terminal's answer, stops asking, and goes on with the turn; this command
+says which process took it and exits 0. A call that does not wait (decided
+already, unknown: the calls that wait are listed), a world that process
+does not run, or a process that takes no decisions is an error.
+
+When no process holds the store, this command opens it, journals the
+decision and runs the rest of the turn as "demiurge run -m" does, with the
+model and limits the flags give (the same flags as run). Exit codes as
+run -m's.`,
+		Example: "  demiurge " + name + " examples/demiurge                      # list the calls that wait\n" +
+			"  demiurge " + name + " examples/demiurge call_abc123 --reason 'not now'",
+		Args: wantArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.manifest = args[0]
+			if len(args) == 2 {
+				f.decide.call = args[1]
+			}
+			if err := f.validate(cmd); err != nil {
+				return err
+			}
+			if err := f.check(true); err != nil {
+				return err
+			}
+			if !store.IsURL(a.storeDir) {
+				if f.decide.call == "" {
+					return a.listPending(cmd.Context(), f)
+				}
+				done, err := a.sendDecision(cmd.Context(), f)
+				if done || err != nil {
+					return err
+				}
+			}
+			err := a.run(cmd.Context(), f, getenv)
+			if errors.Is(err, store.ErrLocked) {
+				return fmt.Errorf("%s: no process that runs the world serves store %s, and another holds it (one that reads it, such as demiurge replay, or a demiurge older than this one); try again once it has finished: %w", name, a.storeName(), err)
+			}
+			return err
+		},
+	}
+	f.addFlags(cmd)
+	cmd.Flags().StringVar(&f.decide.Reason, "reason", "", "why: what the model reads of a denial, and what the journal keeps")
+	return cmd
+}
+
+// decisionWait bounds how long approve waits for the process that runs
+// the world to journal a decision.
+const decisionWait = time.Minute
+
+// sendDecision sends the decision to the process that writes the store,
+// if one serves it; done is false when none does (the caller then opens
+// the store itself).
+func (a *app) sendDecision(ctx context.Context, f *runFlags) (done bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, decisionWait)
+	defer cancel()
+	d := f.decide
+	res, err := store.SendApproval(ctx, a.storeDir, store.Approval{World: f.world, Chat: f.chat, Call: d.call, Approve: d.Approve, Reason: d.Reason})
+	verb := "deny"
+	if d.Approve {
+		verb = "approve"
+	}
+	switch {
+	case errors.Is(err, store.ErrNoWriter):
+		a.log.Debug("no process serves the store: journaling the decision here", "dir", a.storeName(), "err", err)
+		return false, nil
+	case errors.Is(err, store.ErrNotWaiting):
+		return true, usagef("%v (demiurge %s MANIFEST --world %s --chat %s lists the calls that wait)", err, verb, f.world, f.chat)
+	case errors.Is(err, store.ErrNoApprovals):
+		return true, fmt.Errorf("%s: %w; answer at that process's terminal, or once it has stopped", verb, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return true, fmt.Errorf("%s: the process that writes store %s did not journal the decision within %s; demiurge %s MANIFEST lists the calls that still wait", verb, a.storeName(), decisionWait, verb)
+	case err != nil:
+		return true, fmt.Errorf("%s call %s of chat %s in world %s: %w", verb, d.call, f.chat, f.world, err)
+	}
+	what := "approved"
+	if !d.Approve {
+		what = "denied"
+		if d.Reason != "" {
+			what += " (" + d.Reason + ")"
+		}
+	}
+	fmt.Fprintf(a.out, "%s call %s (%s) of chat %s in world %s: process %d, which runs the world, journaled it at record %d and goes on with the turn\n",
+		what, d.call, res.Tool, f.chat, f.world, res.Writer, res.Seq)
+	return true, nil
+}
+
+// listPending lists the calls of the chat that wait for approval, read
+// from the store (through the process that writes it, if one does), as
+// the chat's newest state holds them.
+func (a *app) listPending(ctx context.Context, f *runFlags) (err error) {
+	s, err := a.openStore(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer closeStore(s, &err)
+	defer func() { err = explainMissing(ctx, s, err) }()
+	head, err := s.Journal().Head(ctx, f.world)
+	if err != nil {
+		return err
+	}
+	if head.Seq == 0 {
+		return fmt.Errorf("%s: %w", f.command(), noRecords(ctx, s, f.world))
+	}
+	calls, err := pendingCalls(ctx, s.Journal(), s.CAS(), f.world, f.chat)
+	if err != nil {
+		return err
+	}
+	if len(calls) == 0 {
+		fmt.Fprintf(a.out, "no call of chat %s of world %s waits for approval (--world and --chat pick another)\n", f.chat, f.world)
+	}
+	now := time.Now
+	if a.clock != nil {
+		now = a.clock
+	}
+	for _, c := range calls {
+		fmt.Fprintf(a.out, "%s  %s %s%s\n", c.id, c.tool, argsText(c.args), deadlineNote(c.deadline, now()))
+	}
+	return nil
+}
+
+// pendingCall is a call that waits for approval.
+type pendingCall struct {
+	id, tool, args string
+	deadline       time.Time // when it times out; zero for never
+}
+
+// pendingCalls returns the calls of chat that wait for approval in the
+// newest state the journal of world holds of it (what agent.Chat.Pending
+// returns in the process that runs the world).
+func pendingCalls(ctx context.Context, j journal.Reader, g cas.Getter, name, chat string) ([]pendingCall, error) {
+	var newest cas.Ref
+	err := j.Read(ctx, name, 1, func(r journal.Record) error {
+		if r.Kind != world.KindState {
+			return nil
+		}
+		sr, err := world.DecodeState(r)
+		if err != nil {
+			return err
+		}
+		if (sr.Reducer == demiurge.ModuleName || sr.Reducer == demiurge.ModuleNameV1) && sr.Key == chat {
+			newest = sr.State
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read world %s: %w", name, err)
+	}
+	if !newest.Valid() {
+		return nil, nil
+	}
+	var st demiurge.StateView
+	if err := cas.GetNode(ctx, g, newest, &st); err != nil {
+		return nil, fmt.Errorf("read the state of chat %s of world %s: %w", chat, name, err)
+	}
+	if st.Turn == nil {
+		return nil, nil
+	}
+	var out []pendingCall
+	for _, c := range st.Turn.Calls {
+		if c.Status != "approval" {
+			continue
+		}
+		pc := pendingCall{id: c.CallID, tool: c.Tool}
+		if c.DeadlineNS != 0 && c.DeadlineNS <= math.MaxInt64 {
+			pc.deadline = time.Unix(0, int64(c.DeadlineNS))
+		}
+		if c.RequestRef != nil {
+			var req demiurge.ToolCallRequested
+			if err := cas.GetNode(ctx, g, *c.RequestRef, &req); err == nil {
+				pc.args = req.ArgumentsJSON
+			}
+		}
+		out = append(out, pc)
+	}
+	return out, nil
+}

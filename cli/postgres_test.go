@@ -1,0 +1,143 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/demiurge-dev/demiurge/internal/pgtest"
+)
+
+// The read and write commands that work on a store give the same output
+// on a PostgreSQL store as on a bbolt one, and never show the URL's
+// password.
+func TestPostgresStoreCommands(t *testing.T) {
+	srv := pgtest.Shared(t)
+	pg := pgtest.URL(t)
+	dir := filepath.Join(t.TempDir(), "store")
+	demo := filepath.Join("..", "testdata", "sessions", "demo")
+	// The AIR the recorded session ran (examples/demiurge may have moved on).
+	air := filepath.Join(demo, "air")
+	manifest := filepath.Join("..", "examples", "demiurge")
+	note := filepath.Join(t.TempDir(), "note.txt")
+	if err := os.WriteFile(note, []byte("a note\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ref := strings.TrimSpace(mustRun(t, 0, "", "--store", dir, "cas", "put", note).stdout)
+	exportDir := t.TempDir()
+	for i, args := range [][]string{
+		{"cas", "put", note},
+		{"import", demo},
+		{"cas", "get", ref},
+		{"cas", "stat", ref},
+		{"cas", "verify"},
+		{"journal", "verify"},
+		{"journal", "dump", "--world", "main"},
+		{"journal", "dump", "--world", "main", "--from", "40", "--json"},
+		{"trace", "--world", "main"},
+		{"state", "--world", "main"},
+		{"replay", "--world", "main", "--manifest", air},
+		{"replay", "--world", "main", "--manifest", air, "--from-genesis"},
+		{"workspace", "ls", "--world", "main", "-r"},
+		{"workspace", "cat", "--world", "main", "notes/hello.md"},
+		{"export", "--world", "main", "--manifest", air, filepath.Join(exportDir, "x")},
+	} {
+		if args[0] == "export" {
+			args[len(args)-1] = filepath.Join(exportDir, "bolt")
+		}
+		want := run(t, nil, "", append([]string{"--store", dir}, args...)...)
+		if args[0] == "export" {
+			args[len(args)-1] = filepath.Join(exportDir, "pg")
+		}
+		got := run(t, nil, "", append([]string{"--store", pg}, args...)...)
+		srv.Scrub(t, "stdout", got.stdout)
+		srv.Scrub(t, "stderr", got.stderr)
+		norm := func(s string) string {
+			s = strings.ReplaceAll(s, dir, "STORE")
+			s = strings.ReplaceAll(s, filepath.Join(exportDir, "bolt"), "OUT")
+			s = strings.ReplaceAll(s, filepath.Join(exportDir, "pg"), "OUT")
+			return strings.ReplaceAll(s, pgtest.Redacted(pg), "STORE")
+		}
+		if got.code != want.code || norm(got.stdout) != norm(want.stdout) || norm(got.stderr) != norm(want.stderr) {
+			t.Errorf("command %d %q on PostgreSQL: exit %d\nstdout:\n%s\nstderr:\n%s\non bbolt: exit %d\nstdout:\n%s\nstderr:\n%s",
+				i, args, got.code, got.stdout, got.stderr, want.code, want.stdout, want.stderr)
+		}
+	}
+	for _, f := range []string{"journal.cbor", "bundle.json"} {
+		a, _ := os.ReadFile(filepath.Join(exportDir, "bolt", f))
+		b, _ := os.ReadFile(filepath.Join(exportDir, "pg", f))
+		if len(a) == 0 || string(a) != string(b) {
+			t.Errorf("export of the same world: %s differs between bbolt (%d bytes) and PostgreSQL (%d bytes)", f, len(a), len(b))
+		}
+	}
+	// A world runs on a worker, not beside it in a command.
+	r := run(t, nil, "", "--store", pg, "sh", "--manifest", manifest, "-c", "true")
+	if r.code != 1 || !strings.Contains(r.stderr, "worlds run on workers") {
+		t.Errorf("sh on a PostgreSQL store: exit %d, %s; want it refused", r.code, r.stderr)
+	}
+	srv.Scrub(t, "stderr", r.stderr)
+	// A wrong password says so, without the password.
+	bad := strings.Replace(pg, srv.Password(), "wrong-password", 1)
+	r = run(t, nil, "", "--store", bad, "journal", "verify")
+	if r.code != 1 || !strings.Contains(r.stderr, "password authentication failed") || strings.Contains(r.stderr, "wrong-password") {
+		t.Errorf("a wrong password: exit %d, %s", r.code, r.stderr)
+	}
+	// Read-only commands on a database without a store create nothing.
+	empty := pgtest.URL(t)
+	r = run(t, nil, "", "--store", empty, "journal", "verify")
+	if r.code != 1 || !strings.Contains(r.stderr, "no store") {
+		t.Errorf("journal verify of an empty database: exit %d, %s", r.code, r.stderr)
+	}
+	srv.Scrub(t, "stderr", r.stderr)
+}
+
+// trace --follow on a PostgreSQL store polls it: a world imported while it
+// waits shows up, as turns.
+func TestPostgresFollow(t *testing.T) {
+	srv := pgtest.Shared(t)
+	pg := pgtest.URL(t)
+	demo := filepath.Join("..", "testdata", "sessions", "demo")
+	mustRun(t, 0, "", "--store", pg, "cas", "put", filepath.Join(demo, "bundle.json")) // makes the store
+	follow := startDemiurge(t, "trace --follow", nil, []string{storeEnv + "="}, "--store", pg, "trace", "--follow")
+	follow.expect(true, "world main has no records yet")
+	mustRun(t, 0, "", "--store", pg, "import", demo)
+	follow.expect(false, `(?m)^turn 1 of chat main, `)
+	follow.expect(false, `(?m)^  done: `)
+	if err := follow.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if code := follow.wait(); code != 0 {
+		t.Errorf("exit %d after Ctrl-C; want 0", code)
+	}
+	srv.Scrub(t, "stdout", follow.stdout())
+	srv.Scrub(t, "stderr", follow.stderr())
+}
+
+// run on a PostgreSQL store with no worker says so, once, instead of
+// seeming to hang; a worker started then answers the message.
+func TestPostgresRunWithoutWorker(t *testing.T) {
+	srv := pgtest.Shared(t)
+	pg := pgtest.URL(t)
+	demo := filepath.Join("..", "testdata", "sessions", "demo")
+	manifest := filepath.Join("..", "examples", "demiurge")
+	r := startDemiurge(t, "run", nil, []string{storeEnv + "="}, "--store", pg, "run", manifest,
+		"--llm", "cassette:"+demo, "-m", "Write a hello note and show it to me.")
+	r.expect(true, `no worker holds world main of .*: the message waits in its inbox until one takes it \(start one: demiurge worker`)
+	if w := mustRun(t, 0, "", "--store", pg, "worlds"); !strings.Contains(w.stdout, "\n  no worker holds it") {
+		t.Errorf("worlds before a worker started does not say that none holds world main:\n%s", w.stdout)
+	}
+	startWorker(t, pg, nil, "--llm", "cassette:"+demo)
+	r.expect(false, `I wrote notes/hello.md`)
+	if w := mustRun(t, 0, "", "--store", pg, "worlds"); !strings.Contains(w.stdout, "\n  on worker ") {
+		t.Errorf("worlds does not say which worker holds world main:\n%s", w.stdout)
+	}
+	if code := r.wait(); code != 0 {
+		t.Errorf("run: exit %d once a worker took the world; want 0\nstderr:\n%s", code, r.stderr())
+	}
+	if n := strings.Count(r.stderr(), "no worker holds"); n != 1 {
+		t.Errorf("run said %d times that no worker holds the world; want once:\n%s", n, r.stderr())
+	}
+	srv.Scrub(t, "stdout", r.stdout())
+	srv.Scrub(t, "stderr", r.stderr())
+}

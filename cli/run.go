@@ -1,0 +1,442 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/demiurge-dev/demiurge/adapters/llm"
+	"github.com/demiurge-dev/demiurge/agent"
+	"github.com/demiurge-dev/demiurge/agent/worldtools"
+	"github.com/demiurge-dev/demiurge/examples"
+	"github.com/demiurge-dev/demiurge/internal/store"
+	"github.com/demiurge-dev/demiurge/pgstore"
+	"github.com/demiurge-dev/demiurge/reducer/demiurge"
+	"github.com/demiurge-dev/demiurge/tools"
+)
+
+// runFlags are the flags of demiurge run.
+type runFlags struct {
+	worldFlags
+	chat         string
+	message      string
+	llm          string
+	model        string
+	baseURL      string
+	maxTokens    uint64
+	maxRounds    uint64
+	maxRepeats   uint64
+	tokenBudget  uint64
+	outputLimit  uint64
+	temperature  string
+	instructions string
+	noStream     bool
+	modelOptions []string
+	toolChoice   string
+	wait         time.Duration
+	json         bool
+	// requireApproval names the tools whose calls wait for the user;
+	// approve is how they are answered: ask, always or never.
+	requireApproval []string
+	approve         string
+	// approvalTimeout is how long a call waits for approval (0: as long
+	// as it takes); then it is denied.
+	approvalTimeout time.Duration
+	// cassetteLoose answers from the cassette though a request differs.
+	cassetteLoose bool
+	// decide, if set, answers a call that waits (approve and deny)
+	// instead of sending a message.
+	decide *decision
+}
+
+// decision is what demiurge approve or deny answers.
+type decision struct {
+	call string
+	agent.Decision
+}
+
+func newRunCommand(a *app, getenv func(string) string) *cobra.Command {
+	f := &runFlags{}
+	cmd := &cobra.Command{
+		Use:   "run MANIFEST [-m TEXT] [--world W] [--chat ID] [--llm PROVIDER|cassette:DIR]",
+		Short: "Chat with the Demiurge agent of a world",
+		Long: `Run the agent world at MANIFEST (examples/demiurge, or your own AIR built on
+it) and chat with it: each line you type is a user message (a line editor:
+arrows, history kept in the store's directory, a trailing \ goes on on the
+next line); the model's text streams as it comes, a progress line says what
+runs and for how long, each tool call shows its name, arguments, ok or error,
+duration and the first lines of its result (all of it with -v, or /show N),
+and each turn ends with its tokens and cost. Lines that start with / are
+commands, never sent to the model: /help lists them (/tools, /model, /cost,
+/trace, /show, /compact, /world, /quit). Ctrl-C during a turn stops the turn
+(the journal records it; a second Ctrl-C within a second quits); Ctrl-D, or
+Ctrl-C twice at the prompt, quits. With -m the one message is sent, answered,
+and run exits; with stdin not a terminal each line is a message, with no
+banner or prompts. A turn a killed process left running is resumed first.
+--json prints each turn's events as JSON Lines instead
+(docs/run-json.schema.json).
+
+--require-approval TOOL (repeatable; * for every tool) makes the chat's calls
+of TOOL wait for your approval before they run (and calls of bash, which can
+run TOOL as a command): --approve ask (the default) asks at the terminal
+(y, n REASON, or a: always for this tool in this run), or "demiurge approve"
+or "deny" from another terminal answers, and run stops asking; without a
+terminal the call waits in the world (run -m exits 5), and "demiurge approve"
+or "deny" answers it, now or later (through the run that holds the store,
+if one does). --approve always and never answer alone.
+--approval-timeout D denies a call that waits longer than D: the deadline is
+kept in the world, so a decision that comes later denies it too.
+
+Everything is journaled in the store (--store) under world W (--world,
+default main), chat ID (--chat, default main). Running again with the same
+world continues the session; "demiurge replay" and "demiurge trace" show it.
+
+On a PostgreSQL store (--store postgres://…) the world runs on a worker
+(demiurge worker): each message goes to the world's inbox, and the turn is
+read from the journal as the worker runs it (run says so if no worker
+holds the world). The chat keeps the API (--llm) and the model (--model)
+that run names; the worker calls them at its own base URL with its own key
+(the worker's --base-url and $OPENAI_API_KEY; run needs none).
+
+The model is reached through the OpenAI Responses API (--llm
+openai-responses, the default) or Chat Completions (--llm openai-chat) at
+--base-url (default $OPENAI_BASE_URL, else https://api.openai.com/v1), with
+the API key from $OPENAI_API_KEY (none is sent without it: a local server
+needs none). An Azure OpenAI resource is reached from its URL as base URL
+(https://NAME.openai.azure.com, …/openai/v1 or
+…/openai/deployments/DEPLOYMENT), or from $AZURE_OPENAI_ENDPOINT, with
+$AZURE_OPENAI_API_KEY and $AZURE_OPENAI_API_VERSION (default v1).
+--llm cassette:DIR answers from the model outputs recorded in a session
+bundle instead (no network, no key), while the tools run for real: the
+offline demo. Each model call must make the recorded request (the same
+messages, tools and system prompt; tool outputs may name other hashes):
+one that does not fails, showing what differs. --cassette-loose answers
+it with the recorded answer all the same, with a one-line warning naming
+what differs (-v logs the diff).
+
+What is sent follows what demiurge knows of the model (docs/agent.md,
+"Models"): the token-limit field, whether it takes a temperature, a
+reasoning effort, encrypted reasoning, and its reasoning sent back; its
+prices give each turn's cost. A model it does not know gets a
+conservative default and "cost unknown". --model-option KEY=VALUE
+overrides any of it (repeatable; also the manifest's "models").
+
+With -m, the exit code says how the turn ended:
+  0  the model answered (a refusal is an answer)
+  1  a failure ended the turn (the model call failed, a tool run failed)
+  3  a guard stopped the turn (max_rounds, max_repeats, token_budget)
+  4  the answer is incomplete: cut by the output token limit or a
+     content filter
+  5  a call waits for approval (demiurge approve or deny answers it):
+     --approve ask without a terminal, or with --json; --approve never
+     denies the call instead, and the turn goes on to end as above
+  130  Ctrl-C stopped the turn
+
+The agent's tools: introspect_* (the world's manifest, schemas, modules,
+state, journal head), workspace_* (versioned files in the store), the tools
+of the MCP servers the manifest declares (mcp_servers: started with the run,
+named <server>_<tool> unless aliased; "demiurge mcp ls" lists them) and bash
+(a sandboxed script in which every tool is a command).`,
+		Example: `  # offline: the model's answers come from the demo session's recording
+  demiurge run examples/demiurge --llm cassette:testdata/sessions/demo -m "Write a hello note and show it to me."
+  # chat at the prompt, with $OPENAI_API_KEY set
+  demiurge run examples/demiurge --model gpt-5-mini
+  # a local OpenAI-compatible server; another world and chat
+  demiurge run examples/demiurge --llm openai-chat --base-url http://localhost:11434/v1 --model qwen3 --world w2 --chat review -m "What is in the workspace?"`,
+		Args: wantArgs(1, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.manifest = args[0]
+			if err := f.validate(cmd); err != nil {
+				return err
+			}
+			if err := f.check(true); err != nil {
+				return err
+			}
+			return a.run(cmd.Context(), f, getenv)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&f.message, "message", "m", "", "send this one message, print the answer and exit")
+	f.addFlags(cmd)
+	return cmd
+}
+
+// addFlags adds the flags run, approve and deny share: the world and chat,
+// the model, the limits, how the turn is shown.
+func (f *runFlags) addFlags(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.world, "world", defaultWorld, "the world's `NAME` in the store")
+	fl.StringVar(&f.chat, "chat", "main", "the chat's `ID` in the world")
+	fl.StringVar(&f.llm, "llm", llm.ProviderResponses, "the model's `PROVIDER`: openai-responses, openai-chat, or cassette:DIR")
+	fl.StringVar(&f.model, "model", "", "the model `NAME` (default $DEMIURGE_MODEL, else gpt-5-mini)")
+	fl.StringVar(&f.baseURL, "base-url", "", "the API's base `URL` (default $OPENAI_BASE_URL)")
+	fl.Uint64Var(&f.maxTokens, "max-tokens", 4096, "output tokens per model call")
+	fl.Uint64Var(&f.maxRounds, "max-rounds", demiurge.DefaultMaxRounds, "model calls per user message")
+	fl.Uint64Var(&f.maxRepeats, "max-repeats", demiurge.DefaultMaxRepeats, "times the same tool call may be made in a turn")
+	fl.Uint64Var(&f.tokenBudget, "token-budget", 0, "tokens per turn (0: no budget)")
+	fl.Uint64Var(&f.outputLimit, "output-limit", demiurge.DefaultOutputLimit, "bytes of a tool's output the model sees")
+	fl.StringVar(&f.temperature, "temperature", "", "sampling temperature, e.g. 0.2 (default: the provider's)")
+	fl.StringVar(&f.instructions, "instructions", "", "the system prompt (default: one built from the tools)")
+	fl.BoolVar(&f.cassetteLoose, "cassette-loose", false, "with --llm cassette:DIR, answer a model call whose request is not the recorded one all the same, with a one-line warning; -v logs the diff (default: the call fails, showing what differs)")
+	fl.BoolVar(&f.noStream, "no-stream", false, "ask the model for one whole answer, not a stream (for servers that cannot stream)")
+	fl.StringArrayVar(&f.modelOptions, "model-option", nil, "override what demiurge knows of the model, as `KEY=VALUE` (repeatable): "+strings.Join(llm.ModelOptionKeys, ", "))
+	fl.StringVar(&f.toolChoice, "tool-choice", "auto", "whether the model must call a tool in each message's first round: auto, none, required, or a tool's `NAME`")
+	fl.DurationVar(&f.wait, "wait", 10*time.Minute, "how long one turn may take (then it is stopped)")
+	fl.BoolVar(&f.json, "json", false, "print each turn's events as JSON Lines on stdout (see docs/agent.md, \"run --json\")")
+	fl.StringArrayVar(&f.requireApproval, "require-approval", nil, "calls of the tool `NAME` wait for the user's approval before they run (repeatable; * for every tool)")
+	fl.StringVar(&f.approve, "approve", "ask", "how calls that wait for approval are answered: ask (at the terminal; without one they wait for demiurge approve), always, or never")
+	fl.DurationVar(&f.approvalTimeout, "approval-timeout", 0, "how long a call may wait for approval before it is denied, by the world's clock, e.g. 10m (0: as long as it takes)")
+}
+
+func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) (err error) {
+	choice, err := agent.ParseToolChoice(f.toolChoice)
+	if err != nil {
+		return usagef("--tool-choice: %v", err)
+	}
+	switch f.approve {
+	case "ask", "always", "never":
+	default:
+		return usagef("--approve %q: want ask, always or never", f.approve)
+	}
+	if f.approvalTimeout < 0 {
+		return usagef("--approval-timeout %s: want a duration of 0 or more", f.approvalTimeout)
+	}
+	m, err := f.agentModel(getenv)
+	if err != nil {
+		return err
+	}
+	if !store.IsURL(a.storeDir) { // on a PostgreSQL store a worker calls the model
+		if err := checkAPIKey(f.llm, f.baseURL, getenv); err != nil {
+			return fmt.Errorf("%s: %w", f.command(), err)
+		}
+	}
+	// A MANIFEST that is not there fails before the store is made (the
+	// world loads the AIR, once the store is open).
+	if _, err := os.Stat(f.manifest); err != nil {
+		return fmt.Errorf("%s: load AIR: %w", f.command(), err)
+	}
+	s, err := a.openStore(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer closeStore(s, &err)
+	st, err := storage(s)
+	if err != nil {
+		return err
+	}
+	if f.decide != nil { // approve and deny answer a world's calls: it must be there
+		head, err := s.Journal().Head(ctx, f.world)
+		if err != nil {
+			return err
+		}
+		if head.Seq == 0 {
+			return fmt.Errorf("%s: %w", f.command(), noRecords(ctx, s, f.world))
+		}
+	}
+	var r *chatRun // the approver asks through it, once it exists
+	where := agent.WithStorage(st)
+	if pg := s.Postgres(); pg != nil {
+		where = agent.WithRemote(pg) // a worker runs the world (demiurge worker)
+		defer watchWorker(ctx, a, pg, f.world, noWorkerAfter)()
+	}
+	w, err := agent.Open(ctx, f.manifest, append([]agent.Option{
+		where, agent.WithWorld(f.world), agent.WithModel(m), agent.WithLogger(a.log),
+		agent.WithEnv(lookupEnv(getenv)), agent.WithReducers(examples.RegisterAll), agent.WithInstructions(f.instructions),
+		agent.WithLimits(agent.Limits{MaxTokens: f.maxTokens, MaxRounds: f.maxRounds, MaxRepeats: f.maxRepeats,
+			TokenBudget: f.tokenBudget, OutputLimit: f.outputLimit}),
+		agent.WithClock(a.clock, a.entropy), agent.WithApprover(func(ctx context.Context, ar agent.ApprovalRequested) (agent.Decision, bool) {
+			return r.approver(ctx, ar)
+		})}, a.ext.agentOptions()...)...)
+	if err != nil {
+		var oe *agent.OpenError
+		switch {
+		case errors.As(err, &oe):
+			return explainMissing(ctx, s, fmt.Errorf("open world %s: %w", oe.World, describe(oe.Err)))
+		case errors.Is(err, agent.ErrTemperature):
+			return usagef("--temperature: model %s does not take a temperature (it reasons); drop the flag, or say that it does with --model-option temperature=true", m.Name)
+		}
+		return fmt.Errorf("%s: %w", f.command(), err)
+	}
+	defer func() {
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	worldtools.ReportMCP(a.err, w.MCPServers())
+	if err := checkToolChoice(choice, w.Tools()); err != nil {
+		return err
+	}
+	r = newChatRun(a, f, w, choice)
+	if b := s.Bolt(); b != nil {
+		// Decisions that other processes send on calls that wait
+		// (demiurge approve beside this run) come through the store's
+		// socket: this process, the world's one writer, journals them.
+		if err := b.HandleApprovals(r.remoteDecision); err == nil {
+			defer b.HandleApprovals(nil)
+		}
+	}
+	return r.run(ctx)
+}
+
+// checkToolChoice refuses --tool-choice NAME when the model is offered no
+// tool NAME: each turn's first model call would fail on it.
+func checkToolChoice(choice agent.ToolChoice, offered []tools.SpecTool) error {
+	switch choice {
+	case agent.ToolChoiceAuto, agent.ToolChoiceNone, agent.ToolChoiceRequired:
+		return nil
+	}
+	names := make([]string, len(offered))
+	for i, t := range offered {
+		if t.Name == choice.String() {
+			return nil
+		}
+		names[i] = t.Name
+	}
+	return usagef("--tool-choice %s: the model is offered no tool %s; want auto, none, required or one of: %s", choice, choice, strings.Join(names, ", "))
+}
+
+// command is the name of the command the flags are of: run, approve or
+// deny.
+func (f *runFlags) command() string {
+	switch {
+	case f.decide == nil:
+		return "run"
+	case f.decide.Approve:
+		return "approve"
+	}
+	return "deny"
+}
+
+// checkAPIKey refuses a model that could not be reached: a remote API
+// (no --base-url nor $OPENAI_BASE_URL) without a key. A cassette needs
+// none, nor does a server at a base URL (a local one may take none; one
+// that wants a key answers 401, which says so).
+func checkAPIKey(provider, baseURL string, getenv func(string) string) error {
+	if strings.HasPrefix(provider, "cassette:") {
+		return nil
+	}
+	if baseURL == "" {
+		baseURL = getenv("OPENAI_BASE_URL")
+	}
+	if getenv("OPENAI_API_KEY") == "" && getenv("AZURE_OPENAI_API_KEY") == "" && baseURL == "" && getenv("AZURE_OPENAI_ENDPOINT") == "" {
+		return errors.New("no API key: set OPENAI_API_KEY (or point --base-url at an OpenAI-compatible server, or use --llm cassette:DIR for the offline demo)")
+	}
+	return nil
+}
+
+// agentModel is the model the flags and the environment name.
+func (f *runFlags) agentModel(getenv func(string) string) (agent.Model, error) {
+	if f.cassetteLoose && !strings.HasPrefix(f.llm, "cassette:") {
+		return agent.Model{}, usagef("--cassette-loose: only with --llm cassette:DIR")
+	}
+	m, err := modelOf(f.llm, f.model, f.baseURL, f.modelOptions, f.temperature, f.noStream, getenv)
+	if err == nil && f.cassetteLoose {
+		m = m.Loose()
+	}
+	return m, err
+}
+
+// modelOf is the model of the flags --llm, --model, --base-url,
+// --model-option, --temperature and --no-stream.
+func modelOf(provider, model, baseURL string, options []string, temperature string, noStream bool, getenv func(string) string) (agent.Model, error) {
+	name := model
+	if name == "" {
+		name = getenv("DEMIURGE_MODEL")
+	}
+	if name == "" {
+		name = agent.DefaultModel
+	}
+	var m agent.Model
+	switch {
+	case strings.HasPrefix(provider, "cassette:"):
+		m = agent.Cassette(strings.TrimPrefix(provider, "cassette:"))
+		m.Name = model // the cassette answers whatever the model is called
+	case provider == llm.ProviderResponses || provider == llm.ProviderChat:
+		m = agent.Model{Name: name, Provider: provider, BaseURL: baseURL}
+	default:
+		return m, usagef("--llm %q: want openai-responses, openai-chat or cassette:DIR", provider)
+	}
+	m.Temperature, m.NoStream = temperature, noStream
+	if len(options) > 0 {
+		o := llm.ModelOptions{Match: name}
+		for _, kv := range options {
+			if err := o.ParseModelOption(kv); err != nil {
+				return m, usagef("--model-option: %v", err)
+			}
+		}
+		m.Options = append(m.Options, o)
+	}
+	return m, nil
+}
+
+// noWorkerAfter is how long run waits for a worker to hold its world
+// before it says that none does, and how often it looks again.
+const noWorkerAfter = 3 * time.Second
+
+// watchWorker says on stderr when no worker holds world name of the
+// PostgreSQL store pg, looking every d (first after d): a run's message
+// waits in the world's inbox until one takes it, which would otherwise
+// look like a hang (no worker started yet, or the only one died). Once a
+// worker takes the world again (looking every d/10 meanwhile), it says
+// which. The returned func stops
+// watching.
+func watchWorker(ctx context.Context, a *app, pg *pgstore.Store, name string, d time.Duration) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTimer(d)
+		defer t.Stop()
+		said := false // that no worker holds the world
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			owner, ok := holder(ctx, pg, name)
+			switch {
+			case !ok: // the run itself reports what is wrong with the store
+			case owner == "" && !said:
+				said = true
+				fmt.Fprintf(a.err, "demiurge: no worker holds world %s of %s: the message waits in its inbox until one takes it (start one: demiurge worker --store …)\n", name, a.storeName())
+			case owner != "" && said:
+				said = false
+				fmt.Fprintf(a.err, "demiurge: worker %s took world %s\n", owner, name)
+			}
+			if said { // look more often for the worker that takes it
+				t.Reset(d / 10)
+			} else {
+				t.Reset(d)
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// holder returns the worker whose lease on world name is live, "" if
+// none, and false if the store could not say.
+func holder(ctx context.Context, pg *pgstore.Store, name string) (string, bool) {
+	worlds, err := pg.Worlds(ctx)
+	if err != nil {
+		return "", false
+	}
+	now, err := pg.Now(ctx)
+	if err != nil {
+		return "", false
+	}
+	for _, wi := range worlds {
+		if wi.World == name && wi.Owner != "" && wi.Expires.After(now) {
+			return wi.Owner, true
+		}
+	}
+	return "", true
+}

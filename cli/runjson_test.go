@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
+)
+
+// TestRunJSON: every line run --json prints, for every fake-model
+// scenario (an answer with tool calls, rejected calls, a guard stop, a
+// failed model call, a cut answer), fits docs/run-json.schema.json, the
+// last is the turn's end, and the exit code follows its outcome.
+func TestRunJSON(t *testing.T) {
+	schemaFile, _ := filepath.Abs(filepath.Join("..", "docs", "run-json.schema.json"))
+	c := jsonschema.NewCompiler()
+	sch, err := c.Compile(schemaFile)
+	if err != nil {
+		t.Fatalf("compile %s: %v", schemaFile, err)
+	}
+	bin, err := exec.LookPath("demiurge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(name, args string) llmtest.Call { return llmtest.Call{Name: name, Arguments: args} }
+	for _, tc := range []struct {
+		name    string
+		turns   []llmtest.Turn
+		code    int
+		outcome string
+		types   []string // that must appear
+	}{
+		{"answer with tools", []llmtest.Turn{
+			{Calls: []llmtest.Call{call("introspect_journal_head", `{}`), call("workspace_edit", `{"path": "a.md", "old_string": "x", "new_string": "y"}`)}},
+			{Calls: []llmtest.Call{call("bash", `{"commands": "echo hi > a.md; workspace_list | jq -r '.entries[].path'"}`)}},
+			{Text: "done"},
+		}, 0, "answer", []string{"message", "text_delta", "model_call", "tool_call_started", "tool_call_finished", "turn_end"}},
+		{"rejected calls", []llmtest.Turn{
+			{Calls: []llmtest.Call{call("nope", `{}`), call("workspace_read", `{"path": 1}`)}},
+			{Text: "sorry"},
+		}, 0, "answer", []string{"tool_call_started", "tool_call_finished"}},
+		{"guard stop", []llmtest.Turn{
+			{Calls: []llmtest.Call{call("introspect_journal_head", `{}`)}},
+			{Calls: []llmtest.Call{call("introspect_journal_head", `{}`)}},
+			{Calls: []llmtest.Call{call("introspect_journal_head", `{}`)}},
+		}, exitGuardStop, "stopped", []string{"guard_stop"}},
+		{"model failure", []llmtest.Turn{{Status: 401}}, exitFailure, "failed", []string{"turn_error"}},
+		{"cut answer", []llmtest.Turn{{Text: "this is cut", Incomplete: "max_output_tokens"}}, exitIncomplete, "cut", nil},
+		{"awaiting approval", []llmtest.Turn{
+			{Calls: []llmtest.Call{call("workspace_write", `{"path": "a.md", "content": "hi"}`), call("introspect_journal_head", `{}`)}},
+		}, exitAwaiting, "awaiting_approval", []string{"approval_requested"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := llmtest.NewServer(llmtest.Script{Turns: tc.turns})
+			defer srv.Close()
+			args := []string{"--store", t.TempDir(), "run", filepath.Join("..", "examples", "demiurge"), "--model", "gpt-test", "--json", "-m", "go"}
+			if tc.code == exitAwaiting {
+				args = append(args, "--require-approval", "workspace_write")
+			}
+			cmd := exec.Command(bin, args...)
+			cmd.Env = append(os.Environ(), "OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL="+srv.URL)
+			var out, errs bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errs
+			err := cmd.Run()
+			code := 0
+			if xe, ok := err.(*exec.ExitError); ok {
+				code = xe.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tc.code {
+				t.Errorf("exit %d; want %d\n%s", code, tc.code, errs.String())
+			}
+			seen := map[string]bool{}
+			var last map[string]any
+			sc := bufio.NewScanner(&out)
+			sc.Buffer(nil, 1<<20)
+			n := 0
+			for sc.Scan() {
+				n++
+				inst, err := jsonschema.UnmarshalJSON(strings.NewReader(sc.Text()))
+				if err != nil {
+					t.Fatalf("line %d is not JSON: %v\n%s", n, err, sc.Text())
+				}
+				if err := sch.Validate(inst); err != nil {
+					t.Errorf("line %d does not fit the schema: %v\n%s", n, err, sc.Text())
+				}
+				var m map[string]any
+				_ = json.Unmarshal(sc.Bytes(), &m)
+				seen[m["type"].(string)] = true
+				last = m
+			}
+			if last == nil || last["type"] != "turn_end" || last["outcome"] != tc.outcome {
+				t.Errorf("the last line is %v; want a turn_end with outcome %s", last, tc.outcome)
+			}
+			for _, typ := range tc.types {
+				if !seen[typ] {
+					t.Errorf("no %s event in:\n%s", typ, out.String())
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,229 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/demiurge-dev/demiurge/adapters/bashfx"
+	"github.com/demiurge-dev/demiurge/agent/worldtools"
+	"github.com/demiurge-dev/demiurge/schema"
+	"github.com/demiurge-dev/demiurge/tools"
+	"github.com/demiurge-dev/demiurge/tools/bash"
+	"github.com/demiurge-dev/demiurge/tools/mcp"
+	"github.com/demiurge-dev/demiurge/world"
+)
+
+func newShCommand(a *app, getenv func(string) string) *cobra.Command {
+	var (
+		wf      worldFlags
+		command string
+		prompt  bool
+		timeout time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "sh [-c SCRIPT | FILE] [--manifest M] [--world W]",
+		Short: "Run a bash script in the sandbox, with a world's tools as commands",
+		Long: `Run a bash script in the sandbox the model's bash tool runs in: no host
+process, file, environment variable or network is reachable, and the tools of
+the world are commands (introspect_*, workspace_*), next to the sandbox's
+utilities (echo, printf, jq, grep, sed, sort, head, ...). The script is -c
+SCRIPT, the file FILE, or standard input.
+
+With --manifest, world W (created on first use) is opened with the AIR at M
+and its tools are the commands, with the tools of the MCP servers it declares
+(started for the script, stopped after it). They run as the operator's: no cap
+or policy is asked (the model's scripts, in "demiurge run", ask both for every
+command).
+The world's workspace ("default") is the script's file system at
+/workspace, its working directory, and the workspace_* commands read and
+change the same files: what the script writes, moves or removes there,
+with its commands or through them, becomes one new workspace version when
+it ends (a note on stderr lists the changed paths), and /tmp is scratch
+space. Workspace commits the script makes, that one and those of
+commands that name another workspace, are recorded in the world as
+sys/WorkspaceCommit@1 events. Without --manifest the script
+has no world tools, only the shell and its utilities, and an empty
+in-memory workspace; a note on stderr says so.
+
+The script's stdout and stderr are printed as it runs. --prompt prints the
+system prompt the model sees for the bash tool instead of running anything.
+
+Exit codes: the script's own exit status (0 when it succeeds; 2 a syntax
+error or unsupported syntax; 124 its time limit, --timeout; 127 an unknown
+command; 1 or the command's status for a failed command; 1 when a resource
+limit stops it, with "resource limit exceeded": ` + shLimits() + `), or
+the usual 1 and 2 of demiurge when the world cannot be opened or the
+command line is wrong.`,
+		Example: `  demiurge sh -c 'echo hello | tr a-z A-Z'
+  demiurge sh --manifest examples/demiurge -c 'workspace_write --path notes/a.md --content hi; workspace_list | jq -r ".entries[].path"'
+  demiurge sh --manifest examples/demiurge script.sh
+  demiurge sh --prompt`,
+		Args: wantArgs(0, 1),
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			if err := wf.check(false); err != nil {
+				return err
+			}
+			hasCommand := cmd.Flags().Changed("command")
+			switch {
+			case prompt && (hasCommand || len(args) > 0):
+				return usagef("sh: --prompt runs nothing; give no script with it")
+			case hasCommand && len(args) > 0:
+				return usagef("sh: give the script with -c or as FILE, not both")
+			case cmd.Flags().Changed("world") && wf.manifest == "":
+				return usagef("sh: --world needs --manifest, the world's AIR")
+			case timeout <= 0:
+				return usagef("sh: --timeout must be positive, got %s", timeout)
+			}
+			var script string
+			if !prompt {
+				if script, err = readScript(a.in, command, hasCommand, args); err != nil {
+					return err
+				}
+			}
+			ctx := cmd.Context()
+			var w *world.World
+			var ts []tools.Tool
+			var mnt bashfx.Mount
+			if wf.manifest != "" {
+				cat, err := a.loadCatalog(wf.manifest)
+				if err != nil {
+					return err
+				}
+				s, err := a.openStore(cmd.Context(), false)
+				if err != nil {
+					return err
+				}
+				defer closeStore(s, &err)
+				st, err := localStorage(s, "sh")
+				if err != nil {
+					return err
+				}
+				w, err = world.Open(ctx, world.Options{Name: wf.world, Catalog: cat, Reducers: a.registry(),
+					Storage: st, Adapters: adapters(), Logger: a.log})
+				if err != nil {
+					return explainMissing(ctx, s, fmt.Errorf("open world %s: %w", wf.world, describe(err)))
+				}
+				defer func() {
+					if cerr := w.Close(); err == nil {
+						err = cerr
+					}
+				}()
+				wt := worldtools.WorldTools(w)
+				ts = wt.Tools()
+				if a.ext != nil {
+					ts = append(ts, a.ext.tools...) // a program's own (WithTools)
+				}
+				if svc := wt.Workspace(); svc != nil {
+					mnt.Workspace = svc
+				}
+				if len(cat.Manifest.MCPServers) > 0 {
+					set, err := worldtools.StartMCP(ctx, cat, wf.manifest, mcp.Options{Store: st.CAS(), Reserved: worldtools.ReservedNames(cat),
+						Getenv: lookupEnv(getenv), Logger: a.log})
+					defer func() { _ = set.Close() }() // a Set is closed even when it fails to start
+					if err != nil {
+						return err
+					}
+					worldtools.ReportMCP(a.err, set.Servers())
+					ts = append(ts, set.Tools()...)
+				}
+			} else if !prompt {
+				fmt.Fprintln(a.err, "demiurge sh: no --manifest: the script has no world tools, only the shell and its utilities, and an empty in-memory workspace")
+			}
+			sh, err := bashfx.NewShell(ts, bashfx.ShellOptions{Timeout: timeout, MaxTime: timeout})
+			if err != nil {
+				return err
+			}
+			if prompt {
+				_, err := fmt.Fprintln(a.out, sh.Tool().Info().SystemPrompt)
+				return err
+			}
+			res := sh.Run(ctx, tools.Request{Commands: script}, bashfx.RunOptions{
+				Mount: mnt,
+				Status: func(s tools.Status) {
+					switch {
+					case s.Phase != tools.PhaseOutput:
+					case s.Stream == "stderr":
+						io.WriteString(a.err, s.Output)
+					default:
+						io.WriteString(a.out, s.Output)
+					}
+				},
+			})
+			if res.StdoutTruncated || res.StderrTruncated {
+				lim := sh.Tool().Limits()
+				fmt.Fprintf(a.err, "demiurge sh: output cut at %d bytes of stdout and %d of stderr\n", lim.MaxStdoutBytes, lim.MaxStderrBytes)
+			}
+			if len(res.Commits) > 0 {
+				if err := recordCommits(ctx, w, res.Commits); err != nil {
+					return err
+				}
+			}
+			if res.ExitCode != 0 {
+				return &exitStatus{code: res.ExitCode}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&command, "command", "c", "", "run `SCRIPT` (a bash script)")
+	wf.add(cmd, "the world's AIR whose tools are the commands: manifest.air, manifest.air.json or its `PATH`")
+	cmd.Flags().BoolVar(&prompt, "prompt", false, "print the bash tool's system prompt and exit")
+	cmd.Flags().DurationVar(&timeout, "timeout", bashfx.DefaultTimeout, "the script's time limit")
+	return cmd
+}
+
+// shLimits describes the limits of a script that end it with status 1.
+func shLimits() string {
+	l := bash.DefaultLimits()
+	return fmt.Sprintf("at most %d commands,\n%d iterations of one loop (%d in all) and %d tool calls",
+		l.MaxCommands, l.MaxLoopIterations, l.MaxTotalLoopIterations, l.MaxToolCalls)
+}
+
+// readScript returns the script of sh: -c, a file, or standard input.
+func readScript(in io.Reader, command string, hasCommand bool, args []string) (string, error) {
+	switch {
+	case hasCommand:
+		return command, nil
+	case len(args) == 1 && args[0] != "-":
+		b, err := os.ReadFile(args[0])
+		if err != nil {
+			return "", fmt.Errorf("sh: read the script: %w", err)
+		}
+		return string(b), nil
+	}
+	b, err := io.ReadAll(in)
+	if err != nil {
+		return "", fmt.Errorf("sh: read the script from stdin: %w", err)
+	}
+	return string(b), nil
+}
+
+// recordCommits sends the workspace commits a script made to the world,
+// as the chat reducer does for the model's. Each is applied when Send
+// returns.
+func recordCommits(ctx context.Context, w *world.World, commits []tools.Commit) error {
+	if w == nil {
+		return fmt.Errorf("sh: the script made %d workspace commits without a world to record them", len(commits))
+	}
+	for _, c := range commits {
+		if _, err := w.Send(ctx, commitSchema, commitValue(c), c.Workspace); err != nil {
+			return fmt.Errorf("sh: record commit %d of workspace %s: %w", c.Version, c.Workspace, err)
+		}
+	}
+	return nil
+}
+
+// commitSchema is the event that records a workspace version.
+const commitSchema = "sys/WorkspaceCommit@1"
+
+// commitValue is a commit as a sys/WorkspaceCommit@1 event. expected_head
+// is always set (0 for a first version), so that a commit made on a stale
+// version is a conflict, never applied on top of what it did not see.
+func commitValue(c tools.Commit) schema.Value {
+	return schema.Record("workspace", c.Workspace, "expected_head", c.ExpectedHead,
+		"meta", schema.Record("root_hash", c.Root.String(), "owner", c.Owner, "created_at", uint64(0)))
+}

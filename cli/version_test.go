@@ -1,0 +1,43 @@
+package cli
+
+import (
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"testing"
+)
+
+func TestVersionText(t *testing.T) {
+	t.Parallel()
+	platform := runtime.GOOS + "/" + runtime.GOARCH
+	for _, tc := range []struct {
+		name string
+		info *debug.BuildInfo
+		ok   bool
+		want string
+	}{
+		{"no build info", nil, false, "demiurge (unknown)\n" + runtime.Version() + " " + platform + "\n"},
+		{"devel", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}}, true,
+			"demiurge (devel)\ngo1.26.8 " + platform + "\n"},
+		{"release with vcs", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.1.0"},
+			Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.modified", Value: "false"}}}, true,
+			"demiurge v0.1.0\ngo1.26.8 " + platform + "\nrevision abc123\n"},
+		{"dirty tree", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.1.1-0.20260101-abc123+dirty"},
+			Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.modified", Value: "true"}}}, true,
+			"demiurge v0.1.1-0.20260101-abc123+dirty\ngo1.26.8 " + platform + "\nrevision abc123+modified\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := versionText(tc.info, tc.ok); got != tc.want {
+				t.Errorf("versionText = %q; want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestVersionCommand(t *testing.T) {
+	t.Parallel()
+	r := mustRun(t, exitOK, "", "version")
+	if !strings.HasPrefix(r.stdout, "demiurge ") || !strings.Contains(r.stdout, runtime.Version()) {
+		t.Errorf("version printed %q", r.stdout)
+	}
+}
