@@ -10,8 +10,29 @@ import (
 	"github.com/demiurge-dev/demiurge/internal/store"
 )
 
+// casVerifyJSON is what cas verify --json prints.
+type casVerifyJSON struct {
+	// File is "ok", "damaged" or "not_checked" (a process writes the
+	// store: its pages are checked once it has stopped).
+	File      string `json:"file"`
+	FileError string `json:"file_error,omitempty"`
+	// Writer is the pid of the process that writes the store, if one does.
+	Writer  int               `json:"writer,omitempty"`
+	Checked int               `json:"checked"`
+	Corrupt []corruptBlobJSON `json:"corrupt"`
+}
+
+// corruptBlobJSON is a blob that failed its check: the hash of its bytes
+// (Got), or why it could not be read.
+type corruptBlobJSON struct {
+	Ref   string `json:"ref"`
+	Got   string `json:"got,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
 func newCASVerifyCommand(a *app) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "verify",
 		Short: "Check the store's file and that every blob still hashes to its ref",
 		Long: `Check the store's file page by page (bbolt's own consistency check: a damaged
@@ -20,9 +41,13 @@ every blob back and check that its bytes still hash to its ref. A damaged
 file is printed on stdout as "damaged: <what and where>", each bad blob as
 "corrupt REF (bytes hash to GOT)" (or "corrupt REF: reason" when it cannot be
 read), then a summary. Exits 1 if the file or any blob is bad. Opens the
-store read-only.`,
+store read-only.
+
+With --json, one JSON object: {"file": "ok"|"damaged"|"not_checked",
+"file_error", "writer", "checked", "corrupt": [{"ref", "got", "error"}]}.`,
 		Example: `  demiurge cas verify
-  demiurge --store backup/.demiurge cas verify`,
+  demiurge --store backup/.demiurge cas verify
+  demiurge cas verify --json | jq '.corrupt | length'`,
 		Args: wantArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			s, err := a.openStore(cmd.Context(), true)
@@ -30,37 +55,53 @@ store read-only.`,
 				return err
 			}
 			defer closeStore(s, &err)
+			res := casVerifyJSON{File: "ok", Corrupt: []corruptBlobJSON{}}
+			say := func(format string, args ...any) {
+				if !asJSON {
+					fmt.Fprintf(a.out, format, args...)
+				}
+			}
 			fileErr := s.CheckFile(cmd.Context())
 			if errors.Is(fileErr, store.ErrServed) {
-				fmt.Fprintf(a.out, "file not checked: process %d writes the store (run cas verify again once it has stopped to check the pages)\n", s.Served())
+				say("file not checked: process %d writes the store (run cas verify again once it has stopped to check the pages)\n", s.Served())
+				res.File, res.Writer = "not_checked", s.Served()
 				fileErr = nil
 			}
 			if fileErr != nil {
 				if cmd.Context().Err() != nil {
 					return cmd.Context().Err()
 				}
-				fmt.Fprintf(a.out, "damaged: %v\n", fileErr)
+				say("damaged: %v\n", fileErr)
+				res.File, res.FileError = "damaged", fileErr.Error()
 			}
 			checked, bad, err := cas.Verify(cmd.Context(), s.CAS(), func(ref cas.Ref, err error) {
 				if ce, ok := errors.AsType[*cas.CorruptError](err); ok && ce.Got.Valid() {
-					fmt.Fprintf(a.out, "corrupt %s (bytes hash to %s)\n", ref, ce.Got)
+					say("corrupt %s (bytes hash to %s)\n", ref, ce.Got)
+					res.Corrupt = append(res.Corrupt, corruptBlobJSON{Ref: ref.String(), Got: ce.Got.String()})
 					return
 				}
-				fmt.Fprintf(a.out, "corrupt %s: %v\n", ref, err)
+				say("corrupt %s: %v\n", ref, err)
+				res.Corrupt = append(res.Corrupt, corruptBlobJSON{Ref: ref.String(), Error: err.Error()})
 			})
 			if err != nil {
 				return fmt.Errorf("cas verify: stopped after %s: %w", plural(checked, "blob"), err)
 			}
+			res.Checked = checked
+			if asJSON {
+				writeJSONLine(a.out, res)
+			}
 			if fileErr != nil {
-				fmt.Fprintf(a.out, "%s checked, %d corrupt; the file is damaged\n", plural(checked, "blob"), bad)
+				say("%s checked, %d corrupt; the file is damaged\n", plural(checked, "blob"), bad)
 				return fmt.Errorf("cas verify: the file of store %s is damaged, and %d of %s are corrupt", s.Dir(), bad, plural(checked, "blob"))
 			}
 			if bad > 0 {
-				fmt.Fprintf(a.out, "%s checked, %d corrupt\n", plural(checked, "blob"), bad)
+				say("%s checked, %d corrupt\n", plural(checked, "blob"), bad)
 				return fmt.Errorf("cas verify: %d of %s in %s are corrupt", bad, plural(checked, "blob"), s.Dir())
 			}
-			_, err = fmt.Fprintf(a.out, "%s checked, all good\n", plural(checked, "blob"))
-			return err
+			say("%s checked, all good\n", plural(checked, "blob"))
+			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object (the shape is above)")
+	return cmd
 }

@@ -13,6 +13,7 @@ import (
 
 func newExportCommand(a *app) *cobra.Command {
 	var wf worldFlags
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "export [--world W] [--manifest M] DIR",
 		Short: "Write a world's session as a portable bundle",
@@ -77,15 +78,21 @@ the world last ran.`,
 					return fmt.Errorf("export: %d refs the records name are not in the store, whose file is damaged (the bundle in %s lacks them): %w", m.Missing, args[0], ferr)
 				}
 			}
+			if asJSON {
+				writeJSONLine(a.out, bundleJSON{World: wf.world, Dir: args[0], Records: int(m.Records), Blobs: m.Blobs, Head: m.Head})
+				return nil
+			}
 			fmt.Fprintf(a.out, "exported world %s to %s: %s, %s, head %d\n", wf.world, args[0], plural(int(m.Records), "record"), plural(m.Blobs, "blob"), m.Head)
 			return nil
 		},
 	}
 	wf.add(cmd, "the AIR files to write (`PATH`; default: the manifest the world last ran, read from the store)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print one JSON object: {"world", "dir", "records", "blobs", "head"}`)
 	return cmd
 }
 
 func newImportCommand(a *app) *cobra.Command {
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "import DIR",
 		Short: "Load a session bundle into the store",
@@ -108,10 +115,19 @@ not exist in the store yet. The world's AIR is in DIR/air.`,
 			if err := replay.Import(cmd.Context(), b, s.Journal(), s.CAS()); err != nil {
 				return err
 			}
+			if asJSON {
+				var head uint64
+				if n := len(b.Records); n > 0 {
+					head = b.Records[n-1].Seq
+				}
+				writeJSONLine(a.out, bundleJSON{World: b.Manifest.World, Dir: args[0], Records: len(b.Records), Blobs: len(b.Blobs), Head: head})
+				return nil
+			}
 			fmt.Fprintf(a.out, "imported world %s: %s, %s\n", b.Manifest.World, plural(len(b.Records), "record"), plural(len(b.Blobs), "blob"))
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print one JSON object: {"world", "dir", "records", "blobs", "head"}`)
 	return cmd
 }
 
@@ -128,4 +144,15 @@ func storedSources(cat *schema.Catalog) []schema.Source {
 		out = append(out, schema.Source{Name: "manifest.air.json", Data: data})
 	}
 	return out
+}
+
+// bundleJSON is what export --json and import --json print: the world, the
+// bundle's directory, how many records and blobs it holds, and the seq of
+// its last record.
+type bundleJSON struct {
+	World   string `json:"world"`
+	Dir     string `json:"dir"`
+	Records int    `json:"records"`
+	Blobs   int    `json:"blobs"`
+	Head    uint64 `json:"head"`
 }

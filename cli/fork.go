@@ -16,6 +16,7 @@ func newForkCommand(a *app) *cobra.Command {
 		name     string
 		from     string
 		manifest string
+		asJSON   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "fork --at SEQ --world NEW [--from W]",
@@ -82,6 +83,10 @@ record; a record written under a later manifest is replayed under that.`,
 				}
 				return err
 			}
+			if asJSON {
+				writeJSONLine(a.out, forkJSON{World: name, From: from, At: at, Head: headJSON{World: name, Seq: head.Seq, Hash: head.Hash.String()}})
+				return nil
+			}
 			fmt.Fprintf(a.out, "forked world %s at seq %d into world %s: %s replayed and copied, the Fork record at seq %d\n", from, at, name, plural(int(at), "record"), head.Seq)
 			fmt.Fprintf(a.out, "go on with it: demiurge run MANIFEST --world %s (or demiurge send --world %s ...)\n", name, name)
 			return nil
@@ -91,10 +96,20 @@ record; a record written under a later manifest is replayed under that.`,
 	fl.Uint64Var(&at, "at", 0, "the `SEQ` of the last record of the world forked that the new world keeps")
 	fl.StringVar(&name, "world", "", "the new world's `NAME`")
 	fl.StringVar(&from, "from", defaultWorld, "the `NAME` of the world to fork")
+	fl.BoolVar(&asJSON, "json", false, `print one JSON object: {"world", "from", "at", "head": {"world", "seq", "hash"}}`)
 	fl.StringVar(&manifest, "manifest", "", "the AIR at `PATH` to replay the world's first records under (default: the manifest it recorded, read from the store)")
 	// --from completes with the worlds of the store; --world names a new
 	// one, so it completes with none (registerCompletions leaves it so).
 	_ = cmd.RegisterFlagCompletionFunc("from", completeWorlds(a))
 	_ = cmd.RegisterFlagCompletionFunc("world", cobra.NoFileCompletions)
 	return cmd
+}
+
+// forkJSON is what fork --json prints: the new world, where it was forked
+// from, and its head (the Fork record).
+type forkJSON struct {
+	World string   `json:"world"`
+	From  string   `json:"from"`
+	At    uint64   `json:"at"`
+	Head  headJSON `json:"head"`
 }

@@ -11,8 +11,9 @@ import (
 
 func newWorkspaceExportCommand(a *app) *cobra.Command {
 	var (
-		f     wsFlags
-		force bool
+		f      wsFlags
+		force  bool
+		asJSON bool
 	)
 	cmd := &cobra.Command{
 		Use:   "export [--world W] [--workspace NAME] [--version N] [--force] DIR",
@@ -48,6 +49,11 @@ Opens the store read-only.`,
 			} else if err != nil {
 				return fmt.Errorf("workspace export: %w", err)
 			}
+			if asJSON {
+				writeJSONLine(a.out, wsExportJSON{World: f.world, Workspace: f.workspace, Version: v, Dir: args[0],
+					Files: st.Files, Dirs: st.Dirs, Bytes: st.Bytes})
+				return nil
+			}
 			fmt.Fprintf(a.out, "exported workspace %s version %d of world %s to %s: %s, %s, %s\n", f.workspace, v, f.world, args[0],
 				plural(st.Files, "file"), plural(st.Dirs, "directory"), plural(int(st.Bytes), "byte"))
 			return nil
@@ -55,5 +61,17 @@ Opens the store read-only.`,
 	}
 	f.add(cmd, true)
 	cmd.Flags().BoolVar(&force, "force", false, "overwrite files that exist in DIR")
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print one JSON object: {"world", "workspace", "version", "dir", "files", "dirs", "bytes"}`)
 	return cmd
+}
+
+// wsExportJSON is what workspace export --json prints.
+type wsExportJSON struct {
+	World     string `json:"world"`
+	Workspace string `json:"workspace"`
+	Version   uint64 `json:"version"`
+	Dir       string `json:"dir"`
+	Files     int    `json:"files"`
+	Dirs      int    `json:"dirs"`
+	Bytes     int64  `json:"bytes"`
 }

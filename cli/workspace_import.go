@@ -29,6 +29,7 @@ func newWorkspaceImportCommand(a *app) *cobra.Command {
 		manifest string
 		owner    string
 		wait     time.Duration
+		asJSON   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "import --manifest M [--world W] [--workspace NAME] [--owner O] DIR",
@@ -119,7 +120,14 @@ recorded.`,
 			if err != nil {
 				return fmt.Errorf("workspace import: %w", err)
 			}
+			res := importJSON{World: f.world, Workspace: f.workspace, Dir: dir, Root: root.String(),
+				Files: stats.Files, Dirs: stats.Dirs, Bytes: stats.Bytes}
 			if m, ok := h.Version(h.Latest); ok && m.RootHash == root {
+				if asJSON {
+					res.Version = h.Latest
+					writeJSONLine(a.out, res)
+					return nil
+				}
 				fmt.Fprintf(a.out, "nothing to import: %s matches version %d of workspace %s of world %s\n", dir, h.Latest, f.workspace, f.world)
 				return nil
 			}
@@ -148,6 +156,11 @@ recorded.`,
 				}
 				return fmt.Errorf("workspace import: world %s did not record the new version of workspace %s: %s", f.world, f.workspace, why)
 			}
+			if asJSON {
+				res.Version, res.Changed = h.Latest+1, true
+				writeJSONLine(a.out, res)
+				return nil
+			}
 			fmt.Fprintf(a.out, "imported %s into workspace %s of world %s as version %d: %s, %s, %s (root %s)\n", dir, f.workspace, f.world,
 				h.Latest+1, plural(stats.Files, "file"), plural(stats.Dirs, "directory"), plural(int(stats.Bytes), "byte"), root)
 			return nil
@@ -156,6 +169,7 @@ recorded.`,
 	f.add(cmd, false)
 	addManifestFlag(cmd, &manifest, "the world's AIR: manifest.air, manifest.air.json or its `PATH`")
 	cmd.Flags().StringVar(&owner, "owner", defaultImportOwner, "the `OWNER` recorded with the commit")
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print one JSON object: {"world", "workspace", "dir", "version", "changed", "root", "files", "dirs", "bytes"} (changed is false when DIR matches the latest version)`)
 	cmd.Flags().DurationVar(&wait, "wait", 30*time.Second, "how long to run the world after sending the commit")
 	return cmd
 }
@@ -172,4 +186,19 @@ func checkWorkspaceRoute(cat *schema.Catalog) error {
 	}
 	return fmt.Errorf(`the manifest does not route %s to %s; add {"event": %q, "reducer": %q, "key_field": "workspace"} to routing.events`,
 		history.CommitSchema, history.Module, history.CommitSchema, history.Module)
+}
+
+// importJSON is what workspace import --json prints: the version that
+// holds DIR, and whether the import made it (false: DIR matched the
+// latest version).
+type importJSON struct {
+	World     string `json:"world"`
+	Workspace string `json:"workspace"`
+	Dir       string `json:"dir"`
+	Version   uint64 `json:"version"`
+	Changed   bool   `json:"changed"`
+	Root      string `json:"root"`
+	Files     int    `json:"files"`
+	Dirs      int    `json:"dirs"`
+	Bytes     int64  `json:"bytes"`
 }
