@@ -151,20 +151,29 @@ func cmdSleep(ts *testscript.TestScript, neg bool, args []string) {
 	time.Sleep(d)
 }
 
-// cmdWaitFile waits (up to 30 s) until a file exists:
+// cmdWaitFile waits (up to 30 s) until a file exists, and holds LINES
+// lines if given:
 //
-//	waitfile FILE
+//	waitfile FILE [LINES]
 func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: waitfile FILE")
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: waitfile FILE [LINES]")
+	}
+	lines := 0
+	if len(args) == 2 {
+		n, err := strconv.Atoi(args[1])
+		if err != nil {
+			ts.Fatalf("waitfile: %v", err)
+		}
+		lines = n
 	}
 	path := ts.MkAbs(args[0])
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat(path); err == nil {
+		if b, err := os.ReadFile(path); err == nil && strings.Count(string(b), "\n") >= lines {
 			return
 		}
 	}
-	ts.Fatalf("%s did not appear within 30s", args[0])
+	ts.Fatalf("%s did not appear (with %d lines) within 30s", args[0], lines)
 }
 
 // helper turns a function into a helper command's main: it exits 1 and

@@ -56,6 +56,8 @@ run); demiurge.* attributes give the journal seqs and the cost in USD. The
 times are the journal's stamps and the ids are hashes of what the journal
 says, so the same journal gives the same file byte for byte. The messages,
 tool arguments and results are left out unless --otlp-content is given.
+With --follow, each turn is written as a line of its own once it has ended
+(the file starts empty), for a collector's otlpjsonfile receiver to tail.
 
 Trace needs no AIR (it takes no --manifest): the records, and the blobs
 they name, are all in the store or the bundle. Opens the store read-only.
@@ -71,7 +73,8 @@ writes the store.`,
   demiurge trace --json | jq -c '{request_id, user}'
   demiurge trace testdata/sessions/demo --records
   demiurge trace --follow
-  demiurge trace --world main --chat main --otlp session.otlp.json`,
+  demiurge trace --world main --chat main --otlp session.otlp.json
+  demiurge trace --follow --otlp spans.jsonl   # a line a turn, as turns end`,
 		Args: wantArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			ctx := cmd.Context()
@@ -80,8 +83,6 @@ writes the store.`,
 				switch {
 				case opts.OTLP == "":
 					return usagef("trace: --otlp-content goes with --otlp FILE")
-				case follow:
-					return usagef("trace: --otlp writes the turns committed so far; it does not --follow")
 				case records || asJSON:
 					return usagef("trace: --otlp writes spans: it goes with neither --records nor --json")
 				}
@@ -110,7 +111,7 @@ writes the store.`,
 				return err
 			}
 			if follow {
-				return followTrace(ctx, a, wf.world, asJSON, records)
+				return followTrace(ctx, a, wf.world, asJSON, records, opts)
 			}
 			s, err := a.openStore(cmd.Context(), true)
 			if err != nil {

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/demiurge-dev/demiurge/agent/session"
+	"github.com/demiurge-dev/demiurge/agent/session/otlp"
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/internal/store"
 	"github.com/demiurge-dev/demiurge/journal"
@@ -20,8 +22,25 @@ import (
 // without an error. It reads through the process that writes the store,
 // or the file when none does, and says on stderr when that changes (a
 // writer killed, another started).
-func followTrace(ctx context.Context, a *app, name string, asJSON, records bool) error {
+func followTrace(ctx context.Context, a *app, name string, asJSON, records bool, opts traceOptions) error {
 	a.usedStore = true
+	p := &followPrinter{w: a.out, asJSON: asJSON, records: records, world: name}
+	if opts.OTLP != "" {
+		p.otlp = &otlp.Options{World: name, Content: opts.Content}
+		if opts.OTLP != "-" {
+			f, err := os.Create(opts.OTLP)
+			if err != nil {
+				return fmt.Errorf("trace: %w", err)
+			}
+			defer func() {
+				if cerr := f.Close(); cerr != nil {
+					fmt.Fprintf(a.err, "trace: %v\n", cerr)
+				}
+			}()
+			p.w = f
+			fmt.Fprintf(a.err, "trace: writing a line of spans to %s as each turn ends (Ctrl-C to stop)\n", opts.OTLP)
+		}
+	}
 	l, err := store.OpenLive(ctx, a.storeDir, &store.LiveOptions{OnSource: func(msg string) {
 		fmt.Fprintf(a.err, "trace: %s\n", msg)
 	}})
@@ -32,7 +51,6 @@ func followTrace(ctx context.Context, a *app, name string, asJSON, records bool)
 		return err
 	}
 	defer l.Close()
-	p := &followPrinter{w: a.out, asJSON: asJSON, records: records}
 	g := &batchGetter{l: l}
 	p.sess = session.NewReader(g)
 	p.tracer = replay.NewTracer(a.out, replay.TraceOptions{JSON: asJSON, CAS: g})
@@ -151,6 +169,10 @@ type followPrinter struct {
 	w       io.Writer
 	asJSON  bool
 	records bool
+	world   string
+	// otlp, if set, writes each turn as a line of OTLP/JSON spans once it
+	// has ended (trace --follow --otlp).
+	otlp *otlp.Options
 
 	mode    int              // followUndecided, followTurns or followRecords
 	pending []journal.Record // records read while undecided
@@ -181,6 +203,16 @@ func (p *followPrinter) record(r journal.Record) error {
 	if p.records {
 		p.mode = followRecords
 		return p.tracer.Record(r)
+	}
+	if p.otlp != nil && world.IsInput(r.Kind) && r.Kind != world.KindManifest && !p.sess.IsChat() && !p.sess.ChatManifest() {
+		if err := p.sess.Record(r); err != nil {
+			return err
+		}
+		if !p.sess.IsChat() {
+			return fmt.Errorf("trace: world %s has no chats: it is not an agent world, and --otlp writes the turns of chats", p.world)
+		}
+		p.mode = followTurns
+		return nil
 	}
 	if err := p.sess.Record(r); err != nil {
 		return err
@@ -219,6 +251,16 @@ func (p *followPrinter) flush() error {
 		}
 		t := turns[p.turnsDone]
 		ended := turnEnded(t)
+		if p.otlp != nil {
+			if !ended {
+				return nil
+			}
+			if err := otlp.Write(p.w, []*session.Turn{t}, *p.otlp); err != nil {
+				return fmt.Errorf("trace: %w", err)
+			}
+			p.turnsDone++
+			continue
+		}
 		if p.asJSON {
 			if !ended {
 				return nil
@@ -260,7 +302,7 @@ func (p *followPrinter) flush() error {
 func (p *followPrinter) flushForks() error {
 	forks := p.sess.Forks()
 	for ; p.forksDone < len(forks) && forks[p.forksDone].Turns <= p.turnsDone && p.printed == 0; p.forksDone++ {
-		if p.asJSON {
+		if p.asJSON || p.otlp != nil {
 			continue
 		}
 		sep := ""
