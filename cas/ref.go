@@ -103,7 +103,7 @@ func ParseRef(s string) (Ref, error) {
 }
 
 // MustParseRef is like ParseRef but panics if s does not parse. It is for
-// constants in tests and examples.
+// constants: in tests and examples, and known refs written out.
 func MustParseRef(s string) Ref {
 	r, err := ParseRef(s)
 	if err != nil {
