@@ -123,7 +123,7 @@ func ParseToolChoice(s string) (ToolChoice, error) {
 	case "required":
 		return ToolChoiceRequired, nil
 	}
-	if !toolName.MatchString(s) {
+	if !toolName().MatchString(s) {
 		return ToolChoice{}, fmt.Errorf("tool choice %q: want auto, none, required or a tool's name", s)
 	}
 	return ToolChoiceTool(s), nil

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -20,7 +21,7 @@ import (
 
 // toolName is what a tool may be called: a name the model's API takes and
 // a command of a bash script.
-var toolName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]{0,63}$`)
+var toolName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]{0,63}$`) })
 
 // Func makes a tool of a Go function: the model calls it with a JSON
 // object that decodes into In, and reads what it returns (a string as it
@@ -246,7 +247,7 @@ func (t *funcTool) check() error {
 	if t.err != nil {
 		return t.err
 	}
-	if !toolName.MatchString(t.name) {
+	if !toolName().MatchString(t.name) {
 		return fmt.Errorf("tool %q: a tool name is 1 to 64 of A-Z a-z 0-9 _ -, not starting with a digit or -", t.name)
 	}
 	if t.description == "" {

@@ -95,7 +95,7 @@ func Open(ctx context.Context, manifest string, opts ...Option) (_ *World, err e
 			if err := ct.check(); err != nil {
 				return nil, err
 			}
-		} else if name := t.Info().Name; !toolName.MatchString(name) {
+		} else if name := t.Info().Name; !toolName().MatchString(name) {
 			return nil, fmt.Errorf("tool %q: a tool name is 1 to 64 of A-Z a-z 0-9 _ -, not starting with a digit or -", name)
 		}
 	}

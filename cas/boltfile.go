@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -53,7 +54,9 @@ func (e *BoltDamageError) Unwrap() error { return ErrCorrupt }
 // above high water mark (59)", "inode overflow: 9 (pgid=60)", and from
 // Tx.Check: "page 60: unreachable unfreed", "key[1]=… on leaf page(60)
 // needs to be > …").
-var bboltPage = regexp.MustCompile(`(?i)(?:page expected to be: |page |page\(|invalid page type: |pgid \(|pgid=|page access\(2\): )(\d+)`)
+var bboltPage = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(?:page expected to be: |page |page\(|invalid page type: |pgid \(|pgid=|page access\(2\): )(\d+)`)
+})
 
 // BoltDamage turns what bbolt panicked with (the value recover returned)
 // while reading or writing db into a *BoltDamageError naming the file and,
@@ -78,7 +81,7 @@ func BoltDamage(db *bbolt.DB, panicked any) *BoltDamageError {
 func damage(path string, panicked any) *BoltDamageError {
 	msg := fmt.Sprint(panicked)
 	e := &BoltDamageError{Path: path, Page: -1, Detail: "bbolt: " + msg}
-	if m := bboltPage.FindStringSubmatch(msg); m != nil {
+	if m := bboltPage().FindStringSubmatch(msg); m != nil {
 		if n, err := strconv.ParseInt(m[1], 10, 64); err == nil {
 			e.Page = n
 		}

@@ -103,7 +103,7 @@ func ParseRef(s string) (Ref, error) {
 }
 
 // MustParseRef is like ParseRef but panics if s does not parse. It is for
-// constants in tests and examples.
+// constants: in tests and examples, and known refs written out.
 func MustParseRef(s string) Ref {
 	r, err := ParseRef(s)
 	if err != nil {
@@ -189,13 +189,13 @@ func (r Ref) MarshalCBOR() ([]byte, error) {
 	if !r.Valid() {
 		return nil, fmt.Errorf("%w: zero ref cannot be encoded", ErrInvalidRef)
 	}
-	return encMode.Marshal(r.String())
+	return modes().enc.Marshal(r.String())
 }
 
 // UnmarshalCBOR decodes a CBOR text string in a ref's text form.
 func (r *Ref) UnmarshalCBOR(b []byte) error {
 	var s string
-	if err := decMode.Unmarshal(b, &s); err != nil {
+	if err := modes().dec.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidRef, err)
 	}
 	return r.UnmarshalText([]byte(s))

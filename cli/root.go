@@ -126,7 +126,7 @@ func newApp(std stdio, in *interrupts) *app {
 // executeApp is execute for the app a.
 func executeApp(ctx context.Context, a *app, args []string, getenv func(string) string) int {
 	std := a.stdio
-	root := newRootCommand(a, getenv)
+	root := newRootCommandFor(a, getenv, args)
 	if args == nil {
 		args = []string{}
 	}
@@ -172,6 +172,82 @@ func storeDamaged(err error) bool {
 // newRootCommand builds the command tree of a, reading the default store
 // directory with getenv.
 func newRootCommand(a *app, getenv func(string) string) *cobra.Command {
+	return newRoot(a, getenv, nil)
+}
+
+// newRootCommandFor builds the command tree that runs the command line
+// args: the root with only the subcommand args name, when they name one
+// after nothing but global flags (see commandNamed), else the whole tree.
+// Building every command cost each start of the binary ~0.5–1 ms
+// (`demiurge sh -c true` included), while a command line runs one. What
+// that one does, prints and exits with is the same in either tree, for
+// cobra finds it by its name and gives it the root's flags alone
+// (TestCommandTreeForArgs).
+func newRootCommandFor(a *app, getenv func(string) string, args []string) *cobra.Command {
+	if name := commandNamed(args); name != "" {
+		for _, sc := range subcommands(a, getenv) {
+			if sc.name == name {
+				return newRoot(a, getenv, &sc)
+			}
+		}
+	}
+	return newRootCommand(a, getenv)
+}
+
+// commandNamed returns the first argument of args that is not a global
+// flag (--store DIR, --store=DIR, -v, --verbose) or a global flag's
+// value: the name of the command args run. It returns "" when another
+// flag or "--" comes first, or none is left.
+func commandNamed(args []string) string {
+	for i := 0; i < len(args); i++ {
+		switch s := args[i]; {
+		case s == "--store":
+			i++ // its value
+		case strings.HasPrefix(s, "--store=") || s == "-v" || s == "--verbose":
+		case strings.HasPrefix(s, "-"):
+			return ""
+		default:
+			return s
+		}
+	}
+	return ""
+}
+
+// subcommand is a command of the root, and how to build it.
+type subcommand struct {
+	name  string // the command's Name()
+	build func() *cobra.Command
+}
+
+// subcommands are the commands of the root, in the order they are added.
+func subcommands(a *app, getenv func(string) string) []subcommand {
+	return []subcommand{
+		{"version", func() *cobra.Command { return newVersionCommand(a) }},
+		{"validate", func() *cobra.Command { return newValidateCommand(a) }},
+		{"cas", func() *cobra.Command { return newCASCommand(a) }},
+		{"journal", func() *cobra.Command { return newJournalCommand(a) }},
+		{"run", func() *cobra.Command { return newRunCommand(a, getenv) }},
+		{"approve", func() *cobra.Command { return newDecideCommand(a, getenv, true) }},
+		{"deny", func() *cobra.Command { return newDecideCommand(a, getenv, false) }},
+		{"send", func() *cobra.Command { return newSendCommand(a) }},
+		{"worker", func() *cobra.Command { return newWorkerCommand(a, getenv) }},
+		{"state", func() *cobra.Command { return newStateCommand(a) }},
+		{"replay", func() *cobra.Command { return newReplayCommand(a) }},
+		{"fork", func() *cobra.Command { return newForkCommand(a) }},
+		{"trace", func() *cobra.Command { return newTraceCommand(a) }},
+		{"export", func() *cobra.Command { return newExportCommand(a) }},
+		{"import", func() *cobra.Command { return newImportCommand(a) }},
+		{"sh", func() *cobra.Command { return newShCommand(a, getenv) }},
+		{"workspace", func() *cobra.Command { return newWorkspaceCommand(a) }},
+		{"mcp", func() *cobra.Command { return newMCPCommand(a, getenv) }},
+		{"worlds", func() *cobra.Command { return newWorldsCommand(a) }},
+		{"ui", func() *cobra.Command { return newUICommand(a) }},
+	}
+}
+
+// newRoot builds the root command of a with the subcommand only, or with
+// every subcommand and the completion command when only is nil.
+func newRoot(a *app, getenv func(string) string, only *subcommand) *cobra.Command {
 	storeDefault := defaultStoreDir
 	if v := getenv(storeEnv); v != "" {
 		storeDefault = v
@@ -245,28 +321,18 @@ sh exits with its script's exit status (see demiurge sh --help).`,
 	pf.StringVar(&a.storeDir, "store", storeDefault, "the store: a `DIR`ectory, or a postgres:// URL (env "+storeEnv+")")
 	pf.BoolVarP(&a.verbose, "verbose", "v", false, "log debug messages on stderr (without it, only errors are logged)")
 
-	root.AddCommand(
-		newVersionCommand(a),
-		newValidateCommand(a),
-		newCASCommand(a),
-		newJournalCommand(a),
-		newRunCommand(a, getenv),
-		newDecideCommand(a, getenv, true),
-		newDecideCommand(a, getenv, false),
-		newSendCommand(a),
-		newWorkerCommand(a, getenv),
-		newStateCommand(a),
-		newReplayCommand(a),
-		newForkCommand(a),
-		newTraceCommand(a),
-		newExportCommand(a),
-		newImportCommand(a),
-		newShCommand(a, getenv),
-		newWorkspaceCommand(a),
-		newMCPCommand(a, getenv),
-		newWorldsCommand(a),
-		newUICommand(a),
-	)
+	if only != nil {
+		// The command line runs this one command. Cobra's completion
+		// command, which it would add as the root has a subcommand, is
+		// left out: "completion" and "__complete" build the whole tree.
+		root.CompletionOptions.DisableDefaultCmd = true
+		root.AddCommand(only.build())
+		registerCompletions(a, root)
+		return root
+	}
+	for _, sc := range subcommands(a, getenv) {
+		root.AddCommand(sc.build())
+	}
 	initCompletionCommand(root)
 	registerCompletions(a, root)
 	return root

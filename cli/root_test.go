@@ -2,10 +2,14 @@ package cli
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 
 	"github.com/demiurge-dev/demiurge/internal/store"
 )
@@ -182,5 +186,86 @@ func TestExitCodesDocumented(t *testing.T) {
 		if !strings.Contains(help, want) || !strings.Contains(para, want) {
 			t.Errorf("the root help or the README's exit codes do not say %q", want)
 		}
+	}
+}
+
+// TestCommandNamed checks which argument names the command a command line
+// runs, past the global flags.
+func TestCommandNamed(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"sh", "-c", "true"}, "sh"},
+		{[]string{"-v", "sh"}, "sh"},
+		{[]string{"--verbose", "--store", "sh", "trace"}, "trace"},
+		{[]string{"--store=x", "workspace", "ls"}, "workspace"},
+		{[]string{"--store"}, ""},
+		{[]string{"--help"}, ""},
+		{[]string{"-vh", "sh"}, ""},
+		{[]string{"--", "sh"}, ""},
+		{[]string{"help", "sh"}, "help"},
+	} {
+		if got := commandNamed(tc.args); got != tc.want {
+			t.Errorf("commandNamed(%q) = %q; want %q", tc.args, got, tc.want)
+		}
+	}
+}
+
+// TestCommandTreeForArgs checks that the tree built for one command line
+// (the root and the command it names) runs every command as the whole
+// tree does: the same help, the same usage errors.
+func TestCommandTreeForArgs(t *testing.T) {
+	getenv := func(string) string { return "" }
+	newA := func() (*app, *strings.Builder, *strings.Builder) {
+		var out, errb strings.Builder
+		return &app{stdio: stdio{in: strings.NewReader(""), out: &out, err: &errb}, log: slog.New(slog.DiscardHandler)}, &out, &errb
+	}
+	full := newRootCommand(&app{}, getenv)
+	var names []string
+	for _, c := range full.Commands() {
+		if n := c.Name(); n != "completion" && n != "help" {
+			names = append(names, n)
+		}
+	}
+	var listed []string
+	for _, sc := range subcommands(&app{}, getenv) {
+		if n := sc.build().Name(); n != sc.name {
+			t.Errorf("subcommand %q builds command %q", sc.name, n)
+		}
+		listed = append(listed, sc.name)
+	}
+	slices.Sort(listed)
+	if !slices.Equal(names, listed) {
+		t.Fatalf("subcommands %q; the whole tree has %q", listed, names)
+	}
+	exec := func(root *cobra.Command, out, errb *strings.Builder, args []string) string {
+		root.SetArgs(args)
+		c, err := root.ExecuteC()
+		return fmt.Sprintf("command %s\nerror %v\nstdout:\n%s\nstderr:\n%s", c.CommandPath(), err, out, errb)
+	}
+	var walk func(c *cobra.Command, path []string)
+	walk = func(c *cobra.Command, path []string) {
+		for _, args := range [][]string{append(slices.Clip(path), "--help"), append(slices.Clip(path), "--no-such-flag")} {
+			af, outf, errf := newA()
+			ap, outp, errp := newA()
+			want := exec(newRootCommand(af, getenv), outf, errf, args)
+			got := exec(newRootCommandFor(ap, getenv, args), outp, errp, args)
+			if got != want {
+				t.Errorf("%q: the tree for the command line gives\n%s\nthe whole tree\n%s", args, got, want)
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub, append(slices.Clip(path), sub.Name()))
+		}
+	}
+	for _, c := range full.Commands() {
+		if c.Name() != "completion" && c.Name() != "help" {
+			walk(c, []string{c.Name()})
+		}
+	}
+	if r := newRootCommandFor(&app{}, getenv, []string{"sh", "-c", "true"}); len(r.Commands()) != 1 {
+		t.Errorf("the tree for sh has %d commands; want 1", len(r.Commands()))
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/journal"
@@ -37,7 +38,7 @@ type Manifest struct {
 	Missing int `json:"missing,omitempty"`
 }
 
-var refPattern = regexp.MustCompile(`blake3:[0-9a-f]{64}`)
+var refPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`blake3:[0-9a-f]{64}`) })
 
 // Export writes the session of one world as a bundle in dir, which must
 // not exist or be empty. sources are the world's AIR files
@@ -51,7 +52,7 @@ func Export(ctx context.Context, j journal.Reader, store cas.Getter, world strin
 	refs := map[cas.Ref]bool{}
 	var queue []cas.Ref
 	scan := func(b []byte) {
-		for _, s := range refPattern.FindAll(b, -1) {
+		for _, s := range refPattern().FindAll(b, -1) {
 			r, err := cas.ParseRef(string(s))
 			if err == nil && !refs[r] {
 				refs[r] = true

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/rogpeppe/go-internal/diff"
 
@@ -397,12 +398,12 @@ func variantTag(m *schema.Map) string {
 	return ""
 }
 
-var plainKey = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$@/-]*$`)
+var plainKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$@/-]*$`) })
 
 // keyPath renders a map key as a path element.
 func keyPath(k schema.Value) string {
 	if s, ok := k.(string); ok {
-		if plainKey.MatchString(s) {
+		if plainKey().MatchString(s) {
 			return "." + s
 		}
 		return "[" + strconv.Quote(s) + "]"

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -328,7 +329,7 @@ func duration(ms float64) string {
 }
 
 // refPattern matches a ref's text form.
-var refPattern = regexp.MustCompile(`(blake3|sha256):[0-9a-f]{64}`)
+var refPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(blake3|sha256):[0-9a-f]{64}`) })
 
 // linkRefs escapes text for HTML and links every ref in it that names a
 // blob of the store to the blob's page. Other refs (an intent's hash, a
@@ -336,7 +337,7 @@ var refPattern = regexp.MustCompile(`(blake3|sha256):[0-9a-f]{64}`)
 func (s *Server) linkRefs(ctx context.Context, text string) template.HTML {
 	esc := template.HTMLEscapeString(text)
 	held := map[string]bool{}
-	return template.HTML(refPattern.ReplaceAllStringFunc(esc, func(text string) string {
+	return template.HTML(refPattern().ReplaceAllStringFunc(esc, func(text string) string {
 		ok, seen := held[text]
 		if !seen {
 			ref, err := cas.ParseRef(text)

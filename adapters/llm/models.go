@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // TokenLimitField names the Chat Completions request field that caps a
@@ -197,13 +198,13 @@ func isAzureHost(h string) bool {
 	return false
 }
 
-var datedSnapshot = regexp.MustCompile(`-(\d{4}-\d{2}-\d{2}|\d{4})$`)
+var datedSnapshot = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`-(\d{4}-\d{2}-\d{2}|\d{4})$`) })
 
 // lookupModel finds name in table: the entry of that name, else the entry
 // of its undated name ("gpt-4o-2024-08-06" → "gpt-4o"), else the longest
 // family ("gpt-5*") it belongs to.
 func lookupModel(table []Model, name string) (Model, bool) {
-	for _, n := range []string{name, datedSnapshot.ReplaceAllString(name, "")} {
+	for _, n := range []string{name, datedSnapshot().ReplaceAllString(name, "")} {
 		for _, m := range table {
 			if m.Name == n {
 				return m, true
@@ -243,7 +244,7 @@ func (o ModelOptions) matches(name string) bool {
 	if fam, ok := strings.CutSuffix(o.Match, "*"); ok {
 		return strings.HasPrefix(name, fam)
 	}
-	return o.Match == name || o.Match == datedSnapshot.ReplaceAllString(name, "")
+	return o.Match == name || o.Match == datedSnapshot().ReplaceAllString(name, "")
 }
 
 // apply sets o's fields on m.

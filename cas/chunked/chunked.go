@@ -48,14 +48,17 @@ type Index struct {
 }
 
 // gear is the rolling hash's table: 256 fixed pseudo-random words (BLAKE3
-// of "demiurge chunked gear" and the byte), the same in every build.
-var gear = func() (g [256]uint64) {
+// of "demiurge chunked gear" and the byte), the same in every build. It is
+// made on first use: its 256 hashes cost every start of the binary ~0.05
+// ms, most of which never chunk a blob.
+var gear = sync.OnceValue(func() *[256]uint64 {
+	var g [256]uint64
 	for i := range g {
 		sum := blake3.Sum256([]byte{'d', 'e', 'm', 'i', 'u', 'r', 'g', 'e', ' ', 'g', 'e', 'a', 'r', byte(i)})
 		g[i] = binary.LittleEndian.Uint64(sum[:8])
 	}
-	return g
-}()
+	return &g
+})
 
 // mask has log2(AvgChunk) bits set: a boundary where hash&mask == 0 comes
 // every AvgChunk bytes on average (past MinChunk).
@@ -64,23 +67,24 @@ const mask = AvgChunk - 1
 // Split returns the lengths of data's content-defined chunks, in order.
 func Split(data []byte) []int {
 	var out []int
+	g := gear()
 	for len(data) > 0 {
-		n := cut(data)
+		n := cut(g, data)
 		out = append(out, n)
 		data = data[n:]
 	}
 	return out
 }
 
-// cut returns the length of the first chunk of data.
-func cut(data []byte) int {
+// cut returns the length of the first chunk of data, by the gear table g.
+func cut(g *[256]uint64, data []byte) int {
 	if len(data) <= MinChunk {
 		return len(data)
 	}
 	end := min(len(data), MaxChunk)
 	var h uint64
 	for i := MinChunk; i < end; i++ {
-		h = h<<1 + gear[data[i]]
+		h = h<<1 + g[data[i]]
 		if h&(mask<<16) == 0 { // the hash's well-mixed high bits
 			return i + 1
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/journal"
@@ -28,7 +29,7 @@ func IsURL(where string) bool { return pgstore.IsURL(where) }
 
 // urlLike matches the start of a URL: a scheme (two characters or more,
 // so that C:/ stays a path), a colon and a slash.
-var urlLike = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]+:/`)
+var urlLike = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]+:/`) })
 
 // CheckWhere refuses a where that is meant as a store URL but is not a
 // postgres:// or postgresql:// one (postgress://…, postgres//…, mysql://…):
@@ -38,7 +39,7 @@ func CheckWhere(where string) error {
 	if IsURL(where) {
 		return nil
 	}
-	if urlLike.MatchString(where) || strings.HasPrefix(strings.ToLower(where), "postgres") && strings.Contains(where, "@") {
+	if urlLike().MatchString(where) || strings.HasPrefix(strings.ToLower(where), "postgres") && strings.Contains(where, "@") {
 		return fmt.Errorf("open store %s: not a postgres:// or postgresql:// URL, and a URL is no directory: write it as postgres://USER:PASSWORD@HOST:PORT/DATABASE", Redact(where))
 	}
 	return nil

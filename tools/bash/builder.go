@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"mvdan.cc/sh/v3/interp"
@@ -133,8 +134,8 @@ func (b *Builder) Clock(now func() time.Time) *Builder {
 }
 
 var (
-	toolNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
-	envNameRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	toolNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`) })
+	envNameRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 )
 
 // reservedEnv are variables the sandbox sets itself.
@@ -148,7 +149,7 @@ var reservedEnv = map[string]bool{
 // offending tool or variable.
 func (b *Builder) Build() (*Tool, error) {
 	errs := slices.Clone(b.errs)
-	if !toolNameRE.MatchString(b.name) {
+	if !toolNameRE().MatchString(b.name) {
 		errs = append(errs, fmt.Errorf("tool name %q: want letters, digits, '_', '-' or '.'", b.name))
 	}
 	t := &Tool{
@@ -165,7 +166,7 @@ func (b *Builder) Build() (*Tool, error) {
 		filesNote: b.filesNote,
 	}
 	for _, nv := range [][2]string{{"username", b.user}, {"hostname", b.host}} {
-		if !envNameRE.MatchString(strings.ReplaceAll(nv[1], "-", "_")) {
+		if !envNameRE().MatchString(strings.ReplaceAll(nv[1], "-", "_")) {
 			errs = append(errs, fmt.Errorf("%s %q: want letters, digits, '_' or '-'", nv[0], nv[1]))
 		}
 	}
@@ -175,8 +176,8 @@ func (b *Builder) Build() (*Tool, error) {
 	for _, r := range b.tools {
 		name := r.def.Name
 		switch {
-		case !toolNameRE.MatchString(name):
-			errs = append(errs, fmt.Errorf("tool %q: name must match %s", name, toolNameRE))
+		case !toolNameRE().MatchString(name):
+			errs = append(errs, fmt.Errorf("tool %q: name must match %s", name, toolNameRE()))
 			continue
 		case strings.HasPrefix(name, reservedPrefix):
 			errs = append(errs, fmt.Errorf("tool %q: names starting with %s are reserved", name, reservedPrefix))
@@ -211,7 +212,7 @@ func (b *Builder) Build() (*Tool, error) {
 	for _, kv := range b.env {
 		k := kv[0]
 		switch {
-		case !envNameRE.MatchString(k):
+		case !envNameRE().MatchString(k):
 			errs = append(errs, fmt.Errorf("environment variable %q: invalid name", k))
 		case reservedEnv[k] || strings.HasPrefix(k, reservedPrefix):
 			errs = append(errs, fmt.Errorf("environment variable %q: set by the sandbox", k))

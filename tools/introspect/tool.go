@@ -336,6 +336,7 @@ func (t *tool) properties() []string {
 
 // describe renders the leaves of a validation error, one per problem.
 func describe(e *jsonschema.ValidationError, props []string) string {
+	tools.SortSchemaError(e)
 	var msgs []string
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -236,7 +237,7 @@ func (s *Server) environ(hostenv func(string) (string, bool)) []string {
 }
 
 // llmName is what an OpenAI-compatible API accepts as a function name.
-var llmName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+var llmName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`) })
 
 // ToolName returns the name the model sees for a server's tool: its
 // alias, or "<server>_<tool>".

@@ -154,12 +154,12 @@ func Connect(ctx context.Context, servers []Server, opts *Options) (*Set, error)
 // nameRule says what a tool name may be.
 const nameRule = "letters, digits, '_' and '-', at most 64 bytes, not starting with a digit or '-'"
 
-var commandName = regexp.MustCompile(`^[A-Za-z_]`)
+var commandName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_]`) })
 
 // validToolName reports whether name can be both an LLM function name and
 // a command of the bash tool.
 func validToolName(name string) bool {
-	return llmName.MatchString(name) && commandName.MatchString(name)
+	return llmName().MatchString(name) && commandName().MatchString(name)
 }
 
 // makeTools makes the tools of the servers that are up, and returns the

@@ -85,9 +85,9 @@ func Tools(svc *Service) []tools.Tool {
 type spec struct {
 	name, short, desc, prompt string
 	synopsis                  string
-	input, output             json.RawMessage
-	inputs                    []string // INPUT section lines
-	outputs                   []string // OUTPUT section lines
+	input, output             func() json.RawMessage // built on first use: see schemaObject
+	inputs                    []string               // INPUT section lines
+	outputs                   []string               // OUTPUT section lines
 	examples                  []string
 	run                       func(c *call) tools.Response
 
@@ -102,7 +102,7 @@ type spec struct {
 // call, not at package init, where compiling the six schemas cost every
 // start of the demiurge binary ~5 ms (`demiurge sh -c true` included).
 func (sp *spec) inputSchema() *jsonschema.Schema {
-	sp.schemaOnce.Do(func() { sp.schema = compile(sp.name, sp.input) })
+	sp.schemaOnce.Do(func() { sp.schema = compile(sp.name, sp.input()) })
 	return sp.schema
 }
 
@@ -135,8 +135,8 @@ func (t *tool) Info() tools.Info {
 			Description:      sp.desc,
 			Help:             sp.help(),
 			SystemPrompt:     sp.prompt,
-			InputSchema:      sp.input,
-			OutputSchema:     sp.output,
+			InputSchema:      sp.input(),
+			OutputSchema:     sp.output(),
 			Version:          Version,
 		}
 	})

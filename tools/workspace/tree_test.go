@@ -545,3 +545,18 @@ func FuzzEdit(f *testing.F) {
 		}
 	})
 }
+
+// TestEmptyRootRef: the ref written out is the hash of the empty tree's
+// canonical node.
+func TestEmptyRootRef(t *testing.T) {
+	b, err := (&Tree{}).Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b, emptyTreeBytes) {
+		t.Fatalf("emptyTreeBytes = %x; the empty tree encodes as %x", emptyTreeBytes, b)
+	}
+	if got := cas.Sum(b); got != EmptyRootRef {
+		t.Fatalf("EmptyRootRef = %s; the empty tree's ref is %s", EmptyRootRef, got)
+	}
+}

@@ -163,7 +163,7 @@ func (c *Cassette) Model() string {
 	return ""
 }
 
-var refPattern = regexp.MustCompile(`blake3:[0-9a-f]{64}`)
+var refPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`blake3:[0-9a-f]{64}`) })
 
 // Run answers the next llm.generate call with the next recorded answer,
 // after storing every blob of the bundle the answer refers to, and the
@@ -262,7 +262,7 @@ func downgrade(v schema.Value) schema.Value {
 
 // storeRefs puts the blobs b refers to, and the ones they refer to.
 func (c *Cassette) storeRefs(ctx context.Context, store cas.Putter, b []byte, done map[cas.Ref]bool) error {
-	for _, s := range refPattern.FindAll(b, -1) {
+	for _, s := range refPattern().FindAll(b, -1) {
 		r, err := cas.ParseRef(string(s))
 		if err != nil || done[r] {
 			continue

@@ -393,7 +393,7 @@ func stripDescriptions(v any) any {
 func maskRefs(v any) any {
 	switch x := v.(type) {
 	case string:
-		return refPattern.ReplaceAllString(x, "blake3:…")
+		return refPattern().ReplaceAllString(x, "blake3:…")
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {

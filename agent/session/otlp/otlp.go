@@ -41,6 +41,7 @@ import (
 	"io"
 	"regexp"
 	"strconv"
+	"sync"
 
 	"github.com/zeebo/blake3"
 
@@ -546,7 +547,7 @@ func providerName(protocol string) string {
 }
 
 // httpStatus finds the HTTP status a provider error names.
-var httpStatus = regexp.MustCompile(`\(HTTP ([0-9]{3})\b`)
+var httpStatus = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\(HTTP ([0-9]{3})\b`) })
 
 // modelErrorType is error.type for a failed model call: the kind of
 // llm.ProviderError it was (rate_limited, auth, timeout, …), else the HTTP
@@ -555,7 +556,7 @@ func modelErrorType(m *session.ModelCall) string {
 	if k, ok := llm.KindOf(m.Error); ok && k != llm.KindHTTP {
 		return string(k)
 	}
-	if s := httpStatus.FindStringSubmatch(m.Error); s != nil {
+	if s := httpStatus().FindStringSubmatch(m.Error); s != nil {
 		return s[1]
 	}
 	if m.Status == "timeout" {
