@@ -2,6 +2,7 @@ package bash
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,7 +76,10 @@ func validateParams(sch *jsonschema.Schema, fast *fastSchema, params map[string]
 }
 
 // leafError picks the most specific error: the first cause, down to a
-// leaf or a oneOf/anyOf node (whose branches all failed).
+// leaf or a oneOf/anyOf node (whose branches all failed). The first is the
+// least by instance path, then keyword path: the validator lists the
+// causes of a properties keyword in map order, so "the first" as it lists
+// them would change from run to run when two properties fail.
 func leafError(e *jsonschema.ValidationError) *jsonschema.ValidationError {
 	for {
 		switch e.ErrorKind.(type) {
@@ -85,7 +89,10 @@ func leafError(e *jsonschema.ValidationError) *jsonschema.ValidationError {
 		if len(e.Causes) == 0 {
 			return e
 		}
-		e = e.Causes[0]
+		e = slices.MinFunc(e.Causes, func(a, b *jsonschema.ValidationError) int {
+			return cmp.Or(slices.Compare(a.InstanceLocation, b.InstanceLocation),
+				slices.Compare(a.ErrorKind.KeywordPath(), b.ErrorKind.KeywordPath()))
+		})
 	}
 }
 

@@ -745,3 +745,31 @@ func TestStreamsLines(t *testing.T) {
 		t.Errorf("chunks %q; want %q", chunks, want)
 	}
 }
+
+// TestValidationMessageStable: when several properties fail, the message
+// names the same one on every run (the validator lists them in map order;
+// the message is a tool result the journal keeps, and a strict cassette
+// compares the next request, which carries it).
+func TestValidationMessageStable(t *testing.T) {
+	raw := `{"type":"object","properties":{"a":{"type":"string","minLength":2},"b":{"type":"string","minLength":2},"c":{"type":"object","properties":{"d":{"type":"integer"},"e":{"type":"integer"}}}}}`
+	sch, _, err := compileSchema("t", json.RawMessage(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []map[string]any{
+		{"a": "x", "b": "y"},
+		{"c": map[string]any{"d": "x", "e": "y"}},
+		{"b": int64(1), "a": int64(2), "c": int64(3)},
+	} {
+		first := validateParams(sch, nil, p)
+		if first == "" {
+			t.Fatalf("%v passed", p)
+		}
+		for range 100 {
+			if got := validateParams(sch, nil, p); got != first {
+				t.Fatalf("params %v: %q, then %q", p, first, got)
+			}
+		}
+		t.Logf("%v: %s", p, first)
+	}
+}
