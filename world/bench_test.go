@@ -149,8 +149,10 @@ func benchWorld(b testing.TB, st world.Storage, name string, ended func(id uint6
 // bytes stored per workflow (target ≤ 4 KB): journal-bytes, the encoded
 // records; file-bytes, the growth of the bbolt file's high-water mark (its
 // pages in use, free pages included: what the file must hold) after the
-// first workflow. "parallel" emits the 5 effects at once; "sequential"
-// awaits each before the next.
+// first workflow; log-inuse-bytes and log-leaf-pages, the growth of the
+// journal log's leaf pages and of the bytes bbolt uses in them (elements,
+// keys and values: how well the log packs its pages). "parallel" emits the
+// 5 effects at once; "sequential" awaits each before the next.
 func BenchmarkWorkflow5(b *testing.B) {
 	for _, mode := range []struct{ name, event string }{{"parallel", "bench/Start@1"}, {"sequential", "bench/StartSeq@1"}} {
 		b.Run(mode.name, func(b *testing.B) {
@@ -165,6 +167,7 @@ func BenchmarkWorkflow5(b *testing.B) {
 			var n uint64
 			h0 := w.Head()
 			var size0 int64
+			var log0 bbolt.BucketStats
 			for b.Loop() {
 				n++
 				t0 := time.Now()
@@ -174,7 +177,7 @@ func BenchmarkWorkflow5(b *testing.B) {
 				<-done
 				lat = append(lat, time.Since(t0))
 				if n == 1 {
-					size0 = fileSize(b, st)
+					size0, log0 = fileSize(b, st), logStats(b, st)
 				}
 			}
 			b.StopTimer()
@@ -193,6 +196,9 @@ func BenchmarkWorkflow5(b *testing.B) {
 			b.ReportMetric(float64(bytes)/float64(n), "journal-bytes/workflow")
 			if n > 1 {
 				b.ReportMetric(float64(fileSize(b, st)-size0)/float64(n-1), "file-bytes/workflow")
+				log1 := logStats(b, st)
+				b.ReportMetric(float64(log1.LeafInuse-log0.LeafInuse)/float64(n-1), "log-inuse-bytes/workflow")
+				b.ReportMetric(float64(log1.LeafPageN-log0.LeafPageN)/float64(n-1), "log-leaf-pages/workflow")
 			}
 		})
 	}
@@ -212,11 +218,28 @@ func fileSize(b *testing.B, st world.Storage) int64 {
 	return size
 }
 
+// logStats returns bbolt's statistics of the journal's log bucket in st.
+func logStats(b *testing.B, st world.Storage) bbolt.BucketStats {
+	var s bbolt.BucketStats
+	err := st.(*world.BoltStorage).CAS().(*cas.Bolt).DB().View(func(tx *bbolt.Tx) error {
+		log := tx.Bucket([]byte("journal.log"))
+		if log == nil {
+			return fmt.Errorf("no journal.log bucket")
+		}
+		s = log.Stats()
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
 // BenchmarkWorkflowThroughput runs 5-effect workflows in 50 worlds at
 // once, sharing one bbolt file (group commit), each world b.N of them back
 // to back, and reports workflows per second (target ≥ 1000; ≥ 10× Restate
-// for sequential, see bench/peers/durable) and CPU time per workflow
-// (target ≤ 1 ms).
+// for sequential, see bench/peers/durable), CPU time per workflow (target
+// ≤ 1 ms), and the pages bbolt wrote per workflow (TxStats).
 func BenchmarkWorkflowThroughput(b *testing.B) {
 	for _, mode := range []struct{ name, event string }{{"parallel", "bench/Start@1"}, {"sequential", "bench/StartSeq@1"}} {
 		b.Run(mode.name, func(b *testing.B) {
@@ -236,6 +259,8 @@ func BenchmarkWorkflowThroughput(b *testing.B) {
 				defer w.Close()
 				ws = append(ws, ww{w, done})
 			}
+			db := st.(*world.BoltStorage).CAS().(*cas.Bolt).DB()
+			tx0 := db.Stats().TxStats
 			var ru0, ru1 syscall.Rusage
 			syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
 			b.ResetTimer()
@@ -259,6 +284,8 @@ func BenchmarkWorkflowThroughput(b *testing.B) {
 			total := float64(b.N * worlds)
 			b.ReportMetric(total/b.Elapsed().Seconds(), "workflows/s")
 			b.ReportMetric(float64(cpu.Microseconds())/total/1000, "cpu-ms/workflow")
+			tx1 := db.Stats().TxStats
+			b.ReportMetric(float64(tx1.GetWrite()-tx0.GetWrite())/total, "pages-written/workflow")
 		})
 	}
 }
