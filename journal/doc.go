@@ -37,11 +37,12 @@
 //
 // Memory keeps records in memory, for tests and replay. Bolt keeps them in
 // a bbolt file, either its own (OpenBolt) or one shared with the world's
-// CAS store (NewBolt), in top-level buckets:
+// CAS store (NewBolt), in top-level buckets (see layout.go):
 //
 //	journal          "format" -> "demiurge/journal/v2"
 //	journal.log      8-byte big-endian position -> step
-//	journal.worlds   world name -> head seq ++ head digest ++ position of its last step
+//	                 position ++ 4-byte big-endian index -> record bytes
+//	                 0xff ++ world name -> head seq ++ head digest ++ position of its last step
 //	journal.anchors  world name ++ 0x00 ++ 8-byte big-endian seq -> position
 //
 // The log holds every world's records in commit order: each append is one
