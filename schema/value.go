@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -102,7 +103,17 @@ func (m *Map) sortEntries() *Map {
 		return m
 	}
 	// A stable sort keeps equal keys in argument order; the last one wins.
-	sort.SliceStable(es, func(i, j int) bool { return bytes.Compare(es[i].enc, es[j].enc) < 0 })
+	// Most maps built in Go code are records of a few fields: an insertion
+	// sort, stable, moves them without the generic sort's overhead.
+	if len(es) <= 16 {
+		for i := 1; i < len(es); i++ {
+			for j := i; j > 0 && bytes.Compare(es[j-1].enc, es[j].enc) > 0; j-- {
+				es[j-1], es[j] = es[j], es[j-1]
+			}
+		}
+	} else {
+		slices.SortStableFunc(es, func(a, b MapEntry) int { return bytes.Compare(a.enc, b.enc) })
+	}
 	out := es[:0]
 	for i, e := range es {
 		if i+1 < len(es) && bytes.Equal(e.enc, es[i+1].enc) {
