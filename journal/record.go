@@ -11,15 +11,6 @@ import (
 	"github.com/demiurge-dev/demiurge/cas"
 )
 
-// recordNode is the stored form of a record: a canonical CBOR map
-// {seq, kind, payload, prev}, encoded with cas.Marshal.
-type recordNode struct {
-	Seq     uint64 `cbor:"seq"`
-	Kind    string `cbor:"kind"`
-	Payload []byte `cbor:"payload"`
-	Prev    []byte `cbor:"prev"`
-}
-
 // Encode returns the canonical bytes of r as the journal stores them:
 // cas.Marshal of the map {seq, kind, payload, prev} (prev as a 32-byte
 // byte string). r.Hash is ignored; the record's hash is cas.Sum of the
@@ -44,11 +35,52 @@ func encodeRecord(seq uint64, kind string, payload []byte, prev [cas.Size]byte) 
 	if payload == nil {
 		payload = []byte{} // a nil slice would encode as CBOR null
 	}
-	b, err := cas.Marshal(recordNode{Seq: seq, Kind: kind, Payload: payload, Prev: prev[:]})
-	if err != nil {
-		return nil, fmt.Errorf("journal: encode record %d: %w", seq, err)
-	}
+	// The stored form of a record is the canonical CBOR map {seq, kind,
+	// payload, prev}, written here in key order in one allocation of the
+	// exact size: the bytes cas.Marshal gives for that map
+	// (TestEncodeRecordBytes).
+	n := len(cas.SelfDescribePrefix) + 1 + len(keySeq) + headLen(seq) + len(keyKind) + headLen(uint64(len(kind))) + len(kind) +
+		len(keyPrev) + headLen(cas.Size) + cas.Size + len(keyPayload) + headLen(uint64(len(payload))) + len(payload)
+	b := make([]byte, 0, n)
+	b = append(b, cas.SelfDescribePrefix...)
+	b = appendHead(b, majorMap, 4)
+	b = appendHead(append(b, keySeq...), majorUint, seq)
+	b = append(appendHead(append(b, keyKind...), majorText, uint64(len(kind))), kind...)
+	b = append(appendHead(append(b, keyPrev...), majorBytes, cas.Size), prev[:]...)
+	b = append(appendHead(append(b, keyPayload...), majorBytes, uint64(len(payload))), payload...)
 	return b, nil
+}
+
+// appendHead appends the shortest CBOR head of major type major and
+// argument n.
+func appendHead(b []byte, major byte, n uint64) []byte {
+	m := major << 5
+	switch {
+	case n < 24:
+		return append(b, m|byte(n))
+	case n <= 0xff:
+		return append(b, m|24, byte(n))
+	case n <= 0xffff:
+		return append(b, m|25, byte(n>>8), byte(n))
+	case n <= 0xffffffff:
+		return append(b, m|26, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+	}
+	return append(b, m|27, byte(n>>56), byte(n>>48), byte(n>>40), byte(n>>32), byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+}
+
+// headLen is the length of the shortest CBOR head of argument n.
+func headLen(n uint64) int {
+	switch {
+	case n < 24:
+		return 1
+	case n <= 0xff:
+		return 2
+	case n <= 0xffff:
+		return 3
+	case n <= 0xffffffff:
+		return 5
+	}
+	return 9
 }
 
 // DecodeRecord parses the stored bytes of one record and computes its
