@@ -34,9 +34,13 @@ const (
 	KindBadRequest ErrorKind = "bad_request"
 	// KindNotFound: the model or the endpoint does not exist (HTTP 404).
 	KindNotFound ErrorKind = "not_found"
-	// KindRateLimited: a rate limit or quota was hit (HTTP 429); the
-	// provider's Retry-After is honoured up to a minute.
+	// KindRateLimited: a rate limit was hit (HTTP 429); the provider's
+	// Retry-After is honoured up to a minute.
 	KindRateLimited ErrorKind = "rate_limited"
+	// KindQuota: the account's quota or credit is used up (OpenAI's
+	// insufficient_quota, sent with HTTP 429): waiting does not help, so
+	// it is not retried.
+	KindQuota ErrorKind = "quota"
 	// KindServer: the provider failed or asked to be tried again (HTTP
 	// 5xx, 408, 409).
 	KindServer ErrorKind = "server"
@@ -71,6 +75,7 @@ var kindLabel = map[ErrorKind]string{
 	KindBadRequest:   "bad request",
 	KindNotFound:     "not found",
 	KindRateLimited:  "rate limited",
+	KindQuota:        "quota exhausted",
 	KindServer:       "server error",
 	KindModelFailure: "the model wrote a malformed tool call",
 	KindUnreachable:  "unreachable",
@@ -110,6 +115,8 @@ func statusKind(status int, code string) ErrorKind {
 	switch {
 	case code == "tool_use_failed":
 		return KindModelFailure
+	case code == "insufficient_quota":
+		return KindQuota
 	case status == 401, status == 403:
 		return KindAuth
 	case status == 404, code == "model_not_found": // OpenAI's Responses API answers 400

@@ -407,8 +407,11 @@ func streamEventError(data []byte) error {
 		msg = "the stream reported an error"
 	}
 	kind := KindFailed
-	if code == "tool_use_failed" { // Groq: the model wrote a malformed tool call
+	switch code {
+	case "tool_use_failed": // Groq: the model wrote a malformed tool call
 		kind = KindModelFailure
+	case "insufficient_quota":
+		kind = KindQuota
 	}
 	return &parseError{kind: kind, code: code, msg: msg,
 		retryable: code == "server_error" || code == "rate_limit_exceeded" || code == "tool_use_failed"}

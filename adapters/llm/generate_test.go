@@ -288,6 +288,10 @@ func TestGenerateErrors(t *testing.T) {
 		{name: "429 of a router, with the upstream's reason", turns: []llmtest.Turn{{Status: 429, Body: `{"error":{"message":"Provider returned error","code":429,"metadata":{"raw":"qwen/qwen3 is temporarily rate-limited upstream","provider_name":"Chutes"}}}`, ContentType: "application/json", Header: map[string]string{"x-should-retry": "false"}}},
 			kind: KindRateLimited, status: 429, attempts: 1,
 			contains: []string{"rate limited (HTTP 429): Provider returned error (upstream Chutes: qwen/qwen3 is temporarily rate-limited upstream)"}},
+		{name: "429 insufficient_quota, not retried", turns: []llmtest.Turn{{Status: 429, Error: &llmtest.ErrorBody{Type: "insufficient_quota", Code: "insufficient_quota",
+			Message: "You exceeded your current quota, please check your plan and billing details."}}, {Text: "never"}},
+			kind: KindQuota, status: 429, attempts: 1,
+			contains: []string{"quota exhausted (HTTP 429, insufficient_quota)", "check your plan and billing", "check its plan and billing (waiting will not help)"}},
 		{name: "a malformed tool call, retried then reported", turns: []llmtest.Turn{
 			{Status: 400, Error: &llmtest.ErrorBody{Type: "invalid_request_error", Code: "tool_use_failed", Message: "Failed to call a function. Please adjust your prompt."}},
 			{Status: 400, Error: &llmtest.ErrorBody{Type: "invalid_request_error", Code: "tool_use_failed", Message: "Failed to call a function. Please adjust your prompt."}}},

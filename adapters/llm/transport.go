@@ -250,6 +250,8 @@ func hint(kind ErrorKind, provider, baseURL string, keySent bool) string {
 		return h
 	case KindRateLimited:
 		return "rate limit or quota reached; wait, lower the request rate, or check the account's quota"
+	case KindQuota:
+		return "the account's quota or credit is used up: check its plan and billing (waiting will not help)"
 	case KindServer:
 		return "the provider failed; try again later"
 	case KindModelFailure:
