@@ -147,7 +147,8 @@ type Store struct {
 // (mode 0700) and the file FileName in it (mode 0600) if they do not
 // exist. Passing nil options opens it with the defaults. If another
 // process holds the lock for longer than Options.LockTimeout, the error
-// wraps ErrLocked. The caller must Close the store. Read-write, the store
+// wraps ErrLocked; so it does if an open of this process that was not
+// closed holds it that long (the error then says this process holds it). The caller must Close the store. Read-write, the store
 // serves reads to other processes until Close (see Serving). Read-only,
 // Open reads the file itself, so it waits for a writer's lock like a
 // writer does: OpenAt and OpenLive read through the writer instead.
@@ -187,7 +188,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
 
-	release, err := holdInProcess(path, o.ReadOnly)
+	release, err := holdInProcess(path, o.ReadOnly, o.LockTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -237,36 +238,56 @@ func Open(dir string, opts *Options) (*Store, error) {
 // inProcess counts the opens of each store file in this process that are
 // not closed yet: -1 for one read-write, n > 0 for n read-only. The file
 // lock is an flock, which a second open of the same file in the same
-// process waits for as another process's would: this says at once what
-// holds it instead.
+// process waits for as another process's would: waiting here instead lets
+// the error say that this process holds it. changed is closed, and
+// replaced, whenever an open is released.
 var inProcess = struct {
 	sync.Mutex
-	opens map[string]int
-}{opens: map[string]int{}}
+	opens   map[string]int
+	changed chan struct{}
+}{opens: map[string]int{}, changed: make(chan struct{})}
 
-// holdInProcess records an open of the store file path, or refuses one the
-// file lock would make wait for an open of this process; release undoes it.
-func holdInProcess(path string, readOnly bool) (release func(), err error) {
+// holdInProcess records an open of the store file path, waiting up to
+// timeout while an open of this process that the file lock would exclude
+// is still there, and then refusing; release undoes it.
+func holdInProcess(path string, readOnly bool, timeout time.Duration) (release func(), err error) {
 	key, err := filepath.Abs(path)
 	if err != nil {
 		key = filepath.Clean(path)
 	}
+	var timer <-chan time.Time
 	inProcess.Lock()
-	defer inProcess.Unlock()
-	n := inProcess.opens[key]
-	if n < 0 || n > 0 && !readOnly {
+	for {
+		n := inProcess.opens[key]
+		if n == 0 || n > 0 && readOnly {
+			break
+		}
+		if timer == nil {
+			t := time.NewTimer(timeout)
+			defer t.Stop()
+			timer = t.C
+		}
+		changed := inProcess.changed
+		inProcess.Unlock()
+		select {
+		case <-changed:
+			inProcess.Lock()
+			continue
+		case <-timer:
+		}
 		how := "read-write"
 		if n > 0 {
 			how = "read-only"
 		}
-		return nil, fmt.Errorf("%w: %s is held by this process (opened %s and not closed yet): share that open store, or close it first",
-			ErrLocked, path, how)
+		return nil, fmt.Errorf("%w: %s is held by this process (opened %s and not closed yet); waited %v for it: share that open store, or close it first",
+			ErrLocked, path, how, timeout)
 	}
 	if readOnly {
-		inProcess.opens[key] = n + 1
+		inProcess.opens[key]++
 	} else {
 		inProcess.opens[key] = -1
 	}
+	inProcess.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
@@ -277,6 +298,8 @@ func holdInProcess(path string, readOnly bool) (release func(), err error) {
 			} else {
 				delete(inProcess.opens, key)
 			}
+			close(inProcess.changed)
+			inProcess.changed = make(chan struct{})
 		})
 	}, nil
 }

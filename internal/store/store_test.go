@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -177,6 +178,9 @@ const holderEnv = "DEMIURGE_TEST_HOLD"
 // ro) and returns once it holds it; the process ends with the test.
 func holdElsewhere(t *testing.T, dir string, ro bool) {
 	t.Helper()
+	if runtime.GOOS == "windows" || runtime.GOOS == "plan9" {
+		t.Skip("the holder process is the test binary's TestMain, which is built on unix only")
+	}
 	v := dir
 	if ro {
 		v += ",ro"
@@ -249,6 +253,33 @@ func TestLocked(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+	// An open of this process that closes meanwhile is waited for, as
+	// another process's would be.
+	for _, first := range []bool{true, false} {
+		dir := t.TempDir()
+		if err := closeNew(dir); err != nil {
+			t.Fatal(err)
+		}
+		held, err := Open(dir, &Options{ReadOnly: first})
+		if err != nil {
+			t.Fatal(err)
+		}
+		opened := make(chan error, 1)
+		go func() {
+			s, err := Open(dir, &Options{LockTimeout: time.Minute})
+			if err == nil {
+				s.Close()
+			}
+			opened <- err
+		}()
+		// Close once the Open above has begun to wait (if it refused at
+		// once instead, it has said so by then).
+		time.Sleep(50 * time.Millisecond)
+		held.Close()
+		if err := <-opened; err != nil {
+			t.Errorf("Open while this process's open (read-only %v) closes: %v", first, err)
 		}
 	}
 	// Closed, an open of this process no longer holds the store.
