@@ -176,12 +176,23 @@ func sendRemote(ctx context.Context, a *app, pg *pgstore.Store, cat *schema.Cata
 	if err != nil {
 		return fmt.Errorf("open world %s: %w", name, describe(err))
 	}
+	// Posting is bounded by the command's context only: an event cut off
+	// by --wait while it was being posted might be in the inbox or not,
+	// and only one that is there may be called queued.
+	id, err := r.PostJSON(ctx, schemaN, []byte(value))
+	if err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	if _, err := r.SendJSON(wctx, schemaN, []byte(value)); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
+	if _, err := r.Await(wctx, id); err != nil {
+		switch {
+		case errors.Is(err, cluster.ErrNotJournaled) && errors.Is(err, context.DeadlineExceeded):
 			fmt.Fprintf(note, "not journaled after %s: no worker took world %s yet (start one: demiurge worker --store …); the message waits in its inbox, and a worker journals it when it takes the world: do not send it again\n", wait, name)
 			return &exitStatus{code: exitQueued}
+		case errors.Is(err, context.DeadlineExceeded):
+			fmt.Fprintf(note, "still running after %s on the world's worker\n", wait)
+			return nil
 		}
 		return fmt.Errorf("send: %w", err)
 	}

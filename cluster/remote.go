@@ -135,31 +135,59 @@ func (r *Remote) Head() journal.Head {
 // nothing is posted), posts it to the world's inbox, and waits until the
 // world's worker has journaled it; it returns the head up to which the
 // journal was read then (the event's record included). If the worker
-// refuses it, the error says why.
+// refuses it, the error says why. It is PostJSON, then Await.
 func (r *Remote) SendJSON(ctx context.Context, schemaName string, js []byte) (journal.Head, error) {
+	id, err := r.PostJSON(ctx, schemaName, js)
+	if err != nil {
+		return journal.Head{}, err
+	}
+	return r.Await(ctx, id)
+}
+
+// ErrNotJournaled is returned (wrapped, with the context's error) by Await
+// when its context ends before any worker journaled the message: the
+// message stays in the world's inbox, and the worker that takes the world
+// journals it.
+var ErrNotJournaled = errors.New("cluster: the message waits in the world's inbox: no worker has journaled it yet")
+
+// PostJSON checks a domain event against its schema, as SendJSON does, and
+// posts it to the world's inbox; it returns the message's id, for Await.
+func (r *Remote) PostJSON(ctx context.Context, schemaName string, js []byte) (int64, error) {
 	cat := r.opts.Catalog
 	if _, ok := cat.SchemaType(schemaName); !ok {
-		return journal.Head{}, fmt.Errorf("%w: schema %s is not in the manifest", world.ErrInvalidInput, schemaName)
+		return 0, fmt.Errorf("%w: schema %s is not in the manifest", world.ErrInvalidInput, schemaName)
 	}
 	if _, err := schema.NormalizeJSON(cat, schema.RefType(schemaName), js); err != nil {
-		return journal.Head{}, fmt.Errorf("%w: %s: %v", world.ErrInvalidInput, schemaName, err)
+		return 0, fmt.Errorf("%w: %s: %v", world.ErrInvalidInput, schemaName, err)
 	}
 	id, err := r.opts.Store.Post(ctx, r.opts.Name, cat.ManifestRef(), schemaName, js)
 	if err != nil {
-		return journal.Head{}, err
+		return 0, err
 	}
 	r.mu.Lock()
 	r.posted[id] = true
 	r.mu.Unlock()
+	return id, nil
+}
+
+// Await waits until the world's worker has journaled the message id that
+// PostJSON posted, and reads the journal up to it; it returns the head
+// read then. If ctx ends before a worker journaled it, the error wraps
+// ErrNotJournaled; if it ends after, only ctx's error.
+func (r *Remote) Await(ctx context.Context, id int64) (journal.Head, error) {
+	notYet := func(err error) error { return fmt.Errorf("%w (message %d): %w", ErrNotJournaled, id, err) }
 	for {
 		m, err := r.opts.Store.Message(ctx, id)
 		if err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return journal.Head{}, notYet(cerr)
+			}
 			if err := r.outage(err); err != nil {
 				return journal.Head{}, err
 			}
 			sleep(ctx, r.opts.Follow)
 			if err := ctx.Err(); err != nil {
-				return journal.Head{}, err
+				return journal.Head{}, notYet(err)
 			}
 			continue
 		}
@@ -181,11 +209,14 @@ func (r *Remote) SendJSON(ctx context.Context, schemaName string, js []byte) (jo
 			return r.Head(), nil
 		}
 		if err := r.Sync(ctx); err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return journal.Head{}, notYet(cerr)
+			}
 			return journal.Head{}, err
 		}
 		sleep(ctx, r.opts.Follow)
 		if err := ctx.Err(); err != nil {
-			return journal.Head{}, err
+			return journal.Head{}, notYet(err)
 		}
 	}
 }
