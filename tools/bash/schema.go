@@ -77,9 +77,11 @@ func validateParams(sch *jsonschema.Schema, fast *fastSchema, params map[string]
 
 // leafError picks the most specific error: the first cause, down to a
 // leaf or a oneOf/anyOf node (whose branches all failed). The first is the
-// least by instance path, then keyword path: the validator lists the
-// causes of a properties keyword in map order, so "the first" as it lists
-// them would change from run to run when two properties fail.
+// least by instance path; among the errors of one place a missing required
+// property first (as the fast validator reports it); then by keyword path,
+// then by message. The validator lists the causes of a properties or
+// propertyNames keyword in map order, so "the first" as it lists them
+// would change from run to run when two of them fail.
 func leafError(e *jsonschema.ValidationError) *jsonschema.ValidationError {
 	for {
 		switch e.ErrorKind.(type) {
@@ -89,11 +91,22 @@ func leafError(e *jsonschema.ValidationError) *jsonschema.ValidationError {
 		if len(e.Causes) == 0 {
 			return e
 		}
-		e = slices.MinFunc(e.Causes, func(a, b *jsonschema.ValidationError) int {
-			return cmp.Or(slices.Compare(a.InstanceLocation, b.InstanceLocation),
-				slices.Compare(a.ErrorKind.KeywordPath(), b.ErrorKind.KeywordPath()))
-		})
+		e = slices.MinFunc(e.Causes, compareCauses)
 	}
+}
+
+// compareCauses orders the causes of a validation error for leafError.
+func compareCauses(a, b *jsonschema.ValidationError) int {
+	required := func(e *jsonschema.ValidationError) int {
+		if _, ok := e.ErrorKind.(*kind.Required); ok {
+			return 0
+		}
+		return 1
+	}
+	return cmp.Or(slices.Compare(a.InstanceLocation, b.InstanceLocation),
+		cmp.Compare(required(a), required(b)),
+		slices.Compare(a.ErrorKind.KeywordPath(), b.ErrorKind.KeywordPath()),
+		strings.Compare(a.Error(), b.Error()))
 }
 
 func instancePath(loc []string) string {

@@ -756,11 +756,20 @@ func TestValidationMessageStable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []map[string]any{
-		{"a": "x", "b": "y"},
-		{"c": map[string]any{"d": "x", "e": "y"}},
-		{"b": int64(1), "a": int64(2), "c": int64(3)},
+	names, _, err := compileSchema("t", json.RawMessage(`{"propertyNames":{"maxLength":1}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		sch *jsonschema.Schema
+		p   map[string]any
+	}{
+		{sch, map[string]any{"a": "x", "b": "y"}},
+		{sch, map[string]any{"c": map[string]any{"d": "x", "e": "y"}}},
+		{sch, map[string]any{"b": int64(1), "a": int64(2), "c": int64(3)}},
+		{names, map[string]any{"aa": "1", "bbb": "2", "cccc": "3"}},
 	} {
+		sch, p := tc.sch, tc.p
 		first := validateParams(sch, nil, p)
 		if first == "" {
 			t.Fatalf("%v passed", p)
@@ -771,5 +780,14 @@ func TestValidationMessageStable(t *testing.T) {
 			}
 		}
 		t.Logf("%v: %s", p, first)
+	}
+	// A missing required property is named before an unknown one, as
+	// the fast validator names it (a schema it does not take here).
+	slow, _, err := compileSchema("t", json.RawMessage(`{"properties":{"x":{"type":"string","minLength":1}},"required":["x"],"additionalProperties":false}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := validateParams(slow, nil, map[string]any{"zz": "1"}); got != "required property 'x' is missing" {
+		t.Errorf("required and unknown: %q; want the required property named", got)
 	}
 }
