@@ -27,18 +27,29 @@ func followTrace(ctx context.Context, a *app, name string, asJSON, records bool,
 	p := &followPrinter{w: a.out, asJSON: asJSON, records: records, world: name}
 	if opts.OTLP != "" {
 		p.otlp = &otlp.Options{World: name, Content: opts.Content}
+		p.written = map[turnKey]bool{}
 		if opts.OTLP != "-" {
-			f, err := os.Create(opts.OTLP)
-			if err != nil {
-				return fmt.Errorf("trace: %w", err)
-			}
+			// The file is made when the first turn is written: a mistake
+			// (no such store, a world without chats) leaves a file of that
+			// name as it was.
+			var f *os.File
+			p.w = writerFunc(func(b []byte) (int, error) {
+				if f == nil {
+					var err error
+					if f, err = os.Create(opts.OTLP); err != nil {
+						return 0, err
+					}
+					fmt.Fprintf(a.err, "trace: writing a line of spans to %s as each turn ends (Ctrl-C to stop)\n", opts.OTLP)
+				}
+				return f.Write(b)
+			})
 			defer func() {
-				if cerr := f.Close(); cerr != nil {
-					fmt.Fprintf(a.err, "trace: %v\n", cerr)
+				if f != nil {
+					if cerr := f.Close(); cerr != nil {
+						fmt.Fprintf(a.err, "trace: %v\n", cerr)
+					}
 				}
 			}()
-			p.w = f
-			fmt.Fprintf(a.err, "trace: writing a line of spans to %s as each turn ends (Ctrl-C to stop)\n", opts.OTLP)
 		}
 	}
 	l, err := store.OpenLive(ctx, a.storeDir, &store.LiveOptions{OnSource: func(msg string) {
@@ -171,8 +182,11 @@ type followPrinter struct {
 	records bool
 	world   string
 	// otlp, if set, writes each turn as a line of OTLP/JSON spans once it
-	// has ended (trace --follow --otlp).
-	otlp *otlp.Options
+	// has ended (trace --follow --otlp), in the order they end: a turn
+	// still open (one waiting for approval, say) holds back no other.
+	// written holds the turns written.
+	otlp    *otlp.Options
+	written map[turnKey]bool
 
 	mode    int              // followUndecided, followTurns or followRecords
 	pending []journal.Record // records read while undecided
@@ -242,6 +256,19 @@ func (p *followPrinter) flush() error {
 		return nil
 	}
 	turns := p.sess.Turns()
+	if p.otlp != nil {
+		for _, t := range turns {
+			k := turnKey{t.Chat, t.RequestID}
+			if p.written[k] || !turnEnded(t) {
+				continue
+			}
+			if err := otlp.Write(p.w, []*session.Turn{t}, *p.otlp); err != nil {
+				return fmt.Errorf("trace: %w", err)
+			}
+			p.written[k] = true
+		}
+		return nil
+	}
 	for {
 		if err := p.flushForks(); err != nil {
 			return err
@@ -251,16 +278,6 @@ func (p *followPrinter) flush() error {
 		}
 		t := turns[p.turnsDone]
 		ended := turnEnded(t)
-		if p.otlp != nil {
-			if !ended {
-				return nil
-			}
-			if err := otlp.Write(p.w, []*session.Turn{t}, *p.otlp); err != nil {
-				return fmt.Errorf("trace: %w", err)
-			}
-			p.turnsDone++
-			continue
-		}
 		if p.asJSON {
 			if !ended {
 				return nil
@@ -315,3 +332,14 @@ func (p *followPrinter) flushForks() error {
 	}
 	return nil
 }
+
+// turnKey names a turn of a world: its chat and its request id.
+type turnKey struct {
+	chat    string
+	request uint64
+}
+
+// writerFunc is an io.Writer of a function.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }

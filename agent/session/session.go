@@ -187,16 +187,16 @@ type Reader struct {
 	cas        cas.Getter
 	now        uint64 // wall time of the input being read
 	lastReq    []key
-	pendCalls  []string
+	pendCalls  []callKey
 	modelIn    map[string]string
 	keys       map[string]key
-	toolIn     map[string]string
+	toolIn     map[string]callKey
 	started    map[string]uint64
 	opened     map[string]int       // intent → reopens read before it
 	reopens    int                  // Fork and Manifest records read: the world was forked or opened again
 	asked      map[string][2]string // llm intent → the provider and model of its params
 	models     map[key]*ModelCall
-	tools      map[string]*ToolCall
+	tools      map[callKey]*ToolCall
 	shown      map[string]uint64 // entries of each chat's timeline seen (see demiurge.StateView.Since)
 	turns      []*Turn
 	turnOf     map[key]*Turn // (chat, request, 0) → turn
@@ -224,8 +224,8 @@ type Fork struct {
 
 // NewReader returns a reader of sessions whose blobs g holds.
 func NewReader(g cas.Getter) *Reader {
-	return &Reader{cas: g, modelIn: map[string]string{}, toolIn: map[string]string{}, started: map[string]uint64{},
-		models: map[key]*ModelCall{}, tools: map[string]*ToolCall{}, shown: map[string]uint64{}, turnOf: map[key]*Turn{},
+	return &Reader{cas: g, modelIn: map[string]string{}, toolIn: map[string]callKey{}, started: map[string]uint64{},
+		models: map[key]*ModelCall{}, tools: map[callKey]*ToolCall{}, shown: map[string]uint64{}, turnOf: map[key]*Turn{},
 		keys: map[string]key{}, versions: map[string]map[uint64]cas.Ref{}, asked: map[string][2]string{}, opened: map[string]int{}}
 }
 
@@ -285,7 +285,8 @@ func (c *Reader) Record(r journal.Record) error {
 			c.lastReq = append(c.lastReq, key{text(schema.FieldPath(m, "value", "chat_id")), num(schema.FieldPath(m, "value", "request_id")),
 				num(schema.FieldPath(m, "value", "round")), text(schema.FieldPath(m, "value", "purpose")) == demiurge.PurposeCompact})
 		case demiurge.ToolRequestSchema:
-			c.pendCalls = append(c.pendCalls, text(schema.FieldPath(m, "value", "call_id")))
+			c.pendCalls = append(c.pendCalls, callKey{text(schema.FieldPath(m, "value", "chat_id")), num(schema.FieldPath(m, "value", "request_id")),
+				num(schema.FieldPath(m, "value", "round")), text(schema.FieldPath(m, "value", "call_id"))})
 		}
 	case world.KindIntent:
 		in := text(schema.FieldPath(m, "intent"))
@@ -451,11 +452,20 @@ func (k key) String() string {
 	return fmt.Sprintf("%s/%d/%d/%v", k.chat, k.request, k.round, k.compact)
 }
 
-func (c *Reader) tool(call string) *ToolCall {
-	tc, ok := c.tools[call]
+// callKey names a tool call: a call id is the model's, unique within one
+// answer at best (a local server may number the calls of every answer
+// alike), so a call is its chat's, its turn's and its round's.
+type callKey struct {
+	chat           string
+	request, round uint64
+	call           string
+}
+
+func (c *Reader) tool(k callKey) *ToolCall {
+	tc, ok := c.tools[k]
 	if !ok {
-		tc = &ToolCall{CallID: call}
-		c.tools[call] = tc
+		tc = &ToolCall{CallID: k.call}
+		c.tools[k] = tc
 	}
 	return tc
 }
@@ -483,7 +493,7 @@ func (c *Reader) entry(chat string, e demiurge.Entry) {
 	case demiurge.EntryAssistant:
 		t.Assistant = append(t.Assistant, e.Text)
 	case demiurge.EntryToolCall:
-		tc := c.tool(deref(e.CallID))
+		tc := c.tool(callKey{chat, e.RequestID, e.Round, deref(e.CallID)})
 		tc.Tool, tc.Arguments, tc.Status = deref(e.Tool), e.Text, deref(e.Status)
 		if call, err := demiurge.ToolCallOf(context.Background(), c.cas, e); err == nil {
 			tc.Arguments = call.ArgumentsJSON // whole, where the entry keeps a preview
@@ -497,10 +507,10 @@ func (c *Reader) entry(chat string, e demiurge.Entry) {
 		}
 		r.Calls = append(r.Calls, tc)
 	case demiurge.EntryApproval:
-		tc := c.tool(deref(e.CallID))
+		tc := c.tool(callKey{chat, e.RequestID, e.Round, deref(e.CallID)})
 		tc.Approval, tc.ApprovalReason = deref(e.Status), e.Text
 	case demiurge.EntryToolOutput:
-		tc := c.tool(deref(e.CallID))
+		tc := c.tool(callKey{chat, e.RequestID, e.Round, deref(e.CallID)})
 		tc.Status, tc.Output = deref(e.Status), e.Text
 		if tc.EndNS == 0 {
 			tc.EndNS = c.now
