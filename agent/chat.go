@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/demiurge-dev/demiurge/cas"
@@ -486,8 +487,8 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 		tr.prev = st
 	}
 	id, err := start(ctx)
-	if testHookStarted != nil {
-		testHookStarted(c)
+	if hook := testHookStarted.Load(); hook != nil {
+		(*hook)(c)
 	}
 	tr.id = id
 	tr.seq = w.host.Head().Seq // a followed turn that only waits reads no record
@@ -699,7 +700,7 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 // testHookStarted, set by tests only, runs in a turn's stream once its
 // turn has started, before the stream reads the calls that wait: a test
 // lets the world run ahead there, as a busy machine may.
-var testHookStarted func(*Chat)
+var testHookStarted atomic.Pointer[func(*Chat)]
 
 // errStopped is the error of a turn the caller stopped reading.
 var errStopped = errors.New("the caller stopped reading")

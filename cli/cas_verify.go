@@ -12,8 +12,9 @@ import (
 
 // casVerifyJSON is what cas verify --json prints.
 type casVerifyJSON struct {
-	// File is "ok", "damaged" or "not_checked" (a process writes the
-	// store: its pages are checked once it has stopped).
+	// File is "ok", "damaged", "not_checked" (a process writes the
+	// store: its pages are checked once it has stopped) or "none" (a
+	// PostgreSQL store has no file of ours).
 	File      string `json:"file"`
 	FileError string `json:"file_error,omitempty"`
 	// Writer is the pid of the process that writes the store, if one does.
@@ -43,7 +44,7 @@ file is printed on stdout as "damaged: <what and where>", each bad blob as
 read), then a summary. Exits 1 if the file or any blob is bad. Opens the
 store read-only.
 
-With --json, one JSON object: {"file": "ok"|"damaged"|"not_checked",
+With --json, one JSON object: {"file": "ok"|"damaged"|"not_checked"|"none",
 "file_error", "writer", "checked", "corrupt": [{"ref", "got", "error"}]}.`,
 		Example: `  demiurge cas verify
   demiurge --store backup/.demiurge cas verify
@@ -56,6 +57,9 @@ With --json, one JSON object: {"file": "ok"|"damaged"|"not_checked",
 			}
 			defer closeStore(s, &err)
 			res := casVerifyJSON{File: "ok", Corrupt: []corruptBlobJSON{}}
+			if s.Postgres() != nil {
+				res.File = "none"
+			}
 			say := func(format string, args ...any) {
 				if !asJSON {
 					fmt.Fprintf(a.out, format, args...)

@@ -71,6 +71,10 @@ func TestPostgresStoreCommands(t *testing.T) {
 			t.Errorf("export of the same world: %s differs between bbolt (%d bytes) and PostgreSQL (%d bytes)", f, len(a), len(b))
 		}
 	}
+	// cas verify --json says a PostgreSQL store has no file of ours.
+	if r := run(t, nil, "", "--store", pg, "cas", "verify", "--json"); r.code != 0 || !strings.HasPrefix(r.stdout, `{"file":"none","checked":`) {
+		t.Errorf("cas verify --json on PostgreSQL: exit %d, %s %s", r.code, r.stdout, r.stderr)
+	}
 	// A world runs on a worker, not beside it in a command.
 	r := run(t, nil, "", "--store", pg, "sh", "--manifest", manifest, "-c", "true")
 	if r.code != 1 || !strings.Contains(r.stderr, "worlds run on workers") {

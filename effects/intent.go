@@ -26,6 +26,7 @@ package effects
 import (
 	"fmt"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/schema"
@@ -76,6 +77,11 @@ type Intent struct {
 // sorted for every intent. TestIntentHashEncoding holds it to the map's
 // bytes.
 func intentHash(kind string, params schema.Value, grant, capName string, key []byte, origin Origin) (cas.Ref, error) {
+	for _, s := range [...]string{kind, grant, capName, origin.Kind, origin.Name, origin.Step} {
+		if !utf8.ValidString(s) {
+			return cas.Ref{}, fmt.Errorf("intent: text %q is not valid UTF-8", s)
+		}
+	}
 	bp := intentBufs.Get().(*[]byte)
 	defer intentBufs.Put(bp)
 	b := append((*bp)[:0], cas.SelfDescribePrefix...)

@@ -47,6 +47,14 @@ func TestIntentHashEncoding(t *testing.T) {
 		}
 	}
 	t.Logf("%d intents", n)
+	// Text that is not UTF-8 is refused, as the record's encoding refuses it.
+	bad := Origin{Kind: "plan", Name: "p", Step: "s\xff"}
+	if _, err := intentHash("k", nil, "g", "c", nil, bad); err == nil {
+		t.Error("intentHash took a step name that is not UTF-8")
+	}
+	if _, err := schema.Ref(intentValue("k", nil, "g", "c", nil, bad)); err == nil {
+		t.Error("schema.Ref took a step name that is not UTF-8")
+	}
 }
 
 func BenchmarkIntentHash(b *testing.B) {

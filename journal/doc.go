@@ -46,8 +46,9 @@
 //	journal.anchors  world name ++ 0x00 ++ 8-byte big-endian seq -> position
 //
 // The log holds every world's records in commit order: each append is one
-// step (its world, its first seq, the position of the world's previous
-// step, and the records' bytes) at the next position. Appends of any number
+// step (a header naming its world, its first seq and the position of the
+// world's previous step, then its records under keys of their own) at the
+// next position. Appends of any number
 // of worlds therefore write at the right edge of one B+tree, plus their
 // head entries: a group commit of 64 worlds writes about the pages of its
 // records, not the tail pages of 64 trees (format v1, one bucket per world,

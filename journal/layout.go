@@ -193,7 +193,8 @@ func uvarint(b []byte, what string) (uint64, []byte, error) {
 	return v, b[n:], nil
 }
 
-// worldHead is a journal.worlds entry.
+// worldHead is a world's head entry in the log (its key 0xff ++ the
+// world's name).
 type worldHead struct {
 	head Head
 	pos  uint64 // position of the world's last step

@@ -441,6 +441,9 @@ func (g *Generator) transportError(c *call, actx context.Context, cp *capture, e
 			}
 		}
 		pe.Kind = statusKind(cp.status, pe.Code)
+		if pe.Type == "insufficient_quota" { // a server that gives it as the type only
+			pe.Kind = KindQuota
+		}
 		pe.Retryable = retryableStatus(pe.Kind, cp.header)
 		pe.Hint = hint(pe.Kind, c.provider, g.cfg.BaseURL, c.apiKey != "")
 		pe.header = cp.header

@@ -292,6 +292,9 @@ func TestGenerateErrors(t *testing.T) {
 			Message: "You exceeded your current quota, please check your plan and billing details."}}, {Text: "never"}},
 			kind: KindQuota, status: 429, attempts: 1,
 			contains: []string{"quota exhausted (HTTP 429, insufficient_quota)", "check your plan and billing", "check its plan and billing (waiting will not help)"}},
+		{name: "429 insufficient_quota as the type only, the server asking to retry", turns: []llmtest.Turn{{Status: 429, Error: &llmtest.ErrorBody{Type: "insufficient_quota",
+			Message: "You exceeded your current quota."}, Header: map[string]string{"x-should-retry": "true"}}, {Text: "never"}},
+			kind: KindQuota, status: 429, attempts: 1, contains: []string{"quota exhausted (HTTP 429, insufficient_quota", "waiting will not help"}},
 		{name: "a malformed tool call, retried then reported", turns: []llmtest.Turn{
 			{Status: 400, Error: &llmtest.ErrorBody{Type: "invalid_request_error", Code: "tool_use_failed", Message: "Failed to call a function. Please adjust your prompt."}},
 			{Status: 400, Error: &llmtest.ErrorBody{Type: "invalid_request_error", Code: "tool_use_failed", Message: "Failed to call a function. Please adjust your prompt."}}},

@@ -165,8 +165,12 @@ func scalarText(raw json.RawMessage) string {
 // retryableStatus reports whether a failure of kind (an HTTP error
 // status's) may succeed if sent again: rate limits, server errors and a
 // model's malformed tool call are, the others are not. The server's
-// x-should-retry header decides if present.
+// x-should-retry header decides if present, but for a used-up quota,
+// which no retry mends.
 func retryableStatus(kind ErrorKind, h http.Header) bool {
+	if kind == KindQuota {
+		return false
+	}
 	switch h.Get("x-should-retry") {
 	case "true":
 		return true
