@@ -6,9 +6,12 @@
 // Caddy's plugins and OpenTelemetry's collector builder extend theirs:
 // WithTools adds Go tools to the agent (a tool the model calls, and a
 // command of its bash scripts), WithReducers adds reducers that its worlds'
-// AIR can name. Everything else is the demiurge command line as it is:
+// AIR can name, WithAdapter the adapters of their effects, and WithName
+// the program's own name (for its help and completion). Everything else is
+// the demiurge command line as it is:
 //
-//	func main() { cli.Main(cli.WithTools(getWeather)) }
+//	func main() { cli.Main(cli.WithName("mydemiurge"), cli.WithTools(getWeather)) }
 //
+// Run runs it in a test (WithEnv keeps the developer's environment out).
 // examples/mydemiurge is such a program, with a test that runs it.
 package cli

@@ -5,9 +5,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 
 	"github.com/demiurge-dev/demiurge/agent"
+	"github.com/demiurge-dev/demiurge/effects"
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/tools"
 )
@@ -18,8 +20,11 @@ type Option func(*extensions)
 
 // extensions are what the options add to every command.
 type extensions struct {
+	name     string
 	tools    []tools.Tool
 	reducers []func(*reducer.Registry)
+	adapters map[string]effects.Adapter
+	getenv   func(string) string
 }
 
 // WithTools adds Go tools to the agent of every world the command line
@@ -37,6 +42,30 @@ func WithTools(ts ...tools.Tool) Option {
 func WithReducers(register func(*reducer.Registry)) Option {
 	return func(e *extensions) { e.reducers = append(e.reducers, register) }
 }
+
+// WithAdapter runs effects of kind with a, in every world the command
+// line opens (run, worker, send, sh, …): the adapter of a reducer's or a
+// plan's own effect (see agent.WithAdapter). It replaces a built-in
+// adapter of the same kind.
+func WithAdapter(kind string, a effects.Adapter) Option {
+	return func(e *extensions) {
+		if e.adapters == nil {
+			e.adapters = map[string]effects.Adapter{}
+		}
+		e.adapters[kind] = a
+	}
+}
+
+// WithName names the program in its help, its usage errors and the
+// completion scripts it writes (default "demiurge"): a program that
+// extends the command line and is installed under its own name gives that
+// name, so that its completion completes it.
+func WithName(name string) Option { return func(e *extensions) { e.name = name } }
+
+// WithEnv reads the environment with getenv instead of os.Getenv
+// ($DEMIURGE_STORE, OPENAI_API_KEY and the rest): for tests of a program
+// that extends the command line, which should not see the developer's.
+func WithEnv(getenv func(string) string) Option { return func(e *extensions) { e.getenv = getenv } }
 
 // Main runs the command line on the process's arguments and exits with
 // its exit code. Ctrl-C is routed as demiurge routes it (it stops a turn
@@ -60,7 +89,7 @@ func Main(opts ...Option) {
 	}()
 	a := newApp(stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr}, in)
 	a.ext = newExtensions(opts)
-	os.Exit(executeApp(ctx, a, os.Args[1:], os.Getenv))
+	os.Exit(executeApp(ctx, a, os.Args[1:], a.ext.getenv))
 }
 
 // Run runs the command line args (without the program's name) with the
@@ -70,11 +99,11 @@ func Main(opts ...Option) {
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...Option) int {
 	a := newApp(stdio{in: stdin, out: stdout, err: stderr}, nil)
 	a.ext = newExtensions(opts)
-	return executeApp(ctx, a, args, os.Getenv)
+	return executeApp(ctx, a, args, a.ext.getenv)
 }
 
 func newExtensions(opts []Option) *extensions {
-	e := &extensions{}
+	e := &extensions{name: "demiurge", getenv: os.Getenv}
 	for _, o := range opts {
 		o(e)
 	}
@@ -92,6 +121,14 @@ func (e *extensions) agentOptions() []agent.Option {
 	}
 	for _, r := range e.reducers {
 		opts = append(opts, agent.WithReducers(r))
+	}
+	kinds := make([]string, 0, len(e.adapters))
+	for kind := range e.adapters {
+		kinds = append(kinds, kind)
+	}
+	slices.Sort(kinds)
+	for _, kind := range kinds {
+		opts = append(opts, agent.WithAdapter(kind, e.adapters[kind]))
 	}
 	return opts
 }

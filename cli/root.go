@@ -145,10 +145,10 @@ func executeApp(ctx context.Context, a *app, args []string, getenv func(string) 
 		if !errors.Is(err, errTerminated) {
 			err = errTerminated
 		}
-		fmt.Fprintf(std.err, "demiurge: %v\n", err)
+		fmt.Fprintf(std.err, "%s: %v\n", root.Name(), err)
 		return exitTerminated
 	}
-	fmt.Fprintf(std.err, "demiurge: %v\n", err)
+	fmt.Fprintf(std.err, "%s: %v\n", root.Name(), err)
 	if a.usedStore && storeDamaged(err) {
 		fmt.Fprintf(std.err, "demiurge: the store in %s is damaged: restore it from a copy, or import a bundle that `demiurge export` wrote into a new store (--store); `demiurge cas verify` and `demiurge journal verify` show what can still be read\n", a.storeName())
 	}
@@ -252,8 +252,12 @@ func newRoot(a *app, getenv func(string) string, only *subcommand) *cobra.Comman
 	if v := getenv(storeEnv); v != "" {
 		storeDefault = v
 	}
+	name := "demiurge"
+	if a.ext != nil && a.ext.name != "" {
+		name = a.ext.name
+	}
 	root := &cobra.Command{
-		Use:   "demiurge",
+		Use:   name,
 		Short: "A deterministic, event-sourced workflow engine for tool-using LLM agents",
 		Long: `demiurge runs worlds defined in AIR manifests. Every input is journaled and
 every blob is stored under its BLAKE3 hash, so a recorded session replays to

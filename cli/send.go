@@ -84,7 +84,7 @@ in flight after --wait, a note says so on stderr.`,
 				return err
 			}
 			w, err := world.Open(ctx, world.Options{
-				Name: wf.world, Catalog: cat, Reducers: a.registry(), Storage: st, Adapters: adapters(),
+				Name: wf.world, Catalog: cat, Reducers: a.registry(), Storage: st, Adapters: a.adapters(),
 				Logger: a.log,
 				OnCommit: func(recs []journal.Record) {
 					if quiet {

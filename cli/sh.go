@@ -104,7 +104,7 @@ command line is wrong.`,
 					return err
 				}
 				w, err = world.Open(ctx, world.Options{Name: wf.world, Catalog: cat, Reducers: a.registry(),
-					Storage: st, Adapters: adapters(), Logger: a.log})
+					Storage: st, Adapters: a.adapters(), Logger: a.log})
 				if err != nil {
 					return explainMissing(ctx, s, fmt.Errorf("open world %s: %w", wf.world, describe(err)))
 				}

@@ -49,7 +49,15 @@ type versionInfo struct {
 	Arch     string `json:"arch"`
 	Revision string `json:"revision,omitempty"`
 	Modified bool   `json:"modified"`
+	// Program is the module of a program that extends the command line
+	// (cli.Main), and ProgramVersion its version; then Version is that of
+	// the demiurge module it was built with, and Revision the program's.
+	Program        string `json:"program,omitempty"`
+	ProgramVersion string `json:"program_version,omitempty"`
 }
+
+// demiurgeModule is the path of demiurge's module.
+const demiurgeModule = "github.com/demiurge-dev/demiurge"
 
 // readVersion reads what debug.ReadBuildInfo returned.
 func readVersion(info *debug.BuildInfo, ok bool) versionInfo {
@@ -59,6 +67,17 @@ func readVersion(info *debug.BuildInfo, ok bool) versionInfo {
 	}
 	if info.Main.Version != "" {
 		v.Version = info.Main.Version
+	}
+	if info.Main.Path != "" && info.Main.Path != demiurgeModule {
+		v.Program, v.ProgramVersion, v.Version = info.Main.Path, info.Main.Version, "(unknown)"
+		for _, d := range info.Deps {
+			if d.Path == demiurgeModule {
+				v.Version = d.Version
+				if d.Replace != nil && d.Replace.Version != "" {
+					v.Version = d.Replace.Version
+				}
+			}
+		}
 	}
 	if info.GoVersion != "" {
 		v.Go = info.GoVersion
@@ -77,6 +96,9 @@ func readVersion(info *debug.BuildInfo, ok bool) versionInfo {
 // text renders v for people.
 func (v versionInfo) text() string {
 	out := fmt.Sprintf("demiurge %s\n%s %s/%s\n", v.Version, v.Go, v.OS, v.Arch)
+	if v.Program != "" {
+		out = fmt.Sprintf("demiurge %s, in %s %s\n%s %s/%s\n", v.Version, v.Program, v.ProgramVersion, v.Go, v.OS, v.Arch)
+	}
 	if v.Revision != "" {
 		modified := ""
 		if v.Modified {

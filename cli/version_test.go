@@ -25,6 +25,11 @@ func TestVersionText(t *testing.T) {
 		{"dirty tree", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.1.1-0.20260101-abc123+dirty"},
 			Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.modified", Value: "true"}}}, true,
 			"demiurge v0.1.1-0.20260101-abc123+dirty\ngo1.26.8 " + platform + "\nrevision abc123+modified\n"},
+		{"a program extending the command line", &debug.BuildInfo{GoVersion: "go1.26.8",
+			Main:     debug.Module{Path: "example.com/mycli", Version: "v1.2.0"},
+			Deps:     []*debug.Module{{Path: "github.com/spf13/cobra", Version: "v1.9.1"}, {Path: "github.com/demiurge-dev/demiurge", Version: "v0.3.0"}},
+			Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "def456"}}}, true,
+			"demiurge v0.3.0, in example.com/mycli v1.2.0\ngo1.26.8 " + platform + "\nrevision def456\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := versionText(tc.info, tc.ok); got != tc.want {

@@ -89,7 +89,7 @@ recorded.`,
 			var mu sync.Mutex
 			var reducerErrs []string
 			w, err := world.Open(ctx, world.Options{
-				Name: f.world, Catalog: cat, Reducers: a.registry(), Storage: st, Adapters: adapters(), Logger: a.log,
+				Name: f.world, Catalog: cat, Reducers: a.registry(), Storage: st, Adapters: a.adapters(), Logger: a.log,
 				OnCommit: func(recs []journal.Record) {
 					mu.Lock()
 					defer mu.Unlock()

@@ -110,9 +110,16 @@ func (s readStorage) Commit(context.Context, string, journal.Head, []journal.Ent
 	return journal.Head{}, journal.ErrReadOnly
 }
 
-// adapters returns the effect adapters this binary runs.
-func adapters() map[string]effects.Adapter {
-	return builtin.Adapters(&http.Client{})
+// adapters returns the effect adapters the command line runs: the
+// built-in ones, and those a program extending it adds (WithAdapter).
+func (a *app) adapters() map[string]effects.Adapter {
+	m := builtin.Adapters(&http.Client{})
+	if a.ext != nil {
+		for kind, ad := range a.ext.adapters {
+			m[kind] = ad
+		}
+	}
+	return m
 }
 
 // noRecords is the error for world name, which has no records in store s.

@@ -28,4 +28,4 @@ var getWeather = agent.Func("get_weather", "The weather in a city now.",
 		return fmt.Sprintf("%s: sunny, 21°C", in.City), nil
 	})
 
-func main() { cli.Main(cli.WithTools(getWeather)) }
+func main() { cli.Main(cli.WithName("mydemiurge"), cli.WithTools(getWeather)) }

@@ -18,7 +18,9 @@ func TestRun(t *testing.T) {
 	run := func(args ...string) string {
 		t.Helper()
 		var out, errb bytes.Buffer
-		if code := cli.Run(t.Context(), append([]string{"--store", store}, args...), strings.NewReader(""), &out, &errb, cli.WithTools(getWeather)); code != 0 {
+		code := cli.Run(t.Context(), append([]string{"--store", store}, args...), strings.NewReader(""), &out, &errb,
+			cli.WithName("mydemiurge"), cli.WithTools(getWeather), cli.WithEnv(func(string) string { return "" }))
+		if code != 0 {
 			t.Fatalf("%s: exit %d\n%s\n%s", strings.Join(args, " "), code, out.String(), errb.String())
 		}
 		return out.String()
