@@ -6,8 +6,9 @@
 // Caddy's plugins and OpenTelemetry's collector builder extend theirs:
 // WithTools adds Go tools to the agent (a tool the model calls, and a
 // command of its bash scripts), WithReducers adds reducers that its worlds'
-// AIR can name, WithAdapter the adapters of their effects, and WithName
-// the program's own name (for its help and completion). Everything else is
+// AIR can name, WithAdapter the adapters of their effects, WithCommands
+// commands of its own, and WithName the program's own name (for its help
+// and completion). Everything else is
 // the demiurge command line as it is:
 //
 //	func main() { cli.Main(cli.WithName("mydemiurge"), cli.WithTools(getWeather)) }

@@ -3,10 +3,13 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/spf13/cobra"
 
 	"github.com/demiurge-dev/demiurge/adapters/builtin"
 	"github.com/demiurge-dev/demiurge/effects"
@@ -33,8 +36,13 @@ func TestExtensionOptions(t *testing.T) {
 	}
 	run := func(args ...string) (int, string, string) {
 		var out, errb bytes.Buffer
+		hello := &cobra.Command{Use: "hello", Short: "Say hello", RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := cmd.Flags().GetString("store")
+			fmt.Fprintf(cmd.OutOrStdout(), "hello from %s\n", filepath.Base(st))
+			return err
+		}}
 		code := Run(t.Context(), args, strings.NewReader(""), &out, &errb,
-			WithAdapter(builtin.EffectBlobPut, counting), WithName("mydemiurge"), WithEnv(env))
+			WithAdapter(builtin.EffectBlobPut, counting), WithName("mydemiurge"), WithEnv(env), WithCommands(hello))
 		return code, out.String(), errb.String()
 	}
 	code, out, errs := run("send", "--manifest", filepath.Join("..", "examples", "blobecho"), "--schema", "blobecho/Event@1",
@@ -47,5 +55,11 @@ func TestExtensionOptions(t *testing.T) {
 	}
 	if code, out, _ := run("completion", "bash"); code != 0 || !strings.Contains(out, "__start_mydemiurge") || strings.Contains(out, "__start_demiurge") {
 		t.Errorf("completion bash: exit %d; want a script for mydemiurge", code)
+	}
+	if code, out, errs := run("hello"); code != 0 || out != "hello from store\n" {
+		t.Errorf("the program's own command: exit %d, %q %s", code, out, errs)
+	}
+	if code, out, _ := run("help"); code != 0 || !strings.Contains(out, "hello") {
+		t.Errorf("help lists no hello:\n%s", out)
 	}
 }

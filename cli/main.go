@@ -8,6 +8,8 @@ import (
 	"slices"
 	"syscall"
 
+	"github.com/spf13/cobra"
+
 	"github.com/demiurge-dev/demiurge/agent"
 	"github.com/demiurge-dev/demiurge/effects"
 	"github.com/demiurge-dev/demiurge/reducer"
@@ -25,6 +27,7 @@ type extensions struct {
 	reducers []func(*reducer.Registry)
 	adapters map[string]effects.Adapter
 	getenv   func(string) string
+	commands []*cobra.Command
 }
 
 // WithTools adds Go tools to the agent of every world the command line
@@ -66,6 +69,15 @@ func WithName(name string) Option { return func(e *extensions) { e.name = name }
 // ($DEMIURGE_STORE, OPENAI_API_KEY and the rest): for tests of a program
 // that extends the command line, which should not see the developer's.
 func WithEnv(getenv func(string) string) Option { return func(e *extensions) { e.getenv = getenv } }
+
+// WithCommands adds commands of the program's own beside demiurge's; a
+// command named as one of demiurge's is never run (demiurge's is), so
+// name them apart. Each runs as any cobra command does; the store flag
+// (--store) and -v are the root's, persistent, so a command reads them
+// with cmd.Flags().GetString("store").
+func WithCommands(cmds ...*cobra.Command) Option {
+	return func(e *extensions) { e.commands = append(e.commands, cmds...) }
+}
 
 // Main runs the command line on the process's arguments and exits with
 // its exit code. Ctrl-C is routed as demiurge routes it (it stops a turn

@@ -221,7 +221,7 @@ type subcommand struct {
 
 // subcommands are the commands of the root, in the order they are added.
 func subcommands(a *app, getenv func(string) string) []subcommand {
-	return []subcommand{
+	out := []subcommand{
 		{"version", func() *cobra.Command { return newVersionCommand(a) }},
 		{"validate", func() *cobra.Command { return newValidateCommand(a) }},
 		{"cas", func() *cobra.Command { return newCASCommand(a) }},
@@ -243,6 +243,12 @@ func subcommands(a *app, getenv func(string) string) []subcommand {
 		{"worlds", func() *cobra.Command { return newWorldsCommand(a) }},
 		{"ui", func() *cobra.Command { return newUICommand(a) }},
 	}
+	if a.ext != nil {
+		for _, c := range a.ext.commands {
+			out = append(out, subcommand{c.Name(), func() *cobra.Command { return c }})
+		}
+	}
+	return out
 }
 
 // newRoot builds the root command of a with the subcommand only, or with
