@@ -86,7 +86,10 @@ func BenchmarkStep5(b *testing.B) {
 		err = db.Update(func(tx *bbolt.Tx) error {
 			bk := tx.Bucket([]byte("raw"))
 			for _, r := range recs {
-				enc, _ := r.Encode()
+				enc, err := r.Encode()
+				if err != nil {
+					return err
+				}
 				rawKey++
 				var k [8]byte
 				binary.BigEndian.PutUint64(k[:], rawKey)

@@ -192,7 +192,10 @@ func BenchmarkWorkflow5(b *testing.B) {
 			b.ReportMetric(float64(lat[len(lat)*9/10].Microseconds())/1000, "p90-ms")
 			var bytes int
 			err := st.Journal().Read(ctx, "wf", h0.Seq+1, func(r journal.Record) error {
-				enc, _ := r.Encode()
+				enc, err := r.Encode()
+				if err != nil {
+					return err
+				}
 				bytes += len(enc)
 				return nil
 			})
