@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -58,6 +59,11 @@ run -m's.`,
 			}
 			if err := f.check(true); err != nil {
 				return err
+			}
+			// The manifest comes first: a call id in its place would
+			// otherwise list the calls and look as if it had decided one.
+			if _, err := os.Stat(f.manifest); err != nil {
+				return usagef("%s: no manifest at %s (%s MANIFEST [CALL]: the world's AIR first, then the call)", name, f.manifest, name)
 			}
 			if !store.IsURL(a.storeDir) {
 				if f.decide.call == "" {

@@ -80,6 +80,16 @@ func newChatRun(a *app, f *runFlags, w *agent.World, choice agent.ToolChoice) *c
 	return r
 }
 
+// termWidth is the width of the terminal f is, or 80 when it is none.
+func termWidth(f any) int {
+	if file, ok := f.(*os.File); ok {
+		if w, _, err := term.GetSize(int(file.Fd())); err == nil && w > 0 {
+			return w
+		}
+	}
+	return 80
+}
+
 // isTerminal reports whether f is a terminal.
 func isTerminal(f any) bool {
 	file, ok := f.(*os.File)
@@ -510,7 +520,7 @@ func (r *chatRun) command(ctx context.Context, line string) (bool, error) {
 		var b strings.Builder
 		for _, t := range r.w.Tools() {
 			desc, _, _ := strings.Cut(t.Description, "\n")
-			fmt.Fprintf(&b, "  %-28s %s\n", t.Name, clipLine(desc, 90))
+			fmt.Fprintf(&b, "  %-28s %s\n", t.Name, clipLine(desc, max(20, termWidth(r.a.out)-33)))
 		}
 		r.write(b.String())
 	case "/model":
@@ -713,8 +723,8 @@ func (r *chatRun) print(ctx context.Context, e agent.Event) {
 		r.status.off()
 		if e.Outcome == agent.OutcomeAwaitingApproval {
 			for _, p := range r.chat.Pending(ctx) {
-				r.write(fmt.Sprintf("  ? %s %s waits for approval: demiurge approve (or deny) %s --world %s --chat %s\n",
-					p.Tool, clipLine(argsText(p.Arguments), 120), p.CallID, r.f.world, r.chat.ID()))
+				r.write(fmt.Sprintf("  ? %s %s waits for approval: demiurge approve (or deny) %s %s --world %s --chat %s\n",
+					p.Tool, clipLine(argsText(p.Arguments), 120), shellQuote(r.f.manifest), p.CallID, r.f.world, r.chat.ID()))
 			}
 		}
 		switch f := e.Finish; f {

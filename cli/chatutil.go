@@ -78,3 +78,15 @@ func argsText(s string) string {
 	}
 	return b.String()
 }
+
+// shellQuote returns s as one word of a POSIX shell command line: as it
+// is when it holds only characters no shell treats specially, else in
+// single quotes.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@+,%", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -136,6 +136,7 @@ With -m, the exit code says how the turn ended:
      --approve ask without a terminal, or with --json; --approve never
      denies the call instead, and the turn goes on to end as above
   130  Ctrl-C stopped the turn
+  143  SIGTERM (kill) stopped the turn, as Ctrl-C does
 
 The agent's tools: introspect_* (the world's manifest, schemas, modules,
 state, journal head), workspace_* (versioned files in the store), the tools

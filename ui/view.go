@@ -107,7 +107,7 @@ func (f *follower) view(ctx context.Context) timelineView {
 			}
 		}
 		cost, unknown := t.Cost()
-		tv.Cost = costText(cost, unknown)
+		tv.Cost = strings.TrimPrefix(costText(cost, unknown), "cost ") // "turn cost: unknown", as trace says
 		v.CostMicroUSD += cost
 		v.CostUnknown = v.CostUnknown || unknown
 		v.Running = v.Running || t.Outcome == ""
