@@ -38,9 +38,11 @@ func ClusterOpen(opts ...Option) cluster.OpenFunc {
 		}
 		rt := &cluster.Runtime{Options: world.Options{Adapters: ads, Logger: c.log,
 			Dispatch: effects.DispatcherOptions{Getenv: m.secret}}}
-		if _, isAgent := demiurge.ModuleIn(func(n string) bool { _, ok := env.Catalog.Module(n); return ok }); !isAgent {
+		module, isAgent := demiurge.ModuleIn(func(n string) bool { _, ok := env.Catalog.Module(n); return ok })
+		if !isAgent {
 			return rt, nil
 		}
+		rt.Options.Abandoned = abandonedCalls(module)
 		kit, err := newToolKit(ctx, env.Name, env.Catalog, env.Storage, c.tools, mcpEnv{getenv: c.getenv, manifest: ".", log: c.log})
 		if err != nil {
 			return nil, fmt.Errorf("world %s: %w", env.Name, err)

@@ -184,7 +184,7 @@ func Open(ctx context.Context, manifest string, opts ...Option) (_ *World, err e
 	}
 	aw.w, err = world.Open(ctx, world.Options{
 		Name: c.name, Catalog: cat, Reducers: reg, Storage: aw.st, Adapters: adapters, Logger: c.log,
-		Now: c.now, Entropy: c.entropy, OnCommit: aw.commit,
+		Now: c.now, Entropy: c.entropy, OnCommit: aw.commit, Abandoned: abandonedCalls(module),
 		Dispatch: effects.DispatcherOptions{Getenv: m.secret, Progress: progress, TimeoutFor: aw.kit.timeoutFor},
 	})
 	if err != nil {

@@ -137,7 +137,14 @@ type Dispatcher struct {
 	mu       sync.Mutex
 	attempts map[cas.Ref]int
 	closed   bool
+	// running cancels the runs of an intent in flight; cancelled holds
+	// the intents Cancel named, whose runs end before they start.
+	running   map[cas.Ref][]*run
+	cancelled map[cas.Ref]bool
 }
+
+// run is one run of an intent in flight, for Cancel.
+type run struct{ cancel context.CancelFunc }
 
 // job is one run of an intent.
 type job struct {
@@ -169,7 +176,54 @@ func NewDispatcher(cat *schema.Catalog, store cas.Store, adapters map[string]Ada
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Dispatcher{cat: cat, store: store, adapters: adapters, opts: opts, out: out,
-		sem: make(chan struct{}, opts.Workers), ctx: ctx, cancel: cancel, attempts: map[cas.Ref]int{}, idle: make(chan job)}
+		sem: make(chan struct{}, opts.Workers), ctx: ctx, cancel: cancel, attempts: map[cas.Ref]int{}, idle: make(chan job),
+		running: map[cas.Ref][]*run{}, cancelled: map[cas.Ref]bool{}}
+}
+
+// Cancel stops the runs of intent h: a run in flight has its context
+// cancelled and its receipt dropped, one not started yet never starts.
+// It is for an intent the world has answered itself (an abandoned one,
+// see world.Options.Abandoned), whose own receipt nobody waits for.
+func (d *Dispatcher) Cancel(h cas.Ref) {
+	d.mu.Lock()
+	d.cancelled[h] = true
+	runs := d.running[h]
+	d.mu.Unlock()
+	for _, r := range runs {
+		r.cancel()
+	}
+}
+
+// track registers a run of h under a context of its own that Cancel
+// cancels; ok is false when h was cancelled before the run began. The
+// caller calls done when the run is over.
+func (d *Dispatcher) track(ctx context.Context, h cas.Ref) (_ context.Context, done func(), ok bool) {
+	ctx, cancel := context.WithCancel(ctx)
+	r := &run{cancel: cancel}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cancelled[h] {
+		cancel()
+		return ctx, func() {}, false
+	}
+	d.running[h] = append(d.running[h], r)
+	return ctx, func() {
+		d.mu.Lock()
+		rs := d.running[h]
+		for i, x := range rs {
+			if x == r {
+				rs = append(rs[:i], rs[i+1:]...)
+				break
+			}
+		}
+		if len(rs) == 0 {
+			delete(d.running, h)
+		} else {
+			d.running[h] = rs
+		}
+		d.mu.Unlock()
+		cancel()
+	}, true
 }
 
 // SleepUntil waits on the wall clock until t or until ctx is done.
@@ -236,6 +290,11 @@ func (d *Dispatcher) run(in *Intent, attempt int) { d.runWith(d.ctx, in, attempt
 // store (see DispatchEarly).
 func (d *Dispatcher) runWith(ctx context.Context, in *Intent, attempt int, pending cas.Getter) {
 	defer d.wg.Done()
+	ctx, done, ok := d.track(ctx, in.Hash)
+	defer done()
+	if !ok {
+		return
+	}
 	select {
 	case d.sem <- struct{}{}:
 	case <-ctx.Done():

@@ -249,6 +249,16 @@ func (m *Machine) Plan(id uint64) (RunningPlan, bool) {
 	return m.describe(in), true
 }
 
+// PlanInput returns the value running plan instance id started with (its
+// trigger event), without describing its steps as Plan does.
+func (m *Machine) PlanInput(id uint64) (schema.Value, bool) {
+	in, ok := m.instances[id]
+	if !ok {
+		return nil, false
+	}
+	return in.Input, true
+}
+
 func (m *Machine) describe(in *plans.Instance) RunningPlan {
 	rp := RunningPlan{ID: in.ID, Plan: in.Plan, Input: in.Input}
 	if p, err := m.program(in); err == nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -47,7 +48,16 @@ type Options struct {
 	// durable, in journal order, on the goroutine that applied them (never
 	// two calls at once). It must not call the world.
 	OnCommit func(recs []journal.Record)
-	Logger   *slog.Logger
+	// Abandoned, if set, says whether a pending intent is still wanted,
+	// from the machine as the latest commit left it (an agent's call of a
+	// turn the user stopped is not). An abandoned intent gets a receipt
+	// from the world, journaled like any other: status error, "cancelled:
+	// REASON". Its run in flight is cancelled and whatever it returns is
+	// dropped; recovered when the world opens, it is not run at all. The
+	// world asks after every commit while intents are pending, holding its
+	// lock: Abandoned must be quick and must not call the world.
+	Abandoned func(m *Machine, in *effects.Intent) (reason string, abandoned bool)
+	Logger    *slog.Logger
 }
 
 // DefaultSnapshotEvery is how many inputs a world takes between snapshots.
@@ -97,6 +107,10 @@ type World struct {
 	disp      *effects.Dispatcher
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
+
+	// cancelling holds the abandoned intents whose receipts are queued
+	// (see Options.Abandoned); guarded by mu.
+	cancelling map[cas.Ref]bool
 }
 
 // queued is an input waiting in the queue: an event sent (req) or an
@@ -173,11 +187,64 @@ func Open(ctx context.Context, opts Options) (*World, error) {
 	}
 	dopts.Deliver = w.deliver
 	w.disp = effects.NewDispatcher(opts.Catalog, opts.Storage.CAS(), opts.Adapters, nil, dopts)
-	for _, in := range m.Pending() {
+	// Recovered intents nobody wants any more are answered, not run.
+	w.mu.Lock()
+	w.abandon()
+	pending, abandoned := m.Pending(), maps.Clone(w.cancelling)
+	w.mu.Unlock()
+	for _, in := range pending {
+		if abandoned[in.Hash] {
+			continue
+		}
 		w.log.Debug("dispatching again", "kind", in.Kind, "intent", in.Hash.Short())
 		w.disp.Dispatch(in)
 	}
+	if len(abandoned) > 0 {
+		w.run()
+		if err := w.Err(); err != nil {
+			_ = w.Close()
+			return nil, err
+		}
+	}
 	return w, nil
+}
+
+// abandon queues the world's receipt for each pending intent that
+// Options.Abandoned says nobody wants any more, and cancels its runs. The
+// caller holds mu.
+func (w *World) abandon() {
+	if w.opts.Abandoned == nil || len(w.m.pending) == 0 {
+		return
+	}
+	var cs []queued
+	for _, in := range w.m.Pending() {
+		if w.cancelling[in.Hash] {
+			continue
+		}
+		reason, ok := w.opts.Abandoned(w.m, in)
+		if !ok {
+			continue
+		}
+		if w.cancelling == nil {
+			w.cancelling = map[cas.Ref]bool{}
+		}
+		w.cancelling[in.Hash] = true
+		w.log.Debug("cancelling an abandoned intent", "kind", in.Kind, "intent", in.Hash.Short(), "reason", reason)
+		cs = append(cs, queued{c: effects.Completion{Intent: in, Receipt: effects.Errorf("world", "cancelled: %s", reason)}})
+		if w.disp != nil {
+			w.disp.Cancel(in.Hash)
+		}
+	}
+	for h := range w.cancelling {
+		if !w.m.IsPending(h) {
+			delete(w.cancelling, h)
+		}
+	}
+	if len(cs) > 0 {
+		w.qmu.Lock()
+		w.queue = append(w.queue, cs...)
+		w.qmu.Unlock()
+	}
 }
 
 // Recover rebuilds a world's machine from its journal without running it:
@@ -364,9 +431,15 @@ func (w *World) applyBatch(ctx context.Context, ins []*Input, extraBlobs [][]byt
 	// The batch's effects go out once OnCommit has seen its records, those
 	// started early as the others.
 	release(true)
+	// The batch may have ended what some intents were for, its own among
+	// them: those are answered, not run (the receipts abandon queues are
+	// applied by the loop that applies the queue).
+	w.abandon()
 	if w.disp != nil {
 		for _, intent := range dispatch {
-			w.disp.Dispatch(intent)
+			if !w.cancelling[intent.Hash] {
+				w.disp.Dispatch(intent)
+			}
 		}
 	}
 	return head, nil
