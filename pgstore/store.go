@@ -191,13 +191,64 @@ func passwordOf(raw string) string {
 	return u.Query().Get("password")
 }
 
-// scrub returns err with every occurrence of secret in its message
-// replaced; errors.Is and As still see through it.
+// scrubAnywhere is the length from which a password is replaced wherever
+// it appears in a message; a shorter one is replaced only where a
+// connection string would show it (replacing every "o" of a message
+// garbles it, and which letters were replaced gives the password away).
+const scrubAnywhere = 8
+
+// scrub returns err with the secret hidden where its message shows it:
+// as a URL's password (":SECRET@"), as a keyword/value setting
+// ("password=SECRET", quoted or not), percent-encoded or not, and, for a
+// secret of scrubAnywhere bytes or more, anywhere. errors.Is and As still
+// see through it.
 func scrub(err error, secret string) error {
-	if err == nil || secret == "" || !strings.Contains(err.Error(), secret) {
+	if err == nil || secret == "" {
 		return err
 	}
-	return &scrubbed{msg: strings.ReplaceAll(err.Error(), secret, "xxxxx"), err: err}
+	msg := err.Error()
+	out := msg
+	forms := []string{secret}
+	if e := url.QueryEscape(secret); e != secret {
+		forms = append(forms, e)
+	}
+	if e := url.PathEscape(secret); e != secret && e != forms[len(forms)-1] {
+		forms = append(forms, e)
+	}
+	for _, f := range forms {
+		if len(secret) >= scrubAnywhere {
+			out = strings.ReplaceAll(out, f, "xxxxx")
+			continue
+		}
+		out = strings.ReplaceAll(out, ":"+f+"@", ":xxxxx@")
+		for _, kw := range []string{"password=", "password='", `password="`} {
+			out = replaceAfter(out, kw+f, kw, "xxxxx")
+		}
+	}
+	if out == msg {
+		return err
+	}
+	return &scrubbed{msg: out, err: err}
+}
+
+// replaceAfter replaces each occurrence of old in s that ends a value
+// (old is followed by the end, a quote, a space, & or ;) by prefix+repl.
+func replaceAfter(s, old, prefix, repl string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, old)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		end := i + len(old)
+		if end == len(s) || strings.ContainsRune(`'" &;`, rune(s[end])) {
+			b.WriteString(s[:i] + prefix + repl)
+		} else {
+			b.WriteString(s[:end])
+		}
+		s = s[end:]
+	}
 }
 
 type scrubbed struct {
