@@ -62,7 +62,7 @@ run -m's.`,
 			}
 			// The manifest comes first: a call id in its place would
 			// otherwise list the calls and look as if it had decided one.
-			if _, err := os.Stat(f.manifest); err != nil {
+			if _, err := os.Stat(f.manifest); err != nil && f.decide.call == "" {
 				return usagef("%s: no manifest at %s (%s MANIFEST [CALL]: the world's AIR first, then the call)", name, f.manifest, name)
 			}
 			if !store.IsURL(a.storeDir) {

@@ -3,6 +3,7 @@ package cli
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -136,11 +137,17 @@ func TestPostgresRunWithoutWorker(t *testing.T) {
 	if w := mustRun(t, 0, "", "--store", pg, "worlds"); !strings.Contains(w.stdout, "\n  on worker ") {
 		t.Errorf("worlds does not say which worker holds world main:\n%s", w.stdout)
 	}
+	if w := mustRun(t, 0, "", "--store", pg, "worlds", "--json"); !regexp.MustCompile(`"world":"main".*"worker":"[^"]+"`).MatchString(w.stdout) {
+		t.Errorf("worlds --json does not name the worker that holds world main:\n%s", w.stdout)
+	}
 	if code := r.wait(); code != 0 {
 		t.Errorf("run: exit %d once a worker took the world; want 0\nstderr:\n%s", code, r.stderr())
 	}
 	if n := strings.Count(r.stderr(), "no worker holds"); n != 1 {
 		t.Errorf("run said %d times that no worker holds the world; want once:\n%s", n, r.stderr())
+	}
+	if !strings.Contains(r.stderr(), "on a PostgreSQL store the workers answer with their own --llm: cassette:") {
+		t.Errorf("run does not say that its cassette is not the workers':\n%s", r.stderr())
 	}
 	srv.Scrub(t, "stdout", r.stdout())
 	srv.Scrub(t, "stderr", r.stderr())

@@ -243,6 +243,11 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	where := agent.WithStorage(st)
 	if pg := s.Postgres(); pg != nil {
 		where = agent.WithRemote(pg) // a worker runs the world (demiurge worker)
+		if strings.HasPrefix(f.llm, "cassette:") {
+			// The worker that runs the world calls its own model: run's
+			// cassette only names the recorded model for the chat.
+			fmt.Fprintf(a.err, "demiurge: on a PostgreSQL store the workers answer with their own --llm: %s names the chat's model only (for an offline run, start the workers with --llm %s)\n", f.llm, f.llm)
+		}
 		defer watchWorker(ctx, a, pg, f.world, noWorkerAfter)()
 	}
 	w, err := agent.Open(ctx, f.manifest, append([]agent.Option{

@@ -213,7 +213,9 @@ With --json, one JSON object a line per world:
               "cost_microusd", "cost_unknown" (model calls without a price),
               "usage_unknown" (model calls without usage)}]}
 "chats" is empty for a world without chats. Opens the store read-only.
-In a PostgreSQL store each world's text also says which worker holds it.`,
+In a PostgreSQL store each world's text also says which worker holds it,
+and its JSON has "worker": the id of the worker whose lease on it is live
+("" when none is).`,
 		Example: `  demiurge worlds
   demiurge worlds --json | jq -c '{world, records, chats: [.chats[].chat]}'`,
 		Args: wantArgs(0, 0),
@@ -229,7 +231,7 @@ In a PostgreSQL store each world's text also says which worker holds it.`,
 			if err != nil {
 				return fmt.Errorf("worlds: %w", err)
 			}
-			leases, err := leasesOf(ctx, s)
+			leases, workers, err := leasesOf(ctx, s)
 			if err != nil {
 				return fmt.Errorf("worlds: %w", err)
 			}
@@ -267,7 +269,14 @@ In a PostgreSQL store each world's text also says which worker holds it.`,
 					return fmt.Errorf("worlds: %w", err)
 				}
 				if asJSON {
-					b, err := json.Marshal(ws)
+					var v any = ws
+					if workers != nil {
+						v = struct {
+							*session.WorldSummary
+							Worker string `json:"worker"`
+						}{ws, workers[name]}
+					}
+					b, err := json.Marshal(v)
 					if err != nil {
 						return err
 					}
@@ -351,30 +360,34 @@ const noWorker = "no worker holds it (start one: demiurge worker)"
 
 // leasesOf says, for each world of a PostgreSQL store, which worker holds
 // it: "on worker ID", or that none does (a world whose worker died is
-// taken over once its lease runs out). It is nil for a bbolt store.
-func leasesOf(ctx context.Context, s *store.Handle) (map[string]string, error) {
+// taken over once its lease runs out); workers maps each world to the id
+// of the worker whose lease is live, "" when none is. Both are nil for a
+// bbolt store.
+func leasesOf(ctx context.Context, s *store.Handle) (lines, workers map[string]string, err error) {
 	pg := s.Postgres()
 	if pg == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	infos, err := pg.Worlds(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	now, err := pg.Now(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := map[string]string{}
+	lines, workers = map[string]string{}, map[string]string{}
 	for _, wi := range infos {
+		workers[wi.World] = ""
 		switch {
 		case wi.Owner == "":
-			out[wi.World] = noWorker
+			lines[wi.World] = noWorker
 		case !wi.Expires.After(now):
-			out[wi.World] = fmt.Sprintf("no worker holds it: the lease of worker %s ran out %s ago", wi.Owner, now.Sub(wi.Expires).Round(time.Second))
+			lines[wi.World] = fmt.Sprintf("no worker holds it: the lease of worker %s ran out %s ago", wi.Owner, now.Sub(wi.Expires).Round(time.Second))
 		default:
-			out[wi.World] = "on worker " + wi.Owner
+			lines[wi.World] = "on worker " + wi.Owner
+			workers[wi.World] = wi.Owner
 		}
 	}
-	return out, nil
+	return lines, workers, nil
 }
