@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/demiurge-dev/demiurge/tools/bash/vfs"
@@ -207,8 +208,29 @@ var errStopped = errors.New("stopped")
 // stopped reports whether the command should stop: its context ended or
 // it wrote all the output it may.
 func (c *cmd) stopped() bool {
-	return c.ctx.Err() != nil || (c.outLimit != nil && c.outLimit.exceeded)
+	return c.ctx.Err() != nil || (c.outLimit != nil && c.outLimit.exceeded) || c.stdout.broken
 }
+
+// pipeWriter is a command's stdout, noting when the reader went away (a
+// pipe whose reader ended: "seq 1 1000000000 | head -1"), so that the
+// command stops as a writer killed by SIGPIPE would, instead of computing
+// output nobody reads.
+type pipeWriter struct {
+	w      io.Writer
+	broken bool
+}
+
+func (p *pipeWriter) Write(b []byte) (int, error) {
+	n, err := p.w.Write(b)
+	if err != nil && (errors.Is(err, io.ErrClosedPipe) || errors.Is(err, syscall.EPIPE)) {
+		p.broken = true
+	}
+	return n, err
+}
+
+// exitBrokenPipe is the status of a command whose reader went away:
+// 128 + SIGPIPE, as bash reports a writer the signal killed.
+const exitBrokenPipe = 141
 
 // errInputTooLarge is returned by a limitedReader past its bound.
 var errInputTooLarge = errors.New("input too large")
@@ -248,6 +270,7 @@ type cmd struct {
 	name     string
 	env      *Env
 	out      *bufio.Writer
+	stdout   pipeWriter // what out writes to
 	in       io.Reader
 	outLimit *limitedWriter // nil: no output bound
 	failed   int            // the least status done returns (an unreadable input)
@@ -260,15 +283,16 @@ func newCmd(ctx context.Context, name string, env *Env) *cmd {
 	if n <= 0 {
 		n = -1
 	}
-	out := writers.Get().(*bufio.Writer)
-	out.Reset(env.Stdout)
-	return &cmd{
-		ctx:  ctx,
-		name: name,
-		env:  env,
-		out:  out,
-		in:   &limitedReader{r: env.Stdin, n: n},
+	c := &cmd{
+		ctx:    ctx,
+		name:   name,
+		env:    env,
+		out:    writers.Get().(*bufio.Writer),
+		stdout: pipeWriter{w: env.Stdout},
+		in:     &limitedReader{r: env.Stdin, n: n},
 	}
+	c.out.Reset(&c.stdout)
+	return c
 }
 
 // release flushes stdout and returns the buffer to the pool.
@@ -285,6 +309,9 @@ func (c *cmd) errf(status int, format string, args ...any) int {
 	c.out.Flush()
 	if c.outLimit != nil && c.outLimit.exceeded {
 		return status
+	}
+	if c.stdout.broken {
+		return exitBrokenPipe // nothing to say: the reader is gone
 	}
 	fmt.Fprintf(c.env.Stderr, c.name+": "+format+"\n", args...)
 	return status

@@ -2,6 +2,7 @@ package coreutils
 
 import (
 	"context"
+	"github.com/demiurge-dev/demiurge/tools/bash/vfs"
 	"io"
 	"strings"
 	"testing"
@@ -396,5 +397,31 @@ func TestNames(t *testing.T) {
 	}
 	if _, ok := Lookup("curl"); ok {
 		t.Error("Lookup(curl) found a command")
+	}
+}
+
+// TestSedLoops: a branch that loops on one line ends with the script's
+// context, and a loop that grows the pattern space ends at its bound;
+// sed -i leaves the file as it was either way.
+func TestSedLoops(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if _, errOut, status := runCmd(t, ctx, "sed", []string{":a;ba"}, "x\n", nil); status != 1 || !strings.Contains(errOut, "interrupted") {
+		t.Errorf("sed ':a;ba': status %d, %q; want 1, interrupted", status, errOut)
+	}
+	if _, errOut, status := runCmd(t, t.Context(), "sed", []string{`:a;H;G;ba`}, "x\n", nil); status != 1 || !strings.Contains(errOut, "grew past 64 MiB") {
+		t.Errorf("sed doubling its pattern space: status %d, %q; want 1, grew past 64 MiB", status, errOut)
+	}
+	fsys := vfs.New(vfs.Options{})
+	if err := fsys.WriteFile(t.Context(), "/tmp/f", []byte("kept\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx2, cancel2 := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel2()
+	if _, _, status := runCmd(t, ctx2, "sed", []string{"-i", ":a;ba", "/tmp/f"}, "", &Env{FS: fsys}); status != 1 {
+		t.Errorf("sed -i ':a;ba': status %d; want 1", status)
+	}
+	if b, err := fsys.ReadFile(t.Context(), "/tmp/f"); err != nil || string(b) != "kept\n" {
+		t.Errorf("sed -i interrupted changed the file: %q, %v", b, err)
 	}
 }

@@ -105,6 +105,9 @@ func sedCmd(c *cmd, args []string) int {
 			var out strings.Builder
 			r.reset(string(data), &out)
 			code, quit := r.run()
+			if st, bad := sedFailed(c, code); bad {
+				return st // the file is left as it was
+			}
 			if suffix != "" {
 				bak := suffix
 				if !strings.Contains(bak, "*") {
@@ -138,6 +141,9 @@ func sedCmd(c *cmd, args []string) int {
 			r.reset(string(data), c.out)
 			if code, quit := r.run(); quit {
 				r.flushW()
+				if st, bad := sedFailed(c, code); bad {
+					return st
+				}
 				return c.done(code)
 			}
 		}
@@ -154,10 +160,33 @@ func sedCmd(c *cmd, args []string) int {
 	r.reset(string(data), c.out)
 	code, _ := r.run()
 	r.flushW()
-	if code == -1 {
-		return c.errf(1, "interrupted")
+	if st, bad := sedFailed(c, code); bad {
+		return st
 	}
 	return c.done(code)
+}
+
+// What run returns for a run it ended itself: the command's context
+// ended (the script's time limit), or the pattern and hold spaces grew
+// past maxSedSpace.
+const (
+	sedInterrupted = -1
+	sedTooLarge    = -2
+)
+
+// maxSedSpace bounds the pattern space and the hold space together.
+const maxSedSpace = 64 << 20
+
+// sedFailed reports a run that ended as sedInterrupted or sedTooLarge,
+// with sed's exit status.
+func sedFailed(c *cmd, code int) (int, bool) {
+	switch code {
+	case sedInterrupted:
+		return c.errf(1, "interrupted"), true
+	case sedTooLarge:
+		return c.errf(1, "the pattern and hold spaces grew past %d MiB (a loop that never ends?)", maxSedSpace>>20), true
+	}
+	return 0, false
 }
 
 // sedError is a parse error at a character of the script.
@@ -819,9 +848,10 @@ func (r *sedRun) selects(cmd *sedCommand, ps string) bool {
 // run runs the program over the input; code is the exit status (-1
 // interrupted) and quit whether a q or Q ended it.
 func (r *sedRun) run() (code int, quit bool) {
+	steps := 0
 	for !r.last() {
 		if r.n&1023 == 1023 && r.c.stopped() {
-			return -1, true
+			return sedInterrupted, true
 		}
 		ps := r.lines[r.next]
 		r.next++
@@ -834,6 +864,14 @@ func (r *sedRun) run() (code int, quit bool) {
 			pc := 0
 		cycle:
 			for pc < len(r.prog) {
+				// A branch can loop on one line forever (":a;ba"), and a
+				// loop of s or G can grow the pattern space without end.
+				if steps++; steps&4095 == 0 && r.c.stopped() {
+					return sedInterrupted, true
+				}
+				if len(ps)+len(r.hold) > maxSedSpace {
+					return sedTooLarge, true
+				}
 				cmd := r.prog[pc]
 				pc++
 				if cmd.name == '}' || cmd.name == ':' {
