@@ -425,3 +425,17 @@ func TestSedLoops(t *testing.T) {
 		t.Errorf("sed -i interrupted changed the file: %q, %v", b, err)
 	}
 }
+
+// TestJQHeapBound: a filter that builds a collection too large is ended
+// at the heap bound with a message saying so, not by the time limit.
+func TestJQHeapBound(t *testing.T) {
+	defer func(b uint64) { jqHeapBound = b }(jqHeapBound)
+	jqHeapBound = 32 << 20
+	_, errOut, status := runCmd(t, t.Context(), "jq", []string{"-n", "[range(1e9)] | length"}, "", nil)
+	if status != 5 || !strings.Contains(errOut, "grew the heap past 32 MiB") {
+		t.Errorf("status %d, stderr %q; want 5 and the heap bound", status, errOut)
+	}
+	if out, _, status := runCmd(t, t.Context(), "jq", []string{"-n", "[range(1000)] | length"}, "", nil); status != 0 || out != "1000\n" {
+		t.Errorf("a small collection: %q, status %d", out, status)
+	}
+}

@@ -2,6 +2,7 @@ package coreutils
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -287,8 +288,10 @@ func runJQ(c *cmd, o *jqOpts, files []jqFile) int {
 	}
 	var last any
 	outputs := 0
+	ctx, stopWatch := watchHeap(c.ctx, jqHeapBound)
+	defer stopWatch()
 	runOne := func(v any) int {
-		iter := code.RunWithContext(c.ctx, v, o.varValues...)
+		iter := code.RunWithContext(ctx, v, o.varValues...)
 		for {
 			r, ok := iter.Next()
 			if !ok {
@@ -308,6 +311,9 @@ func runJQ(c *cmd, o *jqOpts, files []jqFile) int {
 						}
 					}
 					return he.ExitCode() + 1000 // marker: halt
+				}
+				if errors.Is(context.Cause(ctx), errHeapBound) {
+					return c.errf(5, "error: the filter grew the heap past %d MiB (a collection too large for the sandbox?)", jqHeapBound>>20)
 				}
 				if c.stopped() {
 					return c.errf(5, "interrupted")
