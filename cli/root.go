@@ -427,6 +427,15 @@ func groupRunE(cmd *cobra.Command, args []string) error {
 	return usagef("%s", msg)
 }
 
+// notWritten explains a store.ErrNotExist: nothing has written the store
+// yet (a PostgreSQL store's error says so already).
+func notWritten(err error) error {
+	if strings.Contains(err.Error(), "nothing has written it yet") {
+		return fmt.Errorf("%w; pick another with --store or $%s", err, storeEnv)
+	}
+	return fmt.Errorf("%w (nothing has written it yet; pick another with --store or $%s)", err, storeEnv)
+}
+
 // openStore opens the store named by --store, read-only or read-write.
 func (a *app) openStore(ctx context.Context, readOnly bool) (*store.Handle, error) {
 	a.log.Debug("open store", "dir", a.storeName(), "read_only", readOnly)
@@ -434,7 +443,7 @@ func (a *app) openStore(ctx context.Context, readOnly bool) (*store.Handle, erro
 	s, err := store.OpenAt(ctx, a.storeDir, &store.Options{ReadOnly: readOnly})
 	if err != nil {
 		if errors.Is(err, store.ErrNotExist) {
-			return nil, fmt.Errorf("%w (nothing has written it yet; pick another with --store or $%s)", err, storeEnv)
+			return nil, notWritten(err)
 		}
 		return nil, err
 	}

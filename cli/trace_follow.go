@@ -57,7 +57,7 @@ func followTrace(ctx context.Context, a *app, name string, asJSON, records bool,
 	}})
 	if err != nil {
 		if errors.Is(err, store.ErrNotExist) {
-			return fmt.Errorf("%w (nothing has written it yet; pick another with --store or $%s)", err, storeEnv)
+			return notWritten(err)
 		}
 		return err
 	}

@@ -58,7 +58,7 @@ It runs until Ctrl-C.`,
 			if err != nil {
 				ln.Close()
 				if errors.Is(err, store.ErrNotExist) {
-					return fmt.Errorf("%w (nothing has written it yet; pick another with --store or $%s)", err, storeEnv)
+					return notWritten(err)
 				}
 				return err
 			}
