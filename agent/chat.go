@@ -663,7 +663,9 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 				}
 			}
 		}
-		if tr.waitingAsks && tr.awaiting && len(f.peek()) == 0 && !c.await {
+		// A caller that cancelled the turn meanwhile (Ctrl-C at the
+		// question) stops it, below, instead.
+		if tr.waitingAsks && tr.awaiting && len(f.peek()) == 0 && !c.await && ctx.Err() == nil {
 			emit(tr.awaitingEnd())
 			return
 		}

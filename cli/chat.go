@@ -923,8 +923,18 @@ func (r *chatRun) approver(ctx context.Context, ar agent.ApprovalRequested) (age
 		case ctx.Err() != nil:
 			r.write("\n")
 			return agent.Decision{}, false
+		case errors.Is(err, liner.ErrPromptAborted) && r.a.interrupts != nil:
+			// Ctrl-C at the question stops the turn, as it does anywhere
+			// in a turn: the call is not run, nor is the model asked again.
+			r.write("\n")
+			r.a.interrupts.fire()
+			select { // the turn's context ends: the stream stops the turn
+			case <-ctx.Done():
+			case <-time.After(5 * time.Second):
+			}
+			return agent.Decision{}, false
 		case err != nil:
-			// Ctrl-C or Ctrl-D at the question: no.
+			// Ctrl-D at the question: no, and the turn goes on.
 			return r.local(ar, agent.Decision{Reason: "the user did not approve it"})
 		}
 		answer, reason, _ := strings.Cut(strings.TrimSpace(s), " ")

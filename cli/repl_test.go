@@ -223,6 +223,38 @@ func TestREPLApproval(t *testing.T) {
 	}
 }
 
+// TestREPLApprovalInterrupted: Ctrl-C at the approval question stops the
+// turn, as it does anywhere in a turn: the call is not run and the model
+// is not asked again; the chat goes on.
+func TestREPLApprovalInterrupted(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{
+		{Calls: []llmtest.Call{{Name: "workspace_write", Arguments: `{"path": "a.md", "content": "a"}`}}},
+		{Text: "next answer"},
+	}})
+	defer srv.Close()
+	manifest, _ := filepath.Abs(filepath.Join("..", "examples", "demiurge"))
+	tm := startTerminal(t, []string{"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL=" + srv.URL, "TERM=xterm"},
+		"--store", t.TempDir(), "run", manifest, "--model", "gpt-test", "--require-approval", "workspace_write")
+	m := tm.expect(0, `Type a message`)
+	tm.typ("write a\r")
+	m = tm.expect(m, `\? run workspace_write`)
+	tm.typ("\x03")
+	m = tm.expect(m, `turn stopped: the user stopped the turn`)
+	m = tm.expect(m, `> `)
+	if n := len(srv.Requests()); n != 1 {
+		t.Errorf("the model was asked %d times; want once (the stopped turn asks no more)", n)
+	}
+	tm.typ("again\r")
+	m = tm.expect(m, `next answer`)
+	tm.expect(m, `> `)
+	tm.typ("\x04")
+	select {
+	case <-tm.done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("run did not exit after Ctrl-D")
+	}
+}
+
 // TestREPLApprovalTimeout: a question nobody answers at the terminal ends
 // at the call's deadline (run --approval-timeout): the call is denied as
 // timed out, the model goes on, and the chat is back at its prompt.
