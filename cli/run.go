@@ -84,7 +84,8 @@ banner or prompts. A turn a killed process left running is resumed first.
 --require-approval TOOL (repeatable; * for every tool) makes the chat's calls
 of TOOL wait for your approval before they run (and calls of bash, which can
 run TOOL as a command): --approve ask (the default) asks at the terminal
-(y, n REASON, or a: always for this tool in this run), or "demiurge approve"
+(y, n REASON, or a: always for this tool in this run; Ctrl-D says no and
+the turn goes on, Ctrl-C stops the turn), or "demiurge approve"
 or "deny" from another terminal answers, and run stops asking; without a
 terminal the call waits in the world (run -m exits 5), and "demiurge approve"
 or "deny" answers it, now or later (through the run that holds the store,
