@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -188,7 +189,15 @@ func TestFollowUsageAfterRestart(t *testing.T) {
 	defer close(hold)
 	lost := answer
 	lost.Hold = hold // the answer never comes: the process stops first
-	srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{call, lost, answer}})
+	// The answer after the restart comes once Follow has started: the
+	// reopened world asks for it at once, and a quick answer could end
+	// the turn before Follow looks, leaving it nothing to follow.
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	defer releaseOnce.Do(func() { close(release) })
+	late := answer
+	late.Hold = release
+	srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{call, lost, late}})
 	t.Cleanup(srv.Close)
 	dir := filepath.Join(t.TempDir(), "store")
 	opts := []agent.Option{env("OPENAI_API_KEY", "sk-test", "OPENAI_BASE_URL", srv.URL), model, agent.WithDir(dir)}
@@ -220,6 +229,7 @@ func TestFollowUsageAfterRestart(t *testing.T) {
 	defer w2.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
+	agent.SetTurnStartedHook(t.Cleanup, func(*agent.Chat) { releaseOnce.Do(func() { close(release) }) })
 	lines, got := collect(t, w2.Chat("c").Follow(ctx))
 	if got.Outcome != agent.OutcomeAnswer {
 		t.Fatalf("Follow after the restart ended with %+v\n%s", got, strings.Join(lines, "\n"))
