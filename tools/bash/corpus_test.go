@@ -99,7 +99,7 @@ func TestCorpus(t *testing.T) {
 	if err != nil {
 		t.Skip("/bin/bash is not installed")
 	}
-	for _, tool := range []string{"gawk", "jq", "bc", "diff", "od"} {
+	for _, tool := range []string{"gawk", "jq", "bc", "diff", "od", "column"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s is not installed on the host: the corpus compares with the real tools", tool)
 		}

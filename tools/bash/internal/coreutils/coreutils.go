@@ -135,6 +135,8 @@ func init() {
 		"od":        odCmd,
 		"diff":      diffCmd,
 		"bc":        bcCmd,
+		"column":    columnCmd,
+		"expand":    expandCmd,
 	}
 }
 

@@ -268,6 +268,20 @@ func TestText(t *testing.T) {
 			{args: []string{"5", "1"}},
 			{args: []string{"x"}, stderr: "invalid floating point", status: 1},
 			{args: []string{"1", "0", "2"}, stderr: "Zero increment", status: 1},
+			{args: []string{"-f", "%03g", "2"}, stdout: "001\n002\n"},
+			{args: []string{"-f", "x%dy", "2"}, stderr: "floating point", status: 1},
+			{args: []string{"-f", "%g", "-w", "2"}, stderr: "equal width", status: 1},
+		},
+		"column": {
+			{args: []string{"-t"}, stdin: "a bb c\nddd e\n\nf\n", stdout: "a    bb  c\nddd  e   \nf        \n"},
+			{args: []string{"-t", "-s", ",", "-o", "|"}, stdin: "a,b\n111,2\n", stdout: "a  |b\n111|2\n"},
+			{args: []string{"-t", "-R", "2"}, stdin: "k v\nlong 10\n", stdout: "k      v\nlong  10\n"},
+			{stdin: "a b\n", stderr: "only the table mode", status: 1},
+		},
+		"expand": {
+			{stdin: "a\tb\n", stdout: "a       b\n"},
+			{args: []string{"-t", "4"}, stdin: "\tx\ty", stdout: "    x   y"},
+			{args: []string{"-i", "-t", "2"}, stdin: "\ta\tb\n", stdout: "  a\tb\n"},
 		},
 		"cat": {
 			{stdin: "a\nb", stdout: "a\nb"},

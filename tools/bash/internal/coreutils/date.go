@@ -404,6 +404,16 @@ func strftime(f string, t time.Time) string {
 			b.WriteString(strconv.Itoa(wd))
 		case 'w':
 			b.WriteString(strconv.Itoa(int(t.Weekday())))
+		case 'U': // week of the year, Sunday first; days before the first Sunday are week 0
+			num((t.YearDay()+6-int(t.Weekday()))/7, 2, '0')
+		case 'W': // the same, Monday first
+			num((t.YearDay()+6-(int(t.Weekday())+6)%7)/7, 2, '0')
+		case 'V': // ISO 8601 week
+			_, wk := t.ISOWeek()
+			num(wk, 2, '0')
+		case 'G': // ISO 8601 week-based year
+			y, _ := t.ISOWeek()
+			b.WriteString(strconv.Itoa(y))
 		case 'a':
 			b.WriteString(t.Weekday().String()[:3])
 		case 'A':

@@ -70,6 +70,12 @@ func sleepCmd(c *cmd, args []string) int {
 // Exit 124 when the limit ends the command.
 func timeoutCmd(c *cmd, args []string) int {
 	preserve := false
+	signal := 15 // SIGTERM
+	setSignal := func(name string) bool {
+		n, ok := signalNumber(name)
+		signal = n
+		return ok
+	}
 	i := 0
 	for i < len(args) && strings.HasPrefix(args[i], "-") && len(args[i]) > 1 {
 		a := args[i]
@@ -80,9 +86,22 @@ func timeoutCmd(c *cmd, args []string) int {
 		case a == "--preserve-status":
 			preserve = true
 		case a == "--foreground" || a == "-v" || a == "--verbose":
-		case a == "-s" || a == "-k" || a == "--signal" || a == "--kill-after":
+		case a == "-s" || a == "--signal":
 			i++
-		case strings.HasPrefix(a, "--signal=") || strings.HasPrefix(a, "--kill-after=") || strings.HasPrefix(a, "-s") || strings.HasPrefix(a, "-k"):
+			if i >= len(args) {
+				return c.errf(125, "option requires an argument -- 's'")
+			}
+			if !setSignal(args[i]) {
+				return c.errf(125, "%s: invalid signal", quote(args[i]))
+			}
+		case strings.HasPrefix(a, "--signal=") || strings.HasPrefix(a, "-s"):
+			v := strings.TrimPrefix(strings.TrimPrefix(a, "--signal="), "-s")
+			if !setSignal(v) {
+				return c.errf(125, "%s: invalid signal", quote(v))
+			}
+		case a == "-k" || a == "--kill-after":
+			i++
+		case strings.HasPrefix(a, "--kill-after=") || strings.HasPrefix(a, "-k"):
 		default:
 			return c.errf(125, "unknown option: %s", a)
 		}
@@ -108,12 +127,22 @@ operands:
 	c.out.Flush()
 	status := c.env.Exec(ctx, args[i+1:], c.in, c.env.Stdout, c.env.Stderr)
 	if ctx.Err() != nil && c.ctx.Err() == nil {
-		if preserve {
-			return 128 + 15
+		if preserve || signal == 9 {
+			return 128 + signal // KILL cannot be caught: the command died of it
 		}
 		return 124
 	}
 	return status
+}
+
+// signalNumber is the number of a signal named as timeout and kill take
+// it: "9", "KILL", "SIGKILL" (any case).
+func signalNumber(name string) (int, bool) {
+	if n, err := strconv.Atoi(name); err == nil {
+		return n, n > 0 && n < 65
+	}
+	n, ok := map[string]int{"HUP": 1, "INT": 2, "QUIT": 3, "KILL": 9, "USR1": 10, "USR2": 12, "PIPE": 13, "ALRM": 14, "TERM": 15}[strings.TrimPrefix(strings.ToUpper(name), "SIG")]
+	return n, ok
 }
 
 // yesCmd prints its arguments (or "y") over and over, until the output

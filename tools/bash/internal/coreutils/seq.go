@@ -1,15 +1,18 @@
 package coreutils
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
 )
 
-// seqCmd prints a sequence of numbers: seq [-s SEP] [-w] [FIRST [INCR]] LAST.
+// seqCmd prints a sequence of numbers: seq [-s SEP] [-w] [-f FORMAT]
+// [FIRST [INCR]] LAST.
 func seqCmd(c *cmd, args []string) int {
 	sep := "\n"
 	width := false
+	userFormat := ""
 	var nums []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -24,12 +27,22 @@ func seqCmd(c *cmd, args []string) int {
 			sep = a[2:]
 		case a == "-w" || a == "--equal-width":
 			width = true
+		case a == "-f" || a == "--format":
+			if i+1 >= len(args) {
+				return c.errf(1, "option requires an argument -- 'f'")
+			}
+			userFormat = args[i+1]
+			i++
+		case strings.HasPrefix(a, "--format="):
+			userFormat = strings.TrimPrefix(a, "--format=")
+		case strings.HasPrefix(a, "-f") && len(a) > 2:
+			userFormat = a[2:]
 		default:
 			nums = append(nums, a)
 		}
 	}
 	if len(nums) < 1 || len(nums) > 3 {
-		return c.errf(1, "usage: seq [-s SEP] [-w] [FIRST [INCREMENT]] LAST")
+		return c.errf(1, "usage: seq [-s SEP] [-w] [-f FORMAT] [FIRST [INCREMENT]] LAST")
 	}
 	vals := make([]float64, len(nums))
 	prec := 0
@@ -55,6 +68,15 @@ func seqCmd(c *cmd, args []string) int {
 	}
 	format := func(v float64) string {
 		return strconv.FormatFloat(v, 'f', prec, 64)
+	}
+	if userFormat != "" {
+		if width {
+			return c.errf(1, "format string may not be specified when printing equal width strings")
+		}
+		if !seqFormatOK(userFormat) {
+			return c.errf(1, "format %s has no %% directive or more than one, or not a floating point one (%%f, %%g, %%e)", quote(userFormat))
+		}
+		format = func(v float64) string { return fmt.Sprintf(userFormat, v) }
 	}
 	w := 0
 	if width {
@@ -87,4 +109,30 @@ func seqCmd(c *cmd, args []string) int {
 		c.out.WriteByte('\n')
 	}
 	return c.done(0)
+}
+
+// seqFormatOK reports whether f has exactly one printf directive, a
+// floating point one (flags, width and precision allowed), as seq -f
+// requires; %% is a percent sign.
+func seqFormatOK(f string) bool {
+	n := 0
+	for i := 0; i < len(f); i++ {
+		if f[i] != '%' {
+			continue
+		}
+		if i+1 < len(f) && f[i+1] == '%' {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(f) && strings.IndexByte("-+ #0123456789.", f[j]) >= 0 {
+			j++
+		}
+		if j >= len(f) || strings.IndexByte("feEgGaA", f[j]) < 0 {
+			return false
+		}
+		n++
+		i = j
+	}
+	return n == 1
 }

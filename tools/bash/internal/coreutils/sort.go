@@ -14,13 +14,14 @@ type sortKey struct {
 	start, end int // 1-based fields; end 0 = to end of line
 	numeric    bool
 	human      bool
+	month      bool
 	reverse    bool
 }
 
-// sortCmd sorts lines: sort [-n -g -h -r -u -f -b -s -V -c -C -t SEP
+// sortCmd sorts lines: sort [-n -g -h -M -r -u -f -b -s -V -c -C -t SEP
 // -k N[,M][n][r] -o FILE] [FILE]...
 func sortCmd(c *cmd, args []string) int {
-	var numeric, human, reverse, unique, fold, blanks, version, check, quietCheck, zero bool
+	var numeric, human, month, reverse, unique, fold, blanks, version, check, quietCheck, zero, stable bool
 	sep := ""
 	output := ""
 	var keys []sortKey
@@ -30,6 +31,8 @@ func sortCmd(c *cmd, args []string) int {
 			numeric = true
 		case "-h", "--human-numeric-sort":
 			human = true
+		case "-M", "--month-sort":
+			month = true
 		case "-c", "--check":
 			check = true
 		case "-z", "--zero-terminated":
@@ -49,6 +52,7 @@ func sortCmd(c *cmd, args []string) int {
 		case "-V", "--version-sort":
 			version = true
 		case "-s", "--stable":
+			stable = true
 		case "-t", "--field-separator":
 			if utf8.RuneCountInString(v) != 1 {
 				return fmt.Errorf("multi-character tab '%s'", v)
@@ -114,9 +118,12 @@ func sortCmd(c *cmd, args []string) int {
 		}
 		return strings.Join(fields[k.start-1:end], j)
 	}
-	compare := func(a, b string, num, hum bool) int {
+	compare := func(a, b string, num, hum, mon bool) int {
 		if blanks {
 			a, b = strings.TrimLeft(a, " \t"), strings.TrimLeft(b, " \t")
+		}
+		if mon {
+			return cmp.Compare(monthOf(a), monthOf(b))
 		}
 		if hum {
 			return compareHuman(a, b)
@@ -137,7 +144,7 @@ func sortCmd(c *cmd, args []string) int {
 	}
 	full := func(a, b string) int {
 		for _, k := range keys {
-			r := compare(keyOf(a, k), keyOf(b, k), numeric || k.numeric, human || k.human)
+			r := compare(keyOf(a, k), keyOf(b, k), numeric || k.numeric, human || k.human, month || k.month)
 			if k.reverse {
 				r = -r
 			}
@@ -149,7 +156,7 @@ func sortCmd(c *cmd, args []string) int {
 	}
 	order := func(a, b string) int {
 		r := full(a, b)
-		if r == 0 && !unique {
+		if r == 0 && !unique && !stable {
 			r = strings.Compare(a, b) // last-resort comparison, as GNU sort
 		}
 		if reverse {
@@ -202,6 +209,8 @@ func parseSortKey(v string) (sortKey, error) {
 				k.numeric = true
 			case 'h':
 				k.human = true
+			case 'M':
+				k.month = true
 			case 'r':
 				k.reverse = true
 			case 'b', 'f', 'V':
@@ -229,6 +238,20 @@ func parseSortKey(v string) (sortKey, error) {
 		}
 	}
 	return k, nil
+}
+
+// monthOf is a month name's place in the year for sort -M: 1 for "jan"
+// (any case, after leading blanks) to 12 for "dec", 0 for anything else.
+func monthOf(s string) int {
+	s = strings.TrimLeft(s, " \t")
+	if len(s) < 3 {
+		return 0
+	}
+	i := strings.Index("janfebmaraprmayjunjulaugsepoctnovdec", strings.ToLower(s[:3]))
+	if i < 0 || i%3 != 0 {
+		return 0
+	}
+	return i/3 + 1
 }
 
 func splitBlankFields(l string) []string {

@@ -7,11 +7,12 @@ import (
 	"strings"
 )
 
-// uniqCmd drops adjacent duplicate lines: uniq [-c -d -u -i].
+// uniqCmd drops adjacent duplicate lines: uniq [-c -d -u -i -f N -s N
+// -w N].
 func uniqCmd(c *cmd, args []string) int {
 	var count, dups, uniques, icase bool
-	skipFields, skipChars := 0, 0
-	files, st, ok := c.flags(args, "fs", 1, func(f, v string) error {
+	skipFields, skipChars, width := 0, 0, -1
+	files, st, ok := c.flags(args, "fsw", 1, func(f, v string) error {
 		switch f {
 		case "-c", "--count":
 			count = true
@@ -33,6 +34,12 @@ func uniqCmd(c *cmd, args []string) int {
 				return fmt.Errorf("%s: invalid number of bytes to skip", v)
 			}
 			skipChars = n
+		case "-w", "--check-chars":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return fmt.Errorf("%s: invalid number of bytes to compare", v)
+			}
+			width = n
 		default:
 			return errUnknownFlag
 		}
@@ -81,7 +88,11 @@ func uniqCmd(c *cmd, args []string) int {
 		if skipChars >= len(s) {
 			return ""
 		}
-		return s[skipChars:]
+		s = s[skipChars:]
+		if width >= 0 && width < len(s) {
+			s = s[:width]
+		}
+		return s
 	}
 	same := func(a, b string) bool {
 		a, b = key(a), key(b)
