@@ -40,7 +40,8 @@
 // the same sandbox. eval, source and trap handlers run only when their
 // code holds no loop or function definition (which the limits could not
 // bound); a background job (&) runs in the foreground; coprocesses and
-// >(...) are rejected before anything runs. Commands, loop iterations,
+// >(...) are rejected before anything runs; exec only makes redirections
+// the shell's own ("exec >log 2>&1"), it runs no command. Commands, loop iterations,
 // function depth, concurrent pipeline stages, nested shells, tool calls,
 // output, variable memory, the file system's size and wall time are
 // bounded by [Limits].
