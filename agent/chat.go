@@ -481,6 +481,9 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 		delete(w.busy, c.id)
 		w.mu.Unlock()
 	}()
+	if hook := testHookRegistered.Load(); hook != nil {
+		(*hook)(c)
+	}
 	tr := &turnReader{c: c, callAt: map[string]time.Time{}, asked: map[askKey]bool{}}
 	if st, ok := c.State(); ok {
 		_, tr.shown = st.Since(0)
@@ -704,6 +707,11 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 // lets the world run ahead there, as a busy machine may.
 var testHookStarted atomic.Pointer[func(*Chat)]
 
+// testHookRegistered, set by tests only, runs in a turn's stream once its
+// follower is registered, before the stream reads the chat's state: a
+// test lets the turn end there.
+var testHookRegistered atomic.Pointer[func(*Chat)]
+
 // errStopped is the error of a turn the caller stopped reading.
 var errStopped = errors.New("the caller stopped reading")
 
@@ -920,6 +928,12 @@ func (tr *turnReader) state(ctx context.Context, seq uint64, st *demiurge.StateV
 	if st.LastRequestID >= tr.id && (st.Turn == nil || st.Turn.RequestID != tr.id) {
 		tr.ended = true
 		if tr.outcome == "" {
+			// The end was not among the entries this stream read: it
+			// ended as the stream began, and the state it started from
+			// holds it already. Read it there.
+			tr.endFrom(st)
+		}
+		if tr.outcome == "" {
 			tr.outcome = OutcomeFailed // no end recorded: the turn did not finish
 		}
 		end := TurnEnd{Seq: seq, RequestID: tr.id, Outcome: tr.outcome, Finish: tr.finish, Summary: tr.summary}
@@ -934,6 +948,33 @@ func (tr *turnReader) state(ctx context.Context, seq uint64, st *demiurge.StateV
 		out = append(out, end)
 	}
 	return out
+}
+
+// endFrom sets the turn's outcome (and its finish and summary) from the
+// entries st keeps of it: its last error, stop or done entry.
+func (tr *turnReader) endFrom(st *demiurge.StateView) {
+	for _, e := range st.Entries {
+		if e.RequestID != tr.id {
+			continue
+		}
+		switch e.Kind {
+		case demiurge.EntryError:
+			tr.outcome = OutcomeFailed
+		case demiurge.EntryStop:
+			if tr.outcome != OutcomeFailed {
+				tr.outcome = OutcomeStopped
+			}
+		case demiurge.EntryDone:
+			status := deref(e.Status)
+			tr.summary, tr.finish = e.Text, status
+			if tr.outcome != OutcomeFailed {
+				tr.outcome = OutcomeAnswer
+				if status == "length" || status == "content_filter" || strings.HasPrefix(status, "incomplete") {
+					tr.outcome = OutcomeCut
+				}
+			}
+		}
+	}
 }
 
 func usageDiff(a, b demiurge.TokenUsage) Usage {

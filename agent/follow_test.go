@@ -382,3 +382,53 @@ func TestApprovalAskedOnceWhenWorldRunsAhead(t *testing.T) {
 		}
 	})
 }
+
+// TestFollowTurnEndingAsItBegins: a resumed turn that ends between the
+// moment Follow registers and the moment it reads the chat's state ends
+// the stream with the turn's own outcome, not "failed" (its end was in
+// the state Follow started from, not among the entries it read).
+func TestFollowTurnEndingAsItBegins(t *testing.T) {
+	call := llmtest.Turn{Calls: []llmtest.Call{{Name: "introspect_journal_head", Arguments: `{}`, CallID: "call_h"}}}
+	hold := make(chan struct{})
+	defer close(hold)
+	lost := llmtest.Turn{Text: "the head", Hold: hold} // never answered: the process stops first
+	release := make(chan struct{})
+	late := llmtest.Turn{Text: "the head", Hold: release}
+	srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{call, lost, late}})
+	t.Cleanup(srv.Close)
+	opts := []agent.Option{env("OPENAI_API_KEY", "sk-test", "OPENAI_BASE_URL", srv.URL),
+		agent.WithModel(agent.Model{Name: "gpt-test"}), agent.WithDir(filepath.Join(t.TempDir(), "store"))}
+	w1, err := agent.Open(t.Context(), manifest, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for e, err := range w1.Chat("c").Send(t.Context(), "the head?") {
+		if err != nil {
+			break // the world closed
+		}
+		if tf, ok := e.(agent.ToolCallFinished); ok && tf.CallID == "call_h" {
+			for srv.Remaining() > 1 {
+				time.Sleep(5 * time.Millisecond)
+			}
+			w1.Close()
+		}
+	}
+	w1.Close()
+	w2, err := agent.Open(t.Context(), manifest, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Close()
+	agent.SetRegisteredHook(t.Cleanup, func(c *agent.Chat) {
+		close(release) // the answer comes, and the turn ends, before Follow reads the state
+		for st, ok := c.State(); !ok || st.Turn != nil; st, ok = c.State() {
+			time.Sleep(2 * time.Millisecond)
+		}
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	lines, got := collect(t, w2.Chat("c").Follow(ctx))
+	if got.Outcome != agent.OutcomeAnswer || got.RequestID != 1 {
+		t.Errorf("Follow ended with %+v; want turn 1's answer\n%s", got, strings.Join(lines, "\n"))
+	}
+}
