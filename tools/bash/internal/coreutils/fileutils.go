@@ -1139,7 +1139,11 @@ func (c *cmd) statFormat(format, name string, info *vfs.Info) string {
 		case 'N':
 			v = "'" + name + "'"
 		case 's':
-			v = strconv.FormatInt(info.Size(), 10)
+			size := info.Size()
+			if info.IsDir() {
+				size = 4096 // as ls -l shows it, and ext4 reports it
+			}
+			v = strconv.FormatInt(size, 10)
 		case 'b':
 			v = strconv.FormatInt(diskBlocks(info)*2, 10)
 		case 'B':

@@ -366,10 +366,15 @@ func parseSed(script string, ere bool) ([]*sedCommand, error) {
 		case 'a', 'i', 'c':
 			p.skip(" \t")
 			if p.peek() == '\\' {
+				// "a\" then the text on the next line, or (GNU) on this
+				// one: either way its leading blanks are kept.
 				p.i++
-				p.skip(" \t")
-				if p.peek() == '\n' {
-					p.i++
+				j := p.i
+				for j < len(p.s) && (p.s[j] == ' ' || p.s[j] == '\t') {
+					j++
+				}
+				if j < len(p.s) && p.s[j] == '\n' {
+					p.i = j + 1
 				}
 			}
 			// The text runs to the end of the line; a line ending in a
