@@ -32,7 +32,6 @@ var corpusKnownDiffs = map[string]string{
 	"json-keys-unsorted":  "gojq keeps no key order, so keys_unsorted is keys (sorted)",
 	"trap-function":       "mktemp's names are random in bash, drawn from a counter in the sandbox",
 	"json-error":          "jq 1.6 exits 4 on a parse error (jq 1.7 and the sandbox exit 2)",
-	"sed-trailing-space":  "cat -A is not a sandbox utility (the script falls back to od, bash does not)",
 	"cp-preserve-content": "diff -r (directories) is not supported; the script falls back to cmp",
 	"special-vars":        "$0 is how bash was started (/bin/bash in this test); the sandbox's is bash",
 	"arith-div-zero":      "mvdan.cc/sh expands $((1/0)) to nothing and goes on with status 0; bash stops the script with status 1",

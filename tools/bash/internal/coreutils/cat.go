@@ -9,11 +9,23 @@ import (
 
 // catCmd copies stdin to stdout: cat [-n] [-]...
 func catCmd(c *cmd, args []string) int {
-	number := false
+	var number, ends, tabs, nonPrinting bool
 	if st, ok := c.stdinFlags(args, "", 2, func(f, _ string) error {
 		switch f {
 		case "-n", "--number":
 			number = true
+		case "-E", "--show-ends":
+			ends = true
+		case "-T", "--show-tabs":
+			tabs = true
+		case "-v", "--show-nonprinting":
+			nonPrinting = true
+		case "-A", "--show-all":
+			ends, tabs, nonPrinting = true, true, true
+		case "-e":
+			ends, nonPrinting = true, true
+		case "-t":
+			tabs, nonPrinting = true, true
 		case "-u":
 		default:
 			return errUnknownFlag
@@ -22,14 +34,23 @@ func catCmd(c *cmd, args []string) int {
 	}); !ok {
 		return st
 	}
-	if !number {
+	if !number && !ends && !tabs && !nonPrinting {
 		return c.copyStdin(0)
 	}
 	n := 0
 	err := c.eachLine(func(l string, noNL bool) bool {
 		n++
-		fmt.Fprintf(c.out, "%6d\t%s", n, l)
+		if number {
+			fmt.Fprintf(c.out, "%6d\t", n)
+		}
+		if tabs || nonPrinting {
+			l = showChars(l, tabs, nonPrinting)
+		}
+		c.out.WriteString(l)
 		if !noNL {
+			if ends {
+				c.out.WriteByte('$')
+			}
 			c.out.WriteByte('\n')
 		}
 		return true
@@ -186,4 +207,40 @@ func nlCmd(c *cmd, args []string) int {
 		return c.readErr(err)
 	}
 	return c.done(0)
+}
+
+// showChars writes l as cat -T and -v show it: tabs as ^I (tabs), other
+// control characters as ^X, DEL as ^?, and bytes above 127 as M- and the
+// low byte's form (nonPrinting).
+func showChars(l string, tabs, nonPrinting bool) string {
+	var b strings.Builder
+	for i := 0; i < len(l); i++ {
+		ch := l[i]
+		switch {
+		case ch == '\t':
+			if tabs {
+				b.WriteString("^I")
+			} else {
+				b.WriteByte(ch)
+			}
+			continue
+		case !nonPrinting:
+			b.WriteByte(ch)
+			continue
+		}
+		if ch >= 128 {
+			b.WriteString("M-")
+			ch -= 128
+		}
+		switch {
+		case ch < 32:
+			b.WriteByte('^')
+			b.WriteByte(ch + 64)
+		case ch == 127:
+			b.WriteString("^?")
+		default:
+			b.WriteByte(ch)
+		}
+	}
+	return b.String()
 }

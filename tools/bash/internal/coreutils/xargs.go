@@ -10,8 +10,8 @@ import (
 const maxXargsRuns = 100000
 
 // xargsCmd builds command lines from stdin and runs them in the sandbox:
-// xargs [-n N] [-I REPL] [-0] [-d DELIM] [-r] [COMMAND [ARG...]]. The
-// default command is echo. Exit status 123 when a command failed, 127 when
+// xargs [-n N] [-L N] [-I REPL] [-0] [-d DELIM] [-r] [-P N] [COMMAND
+// [ARG...]]; -P's commands run one at a time. The default command is echo. Exit status 123 when a command failed, 127 when
 // it does not exist.
 func xargsCmd(c *cmd, args []string) int {
 	ctx := c.ctx
@@ -56,6 +56,21 @@ func xargsCmd(c *cmd, args []string) int {
 				return c.errf(1, "invalid number for -n option")
 			}
 			maxArgs = n
+		case strings.HasPrefix(a, "-P") || strings.HasPrefix(a, "--max-procs"):
+			// The commands run one after the other here: parallelism
+			// changes no result a script can rely on, only the order of
+			// interleaved output.
+			flag := "-P"
+			if strings.HasPrefix(a, "--max-procs") {
+				flag = "--max-procs="
+				if a == "--max-procs" {
+					flag = a
+				}
+			}
+			v, ok := val(flag)
+			if n, err := strconv.Atoi(v); !ok || err != nil || n < 0 {
+				return c.errf(1, "invalid number for -P option")
+			}
 		case strings.HasPrefix(a, "-L"):
 			v, ok := val("-L")
 			n, err := strconv.Atoi(v)
