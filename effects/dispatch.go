@@ -181,7 +181,8 @@ func NewDispatcher(cat *schema.Catalog, store cas.Store, adapters map[string]Ada
 }
 
 // Cancel stops the runs of intent h: a run in flight has its context
-// cancelled and its receipt dropped, one not started yet never starts.
+// cancelled and its receipt dropped, one not started yet never starts
+// (until h is dispatched again).
 // It is for an intent the world has answered itself (an abandoned one,
 // see world.Options.Abandoned), whose own receipt nobody waits for.
 func (d *Dispatcher) Cancel(h cas.Ref) {
@@ -251,6 +252,7 @@ func (d *Dispatcher) Dispatch(in *Intent) {
 	}
 	d.attempts[in.Hash]++
 	attempt := d.attempts[in.Hash]
+	delete(d.cancelled, in.Hash) // wanted again: the same intent emitted anew
 	d.wg.Add(1)
 	d.mu.Unlock()
 	select {

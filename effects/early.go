@@ -109,6 +109,7 @@ func (d *Dispatcher) DispatchEarly(in *Intent, pending cas.Getter) (committed fu
 	}
 	d.attempts[in.Hash]++
 	attempt := d.attempts[in.Hash]
+	delete(d.cancelled, in.Hash) // wanted again: the same intent emitted anew
 	d.wg.Add(1)
 	d.mu.Unlock()
 	ctx, committed := EarlyContext(d.ctx)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,7 +42,9 @@ func IsURL(s string) bool {
 // for messages and logs; if s does not parse as a URL, a placeholder.
 func Redact(s string) string {
 	u, err := url.Parse(s)
-	if err != nil || u.Host == "" && u.Path == "" {
+	if err != nil || !IsURL(s) || u.Host == "" && u.Path == "" {
+		// A keyword/value string ("host=h password=pw") is no URL: its
+		// password would show as it is.
 		return "postgres://…"
 	}
 	if _, has := u.User.Password(); has {
@@ -148,7 +151,7 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Store, error) {
 		if errors.As(err, &pce) && pce.Unwrap() != nil {
 			err = pce.Unwrap()
 		}
-		return nil, scrub(fmt.Errorf("pgstore: store URL %s does not parse: %w", name, err), secret)
+		return nil, scrub(fmt.Errorf("pgstore: store URL %s does not parse: %w", name, err), secret, name)
 	}
 	if secret == "" {
 		secret = cfg.ConnConfig.Password
@@ -166,7 +169,7 @@ func Open(ctx context.Context, rawURL string, opts *Options) (*Store, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, scrub(fmt.Errorf("pgstore: open %s: %w", name, err), secret)
+		return nil, scrub(fmt.Errorf("pgstore: open %s: %w", name, err), secret, name)
 	}
 	s := &Store{pool: pool, name: name, secret: secret, readOnly: o.ReadOnly}
 	s.journal = &Journal{s: s}
@@ -191,8 +194,8 @@ func passwordOf(raw string) string {
 	return u.Query().Get("password")
 }
 
-// scrubAnywhere is the length from which a password is replaced wherever
-// it appears in a message; a shorter one is replaced only where a
+// scrubAnywhere is the length from which a password is also replaced
+// where it stands alone in a message; a shorter one only where a
 // connection string would show it (replacing every "o" of a message
 // garbles it, and which letters were replaced gives the password away).
 const scrubAnywhere = 8
@@ -200,29 +203,30 @@ const scrubAnywhere = 8
 // scrub returns err with the secret hidden where its message shows it:
 // as a URL's password (":SECRET@"), as a keyword/value setting
 // ("password=SECRET", quoted or not), percent-encoded or not, and, for a
-// secret of scrubAnywhere bytes or more, anywhere. errors.Is and As still
-// see through it.
-func scrub(err error, secret string) error {
+// secret of scrubAnywhere bytes or more that is not also a word of the
+// store's redacted name (its user, database or host: postgres as all of
+// them would blank them all, which shows the password), anywhere.
+// errors.Is and As still see through it.
+func scrub(err error, secret, name string) error {
 	if err == nil || secret == "" {
 		return err
 	}
 	msg := err.Error()
 	out := msg
 	forms := []string{secret}
-	if e := url.QueryEscape(secret); e != secret {
-		forms = append(forms, e)
-	}
-	if e := url.PathEscape(secret); e != secret && e != forms[len(forms)-1] {
-		forms = append(forms, e)
-	}
-	for _, f := range forms {
-		if len(secret) >= scrubAnywhere {
-			out = strings.ReplaceAll(out, f, "xxxxx")
-			continue
+	for _, e := range []string{url.QueryEscape(secret), url.PathEscape(secret), url.UserPassword("u", secret).String()[2:]} {
+		if e != "" && !slices.Contains(forms, e) {
+			forms = append(forms, e)
 		}
+	}
+	anywhere := len(secret) >= scrubAnywhere && !strings.Contains(name, secret)
+	for _, f := range forms {
 		out = strings.ReplaceAll(out, ":"+f+"@", ":xxxxx@")
 		for _, kw := range []string{"password=", "password='", `password="`} {
 			out = replaceAfter(out, kw+f, kw, "xxxxx")
+		}
+		if anywhere {
+			out = strings.ReplaceAll(out, f, "xxxxx")
 		}
 	}
 	if out == msg {
@@ -260,7 +264,7 @@ func (e *scrubbed) Error() string { return e.msg }
 func (e *scrubbed) Unwrap() error { return e.err }
 
 // wrap scrubs the store's password from err.
-func (s *Store) wrap(err error) error { return scrub(err, s.secret) }
+func (s *Store) wrap(err error) error { return scrub(err, s.secret, s.name) }
 
 // migrate creates or upgrades the store's tables, or checks them when
 // read-only.

@@ -120,3 +120,33 @@ func TestAbandonedIntents(t *testing.T) {
 		t.Errorf("replay: %v", err)
 	}
 }
+
+// TestAbandonedPanics: a panic in Options.Abandoned keeps the intent (and
+// the world): it runs as if the callback had said it is wanted.
+func TestAbandonedPanics(t *testing.T) {
+	ctx := t.Context()
+	cat, err := schema.Load("testdata/bench5", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int32
+	w, err := world.Open(ctx, world.Options{Name: "wf", Catalog: cat, Reducers: reducer.NewRegistry(), Storage: world.NewMemoryStorage(),
+		Adapters: map[string]effects.Adapter{"bench.noop": effects.AdapterFunc(func(ctx context.Context, c *effects.Call) effects.Receipt {
+			runs.Add(1)
+			return effects.OK("noop", schema.Record("ok", true))
+		})},
+		Abandoned: func(*world.Machine, *effects.Intent) (string, bool) { panic("a bug in the callback") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.SendJSON(ctx, "bench/StartSeq@1", []byte(`{"n": 1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WaitIdle(ctx); err != nil {
+		t.Fatalf("WaitIdle: %v", err)
+	}
+	if n := runs.Load(); n != 5 {
+		t.Errorf("the adapter ran %d times; want the plan's 5 effects", n)
+	}
+}

@@ -219,6 +219,15 @@ func (m *Machine) Pending() []*effects.Intent {
 // IsPending reports whether an intent awaits its receipt.
 func (m *Machine) IsPending(intent cas.Ref) bool { _, ok := m.pending[intent]; return ok }
 
+// pendingSeq returns the emission seq of the pending intent h.
+func (m *Machine) pendingSeq(h cas.Ref) (uint64, bool) {
+	p, ok := m.pending[h]
+	if !ok {
+		return 0, false
+	}
+	return p.seq, true
+}
+
 // RunningPlan describes a running plan instance.
 type RunningPlan struct {
 	ID   uint64 // the instance's id, unique in the world

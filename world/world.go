@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -109,8 +108,10 @@ type World struct {
 	closeOnce sync.Once
 
 	// cancelling holds the abandoned intents whose receipts are queued
-	// (see Options.Abandoned); guarded by mu.
-	cancelling map[cas.Ref]bool
+	// (see Options.Abandoned), by hash, with the emission (the machine's
+	// pending seq) abandoned: the same hash emitted again is another
+	// intent. Guarded by mu.
+	cancelling map[cas.Ref]uint64
 }
 
 // queued is an input waiting in the queue: an event sent (req) or an
@@ -187,57 +188,85 @@ func Open(ctx context.Context, opts Options) (*World, error) {
 	}
 	dopts.Deliver = w.deliver
 	w.disp = effects.NewDispatcher(opts.Catalog, opts.Storage.CAS(), opts.Adapters, nil, dopts)
-	// Recovered intents nobody wants any more are answered, not run.
+	// Recovered intents nobody wants any more are answered, not run; the
+	// answers are applied before the others go out.
 	w.mu.Lock()
 	w.abandon()
-	pending, abandoned := m.Pending(), maps.Clone(w.cancelling)
+	pending := m.Pending()
+	abandoned := len(w.cancelling) > 0
 	w.mu.Unlock()
-	for _, in := range pending {
-		if abandoned[in.Hash] {
-			continue
-		}
-		w.log.Debug("dispatching again", "kind", in.Kind, "intent", in.Hash.Short())
-		w.disp.Dispatch(in)
-	}
-	if len(abandoned) > 0 {
+	if abandoned {
 		w.run()
 		if err := w.Err(); err != nil {
 			_ = w.Close()
 			return nil, err
 		}
 	}
+	for _, in := range pending {
+		w.mu.RLock()
+		wanted := w.m.IsPending(in.Hash) && !w.abandoned(in.Hash)
+		w.mu.RUnlock()
+		if !wanted {
+			continue
+		}
+		w.log.Debug("dispatching again", "kind", in.Kind, "intent", in.Hash.Short())
+		w.disp.Dispatch(in)
+	}
 	return w, nil
+}
+
+// abandoned reports whether the pending intent h is being answered by the
+// world (abandon). The caller holds mu.
+func (w *World) abandoned(h cas.Ref) bool {
+	at, ok := w.cancelling[h]
+	if !ok {
+		return false
+	}
+	seq, pending := w.m.pendingSeq(h)
+	return pending && seq == at
+}
+
+// isAbandoned asks Options.Abandoned about in; a panic in it is logged and
+// counts as "wanted".
+func (w *World) isAbandoned(in *effects.Intent) (reason string, ok bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			w.log.Error("Options.Abandoned panicked; the intent is kept", "intent", in.Hash.Short(), "panic", p)
+			reason, ok = "", false
+		}
+	}()
+	return w.opts.Abandoned(w.m, in)
 }
 
 // abandon queues the world's receipt for each pending intent that
 // Options.Abandoned says nobody wants any more, and cancels its runs. The
 // caller holds mu.
 func (w *World) abandon() {
+	for h := range w.cancelling { // answered meanwhile, or emitted again
+		if !w.abandoned(h) {
+			delete(w.cancelling, h)
+		}
+	}
 	if w.opts.Abandoned == nil || len(w.m.pending) == 0 {
 		return
 	}
 	var cs []queued
 	for _, in := range w.m.Pending() {
-		if w.cancelling[in.Hash] {
+		if w.abandoned(in.Hash) {
 			continue
 		}
-		reason, ok := w.opts.Abandoned(w.m, in)
+		reason, ok := w.isAbandoned(in)
 		if !ok {
 			continue
 		}
 		if w.cancelling == nil {
-			w.cancelling = map[cas.Ref]bool{}
+			w.cancelling = map[cas.Ref]uint64{}
 		}
-		w.cancelling[in.Hash] = true
+		w.cancelling[in.Hash], _ = w.m.pendingSeq(in.Hash)
 		w.log.Debug("cancelling an abandoned intent", "kind", in.Kind, "intent", in.Hash.Short(), "reason", reason)
 		cs = append(cs, queued{c: effects.Completion{Intent: in, Receipt: effects.Errorf("world", "cancelled: %s", reason)}})
 		if w.disp != nil {
 			w.disp.Cancel(in.Hash)
-		}
-	}
-	for h := range w.cancelling {
-		if !w.m.IsPending(h) {
-			delete(w.cancelling, h)
 		}
 	}
 	if len(cs) > 0 {
@@ -428,16 +457,17 @@ func (w *World) applyBatch(ctx context.Context, ins []*Input, extraBlobs [][]byt
 		}
 		w.opts.OnCommit(recs)
 	}
+	// The batch may have ended what some intents were for, its own among
+	// them: those are answered, not run (the receipts abandon queues are
+	// applied by the loop that applies the queue). Before the early ones
+	// are released: an abandoned model call is cancelled before it sends.
+	w.abandon()
 	// The batch's effects go out once OnCommit has seen its records, those
 	// started early as the others.
 	release(true)
-	// The batch may have ended what some intents were for, its own among
-	// them: those are answered, not run (the receipts abandon queues are
-	// applied by the loop that applies the queue).
-	w.abandon()
 	if w.disp != nil {
 		for _, intent := range dispatch {
-			if !w.cancelling[intent.Hash] {
+			if !w.abandoned(intent.Hash) {
 				w.disp.Dispatch(intent)
 			}
 		}

@@ -218,13 +218,30 @@ func (c *cmd) stopped() bool {
 // command stops as a writer killed by SIGPIPE would, instead of computing
 // output nobody reads.
 type pipeWriter struct {
-	w      io.Writer
-	broken bool
+	w       io.Writer
+	broken  bool
+	gone    bool  // the reader went away; writes are absorbed up to pipeBuffer
+	written int64 // bytes the command wrote
 }
 
+// Write writes b, or, once the reader is gone, absorbs what a pipe's
+// buffer would have taken before the writer blocked and was killed by
+// SIGPIPE; past that it fails and the command stops.
 func (p *pipeWriter) Write(b []byte) (int, error) {
+	p.written += int64(len(b))
+	if p.gone {
+		if p.written <= pipeBuffer {
+			return len(b), nil
+		}
+		p.broken = true
+		return 0, io.ErrClosedPipe
+	}
 	n, err := p.w.Write(b)
 	if err != nil && (errors.Is(err, io.ErrClosedPipe) || errors.Is(err, syscall.EPIPE)) {
+		p.gone = true
+		if p.written <= pipeBuffer {
+			return len(b), nil
+		}
 		p.broken = true
 	}
 	return n, err
@@ -233,6 +250,16 @@ func (p *pipeWriter) Write(b []byte) (int, error) {
 // exitBrokenPipe is the status of a command whose reader went away:
 // 128 + SIGPIPE, as bash reports a writer the signal killed.
 const exitBrokenPipe = 141
+
+// pipeBuffer is what a Linux pipe holds: a writer whose whole output
+// fits in it finishes before its reader goes away, and exits 0, in bash.
+const pipeBuffer = 64 << 10
+
+// brokenStatus is the status of a command that stopped because its reader
+// went away: exitBrokenPipe. (One whose whole output fit in the buffer
+// never sees its reader gone, and ends as it would have: "set -o pipefail;
+// seq 3000 | head -1" is 0 as in bash, "seq 100000 | head -1" 141.)
+func (p *pipeWriter) brokenStatus() int { return exitBrokenPipe }
 
 // errInputTooLarge is returned by a limitedReader past its bound.
 var errInputTooLarge = errors.New("input too large")
@@ -313,7 +340,7 @@ func (c *cmd) errf(status int, format string, args ...any) int {
 		return status
 	}
 	if c.stdout.broken {
-		return exitBrokenPipe // nothing to say: the reader is gone
+		return c.stdout.brokenStatus() // nothing to say: the reader is gone
 	}
 	fmt.Fprintf(c.env.Stderr, c.name+": "+format+"\n", args...)
 	return status
@@ -335,6 +362,9 @@ func (c *cmd) readErr(err error) int {
 func (c *cmd) done(status int) int {
 	if err := c.out.Flush(); err != nil && status == 0 {
 		status = 1
+	}
+	if c.stdout.broken {
+		return c.stdout.brokenStatus()
 	}
 	return max(status, c.failed)
 }

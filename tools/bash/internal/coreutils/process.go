@@ -154,8 +154,7 @@ func yesCmd(c *cmd, args []string) int {
 	}
 	for i := 0; ; i++ {
 		if _, err := c.out.WriteString(line); err != nil || (i&255 == 255 && c.stopped()) {
-			c.out.Flush()
-			return 0 // SIGPIPE-like: the reader is gone or the bound reached
+			return c.done(0) // the reader is gone (141, as SIGPIPE) or the bound reached
 		}
 	}
 }

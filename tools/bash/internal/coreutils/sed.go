@@ -986,7 +986,11 @@ func (r *sedRun) run() (code int, quit bool) {
 						r.lastRE = re
 					}
 					var did bool
-					ps, did = substitute(cmd, re, ps)
+					var tooLarge bool
+					ps, did, tooLarge = substitute(cmd, re, ps)
+					if tooLarge {
+						return sedTooLarge, true
+					}
 					if did {
 						subst = true
 						if cmd.print {
@@ -1062,14 +1066,15 @@ func sedList(s string) string {
 	return b.String() + "$"
 }
 
-func substitute(cmd *sedCommand, re *regexp.Regexp, line string) (string, bool) {
+// substitute applies an s command to line; tooLarge reports a result
+// that would pass maxSedSpace (nothing past it is built).
+func substitute(cmd *sedCommand, re *regexp.Regexp, line string) (out string, did, tooLarge bool) {
 	locs := re.FindAllStringSubmatchIndex(line, -1)
 	if len(locs) == 0 {
-		return line, false
+		return line, false, false
 	}
 	var b strings.Builder
 	prev := 0
-	did := false
 	for i, loc := range locs {
 		nth := i + 1
 		if cmd.nth > 0 && (nth < cmd.nth || (!cmd.global && nth > cmd.nth)) {
@@ -1082,9 +1087,12 @@ func substitute(cmd *sedCommand, re *regexp.Regexp, line string) (string, bool) 
 		expandRepl(&b, cmd.repl, line, loc)
 		prev = loc[1]
 		did = true
+		if b.Len()+len(cmd.repl) > maxSedSpace {
+			return "", false, true
+		}
 	}
 	b.WriteString(line[prev:])
-	return b.String(), did
+	return b.String(), did, false
 }
 
 // expandRepl writes a replacement: & the match, \1-\9 groups, \n \t, and
@@ -1093,6 +1101,9 @@ func expandRepl(b *strings.Builder, repl, line string, loc []int) {
 	mode := byte(0) // 'U', 'L' or 0
 	once := byte(0) // 'u', 'l' or 0
 	put := func(s string) {
+		if b.Len()+len(s) > maxSedSpace {
+			return // substitute sees the bound passed; nothing more is built
+		}
 		for _, r := range s {
 			switch {
 			case once == 'u':
