@@ -258,7 +258,8 @@ const pipeBuffer = 64 << 10
 // brokenStatus is the status of a command that stopped because its reader
 // went away: exitBrokenPipe. (One whose whole output fit in the buffer
 // never sees its reader gone, and ends as it would have: "set -o pipefail;
-// seq 3000 | head -1" is 0 as in bash, "seq 100000 | head -1" 141.)
+// seq 3000 | head -1" is 0, as bash gives when seq wrote it all before
+// head ended, and "seq 100000 | head -1" 141, as bash gives always.)
 func (p *pipeWriter) brokenStatus() int { return exitBrokenPipe }
 
 // errInputTooLarge is returned by a limitedReader past its bound.
