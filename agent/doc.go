@@ -6,9 +6,11 @@
 // # Opening a world
 //
 // An agent world is one whose AIR has the chat module demiurge/Chat@2
-// (examples/demiurge is one; copy it and add your own defs). Open loads the
-// AIR, opens or creates the world in its store, starts the MCP servers the
-// manifest declares, and returns a World; Close stops it:
+// (examples/demiurge is one; copy it and add your own defs). The manifest
+// is a path, relative to the working directory: a program outside this
+// repository passes the path of its copy. Open loads the AIR, opens or
+// creates the world in its store, starts the MCP servers the manifest
+// declares, and returns a World; Close stops it:
 //
 //	w, err := agent.Open(ctx, "examples/demiurge",
 //		agent.WithDir(".demiurge"),                         // a store on disk; default: memory
