@@ -90,18 +90,8 @@ func (ex *execution) stat(ctx context.Context, name string, followSymlinks bool)
 	if err != nil {
 		return nil, err
 	}
-	if info.IsDir() {
-		return dirInfo{info}, nil
-	}
 	return info, nil
 }
-
-// dirInfo is a directory as the shell's tests see it: the size of one
-// block, as ext4 reports a directory's, so that [ -s DIR ] is true as in
-// bash (ls, stat and du report directories so too).
-type dirInfo struct{ fs.FileInfo }
-
-func (dirInfo) Size() int64 { return 4096 }
 
 // access answers test -r/-w/-x and cd: what exists is readable, what is
 // under /workspace or /tmp (and /dev/null) writable, and directories and

@@ -466,7 +466,11 @@ type Info struct {
 // Name returns the entry's base name.
 func (i *Info) Name() string { return i.name }
 
-// Size returns a file's length (0 for a directory).
+// DirSize is the size a directory reports: one block, as ext4 gives it
+// (ls -l, stat, du, find and test -s see what they see in bash).
+const DirSize = 4096
+
+// Size returns a file's length, DirSize for a directory.
 func (i *Info) Size() int64 { return i.size }
 
 // Mode returns the entry's type and permission bits.
@@ -486,6 +490,7 @@ func info(name string, n *node) *Info {
 	switch {
 	case n.dir:
 		i.mode |= fs.ModeDir
+		i.size = DirSize
 	case n.dev != devNone:
 		i.mode |= fs.ModeDevice | fs.ModeCharDevice
 	default:

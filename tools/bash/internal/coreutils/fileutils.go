@@ -239,9 +239,6 @@ func (c *cmd) lsPrint(o *lsOpts, es []lsEntry, dir bool) {
 
 func (c *cmd) lsSize(o *lsOpts, i *vfs.Info) string {
 	size := i.Size()
-	if i.IsDir() {
-		size = 4096
-	}
 	if o.human {
 		return humanSize(size)
 	}
@@ -266,9 +263,6 @@ func (c *cmd) now() time.Time {
 // diskBlocks is the disk use of an entry in 1 KiB blocks, as a file
 // system of 4 KiB blocks reports it.
 func diskBlocks(i *vfs.Info) int64 {
-	if i.IsDir() {
-		return 4
-	}
 	return (i.Size() + 4095) / 4096 * 4
 }
 
@@ -1139,11 +1133,7 @@ func (c *cmd) statFormat(format, name string, info *vfs.Info) string {
 		case 'N':
 			v = "'" + name + "'"
 		case 's':
-			size := info.Size()
-			if info.IsDir() {
-				size = 4096 // as ls -l shows it, and ext4 reports it
-			}
-			v = strconv.FormatInt(size, 10)
+			v = strconv.FormatInt(info.Size(), 10)
 		case 'b':
 			v = strconv.FormatInt(diskBlocks(info)*2, 10)
 		case 'B':
@@ -1270,9 +1260,6 @@ func duCmd(c *cmd, args []string) int {
 	}
 	size := func(i *vfs.Info) int64 {
 		if apparent {
-			if i.IsDir() {
-				return 4096
-			}
 			return i.Size()
 		}
 		return diskBlocks(i)

@@ -440,11 +440,7 @@ func (st *findState) parsePrimary() (findExpr, error) {
 			return nil, err
 		}
 		return func(e *findEntry) bool {
-			size := e.info.Size()
-			if e.info.IsDir() {
-				size = 4096
-			}
-			return test((size + unit - 1) / unit)
+			return test((e.info.Size() + unit - 1) / unit)
 		}, nil
 	case "-mtime", "-mmin", "-atime", "-amin", "-ctime", "-cmin":
 		v, err := st.arg(name)
