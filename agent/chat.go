@@ -904,24 +904,13 @@ func (tr *turnReader) state(ctx context.Context, seq uint64, st *demiurge.StateV
 		case demiurge.EntryCompact:
 			out = append(out, Compacted{Seq: seq, Text: e.Text, Ref: e.Ref})
 		case demiurge.EntryStop:
-			if tr.outcome != OutcomeFailed {
-				tr.outcome = OutcomeStopped
-			}
+			tr.noteEnd(e)
 			out = append(out, GuardStop{Seq: seq, Reason: e.Text})
 		case demiurge.EntryError:
-			tr.outcome = OutcomeFailed
+			tr.noteEnd(e)
 			out = append(out, TurnError{Seq: seq, Text: e.Text})
 		case demiurge.EntryDone:
-			tr.summary = e.Text
-			tr.finish = status
-			if tr.outcome != OutcomeFailed {
-				switch {
-				case status == "length" || status == "content_filter" || strings.HasPrefix(status, "incomplete"):
-					tr.outcome = OutcomeCut
-				default:
-					tr.outcome = OutcomeAnswer
-				}
-			}
+			tr.noteEnd(e)
 		}
 	}
 	tr.awaiting = awaitingOf(st, tr.id)
@@ -951,27 +940,34 @@ func (tr *turnReader) state(ctx context.Context, seq uint64, st *demiurge.StateV
 }
 
 // endFrom sets the turn's outcome (and its finish and summary) from the
-// entries st keeps of it: its last error, stop or done entry.
+// entries st keeps of it: its error, stop and done entries.
 func (tr *turnReader) endFrom(st *demiurge.StateView) {
 	for _, e := range st.Entries {
-		if e.RequestID != tr.id {
-			continue
+		if e.RequestID == tr.id {
+			tr.noteEnd(e)
 		}
-		switch e.Kind {
-		case demiurge.EntryError:
-			tr.outcome = OutcomeFailed
-		case demiurge.EntryStop:
-			if tr.outcome != OutcomeFailed {
-				tr.outcome = OutcomeStopped
-			}
-		case demiurge.EntryDone:
-			status := deref(e.Status)
-			tr.summary, tr.finish = e.Text, status
-			if tr.outcome != OutcomeFailed {
-				tr.outcome = OutcomeAnswer
-				if status == "length" || status == "content_filter" || strings.HasPrefix(status, "incomplete") {
-					tr.outcome = OutcomeCut
-				}
+	}
+}
+
+// noteEnd takes what an error, stop or done entry of the turn says of how
+// it ends: an error makes it failed whatever comes after; a stop, stopped;
+// a done entry, an answer (cut when its finish says so), with its summary
+// and finish.
+func (tr *turnReader) noteEnd(e demiurge.Entry) {
+	switch e.Kind {
+	case demiurge.EntryError:
+		tr.outcome = OutcomeFailed
+	case demiurge.EntryStop:
+		if tr.outcome != OutcomeFailed {
+			tr.outcome = OutcomeStopped
+		}
+	case demiurge.EntryDone:
+		status := deref(e.Status)
+		tr.summary, tr.finish = e.Text, status
+		if tr.outcome != OutcomeFailed {
+			tr.outcome = OutcomeAnswer
+			if status == "length" || status == "content_filter" || strings.HasPrefix(status, "incomplete") {
+				tr.outcome = OutcomeCut
 			}
 		}
 	}

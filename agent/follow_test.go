@@ -201,32 +201,7 @@ func TestFollowUsageAfterRestart(t *testing.T) {
 	t.Cleanup(srv.Close)
 	dir := filepath.Join(t.TempDir(), "store")
 	opts := []agent.Option{env("OPENAI_API_KEY", "sk-test", "OPENAI_BASE_URL", srv.URL), model, agent.WithDir(dir)}
-	w1, err := agent.Open(t.Context(), manifest, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for e, err := range w1.Chat("c").Send(t.Context(), "the head?") {
-		if err != nil {
-			break // the world closed
-		}
-		if tf, ok := e.(agent.ToolCallFinished); ok && tf.CallID == "call_h" {
-			// The next model call is asked for in this step: stop the
-			// process while it is in flight.
-			for srv.Remaining() > 1 {
-				time.Sleep(5 * time.Millisecond)
-			}
-			if err := w1.Close(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	w1.Close()
-
-	w2, err := agent.Open(t.Context(), manifest, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w2.Close()
+	w2 := reopenMidCall(t, srv, opts)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	agent.SetTurnStartedHook(t.Cleanup, func(*agent.Chat) { releaseOnce.Do(func() { close(release) }) })
@@ -398,27 +373,7 @@ func TestFollowTurnEndingAsItBegins(t *testing.T) {
 	t.Cleanup(srv.Close)
 	opts := []agent.Option{env("OPENAI_API_KEY", "sk-test", "OPENAI_BASE_URL", srv.URL),
 		agent.WithModel(agent.Model{Name: "gpt-test"}), agent.WithDir(filepath.Join(t.TempDir(), "store"))}
-	w1, err := agent.Open(t.Context(), manifest, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for e, err := range w1.Chat("c").Send(t.Context(), "the head?") {
-		if err != nil {
-			break // the world closed
-		}
-		if tf, ok := e.(agent.ToolCallFinished); ok && tf.CallID == "call_h" {
-			for srv.Remaining() > 1 {
-				time.Sleep(5 * time.Millisecond)
-			}
-			w1.Close()
-		}
-	}
-	w1.Close()
-	w2, err := agent.Open(t.Context(), manifest, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w2.Close()
+	w2 := reopenMidCall(t, srv, opts)
 	agent.SetRegisteredHook(t.Cleanup, func(c *agent.Chat) {
 		close(release) // the answer comes, and the turn ends, before Follow reads the state
 		for st, ok := c.State(); !ok || st.Turn != nil; st, ok = c.State() {
@@ -431,4 +386,37 @@ func TestFollowTurnEndingAsItBegins(t *testing.T) {
 	if got.Outcome != agent.OutcomeAnswer || got.RequestID != 1 {
 		t.Errorf("Follow ended with %+v; want turn 1's answer\n%s", got, strings.Join(lines, "\n"))
 	}
+}
+
+// reopenMidCall sends "the head?" to chat c of a world opened with opts,
+// whose model (srv) first calls the tool as call_h: once that call has
+// finished and the next model call is in flight (srv has one turn left),
+// the world is closed, as a process that stops; the world is opened again
+// (it resumes the turn) and returned, closed when the test ends.
+func reopenMidCall(t *testing.T, srv *llmtest.Server, opts []agent.Option) *agent.World {
+	t.Helper()
+	w1, err := agent.Open(t.Context(), manifest, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for e, err := range w1.Chat("c").Send(t.Context(), "the head?") {
+		if err != nil {
+			break // the world closed
+		}
+		if tf, ok := e.(agent.ToolCallFinished); ok && tf.CallID == "call_h" {
+			for srv.Remaining() > 1 {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if err := w1.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	w1.Close()
+	w2, err := agent.Open(t.Context(), manifest, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w2.Close() })
+	return w2
 }

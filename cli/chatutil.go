@@ -3,6 +3,8 @@ package cli
 import (
 	"strings"
 
+	"mvdan.cc/sh/v3/syntax"
+
 	"github.com/demiurge-dev/demiurge/agent"
 )
 
@@ -79,14 +81,12 @@ func argsText(s string) string {
 	return b.String()
 }
 
-// shellQuote returns s as one word of a POSIX shell command line: as it
-// is when it holds only characters no shell treats specially, else in
-// single quotes.
+// shellQuote returns s as one word of a POSIX shell command line, quoted
+// only where it must be; s as it is if it cannot be quoted.
 func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@+,%", r))
-	}) < 0 {
+	q, err := syntax.Quote(s, syntax.LangPOSIX)
+	if err != nil {
 		return s
 	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return q
 }

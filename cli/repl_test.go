@@ -84,6 +84,17 @@ func (tm *terminal) expect(mark int, re string) int {
 	return 0
 }
 
+// quit types Ctrl-D and waits for run to exit.
+func (tm *terminal) quit() {
+	tm.t.Helper()
+	tm.typ("\x04")
+	select {
+	case <-tm.done:
+	case <-time.After(20 * time.Second):
+		tm.t.Fatal("run did not exit after Ctrl-D")
+	}
+}
+
 func (tm *terminal) typ(s string) {
 	tm.t.Helper()
 	if _, err := tm.pty.WriteString(s); err != nil {
@@ -209,12 +220,7 @@ func TestREPLApproval(t *testing.T) {
 	m = tm.expect(m, `denied by the user: keep it`)
 	m = tm.expect(m, `left it`)
 	tm.expect(m, `> `)
-	tm.typ("\x04")
-	select {
-	case <-tm.done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("run did not exit after Ctrl-D")
-	}
+	tm.quit()
 	tm.mu.Lock()
 	out := tm.out.String()
 	tm.mu.Unlock()
@@ -247,12 +253,7 @@ func TestREPLApprovalInterrupted(t *testing.T) {
 	tm.typ("again\r")
 	m = tm.expect(m, `next answer`)
 	tm.expect(m, `> `)
-	tm.typ("\x04")
-	select {
-	case <-tm.done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("run did not exit after Ctrl-D")
-	}
+	tm.quit()
 }
 
 // TestREPLApprovalTimeout: a question nobody answers at the terminal ends
@@ -273,12 +274,7 @@ func TestREPLApprovalTimeout(t *testing.T) {
 	m = tm.expect(m, `workspace_write timed out, denied: no decision within 1s`)
 	m = tm.expect(m, `nobody answered`)
 	tm.expect(m, `> `)
-	tm.typ("\x04")
-	select {
-	case <-tm.done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("run did not exit after Ctrl-D")
-	}
+	tm.quit()
 }
 
 // TestREPLStopToolRun: Ctrl-C while a tool runs stops the turn (the call
@@ -302,12 +298,7 @@ func TestREPLStopToolRun(t *testing.T) {
 	tm.typ("again\r")
 	m = tm.expect(m, `next answer`)
 	tm.expect(m, `> `)
-	tm.typ("\x04")
-	select {
-	case <-tm.done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("run did not exit after Ctrl-D")
-	}
+	tm.quit()
 }
 
 // TestApprovalAcrossKill: a call that waits for approval survives the

@@ -16,6 +16,7 @@ import (
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/internal/store"
 	"github.com/demiurge-dev/demiurge/journal"
+	"github.com/demiurge-dev/demiurge/pgstore"
 	"github.com/demiurge-dev/demiurge/replay"
 	"github.com/demiurge-dev/demiurge/world"
 )
@@ -428,9 +429,9 @@ func groupRunE(cmd *cobra.Command, args []string) error {
 }
 
 // notWritten explains a store.ErrNotExist: nothing has written the store
-// yet (a PostgreSQL store's error says so already).
+// yet (a PostgreSQL store's error, pgstore.ErrNoStore, says so already).
 func notWritten(err error) error {
-	if strings.Contains(err.Error(), "nothing has written it yet") {
+	if errors.Is(err, pgstore.ErrNoStore) {
 		return fmt.Errorf("%w; pick another with --store or $%s", err, storeEnv)
 	}
 	return fmt.Errorf("%w (nothing has written it yet; pick another with --store or $%s)", err, storeEnv)

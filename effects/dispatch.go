@@ -139,12 +139,12 @@ type Dispatcher struct {
 	closed   bool
 	// running cancels the runs of an intent in flight; cancelled holds
 	// the intents Cancel named, whose runs end before they start.
-	running   map[cas.Ref][]*run
+	running   map[cas.Ref][]*inflight
 	cancelled map[cas.Ref]bool
 }
 
-// run is one run of an intent in flight, for Cancel.
-type run struct{ cancel context.CancelFunc }
+// inflight is one run of an intent in flight, for Cancel.
+type inflight struct{ cancel context.CancelFunc }
 
 // job is one run of an intent.
 type job struct {
@@ -177,7 +177,7 @@ func NewDispatcher(cat *schema.Catalog, store cas.Store, adapters map[string]Ada
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Dispatcher{cat: cat, store: store, adapters: adapters, opts: opts, out: out,
 		sem: make(chan struct{}, opts.Workers), ctx: ctx, cancel: cancel, attempts: map[cas.Ref]int{}, idle: make(chan job),
-		running: map[cas.Ref][]*run{}, cancelled: map[cas.Ref]bool{}}
+		running: map[cas.Ref][]*inflight{}, cancelled: map[cas.Ref]bool{}}
 }
 
 // Cancel stops the runs of intent h: a run in flight has its context
@@ -200,7 +200,7 @@ func (d *Dispatcher) Cancel(h cas.Ref) {
 // caller calls done when the run is over.
 func (d *Dispatcher) track(ctx context.Context, h cas.Ref) (_ context.Context, done func(), ok bool) {
 	ctx, cancel := context.WithCancel(ctx)
-	r := &run{cancel: cancel}
+	r := &inflight{cancel: cancel}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.cancelled[h] {

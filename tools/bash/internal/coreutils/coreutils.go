@@ -229,38 +229,30 @@ type pipeWriter struct {
 // SIGPIPE; past that it fails and the command stops.
 func (p *pipeWriter) Write(b []byte) (int, error) {
 	p.written += int64(len(b))
-	if p.gone {
-		if p.written <= pipeBuffer {
-			return len(b), nil
+	if !p.gone {
+		n, err := p.w.Write(b)
+		if err == nil || !errors.Is(err, io.ErrClosedPipe) && !errors.Is(err, syscall.EPIPE) {
+			return n, err
 		}
-		p.broken = true
-		return 0, io.ErrClosedPipe
-	}
-	n, err := p.w.Write(b)
-	if err != nil && (errors.Is(err, io.ErrClosedPipe) || errors.Is(err, syscall.EPIPE)) {
 		p.gone = true
-		if p.written <= pipeBuffer {
-			return len(b), nil
-		}
-		p.broken = true
 	}
-	return n, err
+	if p.written <= pipeBuffer {
+		return len(b), nil
+	}
+	p.broken = true
+	return 0, io.ErrClosedPipe
 }
 
-// exitBrokenPipe is the status of a command whose reader went away:
-// 128 + SIGPIPE, as bash reports a writer the signal killed.
+// exitBrokenPipe is the status of a command that stopped because its
+// reader went away: 128 + SIGPIPE, as bash reports a writer the signal
+// killed. One whose whole output fit in the pipe's buffer never sees its
+// reader gone and ends as it would have: "set -o pipefail; seq 3000 |
+// head -1" is 0, as bash gives when seq wrote it all before head ended,
+// and "seq 100000 | head -1" 141, as bash gives always.
 const exitBrokenPipe = 141
 
-// pipeBuffer is what a Linux pipe holds: a writer whose whole output
-// fits in it finishes before its reader goes away, and exits 0, in bash.
+// pipeBuffer is what a Linux pipe holds before its writer blocks.
 const pipeBuffer = 64 << 10
-
-// brokenStatus is the status of a command that stopped because its reader
-// went away: exitBrokenPipe. (One whose whole output fit in the buffer
-// never sees its reader gone, and ends as it would have: "set -o pipefail;
-// seq 3000 | head -1" is 0, as bash gives when seq wrote it all before
-// head ended, and "seq 100000 | head -1" 141, as bash gives always.)
-func (p *pipeWriter) brokenStatus() int { return exitBrokenPipe }
 
 // errInputTooLarge is returned by a limitedReader past its bound.
 var errInputTooLarge = errors.New("input too large")
@@ -341,7 +333,7 @@ func (c *cmd) errf(status int, format string, args ...any) int {
 		return status
 	}
 	if c.stdout.broken {
-		return c.stdout.brokenStatus() // nothing to say: the reader is gone
+		return exitBrokenPipe // nothing to say: the reader is gone
 	}
 	fmt.Fprintf(c.env.Stderr, c.name+": "+format+"\n", args...)
 	return status
@@ -365,7 +357,7 @@ func (c *cmd) done(status int) int {
 		status = 1
 	}
 	if c.stdout.broken {
-		return c.stdout.brokenStatus()
+		return exitBrokenPipe
 	}
 	return max(status, c.failed)
 }
