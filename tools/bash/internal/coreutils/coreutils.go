@@ -137,6 +137,10 @@ func init() {
 		"bc":        bcCmd,
 		"column":    columnCmd,
 		"expand":    expandCmd,
+		"tar":       tarCmd,
+		"gzip":      gzipCmd,
+		"gunzip":    gunzipCmd,
+		"zcat":      zcatCmd,
 	}
 }
 
