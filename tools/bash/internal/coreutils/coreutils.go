@@ -141,6 +141,9 @@ func init() {
 		"gzip":      gzipCmd,
 		"gunzip":    gunzipCmd,
 		"zcat":      zcatCmd,
+		"xxd":       xxdCmd,
+		"hexdump":   hexdumpCmd,
+		"hd":        hdCmd,
 	}
 }
 
