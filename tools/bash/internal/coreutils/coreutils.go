@@ -144,6 +144,7 @@ func init() {
 		"xxd":       xxdCmd,
 		"hexdump":   hexdumpCmd,
 		"hd":        hdCmd,
+		"numfmt":    numfmtCmd,
 	}
 }
 
@@ -505,6 +506,25 @@ func (fs *flagSet) finish(f string) (string, string, bool, error) {
 		return f, v, true, nil
 	}
 	return f, "", true, nil
+}
+
+// joinLongValues rewrites "--name value" as "--name=value" for the
+// named long options, which GNU's getopt_long lets take their required
+// value from the next argument.
+func joinLongValues(args []string, names ...string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		if args[i] == "--" {
+			return append(out, args[i:]...)
+		}
+		if i+1 < len(args) && slices.Contains(names, args[i]) {
+			out = append(out, args[i]+"="+args[i+1])
+			i++
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return out
 }
 
 // rest returns the operands, in order, once next has returned ok=false.
