@@ -145,6 +145,9 @@ func init() {
 		"hexdump":   hexdumpCmd,
 		"hd":        hdCmd,
 		"numfmt":    numfmtCmd,
+		"truncate":  truncateCmd,
+		"strings":   stringsCmd,
+		"unexpand":  unexpandCmd,
 	}
 }
 
