@@ -148,6 +148,7 @@ func init() {
 		"truncate":  truncateCmd,
 		"strings":   stringsCmd,
 		"unexpand":  unexpandCmd,
+		"join":      joinCmd,
 	}
 }
 
