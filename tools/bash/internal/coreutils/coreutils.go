@@ -60,6 +60,10 @@ type Env struct {
 	// Dir is the working directory relative paths are resolved against
 	// (absolute; "" is "/").
 	Dir string
+	// Random is the sandbox's entropy source, read by shuf for its seed:
+	// a deterministic stream, so that a recorded run repeats. nil means a
+	// fixed seed. Never the host's randomness.
+	Random io.Reader
 	// User and Host are what whoami and hostname print.
 	User, Host string
 }
@@ -149,6 +153,8 @@ func init() {
 		"strings":   stringsCmd,
 		"unexpand":  unexpandCmd,
 		"join":      joinCmd,
+		"split":     splitCmd,
+		"shuf":      shufCmd,
 	}
 }
 
