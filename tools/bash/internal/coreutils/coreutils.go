@@ -155,6 +155,7 @@ func init() {
 		"join":      joinCmd,
 		"split":     splitCmd,
 		"shuf":      shufCmd,
+		"file":      fileCmd,
 	}
 }
 
