@@ -156,6 +156,7 @@ func init() {
 		"split":     splitCmd,
 		"shuf":      shufCmd,
 		"file":      fileCmd,
+		"tree":      treeCmd,
 	}
 }
 
