@@ -157,6 +157,7 @@ func init() {
 		"shuf":      shufCmd,
 		"file":      fileCmd,
 		"tree":      treeCmd,
+		"rg":        rgCmd,
 	}
 }
 

@@ -16,6 +16,7 @@ type grepOpts struct {
 	ere, fixed, icase, invert, count, number, only, quiet, word, line bool
 	filesWith, filesWithout, recursive, noMessages, byteOffset        bool
 	eol                                                               byte // '\n', or NUL with -z
+	noZeroCounts                                                      bool // -c leaves out files without a match (rg)
 	withName                                                          int  // -1 -h, 0 default, 1 -H
 	maxCount                                                          int
 	before, after                                                     int
@@ -349,6 +350,7 @@ func (c *cmd) grepData(o *grepOpts, name string, data []byte) (hit, stop bool) {
 			if n == 0 {
 				c.out.WriteString(name + "\n")
 			}
+		case o.noZeroCounts && n == 0:
 		default:
 			if o.withName > 0 {
 				c.out.WriteString(name + ":")

@@ -72,6 +72,9 @@ func treeCmd(c *cmd, args []string) int {
 			continue
 		}
 		name := d
+		if len(name) > 1 {
+			name = strings.TrimRight(name, "/")
+		}
 		if o.classify && !strings.HasSuffix(name, "/") {
 			name += "/"
 		}
