@@ -210,6 +210,8 @@ func fileType(data []byte) (desc, mime, charset string) {
 		return kind + ", " + enc + " executable" + textTail(data), mt, charset
 	}
 	switch {
+	case isCSV(data):
+		return "CSV text", "text/csv", charset
 	case (strings.HasPrefix(trimmed, "{") || strings.HasPrefix(trimmed, "[")) && json.Valid(data):
 		return "JSON text data", "application/json", charset
 	case strings.HasPrefix(trimmed, "<?xml"):
@@ -254,4 +256,41 @@ func longestLine(data []byte) int {
 		n = max(n, len(l))
 	}
 	return n
+}
+
+// isCSV is libmagic's test: more than two lines (or ten) that all hold
+// the same, non-zero number of commas outside quotes.
+func isCSV(data []byte) bool {
+	nf, tf, nl := 0, 0, 0
+	for i := 0; i < len(data); i++ {
+		switch data[i] {
+		case '"':
+			for i++; i < len(data); i++ {
+				if data[i] == '"' {
+					if i+1 < len(data) && data[i+1] == '"' {
+						i++
+						continue
+					}
+					break
+				}
+			}
+		case ',':
+			nf++
+		case '\n':
+			nl++
+			if nl == 10 {
+				return tf != 0 && tf == nf
+			}
+			if tf == 0 {
+				if nf == 0 {
+					return false
+				}
+				tf = nf
+			} else if tf != nf {
+				return false
+			}
+			nf = 0
+		}
+	}
+	return tf != 0 && nl > 2
 }

@@ -232,15 +232,18 @@ func (c *cmd) numfmtLine(o *numfmtOpts, line string) (string, int, bool) {
 			b.WriteString(f.ws + f.text)
 			continue
 		}
-		if o.padding == 0 && o.formatWidth == 0 && f.ws != "" && o.delim == "" {
-			// Auto-padding: the number keeps the width of its blanks
-			// and text.
-			w := len(f.ws) + len(f.text)
-			out = strings.Repeat(" ", max(w-len(out), 0)) + out
-			b.WriteString(out)
-			continue
+		// Blanks before a field: one stays as the separator (none
+		// before the first field); with auto-padding the number takes
+		// the width the blanks and text had.
+		sepWS := ""
+		if i > 0 && f.ws != "" {
+			sepWS = f.ws[:1]
 		}
-		b.WriteString(f.ws + out)
+		if o.padding == 0 && o.formatWidth == 0 && f.ws != "" && o.delim == "" {
+			w := len(f.ws) + len(f.text) - len(sepWS)
+			out = strings.Repeat(" ", max(w-len(out), 0)) + out
+		}
+		b.WriteString(sepWS + out)
 	}
 	return b.String(), status, false
 }
@@ -393,6 +396,9 @@ func (o *numfmtOpts) convert(s string) (string, error) {
 			if _, frac, ok := strings.Cut(strings.TrimSpace(s), "."); ok && o.fromUnit == 1 && o.toUnit == 1 {
 				for prec < len(frac) && frac[prec] >= '0' && frac[prec] <= '9' {
 					prec++
+				}
+				if strings.TrimSuffix(frac[prec:], o.suffix) != "" {
+					prec = 0 // 1.5M: the unit made it an integer
 				}
 			}
 			scale := math.Pow(10, float64(prec))

@@ -156,7 +156,7 @@ func tarCmd(c *cmd, args []string) int {
 	if o.file == "" {
 		o.file = "-"
 	}
-	if (o.file != "-" || o.dir != "" || o.mode == 'x') && !c.needFS() {
+	if (o.file != "-" || o.dir != "" || o.mode != 't') && !c.needFS() {
 		return 2
 	}
 	o.verboseDest = c.out

@@ -79,9 +79,12 @@ func treeCmd(c *cmd, args []string) int {
 			name += "/"
 		}
 		c.out.WriteString(name + "\n")
-		o.dirs++
+		before := o.dirs + o.files
 		if err := c.treeDir(&o, d, c.abs(d), "", 1); err != nil {
 			return c.errf(2, "interrupted")
+		}
+		if o.dirs+o.files > before {
+			o.dirs++ // tree 2 counts the top directory only when it listed something
 		}
 	}
 	if !o.noReport {
