@@ -555,8 +555,8 @@ func TestCost(t *testing.T) {
 		micro uint64
 	}{
 		{TokenUsage{}, 0},
-		{TokenUsage{Input: 1}, 1},              // 1.25 → 1
-		{TokenUsage{Input: 2}, 3},              // 2.5 → 3 (half up)
+		{TokenUsage{Input: 1}, 1},                 // 1.25 → 1
+		{TokenUsage{Input: 2}, 3},                 // 2.5 → 3 (half up)
 		{TokenUsage{Input: 10, CacheRead: 20}, 1}, // cached capped at prompt: 10 × 0.125 = 1.25
 		{TokenUsage{Output: 1_000_000}, 10_000_000},
 		{TokenUsage{Input: 1000, CacheRead: 200, Output: 500, Reasoning: 100}, 6025},
