@@ -157,4 +157,3 @@ func TestBoltMetaRecover(t *testing.T) {
 		t.Errorf("a copy of an undamaged file was made: %v", err)
 	}
 }
-
