@@ -288,7 +288,12 @@ func missing(brief, adj string) string {
 //     outputs (which come from the recording), and the tools' outputs,
 //     in which refs (blake3:…) are not compared: a tool that reports the
 //     journal's head or a state's hash reports what the ingress stamps
-//     (the wall clock, the entropy) of this run made.
+//     (the wall clock, the entropy) of this run made. When the cassette
+//     is told this run's world (Options.World) and it is not the
+//     recording's, a JSON string in a tool output that is this world's
+//     name is read as the recording's.
+//   - A request that is the recorded one after items the recording lacks
+//     (the chat's earlier turns) is said so in a line (Mismatch.Earlier).
 //   - The tools, by name: their parameters and other fields, not their
 //     descriptions (prose that changes with the code, not the
 //     conversation).
