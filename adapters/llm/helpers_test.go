@@ -96,6 +96,5 @@ func newTestGenerator(t testing.TB, srv *llmtest.Server, edit func(*Config)) *Ge
 	return g
 }
 
-
 // cas0 is a ref for blobs that need one in error messages.
 var cas0 = cas.Sum(nil)
