@@ -2,6 +2,7 @@ package llm
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -189,4 +190,71 @@ func serverProvider(baseURL string) string {
 		return ""
 	}
 	return s.provider
+}
+
+// apiOf names the wire API of a catalog provider type.
+func apiOf(kind string) string {
+	switch kind {
+	case string(catwalk.TypeOpenAI), string(catwalk.TypeAzure):
+		return ProviderResponses
+	case string(catwalk.TypeOpenAICompat), string(catwalk.TypeOpenRouter), string(catwalk.TypeVercel):
+		return ProviderChat
+	case string(catwalk.TypeGoogle):
+		return "gemini"
+	}
+	return kind
+}
+
+// CatalogProviders returns the catalog's providers, the providers of the
+// model families demiurge knows first.
+func CatalogProviders() []string { return slices.Clone(theCatalog().order) }
+
+// DefaultListed are the providers whose models demiurge models lists when
+// asked for none: the makers of the model families demiurge knows.
+var DefaultListed = []string{"openai", "anthropic", "gemini", "xai", "deepseek", "moonshot", "zai"}
+
+// KnownModels returns what is known of every model the catalog lists for
+// the providers (nil: DefaultListed), each resolved as ResolveModel would
+// at that provider's server with the overrides applied, followed, when
+// providers is nil, by the models demiurge's rules name that the catalog
+// does not. A provider the catalog does not have is an error.
+func KnownModels(providers []string, overrides []ModelOptions) ([]Model, error) {
+	c := theCatalog()
+	rulesToo := providers == nil
+	if providers == nil {
+		providers = DefaultListed
+	}
+	var out []Model
+	seen := map[string]bool{}
+	for _, p := range providers {
+		if c.by[p] == nil {
+			return nil, fmt.Errorf("the catalog (%s) has no provider %q (it has %s)", CatalogName, p, strings.Join(c.order, ", "))
+		}
+		for _, e := range c.entries {
+			if e.provider != p {
+				continue
+			}
+			m, _ := resolveModelAt(p, e.id, "", overrides)
+			out = append(out, m)
+			seen[e.id] = true
+		}
+	}
+	if rulesToo {
+		for _, name := range ModelNames() {
+			if !seen[name] {
+				m, _ := resolveModelAt("", name, "", overrides)
+				if home := homeProvider(name); m.Provider == "" && home != "" {
+					m.Provider = home
+					for _, e := range c.entries {
+						if e.provider == home {
+							m.API = apiOf(e.kind)
+							break
+						}
+					}
+				}
+				out = append(out, m)
+			}
+		}
+	}
+	return out, nil
 }

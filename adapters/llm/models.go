@@ -38,6 +38,12 @@ type Model struct {
 	// Provider is the catalog's provider whose facts these are
 	// ("openai", "openrouter"); "" if the catalog does not know the model.
 	Provider string
+	// API is the wire API that provider serves the model on:
+	// ProviderResponses (OpenAI), ProviderChat (OpenAI-compatible
+	// servers), "anthropic" (Anthropic's Messages API), "gemini"
+	// (Google's Gemini API), or the catalog's name of another ("bedrock",
+	// "google-vertex"); "" if the catalog does not know the model.
+	API string
 	// Reasoning says the model thinks before it answers (o-series,
 	// gpt-5, DeepSeek's thinking mode).
 	Reasoning bool
@@ -278,6 +284,10 @@ func glob(pattern, name string) bool {
 	}
 	return len(name) >= len(last) && strings.HasSuffix(name, last)
 }
+
+// MatchName reports whether a model name matches pattern, where "*"
+// stands for any text, as a ModelOptions.Match does.
+func MatchName(pattern, name string) bool { return glob(pattern, name) }
 
 // specificity is how many letters of a pattern are not "*".
 func specificity(pattern string) int { return len(pattern) - strings.Count(pattern, "*") }
@@ -527,7 +537,7 @@ func resolveModelAt(server, name, baseURL string, overrides []ModelOptions) (Mod
 // reasons takes a reasoning effort, one that does not takes none).
 func (m *Model) applyCatalog(e *catalogEntry) {
 	from := CatalogName + " (" + e.provider + ")"
-	m.Provider = e.provider
+	m.Provider, m.API = e.provider, apiOf(e.kind)
 	if e.price != nil {
 		p := *e.price
 		m.Price, m.Facts.Price = &p, from
