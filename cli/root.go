@@ -244,6 +244,7 @@ func subcommands(a *app, getenv func(string) string) []subcommand {
 		{"mcp", func() *cobra.Command { return newMCPCommand(a, getenv) }},
 		{"worlds", func() *cobra.Command { return newWorldsCommand(a) }},
 		{"ui", func() *cobra.Command { return newUICommand(a) }},
+		{"models", func() *cobra.Command { return newModelsCommand(a) }},
 	}
 	if a.ext != nil {
 		for _, c := range a.ext.commands {
