@@ -26,7 +26,7 @@ func (b *Bundle) Storage(ctx context.Context) (*world.MemoryStorage, error) {
 
 // Catalog loads the bundle's AIR.
 func (b *Bundle) Catalog(reg *reducer.Registry) (*schema.Catalog, error) {
-	return schema.LoadSources(b.Sources, &schema.LoadOptions{Reducers: reg.Names()})
+	return schema.LoadSources(b.Sources, reg.LoadOptions())
 }
 
 // ReplayBundle replays a bundle with the given reducers.
