@@ -349,6 +349,16 @@ func (l *loader) checkModule(d *DefModule) {
 			}
 		}
 		goReducer := slices.Contains(l.opts.Reducers, d.Name)
+		if goReducer && !strings.HasPrefix(d.Name, "sys/") {
+			// The Go reducer runs, but a module beside the manifest is
+			// still recorded, so the manifest's hash is the same in a
+			// binary that runs the module: its problems are warnings.
+			tmp := newProblems(e.file)
+			l.resolveCode(tmp, d)
+			for _, p := range *tmp.list {
+				e.warn(p.Pointer, "%s (the Go reducer registered under this name runs instead)", p.Msg)
+			}
+		}
 		if !goReducer && !strings.HasPrefix(d.Name, "sys/") {
 			hasCode := false
 			if l.opts.WASM || l.opts.Reducers == nil {
