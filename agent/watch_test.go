@@ -177,3 +177,31 @@ func TestWatchAfterRestart(t *testing.T) {
 		t.Errorf("Watch after the restart:\n%s", got)
 	}
 }
+
+// TestCreate: a chat created before its first message exists, with no
+// turn; creating it again changes nothing; its first message is turn 1.
+func TestCreate(t *testing.T) {
+	t.Parallel()
+	w, _ := fake(t, []llmtest.Turn{{Text: "hi"}})
+	c := w.Chat("new")
+	if _, ok := c.State(); ok {
+		t.Fatal("the chat exists before Create")
+	}
+	if err := c.Create(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	head := w.Head()
+	if err := c.Create(t.Context()); err != nil || w.Head() != head {
+		t.Fatalf("Create again: %v, head %v -> %v", err, head, w.Head())
+	}
+	st, ok := c.State()
+	if !ok || st.LastRequestID != 0 || st.Turn != nil {
+		t.Fatalf("after Create: %+v, %v", st, ok)
+	}
+	if _, end := collect(t, c.Send(t.Context(), "hello")); end.RequestID != 1 || end.Outcome != agent.OutcomeAnswer {
+		t.Errorf("the first message: %+v", end)
+	}
+	if err := w.Chat("").Create(t.Context()); err == nil {
+		t.Error("Create of the empty id: no error")
+	}
+}
