@@ -276,4 +276,3 @@ func TestMemoryBounds(t *testing.T) {
 		}
 	}
 }
-

@@ -161,13 +161,23 @@ func init() {
 	}
 }
 
-// Lookup returns the command called name.
+// utilitiesVersion is what "<utility> --version" prints after the name.
+const utilitiesVersion = "1.0"
+
+// Lookup returns the command called name. "<name> --version" (the one
+// argument) prints the utility's name and version, as scripts probe it.
 func Lookup(name string) (Func, bool) {
 	f, ok := commands[name]
 	if !ok {
 		return nil, false
 	}
 	return func(ctx context.Context, env *Env, args []string) int {
+		if len(args) == 1 && args[0] == "--version" && name != "printf" {
+			// Scripts probe "sed --version | grep -q GNU" to pick GNU
+			// syntax, which the sandbox's utilities follow.
+			fmt.Fprintf(env.Stdout, "%s (GNU-compatible, demiurge sandbox) %s\n", name, utilitiesVersion)
+			return 0
+		}
 		if env.MaxOutputBytes <= 0 {
 			c := newCmd(ctx, name, env)
 			status := f(c, args)

@@ -81,7 +81,7 @@ func tarCmd(c *cmd, args []string) int {
 	auto := false
 	setMode := func(m byte) error {
 		if o.mode != 0 && o.mode != m {
-			return errors.New("You may not specify more than one '-Acdtrux', '--delete' or  '--test-label' option")
+			return gnuMsg("You may not specify more than one '-Acdtrux', '--delete' or  '--test-label' option")
 		}
 		o.mode = m
 		return nil
@@ -131,7 +131,7 @@ func tarCmd(c *cmd, args []string) int {
 		case "--strip-components":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {
-				return fmt.Errorf("Invalid number of elements: %s", quote(v))
+				return gnuMsg("Invalid number of elements: " + quote(v))
 			}
 			o.strip = n
 		case "-p", "--preserve-permissions", "--same-permissions", "--no-same-owner", "--same-owner",
@@ -496,7 +496,7 @@ func (c *cmd) tarRead(o *tarOpts, wanted []string) int {
 			fmt.Fprintln(o.verboseDest, c.tarVerboseLine(o, &shown))
 		}
 		if o.toStdout {
-			if hdr.Typeflag == tar.TypeReg || hdr.Typeflag == tar.TypeRegA {
+			if hdr.Typeflag == tar.TypeReg {
 				if _, err := io.Copy(c.out, tr); err != nil {
 					if c.stopped() {
 						return c.errf(2, "interrupted")
@@ -529,7 +529,7 @@ func (c *cmd) tarRead(o *tarOpts, wanted []string) int {
 			if !o.noMtime {
 				dirTimes = append(dirTimes, dirTime{abs, hdr.ModTime})
 			}
-		case tar.TypeReg, tar.TypeRegA, tar.TypeSymlink, tar.TypeLink:
+		case tar.TypeReg, tar.TypeSymlink, tar.TypeLink:
 			if o.keepOld {
 				if _, err := c.env.FS.Stat(c.ctx, abs); err == nil {
 					continue
@@ -596,3 +596,9 @@ func (c *cmd) tarRead(o *tarOpts, wanted []string) int {
 	}
 	return c.done(status)
 }
+
+// gnuMsg is an error whose text is a GNU tool's own message, capitalized
+// as the tool prints it.
+type gnuMsg string
+
+func (m gnuMsg) Error() string { return string(m) }

@@ -44,7 +44,7 @@ func treeCmd(c *cmd, args []string) int {
 		case "-L":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 {
-				return fmt.Errorf("Invalid level, must be greater than 0.")
+				return gnuMsg("Invalid level, must be greater than 0.")
 			}
 			o.maxDepth = n
 		case "-I":
