@@ -213,4 +213,3 @@ type brokenWrite struct{}
 func (brokenWrite) Run(ctx context.Context, call *effects.Call) effects.Receipt {
 	return effects.Receipt{Status: effects.StatusError, Error: "workspace_write: the disk is full"}
 }
-

@@ -90,14 +90,14 @@ func (c *Case) NumChecks() int {
 // fileShape is what a case or suite file holds, once it has passed the
 // schema.
 type fileShape struct {
-	Name         string   `json:"name"`
-	Description  string   `json:"description"`
-	Tags         []string `json:"tags"`
-	Skip         string   `json:"skip"`
-	Manifest     string   `json:"manifest"`
-	Model        string   `json:"model"`
-	Models       []string `json:"models"`
-	Judge        *struct {
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	Tags        []string `json:"tags"`
+	Skip        string   `json:"skip"`
+	Manifest    string   `json:"manifest"`
+	Model       string   `json:"model"`
+	Models      []string `json:"models"`
+	Judge       *struct {
 		Model string `json:"model"`
 	} `json:"judge"`
 	Instructions string      `json:"instructions"`
