@@ -274,6 +274,20 @@ func runCase(ctx context.Context, j job, opts *Options, runs int) (res *RunResul
 			return res
 		}
 		cr.checks(ctx, sub, t.Checks, i)
+		if sub.outcome == string(agent.OutcomeFailed) && !slices.ContainsFunc(t.Checks, func(c *Check) bool { return c.Kind == "outcome" }) {
+			// A turn that failed unexpectedly: the turns after it would
+			// run on a broken conversation. Their checks are not made.
+			why := fmt.Sprintf("not made: turn %d failed", i+1)
+			for k, later := range j.c.Turns[i+1:] {
+				for _, c := range later.Checks {
+					res.Checks = append(res.Checks, CheckResult{Turn: i + 2 + k, Kind: c.Kind, Name: c.Name, Where: fmt.Sprintf("%s:%d", c.File, c.Line), Problem: why})
+				}
+			}
+			for _, c := range j.c.Checks {
+				res.Checks = append(res.Checks, CheckResult{Kind: c.Kind, Name: c.Name, Where: fmt.Sprintf("%s:%d", c.File, c.Line), Problem: why})
+			}
+			return res
+		}
 	}
 	if len(j.c.Checks) > 0 {
 		cr.checks(ctx, &cr.all, j.c.Checks, -1)
