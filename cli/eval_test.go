@@ -68,8 +68,8 @@ func TestEvalExamples(t *testing.T) {
 	// The run is kept: runs lists it, compare reads it.
 	r = run(t, nil, "", "--store", store, "eval", "runs", "--json")
 	var kept struct {
-		Run   string       `json:"run"`
-		Total eval.Totals  `json:"total"`
+		Run   string      `json:"run"`
+		Total eval.Totals `json:"total"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &kept); err != nil || kept.Total.Passed != 8 {
 		t.Fatalf("eval runs --json: %q (%v)", r.stdout, err)

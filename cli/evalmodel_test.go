@@ -133,8 +133,6 @@ func fileText(out string) string {
 	return out
 }
 
-
-
 var evalQuoted = regexp.MustCompile("`([^`]+)`")
 
 // evalJudge grades a rubric by rule: each `quoted` text of the rubric
