@@ -24,7 +24,7 @@ const DefaultTimeout = 5 * time.Minute
 var SuiteFiles = []string{"suite.yaml", "suite.yml", "suite.json"}
 
 // maxFile bounds the size of a suite's file.
-const maxFile = 4 << 20
+const maxFile = 1 << 20
 
 // Suite is a suite of cases, as Load reads it.
 type Suite struct {
@@ -245,6 +245,11 @@ func readFile(file string, suite bool) (*doc, *fileShape, [][]*Check, LoadErrors
 	if err != nil {
 		return nil, nil, nil, LoadErrors{{File: file, Msg: err.Error()}}
 	}
+	return parseFile(file, b, suite)
+}
+
+// parseFile is readFile of the bytes b of file.
+func parseFile(file string, b []byte, suite bool) (*doc, *fileShape, [][]*Check, LoadErrors) {
 	d, lerr := readDoc(file, b)
 	if lerr != nil {
 		return nil, nil, nil, LoadErrors{lerr}

@@ -67,6 +67,9 @@ func readDoc(file string, b []byte) (*doc, *LoadError) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return nil, &LoadError{File: file, Msg: "the file is empty"}
 	}
+	if line, depth := nesting(b); depth > maxDepth {
+		return nil, &LoadError{File: file, Line: line, Column: 1, Msg: fmt.Sprintf("values nested more than %d deep: a case is never that deep", maxDepth)}
+	}
 	f, err := parser.ParseBytes(b, 0)
 	if err != nil {
 		return nil, yamlError(file, err)
@@ -90,6 +93,9 @@ func readDoc(file string, b []byte) (*doc, *LoadError) {
 		return nil, e
 	}
 	d.root = docs[0].Body
+	if n := expandedSize(d.root, map[string]int{}); n > maxValues {
+		return nil, &LoadError{File: file, Msg: fmt.Sprintf("the file's values, aliases (*name) expanded, number more than %d: write them out, or alias less", maxValues)}
+	}
 	var v any
 	if err := yaml.NodeToValue(d.root, &v); err != nil {
 		return nil, yamlError(file, err)
@@ -100,6 +106,104 @@ func readDoc(file string, b []byte) (*doc, *LoadError) {
 	}
 	d.value = jv
 	return d, nil
+}
+
+// maxDepth bounds how deep a suite's values nest, and maxValues how many
+// values a file holds once its aliases are expanded: the YAML parser takes
+// time that grows with the square of the depth, and aliases of aliases
+// grow exponentially ("billion laughs").
+const (
+	maxDepth  = 64
+	maxValues = 100_000
+)
+
+// nesting returns the deepest nesting of b's values, roughly (flow
+// brackets, sequence dashes and indentation, outside quotes and
+// comments), and the line it is on: a bound checked before parsing.
+func nesting(b []byte) (line, depth int) {
+	flow := 0
+	n := 1
+	for _, l := range bytes.Split(b, []byte("\n")) {
+		indent := 0
+		for indent < len(l) && (l[indent] == ' ' || l[indent] == '\t') {
+			indent++
+		}
+		dashes := 0 // "- " and "? " that open a value, outside quotes
+		var quote byte
+		peak := flow
+		for i := indent; i < len(l); i++ {
+			c := l[i]
+			switch {
+			case quote != 0:
+				if c == quote {
+					quote = 0
+				} else if c == '\\' && quote == '"' {
+					i++
+				}
+			case c == '"' || c == '\'':
+				if i == 0 || l[i-1] == ' ' || l[i-1] == '[' || l[i-1] == '{' || l[i-1] == ',' || l[i-1] == ':' {
+					quote = c
+				}
+			case (c == '-' || c == '?') && i+1 < len(l) && (l[i+1] == ' ' || l[i+1] == '\t') && (i == 0 || l[i-1] == ' ' || l[i-1] == '\t'):
+				dashes++
+			case c == '#' && (i == 0 || l[i-1] == ' '):
+				i = len(l)
+			case c == '[' || c == '{':
+				flow++
+				peak = max(peak, flow)
+			case c == ']' || c == '}':
+				flow = max(flow-1, 0)
+			}
+		}
+		if d := peak + dashes + indent/2; d > depth {
+			line, depth = n, d
+		}
+		n++
+	}
+	return line, depth
+}
+
+// expandedSize counts the values under n, each alias counted as the
+// values of its anchor; anchors maps the anchors seen to their size.
+func expandedSize(n ast.Node, anchors map[string]int) int {
+	switch c := n.(type) {
+	case nil:
+		return 0
+	case *ast.AnchorNode:
+		size := expandedSize(c.Value, anchors)
+		if c.Name != nil {
+			anchors[c.Name.String()] = size
+		}
+		return size
+	case *ast.AliasNode:
+		if c.Value != nil {
+			return max(anchors[c.Value.String()], 1)
+		}
+		return 1
+	case *ast.TagNode:
+		return expandedSize(c.Value, anchors)
+	case *ast.MappingNode:
+		size := 1
+		for _, v := range c.Values {
+			size += expandedSize(v, anchors)
+			if size > maxValues {
+				return size
+			}
+		}
+		return size
+	case *ast.MappingValueNode:
+		return expandedSize(c.Key, anchors) + expandedSize(c.Value, anchors)
+	case *ast.SequenceNode:
+		size := 1
+		for _, v := range c.Values {
+			size += expandedSize(v, anchors)
+			if size > maxValues {
+				return size
+			}
+		}
+		return size
+	}
+	return 1
 }
 
 // yamlError turns a parse error of goccy/go-yaml into a LoadError with
