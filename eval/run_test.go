@@ -126,6 +126,7 @@ func TestRecordAndReplay(t *testing.T) {
 	tapes := t.TempDir()
 	live := run(t, s, Options{Storage: st, Agent: []agent.Option{modelEnv(srv)}, Record: tapes, Concurrency: 2, RunID: "live"})
 	checkResults(t, live)
+	checkReportSchema(t, live)
 	calls := srv.Served()
 	if calls == 0 {
 		t.Fatal("the scripted model was not called")
@@ -154,6 +155,7 @@ func TestRecordAndReplay(t *testing.T) {
 
 	broken := run(t, s, Options{Storage: st, Cassettes: tapes, RunID: "broken",
 		Agent: []agent.Option{agent.WithAdapter(workspace.EffectCall, brokenWrite{})}})
+	checkReportSchema(t, broken)
 	bc := byCase(broken)
 	if bc["write-note"].Pass || !bc["count-lines"].Pass || !bc["refuse"].Pass {
 		t.Fatalf("with workspace_write broken: write-note pass %v (want false), count-lines %v, refuse %v (want true)",
