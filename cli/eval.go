@@ -346,7 +346,7 @@ of a report --out or --json wrote. With --model A,B the cases of run A with
 model A are compared with those of run B with model B (give one run twice
 to compare the models of a run made with --model A,B).
 
-Exit status: 1 when a case that passed in A fails (or is gone) in B.`,
+Exit status: 1 when a case that passed in A fails in B.`,
 		Example: `  demiurge eval compare previous latest
   demiurge eval compare 20260102-150405-a1b2 latest --json
   demiurge eval compare latest latest --model gpt-5-mini,gpt-5`,
@@ -422,6 +422,8 @@ each run's id, when it started, its suite, what answered (a provider or a
 cassette), its models and how many cases passed. With --json, one JSON
 object a line: {"run", "suite", "llm", "started" (RFC 3339), "models",
 "total"}.`,
+		Example: `  demiurge eval runs
+  demiurge --store ci/.demiurge eval runs --json`,
 		Args: wantArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			runs, err := a.evalRuns()
@@ -460,6 +462,8 @@ func newEvalSchemaCommand(a *app) *cobra.Command {
 docs/eval-case.schema.json; --suite prints suite.yaml's
 (docs/eval-suite.schema.json). Editors that read JSON Schema complete and
 check case files with it.`,
+		Example: `  demiurge eval schema > eval-case.schema.json
+  demiurge eval schema --suite`,
 		Args: wantArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			b := eval.CaseSchema

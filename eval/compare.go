@@ -19,14 +19,14 @@ type Change string
 // first.
 const (
 	Regressed Change = "regressed" // passed in A, fails in B
-	Removed   Change = "removed"   // in A only
 	Failing   Change = "failing"   // fails in both
+	Removed   Change = "removed"   // in A only
 	Fixed     Change = "fixed"     // failed in A, passes in B
 	Added     Change = "added"     // in B only
 	Passing   Change = "passing"   // passes in both
 )
 
-var changeRank = map[Change]int{Regressed: 0, Removed: 1, Failing: 2, Fixed: 3, Added: 4, Passing: 5}
+var changeRank = map[Change]int{Regressed: 0, Failing: 1, Removed: 2, Fixed: 3, Added: 4, Passing: 5}
 
 // Side names one side of a comparison: a run, and the model its cases
 // are taken with when two models of runs are compared ("" for all).
@@ -213,9 +213,9 @@ func cellOf(cr *CaseResult) *Cell {
 	return c
 }
 
-// Regressions counts the cases that passed in A and fail (or are gone)
-// in B.
-func (c *Comparison) Regressions() int { return c.Counts[Regressed] + c.Counts[Removed] }
+// Regressions counts the cases that passed in A and fail in B (a case B
+// did not run is not one: it may have been left out on purpose).
+func (c *Comparison) Regressions() int { return c.Counts[Regressed] }
 
 // WriteJSON writes the comparison as one JSON object.
 func (c *Comparison) WriteJSON(w io.Writer) error {
@@ -285,7 +285,7 @@ func (c *Comparison) WriteText(w io.Writer) error {
 		costText(ta.CostMicroUSD, false), costText(tb.CostMicroUSD, false), percent(ta.CostMicroUSD, tb.CostMicroUSD),
 		seconds(ta.Latency), seconds(tb.Latency), percent(float64(ta.Latency), float64(tb.Latency)))
 	var parts []string
-	for _, ch := range []Change{Regressed, Removed, Failing, Fixed, Added, Passing} {
+	for _, ch := range []Change{Regressed, Failing, Removed, Fixed, Added, Passing} {
 		if n := c.Counts[ch]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, ch))
 		}
