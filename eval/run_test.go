@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
@@ -214,4 +215,77 @@ type brokenWrite struct{}
 
 func (brokenWrite) Run(ctx context.Context, call *effects.Call) effects.Receipt {
 	return effects.Receipt{Status: effects.StatusError, Error: "workspace_write: the disk is full"}
+}
+
+// TestRunsAndModels runs a case three times with each of two models
+// against a model that answers well every time as "steady" and only on
+// odd requests as "flaky": the report gives each case and model its pass
+// rate, --pass-rate lets the flaky one pass, and the comparison of the
+// models puts the flaky model's failure first.
+func TestRunsAndModels(t *testing.T) {
+	var mu sync.Mutex
+	flaky := 0
+	srv := llmtest.NewServerFunc(func(req llmtest.Request) llmtest.Turn {
+		x := req.Exchange()
+		if req.Model == "flaky" && len(x.Calls) == 0 {
+			mu.Lock()
+			flaky++
+			n := flaky
+			mu.Unlock()
+			if n%2 == 0 {
+				return llmtest.Turn{Text: "I would rather not."}
+			}
+		}
+		return scripted(req)
+	})
+	defer srv.Close()
+	dir := writeSuite(t, map[string]string{
+		"note.yaml": "manifest: " + manifest + "\nmodels: [steady, flaky]\nuser: Write a hello note.\nchecks:\n  - file_exists: notes/hello.md\n",
+	})
+	s := mustLoad(t, dir)
+	st, _ := storage(t)
+	rep := run(t, s, Options{Storage: st, Agent: []agent.Option{modelEnv(srv)}, Runs: 3, Concurrency: 1, RunID: "rates"})
+	checkReportSchema(t, rep)
+	if len(rep.Cases) != 2 {
+		t.Fatalf("%d results; want one per model", len(rep.Cases))
+	}
+	steady, fl := rep.Cases[0], rep.Cases[1]
+	if steady.Model != "steady" || steady.Passed != 3 || !steady.Pass || steady.PassRate != 1 {
+		t.Errorf("steady: %+v", steady)
+	}
+	if fl.Model != "flaky" || fl.Passed != 2 || fl.Pass || len(fl.Runs) != 3 {
+		t.Errorf("flaky: passed %d of %d, pass %v; want 2 of 3, failed", fl.Passed, len(fl.Runs), fl.Pass)
+	}
+	worlds := map[string]bool{}
+	for _, cr := range rep.Cases {
+		for _, r := range cr.Runs {
+			worlds[r.World] = true
+		}
+	}
+	if len(worlds) != 6 || !worlds["eval-rates.note.flaky.2"] {
+		t.Errorf("the runs' worlds: %v; want six, eval-rates.note.flaky.2 among them", worlds)
+	}
+	var text bytes.Buffer
+	_ = rep.WriteText(&text, TextOptions{})
+	for _, want := range []string{"note  steady  pass 3/3", "note  flaky   FAIL 2/3", "FAIL note [flaky] (", ": 2 of 3 runs passed", "  run 2:\n"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("the report lacks %q:\n%s", want, text.String())
+		}
+	}
+	cmp := Compare(rep, rep, "steady", "flaky")
+	if len(cmp.Rows) != 1 || cmp.Rows[0].Change != Regressed || cmp.Rows[0].Model != "" {
+		t.Errorf("steady vs flaky: %+v", cmp.Rows)
+	}
+
+	// With --pass-rate 0.6, two runs of three are enough.
+	flaky = 0
+	rep = run(t, s, Options{Storage: st, Agent: []agent.Option{modelEnv(srv)}, Runs: 3, Concurrency: 2, PassRate: 0.6, Models: []string{"flaky"}})
+	if len(rep.Cases) != 1 || !rep.Cases[0].Pass || rep.Cases[0].Passed != 2 {
+		t.Errorf("flaky at --pass-rate 0.6: %+v", rep.Cases[0])
+	}
+	text.Reset()
+	_ = rep.WriteText(&text, TextOptions{})
+	if !strings.Contains(text.String(), "FLAKY note [flaky]") {
+		t.Errorf("a case that passes by its rate with failing runs is not shown as flaky:\n%s", text.String())
+	}
 }
