@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/demiurge-dev/demiurge/adapters/llm"
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/cluster"
 	"github.com/demiurge-dev/demiurge/journal"
@@ -252,6 +253,11 @@ func (c *Chat) Send(ctx context.Context, text string, opts ...SendOption) iter.S
 			yield(nil, err)
 			return
 		}
+		if len(msg) > MaxMessageBytes {
+			yield(nil, fmt.Errorf("chat %s: %w: it is %s (%d bytes as sent), and a model call is sent at most %d KiB (%d bytes) of one message: the model would read only its start; send a shorter one, or put the text in a file of the workspace (demiurge workspace import) and ask the model to read it",
+				c.id, ErrMessageTooLarge, byteSize(len(msg)), len(msg), MaxMessageBytes>>10, MaxMessageBytes))
+			return
+		}
 		sent := map[string]any{}
 		for _, o := range opts {
 			o(sent)
@@ -274,6 +280,25 @@ func (c *Chat) Send(ctx context.Context, text string, opts ...SendOption) iter.S
 			return c.checkTaken(id, ref)
 		}))
 	}
+}
+
+// MaxMessageBytes bounds a user message, as the JSON item a model call is
+// sent ({"role": "user", "content": …}): the model adapter sends no more
+// of one transcript item (llm.DefaultMaxItemBytes), so the model would
+// read only the start of a longer message.
+const MaxMessageBytes = llm.DefaultMaxItemBytes
+
+// ErrMessageTooLarge is returned (wrapped) by Send for a message over
+// MaxMessageBytes: it is refused before anything is journaled, and the
+// chat goes on as it was.
+var ErrMessageTooLarge = errors.New("message not sent: too large")
+
+// byteSize says n bytes in KiB or MiB.
+func byteSize(n int) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 }
 
 // ErrRequestTaken is returned (wrapped) by Send when another client (a

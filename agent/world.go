@@ -391,8 +391,17 @@ func (w *World) settings(ctx context.Context) (map[string]any, error) {
 		if m.OnOverflow != "" {
 			s["on_overflow"] = m.OnOverflow
 		}
+		if hasField(w.cat, "demiurge/Settings@2", "item_bytes") { // a manifest older than it has not
+			s["item_bytes"] = uint64(llm.DefaultMaxItemBytes)
+		}
 	}
 	return s, nil
+}
+
+// hasField reports whether the record schema name of cat has a field.
+func hasField(cat *schema.Catalog, name, field string) bool {
+	t, ok := cat.SchemaType(name)
+	return ok && slices.ContainsFunc(t.Fields, func(f schema.Field) bool { return f.Name == field })
 }
 
 func or(v, def uint64) uint64 {
