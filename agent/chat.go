@@ -932,7 +932,7 @@ func (tr *turnReader) state(ctx context.Context, seq uint64, st *demiurge.StateV
 			out = append(out, Compacted{Seq: seq, Text: e.Text, Ref: e.Ref})
 		case demiurge.EntryStop:
 			tr.noteEnd(e)
-			out = append(out, GuardStop{Seq: seq, Reason: e.Text})
+			out = append(out, GuardStop{Seq: seq, Reason: demiurge.StopText(e.Text)})
 		case demiurge.EntryError:
 			tr.noteEnd(e)
 			out = append(out, TurnError{Seq: seq, Text: e.Text})
