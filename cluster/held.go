@@ -210,7 +210,7 @@ func (h *held) serveOnce(ctx context.Context) (err error) {
 	fs := &fenced{s: st, fence: *h.lease.Fence()}
 	var rt *Runtime
 	if h.wk.opts.Open != nil {
-		if rt, err = h.wk.opts.Open(ctx, Env{Name: name, Catalog: cat, Storage: fs, Lease: h.lease}); err != nil {
+		if rt, err = h.wk.opts.Open(ctx, Env{Name: name, Catalog: cat, Storage: fs, Lease: h.lease, Store: st}); err != nil {
 			return fmt.Errorf("cluster: world %s: %w", name, err)
 		}
 	} else {

@@ -55,6 +55,10 @@ type Env struct {
 	Catalog *schema.Catalog // the manifest it runs
 	Storage world.Storage   // its storage: every commit fenced with Lease
 	Lease   pgstore.Lease   // the worker's lease on it
+	// Store is the store the world lives in, for what is not journaled:
+	// the world's stream to its clients (pgstore.Store.PublishStream).
+	// Its journal is written through Storage only.
+	Store *pgstore.Store
 }
 
 // OpenFunc returns the runtime of a world. The worker calls it each time
