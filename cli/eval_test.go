@@ -144,3 +144,32 @@ func TestEvalBrokenTool(t *testing.T) {
 		t.Errorf("compare's totals:\n%s", r.stdout)
 	}
 }
+
+// TestEvalProgress: on a terminal the bar is redrawn in place and wiped
+// at the end; elsewhere each case that ends is a line.
+func TestEvalProgress(t *testing.T) {
+	c := &eval.Case{ID: "write-note"}
+	pass := &eval.RunResult{World: "eval-x.write-note.m", Pass: true}
+	fail := &eval.RunResult{World: "eval-x.other.m"}
+	var b bytes.Buffer
+	p := newEvalProgress(&b, true)
+	p(eval.Progress{Done: 1, Total: 4, Case: c, Last: pass})
+	p(eval.Progress{Done: 2, Total: 4, Failed: 1, Case: c, Last: fail})
+	p(eval.Progress{Done: -1})
+	got := b.String()
+	for _, want := range []string{"\r\033[K███████░░░░░░░░░░░░░░░░░░░░░░░ 1/4 · ", "\r\033[K███████████████░░░░░░░░░░░░░░░ 2/4, 1 failed · ", "write-note"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the bar %q lacks %q", got, want)
+		}
+	}
+	if !strings.HasSuffix(got, "\r\033[K") {
+		t.Errorf("the bar is not wiped at the end: %q", got)
+	}
+	b.Reset()
+	p = newEvalProgress(&b, false)
+	p(eval.Progress{Done: 2, Total: 4, Failed: 1, Case: c, Last: fail})
+	p(eval.Progress{Done: -1})
+	if want := "eval: FAIL write-note (2/4, 0.00s) world eval-x.other.m\n"; b.String() != want {
+		t.Errorf("the lines: %q; want %q", b.String(), want)
+	}
+}
