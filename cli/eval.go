@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -197,12 +198,18 @@ func (a *app) eval(cmd *cobra.Command, suitePath string, f *evalFlags, getenv fu
 	if !f.noProgress {
 		opts.Progress = newEvalProgress(a.err, isTerminal(a.err))
 	}
-	rep, err := eval.Run(ctx, s, opts)
-	if err != nil {
-		return err
-	}
+	// Ctrl-C stops the cases under way and runs no more; what ran is
+	// reported, kept, and the exit status is 130.
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	defer a.interrupts.handle(stop)()
+	rep, err := eval.Run(rctx, s, opts)
 	if opts.Progress != nil {
 		opts.Progress(eval.Progress{Done: -1})
+	}
+	interrupted := errors.Is(err, eval.ErrInterrupted) && rep != nil && ctx.Err() == nil
+	if err != nil && !interrupted {
+		return err
 	}
 	if !store.IsURL(a.storeDir) {
 		if runs, rerr := a.evalRuns(); rerr == nil {
@@ -240,6 +247,10 @@ func (a *app) eval(cmd *cobra.Command, suitePath string, f *evalFlags, getenv fu
 				return err
 			}
 		}
+	}
+	if interrupted {
+		fmt.Fprintf(a.err, "demiurge: eval: interrupted: the cases under way were stopped, the rest not run\n")
+		return &exitStatus{exitInterrupted}
 	}
 	if !rep.Passed() {
 		return &exitStatus{exitFailure}

@@ -119,10 +119,11 @@ type job struct {
 
 // Run runs the suite's cases, each with each model Options.Runs times,
 // in a fresh world of Options.Storage, Options.Concurrency at a time,
-// and reports what every check found. An error is returned only for
-// options that cannot work (no storage) or a cancelled ctx; a case that
-// cannot run (its manifest does not load, its recording is missing) is
-// reported as failed with the reason.
+// and reports what every check found. An error is returned for options
+// that cannot work (no storage), and ErrInterrupted, with the report of
+// what ran, when ctx ends first; a case that cannot run (its manifest does
+// not load, its recording is missing) is reported as failed with the
+// reason.
 func Run(ctx context.Context, s *Suite, opts Options) (*Report, error) {
 	if opts.Storage == nil {
 		return nil, errors.New("eval: Options.Storage is nil: give the store the cases' worlds go in")
@@ -178,6 +179,9 @@ func Run(ctx context.Context, s *Suite, opts Options) (*Report, error) {
 	for range min(conc, max(len(jobs), 1)) {
 		wg.Go(func() {
 			for i := range work {
+				if ctx.Err() != nil {
+					continue // not run
+				}
 				j := jobs[i]
 				r := runCase(ctx, j, &opts, runs)
 				results[i] = r
@@ -195,6 +199,9 @@ func Run(ctx context.Context, s *Suite, opts Options) (*Report, error) {
 	}
 feed:
 	for i := range jobs {
+		if ctx.Err() != nil {
+			break
+		}
 		select {
 		case work <- i:
 		case <-ctx.Done():
@@ -203,19 +210,28 @@ feed:
 	}
 	close(work)
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("eval: %w", err)
-	}
 	for i, j := range jobs {
-		j.slot.Runs = append(j.slot.Runs, results[i])
+		r := results[i]
+		if r == nil { // never started: the run was cancelled
+			r = &RunResult{Run: j.run, World: worldName(opts.RunID, j.c.ID, j.model, j.run, runs), Error: "not run: " + ErrInterrupted.Error()}
+		}
+		j.slot.Runs = append(j.slot.Runs, r)
 	}
 	for _, cr := range rep.Cases {
 		cr.summarize(rate)
 	}
 	rep.Duration = now().Sub(started)
 	rep.total()
+	if ctx.Err() != nil {
+		return rep, fmt.Errorf("%w: %w", ErrInterrupted, context.Cause(ctx))
+	}
 	return rep, nil
 }
+
+// ErrInterrupted is returned (wrapped), with the report of what ran, by
+// a Run whose ctx ended before every case ran: the cases under way were
+// stopped (their worlds say so) and the rest were not run.
+var ErrInterrupted = errors.New("eval: the run was interrupted")
 
 // worldName is the world of one run of a case.
 func worldName(runID, caseID, model string, run, runs int) string {

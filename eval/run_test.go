@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -287,5 +288,30 @@ func TestRunsAndModels(t *testing.T) {
 	_ = rep.WriteText(&text, TextOptions{})
 	if !strings.Contains(text.String(), "FLAKY note [flaky]") {
 		t.Errorf("a case that passes by its rate with failing runs is not shown as flaky:\n%s", text.String())
+	}
+}
+
+// TestInterrupted: a run whose ctx ends reports what ran, and the cases
+// it did not run as not run.
+func TestInterrupted(t *testing.T) {
+	s := mustLoad(t, "../examples/evals")
+	st, _ := storage(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	rep, err := Run(ctx, s, Options{Storage: st, Cassettes: "../examples/evals/cassettes", Concurrency: 1,
+		Progress: func(p Progress) {
+			if p.Done == 2 {
+				cancel()
+			}
+		}})
+	if !errors.Is(err, ErrInterrupted) || rep == nil {
+		t.Fatalf("Run: %v, report %v; want ErrInterrupted and a report", err, rep != nil)
+	}
+	if rep.Total.Passed != 2 || rep.Total.Failed != 6 {
+		t.Errorf("totals %+v; want the 2 that ran passed, 6 not", rep.Total)
+	}
+	last := rep.Cases[len(rep.Cases)-1].Runs[0]
+	if last.Error != "not run: eval: the run was interrupted" {
+		t.Errorf("the last case: %q", last.Error)
 	}
 }
