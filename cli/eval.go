@@ -75,9 +75,13 @@ to the tools or the manifest keeps every case passing.
 --model A,B runs every case with each model (instead of the cases' own) and
 compares the first two.
 
+The cases' worlds are made in the store (--store; a store of their own keeps
+them apart from others). Ctrl-C stops the cases under way and runs no more:
+what ran is reported and kept.
+
 Exit status: 0 when every case passes, 1 when one fails (or the suite does
 not load: every problem is named, file:line: /pointer: what and how to fix),
-2 for a usage error.`,
+2 for a usage error, 130 after Ctrl-C.`,
 		Example: `  # offline, from the recorded answers (what CI runs)
   demiurge eval examples/evals --llm cassette:examples/evals/cassettes
   # with a real model, recording its answers
