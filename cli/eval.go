@@ -105,7 +105,7 @@ not load: every problem is named, file:line: /pointer: what and how to fix),
 	fl.StringVar(&f.record, "record", "", "keep each case's model answers (its first run) as a cassette under `DIR`: DIR/CASE/MODEL")
 	fl.IntVar(&f.runs, "runs", 1, "run each case `N` times with each model, and report its pass rate")
 	fl.IntVar(&f.concurrency, "concurrency", eval.DefaultConcurrency, "run at most `K` cases at once")
-	fl.Float64Var(&f.passRate, "pass-rate", 1, "the share of a case's runs that must pass for it to pass, from 0 (exclusive) to 1")
+	fl.Float64Var(&f.passRate, "pass-rate", 1, "the `SHARE` of a case's runs that must pass for it to pass, above 0 and at most 1 (0.8: four runs of five)")
 	fl.StringArrayVar(&f.cases, "case", nil, "run only the cases named `PATTERN` (a glob over case names; repeatable)")
 	fl.StringArrayVar(&f.tags, "tag", nil, "run only the cases tagged `T` (repeatable)")
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON (docs/eval-report.schema.json) instead of the table")
