@@ -75,8 +75,9 @@ type SideTotals struct {
 // Comparison says what changed from run A to run B (or from model A to
 // model B), case by case, the regressions first.
 type Comparison struct {
-	A, B   Side
-	Rows   []Row
+	A      Side       `json:"a"`
+	B      Side       `json:"b"`
+	Rows   []Row      `json:"rows"`
 	TotalA SideTotals `json:"total_a"`
 	TotalB SideTotals `json:"total_b"`
 	// Counts counts the rows by change.

@@ -26,6 +26,7 @@ type LoadError struct {
 	Msg     string
 }
 
+// Error is file:line:column: /pointer: message.
 func (e *LoadError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.File)
@@ -44,6 +45,7 @@ func (e *LoadError) Error() string {
 // LoadErrors are the problems of a suite, file by file, in file order.
 type LoadErrors []*LoadError
 
+// Error is the errors, one a line.
 func (l LoadErrors) Error() string {
 	lines := make([]string, len(l))
 	for i, e := range l {
