@@ -68,6 +68,9 @@ type app struct {
 	// (--wasi); wasm is the host that runs them (wasmHost).
 	wasi bool
 	wasm wasmState
+	// noWASMCache keeps the compile cache in memory (validate, which does
+	// not use the store).
+	noWASMCache bool
 }
 
 // usageError is a mistake on the command line; it exits with exitUsage.

@@ -19,7 +19,7 @@ for (const m of modules) {
   mkdirSync(dirname(tmp), { recursive: true });
   execFileSync(join(here, "node_modules", ".bin", "asc"), [
     join(here, m.source), "-o", tmp,
-    "--runtime", "stub", "-O3", "--noAssert", "--use", "abort=assembly/abi/trap",
+    "--runtime", "stub", "-O3", "--noAssert", "--use", "abort=assembly/cbor/trap",
   ], { cwd: here, stdio: "inherit" });
   const code = readFileSync(tmp);
   const hex = createHash("sha256").update(code).digest("hex");

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -87,6 +88,8 @@ type Host struct {
 	opts  Options
 	cache wazero.CompilationCache
 
+	watch watchdog
+
 	mu       sync.Mutex
 	runtimes map[uint32]wazero.Runtime // by memory limit
 	modules  map[moduleKey]*Module
@@ -104,20 +107,32 @@ var _ reducer.Modules = (*Host)(nil)
 // New returns a host. Close it to release its compiled modules.
 func New(opts Options) (*Host, error) {
 	h := &Host{opts: opts, runtimes: map[uint32]wazero.Runtime{}, modules: map[moduleKey]*Module{}}
-	if opts.CacheDir != "" {
-		c, err := wazero.NewCompilationCacheWithDir(opts.CacheDir)
-		if err != nil {
-			return nil, fmt.Errorf("wasm: compile cache %s: %w", opts.CacheDir, err)
-		}
-		h.cache = c
-	} else {
-		h.cache = wazero.NewCompilationCache()
-	}
 	return h, nil
+}
+
+// compileCache returns the host's compile cache, made on first use: a
+// host that compiles nothing creates no directory. The caller holds mu.
+func (h *Host) compileCache() wazero.CompilationCache {
+	if h.cache != nil {
+		return h.cache
+	}
+	if h.opts.CacheDir == "" {
+		h.cache = wazero.NewCompilationCache()
+		return h.cache
+	}
+	c, err := wazero.NewCompilationCacheWithDir(h.opts.CacheDir)
+	if err != nil {
+		// A cache that cannot be made (a read-only store) costs a
+		// compile in each process, nothing else.
+		c = wazero.NewCompilationCache()
+	}
+	h.cache = c
+	return c
 }
 
 // Close releases the host's runtimes and compiled modules.
 func (h *Host) Close() error {
+	h.watch.close()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ctx := context.Background()
@@ -130,7 +145,10 @@ func (h *Host) Close() error {
 	}
 	h.runtimes, h.modules = map[uint32]wazero.Runtime{}, map[moduleKey]*Module{}
 	h.byDef = sync.Map{}
-	errs = append(errs, h.cache.Close(ctx))
+	if h.cache != nil {
+		errs = append(errs, h.cache.Close(ctx))
+		h.cache = nil
+	}
 	return errors.Join(errs...)
 }
 
@@ -150,8 +168,7 @@ func (h *Host) runtime(ctx context.Context, pages uint32) (wazero.Runtime, error
 	if h.opts.Interpreter {
 		cfg = wazero.NewRuntimeConfigInterpreter()
 	}
-	cfg = cfg.WithCoreFeatures(api.CoreFeaturesV2).WithMemoryLimitPages(pages).
-		WithCloseOnContextDone(true).WithCompilationCache(h.cache)
+	cfg = cfg.WithCoreFeatures(api.CoreFeaturesV2).WithMemoryLimitPages(pages).WithCompilationCache(h.compileCache())
 	r := wazero.NewRuntimeWithConfig(ctx, cfg)
 	if h.opts.WASI {
 		if _, err := wasi_snapshot_preview1.Instantiate(ctx, r); err != nil {
@@ -238,13 +255,7 @@ func (h *Host) Load(ctx context.Context, def *schema.DefModule, code []byte) (*M
 	if err != nil {
 		return nil, err
 	}
-	bin := code
-	if info.Resettable {
-		if rewritten := info.withGlobalsExported(); rewritten != nil {
-			bin = rewritten
-		}
-	}
-	compiled, err := rt.CompileModule(ctx, bin)
+	compiled, err := rt.CompileModule(ctx, info.Instrument())
 	if err != nil {
 		return fail("compile: %v", err)
 	}
@@ -363,9 +374,16 @@ type instance struct {
 	entry   api.Function
 	globals []api.MutableGlobal
 	gvals   []uint64
-	image   []byte // the memory as instantiated; nil if the module cannot be reset
+	stop    api.MutableGlobal // set to 1 to stop the running step (the deadline)
+	image   []byte            // the memory as instantiated; nil if the module cannot be reset
 	stack   []uint64
 	stderr  *limitedBuffer
+
+	// The watchdog's: when the running step must end (zero when none
+	// runs), and whether the watchdog ended it.
+	wmu      sync.Mutex
+	deadline time.Time
+	expired  bool
 }
 
 // zeroReader is the deterministic WASI's entropy: zeros.
@@ -410,6 +428,18 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 	if in.mem == nil || in.alloc == nil || in.entry == nil {
 		_ = mod.Close(ctx)
 		return nil, errors.New("exports missing after instantiation")
+	}
+	stop, ok := mod.ExportedGlobal(stopExport).(api.MutableGlobal)
+	if !ok {
+		_ = mod.Close(ctx)
+		return nil, errors.New("the stop global is not exported as mutable")
+	}
+	in.stop = stop
+	if fuel, ok := mod.ExportedGlobal(fuelExport).(api.MutableGlobal); ok {
+		// The fuel is reset with the module's globals: it is invisible
+		// to the module, but a step starts as in a fresh instance.
+		in.globals = append(in.globals, fuel)
+		in.gvals = append(in.gvals, fuel.Get())
 	}
 	if m.info.Resettable {
 		for _, g := range m.info.MutableGlobals {
@@ -479,7 +509,7 @@ func describe(err error, stderr *limitedBuffer) error {
 	if errors.As(err, &exit) {
 		switch exit.ExitCode() {
 		case sys.ExitCodeDeadlineExceeded:
-			return fmt.Errorf("%w: %v", ErrDeadline, err)
+			return ErrDeadline
 		case sys.ExitCodeContextCanceled:
 			return fmt.Errorf("wasm: step cancelled: %w", err)
 		}
@@ -502,37 +532,45 @@ var ErrDeadline = errors.New("wasm: step ran past its deadline")
 
 // call runs one envelope through an instance and returns a copy of the
 // output bytes. The instance is reset (or closed) before call returns,
-// whatever happened.
+// whatever happened. The step's deadline is kept by the host's watchdog
+// (a context with a deadline would cost a timer a step).
 func (m *Module) call(input []byte) (out []byte, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), m.limits.Deadline)
-	defer cancel()
+	ctx := context.Background()
 	in, err := m.get(ctx)
 	if err != nil {
 		return nil, err
 	}
+	m.host.watch.start(in, m.limits.Deadline)
 	defer func() {
+		if m.host.watch.stop(in) {
+			// The trap is the stop check's: say why.
+			out, err = nil, fmt.Errorf("%w (%v)", ErrDeadline, m.limits.Deadline)
+		}
 		if err == nil && in.reset() {
 			m.put(in)
 			return
 		}
 		_ = in.mod.Close(context.Background())
 	}()
-	if uint64(len(input)) > uint64(in.mem.Size()) {
+	// One alloc for the input and, in the return-pointer form, the 8 bytes
+	// of the result after it (4-aligned).
+	size := uint64(len(input))
+	if m.retPtr {
+		size = (size+3)&^3 + 8
+	}
+	if size > uint64(in.mem.Size()) || size > math.MaxInt32 {
 		return nil, fmt.Errorf("wasm: the input envelope (%d bytes) does not fit in the module's memory", len(input))
 	}
-	ptr, err := in.allocate(ctx, uint32(len(input)))
+	ptr, err := in.allocate(ctx, uint32(size))
 	if err != nil {
 		return nil, err
 	}
 	if !in.mem.Write(ptr, input) {
-		return nil, fmt.Errorf("wasm: alloc(%d) returned %d, out of memory bounds (%d bytes)", len(input), ptr, in.mem.Size())
+		return nil, fmt.Errorf("wasm: alloc(%d) returned %d, out of memory bounds (%d bytes)", size, ptr, in.mem.Size())
 	}
 	var outPtr, outLen uint32
 	if m.retPtr {
-		ret, err := in.allocate(ctx, 8)
-		if err != nil {
-			return nil, err
-		}
+		ret := (ptr + uint32(len(input)) + 3) &^ 3
 		in.stack[0], in.stack[1], in.stack[2] = uint64(ret), uint64(ptr), uint64(len(input))
 		if err := in.entry.CallWithStack(ctx, in.stack); err != nil {
 			return nil, describe(err, in.stderr)
