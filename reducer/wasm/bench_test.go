@@ -66,24 +66,36 @@ func nativeCounterStep(input []byte) ([]byte, error) {
 	sb, _ := env.Get("state")
 	ev, _ := env.Get("event")
 	eb, _ := ev.(*schema.Map).Get("value")
-	state, err := schema.Decode(sb.([]byte))
-	if err != nil {
-		return nil, err
-	}
 	event, err := schema.Decode(eb.([]byte))
 	if err != nil {
 		return nil, err
 	}
-	st := state.(*schema.Map)
-	pcv, _ := st.Get("pc")
-	pc, _, _ := pcv.(*schema.Map).VariantTag()
-	rv, _ := st.Get("remaining")
-	remaining := rv.(uint64)
-	tag, _, _ := event.(*schema.Map).VariantTag()
-	if tag == "Tick" && pc == "Counting" && remaining > 0 {
-		remaining--
+	pc, remaining := "Idle", uint64(0)
+	if sbytes, ok := sb.([]byte); ok {
+		state, err := schema.Decode(sbytes)
+		if err != nil {
+			return nil, err
+		}
+		st := state.(*schema.Map)
+		pcv, _ := st.Get("pc")
+		pc, _, _ = pcv.(*schema.Map).VariantTag()
+		rv, _ := st.Get("remaining")
+		remaining = rv.(uint64)
+	}
+	switch tag, v, _ := event.(*schema.Map).VariantTag(); tag {
+	case "Start":
+		t, _ := v.(*schema.Map).Get("target")
+		remaining = t.(uint64)
+		pc = "Counting"
 		if remaining == 0 {
 			pc = "Done"
+		}
+	case "Tick":
+		if pc == "Counting" && remaining > 0 {
+			remaining--
+			if remaining == 0 {
+				pc = "Done"
+			}
 		}
 	}
 	ns, err := schema.Encode(schema.Record("pc", schema.Variant(pc, nil), "remaining", remaining))
@@ -111,6 +123,13 @@ func BenchmarkStep(b *testing.B) {
 	}
 	b.Run("assemblyscript", func(b *testing.B) {
 		loop(b, func() error { _, err := m.call(input); return err })
+	})
+	rust, err := h.Load(ctx, testDef("counter/RustCounter@1"), readModule(b, "rust/counter"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("rust-shaped", func(b *testing.B) {
+		loop(b, func() error { _, err := rust.call(input); return err })
 	})
 	r := &Reducer{Module: m, Def: testDef("counter/Counter@1")}
 	state := schema.Record("pc", schema.Variant("Counting", nil), "remaining", uint64(1000))

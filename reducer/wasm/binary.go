@@ -447,6 +447,9 @@ func Inspect(b []byte) (*Info, error) {
 			for i := uint32(0); i < n && s.err == nil; i++ {
 				t := s.valueType()
 				mut := s.byte()
+				if mut > 1 {
+					s.fail("global mutability 0x%02x", mut)
+				}
 				s.constExpr()
 				if mut == 1 {
 					in.MutableGlobals = append(in.MutableGlobals, uint32(in.globals))
@@ -485,6 +488,10 @@ func Inspect(b []byte) (*Info, error) {
 				}
 				in.bodies = append(in.bodies, funcBody{code: fb, loops: scan.loops})
 			}
+		}
+		parsed := id == secType || id == secImport || id == secFunction || id == secMemory || id == secGlobal || id == secExport || id == secCode
+		if s.err == nil && parsed && s.off != len(s.b) {
+			s.fail("%d bytes past the section's contents", len(s.b)-s.off)
 		}
 		if s.err != nil {
 			return nil, fmt.Errorf("%w (in section %d at byte %d)", s.err, id, start)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
@@ -376,6 +377,7 @@ type instance struct {
 	gvals   []uint64
 	stop    api.MutableGlobal // set to 1 to stop the running step (the deadline)
 	image   []byte            // the memory as instantiated; nil if the module cannot be reset
+	cow     *cowMemory        // the memory, when it resets by dropping the pages a step wrote (Linux)
 	stack   []uint64
 	stderr  *limitedBuffer
 
@@ -411,8 +413,13 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 		WithNanotime(func() int64 { return 0 }, 1).
 		WithNanosleep(func(int64) {}).
 		WithRandSource(zeroReader{})
-	ctx, cancel := context.WithTimeout(ctx, m.limits.Deadline)
-	defer cancel()
+	var lastMemory func() *cowMemory
+	if m.info.Resettable && !m.host.opts.Interpreter {
+		var allocator experimental.MemoryAllocator
+		if allocator, lastMemory = newCowAllocator(); allocator != nil {
+			ctx = experimental.WithMemoryAllocator(ctx, allocator)
+		}
+	}
 	mod, err := m.rt.InstantiateModule(ctx, m.compiled, cfg)
 	if err != nil {
 		return nil, describe(err, stderr)
@@ -453,6 +460,11 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 		}
 		view, _ := in.mem.Read(0, in.mem.Size())
 		in.image = bytes.Clone(view)
+		if lastMemory != nil {
+			if cow := lastMemory(); cow != nil && cow.freeze(in.image) == nil {
+				in.cow = cow
+			}
+		}
 	}
 	return in, nil
 }
@@ -463,11 +475,17 @@ func (in *instance) reset() bool {
 	if in.image == nil || in.mem.Size() != uint32(len(in.image)) {
 		return false
 	}
-	view, ok := in.mem.Read(0, uint32(len(in.image)))
-	if !ok {
-		return false
+	if in.cow != nil {
+		if !in.cow.reset() {
+			return false
+		}
+	} else {
+		view, ok := in.mem.Read(0, uint32(len(in.image)))
+		if !ok {
+			return false
+		}
+		copy(view, in.image)
 	}
-	copy(view, in.image)
 	for i, g := range in.globals {
 		g.Set(in.gvals[i])
 	}

@@ -359,3 +359,88 @@ func TestReducerFromStore(t *testing.T) {
 		t.Errorf("a sha256 wasm_hash: %v", err)
 	}
 }
+
+// TestCounters steps the AssemblyScript counter (examples/counter) and the
+// Rust one (testdata/rust) through the reducer interface against the
+// native counter over the same envelopes: the states must be the same
+// bytes at every step, each from a reset instance.
+func TestCounters(t *testing.T) {
+	for _, interp := range []bool{false, true} {
+		h := newHost(t, Options{Interpreter: interp})
+		for name, code := range map[string][]byte{"assemblyscript": counterModule(t), "rust": readModule(t, "rust/counter")} {
+			m, err := h.Load(t.Context(), testDef("counter/Counter@1"), code)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := &Reducer{Module: m, Def: testDef("counter/Counter@1")}
+			var state schema.Value
+			events := []schema.Value{schema.Variant("Tick", nil), schema.Variant("Start", schema.Record("target", uint64(300))),
+				schema.Variant("Start", schema.Record("target", uint64(0))), schema.Variant("Start", schema.Record("target", uint64(70000)))}
+			for i := range 40 {
+				ev := events[min(i, 3)]
+				if i > 3 {
+					ev = schema.Variant("Tick", nil)
+				}
+				out, err := r.Step(&reducer.Context{EventSchema: "counter/Event@1"}, state, ev)
+				if err != nil {
+					t.Fatalf("%s step %d: %v", name, i, err)
+				}
+				var sb []byte
+				if state != nil {
+					sb = enc(t, state)
+				}
+				native, err := nativeCounterStep(AppendInput(nil, &Input{State: sb, EventSchema: "counter/Event@1", Event: enc(t, ev)}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				env, _ := DecodeOutput(native)
+				want, _ := schema.Decode(env.State)
+				if !bytes.Equal(enc(t, out.State), enc(t, want)) {
+					t.Fatalf("%s (interpreter %v) step %d: %s; native %s", name, interp, i, schema.String(out.State), schema.String(want))
+				}
+				state = out.State
+			}
+		}
+	}
+}
+
+// TestRustBuilds rebuilds testdata/rust/counter.wasm with a rustc that has
+// the wasm32-unknown-unknown target (Debian's rustc with
+// libstd-rust-dev-wasm32 has) and checks it is the one committed.
+func TestRustBuilds(t *testing.T) {
+	var rustc string
+	for _, c := range []string{"/usr/bin/rustc", "rustc"} {
+		p, err := exec.LookPath(c)
+		if err != nil {
+			continue
+		}
+		dir, err := exec.Command(p, "--print", "target-libdir", "--target", "wasm32-unknown-unknown").Output()
+		if err != nil {
+			continue
+		}
+		if libs, _ := filepath.Glob(filepath.Join(strings.TrimSpace(string(dir)), "libcore-*.rlib")); len(libs) > 0 {
+			rustc = p
+			break
+		}
+	}
+	if rustc == "" {
+		t.Skip("no rustc with the wasm32-unknown-unknown target (apt-get install rustc libstd-rust-dev-wasm32)")
+	}
+	out := filepath.Join(t.TempDir(), "counter.wasm")
+	cmd := exec.Command(rustc, "--edition", "2021", "--crate-type", "cdylib", "--target", "wasm32-unknown-unknown",
+		"-C", "opt-level=3", "-C", "panic=abort", "-C", "strip=symbols", "-o", out, "counter.rs")
+	cmd.Dir = filepath.Join("testdata", "rust") // the source's path is in the module
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", rustc, err, b)
+	}
+	got, _ := os.ReadFile(out)
+	v, _ := exec.Command(rustc, "--version").Output()
+	if !bytes.Equal(got, readModule(t, "rust/counter")) {
+		// Another rustc builds other bytes: say so, but only Debian's
+		// 1.63 must build the committed ones.
+		if !strings.Contains(string(v), "1.63") {
+			t.Skipf("%s (%s) builds other bytes than the committed module, which Debian's rustc 1.63 built", rustc, strings.TrimSpace(string(v)))
+		}
+		t.Errorf("testdata/rust/counter.wasm is not what %s builds from counter.rs: rebuild it", strings.TrimSpace(string(v)))
+	}
+}
