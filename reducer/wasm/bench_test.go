@@ -131,6 +131,16 @@ func BenchmarkStep(b *testing.B) {
 	b.Run("rust-shaped", func(b *testing.B) {
 		loop(b, func() error { _, err := rust.call(input); return err })
 	})
+	if code, err := buildGoCounter(b); err == nil {
+		hw := newHost(b, Options{WASI: true})
+		gm, err := hw.Load(ctx, testDef("counter/GoCounter@1"), code)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("go-wasip1", func(b *testing.B) {
+			loop(b, func() error { _, err := gm.call(input); return err })
+		})
+	}
 	r := &Reducer{Module: m, Def: testDef("counter/Counter@1")}
 	state := schema.Record("pc", schema.Variant("Counting", nil), "remaining", uint64(1000))
 	tick := schema.Variant("Tick", nil)
@@ -138,4 +148,57 @@ func BenchmarkStep(b *testing.B) {
 	b.Run("assemblyscript-reducer", func(b *testing.B) {
 		loop(b, func() error { _, err := r.Step(c, state, tick); return err })
 	})
+}
+
+// BenchmarkCompile measures what opening a module costs a process: a
+// compile to machine code (a new host without a cache), a compile found in
+// the cache directory that an earlier process filled (a new host on it:
+// what a second demiurge command pays), and a module the host has already
+// loaded. go test ./reducer/wasm -bench Compile
+func BenchmarkCompile(b *testing.B) {
+	ctx := context.Background()
+	for _, mod := range []struct {
+		name string
+		code []byte
+	}{{"assemblyscript", counterModule(b)}, {"rust", readModule(b, "rust/counter")}} {
+		def := testDef("counter/Counter@1")
+		b.Run(mod.name+"/uncached", func(b *testing.B) {
+			loop(b, func() error {
+				h, err := New(Options{})
+				if err != nil {
+					return err
+				}
+				defer h.Close()
+				_, err = h.Load(ctx, def, mod.code)
+				return err
+			})
+		})
+		dir := b.TempDir()
+		warm, err := New(Options{CacheDir: dir})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := warm.Load(ctx, def, mod.code); err != nil {
+			b.Fatal(err)
+		}
+		_ = warm.Close()
+		b.Run(mod.name+"/disk-cache", func(b *testing.B) {
+			loop(b, func() error {
+				h, err := New(Options{CacheDir: dir})
+				if err != nil {
+					return err
+				}
+				defer h.Close()
+				_, err = h.Load(ctx, def, mod.code)
+				return err
+			})
+		})
+		h := newHost(b, Options{})
+		if _, err := h.Load(ctx, def, mod.code); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(mod.name+"/loaded", func(b *testing.B) {
+			loop(b, func() error { _, err := h.Load(ctx, def, mod.code); return err })
+		})
+	}
 }

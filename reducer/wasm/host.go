@@ -69,8 +69,9 @@ type Options struct {
 	Limits       Limits
 	ModuleLimits map[string]Limits
 	// WASI lets modules import wasi_snapshot_preview1 (Go's wasip1 and
-	// TinyGo modules need it): a deterministic one, whose clocks are fixed
-	// at zero, whose random bytes are zeros, with no files, no
+	// TinyGo modules need it): a deterministic one, whose wall clock is
+	// fixed at 0 (the Unix epoch) and monotonic clock at 1 ns, whose random
+	// bytes are zeros, with no files, no
 	// environment, no arguments, and stdout dropped (stderr is kept for
 	// the error of a failed step). Without it, a module that imports
 	// anything is refused.
@@ -410,7 +411,7 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 	cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions(m.start...).
 		WithStdout(io.Discard).WithStderr(stderr).
 		WithWalltime(func() (int64, int32) { return 0, 0 }, 1).
-		WithNanotime(func() int64 { return 0 }, 1).
+		WithNanotime(func() int64 { return 1 }, 1). // Go's runtime refuses a monotonic clock at 0
 		WithNanosleep(func(int64) {}).
 		WithRandSource(zeroReader{})
 	var lastMemory func() *cowMemory
