@@ -12,6 +12,8 @@ const modules = [
   { source: "assembly/counter.ts", example: "counter", name: "counter/Counter@1" },
   { source: "assembly/timer.ts", example: "timer", name: "timer/Timer@1" },
   { source: "assembly/retry.ts", example: "retry", name: "retry/Retry@1" },
+  // AgentOS's own 00-counter manifest, which names the counter demo/CounterSM@1.
+  { source: "assembly/counter.ts", example: "wasm/00-counter", name: "demo/CounterSM@1" },
 ];
 const only = process.argv[2]; // an output directory: build there, for the test that checks the committed modules
 for (const m of modules) {
