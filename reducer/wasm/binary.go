@@ -166,6 +166,7 @@ type Info struct {
 
 	sections []section  // the binary's sections, for rewriting
 	globals  int        // imported + defined globals
+	start    int64      // the start section's function, or -1
 	bodies   []funcBody // the code section's function bodies
 }
 
@@ -367,7 +368,7 @@ func Inspect(b []byte) (*Info, error) {
 	if v := binary.LittleEndian.Uint32(b[4:8]); v != 1 {
 		return nil, fmt.Errorf("%w: binary version %d, want 1 (a component or a newer format is not a core module)", ErrMalformed, v)
 	}
-	in := &Info{Resettable: true}
+	in := &Info{Resettable: true, start: -1}
 	r := &reader{b: b, off: 8}
 	var types []FuncType
 	var funcs []uint32 // type index of every function, imported first
@@ -472,6 +473,8 @@ func Inspect(b []byte) (*Info, error) {
 				}
 				exports = append(exports, e)
 			}
+		case secStart:
+			in.start = int64(s.u32())
 		case secCode:
 			n := s.u32()
 			for i := uint32(0); i < n && s.err == nil; i++ {
@@ -489,7 +492,7 @@ func Inspect(b []byte) (*Info, error) {
 				in.bodies = append(in.bodies, funcBody{code: fb, loops: scan.loops})
 			}
 		}
-		parsed := id == secType || id == secImport || id == secFunction || id == secMemory || id == secGlobal || id == secExport || id == secCode
+		parsed := id == secType || id == secImport || id == secFunction || id == secMemory || id == secGlobal || id == secExport || id == secStart || id == secCode
 		if s.err == nil && parsed && s.off != len(s.b) {
 			s.fail("%d bytes past the section's contents", len(s.b)-s.off)
 		}
@@ -672,6 +675,7 @@ const (
 	globalExportPrefix = "demiurge:global:"
 	fuelExport         = "demiurge:fuel"
 	stopExport         = "demiurge:stop"
+	startExport        = "demiurge:start"
 	checkEvery         = 1024
 )
 
@@ -686,7 +690,10 @@ const (
 // traps if the stop flag is set (the step's deadline). Instrument also
 // exports each of the module's mutable globals, named globalExportPrefix
 // + index, so that the host can restore them (wazero gives access to
-// exported globals only). None of this changes what the module computes.
+// exported globals only). The start section's function, if any, is
+// exported as startExport rather than run by wazero as it instantiates, so
+// that the host runs it under a deadline too. None of this changes what the
+// module computes.
 func (in *Info) Instrument() []byte {
 	fuel, stop := uint32(in.globals), uint32(in.globals)+1
 	uleb := func(v uint32) []byte { return binary.AppendUvarint(nil, uint64(v)) }
@@ -721,7 +728,11 @@ func (in *Info) Instrument() []byte {
 			globalRest = s.body[r.off:]
 		}
 	}
-	exp = binary.AppendUvarint(exp, uint64(count)+uint64(len(in.MutableGlobals))+2)
+	added := uint64(len(in.MutableGlobals)) + 2
+	if in.start >= 0 {
+		added++
+	}
+	exp = binary.AppendUvarint(exp, uint64(count)+added)
 	exp = append(exp, rest...)
 	addExport := func(name string, idx uint32) {
 		exp = binary.AppendUvarint(exp, uint64(len(name)))
@@ -734,6 +745,13 @@ func (in *Info) Instrument() []byte {
 	}
 	addExport(fuelExport, fuel)
 	addExport(stopExport, stop)
+	if in.start >= 0 {
+		name := startExport
+		exp = binary.AppendUvarint(exp, uint64(len(name)))
+		exp = append(exp, name...)
+		exp = append(exp, externFunc)
+		exp = binary.AppendUvarint(exp, uint64(in.start))
+	}
 
 	glob := binary.AppendUvarint(nil, uint64(globalCount)+2)
 	glob = append(glob, globalRest...)
@@ -783,6 +801,9 @@ func (in *Info) Instrument() []byte {
 		switch s.id {
 		case secCode:
 			put(secCode, code)
+		case secStart:
+			// Exported as startExport instead: the host calls it after
+			// instantiating, under the step's deadline.
 		default:
 			put(s.id, s.body)
 		}

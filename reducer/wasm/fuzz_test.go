@@ -92,7 +92,7 @@ func reencode(o *Output) []byte {
 // a panic; what it reads, instrumented, reads again with the same imports
 // and exports.
 func FuzzInspect(f *testing.F) {
-	for _, name := range []string{"echo", "leak", "leaktable", "wasi", "stub_retptr", "import"} {
+	for _, name := range []string{"echo", "leak", "leaktable", "wasi", "stub_retptr", "import", "startloop", "rust/counter"} {
 		f.Add(readModule(f, name))
 	}
 	f.Add([]byte("\x00asm\x01\x00\x00\x00"))
@@ -105,7 +105,11 @@ func FuzzInspect(f *testing.F) {
 		if err != nil {
 			t.Fatalf("the instrumented module does not read: %v", err)
 		}
-		if len(again.Imports) != len(in.Imports) || len(again.Exports) != len(in.Exports)+len(in.MutableGlobals)+2 {
+		added := len(in.MutableGlobals) + 2
+		if in.start >= 0 {
+			added++ // the start function, exported
+		}
+		if len(again.Imports) != len(in.Imports) || len(again.Exports) != len(in.Exports)+added || again.start >= 0 {
 			t.Fatalf("instrumenting changed the imports or exports: %d/%d, %d/%d", len(again.Imports), len(in.Imports), len(again.Exports), len(in.Exports))
 		}
 	})

@@ -273,7 +273,7 @@ func (h *Host) Load(ctx context.Context, def *schema.DefModule, code []byte) (*M
 	inst, err := m.instantiate(ctx)
 	if err != nil {
 		_ = compiled.Close(ctx)
-		return fail("instantiate: %v", err)
+		return nil, fmt.Errorf("%w: %s (%s): instantiate: %w", ErrRefused, def.Name, ref.Short(), err)
 	}
 	m.put(inst)
 	h.modules[key] = m
@@ -408,7 +408,7 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 
 func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 	stderr := &limitedBuffer{}
-	cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions(m.start...).
+	cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions().
 		WithStdout(io.Discard).WithStderr(stderr).
 		WithWalltime(func() (int64, int32) { return 0, 0 }, 1).
 		WithNanotime(func() int64 { return 1 }, 1). // Go's runtime refuses a monotonic clock at 0
@@ -443,6 +443,29 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 		return nil, errors.New("the stop global is not exported as mutable")
 	}
 	in.stop = stop
+	// The start function (exported by Instrument) and WASI's
+	// _initialize run now, under the deadline of a step.
+	var starts []string
+	if m.info.start >= 0 {
+		starts = append(starts, startExport)
+	}
+	for _, name := range append(starts, m.start...) {
+		fn := mod.ExportedFunction(name)
+		if fn == nil {
+			_ = mod.Close(ctx)
+			return nil, fmt.Errorf("no export %s", name)
+		}
+		m.host.watch.start(in, m.limits.Deadline)
+		_, err := fn.Call(ctx)
+		expired := m.host.watch.stop(in)
+		if expired || err != nil {
+			_ = mod.Close(ctx)
+			if expired {
+				return nil, fmt.Errorf("%s: %w (%v)", name, ErrDeadline, m.limits.Deadline)
+			}
+			return nil, fmt.Errorf("%s: %w", name, describe(err, stderr))
+		}
+	}
 	if fuel, ok := mod.ExportedGlobal(fuelExport).(api.MutableGlobal); ok {
 		// The fuel is reset with the module's globals: it is invisible
 		// to the module, but a step starts as in a fresh instance.

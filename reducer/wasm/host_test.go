@@ -468,3 +468,13 @@ func buildGoCounter(t testing.TB) ([]byte, error) {
 	}
 	return os.ReadFile(out)
 }
+
+// TestStartDeadline loads a module whose start function never returns: the
+// load fails at the deadline, rather than hanging.
+func TestStartDeadline(t *testing.T) {
+	h := newHost(t, Options{Limits: Limits{Deadline: 100 * time.Millisecond}})
+	_, err := h.Load(t.Context(), testDef("test/StartLoop@1"), readModule(t, "startloop"))
+	if !errors.Is(err, ErrRefused) || !errors.Is(err, ErrDeadline) {
+		t.Fatalf("Load: %v; want a refusal for the deadline", err)
+	}
+}
