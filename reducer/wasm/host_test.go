@@ -478,3 +478,29 @@ func TestStartDeadline(t *testing.T) {
 		t.Fatalf("Load: %v; want a refusal for the deadline", err)
 	}
 }
+
+// TestPureRun runs a pure module (run, not step): it gets {version: 1,
+// input, ctx?} and its output is returned.
+func TestPureRun(t *testing.T) {
+	h := newHost(t, Options{})
+	def := &schema.DefModule{Name: "test/Pure@1", ModuleKind: "pure", Pure: &schema.PureABI{Input: "sys/CapCheckInput@1", Output: "sys/CapCheckOutput@1"}}
+	m, err := h.Load(t.Context(), def, readModule(t, "pure"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := enc(t, schema.Record("a", uint64(1)))
+	got, err := m.Run(input, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := AppendPureInput(nil, input, nil); !bytes.Equal(got, want) {
+		t.Errorf("sent %x; want %x", got, want)
+	}
+	if _, err := h.Load(t.Context(), testDef("test/NotPure@1"), readModule(t, "pure")); !errors.Is(err, ErrRefused) {
+		t.Errorf("a module without step loads as a reducer: %v", err)
+	}
+	r := load(t, h, "echo", testDef("test/Echo@1"))
+	if _, err := r.Module.Run(input, nil); err == nil {
+		t.Error("Run of a reducer module succeeded")
+	}
+}
