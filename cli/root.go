@@ -68,6 +68,9 @@ type app struct {
 	// (--wasi); wasm is the host that runs them (wasmHost).
 	wasi bool
 	wasm wasmState
+	// noWASMCache keeps the compile cache in memory (validate, which does
+	// not use the store).
+	noWASMCache bool
 }
 
 // usageError is a mistake on the command line; it exits with exitUsage.
@@ -339,7 +342,7 @@ eval exits 1 when a case fails (eval compare: when a case regressed).`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.storeDir, "store", storeDefault, "the store: a `DIR`ectory, or a postgres:// URL (env "+storeEnv+")")
 	pf.BoolVarP(&a.verbose, "verbose", "v", false, "log debug messages on stderr (without it, only errors are logged)")
-	pf.BoolVar(&a.wasi, "wasi", false, "let WASM reducer modules import a deterministic WASI (clocks fixed at zero, zero entropy, no files or environment), as Go's wasip1 and TinyGo modules need")
+	pf.BoolVar(&a.wasi, "wasi", false, "let WASM reducer modules import a deterministic WASI (fixed clocks, zero entropy, no files or environment), as Go's wasip1 and TinyGo modules need")
 
 	if only != nil {
 		// The command line runs this one command. Cobra's completion
