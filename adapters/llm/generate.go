@@ -586,13 +586,19 @@ func (g *Generator) record(ctx context.Context, blobs Blobs, p Params, apiKey st
 		FailedAttemptsRef: failedRef,
 	}
 	r.ProviderName = g.providerName()
-	// The price of the model that answered (a dated snapshot, say), else
-	// of the one asked for.
+	// The provider's own figure, else the price of the model that
+	// answered (a dated snapshot, say), else of the one asked for.
+	if res.costKnown {
+		r.CostMicroUSD, r.CostKnown = res.cost, true
+		r.CostSource = CostSource{Kind: CostFromProvider, Field: res.costField}
+	}
 	for _, name := range []string{model, p.Model} {
+		if r.CostKnown {
+			break
+		}
 		if m, _ := g.ModelFor(name); m.Price != nil && res.usageKnown {
 			r.CostMicroUSD, r.CostKnown = m.Price.CostMicroUSD(res.usage), true
 			r.CostSource = CostSource{Kind: CostFromPrice, Model: name, Source: m.PriceSource()}
-			break
 		}
 	}
 	if r.CostKnown {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -68,7 +69,7 @@ func buildResponsesParams(p Params, items []item, tools []tool, store bool, m Mo
 	send = reasoningFor(send, store, m)
 	list := make(responses.ResponseInputParam, len(send))
 	for i, it := range send {
-		list[i] = param.Override[responses.ResponseInputItemUnionParam](it.raw)
+		list[i] = param.Override[responses.ResponseInputItemUnionParam](responsesItem(it))
 	}
 	rp.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: list}
 
@@ -176,7 +177,7 @@ func reasoningFor(items []item, store bool, m Model) []item {
 		}
 		// A model that takes its reasoning text back gets the items that
 		// carry it.
-		return m.ReasoningEcho != "" && len(h.Content) > 2 && string(h.Content) != "null"
+		return m.ReasoningEcho != "" && m.ReasoningEcho != EchoNone && len(h.Content) > 2 && string(h.Content) != "null"
 	}
 	for i, it := range items {
 		if !keep(it) {
@@ -262,6 +263,9 @@ type parsed struct {
 	id, model, finish string
 	usage             TokenUsage
 	usageKnown        bool   // the provider reported usage
+	cost              uint64 // the cost the provider reported, in micro-USD, if costKnown
+	costField         string // the field it was read from
+	costKnown         bool
 	refused           bool   // a message has a refusal part
 	output            []byte // the Responses-style output array
 	items             []OutputItem
@@ -305,6 +309,10 @@ type rawResponse struct {
 		OutputTokensDetails struct {
 			ReasoningTokens uint64 `json:"reasoning_tokens"`
 		} `json:"output_tokens_details"`
+		// Provider-reported costs (OpenRouter, xAI), as on Chat
+		// Completions.
+		Cost           json.Number `json:"cost"`
+		CostInUSDTicks json.Number `json:"cost_in_usd_ticks"`
 	} `json:"usage"`
 }
 
@@ -356,6 +364,8 @@ func parseResponsesBody(body []byte) (parsed, error) {
 			CacheRead: r.Usage.InputTokensDetails.CachedTokens,
 			Reasoning: r.Usage.OutputTokensDetails.ReasoningTokens,
 		}
+		cu := chatUsage{Cost: r.Usage.Cost, CostInUSDTicks: r.Usage.CostInUSDTicks}
+		out.cost, out.costField, out.costKnown = cu.cost()
 	}
 	reason := ""
 	if r.Status == "incomplete" {
@@ -523,4 +533,79 @@ func argumentsText(raw json.RawMessage) string {
 		}
 	}
 	return string(raw)
+}
+
+// chatOnly are the members a chat answer's items carry for Chat
+// Completions only (see reasoningFields): a Responses request leaves them
+// out, as the Responses API takes no member it does not define.
+var chatOnly = [][]byte{[]byte(`"chat_fields"`), []byte(`"extra_content"`)}
+
+// responsesItem returns the item as a Responses request sends it: as
+// written, without the members only Chat Completions takes.
+func responsesItem(it item) json.RawMessage {
+	k := it.kind()
+	if k != "reasoning" && k != "function_call" {
+		return it.raw
+	}
+	has := false
+	for _, m := range chatOnly {
+		has = has || bytes.Contains(it.raw, m)
+	}
+	if !has {
+		return it.raw
+	}
+	out, ok := dropMembers(it.raw, "chat_fields", "extra_content")
+	if !ok {
+		return it.raw
+	}
+	return out
+}
+
+// dropMembers returns the JSON object b without the members named keys
+// (the others' bytes as they were), and whether b is a well-formed
+// object.
+func dropMembers(b []byte, keys ...string) ([]byte, bool) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil, false
+	}
+	out := make([]byte, 0, len(b))
+	out = append(out, '{')
+	first := true
+	i = skipSpace(b, i+1)
+	for i < len(b) && b[i] != '}' {
+		from := i
+		end, ok := skipString(b, i)
+		if !ok {
+			return nil, false
+		}
+		var key string
+		if json.Unmarshal(b[i:end], &key) != nil {
+			return nil, false
+		}
+		i = skipSpace(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return nil, false
+		}
+		if i, ok = skipValue(b, skipSpace(b, i+1)); !ok {
+			return nil, false
+		}
+		if !slices.Contains(keys, key) {
+			if !first {
+				out = append(out, ',')
+			}
+			out = append(out, b[from:i]...)
+			first = false
+		}
+		i = skipSpace(b, i)
+		if i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+		} else if i >= len(b) || b[i] != '}' {
+			return nil, false
+		}
+	}
+	if i >= len(b) {
+		return nil, false
+	}
+	return append(out, '}'), true
 }
