@@ -757,8 +757,8 @@ type chunk struct {
 		Delta struct {
 			// Content is text, or (Mistral's Magistral) a list of parts:
 			// {"type":"text","text"} and {"type":"thinking","thinking":[parts]}.
-			Content          json.RawMessage `json:"content"`
-			Refusal          *string         `json:"refusal"`
+			Content          json.RawMessage   `json:"content"`
+			Refusal          *string           `json:"refusal"`
 			ReasoningContent *string           `json:"reasoning_content"`
 			Reasoning        *string           `json:"reasoning"`
 			ReasoningDetails []json.RawMessage `json:"reasoning_details"`

@@ -106,8 +106,8 @@ var dialects = []dialect{{
 	name: "Gemini OpenAI-compatible thought signature", vendor: "gemini", server: "gemini", model: "gemini-3-pro-preview",
 	answer: `{"id":"gm1","object":"chat.completion","model":"gemini-3-pro-preview","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant",` +
 		`"tool_calls":[{"extra_content":{"google":{"thought_signature":"CiQB"}},"function":{"arguments":"{}","name":"f"},"id":"function-call-1","type":"function"}]}}],"usage":` + usageJSON + `}`,
-	stream: sse(`{"id":"gm1","model":"gemini-3-pro-preview","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"extra_content":{"google":{"thought_signature":"CiQB"}},`+
-		`"function":{"arguments":"{}","name":"f"},"id":"function-call-1","type":"function","index":0}]},"finish_reason":"tool_calls"}],"usage":`+usageJSON+`}`),
+	stream: sse(`{"id":"gm1","model":"gemini-3-pro-preview","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"extra_content":{"google":{"thought_signature":"CiQB"}},` +
+		`"function":{"arguments":"{}","name":"f"},"id":"function-call-1","type":"function","index":0}]},"finish_reason":"tool_calls"}],"usage":` + usageJSON + `}`),
 	wantCall: map[string]string{"extra_content": `{"google":{"thought_signature":"CiQB"}}`},
 	refused:  true,
 }, {
