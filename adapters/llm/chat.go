@@ -17,7 +17,8 @@ import (
 )
 
 // buildChatParams makes the request of the Chat Completions API for model
-// m from the same transcript and tools as the Responses request:
+// m, all but its messages (see spliceChat); the messages are made from the
+// same transcript as the Responses request's input (chatMessages):
 //
 //   - Params.Instructions becomes a leading system message; system and
 //     developer messages become system messages;
@@ -39,7 +40,7 @@ import (
 //
 // previous_response_id is ignored: Chat Completions is stateless, so the
 // whole transcript is always sent.
-func buildChatParams(p Params, items []item, tools []tool, stream bool, m Model) (openai.ChatCompletionNewParams, error) {
+func buildChatParams(p Params, tools []tool, stream bool, m Model) (openai.ChatCompletionNewParams, error) {
 	var cp openai.ChatCompletionNewParams
 	cp.Model = shared.ChatModel(p.Model)
 	if n, err := tokenLimit(p.MaxTokens, m); err != nil {
@@ -66,14 +67,6 @@ func buildChatParams(p Params, items []item, tools []tool, stream bool, m Model)
 	if stream {
 		cp.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
 	}
-	if p.Instructions != nil {
-		cp.Messages = append(cp.Messages, openai.SystemMessage(*p.Instructions))
-	}
-	msgs, err := chatMessages(items, m.ReasoningEcho, m.ReasoningRefused)
-	if err != nil {
-		return cp, err
-	}
-	cp.Messages = append(cp.Messages, msgs...)
 
 	for _, t := range tools {
 		if t.typ != "function" {

@@ -110,6 +110,8 @@ type Generator struct {
 	messages  messagesCache
 	chunks    reflist.Cache
 	evidence  chunked.Writer // the requests, kept as chunks
+	segs      segCache       // transcript items, encoded for a dialect
+	chains    chains         // the last request of recent transcripts
 	cfg       Config
 	responses responses.ResponseService
 	chat      openai.ChatCompletionService

@@ -17,7 +17,7 @@ import (
 )
 
 // buildResponsesParams makes the request of the Responses API for model
-// m, sending only what m takes (see Model): a temperature and a reasoning
+// m, all but its input (see spliceResponses), sending only what m takes (see Model): a temperature and a reasoning
 // effort only if it takes them, max_output_tokens at most its limit, and,
 // for a stateless call, include:["reasoning.encrypted_content"] only if it
 // reasons with encrypted content.
@@ -30,6 +30,7 @@ import (
 // reasons with it, and those with their text if m takes it back
 // (Model.ReasoningEcho); to a stored one, those with an id.
 func buildResponsesParams(p Params, items []item, tools []tool, store bool, m Model) (responses.ResponseNewParams, error) {
+	// items are looked at only to check previous_response_id.
 	var rp responses.ResponseNewParams
 	rp.Model = shared.ResponsesModel(p.Model)
 	if p.Instructions != nil {
@@ -53,12 +54,10 @@ func buildResponsesParams(p Params, items []item, tools []tool, store bool, m Mo
 		rp.Reasoning = shared.ReasoningParam{Effort: shared.ReasoningEffort(*p.ReasoningEffort)}
 	}
 
-	send := items
 	if p.PreviousResponseID != nil && *p.PreviousResponseID != "" {
 		rp.PreviousResponseID = openai.String(*p.PreviousResponseID)
 		store = true // a chain only continues from stored responses
-		send = itemsAfterLastOutput(items)
-		if len(send) == 0 {
+		if len(itemsAfterLastOutput(items)) == 0 {
 			return rp, invalidf("previous_response_id %q is set but the transcript has no item after the last model output: append the new user message or tool outputs", *p.PreviousResponseID)
 		}
 	}
@@ -66,12 +65,6 @@ func buildResponsesParams(p Params, items []item, tools []tool, store bool, m Mo
 	if !store && m.EncryptedReasoning {
 		rp.Include = []responses.ResponseIncludable{responses.ResponseIncludableReasoningEncryptedContent}
 	}
-	send = reasoningFor(send, store, m)
-	list := make(responses.ResponseInputParam, len(send))
-	for i, it := range send {
-		list[i] = param.Override[responses.ResponseInputItemUnionParam](responsesItem(it))
-	}
-	rp.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: list}
 
 	for _, t := range tools {
 		if t.typ != "function" {
@@ -158,39 +151,27 @@ type reasoningHead struct {
 	Content          json.RawMessage `json:"content"`
 }
 
-// reasoningFor drops the reasoning items a Responses call cannot take
-// back (see buildResponsesParams).
-func reasoningFor(items []item, store bool, m Model) []item {
-	keep := func(it item) bool {
-		if it.kind() != "reasoning" {
-			return true
-		}
-		var h reasoningHead
-		if json.Unmarshal(it.raw, &h) != nil {
-			return false
-		}
-		switch {
-		case store:
-			return h.ID != ""
-		case m.EncryptedReasoning && len(h.EncryptedContent) > 0 && string(h.EncryptedContent) != "null":
-			return true
-		}
-		// A model that takes its reasoning text back gets the items that
-		// carry it.
-		return m.ReasoningEcho != "" && m.ReasoningEcho != EchoNone && len(h.Content) > 2 && string(h.Content) != "null"
+// keepReasoning reports whether a Responses call can take the item back
+// (see buildResponsesParams): any item but a reasoning item; a reasoning
+// item, with an id if the call is stored, with encrypted content if m
+// reasons with it, with its text if m takes it back.
+func keepReasoning(it item, store bool, m Model) bool {
+	if it.kind() != "reasoning" {
+		return true
 	}
-	for i, it := range items {
-		if !keep(it) {
-			out := append([]item(nil), items[:i]...)
-			for _, it := range items[i+1:] {
-				if keep(it) {
-					out = append(out, it)
-				}
-			}
-			return out
-		}
+	var h reasoningHead
+	if json.Unmarshal(it.raw, &h) != nil {
+		return false
 	}
-	return items
+	switch {
+	case store:
+		return h.ID != ""
+	case m.EncryptedReasoning && len(h.EncryptedContent) > 0 && string(h.EncryptedContent) != "null":
+		return true
+	}
+	// A model that takes its reasoning text back gets the items that
+	// carry it.
+	return m.ReasoningEcho != "" && m.ReasoningEcho != EchoNone && len(h.Content) > 2 && string(h.Content) != "null"
 }
 
 // itemsAfterLastOutput returns the items after the last model output item,

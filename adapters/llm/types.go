@@ -89,6 +89,9 @@ func (t *Transcript) refs(ctx context.Context, g cas.Getter, cache *reflist.Cach
 	if err != nil {
 		return nil, fmt.Errorf("%w: transcript: %w", ErrInvalidParams, err)
 	}
+	if len(t.Prefix) == 0 && len(t.Suffix) == 0 {
+		return mid, nil
+	}
 	out := make([]cas.Ref, 0, len(t.Prefix)+len(mid)+len(t.Suffix))
 	out = append(append(append(out, t.Prefix...), mid...), t.Suffix...)
 	return out, nil
