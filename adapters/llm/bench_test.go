@@ -145,9 +145,9 @@ type longChat struct {
 	rounds   int
 }
 
-func newLongChat(b *testing.B, st *memStore, provider string) *longChat {
+func newLongChat(b *testing.B, st *memStore, provider string, n int) *longChat {
 	c := &longChat{st: st, provider: provider}
-	c.append(b, st.put(b, `{"role":"user","content":"What does the manifest define? Read it many times."}`))
+	c.append(b, st.put(b, fmt.Sprintf(`{"role":"user","content":"What does the manifest define? Read it many times (%d)."}`, n)))
 	return c
 }
 
@@ -184,7 +184,7 @@ func (c *longChat) transcript() *Transcript { return &Transcript{Refs: c.list} }
 
 // BenchmarkGenerateLong is one llm.generate late in a long turn: a
 // transcript of N tool rounds (about 1.5 KB each), one more each call (so
-// N grows by b.N: run it with -benchtime 200x), sent to a transport that reads the request and answers from memory
+// every call within 16 rounds of N), sent to a transport that reads the request and answers from memory
 // (cannedTransport), so that what is measured is the adapter's own time:
 // loading the transcript, building and encoding the request, keeping it
 // as evidence, parsing the answer and storing the receipt. The target
@@ -220,19 +220,28 @@ func BenchmarkGenerateLong(b *testing.B) {
 					onDelta = func(string) {}
 				}
 				// The chat grows a round each call, as a turn does: the rounds
-				// before were sent before.
-				chat := newLongChat(b, st, m.provider)
-				for range rounds {
-					chat.round(b)
+				// before were sent before. Every 16 calls a new chat of
+				// rounds rounds takes over (made and sent once with the clock
+				// stopped), so that every call is within 16 rounds of N.
+				var chat *longChat
+				start := func(n int) {
+					chat = newLongChat(b, st, m.provider, n)
+					for range rounds {
+						chat.round(b)
+					}
+					p.Transcript = chat.transcript()
+					if _, err := g.Generate(b.Context(), st, p, testKey, onDelta); err != nil {
+						b.Fatal(err)
+					}
 				}
-				p.Transcript = chat.transcript()
-				if _, err := g.Generate(b.Context(), st, p, testKey, onDelta); err != nil {
-					b.Fatal(err)
-				}
+				start(0)
 				b.ReportAllocs()
 				b.ResetTimer()
-				for range b.N {
+				for i := range b.N {
 					b.StopTimer()
+					if i%16 == 15 {
+						start(i)
+					}
 					chat.round(b)
 					p.Transcript = chat.transcript()
 					b.StartTimer()

@@ -126,6 +126,7 @@ type spliced struct {
 	lead bool
 	segs []*segment
 	tail []byte
+	size int // the body's length, once known (0: not yet)
 }
 
 // add appends a segment (one that sends nothing is left out).
@@ -169,6 +170,9 @@ var comma = []byte{','}
 
 // Len is the body's length.
 func (b *spliced) Len() int {
+	if b.size > 0 {
+		return b.size
+	}
 	n := len(b.head) + len(b.tail)
 	for i, s := range b.segs {
 		n += len(s.body)
@@ -176,6 +180,7 @@ func (b *spliced) Len() int {
 			n++
 		}
 	}
+	b.size = n
 	return n
 }
 

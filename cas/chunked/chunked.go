@@ -99,6 +99,9 @@ type Writer struct {
 	mu     sync.Mutex
 	recent map[cas.Ref]recentIndex // by the blob's first chunk
 	lists  reflist.Cache
+	// tip is the last Chunks PutAfter returned: the next call that builds
+	// on all but its last chunk may extend its lists in place.
+	tip *Chunks
 }
 
 // recentIndex is an index a Writer wrote: its chunks, and their list.
@@ -261,8 +264,20 @@ func (w *Writer) PutAfter(ctx context.Context, p Store, prev *Chunks, src Source
 		return w.putWhole(ctx, p, src.From(0))
 	}
 	start := prev.Ends[keep-1]
-	ends := append(make([]int, 0, keep+(size-start)/MinChunk+1), prev.Ends[:keep]...)
-	refs := append(make([]cas.Ref, 0, cap(ends)), prev.Refs[:keep]...)
+	// The lists of prev, extended in place past what it kept when no
+	// later call has (a chat's requests come one after the other), else
+	// copied.
+	ends, refs := prev.Ends[:keep], prev.Refs[:keep]
+	w.mu.Lock()
+	inPlace := w.tip == prev && keep == len(prev.Ends)-1
+	if inPlace {
+		w.tip = nil
+	}
+	w.mu.Unlock()
+	if !inPlace {
+		ends = append(make([]int, 0, 2*keep+(size-start)/MinChunk+1), ends...)
+		refs = append(make([]cas.Ref, 0, cap(ends)), refs...)
+	}
 	g := gear()
 	for rest := src.From(start); len(rest) > 0; {
 		n := cut(g, rest)
@@ -292,7 +307,11 @@ func (w *Writer) PutAfter(ctx context.Context, p Store, prev *Chunks, src Source
 	if err != nil {
 		return cas.Ref{}, nil, fmt.Errorf("chunked: store the index: %w", err)
 	}
-	return r, &Chunks{Ends: ends, Refs: refs, List: list, Index: r}, nil
+	next := &Chunks{Ends: ends, Refs: refs, List: list, Index: r}
+	w.mu.Lock()
+	w.tip = next
+	w.mu.Unlock()
+	return r, next, nil
 }
 
 // Source is a blob PutAfter stores, read from an offset on, so that a
