@@ -64,6 +64,10 @@ type app struct {
 	// ext is what a program extending the command line adds (Main's
 	// options); nil for none.
 	ext *extensions
+	// wasi lets WASM reducer modules import the deterministic WASI
+	// (--wasi); wasm is the host that runs them (wasmHost).
+	wasi bool
+	wasm wasmState
 }
 
 // usageError is a mistake on the command line; it exits with exitUsage.
@@ -333,6 +337,7 @@ sh exits with its script's exit status (see demiurge sh --help).`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.storeDir, "store", storeDefault, "the store: a `DIR`ectory, or a postgres:// URL (env "+storeEnv+")")
 	pf.BoolVarP(&a.verbose, "verbose", "v", false, "log debug messages on stderr (without it, only errors are logged)")
+	pf.BoolVar(&a.wasi, "wasi", false, "let WASM reducer modules import a deterministic WASI (clocks fixed at zero, zero entropy, no files or environment), as Go's wasip1 and TinyGo modules need")
 
 	if only != nil {
 		// The command line runs this one command. Cobra's completion
