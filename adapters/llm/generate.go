@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -160,8 +161,8 @@ func (g *Generator) prepare(ctx context.Context, blobs Blobs, p Params, apiKey s
 	if c.provider == "" {
 		c.provider = g.cfg.Provider
 	}
-	if c.provider != ProviderResponses && c.provider != ProviderChat {
-		return nil, invalidf("provider %q is not %q or %q", p.Provider, ProviderResponses, ProviderChat)
+	if !IsProvider(c.provider) {
+		return nil, invalidf("provider %q is not one of %s", p.Provider, strings.Join(Providers(), ", "))
 	}
 	if p.Model == "" {
 		return nil, invalidf("model is empty: name the provider's model, such as \"gpt-5-mini\"")

@@ -425,13 +425,6 @@ func (a *arena[T]) release(list []T) {
 	a.mu.Unlock()
 }
 
-func (st *chainState) itemsOrNil() []item {
-	if st == nil {
-		return nil
-	}
-	return st.items
-}
-
 // reuse returns prev's run of items [start, end) if prev encoded the same
 // items for the same dialect, nil if it did not.
 func (prev *chainState) reuse(dialect string, start, end, sameItems int, at *int) *segment {

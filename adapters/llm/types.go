@@ -20,6 +20,17 @@ const (
 	ProviderChat = "openai-chat"
 )
 
+// providers are the wire APIs Generate speaks, in the order messages list
+// them: a provider of another API adds its name here (and its request
+// and answer to prepare, attempt and parse).
+var providers = []string{ProviderResponses, ProviderChat}
+
+// Providers returns the names of the wire APIs Generate speaks.
+func Providers() []string { return slices.Clone(providers) }
+
+// IsProvider reports whether name is one of Providers.
+func IsProvider(name string) bool { return slices.Contains(providers, name) }
+
 // Params are the parameters of one llm.generate effect, the Go form of
 // sys/LlmGenerateParams@1. Option fields are pointers; a nil pointer encodes
 // as CBOR null, as the typed-value normalizer writes a missing option.
