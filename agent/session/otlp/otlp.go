@@ -36,6 +36,7 @@ package otlp
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -545,15 +546,20 @@ func toolSpan(c *session.ToolCall, t *session.Turn, o Options, trace [16]byte, r
 
 // providerName is gen_ai.provider.name for a model call: who served it,
 // as its receipt says, in the conventions' words where they have one;
-// else, for a receipt that does not say, by its wire protocol: both
-// OpenAI protocols (and the adapter's default, "") speak to OpenAI or to
-// a server compatible with it.
+// else, for a receipt that does not say (@1, @2), the maker of the model
+// that answered, if its family is known (deepseek-* is DeepSeek's);
+// else by its wire protocol: both OpenAI protocols (and the adapter's
+// default, "") speak to OpenAI or to a server compatible with it.
 func providerName(m *session.ModelCall) string {
-	if m.ProviderName != "" {
-		if n, ok := semconvProviders[m.ProviderName]; ok {
+	name := m.ProviderName
+	if name == "" {
+		name = llm.ModelProvider(cmp.Or(m.Model, m.RequestModel))
+	}
+	if name != "" {
+		if n, ok := semconvProviders[name]; ok {
 			return n
 		}
-		return m.ProviderName
+		return name
 	}
 	switch m.Provider {
 	case "", llm.ProviderResponses, llm.ProviderChat:
