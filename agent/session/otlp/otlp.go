@@ -28,9 +28,11 @@
 // gen_ai.provider.name names who served a model call, as its
 // sys/LlmGenerateReceipt@3 says (from the server's host: "openrouter",
 // "deepseek", "x_ai"…, in the conventions' words where they have one). An
-// older receipt does not say: the call is then named by its wire protocol,
-// "openai" for both OpenAI protocols, Azure OpenAI and other compatible
-// servers included (the raw protocol is demiurge.llm.protocol). A turn
+// older receipt (@1, @2, which the agent's chat still takes) does not say:
+// the call is then named by the maker of the model that answered, when
+// its family is known (deepseek-*, grok-*), which is wrong behind a router
+// or a proxy, else by its wire protocol, "openai" for both OpenAI
+// protocols (the raw protocol is demiurge.llm.protocol). A turn
 // that is still running ends, in its span, at the last stamp known of it.
 package otlp
 
