@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -281,5 +282,55 @@ func TestChainReuse(t *testing.T) {
 				p.MessageRefs = append(slices.Clone(p.MessageRefs), r.OutputRef, out)
 			}
 		})
+	}
+}
+
+// TestChainConcurrent runs chats that begin with the same message blob
+// at once through one Generator (their transcripts share a chain key):
+// each request is what a fresh Generator builds, and its evidence the
+// bytes sent.
+func TestChainConcurrent(t *testing.T) {
+	srv := llmtest.NewServerFunc(func(llmtest.Request) llmtest.Turn { return benchTurn })
+	defer srv.Close()
+	g := newTestGenerator(t, srv, nil)
+	st := newStore()
+	tools := st.put(t, `{"tools":[{"type":"function","name":"introspect_manifest","parameters":{"type":"object"}}]}`)
+	first := st.put(t, "read the manifest")
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for chat := range 4 {
+		wg.Go(func() {
+			p := Params{Provider: ProviderChat, Model: "deepseek-v4-flash", ToolsRef: &tools, MessageRefs: []cas.Ref{first}}
+			for round := range 5 {
+				r, err := g.Generate(context.Background(), st, p, testKey, nil)
+				if err != nil {
+					errs <- err
+					return
+				}
+				fresh := newTestGenerator(t, srv, nil)
+				c, err := fresh.prepare(context.Background(), st, p, testKey, nil)
+				if err != nil {
+					errs <- err
+					return
+				}
+				ev, err := chunked.Get(context.Background(), st, *r.RequestRef)
+				if err != nil || !bytes.Equal(ev, c.body.bytes()) {
+					errs <- fmt.Errorf("chat %d round %d: the evidence is not the request a fresh Generator builds (%v)", chat, round, err)
+					return
+				}
+				var tc ToolCall
+				if err := cas.GetNode(context.Background(), st, r.ToolCallRefs[0], &tc); err != nil {
+					errs <- err
+					return
+				}
+				out := st.put(t, fmt.Sprintf(`{"type":"function_call_output","call_id":%q,"output":"chat %d round %d"}`, tc.CallID, chat, round))
+				p.MessageRefs = append(slices.Clone(p.MessageRefs), r.OutputRef, out)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
