@@ -249,6 +249,7 @@ func subcommands(a *app, getenv func(string) string) []subcommand {
 		{"worlds", func() *cobra.Command { return newWorldsCommand(a) }},
 		{"ui", func() *cobra.Command { return newUICommand(a) }},
 		{"models", func() *cobra.Command { return newModelsCommand(a) }},
+		{"eval", func() *cobra.Command { return newEvalCommand(a, getenv) }},
 	}
 	if a.ext != nil {
 		for _, c := range a.ext.commands {
@@ -303,7 +304,8 @@ with how the turn ended:
 send exits 6 when its event waits in the inbox of a world of a PostgreSQL
 store that no worker journaled within --wait: it is kept, and a worker
 journals it when it takes the world (do not send it again).
-sh exits with its script's exit status (see demiurge sh --help).`,
+sh exits with its script's exit status (see demiurge sh --help).
+eval exits 1 when a case fails (eval compare: when a case regressed).`,
 		Example: `  # the offline demo, from a checkout of the repository: the model's answers
   # come from a recorded session, the tools run for real
   demiurge run examples/demiurge --llm cassette:testdata/sessions/demo -m "Write a hello note and show it to me."
