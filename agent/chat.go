@@ -70,7 +70,7 @@ func UseModel(name string) ChatOption {
 		}
 		c.s["model"] = name
 		m := c.w.resolveModel(name)
-		if c.w.module != demiurge.ModuleName {
+		if c.w.module == demiurge.ModuleNameV1 { // Chat@1's settings have no window
 			return
 		}
 		delete(c.s, "context_window")
@@ -335,7 +335,7 @@ var ErrNoChat = errors.New("no such chat")
 // the world does not have yet is not created: the error wraps ErrNoChat.
 func (c *Chat) Compact(ctx context.Context) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
-		if c.w.module != demiurge.ModuleName {
+		if c.w.module == demiurge.ModuleNameV1 {
 			yield(nil, fmt.Errorf("this world's chat (%s) cannot compact; %s can", c.w.module, demiurge.ModuleName))
 			return
 		}
@@ -534,6 +534,9 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 		past, err = c.turnWindow(ctx, id)
 		if err == nil {
 			before, err = past.start(ctx)
+		}
+		if err == nil {
+			tr.calls, err = past.calls(ctx, id)
 		}
 		if err != nil {
 			past = nil
@@ -832,6 +835,11 @@ type turnReader struct {
 	seq   uint64 // the last record read
 	// streamed is what each round's TextDeltas showed (see rest).
 	streamed map[uint64]*streamedText
+	// result is what the receipt of the latest Result event read says,
+	// until the ModelCall of its step takes it; calls are the turn's
+	// model calls, for its TurnEnd.
+	result *callInfo
+	calls  []callInfo
 }
 
 // askKey names a call that waits for approval within its turn.
@@ -906,6 +914,10 @@ func (tr *turnReader) records(recs []journal.Record) ([]Event, error) {
 				at = time.Unix(0, int64(in.Stamp.NowNS))
 			}
 		}
+		if ci, ok := tr.c.resultOf(r); ok {
+			tr.result = &ci
+			continue
+		}
 		if r.Kind != world.KindState {
 			continue
 		}
@@ -930,20 +942,27 @@ func (tr *turnReader) state(ctx context.Context, seq uint64, st *demiurge.StateV
 	var out []Event
 	unseen, n := st.Since(tr.shown)
 	tr.shown = n
-	if p := tr.prev; p == nil || st.Usage != p.Usage || st.UsageUnknown != p.UsageUnknown || st.CostUnknown != p.CostUnknown || st.CostMicroUSD != p.CostMicroUSD {
+	if p := tr.prev; p == nil || !sameCounts(st, p) {
 		var p0 demiurge.StateView
 		if p != nil {
 			p0 = *p
 		}
-		if st.Usage != p0.Usage || st.UsageUnknown != p0.UsageUnknown || st.CostUnknown != p0.CostUnknown {
+		if !sameUsage(st.Usage, p0.Usage) || st.UsageUnknown != p0.UsageUnknown || st.CostUnknown != p0.CostUnknown {
 			mc := ModelCall{Seq: seq, Usage: usageDiff(st.Usage, p0.Usage), UsageKnown: st.UsageUnknown == p0.UsageUnknown,
 				CostMicroUSD: st.CostMicroUSD - min(st.CostMicroUSD, p0.CostMicroUSD), CostKnown: st.CostUnknown == p0.CostUnknown}
 			if len(unseen) > 0 {
 				mc.Round = unseen[0].Round
 			}
+			if ci := tr.result; ci != nil {
+				ci.fill(&mc)
+				if ci.request == tr.id {
+					tr.calls = addCall(tr.calls, *ci)
+				}
+			}
 			out = append(out, mc)
 		}
 	}
+	tr.result = nil
 	before := tr.prev
 	tr.prev = st
 	for _, e := range unseen {
@@ -1021,6 +1040,7 @@ func (tr *turnReader) state(ctx context.Context, seq uint64, st *demiurge.StateV
 		end.CostMicroUSD = st.CostMicroUSD - min(st.CostMicroUSD, s0.CostMicroUSD)
 		end.UsageUnknown = st.UsageUnknown - min(st.UsageUnknown, s0.UsageUnknown)
 		end.CostUnknown = st.CostUnknown - min(st.CostUnknown, s0.CostUnknown)
+		end.Costs, end.Providers = costParts(tr.calls)
 		out = append(out, end)
 	}
 	return out
@@ -1086,7 +1106,8 @@ func (tr *turnReader) noteEnd(e demiurge.Entry) {
 
 func usageDiff(a, b demiurge.TokenUsage) Usage {
 	return Usage{Prompt: a.Prompt - min(a.Prompt, b.Prompt), Completion: a.Completion - min(a.Completion, b.Completion),
-		Cached: a.Cached - min(a.Cached, b.Cached), Reasoning: a.Reasoning - min(a.Reasoning, b.Reasoning)}
+		Cached: a.Cached - min(a.Cached, b.Cached), CacheWrite: a.CacheWrite - min(a.CacheWrite, b.CacheWrite),
+		Reasoning: a.Reasoning - min(a.Reasoning, b.Reasoning)}
 }
 
 func deref(s *string) string {
@@ -1115,6 +1136,7 @@ func (tr *turnReader) awaitingEnd() TurnEnd {
 		end.CostMicroUSD = st.CostMicroUSD - min(st.CostMicroUSD, s0.CostMicroUSD)
 		end.UsageUnknown = st.UsageUnknown - min(st.UsageUnknown, s0.UsageUnknown)
 		end.CostUnknown = st.CostUnknown - min(st.CostUnknown, s0.CostUnknown)
+		end.Costs, end.Providers = costParts(tr.calls)
 	}
 	return end
 }

@@ -72,20 +72,45 @@ type ToolCallFinished struct {
 type ModelCall struct {
 	Seq   uint64 `json:"seq"`
 	Round uint64 `json:"round"`
-	Usage Usage  `json:"usage"`
+	// Model is the model that answered, and Provider who served the call
+	// ("openai", "openrouter", "anthropic"), as the call's receipt says;
+	// Provider is "" for a server demiurge does not know and in worlds
+	// made before Chat@3, whose receipts do not say.
+	Model    string `json:"model,omitempty"`
+	Provider string `json:"provider,omitempty"`
+	Usage    Usage  `json:"usage"`
 	// UsageKnown is false when the provider reported no usage.
 	UsageKnown   bool   `json:"usage_known"`
 	CostMicroUSD uint64 `json:"cost_microusd"`
 	// CostKnown is false when the model's prices are not known.
 	CostKnown bool `json:"cost_known"`
+	// CostSource says where a known cost came from: "reported by
+	// openrouter (usage.cost)" when the answer carried its own cost,
+	// "priced from catwalk v0.52.1 (openai) for gpt-5-mini" when it is the
+	// usage at the price of the model that answered; "" when the cost is
+	// unknown, and in worlds made before Chat@3.
+	CostSource string `json:"cost_source,omitempty"`
 }
 
-// Usage counts tokens.
+// Usage counts tokens. Prompt counts every input token, those read from
+// and written to the provider's cache included (Cached, CacheWrite);
+// Completion every output token, Reasoning included. CacheWrite is
+// counted in worlds made with Chat@3 (before, such tokens are in Prompt
+// only).
 type Usage struct {
 	Prompt     uint64 `json:"prompt"`
 	Completion uint64 `json:"completion"`
 	Cached     uint64 `json:"cached"`
+	CacheWrite uint64 `json:"cache_write,omitempty"`
 	Reasoning  uint64 `json:"reasoning"`
+}
+
+// CostPart is the part of a turn's cost that came from one source.
+type CostPart struct {
+	// Source is as ModelCall.CostSource says it.
+	Source       string `json:"source"`
+	Calls        int    `json:"calls"`
+	CostMicroUSD uint64 `json:"cost_microusd"`
 }
 
 // ApprovalRequested is a call that waits for the user's approval before
@@ -184,6 +209,12 @@ type TurnEnd struct {
 	// cost is not known.
 	UsageUnknown uint64 `json:"usage_unknown"`
 	CostUnknown  uint64 `json:"cost_unknown"`
+	// Costs say where the known cost came from, a part per source, in
+	// the order the sources first came; Providers are who served the
+	// turn's calls (ModelCall.Provider), in the same order. Both are empty
+	// in worlds made before Chat@3, whose receipts do not say.
+	Costs     []CostPart `json:"costs,omitempty"`
+	Providers []string   `json:"providers,omitempty"`
 }
 
 func (TextDelta) Type() string         { return "text_delta" }

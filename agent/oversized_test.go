@@ -62,7 +62,7 @@ func TestOversizedMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev, _ := json.Marshal(map[string]any{"User": map[string]any{"chat_id": "c", "request_id": st.LastRequestID + 1, "text": big, "message_ref": ref.String()}})
-	if _, err := w.World().SendJSON(t.Context(), "demiurge/ChatEvent@2", ev); err != nil {
+	if _, err := w.World().SendJSON(t.Context(), "demiurge/ChatEvent@3", ev); err != nil {
 		t.Fatal(err)
 	}
 	if _, end := collect(t, c.Send(t.Context(), "hello?")); end.Outcome != agent.OutcomeStopped {

@@ -61,7 +61,9 @@ func newToolKit(ctx context.Context, name string, cat *schema.Catalog, st world.
 		}
 		k.specs = append(k.specs, tools.SpecFor(t, fam))
 	}
-	grants, err := bashfx.GrantsFromPlan(cat, demiurge.ToolPlan)
+	module, _ := demiurge.ModuleIn(func(n string) bool { _, ok := cat.Module(n); return ok })
+	_, toolPlan := demiurge.Plans(module)
+	grants, err := bashfx.GrantsFromPlan(cat, toolPlan)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +78,7 @@ func newToolKit(ctx context.Context, name string, cat *schema.Catalog, st world.
 	if len(custom) > 0 {
 		if _, ok := grants[toolcall.EffectCustom]; !ok {
 			return nil, fmt.Errorf("the program has tools of its own (%s), but %s emits no %s effect to run them: route the tool family %q to it (see examples/demiurge/tool_plan.air.json)",
-				names(custom), demiurge.ToolPlan, toolcall.EffectCustom, tools.FamilyCustom)
+				names(custom), toolPlan, toolcall.EffectCustom, tools.FamilyCustom)
 		}
 		for _, t := range custom {
 			name := t.Info().Name
@@ -92,7 +94,7 @@ func newToolKit(ctx context.Context, name string, cat *schema.Catalog, st world.
 	route := customRouter(custom, bashfx.DefaultRoute)
 	if len(cat.Manifest.MCPServers) > 0 {
 		if _, ok := grants[mcp.EffectKind]; !ok {
-			return nil, fmt.Errorf("the manifest declares MCP servers, but %s emits no %s effect to call their tools", demiurge.ToolPlan, mcp.EffectKind)
+			return nil, fmt.Errorf("the manifest declares MCP servers, but %s emits no %s effect to call their tools", toolPlan, mcp.EffectKind)
 		}
 		set, err := worldtools.StartMCP(ctx, cat, env.manifest, mcp.Options{Store: st.CAS(), Reserved: reserved, Getenv: env.getenv, Logger: env.log})
 		if err != nil {

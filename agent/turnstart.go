@@ -23,9 +23,10 @@ var errWindowDone = errors.New("window read")
 // from before its turn id began: what a stream that did not start the
 // turn (Follow after a restart, Decide) reads of the turn's past.
 type turnWindow struct {
-	c      *Chat
-	states []stateAt // the chat's state records, in journal order
-	before int       // the last state before the turn, or -1: the chat began with it
+	c       *Chat
+	states  []stateAt  // the chat's state records, in journal order
+	results []resultAt // the chat's Result events (its model calls' receipts), in journal order
+	before  int        // the last state before the turn, or -1: the chat began with it
 }
 
 // stateAt is one state record of the chat: its seq and the state's ref.
@@ -113,6 +114,10 @@ func (c *Chat) turnWindow(ctx context.Context, id uint64) (*turnWindow, error) {
 		err := j.Read(ctx, w.Name(), from, func(r journal.Record) error {
 			if r.Seq > head.Seq {
 				return errWindowDone
+			}
+			if info, ok := c.resultOf(r); ok {
+				tw.results = append(tw.results, resultAt{r.Seq, info})
+				return nil
 			}
 			if r.Kind != world.KindState {
 				return nil

@@ -41,7 +41,7 @@ type World struct {
 	stream *streamReader   // the remote world's stream: its model's answers as they come
 	host   host            // w or remote
 	kit    *toolKit
-	module string // the chat module: demiurge.ModuleName, or ModuleNameV1 for older worlds
+	module string // the chat module: demiurge.ModuleName, or ModuleNameV2 or V1 for older worlds
 	event  string // the event schema it takes
 	model  *model
 	base   map[string]any // the settings every chat has, unless its options change them
@@ -353,7 +353,7 @@ func (w *World) resolveModel(name string) llm.Model {
 }
 
 // Module returns the world's chat module (demiurge.ModuleName, or
-// demiurge.ModuleNameV1 for a world made with Chat@1).
+// demiurge.ModuleNameV2 or V1 for a world made with Chat@2 or Chat@1).
 func (w *World) Module() string { return w.module }
 
 // settings stores the tools blob and the system prompt and returns the
@@ -377,8 +377,8 @@ func (w *World) settings(ctx context.Context) (map[string]any, error) {
 		"instructions": instructions, "max_rounds": or(l.MaxRounds, demiurge.DefaultMaxRounds),
 		"max_repeats": or(l.MaxRepeats, demiurge.DefaultMaxRepeats), "output_limit": or(l.OutputLimit, demiurge.DefaultOutputLimit),
 	}
-	if w.module == demiurge.ModuleName {
-		// Chat@2 names the system prompt by ref: it is not written into
+	if w.module != demiurge.ModuleNameV1 {
+		// Chat@2 and later name the system prompt by ref: it is not written into
 		// every state and request of the chat.
 		iref, err := w.st.CAS().Put(ctx, []byte(instructions))
 		if err != nil {
@@ -393,7 +393,7 @@ func (w *World) settings(ctx context.Context) (map[string]any, error) {
 	if l.TokenBudget > 0 {
 		s["token_budget"] = l.TokenBudget
 	}
-	if w.module == demiurge.ModuleName { // Chat@1's settings have none of these
+	if w.module != demiurge.ModuleNameV1 { // Chat@1's settings have none of these
 		m := w.model.known
 		if m.ContextWindow > 0 {
 			s["context_window"] = m.ContextWindow

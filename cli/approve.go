@@ -180,7 +180,7 @@ func pendingCalls(ctx context.Context, j journal.Reader, g cas.Getter, name, cha
 		if err != nil {
 			return err
 		}
-		if (sr.Reducer == demiurge.ModuleName || sr.Reducer == demiurge.ModuleNameV1) && sr.Key == chat {
+		if demiurge.IsModule(sr.Reducer) && sr.Key == chat {
 			newest = sr.State
 		}
 		return nil

@@ -10,6 +10,7 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -261,8 +262,12 @@ func (r *chatRun) show(ctx context.Context, turn iter.Seq2[agent.Event, error]) 
 	return end, err
 }
 
-// usageLine says what a turn's model calls used and cost: "1200 tokens
-// in (200 cached), 300 out (0 reasoning), $0.0042".
+// usageLine says what a turn's model calls used and cost, where the cost
+// came from and who served the calls: "1200 tokens in (200 cached, 900
+// written to the cache), 300 out (0 reasoning), $0.0042 reported by
+// openrouter (usage.cost)", "…, $0.0042 priced from catwalk v0.52.1
+// (openai) for gpt-5-mini, served by openai". A world made before Chat@3
+// does not say where, nor who.
 func usageLine(e agent.TurnEnd) string {
 	u := e.Usage
 	if u == (agent.Usage{}) && e.CostMicroUSD == 0 && e.UsageUnknown == 0 && e.CostUnknown == 0 {
@@ -270,11 +275,32 @@ func usageLine(e agent.TurnEnd) string {
 		// is unknown): a $0.0000 would read as a price.
 		return "no model call answered: tokens and cost unknown"
 	}
-	tokens := fmt.Sprintf("%d tokens in (%d cached), %d out (%d reasoning)", u.Prompt, u.Cached, u.Completion, u.Reasoning)
+	tokens := fmt.Sprintf("%d tokens in (%s), %d out (%d reasoning)", u.Prompt, cachedText(u.Cached, u.CacheWrite), u.Completion, u.Reasoning)
 	if e.UsageUnknown > 0 {
 		tokens += fmt.Sprintf(", usage unknown for %d call(s): the provider reported none", e.UsageUnknown)
 	}
-	return tokens + ", " + costText(e.CostMicroUSD, e.CostUnknown > 0)
+	cost := costText(e.CostMicroUSD, e.CostUnknown > 0)
+	switch len(e.Costs) {
+	case 0:
+	case 1:
+		cost += " " + e.Costs[0].Source
+	default:
+		parts := make([]string, len(e.Costs))
+		for i, p := range e.Costs {
+			parts[i] = fmt.Sprintf("$%.4f %s", float64(p.CostMicroUSD)/1e6, p.Source)
+		}
+		cost += ": " + strings.Join(parts, ", ")
+	}
+	var served []string
+	for _, p := range e.Providers {
+		if !slices.ContainsFunc(e.Costs, func(c agent.CostPart) bool { return strings.HasPrefix(c.Source, "reported by "+p+" ") }) {
+			served = append(served, p)
+		}
+	}
+	if len(served) > 0 {
+		cost += ", served by " + strings.Join(served, " and ")
+	}
+	return tokens + ", " + cost
 }
 
 // repl reads lines with a line editor until /quit, Ctrl-D, or Ctrl-C
@@ -544,8 +570,8 @@ func (r *chatRun) command(ctx context.Context, line string) (bool, error) {
 			r.write("  the chat has no turns yet\n")
 			break
 		}
-		r.write(fmt.Sprintf("  chat %s: %d turns, %d tokens in (%d cached), %d out (%d reasoning), %s\n", r.chat.ID(), st.LastRequestID,
-			st.Usage.Prompt, st.Usage.Cached, st.Usage.Completion, st.Usage.Reasoning, costText(st.CostMicroUSD, st.CostUnknown > 0)))
+		r.write(fmt.Sprintf("  chat %s: %d turns, %d tokens in (%s), %d out (%d reasoning), %s\n", r.chat.ID(), st.LastRequestID,
+			st.Usage.Prompt, cachedText(st.Usage.Cached, st.Usage.CacheWrite), st.Usage.Completion, st.Usage.Reasoning, costText(st.CostMicroUSD, st.CostUnknown > 0)))
 	case "/trace":
 		return false, r.trace(ctx)
 	case "/show":
@@ -568,7 +594,7 @@ func (r *chatRun) command(ctx context.Context, line string) (bool, error) {
 		}
 		r.write(fmt.Sprintf("  %s (%s):\n%s\n", e.Tool, e.Status, strings.TrimRight(out, "\n")))
 	case "/compact":
-		if r.w.Module() != demiurge.ModuleName {
+		if r.w.Module() == demiurge.ModuleNameV1 {
 			r.write(fmt.Sprintf("  this world's chat (%s) cannot compact; %s can\n", r.w.Module(), demiurge.ModuleName))
 			break
 		}

@@ -21,10 +21,14 @@ type recordedSession struct {
 	name     string
 	messages []string
 	turns    []llmtest.Turn
+	// args are run's flags beyond the model's name (gpt-test).
+	args []string
 	// frozen sessions were recorded with an older version of the agent
 	// and are never recorded again: they prove its worlds still replay.
 	frozen bool
 }
+
+func cost(usd float64) *float64 { return &usd }
 
 func call(name, args string) llmtest.Call { return llmtest.Call{Name: name, Arguments: args} }
 
@@ -33,8 +37,12 @@ var sessions = []recordedSession{
 	// workspace-edits as demiurge/Chat@1 recorded it (sys/llm.generate@1,
 	// the transcript as a list of refs): the chatv1 reducer replays it.
 	{name: "v1-workspace-edits", frozen: true},
+	// The four sessions below were recorded with demiurge/Chat@2
+	// (sys/llm.generate@2): the Chat@2 reducer replays them. Their scripts
+	// say what they did; they are not recorded again.
 	{
 		name:     "single-tool",
+		frozen:   true,
 		messages: []string{"What is the journal head of this world?"},
 		turns: []llmtest.Turn{
 			{Calls: []llmtest.Call{call("introspect_journal_head", `{}`)}},
@@ -43,6 +51,7 @@ var sessions = []recordedSession{
 	},
 	{
 		name:     "parallel-invalid",
+		frozen:   true,
 		messages: []string{"Look around: the manifest, the workspace and the README."},
 		turns: []llmtest.Turn{
 			{Calls: []llmtest.Call{
@@ -56,6 +65,7 @@ var sessions = []recordedSession{
 	},
 	{
 		name:     "workspace-edits",
+		frozen:   true,
 		messages: []string{"Write a plan for the project in plan.md.", "Make step 2 write tests first, and show me what changed."},
 		turns: []llmtest.Turn{
 			{Calls: []llmtest.Call{call("workspace_write", `{"path": "plan.md", "content": "# Plan\n1. Read the issue\n2. Write code\n3. Ship it\n"}`)}},
@@ -68,6 +78,7 @@ var sessions = []recordedSession{
 	},
 	{
 		name:     "demo",
+		frozen:   true,
 		messages: []string{"Write a hello note and show it to me."},
 		turns: []llmtest.Turn{
 			{Calls: []llmtest.Call{
@@ -76,6 +87,25 @@ var sessions = []recordedSession{
 			}},
 			{Calls: []llmtest.Call{call("bash", `{"commands": "workspace_list --path notes | jq -r '.entries[].path'; workspace_read --path notes/hello.md"}`)}},
 			{Text: "I wrote notes/hello.md in the workspace and read it back: it says hello."},
+		},
+	},
+	// demiurge/Chat@3 (sys/llm.generate@3) through Chat Completions: the
+	// answers carry their own cost (usage.cost) and cache writes, as
+	// OpenRouter's do, but one, which is priced from the model options.
+	{
+		name:     "costs",
+		messages: []string{"What is the journal head of this world?", "And now?"},
+		args: []string{"--llm", "openai-chat", "--model-option", "price_input=1.25", "--model-option", "price_cached_input=0.125",
+			"--model-option", "price_cache_write=1.5625", "--model-option", "price_output=10"},
+		turns: []llmtest.Turn{
+			{Calls: []llmtest.Call{call("introspect_journal_head", `{}`)},
+				Usage: &llmtest.Usage{Input: 2400, CacheWrite: 2000, Output: 25}, Cost: cost(0.00367)},
+			{Text: "The journal's head is the height and hash above.",
+				Usage: &llmtest.Usage{Input: 2600, Cached: 2000, Output: 30}},
+			{Calls: []llmtest.Call{call("introspect_journal_head", `{}`)},
+				Usage: &llmtest.Usage{Input: 2700, Cached: 2000, CacheWrite: 600, Output: 25}, Cost: cost(0.001565)},
+			{Text: "It moved on: the height is higher now.",
+				Usage: &llmtest.Usage{Input: 2900, Cached: 2600, Output: 20}, Cost: cost(0.000968)},
 		},
 	},
 }
@@ -103,7 +133,8 @@ func recordSession(t *testing.T, s recordedSession, dir string) {
 	store := filepath.Join(t.TempDir(), "store")
 	env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.URL}
 	for _, m := range s.messages {
-		r := run(t, env, "", "--store", store, "run", "../examples/demiurge", "--model", "gpt-test", "-m", m)
+		args := append([]string{"--store", store, "run", "../examples/demiurge", "--model", "gpt-test", "-m", m}, s.args...)
+		r := run(t, env, "", args...)
 		if r.code != 0 {
 			t.Fatalf("run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 		}

@@ -35,7 +35,7 @@ JSON of its canonical value. With --json each cell is one JSON object
 {"reducer", "key", "state_ref", "state"}. Opens the store read-only.`,
 		Example: `  demiurge state
   demiurge state --manifest examples/counter --reducer counter/Counter@1
-  demiurge state --reducer demiurge/Chat@2 --key main --json | jq .state.usage`,
+  demiurge state --reducer demiurge/Chat@3 --key main --json | jq .state.usage`,
 		Args: wantArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if err := wf.check(false); err != nil {

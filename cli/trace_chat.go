@@ -70,6 +70,35 @@ func costText(microUSD uint64, unknown bool) string {
 	return fmt.Sprintf("$%.4f", float64(microUSD)/1e6)
 }
 
+// cachedText says how many input tokens were read from the provider's
+// cache, and written to it if any were: "200 cached, 900 written to the
+// cache".
+func cachedText(read, written uint64) string {
+	if written > 0 {
+		return fmt.Sprintf("%d cached, %d written to the cache", read, written)
+	}
+	return fmt.Sprintf("%d cached", read)
+}
+
+// modelAt names the model that answered a call, and who served it if its
+// receipt says: "gpt-5-mini at openai".
+func modelAt(m *session.ModelCall) string {
+	if m.ProviderName != "" {
+		return m.Model + " at " + m.ProviderName
+	}
+	return m.Model
+}
+
+// callCost is a call's cost, and where it came from if its receipt says:
+// "$0.0042 reported by openrouter (usage.cost)".
+func callCost(m *session.ModelCall) string {
+	cost := costText(m.CostMicroUSD, m.CostUnknown)
+	if m.CostSource != "" && !m.CostUnknown {
+		cost += " " + m.CostSource
+	}
+	return cost
+}
+
 // writeTurns writes the turns of an agent world's sessions for people.
 func writeTurns(w io.Writer, turns []*session.Turn) error { return writeSession(w, turns, nil) }
 
@@ -167,7 +196,7 @@ func turnLines(t *session.Turn) (lines []string, stable int) {
 	add("  user: %s", clipLine(t.User, 200))
 	for round, r := range t.Rounds {
 		if m := r.Compaction; m != nil {
-			add("  compaction call: %s, %s, %s", m.Model, callLatency(m.LatencyMS, m.Resumed), costText(m.CostMicroUSD, m.CostUnknown))
+			add("  compaction call: %s, %s, %s", modelAt(m), callLatency(m.LatencyMS, m.Resumed), callCost(m))
 		}
 		if m := r.Model; m != nil {
 			if m.Error != "" {
@@ -177,24 +206,12 @@ func turnLines(t *session.Turn) (lines []string, stable int) {
 				}
 				add("  model call %d: failed %s: %s", round+1, when, clipLine(m.Error, 200))
 			} else {
-				cached := fmt.Sprintf("%d cached", m.CachedTokens)
-				if m.CacheWriteTokens > 0 {
-					cached += fmt.Sprintf(", %d written to the cache", m.CacheWriteTokens)
-				}
-				tokens := fmt.Sprintf("%d tokens in (%s), %d out (%d reasoning)", m.InputTokens, cached, m.OutputTokens, m.Reasoning)
+				tokens := fmt.Sprintf("%d tokens in (%s), %d out (%d reasoning)", m.InputTokens, cachedText(m.CachedTokens, m.CacheWriteTokens), m.OutputTokens, m.Reasoning)
 				if m.UsageUnknown {
 					tokens = "tokens unknown (the provider reported no usage)"
 				}
-				cost := costText(m.CostMicroUSD, m.CostUnknown)
-				if m.CostSource != "" && !m.CostUnknown {
-					cost += " (" + m.CostSource + ")"
-				}
-				model := m.Model
-				if m.ProviderName != "" {
-					model += " at " + m.ProviderName
-				}
 				add("  model call %d: %s, %s, %s, %s, %s",
-					round+1, model, callLatency(m.LatencyMS, m.Resumed), tokens, cost, finishText(m.Finish))
+					round+1, modelAt(m), callLatency(m.LatencyMS, m.Resumed), tokens, callCost(m), finishText(m.Finish))
 			}
 			for _, f := range m.Retried {
 				what := f.Kind

@@ -324,8 +324,8 @@ func writeWorldSummary(w io.Writer, ws *session.WorldSummary, holder string) {
 			model = " (" + c.Model + ")"
 		}
 		u := c.Usage
-		line := fmt.Sprintf("  chat %s%s: %s, %d tokens in (%d cached), %d out (%d reasoning), %s",
-			c.Chat, model, plural(int(c.Turns), "turn"), u.Prompt, u.Cached, u.Completion, u.Reasoning, costText(c.CostMicroUSD, c.CostUnknown > 0))
+		line := fmt.Sprintf("  chat %s%s: %s, %d tokens in (%s), %d out (%d reasoning), %s",
+			c.Chat, model, plural(int(c.Turns), "turn"), u.Prompt, cachedText(u.Cached, u.CacheWrite), u.Completion, u.Reasoning, costText(c.CostMicroUSD, c.CostUnknown > 0))
 		if u == (session.TokenUsage{}) && c.CostMicroUSD == 0 && c.CostUnknown == 0 && c.UsageUnknown == 0 {
 			// No model call answered (each that does has tokens, or
 			// counts as unknown): a $0.0000 would read as a price.

@@ -218,6 +218,11 @@ func TestPages(t *testing.T) {
 		{"/w/workspace-edits", 200, `+2. Write tests first, then the code`},
 		{"/w/demo", 200, `workspace_list --path notes`},
 		{"/w/mcp", 200, "demo_echo"},
+		// A Chat@3 world: each call's cache writes and where its cost came from.
+		{"/w/costs", 200, "2400 in (0 cached, 2000 written to the cache)"},
+		{"/w/costs", 200, "$0.0037 reported by the provider (usage.cost)"},
+		{"/w/costs", 200, "$0.0013 priced from the configuration (gpt-test) for gpt-test"},
+		{"/w/costs", 200, "10600 tokens in (6600 cached, 2600 written to the cache)"},
 		{"/w/demo/records", 200, "manifest"},
 		{"/w/demo/records?from=40", 200, `href="r/49"`},
 		{"/w/demo/r/2", 200, `href="/blob/blake3:`},

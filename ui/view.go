@@ -26,10 +26,10 @@ type timelineView struct {
 	Turns   []turnView
 	Running bool
 	// The session's totals.
-	InputTokens, OutputTokens, CachedTokens uint64
-	CostMicroUSD                            uint64
-	CostUnknown                             bool
-	Calls                                   int
+	InputTokens, OutputTokens, CachedTokens, CacheWriteTokens uint64
+	CostMicroUSD                                              uint64
+	CostUnknown                                               bool
+	Calls                                                     int
 	// Forks are where the world was forked from another (world.Fork);
 	// ForksAfter those after the last turn.
 	Forks, ForksAfter []session.Fork
@@ -125,6 +125,7 @@ func (f *follower) view(ctx context.Context) timelineView {
 					v.InputTokens += m.InputTokens
 					v.OutputTokens += m.OutputTokens
 					v.CachedTokens += m.CachedTokens
+					v.CacheWriteTokens += m.CacheWriteTokens
 				}
 			}
 			for _, c := range r.Calls {

@@ -195,13 +195,21 @@ type CostSource struct {
 }
 
 // String describes the source for people: "reported by the provider
-// (usage.cost)", "gpt-5.2 at catwalk's price".
-func (c CostSource) String() string {
+// (usage.cost)", "priced from catwalk v0.52.1 (openai) for gpt-5.2".
+func (c CostSource) String() string { return c.Describe("") }
+
+// Describe is String naming who reported a provider's cost, provider
+// (as a receipt's ProviderName names it; "" for "the provider"):
+// "reported by openrouter (usage.cost)".
+func (c CostSource) Describe(provider string) string {
 	switch c.Kind {
 	case CostFromProvider:
-		return "reported by the provider (" + c.Field + ")"
+		if provider == "" {
+			provider = "the provider"
+		}
+		return "reported by " + provider + " (" + c.Field + ")"
 	case CostFromPrice:
-		return c.Model + " at the price of " + c.Source
+		return "priced from " + c.Source + " for " + c.Model
 	}
 	return "unknown"
 }

@@ -61,9 +61,9 @@ type ModelCall struct {
 	OutputTokens     uint64 `json:"output_tokens"`
 	Reasoning        uint64 `json:"reasoning_tokens"`
 	CostMicroUSD     uint64 `json:"cost_microusd"`
-	// CostSource says where a known cost came from ("reported by the
-	// provider (usage.cost)", "gpt-5.2 at the price of catwalk"); "" for
-	// @1 and @2 receipts, which do not say.
+	// CostSource says where a known cost came from ("reported by
+	// openrouter (usage.cost)", "priced from catwalk v0.52.1 (openai) for
+	// gpt-5.2"); "" for @1 and @2 receipts, which do not say.
 	CostSource string `json:"cost_source,omitempty"`
 	// UsageUnknown: the provider reported no usage (the token counts are
 	// 0); CostUnknown: the model has no price, or its usage is unknown.
@@ -233,7 +233,7 @@ type Reader struct {
 
 // defaultToolPlans are the tool plans of the chat's manifests, for a
 // journal whose manifest cannot be read (a trimmed bundle).
-var defaultToolPlans = map[string]bool{demiurge.ToolPlan: true, "demiurge/tool_plan@1": true}
+var defaultToolPlans = map[string]bool{demiurge.ToolPlan: true, demiurge.ToolPlanV2: true, demiurge.ToolPlanV1: true}
 
 // Fork is where a forked world's records stop being those of the world it
 // was forked from (see world.Fork). The Fork record itself, at Seq, is
@@ -320,7 +320,7 @@ func (c *Reader) Record(r journal.Record) error {
 		}
 	case world.KindEvent, world.KindRaised:
 		switch text(schema.FieldPath(m, "schema")) {
-		case "demiurge/ChatEvent@1", "demiurge/ChatEvent@2":
+		case "demiurge/ChatEvent@1", demiurge.EventSchemaV2, demiurge.EventSchema:
 			c.chatEvents = true
 		case demiurge.ChatRequestSchema, "demiurge/ChatRequest@1":
 			c.lastReq = append(c.lastReq, key{text(schema.FieldPath(m, "value", "chat_id")), num(schema.FieldPath(m, "value", "request_id")),
@@ -707,7 +707,7 @@ func readUsage(mc *ModelCall, p *schema.Map) {
 		if b, err := schema.Encode(src); err == nil {
 			var cs llm.CostSource
 			if cas.Unmarshal(b, &cs) == nil {
-				mc.CostSource = cs.String()
+				mc.CostSource = cs.Describe(mc.ProviderName)
 			}
 		}
 	}

@@ -96,7 +96,7 @@ func TestChatManifest(t *testing.T) {
 	for _, tc := range []struct {
 		module string
 		want   bool
-	}{{"counter/Counter@1", false}, {"demiurge/Chat@2", true}} {
+	}{{"counter/Counter@1", false}, {"demiurge/Chat@2", true}, {"demiurge/Chat@3", true}} {
 		mem := cas.NewMemory()
 		ref, err := cas.PutNode(t.Context(), mem, map[string]any{"modules": []map[string]any{{"name": tc.module}}})
 		if err != nil {

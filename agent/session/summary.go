@@ -45,11 +45,14 @@ type ChatSummary struct {
 	UsageUnknown uint64 `json:"usage_unknown"`
 }
 
-// TokenUsage is demiurge.TokenUsage in JSON.
+// TokenUsage is demiurge.TokenUsage in JSON: Prompt counts every input
+// token, Cached and CacheWrite (Chat@3 worlds only) included; Completion
+// every output token, Reasoning included.
 type TokenUsage struct {
 	Prompt     uint64 `json:"prompt"`
 	Completion uint64 `json:"completion"`
 	Cached     uint64 `json:"cached"`
+	CacheWrite uint64 `json:"cache_write,omitempty"`
 	Reasoning  uint64 `json:"reasoning"`
 }
 
@@ -110,7 +113,8 @@ func Summarize(ctx context.Context, j journal.Reader, g cas.Getter, name string)
 			return nil, fmt.Errorf("world %s: state of chat %s: %w", name, id, err)
 		}
 		c := ChatSummary{Chat: id, Turns: st.LastRequestID, Running: st.Turn != nil,
-			Usage:        TokenUsage(st.Usage),
+			Usage: TokenUsage{Prompt: st.Usage.Prompt, Completion: st.Usage.Completion, Cached: st.Usage.Cached,
+				CacheWrite: st.Usage.CacheWrite, Reasoning: st.Usage.Reasoning},
 			CostMicroUSD: st.CostMicroUSD, CostUnknown: st.CostUnknown, UsageUnknown: st.UsageUnknown}
 		if st.Settings != nil {
 			c.Provider, c.Model = st.Settings.Provider, st.Settings.Model

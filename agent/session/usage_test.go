@@ -21,7 +21,12 @@ func TestReadUsage(t *testing.T) {
 		want    ModelCall
 	}{
 		{"@3", llm.Receipt.MarshalCBOR, ModelCall{InputTokens: 1200, OutputTokens: 80, CachedTokens: 900, CacheWriteTokens: 250, Reasoning: 30,
-			CostMicroUSD: 4321, CostSource: "reported by the provider (usage.cost)", ProviderName: "openrouter"}},
+			CostMicroUSD: 4321, CostSource: "reported by openrouter (usage.cost)", ProviderName: "openrouter"}},
+		{"@3 priced", func(r llm.Receipt) ([]byte, error) {
+			r.CostSource, r.ProviderName = llm.CostSource{Kind: llm.CostFromPrice, Model: "claude-sonnet-4-5", Source: "catwalk v0.52.1 (anthropic)"}, ""
+			return r.MarshalCBOR()
+		}, ModelCall{InputTokens: 1200, OutputTokens: 80, CachedTokens: 900, CacheWriteTokens: 250, Reasoning: 30,
+			CostMicroUSD: 4321, CostSource: "priced from catwalk v0.52.1 (anthropic) for claude-sonnet-4-5"}},
 		{"@2", llm.Receipt.MarshalV2, ModelCall{InputTokens: 1200, OutputTokens: 80, CachedTokens: 900, Reasoning: 30, CostMicroUSD: 4321}},
 		{"@1", llm.Receipt.MarshalV1, ModelCall{InputTokens: 1200, OutputTokens: 80, CachedTokens: 900, Reasoning: 30, CostMicroUSD: 4321}},
 	} {

@@ -109,7 +109,7 @@ func benchToolRound(b *testing.B, st world.Storage, db *bbolt.DB, toolRounds int
 		}
 		// A valid call whose arguments differ each round (the repeat guard
 		// stops identical ones); the input has 1+2·done items.
-		args := fmt.Sprintf(`{"names":["demiurge/ChatEvent@2"],"consistency":"at_least:%d"}`, 1+2*done)
+		args := fmt.Sprintf(`{"names":["demiurge/ChatEvent@3"],"consistency":"at_least:%d"}`, 1+2*done)
 		return llmtest.Turn{Calls: []llmtest.Call{{Name: "introspect_schemas", Arguments: args}}}
 	})
 	defer srv.Close()
@@ -178,7 +178,7 @@ func benchToolRound(b *testing.B, st world.Storage, db *bbolt.DB, toolRounds int
 	ref, _ := st.CAS().Put(ctx, blob)
 	send := func(v any) {
 		js, _ := json.Marshal(v)
-		if _, err := w.SendJSON(ctx, "demiurge/ChatEvent@2", js); err != nil {
+		if _, err := w.SendJSON(ctx, "demiurge/ChatEvent@3", js); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -4,8 +4,10 @@
 // it sends under the model's context window.
 //
 // The flow and its AIR are in docs/agent.md and examples/demiurge
-// (demiurge/Chat@2). Worlds made with demiurge/Chat@1 step with package
-// chatv1, kept as it was, which Register registers too.
+// (demiurge/Chat@3). Worlds made with demiurge/Chat@2 step with the same
+// reducer, which then takes sys/LlmGenerateReceipt@2 and keeps its state
+// as ChatState@2 (ModuleNameV2); worlds made with demiurge/Chat@1 step
+// with package chatv1, kept as it was. Register registers all three.
 //
 // A step writes a bounded number of bytes however long the chat: the
 // transcript is a reflist in the CAS (a step appends the new items and
@@ -36,40 +38,54 @@ import (
 )
 
 // Names in the AIR of examples/demiurge, and of the worlds made with
-// Chat@1.
+// Chat@2 and Chat@1.
 const (
-	ModuleName         = "demiurge/Chat@2"
+	ModuleName         = "demiurge/Chat@3"
+	ModuleNameV2       = "demiurge/Chat@2"
 	ModuleNameV1       = chatv1.ModuleName
-	ChatPlan           = "demiurge/chat_plan@2"
+	ChatPlan           = "demiurge/chat_plan@3"
+	ChatPlanV2         = "demiurge/chat_plan@2"
 	ChatPlanV1         = chatv1.ChatPlan
-	ToolPlan           = "demiurge/tool_plan@2"
+	ToolPlan           = "demiurge/tool_plan@3"
+	ToolPlanV2         = "demiurge/tool_plan@2"
 	ToolPlanV1         = chatv1.ToolPlan
-	EventSchema        = "demiurge/ChatEvent@2"
+	EventSchema        = "demiurge/ChatEvent@3"
+	EventSchemaV2      = "demiurge/ChatEvent@2"
 	ChatRequestSchema  = "demiurge/ChatRequest@2"
 	ToolRequestSchema  = "demiurge/ToolCallRequested@1"
 	CommitSchema       = "sys/WorkspaceCommit@1"
 	defaultWorkspaceID = "default"
 )
 
-// Reducer is the chat reducer. Its zero value is ready to use; it caches
-// compiled tool schemas by the ref of their tools blob (a pure function of
-// the blob's bytes, so the cache cannot change what it computes).
+// Reducer is the chat reducer of Chat@3. Its zero value is ready to use;
+// it caches compiled tool schemas by the ref of their tools blob (a pure
+// function of the blob's bytes, so the cache cannot change what it
+// computes).
 type Reducer struct {
+	// v2 makes it the reducer of Chat@2 worlds: their state counts the
+	// usage as sys/LlmTokenUsage@1 (ChatState@2). Everything else is the
+	// same; the receipts it gets (@2) say no more than that holds.
+	v2    bool
 	mu    sync.Mutex
 	specs map[cas.Ref]*toolSet
 }
 
-// Register adds the chat reducers to r: Chat@2 under ModuleName, and the
-// reducer of Chat@1 worlds under ModuleNameV1.
+// Register adds the chat reducers to r: Chat@3 under ModuleName, the
+// reducer of Chat@2 worlds under ModuleNameV2, and that of Chat@1 worlds
+// under ModuleNameV1.
 func Register(r *reducer.Registry) {
 	r.MustRegister(ModuleName, &Reducer{})
+	r.MustRegister(ModuleNameV2, &Reducer{v2: true})
 	r.MustRegister(ModuleNameV1, &chatv1.Reducer{Verify: &verifyMemoV1})
 }
 
+// Modules are the versions of the chat module, newest first.
+var Modules = []string{ModuleName, ModuleNameV2, ModuleNameV1}
+
 // ModuleIn returns the name of the chat module a world's catalog has
-// (ModuleName or ModuleNameV1), and whether it has one.
+// (one of Modules, the newest if it has several), and whether it has one.
 func ModuleIn(has func(name string) bool) (string, bool) {
-	for _, n := range []string{ModuleName, ModuleNameV1} {
+	for _, n := range Modules {
 		if has(n) {
 			return n, true
 		}
@@ -78,7 +94,19 @@ func ModuleIn(has func(name string) bool) (string, bool) {
 }
 
 // IsModule reports whether name is a version of the chat module.
-func IsModule(name string) bool { return name == ModuleName || name == ModuleNameV1 }
+func IsModule(name string) bool { return slices.Contains(Modules, name) }
+
+// Plans are the chat plan and the tool plan that the AIR of a chat module
+// (one of Modules) pairs with it.
+func Plans(module string) (chat, tool string) {
+	switch module {
+	case ModuleNameV2:
+		return ChatPlanV2, ToolPlanV2
+	case ModuleNameV1:
+		return ChatPlanV1, ToolPlanV1
+	}
+	return ChatPlan, ToolPlan
+}
 
 // step carries one step's work.
 type step struct {
@@ -106,6 +134,7 @@ func (r *Reducer) Step(c *reducer.Context, state, event schema.Value) (reducer.O
 	if k, ok := c.Key.(string); ok {
 		s.chat = k
 	}
+	s.st.Usage.V2 = !r.v2 // what a new chat starts with; a state decoded says it
 	ev, ok := event.(*schema.Map)
 	if !ok {
 		return reducer.Output{}, fmt.Errorf("chat: event is %s, want a %s variant", schema.String(event), EventSchema)
@@ -688,6 +717,7 @@ func (s *step) account(rc LlmReceipt) {
 		s.st.Usage.Prompt += u.Prompt
 		s.st.Usage.Completion += u.Completion
 		s.st.Usage.Cached += u.Cached
+		s.st.Usage.CacheWrite += u.CacheWrite
 		s.st.Usage.Reasoning += u.Reasoning
 	} else {
 		s.st.UsageUnknown++
@@ -791,7 +821,7 @@ func (r *Reducer) planEnded(s *step, e PlanEnded) error {
 	}
 	t := s.st.Turn
 	switch e.Plan {
-	case ToolPlan:
+	case ToolPlan, ToolPlanV2:
 		var req ToolCallRequested
 		if err := cas.Unmarshal(e.Input, &req); err != nil {
 			return fmt.Errorf("tool plan input: %w", err)
@@ -816,7 +846,7 @@ func (r *Reducer) planEnded(s *step, e PlanEnded) error {
 			}
 			return r.maybeNextRound(s)
 		}
-	case ChatPlan:
+	case ChatPlan, ChatPlanV2:
 		var req ChatRequest
 		if err := cas.Unmarshal(e.Input, &req); err != nil {
 			return fmt.Errorf("chat plan input: %w", err)

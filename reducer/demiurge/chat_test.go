@@ -132,7 +132,7 @@ func newChatWorldOn(t *testing.T, srv *llmtest.Server, settings string) *chatWor
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.SendJSON(ctx, "demiurge/ChatEvent@2", []byte(created)); err != nil {
+	if _, err := w.SendJSON(ctx, "demiurge/ChatEvent@3", []byte(created)); err != nil {
 		t.Fatal(err)
 	}
 	return &chatWorld{w: w, st: st, cat: cat, reg: reg, srv: srv, tools: ta}
@@ -147,7 +147,7 @@ func (cw *chatWorld) say(t *testing.T, id int, text string) {
 		t.Fatal(err)
 	}
 	js := fmt.Sprintf(`{"User": {"chat_id": "c1", "request_id": %d, "text": %q, "message_ref": %q}}`, id, text, ref)
-	if _, err := cw.w.SendJSON(ctx, "demiurge/ChatEvent@2", []byte(js)); err != nil {
+	if _, err := cw.w.SendJSON(ctx, "demiurge/ChatEvent@3", []byte(js)); err != nil {
 		t.Fatal(err)
 	}
 	if err := cw.w.WaitIdle(ctx); err != nil {

@@ -26,11 +26,13 @@ import (
 var update = flag.Bool("update", false, "rewrite the want sections of testdata/fixtures/*.txtar")
 
 // TestChatFixtures runs testdata/fixtures/*.txtar: a "script" of commands
-// stepping the chat reducer (demiurge/Chat@2) of one chat, c1, and the
-// "want" output. An optional "tools.json" is the chat's tools, a JSON
-// array of {name, description, parameters, family, output_limit}; an
-// optional "settings.json" is merged over the default settings of
-// "created". The reducer runs as a world runs it, without the world: each
+// stepping the chat reducer (demiurge/Chat@3, with the AIR of
+// examples/demiurge) of one chat, c1, and the "want" output. An optional
+// "tools.json" is the chat's tools, a JSON array of {name, description,
+// parameters, family, output_limit}; an optional "settings.json" is
+// merged over the default settings of "created"; an optional "chat" file
+// saying "Chat@2" steps the reducer of Chat@2 worlds instead, with the AIR
+// a Chat@2 world recorded (testdata/sessions/single-tool) and @2 receipts. The reducer runs as a world runs it, without the world: each
 // step gets the state and the memo of the step before, its blobs are
 // stored, and its state and events must fit their schemas; a step that
 // fails leaves the state as it was. Commands:
@@ -41,9 +43,10 @@ var update = flag.Bool("update", false, "rewrite the want sections of testdata/f
 //	compact                   a Compact request (its request_id the one after the chat's last)
 //	model REPLY_JSON          the model's answer to the latest ChatRequest:
 //	                          {"text", "calls": [{"id", "name", "args" (JSON) or "arguments" (text)}],
-//	                           "usage": {"prompt", "completion"}, "finish", "request_id", "round"}
+//	                           "usage": {"prompt", "completion", "cached", "cache_write", "reasoning"},
+//	                           "cost": MICRO_USD, "finish", "request_id", "round"}
 //	tool CALL_ID RESPONSE_JSON  the result of a requested call (a sys/ToolResponse@1, missing fields zero)
-//	event EVENT_JSON          any demiurge/ChatEvent@2 value
+//	event EVENT_JSON          any demiurge/ChatEvent@3 value (@2 for Chat@2)
 //	state                     the chat's state as indented JSON
 //	turn                      a compact view: the turn, its calls, the transcript, the estimates
 //	entries                   the timeline entries the state holds
@@ -146,8 +149,22 @@ type chatStep struct {
 	out   string // the step's state and events, encoded, or its error
 }
 
+// chatVersion is a version of the chat module a fixture steps.
+type chatVersion struct {
+	module, event, state string
+	air                  string // the directory of its AIR
+	receiptV2            bool   // it takes sys/LlmGenerateReceipt@2
+}
+
+var (
+	chatV3 = chatVersion{module: demiurge.ModuleName, event: demiurge.EventSchema, state: "demiurge/ChatState@3", air: "../../examples/demiurge"}
+	chatV2 = chatVersion{module: demiurge.ModuleNameV2, event: demiurge.EventSchemaV2, state: "demiurge/ChatState@2",
+		air: "../../testdata/sessions/single-tool/air", receiptV2: true}
+)
+
 type chatFixture struct {
 	t        *testing.T
+	v        chatVersion
 	ctx      context.Context
 	out      *bytes.Buffer
 	cat      *schema.Catalog
@@ -155,7 +172,7 @@ type chatFixture struct {
 	settings map[string]any
 	// userSettings, if set, go with every user message.
 	userSettings map[string]any
-	red          *demiurge.Reducer
+	red          reducer.Reducer
 	state        schema.Value
 	memo         any
 	seen         uint64 // timeline entries printed
@@ -168,14 +185,26 @@ type chatFixture struct {
 
 func runChatFixture(t *testing.T, ar *txtar.Archive) string {
 	t.Helper()
+	v := chatV3
+	for _, f := range ar.Files {
+		if f.Name == "chat" {
+			switch name := strings.TrimSpace(string(f.Data)); name {
+			case "Chat@2":
+				v = chatV2
+			default:
+				t.Fatalf("chat: %q is no version this test steps (Chat@2; the default is Chat@3)", name)
+			}
+		}
+	}
 	reg := reducer.NewRegistry()
 	demiurge.Register(reg)
-	cat, err := schema.Load("../../examples/demiurge", &schema.LoadOptions{Reducers: reg.Names()})
+	cat, err := schema.Load(v.air, &schema.LoadOptions{Reducers: reg.Names()})
 	if err != nil {
 		t.Fatal(err)
 	}
+	red, _ := reg.Lookup(v.module)
 	fx := &chatFixture{
-		t: t, ctx: t.Context(), out: &bytes.Buffer{}, cat: cat, store: cas.NewMemory(), red: &demiurge.Reducer{},
+		t: t, v: v, ctx: t.Context(), out: &bytes.Buffer{}, cat: cat, store: cas.NewMemory(), red: red,
 		calls: map[string]demiurge.ToolCallRequested{}, now: fixtureEpoch,
 		settings: map[string]any{"provider": "openai-responses", "model": "gpt-test", "max_tokens": 1000,
 			"max_rounds": 8, "max_repeats": 3, "output_limit": 2000},
@@ -185,7 +214,7 @@ func runChatFixture(t *testing.T, ar *txtar.Archive) string {
 		switch f.Name {
 		case "script":
 			script = string(f.Data)
-		case "want":
+		case "want", "chat":
 		case "settings.json":
 			if err := json.Unmarshal(f.Data, &fx.settings); err != nil {
 				t.Fatalf("settings.json: %v", err)
@@ -345,10 +374,17 @@ func (fx *chatFixture) modelResult(js string) string {
 			Args      json.RawMessage `json:"args"`
 			Arguments *string         `json:"arguments"`
 		} `json:"calls"`
-		Usage     *demiurge.TokenUsage `json:"usage"`
-		Finish    string               `json:"finish"`
-		RequestID *uint64              `json:"request_id"`
-		Round     *uint64              `json:"round"`
+		Usage *struct {
+			Prompt     uint64 `json:"prompt"`
+			Completion uint64 `json:"completion"`
+			Cached     uint64 `json:"cached"`
+			CacheWrite uint64 `json:"cache_write"`
+			Reasoning  uint64 `json:"reasoning"`
+		} `json:"usage"`
+		Cost      *uint64 `json:"cost"`
+		Finish    string  `json:"finish"`
+		RequestID *uint64 `json:"request_id"`
+		Round     *uint64 `json:"round"`
 	}
 	if err := json.Unmarshal([]byte(js), &reply); err != nil {
 		t.Fatalf("model %s: %v", js, err)
@@ -396,12 +432,30 @@ func (fx *chatFixture) modelResult(js string) string {
 	}
 	out := fx.put([]byte(mustJSON(t, items)))
 	rc := map[string]any{
-		"output_ref": out.String(), "output_text": reply.Text, "token_usage": reply.Usage, "cost_cents": nil, "cost_microusd": nil,
+		"output_ref": out.String(), "output_text": reply.Text, "token_usage": nil, "cost_microusd": reply.Cost,
 		"provider_id": "fixture", "model": "gpt-test", "finish_reason": cmpOr(reply.Finish, "stop"), "tool_call_refs": callRefs,
 		"output_items_ref": nil, "request_ref": nil, "response_ref": nil, "attempts": 1, "failed_attempts_ref": nil,
 	}
-	if reply.Usage != nil {
-		rc["token_usage"] = map[string]any{"prompt": reply.Usage.Prompt, "completion": reply.Usage.Completion, "cached": 0, "reasoning": 0}
+	u := reply.Usage
+	if fx.v.receiptV2 { // sys/LlmGenerateReceipt@2
+		rc["cost_cents"] = nil
+		if reply.Cost != nil {
+			rc["cost_cents"] = (*reply.Cost + 5000) / 10000
+		}
+		if u != nil {
+			if u.CacheWrite != 0 {
+				t.Fatalf("model %s: an @2 receipt counts no cache writes", js)
+			}
+			rc["token_usage"] = map[string]any{"prompt": u.Prompt, "completion": u.Completion, "cached": u.Cached, "reasoning": u.Reasoning}
+		}
+	} else { // sys/LlmGenerateReceipt@3
+		rc["cost_source"], rc["provider_name"] = nil, "fixture"
+		if reply.Cost != nil {
+			rc["cost_source"] = map[string]any{"Provider": map[string]any{"field": "usage.cost"}}
+		}
+		if u != nil {
+			rc["token_usage"] = map[string]any{"input": u.Prompt, "output": u.Completion, "cache_read": u.Cached, "cache_write": u.CacheWrite, "reasoning": u.Reasoning}
+		}
 	}
 	return mustJSON(t, map[string]any{"Result": map[string]any{"chat_id": "c1", "request_id": req, "round": round, "receipt": rc}})
 }
@@ -434,18 +488,18 @@ func (fx *chatFixture) toolResult(id, js string) string {
 // stepOnce runs the reducer on one event as a world would and returns the
 // output, or the step's error (the reducer's, or an output that does not
 // fit its schemas), and the output encoded for replay.
-func stepOnce(cat *schema.Catalog, store *cas.Memory, red *demiurge.Reducer, now uint64, state schema.Value, memo any, ev schema.Value) (reducer.Output, string, error) {
+func stepOnce(v chatVersion, cat *schema.Catalog, store *cas.Memory, red reducer.Reducer, now uint64, state schema.Value, memo any, ev schema.Value) (reducer.Output, string, error) {
 	c := &reducer.Context{
 		Stamp:  reducer.Stamp{NowNS: now, LogicalNowNS: now, Entropy: make([]byte, 32)},
-		Module: demiurge.ModuleName, Key: "c1", EventSchema: demiurge.EventSchema, CAS: store, Memo: memo,
+		Module: v.module, Key: "c1", EventSchema: v.event, CAS: store, Memo: memo,
 	}
 	out, err := red.Step(c, state, ev)
 	if err != nil {
 		return out, "error: " + err.Error(), err
 	}
-	ns, err := schema.Normalize(cat, schema.RefType("demiurge/ChatState@2"), out.State)
+	ns, err := schema.Normalize(cat, schema.RefType(v.state), out.State)
 	if err != nil {
-		err = fmt.Errorf("new state does not fit demiurge/ChatState@2: %w", err)
+		err = fmt.Errorf("new state does not fit %s: %w", v.state, err)
 		return out, "error: " + err.Error(), err
 	}
 	// The world keeps the normalized state (options the reducer left out
@@ -476,13 +530,13 @@ func stepOnce(cat *schema.Catalog, store *cas.Memory, red *demiurge.Reducer, now
 
 // step sends one chat event (AIR JSON) and prints what it did.
 func (fx *chatFixture) step(js string) {
-	ev, err := schema.NormalizeJSON(fx.cat, schema.RefType(demiurge.EventSchema), []byte(js))
+	ev, err := schema.NormalizeJSON(fx.cat, schema.RefType(fx.v.event), []byte(js))
 	if err != nil {
-		fx.printf("refused: %s: %v", demiurge.EventSchema, err)
+		fx.printf("refused: %s: %v", fx.v.event, err)
 		return
 	}
 	fx.emitted = nil
-	out, enc, err := stepOnce(fx.cat, fx.store, fx.red, fx.now, fx.state, fx.memo, ev)
+	out, enc, err := stepOnce(fx.v, fx.cat, fx.store, fx.red, fx.now, fx.state, fx.memo, ev)
 	fx.steps = append(fx.steps, chatStep{now: fx.now, event: ev, out: enc})
 	if err != nil {
 		// The world journals a ReducerError and keeps the state; the memo
@@ -587,6 +641,9 @@ func (fx *chatFixture) printTurn() {
 	}
 	fx.printf("tokens %d (overhead %d), marks [%s]; usage %d+%d, usage unknown %d, cost unknown %d",
 		st.Tokens, st.OverheadTokens, strings.Join(marks, " "), st.Usage.Prompt, st.Usage.Completion, st.UsageUnknown, st.CostUnknown)
+	if u := st.Usage; u.Cached+u.CacheWrite+u.Reasoning+st.CostMicroUSD > 0 {
+		fx.printf("usage in detail: %d cached, %d written to the cache, %d reasoning; cost %d micro-USD", u.Cached, u.CacheWrite, u.Reasoning, st.CostMicroUSD)
+	}
 }
 
 func (fx *chatFixture) printEvent(e reducer.Event) {
@@ -623,10 +680,12 @@ func (fx *chatFixture) printEvent(e reducer.Event) {
 // replay steps every event again with a fresh reducer (no cached tool
 // specs) and no memo, and compares each step's outcome.
 func (fx *chatFixture) replay() {
-	red := &demiurge.Reducer{}
+	reg := reducer.NewRegistry()
+	demiurge.Register(reg)
+	red, _ := reg.Lookup(fx.v.module)
 	var state schema.Value
 	for i, s := range fx.steps {
-		out, enc, err := stepOnce(fx.cat, fx.store, red, s.now, state, nil, s.event)
+		out, enc, err := stepOnce(fx.v, fx.cat, fx.store, red, s.now, state, nil, s.event)
 		if enc != s.out {
 			fx.printf("step %d differs:\n    live:   %s\n    replay: %s", i+1, s.out, enc)
 			fx.t.Errorf("replay of step %d differs", i+1)

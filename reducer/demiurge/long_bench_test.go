@@ -141,7 +141,7 @@ func benchRounds(b *testing.B, st world.Storage, turns, rounds int, window uint6
 			return llmtest.Turn{Text: "done"}
 		}
 		done++
-		args := fmt.Sprintf(`{"names":["demiurge/ChatEvent@2"],"consistency":"at_least:%d"}`, done)
+		args := fmt.Sprintf(`{"names":["demiurge/ChatEvent@3"],"consistency":"at_least:%d"}`, done)
 		return llmtest.Turn{Calls: []llmtest.Call{{Name: "introspect_schemas", Arguments: args}}}
 	})
 	defer srv.Close()
@@ -196,7 +196,7 @@ func benchRounds(b *testing.B, st world.Storage, turns, rounds int, window uint6
 		for turn := 1; turn <= turns; turn++ {
 			js, _ := json.Marshal(map[string]any{"User": map[string]any{"chat_id": fmt.Sprintf("c%d", i), "request_id": turn, "text": "go",
 				"message_ref": msg.String(), "settings": settings}})
-			if _, err := w.SendJSON(ctx, "demiurge/ChatEvent@2", js); err != nil {
+			if _, err := w.SendJSON(ctx, "demiurge/ChatEvent@3", js); err != nil {
 				b.Fatal(err)
 			}
 			if err := w.WaitIdle(ctx); err != nil {

@@ -26,7 +26,7 @@ func TestLongCallsKeepPreviewsInState(t *testing.T) {
 	js := fmt.Sprintf(`{"User": {"chat_id": "c1", "request_id": 1, "text": "read", "message_ref": %q, "settings": {"provider": "openai-responses",
 		"model": "gpt-test", "max_tokens": 1000, "tools_ref": %q, "max_rounds": 4, "max_repeats": 3, "output_limit": 100000}}}`,
 		msg, cw.state(t).Settings.ToolsRef)
-	if _, err := cw.w.SendJSON(ctx, "demiurge/ChatEvent@2", []byte(js)); err != nil {
+	if _, err := cw.w.SendJSON(ctx, "demiurge/ChatEvent@3", []byte(js)); err != nil {
 		t.Fatal(err)
 	}
 	if err := cw.w.WaitIdle(ctx); err != nil {

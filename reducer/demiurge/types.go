@@ -1,6 +1,8 @@
 package demiurge
 
 import (
+	"fmt"
+
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/cas/reflist"
 )
@@ -166,17 +168,88 @@ type ChatRequest struct {
 	ToolChoice      *ToolChoice `cbor:"tool_choice"`
 }
 
-// TokenUsage is sys/LlmTokenUsage@1.
+// TokenUsage counts tokens: a model call's, as its receipt says, or a
+// chat's, summed. It is the Go form of two schemas, and encodes as the
+// one V2 says:
+//
+//   - sys/LlmTokenUsage@1 {prompt, completion, cached, reasoning}: the
+//     usage of @1 and @2 receipts, and of the state of Chat@2 and Chat@1
+//     worlds (which count no cache writes apart: they are in prompt);
+//   - sys/LlmTokenUsage@2 {input, output, cache_read, cache_write,
+//     reasoning} (V2): the usage of @3 receipts and of Chat@3's state.
+//
+// Whichever it is, Prompt counts every input token (cache reads and writes
+// included), Completion every output token (reasoning included), and
+// Cached, CacheWrite and Reasoning are their parts. A value decodes as the
+// schema its fields say.
 type TokenUsage struct {
+	Prompt     uint64
+	Completion uint64
+	Cached     uint64
+	CacheWrite uint64
+	Reasoning  uint64
+	// V2 says it is a sys/LlmTokenUsage@2.
+	V2 bool
+}
+
+// tokenUsageV1 and tokenUsageV2 are the encoded forms of TokenUsage.
+type tokenUsageV1 struct {
 	Prompt     uint64 `cbor:"prompt"`
 	Completion uint64 `cbor:"completion"`
 	Cached     uint64 `cbor:"cached"`
 	Reasoning  uint64 `cbor:"reasoning"`
 }
 
-// LlmReceipt is the part of sys/LlmGenerateReceipt@2 the chat reads.
-// TokenUsage and CostMicroUSD are nil when the receipt says they are
-// unknown.
+type tokenUsageV2 struct {
+	Input      uint64 `cbor:"input"`
+	Output     uint64 `cbor:"output"`
+	CacheRead  uint64 `cbor:"cache_read"`
+	CacheWrite uint64 `cbor:"cache_write"`
+	Reasoning  uint64 `cbor:"reasoning"`
+}
+
+// tokenUsageAny decodes either form: which fields are there says which.
+type tokenUsageAny struct {
+	Prompt     uint64  `cbor:"prompt"`
+	Completion uint64  `cbor:"completion"`
+	Cached     uint64  `cbor:"cached"`
+	Input      *uint64 `cbor:"input"`
+	Output     uint64  `cbor:"output"`
+	CacheRead  uint64  `cbor:"cache_read"`
+	CacheWrite uint64  `cbor:"cache_write"`
+	Reasoning  uint64  `cbor:"reasoning"`
+}
+
+// MarshalCBOR encodes u as sys/LlmTokenUsage@2 if u.V2, else as @1, which
+// has no place for cache writes: a V1 usage that counts some is an error
+// (it would lose them).
+func (u TokenUsage) MarshalCBOR() ([]byte, error) {
+	if u.V2 {
+		return cas.MarshalBody(tokenUsageV2{Input: u.Prompt, Output: u.Completion, CacheRead: u.Cached, CacheWrite: u.CacheWrite, Reasoning: u.Reasoning})
+	}
+	if u.CacheWrite != 0 {
+		return nil, fmt.Errorf("chat: %d tokens written to the cache cannot be counted in a sys/LlmTokenUsage@1", u.CacheWrite)
+	}
+	return cas.MarshalBody(tokenUsageV1{Prompt: u.Prompt, Completion: u.Completion, Cached: u.Cached, Reasoning: u.Reasoning})
+}
+
+// UnmarshalCBOR decodes a sys/LlmTokenUsage@2 (it has "input") or @1.
+func (u *TokenUsage) UnmarshalCBOR(b []byte) error {
+	var v tokenUsageAny
+	if err := cas.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	if v.Input != nil {
+		*u = TokenUsage{Prompt: *v.Input, Completion: v.Output, Cached: v.CacheRead, CacheWrite: v.CacheWrite, Reasoning: v.Reasoning, V2: true}
+		return nil
+	}
+	*u = TokenUsage{Prompt: v.Prompt, Completion: v.Completion, Cached: v.Cached, Reasoning: v.Reasoning}
+	return nil
+}
+
+// LlmReceipt is the part of a model call's receipt the chat reads, of
+// sys/LlmGenerateReceipt@3 (Chat@3) or @2 (Chat@2). TokenUsage and
+// CostMicroUSD are nil when the receipt says they are unknown.
 type LlmReceipt struct {
 	OutputRef    cas.Ref     `cbor:"output_ref"`
 	OutputText   string      `cbor:"output_text"`
@@ -187,7 +260,8 @@ type LlmReceipt struct {
 	ToolCallRefs []cas.Ref   `cbor:"tool_call_refs"`
 }
 
-// ChatResult is demiurge/ChatResult@2.
+// ChatResult is demiurge/ChatResult@3 (the receipt a
+// sys/LlmGenerateReceipt@3) or @2 (an @2 receipt).
 type ChatResult struct {
 	ChatID    string     `cbor:"chat_id"`
 	RequestID uint64     `cbor:"request_id"`
@@ -349,7 +423,8 @@ const Marks = 16
 // entries leave the state (earlier states in the journal keep them).
 const EntriesKept = 4
 
-// State is demiurge/ChatState@2. Everything in it is bounded, however
+// State is demiurge/ChatState@3, or @2 in a Chat@2 world: they differ
+// in Usage only (see TokenUsage). Everything in it is bounded, however
 // long the chat: the transcript is a reflist (its root), the timeline the
 // latest entries, the round marks the latest rounds.
 type State struct {

@@ -49,8 +49,9 @@ func deref(s *string) string {
 }
 
 // StateView is what readers (the command line, trace) read of a chat's
-// state: the same for demiurge/ChatState@2 and @1 (a Chat@1 world's
-// state decodes into it with UsageUnknown and CostUnknown 0).
+// state: the same for demiurge/ChatState@3, @2 and @1 (a Chat@1 world's
+// state decodes into it with UsageUnknown and CostUnknown 0; only @3
+// counts cache writes, Usage.CacheWrite).
 type StateView struct {
 	Title         *string       `cbor:"title"`
 	Settings      *SettingsView `cbor:"settings"`
@@ -76,7 +77,7 @@ type StateView struct {
 	CostMicroUSD uint64     `cbor:"cost_microusd"`
 	UsageUnknown uint64     `cbor:"usage_unknown"`
 	CostUnknown  uint64     `cbor:"cost_unknown"`
-	// Tokens is Chat@2's estimate of the next request's prompt (0 for
+	// Tokens is the chat's estimate of the next request's prompt (0 for
 	// Chat@1).
 	Tokens uint64 `cbor:"tokens"`
 }

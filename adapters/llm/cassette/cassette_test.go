@@ -7,6 +7,7 @@ import (
 	"github.com/demiurge-dev/demiurge/adapters/llm"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync"
@@ -454,8 +455,15 @@ func TestRecordedSessions(t *testing.T) {
 				if _, err := schema.Normalize(schema.BuiltinTypes, schema.RefType("sys/LlmGenerateReceipt@2"), r.Payload); err != nil {
 					t.Errorf("answer %d does not fit sys/LlmGenerateReceipt@2: %v", k+1, err)
 				}
-				if cost := schema.FieldPath(r.Payload, "cost_microusd"); cost != nil {
-					t.Errorf("answer %d of an unpriced model costs %v; want unknown (null)", k+1, cost)
+				// A cost the recording has (the answer's own, or a price
+				// the run was given) is kept; a recorded model that has no
+				// price costs unknown, not 0.
+				recorded := schema.FieldPath(c.answers[k].Payload, "cost_microusd")
+				if n, _ := recorded.(uint64); n == 0 {
+					recorded = nil
+				}
+				if cost := schema.FieldPath(r.Payload, "cost_microusd"); !reflect.DeepEqual(cost, recorded) {
+					t.Errorf("answer %d costs %v; want %v, as recorded (unknown for an unpriced model)", k+1, cost, recorded)
 				}
 				refs := []schema.Value{schema.FieldPath(r.Payload, "output_ref")}
 				calls, _ := schema.FieldPath(r.Payload, "tool_call_refs").([]schema.Value)

@@ -42,6 +42,8 @@ type (
 			ReasoningTokens int64 `json:"reasoning_tokens"`
 		} `json:"output_tokens_details"`
 		TotalTokens int64 `json:"total_tokens"`
+		// Cost is OpenRouter's: the answer's cost in US dollars.
+		Cost *float64 `json:"cost,omitempty"`
 	}
 	reasoningItem struct {
 		ID               string        `json:"id"`
@@ -156,6 +158,7 @@ func (a *answer) responseObject(status string) responseObject {
 	r.Usage = &responseUsage{InputTokens: u.Input, OutputTokens: u.Output, TotalTokens: u.Input + u.Output}
 	r.Usage.InputTokensDetails.CachedTokens = u.Cached
 	r.Usage.OutputTokensDetails.ReasoningTokens = u.Reasoning
+	r.Usage.Cost = t.Cost
 	return r
 }
 
@@ -294,11 +297,17 @@ type (
 		PromptTokensDetails struct {
 			CachedTokens int64 `json:"cached_tokens"`
 			AudioTokens  int64 `json:"audio_tokens"`
+			// CacheWriteTokens is OpenRouter's count of the prompt
+			// tokens written to the cache of the provider behind it.
+			CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
 		} `json:"prompt_tokens_details"`
 		CompletionTokensDetails struct {
 			ReasoningTokens int64 `json:"reasoning_tokens"`
 			AudioTokens     int64 `json:"audio_tokens"`
 		} `json:"completion_tokens_details"`
+		// Cost is OpenRouter's and the gateways': the answer's cost in
+		// US dollars.
+		Cost *float64 `json:"cost,omitempty"`
 	}
 )
 
@@ -323,7 +332,9 @@ func (a *answer) chatUsage() *chatUsage {
 	u := a.usage()
 	cu := &chatUsage{PromptTokens: u.Input, CompletionTokens: u.Output, TotalTokens: u.Input + u.Output}
 	cu.PromptTokensDetails.CachedTokens = u.Cached
+	cu.PromptTokensDetails.CacheWriteTokens = u.CacheWrite
 	cu.CompletionTokensDetails.ReasoningTokens = u.Reasoning
+	cu.Cost = a.turn.Cost
 	return cu
 }
 

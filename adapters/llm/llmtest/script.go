@@ -99,6 +99,10 @@ type Turn struct {
 	Hold <-chan struct{} `json:"-"`
 	// Usage overrides the token counts.
 	Usage *Usage `json:"usage,omitempty"`
+	// Cost, if set, is the answer's own cost in US dollars, as OpenRouter
+	// and AI gateways report it in the usage (usage.cost), in a Responses
+	// or Chat Completions answer.
+	Cost *float64 `json:"cost,omitempty"`
 	// NoUsage leaves the usage out of the answer, as servers such as
 	// Ollama and vLLM do for a stream not asked for it.
 	NoUsage bool `json:"no_usage,omitempty"`
@@ -123,13 +127,14 @@ type ErrorBody struct {
 	Param   string `json:"param,omitempty"`
 }
 
-// Usage is a turn's token counts. Input includes Cached; Output includes
-// Reasoning.
+// Usage is a turn's token counts. Input includes Cached and CacheWrite;
+// Output includes Reasoning.
 type Usage struct {
-	Input     int64 `json:"input"`
-	Cached    int64 `json:"cached"`
-	Output    int64 `json:"output"`
-	Reasoning int64 `json:"reasoning"`
+	Input      int64 `json:"input"`
+	Cached     int64 `json:"cached"`
+	CacheWrite int64 `json:"cache_write,omitempty"`
+	Output     int64 `json:"output"`
+	Reasoning  int64 `json:"reasoning"`
 }
 
 // Duration is a time.Duration written in JSON as a Go duration string
