@@ -331,7 +331,7 @@ func (c *Chat) checkTaken(id uint64, ref cas.Ref) error {
 var ErrNoChat = errors.New("no such chat")
 
 // Compact asks the chat to summarize the oldest part of its transcript now
-// (a Chat@2 world's chat only), and streams that turn as Send does. A chat
+// (not a Chat@1 world's chat), and streams that turn as Send does. A chat
 // the world does not have yet is not created: the error wraps ErrNoChat.
 func (c *Chat) Compact(ctx context.Context) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {

@@ -5,8 +5,9 @@
 //
 // # Opening a world
 //
-// An agent world is one whose AIR has the chat module demiurge/Chat@2
-// (examples/demiurge is one; copy it and add your own defs). The manifest
+// An agent world is one whose AIR has the chat module demiurge/Chat@3
+// (examples/demiurge is one; copy it and add your own defs), or Chat@2 or
+// Chat@1 (a world made with them goes on under its own AIR). The manifest
 // is a path, relative to the working directory: a program outside this
 // repository passes the path of its copy. Open loads the AIR, opens or
 // creates the world in its store, starts the MCP servers the manifest

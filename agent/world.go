@@ -77,7 +77,7 @@ type deltaTarget struct {
 
 // Open opens the agent world whose AIR is at manifest (a directory, or a
 // manifest file in one), creating it in its store if it is new: the
-// world's chat module (demiurge/Chat@2, as examples/demiurge declares it)
+// world's chat module (demiurge/Chat@3, as examples/demiurge declares it)
 // is given the model, the built-in tools (introspect, workspace, bash, as
 // the manifest grants them), the tools of its MCP servers (started now)
 // and the program's own (WithTools).

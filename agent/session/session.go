@@ -29,7 +29,7 @@ import (
 type key struct {
 	chat           string
 	request, round uint64
-	compact        bool // a compaction call (Chat@2), not the round's answer
+	compact        bool // a compaction call (Chat@2 and later), not the round's answer
 }
 
 // ModelCall is one model call of a round: the answer's model, latency,
