@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"time"
@@ -54,6 +55,7 @@ run -m's.`,
 			if len(args) == 2 {
 				f.decide.call = args[1]
 			}
+			a.raw = f.raw
 			if err := f.validate(cmd); err != nil {
 				return err
 			}
@@ -156,7 +158,11 @@ func (a *app) listPending(ctx context.Context, f *runFlags) (err error) {
 		now = a.clock
 	}
 	for _, c := range calls {
-		fmt.Fprintf(a.out, "%s  %s %s%s\n", c.id, c.tool, argsText(c.args), deadlineNote(c.deadline, now()))
+		line := fmt.Sprintf("%s  %s %s%s\n", c.id, c.tool, argsText(c.args), deadlineNote(c.deadline, now()))
+		if !f.raw {
+			line = escapeControls(line) // the model's arguments
+		}
+		io.WriteString(a.out, line)
 	}
 	return nil
 }

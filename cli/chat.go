@@ -607,8 +607,19 @@ func (r *chatRun) note(s string) {
 	}
 }
 
-// write writes to stdout, clearing the progress line first.
+// write writes to stdout, clearing the progress line first. What it
+// writes may hold text from the model, tools and errors: its control
+// characters are shown escaped, unless --raw (see escapeControls).
 func (r *chatRun) write(s string) {
+	if !r.f.raw {
+		s = escapeControls(s)
+	}
+	r.writeRaw(s)
+}
+
+// writeRaw writes s to stdout as it is (run's own control sequences),
+// clearing the progress line first.
+func (r *chatRun) writeRaw(s string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.status.clearLocked()
@@ -924,6 +935,9 @@ func (r *chatRun) approver(ctx context.Context, ar agent.ApprovalRequested) (age
 		until = fmt.Sprintf(" (denied at %s unless you answer)", ar.Deadline.Local().Format(time.TimeOnly))
 	}
 	question := fmt.Sprintf("  ? run %s %s?%s [y]es, [n]o (n REASON), [a]lways for %s: ", ar.Tool, clipLine(argsText(ar.Arguments), 120), until, ar.Tool)
+	if !r.f.raw {
+		question = escapeControls(question)
+	}
 	for {
 		s, err := promptUntil(ctx, ln, r.input, question, r.dec.wake)
 		switch {
@@ -932,7 +946,7 @@ func (r *chatRun) approver(ctx context.Context, ar agent.ApprovalRequested) (age
 				r.write("\n")
 				return d, true
 			}
-			r.write("\r\x1b[K") // a decision for another call, which waits its turn: ask again
+			r.writeRaw("\r\x1b[K") // a decision for another call, which waits its turn: ask again
 			continue
 		case ctx.Err() != nil:
 			r.write("\n")

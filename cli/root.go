@@ -64,6 +64,9 @@ type app struct {
 	// ext is what a program extending the command line adds (Main's
 	// options); nil for none.
 	ext *extensions
+	// raw is set by --raw (run, trace): the error line keeps its control
+	// characters (by default they are shown escaped, escapeControls).
+	raw bool
 }
 
 // usageError is a mistake on the command line; it exits with exitUsage.
@@ -149,7 +152,11 @@ func executeApp(ctx context.Context, a *app, args []string, getenv func(string) 
 		fmt.Fprintf(std.err, "%s: %v\n", root.Name(), err)
 		return exitTerminated
 	}
-	fmt.Fprintf(std.err, "%s: %v\n", root.Name(), err)
+	msg := err.Error() // it may quote a model, a tool, a server
+	if !a.raw {
+		msg = escapeControls(msg)
+	}
+	fmt.Fprintf(std.err, "%s: %s\n", root.Name(), msg)
 	if a.usedStore && storeDamaged(err) {
 		fmt.Fprintf(std.err, "demiurge: the store in %s is damaged: restore it from a copy, or import a bundle that `demiurge export` wrote into a new store (--store); `demiurge cas verify` and `demiurge journal verify` show what can still be read\n", a.storeName())
 	}

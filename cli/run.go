@@ -49,6 +49,9 @@ type runFlags struct {
 	approvalTimeout time.Duration
 	// cassetteLoose answers from the cassette though a request differs.
 	cassetteLoose bool
+	// raw prints the model's text, tools' outputs and errors as they are,
+	// control characters included (default: escaped, escapeControls).
+	raw bool
 	// worldChosen is whether --world was given: without it, a strict
 	// cassette's run goes to a new world when the default one has a
 	// session already (freshWorld).
@@ -160,6 +163,7 @@ named <server>_<tool> unless aliased; "demiurge mcp ls" lists them) and bash
 		Args: wantArgs(1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.manifest = args[0]
+			a.raw = f.raw
 			if err := f.validate(cmd); err != nil {
 				return err
 			}
@@ -196,6 +200,7 @@ func (f *runFlags) addFlags(cmd *cobra.Command) {
 	fl.StringArrayVar(&f.modelOptions, "model-option", nil, "override what demiurge knows of the model, as `KEY=VALUE` (repeatable): "+strings.Join(llm.ModelOptionKeys, ", "))
 	fl.StringVar(&f.toolChoice, "tool-choice", "auto", "whether the model must call a tool in each message's first round: auto, none, required, or a tool's `NAME`")
 	fl.DurationVar(&f.wait, "wait", 10*time.Minute, "how long one turn may take (then it is stopped)")
+	fl.BoolVar(&f.raw, "raw", false, "print the model's text, tools' outputs and errors as they are, terminal control sequences included (default: shown escaped, as \\x1b)")
 	fl.BoolVar(&f.json, "json", false, "print each turn's events as JSON Lines on stdout (see docs/agent.md, \"run --json\")")
 	fl.StringArrayVar(&f.requireApproval, "require-approval", nil, "calls of the tool `NAME` wait for the user's approval before they run (repeatable; * for every tool)")
 	fl.StringVar(&f.approve, "approve", "ask", "how calls that wait for approval are answered: ask (at the terminal; without one they wait for demiurge approve), always, or never")
@@ -286,7 +291,9 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 			err = cerr
 		}
 	}()
-	worldtools.ReportMCP(a.err, w.MCPServers())
+	errOut := textOut(a.err, f.raw) // MCP servers' messages
+	worldtools.ReportMCP(errOut, w.MCPServers())
+	flushOut(errOut)
 	if err := checkToolChoice(choice, w.Tools()); err != nil {
 		return err
 	}
