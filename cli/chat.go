@@ -402,6 +402,14 @@ func (r *chatRun) pipe(ctx context.Context) error {
 		r.dec.setIdle(true)
 		var in read
 		select {
+		case <-ctx.Done():
+			// SIGTERM (or Ctrl-C) while run waits for its next line: the
+			// read cannot be stopped, but run can end.
+			r.dec.setIdle(false)
+			if err := endedBy(ctx); err != nil {
+				return err
+			}
+			return &exitStatus{code: exitInterrupted}
 		case in = <-lines:
 			r.dec.setIdle(false)
 		case <-r.dec.wake:
