@@ -157,7 +157,7 @@ func executeApp(ctx context.Context, a *app, args []string, getenv func(string) 
 		msg = escapeControls(msg)
 	}
 	fmt.Fprintf(std.err, "%s: %s\n", root.Name(), msg)
-	if a.usedStore && storeDamaged(err) {
+	if a.usedStore && storeDamaged(err) && !errors.Is(err, cas.ErrMetaDamaged) { // that one says what to do
 		fmt.Fprintf(std.err, "demiurge: the store in %s is damaged: restore it from a copy, or import a bundle that `demiurge export` wrote into a new store (--store); `demiurge cas verify` and `demiurge journal verify` show what can still be read\n", a.storeName())
 	}
 	var ue *usageError
@@ -245,6 +245,7 @@ func subcommands(a *app, getenv func(string) string) []subcommand {
 		{"trace", func() *cobra.Command { return newTraceCommand(a) }},
 		{"export", func() *cobra.Command { return newExportCommand(a) }},
 		{"import", func() *cobra.Command { return newImportCommand(a) }},
+		{"recover", func() *cobra.Command { return newRecoverCommand(a) }},
 		{"sh", func() *cobra.Command { return newShCommand(a, getenv) }},
 		{"workspace", func() *cobra.Command { return newWorkspaceCommand(a) }},
 		{"mcp", func() *cobra.Command { return newMCPCommand(a, getenv) }},

@@ -126,9 +126,9 @@ messages, tools and system prompt; tool outputs may name other hashes,
 and this world where the recording names its own): one that does not
 fails, showing what differs. A recording begins with a new world: without
 --world, a world that already has a session is left as it is and the run
-goes to the first of W-2, W-3, … that has none (run says which). --cassette-loose answers
-it with the recorded answer all the same, with a one-line warning naming
-what differs (-v logs the diff).
+goes to the first of W-2, W-3, … that has none (run says which).
+--cassette-loose answers it with the recorded answer all the same, with a
+one-line warning naming what differs (-v logs the diff).
 
 What is sent follows what demiurge knows of the model (docs/agent.md,
 "Models"): the token-limit field, whether it takes a temperature, a

@@ -156,6 +156,10 @@ func (c *Catalog) Names(kind string) []string {
 // files beside it, or a folder holding them. Each file holds one def or an
 // array of defs; exactly one of them is the manifest.
 //
+// Each file must be a regular file of at most MaxAIRFileSize bytes (see
+// ReadAIRFile); one that is not is refused, naming it, and opening never
+// blocks (on a FIFO, say).
+//
 // On failure the error is an ErrorList holding every problem found, each
 // as "file: /json/pointer: message".
 func Load(path string, opts *LoadOptions) (*Catalog, error) {
@@ -165,9 +169,9 @@ func Load(path string, opts *LoadOptions) (*Catalog, error) {
 	}
 	var srcs []Source
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		b, err := ReadAIRFile(f)
 		if err != nil {
-			return nil, fmt.Errorf("read AIR: %w", err)
+			return nil, err
 		}
 		srcs = append(srcs, Source{Name: f, Data: b})
 	}

@@ -77,6 +77,18 @@ type Model struct {
 	// Source is the public page the facts were read from, and AsOf the
 	// day they were read (YYYY-MM-DD).
 	Source, AsOf string
+	// PriceFrom says where Price came from, as a receipt's CostSource
+	// names it: "demiurge's model table", or "the configuration" for an
+	// override.
+	PriceFrom string
+}
+
+// PriceSource says where m's price came from.
+func (m Model) PriceSource() string {
+	if m.PriceFrom == "" {
+		return "demiurge's model table"
+	}
+	return m.PriceFrom
 }
 
 // usd converts dollars per million tokens to the micro-USD of a Price.
@@ -273,6 +285,7 @@ func (o ModelOptions) apply(m *Model) {
 	if o.Price != nil {
 		p := *o.Price
 		m.Price = &p
+		m.PriceFrom = "the configuration (" + o.Match + ")"
 	}
 	if o.CompactAt != nil {
 		m.CompactAt = *o.CompactAt
