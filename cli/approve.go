@@ -105,6 +105,8 @@ func (a *app) sendDecision(ctx context.Context, f *runFlags) (done bool, err err
 		verb = "approve"
 	}
 	switch {
+	case errors.Is(err, store.ErrOtherUser):
+		return true, fmt.Errorf("%s: %w", verb, err)
 	case errors.Is(err, store.ErrNoWriter):
 		a.log.Debug("no process serves the store: journaling the decision here", "dir", a.storeName(), "err", err)
 		return false, nil
