@@ -118,7 +118,6 @@ func (e *otherUserError) Error() string {
 
 func (e *otherUserError) Unwrap() error { return ErrOtherUser }
 
-
 // gone wraps a transport error: the writer is no longer there.
 func (r *remote) gone(err error) error {
 	return fmt.Errorf("%w: process %d stopped serving store %s (%v)", ErrWriterGone, r.pid, r.dir, err)
