@@ -67,6 +67,10 @@ type app struct {
 	// raw is set by --raw (run, trace): the error line keeps its control
 	// characters (by default they are shown escaped, escapeControls).
 	raw bool
+	// wasi lets WASM reducer modules import the deterministic WASI
+	// (--wasi); wasm is the host that runs them (wasmHost).
+	wasi bool
+	wasm wasmState
 }
 
 // usageError is a mistake on the command line; it exits with exitUsage.
@@ -251,6 +255,7 @@ func subcommands(a *app, getenv func(string) string) []subcommand {
 		{"mcp", func() *cobra.Command { return newMCPCommand(a, getenv) }},
 		{"worlds", func() *cobra.Command { return newWorldsCommand(a) }},
 		{"ui", func() *cobra.Command { return newUICommand(a) }},
+		{"models", func() *cobra.Command { return newModelsCommand(a) }},
 	}
 	if a.ext != nil {
 		for _, c := range a.ext.commands {
@@ -339,6 +344,7 @@ sh exits with its script's exit status (see demiurge sh --help).`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.storeDir, "store", storeDefault, "the store: a `DIR`ectory, or a postgres:// URL (env "+storeEnv+")")
 	pf.BoolVarP(&a.verbose, "verbose", "v", false, "log debug messages on stderr (without it, only errors are logged)")
+	pf.BoolVar(&a.wasi, "wasi", false, "let WASM reducer modules import a deterministic WASI (clocks fixed at zero, zero entropy, no files or environment), as Go's wasip1 and TinyGo modules need")
 
 	if only != nil {
 		// The command line runs this one command. Cobra's completion

@@ -280,7 +280,7 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	}
 	w, err := agent.Open(ctx, f.manifest, append([]agent.Option{
 		where, agent.WithWorld(f.world), agent.WithModel(m), agent.WithLogger(a.log),
-		agent.WithEnv(lookupEnv(getenv)), agent.WithReducers(examples.RegisterAll), agent.WithInstructions(f.instructions),
+		agent.WithEnv(lookupEnv(getenv)), agent.WithReducers(examples.RegisterAll), agent.WithReducers(a.runWASM), agent.WithInstructions(f.instructions),
 		agent.WithLimits(agent.Limits{MaxTokens: f.maxTokens, MaxRounds: f.maxRounds, MaxRepeats: f.maxRepeats,
 			TokenBudget: f.tokenBudget, OutputLimit: f.outputLimit}),
 		agent.WithClock(a.clock, a.entropy), agent.WithApprover(func(ctx context.Context, ar agent.ApprovalRequested) (agent.Decision, bool) {
