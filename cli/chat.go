@@ -1150,6 +1150,17 @@ func (r *chatRun) local(ar agent.ApprovalRequested, d agent.Decision) (agent.Dec
 func (r *chatRun) answer(ctx context.Context, d *decision) error {
 	if d.call == "" {
 		pending := r.chat.Pending(ctx)
+		if r.f.json {
+			list := []pendingJSON{}
+			for _, p := range pending {
+				pj := pendingJSON{CallID: p.CallID, Tool: p.Tool, Arguments: p.Arguments}
+				if !p.Deadline.IsZero() {
+					pj.Deadline = p.Deadline.UTC().Format(time.RFC3339Nano)
+				}
+				list = append(list, pj)
+			}
+			return writeJSON(r.a.out, list)
+		}
 		if len(pending) == 0 {
 			r.write(fmt.Sprintf("no call of chat %s of world %s waits for approval (--world and --chat pick another)\n", r.chat.ID(), r.f.world))
 		}

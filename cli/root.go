@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -332,6 +333,9 @@ sh exits with its script's exit status (see demiurge sh --help).`,
 			return nil
 		},
 	}
+	// --version prints what the version command prints.
+	root.Version = readVersion(debug.ReadBuildInfo()).text()
+	root.SetVersionTemplate("{{.Version}}")
 	root.SetIn(a.in)
 	root.SetOut(a.out)
 	root.SetErr(a.err)

@@ -226,12 +226,13 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	if err != nil {
 		return err
 	}
-	keyChecked := store.IsURL(a.storeDir) // on a PostgreSQL store a worker calls the model
-	if !keyChecked && f.decide == nil {
+	if !store.IsURL(a.storeDir) { // on a PostgreSQL store a worker calls the model
+		// approve and deny get here once no process that runs the world
+		// took the decision (another user's is said so before): the rest
+		// of the turn runs here, and needs a key.
 		if err := checkAPIKey(f.llm, f.baseURL, getenv); err != nil {
 			return fmt.Errorf("%s: %w", f.command(), err)
 		}
-		keyChecked = true
 	}
 	// A MANIFEST that is not there fails before the store is made (the
 	// world loads the AIR, once the store is open).
@@ -246,14 +247,6 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	st, err := storage(s)
 	if err != nil {
 		return err
-	}
-	if !keyChecked {
-		// approve and deny run the rest of the turn here only once the
-		// store is theirs to write (no process that runs the world took
-		// the decision): only then is a key needed.
-		if err := checkAPIKey(f.llm, f.baseURL, getenv); err != nil {
-			return fmt.Errorf("%s: %w", f.command(), err)
-		}
 	}
 	if f.decide == nil && !f.worldChosen && strings.HasPrefix(f.llm, "cassette:") && !f.cassetteLoose && s.Bolt() != nil {
 		if f.world, err = freshWorld(ctx, a, s, f.world, strings.TrimPrefix(f.llm, "cassette:")); err != nil {
