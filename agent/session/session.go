@@ -163,8 +163,8 @@ type Turn struct {
 	RequestID uint64 `json:"request_id"`
 	// Seq is the seq of the input that started the turn, and Hash the
 	// hash of its record (which chains over every record before it).
-	Seq    uint64   `json:"seq,omitempty"`
-	Hash   string   `json:"hash,omitempty"`
+	Seq  uint64 `json:"seq,omitempty"`
+	Hash string `json:"hash,omitempty"`
 	// Time is when the turn started (StartNS), RFC 3339 in UTC; When
 	// says it for people.
 	Time   string   `json:"time"`
