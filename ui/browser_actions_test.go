@@ -12,7 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -39,31 +38,6 @@ func (c *countingSource) Read(ctx context.Context, world string, from uint64, fn
 func (c *countingSource) Get(ctx context.Context, r cas.Ref) ([]byte, error) {
 	c.reads.Add(1)
 	return c.Source.Get(ctx, r)
-}
-
-// serveWith serves the view with opts (Source, Reducers, Decide, Log
-// given) on a loopback port for the test.
-func serveWith(t *testing.T, opts ui.Options) *ui.Server {
-	t.Helper()
-	ln, err := ui.Listen(ui.DefaultAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.Name, opts.Poll = "test store", 20*time.Millisecond
-	s, err := ui.New(ln, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return s
 }
 
 // TestBrowserCrossOrigin: a page on another port of 127.0.0.1 (the
