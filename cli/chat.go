@@ -633,6 +633,7 @@ func slashHelp() string {
 	}
 	b.WriteString("  A line that starts with // is sent as a message starting with /;\n")
 	b.WriteString("  end a line with \\ to go on on the next.\n")
+	b.WriteString("  Esc or Ctrl-C stops a turn; Ctrl-D quits.\n")
 	return b.String()
 }
 
