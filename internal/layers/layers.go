@@ -31,7 +31,7 @@ var House = []Layer{
 	{"world", []string{"world"}},
 	{"over the world", []string{"replay/...", "world/worldview", "cluster/..."}},
 	{"agent", []string{"agent/..."}},
-	{"views", []string{"ui/..."}},
+	{"views", []string{"ui/...", "serve/..."}},
 	{"programs", []string{"cli", "cmd/...", "examples/..."}},
 	{"rules", []string{"internal/layers"}},
 }

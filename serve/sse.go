@@ -1,0 +1,160 @@
+package serve
+
+import (
+	"bytes"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// sseWriter writes a Server-Sent Events stream: events, comments that keep
+// the connection open while nothing happens, and the end. Each write has
+// its deadline (Options.WriteTimeout): a client that stops reading is cut
+// off. It is safe for concurrent use (the heartbeat writes beside the
+// stream).
+type sseWriter struct {
+	s       *Server
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	mu      sync.Mutex
+	started bool
+	err     error // the first failed write: the client is gone
+	buf     bytes.Buffer
+	stop    chan struct{}
+	stopped sync.Once
+}
+
+// newSSE returns a stream on w whose heartbeat begins the response if the
+// stream has not within startAfter (a stream that ends before, having sent
+// nothing, may still answer otherwise: see end).
+func (s *Server) newSSE(w http.ResponseWriter, startAfter time.Duration) *sseWriter {
+	sw := &sseWriter{s: s, w: w, rc: http.NewResponseController(w), stop: make(chan struct{})}
+	go sw.heartbeat(startAfter)
+	return sw
+}
+
+// heartbeat sends a comment every Heartbeat while the stream is quiet.
+func (sw *sseWriter) heartbeat(startAfter time.Duration) {
+	t := time.NewTimer(startAfter)
+	defer t.Stop()
+	for {
+		select {
+		case <-sw.stop:
+			return
+		case <-t.C:
+		}
+		sw.mu.Lock()
+		if !sw.started {
+			sw.startLocked()
+		}
+		sw.writeLocked([]byte(": keep-alive\n\n"))
+		err := sw.err
+		sw.mu.Unlock()
+		if err != nil {
+			return
+		}
+		t.Reset(sw.s.opts.Heartbeat)
+	}
+}
+
+// start begins the response: the headers of an event stream.
+func (sw *sseWriter) start() {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	if !sw.started {
+		sw.startLocked()
+		sw.writeLocked(nil)
+	}
+}
+
+func (sw *sseWriter) startLocked() {
+	h := sw.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	sw.w.WriteHeader(http.StatusOK)
+	sw.started = true
+}
+
+// writeLocked writes b and flushes, within the write deadline.
+func (sw *sseWriter) writeLocked(b []byte) {
+	if sw.err != nil {
+		return
+	}
+	_ = sw.rc.SetWriteDeadline(time.Now().Add(sw.s.opts.WriteTimeout))
+	if len(b) > 0 {
+		if _, err := sw.w.Write(b); err != nil {
+			sw.err = err
+			return
+		}
+	}
+	if err := sw.rc.Flush(); err != nil {
+		sw.err = err
+	}
+}
+
+// event writes one event; a failed write (the client went away, or
+// stopped reading) is its error, and every later one's.
+func (sw *sseWriter) event(id, typ string, data []byte) error {
+	sw.buf.Reset()
+	if id != "" {
+		sw.buf.WriteString("id: ")
+		sw.buf.WriteString(id)
+		sw.buf.WriteByte('\n')
+	}
+	if typ != "" {
+		sw.buf.WriteString("event: ")
+		sw.buf.WriteString(typ)
+		sw.buf.WriteByte('\n')
+	}
+	// The data is one line of JSON: no newline to split.
+	sw.buf.WriteString("data: ")
+	sw.buf.Write(data)
+	sw.buf.WriteString("\n\n")
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	if !sw.started {
+		sw.startLocked()
+	}
+	sw.writeLocked(sw.buf.Bytes())
+	return sw.err
+}
+
+// raw writes b as it is (a stream of another shape: OpenAI's).
+func (sw *sseWriter) raw(b []byte) error {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	if !sw.started {
+		sw.startLocked()
+	}
+	sw.writeLocked(b)
+	return sw.err
+}
+
+// close stops the heartbeat. With nothing sent, the stream has not begun:
+// the caller may still answer otherwise (it returns false then).
+func (sw *sseWriter) close() (started bool) {
+	sw.stopped.Do(func() { close(sw.stop) })
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	return sw.started
+}
+
+// fail ends a stream that began with an error event: {"error": {...}},
+// the API's error shape; a stream the server hands over asks the client
+// to come back in a second.
+func (sw *sseWriter) fail(err error) {
+	var e *apiError
+	if !errors.As(err, &e) {
+		e = serverError(err)
+		if errors.Is(err, errHandedOver) {
+			e = &apiError{Status: http.StatusServiceUnavailable, Type: typeBusy, Code: "shutting_down", Message: err.Error()}
+		}
+	}
+	data, _ := jsonMarshal(map[string]*apiError{"error": e})
+	if errors.Is(err, errHandedOver) {
+		_ = sw.raw([]byte("retry: 1000\n\n"))
+	}
+	_ = sw.event("", "error", data)
+}
