@@ -241,11 +241,11 @@ type ccResponse struct {
 }
 
 type ccChoice struct {
-	Index        int        `json:"index"`
-	Message      *ccOut     `json:"message,omitempty"`
-	Delta        *ccOut     `json:"delta,omitempty"`
-	FinishReason *string    `json:"finish_reason"`
-	Logprobs     *struct{}  `json:"logprobs"`
+	Index        int       `json:"index"`
+	Message      *ccOut    `json:"message,omitempty"`
+	Delta        *ccOut    `json:"delta,omitempty"`
+	FinishReason *string   `json:"finish_reason"`
+	Logprobs     *struct{} `json:"logprobs"`
 }
 
 type ccOut struct {

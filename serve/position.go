@@ -26,7 +26,9 @@ type position struct {
 }
 
 // String is the position as an SSE id.
-func (p position) String() string { return strconv.FormatUint(p.seq, 10) + ":" + strconv.FormatUint(p.n, 10) }
+func (p position) String() string {
+	return strconv.FormatUint(p.seq, 10) + ":" + strconv.FormatUint(p.n, 10)
+}
 
 // after reports whether p comes after q.
 func (p position) after(q position) bool {

@@ -19,10 +19,10 @@ var responsesPolicy = fieldPolicy{
 	ignored: map[string]bool{"metadata": true, "user": true, "safety_identifier": true, "prompt_cache_key": true, "service_tier": true,
 		"parallel_tool_calls": true, "include": true, "stream_options": true, "prompt_cache_retention": true},
 	refused: mergeRefused(refusedCommon, map[string]string{
-		"instructions":      "the agent's instructions are its own (its manifest's, or demiurge serve --instructions)",
-		"max_output_tokens": "the agent's limits are the server's (demiurge serve --max-tokens)",
-		"max_tool_calls":    "the agent's limits are the server's (demiurge serve --max-rounds)",
-		"prompt":            "prompt templates are not supported: send the input",
+		"instructions":       "the agent's instructions are its own (its manifest's, or demiurge serve --instructions)",
+		"max_output_tokens":  "the agent's limits are the server's (demiurge serve --max-tokens)",
+		"max_tool_calls":     "the agent's limits are the server's (demiurge serve --max-rounds)",
+		"prompt":             "prompt templates are not supported: send the input",
 		"context_management": "the chat compacts its transcript on its own",
 	}),
 }
@@ -168,12 +168,12 @@ func parseResponses(fields map[string]json.RawMessage) (*responsesRequest, error
 func inputItem(i int, raw json.RawMessage) (string, *approval, error) {
 	param := fmt.Sprintf("input[%d]", i)
 	var it struct {
-		Type       string          `json:"type"`
-		Role       string          `json:"role"`
-		Content    json.RawMessage `json:"content"`
-		RequestID  string          `json:"approval_request_id"`
-		Approve    *bool           `json:"approve"`
-		Reason     string          `json:"reason"`
+		Type      string          `json:"type"`
+		Role      string          `json:"role"`
+		Content   json.RawMessage `json:"content"`
+		RequestID string          `json:"approval_request_id"`
+		Approve   *bool           `json:"approve"`
+		Reason    string          `json:"reason"`
 	}
 	if err := json.Unmarshal(raw, &it); err != nil {
 		return "", nil, invalid(param, "invalid_type", param+": "+err.Error())
@@ -271,7 +271,9 @@ func approvalCall(id string) (string, error) {
 }
 
 // approvalID is the id of the approval request of call.
-func approvalID(call string) string { return "mcpr_" + base64.RawURLEncoding.EncodeToString([]byte(call)) }
+func approvalID(call string) string {
+	return "mcpr_" + base64.RawURLEncoding.EncodeToString([]byte(call))
+}
 
 // handleResponses answers POST /v1/responses: the request's input is the
 // user's next message in a chat (a new one, the conversation's, or the
