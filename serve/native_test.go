@@ -19,7 +19,7 @@ func toolTurns() []llmtest.Turn {
 			{Name: "workspace_write", Arguments: `{"path": "a.md", "content": "1"}`, CallID: "call_w"},
 			{Name: "introspect_journal_head", Arguments: `{}`, CallID: "call_h"},
 		}},
-		{Calls: []llmtest.Call{{Name: "bash", Arguments: `{"script": "cat a.md; echo more >> a.md"}`, CallID: "call_b"}}},
+		{Calls: []llmtest.Call{{Name: "bash", Arguments: `{"commands": "cat a.md; echo more >> a.md"}`, CallID: "call_b"}}},
 		{Text: "Done: a.md holds 1."},
 	}
 }

@@ -224,10 +224,13 @@ func (b *responseBuilder) add(ctx context.Context, e agent.Event) error {
 		}
 		it := b.resp.Output[i]
 		typ := "response.mcp_call.completed"
-		if e.Status == "ok" {
-			it["output"], it["status"] = out, "completed"
-		} else {
-			it["error"], it["status"] = fmt.Sprintf("%s: %s", e.Status, out), "failed"
+		it["output"], it["status"] = out, "completed"
+		if e.Status != "ok" {
+			// The call's output is what the model read of the failure; the
+			// error says how it ended, as an MCP tool's failure does.
+			it["error"] = map[string]any{"type": "mcp_tool_execution_error",
+				"content": []any{map[string]any{"type": "text", "text": fmt.Sprintf("%s: %s", e.Status, out)}}}
+			it["status"] = "failed"
 			typ = "response.mcp_call.failed"
 		}
 		if err := b.send(map[string]any{"type": typ, "item_id": it["id"], "output_index": i}); err != nil {
