@@ -314,7 +314,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
-	s.log.Info("shutting down: finishing the turns under way", "grace", s.opts.Grace)
+	s.log.Info("shutting down: finishing the turns under way", "grace", s.opts.Grace.String())
 	s.mu.Lock()
 	s.draining = true
 	s.mu.Unlock()
