@@ -44,16 +44,29 @@ type ModelCall struct {
 	// intent's params): the wire protocol ("openai-responses",
 	// "openai-chat"; "" for the adapter's default) and the model. Model
 	// is the model that answered.
-	Provider     string  `json:"provider,omitempty"`
-	RequestModel string  `json:"request_model,omitempty"`
+	Provider     string `json:"provider,omitempty"`
+	RequestModel string `json:"request_model,omitempty"`
+	// ProviderName names who served the call ("openai", "openrouter",
+	// "deepseek"), as a sys/LlmGenerateReceipt@3 says; "" if the receipt
+	// does not say (@1 and @2 receipts, a server demiurge does not know).
+	ProviderName string  `json:"provider_name,omitempty"`
 	Model        string  `json:"model,omitempty"`
 	ResponseID   string  `json:"response_id,omitempty"` // the provider's id of the response
 	LatencyMS    float64 `json:"latency_ms"`
-	InputTokens  uint64  `json:"input_tokens"`
-	CachedTokens uint64  `json:"cached_tokens"`
-	OutputTokens uint64  `json:"output_tokens"`
-	Reasoning    uint64  `json:"reasoning_tokens"`
-	CostMicroUSD uint64  `json:"cost_microusd"`
+	// InputTokens counts the request's tokens, cache reads and writes
+	// included; CachedTokens those read from the cache, CacheWriteTokens
+	// those written to it. OutputTokens counts the answer's, Reasoning
+	// included.
+	InputTokens      uint64 `json:"input_tokens"`
+	CachedTokens     uint64 `json:"cached_tokens"`
+	CacheWriteTokens uint64 `json:"cache_write_tokens,omitempty"`
+	OutputTokens     uint64 `json:"output_tokens"`
+	Reasoning        uint64 `json:"reasoning_tokens"`
+	CostMicroUSD     uint64 `json:"cost_microusd"`
+	// CostSource says where a known cost came from ("reported by the
+	// provider (usage.cost)", "gpt-5.2 at the price of catwalk"); "" for
+	// @1 and @2 receipts, which do not say.
+	CostSource string `json:"cost_source,omitempty"`
 	// UsageUnknown: the provider reported no usage (the token counts are
 	// 0); CostUnknown: the model has no price, or its usage is unknown.
 	UsageUnknown bool   `json:"usage_unknown,omitempty"`
@@ -317,9 +330,7 @@ func (c *Reader) Record(r journal.Record) error {
 			if p, ok := schema.FieldPath(m, "payload").(*schema.Map); ok {
 				mc.Model, mc.Finish = text(schema.FieldPath(p, "model")), text(schema.FieldPath(p, "finish_reason"))
 				mc.ResponseID = text(schema.FieldPath(p, "provider_id"))
-				mc.InputTokens, mc.OutputTokens = num(schema.FieldPath(p, "token_usage", "prompt")), num(schema.FieldPath(p, "token_usage", "completion"))
-				mc.CachedTokens, mc.Reasoning = num(schema.FieldPath(p, "token_usage", "cached")), num(schema.FieldPath(p, "token_usage", "reasoning"))
-				mc.CostMicroUSD = num(schema.FieldPath(p, "cost_microusd"))
+				readUsage(mc, p)
 				mc.UsageUnknown = schema.FieldPath(p, "token_usage") == nil
 				mc.CostUnknown = schema.FieldPath(p, "cost_microusd") == nil
 				if r, err := cas.ParseRef(text(schema.FieldPath(p, "failed_attempts_ref"))); err == nil {
@@ -521,7 +532,7 @@ func (c *Reader) entry(chat string, e demiurge.Entry) {
 	case demiurge.EntryNotice, demiurge.EntryCompact:
 		t.Notices = append(t.Notices, e.Text)
 	case demiurge.EntryStop:
-		t.Stop, t.EndNS = e.Text, c.now
+		t.Stop, t.EndNS = demiurge.StopText(e.Text), c.now
 		if t.Outcome == "" {
 			t.Outcome = "stopped"
 		}
@@ -633,4 +644,32 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// readUsage reads a model call's usage, cost and provider from its
+// receipt, of any version: sys/LlmGenerateReceipt@3 (sys/LlmTokenUsage@2:
+// input, output, cache_read, cache_write, reasoning; a cost_source and a
+// provider_name), or @1 and @2 (sys/LlmTokenUsage@1: prompt, completion,
+// cached, reasoning).
+func readUsage(mc *ModelCall, p *schema.Map) {
+	if u, ok := schema.FieldPath(p, "token_usage").(*schema.Map); ok {
+		if _, v1 := u.Get("prompt"); v1 {
+			mc.InputTokens, mc.OutputTokens = num(schema.FieldPath(u, "prompt")), num(schema.FieldPath(u, "completion"))
+			mc.CachedTokens = num(schema.FieldPath(u, "cached"))
+		} else {
+			mc.InputTokens, mc.OutputTokens = num(schema.FieldPath(u, "input")), num(schema.FieldPath(u, "output"))
+			mc.CachedTokens, mc.CacheWriteTokens = num(schema.FieldPath(u, "cache_read")), num(schema.FieldPath(u, "cache_write"))
+		}
+		mc.Reasoning = num(schema.FieldPath(u, "reasoning"))
+	}
+	mc.CostMicroUSD = num(schema.FieldPath(p, "cost_microusd"))
+	mc.ProviderName = text(schema.FieldPath(p, "provider_name"))
+	if src := schema.FieldPath(p, "cost_source"); src != nil {
+		if b, err := schema.Encode(src); err == nil {
+			var cs llm.CostSource
+			if cas.Unmarshal(b, &cs) == nil {
+				mc.CostSource = cs.String()
+			}
+		}
+	}
 }
