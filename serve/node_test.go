@@ -81,7 +81,7 @@ func TestNodeOpenAI(t *testing.T) {
 			Usage  int
 		}
 		Refused struct {
-			Status              int
+			Status               int
 			Code, Param, Message string
 		}
 	}
