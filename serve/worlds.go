@@ -73,7 +73,7 @@ func (s *Server) world(ctx context.Context, name string, create bool) (*agent.Wo
 		if ow.err != nil {
 			return nil, ow.err
 		}
-		return ow.w, nil
+		return ow.w, s.sync(ctx, ow.w)
 	}
 	s.mu.Unlock()
 	head, err := s.journalStore().Head(ctx, name)
@@ -118,6 +118,16 @@ func (s *Server) world(ctx context.Context, name string, create bool) (*agent.Wo
 		s.resume(ow.w)
 	}
 	return ow.w, nil
+}
+
+// sync reads what workers journaled in world w since this server last
+// looked (on PostgreSQL: another server, or a demiurge run, may have sent
+// it messages).
+func (s *Server) sync(ctx context.Context, w *agent.World) error {
+	if err := w.Sync(ctx); err != nil {
+		return fmt.Errorf("world %s: %w", w.Name(), err)
+	}
+	return nil
 }
 
 // open opens world name with the agent.
