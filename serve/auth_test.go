@@ -212,7 +212,7 @@ func TestLimits(t *testing.T) {
 // stream is cut off at the write timeout, and the turn goes on.
 func TestSlowClients(t *testing.T) {
 	t.Parallel()
-	model := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{{Text: strings.Repeat("word ", 100000)}}})
+	model := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{{Text: strings.Repeat(strings.Repeat("x", 999)+" ", 300)}}})
 	t.Cleanup(model.Close)
 	e := newEnvModel(t, model, func(o *Options) {
 		o.HeaderTimeout = 300 * time.Millisecond
@@ -224,7 +224,8 @@ func TestSlowClients(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- e.srv.Serve(ctx, ln) }()
+	// Small socket buffers: a client that stops reading fills them soon.
+	go func() { done <- e.srv.Serve(ctx, smallBuffers{ln}) }()
 	defer func() { cancel(); <-done }()
 	addr := ln.Addr().String()
 
@@ -284,6 +285,17 @@ func TestSlowClients(t *testing.T) {
 	if bytes.Contains(got, []byte("event: turn_end")) || !bytes.Contains(got, []byte("event: text_delta")) {
 		t.Errorf("a client that stopped reading got %d bytes, the turn's end included: it was not cut off", len(got))
 	}
+}
+
+// smallBuffers is a listener whose connections have 8 KiB send buffers.
+type smallBuffers struct{ net.Listener }
+
+func (l smallBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(8 << 10)
+	}
+	return c, err
 }
 
 func isTimeout(err error) bool {
