@@ -76,7 +76,7 @@ func newEnvModel(t *testing.T, model *llmtest.Server, edit ...func(*Options)) *t
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(srv.Handler())
+	hs := httptest.NewServer(checked(t, srv.Handler()))
 	t.Cleanup(func() {
 		hs.CloseClientConnections()
 		hs.Close()

@@ -142,6 +142,10 @@ func (s *Server) handleCreateWorld(w http.ResponseWriter, r *http.Request) {
 		writeError(w, invalid("world", "missing_world", `name the world: {"world": "NAME"}`))
 		return
 	}
+	if err := journal.ValidateWorld(body.World); err != nil {
+		writeError(w, invalid("world", "invalid_world", err.Error()))
+		return
+	}
 	if err := s.allow(r, body.World); err != nil {
 		writeError(w, err)
 		return
@@ -298,13 +302,35 @@ type chatJSON struct {
 	Turn *uint64 `json:"turn"`
 	// Awaiting are the calls of the turn under way that wait for the
 	// user's approval.
-	Awaiting     []agent.ApprovalRequested `json:"awaiting_approval"`
+	Awaiting     []pendingJSON `json:"awaiting_approval"`
 	Usage        agent.Usage               `json:"usage"`
 	CostMicroUSD uint64                    `json:"cost_microusd"`
 	// Messages are the user's messages and the model's texts that the
 	// chat's state keeps (the newest; EntriesBase of the chat's timeline
 	// were dropped before them).
 	Messages []messageJSON `json:"messages"`
+}
+
+// pendingJSON is a call that waits for the user's approval.
+type pendingJSON struct {
+	RequestID uint64 `json:"request_id"`
+	Round     uint64 `json:"round"`
+	CallID    string `json:"call_id"`
+	Tool      string `json:"tool"`
+	// Arguments is the call's arguments, canonical JSON.
+	Arguments string `json:"arguments"`
+	// Deadline is when the call stops waiting and is denied (RFC 3339),
+	// if the chats have an approval timeout.
+	Deadline time.Time `json:"deadline,omitzero"`
+}
+
+// pendingOf is the calls ars as pendingJSON.
+func pendingOf(ars []agent.ApprovalRequested) []pendingJSON {
+	out := make([]pendingJSON, len(ars))
+	for i, ar := range ars {
+		out[i] = pendingJSON{RequestID: ar.RequestID, Round: ar.Round, CallID: ar.CallID, Tool: ar.Tool, Arguments: ar.Arguments, Deadline: ar.Deadline}
+	}
+	return out
 }
 
 // messageJSON is one message of a chat.
@@ -317,7 +343,7 @@ type messageJSON struct {
 
 // chatView is what GET of a chat answers.
 func (s *Server) chatView(ctx context.Context, aw *agent.World, c *agent.Chat) chatJSON {
-	v := chatJSON{World: aw.Name(), Chat: c.ID(), Model: c.Model(), Awaiting: []agent.ApprovalRequested{}, Messages: []messageJSON{}}
+	v := chatJSON{World: aw.Name(), Chat: c.ID(), Model: c.Model(), Awaiting: []pendingJSON{}, Messages: []messageJSON{}}
 	st, ok := c.State()
 	if !ok {
 		return v
@@ -329,7 +355,7 @@ func (s *Server) chatView(ctx context.Context, aw *agent.World, c *agent.Chat) c
 	if st.Turn != nil {
 		n := st.Turn.RequestID
 		v.Turn = &n
-		v.Awaiting = append(v.Awaiting, c.Pending(ctx)...)
+		v.Awaiting = pendingOf(c.Pending(ctx))
 	}
 	v.Usage = agent.Usage{Prompt: st.Usage.Prompt, Completion: st.Usage.Completion, Cached: st.Usage.Cached, Reasoning: st.Usage.Reasoning}
 	v.CostMicroUSD = st.CostMicroUSD
@@ -562,7 +588,7 @@ func (s *Server) handlePending(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, listOf(c.Pending(r.Context())))
+	writeJSON(w, http.StatusOK, listOf(pendingOf(c.Pending(r.Context()))))
 }
 
 // decideCall is the body of POST …/approvals/{call}.
@@ -574,7 +600,7 @@ type decideCall struct {
 // decided is what a decision answers: the call, and the journal's seq
 // after the decision's step.
 type decided struct {
-	Call     agent.ApprovalRequested `json:"call"`
+	Call     pendingJSON `json:"call"`
 	Approved bool                    `json:"approved"`
 	Seq      uint64                  `json:"seq"`
 }
@@ -605,7 +631,7 @@ func (s *Server) handleDecide(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, decided{Call: ar, Approved: *body.Approve, Seq: head.Seq})
+	writeJSON(w, http.StatusOK, decided{Call: pendingOf([]agent.ApprovalRequested{ar})[0], Approved: *body.Approve, Seq: head.Seq})
 }
 
 // stopTurn is the body of POST …/stop.

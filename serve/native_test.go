@@ -180,3 +180,91 @@ func TestApprovalOverHTTP(t *testing.T) {
 		t.Errorf("a second decision: %d %s; want 409", r.StatusCode, body)
 	}
 }
+
+// TestRoutes: the routes not exercised elsewhere, one after another on
+// one world: make it, list and read it, make a chat, follow its turn,
+// stop a turn, read the trace and the state, fork the world at a turn's
+// end, and the operations routes. Their answers are held to the OpenAPI
+// file (checked).
+func TestRoutes(t *testing.T) {
+	t.Parallel()
+	hold := make(chan struct{})
+	defer close(hold)
+	e := newEnv(t, []llmtest.Turn{
+		{Text: "first answer"},
+		{Text: "never", Hold: hold},
+		{Text: "after the fork"},
+	})
+	expect := func(method, path string, body any, status int, want string) []byte {
+		t.Helper()
+		r, b := e.do(method, path, body)
+		if r.StatusCode != status || !strings.Contains(string(b), want) {
+			t.Errorf("%s %s: %d %s; want %d with %q", method, path, r.StatusCode, b, status, want)
+		}
+		return b
+	}
+	expect("GET", "/v1/worlds/w1", nil, 404, "world_not_found")
+	expect("POST", "/v1/worlds", map[string]string{"world": "w1"}, 201, `"world":"w1"`)
+	expect("POST", "/v1/worlds", map[string]string{"world": "w1"}, 200, `"world":"w1"`)
+	expect("POST", "/v1/worlds", map[string]string{"world": "no/slash"}, 400, "invalid_world")
+	expect("GET", "/v1/worlds", nil, 200, `"world":"w1"`)
+	expect("POST", "/v1/worlds/w1/chats", map[string]string{"chat": "c"}, 201, `"chat":"c"`)
+	b := expect("POST", "/v1/worlds/w1/chats", nil, 201, `"chat":"chat-`)
+	if !strings.Contains(string(b), `"turns":0`) {
+		t.Errorf("a new chat: %s", b)
+	}
+	expect("GET", "/v1/worlds/w1/chats", nil, 200, `"chat":"c"`)
+	expect("GET", "/v1/worlds/w1/chats/none", nil, 404, "chat_not_found")
+	r := e.stream(t.Context(), "GET", "/v1/worlds/w1/chats/c/events", nil)
+	r.Body.Close()
+	if r.StatusCode != 204 {
+		t.Errorf("following a chat with no turn: %d; want 204", r.StatusCode)
+	}
+	b = expect("POST", "/v1/worlds/w1/chats/c/messages", map[string]string{"text": "hello"}, 200, `"outcome":"answer"`)
+	var turn struct{ Events []map[string]any }
+	_ = json.Unmarshal(b, &turn)
+	endSeq := uint64(turn.Events[len(turn.Events)-1]["seq"].(float64))
+	expect("GET", "/v1/worlds/w1/chats/c/turns/1/events?stream=false", nil, 200, `"outcome":"answer"`)
+	expect("GET", "/v1/worlds/w1/chats/c/turns/9/events", nil, 404, "turn_not_found")
+	expect("GET", "/v1/worlds/w1/chats/c/turns/1/events?after=x", nil, 400, "invalid_event_id")
+
+	// A turn under way: followed, stopped.
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	sent := e.stream(ctx, "POST", "/v1/worlds/w1/chats/c/messages", map[string]string{"text": "wait"})
+	defer sent.Body.Close()
+	expect("POST", "/v1/worlds/w1/chats/c/messages", map[string]string{"text": "again"}, 409, "turn_under_way")
+	follow := e.stream(ctx, "GET", "/v1/worlds/w1/chats/c/events", nil)
+	if follow.Header.Get("Demiurge-Turn") != "2" {
+		t.Errorf("following the chat: turn %q", follow.Header.Get("Demiurge-Turn"))
+	}
+	expect("POST", "/v1/worlds/w1/chats/c/stop", map[string]string{"reason": "enough"}, 200, `"turn":2`)
+	evs := eventsOf(t, follow)
+	if last := evs[len(evs)-1]; last.Event != "turn_end" || !strings.Contains(last.Data, `"outcome":"stopped"`) {
+		t.Errorf("the followed turn ends with %v", last)
+	}
+	expect("POST", "/v1/worlds/w1/chats/c/stop", nil, 200, `"turn":null`)
+
+	expect("GET", "/v1/worlds/w1/trace", nil, 200, `"user":"hello"`)
+	expect("GET", "/v1/worlds/w1/trace?chat=none", nil, 200, `"data":[]`)
+	expect("GET", "/v1/worlds/w1/state", nil, 200, `"reducer":"demiurge/Chat@2"`)
+	expect("GET", "/v1/worlds/w1/chats/c/state", nil, 200, `"key":"c"`)
+	expect("GET", "/v1/worlds/w1", nil, 200, `"chats":[`)
+
+	// Fork at the first turn's end, and go on there with another message.
+	expect("POST", "/v1/worlds/w1/fork", map[string]any{"world": "w2", "at": endSeq}, 201, `"world":"w2"`)
+	expect("POST", "/v1/worlds/w1/fork", map[string]any{"world": "w2", "at": endSeq}, 409, "world_exists")
+	expect("POST", "/v1/worlds/w2/chats/c/messages", map[string]string{"text": "and now?"}, 200, "after the fork")
+	b = expect("GET", "/v1/worlds/w2/chats/c", nil, 200, `"turns":2`)
+	if strings.Contains(string(b), `"text":"wait"`) {
+		t.Errorf("the fork holds the turn after its point: %s", b)
+	}
+
+	expect("GET", "/v1/models/demiurge", nil, 200, `"id":"demiurge"`)
+	expect("GET", "/v1/models/gpt-4o", nil, 404, "model_not_found")
+	expect("GET", "/readyz", nil, 200, "ready")
+	expect("GET", "/metrics", nil, 200, `demiurge_serve_turns_total{outcome="answer"}`)
+	expect("GET", "/v1/nothing", nil, 404, "no_route")
+	e.replays("w1")
+	e.replays("w2")
+}

@@ -65,7 +65,7 @@ func TestPostgresServers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		hs := httptest.NewServer(srv.Handler())
+		hs := httptest.NewServer(checked(t, srv.Handler()))
 		t.Cleanup(func() {
 			hs.CloseClientConnections()
 			hs.Close()
