@@ -303,8 +303,8 @@ type chatJSON struct {
 	// Awaiting are the calls of the turn under way that wait for the
 	// user's approval.
 	Awaiting     []pendingJSON `json:"awaiting_approval"`
-	Usage        agent.Usage               `json:"usage"`
-	CostMicroUSD uint64                    `json:"cost_microusd"`
+	Usage        agent.Usage   `json:"usage"`
+	CostMicroUSD uint64        `json:"cost_microusd"`
 	// Messages are the user's messages and the model's texts that the
 	// chat's state keeps (the newest; EntriesBase of the chat's timeline
 	// were dropped before them).
@@ -601,8 +601,8 @@ type decideCall struct {
 // after the decision's step.
 type decided struct {
 	Call     pendingJSON `json:"call"`
-	Approved bool                    `json:"approved"`
-	Seq      uint64                  `json:"seq"`
+	Approved bool        `json:"approved"`
+	Seq      uint64      `json:"seq"`
 }
 
 // handleDecide journals the user's decision on a call that waits.
