@@ -262,3 +262,113 @@ func TestOpenAIRefusals(t *testing.T) {
 		t.Errorf("a refused request reached the model")
 	}
 }
+
+// TestOpenAIApproval: a call that waits for approval ends the response
+// with an mcp_approval_request item; the client answers it with an
+// mcp_approval_response item continuing from that response, streamed and
+// not, and the turn goes on: the call runs, the answer comes. A denial
+// reaches the model.
+func TestOpenAIApproval(t *testing.T) {
+	t.Parallel()
+	for _, stream := range []bool{false, true} {
+		name := "whole"
+		if stream {
+			name = "stream"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, []llmtest.Turn{
+				{Calls: []llmtest.Call{{Name: "workspace_write", Arguments: `{"path": "a.md", "content": "1"}`, CallID: "call_a"}}},
+				{Text: "written"},
+				{Calls: []llmtest.Call{{Name: "workspace_write", Arguments: `{"path": "b.md", "content": "2"}`, CallID: "call_b"}}},
+				{Text: "not written, as you said"},
+			}, func(o *Options) { o.Chat = append(o.Chat, requireApproval("workspace_write")) })
+			cl := e.client()
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			send := func(params responses.ResponseNewParams) *responses.Response {
+				t.Helper()
+				params.Model = "demiurge"
+				if !stream {
+					r, err := cl.Responses.New(ctx, params)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return r
+				}
+				s := cl.Responses.NewStreaming(ctx, params)
+				var done *responses.Response
+				for s.Next() {
+					if ev := s.Current(); ev.Type == "response.completed" {
+						r := ev.Response
+						done = &r
+					}
+				}
+				if err := s.Err(); err != nil || done == nil {
+					t.Fatalf("stream: %v, %v", err, done)
+				}
+				return done
+			}
+			request := func(r *responses.Response) responses.ResponseOutputItemMcpApprovalRequest {
+				t.Helper()
+				for _, it := range r.Output {
+					if it.Type == "mcp_approval_request" {
+						return it.AsMcpApprovalRequest()
+					}
+				}
+				t.Fatalf("no mcp_approval_request: %s", r.RawJSON())
+				return responses.ResponseOutputItemMcpApprovalRequest{}
+			}
+			answer := func(prev *responses.Response, approve bool, reason string) *responses.Response {
+				ar := request(prev)
+				if ar.Name != "workspace_write" || !strings.Contains(ar.Arguments, `"path":"`) {
+					t.Errorf("the request: %s", ar.RawJSON())
+				}
+				item := &responses.ResponseInputItemMcpApprovalResponseParam{ApprovalRequestID: ar.ID, Approve: approve}
+				if reason != "" {
+					item.Reason = openai.String(reason)
+				}
+				return send(responses.ResponseNewParams{PreviousResponseID: openai.String(prev.ID),
+					Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{{OfMcpApprovalResponse: item}}}})
+			}
+			r1 := send(responses.ResponseNewParams{Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("write a.md")}})
+			if r1.Status != "completed" {
+				t.Fatalf("the waiting response: %s", r1.RawJSON())
+			}
+			// A new message while the call waits is refused.
+			_, err := cl.Responses.New(ctx, responses.ResponseNewParams{Model: "demiurge", PreviousResponseID: openai.String(r1.ID),
+				Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("and?")}})
+			if code := apiCode(err); code != "awaiting_approval" {
+				t.Errorf("a message while a call waits: %v", err)
+			}
+			r2 := answer(r1, true, "")
+			if r2.OutputText() != "written" || r2.PreviousResponseID != r1.ID {
+				t.Errorf("after approving: %s", r2.RawJSON())
+			}
+			ran := false
+			for _, it := range r2.Output {
+				if c := it.AsMcpCall(); it.Type == "mcp_call" && c.Name == "workspace_write" && c.Status == "completed" {
+					ran = true
+				}
+			}
+			if !ran {
+				t.Errorf("the approved call is not in the response: %s", r2.RawJSON())
+			}
+			r3 := send(responses.ResponseNewParams{PreviousResponseID: openai.String(r2.ID), Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("write b.md")}})
+			r4 := answer(r3, false, "not now")
+			if r4.OutputText() != "not written, as you said" {
+				t.Errorf("after denying: %s", r4.RawJSON())
+			}
+			var denied bool
+			for _, it := range r4.Output {
+				if c := it.AsMcpCall(); it.Type == "mcp_call" && c.Status == "failed" && strings.Contains(c.Output, "not now") {
+					denied = true
+				}
+			}
+			if !denied {
+				t.Errorf("the denied call: %s", r4.RawJSON())
+			}
+			e.replays("main")
+		})
+	}
+}
