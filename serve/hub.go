@@ -39,6 +39,7 @@ func (s *Server) begin(ctx context.Context, w *agent.World, id string, stream fu
 	s.track(provisional, func() {
 		var l *turnLog
 		var key turnKey
+		began := time.Now()
 		for e, err := range stream(s.run) {
 			if err != nil {
 				if l == nil {
@@ -53,6 +54,7 @@ func (s *Server) begin(ctx context.Context, w *agent.World, id string, stream fu
 			if l == nil {
 				key = turnKey{w.Name(), id, requestOf(c, e)}
 				l = newTurnLog(key.world, key.chat, key.request)
+				l.began = began
 				s.mu.Lock()
 				s.logs[key] = l
 				s.running[key] = true
@@ -139,13 +141,8 @@ func (s *Server) turnLogOf(key turnKey) *turnLog {
 func (s *Server) events(ctx context.Context, w *agent.World, key turnKey, p position, send func(logged) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	go func() {
-		select {
-		case <-s.closing:
-			cancel(errHandedOver)
-		case <-ctx.Done():
-		}
-	}()
+	stop := context.AfterFunc(s.handover, func() { cancel(errHandedOver) })
+	defer stop()
 	if l := s.turnLogOf(key); l != nil {
 		err := l.stream(ctx, p, send)
 		return handedOver(ctx, err)

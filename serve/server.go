@@ -131,6 +131,10 @@ type Server struct {
 	draining bool
 	closed   bool
 	closing  chan struct{} // closed when the server hands its streams over
+	// handover is done when closing is closed (a context, so that a
+	// stream waits on it without a goroutine of its own).
+	handover context.Context
+	handOver context.CancelFunc
 }
 
 // turnKey names a turn: its world, chat and request id.
@@ -211,6 +215,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, name: name, cat: cat, reg: reg, log: opts.Log, run: context.WithoutCancel(ctx),
 		worlds: map[string]*openWorld{}, logs: map[turnKey]*turnLog{}, running: map[turnKey]bool{}, closing: make(chan struct{})}
+	s.handover, s.handOver = context.WithCancel(context.Background())
 	s.metrics = newMetrics()
 	s.limits = newLimiter(opts.Rate, opts.Burst)
 	s.conv = newConvIndex()
@@ -385,6 +390,7 @@ func (s *Server) Close() error {
 	}
 	s.closed, s.draining = true, true
 	close(s.closing)
+	s.handOver()
 	worlds := s.worlds
 	s.mu.Unlock()
 	var errs []error

@@ -19,42 +19,37 @@ type sseWriter struct {
 	rc      *http.ResponseController
 	mu      sync.Mutex
 	started bool
+	quiet   bool  // the heartbeat is stopped: the handler is done with the stream
 	err     error // the first failed write: the client is gone
 	buf     bytes.Buffer
-	stop    chan struct{}
-	stopped sync.Once
+	timer   *time.Timer // the next heartbeat (a timer, not a goroutine, per stream)
 }
 
 // newSSE returns a stream on w whose heartbeat begins the response if the
 // stream has not within startAfter (a stream that ends before, having sent
-// nothing, may still answer otherwise: see end).
+// nothing, may still answer otherwise: see close).
 func (s *Server) newSSE(w http.ResponseWriter, startAfter time.Duration) *sseWriter {
-	sw := &sseWriter{s: s, w: w, rc: http.NewResponseController(w), stop: make(chan struct{})}
-	go sw.heartbeat(startAfter)
+	sw := &sseWriter{s: s, w: w, rc: http.NewResponseController(w)}
+	sw.mu.Lock()
+	sw.timer = time.AfterFunc(startAfter, sw.heartbeat)
+	sw.mu.Unlock()
 	return sw
 }
 
-// heartbeat sends a comment every Heartbeat while the stream is quiet.
-func (sw *sseWriter) heartbeat(startAfter time.Duration) {
-	t := time.NewTimer(startAfter)
-	defer t.Stop()
-	for {
-		select {
-		case <-sw.stop:
-			return
-		case <-t.C:
-		}
-		sw.mu.Lock()
-		if !sw.started {
-			sw.startLocked()
-		}
-		sw.writeLocked([]byte(": keep-alive\n\n"))
-		err := sw.err
-		sw.mu.Unlock()
-		if err != nil {
-			return
-		}
-		t.Reset(sw.s.opts.Heartbeat)
+// heartbeat sends a comment, and again every Heartbeat, while the stream
+// is quiet.
+func (sw *sseWriter) heartbeat() {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	if sw.quiet {
+		return
+	}
+	if !sw.started {
+		sw.startLocked()
+	}
+	sw.writeLocked([]byte(": keep-alive\n\n"))
+	if sw.err == nil {
+		sw.timer.Reset(sw.s.opts.Heartbeat)
 	}
 }
 
@@ -132,12 +127,14 @@ func (sw *sseWriter) raw(b []byte) error {
 	return sw.err
 }
 
-// close stops the heartbeat. With nothing sent, the stream has not begun:
-// the caller may still answer otherwise (it returns false then).
+// close stops the heartbeat, and returns once it will write no more.
+// With nothing sent, the stream has not begun: the caller may still
+// answer otherwise (it returns false then).
 func (sw *sseWriter) close() (started bool) {
-	sw.stopped.Do(func() { close(sw.stop) })
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
+	sw.quiet = true
+	sw.timer.Stop()
 	return sw.started
 }
 

@@ -16,6 +16,7 @@ type logged struct {
 	pos  position
 	ev   agent.Event
 	data []byte
+	at   time.Time // when the stream that runs the turn yielded it (zero from the journal)
 }
 
 // turnLog is the events of a turn a stream of this process runs (the
@@ -27,6 +28,7 @@ type logged struct {
 type turnLog struct {
 	world, chat string
 	request     uint64
+	began       time.Time // when the stream that runs the turn was asked for it
 
 	mu      sync.Mutex
 	events  []logged
@@ -48,8 +50,9 @@ func (l *turnLog) add(e agent.Event) {
 	if err != nil {
 		return // the events are plain structs: it does not happen
 	}
+	at := time.Now()
 	l.mu.Lock()
-	l.events = append(l.events, logged{pos: l.ps.next(e), ev: e, data: data})
+	l.events = append(l.events, logged{pos: l.ps.next(e), ev: e, data: data, at: at})
 	close(l.changed)
 	l.changed = make(chan struct{})
 	l.mu.Unlock()
@@ -75,10 +78,6 @@ func (l *turnLog) read(p position) ([]logged, bool, error, <-chan struct{}) {
 	i := sort.Search(len(l.events), func(i int) bool { return l.events[i].pos.after(p) })
 	return l.events[i:len(l.events):len(l.events)], l.done, l.err, l.changed
 }
-
-// covers reports whether the log holds every event of its turn after p:
-// it has them all from the turn's start.
-func (l *turnLog) covers(position) bool { return true }
 
 // stream calls send with the events after p as they come, until the log
 // ends (it returns the log's error, nil after a TurnEnd), send fails, or
