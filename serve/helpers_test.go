@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -210,16 +209,6 @@ func typesOf(evs []sseEvent) string {
 		s = append(s, e.Event)
 	}
 	return strings.Join(s, " ")
-}
-
-// readFile reads a file of the repository.
-func readFile(t *testing.T, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // requireApproval is agent.RequireApproval.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"net/http"
 	"time"
 
 	"github.com/demiurge-dev/demiurge/agent"
@@ -308,9 +307,4 @@ func awaitingEnd(key turnKey, out []logged) logged {
 	}
 	data, _ := agent.MarshalEvent(end)
 	return logged{ev: end, data: data}
-}
-
-// writeTimeout sets the deadline of the next write to w.
-func (s *Server) writeTimeout(w http.ResponseWriter) {
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
 }

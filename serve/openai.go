@@ -10,8 +10,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-
-	"github.com/demiurge-dev/demiurge/agent"
 )
 
 // modelJSON is a model as OpenAI's API lists it: here, the agent.
@@ -201,6 +199,3 @@ func answerText(texts []string) string {
 	}
 	return strings.Join(parts, "\n\n")
 }
-
-// usageOf returns a TurnEnd's usage.
-func usageOf(e agent.TurnEnd) agent.Usage { return e.Usage }

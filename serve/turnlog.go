@@ -70,13 +70,13 @@ func (l *turnLog) finish(err error) {
 	l.mu.Unlock()
 }
 
-// read returns the events after p, whether the log has ended (and with
-// what error), and a channel closed when there is more.
-func (l *turnLog) read(p position) ([]logged, bool, error, <-chan struct{}) {
+// read returns the events after p, whether the log has ended, a channel
+// closed when there is more, and what ended the log if not its TurnEnd.
+func (l *turnLog) read(p position) ([]logged, bool, <-chan struct{}, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	i := sort.Search(len(l.events), func(i int) bool { return l.events[i].pos.after(p) })
-	return l.events[i:len(l.events):len(l.events)], l.done, l.err, l.changed
+	return l.events[i:len(l.events):len(l.events)], l.done, l.changed, l.err
 }
 
 // stream calls send with the events after p as they come, until the log
@@ -92,7 +92,7 @@ func (l *turnLog) stream(ctx context.Context, p position, send func(logged) erro
 		l.mu.Unlock()
 	}()
 	for {
-		evs, done, err, more := l.read(p)
+		evs, done, more, err := l.read(p)
 		for _, e := range evs {
 			if err := send(e); err != nil {
 				return err
