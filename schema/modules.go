@@ -125,9 +125,10 @@ func (l *loader) resolveCode(e *problems, d *DefModule) bool {
 	return true
 }
 
-// readModule reads a module file, bounded.
+// readModule reads a module file, bounded, refusing one that is not a
+// regular file (opened without blocking on a FIFO, as AIR files are).
 func readModule(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := openNoBlock(path)
 	if err != nil {
 		return nil, err
 	}
@@ -135,6 +136,9 @@ func readModule(path string) ([]byte, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fileKind(st.Mode()))
 	}
 	if st.Size() > maxModuleSize {
 		return nil, fmt.Errorf("%s is %d bytes, over the %d MiB a module may have", path, st.Size(), maxModuleSize>>20)
