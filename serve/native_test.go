@@ -161,7 +161,11 @@ func TestApprovalOverHTTP(t *testing.T) {
 	_ = readSSE(resp.Body, func(ev sseEvent) bool {
 		types = append(types, ev.Event)
 		if ev.Event == "approval_requested" {
-			r, body := e.do("GET", "/v1/worlds/main/chats/c/approvals", nil)
+			r, body := e.do("POST", "/v1/worlds/main/chats/c/messages", map[string]string{"text": "another"})
+			if r.StatusCode != http.StatusConflict || !strings.Contains(string(body), "awaiting_approval") {
+				t.Errorf("a message while a call waits: %d %s", r.StatusCode, body)
+			}
+			r, body = e.do("GET", "/v1/worlds/main/chats/c/approvals", nil)
 			if r.StatusCode != 200 || !strings.Contains(string(body), "call_a") {
 				t.Errorf("pending: %d %s", r.StatusCode, body)
 			}
