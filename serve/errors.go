@@ -16,9 +16,13 @@ type apiError struct {
 	Type    string `json:"type"`
 	Param   any    `json:"param"` // a string, or null
 	Code    any    `json:"code"`  // a string, or null
+	err     error  // what it is, for errors.Is
 }
 
 func (e *apiError) Error() string { return e.Message }
+
+// Unwrap returns what the error is, if it says.
+func (e *apiError) Unwrap() error { return e.err }
 
 // The error types, as OpenAI names them.
 const (

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"net/http"
 	"time"
 
 	"github.com/demiurge-dev/demiurge/agent"
@@ -96,7 +97,8 @@ func (s *Server) untrack(key turnKey) {
 func sendError(chat string, err error) error {
 	switch {
 	case errors.Is(err, agent.ErrBusy):
-		return conflict("turn_under_way", fmt.Sprintf("chat %s has a turn under way: wait for its end (follow it at its events), or stop it", chat))
+		return &apiError{Status: http.StatusConflict, Type: typeConflict, Code: "turn_under_way", err: errTurnUnderWay,
+			Message: fmt.Sprintf("chat %s has a turn under way: wait for its end (follow it at its events), or stop it", chat)}
 	case errors.Is(err, agent.ErrRequestTaken):
 		return conflict("request_taken", err.Error())
 	}
@@ -106,6 +108,9 @@ func sendError(chat string, err error) error {
 	}
 	return invalid("", "message_not_sent", err.Error())
 }
+
+// errTurnUnderWay is what a 409 turn_under_way wraps.
+var errTurnUnderWay = errors.New("turn under way")
 
 // requestOf is the turn (request id) whose first event e is.
 func requestOf(c *agent.Chat, e agent.Event) uint64 {

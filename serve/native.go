@@ -437,13 +437,12 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if st, ok := s.chat(aw, id).State(); ok && st.Turn != nil && awaitingOnly(st) {
-		writeError(w, conflict("awaiting_approval", fmt.Sprintf("chat %s's turn %d waits for approval of a call: answer it (GET %s/approvals lists them) or stop the turn (POST %s/stop) first",
-			id, st.Turn.RequestID, chatPath(aw.Name(), id), chatPath(aw.Name(), id))))
-		return
-	}
 	l, err := s.send(r.Context(), aw, id, body.Text, opts...)
 	if err != nil {
+		if st, ok := s.chat(aw, id).State(); ok && st.Turn != nil && awaitingOnly(st) && errors.Is(err, errTurnUnderWay) {
+			err = conflict("awaiting_approval", fmt.Sprintf("chat %s's turn %d waits for approval of a call: answer it (GET %s/approvals lists them) or stop the turn (POST %s/stop) first",
+				id, st.Turn.RequestID, chatPath(aw.Name(), id), chatPath(aw.Name(), id)))
+		}
 		writeError(w, err)
 		return
 	}
