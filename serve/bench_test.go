@@ -73,7 +73,7 @@ func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 // ran for it (added-ms/turn), and for each event, from its Send yielding
 // it to the client reading it (added-ms/event). p50 and p99 of each.
 func BenchmarkServeTurns(b *testing.B) {
-	for _, chats := range []int{1, benchChats} {
+	for _, chats := range []int{1, 20, benchChats} {
 		b.Run(fmt.Sprintf("chats=%d", chats), func(b *testing.B) { benchTurns(b, chats) })
 	}
 }

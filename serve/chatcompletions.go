@@ -361,7 +361,7 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 			end = e
 		}
 		return nil
-	}, func() error { awaiting = true; return nil })
+	}, func() error { awaiting = true; return nil }, nil)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -424,7 +424,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, aw *agent.Wo
 		_ = sw.raw(append(append([]byte("data: "), b...), '\n', '\n'))
 	}
 	empty := ""
-	if err := chunk(&ccOut{Role: "assistant", Content: &empty}, nil, nil); err != nil {
+	if err := chunk(&ccOut{Role: "assistant", Content: &empty}, nil, nil); err != nil || sw.flush() != nil {
 		sw.close()
 		return
 	}
@@ -496,7 +496,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, aw *agent.Wo
 		errors.As(awaitingError(key), &ae)
 		fail(ae)
 		return nil
-	})
+	}, sw.flush)
 	if err != nil && r.Context().Err() == nil && sw.err == nil {
 		var ae *apiError
 		if !errors.As(err, &ae) {
@@ -504,5 +504,6 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, aw *agent.Wo
 		}
 		fail(ae)
 	}
+	_ = sw.flush()
 	sw.close()
 }

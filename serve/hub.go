@@ -139,16 +139,17 @@ func (s *Server) turnLogOf(key turnKey) *turnLog {
 }
 
 // events calls send with the events of turn key after p as they come,
-// until the turn ends (nil), send fails, ctx ends, or the server hands
-// its streams over. They come from the log of a turn this process runs,
-// else from the journal as it grows (agent.Chat.Watch).
-func (s *Server) events(ctx context.Context, w *agent.World, key turnKey, p position, send func(logged) error) error {
+// and batchEnd (if not nil) after each batch of them that came together,
+// until the turn ends (nil), send fails, ctx ends, or the server hands its
+// streams over. They come from the log of a turn this process runs, else
+// from the journal as it grows (agent.Chat.Watch).
+func (s *Server) events(ctx context.Context, w *agent.World, key turnKey, p position, send func(logged) error, batchEnd func() error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stop := context.AfterFunc(s.handover, func() { cancel(errHandedOver) })
 	defer stop()
 	if l := s.turnLogOf(key); l != nil {
-		err := l.stream(ctx, p, send)
+		err := l.stream(ctx, p, send, batchEnd)
 		return handedOver(ctx, err)
 	}
 	var ps positioner
@@ -166,6 +167,11 @@ func (s *Server) events(ctx context.Context, w *agent.World, key turnKey, p posi
 		}
 		if err := send(logged{pos: pos, ev: e, data: data}); err != nil {
 			return err
+		}
+		if batchEnd != nil {
+			if err := batchEnd(); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -202,26 +208,28 @@ const waitEvents = 200 * time.Millisecond
 // errStop, returned by a follow callback, ends the follow without error.
 var errStop = errors.New("stop")
 
-// follow calls on with the events of turn key after p as they come, until
+// follow calls on with the events of turn key after p as they come (and
+// flush, if not nil, once those that came together are handled), until
 // the turn ends (follow returns nil), on returns an error (follow returns
 // it, nil for errStop), ctx ends, or the turn only waits for the user's
 // decisions on calls whose ApprovalRequested have all come: then it calls
 // awaiting (if not nil) and returns what awaiting returns.
-func (s *Server) follow(ctx context.Context, w *agent.World, key turnKey, p position, on func(logged) error, awaiting func() error) error {
+func (s *Server) follow(ctx context.Context, w *agent.World, key turnKey, p position, on func(logged) error, awaiting, flush func() error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	c := s.chat(w, key.chat)
-	got := make(chan logged)
+	got := make(chan logged) // an event, or (ev nil) the end of a batch
 	done := make(chan error, 1)
+	put := func(e logged) error {
+		select {
+		case got <- e:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	go func() {
-		done <- s.events(ctx, w, key, p, func(e logged) error {
-			select {
-			case got <- e:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		})
+		done <- s.events(ctx, w, key, p, put, func() error { return put(logged{}) })
 	}()
 	check := time.NewTicker(waitEvents)
 	defer check.Stop()
@@ -244,6 +252,14 @@ func (s *Server) follow(ctx context.Context, w *agent.World, key turnKey, p posi
 	for {
 		select {
 		case e := <-got:
+			if e.ev == nil {
+				if flush != nil {
+					if err := flush(); err != nil {
+						return err
+					}
+				}
+				continue
+			}
 			if ar, ok := e.ev.(agent.ApprovalRequested); ok {
 				asked[ar.CallID] = true
 			}
@@ -284,7 +300,7 @@ func (s *Server) collect(ctx context.Context, w *agent.World, key turnKey, p pos
 	}, func() error {
 		out = append(out, awaitingEnd(key, out))
 		return nil
-	})
+	}, nil)
 	return out, err
 }
 

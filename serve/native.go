@@ -502,7 +502,7 @@ func (s *Server) streamTurn(w http.ResponseWriter, r *http.Request, aw *agent.Wo
 	}
 	err := s.events(r.Context(), aw, key, p, func(e logged) error {
 		return sw.event(e.pos.String(), e.ev.Type(), e.data)
-	})
+	}, sw.flush)
 	started := sw.close()
 	switch {
 	case err == nil && !started:

@@ -445,7 +445,7 @@ func (s *Server) handleGetResponse(w http.ResponseWriter, r *http.Request) {
 		_ = s.events(ctx, aw, key, position{seq: ref.After, n: afterN(ref.After)}, func(e logged) error {
 			b.add(r.Context(), e.ev)
 			return nil
-		})
+		}, nil)
 		writeJSON(w, http.StatusOK, b.resp)
 		return
 	}
@@ -485,15 +485,16 @@ func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, aw *agen
 		}
 		return sw.event("", ev["type"].(string), data)
 	}
-	if err := b.begin(); err != nil {
+	if err := b.begin(); err != nil || sw.flush() != nil {
 		sw.close()
 		return
 	}
 	err := s.follow(r.Context(), aw, key, p, func(e logged) error {
 		return b.add(r.Context(), e.ev)
-	}, b.finishAwaiting)
+	}, b.finishAwaiting, sw.flush)
 	if err != nil && r.Context().Err() == nil && sw.err == nil {
 		b.fail(err)
 	}
+	_ = sw.flush()
 	sw.close()
 }

@@ -48,6 +48,7 @@ func (sw *sseWriter) heartbeat() {
 		sw.startLocked()
 	}
 	sw.writeLocked([]byte(": keep-alive\n\n"))
+	sw.flushLocked()
 	if sw.err == nil {
 		sw.timer.Reset(sw.s.opts.Heartbeat)
 	}
@@ -59,7 +60,7 @@ func (sw *sseWriter) start() {
 	defer sw.mu.Unlock()
 	if !sw.started {
 		sw.startLocked()
-		sw.writeLocked(nil)
+		sw.flushLocked()
 	}
 }
 
@@ -72,25 +73,43 @@ func (sw *sseWriter) startLocked() {
 	sw.started = true
 }
 
-// writeLocked writes b and flushes, within the write deadline.
+// writeLocked writes b, within the write deadline, to the response's
+// buffer (flushed when it fills, and by flush).
 func (sw *sseWriter) writeLocked(b []byte) {
+	if sw.err != nil || len(b) == 0 {
+		return
+	}
+	_ = sw.rc.SetWriteDeadline(time.Now().Add(sw.s.opts.WriteTimeout))
+	if _, err := sw.w.Write(b); err != nil {
+		sw.err = err
+	}
+}
+
+// flushLocked sends what is buffered to the client.
+func (sw *sseWriter) flushLocked() {
 	if sw.err != nil {
 		return
 	}
 	_ = sw.rc.SetWriteDeadline(time.Now().Add(sw.s.opts.WriteTimeout))
-	if len(b) > 0 {
-		if _, err := sw.w.Write(b); err != nil {
-			sw.err = err
-			return
-		}
-	}
 	if err := sw.rc.Flush(); err != nil {
 		sw.err = err
 	}
 }
 
-// event writes one event; a failed write (the client went away, or
-// stopped reading) is its error, and every later one's.
+// flush sends what the events written since the last flush left in the
+// response's buffer: a stream flushes once per batch of events that came
+// together, not once per event.
+func (sw *sseWriter) flush() error {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	if sw.started {
+		sw.flushLocked()
+	}
+	return sw.err
+}
+
+// event writes one event (flush sends it); a failed write (the client
+// went away, or stopped reading) is its error, and every later one's.
 func (sw *sseWriter) event(id, typ string, data []byte) error {
 	sw.buf.Reset()
 	if id != "" {
@@ -154,4 +173,5 @@ func (sw *sseWriter) fail(err error) {
 		_ = sw.raw([]byte("retry: 1000\n\n"))
 	}
 	_ = sw.event("", "error", data)
+	_ = sw.flush()
 }

@@ -79,10 +79,10 @@ func (l *turnLog) read(p position) ([]logged, bool, <-chan struct{}, error) {
 	return l.events[i:len(l.events):len(l.events)], l.done, l.changed, l.err
 }
 
-// stream calls send with the events after p as they come, until the log
-// ends (it returns the log's error, nil after a TurnEnd), send fails, or
-// ctx ends.
-func (l *turnLog) stream(ctx context.Context, p position, send func(logged) error) error {
+// stream calls send with the events after p as they come, and batchEnd
+// after each batch of them that came together, until the log ends (it
+// returns the log's error, nil after a TurnEnd), send fails, or ctx ends.
+func (l *turnLog) stream(ctx context.Context, p position, send func(logged) error, batchEnd func() error) error {
 	l.mu.Lock()
 	l.readers++
 	l.mu.Unlock()
@@ -98,6 +98,11 @@ func (l *turnLog) stream(ctx context.Context, p position, send func(logged) erro
 				return err
 			}
 			p = e.pos
+		}
+		if len(evs) > 0 && batchEnd != nil {
+			if err := batchEnd(); err != nil {
+				return err
+			}
 		}
 		if done {
 			return err
