@@ -27,6 +27,7 @@ type metrics struct {
 	modelCalls prometheus.Counter
 	tools      *prometheus.HistogramVec
 	limited    prometheus.Counter
+	lag        prometheus.Histogram
 }
 
 func newMetrics() *metrics {
@@ -63,7 +64,11 @@ func newMetrics() *metrics {
 	m.limited = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "demiurge_serve_rate_limited_total", Help: "Requests refused by the per-token rate limit.",
 	})
-	m.reg.MustRegister(m.requests, m.duration, m.streams, m.started, m.turns, m.tokens, m.cost, m.modelCalls, m.tools, m.limited,
+	m.lag = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "demiurge_serve_event_lag_seconds", Help: "Time from a turn's event reaching the server (the stream that runs the turn yielding it) to its being written to a client's stream.",
+		Buckets: []float64{.0001, .0005, .001, .005, .01, .05, .1, .5, 1, 5},
+	})
+	m.reg.MustRegister(m.requests, m.duration, m.streams, m.started, m.turns, m.tokens, m.cost, m.modelCalls, m.tools, m.limited, m.lag,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -500,9 +500,20 @@ func (s *Server) streamTurn(w http.ResponseWriter, r *http.Request, aw *agent.Wo
 	if begun {
 		sw.start()
 	}
+	var written []time.Time // when the events of the batch reached the server
 	err := s.events(r.Context(), aw, key, p, func(e logged) error {
+		if !e.at.IsZero() {
+			written = append(written, e.at)
+		}
 		return sw.event(e.pos.String(), e.ev.Type(), e.data)
-	}, sw.flush)
+	}, func() error {
+		err := sw.flush()
+		for _, at := range written {
+			s.metrics.lag.Observe(time.Since(at).Seconds())
+		}
+		written = written[:0]
+		return err
+	})
 	started := sw.close()
 	switch {
 	case err == nil && !started:

@@ -267,7 +267,10 @@ func TestRoutes(t *testing.T) {
 	expect("GET", "/v1/models/demiurge", nil, 200, `"id":"demiurge"`)
 	expect("GET", "/v1/models/gpt-4o", nil, 404, "model_not_found")
 	expect("GET", "/readyz", nil, 200, "ready")
-	expect("GET", "/metrics", nil, 200, `demiurge_serve_turns_total{outcome="answer"}`)
+	b = expect("GET", "/metrics", nil, 200, `demiurge_serve_turns_total{outcome="answer"}`)
+	if !strings.Contains(string(b), "demiurge_serve_event_lag_seconds_count") || !strings.Contains(string(b), `demiurge_serve_tokens_total{kind="prompt"}`) {
+		t.Errorf("metrics:\n%s", b)
+	}
 	expect("GET", "/v1/nothing", nil, 404, "no_route")
 	e.replays("w1")
 	e.replays("w2")
