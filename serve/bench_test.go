@@ -130,7 +130,13 @@ func benchTurns(b *testing.B, benchChats int) {
 		defer func() { hs.CloseClientConnections(); hs.Close(); srv.Close() }()
 		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: benchChats * 2}}
 		var mu sync.Mutex
-		var turns, added, events []time.Duration
+		var turns, added, events, lag []time.Duration
+		srv.testWritten = func(at time.Time) {
+			d := time.Since(at)
+			mu.Lock()
+			lag = append(lag, d)
+			mu.Unlock()
+		}
 		cpu0 := cpuTime()
 		b.ResetTimer()
 		for range b.N {
@@ -197,6 +203,8 @@ func benchTurns(b *testing.B, benchChats int) {
 		b.ReportMetric(ms(pct(added, .99)), "p99-added-ms/turn")
 		b.ReportMetric(ms(pct(events, .5)), "p50-added-ms/event")
 		b.ReportMetric(ms(pct(events, .99)), "p99-added-ms/event")
+		b.ReportMetric(ms(pct(lag, .5)), "p50-server-ms/event")
+		b.ReportMetric(ms(pct(lag, .99)), "p99-server-ms/event")
 	})
 }
 

@@ -510,6 +510,9 @@ func (s *Server) streamTurn(w http.ResponseWriter, r *http.Request, aw *agent.Wo
 		err := sw.flush()
 		for _, at := range written {
 			s.metrics.lag.Observe(time.Since(at).Seconds())
+			if s.testWritten != nil {
+				s.testWritten(at)
+			}
 		}
 		written = written[:0]
 		return err

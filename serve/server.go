@@ -135,6 +135,10 @@ type Server struct {
 	// stream waits on it without a goroutine of its own).
 	handover context.Context
 	handOver context.CancelFunc
+
+	// testWritten, set by benchmarks only, is told when each event of a
+	// turn this process runs reached the server, as a stream writes it.
+	testWritten func(at time.Time)
 }
 
 // turnKey names a turn: its world, chat and request id.
