@@ -69,7 +69,7 @@ func (c *Chat) resultOf(r journal.Record) (callInfo, bool) {
 // fill sets what the receipt says on mc.
 func (ci *callInfo) fill(mc *ModelCall) {
 	mc.Model, mc.Provider = ci.model, ci.provider
-	if mc.CostKnown {
+	if !mc.CostUnknown {
 		mc.CostSource = ci.source
 	}
 }

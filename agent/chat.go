@@ -835,6 +835,8 @@ type turnReader struct {
 	seq   uint64 // the last record read
 	// streamed is what each round's TextDeltas showed (see rest).
 	streamed map[uint64]*streamedText
+	// answer is the text of the model's last message read (TurnEnd.Answer).
+	answer string
 	// result is what the receipt of the latest Result event read says,
 	// until the ModelCall of its step takes it; calls are the turn's
 	// model calls, for its TurnEnd.
@@ -929,7 +931,19 @@ func (tr *turnReader) records(recs []journal.Record) ([]Event, error) {
 		if err := cas.GetNode(ctx, tr.c.w.st.CAS(), sr.State, &st); err != nil {
 			return out, fmt.Errorf("chat %s: read its state at seq %d: %w", tr.c.id, r.Seq, err)
 		}
-		out = append(out, tr.state(ctx, r.Seq, &st, at)...)
+		evs := tr.state(ctx, r.Seq, &st, at)
+		for _, e := range evs {
+			if m, ok := e.(Message); ok && m.Role == "assistant" && m.Text != "" {
+				tr.answer = m.Text
+			}
+		}
+		for i, e := range evs {
+			if end, ok := e.(TurnEnd); ok {
+				end.Answer = tr.answer
+				evs[i] = end
+			}
+		}
+		out = append(out, evs...)
 		if tr.ended {
 			break
 		}
@@ -948,8 +962,8 @@ func (tr *turnReader) state(ctx context.Context, seq uint64, st *demiurge.StateV
 			p0 = *p
 		}
 		if !sameUsage(st.Usage, p0.Usage) || st.UsageUnknown != p0.UsageUnknown || st.CostUnknown != p0.CostUnknown {
-			mc := ModelCall{Seq: seq, Usage: usageDiff(st.Usage, p0.Usage), UsageKnown: st.UsageUnknown == p0.UsageUnknown,
-				CostMicroUSD: st.CostMicroUSD - min(st.CostMicroUSD, p0.CostMicroUSD), CostKnown: st.CostUnknown == p0.CostUnknown}
+			mc := ModelCall{Seq: seq, Usage: usageDiff(st.Usage, p0.Usage), UsageUnknown: st.UsageUnknown != p0.UsageUnknown,
+				CostMicroUSD: st.CostMicroUSD - min(st.CostMicroUSD, p0.CostMicroUSD), CostUnknown: st.CostUnknown != p0.CostUnknown}
 			if len(unseen) > 0 {
 				mc.Round = unseen[0].Round
 			}

@@ -64,8 +64,19 @@ type ToolCallFinished struct {
 	Size   int      `json:"size"`
 	Ref    *cas.Ref `json:"ref,omitempty"`
 	// Duration is the time from the step that requested the call to the
-	// step that recorded its result (zero for a call answered at once).
-	Duration time.Duration `json:"duration_ns"`
+	// step that recorded its result (zero for a call answered at once);
+	// in JSON, duration_ms (milliseconds, as every duration the command
+	// line prints).
+	Duration time.Duration `json:"-"`
+}
+
+// MarshalJSON writes the call with its Duration as duration_ms.
+func (e ToolCallFinished) MarshalJSON() ([]byte, error) {
+	type plain ToolCallFinished
+	return json.Marshal(struct {
+		plain
+		DurationMS float64 `json:"duration_ms"`
+	}{plain(e), float64(e.Duration) / float64(time.Millisecond)})
 }
 
 // ModelCall is a model call's usage and cost.
@@ -79,11 +90,11 @@ type ModelCall struct {
 	Model    string `json:"model,omitempty"`
 	Provider string `json:"provider,omitempty"`
 	Usage    Usage  `json:"usage"`
-	// UsageKnown is false when the provider reported no usage.
-	UsageKnown   bool   `json:"usage_known"`
+	// UsageUnknown is true when the provider reported no usage.
+	UsageUnknown bool   `json:"usage_unknown"`
 	CostMicroUSD uint64 `json:"cost_microusd"`
-	// CostKnown is false when the model's prices are not known.
-	CostKnown bool `json:"cost_known"`
+	// CostUnknown is true when the model's prices are not known.
+	CostUnknown bool `json:"cost_unknown"`
 	// CostSource says where a known cost came from: "reported by
 	// openrouter (usage.cost)" when the answer carried its own cost,
 	// "priced from catwalk v0.52.1 (openai) for gpt-5-mini" when it is the
@@ -92,17 +103,18 @@ type ModelCall struct {
 	CostSource string `json:"cost_source,omitempty"`
 }
 
-// Usage counts tokens. Prompt counts every input token, those read from
-// and written to the provider's cache included (Cached, CacheWrite);
-// Completion every output token, Reasoning included. CacheWrite is
-// counted in worlds made with Chat@3 (before, such tokens are in Prompt
-// only).
+// Usage counts tokens: Prompt the request's (input_tokens in JSON, as
+// OpenAI's usage and OpenTelemetry name them), Cached those of them read
+// from the provider's cache and CacheWrite those written to it, Completion
+// the answer's (output_tokens), Reasoning those of them spent reasoning.
+// CacheWrite is counted in worlds made with Chat@3 (before, such tokens
+// are in Prompt only).
 type Usage struct {
-	Prompt     uint64 `json:"prompt"`
-	Completion uint64 `json:"completion"`
-	Cached     uint64 `json:"cached"`
-	CacheWrite uint64 `json:"cache_write,omitempty"`
-	Reasoning  uint64 `json:"reasoning"`
+	Prompt     uint64 `json:"input_tokens"`
+	Completion uint64 `json:"output_tokens"`
+	Cached     uint64 `json:"cached_tokens"`
+	CacheWrite uint64 `json:"cache_write_tokens,omitempty"`
+	Reasoning  uint64 `json:"reasoning_tokens"`
 }
 
 // CostPart is the part of a turn's cost that came from one source.
@@ -200,6 +212,9 @@ type TurnEnd struct {
 	Finish string `json:"finish,omitempty"`
 	// Summary is the turn's summary line ("2 rounds, 1200 tokens").
 	Summary string `json:"summary,omitempty"`
+	// Answer is the text of the model's last message in the turn, its
+	// answer ("" if it said nothing, or the turn ended without one).
+	Answer string `json:"answer,omitempty"`
 	// Usage and CostMicroUSD are what the turn's model calls used, all
 	// of them: those before a restart, or before the decision a Decide
 	// stream began with, too.
@@ -207,8 +222,8 @@ type TurnEnd struct {
 	CostMicroUSD uint64 `json:"cost_microusd"`
 	// UsageUnknown and CostUnknown count the turn's calls whose usage or
 	// cost is not known.
-	UsageUnknown uint64 `json:"usage_unknown"`
-	CostUnknown  uint64 `json:"cost_unknown"`
+	UsageUnknown uint64 `json:"calls_usage_unknown"`
+	CostUnknown  uint64 `json:"calls_cost_unknown"`
 	// Costs say where the known cost came from, a part per source, in
 	// the order the sources first came; Providers are who served the
 	// turn's calls (ModelCall.Provider), in the same order. Both are empty
