@@ -106,16 +106,17 @@ func DefaultBackoff(attempt int) time.Duration {
 
 // Generator calls the model APIs. It is safe for concurrent use.
 type Generator struct {
-	tools     toolsCache
-	messages  messagesCache
-	chunks    reflist.Cache
-	evidence  chunked.Writer // the requests, kept as chunks
-	segs      segCache       // transcript items, encoded for a dialect
-	chains    chains         // the last request of recent transcripts
-	cfg       Config
-	responses responses.ResponseService
-	chat      openai.ChatCompletionService
-	logger    *slog.Logger
+	tools       toolsCache
+	messages    messagesCache
+	chunks      reflist.Cache
+	evidence    chunked.Writer // the requests, kept as chunks
+	segs        segCache       // transcript items, encoded for a dialect
+	chains      chains         // the last request of recent transcripts
+	transcripts trChains       // the refs of recent transcripts (refs.go)
+	cfg         Config
+	responses   responses.ResponseService
+	chat        openai.ChatCompletionService
+	logger      *slog.Logger
 }
 
 // New returns a Generator for cfg, after filling its defaults and checking

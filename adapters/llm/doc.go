@@ -45,14 +45,18 @@
 // splice.go) from a head — the settings and tools, encoded by the SDK's
 // types each call — and the transcript's segments, each item (Responses)
 // or run of items (Chat Completions) encoded once for the dialect and kept
-// by its identity, joined with commas, the transcript's member last; the
-// parts go to the connection one by one. What the last request of a
-// transcript was — its blobs and items, its segments, the chunks of its
-// evidence — is kept, so the next reads, encodes and stores as evidence
-// only what is new (chunked.Writer.PutAfter). The bytes are the SDK's for
-// the whole request, member for member (TestSpliceMatchesSDK). A native
-// provider splices the same way: its own head and its own segment
-// encoder over the same segCache and chainState.
+// by its identity, joined with commas, the transcript's member last. What
+// the last request of a transcript was — its message blobs and items, its
+// runs and their segments joined, the chunks of its evidence, how much of
+// it was searched for the API key — is kept, and the next request extends
+// it in place: it reads, encodes, searches and stores as evidence only
+// what is new (chunked.Writer.PutAfter). A transcript named as a reflist
+// (Params.Transcript) is read the same way: the refs of the last call of
+// the same list are kept, found again from the list's last chunk, and only
+// the refs appended since are read (refs.go, reflist.Since), so that a
+// round's cost does not grow with the chat. The body goes to the
+// connection as its three parts. The bytes are the SDK's for the whole
+// request, member for member (TestSpliceMatchesSDK).
 //
 // # Blobs
 //

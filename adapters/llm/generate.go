@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -182,17 +181,9 @@ func (g *Generator) prepare(ctx context.Context, blobs Blobs, p Params, apiKey s
 	if az := g.cfg.Azure; az != nil {
 		p.Model = az.deployment(p.Model) // Azure's model field names the deployment
 	}
-	refs := p.MessageRefs
-	if p.Transcript != nil {
-		more, err := p.Transcript.refs(ctx, blobs, &g.chunks)
-		if err != nil {
-			return nil, err
-		}
-		if len(refs) == 0 {
-			refs = more
-		} else {
-			refs = append(slices.Clip(refs), more...)
-		}
+	refs, err := g.transcriptRefs(ctx, blobs, p)
+	if err != nil {
+		return nil, err
 	}
 	c.dialect = g.dialect(c.provider, p, c.model)
 	prev := g.chains.get(c.dialect, refs)

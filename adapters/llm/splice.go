@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"sync"
 
 	"github.com/openai/openai-go/v3"
@@ -22,12 +23,16 @@ import (
 // the SDK's types each call (the settings and tools: small, and what
 // changes), the segments are the transcript's items encoded once for the
 // provider's dialect and kept by their identity (segCache), and tail
-// closes the list and the object. A chat's next request differs from the
-// one before by its last segments, so building it costs the new items, not
-// the transcript. The evidence is the same bytes (a key found in them
+// closes the list and the object. The segments joined with their commas
+// are kept too, per transcript (chainState.joined): a chat's next request
+// differs from the one before by its last segments, so its joined bytes
+// are the last request's, extended in place by the new segments, and
+// building it costs the new items, not the transcript. The body goes out
+// as its three parts; its evidence is the same bytes (a key found in them
 // redacted), stored as content-defined chunks that build on the last
 // request of the same transcript (chunked.Writer.PutAfter): the chunks of
-// the bytes both share are not cut, hashed or stored again.
+// the bytes both share are not cut, hashed or stored again, and the bytes
+// searched for the API key are not searched again.
 //
 // The bytes are the ones the SDK made when it encoded the whole request,
 // member for member (TestSpliceMatchesSDK): the SDK's encoding of a list
@@ -40,10 +45,6 @@ import (
 type segment struct {
 	ids  []itemID // the items it was made of
 	body []byte   // nil: the items send nothing (a reasoning item left out)
-	// checked and found say whether body holds the API key whose
-	// fingerprint is checked (see redactFP).
-	checked cas.Ref
-	found   bool
 }
 
 // itemID names an item: its message blob and its index there.
@@ -118,70 +119,29 @@ func (s *segment) is(items []item) bool {
 	return true
 }
 
-// spliced is a request body as its parts.
+// spliced is a request body as its parts: head, the transcript's
+// segments joined with commas, tail. Its parts are never changed once it
+// is made (a later request extends joined past its end, in place, and
+// never writes within it).
 type spliced struct {
-	head []byte
-	// lead says the head ends with an element of the list, so that the
-	// first segment follows a ",".
-	lead bool
-	segs []*segment
-	tail []byte
-	size int // the body's length, once known (0: not yet)
+	head   []byte
+	joined []byte
+	tail   []byte
+	// kept is how many of joined's first bytes are those of the last
+	// request of its transcript, which it was built on.
+	kept int
 }
 
-// add appends a segment (one that sends nothing is left out).
-func (b *spliced) add(s *segment) {
-	if s.body != nil {
-		b.segs = append(b.segs, s)
-	}
-}
-
-// part returns the body's i-th part: the head, then for each segment a
-// separator (empty before the first, unless the head ends with an
-// element) and its bytes, then the tail; ok is false past the last.
-func (b *spliced) part(i int) (p []byte, ok bool) {
-	switch n := len(b.segs); {
-	case i == 0:
-		return b.head, true
-	case i == 2*n+1:
-		return b.tail, true
-	case i > 2*n+1:
-		return nil, false
-	case i%2 == 1:
-		if i == 1 && !b.lead {
-			return nil, true
-		}
-		return comma, true
-	}
-	return b.segs[i/2-1].body, true
-}
+// Len is the body's length.
+func (b *spliced) Len() int { return len(b.head) + len(b.joined) + len(b.tail) }
 
 // parts calls f with the body's parts in order, until f returns false.
 func (b *spliced) parts(f func([]byte) bool) {
-	for i := 0; ; i++ {
-		p, ok := b.part(i)
-		if !ok || !f(p) {
+	for _, p := range [][]byte{b.head, b.joined, b.tail} {
+		if !f(p) {
 			return
 		}
 	}
-}
-
-var comma = []byte{','}
-
-// Len is the body's length.
-func (b *spliced) Len() int {
-	if b.size > 0 {
-		return b.size
-	}
-	n := len(b.head) + len(b.tail)
-	for i, s := range b.segs {
-		n += len(s.body)
-		if i > 0 || b.lead {
-			n++
-		}
-	}
-	b.size = n
-	return n
 }
 
 // From returns the body's bytes from off on, joined.
@@ -203,39 +163,29 @@ func (b *spliced) bytes() []byte { return b.From(0) }
 
 // reader returns a reader of the body that does not join it: its WriteTo
 // writes the parts one by one.
-func (b *spliced) reader() io.Reader { return &splicedReader{b: b} }
+func (b *spliced) reader() io.Reader { return &splicedReader{parts: [][]byte{b.head, b.joined, b.tail}} }
 
 // splicedReader reads a spliced body.
 type splicedReader struct {
-	b    *spliced
-	rest []byte // what is left of the current part
-	part int    // the next part's index
+	parts [][]byte // what is left to read, the current part first
 }
 
 func (r *splicedReader) next() bool {
-	for len(r.rest) == 0 {
-		p, ok := r.b.part(r.part)
-		if !ok {
-			return false
-		}
-		r.rest = p
-		r.part++
+	for len(r.parts) > 0 && len(r.parts[0]) == 0 {
+		r.parts = r.parts[1:]
 	}
-	return true
+	return len(r.parts) > 0
 }
 
 func (r *splicedReader) Read(p []byte) (int, error) {
 	n := 0
-	for n < len(p) {
-		if len(r.rest) == 0 && !r.next() {
-			if n == 0 {
-				return 0, io.EOF
-			}
-			break
-		}
-		k := copy(p[n:], r.rest)
+	for n < len(p) && r.next() {
+		k := copy(p[n:], r.parts[0])
 		n += k
-		r.rest = r.rest[k:]
+		r.parts[0] = r.parts[0][k:]
+	}
+	if n == 0 && len(p) > 0 {
+		return 0, io.EOF
 	}
 	return n, nil
 }
@@ -244,9 +194,9 @@ func (r *splicedReader) Read(p []byte) (int, error) {
 func (r *splicedReader) WriteTo(w io.Writer) (int64, error) {
 	var n int64
 	for r.next() {
-		k, err := w.Write(r.rest)
+		k, err := w.Write(r.parts[0])
 		n += int64(k)
-		r.rest = r.rest[k:]
+		r.parts[0] = r.parts[0][k:]
 		if err != nil {
 			return n, err
 		}
@@ -293,6 +243,9 @@ func compactJSON(raw []byte) ([]byte, error) {
 type chainState struct {
 	dialect string
 	refs    []cas.Ref
+	// sameRefs is how many of refs' first refs the state it was built on
+	// had (see sameRefs).
+	sameRefs int
 	ends    []int // ends[i] is how many items refs[:i+1] hold
 	items   []item
 	runs    []encodedRun // the encoded runs of items, in order
@@ -304,15 +257,25 @@ type chainState struct {
 	// cleanEnd says the last run ended at a clean point, not only where
 	// the items did (see reuseRuns).
 	cleanEnd bool
-	head     []byte
-	segs     []*segment // the body's segments, as sent
-	chunks   *chunked.Chunks
+	// joined is the runs' segments joined with commas, the body's bytes
+	// between its head and its tail; it lives in joinedA, as the lists
+	// above live in theirs.
+	joined  []byte
+	joinedA *arena[byte]
+	head    []byte
+	chunks  *chunked.Chunks
+	// joined[:checkedTo] was searched for the API key whose fingerprint
+	// is checkedFP (see redactFP), and does not hold it.
+	checkedFP cas.Ref
+	checkedTo int
 }
 
-// encodedRun is a run of the transcript's items, [start, end), and its segment.
+// encodedRun is a run of the transcript's items, [start, end), its
+// segment, and where its bytes end in the joined segments.
 type encodedRun struct {
 	start, end int
 	seg        *segment
+	endOff     int
 }
 
 // chains keeps the chain states of recent transcripts, by the dialect
@@ -356,14 +319,12 @@ func (c *chains) put(st *chainState) {
 func (g *Generator) loadItems(ctx context.Context, blobs Blobs, refs []cas.Ref, prev *chainState) (*chainState, error) {
 	same := 0
 	if prev != nil {
-		for same < len(refs) && same < len(prev.refs) && refs[same] == prev.refs[same] {
-			same++
-		}
+		same = sameRefs(prev.refs, refs)
 	}
 	if len(refs) == 0 {
 		return nil, invalidf("message_refs is empty: give at least one message blob")
 	}
-	st := &chainState{refs: refs}
+	st := &chainState{refs: refs, sameRefs: same}
 	var prevEnds []int
 	var prevItems []item
 	var endsA *arena[int]
@@ -442,17 +403,10 @@ func (prev *chainState) reuse(dialect string, start, end, sameItems int, at *int
 
 // sameItems is how many of st's first items prev had too.
 func (st *chainState) sameItems(prev *chainState) int {
-	if prev == nil {
+	if prev == nil || st.sameRefs == 0 {
 		return 0
 	}
-	same := 0
-	for same < len(st.refs) && same < len(prev.refs) && st.refs[same] == prev.refs[same] {
-		same++
-	}
-	if same == 0 {
-		return 0
-	}
-	return min(prev.ends[same-1], st.ends[same-1])
+	return min(prev.ends[st.sameRefs-1], st.ends[st.sameRefs-1])
 }
 
 // redactFP is the fingerprint of an API key a segment was searched for.
@@ -465,52 +419,76 @@ func redactFP(key string) cas.Ref {
 
 // putEvidence stores the request body b as evidence, the API key
 // redacted, building on the last request of the same transcript (prev,
-// nil if none); it keeps what the next will build on in st.
+// nil if none); it keeps what the next will build on in st. The bytes
+// b shares with prev are not searched for the key again, nor chunked.
 func (g *Generator) putEvidence(ctx context.Context, blobs Blobs, b *spliced, prev, st *chainState, apiKey string) (cas.Ref, error) {
-	fp := redactFP(apiKey)
-	redact := false
-	if fp.Valid() {
-		key := []byte(apiKey)
-		redact = bytes.Contains(b.head, key) || bytes.Contains(b.tail, key)
-		// Each segment is searched once per key (segments are shared: what
-		// was found is kept under the cache's lock).
-		g.segs.mu.Lock()
-		for _, s := range b.segs {
-			if s.checked != fp {
-				s.checked, s.found = fp, bytes.Contains(s.body, key)
-			}
-			redact = redact || s.found
-		}
-		g.segs.mu.Unlock()
+	if st != nil {
+		st.head = b.head
+		defer g.chains.put(st)
 	}
-	if redact {
-		// The bytes differ from the body sent: no chain.
-		return g.evidence.Put(ctx, blobs, redactBytes(b.bytes(), apiKey))
+	if fp := redactFP(apiKey); fp.Valid() {
+		key := []byte(apiKey)
+		clean := 0 // b.joined[:clean] does not hold the key
+		if prev != nil && prev.checkedFP == fp {
+			clean = min(b.kept, prev.checkedTo)
+		}
+		if bytes.Contains(b.head, key) || bytes.Contains(b.tail, key) || bytes.Contains(b.joined[max(clean-len(key)+1, 0):], key) {
+			// The bytes differ from the body sent: no chunks to build on.
+			return g.evidence.Put(ctx, blobs, redactBytes(b.bytes(), apiKey))
+		}
+		if st != nil {
+			st.checkedFP, st.checkedTo = fp, len(b.joined)
+		}
 	}
 	same := 0
 	var prevChunks *chunked.Chunks
 	if prev != nil && prev.chunks != nil && bytes.Equal(prev.head, b.head) {
-		same = len(b.head)
-		for i, s := range b.segs {
-			if i >= len(prev.segs) || prev.segs[i] != s {
-				break
-			}
-			if i > 0 || b.lead {
-				same++
-			}
-			same += len(s.body)
-		}
-		prevChunks = prev.chunks
+		same, prevChunks = len(b.head)+b.kept, prev.chunks
 	}
 	ref, next, err := g.evidence.PutAfter(ctx, blobs, prevChunks, b, same)
 	if err != nil {
 		return cas.Ref{}, err
 	}
 	if st != nil {
-		st.head, st.segs, st.chunks = b.head, b.segs, next
-		g.chains.put(st)
+		st.chunks = next
 	}
 	return ref, nil
+}
+
+// startJoined begins st's joined segments with prev's, up to the end of
+// the runs st kept from it (in place when it kept them all), and returns
+// how many bytes it kept.
+func (st *chainState) startJoined(prev *chainState) int {
+	kept := 0
+	if n := len(st.runs); n > 0 {
+		kept = st.runs[n-1].endOff
+	}
+	var pj []byte
+	var pa *arena[byte]
+	if prev != nil && kept > 0 {
+		pj, pa = prev.joined, prev.joinedA
+	}
+	st.joined, st.joinedA = extend(pa, pj, kept)
+	return kept
+}
+
+// addRun appends a run of items and its segment's bytes.
+func (st *chainState) addRun(start, end int, s *segment) {
+	if s.body != nil {
+		if len(st.joined) > 0 {
+			st.joined = append(st.joined, ',')
+		}
+		st.joined = append(st.joined, s.body...)
+	}
+	st.runs = append(st.runs, encodedRun{start: start, end: end, seg: s, endOff: len(st.joined)})
+}
+
+// finish makes the runs and the joined segments the ones the next state
+// may extend in place, and gives b the joined bytes.
+func (st *chainState) finish(b *spliced) {
+	st.runsA.release(st.runs)
+	st.joinedA.release(st.joined)
+	b.joined = st.joined
 }
 
 // spliceResponses makes the body of a Responses request (see
@@ -544,14 +522,11 @@ func (g *Generator) spliceResponses(p Params, st, prev *chainState, tools []tool
 		extra = `"stream":true`
 	}
 	b := &spliced{head: openList(enc, extra, "input"), tail: []byte("]}")}
-	b.segs = make([]*segment, 0, len(send))
 	sameItems, at := st.sameItems(prev), 0
 	st.reuseRuns(prev, dialect, offset == 0, sameItems)
+	b.kept = st.startJoined(prev)
 	if n := len(st.runs); n > 0 {
 		at = n // the kept runs are not looked at again
-		for _, r := range st.runs {
-			b.add(r.seg)
-		}
 		send = send[st.runs[n-1].end:]
 		offset = st.runs[n-1].end
 	}
@@ -574,10 +549,9 @@ func (g *Generator) spliceResponses(p Params, st, prev *chainState, tools []tool
 				return nil, err
 			}
 		}
-		st.runs = append(st.runs, encodedRun{start, start + 1, s})
-		b.add(s)
+		st.addRun(start, start+1, s)
 	}
-	st.runsA.release(st.runs)
+	st.finish(b)
 	st.cleanEnd = true // each item is a run
 	return b, nil
 }
@@ -603,12 +577,13 @@ func (g *Generator) spliceChat(p Params, st, prev *chainState, tools []tool, m M
 		extra = `"stream":true`
 	}
 	b := &spliced{head: openList(enc, extra, "messages"), tail: []byte("]}")}
+	lead := false // the head ends with a message: a comma goes before the transcript's
 	if p.Instructions != nil {
 		sys, err := openai.SystemMessage(*p.Instructions).MarshalJSON()
 		if err != nil {
 			return nil, invalidf("encode the system prompt: %v", err)
 		}
-		b.head, b.lead = append(b.head, sys...), true
+		b.head, lead = append(b.head, sys...), true
 	}
 	encode := func(its []item) ([]byte, error) {
 		msgs, err := chatMessages(shrinkItems(its, g.cfg.MaxItemBytes), m.ReasoningEcho, m.ReasoningRefused)
@@ -633,12 +608,10 @@ func (g *Generator) spliceChat(p Params, st, prev *chainState, tools []tool, m M
 	}
 	sameItems, at := st.sameItems(prev), 0
 	st.reuseRuns(prev, dialect, true, sameItems)
+	b.kept = st.startJoined(prev)
 	from := 0
 	if n := len(st.runs); n > 0 {
 		at = n
-		for _, r := range st.runs {
-			b.add(r.seg)
-		}
 		from = st.runs[n-1].end
 	}
 	runs, clean := chatRuns(st.items[from:], from)
@@ -650,10 +623,12 @@ func (g *Generator) spliceChat(p Params, st, prev *chainState, tools []tool, m M
 				return nil, err
 			}
 		}
-		st.runs = append(st.runs, encodedRun{r[0], r[1], s})
-		b.add(s)
+		st.addRun(r[0], r[1], s)
 	}
-	st.runsA.release(st.runs)
+	st.finish(b)
+	if lead && len(b.joined) > 0 {
+		b.head = append(b.head, ',')
+	}
 	return b, nil
 }
 
@@ -667,8 +642,11 @@ func (st *chainState) reuseRuns(prev *chainState, dialect string, ok bool, sameI
 	keep := 0
 	if ok && prev != nil && prev.dialect == dialect && len(prev.runs) > 0 && prev.runs[0].start == 0 {
 		prevRuns, runsA = prev.runs, prev.runsA
-		for keep < len(prevRuns) && prevRuns[keep].end <= sameItems && (keep < len(prevRuns)-1 || prev.cleanEnd) {
-			keep++
+		// The runs end in order: those that end within sameItems, but a
+		// last that ended only because prev's items did.
+		keep = sort.Search(len(prevRuns), func(i int) bool { return prevRuns[i].end > sameItems })
+		if keep == len(prevRuns) && !prev.cleanEnd {
+			keep--
 		}
 	}
 	st.runs, st.runsA = extend(runsA, prevRuns, keep)

@@ -20,6 +20,7 @@ import (
 	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/cas/chunked"
+	"github.com/demiurge-dev/demiurge/cas/reflist"
 	"github.com/demiurge-dev/demiurge/internal/realwire"
 )
 
@@ -203,14 +204,9 @@ func TestSpliceMatchesSDK(t *testing.T) {
 // TestSplicedReader reads a spliced body every way it is read: whole, in
 // small reads, by WriteTo, and from every offset.
 func TestSplicedReader(t *testing.T) {
-	segs := []*segment{{body: []byte(`{"a":1}`)}, {body: []byte(`{"b":[2,3]}`)}, {body: []byte(`{}`)}}
-	for _, lead := range []bool{false, true} {
-		b := &spliced{head: []byte(`{"model":"m","input":[`), lead: lead, segs: segs, tail: []byte("]}")}
-		head := `{"model":"m","input":[`
-		if lead {
-			head += ","
-		}
-		want := head + `{"a":1},{"b":[2,3]},{}]}`
+	for _, joined := range []string{`{"a":1},{"b":[2,3]},{}`, ""} {
+		b := &spliced{head: []byte(`{"model":"m","input":[`), joined: []byte(joined), tail: []byte("]}")}
+		want := `{"model":"m","input":[` + joined + `]}`
 		if got := string(b.bytes()); got != want || b.Len() != len(want) {
 			t.Fatalf("bytes %s (len %d); want %s", got, b.Len(), want)
 		}
@@ -288,19 +284,47 @@ func TestChainReuse(t *testing.T) {
 // TestChainConcurrent runs chats that begin with the same message blob
 // at once through one Generator (their transcripts share a chain key):
 // each request is what a fresh Generator builds, and its evidence the
-// bytes sent.
+// bytes sent. The chats name their messages as lists of refs, and as
+// reflists that share their first chunks (forks of one chat).
 func TestChainConcurrent(t *testing.T) {
+	for _, reflists := range []bool{false, true} {
+		t.Run(fmt.Sprint("reflists=", reflists), func(t *testing.T) { testChainConcurrent(t, reflists) })
+	}
+}
+
+func testChainConcurrent(t *testing.T, reflists bool) {
 	srv := llmtest.NewServerFunc(func(llmtest.Request) llmtest.Turn { return benchTurn })
 	defer srv.Close()
 	g := newTestGenerator(t, srv, nil)
 	st := newStore()
 	tools := st.put(t, `{"tools":[{"type":"function","name":"introspect_manifest","parameters":{"type":"object"}}]}`)
 	first := st.put(t, "read the manifest")
+	// The reflists' common start: the first message, and more than a
+	// chunk of others.
+	var common reflist.List
+	if reflists {
+		refs := []cas.Ref{first}
+		for i := range reflist.ChunkSize + 2 {
+			refs = append(refs, st.put(t, fmt.Sprintf(`{"role":"user","content":"and %d"}`, i)))
+		}
+		l, nodes, err := common.Append(refs...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range nodes {
+			st.put(t, string(n))
+		}
+		common = l
+	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for chat := range 4 {
 		wg.Go(func() {
 			p := Params{Provider: ProviderChat, Model: "deepseek-v4-flash", ToolsRef: &tools, MessageRefs: []cas.Ref{first}}
+			list := common
+			if reflists {
+				p.MessageRefs, p.Transcript = nil, &Transcript{Refs: list}
+			}
 			for round := range 5 {
 				r, err := g.Generate(context.Background(), st, p, testKey, nil)
 				if err != nil {
@@ -324,7 +348,23 @@ func TestChainConcurrent(t *testing.T) {
 					return
 				}
 				out := st.put(t, fmt.Sprintf(`{"type":"function_call_output","call_id":%q,"output":"chat %d round %d"}`, tc.CallID, chat, round))
-				p.MessageRefs = append(slices.Clone(p.MessageRefs), r.OutputRef, out)
+				if !reflists {
+					p.MessageRefs = append(slices.Clone(p.MessageRefs), r.OutputRef, out)
+					continue
+				}
+				l, nodes, err := list.Append(r.OutputRef, out)
+				if err != nil {
+					errs <- err
+					return
+				}
+				for _, n := range nodes {
+					if _, err := st.Put(context.Background(), n); err != nil {
+						errs <- err
+						return
+					}
+				}
+				list = l
+				p.Transcript = &Transcript{Refs: list}
 			}
 		})
 	}
@@ -332,5 +372,113 @@ func TestChainConcurrent(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// TestChainTranscript grows chats named as reflists (Params.Transcript, as
+// the chat names them) through one Generator, which reads each call's refs
+// from the last call's and builds its request on the last: each request
+// is the one a fresh Generator builds, and its evidence the bytes sent.
+// Along the way a chat forks (a second list shares the first's chunks,
+// then goes its own way), compacts (a summary as prefix, the transcript
+// sent from a later item), sends a compaction's request (a view to an
+// item, with a suffix), and a tool's output holds the API key (redacted
+// in the evidence, and in every later request's).
+func TestChainTranscript(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			srv := llmtest.NewServerFunc(func(llmtest.Request) llmtest.Turn { return benchTurn })
+			defer srv.Close()
+			g := newTestGenerator(t, srv, nil)
+			st := newStore()
+			tools := st.put(t, `{"tools":[{"type":"function","name":"introspect_manifest","parameters":{"type":"object"}}]}`)
+			base := Params{Provider: m.provider, Model: "deepseek-v4-flash", ToolsRef: &tools, Instructions: ptr("Be brief.")}
+			var onDelta func(string)
+			if m.stream {
+				onDelta = func(string) {}
+			}
+			type chat struct {
+				list reflist.List
+				tr   Transcript
+			}
+			appendRefs := func(c *chat, refs ...cas.Ref) {
+				l, nodes, err := c.list.Append(refs...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, n := range nodes {
+					st.put(t, string(n))
+				}
+				c.list = l
+				c.tr.Refs = l
+			}
+			// call makes a call of c and checks it; it returns the
+			// receipt's output and the tool's, to append.
+			calls := 0
+			call := func(c *chat, output string) (cas.Ref, cas.Ref) {
+				t.Helper()
+				p := base
+				tr := c.tr
+				p.Transcript = &tr
+				r, err := g.Generate(t.Context(), st, p, testKey, onDelta)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sent := srv.Requests()[calls].Body
+				calls++
+				fresh := newTestGenerator(t, srv, nil)
+				fc, err := fresh.prepare(t.Context(), st, p, testKey, onDelta)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := fc.body.bytes(); !bytes.Equal(sent, want) {
+					t.Fatalf("call %d: sent\n%s\nfresh\n%s", calls, sent, want)
+				}
+				ev, err := chunked.Get(t.Context(), st, *r.RequestRef)
+				if err != nil || !bytes.Equal(ev, redactBytes(sent, testKey)) {
+					t.Fatalf("call %d: evidence %d bytes (%v); sent %d", calls, len(ev), err, len(sent))
+				}
+				if bytes.Contains(ev, []byte(testKey)) {
+					t.Fatalf("call %d: the evidence holds the key", calls)
+				}
+				var tc ToolCall
+				if err := cas.GetNode(t.Context(), st, r.ToolCallRefs[0], &tc); err != nil {
+					t.Fatal(err)
+				}
+				return r.OutputRef, st.put(t, fmt.Sprintf(`{"type":"function_call_output","call_id":%q,"output":%q}`, tc.CallID, output))
+			}
+			a := &chat{}
+			appendRefs(a, st.put(t, `{"role":"user","content":"read the manifest"}`))
+			for round := range 12 {
+				out, res := call(a, fmt.Sprintf("the manifest, round %d", round))
+				appendRefs(a, out, res)
+			}
+			// A fork: b shares a's chunks, then goes its own way; a goes on.
+			b := &chat{list: a.list, tr: a.tr}
+			for round := range 3 {
+				out, res := call(b, fmt.Sprintf("the fork's manifest, round %d", round))
+				appendRefs(b, out, res)
+				out, res = call(a, fmt.Sprintf("the manifest, round %d again", round))
+				appendRefs(a, out, res)
+			}
+			// A tool's output that holds the key.
+			out, res := call(a, "the key is "+testKey)
+			appendRefs(a, out, res)
+			for round := range 3 {
+				out, res := call(a, fmt.Sprintf("after the key, round %d", round))
+				appendRefs(a, out, res)
+			}
+			// A compaction's request: the transcript to item 9, and an
+			// instruction after it.
+			to := uint64(9)
+			cmp := &chat{list: a.list, tr: Transcript{Refs: a.list, To: &to, Suffix: []cas.Ref{st.put(t, `{"role":"user","content":"summarize"}`)}}}
+			call(cmp, "unused")
+			// Compacted: a summary, then the items from 9 on.
+			a.tr.From, a.tr.Prefix = 9, []cas.Ref{st.put(t, `{"role":"user","content":"the summary"}`)}
+			for round := range 4 {
+				out, res := call(a, fmt.Sprintf("after the summary, round %d", round))
+				appendRefs(a, out, res)
+			}
+		})
 	}
 }

@@ -18,6 +18,7 @@ package reflist
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/demiurge-dev/demiurge/cas"
@@ -189,4 +190,55 @@ func Prefix(ctx context.Context, g cas.Getter, cache *Cache, l List, n uint64) (
 		head, end = ch.Prev, end-ChunkSize
 	}
 	return List{Head: head, Tail: []cas.Ref{}, Len: n}, nil
+}
+
+// Since returns the refs of next after its first prev.Len, when next
+// begins with the refs of prev: a later root of the list prev was, or of
+// one that shares its refs. It reads only the chunks next has past prev's
+// last full chunk, so that a reader that kept prev's refs reads what was
+// appended since, not the list. ok is false (and the refs nil) when next
+// does not begin with prev's refs; a chunk of next that is missing, does
+// not decode or does not fit its place is an error that names it.
+//
+// A chunk's ref is the hash of its refs and of the chunk before it, so a
+// chunk both lists name holds the same refs in each, and all before it.
+func Since(ctx context.Context, g cas.Getter, cache *Cache, prev, next List) (refs []cas.Ref, ok bool, err error) {
+	if err := next.Valid(); err != nil {
+		return nil, false, err
+	}
+	if prev.Valid() != nil || next.Len < prev.Len {
+		return nil, false, nil
+	}
+	prevBase := prev.Len - uint64(len(prev.Tail))
+	nextBase := next.Len - uint64(len(next.Tail))
+	var chunks []*Chunk // next's chunks past prevBase, newest first
+	head, end := next.Head, nextBase
+	for end > prevBase {
+		ch, ok := cache.get(*head)
+		if !ok {
+			ch = new(Chunk)
+			if err := cas.GetNode(ctx, g, *head, ch); err != nil {
+				return nil, false, fmt.Errorf("reflist: chunk %s: %w", head.Short(), err)
+			}
+			cache.put(*head, ch)
+		}
+		if ch.Len != end || len(ch.Items) != ChunkSize || (ch.Prev == nil) != (end == ChunkSize) {
+			return nil, false, fmt.Errorf("reflist: chunk %s says it ends at %d with %d refs; the list has it end at %d", head.Short(), ch.Len, len(ch.Items), end)
+		}
+		chunks = append(chunks, ch)
+		head, end = ch.Prev, end-ChunkSize
+	}
+	// head names next's chunk that ends where prev's last full one does.
+	if (head == nil) != (prev.Head == nil) || head != nil && *head != *prev.Head {
+		return nil, false, nil
+	}
+	after := make([]cas.Ref, 0, next.Len-prevBase)
+	for i := len(chunks) - 1; i >= 0; i-- {
+		after = append(after, chunks[i].Items...)
+	}
+	after = append(after, next.Tail...)
+	if !slices.Equal(after[:len(prev.Tail)], prev.Tail) {
+		return nil, false, nil
+	}
+	return after[len(prev.Tail):], true, nil
 }

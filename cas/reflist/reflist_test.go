@@ -163,3 +163,81 @@ func TestPrefix(t *testing.T) {
 		t.Error("a prefix that is not whole chunks: no error")
 	}
 }
+
+// TestSince: a later root of a list gives the refs appended since, having
+// read only the chunks sealed since; a list that does not begin with the
+// earlier one's refs (another list, one shorter, one whose tail differs)
+// gives none, and a chunk that does not fit is an error.
+func TestSince(t *testing.T) {
+	ctx := context.Background()
+	st := cas.NewMemory()
+	build := func(rs []cas.Ref) List {
+		var l List
+		for _, r := range rs {
+			next, nodes, err := l.Append(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, b := range nodes {
+				if _, err := st.Put(ctx, b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l = next
+		}
+		return l
+	}
+	all := refs(100)
+	lists := map[int]List{}
+	for _, n := range []int{0, 1, 3, ChunkSize - 1, ChunkSize, ChunkSize + 1, 2*ChunkSize + 3, 50, 51, 56, 100} {
+		lists[n] = build(all[:n])
+	}
+	for a, la := range lists {
+		for b, lb := range lists {
+			got, ok, err := Since(ctx, st, nil, la, lb)
+			if err != nil {
+				t.Fatalf("Since(%d, %d): %v", a, b, err)
+			}
+			if ok != (a <= b) || ok && !slices.Equal(got, all[a:b]) {
+				t.Errorf("Since(%d, %d) = %d refs, %v; want %v", a, b, len(got), ok, a <= b)
+			}
+		}
+	}
+	// Another list of the same length and more: not an extension.
+	other := slices.Clone(all)
+	other[2] = cas.Sum([]byte("other"))
+	for _, n := range []int{3, ChunkSize + 1, 51} {
+		if _, ok, err := Since(ctx, st, nil, build(other[:n]), lists[100]); ok || err != nil {
+			t.Errorf("a list that differs at ref 2 (of %d): ok %v, %v", n, ok, err)
+		}
+	}
+	// A tail that differs from the refs next holds there.
+	if _, ok, _ := Since(ctx, st, nil, build(append(slices.Clone(all[:ChunkSize+2]), other[2])), lists[50]); ok {
+		t.Error("a tail that differs: ok")
+	}
+	// Only the chunks past the earlier list's last full one are read.
+	counting := &countingGetter{g: st}
+	if _, ok, err := Since(ctx, counting, nil, lists[50], lists[56]); !ok || err != nil || counting.n != 1 {
+		t.Errorf("50 → 56: ok %v, %v, %d chunks read; want 1", ok, err, counting.n)
+	}
+	// A chunk missing from the store, and one in the wrong place.
+	if _, _, err := Since(ctx, cas.NewMemory(), nil, lists[3], lists[51]); err == nil {
+		t.Error("missing chunks: no error")
+	}
+	bad := lists[51]
+	bad.Len += ChunkSize
+	if _, _, err := Since(ctx, st, nil, lists[3], bad); err == nil {
+		t.Error("a chunk out of place: no error")
+	}
+}
+
+// countingGetter counts the blobs read through it.
+type countingGetter struct {
+	g cas.Getter
+	n int
+}
+
+func (c *countingGetter) Get(ctx context.Context, r cas.Ref) ([]byte, error) {
+	c.n++
+	return c.g.Get(ctx, r)
+}
