@@ -32,10 +32,11 @@ var update = flag.Bool("update", false, "rewrite the want sections of testdata/f
 // parameters, family, output_limit}; an optional "settings.json" is
 // merged over the default settings of "created"; an optional "chat" file
 // saying "Chat@2" steps the reducer of Chat@2 worlds instead, with the AIR
-// a Chat@2 world recorded (testdata/sessions/single-tool) and @2 receipts. The reducer runs as a world runs it, without the world: each
-// step gets the state and the memo of the step before, its blobs are
-// stored, and its state and events must fit their schemas; a step that
-// fails leaves the state as it was. Commands:
+// Chat@2 had (testdata/air/chat2) and @2 receipts. The reducer runs as a
+// world runs it, without the world: each step gets the state and the memo
+// of the step before, its blobs are stored, and its state and events must
+// fit their schemas; a step that fails leaves the state as it was.
+// Commands:
 //
 //	created [SETTINGS_JSON]   Created, the default settings with these over them
 //	user TEXT                 a User message (its request_id the one after the chat's last)
@@ -159,7 +160,7 @@ type chatVersion struct {
 var (
 	chatV3 = chatVersion{module: demiurge.ModuleName, event: demiurge.EventSchema, state: "demiurge/ChatState@3", air: "../../examples/demiurge"}
 	chatV2 = chatVersion{module: demiurge.ModuleNameV2, event: demiurge.EventSchemaV2, state: "demiurge/ChatState@2",
-		air: "../../testdata/sessions/single-tool/air", receiptV2: true}
+		air: "../../testdata/air/chat2", receiptV2: true}
 )
 
 type chatFixture struct {
