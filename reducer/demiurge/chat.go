@@ -163,6 +163,11 @@ func (r *Reducer) Step(c *reducer.Context, state, event schema.Value) (reducer.O
 		if err = reducer.ToGo(v, &e); err == nil {
 			err = r.approval(s, e)
 		}
+	case "Import":
+		var e ChatImport
+		if err = reducer.ToGo(v, &e); err == nil {
+			err = r.imported(s, e)
+		}
 	case "Stop":
 		var e StopRequest
 		if err = reducer.ToGo(v, &e); err == nil {
@@ -313,6 +318,42 @@ func (s *step) recount() error {
 		s.st.Marks[i].Tokens = at[min(m.Index-min(m.Index, s.st.From), uint64(len(refs)))]
 	}
 	s.st.Tokens = tokens
+	return nil
+}
+
+// imported takes up the chat an older chat module left (a world whose
+// manifest moved from Chat@2 to Chat@3): its state, as that module last
+// wrote it, becomes this chat's, the usage counted in this module's
+// schema. A turn it was running ends (its calls without output answered,
+// so the transcript stays valid): the plans that ran it belong to the old
+// module, and nothing brings their results here. A chat that exists
+// already changes nothing.
+func (r *Reducer) imported(s *step, e ChatImport) error {
+	if s.st.Settings != nil {
+		return nil
+	}
+	if r.v2 || e.Module != ModuleNameV2 {
+		return fmt.Errorf("chat %s: the chat of %s cannot be taken up (only one of %s, by %s)", s.chat, e.Module, ModuleNameV2, ModuleName)
+	}
+	var old State
+	if err := cas.GetNode(bgctx(), s.c.CAS, e.State, &old); err != nil {
+		return fmt.Errorf("chat %s: the state %s of %s: %w", s.chat, e.State.Short(), e.Module, err)
+	}
+	if old.Settings == nil {
+		return fmt.Errorf("chat %s: the state %s of %s has no settings: not a chat's", s.chat, e.State.Short(), e.Module)
+	}
+	*s.st = old
+	s.st.Usage.V2 = true
+	s.trimEntries()
+	if t := s.st.Turn; t != nil {
+		if err := s.stopTurn(fmt.Sprintf("the chat moved from %s to %s (the world's manifest changed) while this turn ran", e.Module, ModuleName)); err != nil {
+			return err
+		}
+	}
+	// The notice goes with the turn the import comes before (the request
+	// after the last), where a reader of that turn sees it.
+	s.entry(Entry{RequestID: s.st.LastRequestID + 1, Kind: EntryNotice,
+		Text: fmt.Sprintf("chat %s goes on under %s, as %s left it (the world's manifest changed)", s.chat, ModuleName, e.Module)})
 	return nil
 }
 

@@ -111,6 +111,15 @@ type ApprovalDecision struct {
 	Timeout bool `cbor:"timeout,omitempty"`
 }
 
+// ChatImport is demiurge/ChatImport@1: the chat of an older chat module
+// (Module, whose newest state of the chat is State) goes on under this
+// one, in a world whose manifest changed to it.
+type ChatImport struct {
+	ChatID string  `cbor:"chat_id"`
+	Module string  `cbor:"module"`
+	State  cas.Ref `cbor:"state"`
+}
+
 // StopRequest is demiurge/StopRequest@1: the user stops the turn of
 // RequestID (if it is still running) for Reason.
 type StopRequest struct {
