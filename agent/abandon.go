@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/demiurge-dev/demiurge/effects"
+	"github.com/demiurge-dev/demiurge/reducer/demiurge"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/world"
 )
@@ -16,10 +17,19 @@ import (
 // ended otherwise, and the chat would ignore its result: a model call is
 // not paid for to the end, and a tool call of a stopped turn does not run
 // on after the stop, nor again when the world reopens.
+//
+// An intent of the chat or tool plan of another chat module is abandoned
+// too: the world's manifest moved to this module while it was in flight
+// (from Chat@2 to Chat@3), and the event its plan would raise goes to no
+// reducer (the chat goes on under this module: see Chat.importOlder).
 func abandonedCalls(module string) func(*world.Machine, *effects.Intent) (string, bool) {
+	chatPlan, toolPlan := demiurge.Plans(module)
 	return func(m *world.Machine, in *effects.Intent) (string, bool) {
 		if in.Origin.Kind != "plan" {
 			return "", false
+		}
+		if p := in.Origin.Name; p != chatPlan && p != toolPlan && isChatPlan(p) {
+			return fmt.Sprintf("plan %s belongs to a chat module this world no longer runs (it runs %s), and nobody reads this result", p, module), true
 		}
 		input, ok := m.PlanInput(in.Origin.PlanID)
 		if !ok {
@@ -53,6 +63,17 @@ func abandonedCalls(module string) func(*world.Machine, *effects.Intent) (string
 		}
 		return fmt.Sprintf("turn %d of chat %s has ended (stopped) and nobody reads this result", request, chat), true
 	}
+}
+
+// isChatPlan reports whether plan is the chat or the tool plan of a
+// version of the chat module.
+func isChatPlan(plan string) bool {
+	for _, mod := range demiurge.Modules {
+		if c, t := demiurge.Plans(mod); plan == c || plan == t {
+			return true
+		}
+	}
+	return false
 }
 
 // fieldOf returns field k of rec if it holds a T.

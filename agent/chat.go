@@ -31,6 +31,10 @@ type Chat struct {
 	id       string
 	settings map[string]any
 	await    bool // its streams wait through approvals (AwaitApproval)
+	// imported is the state of the chat that an older chat module left,
+	// which the turn starting took up (see importOlder), until the turn's
+	// stream reads it as where it starts from.
+	imported *demiurge.StateView
 }
 
 // A ChatOption configures a chat's settings (World.Chat).
@@ -376,14 +380,25 @@ func (c *Chat) send(ctx context.Context, tag string, value map[string]any) error
 // of its next turn and, if the chat's settings are not c's, c's (to go
 // with the next message).
 func (c *Chat) start(ctx context.Context) (uint64, map[string]any, error) {
-	st, ok := c.State()
+	v, _, ok := c.w.host.State(c.w.module, c.id)
 	if !ok {
-		if err := c.send(ctx, "Created", map[string]any{"chat_id": c.id, "title": c.id, "settings": c.settings}); err != nil {
+		old, st, err := c.importOlder(ctx)
+		if err != nil {
 			return 0, nil, err
 		}
-		return 1, nil, nil
+		if st == nil {
+			if err := c.send(ctx, "Created", map[string]any{"chat_id": c.id, "title": c.id, "settings": c.settings}); err != nil {
+				return 0, nil, err
+			}
+			return 1, nil, nil
+		}
+		c.imported, v = st, old
 	}
-	changed, err := c.settingsChanged()
+	var st demiurge.StateView
+	if err := reducer.ToGo(v, &st); err != nil {
+		return 0, nil, fmt.Errorf("chat %s: read its state: %w", c.id, err)
+	}
+	changed, err := c.settingsChanged(v)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -393,14 +408,36 @@ func (c *Chat) start(ctx context.Context) (uint64, map[string]any, error) {
 	return st.LastRequestID + 1, nil, nil
 }
 
-// settingsChanged reports whether the chat's settings in the world are not
-// c's: the tools (an MCP server was added, say), the model or a limit
-// changed since the chat began.
-func (c *Chat) settingsChanged() (bool, error) {
-	v, _, ok := c.w.host.State(c.w.module, c.id)
-	if !ok {
-		return true, nil
+// importOlder takes up the chat as the world's older chat module left it,
+// when the world's manifest moved from Chat@2 to Chat@3 since the chat
+// last ran: it sends the chat an Import of that module's newest state of
+// the chat (the chat goes on from there, its transcript, usage and
+// settings as they were), and returns that state. It returns nil when
+// there is none to take up (or the manifest's chat event has no Import:
+// the chat then starts anew).
+func (c *Chat) importOlder(ctx context.Context) (schema.Value, *demiurge.StateView, error) {
+	if c.w.module != demiurge.ModuleName || !hasArm(c.w.cat, c.w.event, "Import") {
+		return nil, nil, nil
 	}
+	v, ref, ok := c.w.host.State(demiurge.ModuleNameV2, c.id)
+	if !ok || !ref.Valid() {
+		return nil, nil, nil
+	}
+	var st demiurge.StateView
+	if err := reducer.ToGo(v, &st); err != nil || st.Settings == nil {
+		return nil, nil, nil
+	}
+	if err := c.send(ctx, "Import", map[string]any{"chat_id": c.id, "module": demiurge.ModuleNameV2, "state": ref.String()}); err != nil {
+		return nil, nil, err
+	}
+	c.w.c.log.Info("a chat of the world's older chat module goes on under its new one", "chat", c.id, "from", demiurge.ModuleNameV2, "to", demiurge.ModuleName)
+	return v, &st, nil
+}
+
+// settingsChanged reports whether the chat's settings in its state v are
+// not c's: the tools (an MCP server was added, say), the model or a limit
+// changed since the chat began.
+func (c *Chat) settingsChanged(v schema.Value) (bool, error) {
 	js, err := json.Marshal(c.settings)
 	if err != nil {
 		return false, err
@@ -517,6 +554,12 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 	id, err := start(ctx)
 	if hook := testHookStarted.Load(); hook != nil {
 		(*hook)(c)
+	}
+	if st := c.imported; st != nil {
+		// The chat goes on from an older module's state: what it held
+		// then is not this turn's.
+		_, tr.shown = st.Since(0)
+		tr.prev, c.imported = st, nil
 	}
 	tr.id = id
 	tr.seq = w.host.Head().Seq // a followed turn that only waits reads no record

@@ -411,6 +411,12 @@ func (w *World) settings(ctx context.Context) (map[string]any, error) {
 	return s, nil
 }
 
+// hasArm reports whether the variant schema name of cat has an arm.
+func hasArm(cat *schema.Catalog, name, arm string) bool {
+	t, ok := cat.SchemaType(name)
+	return ok && slices.ContainsFunc(t.Fields, func(f schema.Field) bool { return f.Name == arm })
+}
+
 // hasField reports whether the record schema name of cat has a field.
 func hasField(cat *schema.Catalog, name, field string) bool {
 	t, ok := cat.SchemaType(name)

@@ -1,0 +1,113 @@
+package agent_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
+	"github.com/demiurge-dev/demiurge/agent"
+	"github.com/demiurge-dev/demiurge/reducer/demiurge"
+	"github.com/demiurge-dev/demiurge/replay"
+)
+
+// TestChatMovesToChat3: a world made with Chat@2 (the AIR the agent had
+// then, testdata/air/chat2) whose manifest moves to Chat@3 goes on with
+// its chat: the model of the next turn reads the turns before, the
+// chat's usage and cost go on from where they were, a call that waited
+// for approval under Chat@2 is answered "not run" (the turn it belonged
+// to stops, and the stream says so), and the world replays byte for byte,
+// each record under the manifest it was written under.
+func TestChatMovesToChat3(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{
+		{Text: "Hello from Chat@2.", Usage: &llmtest.Usage{Input: 1000, Output: 10}},
+		{Calls: []llmtest.Call{{Name: "workspace_write", Arguments: `{"path": "a.md", "content": "hi"}`, CallID: "call_w"}},
+			Usage: &llmtest.Usage{Input: 1100, Output: 20}},
+		{Text: "Hello from Chat@3.", Usage: &llmtest.Usage{Input: 1200, Cached: 1000, Output: 30}},
+	}})
+	defer srv.Close()
+	dir := t.TempDir()
+	wait := agent.WithApprover(func(context.Context, agent.ApprovalRequested) (agent.Decision, bool) { return agent.Decision{}, false })
+	open := func(manifest string) *agent.World {
+		t.Helper()
+		w, err := agent.Open(t.Context(), manifest, agent.WithDir(dir), agent.WithModel(agent.Model{Name: "gpt-test"}), wait,
+			env("OPENAI_API_KEY", "sk-test", "OPENAI_BASE_URL", srv.URL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	w := open("../testdata/air/chat2")
+	if w.Module() != demiurge.ModuleNameV2 {
+		t.Fatalf("module %s; want %s", w.Module(), demiurge.ModuleNameV2)
+	}
+	c := w.Chat("main", agent.RequireApproval("workspace_write"))
+	if _, end := collect(t, c.Send(t.Context(), "Say hello.")); end.Outcome != agent.OutcomeAnswer {
+		t.Fatalf("Chat@2 turn: %+v", end)
+	}
+	if _, end := collect(t, c.Send(t.Context(), "Write a.md.")); end.Outcome != agent.OutcomeAwaitingApproval {
+		t.Fatalf("Chat@2 turn that waits: %+v", end)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	w = open(manifest)
+	if w.Module() != demiurge.ModuleName {
+		t.Fatalf("module %s; want %s", w.Module(), demiurge.ModuleName)
+	}
+	c = w.Chat("main", agent.RequireApproval("workspace_write"))
+	lines, end := collect(t, c.Send(t.Context(), "Say hello again."))
+	got := strings.Join(lines, "\n")
+	if end.Outcome != agent.OutcomeAnswer || end.RequestID != 3 {
+		t.Fatalf("the first Chat@3 turn: %+v\n%s", end, got)
+	}
+	for _, want := range []string{
+		`"type":"approval_decided","seq":`, // the call that waited, answered not run
+		`"call_id":"call_w","tool":"workspace_write","approved":false,"reason":"not run: the chat moved from demiurge/Chat@2 to demiurge/Chat@3`,
+		`turn 2 stopped: the chat moved from demiurge/Chat@2 to demiurge/Chat@3 (the world's manifest changed) while this turn ran`,
+		`chat main goes on under demiurge/Chat@3, as demiurge/Chat@2 left it`,
+		`"text":"Hello from Chat@3."`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the stream has no %q:\n%s", want, got)
+		}
+	}
+	// This turn's usage is its own call's, not the chat's before.
+	if end.Usage.Prompt != 1200 || end.Usage.Cached != 1000 || end.UsageUnknown != 0 {
+		t.Errorf("the turn's usage %+v; want its one call's", end.Usage)
+	}
+	// The model read the turns before, and the call's output.
+	body := string(srv.Requests()[2].Body)
+	for _, want := range []string{"Say hello.", "Hello from Chat@2.", "Write a.md.", "not run: the chat moved", "Say hello again."} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the Chat@3 request has no %q:\n%s", want, body)
+		}
+	}
+	st, ok := c.State()
+	if !ok || st.LastRequestID != 3 || st.Usage.Prompt != 3300 || !st.Usage.V2 || st.Turn != nil {
+		t.Errorf("the chat's state: %+v", st)
+	}
+	bundle := filepath.Join(t.TempDir(), "bundle")
+	if _, err := w.Export(t.Context(), bundle); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Replayed as recorded, not re-derived: from genesis (the Chat@2
+	// records under Chat@2's manifest) and from the newest snapshot.
+	b, err := replay.Read(bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fromGenesis := range []bool{true, false} {
+		if _, err := replay.ReplayBundle(t.Context(), b, agent.Registry(), fromGenesis); err != nil {
+			t.Fatalf("replay (from genesis %v): %v", fromGenesis, err)
+		}
+	}
+	if n := srv.Remaining(); n != 0 {
+		t.Errorf("%d model turns unused", n)
+	}
+}
