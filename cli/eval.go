@@ -108,7 +108,7 @@ not load: every problem is named, file:line: /pointer: what and how to fix),
 	fl.Float64Var(&f.passRate, "pass-rate", 1, "the `SHARE` of a case's runs that must pass for it to pass, above 0 and at most 1 (0.8: four runs of five)")
 	fl.StringArrayVar(&f.cases, "case", nil, "run only the cases named `PATTERN` (a glob over case names; repeatable)")
 	fl.StringArrayVar(&f.tags, "tag", nil, "run only the cases tagged `T` (repeatable)")
-	fl.BoolVar(&f.json, "json", false, "print the report as JSON (docs/eval-report.schema.json) instead of the table")
+	fl.BoolVar(&f.json, "json", false, "print the report as one JSON document on one line (docs/eval-report.schema.json) instead of the table")
 	fl.StringVar(&f.junit, "junit", "", "write the report as JUnit XML to `FILE` too (for CI)")
 	fl.StringVar(&f.out, "out", "", "write the report's JSON to `FILE` too")
 	fl.BoolVar(&f.list, "list", false, "list the cases and their checks, and run nothing")
@@ -330,7 +330,7 @@ func newEvalProgress(w io.Writer, tty bool) func(eval.Progress) {
 			if !p.Last.Pass {
 				mark = "FAIL"
 			}
-			fmt.Fprintf(w, "eval: %s %s (%d/%d, %.2fs) world %s\n", mark, p.Case.ID, p.Done, p.Total, p.Last.Latency.Seconds(), p.Last.World)
+			fmt.Fprintf(w, "eval: %s %s (%d/%d, %.2fs) world %s\n", mark, p.Case.ID, p.Done, p.Total, p.Last.Duration.Std().Seconds(), p.Last.World)
 			return
 		}
 		const width = 30
@@ -401,7 +401,7 @@ Exit status: 1 when a case that passed in A fails in B.`,
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the comparison as one JSON object")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the comparison as one JSON object (on one line)")
 	cmd.Flags().StringSliceVar(&models, "model", nil, "compare run A's cases with model `A` to run B's with model B: A,B")
 	return cmd
 }
@@ -435,8 +435,8 @@ func newEvalRunsCommand(a *app) *cobra.Command {
 		Long: `List the eval runs kept in the store's evals directory, the newest first:
 each run's id, when it started, its suite, what answered (a provider or a
 cassette), its models and how many cases passed. With --json, one JSON
-object a line: {"run", "suite", "llm", "started" (RFC 3339), "models",
-"total"}.`,
+array ([] for none) of {"run", "suite", "llm", "started" (RFC 3339),
+"models", "total"} ("total" as in the report: docs/eval-report.schema.json).`,
 		Example: `  demiurge eval runs
   demiurge --store ci/.demiurge eval runs --json`,
 		Args: wantArgs(0, 0),
@@ -449,12 +449,19 @@ object a line: {"run", "suite", "llm", "started" (RFC 3339), "models",
 			if err != nil {
 				return err
 			}
-			for _, r := range list {
-				if asJSON {
-					writeJSONLine(a.out, map[string]any{"run": r.Run, "suite": r.Suite, "llm": r.LLM,
-						"started": r.Started.UTC().Format(time.RFC3339), "models": r.Models, "total": r.Total})
-					continue
+			if asJSON {
+				out := make([]map[string]any, 0, len(list))
+				for _, r := range list {
+					models := r.Models
+					if models == nil {
+						models = []string{}
+					}
+					out = append(out, map[string]any{"run": r.Run, "suite": r.Suite, "llm": r.LLM,
+						"started": r.Started.UTC().Format(time.RFC3339Nano), "models": models, "total": r.Total})
 				}
+				return writeJSON(a.out, out)
+			}
+			for _, r := range list {
 				fmt.Fprintf(a.out, "%s  %s  %s  %s  %d/%d passed  %s\n", r.Run, r.Started.Local().Format("2006-01-02 15:04:05"), r.Suite,
 					strings.Join(r.Models, ","), r.Total.Passed, r.Total.Cases-r.Total.Skipped, r.LLM)
 			}
@@ -464,7 +471,7 @@ object a line: {"run", "suite", "llm", "started" (RFC 3339), "models",
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object a line")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as one JSON array")
 	return cmd
 }
 

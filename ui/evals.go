@@ -73,7 +73,7 @@ func (s *Server) evalRun(w http.ResponseWriter, r *http.Request) {
 	}
 	var cases []evalCase
 	for _, cr := range rep.Cases {
-		c := evalCase{CaseResult: cr, Cost: costText(uint64(cr.CostMicroUSD+0.5), cr.CostUnknown), Latency: durationOf(cr.Latency)}
+		c := evalCase{CaseResult: cr, Cost: costText(uint64(cr.Mean.CostMicroUSD+0.5), cr.CallsCostUnknown > 0), Latency: durationOf(cr.Mean.Duration.Std())}
 		switch {
 		case cr.Skipped != "":
 			c.Result = "skipped"
@@ -105,8 +105,8 @@ func (s *Server) evalRun(w http.ResponseWriter, r *http.Request) {
 		*eval.Report
 		Started, Duration, Cost string
 		Cases                   []evalCase
-	}{rep, rep.Started.UTC().Format(time.RFC3339), durationOf(rep.Duration),
-		costText(rep.Total.CostMicroUSD, rep.Total.CostUnknown > 0), cases}
+	}{rep, rep.Started.UTC().Format(time.RFC3339), durationOf(rep.Duration.Std()),
+		costText(rep.Total.CostMicroUSD, rep.Total.CallsCostUnknown > 0), cases}
 	s.render(w, r, "evalrun.html", page{Title: "eval run " + rep.Run, Tab: "evals", Data: data})
 }
 
