@@ -259,6 +259,7 @@ func subcommands(a *app, getenv func(string) string) []subcommand {
 		{"mcp", func() *cobra.Command { return newMCPCommand(a, getenv) }},
 		{"worlds", func() *cobra.Command { return newWorldsCommand(a) }},
 		{"ui", func() *cobra.Command { return newUICommand(a) }},
+		{"serve", func() *cobra.Command { return newServeCommand(a, getenv) }},
 		{"models", func() *cobra.Command { return newModelsCommand(a) }},
 		{"eval", func() *cobra.Command { return newEvalCommand(a, getenv) }},
 	}
