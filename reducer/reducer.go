@@ -126,6 +126,15 @@ var (
 	ErrDuplicate = errors.New("reducer: already registered")
 )
 
+// ErrIrreproducible is returned (wrapped) by a reducer whose step failed
+// for a reason that is not a function of its inputs, so that a replay
+// might not fail the same way: a WASM module stopped by its wall-clock
+// backstop, say, which a faster machine would have let finish. The world
+// journals nothing of such an input: it fails the input with the error and
+// stops, as it does for a damaged store, and reopening goes on from the
+// journal as it was before the input.
+var ErrIrreproducible = errors.New("reducer: the step failed in a way a replay might not reproduce")
+
 // Modules makes the reducers of modules that bring their own code: a
 // defmodule whose wasm_hash names a WebAssembly module (package
 // reducer/wasm implements it).
