@@ -33,6 +33,15 @@ func loop(b *testing.B, fn func() error) {
 	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
 }
 
+// reportFuel reports the fuel one step of m uses ("fuel/op").
+func reportFuel(b *testing.B, m *Module, input []byte) {
+	_, used, err := m.call(input)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(used), "fuel/op")
+}
+
 // counterModule reads the AssemblyScript counter of examples/counter.
 func counterModule(b testing.TB) []byte {
 	b.Helper()
@@ -122,14 +131,16 @@ func BenchmarkStep(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Run("assemblyscript", func(b *testing.B) {
-		loop(b, func() error { _, err := m.call(input); return err })
+		loop(b, func() error { _, _, err := m.call(input); return err })
+		reportFuel(b, m, input)
 	})
 	rust, err := h.Load(ctx, testDef("counter/RustCounter@1"), readModule(b, "rust/counter"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Run("rust-shaped", func(b *testing.B) {
-		loop(b, func() error { _, err := rust.call(input); return err })
+		loop(b, func() error { _, _, err := rust.call(input); return err })
+		reportFuel(b, rust, input)
 	})
 	if code, err := buildGoCounter(b); err == nil {
 		hw := newHost(b, Options{WASI: true})
@@ -138,7 +149,8 @@ func BenchmarkStep(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Run("go-wasip1", func(b *testing.B) {
-			loop(b, func() error { _, err := gm.call(input); return err })
+			loop(b, func() error { _, _, err := gm.call(input); return err })
+			reportFuel(b, gm, input)
 		})
 	}
 	r := &Reducer{Module: m, Def: testDef("counter/Counter@1")}

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/reducer"
@@ -216,22 +215,22 @@ func TestRefusals(t *testing.T) {
 }
 
 func TestStepFailures(t *testing.T) {
-	h := newHost(t, Options{Limits: Limits{Deadline: 200 * time.Millisecond, MemoryPages: 64}})
+	h := newHost(t, Options{Limits: Limits{Fuel: 100_000, MemoryPages: 64}})
 	for _, tc := range []struct {
 		file string
 		is   error
 		want string
 	}{
-		{"trap", nil, "wasm: trap"},
-		{"loop", ErrDeadline, "past its deadline"},
+		{"trap", ErrTrap, "step trapped: unreachable"},
+		{"loop", ErrFuel, "step ran out of fuel after 100000 instructions"},
 		{"notcbor", ErrEnvelope, "malformed envelope"},
-		{"growcap", nil, "unreachable"},
+		{"growcap", ErrTrap, "step trapped: unreachable"},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			r := load(t, h, tc.file, testDef("test/"+tc.file+"@1"))
 			for i := range 2 { // the module runs again after a failure
 				_, err := step(r, nil, "x")
-				if err == nil || (tc.is != nil && !errors.Is(err, tc.is)) || !strings.Contains(err.Error(), tc.want) {
+				if err == nil || !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.want) {
 					t.Fatalf("step %d: %v; want an error saying %q", i, err, tc.want)
 				}
 				if !strings.Contains(err.Error(), "test/"+tc.file+"@1") {
@@ -469,13 +468,13 @@ func buildGoCounter(t testing.TB) ([]byte, error) {
 	return os.ReadFile(out)
 }
 
-// TestStartDeadline loads a module whose start function never returns: the
-// load fails at the deadline, rather than hanging.
-func TestStartDeadline(t *testing.T) {
-	h := newHost(t, Options{Limits: Limits{Deadline: 100 * time.Millisecond}})
+// TestStartFuel loads a module whose start function never returns: the
+// load fails when the start runs out of fuel, rather than hanging.
+func TestStartFuel(t *testing.T) {
+	h := newHost(t, Options{Limits: Limits{Fuel: 50_000}})
 	_, err := h.Load(t.Context(), testDef("test/StartLoop@1"), readModule(t, "startloop"))
-	if !errors.Is(err, ErrRefused) || !errors.Is(err, ErrDeadline) {
-		t.Fatalf("Load: %v; want a refusal for the deadline", err)
+	if !errors.Is(err, ErrRefused) || !errors.Is(err, ErrFuel) || !strings.Contains(err.Error(), "the start function ran out of fuel") {
+		t.Fatalf("Load: %v; want a refusal for the fuel", err)
 	}
 }
 
