@@ -74,6 +74,17 @@ type ModuleLimits struct {
 	MemoryPages uint64
 }
 
+// Over returns l with the limits that o sets (its non-zero fields).
+func (l ModuleLimits) Over(o ModuleLimits) ModuleLimits {
+	if o.Fuel != 0 {
+		l.Fuel = o.Fuel
+	}
+	if o.MemoryPages != 0 {
+		l.MemoryPages = o.MemoryPages
+	}
+	return l
+}
+
 // Limits on ModuleLimits values.
 const (
 	// MaxModuleFuel is the most fuel a module may be given.

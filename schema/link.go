@@ -364,6 +364,9 @@ func (l *loader) checkModule(d *DefModule) {
 			if l.opts.WASM || l.opts.Reducers == nil {
 				hasCode = l.resolveCode(e, d)
 			}
+			if hasCode {
+				d.Limits = d.Limits.Over(l.opts.Limits).Over(l.opts.ModuleLimits[d.Name])
+			}
 			if l.opts.Reducers != nil && !hasCode && !e.hasErrorsAt(p) {
 				reg := append([]string(nil), l.opts.Reducers...)
 				sort.Strings(reg)

@@ -34,6 +34,15 @@ type LoadOptions struct {
 	// (see ModulesDir) or named by BLAKE3 in its wasm_hash. Without it,
 	// such a defmodule is an error.
 	WASM bool
+	// Limits and ModuleLimits (by module name) are written into the
+	// defmodule of every WASM module as it loads, over the limits its AIR
+	// sets (ModuleLimits over Limits, each non-zero field over the def's):
+	// a command line's --wasm-fuel, say. They are then part of the def, so
+	// the manifest's hash pins them and a replay runs the module under
+	// them without being told. LoadFromCAS ignores them: a stored
+	// manifest is what it is.
+	Limits       ModuleLimits
+	ModuleLimits map[string]ModuleLimits
 
 	moduleDir string // where Load found the manifest: modules/ is under it
 }
