@@ -473,6 +473,8 @@ func Inspect(b []byte) (*Info, error) {
 			}
 		case secStart:
 			in.start = int64(s.u32())
+		case secDataCount:
+			s.u32()
 		case secCode:
 			n := s.u32()
 			for i := uint32(0); i < n && s.err == nil; i++ {
@@ -490,7 +492,7 @@ func Inspect(b []byte) (*Info, error) {
 				in.bodies = append(in.bodies, body)
 			}
 		}
-		parsed := id == secType || id == secImport || id == secFunction || id == secMemory || id == secGlobal || id == secExport || id == secStart || id == secCode
+		parsed := id == secType || id == secImport || id == secFunction || id == secMemory || id == secGlobal || id == secExport || id == secStart || id == secCode || id == secDataCount
 		if s.err == nil && parsed && s.off != len(s.b) {
 			s.fail("%d bytes past the section's contents", len(s.b)-s.off)
 		}
@@ -502,6 +504,9 @@ func Inspect(b []byte) (*Info, error) {
 		return nil, r.err
 	}
 	in.types, in.funcTypes = types, funcs
+	if in.start >= int64(len(funcs)) {
+		return nil, fmt.Errorf("%w: the start section names function %d, out of range", ErrMalformed, in.start)
+	}
 	for _, e := range exports {
 		if e.kind == externFunc {
 			if int(e.index) >= len(funcs) || int(funcs[e.index]) >= len(types) {

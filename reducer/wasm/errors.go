@@ -135,7 +135,7 @@ func (m *Module) limitFailure(in *instance, fn string, err error) error {
 	case int32(uint32(in.depth.Get())) > MaxCallDepth:
 		return &hostError{msg: fmt.Sprintf("%s nested calls more than %d deep", fn, MaxCallDepth), wraps: []error{ErrCallDepth}}
 	case uint32(in.stop.Get()) == stopped:
-		return &hostError{msg: fmt.Sprintf("%s was still running after %v, its wall-clock backstop, with fuel left: nothing of the input is journaled, since a faster machine might have finished it (give the module less fuel, or raise the backstop with --wasm-deadline)", fn, m.limits.Deadline),
+		return &hostError{msg: fmt.Sprintf("%s was still running after %v, its wall-clock backstop, with fuel left: nothing of the input is journaled, since a faster machine might have finished it (give the module less fuel, or raise the backstop: demiurge --wasm-backstop)", fn, m.limits.Deadline),
 			wraps: []error{ErrDeadline, reducer.ErrIrreproducible}, detail: err.Error()}
 	}
 	return nil

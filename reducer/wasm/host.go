@@ -185,8 +185,11 @@ func (h *Host) Close() error {
 	return errors.Join(errs...)
 }
 
-// limits returns the limits of a module: the def's own (from AIR), else
-// the host's for its name, else the host's, else the defaults.
+// Limits returns the limits a module runs under: each the def's own (its
+// AIR's "limits"), else Options.ModuleLimits' for its name, else
+// Options.Limits', else the default.
+func (h *Host) Limits(def *schema.DefModule) Limits { return h.limits(def) }
+
 func (h *Host) limits(def *schema.DefModule) Limits {
 	l := h.opts.Limits
 	if ml, ok := h.opts.ModuleLimits[def.Name]; ok {
@@ -347,7 +350,7 @@ func (h *Host) checkABI(info *Info, def *schema.DefModule, lim Limits) error {
 		return errors.New("has no memory")
 	}
 	if info.Memory.Min > uint64(lim.MemoryPages) {
-		return fmt.Errorf("declares %d pages of memory (%d KiB), over its cap of %d pages", info.Memory.Min, info.Memory.Min*64, lim.MemoryPages)
+		return fmt.Errorf("declares %d pages of memory (%d KiB), over its cap of %d pages (give it more with its defmodule's \"limits\": {\"memory_pages\": N})", info.Memory.Min, info.Memory.Min*64, lim.MemoryPages)
 	}
 	alloc, ok := info.Export("alloc")
 	if !ok || alloc.Kind != "func" {
