@@ -19,8 +19,9 @@ type loader struct {
 	manifests []*Manifest
 	c         *Catalog
 	// unread is set when a file is not JSON: its defs are unknown.
-	unread bool
-	code   map[cas.Ref][]byte // WASM modules found beside the manifest (resolveCode)
+	unread    bool
+	code      map[cas.Ref][]byte // WASM modules found beside the manifest (resolveCode)
+	codeFiles map[string]string  // their files under the module dir, by module name
 }
 
 func (l *loader) parseSource(s Source, errs *problems) {
