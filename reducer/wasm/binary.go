@@ -435,7 +435,11 @@ func Inspect(b []byte) (*Info, error) {
 		case secFunction:
 			n := s.u32()
 			for i := uint32(0); i < n && s.err == nil; i++ {
-				funcs = append(funcs, s.u32())
+				ti := s.u32()
+				if int(ti) >= len(types) && s.err == nil {
+					s.fail("function %d: type %d out of range", len(funcs), ti)
+				}
+				funcs = append(funcs, ti)
 			}
 		case secMemory:
 			if n := s.u32(); n > 0 {

@@ -121,9 +121,9 @@ func FuzzInspect(f *testing.F) {
 		if len(again.Imports) != len(in.Imports) || len(again.Exports) != len(in.Exports)+added || again.start >= 0 {
 			t.Fatalf("instrumenting changed the imports or exports: %d/%d, %d/%d", len(again.Imports), len(in.Imports), len(again.Exports), len(in.Exports))
 		}
-		if c, err := rt.CompileModule(ctx, b); err == nil {
+		if c, err := compile(ctx, rt, b); err == nil {
 			_ = c.Close(ctx)
-			c, err := rt.CompileModule(ctx, instrumented)
+			c, err := compile(ctx, rt, instrumented)
 			if err != nil {
 				t.Fatalf("wazero compiles the module but not as instrumented: %v", err)
 			}

@@ -298,7 +298,7 @@ func (h *Host) Load(ctx context.Context, def *schema.DefModule, code []byte) (*M
 	if err != nil {
 		return nil, err
 	}
-	compiled, err := rt.CompileModule(ctx, info.Instrument())
+	compiled, err := compile(ctx, rt, info.Instrument())
 	if err != nil {
 		// wazero's validator words it: the detail, not the message.
 		return refuse(&hostError{msg: "it does not compile: it is not valid WebAssembly 2.0 (demiurge validate shows why)", detail: err.Error()})
@@ -320,6 +320,18 @@ func (h *Host) Load(ctx context.Context, def *schema.DefModule, code []byte) (*M
 	m.put(inst)
 	h.modules[key] = m
 	return m, nil
+}
+
+// compile compiles code with rt. wazero v1.12.0's validator panics on some
+// malformed modules (a block type naming a type out of range, found by
+// FuzzInspect): the panic is the module's refusal, not the process's end.
+func compile(ctx context.Context, rt wazero.Runtime, code []byte) (c wazero.CompiledModule, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c, err = nil, fmt.Errorf("wazero panicked compiling it: %v", p)
+		}
+	}()
+	return rt.CompileModule(ctx, code)
 }
 
 // checkABI checks a module's imports, exports and memory.

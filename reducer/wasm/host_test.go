@@ -503,3 +503,43 @@ func TestPureRun(t *testing.T) {
 		t.Error("Run of a reducer module succeeded")
 	}
 }
+
+// TestCompilePanic compiles a module whose function section gives a
+// function that its step calls a type out of range, on which wazero's
+// validator panics (found by FuzzInspect): compile turns the panic into an
+// error, and Load refuses the module before it gets there.
+func TestCompilePanic(t *testing.T) {
+	good := readModule(t, "callee")
+	bad := bytes.Clone(good)
+	// The function section (id 3): its last byte is the type of the
+	// last function, $one.
+	for off := 8; off < len(bad); {
+		id, size, n := bad[off], int(bad[off+1]), 2 // the sections of stub_multi are under 128 bytes
+		if id == secFunction {
+			bad[off+n+size-1] = 0x30
+			break
+		}
+		off += n + size
+	}
+	if bytes.Equal(good, bad) {
+		t.Fatal("no function section")
+	}
+	for _, e := range engines {
+		h := newHost(t, Options{Interpreter: e.interpreter})
+		r := load(t, h, "callee", testDef("test/Callee@1"))
+		if _, err := step(r, nil, "x"); err != nil {
+			t.Fatalf("%s: the module as built: %v", e.name, err)
+		}
+		rt, err := h.runtime(t.Context(), DefaultMemoryPages)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := compile(t.Context(), rt, bad); err == nil || !strings.Contains(err.Error(), "wazero panicked") {
+			t.Errorf("%s: compile: %v; want the panic as an error", e.name, err)
+		}
+		_, err = h.Load(t.Context(), testDef("test/Panic@1"), bad)
+		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "function 2: type 48 out of range") {
+			t.Errorf("%s: Load: %v; want a refusal", e.name, err)
+		}
+	}
+}
