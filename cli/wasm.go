@@ -33,8 +33,8 @@ type wasmState struct {
 
 // wasmHost returns the host that runs the WASM reducer modules of the
 // command's worlds. Its compile cache is in the store's directory (for a
-// PostgreSQL store, in the user's cache directory), so a second command
-// does not compile a module again.
+// PostgreSQL store, or a store not made yet, in the user's cache
+// directory), so a second command does not compile a module again.
 func (a *app) wasmHost() (*wasm.Host, error) {
 	a.wasm.once.Do(func() {
 		opts := wasm.Options{WASI: a.wasi, CacheDir: a.wasmCacheDir(), Logger: a.log, Limits: wasm.Limits{Deadline: a.wasmLimits.backstop}}
@@ -103,7 +103,11 @@ func (f *wasmFlags) limits() (schema.ModuleLimits, map[string]schema.ModuleLimit
 
 func (a *app) wasmCacheDir() string {
 	if a.storeDir != "" && !store.IsURL(a.storeDir) {
-		return filepath.Join(a.storeDir, wasmCacheDir)
+		// Only in a store that exists: a command that makes none (replay
+		// of a bundle, say) leaves no .demiurge behind.
+		if st, err := os.Stat(a.storeDir); err == nil && st.IsDir() {
+			return filepath.Join(a.storeDir, wasmCacheDir)
+		}
 	}
 	if d, err := os.UserCacheDir(); err == nil {
 		return filepath.Join(d, "demiurge", wasmCacheDir)

@@ -354,6 +354,106 @@ func (r *reader) constExpr() {
 
 var externNames = [...]string{"func", "table", "memory", "global"}
 
+// count reads the length of a vector, which cannot be more than the bytes
+// left (each element takes one at least). wazero's decoder allocates a
+// vector's elements before it reads them: a module of a few bytes that
+// declares billions of them would exhaust the memory of the process, so
+// Inspect refuses one before wazero sees it.
+func (r *reader) count() uint32 {
+	n := r.u32()
+	if r.err == nil && uint64(n) > uint64(len(r.b)-r.off) {
+		r.fail("a vector of %d elements in %d bytes", n, len(r.b)-r.off)
+		return 0
+	}
+	return n
+}
+
+// byteVec skips a vector of bytes.
+func (r *reader) byteVec() { r.bytes(uint64(r.u32())) }
+
+// elementSegment skips an element segment, in any of its eight forms.
+func (r *reader) elementSegment() {
+	flags := r.u32()
+	if flags > 7 {
+		r.fail("element segment flags %d", flags)
+		return
+	}
+	if flags&2 != 0 && flags&1 == 0 {
+		r.u32() // table index
+	}
+	if flags&1 == 0 {
+		r.constExpr() // offset
+	}
+	if flags&3 != 0 {
+		r.byte() // element kind or reference type
+	}
+	n := r.count()
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		if flags&4 != 0 {
+			r.constExpr()
+		} else {
+			r.u32()
+		}
+	}
+}
+
+// dataSegment skips a data segment, active, passive or with a memory index.
+func (r *reader) dataSegment() {
+	switch flags := r.u32(); flags {
+	case 0:
+		r.constExpr()
+	case 1:
+	case 2:
+		r.u32()
+		r.constExpr()
+	default:
+		r.fail("data segment flags %d", flags)
+		return
+	}
+	r.byteVec()
+}
+
+// nameSection checks the custom section "name", whose subsections wazero
+// decodes: the module's name, the functions' names and the locals' names.
+func (r *reader) nameSection() {
+	for !r.done() {
+		id := r.byte()
+		sub := &reader{b: r.bytes(uint64(r.u32()))}
+		if r.err != nil {
+			return
+		}
+		switch id {
+		case 0:
+			sub.byteVec()
+		case 1:
+			n := sub.count()
+			for i := uint32(0); i < n && sub.err == nil; i++ {
+				sub.u32()
+				sub.byteVec()
+			}
+		case 2:
+			n := sub.count()
+			for i := uint32(0); i < n && sub.err == nil; i++ {
+				sub.u32()
+				m := sub.count()
+				for j := uint32(0); j < m && sub.err == nil; j++ {
+					sub.u32()
+					sub.byteVec()
+				}
+			}
+		default:
+			continue
+		}
+		if sub.err == nil && sub.off != len(sub.b) {
+			sub.fail("%d bytes past the subsection's contents", len(sub.b)-sub.off)
+		}
+		if sub.err != nil {
+			r.fail("name subsection %d: %v", id, sub.err)
+			return
+		}
+	}
+}
+
 // Inspect reads a module's binary: its sections, imports, exports,
 // memory and globals, and scans its code for what makes an instance
 // impossible to reset. It does not validate the module; wazero does that
@@ -390,9 +490,11 @@ func Inspect(b []byte) (*Info, error) {
 		s := &reader{b: body}
 		switch id {
 		case secCustom:
-			s.name()
+			if s.name() == "name" {
+				s.nameSection()
+			}
 		case secType:
-			n := s.u32()
+			n := s.count()
 			for i := uint32(0); i < n && s.err == nil; i++ {
 				if f := s.byte(); f != 0x60 {
 					s.fail("type form 0x%02x, want a function type (0x60)", f)
@@ -401,7 +503,7 @@ func Inspect(b []byte) (*Info, error) {
 				types = append(types, FuncType{Params: s.valueTypes(), Results: s.valueTypes()})
 			}
 		case secImport:
-			n := s.u32()
+			n := s.count()
 			for i := uint32(0); i < n && s.err == nil; i++ {
 				im := Import{Module: s.name(), Name: s.name()}
 				kind := s.byte()
@@ -433,7 +535,7 @@ func Inspect(b []byte) (*Info, error) {
 				in.Imports = append(in.Imports, im)
 			}
 		case secFunction:
-			n := s.u32()
+			n := s.count()
 			for i := uint32(0); i < n && s.err == nil; i++ {
 				ti := s.u32()
 				if int(ti) >= len(types) && s.err == nil {
@@ -442,11 +544,30 @@ func Inspect(b []byte) (*Info, error) {
 				funcs = append(funcs, ti)
 			}
 		case secMemory:
-			if n := s.u32(); n > 0 {
-				in.Memory, in.HasMemory = s.limits(), true
+			n := s.count()
+			for i := uint32(0); i < n && s.err == nil; i++ {
+				if l := s.limits(); i == 0 {
+					in.Memory, in.HasMemory = l, true
+				}
+			}
+		case secTable:
+			n := s.count()
+			for i := uint32(0); i < n && s.err == nil; i++ {
+				s.valueType()
+				s.limits()
+			}
+		case secElement:
+			n := s.count()
+			for i := uint32(0); i < n && s.err == nil; i++ {
+				s.elementSegment()
+			}
+		case secData:
+			n := s.count()
+			for i := uint32(0); i < n && s.err == nil; i++ {
+				s.dataSegment()
 			}
 		case secGlobal:
-			n := s.u32()
+			n := s.count()
 			for i := uint32(0); i < n && s.err == nil; i++ {
 				t := s.valueType()
 				mut := s.byte()
@@ -463,7 +584,7 @@ func Inspect(b []byte) (*Info, error) {
 				in.globals++
 			}
 		case secExport:
-			n := s.u32()
+			n := s.count()
 			for i := uint32(0); i < n && s.err == nil; i++ {
 				e := Export{Name: s.name()}
 				e.kind = s.byte()
@@ -480,7 +601,7 @@ func Inspect(b []byte) (*Info, error) {
 		case secDataCount:
 			s.u32()
 		case secCode:
-			n := s.u32()
+			n := s.count()
 			for i := uint32(0); i < n && s.err == nil; i++ {
 				fb := s.bytes(uint64(s.u32()))
 				if s.err != nil {
@@ -496,7 +617,7 @@ func Inspect(b []byte) (*Info, error) {
 				in.bodies = append(in.bodies, body)
 			}
 		}
-		parsed := id == secType || id == secImport || id == secFunction || id == secMemory || id == secGlobal || id == secExport || id == secStart || id == secCode || id == secDataCount
+		parsed := id != secCustom && id <= secDataCount
 		if s.err == nil && parsed && s.off != len(s.b) {
 			s.fail("%d bytes past the section's contents", len(s.b)-s.off)
 		}

@@ -284,15 +284,12 @@ func (h *Host) Load(ctx context.Context, def *schema.DefModule, code []byte) (*M
 	refuse := func(err error) (*Module, error) {
 		return nil, &hostError{msg: fmt.Sprintf("%v: %s (%s): %v", ErrRefused, def.Name, ref.Short(), err), wraps: []error{ErrRefused, err}}
 	}
-	fail := func(format string, args ...any) (*Module, error) {
-		return refuse(fmt.Errorf(format, args...))
-	}
 	info, err := Inspect(code)
 	if err != nil {
-		return fail("%v", err)
+		return refuse(err)
 	}
 	if err := h.checkABI(info, def, lim); err != nil {
-		return fail("%v", err)
+		return refuse(err)
 	}
 	rt, err := h.runtime(ctx, lim.MemoryPages)
 	if err != nil {
@@ -309,7 +306,7 @@ func (h *Host) Load(ctx context.Context, def *schema.DefModule, code []byte) (*M
 	}
 	if err := m.bindExports(); err != nil {
 		_ = compiled.Close(ctx)
-		return fail("%v", err)
+		return refuse(err)
 	}
 	// One instance now: a module whose start fails is refused at load.
 	inst, err := m.instantiate(ctx)
@@ -345,11 +342,18 @@ func (h *Host) checkABI(info *Info, def *schema.DefModule, lim Limits) error {
 	}
 	if len(refused) > 0 {
 		how := "a reducer module may import nothing"
-		if !h.opts.WASI {
-			if strings.HasPrefix(refused[0], "func "+WASIModule+".") {
-				how += " (it imports WASI: run with --wasi for a deterministic WASI, as Go's wasip1 and TinyGo modules need)"
-			}
-		} else {
+		onlyWASI := true
+		for _, im := range info.Imports {
+			onlyWASI = onlyWASI && im.Module == WASIModule && im.Kind == "func"
+		}
+		if !h.opts.WASI && onlyWASI {
+			// With WASI the host would run it: the refusal is the host's
+			// configuration, not the module's, and a journal must not
+			// depend on how the host was started.
+			how += " (it imports WASI: run with --wasi for a deterministic WASI, as Go's wasip1 and TinyGo modules need; the input fails, unjournaled, until then)"
+			return &hostError{msg: fmt.Sprintf("imports %s: %s", strings.Join(refused, ", "), how), wraps: []error{reducer.ErrIrreproducible}}
+		}
+		if h.opts.WASI {
 			how += " but the deterministic WASI's functions"
 		}
 		return fmt.Errorf("imports %s: %s", strings.Join(refused, ", "), how)

@@ -210,6 +210,11 @@ func TestRefusals(t *testing.T) {
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Load: %v; want it to say %q", err, tc.want)
 			}
+			// Only the refusal that the host's configuration decides
+			// (WASI not given) is not the module's, and not journaled.
+			if irr := errors.Is(err, reducer.ErrIrreproducible); irr != (tc.name == "a WASI import without WASI") {
+				t.Errorf("Load: %v: irreproducible %v", err, irr)
+			}
 		})
 	}
 }
@@ -541,5 +546,33 @@ func TestCompilePanic(t *testing.T) {
 		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "function 2: type 48 out of range") {
 			t.Errorf("%s: Load: %v; want a refusal", e.name, err)
 		}
+	}
+}
+
+// TestHugeVectors reads modules of a few bytes that declare billions of
+// elements, which wazero's decoder would allocate before reading them
+// (found by FuzzInspect: the process ran out of memory): Inspect refuses
+// them, so Load never hands them to wazero.
+func TestHugeVectors(t *testing.T) {
+	head := "\x00asm\x01\x00\x00\x00"
+	big := "\x80\x80\x80\x80\x08" // 2^31
+	section := func(id byte, body string) string { return string([]byte{id, byte(len(body))}) + body }
+	for _, tc := range []struct {
+		name, code, want string
+	}{
+		{"data segments", head + section(secData, big), "a vector of 2147483648 elements"},
+		{"elements", head + section(secElement, big), "a vector of 2147483648 elements"},
+		{"tables", head + section(secTable, big), "a vector of 2147483648 elements"},
+		{"a data segment's bytes", head + section(secData, "\x01\x01"+big), "past the end"},
+		{"function names", head + section(secCustom, "\x04name\x01\x05"+big), "name subsection 1: wasm: malformed module: at byte 5: a vector of 2147483648 elements"},
+		{"locals", head + section(secType, "\x01\x60\x00\x00") + section(secFunction, "\x01\x00") +
+			section(secCode, "\x01\x08\x01\xff\xff\xff\xff\x0f\x7f\x0b"), "4294967295 locals, more than the 50000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Inspect([]byte(tc.code))
+			if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Inspect: %v; want it refused: %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -42,6 +42,10 @@ const (
 	// bulkShift: a bulk memory or table instruction charges its length
 	// shifted right by bulkShift.
 	bulkShift = 4
+
+	// maxLocals is how many locals a function may declare, as the Web's
+	// engines allow: wazero allocates them all before it reads the code.
+	maxLocals = 50000
 )
 
 // Names of the exports Instrument adds.
@@ -103,11 +107,14 @@ var errUnknownInstruction = errors.New("an instruction this host does not run")
 func walkBody(b []byte, importedFuncs int) (funcBody, error) {
 	out := funcBody{code: b}
 	r := &reader{b: b}
-	out.groups = r.u32()
+	out.groups = r.count()
 	out.groupsAt = r.off
 	for i := uint32(0); i < out.groups && r.err == nil; i++ {
 		out.locals += uint64(r.u32())
 		r.valueType()
+	}
+	if out.locals > maxLocals {
+		return out, fmt.Errorf("%w: %d locals, more than the %d a function may have", ErrMalformed, out.locals, maxLocals)
 	}
 	out.codeAt = r.off
 	unknown := func(format string, args ...any) (funcBody, error) {
