@@ -82,12 +82,15 @@
 // Nothing of the machine. What a replay must have as the run had:
 //
 //   - the module's code (the manifest pins it by hash);
-//   - its limits: those of its defmodule are in the manifest; those given
-//     to the host (Options.Limits, the command line's --wasm-fuel and
-//     --wasm-memory) must be given again, and a step near a changed limit
-//     ends differently;
-//   - Options.WASI, for a module that imports WASI (without it the module
-//     is refused);
+//   - its limits: those of its defmodule are in the manifest (the command
+//     line's --wasm-fuel and --wasm-memory-pages are written there as the
+//     AIR loads: reducer.Registry.SetLimits); those given to the host
+//     (Options.Limits, Options.ModuleLimits) for modules whose defmodule
+//     sets none must be given again, or a step near a changed limit ends
+//     differently;
+//   - Options.WASI, for a module that imports WASI: without it the module
+//     is refused with an error that wraps reducer.ErrIrreproducible, so
+//     its input fails rather than journaling the refusal;
 //   - this package's fuel accounting and trap names: changing either
 //     changes what old journals replay to (the tests pin both).
 //
