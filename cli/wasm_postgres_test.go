@@ -86,7 +86,7 @@ func agentWithTally(t *testing.T) string {
 	m["schemas"] = append(m["schemas"].([]any), map[string]any{"name": "demo/TallyState@1"})
 	m["modules"] = append(m["modules"].([]any), map[string]any{"name": "demo/Tally@1"})
 	routing := m["routing"].(map[string]any)
-	routing["events"] = append(routing["events"].([]any), map[string]any{"event": "demiurge/ChatEvent@2", "reducer": "demo/Tally@1"})
+	routing["events"] = append(routing["events"].([]any), map[string]any{"event": "demiurge/ChatEvent@3", "reducer": "demo/Tally@1"})
 	if b, err = json.Marshal(m); err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
 // A tally of a chat's events, in AssemblyScript: routed the agent's
-// demiurge/ChatEvent@2 (examples/wasm/tally), it counts every event, the
+// demiurge/ChatEvent@3 (examples/wasm/tally), it counts every event, the
 // user's messages among them, and keeps the kind of the last one. It is a
 // WASM reducer beside the Go chat reducer in the same world.
 import { serve, Step, Val } from "./abi";
