@@ -382,15 +382,10 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 				}
 				fmt.Fprintf(w, "%s✗ %s: %s%s\n%s    %s\n", prefix, turn, c.Name, where, prefix, indent(c.Problem, prefix+"    "))
 			}
-			mismatch := false
 			for i, t := range run.Turns {
 				for _, e := range t.Errors {
 					fmt.Fprintf(w, "%sturn %d: %s\n", prefix, i+1, indent(e, prefix+"  "))
-					mismatch = mismatch || strings.Contains(e, "is not the recorded one")
 				}
-			}
-			if mismatch {
-				fmt.Fprintf(w, "%s(a model call is not the recorded one: what the tools or the prompt say now differs from the recording; fix what broke, or, if the new behaviour is right, record the case again with --record)\n", prefix)
 			}
 			fmt.Fprintf(w, "%sworld %s: %s ui · %s trace --world %s", prefix, run.World, o.Command, o.Command, run.World)
 			if n := len(run.Turns); n > 0 && run.Turns[n-1].Seq > 0 {

@@ -178,7 +178,9 @@ func TestRecordAndReplay(t *testing.T) {
 		"✗ turn 1: file_equals notes/hello.md",
 		"the workspace has no file notes/hello.md",
 		"model call 2 is not the recorded one",
-		"use a loose cassette (demiurge eval --cassette-loose)",
+		"Case write-note now makes a model call its cassette did not record. If a tool, the prompt or the manifest broke, fix it; " +
+			"if the new behaviour is right, record the case again with its model (demiurge eval " + s.Dir + " --case write-note --record " + tapes + ", with the model's key)",
+		"demiurge eval --cassette-loose answers from the recording all the same.",
 		"world eval-broken.write-note.gpt-5-mini: demiurge ui · demiurge trace --world eval-broken.write-note.gpt-5-mini · demiurge fork --world eval-broken.write-note.gpt-5-mini --at ",
 	} {
 		if !strings.Contains(text.String(), want) {

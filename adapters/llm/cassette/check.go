@@ -44,6 +44,10 @@ type Mismatch struct {
 	// names: the command and flag of the program that plays it
 	// ("demiurge eval --cassette-loose"); "" is DefaultLooseHint.
 	LooseHint string
+	// Advice, if set, replaces the sentence Error ends with (how to
+	// replay the recording, make the cassette loose, or record again):
+	// the program's own advice (Options.Advice).
+	Advice string
 }
 
 // PartDiff is one part of a request that differs from the recorded one.
@@ -84,6 +88,10 @@ func (m *Mismatch) Error() string {
 		return b.String()
 	}
 	m.parts(&b)
+	if m.Advice != "" {
+		b.WriteString(m.Advice)
+		return b.String()
+	}
 	fmt.Fprintf(&b, "To replay this recording, send the messages it recorded (demiurge trace %s shows them) in a new world; "+
 		"to go on with the recorded answers anyway, use a loose cassette (%s); "+
 		"if the tools now say something else, record the session again.", m.Dir, cmp.Or(m.LooseHint, DefaultLooseHint))
@@ -201,7 +209,7 @@ func readRequest(ctx context.Context, g cas.Getter, params schema.Value) (*llm.R
 // check compares the request of a call with params (its blobs in g) with
 // the recorded request of answer k; it returns nil when they match.
 func (c *Cassette) check(ctx context.Context, k int, recorded schema.Value, g cas.Getter, params schema.Value) *Mismatch {
-	m := &Mismatch{Dir: c.dir, Call: k + 1, LooseHint: c.opts.LooseHint}
+	m := &Mismatch{Dir: c.dir, Call: k + 1, LooseHint: c.opts.LooseHint, Advice: c.opts.Advice}
 	if recorded == nil {
 		m.Err = fmt.Errorf("the recording has no request for answer %d", k+1)
 		return m

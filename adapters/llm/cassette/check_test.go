@@ -355,3 +355,21 @@ func TestOtherWorld(t *testing.T) {
 		})
 	}
 }
+
+// TestMismatchAdvice: a program's own advice ends the error in place of
+// the default one.
+func TestMismatchAdvice(t *testing.T) {
+	m := &Mismatch{Dir: "DIR", Call: 2, Total: 1, Parts: []PartDiff{{Part: "system prompt", Brief: "the system prompt", Diff: "--- recorded\n+++ this run\n-a\n+b\n"}}}
+	def := m.Error()
+	if !strings.Contains(def, "To replay this recording") || !strings.Contains(def, DefaultLooseHint) {
+		t.Errorf("default advice missing:\n%s", def)
+	}
+	m.Advice = "Record case x again: prog --record D."
+	got := m.Error()
+	if !strings.HasSuffix(got, "\nRecord case x again: prog --record D.") && !strings.HasSuffix(got, " Record case x again: prog --record D.") {
+		t.Errorf("the error does not end with the advice:\n%s", got)
+	}
+	if strings.Contains(got, "To replay this recording") || !strings.Contains(got, "system prompt:\n--- recorded") {
+		t.Errorf("advice error:\n%s", got)
+	}
+}
