@@ -279,7 +279,21 @@ func renameWorld(r *llm.Request, from, to string) *llm.Request {
 // part is one part of a request, rendered for comparison; brief names it
 // in a few words (PartDiff.Brief).
 type part struct {
-	key, name, brief, text string
+	key, name, brief string
+	// raw is the part's bytes when it has them (a tool, a transcript
+	// item): two parts with the same bytes are the same, and are not
+	// rendered; render renders it (once, into text) when they differ.
+	raw    []byte
+	text   string
+	render func() string
+}
+
+// str returns the part rendered.
+func (p *part) str() string {
+	if p.render != nil {
+		p.text, p.render = p.render(), nil
+	}
+	return p.text
 }
 
 // missing is the brief of a part only one request has: "an extra user
@@ -319,49 +333,64 @@ func missing(brief, adj string) string {
 // cassette answers for any model.
 func compare(rec, got *llm.Request) []PartDiff {
 	names := map[string]bool{}
-	for _, r := range []*llm.Request{rec, got} {
-		for _, t := range r.Tools {
-			names[toolName(t)] = true
-		}
+	recNames, gotNames := toolNames(rec.Tools), toolNames(got.Tools)
+	for _, n := range append(slices.Clip(recNames), gotNames...) {
+		names[n] = true
 	}
-	a, b := parts(rec, names), parts(got, names)
+	a, b := parts(rec, recNames, names), parts(got, gotNames, names)
 	var out []PartDiff
 	seen := map[string]bool{}
-	bi := map[string]part{}
-	for _, p := range b {
-		bi[p.key] = p
+	bi := map[string]*part{}
+	for i := range b {
+		bi[b[i].key] = &b[i]
 	}
 	add := func(name, brief, x, y string) {
 		out = append(out, PartDiff{Part: name, Brief: brief, Diff: lineDiff(x, y)})
 	}
-	for _, p := range a {
+	for i := range a {
+		p := &a[i]
 		seen[p.key] = true
 		q, ok := bi[p.key]
 		switch {
 		case !ok:
-			add(p.name, missing(p.brief, "a missing "), p.text, "(none)\n")
-		case p.text != q.text:
-			add(q.name, q.brief, p.text, q.text)
+			add(p.name, missing(p.brief, "a missing "), p.str(), "(none)\n")
+		case p.raw != nil && bytes.Equal(p.raw, q.raw):
+			// The same bytes: the same part, not rendered.
+		case p.str() != q.str():
+			add(q.name, q.brief, p.str(), q.str())
 		}
 	}
-	for _, q := range b {
-		if !seen[q.key] {
-			add(q.name, missing(q.brief, "an extra "), "(none)\n", q.text)
+	for i := range b {
+		if q := &b[i]; !seen[q.key] {
+			add(q.name, missing(q.brief, "an extra "), "(none)\n", q.str())
 		}
+	}
+	return out
+}
+
+// toolNames returns the names of tools, in order.
+func toolNames(tools []json.RawMessage) []string {
+	out := make([]string, len(tools))
+	for i, t := range tools {
+		out[i] = toolName(t)
 	}
 	return out
 }
 
 // parts renders a request's parts in request order; tools is the names
 // of the tools of both requests.
-func parts(r *llm.Request, tools map[string]bool) []part {
+func parts(r *llm.Request, names []string, tools map[string]bool) []part {
 	var out []part
 	out = append(out, part{key: "instructions", name: "system prompt", brief: "the system prompt", text: text(ownPrompt(r.Instructions, tools))})
-	ts := slices.Clone(r.Tools)
-	sort.SliceStable(ts, func(i, j int) bool { return toolName(ts[i]) < toolName(ts[j]) })
-	for _, t := range ts {
-		n := toolName(t)
-		out = append(out, part{key: "tool " + n, name: "tool " + n, brief: "the tool " + n, text: render(stripDescriptions(decode(t)))})
+	order := make([]int, len(r.Tools))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool { return names[order[i]] < names[order[j]] })
+	for _, i := range order {
+		n, t := names[i], r.Tools[i]
+		out = append(out, part{key: "tool " + n, name: "tool " + n, brief: "the tool " + n, raw: t,
+			render: func() string { return render(stripDescriptions(decode(t))) }})
 	}
 	if r.ToolChoice != nil {
 		out = append(out, part{key: "tool_choice", name: "tool_choice", brief: "the tool choice", text: fmt.Sprintf("%s %s\n", r.ToolChoice.Kind, r.ToolChoice.Name)})
@@ -371,23 +400,35 @@ func parts(r *llm.Request, tools map[string]bool) []part {
 			text: render(map[string]any{"name": f.JSONSchema.Name, "schema_json": f.JSONSchema.SchemaJSON, "strict": f.JSONSchema.Strict})})
 	}
 	for i, it := range r.Items {
-		v := decode(it)
-		m, _ := v.(map[string]any)
-		kind, _ := m["type"].(string)
-		role, _ := m["role"].(string)
+		var h struct {
+			Type   any `json:"type"`
+			Role   any `json:"role"`
+			CallID any `json:"call_id"`
+		}
+		_ = json.Unmarshal(it, &h)
+		kind, _ := h.Type.(string)
+		role, _ := h.Role.(string)
 		name := kind
+		output := false
 		switch {
 		case kind == "" || kind == "message":
 			name = role + " message"
 		case strings.HasSuffix(kind, "_output"):
-			v = maskRefs(v)
+			output = true
 			fallthrough
 		default:
-			if id, ok := m["call_id"].(string); ok {
+			if id, ok := h.CallID.(string); ok {
 				name += " " + id
 			}
 		}
-		out = append(out, part{key: "item " + strconv.Itoa(i), name: fmt.Sprintf("transcript item %d (%s)", i+1, name), brief: itemBrief(kind, role), text: render(v)})
+		out = append(out, part{key: "item " + strconv.Itoa(i), name: fmt.Sprintf("transcript item %d (%s)", i+1, name), brief: itemBrief(kind, role), raw: it,
+			render: func() string {
+				v := decode(it)
+				if output {
+					v = maskRefs(v)
+				}
+				return render(v)
+			}})
 	}
 	return out
 }
