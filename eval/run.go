@@ -500,7 +500,7 @@ func (cr *caseRun) turn(ctx context.Context, i int, t Turn) (*subject, error) {
 	s := &subject{readFile: cr.readFile, judge: cr.judge}
 	tr := TurnResult{User: t.User}
 	var end *agent.TurnEnd
-	var errs []string
+	var errs, notices []string
 	var direct []call
 	started := map[string]int{} // call id → index in direct
 	rounds := map[uint64]bool{}
@@ -539,6 +539,8 @@ func (cr *caseRun) turn(ctx context.Context, i int, t Turn) (*subject, error) {
 			}
 		case agent.TurnError:
 			errs = append(errs, e.Text)
+		case agent.Notice:
+			notices = append(notices, e.Text)
 		case agent.GuardStop:
 			errs = append(errs, "stopped: "+e.Reason)
 		case agent.TurnEnd:
@@ -570,7 +572,7 @@ func (cr *caseRun) turn(ctx context.Context, i int, t Turn) (*subject, error) {
 	tr.Rounds, tr.Usage, tr.CostMicroUSD, tr.Duration = s.rounds, end.Usage, s.cost, Duration(s.latency)
 	tr.CallsCostUnknown, tr.CallsUsageUnknown = s.costUnknown, s.usageUnknown
 	tr.ToolCalls = len(direct)
-	tr.Errors = errs
+	tr.Errors, tr.Notices = errs, notices
 	if ctx.Err() != nil {
 		if cause := context.Cause(ctx); cause != nil {
 			tr.Errors = append(tr.Errors, cause.Error())
