@@ -110,6 +110,13 @@ func (m *Mismatch) Warning() string {
 		return fmt.Sprintf("cassette %s: model call %d differs from the recording in the chat's earlier turns (%d transcript %s); answering with the recorded answer",
 			m.Dir, m.Call, m.Earlier, plural(m.Earlier, "item", "items"))
 	}
+	return fmt.Sprintf("cassette %s: model call %d differs from the recording in %s; answering with the recorded answer", m.Dir, m.Call, m.what())
+}
+
+// what names the parts that differ in a few words: "a tool output",
+// "the system prompt and a user message", "the tool bash, a tool output
+// and 2 more parts".
+func (m *Mismatch) what() string {
 	var briefs []string
 	for _, p := range m.Parts {
 		if p.Brief != "" && !slices.Contains(briefs, p.Brief) {
@@ -123,7 +130,7 @@ func (m *Mismatch) Warning() string {
 	if n := len(briefs); n > 1 {
 		what = strings.Join(briefs[:n-1], ", ") + " and " + briefs[n-1]
 	}
-	return fmt.Sprintf("cassette %s: model call %d differs from the recording in %s; answering with the recorded answer", m.Dir, m.Call, what)
+	return what
 }
 
 // Diff says what differs, part by part, with a line diff of each (or why
@@ -173,7 +180,11 @@ func (m *Mismatch) parts(b *strings.Builder) {
 	if m.Total != 1 {
 		what, verb = "parts", "differ"
 	}
-	fmt.Fprintf(b, "%d %s of its request %s from the recording's (the recorded answer answers the recorded request)\n", m.Total, what, verb)
+	fmt.Fprintf(b, "%d %s of its request %s from the recording's", m.Total, what, verb)
+	if w := m.what(); w != "" {
+		fmt.Fprintf(b, ", %s", w)
+	}
+	fmt.Fprintf(b, " (the recorded answer answers the recorded request)\n")
 	for _, p := range m.Parts {
 		fmt.Fprintf(b, "%s:\n%s", p.Part, p.Diff)
 	}

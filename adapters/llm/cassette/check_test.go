@@ -113,7 +113,7 @@ func TestStrict(t *testing.T) {
 		}), nil},
 		{"the tools' own prompt changed", with(func(r *request) { r.instructions = prompt + "Echo now says it twice.\n" }), nil},
 		{"another user message", with(func(r *request) { r.messages[0] = `{"role":"user","content":"bye"}` }), []string{
-			"cassette DIR: model call 1 is not the recorded one: 1 part of its request differs from the recording's",
+			"cassette DIR: model call 1 is not the recorded one: 1 part of its request differs from the recording's, a user message (the recorded answer answers the recorded request)\n",
 			"transcript item 1 (user message):\n--- recorded\n+++ this run\n@@ -1,2 +1,2 @@\n-content: \"hi\"\n+content: \"bye\"\n role: \"user\"\n",
 			"To replay this recording, send the messages it recorded (demiurge trace DIR shows them)",
 			"demiurge run --cassette-loose, agent.CassetteLoose",
