@@ -333,6 +333,7 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	defer l.handOff() // whatever this request read of the turn, the rest runs
 	key := turnKey{l.world, l.chat, l.request}
 	ref := responseRef{World: key.world, Chat: key.chat, Turn: key.request, Created: time.Now().Unix()}
 	id := encodeID("chatcmpl-", ref)

@@ -136,9 +136,18 @@ type Server struct {
 	handover context.Context
 	handOver context.CancelFunc
 
-	// testWritten, set by benchmarks only, is told when each event of a
-	// turn this process runs reached the server, as a stream writes it.
-	testWritten func(at time.Time)
+	// testWritten, set by benchmarks only, is told, for each event of a
+	// turn this process runs that a stream wrote, when it reached the
+	// server (its turn's stream yielded it) and when the stream had
+	// flushed it to the client's connection; end says it is the TurnEnd.
+	testWritten func(key turnKey, at, flushed time.Time, end bool)
+	// testStarted, set by benchmarks only, is told when the request that
+	// began a turn reached its handler.
+	testStarted func(key turnKey, start time.Time)
+	// testNoPull, set by benchmarks only, runs every turn's stream in a
+	// goroutine of its own from its start, as on PostgreSQL: the design
+	// before readers pulled the stream, measured beside it.
+	testNoPull bool
 }
 
 // turnKey names a turn: its world, chat and request id.
