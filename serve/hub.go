@@ -37,16 +37,18 @@ func (s *Server) begin(ctx context.Context, w *agent.World, id string, stream fu
 	}
 	s.turns.Add(1)
 	s.mu.Unlock()
+	release := s.hold(w.Name()) // the world stays open while its turn runs here
 	c := s.chat(w, id)
 	began := time.Now()
 	if s.opts.Postgres != nil || s.testNoPull {
-		return s.beginGoroutine(ctx, w, c, began, stream)
+		return s.beginGoroutine(ctx, w, c, began, stream, release)
 	}
 	next, stop := iter.Pull2(stream(s.run))
 	e, err, ok := next()
 	at := time.Now()
 	if err != nil || !ok {
 		stop()
+		release()
 		s.turns.Done()
 		if err == nil {
 			err = errors.New("the turn's stream ended before it began")
@@ -57,7 +59,7 @@ func (s *Server) begin(ctx context.Context, w *agent.World, id string, stream fu
 	l := newTurnLog(key.world, key.chat, key.request)
 	l.began = began
 	l.inAgent = at.Sub(began)
-	l.drv = &driver{next: next, stop: stop, observe: s.metrics.observe, finished: func(err error) { s.turnFinished(key, err) }}
+	l.drv = &driver{next: next, stop: stop, observe: s.metrics.observe, finished: func(err error) { s.turnFinished(key, err); release() }}
 	s.mu.Lock()
 	s.logs[key] = l
 	s.running[key] = true
@@ -80,12 +82,13 @@ func (s *Server) turnFinished(key turnKey, err error) {
 
 // beginGoroutine is begin with a goroutine of its own that ranges over
 // the turn's stream into the log.
-func (s *Server) beginGoroutine(ctx context.Context, w *agent.World, c *agent.Chat, began time.Time, stream func(context.Context) iter.Seq2[agent.Event, error]) (*turnLog, error) {
+func (s *Server) beginGoroutine(ctx context.Context, w *agent.World, c *agent.Chat, began time.Time, stream func(context.Context) iter.Seq2[agent.Event, error], release func()) (*turnLog, error) {
 	id := c.ID()
 	started := make(chan *turnLog, 1)
 	failed := make(chan error, 1)
 	go func() {
 		defer s.turns.Done()
+		defer release()
 		var l *turnLog
 		var key turnKey
 		for e, err := range stream(s.run) {

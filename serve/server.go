@@ -36,6 +36,10 @@ const (
 	// memory for the clients that resume its stream (after that, they
 	// are read from the journal).
 	DefaultKeep = 2 * time.Minute
+	// DefaultWorldIdle is how long a world nobody uses stays open.
+	DefaultWorldIdle = 5 * time.Minute
+	// DefaultMaxWorlds is how many worlds nobody uses stay open at most.
+	DefaultMaxWorlds = 64
 )
 
 // Options configure New.
@@ -100,6 +104,16 @@ type Options struct {
 	// Keep is how long a turn's events stay in memory once it ended
 	// (default DefaultKeep).
 	Keep time.Duration
+	// WorldIdle is how long a world stays open once nothing uses it (no
+	// request, no turn this process runs or follows): then it closes,
+	// and opens again on the next request that names it (default
+	// DefaultWorldIdle).
+	WorldIdle time.Duration
+	// MaxWorlds bounds the worlds that stay open while nothing uses them:
+	// beyond it, those unused longest close at once (default
+	// DefaultMaxWorlds). Worlds in use are never closed, so the open
+	// worlds are at most MaxWorlds plus those in use.
+	MaxWorlds int
 	// Log receives the access log (a line per request) and what goes
 	// wrong; nil discards them. No token, password or message text is
 	// logged.
@@ -161,6 +175,14 @@ type openWorld struct {
 	ready chan struct{}
 	w     *agent.World
 	err   error
+
+	// Under Server.mu: users counts what uses the world now (requests,
+	// turns this process runs or follows), used is when the last of them
+	// let go, and closing, once set, is closed when the world has closed
+	// (it is evicted: see Server.evict).
+	users   int
+	used    time.Time
+	closing chan struct{}
 }
 
 // New returns a server of the agent at opts.Manifest. It checks the
@@ -188,11 +210,14 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		d   *time.Duration
 		def time.Duration
 	}{{&opts.WriteTimeout, DefaultWriteTimeout}, {&opts.HeaderTimeout, DefaultHeaderTimeout}, {&opts.ReadTimeout, DefaultReadTimeout},
-		{&opts.IdleTimeout, DefaultIdleTimeout}, {&opts.Heartbeat, DefaultHeartbeat}, {&opts.Grace, DefaultGrace}, {&opts.Keep, DefaultKeep}}
+		{&opts.IdleTimeout, DefaultIdleTimeout}, {&opts.Heartbeat, DefaultHeartbeat}, {&opts.Grace, DefaultGrace}, {&opts.Keep, DefaultKeep}, {&opts.WorldIdle, DefaultWorldIdle}}
 	for _, d := range defaults {
 		if *d.d <= 0 {
 			*d.d = d.def
 		}
+	}
+	if opts.MaxWorlds <= 0 {
+		opts.MaxWorlds = DefaultMaxWorlds
 	}
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = DefaultMaxBody
@@ -409,6 +434,13 @@ func (s *Server) Close() error {
 	var errs []error
 	for _, ow := range worlds {
 		<-ow.ready
+		s.mu.Lock()
+		evicted := ow.closing
+		s.mu.Unlock()
+		if evicted != nil {
+			<-evicted // the sweep closes it
+			continue
+		}
 		if ow.w != nil {
 			errs = append(errs, ow.w.Close())
 		}
@@ -418,9 +450,9 @@ func (s *Server) Close() error {
 }
 
 // sweep drops the logs of turns that ended more than Keep ago and have no
-// reader.
+// reader, and closes the worlds nothing uses (evict).
 func (s *Server) sweep() {
-	t := time.NewTicker(max(s.opts.Keep/4, 10*time.Millisecond))
+	t := time.NewTicker(max(min(s.opts.Keep, s.opts.WorldIdle)/4, 10*time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
@@ -438,5 +470,6 @@ func (s *Server) sweep() {
 			}
 		}
 		s.mu.Unlock()
+		s.evict()
 	}
 }
