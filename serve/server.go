@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -429,7 +431,7 @@ func (s *Server) Close() error {
 	s.closed, s.draining = true, true
 	close(s.closing)
 	s.handOver()
-	worlds := s.worlds
+	worlds := slices.Collect(maps.Values(s.worlds)) // evict may delete from the map meanwhile
 	s.mu.Unlock()
 	var errs []error
 	for _, ow := range worlds {
