@@ -497,3 +497,56 @@ func inUse() uint64 {
 	runtime.ReadMemStats(&m)
 	return m.HeapInuse + m.StackInuse
 }
+
+// BenchmarkServeManyWorlds: clients name many worlds, one after another
+// (each made and opened by POST /v1/worlds, then unused): the memory the
+// server holds after them (heap and stacks in use, over that before),
+// with the defaults' eviction bound (MaxWorlds 16 here) and without one
+// (every world stays open), side by side.
+func BenchmarkServeManyWorlds(b *testing.B) {
+	const worlds = 200
+	for _, c := range []struct {
+		name string
+		max  int
+	}{{"max=16", 16}, {"unbounded", 1 << 30}} {
+		b.Run(c.name, func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				st, opts, done := benchWorld(b)
+				srv, err := New(b.Context(), Options{Manifest: manifest, Agent: opts, Storage: st, Rate: -1,
+					MaxWorlds: c.max, WorldIdle: time.Hour, Keep: 40 * time.Millisecond})
+				if err != nil {
+					b.Fatal(err)
+				}
+				hs := httptest.NewServer(srv.Handler())
+				before := inUse()
+				b.StartTimer()
+				for i := range worlds {
+					resp, err := http.Post(hs.URL+"/v1/worlds", "application/json", strings.NewReader(fmt.Sprintf(`{"world": "w%d"}`, i)))
+					if err != nil {
+						b.Fatal(err)
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusCreated {
+						b.Fatalf("world w%d: %s", i, resp.Status)
+					}
+				}
+				b.StopTimer()
+				for deadline := time.Now().Add(30 * time.Second); len(srv.openWorlds()) > c.max && time.Now().Before(deadline); {
+					time.Sleep(10 * time.Millisecond)
+				}
+				open := len(srv.openWorlds())
+				after := inUse()
+				b.ReportMetric(float64(open), "open-worlds")
+				b.ReportMetric(float64(int64(after)-int64(before))/1024, "KB-held")
+				b.ReportMetric(float64(int64(after)-int64(before))/1024/worlds, "KB-held/world-named")
+				hs.CloseClientConnections()
+				hs.Close()
+				srv.Close()
+				done()
+				b.StartTimer()
+			}
+		})
+	}
+}
