@@ -106,7 +106,35 @@ const (
 	srcOpenAIReason  = "https://platform.openai.com/docs/guides/reasoning"
 	srcDeepSeek      = "https://api-docs.deepseek.com/quick_start/pricing"
 	srcDeepSeekThink = "https://api-docs.deepseek.com/guides/thinking_mode"
+	srcClaudeModels  = "https://platform.claude.com/docs/en/about-claude/models/overview"
+	srcClaudePricing = "https://platform.claude.com/docs/en/about-claude/pricing"
+	srcGeminiModels  = "https://ai.google.dev/gemini-api/docs/models"
+	srcGeminiPricing = "https://ai.google.dev/gemini-api/docs/pricing"
 )
+
+// claude is an Anthropic model on the Messages API (API version
+// 2026-10-21, which takes no temperature): it reasons (extended or
+// adaptive thinking, with an effort), and caches the prompt with cache
+// writes priced apart (1.25× the input price for the 5-minute cache).
+// Its price is US dollars per million tokens: input, cache read, cache
+// write, output.
+func claude(name string, window, maxOut uint64, input, read, write, output float64) Model {
+	m := Model{Name: name, Reasoning: true, ChatTokenLimit: MaxTokens, ReasoningEffort: true,
+		ContextWindow: window, MaxOutputTokens: maxOut,
+		Source: srcClaudeModels + "; " + srcClaudePricing, AsOf: "2026-11-29"}
+	if !strings.HasSuffix(name, "*") {
+		m.Price = &Price{Input: usd(input), CachedInput: usd(read), CacheWrite: usd(write), Output: usd(output)}
+	}
+	return m
+}
+
+// gemini is a Google Gemini model on the Gemini API that thinks (thinking
+// level or budget) and takes a temperature.
+func gemini(name string, window, maxOut uint64, p *Price) Model {
+	return Model{Name: name, Reasoning: true, ChatTokenLimit: MaxTokens, Temperature: true, ReasoningEffort: true,
+		ContextWindow: window, MaxOutputTokens: maxOut, Price: p,
+		Source: srcGeminiModels + "; " + srcGeminiPricing, AsOf: "2026-11-29"}
+}
 
 // openAIChat is an OpenAI model that does not reason: it takes max_tokens
 // (and max_completion_tokens), a temperature, and no reasoning settings.
@@ -169,6 +197,41 @@ var Models = []Model{
 	// the two above): the same rules, prices unknown.
 	{Name: "deepseek-*", ChatTokenLimit: MaxTokens, Temperature: true, ReasoningEcho: "reasoning_content",
 		Source: srcDeepSeek + "; " + srcDeepSeekThink, AsOf: "2025-12-01"},
+
+	// Anthropic (the Messages API, --llm anthropic): each model's page
+	// (platform.claude.com/docs/en/models/NAME/overview) gives its window,
+	// output limit and price; a cache read costs 0.1× the input price, a
+	// 5-minute cache write 1.25×.
+	claude("claude-fable-5-2", 1_000_000, 128_000, 8, 0.80, 10, 40),
+	claude("claude-fable-5-1", 1_000_000, 128_000, 10, 1, 12.5, 50),
+	claude("claude-fable-5", 1_000_000, 128_000, 10, 1, 12.5, 50),
+	claude("claude-opus-5-5", 1_000_000, 128_000, 4, 0.40, 5, 20),
+	claude("claude-opus-5", 1_000_000, 128_000, 5, 0.50, 6.25, 25),
+	claude("claude-sonnet-5-5", 1_000_000, 128_000, 2, 0.20, 2.5, 10),
+	claude("claude-sonnet-5", 1_000_000, 128_000, 2, 0.20, 2.5, 10),
+	claude("claude-opus-4-8", 1_000_000, 128_000, 5, 0.50, 6.25, 25),
+	claude("claude-opus-4-6", 1_000_000, 128_000, 5, 0.50, 6.25, 25),
+	claude("claude-sonnet-4-6", 1_000_000, 128_000, 3, 0.30, 3.75, 15),
+	claude("claude-opus-4-5", 200_000, 64_000, 5, 0.50, 6.25, 25),
+	claude("claude-sonnet-4-5", 200_000, 64_000, 3, 0.30, 3.75, 15),
+	claude("claude-haiku-4-5", 200_000, 64_000, 1, 0.10, 1.25, 5),
+	claude("claude-*", 200_000, 64_000, 0, 0, 0, 0),
+
+	// Google Gemini (the Gemini API, --llm gemini). Prices at the
+	// standard tier for prompts up to 200K tokens.
+	gemini("gemini-3.5-flash", 1_048_576, 65_536, price(1.50, 0.15, 9)),
+	gemini("gemini-3.5-flash-lite", 1_048_576, 65_536, price(0.30, 0.03, 2.50)),
+	gemini("gemini-3.1-pro-preview", 1_048_576, 65_536, price(2, 0.20, 12)),
+	gemini("gemini-3-pro-preview", 1_048_576, 65_536, price(2, 0.20, 12)),
+	gemini("gemini-3-flash-preview", 1_048_576, 65_536, price(0.50, 0.05, 3)),
+	gemini("gemini-2.5-pro", 1_048_576, 65_536, price(1.25, 0.125, 10)),
+	gemini("gemini-2.5-flash", 1_048_576, 65_536, price(0.30, 0.03, 2.50)),
+	gemini("gemini-2.5-flash-lite", 1_048_576, 65_536, price(0.10, 0.01, 0.40)),
+	gemini("gemini-3*", 1_048_576, 65_536, nil),
+	gemini("gemini-2.5*", 1_048_576, 65_536, nil),
+	// Older Gemini models do not think.
+	{Name: "gemini-*", ChatTokenLimit: MaxTokens, Temperature: true,
+		Source: srcGeminiModels, AsOf: "2026-11-29"},
 }
 
 // UnknownModel is the capability of a model the table does not know (an
@@ -210,7 +273,7 @@ func isAzureHost(h string) bool {
 	return false
 }
 
-var datedSnapshot = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`-(\d{4}-\d{2}-\d{2}|\d{4})$`) })
+var datedSnapshot = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`-(\d{4}-\d{2}-\d{2}|\d{8}|\d{4})$`) })
 
 // lookupModel finds name in table: the entry of that name, else the entry
 // of its undated name ("gpt-4o-2024-08-06" → "gpt-4o"), else the longest
