@@ -149,3 +149,57 @@ func BenchmarkPut(b *testing.B) {
 	b.ReportMetric(float64(len(Split(data))), "chunks/MiB")
 	_ = fmt.Sprint
 }
+
+// TestPutParts: a blob stored as parts reads back whole; the next blob,
+// which extends it, stores only its new parts when the store holds the
+// first one's index, and every part again when it does not.
+func TestPutParts(t *testing.T) {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(3, 4))
+	var parts [][]byte
+	var sums []cas.Ref
+	add := func(n int) {
+		for range n {
+			b := randomText(r, 1+r.IntN(300))
+			parts = append(parts, b)
+			sums = append(sums, cas.Sum(b))
+		}
+	}
+	st := &countingStore{Memory: cas.NewMemory()}
+	var w Writer
+	var base Stored
+	for round := range 40 {
+		add(1 + round%3)
+		before := st.newBytes
+		s, err := w.PutParts(ctx, st, base, parts, sums)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Get(ctx, st, s.Ref)
+		if err != nil || !bytes.Equal(got, bytes.Join(parts, nil)) {
+			t.Fatalf("round %d: round trip %v", round, err)
+		}
+		newParts := 0
+		for _, b := range parts[len(base.chunks):] {
+			newParts += len(b)
+		}
+		// The new parts, the index and at most one full chunk node of
+		// the list (each under 400 bytes).
+		if n := st.newBytes - before; round > 0 && n > newParts+1200 {
+			t.Fatalf("round %d stored %d bytes for %d bytes of new parts", round, n, newParts)
+		}
+		base = s
+	}
+	// A store without the base's index gets every part.
+	other := &countingStore{Memory: cas.NewMemory()}
+	s, err := w.PutParts(ctx, other, base, parts, sums)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Get(ctx, other, s.Ref); err != nil || !bytes.Equal(got, bytes.Join(parts, nil)) {
+		t.Fatalf("fresh store: round trip %v", err)
+	}
+	if _, err := w.PutParts(ctx, other, base, parts, sums[1:]); err == nil {
+		t.Fatal("parts and sums of different lengths were taken")
+	}
+}
