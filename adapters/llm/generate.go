@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -33,6 +34,9 @@ type call struct {
 	apiKey    string
 	resp      responses.ResponseNewParams    // ProviderResponses
 	chat      openai.ChatCompletionNewParams // ProviderChat
+	body      *splicedBody                   // the native providers
+	session   *nativeSession                 // the chat's native session
+	beta      string                         // ProviderAnthropic: the anthropic-beta header
 	onDelta   func(string)
 	delivered bool // a delta reached onDelta: a retry would repeat text
 }
@@ -47,16 +51,30 @@ func (c *call) deliver(text string) {
 
 // parse reads a complete (non-stream) response body of the call's provider.
 func (c *call) parse(body []byte) (parsed, error) {
-	if c.provider == ProviderChat {
+	switch c.provider {
+	case ProviderChat:
 		return parseChatBody(body)
+	case ProviderAnthropic:
+		return parseAnthropicBody(body)
+	case ProviderGemini:
+		return parseGeminiBody(body)
 	}
 	return parseResponsesBody(body)
 }
 
 // exchange is the evidence of one attempt.
 type exchange struct {
-	request  []byte // the request body sent
-	response []byte // the response body (stream: the final object, or the bytes read before it failed)
+	request  []byte       // the request body sent (OpenAI's providers)
+	body     *splicedBody // the request body sent (the native providers)
+	response []byte       // the response body (stream: the final object, or the bytes read before it failed)
+}
+
+// requestBytes returns the request body sent.
+func (ex exchange) requestBytes() []byte {
+	if ex.body != nil {
+		return ex.body.bytes()
+	}
+	return ex.request
 }
 
 // Generate makes one model call: it reads the transcript from the message
@@ -128,7 +146,7 @@ func (g *Generator) Generate(ctx context.Context, blobs Blobs, p Params, apiKey 
 			return Receipt{}, fmt.Errorf("llm: %s: call abandoned after %d attempt(s): %w", c.provider, attempts, err)
 		}
 	}
-	return g.record(ctx, blobs, p, apiKey, ex, res, attempts, failed)
+	return g.record(ctx, blobs, c, p, apiKey, ex, res, attempts, failed)
 }
 
 // failedAttempt records an attempt that failed and is retried, with its
@@ -155,8 +173,8 @@ func (g *Generator) prepare(ctx context.Context, blobs Blobs, p Params, apiKey s
 	if c.provider == "" {
 		c.provider = g.cfg.Provider
 	}
-	if c.provider != ProviderResponses && c.provider != ProviderChat {
-		return nil, invalidf("provider %q is not %q or %q", p.Provider, ProviderResponses, ProviderChat)
+	if !slices.Contains(Providers, c.provider) {
+		return nil, invalidf("provider %q is not one of %s", p.Provider, strings.Join(Providers, ", "))
 	}
 	if p.Model == "" {
 		return nil, invalidf("model is empty: name the provider's model, such as \"gpt-5-mini\"")
@@ -173,7 +191,7 @@ func (g *Generator) prepare(ctx context.Context, blobs Blobs, p Params, apiKey s
 		}
 		p.Instructions = &text
 	}
-	if az := g.cfg.Azure; az != nil {
+	if az := g.cfg.Azure; az != nil && !isNative(c.provider) {
 		p.Model = az.deployment(p.Model) // Azure's model field names the deployment
 	}
 	refs := p.MessageRefs
@@ -184,17 +202,24 @@ func (g *Generator) prepare(ctx context.Context, blobs Blobs, p Params, apiKey s
 		}
 		refs = append(slices.Clip(refs), more...)
 	}
+	var tools []tool
+	if p.ToolsRef != nil {
+		var err error
+		if tools, err = g.tools.load(ctx, blobs, *p.ToolsRef); err != nil {
+			return nil, err
+		}
+	}
+	switch c.provider {
+	case ProviderAnthropic:
+		return c, g.prepareAnthropic(ctx, blobs, c, p, refs, tools)
+	case ProviderGemini:
+		return c, g.prepareGemini(ctx, blobs, c, p, refs, tools)
+	}
 	items, err := loadTranscript(ctx, blobs, refs, &g.messages)
 	if err != nil {
 		return nil, err
 	}
 	items = shrinkItems(items, g.cfg.MaxItemBytes)
-	var tools []tool
-	if p.ToolsRef != nil {
-		if tools, err = g.tools.load(ctx, blobs, *p.ToolsRef); err != nil {
-			return nil, err
-		}
-	}
 	if c.provider == ProviderChat {
 		c.chat, err = buildChatParams(p, items, tools, onDelta != nil, c.model)
 	} else {
@@ -243,6 +268,12 @@ func sleep(ctx context.Context, d time.Duration) error {
 func (g *Generator) attempt(ctx context.Context, c *call) (exchange, parsed, error) {
 	actx, cancel := context.WithTimeout(ctx, g.cfg.Timeout)
 	defer cancel()
+	switch c.provider {
+	case ProviderAnthropic:
+		return g.attemptAnthropic(ctx, actx, c)
+	case ProviderGemini:
+		return g.attemptGemini(ctx, actx, c)
+	}
 	cp := &capture{stream: c.onDelta != nil}
 	opts := []option.RequestOption{option.WithMiddleware(cp.middleware)}
 	switch az := g.cfg.Azure; {
@@ -381,7 +412,7 @@ func (g *Generator) attemptStream(ctx, actx context.Context, c *call, cp *captur
 		end = "a finish_reason"
 	}
 	return ex, parsed{}, &ProviderError{
-		Provider: c.provider, Kind: KindStreamCut, Status: cp.status, RequestID: cp.header.Get("x-request-id"),
+		Provider: c.provider, Kind: KindStreamCut, Status: cp.status, RequestID: requestIDOf(cp.header),
 		Message:   fmt.Sprintf("the stream ended after %d events without %s", events, end),
 		Retryable: !c.delivered,
 		Hint:      "the connection or the server broke off; try again",
@@ -422,7 +453,7 @@ func streamEventError(data []byte) error {
 func (g *Generator) transportError(c *call, actx context.Context, cp *capture, err error) *ProviderError {
 	pe := &ProviderError{Provider: c.provider, Status: cp.status, Err: err}
 	if cp.header != nil {
-		pe.RequestID = cp.header.Get("x-request-id")
+		pe.RequestID = requestIDOf(cp.header)
 	}
 	switch {
 	case cp.status >= 400:
@@ -445,13 +476,18 @@ func (g *Generator) transportError(c *call, actx context.Context, cp *capture, e
 			pe.Kind = KindQuota
 		}
 		pe.Retryable = retryableStatus(pe.Kind, cp.header)
-		pe.Hint = hint(pe.Kind, c.provider, g.cfg.BaseURL, c.apiKey != "")
+		pe.Hint = hint(pe.Kind, c.provider, g.baseOf(c.provider), c.apiKey != "")
+		if pe.Kind == KindRateLimited {
+			if l := rateLimits(cp.header); l != "" {
+				pe.Hint += " (the provider's limits: " + l + ")"
+			}
+		}
 		pe.header = cp.header
 		return pe
 	case cp.tooLarge:
 		pe.Kind = KindBadResponse
 		pe.Message = fmt.Sprintf("the response body is larger than %d MiB", maxBody>>20)
-		pe.Hint = "check the base URL " + g.cfg.BaseURL
+		pe.Hint = "check the base URL " + g.baseOf(c.provider)
 		return pe
 	case errors.Is(actx.Err(), context.DeadlineExceeded):
 		pe.Kind = KindTimeout
@@ -479,7 +515,7 @@ func (g *Generator) transportError(c *call, actx context.Context, cp *capture, e
 			pe.Message = clipText(err.Error(), 300)
 		}
 		pe.Retryable = true
-		pe.Hint = fmt.Sprintf("is the server at %s running, and the base URL right?", g.cfg.BaseURL)
+		pe.Hint = fmt.Sprintf("is the server at %s running, and the base URL right?", g.baseOf(c.provider))
 	}
 	return pe
 }
@@ -488,7 +524,7 @@ func (g *Generator) transportError(c *call, actx context.Context, cp *capture, e
 func (g *Generator) parseFailure(c *call, cp *capture, err error) *ProviderError {
 	pe := &ProviderError{Provider: c.provider, Status: cp.status, Kind: KindBadResponse}
 	if cp.header != nil {
-		pe.RequestID = cp.header.Get("x-request-id")
+		pe.RequestID = requestIDOf(cp.header)
 	}
 	var perr *parseError
 	if !errors.As(err, &perr) {
@@ -498,11 +534,9 @@ func (g *Generator) parseFailure(c *call, cp *capture, err error) *ProviderError
 	pe.Kind, pe.Code, pe.Message = perr.kind, clipText(perr.code, 100), clipText(perr.msg, 500)
 	pe.Retryable = perr.retryable && !c.delivered
 	if perr.kind == KindBadResponse {
-		api := "Responses API"
-		if c.provider == ProviderChat {
-			api = "Chat Completions API"
-		}
-		pe.Hint = fmt.Sprintf("the server at %s does not answer like the %s; check the base URL and the provider", g.cfg.BaseURL, api)
+		api := map[string]string{ProviderResponses: "Responses API", ProviderChat: "Chat Completions API",
+			ProviderAnthropic: "Anthropic Messages API", ProviderGemini: "Gemini API"}[c.provider]
+		pe.Hint = fmt.Sprintf("the server at %s does not answer like the %s; check the base URL and the provider", g.baseOf(c.provider), api)
 	} else {
 		pe.Hint = "the provider could not complete the response"
 	}
@@ -513,8 +547,8 @@ func (g *Generator) parseFailure(c *call, cp *capture, err error) *ProviderError
 // them in pe. Evidence that cannot be stored is left out: the provider's
 // error matters more than a failing store.
 func (g *Generator) keepEvidence(ctx context.Context, blobs Blobs, ex exchange, pe *ProviderError, apiKey string) {
-	if ex.request != nil {
-		if ref, err := blobs.Put(ctx, redactBytes(ex.request, apiKey)); err == nil {
+	if req := ex.requestBytes(); req != nil {
+		if ref, err := blobs.Put(ctx, redactBytes(req, apiKey)); err == nil {
 			pe.RequestRef = ref
 		}
 	}
@@ -526,7 +560,7 @@ func (g *Generator) keepEvidence(ctx context.Context, blobs Blobs, ex exchange, 
 }
 
 // record writes the receipt's blobs and nodes and returns the receipt.
-func (g *Generator) record(ctx context.Context, blobs Blobs, p Params, apiKey string, ex exchange, res parsed, attempts int, failed []FailedAttempt) (Receipt, error) {
+func (g *Generator) record(ctx context.Context, blobs Blobs, c *call, p Params, apiKey string, ex exchange, res parsed, attempts int, failed []FailedAttempt) (Receipt, error) {
 	put := func(what string, b []byte) (cas.Ref, error) {
 		ref, err := blobs.Put(ctx, b)
 		if err != nil {
@@ -536,7 +570,14 @@ func (g *Generator) record(ctx context.Context, blobs Blobs, p Params, apiKey st
 	}
 	// The request is kept as content-defined chunks: a chat's requests
 	// share most of their bytes, so each stores about its new ones.
-	reqRef, err := g.evidence.Put(ctx, blobs, redactBytes(ex.request, apiKey))
+	var reqRef cas.Ref
+	var err error
+	if ex.body != nil {
+		// A native request is stored from the parts it was made of.
+		reqRef, err = g.storeNative(ctx, blobs, c.session, ex.body, apiKey)
+	} else {
+		reqRef, err = g.evidence.Put(ctx, blobs, redactBytes(ex.request, apiKey))
+	}
 	if err != nil {
 		return Receipt{}, fmt.Errorf("llm: store request: %w", err)
 	}
@@ -585,7 +626,7 @@ func (g *Generator) record(ctx context.Context, blobs Blobs, p Params, apiKey st
 		Attempts:          uint64(attempts),
 		FailedAttemptsRef: failedRef,
 	}
-	r.ProviderName = g.providerName()
+	r.ProviderName = g.providerNameOf(c.provider)
 	// The price of the model that answered (a dated snapshot, say), else
 	// of the one asked for.
 	for _, name := range []string{model, p.Model} {

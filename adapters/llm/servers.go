@@ -86,3 +86,17 @@ func (g *Generator) providerName() string {
 	}
 	return ""
 }
+
+// providerNameOf names who serves the generator's calls of provider: for
+// the OpenAI protocols, as providerName says; for a native provider, the
+// server's provider if its host is known, else the provider whose wire
+// format it speaks ("anthropic", "gemini").
+func (g *Generator) providerNameOf(provider string) string {
+	if !isNative(provider) {
+		return g.providerName()
+	}
+	if s, ok := serverFor(g.bases[provider]); ok {
+		return s.provider
+	}
+	return provider
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,7 +22,8 @@ import (
 // request body, and the status, header and body of the response.
 type capture struct {
 	stream   bool          // the request asks for a stream
-	request  []byte        // the request body as sent
+	send     *splicedBody  // if set, the body to send, from its parts (the native providers)
+	request  []byte        // the request body as sent (not for body)
 	status   int           // 0 until a response arrives
 	header   http.Header   // the response header
 	body     []byte        // the whole body (not for a successful stream)
@@ -35,7 +37,15 @@ type capture struct {
 // memory; a successful stream's body is teed as the SDK reads it.
 func (c *capture) middleware(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 	var b []byte
-	if req.GetBody != nil {
+	if c.send != nil {
+		// A native request goes out from its parts, never joined.
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		req.Body = c.send.reader()
+		req.GetBody = func() (io.ReadCloser, error) { return c.send.reader(), nil }
+		req.ContentLength = c.send.size
+	} else if req.GetBody != nil {
 		if rc, err := req.GetBody(); err == nil {
 			b, _ = readall.Sized(rc, req.ContentLength)
 			rc.Close()
@@ -238,14 +248,41 @@ func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	return 0, false
 }
 
+// requestIDOf returns the provider's id of a request from the response
+// header: x-request-id (OpenAI and most), request-id (Anthropic).
+func requestIDOf(h http.Header) string {
+	if id := h.Get("x-request-id"); id != "" {
+		return id
+	}
+	return h.Get("request-id")
+}
+
+// rateLimits describes the rate-limit headers of a response
+// (anthropic-ratelimit-*, x-ratelimit-*), sorted: "requests-limit=50,
+// requests-remaining=0, requests-reset=2026-…"; "" if it has none.
+func rateLimits(h http.Header) string {
+	var out []string
+	for k, v := range h {
+		lk := strings.ToLower(k)
+		for _, prefix := range []string{"anthropic-ratelimit-", "x-ratelimit-"} {
+			if rest, ok := strings.CutPrefix(lk, prefix); ok && len(v) > 0 {
+				out = append(out, rest+"="+clipText(v[0], 40))
+			}
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, ", ")
+}
+
 // hint tells the user what to do about an HTTP error of kind.
 func hint(kind ErrorKind, provider, baseURL string, keySent bool) string {
+	keys := strings.Join(KeyEnv(provider), " or ")
 	switch kind {
 	case KindAuth:
 		if !keySent {
-			return "no API key was sent: set OPENAI_API_KEY (or bind the world's llm/api secret)"
+			return "no API key was sent: set " + keys + " (or bind the world's llm/api secret)"
 		}
-		return "check the API key (the secret bound to OPENAI_API_KEY), and that it may use this model and endpoint"
+		return "check the API key (" + keys + ", or the secret bound to the world's llm/api), and that it may use this model and endpoint"
 	case KindNotFound:
 		h := fmt.Sprintf("check the model name and the base URL %s", baseURL)
 		if provider == ProviderResponses {
