@@ -547,7 +547,8 @@ func toolSpan(c *session.ToolCall, t *session.Turn, o Options, trace [16]byte, r
 // as its receipt says, in the conventions' words where they have one;
 // else, for a receipt that does not say, by its wire protocol: both
 // OpenAI protocols (and the adapter's default, "") speak to OpenAI or to
-// a server compatible with it.
+// a server compatible with it; Anthropic's and Gemini's own protocols to
+// "anthropic" and "gcp.gemini".
 func providerName(m *session.ModelCall) string {
 	if m.ProviderName != "" {
 		if n, ok := semconvProviders[m.ProviderName]; ok {
@@ -558,8 +559,10 @@ func providerName(m *session.ModelCall) string {
 	switch m.Provider {
 	case "", llm.ProviderResponses, llm.ProviderChat:
 		return "openai"
+	case llm.ProviderGemini:
+		return semconvProviders["gemini"] // the Gemini API's own protocol
 	}
-	return m.Provider
+	return m.Provider // llm.ProviderAnthropic is the conventions' "anthropic"
 }
 
 // semconvProviders are the conventions' names of the providers whose
