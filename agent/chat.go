@@ -859,9 +859,11 @@ func (tr *turnReader) state(ctx context.Context, seq uint64, st *demiurge.StateV
 			out = append(out, mc)
 		}
 	}
+	before := tr.prev
 	tr.prev = st
 	for _, e := range unseen {
 		if e.RequestID != tr.id {
+			out = append(out, tr.earlier(seq, before, e)...)
 			continue
 		}
 		tool, call, status := deref(e.Tool), deref(e.CallID), deref(e.Status)
@@ -887,7 +889,7 @@ func (tr *turnReader) state(ctx context.Context, seq uint64, st *demiurge.StateV
 			if status == "approved" {
 				tr.callAt[call] = at // it runs from now
 			}
-			out = append(out, ApprovalDecided{Seq: seq, CallID: call, Tool: tool, Approved: status == "approved", Reason: e.Text,
+			out = append(out, ApprovalDecided{Seq: seq, RequestID: e.RequestID, CallID: call, Tool: tool, Approved: status == "approved", Reason: e.Text,
 				TimedOut: status == demiurge.StatusTimedOut})
 		case demiurge.EntryToolOutput:
 			ev := ToolCallFinished{Seq: seq, Round: e.Round, CallID: call, Tool: tool, Status: status, Output: e.Text, Size: len(e.Text), Ref: e.Ref}
@@ -905,7 +907,7 @@ func (tr *turnReader) state(ctx context.Context, seq uint64, st *demiurge.StateV
 			out = append(out, Compacted{Seq: seq, Text: e.Text, Ref: e.Ref})
 		case demiurge.EntryStop:
 			tr.noteEnd(e)
-			out = append(out, GuardStop{Seq: seq, Reason: e.Text})
+			out = append(out, GuardStop{Seq: seq, Reason: demiurge.StopText(e.Text)})
 		case demiurge.EntryError:
 			tr.noteEnd(e)
 			out = append(out, TurnError{Seq: seq, Text: e.Text})
@@ -937,6 +939,30 @@ func (tr *turnReader) state(ctx context.Context, seq uint64, st *demiurge.StateV
 		out = append(out, end)
 	}
 	return out
+}
+
+// earlier returns the events of an entry of an earlier turn that this
+// turn's start ended (a message sent while that turn ran or waited for
+// the user): the chat answered its calls that waited for approval "not
+// run" and stopped it, and the stream says so, so that a call the user was
+// told to approve is not dropped without a word. before is the state
+// before the entry's step. Entries of other turns are not this stream's.
+func (tr *turnReader) earlier(seq uint64, before *demiurge.StateView, e demiurge.Entry) []Event {
+	if before == nil || before.Turn == nil || before.Turn.RequestID != e.RequestID || e.RequestID >= tr.id {
+		return nil
+	}
+	switch e.Kind {
+	case demiurge.EntryToolOutput:
+		call := deref(e.CallID)
+		for _, c := range before.Turn.Calls {
+			if c.CallID == call && c.Status == "approval" {
+				return []Event{ApprovalDecided{Seq: seq, RequestID: e.RequestID, CallID: call, Tool: deref(e.Tool), Reason: e.Text}}
+			}
+		}
+	case demiurge.EntryStop:
+		return []Event{Notice{Seq: seq, Text: fmt.Sprintf("turn %d stopped: %s", e.RequestID, e.Text)}}
+	}
+	return nil
 }
 
 // endFrom sets the turn's outcome (and its finish and summary) from the

@@ -23,6 +23,7 @@ import (
 func ClusterOpen(opts ...Option) cluster.OpenFunc {
 	return func(ctx context.Context, env cluster.Env) (*cluster.Runtime, error) {
 		c := newConfig(opts)
+		c.name = env.Name
 		overrides, problems := llm.ManifestModels(env.Catalog)
 		if len(problems) > 0 {
 			return nil, fmt.Errorf("world %s: the manifest's models: %w", env.Name, problems)

@@ -108,7 +108,7 @@ func Open(ctx context.Context, manifest string, opts ...Option) (_ *World, err e
 		}
 	}
 	reg := Registry(c.registers...)
-	cat, err := schema.Load(manifest, &schema.LoadOptions{Reducers: reg.Names()})
+	cat, err := schema.Load(manifest, reg.LoadOptions())
 	if err != nil {
 		var l schema.ErrorList
 		if errors.As(err, &l) {

@@ -543,7 +543,14 @@ func (r *chatRun) command(ctx context.Context, line string) (bool, error) {
 	case "/show":
 		n, err := strconv.Atoi(arg)
 		if err != nil || n < 1 || n > len(r.calls) {
-			r.write(fmt.Sprintf("  /show N: N is a tool call of the last turn, 1 to %d\n", len(r.calls)))
+			switch len(r.calls) {
+			case 0:
+				r.write("  /show N shows the output of the last turn's tool call N: the last turn made no tool calls\n")
+			case 1:
+				r.write("  /show N: N is a tool call of the last turn, which made one: /show 1\n")
+			default:
+				r.write(fmt.Sprintf("  /show N: N is a tool call of the last turn, 1 to %d\n", len(r.calls)))
+			}
 			break
 		}
 		e := r.calls[n-1]
@@ -763,9 +770,12 @@ func (r *chatRun) runningTools() string {
 // preview is the first lines of a call's output (all of it with -v).
 func (r *chatRun) preview(ctx context.Context, e agent.ToolCallFinished, n int) string {
 	out := e.Output
-	if r.a.verbose {
+	cut := e.Size > len(e.Output) // the event holds the output's start
+	if r.a.verbose || cut {
+		// The whole: all of it is shown with -v, and the lines left out
+		// are counted in it (the event's preview holds only some of them).
 		if whole, err := r.chat.Output(ctx, e); err == nil {
-			out = whole
+			out, cut = whole, false
 		}
 	}
 	out = strings.TrimRight(out, "\n")
@@ -776,8 +786,12 @@ func (r *chatRun) preview(ctx context.Context, e agent.ToolCallFinished, n int) 
 	var b strings.Builder
 	for i, l := range lines {
 		if i == previewLines && !r.a.verbose {
-			fmt.Fprintf(&b, "    │ … %s more (/show %d)\n", plural(len(lines)-i, "line"), n)
-			break
+			if cut { // the whole could not be read: its lines are not known
+				fmt.Fprintf(&b, "    │ … (%d bytes in all: /show %d)\n", e.Size, n)
+			} else {
+				fmt.Fprintf(&b, "    │ … %s more (/show %d)\n", plural(len(lines)-i, "line"), n)
+			}
+			return b.String()
 		}
 		if !r.a.verbose {
 			l = clipLine(l, 120)

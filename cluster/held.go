@@ -146,7 +146,7 @@ func (h *held) catalog(ctx context.Context) (*schema.Catalog, error) {
 			return nil, fmt.Errorf("cluster: world %s has no manifest: neither registered nor journaled", h.lease.World)
 		}
 	}
-	cat, err := schema.LoadFromCAS(ctx, st.CAS(), ref, &schema.LoadOptions{Reducers: h.wk.opts.Reducers.Names()})
+	cat, err := schema.LoadFromCAS(ctx, st.CAS(), ref, h.wk.opts.Reducers.LoadOptions())
 	if err != nil {
 		return nil, fmt.Errorf("cluster: world %s: %w", h.lease.World, err)
 	}

@@ -63,6 +63,12 @@ type Config struct {
 	// a call may name get theirs the same way. New reads the environment;
 	// Generate never does.
 	BaseURL string
+	// Server names who serves BaseURL, in the catalog's words
+	// ("openrouter", "deepseek"; see CatalogName), when its host does not
+	// say (a proxy, a tunnel, a test's loopback server); "" lets the host
+	// say. It decides whose prices apply, how reasoning goes back, and the
+	// receipt's provider name.
+	Server string
 	// HTTPClient sends the requests; nil means a client on
 	// http.DefaultTransport. Its own Timeout, if any, also applies.
 	HTTPClient *http.Client

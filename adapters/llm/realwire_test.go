@@ -159,7 +159,12 @@ func runRecorded(t *testing.T, rec *realwire.Recording, i int, prev *turnResult)
 	if isNative(provider) {
 		base = srv.Root
 	}
-	g, err := New(Config{Provider: provider, BaseURL: base, MaxAttempts: 1, Backoff: func(int) time.Duration { return 0 }, Logger: quietLogger})
+	// The loopback server stands for the vendor's: its prices, its rules.
+	server := rec.Vendor
+	if server == "other" {
+		server = ""
+	}
+	g, err := New(Config{Provider: provider, BaseURL: base, Server: server, MaxAttempts: 1, Backoff: func(int) time.Duration { return 0 }, Logger: quietLogger})
 	if err != nil {
 		t.Fatal(err)
 	}

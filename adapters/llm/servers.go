@@ -35,9 +35,10 @@ var servers = []server{
 	{host: "api.moonshot.ai", provider: "moonshot"},
 	{host: "api.moonshot.cn", provider: "moonshot"},
 	{host: "api.z.ai", provider: "zai"},
-	{host: "open.bigmodel.cn", provider: "zai"},
-	{host: "dashscope.aliyuncs.com", provider: "qwen"},
-	{host: "dashscope-intl.aliyuncs.com", provider: "qwen"},
+	{host: "open.bigmodel.cn", provider: "zhipu"},
+	{host: "dashscope.aliyuncs.com", provider: "alibaba"},
+	{host: "dashscope-intl.aliyuncs.com", provider: "alibaba-singapore"},
+	{host: "dashscope-us.aliyuncs.com", provider: "alibaba-us"},
 	{host: "api.groq.com", provider: "groq"},
 	{host: "api.cerebras.ai", provider: "cerebras"},
 	{host: "api.mistral.ai", provider: "mistral"},
@@ -77,14 +78,18 @@ func isLocal(h string) bool {
 // providerName names who serves the generator's calls: the server's
 // provider if its host is known, else "" (a local server or a proxy
 // demiurge does not know: the model's own provider is not who served it).
-func (g *Generator) providerName() string {
-	if g.cfg.Azure != nil {
+func (g *Generator) providerName() string { return g.server() }
+
+// server names the catalog provider of the generator's server:
+// Config.Server, else the base URL's host's (see servers), else "".
+func (g *Generator) server() string {
+	switch {
+	case g.cfg.Server != "":
+		return g.cfg.Server
+	case g.cfg.Azure != nil:
 		return "azure"
 	}
-	if s, ok := serverFor(g.cfg.BaseURL); ok {
-		return s.provider
-	}
-	return ""
+	return serverProvider(g.cfg.BaseURL)
 }
 
 // providerNameOf names who serves the generator's calls of provider: for

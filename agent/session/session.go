@@ -532,7 +532,7 @@ func (c *Reader) entry(chat string, e demiurge.Entry) {
 	case demiurge.EntryNotice, demiurge.EntryCompact:
 		t.Notices = append(t.Notices, e.Text)
 	case demiurge.EntryStop:
-		t.Stop, t.EndNS = e.Text, c.now
+		t.Stop, t.EndNS = demiurge.StopText(e.Text), c.now
 		if t.Outcome == "" {
 			t.Outcome = "stopped"
 		}

@@ -690,7 +690,8 @@ func builtinStatus(err error) (int, bool) {
 }
 
 // notFound prints "bash: X: command not found", with the closest command
-// when one is close (edit distance 1 for short names, 2 for longer ones);
+// when one is close (edit distance 1 for names of up to 7 characters, 2
+// for longer ones: two edits of "nosuch" make "touch", another word);
 // 127. The message stays under 120 bytes.
 func (ex *execution) notFound(w io.Writer, name string) int {
 	shown := name
@@ -712,7 +713,7 @@ func (ex *execution) suggest(name string) string {
 		return ""
 	}
 	limit := 1
-	if len(name) > 5 {
+	if len(name) > 7 {
 		limit = 2
 	}
 	best, bestDist := "", limit+1

@@ -562,6 +562,11 @@ func TestNotFoundSuggests(t *testing.T) {
 		{"grpe x", "bash: grpe: command not found; did you mean grep?\n"},
 		{"jqq .", "bash: jqq: command not found; did you mean jq?\n"},
 		{"mapfil -t a", "bash: mapfil: command not found; did you mean mapfile?\n"},
+		// Two edits of a name this short are another word, not a typo.
+		{"nosuch", "bash: nosuch: command not found\n"},
+		{"toush x", "bash: toush: command not found; did you mean touch?\n"},
+		{"get_uesr --id 1", "bash: get_uesr: command not found; did you mean get_user?\n"},
+		{"get_uesr1 --id 1", "bash: get_uesr1: command not found; did you mean get_user?\n"},
 		{strings.Repeat("x", 500), "bash: " + strings.Repeat("x", 40) + "...: command not found\n"},
 	} {
 		res := run(t, st, tc.script)

@@ -13,6 +13,7 @@ package cassette
 import (
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -45,12 +46,18 @@ type Options struct {
 	// Warn, if set, is told of each call a loose cassette answers though
 	// its request differs from the recorded one.
 	Warn func(call *effects.Call, m *Mismatch)
+	// World, if set, names the world the calls come from. When it is not
+	// the recording's world (bundle.json's "world"), a tool output that
+	// names it is compared as naming the recording's: a recording played
+	// again in another world of the store (the demo run a second time).
+	World string
 }
 
 // Cassette holds the model answers of a recording. It is safe for
 // concurrent use.
 type Cassette struct {
 	dir     string
+	world   string // the recording's world, "" if the bundle does not say
 	answers []Answer
 	blobs   map[cas.Ref][]byte
 	opts    Options
@@ -80,6 +87,14 @@ func Open(dir string, opts *Options) (*Cassette, error) {
 	}
 	if len(c.answers) == 0 {
 		return nil, fmt.Errorf("cassette %s: the recording holds no model answers", dir)
+	}
+	if mb, err := os.ReadFile(filepath.Join(dir, "bundle.json")); err == nil {
+		var meta struct {
+			World string `json:"world"`
+		}
+		if json.Unmarshal(mb, &meta) == nil {
+			c.world = meta.World
+		}
 	}
 	entries, err := os.ReadDir(filepath.Join(dir, "blobs"))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
