@@ -395,6 +395,11 @@ func (g *Generator) prepareAnthropic(ctx context.Context, blobs Blobs, c *call, 
 	if err != nil {
 		return err
 	}
+	if p.Temperature != nil {
+		// The API version the SDK speaks (2026-10-21) has no sampling
+		// parameters.
+		return invalidf("temperature %s: provider %s (Messages API version 2026-10-21) takes no temperature; drop it", *p.Temperature, ProviderAnthropic)
+	}
 	if maxTokens == 0 {
 		maxTokens = 4096 // the API takes no request without one
 	}

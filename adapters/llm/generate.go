@@ -179,7 +179,7 @@ func (g *Generator) prepare(ctx context.Context, blobs Blobs, p Params, apiKey s
 	if p.Model == "" {
 		return nil, invalidf("model is empty: name the provider's model, such as \"gpt-5-mini\"")
 	}
-	c.model, _ = g.ModelFor(p.Model)
+	c.model, _ = g.modelOf(c.provider, p.Model)
 	if p.InstructionsRef != nil {
 		b, err := blobs.Get(ctx, *p.InstructionsRef)
 		if err != nil {
@@ -630,7 +630,7 @@ func (g *Generator) record(ctx context.Context, blobs Blobs, c *call, p Params, 
 	// The price of the model that answered (a dated snapshot, say), else
 	// of the one asked for.
 	for _, name := range []string{model, p.Model} {
-		if m, _ := g.ModelFor(name); m.Price != nil && res.usageKnown {
+		if m, _ := g.modelOf(c.provider, name); m.Price != nil && res.usageKnown {
 			r.CostMicroUSD, r.CostKnown = m.Price.CostMicroUSD(res.usage), true
 			r.CostSource = CostSource{Kind: CostFromPrice, Model: name, Source: m.PriceSource()}
 			break
