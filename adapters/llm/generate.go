@@ -115,6 +115,9 @@ func (g *Generator) Generate(ctx context.Context, blobs Blobs, p Params, apiKey 
 	if err != nil {
 		return Receipt{}, err
 	}
+	if c.session != nil {
+		defer c.session.release()
+	}
 	var (
 		ex  exchange
 		res parsed

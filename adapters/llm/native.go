@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"slices"
 	"sync"
 
@@ -42,8 +41,9 @@ type encoded struct {
 
 // part is a piece of a request body and its hash.
 type part struct {
-	b   []byte
-	sum cas.Ref
+	b      []byte
+	sum    cas.Ref
+	secret bool // b holds the API key (the head's; see msgGroup.secret)
 }
 
 func newPart(b []byte) part { return part{b: b, sum: cas.Sum(b)} }
@@ -66,17 +66,35 @@ type nativeSession struct {
 	enc      []encoded
 	names    map[string]string // call id → function name (Gemini)
 	groups   []msgGroup
+	roles    []string // each group's role
+	marked   []int    // the groups that carry a cache marker
 	head     part
-	keyHash  cas.Ref        // the API key the parts were checked against
-	stored   chunked.Stored // the evidence of the last request
-	size     int            // bytes held, roughly
-	used     uint64         // when it was last used (sessions' clock)
+	// bufs and sums are the last request's parts, head, groups and tail:
+	// the next request's body rewrites them from the first that changes.
+	bufs    [][]byte
+	sums    []cas.Ref
+	busy    bool           // a body made of bufs and sums is being sent
+	stored  chunked.Stored // the evidence of the last request stored
+	built   bool           // the last request built was stored (its parts are stored's)
+	gen     uint64         // counts the requests built
+	keyHash cas.Ref        // the API key the parts were checked against
+	size    int            // bytes held, roughly
+	used    uint64         // when it was last used (sessions' clock)
 }
 
 // reset empties the session.
 func (ns *nativeSession) reset() {
-	ns.refs, ns.items, ns.enc, ns.groups, ns.names = nil, nil, nil, nil, nil
-	ns.head, ns.size = part{}, 0
+	ns.refs, ns.items, ns.enc, ns.groups, ns.roles, ns.marked, ns.names = nil, nil, nil, nil, nil, nil, nil
+	ns.head, ns.size, ns.built = part{}, 0, false
+	ns.bufs, ns.sums = nil, nil // a body being sent keeps its own
+}
+
+// release says that the body last built is no longer being sent: the
+// next build may rewrite its parts in place.
+func (ns *nativeSession) release() {
+	ns.mu.Lock()
+	ns.busy = false
+	ns.mu.Unlock()
 }
 
 // sessions keeps the native sessions of recent chats, bounded in bytes.
@@ -142,30 +160,50 @@ type nativeDialect interface {
 // groupClose ends a message in both native dialects.
 var groupClose = []byte("]}")
 
-// splicedBody is a request body made of parts.
+// splicedBody is a request body made of parts: their bytes and their
+// hashes, never changed once made.
 type splicedBody struct {
-	parts  []part
+	bufs   [][]byte
+	sums   []cas.Ref
 	size   int64
-	secret bool // a part holds the API key
+	keep   int            // the leading parts that are base's
+	base   chunked.Stored // the evidence of the chat's request before
+	gen    uint64         // the session's count of requests when it was built
+	secret bool           // a part holds the API key
 }
 
 // reader returns a reader of the whole body.
-func (b *splicedBody) reader() io.ReadCloser {
-	bufs := make(net.Buffers, len(b.parts))
-	for i, p := range b.parts {
-		bufs[i] = p.b
-	}
-	return io.NopCloser(&bufs)
+func (b *splicedBody) reader() io.ReadCloser { return &partsReader{bufs: b.bufs} }
+
+// partsReader reads parts in order, without copying the list.
+type partsReader struct {
+	bufs [][]byte
+	i    int // the part being read
+	off  int // how much of it was read
 }
+
+func (r *partsReader) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) && r.i < len(r.bufs) {
+		c := copy(p[n:], r.bufs[r.i][r.off:])
+		n += c
+		r.off += c
+		if r.off == len(r.bufs[r.i]) {
+			r.i, r.off = r.i+1, 0
+		}
+	}
+	if n == 0 && r.i == len(r.bufs) {
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+func (r *partsReader) Close() error { return nil }
 
 // bytes returns the body joined (for the evidence of a failed attempt,
 // and tests).
 func (b *splicedBody) bytes() []byte {
-	out := make([]byte, 0, b.size)
-	for _, p := range b.parts {
-		out = append(out, p.b...)
-	}
-	return out
+	return bytes.Join(b.bufs, nil)
 }
 
 // build makes the request body of a native provider: head, the messages
@@ -189,12 +227,12 @@ func (g *Generator) buildNative(ctx context.Context, blobs Blobs, d nativeDialec
 		}
 		ns.mu.Unlock()
 	}()
-	if len(ns.refs) > len(refs) || !slices.Equal(ns.refs, refs[:len(ns.refs)]) {
-		ns.reset()
-	}
-	newItems, err := loadTranscript(ctx, blobs, refs[len(ns.refs):], &g.messages)
-	if err != nil {
-		return nil, nil, err
+	var newItems []item
+	if len(refs) > len(ns.refs) {
+		var err error
+		if newItems, err = loadTranscript(ctx, blobs, refs[len(ns.refs):], &g.messages); err != nil {
+			return nil, nil, err
+		}
 	}
 	ns.refs = append(ns.refs, refs[len(ns.refs):]...)
 	for _, it := range shrinkItems(newItems, g.cfg.MaxItemBytes) {
@@ -207,47 +245,91 @@ func (g *Generator) buildNative(ctx context.Context, blobs Blobs, d nativeDialec
 		ns.size += len(it.raw) + len(e.body)
 	}
 
-	// The messages: runs of items of one role.
-	var groups []msgGroup
-	var roles []string
-	for i, e := range ns.enc {
+	// The messages: runs of items of one role. Those of the last request
+	// stand but its last (which the new items may extend) and those whose
+	// cache marker moves.
+	from := 0 // the first group made again
+	if n := len(ns.groups); n > 0 {
+		from = n - 1
+	}
+	// The groups before from stand, in place; the old ones from on are
+	// kept aside, to be reused if they come out the same.
+	old := slices.Clone(ns.groups[from:])
+	groups, roles := ns.groups[:from], ns.roles[:from]
+	first := 0
+	if from > 0 {
+		first = groups[from-1].to
+	}
+	for i := first; i < len(ns.enc); i++ {
+		e := ns.enc[i]
 		if e.role == "" {
 			if n := len(groups); n > 0 {
 				groups[n-1].to = i + 1
 			}
 			continue
 		}
-		if n := len(groups); n > 0 && roles[n-1] == e.role {
+		if n := len(groups); n > from && roles[n-1] == e.role {
 			groups[n-1].to = i + 1
 			continue
 		}
 		groups = append(groups, msgGroup{from: i, to: i + 1, mark: -1})
 		roles = append(roles, e.role)
 	}
-	for _, gi := range d.marks(roles) {
-		grp := &groups[gi]
-		for i := grp.to - 1; i >= grp.from; i-- {
-			if ns.enc[i].role != "" && ns.enc[i].markAt >= 0 {
-				grp.mark = i
-				break
-			}
+	// prev is what group k was in the last request, if it was.
+	prev := func(k int) (msgGroup, bool) {
+		if k < from {
+			return groups[k], true
 		}
+		if k-from < len(old) {
+			return old[k-from], true
+		}
+		return msgGroup{}, false
+	}
+	// The groups looked at again: from on, and each that carries a cache
+	// marker or carried one.
+	marked := d.marks(roles)
+	var again []int
+	for _, k := range append(slices.Clone(ns.marked), marked...) {
+		if k < from && !slices.Contains(again, k) {
+			again = append(again, k)
+		}
+	}
+	slices.Sort(again)
+	for k := from; k < len(groups); k++ {
+		again = append(again, k)
 	}
 	holds := func(b []byte) bool { return len(apiKey) >= redactMin && bytes.Contains(b, []byte(apiKey)) }
 	if kh := cas.Sum([]byte(apiKey)); kh != ns.keyHash {
 		ns.keyHash = kh
-		for k := range ns.groups {
-			ns.groups[k].secret = holds(ns.groups[k].part.b)
+		for k := range groups[:from] {
+			groups[k].secret = holds(groups[k].part.b)
 		}
+		for k := range old {
+			old[k].secret = holds(old[k].part.b)
+		}
+		ns.head.secret = holds(ns.head.b)
 	}
-	for k := range groups {
+	changed := len(groups) // the first group whose part changed
+	for _, k := range again {
 		grp := &groups[k]
-		if k < len(ns.groups) {
-			if prev := ns.groups[k]; prev.from == grp.from && prev.to == grp.to && prev.mark == grp.mark {
-				grp.part, grp.secret = prev.part, prev.secret
-				continue
+		was, existed := prev(k)
+		grp.mark = -1
+		if slices.Contains(marked, k) {
+			for i := grp.to - 1; i >= grp.from; i-- {
+				if ns.enc[i].role != "" && ns.enc[i].markAt >= 0 {
+					grp.mark = i
+					break
+				}
 			}
 		}
+		if existed {
+			if was.from == grp.from && was.to == grp.to && was.mark == grp.mark {
+				grp.part, grp.secret = was.part, was.secret
+				continue
+			}
+			ns.size -= len(was.part.b)
+		}
+		changed = min(changed, k)
 		var b bytes.Buffer
 		b.Write(d.groupOpen(roles[k], k == 0))
 		n := 0
@@ -271,33 +353,55 @@ func (g *Generator) buildNative(ctx context.Context, blobs Blobs, d nativeDialec
 		b.Write(groupClose)
 		grp.part = newPart(b.Bytes())
 		grp.secret = holds(grp.part.b)
-	}
-	for _, grp := range ns.groups {
-		ns.size -= len(grp.part.b)
-	}
-	for _, grp := range groups {
 		ns.size += len(grp.part.b)
 	}
-	ns.groups = groups
-
 	h, err := head(ns)
 	if err != nil {
 		return nil, nil, err
 	}
+	// The parts: those of the last request up to the first that changed,
+	// then the rest. Those kept are the same as the last request stored,
+	// if it was stored (its evidence is what the next builds on).
+	keep := min(1+changed, len(ns.bufs))
 	if !bytes.Equal(h, ns.head.b) {
 		ns.head = newPart(h)
+		ns.head.secret = holds(h)
+		keep = 0
 	}
-	body := &splicedBody{parts: make([]part, 0, len(groups)+2)}
-	body.parts = append(body.parts, ns.head)
-	body.secret = holds(ns.head.b)
-	for _, grp := range groups {
-		body.parts = append(body.parts, grp.part)
-		body.secret = body.secret || grp.secret
+	if !ns.built {
+		keep = 0
 	}
-	body.parts = append(body.parts, bodyTail)
-	for _, p := range body.parts {
-		body.size += int64(len(p.b))
+	if ns.busy {
+		// The last body is still being sent: this one gets parts of its
+		// own.
+		ns.bufs, ns.sums = slices.Clone(ns.bufs), slices.Clone(ns.sums)
 	}
+	set := func(i int, p part) {
+		if i < len(ns.bufs) {
+			ns.bufs[i], ns.sums[i] = p.b, p.sum
+			return
+		}
+		ns.bufs, ns.sums = append(ns.bufs, p.b), append(ns.sums, p.sum)
+	}
+	n := min(1+changed, len(ns.bufs)) // the parts that stand
+	ns.bufs, ns.sums = ns.bufs[:n], ns.sums[:n]
+	set(0, ns.head)
+	for k := n - 1; k < len(groups); k++ {
+		if k >= 0 {
+			set(1+k, groups[k].part)
+		}
+	}
+	set(1+len(groups), bodyTail)
+	ns.gen++
+	body := &splicedBody{bufs: ns.bufs, sums: ns.sums, keep: keep, base: ns.stored, gen: ns.gen, secret: ns.head.secret}
+	for _, b := range ns.bufs {
+		body.size += int64(len(b))
+	}
+	for k := range groups {
+		body.secret = body.secret || groups[k].secret
+	}
+	ns.groups, ns.roles, ns.marked = groups, roles, marked
+	ns.busy, ns.built = true, false
 	ok = true
 	return body, ns, nil
 }
@@ -314,28 +418,26 @@ const cacheMarker = `,"cache_control":{"type":"ephemeral"}`
 // building on the chat's last request, and returns its ref. Parts that
 // hold the API key are stored with it replaced.
 func (g *Generator) storeNative(ctx context.Context, blobs Blobs, ns *nativeSession, body *splicedBody, apiKey string) (cas.Ref, error) {
-	parts := make([][]byte, len(body.parts))
-	sums := make([]cas.Ref, len(body.parts))
-	for i, p := range body.parts {
-		parts[i], sums[i] = p.b, p.sum
-		if body.secret && len(apiKey) >= redactMin && bytes.Contains(p.b, []byte(apiKey)) {
-			parts[i] = redactBytes(p.b, apiKey)
-			sums[i] = cas.Sum(parts[i])
+	parts, sums := body.bufs, body.sums
+	if body.secret && len(apiKey) >= redactMin {
+		parts, sums = slices.Clone(parts), slices.Clone(sums)
+		for i, p := range parts {
+			if bytes.Contains(p, []byte(apiKey)) {
+				parts[i] = redactBytes(p, apiKey)
+				sums[i] = cas.Sum(parts[i])
+			}
 		}
 	}
-	var base chunked.Stored
-	if ns != nil {
-		ns.mu.Lock()
-		base = ns.stored
-		ns.mu.Unlock()
-	}
-	st, err := g.evidence.PutParts(ctx, blobs, base, parts, sums)
+	st, err := g.evidence.PutParts(ctx, blobs, body.base, body.keep, parts, sums)
 	if err != nil {
 		return cas.Ref{}, fmt.Errorf("llm: store request: %w", err)
 	}
 	if ns != nil {
 		ns.mu.Lock()
-		ns.stored = st
+		if body.gen == ns.gen {
+			// The session's parts are this request's: the next builds on it.
+			ns.stored, ns.built = st, true
+		}
 		ns.mu.Unlock()
 	}
 	return st.Ref, nil

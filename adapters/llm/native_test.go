@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -181,6 +182,74 @@ func TestNativeSignatureRefused(t *testing.T) {
 			want := map[string]string{ProviderAnthropic: "Invalid `signature` in `thinking` block", ProviderGemini: "Corrupted thought signature"}[m.provider]
 			if !strings.Contains(pe.Message, want) {
 				t.Errorf("message %q; want %q", pe.Message, want)
+			}
+		})
+	}
+}
+
+// TestNativeEvidence: the evidence of every request is the request sent,
+// byte for byte, while the requests are spliced from parts kept across
+// calls: two chats that begin alike, played in turns, calls that fail and
+// are tried again, a call that fails for good, and a key that appears in
+// a tool's output (stored as [REDACTED]).
+func TestNativeEvidence(t *testing.T) {
+	for _, m := range nativeModes {
+		if m.stream {
+			continue
+		}
+		t.Run(m.name, func(t *testing.T) {
+			var turns []llmtest.Turn
+			for i := range 12 {
+				switch i % 4 {
+				case 1:
+					turns = append(turns, llmtest.Turn{Status: 503}) // tried again
+				case 3:
+					turns = append(turns, llmtest.Turn{Status: 400}) // not tried again
+				}
+				turns = append(turns, llmtest.Turn{Reasoning: fmt.Sprintf("Round %d.", i), Calls: []llmtest.Call{{Name: "workspace_read", Arguments: fmt.Sprintf(`{"path":"%d.md"}`, i)}}})
+			}
+			srv := llmtest.NewServer(llmtest.Script{Turns: turns})
+			defer srv.Close()
+			g := newTestGenerator(t, srv, func(c *Config) { c.Provider, c.BaseURL, c.MaxAttempts = m.provider, srv.Root, 2 })
+			st := newStore()
+			hi := st.put(t, "Read the files, one a round.")
+			chats := []Params{{Model: m.model, MaxTokens: 20000, ReasoningEffort: ptr("high"), MessageRefs: []cas.Ref{hi}},
+				{Model: m.model, MaxTokens: 20000, ReasoningEffort: ptr("high"), MessageRefs: []cas.Ref{hi}}}
+			for round := range 12 {
+				p := &chats[round%2]
+				before := len(srv.Requests())
+				r, err := g.Generate(t.Context(), st, *p, testKey, nil)
+				if err != nil {
+					var pe *ProviderError
+					if !errors.As(err, &pe) || pe.Status != 400 {
+						t.Fatalf("round %d: %v", round, err)
+					}
+					continue
+				}
+				sent := srv.Requests()[len(srv.Requests())-1].Body
+				if len(srv.Requests()) == before {
+					t.Fatalf("round %d sent nothing", round)
+				}
+				got, err := chunked.Get(t.Context(), st, *r.RequestRef)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := bytes.ReplaceAll(sent, []byte(testKey), []byte(redacted))
+				if !bytes.Equal(got, want) {
+					t.Fatalf("round %d: the evidence differs from the request sent:\n%s\n%s", round, got, want)
+				}
+				var tc ToolCall
+				if err := cas.GetNode(t.Context(), st, r.ToolCallRefs[0], &tc); err != nil {
+					t.Fatal(err)
+				}
+				// A tool output that holds the key (as a careless tool's might).
+				out, _ := json.Marshal(map[string]string{"type": "function_call_output", "call_id": tc.CallID, "output": "token=" + testKey})
+				p.MessageRefs = append(p.MessageRefs, r.OutputRef, st.put(t, string(out)))
+			}
+			for _, b := range st.all() {
+				if bytes.Contains(b, []byte(testKey)) && !bytes.Contains(b, []byte(`"token=`+testKey)) {
+					t.Errorf("a stored blob holds the key:\n%.300s", b)
+				}
 			}
 		})
 	}

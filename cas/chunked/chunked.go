@@ -22,7 +22,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/zeebo/blake3"
@@ -187,9 +186,9 @@ func (w *Writer) Put(ctx context.Context, p Store, data []byte) (cas.Ref, error)
 // PutParts needs to build on it. The zero Stored builds on nothing.
 type Stored struct {
 	// Ref names the index node.
-	Ref    cas.Ref
-	chunks []cas.Ref
-	list   reflist.List
+	Ref  cas.Ref
+	n    int // its parts
+	list reflist.List
 }
 
 // PutParts stores a blob given as its parts, each made a chunk of its own,
@@ -198,35 +197,33 @@ type Stored struct {
 // (a request spliced from encoded transcript items) hashes each part once,
 // when it makes it, and passes the sums every time.
 //
-// base is an earlier result of PutParts, or the zero Stored. If p still
-// holds base's index, the parts the blob shares with base at its start
-// are taken to be stored (they were put before that index was) and are
-// not put again, and the index shares base's chunk nodes: storing a blob
-// that extends base costs its new parts and a few nodes, and reading the
-// sums costs a comparison, however long the blob. Parts may be of any
-// size; Get reads the blob back whole.
-func (w *Writer) PutParts(ctx context.Context, p Store, base Stored, parts [][]byte, sums []cas.Ref) (Stored, error) {
+// base is an earlier result of PutParts, or the zero Stored, and keep says
+// how many parts the blob begins with that are base's first parts: the
+// caller knows (it made both blobs of the same parts), so nothing is
+// compared. If p still holds base's index, those parts are taken to be
+// stored (they were put before that index was) and are not put again,
+// and the index shares base's chunk nodes: storing a blob that extends
+// base costs its new parts and a few nodes, however long the blob. Parts
+// may be of any size; Get reads the blob back whole.
+func (w *Writer) PutParts(ctx context.Context, p Store, base Stored, keep int, parts [][]byte, sums []cas.Ref) (Stored, error) {
 	if len(parts) != len(sums) {
 		return Stored{}, fmt.Errorf("chunked: %d parts and %d sums", len(parts), len(sums))
 	}
-	same := 0
-	for same < len(sums) && same < len(base.chunks) && sums[same] == base.chunks[same] {
-		same++
-	}
-	if same > 0 {
+	keep = max(min(keep, base.n, len(parts)), 0)
+	if keep > 0 {
 		has, ok := p.(interface {
 			Has(context.Context, cas.Ref) (bool, error)
 		})
 		if !ok {
-			same = 0
+			keep = 0
 		} else if ok, err := has.Has(ctx, base.Ref); err != nil || !ok {
-			same = 0
+			keep = 0
 		}
 	}
 	var size uint64
 	for i, b := range parts {
 		size += uint64(len(b))
-		if i < same {
+		if i < keep {
 			continue
 		}
 		if _, err := p.Put(ctx, b); err != nil {
@@ -234,7 +231,7 @@ func (w *Writer) PutParts(ctx context.Context, p Store, base Stored, parts [][]b
 		}
 	}
 	var list reflist.List
-	if whole := uint64(same) / reflist.ChunkSize * reflist.ChunkSize; whole > 0 {
+	if whole := uint64(keep) / reflist.ChunkSize * reflist.ChunkSize; whole > 0 {
 		whole = min(whole, base.list.Len-uint64(len(base.list.Tail)))
 		if l, err := reflist.Prefix(ctx, p, &w.lists, base.list, whole); err == nil {
 			list = l
@@ -253,7 +250,7 @@ func (w *Writer) PutParts(ctx context.Context, p Store, base Stored, parts [][]b
 	if err != nil {
 		return Stored{}, fmt.Errorf("chunked: store the index: %w", err)
 	}
-	return Stored{Ref: r, chunks: slices.Clone(sums), list: list}, nil
+	return Stored{Ref: r, n: len(parts), list: list}, nil
 }
 
 // Store is what a Writer writes to: it reads the chunk nodes of indexes

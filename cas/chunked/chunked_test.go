@@ -151,8 +151,9 @@ func BenchmarkPut(b *testing.B) {
 }
 
 // TestPutParts: a blob stored as parts reads back whole; the next blob,
-// which extends it, stores only its new parts when the store holds the
-// first one's index, and every part again when it does not.
+// which extends it (its last part changed, now and then), stores only the
+// parts after those it keeps when the store holds the first one's index,
+// and every part when it does not.
 func TestPutParts(t *testing.T) {
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(3, 4))
@@ -169,9 +170,16 @@ func TestPutParts(t *testing.T) {
 	var w Writer
 	var base Stored
 	for round := range 40 {
+		keep := len(parts)
 		add(1 + round%3)
+		if round%5 == 4 {
+			// The last part changes (as a request's last message does).
+			parts[keep-1] = append([]byte("changed "), parts[keep-1]...)
+			sums[keep-1] = cas.Sum(parts[keep-1])
+			keep--
+		}
 		before := st.newBytes
-		s, err := w.PutParts(ctx, st, base, parts, sums)
+		s, err := w.PutParts(ctx, st, base, keep, parts, sums)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,7 +188,7 @@ func TestPutParts(t *testing.T) {
 			t.Fatalf("round %d: round trip %v", round, err)
 		}
 		newParts := 0
-		for _, b := range parts[len(base.chunks):] {
+		for _, b := range parts[keep:] {
 			newParts += len(b)
 		}
 		// The new parts, the index and at most one full chunk node of
@@ -192,14 +200,14 @@ func TestPutParts(t *testing.T) {
 	}
 	// A store without the base's index gets every part.
 	other := &countingStore{Memory: cas.NewMemory()}
-	s, err := w.PutParts(ctx, other, base, parts, sums)
+	s, err := w.PutParts(ctx, other, base, len(parts), parts, sums)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, err := Get(ctx, other, s.Ref); err != nil || !bytes.Equal(got, bytes.Join(parts, nil)) {
 		t.Fatalf("fresh store: round trip %v", err)
 	}
-	if _, err := w.PutParts(ctx, other, base, parts, sums[1:]); err == nil {
+	if _, err := w.PutParts(ctx, other, base, 0, parts, sums[1:]); err == nil {
 		t.Fatal("parts and sums of different lengths were taken")
 	}
 }
