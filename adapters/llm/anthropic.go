@@ -708,6 +708,12 @@ type (
 		Type      string          `json:"type"`
 		Anthropic json.RawMessage `json:"anthropic"`
 	}
+	// outSummary is a reasoning item's summary_text or reasoning_text
+	// part.
+	outSummary struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
 )
 
 // parseAnthropicBody reads a Messages API response and converts its
@@ -726,7 +732,7 @@ func parseAnthropicBody(body []byte) (parsed, error) {
 		return parsed{}, badResponse("body is not a Messages API message: %v", err)
 	}
 	if r.Type == "error" || (r.Content == nil && len(r.Error) > 0 && string(r.Error) != "null") {
-		return parsed{}, streamEventError(trimmed)
+		return parsed{}, nativeStreamError(trimmed)
 	}
 	if r.Content == nil {
 		return parsed{}, badResponse("message has no \"content\"")
@@ -768,7 +774,7 @@ func parseAnthropicBody(body []byte) (parsed, error) {
 		case "thinking":
 			rs := outNativeReasoning{Type: "reasoning", Summary: []any{}, Anthropic: &anthropicExtra{Type: "thinking", Signature: b.Signature}}
 			if b.Thinking != "" {
-				rs.Content = []any{outText{Type: "reasoning_text", Text: b.Thinking}}
+				rs.Content = []any{outSummary{Type: "reasoning_text", Text: b.Thinking}}
 			}
 			output = append(output, rs)
 		case "redacted_thinking":
@@ -939,7 +945,7 @@ func (s *anthropicStream) add(event string, data []byte) (string, error) {
 		}
 		s.stopped = true
 	case "error":
-		return "", streamEventError(data)
+		return "", nativeStreamError(data)
 	}
 	return "", nil
 }

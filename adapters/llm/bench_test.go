@@ -179,21 +179,26 @@ var sessionModes = []struct{ provider, api, model string }{
 	{ProviderGemini, "gemini", "gemini-3.5-flash"},
 }
 
-// BenchmarkLongSession plays one agent turn of 1,000 tool rounds through
-// Generate, each round's request the whole transcript so far (the user's
-// message, then per round the model's output and a tool output of about
-// 1 KB), against a server that answers at once with one call and reads
-// the request without looking at it (roundServer). It reports the
-// adapter's own time a round — Generate's time less the time in the HTTP
-// exchange (timedTransport), the median of rounds 3 to 12 (early: "at 4
-// rounds") and of the last 10 (late: "at 1,000") — and their ratio: the
-// target is a ratio of
-// at most 1.5, a round costing its new items whatever the session's
-// length. The store is cas.Memory, which the evidence of native requests
-// builds on (chunked.Writer.PutParts).
+// BenchmarkLongSession plays agent turns of tool rounds through Generate,
+// each round's request the whole transcript so far (the user's message,
+// then per round the model's output and a tool output of about 1 KB),
+// against a server that answers at once with one call and reads the
+// request without looking at it (roundServer). It reports the adapter's
+// own time a round — Generate's time less the time in the HTTP exchange
+// (timedTransport) — early, at 3 to 12 rounds (the median of five turns of
+// 12 rounds), and late, at 1,000 (the median of rounds 951 to 1,000 of a
+// turn of 1,000), and their ratio: the target is a ratio of at most 1.5, a
+// round costing its new items whatever the session's length. Medians,
+// because a round the machine's load (or a GC) slowed does not move them.
+// The store is cas.Memory, which the evidence of native requests builds on
+// (chunked.Writer.PutParts).
 func BenchmarkLongSession(b *testing.B) {
-	const rounds = 1000
 	output := strings.Repeat(`{"name":"demiurge/ChatEvent@2","hash":"blake3:0123456789abcdef"},`, 16)
+	median := func(ds []time.Duration) float64 {
+		ds = slices.Clone(ds)
+		slices.Sort(ds)
+		return float64(ds[len(ds)/2].Nanoseconds()) / 1e3
+	}
 	for _, m := range sessionModes {
 		b.Run(m.api, func(b *testing.B) {
 			srv := roundServer(m.api)
@@ -204,23 +209,23 @@ func BenchmarkLongSession(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			var early, late float64
-			b.ReportAllocs()
-			for b.Loop() {
-				st := cas.NewMemory()
-				put := func(s string) cas.Ref {
-					r, err := st.Put(b.Context(), []byte(s))
-					if err != nil {
-						b.Fatal(err)
-					}
-					return r
+			st := cas.NewMemory()
+			put := func(s string) cas.Ref {
+				r, err := st.Put(b.Context(), []byte(s))
+				if err != nil {
+					b.Fatal(err)
 				}
-				tools := put(`{"tools":[{"type":"function","name":"introspect_manifest","description":"Read the world's manifest",` +
-					`"parameters":{"type":"object","properties":{"consistency":{"type":"string"}},"required":["consistency"],"additionalProperties":false},"strict":true}]}`)
+				return r
+			}
+			tools := put(`{"tools":[{"type":"function","name":"introspect_manifest","description":"Read the world's manifest",` +
+				`"parameters":{"type":"object","properties":{"consistency":{"type":"string"}},"required":["consistency"],"additionalProperties":false},"strict":true}]}`)
+			// turn plays a turn of n rounds, its user message the k-th, and
+			// returns the adapter's own time of each round.
+			turn := func(k, n int) []time.Duration {
 				p := Params{Model: m.model, MaxTokens: 1024, ToolsRef: &tools, ToolChoice: &ToolChoice{Kind: ToolChoiceAuto},
-					Instructions: ptr("You are the world's agent."), MessageRefs: []cas.Ref{put("What does the manifest define?")}}
-				own := make([]time.Duration, rounds)
-				for i := range rounds {
+					Instructions: ptr("You are the world's agent."), MessageRefs: []cas.Ref{put(fmt.Sprintf("What does the manifest define? (%d)", k))}}
+				own := make([]time.Duration, n)
+				for i := range n {
 					tt.in = 0
 					start := time.Now()
 					r, err := g.Generate(b.Context(), st, p, testKey, nil)
@@ -236,14 +241,20 @@ func BenchmarkLongSession(b *testing.B) {
 						"output": fmt.Sprintf(`{"round":%d,"schemas":[%s]}`, i, output)})
 					p.MessageRefs = append(p.MessageRefs, r.OutputRef, put(string(result)))
 				}
-				// The median of each window: a round the machine's load
-				// (or a GC) slowed does not move it.
-				median := func(ds []time.Duration) float64 {
-					ds = slices.Clone(ds)
-					slices.Sort(ds)
-					return float64(ds[len(ds)/2].Nanoseconds()) / 1e3
+				return own
+			}
+			var early, late float64
+			b.ReportAllocs()
+			k := 0
+			for b.Loop() {
+				var short []time.Duration
+				for range 5 {
+					k++
+					short = append(short, turn(k, 12)[2:]...)
 				}
-				early, late = median(own[2:12]), median(own[rounds-10:])
+				k++
+				long := turn(k, 1000)
+				early, late = median(short), median(long[950:])
 			}
 			b.ReportMetric(early, "early-µs/round")
 			b.ReportMetric(late, "late-µs/round")

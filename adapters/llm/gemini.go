@@ -599,7 +599,7 @@ func parseGeminiBody(body []byte) (parsed, error) {
 		return parsed{}, badResponse("body is not a GenerateContentResponse: %v", err)
 	}
 	if len(r.Error) > 0 && string(r.Error) != "null" {
-		return parsed{}, streamEventError(trimmed)
+		return parsed{}, nativeStreamError(trimmed)
 	}
 	out := parsed{id: r.ResponseID, model: r.ModelVersion}
 	if u := r.UsageMetadata; u != nil {
@@ -722,9 +722,9 @@ func geminiOutput(parts []json.RawMessage, responseID, status string) ([]any, er
 				// Thought pieces run on; a signature comes on the last.
 				if *p.Text != "" {
 					if len(thought.Summary) == 0 {
-						thought.Summary = []any{outText{Type: "summary_text"}}
+						thought.Summary = []any{outSummary{Type: "summary_text"}}
 					}
-					t := thought.Summary[0].(outText)
+					t := thought.Summary[0].(outSummary)
 					t.Text += *p.Text
 					thought.Summary[0] = t
 				}
@@ -738,7 +738,7 @@ func geminiOutput(parts []json.RawMessage, responseID, status string) ([]any, er
 			}
 			rs := &outNativeReasoning{Type: "reasoning", Summary: []any{}, Gemini: extra}
 			if *p.Text != "" {
-				rs.Summary = []any{outText{Type: "summary_text", Text: *p.Text}}
+				rs.Summary = []any{outSummary{Type: "summary_text", Text: *p.Text}}
 			}
 			output = append(output, rs)
 			thought = rs
@@ -817,7 +817,7 @@ func (s *geminiStream) add(_ string, data []byte) (string, error) {
 		return "", badResponse("stream chunk is not a GenerateContentResponse: %v", err)
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
-		return "", streamEventError(data)
+		return "", nativeStreamError(data)
 	}
 	if c.ModelVersion != "" {
 		s.model = c.ModelVersion

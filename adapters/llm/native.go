@@ -3,6 +3,7 @@ package llm
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -355,6 +356,7 @@ func (g *Generator) buildNative(ctx context.Context, blobs Blobs, d nativeDialec
 		grp.secret = holds(grp.part.b)
 		ns.size += len(grp.part.b)
 	}
+	ns.groups, ns.roles, ns.marked = groups, roles, marked
 	h, err := head(ns)
 	if err != nil {
 		return nil, nil, err
@@ -400,7 +402,6 @@ func (g *Generator) buildNative(ctx context.Context, blobs Blobs, d nativeDialec
 	for k := range groups {
 		body.secret = body.secret || groups[k].secret
 	}
-	ns.groups, ns.roles, ns.marked = groups, roles, marked
 	ns.busy, ns.built = true, false
 	ok = true
 	return body, ns, nil
@@ -441,4 +442,37 @@ func (g *Generator) storeNative(ctx context.Context, blobs Blobs, ns *nativeSess
 		ns.mu.Unlock()
 	}
 	return st.Ref, nil
+}
+
+// nativeStreamError reads an error a native API reports inside an answer
+// (Anthropic's "error" event, {"type":"error","error":{"type":…}}; a
+// Gemini chunk {"error":{"code","status","message"}}), classed as the same
+// error would be as an HTTP status: overloaded or failed servers
+// (overloaded_error, api_error, UNAVAILABLE, INTERNAL) and rate limits
+// (rate_limit_error, RESOURCE_EXHAUSTED) are tried again.
+func nativeStreamError(data []byte) error {
+	typ, msg, code, _ := errorFields(data)
+	var e struct {
+		Error struct {
+			Status string `json:"status"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(data, &e)
+	if msg == "" {
+		msg = "the stream reported an error"
+	}
+	name := typ
+	if e.Error.Status != "" {
+		name = e.Error.Status
+	}
+	switch name {
+	case "overloaded_error", "api_error", "UNAVAILABLE", "INTERNAL":
+		return &parseError{kind: KindServer, code: name, msg: msg, retryable: true}
+	case "rate_limit_error", "RESOURCE_EXHAUSTED":
+		return &parseError{kind: KindRateLimited, code: name, msg: msg, retryable: true}
+	}
+	if name == "" {
+		name = code
+	}
+	return &parseError{kind: KindFailed, code: name, msg: msg}
 }
