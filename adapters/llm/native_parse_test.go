@@ -265,3 +265,98 @@ func TestGeminiForeignCalls(t *testing.T) {
 		t.Errorf("err %v", err)
 	}
 }
+
+// fuzzParsed checks what a native parser made of body: an error is a
+// *parseError; an answer keeps the invariants of every answer, and its
+// output reads back to the same items, and is sent back to the provider
+// (encoded by its dialect) without an error.
+func fuzzParsed(t *testing.T, p parsed, err error, d nativeDialect) {
+	t.Helper()
+	if err != nil {
+		var pe *parseError
+		if !errors.As(err, &pe) {
+			t.Fatalf("error %v is not a *parseError", err)
+		}
+		return
+	}
+	checkParsedInvariants(t, p)
+	var again parsed
+	if err := parseOutputItems(p.output, &again); err != nil {
+		t.Fatalf("converted output does not parse: %v\n%s", err, p.output)
+	}
+	its, err := parseMessageBlob(cas.Sum(p.output), p.output)
+	if err != nil {
+		t.Fatalf("the output is not a message blob: %v\n%s", err, p.output)
+	}
+	ns := &nativeSession{}
+	for _, it := range its {
+		if _, err := d.encode(ns, it); err != nil {
+			t.Fatalf("the output does not go back: %v\n%s", err, p.output)
+		}
+	}
+}
+
+func FuzzParseAnthropicBody(f *testing.F) {
+	for _, s := range []string{
+		`{"id":"m","type":"message","content":[{"type":"thinking","thinking":"t","signature":"s"},{"type":"text","text":"a"},{"type":"tool_use","id":"t1","name":"f","input":{"a":[1,2]}}],"stop_reason":"tool_use","usage":{"input_tokens":1,"output_tokens":2}}`,
+		`{"type":"message","content":[{"type":"redacted_thinking","data":"d"},{"type":"server_tool_use","id":"s","name":"web_search","input":{}}],"stop_reason":"pause_turn"}`,
+		`{"type":"message","content":[],"stop_reason":"refusal","stop_details":{"explanation":"no"}}`,
+		`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, `{"content":[1]}`, `[`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		p, err := parseAnthropicBody(body)
+		fuzzParsed(t, p, err, anthropicDialect{})
+	})
+}
+
+func FuzzParseGeminiBody(f *testing.F) {
+	for _, s := range []string{
+		`{"candidates":[{"content":{"parts":[{"text":"t","thought":true},{"functionCall":{"name":"f","args":{"a":1}},"thoughtSignature":"Cq"},{"text":"a"},{"text":"","thoughtSignature":"Z"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":1},"responseId":"r"}`,
+		`{"candidates":[{"content":{"parts":[{"executableCode":{"code":"x"}}]},"finishReason":"SAFETY","finishMessage":"m"}]}`,
+		`{"candidates":[{"finishReason":"MALFORMED_FUNCTION_CALL"}]}`, `{"promptFeedback":{"blockReason":"SAFETY"}}`,
+		`{"error":{"code":503,"status":"UNAVAILABLE","message":"m"}}`, `{"candidates":[{"content":{"parts":[1]}}]}`, `{`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		p, err := parseGeminiBody(body)
+		fuzzParsed(t, p, err, geminiDialect{})
+	})
+}
+
+// FuzzNativeStreams folds two events into each native stream: it never
+// panics, and an assembled answer parses or fails as a parseError.
+func FuzzNativeStreams(f *testing.F) {
+	f.Add("message_start", []byte(`{"type":"message_start","message":{"id":"m","content":[],"usage":{"input_tokens":1}}}`),
+		[]byte(`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"f","input":{}}}`))
+	f.Add("content_block_delta", []byte(`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"a"}}`),
+		[]byte(`{"type":"message_stop"}`))
+	f.Add("", []byte(`{"candidates":[{"content":{"parts":[{"text":"a"}]}}]}`), []byte(`{"candidates":[{"content":{"parts":[{"text":"","thoughtSignature":"s"}]},"finishReason":"STOP"}]}`))
+	f.Fuzz(func(t *testing.T, event string, a, b []byte) {
+		for _, acc := range []streamAccumulator{&anthropicStream{}, &geminiStream{}} {
+			if _, err := acc.add(event, a); err != nil {
+				continue
+			}
+			if _, err := acc.add(event, b); err != nil || !acc.done() {
+				continue
+			}
+			body, err := acc.assemble()
+			if err != nil {
+				continue
+			}
+			var perr error
+			switch acc.(type) {
+			case *anthropicStream:
+				_, perr = parseAnthropicBody(body)
+			default:
+				_, perr = parseGeminiBody(body)
+			}
+			var pe *parseError
+			if perr != nil && !errors.As(perr, &pe) {
+				t.Fatalf("assembled %s: %v", body, perr)
+			}
+		}
+	})
+}
