@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -149,8 +148,8 @@ func (m Model) resolve(manifest []llm.ModelOptions, c *config, local bool) (*mod
 	if out.provider == "" {
 		out.provider = llm.ProviderFor(out.name)
 	}
-	if !slices.Contains(llm.Providers, out.provider) {
-		return nil, fmt.Errorf("model provider %q: want one of %s (or agent.Cassette)", out.provider, strings.Join(llm.Providers, ", "))
+	if !llm.IsProvider(out.provider) {
+		return nil, fmt.Errorf("model provider %q: want one of %s (or agent.Cassette)", out.provider, strings.Join(llm.Providers(), ", "))
 	}
 	native := out.provider == llm.ProviderAnthropic || out.provider == llm.ProviderGemini
 	base := m.BaseURL

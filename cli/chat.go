@@ -424,10 +424,14 @@ func (r *chatRun) pipe(ctx context.Context) error {
 				}
 			} else {
 				o, err := r.say(ctx, strings.TrimPrefix(line, "/"))
-				if err != nil {
-					if errors.Is(err, errInterrupted) {
-						return &exitStatus{code: exitInterrupted}
-					}
+				switch {
+				case errors.Is(err, agent.ErrMessageTooLarge):
+					// Refused before it was journaled: the next lines go on.
+					fmt.Fprintf(r.a.err, "demiurge: %v\n", err)
+					o = agent.OutcomeFailed
+				case errors.Is(err, errInterrupted):
+					return &exitStatus{code: exitInterrupted}
+				case err != nil:
 					return err
 				}
 				outcome = o
@@ -478,6 +482,10 @@ func (r *chatRun) line(ctx context.Context, line string) (bool, error) {
 		return r.command(ctx, line)
 	}
 	_, err := r.say(ctx, strings.TrimPrefix(line, "/"))
+	if errors.Is(err, agent.ErrMessageTooLarge) {
+		r.note(fmt.Sprintf("✗ %v", err)) // the chat goes on as it was
+		return false, nil
+	}
 	return false, err
 }
 

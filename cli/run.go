@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -107,7 +106,8 @@ On a PostgreSQL store (--store postgres://…) the world runs on a worker
 read from the journal as the worker runs it (run says so if no worker
 holds the world). The chat keeps the API (--llm) and the model (--model)
 that run names; the worker calls them at its own base URL with its own key
-(the worker's --base-url and key; run needs none).
+(the worker's --base-url and $OPENAI_API_KEY, $ANTHROPIC_API_KEY or
+$GOOGLE_API_KEY; run needs none).
 
 The model is reached through the API --llm names, by default the one of
 its name: claude-* through Anthropic's Messages API (--llm anthropic, key
@@ -431,10 +431,10 @@ func modelOf(provider, model, baseURL string, options []string, temperature stri
 	case strings.HasPrefix(provider, "cassette:"):
 		m = agent.Cassette(strings.TrimPrefix(provider, "cassette:"))
 		m.Name = model // the cassette answers whatever the model is called
-	case provider == "" || slices.Contains(llm.Providers, provider):
+	case provider == "" || llm.IsProvider(provider):
 		m = agent.Model{Name: name, Provider: provider, BaseURL: baseURL}
 	default:
-		return m, usagef("--llm %q: want %s or cassette:DIR", provider, strings.Join(llm.Providers, ", "))
+		return m, usagef("--llm %q: want %s or cassette:DIR", provider, strings.Join(llm.Providers(), ", "))
 	}
 	m.Temperature, m.NoStream = temperature, noStream
 	if len(options) > 0 {

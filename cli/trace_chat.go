@@ -204,6 +204,9 @@ func turnLines(t *session.Turn) (lines []string, stable int) {
 				add("    attempt %d failed (%s: %s), retried after %s", f.Attempt, what, clipLine(f.Message, 160), msDuration(float64(f.WaitMS)))
 			}
 		}
+		for _, a := range r.Assistant { // what the round's reply said, before its calls
+			add("  assistant: %s", clipLine(a, 400))
+		}
 		for _, tc := range r.Calls {
 			var b strings.Builder
 			fmt.Fprintf(&b, "    %s %s", tc.Tool, clipLine(argsText(tc.Arguments), 120))
@@ -255,9 +258,6 @@ func turnLines(t *session.Turn) (lines []string, stable int) {
 		}
 	}
 	unstable = unstable || running
-	for _, a := range t.Assistant {
-		add("  assistant: %s", clipLine(a, 400))
-	}
 	for _, n := range t.Notices {
 		add("  note: %s", n)
 	}

@@ -59,6 +59,9 @@ func (l *loader) resolveCode(e *problems, d *DefModule) bool {
 			return false
 		}
 		ref = r
+		if ref.Digest() == ([cas.Size]byte{}) {
+			ref = cas.Ref{} // a zero placeholder, as AgentOS's authoring hashes are: filled in as if unset
+		}
 	}
 	if dir == "" {
 		return ref.Algo() == cas.BLAKE3 && ref.Valid()
@@ -125,9 +128,10 @@ func (l *loader) resolveCode(e *problems, d *DefModule) bool {
 	return true
 }
 
-// readModule reads a module file, bounded.
+// readModule reads a module file, bounded, refusing one that is not a
+// regular file (opened without blocking on a FIFO, as AIR files are).
 func readModule(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := openNoBlock(path)
 	if err != nil {
 		return nil, err
 	}
@@ -135,6 +139,9 @@ func readModule(path string) ([]byte, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fileKind(st.Mode()))
 	}
 	if st.Size() > maxModuleSize {
 		return nil, fmt.Errorf("%s is %d bytes, over the %d MiB a module may have", path, st.Size(), maxModuleSize>>20)

@@ -51,6 +51,7 @@ type roundView struct {
 	N          int
 	Compaction *modelView
 	Model      *modelView
+	Assistant  []string // what the round's reply said
 	Calls      []callView
 }
 
@@ -112,7 +113,7 @@ func (f *follower) view(ctx context.Context) timelineView {
 		v.CostUnknown = v.CostUnknown || unknown
 		v.Running = v.Running || t.Outcome == ""
 		for i, r := range t.Rounds {
-			rv := roundView{N: i + 1}
+			rv := roundView{N: i + 1, Assistant: r.Assistant}
 			if r.Compaction != nil {
 				rv.Compaction = &modelView{f.world, r.Compaction}
 			}
@@ -383,7 +384,14 @@ var funcs = template.FuncMap{
 		}
 		return fmt.Sprint(n, " ", noun, "s")
 	},
-	"int":      func(n uint64) int { return int(min(n, 1<<31)) },
+	"int": func(n uint64) int { return int(min(n, 1<<31)) },
+	"inc": func(i int) int { return i + 1 },
+	"firstline": func(s string) string {
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			return s[:i] + " …"
+		}
+		return s
+	},
 	"forknote": forkNote,
 	"side": func(l, lkind, r, rkind string, rows []sideRow) any {
 		return struct {

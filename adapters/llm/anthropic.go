@@ -500,7 +500,7 @@ func (g *Generator) prepareAnthropic(ctx context.Context, blobs Blobs, c *call, 
 		}
 		return append(b[:len(b)-1], `,"messages":[`...), nil
 	}
-	c.body, c.session, err = g.buildNative(ctx, blobs, anthropicDialect{}, ProviderAnthropic, refs, c.apiKey, head)
+	c.native, c.session, err = g.buildNative(ctx, blobs, anthropicDialect{}, ProviderAnthropic, refs, c.apiKey, head)
 	return err
 }
 
@@ -549,7 +549,7 @@ func asBytes(rs []json.RawMessage) [][]byte {
 
 // attemptAnthropic sends the request once, through the SDK.
 func (g *Generator) attemptAnthropic(ctx, actx context.Context, c *call) (exchange, parsed, error) {
-	cp := &capture{stream: c.onDelta != nil, send: c.body}
+	cp := &capture{stream: c.onDelta != nil, sent: c.native}
 	opts := []aoption.RequestOption{aoption.WithMiddleware(cp.middleware)}
 	if c.apiKey != "" {
 		opts = append(opts, aoption.WithAPIKey(c.apiKey))
@@ -558,8 +558,8 @@ func (g *Generator) attemptAnthropic(ctx, actx context.Context, c *call) (exchan
 		opts = append(opts, aoption.WithHeader("anthropic-beta", c.beta))
 	}
 	var resp *http.Response
-	err := g.anthropic.Post(actx, "v1/messages", c.body.reader(), &resp, opts...)
-	ex := exchange{body: c.body, response: cp.body}
+	err := g.anthropic.Post(actx, "v1/messages", c.native.reader(), &resp, opts...)
+	ex := exchange{response: cp.body}
 	if ctx.Err() != nil {
 		return ex, parsed{}, ctx.Err()
 	}
@@ -612,7 +612,7 @@ func (g *Generator) readStream(ctx, actx context.Context, c *call, cp *capture, 
 		err = dec.Err()
 		dec.Close()
 	}
-	ex := exchange{body: c.body}
+	ex := exchange{}
 	if cp.tee != nil {
 		ex.response = cp.tee.Bytes()
 	} else {

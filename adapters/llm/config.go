@@ -125,6 +125,8 @@ type Generator struct {
 	messages  messagesCache
 	chunks    reflist.Cache
 	evidence  chunked.Writer // the requests, kept as chunks
+	segs      segCache       // transcript items, encoded for a dialect
+	chains    chains         // the last request of recent transcripts
 	cfg       Config
 	responses responses.ResponseService
 	chat      openai.ChatCompletionService
@@ -141,8 +143,8 @@ func New(cfg Config) (*Generator, error) {
 	if cfg.Provider == "" {
 		cfg.Provider = ProviderResponses
 	}
-	if !slices.Contains(Providers, cfg.Provider) {
-		return nil, fmt.Errorf("llm: config: provider %q is not one of %s", cfg.Provider, strings.Join(Providers, ", "))
+	if !IsProvider(cfg.Provider) {
+		return nil, fmt.Errorf("llm: config: provider %q is not one of %s", cfg.Provider, strings.Join(Providers(), ", "))
 	}
 	// The native providers' roots: the configured one's, else each from
 	// its environment variable, else its public API.

@@ -12,19 +12,19 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"google.golang.org/genai"
-
 	"github.com/demiurge-dev/demiurge/cas"
 )
 
 // The Gemini API (ProviderGemini): POST
 // {base}/v1beta/models/{model}:generateContent, or
 // :streamGenerateContent?alt=sse for a stream, with the key in
-// x-goog-api-key. The settings that change from call to call are built
-// with google.golang.org/genai's types (GenerationConfig, ThinkingConfig,
-// ToolConfig, FunctionDeclaration); the request is sent by the adapter
-// from the parts it made (native.go), since genai re-encodes a whole
-// request, contents included, through maps on every call.
+// x-goog-api-key. The request is built and sent by the adapter from the
+// parts it made (native.go); its settings are the few types below, named
+// and ordered as google.golang.org/genai's (GenerationConfig,
+// ThinkingConfig, ToolConfig, FunctionDeclaration). genai itself is not
+// used: it re-encodes a whole request, contents included, through maps on
+// every call, and its package brings package testing (its replay client),
+// Google Cloud's auth and gRPC into the binary.
 //
 // A transcript item becomes one or more parts of the content of its role
 // (consecutive items of one role make one content):
@@ -286,13 +286,42 @@ func geminiUserContent(content json.RawMessage) ([][]byte, error) {
 	return out, nil
 }
 
+// The settings of a generateContent request, as genai's types encode
+// them (the fields demiurge sets, in genai's order).
+type (
+	geminiGenerationConfig struct {
+		ResponseJsonSchema json.RawMessage       `json:"responseJsonSchema,omitempty"`
+		MaxOutputTokens    int32                 `json:"maxOutputTokens,omitempty"`
+		ResponseMIMEType   string                `json:"responseMimeType,omitempty"`
+		Temperature        *float32              `json:"temperature,omitempty"`
+		ThinkingConfig     *geminiThinkingConfig `json:"thinkingConfig,omitempty"`
+	}
+	geminiThinkingConfig struct {
+		IncludeThoughts bool   `json:"includeThoughts,omitempty"`
+		ThinkingBudget  *int32 `json:"thinkingBudget,omitempty"`
+		ThinkingLevel   string `json:"thinkingLevel,omitempty"`
+	}
+	geminiFunctionDeclaration struct {
+		Description          string          `json:"description,omitempty"`
+		Name                 string          `json:"name,omitempty"`
+		ParametersJsonSchema json.RawMessage `json:"parametersJsonSchema,omitempty"`
+	}
+	geminiToolConfig struct {
+		FunctionCallingConfig *geminiFunctionCallingConfig `json:"functionCallingConfig,omitempty"`
+	}
+	geminiFunctionCallingConfig struct {
+		AllowedFunctionNames []string `json:"allowedFunctionNames,omitempty"`
+		Mode                 string   `json:"mode,omitempty"`
+	}
+)
+
 // geminiHead is the start of a generateContent request, before its
 // contents.
 type geminiHead struct {
 	SystemInstruction *gSystem                `json:"systemInstruction,omitempty"`
 	Tools             []geminiTools           `json:"tools,omitempty"`
-	ToolConfig        *genai.ToolConfig       `json:"toolConfig,omitempty"`
-	GenerationConfig  *genai.GenerationConfig `json:"generationConfig,omitempty"`
+	ToolConfig        *geminiToolConfig       `json:"toolConfig,omitempty"`
+	GenerationConfig  *geminiGenerationConfig `json:"generationConfig,omitempty"`
 }
 
 type gSystem struct {
@@ -300,12 +329,11 @@ type gSystem struct {
 }
 
 type geminiTools struct {
-	FunctionDeclarations []*genai.FunctionDeclaration `json:"functionDeclarations"`
+	FunctionDeclarations []*geminiFunctionDeclaration `json:"functionDeclarations"`
 }
 
 // geminiLevels are the thinking levels of Gemini 3 by effort.
-var geminiLevels = map[string]genai.ThinkingLevel{"minimal": genai.ThinkingLevelMinimal, "low": genai.ThinkingLevelLow,
-	"medium": genai.ThinkingLevelMedium, "high": genai.ThinkingLevelHigh}
+var geminiLevels = map[string]string{"minimal": "MINIMAL", "low": "LOW", "medium": "MEDIUM", "high": "HIGH"}
 
 // geminiBudgets are the thinking budgets of Gemini 2.5 by effort.
 var geminiBudgets = map[string]int32{"minimal": 512, "low": 1024, "medium": 8192, "high": 24576}
@@ -316,7 +344,7 @@ func (g *Generator) prepareGemini(ctx context.Context, blobs Blobs, c *call, p P
 	if p.Instructions != nil && *p.Instructions != "" {
 		h.SystemInstruction = &gSystem{Parts: []gText{{Text: *p.Instructions}}}
 	}
-	gc := &genai.GenerationConfig{}
+	gc := &geminiGenerationConfig{}
 	n, err := tokenLimit(p.MaxTokens, c.model)
 	if err != nil {
 		return err
@@ -335,7 +363,7 @@ func (g *Generator) prepareGemini(ctx context.Context, blobs Blobs, c *call, p P
 	if c.model.Reasoning {
 		// Thought summaries come back as thought parts, shown as the
 		// reasoning; the signatures come whether or not.
-		gc.ThinkingConfig = &genai.ThinkingConfig{IncludeThoughts: true}
+		gc.ThinkingConfig = &geminiThinkingConfig{IncludeThoughts: true}
 		if e := p.ReasoningEffort; e != nil && *e != "" && c.model.ReasoningEffort {
 			if strings.HasPrefix(strings.TrimPrefix(p.Model, "models/"), "gemini-2") {
 				b, ok := geminiBudgets[*e]
@@ -362,7 +390,7 @@ func (g *Generator) prepareGemini(ctx context.Context, blobs Blobs, c *call, p P
 	}
 	h.GenerationConfig = gc
 	if len(tools) > 0 {
-		var decls []*genai.FunctionDeclaration
+		var decls []*geminiFunctionDeclaration
 		for _, t := range tools {
 			if t.typ != "function" {
 				return invalidf("tools: tool type %q is not supported by provider %s (only function tools are)", t.typ, ProviderGemini)
@@ -371,7 +399,7 @@ func (g *Generator) prepareGemini(ctx context.Context, blobs Blobs, c *call, p P
 			if err != nil {
 				return invalidf("tools: %v", err)
 			}
-			d := &genai.FunctionDeclaration{Name: ft.Name}
+			d := &geminiFunctionDeclaration{Name: ft.Name}
 			if ft.Description != nil {
 				d.Description = *ft.Description
 			}
@@ -390,18 +418,18 @@ func (g *Generator) prepareGemini(ctx context.Context, blobs Blobs, c *call, p P
 		if err := checkToolChoice(*tc, tools); err != nil {
 			return err
 		}
-		fc := &genai.FunctionCallingConfig{}
+		fc := &geminiFunctionCallingConfig{}
 		switch tc.Kind {
 		case ToolChoiceAuto:
-			fc.Mode = genai.FunctionCallingConfigModeAuto
+			fc.Mode = "AUTO"
 		case ToolChoiceNone:
-			fc.Mode = genai.FunctionCallingConfigModeNone
+			fc.Mode = "NONE"
 		case ToolChoiceRequired:
-			fc.Mode = genai.FunctionCallingConfigModeAny
+			fc.Mode = "ANY"
 		case ToolChoiceTool:
-			fc.Mode, fc.AllowedFunctionNames = genai.FunctionCallingConfigModeAny, []string{tc.Name}
+			fc.Mode, fc.AllowedFunctionNames = "ANY", []string{tc.Name}
 		}
-		h.ToolConfig = &genai.ToolConfig{FunctionCallingConfig: fc}
+		h.ToolConfig = &geminiToolConfig{FunctionCallingConfig: fc}
 	}
 	b, err := marshalNoEscape(h)
 	if err != nil {
@@ -411,7 +439,7 @@ func (g *Generator) prepareGemini(ctx context.Context, blobs Blobs, c *call, p P
 	if len(b) == 2 { // {}
 		head = []byte(`{"contents":[`)
 	}
-	c.body, c.session, err = g.buildNative(ctx, blobs, geminiDialect{}, ProviderGemini, refs, c.apiKey,
+	c.native, c.session, err = g.buildNative(ctx, blobs, geminiDialect{}, ProviderGemini, refs, c.apiKey,
 		func(*nativeSession) ([]byte, error) { return head, nil })
 	return err
 }
@@ -430,10 +458,10 @@ func geminiURL(base, model string, stream bool) string {
 
 // attemptGemini sends the request once.
 func (g *Generator) attemptGemini(ctx, actx context.Context, c *call) (exchange, parsed, error) {
-	cp := &capture{stream: c.onDelta != nil, send: c.body}
+	cp := &capture{stream: c.onDelta != nil, sent: c.native}
 	req, err := http.NewRequestWithContext(actx, http.MethodPost, geminiURL(g.bases[ProviderGemini], c.model.Name, cp.stream), nil)
 	if err != nil {
-		return exchange{body: c.body}, parsed{}, invalidf("model %q: %v", c.model.Name, err)
+		return exchange{}, parsed{}, invalidf("model %q: %v", c.model.Name, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("x-goog-api-client", "demiurge")
@@ -441,7 +469,7 @@ func (g *Generator) attemptGemini(ctx, actx context.Context, c *call) (exchange,
 		req.Header.Set("x-goog-api-key", c.apiKey)
 	}
 	resp, err := cp.middleware(req, g.cfg.HTTPClient.Do)
-	ex := exchange{body: c.body, response: cp.body}
+	ex := exchange{response: cp.body}
 	if ctx.Err() != nil {
 		if resp != nil {
 			resp.Body.Close()
@@ -567,17 +595,17 @@ type (
 // geminiCut are the finish reasons that end an answer before it is
 // complete: its token limit ("length"), or a filter.
 var geminiCut = map[string]string{
-	string(genai.FinishReasonMaxTokens):              "length",
-	string(genai.FinishReasonContinuation):           "length",
-	string(genai.FinishReasonSafety):                 "content_filter",
-	string(genai.FinishReasonRecitation):             "content_filter",
-	string(genai.FinishReasonLanguage):               "content_filter",
-	string(genai.FinishReasonBlocklist):              "content_filter",
-	string(genai.FinishReasonProhibitedContent):      "content_filter",
-	string(genai.FinishReasonSPII):                   "content_filter",
-	string(genai.FinishReasonImageSafety):            "content_filter",
-	string(genai.FinishReasonImageProhibitedContent): "content_filter",
-	string(genai.FinishReasonImageRecitation):        "content_filter",
+	"MAX_TOKENS":               "length",
+	"CONTINUATION":             "length",
+	"SAFETY":                   "content_filter",
+	"RECITATION":               "content_filter",
+	"LANGUAGE":                 "content_filter",
+	"BLOCKLIST":                "content_filter",
+	"PROHIBITED_CONTENT":       "content_filter",
+	"SPII":                     "content_filter",
+	"IMAGE_SAFETY":             "content_filter",
+	"IMAGE_PROHIBITED_CONTENT": "content_filter",
+	"IMAGE_RECITATION":         "content_filter",
 }
 
 // parseGeminiBody reads a GenerateContentResponse and converts its first
@@ -617,8 +645,8 @@ func parseGeminiBody(body []byte) (parsed, error) {
 	case r.Candidates != nil && len(*r.Candidates) > 0:
 		cand := (*r.Candidates)[0]
 		finish = cand.FinishReason
-		switch genai.FinishReason(finish) {
-		case genai.FinishReasonMalformedFunctionCall, genai.FinishReasonUnexpectedToolCall, genai.FinishReasonTooManyToolCalls:
+		switch finish {
+		case "MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS":
 			msg := "the model wrote a malformed tool call (" + finish + ")"
 			if cand.FinishMessage != "" {
 				msg += ": " + cand.FinishMessage
@@ -646,7 +674,7 @@ func parseGeminiBody(body []byte) (parsed, error) {
 		}
 	case r.PromptFeedback != nil && r.PromptFeedback.BlockReason != "":
 		// The API blocked the prompt: no candidate.
-		finish = string(genai.FinishReasonSafety)
+		finish = "SAFETY"
 		why := "the prompt was blocked (" + r.PromptFeedback.BlockReason + ")"
 		if m := r.PromptFeedback.BlockReasonMessage; m != "" {
 			why += ": " + m

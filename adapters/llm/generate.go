@@ -32,11 +32,13 @@ type call struct {
 	provider  string
 	model     Model // what is known of the model called
 	apiKey    string
-	resp      responses.ResponseNewParams    // ProviderResponses
-	chat      openai.ChatCompletionNewParams // ProviderChat
-	body      *splicedBody                   // the native providers
-	session   *nativeSession                 // the chat's native session
-	beta      string                         // ProviderAnthropic: the anthropic-beta header
+	body      *spliced       // the request body, as its parts (see splice.go)
+	dialect   string         // the dialect the body's segments were encoded for
+	chain     *chainState    // what the next request of the transcript builds on
+	prev      *chainState    // what this one built on, nil if nothing
+	native    *splicedBody   // the native providers' request body (see native.go)
+	session   *nativeSession // the chat's native session
+	beta      string         // ProviderAnthropic: the anthropic-beta header
 	onDelta   func(string)
 	delivered bool // a delta reached onDelta: a retry would repeat text
 }
@@ -64,17 +66,8 @@ func (c *call) parse(body []byte) (parsed, error) {
 
 // exchange is the evidence of one attempt.
 type exchange struct {
-	request  []byte       // the request body sent (OpenAI's providers)
-	body     *splicedBody // the request body sent (the native providers)
-	response []byte       // the response body (stream: the final object, or the bytes read before it failed)
-}
-
-// requestBytes returns the request body sent.
-func (ex exchange) requestBytes() []byte {
-	if ex.body != nil {
-		return ex.body.bytes()
-	}
-	return ex.request
+	request  []byte // the request body sent, when it was not spliced
+	response []byte // the response body (stream: the final object, or the bytes read before it failed)
 }
 
 // Generate makes one model call: it reads the transcript from the message
@@ -135,6 +128,11 @@ func (g *Generator) Generate(ctx context.Context, blobs Blobs, p Params, apiKey 
 			return Receipt{}, fmt.Errorf("llm: %s: call abandoned after %d attempt(s): %w", c.provider, attempts, err)
 		}
 		pe.Attempts = attempts
+		if ex.request == nil && c.body != nil {
+			ex.request = c.body.bytes() // the evidence of a failed attempt
+		} else if ex.request == nil && c.native != nil {
+			ex.request = c.native.bytes()
+		}
 		wait, retry := g.nextWait(pe, attempts)
 		pe.redact(apiKey)
 		if !retry {
@@ -176,8 +174,8 @@ func (g *Generator) prepare(ctx context.Context, blobs Blobs, p Params, apiKey s
 	if c.provider == "" {
 		c.provider = g.cfg.Provider
 	}
-	if !slices.Contains(Providers, c.provider) {
-		return nil, invalidf("provider %q is not one of %s", p.Provider, strings.Join(Providers, ", "))
+	if !IsProvider(c.provider) {
+		return nil, invalidf("provider %q is not one of %s", p.Provider, strings.Join(Providers(), ", "))
 	}
 	if p.Model == "" {
 		return nil, invalidf("model is empty: name the provider's model, such as \"gpt-5-mini\"")
@@ -203,7 +201,11 @@ func (g *Generator) prepare(ctx context.Context, blobs Blobs, p Params, apiKey s
 		if err != nil {
 			return nil, err
 		}
-		refs = append(slices.Clip(refs), more...)
+		if len(refs) == 0 {
+			refs = more
+		} else {
+			refs = append(slices.Clip(refs), more...)
+		}
 	}
 	var tools []tool
 	if p.ToolsRef != nil {
@@ -218,19 +220,22 @@ func (g *Generator) prepare(ctx context.Context, blobs Blobs, p Params, apiKey s
 	case ProviderGemini:
 		return c, g.prepareGemini(ctx, blobs, c, p, refs, tools)
 	}
-	items, err := loadTranscript(ctx, blobs, refs, &g.messages)
+	c.dialect = g.dialect(c.provider, p, c.model)
+	prev := g.chains.get(c.dialect, refs)
+	st, err := g.loadItems(ctx, blobs, refs, prev)
 	if err != nil {
 		return nil, err
 	}
-	items = shrinkItems(items, g.cfg.MaxItemBytes)
+	st.dialect = c.dialect
 	if c.provider == ProviderChat {
-		c.chat, err = buildChatParams(p, items, tools, onDelta != nil, c.model)
+		c.body, err = g.spliceChat(p, st, prev, tools, c.model, onDelta != nil, c.dialect)
 	} else {
-		c.resp, err = buildResponsesParams(p, items, tools, g.cfg.Store, c.model)
+		c.body, err = g.spliceResponses(p, st, prev, tools, c.model, onDelta != nil, c.dialect)
 	}
 	if err != nil {
 		return nil, err
 	}
+	c.chain, c.prev = st, prev
 	return c, nil
 }
 
@@ -277,8 +282,8 @@ func (g *Generator) attempt(ctx context.Context, c *call) (exchange, parsed, err
 	case ProviderGemini:
 		return g.attemptGemini(ctx, actx, c)
 	}
-	cp := &capture{stream: c.onDelta != nil}
-	opts := []option.RequestOption{option.WithMiddleware(cp.middleware)}
+	cp := &capture{stream: c.onDelta != nil, sent: c.body}
+	opts := []option.RequestOption{option.WithMiddleware(cp.middleware), option.WithRequestBody("application/json", c.body.reader())}
 	switch az := g.cfg.Azure; {
 	case az != nil:
 		if c.apiKey != "" {
@@ -297,9 +302,9 @@ func (g *Generator) attempt(ctx context.Context, c *call) (exchange, parsed, err
 	opts = append(opts, option.WithResponseBodyInto(&body))
 	var err error
 	if c.provider == ProviderChat {
-		_, err = g.chat.New(actx, c.chat, opts...)
+		_, err = g.chat.New(actx, openai.ChatCompletionNewParams{}, opts...)
 	} else {
-		_, err = g.responses.New(actx, c.resp, opts...)
+		_, err = g.responses.New(actx, responses.ResponseNewParams{}, opts...)
 	}
 	ex := exchange{request: cp.request, response: cp.body}
 	if ctx.Err() != nil {
@@ -327,11 +332,11 @@ func (g *Generator) attemptStream(ctx, actx context.Context, c *call, cp *captur
 	// The request is the SDK's own streaming request; the events are
 	// decoded here, reading only the fields used, which costs a fraction
 	// of decoding every event into the SDK's event union.
-	opts = append(opts, option.WithJSONSet("stream", true), option.WithResponseBodyInto(&resp))
+	opts = append(opts, option.WithResponseBodyInto(&resp))
 	if c.provider == ProviderChat {
-		_, err = g.chat.New(actx, c.chat, opts...)
+		_, err = g.chat.New(actx, openai.ChatCompletionNewParams{}, opts...)
 	} else {
-		_, err = g.responses.New(actx, c.resp, opts...)
+		_, err = g.responses.New(actx, responses.ResponseNewParams{}, opts...)
 	}
 	if err == nil && resp != nil {
 		dec := ssestream.NewDecoder(resp)
@@ -550,8 +555,8 @@ func (g *Generator) parseFailure(c *call, cp *capture, err error) *ProviderError
 // them in pe. Evidence that cannot be stored is left out: the provider's
 // error matters more than a failing store.
 func (g *Generator) keepEvidence(ctx context.Context, blobs Blobs, ex exchange, pe *ProviderError, apiKey string) {
-	if req := ex.requestBytes(); req != nil {
-		if ref, err := blobs.Put(ctx, redactBytes(req, apiKey)); err == nil {
+	if ex.request != nil {
+		if ref, err := blobs.Put(ctx, redactBytes(ex.request, apiKey)); err == nil {
 			pe.RequestRef = ref
 		}
 	}
@@ -572,14 +577,14 @@ func (g *Generator) record(ctx context.Context, blobs Blobs, c *call, p Params, 
 		return ref, nil
 	}
 	// The request is kept as content-defined chunks: a chat's requests
-	// share most of their bytes, so each stores about its new ones.
+	// share most of their bytes, so each stores about its new ones, and
+	// builds on the last of its transcript (see putEvidence, storeNative).
 	var reqRef cas.Ref
 	var err error
-	if ex.body != nil {
-		// A native request is stored from the parts it was made of.
-		reqRef, err = g.storeNative(ctx, blobs, c.session, ex.body, apiKey)
+	if c.native != nil {
+		reqRef, err = g.storeNative(ctx, blobs, c.session, c.native, apiKey)
 	} else {
-		reqRef, err = g.evidence.Put(ctx, blobs, redactBytes(ex.request, apiKey))
+		reqRef, err = g.putEvidence(ctx, blobs, c.body, c.prev, c.chain, apiKey)
 	}
 	if err != nil {
 		return Receipt{}, fmt.Errorf("llm: store request: %w", err)
@@ -630,13 +635,19 @@ func (g *Generator) record(ctx context.Context, blobs Blobs, c *call, p Params, 
 		FailedAttemptsRef: failedRef,
 	}
 	r.ProviderName = g.providerNameOf(c.provider)
-	// The price of the model that answered (a dated snapshot, say), else
-	// of the one asked for.
+	// The provider's own figure, else the price of the model that
+	// answered (a dated snapshot, say), else of the one asked for.
+	if res.costKnown {
+		r.CostMicroUSD, r.CostKnown = res.cost, true
+		r.CostSource = CostSource{Kind: CostFromProvider, Field: res.costField}
+	}
 	for _, name := range []string{model, p.Model} {
+		if r.CostKnown {
+			break
+		}
 		if m, _ := g.modelOf(c.provider, name); m.Price != nil && res.usageKnown {
 			r.CostMicroUSD, r.CostKnown = m.Price.CostMicroUSD(res.usage), true
 			r.CostSource = CostSource{Kind: CostFromPrice, Model: name, Source: m.PriceSource()}
-			break
 		}
 	}
 	if r.CostKnown {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"slices"
 	"sync"
@@ -21,8 +20,10 @@ import (
 // A chat's next request reuses every message of the one before but the
 // last few, so a round costs the new items, whatever the chat's length:
 // the body goes to the server from those parts (never joined into one
-// buffer), and the evidence is stored from the same parts, each a chunk
-// (chunked.Writer.PutParts), sharing the chunks of the request before.
+// buffer), and the evidence is stored from the same parts as
+// content-defined chunks that build on the request before
+// (chunked.Writer.PutAfter, as splice.go does for OpenAI's APIs): the
+// bytes both share are not cut, hashed or stored again.
 
 // encoded is one transcript item in a native provider's form.
 type encoded struct {
@@ -40,14 +41,13 @@ type encoded struct {
 	thinks, calls bool
 }
 
-// part is a piece of a request body and its hash.
+// part is a piece of a request body.
 type part struct {
 	b      []byte
-	sum    cas.Ref
 	secret bool // b holds the API key (the head's; see msgGroup.secret)
 }
 
-func newPart(b []byte) part { return part{b: b, sum: cas.Sum(b)} }
+func newPart(b []byte) part { return part{b: b} }
 
 // msgGroup is one message of a request: a run of items of one role.
 type msgGroup struct {
@@ -70,24 +70,23 @@ type nativeSession struct {
 	roles    []string // each group's role
 	marked   []int    // the groups that carry a cache marker
 	head     part
-	// bufs and sums are the last request's parts, head, groups and tail:
-	// the next request's body rewrites them from the first that changes.
+	// bufs are the last request's parts, head, groups and tail: the next
+	// request's body rewrites them from the first that changes.
 	bufs    [][]byte
-	sums    []cas.Ref
-	busy    bool           // a body made of bufs and sums is being sent
-	stored  chunked.Stored // the evidence of the last request stored
-	built   bool           // the last request built was stored (its parts are stored's)
-	gen     uint64         // counts the requests built
-	keyHash cas.Ref        // the API key the parts were checked against
-	size    int            // bytes held, roughly
-	used    uint64         // when it was last used (sessions' clock)
+	busy    bool            // a body made of bufs is being sent
+	stored  *chunked.Chunks // the evidence of the last request stored
+	built   bool            // the last request built was stored (its parts are stored's)
+	gen     uint64          // counts the requests built
+	keyHash cas.Ref         // the API key the parts were checked against
+	size    int             // bytes held, roughly
+	used    uint64          // when it was last used (sessions' clock)
 }
 
 // reset empties the session.
 func (ns *nativeSession) reset() {
 	ns.refs, ns.items, ns.enc, ns.groups, ns.roles, ns.marked, ns.names = nil, nil, nil, nil, nil, nil, nil
 	ns.head, ns.size, ns.built = part{}, 0, false
-	ns.bufs, ns.sums = nil, nil // a body being sent keeps its own
+	ns.bufs = nil // a body being sent keeps its own
 }
 
 // release says that the body last built is no longer being sent: the
@@ -161,20 +160,34 @@ type nativeDialect interface {
 // groupClose ends a message in both native dialects.
 var groupClose = []byte("]}")
 
-// splicedBody is a request body made of parts: their bytes and their
-// hashes, never changed once made.
+// splicedBody is a request body made of parts, never changed once made.
 type splicedBody struct {
 	bufs   [][]byte
-	sums   []cas.Ref
-	size   int64
-	keep   int            // the leading parts that are base's
-	base   chunked.Stored // the evidence of the chat's request before
-	gen    uint64         // the session's count of requests when it was built
-	secret bool           // a part holds the API key
+	size   int
+	keep   int             // the leading parts that are base's
+	base   *chunked.Chunks // the evidence of the chat's request before
+	gen    uint64          // the session's count of requests when it was built
+	secret bool            // a part holds the API key
 }
 
 // reader returns a reader of the whole body.
-func (b *splicedBody) reader() io.ReadCloser { return &partsReader{bufs: b.bufs} }
+func (b *splicedBody) reader() io.Reader { return &partsReader{bufs: b.bufs} }
+
+// Len is the body's length.
+func (b *splicedBody) Len() int { return b.size }
+
+// From returns the body's bytes from off on, joined.
+func (b *splicedBody) From(off int) []byte {
+	out := make([]byte, 0, max(b.size-off, 0))
+	at := 0
+	for _, p := range b.bufs {
+		if at+len(p) > off {
+			out = append(out, p[max(off-at, 0):]...)
+		}
+		at += len(p)
+	}
+	return out
+}
 
 // partsReader reads parts in order, without copying the list.
 type partsReader struct {
@@ -200,6 +213,21 @@ func (r *partsReader) Read(p []byte) (int, error) {
 }
 
 func (r *partsReader) Close() error { return nil }
+
+// WriteTo writes the parts left to w, each as it is (io.Copy calls it:
+// the body is not copied through a buffer).
+func (r *partsReader) WriteTo(w io.Writer) (int64, error) {
+	var n int64
+	for ; r.i < len(r.bufs); r.i, r.off = r.i+1, 0 {
+		k, err := w.Write(r.bufs[r.i][r.off:])
+		n += int64(k)
+		if err != nil {
+			r.off += k
+			return n, err
+		}
+	}
+	return n, nil
+}
 
 // bytes returns the body joined (for the evidence of a failed attempt,
 // and tests).
@@ -376,17 +404,17 @@ func (g *Generator) buildNative(ctx context.Context, blobs Blobs, d nativeDialec
 	if ns.busy {
 		// The last body is still being sent: this one gets parts of its
 		// own.
-		ns.bufs, ns.sums = slices.Clone(ns.bufs), slices.Clone(ns.sums)
+		ns.bufs = slices.Clone(ns.bufs)
 	}
 	set := func(i int, p part) {
 		if i < len(ns.bufs) {
-			ns.bufs[i], ns.sums[i] = p.b, p.sum
+			ns.bufs[i] = p.b
 			return
 		}
-		ns.bufs, ns.sums = append(ns.bufs, p.b), append(ns.sums, p.sum)
+		ns.bufs = append(ns.bufs, p.b)
 	}
 	n := min(1+changed, len(ns.bufs)) // the parts that stand
-	ns.bufs, ns.sums = ns.bufs[:n], ns.sums[:n]
+	ns.bufs = ns.bufs[:n]
 	set(0, ns.head)
 	for k := n - 1; k < len(groups); k++ {
 		if k >= 0 {
@@ -395,9 +423,9 @@ func (g *Generator) buildNative(ctx context.Context, blobs Blobs, d nativeDialec
 	}
 	set(1+len(groups), bodyTail)
 	ns.gen++
-	body := &splicedBody{bufs: ns.bufs, sums: ns.sums, keep: keep, base: ns.stored, gen: ns.gen, secret: ns.head.secret}
+	body := &splicedBody{bufs: ns.bufs, keep: keep, base: ns.stored, gen: ns.gen, secret: ns.head.secret}
 	for _, b := range ns.bufs {
-		body.size += int64(len(b))
+		body.size += len(b)
 	}
 	for k := range groups {
 		body.secret = body.secret || groups[k].secret
@@ -415,33 +443,31 @@ var bodyTail = newPart([]byte("]}"))
 // (Anthropic's prompt caching).
 const cacheMarker = `,"cache_control":{"type":"ephemeral"}`
 
-// storeNative stores a native request's evidence from its parts,
-// building on the chat's last request, and returns its ref. Parts that
-// hold the API key are stored with it replaced.
+// storeNative stores a native request's evidence, the API key redacted,
+// building on the chat's last request (the parts the body kept are its
+// bytes), and returns its ref.
 func (g *Generator) storeNative(ctx context.Context, blobs Blobs, ns *nativeSession, body *splicedBody, apiKey string) (cas.Ref, error) {
-	parts, sums := body.bufs, body.sums
 	if body.secret && len(apiKey) >= redactMin {
-		parts, sums = slices.Clone(parts), slices.Clone(sums)
-		for i, p := range parts {
-			if bytes.Contains(p, []byte(apiKey)) {
-				parts[i] = redactBytes(p, apiKey)
-				sums[i] = cas.Sum(parts[i])
-			}
-		}
+		// The bytes differ from the body sent: no chain.
+		return g.evidence.Put(ctx, blobs, redactBytes(body.bytes(), apiKey))
 	}
-	st, err := g.evidence.PutParts(ctx, blobs, body.base, body.keep, parts, sums)
+	same := 0
+	for _, p := range body.bufs[:body.keep] {
+		same += len(p)
+	}
+	ref, next, err := g.evidence.PutAfter(ctx, blobs, body.base, body, same)
 	if err != nil {
-		return cas.Ref{}, fmt.Errorf("llm: store request: %w", err)
+		return cas.Ref{}, err
 	}
 	if ns != nil {
 		ns.mu.Lock()
 		if body.gen == ns.gen {
 			// The session's parts are this request's: the next builds on it.
-			ns.stored, ns.built = st, true
+			ns.stored, ns.built = next, true
 		}
 		ns.mu.Unlock()
 	}
-	return st.Ref, nil
+	return ref, nil
 }
 
 // nativeStreamError reads an error a native API reports inside an answer

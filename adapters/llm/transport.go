@@ -18,12 +18,19 @@ import (
 	"github.com/demiurge-dev/demiurge/internal/readall"
 )
 
+// sentBody is a request body the caller made of parts (see splice.go,
+// native.go): it goes out part by part, never joined.
+type sentBody interface {
+	reader() io.Reader
+	Len() int
+}
+
 // capture records one HTTP exchange as it passes through the SDK: the exact
 // request body, and the status, header and body of the response.
 type capture struct {
 	stream   bool          // the request asks for a stream
-	send     *splicedBody  // if set, the body to send, from its parts (the native providers)
-	request  []byte        // the request body as sent (not for body)
+	sent     sentBody      // the request body, when the caller spliced it (see splice.go, native.go)
+	request  []byte        // the request body as sent, when it was not spliced
 	status   int           // 0 until a response arrives
 	header   http.Header   // the response header
 	body     []byte        // the whole body (not for a successful stream)
@@ -37,14 +44,14 @@ type capture struct {
 // memory; a successful stream's body is teed as the SDK reads it.
 func (c *capture) middleware(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 	var b []byte
-	if c.send != nil {
-		// A native request goes out from its parts, never joined.
-		if req.Body != nil {
-			req.Body.Close()
-		}
-		req.Body = c.send.reader()
-		req.GetBody = func() (io.ReadCloser, error) { return c.send.reader(), nil }
-		req.ContentLength = c.send.size
+	if c.sent != nil {
+		// The body is the caller's, its transcript last already: its
+		// parts go out one by one, unjoined (joined only if the attempt
+		// fails, as its evidence).
+		body := c.sent
+		req.Body = io.NopCloser(body.reader())
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(body.reader()), nil }
+		req.ContentLength = int64(body.Len())
 	} else if req.GetBody != nil {
 		if rc, err := req.GetBody(); err == nil {
 			b, _ = readall.Sized(rc, req.ContentLength)
@@ -58,7 +65,7 @@ func (c *capture) middleware(req *http.Request, next option.MiddlewareNext) (*ht
 			return nil, err
 		}
 	}
-	if b != nil {
+	if b != nil && c.sent == nil {
 		// The transcript goes last, where it grows: successive requests of
 		// a chat then differ only at their end, and keeping each as chunks
 		// (see Generator.record) costs its new bytes.

@@ -25,9 +25,16 @@ const (
 	ProviderGemini = "gemini"
 )
 
-// Providers are the provider names Generate takes, in the order the docs
-// list them.
-var Providers = []string{ProviderResponses, ProviderChat, ProviderAnthropic, ProviderGemini}
+// providers are the wire APIs Generate speaks, in the order messages list
+// them: a provider of another API adds its name here (and its request
+// and answer to prepare, attempt and parse).
+var providers = []string{ProviderResponses, ProviderChat, ProviderAnthropic, ProviderGemini}
+
+// Providers returns the names of the wire APIs Generate speaks.
+func Providers() []string { return slices.Clone(providers) }
+
+// IsProvider reports whether name is one of Providers.
+func IsProvider(name string) bool { return slices.Contains(providers, name) }
 
 // ProviderFor returns the provider that speaks to the model name by
 // default: ProviderAnthropic for "claude-*", ProviderGemini for
@@ -140,6 +147,9 @@ func (t *Transcript) refs(ctx context.Context, g cas.Getter, cache *reflist.Cach
 	mid, err := reflist.Slice(ctx, g, cache, t.Refs, t.From, to)
 	if err != nil {
 		return nil, fmt.Errorf("%w: transcript: %w", ErrInvalidParams, err)
+	}
+	if len(t.Prefix) == 0 && len(t.Suffix) == 0 {
+		return mid, nil
 	}
 	out := make([]cas.Ref, 0, len(t.Prefix)+len(mid)+len(t.Suffix))
 	out = append(append(append(out, t.Prefix...), mid...), t.Suffix...)

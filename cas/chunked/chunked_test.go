@@ -150,64 +150,49 @@ func BenchmarkPut(b *testing.B) {
 	_ = fmt.Sprint
 }
 
-// TestPutParts: a blob stored as parts reads back whole; the next blob,
-// which extends it (its last part changed, now and then), stores only the
-// parts after those it keeps when the store holds the first one's index,
-// and every part when it does not.
-func TestPutParts(t *testing.T) {
-	ctx := context.Background()
-	r := rand.New(rand.NewPCG(3, 4))
-	var parts [][]byte
-	var sums []cas.Ref
-	add := func(n int) {
-		for range n {
-			b := randomText(r, 1+r.IntN(300))
-			parts = append(parts, b)
-			sums = append(sums, cas.Sum(b))
-		}
-	}
+// TestPutAfter stores a growing blob as a chat's requests grow (the
+// bytes before the end kept, new ones added): each index is the one Put
+// makes of the same bytes, and each call stores about the new bytes.
+func TestPutAfter(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
 	st := &countingStore{Memory: cas.NewMemory()}
 	var w Writer
-	var base Stored
+	var prev *Chunks
+	data := randomText(r, 3000)
 	for round := range 40 {
-		keep := len(parts)
-		add(1 + round%3)
-		if round%5 == 4 {
-			// The last part changes (as a request's last message does).
-			parts[keep-1] = append([]byte("changed "), parts[keep-1]...)
-			sums[keep-1] = cas.Sum(parts[keep-1])
-			keep--
+		same := len(data) - 2 // the closing "]}" changes
+		if round == 0 {
+			same = 0
 		}
-		before := st.newBytes
-		s, err := w.PutParts(ctx, st, base, keep, parts, sums)
+		data = append(data[:same:same], append(randomText(r, 1500), ']', '}')...)
+		ref, next, err := w.PutAfter(t.Context(), st, prev, Bytes(data), same)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := Get(ctx, st, s.Ref)
-		if err != nil || !bytes.Equal(got, bytes.Join(parts, nil)) {
-			t.Fatalf("round %d: round trip %v", round, err)
+		want, err := Put(t.Context(), &countingStore{Memory: cas.NewMemory()}, data)
+		if err != nil {
+			t.Fatal(err)
 		}
-		newParts := 0
-		for _, b := range parts[keep:] {
-			newParts += len(b)
+		if ref != want {
+			t.Fatalf("round %d: index %s; Put makes %s", round, ref.Short(), want.Short())
 		}
-		// The new parts, the index and at most one full chunk node of
-		// the list (each under 400 bytes).
-		if n := st.newBytes - before; round > 0 && n > newParts+1200 {
-			t.Fatalf("round %d stored %d bytes for %d bytes of new parts", round, n, newParts)
+		got, err := Get(t.Context(), st, ref)
+		if err != nil || string(got) != string(data) {
+			t.Fatalf("round %d: read back %d bytes, %v", round, len(got), err)
 		}
-		base = s
+		if round > 0 && st.newBytes > 1500+2*MaxChunk+1024 {
+			t.Errorf("round %d stored %d new bytes for 1,500 new ones", round, st.newBytes)
+		}
+		st.newBytes = 0
+		prev = next
 	}
-	// A store without the base's index gets every part.
+	// A prev the store does not hold is not trusted.
 	other := &countingStore{Memory: cas.NewMemory()}
-	s, err := w.PutParts(ctx, other, base, len(parts), parts, sums)
+	ref, _, err := w.PutAfter(t.Context(), other, prev, Bytes(data), len(data)-2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := Get(ctx, other, s.Ref); err != nil || !bytes.Equal(got, bytes.Join(parts, nil)) {
-		t.Fatalf("fresh store: round trip %v", err)
-	}
-	if _, err := w.PutParts(ctx, other, base, 0, parts, sums[1:]); err == nil {
-		t.Fatal("parts and sums of different lengths were taken")
+	if got, err := Get(t.Context(), other, ref); err != nil || string(got) != string(data) {
+		t.Fatalf("into another store: %d bytes, %v", len(got), err)
 	}
 }
