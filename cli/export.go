@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/demiurge-dev/demiurge/agent/session"
 	"github.com/demiurge-dev/demiurge/replay"
 	"github.com/demiurge-dev/demiurge/schema"
 )
@@ -79,7 +80,7 @@ the world last ran.`,
 				}
 			}
 			if asJSON {
-				writeJSONLine(a.out, bundleJSON{World: wf.world, Dir: args[0], Records: int(m.Records), Blobs: m.Blobs, Head: m.Head})
+				writeJSONLine(a.out, bundleJSON{World: wf.world, Dir: args[0], Records: int(m.Records), Blobs: m.Blobs, Head: session.Head{Seq: m.Head, Hash: m.HeadHash}})
 				return nil
 			}
 			fmt.Fprintf(a.out, "exported world %s to %s: %s, %s, head %d\n", wf.world, args[0], plural(int(m.Records), "record"), plural(m.Blobs, "blob"), m.Head)
@@ -87,7 +88,7 @@ the world last ran.`,
 		},
 	}
 	wf.add(cmd, "the AIR files to write (`PATH`; default: the manifest the world last ran, read from the store)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, `print one JSON object: {"world", "dir", "records", "blobs", "head"}`)
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print one JSON object: {"world", "dir", "records", "blobs", "head": {"seq", "hash"}}`)
 	return cmd
 }
 
@@ -116,9 +117,9 @@ not exist in the store yet. The world's AIR is in DIR/air.`,
 				return err
 			}
 			if asJSON {
-				var head uint64
+				var head session.Head
 				if n := len(b.Records); n > 0 {
-					head = b.Records[n-1].Seq
+					head = session.Head{Seq: b.Records[n-1].Seq, Hash: b.Records[n-1].Hash.String()}
 				}
 				writeJSONLine(a.out, bundleJSON{World: b.Manifest.World, Dir: args[0], Records: len(b.Records), Blobs: len(b.Blobs), Head: head})
 				return nil
@@ -127,7 +128,7 @@ not exist in the store yet. The world's AIR is in DIR/air.`,
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, `print one JSON object: {"world", "dir", "records", "blobs", "head"}`)
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print one JSON object: {"world", "dir", "records", "blobs", "head": {"seq", "hash"}}`)
 	return cmd
 }
 
@@ -150,9 +151,9 @@ func storedSources(cat *schema.Catalog) []schema.Source {
 // bundle's directory, how many records and blobs it holds, and the seq of
 // its last record.
 type bundleJSON struct {
-	World   string `json:"world"`
-	Dir     string `json:"dir"`
-	Records int    `json:"records"`
-	Blobs   int    `json:"blobs"`
-	Head    uint64 `json:"head"`
+	World   string       `json:"world"`
+	Dir     string       `json:"dir"`
+	Records int          `json:"records"`
+	Blobs   int          `json:"blobs"`
+	Head    session.Head `json:"head"`
 }

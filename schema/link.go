@@ -18,11 +18,15 @@ type loader struct {
 	defined   map[defKey]Def // user defs
 	manifests []*Manifest
 	c         *Catalog
-	code      map[cas.Ref][]byte // WASM modules found beside the manifest (resolveCode)
+	// unread is set when a file is not JSON: its defs are unknown.
+	unread bool
+	code   map[cas.Ref][]byte // WASM modules found beside the manifest (resolveCode)
 }
 
 func (l *loader) parseSource(s Source, errs *problems) {
-	for _, d := range parseSource(s, errs) {
+	defs, read := parseFile(s, errs)
+	l.unread = l.unread || !read
+	for _, d := range defs {
 		if m, ok := d.(*Manifest); ok {
 			l.manifests = append(l.manifests, m)
 			continue

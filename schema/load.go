@@ -264,6 +264,12 @@ func LoadSources(srcs []Source, opts *LoadOptions) (*Catalog, error) {
 		l.files = append(l.files, s.Name)
 		l.parseSource(s, errs.forFile(s.Name))
 	}
+	if l.unread {
+		// A file that is not JSON defines nothing anyone can see: what
+		// the others say of its defs (listed but not defined, an unknown
+		// schema) would only follow from its error. Its error is the one.
+		return nil, errs.sorted()
+	}
 	c := l.link()
 	c.sources = srcs
 	c.code = l.code
@@ -277,6 +283,13 @@ func LoadSources(srcs []Source, opts *LoadOptions) (*Catalog, error) {
 
 // parseSource parses one file into defs.
 func parseSource(s Source, errs *problems) []Def {
+	defs, _ := parseFile(s, errs)
+	return defs
+}
+
+// parseFile parses one file into defs; read is false when the file is not
+// JSON at all (its error is in errs), so that none of its defs is known.
+func parseFile(s Source, errs *problems) (defs []Def, read bool) {
 	root, err := parseJSON(s.Data)
 	if err != nil {
 		if je, ok := errors.AsType[*jsonError](err); ok {
@@ -284,9 +297,8 @@ func parseSource(s Source, errs *problems) []Def {
 		} else {
 			errs.add("", "invalid JSON: %v", err)
 		}
-		return nil
+		return nil, false
 	}
-	var defs []Def
 	switch root.kind {
 	case jArray:
 		for _, n := range root.arr {
@@ -301,7 +313,7 @@ func parseSource(s Source, errs *problems) []Def {
 	default:
 		errs.add("", "an AIR file holds a def object or an array of defs, got %s", root.kind)
 	}
-	return defs
+	return defs, true
 }
 
 //go:embed builtin/*.air.json

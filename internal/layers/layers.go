@@ -32,7 +32,7 @@ var House = []Layer{
 	{"over the world", []string{"replay/...", "world/worldview", "cluster/..."}},
 	{"agent", []string{"agent/..."}},
 	{"evals", []string{"eval/..."}},
-	{"views", []string{"ui/..."}},
+	{"views", []string{"ui/...", "serve/..."}},
 	{"programs", []string{"cli", "cmd/...", "examples/..."}},
 	{"rules", []string{"internal/layers"}},
 }

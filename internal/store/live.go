@@ -320,6 +320,9 @@ func discover(ctx context.Context, dir string, timeout time.Duration) (*remote, 
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()
 		}
+		if errors.Is(err, ErrOtherUser) { // it keeps the file locked, and will not serve us
+			return nil, nil, err
+		}
 		s, err := Open(dir, &Options{ReadOnly: true, LockTimeout: time.Nanosecond})
 		if err == nil {
 			return nil, s, nil
