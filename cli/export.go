@@ -28,7 +28,10 @@ The AIR is the manifest the world last ran, read from the store (a world
 stores its manifest and every definition it pins when it records them),
 written as one file, air/00-manifest.air.json. With --manifest M the AIR
 files at M are written instead, as they are; M must load as the manifest
-the world last ran.`,
+the world last ran. The WASM modules of its defmodules are written beside
+the AIR (air/modules/<name>-<hex>.wasm), so that DIR/air is a world's
+folder: "demiurge replay --under-manifest DIR" replays the session under
+the AIR and modules as edited there.`,
 		Example: `  demiurge export session
   demiurge export --world t1 --manifest examples/timer t1-session`,
 		Args: wantArgs(1, 1),
@@ -68,7 +71,7 @@ the world last ran.`,
 				}
 				sources = storedSources(cat)
 			}
-			m, err := replay.Export(ctx, s.Journal(), s.CAS(), wf.world, sources, args[0])
+			m, err := replay.Export(ctx, s.Journal(), s.CAS(), wf.world, sources, cat.ModuleFiles(), args[0])
 			if err != nil {
 				return err
 			}

@@ -23,6 +23,7 @@ func TestJSONConvention(t *testing.T) {
 	manifest := filepath.Join("..", "examples", "demiurge")
 	mustRun(t, 0, "", "--store", store, "import", demo)
 	empty := filepath.Join(t.TempDir(), "empty")
+	evals := filepath.Join("..", "examples", "evals")
 	mustRun(t, 0, "", "--store", empty, "cas", "put", filepath.Join(demo, "bundle.json"))
 
 	// Reports: one document each.
@@ -46,6 +47,11 @@ func TestJSONConvention(t *testing.T) {
 		{[]string{"mcp", "ls", "--manifest", manifest, "--json"}, true, true, ""},
 		{[]string{"--store", store, "fork", "--at", "3", "--world", "forked", "--json"}, false, false, `"head":{"seq":`},
 		{[]string{"--store", store, "export", "--json", filepath.Join(t.TempDir(), "bundle")}, false, false, `"head":{"seq":49,"hash":`},
+		{[]string{"--store", empty, "eval", "runs", "--json"}, true, true, ""},
+		{[]string{"--store", store, "eval", evals, "--llm", "cassette:" + filepath.Join(evals, "cassettes"), "--case", "count-todos", "--json", "--no-progress"}, false, false, `"usage":{"input_tokens":`},
+		{[]string{"--store", store, "eval", evals, "--llm", "cassette:" + filepath.Join(evals, "cassettes"), "--case", "refuse-key", "--json", "--no-progress"}, false, false, `"judge_usage":{"input_tokens":`},
+		{[]string{"--store", store, "eval", "runs", "--json"}, true, false, `"total":{"cases":1,`},
+		{[]string{"--store", store, "eval", "compare", "previous", "latest", "--json"}, false, false, `"counts":{"added":1,"removed":1}`},
 	} {
 		r := run(t, nil, "", tc.args...)
 		if r.code != 0 && !strings.Contains(strings.Join(tc.args, " "), "nothing-here") {
@@ -113,14 +119,14 @@ func TestJSONConvention(t *testing.T) {
 // docs/cli.md says: token counts, heads, durations, and times.
 func checkNames(t *testing.T, args []string, out string) {
 	t.Helper()
-	for _, old := range []string{`"prompt":`, `"completion":`, `"head_seq"`, `"head_hash"`, `"latency_ms"`, `"duration_ns"`, `"usage_known"`, `"cost_known"`} {
+	for _, old := range []string{`"prompt":`, `"completion":`, `"head_seq"`, `"head_hash"`, `"latency_ms"`, `"duration_ns"`, `"latency_ns"`, `"tokens":`, `"usage_known"`, `"cost_known"`} {
 		// The chat reducer's own state (state --json) and the journal's
 		// records are data, in their schemas' names.
 		if strings.Contains(out, old) && !anyOf(args, "state", "dump", "--records") {
 			t.Errorf("%q: prints %s, which docs/cli.md renames:\n%.600s", args, old, out)
 		}
 	}
-	for _, m := range regexp.MustCompile(`"(time|last_activity|deadline)":"([^"]*)"`).FindAllStringSubmatch(out, -1) {
+	for _, m := range regexp.MustCompile(`"(time|last_activity|deadline|started)":"([^"]*)"`).FindAllStringSubmatch(out, -1) {
 		if _, err := time.Parse(time.RFC3339Nano, m[2]); err != nil {
 			t.Errorf("%q: %s %q is not RFC 3339", args, m[1], m[2])
 		}

@@ -72,6 +72,9 @@ type app struct {
 	// (--wasi); wasm is the host that runs them (wasmHost).
 	wasi bool
 	wasm wasmState
+	// wasmLimits are --wasm-fuel, --wasm-memory-pages and
+	// --wasm-backstop, as given (see wasmFlags).
+	wasmLimits wasmFlags
 	// noWASMCache keeps the compile cache in memory (validate, which does
 	// not use the store).
 	noWASMCache bool
@@ -336,6 +339,9 @@ eval exits 1 when a case fails (eval compare: when a case regressed).`,
 				level = slog.LevelDebug
 			}
 			a.log = slog.New(slog.NewTextHandler(a.err, &slog.HandlerOptions{Level: level}))
+			if _, _, err := a.wasmLimits.limits(); err != nil {
+				return err
+			}
 			return nil
 		},
 	}
@@ -355,6 +361,7 @@ eval exits 1 when a case fails (eval compare: when a case regressed).`,
 	pf.StringVar(&a.storeDir, "store", storeDefault, "the store: a `DIR`ectory, or a postgres:// URL (env "+storeEnv+")")
 	pf.BoolVarP(&a.verbose, "verbose", "v", false, "log debug messages on stderr (without it, only errors are logged)")
 	pf.BoolVar(&a.wasi, "wasi", false, "let WASM reducer modules import a deterministic WASI (fixed clocks, zero entropy, no files or environment), as Go's wasip1 and TinyGo modules need")
+	a.wasmLimits.add(pf)
 
 	if only != nil {
 		// The command line runs this one command. Cobra's completion

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/demiurge-dev/demiurge/eval"
 	"github.com/demiurge-dev/demiurge/internal/store"
 	"github.com/demiurge-dev/demiurge/ui"
 )
@@ -79,8 +81,12 @@ It runs until Ctrl-C.`,
 				}
 			}()
 			o := ui.Options{Source: l, Name: l.Dir(), Reducers: a.registry(), Log: a.log, Decide: a.uiDecide}
-			if runs, err := a.evalRuns(); err == nil {
-				o.Evals = runs // the eval runs kept beside a store on disk
+			// The eval runs the store keeps: files beside a store on disk,
+			// a table of a PostgreSQL store.
+			if pg := l.Postgres(); pg != nil {
+				o.Evals = eval.PostgresRuns{Store: pg}
+			} else {
+				o.Evals = eval.Runs{Dir: filepath.Join(a.storeDir, "evals")}
 			}
 			srv, err := ui.New(ln, o)
 			if err != nil {

@@ -19,8 +19,9 @@ type loader struct {
 	manifests []*Manifest
 	c         *Catalog
 	// unread is set when a file is not JSON: its defs are unknown.
-	unread bool
-	code   map[cas.Ref][]byte // WASM modules found beside the manifest (resolveCode)
+	unread    bool
+	code      map[cas.Ref][]byte // WASM modules found beside the manifest (resolveCode)
+	codeFiles map[string]string  // their files under the module dir, by module name
 }
 
 func (l *loader) parseSource(s Source, errs *problems) {
@@ -367,6 +368,9 @@ func (l *loader) checkModule(d *DefModule) {
 			hasCode := false
 			if l.opts.WASM || l.opts.Reducers == nil {
 				hasCode = l.resolveCode(e, d)
+			}
+			if hasCode {
+				d.Limits = d.Limits.Over(l.opts.Limits).Over(l.opts.ModuleLimits[d.Name])
 			}
 			if l.opts.Reducers != nil && !hasCode && !e.hasErrorsAt(p) {
 				reg := append([]string(nil), l.opts.Reducers...)

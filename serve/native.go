@@ -86,9 +86,9 @@ func wantsStream(r *http.Request) bool {
 
 // worldItem is a world as GET /v1/worlds lists it.
 type worldItem struct {
-	World   string `json:"world"`
-	Records uint64 `json:"records"`
-	Head    string `json:"head"`
+	World   string       `json:"world"`
+	Records uint64       `json:"records"`
+	Head    session.Head `json:"head"`
 }
 
 // list is the JSON of a list: {"object": "list", "data": [...]}, as
@@ -121,7 +121,7 @@ func (s *Server) handleWorlds(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			continue
 		}
-		items = append(items, worldItem{World: n, Records: h.Seq, Head: h.Hash.String()})
+		items = append(items, worldItem{World: n, Records: h.Seq, Head: session.Head{Seq: h.Seq, Hash: h.Hash.String()}})
 	}
 	writeJSON(w, http.StatusOK, listOf(items))
 }
@@ -305,6 +305,10 @@ type chatJSON struct {
 	Awaiting     []pendingJSON `json:"awaiting_approval"`
 	Usage        agent.Usage   `json:"usage"`
 	CostMicroUSD uint64        `json:"cost_microusd"`
+	// CallsUsageUnknown and CallsCostUnknown count the chat's model calls
+	// whose usage, or cost, is not known.
+	CallsUsageUnknown uint64 `json:"calls_usage_unknown"`
+	CallsCostUnknown  uint64 `json:"calls_cost_unknown"`
 	// Messages are the user's messages and the model's texts that the
 	// chat's state keeps (the newest; EntriesBase of the chat's timeline
 	// were dropped before them).
@@ -359,6 +363,7 @@ func (s *Server) chatView(ctx context.Context, aw *agent.World, c *agent.Chat) c
 	}
 	v.Usage = agent.Usage{Prompt: st.Usage.Prompt, Completion: st.Usage.Completion, Cached: st.Usage.Cached, Reasoning: st.Usage.Reasoning}
 	v.CostMicroUSD = st.CostMicroUSD
+	v.CallsUsageUnknown, v.CallsCostUnknown = st.UsageUnknown, st.CostUnknown
 	for _, e := range st.Entries {
 		switch e.Kind {
 		case demiurge.EntryUser:
@@ -615,12 +620,13 @@ type decideCall struct {
 	Reason  string `json:"reason,omitempty"`
 }
 
-// decided is what a decision answers: the call, and the journal's seq
-// after the decision's step.
+// decided is what a decision answers: the call, the decision, and the
+// journal's head after the decision's step.
 type decided struct {
-	Call     pendingJSON `json:"call"`
-	Approved bool        `json:"approved"`
-	Seq      uint64      `json:"seq"`
+	Call     pendingJSON  `json:"call"`
+	Approved bool         `json:"approved"`
+	Reason   string       `json:"reason,omitempty"`
+	Head     session.Head `json:"head"`
 }
 
 // handleDecide journals the user's decision on a call that waits.
@@ -649,7 +655,8 @@ func (s *Server) handleDecide(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, decided{Call: pendingOf([]agent.ApprovalRequested{ar})[0], Approved: *body.Approve, Seq: head.Seq})
+	writeJSON(w, http.StatusOK, decided{Call: pendingOf([]agent.ApprovalRequested{ar})[0], Approved: *body.Approve, Reason: body.Reason,
+		Head: session.Head{Seq: head.Seq, Hash: head.Hash.String()}})
 }
 
 // stopTurn is the body of POST …/stop.

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"net/url"
 	"os"
+	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -15,16 +18,31 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/demiurge-dev/demiurge/agent/session"
+	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/replay"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// The OpenAPI file and the events' schema it refers to.
+// The OpenAPI file and the events' schema beside it, which it refers to
+// by a relative reference ("run-json.schema.json#/$defs/usage"), as any
+// tool that reads the file from disk or from a URL resolves it.
 const (
 	openAPIPath = "../docs/openapi.json"
 	runJSONPath = "../docs/run-json.schema.json"
-	openAPIURL  = "https://demiurge.test/openapi.json"
-	runJSONURL  = "https://github.com/demiurge-dev/demiurge/docs/run-json.schema.json"
 )
+
+// openAPIURL and runJSONURL are the files' URLs (file:///…/docs/…).
+var openAPIURL, runJSONURL = fileURL(openAPIPath), fileURL(runJSONPath)
+
+// fileURL is the file: URL of path.
+func fileURL(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		panic(err)
+	}
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String()
+}
 
 // apiDoc is docs/openapi.json, loaded for the tests that hold the
 // handlers to it.
@@ -175,17 +193,6 @@ func (d *apiDoc) check(method, path string, status int, ctype string, body []byt
 		}
 		var bad error
 		_ = readSSE(bytes.NewReader(body), func(ev sseEvent) bool {
-			if ev.Event == "error" { // a stream's end on failure: the error shape
-				es, _ := d.schema("/components/schemas/Error")
-				v, err := jsonschema.UnmarshalJSON(strings.NewReader(ev.Data))
-				if err == nil {
-					err = es.Validate(v)
-				}
-				if err != nil {
-					bad = fmt.Errorf("%s %s: an error event does not fit: %v\n%s", method, tmpl, err, ev.Data)
-				}
-				return bad == nil
-			}
 			var v any = ev.Data
 			if ev.Data != "[DONE]" {
 				if v, err = jsonschema.UnmarshalJSON(strings.NewReader(ev.Data)); err != nil {
@@ -196,6 +203,14 @@ func (d *apiDoc) check(method, path string, status int, ctype string, body []byt
 			if err := s.Validate(v); err != nil {
 				bad = fmt.Errorf("%s %s: event %s does not fit the OpenAPI file: %v\n%s", method, tmpl, ev.Event, err, ev.Data)
 				return false
+			}
+			// A named event is named by its type (the native error
+			// event's data is the error shape, which has none).
+			if m, ok := v.(map[string]any); ok && ev.Event != "" {
+				if typ, ok := m["type"].(string); ok && typ != ev.Event || !ok && ev.Event != "error" {
+					bad = fmt.Errorf("%s %s: event %q carries data of type %v", method, tmpl, ev.Event, m["type"])
+					return false
+				}
 			}
 			return true
 		})
@@ -294,4 +309,181 @@ func TestOpenAPIRoutes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestOpenAPIEventsAreRunJSON: the events of the native streams, and of a
+// turn as JSON, are run-json.schema.json's, by reference: the OpenAPI
+// file copies none of its definitions (it refers to the file beside it),
+// so the two cannot drift; and docs/api.md lists the same event types.
+func TestOpenAPIEventsAreRunJSON(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile(openAPIPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
+	if got := schemas["TurnEvent"].(map[string]any)["$ref"]; got != "run-json.schema.json" {
+		t.Errorf("TurnEvent is %v; want a $ref to run-json.schema.json", got)
+	}
+	if got, _ := json.Marshal(schemas["StreamEvent"].(map[string]any)["oneOf"]); string(got) != `[{"$ref":"#/components/schemas/TurnEvent"},{"$ref":"#/components/schemas/Error"}]` {
+		t.Errorf("StreamEvent is one of %s; want TurnEvent or Error", got)
+	}
+	// Every native stream's events are StreamEvent; a turn as JSON holds
+	// TurnEvents.
+	native := 0
+	for p, ops := range openAPI(t).doc.Paths {
+		for m, op := range ops {
+			for code, resp := range op.Responses {
+				for mt, c := range resp.Content {
+					if mt != "text/event-stream" || !strings.HasPrefix(p, "/v1/worlds/") {
+						continue
+					}
+					native++
+					if string(c.EventData) != `{"$ref":"#/components/schemas/StreamEvent"}` && !jsonEqual(c.EventData, `{"$ref":"#/components/schemas/StreamEvent"}`) {
+						t.Errorf("%s %s %s: events %s; want StreamEvent", m, p, code, c.EventData)
+					}
+				}
+			}
+		}
+	}
+	if native < 3 {
+		t.Errorf("%d native streams in the file; want the message's, the turn's and the chat's", native)
+	}
+	// Nothing of run-json's is defined again: no schema of the file names
+	// an event type as a const, and every reference to the events' file
+	// is relative (an absolute one would resolve nowhere).
+	rj, err := os.ReadFile(runJSONPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runJSON struct {
+		OneOf []struct {
+			Ref string `json:"$ref"`
+		} `json:"oneOf"`
+	}
+	if err := json.Unmarshal(rj, &runJSON); err != nil {
+		t.Fatal(err)
+	}
+	types := map[string]bool{}
+	var order []string
+	for _, o := range runJSON.OneOf {
+		typ := strings.TrimPrefix(o.Ref, "#/$defs/")
+		types[typ] = true
+		order = append(order, typ)
+	}
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if props, ok := v["properties"].(map[string]any); ok {
+				typ, _ := props["type"].(map[string]any)
+				c, _ := typ["const"].(string)
+				_, seq := props["seq"]
+				_, round := props["round"]
+				if types[c] && (seq || round) {
+					t.Errorf("%s: the event %q is defined here again: refer to run-json.schema.json", path, c)
+				}
+			}
+			if r, ok := v["$ref"].(string); ok && strings.Contains(r, "run-json") && !strings.HasPrefix(r, "run-json.schema.json") {
+				t.Errorf("%s: $ref %q: refer to run-json.schema.json relatively", path, r)
+			}
+			for k, e := range v {
+				walk(path+"/"+k, e)
+			}
+		case []any:
+			for i, e := range v {
+				walk(fmt.Sprintf("%s/%d", path, i), e)
+			}
+		}
+	}
+	walk("", doc)
+	// docs/api.md names the events run-json.schema.json defines.
+	md, err := os.ReadFile("../docs/api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, list, ok := strings.Cut(string(md), "A turn's **events** are the objects `run --json` prints")
+	list, _, _ = strings.Cut(list, "Every event but")
+	if !ok {
+		t.Fatal("docs/api.md no longer says what a turn's events are")
+	}
+	var listed []string
+	for _, m := range regexp.MustCompile("`([a-z_]+)`").FindAllStringSubmatch(list, -1) {
+		listed = append(listed, m[1])
+	}
+	slices.Sort(listed)
+	slices.Sort(order)
+	if !slices.Equal(listed, order) {
+		t.Errorf("docs/api.md lists the events %v; run-json.schema.json defines %v", listed, order)
+	}
+}
+
+// jsonEqual reports whether a and b are the same JSON value.
+func jsonEqual(a json.RawMessage, b string) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal([]byte(b), &y) == nil && reflect.DeepEqual(x, y)
+}
+
+// TestOpenAPITraceOfSessions: the turns `trace --json` reads out of the
+// recorded sessions (testdata/sessions: model calls that retried, bash
+// scripts, workspace commits, MCP calls, approvals) fit the file's
+// TraceTurn, which GET …/trace answers: the schema is held to every field
+// the reader writes, not only to those of the tests' small turns.
+func TestOpenAPITraceOfSessions(t *testing.T) {
+	t.Parallel()
+	s, err := openAPI(t).schema("/components/schemas/TraceTurn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs, err := filepath.Glob("../testdata/sessions/*")
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no recorded sessions: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, dir := range dirs {
+		b, err := replay.Read(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blobs := cas.NewMemory()
+		for _, blob := range b.Blobs {
+			if _, err := blobs.Put(t.Context(), blob); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rd := session.NewReader(blobs)
+		for _, rec := range b.Records {
+			if err := rd.Record(rec); err != nil {
+				t.Fatalf("%s: %v", dir, err)
+			}
+		}
+		for _, turn := range rd.Turns() {
+			js, err := json.Marshal(turn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := jsonschema.UnmarshalJSON(bytes.NewReader(js))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Validate(v); err != nil {
+				t.Errorf("%s: turn %d does not fit TraceTurn: %v\n%s", dir, turn.RequestID, err, js)
+			}
+			for _, k := range []string{`"tool_calls"`, `"commands"`, `"commits"`, `"retried"`, `"approval"`, `"compaction"`, `"notices"`} {
+				if bytes.Contains(js, []byte(k)) {
+					seen[k] = true
+				}
+			}
+		}
+	}
+	for _, k := range []string{`"tool_calls"`, `"commands"`, `"commits"`} {
+		if !seen[k] {
+			t.Errorf("no recorded turn has %s: the test no longer reaches it", k)
+		}
+	}
+	t.Logf("fields reached: %v", keys(seen))
 }

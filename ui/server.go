@@ -78,7 +78,8 @@ type Options struct {
 	// each decision sent, and each failure to render; nil discards them.
 	Log *slog.Logger
 	// Evals, if set, is where the view reads the store's eval runs
-	// (demiurge eval keeps them in its evals directory: eval.Runs): the
+	// (demiurge eval keeps them in the store: eval.Runs on disk,
+	// eval.PostgresRuns on PostgreSQL): the
 	// view lists them and shows each, its cases linked to their worlds.
 	Evals EvalRuns
 	// Decide, if set, answers a call that waits for approval, as
