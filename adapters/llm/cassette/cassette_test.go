@@ -403,7 +403,13 @@ func TestOpenNoBlobs(t *testing.T) {
 // sys/LlmGenerateReceipt@1 whose output and tool call blobs land in the
 // store.
 func TestRecordedSessions(t *testing.T) {
-	dirs, err := filepath.Glob("../../../testdata/sessions/*")
+	all, err := filepath.Glob("../../../testdata/sessions/*")
+	var dirs []string // the sessions, not the README beside them
+	for _, d := range all {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			dirs = append(dirs, d)
+		}
+	}
 	if err != nil || len(dirs) == 0 {
 		t.Fatalf("no recorded sessions: %v", err)
 	}
