@@ -210,7 +210,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a := answer{turn: turn, seq: seq, req: req, raw: raw}
-	if req.API == APIAnthropic || req.API == APIGemini {
+	// A request answered with an error (an HTTP error, a body not the
+	// API's, an error in place of the stream) reads and writes no cache:
+	// the provider never ran it.
+	if (req.API == APIAnthropic || req.API == APIGemini) && turn.Status < 400 && turn.Body == "" && turn.StreamError == nil {
 		a.cached = s.cache.use(req.API, raw)
 	}
 	a.write(r.Context(), w)

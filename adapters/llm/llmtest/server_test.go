@@ -3,6 +3,7 @@ package llmtest_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -340,4 +341,39 @@ func postErr(ctx context.Context, url, body string) (string, error) {
 	var buf bytes.Buffer
 	_, err = io.Copy(&buf, resp.Body)
 	return buf.String(), err
+}
+
+// TestPromptCacheSkipsFailures: Anthropic's prompt cache as llmtest plays
+// it: the first request that runs writes its marked prefix, the same
+// request again reads it; a request answered with an error (529) neither
+// reads nor writes, so the retry after it still writes.
+func TestPromptCacheSkipsFailures(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{{Status: 529}, {Text: "a"}, {Text: "b"}}})
+	defer srv.Close()
+	body := `{"model":"claude-sonnet-5","max_tokens":64,"system":[{"type":"text","text":"` + strings.Repeat("You are terse. ", 40) + `","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"hi"}]}`
+	type usage struct {
+		Read  int64 `json:"cache_read_input_tokens"`
+		Write int64 `json:"cache_creation_input_tokens"`
+	}
+	var want []usage
+	for i := range 3 {
+		status, resp := post(t, srv.Root+"/v1/messages", body)
+		if i == 0 {
+			if status != 529 {
+				t.Fatalf("request 1: HTTP %d, want 529: %s", status, resp)
+			}
+			continue
+		}
+		var m struct{ Usage usage }
+		if err := json.Unmarshal([]byte(resp), &m); status != 200 || err != nil {
+			t.Fatalf("request %d: HTTP %d %v: %s", i+1, status, err, resp)
+		}
+		want = append(want, m.Usage)
+	}
+	if w := want[0]; w.Read != 0 || w.Write == 0 {
+		t.Errorf("the first request that ran (after a 529) read %d, wrote %d; want a write and no read", w.Read, w.Write)
+	}
+	if r := want[1]; r.Read != want[0].Write || r.Write != 0 {
+		t.Errorf("the same request again read %d, wrote %d; want it to read the %d written", r.Read, r.Write, want[0].Write)
+	}
 }
