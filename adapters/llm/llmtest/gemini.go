@@ -116,12 +116,20 @@ func (a *answer) geminiUsage() map[string]any {
 	u := a.usage()
 	cached := u.Cached
 	if a.turn.Usage == nil {
+		// The cache's count is of the parts as it keeps them: the prompt
+		// counts at least what it read (cachedContentTokenCount is part
+		// of promptTokenCount).
 		cached = a.cached.read
+		u.Input = max(u.Input, cached)
 	}
 	out := u.Output
 	thoughts := u.Reasoning
 	if a.turn.Usage == nil && a.thinks() {
 		thoughts = 16 + tokens(a.turn.Reasoning)
+	}
+	if a.turn.Usage == nil && a.turn.Blocked != "" {
+		// A blocked prompt has no candidate: nothing was generated.
+		out, thoughts = 0, 0
 	}
 	if a.turn.Usage != nil {
 		out -= thoughts // Gemini counts the thoughts apart

@@ -377,3 +377,35 @@ func TestPromptCacheSkipsFailures(t *testing.T) {
 		t.Errorf("the same request again read %d, wrote %d; want it to read the %d written", r.Read, r.Write, want[0].Write)
 	}
 }
+
+// TestGeminiUsageCounts: the usage llmtest gives a Gemini answer is one
+// the API could give: the cached tokens are part of the prompt's, and a
+// blocked prompt generated nothing.
+func TestGeminiUsageCounts(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{{Text: "a"}, {Text: "b"}, {Blocked: "SAFETY"}}})
+	defer srv.Close()
+	// The cache counts the parts as it keeps them, '<' escaped: more bytes
+	// than the request's.
+	body := `{"systemInstruction":{"parts":[{"text":"` + strings.Repeat("a<b ", 200) + `"}]},"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`
+	for i := range 3 {
+		status, resp := post(t, srv.Root+"/v1beta/models/gemini-3.5-flash:generateContent", body)
+		var r struct {
+			UsageMetadata struct {
+				Prompt     int64 `json:"promptTokenCount"`
+				Cached     int64 `json:"cachedContentTokenCount"`
+				Candidates int64 `json:"candidatesTokenCount"`
+				Thoughts   int64 `json:"thoughtsTokenCount"`
+			} `json:"usageMetadata"`
+		}
+		if err := json.Unmarshal([]byte(resp), &r); status != 200 || err != nil {
+			t.Fatalf("request %d: HTTP %d %v: %s", i+1, status, err, resp)
+		}
+		u := r.UsageMetadata
+		if u.Cached > u.Prompt || (i > 0 && u.Cached == 0) {
+			t.Errorf("request %d: %d prompt tokens, %d of them cached; want the cached part of the prompt, and some", i+1, u.Prompt, u.Cached)
+		}
+		if i == 2 && (u.Candidates != 0 || u.Thoughts != 0) {
+			t.Errorf("a blocked prompt: %d candidate and %d thought tokens; want none", u.Candidates, u.Thoughts)
+		}
+	}
+}
