@@ -29,6 +29,7 @@ type cacheUse struct{ read, write int64 }
 // cache marker, and whether it carried one.
 type unit struct {
 	b      []byte
+	n      int // its bytes as the request sent them, which its tokens count
 	marked bool
 }
 
@@ -40,13 +41,13 @@ func units(api string, raw map[string]json.RawMessage) []unit {
 	add := func(role string, v json.RawMessage) {
 		var m map[string]json.RawMessage
 		if json.Unmarshal(v, &m) != nil || m == nil {
-			out = append(out, unit{b: append([]byte(role+":"), v...)})
+			out = append(out, unit{b: append([]byte(role+":"), v...), n: len(v)})
 			return
 		}
 		_, marked := m["cache_control"]
 		delete(m, "cache_control")
 		b, _ := json.Marshal(m)
-		out = append(out, unit{b: append([]byte(role+":"), b...), marked: marked})
+		out = append(out, unit{b: append([]byte(role+":"), b...), n: len(v), marked: marked})
 	}
 	list := func(role string, v json.RawMessage) {
 		var items []json.RawMessage
@@ -98,7 +99,7 @@ func (c *promptCache) use(api string, raw map[string]json.RawMessage) cacheUse {
 	var n int64
 	for i, u := range us {
 		h = sha256.Sum256(append(h[:], u.b...))
-		n += int64(len(u.b))
+		n += int64(u.n)
 		hashes[i], toks[i] = h, n/4
 	}
 	c.mu.Lock()
