@@ -300,6 +300,16 @@ func TestPages(t *testing.T) {
 		{"/w/costs", 200, "$0.0037 reported by the provider (usage.cost)"},
 		{"/w/costs", 200, "$0.0013 priced from the configuration (gpt-test) for gpt-test"},
 		{"/w/costs", 200, "10600 tokens in (6600 cached, 2600 written to the cache)"},
+		// The sessions of the native providers: the model, the calls, the
+		// answer, the cost.
+		{"/w/claude", 200, "claude-sonnet-5"},
+		{"/w/claude", 200, "introspect_schemas"},
+		{"/w/claude", 200, "The manifest defines the chat reducer, its plans, the tools' effects and their grants."},
+		{"/w/claude", 200, "$0.0"},
+		{"/w/gemini", 200, "gemini-3.5-flash"},
+		{"/w/gemini", 200, "The manifest defines the chat reducer, its plans, the tools' effects and their grants."},
+		{"POST /w/claude/replay genesis=1", 200, "ok: 47 records replay to the same bytes"},
+		{"POST /w/gemini/replay genesis=1", 200, "replay to the same bytes"},
 		{"/w/demo/records", 200, "manifest"},
 		{"/w/demo/records?from=40", 200, `href="r/49"`},
 		{"/w/demo/r/2", 200, `href="/blob/blake3:`},

@@ -163,7 +163,9 @@ func (b *spliced) bytes() []byte { return b.From(0) }
 
 // reader returns a reader of the body that does not join it: its WriteTo
 // writes the parts one by one.
-func (b *spliced) reader() io.Reader { return &splicedReader{parts: [][]byte{b.head, b.joined, b.tail}} }
+func (b *spliced) reader() io.Reader {
+	return &splicedReader{parts: [][]byte{b.head, b.joined, b.tail}}
+}
 
 // splicedReader reads a spliced body.
 type splicedReader struct {
@@ -246,9 +248,9 @@ type chainState struct {
 	// sameRefs is how many of refs' first refs the state it was built on
 	// had (see sameRefs).
 	sameRefs int
-	ends    []int // ends[i] is how many items refs[:i+1] hold
-	items   []item
-	runs    []encodedRun // the encoded runs of items, in order
+	ends     []int // ends[i] is how many items refs[:i+1] hold
+	items    []item
+	runs     []encodedRun // the encoded runs of items, in order
 	// The arrays ends, items and runs live in: the next state extends
 	// them in place when it keeps all of them (see extend).
 	endsA  *arena[int]

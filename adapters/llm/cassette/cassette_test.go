@@ -404,7 +404,13 @@ func TestOpenNoBlobs(t *testing.T) {
 // sys/LlmGenerateReceipt@1 whose output and tool call blobs land in the
 // store.
 func TestRecordedSessions(t *testing.T) {
-	dirs, err := filepath.Glob("../../../testdata/sessions/*")
+	all, err := filepath.Glob("../../../testdata/sessions/*")
+	var dirs []string // the sessions, not the README beside them
+	for _, d := range all {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			dirs = append(dirs, d)
+		}
+	}
 	if err != nil || len(dirs) == 0 {
 		t.Fatalf("no recorded sessions: %v", err)
 	}
@@ -456,14 +462,20 @@ func TestRecordedSessions(t *testing.T) {
 					t.Errorf("answer %d does not fit sys/LlmGenerateReceipt@2: %v", k+1, err)
 				}
 				// A cost the recording has (the answer's own, or a price
-				// the run was given) is kept; a recorded model that has no
-				// price costs unknown, not 0.
+				// the run was given) is kept: the sessions of a priced
+				// model (claude-sonnet-5, gemini-3.5-flash) keep theirs; a
+				// recorded model that has no price (gpt-test) costs
+				// unknown, not 0.
 				recorded := schema.FieldPath(c.answers[k].Payload, "cost_microusd")
 				if n, _ := recorded.(uint64); n == 0 {
 					recorded = nil
 				}
-				if cost := schema.FieldPath(r.Payload, "cost_microusd"); !reflect.DeepEqual(cost, recorded) {
+				cost := schema.FieldPath(r.Payload, "cost_microusd")
+				if !reflect.DeepEqual(cost, recorded) {
 					t.Errorf("answer %d costs %v; want %v, as recorded (unknown for an unpriced model)", k+1, cost, recorded)
+				}
+				if c.Model() != "gpt-test" && cost == nil {
+					t.Errorf("answer %d of %s has no cost", k+1, c.Model())
 				}
 				refs := []schema.Value{schema.FieldPath(r.Payload, "output_ref")}
 				calls, _ := schema.FieldPath(r.Payload, "tool_call_refs").([]schema.Value)
