@@ -362,6 +362,24 @@ func (c *Chat) Stop(ctx context.Context, reason string) error {
 	return ctx.Err()
 }
 
+// StopTurn stops the chat's turn under way, if any, for reason, and
+// streams its end as Follow does: the calls it answers "not run", the
+// GuardStop, and its TurnEnd (OutcomeStopped). Calls that wait for
+// approval are not asked for: they are answered "not run" with the rest.
+// It is for a caller that sends the next message only after saying how
+// the last turn ended (Send stops the turn too, but its stream is the new
+// turn's). With no turn under way it yields nothing.
+func (c *Chat) StopTurn(ctx context.Context, reason string) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		st, ok := c.State()
+		if !ok || st.Turn == nil {
+			return
+		}
+		id := st.Turn.RequestID
+		c.turnStopping(ctx, yield, func(context.Context) (uint64, error) { return id, nil }, reason)
+	}
+}
+
 // send sends the chat an event of its module's event schema.
 func (c *Chat) send(ctx context.Context, tag string, value map[string]any) error {
 	js, err := json.Marshal(map[string]any{tag: value})
@@ -480,6 +498,12 @@ func (c *Chat) begin(choice any, send func(ctx context.Context, id uint64, setti
 // turn runs one turn: start starts it (or finds it) and returns its
 // request id, and the turn's events are yielded until it ends.
 func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start func(ctx context.Context) (uint64, error)) {
+	c.turnStopping(ctx, yield, start, "")
+}
+
+// turnStopping is turn; with a stopReason, the turn is stopped for it as
+// the stream begins (StopTurn), its calls that wait not asked for.
+func (c *Chat) turnStopping(ctx context.Context, yield func(Event, error) bool, start func(ctx context.Context) (uint64, error), stopReason string) {
 	w := c.w
 	if c.id == "" {
 		yield(nil, errNoChatID)
@@ -574,7 +598,7 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 		}
 		return
 	}
-	if c.await {
+	if c.await && stopReason == "" {
 		// The calls that already wait, which the stream waits for,
 		// with the seqs of the steps that asked.
 		for _, ar := range tr.asks {
@@ -614,6 +638,9 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 		if !gone {
 			yield(nil, err)
 		}
+	}
+	if stopReason != "" {
+		stop(stopReason)
 	}
 	ctxDone := ctx.Done()
 	every := 250 * time.Millisecond
@@ -994,6 +1021,10 @@ func (tr *turnReader) state(ctx context.Context, seq uint64, st *demiurge.StateV
 			ev := ToolCallFinished{Seq: seq, Round: e.Round, CallID: call, Tool: tool, Status: status, Output: e.Text, Size: len(e.Text), Ref: e.Ref}
 			if whole, err := demiurge.ToolOutputOf(ctx, tr.c.w.st.CAS(), e); err == nil {
 				ev.Size = len(whole) // the entry may keep a preview
+			}
+			if status == "not_run" {
+				ev.Output = demiurge.StopText(ev.Output)
+				ev.Size = len(ev.Output)
 			}
 			if t0, ok := tr.callAt[call]; ok && !t0.IsZero() && !at.IsZero() {
 				ev.Duration = at.Sub(t0)

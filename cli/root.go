@@ -359,6 +359,8 @@ eval exits 1 when a case fails (eval compare: when a case regressed).`,
 	})
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.storeDir, "store", storeDefault, "the store: a `DIR`ectory, or a postgres:// URL (env "+storeEnv+")")
+	// --help shows the default from $DEMIURGE_STORE without its password.
+	pf.Lookup("store").DefValue = store.Redact(storeDefault)
 	pf.BoolVarP(&a.verbose, "verbose", "v", false, "log debug messages on stderr (without it, only errors are logged)")
 	pf.BoolVar(&a.wasi, "wasi", false, "let WASM reducer modules import a deterministic WASI (fixed clocks, zero entropy, no files or environment), as Go's wasip1 and TinyGo modules need")
 	a.wasmLimits.add(pf)

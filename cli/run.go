@@ -85,9 +85,12 @@ commands, never sent to the model: /help lists them (/tools, /model, /cost,
 the turn (the journal records it; a second Ctrl-C within a second quits),
 as the progress line says; what you type while a turn runs waits in the
 next prompt. Ctrl-D, or Ctrl-C twice at the prompt, quits. With -m the
-one message is sent, answered, and run exits; with stdin not a terminal
+one message is sent, answered, and run exits (-m /compact runs the command,
+as at the prompt; -m //TEXT sends /TEXT); with stdin not a terminal
 each line is a message, with no banner or prompts. A turn a killed
-process left running is resumed first. --json prints each turn's events
+process left running is resumed first; one whose calls wait for approval
+that this run cannot give is stopped by -m's message, and run says so
+(--json: its turn_end, outcome stopped) before the new turn. --json prints each turn's events
 as JSON Lines instead (docs/run-json.schema.json).
 
 --require-approval TOOL (repeatable; * for every tool) makes the chat's calls
