@@ -723,7 +723,7 @@ func (r *chatRun) command(ctx context.Context, line string) (bool, error) {
 			r.write("  the chat has no turns yet\n")
 			break
 		}
-		r.write(fmt.Sprintf("  chat %s: %d turns, %d tokens in (%d cached), %d out (%d reasoning), %s\n", r.chat.ID(), st.LastRequestID,
+		r.write(fmt.Sprintf("  chat %s: %s, %d tokens in (%d cached), %d out (%d reasoning), %s\n", r.chat.ID(), plural(int(st.LastRequestID), "turn"),
 			st.Usage.Prompt, st.Usage.Cached, st.Usage.Completion, st.Usage.Reasoning, costText(st.CostMicroUSD, st.CostUnknown > 0)))
 	case "/trace":
 		return false, r.trace(ctx)
