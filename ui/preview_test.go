@@ -14,7 +14,7 @@ import (
 func TestPreviewCounts(t *testing.T) {
 	tmpl := template.Must(template.New("t").Funcs(funcs).ParseFS(assets, "assets/parts.html"))
 	tests := []struct {
-		name, out         string
+		name, out        string
 		preview, summary string
 	}{
 		{"one line more", strings.Repeat("x\n", previewLines+1), "… 1 more line", "the whole result (9 lines)"},

@@ -480,11 +480,11 @@ var funcs = template.FuncMap{
 		}
 		return s
 	},
-	"path":  url.PathEscape,
-	"words": func(s string) string { return strings.ReplaceAll(s, "_", " ") },
+	"path":   url.PathEscape,
+	"words":  func(s string) string { return strings.ReplaceAll(s, "_", " ") },
 	"plural": pluralOf,
-	"int": func(n uint64) int { return int(min(n, 1<<31)) },
-	"inc": func(i int) int { return i + 1 },
+	"int":    func(n uint64) int { return int(min(n, 1<<31)) },
+	"inc":    func(i int) int { return i + 1 },
 	"firstline": func(s string) string {
 		if i := strings.IndexByte(s, '\n'); i >= 0 {
 			return s[:i] + " …"
