@@ -456,9 +456,12 @@ func watchWorker(ctx context.Context, a *app, pg *pgstore.Store, name string, d 
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTimer(d)
+		// The progress line says at once that no worker holds the world;
+		// stderr says it only after d (a worker may be about to take it).
+		t := time.NewTimer(0)
 		defer t.Stop()
-		said := false // that no worker holds the world
+		since := time.Now()
+		said := false // that no worker holds the world, on stderr
 		for {
 			select {
 			case <-ctx.Done():
@@ -468,16 +471,20 @@ func watchWorker(ctx context.Context, a *app, pg *pgstore.Store, name string, d 
 			owner, ok := holder(ctx, pg, name)
 			switch {
 			case !ok: // the run itself reports what is wrong with the store
-			case owner == "" && !said:
-				said = true
+			case owner == "":
 				noWorker.Store(true)
-				fmt.Fprintf(a.err, "demiurge: no worker holds world %s of %s: the message waits in its inbox until one takes it (start one: demiurge worker --store …)\n", name, a.storeName())
-			case owner != "" && said:
-				said = false
+				if !said && time.Since(since) >= d {
+					said = true
+					fmt.Fprintf(a.err, "demiurge: no worker holds world %s of %s: the message waits in its inbox until one takes it (start one: demiurge worker --store …)\n", name, a.storeName())
+				}
+			default:
 				noWorker.Store(false)
-				fmt.Fprintf(a.err, "demiurge: worker %s took world %s\n", owner, name)
+				if said {
+					said = false
+					fmt.Fprintf(a.err, "demiurge: worker %s took world %s\n", owner, name)
+				}
 			}
-			if said { // look more often for the worker that takes it
+			if noWorker.Load() { // look more often for the worker that takes it
 				t.Reset(d / 10)
 			} else {
 				t.Reset(d)
