@@ -467,7 +467,7 @@ func (r *chatRun) repl(ctx context.Context) error {
 			}
 		}()
 	}
-	r.write(fmt.Sprintf("demiurge: world %s, chat %s, model %s. Type a message; /help for commands, Ctrl-D to quit.\n", r.f.world, r.chat.ID(), r.chat.Model()))
+	r.write(fmt.Sprintf("%s: world %s, chat %s, model %s. Type a message; /help for commands, Ctrl-D to quit.\n", r.a.progName(), r.f.world, r.chat.ID(), r.chat.Model()))
 	var aborted time.Time
 	for {
 		line, err := readLine(ctx, ln, r.input, r.takeTyped())
@@ -605,7 +605,7 @@ func (r *chatRun) pipe(ctx context.Context) error {
 				switch {
 				case errors.Is(err, agent.ErrMessageTooLarge):
 					// Refused before it was journaled: the next lines go on.
-					fmt.Fprintf(r.a.err, "demiurge: %v\n", err)
+					fmt.Fprintf(r.a.err, "%s: %v\n", r.a.progName(), err)
 					o = agent.OutcomeFailed
 				case errors.Is(err, errInterrupted):
 					return &exitStatus{code: exitInterrupted}
