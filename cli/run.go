@@ -310,6 +310,7 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 			err = cerr
 		}
 	}()
+	a.rememberManifest(f.world, f.manifest)
 	errOut := textOut(a.err, f.raw) // MCP servers' messages
 	worldtools.ReportMCP(errOut, w.MCPServers())
 	flushOut(errOut)

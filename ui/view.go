@@ -77,6 +77,7 @@ type callView struct {
 	Form        string // the form token, for the Approve and Deny buttons
 	Decides     bool   // the view answers calls that wait (Options.Decide)
 	Back        string // the page's filter, to come back to after a decision
+	Manifest    string // the manifest the approve command names (shell-quoted), or MANIFEST
 	*session.ToolCall
 	Args    string // indented when it is JSON
 	Command string // the script of a bash call
