@@ -42,7 +42,7 @@ func File(path, what string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	if max >= 0 && int64(len(b)) > max {
-		return nil, fmt.Errorf("%s grew past %s while read: %s is at most %s: %w", path, size(max), what, size(max), ErrTooLarge)
+		return nil, &fileError{fmt.Sprintf("%s grew past %s while read: %s is at most %s", path, size(max), what, size(max)), ErrTooLarge}
 	}
 	return b, nil
 }
@@ -56,6 +56,10 @@ func File(path, what string, max int64) ([]byte, error) {
 func Open(path, what string, max int64) (*os.File, fs.FileInfo, error) {
 	st, err := os.Stat(path)
 	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			pe.Op = "open" // what the caller asked for, as os.Open says it
+		}
 		return nil, nil, err
 	}
 	if err := kind(path, what, max, st); err != nil {
@@ -79,13 +83,23 @@ func Open(path, what string, max int64) (*os.File, fs.FileInfo, error) {
 // kind refuses a file that is not regular or is larger than max.
 func kind(path, what string, max int64, st fs.FileInfo) error {
 	if !st.Mode().IsRegular() {
-		return fmt.Errorf("%s is %w (%s): %s must be a regular file", path, ErrNotRegular, Kind(st.Mode()), what)
+		return &fileError{fmt.Sprintf("%s is not a regular file (%s): %s must be a regular file", path, Kind(st.Mode()), what), ErrNotRegular}
 	}
 	if max >= 0 && st.Size() > max {
-		return fmt.Errorf("%s is %d bytes: %s is at most %s (%d bytes): %w", path, st.Size(), what, size(max), max, ErrTooLarge)
+		return &fileError{fmt.Sprintf("%s is %d bytes: %s is at most %s (%d bytes)", path, st.Size(), what, size(max), max), ErrTooLarge}
 	}
 	return nil
 }
+
+// fileError is an error of File or Open: its message, and the sentinel
+// it is.
+type fileError struct {
+	msg  string
+	kind error
+}
+
+func (e *fileError) Error() string { return e.msg }
+func (e *fileError) Unwrap() error { return e.kind }
 
 // size writes n bytes in the largest binary unit that divides it.
 func size(n int64) string {
@@ -104,6 +118,8 @@ func size(n int64) string {
 // block until something writes it", "a character device", ….
 func Kind(m fs.FileMode) string {
 	switch {
+	case m.IsRegular():
+		return "a regular file"
 	case m.IsDir():
 		return "a directory"
 	case m&fs.ModeNamedPipe != 0:

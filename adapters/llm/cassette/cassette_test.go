@@ -295,7 +295,7 @@ func TestOpenErrors(t *testing.T) {
 		want  string                    // a regexp; DIR is the bundle
 	}{
 		{"no bundle", func(t *testing.T) string { return filepath.Join(t.TempDir(), "nothing") },
-			`^cassette DIR: stat DIR/journal.cbor: no such file or directory \(want a session bundle: demiurge export\)$`},
+			`^cassette DIR: open DIR/journal.cbor: no such file or directory \(want a session bundle: demiurge export\)$`},
 		{"journal is a directory", func(t *testing.T) string {
 			dir := t.TempDir()
 			if err := os.Mkdir(filepath.Join(dir, "journal.cbor"), 0o755); err != nil {
