@@ -55,6 +55,7 @@ func TestUserNamedOddFiles(t *testing.T) {
 		{"token file FIFO", []string{"serve", "token", "list", "--token-file", fifo}, "fifo is not a regular file (a FIFO"},
 		{"token file /dev/zero", []string{"serve", "token", "list", "--token-file", zero}, "zero is not a regular file (a character device)"},
 		{"eval suite FIFO", []string{"eval", suite, "--llm", "cassette:" + fifoCassette, "--no-progress"}, "suite.yaml is not a regular file (a FIFO"},
+		{"eval suite path FIFO", []string{"eval", fifo, "--no-progress"}, "fifo is neither a suite's directory nor a case file"},
 		{"eval report FIFO", []string{"eval", "compare", fifo, zero}, "fifo is not a regular file (a FIFO"},
 		{"sh script FIFO", []string{"sh", fifo}, "fifo is not a regular file (a FIFO"},
 		{"sh script /dev/zero", []string{"sh", zero}, "zero is not a regular file (a character device)"},

@@ -141,6 +141,11 @@ func Load(path string) (*Suite, error) {
 	dir, only := path, ""
 	if !fi.IsDir() {
 		dir, only = filepath.Dir(path), filepath.Base(path)
+		switch strings.ToLower(filepath.Ext(only)) {
+		case ".yaml", ".yml", ".json":
+		default:
+			return nil, fmt.Errorf("eval: %s is neither a suite's directory nor a case file (NAME.yaml, .yml or .json; see docs/evals.md)", path)
+		}
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
