@@ -520,6 +520,17 @@ func (wk *Worker) drop(name string, token int64) {
 	}
 }
 
+// forget removes h from the worlds held, if it still is there, without
+// stopping it: h's own run calls it as it ends (drop would wait for that
+// end, in the goroutine that makes it).
+func (wk *Worker) forget(h *held) {
+	wk.mu.Lock()
+	if wk.held[h.lease.World] == h {
+		delete(wk.held, h.lease.World)
+	}
+	wk.mu.Unlock()
+}
+
 // stopAll stops every world and releases its lease.
 func (wk *Worker) stopAll() {
 	wk.mu.Lock()
