@@ -1,9 +1,12 @@
 package cluster_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"regexp"
+	"runtime/pprof"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -145,4 +148,68 @@ func checkOnce(t *testing.T, c *testCluster) {
 		}
 	}
 	t.Logf("%d effects ran, %d of them more than once", len(runs), twice)
+}
+
+// TestLeaseLostOnCommit: a world whose commit finds its lease taken (its
+// worker renews too seldom to notice first) stops and is forgotten, its
+// goroutine ended. Before, it dropped itself from the worker by waiting
+// for its own end, in its own goroutine: that goroutine never ended.
+func TestLeaseLostOnCommit(t *testing.T) {
+	url := pgtest.URL(t)
+	s := openStore(t, url)
+	cat := loadBench(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	wk, err := cluster.New(cluster.Options{Store: s, Reducers: reducer.NewRegistry(), Open: benchOpen, ID: "slow-renewer",
+		Lease: 300 * time.Millisecond, Renew: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- wk.Run(wctx) }()
+	defer func() { stop(); <-done }()
+	r, err := cluster.Attach(ctx, cluster.RemoteOptions{Store: s, Name: "ll", Catalog: cat, Reducers: reducer.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.SendJSON(ctx, "bench/Start@1", []byte(`{"n": 1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond) // the lease expires: nothing renews it
+	if l, err := s.AcquireExpired(ctx, "thief", 1, time.Hour, nil); err != nil || len(l) != 1 {
+		t.Fatalf("the thief's AcquireExpired = %+v, %v", l, err)
+	}
+	if _, err := s.Post(ctx, "ll", cat.ManifestRef(), "bench/Start@1", []byte(`{"n": 2}`)); err != nil {
+		t.Fatal(err)
+	}
+	for len(wk.Worlds()) != 0 {
+		if ctx.Err() != nil {
+			t.Fatal("the worker never let the world go")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var stuck string
+	for range 50 { // its goroutine ends within a second
+		var b bytes.Buffer
+		_ = pprof.Lookup("goroutine").WriteTo(&b, 2)
+		if stuck = stuckIn(b.String(), "cluster.(*held).stop", "cluster.(*held).run"); stuck == "" {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("the world's goroutine waits on itself:\n%s", stuck)
+}
+
+// stuckIn returns the goroutine of dump whose stack holds both frames.
+func stuckIn(dump, inner, outer string) string {
+	for g := range strings.SplitSeq(dump, "\n\n") {
+		if strings.Contains(g, inner) && strings.Contains(g, outer) {
+			return g
+		}
+	}
+	return ""
 }
