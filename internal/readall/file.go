@@ -135,3 +135,41 @@ func Kind(m fs.FileMode) string {
 	}
 	return "mode " + m.String()
 }
+
+// FSFile is File of the file name of fsys (a bundle read from a directory
+// or from memory): it refuses what is not a regular file, checked before
+// and after the open, and a file over max bytes (NoLimit: no bound).
+// Unlike Open it cannot open without blocking: on an os.DirFS, a FIFO put
+// in place between the check and the open is waited on.
+func FSFile(fsys fs.FS, name, what string, max int64) ([]byte, error) {
+	st, err := fs.Stat(fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := kind(name, what, max, st); err != nil {
+		return nil, err
+	}
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err = f.Stat(); err != nil {
+		return nil, fmt.Errorf("stat %s: %w", name, err)
+	}
+	if err := kind(name, what, max, st); err != nil {
+		return nil, err
+	}
+	r := io.Reader(f)
+	if max >= 0 {
+		r = io.LimitReader(f, max+1)
+	}
+	b, err := Sized(r, st.Size())
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	if max >= 0 && int64(len(b)) > max {
+		return nil, &fileError{fmt.Sprintf("%s grew past %s while read: %s is at most %s", name, size(max), what, size(max)), ErrTooLarge}
+	}
+	return b, nil
+}
