@@ -405,8 +405,8 @@ func (wk *Worker) acquire(ctx context.Context) {
 		wk.held[l.World] = h
 		wk.mu.Unlock()
 		if old != nil {
-			// Dropped and taken meanwhile (acquire excluded it): the old
-			// one is stale, its commits refused now.
+			// Not expected (a world held is not acquired: holding), but
+			// were it, the old one is stale: its commits are refused now.
 			old.stop()
 		}
 		go h.run(ctx)
