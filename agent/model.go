@@ -139,8 +139,8 @@ func (m Model) resolve(manifest []llm.ModelOptions, c *config, local bool) (*mod
 	if out.provider == "" {
 		out.provider = llm.ProviderResponses
 	}
-	if out.provider != llm.ProviderResponses && out.provider != llm.ProviderChat {
-		return nil, fmt.Errorf("model provider %q: want %s or %s (or agent.Cassette)", out.provider, llm.ProviderResponses, llm.ProviderChat)
+	if !llm.IsProvider(out.provider) {
+		return nil, fmt.Errorf("model provider %q: want one of %s (or agent.Cassette)", out.provider, strings.Join(llm.Providers(), ", "))
 	}
 	base := m.BaseURL
 	if base == "" {

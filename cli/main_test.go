@@ -47,7 +47,8 @@ func TestMain(m *testing.M) {
 // binary in a fresh temporary directory each (so the store is
 // $WORK/.demiurge, never the user's). The counter example is copied into
 // $WORK/counter, the timer, blobecho and demiurge examples into
-// $WORK/examples, the recorded session demo (a bundle) into $WORK/demo.
+// $WORK/examples, the recorded session demo (a bundle) into $WORK/demo;
+// $EVALS is examples/evals, in the repository.
 func TestScripts(t *testing.T) {
 	t.Parallel()
 	testscript.Run(t, testscript.Params{
@@ -66,6 +67,13 @@ func TestScripts(t *testing.T) {
 			if err := copyWASM(env.WorkDir); err != nil {
 				return err
 			}
+			// examples/evals is read in place (its cassettes are many
+			// files): eval only reads a suite.
+			evals, err := filepath.Abs(filepath.Join("..", "examples", "evals"))
+			if err != nil {
+				return err
+			}
+			env.Setenv("EVALS", evals)
 			return os.CopyFS(filepath.Join(env.WorkDir, "demo"), os.DirFS(filepath.Join("..", "testdata", "sessions", "demo")))
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

@@ -68,6 +68,9 @@ type app struct {
 	// (--wasi); wasm is the host that runs them (wasmHost).
 	wasi bool
 	wasm wasmState
+	// noWASMCache keeps the compile cache in memory (validate, which does
+	// not use the store).
+	noWASMCache bool
 }
 
 // usageError is a mistake on the command line; it exits with exitUsage.
@@ -249,6 +252,7 @@ func subcommands(a *app, getenv func(string) string) []subcommand {
 		{"worlds", func() *cobra.Command { return newWorldsCommand(a) }},
 		{"ui", func() *cobra.Command { return newUICommand(a) }},
 		{"models", func() *cobra.Command { return newModelsCommand(a) }},
+		{"eval", func() *cobra.Command { return newEvalCommand(a, getenv) }},
 	}
 	if a.ext != nil {
 		for _, c := range a.ext.commands {
@@ -303,7 +307,8 @@ with how the turn ended:
 send exits 6 when its event waits in the inbox of a world of a PostgreSQL
 store that no worker journaled within --wait: it is kept, and a worker
 journals it when it takes the world (do not send it again).
-sh exits with its script's exit status (see demiurge sh --help).`,
+sh exits with its script's exit status (see demiurge sh --help).
+eval exits 1 when a case fails (eval compare: when a case regressed).`,
 		Example: `  # the offline demo, from a checkout of the repository: the model's answers
   # come from a recorded session, the tools run for real
   demiurge run examples/demiurge --llm cassette:testdata/sessions/demo -m "Write a hello note and show it to me."
@@ -337,7 +342,7 @@ sh exits with its script's exit status (see demiurge sh --help).`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.storeDir, "store", storeDefault, "the store: a `DIR`ectory, or a postgres:// URL (env "+storeEnv+")")
 	pf.BoolVarP(&a.verbose, "verbose", "v", false, "log debug messages on stderr (without it, only errors are logged)")
-	pf.BoolVar(&a.wasi, "wasi", false, "let WASM reducer modules import a deterministic WASI (clocks fixed at zero, zero entropy, no files or environment), as Go's wasip1 and TinyGo modules need")
+	pf.BoolVar(&a.wasi, "wasi", false, "let WASM reducer modules import a deterministic WASI (fixed clocks, zero entropy, no files or environment), as Go's wasip1 and TinyGo modules need")
 
 	if only != nil {
 		// The command line runs this one command. Cobra's completion

@@ -67,7 +67,11 @@ It runs until Ctrl-C.`,
 					err = cerr
 				}
 			}()
-			srv, err := ui.New(ln, ui.Options{Source: l, Name: l.Dir(), Reducers: a.registry(), Log: a.log})
+			o := ui.Options{Source: l, Name: l.Dir(), Reducers: a.registry(), Log: a.log}
+			if runs, err := a.evalRuns(); err == nil {
+				o.Evals = runs // the eval runs kept beside a store on disk
+			}
+			srv, err := ui.New(ln, o)
 			if err != nil {
 				ln.Close()
 				return err

@@ -34,13 +34,10 @@ type wasmState struct {
 func (a *app) wasmHost() (*wasm.Host, error) {
 	a.wasm.once.Do(func() {
 		opts := wasm.Options{WASI: a.wasi, CacheDir: a.wasmCacheDir()}
-		a.wasm.host, a.wasm.err = wasm.New(opts)
-		if a.wasm.err != nil {
-			// A cache that cannot be made costs a compile, nothing else.
-			a.log.Warn("the WASM compile cache is unusable; modules are compiled in memory", "error", a.wasm.err)
+		if a.noWASMCache {
 			opts.CacheDir = ""
-			a.wasm.host, a.wasm.err = wasm.New(opts)
 		}
+		a.wasm.host, a.wasm.err = wasm.New(opts)
 	})
 	return a.wasm.host, a.wasm.err
 }

@@ -44,9 +44,10 @@ type DefSchema struct {
 	At   Origin
 }
 
-// DefModule declares a module. demiurge runs reducers written in Go and
-// registered under the module's name; a wasm_hash, if present, is kept but
-// not used.
+// DefModule declares a module. A Go reducer registered under the module's
+// name runs it; otherwise its WASM module does, named by WasmHash (see
+// ModulesDir: the loader finds the module beside the manifest and records
+// its BLAKE3 here).
 type DefModule struct {
 	Name       string
 	ModuleKind string // "reducer" or "pure"

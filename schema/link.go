@@ -372,7 +372,7 @@ func (l *loader) checkModule(d *DefModule) {
 					list = "none"
 				}
 				if l.opts.WASM {
-					e.add(p+"/name", "reducer module %s has no WASM module and no Go reducer is registered under its name (registered: %s): put its module at %s/%s-<sha256 hex>.wasm beside the manifest, or register a Go reducer under this name", d.Name, list, ModulesDir, d.Name)
+					e.add(p+"/name", "reducer module %s has no WASM module and no Go reducer is registered under its name (registered: %s): put its module beside the manifest as %s/%s-HEX.wasm (HEX: the SHA-256 of its bytes), or register a Go reducer under this name", d.Name, list, ModulesDir, d.Name)
 				} else {
 					e.add(p+"/name", "reducer module %s is not registered in this binary (registered: %s); register a Go reducer under this name", d.Name, list)
 				}

@@ -59,6 +59,9 @@ func (l *loader) resolveCode(e *problems, d *DefModule) bool {
 			return false
 		}
 		ref = r
+		if ref.Digest() == ([cas.Size]byte{}) {
+			ref = cas.Ref{} // a zero placeholder, as AgentOS's authoring hashes are: filled in as if unset
+		}
 	}
 	if dir == "" {
 		return ref.Algo() == cas.BLAKE3 && ref.Valid()

@@ -26,7 +26,7 @@ var assets embed.FS
 
 // pageNames are the pages, each a template of assets/ rendered inside
 // assets/layout.html.
-var pageNames = []string{"worlds.html", "timeline.html", "records.html", "record.html", "blob.html", "replay.html", "error.html"}
+var pageNames = []string{"worlds.html", "timeline.html", "records.html", "record.html", "blob.html", "replay.html", "error.html", "evals.html", "evalrun.html"}
 
 func parsePages() (map[string]*template.Template, error) {
 	pages := map[string]*template.Template{}
@@ -51,6 +51,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /w/{world}/r/{seq}", s.record)
 	s.mux.HandleFunc("GET /w/{world}/replay", s.replay)
 	s.mux.HandleFunc("GET /blob/{ref}", s.blob)
+	s.mux.HandleFunc("GET /evals", s.evals)
+	s.mux.HandleFunc("GET /evals/{run}", s.evalRun)
 	s.mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no page at %s: start from the list of worlds", r.URL.Path))
 	})
@@ -60,6 +62,7 @@ func (s *Server) routes() {
 type page struct {
 	Title string
 	Store string
+	Evals bool   // the view shows eval runs: the header links them
 	World string // the world the page is about, if one
 	Tab   string // timeline, records, replay
 	Data  any
@@ -67,6 +70,7 @@ type page struct {
 
 func (s *Server) render(w http.ResponseWriter, r *http.Request, name string, p page) {
 	p.Store = s.name
+	p.Evals = s.evalRuns != nil
 	var b bytes.Buffer
 	if err := s.pages[name].ExecuteTemplate(&b, "layout", p); err != nil {
 		s.log.Error("ui: render", "page", name, "err", err)

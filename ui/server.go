@@ -75,6 +75,10 @@ type Options struct {
 	// Log receives a line for each request refused and each failure to
 	// render; nil discards them.
 	Log *slog.Logger
+	// Evals, if set, is where the view reads the store's eval runs
+	// (demiurge eval keeps them in its evals directory: eval.Runs): the
+	// view lists them and shows each, its cases linked to their worlds.
+	Evals EvalRuns
 }
 
 // Server is the web view of one store, served on one listener.
@@ -91,6 +95,7 @@ type Server struct {
 	pages    map[string]*template.Template
 	mux      *http.ServeMux
 	replays  chan struct{} // one replay at a time
+	evalRuns EvalRuns
 
 	keptMu sync.Mutex
 	kept   map[cas.Ref][]byte // the blobs the last divergence derived
@@ -119,7 +124,7 @@ func New(ln net.Listener, opts Options) (*Server, error) {
 	}
 	s := &Server{src: opts.Source, name: opts.Name, reducers: opts.Reducers, token: token,
 		host: ta.String(), cookie: fmt.Sprintf("demiurge_ui_%d", ta.Port), poll: opts.Poll, log: opts.Log,
-		ln: ln, replays: make(chan struct{}, 1)}
+		ln: ln, replays: make(chan struct{}, 1), evalRuns: opts.Evals}
 	if s.poll == 0 {
 		s.poll = DefaultPoll
 	}

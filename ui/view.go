@@ -384,7 +384,14 @@ var funcs = template.FuncMap{
 		}
 		return fmt.Sprint(n, " ", noun, "s")
 	},
-	"int":      func(n uint64) int { return int(min(n, 1<<31)) },
+	"int": func(n uint64) int { return int(min(n, 1<<31)) },
+	"inc": func(i int) int { return i + 1 },
+	"firstline": func(s string) string {
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			return s[:i] + " …"
+		}
+		return s
+	},
 	"forknote": forkNote,
 	"side": func(l, lkind, r, rkind string, rows []sideRow) any {
 		return struct {

@@ -31,6 +31,7 @@ var House = []Layer{
 	{"world", []string{"world"}},
 	{"over the world", []string{"replay/...", "world/worldview", "cluster/..."}},
 	{"agent", []string{"agent/..."}},
+	{"evals", []string{"eval/..."}},
 	{"views", []string{"ui/..."}},
 	{"programs", []string{"cli", "cmd/...", "examples/..."}},
 	{"rules", []string{"internal/layers"}},

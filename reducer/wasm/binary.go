@@ -164,8 +164,16 @@ type Info struct {
 	Resettable bool
 	Why        string
 
-	sections []section // the binary's sections, for rewriting
-	globals  int       // imported + defined globals
+	sections []section  // the binary's sections, for rewriting
+	globals  int        // imported + defined globals
+	start    int64      // the start section's function, or -1
+	bodies   []funcBody // the code section's function bodies
+}
+
+// funcBody is a function body and the offsets of its loops.
+type funcBody struct {
+	code  []byte
+	loops []int
 }
 
 type section struct {
@@ -360,7 +368,7 @@ func Inspect(b []byte) (*Info, error) {
 	if v := binary.LittleEndian.Uint32(b[4:8]); v != 1 {
 		return nil, fmt.Errorf("%w: binary version %d, want 1 (a component or a newer format is not a core module)", ErrMalformed, v)
 	}
-	in := &Info{Resettable: true}
+	in := &Info{Resettable: true, start: -1}
 	r := &reader{b: b, off: 8}
 	var types []FuncType
 	var funcs []uint32 // type index of every function, imported first
@@ -440,6 +448,9 @@ func Inspect(b []byte) (*Info, error) {
 			for i := uint32(0); i < n && s.err == nil; i++ {
 				t := s.valueType()
 				mut := s.byte()
+				if mut > 1 {
+					s.fail("global mutability 0x%02x", mut)
+				}
 				s.constExpr()
 				if mut == 1 {
 					in.MutableGlobals = append(in.MutableGlobals, uint32(in.globals))
@@ -462,14 +473,28 @@ func Inspect(b []byte) (*Info, error) {
 				}
 				exports = append(exports, e)
 			}
+		case secStart:
+			in.start = int64(s.u32())
 		case secCode:
 			n := s.u32()
-			for i := uint32(0); i < n && s.err == nil && in.Resettable; i++ {
+			for i := uint32(0); i < n && s.err == nil; i++ {
 				fb := s.bytes(uint64(s.u32()))
-				if why := scanBody(fb); why != "" {
-					in.Resettable, in.Why = false, fmt.Sprintf("function %d: %s", i, why)
+				if s.err != nil {
+					break
 				}
+				scan, err := walkBody(fb)
+				if err != nil {
+					return nil, fmt.Errorf("function %d: %w", i, err)
+				}
+				if scan.why != "" && in.Resettable {
+					in.Resettable, in.Why = false, fmt.Sprintf("function %d: %s", i, scan.why)
+				}
+				in.bodies = append(in.bodies, funcBody{code: fb, loops: scan.loops})
 			}
+		}
+		parsed := id == secType || id == secImport || id == secFunction || id == secMemory || id == secGlobal || id == secExport || id == secStart || id == secCode
+		if s.err == nil && parsed && s.off != len(s.b) {
+			s.fail("%d bytes past the section's contents", len(s.b)-s.off)
 		}
 		if s.err != nil {
 			return nil, fmt.Errorf("%w (in section %d at byte %d)", s.err, id, start)
@@ -504,15 +529,39 @@ func order(id byte) int {
 	return int(id)
 }
 
-// scanBody scans a function body for instructions that change a table or
-// drop a segment, and for instructions it does not know. It returns why
-// an instance running this code cannot be reset, or "".
-func scanBody(b []byte) string {
+// bodyScan is what walkBody finds in a function body.
+type bodyScan struct {
+	// loops are the offsets, in the body, right after each loop's block
+	// type: where the host's stop check goes.
+	loops []int
+	// why says why an instance running this code cannot be reset: it
+	// changes a table or drops a segment. Empty if it can be.
+	why string
+}
+
+// errUnknownInstruction is returned (wrapped) by walkBody for an
+// instruction it does not know.
+var errUnknownInstruction = errors.New("an instruction this host does not run")
+
+// walkBody decodes a function body's instructions. It returns the offsets
+// of its loops and whether it keeps an instance from being reset; an
+// instruction it does not know (threads, exceptions, tail calls: features
+// this host does not enable) is an error.
+func walkBody(b []byte) (bodyScan, error) {
+	var out bodyScan
 	r := &reader{b: b}
 	n := r.u32()
 	for i := uint32(0); i < n && r.err == nil; i++ {
 		r.u32()
 		r.valueType()
+	}
+	unknown := func(format string, args ...any) (bodyScan, error) {
+		return out, fmt.Errorf("%w: %s at byte %d of the body", errUnknownInstruction, fmt.Sprintf(format, args...), r.off)
+	}
+	mutate := func(why string) {
+		if out.why == "" {
+			out.why = why
+		}
 	}
 	for !r.done() {
 		op := r.byte()
@@ -525,21 +574,25 @@ func scanBody(b []byte) string {
 				r.off--
 				r.sleb(33)
 			}
+			if op == 0x03 {
+				out.loops = append(out.loops, r.off)
+			}
 		case op <= 0x01, op == 0x05, op == 0x0b, op == 0x0f, op == 0x1a, op == 0x1b, op == 0xd1:
-		case op == 0x0c || op == 0x0d || op == 0x10 || op == 0x12 || (op >= 0x20 && op <= 0x24) || op == 0x25 || op == 0xd2:
+		case op == 0x0c || op == 0x0d || op == 0x10 || (op >= 0x20 && op <= 0x24) || op == 0x25 || op == 0xd2:
 			r.u32()
 		case op == 0x0e: // br_table
 			k := r.u32()
 			for j := uint32(0); j <= k && r.err == nil; j++ {
 				r.u32()
 			}
-		case op == 0x11 || op == 0x13: // call_indirect, return_call_indirect
+		case op == 0x11: // call_indirect
 			r.u32()
 			r.u32()
 		case op == 0x1c: // select t*
 			r.valueTypes()
 		case op == 0x26:
-			return "table.set changes a table"
+			r.u32()
+			mutate("table.set changes a table")
 		case op >= 0x28 && op <= 0x3e: // loads and stores
 			r.u32()
 			r.u32()
@@ -563,20 +616,31 @@ func scanBody(b []byte) string {
 				r.u32()
 				r.byte()
 			case sub == 9:
-				return "data.drop drops a data segment"
+				r.u32()
+				mutate("data.drop drops a data segment")
 			case sub == 10:
 				r.byte()
 				r.byte()
 			case sub == 11:
 				r.byte()
-			case sub == 12 || sub == 14 || sub == 15 || sub == 17:
-				return "a table instruction (0xfc " + fmt.Sprint(sub) + ") changes a table"
+			case sub == 12: // table.init
+				r.u32()
+				r.u32()
+				mutate("table.init changes a table")
 			case sub == 13:
-				return "elem.drop drops an element segment"
+				r.u32()
+				mutate("elem.drop drops an element segment")
+			case sub == 14: // table.copy
+				r.u32()
+				r.u32()
+				mutate("table.copy changes a table")
+			case sub == 15 || sub == 17: // table.grow, table.fill
+				r.u32()
+				mutate(fmt.Sprintf("a table instruction (0xfc %d) changes a table", sub))
 			case sub == 16: // table.size
 				r.u32()
 			default:
-				return fmt.Sprintf("unknown instruction 0xfc %d", sub)
+				return unknown("0xfc %d", sub)
 			}
 		case op == 0xfd:
 			switch sub := r.u32(); {
@@ -593,67 +657,161 @@ func scanBody(b []byte) string {
 				r.byte()
 			case sub <= 0x113:
 			default:
-				return fmt.Sprintf("unknown instruction 0xfd %d", sub)
+				return unknown("0xfd %d", sub)
 			}
 		default:
-			return fmt.Sprintf("unknown instruction 0x%02x", op)
+			return unknown("0x%02x", op)
 		}
 	}
 	if r.err != nil {
-		return r.err.Error()
+		return out, r.err
 	}
-	return ""
+	return out, nil
 }
 
-// globalExportPrefix names the exports withGlobalsExported adds.
-const globalExportPrefix = "demiurge:global:"
+// Names of the exports Instrument adds, and how many loop iterations run
+// between two checks.
+const (
+	globalExportPrefix = "demiurge:global:"
+	fuelExport         = "demiurge:fuel"
+	stopExport         = "demiurge:stop"
+	startExport        = "demiurge:start"
+	checkEvery         = 1024
+)
 
-// withGlobalsExported returns the module's binary with an export added for
-// each of its mutable globals, named globalExportPrefix + index, so that
-// the host can read and restore them (wazero gives access to exported
-// globals only). Exporting a global changes nothing of how the module
-// runs.
-func (in *Info) withGlobalsExported() []byte {
-	if len(in.MutableGlobals) == 0 {
-		return nil
-	}
+// Instrument returns the module's binary as the host runs it, with two
+// mutable i32 globals added after the module's own: a fuel count and a stop
+// flag (exported as stopExport). Every loop, at the top of each iteration,
+// counts its fuel down; every checkEvery iterations it refills it, calls
+// memory.grow 0, which changes nothing but leaves the machine code for
+// wazero's Go side (where the Go runtime can stop the goroutine for the
+// collector: machine code alone cannot be preempted, and a loop that never
+// left it would hold up every goroutine at the next collection), and
+// traps if the stop flag is set (the step's deadline). Instrument also
+// exports each of the module's mutable globals, named globalExportPrefix
+// + index, so that the host can restore them (wazero gives access to
+// exported globals only). The start section's function, if any, is
+// exported as startExport rather than run by wazero as it instantiates, so
+// that the host runs it under a deadline too. None of this changes what the
+// module computes.
+func (in *Info) Instrument() []byte {
+	fuel, stop := uint32(in.globals), uint32(in.globals)+1
+	uleb := func(v uint32) []byte { return binary.AppendUvarint(nil, uint64(v)) }
+	every := uleb(checkEvery)
+	var check []byte
+	check = append(append(check, 0x23), uleb(fuel)...)  // global.get fuel
+	check = append(check, 0x41, 0x01, 0x6b)             // i32.const 1; i32.sub
+	check = append(append(check, 0x24), uleb(fuel)...)  // global.set fuel
+	check = append(append(check, 0x23), uleb(fuel)...)  // global.get fuel
+	check = append(check, 0x45, 0x04, 0x40)             // i32.eqz; if
+	check = append(append(check, 0x41), every...)       //   i32.const checkEvery
+	check = append(append(check, 0x24), uleb(fuel)...)  //   global.set fuel
+	check = append(check, 0x41, 0x00, 0x40, 0x00, 0x1a) //  memory.grow 0; drop
+	check = append(append(check, 0x23), uleb(stop)...)  //   global.get stop
+	check = append(check, 0x04, 0x40, 0x00, 0x0b)       //   if unreachable end
+	check = append(check, 0x0b)                         // end
+
 	var exp []byte
 	count := uint32(0)
 	var rest []byte
+	var globalCount uint32
+	var globalRest []byte
 	for _, s := range in.sections {
-		if s.id == secExport {
+		switch s.id {
+		case secExport:
 			r := &reader{b: s.body}
 			count = r.u32()
 			rest = s.body[r.off:]
+		case secGlobal:
+			r := &reader{b: s.body}
+			globalCount = r.u32()
+			globalRest = s.body[r.off:]
 		}
 	}
-	exp = binary.AppendUvarint(exp, uint64(count)+uint64(len(in.MutableGlobals)))
+	added := uint64(len(in.MutableGlobals)) + 2
+	if in.start >= 0 {
+		added++
+	}
+	exp = binary.AppendUvarint(exp, uint64(count)+added)
 	exp = append(exp, rest...)
-	for _, g := range in.MutableGlobals {
-		name := globalExportPrefix + fmt.Sprint(g)
+	addExport := func(name string, idx uint32) {
 		exp = binary.AppendUvarint(exp, uint64(len(name)))
 		exp = append(exp, name...)
 		exp = append(exp, externGlobal)
-		exp = binary.AppendUvarint(exp, uint64(g))
+		exp = binary.AppendUvarint(exp, uint64(idx))
 	}
+	for _, g := range in.MutableGlobals {
+		addExport(globalExportPrefix+fmt.Sprint(g), g)
+	}
+	addExport(fuelExport, fuel)
+	addExport(stopExport, stop)
+	if in.start >= 0 {
+		name := startExport
+		exp = binary.AppendUvarint(exp, uint64(len(name)))
+		exp = append(exp, name...)
+		exp = append(exp, externFunc)
+		exp = binary.AppendUvarint(exp, uint64(in.start))
+	}
+
+	glob := binary.AppendUvarint(nil, uint64(globalCount)+2)
+	glob = append(glob, globalRest...)
+	glob = append(append(glob, byte(I32), 0x01, 0x41), every...) // fuel: (mut i32) (i32.const checkEvery)
+	glob = append(glob, 0x0b)
+	glob = append(glob, byte(I32), 0x01, 0x41, 0x00, 0x0b) // stop: (mut i32) (i32.const 0)
+
+	var code []byte
+	code = binary.AppendUvarint(code, uint64(len(in.bodies)))
+	for _, b := range in.bodies {
+		var nb []byte
+		last := 0
+		for _, at := range b.loops {
+			nb = append(nb, b.code[last:at]...)
+			nb = append(nb, check...)
+			last = at
+		}
+		nb = append(nb, b.code[last:]...)
+		code = binary.AppendUvarint(code, uint64(len(nb)))
+		code = append(code, nb...)
+	}
+
 	out := []byte("\x00asm\x01\x00\x00\x00")
 	put := func(id byte, body []byte) {
 		out = append(out, id)
 		out = binary.AppendUvarint(out, uint64(len(body)))
 		out = append(out, body...)
 	}
-	written := false
+	wroteGlobal, wroteExport := false, false
 	for _, s := range in.sections {
-		if !written && s.id != secCustom && order(s.id) >= order(secExport) {
-			put(secExport, exp)
-			written = true
-			if s.id == secExport {
-				continue
+		if s.id != secCustom {
+			if !wroteGlobal && order(s.id) >= order(secGlobal) {
+				put(secGlobal, glob)
+				wroteGlobal = true
+				if s.id == secGlobal {
+					continue
+				}
+			}
+			if !wroteExport && order(s.id) >= order(secExport) {
+				put(secExport, exp)
+				wroteExport = true
+				if s.id == secExport {
+					continue
+				}
 			}
 		}
-		put(s.id, s.body)
+		switch s.id {
+		case secCode:
+			put(secCode, code)
+		case secStart:
+			// Exported as startExport instead: the host calls it after
+			// instantiating, under the step's deadline.
+		default:
+			put(s.id, s.body)
+		}
 	}
-	if !written {
+	if !wroteGlobal {
+		put(secGlobal, glob)
+	}
+	if !wroteExport {
 		put(secExport, exp)
 	}
 	return out

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
@@ -67,8 +69,9 @@ type Options struct {
 	Limits       Limits
 	ModuleLimits map[string]Limits
 	// WASI lets modules import wasi_snapshot_preview1 (Go's wasip1 and
-	// TinyGo modules need it): a deterministic one, whose clocks are fixed
-	// at zero, whose random bytes are zeros, with no files, no
+	// TinyGo modules need it): a deterministic one, whose wall clock is
+	// fixed at 0 (the Unix epoch) and monotonic clock at 1 ns, whose random
+	// bytes are zeros, with no files, no
 	// environment, no arguments, and stdout dropped (stderr is kept for
 	// the error of a failed step). Without it, a module that imports
 	// anything is refused.
@@ -87,6 +90,8 @@ type Host struct {
 	opts  Options
 	cache wazero.CompilationCache
 
+	watch watchdog
+
 	mu       sync.Mutex
 	runtimes map[uint32]wazero.Runtime // by memory limit
 	modules  map[moduleKey]*Module
@@ -104,20 +109,32 @@ var _ reducer.Modules = (*Host)(nil)
 // New returns a host. Close it to release its compiled modules.
 func New(opts Options) (*Host, error) {
 	h := &Host{opts: opts, runtimes: map[uint32]wazero.Runtime{}, modules: map[moduleKey]*Module{}}
-	if opts.CacheDir != "" {
-		c, err := wazero.NewCompilationCacheWithDir(opts.CacheDir)
-		if err != nil {
-			return nil, fmt.Errorf("wasm: compile cache %s: %w", opts.CacheDir, err)
-		}
-		h.cache = c
-	} else {
-		h.cache = wazero.NewCompilationCache()
-	}
 	return h, nil
+}
+
+// compileCache returns the host's compile cache, made on first use: a
+// host that compiles nothing creates no directory. The caller holds mu.
+func (h *Host) compileCache() wazero.CompilationCache {
+	if h.cache != nil {
+		return h.cache
+	}
+	if h.opts.CacheDir == "" {
+		h.cache = wazero.NewCompilationCache()
+		return h.cache
+	}
+	c, err := wazero.NewCompilationCacheWithDir(h.opts.CacheDir)
+	if err != nil {
+		// A cache that cannot be made (a read-only store) costs a
+		// compile in each process, nothing else.
+		c = wazero.NewCompilationCache()
+	}
+	h.cache = c
+	return c
 }
 
 // Close releases the host's runtimes and compiled modules.
 func (h *Host) Close() error {
+	h.watch.close()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ctx := context.Background()
@@ -130,7 +147,10 @@ func (h *Host) Close() error {
 	}
 	h.runtimes, h.modules = map[uint32]wazero.Runtime{}, map[moduleKey]*Module{}
 	h.byDef = sync.Map{}
-	errs = append(errs, h.cache.Close(ctx))
+	if h.cache != nil {
+		errs = append(errs, h.cache.Close(ctx))
+		h.cache = nil
+	}
 	return errors.Join(errs...)
 }
 
@@ -150,8 +170,7 @@ func (h *Host) runtime(ctx context.Context, pages uint32) (wazero.Runtime, error
 	if h.opts.Interpreter {
 		cfg = wazero.NewRuntimeConfigInterpreter()
 	}
-	cfg = cfg.WithCoreFeatures(api.CoreFeaturesV2).WithMemoryLimitPages(pages).
-		WithCloseOnContextDone(true).WithCompilationCache(h.cache)
+	cfg = cfg.WithCoreFeatures(api.CoreFeaturesV2).WithMemoryLimitPages(pages).WithCompilationCache(h.compileCache())
 	r := wazero.NewRuntimeWithConfig(ctx, cfg)
 	if h.opts.WASI {
 		if _, err := wasi_snapshot_preview1.Instantiate(ctx, r); err != nil {
@@ -238,13 +257,7 @@ func (h *Host) Load(ctx context.Context, def *schema.DefModule, code []byte) (*M
 	if err != nil {
 		return nil, err
 	}
-	bin := code
-	if info.Resettable {
-		if rewritten := info.withGlobalsExported(); rewritten != nil {
-			bin = rewritten
-		}
-	}
-	compiled, err := rt.CompileModule(ctx, bin)
+	compiled, err := rt.CompileModule(ctx, info.Instrument())
 	if err != nil {
 		return fail("compile: %v", err)
 	}
@@ -260,7 +273,7 @@ func (h *Host) Load(ctx context.Context, def *schema.DefModule, code []byte) (*M
 	inst, err := m.instantiate(ctx)
 	if err != nil {
 		_ = compiled.Close(ctx)
-		return fail("instantiate: %v", err)
+		return nil, fmt.Errorf("%w: %s (%s): instantiate: %w", ErrRefused, def.Name, ref.Short(), err)
 	}
 	m.put(inst)
 	h.modules[key] = m
@@ -363,9 +376,17 @@ type instance struct {
 	entry   api.Function
 	globals []api.MutableGlobal
 	gvals   []uint64
-	image   []byte // the memory as instantiated; nil if the module cannot be reset
+	stop    api.MutableGlobal // set to 1 to stop the running step (the deadline)
+	image   []byte            // the memory as instantiated; nil if the module cannot be reset
+	cow     *cowMemory        // the memory, when it resets by dropping the pages a step wrote (Linux)
 	stack   []uint64
 	stderr  *limitedBuffer
+
+	// The watchdog's: when the running step must end (zero when none
+	// runs), and whether the watchdog ended it.
+	wmu      sync.Mutex
+	deadline time.Time
+	expired  bool
 }
 
 // zeroReader is the deterministic WASI's entropy: zeros.
@@ -387,14 +408,19 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 
 func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 	stderr := &limitedBuffer{}
-	cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions(m.start...).
+	cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions().
 		WithStdout(io.Discard).WithStderr(stderr).
 		WithWalltime(func() (int64, int32) { return 0, 0 }, 1).
-		WithNanotime(func() int64 { return 0 }, 1).
+		WithNanotime(func() int64 { return 1 }, 1). // Go's runtime refuses a monotonic clock at 0
 		WithNanosleep(func(int64) {}).
 		WithRandSource(zeroReader{})
-	ctx, cancel := context.WithTimeout(ctx, m.limits.Deadline)
-	defer cancel()
+	var lastMemory func() *cowMemory
+	if m.info.Resettable && !m.host.opts.Interpreter {
+		var allocator experimental.MemoryAllocator
+		if allocator, lastMemory = newCowAllocator(); allocator != nil {
+			ctx = experimental.WithMemoryAllocator(ctx, allocator)
+		}
+	}
 	mod, err := m.rt.InstantiateModule(ctx, m.compiled, cfg)
 	if err != nil {
 		return nil, describe(err, stderr)
@@ -411,6 +437,41 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 		_ = mod.Close(ctx)
 		return nil, errors.New("exports missing after instantiation")
 	}
+	stop, ok := mod.ExportedGlobal(stopExport).(api.MutableGlobal)
+	if !ok {
+		_ = mod.Close(ctx)
+		return nil, errors.New("the stop global is not exported as mutable")
+	}
+	in.stop = stop
+	// The start function (exported by Instrument) and WASI's
+	// _initialize run now, under the deadline of a step.
+	var starts []string
+	if m.info.start >= 0 {
+		starts = append(starts, startExport)
+	}
+	for _, name := range append(starts, m.start...) {
+		fn := mod.ExportedFunction(name)
+		if fn == nil {
+			_ = mod.Close(ctx)
+			return nil, fmt.Errorf("no export %s", name)
+		}
+		m.host.watch.start(in, m.limits.Deadline)
+		_, err := fn.Call(ctx)
+		expired := m.host.watch.stop(in)
+		if expired || err != nil {
+			_ = mod.Close(ctx)
+			if expired {
+				return nil, fmt.Errorf("%s: %w (%v)", name, ErrDeadline, m.limits.Deadline)
+			}
+			return nil, fmt.Errorf("%s: %w", name, describe(err, stderr))
+		}
+	}
+	if fuel, ok := mod.ExportedGlobal(fuelExport).(api.MutableGlobal); ok {
+		// The fuel is reset with the module's globals: it is invisible
+		// to the module, but a step starts as in a fresh instance.
+		in.globals = append(in.globals, fuel)
+		in.gvals = append(in.gvals, fuel.Get())
+	}
 	if m.info.Resettable {
 		for _, g := range m.info.MutableGlobals {
 			mg, ok := mod.ExportedGlobal(globalExportPrefix + fmt.Sprint(g)).(api.MutableGlobal)
@@ -423,6 +484,11 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 		}
 		view, _ := in.mem.Read(0, in.mem.Size())
 		in.image = bytes.Clone(view)
+		if lastMemory != nil {
+			if cow := lastMemory(); cow != nil && cow.freeze(in.image) == nil {
+				in.cow = cow
+			}
+		}
 	}
 	return in, nil
 }
@@ -433,11 +499,17 @@ func (in *instance) reset() bool {
 	if in.image == nil || in.mem.Size() != uint32(len(in.image)) {
 		return false
 	}
-	view, ok := in.mem.Read(0, uint32(len(in.image)))
-	if !ok {
-		return false
+	if in.cow != nil {
+		if !in.cow.reset() {
+			return false
+		}
+	} else {
+		view, ok := in.mem.Read(0, uint32(len(in.image)))
+		if !ok {
+			return false
+		}
+		copy(view, in.image)
 	}
-	copy(view, in.image)
 	for i, g := range in.globals {
 		g.Set(in.gvals[i])
 	}
@@ -479,7 +551,7 @@ func describe(err error, stderr *limitedBuffer) error {
 	if errors.As(err, &exit) {
 		switch exit.ExitCode() {
 		case sys.ExitCodeDeadlineExceeded:
-			return fmt.Errorf("%w: %v", ErrDeadline, err)
+			return ErrDeadline
 		case sys.ExitCodeContextCanceled:
 			return fmt.Errorf("wasm: step cancelled: %w", err)
 		}
@@ -502,37 +574,45 @@ var ErrDeadline = errors.New("wasm: step ran past its deadline")
 
 // call runs one envelope through an instance and returns a copy of the
 // output bytes. The instance is reset (or closed) before call returns,
-// whatever happened.
+// whatever happened. The step's deadline is kept by the host's watchdog
+// (a context with a deadline would cost a timer a step).
 func (m *Module) call(input []byte) (out []byte, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), m.limits.Deadline)
-	defer cancel()
+	ctx := context.Background()
 	in, err := m.get(ctx)
 	if err != nil {
 		return nil, err
 	}
+	m.host.watch.start(in, m.limits.Deadline)
 	defer func() {
+		if m.host.watch.stop(in) {
+			// The trap is the stop check's: say why.
+			out, err = nil, fmt.Errorf("%w (%v)", ErrDeadline, m.limits.Deadline)
+		}
 		if err == nil && in.reset() {
 			m.put(in)
 			return
 		}
 		_ = in.mod.Close(context.Background())
 	}()
-	if uint64(len(input)) > uint64(in.mem.Size()) {
+	// One alloc for the input and, in the return-pointer form, the 8 bytes
+	// of the result after it (4-aligned).
+	size := uint64(len(input))
+	if m.retPtr {
+		size = (size+3)&^3 + 8
+	}
+	if size > uint64(in.mem.Size()) || size > math.MaxInt32 {
 		return nil, fmt.Errorf("wasm: the input envelope (%d bytes) does not fit in the module's memory", len(input))
 	}
-	ptr, err := in.allocate(ctx, uint32(len(input)))
+	ptr, err := in.allocate(ctx, uint32(size))
 	if err != nil {
 		return nil, err
 	}
 	if !in.mem.Write(ptr, input) {
-		return nil, fmt.Errorf("wasm: alloc(%d) returned %d, out of memory bounds (%d bytes)", len(input), ptr, in.mem.Size())
+		return nil, fmt.Errorf("wasm: alloc(%d) returned %d, out of memory bounds (%d bytes)", size, ptr, in.mem.Size())
 	}
 	var outPtr, outLen uint32
 	if m.retPtr {
-		ret, err := in.allocate(ctx, 8)
-		if err != nil {
-			return nil, err
-		}
+		ret := (ptr + uint32(len(input)) + 3) &^ 3
 		in.stack[0], in.stack[1], in.stack[2] = uint64(ret), uint64(ptr), uint64(len(input))
 		if err := in.entry.CallWithStack(ctx, in.stack); err != nil {
 			return nil, describe(err, in.stderr)

@@ -134,3 +134,25 @@ func ContextBytes(c *reducer.Context, in *Input) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// Run runs a pure module (module_kind pure, exporting run): it sends the
+// envelope {version: 1, input, ctx?} with input (and ctx, if not nil) as
+// CBOR, and returns the CBOR of the module's output. A trap, a deadline or
+// a malformed envelope is the error, as for a step.
+func (m *Module) Run(input, ctx []byte) ([]byte, error) {
+	if !m.pure {
+		return nil, fmt.Errorf("wasm: module %s is not pure (it exports step, not run)", m.name)
+	}
+	raw, err := m.call(AppendPureInput(nil, input, ctx))
+	if err != nil {
+		return nil, fmt.Errorf("wasm module %s (%s): %w", m.name, m.ref.Short(), err)
+	}
+	out, err := DecodePureOutput(raw)
+	if err != nil {
+		return nil, fmt.Errorf("wasm module %s (%s): %w", m.name, m.ref.Short(), err)
+	}
+	if e := cborValue(out.Output, "output"); e != nil {
+		return nil, fmt.Errorf("wasm module %s (%s): %w", m.name, m.ref.Short(), e)
+	}
+	return out.Output, nil
+}
