@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/itchyny/gojq"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/demiurge-dev/demiurge/agent"
+	"github.com/demiurge-dev/demiurge/internal/jsonschema"
 	"github.com/demiurge-dev/demiurge/tools/workspace"
 )
 
@@ -422,10 +422,10 @@ func compileSchema(raw []byte) (*jsonschema.Schema, error) {
 		return nil, err
 	}
 	c := jsonschema.NewCompiler()
-	if err := c.AddResource("answer.schema.json", doc); err != nil {
+	if err := c.AddResource("mem:///eval/answer.schema.json", doc); err != nil {
 		return nil, err
 	}
-	return c.Compile("answer.schema.json")
+	return c.Compile("mem:///eval/answer.schema.json")
 }
 
 type fileExists struct {

@@ -913,3 +913,7 @@ func typesOf(v any) typeSet {
 	}
 	return ts
 }
+
+// AssertFormat makes format an assertion in every draft, not only before
+// 2019-09 (santhosh's Compiler.AssertFormat).
+func (c *Compiler) AssertFormat() { c.assertFormat = true }
