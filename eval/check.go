@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/itchyny/gojq"
@@ -392,11 +393,14 @@ func (a answerEquals) check(_ context.Context, s *subject) (string, error) {
 
 type answerJSON struct{ schema *jsonschema.Schema }
 
-var fenced = regexp.MustCompile("(?s)```(?:json)?\\s*\\n(.*?)\\n\\s*```")
+// fenced finds a fenced code block (compiled on first use, not at init).
+var fenced = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile("(?s)```(?:json)?\\s*\\n(.*?)\\n\\s*```")
+})
 
 func (a answerJSON) check(_ context.Context, s *subject) (string, error) {
 	text := strings.TrimSpace(s.answer)
-	if m := fenced.FindStringSubmatch(text); m != nil {
+	if m := fenced().FindStringSubmatch(text); m != nil {
 		text = m[1]
 	}
 	v, err := jsonschema.UnmarshalJSON(strings.NewReader(text))

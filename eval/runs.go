@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -32,12 +33,12 @@ type RunInfo struct {
 // ErrNoRun is returned (wrapped) for a run that is not kept.
 var ErrNoRun = errors.New("eval: no such run")
 
-var runID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+var runID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`) })
 
 // Save writes the report as Dir/<run>.json, atomically (a temporary
 // file renamed), and returns its path.
 func (rs Runs) Save(r *Report) (string, error) {
-	if !runID.MatchString(r.Run) {
+	if !runID().MatchString(r.Run) {
 		return "", fmt.Errorf("eval: a run id %q: want letters, digits, '.', '_' and '-'", r.Run)
 	}
 	if err := os.MkdirAll(rs.Dir, 0o755); err != nil {
@@ -86,7 +87,7 @@ func (rs Runs) Load(id string) (*Report, error) {
 		}
 		id = list[i].Run
 	}
-	if !runID.MatchString(id) {
+	if !runID().MatchString(id) {
 		return nil, fmt.Errorf("%w: %q is not a run id", ErrNoRun, id)
 	}
 	f, err := os.Open(filepath.Join(rs.Dir, id+".json"))

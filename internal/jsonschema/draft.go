@@ -39,42 +39,47 @@ type draft struct {
 	defaultVocabs []string
 }
 
-// subschemaPaths parses keyword paths: "*" is every property of an
-// object, "[]" every item of an array.
-func subschemaPaths(paths ...string) [][]string {
-	out := make([][]string, len(paths))
-	for i, p := range paths {
-		out[i] = strings.Split(p, "/")
-	}
-	return out
-}
+// The places of subschemas, by draft: a path of keywords, where "*" is
+// every property of an object and "[]" every item of an array. Written
+// out (each draft's list is the one before with its additions) so that
+// nothing is built at init.
+var (
+	subschemas4 = [][]string{{"definitions", "*"}, {"not"}, {"allOf", "[]"}, {"anyOf", "[]"}, {"oneOf", "[]"},
+		{"properties", "*"}, {"additionalProperties"}, {"patternProperties", "*"},
+		{"items"}, {"items", "[]"}, {"additionalItems"}, {"dependencies", "*"}}
+	subschemas6 = [][]string{{"definitions", "*"}, {"not"}, {"allOf", "[]"}, {"anyOf", "[]"}, {"oneOf", "[]"},
+		{"properties", "*"}, {"additionalProperties"}, {"patternProperties", "*"},
+		{"items"}, {"items", "[]"}, {"additionalItems"}, {"dependencies", "*"},
+		{"propertyNames"}, {"contains"}}
+	subschemas7 = [][]string{{"definitions", "*"}, {"not"}, {"allOf", "[]"}, {"anyOf", "[]"}, {"oneOf", "[]"},
+		{"properties", "*"}, {"additionalProperties"}, {"patternProperties", "*"},
+		{"items"}, {"items", "[]"}, {"additionalItems"}, {"dependencies", "*"},
+		{"propertyNames"}, {"contains"}, {"if"}, {"then"}, {"else"}}
+	subschemas2019 = [][]string{{"definitions", "*"}, {"not"}, {"allOf", "[]"}, {"anyOf", "[]"}, {"oneOf", "[]"},
+		{"properties", "*"}, {"additionalProperties"}, {"patternProperties", "*"},
+		{"items"}, {"items", "[]"}, {"additionalItems"}, {"dependencies", "*"},
+		{"propertyNames"}, {"contains"}, {"if"}, {"then"}, {"else"},
+		{"$defs", "*"}, {"dependentSchemas", "*"}, {"unevaluatedProperties"}, {"unevaluatedItems"}, {"contentSchema"}}
+	subschemas2020 = [][]string{{"definitions", "*"}, {"not"}, {"allOf", "[]"}, {"anyOf", "[]"}, {"oneOf", "[]"},
+		{"properties", "*"}, {"additionalProperties"}, {"patternProperties", "*"},
+		{"items"}, {"items", "[]"}, {"additionalItems"}, {"dependencies", "*"},
+		{"propertyNames"}, {"contains"}, {"if"}, {"then"}, {"else"},
+		{"$defs", "*"}, {"dependentSchemas", "*"}, {"unevaluatedProperties"}, {"unevaluatedItems"}, {"contentSchema"},
+		{"prefixItems", "[]"}}
+)
 
 var (
-	draft4 = &draft{
-		version: 4, url: "http://json-schema.org/draft-04/schema", id: "id",
-		subschemas: subschemaPaths("definitions/*", "not", "allOf/[]", "anyOf/[]", "oneOf/[]",
-			"properties/*", "additionalProperties", "patternProperties/*",
-			"items", "items/[]", "additionalItems", "dependencies/*"),
-	}
-	draft6 = &draft{
-		version: 6, url: "http://json-schema.org/draft-06/schema", id: "$id",
-		subschemas: append(slices.Clone(draft4.subschemas), subschemaPaths("propertyNames", "contains")...),
-	}
-	draft7 = &draft{
-		version: 7, url: "http://json-schema.org/draft-07/schema", id: "$id",
-		subschemas: append(slices.Clone(draft6.subschemas), subschemaPaths("if", "then", "else")...),
-	}
+	draft4    = &draft{version: 4, url: "http://json-schema.org/draft-04/schema", id: "id", subschemas: subschemas4}
+	draft6    = &draft{version: 6, url: "http://json-schema.org/draft-06/schema", id: "$id", subschemas: subschemas6}
+	draft7    = &draft{version: 7, url: "http://json-schema.org/draft-07/schema", id: "$id", subschemas: subschemas7}
 	draft2019 = &draft{
-		version: 2019, url: "https://json-schema.org/draft/2019-09/schema", id: "$id",
-		subschemas: append(slices.Clone(draft7.subschemas), subschemaPaths("$defs/*", "dependentSchemas/*",
-			"unevaluatedProperties", "unevaluatedItems", "contentSchema")...),
+		version: 2019, url: "https://json-schema.org/draft/2019-09/schema", id: "$id", subschemas: subschemas2019,
 		vocabPrefix:   "https://json-schema.org/draft/2019-09/vocab/",
 		vocabs:        []string{"applicator", "content", "core", "format", "meta-data", "validation"},
 		defaultVocabs: []string{"core", "applicator", "validation"},
 	}
 	draft2020 = &draft{
-		version: 2020, url: "https://json-schema.org/draft/2020-12/schema", id: "$id",
-		subschemas:  append(slices.Clone(draft2019.subschemas), subschemaPaths("prefixItems/[]")...),
+		version: 2020, url: "https://json-schema.org/draft/2020-12/schema", id: "$id", subschemas: subschemas2020,
 		vocabPrefix: "https://json-schema.org/draft/2020-12/vocab/",
 		vocabs: []string{"applicator", "content", "core", "format-annotation", "format-assertion",
 			"meta-data", "unevaluated", "validation"},
