@@ -3,6 +3,7 @@ package jsonschema_test
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -176,4 +177,13 @@ func TestConcurrentFirstUse(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestInvalidJSONValue: a Go value that is not JSON is named by its type.
+func TestInvalidJSONValue(t *testing.T) {
+	s := compile(t, `{"type":"number"}`)
+	err := s.Validate(math.NaN())
+	if err == nil || !strings.Contains(err.Error(), "invalid jsonType float64") {
+		t.Errorf("got %v", err)
+	}
 }

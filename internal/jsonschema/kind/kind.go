@@ -19,7 +19,7 @@ type InvalidJSONValue struct{ Value any }
 func (*InvalidJSONValue) KeywordPath() []string { return nil }
 
 // Message says the value's Go type.
-func (k *InvalidJSONValue) Message() string { return msg.Sprintf("invalid jsonType %T", k.Value) }
+func (k *InvalidJSONValue) Message() string { return fmt.Sprintf("invalid jsonType %T", k.Value) }
 
 // Schema is the root of a validation's errors: the schema that failed.
 type Schema struct{ Location string }
