@@ -60,10 +60,10 @@ Cases run --concurrency at a time, each --runs times (the report then gives
 each case's pass rate; --pass-rate says how many runs must pass). The report
 is a table of the cases (checks, rounds, tokens, cost, latency), then what
 failed and the world to open (demiurge ui, trace, fork); --json prints it as
-JSON, --junit writes JUnit XML for CI. Every run is kept in the store's
-evals directory: demiurge eval runs lists them, demiurge eval compare A B
-says what changed between two, the regressions first, and demiurge ui shows
-them.
+JSON, --junit writes JUnit XML for CI. Every run is kept in the store (its
+evals directory, or a PostgreSQL store's eval_runs table): demiurge eval
+runs lists them, demiurge eval compare A B says what changed between two,
+the regressions first, and demiurge ui shows them.
 
 --record DIR keeps each case's model answers as a cassette (DIR/CASE/MODEL,
 the judge's beside it); --llm cassette:DIR runs the suite again from them,
@@ -76,8 +76,10 @@ to the tools or the manifest keeps every case passing.
 compares the first two.
 
 The cases' worlds are made in the store (--store; a store of their own keeps
-them apart from others). Ctrl-C stops the cases under way and runs no more:
-what ran is reported and kept.
+them apart from others) and run in this process, on a PostgreSQL store too:
+each is a new world no worker holds, answered by the model (or cassette) of
+its case. Ctrl-C stops the cases under way and runs no more: what ran is
+reported and kept.
 
 Exit status: 0 when every case passes, 1 when one fails (or the suite does
 not load: every problem is named, file:line: /pointer: what and how to fix),
@@ -108,7 +110,7 @@ not load: every problem is named, file:line: /pointer: what and how to fix),
 	fl.Float64Var(&f.passRate, "pass-rate", 1, "the `SHARE` of a case's runs that must pass for it to pass, above 0 and at most 1 (0.8: four runs of five)")
 	fl.StringArrayVar(&f.cases, "case", nil, "run only the cases named `PATTERN` (a glob over case names; repeatable)")
 	fl.StringArrayVar(&f.tags, "tag", nil, "run only the cases tagged `T` (repeatable)")
-	fl.BoolVar(&f.json, "json", false, "print the report as JSON (docs/eval-report.schema.json) instead of the table")
+	fl.BoolVar(&f.json, "json", false, "print the report as one JSON document on one line (docs/eval-report.schema.json) instead of the table")
 	fl.StringVar(&f.junit, "junit", "", "write the report as JUnit XML to `FILE` too (for CI)")
 	fl.StringVar(&f.out, "out", "", "write the report's JSON to `FILE` too")
 	fl.BoolVar(&f.list, "list", false, "list the cases and their checks, and run nothing")
@@ -117,13 +119,29 @@ not load: every problem is named, file:line: /pointer: what and how to fix),
 	return cmd
 }
 
-// evalRuns is where the store keeps its eval runs: the evals directory
-// of a store on disk.
-func (a *app) evalRuns() (eval.Runs, error) {
-	if store.IsURL(a.storeDir) {
-		return eval.Runs{}, errors.New("eval: runs are kept beside a store on disk; with a PostgreSQL store, keep a run's report with --out FILE and compare files")
+// evalRuns is where the store h keeps its eval runs: the evals directory
+// of a store on disk, the eval_runs table of a PostgreSQL store.
+func (a *app) evalRuns(h *store.Handle) eval.RunStore {
+	if pg := h.Postgres(); pg != nil {
+		return eval.PostgresRuns{Store: pg}
 	}
-	return eval.Runs{Dir: filepath.Join(a.storeDir, "evals")}, nil
+	return eval.Runs{Dir: filepath.Join(a.storeDir, "evals")}
+}
+
+// withEvalRuns calls fn with where the store keeps its eval runs: the
+// evals directory of a store on disk (the store itself is not opened: its
+// runs are files), or the eval_runs table of a PostgreSQL store, opened
+// read-only while fn runs.
+func (a *app) withEvalRuns(ctx context.Context, fn func(eval.RunStore) error) (err error) {
+	if !store.IsURL(a.storeDir) {
+		return fn(eval.Runs{Dir: filepath.Join(a.storeDir, "evals")})
+	}
+	h, err := a.openStore(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer closeStore(h, &err)
+	return fn(a.evalRuns(h))
 }
 
 func (a *app) eval(cmd *cobra.Command, suitePath string, f *evalFlags, getenv func(string) string) (err error) {
@@ -183,7 +201,11 @@ func (a *app) eval(cmd *cobra.Command, suitePath string, f *evalFlags, getenv fu
 		return err
 	}
 	defer closeStore(h, &err)
-	st, err := localStorage(h, "eval")
+	// The cases' worlds run here, in this process, on a PostgreSQL store
+	// too: each is a new world of its own, which no worker holds (eval
+	// registers none with the workers), and each needs its own model or
+	// cassette, which a worker's --llm could not give.
+	st, err := storage(h)
 	if err != nil {
 		return err
 	}
@@ -215,12 +237,8 @@ func (a *app) eval(cmd *cobra.Command, suitePath string, f *evalFlags, getenv fu
 	if err != nil && !interrupted {
 		return err
 	}
-	if !store.IsURL(a.storeDir) {
-		if runs, rerr := a.evalRuns(); rerr == nil {
-			if _, err := runs.Save(rep); err != nil {
-				fmt.Fprintf(a.err, "demiurge: eval: the run was not kept: %v\n", err)
-			}
-		}
+	if _, err := a.evalRuns(h).Save(context.WithoutCancel(ctx), rep); err != nil {
+		fmt.Fprintf(a.err, "demiurge: eval: the run was not kept: %v\n", err)
 	}
 	for _, w := range []struct {
 		path  string
@@ -330,7 +348,7 @@ func newEvalProgress(w io.Writer, tty bool) func(eval.Progress) {
 			if !p.Last.Pass {
 				mark = "FAIL"
 			}
-			fmt.Fprintf(w, "eval: %s %s (%d/%d, %.2fs) world %s\n", mark, p.Case.ID, p.Done, p.Total, p.Last.Latency.Seconds(), p.Last.World)
+			fmt.Fprintf(w, "eval: %s %s (%d/%d, %.2fs) world %s\n", mark, p.Case.ID, p.Done, p.Total, p.Last.Duration.Std().Seconds(), p.Last.World)
 			return
 		}
 		const width = 30
@@ -355,9 +373,9 @@ func newEvalCompareCommand(a *app) *cobra.Command {
 in one and fail in the other, and how their tokens, cost and latency moved,
 the cases that regressed first, then the totals over the cases both ran.
 
-A run is the id demiurge eval printed (kept in the store's evals
-directory; demiurge eval runs lists them), latest or previous, or the path
-of a report --out or --json wrote. With --model A,B the cases of run A with
+A run is the id demiurge eval printed (kept in the store: demiurge eval
+runs lists them), latest or previous, or the path of a report --out or
+--json wrote. With --model A,B the cases of run A with
 model A are compared with those of run B with model B (give one run twice
 to compare the models of a run made with --model A,B).
 
@@ -375,24 +393,25 @@ Exit status: 1 when a case that passed in A fails in B.`,
 			default:
 				return usagef("--model %s: want two models, A,B", strings.Join(models, ","))
 			}
-			ra, err := a.loadRun(args[0])
-			if err != nil {
+			var ra, rb *eval.Report
+			if err := a.withEvalRuns(cmd.Context(), func(runs eval.RunStore) (err error) {
+				if ra, err = loadRun(cmd.Context(), runs, args[0]); err != nil {
+					return err
+				}
+				rb, err = loadRun(cmd.Context(), runs, args[1])
 				return err
-			}
-			rb, err := a.loadRun(args[1])
-			if err != nil {
+			}); err != nil {
 				return err
 			}
 			c := eval.Compare(ra, rb, ma, mb)
 			if len(c.Rows) == 0 {
 				return fmt.Errorf("eval compare: runs %s and %s have no case in common to compare", ra.Run, rb.Run)
 			}
+			write := c.WriteText
 			if asJSON {
-				err = c.WriteJSON(a.out)
-			} else {
-				err = c.WriteText(a.out)
+				write = c.WriteJSON
 			}
-			if err != nil {
+			if err := write(a.out); err != nil {
 				return err
 			}
 			if c.Regressions() > 0 {
@@ -401,13 +420,14 @@ Exit status: 1 when a case that passed in A fails in B.`,
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the comparison as one JSON object")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the comparison as one JSON object (on one line)")
 	cmd.Flags().StringSliceVar(&models, "model", nil, "compare run A's cases with model `A` to run B's with model B: A,B")
 	return cmd
 }
 
-// loadRun reads a kept run by id (or latest, previous), or a report file.
-func (a *app) loadRun(ref string) (*eval.Report, error) {
+// loadRun reads a kept run by id (or latest, previous) from runs, or a
+// report file.
+func loadRun(ctx context.Context, runs eval.RunStore, ref string) (*eval.Report, error) {
 	if strings.ContainsAny(ref, `/\`) || strings.HasSuffix(ref, ".json") {
 		f, err := os.Open(ref)
 		if err != nil {
@@ -420,11 +440,7 @@ func (a *app) loadRun(ref string) (*eval.Report, error) {
 		}
 		return r, nil
 	}
-	runs, err := a.evalRuns()
-	if err != nil {
-		return nil, err
-	}
-	return runs.Load(ref)
+	return runs.Load(ctx, ref)
 }
 
 func newEvalRunsCommand(a *app) *cobra.Command {
@@ -432,39 +448,42 @@ func newEvalRunsCommand(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "runs [--json]",
 		Short: "List the eval runs the store keeps, the newest first",
-		Long: `List the eval runs kept in the store's evals directory, the newest first:
+		Long: `List the eval runs the store keeps (its evals directory, or a PostgreSQL
+store's eval_runs table), the newest first:
 each run's id, when it started, its suite, what answered (a provider or a
 cassette), its models and how many cases passed. With --json, one JSON
-object a line: {"run", "suite", "llm", "started" (RFC 3339), "models",
-"total"}.`,
+array ([] for none) of {"run", "suite", "llm", "started" (RFC 3339),
+"models", "total"} ("total" as in the report: docs/eval-report.schema.json).`,
 		Example: `  demiurge eval runs
   demiurge --store ci/.demiurge eval runs --json`,
 		Args: wantArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			runs, err := a.evalRuns()
-			if err != nil {
+			var list []eval.RunInfo
+			var where string
+			if err := a.withEvalRuns(cmd.Context(), func(runs eval.RunStore) (err error) {
+				list, err = runs.List(cmd.Context())
+				where = runs.Where()
+				return err
+			}); err != nil {
 				return err
 			}
-			list, err := runs.List()
-			if err != nil {
-				return err
+			if asJSON {
+				if list == nil {
+					list = []eval.RunInfo{}
+				}
+				return writeJSON(a.out, list)
 			}
 			for _, r := range list {
-				if asJSON {
-					writeJSONLine(a.out, map[string]any{"run": r.Run, "suite": r.Suite, "llm": r.LLM,
-						"started": r.Started.UTC().Format(time.RFC3339), "models": r.Models, "total": r.Total})
-					continue
-				}
 				fmt.Fprintf(a.out, "%s  %s  %s  %s  %d/%d passed  %s\n", r.Run, r.Started.Local().Format("2006-01-02 15:04:05"), r.Suite,
 					strings.Join(r.Models, ","), r.Total.Passed, r.Total.Cases-r.Total.Skipped, r.LLM)
 			}
 			if len(list) == 0 && !asJSON {
-				fmt.Fprintf(a.out, "no eval runs in %s yet (demiurge eval SUITE makes one)\n", runs.Dir)
+				fmt.Fprintf(a.out, "no eval runs in %s yet (demiurge eval SUITE makes one)\n", where)
 			}
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object a line")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as one JSON array")
 	return cmd
 }
 

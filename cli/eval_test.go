@@ -67,11 +67,11 @@ func TestEvalExamples(t *testing.T) {
 	}
 	// The run is kept: runs lists it, compare reads it.
 	r = run(t, nil, "", "--store", store, "eval", "runs", "--json")
-	var kept struct {
+	var kept []struct {
 		Run   string      `json:"run"`
 		Total eval.Totals `json:"total"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &kept); err != nil || kept.Total.Passed != 8 {
+	if err := json.Unmarshal([]byte(r.stdout), &kept); err != nil || len(kept) != 1 || kept[0].Total.Passed != 8 {
 		t.Fatalf("eval runs --json: %q (%v)", r.stdout, err)
 	}
 }
@@ -113,6 +113,7 @@ func TestEvalBrokenTool(t *testing.T) {
 		"✗ turn 1: file_contains notes/hello.md (../examples/evals/write-note.yaml:",
 		"the workspace has no file notes/hello.md",
 		"turn 1: llm.generate failed: cassette ../examples/evals/cassettes/write-note/gpt-5-mini: model call 2 is not the recorded one",
+		"use a loose cassette (demiurge eval --cassette-loose)",
 		"✗ turn 2: file_equals list.md (../examples/evals/shopping-list.yaml:",
 		"not made: turn 1 failed",
 		`+output: "error: workspace.call failed: the workspace is read-only (a deliberately broken tool)"`,

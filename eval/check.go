@@ -49,17 +49,25 @@ type checker interface {
 
 // subject is what checks look at: one turn, or every turn of a case.
 type subject struct {
-	events  []agent.Event // text deltas aside
+	// events are the turn's events as demiurge run --json prints them.
+	events []agent.Event
+	// answer is the turn's answer: the text of the model's last message
+	// (agent.TurnEnd.Answer).
 	answer  string
 	outcome string
 	finish  string
 	rounds  uint64
-	tokens  uint64
+	usage   agent.Usage
+	tokens  uint64 // in and out
 	cost    uint64 // micro-USD
-	// costUnknown counts model calls whose cost is not known.
-	costUnknown uint64
-	latency     time.Duration
-	calls       []call
+	// costUnknown and usageUnknown count model calls whose cost (usage)
+	// is not known.
+	costUnknown  uint64
+	usageUnknown uint64
+	latency      time.Duration
+	// calls are the model's tool calls, each followed by the commands its
+	// bash script ran (via bash).
+	calls []call
 	// readFile reads a workspace file as the turn left it (ok false: no
 	// such file).
 	readFile func(ctx context.Context, ws, path string) (data []byte, ok bool, err error)
@@ -67,16 +75,34 @@ type subject struct {
 	judge func(ctx context.Context, criteria, model string) (pass bool, reason string, err error)
 }
 
-// call is a tool call the model made, with its whole arguments and how
-// it ended.
+// How a tool was called: by the model (direct), or as a command of a
+// script the model's bash call ran (bash). A check's via picks either, or
+// any.
+const (
+	viaDirect = "direct"
+	viaBash   = "bash"
+	viaAny    = "any"
+)
+
+// call is a tool call the model made, or a command its script ran, with
+// its whole arguments and how it ended.
 type call struct {
 	tool   string
 	args   map[string]any // nil if the arguments are no JSON object
 	raw    string
-	status string // of ToolCallFinished; "" if it did not finish
+	status string // of ToolCallFinished ("" if it did not finish); of a command, ok or error
+	id     string // the model's call (of a command: the script's)
+	via    string // viaDirect or viaBash
+	in     string // of a command: the tool whose script ran it
 }
 
-func (c call) String() string { return c.tool + " " + clip(c.raw, 80) }
+func (c call) String() string {
+	s := c.tool + " " + clip(c.raw, 80)
+	if c.via == viaBash {
+		s += " (in a " + c.in + " script)"
+	}
+	return s
+}
 
 // parseCheck reads the check at ptr (already valid against the schema).
 func parseCheck(d *doc, ptr string, v any, dir string) (*Check, *LoadError) {
@@ -200,7 +226,7 @@ func parseCheck(d *doc, ptr string, v any, dir string) (*Check, *LoadError) {
 			c.spec = fileMatches{ws: ws, path: p, re: re}
 		}
 	case "tool_called", "tool_not_called":
-		tc := toolCalled{min: 1, max: -1}
+		tc := toolCalled{min: 1, max: -1, via: viaAny}
 		if c.Kind == "tool_not_called" {
 			tc.min, tc.max = 0, 0
 		}
@@ -209,6 +235,9 @@ func parseCheck(d *doc, ptr string, v any, dir string) (*Check, *LoadError) {
 			tc.name = x
 		case map[string]any:
 			tc.name = x["name"].(string)
+			if v, ok := x["via"].(string); ok {
+				tc.via = v
+			}
 			if s, ok := x["status"].(string); ok {
 				tc.status = s
 			}
@@ -239,7 +268,7 @@ func parseCheck(d *doc, ptr string, v any, dir string) (*Check, *LoadError) {
 		c.spec = tc
 		auto = c.Kind + " " + tc.describe()
 	case "max_tool_calls":
-		mt := maxToolCalls{}
+		mt := maxToolCalls{via: viaDirect}
 		switch x := arg.(type) {
 		case json.Number:
 			v, _ := x.Int64()
@@ -248,11 +277,20 @@ func parseCheck(d *doc, ptr string, v any, dir string) (*Check, *LoadError) {
 			v, _ := x["max"].(json.Number).Int64()
 			mt.max = int(v)
 			mt.tool, _ = x["tool"].(string)
+			if mt.tool != "" {
+				mt.via = viaAny
+			}
+			if v, ok := x["via"].(string); ok {
+				mt.via = v
+			}
 		}
 		c.spec = mt
 		auto = fmt.Sprintf("max_tool_calls %d", mt.max)
 		if mt.tool != "" {
 			auto += " of " + mt.tool
+		}
+		if mt.via != viaDirect && mt.tool == "" || mt.via != viaAny && mt.tool != "" {
+			auto += " via " + mt.via
 		}
 	case "outcome":
 		c.spec = outcomeIs{want: arg.(string)}
@@ -623,7 +661,8 @@ type toolCalled struct {
 	name     string
 	args     []predicate
 	status   string
-	min, max int // max -1: no bound
+	via      string // viaAny, viaDirect or viaBash
+	min, max int    // max -1: no bound
 }
 
 func (t toolCalled) describe() string {
@@ -638,11 +677,20 @@ func (t toolCalled) describe() string {
 	if len(conds) > 0 {
 		d += " with " + strings.Join(conds, ", ")
 	}
+	switch t.via {
+	case viaDirect:
+		d += " (by the model)"
+	case viaBash:
+		d += " (in a script)"
+	}
 	return d
 }
 
+// viaMatches reports whether a call made via how is one of via.
+func viaMatches(via, how string) bool { return via == "" || via == viaAny || via == how }
+
 func (t toolCalled) matches(c call) bool {
-	if c.tool != t.name {
+	if c.tool != t.name || !viaMatches(t.via, c.via) {
 		return false
 	}
 	if t.status != "" && c.status != t.status {
@@ -672,7 +720,17 @@ func (t toolCalled) check(_ context.Context, s *subject) (string, error) {
 	what := "call of " + t.describe()
 	switch {
 	case t.max == 0:
-		return fmt.Sprintf("%s %s: want none", plural(n, "matching call"), "of "+t.describe()), nil
+		msg := fmt.Sprintf("%s %s: want none", plural(n, "matching call"), "of "+t.describe())
+		if n > 0 {
+			var made []string
+			for _, c := range s.calls {
+				if t.matches(c) {
+					made = append(made, c.String())
+				}
+			}
+			msg += ": " + strings.Join(made, "; ")
+		}
+		return msg, nil
 	case n < t.min && n == 0:
 		msg := "no " + what
 		if len(same) > 0 {
@@ -687,26 +745,44 @@ func (t toolCalled) check(_ context.Context, s *subject) (string, error) {
 	return fmt.Sprintf("%s of %s, want at most %d", plural(n, "call"), t.describe(), t.max), nil
 }
 
+// calledList says which tools the model called, and which commands their
+// scripts ran: "the model called bash (its script ran workspace_read,
+// workspace_write), workspace_edit".
 func calledList(calls []call) string {
 	if len(calls) == 0 {
 		return "the model called no tool"
 	}
 	var names []string
-	for _, c := range calls {
-		names = append(names, c.tool)
+	for i := 0; i < len(calls); i++ {
+		c := calls[i]
+		if c.via == viaBash { // a command whose call is not listed: cannot be, but say it
+			names = append(names, c.tool+" (in a script)")
+			continue
+		}
+		name := c.tool
+		var ran []string
+		for i+1 < len(calls) && calls[i+1].via == viaBash && calls[i+1].id == c.id {
+			i++
+			ran = append(ran, calls[i].tool)
+		}
+		if len(ran) > 0 {
+			name += " (its script ran " + strings.Join(ran, ", ") + ")"
+		}
+		names = append(names, name)
 	}
 	return "the model called " + strings.Join(names, ", ")
 }
 
 type maxToolCalls struct {
 	tool string
+	via  string
 	max  int
 }
 
 func (m maxToolCalls) check(_ context.Context, s *subject) (string, error) {
 	n := 0
 	for _, c := range s.calls {
-		if m.tool == "" || c.tool == m.tool {
+		if (m.tool == "" || c.tool == m.tool) && viaMatches(m.via, c.via) {
 			n++
 		}
 	}
@@ -714,8 +790,13 @@ func (m maxToolCalls) check(_ context.Context, s *subject) (string, error) {
 		return "", nil
 	}
 	of := "tool calls"
-	if m.tool != "" {
+	switch {
+	case m.tool != "":
 		of = "calls of " + m.tool
+	case m.via == viaAny:
+		of = "tool calls and script commands"
+	case m.via == viaBash:
+		of = "script commands"
 	}
 	return fmt.Sprintf("%d %s, want at most %d (%s)", n, of, m.max, strings.TrimPrefix(calledList(s.calls), "the model called ")), nil
 }

@@ -27,8 +27,9 @@ func parseOne(t *testing.T, yamlText string) *Check {
 	return c
 }
 
-// turnSubject is a turn: it wrote a.md with hello, called bash twice, and
-// answered.
+// turnSubject is a turn: it called bash twice (each script ran
+// workspace_read: a.md, then b.md, which failed), wrote a.md with hello,
+// and answered.
 func turnSubject() *subject {
 	files := map[string]string{"a.md": "hello\nworld\n"}
 	return &subject{
@@ -36,14 +37,17 @@ func turnSubject() *subject {
 			agent.Message{Seq: 1, Role: "user", Text: "go"},
 			agent.ToolCallStarted{Seq: 2, Tool: "bash", CallID: "c1", Arguments: `{"commands":"ls"}`, Status: "requested"},
 			agent.ToolCallFinished{Seq: 3, Tool: "bash", CallID: "c1", Status: "ok", Output: "a.md"},
+			agent.TextDelta{Round: 2, Text: "Done: "},
 			agent.Message{Seq: 4, Role: "assistant", Text: `Done: {"n": 2}`},
-			agent.TurnEnd{Seq: 4, Outcome: agent.OutcomeAnswer, Finish: "stop"},
+			agent.TurnEnd{Seq: 4, Outcome: agent.OutcomeAnswer, Finish: "stop", Answer: `Done: {"n": 2}`},
 		},
 		answer: `Done: {"n": 2}`, outcome: "answer", finish: "stop", rounds: 3, tokens: 1200, cost: 1500, latency: 2 * time.Second,
 		calls: []call{
-			{tool: "bash", args: map[string]any{"commands": "ls -l", "timeout_ms": float64(100)}, raw: `{"commands":"ls -l","timeout_ms":100}`, status: "ok"},
-			{tool: "bash", args: map[string]any{"commands": "cat a.md"}, raw: `{"commands":"cat a.md"}`, status: "error"},
-			{tool: "workspace_write", args: map[string]any{"path": "a.md", "content": "hello\nworld\n"}, raw: `{}`, status: "ok"},
+			{tool: "bash", args: map[string]any{"commands": "ls -l", "timeout_ms": float64(100)}, raw: `{"commands":"ls -l","timeout_ms":100}`, status: "ok", id: "c1", via: viaDirect},
+			{tool: "workspace_read", args: map[string]any{"path": "a.md"}, raw: `{"path":"a.md"}`, status: "ok", id: "c1", via: viaBash, in: "bash"},
+			{tool: "bash", args: map[string]any{"commands": "cat a.md"}, raw: `{"commands":"cat a.md"}`, status: "error", id: "c2", via: viaDirect},
+			{tool: "workspace_read", args: map[string]any{"path": "b.md"}, raw: `{"path":"b.md"}`, status: "error", id: "c2", via: viaBash, in: "bash"},
+			{tool: "workspace_write", args: map[string]any{"path": "a.md", "content": "hello\nworld\n"}, raw: `{}`, status: "ok", id: "c3", via: viaDirect},
 		},
 		readFile: func(_ context.Context, ws, p string) ([]byte, bool, error) {
 			if ws != "default" {
@@ -85,7 +89,7 @@ func TestChecks(t *testing.T) {
 		{`file_matches: {path: a.md, pattern: '(?m)^world$'}`, ""},
 		{`file_matches: {path: b.md, pattern: x}`, "the workspace has no file b.md"},
 		{`tool_called: bash`, ""},
-		{`tool_called: introspect_manifest`, "no call of introspect_manifest; the model called bash, bash, workspace_write"},
+		{`tool_called: introspect_manifest`, "no call of introspect_manifest; the model called bash (its script ran workspace_read), bash (its script ran workspace_read), workspace_write"},
 		{`tool_called: {name: bash, args: {commands: ls -l}}`, ""},
 		{`tool_called: {name: bash, args: {commands: {contains: cat}}}`, ""},
 		{`tool_called: {name: bash, args: {commands: {matches: '^rm'}}}`, `no call of bash with commands matching ^rm; the calls of bash were: bash {"commands":"ls -l","timeout_ms":100}; bash {"commands":"cat a.md"}`},
@@ -98,8 +102,25 @@ func TestChecks(t *testing.T) {
 		{`tool_not_called: workspace_edit`, ""},
 		{`tool_not_called: {name: workspace_write, args: {path: a.md}}`, `1 matching call of workspace_write with path = "a.md": want none`},
 		{`max_tool_calls: 3`, ""},
-		{`max_tool_calls: 2`, "3 tool calls, want at most 2 (bash, bash, workspace_write)"},
+		{`max_tool_calls: 2`, "3 tool calls, want at most 2 (bash (its script ran workspace_read), bash (its script ran workspace_read), workspace_write)"},
 		{`max_tool_calls: {tool: bash, max: 1}`, "2 calls of bash, want at most 1"},
+		{`max_tool_calls: {max: 5, via: any}`, ""},
+		{`max_tool_calls: {max: 4, via: any}`, "5 tool calls and script commands, want at most 4"},
+		{`max_tool_calls: {max: 1, via: bash}`, "2 script commands, want at most 1"},
+		{`max_tool_calls: {tool: workspace_read, max: 1}`, "2 calls of workspace_read, want at most 1"},
+		{`max_tool_calls: {tool: workspace_read, max: 1, via: bash}`, "2 calls of workspace_read, want at most 1"},
+		{`max_tool_calls: {tool: workspace_read, max: 0, via: direct}`, ""},
+		// The commands a script ran are tool calls too, unless via says.
+		{`tool_called: workspace_read`, ""},
+		{`tool_called: {name: workspace_read, args: {path: a.md}, status: ok, via: bash}`, ""},
+		{`tool_called: {name: workspace_read, args: {path: b.md}, status: error}`, ""},
+		{`tool_called: {name: workspace_read, via: direct}`, "no call of workspace_read (by the model); the calls of workspace_read were: workspace_read {\"path\":\"a.md\"} (in a bash script); workspace_read {\"path\":\"b.md\"} (in a bash script)"},
+		{`tool_called: {name: workspace_write, via: bash}`, "no call of workspace_write (in a script); the calls of workspace_write were: workspace_write {}"},
+		{`tool_called: {name: workspace_read, max: 1}`, "2 calls of workspace_read, want at most 1"},
+		{`tool_not_called: workspace_read`, `2 matching calls of workspace_read: want none: workspace_read {"path":"a.md"} (in a bash script); workspace_read {"path":"b.md"} (in a bash script)`},
+		{`tool_not_called: {name: workspace_read, via: direct}`, ""},
+		{`tool_not_called: {name: workspace_read, args: {path: c.md}}`, ""},
+		{`tool_not_called: {name: workspace_write, via: bash}`, ""},
 		{`outcome: answer`, ""},
 		{`outcome: stopped`, "the turn ended answer, want stopped"},
 		{`finish: stop`, ""},
@@ -117,6 +138,10 @@ func TestChecks(t *testing.T) {
 		{`jq: 'empty'`, "the jq expression gave no value, want true"},
 		{`jq: '.[0].nope.deeper | error("boom")'`, "the jq expression failed"},
 		{`jq: '{a: 1}'`, `the jq expression gave {"a":1}, want true or false`},
+		// The events are those run --json prints: text deltas too, and
+		// turn_end with the answer.
+		{`jq: 'map(select(.type == "text_delta")) | length == 1'`, ""},
+		{`jq: 'last | .type == "turn_end" and .answer == $answer'`, ""},
 		{`rubric: a good answer`, ""},
 		{`rubric: {criteria: a bad answer, model: judge-1}`, "the judge says it fails: it is bad"},
 	} {

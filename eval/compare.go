@@ -39,13 +39,12 @@ type Side struct {
 
 // Cell is one case on one side.
 type Cell struct {
-	Pass         bool          `json:"pass"`
-	PassRate     float64       `json:"pass_rate"`
-	Rounds       float64       `json:"rounds"`
-	Tokens       float64       `json:"tokens"`
-	CostMicroUSD float64       `json:"cost_microusd"`
-	CostUnknown  bool          `json:"cost_unknown,omitempty"`
-	Latency      time.Duration `json:"latency_ns"`
+	Pass     bool    `json:"pass"`
+	PassRate float64 `json:"pass_rate"`
+	// Mean is the case's mean rounds, usage, cost and duration over its
+	// runs.
+	Mean             Means  `json:"mean"`
+	CallsCostUnknown uint64 `json:"calls_cost_unknown"`
 	// World is the case's (first run's) world.
 	World string `json:"world,omitempty"`
 	// Failed names the checks that failed (of the first failing run).
@@ -63,13 +62,14 @@ type Row struct {
 	B      *Cell  `json:"b,omitempty"`
 }
 
-// SideTotals sum one side over the cases both sides have.
+// SideTotals sum one side over the cases both sides have: the cases'
+// means, summed.
 type SideTotals struct {
-	Cases        int           `json:"cases"`
-	Passed       int           `json:"passed"`
-	Tokens       float64       `json:"tokens"`
-	CostMicroUSD float64       `json:"cost_microusd"`
-	Latency      time.Duration `json:"latency_ns"`
+	Cases        int       `json:"cases"`
+	Passed       int       `json:"passed"`
+	Usage        MeanUsage `json:"usage"`
+	CostMicroUSD float64   `json:"cost_microusd"`
+	Duration     Duration  `json:"duration_ms"`
 }
 
 // Comparison says what changed from run A to run B (or from model A to
@@ -163,9 +163,13 @@ func Compare(a, b *Report, modelA, modelB string) *Comparison {
 				if x.cr.Pass {
 					x.t.Passed++
 				}
-				x.t.Tokens += x.cr.Tokens
-				x.t.CostMicroUSD += x.cr.CostMicroUSD
-				x.t.Latency += x.cr.Latency
+				u := x.cr.Mean.Usage
+				x.t.Usage.Prompt += u.Prompt
+				x.t.Usage.Completion += u.Completion
+				x.t.Usage.Cached += u.Cached
+				x.t.Usage.Reasoning += u.Reasoning
+				x.t.CostMicroUSD += x.cr.Mean.CostMicroUSD
+				x.t.Duration += x.cr.Mean.Duration
 			}
 		}
 		c.Counts[row.Change]++
@@ -192,8 +196,7 @@ func cellOf(cr *CaseResult) *Cell {
 	if cr == nil {
 		return nil
 	}
-	c := &Cell{Pass: cr.Pass, PassRate: cr.PassRate, Rounds: cr.Rounds, Tokens: cr.Tokens, CostMicroUSD: cr.CostMicroUSD,
-		CostUnknown: cr.CostUnknown, Latency: cr.Latency}
+	c := &Cell{Pass: cr.Pass, PassRate: cr.PassRate, Mean: cr.Mean, CallsCostUnknown: cr.CallsCostUnknown}
 	if len(cr.Runs) > 0 {
 		c.World = cr.Runs[0].World
 	}
@@ -218,10 +221,9 @@ func cellOf(cr *CaseResult) *Cell {
 // did not run is not one: it may have been left out on purpose).
 func (c *Comparison) Regressions() int { return c.Counts[Regressed] }
 
-// WriteJSON writes the comparison as one JSON object.
+// WriteJSON writes the comparison as one JSON object on one line.
 func (c *Comparison) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(c)
 }
@@ -255,7 +257,8 @@ func (c *Comparison) WriteText(w io.Writer) error {
 		}
 		line += cellResult(r.A) + "\t" + cellResult(r.B) + "\t" + string(r.Change) + "\t"
 		if r.A != nil && r.B != nil {
-			line += signed(r.B.Tokens-r.A.Tokens, 0) + "\t" + signedCost(r.B.CostMicroUSD-r.A.CostMicroUSD) + "\t" + signedSeconds(r.B.Latency-r.A.Latency)
+			a, b := r.A.Mean, r.B.Mean
+			line += signed(b.Usage.Tokens()-a.Usage.Tokens(), 0) + "\t" + signedCost(b.CostMicroUSD-a.CostMicroUSD) + "\t" + signedSeconds((b.Duration - a.Duration).Std())
 		} else {
 			line += "\t\t"
 		}
@@ -282,9 +285,9 @@ func (c *Comparison) WriteText(w io.Writer) error {
 	ta, tb := c.TotalA, c.TotalB
 	fmt.Fprintf(w, "\npassed %d → %d of %d · tokens %s → %s (%s) · cost %s → %s (%s) · latency %s → %s (%s)\n",
 		ta.Passed, tb.Passed, ta.Cases,
-		strconv.FormatFloat(ta.Tokens, 'f', 0, 64), strconv.FormatFloat(tb.Tokens, 'f', 0, 64), percent(ta.Tokens, tb.Tokens),
+		strconv.FormatFloat(ta.Usage.Tokens(), 'f', 0, 64), strconv.FormatFloat(tb.Usage.Tokens(), 'f', 0, 64), percent(ta.Usage.Tokens(), tb.Usage.Tokens()),
 		costText(ta.CostMicroUSD, false), costText(tb.CostMicroUSD, false), percent(ta.CostMicroUSD, tb.CostMicroUSD),
-		seconds(ta.Latency), seconds(tb.Latency), percent(float64(ta.Latency), float64(tb.Latency)))
+		seconds(ta.Duration.Std()), seconds(tb.Duration.Std()), percent(float64(ta.Duration), float64(tb.Duration)))
 	var parts []string
 	for _, ch := range []Change{Regressed, Failing, Removed, Fixed, Added, Passing} {
 		if n := c.Counts[ch]; n > 0 {

@@ -64,7 +64,8 @@ func (cr *caseRun) judge(ctx context.Context, criteria, model string) (bool, str
 		}
 	}
 	cr.res.JudgeCostMicroUSD += end.CostMicroUSD
-	cr.res.JudgeTokens += end.Usage.Prompt + end.Usage.Completion
+	cr.res.JudgeCallsCostUnknown += end.CostUnknown
+	cr.res.JudgeUsage = addUsage(cr.res.JudgeUsage, end.Usage)
 	if end.Outcome != agent.OutcomeAnswer {
 		why := strings.Join(errs, "; ")
 		if why == "" {

@@ -3,6 +3,7 @@ package eval
 import (
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -14,8 +15,36 @@ import (
 	"github.com/demiurge-dev/demiurge/agent"
 )
 
-// ReportVersion is the version of the report's JSON form.
-const ReportVersion = 1
+// ReportVersion is the version of the report's JSON form. Version 2
+// follows the command line's JSON convention (docs/cli.md): token counts
+// as "usage": {"input_tokens", …}, durations as "duration_ms", model calls
+// of unknown cost as "calls_cost_unknown"; ReadReport reads version 1 too.
+const ReportVersion = 2
+
+// Duration is a time.Duration that marshals to JSON as a number of
+// milliseconds (fractional), as the command line writes every duration.
+type Duration time.Duration
+
+// MarshalJSON writes d in milliseconds.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return strconv.AppendFloat(nil, float64(d)/float64(time.Millisecond), 'f', -1, 64), nil
+}
+
+// UnmarshalJSON reads a number of milliseconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var ms float64
+	if err := json.Unmarshal(b, &ms); err != nil {
+		return fmt.Errorf("a duration in milliseconds: %w", err)
+	}
+	if math.IsNaN(ms) || math.Abs(ms) > float64(math.MaxInt64)/float64(time.Millisecond) {
+		return fmt.Errorf("a duration of %v ms is out of range", ms)
+	}
+	*d = Duration(math.Round(ms * float64(time.Millisecond)))
+	return nil
+}
+
+// Std returns d as a time.Duration.
+func (d Duration) Std() time.Duration { return time.Duration(d) }
 
 // Report is what a Run found: every case with every model, each run's
 // checks, and the totals. Its JSON form is what demiurge eval --json
@@ -28,8 +57,8 @@ type Report struct {
 	Dir   string `json:"dir"`
 	// Started is when the run began (RFC 3339, UTC); Duration how long
 	// it took.
-	Started  time.Time     `json:"started"`
-	Duration time.Duration `json:"duration_ns"`
+	Started  time.Time `json:"started"`
+	Duration Duration  `json:"duration_ms"`
 	// LLM says what answered: a provider, or cassette:DIR.
 	LLM         string  `json:"llm,omitempty"`
 	Store       string  `json:"store,omitempty"`
@@ -50,13 +79,19 @@ type Totals struct {
 	// Checks and ChecksPassed count the checks of every run.
 	Checks       int `json:"checks"`
 	ChecksPassed int `json:"checks_passed"`
-	// Tokens, CostMicroUSD and Latency sum every run (the judge's model
-	// calls included in tokens and cost).
-	Tokens       uint64        `json:"tokens"`
-	CostMicroUSD uint64        `json:"cost_microusd"`
-	CostUnknown  uint64        `json:"cost_unknown"`
-	Latency      time.Duration `json:"latency_ns"`
+	// Usage, CostMicroUSD and the unknowns sum every run, the judge's
+	// model calls included.
+	Usage             agent.Usage `json:"usage"`
+	CostMicroUSD      uint64      `json:"cost_microusd"`
+	CallsCostUnknown  uint64      `json:"calls_cost_unknown"`
+	CallsUsageUnknown uint64      `json:"calls_usage_unknown"`
+	// RunsDuration sums the runs' durations: more than the report's
+	// Duration when cases run at once.
+	RunsDuration Duration `json:"runs_duration_ms"`
 }
+
+// Tokens is the total of tokens in and out.
+func (t Totals) Tokens() uint64 { return t.Usage.Prompt + t.Usage.Completion }
 
 // CaseResult is a case run with one model, Runs times.
 type CaseResult struct {
@@ -71,15 +106,33 @@ type CaseResult struct {
 	Pass     bool    `json:"pass"`
 	Passed   int     `json:"passed"`
 	PassRate float64 `json:"pass_rate"`
-	// Rounds, Tokens, CostMicroUSD and Latency are the means over the
-	// runs.
-	Rounds       float64       `json:"rounds"`
-	Tokens       float64       `json:"tokens"`
-	CostMicroUSD float64       `json:"cost_microusd"`
-	CostUnknown  bool          `json:"cost_unknown,omitempty"`
-	Latency      time.Duration `json:"latency_ns"`
-	Runs         []*RunResult  `json:"runs"`
+	// Mean is the runs' mean rounds, usage, cost and duration.
+	Mean Means `json:"mean"`
+	// CallsCostUnknown and CallsUsageUnknown sum the runs' model calls
+	// whose cost (usage) is not known.
+	CallsCostUnknown  uint64       `json:"calls_cost_unknown"`
+	CallsUsageUnknown uint64       `json:"calls_usage_unknown"`
+	Runs              []*RunResult `json:"runs"`
 }
+
+// Means are the mean figures of a case's runs.
+type Means struct {
+	Rounds       float64   `json:"rounds"`
+	Usage        MeanUsage `json:"usage"`
+	CostMicroUSD float64   `json:"cost_microusd"`
+	Duration     Duration  `json:"duration_ms"`
+}
+
+// MeanUsage is agent.Usage's counts as means over runs.
+type MeanUsage struct {
+	Prompt     float64 `json:"input_tokens"`
+	Completion float64 `json:"output_tokens"`
+	Cached     float64 `json:"cached_tokens"`
+	Reasoning  float64 `json:"reasoning_tokens"`
+}
+
+// Tokens is the mean of tokens in and out.
+func (u MeanUsage) Tokens() float64 { return u.Prompt + u.Completion }
 
 // RunResult is one run of a case with a model, in its own world.
 type RunResult struct {
@@ -95,37 +148,44 @@ type RunResult struct {
 	Turns  []TurnResult  `json:"turns"`
 	Checks []CheckResult `json:"checks"`
 	// The sums of the turns.
-	Rounds       uint64 `json:"rounds"`
-	Tokens       uint64 `json:"tokens"`
-	CostMicroUSD uint64 `json:"cost_microusd"`
-	CostUnknown  uint64 `json:"cost_unknown"`
-	// JudgeTokens and JudgeCostMicroUSD are what grading the rubric
-	// checks used.
-	JudgeTokens       uint64 `json:"judge_tokens,omitempty"`
-	JudgeCostMicroUSD uint64 `json:"judge_cost_microusd,omitempty"`
-	// Latency is the whole run's: opening the world, the turns, the
+	Rounds            uint64      `json:"rounds"`
+	Usage             agent.Usage `json:"usage"`
+	CostMicroUSD      uint64      `json:"cost_microusd"`
+	CallsCostUnknown  uint64      `json:"calls_cost_unknown"`
+	CallsUsageUnknown uint64      `json:"calls_usage_unknown"`
+	// The judge's model calls, grading the rubric checks.
+	JudgeUsage            agent.Usage `json:"judge_usage,omitzero"`
+	JudgeCostMicroUSD     uint64      `json:"judge_cost_microusd,omitempty"`
+	JudgeCallsCostUnknown uint64      `json:"judge_calls_cost_unknown,omitempty"`
+	// Duration is the whole run's: opening the world, the turns, the
 	// checks.
-	Latency time.Duration `json:"latency_ns"`
+	Duration Duration `json:"duration_ms"`
 	// Recorded is the cassette the run was recorded as (--record).
 	Recorded string `json:"recorded,omitempty"`
 }
 
+// Tokens is the run's tokens in and out (the judge's aside).
+func (r *RunResult) Tokens() uint64 { return r.Usage.Prompt + r.Usage.Completion }
+
 // TurnResult is one turn of a run.
 type TurnResult struct {
-	User    string `json:"user"`
+	User string `json:"user"`
+	// Answer is the turn's answer: the text of the model's last message,
+	// as run --json's turn_end has it.
 	Answer  string `json:"answer"`
 	Outcome string `json:"outcome"`
 	Finish  string `json:"finish,omitempty"`
-	// Seq is the journal seq of the turn's end: demiurge fork --at SEQ
-	// goes on from there.
-	Seq          uint64        `json:"seq"`
-	Rounds       uint64        `json:"rounds"`
-	ToolCalls    int           `json:"tool_calls"`
-	Tokens       uint64        `json:"tokens"`
-	Usage        agent.Usage   `json:"usage"`
-	CostMicroUSD uint64        `json:"cost_microusd"`
-	CostUnknown  uint64        `json:"cost_unknown"`
-	Latency      time.Duration `json:"latency_ns"`
+	// RequestID is the turn's in its chat; Seq the journal seq of its
+	// end: demiurge fork --at SEQ goes on from there.
+	RequestID         uint64      `json:"request_id"`
+	Seq               uint64      `json:"seq"`
+	Rounds            uint64      `json:"rounds"`
+	ToolCalls         int         `json:"tool_calls"`
+	Usage             agent.Usage `json:"usage"`
+	CostMicroUSD      uint64      `json:"cost_microusd"`
+	CallsCostUnknown  uint64      `json:"calls_cost_unknown"`
+	CallsUsageUnknown uint64      `json:"calls_usage_unknown"`
+	Duration          Duration    `json:"duration_ms"`
 	// Errors are the turn's errors and stops (a failed model call, a
 	// recording that does not match).
 	Errors []string `json:"errors,omitempty"`
@@ -150,24 +210,32 @@ func (cr *CaseResult) summarize(rate float64) {
 		return
 	}
 	n := float64(len(cr.Runs))
-	var rounds, tokens, cost float64
-	var lat time.Duration
+	var m Means
+	var d time.Duration
 	for _, r := range cr.Runs {
 		if r.Pass {
 			cr.Passed++
 		}
-		rounds += float64(r.Rounds)
-		tokens += float64(r.Tokens)
-		cost += float64(r.CostMicroUSD)
-		lat += r.Latency
-		if r.CostUnknown > 0 {
-			cr.CostUnknown = true
-		}
+		m.Rounds += float64(r.Rounds)
+		m.Usage.Prompt += float64(r.Usage.Prompt)
+		m.Usage.Completion += float64(r.Usage.Completion)
+		m.Usage.Cached += float64(r.Usage.Cached)
+		m.Usage.Reasoning += float64(r.Usage.Reasoning)
+		m.CostMicroUSD += float64(r.CostMicroUSD)
+		d += r.Duration.Std()
+		cr.CallsCostUnknown += r.CallsCostUnknown
+		cr.CallsUsageUnknown += r.CallsUsageUnknown
 	}
 	cr.PassRate = float64(cr.Passed) / n
 	cr.Pass = cr.PassRate >= rate-1e-9
-	cr.Rounds, cr.Tokens, cr.CostMicroUSD = rounds/n, tokens/n, cost/n
-	cr.Latency = lat / time.Duration(len(cr.Runs))
+	m.Rounds /= n
+	m.Usage.Prompt /= n
+	m.Usage.Completion /= n
+	m.Usage.Cached /= n
+	m.Usage.Reasoning /= n
+	m.CostMicroUSD /= n
+	m.Duration = Duration(d / time.Duration(len(cr.Runs)))
+	cr.Mean = m
 }
 
 func (r *Report) total() {
@@ -190,39 +258,66 @@ func (r *Report) total() {
 					t.ChecksPassed++
 				}
 			}
-			t.Tokens += run.Tokens + run.JudgeTokens
+			t.Usage = addUsage(addUsage(t.Usage, run.Usage), run.JudgeUsage)
 			t.CostMicroUSD += run.CostMicroUSD + run.JudgeCostMicroUSD
-			t.CostUnknown += run.CostUnknown
-			t.Latency += run.Latency
+			t.CallsCostUnknown += run.CallsCostUnknown + run.JudgeCallsCostUnknown
+			t.CallsUsageUnknown += run.CallsUsageUnknown
+			t.RunsDuration += run.Duration
 		}
 	}
 	r.Total = t
 }
 
+func addUsage(a, b agent.Usage) agent.Usage {
+	return agent.Usage{Prompt: a.Prompt + b.Prompt, Completion: a.Completion + b.Completion, Cached: a.Cached + b.Cached, Reasoning: a.Reasoning + b.Reasoning}
+}
+
 // Passed reports whether every case that ran passed.
 func (r *Report) Passed() bool { return r.Total.Failed == 0 }
 
-// WriteJSON writes the report as one JSON object (indented), as
+// WriteJSON writes the report as one JSON document on one line, as
 // demiurge eval --json prints it.
 func (r *Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(r)
 }
 
-// ReadReport decodes a report written by WriteJSON.
+// ReadReport decodes a report written by WriteJSON: of this version, or
+// of version 1 (before the command line's JSON convention), which it
+// converts. Version 1 kept the judge's tokens as one count: they are read
+// as input tokens.
 func ReadReport(rd io.Reader) (*Report, error) {
-	var r Report
-	d := json.NewDecoder(io.LimitReader(rd, 256<<20))
-	if err := d.Decode(&r); err != nil {
+	b, err := io.ReadAll(io.LimitReader(rd, maxReportBytes+1))
+	if err != nil {
 		return nil, fmt.Errorf("eval: read a report: %w", err)
 	}
-	if r.Version != ReportVersion {
-		return nil, fmt.Errorf("eval: a report of version %d; this demiurge reads version %d", r.Version, ReportVersion)
+	if len(b) > maxReportBytes {
+		return nil, fmt.Errorf("eval: read a report: it is larger than %d MiB", maxReportBytes>>20)
+	}
+	var head struct {
+		Version *int `json:"version"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return nil, fmt.Errorf("eval: read a report: %w", err)
+	}
+	switch {
+	case head.Version == nil:
+		return nil, errors.New("eval: read a report: it has no version (is it the JSON of demiurge eval --json?)")
+	case *head.Version == 1:
+		return readReportV1(b)
+	case *head.Version != ReportVersion:
+		return nil, fmt.Errorf("eval: a report of version %d; this demiurge reads versions 1 and %d", *head.Version, ReportVersion)
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("eval: read a report: %w", err)
 	}
 	return &r, nil
 }
+
+// maxReportBytes bounds a report ReadReport reads.
+const maxReportBytes = 256 << 20
 
 // TextOptions configure WriteText.
 type TextOptions struct {
@@ -247,7 +342,7 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cr.Case, cr.Model, cr.result(r.Runs), cr.checkMarks(),
-			mean(cr.Rounds), mean(cr.Tokens), costText(cr.CostMicroUSD, cr.CostUnknown), seconds(cr.Latency))
+			mean(cr.Mean.Rounds), mean(cr.Mean.Usage.Tokens()), costText(cr.Mean.CostMicroUSD, cr.CallsCostUnknown > 0), seconds(cr.Mean.Duration.Std()))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -310,7 +405,7 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 		fmt.Fprintf(w, ", %d skipped", t.Skipped)
 	}
 	fmt.Fprintf(w, " (%d of %d checks) · %s tokens · %s · %s · run %s\n",
-		t.ChecksPassed, t.Checks, strconv.FormatUint(t.Tokens, 10), costText(float64(t.CostMicroUSD), t.CostUnknown > 0), seconds(r.Duration), r.Run)
+		t.ChecksPassed, t.Checks, strconv.FormatUint(t.Tokens(), 10), costText(float64(t.CostMicroUSD), t.CallsCostUnknown > 0), seconds(r.Duration.Std()), r.Run)
 	return nil
 }
 
@@ -449,10 +544,10 @@ type junitSkipped struct {
 // failed (the failure lists what each failing run found), with the
 // worlds to open in system-out.
 func (r *Report) WriteJUnit(w io.Writer) error {
-	s := junitSuite{Name: r.Suite, Time: seconds3(r.Duration), Timestamp: r.Started.UTC().Format(time.RFC3339),
+	s := junitSuite{Name: r.Suite, Time: seconds3(r.Duration.Std()), Timestamp: r.Started.UTC().Format(time.RFC3339),
 		Properties: []junitProperty{{"run", r.Run}, {"llm", r.LLM}, {"runs", strconv.Itoa(r.Runs)}}}
 	for _, cr := range r.Cases {
-		jc := junitCase{Name: cr.Case + " [" + cr.Model + "]", Classname: r.Suite, File: cr.File, Time: seconds3(cr.Latency * time.Duration(max(len(cr.Runs), 1)))}
+		jc := junitCase{Name: cr.Case + " [" + cr.Model + "]", Classname: r.Suite, File: cr.File, Time: seconds3(cr.Mean.Duration.Std() * time.Duration(max(len(cr.Runs), 1)))}
 		s.Tests++
 		switch {
 		case cr.Skipped != "":

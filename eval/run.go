@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/demiurge-dev/demiurge/agent"
+	"github.com/demiurge-dev/demiurge/agent/session"
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
@@ -44,6 +45,10 @@ type Options struct {
 	// unless Loose is set.
 	Cassettes string
 	Loose     bool
+	// LooseHint is how the program's user makes the cassettes loose,
+	// which a mismatch's error names (default: "demiurge eval
+	// --cassette-loose").
+	LooseHint string
 	// Record, if set, keeps each case's first run as a cassette under
 	// this directory (see CassetteDir): its world, exported.
 	Record string
@@ -144,6 +149,9 @@ func Run(ctx context.Context, s *Suite, opts Options) (*Report, error) {
 	if rate <= 0 || rate > 1 {
 		rate = 1
 	}
+	if opts.LooseHint == "" {
+		opts.LooseHint = "demiurge eval --cassette-loose"
+	}
 	if opts.RunID == "" {
 		opts.RunID = NewRunID(now())
 	}
@@ -220,7 +228,7 @@ feed:
 	for _, cr := range rep.Cases {
 		cr.summarize(rate)
 	}
-	rep.Duration = now().Sub(started)
+	rep.Duration = Duration(now().Sub(started))
 	rep.total()
 	if ctx.Err() != nil {
 		return rep, fmt.Errorf("%w: %w", ErrInterrupted, context.Cause(ctx))
@@ -258,6 +266,10 @@ type caseRun struct {
 	args map[string]string
 	// all gathers every turn's subject for the case's own checks.
 	all subject
+	// sess reads the world's journal, turn after turn, from nextSeq on:
+	// the commands bash scripts ran.
+	sess    *session.Reader
+	nextSeq uint64
 }
 
 // runCase runs one job: it never panics, and reports what went wrong.
@@ -268,7 +280,7 @@ func runCase(ctx context.Context, j job, opts *Options, runs int) (res *RunResul
 		if p := recover(); p != nil {
 			res.Error = fmt.Sprintf("eval: a panic running the case: %v\n%s", p, debug.Stack())
 		}
-		res.Latency = time.Since(t0)
+		res.Duration = Duration(time.Since(t0))
 		res.Pass = res.Error == "" && !slices.ContainsFunc(res.Checks, func(c CheckResult) bool { return !c.Pass })
 	}()
 	ctx, cancel := context.WithTimeoutCause(ctx, j.c.Timeout, fmt.Errorf("the case took longer than its timeout, %s", j.c.Timeout))
@@ -328,6 +340,7 @@ func (cr *caseRun) model(name, dir string) (agent.Model, error) {
 			m = agent.CassetteLoose(dir)
 		}
 		m.Name = name
+		m.CassetteLooseHint = cr.opts.LooseHint
 		return m, nil
 	}
 	if cr.opts.NewModel != nil {
@@ -451,12 +464,13 @@ func (cr *caseRun) turn(ctx context.Context, i int, t Turn) (*subject, error) {
 		tc, _ := agent.ParseToolChoice(c.ToolChoice)
 		copts = append(copts, agent.DefaultToolChoice(tc))
 	}
-	chat := cr.w.Chat("main", copts...)
+	chat := cr.w.Chat(mainChat, copts...)
 	s := &subject{readFile: cr.readFile, judge: cr.judge}
 	tr := TurnResult{User: t.User}
 	var end *agent.TurnEnd
 	var errs []string
-	started := map[string]int{} // call id → index in s.calls
+	var direct []call
+	started := map[string]int{} // call id → index in direct
 	rounds := map[uint64]bool{}
 	modelCalls := uint64(0)
 	t0 := time.Now()
@@ -468,34 +482,28 @@ func (cr *caseRun) turn(ctx context.Context, i int, t Turn) (*subject, error) {
 			return nil, err
 		}
 		switch e := e.(type) {
-		case agent.TextDelta:
-			continue
 		case agent.Message:
 			if e.Role == "assistant" {
-				s.answer = e.Text
 				rounds[e.Round] = true
 			}
 		case agent.ModelCall:
 			modelCalls++
 		case agent.ToolCallStarted:
 			rounds[e.Round] = true
-			cl := call{tool: e.Tool, raw: e.Arguments}
+			cl := call{tool: e.Tool, raw: e.Arguments, id: e.CallID, via: viaDirect}
 			if e.Ref != nil {
 				tc, err := demiurge.ToolCallOf(ctx, cr.w.Storage().CAS(), demiurge.Entry{Kind: demiurge.EntryToolCall, Ref: e.Ref, Text: e.Arguments, Tool: &e.Tool, CallID: &e.CallID})
 				if err == nil {
 					cl.raw = tc.ArgumentsJSON
 				}
 			}
-			var args map[string]any
-			if json.Unmarshal([]byte(cl.raw), &args) == nil {
-				cl.args = args
-			}
+			cl.args = argsOf(cl.raw)
 			cr.args[e.CallID] = cl.raw
-			started[e.CallID] = len(s.calls)
-			s.calls = append(s.calls, cl)
+			started[e.CallID] = len(direct)
+			direct = append(direct, cl)
 		case agent.ToolCallFinished:
 			if k, ok := started[e.CallID]; ok {
-				s.calls[k].status = e.Status
+				direct[k].status = e.Status
 			}
 		case agent.TurnError:
 			errs = append(errs, e.Text)
@@ -513,13 +521,23 @@ func (cr *caseRun) turn(ctx context.Context, i int, t Turn) (*subject, error) {
 		}
 		return nil, errors.New("the turn's stream ended without its end")
 	}
+	commands, err := cr.commands(ctx, end.RequestID)
+	if err != nil {
+		return nil, fmt.Errorf("read the commands its bash scripts ran: %w", err)
+	}
+	for _, d := range direct {
+		s.calls = append(s.calls, d)
+		s.calls = append(s.calls, commands[d.id]...)
+	}
+	s.answer = end.Answer
 	s.outcome, s.finish = string(end.Outcome), end.Finish
 	s.rounds = max(modelCalls, uint64(len(rounds)))
-	s.tokens = end.Usage.Prompt + end.Usage.Completion
-	s.cost, s.costUnknown = end.CostMicroUSD, end.CostUnknown
-	tr.Answer, tr.Outcome, tr.Finish, tr.Seq = s.answer, s.outcome, s.finish, end.Seq
-	tr.Rounds, tr.Tokens, tr.Usage, tr.CostMicroUSD, tr.CostUnknown, tr.Latency = s.rounds, s.tokens, end.Usage, s.cost, s.costUnknown, s.latency
-	tr.ToolCalls = len(s.calls)
+	s.usage, s.tokens = end.Usage, end.Usage.Prompt+end.Usage.Completion
+	s.cost, s.costUnknown, s.usageUnknown = end.CostMicroUSD, end.CostUnknown, end.UsageUnknown
+	tr.Answer, tr.Outcome, tr.Finish, tr.RequestID, tr.Seq = s.answer, s.outcome, s.finish, end.RequestID, end.Seq
+	tr.Rounds, tr.Usage, tr.CostMicroUSD, tr.Duration = s.rounds, end.Usage, s.cost, Duration(s.latency)
+	tr.CallsCostUnknown, tr.CallsUsageUnknown = s.costUnknown, s.usageUnknown
+	tr.ToolCalls = len(direct)
 	tr.Errors = errs
 	if ctx.Err() != nil {
 		if cause := context.Cause(ctx); cause != nil {
@@ -529,9 +547,10 @@ func (cr *caseRun) turn(ctx context.Context, i int, t Turn) (*subject, error) {
 	r := cr.res
 	r.Turns = append(r.Turns, tr)
 	r.Rounds += s.rounds
-	r.Tokens += s.tokens
+	r.Usage = addUsage(r.Usage, s.usage)
 	r.CostMicroUSD += s.cost
-	r.CostUnknown += s.costUnknown
+	r.CallsCostUnknown += s.costUnknown
+	r.CallsUsageUnknown += s.usageUnknown
 	// The case as a whole, for its own checks.
 	a := &cr.all
 	a.readFile, a.judge = cr.readFile, cr.judge
@@ -539,9 +558,11 @@ func (cr *caseRun) turn(ctx context.Context, i int, t Turn) (*subject, error) {
 	a.calls = append(a.calls, s.calls...)
 	a.answer, a.outcome, a.finish = s.answer, s.outcome, s.finish
 	a.rounds += s.rounds
+	a.usage = addUsage(a.usage, s.usage)
 	a.tokens += s.tokens
 	a.cost += s.cost
 	a.costUnknown += s.costUnknown
+	a.usageUnknown += s.usageUnknown
 	a.latency += s.latency
 	// A turn that failed fails the case, unless the turn checks its
 	// outcome itself.
@@ -556,6 +577,56 @@ func (cr *caseRun) turn(ctx context.Context, i int, t Turn) (*subject, error) {
 		r.Checks = append(r.Checks, CheckResult{Turn: i + 1, Kind: "outcome", Name: "the turn does not fail", Problem: "the turn failed: " + why})
 	}
 	return s, nil
+}
+
+// mainChat is the chat of the case's turns.
+const mainChat = "main"
+
+// commands returns the tool commands that the bash scripts of turn
+// request ran, by the call id of the script's call, as the world's
+// journal records them (each command's call and exit status in the
+// script's receipt): the journal is read on from where the last turn
+// left it.
+func (cr *caseRun) commands(ctx context.Context, request uint64) (map[string][]call, error) {
+	if cr.sess == nil {
+		cr.sess = session.NewReader(cr.w.Storage().CAS())
+		cr.nextSeq = 1
+	}
+	err := cr.w.Storage().Journal().Read(ctx, cr.res.World, cr.nextSeq, func(rec journal.Record) error {
+		cr.nextSeq = rec.Seq + 1
+		return cr.sess.Record(rec)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]call{}
+	for _, t := range cr.sess.Turns() {
+		if t.Chat != mainChat || t.RequestID != request {
+			continue
+		}
+		for _, rd := range t.Rounds {
+			for _, tc := range rd.Calls {
+				for _, cmd := range tc.Commands {
+					status := "ok"
+					if cmd.ExitCode != 0 || cmd.Error != "" {
+						status = "error"
+					}
+					out[tc.CallID] = append(out[tc.CallID], call{tool: cmd.Tool, raw: cmd.Arguments, args: argsOf(cmd.Arguments),
+						status: status, via: viaBash, in: tc.Tool, id: tc.CallID})
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// argsOf decodes a call's arguments: nil if they are no JSON object.
+func argsOf(raw string) map[string]any {
+	var args map[string]any
+	if json.Unmarshal([]byte(raw), &args) != nil {
+		return nil
+	}
+	return args
 }
 
 // checks makes the checks of turn i (-1: of the case) and notes what

@@ -69,7 +69,12 @@ func LoadFromCAS(ctx context.Context, g cas.Getter, manifest cas.Ref, opts *Load
 	}
 	buf.Write(ValueJSON(mm))
 	buf.WriteByte(']')
-	c, err := LoadSources([]Source{{Name: "cas:" + manifest.String(), Data: buf.Bytes()}}, opts)
+	var o LoadOptions
+	if opts != nil {
+		o = *opts
+	}
+	o.Limits, o.ModuleLimits = ModuleLimits{}, nil // a stored def's limits are what it recorded
+	c, err := LoadSources([]Source{{Name: "cas:" + manifest.String(), Data: buf.Bytes()}}, &o)
 	if err != nil {
 		return fail("%v", err)
 	}

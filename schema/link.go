@@ -18,11 +18,16 @@ type loader struct {
 	defined   map[defKey]Def // user defs
 	manifests []*Manifest
 	c         *Catalog
+	// unread is set when a file is not JSON: its defs are unknown.
+	unread    bool
 	code      map[cas.Ref][]byte // WASM modules found beside the manifest (resolveCode)
+	codeFiles map[string]string  // their files under the module dir, by module name
 }
 
 func (l *loader) parseSource(s Source, errs *problems) {
-	for _, d := range parseSource(s, errs) {
+	defs, read := parseFile(s, errs)
+	l.unread = l.unread || !read
+	for _, d := range defs {
 		if m, ok := d.(*Manifest); ok {
 			l.manifests = append(l.manifests, m)
 			continue
@@ -363,6 +368,9 @@ func (l *loader) checkModule(d *DefModule) {
 			hasCode := false
 			if l.opts.WASM || l.opts.Reducers == nil {
 				hasCode = l.resolveCode(e, d)
+			}
+			if hasCode {
+				d.Limits = d.Limits.Over(l.opts.Limits).Over(l.opts.ModuleLimits[d.Name])
 			}
 			if l.opts.Reducers != nil && !hasCode && !e.hasErrorsAt(p) {
 				reg := append([]string(nil), l.opts.Reducers...)

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,14 +11,15 @@ import (
 )
 
 // EvalRuns is where the view reads eval runs: demiurge eval keeps each
-// run's report in the store's evals directory (eval.Runs). Its methods
+// run's report in the store's evals directory (eval.Runs), or in a
+// PostgreSQL store's eval_runs table (eval.PostgresRuns). Its methods
 // must be safe for concurrent use; the view never writes through it.
 type EvalRuns interface {
 	// List returns the runs, the newest first.
-	List() ([]eval.RunInfo, error)
+	List(ctx context.Context) ([]eval.RunInfo, error)
 	// Load returns a run's report; an unknown run is an error wrapping
 	// eval.ErrNoRun.
-	Load(run string) (*eval.Report, error)
+	Load(ctx context.Context, run string) (*eval.Report, error)
 }
 
 // evalRow is one run in the list of runs.
@@ -29,10 +31,10 @@ type evalRow struct {
 // evals lists the store's eval runs, the newest first.
 func (s *Server) evals(w http.ResponseWriter, r *http.Request) {
 	if s.evalRuns == nil {
-		s.fail(w, r, http.StatusNotFound, errors.New("this view shows no eval runs (demiurge ui over a store on disk shows those demiurge eval keeps)"))
+		s.fail(w, r, http.StatusNotFound, errors.New("this view shows no eval runs (demiurge ui shows those demiurge eval keeps in the store)"))
 		return
 	}
-	list, err := s.evalRuns.List()
+	list, err := s.evalRuns.List(r.Context())
 	if err != nil {
 		s.fail(w, r, http.StatusInternalServerError, fmt.Errorf("list the eval runs: %w", err))
 		return
@@ -62,7 +64,7 @@ func (s *Server) evalRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("run")
-	rep, err := s.evalRuns.Load(id)
+	rep, err := s.evalRuns.Load(r.Context(), id)
 	if errors.Is(err, eval.ErrNoRun) {
 		s.fail(w, r, http.StatusNotFound, fmt.Errorf("%w; the list of runs is at /evals", err))
 		return
@@ -73,7 +75,7 @@ func (s *Server) evalRun(w http.ResponseWriter, r *http.Request) {
 	}
 	var cases []evalCase
 	for _, cr := range rep.Cases {
-		c := evalCase{CaseResult: cr, Cost: costText(uint64(cr.CostMicroUSD+0.5), cr.CostUnknown), Latency: durationOf(cr.Latency)}
+		c := evalCase{CaseResult: cr, Cost: costText(uint64(cr.Mean.CostMicroUSD+0.5), cr.CallsCostUnknown > 0), Latency: durationOf(cr.Mean.Duration.Std())}
 		switch {
 		case cr.Skipped != "":
 			c.Result = "skipped"
@@ -105,8 +107,8 @@ func (s *Server) evalRun(w http.ResponseWriter, r *http.Request) {
 		*eval.Report
 		Started, Duration, Cost string
 		Cases                   []evalCase
-	}{rep, rep.Started.UTC().Format(time.RFC3339), durationOf(rep.Duration),
-		costText(rep.Total.CostMicroUSD, rep.Total.CostUnknown > 0), cases}
+	}{rep, rep.Started.UTC().Format(time.RFC3339), durationOf(rep.Duration.Std()),
+		costText(rep.Total.CostMicroUSD, rep.Total.CallsCostUnknown > 0), cases}
 	s.render(w, r, "evalrun.html", page{Title: "eval run " + rep.Run, Tab: "evals", Data: data})
 }
 

@@ -47,7 +47,7 @@ func evalRuns(t *testing.T, st world.Storage) evals.Runs {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := runs.Save(rep); err != nil {
+		if _, err := runs.Save(t.Context(), rep); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -14,6 +14,8 @@ const modules = [
   { source: "assembly/retry.ts", example: "retry", name: "retry/Retry@1" },
   // AgentOS's own 00-counter manifest, which names the counter demo/CounterSM@1.
   { source: "assembly/counter.ts", example: "wasm/00-counter", name: "demo/CounterSM@1" },
+  // A tally of the agent's chat events, added to the agent's world (wasm/tally/README.md).
+  { source: "assembly/tally.ts", example: "wasm/tally", name: "demo/Tally@1" },
 ];
 const only = process.argv[2]; // an output directory: build there, for the test that checks the committed modules
 for (const m of modules) {

@@ -61,7 +61,7 @@ func TestAgentOSModules(t *testing.T) {
 				in := AppendInput(nil, &Input{State: state, EventSchema: "agentos/Event@1", Event: enc(t, ev)})
 				var outs []string
 				for _, m := range []*Module{a, a, b} {
-					out, err := m.call(in)
+					out, _, err := m.call(in)
 					if err != nil {
 						outs = append(outs, "error: "+err.Error())
 						continue

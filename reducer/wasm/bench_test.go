@@ -2,6 +2,7 @@ package wasm
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -31,6 +32,15 @@ func loop(b *testing.B, fn func() error) {
 		}
 	}
 	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+}
+
+// reportFuel reports the fuel one step of m uses ("fuel/op").
+func reportFuel(b *testing.B, m *Module, input []byte) {
+	_, used, err := m.call(input)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(used), "fuel/op")
 }
 
 // counterModule reads the AssemblyScript counter of examples/counter.
@@ -122,14 +132,16 @@ func BenchmarkStep(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Run("assemblyscript", func(b *testing.B) {
-		loop(b, func() error { _, err := m.call(input); return err })
+		loop(b, func() error { _, _, err := m.call(input); return err })
+		reportFuel(b, m, input)
 	})
 	rust, err := h.Load(ctx, testDef("counter/RustCounter@1"), readModule(b, "rust/counter"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Run("rust-shaped", func(b *testing.B) {
-		loop(b, func() error { _, err := rust.call(input); return err })
+		loop(b, func() error { _, _, err := rust.call(input); return err })
+		reportFuel(b, rust, input)
 	})
 	if code, err := buildGoCounter(b); err == nil {
 		hw := newHost(b, Options{WASI: true})
@@ -138,7 +150,8 @@ func BenchmarkStep(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Run("go-wasip1", func(b *testing.B) {
-			loop(b, func() error { _, err := gm.call(input); return err })
+			loop(b, func() error { _, _, err := gm.call(input); return err })
+			reportFuel(b, gm, input)
 		})
 	}
 	r := &Reducer{Module: m, Def: testDef("counter/Counter@1")}
@@ -199,6 +212,31 @@ func BenchmarkCompile(b *testing.B) {
 		}
 		b.Run(mod.name+"/loaded", func(b *testing.B) {
 			loop(b, func() error { _, err := h.Load(ctx, def, mod.code); return err })
+		})
+	}
+}
+
+// BenchmarkFuel measures how fast a runaway loop burns its fuel: one step
+// of testdata/loop.wasm with 10 million units, until it runs out, in each
+// engine. It is how long the default fuel (DefaultFuel) lets a runaway
+// step run. go test ./reducer/wasm -bench Fuel
+func BenchmarkFuel(b *testing.B) {
+	const fuel = 10_000_000
+	input := AppendInput(nil, &Input{EventSchema: "test/Event@1", Event: enc(b, "x")})
+	for _, e := range engines {
+		h := newHost(b, Options{Interpreter: e.interpreter, Limits: Limits{Fuel: fuel}})
+		m, err := h.Load(context.Background(), testDef("test/Loop@1"), readModule(b, "loop"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(e.name, func(b *testing.B) {
+			start := cpuTime()
+			for b.Loop() {
+				if _, _, err := m.call(input); !errors.Is(err, ErrFuel) {
+					b.Fatalf("step: %v; want it out of fuel", err)
+				}
+			}
+			b.ReportMetric(float64(cpuTime()-start)/float64(b.N)/(fuel/1e6), "cpu-ns/Mfuel")
 		})
 	}
 }

@@ -164,16 +164,13 @@ type Info struct {
 	Resettable bool
 	Why        string
 
-	sections []section  // the binary's sections, for rewriting
-	globals  int        // imported + defined globals
-	start    int64      // the start section's function, or -1
-	bodies   []funcBody // the code section's function bodies
-}
-
-// funcBody is a function body and the offsets of its loops.
-type funcBody struct {
-	code  []byte
-	loops []int
+	sections      []section  // the binary's sections, for rewriting
+	globals       int        // imported + defined globals
+	start         int64      // the start section's function, or -1
+	bodies        []funcBody // the code section's function bodies
+	types         []FuncType // the type section
+	funcTypes     []uint32   // the type of every function, imported first
+	importedFuncs int
 }
 
 type section struct {
@@ -357,6 +354,106 @@ func (r *reader) constExpr() {
 
 var externNames = [...]string{"func", "table", "memory", "global"}
 
+// count reads the length of a vector, which cannot be more than the bytes
+// left (each element takes one at least). wazero's decoder allocates a
+// vector's elements before it reads them: a module of a few bytes that
+// declares billions of them would exhaust the memory of the process, so
+// Inspect refuses one before wazero sees it.
+func (r *reader) count() uint32 {
+	n := r.u32()
+	if r.err == nil && uint64(n) > uint64(len(r.b)-r.off) {
+		r.fail("a vector of %d elements in %d bytes", n, len(r.b)-r.off)
+		return 0
+	}
+	return n
+}
+
+// byteVec skips a vector of bytes.
+func (r *reader) byteVec() { r.bytes(uint64(r.u32())) }
+
+// elementSegment skips an element segment, in any of its eight forms.
+func (r *reader) elementSegment() {
+	flags := r.u32()
+	if flags > 7 {
+		r.fail("element segment flags %d", flags)
+		return
+	}
+	if flags&2 != 0 && flags&1 == 0 {
+		r.u32() // table index
+	}
+	if flags&1 == 0 {
+		r.constExpr() // offset
+	}
+	if flags&3 != 0 {
+		r.byte() // element kind or reference type
+	}
+	n := r.count()
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		if flags&4 != 0 {
+			r.constExpr()
+		} else {
+			r.u32()
+		}
+	}
+}
+
+// dataSegment skips a data segment, active, passive or with a memory index.
+func (r *reader) dataSegment() {
+	switch flags := r.u32(); flags {
+	case 0:
+		r.constExpr()
+	case 1:
+	case 2:
+		r.u32()
+		r.constExpr()
+	default:
+		r.fail("data segment flags %d", flags)
+		return
+	}
+	r.byteVec()
+}
+
+// nameSection checks the custom section "name", whose subsections wazero
+// decodes: the module's name, the functions' names and the locals' names.
+func (r *reader) nameSection() {
+	for !r.done() {
+		id := r.byte()
+		sub := &reader{b: r.bytes(uint64(r.u32()))}
+		if r.err != nil {
+			return
+		}
+		switch id {
+		case 0:
+			sub.byteVec()
+		case 1:
+			n := sub.count()
+			for i := uint32(0); i < n && sub.err == nil; i++ {
+				sub.u32()
+				sub.byteVec()
+			}
+		case 2:
+			n := sub.count()
+			for i := uint32(0); i < n && sub.err == nil; i++ {
+				sub.u32()
+				m := sub.count()
+				for j := uint32(0); j < m && sub.err == nil; j++ {
+					sub.u32()
+					sub.byteVec()
+				}
+			}
+		default:
+			continue
+		}
+		if sub.err == nil && sub.off != len(sub.b) {
+			sub.fail("%d bytes past the subsection's contents", len(sub.b)-sub.off)
+		}
+		if sub.err != nil {
+			r.fail("name subsection %d: %v", id, sub.err)
+			return
+		}
+	}
+}
+
 // Inspect reads a module's binary: its sections, imports, exports,
 // memory and globals, and scans its code for what makes an instance
 // impossible to reset. It does not validate the module; wazero does that
@@ -393,9 +490,11 @@ func Inspect(b []byte) (*Info, error) {
 		s := &reader{b: body}
 		switch id {
 		case secCustom:
-			s.name()
+			if s.name() == "name" {
+				s.nameSection()
+			}
 		case secType:
-			n := s.u32()
+			n := s.count()
 			for i := uint32(0); i < n && s.err == nil; i++ {
 				if f := s.byte(); f != 0x60 {
 					s.fail("type form 0x%02x, want a function type (0x60)", f)
@@ -404,7 +503,7 @@ func Inspect(b []byte) (*Info, error) {
 				types = append(types, FuncType{Params: s.valueTypes(), Results: s.valueTypes()})
 			}
 		case secImport:
-			n := s.u32()
+			n := s.count()
 			for i := uint32(0); i < n && s.err == nil; i++ {
 				im := Import{Module: s.name(), Name: s.name()}
 				kind := s.byte()
@@ -417,6 +516,7 @@ func Inspect(b []byte) (*Info, error) {
 					}
 					im.Type = &types[ti]
 					funcs = append(funcs, ti)
+					in.importedFuncs++
 				case externTable:
 					s.valueType()
 					s.limits()
@@ -435,16 +535,39 @@ func Inspect(b []byte) (*Info, error) {
 				in.Imports = append(in.Imports, im)
 			}
 		case secFunction:
-			n := s.u32()
+			n := s.count()
 			for i := uint32(0); i < n && s.err == nil; i++ {
-				funcs = append(funcs, s.u32())
+				ti := s.u32()
+				if int(ti) >= len(types) && s.err == nil {
+					s.fail("function %d: type %d out of range", len(funcs), ti)
+				}
+				funcs = append(funcs, ti)
 			}
 		case secMemory:
-			if n := s.u32(); n > 0 {
-				in.Memory, in.HasMemory = s.limits(), true
+			n := s.count()
+			for i := uint32(0); i < n && s.err == nil; i++ {
+				if l := s.limits(); i == 0 {
+					in.Memory, in.HasMemory = l, true
+				}
+			}
+		case secTable:
+			n := s.count()
+			for i := uint32(0); i < n && s.err == nil; i++ {
+				s.valueType()
+				s.limits()
+			}
+		case secElement:
+			n := s.count()
+			for i := uint32(0); i < n && s.err == nil; i++ {
+				s.elementSegment()
+			}
+		case secData:
+			n := s.count()
+			for i := uint32(0); i < n && s.err == nil; i++ {
+				s.dataSegment()
 			}
 		case secGlobal:
-			n := s.u32()
+			n := s.count()
 			for i := uint32(0); i < n && s.err == nil; i++ {
 				t := s.valueType()
 				mut := s.byte()
@@ -461,7 +584,7 @@ func Inspect(b []byte) (*Info, error) {
 				in.globals++
 			}
 		case secExport:
-			n := s.u32()
+			n := s.count()
 			for i := uint32(0); i < n && s.err == nil; i++ {
 				e := Export{Name: s.name()}
 				e.kind = s.byte()
@@ -475,24 +598,26 @@ func Inspect(b []byte) (*Info, error) {
 			}
 		case secStart:
 			in.start = int64(s.u32())
+		case secDataCount:
+			s.u32()
 		case secCode:
-			n := s.u32()
+			n := s.count()
 			for i := uint32(0); i < n && s.err == nil; i++ {
 				fb := s.bytes(uint64(s.u32()))
 				if s.err != nil {
 					break
 				}
-				scan, err := walkBody(fb)
+				body, err := walkBody(fb, in.importedFuncs)
 				if err != nil {
 					return nil, fmt.Errorf("function %d: %w", i, err)
 				}
-				if scan.why != "" && in.Resettable {
-					in.Resettable, in.Why = false, fmt.Sprintf("function %d: %s", i, scan.why)
+				if body.why != "" && in.Resettable {
+					in.Resettable, in.Why = false, fmt.Sprintf("function %d: %s", i, body.why)
 				}
-				in.bodies = append(in.bodies, funcBody{code: fb, loops: scan.loops})
+				in.bodies = append(in.bodies, body)
 			}
 		}
-		parsed := id == secType || id == secImport || id == secFunction || id == secMemory || id == secGlobal || id == secExport || id == secStart || id == secCode
+		parsed := id != secCustom && id <= secDataCount
 		if s.err == nil && parsed && s.off != len(s.b) {
 			s.fail("%d bytes past the section's contents", len(s.b)-s.off)
 		}
@@ -502,6 +627,10 @@ func Inspect(b []byte) (*Info, error) {
 	}
 	if r.err != nil {
 		return nil, r.err
+	}
+	in.types, in.funcTypes = types, funcs
+	if in.start >= int64(len(funcs)) {
+		return nil, fmt.Errorf("%w: the start section names function %d, out of range", ErrMalformed, in.start)
 	}
 	for _, e := range exports {
 		if e.kind == externFunc {
@@ -527,292 +656,4 @@ func order(id byte) int {
 		return 12
 	}
 	return int(id)
-}
-
-// bodyScan is what walkBody finds in a function body.
-type bodyScan struct {
-	// loops are the offsets, in the body, right after each loop's block
-	// type: where the host's stop check goes.
-	loops []int
-	// why says why an instance running this code cannot be reset: it
-	// changes a table or drops a segment. Empty if it can be.
-	why string
-}
-
-// errUnknownInstruction is returned (wrapped) by walkBody for an
-// instruction it does not know.
-var errUnknownInstruction = errors.New("an instruction this host does not run")
-
-// walkBody decodes a function body's instructions. It returns the offsets
-// of its loops and whether it keeps an instance from being reset; an
-// instruction it does not know (threads, exceptions, tail calls: features
-// this host does not enable) is an error.
-func walkBody(b []byte) (bodyScan, error) {
-	var out bodyScan
-	r := &reader{b: b}
-	n := r.u32()
-	for i := uint32(0); i < n && r.err == nil; i++ {
-		r.u32()
-		r.valueType()
-	}
-	unknown := func(format string, args ...any) (bodyScan, error) {
-		return out, fmt.Errorf("%w: %s at byte %d of the body", errUnknownInstruction, fmt.Sprintf(format, args...), r.off)
-	}
-	mutate := func(why string) {
-		if out.why == "" {
-			out.why = why
-		}
-	}
-	for !r.done() {
-		op := r.byte()
-		switch {
-		case op == 0x02 || op == 0x03 || op == 0x04: // block, loop, if
-			bt := r.byte()
-			switch ValueType(bt) {
-			case 0x40, I32, I64, F32, F64, V128, FuncRef, ExternRef:
-			default:
-				r.off--
-				r.sleb(33)
-			}
-			if op == 0x03 {
-				out.loops = append(out.loops, r.off)
-			}
-		case op <= 0x01, op == 0x05, op == 0x0b, op == 0x0f, op == 0x1a, op == 0x1b, op == 0xd1:
-		case op == 0x0c || op == 0x0d || op == 0x10 || (op >= 0x20 && op <= 0x24) || op == 0x25 || op == 0xd2:
-			r.u32()
-		case op == 0x0e: // br_table
-			k := r.u32()
-			for j := uint32(0); j <= k && r.err == nil; j++ {
-				r.u32()
-			}
-		case op == 0x11: // call_indirect
-			r.u32()
-			r.u32()
-		case op == 0x1c: // select t*
-			r.valueTypes()
-		case op == 0x26:
-			r.u32()
-			mutate("table.set changes a table")
-		case op >= 0x28 && op <= 0x3e: // loads and stores
-			r.u32()
-			r.u32()
-		case op == 0x3f || op == 0x40: // memory.size, memory.grow
-			r.byte()
-		case op == 0x41:
-			r.sleb(32)
-		case op == 0x42:
-			r.sleb(64)
-		case op == 0x43:
-			r.bytes(4)
-		case op == 0x44:
-			r.bytes(8)
-		case op >= 0x45 && op <= 0xc4:
-		case op == 0xd0:
-			r.byte()
-		case op == 0xfc:
-			switch sub := r.u32(); {
-			case sub <= 7:
-			case sub == 8: // memory.init
-				r.u32()
-				r.byte()
-			case sub == 9:
-				r.u32()
-				mutate("data.drop drops a data segment")
-			case sub == 10:
-				r.byte()
-				r.byte()
-			case sub == 11:
-				r.byte()
-			case sub == 12: // table.init
-				r.u32()
-				r.u32()
-				mutate("table.init changes a table")
-			case sub == 13:
-				r.u32()
-				mutate("elem.drop drops an element segment")
-			case sub == 14: // table.copy
-				r.u32()
-				r.u32()
-				mutate("table.copy changes a table")
-			case sub == 15 || sub == 17: // table.grow, table.fill
-				r.u32()
-				mutate(fmt.Sprintf("a table instruction (0xfc %d) changes a table", sub))
-			case sub == 16: // table.size
-				r.u32()
-			default:
-				return unknown("0xfc %d", sub)
-			}
-		case op == 0xfd:
-			switch sub := r.u32(); {
-			case sub <= 0x0b || sub == 0x5c || sub == 0x5d:
-				r.u32()
-				r.u32()
-			case sub == 0x0c || sub == 0x0d:
-				r.bytes(16)
-			case sub >= 0x15 && sub <= 0x22:
-				r.byte()
-			case sub >= 0x54 && sub <= 0x5b:
-				r.u32()
-				r.u32()
-				r.byte()
-			case sub <= 0x113:
-			default:
-				return unknown("0xfd %d", sub)
-			}
-		default:
-			return unknown("0x%02x", op)
-		}
-	}
-	if r.err != nil {
-		return out, r.err
-	}
-	return out, nil
-}
-
-// Names of the exports Instrument adds, and how many loop iterations run
-// between two checks.
-const (
-	globalExportPrefix = "demiurge:global:"
-	fuelExport         = "demiurge:fuel"
-	stopExport         = "demiurge:stop"
-	startExport        = "demiurge:start"
-	checkEvery         = 1024
-)
-
-// Instrument returns the module's binary as the host runs it, with two
-// mutable i32 globals added after the module's own: a fuel count and a stop
-// flag (exported as stopExport). Every loop, at the top of each iteration,
-// counts its fuel down; every checkEvery iterations it refills it, calls
-// memory.grow 0, which changes nothing but leaves the machine code for
-// wazero's Go side (where the Go runtime can stop the goroutine for the
-// collector: machine code alone cannot be preempted, and a loop that never
-// left it would hold up every goroutine at the next collection), and
-// traps if the stop flag is set (the step's deadline). Instrument also
-// exports each of the module's mutable globals, named globalExportPrefix
-// + index, so that the host can restore them (wazero gives access to
-// exported globals only). The start section's function, if any, is
-// exported as startExport rather than run by wazero as it instantiates, so
-// that the host runs it under a deadline too. None of this changes what the
-// module computes.
-func (in *Info) Instrument() []byte {
-	fuel, stop := uint32(in.globals), uint32(in.globals)+1
-	uleb := func(v uint32) []byte { return binary.AppendUvarint(nil, uint64(v)) }
-	every := uleb(checkEvery)
-	var check []byte
-	check = append(append(check, 0x23), uleb(fuel)...)  // global.get fuel
-	check = append(check, 0x41, 0x01, 0x6b)             // i32.const 1; i32.sub
-	check = append(append(check, 0x24), uleb(fuel)...)  // global.set fuel
-	check = append(append(check, 0x23), uleb(fuel)...)  // global.get fuel
-	check = append(check, 0x45, 0x04, 0x40)             // i32.eqz; if
-	check = append(append(check, 0x41), every...)       //   i32.const checkEvery
-	check = append(append(check, 0x24), uleb(fuel)...)  //   global.set fuel
-	check = append(check, 0x41, 0x00, 0x40, 0x00, 0x1a) //  memory.grow 0; drop
-	check = append(append(check, 0x23), uleb(stop)...)  //   global.get stop
-	check = append(check, 0x04, 0x40, 0x00, 0x0b)       //   if unreachable end
-	check = append(check, 0x0b)                         // end
-
-	var exp []byte
-	count := uint32(0)
-	var rest []byte
-	var globalCount uint32
-	var globalRest []byte
-	for _, s := range in.sections {
-		switch s.id {
-		case secExport:
-			r := &reader{b: s.body}
-			count = r.u32()
-			rest = s.body[r.off:]
-		case secGlobal:
-			r := &reader{b: s.body}
-			globalCount = r.u32()
-			globalRest = s.body[r.off:]
-		}
-	}
-	added := uint64(len(in.MutableGlobals)) + 2
-	if in.start >= 0 {
-		added++
-	}
-	exp = binary.AppendUvarint(exp, uint64(count)+added)
-	exp = append(exp, rest...)
-	addExport := func(name string, idx uint32) {
-		exp = binary.AppendUvarint(exp, uint64(len(name)))
-		exp = append(exp, name...)
-		exp = append(exp, externGlobal)
-		exp = binary.AppendUvarint(exp, uint64(idx))
-	}
-	for _, g := range in.MutableGlobals {
-		addExport(globalExportPrefix+fmt.Sprint(g), g)
-	}
-	addExport(fuelExport, fuel)
-	addExport(stopExport, stop)
-	if in.start >= 0 {
-		name := startExport
-		exp = binary.AppendUvarint(exp, uint64(len(name)))
-		exp = append(exp, name...)
-		exp = append(exp, externFunc)
-		exp = binary.AppendUvarint(exp, uint64(in.start))
-	}
-
-	glob := binary.AppendUvarint(nil, uint64(globalCount)+2)
-	glob = append(glob, globalRest...)
-	glob = append(append(glob, byte(I32), 0x01, 0x41), every...) // fuel: (mut i32) (i32.const checkEvery)
-	glob = append(glob, 0x0b)
-	glob = append(glob, byte(I32), 0x01, 0x41, 0x00, 0x0b) // stop: (mut i32) (i32.const 0)
-
-	var code []byte
-	code = binary.AppendUvarint(code, uint64(len(in.bodies)))
-	for _, b := range in.bodies {
-		var nb []byte
-		last := 0
-		for _, at := range b.loops {
-			nb = append(nb, b.code[last:at]...)
-			nb = append(nb, check...)
-			last = at
-		}
-		nb = append(nb, b.code[last:]...)
-		code = binary.AppendUvarint(code, uint64(len(nb)))
-		code = append(code, nb...)
-	}
-
-	out := []byte("\x00asm\x01\x00\x00\x00")
-	put := func(id byte, body []byte) {
-		out = append(out, id)
-		out = binary.AppendUvarint(out, uint64(len(body)))
-		out = append(out, body...)
-	}
-	wroteGlobal, wroteExport := false, false
-	for _, s := range in.sections {
-		if s.id != secCustom {
-			if !wroteGlobal && order(s.id) >= order(secGlobal) {
-				put(secGlobal, glob)
-				wroteGlobal = true
-				if s.id == secGlobal {
-					continue
-				}
-			}
-			if !wroteExport && order(s.id) >= order(secExport) {
-				put(secExport, exp)
-				wroteExport = true
-				if s.id == secExport {
-					continue
-				}
-			}
-		}
-		switch s.id {
-		case secCode:
-			put(secCode, code)
-		case secStart:
-			// Exported as startExport instead: the host calls it after
-			// instantiating, under the step's deadline.
-		default:
-			put(s.id, s.body)
-		}
-	}
-	if !wroteGlobal {
-		put(secGlobal, glob)
-	}
-	if !wroteExport {
-		put(secExport, exp)
-	}
-	return out
 }

@@ -2,7 +2,11 @@ package wasm
 
 import (
 	"bytes"
+	"context"
 	"testing"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
 
 	"github.com/demiurge-dev/demiurge/schema"
 )
@@ -90,27 +94,40 @@ func reencode(o *Output) []byte {
 
 // FuzzInspect feeds bytes to the module reader: an error or an Info, never
 // a panic; what it reads, instrumented, reads again with the same imports
-// and exports.
+// and exports (and the host's), and when wazero compiles the module it
+// compiles the instrumented one too.
 func FuzzInspect(f *testing.F) {
-	for _, name := range []string{"echo", "leak", "leaktable", "wasi", "stub_retptr", "import", "startloop", "rust/counter"} {
+	for _, name := range []string{"echo", "leak", "leaktable", "wasi", "stub_retptr", "import", "startloop", "rust/counter", "traps", "fib", "depth"} {
 		f.Add(readModule(f, name))
 	}
 	f.Add([]byte("\x00asm\x01\x00\x00\x00"))
+	ctx := context.Background()
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter().WithCoreFeatures(api.CoreFeaturesV2))
+	f.Cleanup(func() { _ = rt.Close(ctx) })
 	f.Fuzz(func(t *testing.T, b []byte) {
 		in, err := Inspect(b)
 		if err != nil {
 			return
 		}
-		again, err := Inspect(in.Instrument())
+		instrumented := in.Instrument()
+		again, err := Inspect(instrumented)
 		if err != nil {
 			t.Fatalf("the instrumented module does not read: %v", err)
 		}
-		added := len(in.MutableGlobals) + 2
+		added := len(in.MutableGlobals) + 4
 		if in.start >= 0 {
 			added++ // the start function, exported
 		}
 		if len(again.Imports) != len(in.Imports) || len(again.Exports) != len(in.Exports)+added || again.start >= 0 {
 			t.Fatalf("instrumenting changed the imports or exports: %d/%d, %d/%d", len(again.Imports), len(in.Imports), len(again.Exports), len(in.Exports))
+		}
+		if c, err := compile(ctx, rt, b); err == nil {
+			_ = c.Close(ctx)
+			c, err := compile(ctx, rt, instrumented)
+			if err != nil {
+				t.Fatalf("wazero compiles the module but not as instrumented: %v", err)
+			}
+			_ = c.Close(ctx)
 		}
 	})
 }

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/reducer"
@@ -211,27 +210,32 @@ func TestRefusals(t *testing.T) {
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Load: %v; want it to say %q", err, tc.want)
 			}
+			// Only the refusal that the host's configuration decides
+			// (WASI not given) is not the module's, and not journaled.
+			if irr := errors.Is(err, reducer.ErrIrreproducible); irr != (tc.name == "a WASI import without WASI") {
+				t.Errorf("Load: %v: irreproducible %v", err, irr)
+			}
 		})
 	}
 }
 
 func TestStepFailures(t *testing.T) {
-	h := newHost(t, Options{Limits: Limits{Deadline: 200 * time.Millisecond, MemoryPages: 64}})
+	h := newHost(t, Options{Limits: Limits{Fuel: 100_000, MemoryPages: 64}})
 	for _, tc := range []struct {
 		file string
 		is   error
 		want string
 	}{
-		{"trap", nil, "wasm: trap"},
-		{"loop", ErrDeadline, "past its deadline"},
+		{"trap", ErrTrap, "step trapped: unreachable"},
+		{"loop", ErrFuel, "step ran out of fuel after 100000 instructions"},
 		{"notcbor", ErrEnvelope, "malformed envelope"},
-		{"growcap", nil, "unreachable"},
+		{"growcap", ErrTrap, "step trapped: unreachable"},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			r := load(t, h, tc.file, testDef("test/"+tc.file+"@1"))
 			for i := range 2 { // the module runs again after a failure
 				_, err := step(r, nil, "x")
-				if err == nil || (tc.is != nil && !errors.Is(err, tc.is)) || !strings.Contains(err.Error(), tc.want) {
+				if err == nil || !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.want) {
 					t.Fatalf("step %d: %v; want an error saying %q", i, err, tc.want)
 				}
 				if !strings.Contains(err.Error(), "test/"+tc.file+"@1") {
@@ -469,13 +473,13 @@ func buildGoCounter(t testing.TB) ([]byte, error) {
 	return os.ReadFile(out)
 }
 
-// TestStartDeadline loads a module whose start function never returns: the
-// load fails at the deadline, rather than hanging.
-func TestStartDeadline(t *testing.T) {
-	h := newHost(t, Options{Limits: Limits{Deadline: 100 * time.Millisecond}})
+// TestStartFuel loads a module whose start function never returns: the
+// load fails when the start runs out of fuel, rather than hanging.
+func TestStartFuel(t *testing.T) {
+	h := newHost(t, Options{Limits: Limits{Fuel: 50_000}})
 	_, err := h.Load(t.Context(), testDef("test/StartLoop@1"), readModule(t, "startloop"))
-	if !errors.Is(err, ErrRefused) || !errors.Is(err, ErrDeadline) {
-		t.Fatalf("Load: %v; want a refusal for the deadline", err)
+	if !errors.Is(err, ErrRefused) || !errors.Is(err, ErrFuel) || !strings.Contains(err.Error(), "the start function ran out of fuel") {
+		t.Fatalf("Load: %v; want a refusal for the fuel", err)
 	}
 }
 
@@ -502,5 +506,73 @@ func TestPureRun(t *testing.T) {
 	r := load(t, h, "echo", testDef("test/Echo@1"))
 	if _, err := r.Module.Run(input, nil); err == nil {
 		t.Error("Run of a reducer module succeeded")
+	}
+}
+
+// TestCompilePanic compiles a module whose function section gives a
+// function that its step calls a type out of range, on which wazero's
+// validator panics (found by FuzzInspect): compile turns the panic into an
+// error, and Load refuses the module before it gets there.
+func TestCompilePanic(t *testing.T) {
+	good := readModule(t, "callee")
+	bad := bytes.Clone(good)
+	// The function section (id 3): its last byte is the type of the
+	// last function, $one.
+	for off := 8; off < len(bad); {
+		id, size, n := bad[off], int(bad[off+1]), 2 // the sections of stub_multi are under 128 bytes
+		if id == secFunction {
+			bad[off+n+size-1] = 0x30
+			break
+		}
+		off += n + size
+	}
+	if bytes.Equal(good, bad) {
+		t.Fatal("no function section")
+	}
+	for _, e := range engines {
+		h := newHost(t, Options{Interpreter: e.interpreter})
+		r := load(t, h, "callee", testDef("test/Callee@1"))
+		if _, err := step(r, nil, "x"); err != nil {
+			t.Fatalf("%s: the module as built: %v", e.name, err)
+		}
+		rt, err := h.runtime(t.Context(), DefaultMemoryPages)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := compile(t.Context(), rt, bad); err == nil || !strings.Contains(err.Error(), "wazero panicked") {
+			t.Errorf("%s: compile: %v; want the panic as an error", e.name, err)
+		}
+		_, err = h.Load(t.Context(), testDef("test/Panic@1"), bad)
+		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "function 2: type 48 out of range") {
+			t.Errorf("%s: Load: %v; want a refusal", e.name, err)
+		}
+	}
+}
+
+// TestHugeVectors reads modules of a few bytes that declare billions of
+// elements, which wazero's decoder would allocate before reading them
+// (found by FuzzInspect: the process ran out of memory): Inspect refuses
+// them, so Load never hands them to wazero.
+func TestHugeVectors(t *testing.T) {
+	head := "\x00asm\x01\x00\x00\x00"
+	big := "\x80\x80\x80\x80\x08" // 2^31
+	section := func(id byte, body string) string { return string([]byte{id, byte(len(body))}) + body }
+	for _, tc := range []struct {
+		name, code, want string
+	}{
+		{"data segments", head + section(secData, big), "a vector of 2147483648 elements"},
+		{"elements", head + section(secElement, big), "a vector of 2147483648 elements"},
+		{"tables", head + section(secTable, big), "a vector of 2147483648 elements"},
+		{"a data segment's bytes", head + section(secData, "\x01\x01"+big), "past the end"},
+		{"function names", head + section(secCustom, "\x04name\x01\x05"+big), "name subsection 1: wasm: malformed module: at byte 5: a vector of 2147483648 elements"},
+		{"locals", head + section(secType, "\x01\x60\x00\x00") + section(secFunction, "\x01\x00") +
+			section(secCode, "\x01\x08\x01\xff\xff\xff\xff\x0f\x7f\x0b"), "4294967295 locals, more than the 50000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Inspect([]byte(tc.code))
+			if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Inspect: %v; want it refused: %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -45,7 +45,7 @@ func (r *Reducer) Step(c *reducer.Context, state, event schema.Value) (reducer.O
 			return reducer.Output{}, err
 		}
 	}
-	raw, err := r.Module.call(AppendInput(nil, &in))
+	raw, _, err := r.Module.call(AppendInput(nil, &in))
 	if err != nil {
 		return reducer.Output{}, r.wrap(err)
 	}
@@ -143,7 +143,7 @@ func (m *Module) Run(input, ctx []byte) ([]byte, error) {
 	if !m.pure {
 		return nil, fmt.Errorf("wasm: module %s is not pure (it exports step, not run)", m.name)
 	}
-	raw, err := m.call(AppendPureInput(nil, input, ctx))
+	raw, _, err := m.call(AppendPureInput(nil, input, ctx))
 	if err != nil {
 		return nil, fmt.Errorf("wasm module %s (%s): %w", m.name, m.ref.Short(), err)
 	}

@@ -5,16 +5,16 @@ import (
 	"time"
 )
 
-// watchdog ends the steps that run past their deadline: it sets their
-// instance's stop global, which every loop of the module checks (see
-// Info.Instrument), so the running code traps at the top of its next
-// iteration and the step fails with ErrDeadline. (wazero's own way,
-// closing the module when a call's context is done, starts a goroutine on
-// every call, which costs more than a small step.) One
-// goroutine serves a host: it looks every watchTick while steps run, and
-// sleeps once none has run for a while, so a step costs two locks and a
-// clock read, where a context with a deadline would cost a timer and a
-// goroutine's wake-up. A deadline is kept to within a tick.
+// watchdog keeps the wall-clock backstop of the steps that run: it sets
+// the stop global of an instance whose step is past its backstop, which the
+// module reads each time it refuels (see Info.Instrument), so the running
+// code traps within fuelPeriod instructions and the step fails with
+// ErrDeadline. (wazero's own way, closing the module when a call's context
+// is done, starts a goroutine on every call, which costs more than a small
+// step.) One goroutine serves a host: it looks every watchTick while steps
+// run, and sleeps once none has run for a while, so a step costs two locks
+// and a clock read, where a context with a deadline would cost a timer and
+// a goroutine's wake-up. A backstop is kept to within a tick.
 type watchdog struct {
 	mu      sync.Mutex
 	running map[*instance]struct{}
