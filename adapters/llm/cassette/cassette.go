@@ -55,6 +55,12 @@ type Options struct {
 	// how the user makes the cassette loose (Mismatch.LooseHint): the
 	// program's own flag. Default DefaultLooseHint.
 	LooseHint string
+	// Advice, if set, is what the error of a call a strict cassette
+	// refuses ends with (Mismatch.Advice): what the program's user does
+	// about it, in the program's own commands ("record case X again:
+	// demiurge eval SUITE --case X --record DIR"). Default: how to replay
+	// the recording, make the cassette loose (LooseHint) or record again.
+	Advice string
 }
 
 // DefaultLooseHint is how a mismatch's error says to make a cassette loose
@@ -181,6 +187,18 @@ func (c *Cassette) Model() string {
 	for _, a := range c.answers {
 		if m, ok := schema.FieldPath(a.Params, "model").(string); ok && m != "" {
 			return m
+		}
+	}
+	return ""
+}
+
+// Provider returns the provider the recording's first model call named
+// ("anthropic", "openai-responses"…), or "" if it named none (the
+// adapter's default, OpenAI's Responses API).
+func (c *Cassette) Provider() string {
+	for _, a := range c.answers {
+		if p, ok := schema.FieldPath(a.Params, "provider").(string); ok && p != "" {
+			return p
 		}
 	}
 	return ""
