@@ -242,6 +242,9 @@ keeps each token's id, name, worlds and SHA-256, never the token: create
 prints the token once. A running server reads the file again when it
 changes, so a token made or revoked takes effect within a second.`,
 		Args: cobra.ArbitraryArgs,
+		Example: `  demiurge serve token create --token-file tokens.json --world main --name web-app
+  demiurge serve token list --token-file tokens.json
+  demiurge serve token revoke --token-file tokens.json 3f9a1c07d2e4`,
 		RunE: groupRunE,
 	}
 	var file, name string
@@ -269,9 +272,10 @@ changes, so a token made or revoked takes effect within a second.`,
 	create.Flags().StringVar(&name, "name", "", "a `NAME` for people (who holds it)")
 	create.Flags().StringArrayVar(&worlds, "world", nil, "a world the token may reach (repeatable; * for every world)")
 	list := &cobra.Command{
-		Use:   "list --token-file FILE",
-		Short: "List the tokens (ids, names, worlds; never the tokens)",
-		Args:  wantArgs(0, 0),
+		Use:     "list --token-file FILE",
+		Short:   "List the tokens (ids, names, worlds; never the tokens)",
+		Args:    wantArgs(0, 0),
+		Example: `  demiurge serve token list --token-file tokens.json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if file == "" {
 				return usagef("--token-file is required")
@@ -290,9 +294,10 @@ changes, so a token made or revoked takes effect within a second.`,
 	}
 	list.Flags().StringVar(&file, "token-file", "", "the token `FILE`")
 	revoke := &cobra.Command{
-		Use:   "revoke --token-file FILE ID",
-		Short: "Revoke a token: servers refuse it within a second",
-		Args:  wantArgs(1, 1),
+		Use:     "revoke --token-file FILE ID",
+		Short:   "Revoke a token: servers refuse it within a second",
+		Args:    wantArgs(1, 1),
+		Example: `  demiurge serve token revoke --token-file tokens.json 3f9a1c07d2e4`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if file == "" {
 				return usagef("--token-file is required")
