@@ -29,6 +29,8 @@ type serveFlags struct {
 	burst                        int
 	grace                        time.Duration
 	writeTimeout                 time.Duration
+	worldIdle                    time.Duration
+	maxWorlds                    int
 	// The model and the chats' settings, as run's flags say them.
 	llm, model, baseURL, temperature, instructions string
 	modelOptions                                   []string
@@ -108,6 +110,8 @@ offline.`,
 	fl.IntVar(&f.burst, "burst", serve.DefaultBurst, "requests a token may send at once, above --rate")
 	fl.DurationVar(&f.grace, "grace", serve.DefaultGrace, "how long a shutdown lets the turns under way finish")
 	fl.DurationVar(&f.writeTimeout, "write-timeout", serve.DefaultWriteTimeout, "how long one write to a client may take before it is cut off")
+	fl.DurationVar(&f.worldIdle, "world-idle", serve.DefaultWorldIdle, "how long a world nothing uses (no request, no turn under way) stays open; it opens again on the next request")
+	fl.IntVar(&f.maxWorlds, "max-worlds", serve.DefaultMaxWorlds, "how many worlds nothing uses stay open at most (those unused longest close first)")
 	fl.StringVar(&f.llm, "llm", llm.ProviderResponses, "the model's `PROVIDER`: openai-responses, openai-chat, or cassette:DIR")
 	fl.StringVar(&f.model, "model", "", "the model `NAME` (default $DEMIURGE_MODEL, else gpt-5-mini)")
 	fl.StringVar(&f.baseURL, "base-url", "", "the API's base `URL` (default $OPENAI_BASE_URL)")
@@ -138,8 +142,8 @@ func (a *app) serve(cmd *cobra.Command, manifest string, f *serveFlags, getenv f
 			return usagef("--%s 0: it must be at least 1", n.flag)
 		}
 	}
-	if f.maxBody <= 0 || f.burst <= 0 || f.grace <= 0 || f.writeTimeout <= 0 {
-		return usagef("--max-body, --burst, --grace and --write-timeout must be positive")
+	if f.maxBody <= 0 || f.burst <= 0 || f.grace <= 0 || f.writeTimeout <= 0 || f.worldIdle <= 0 || f.maxWorlds <= 0 {
+		return usagef("--max-body, --burst, --grace, --write-timeout, --world-idle and --max-worlds must be positive")
 	}
 	choice, err := agent.ParseToolChoice(f.toolChoice)
 	if err != nil {
@@ -184,6 +188,7 @@ func (a *app) serve(cmd *cobra.Command, manifest string, f *serveFlags, getenv f
 	opts := serve.Options{
 		Manifest: manifest, Name: f.name, World: f.world, Tokens: tokens, CORSOrigins: f.cors, MaxBody: f.maxBody,
 		Rate: f.rate, Burst: f.burst, Grace: f.grace, WriteTimeout: f.writeTimeout, Log: log,
+		WorldIdle: f.worldIdle, MaxWorlds: f.maxWorlds,
 		Reducers: func(r *reducer.Registry) {
 			examples.RegisterAll(r)
 			if a.ext != nil {
