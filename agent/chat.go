@@ -293,6 +293,30 @@ const MaxMessageBytes = llm.DefaultMaxItemBytes
 // chat goes on as it was.
 var ErrMessageTooLarge = errors.New("message not sent: too large")
 
+// stopReason is the reason a turn stopped, as the chat's stop entry says
+// it, and, when it stopped because the next request was past the model's
+// window, how to go on. A chat of a manifest from before item_bytes
+// counts a message whole though no more than MaxMessageBytes of it is
+// sent: one pasted before messages were refused over that (an older
+// demiurge journaled it) keeps every later turn past the window, /compact
+// included, until the manifest has item_bytes; then the next message
+// recounts the chat (see demiurge.Settings.ItemBytes).
+func (c *Chat) stopReason(text string) string {
+	r := demiurge.StopText(text)
+	if !strings.Contains(r, "the model's window of") {
+		return r
+	}
+	if c.w.module == demiurge.ModuleName && !hasField(c.w.cat, "demiurge/Settings@2", "item_bytes") {
+		return r + fmt.Sprintf(". This chat counts each message whole: its manifest %s predates item_bytes, and a long message from before demiurge refused those over %d KiB keeps it past the window."+
+			` To go on, add "item_bytes": {"option": {"nat": {}}} to the fields of demiurge/Settings@2 in the manifest's schemas (as examples/demiurge has), and send a message: the chat then counts no more of a message than the %d KiB the model is sent`,
+			c.w.manifest, MaxMessageBytes>>10, MaxMessageBytes>>10)
+	}
+	if strings.Contains(r, "too large to compact") {
+		return r + ". To go on, start a new chat (--chat NAME), or use a model with a larger window (--model)"
+	}
+	return r + ". To go on: /compact summarizes the earlier rounds; or start a new chat (--chat NAME), or use a model with a larger window (--model)"
+}
+
 // byteSize says n bytes in KiB or MiB.
 func byteSize(n int) string {
 	if n >= 1<<20 {
@@ -1006,7 +1030,7 @@ func (tr *turnReader) state(ctx context.Context, seq uint64, st *demiurge.StateV
 			out = append(out, Compacted{Seq: seq, Text: e.Text, Ref: e.Ref})
 		case demiurge.EntryStop:
 			tr.noteEnd(e)
-			out = append(out, GuardStop{Seq: seq, Reason: demiurge.StopText(e.Text)})
+			out = append(out, GuardStop{Seq: seq, Reason: tr.c.stopReason(e.Text)})
 		case demiurge.EntryError:
 			tr.noteEnd(e)
 			out = append(out, TurnError{Seq: seq, Text: e.Text})

@@ -22,6 +22,7 @@ import (
 
 	"github.com/demiurge-dev/demiurge/agent"
 	"github.com/demiurge-dev/demiurge/agent/session"
+	"github.com/demiurge-dev/demiurge/internal/readall"
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
 	"github.com/demiurge-dev/demiurge/world"
@@ -399,7 +400,7 @@ func (r *chatRun) repl(ctx context.Context) error {
 	}()
 	hist := r.historyFile()
 	if hist != "" {
-		if f, err := os.Open(hist); err == nil {
+		if f, _, err := readall.Open(hist, "the chat history", readall.NoLimit); err == nil { // a FIFO there is not waited on
 			_, _ = ln.ReadHistory(f)
 			f.Close()
 		}

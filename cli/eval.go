@@ -16,6 +16,7 @@ import (
 	"github.com/demiurge-dev/demiurge/agent"
 	"github.com/demiurge-dev/demiurge/eval"
 	"github.com/demiurge-dev/demiurge/examples"
+	"github.com/demiurge-dev/demiurge/internal/readall"
 	"github.com/demiurge-dev/demiurge/internal/store"
 )
 
@@ -434,7 +435,7 @@ Exit status: 1 when a case that passed in A fails in B.`,
 // report file.
 func loadRun(ctx context.Context, runs eval.RunStore, ref string) (*eval.Report, error) {
 	if strings.ContainsAny(ref, `/\`) || strings.HasSuffix(ref, ".json") {
-		f, err := os.Open(ref)
+		f, _, err := readall.Open(ref, "an eval report", readall.NoLimit) // ReadReport bounds it
 		if err != nil {
 			return nil, fmt.Errorf("eval: %w", err)
 		}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/demiurge-dev/demiurge/internal/readall"
 	"github.com/demiurge-dev/demiurge/pgstore"
 )
 
@@ -140,7 +141,7 @@ func (rs Runs) Load(ctx context.Context, id string) (*Report, error) {
 	if !runID.MatchString(id) {
 		return nil, fmt.Errorf("%w: %q is not a run id", ErrNoRun, id)
 	}
-	f, err := os.Open(filepath.Join(rs.Dir, id+".json"))
+	f, _, err := readall.Open(filepath.Join(rs.Dir, id+".json"), "a kept run", maxReportBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w: %s in %s (demiurge eval runs lists them)", ErrNoRun, id, rs.Dir)
 	}
@@ -171,9 +172,9 @@ func (rs Runs) List(context.Context) ([]RunInfo, error) {
 		if e.IsDir() || strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".json") {
 			continue
 		}
-		f, err := os.Open(filepath.Join(rs.Dir, name))
+		f, _, err := readall.Open(filepath.Join(rs.Dir, name), "a kept run", maxReportBytes)
 		if err != nil {
-			continue
+			continue // a FIFO or device among the runs is left out too
 		}
 		r, err := ReadReport(f)
 		f.Close()

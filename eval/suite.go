@@ -3,7 +3,6 @@ package eval
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/demiurge-dev/demiurge/agent"
+	"github.com/demiurge-dev/demiurge/internal/readall"
 	"github.com/demiurge-dev/demiurge/tools/workspace"
 )
 
@@ -141,6 +141,11 @@ func Load(path string) (*Suite, error) {
 	dir, only := path, ""
 	if !fi.IsDir() {
 		dir, only = filepath.Dir(path), filepath.Base(path)
+		switch strings.ToLower(filepath.Ext(only)) {
+		case ".yaml", ".yml", ".json":
+		default:
+			return nil, fmt.Errorf("eval: %s is neither a suite's directory nor a case file (NAME.yaml, .yml or .json; see docs/evals.md)", path)
+		}
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -336,20 +341,10 @@ func describeValue(v any) string {
 	}
 }
 
+// readBounded reads a suite's, a case's or a check's file: a regular
+// file of at most maxFile bytes (a FIFO is refused, not waited on).
 func readBounded(file string) ([]byte, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxFile {
-		return nil, fmt.Errorf("more than %d bytes: a suite's file may have at most that", maxFile)
-	}
-	return b, nil
+	return readall.File(file, "a suite's file", maxFile)
 }
 
 // makeCase fills a case from its file, and the suite's where it is
