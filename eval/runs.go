@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/demiurge-dev/demiurge/internal/readall"
@@ -65,10 +66,10 @@ func infoOf(r *Report) RunInfo {
 // ErrNoRun is returned (wrapped) for a run that is not kept.
 var ErrNoRun = errors.New("eval: no such run")
 
-var runID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+var runID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`) })
 
 func checkRunID(id string) error {
-	if !runID.MatchString(id) {
+	if !runID().MatchString(id) {
 		return fmt.Errorf("eval: a run id %q: want letters, digits, '.', '_' and '-'", id)
 	}
 	return nil
@@ -138,7 +139,7 @@ func (rs Runs) Load(ctx context.Context, id string) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !runID.MatchString(id) {
+	if !runID().MatchString(id) {
 		return nil, fmt.Errorf("%w: %q is not a run id", ErrNoRun, id)
 	}
 	f, _, err := readall.Open(filepath.Join(rs.Dir, id+".json"), "a kept run", maxReportBytes)

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/demiurge-dev/demiurge/agent"
@@ -123,7 +124,7 @@ type limitShape struct {
 	OutputLimit uint64 `json:"output_limit"`
 }
 
-var caseID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+var caseID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`) })
 
 // Load reads the suite at path: a directory of case files (YAML or JSON,
 // one case each, with an optional suite.yaml of what they share), or one
@@ -206,7 +207,7 @@ func Load(path string) (*Suite, error) {
 	for _, f := range caseFiles {
 		name := filepath.Base(f)
 		id := strings.TrimSuffix(name, filepath.Ext(name))
-		if !caseID.MatchString(id) {
+		if !caseID().MatchString(id) {
 			errs = append(errs, &LoadError{File: f, Msg: fmt.Sprintf("the case's name %q (its file name) must be letters, digits, '.', '_' and '-', starting with a letter or digit: rename the file", id)})
 			continue
 		}
