@@ -22,6 +22,7 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/demiurge-dev/demiurge/tools"
+	"github.com/demiurge-dev/demiurge/tools/bash/internal/budget"
 	"github.com/demiurge-dev/demiurge/tools/bash/internal/coreutils"
 	"github.com/demiurge-dev/demiurge/tools/bash/vfs"
 )
@@ -41,6 +42,10 @@ func (t *Tool) baseEnv() []string {
 	return []string{"HOME=" + vfs.WorkspaceDir, "UID=1000", "EUID=1000", "GID=1000",
 		"USER=" + t.user, "SHELL=/bin/bash", "PATH=/usr/local/bin:/usr/bin:/bin"}
 }
+
+// useNewShell makes every Tool run scripts in package shell (tests set
+// it while both interpreters exist).
+var useNewShell = false
 
 // request is a decoded tools.Request.
 type request struct {
@@ -89,7 +94,12 @@ func (t *Tool) RunScript(ctx context.Context, req tools.Request, opts RunOptions
 	st := newStatusSink(opts.Status)
 	defer st.close()
 	st.phase(tools.PhaseValidate, 0)
-	res := t.run(ctx, req, opts, st)
+	var res Result
+	if t.newShell || useNewShell {
+		res = t.runShell(ctx, req, opts, st)
+	} else {
+		res = t.run(ctx, req, opts, st)
+	}
 	res.Duration = time.Since(start)
 	st.phase(tools.PhaseComplete, 100)
 	return res
@@ -175,6 +185,8 @@ type execution struct {
 
 	limitMu  sync.Mutex
 	limitErr *limitError
+
+	budget *budget.Budget
 
 	seq     atomic.Int64
 	traceMu sync.Mutex
@@ -583,7 +595,7 @@ func (ex *execution) dispatch(ctx context.Context, hc *interp.HandlerContext, ar
 	if strings.Contains(args[0], "/") {
 		return ex.runPath(ctx, hc, args, cio)
 	}
-	if _, ok := coreutils.Lookup(args[0]); ok {
+	if _, ok := coreutils.Lookup(args[0]); ok || ex.t.extra[args[0]] != nil {
 		return ex.utility(ctx, hc, args[0], args[1:], cio)
 	}
 	return ex.notFound(cio.stderr, args[0])
@@ -591,7 +603,10 @@ func (ex *execution) dispatch(ctx context.Context, hc *interp.HandlerContext, ar
 
 // utility runs one of the in-process text utilities.
 func (ex *execution) utility(ctx context.Context, hc *interp.HandlerContext, name string, args []string, cio cmdIO) int {
-	fn, _ := coreutils.Lookup(name)
+	fn, ok := coreutils.Lookup(name)
+	if !ok {
+		fn = ex.t.extra[name]
+	}
 	stdin := cio.stdin
 	if stdin == nil {
 		stdin = strings.NewReader("")

@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/demiurge-dev/demiurge/tools/bash/internal/budget"
 	"github.com/demiurge-dev/demiurge/tools/bash/vfs"
 )
 
@@ -62,6 +63,9 @@ type Env struct {
 	Dir string
 	// User and Host are what whoami and hostname print.
 	User, Host string
+	// Budget is the script's memory budget: a command charges what it
+	// buffers (package budget); nil is unlimited.
+	Budget *budget.Budget
 }
 
 // Func is a command: it runs args (without the command name) and returns

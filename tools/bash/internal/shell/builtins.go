@@ -1,0 +1,1656 @@
+package shell
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/demiurge-dev/demiurge/tools/bash/vfs"
+)
+
+// builtinFunc is a builtin: it runs in the shell with its arguments
+// (args[0] is the name) and returns its status.
+type builtinFunc func(sh *shell, args []string) int
+
+var builtins map[string]builtinFunc
+
+// specialBuiltins are POSIX's special builtins.
+var specialBuiltins = map[string]bool{":": true, ".": true, "break": true, "continue": true, "eval": true,
+	"exec": true, "exit": true, "export": true, "readonly": true, "return": true, "set": true, "shift": true,
+	"times": true, "trap": true, "unset": true}
+
+func init() {
+	builtins = map[string]builtinFunc{
+		":":         func(*shell, []string) int { return 0 },
+		"true":      func(*shell, []string) int { return 0 },
+		"false":     func(*shell, []string) int { return 1 },
+		"echo":      builtinEcho,
+		"printf":    builtinPrintf,
+		"pwd":       builtinPwd,
+		"cd":        builtinCd,
+		"pushd":     builtinPushd,
+		"popd":      builtinPopd,
+		"dirs":      builtinDirs,
+		"exit":      builtinExit,
+		"logout":    builtinExit,
+		"return":    builtinReturn,
+		"break":     builtinBreak,
+		"continue":  builtinBreak,
+		"shift":     builtinShift,
+		"eval":      builtinEval,
+		"source":    builtinSource,
+		".":         builtinSource,
+		"exec":      builtinExec,
+		"command":   builtinCommand,
+		"builtin":   builtinBuiltin,
+		"type":      builtinType,
+		"hash":      builtinHash,
+		"wait":      builtinWait,
+		"jobs":      builtinJobs,
+		"kill":      builtinKill,
+		"times":     builtinTimes,
+		"umask":     builtinUmask,
+		"ulimit":    builtinUlimit,
+		"enable":    builtinEnable,
+		"caller":    builtinCaller,
+		"let":       builtinLet,
+		"test":      builtinTest,
+		"[":         builtinTest,
+		"alias":     builtinAlias,
+		"unalias":   builtinUnalias,
+		"trap":      builtinTrap,
+		"getopts":   builtinGetopts,
+		"read":      builtinRead,
+		"mapfile":   builtinMapfile,
+		"readarray": builtinMapfile,
+		"set":       builtinSet,
+		"shopt":     builtinShopt,
+		"declare":   builtinDeclare,
+		"typeset":   builtinDeclare,
+		"local":     builtinDeclare,
+		"export":    builtinDeclare,
+		"readonly":  builtinDeclare,
+		"unset":     builtinUnset,
+		"help":      builtinHelp,
+		"bash":      builtinBash,
+		"sh":        builtinBash,
+		"bind":      builtinNoTerminal,
+		"complete":  builtinNoTerminal,
+		"compgen":   builtinCompgen,
+		"compopt":   builtinNoTerminal,
+		"fc":        builtinNoTerminal,
+		"history":   builtinHistory,
+		"bg":        builtinNoJobs,
+		"fg":        builtinNoJobs,
+		"disown":    builtinDisown,
+		"suspend":   builtinNoJobs,
+	}
+}
+
+// IsBuiltin reports whether name is a builtin of the shell.
+func IsBuiltin(name string) bool {
+	_, ok := builtins[name]
+	return ok
+}
+
+// Builtins lists the shell's builtins, sorted.
+func Builtins() []string {
+	return sortedKeys(builtins)
+}
+
+func (sh *shell) runBuiltin(b builtinFunc, args []string) int {
+	return b(sh, args)
+}
+
+// embedderBuiltin runs a builtin of Config.Builtins.
+func (sh *shell) embedderBuiltin(b Builtin, args []string) int {
+	c := sh.commandFor(args, nil)
+	status := b(sh.r.ctx, c)
+	sh.check()
+	return status
+}
+
+// out writes a builtin's output to fd 1. A write to a pipe nobody reads
+// ends the shell as SIGPIPE would; another failure is reported
+// ("echo: write error: ...") and ok is false.
+func (sh *shell) out(name, s string) bool {
+	return sh.writeFD(1, name, s)
+}
+
+func (sh *shell) writeFD(fd int, name, s string) bool {
+	f := sh.fds.get(fd)
+	if f == nil || f.w == nil {
+		sh.errorf("%s: write error: Bad file descriptor", name)
+		return false
+	}
+	if s == "" {
+		return true
+	}
+	_, err := io.WriteString(f.w, s)
+	if err == nil {
+		return true
+	}
+	if isBrokenPipe(err) {
+		panic(pipePanic{})
+	}
+	if errors.Is(err, errStopped) || sh.r.stopped.Load() {
+		panic(stopPanic{})
+	}
+	sh.errorf("%s: write error: %s", name, errReason(err))
+	return false
+}
+
+// usage reports a bad option or argument of a builtin: 2.
+func (sh *shell) usage(name, format string, args ...any) int {
+	sh.errorf("%s: %s", name, fmt.Sprintf(format, args...))
+	return 2
+}
+
+func builtinEcho(sh *shell, args []string) int {
+	args = args[1:]
+	newline, escapes := true, sh.shopt.xpgEcho
+	for len(args) > 0 {
+		a := args[0]
+		if len(a) < 2 || a[0] != '-' || strings.Trim(a[1:], "neE") != "" {
+			break
+		}
+		for _, c := range a[1:] {
+			switch c {
+			case 'n':
+				newline = false
+			case 'e':
+				escapes = true
+			case 'E':
+				escapes = false
+			}
+		}
+		args = args[1:]
+	}
+	var b strings.Builder
+	for i, a := range args {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if escapes {
+			s, stop := echoEscapes(a)
+			b.WriteString(s)
+			if stop {
+				newline = false
+				break
+			}
+		} else {
+			b.WriteString(a)
+		}
+	}
+	if newline {
+		b.WriteByte('\n')
+	}
+	if !sh.out("echo", b.String()) {
+		return 1
+	}
+	return 0
+}
+
+// echoEscapes interprets echo -e's escapes; stop is \c.
+func echoEscapes(s string) (string, bool) {
+	if strings.IndexByte(s, '\\') < 0 {
+		return s, false
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' || i+1 >= len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		switch c = s[i]; c {
+		case 'a':
+			b.WriteByte(7)
+		case 'b':
+			b.WriteByte(8)
+		case 'c':
+			return b.String(), true
+		case 'e', 'E':
+			b.WriteByte(27)
+		case 'f':
+			b.WriteByte(12)
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'v':
+			b.WriteByte(11)
+		case '\\':
+			b.WriteByte('\\')
+		case '0':
+			n := 0
+			for j := 0; j < 3 && i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '7'; j++ {
+				n = n*8 + int(s[i+1]-'0')
+				i++
+			}
+			b.WriteByte(byte(n))
+		case 'x':
+			n, j := 0, 0
+			for j < 2 && i+1 < len(s) && isHex(s[i+1]) {
+				n = n*16 + hexVal(s[i+1])
+				i++
+				j++
+			}
+			if j == 0 {
+				b.WriteString(`\x`)
+			} else {
+				b.WriteByte(byte(n))
+			}
+		case 'u', 'U':
+			max := 4
+			if c == 'U' {
+				max = 8
+			}
+			n, j := 0, 0
+			for j < max && i+1 < len(s) && isHex(s[i+1]) {
+				n = n*16 + hexVal(s[i+1])
+				i++
+				j++
+			}
+			if j == 0 {
+				b.WriteByte('\\')
+				b.WriteByte(c)
+			} else {
+				b.WriteRune(rune(n))
+			}
+		default:
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), false
+}
+
+func builtinPwd(sh *shell, args []string) int {
+	for _, a := range args[1:] {
+		switch a {
+		case "-L", "-P":
+		default:
+			if strings.HasPrefix(a, "-") {
+				return sh.usage("pwd", "%s: invalid option", a)
+			}
+		}
+	}
+	if !sh.out("pwd", sh.dir+"\n") {
+		return 1
+	}
+	return 0
+}
+
+func builtinCd(sh *shell, args []string) int {
+	args = args[1:]
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") && args[0] != "-" {
+		if args[0] == "--" {
+			args = args[1:]
+			break
+		}
+		if strings.Trim(args[0][1:], "LPe@") != "" {
+			return sh.usage("cd", "%s: invalid option", args[0])
+		}
+		args = args[1:]
+	}
+	if len(args) > 1 {
+		sh.errorf("cd: too many arguments")
+		return 1
+	}
+	target := ""
+	print := false
+	if len(args) == 0 {
+		h, ok := sh.varValue("HOME")
+		if !ok {
+			sh.errorf("cd: HOME not set")
+			return 1
+		}
+		target = h
+	} else {
+		target = args[0]
+	}
+	if target == "-" {
+		o, ok := sh.varValue("OLDPWD")
+		if !ok || o == "" {
+			sh.errorf("cd: OLDPWD not set")
+			return 1
+		}
+		target = o
+		print = true
+	}
+	if target == "" {
+		return 0
+	}
+	dir := vfs.Abs(sh.dir, target)
+	if !strings.HasPrefix(target, "/") && !strings.HasPrefix(target, ".") {
+		if cdpath, ok := sh.varValue("CDPATH"); ok && cdpath != "" {
+			for _, base := range strings.Split(cdpath, ":") {
+				if base == "" {
+					base = "."
+				}
+				cand := vfs.Abs(vfs.Abs(sh.dir, base), target)
+				if sh.isDir(cand) {
+					dir = cand
+					print = base != "."
+					break
+				}
+			}
+		}
+	}
+	if fsys := sh.r.cfg.FS; fsys != nil {
+		info, err := fsys.Stat(sh.r.ctx, dir)
+		if err != nil {
+			sh.errorf("cd: %s: %s", target, errReason(err))
+			return 1
+		}
+		if !info.IsDir() {
+			sh.errorf("cd: %s: Not a directory", target)
+			return 1
+		}
+	}
+	sh.chdir(dir)
+	if print {
+		sh.out("cd", dir+"\n")
+	}
+	return 0
+}
+
+// chdir changes the working directory and PWD/OLDPWD.
+func (sh *shell) chdir(dir string) {
+	old := sh.dir
+	sh.dir = dir
+	sh.setString("OLDPWD", old, false)
+	sh.setString("PWD", dir, false)
+}
+
+func builtinPushd(sh *shell, args []string) int {
+	args = args[1:]
+	noChange := false
+	if len(args) > 0 && args[0] == "-n" {
+		noChange = true
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		if len(sh.oldDirs) == 0 {
+			sh.errorf("pushd: no other directory")
+			return 1
+		}
+		top := sh.oldDirs[len(sh.oldDirs)-1]
+		sh.oldDirs[len(sh.oldDirs)-1] = sh.dir
+		if st := builtinCd(sh, []string{"cd", top}); st != 0 {
+			return st
+		}
+		return builtinDirs(sh, []string{"dirs"})
+	}
+	if strings.HasPrefix(args[0], "+") || strings.HasPrefix(args[0], "-") && len(args[0]) > 1 {
+		n, err := strconv.Atoi(args[0][1:])
+		stack := sh.dirStack()
+		if err != nil || n >= len(stack) {
+			sh.errorf("pushd: %s: directory stack index out of range", args[0])
+			return 1
+		}
+		if args[0][0] == '-' {
+			n = len(stack) - 1 - n
+		}
+		rotated := append(append([]string{}, stack[n:]...), stack[:n]...)
+		if st := builtinCd(sh, []string{"cd", rotated[0]}); st != 0 {
+			return st
+		}
+		sh.oldDirs = nil
+		for i := len(rotated) - 1; i >= 1; i-- {
+			sh.oldDirs = append(sh.oldDirs, rotated[i])
+		}
+		return builtinDirs(sh, []string{"dirs"})
+	}
+	dir := vfs.Abs(sh.dir, args[0])
+	if noChange {
+		sh.oldDirs = append(sh.oldDirs[:len(sh.oldDirs):len(sh.oldDirs)], dir)
+		return builtinDirs(sh, []string{"dirs"})
+	}
+	cur := sh.dir
+	if st := builtinCd(sh, []string{"cd", args[0]}); st != 0 {
+		return st
+	}
+	sh.oldDirs = append(sh.oldDirs[:len(sh.oldDirs):len(sh.oldDirs)], cur)
+	return builtinDirs(sh, []string{"dirs"})
+}
+
+func builtinPopd(sh *shell, args []string) int {
+	args = args[1:]
+	noChange := false
+	if len(args) > 0 && args[0] == "-n" {
+		noChange = true
+		args = args[1:]
+	}
+	if len(sh.oldDirs) == 0 {
+		sh.errorf("popd: directory stack empty")
+		return 1
+	}
+	if len(args) > 0 {
+		n, err := strconv.Atoi(strings.TrimLeft(args[0], "+-"))
+		stack := sh.dirStack()
+		if err != nil || n >= len(stack) {
+			sh.errorf("popd: %s: directory stack index out of range", args[0])
+			return 1
+		}
+		if strings.HasPrefix(args[0], "-") {
+			n = len(stack) - 1 - n
+		}
+		if n == 0 {
+			return builtinPopd(sh, []string{"popd"})
+		}
+		stack = append(stack[:n], stack[n+1:]...)
+		sh.oldDirs = nil
+		for i := len(stack) - 1; i >= 1; i-- {
+			sh.oldDirs = append(sh.oldDirs, stack[i])
+		}
+		return builtinDirs(sh, []string{"dirs"})
+	}
+	top := sh.oldDirs[len(sh.oldDirs)-1]
+	sh.oldDirs = sh.oldDirs[:len(sh.oldDirs)-1]
+	if !noChange {
+		if st := builtinCd(sh, []string{"cd", top}); st != 0 {
+			return st
+		}
+	}
+	return builtinDirs(sh, []string{"dirs"})
+}
+
+func builtinDirs(sh *shell, args []string) int {
+	long, perLine, numbered, clear := false, false, false, false
+	for _, a := range args[1:] {
+		switch a {
+		case "-l":
+			long = true
+		case "-p":
+			perLine = true
+		case "-v":
+			perLine, numbered = true, true
+		case "-c":
+			clear = true
+		default:
+			if n, err := strconv.Atoi(strings.TrimLeft(a, "+-")); err == nil && (a[0] == '+' || a[0] == '-') {
+				stack := sh.dirStack()
+				if n >= len(stack) {
+					sh.errorf("dirs: %s: directory stack index out of range", a)
+					return 1
+				}
+				if a[0] == '-' {
+					n = len(stack) - 1 - n
+				}
+				sh.out("dirs", sh.tildeDir(stack[n], long)+"\n")
+				return 0
+			}
+			return sh.usage("dirs", "%s: invalid option", a)
+		}
+	}
+	if clear {
+		sh.oldDirs = nil
+		return 0
+	}
+	stack := sh.dirStack()
+	var b strings.Builder
+	for i, d := range stack {
+		d = sh.tildeDir(d, long)
+		switch {
+		case numbered:
+			fmt.Fprintf(&b, "%2d  %s\n", i, d)
+		case perLine:
+			b.WriteString(d + "\n")
+		default:
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(d)
+		}
+	}
+	if !perLine {
+		b.WriteByte('\n')
+	}
+	sh.out("dirs", b.String())
+	return 0
+}
+
+// tildeDir writes HOME as ~ (dirs without -l).
+func (sh *shell) tildeDir(d string, long bool) string {
+	if long {
+		return d
+	}
+	if h, ok := sh.varValue("HOME"); ok && h != "" && h != "/" {
+		if d == h {
+			return "~"
+		}
+		if strings.HasPrefix(d, h+"/") {
+			return "~" + d[len(h):]
+		}
+	}
+	return d
+}
+
+func builtinExit(sh *shell, args []string) int {
+	status := sh.status
+	if len(args) > 1 {
+		n, err := strconv.ParseInt(strings.TrimSpace(args[1]), 10, 64)
+		if err != nil {
+			sh.errorf("exit: %s: numeric argument required", args[1])
+			status = 2
+		} else {
+			status = int(uint8(n))
+		}
+		if len(args) > 2 && err == nil {
+			sh.errorf("exit: too many arguments")
+			return 1
+		}
+	}
+	sh.status = status
+	sh.flow = flowExit
+	return status
+}
+
+func builtinReturn(sh *shell, args []string) int {
+	if len(sh.frames) == 0 && sh.sourceDepth == 0 {
+		sh.errorf("return: can only `return' from a function or sourced script")
+		return 2
+	}
+	status := sh.status
+	if len(args) > 1 {
+		n, err := strconv.ParseInt(strings.TrimSpace(args[1]), 10, 64)
+		if err != nil {
+			sh.errorf("return: %s: numeric argument required", args[1])
+			status = 2
+		} else {
+			status = int(uint8(n))
+		}
+	}
+	sh.status = status
+	sh.flow = flowReturn
+	return status
+}
+
+func builtinBreak(sh *shell, args []string) int {
+	n := 1
+	if len(args) > 1 {
+		v, err := strconv.Atoi(args[1])
+		if err != nil {
+			sh.errorf("%s: %s: numeric argument required", args[0], args[1])
+			return 1
+		}
+		if v < 1 {
+			sh.errorf("%s: %s: loop count out of range", args[0], args[1])
+			return 1
+		}
+		n = v
+	}
+	if sh.loopDepth == 0 {
+		sh.errorf("%s: only meaningful in a `for', `while', or `until' loop", args[0])
+		return 0
+	}
+	if n > sh.loopDepth {
+		n = sh.loopDepth
+	}
+	sh.flowN = n
+	if args[0] == "break" {
+		sh.flow = flowBreak
+	} else {
+		sh.flow = flowContinue
+	}
+	return 0
+}
+
+func builtinShift(sh *shell, args []string) int {
+	n := 1
+	if len(args) > 1 {
+		v, err := sh.arithString(args[1])
+		if err != nil || v < 0 {
+			sh.errorf("shift: %s: shift count out of range", args[1])
+			return 1
+		}
+		n = int(v)
+	}
+	p := sh.positional()
+	if n > len(p) {
+		if sh.shopt.shiftVerbose {
+			sh.errorf("shift: shift count out of range")
+		}
+		return 1
+	}
+	sh.setPositional(p[n:])
+	return 0
+}
+
+func builtinEval(sh *shell, args []string) int {
+	args = args[1:]
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	code := strings.Join(args, " ")
+	if strings.TrimSpace(code) == "" {
+		return 0
+	}
+	sh.evalDepth++
+	defer func() { sh.evalDepth-- }()
+	if max := sh.r.lim.MaxShellDepth; max > 0 && int64(sh.evalDepth) > 10*max {
+		sh.r.limit("maximum nested eval depth exceeded (%d)", 10*max)
+	}
+	name := ""
+	if sh.src != nil {
+		name = sh.src.name
+	}
+	line := sh.line
+	src := &source{name: name, text: code}
+	status := sh.runSource(src, false)
+	sh.line = line
+	if sh.syntaxError {
+		sh.syntaxError = false
+		return 2
+	}
+	return status
+}
+
+func builtinSource(sh *shell, args []string) int {
+	if len(args) < 2 {
+		sh.errorf("%s: filename argument required", args[0])
+		sh.errorf("%s: usage: %s filename [arguments]", args[0], args[0])
+		return 2
+	}
+	file := args[1]
+	fsys := sh.r.cfg.FS
+	if fsys == nil {
+		sh.errorf("%s: No such file or directory", file)
+		return 1
+	}
+	abs := vfs.Abs(sh.dir, file)
+	data, err := fsys.ReadFile(sh.r.ctx, abs)
+	if err != nil {
+		sh.errorf("%s: %s", file, errReason(err))
+		return 1
+	}
+	if max := sh.r.lim.MaxScriptBytes; max > 0 && len(data) > max {
+		sh.errorf("%s: file exceeds %d bytes", file, max)
+		return 1
+	}
+	sh.sourceDepth++
+	if max := sh.r.lim.MaxShellDepth; max > 0 && int64(sh.sourceDepth) > 10*max {
+		sh.r.limit("maximum nested source depth exceeded (%d)", 10*max)
+	}
+	fr := &frame{fn: &funcDef{name: "source", file: file}, isSource: true, callLine: sh.line}
+	if sh.src != nil {
+		fr.callFile = sh.src.name
+	}
+	if len(args) > 2 {
+		fr.params = args[2:]
+	} else {
+		fr.params = sh.positional()
+	}
+	sh.frames = append(sh.frames, fr)
+	line := sh.line
+	defer func() {
+		sh.sourceDepth--
+		// the caller's positional parameters come back only when source
+		// was given its own
+		params := sh.frames[len(sh.frames)-1].params
+		sh.frames = sh.frames[:len(sh.frames)-1]
+		if len(args) <= 2 {
+			sh.setPositional(params)
+		}
+		sh.line = line
+	}()
+	status := sh.runSource(&source{name: file, text: string(data)}, false)
+	if sh.flow == flowReturn {
+		sh.flow = flowNone
+	}
+	if sh.syntaxError {
+		sh.syntaxError = false
+		return 2
+	}
+	return status
+}
+
+func builtinExec(sh *shell, args []string) int {
+	args = args[1:]
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		if args[0] == "--" {
+			args = args[1:]
+			break
+		}
+		switch args[0] {
+		case "-c", "-l":
+			args = args[1:]
+		case "-a":
+			if len(args) < 2 {
+				return sh.usage("exec", "-a: option requires an argument")
+			}
+			args = args[2:]
+		default:
+			return sh.usage("exec", "%s: invalid option", args[0])
+		}
+	}
+	if len(args) == 0 {
+		return 0
+	}
+	// exec CMD: the command replaces the shell, which ends with its
+	// status.
+	status := sh.dispatch(args, nil, false)
+	if sh.flow == flowNone || sh.flow == flowReturn {
+		sh.status = status
+		sh.flow = flowExit
+	}
+	return status
+}
+
+func builtinCommand(sh *shell, args []string) int {
+	args = args[1:]
+	describe := ""
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") && len(args[0]) > 1 {
+		if args[0] == "--" {
+			args = args[1:]
+			break
+		}
+		for _, c := range args[0][1:] {
+			switch c {
+			case 'p':
+			case 'v':
+				describe = "v"
+			case 'V':
+				describe = "V"
+			default:
+				return sh.usage("command", "-%c: invalid option", c)
+			}
+		}
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		return 0
+	}
+	if describe != "" {
+		status := 0
+		for _, n := range args {
+			if !sh.describe(n, describe) {
+				status = 1
+			}
+		}
+		return status
+	}
+	return sh.dispatch(args, nil, false)
+}
+
+func builtinBuiltin(sh *shell, args []string) int {
+	if len(args) < 2 {
+		return 0
+	}
+	name := args[1]
+	if b, ok := sh.r.cfg.Builtins[name]; ok {
+		return sh.embedderBuiltin(b, args[1:])
+	}
+	b, ok := builtins[name]
+	if !ok || name == "bash" || name == "sh" {
+		sh.errorf("builtin: %s: not a shell builtin", name)
+		return 1
+	}
+	return b(sh, args[1:])
+}
+
+// kind says what a command name is: "alias", "keyword", "function",
+// "builtin", "file" (a utility or tool), or "".
+func (sh *shell) kind(name string) string {
+	if _, ok := sh.aliases.m[name]; ok && sh.shopt.expandAliases {
+		return "alias"
+	}
+	if syntax.IsKeyword(name) || name == "[[" || name == "]]" || name == "{" || name == "}" || name == "!" ||
+		name == "time" || name == "coproc" {
+		return "keyword"
+	}
+	if _, ok := sh.funcs.m[name]; ok {
+		return "function"
+	}
+	if _, ok := sh.r.cfg.Builtins[name]; ok {
+		return "builtin"
+	}
+	if _, ok := builtins[name]; ok && name != "bash" && name != "sh" {
+		return "builtin"
+	}
+	if name == "bash" || name == "sh" {
+		return "file"
+	}
+	if sh.r.cfg.Kind != nil {
+		switch sh.r.cfg.Kind(name) {
+		case "tool":
+			return "tool"
+		case "file":
+			return "file"
+		}
+	}
+	if strings.Contains(name, "/") {
+		if info, err := sh.r.cfg.FS.Stat(sh.r.ctx, vfs.Abs(sh.dir, name)); err == nil && !info.IsDir() && info.Mode()&0o111 != 0 {
+			return "path"
+		}
+		if base, ok := sh.binPath(name); ok && base != "" {
+			return "path"
+		}
+	}
+	return ""
+}
+
+// describe prints what command -v / -V say of name.
+func (sh *shell) describe(name, mode string) bool {
+	k := sh.kind(name)
+	switch mode {
+	case "v":
+		switch k {
+		case "":
+			return false
+		case "alias":
+			sh.out("command", "alias "+name+"="+shellQuote(sh.aliases.m[name])+"\n")
+		case "file", "tool":
+			if k == "tool" {
+				sh.out("command", name+"\n")
+			} else {
+				sh.out("command", "/usr/bin/"+name+"\n")
+			}
+		default:
+			sh.out("command", name+"\n")
+		}
+		return true
+	}
+	switch k {
+	case "":
+		sh.errorf("command: %s: not found", name)
+		return false
+	case "alias":
+		sh.out("command", name+" is aliased to `"+sh.aliases.m[name]+"'\n")
+	case "keyword":
+		sh.out("command", name+" is a shell keyword\n")
+	case "function":
+		sh.out("command", name+" is a function\n"+sh.funcText(sh.funcs.m[name]))
+	case "builtin":
+		sh.out("command", name+" is a shell builtin\n")
+	case "tool":
+		sh.out("command", name+" is a tool command ("+name+" --help describes it)\n")
+	case "path":
+		sh.out("command", name+" is "+name+"\n")
+	default:
+		sh.out("command", name+" is /usr/bin/"+name+"\n")
+	}
+	return true
+}
+
+func builtinType(sh *shell, args []string) int {
+	args = args[1:]
+	mode, all, noFuncs := "", false, false
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") && len(args[0]) > 1 {
+		if args[0] == "--" {
+			args = args[1:]
+			break
+		}
+		for _, c := range args[0][1:] {
+			switch c {
+			case 't', 'p', 'P':
+				mode = string(c)
+			case 'a':
+				all = true
+			case 'f':
+				noFuncs = true
+			default:
+				return sh.usage("type", "-%c: invalid option", c)
+			}
+		}
+		args = args[1:]
+	}
+	status := 0
+	for _, n := range args {
+		kinds := sh.kinds(n, all, noFuncs)
+		if mode == "P" {
+			kinds = nil
+			if k := sh.kind(n); k == "file" || k == "builtin" && shellUtility[n] || k == "tool" {
+				kinds = []string{"file"}
+			}
+		}
+		if len(kinds) == 0 {
+			if mode == "" {
+				sh.errorf("type: %s: not found", n)
+			}
+			status = 1
+			continue
+		}
+		for _, k := range kinds {
+			switch mode {
+			case "t":
+				if k == "tool" || k == "path" {
+					k = "file"
+				}
+				sh.out("type", k+"\n")
+			case "p", "P":
+				switch k {
+				case "file":
+					sh.out("type", "/usr/bin/"+n+"\n")
+				case "tool":
+					sh.out("type", n+"\n")
+				case "path":
+					sh.out("type", n+"\n")
+				}
+			default:
+				switch k {
+				case "alias":
+					sh.out("type", n+" is aliased to `"+sh.aliases.m[n]+"'\n")
+				case "keyword":
+					sh.out("type", n+" is a shell keyword\n")
+				case "function":
+					sh.out("type", n+" is a function\n"+sh.funcText(sh.funcs.m[n]))
+				case "builtin":
+					sh.out("type", n+" is a shell builtin\n")
+				case "tool":
+					sh.out("type", n+" is a tool command ("+n+" --help describes it)\n")
+				case "path":
+					sh.out("type", n+" is "+n+"\n")
+				default:
+					sh.out("type", n+" is /usr/bin/"+n+"\n")
+				}
+			}
+		}
+	}
+	return status
+}
+
+// kinds lists what a name is, in lookup order (all: every match).
+func (sh *shell) kinds(name string, all, noFuncs bool) []string {
+	var out []string
+	add := func(k string) bool {
+		out = append(out, k)
+		return !all
+	}
+	if _, ok := sh.aliases.m[name]; ok && sh.shopt.expandAliases {
+		if add("alias") {
+			return out
+		}
+	}
+	if syntax.IsKeyword(name) || name == "[[" || name == "]]" || name == "{" || name == "}" || name == "!" {
+		if add("keyword") {
+			return out
+		}
+	}
+	if _, ok := sh.funcs.m[name]; ok && !noFuncs {
+		if add("function") {
+			return out
+		}
+	}
+	if _, ok := builtins[name]; ok && name != "bash" && name != "sh" || sh.r.cfg.Builtins[name] != nil {
+		if add("builtin") {
+			return out
+		}
+	}
+	k := sh.kind(name)
+	switch k {
+	case "file", "tool", "path":
+		add(k)
+	default:
+		if all && shellUtility[name] {
+			add("file")
+		}
+	}
+	return out
+}
+
+func builtinHash(sh *shell, args []string) int {
+	status := 0
+	for _, a := range args[1:] {
+		if strings.HasPrefix(a, "-") {
+			continue
+		}
+		if k := sh.kind(a); k != "file" && k != "tool" {
+			sh.errorf("hash: %s: not found", a)
+			status = 1
+		}
+	}
+	return status
+}
+
+func builtinWait(sh *shell, args []string) int {
+	args = args[1:]
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		if args[0] == "-n" || args[0] == "-f" {
+			args = args[1:]
+			continue
+		}
+		if args[0] == "-p" && len(args) > 1 {
+			sh.setString(args[1], strconv.FormatInt(sh.lastBg, 10), false)
+			args = args[2:]
+			continue
+		}
+		break
+	}
+	if len(args) == 0 {
+		return 0
+	}
+	status := 0
+	for _, a := range args {
+		a = strings.TrimPrefix(a, "%")
+		pid, err := strconv.ParseInt(a, 10, 64)
+		if err != nil {
+			sh.errorf("wait: `%s': not a pid or valid job spec", a)
+			status = 2
+			continue
+		}
+		st, ok := sh.bgStatus[pid]
+		if !ok {
+			if pid >= 1 && pid <= int64(len(sh.bgStatus)) {
+				// %N job numbers
+				st, ok = sh.jobByNumber(int(pid))
+			}
+		}
+		if !ok {
+			sh.errorf("wait: pid %s is not a child of this shell", a)
+			status = 127
+			continue
+		}
+		status = st
+	}
+	return status
+}
+
+// jobByNumber returns the status of job n (1-based, in start order).
+func (sh *shell) jobByNumber(n int) (int, bool) {
+	pids := make([]int64, 0, len(sh.bgStatus))
+	for pid := range sh.bgStatus {
+		pids = append(pids, pid)
+	}
+	slices.Sort(pids)
+	if n < 1 || n > len(pids) {
+		return 0, false
+	}
+	return sh.bgStatus[pids[n-1]], true
+}
+
+func builtinJobs(sh *shell, args []string) int { return 0 }
+
+func builtinKill(sh *shell, args []string) int {
+	args = args[1:]
+	if len(args) > 0 && (args[0] == "-l" || args[0] == "-L") {
+		if len(args) > 1 {
+			for _, a := range args[1:] {
+				n, err := strconv.Atoi(a)
+				if err != nil {
+					name := strings.TrimPrefix(strings.ToUpper(a), "SIG")
+					found := false
+					for i, s := range signalNames {
+						if s == name {
+							sh.out("kill", strconv.Itoa(i)+"\n")
+							found = true
+						}
+					}
+					if !found {
+						sh.errorf("kill: %s: invalid signal specification", a)
+						return 1
+					}
+					continue
+				}
+				if n > 128 {
+					n -= 128
+				}
+				if n <= 0 || n >= len(signalNames) {
+					sh.errorf("kill: %s: invalid signal specification", a)
+					return 1
+				}
+				sh.out("kill", signalNames[n]+"\n")
+			}
+			return 0
+		}
+		var b strings.Builder
+		for i := 1; i < len(signalNames); i++ {
+			fmt.Fprintf(&b, "%2d) SIG%s", i, signalNames[i])
+			if i%5 == 0 || i == len(signalNames)-1 {
+				b.WriteByte('\n')
+			} else {
+				b.WriteByte('\t')
+			}
+		}
+		sh.out("kill", b.String())
+		return 0
+	}
+	if len(args) == 0 {
+		sh.errorf("kill: usage: kill [-s sigspec | -n signum | -sigspec] pid | jobspec ... or kill -l [sigspec]")
+		return 2
+	}
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		if args[0] == "-s" || args[0] == "-n" {
+			args = args[2:]
+			continue
+		}
+		args = args[1:]
+	}
+	status := 0
+	for _, a := range args {
+		pid, err := strconv.ParseInt(strings.TrimPrefix(a, "%"), 10, 64)
+		if err != nil {
+			sh.errorf("kill: %s: arguments must be process or job IDs", a)
+			status = 1
+			continue
+		}
+		if _, ok := sh.bgStatus[pid]; ok {
+			continue // the job already ended (jobs run to completion)
+		}
+		sh.errorf("kill: (%d) - No such process", pid)
+		status = 1
+	}
+	return status
+}
+
+// signalNames are the signals of Linux, by number.
+var signalNames = []string{"", "HUP", "INT", "QUIT", "ILL", "TRAP", "ABRT", "BUS", "FPE", "KILL", "USR1", "SEGV",
+	"USR2", "PIPE", "ALRM", "TERM", "STKFLT", "CHLD", "CONT", "STOP", "TSTP", "TTIN", "TTOU", "URG", "XCPU", "XFSZ",
+	"VTALRM", "PROF", "WINCH", "IO", "PWR", "SYS"}
+
+func builtinTimes(sh *shell, args []string) int {
+	sh.out("times", "0m0.000s 0m0.000s\n0m0.000s 0m0.000s\n")
+	return 0
+}
+
+func builtinUmask(sh *shell, args []string) int {
+	args = args[1:]
+	symbolic := false
+	if len(args) > 0 && args[0] == "-S" {
+		symbolic = true
+		args = args[1:]
+	}
+	if len(args) > 0 && args[0] == "-p" {
+		args = args[1:]
+		if len(args) == 0 {
+			sh.out("umask", fmt.Sprintf("umask %04o\n", sh.r.umask))
+			return 0
+		}
+	}
+	if len(args) == 0 {
+		if symbolic {
+			perm := func(bits int) string {
+				s := ""
+				if bits&4 == 0 {
+					s += "r"
+				}
+				if bits&2 == 0 {
+					s += "w"
+				}
+				if bits&1 == 0 {
+					s += "x"
+				}
+				return s
+			}
+			m := sh.r.umask
+			sh.out("umask", fmt.Sprintf("u=%s,g=%s,o=%s\n", perm(m>>6&7), perm(m>>3&7), perm(m&7)))
+			return 0
+		}
+		sh.out("umask", fmt.Sprintf("%04o\n", sh.r.umask))
+		return 0
+	}
+	n, err := strconv.ParseInt(args[0], 8, 32)
+	if err != nil || n < 0 || n > 0o777 {
+		sh.errorf("umask: %s: octal number out of range", args[0])
+		return 1
+	}
+	sh.r.umask = int(n)
+	return 0
+}
+
+func builtinUlimit(sh *shell, args []string) int {
+	for _, a := range args[1:] {
+		if a == "-a" {
+			sh.out("ulimit", "real-time non-blocking time  (microseconds, -R) unlimited\ncore file size              (blocks, -c) 0\ndata seg size               (kbytes, -d) unlimited\nscheduling priority                 (-e) 0\nfile size                   (blocks, -f) unlimited\npending signals                     (-i) unlimited\nmax locked memory           (kbytes, -l) unlimited\nmax memory size             (kbytes, -m) unlimited\nopen files                          (-n) 1024\npipe size                (512 bytes, -p) 8\nPOSIX message queues         (bytes, -q) unlimited\nreal-time priority                  (-r) 0\nstack size                  (kbytes, -s) 8192\ncpu time                   (seconds, -t) unlimited\nmax user processes                  (-u) unlimited\nvirtual memory              (kbytes, -v) unlimited\nfile locks                          (-x) unlimited\n")
+			return 0
+		}
+		if !strings.HasPrefix(a, "-") {
+			sh.errorf("ulimit: limits cannot be changed in the sandbox (the run's own limits apply)")
+			return 1
+		}
+	}
+	for _, a := range args[1:] {
+		switch a {
+		case "-n":
+			sh.out("ulimit", "1024\n")
+			return 0
+		case "-s":
+			sh.out("ulimit", "8192\n")
+			return 0
+		case "-c":
+			sh.out("ulimit", "0\n")
+			return 0
+		case "-p":
+			sh.out("ulimit", "8\n")
+			return 0
+		}
+	}
+	sh.out("ulimit", "unlimited\n")
+	return 0
+}
+
+func builtinEnable(sh *shell, args []string) int {
+	if len(args) == 1 || args[1] == "-a" || args[1] == "-p" {
+		var b strings.Builder
+		for _, n := range Builtins() {
+			if n == "bash" || n == "sh" {
+				continue
+			}
+			b.WriteString("enable " + n + "\n")
+		}
+		sh.out("enable", b.String())
+		return 0
+	}
+	for _, a := range args[1:] {
+		if strings.HasPrefix(a, "-") {
+			continue
+		}
+		if _, ok := builtins[a]; !ok {
+			sh.errorf("enable: %s: not a shell builtin", a)
+			return 1
+		}
+	}
+	return 0
+}
+
+func builtinCaller(sh *shell, args []string) int {
+	n := 0
+	if len(args) > 1 {
+		v, err := strconv.Atoi(args[1])
+		if err != nil || v < 0 {
+			sh.errorf("caller: %s: invalid number", args[1])
+			return 2
+		}
+		n = v
+	}
+	idx := len(sh.frames) - 1 - n
+	if idx < 0 {
+		return 1
+	}
+	fr := sh.frames[idx]
+	if len(args) > 1 {
+		fn := "main"
+		if idx > 0 {
+			fn = sh.frames[idx-1].fn.name
+		} else if !sh.fileScript {
+			fn = "main"
+		}
+		if idx == 0 && !sh.fileScript {
+			return 1
+		}
+		sh.out("caller", fmt.Sprintf("%d %s %s\n", fr.callLine, fn, fr.callFile))
+		return 0
+	}
+	sh.out("caller", fmt.Sprintf("%d %s\n", fr.callLine, fr.callFile))
+	return 0
+}
+
+func builtinLet(sh *shell, args []string) int {
+	if len(args) < 2 {
+		sh.errorf("let: expression expected")
+		return 1
+	}
+	var last int64
+	for _, a := range args[1:] {
+		n, err := sh.arithString(a)
+		if err != nil {
+			sh.errorf("let: %s", err.Error())
+			return 1
+		}
+		last = n
+	}
+	return b2status(last == 0)
+}
+
+// letClause runs let parsed as a clause.
+func (sh *shell) letClause(c *syntax.LetClause) int {
+	var last int64
+	for _, x := range c.Exprs {
+		text := sh.arithText(x)
+		// let's words were expanded as words: quoted strings count whole
+		n, err := sh.arithString(text)
+		if err != nil {
+			sh.errorf("let: %s", err.Error())
+			return 1
+		}
+		last = n
+	}
+	return b2status(last == 0)
+}
+
+func builtinAlias(sh *shell, args []string) int {
+	args = args[1:]
+	if len(args) > 0 && args[0] == "-p" {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		var b strings.Builder
+		for _, k := range sortedKeys(sh.aliases.m) {
+			b.WriteString("alias " + k + "=" + aliasQuote(sh.aliases.m[k]) + "\n")
+		}
+		sh.out("alias", b.String())
+		return 0
+	}
+	status := 0
+	for _, a := range args {
+		name, val, ok := strings.Cut(a, "=")
+		if !ok {
+			v, found := sh.aliases.m[name]
+			if !found {
+				sh.errorf("alias: %s: not found", name)
+				status = 1
+				continue
+			}
+			sh.out("alias", "alias "+name+"="+aliasQuote(v)+"\n")
+			continue
+		}
+		if name == "" || strings.ContainsAny(name, "/$`=\"' \t\n;|&()<>") {
+			sh.errorf("alias: `%s': invalid alias name", name)
+			status = 1
+			continue
+		}
+		sh.aliasesWritable()[name] = val
+	}
+	return status
+}
+
+// aliasQuote quotes an alias's value as alias prints it.
+func aliasQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func builtinUnalias(sh *shell, args []string) int {
+	args = args[1:]
+	if len(args) > 0 && args[0] == "-a" {
+		m := sh.aliasesWritable()
+		for k := range m {
+			delete(m, k)
+		}
+		return 0
+	}
+	if len(args) == 0 {
+		sh.errorf("unalias: usage: unalias [-a] name [name ...]")
+		return 2
+	}
+	status := 0
+	for _, a := range args {
+		if _, ok := sh.aliases.m[a]; !ok {
+			sh.errorf("unalias: %s: not found", a)
+			status = 1
+			continue
+		}
+		delete(sh.aliasesWritable(), a)
+	}
+	return status
+}
+
+func builtinHelp(sh *shell, args []string) int {
+	sh.out("help", "GNU bash, version 5.2.15(1)-release (x86_64-pc-linux-gnu), in the demiurge sandbox.\n"+
+		"Builtins: "+strings.Join(Builtins(), " ")+"\n")
+	return 0
+}
+
+func builtinNoTerminal(sh *shell, args []string) int {
+	sh.errorf("%s: not available in the sandbox (no terminal, no history or completion)", args[0])
+	return 1
+}
+
+func builtinHistory(sh *shell, args []string) int {
+	return 0
+}
+
+func builtinNoJobs(sh *shell, args []string) int {
+	sh.errorf("%s: no job control", args[0])
+	return 1
+}
+
+func builtinDisown(sh *shell, args []string) int { return 0 }
+
+// builtinCompgen generates words: -W wordlist, -A/-a -b -c -f -v -k
+// with an optional prefix.
+func builtinCompgen(sh *shell, args []string) int {
+	args = args[1:]
+	var words []string
+	prefix := ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch a {
+		case "-W":
+			if i+1 < len(args) {
+				e := &expander{sh: sh}
+				for _, f := range strings.FieldsFunc(args[i+1], func(r rune) bool { return isIFS(sh.ifs(), byte(r)) }) {
+					_ = e
+					words = append(words, f)
+				}
+				i++
+			}
+		case "-v":
+			words = append(words, sh.allNames()...)
+		case "-a":
+			words = append(words, sortedKeys(sh.aliases.m)...)
+		case "-b":
+			words = append(words, Builtins()...)
+		case "-k":
+			words = append(words, "if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while",
+				"until", "do", "done", "in", "function", "time", "{", "}", "!", "[[", "]]", "coproc")
+		case "-A":
+			if i+1 < len(args) {
+				switch args[i+1] {
+				case "function":
+					words = append(words, sortedKeys(sh.funcs.m)...)
+				case "variable":
+					words = append(words, sh.allNames()...)
+				case "builtin":
+					words = append(words, Builtins()...)
+				case "alias":
+					words = append(words, sortedKeys(sh.aliases.m)...)
+				}
+				i++
+			}
+		default:
+			if !strings.HasPrefix(a, "-") {
+				prefix = a
+			}
+		}
+	}
+	status := 1
+	var b strings.Builder
+	for _, w := range words {
+		if strings.HasPrefix(w, prefix) {
+			b.WriteString(w + "\n")
+			status = 0
+		}
+	}
+	sh.out("compgen", b.String())
+	return status
+}
+
+// builtinBash runs bash or sh as a child shell: bash -c SCRIPT [NAME
+// [ARG]...], bash FILE [ARG]..., or the script on stdin.
+func builtinBash(sh *shell, args []string) int {
+	name := args[0]
+	var opts []string
+	var script, file string
+	haveScript := false
+	i := 1
+	for ; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || a == "-" {
+			i++
+			break
+		}
+		if !strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "+") || a == "+" {
+			break
+		}
+		switch a {
+		case "-c":
+			if i+1 >= len(args) {
+				sh.writeErr(name + ": -c: option requires an argument\n")
+				return 2
+			}
+			script, haveScript = args[i+1], true
+			i++
+		case "--norc", "--noprofile", "-l", "--login", "-i", "-s", "--posix", "-p", "--noediting":
+		case "-o", "+o":
+			if i+1 < len(args) {
+				opts = append(opts, a, args[i+1])
+				i++
+			}
+		case "-O", "+O":
+			if i+1 < len(args) {
+				opts = append(opts, a, args[i+1])
+				i++
+			}
+		case "--version":
+			sh.out(name, "GNU bash, version 5.2.15(1)-release (x86_64-pc-linux-gnu)\n")
+			return 0
+		default:
+			if strings.HasPrefix(a, "--") {
+				sh.writeErr(name + ": " + a + ": invalid option\n")
+				return 2
+			}
+			for _, f := range a[1:] {
+				switch f {
+				case 'c':
+					if i+1 >= len(args) {
+						sh.writeErr(name + ": -c: option requires an argument\n")
+						return 2
+					}
+					script, haveScript = args[i+1], true
+					i++
+				case 'e', 'u', 'x', 'f', 'n', 'v', 'a', 'C', 'E', 'T', 'h', 'B', 'H', 'k', 't', 'b':
+					opts = append(opts, a[:1]+string(f))
+				case 's', 'i', 'l', 'p', 'r':
+				default:
+					sh.writeErr(fmt.Sprintf("%s: -%c: invalid option\n", name, f))
+					return 2
+				}
+			}
+		}
+	}
+	rest := args[i:]
+	var positional []string
+	argv0 := name
+	var stdin io.Reader = sh.fdReader(0)
+	isFile := false
+	switch {
+	case haveScript:
+		positional = rest
+		if len(positional) > 0 {
+			argv0, positional = positional[0], positional[1:]
+		}
+	case len(rest) > 0:
+		file, positional = rest[0], rest[1:]
+		data, err := sh.r.cfg.FS.ReadFile(sh.r.ctx, vfs.Abs(sh.dir, file))
+		if err != nil {
+			sh.writeErr(name + ": " + file + ": " + errReason(err) + "\n")
+			if isNotExist(err) {
+				return 127
+			}
+			return 126
+		}
+		script, argv0, isFile = string(data), file, true
+	default:
+		if stdin == nil {
+			return 0
+		}
+		max := sh.r.lim.MaxScriptBytes
+		if max <= 0 {
+			max = 1 << 20
+		}
+		data, err := io.ReadAll(io.LimitReader(stdin, int64(max)+1))
+		if err != nil && !errors.Is(err, io.EOF) {
+			sh.writeErr(name + ": read error\n")
+			return 1
+		}
+		script, stdin = string(data), nil
+	}
+	if isFile {
+		return sh.childShellFile(argv0, script, opts, positional, sh.exported(), stdin, sh.fdWriter(1), sh.fdWriter(2))
+	}
+	return sh.childShell(argv0, script, opts, positional, sh.exported(), stdin, sh.fdWriter(1), sh.fdWriter(2))
+}
+
+// childShell runs script in a new shell of the same run: fresh variables
+// (the exported ones), functions and options, the same directory and
+// file system, and the run's limits.
+func (sh *shell) childShell(argv0, script string, opts, params, env []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return sh.runChild(argv0, script, opts, params, env, stdin, stdout, stderr, false)
+}
+
+func (sh *shell) childShellFile(argv0, script string, opts, params, env []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return sh.runChild(argv0, script, opts, params, env, stdin, stdout, stderr, true)
+}
+
+func (sh *shell) runChild(argv0, script string, opts, params, env []string, stdin io.Reader, stdout, stderr io.Writer, file bool) (status int) {
+	r := sh.r
+	if max := r.lim.MaxShellDepth; max > 0 && r.depth.Add(1) > max {
+		r.depth.Add(-1)
+		r.limit("maximum nested shell depth exceeded (%d)", max)
+	}
+	defer r.depth.Add(-1)
+	if max := r.lim.MaxScriptBytes; max > 0 && len(script) > max {
+		io.WriteString(stderr, argv0+": script exceeds "+strconv.Itoa(max)+" bytes\n")
+		return 2
+	}
+	child := &shell{
+		r:       r,
+		id:      r.ids.Add(1),
+		pid:     r.pids.Add(1),
+		funcs:   newFuncMap(),
+		aliases: newAliasMap(),
+		dir:     sh.dir,
+		params:  params,
+		argv0:   argv0,
+		traps:   map[string]string{},
+		secBase: sh.now(),
+		child:   true,
+	}
+	child.randSeed = uint32(child.pid) * 2654435761
+	child.opts.braceexpand, child.opts.hashall, child.opts.interactiveComments = true, true, true
+	child.shopt = defaultShopts()
+	child.dashC = !file
+	child.fileScript = file
+	child.fds = newFDTable(stdin, stdout, stderr)
+	child.scopes = []*scope{{kind: scopeGlobal, vm: newVarMap(64)}}
+	child.initVars(env)
+	for i := 0; i < len(opts); i++ {
+		o := opts[i]
+		switch o {
+		case "-o", "+o":
+			if i+1 < len(opts) {
+				builtinSet(child, []string{"set", o, opts[i+1]})
+				i++
+			}
+		case "-O", "+O":
+			if i+1 < len(opts) {
+				child.setShopt(opts[i+1], o == "-O")
+				i++
+			}
+		default:
+			builtinSet(child, []string{"set", o})
+		}
+	}
+	defer child.release()
+	defer func() {
+		if p := recover(); p != nil {
+			switch p := p.(type) {
+			case fatalPanic:
+				status = p.status
+			case pipePanic:
+				status = 141
+			default:
+				panic(p)
+			}
+		}
+	}()
+	child.runSource(&source{name: argv0, text: script}, true)
+	return child.exit()
+}
+
+// isEPIPE reports whether err is EPIPE.
+func isEPIPE(err error) bool { return errors.Is(err, syscall.EPIPE) }
+
+var _ = context.Background

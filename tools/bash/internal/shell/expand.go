@@ -1,0 +1,725 @@
+package shell
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// field is one word being built by expansion: its characters, and the
+// same characters as a glob pattern in which quoted ones are escaped.
+type field struct {
+	s       []byte
+	pat     []byte
+	glob    bool // an unquoted glob character was seen
+	started bool // has characters, or quotes that make it a word even if empty
+}
+
+// expander builds the fields of one or more words.
+type expander struct {
+	sh     *shell
+	fields []field
+	cur    field
+	// noSplit: the words are not split or globbed (assignments, [[ ]],
+	// case, here-strings); "$@" is joined with spaces.
+	noSplit bool
+	// pattern: the result is a pattern (quoted characters escaped).
+	pattern bool
+	// assign: tilde expansion also after ':' and the first '='.
+	assign bool
+	// noGlob skips pathname expansion.
+	noGlob bool
+	// heredoc: a here-document's body, where \" is not an escape.
+	heredoc bool
+}
+
+// addQuoted appends characters that are quoted: neither split nor globbed.
+func (e *expander) addQuoted(s string) {
+	e.cur.started = true
+	e.cur.s = append(e.cur.s, s...)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if isPatternSpecial(c) {
+			e.cur.pat = append(e.cur.pat, '\\')
+		}
+		e.cur.pat = append(e.cur.pat, c)
+	}
+}
+
+// addLiteral appends unquoted literal text of the script (already free of
+// its backslashes, which mark quoted characters through addQuoted): glob
+// characters stay active.
+func (e *expander) addLiteral(s string) {
+	if s == "" {
+		return
+	}
+	e.cur.started = true
+	e.cur.s = append(e.cur.s, s...)
+	e.cur.pat = append(e.cur.pat, s...)
+	if !e.cur.glob && strings.ContainsAny(s, "*?[") {
+		e.cur.glob = true
+	}
+}
+
+// addExpanded appends the unquoted result of an expansion: split on IFS
+// (unless noSplit) and glob-active.
+func (e *expander) addExpanded(s string) {
+	if e.noSplit {
+		if s != "" {
+			e.cur.started = true
+		}
+		e.cur.s = append(e.cur.s, s...)
+		e.cur.pat = append(e.cur.pat, s...)
+		if !e.cur.glob && strings.ContainsAny(s, "*?[") {
+			e.cur.glob = true
+		}
+		return
+	}
+	ifs := e.sh.ifs()
+	if ifs == "" {
+		e.addNoSplit(s)
+		return
+	}
+	i := 0
+	n := len(s)
+	for i < n {
+		// a token up to the next IFS character
+		j := i
+		for j < n && !isIFS(ifs, s[j]) {
+			j++
+		}
+		if j > i {
+			e.addNoSplit(s[i:j])
+		}
+		if j >= n {
+			break
+		}
+		// a separator: IFS whitespace, at most one other IFS character,
+		// IFS whitespace
+		k := j
+		for k < n && isIFS(ifs, s[k]) && isIFSSpace(s[k]) {
+			k++
+		}
+		hard := false
+		if k < n && isIFS(ifs, s[k]) && !isIFSSpace(s[k]) {
+			hard = true
+			k++
+			for k < n && isIFS(ifs, s[k]) && isIFSSpace(s[k]) {
+				k++
+			}
+		}
+		if hard || e.cur.started {
+			e.endField(hard)
+		}
+		i = k
+	}
+}
+
+// addNoSplit appends expanded text that is not split but is globbed.
+func (e *expander) addNoSplit(s string) {
+	if s == "" {
+		return
+	}
+	e.cur.started = true
+	e.cur.s = append(e.cur.s, s...)
+	e.cur.pat = append(e.cur.pat, s...)
+	if !e.cur.glob && strings.ContainsAny(s, "*?[") {
+		e.cur.glob = true
+	}
+}
+
+// endField ends the current field; force keeps it even if empty.
+func (e *expander) endField(force bool) {
+	if e.cur.started || force {
+		e.cur.started = true
+		e.fields = append(e.fields, e.cur)
+	}
+	e.cur = field{}
+}
+
+func isIFS(ifs string, c byte) bool {
+	return strings.IndexByte(ifs, c) >= 0
+}
+
+func isIFSSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' }
+
+// isPatternSpecial reports whether c means something in a pattern.
+func isPatternSpecial(c byte) bool {
+	switch c {
+	case '*', '?', '[', ']', '\\', '(', ')', '|', '@', '!', '+':
+		return true
+	}
+	return false
+}
+
+// quotePattern escapes s so that it matches only itself as a pattern.
+func quotePattern(s string) string {
+	special := false
+	for i := 0; i < len(s); i++ {
+		if isPatternSpecial(s[i]) {
+			special = true
+			break
+		}
+	}
+	if !special {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if isPatternSpecial(s[i]) {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// expandFields expands words into fields: brace expansion, then tilde,
+// parameter, command and arithmetic expansion, word splitting, pathname
+// expansion and quote removal.
+func (sh *shell) expandFields(words []*syntax.Word) []string {
+	var out []string
+	for _, w := range words {
+		out = sh.expandWordTo(out, w)
+	}
+	return out
+}
+
+func (sh *shell) expandWordTo(out []string, w *syntax.Word) []string {
+	if lit, ok := simpleLit(w); ok {
+		return append(out, lit)
+	}
+	words := []*syntax.Word{w}
+	if sh.opts.braceexpand && hasBraces(w) {
+		words = sh.braceExpand(w)
+	}
+	for _, bw := range words {
+		e := &expander{sh: sh, noGlob: sh.opts.noglob}
+		e.word(bw.Parts, false)
+		e.endField(false)
+		for _, f := range e.fields {
+			out = sh.globField(out, f, e.noGlob)
+		}
+	}
+	return out
+}
+
+// simpleLit returns a word that is one literal without specials.
+func simpleLit(w *syntax.Word) (string, bool) {
+	if len(w.Parts) != 1 {
+		return "", false
+	}
+	l, ok := w.Parts[0].(*syntax.Lit)
+	if !ok {
+		return "", false
+	}
+	v := l.Value
+	for i := 0; i < len(v); i++ {
+		switch v[i] {
+		case '\\', '*', '?', '[', '~', '{':
+			return "", false
+		}
+	}
+	return v, true
+}
+
+// expandString expands a word to one string, without splitting or
+// globbing (assignments, [[ ]] operands, case words, here-strings).
+func (sh *shell) expandString(w *syntax.Word) string {
+	if w == nil {
+		return ""
+	}
+	if lit, ok := simpleLit(w); ok {
+		return lit
+	}
+	e := &expander{sh: sh, noSplit: true, noGlob: true}
+	e.word(w.Parts, false)
+	return string(e.cur.s)
+}
+
+// expandAssign expands an assignment's value: as expandString, with
+// tilde expansion after ':' too.
+func (sh *shell) expandAssign(w *syntax.Word) string {
+	if w == nil {
+		return ""
+	}
+	if lit, ok := simpleLit(w); ok {
+		return lit
+	}
+	e := &expander{sh: sh, noSplit: true, noGlob: true, assign: true}
+	e.word(w.Parts, false)
+	return string(e.cur.s)
+}
+
+// expandPattern expands a word to a pattern: quoted characters escaped.
+func (sh *shell) expandPattern(w *syntax.Word) string {
+	if w == nil {
+		return ""
+	}
+	e := &expander{sh: sh, noSplit: true, noGlob: true, pattern: true}
+	e.word(w.Parts, false)
+	return string(e.cur.pat)
+}
+
+// word expands the parts of a word into the expander; quoted says the
+// parts are inside double quotes.
+func (e *expander) word(parts []syntax.WordPart, quoted bool) {
+	for i, p := range parts {
+		switch x := p.(type) {
+		case *syntax.Lit:
+			e.lit(x.Value, quoted, i == 0)
+		case *syntax.SglQuoted:
+			v := x.Value
+			if x.Dollar {
+				v = ansiC(v)
+			}
+			e.addQuoted(v)
+		case *syntax.DblQuoted:
+			e.cur.started = true
+			if len(x.Parts) == 1 {
+				if pe, ok := x.Parts[0].(*syntax.ParamExp); ok && e.atParam(pe) {
+					continue
+				}
+			}
+			e.word(x.Parts, true)
+		case *syntax.ParamExp:
+			if quoted {
+				if e.atParam(x) {
+					continue
+				}
+				e.addQuoted(e.sh.paramString(x, true))
+			} else {
+				e.paramUnquoted(x)
+			}
+		case *syntax.CmdSubst:
+			out := e.sh.cmdSubst(x)
+			if quoted {
+				e.addQuoted(out)
+			} else {
+				e.addExpanded(out)
+			}
+		case *syntax.ArithmExp:
+			n := e.sh.arith(x.X)
+			s := strconv.FormatInt(n, 10)
+			if quoted {
+				e.addQuoted(s)
+			} else {
+				e.addExpanded(s)
+			}
+		case *syntax.ProcSubst:
+			e.addQuoted(e.sh.procSubst(x))
+		case *syntax.ExtGlob:
+			s := x.Op.String() + x.Pattern.Value + ")"
+			e.cur.started = true
+			e.cur.s = append(e.cur.s, s...)
+			e.cur.pat = append(e.cur.pat, s...)
+			e.cur.glob = true
+		case *syntax.BraceExp:
+			// left over when brace expansion is off: the text itself
+			e.addLiteral(braceText(x))
+		}
+	}
+}
+
+// lit expands literal text: backslash escapes, tilde expansion.
+func (e *expander) lit(v string, quoted, first bool) {
+	if quoted {
+		// inside double quotes a backslash escapes only $ ` " \ and newline
+		if strings.IndexByte(v, '\\') < 0 {
+			e.addQuoted(v)
+			return
+		}
+		var b strings.Builder
+		for i := 0; i < len(v); i++ {
+			c := v[i]
+			if c == '\\' && i+1 < len(v) {
+				switch v[i+1] {
+				case '$', '`', '\\':
+					b.WriteByte(v[i+1])
+					i++
+					continue
+				case '"':
+					if !e.heredoc {
+						b.WriteByte('"')
+						i++
+						continue
+					}
+				case '\n':
+					i++
+					continue
+				}
+			}
+			b.WriteByte(c)
+		}
+		e.addQuoted(b.String())
+		return
+	}
+	if first && len(v) > 0 && v[0] == '~' {
+		v = e.tilde(v)
+	} else if e.assign && strings.Contains(v, ":~") {
+		v = e.assignTildes(v)
+	}
+	if strings.IndexByte(v, '\\') < 0 {
+		e.addLiteral(v)
+		return
+	}
+	start := 0
+	for i := 0; i < len(v); i++ {
+		if v[i] != '\\' {
+			continue
+		}
+		e.addLiteral(v[start:i])
+		if i+1 < len(v) {
+			if v[i+1] != '\n' {
+				e.addQuoted(v[i+1 : i+2])
+			}
+			i++
+		}
+		start = i + 1
+	}
+	e.addLiteral(v[start:])
+}
+
+// tilde expands a leading ~ or ~+ ~- (the sandbox has one user: ~name is
+// kept as it is, as bash does for an unknown user).
+func (e *expander) tilde(v string) string {
+	end := strings.IndexByte(v, '/')
+	if e.assign {
+		if c := strings.IndexByte(v, ':'); c >= 0 && (end < 0 || c < end) {
+			end = c
+		}
+	}
+	prefix, rest := v, ""
+	if end >= 0 {
+		prefix, rest = v[:end], v[end:]
+	}
+	var dir string
+	switch prefix {
+	case "~":
+		h, ok := e.sh.varValue("HOME")
+		if !ok {
+			h = "/workspace"
+		}
+		dir = h
+	case "~+":
+		dir = e.sh.dir
+	case "~-":
+		o, ok := e.sh.varValue("OLDPWD")
+		if !ok {
+			return v
+		}
+		dir = o
+	default:
+		if e.sh.r.cfg.User != "" && prefix == "~"+e.sh.r.cfg.User {
+			dir = e.sh.value("HOME")
+			break
+		}
+		return v
+	}
+	// the directory is quoted (not globbed)
+	e.addQuoted(dir)
+	return rest
+}
+
+// assignTildes expands ~ after each ':' of an assignment's value.
+func (e *expander) assignTildes(v string) string {
+	parts := strings.Split(v, ":")
+	for i := 1; i < len(parts); i++ {
+		p := parts[i]
+		if p == "~" || strings.HasPrefix(p, "~/") {
+			parts[i] = e.sh.value("HOME") + p[1:]
+		}
+	}
+	return strings.Join(parts, ":")
+}
+
+// braceText is the source text of an unexpanded brace expression.
+func braceText(b *syntax.BraceExp) string {
+	var sb strings.Builder
+	sb.WriteByte('{')
+	sep := ","
+	if b.Sequence {
+		sep = ".."
+	}
+	for i, w := range b.Elems {
+		if i > 0 {
+			sb.WriteString(sep)
+		}
+		sb.WriteString(wordText(w))
+	}
+	sb.WriteByte('}')
+	return sb.String()
+}
+
+// wordText is the literal text of a word (for messages and braces).
+func wordText(w *syntax.Word) string {
+	var sb strings.Builder
+	printer := syntax.NewPrinter()
+	printer.Print(&sb, w)
+	return sb.String()
+}
+
+// ansiC decodes the escapes of $'...'.
+func ansiC(s string) string {
+	if strings.IndexByte(s, '\\') < 0 {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' || i+1 >= len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		switch c = s[i]; c {
+		case 'a':
+			b.WriteByte(7)
+		case 'b':
+			b.WriteByte(8)
+		case 'e', 'E':
+			b.WriteByte(27)
+		case 'f':
+			b.WriteByte(12)
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'v':
+			b.WriteByte(11)
+		case '\\', '\'', '"', '?':
+			b.WriteByte(c)
+		case 'c':
+			if i+1 < len(s) {
+				i++
+				b.WriteByte(s[i] & 0x1f)
+			}
+		case 'x':
+			n, j := 0, 0
+			for j < 2 && i+1 < len(s) && isHex(s[i+1]) {
+				n = n*16 + hexVal(s[i+1])
+				i++
+				j++
+			}
+			if j == 0 {
+				b.WriteString(`\x`)
+			} else {
+				b.WriteByte(byte(n))
+			}
+		case 'u', 'U':
+			max := 4
+			if c == 'U' {
+				max = 8
+			}
+			n, j := 0, 0
+			for j < max && i+1 < len(s) && isHex(s[i+1]) {
+				n = n*16 + hexVal(s[i+1])
+				i++
+				j++
+			}
+			if j == 0 {
+				b.WriteByte('\\')
+				b.WriteByte(c)
+			} else {
+				b.WriteRune(rune(n))
+			}
+		case '0', '1', '2', '3', '4', '5', '6', '7':
+			n := int(c - '0')
+			for j := 0; j < 2 && i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '7'; j++ {
+				n = n*8 + int(s[i+1]-'0')
+				i++
+			}
+			b.WriteByte(byte(n))
+		default:
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+func hexVal(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0')
+	case c >= 'a' && c <= 'f':
+		return int(c-'a') + 10
+	}
+	return int(c-'A') + 10
+}
+
+// hasBraces reports whether a word may hold a brace expansion.
+func hasBraces(w *syntax.Word) bool {
+	for _, p := range w.Parts {
+		switch x := p.(type) {
+		case *syntax.BraceExp:
+			return true
+		case *syntax.Lit:
+			if strings.IndexByte(x.Value, '{') >= 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// maxBraceWords bounds the words one brace expansion makes.
+const maxBraceWords = 1 << 20
+
+// braceExpand expands the braces of a word into words.
+func (sh *shell) braceExpand(w *syntax.Word) []*syntax.Word {
+	split := sh.splitBraces(w)
+	words := []*syntax.Word{{}}
+	for _, p := range split.Parts {
+		b, ok := p.(*syntax.BraceExp)
+		if !ok {
+			for _, nw := range words {
+				nw.Parts = append(nw.Parts, p)
+			}
+			continue
+		}
+		alts := sh.braceAlternatives(b)
+		if len(words)*len(alts) > maxBraceWords {
+			sh.r.limit("brace expansion makes more than %d words", maxBraceWords)
+		}
+		next := make([]*syntax.Word, 0, len(words)*len(alts))
+		for _, nw := range words {
+			for _, alt := range alts {
+				parts := make([]syntax.WordPart, 0, len(nw.Parts)+len(alt.Parts))
+				parts = append(parts, nw.Parts...)
+				parts = append(parts, alt.Parts...)
+				next = append(next, &syntax.Word{Parts: parts})
+			}
+		}
+		words = next
+	}
+	// nested braces in the alternatives
+	var out []*syntax.Word
+	for _, nw := range words {
+		if hasBraceExp(nw) {
+			out = append(out, sh.braceExpand(nw)...)
+		} else {
+			out = append(out, nw)
+		}
+	}
+	return out
+}
+
+func hasBraceExp(w *syntax.Word) bool {
+	for _, p := range w.Parts {
+		if _, ok := p.(*syntax.BraceExp); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// splitBraces returns w with its brace expressions parsed (cached per
+// word: mvdan's SplitBraces works on a copy here).
+func (sh *shell) splitBraces(w *syntax.Word) *syntax.Word {
+	cp := &syntax.Word{Parts: append([]syntax.WordPart(nil), w.Parts...)}
+	syntax.SplitBraces(cp)
+	return cp
+}
+
+// braceAlternatives lists the words of one brace expression.
+func (sh *shell) braceAlternatives(b *syntax.BraceExp) []*syntax.Word {
+	if !b.Sequence {
+		return b.Elems
+	}
+	lit := func(i int) string {
+		if i >= len(b.Elems) {
+			return ""
+		}
+		return b.Elems[i].Lit()
+	}
+	from, to, incr := lit(0), lit(1), lit(2)
+	mk := func(s string) *syntax.Word { return &syntax.Word{Parts: []syntax.WordPart{&syntax.Lit{Value: s}}} }
+	step := int64(1)
+	if incr != "" {
+		n, err := strconv.ParseInt(incr, 10, 64)
+		if err != nil {
+			return []*syntax.Word{mk(braceText(b))}
+		}
+		step = n
+		if step < 0 {
+			step = -step
+		}
+		if step == 0 {
+			step = 1
+		}
+	}
+	x, err1 := strconv.ParseInt(from, 10, 64)
+	y, err2 := strconv.ParseInt(to, 10, 64)
+	if err1 == nil && err2 == nil {
+		width := 0
+		if (len(from) > 1 && (from[0] == '0' || from[0] == '-' && from[1] == '0')) ||
+			(len(to) > 1 && (to[0] == '0' || to[0] == '-' && to[1] == '0')) {
+			width = max(len(from), len(to))
+		}
+		n := (max(x, y)-min(x, y))/step + 1
+		if n > maxBraceWords {
+			sh.r.limit("brace expansion makes more than %d words", maxBraceWords)
+		}
+		out := make([]*syntax.Word, 0, n)
+		format := func(v int64) string {
+			s := strconv.FormatInt(v, 10)
+			if width > 0 {
+				neg := v < 0
+				if neg {
+					s = s[1:]
+				}
+				w := width
+				if neg {
+					w--
+				}
+				for len(s) < w {
+					s = "0" + s
+				}
+				if neg {
+					s = "-" + s
+				}
+			}
+			return s
+		}
+		if x <= y {
+			for v := x; v <= y; v += step {
+				out = append(out, mk(format(v)))
+				if v > y-step { // no overflow
+					break
+				}
+			}
+		} else {
+			for v := x; v >= y; v -= step {
+				out = append(out, mk(format(v)))
+				if v < y+step {
+					break
+				}
+			}
+		}
+		return out
+	}
+	if utf8.RuneCountInString(from) == 1 && utf8.RuneCountInString(to) == 1 && len(from) == 1 && len(to) == 1 {
+		a, c := from[0], to[0]
+		var out []*syntax.Word
+		if a <= c {
+			for v := int(a); v <= int(c); v += int(step) {
+				out = append(out, mk(string(rune(v))))
+			}
+		} else {
+			for v := int(a); v >= int(c); v -= int(step) {
+				out = append(out, mk(string(rune(v))))
+			}
+		}
+		return out
+	}
+	return []*syntax.Word{mk(braceText(b))}
+}
