@@ -232,6 +232,7 @@ func loadOilsKnown(t *testing.T) map[string]oilsKnown {
 type oilsOutcome struct {
 	stdout, stderr string
 	status         int
+	took           time.Duration
 }
 
 // oilsRunner runs cases in real bash and in the sandbox.
@@ -322,8 +323,9 @@ func (r *oilsRunner) inBash(code string) oilsOutcome {
 
 // inSandbox runs code in the sandbox, in a fresh file system.
 func (r *oilsRunner) inSandbox(code string) oilsOutcome {
+	start := time.Now()
 	res := r.tool.RunScript(context.Background(), tools.Request{Commands: code}, RunOptions{})
-	return oilsOutcome{stdout: res.Stdout, stderr: res.Stderr, status: res.ExitCode}
+	return oilsOutcome{stdout: res.Stdout, stderr: res.Stderr, status: res.ExitCode, took: time.Since(start)}
 }
 
 // oilsResult is the comparison of one case.
@@ -413,6 +415,9 @@ func TestOilsSpec(t *testing.T) {
 						res.c.id(), res.c.title, res.c.code, res.bash.status, res.bash.stdout, res.sbx.status, res.sbx.stdout, res.sbx.stderr)
 				}
 			}
+		}
+		if res.sbx.took > time.Second {
+			t.Logf("%s took %v in the sandbox", res.c.id(), res.sbx.took)
 		}
 		verdict := "same"
 		switch {

@@ -583,8 +583,11 @@ func builtinBreak(sh *shell, args []string) int {
 	if len(args) > 1 {
 		v, err := strconv.Atoi(args[1])
 		if err != nil {
+			// bash exits, as for exit's bad argument
 			sh.errorf("%s: %s: numeric argument required", args[0], args[1])
-			return 1
+			sh.status = 128
+			sh.flow = flowExit
+			return 128
 		}
 		if v < 1 {
 			sh.errorf("%s: %s: loop count out of range", args[0], args[1])
@@ -1322,7 +1325,7 @@ func (sh *shell) letClause(c *syntax.LetClause) int {
 
 func builtinAlias(sh *shell, args []string) int {
 	args = args[1:]
-	if len(args) > 0 && args[0] == "-p" {
+	for len(args) > 0 && (args[0] == "-p" || args[0] == "--") {
 		args = args[1:]
 	}
 	if len(args) == 0 {
@@ -1363,6 +1366,9 @@ func aliasQuote(s string) string {
 
 func builtinUnalias(sh *shell, args []string) int {
 	args = args[1:]
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
 	if len(args) > 0 && args[0] == "-a" {
 		m := sh.aliasesWritable()
 		for k := range m {

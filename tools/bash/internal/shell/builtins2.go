@@ -307,6 +307,11 @@ func builtinTrap(sh *shell, args []string) int {
 		print(shown, names)
 		return 0
 	}
+	if strings.HasPrefix(args[0], "-") && args[0] != "-" {
+		sh.errorf("trap: %s: invalid option", args[0])
+		sh.writeErr("trap: usage: trap [-lp] [[arg] signal_spec ...]\n")
+		return 2
+	}
 	handler, sigs := args[0], args[1:]
 	if len(args) == 1 {
 		if _, ok := trapName(args[0]); ok {
@@ -363,20 +368,28 @@ func (sh *shell) runTrap(handler, name string) {
 	sh.syntaxError = false
 }
 
-// debugTrap runs the DEBUG trap before a command.
-func (sh *shell) debugTrap(cmd string) {
+// debugTrap runs the DEBUG trap before a command; it reports false when
+// the trap's code ended the shell (exit, errexit), so that the command
+// does not run.
+func (sh *shell) debugTrap(cmd string) bool {
+	if len(sh.traps) == 0 {
+		return true
+	}
 	t, ok := sh.traps["DEBUG"]
 	if !ok || t == "" || sh.inTrap != "" {
-		return
+		return true
 	}
 	if sh.funcDepth > 0 && !sh.opts.functrace {
-		return
+		return true
 	}
+	sh.lastCmd = cmd
 	status := sh.status
 	sh.runTrap(t, "DEBUG")
 	if sh.flow == flowNone {
 		sh.status = status
+		return true
 	}
+	return false
 }
 
 func builtinGetopts(sh *shell, args []string) int {

@@ -24,17 +24,19 @@ func (sh *shell) call(ce *syntax.CallExpr, redirs []*syntax.Redirect) int {
 		return sh.assignOnly(ce, redirs)
 	}
 	sh.lastCmd = strings.Join(args, " ")
-	if len(sh.traps) > 0 {
-		if t, ok := sh.traps["DEBUG"]; ok && t != "" {
-			sh.debugTrap(sh.lastCmd)
+	if !sh.debugTrap(sh.lastCmd) {
+		return sh.status
+	}
+	if args[0] == "exec" && execRedirectsOnly(args) {
+		// exec with redirections only makes them the shell's own
+		if sh.opts.xtrace {
+			sh.xtraceArgs(args)
 		}
+		if _, ok := sh.redirect(redirs, true); !ok {
+			return 1
+		}
+		return 0
 	}
-	restore, ok := sh.redirect(redirs, false)
-	if !ok {
-		sh.lastArg = args[len(args)-1]
-		return 1
-	}
-	defer restore()
 	var assigns []tempAssign
 	if len(ce.Assigns) > 0 {
 		assigns = sh.tempAssigns(ce.Assigns)
@@ -43,9 +45,25 @@ func (sh *shell) call(ce *syntax.CallExpr, redirs []*syntax.Redirect) int {
 		sh.xtraceAssigns(assigns)
 		sh.xtraceArgs(args)
 	}
+	restore, ok := sh.redirect(redirs, false)
+	if !ok {
+		sh.lastArg = args[len(args)-1]
+		return 1
+	}
+	defer restore()
 	status := sh.dispatch(args, assigns, true)
 	sh.lastArg = args[len(args)-1]
 	return status
+}
+
+// execRedirectsOnly reports whether exec runs no command.
+func execRedirectsOnly(args []string) bool {
+	for _, a := range args[1:] {
+		if a != "--" {
+			return false
+		}
+	}
+	return true
 }
 
 // tempAssign is an assignment written before a command (x=1 cmd).
@@ -82,11 +100,19 @@ func (sh *shell) tempAssigns(list []*syntax.Assign) []tempAssign {
 // substitution, else 0.
 func (sh *shell) assignOnly(ce *syntax.CallExpr, redirs []*syntax.Redirect) int {
 	if len(redirs) > 0 {
-		restore, ok := sh.redirect(redirs, false)
-		if !ok {
-			return 1
-		}
-		defer restore()
+		// the assignments first: their command substitutions do not see
+		// the redirections
+		defer func() {
+			restore, ok := sh.redirect(redirs, false)
+			if ok {
+				restore()
+			} else if sh.flow == flowNone {
+				sh.status = 1
+			}
+		}()
+	}
+	if !sh.debugTrap(assignText(ce.Assigns)) {
+		return sh.status
 	}
 	sh.substStatus = -1
 	for _, as := range ce.Assigns {
@@ -118,6 +144,17 @@ func (sh *shell) assignOnly(ce *syntax.CallExpr, redirs []*syntax.Redirect) int 
 		return sh.substStatus
 	}
 	return 0
+}
+
+// assignText is the text of assignments, for $BASH_COMMAND.
+func assignText(list []*syntax.Assign) string {
+	var parts []string
+	for _, as := range list {
+		if as.Name != nil {
+			parts = append(parts, as.Name.Value+"=")
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 func (sh *shell) valueForTrace(as *syntax.Assign) string {
@@ -298,13 +335,16 @@ func (sh *shell) callFunc(fn *funcDef, args []string) int {
 		sh.scopes = sh.scopes[:len(sh.scopes)-1]
 		sh.frames = sh.frames[:len(sh.frames)-1]
 		sh.funcDepth--
+		if sh.inTrap == "" {
+			sh.line = callLine
+		}
 		_ = savedOpts
 	}()
 	sh.stmt(fn.body)
 	if sh.flow == flowReturn {
 		sh.flow = flowNone
 	}
-	if t, ok := sh.traps["RETURN"]; ok && t != "" && (sh.opts.functrace || true) && sh.inTrap != "RETURN" {
+	if t, ok := sh.traps["RETURN"]; ok && t != "" && (sh.opts.functrace || sh.funcDepth == 1) && sh.inTrap != "RETURN" {
 		status := sh.status
 		sh.runTrap(t, "RETURN")
 		if sh.flow == flowNone {

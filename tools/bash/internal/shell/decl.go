@@ -69,6 +69,9 @@ func (sh *shell) declClause(c *syntax.DeclClause) int {
 		}
 		sh.xtraceLine(strings.Join(parts, " "))
 	}
+	if !sh.debugTrap(variant) {
+		return sh.status
+	}
 	sh.substStatus = -1
 	status := sh.declare(variant, args)
 	if status == 0 && sh.substStatus > 0 {

@@ -218,7 +218,7 @@ func b2status(fail bool) int {
 
 // command runs the command of a statement with its redirections.
 func (sh *shell) command(st *syntax.Stmt) {
-	if ln := int(st.Pos().Line()); ln > 0 {
+	if ln := int(st.Pos().Line()); ln > 0 && sh.inTrap == "" {
 		sh.line = ln
 	}
 	switch c := st.Cmd.(type) {
@@ -241,7 +241,9 @@ func (sh *shell) command(st *syntax.Stmt) {
 	restore, ok := sh.redirect(st.Redirs, false)
 	if !ok {
 		sh.status = 1
-		sh.afterSimple()
+		if _, sub := st.Cmd.(*syntax.Subshell); sub {
+			sh.afterSimple()
+		}
 		return
 	}
 	defer restore()
@@ -265,7 +267,9 @@ func (sh *shell) command(st *syntax.Stmt) {
 		sh.funcDecl(c)
 	case *syntax.ArithmCmd:
 		sh.countCommand()
-		sh.debugTrap("((" + sh.arithTextOf(c.X) + "))")
+		if !sh.debugTrap("((" + sh.arithTextOf(c.X) + "))") {
+			return
+		}
 		sh.xtrace("((" + sh.arithTextOf(c.X) + "))")
 		n, err := sh.arithExpr(c.X)
 		if err != nil {
@@ -277,7 +281,9 @@ func (sh *shell) command(st *syntax.Stmt) {
 		sh.afterSimple()
 	case *syntax.TestClause:
 		sh.countCommand()
-		sh.debugTrap("[[ ... ]]")
+		if !sh.debugTrap("[[ ... ]]") {
+			return
+		}
 		sh.status = sh.testClause(c)
 		sh.afterSimple()
 	case *syntax.DeclClause:
@@ -298,6 +304,14 @@ func (sh *shell) command(st *syntax.Stmt) {
 	default:
 		sh.errorf("unsupported command %T", c)
 		sh.status = 2
+	}
+}
+
+// setLine sets $LINENO to a position's line (not inside a trap, which
+// keeps the line of the command it interrupted).
+func (sh *shell) setLine(p syntax.Pos) {
+	if ln := int(p.Line()); ln > 0 && sh.inTrap == "" {
+		sh.line = ln
 	}
 }
 
@@ -475,6 +489,10 @@ func (sh *shell) forClause(c *syntax.ForClause) {
 		sh.status = 0
 		for _, it := range items {
 			sh.loopTick(&iters)
+			sh.setLine(c.Pos())
+			if !sh.debugTrap("for " + name) {
+				return
+			}
 			if err := sh.setString(name, it, false); err != nil {
 				sh.fatal(err)
 			}
@@ -484,12 +502,20 @@ func (sh *shell) forClause(c *syntax.ForClause) {
 			}
 		}
 	case *syntax.CStyleLoop:
+		sh.setLine(c.Pos())
+		if !sh.debugTrap("for ((") {
+			return
+		}
 		if loop.Init != nil {
 			sh.arith(loop.Init)
 		}
 		status := 0
 		for {
 			sh.loopTick(&iters)
+			sh.setLine(c.Pos())
+			if !sh.debugTrap("for ((") {
+				return
+			}
 			if loop.Cond != nil {
 				if sh.arith(loop.Cond) == 0 {
 					break
@@ -502,6 +528,10 @@ func (sh *shell) forClause(c *syntax.ForClause) {
 				break
 			}
 			if loop.Post != nil {
+				sh.setLine(c.Pos())
+				if !sh.debugTrap("for ((") {
+					return
+				}
 				sh.arith(loop.Post)
 			}
 		}
@@ -547,6 +577,9 @@ func (sh *shell) selectLoop(name string, items []string, body []*syntax.Stmt) {
 
 func (sh *shell) caseClause(c *syntax.CaseClause) {
 	sh.countCommand()
+	if !sh.debugTrap("case") {
+		return
+	}
 	word := sh.expandString(c.Word)
 	sh.status = 0
 	for i := 0; i < len(c.Items); i++ {

@@ -33,6 +33,9 @@ type expander struct {
 	noGlob bool
 	// heredoc: a here-document's body, where \" is not an escape.
 	heredoc bool
+	// splitLits: unquoted literal text is split too (the word of
+	// ${x:-word} unquoted).
+	splitLits bool
 }
 
 // addQuoted appends characters that are quoted: neither split nor globbed.
@@ -77,8 +80,8 @@ func (e *expander) addExpanded(s string) {
 		}
 		return
 	}
-	ifs := e.sh.ifs()
-	if ifs == "" {
+	ifs := e.sh.ifsSplitter()
+	if ifs.empty {
 		e.addNoSplit(s)
 		return
 	}
@@ -87,8 +90,12 @@ func (e *expander) addExpanded(s string) {
 	for i < n {
 		// a token up to the next IFS character
 		j := i
-		for j < n && !isIFS(ifs, s[j]) {
-			j++
+		for j < n {
+			if is, _, _ := ifs.at(s, j); is {
+				break
+			}
+			_, w := utf8.DecodeRuneInString(s[j:])
+			j += w
 		}
 		if j > i {
 			e.addNoSplit(s[i:j])
@@ -99,15 +106,25 @@ func (e *expander) addExpanded(s string) {
 		// a separator: IFS whitespace, at most one other IFS character,
 		// IFS whitespace
 		k := j
-		for k < n && isIFS(ifs, s[k]) && isIFSSpace(s[k]) {
-			k++
+		for k < n {
+			is, w, ws := ifs.at(s, k)
+			if !is || !ws {
+				break
+			}
+			k += w
 		}
 		hard := false
-		if k < n && isIFS(ifs, s[k]) && !isIFSSpace(s[k]) {
-			hard = true
-			k++
-			for k < n && isIFS(ifs, s[k]) && isIFSSpace(s[k]) {
-				k++
+		if k < n {
+			if is, w, ws := ifs.at(s, k); is && !ws {
+				hard = true
+				k += w
+				for k < n {
+					is, w, ws := ifs.at(s, k)
+					if !is || !ws {
+						break
+					}
+					k += w
+				}
 			}
 		}
 		if hard || e.cur.started {
@@ -115,6 +132,48 @@ func (e *expander) addExpanded(s string) {
 		}
 		i = k
 	}
+}
+
+// ifsSplit is the current IFS, ready for splitting.
+type ifsSplit struct {
+	val   string
+	empty bool
+	ascii [128]bool
+	other []rune
+}
+
+// at reports whether s[i:] starts with an IFS character, its width and
+// whether it is IFS whitespace.
+func (f *ifsSplit) at(s string, i int) (is bool, width int, ws bool) {
+	c := s[i]
+	if c < 0x80 {
+		return f.ascii[c], 1, f.ascii[c] && isIFSSpace(c)
+	}
+	r, w := utf8.DecodeRuneInString(s[i:])
+	for _, o := range f.other {
+		if o == r {
+			return true, w, false
+		}
+	}
+	return false, w, false
+}
+
+// ifsSplitter returns the splitter of the current IFS (cached).
+func (sh *shell) ifsSplitter() *ifsSplit {
+	v := sh.ifs()
+	if sh.ifsCache != nil && sh.ifsCache.val == v {
+		return sh.ifsCache
+	}
+	f := &ifsSplit{val: v, empty: v == ""}
+	for _, r := range v {
+		if r < 0x80 {
+			f.ascii[r] = true
+		} else {
+			f.other = append(f.other, r)
+		}
+	}
+	sh.ifsCache = f
+	return f
 }
 
 // addNoSplit appends expanded text that is not split but is globbed.
@@ -277,12 +336,14 @@ func (e *expander) word(parts []syntax.WordPart, quoted bool) {
 			}
 			e.addQuoted(v)
 		case *syntax.DblQuoted:
-			e.cur.started = true
 			if len(x.Parts) == 1 {
-				if pe, ok := x.Parts[0].(*syntax.ParamExp); ok && e.atParam(pe) {
+				if pe, ok := x.Parts[0].(*syntax.ParamExp); ok && mayBeList(pe) && !e.noSplit && !e.pattern {
+					// "$@" with no parameters is no word at all
+					e.param(pe, true)
 					continue
 				}
 			}
+			e.cur.started = true
 			e.word(x.Parts, true)
 		case *syntax.ParamExp:
 			if quoted {
@@ -361,8 +422,12 @@ func (e *expander) lit(v string, quoted, first bool) {
 	} else if e.assign && strings.Contains(v, ":~") {
 		v = e.assignTildes(v)
 	}
+	add := e.addLiteral
+	if e.splitLits {
+		add = e.addExpanded
+	}
 	if strings.IndexByte(v, '\\') < 0 {
-		e.addLiteral(v)
+		add(v)
 		return
 	}
 	start := 0
@@ -370,7 +435,7 @@ func (e *expander) lit(v string, quoted, first bool) {
 		if v[i] != '\\' {
 			continue
 		}
-		e.addLiteral(v[start:i])
+		add(v[start:i])
 		if i+1 < len(v) {
 			if v[i+1] != '\n' {
 				e.addQuoted(v[i+1 : i+2])
@@ -379,7 +444,7 @@ func (e *expander) lit(v string, quoted, first bool) {
 		}
 		start = i + 1
 	}
-	e.addLiteral(v[start:])
+	add(v[start:])
 }
 
 // tilde expands a leading ~ or ~+ ~- (the sandbox has one user: ~name is

@@ -37,7 +37,10 @@ func (sh *shell) xtracePrefix() string {
 		return ""
 	}
 	if strings.ContainsAny(ps4, "$`\\") {
+		// no trace of PS4's own expansion
+		sh.opts.xtrace = false
 		ps4 = sh.promptExpand(ps4)
+		sh.opts.xtrace = true
 	}
 	if ps4 == "" {
 		return ""
@@ -321,7 +324,14 @@ func (sh *shell) expandAliases(stmts []*syntax.Stmt, text string) []*syntax.Stmt
 	prefix := strings.Repeat("\n", max(line-1, 0))
 	chunk := text[start:end]
 	var regions []aliasRegion
-	cur := stmts
+	// the same statements, their offsets in prefix+chunk
+	p := parsers.Get().(*syntax.Parser)
+	f, err := p.Parse(strings.NewReader(prefix+chunk), "")
+	parsers.Put(p)
+	if err != nil {
+		return stmts
+	}
+	cur := f.Stmts
 	for iter := 0; iter < 200; iter++ {
 		w, name, ok := sh.findAliasWord(cur, regions, len(prefix))
 		if !ok {
@@ -394,17 +404,15 @@ func (sh *shell) findAliasWord(stmts []*syntax.Stmt, regions []aliasRegion, base
 		consider(ce.Args[0])
 		// after an alias ending in a blank, the next word too
 		for i := 1; i < len(ce.Args); i++ {
+			prevStart := int(ce.Args[i-1].Pos().Offset()) - base
 			prevEnd := int(ce.Args[i-1].End().Offset()) - base
-			expandNext := false
+			curStart := int(ce.Args[i].Pos().Offset()) - base
 			for _, r := range regions {
-				if r.next && r.end <= int(ce.Args[i].Pos().Offset())-base && r.end >= prevEnd-1 && prevEnd <= r.end {
-					expandNext = true
+				if r.next && prevStart >= r.start && prevEnd <= r.end && curStart >= r.end {
+					consider(ce.Args[i])
+					break
 				}
 			}
-			if !expandNext {
-				break
-			}
-			consider(ce.Args[i])
 		}
 		return true
 	})

@@ -118,15 +118,21 @@ func (e *expander) addList(list []string, star, quoted bool) {
 		}
 		return
 	}
-	for i, s := range list {
-		if i > 0 && e.cur.started {
-			e.endField(false)
+	// unquoted: the elements are joined by IFS's first character and
+	// split again (so that an empty element is an empty field with a
+	// non-blank IFS, and vanishes with a blank one)
+	ifs := e.sh.ifs()
+	if ifs == "" {
+		for i, s := range list {
+			if i > 0 {
+				e.endField(false)
+			}
+			e.addNoSplit(s)
 		}
-		if star && i > 0 && e.sh.ifs() != "" && !isIFSSpace(e.sh.ifs()[0]) {
-			// unquoted $* with a non-blank IFS: elements stay separate
-		}
-		e.addExpanded(s)
+		return
 	}
+	_, n := utf8.DecodeRuneInString(ifs)
+	e.addExpanded(strings.Join(list, ifs[:n]))
 }
 
 // add appends a value: a string (quoted or split) or a list.
@@ -290,6 +296,11 @@ func (e *expander) param(pe *syntax.ParamExp, quoted bool) {
 				}
 			}
 		}
+		if pe.Names == syntax.NamesPrefix && !quoted {
+			// ${!prefix*} unquoted: one word joined by IFS's first character
+			e.addExpanded(e.sh.joinStar(names))
+			return
+		}
 		e.addList(names, pe.Names == syntax.NamesPrefix, quoted)
 		return
 	}
@@ -310,6 +321,11 @@ func (e *expander) param(pe *syntax.ParamExp, quoted bool) {
 			default:
 				keys = []string{"0"}
 			}
+		}
+		if indexLit(pe.Index) == "*" && !quoted {
+			// ${!a[*]} unquoted: the keys joined by spaces, then split
+			e.addExpanded(strings.Join(keys, " "))
+			return
 		}
 		e.addList(keys, indexLit(pe.Index) == "*", quoted)
 		return
@@ -612,7 +628,10 @@ func (e *expander) opWord(w *syntax.Word, quoted bool) {
 		e.quotedWord(w.Parts)
 		return
 	}
+	saved := e.splitLits
+	e.splitLits = !e.noSplit
 	e.word(w.Parts, false)
+	e.splitLits = saved
 }
 
 // quotedWord expands parts as inside double quotes: quoted strings keep

@@ -55,6 +55,14 @@ func (sh *shell) pipeline(c *syntax.BinaryCmd) {
 	var wg sync.WaitGroup
 	var in *ofile // the read end for the next stage
 	for i := 0; i < n-1; i++ {
+		if _, simple := stages[i].st.Cmd.(*syntax.CallExpr); simple {
+			// bash runs the DEBUG trap in the shell, before it forks a
+			// simple command
+			sh.setLine(stages[i].st.Pos())
+			if !sh.debugTrap("") {
+				return
+			}
+		}
 		r, w := sh.newPipeFiles()
 		sub := sh.fork()
 		if in != nil {
@@ -76,6 +84,13 @@ func (sh *shell) pipeline(c *syntax.BinaryCmd) {
 		}()
 	}
 	last := stages[n-1].st
+	if _, simple := last.Cmd.(*syntax.CallExpr); simple && !sh.shopt.lastpipe {
+		sh.setLine(last.Pos())
+		if !sh.debugTrap("") {
+			wg.Wait()
+			return
+		}
+	}
 	if sh.shopt.lastpipe && !sh.opts.monitor {
 		restoreIn := sh.fds.get(0)
 		if restoreIn != nil {

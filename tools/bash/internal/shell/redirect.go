@@ -23,6 +23,7 @@ func (sh *shell) redirect(redirs []*syntax.Redirect, permanent bool) (restore fu
 	if !permanent {
 		sh.fds = old.clone()
 	}
+	sh.keptFDs = sh.keptFDs[:0]
 	for _, rd := range redirs {
 		if !sh.redirect1(rd, permanent) {
 			if !permanent {
@@ -35,7 +36,14 @@ func (sh *shell) redirect(redirs []*syntax.Redirect, permanent bool) (restore fu
 	if permanent {
 		return noRestore, true
 	}
+	kept := append([]int(nil), sh.keptFDs...)
 	return func() {
+		// {var}> descriptors outlive the command
+		for _, fd := range kept {
+			if f := sh.fds.get(fd); f != nil {
+				old.set(fd, f.ref())
+			}
+		}
 		sh.fds.closeAll()
 		sh.fds = old
 	}, true
@@ -102,6 +110,7 @@ func (sh *shell) redirect1(rd *syntax.Redirect, permanent bool) bool {
 		if err := sh.setString(varName, strconv.Itoa(fd), false); err != nil {
 			sh.fatal(err)
 		}
+		sh.keptFDs = append(sh.keptFDs, fd)
 	}
 	return true
 }
@@ -128,13 +137,15 @@ func (sh *shell) redirTarget(rd *syntax.Redirect, fd int) (*ofile, bool) {
 		num := strings.TrimSuffix(word, "-")
 		n, err := strconv.Atoi(num)
 		if err != nil {
-			if rd.Op == syntax.DplOut && rd.N == nil {
-				// >&file: stdout and stderr to file
-				f, ok := sh.openRedir(word, vfs.O_WRONLY|vfs.O_CREATE|vfs.O_TRUNC, true)
+			if rd.Op == syntax.DplOut {
+				// >&file: stdout and stderr to file (N>&file: N only)
+				f, ok := sh.openRedir(word, vfs.O_WRONLY|vfs.O_CREATE|vfs.O_TRUNC, sh.opts.noclobber)
 				if !ok {
 					return nil, false
 				}
-				sh.fds.set(2, f.ref())
+				if rd.N == nil {
+					sh.fds.set(2, f.ref())
+				}
 				return f, true
 			}
 			sh.errorf("%s: ambiguous redirect", word)

@@ -370,6 +370,9 @@ type shell struct {
 	substStatus int
 	// psubList are the process substitutions of the current command.
 	psubList []*psub
+	ifsCache *ifsSplit
+	// keptFDs are the {var}> descriptors of the redirections being made.
+	keptFDs []int
 }
 
 type flowKind uint8
@@ -508,7 +511,9 @@ func (sh *shell) fork() *shell {
 	}
 	c.traps = map[string]string{}
 	for k, v := range sh.traps {
-		if v == "" { // ignored signals stay ignored
+		if v == "" || k == "ERR" && sh.opts.errtrace || (k == "DEBUG" || k == "RETURN") && sh.opts.functrace {
+			// ignored signals stay ignored; set -E keeps ERR, set -T
+			// DEBUG and RETURN
 			c.traps[k] = v
 		}
 	}
