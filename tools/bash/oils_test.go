@@ -292,7 +292,7 @@ func (r *oilsRunner) inBash(code string) oilsOutcome {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, r.bash, "-c", code)
 	cmd.Dir = ws
-	cmd.Env = []string{"PATH=" + r.bin + ":/usr/bin:/bin", "SH=" + r.bash, "TMP=" + tmp, "REPO_ROOT=" + ws,
+	cmd.Env = []string{"PATH=" + r.bin + ":/usr/bin:/bin", "SH=bash", "TMP=" + tmp, "REPO_ROOT=" + ws,
 		"HOME=" + ws, "LC_ALL=C.UTF-8", "TZ=UTC"}
 	cmd.Stdin = strings.NewReader("")
 	var out, errOut bytes.Buffer

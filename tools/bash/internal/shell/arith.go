@@ -607,6 +607,9 @@ func parseArithNumber(s string) (int64, error) {
 	case strings.Contains(s, "#"):
 		b, rest, _ := strings.Cut(s, "#")
 		n, err := strconv.ParseInt(b, 10, 64)
+		if len(b) > 1 && b[0] == '0' {
+			return 0, errString("invalid number")
+		}
 		if err != nil || n < 2 || n > 64 {
 			return 0, errString("invalid arithmetic base")
 		}

@@ -550,7 +550,7 @@ func builtinExit(sh *shell, args []string) int {
 		}
 		if len(args) > 2 && err == nil {
 			sh.errorf("exit: too many arguments")
-			return 1
+			status = 1
 		}
 	}
 	sh.status = status
@@ -734,6 +734,7 @@ func builtinExec(sh *shell, args []string) int {
 			if len(args) < 2 {
 				return sh.usage("exec", "-a: option requires an argument")
 			}
+			sh.execArgv0 = args[1]
 			args = args[2:]
 		default:
 			return sh.usage("exec", "%s: invalid option", args[0])
@@ -1203,34 +1204,113 @@ func builtinUmask(sh *shell, args []string) int {
 	return 0
 }
 
+// ulimitFlags are ulimit's resources: the letter, the line of ulimit -a,
+// and the value a fresh sandbox reports. Values set are remembered, not
+// enforced (the run's own limits apply).
+var ulimitFlags = []struct {
+	c     byte
+	desc  string
+	value string
+}{
+	{'R', "real-time non-blocking time  (microseconds, -R)", "unlimited"},
+	{'c', "core file size              (blocks, -c)", "0"},
+	{'d', "data seg size               (kbytes, -d)", "unlimited"},
+	{'e', "scheduling priority                 (-e)", "0"},
+	{'f', "file size                   (blocks, -f)", "unlimited"},
+	{'i', "pending signals                     (-i)", "96365"},
+	{'l', "max locked memory           (kbytes, -l)", "8192"},
+	{'m', "max memory size             (kbytes, -m)", "unlimited"},
+	{'n', "open files                          (-n)", "1024"},
+	{'p', "pipe size                (512 bytes, -p)", "8"},
+	{'q', "POSIX message queues         (bytes, -q)", "819200"},
+	{'r', "real-time priority                  (-r)", "0"},
+	{'s', "stack size                  (kbytes, -s)", "8192"},
+	{'t', "cpu time                   (seconds, -t)", "unlimited"},
+	{'u', "max user processes                  (-u)", "96365"},
+	{'v', "virtual memory              (kbytes, -v)", "unlimited"},
+	{'x', "file locks                          (-x)", "unlimited"},
+}
+
 func builtinUlimit(sh *shell, args []string) int {
-	for _, a := range args[1:] {
-		if a == "-a" {
-			sh.out("ulimit", "real-time non-blocking time  (microseconds, -R) unlimited\ncore file size              (blocks, -c) 0\ndata seg size               (kbytes, -d) unlimited\nscheduling priority                 (-e) 0\nfile size                   (blocks, -f) unlimited\npending signals                     (-i) unlimited\nmax locked memory           (kbytes, -l) unlimited\nmax memory size             (kbytes, -m) unlimited\nopen files                          (-n) 1024\npipe size                (512 bytes, -p) 8\nPOSIX message queues         (bytes, -q) unlimited\nreal-time priority                  (-r) 0\nstack size                  (kbytes, -s) 8192\ncpu time                   (seconds, -t) unlimited\nmax user processes                  (-u) unlimited\nvirtual memory              (kbytes, -v) unlimited\nfile locks                          (-x) unlimited\n")
-			return 0
+	args = args[1:]
+	var flags []byte
+	all := false
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") && len(args[0]) > 1 {
+		a := args[0]
+		if a == "--" {
+			args = args[1:]
+			break
 		}
-		if !strings.HasPrefix(a, "-") {
-			sh.errorf("ulimit: limits cannot be changed in the sandbox (the run's own limits apply)")
+		if _, err := strconv.Atoi(a); err == nil {
+			break
+		}
+		for _, c := range []byte(a[1:]) {
+			switch {
+			case c == 'a':
+				all = true
+			case c == 'H' || c == 'S':
+			case strings.IndexByte("RcdefilmnpqrstuvxbkPT", c) >= 0:
+				flags = append(flags, c)
+			default:
+				sh.errorf("ulimit: -%c: invalid option", c)
+				sh.writeErr("ulimit: usage: ulimit [-SHabcdefiklmnpqrstuvxPRT] [limit]\n")
+				return 2
+			}
+		}
+		args = args[1:]
+	}
+	get := func(c byte) string {
+		if v, ok := sh.r.ulimits[c]; ok {
+			return v
+		}
+		for _, f := range ulimitFlags {
+			if f.c == c {
+				return f.value
+			}
+		}
+		return "unlimited"
+	}
+	if all {
+		var b strings.Builder
+		for _, f := range ulimitFlags {
+			b.WriteString(f.desc + " " + get(f.c) + "\n")
+		}
+		sh.out("ulimit", b.String())
+		return 0
+	}
+	if len(flags) == 0 {
+		flags = []byte{'f'}
+	}
+	if len(args) == 0 {
+		var b strings.Builder
+		for _, c := range flags {
+			if len(flags) > 1 {
+				for _, f := range ulimitFlags {
+					if f.c == c {
+						b.WriteString(f.desc + " ")
+					}
+				}
+			}
+			b.WriteString(get(c) + "\n")
+		}
+		sh.out("ulimit", b.String())
+		return 0
+	}
+	v := args[0]
+	if v != "unlimited" && v != "hard" && v != "soft" {
+		if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 0 {
+			sh.errorf("ulimit: %s: invalid number", v)
 			return 1
 		}
 	}
-	for _, a := range args[1:] {
-		switch a {
-		case "-n":
-			sh.out("ulimit", "1024\n")
-			return 0
-		case "-s":
-			sh.out("ulimit", "8192\n")
-			return 0
-		case "-c":
-			sh.out("ulimit", "0\n")
-			return 0
-		case "-p":
-			sh.out("ulimit", "8\n")
-			return 0
-		}
+	sh.r.cacheMu.Lock()
+	if sh.r.ulimits == nil {
+		sh.r.ulimits = map[byte]string{}
 	}
-	sh.out("ulimit", "unlimited\n")
+	for _, c := range flags {
+		sh.r.ulimits[c] = v
+	}
+	sh.r.cacheMu.Unlock()
 	return 0
 }
 
@@ -1498,7 +1578,9 @@ func builtinBash(sh *shell, args []string) int {
 			}
 			script, haveScript = args[i+1], true
 			i++
-		case "--norc", "--noprofile", "-l", "--login", "-i", "-s", "--posix", "-p", "--noediting":
+		case "--norc", "--noprofile", "-l", "--login", "-i", "-s", "--posix", "-p", "--noediting", "--restricted", "-r":
+		case "--rcfile", "--init-file":
+			i++
 		case "-o", "+o":
 			if i+1 < len(args) {
 				opts = append(opts, a, args[i+1])
@@ -1539,6 +1621,9 @@ func builtinBash(sh *shell, args []string) int {
 	rest := args[i:]
 	var positional []string
 	argv0 := name
+	if sh.execArgv0 != "" {
+		argv0, sh.execArgv0 = sh.execArgv0, ""
+	}
 	var stdin io.Reader = sh.fdReader(0)
 	isFile := false
 	switch {

@@ -120,11 +120,8 @@ func (sh *shell) assignOnly(ce *syntax.CallExpr, redirs []*syntax.Redirect) int 
 			sh.fatal(err)
 		}
 	}
-	if len(ce.Assigns) > 0 {
-		if as := ce.Assigns[len(ce.Assigns)-1]; as.Name != nil {
-			sh.lastArg = sh.value(as.Name.Value)
-		}
-	}
+	// bash leaves $_ empty after assignments alone
+	sh.lastArg = ""
 	if sh.opts.xtrace {
 		for _, as := range ce.Assigns {
 			if as.Name != nil {

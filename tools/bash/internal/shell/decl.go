@@ -74,6 +74,18 @@ func (sh *shell) declClause(c *syntax.DeclClause) int {
 	}
 	sh.substStatus = -1
 	status := sh.declare(variant, args)
+	sh.lastArg = variant
+	if n := len(args); n > 0 {
+		a := args[n-1]
+		switch {
+		case a.opt != "":
+			sh.lastArg = a.opt
+		case a.assign && !a.isArray:
+			sh.lastArg = a.name + "=" + a.value
+		default:
+			sh.lastArg = a.name
+		}
+	}
 	if status == 0 && sh.substStatus > 0 {
 		// declare x=$(false) is 0: declare's own status wins
 	}

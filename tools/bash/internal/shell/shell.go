@@ -138,6 +138,7 @@ type Runner struct {
 	start   time.Time
 	umask   int
 	psubFDs map[int]bool
+	ulimits map[byte]string
 
 	cacheMu   sync.Mutex
 	arithMemo map[string]arithNode
@@ -369,8 +370,9 @@ type shell struct {
 	// current command (-1: none), the status of an assignment.
 	substStatus int
 	// psubList are the process substitutions of the current command.
-	psubList []*psub
-	ifsCache *ifsSplit
+	psubList  []*psub
+	ifsCache  *ifsSplit
+	execArgv0 string // exec -a NAME
 	// keptFDs are the {var}> descriptors of the redirections being made.
 	keptFDs []int
 }
@@ -436,18 +438,24 @@ func (sh *shell) initVars(env []string) {
 		m["PWD"].str = sh.dir
 	}
 	set("IFS", " \t\n", 0)
-	set("PS4", "+ ", 0)
+	def := func(name, val string, a attr) {
+		// a variable the environment does not give
+		if _, ok := m[name]; !ok {
+			set(name, val, a)
+		}
+	}
+	def("PS4", "+ ", 0)
 	set("OPTIND", "1", aInteger)
 	set("OPTERR", "1", 0)
 	set("BASH", "/bin/bash", 0)
 	set("BASH_VERSION", "5.2.15(1)-release", 0)
 	m["BASH_VERSINFO"] = &variable{set: true, attrs: aIndexed | aReadonly, owner: sh.id, arr: &indexed{elems: []element{
 		{0, "5"}, {1, "2"}, {2, "15"}, {3, "1"}, {4, "release"}, {5, "x86_64-pc-linux-gnu"}}}}
-	set("HOSTTYPE", "x86_64", 0)
-	set("MACHTYPE", "x86_64-pc-linux-gnu", 0)
-	set("OSTYPE", "linux-gnu", 0)
+	def("HOSTTYPE", "x86_64", 0)
+	def("MACHTYPE", "x86_64-pc-linux-gnu", 0)
+	def("OSTYPE", "linux-gnu", 0)
 	if sh.r.cfg.Host != "" {
-		set("HOSTNAME", sh.r.cfg.Host, 0)
+		def("HOSTNAME", sh.r.cfg.Host, 0)
 	}
 	if v, ok := m["UID"]; ok {
 		v.attrs = aInteger | aReadonly | v.attrs&aExport
