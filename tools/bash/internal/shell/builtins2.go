@@ -666,6 +666,10 @@ func builtinRead(sh *shell, args []string) int {
 			chunk = chunk[:len(chunk)-1]
 			gotDelim = true
 		}
+		// read ignores NUL bytes
+		if strings.IndexByte(chunk, 0) >= 0 {
+			chunk = strings.ReplaceAll(chunk, "\x00", "")
+		}
 		if raw || exactN {
 			line = append(line, chunk...)
 			if exactN && err == nil {
@@ -999,6 +1003,10 @@ func builtinMapfile(sh *shell, args []string) int {
 		if trim && len(line) > 0 && line[len(line)-1] == delim {
 			line = line[:len(line)-1]
 		}
+		// a NUL ends the line (bash's strings are C strings)
+		if i := strings.IndexByte(line, 0); i >= 0 && delim != 0 {
+			line = line[:i]
+		}
 		if err := sh.setElem(arr, strconv.FormatInt(idx, 10), line, false); err != nil {
 			sh.errorf("%s: %s", name, err.Error())
 			return 1
@@ -1280,6 +1288,9 @@ func builtinUnset(sh *shell, args []string) int {
 				sh.errorf("unset: `%s': not a valid identifier", n)
 				status = 1
 				continue
+			}
+			if sub != "@" && sub != "*" {
+				sub = sh.expandSubscript(sub)
 			}
 			if sub == "@" || sub == "*" {
 				if err := sh.unsetVar(base, mode == "n"); err != nil {

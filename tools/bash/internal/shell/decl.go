@@ -248,10 +248,21 @@ func (sh *shell) declare(variant string, args []declArg) int {
 		}
 		return 0
 	}
+	if f.print && (variant == "export" || variant == "readonly") {
+		// export -p NAME and readonly -p NAME export and mark NAME
+		f.print = false
+	}
 	if f.print {
 		status := 0
 		for _, a := range rest {
 			v := sh.getVarNoDynamic(a.name)
+			if variant == "local" {
+				if sc := sh.localScope(); sc.kind == scopeFunc {
+					v = sc.vm.m[a.name]
+				} else {
+					v = nil
+				}
+			}
 			if v == nil {
 				sh.errorf("%s: %s: not found", variant, a.name)
 				status = 1
@@ -351,7 +362,7 @@ func (sh *shell) declareOne(variant string, a declArg, f declFlags) int {
 		return 0
 	}
 	if v != nil && v.attrs&aReadonly != 0 {
-		if a.assign || f.set&^aReadonly != 0 || f.unset != 0 {
+		if a.assign || f.set&^(aReadonly|aExport) != 0 || f.unset != 0 {
 			sh.errorf("%s: %s: readonly variable", variant, name)
 			return 1
 		}
@@ -373,6 +384,10 @@ func (sh *shell) declareOne(variant string, a declArg, f declFlags) int {
 			sh.errorf("%s: %s: nameref variable self references not allowed", variant, name)
 			return 1
 		}
+	}
+	if f.set&aNameref != 0 && !a.assign && v != nil && v.set && !v.isArray() && v.attrs&aNameref == 0 && !validRefTarget(v.str) {
+		sh.errorf("%s: `%s': invalid variable name for name reference", variant, v.str)
+		return 1
 	}
 	if f.set&aNameref != 0 && v != nil && v.isArray() {
 		sh.errorf("%s: %s: reference variable cannot be an array", variant, name)
@@ -557,7 +572,7 @@ func (sh *shell) setArrayIn(sc *scope, name string, items []arrayItem, appendTo 
 func (sh *shell) printDecls(variant string, f declFlags) int {
 	var b strings.Builder
 	var names []string
-	if f.local {
+	if variant == "local" {
 		sc := sh.localScope()
 		if sc.kind == scopeFunc && sc.vm.m != nil {
 			names = sortedKeys(sc.vm.m)
@@ -744,6 +759,10 @@ func (sh *shell) declareFuncs(variant string, args []declArg, f declFlags) int {
 			continue
 		}
 		if f.funcNames {
+			if len(args) > 0 {
+				b.WriteString(n + "\n")
+				continue
+			}
 			flags := "-f"
 			if fn.ro {
 				flags = "-fr"

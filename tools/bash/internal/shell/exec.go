@@ -54,6 +54,9 @@ func (sh *shell) runMain(text, name string) (status int) {
 		sh.errorf("script exceeds %d bytes", sh.r.lim.MaxScriptBytes)
 		return 2
 	}
+	if sh.dashC {
+		sh.setString("BASH_EXECUTION_STRING", text, false)
+	}
 	sh.runSource(&source{name: name, text: text}, true)
 	return sh.exit()
 }

@@ -526,8 +526,17 @@ func wordText(w *syntax.Word) string {
 	return sb.String()
 }
 
-// ansiC decodes the escapes of $'...'.
+// ansiC decodes the escapes of $'...'. A NUL ends the string, as in
+// bash, whose strings are C strings.
 func ansiC(s string) string {
+	out := ansiCAll(s)
+	if i := strings.IndexByte(out, 0); i >= 0 {
+		return out[:i]
+	}
+	return out
+}
+
+func ansiCAll(s string) string {
 	if strings.IndexByte(s, '\\') < 0 {
 		return s
 	}

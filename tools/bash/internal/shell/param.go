@@ -190,6 +190,11 @@ func (sh *shell) special(name string) pvalue {
 		}
 		return pvalue{name: name, set: true, s: p[n-1]}
 	}
+	if rv, _ := sh.lookup(name); rv != nil && rv.attrs&aNameref != 0 && rv.set && strings.HasSuffix(rv.str, "]") {
+		if t, _, _ := sh.resolve(name); strings.HasSuffix(t, "[@]") || strings.HasSuffix(t, "[*]") {
+			return sh.byName(t)
+		}
+	}
 	v := sh.getVar(name)
 	if v == nil || !v.set {
 		return pvalue{name: name, v: v}
@@ -259,8 +264,22 @@ func (sh *shell) assocKey(index syntax.ArithmExpr) string {
 	if w, ok := index.(*syntax.Word); ok {
 		return sh.expandString(w)
 	}
-	// mvdan parsed the key as arithmetic (m[a-b]): use its text
-	return sh.indexText(index)
+	// mvdan parsed the key as arithmetic (m[a-b]): its source text
+	return sh.nodeText(index)
+}
+
+// nodeText is a node's text in the source it was parsed from (its
+// printed form when that source is not at hand).
+func (sh *shell) nodeText(n syntax.Node) string {
+	if sh.src != nil {
+		from, to := int(n.Pos().Offset()), int(n.End().Offset())
+		if n.Pos().IsValid() && from < to && to <= len(sh.src.text) {
+			return sh.src.text[from:to]
+		}
+	}
+	var b strings.Builder
+	syntax.NewPrinter().Print(&b, n)
+	return b.String()
 }
 
 // positional returns the positional parameters in effect (a function's,
@@ -306,8 +325,9 @@ func (e *expander) param(pe *syntax.ParamExp, quoted bool) {
 	}
 	var pv pvalue
 	switch {
-	case pe.Excl && pe.Index != nil && isAtIndex(pe.Index):
-		// ${!a[@]}: the keys
+	case pe.Excl && pe.Index != nil && isAtIndex(pe.Index) && pe.Exp == nil && pe.Slice == nil && pe.Repl == nil:
+		// ${!a[@]}: the keys (with an operator, an indirection through
+		// the values)
 		v := sh.getVar(pe.Param.Value)
 		var keys []string
 		if v != nil && v.set {
@@ -403,26 +423,46 @@ func (e *expander) indirect(pe *syntax.ParamExp) pvalue {
 		ref = sh.special(name)
 	}
 	if !ref.set {
-		if sh.opts.nounset {
-			sh.exitFatal(name + ": unbound variable")
-		}
-		if pe.Exp != nil {
+		if v := sh.getVar(name); v != nil && v.isArray() && v.set && pe.Index == nil {
+			// ${!a} of an array without element 0: nothing
 			return pvalue{name: name}
 		}
-		sh.errorf("%s: invalid indirect expansion", name)
+		disp := name
+		if pe.Index != nil {
+			disp = name + "[" + sh.indexText(pe.Index) + "]"
+		}
+		sh.errorf("%s: invalid indirect expansion", disp)
 		panic(fatalPanic{status: 1})
 	}
 	target := ref.s
 	if ref.isList {
 		target = strings.Join(ref.list, " ")
 	}
-	return e.byName(target)
+	return e.sh.byName(target)
+}
+
+// expandSubscript expands the subscript of a name given at run time
+// ("a[$i]"): parameter and command substitution, quote removal.
+func (sh *shell) expandSubscript(sub string) string {
+	if !strings.ContainsAny(sub, "$`'\"\\") {
+		return sub
+	}
+	p := parsers.Get().(*syntax.Parser)
+	f, err := p.Parse(strings.NewReader("x="+sub), "")
+	parsers.Put(p)
+	if err != nil || len(f.Stmts) != 1 {
+		return sub
+	}
+	ce, ok := f.Stmts[0].Cmd.(*syntax.CallExpr)
+	if !ok || len(ce.Args) != 0 || len(ce.Assigns) != 1 || ce.Assigns[0].Value == nil {
+		return sub
+	}
+	return sh.expandString(ce.Assigns[0].Value)
 }
 
 // byName reads a parameter named at run time: "x", "a[1]", "a[@]", "@",
 // "3".
-func (e *expander) byName(target string) pvalue {
-	sh := e.sh
+func (sh *shell) byName(target string) pvalue {
 	if target == "" {
 		sh.errorf("%s: invalid variable name", target)
 		panic(fatalPanic{status: 1})
@@ -452,7 +492,7 @@ func (e *expander) byName(target string) pvalue {
 		}
 		pv := pvalue{name: target}
 		if v != nil && v.set {
-			pv.s, pv.set = sh.element(v, sub)
+			pv.s, pv.set = sh.element(v, sh.expandSubscript(sub))
 		}
 		return pv
 	}
@@ -542,6 +582,22 @@ func (e *expander) paramOp(pe *syntax.ParamExp, pv pvalue, quoted bool) {
 				panic(fatalPanic{status: 1})
 			}
 			var err error
+			if pe.Excl {
+				if i := strings.IndexByte(name, '['); i > 0 {
+					err = sh.setElem(name[:i], sh.expandSubscript(strings.TrimSuffix(name[i+1:], "]")), val, false)
+				} else {
+					err = sh.setString(name, val, false)
+				}
+				if err != nil {
+					sh.fatal(err)
+				}
+				if quoted {
+					e.addQuoted(val)
+				} else {
+					e.addExpanded(val)
+				}
+				return
+			}
 			if pe.Index != nil {
 				key := ""
 				if v := sh.getVar(name); v != nil && v.assc != nil {
@@ -1074,7 +1130,11 @@ func (e *expander) transform(pe *syntax.ParamExp, pv pvalue, quoted bool) {
 	case "u":
 		e.add(mapValue(pv, upperFirst), quoted)
 	case "a":
-		v := sh.getVar(pe.Param.Value)
+		target := pe.Param.Value
+		if pe.Excl {
+			target, _, _ = strings.Cut(pv.name, "[")
+		}
+		v := sh.getVar(target)
 		s := ""
 		if v != nil {
 			s = attrFlags(v)

@@ -362,7 +362,7 @@ func (sh *shell) isSetVar(name string) bool {
 		if sub == "@" || sub == "*" {
 			return v.isArray() && (v.arr != nil && v.arr.len() > 0 || v.assc != nil && v.assc.len() > 0) || !v.isArray()
 		}
-		_, ok := sh.element(v, sub)
+		_, ok := sh.element(v, sh.expandSubscript(sub))
 		return ok
 	}
 	if isSpecialName(name) && name != "_" {

@@ -257,7 +257,10 @@ func (sh *shell) setString(name, val string, appendTo bool) error {
 	name, v, sc := sh.resolve(name)
 	if v == nil && strings.IndexByte(name, '[') >= 0 {
 		base, sub, _ := strings.Cut(strings.TrimSuffix(name, "]"), "[")
-		return sh.setElem(base, sub, val, appendTo)
+		if sub == "@" || sub == "*" {
+			return &assignError{"`" + name + "': not a valid identifier"}
+		}
+		return sh.setElem(base, sh.expandSubscript(sub), val, appendTo)
 	}
 	if v == nil {
 		v, sc = sh.target(name)
@@ -507,7 +510,7 @@ func (sh *shell) unsetVar(name string, nameref bool) error {
 		n, rv, rsc := sh.resolve(name)
 		if strings.IndexByte(n, '[') >= 0 {
 			base, sub, _ := strings.Cut(strings.TrimSuffix(n, "]"), "[")
-			return sh.unsetElem(base, sub)
+			return sh.unsetElem(base, sh.expandSubscript(sub))
 		}
 		name, v, sc = n, rv, rsc
 	}
@@ -590,7 +593,7 @@ func (sh *shell) elemByRef(ref string) (string, bool) {
 	if v == nil {
 		return "", false
 	}
-	return sh.element(v, sub)
+	return sh.element(v, sh.expandSubscript(sub))
 }
 
 // element reads element sub of v (a key of an associative array, an index
