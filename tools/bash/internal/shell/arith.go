@@ -559,14 +559,19 @@ func (p *arithParser) primary() (arithNode, error) {
 				return nil, p.errAt(start, "bad array subscript")
 			}
 			v.key = strings.TrimSpace(p.text[start : j-1])
-			sub := arithParser{text: p.text[start : j-1]}
-			idx, err := sub.parse()
-			if err != nil {
-				v.index = &aBad{err: err}
+			if strings.ContainsAny(v.key, "$`") {
+				// a[$(cmd)] in a variable's value: expanded when read
+				v.index = &aDeferred{text: v.key}
 			} else {
-				v.index = idx
-				if idx == nil {
-					v.index = &aNum{0}
+				sub := arithParser{text: p.text[start : j-1]}
+				idx, err := sub.parse()
+				if err != nil {
+					v.index = &aBad{err: err}
+				} else {
+					v.index = idx
+					if idx == nil {
+						v.index = &aNum{0}
+					}
 				}
 			}
 			p.pos = j
@@ -598,6 +603,9 @@ func (p *arithParser) primary() (arithNode, error) {
 
 // aBad is a subscript that did not parse: an error when evaluated.
 type aBad struct{ err error }
+
+// aDeferred is a subscript with expansions, expanded when evaluated.
+type aDeferred struct{ text string }
 
 // parseArithNumber reads 12, 0x1f, 017, 2#101, 64#zZ.
 func parseArithNumber(s string) (int64, error) {
@@ -772,6 +780,8 @@ func (ev *arithEvaluator) eval(n arithNode) (int64, error) {
 		return ev.eval(n.y)
 	case *aBad:
 		return 0, n.err
+	case *aDeferred:
+		return ev.sh.arithString(ev.sh.expandSubscript(n.text))
 	}
 	return 0, nil
 }
@@ -892,6 +902,9 @@ func (ev *arithEvaluator) readVar(v *aVar) (int64, error) {
 // assocKey is the key of m[key] in an expression: its text, with
 // $-expansions already done.
 func (ev *arithEvaluator) assocKey(v *aVar) string {
+	if _, ok := v.index.(*aDeferred); ok {
+		return ev.sh.expandSubscript(v.key)
+	}
 	return v.key
 }
 

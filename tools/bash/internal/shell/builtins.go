@@ -1560,6 +1560,10 @@ func builtinBash(sh *shell, args []string) int {
 	var opts []string
 	var script, file string
 	haveScript := false
+	invalid := func(opt string) int {
+		sh.writeErr(name + ": " + opt + ": invalid option\n" + bashUsage)
+		return 2
+	}
 	i := 1
 	for ; i < len(args); i++ {
 		a := args[i]
@@ -1567,56 +1571,52 @@ func builtinBash(sh *shell, args []string) int {
 			i++
 			break
 		}
-		if !strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "+") || a == "+" {
+		if len(a) < 2 || a[0] != '-' && a[0] != '+' {
 			break
 		}
-		switch a {
-		case "-c":
-			if i+1 >= len(args) {
-				sh.writeErr(name + ": -c: option requires an argument\n")
-				return 2
-			}
-			script, haveScript = args[i+1], true
-			i++
-		case "--norc", "--noprofile", "-l", "--login", "-i", "-s", "--posix", "-p", "--noediting", "--restricted", "-r":
-		case "--rcfile", "--init-file":
-			i++
-		case "-o", "+o":
-			if i+1 < len(args) {
-				opts = append(opts, a, args[i+1])
+		if strings.HasPrefix(a, "--") {
+			switch a {
+			case "--norc", "--noprofile", "--posix", "--login", "--noediting", "--restricted", "--verbose",
+				"--debug", "--debugger":
+			case "--rcfile", "--init-file":
 				i++
+			case "--help":
+				sh.out(name, bashUsage)
+				return 0
+			case "--version":
+				sh.out(name, "GNU bash, version 5.2.15(1)-release (x86_64-pc-linux-gnu)\n")
+				return 0
+			default:
+				return invalid(a)
 			}
-		case "-O", "+O":
-			if i+1 < len(args) {
-				opts = append(opts, a, args[i+1])
-				i++
-			}
-		case "--version":
-			sh.out(name, "GNU bash, version 5.2.15(1)-release (x86_64-pc-linux-gnu)\n")
-			return 0
-		default:
-			if strings.HasPrefix(a, "--") {
-				sh.writeErr(name + ": " + a + ": invalid option\n")
-				return 2
-			}
-			for _, f := range a[1:] {
-				switch f {
-				case 'c':
-					if i+1 >= len(args) {
-						sh.writeErr(name + ": -c: option requires an argument\n")
-						return 2
-					}
-					script, haveScript = args[i+1], true
-					i++
-				case 'e', 'u', 'x', 'f', 'n', 'v', 'a', 'C', 'E', 'T', 'h', 'B', 'H', 'k', 't', 'b':
-					opts = append(opts, a[:1]+string(f))
-				case 's', 'i', 'l', 'p', 'r':
-				default:
-					sh.writeErr(fmt.Sprintf("%s: -%c: invalid option\n", name, f))
+			continue
+		}
+		for _, f := range a[1:] {
+			switch f {
+			case 'c':
+				haveScript = true
+			case 'o', 'O':
+				if i+1 >= len(args) {
+					sh.writeErr(fmt.Sprintf("%s: -%c: option requires an argument\n", name, f))
 					return 2
 				}
+				opts = append(opts, a[:1]+string(f), args[i+1])
+				i++
+			case 'e', 'u', 'x', 'f', 'n', 'v', 'a', 'C', 'E', 'T', 'h', 'B', 'H', 'k', 't', 'b', 'm', 'P':
+				opts = append(opts, a[:1]+string(f))
+			case 's', 'i', 'l', 'p', 'r', 'D':
+			default:
+				return invalid(a[:1] + string(f))
 			}
 		}
+	}
+	if haveScript {
+		if i >= len(args) {
+			sh.writeErr(name + ": -c: option requires an argument\n")
+			return 2
+		}
+		script = args[i]
+		i++
 	}
 	rest := args[i:]
 	var positional []string
@@ -1663,6 +1663,31 @@ func builtinBash(sh *shell, args []string) int {
 	}
 	return sh.childShell(argv0, script, opts, positional, sh.exported(), stdin, sh.fdWriter(1), sh.fdWriter(2))
 }
+
+// bashUsage is what bash --help and a bad option print.
+const bashUsage = `Usage:	bash [GNU long option] [option] ...
+	bash [GNU long option] [option] script-file ...
+GNU long options:
+	--debug
+	--debugger
+	--dump-po-strings
+	--dump-strings
+	--help
+	--init-file
+	--login
+	--noediting
+	--noprofile
+	--norc
+	--posix
+	--pretty-print
+	--rcfile
+	--restricted
+	--verbose
+	--version
+Shell options:
+	-ilrsD or -c command or -O shopt_option		(invocation only)
+	-abefhkmnptuvxBCEHPT or -o option
+`
 
 // childShell runs script in a new shell of the same run: fresh variables
 // (the exported ones), functions and options, the same directory and

@@ -644,66 +644,95 @@ func builtinRead(sh *shell, args []string) int {
 			return 0
 		}
 	}
-	// read the input: a line (or nchars characters), handling backslashes
+	// read the input: a line (or nchars characters); without -r a
+	// backslash quotes the next character (marked by a 0 byte before it)
+	// and a backslash-newline is removed
 	var line []byte
 	gotDelim := false
-	var err error
-	if nchars == 0 {
+	switch {
+	case nchars == 0:
 		gotDelim = true
-	}
-	for nchars != 0 {
-		var chunk string
-		if nchars > 0 {
-			chunk, err = sh.readChars(fd, delim, nchars-utf8.RuneCount(line), exactN)
-		} else {
-			chunk, err = sh.readLineFrom(fd, delim)
+	case nchars > 0:
+		count := 0
+		for count < nchars {
+			c, err := sh.readRune(fd)
+			if c == "" {
+				if err != nil && !errors.Is(err, io.EOF) {
+					sh.errorf("read: read error: %d: %s", fd, errReason(err))
+					return 1
+				}
+				break
+			}
+			if c == "\x00" {
+				continue
+			}
+			if !exactN && len(c) == 1 && c[0] == delim {
+				gotDelim = true
+				break
+			}
+			if !raw && c == "\\" {
+				n, _ := sh.readRune(fd)
+				if n == "" {
+					break
+				}
+				if n == "\n" {
+					continue
+				}
+				line = append(line, 0)
+				line = append(line, n...)
+				count++
+				continue
+			}
+			line = append(line, c...)
+			count++
 		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			sh.errorf("read: read error: %d: %s", fd, errReason(err))
-			return 1
-		}
-		if !exactN && len(chunk) > 0 && chunk[len(chunk)-1] == delim {
-			chunk = chunk[:len(chunk)-1]
+		if count >= nchars {
 			gotDelim = true
 		}
-		// read ignores NUL bytes
-		if strings.IndexByte(chunk, 0) >= 0 {
-			chunk = strings.ReplaceAll(chunk, "\x00", "")
-		}
-		if raw || exactN {
-			line = append(line, chunk...)
-			if exactN && err == nil {
-				gotDelim = true
+	default:
+		for {
+			chunk, err := sh.readLineFrom(fd, delim)
+			if err != nil && !errors.Is(err, io.EOF) {
+				sh.errorf("read: read error: %d: %s", fd, errReason(err))
+				return 1
 			}
-			if nchars > 0 && !exactN && !gotDelim && err == nil && utf8.RuneCount(line) >= nchars {
-				gotDelim = true
+			ends := len(chunk) > 0 && chunk[len(chunk)-1] == delim
+			if ends {
+				chunk = chunk[:len(chunk)-1]
 			}
-			break
-		}
-		// backslashes: \x is x (quoted from splitting); \newline continues
-		cont := false
-		for i := 0; i < len(chunk); i++ {
-			if chunk[i] == '\\' {
+			if strings.IndexByte(chunk, 0) >= 0 {
+				chunk = strings.ReplaceAll(chunk, "\x00", "")
+			}
+			if raw {
+				line = append(line, chunk...)
+				gotDelim = ends
+				break
+			}
+			more := false
+			for i := 0; i < len(chunk); i++ {
+				if chunk[i] != '\\' {
+					line = append(line, chunk[i])
+					continue
+				}
 				if i+1 < len(chunk) {
-					line = append(line, 0, chunk[i+1]) // 0 marks a quoted byte
+					if chunk[i+1] != '\n' {
+						line = append(line, 0, chunk[i+1])
+					}
 					i++
 					continue
 				}
-				// a trailing backslash: the delimiter was escaped
-				if gotDelim && delim == '\n' {
-					cont = true
-					gotDelim = false
+				// a backslash before the delimiter
+				if ends {
+					if delim != '\n' {
+						line = append(line, 0, delim)
+					}
+					more = true
 				}
-				continue
 			}
-			line = append(line, chunk[i])
-		}
-		if nchars > 0 && utf8.RuneCount(stripMarks(line)) >= nchars {
-			gotDelim = true
-			break
-		}
-		if !cont || err != nil {
-			break
+			if !more {
+				gotDelim = ends
+				break
+			}
 		}
 	}
 	status := 0
@@ -736,7 +765,12 @@ func builtinRead(sh *shell, args []string) int {
 		}
 		return status
 	}
-	fields := sh.readSplit(line, len(names))
+	var fields []string
+	if exactN {
+		fields = []string{string(stripMarks(line))}
+	} else {
+		fields = sh.readSplit(line, len(names))
+	}
 	for i, n := range names {
 		v := ""
 		if i < len(fields) {
@@ -773,6 +807,23 @@ func containsZero(b []byte) bool {
 		}
 	}
 	return false
+}
+
+// readRune reads one UTF-8 character from fd ("" at EOF).
+func (sh *shell) readRune(fd int) (string, error) {
+	s, err := sh.readUpTo(fd, 0xff, 1)
+	if s == "" || s[0] < 0x80 {
+		return s, err
+	}
+	b := []byte(s)
+	for !utf8.FullRune(b) && len(b) < 4 {
+		more, err := sh.readUpTo(fd, 0xff, 1)
+		if more == "" {
+			return string(b), err
+		}
+		b = append(b, more...)
+	}
+	return string(b), nil
 }
 
 // readChars reads up to n characters, stopping after delim (unless

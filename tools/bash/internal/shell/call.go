@@ -380,14 +380,44 @@ func (sh *shell) external(args []string, assigns []tempAssign) int {
 	}
 	c := sh.commandFor(args, assigns)
 	if sh.r.cfg.Exec == nil {
+		if p, ok := sh.pathLookup(name); ok {
+			return sh.runPath(append([]string{p}, args[1:]...), assigns)
+		}
 		return sh.notFound(name)
 	}
 	status, found := sh.r.cfg.Exec(sh.r.ctx, c)
 	sh.check()
 	if !found {
+		if p, ok := sh.pathLookup(name); ok {
+			return sh.runPath(append([]string{p}, args[1:]...), assigns)
+		}
 		return sh.notFound(name)
 	}
 	return status
+}
+
+// pathLookup finds an executable script named name in $PATH's
+// directories of the file system.
+func (sh *shell) pathLookup(name string) (string, bool) {
+	fsys := sh.r.cfg.FS
+	path, ok := sh.varValue("PATH")
+	if fsys == nil || !ok {
+		return "", false
+	}
+	for _, dir := range strings.Split(path, ":") {
+		if dir == "" {
+			dir = "."
+		}
+		p := vfs.Abs(sh.dir, dir+"/"+name)
+		if !strings.HasPrefix(p, vfs.WorkspaceDir+"/") && !strings.HasPrefix(p, vfs.TmpDir+"/") {
+			continue
+		}
+		info, err := fsys.Stat(sh.r.ctx, p)
+		if err == nil && info.Mode().IsRegular() && info.Mode()&0o111 != 0 {
+			return p, true
+		}
+	}
+	return "", false
 }
 
 // shellUtility are the builtins that also exist as programs in /usr/bin,

@@ -514,9 +514,12 @@ func (sh *shell) setStringIn(sc *scope, name, val string, appendTo bool) error {
 	if err != nil {
 		return err
 	}
-	before := v.charge
+	delta := int64(len(val) - len(v.str))
+	if !v.set {
+		delta = int64(len(val))
+	}
 	v.str, v.set = val, true
-	sh.charge(v, before)
+	sh.account(v, delta)
 	return nil
 }
 

@@ -419,7 +419,8 @@ func (e *expander) lit(v string, quoted, first bool) {
 	}
 	if first && len(v) > 0 && v[0] == '~' {
 		v = e.tilde(v)
-	} else if e.assign && strings.Contains(v, ":~") {
+	}
+	if e.assign && strings.Contains(v, ":~") {
 		v = e.assignTildes(v)
 	}
 	add := e.addLiteral

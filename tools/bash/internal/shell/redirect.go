@@ -279,6 +279,12 @@ func (sh *shell) openRedir(p string, flag int, noclobber bool) (*ofile, bool) {
 			return nil, false
 		}
 	}
+	if flag == vfs.O_RDONLY {
+		// a directory opens (as open(2) does); reading it fails
+		if info, err := fsys.Stat(sh.r.ctx, abs); err == nil && info.IsDir() {
+			return newOFile(errReader{errIsDir}, nil, nil, abs), true
+		}
+	}
 	f, err := fsys.Open(sh.r.ctx, abs, flag, 0o644)
 	if err != nil {
 		sh.errorf("%s: %s", p, errReason(err))
@@ -294,6 +300,13 @@ func (sh *shell) openRedir(p string, flag int, noclobber bool) (*ofile, bool) {
 	}
 	return newOFile(r, w, f, abs), true
 }
+
+// errReader fails every read with err.
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }
+
+var errIsDir = &vfsErr{"Is a directory"}
 
 // reportingFile reports its first failed write (a limit of the file
 // system) on stderr, as bash reports a full disk.

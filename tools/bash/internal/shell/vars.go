@@ -231,22 +231,48 @@ func (sh *shell) target(name string) (*variable, *scope) {
 	return nil, sh.scopes[0]
 }
 
-// charge charges v's new value to the budget and releases its old one
-// (when this shell charged it).
-func (sh *shell) charge(v *variable, old int64) {
-	n := v.size()
-	if v.owner == sh.id {
-		sh.r.budget.Release(old)
-		sh.held -= old
+// account records that v's value grew by delta bytes (shrank, when
+// negative), charging the memory budget. A variable this shell did not
+// charge (inherited from its parent) is charged whole, once.
+func (sh *shell) account(v *variable, delta int64) {
+	if v.owner != sh.id {
+		n := v.size()
+		sh.chargeBytes(n)
+		v.owner, v.charge = sh.id, n
+		return
+	}
+	if delta < 0 {
+		if -delta > v.charge {
+			delta = -v.charge
+		}
+		sh.r.budget.Release(-delta)
+		sh.held += delta
+		v.charge += delta
+		return
+	}
+	sh.chargeBytes(delta)
+	v.charge += delta
+}
+
+// reaccount charges v's whole size anew (after a replacement).
+func (sh *shell) reaccount(v *variable) {
+	if v.owner != sh.id {
+		sh.account(v, 0)
+		return
+	}
+	sh.account(v, v.size()-v.charge)
+}
+
+// chargeBytes charges n bytes to the budget for this shell; past the
+// budget the run stops.
+func (sh *shell) chargeBytes(n int64) {
+	if n <= 0 {
+		return
 	}
 	if err := sh.r.budget.Charge(n); err != nil {
-		v.charge = 0
-		v.owner = sh.id
 		sh.r.stop(err)
 		panic(stopPanic{})
 	}
-	v.charge = n
-	v.owner = sh.id
 	sh.held += n
 }
 
@@ -290,12 +316,15 @@ func (sh *shell) setString(name, val string, appendTo bool) error {
 		return err
 	}
 	w := sh.writableVar(sc, name)
-	before := w.charge
+	delta := int64(len(val) - len(w.str))
+	if !w.set {
+		delta = int64(len(val))
+	}
 	w.str, w.set = val, true
 	if sh.opts.allexport {
 		w.attrs |= aExport
 	}
-	sh.charge(w, before)
+	sh.account(w, delta)
 	sh.varChanged(name)
 	return nil
 }
@@ -348,10 +377,13 @@ func (sh *shell) setElem(name, sub, val string, appendTo bool) error {
 			return err
 		}
 		w := sh.writableVar(sc, name)
-		before := w.charge
-		w.assc.set(sub, val)
+		prev, existed := w.assc.set(sub, val)
 		w.set = true
-		sh.charge(w, before)
+		delta := int64(len(val) - len(prev))
+		if !existed {
+			delta += int64(len(sub)) + 2*elemOverhead
+		}
+		sh.account(w, delta)
 		return nil
 	}
 	idx, err := sh.arithString(sub)
@@ -378,13 +410,16 @@ func (sh *shell) setElem(name, sub, val string, appendTo bool) error {
 	if err != nil {
 		return err
 	}
-	before := w.charge
-	w.arr.set(idx, val)
+	prev, existed := w.arr.set(idx, val)
 	w.set = true
 	if sh.opts.allexport {
 		w.attrs |= aExport
 	}
-	sh.charge(w, before)
+	delta := int64(len(val) - len(prev))
+	if !existed {
+		delta += elemOverhead
+	}
+	sh.account(w, delta)
 	return nil
 }
 
@@ -400,22 +435,37 @@ func (sh *shell) setArray(name string, elems []arrayItem, appendTo, assocWanted 
 		return &assignError{name + ": readonly variable"}
 	}
 	w := sh.writableVar(sc, name)
-	before := w.charge
 	isAssoc := w.attrs&aAssoc != 0 || assocWanted
 	if isAssoc {
 		w.attrs |= aAssoc
 		w.attrs &^= aIndexed
 		if w.assc == nil || !appendTo {
-			w.assc = newAssoc()
+			fresh := newAssoc()
+			if appendTo && w.set && w.assc == nil && w.arr == nil {
+				// a scalar made associative keeps its value as key 0
+				fresh.set("0", w.str)
+			}
+			w.assc = fresh
 		}
 		w.arr, w.str = nil, ""
+		w.set = true
+		keyed := false
+		for _, e := range elems {
+			if e.keyed {
+				keyed = true
+			}
+		}
 		for i := 0; i < len(elems); i++ {
 			e := elems[i]
 			if !e.keyed {
+				if keyed {
+					sh.errorf("%s: %s: must use subscript when assigning associative array", name, e.val)
+					continue
+				}
 				// bash 5.1+: (k1 v1 k2 v2) pairs
 				k := e.val
 				val := ""
-				if i+1 < len(elems) && !elems[i+1].keyed {
+				if i+1 < len(elems) {
 					val = elems[i+1].val
 					i++
 				}
@@ -427,29 +477,30 @@ func (sh *shell) setArray(name string, elems []arrayItem, appendTo, assocWanted 
 				old, _ := w.assc.get(e.key)
 				val = old + val
 			}
-			val, err := sh.applyAttrs(w.attrs&^aInteger, "", val, false)
-			if err != nil {
-				return err
-			}
 			if w.attrs&aInteger != 0 {
 				n, err := sh.arithString(val)
 				if err != nil {
 					return err
 				}
 				val = strconv.FormatInt(n, 10)
+			} else if w.attrs&(aLower|aUpper) != 0 {
+				val, _ = sh.applyAttrs(w.attrs, "", val, false)
 			}
 			w.assc.set(e.key, val)
 		}
 	} else {
-		var arr *indexed
-		if appendTo && w.arr != nil {
-			arr = w.arr
-		} else if appendTo && w.set && w.attrs&aIndexed == 0 {
-			arr = &indexed{}
-			arr.set(0, w.str)
-		} else {
-			arr = &indexed{elems: make([]element, 0, len(elems))}
+		// elements are set in order, an index seeing the ones before it
+		if !appendTo || w.arr == nil {
+			arr := &indexed{elems: make([]element, 0, len(elems))}
+			if appendTo && w.set && w.attrs&aIndexed == 0 {
+				arr.set(0, w.str)
+			}
+			w.arr = arr
 		}
+		w.str, w.assc = "", nil
+		w.attrs |= aIndexed
+		w.set = true
+		arr := w.arr
 		next := arr.maxIndex() + 1
 		for _, e := range elems {
 			idx := next
@@ -483,14 +534,11 @@ func (sh *shell) setArray(name string, elems []arrayItem, appendTo, assocWanted 
 			arr.set(idx, val)
 			next = idx + 1
 		}
-		w.arr, w.str, w.assc = arr, "", nil
-		w.attrs |= aIndexed
 	}
-	w.set = true
 	if sh.opts.allexport {
 		w.attrs |= aExport
 	}
-	sh.charge(w, before)
+	sh.reaccount(w)
 	return nil
 }
 
@@ -556,7 +604,6 @@ func (sh *shell) unsetElem(name, sub string) error {
 		return &assignError{name + ": cannot unset: readonly variable"}
 	}
 	w := sh.writableVar(sc, name)
-	before := w.charge
 	switch {
 	case w.assc != nil:
 		w.assc.unset(sub)
@@ -582,7 +629,7 @@ func (sh *shell) unsetElem(name, sub string) error {
 			w.str = ""
 		}
 	}
-	sh.charge(w, before)
+	sh.reaccount(w)
 	return nil
 }
 
