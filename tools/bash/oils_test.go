@@ -74,8 +74,9 @@ var oilsHelpers = map[string]func(args []string, getenv func(string) string, std
 			}
 			status = n
 		}
-		io.WriteString(stdout, out+"\n")
+		// Python buffers stdout to a pipe and not stderr: stderr comes first
 		io.WriteString(stderr, errOut+"\n")
+		io.WriteString(stdout, out+"\n")
 		return status
 	},
 	"foo=bar": func(_ []string, _ func(string) string, stdout, _ io.Writer) int {

@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"path"
 	"slices"
 	"strconv"
@@ -211,6 +212,7 @@ const (
 	devStdout
 	devStderr
 	devPipe // a /dev/fd/N of the shell: a process substitution's end
+	devRandom
 )
 
 // FS is the sandbox's file system. Make it with New.
@@ -230,6 +232,8 @@ type FS struct {
 
 	written int64
 	created int64
+	// rndSeed numbers the openings of /dev/urandom.
+	rndSeed atomic.Uint64
 }
 
 // New returns an FS with the fixed layout, /workspace on opts.Source.
@@ -278,7 +282,8 @@ func (f *FS) tree() *node {
 	for _, d := range []struct {
 		name string
 		dev  device
-	}{{"null", devNull}, {"zero", devZero}, {"stdin", devStdin}, {"stdout", devStdout}, {"stderr", devStderr}} {
+	}{{"null", devNull}, {"zero", devZero}, {"stdin", devStdin}, {"stdout", devStdout}, {"stderr", devStderr},
+		{"random", devRandom}, {"urandom", devRandom}} {
 		dev.kids[d.name] = &node{dev: d.dev, mode: 0o666, mtime: f.srcTime, loaded: true}
 	}
 	fd := mk(0o755)
@@ -630,6 +635,9 @@ type File struct {
 	// command ends while the goroutine that copies it into the command's
 	// stdin pipe may still be reading it.
 	closed atomic.Bool
+	// rnd is /dev/urandom's generator: seeded by the FS, so that a run
+	// reads the same bytes every time.
+	rnd *rand.Rand
 }
 
 // Open opens the file at p with the flags of os.OpenFile (O_RDONLY,
@@ -683,6 +691,9 @@ func (f *FS) Open(ctx context.Context, p string, flag int, perm fs.FileMode) (*F
 	case devNone:
 	case devNull, devZero:
 		return file, nil
+	case devRandom:
+		file.rnd = rand.New(rand.NewPCG(f.rndSeed.Add(1), 0x5eed))
+		return file, nil
 	case devPipe:
 		if write && n.pw == nil || read && !write && n.pr == nil {
 			return nil, perr("open", p, ErrInvalid)
@@ -721,6 +732,12 @@ func (fl *File) Read(b []byte) (int, error) {
 	}
 	if fl.n.dev == devPipe {
 		return fl.n.pr.Read(b)
+	}
+	if fl.n.dev == devRandom {
+		for i := range b {
+			b[i] = byte(fl.rnd.Uint32())
+		}
+		return len(b), nil
 	}
 	if fl.off >= len(fl.data) {
 		return 0, io.EOF

@@ -349,6 +349,24 @@ func builtinCd(sh *shell, args []string) int {
 		}
 	}
 	if fsys := sh.r.cfg.FS; fsys != nil {
+		// a missing directory before "..": bash looks before it cleans
+		if strings.Contains(target, "..") {
+			base := sh.dir
+			if strings.HasPrefix(target, "/") {
+				base = "/"
+			}
+			parts := strings.Split(target, "/")
+			for i, p := range parts {
+				if p != ".." || i == 0 {
+					continue
+				}
+				prefix := vfs.Abs(base, strings.Join(parts[:i], "/"))
+				if !sh.isDir(prefix) {
+					sh.errorf("cd: %s: No such file or directory", target)
+					return 1
+				}
+			}
+		}
 		info, err := fsys.Stat(sh.r.ctx, dir)
 		if err != nil {
 			sh.errorf("cd: %s: %s", target, errReason(err))
@@ -1021,8 +1039,14 @@ func builtinHash(sh *shell, args []string) int {
 
 func builtinWait(sh *shell, args []string) int {
 	args = args[1:]
+	anyJob := false
 	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
-		if args[0] == "-n" || args[0] == "-f" {
+		if args[0] == "-n" {
+			anyJob = true
+			args = args[1:]
+			continue
+		}
+		if args[0] == "-f" {
 			args = args[1:]
 			continue
 		}
@@ -1034,24 +1058,48 @@ func builtinWait(sh *shell, args []string) int {
 		break
 	}
 	if len(args) == 0 {
+		if anyJob {
+			// every job already ended and was waited for
+			if len(sh.bgStatus) == 0 {
+				return 127
+			}
+			for pid, st := range sh.bgStatus {
+				if pid == sh.lastBg {
+					delete(sh.bgStatus, pid)
+					return st
+				}
+			}
+			return 127
+		}
 		return 0
 	}
 	status := 0
 	for _, a := range args {
-		a = strings.TrimPrefix(a, "%")
+		if strings.HasPrefix(a, "%") {
+			st, ok := 0, false
+			if sh.opts.monitor {
+				n, err := strconv.Atoi(a[1:])
+				if err == nil {
+					st, ok = sh.jobByNumber(n)
+				} else if a == "%%" || a == "%+" {
+					st, ok = sh.bgStatus[sh.lastBg]
+				}
+			}
+			if !ok {
+				sh.errorf("wait: %s: no such job", a)
+				status = 127
+				continue
+			}
+			status = st
+			continue
+		}
 		pid, err := strconv.ParseInt(a, 10, 64)
 		if err != nil {
 			sh.errorf("wait: `%s': not a pid or valid job spec", a)
-			status = 2
+			status = 1
 			continue
 		}
 		st, ok := sh.bgStatus[pid]
-		if !ok {
-			if pid >= 1 && pid <= int64(len(sh.bgStatus)) {
-				// %N job numbers
-				st, ok = sh.jobByNumber(int(pid))
-			}
-		}
 		if !ok {
 			sh.errorf("wait: pid %s is not a child of this shell", a)
 			status = 127
@@ -1080,6 +1128,7 @@ func builtinJobs(sh *shell, args []string) int { return 0 }
 func builtinKill(sh *shell, args []string) int {
 	args = args[1:]
 	if len(args) > 0 && (args[0] == "-l" || args[0] == "-L") {
+		status := 0
 		if len(args) > 1 {
 			for _, a := range args[1:] {
 				n, err := strconv.Atoi(a)
@@ -1094,20 +1143,25 @@ func builtinKill(sh *shell, args []string) int {
 					}
 					if !found {
 						sh.errorf("kill: %s: invalid signal specification", a)
-						return 1
+						status = 1
 					}
 					continue
 				}
 				if n > 128 {
 					n -= 128
 				}
-				if n <= 0 || n >= len(signalNames) {
+				if n == 0 {
+					sh.out("kill", "EXIT\n")
+					continue
+				}
+				if n < 0 || n >= len(signalNames) {
 					sh.errorf("kill: %s: invalid signal specification", a)
-					return 1
+					status = 1
+					continue
 				}
 				sh.out("kill", signalNames[n]+"\n")
 			}
-			return 0
+			return status
 		}
 		var b strings.Builder
 		for i := 1; i < len(signalNames); i++ {
@@ -1126,9 +1180,24 @@ func builtinKill(sh *shell, args []string) int {
 		return 2
 	}
 	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		if args[0] == "--" {
+			args = args[1:]
+			break
+		}
 		if args[0] == "-s" || args[0] == "-n" {
+			if len(args) < 2 {
+				return sh.usage("kill", "%s: option requires an argument", args[0])
+			}
+			if _, ok := trapName(args[1]); !ok {
+				sh.errorf("kill: %s: invalid signal specification", args[1])
+				return 1
+			}
 			args = args[2:]
 			continue
+		}
+		if _, ok := trapName(args[0][1:]); !ok {
+			sh.errorf("kill: %s: invalid signal specification", args[0][1:])
+			return 1
 		}
 		args = args[1:]
 	}

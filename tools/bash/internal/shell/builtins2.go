@@ -1118,6 +1118,10 @@ func builtinSet(sh *shell, args []string) int {
 				continue
 			}
 			optName, ok := shortOption[c]
+			if ok && c == 'e' && on && !sh.opts.errexit {
+				// bash: set -e where errexit is ignored turns it back on
+				sh.noErrexit = 0
+			}
 			if !ok {
 				sh.errorf("set: %c%c: invalid option", a[0], c)
 				sh.errorf("set: usage: set [-abefhkmnptuvxBCEHPT] [-o option-name] [--] [-] [arg ...]")

@@ -108,6 +108,7 @@ func (sh *shell) assignOnly(ce *syntax.CallExpr, redirs []*syntax.Redirect) int 
 				restore()
 			} else if sh.flow == flowNone {
 				sh.status = 1
+				sh.afterSimple()
 			}
 		}()
 	}

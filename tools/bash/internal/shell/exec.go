@@ -227,6 +227,7 @@ func (sh *shell) command(st *syntax.Stmt) {
 	switch c := st.Cmd.(type) {
 	case *syntax.CallExpr:
 		sh.status = sh.call(c, st.Redirs)
+		sh.pipestatus = append(sh.pipestatus[:0:0], sh.status)
 		sh.afterSimple()
 		return
 	case nil:
@@ -246,6 +247,10 @@ func (sh *shell) command(st *syntax.Stmt) {
 		sh.status = 1
 		if _, sub := st.Cmd.(*syntax.Subshell); sub {
 			sh.afterSimple()
+		} else if sh.opts.errexit && sh.noErrexit == 0 {
+			// a failed redirection of a compound command trips errexit
+			// (bash 5.2), without the ERR trap
+			sh.flow = flowExit
 		}
 		return
 	}
@@ -255,6 +260,7 @@ func (sh *shell) command(st *syntax.Stmt) {
 		sh.stmts(c.Stmts)
 	case *syntax.Subshell:
 		sh.status = sh.subshell(c.Stmts)
+		sh.pipestatus = []int{sh.status}
 		sh.afterSimple()
 	case *syntax.BinaryCmd:
 		sh.binary(c)
@@ -281,6 +287,7 @@ func (sh *shell) command(st *syntax.Stmt) {
 		} else {
 			sh.status = b2status(n == 0)
 		}
+		sh.pipestatus = []int{sh.status}
 		sh.afterSimple()
 	case *syntax.TestClause:
 		sh.countCommand()
@@ -288,9 +295,11 @@ func (sh *shell) command(st *syntax.Stmt) {
 			return
 		}
 		sh.status = sh.testClause(c)
+		sh.pipestatus = []int{sh.status}
 		sh.afterSimple()
 	case *syntax.DeclClause:
 		sh.status = sh.declClause(c)
+		sh.pipestatus = []int{sh.status}
 		sh.afterSimple()
 	case *syntax.LetClause:
 		sh.countCommand()

@@ -285,7 +285,7 @@ func (sh *shell) openRedir(p string, flag int, noclobber bool) (*ofile, bool) {
 			return newOFile(errReader{errIsDir}, nil, nil, abs), true
 		}
 	}
-	f, err := fsys.Open(sh.r.ctx, abs, flag, 0o644)
+	f, err := fsys.Open(sh.r.ctx, abs, flag, fs.FileMode(0o666&^sh.r.umask))
 	if err != nil {
 		sh.errorf("%s: %s", p, errReason(err))
 		return nil, false

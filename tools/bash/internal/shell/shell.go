@@ -432,6 +432,9 @@ func (sh *shell) initVars(env []string) {
 		}
 		set(k, v, aExport)
 	}
+	if _, ok := m["OLDPWD"]; !ok {
+		m["OLDPWD"] = &variable{attrs: aExport, owner: sh.id}
+	}
 	if _, ok := m["PWD"]; !ok {
 		set("PWD", sh.dir, aExport)
 	} else {

@@ -86,9 +86,6 @@ func (sh *shell) dynamic(name string, v *variable) *variable {
 		for i, s := range sh.pipestatus {
 			items[i] = strconv.Itoa(s)
 		}
-		if len(items) == 0 {
-			items = []string{strconv.Itoa(sh.status)}
-		}
 		return list(items)
 	case "SHELLOPTS":
 		return str(sh.shellopts())
