@@ -650,7 +650,7 @@ func builtinShift(sh *shell, args []string) int {
 	return 0
 }
 
-func builtinEval(sh *shell, args []string) int {
+func builtinEval(sh *shell, args []string) (status int) {
 	args = args[1:]
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
@@ -661,6 +661,17 @@ func builtinEval(sh *shell, args []string) int {
 	}
 	sh.evalDepth++
 	defer func() { sh.evalDepth-- }()
+	// an error that ends a command ends eval's code only
+	defer func() {
+		if p := recover(); p != nil {
+			fp, ok := p.(fatalPanic)
+			if !ok || fp.exit {
+				panic(p)
+			}
+			sh.status = fp.status
+			status = fp.status
+		}
+	}()
 	if max := sh.r.lim.MaxShellDepth; max > 0 && int64(sh.evalDepth) > 10*max {
 		sh.r.limit("maximum nested eval depth exceeded (%d)", 10*max)
 	}
@@ -670,7 +681,7 @@ func builtinEval(sh *shell, args []string) int {
 	}
 	line := sh.line
 	src := &source{name: name, text: code}
-	status := sh.runSource(src, false)
+	status = sh.runSource(src, false)
 	sh.line = line
 	if sh.syntaxError {
 		sh.syntaxError = false

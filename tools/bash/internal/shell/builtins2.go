@@ -1094,6 +1094,10 @@ func builtinSet(sh *shell, args []string) int {
 			setParams = len(args) > 0
 			break
 		}
+		if a == "+" {
+			args = args[1:]
+			continue
+		}
 		if len(a) < 2 || a[0] != '-' && a[0] != '+' {
 			setParams = true
 			break
@@ -1355,6 +1359,11 @@ func builtinUnset(sh *shell, args []string) int {
 				continue
 			}
 			v := sh.getVar(base)
+			if v != nil && !v.isArray() && v.attrs&aNameref == 0 {
+				sh.errorf("unset: %s: not an array variable", base)
+				status = 1
+				continue
+			}
 			if v != nil && v.assc != nil {
 				if err := sh.unsetElem(base, sub); err != nil {
 					sh.errorf("unset: %s", err.Error())
@@ -1375,6 +1384,13 @@ func builtinUnset(sh *shell, args []string) int {
 			continue
 		}
 		if !validName(n) {
+			if mode == "" || mode == "f" {
+				// not a variable: maybe a function's name
+				if fn, ok := sh.funcs.m[n]; ok && !fn.ro {
+					delete(sh.funcsWritable(), n)
+				}
+				continue
+			}
 			sh.errorf("unset: `%s': not a valid identifier", n)
 			status = 1
 			continue

@@ -339,6 +339,10 @@ func (sh *shell) declareOne(variant string, a declArg, f declFlags) int {
 	if f.local {
 		sc = sh.localScope()
 		if vsc != sc {
+			if v != nil && v.attrs&aReadonly != 0 {
+				sh.errorf("%s: %s: readonly variable", variant, name)
+				return 1
+			}
 			v = nil
 		}
 	} else if f.global {

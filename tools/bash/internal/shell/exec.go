@@ -166,7 +166,7 @@ func (sh *shell) runTop(stmts []*syntax.Stmt) {
 			}
 			sh.status = fp.status
 			sh.cleanupPsubs(0)
-			if fp.exit || sh.level > 0 {
+			if fp.exit || sh.level > 0 || sh.opts.errexit && fp.status != 0 {
 				sh.flow = flowExit
 			}
 		}

@@ -372,16 +372,139 @@ func (e *expander) word(parts []syntax.WordPart, quoted bool) {
 		case *syntax.ProcSubst:
 			e.addQuoted(e.sh.procSubst(x))
 		case *syntax.ExtGlob:
-			s := x.Op.String() + x.Pattern.Value + ")"
-			e.cur.started = true
-			e.cur.s = append(e.cur.s, s...)
-			e.cur.pat = append(e.cur.pat, s...)
-			e.cur.glob = true
+			e.extGlob(x)
 		case *syntax.BraceExp:
 			// left over when brace expansion is off: the text itself
 			e.addLiteral(braceText(x))
 		}
 	}
+}
+
+// extGlob expands an extended glob @(...): mvdan keeps its text raw, so
+// the expansions and quotes inside it are done here.
+func (e *expander) extGlob(x *syntax.ExtGlob) {
+	e.cur.started = true
+	e.cur.glob = true
+	open := x.Op.String()
+	e.cur.s = append(e.cur.s, open...)
+	e.cur.pat = append(e.cur.pat, open...)
+	raw := x.Pattern.Value
+	lit := func(s string) {
+		e.cur.s = append(e.cur.s, s...)
+		e.cur.pat = append(e.cur.pat, s...)
+	}
+	for i := 0; i < len(raw); {
+		c := raw[i]
+		switch c {
+		case '\\':
+			if i+1 < len(raw) {
+				e.cur.s = append(e.cur.s, raw[i+1])
+				e.cur.pat = append(e.cur.pat, '\\', raw[i+1])
+				i += 2
+				continue
+			}
+			lit("\\")
+			i++
+		case '\'':
+			end := strings.IndexByte(raw[i+1:], '\'')
+			if end < 0 {
+				lit(raw[i:])
+				i = len(raw)
+				continue
+			}
+			e.addQuoted(raw[i+1 : i+1+end])
+			i += end + 2
+		case '"', '$', '`':
+			end := shellSegmentEnd(raw, i)
+			seg := raw[i:end]
+			if w := parseWordText(seg); w != nil {
+				e.word(w.Parts, false)
+			} else {
+				lit(seg)
+			}
+			i = end
+		default:
+			lit(raw[i : i+1])
+			i++
+		}
+	}
+	lit(")")
+}
+
+// shellSegmentEnd finds the end of the quoted string or expansion that
+// starts at s[i] ("...", $name, ${...}, $(...), `...`).
+func shellSegmentEnd(s string, i int) int {
+	switch s[i] {
+	case '"':
+		for j := i + 1; j < len(s); j++ {
+			if s[j] == '\\' {
+				j++
+				continue
+			}
+			if s[j] == '"' {
+				return j + 1
+			}
+		}
+		return len(s)
+	case '`':
+		for j := i + 1; j < len(s); j++ {
+			if s[j] == '\\' {
+				j++
+				continue
+			}
+			if s[j] == '`' {
+				return j + 1
+			}
+		}
+		return len(s)
+	}
+	// $
+	if i+1 >= len(s) {
+		return len(s)
+	}
+	switch c := s[i+1]; {
+	case c == '{' || c == '(':
+		closeC := byte('}')
+		if c == '(' {
+			closeC = ')'
+		}
+		depth := 0
+		for j := i + 1; j < len(s); j++ {
+			switch s[j] {
+			case c:
+				depth++
+			case closeC:
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(s)
+	case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+		j := i + 1
+		for j < len(s) && (s[j] == '_' || isAlnum(s[j])) {
+			j++
+		}
+		return j
+	default:
+		return i + 2
+	}
+}
+
+// parseWordText parses text as one shell word.
+func parseWordText(text string) *syntax.Word {
+	p := parsers.Get().(*syntax.Parser)
+	defer parsers.Put(p)
+	f, err := p.Parse(strings.NewReader("x "+text), "")
+	if err != nil || len(f.Stmts) != 1 {
+		return nil
+	}
+	ce, ok := f.Stmts[0].Cmd.(*syntax.CallExpr)
+	if !ok || len(ce.Args) != 2 {
+		return nil
+	}
+	return ce.Args[1]
 }
 
 // lit expands literal text: backslash escapes, tilde expansion.

@@ -980,6 +980,12 @@ func (e *expander) replace(pe *syntax.ParamExp, pv pvalue) pvalue {
 	if pe.Repl.With != nil {
 		rep = sh.expandString(pe.Repl.With)
 	}
+	if pe.Repl.All && orig == nil && strings.Contains(sh.nodeText(pe), "///") {
+		// ${x///} and ${x////r}: bash reads the third slash as the
+		// pattern
+		pat = "/"
+		rep = strings.TrimPrefix(rep, "/")
+	}
 	p := sh.compilePattern(pat, false, true)
 	// patsub_replacement: an unquoted & in the replacement is the match
 	amp := sh.shopt.patsubReplacement && pe.Repl.With != nil && hasUnquotedAmp(pe.Repl.With)

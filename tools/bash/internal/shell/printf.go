@@ -214,7 +214,11 @@ func (p *printfer) conv(f string) (int, bool) {
 		}
 		tf := f[i+1 : i+end]
 		a, _ := p.next()
-		p.pad(p.timeFormat(tf, a), flags, width, prec, true)
+		ts := p.timeFormat(tf, a)
+		if len(ts) > 127 {
+			ts = "" // bash's strftime buffer holds 128 bytes
+		}
+		p.pad(ts, flags, width, prec, true)
 		return i + end + 2, true
 	}
 	for i < len(f) && strings.IndexByte("hlLjzt", f[i]) >= 0 {
@@ -249,8 +253,7 @@ func (p *printfer) conv(f string) (int, bool) {
 	case 'c':
 		a, _ := p.next()
 		if a != "" {
-			_, n := utf8.DecodeRuneInString(a)
-			a = a[:n]
+			a = a[:1] // the first byte, as bash (not the first character)
 		}
 		p.pad(a, flags, width, -1, true)
 	case 'd', 'i':
@@ -262,15 +265,20 @@ func (p *printfer) conv(f string) (int, bool) {
 		p.b.WriteString(fmt.Sprintf(spec(flags, width, prec, 'd'), n))
 	case 'u', 'o', 'x', 'X':
 		a, ok := p.next()
-		n := int64(0)
+		n := uint64(0)
 		if ok {
-			n = p.intArg(a)
+			n = p.uintArg(a)
 		}
 		v := verb
 		if v == 'u' {
 			v = 'd'
 		}
-		p.b.WriteString(fmt.Sprintf(spec(flags, width, prec, v), uint64(n)))
+		fl := flags
+		if n == 0 {
+			// C prints no 0x for zero
+			fl = strings.ReplaceAll(fl, "#", "")
+		}
+		p.b.WriteString(fmt.Sprintf(spec(fl, width, prec, v), n))
 	case 'f', 'F', 'e', 'E', 'g', 'G', 'a', 'A':
 		a, ok := p.next()
 		x := 0.0
@@ -347,8 +355,12 @@ func (p *printfer) intArg(a string) int64 {
 	if err == nil {
 		return n
 	}
-	if u, uerr := strconv.ParseUint(s, 0, 64); uerr == nil {
-		return int64(u)
+	if numErr(err) == strconv.ErrRange {
+		p.sh.errorf("printf: warning: %s: Numerical result out of range", a)
+		if strings.HasPrefix(s, "-") {
+			return math.MinInt64
+		}
+		return math.MaxInt64
 	}
 	var ne *strconv.NumError
 	_ = ne
@@ -373,6 +385,33 @@ func (p *printfer) intArg(a string) int64 {
 	}
 	p.status = 1
 	return v
+}
+
+// uintArg reads an argument of %u %o %x: a negative number wraps, as
+// strtoumax does.
+func (p *printfer) uintArg(a string) uint64 {
+	s := strings.TrimLeft(a, " \t\n")
+	if s == "" || s[0] == '\'' || s[0] == '"' {
+		return uint64(p.intArg(a))
+	}
+	neg := false
+	body := s
+	if body[0] == '-' || body[0] == '+' {
+		neg = body[0] == '-'
+		body = body[1:]
+	}
+	u, err := strconv.ParseUint(body, 0, 64)
+	if err != nil {
+		if numErr(err) == strconv.ErrRange {
+			p.sh.errorf("printf: warning: %s: Numerical result out of range", a)
+			return math.MaxUint64
+		}
+		return uint64(p.intArg(a))
+	}
+	if neg {
+		return -u
+	}
+	return u
 }
 
 func numErr(err error) error {
@@ -418,6 +457,7 @@ func (p *printfer) timeFormat(tf, a string) string {
 	if tf == "" {
 		tf = "%X"
 	}
+	defer func() {}()
 	tz := "UTC"
 	if v, ok := p.sh.varValue("TZ"); ok && v != "" {
 		tz = v

@@ -45,6 +45,13 @@ func (e *testError) Error() string { return e.msg }
 func (sh *shell) testExpr(x syntax.TestExpr) (bool, error) {
 	switch x := x.(type) {
 	case *syntax.Word:
+		if !sh.shopt.extglob && len(x.Parts) == 1 {
+			if eg, ok := x.Parts[0].(*syntax.ExtGlob); ok && eg.Op == syntax.GlobExcept {
+				// without extglob, [[ !(x) ]] negates a test of x
+				inner := parseWordText(eg.Pattern.Value)
+				return inner == nil || sh.expandString(inner) == "", nil
+			}
+		}
 		return sh.expandString(x) != "", nil
 	case *syntax.ParenTest:
 		return sh.testExpr(x.X)
