@@ -252,6 +252,15 @@ func (sh *shell) arithIndexText(x syntax.ArithmExpr) string {
 // command. Functions come first unless fromCommand (command/builtin).
 func (sh *shell) dispatch(args []string, assigns []tempAssign, functions bool) int {
 	name := args[0]
+	if name == arithCmdCarrier && len(args) == 2 {
+		// (( expr )) that mvdan did not parse (see repair.go)
+		n, err := sh.arithString(args[1])
+		if err != nil {
+			sh.errorf("((: %s", err.Error())
+			return 1
+		}
+		return b2status(n == 0)
+	}
 	if functions {
 		if fn, ok := sh.funcs.m[name]; ok {
 			return sh.withTemps(assigns, true, func() int { return sh.callFunc(fn, args) })

@@ -88,10 +88,33 @@ func (sh *shell) runSource(src *source, top bool) int {
 	prev := sh.src
 	sh.src = src
 	defer func() { sh.src = prev }()
+	repairs := 0
+	for {
+		restart, status := sh.runText(text, top, &repairs)
+		if restart == "" {
+			return status
+		}
+		text = restart
+		sh.src = &source{name: src.name, text: text}
+	}
+}
+
+// runText runs text a line at a time. When a parse error can be repaired
+// (see repairText), it returns the repaired rest of the text to run (the
+// lines already run blanked, so that line numbers stay).
+func (sh *shell) runText(text string, top bool, repairs *int) (restart string, status int) {
 	p := parsers.Get().(*syntax.Parser)
 	defer parsers.Put(p)
+	done := 0 // the offset up to which statements ran
 	for stmts, err := range p.InteractiveSeq(strings.NewReader(text)) {
 		if err != nil {
+			if *repairs < maxRepairs {
+				*repairs++
+				rest := blankLines(text[:done]) + text[done:]
+				if fixed, ok := repairText(rest, err); ok {
+					return fixed, 0
+				}
+			}
 			if line := parseLine(err); line > 0 {
 				sh.line = line
 			}
@@ -101,16 +124,19 @@ func (sh *shell) runSource(src *source, top bool) int {
 			if top && !sh.child {
 				sh.flow = flowExit
 			}
-			return 2
+			return "", 2
 		}
 		if len(stmts) == 0 {
 			continue
+		}
+		if end := int(stmts[len(stmts)-1].End().Offset()); end > done {
+			done = min(end, len(text))
 		}
 		if sh.shopt.expandAliases && len(sh.aliases.m) > 0 {
 			stmts = sh.expandAliases(stmts, text)
 		}
 		if !sh.checkDepth(stmts) {
-			return sh.status
+			return "", sh.status
 		}
 		if top {
 			sh.runTop(stmts)
@@ -121,7 +147,12 @@ func (sh *shell) runSource(src *source, top bool) int {
 			break
 		}
 	}
-	return sh.status
+	return "", sh.status
+}
+
+// blankLines replaces text by as many newlines, keeping line numbers.
+func blankLines(text string) string {
+	return strings.Repeat("\n", strings.Count(text, "\n"))
 }
 
 // checkDepth refuses syntax nested deeper than the limit.

@@ -181,6 +181,9 @@ func (sh *shell) cmdSubst(cs *syntax.CmdSubst) string {
 	if file, ok := catShortcut(cs); ok {
 		return sh.readShortcut(file)
 	}
+	if v, ok := sh.arithCarried(cs); ok {
+		return v
+	}
 	sub := sh.fork()
 	sub.isSubst = true
 	if !sh.shopt.inheritErrexit {

@@ -1,0 +1,175 @@
+package shell
+
+import (
+	"errors"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Where mvdan's parser and bash's differ, a script bash runs may not
+// parse. repair rewrites the text around a parse error into an
+// equivalent mvdan parses, for the known cases:
+//
+//   - "((" that is not arithmetic but two subshells: bash tries
+//     arithmetic and falls back; here "( (" is tried;
+//   - arithmetic bash only checks when it evaluates it ($(( ${base}#a )),
+//     $(( x$foo = 1 ))): the expression is carried as text,
+//     $(__sh_arith_ "text") and __sh_arithcmd_ "text", and evaluated
+//     as bash does (see arithCarrier).
+
+const (
+	arithCarrier    = "__sh_arith_"
+	arithCmdCarrier = "__sh_arithcmd_"
+)
+
+// maxRepairs bounds the rewrites of one text.
+const maxRepairs = 20
+
+// repairText rewrites text until it parses or nothing helps; ok is false
+// when it still does not parse.
+func repairText(text string, err error) (string, bool) {
+	repaired := false
+	for range maxRepairs {
+		off, ok := errOffset(text, err)
+		if !ok {
+			break
+		}
+		fixed, ok := repairAt(text, off)
+		if !ok {
+			break
+		}
+		repaired = true
+		nerr := parseErr(fixed)
+		text, err = fixed, nerr
+		if nerr == nil {
+			break
+		}
+	}
+	// what is left (if anything) is reported when the shell gets there
+	return text, repaired
+}
+
+func parseErr(text string) error {
+	p := parsers.Get().(*syntax.Parser)
+	defer parsers.Put(p)
+	_, err := p.Parse(strings.NewReader(text), "")
+	return err
+}
+
+// errOffset is the byte offset of a parse error in text.
+func errOffset(text string, err error) (int, bool) {
+	var pos syntax.Pos
+	var pe syntax.ParseError
+	var le syntax.LangError
+	switch {
+	case errors.As(err, &pe):
+		pos = pe.Pos
+	case errors.As(err, &le):
+		pos = le.Pos
+	default:
+		return 0, false
+	}
+	line, col := int(pos.Line()), int(pos.Col())
+	if line <= 0 {
+		return len(text), true
+	}
+	off := 0
+	for l := 1; l < line; l++ {
+		i := strings.IndexByte(text[off:], '\n')
+		if i < 0 {
+			return len(text), true
+		}
+		off += i + 1
+	}
+	off += max(col-1, 0)
+	return min(off, len(text)), true
+}
+
+// repairAt tries the rewrites at the last "((" before off.
+func repairAt(text string, off int) (string, bool) {
+	for start := min(off+1, len(text)); ; {
+		i := strings.LastIndex(text[:start], "((")
+		if i < 0 {
+			return text, false
+		}
+		start = i
+		if i > 0 && text[i-1] == '(' {
+			continue // inside "(((": the outer pair is tried first
+		}
+		dollar := i > 0 && text[i-1] == '$'
+		// bash's rule: "((" whose parentheses close with "))" is
+		// arithmetic, else it opens two subshells
+		end := matchArith(text, i+2)
+		if end < 0 {
+			split := text[:i] + "( (" + text[i+2:]
+			if e := parseErr(split); e == nil || later(split, e, off) {
+				return split, true
+			}
+			continue
+		}
+		expr := strings.ReplaceAll(text[i+2:end], `"`, `\"`)
+		expr = strings.ReplaceAll(expr, "\n", " ")
+		var carried string
+		if dollar {
+			carried = text[:i-1] + "$(" + arithCarrier + ` "` + expr + `")` + text[end+2:]
+		} else {
+			carried = text[:i] + arithCmdCarrier + ` "` + expr + `"` + text[end+2:]
+		}
+		if e := parseErr(carried); e == nil || later(carried, e, off) {
+			return carried, true
+		}
+	}
+}
+
+// later reports whether err is past off (the rewrite got further).
+func later(text string, err error, off int) bool {
+	o, ok := errOffset(text, err)
+	return ok && o > off
+}
+
+// matchArith finds the "))" closing an arithmetic expression that starts
+// at text[from], or -1.
+func matchArith(text string, from int) int {
+	depth := 0
+	for j := from; j < len(text); j++ {
+		switch text[j] {
+		case '(':
+			depth++
+		case ')':
+			if depth == 0 {
+				if j+1 < len(text) && text[j+1] == ')' {
+					return j
+				}
+				return -1
+			}
+			depth--
+		case '\'':
+			k := strings.IndexByte(text[j+1:], '\'')
+			if k < 0 {
+				return -1
+			}
+			j += k + 1
+		}
+	}
+	return -1
+}
+
+// arithCarried evaluates $(__sh_arith_ "text"): the rewrite of an
+// expression mvdan does not parse; ok is false for any other command
+// substitution.
+func (sh *shell) arithCarried(cs *syntax.CmdSubst) (string, bool) {
+	if len(cs.Stmts) != 1 {
+		return "", false
+	}
+	ce, ok := cs.Stmts[0].Cmd.(*syntax.CallExpr)
+	if !ok || len(ce.Args) != 2 || ce.Args[0].Lit() != arithCarrier || len(cs.Stmts[0].Redirs) > 0 {
+		return "", false
+	}
+	text := sh.expandString(ce.Args[1])
+	n, err := sh.arithString(text)
+	if err != nil {
+		sh.fatal(err)
+	}
+	return formatInt(n), true
+}
