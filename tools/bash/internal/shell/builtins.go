@@ -598,6 +598,12 @@ func builtinReturn(sh *shell, args []string) int {
 
 func builtinBreak(sh *shell, args []string) int {
 	n := 1
+	if len(args) > 2 {
+		sh.errorf("%s: too many arguments", args[0])
+		sh.status = 1
+		sh.flow = flowExit
+		return 1
+	}
 	if len(args) > 1 {
 		v, err := strconv.Atoi(args[1])
 		if err != nil {
@@ -809,9 +815,8 @@ func builtinCommand(sh *shell, args []string) int {
 	if describe != "" {
 		status := 0
 		for _, n := range args {
-			if !sh.describe(n, describe) {
-				status = 1
-			}
+			// bash's status is the last name's
+			status = b2status(!sh.describe(n, describe))
 		}
 		return status
 	}
@@ -1720,6 +1725,10 @@ func builtinBash(sh *shell, args []string) int {
 			if isNotExist(err) {
 				return 127
 			}
+			return 126
+		}
+		if head := data[:min(len(data), 80)]; strings.IndexByte(string(head), 0) >= 0 {
+			sh.writeErr(name + ": " + file + ": cannot execute binary file\n")
 			return 126
 		}
 		script, argv0, isFile = string(data), file, true

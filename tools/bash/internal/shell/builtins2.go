@@ -406,9 +406,12 @@ func builtinGetopts(sh *shell, args []string) int {
 	if silent {
 		optstring = optstring[1:]
 	}
-	if !validName(name) {
-		sh.errorf("getopts: `%s': not a valid identifier", name)
-		return 1
+	badName := !validName(name)
+	if badName {
+		defer func() {
+			sh.errorf("getopts: `%s': not a valid identifier", name)
+		}()
+		name = ""
 	}
 	optind := 1
 	if s, ok := sh.varValue("OPTIND"); ok {
@@ -420,12 +423,19 @@ func builtinGetopts(sh *shell, args []string) int {
 	setOptind := func(n int) {
 		sh.setString("OPTIND", strconv.Itoa(n), false)
 	}
+	setName := func(v string) {
+		if name != "" {
+			sh.setString(name, v, false)
+		}
+	}
 	end := func() int {
 		sh.getoptsPos = 0
-		sh.setString(name, "?", false)
+		sh.unsetVar("OPTARG", false)
+		setName("?")
 		return 1
 	}
 	if optind > len(params) {
+		setOptind(len(params) + 1)
 		return end()
 	}
 	arg := params[optind-1]
@@ -457,9 +467,12 @@ func builtinGetopts(sh *shell, args []string) int {
 			sh.writeErr(sh.argv0 + ": illegal option -- " + string(c) + "\n")
 			sh.unsetVar("OPTARG", false)
 		}
-		sh.setString(name, "?", false)
+		setName("?")
 		setOptind(optind)
 		sh.getoptsPos = pos
+		if badName {
+			return 1
+		}
 		return 0
 	}
 	if i+1 < len(optstring) && optstring[i+1] == ':' {
@@ -472,11 +485,11 @@ func builtinGetopts(sh *shell, args []string) int {
 			optind++
 		} else {
 			if silent {
-				sh.setString(name, ":", false)
+				setName(":")
 				sh.setString("OPTARG", string(c), false)
 			} else {
 				sh.writeErr(sh.argv0 + ": option requires an argument -- " + string(c) + "\n")
-				sh.setString(name, "?", false)
+				setName("?")
 				sh.unsetVar("OPTARG", false)
 			}
 			setOptind(optind)
@@ -486,9 +499,12 @@ func builtinGetopts(sh *shell, args []string) int {
 	} else {
 		sh.unsetVar("OPTARG", false)
 	}
-	sh.setString(name, string(c), false)
+	setName(string(c))
 	setOptind(optind)
 	sh.getoptsPos = pos
+	if badName {
+		return 1
+	}
 	return 0
 }
 

@@ -16,6 +16,13 @@ import (
 func (sh *shell) call(ce *syntax.CallExpr, redirs []*syntax.Redirect) int {
 	sh.countCommand()
 	sh.substStatus = -1
+	if len(ce.Args) > 0 && !sh.shopt.extglob {
+		if st, ok := negatedSubshell(ce.Args[0]); ok && len(ce.Args) == 1 {
+			// !(cmds) without extglob: a negated subshell, as bash parses it
+			status := sh.subshell(st)
+			return b2status(status == 0)
+		}
+	}
 	var args []string
 	if len(ce.Args) > 0 {
 		args = sh.expandFields(ce.Args)
@@ -54,6 +61,25 @@ func (sh *shell) call(ce *syntax.CallExpr, redirs []*syntax.Redirect) int {
 	status := sh.dispatch(args, assigns, true)
 	sh.lastArg = args[len(args)-1]
 	return status
+}
+
+// negatedSubshell reads a word !(...) that mvdan parsed as an extended
+// glob as the statements of a subshell.
+func negatedSubshell(w *syntax.Word) ([]*syntax.Stmt, bool) {
+	if len(w.Parts) != 1 {
+		return nil, false
+	}
+	eg, ok := w.Parts[0].(*syntax.ExtGlob)
+	if !ok || eg.Op != syntax.GlobExcept {
+		return nil, false
+	}
+	p := parsers.Get().(*syntax.Parser)
+	defer parsers.Put(p)
+	f, err := p.Parse(strings.NewReader(eg.Pattern.Value), "")
+	if err != nil {
+		return nil, false
+	}
+	return f.Stmts, true
 }
 
 // execRedirectsOnly reports whether exec runs no command.
@@ -115,7 +141,6 @@ func (sh *shell) assignOnly(ce *syntax.CallExpr, redirs []*syntax.Redirect) int 
 	if !sh.debugTrap(assignText(ce.Assigns)) {
 		return sh.status
 	}
-	sh.substStatus = -1
 	for _, as := range ce.Assigns {
 		if err := sh.assign(as, false); err != nil {
 			sh.fatal(err)
@@ -261,7 +286,7 @@ func (sh *shell) dispatch(args []string, assigns []tempAssign, functions bool) i
 		}
 		return b2status(n == 0)
 	}
-	if functions {
+	if functions && !(sh.opts.posix && specialBuiltins[name]) {
 		if fn, ok := sh.funcs.m[name]; ok {
 			return sh.withTemps(assigns, true, func() int { return sh.callFunc(fn, args) })
 		}
@@ -270,8 +295,16 @@ func (sh *shell) dispatch(args []string, assigns []tempAssign, functions bool) i
 		return sh.withTemps(assigns, false, func() int { return sh.embedderBuiltin(b, args) })
 	}
 	if bi, ok := builtins[name]; ok {
-		special := specialBuiltins[name]
-		return sh.withTemps(assigns, special && sh.opts.posix, func() int { return sh.runBuiltin(bi, args) })
+		if specialBuiltins[name] && sh.opts.posix && len(assigns) > 0 {
+			// POSIX: assignments before a special builtin stay
+			for _, a := range assigns {
+				if err := sh.setString(a.name, a.val, a.append); err != nil {
+					sh.fatal(err)
+				}
+			}
+			return sh.runBuiltin(bi, args)
+		}
+		return sh.withTemps(assigns, false, func() int { return sh.runBuiltin(bi, args) })
 	}
 	return sh.external(args, assigns)
 }
@@ -398,7 +431,7 @@ func (sh *shell) external(args []string, assigns []tempAssign) int {
 	status, found := sh.r.cfg.Exec(sh.r.ctx, c)
 	sh.check()
 	if !found {
-		if p, ok := sh.pathLookup(name); ok {
+		if p, ok := sh.pathLookupWith(name, assigns); ok {
 			return sh.runPath(append([]string{p}, args[1:]...), assigns)
 		}
 		return sh.notFound(name)
@@ -406,11 +439,25 @@ func (sh *shell) external(args []string, assigns []tempAssign) int {
 	return status
 }
 
+// pathLookupWith is pathLookup with the command's own PATH=... if any.
+func (sh *shell) pathLookupWith(name string, assigns []tempAssign) (string, bool) {
+	for _, a := range assigns {
+		if a.name == "PATH" {
+			return sh.pathIn(name, a.val, true)
+		}
+	}
+	return sh.pathLookup(name)
+}
+
 // pathLookup finds an executable script named name in $PATH's
 // directories of the file system.
 func (sh *shell) pathLookup(name string) (string, bool) {
-	fsys := sh.r.cfg.FS
 	path, ok := sh.varValue("PATH")
+	return sh.pathIn(name, path, ok)
+}
+
+func (sh *shell) pathIn(name, path string, ok bool) (string, bool) {
+	fsys := sh.r.cfg.FS
 	if fsys == nil || !ok {
 		return "", false
 	}

@@ -671,6 +671,11 @@ func (sh *shell) funcDecl(c *syntax.FuncDecl) {
 		sh.status = 1
 		return
 	}
+	if sh.opts.posix && specialBuiltins[name] {
+		sh.errorf("`%s': is a special builtin", name)
+		sh.status = 2
+		panic(fatalPanic{status: 2, exit: true})
+	}
 	if fn, ok := sh.funcs.m[name]; ok && fn.readonly() {
 		sh.errorf("%s: readonly function", name)
 		sh.status = 1

@@ -36,6 +36,8 @@ type expander struct {
 	// splitLits: unquoted literal text is split too (the word of
 	// ${x:-word} unquoted).
 	splitLits bool
+	// assignWord: a command word that looks like an assignment.
+	assignWord bool
 }
 
 // addQuoted appends characters that are quoted: neither split nor globbed.
@@ -256,6 +258,12 @@ func (sh *shell) expandWordTo(out []string, w *syntax.Word) []string {
 	}
 	for _, bw := range words {
 		e := &expander{sh: sh, noGlob: sh.opts.noglob}
+		if l, ok := bw.Parts[0].(*syntax.Lit); ok && !sh.opts.posix {
+			if i := strings.IndexByte(l.Value, '='); i > 0 && validName(l.Value[:i]) {
+				e.assignWord = true
+				e.assign = true
+			}
+		}
 		e.word(bw.Parts, false)
 		e.endField(false)
 		for _, f := range e.fields {
@@ -542,6 +550,13 @@ func (e *expander) lit(v string, quoted, first bool) {
 	}
 	if first && len(v) > 0 && v[0] == '~' {
 		v = e.tilde(v)
+	} else if first && e.assignWord {
+		// a word that looks like an assignment (x=~/bin): bash expands
+		// the tilde after '=' too
+		if i := strings.IndexByte(v, '='); i > 0 && validName(v[:i]) && i+1 < len(v) && v[i+1] == '~' {
+			e.addLiteral(v[:i+1])
+			v = e.tilde(v[i+1:])
+		}
 	}
 	if e.assign && strings.Contains(v, ":~") {
 		v = e.assignTildes(v)
@@ -805,10 +820,26 @@ func (sh *shell) braceExpand(w *syntax.Word) []*syntax.Word {
 		if hasBraceExp(nw) {
 			out = append(out, sh.braceExpand(nw)...)
 		} else {
-			out = append(out, nw)
+			out = append(out, mergeLits(nw))
 		}
 	}
 	return out
+}
+
+// mergeLits joins adjacent literal parts (a brace expansion leaves
+// "~" "root" apart, which tilde expansion must see as "~root").
+func mergeLits(w *syntax.Word) *syntax.Word {
+	for i := 1; i < len(w.Parts); i++ {
+		a, ok1 := w.Parts[i-1].(*syntax.Lit)
+		b, ok2 := w.Parts[i].(*syntax.Lit)
+		if ok1 && ok2 {
+			parts := append([]syntax.WordPart(nil), w.Parts[:i-1]...)
+			parts = append(parts, &syntax.Lit{ValuePos: a.ValuePos, ValueEnd: b.ValueEnd, Value: a.Value + b.Value})
+			parts = append(parts, w.Parts[i+1:]...)
+			return mergeLits(&syntax.Word{Parts: parts})
+		}
+	}
+	return w
 }
 
 func hasBraceExp(w *syntax.Word) bool {

@@ -514,6 +514,8 @@ func (sh *shell) fork() *shell {
 	c.oldDirs = append([]string(nil), sh.oldDirs...)
 	c.pipestatus = append([]int(nil), sh.pipestatus...)
 	c.flow, c.flowN = flowNone, 0
+	c.loopDepth = 0 // break and continue do not leave a subshell
+	c.psubList = nil
 	// Traps are reset in a subshell; trap with no arguments still shows
 	// the parent's.
 	c.parentTraps = sh.traps
@@ -613,9 +615,14 @@ func (sh *shell) writeErr(s string) {
 // the current top-level command with status 1, as in bash.
 func (sh *shell) fatal(err error) {
 	var ae *arithError
+	var as *assignError
 	switch {
 	case errors.As(err, &ae):
 		sh.errorf("%s", ae.Error())
+	case errors.As(err, &as) && sh.opts.posix:
+		// POSIX: an assignment error ends a non-interactive shell
+		sh.errorf("%s", err.Error())
+		panic(fatalPanic{status: 127, exit: true})
 	default:
 		sh.errorf("%s", err.Error())
 	}
