@@ -499,6 +499,5 @@ func TestMain(m *testing.M) {
 	if status, ok := runOilsHelper(); ok {
 		os.Exit(status)
 	}
-	useNewShell = os.Getenv("DEMIURGE_NEW_SHELL") == "1"
 	os.Exit(m.Run())
 }

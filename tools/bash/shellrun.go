@@ -17,9 +17,8 @@ import (
 	"github.com/demiurge-dev/demiurge/tools/bash/vfs"
 )
 
-// runShell runs a request in the sandbox's own interpreter (package
-// shell).
-func (t *Tool) runShell(ctx context.Context, req tools.Request, opts RunOptions, st *statusSink) Result {
+// run runs a request in the sandbox's interpreter (package shell).
+func (t *Tool) run(ctx context.Context, req tools.Request, opts RunOptions, st *statusSink) Result {
 	fail := func(code int, category, msg string) Result {
 		st.chunk("stderr", msg)
 		return Result{Response: tools.Response{Stderr: msg, ExitCode: code, Error: category}}
@@ -46,6 +45,7 @@ func (t *Tool) runShell(ctx context.Context, req tools.Request, opts RunOptions,
 	if now == nil {
 		now = time.Now
 	}
+	st.phase(tools.PhaseParse, 10) // the shell parses as it runs
 	st.phase(tools.PhaseExecute, 20)
 	fsys := opts.FS
 	if fsys == nil {
@@ -103,7 +103,10 @@ func (t *Tool) runShell(ctx context.Context, req tools.Request, opts RunOptions,
 	}
 	var le *shell.LimitError
 	var be *budget.ExceededError
+	var re *shell.RejectedError
 	switch {
+	case errors.As(res.Err, &re):
+		return ex.result(2, ErrorRejected, "bash: "+re.Error()+"\n")
 	case errors.As(res.Err, &le):
 		return ex.result(1, ErrorLimitExceeded, le.Error()+"\n")
 	case errors.As(res.Err, &be):
@@ -174,7 +177,7 @@ func (ex *execution) shellExec(ctx context.Context, c *shell.Command) (int, bool
 			v, _ := c.Getenv(name)
 			return v
 		},
-		Environ: func() []string { return c.Env },
+		Environ: c.Environ,
 		Exec: func(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return c.Exec(ctx, argv, stdin, stdout, stderr)
 		},

@@ -61,13 +61,9 @@ type Tool struct {
 	user      string
 	host      string
 	filesNote string
-	envs      runnerEnv // the environment of every script, read-only
 	// extra are commands beside the utilities, for tests (the Oils
 	// spec's helpers, see oils_test.go); nil in every built Tool.
 	extra map[string]coreutils.Func
-	// newShell runs scripts in package shell instead of mvdan's
-	// interpreter.
-	newShell bool
 
 	infoOnce sync.Once
 	info     tools.Info // built on first use: see Info

@@ -1,14 +1,12 @@
 package shell
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"mvdan.cc/sh/v3/syntax"
 
@@ -1854,8 +1852,3 @@ func (sh *shell) runChild(argv0, script string, opts, params, env []string, stdi
 	child.runSource(&source{name: argv0, text: script}, true)
 	return child.exit()
 }
-
-// isEPIPE reports whether err is EPIPE.
-func isEPIPE(err error) bool { return errors.Is(err, syscall.EPIPE) }
-
-var _ = context.Background

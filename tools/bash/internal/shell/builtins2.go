@@ -842,46 +842,6 @@ func (sh *shell) readRune(fd int) (string, error) {
 	return string(b), nil
 }
 
-// readChars reads up to n characters, stopping after delim (unless
-// exact).
-func (sh *shell) readChars(fd int, delim byte, n int, exact bool) (string, error) {
-	var b []byte
-	count := 0
-	for count < n {
-		s, err := sh.readUpTo(fd, delim, 1)
-		if s == "" {
-			return string(b), err
-		}
-		b = append(b, s...)
-		if !exact && s[0] == delim {
-			return string(b), nil
-		}
-		// complete a UTF-8 sequence
-		for !utf8.FullRune(b[len(b)-len(lastRuneStart(b)):]) {
-			more, err := sh.readUpTo(fd, 0xff, 1)
-			if more == "" {
-				return string(b), err
-			}
-			b = append(b, more...)
-		}
-		count++
-		if err != nil {
-			return string(b), err
-		}
-	}
-	return string(b), nil
-}
-
-// lastRuneStart returns the bytes of b from its last rune start.
-func lastRuneStart(b []byte) []byte {
-	for i := len(b) - 1; i >= 0 && i >= len(b)-4; i-- {
-		if utf8.RuneStart(b[i]) {
-			return b[i:]
-		}
-	}
-	return b[len(b)-1:]
-}
-
 // readSplit splits a line read by read into at most n fields (n < 0:
 // all) on IFS; the last field keeps the rest of the line. Quoted bytes
 // (marked by a 0 before them) never split.

@@ -95,7 +95,6 @@ func execRedirectsOnly(args []string) bool {
 // tempAssign is an assignment written before a command (x=1 cmd).
 type tempAssign struct {
 	name   string
-	index  string // a[k]=v (bash ignores these for commands)
 	val    string
 	append bool
 }
@@ -287,7 +286,7 @@ func (sh *shell) dispatch(args []string, assigns []tempAssign, functions bool) i
 		return b2status(n == 0)
 	}
 	if functions && !(sh.opts.posix && specialBuiltins[name]) {
-		if fn, ok := sh.funcs.m[name]; ok {
+		if fn, ok := sh.funcs.m[name]; ok && !sh.isTool(name) {
 			return sh.withTemps(assigns, true, func() int { return sh.callFunc(fn, args) })
 		}
 	}
@@ -392,6 +391,12 @@ func (sh *shell) callFunc(fn *funcDef, args []string) int {
 		}
 	}
 	return sh.status
+}
+
+// isTool reports whether name is a tool of the embedder: tools come
+// before functions of the same name (a script cannot shadow a tool).
+func (sh *shell) isTool(name string) bool {
+	return sh.r.cfg.Kind != nil && sh.r.cfg.Kind(name) == "tool"
 }
 
 // emptyVarMap returns a map for a function's locals, made on first use.
@@ -501,18 +506,23 @@ func (sh *shell) binPath(name string) (string, bool) {
 
 // commandFor describes an external command for Config.Exec.
 func (sh *shell) commandFor(args []string, assigns []tempAssign) *Command {
-	env := sh.exported()
-	if len(assigns) > 0 {
-		env = mergeEnv(env, assigns)
-	}
 	c := &Command{
-		Args:   args,
-		Dir:    sh.dir,
-		Env:    env,
+		Args: args,
+		Dir:  sh.dir,
+		env: func() []string {
+			env := sh.exported()
+			if len(assigns) > 0 {
+				env = mergeEnv(env, assigns)
+			}
+			return env
+		},
 		Line:   sh.line,
 		Stdout: sh.fdWriter(1),
 		Stderr: sh.fdWriter(2),
 		Stdin:  sh.fdReader(0),
+	}
+	if _, none := c.Stdin.(eofReader); none {
+		c.Stdin = nil // nothing attached
 	}
 	c.Exec = func(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return sh.execFromUtility(argv, stdin, stdout, stderr)
@@ -595,7 +605,11 @@ func (sh *shell) execFromUtility(argv []string, stdin io.Reader, stdout, stderr 
 
 // notFound reports an unknown command: 127.
 func (sh *shell) notFound(name string) int {
-	msg := name + ": command not found"
+	shown := name
+	if len(shown) > 40 {
+		shown = shown[:40] + "..."
+	}
+	msg := shown + ": command not found"
 	if sh.r.cfg.Suggest != nil {
 		if s := sh.r.cfg.Suggest(name); s != "" {
 			msg += "; did you mean " + s + "?"

@@ -17,7 +17,6 @@ type declArg struct {
 	assign   bool
 	append   bool
 	value    string
-	array    []arrayItem
 	isArray  bool
 	rawArray *syntax.ArrayExpr
 }
@@ -153,11 +152,7 @@ type declFlags struct {
 	print, funcs     bool
 	funcNames        bool
 	global, local    bool
-	exportSet        bool
-	readonlySet      bool
 	removeExport     bool
-	readonlyFuncs    bool
-	exportFuncs      bool
 	anyFlag, anyAttr bool
 }
 

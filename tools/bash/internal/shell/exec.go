@@ -181,7 +181,8 @@ func (sh *shell) checkDepth(stmts []*syntax.Stmt) bool {
 		})
 	}
 	if !ok {
-		sh.r.limit("script nesting too deep (more than %d levels)", max)
+		sh.r.stop(&RejectedError{Msg: fmt.Sprintf("script nesting too deep (more than %d levels)", max)})
+		panic(stopPanic{})
 	}
 	return ok
 }
@@ -306,7 +307,6 @@ func (sh *shell) command(st *syntax.Stmt) {
 	case *syntax.FuncDecl:
 		sh.funcDecl(c)
 	case *syntax.ArithmCmd:
-		sh.countCommand()
 		if !sh.debugTrap("((" + sh.arithTextOf(c.X) + "))") {
 			return
 		}
@@ -321,7 +321,6 @@ func (sh *shell) command(st *syntax.Stmt) {
 		sh.pipestatus = []int{sh.status}
 		sh.afterSimple()
 	case *syntax.TestClause:
-		sh.countCommand()
 		if !sh.debugTrap("[[ ... ]]") {
 			return
 		}
@@ -535,6 +534,13 @@ func (sh *shell) forClause(c *syntax.ForClause) {
 			sh.setLine(c.Pos())
 			if !sh.debugTrap("for " + name) {
 				return
+			}
+			if sh.opts.xtrace {
+				parts := make([]string, len(items))
+				for i, x := range items {
+					parts[i] = xtraceQuote(x)
+				}
+				sh.xtraceLine("for " + name + " in " + strings.Join(parts, " "))
 			}
 			if err := sh.setString(name, it, false); err != nil {
 				sh.fatal(err)

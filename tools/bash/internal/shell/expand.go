@@ -38,12 +38,78 @@ type expander struct {
 	splitLits bool
 	// assignWord: a command word that looks like an assignment.
 	assignWord bool
+	// checked is the size of the current word up to which the memory
+	// budget was checked.
+	checked int
+	// strMode collects one string (no splitting, no globbing, no
+	// pattern) as pieces joined once at the end: a big value is copied
+	// once, not at every append.
+	strMode bool
+	pieces  []string
+	size    int
+}
+
+// newStringExpander returns an expander of one string.
+func (sh *shell) newStringExpander() *expander {
+	return &expander{sh: sh, noSplit: true, noGlob: true, strMode: true}
+}
+
+// str is the string a string expander built.
+func (e *expander) str() string {
+	if !e.strMode {
+		return string(e.cur.s)
+	}
+	if len(e.pieces) == 1 {
+		return e.pieces[0]
+	}
+	return strings.Join(e.pieces, "")
+}
+
+// piece appends s in string mode.
+func (e *expander) piece(s string) {
+	if s == "" {
+		return
+	}
+	e.size += len(s)
+	if e.size >= 1<<20 && e.size >= e.checked {
+		e.checked = e.size * 2
+		if err := e.sh.r.budget.Check(int64(e.size)); err != nil {
+			e.sh.r.stop(err)
+			panic(stopPanic{})
+		}
+	}
+	e.pieces = append(e.pieces, s)
+}
+
+// wantPat reports whether the pattern form of the fields is needed.
+func (e *expander) wantPat() bool { return !e.noGlob || e.pattern }
+
+// grow checks, as a word grows past a megabyte and each doubling after,
+// that the memory budget can hold it.
+func (e *expander) grow(n int) {
+	size := len(e.cur.s) + n
+	if size < 1<<20 || size < e.checked {
+		return
+	}
+	e.checked = size * 2
+	if err := e.sh.r.budget.Check(int64(size)); err != nil {
+		e.sh.r.stop(err)
+		panic(stopPanic{})
+	}
 }
 
 // addQuoted appends characters that are quoted: neither split nor globbed.
 func (e *expander) addQuoted(s string) {
 	e.cur.started = true
+	if e.strMode {
+		e.piece(s)
+		return
+	}
+	e.grow(len(s))
 	e.cur.s = append(e.cur.s, s...)
+	if !e.wantPat() {
+		return
+	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if isPatternSpecial(c) {
@@ -61,8 +127,15 @@ func (e *expander) addLiteral(s string) {
 		return
 	}
 	e.cur.started = true
+	if e.strMode {
+		e.piece(s)
+		return
+	}
+	e.grow(len(s))
 	e.cur.s = append(e.cur.s, s...)
-	e.cur.pat = append(e.cur.pat, s...)
+	if e.wantPat() {
+		e.cur.pat = append(e.cur.pat, s...)
+	}
 	if !e.cur.glob && strings.ContainsAny(s, "*?[") {
 		e.cur.glob = true
 	}
@@ -75,8 +148,15 @@ func (e *expander) addExpanded(s string) {
 		if s != "" {
 			e.cur.started = true
 		}
+		if e.strMode {
+			e.piece(s)
+			return
+		}
+		e.grow(len(s))
 		e.cur.s = append(e.cur.s, s...)
-		e.cur.pat = append(e.cur.pat, s...)
+		if e.wantPat() {
+			e.cur.pat = append(e.cur.pat, s...)
+		}
 		if !e.cur.glob && strings.ContainsAny(s, "*?[") {
 			e.cur.glob = true
 		}
@@ -184,8 +264,15 @@ func (e *expander) addNoSplit(s string) {
 		return
 	}
 	e.cur.started = true
+	if e.strMode {
+		e.piece(s)
+		return
+	}
+	e.grow(len(s))
 	e.cur.s = append(e.cur.s, s...)
-	e.cur.pat = append(e.cur.pat, s...)
+	if e.wantPat() {
+		e.cur.pat = append(e.cur.pat, s...)
+	}
 	if !e.cur.glob && strings.ContainsAny(s, "*?[") {
 		e.cur.glob = true
 	}
@@ -198,6 +285,7 @@ func (e *expander) endField(force bool) {
 		e.fields = append(e.fields, e.cur)
 	}
 	e.cur = field{}
+	e.checked = 0
 }
 
 func isIFS(ifs string, c byte) bool {
@@ -213,28 +301,6 @@ func isPatternSpecial(c byte) bool {
 		return true
 	}
 	return false
-}
-
-// quotePattern escapes s so that it matches only itself as a pattern.
-func quotePattern(s string) string {
-	special := false
-	for i := 0; i < len(s); i++ {
-		if isPatternSpecial(s[i]) {
-			special = true
-			break
-		}
-	}
-	if !special {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if isPatternSpecial(s[i]) {
-			b.WriteByte('\\')
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // expandFields expands words into fields: brace expansion, then tilde,
@@ -301,9 +367,9 @@ func (sh *shell) expandString(w *syntax.Word) string {
 	if lit, ok := simpleLit(w); ok {
 		return lit
 	}
-	e := &expander{sh: sh, noSplit: true, noGlob: true}
+	e := sh.newStringExpander()
 	e.word(w.Parts, false)
-	return string(e.cur.s)
+	return e.str()
 }
 
 // expandAssign expands an assignment's value: as expandString, with
@@ -315,9 +381,10 @@ func (sh *shell) expandAssign(w *syntax.Word) string {
 	if lit, ok := simpleLit(w); ok {
 		return lit
 	}
-	e := &expander{sh: sh, noSplit: true, noGlob: true, assign: true}
+	e := sh.newStringExpander()
+	e.assign = true
 	e.word(w.Parts, false)
-	return string(e.cur.s)
+	return e.str()
 }
 
 // expandPattern expands a word to a pattern: quoted characters escaped.

@@ -263,9 +263,10 @@ func (sh *shell) promptExpand(s string) string {
 	if err != nil {
 		return out
 	}
-	e := &expander{sh: sh, noSplit: true, noGlob: true, heredoc: true}
+	e := sh.newStringExpander()
+	e.heredoc = true
 	e.word(w.Parts, true)
-	return string(e.cur.s)
+	return e.str()
 }
 
 // funcText prints a function as declare -f and type do.

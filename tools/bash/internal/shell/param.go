@@ -40,9 +40,9 @@ func (sh *shell) joinStar(list []string) string {
 // paramString is a parameter expansion as one string (inside double
 // quotes, in arithmetic, ...).
 func (sh *shell) paramString(pe *syntax.ParamExp, quoted bool) string {
-	e := &expander{sh: sh, noSplit: true, noGlob: true}
+	e := sh.newStringExpander()
 	e.param(pe, quoted)
-	return string(e.cur.s)
+	return e.str()
 }
 
 // atParam handles a quoted parameter expansion that yields a list ("$@",

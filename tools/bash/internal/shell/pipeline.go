@@ -77,11 +77,11 @@ func (sh *shell) pipeline(c *syntax.BinaryCmd) {
 		idx := i
 		wg.Add(1)
 		sh.r.wg.Add(1)
-		go func() {
+		goWork(func() {
 			defer sh.r.wg.Done()
 			defer wg.Done()
 			statuses[idx] = sub.runStage(st)
-		}()
+		})
 	}
 	last := stages[n-1].st
 	if _, simple := last.Cmd.(*syntax.CallExpr); simple && !sh.shopt.lastpipe {
@@ -285,11 +285,11 @@ func (sh *shell) procSubst(ps *syntax.ProcSubst) string {
 	}
 	sh.psubList = append(sh.psubList, p)
 	sh.r.wg.Add(1)
-	go func() {
+	goWork(func() {
 		defer sh.r.wg.Done()
 		defer close(p.done)
 		sub.runStage(&syntax.Stmt{Cmd: &syntax.Block{Stmts: ps.Stmts}})
-	}()
+	})
 	return "/dev/fd/" + strconv.Itoa(fd)
 }
 

@@ -208,9 +208,10 @@ func (sh *shell) hereDoc(rd *syntax.Redirect) string {
 			}
 			body = b.String()
 		} else {
-			e := &expander{sh: sh, noSplit: true, noGlob: true, heredoc: true}
+			e := sh.newStringExpander()
+			e.heredoc = true
 			e.word(rd.Hdoc.Parts, true)
-			body = string(e.cur.s)
+			body = e.str()
 		}
 	}
 	if rd.Op == syntax.DashHdoc {

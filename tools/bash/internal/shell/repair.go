@@ -19,9 +19,13 @@ import (
 //     as bash does (see arithCarrier).
 
 const (
-	arithCarrier    = "__sh_arith_"
-	arithCmdCarrier = "__sh_arithcmd_"
+	arithCarrier    = ReservedPrefix + "arith_"
+	arithCmdCarrier = ReservedPrefix + "arithcmd_"
 )
+
+// ReservedPrefix starts the names the shell uses for itself (the
+// carriers above); an embedder's commands may not start with it.
+const ReservedPrefix = "__sh_"
 
 // maxRepairs bounds the rewrites of one text.
 const maxRepairs = 20

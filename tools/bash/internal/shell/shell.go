@@ -65,9 +65,11 @@ type Command struct {
 	Stdout, Stderr io.Writer
 	// Dir is the working directory.
 	Dir string
-	// Env is the command's environment (exported variables and the
-	// command's assignments), sorted.
-	Env []string
+	// env makes the command's environment on first use (most commands
+	// never look).
+	env     func() []string
+	envDone bool
+	envList []string
 	// Exec runs a command line in the shell (xargs, find -exec, timeout):
 	// a builtin, function, tool or utility, under the script's limits.
 	Exec func(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) int
@@ -75,9 +77,21 @@ type Command struct {
 	Line int
 }
 
+// Environ is the command's environment (exported variables and the
+// command's assignments), sorted.
+func (c *Command) Environ() []string {
+	if !c.envDone {
+		c.envDone = true
+		if c.env != nil {
+			c.envList = c.env()
+		}
+	}
+	return c.envList
+}
+
 // Getenv returns a variable of the command's environment.
 func (c *Command) Getenv(name string) (string, bool) {
-	for _, kv := range c.Env {
+	for _, kv := range c.Environ() {
 		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
 			return v, true
 		}
@@ -103,6 +117,11 @@ type Limits struct {
 type LimitError struct{ Msg string }
 
 func (e *LimitError) Error() string { return "resource limit exceeded: " + e.Msg }
+
+// RejectedError is a script refused as it is (nested too deep).
+type RejectedError struct{ Msg string }
+
+func (e *RejectedError) Error() string { return e.Msg }
 
 // Result is the outcome of a run.
 type Result struct {
@@ -133,7 +152,6 @@ type Runner struct {
 	depth      atomic.Int64 // nested shells
 	ids        atomic.Uint32
 	pids       atomic.Int64
-	psubs      atomic.Int64
 
 	start   time.Time
 	umask   int
@@ -280,7 +298,6 @@ type frame struct {
 	params   []string
 	callLine int    // the line it was called from
 	callFile string // the source it was called from
-	argv0    string
 }
 
 // options are set -o options.
@@ -336,7 +353,6 @@ type shell struct {
 	loopDepth int
 	// noErrexit > 0 where errexit is ignored (conditions, && lists, !).
 	noErrexit int
-	inCond    bool
 
 	traps       map[string]string
 	parentTraps map[string]string // shown by trap in a subshell
@@ -358,13 +374,11 @@ type shell struct {
 	dashC      bool
 	fileScript bool
 	secBase    time.Time
-	hasSecs    bool
 	secOff     int64
 
 	funcDepth int
 	evalDepth int
 	lastCmd   string // $BASH_COMMAND
-	xtraceFD  int
 
 	// substStatus is the status of the last command substitution of the
 	// current command (-1: none), the status of an assignment.

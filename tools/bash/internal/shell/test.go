@@ -194,13 +194,13 @@ func (sh *shell) regexText(w *syntax.Word) string {
 			}
 			b.WriteString(regexp.QuoteMeta(v))
 		case *syntax.DblQuoted:
-			e := &expander{sh: sh, noSplit: true, noGlob: true}
+			e := sh.newStringExpander()
 			e.word(x.Parts, true)
-			b.WriteString(regexp.QuoteMeta(string(e.cur.s)))
+			b.WriteString(regexp.QuoteMeta(e.str()))
 		default:
-			e := &expander{sh: sh, noSplit: true, noGlob: true}
+			e := sh.newStringExpander()
 			e.word([]syntax.WordPart{p}, false)
-			b.WriteString(string(e.cur.s))
+			b.WriteString(e.str())
 		}
 	}
 	return b.String()
