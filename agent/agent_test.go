@@ -857,3 +857,58 @@ func TestDirHeldOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestNewMessageWhileCallWaits: a message sent while a call of the turn
+// before waits for approval answers that call (not run, journaled) and
+// the stream of the new message says so first: the call is not dropped
+// without a word, the earlier turn is said to have stopped, and then the
+// new turn runs.
+func TestNewMessageWhileCallWaits(t *testing.T) {
+	w, srv := fake(t, []llmtest.Turn{
+		{Calls: []llmtest.Call{{Name: "workspace_write", Arguments: `{"path": "a.md", "content": "hi"}`, CallID: "call_29_0"}}},
+		{Text: "fine, I will not write it"},
+	}, agent.WithApprover(func(context.Context, agent.ApprovalRequested) (agent.Decision, bool) { return agent.Decision{}, false }))
+	c := w.Chat("c", agent.RequireApproval("workspace_write"))
+	if _, end := collect(t, c.Send(t.Context(), "write a.md")); end.Outcome != agent.OutcomeAwaitingApproval {
+		t.Fatalf("end %+v; want awaiting approval", end)
+	}
+	var decided []agent.ApprovalDecided
+	var notices []string
+	var order []string
+	for e, err := range c.Send(t.Context(), "never mind") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch e := e.(type) {
+		case agent.ApprovalDecided:
+			decided = append(decided, e)
+			order = append(order, "decided")
+		case agent.Notice:
+			notices = append(notices, e.Text)
+			order = append(order, "notice")
+		case agent.Message:
+			order = append(order, e.Role)
+		case agent.TurnEnd:
+			if e.RequestID != 2 || e.Outcome != agent.OutcomeAnswer {
+				t.Errorf("turn end %+v; want request 2 answered", e)
+			}
+		}
+	}
+	want := "not run: a new message (request 2) arrived before the turn ended"
+	if len(decided) != 1 || decided[0].CallID != "call_29_0" || decided[0].RequestID != 1 || decided[0].Approved || decided[0].Reason != want {
+		t.Errorf("approval decided %+v; want call_29_0 of request 1 denied: %s", decided, want)
+	}
+	if len(notices) != 1 || notices[0] != "turn 1 stopped: a new message (request 2) arrived before the turn ended" {
+		t.Errorf("notices %q", notices)
+	}
+	if strings.Join(order, " ") != "decided notice user assistant" {
+		t.Errorf("events in the order %q; want the call's answer and the earlier turn's stop before the new message", order)
+	}
+	if len(c.Pending(t.Context())) != 0 {
+		t.Errorf("calls still wait: %+v", c.Pending(t.Context()))
+	}
+	// The model was told, in the new turn's request, that the call did not run.
+	if reqs := srv.Requests(); len(reqs) != 2 || !strings.Contains(string(reqs[1].Body), want) {
+		t.Errorf("the model's requests: %d; want 2, the second telling it the call did not run", len(reqs))
+	}
+}

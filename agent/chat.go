@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/demiurge-dev/demiurge/adapters/llm"
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/cluster"
 	"github.com/demiurge-dev/demiurge/journal"
@@ -252,6 +253,11 @@ func (c *Chat) Send(ctx context.Context, text string, opts ...SendOption) iter.S
 			yield(nil, err)
 			return
 		}
+		if len(msg) > MaxMessageBytes {
+			yield(nil, fmt.Errorf("chat %s: %w: it is %s (%d bytes as sent), and a model call is sent at most %d KiB (%d bytes) of one message: the model would read only its start; send a shorter one, or put the text in a file of the workspace (demiurge workspace import) and ask the model to read it",
+				c.id, ErrMessageTooLarge, byteSize(len(msg)), len(msg), MaxMessageBytes>>10, MaxMessageBytes))
+			return
+		}
 		sent := map[string]any{}
 		for _, o := range opts {
 			o(sent)
@@ -274,6 +280,25 @@ func (c *Chat) Send(ctx context.Context, text string, opts ...SendOption) iter.S
 			return c.checkTaken(id, ref)
 		}))
 	}
+}
+
+// MaxMessageBytes bounds a user message, as the JSON item a model call is
+// sent ({"role": "user", "content": …}): the model adapter sends no more
+// of one transcript item (llm.DefaultMaxItemBytes), so the model would
+// read only the start of a longer message.
+const MaxMessageBytes = llm.DefaultMaxItemBytes
+
+// ErrMessageTooLarge is returned (wrapped) by Send for a message over
+// MaxMessageBytes: it is refused before anything is journaled, and the
+// chat goes on as it was.
+var ErrMessageTooLarge = errors.New("message not sent: too large")
+
+// byteSize says n bytes in KiB or MiB.
+func byteSize(n int) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 }
 
 // ErrRequestTaken is returned (wrapped) by Send when another client (a
@@ -604,12 +629,18 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 				// was in flight, whose call runs again when the world
 				// reopens) streams to nobody: its answer is dropped.
 				if it.request == 0 || it.request == tr.id {
+					if d, ok := it.event.(TextDelta); ok && !tr.stream(d) {
+						continue
+					}
 					emit(it.event)
 				}
 				continue
 			}
 			evs, err := tr.records(it.recs)
 			for _, e := range evs {
+				if rest, ok := tr.rest(e); ok {
+					emit(rest)
+				}
 				if ar, ok := e.(ApprovalRequested); ok {
 					k := askKey{ar.Round, ar.CallID}
 					if tr.asked[k] {
@@ -799,12 +830,66 @@ type turnReader struct {
 	// asked holds the calls ever put in asks: a call is asked once.
 	asked map[askKey]bool
 	seq   uint64 // the last record read
+	// streamed is what each round's TextDeltas showed (see rest).
+	streamed map[uint64]*streamedText
 }
 
 // askKey names a call that waits for approval within its turn.
 type askKey struct {
 	round uint64
 	call  string
+}
+
+// stream notes a TextDelta of the turn, and reports whether to pass it
+// on: not once the journal has the answer of its round (the text of a
+// world a worker runs comes by another road than its records, and may
+// come late).
+func (tr *turnReader) stream(d TextDelta) bool {
+	if tr.streamed == nil {
+		tr.streamed = map[uint64]*streamedText{}
+	}
+	s := tr.streamed[d.Round]
+	if s == nil {
+		s = &streamedText{}
+		tr.streamed[d.Round] = s
+	}
+	if s.answered {
+		return false
+	}
+	s.text.WriteString(d.Text)
+	return true
+}
+
+// rest returns, before the assistant's message e, the part of it that its
+// round's TextDeltas did not show (a world a worker runs: the client began
+// to listen in the middle of the call, or missed some of it), so that the
+// text streamed and the rest are the whole answer, as a reader that
+// prints the deltas and not the message expects.
+func (tr *turnReader) rest(e Event) (TextDelta, bool) {
+	m, ok := e.(Message)
+	if !ok || m.Role != "assistant" {
+		return TextDelta{}, false
+	}
+	if tr.streamed == nil {
+		tr.streamed = map[uint64]*streamedText{}
+	}
+	s := tr.streamed[m.Round]
+	if s == nil {
+		s = &streamedText{}
+		tr.streamed[m.Round] = s
+	}
+	s.answered = true
+	shown := s.text.String()
+	if shown == "" || len(m.Text) <= len(shown) || !strings.HasPrefix(m.Text, shown) {
+		return TextDelta{}, false
+	}
+	return TextDelta{Round: m.Round, Text: m.Text[len(shown):]}, true
+}
+
+// streamedText is what a round's TextDeltas showed.
+type streamedText struct {
+	text     strings.Builder
+	answered bool // its message came: later deltas are dropped
 }
 
 // records returns the events of one step's records.
@@ -859,9 +944,11 @@ func (tr *turnReader) state(ctx context.Context, seq uint64, st *demiurge.StateV
 			out = append(out, mc)
 		}
 	}
+	before := tr.prev
 	tr.prev = st
 	for _, e := range unseen {
 		if e.RequestID != tr.id {
+			out = append(out, tr.earlier(seq, before, e)...)
 			continue
 		}
 		tool, call, status := deref(e.Tool), deref(e.CallID), deref(e.Status)
@@ -887,7 +974,7 @@ func (tr *turnReader) state(ctx context.Context, seq uint64, st *demiurge.StateV
 			if status == "approved" {
 				tr.callAt[call] = at // it runs from now
 			}
-			out = append(out, ApprovalDecided{Seq: seq, CallID: call, Tool: tool, Approved: status == "approved", Reason: e.Text,
+			out = append(out, ApprovalDecided{Seq: seq, RequestID: e.RequestID, CallID: call, Tool: tool, Approved: status == "approved", Reason: e.Text,
 				TimedOut: status == demiurge.StatusTimedOut})
 		case demiurge.EntryToolOutput:
 			ev := ToolCallFinished{Seq: seq, Round: e.Round, CallID: call, Tool: tool, Status: status, Output: e.Text, Size: len(e.Text), Ref: e.Ref}
@@ -905,7 +992,7 @@ func (tr *turnReader) state(ctx context.Context, seq uint64, st *demiurge.StateV
 			out = append(out, Compacted{Seq: seq, Text: e.Text, Ref: e.Ref})
 		case demiurge.EntryStop:
 			tr.noteEnd(e)
-			out = append(out, GuardStop{Seq: seq, Reason: e.Text})
+			out = append(out, GuardStop{Seq: seq, Reason: demiurge.StopText(e.Text)})
 		case demiurge.EntryError:
 			tr.noteEnd(e)
 			out = append(out, TurnError{Seq: seq, Text: e.Text})
@@ -937,6 +1024,30 @@ func (tr *turnReader) state(ctx context.Context, seq uint64, st *demiurge.StateV
 		out = append(out, end)
 	}
 	return out
+}
+
+// earlier returns the events of an entry of an earlier turn that this
+// turn's start ended (a message sent while that turn ran or waited for
+// the user): the chat answered its calls that waited for approval "not
+// run" and stopped it, and the stream says so, so that a call the user was
+// told to approve is not dropped without a word. before is the state
+// before the entry's step. Entries of other turns are not this stream's.
+func (tr *turnReader) earlier(seq uint64, before *demiurge.StateView, e demiurge.Entry) []Event {
+	if before == nil || before.Turn == nil || before.Turn.RequestID != e.RequestID || e.RequestID >= tr.id {
+		return nil
+	}
+	switch e.Kind {
+	case demiurge.EntryToolOutput:
+		call := deref(e.CallID)
+		for _, c := range before.Turn.Calls {
+			if c.CallID == call && c.Status == "approval" {
+				return []Event{ApprovalDecided{Seq: seq, RequestID: e.RequestID, CallID: call, Tool: deref(e.Tool), Reason: e.Text}}
+			}
+		}
+	case demiurge.EntryStop:
+		return []Event{Notice{Seq: seq, Text: fmt.Sprintf("turn %d stopped: %s", e.RequestID, e.Text)}}
+	}
+	return nil
 }
 
 // endFrom sets the turn's outcome (and its finish and summary) from the

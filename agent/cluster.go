@@ -23,6 +23,7 @@ import (
 func ClusterOpen(opts ...Option) cluster.OpenFunc {
 	return func(ctx context.Context, env cluster.Env) (*cluster.Runtime, error) {
 		c := newConfig(opts)
+		c.name = env.Name
 		overrides, problems := llm.ManifestModels(env.Catalog)
 		if len(problems) > 0 {
 			return nil, fmt.Errorf("world %s: the manifest's models: %w", env.Name, problems)
@@ -53,6 +54,20 @@ func ClusterOpen(opts ...Option) cluster.OpenFunc {
 		rt.Options.Dispatch.TimeoutFor = kit.timeoutFor
 		rt.Attach = kit.ts.Attach
 		rt.Close = kit.close
+		if m.stream && env.Store != nil {
+			// The model's answers stream to the clients that follow
+			// the world (see streamPublisher).
+			pub := newStreamPublisher(env.Store, env.Name, c.log)
+			rt.Options.Dispatch.Progress = pub.progress
+			rt.Attach = func(w *world.World) {
+				kit.ts.Attach(w)
+				pub.attach(w)
+			}
+			rt.Close = func() error {
+				pub.close()
+				return kit.close()
+			}
+		}
 		return rt, nil
 	}
 }

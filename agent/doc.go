@@ -76,7 +76,10 @@
 // chat records that the user stopped it, so that it is not taken up again.
 // Chat.Follow follows a turn a process left running (its effects run again
 // when the world reopens); Chat.Compact summarizes the oldest part of the
-// transcript now.
+// transcript now. Chat.Watch only watches a turn, from its start, wherever
+// it runs: the same events for every watcher, from the journal and then as
+// they are committed; it stops nothing when its reader goes away, so a
+// server resumes with it a stream a client lost.
 //
 // # Approvals
 //

@@ -106,11 +106,15 @@ type ApprovalRequested struct {
 
 // ApprovalDecided is the user's decision on a call that waited.
 type ApprovalDecided struct {
-	Seq      uint64 `json:"seq"`
-	CallID   string `json:"call_id"`
-	Tool     string `json:"tool"`
-	Approved bool   `json:"approved"`
-	Reason   string `json:"reason,omitempty"`
+	Seq uint64 `json:"seq"`
+	// RequestID is the turn the call belongs to: an earlier one than the
+	// stream's when a new message ended that turn while the call waited
+	// (the chat answers it "not run", denied).
+	RequestID uint64 `json:"request_id"`
+	CallID    string `json:"call_id"`
+	Tool      string `json:"tool"`
+	Approved  bool   `json:"approved"`
+	Reason    string `json:"reason,omitempty"`
 	// TimedOut says the call waited longer than the chat's approval
 	// timeout: it is denied (Approved false), whatever came later.
 	TimedOut bool `json:"timed_out,omitempty"`

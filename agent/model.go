@@ -112,7 +112,7 @@ func (m Model) resolve(manifest []llm.ModelOptions, c *config, local bool) (*mod
 	out := &model{name: m.Name, stream: !m.NoStream, temp: m.Temperature}
 	if m.cassette != "" {
 		log := c.log
-		cs, err := cassette.Open(m.cassette, &cassette.Options{Loose: m.cassetteLoose, Warn: func(call *effects.Call, mm *cassette.Mismatch) {
+		cs, err := cassette.Open(m.cassette, &cassette.Options{Loose: m.cassetteLoose, World: c.name, Warn: func(call *effects.Call, mm *cassette.Mismatch) {
 			if f := out.warn.Load(); f != nil {
 				(*f)(call.Intent, mm)
 				return

@@ -67,8 +67,10 @@ func WithStorage(st world.Storage) Option { return func(c *config) { c.storage =
 // (demiurge worker, cluster.Worker): a message goes to the world's inbox,
 // the worker that holds its lease runs the turn (the model, the tools, the
 // MCP servers are the worker's), and the turn's events are read from its
-// journal as it grows. No text streams (no TextDelta) and World.World is
-// nil. The caller closes st, after the World.
+// journal as it grows. The model's answers stream from the worker as they
+// come (TextDelta, over the store's NOTIFY; see pgstore.Store.PublishStream),
+// unless the model is NoStream; World.World is nil. The caller closes st,
+// after the World.
 func WithRemote(st *pgstore.Store) Option { return func(c *config) { c.remote = st } }
 
 // WithWorld names the world in its store (default DefaultWorld): one

@@ -38,6 +38,7 @@ type World struct {
 	store  *store.Store    // the store Open opened (WithDir), closed by Close
 	w      *world.World    // the world, run in this process; nil when a worker runs it
 	remote *cluster.Remote // the world run by a worker of a PostgreSQL store (WithRemote)
+	stream *streamReader   // the remote world's stream: its model's answers as they come
 	host   host            // w or remote
 	kit    *toolKit
 	module string // the chat module: demiurge.ModuleName, or ModuleNameV1 for older worlds
@@ -108,7 +109,7 @@ func Open(ctx context.Context, manifest string, opts ...Option) (_ *World, err e
 		}
 	}
 	reg := Registry(c.registers...)
-	cat, err := schema.Load(manifest, &schema.LoadOptions{Reducers: reg.Names()})
+	cat, err := schema.Load(manifest, reg.LoadOptions())
 	if err != nil {
 		var l schema.ErrorList
 		if errors.As(err, &l) {
@@ -167,6 +168,15 @@ func Open(ctx context.Context, manifest string, opts ...Option) (_ *World, err e
 		aw.host = aw.remote
 		if aw.base, err = aw.settings(ctx); err != nil {
 			return nil, err
+		}
+		if m.stream {
+			var listening <-chan struct{}
+			aw.stream, listening = startStreamReader(c.remote, c.name, aw.push, c.log)
+			select { // so that the first turn's answer streams
+			case <-listening:
+			case <-time.After(2 * time.Second):
+			case <-ctx.Done():
+			}
 		}
 		return aw, nil
 	}
@@ -276,6 +286,9 @@ func (w *World) Close() error {
 // release closes what Open opened.
 func (w *World) release() error {
 	var errs []error
+	if w.stream != nil {
+		w.stream.stop()
+	}
 	if w.w != nil {
 		errs = append(errs, w.w.Close())
 	}
@@ -391,8 +404,17 @@ func (w *World) settings(ctx context.Context) (map[string]any, error) {
 		if m.OnOverflow != "" {
 			s["on_overflow"] = m.OnOverflow
 		}
+		if hasField(w.cat, "demiurge/Settings@2", "item_bytes") { // a manifest older than it has not
+			s["item_bytes"] = uint64(llm.DefaultMaxItemBytes)
+		}
 	}
 	return s, nil
+}
+
+// hasField reports whether the record schema name of cat has a field.
+func hasField(cat *schema.Catalog, name, field string) bool {
+	t, ok := cat.SchemaType(name)
+	return ok && slices.ContainsFunc(t.Fields, func(f schema.Field) bool { return f.Name == field })
 }
 
 func or(v, def uint64) uint64 {
@@ -445,17 +467,7 @@ func (w *World) target(in *effects.Intent) (deltaTarget, bool) {
 	if ok {
 		return t, true
 	}
-	// The plan that asked: its input is the ChatRequest.
-	w.w.View(func(m *world.Machine) {
-		if rp, found := m.Plan(in.Origin.PlanID); found {
-			chat, _ := schema.FieldPath(rp.Input, "chat_id").(string)
-			round, _ := schema.FieldPath(rp.Input, "round").(uint64)
-			req, _ := schema.FieldPath(rp.Input, "request_id").(uint64)
-			purpose, _ := schema.FieldPath(rp.Input, "purpose").(string)
-			t, ok = deltaTarget{chat: chat, request: req, round: round, compact: purpose == "compact"}, chat != ""
-		}
-	})
-	if !ok {
+	if t, ok = targetIn(w.w, in); !ok {
 		return t, false
 	}
 	w.mu.Lock()
@@ -465,6 +477,24 @@ func (w *World) target(in *effects.Intent) (deltaTarget, bool) {
 	w.deltas[in.Hash] = t
 	w.mu.Unlock()
 	return t, true
+}
+
+// targetIn is the chat turn the model call in streams for, read from the
+// plan of w that asked for it: its input is the ChatRequest.
+func targetIn(w *world.World, in *effects.Intent) (t deltaTarget, ok bool) {
+	if in.Kind != llm.EffectKind || in.Origin.Kind != "plan" || w == nil {
+		return deltaTarget{}, false
+	}
+	w.View(func(m *world.Machine) {
+		if rp, found := m.Plan(in.Origin.PlanID); found {
+			chat, _ := schema.FieldPath(rp.Input, "chat_id").(string)
+			round, _ := schema.FieldPath(rp.Input, "round").(uint64)
+			req, _ := schema.FieldPath(rp.Input, "request_id").(uint64)
+			purpose, _ := schema.FieldPath(rp.Input, "purpose").(string)
+			t, ok = deltaTarget{chat: chat, request: req, round: round, compact: purpose == "compact"}, chat != ""
+		}
+	})
+	return t, ok
 }
 
 // push hands an event that is not a journal record to the turns that

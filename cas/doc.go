@@ -42,6 +42,27 @@
 //
 // Verify walks a whole store and reports every corrupt blob.
 //
+// # A damaged file
+//
+// OpenBoltDB refuses a bbolt file damaged below its data with a
+// *BoltDamageError rather than let bbolt crash on it or read it as good:
+// a file cut short, a page that is not what the tree says, and a damaged
+// meta page. bbolt keeps two meta pages, each naming the state after a
+// commit (transaction t is written to page t%2, so a sound file holds two
+// consecutive transactions, each in its slot); it reads the newest valid
+// one and silently falls back to the other, taking a damaged page for a
+// torn write. A torn meta page cannot happen on a disk that writes a
+// sector at once (its fields are the first 80 bytes), so OpenBoltDB
+// compares both pages, under the file's lock, and refuses a file whose
+// pages are not so: a zeroed newer page would otherwise drop the last
+// commit without a word, and the next write make the loss permanent. A
+// zeroed page cannot tell whether it was the newer, so the older's damage
+// is refused too. (Keeping the last committed head beside the file was
+// the other way: it would take a backup restored on purpose, a genuinely
+// older file, for a damaged one, and could itself be lost or stale.)
+// RecoverBoltMeta goes on from the valid page when the user says so
+// (demiurge recover), keeping a copy of the damaged file.
+//
 // # Caveats
 //
 //   - Nothing is ever deleted: there is no garbage collection yet.

@@ -424,10 +424,14 @@ func (r *chatRun) pipe(ctx context.Context) error {
 				}
 			} else {
 				o, err := r.say(ctx, strings.TrimPrefix(line, "/"))
-				if err != nil {
-					if errors.Is(err, errInterrupted) {
-						return &exitStatus{code: exitInterrupted}
-					}
+				switch {
+				case errors.Is(err, agent.ErrMessageTooLarge):
+					// Refused before it was journaled: the next lines go on.
+					fmt.Fprintf(r.a.err, "demiurge: %v\n", err)
+					o = agent.OutcomeFailed
+				case errors.Is(err, errInterrupted):
+					return &exitStatus{code: exitInterrupted}
+				case err != nil:
 					return err
 				}
 				outcome = o
@@ -478,6 +482,10 @@ func (r *chatRun) line(ctx context.Context, line string) (bool, error) {
 		return r.command(ctx, line)
 	}
 	_, err := r.say(ctx, strings.TrimPrefix(line, "/"))
+	if errors.Is(err, agent.ErrMessageTooLarge) {
+		r.note(fmt.Sprintf("✗ %v", err)) // the chat goes on as it was
+		return false, nil
+	}
 	return false, err
 }
 
@@ -543,7 +551,14 @@ func (r *chatRun) command(ctx context.Context, line string) (bool, error) {
 	case "/show":
 		n, err := strconv.Atoi(arg)
 		if err != nil || n < 1 || n > len(r.calls) {
-			r.write(fmt.Sprintf("  /show N: N is a tool call of the last turn, 1 to %d\n", len(r.calls)))
+			switch len(r.calls) {
+			case 0:
+				r.write("  /show N shows the output of the last turn's tool call N: the last turn made no tool calls\n")
+			case 1:
+				r.write("  /show N: N is a tool call of the last turn, which made one: /show 1\n")
+			default:
+				r.write(fmt.Sprintf("  /show N: N is a tool call of the last turn, 1 to %d\n", len(r.calls)))
+			}
 			break
 		}
 		e := r.calls[n-1]
@@ -763,9 +778,12 @@ func (r *chatRun) runningTools() string {
 // preview is the first lines of a call's output (all of it with -v).
 func (r *chatRun) preview(ctx context.Context, e agent.ToolCallFinished, n int) string {
 	out := e.Output
-	if r.a.verbose {
+	cut := e.Size > len(e.Output) // the event holds the output's start
+	if r.a.verbose || cut {
+		// The whole: all of it is shown with -v, and the lines left out
+		// are counted in it (the event's preview holds only some of them).
 		if whole, err := r.chat.Output(ctx, e); err == nil {
-			out = whole
+			out, cut = whole, false
 		}
 	}
 	out = strings.TrimRight(out, "\n")
@@ -776,8 +794,12 @@ func (r *chatRun) preview(ctx context.Context, e agent.ToolCallFinished, n int) 
 	var b strings.Builder
 	for i, l := range lines {
 		if i == previewLines && !r.a.verbose {
-			fmt.Fprintf(&b, "    │ … %s more (/show %d)\n", plural(len(lines)-i, "line"), n)
-			break
+			if cut { // the whole could not be read: its lines are not known
+				fmt.Fprintf(&b, "    │ … (%d bytes in all: /show %d)\n", e.Size, n)
+			} else {
+				fmt.Fprintf(&b, "    │ … %s more (/show %d)\n", plural(len(lines)-i, "line"), n)
+			}
+			return b.String()
 		}
 		if !r.a.verbose {
 			l = clipLine(l, 120)

@@ -237,6 +237,20 @@ func TestStorageDamage(t *testing.T) {
 			}
 		}
 	})
+	t.Run("meta page zeroed", func(t *testing.T) {
+		t.Parallel()
+		// bbolt falls back to the other meta page, an older state of the
+		// file, without a word: every command must refuse instead, the
+		// newer page's loss (the last commit) and the older's alike.
+		for page := range 2 {
+			file := bytes.Clone(fx.file)
+			clear(file[page*fx.pageSize : (page+1)*fx.pageSize])
+			what := fmt.Sprintf("meta page %d zeroed", page)
+			if codes := fx.check(t, what, file); slices.Contains(codes, exitOK) {
+				t.Errorf("%s: exit codes %v; want every command refused", what, codes)
+			}
+		}
+	})
 	t.Run("cut short", func(t *testing.T) {
 		t.Parallel()
 		for page := 0; page <= fx.pages; page++ {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,6 +63,9 @@ func TestScripts(t *testing.T) {
 					return err
 				}
 			}
+			if err := copyWASM(env.WorkDir); err != nil {
+				return err
+			}
 			return os.CopyFS(filepath.Join(env.WorkDir, "demo"), os.DirFS(filepath.Join("..", "testdata", "sessions", "demo")))
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -71,6 +75,7 @@ func TestScripts(t *testing.T) {
 			"llmtest":  cmdLLMTest,
 			"llmwait":  cmdLLMWait,
 			"realwire": cmdRealwire,
+			"modput":   cmdModPut,
 		},
 		Condition: condition,
 	})
@@ -85,6 +90,53 @@ func condition(cond string) (bool, error) {
 		return os.Getenv(name) != "", nil
 	}
 	return false, fmt.Errorf("unknown condition %q", cond)
+}
+
+// copyWASM lays out the worlds of the WASM scripts in dir: AgentOS's
+// 00-counter as agentos-counter, with the AssemblyScript counter beside it
+// as modules/demo/CounterSM@1-<sha256>.wasm, the modules of the counter and
+// timer examples as wasm/counter.wasm and so on, and the host's test
+// modules in wasm/test/.
+func copyWASM(dir string) error {
+	if err := os.CopyFS(filepath.Join(dir, "agentos-counter"), os.DirFS(filepath.Join("testdata", "agentos", "00-counter"))); err != nil {
+		return err
+	}
+	counter, err := filepath.Glob(filepath.Join("..", "examples", "counter", "modules", "counter", "Counter@1-*.wasm"))
+	if err != nil || len(counter) != 1 {
+		return fmt.Errorf("the counter's module: %v %v", counter, err)
+	}
+	b, err := os.ReadFile(counter[0])
+	if err != nil {
+		return err
+	}
+	mods := filepath.Join(dir, "agentos-counter", "modules", "demo")
+	if err := os.MkdirAll(mods, 0o755); err != nil {
+		return err
+	}
+	hex := strings.TrimSuffix(filepath.Base(counter[0])[len("Counter@1-"):], ".wasm")
+	if err := os.WriteFile(filepath.Join(mods, "CounterSM@1-"+hex+".wasm"), b, 0o644); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "wasm", "test"), 0o755); err != nil {
+		return err
+	}
+	for _, pattern := range []string{"../examples/*/modules/*/*.wasm", "../reducer/wasm/testdata/*.wasm"} {
+		files, _ := filepath.Glob(filepath.FromSlash(pattern))
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return err
+			}
+			to := filepath.Join(dir, "wasm", "test", filepath.Base(f))
+			if !strings.Contains(f, "testdata") { // ../examples/<example>/modules/...
+				to = filepath.Join(dir, "wasm", strings.Split(filepath.ToSlash(f), "/")[2]+".wasm")
+			}
+			if err := os.WriteFile(to, b, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // copyAIR copies the AIR files of a world folder into dst.
@@ -106,6 +158,27 @@ func copyAIR(src, dst string) error {
 		}
 	}
 	return nil
+}
+
+// cmdModPut puts a WASM module beside a manifest, as AgentOS lays modules
+// out, replacing the module's other files:
+//
+//	modput FILE DIR MODULE
+//
+// writes FILE as DIR/modules/MODULE-<sha256 hex of FILE>.wasm.
+func cmdModPut(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: modput FILE DIR MODULE")
+	}
+	b, err := os.ReadFile(ts.MkAbs(args[0]))
+	ts.Check(err)
+	path := filepath.Join(ts.MkAbs(args[1]), "modules", filepath.FromSlash(args[2]))
+	old, _ := filepath.Glob(path + "-*.wasm")
+	for _, f := range old {
+		ts.Check(os.Remove(f))
+	}
+	ts.Check(os.MkdirAll(filepath.Dir(path), 0o755))
+	ts.Check(os.WriteFile(fmt.Sprintf("%s-%x.wasm", path, sha256.Sum256(b)), b, 0o644))
 }
 
 // cmdExits runs a program and checks its exit code:

@@ -10,7 +10,8 @@ import (
 // world's AIR must name one of them. It knows the reducers of every
 // example world (examples.RegisterAll), the built-in ones
 // (reducer/builtin), and those a program extending it adds
-// (WithReducers).
+// (WithReducers). Defmodules that none of them serves run their WASM
+// modules (reducer/wasm).
 func (a *app) registry() *reducer.Registry {
 	r := reducer.NewRegistry()
 	examples.RegisterAll(r)
@@ -20,5 +21,18 @@ func (a *app) registry() *reducer.Registry {
 			register(r)
 		}
 	}
+	a.runWASM(r)
 	return r
+}
+
+// runWASM makes r run the WASM modules of defmodules that no Go reducer
+// serves. A host that cannot be made is logged; the modules then fail
+// to load, saying the binary runs none.
+func (a *app) runWASM(r *reducer.Registry) {
+	h, err := a.wasmHost()
+	if err != nil {
+		a.log.Error("no WASM host", "error", err)
+		return
+	}
+	r.SetModules(h)
 }

@@ -64,6 +64,10 @@ type app struct {
 	// ext is what a program extending the command line adds (Main's
 	// options); nil for none.
 	ext *extensions
+	// wasi lets WASM reducer modules import the deterministic WASI
+	// (--wasi); wasm is the host that runs them (wasmHost).
+	wasi bool
+	wasm wasmState
 }
 
 // usageError is a mistake on the command line; it exits with exitUsage.
@@ -150,7 +154,7 @@ func executeApp(ctx context.Context, a *app, args []string, getenv func(string) 
 		return exitTerminated
 	}
 	fmt.Fprintf(std.err, "%s: %v\n", root.Name(), err)
-	if a.usedStore && storeDamaged(err) {
+	if a.usedStore && storeDamaged(err) && !errors.Is(err, cas.ErrMetaDamaged) { // that one says what to do
 		fmt.Fprintf(std.err, "demiurge: the store in %s is damaged: restore it from a copy, or import a bundle that `demiurge export` wrote into a new store (--store); `demiurge cas verify` and `demiurge journal verify` show what can still be read\n", a.storeName())
 	}
 	var ue *usageError
@@ -238,11 +242,13 @@ func subcommands(a *app, getenv func(string) string) []subcommand {
 		{"trace", func() *cobra.Command { return newTraceCommand(a) }},
 		{"export", func() *cobra.Command { return newExportCommand(a) }},
 		{"import", func() *cobra.Command { return newImportCommand(a) }},
+		{"recover", func() *cobra.Command { return newRecoverCommand(a) }},
 		{"sh", func() *cobra.Command { return newShCommand(a, getenv) }},
 		{"workspace", func() *cobra.Command { return newWorkspaceCommand(a) }},
 		{"mcp", func() *cobra.Command { return newMCPCommand(a, getenv) }},
 		{"worlds", func() *cobra.Command { return newWorldsCommand(a) }},
 		{"ui", func() *cobra.Command { return newUICommand(a) }},
+		{"models", func() *cobra.Command { return newModelsCommand(a) }},
 	}
 	if a.ext != nil {
 		for _, c := range a.ext.commands {
@@ -331,6 +337,7 @@ sh exits with its script's exit status (see demiurge sh --help).`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.storeDir, "store", storeDefault, "the store: a `DIR`ectory, or a postgres:// URL (env "+storeEnv+")")
 	pf.BoolVarP(&a.verbose, "verbose", "v", false, "log debug messages on stderr (without it, only errors are logged)")
+	pf.BoolVar(&a.wasi, "wasi", false, "let WASM reducer modules import a deterministic WASI (clocks fixed at zero, zero entropy, no files or environment), as Go's wasip1 and TinyGo modules need")
 
 	if only != nil {
 		// The command line runs this one command. Cobra's completion

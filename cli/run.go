@@ -49,6 +49,10 @@ type runFlags struct {
 	approvalTimeout time.Duration
 	// cassetteLoose answers from the cassette though a request differs.
 	cassetteLoose bool
+	// worldChosen is whether --world was given: without it, a strict
+	// cassette's run goes to a new world when the default one has a
+	// session already (freshWorld).
+	worldChosen bool
 	// decide, if set, answers a call that waits (approve and deny)
 	// instead of sending a message.
 	decide *decision
@@ -115,10 +119,13 @@ $AZURE_OPENAI_API_KEY and $AZURE_OPENAI_API_VERSION (default v1).
 --llm cassette:DIR answers from the model outputs recorded in a session
 bundle instead (no network, no key), while the tools run for real: the
 offline demo. Each model call must make the recorded request (the same
-messages, tools and system prompt; tool outputs may name other hashes):
-one that does not fails, showing what differs. --cassette-loose answers
-it with the recorded answer all the same, with a one-line warning naming
-what differs (-v logs the diff).
+messages, tools and system prompt; tool outputs may name other hashes,
+and this world where the recording names its own): one that does not
+fails, showing what differs. A recording begins with a new world: without
+--world, a world that already has a session is left as it is and the run
+goes to the first of W-2, W-3, … that has none (run says which).
+--cassette-loose answers it with the recorded answer all the same, with a
+one-line warning naming what differs (-v logs the diff).
 
 What is sent follows what demiurge knows of the model (docs/agent.md,
 "Models"): the token-limit field, whether it takes a temperature, a
@@ -231,6 +238,11 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	if err != nil {
 		return err
 	}
+	if f.decide == nil && !f.worldChosen && strings.HasPrefix(f.llm, "cassette:") && !f.cassetteLoose && s.Bolt() != nil {
+		if f.world, err = freshWorld(ctx, a, s, f.world, strings.TrimPrefix(f.llm, "cassette:")); err != nil {
+			return err
+		}
+	}
 	if f.decide != nil { // approve and deny answer a world's calls: it must be there
 		head, err := s.Journal().Head(ctx, f.world)
 		if err != nil {
@@ -253,7 +265,7 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	}
 	w, err := agent.Open(ctx, f.manifest, append([]agent.Option{
 		where, agent.WithWorld(f.world), agent.WithModel(m), agent.WithLogger(a.log),
-		agent.WithEnv(lookupEnv(getenv)), agent.WithReducers(examples.RegisterAll), agent.WithInstructions(f.instructions),
+		agent.WithEnv(lookupEnv(getenv)), agent.WithReducers(examples.RegisterAll), agent.WithReducers(a.runWASM), agent.WithInstructions(f.instructions),
 		agent.WithLimits(agent.Limits{MaxTokens: f.maxTokens, MaxRounds: f.maxRounds, MaxRepeats: f.maxRepeats,
 			TokenBudget: f.tokenBudget, OutputLimit: f.outputLimit}),
 		agent.WithClock(a.clock, a.entropy), agent.WithApprover(func(ctx context.Context, ar agent.ApprovalRequested) (agent.Decision, bool) {
@@ -288,6 +300,36 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 		}
 	}
 	return r.run(ctx)
+}
+
+// freshWorld returns the world a strict cassette's run goes to when
+// --world is not given: name if it has no records yet, else the first of
+// name-2, name-3, … that has none, said on stderr. A cassette answers a
+// run's k-th model call with the recording's k-th answer, only if the
+// call's request is the recorded one; a recording starts from a new world,
+// so in a world with a session already (the README's demo run a second
+// time) its first call could never match: the transcript holds the earlier
+// turns, the tools report another journal height. Running the demo again
+// runs it again, in a world of its own.
+func freshWorld(ctx context.Context, a *app, s *store.Handle, name, cassette string) (string, error) {
+	for n := 1; ; n++ {
+		w := name
+		if n > 1 {
+			w = fmt.Sprintf("%s-%d", name, n)
+		}
+		head, err := s.Journal().Head(ctx, w)
+		if err != nil {
+			return "", err
+		}
+		if head.Seq > 0 {
+			continue
+		}
+		if n > 1 {
+			fmt.Fprintf(a.err, "demiurge: world %s already holds a session, and the cassette %s replays its recording from a new world: this run is world %s (give --world %s to trace or replay it; --world picks the world)\n",
+				name, cassette, w, w)
+		}
+		return w, nil
+	}
 }
 
 // checkToolChoice refuses --tool-choice NAME when the model is offered no

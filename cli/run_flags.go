@@ -13,6 +13,7 @@ import (
 // found later, nor a value silently replaced by a default.
 func (f *runFlags) validate(cmd *cobra.Command) error {
 	fl := cmd.Flags()
+	f.worldChosen = fl.Changed("world")
 	if fl.Changed("message") && strings.TrimSpace(f.message) == "" {
 		return usagef("run: -m is empty: give the message to send, or leave -m out to chat")
 	}

@@ -109,3 +109,69 @@ func TestRunJSON(t *testing.T) {
 		})
 	}
 }
+
+// TestRunNewMessageWhileCallWaits: run -m while a call of the last turn
+// waits for approval (after a run that exited 5 saying to approve it)
+// answers that call, not run, and says so on the terminal and in the JSON
+// stream, which reports the call decided and the earlier turn stopped
+// instead of leaving it awaiting approval.
+func TestRunNewMessageWhileCallWaits(t *testing.T) {
+	schemaFile, _ := filepath.Abs(filepath.Join("..", "docs", "run-json.schema.json"))
+	sch, err := jsonschema.NewCompiler().Compile(schemaFile)
+	if err != nil {
+		t.Fatalf("compile %s: %v", schemaFile, err)
+	}
+	manifest := filepath.Join("..", "examples", "demiurge")
+	for _, asJSON := range []bool{false, true} {
+		srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{
+			{Calls: []llmtest.Call{{Name: "workspace_write", Arguments: `{"path": "r.md", "content": "r"}`, CallID: "call_29_0"}}},
+			{Text: "second answer"},
+		}})
+		defer srv.Close()
+		env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.URL}
+		dir := t.TempDir()
+		args := func(msg string) []string {
+			a := []string{"--store", dir, "run", manifest, "--model", "gpt-test", "--require-approval", "workspace_write", "-m", msg}
+			if asJSON {
+				a = append(a, "--json")
+			}
+			return a
+		}
+		if r := run(t, env, "", args("write r")...); r.code != exitAwaiting {
+			t.Fatalf("json %v: first run: exit %d; want %d\n%s%s", asJSON, r.code, exitAwaiting, r.stdout, r.stderr)
+		}
+		r := run(t, env, "", args("never mind, say hi")...)
+		if r.code != exitOK {
+			t.Fatalf("json %v: second run: exit %d\n%s%s", asJSON, r.code, r.stdout, r.stderr)
+		}
+		const why = "not run: a new message (request 2) arrived before the turn ended"
+		if !asJSON {
+			if !strings.Contains(r.stdout, "· workspace_write denied: "+why+"\n") || !strings.Contains(r.stdout, "! turn 1 stopped: a new message (request 2) arrived before the turn ended\n") {
+				t.Errorf("the terminal does not say what became of call_29_0 and turn 1:\n%s", r.stdout)
+			}
+			continue
+		}
+		var decided, last map[string]any
+		for i, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+			inst, err := jsonschema.UnmarshalJSON(strings.NewReader(line))
+			if err != nil {
+				t.Fatalf("line %d is not JSON: %v\n%s", i+1, err, line)
+			}
+			if err := sch.Validate(inst); err != nil {
+				t.Errorf("line %d does not fit the schema: %v\n%s", i+1, err, line)
+			}
+			var m map[string]any
+			_ = json.Unmarshal([]byte(line), &m)
+			if m["type"] == "approval_decided" {
+				decided = m
+			}
+			last = m
+		}
+		if decided == nil || decided["call_id"] != "call_29_0" || decided["request_id"] != 1.0 || decided["approved"] != false || decided["reason"] != why {
+			t.Errorf("approval_decided %v; want call_29_0 of request 1 denied\n%s", decided, r.stdout)
+		}
+		if last["type"] != "turn_end" || last["request_id"] != 2.0 || last["outcome"] != "answer" {
+			t.Errorf("the last line is %v; want the new turn's end", last)
+		}
+	}
+}

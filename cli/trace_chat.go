@@ -177,12 +177,24 @@ func turnLines(t *session.Turn) (lines []string, stable int) {
 				}
 				add("  model call %d: failed %s: %s", round+1, when, clipLine(m.Error, 200))
 			} else {
-				tokens := fmt.Sprintf("%d tokens in (%d cached), %d out (%d reasoning)", m.InputTokens, m.CachedTokens, m.OutputTokens, m.Reasoning)
+				cached := fmt.Sprintf("%d cached", m.CachedTokens)
+				if m.CacheWriteTokens > 0 {
+					cached += fmt.Sprintf(", %d written to the cache", m.CacheWriteTokens)
+				}
+				tokens := fmt.Sprintf("%d tokens in (%s), %d out (%d reasoning)", m.InputTokens, cached, m.OutputTokens, m.Reasoning)
 				if m.UsageUnknown {
 					tokens = "tokens unknown (the provider reported no usage)"
 				}
+				cost := costText(m.CostMicroUSD, m.CostUnknown)
+				if m.CostSource != "" && !m.CostUnknown {
+					cost += " (" + m.CostSource + ")"
+				}
+				model := m.Model
+				if m.ProviderName != "" {
+					model += " at " + m.ProviderName
+				}
 				add("  model call %d: %s, %s, %s, %s, %s",
-					round+1, m.Model, callLatency(m.LatencyMS, m.Resumed), tokens, costText(m.CostMicroUSD, m.CostUnknown), finishText(m.Finish))
+					round+1, model, callLatency(m.LatencyMS, m.Resumed), tokens, cost, finishText(m.Finish))
 			}
 			for _, f := range m.Retried {
 				what := f.Kind
@@ -191,6 +203,9 @@ func turnLines(t *session.Turn) (lines []string, stable int) {
 				}
 				add("    attempt %d failed (%s: %s), retried after %s", f.Attempt, what, clipLine(f.Message, 160), msDuration(float64(f.WaitMS)))
 			}
+		}
+		for _, a := range r.Assistant { // what the round's reply said, before its calls
+			add("  assistant: %s", clipLine(a, 400))
 		}
 		for _, tc := range r.Calls {
 			var b strings.Builder
@@ -243,9 +258,6 @@ func turnLines(t *session.Turn) (lines []string, stable int) {
 		}
 	}
 	unstable = unstable || running
-	for _, a := range t.Assistant {
-		add("  assistant: %s", clipLine(a, 400))
-	}
 	for _, n := range t.Notices {
 		add("  note: %s", n)
 	}

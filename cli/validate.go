@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +29,11 @@ manifest hash and the number of defs the manifest lists goes to stdout.
 With --json a single JSON object goes to stdout instead.
 
 The command exits 1 if there is any error, 0 otherwise (warnings included).
+For each WASM module the world runs (a defmodule that no Go reducer of this
+binary serves), validate prints its hash (BLAKE3, and the SHA-256 AgentOS
+names it by), its size, exports and imports, and checks it against the
+reducer ABI as a world would run it: a module the host refuses is an error.
+
 It does not use the store.`,
 		Example: `  demiurge validate examples/counter
   demiurge validate --json examples/demiurge/manifest.air.json`,
@@ -42,13 +48,15 @@ It does not use the store.`,
 
 // validateResult is what validate --json prints.
 type validateResult struct {
-	Path     string        `json:"path"`
-	OK       bool          `json:"ok"`
-	Manifest string        `json:"manifest,omitempty"` // the manifest's hash, when it loads
-	Defs     *defCounts    `json:"defs,omitempty"`
-	Errors   []jsonProblem `json:"errors"`
-	Warnings []jsonProblem `json:"warnings"`
-	Error    string        `json:"error,omitempty"` // a failure that is not a problem in the AIR (a missing path)
+	Path     string     `json:"path"`
+	OK       bool       `json:"ok"`
+	Manifest string     `json:"manifest,omitempty"` // the manifest's hash, when it loads
+	Defs     *defCounts `json:"defs,omitempty"`
+	// Modules are the WASM modules the world runs: hash, exports, imports.
+	Modules  []moduleReport `json:"modules,omitempty"`
+	Errors   []jsonProblem  `json:"errors"`
+	Warnings []jsonProblem  `json:"warnings"`
+	Error    string         `json:"error,omitempty"` // a failure that is not a problem in the AIR (a missing path)
 }
 
 // defCounts counts the defs a manifest lists, by kind.
@@ -79,9 +87,9 @@ type jsonProblem struct {
 }
 
 func (a *app) validate(path string, asJSON bool) error {
-	reducers := a.registry().Names()
-	a.log.Debug("validate", "path", path, "reducers", reducers)
-	cat, err := schema.Load(path, &schema.LoadOptions{Reducers: reducers})
+	reg := a.registry()
+	a.log.Debug("validate", "path", path, "reducers", reg.Names())
+	cat, err := schema.Load(path, reg.LoadOptions())
 
 	res := validateResult{Path: path, Errors: []jsonProblem{}, Warnings: []jsonProblem{}}
 	var problems schema.ErrorList
@@ -90,6 +98,11 @@ func (a *app) validate(path string, asJSON bool) error {
 		// The models' options are the llm adapter's to check.
 		if _, mp := llm.ManifestModels(cat); len(mp) > 0 {
 			problems = append(mp, cat.Warnings...)
+			break
+		}
+		var wp schema.ErrorList
+		if res.Modules, wp = a.wasmModules(context.Background(), cat); len(wp) > 0 {
+			problems = append(wp, cat.Warnings...)
 			break
 		}
 		res.OK = true
@@ -129,6 +142,9 @@ func (a *app) validate(path string, asJSON bool) error {
 			if _, err := fmt.Fprintf(a.out, "ok %s: manifest %s: %s\n", path, res.Manifest, res.Defs); err != nil {
 				return err
 			}
+		}
+		for _, m := range res.Modules {
+			printModule(a.out, m)
 		}
 	}
 	switch {

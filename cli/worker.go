@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,6 +21,7 @@ type workerFlags struct {
 	model     modelFlags
 	maxWorlds int
 	lease     time.Duration
+	handover  time.Duration
 	id        string
 }
 
@@ -37,8 +40,16 @@ worlds over once their leases run out (--lease, default 1s), and what was
 in flight runs again there; a worker paused past its lease cannot write
 any more (every commit carries the lease's fencing token).
 
-Ctrl-C (or SIGTERM) stops the worker cleanly: its worlds close and their
-leases are released, so other workers take them at once.
+A worker that joins takes free worlds, and the others give up worlds beyond
+their share to it, each once the effects it has in flight are answered: a world
+moves only when its worker is gone or hands it over, so no effect runs twice.
+
+Ctrl-C (or SIGTERM) stops the worker cleanly: its worlds take no more messages,
+their effects in flight finish (up to --handover, default 30s; the leases are
+renewed meanwhile), and they close and their leases are released, so other
+workers take them at once and run nothing twice. What still runs after
+--handover is cut short and runs again on the next owner; a second Ctrl-C
+stops at once.
 
 The worker calls the model for the agent worlds it runs, at its --base-url
 (default $OPENAI_BASE_URL) with its $OPENAI_API_KEY, as "demiurge run"
@@ -54,8 +65,8 @@ Stdio MCP servers of a manifest run in the worker's directory.`,
 			if !store.IsURL(a.storeDir) {
 				return usagef("worker: --store must be a postgres:// URL (workers share worlds through a PostgreSQL database), got %q", a.storeName())
 			}
-			if f.maxWorlds <= 0 || f.lease <= 0 {
-				return usagef("worker: --max-worlds and --lease must be positive")
+			if f.maxWorlds <= 0 || f.lease <= 0 || f.handover <= 0 {
+				return usagef("worker: --max-worlds, --lease and --handover must be positive")
 			}
 			if err := f.checkModel(getenv); err != nil {
 				return err
@@ -76,17 +87,31 @@ Stdio MCP servers of a manifest run in the worker's directory.`,
 				return err
 			}
 			wk, err := cluster.New(cluster.Options{Store: s.Postgres(), Reducers: a.registry(), Open: open,
-				ID: f.id, MaxWorlds: f.maxWorlds, Lease: f.lease, Logger: log})
+				ID: f.id, MaxWorlds: f.maxWorlds, Lease: f.lease, Handover: f.handover, Logger: log})
 			if err != nil {
 				return err
 			}
+			// The first Ctrl-C (or SIGTERM) hands the worlds over; a
+			// second Ctrl-C stops at once.
+			wctx, stop := context.WithCancel(ctx)
+			defer stop()
+			var interrupts atomic.Int32
+			defer a.interrupts.handle(func() {
+				if interrupts.Add(1) == 1 {
+					fmt.Fprintf(a.err, "demiurge: worker %s stopping: handing its worlds over once their effects in flight are answered (up to %s); Ctrl-C again to stop now\n", wk.ID(), f.handover)
+					stop()
+					return
+				}
+				wk.Abort()
+			})()
 			fmt.Fprintf(a.err, "demiurge: worker %s on %s: up to %d worlds, lease %s; Ctrl-C stops it\n", wk.ID(), s.Dir(), f.maxWorlds, f.lease)
-			return wk.Run(ctx)
+			return wk.Run(wctx)
 		},
 	}
 	fl := cmd.Flags()
 	fl.IntVar(&f.maxWorlds, "max-worlds", cluster.DefaultMaxWorlds, "the most worlds this worker runs")
 	fl.DurationVar(&f.lease, "lease", cluster.DefaultLease, "how long a lease lasts unless renewed (renewed every third of it)")
+	fl.DurationVar(&f.handover, "handover", cluster.DefaultHandover, "when stopping, how long to wait for the worlds' effects in flight before handing them over")
 	fl.StringVar(&f.id, "id", "", "the worker's `ID` in the leases (default: host-pid-random)")
 	fl.StringVar(&f.model.llm, "llm", llm.ProviderResponses, "the model's `PROVIDER`: openai-responses, openai-chat, or cassette:DIR")
 	fl.StringVar(&f.model.model, "model", "", "the model `NAME` when a chat names none (default $DEMIURGE_MODEL, else gpt-5-mini)")

@@ -404,3 +404,91 @@ func TestPostgresRunWorkerDies(t *testing.T) {
 	}
 	srv.Scrub(t, "stderr", r.stderr())
 }
+
+// On a PostgreSQL store the model's answer streams to run as it comes, as
+// on bbolt: the worker calls the model streaming and publishes the text
+// on the world's stream, and the client's turn yields it as TextDelta
+// events while the model is still writing (the fake model holds its last
+// event until the client has seen text), then the whole answer from the
+// journal. run --json prints the text_delta lines. (Workers called the
+// model without streaming: the chat looked frozen until the answer was
+// whole.)
+func TestPostgresStreams(t *testing.T) {
+	pgtest.Shared(t)
+	url := pgtest.URL(t)
+	const answer = "one two three four five six seven"
+	var mu sync.Mutex
+	holds := []chan struct{}{}
+	model := llmtest.NewServerFunc(func(r llmtest.Request) llmtest.Turn {
+		hold := make(chan struct{})
+		mu.Lock()
+		holds = append(holds, hold)
+		mu.Unlock()
+		return llmtest.Turn{Text: answer, Hold: hold, EventDelay: llmtest.Duration(10 * time.Millisecond)}
+	})
+	defer model.Close()
+	release := func() { // every held stream goes on
+		mu.Lock()
+		defer mu.Unlock()
+		for _, h := range holds {
+			select {
+			case <-h:
+			default:
+				close(h)
+			}
+		}
+	}
+	defer release()
+	startWorker(t, url, []string{"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL=" + model.URL})
+	ps, err := pgstore.Open(t.Context(), url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	manifest := filepath.Join("..", "examples", "demiurge")
+	w, err := agent.Open(ctx, manifest, agent.WithRemote(ps), agent.WithModel(agent.Model{Name: "gpt-test"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var streamed, order []string
+	var final string
+	for ev, err := range w.Chat("main").Send(ctx, "count") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch e := ev.(type) {
+		case agent.TextDelta:
+			if len(streamed) == 0 {
+				release() // the model's last event waited for this
+			}
+			streamed = append(streamed, e.Text)
+			order = append(order, "delta")
+		case agent.Message:
+			if e.Role == "assistant" {
+				final = e.Text
+				order = append(order, "answer")
+			}
+		}
+	}
+	if strings.Join(streamed, "") != answer || final != answer {
+		t.Errorf("streamed %q, answer %q; want %q both", streamed, final, answer)
+	}
+	if len(order) < 3 || order[0] != "delta" || order[len(order)-1] != "answer" {
+		t.Errorf("events in the order %v; want text as it came, then the answer", order)
+	}
+
+	// run --json: text_delta lines, as on bbolt.
+	go func() { // release the stream once its first words are out
+		for ctx.Err() == nil {
+			time.Sleep(300 * time.Millisecond)
+			release()
+		}
+	}()
+	r := run(t, map[string]string{"OPENAI_API_KEY": "sk-test"}, "", "--store", url, "run", manifest, "--model", "gpt-test", "--json", "-m", "again")
+	if r.code != exitOK || !strings.Contains(r.stdout, `"type":"text_delta"`) {
+		t.Errorf("run --json: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

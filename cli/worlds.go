@@ -76,7 +76,7 @@ func (f *worldFlags) check(needManifest bool) error {
 
 // loadCatalog loads and validates a world's AIR with this binary's reducers.
 func (a *app) loadCatalog(path string) (*schema.Catalog, error) {
-	cat, err := schema.Load(path, &schema.LoadOptions{Reducers: a.registry().Names()})
+	cat, err := schema.Load(path, a.registry().LoadOptions())
 	if err != nil {
 		if l, ok := err.(schema.ErrorList); ok {
 			return nil, fmt.Errorf("%s does not load:\n%v", path, l)
@@ -158,7 +158,7 @@ func (a *app) storedCatalog(ctx context.Context, s *store.Handle, name string) (
 	if err != nil {
 		return nil, fmt.Errorf("world %s: manifest record: %w", name, err)
 	}
-	cat, err := schema.LoadFromCAS(ctx, s.CAS(), r, &schema.LoadOptions{Reducers: a.registry().Names()})
+	cat, err := schema.LoadFromCAS(ctx, s.CAS(), r, a.registry().LoadOptions())
 	if err != nil {
 		return nil, fmt.Errorf("world %s: %w (give the world's AIR with --manifest)", name, err)
 	}

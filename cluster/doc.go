@@ -40,7 +40,11 @@
 //     period (Lease/5): DefaultLease is short (1s) for that; a worker
 //     paused longer than its lease loses its worlds.
 //   - Effects are at least once: an effect in flight when its worker died
-//     runs again on the new owner (with the same idempotency key).
+//     (or was paused past its lease) runs again on the new owner (with the
+//     same idempotency key). Otherwise a world moves only when its worker
+//     hands it over, once the effects it has in flight are answered (see
+//     Worker.Run and Options.Handover): a worker that joins, or one that
+//     stops cleanly, makes nothing run twice.
 //   - A worker opens a world with the manifest clients registered (the
 //     one their last message was checked against); its adapters are
 //     whatever Options.Open gives it.

@@ -26,12 +26,116 @@ type held struct {
 	wake   chan struct{} // cap 1: look at the inbox now
 
 	mu       sync.Mutex
-	manifest cas.Ref // what clients registered the world to run
+	manifest cas.Ref      // what clients registered the world to run
+	w        *world.World // the world while it is open
+	ho       handover
+}
+
+// handover is a request to hand the world over (see held.askHandover).
+type handover struct {
+	asked    bool
+	wait     time.Duration // how long to wait for the effects in flight
+	leaving  bool          // the worker stops: close the world after wait whatever runs
+	watched  bool          // the worker waits for the handover to release the lease
+	finished bool          // the world was handed over: closed with nothing in flight
 }
 
 func newHeld(wk *Worker, l pgstore.Lease) *held {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &held{wk: wk, lease: l, ctx: ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1), manifest: l.Manifest}
+}
+
+// askHandover asks the world to be handed over: it stops taking messages,
+// waits up to wait for its effects in flight to be answered (the intents
+// their receipts emit are journaled and held for the next owner), and is
+// closed; unless leaving, a world whose effects do not end in time goes
+// on as before. A second ask while one is under way can only make it
+// leaving. It reports whether the caller is the first to wait for this
+// world's handover (it then releases the lease once done is closed and
+// handedOver says so).
+func (h *held) askHandover(wait time.Duration, leaving bool) (first bool) {
+	h.mu.Lock()
+	switch {
+	case !h.ho.asked:
+		h.ho.asked, h.ho.wait, h.ho.leaving = true, wait, leaving
+	case leaving && !h.ho.leaving:
+		h.ho.wait, h.ho.leaving = max(h.ho.wait, wait), true
+	}
+	first = !h.ho.watched
+	h.ho.watched = true
+	h.mu.Unlock()
+	h.poke()
+	return first
+}
+
+// handingOver reports whether a handover was asked and is under way.
+func (h *held) handingOver() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.ho.asked && !h.ho.finished
+}
+
+// handedOver reports whether the world was handed over, closed with no
+// effect in flight (or, leaving, after the handover's wait).
+func (h *held) handedOver() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.ho.finished
+}
+
+// inFlight returns how many effects the world has in flight, or -1 while
+// it is not open.
+func (h *held) inFlight() int {
+	h.mu.Lock()
+	w := h.w
+	h.mu.Unlock()
+	if w == nil {
+		return -1
+	}
+	return w.InFlight()
+}
+
+// errHandedOver ends serve once the world was handed over.
+var errHandedOver = errors.New("cluster: the world was handed over")
+
+// drain hands the world over as askHandover asked (see there): it reports
+// whether it did; an error is the world's, or ctx's.
+func (h *held) drain(ctx context.Context, w *world.World) (bool, error) {
+	start := time.Now()
+	log := h.wk.log.With("world", h.lease.World, "token", h.lease.Token)
+	for {
+		h.mu.Lock()
+		ho := h.ho
+		h.mu.Unlock()
+		dctx, cancel := context.WithDeadline(ctx, start.Add(ho.wait))
+		err := w.Drain(dctx)
+		cancel()
+		switch {
+		case err == nil:
+			return true, nil
+		case ctx.Err() != nil:
+			return false, ctx.Err()
+		case !errors.Is(err, context.DeadlineExceeded):
+			return false, err
+		}
+		h.mu.Lock()
+		again := h.ho.wait != ho.wait || h.ho.leaving != ho.leaving
+		h.mu.Unlock()
+		switch {
+		case again: // asked again meanwhile, for longer: the worker stops
+			continue
+		case ho.leaving:
+			log.Warn("handing the world over with effects in flight: they run again on its next owner", "in_flight", w.InFlight(), "waited", ho.wait)
+			return true, nil
+		}
+		// Giving it up to even out the load can wait: it goes on.
+		log.Info("kept the world: its effects in flight outlast the handover's wait", "in_flight", w.InFlight(), "waited", ho.wait)
+		w.Resume()
+		h.mu.Lock()
+		h.ho.asked = false
+		h.mu.Unlock()
+		return false, nil
+	}
 }
 
 func (h *held) poke() {
@@ -78,6 +182,11 @@ func (h *held) run(parent context.Context) {
 			log.Info("lease lost: stopped", "err", err)
 			h.wk.drop(h.lease.World, h.lease.Token)
 			return
+		case errors.Is(err, errHandedOver):
+			h.mu.Lock()
+			h.ho.finished = true
+			h.mu.Unlock()
+			return
 		case errors.Is(err, errReopen):
 			backoff = 100 * time.Millisecond
 			continue
@@ -101,7 +210,7 @@ func (h *held) serveOnce(ctx context.Context) (err error) {
 	fs := &fenced{s: st, fence: *h.lease.Fence()}
 	var rt *Runtime
 	if h.wk.opts.Open != nil {
-		if rt, err = h.wk.opts.Open(ctx, Env{Name: name, Catalog: cat, Storage: fs, Lease: h.lease}); err != nil {
+		if rt, err = h.wk.opts.Open(ctx, Env{Name: name, Catalog: cat, Storage: fs, Lease: h.lease, Store: st}); err != nil {
 			return fmt.Errorf("cluster: world %s: %w", name, err)
 		}
 	} else {
@@ -123,7 +232,15 @@ func (h *held) serveOnce(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("cluster: open world %s: %w", name, err)
 	}
-	defer w.Close()
+	h.mu.Lock()
+	h.w = w
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		h.w = nil
+		h.mu.Unlock()
+		w.Close()
+	}()
 	if rt.Attach != nil {
 		rt.Attach(w)
 	}
@@ -146,7 +263,7 @@ func (h *held) catalog(ctx context.Context) (*schema.Catalog, error) {
 			return nil, fmt.Errorf("cluster: world %s has no manifest: neither registered nor journaled", h.lease.World)
 		}
 	}
-	cat, err := schema.LoadFromCAS(ctx, st.CAS(), ref, &schema.LoadOptions{Reducers: h.wk.opts.Reducers.Names()})
+	cat, err := schema.LoadFromCAS(ctx, st.CAS(), ref, h.wk.opts.Reducers.LoadOptions())
 	if err != nil {
 		return nil, fmt.Errorf("cluster: world %s: %w", h.lease.World, err)
 	}
@@ -185,6 +302,20 @@ func (h *held) serve(ctx context.Context, w *world.World, fs *fenced, cat *schem
 	for {
 		if err := w.Err(); err != nil {
 			return err
+		}
+		h.mu.Lock()
+		asked := h.ho.asked
+		h.mu.Unlock()
+		if asked {
+			// No message is delivered from here on: the next owner
+			// delivers what waits in the inbox.
+			done, err := h.drain(ctx, w)
+			switch {
+			case err != nil:
+				return err
+			case done:
+				return errHandedOver
+			}
 		}
 		h.mu.Lock()
 		want := h.manifest

@@ -30,7 +30,8 @@ import (
 // The test binary is a worker process when workerEnv is set: it runs the
 // bench5 worlds of the store at $TW_URL and appends a line to $TW_LOG for
 // every commit of a world ("commit WORLD FIRST LAST TOKEN"), written
-// once the commit is durable.
+// once the commit is durable, and for every run of an effect as it starts
+// ("run WORLD INTENT").
 const workerEnv = "DEMIURGE_CLUSTER_TEST_WORKER"
 
 func workerProcess() int {
@@ -52,21 +53,24 @@ func workerProcess() int {
 		return 1
 	}
 	slow := dur("TW_SLOW")
-	adapter := effects.AdapterFunc(func(ctx context.Context, c *effects.Call) effects.Receipt {
-		if slow > 0 {
-			select {
-			case <-time.After(slow):
-			case <-ctx.Done():
+	adapter := func(name string) effects.Adapter {
+		return effects.AdapterFunc(func(ctx context.Context, c *effects.Call) effects.Receipt {
+			fmt.Fprintf(logf, "run %s %s\n", name, c.Intent.Hash)
+			if slow > 0 {
+				select {
+				case <-time.After(slow):
+				case <-ctx.Done():
+				}
 			}
-		}
-		return effects.OK("noop", schema.Record("ok", true))
-	})
+			return effects.OK("noop", schema.Record("ok", true))
+		})
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	wk, err := cluster.New(cluster.Options{Store: s, Reducers: reducer.NewRegistry(), ID: os.Getenv("TW_ID"),
-		Lease: dur("TW_LEASE"), Renew: dur("TW_RENEW"), Logger: log,
+		Lease: dur("TW_LEASE"), Renew: dur("TW_RENEW"), Handover: dur("TW_HANDOVER"), Logger: log,
 		Open: func(ctx context.Context, env cluster.Env) (*cluster.Runtime, error) {
 			return &cluster.Runtime{Options: world.Options{
-				Adapters: map[string]effects.Adapter{"bench.noop": adapter},
+				Adapters: map[string]effects.Adapter{"bench.noop": adapter(env.Name)},
 				OnCommit: func(recs []journal.Record) {
 					fmt.Fprintf(logf, "commit %s %d %d %d\n", env.Name, recs[0].Seq, recs[len(recs)-1].Seq, env.Lease.Token)
 				},
@@ -183,11 +187,30 @@ func (c *testCluster) commits() []commit {
 	var out []commit
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
+		if !strings.HasPrefix(sc.Text(), "commit ") {
+			continue
+		}
 		var cm commit
 		if _, err := fmt.Sscanf(sc.Text(), "commit %s %d %d %d", &cm.world, &cm.first, &cm.last, &cm.token); err != nil {
 			c.t.Fatalf("commit log line %q: %v", sc.Text(), err)
 		}
 		out = append(out, cm)
+	}
+	return out
+}
+
+// runs returns how many times each effect ran, by world and intent.
+func (c *testCluster) runs() map[string]int {
+	c.t.Helper()
+	b, err := os.ReadFile(c.log)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	out := map[string]int{}
+	for line := range strings.Lines(string(b)) {
+		if w, ok := strings.CutPrefix(strings.TrimSpace(line), "run "); ok {
+			out[w]++
+		}
 	}
 	return out
 }

@@ -60,6 +60,11 @@ const DefaultOutage = 30 * time.Second
 type Remote struct {
 	opts RemoteOptions
 
+	// reading is held by the one Sync that reads the journal: two at once
+	// would hand the same records to OnCommit twice, and set the head
+	// back.
+	reading sync.Mutex
+
 	mu      sync.Mutex
 	base    *world.Machine // the world replayed when attaching
 	head    journal.Head
@@ -262,6 +267,8 @@ func (r *Remote) WaitIdle(ctx context.Context) error {
 // Sync reads the records journaled since the last read, notes what they
 // change (intents, receipts, states) and hands them to OnCommit.
 func (r *Remote) Sync(ctx context.Context) error {
+	r.reading.Lock()
+	defer r.reading.Unlock()
 	r.mu.Lock()
 	from := r.head.Seq + 1
 	r.mu.Unlock()

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -8,6 +9,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,6 +31,9 @@ const (
 	// DefaultPoll is how often a world's inbox is read when no
 	// notification woke it (the fallback when LISTEN/NOTIFY is down).
 	DefaultPoll = time.Second
+	// DefaultHandover is how long a worker that stops waits for the
+	// effects in flight of its worlds before it hands them over.
+	DefaultHandover = 30 * time.Second
 )
 
 // Runtime is what a world runs with on a worker, besides its name,
@@ -49,6 +55,10 @@ type Env struct {
 	Catalog *schema.Catalog // the manifest it runs
 	Storage world.Storage   // its storage: every commit fenced with Lease
 	Lease   pgstore.Lease   // the worker's lease on it
+	// Store is the store the world lives in, for what is not journaled:
+	// the world's stream to its clients (pgstore.Store.PublishStream).
+	// Its journal is written through Storage only.
+	Store *pgstore.Store
 }
 
 // OpenFunc returns the runtime of a world. The worker calls it each time
@@ -77,8 +87,15 @@ type Options struct {
 	Renew time.Duration
 	// Poll is how often a world's inbox is read without a notification; 0
 	// means DefaultPoll.
-	Poll   time.Duration
-	Logger *slog.Logger
+	Poll time.Duration
+	// Handover bounds how long a worker that stops (Run's ctx is done)
+	// waits for the effects in flight of each of its worlds before it
+	// closes the world and releases its lease; 0 means DefaultHandover.
+	// An effect still running then is cut short, and runs again on the
+	// world's next owner. A world given up to even out the load waits at
+	// most Lease, and stays if its effects do not end by then.
+	Handover time.Duration
+	Logger   *slog.Logger
 }
 
 // Worker runs worlds of a PostgreSQL store: it takes free or expired
@@ -97,7 +114,16 @@ type Worker struct {
 	// one that succeeded (Run's goroutine only): a worker retries five
 	// times a lease, and says so once, then every downEvery.
 	down downState
+
+	abort     chan struct{} // closed by Abort
+	abortOnce sync.Once
 }
+
+// Abort makes a worker that is stopping (Run's ctx is done) stop at once,
+// without waiting any more for the effects in flight of the worlds it
+// hands over: they close, and what runs runs again on the next owner. A
+// second Ctrl-C does this in demiurge worker.
+func (wk *Worker) Abort() { wk.abortOnce.Do(func() { close(wk.abort) }) }
 
 // downState is how the database has failed a worker's heartbeats.
 type downState struct {
@@ -114,8 +140,12 @@ func New(opts Options) (*Worker, error) {
 	if opts.Store == nil || opts.Reducers == nil {
 		return nil, errors.New("cluster: Options need a Store and Reducers")
 	}
-	if opts.MaxWorlds < 0 || opts.Lease < 0 || opts.Renew < 0 || opts.Poll < 0 {
-		return nil, fmt.Errorf("cluster: Options: MaxWorlds %d, Lease %v, Renew %v, Poll %v: want none negative", opts.MaxWorlds, opts.Lease, opts.Renew, opts.Poll)
+	if opts.MaxWorlds < 0 || opts.Lease < 0 || opts.Renew < 0 || opts.Poll < 0 || opts.Handover < 0 {
+		return nil, fmt.Errorf("cluster: Options: MaxWorlds %d, Lease %v, Renew %v, Poll %v, Handover %v: want none negative",
+			opts.MaxWorlds, opts.Lease, opts.Renew, opts.Poll, opts.Handover)
+	}
+	if opts.Handover == 0 {
+		opts.Handover = DefaultHandover
 	}
 	if opts.MaxWorlds == 0 {
 		opts.MaxWorlds = DefaultMaxWorlds
@@ -135,7 +165,7 @@ func New(opts Options) (*Worker, error) {
 	if opts.ID == "" {
 		opts.ID = NewID()
 	}
-	return &Worker{opts: opts, id: opts.ID, log: opts.Logger.With("worker", opts.ID), held: map[string]*held{}}, nil
+	return &Worker{opts: opts, id: opts.ID, log: opts.Logger.With("worker", opts.ID), held: map[string]*held{}, abort: make(chan struct{})}, nil
 }
 
 // ErrIDInUse is returned (wrapped) by Run when a live worker has the
@@ -165,10 +195,13 @@ func (wk *Worker) Worlds() []string {
 	return names
 }
 
-// Run runs the worker until ctx is done, then closes its worlds and
-// releases their leases, so other workers take them at once. It returns
-// nil after a clean stop; a worker that cannot reach the database keeps
-// trying (its worlds stop when their leases run out).
+// Run runs the worker until ctx is done, then hands its worlds over: each
+// stops taking messages, waits up to Options.Handover for its effects in
+// flight to be answered (their leases still renewed meanwhile), and is
+// closed, its lease released, so other workers take it at once and run
+// nothing twice. It returns nil after a clean stop; a worker that cannot
+// reach the database keeps trying (its worlds stop when their leases run
+// out).
 func (wk *Worker) Run(ctx context.Context) error {
 	// Two live workers under one ID would count as one, and show as one
 	// in the leases: refuse to be the second. (Fencing does not depend on
@@ -177,15 +210,20 @@ func (wk *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("%w: worker %s reported itself alive %s ago: give each worker its own ID (demiurge worker --id), or if it just died, start again in %s",
 			ErrIDInUse, wk.id, ago.Round(time.Millisecond), (wk.opts.Lease - ago).Round(time.Millisecond))
 	}
+	// The worlds run until they are handed over, after ctx is done; the
+	// database is reached meanwhile under bg.
+	bg := context.WithoutCancel(ctx)
+	worlds, stopWorlds := context.WithCancel(bg)
+	defer stopWorlds()
 	wake := make(chan string, 256)
-	var bg sync.WaitGroup
+	var listeners sync.WaitGroup
 	lctx, stopListen := context.WithCancel(ctx)
-	bg.Go(func() { wk.listen(lctx, wake) })
+	listeners.Go(func() { wk.listen(lctx, wake) })
 	defer func() {
 		stopListen()
-		bg.Wait()
+		listeners.Wait()
 		wk.stopAll()
-		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		rctx, cancel := context.WithTimeout(bg, 5*time.Second)
 		defer cancel()
 		_ = wk.opts.Store.Retire(rctx, wk.id)
 	}()
@@ -196,11 +234,26 @@ func (wk *Worker) Run(ctx context.Context) error {
 	acquire := time.NewTicker(acquireEvery)
 	defer acquire.Stop()
 	lastRenew := time.Now() // when the last renewal that succeeded was sent
-	wk.acquire(ctx)
+	wk.acquire(worlds)
+	done, abort := ctx.Done(), wk.abort
+	var leaving <-chan time.Time // set once ctx is done: when to give up waiting
 	for {
 		select {
-		case <-ctx.Done():
+		case <-done:
+			done = nil
+			leaving = wk.leave(bg)
+			if abort == nil { // aborted before
+				return nil
+			}
+		case <-leaving:
+			wk.log.Warn("handover: effects still in flight; their worlds close, and they run again on the next owner", "after", wk.opts.Handover)
 			return nil
+		case <-abort:
+			if leaving != nil {
+				wk.log.Warn("stopping now: the worlds still handing over close, and their effects in flight run again on the next owner")
+				return nil
+			}
+			abort = nil // before the stop: it stops at once when it comes
 		case name := <-wake:
 			wk.mu.Lock()
 			h := wk.held[name]
@@ -210,7 +263,7 @@ func (wk *Worker) Run(ctx context.Context) error {
 			}
 		case <-renew.C:
 			sent := time.Now()
-			if err := wk.renew(ctx); err != nil {
+			if err := wk.renew(bg); err != nil {
 				wk.log.Warn("renew leases", "err", err)
 				if time.Since(lastRenew) > wk.opts.Lease {
 					// The leases may have run out: another worker may
@@ -221,9 +274,36 @@ func (wk *Worker) Run(ctx context.Context) error {
 			}
 			lastRenew = sent
 		case <-acquire.C:
-			wk.acquire(ctx)
+			if leaving == nil {
+				wk.acquire(worlds)
+			}
+		}
+		if leaving != nil && len(wk.Worlds()) == 0 {
+			return nil // all handed over
 		}
 	}
+}
+
+// leave starts handing every world over, as the worker stops: it says it
+// is gone at once (so that the others count it out and take the worlds
+// it releases), and each world stops taking messages, waits for its
+// effects in flight and is released (see held.handOver). It returns when
+// to stop waiting.
+func (wk *Worker) leave(ctx context.Context) <-chan time.Time {
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	_ = wk.opts.Store.Retire(rctx, wk.id)
+	cancel()
+	wk.mu.Lock()
+	hs := make([]*held, 0, len(wk.held))
+	for _, h := range wk.held {
+		hs = append(hs, h)
+	}
+	wk.mu.Unlock()
+	wk.log.Info("stopping: handing worlds over once their effects in flight are answered", "worlds", len(hs), "within", wk.opts.Handover)
+	for _, h := range hs {
+		wk.handOver(ctx, h, wk.opts.Handover, true)
+	}
+	return time.After(wk.opts.Handover + time.Second)
 }
 
 // listen forwards inbox notifications to wake, reconnecting when the
@@ -290,7 +370,12 @@ func (wk *Worker) acquire(ctx context.Context) {
 	}
 	share := min((census.Worlds+census.Workers-1)/max(census.Workers, 1), wk.opts.MaxWorlds)
 	wk.mu.Lock()
-	n := len(wk.held)
+	n, leaving := len(wk.held), 0
+	for _, h := range wk.held {
+		if h.handingOver() {
+			leaving++
+		}
+	}
 	wk.mu.Unlock()
 	var leases []pgstore.Lease
 	switch {
@@ -318,7 +403,7 @@ func (wk *Worker) acquire(ctx context.Context) {
 		wk.mu.Unlock()
 		go h.run(ctx)
 	}
-	if excess := n + len(leases) - share; excess > 0 && len(leases) == 0 {
+	if excess := n + len(leases) - share - leaving; excess > 0 && len(leases) == 0 && leaving == 0 {
 		wk.shed(ctx, min(excess, maxShed))
 	}
 }
@@ -326,26 +411,56 @@ func (wk *Worker) acquire(ctx context.Context) {
 // maxShed bounds how many worlds a worker gives up in one round.
 const maxShed = 4
 
-// shed gives up n worlds: each is closed, then its lease released, so
-// another worker takes it at once.
+// shed gives up n worlds, so that a worker that joined gets some: those
+// with the fewest effects in flight, idle ones first. Each is handed over
+// (see held.handOver) once its effects in flight are answered, within a
+// lease; one whose effects take longer stays, and goes on.
 func (wk *Worker) shed(ctx context.Context, n int) {
 	wk.mu.Lock()
-	var out []*held
-	for name, h := range wk.held {
-		if len(out) == n {
-			break
+	type candidate struct {
+		h        *held
+		inFlight int
+	}
+	var cs []candidate
+	for _, h := range wk.held {
+		if f := h.inFlight(); f >= 0 && !h.handingOver() {
+			cs = append(cs, candidate{h, f})
 		}
-		out = append(out, h)
-		delete(wk.held, name)
 	}
 	wk.mu.Unlock()
-	for _, h := range out {
-		h.stop()
-		if err := wk.opts.Store.Release(ctx, h.lease); err != nil {
+	slices.SortFunc(cs, func(a, b candidate) int {
+		return cmp.Or(cmp.Compare(a.inFlight, b.inFlight), strings.Compare(a.h.lease.World, b.h.lease.World))
+	})
+	for _, c := range cs[:min(n, len(cs))] {
+		wk.handOver(ctx, c.h, wk.opts.Lease, false)
+	}
+}
+
+// handOver asks h to hand its world over within wait (see held.handOver)
+// and, once it has, releases its lease so that another worker takes it
+// at once. If leaving, the world is closed after wait whatever is still
+// in flight; else it stays and goes on.
+func (wk *Worker) handOver(ctx context.Context, h *held, wait time.Duration, leaving bool) {
+	if !h.askHandover(wait, leaving) {
+		return
+	}
+	go func() {
+		<-h.done
+		if !h.handedOver() {
+			return // it stopped otherwise (its lease was lost): nothing to give up
+		}
+		wk.mu.Lock()
+		if wk.held[h.lease.World] == h {
+			delete(wk.held, h.lease.World)
+		}
+		wk.mu.Unlock()
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if err := wk.opts.Store.Release(rctx, h.lease); err != nil {
 			wk.log.Debug("release", "world", h.lease.World, "err", err)
 		}
-		wk.log.Info("gave world up", "world", h.lease.World, "token", h.lease.Token)
-	}
+		wk.log.Info("handed world over", "world", h.lease.World, "token", h.lease.Token)
+	}()
 }
 
 // renew renews the leases held; the worlds whose leases are lost stop.

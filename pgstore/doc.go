@@ -52,7 +52,10 @@
 // to end. Expiry is by the server's clock. Messages to a world are rows
 // of the inbox (Post, which also NOTIFYs listeners); the commit that
 // journals one marks it taken, in the same transaction, so a message is
-// journaled once whatever crashes when.
+// journaled once whatever crashes when. What is not journaled goes the
+// other way on a world's stream (PublishStream, ListenStream: NOTIFY on a
+// channel of the world's own): a model's answer as it streams, from the
+// worker to the clients that listen at that moment.
 //
 // # Caveats
 //

@@ -16,6 +16,7 @@
 package reducer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -125,10 +126,67 @@ var (
 	ErrDuplicate = errors.New("reducer: already registered")
 )
 
+// Modules makes the reducers of modules that bring their own code: a
+// defmodule whose wasm_hash names a WebAssembly module (package
+// reducer/wasm implements it).
+type Modules interface {
+	// Reducer returns the reducer of mod, whose code the store code holds
+	// under mod.WasmHash. Code missing from the store is an error wrapping
+	// cas.ErrNotFound; any other error says why the module cannot run.
+	Reducer(ctx context.Context, mod *schema.DefModule, code cas.Getter) (Reducer, error)
+}
+
 // Registry maps module names to reducers. It is safe for concurrent use.
 type Registry struct {
-	mu sync.RWMutex
-	m  map[string]Reducer
+	mu   sync.RWMutex
+	m    map[string]Reducer
+	mods Modules
+}
+
+// SetModules makes r run the modules that bring their own code (a
+// defmodule with a wasm_hash) with mods, when no Go reducer is registered
+// under their name. Nil runs none.
+func (r *Registry) SetModules(mods Modules) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.mods = mods
+}
+
+// Modules returns what SetModules set.
+func (r *Registry) Modules() Modules {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.mods
+}
+
+// ErrNotRegistered is returned (wrapped) by Resolve for a module that has
+// no reducer.
+var ErrNotRegistered = errors.New("reducer: not registered")
+
+// Resolve returns the reducer of a defmodule: the Go reducer registered
+// under its name, which wins, else the module's own code run by the
+// Modules set with SetModules.
+func (r *Registry) Resolve(ctx context.Context, mod *schema.DefModule, code cas.Getter) (Reducer, error) {
+	r.mu.RLock()
+	red, ok := r.m[mod.Name]
+	mods := r.mods
+	r.mu.RUnlock()
+	if ok {
+		return red, nil
+	}
+	if mod.WasmHash == "" {
+		return nil, fmt.Errorf("%w: reducer %s is not registered in this binary", ErrNotRegistered, mod.Name)
+	}
+	if mods == nil {
+		return nil, fmt.Errorf("%w: reducer %s is a WASM module and this binary runs none", ErrNotRegistered, mod.Name)
+	}
+	return mods.Reducer(ctx, mod, code)
+}
+
+// LoadOptions returns the options that load AIR for the reducers r runs:
+// the Go reducers' names, and whether it runs WASM modules.
+func (r *Registry) LoadOptions() *schema.LoadOptions {
+	return &schema.LoadOptions{Reducers: r.Names(), WASM: r.Modules() != nil}
 }
 
 // NewRegistry returns an empty registry.

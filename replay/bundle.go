@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -140,6 +141,46 @@ func prepareDir(dir string) error {
 	return nil
 }
 
+// maxBundleJSON bounds bundle.json, a few lines that export writes.
+const maxBundleJSON = 1 << 20
+
+// readRegular reads the file name of a bundle, refusing one that is not a
+// regular file (a FIFO would block the read, a device never end it) or
+// that holds more than max bytes (max < 0: no bound; a bundle's journal
+// and blobs are as large as the session). Symlinks are followed, as
+// os.DirFS does.
+func readRegular(fsys fs.FS, name string, max int64) ([]byte, error) {
+	st, err := fs.Stat(fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%v): a bundle holds only the files `demiurge export` writes", name, st.Mode().Type())
+	}
+	if max >= 0 && st.Size() > max {
+		return nil, fmt.Errorf("%s is %d bytes, more than %d", name, st.Size(), max)
+	}
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err = f.Stat(); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%v)", name, st.Mode().Type())
+	}
+	r := io.Reader(f)
+	if max >= 0 {
+		r = io.LimitReader(f, max+1)
+	}
+	b, err := io.ReadAll(r)
+	if err == nil && max >= 0 && int64(len(b)) > max {
+		err = fmt.Errorf("%s holds more than %d bytes", name, max)
+	}
+	return b, err
+}
+
 // Bundle is a bundle read from disk.
 type Bundle struct {
 	Dir      string
@@ -169,7 +210,7 @@ func Read(dir string) (*Bundle, error) {
 // readFS is Read from fsys, the bundle's directory dir.
 func readFS(fsys fs.FS, dir string) (*Bundle, error) {
 	b := &Bundle{Dir: dir, Blobs: map[cas.Ref][]byte{}}
-	js, err := fs.ReadFile(fsys, "bundle.json")
+	js, err := readRegular(fsys, "bundle.json", maxBundleJSON)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("read bundle %s: %s not found: not a bundle (a bundle is the directory `demiurge export` writes)", dir, filepath.Join(dir, "bundle.json"))
 	}
@@ -190,7 +231,7 @@ func readFS(fsys fs.FS, dir string) (*Bundle, error) {
 		return nil, fmt.Errorf("read bundle %s: %w", dir, err)
 	}
 	for _, e := range airs {
-		data, err := fs.ReadFile(fsys, "air/"+e.Name())
+		data, err := readRegular(fsys, "air/"+e.Name(), schema.MaxAIRFileSize)
 		if err != nil {
 			return nil, fmt.Errorf("read bundle %s: %w", dir, err)
 		}
@@ -200,7 +241,7 @@ func readFS(fsys fs.FS, dir string) (*Bundle, error) {
 		}
 		b.Sources = append(b.Sources, schema.Source{Name: filepath.Join(dir, "air", name), Data: data})
 	}
-	jb, err := fs.ReadFile(fsys, "journal.cbor")
+	jb, err := readRegular(fsys, "journal.cbor", -1)
 	if err != nil {
 		return nil, fmt.Errorf("read bundle %s: %w", dir, err)
 	}
@@ -225,7 +266,7 @@ func readFS(fsys fs.FS, dir string) (*Bundle, error) {
 		return nil, fmt.Errorf("read bundle %s: %w", dir, err)
 	}
 	for _, e := range blobs {
-		data, err := fs.ReadFile(fsys, "blobs/"+e.Name())
+		data, err := readRegular(fsys, "blobs/"+e.Name(), -1)
 		if err != nil {
 			return nil, fmt.Errorf("read bundle %s: %w", dir, err)
 		}

@@ -24,9 +24,36 @@ func (b *Bundle) Storage(ctx context.Context) (*world.MemoryStorage, error) {
 	return st, nil
 }
 
-// Catalog loads the bundle's AIR.
+// Catalog loads the bundle's AIR. AIR whose WASM modules were found
+// beside its manifest does not load from the bundle's files alone (the
+// modules are not among them): the catalog is then the one the journal
+// last recorded, rebuilt from the bundle's blobs, which hold the modules'
+// code.
 func (b *Bundle) Catalog(reg *reducer.Registry) (*schema.Catalog, error) {
-	return schema.LoadSources(b.Sources, &schema.LoadOptions{Reducers: reg.Names()})
+	cat, err := schema.LoadSources(b.Sources, reg.LoadOptions())
+	if err == nil || b.Manifest.ManifestRef == "" {
+		return cat, err
+	}
+	ref, perr := cas.ParseRef(b.Manifest.ManifestRef)
+	if perr != nil {
+		return nil, err
+	}
+	stored, serr := schema.LoadFromCAS(context.Background(), blobGetter(b.Blobs), ref, reg.LoadOptions())
+	if serr != nil {
+		return nil, err
+	}
+	return stored, nil
+}
+
+// blobGetter reads a bundle's blobs.
+type blobGetter map[cas.Ref][]byte
+
+func (g blobGetter) Get(_ context.Context, ref cas.Ref) ([]byte, error) {
+	b, ok := g[ref]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", cas.ErrNotFound, ref)
+	}
+	return bytes.Clone(b), nil
 }
 
 // ReplayBundle replays a bundle with the given reducers.

@@ -114,6 +114,16 @@ func (p *problems) empty() bool { return len(*p.list) == 0 }
 
 func (p *problems) hasErrors() bool { return len(p.list.Errors()) > 0 }
 
+// hasErrorsAt reports whether an error of p's file is at ptr or under it.
+func (p *problems) hasErrorsAt(ptr string) bool {
+	for _, e := range *p.list {
+		if !e.Warning && e.File == p.file && (e.Pointer == ptr || strings.HasPrefix(e.Pointer, ptr+"/")) {
+			return true
+		}
+	}
+	return false
+}
+
 // sorted returns the problems sorted by file, pointer and message, without
 // duplicates, so output is stable.
 func (p *problems) sorted() ErrorList {

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -17,6 +18,7 @@ type loader struct {
 	defined   map[defKey]Def // user defs
 	manifests []*Manifest
 	c         *Catalog
+	code      map[cas.Ref][]byte // WASM modules found beside the manifest (resolveCode)
 }
 
 func (l *loader) parseSource(s Source, errs *problems) {
@@ -346,19 +348,34 @@ func (l *loader) checkModule(d *DefModule) {
 				e.add(p+"/abi/reducer/cap_slots/"+s.Slot, "cap type %q of slot %q is not the cap_type of any defcap", s.CapType, s.Slot)
 			}
 		}
-		if l.opts.Reducers != nil && !strings.HasPrefix(d.Name, "sys/") {
-			found := false
-			for _, n := range l.opts.Reducers {
-				found = found || n == d.Name
+		goReducer := slices.Contains(l.opts.Reducers, d.Name)
+		if goReducer && !strings.HasPrefix(d.Name, "sys/") {
+			// The Go reducer runs, but a module beside the manifest is
+			// still recorded, so the manifest's hash is the same in a
+			// binary that runs the module: its problems are warnings.
+			tmp := newProblems(e.file)
+			l.resolveCode(tmp, d)
+			for _, p := range *tmp.list {
+				e.warn(p.Pointer, "%s (the Go reducer registered under this name runs instead)", p.Msg)
 			}
-			if !found {
+		}
+		if !goReducer && !strings.HasPrefix(d.Name, "sys/") {
+			hasCode := false
+			if l.opts.WASM || l.opts.Reducers == nil {
+				hasCode = l.resolveCode(e, d)
+			}
+			if l.opts.Reducers != nil && !hasCode && !e.hasErrorsAt(p) {
 				reg := append([]string(nil), l.opts.Reducers...)
 				sort.Strings(reg)
 				list := strings.Join(reg, ", ")
 				if list == "" {
 					list = "none"
 				}
-				e.add(p+"/name", "reducer module %s is not registered in this binary (registered: %s); register a Go reducer under this name", d.Name, list)
+				if l.opts.WASM {
+					e.add(p+"/name", "reducer module %s has no WASM module and no Go reducer is registered under its name (registered: %s): put its module at %s/%s-<sha256 hex>.wasm beside the manifest, or register a Go reducer under this name", d.Name, list, ModulesDir, d.Name)
+				} else {
+					e.add(p+"/name", "reducer module %s is not registered in this binary (registered: %s); register a Go reducer under this name", d.Name, list)
+				}
 			}
 		}
 	}

@@ -29,6 +29,13 @@ type LoadOptions struct {
 	// listing the registered ones. Nil skips the check (the schema layer
 	// alone cannot know what a binary registers).
 	Reducers []string
+	// WASM says the binary runs WASM reducer modules: a reducer defmodule
+	// no Go reducer serves needs its module, found beside the manifest
+	// (see ModulesDir) or named by BLAKE3 in its wasm_hash. Without it,
+	// such a defmodule is an error.
+	WASM bool
+
+	moduleDir string // where Load found the manifest: modules/ is under it
 }
 
 // Catalog is a loaded, validated world definition: the manifest and every
@@ -54,6 +61,7 @@ type Catalog struct {
 
 	refs        map[defKey]cas.Ref
 	nodes       map[cas.Ref][]byte
+	code        map[cas.Ref][]byte // WASM modules by BLAKE3
 	manifestRef cas.Ref
 }
 
@@ -103,15 +111,24 @@ func (c *Catalog) DefRef(kind, name string) (cas.Ref, bool) {
 func (c *Catalog) ManifestRef() cas.Ref { return c.manifestRef }
 
 // Nodes calls fn with the canonical bytes of every def node and of the
-// manifest node, in ascending ref order, so a world can store them in CAS.
+// manifest node, and with the bytes of every WASM module the loader found
+// beside the manifest (see Code), in ascending ref order, so a world can
+// store them in CAS.
 func (c *Catalog) Nodes(fn func(ref cas.Ref, node []byte) error) error {
-	refs := make([]cas.Ref, 0, len(c.nodes))
+	refs := make([]cas.Ref, 0, len(c.nodes)+len(c.code))
 	for r := range c.nodes {
+		refs = append(refs, r)
+	}
+	for r := range c.code {
 		refs = append(refs, r)
 	}
 	sort.Slice(refs, func(i, j int) bool { return refs[i].String() < refs[j].String() })
 	for _, r := range refs {
-		if err := fn(r, c.nodes[r]); err != nil {
+		b, ok := c.nodes[r]
+		if !ok {
+			b = c.code[r]
+		}
+		if err := fn(r, b); err != nil {
 			return err
 		}
 	}
@@ -127,8 +144,21 @@ func (c *Catalog) Sources() []Source {
 	return out
 }
 
-// Node returns the canonical bytes of a def or manifest node by ref.
-func (c *Catalog) Node(ref cas.Ref) ([]byte, bool) { b, ok := c.nodes[ref]; return b, ok }
+// Node returns the canonical bytes of a def or manifest node by ref, or
+// the bytes of a WASM module the loader found (see Code).
+func (c *Catalog) Node(ref cas.Ref) ([]byte, bool) {
+	if b, ok := c.nodes[ref]; ok {
+		return b, true
+	}
+	b, ok := c.code[ref]
+	return b, ok
+}
+
+// Code returns the bytes of a WASM module the loader found beside the
+// manifest, by the BLAKE3 that the module's wasm_hash now holds. A module
+// named by BLAKE3 and not found beside the manifest is not here: its code
+// is in the world's store.
+func (c *Catalog) Code(ref cas.Ref) ([]byte, bool) { b, ok := c.code[ref]; return b, ok }
 
 // Names returns the sorted names of the active defs of a kind.
 func (c *Catalog) Names(kind string) []string {
@@ -156,6 +186,10 @@ func (c *Catalog) Names(kind string) []string {
 // files beside it, or a folder holding them. Each file holds one def or an
 // array of defs; exactly one of them is the manifest.
 //
+// Each file must be a regular file of at most MaxAIRFileSize bytes (see
+// ReadAIRFile); one that is not is refused, naming it, and opening never
+// blocks (on a FIFO, say).
+//
 // On failure the error is an ErrorList holding every problem found, each
 // as "file: /json/pointer: message".
 func Load(path string, opts *LoadOptions) (*Catalog, error) {
@@ -165,13 +199,18 @@ func Load(path string, opts *LoadOptions) (*Catalog, error) {
 	}
 	var srcs []Source
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		b, err := ReadAIRFile(f)
 		if err != nil {
-			return nil, fmt.Errorf("read AIR: %w", err)
+			return nil, err
 		}
 		srcs = append(srcs, Source{Name: f, Data: b})
 	}
-	return LoadSources(srcs, opts)
+	o := LoadOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	o.moduleDir = filepath.Dir(files[0])
+	return LoadSources(srcs, &o)
 }
 
 // airFiles lists the AIR files of a world at path.
@@ -227,6 +266,7 @@ func LoadSources(srcs []Source, opts *LoadOptions) (*Catalog, error) {
 	}
 	c := l.link()
 	c.sources = srcs
+	c.code = l.code
 	all := errs.sorted()
 	if len(all.Errors()) > 0 {
 		return nil, all

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,10 +26,27 @@ import (
 
 // These tests drive the view in headless Chromium, as a person would use
 // it: the recorded sessions, a session that grows while the page is open,
-// and a replay that diverges. With -screenshots they write the pictures
-// of the main pages the README shows (docs/ui-*.png).
+// and a replay that diverges. With -screenshots they take pictures of the
+// main pages into a new temporary directory (the test's log names it);
+// with -update-screenshots they write them over the ones the README shows
+// (docs/ui-*.png), to commit.
 
-var screenshots = flag.Bool("screenshots", false, "write screenshots of the main pages to ../docs/ui-*.png")
+var (
+	screenshots       = flag.Bool("screenshots", false, "take screenshots of the main pages, into a new temporary directory that the log names")
+	updateScreenshots = flag.Bool("update-screenshots", false, "take screenshots of the main pages and write them over the README's, ../docs/ui-*.png")
+)
+
+// takeShots reports whether the tests take screenshots.
+func takeShots() bool { return *screenshots || *updateScreenshots }
+
+// shotDir is where screenshots go: docs/ with -update-screenshots, else a
+// directory made for this run.
+var shotDir = sync.OnceValues(func() (string, error) {
+	if *updateScreenshots {
+		return filepath.Join("..", "docs"), nil
+	}
+	return os.MkdirTemp("", "demiurge-ui-screenshots-")
+})
 
 // requireChromium, set to 1 (as .ci/run does), makes a missing Chromium a
 // failure instead of a skip.
@@ -100,18 +118,22 @@ func pageText(ctx context.Context) string {
 	return s
 }
 
-// shot writes a screenshot of the whole page as docs/ui-name.png when the
-// tests run with -screenshots.
+// shot writes a screenshot of the whole page as ui-name.png in shotDir
+// when the tests take screenshots.
 func shot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
-	if !*screenshots {
+	if !takeShots() {
 		return
 	}
 	b, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}
-	path := filepath.Join("..", "docs", "ui-"+name+".png")
+	dir, err := shotDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "ui-"+name+".png")
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +251,7 @@ func TestBrowserSessions(t *testing.T) {
 		t.Errorf("the blob page says:\n%s", text)
 	}
 
-	if *screenshots {
+	if takeShots() {
 		do(t, ctx, "look as a phone does", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile),
 			chromedp.Navigate(base+"/w/demo"), chromedp.WaitVisible(chromedp.CSS("#timeline .call")))
 		if w := eval[int](t, ctx, "document.documentElement.scrollWidth"); w > 390 {

@@ -84,7 +84,7 @@ func (s *Server) rerun(r *http.Request, name string, fromGenesis bool) (*world.R
 	if !ref.Valid() {
 		return nil, fmt.Sprintf("world %s has no manifest record: nothing to replay it under", name), nil
 	}
-	cat, err := schema.LoadFromCAS(ctx, s.src, ref, &schema.LoadOptions{Reducers: s.reducers.Names()})
+	cat, err := schema.LoadFromCAS(ctx, s.src, ref, s.reducers.LoadOptions())
 	if err != nil {
 		return nil, fmt.Sprintf("world %s: its manifest %s does not load with this binary's reducers: %v", name, ref.Short(), err), nil
 	}

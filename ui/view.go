@@ -51,6 +51,7 @@ type roundView struct {
 	N          int
 	Compaction *modelView
 	Model      *modelView
+	Assistant  []string // what the round's reply said
 	Calls      []callView
 }
 
@@ -112,7 +113,7 @@ func (f *follower) view(ctx context.Context) timelineView {
 		v.CostUnknown = v.CostUnknown || unknown
 		v.Running = v.Running || t.Outcome == ""
 		for i, r := range t.Rounds {
-			rv := roundView{N: i + 1}
+			rv := roundView{N: i + 1, Assistant: r.Assistant}
 			if r.Compaction != nil {
 				rv.Compaction = &modelView{f.world, r.Compaction}
 			}

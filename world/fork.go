@@ -115,7 +115,7 @@ func firstCatalog(ctx context.Context, name string, reg *reducer.Registry, st St
 	if in == nil {
 		return nil, errors.New("its journal records no manifest: give the AIR it runs")
 	}
-	return schema.LoadFromCAS(ctx, st.CAS(), in.Manifest, &schema.LoadOptions{Reducers: reg.Names()})
+	return schema.LoadFromCAS(ctx, st.CAS(), in.Manifest, reg.LoadOptions())
 }
 
 // ForkOrigin is where a forked world came from: the world it was forked

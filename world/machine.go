@@ -110,7 +110,7 @@ func (m *Machine) runManifest(ctx context.Context, ref cas.Ref) error {
 		}
 	}
 	if lc == nil {
-		c, err := schema.LoadFromCAS(ctx, m.cas, ref, &schema.LoadOptions{Reducers: m.reg.Names()})
+		c, err := schema.LoadFromCAS(ctx, m.cas, ref, m.reg.LoadOptions())
 		if err != nil {
 			return fmt.Errorf("world: the journal's manifest %s: %w", ref.Short(), err)
 		}
@@ -594,9 +594,19 @@ func (s *stepper) deliver(module string, key schema.Value, evSchema string, valu
 		fail(key, "module %s is not a reducer of the manifest", module)
 		return
 	}
-	red, ok := m.reg.Lookup(module)
-	if !ok {
-		fail(key, "reducer %s is not registered in this binary", module)
+	red, err := m.reg.Resolve(s.ctx, mod, m.nodes())
+	if err != nil {
+		if errors.Is(err, cas.ErrNotFound) || errors.Is(err, cas.ErrCorrupt) {
+			// The code the manifest pins is not in the store: the
+			// store's fault, not the module's.
+			s.err = fmt.Errorf("world: reducer %s handling %s: %w", module, evSchema, err)
+			return
+		}
+		if ctxErr := s.ctx.Err(); ctxErr != nil {
+			s.err = ctxErr
+			return
+		}
+		fail(key, "%v", err)
 		return
 	}
 	// The cell key: the value at the route's key_field, else the key the

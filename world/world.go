@@ -112,6 +112,12 @@ type World struct {
 	// pending seq) abandoned: the same hash emitted again is another
 	// intent. Guarded by mu.
 	cancelling map[cas.Ref]uint64
+
+	// draining is set by Drain: intents emitted from then on are held
+	// back, not dispatched, until Resume (or whoever opens the world
+	// next). Guarded by mu, as held is.
+	draining bool
+	held     map[cas.Ref]*effects.Intent
 }
 
 // queued is an input waiting in the queue: an event sent (req) or an
@@ -426,7 +432,7 @@ func (w *World) applyBatch(ctx context.Context, ins []*Input, extraBlobs [][]byt
 	// them once their intents are durable (effects.EarlyAdapter). They
 	// read the batch's blobs through w.cas until the commit has stored
 	// them.
-	if w.disp != nil && w.disp.MayStartEarly(dispatch) {
+	if w.disp != nil && !w.draining && w.disp.MayStartEarly(dispatch) {
 		w.cas.stage(blobs[staged:])
 		later := dispatch[:0:0]
 		for _, intent := range dispatch {
@@ -467,12 +473,98 @@ func (w *World) applyBatch(ctx context.Context, ins []*Input, extraBlobs [][]byt
 	release(true)
 	if w.disp != nil {
 		for _, intent := range dispatch {
-			if !w.abandoned(intent.Hash) {
+			switch {
+			case w.abandoned(intent.Hash):
+			case w.draining: // journaled; dispatched by Resume, or by the next Open
+				if w.held == nil {
+					w.held = map[cas.Ref]*effects.Intent{}
+				}
+				w.held[intent.Hash] = intent
+			default:
 				w.disp.Dispatch(intent)
 			}
 		}
 	}
 	return head, nil
+}
+
+// Drain stops the world from dispatching effects and waits until none it
+// dispatched is in flight: each has its receipt applied (or was answered
+// otherwise), and no input is being applied. Intents emitted meanwhile,
+// by the receipts that come in, are journaled as usual but held back:
+// Resume dispatches them, or, once the world is closed, whoever opens it
+// next (Open dispatches every intent still waiting for its receipt). It is
+// how a world moves to another process without running an effect twice:
+// after Drain, Close cancels nothing. Drain does not stop inputs: the
+// caller stops sending events first. Effects that run inline (see
+// effects.InlineAdapter) still do, inside their steps.
+//
+// If ctx ends first, Drain returns its error and the world stays drained:
+// Resume goes on. It returns the world's error if it broke.
+func (w *World) Drain(ctx context.Context) error {
+	w.mu.Lock()
+	w.draining = true
+	w.mu.Unlock()
+	for {
+		w.mu.RLock()
+		w.qmu.Lock()
+		queued := len(w.queue)
+		w.qmu.Unlock()
+		err, sig := w.err, w.signal
+		quiet := w.inFlightLocked() == 0 && w.running == 0 && queued == 0
+		w.mu.RUnlock()
+		if err != nil {
+			return err
+		}
+		if quiet {
+			return nil
+		}
+		select {
+		case <-sig:
+		case <-w.done:
+			return ErrClosed
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Resume undoes Drain: the intents held back are dispatched, and the
+// world dispatches again as it goes.
+func (w *World) Resume() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.draining = false
+	held := w.held
+	w.held = nil
+	if w.disp == nil {
+		return
+	}
+	for _, in := range w.m.Pending() { // in emission order
+		if held[in.Hash] != nil && !w.abandoned(in.Hash) {
+			w.disp.Dispatch(in)
+		}
+	}
+}
+
+// InFlight returns how many effects the world dispatched whose receipts
+// it has not applied yet: those Close would cancel, to run again wherever
+// the world is opened next.
+func (w *World) InFlight() int {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return w.inFlightLocked()
+}
+
+// inFlightLocked is InFlight; the caller holds mu.
+func (w *World) inFlightLocked() int {
+	n := 0
+	for h := range w.m.pending {
+		if w.held[h] == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // wake wakes the waiters of WaitIdle. The caller holds w.mu.

@@ -509,9 +509,9 @@ func parseChatBody(body []byte) (parsed, error) {
 	}
 	if r.Usage != nil {
 		out.usageKnown = true
-		out.usage = TokenUsage{Prompt: r.Usage.PromptTokens, Completion: r.Usage.CompletionTokens}
+		out.usage = TokenUsage{Input: r.Usage.PromptTokens, Output: r.Usage.CompletionTokens}
 		if d := r.Usage.PromptTokensDetails; d != nil {
-			out.usage.Cached = d.CachedTokens
+			out.usage.CacheRead = d.CachedTokens
 		}
 		if d := r.Usage.CompletionTokensDetails; d != nil {
 			out.usage.Reasoning = d.ReasoningTokens

@@ -48,6 +48,12 @@ type Config struct {
 	// BaseURL+"/chat/completions". Default: $OPENAI_BASE_URL, else
 	// DefaultBaseURL. New reads the environment; Generate never does.
 	BaseURL string
+	// Server names who serves BaseURL, in the catalog's words
+	// ("openrouter", "deepseek"; see CatalogName), when its host does not
+	// say (a proxy, a tunnel, a test's loopback server); "" lets the host
+	// say. It decides whose prices apply, how reasoning goes back, and the
+	// receipt's provider name.
+	Server string
 	// HTTPClient sends the requests; nil means a client on
 	// http.DefaultTransport. Its own Timeout, if any, also applies.
 	HTTPClient *http.Client

@@ -10,16 +10,18 @@ import (
 	"github.com/demiurge-dev/demiurge/schema"
 )
 
-// The defeffects of llm.generate. A world whose manifest declares
-// EffectV1 gets sys/LlmGenerateReceipt@1 receipts, which count an unknown
-// usage or cost as 0; EffectV2 (examples/demiurge) gets @2, which says
-// they are unknown.
 // EffectKind is the kind of the effect this package runs.
 const EffectKind = "llm.generate"
 
+// The defeffects of llm.generate. A world whose manifest declares
+// EffectV1 gets sys/LlmGenerateReceipt@1 receipts, which count an unknown
+// usage or cost as 0; EffectV2 (examples/demiurge) gets @2, which says
+// they are unknown; EffectV3 gets @3, which counts cache writes apart and
+// says where the cost came from and who served the call.
 const (
 	EffectV1 = "sys/llm.generate@1"
 	EffectV2 = "sys/llm.generate@2"
+	EffectV3 = "sys/llm.generate@3"
 )
 
 // Adapter runs llm.generate effects for a world's dispatcher.
@@ -30,8 +32,8 @@ type Adapter struct {
 	APIKey string
 }
 
-// Run generates one response. The receipt is sys/LlmGenerateReceipt@2, or
-// @1 for an intent of EffectV1; a provider failure is an error receipt whose message says what happened
+// Run generates one response. The receipt is sys/LlmGenerateReceipt@3 for
+// an intent of EffectV3, @1 for one of EffectV1, else @2; a provider failure is an error receipt whose message says what happened
 // and what to do. Streamed text goes to the call's Progress.
 func (a *Adapter) Run(ctx context.Context, c *effects.Call) effects.Receipt {
 	const id = "llm"
@@ -58,12 +60,19 @@ func (a *Adapter) Run(ctx context.Context, c *effects.Call) effects.Receipt {
 	rc, err := a.Generator.Generate(ctx, c.CAS, p, key, c.Progress)
 	var out []byte
 	if err == nil {
-		// A world whose manifest declares sys/llm.generate@1 takes the
-		// receipt it knows.
-		if c.Intent != nil && c.Intent.Effect == EffectV1 {
+		// A world takes the receipt of the defeffect its manifest
+		// declares.
+		effect := ""
+		if c.Intent != nil {
+			effect = c.Intent.Effect
+		}
+		switch effect {
+		case EffectV1:
 			out, err = rc.MarshalV1()
-		} else {
+		case EffectV3:
 			out, err = rc.MarshalCBOR()
+		default:
+			out, err = rc.MarshalV2()
 		}
 	}
 	if err != nil {

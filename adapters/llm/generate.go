@@ -585,14 +585,18 @@ func (g *Generator) record(ctx context.Context, blobs Blobs, p Params, apiKey st
 		Attempts:          uint64(attempts),
 		FailedAttemptsRef: failedRef,
 	}
+	r.ProviderName = g.providerName()
 	// The price of the model that answered (a dated snapshot, say), else
 	// of the one asked for.
 	for _, name := range []string{model, p.Model} {
 		if m, _ := g.ModelFor(name); m.Price != nil && res.usageKnown {
 			r.CostMicroUSD, r.CostKnown = m.Price.CostMicroUSD(res.usage), true
-			r.CostCents = CentsFromMicroUSD(r.CostMicroUSD)
+			r.CostSource = CostSource{Kind: CostFromPrice, Model: name, Source: m.PriceSource()}
 			break
 		}
+	}
+	if r.CostKnown {
+		r.CostCents = CentsFromMicroUSD(r.CostMicroUSD)
 	}
 	return r, nil
 }
@@ -600,7 +604,7 @@ func (g *Generator) record(ctx context.Context, blobs Blobs, p Params, apiKey st
 // GenerateCBOR is Generate for an effects dispatcher that holds canonical
 // CBOR: params is a sys/LlmGenerateParams@1 value (as cas.Marshal or the
 // typed-value normalizer writes it, with or without the self-describe
-// prefix) and the result is the sys/LlmGenerateReceipt@1 value as
+// prefix) and the result is the sys/LlmGenerateReceipt@3 value as
 // cas.Marshal writes it. Params that do not decode wrap ErrInvalidParams.
 func (g *Generator) GenerateCBOR(ctx context.Context, blobs Blobs, params []byte, apiKey string, onDelta func(text string)) ([]byte, error) {
 	var p Params
@@ -611,7 +615,7 @@ func (g *Generator) GenerateCBOR(ctx context.Context, blobs Blobs, params []byte
 	if err != nil {
 		return nil, err
 	}
-	b, err := cas.Marshal(r) // sys/LlmGenerateReceipt@2
+	b, err := cas.Marshal(r) // sys/LlmGenerateReceipt@3
 	if err != nil {
 		return nil, fmt.Errorf("llm: encode receipt: %w", err)
 	}

@@ -76,7 +76,7 @@ func TestGenerateReceipt(t *testing.T) {
 			if r.OutputText != "Reading two files." || r.FinishReason != "tool_calls" || r.Model != "gpt-5.2-2025-12-11" || r.Attempts != 1 {
 				t.Errorf("receipt %+v", r)
 			}
-			if r.TokenUsage != (TokenUsage{Prompt: 1000, Completion: 500, Cached: 200, Reasoning: 100}) {
+			if r.TokenUsage != (TokenUsage{Input: 1000, Output: 500, CacheRead: 200, Reasoning: 100}) {
 				t.Errorf("usage %+v", r.TokenUsage)
 			}
 			// 800 uncached × $1.25/M + 200 cached × $0.125/M + 500 × $10/M = $0.006025.
@@ -555,11 +555,11 @@ func TestCost(t *testing.T) {
 		micro uint64
 	}{
 		{TokenUsage{}, 0},
-		{TokenUsage{Prompt: 1}, 1},              // 1.25 → 1
-		{TokenUsage{Prompt: 2}, 3},              // 2.5 → 3 (half up)
-		{TokenUsage{Prompt: 10, Cached: 20}, 1}, // cached capped at prompt: 10 × 0.125 = 1.25
-		{TokenUsage{Completion: 1_000_000}, 10_000_000},
-		{TokenUsage{Prompt: 1000, Cached: 200, Completion: 500, Reasoning: 100}, 6025},
+		{TokenUsage{Input: 1}, 1},                 // 1.25 → 1
+		{TokenUsage{Input: 2}, 3},                 // 2.5 → 3 (half up)
+		{TokenUsage{Input: 10, CacheRead: 20}, 1}, // cached capped at prompt: 10 × 0.125 = 1.25
+		{TokenUsage{Output: 1_000_000}, 10_000_000},
+		{TokenUsage{Input: 1000, CacheRead: 200, Output: 500, Reasoning: 100}, 6025},
 	}
 	for _, tc := range tests {
 		if got := p.CostMicroUSD(tc.u); got != tc.micro {
@@ -567,7 +567,7 @@ func TestCost(t *testing.T) {
 		}
 	}
 	huge := Price{Input: 1 << 63, Output: 1 << 63}
-	if got := huge.CostMicroUSD(TokenUsage{Prompt: 1 << 62, Completion: 1 << 62}); got != 1<<64-1 {
+	if got := huge.CostMicroUSD(TokenUsage{Input: 1 << 62, Output: 1 << 62}); got != 1<<64-1 {
 		t.Errorf("overflow: got %d; want saturation", got)
 	}
 	for micro, cents := range map[uint64]uint64{0: 0, 4999: 0, 5000: 1, 14999: 1, 15000: 2, 1<<64 - 1: 1844674407370955} {

@@ -96,7 +96,5 @@ func newTestGenerator(t testing.TB, srv *llmtest.Server, edit func(*Config)) *Ge
 	return g
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // cas0 is a ref for blobs that need one in error messages.
 var cas0 = cas.Sum(nil)

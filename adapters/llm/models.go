@@ -26,17 +26,30 @@ const (
 )
 
 // Model is what demiurge knows of a model: how to build a request it
-// accepts, and what it costs. The built-in table (Models) holds the models
-// in common use; Config.Models overrides any field of any model, or adds
-// one (see ModelOptions).
+// accepts, and what it costs. Its facts come in layers (see ModelFor):
+// the model catalog (CatalogName) for prices, windows, output limits and
+// whether it reasons; demiurge's rules (Rules) for the shape of the
+// requests each family takes, and for the models the catalog lacks; the
+// configuration's overrides (Config.Models, the manifest's "models",
+// --model-option) last. Facts says which layer gave each fact.
 type Model struct {
-	// Name is the model's name as the provider takes it ("gpt-4o"). A
-	// name ending in "*" is a family: it matches every model that starts
-	// with the rest, and gives capabilities but never a price.
+	// Name is the model's name as the provider takes it ("gpt-4o").
 	Name string
+	// Provider is the catalog's provider whose facts these are
+	// ("openai", "openrouter"); "" if the catalog does not know the model.
+	Provider string
+	// API is the wire API that provider serves the model on:
+	// ProviderResponses (OpenAI), ProviderChat (OpenAI-compatible
+	// servers), "anthropic" (Anthropic's Messages API), "gemini"
+	// (Google's Gemini API), or the catalog's name of another ("bedrock",
+	// "google-vertex"); "" if the catalog does not know the model.
+	API string
 	// Reasoning says the model thinks before it answers (o-series,
 	// gpt-5, DeepSeek's thinking mode).
 	Reasoning bool
+	// ReasoningLevels are the reasoning efforts the catalog says the
+	// model takes ("low", "medium", "high"); nil if it says none.
+	ReasoningLevels []string
 	// ChatTokenLimit is the Chat Completions field that caps the reply.
 	ChatTokenLimit TokenLimitField
 	// Temperature says the model takes a temperature other than its
@@ -71,12 +84,31 @@ type Model struct {
 	// would fill more than CompactAt percent of the window: "compact" (a
 	// model call summarizes the oldest part of the transcript) or "fail"
 	// (the turn ends, saying so). Zero values: the chat's defaults (80,
-	// compact). The table sets neither; overrides may.
+	// compact). Neither the catalog nor the rules set them; overrides may.
 	CompactAt  uint64
 	OnOverflow string
-	// Source is the public page the facts were read from, and AsOf the
-	// day they were read (YYYY-MM-DD).
+	// Source lists where the request rules came from (demiurge's rules'
+	// public pages, an override), and AsOf the day demiurge's rules were
+	// last checked against them (YYYY-MM-DD).
 	Source, AsOf string
+	// Facts says where each fact came from.
+	Facts FactSources
+}
+
+// FactSources says where each of a Model's facts came from: the catalog
+// (CatalogName and the provider, "catwalk v0.52.1 (openai)"), demiurge's
+// rules ("demiurge's rules"), the configuration ("the configuration
+// (gpt-5*)"), or "" if nothing gave it.
+type FactSources struct {
+	Price, ContextWindow, MaxOutputTokens, Reasoning string
+}
+
+// PriceSource says where m's price came from.
+func (m Model) PriceSource() string {
+	if m.Facts.Price == "" {
+		return "demiurge's rules"
+	}
+	return m.Facts.Price
 }
 
 // usd converts dollars per million tokens to the micro-USD of a Price.
@@ -87,87 +119,118 @@ func price(input, cached, output float64) *Price {
 	return &Price{Input: usd(input), CachedInput: usd(cached), Output: usd(output)}
 }
 
-// Sources of the table's facts.
+// Sources of demiurge's rules.
 const (
 	srcOpenAIModels  = "https://platform.openai.com/docs/models"
 	srcOpenAIPricing = "https://platform.openai.com/docs/pricing"
 	srcOpenAIReason  = "https://platform.openai.com/docs/guides/reasoning"
 	srcDeepSeek      = "https://api-docs.deepseek.com/quick_start/pricing"
 	srcDeepSeekThink = "https://api-docs.deepseek.com/guides/thinking_mode"
+	srcKimi          = "https://platform.moonshot.ai/docs/guide/use-kimi-k2-thinking-model"
+	srcGLM           = "https://docs.z.ai/guides/capabilities/thinking-mode"
+	srcXAI           = "https://docs.x.ai/docs/guides/reasoning"
 )
 
-// openAIChat is an OpenAI model that does not reason: it takes max_tokens
-// (and max_completion_tokens), a temperature, and no reasoning settings.
-func openAIChat(name string, window, maxOut uint64, p *Price) Model {
-	return Model{Name: name, ChatTokenLimit: MaxCompletionTokens, Temperature: true,
-		ContextWindow: window, MaxOutputTokens: maxOut, Price: p,
-		Source: srcOpenAIModels + "/" + strings.TrimSuffix(name, "*") + "; " + srcOpenAIPricing, AsOf: "2025-11-20"}
+func ptr[T any](v T) *T { return &v }
+
+// openAIChat is the rule of OpenAI's models that do not reason: they take
+// max_completion_tokens (and max_tokens), a temperature, and no
+// reasoning settings.
+func openAIChat(match string) ModelOptions {
+	return ModelOptions{Match: match, Reasoning: ptr(false), ChatTokenLimit: ptr(MaxCompletionTokens), Temperature: ptr(true),
+		ReasoningEffort: ptr(false), EncryptedReasoning: ptr(false), ReasoningEcho: ptr(""),
+		Source: srcOpenAIModels + "; " + srcOpenAIPricing, AsOf: "2026-11-29"}
 }
 
-// openAIReasoning is an OpenAI reasoning model: max_completion_tokens on
-// Chat Completions, no temperature, reasoning effort, and encrypted
-// reasoning on stateless Responses calls.
-func openAIReasoning(name string, window, maxOut uint64, p *Price) Model {
-	return Model{Name: name, Reasoning: true, ChatTokenLimit: MaxCompletionTokens, ReasoningEffort: true,
-		EncryptedReasoning: true, ContextWindow: window, MaxOutputTokens: maxOut, Price: p,
-		Source: srcOpenAIModels + "/" + strings.TrimSuffix(name, "*") + "; " + srcOpenAIReason + "; " + srcOpenAIPricing, AsOf: "2025-11-20"}
+// openAIReasoning is the rule of OpenAI's reasoning models:
+// max_completion_tokens on Chat Completions, no temperature, a reasoning
+// effort, and encrypted reasoning on stateless Responses calls.
+func openAIReasoning(match string) ModelOptions {
+	return ModelOptions{Match: match, Reasoning: ptr(true), ChatTokenLimit: ptr(MaxCompletionTokens), Temperature: ptr(false),
+		ReasoningEffort: ptr(true), EncryptedReasoning: ptr(true), ReasoningEcho: ptr(""),
+		Source: srcOpenAIModels + "; " + srcOpenAIReason, AsOf: "2026-11-29"}
 }
 
-// Models is the built-in capability and price table, one entry a model
-// and a few families. Prices are US dollars per million tokens at the
-// standard tier; a model's dated snapshots ("gpt-4o-2024-08-06") take
-// the entry of its name.
-var Models = []Model{
-	// OpenAI, models that do not reason.
-	openAIChat("gpt-4o", 128_000, 16_384, price(2.50, 1.25, 10.00)),
-	openAIChat("gpt-4o-mini", 128_000, 16_384, price(0.15, 0.075, 0.60)),
-	openAIChat("gpt-4.1", 1_047_576, 32_768, price(2.00, 0.50, 8.00)),
-	openAIChat("gpt-4.1-mini", 1_047_576, 32_768, price(0.40, 0.10, 1.60)),
-	openAIChat("gpt-4.1-nano", 1_047_576, 32_768, price(0.10, 0.025, 0.40)),
-	openAIChat("gpt-4o*", 128_000, 16_384, nil),
-	openAIChat("gpt-4.1*", 1_047_576, 32_768, nil),
-	openAIChat("gpt-4*", 0, 0, nil),
-	openAIChat("gpt-3.5*", 16_385, 4_096, nil),
-
-	// OpenAI reasoning models.
-	openAIReasoning("o1", 200_000, 100_000, price(15.00, 7.50, 60.00)),
-	openAIReasoning("o3", 200_000, 100_000, price(2.00, 0.50, 8.00)),
-	openAIReasoning("o3-mini", 200_000, 100_000, price(1.10, 0.55, 4.40)),
-	openAIReasoning("o4-mini", 200_000, 100_000, price(1.10, 0.275, 4.40)),
-	openAIReasoning("gpt-5", 400_000, 128_000, price(1.25, 0.125, 10.00)),
-	openAIReasoning("gpt-5-mini", 400_000, 128_000, price(0.25, 0.025, 2.00)),
-	openAIReasoning("gpt-5-nano", 400_000, 128_000, price(0.05, 0.005, 0.40)),
-	openAIReasoning("gpt-5.1", 400_000, 128_000, price(1.25, 0.125, 10.00)),
-	openAIReasoning("o1*", 200_000, 100_000, nil),
-	openAIReasoning("o3*", 200_000, 100_000, nil),
-	openAIReasoning("o4*", 200_000, 100_000, nil),
-	openAIReasoning("gpt-5*", 400_000, 128_000, nil),
-
-	// DeepSeek (Chat Completions at https://api.deepseek.com). Both names
-	// serve the same model, deepseek-reasoner in thinking mode, which
-	// refuses a conversation with tool calls whose assistant messages
-	// lack their reasoning_content; both take max_tokens.
-	{Name: "deepseek-chat", ChatTokenLimit: MaxTokens, Temperature: true, ReasoningEcho: "reasoning_content",
-		ContextWindow: 128_000, MaxOutputTokens: 8_192, Price: price(0.28, 0.028, 0.42),
-		Source: srcDeepSeek + "; " + srcDeepSeekThink, AsOf: "2025-12-01"},
-	{Name: "deepseek-reasoner", Reasoning: true, ChatTokenLimit: MaxTokens, ReasoningEcho: "reasoning_content",
-		ContextWindow: 128_000, MaxOutputTokens: 65_536, Price: price(0.28, 0.028, 0.42),
-		Source: srcDeepSeek + "; " + srcDeepSeekThink, AsOf: "2025-12-01"},
-	// DeepSeek's other names (deepseek-v4-flash, which also answers for
-	// the two above): the same rules, prices unknown.
-	{Name: "deepseek-*", ChatTokenLimit: MaxTokens, Temperature: true, ReasoningEcho: "reasoning_content",
-		Source: srcDeepSeek + "; " + srcDeepSeekThink, AsOf: "2025-12-01"},
+// facts adds a model's window, output limit and price to a rule, for the
+// models the catalog does not know.
+func facts(o ModelOptions, window, maxOut uint64, p *Price) ModelOptions {
+	o.ContextWindow, o.MaxOutputTokens, o.Price = &window, &maxOut, p
+	return o
 }
 
-// UnknownModel is the capability of a model the table does not know (an
-// open model on Ollama, vLLM or llama.cpp, say), chosen so that no server
-// refuses the request for its shape: the settings a user gives
-// (temperature, reasoning effort) are sent as given; nothing else is
-// added — no encrypted reasoning, no reasoning sent back; the reply is
-// capped with max_tokens, which every OpenAI-compatible server takes
-// (max_completion_tokens on OpenAI's and Azure's endpoints, which take it
-// for every model and refuse max_tokens for reasoning ones). Its window
-// and price are unknown.
+// Rules are demiurge's own rules of the model families: the request
+// shape each takes (which token-limit field, whether a temperature, a
+// reasoning effort, encrypted reasoning, how reasoning goes back), and the
+// facts of the models the catalog lacks. A rule's Match is a name, or a
+// pattern where "*" stands for any text; every rule that matches a model
+// applies, the least specific first (the fewest letters outside "*"),
+// over the catalog's facts: a rule's window and price fill only what the
+// catalog does not give, its output limit raises the catalog's (which is
+// the default output of the catalog's client, below the model's limit for
+// some), its request shape always applies.
+// A model's dated snapshot ("gpt-4o-2024-08-06") takes the rules of its
+// name.
+var Rules = []ModelOptions{
+	// OpenAI. Its chat models, then its reasoning models; the
+	// *-chat-latest models of the gpt-5 line do not reason (OpenAI
+	// answers a Responses request for one that asks for encrypted
+	// reasoning with 400 "Encrypted content is not supported").
+	openAIChat("gpt-*"),
+	openAIChat("chatgpt-*"),
+	facts(openAIChat("gpt-3.5*"), 16_385, 4_096, nil),
+	facts(openAIChat("gpt-4o*"), 128_000, 16_384, nil),
+	facts(openAIChat("gpt-4.1*"), 1_047_576, 32_768, nil),
+	openAIReasoning("gpt-5*"),
+	openAIReasoning("o1*"),
+	openAIReasoning("o3*"),
+	openAIReasoning("o4*"),
+	facts(openAIReasoning("o1"), 200_000, 100_000, price(15.00, 7.50, 60.00)),
+	facts(openAIChat("gpt-5*-chat*"), 128_000, 16_384, nil),
+	facts(openAIChat("gpt-5-chat-latest"), 128_000, 16_384, price(1.25, 0.125, 10.00)),
+	facts(openAIChat("gpt-5.1-chat-latest"), 128_000, 16_384, price(1.25, 0.125, 10.00)),
+	facts(openAIChat("gpt-5.2-chat-latest"), 128_000, 16_384, price(1.75, 0.175, 14.00)),
+
+	// DeepSeek (Chat Completions at https://api.deepseek.com): max_tokens,
+	// and its thinking mode refuses a conversation with tool calls whose
+	// assistant messages lack their reasoning_content. deepseek-chat and
+	// deepseek-reasoner are retired names that DeepSeek still answers
+	// (as deepseek-v4-flash, whose price the receipt then takes); the
+	// catalog has the deepseek-v4 models.
+	{Match: "deepseek-*", ChatTokenLimit: ptr(MaxTokens), Temperature: ptr(true), ReasoningEcho: ptr("reasoning_content"),
+		Source: srcDeepSeek + "; " + srcDeepSeekThink, AsOf: "2026-11-29"},
+	facts(ModelOptions{Match: "deepseek-chat", Reasoning: ptr(false), ReasoningEffort: ptr(false), Source: srcDeepSeek, AsOf: "2025-12-01"}, 128_000, 8_192, price(0.28, 0.028, 0.42)),
+	facts(ModelOptions{Match: "deepseek-reasoner", Reasoning: ptr(true), Temperature: ptr(false), ReasoningEffort: ptr(false), Source: srcDeepSeek, AsOf: "2025-12-01"},
+		128_000, 65_536, price(0.28, 0.028, 0.42)),
+
+	// Moonshot's Kimi: max_tokens; a thinking turn must carry its
+	// reasoning_content back (Kimi K2.5 refuses a follow-up without it
+	// with 400), and the thinking models take no temperature but their
+	// own.
+	{Match: "kimi-*", ChatTokenLimit: ptr(MaxTokens), ReasoningEcho: ptr("reasoning_content"), Source: srcKimi, AsOf: "2026-11-29"},
+	{Match: "kimi-k2.5*", Temperature: ptr(false), Source: srcKimi, AsOf: "2026-11-29"},
+	{Match: "kimi-k2.6*", Temperature: ptr(false), Source: srcKimi, AsOf: "2026-11-29"},
+	{Match: "kimi-k2.7*", Temperature: ptr(false), Source: srcKimi, AsOf: "2026-11-29"},
+	{Match: "kimi-k3*", Temperature: ptr(false), Source: srcKimi, AsOf: "2026-11-29"},
+	{Match: "kimi-*-thinking*", Temperature: ptr(false), Source: srcKimi, AsOf: "2026-11-29"},
+
+	// Z.ai's GLM: max_tokens; its preserved thinking takes the
+	// reasoning_content of earlier turns back.
+	{Match: "glm-*", ChatTokenLimit: ptr(MaxTokens), ReasoningEcho: ptr("reasoning_content"), Source: srcGLM, AsOf: "2026-11-29"},
+
+	// xAI's Grok: max_tokens; a reasoning effort only where the catalog
+	// lists reasoning levels (grok-4 refuses one).
+	{Match: "grok-*", ChatTokenLimit: ptr(MaxTokens), Source: srcXAI, AsOf: "2026-11-29"},
+}
+
+// UnknownModel is the capability of a model neither the catalog nor the
+// rules know (an open model on Ollama, vLLM or llama.cpp, say), chosen so
+// that no server refuses the request for its shape: the settings a user
+// gives (temperature, reasoning effort) are sent as given; nothing else
+// is added — no encrypted reasoning; the reply is capped with max_tokens,
+// which every OpenAI-compatible server takes (max_completion_tokens on
+// OpenAI's and Azure's endpoints, which take it for every model and
+// refuse max_tokens for reasoning ones). Its window and price are
+// unknown: its calls' cost is unknown; they are never refused.
 func UnknownModel(name, baseURL string) Model {
 	m := Model{Name: name, ChatTokenLimit: MaxTokens, Temperature: true, ReasoningEffort: true,
 		Source: "demiurge's conservative default for a model it does not know"}
@@ -198,34 +261,59 @@ func isAzureHost(h string) bool {
 	return false
 }
 
-var datedSnapshot = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`-(\d{4}-\d{2}-\d{2}|\d{4})$`) })
+var datedSnapshot = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`-(\d{4}-\d{2}-\d{2}|\d{8}|\d{4})$`) })
 
-// lookupModel finds name in table: the entry of that name, else the entry
-// of its undated name ("gpt-4o-2024-08-06" → "gpt-4o"), else the longest
-// family ("gpt-5*") it belongs to.
-func lookupModel(table []Model, name string) (Model, bool) {
-	for _, n := range []string{name, datedSnapshot().ReplaceAllString(name, "")} {
-		for _, m := range table {
-			if m.Name == n {
-				return m, true
-			}
-		}
+// glob reports whether name matches pattern, where "*" stands for any
+// text (slashes included).
+func glob(pattern, name string) bool {
+	parts := strings.Split(pattern, "*")
+	if len(parts) == 1 {
+		return pattern == name
 	}
-	best, found := Model{}, false
-	for _, m := range table {
-		fam, ok := strings.CutSuffix(m.Name, "*")
-		if ok && strings.HasPrefix(name, fam) && (!found || len(m.Name) > len(best.Name)) {
-			best, found = m, true
-		}
+	if !strings.HasPrefix(name, parts[0]) {
+		return false
 	}
-	return best, found
+	name = name[len(parts[0]):]
+	last := parts[len(parts)-1]
+	for _, p := range parts[1 : len(parts)-1] {
+		i := strings.Index(name, p)
+		if i < 0 {
+			return false
+		}
+		name = name[i+len(p):]
+	}
+	return len(name) >= len(last) && strings.HasSuffix(name, last)
 }
 
-// ModelOptions override what the table says of the models whose names
-// match Match (a name, or a family ending in "*"), or describe a model it
-// does not know. Nil fields keep the table's value.
+// MatchName reports whether a model name matches pattern, where "*"
+// stands for any text, as a ModelOptions.Match does.
+func MatchName(pattern, name string) bool { return glob(pattern, name) }
+
+// specificity is how many letters of a pattern are not "*".
+func specificity(pattern string) int { return len(pattern) - strings.Count(pattern, "*") }
+
+// rulesFor returns the rules that match name, the least specific first.
+func rulesFor(rules []ModelOptions, name string) []ModelOptions {
+	var out []ModelOptions
+	for _, r := range rules {
+		if r.matches(name) {
+			out = append(out, r)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b ModelOptions) int { return specificity(a.Match) - specificity(b.Match) })
+	return out
+}
+
+// ModelOptions say something of the models whose names match Match (a
+// name, or a pattern where "*" stands for any text: "qwen3*"): demiurge's
+// Rules, or the configuration's overrides of what the catalog and the
+// rules say, or a description of a model neither knows. Nil fields say
+// nothing.
 type ModelOptions struct {
-	Match              string
+	Match string
+	// Source and AsOf say where a rule came from (public pages) and when
+	// it was checked; "" for the configuration's overrides.
+	Source, AsOf       string
 	Reasoning          *bool
 	ChatTokenLimit     *TokenLimitField
 	Temperature        *bool
@@ -239,22 +327,27 @@ type ModelOptions struct {
 	OnOverflow         *string
 }
 
-// matches reports whether o applies to the model name.
+// matches reports whether o applies to the model name (or its undated
+// name).
 func (o ModelOptions) matches(name string) bool {
-	if fam, ok := strings.CutSuffix(o.Match, "*"); ok {
-		return strings.HasPrefix(name, fam)
-	}
-	return o.Match == name || o.Match == datedSnapshot().ReplaceAllString(name, "")
+	return glob(o.Match, name) || glob(o.Match, datedSnapshot().ReplaceAllString(name, ""))
 }
 
-// apply sets o's fields on m.
-func (o ModelOptions) apply(m *Model) {
+// apply sets o's fields on m: an override's, every one it sets; a rule's
+// (rule), its request shape, and the facts m does not have yet.
+func (o ModelOptions) apply(m *Model, rule bool) {
+	from := "the configuration (" + o.Match + ")"
+	if rule {
+		from = "demiurge's rules (" + o.Match + ")"
+	}
 	set := func(dst *bool, src *bool) {
 		if src != nil {
 			*dst = *src
 		}
 	}
-	set(&m.Reasoning, o.Reasoning)
+	if o.Reasoning != nil {
+		m.Reasoning, m.Facts.Reasoning = *o.Reasoning, from
+	}
 	set(&m.Temperature, o.Temperature)
 	set(&m.ReasoningEffort, o.ReasoningEffort)
 	set(&m.EncryptedReasoning, o.EncryptedReasoning)
@@ -264,15 +357,15 @@ func (o ModelOptions) apply(m *Model) {
 	if o.ReasoningEcho != nil {
 		m.ReasoningEcho = *o.ReasoningEcho
 	}
-	if o.ContextWindow != nil {
-		m.ContextWindow = *o.ContextWindow
+	if o.ContextWindow != nil && (!rule || m.ContextWindow == 0) {
+		m.ContextWindow, m.Facts.ContextWindow = *o.ContextWindow, from
 	}
-	if o.MaxOutputTokens != nil {
-		m.MaxOutputTokens = *o.MaxOutputTokens
+	if o.MaxOutputTokens != nil && (!rule || m.MaxOutputTokens < *o.MaxOutputTokens) {
+		m.MaxOutputTokens, m.Facts.MaxOutputTokens = *o.MaxOutputTokens, from
 	}
-	if o.Price != nil {
+	if o.Price != nil && (!rule || m.Price == nil) {
 		p := *o.Price
-		m.Price = &p
+		m.Price, m.Facts.Price = &p, from
 	}
 	if o.CompactAt != nil {
 		m.CompactAt = *o.CompactAt
@@ -280,17 +373,23 @@ func (o ModelOptions) apply(m *Model) {
 	if o.OnOverflow != nil {
 		m.OnOverflow = *o.OnOverflow
 	}
-	if m.Source != "" {
-		m.Source += "; "
+	src := "overridden by the configuration (" + o.Match + ")"
+	if rule {
+		src, m.AsOf = o.Source, o.AsOf
 	}
-	m.Source += "overridden by the configuration (" + o.Match + ")"
+	if m.Source != "" && src != "" && !strings.Contains(m.Source, src) {
+		src = m.Source + "; " + src
+	}
+	if src != "" {
+		m.Source = src
+	}
 }
 
 // ModelOptionKeys are the keys SetOption takes, in the order the docs list
 // them.
 var ModelOptionKeys = []string{"reasoning", "chat_token_limit", "temperature", "reasoning_effort",
 	"encrypted_reasoning", "reasoning_echo", "context_window", "max_output_tokens",
-	"price_input", "price_cached_input", "price_output", "compact_at", "on_overflow"}
+	"price_input", "price_cached_input", "price_cache_write", "price_output", "compact_at", "on_overflow"}
 
 // SetOption sets one option from its text form, as the command line and
 // the manifest give it: booleans "true"/"false"; chat_token_limit
@@ -356,6 +455,8 @@ func (o *ModelOptions) SetOption(key, value string) error {
 		return priceOpt(func(p *Price, v uint64) { p.Input = v })
 	case "price_cached_input":
 		return priceOpt(func(p *Price, v uint64) { p.CachedInput = v })
+	case "price_cache_write":
+		return priceOpt(func(p *Price, v uint64) { p.CacheWrite = v })
 	case "price_output":
 		return priceOpt(func(p *Price, v uint64) { p.Output = v })
 	case "compact_at":
@@ -385,29 +486,45 @@ func (o *ModelOptions) ParseModelOption(kv string) error {
 	return o.SetOption(strings.TrimSpace(k), strings.TrimSpace(v))
 }
 
-// ModelFor returns what the generator knows of the model name: the
-// built-in table's entry (Models), or UnknownModel for the base URL, with
-// every matching Config.Models override applied in order. known reports
-// whether the table or an override named the model.
+// ModelFor returns what the generator knows of the model name (see
+// ResolveModel) at its base URL, with Config.Models over it. known
+// reports whether the catalog, a rule or an override named the model.
 func (g *Generator) ModelFor(name string) (m Model, known bool) {
-	return resolveModel(name, g.cfg.BaseURL, g.cfg.Models)
+	return resolveModelAt(g.server(), name, g.cfg.BaseURL, g.cfg.Models)
 }
 
-// ResolveModel is Generator.ModelFor without a Generator: what the
-// table, then the overrides, say of the model name at baseURL.
+// ResolveModel says what is known of the model name served at baseURL
+// ("" for a server demiurge does not know), in layers: the catalog's
+// entry of the model (the server's provider's if the catalog knows the
+// server, else the model's own provider's; see CatalogName), then
+// demiurge's Rules that match it, the least specific first, then each
+// override that matches it, in order. A model nothing knows gets
+// UnknownModel and known false: its calls are made, their cost unknown.
 func ResolveModel(name, baseURL string, overrides []ModelOptions) (Model, bool) {
 	return resolveModel(name, baseURL, overrides)
 }
 
-// resolveModel is ModelFor for a base URL and overrides.
+// resolveModel is ResolveModel.
 func resolveModel(name, baseURL string, overrides []ModelOptions) (Model, bool) {
-	m, known := lookupModel(Models, name)
-	if !known {
-		m = UnknownModel(name, baseURL)
+	return resolveModelAt(serverProvider(baseURL), name, baseURL, overrides)
+}
+
+// resolveModelAt is ResolveModel for a server whose catalog provider is
+// server ("" if unknown).
+func resolveModelAt(server, name, baseURL string, overrides []ModelOptions) (Model, bool) {
+	m := UnknownModel(name, baseURL)
+	known := false
+	if e, ok := theCatalog().lookup(server, name); ok {
+		m.applyCatalog(e)
+		known = true
+	}
+	for _, r := range rulesFor(Rules, name) {
+		r.apply(&m, true)
+		known = true
 	}
 	for _, o := range overrides {
 		if o.matches(name) {
-			o.apply(&m)
+			o.apply(&m, false)
 			known = true
 		}
 	}
@@ -415,13 +532,35 @@ func resolveModel(name, baseURL string, overrides []ModelOptions) (Model, bool) 
 	return m, known
 }
 
-// ModelNames returns the names of the table's models (not its families),
-// sorted.
+// applyCatalog sets the catalog's facts of a model on m: its provider,
+// price, window, output limit, and whether it reasons (a model that
+// reasons takes a reasoning effort, one that does not takes none).
+func (m *Model) applyCatalog(e *catalogEntry) {
+	from := CatalogName + " (" + e.provider + ")"
+	m.Provider, m.API = e.provider, apiOf(e.kind)
+	if e.price != nil {
+		p := *e.price
+		m.Price, m.Facts.Price = &p, from
+	}
+	if e.window > 0 {
+		m.ContextWindow, m.Facts.ContextWindow = e.window, from
+	}
+	if e.maxOut > 0 {
+		m.MaxOutputTokens, m.Facts.MaxOutputTokens = e.maxOut, from
+	}
+	m.Reasoning, m.Facts.Reasoning = e.reason, from
+	m.ReasoningLevels = slices.Clone(e.levels)
+	m.ReasoningEffort = e.reason
+	m.Source = "the model catalog, " + CatalogName
+}
+
+// ModelNames returns the names of the models demiurge's rules name
+// (not their patterns), sorted.
 func ModelNames() []string {
 	var out []string
-	for _, m := range Models {
-		if !strings.HasSuffix(m.Name, "*") {
-			out = append(out, m.Name)
+	for _, r := range Rules {
+		if !strings.Contains(r.Match, "*") {
+			out = append(out, r.Match)
 		}
 	}
 	slices.Sort(out)

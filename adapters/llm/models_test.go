@@ -17,62 +17,99 @@ import (
 	"github.com/demiurge-dev/demiurge/cas/reflist"
 )
 
-// TestModelTable checks that every entry of the table is complete: a
-// model has a token-limit field, a window, an output limit, a price and a
-// dated public source; a family has no price.
-func TestModelTable(t *testing.T) {
+// TestRules checks demiurge's rules: each has a dated public source, says
+// nothing a family cannot mean, and a named model among them has every
+// fact the catalog may lack.
+func TestRules(t *testing.T) {
 	dated := regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
 	seen := map[string]bool{}
-	for _, m := range Models {
-		t.Run(m.Name, func(t *testing.T) {
-			if seen[m.Name] {
-				t.Errorf("%s is in the table twice", m.Name)
+	for _, r := range Rules {
+		t.Run(r.Match, func(t *testing.T) {
+			if seen[r.Match] {
+				t.Errorf("%s is in the rules twice", r.Match)
 			}
-			seen[m.Name] = true
-			if m.ChatTokenLimit != MaxTokens && m.ChatTokenLimit != MaxCompletionTokens {
-				t.Errorf("ChatTokenLimit %q", m.ChatTokenLimit)
+			seen[r.Match] = true
+			if !strings.Contains(r.Source, "https://") || !dated.MatchString(r.AsOf) {
+				t.Errorf("source %q as of %q: want a public https page and the day it was read", r.Source, r.AsOf)
 			}
-			if !strings.Contains(m.Source, "https://") || !dated.MatchString(m.AsOf) {
-				t.Errorf("source %q as of %q: want a public https page and the day it was read", m.Source, m.AsOf)
+			if r.Reasoning != nil && !*r.Reasoning && r.EncryptedReasoning != nil && *r.EncryptedReasoning {
+				t.Errorf("encrypted reasoning for models that do not reason")
 			}
-			if m.Reasoning && m.Temperature && strings.HasPrefix(m.Name, "o") {
-				t.Errorf("an OpenAI reasoning model that takes a temperature")
-			}
-			if m.EncryptedReasoning && !m.Reasoning {
-				t.Errorf("encrypted reasoning for a model that does not reason")
-			}
-			if strings.HasSuffix(m.Name, "*") {
-				if m.Price != nil {
-					t.Errorf("family %s has a price: a family names models of different prices", m.Name)
+			if strings.Contains(r.Match, "*") {
+				if r.Price != nil {
+					t.Errorf("pattern %s has a price: a family names models of different prices", r.Match)
 				}
 				return
 			}
-			if m.ContextWindow == 0 || m.MaxOutputTokens == 0 || m.MaxOutputTokens > m.ContextWindow {
-				t.Errorf("window %d, output %d", m.ContextWindow, m.MaxOutputTokens)
+			m, known := resolveModel(r.Match, "", nil)
+			if !known || m.ChatTokenLimit == "" || m.ContextWindow == 0 || m.MaxOutputTokens == 0 || m.MaxOutputTokens > m.ContextWindow {
+				t.Errorf("%+v", m)
 			}
 			if p := m.Price; p == nil || p.Input == 0 || p.Output == 0 || p.CachedInput == 0 || p.CachedInput > p.Input || p.Output < p.Input {
 				t.Errorf("price %+v", m.Price)
 			}
 		})
 	}
-	// The families the issue names are all there.
-	for _, name := range []string{"gpt-4o", "gpt-4o-mini", "gpt-4.1", "gpt-4.1-mini", "gpt-4.1-nano", "o3", "o4-mini",
-		"gpt-5", "gpt-5-mini", "gpt-5-nano", "deepseek-chat", "deepseek-reasoner"} {
-		if !slices.Contains(ModelNames(), name) {
-			t.Errorf("%s is not in the table", name)
+}
+
+// TestCatalogPrices checks that the models the issue names are priced,
+// with their windows and whether they reason, and where each fact comes
+// from.
+func TestCatalogPrices(t *testing.T) {
+	for _, tc := range []struct {
+		name, base string
+		reasoning  bool
+		from       string // the source of the price
+		price      Price  // zero: only check that there is one
+	}{
+		{"gpt-5.2", "", true, CatalogName + " (openai)", Price{Input: 1_750_000, CachedInput: 175_000, CacheWrite: 175_000, Output: 14_000_000}},
+		{"gpt-5.4", "", true, CatalogName + " (openai)", Price{Input: 2_500_000, CachedInput: 250_000, Output: 15_000_000}},
+		{"gpt-5.5", "", true, CatalogName + " (openai)", Price{}},
+		{"gpt-5.1", "", true, CatalogName + " (openai)", Price{}},
+		{"gpt-4o-2024-08-06", "", false, CatalogName + " (openai)", Price{Input: 2_500_000, CachedInput: 1_250_000, Output: 10_000_000}},
+		{"gpt-5.2-chat-latest", "", false, "demiurge's rules (gpt-5.2-chat-latest)", Price{Input: 1_750_000, CachedInput: 175_000, Output: 14_000_000}},
+		{"gpt-5-chat-latest", "", false, "demiurge's rules (gpt-5-chat-latest)", Price{}},
+		{"o1", "", true, "demiurge's rules (o1)", Price{}},
+		{"claude-sonnet-4-5", "", true, CatalogName + " (anthropic)", Price{Input: 3_000_000, CachedInput: 300_000, CacheWrite: 3_750_000, Output: 15_000_000}},
+		{"claude-sonnet-4-5-20250929", "", true, CatalogName + " (anthropic)", Price{}},
+		{"claude-opus-4-5", "", true, CatalogName + " (anthropic)", Price{}},
+		{"gemini-2.5-pro", "", true, CatalogName + " (gemini)", Price{Input: 1_250_000, CachedInput: 125_000, Output: 10_000_000}},
+		{"gemini-3-pro-preview", "", true, CatalogName + " (gemini)", Price{}},
+		{"deepseek-v4-flash", "", true, CatalogName + " (deepseek)", Price{}},
+		{"deepseek-v4-pro", "", true, CatalogName + " (deepseek)", Price{}},
+		{"grok-4.5", "", true, CatalogName + " (xai)", Price{}},
+		{"grok-4.20", "", false, CatalogName + " (xai)", Price{}},
+		{"kimi-k2.5", "", true, CatalogName + " (moonshot)", Price{Input: 600_000, CachedInput: 100_000, Output: 3_000_000}},
+		{"glm-4.6", "", true, CatalogName + " (zai)", Price{}},
+		{"glm-5", "", true, CatalogName + " (zai)", Price{}},
+		// At OpenRouter, OpenRouter's own price of the model.
+		{"anthropic/claude-sonnet-4.5", "https://openrouter.ai/api/v1", true, CatalogName + " (openrouter)", Price{}},
+		{"openai/gpt-5.2", "https://openrouter.ai/api/v1", true, CatalogName + " (openrouter)", Price{}},
+	} {
+		m, known := resolveModel(tc.name, tc.base, nil)
+		if !known || m.Price == nil || m.Facts.Price != tc.from || m.Reasoning != tc.reasoning || m.ContextWindow == 0 {
+			t.Errorf("%s at %q: price %+v from %q, reasoning %v, window %d; want a price from %q, reasoning %v",
+				tc.name, tc.base, m.Price, m.Facts.Price, m.Reasoning, m.ContextWindow, tc.from, tc.reasoning)
+			continue
+		}
+		if tc.price != (Price{}) && *m.Price != tc.price {
+			t.Errorf("%s: price %+v; want %+v", tc.name, *m.Price, tc.price)
+		}
+		if m.Price.CachedInput > m.Price.Input {
+			t.Errorf("%s: a cache read dearer than the input: %+v", tc.name, *m.Price)
 		}
 	}
 }
 
 // TestModelsOfDocsAreKnown checks that every model named in the examples
-// and docs is in the table.
+// and docs is known to the catalog or the rules.
 func TestModelsOfDocsAreKnown(t *testing.T) {
 	files := []string{"../../README.md"}
 	for _, g := range []string{"../../docs/*.md", "../../examples/*/*.md", "../../examples/*/*.go", "../../examples/*/*.json", "../../cli/*.go", "../../cmd/demiurge/*.go"} {
 		m, _ := filepath.Glob(g)
 		files = append(files, m...)
 	}
-	name := regexp.MustCompile(`\b(gpt-[0-9][0-9a-z.\-]*|o[1-9](-mini)?|deepseek-[a-z]+)\b`)
+	name := regexp.MustCompile(`\b(gpt-[0-9][0-9a-z.\-]*|o[1-9](-mini)?|deepseek-[a-z0-9\-]+)\b`)
 	n := 0
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -82,8 +119,8 @@ func TestModelsOfDocsAreKnown(t *testing.T) {
 		for _, m := range name.FindAllString(string(b), -1) {
 			m = strings.TrimRight(m, ".-")
 			n++
-			if _, ok := lookupModel(Models, m); !ok {
-				t.Errorf("%s names model %s, which the table does not know", f, m)
+			if _, ok := resolveModel(m, "", nil); !ok {
+				t.Errorf("%s names model %s, which neither the catalog nor the rules know", f, m)
 			}
 		}
 	}
@@ -106,8 +143,18 @@ func TestModelFor(t *testing.T) {
 		}, true},
 		{"gpt-5-mini-2025-08-07", "", func(m Model) bool { return m.Price.Output == 2_000_000 }, true},
 		{"gpt-5.9-preview", "", func(m Model) bool { return m.Reasoning && m.Price == nil }, true},
+		// The non-reasoning chat models of the gpt-5 line.
+		{"gpt-5.2-chat-latest", "", func(m Model) bool {
+			return !m.Reasoning && !m.EncryptedReasoning && !m.ReasoningEffort && m.Temperature && m.Price != nil
+		}, true},
+		{"gpt-5.3-chat-latest", "", func(m Model) bool { return !m.Reasoning && !m.EncryptedReasoning && m.Price == nil }, true},
 		{"o3-pro", "", func(m Model) bool { return m.Reasoning && m.Price == nil }, true},
 		{"deepseek-reasoner", "", func(m Model) bool { return m.ReasoningEcho == "reasoning_content" && m.ChatTokenLimit == MaxTokens }, true},
+		{"deepseek-v4-flash", "", func(m Model) bool {
+			return m.ReasoningEcho == "reasoning_content" && m.ChatTokenLimit == MaxTokens && m.Reasoning && m.Price != nil
+		}, true},
+		{"kimi-k2.5", "", func(m Model) bool { return m.ReasoningEcho == "reasoning_content" && !m.Temperature && m.Price != nil }, true},
+		{"grok-4.20", "", func(m Model) bool { return !m.ReasoningEffort && m.Price != nil }, true},
 		{"qwen3:8b", "http://127.0.0.1:11434/v1", func(m Model) bool {
 			return m.ChatTokenLimit == MaxTokens && !m.EncryptedReasoning && m.ReasoningEcho == "" && m.Price == nil && m.Temperature
 		}, false},

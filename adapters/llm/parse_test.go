@@ -43,7 +43,7 @@ func TestParseResponsesBody(t *testing.T) {
 		name: "reference: one call",
 		body: refResponse,
 		want: parsed{id: "resp_001", model: "gpt-5.2", finish: "tool_calls",
-			usage: TokenUsage{Prompt: 120, Completion: 40, Reasoning: 24}, usageKnown: true,
+			usage: TokenUsage{Input: 120, Output: 40, Reasoning: 24}, usageKnown: true,
 			calls: []ToolCall{{CallID: "call_abc123", Name: "workspace_read", ArgumentsJSON: `{"path":"README.md"}`}},
 			items: []OutputItem{{Reasoning: &ReasoningItem{Summary: []string{}}},
 				{ToolCall: &ToolCall{CallID: "call_abc123", Name: "workspace_read", ArgumentsJSON: `{"path":"README.md"}`}}}},
@@ -59,7 +59,7 @@ func TestParseResponsesBody(t *testing.T) {
 			{"type":"message","content":"raw"}],
 			"usage":{"input_tokens":10,"input_tokens_details":{"cached_tokens":4},"output_tokens":3}}`,
 		want: parsed{id: "resp_2", model: "m", finish: "refusal", refused: true, text: "Hello, no.raw",
-			usage: TokenUsage{Prompt: 10, Completion: 3, Cached: 4}, usageKnown: true,
+			usage: TokenUsage{Input: 10, Output: 3, CacheRead: 4}, usageKnown: true,
 			items: []OutputItem{{Reasoning: &ReasoningItem{Summary: []string{"thought"}}},
 				{Message: &MessageItem{Role: "assistant", Text: "Hello, no."}}, {Message: &MessageItem{Role: "assistant", Text: "raw"}}}},
 	}, {
@@ -142,7 +142,7 @@ func TestParseChatBody(t *testing.T) {
 	}{{
 		name: "reference: two calls",
 		body: refChatResponse,
-		want: parsed{id: "chatcmpl-1", model: "qwen2.5:0.5b", finish: "tool_calls", usage: TokenUsage{Prompt: 50, Completion: 20}, usageKnown: true,
+		want: parsed{id: "chatcmpl-1", model: "qwen2.5:0.5b", finish: "tool_calls", usage: TokenUsage{Input: 50, Output: 20}, usageKnown: true,
 			calls: []ToolCall{{CallID: "call_1", Name: "workspace_read", ArgumentsJSON: `{"path":"README.md"}`}, {CallID: "call_2", Name: "bash", ArgumentsJSON: `{"script":"ls"}`}},
 			items: []OutputItem{{ToolCall: &ToolCall{CallID: "call_1", Name: "workspace_read", ArgumentsJSON: `{"path":"README.md"}`}},
 				{ToolCall: &ToolCall{CallID: "call_2", Name: "bash", ArgumentsJSON: `{"script":"ls"}`}}}},
@@ -152,7 +152,7 @@ func TestParseChatBody(t *testing.T) {
 		name: "text and refusal, usage details",
 		body: `{"id":"c","model":"m","choices":[{"finish_reason":"stop","message":{"role":"assistant","content":"<ok> & fine","refusal":"no"}}],
 			"usage":{"prompt_tokens":9,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":2},"completion_tokens_details":{"reasoning_tokens":1}}}`,
-		want: parsed{id: "c", model: "m", finish: "refusal", refused: true, text: "<ok> & fineno", usage: TokenUsage{Prompt: 9, Completion: 5, Cached: 2, Reasoning: 1}, usageKnown: true,
+		want: parsed{id: "c", model: "m", finish: "refusal", refused: true, text: "<ok> & fineno", usage: TokenUsage{Input: 9, Output: 5, CacheRead: 2, Reasoning: 1}, usageKnown: true,
 			items: []OutputItem{{Message: &MessageItem{Role: "assistant", Text: "<ok> & fineno"}}}},
 		output: `[{"type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":"<ok> & fine","annotations":[]},{"type":"refusal","refusal":"no"}]}]`,
 	}, {
@@ -176,7 +176,7 @@ func TestParseChatBody(t *testing.T) {
 	}, {
 		name: "reasoning_content (DeepSeek)",
 		body: `{"id":"d","choices":[{"finish_reason":"stop","message":{"content":"4","reasoning_content":"2+2 is 4."}}],"usage":{"prompt_tokens":5,"completion_tokens":7}}`,
-		want: parsed{id: "d", finish: "stop", text: "4", usage: TokenUsage{Prompt: 5, Completion: 7}, usageKnown: true,
+		want: parsed{id: "d", finish: "stop", text: "4", usage: TokenUsage{Input: 5, Output: 7}, usageKnown: true,
 			items: []OutputItem{{Reasoning: &ReasoningItem{Summary: []string{}, Text: ptr("2+2 is 4.")}}, {Message: &MessageItem{Role: "assistant", Text: "4"}}}},
 		output: `[{"type":"reasoning","summary":[],"content":[{"type":"reasoning_text","text":"2+2 is 4.","annotations":null}]},{"type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":"4","annotations":[]}]}]`,
 	}, {

@@ -144,7 +144,12 @@ func runRecorded(t *testing.T, rec *realwire.Recording, i int, prev *turnResult)
 	}
 	srv := realwire.NewServer([]realwire.Response{it.Response})
 	defer srv.Close()
-	g, err := New(Config{BaseURL: srv.URL, MaxAttempts: 1, Backoff: func(int) time.Duration { return 0 }, Logger: quietLogger})
+	// The loopback server stands for the vendor's: its prices, its rules.
+	server := rec.Vendor
+	if server == "other" {
+		server = ""
+	}
+	g, err := New(Config{BaseURL: srv.URL, Server: server, MaxAttempts: 1, Backoff: func(int) time.Duration { return 0 }, Logger: quietLogger})
 	if err != nil {
 		t.Fatal(err)
 	}

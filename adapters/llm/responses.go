@@ -351,10 +351,10 @@ func parseResponsesBody(body []byte) (parsed, error) {
 	if r.Usage != nil {
 		out.usageKnown = true
 		out.usage = TokenUsage{
-			Prompt:     r.Usage.InputTokens,
-			Completion: r.Usage.OutputTokens,
-			Cached:     r.Usage.InputTokensDetails.CachedTokens,
-			Reasoning:  r.Usage.OutputTokensDetails.ReasoningTokens,
+			Input:     r.Usage.InputTokens,
+			Output:    r.Usage.OutputTokens,
+			CacheRead: r.Usage.InputTokensDetails.CachedTokens,
+			Reasoning: r.Usage.OutputTokensDetails.ReasoningTokens,
 		}
 	}
 	reason := ""

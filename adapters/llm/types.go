@@ -104,67 +104,202 @@ func (p Params) MarshalCBOR() ([]byte, error) {
 	return cas.MarshalBody(plain(p))
 }
 
-// TokenUsage counts the tokens of one call. Prompt includes Cached and
-// Completion includes Reasoning, as the providers count them.
+// TokenUsage counts the tokens of one call as the provider counts them,
+// normalised across providers: Input counts every token of the request,
+// those read from the provider's cache and those written to it included;
+// Output counts every token of the answer, reasoning included. CacheRead,
+// CacheWrite and Reasoning are parts of them, reported apart because they
+// are priced apart. It is the Go form of sys/LlmTokenUsage@2 (see
+// tokenUsageV1 for @1).
+//
+// Providers that count cached or reasoning tokens outside their totals
+// (Anthropic's input_tokens leaves out cache reads and writes; some
+// OpenAI-compatible servers leave reasoning out of completion_tokens) are
+// normalised when their answer is parsed, so Input+Output is what the
+// context window held.
 type TokenUsage struct {
+	// Input is the request's tokens, cache reads and writes included.
+	Input uint64 `cbor:"input" json:"input"`
+	// Output is the answer's tokens, reasoning included.
+	Output uint64 `cbor:"output" json:"output"`
+	// CacheRead is the part of Input read from the provider's prompt cache.
+	CacheRead uint64 `cbor:"cache_read" json:"cache_read"`
+	// CacheWrite is the part of Input written to the provider's prompt
+	// cache (Anthropic's cache_creation_input_tokens), priced apart.
+	CacheWrite uint64 `cbor:"cache_write" json:"cache_write"`
+	// Reasoning is the part of Output the model spent reasoning.
+	Reasoning uint64 `cbor:"reasoning" json:"reasoning"`
+}
+
+// Total is Input+Output: what the call held of the context window.
+func (u TokenUsage) Total() uint64 { return u.Input + u.Output }
+
+// tokenUsageV1 is sys/LlmTokenUsage@1: prompt includes cached, completion
+// includes reasoning; it has no count of cache writes (they are in prompt).
+type tokenUsageV1 struct {
 	Prompt     uint64 `cbor:"prompt"`
 	Completion uint64 `cbor:"completion"`
 	Cached     uint64 `cbor:"cached"`
 	Reasoning  uint64 `cbor:"reasoning"`
 }
 
+func (u TokenUsage) v1() tokenUsageV1 {
+	return tokenUsageV1{Prompt: u.Input, Completion: u.Output, Cached: u.CacheRead, Reasoning: u.Reasoning}
+}
+
+func (u tokenUsageV1) v2() TokenUsage {
+	return TokenUsage{Input: u.Prompt, Output: u.Completion, CacheRead: u.Cached, Reasoning: u.Reasoning}
+}
+
+// CostSourceKind says where a call's cost came from.
+type CostSourceKind string
+
+// The arms of sys/LlmCostSource@1.
+const (
+	// CostFromProvider: the answer carried its own cost (OpenRouter's
+	// usage.cost, xAI's usage.cost_in_usd_ticks, a gateway's cost field),
+	// and that is the call's cost.
+	CostFromProvider CostSourceKind = "Provider"
+	// CostFromPrice: the usage at the price of the model that answered,
+	// as the model catalog (or an override) gives it.
+	CostFromPrice CostSourceKind = "Price"
+)
+
+// CostSource says where a receipt's cost came from, the Go form of
+// sys/LlmCostSource@1 = variant { Provider{field: text},
+// Price{model: text, source: text} }.
+type CostSource struct {
+	Kind CostSourceKind `json:"kind"`
+	// Field names the answer's field the cost was read from
+	// ("usage.cost"); set for CostFromProvider.
+	Field string `json:"field,omitempty"`
+	// Model is the model whose price was used (the one that answered,
+	// else the one asked for), and Source where that price came from (the
+	// catalog, or an override); set for CostFromPrice.
+	Model  string `json:"model,omitempty"`
+	Source string `json:"source,omitempty"`
+}
+
+// String describes the source for people: "reported by the provider
+// (usage.cost)", "gpt-5.2 at catwalk's price".
+func (c CostSource) String() string {
+	switch c.Kind {
+	case CostFromProvider:
+		return "reported by the provider (" + c.Field + ")"
+	case CostFromPrice:
+		return c.Model + " at the price of " + c.Source
+	}
+	return "unknown"
+}
+
+type costFromProvider struct {
+	Field string `cbor:"field"`
+}
+
+type costFromPrice struct {
+	Model  string `cbor:"model"`
+	Source string `cbor:"source"`
+}
+
+// MarshalCBOR encodes c in the canonical variant form.
+func (c CostSource) MarshalCBOR() ([]byte, error) {
+	switch c.Kind {
+	case CostFromProvider:
+		return marshalVariant(string(c.Kind), costFromProvider{Field: c.Field})
+	case CostFromPrice:
+		return marshalVariant(string(c.Kind), costFromPrice{Model: c.Model, Source: c.Source})
+	}
+	return nil, fmt.Errorf("llm: encode cost source: kind %q is not Provider or Price", c.Kind)
+}
+
+// UnmarshalCBOR decodes the canonical variant form.
+func (c *CostSource) UnmarshalCBOR(b []byte) error {
+	const what = "llm: decode cost source"
+	tag, value, err := unmarshalVariant(what, b)
+	if err != nil {
+		return err
+	}
+	switch CostSourceKind(tag) {
+	case CostFromProvider:
+		var v costFromProvider
+		if err := decodeRecord(what+" Provider", value, &v, "field"); err != nil {
+			return err
+		}
+		*c = CostSource{Kind: CostFromProvider, Field: v.Field}
+	case CostFromPrice:
+		var v costFromPrice
+		if err := decodeRecord(what+" Price", value, &v, "model", "source"); err != nil {
+			return err
+		}
+		*c = CostSource{Kind: CostFromPrice, Model: v.Model, Source: v.Source}
+	default:
+		return fmt.Errorf("%s: arm %q is not Provider or Price", what, tag)
+	}
+	return nil
+}
+
 // Receipt is the result of one llm.generate effect, the Go form of
-// sys/LlmGenerateReceipt@2 (and of @1, which cannot say that the usage or
-// the cost is unknown: see MarshalV1). Every ref names a blob or node
+// sys/LlmGenerateReceipt@3 (and of @2 and @1, which it is also encoded
+// as: see MarshalV2 and MarshalV1). Every ref names a blob or node
 // Generate wrote to the store it was given.
 type Receipt struct {
 	// OutputRef names the JSON array of the response's output items.
-	OutputRef cas.Ref `cbor:"output_ref"`
+	OutputRef cas.Ref
 	// OutputText is the concatenated text of the assistant's messages
 	// (output_text and refusal parts, in order).
-	OutputText string `cbor:"output_text"`
+	OutputText string
 	// TokenUsage is the provider's token count, if UsageKnown.
-	TokenUsage TokenUsage `cbor:"token_usage"`
+	TokenUsage TokenUsage
 	// UsageKnown reports whether the provider said how many tokens the
 	// call used (a server that streams without being asked for usage
 	// says nothing). Encoded as a null token_usage.
-	UsageKnown bool `cbor:"-"`
-	// CostCents is CostMicroUSD in cents, rounded half up.
-	CostCents uint64 `cbor:"cost_cents"`
+	UsageKnown bool
+	// CostCents is CostMicroUSD in cents, rounded half up (not encoded
+	// in @3, which has the micro-USD).
+	CostCents uint64
 	// CostMicroUSD is the cost in millionths of a US dollar, if
-	// CostKnown: the usage at the model's price (see Model.Price).
-	CostMicroUSD uint64 `cbor:"cost_microusd"`
-	// CostKnown reports whether the model has a price and the usage is
-	// known. Encoded as null costs.
-	CostKnown bool `cbor:"-"`
+	// CostKnown: the cost the provider reported, else the usage at the
+	// price of the model that answered (see CostSource).
+	CostMicroUSD uint64
+	// CostKnown reports whether the cost is known: the provider reported
+	// it, or the model has a price and the usage is known. Encoded as
+	// null costs.
+	CostKnown bool
+	// CostSource says where a known cost came from (@3 only).
+	CostSource CostSource
+	// ProviderName names who served the call, in the catalog's words
+	// ("openai", "openrouter", "deepseek", "anthropic"), from the base
+	// URL's host or, for a server the catalog does not know, the model's
+	// provider; "" if neither says (@3 only).
+	ProviderName string
 	// ProviderID is the provider's id of the response ("resp_…", "chatcmpl-…").
-	ProviderID string `cbor:"provider_id"`
+	ProviderID string
 	// Model is the model that answered, as the provider names it (the
 	// requested model if the provider names none).
-	Model string `cbor:"model"`
+	Model string
 	// FinishReason says how the reply ended: "stop" (an answer),
 	// "tool_calls" (the output has function calls), "refusal" (the model
 	// refused), "length" (the token limit cut the output, tool calls
 	// included), "content_filter" (a filter cut it), "incomplete" or
 	// "incomplete: REASON" (the provider ended it early for another
 	// reason), or another reason the provider gave. See FinishCut.
-	FinishReason string `cbor:"finish_reason"`
+	FinishReason string
 	// ToolCallRefs name one ToolCall node per function call, in output
 	// order. Never nil.
-	ToolCallRefs []cas.Ref `cbor:"tool_call_refs"`
+	ToolCallRefs []cas.Ref
 	// OutputItemsRef names the node holding the []OutputItem list.
-	OutputItemsRef *cas.Ref `cbor:"output_items_ref"`
+	OutputItemsRef *cas.Ref
 	// RequestRef names the exact request body sent on the last attempt.
-	RequestRef *cas.Ref `cbor:"request_ref"`
+	RequestRef *cas.Ref
 	// ResponseRef names the response body (for a stream: the final
 	// response object) the receipt was made from.
-	ResponseRef *cas.Ref `cbor:"response_ref" json:"response_ref,omitempty"`
+	ResponseRef *cas.Ref
 	// Attempts is how many HTTP attempts the call took (1 without retries).
-	Attempts uint64 `cbor:"attempts"`
+	Attempts uint64
 	// FailedAttemptsRef names the node holding the []FailedAttempt list of
 	// the attempts that failed before the one that answered; nil when the
 	// first attempt answered.
-	FailedAttemptsRef *cas.Ref `cbor:"failed_attempts_ref"`
+	FailedAttemptsRef *cas.Ref
 }
 
 // FailedAttempt is one attempt of a call that failed and was retried, the
@@ -188,38 +323,85 @@ type FailedAttempt struct {
 	ResponseRef *cas.Ref `cbor:"response_ref" json:"response_ref,omitempty"`
 }
 
-// receiptV2 is the encoded form of sys/LlmGenerateReceipt@2.
-type receiptV2 struct {
-	OutputRef         cas.Ref     `cbor:"output_ref"`
-	OutputText        string      `cbor:"output_text"`
-	TokenUsage        *TokenUsage `cbor:"token_usage"`
-	CostCents         *uint64     `cbor:"cost_cents"`
-	CostMicroUSD      *uint64     `cbor:"cost_microusd"`
-	ProviderID        string      `cbor:"provider_id"`
-	Model             string      `cbor:"model"`
-	FinishReason      string      `cbor:"finish_reason"`
-	ToolCallRefs      []cas.Ref   `cbor:"tool_call_refs"`
-	OutputItemsRef    *cas.Ref    `cbor:"output_items_ref"`
-	RequestRef        *cas.Ref    `cbor:"request_ref"`
-	ResponseRef       *cas.Ref    `cbor:"response_ref"`
-	Attempts          uint64      `cbor:"attempts"`
-	FailedAttemptsRef *cas.Ref    `cbor:"failed_attempts_ref"`
+// receiptCommon holds the fields every receipt version has.
+type receiptCommon struct {
+	OutputRef         cas.Ref   `cbor:"output_ref"`
+	OutputText        string    `cbor:"output_text"`
+	ProviderID        string    `cbor:"provider_id"`
+	Model             string    `cbor:"model"`
+	FinishReason      string    `cbor:"finish_reason"`
+	ToolCallRefs      []cas.Ref `cbor:"tool_call_refs"`
+	OutputItemsRef    *cas.Ref  `cbor:"output_items_ref"`
+	RequestRef        *cas.Ref  `cbor:"request_ref"`
+	ResponseRef       *cas.Ref  `cbor:"response_ref"`
+	Attempts          uint64    `cbor:"attempts"`
+	FailedAttemptsRef *cas.Ref  `cbor:"failed_attempts_ref"`
 }
 
-// MarshalCBOR encodes r canonically as sys/LlmGenerateReceipt@2: an
-// unknown usage as a null token_usage, an unknown cost as null
-// cost_cents and cost_microusd; a nil ToolCallRefs as an empty list.
-func (r Receipt) MarshalCBOR() ([]byte, error) {
-	v := receiptV2{
+func (r Receipt) common() receiptCommon {
+	c := receiptCommon{
 		OutputRef: r.OutputRef, OutputText: r.OutputText, ProviderID: r.ProviderID, Model: r.Model,
 		FinishReason: r.FinishReason, ToolCallRefs: r.ToolCallRefs, OutputItemsRef: r.OutputItemsRef,
 		RequestRef: r.RequestRef, ResponseRef: r.ResponseRef, Attempts: r.Attempts, FailedAttemptsRef: r.FailedAttemptsRef,
 	}
-	if v.ToolCallRefs == nil {
-		v.ToolCallRefs = []cas.Ref{}
+	if c.ToolCallRefs == nil {
+		c.ToolCallRefs = []cas.Ref{}
 	}
+	return c
+}
+
+// receiptV3 is the encoded form of sys/LlmGenerateReceipt@3.
+type receiptV3 struct {
+	receiptCommon
+	TokenUsage   *TokenUsage `cbor:"token_usage"`
+	CostMicroUSD *uint64     `cbor:"cost_microusd"`
+	CostSource   *CostSource `cbor:"cost_source"`
+	ProviderName string      `cbor:"provider_name"`
+}
+
+// receiptV2 is the encoded form of sys/LlmGenerateReceipt@2.
+type receiptV2 struct {
+	receiptCommon
+	TokenUsage   *tokenUsageV1 `cbor:"token_usage"`
+	CostCents    *uint64       `cbor:"cost_cents"`
+	CostMicroUSD *uint64       `cbor:"cost_microusd"`
+}
+
+// receiptV1 is the encoded form of sys/LlmGenerateReceipt@1.
+type receiptV1 struct {
+	receiptCommon
+	TokenUsage   tokenUsageV1 `cbor:"token_usage"`
+	CostCents    uint64       `cbor:"cost_cents"`
+	CostMicroUSD uint64       `cbor:"cost_microusd"`
+}
+
+// MarshalCBOR encodes r canonically as sys/LlmGenerateReceipt@3: an
+// unknown usage as a null token_usage, an unknown cost as a null
+// cost_microusd and cost_source; a nil ToolCallRefs as an empty list.
+func (r Receipt) MarshalCBOR() ([]byte, error) {
+	v := receiptV3{receiptCommon: r.common(), ProviderName: r.ProviderName}
 	if r.UsageKnown {
 		u := r.TokenUsage
+		v.TokenUsage = &u
+	}
+	if r.CostKnown {
+		micro := r.CostMicroUSD
+		v.CostMicroUSD = &micro
+		if r.CostSource.Kind != "" {
+			src := r.CostSource
+			v.CostSource = &src
+		}
+	}
+	return cas.MarshalBody(v)
+}
+
+// MarshalV2 encodes r as sys/LlmGenerateReceipt@2, for worlds whose
+// manifest declares sys/llm.generate@2: the usage in the @1 shape (cache
+// writes counted in prompt, not apart), no cost source, no provider name.
+func (r Receipt) MarshalV2() ([]byte, error) {
+	v := receiptV2{receiptCommon: r.common()}
+	if r.UsageKnown {
+		u := r.TokenUsage.v1()
 		v.TokenUsage = &u
 	}
 	if r.CostKnown {
@@ -229,45 +411,85 @@ func (r Receipt) MarshalCBOR() ([]byte, error) {
 	return cas.MarshalBody(v)
 }
 
-// UnmarshalCBOR decodes a sys/LlmGenerateReceipt@2 value, or an @1 value
-// (whose usage and cost count as known).
-func (r *Receipt) UnmarshalCBOR(b []byte) error {
-	var v receiptV2
-	if err := cas.Unmarshal(b, &v); err != nil {
-		return fmt.Errorf("llm: decode receipt: %w", err)
-	}
-	*r = Receipt{
-		OutputRef: v.OutputRef, OutputText: v.OutputText, ProviderID: v.ProviderID, Model: v.Model,
-		FinishReason: v.FinishReason, ToolCallRefs: v.ToolCallRefs, OutputItemsRef: v.OutputItemsRef,
-		RequestRef: v.RequestRef, ResponseRef: v.ResponseRef, Attempts: v.Attempts, FailedAttemptsRef: v.FailedAttemptsRef,
-	}
-	if v.TokenUsage != nil {
-		r.TokenUsage, r.UsageKnown = *v.TokenUsage, true
-	}
-	if v.CostMicroUSD != nil {
-		r.CostMicroUSD, r.CostKnown = *v.CostMicroUSD, true
-		if v.CostCents != nil {
-			r.CostCents = *v.CostCents
-		}
-	}
-	return nil
-}
-
 // MarshalV1 encodes r as sys/LlmGenerateReceipt@1, for worlds whose
 // manifest declares sys/llm.generate@1: an unknown usage counts as 0
 // tokens and an unknown cost as 0, as @1 has no way to say otherwise.
 func (r Receipt) MarshalV1() ([]byte, error) {
-	type plain Receipt
-	if r.ToolCallRefs == nil {
-		r.ToolCallRefs = []cas.Ref{}
+	v := receiptV1{receiptCommon: r.common()}
+	if r.UsageKnown {
+		v.TokenUsage = r.TokenUsage.v1()
 	}
-	if !r.UsageKnown {
-		r.TokenUsage = TokenUsage{}
+	if r.CostKnown {
+		v.CostCents, v.CostMicroUSD = r.CostCents, r.CostMicroUSD
 	}
-	if !r.CostKnown {
-		r.CostCents, r.CostMicroUSD = 0, 0
+	return cas.MarshalBody(v)
+}
+
+// receiptAny decodes any receipt version: token_usage is kept raw, as its
+// shape says which it is.
+type receiptAny struct {
+	receiptCommon
+	TokenUsage   cbor.RawMessage `cbor:"token_usage"`
+	CostCents    *uint64         `cbor:"cost_cents"`
+	CostMicroUSD *uint64         `cbor:"cost_microusd"`
+	CostSource   *CostSource     `cbor:"cost_source"`
+	ProviderName string          `cbor:"provider_name"`
+}
+
+// UnmarshalCBOR decodes a sys/LlmGenerateReceipt@3 value, or an @2 or @1
+// value (whose usage has the @1 shape; an @1 value's usage and cost count
+// as known).
+func (r *Receipt) UnmarshalCBOR(b []byte) error {
+	var v receiptAny
+	if err := cas.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("llm: decode receipt: %w", err)
 	}
-	return cas.MarshalBody(plain(r))
+	c := v.receiptCommon
+	*r = Receipt{
+		OutputRef: c.OutputRef, OutputText: c.OutputText, ProviderID: c.ProviderID, Model: c.Model,
+		FinishReason: c.FinishReason, ToolCallRefs: c.ToolCallRefs, OutputItemsRef: c.OutputItemsRef,
+		RequestRef: c.RequestRef, ResponseRef: c.ResponseRef, Attempts: c.Attempts, FailedAttemptsRef: c.FailedAttemptsRef,
+		ProviderName: v.ProviderName,
+	}
+	if len(v.TokenUsage) > 0 && !(len(v.TokenUsage) == 1 && v.TokenUsage[0] == 0xf6) {
+		u, err := decodeTokenUsage(v.TokenUsage)
+		if err != nil {
+			return fmt.Errorf("llm: decode receipt: token_usage: %w", err)
+		}
+		r.TokenUsage, r.UsageKnown = u, true
+	}
+	if v.CostMicroUSD != nil {
+		r.CostMicroUSD, r.CostKnown = *v.CostMicroUSD, true
+		r.CostCents = CentsFromMicroUSD(r.CostMicroUSD)
+		if v.CostCents != nil {
+			r.CostCents = *v.CostCents
+		}
+	}
+	if v.CostSource != nil {
+		r.CostSource = *v.CostSource
+	}
+	return nil
+}
+
+// decodeTokenUsage decodes sys/LlmTokenUsage@2, or @1 (told apart by
+// their fields).
+func decodeTokenUsage(b []byte) (TokenUsage, error) {
+	var m map[string]cbor.RawMessage
+	if err := cas.Unmarshal(b, &m); err != nil {
+		return TokenUsage{}, err
+	}
+	if _, v1 := m["prompt"]; v1 {
+		var u tokenUsageV1
+		if err := cas.Unmarshal(b, &u); err != nil {
+			return TokenUsage{}, err
+		}
+		return u.v2(), nil
+	}
+	var u TokenUsage
+	if err := cas.Unmarshal(b, &u); err != nil {
+		return TokenUsage{}, err
+	}
+	return u, nil
 }
 
 // FinishCut reports whether a reply that ended with finish (a
@@ -596,4 +818,6 @@ var (
 	_ cbor.Marshaler   = Params{}
 	_ cbor.Marshaler   = Receipt{}
 	_ cbor.Unmarshaler = (*Receipt)(nil)
+	_ cbor.Marshaler   = CostSource{}
+	_ cbor.Unmarshaler = (*CostSource)(nil)
 )

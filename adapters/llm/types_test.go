@@ -2,6 +2,7 @@ package llm
 
 import (
 	"encoding/hex"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/fxamacker/cbor/v2"
 
 	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/schema"
 )
 
 func TestToolChoiceCBOR(t *testing.T) {
@@ -218,44 +220,87 @@ func TestParamsFromTypedValue(t *testing.T) {
 
 func TestReceiptCBORFields(t *testing.T) {
 	ref := cas.Sum([]byte("x"))
-	r := Receipt{OutputRef: ref, OutputItemsRef: &ref, Attempts: 1, UsageKnown: true, CostKnown: true}
-	b, err := cas.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]cbor.RawMessage
-	if err := cas.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	var keys []string
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	want := []string{"attempts", "cost_cents", "cost_microusd", "failed_attempts_ref", "finish_reason", "model", "output_items_ref",
+	r := Receipt{OutputRef: ref, OutputItemsRef: &ref, Attempts: 1, UsageKnown: true, CostKnown: true,
+		TokenUsage:   TokenUsage{Input: 1000, Output: 300, CacheRead: 600, CacheWrite: 200, Reasoning: 100},
+		CostMicroUSD: 12_345, CostCents: 1, CostSource: CostSource{Kind: CostFromProvider, Field: "usage.cost"}, ProviderName: "openrouter"}
+	common := []string{"attempts", "failed_attempts_ref", "finish_reason", "model", "output_items_ref",
 		"output_ref", "output_text", "provider_id", "request_ref", "response_ref", "token_usage", "tool_call_refs"}
-	if !slices.Equal(keys, want) {
-		t.Errorf("receipt keys %v; want %v", keys, want)
-	}
-	if got := hex.EncodeToString(m["tool_call_refs"]); got != "80" {
-		t.Errorf("nil tool_call_refs encodes as %s; want 80 (empty list)", got)
-	}
-	if got := hex.EncodeToString(m["request_ref"]); got != "f6" {
-		t.Errorf("nil request_ref encodes as %s; want f6 (null)", got)
-	}
-	var usage map[string]uint64
-	if err := cas.Unmarshal(m["token_usage"], &usage); err != nil {
-		t.Fatal(err)
-	}
-	if len(usage) != 4 {
-		t.Errorf("token_usage has %v; want prompt, completion, cached, reasoning", usage)
-	}
-	var back Receipt
-	if err := cas.Unmarshal(b, &back); err != nil {
-		t.Fatal(err)
-	}
-	if back.OutputRef != ref || back.OutputItemsRef == nil || *back.OutputItemsRef != ref || back.RequestRef != nil {
-		t.Errorf("round trip: %+v", back)
+	for _, tc := range []struct {
+		schema  string
+		marshal func(Receipt) ([]byte, error)
+		keys    []string
+		usage   map[string]uint64
+	}{
+		{"sys/LlmGenerateReceipt@3", Receipt.MarshalCBOR, append([]string{"cost_microusd", "cost_source", "provider_name"}, common...),
+			map[string]uint64{"input": 1000, "output": 300, "cache_read": 600, "cache_write": 200, "reasoning": 100}},
+		{"sys/LlmGenerateReceipt@2", Receipt.MarshalV2, append([]string{"cost_cents", "cost_microusd"}, common...),
+			map[string]uint64{"prompt": 1000, "completion": 300, "cached": 600, "reasoning": 100}},
+		{"sys/LlmGenerateReceipt@1", Receipt.MarshalV1, append([]string{"cost_cents", "cost_microusd"}, common...),
+			map[string]uint64{"prompt": 1000, "completion": 300, "cached": 600, "reasoning": 100}},
+	} {
+		t.Run(tc.schema, func(t *testing.T) {
+			b, err := tc.marshal(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := schema.Decode(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := schema.Normalize(schema.BuiltinTypes, schema.RefType(tc.schema), v); err != nil {
+				t.Errorf("the receipt does not fit %s: %v", tc.schema, err)
+			}
+			var m map[string]cbor.RawMessage
+			if err := cas.Unmarshal(b, &m); err != nil {
+				t.Fatal(err)
+			}
+			keys := slices.Sorted(maps.Keys(m))
+			slices.Sort(tc.keys)
+			if !slices.Equal(keys, tc.keys) {
+				t.Errorf("receipt keys %v; want %v", keys, tc.keys)
+			}
+			if got := hex.EncodeToString(m["tool_call_refs"]); got != "80" {
+				t.Errorf("nil tool_call_refs encodes as %s; want 80 (empty list)", got)
+			}
+			if got := hex.EncodeToString(m["request_ref"]); got != "f6" {
+				t.Errorf("nil request_ref encodes as %s; want f6 (null)", got)
+			}
+			var usage map[string]uint64
+			if err := cas.Unmarshal(m["token_usage"], &usage); err != nil {
+				t.Fatal(err)
+			}
+			if !maps.Equal(usage, tc.usage) {
+				t.Errorf("token_usage %v; want %v", usage, tc.usage)
+			}
+			var back Receipt
+			if err := cas.Unmarshal(b, &back); err != nil {
+				t.Fatal(err)
+			}
+			want := r
+			if tc.schema != "sys/LlmGenerateReceipt@3" {
+				// Cache writes are counted in the input, not apart; the
+				// cost's source and the provider are not said.
+				want.TokenUsage.CacheWrite, want.CostSource, want.ProviderName = 0, CostSource{}, ""
+			}
+			want.ToolCallRefs = []cas.Ref{}
+			if !reflect.DeepEqual(back, want) {
+				t.Errorf("round trip:\n got %+v\nwant %+v", back, want)
+			}
+			// What is unknown is null in @2 and @3, and 0 in @1.
+			unknown := r
+			unknown.UsageKnown, unknown.CostKnown = false, false
+			b, err = tc.marshal(unknown)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cas.Unmarshal(b, &m); err != nil {
+				t.Fatal(err)
+			}
+			null := hex.EncodeToString(m["token_usage"]) == "f6" && hex.EncodeToString(m["cost_microusd"]) == "f6"
+			if null == (tc.schema == "sys/LlmGenerateReceipt@1") {
+				t.Errorf("an unknown usage and cost encode as %x and %x", m["token_usage"], m["cost_microusd"])
+			}
+		})
 	}
 	// A nil message_refs encodes as an empty list too.
 	pb, err := cas.Marshal(Params{Model: "m"})

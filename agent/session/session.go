@@ -21,8 +21,6 @@ import (
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
 	"github.com/demiurge-dev/demiurge/schema"
-	"github.com/demiurge-dev/demiurge/tools/introspect"
-	"github.com/demiurge-dev/demiurge/tools/mcp"
 	"github.com/demiurge-dev/demiurge/tools/workspace"
 	"github.com/demiurge-dev/demiurge/tools/workspace/history"
 	"github.com/demiurge-dev/demiurge/world"
@@ -44,16 +42,29 @@ type ModelCall struct {
 	// intent's params): the wire protocol ("openai-responses",
 	// "openai-chat"; "" for the adapter's default) and the model. Model
 	// is the model that answered.
-	Provider     string  `json:"provider,omitempty"`
-	RequestModel string  `json:"request_model,omitempty"`
+	Provider     string `json:"provider,omitempty"`
+	RequestModel string `json:"request_model,omitempty"`
+	// ProviderName names who served the call ("openai", "openrouter",
+	// "deepseek"), as a sys/LlmGenerateReceipt@3 says; "" if the receipt
+	// does not say (@1 and @2 receipts, a server demiurge does not know).
+	ProviderName string  `json:"provider_name,omitempty"`
 	Model        string  `json:"model,omitempty"`
 	ResponseID   string  `json:"response_id,omitempty"` // the provider's id of the response
 	LatencyMS    float64 `json:"latency_ms"`
-	InputTokens  uint64  `json:"input_tokens"`
-	CachedTokens uint64  `json:"cached_tokens"`
-	OutputTokens uint64  `json:"output_tokens"`
-	Reasoning    uint64  `json:"reasoning_tokens"`
-	CostMicroUSD uint64  `json:"cost_microusd"`
+	// InputTokens counts the request's tokens, cache reads and writes
+	// included; CachedTokens those read from the cache, CacheWriteTokens
+	// those written to it. OutputTokens counts the answer's, Reasoning
+	// included.
+	InputTokens      uint64 `json:"input_tokens"`
+	CachedTokens     uint64 `json:"cached_tokens"`
+	CacheWriteTokens uint64 `json:"cache_write_tokens,omitempty"`
+	OutputTokens     uint64 `json:"output_tokens"`
+	Reasoning        uint64 `json:"reasoning_tokens"`
+	CostMicroUSD     uint64 `json:"cost_microusd"`
+	// CostSource says where a known cost came from ("reported by the
+	// provider (usage.cost)", "gpt-5.2 at the price of catwalk"); "" for
+	// @1 and @2 receipts, which do not say.
+	CostSource string `json:"cost_source,omitempty"`
 	// UsageUnknown: the provider reported no usage (the token counts are
 	// 0); CostUnknown: the model has no price, or its usage is unknown.
 	UsageUnknown bool   `json:"usage_unknown,omitempty"`
@@ -152,11 +163,13 @@ type Turn struct {
 	RequestID uint64 `json:"request_id"`
 	// Seq is the seq of the input that started the turn, and Hash the
 	// hash of its record (which chains over every record before it).
-	Seq       uint64   `json:"seq,omitempty"`
-	Hash      string   `json:"hash,omitempty"`
-	Time      string   `json:"time"`
-	User      string   `json:"user"`
-	Rounds    []*Round `json:"rounds"`
+	Seq    uint64   `json:"seq,omitempty"`
+	Hash   string   `json:"hash,omitempty"`
+	Time   string   `json:"time"`
+	User   string   `json:"user"`
+	Rounds []*Round `json:"rounds"`
+	// Assistant are the texts of every round's reply, in order: each
+	// round has its own (Round.Assistant).
 	Assistant []string `json:"assistant,omitempty"`
 	Notices   []string `json:"notices,omitempty"`
 	Stop      string   `json:"stop,omitempty"`
@@ -177,9 +190,13 @@ type Turn struct {
 type Round struct {
 	// Compaction is the call that compacted the transcript before the
 	// round's request, if one did.
-	Compaction *ModelCall  `json:"compaction,omitempty"`
-	Model      *ModelCall  `json:"model,omitempty"`
-	Calls      []*ToolCall `json:"tool_calls,omitempty"`
+	Compaction *ModelCall `json:"compaction,omitempty"`
+	Model      *ModelCall `json:"model,omitempty"`
+	// Assistant are the texts of the round's reply (the model may say
+	// something before its tool calls, and says its answer in the last
+	// round), in order.
+	Assistant []string    `json:"assistant,omitempty"`
+	Calls     []*ToolCall `json:"tool_calls,omitempty"`
 }
 
 // Reader reads an agent world's records, in journal order, into turns.
@@ -206,7 +223,17 @@ type Reader struct {
 	versions   map[string]map[uint64]cas.Ref // workspace → version → root
 	chatAIR    bool                          // the manifest last recorded has the chat reducer
 	forks      []Fork
+	// toolPlans are the plans a tool call starts (the manifest's triggers
+	// of demiurge.ToolRequestSchema); planCall is the call each tool plan
+	// instance runs, by plan id: its intents are that call's, whatever
+	// their kind (a bash script's commands run inside its one intent).
+	toolPlans map[string]bool
+	planCall  map[uint64]callKey
 }
+
+// defaultToolPlans are the tool plans of the chat's manifests, for a
+// journal whose manifest cannot be read (a trimmed bundle).
+var defaultToolPlans = map[string]bool{demiurge.ToolPlan: true, "demiurge/tool_plan@1": true}
 
 // Fork is where a forked world's records stop being those of the world it
 // was forked from (see world.Fork). The Fork record itself, at Seq, is
@@ -226,7 +253,8 @@ type Fork struct {
 func NewReader(g cas.Getter) *Reader {
 	return &Reader{cas: g, modelIn: map[string]string{}, toolIn: map[string]callKey{}, started: map[string]uint64{},
 		models: map[key]*ModelCall{}, tools: map[callKey]*ToolCall{}, shown: map[string]uint64{}, turnOf: map[key]*Turn{},
-		keys: map[string]key{}, versions: map[string]map[uint64]cas.Ref{}, asked: map[string][2]string{}, opened: map[string]int{}}
+		keys: map[string]key{}, versions: map[string]map[uint64]cas.Ref{}, asked: map[string][2]string{}, opened: map[string]int{},
+		toolPlans: defaultToolPlans, planCall: map[uint64]callKey{}}
 }
 
 func text(v schema.Value) string { s, _ := v.(string); return s }
@@ -260,10 +288,23 @@ func (c *Reader) Record(r journal.Record) error {
 				Modules []struct {
 					Name string `cbor:"name"`
 				} `cbor:"modules"`
+				Triggers []struct {
+					Event string `cbor:"event"`
+					Plan  string `cbor:"plan"`
+				} `cbor:"triggers"`
 			}
 			if cas.GetNode(context.Background(), c.cas, ref, &man) == nil {
 				for _, mod := range man.Modules {
 					c.chatAIR = c.chatAIR || demiurge.IsModule(mod.Name)
+				}
+				plans := map[string]bool{}
+				for _, tr := range man.Triggers {
+					if tr.Event == demiurge.ToolRequestSchema {
+						plans[tr.Plan] = true
+					}
+				}
+				if len(plans) > 0 {
+					c.toolPlans = plans
 				}
 			}
 		}
@@ -288,6 +329,13 @@ func (c *Reader) Record(r journal.Record) error {
 			c.pendCalls = append(c.pendCalls, callKey{text(schema.FieldPath(m, "value", "chat_id")), num(schema.FieldPath(m, "value", "request_id")),
 				num(schema.FieldPath(m, "value", "round")), text(schema.FieldPath(m, "value", "call_id"))})
 		}
+	case world.KindPlanStarted:
+		// A tool call's plan starts in the step that raised the call, in
+		// the order the calls were raised.
+		if c.toolPlans[text(schema.FieldPath(m, "plan"))] && len(c.pendCalls) > 0 {
+			c.planCall[num(schema.FieldPath(m, "plan_id"))] = c.pendCalls[0]
+			c.pendCalls = c.pendCalls[1:]
+		}
 	case world.KindIntent:
 		in := text(schema.FieldPath(m, "intent"))
 		switch kind := text(schema.FieldPath(m, "kind")); kind {
@@ -298,10 +346,13 @@ func (c *Reader) Record(r journal.Record) error {
 				c.keys[c.lastReq[0].String()] = c.lastReq[0]
 				c.lastReq = c.lastReq[1:]
 			}
-		case introspect.EffectCall, workspace.EffectCall, "scripted.run", mcp.EffectKind:
-			if len(c.pendCalls) > 0 {
-				c.toolIn[in] = c.pendCalls[0]
-				c.pendCalls = c.pendCalls[1:]
+		default:
+			// The intent of a tool call's plan, of whatever kind (a
+			// program's own tool is custom.call): its call is the plan's.
+			if text(schema.FieldPath(m, "origin", "kind")) == "plan" {
+				if call, ok := c.planCall[num(schema.FieldPath(m, "origin", "plan_id"))]; ok {
+					c.toolIn[in] = call
+				}
 			}
 		}
 		c.started[in], c.opened[in] = c.now, c.reopens
@@ -317,9 +368,7 @@ func (c *Reader) Record(r journal.Record) error {
 			if p, ok := schema.FieldPath(m, "payload").(*schema.Map); ok {
 				mc.Model, mc.Finish = text(schema.FieldPath(p, "model")), text(schema.FieldPath(p, "finish_reason"))
 				mc.ResponseID = text(schema.FieldPath(p, "provider_id"))
-				mc.InputTokens, mc.OutputTokens = num(schema.FieldPath(p, "token_usage", "prompt")), num(schema.FieldPath(p, "token_usage", "completion"))
-				mc.CachedTokens, mc.Reasoning = num(schema.FieldPath(p, "token_usage", "cached")), num(schema.FieldPath(p, "token_usage", "reasoning"))
-				mc.CostMicroUSD = num(schema.FieldPath(p, "cost_microusd"))
+				readUsage(mc, p)
 				mc.UsageUnknown = schema.FieldPath(p, "token_usage") == nil
 				mc.CostUnknown = schema.FieldPath(p, "cost_microusd") == nil
 				if r, err := cas.ParseRef(text(schema.FieldPath(p, "failed_attempts_ref"))); err == nil {
@@ -492,6 +541,7 @@ func (c *Reader) entry(chat string, e demiurge.Entry) {
 		t.User = e.Text
 	case demiurge.EntryAssistant:
 		t.Assistant = append(t.Assistant, e.Text)
+		r.Assistant = append(r.Assistant, e.Text)
 	case demiurge.EntryToolCall:
 		tc := c.tool(callKey{chat, e.RequestID, e.Round, deref(e.CallID)})
 		tc.Tool, tc.Arguments, tc.Status = deref(e.Tool), e.Text, deref(e.Status)
@@ -521,7 +571,7 @@ func (c *Reader) entry(chat string, e demiurge.Entry) {
 	case demiurge.EntryNotice, demiurge.EntryCompact:
 		t.Notices = append(t.Notices, e.Text)
 	case demiurge.EntryStop:
-		t.Stop, t.EndNS = e.Text, c.now
+		t.Stop, t.EndNS = demiurge.StopText(e.Text), c.now
 		if t.Outcome == "" {
 			t.Outcome = "stopped"
 		}
@@ -633,4 +683,32 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// readUsage reads a model call's usage, cost and provider from its
+// receipt, of any version: sys/LlmGenerateReceipt@3 (sys/LlmTokenUsage@2:
+// input, output, cache_read, cache_write, reasoning; a cost_source and a
+// provider_name), or @1 and @2 (sys/LlmTokenUsage@1: prompt, completion,
+// cached, reasoning).
+func readUsage(mc *ModelCall, p *schema.Map) {
+	if u, ok := schema.FieldPath(p, "token_usage").(*schema.Map); ok {
+		if _, v1 := u.Get("prompt"); v1 {
+			mc.InputTokens, mc.OutputTokens = num(schema.FieldPath(u, "prompt")), num(schema.FieldPath(u, "completion"))
+			mc.CachedTokens = num(schema.FieldPath(u, "cached"))
+		} else {
+			mc.InputTokens, mc.OutputTokens = num(schema.FieldPath(u, "input")), num(schema.FieldPath(u, "output"))
+			mc.CachedTokens, mc.CacheWriteTokens = num(schema.FieldPath(u, "cache_read")), num(schema.FieldPath(u, "cache_write"))
+		}
+		mc.Reasoning = num(schema.FieldPath(u, "reasoning"))
+	}
+	mc.CostMicroUSD = num(schema.FieldPath(p, "cost_microusd"))
+	mc.ProviderName = text(schema.FieldPath(p, "provider_name"))
+	if src := schema.FieldPath(p, "cost_source"); src != nil {
+		if b, err := schema.Encode(src); err == nil {
+			var cs llm.CostSource
+			if cas.Unmarshal(b, &cs) == nil {
+				mc.CostSource = cs.String()
+			}
+		}
+	}
 }

@@ -436,6 +436,10 @@ func TestOpenDamaged(t *testing.T) {
 		m = m1
 	}
 	root := int(binary.NativeEndian.Uint64(m[16:]))
+	newer := 0
+	if &m[0] != &orig[16] {
+		newer = 1
+	}
 	for _, tc := range []struct {
 		name   string
 		damage func(b []byte) []byte
@@ -449,6 +453,11 @@ func TestOpenDamaged(t *testing.T) {
 			clear(b[root*pageSize : (root+1)*pageSize])
 			return b
 		}, cas.ErrCorrupt, fmt.Sprintf(`demiurge.db is damaged at page %d: bbolt: assertion failed: Page expected to be: %d, but self identifies as 0`, root, root)},
+		// bbolt would go back to the older meta page without a word.
+		{"newer meta page zeroed", func(b []byte) []byte {
+			clear(b[newer*pageSize : (newer+1)*pageSize])
+			return b
+		}, cas.ErrMetaDamaged, fmt.Sprintf("demiurge.db is damaged at page %d: meta page %d is zeroed, .* lose the last commit .*run `demiurge recover`", newer, newer)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -34,7 +34,7 @@ func (s *step) answerCut(pc *PendingCall, status, text string, limit int) error 
 	}
 	ref := cas.Sum(b)
 	s.out.Blobs = append(s.out.Blobs, b)
-	s.st.Tokens += tokensOf(len(b)) // it joins the next request
+	s.st.Tokens += s.itemTokens(len(b)) // it joins the next request
 	pc.Status, pc.OutputRef = status, &ref
 	t := s.st.Turn
 	s.entry(Entry{RequestID: t.RequestID, Round: t.Round, Kind: EntryToolOutput, Text: preview(text), Ref: &ref,

@@ -28,6 +28,7 @@ import (
 	"sync"
 
 	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/cas/reflist"
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge/chatv1"
 	"github.com/demiurge-dev/demiurge/schema"
@@ -242,6 +243,50 @@ func (s *step) blobTokens(ref cas.Ref) uint64 {
 // tokensOf estimates the tokens of n bytes of JSON text.
 func tokensOf(n int) uint64 { return uint64(n+3) / 4 }
 
+// itemTokens estimates the tokens a transcript item of n bytes adds to a
+// request: no more than Settings.ItemBytes of it is sent.
+func (s *step) itemTokens(n int) uint64 {
+	if b := s.st.Settings.ItemBytes; b > 0 && uint64(n) > b {
+		return tokensOf(int(b))
+	}
+	return tokensOf(n)
+}
+
+// itemBlobTokens is itemTokens of a transcript item in the CAS.
+func (s *step) itemBlobTokens(ref cas.Ref) uint64 {
+	b, err := s.c.CAS.Get(bgctx(), ref)
+	if err != nil {
+		return 0
+	}
+	return s.itemTokens(len(b))
+}
+
+// recount estimates the next request again from what it sends: the
+// overhead, the summary and each item of Transcript[From:] as itemTokens
+// counts it, and the round marks with it. A chat whose ItemBytes changed
+// recounts: an item counted whole before counts what is sent of it now.
+func (s *step) recount() error {
+	refs, err := reflist.Slice(bgctx(), s.c.CAS, nil, s.st.Transcript, s.st.From, s.st.Transcript.Len)
+	if err != nil {
+		return fmt.Errorf("chat %s: read its transcript to count its tokens: %w", s.chat, err)
+	}
+	tokens := s.st.OverheadTokens
+	if s.st.Summary != nil {
+		tokens += s.blobTokens(*s.st.Summary)
+	}
+	at := make([]uint64, len(refs)+1) // the estimate before item From+i
+	for i, ref := range refs {
+		at[i] = tokens
+		tokens += s.itemBlobTokens(ref)
+	}
+	at[len(refs)] = tokens
+	for i, m := range s.st.Marks {
+		s.st.Marks[i].Tokens = at[min(m.Index-min(m.Index, s.st.From), uint64(len(refs)))]
+	}
+	s.st.Tokens = tokens
+	return nil
+}
+
 func (r *Reducer) created(s *step, e ChatCreated) error {
 	if s.st.Settings == nil {
 		set := e.Settings
@@ -278,8 +323,10 @@ func (r *Reducer) user(s *step, e UserMessage) error {
 		// its settings, which may be older than the chat's.
 		return nil
 	}
+	recount := false
 	if e.Settings != nil {
 		set := *e.Settings
+		recount = s.st.Settings != nil && s.st.Settings.ItemBytes != set.ItemBytes
 		s.st.Settings = &set
 		r.settingsChanged(s)
 	}
@@ -287,7 +334,12 @@ func (r *Reducer) user(s *step, e UserMessage) error {
 		return fmt.Errorf("chat %s has no settings: send Created first, or settings with the message", s.chat)
 	}
 	s.newTurn(e.RequestID, fmt.Sprintf("a new message (request %d) arrived before the turn ended", e.RequestID))
-	if err := s.appendItems(s.blobTokens(e.MessageRef), e.MessageRef); err != nil {
+	if recount { // after newTurn: the outputs of a turn it stopped are in the transcript
+		if err := s.recount(); err != nil {
+			return err
+		}
+	}
+	if err := s.appendItems(s.itemBlobTokens(e.MessageRef), e.MessageRef); err != nil {
 		return err
 	}
 	ref := e.MessageRef

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -262,7 +263,14 @@ func (fx *chatFixture) command(line string) {
 			}
 		}
 		fx.step(mustJSON(t, map[string]any{"Created": map[string]any{"chat_id": "c1", "title": "fixture", "settings": set}}))
-	case "user":
+	case "user", "big":
+		if cmd == "big" { // big N: a message of N bytes
+			n, err := strconv.Atoi(rest)
+			if err != nil {
+				t.Fatalf("%s: want big N", line)
+			}
+			rest = strings.Repeat("x", n)
+		}
 		ref := fx.put([]byte(mustJSON(t, map[string]string{"role": "user", "content": rest})))
 		id := fx.decodeState().LastRequestID + 1
 		msg := map[string]any{"chat_id": "c1", "request_id": id, "text": rest, "message_ref": ref.String()}
@@ -523,7 +531,11 @@ func (fx *chatFixture) printEntries(n uint64) {
 		if e.Status != nil {
 			fmt.Fprintf(&b, " [%s]", *e.Status)
 		}
-		fmt.Fprintf(&b, ": %s", strings.ReplaceAll(e.Text, "\n", " | "))
+		text := strings.ReplaceAll(e.Text, "\n", " | ")
+		if len(text) > 1000 { // a big message (big N)
+			text = fmt.Sprintf("%s… (%d bytes)", text[:40], len(text))
+		}
+		fmt.Fprintf(&b, ": %s", text)
 		fx.printf("%s", b.String())
 	}
 	if end > fx.seen {

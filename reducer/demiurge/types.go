@@ -51,6 +51,16 @@ type Settings struct {
 	// time), or the host's timeout (ApprovalDecision.Timeout), denies it.
 	// Left out of the state when zero, as RequireApproval is.
 	ApprovalTimeoutMS uint64 `cbor:"approval_timeout_ms,omitempty"`
+	// ItemBytes, if not zero, is the most of one transcript item that a
+	// model call is sent: the model adapter sends a longer one cut, with a
+	// note of its size (llm.Config.MaxItemBytes). The estimate of the next
+	// request (State.Tokens) then counts no more of a user message or a
+	// tool output than that, as the request holds no more; a chat that
+	// gets it, or a new value, counts its estimate again from the
+	// transcript. Without it a message sent cut counted whole, and one over
+	// the window kept every later request from being sent. Left out of the
+	// state when zero, as RequireApproval is.
+	ItemBytes uint64 `cbor:"item_bytes,omitempty"`
 }
 
 // Defaults of the guards and limits.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/demiurge-dev/demiurge/cas"
 )
@@ -92,4 +93,12 @@ type SettingsView struct {
 func (st *StateView) Since(n uint64) ([]Entry, uint64) {
 	s := State{Entries: st.Entries, EntriesBase: st.EntriesBase}
 	return s.Since(n)
+}
+
+// StopText is a guard's stop entry's text as it is shown. The chat
+// journals "the turn reached 1 model rounds" when max_rounds is 1, and
+// keeps doing so (its state is replayed byte for byte, so the words of a
+// recorded stop cannot change); shown, it reads "1 model round".
+func StopText(text string) string {
+	return strings.Replace(text, "reached 1 model rounds", "reached 1 model round", 1)
 }

@@ -22,8 +22,10 @@
 // names the property a_b when the schema has no a-b). `help`, `discover`,
 // `<tool> --help` and `<tool> --dry-run` describe the tools, and
 // in-process utilities process their output and files: awk (a POSIX awk
-// of our own), jq (gojq), grep, sed, sort, find, ls, cp, mv, rm, diff, bc
-// and some sixty more (see the SystemPrompt of [Tool.Info]).
+// of our own), jq (gojq), grep, sed, sort, find, ls, cp, mv, rm, diff, bc,
+// tar and gzip, rg, tree, file, xxd and hexdump, numfmt, join, split, shuf
+// and some sixty more (see the SystemPrompt of [Tool.Info]). shuf draws
+// from the sandbox's random source, never the host's.
 //
 // # Sandbox
 //

@@ -163,7 +163,7 @@ func (ex *execution) suggest(name string) string {
 		return ""
 	}
 	limit := 1
-	if len(name) > 5 {
+	if len(name) > 7 {
 		limit = 2
 	}
 	best, bestDist := "", limit+1

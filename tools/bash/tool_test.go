@@ -562,6 +562,11 @@ func TestNotFoundSuggests(t *testing.T) {
 		{"grpe x", "bash: line 1: grpe: command not found; did you mean grep?\n"},
 		{"jqq .", "bash: line 1: jqq: command not found; did you mean jq?\n"},
 		{"mapfil -t a", "bash: line 1: mapfil: command not found; did you mean mapfile?\n"},
+		// Two edits of a name this short are another word, not a typo.
+		{"nosuch", "bash: line 1: nosuch: command not found\n"},
+		{"toush x", "bash: line 1: toush: command not found; did you mean touch?\n"},
+		{"get_uesr --id 1", "bash: line 1: get_uesr: command not found; did you mean get_user?\n"},
+		{"get_uesr1 --id 1", "bash: line 1: get_uesr1: command not found; did you mean get_user?\n"},
 		{strings.Repeat("x", 500), "bash: line 1: " + strings.Repeat("x", 40) + "...: command not found\n"},
 	} {
 		res := run(t, st, tc.script)

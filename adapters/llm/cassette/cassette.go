@@ -13,6 +13,7 @@ package cassette
 import (
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -45,12 +46,18 @@ type Options struct {
 	// Warn, if set, is told of each call a loose cassette answers though
 	// its request differs from the recorded one.
 	Warn func(call *effects.Call, m *Mismatch)
+	// World, if set, names the world the calls come from. When it is not
+	// the recording's world (bundle.json's "world"), a tool output that
+	// names it is compared as naming the recording's: a recording played
+	// again in another world of the store (the demo run a second time).
+	World string
 }
 
 // Cassette holds the model answers of a recording. It is safe for
 // concurrent use.
 type Cassette struct {
 	dir     string
+	world   string // the recording's world, "" if the bundle does not say
 	answers []Answer
 	blobs   map[cas.Ref][]byte
 	opts    Options
@@ -80,6 +87,14 @@ func Open(dir string, opts *Options) (*Cassette, error) {
 	}
 	if len(c.answers) == 0 {
 		return nil, fmt.Errorf("cassette %s: the recording holds no model answers", dir)
+	}
+	if mb, err := os.ReadFile(filepath.Join(dir, "bundle.json")); err == nil {
+		var meta struct {
+			World string `json:"world"`
+		}
+		if json.Unmarshal(mb, &meta) == nil {
+			c.world = meta.World
+		}
 	}
 	entries, err := os.ReadDir(filepath.Join(dir, "blobs"))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -197,11 +212,15 @@ func (c *Cassette) Run(ctx context.Context, call *effects.Call) effects.Receipt 
 	if a.Status != effects.StatusOK {
 		return effects.Receipt{Status: a.Status, Error: a.Error, AdapterID: "cassette"}
 	}
-	if call.Intent == nil || call.Intent.Effect != llm.EffectV1 {
-		a.Payload = upgrade(a.Payload)
-	} else {
-		a.Payload = downgrade(a.Payload)
+	effect := ""
+	if call.Intent != nil {
+		effect = call.Intent.Effect
 	}
+	payload, err := receiptFor(a.Payload, effect)
+	if err != nil {
+		return effects.Errorf("cassette", "answer %d: %v", k+1, err)
+	}
+	a.Payload = payload
 	enc, err := schema.Encode(a.Payload)
 	if err != nil {
 		return effects.Errorf("cassette", "answer %d: %v", k+1, err)
@@ -222,7 +241,7 @@ func (c *Cassette) Run(ctx context.Context, call *effects.Call) effects.Receipt 
 }
 
 // upgrade makes a recorded sys/LlmGenerateReceipt@1 answer what @2 would
-// have said of it: @1 could not say that a model has no price, and wrote
+// have said of it (an @2 or @3 one is left as it is): @1 could not say that a model has no price, and wrote
 // a cost of 0; a model the table prices nowhere gets an unknown cost.
 func upgrade(v schema.Value) schema.Value {
 	m, ok := v.(*schema.Map)
@@ -241,14 +260,55 @@ func upgrade(v schema.Value) schema.Value {
 	return m.With("cost_microusd", nil).With("cost_cents", nil)
 }
 
+// receiptFor makes a recorded receipt (of any version) the receipt of
+// the world's defeffect: sys/LlmGenerateReceipt@1 for sys/llm.generate@1
+// (an unknown usage or cost counts as 0, as @1 has no way to say
+// otherwise), @3 for sys/llm.generate@3, else @2. A receipt already of
+// that version is answered as recorded (an @1 one upgraded, see upgrade).
+func receiptFor(v schema.Value, effect string) (schema.Value, error) {
+	m, ok := v.(*schema.Map)
+	if !ok {
+		return v, nil
+	}
+	_, v3 := m.Get("provider_name")
+	switch {
+	case effect == llm.EffectV1 && !v3:
+		return downgrade(m), nil
+	case effect == llm.EffectV3 && v3:
+		return m, nil
+	case effect != llm.EffectV1 && effect != llm.EffectV3 && !v3:
+		return upgrade(m), nil
+	}
+	var up schema.Value = m
+	if !v3 {
+		up = upgrade(m)
+	}
+	b, err := schema.Encode(up)
+	if err != nil {
+		return nil, err
+	}
+	var rc llm.Receipt
+	if err := cas.Unmarshal(b, &rc); err != nil {
+		return nil, err
+	}
+	switch effect {
+	case llm.EffectV1:
+		b, err = rc.MarshalV1()
+	case llm.EffectV3:
+		b, err = rc.MarshalCBOR()
+	default:
+		b, err = rc.MarshalV2()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return schema.Decode(b)
+}
+
 // downgrade makes a recorded sys/LlmGenerateReceipt@2 answer what @1
 // says of it, for a world of sys/llm.generate@1: an unknown usage or cost
 // counts as 0, as @1 has no way to say otherwise.
-func downgrade(v schema.Value) schema.Value {
-	m, ok := v.(*schema.Map)
-	if !ok {
-		return v
-	}
+func downgrade(m *schema.Map) schema.Value {
 	if u, ok := m.Get("token_usage"); ok && u == nil {
 		m = m.With("token_usage", schema.Record("prompt", uint64(0), "completion", uint64(0), "cached", uint64(0), "reasoning", uint64(0)))
 	}

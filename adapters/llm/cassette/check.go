@@ -34,6 +34,11 @@ type Mismatch struct {
 	// Err, if set, says why a request could not be read: the recorded
 	// one (a bundle that lacks a blob) or this call's.
 	Err error
+	// Earlier, when not 0, is the number of transcript items this call's
+	// request starts with that the recorded one lacks, the rest being
+	// the recorded request: the chat had earlier turns, which the
+	// recording did not (it began with a new chat). Parts is then empty.
+	Earlier int
 }
 
 // PartDiff is one part of a request that differs from the recorded one.
@@ -68,8 +73,15 @@ func (m *Mismatch) Error() string {
 		fmt.Fprintf(&b, "%v", m.Err)
 		return b.String()
 	}
+	if m.Earlier > 0 {
+		fmt.Fprintf(&b, "the chat already holds %d transcript %s from earlier turns, which the recording did not: it began with a new chat. "+
+			"Run it in a world of its own: leave --world out (demiurge run then picks a new world) or name a new one (--world NAME, agent.WithWorld)", m.Earlier, plural(m.Earlier, "item", "items"))
+		return b.String()
+	}
 	m.parts(&b)
-	fmt.Fprintf(&b, "To replay this recording, send the messages it recorded (demiurge trace %s shows them); to go on with the recorded answers anyway, use a loose cassette (demiurge run --cassette-loose, agent.CassetteLoose); or record the session again.", m.Dir)
+	fmt.Fprintf(&b, "To replay this recording, send the messages it recorded (demiurge trace %s shows them) in a new world; "+
+		"to go on with the recorded answers anyway, use a loose cassette (demiurge run --cassette-loose, agent.CassetteLoose); "+
+		"if the tools now say something else, record the session again.", m.Dir)
 	return b.String()
 }
 
@@ -80,6 +92,10 @@ func (m *Mismatch) Error() string {
 func (m *Mismatch) Warning() string {
 	if m.Err != nil {
 		return fmt.Sprintf("cassette %s: model call %d cannot be compared with the recording (%v); answering with the recorded answer", m.Dir, m.Call, m.Err)
+	}
+	if m.Earlier > 0 {
+		return fmt.Sprintf("cassette %s: model call %d differs from the recording in the chat's earlier turns (%d transcript %s); answering with the recorded answer",
+			m.Dir, m.Call, m.Earlier, plural(m.Earlier, "item", "items"))
 	}
 	var briefs []string
 	for _, p := range m.Parts {
@@ -103,6 +119,9 @@ func (m *Mismatch) Diff() string {
 	if m.Err != nil {
 		return m.Err.Error()
 	}
+	if m.Earlier > 0 {
+		return fmt.Sprintf("%d transcript %s from earlier turns before the recorded ones", m.Earlier, plural(m.Earlier, "item", "items"))
+	}
 	var b strings.Builder
 	m.parts(&b)
 	return strings.TrimSuffix(b.String(), "\n")
@@ -120,6 +139,9 @@ func plural(n int, one, many string) string {
 func (m *Mismatch) Summary() string {
 	if m.Err != nil {
 		return m.Err.Error()
+	}
+	if m.Earlier > 0 {
+		return fmt.Sprintf("%d transcript %s from earlier turns", m.Earlier, plural(m.Earlier, "item", "items"))
 	}
 	names := make([]string, len(m.Parts))
 	for i, p := range m.Parts {
@@ -189,7 +211,21 @@ func (c *Cassette) check(ctx context.Context, k int, recorded schema.Value, g ca
 		m.Err = fmt.Errorf("its request cannot be read: %w", err)
 		return m
 	}
-	for _, p := range compare(rec, got) {
+	if c.world != "" && c.opts.World != "" && c.world != c.opts.World {
+		got = renameWorld(got, c.opts.World, c.world)
+	}
+	diffs := compare(rec, got)
+	if extra := len(got.Items) - len(rec.Items); len(diffs) > 0 && extra > 0 {
+		// The recorded request after earlier turns of the chat: say so,
+		// not item by item.
+		later := *got
+		later.Items = got.Items[extra:]
+		if len(compare(rec, &later)) == 0 {
+			m.Earlier = extra
+			return m
+		}
+	}
+	for _, p := range diffs {
 		m.Total++
 		if len(m.Parts) < maxParts {
 			m.Parts = append(m.Parts, p)
@@ -199,6 +235,32 @@ func (c *Cassette) check(ctx context.Context, k int, recorded schema.Value, g ca
 		return nil
 	}
 	return m
+}
+
+// renameWorld returns r with every JSON string "from" in its tools'
+// outputs made "to": what a tool says of the world it runs in (its name)
+// read as the recording's world.
+func renameWorld(r *llm.Request, from, to string) *llm.Request {
+	a, _ := json.Marshal(from)
+	b, _ := json.Marshal(to)
+	// In an output, which is a JSON text in a JSON string, the name's
+	// quotes are escaped.
+	ea, _ := json.Marshal(string(a))
+	eb, _ := json.Marshal(string(b))
+	ea, eb = ea[1:len(ea)-1], eb[1:len(eb)-1]
+	out := *r
+	out.Items = make([]json.RawMessage, len(r.Items))
+	for i, it := range r.Items {
+		var h struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(it, &h)
+		if strings.HasSuffix(h.Type, "_output") {
+			it = bytes.ReplaceAll(it, ea, eb)
+		}
+		out.Items[i] = it
+	}
+	return &out
 }
 
 // part is one part of a request, rendered for comparison; brief names it
@@ -226,7 +288,12 @@ func missing(brief, adj string) string {
 //     outputs (which come from the recording), and the tools' outputs,
 //     in which refs (blake3:…) are not compared: a tool that reports the
 //     journal's head or a state's hash reports what the ingress stamps
-//     (the wall clock, the entropy) of this run made.
+//     (the wall clock, the entropy) of this run made. When the cassette
+//     is told this run's world (Options.World) and it is not the
+//     recording's, a JSON string in a tool output that is this world's
+//     name is read as the recording's.
+//   - A request that is the recorded one after items the recording lacks
+//     (the chat's earlier turns) is said so in a line (Mismatch.Earlier).
 //   - The tools, by name: their parameters and other fields, not their
 //     descriptions (prose that changes with the code, not the
 //     conversation).

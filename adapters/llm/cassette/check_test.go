@@ -1,6 +1,8 @@
 package cassette
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -125,6 +127,13 @@ func TestStrict(t *testing.T) {
 		{"one more message", with(func(r *request) { r.messages = append(r.messages, `{"role":"user","content":"more"}`) }), []string{
 			"transcript item 4 (user message):\n--- recorded\n+++ this run\n@@ -1,1 +1,2 @@\n-(none)\n+content: \"more\"\n+role: \"user\"\n",
 		}},
+		// The recorded request after the chat's earlier turns (the demo
+		// run again in the same world): said in one line, with what to do.
+		{"earlier turns", with(func(r *request) {
+			r.messages = append([]string{`{"role":"user","content":"before"}`, `{"role":"assistant","content":"ok"}`}, r.messages...)
+		}), []string{
+			"cassette DIR: model call 1 is not the recorded one: the chat already holds 2 transcript items from earlier turns, which the recording did not: it began with a new chat. Run it in a world of its own: leave --world out",
+		}},
 		{"another parameter", with(func(r *request) { r.tools = strings.ReplaceAll(r.tools, `"required":["text"]`, `"required":[]`) }), []string{
 			"tool echo:", "-  required:\n-    - \"text\"\n+  required: []\n",
 		}},
@@ -191,6 +200,7 @@ var briefs = map[string]string{
 	"a user message as text": "a user message",
 	"another tool output":    "a tool output",
 	"one more message":       "an extra user message",
+	"earlier turns":          "the chat's earlier turns (2 transcript items)",
 	"another parameter":      "the tool echo",
 	"one more tool":          "an extra tool shout",
 	"another system prompt":  "the system prompt",
@@ -292,5 +302,45 @@ func TestOwnPrompt(t *testing.T) {
 		if got := ownPrompt(tc.in, tools); got != tc.want {
 			t.Errorf("ownPrompt(%q) = %q; want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestOtherWorld: a recording played again in another world of the store
+// (the demo run a second time) matches though a tool output names that
+// world, when the cassette is told the world's name; the world is a
+// world's name only as a whole JSON string, and anything else that
+// differs still fails.
+func TestOtherWorld(t *testing.T) {
+	named := func(world, said string) request {
+		r := recorded
+		r.messages = append([]string(nil), recorded.messages...)
+		r.messages[2] = `{"type":"function_call_output","call_id":"call_1","output":"{\"world\":\"` + world + `\",\"said\":\"` + said + `\"}"}`
+		return r
+	}
+	dir := recording(t, named("main", "main"))
+	if err := os.WriteFile(filepath.Join(dir, "bundle.json"), []byte(`{"format":"demiurge/bundle/v1","world":"main"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, world string
+		req         request
+		ok          bool
+	}{
+		{"the recording's world", "main", named("main", "main"), true},
+		{"another world, told", "main-2", named("main-2", "main"), true},
+		{"another world, not told", "", named("main-2", "main"), false},
+		{"another world, told another", "w", named("main-2", "main"), false},
+		{"another world and another output", "main-2", named("main-2", "main-2x"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Open(dir, &Options{World: tc.world})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := c.Run(t.Context(), call(t, tc.req))
+			if got := r.Status == effects.StatusOK; got != tc.ok {
+				t.Errorf("receipt %s %q; want ok %v", r.Status, r.Error, tc.ok)
+			}
+		})
 	}
 }

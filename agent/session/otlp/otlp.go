@@ -25,11 +25,13 @@
 //
 // # Caveats
 //
-// The journal does not record which endpoint a model call reached, only
-// the wire protocol: gen_ai.provider.name is "openai" for both OpenAI
-// protocols, Azure OpenAI and other compatible servers included (the raw
-// protocol is demiurge.llm.protocol). A turn that is still running ends,
-// in its span, at the last stamp known of it.
+// gen_ai.provider.name names who served a model call, as its
+// sys/LlmGenerateReceipt@3 says (from the server's host: "openrouter",
+// "deepseek", "x_ai"…, in the conventions' words where they have one). An
+// older receipt does not say: the call is then named by its wire protocol,
+// "openai" for both OpenAI protocols, Azure OpenAI and other compatible
+// servers included (the raw protocol is demiurge.llm.protocol). A turn
+// that is still running ends, in its span, at the last stamp known of it.
 package otlp
 
 import (
@@ -360,7 +362,7 @@ func turnSpans(t *session.Turn, o Options) []Span {
 
 	a := []KeyValue{{"gen_ai.operation.name", String("invoke_agent")}}
 	if first != nil {
-		a = append(a, KeyValue{"gen_ai.provider.name", String(providerName(first.Provider))})
+		a = append(a, KeyValue{"gen_ai.provider.name", String(providerName(first))})
 	}
 	if o.World != "" {
 		a = append(a, KeyValue{"gen_ai.agent.name", String(o.World)})
@@ -428,7 +430,7 @@ func modelSpan(m *session.ModelCall, t *session.Turn, o Options, trace [16]byte,
 	}
 	a := []KeyValue{
 		{"gen_ai.operation.name", String("chat")},
-		{"gen_ai.provider.name", String(providerName(m.Provider))},
+		{"gen_ai.provider.name", String(providerName(m))},
 		{"gen_ai.conversation.id", String(t.Chat)},
 	}
 	if m.RequestModel != "" {
@@ -448,6 +450,9 @@ func modelSpan(m *session.ModelCall, t *session.Turn, o Options, trace [16]byte,
 			KeyValue{"gen_ai.usage.output_tokens", Int(int64(m.OutputTokens))},
 			KeyValue{"gen_ai.usage.cache_read.input_tokens", Int(int64(m.CachedTokens))},
 			KeyValue{"demiurge.usage.reasoning_tokens", Int(int64(m.Reasoning))})
+		if m.CacheWriteTokens > 0 {
+			a = append(a, KeyValue{"gen_ai.usage.cache_creation.input_tokens", Int(int64(m.CacheWriteTokens))})
+		}
 	}
 	if m.Provider != "" {
 		a = append(a, KeyValue{"demiurge.llm.protocol", String(m.Provider)})
@@ -460,6 +465,9 @@ func modelSpan(m *session.ModelCall, t *session.Turn, o Options, trace [16]byte,
 	}
 	if m.Error == "" {
 		a = appendCost(a, m.CostMicroUSD, m.CostUnknown)
+		if m.CostSource != "" && !m.CostUnknown {
+			a = append(a, KeyValue{"demiurge.cost_source", String(m.CostSource)})
+		}
 	} else {
 		a = append(a, KeyValue{"error.type", String(modelErrorType(m))})
 		s.Status = &Status{Code: StatusError, Message: m.Error}
@@ -535,15 +543,34 @@ func toolSpan(c *session.ToolCall, t *session.Turn, o Options, trace [16]byte, r
 	return s
 }
 
-// providerName is gen_ai.provider.name for a model call's wire protocol:
-// both OpenAI protocols (and the adapter's default, "") speak to OpenAI or
-// to a server compatible with it, which the journal does not tell apart.
-func providerName(protocol string) string {
-	switch protocol {
+// providerName is gen_ai.provider.name for a model call: who served it,
+// as its receipt says, in the conventions' words where they have one;
+// else, for a receipt that does not say, by its wire protocol: both
+// OpenAI protocols (and the adapter's default, "") speak to OpenAI or to
+// a server compatible with it.
+func providerName(m *session.ModelCall) string {
+	if m.ProviderName != "" {
+		if n, ok := semconvProviders[m.ProviderName]; ok {
+			return n
+		}
+		return m.ProviderName
+	}
+	switch m.Provider {
 	case "", llm.ProviderResponses, llm.ProviderChat:
 		return "openai"
 	}
-	return protocol
+	return m.Provider
+}
+
+// semconvProviders are the conventions' names of the providers whose
+// names differ from demiurge's (gen_ai.provider.name's well-known values).
+var semconvProviders = map[string]string{
+	"azure":    "azure.ai.openai",
+	"gemini":   "gcp.gemini",
+	"vertexai": "gcp.vertex_ai",
+	"mistral":  "mistral_ai",
+	"xai":      "x_ai",
+	"bedrock":  "aws.bedrock",
 }
 
 // httpStatus finds the HTTP status a provider error names.

@@ -81,7 +81,7 @@ func Load(t testing.TB, dir string, register func(*reducer.Registry)) (*schema.C
 	t.Helper()
 	reg := reducer.NewRegistry()
 	register(reg)
-	cat, err := schema.Load(dir, &schema.LoadOptions{Reducers: reg.Names()})
+	cat, err := schema.Load(dir, reg.LoadOptions())
 	if err != nil {
 		t.Fatalf("load %s:\n%v", dir, err)
 	}

@@ -18,6 +18,12 @@ type awkCase struct {
 
 // awkCases were checked against gawk 5.2 (LC_ALL=C.UTF-8).
 var awkCases = []awkCase{
+	{name: "gensub-global", prog: `{print gensub(/([a-z]+)=([0-9])/, "\\2:\\1", "g")}`, input: "foo=1 bar=2\n", want: "1:foo 2:bar\n"},
+	{name: "gensub-nth", prog: `{print gensub(/-/, "+", 2); print gensub(/-/, "+", 9); print}`, input: "a-b-c\n", want: "a-b+c\na-b-c\na-b-c\n"},
+	{name: "gensub-amp", prog: `{print gensub(/o/, "[&|\\&|\\0]", "g", "foo")}`, input: "\n", want: "f[o|&|o][o|&|o]\n"},
+	{name: "match-array", prog: `{if (match($0, /([a-z]+)([0-9]+)/, m)) print m[0], m[1], m[2], m[1, "start"], m[2, "length"], RSTART, RLENGTH}`, input: "abc123def\n", want: "abc123 abc 123 1 3 1 6\n"},
+	{name: "match-array-none", prog: `{m[9] = 1; print match($0, /z(q)?/, m), length(m)}`, input: "abc\n", want: "0 0\n"},
+	{name: "printf-c-field", prog: `{printf "%c%c|%c\n", $1, $2, $3}`, input: "65 66 hello\n", want: "AB|h\n"},
 	{name: "field", prog: `{print $2}`, input: "a b c\n", want: "b\n"},
 	{name: "sum", prog: `{s+=$1*$2} END {print s}`, input: "1 2\n3 4\n", want: "14\n"},
 	{name: "FS var", prog: `BEGIN{FS=":"} {print $2, $1}`, input: "x:1\n", want: "1 x\n"},

@@ -248,7 +248,7 @@ func (in *interp) sprintfValues(format string, args []value, toStr func(value) s
 		case 'c':
 			v := next()
 			var ch string
-			if v.kind == kNum {
+			if v.kind == kNum || v.kind == kStrNum {
 				r := rune(int64(v.num()))
 				if r < 0x80 {
 					ch = string([]byte{byte(r)})
@@ -355,18 +355,9 @@ func (in *interp) builtin(e *builtinExpr) value {
 	case "sub", "gsub":
 		return in.subBuiltin(e, e.name == "gsub")
 	case "match":
-		s := in.strArg(e, 0)
-		re := in.regex(e.args[1])
-		loc := re.FindStringIndex(s)
-		if loc == nil {
-			in.globals[idxRSTART].v = num(0)
-			in.globals[idxRLENGTH].v = num(-1)
-			return num(0)
-		}
-		start := float64(charLen(s[:loc[0]]) + 1)
-		in.globals[idxRSTART].v = num(start)
-		in.globals[idxRLENGTH].v = num(float64(charLen(s[loc[0]:loc[1]])))
-		return num(start)
+		return in.matchBuiltin(e)
+	case "gensub":
+		return str(in.gensub(e))
 	case "sprintf":
 		args := make([]value, len(e.args)-1)
 		for i, a := range e.args[1:] {
@@ -549,4 +540,110 @@ func (in *interp) subBuiltin(e *builtinExpr, global bool) value {
 	b.WriteString(s[prev:])
 	in.assign(target, str(b.String()))
 	return num(float64(len(locs)))
+}
+
+// matchBuiltin is match(s, re[, arr]): it sets RSTART and RLENGTH and,
+// with arr (gawk), fills arr[0] with the match, arr[n] with group n, and
+// arr[n, "start"] and arr[n, "length"] with their places.
+func (in *interp) matchBuiltin(e *builtinExpr) value {
+	s := in.strArg(e, 0)
+	re := in.regex(e.args[1])
+	var arr *array
+	if len(e.args) == 3 {
+		arr = in.arrayOf(e.args[2].(*varExpr))
+		arr.clear()
+	}
+	loc := re.FindStringSubmatchIndex(s)
+	if loc == nil {
+		in.globals[idxRSTART].v = num(0)
+		in.globals[idxRLENGTH].v = num(-1)
+		return num(0)
+	}
+	start := float64(charLen(s[:loc[0]]) + 1)
+	in.globals[idxRSTART].v = num(start)
+	in.globals[idxRLENGTH].v = num(float64(charLen(s[loc[0]:loc[1]])))
+	if arr != nil {
+		subsep := in.toStr(in.globals[idxSUBSEP].v)
+		for g := 0; 2*g+1 < len(loc); g++ {
+			if loc[2*g] < 0 {
+				continue // a group that took no part in the match
+			}
+			k := strconv.Itoa(g)
+			in.setElem(arr, k, strnum(s[loc[2*g]:loc[2*g+1]]))
+			in.setElem(arr, k+subsep+"start", num(float64(charLen(s[:loc[2*g]])+1)))
+			in.setElem(arr, k+subsep+"length", num(float64(charLen(s[loc[2*g]:loc[2*g+1]]))))
+		}
+	}
+	return num(start)
+}
+
+// gensub is gawk's gensub(re, repl, how[, target]): the target ($0 when
+// absent) with the matches of re replaced, all of them when how starts
+// with g or G, else the how-th; target itself is unchanged. In repl, \\0
+// and & are the match, \\1 to \\9 its groups, \\& a literal &.
+func (in *interp) gensub(e *builtinExpr) string {
+	re := in.regex(e.args[0])
+	repl := in.strArg(e, 1)
+	howV := in.eval(e.args[2])
+	var s string
+	if len(e.args) == 4 {
+		s = in.strArg(e, 3)
+	} else {
+		s = in.toStr(in.eval(&fieldExpr{index: &numLit{v: 0}}))
+	}
+	how := in.toStr(howV)
+	global := strings.HasPrefix(how, "g") || strings.HasPrefix(how, "G")
+	which := 1
+	if !global {
+		n := howV.num()
+		if n >= 1 {
+			which = int(min(n, 1<<30))
+		} else if howV.kind != kNum || n < 1 {
+			which = 1 // gawk warns and treats it as 1
+		}
+	}
+	var b strings.Builder
+	prev, count, replaced := 0, 0, false
+	for _, loc := range re.FindAllStringSubmatchIndex(s, -1) {
+		count++
+		if !global && count != which {
+			continue
+		}
+		in.checkLen(b.Len() + (loc[0] - prev) + len(repl)*2)
+		b.WriteString(s[prev:loc[0]])
+		group := func(g int) string {
+			if 2*g+1 >= len(loc) || loc[2*g] < 0 {
+				return ""
+			}
+			return s[loc[2*g]:loc[2*g+1]]
+		}
+		for i := 0; i < len(repl); i++ {
+			c := repl[i]
+			switch {
+			case c == '\\' && i+1 < len(repl) && repl[i+1] >= '0' && repl[i+1] <= '9':
+				b.WriteString(group(int(repl[i+1] - '0')))
+				i++
+			case c == '\\' && i+1 < len(repl) && repl[i+1] == '&':
+				b.WriteByte('&')
+				i++
+			case c == '\\' && i+1 < len(repl) && repl[i+1] == '\\':
+				b.WriteByte('\\')
+				i++
+			case c == '&':
+				b.WriteString(group(0))
+			default:
+				b.WriteByte(c)
+			}
+		}
+		prev, replaced = loc[1], true
+		if !global {
+			break
+		}
+	}
+	if !replaced {
+		return s
+	}
+	b.WriteString(s[prev:])
+	in.checkLen(b.Len())
+	return b.String()
 }

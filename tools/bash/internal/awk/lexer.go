@@ -117,7 +117,7 @@ var builtinNames = map[string]bool{
 	"length": true, "substr": true, "index": true, "split": true, "sub": true, "gsub": true,
 	"match": true, "sprintf": true, "sin": true, "cos": true, "atan2": true, "exp": true, "log": true,
 	"sqrt": true, "int": true, "rand": true, "srand": true, "tolower": true, "toupper": true,
-	"system": true, "close": true, "fflush": true,
+	"system": true, "close": true, "fflush": true, "gensub": true,
 }
 
 type token struct {

@@ -944,7 +944,9 @@ func (p *parser) builtin() expr {
 	case "sub", "gsub":
 		lo, hi = 2, 3
 	case "match":
-		lo, hi = 2, 2
+		lo, hi = 2, 3
+	case "gensub":
+		lo, hi = 3, 4
 	case "sprintf":
 		lo, hi = 1, 1<<20
 	case "sin", "cos", "exp", "log", "sqrt", "int", "tolower", "toupper", "system":
@@ -966,6 +968,12 @@ func (p *parser) builtin() expr {
 	case "split":
 		if _, ok := b.args[1].(*varExpr); !ok {
 			p.errf("split's second argument must be an array name")
+		}
+	case "match":
+		if len(b.args) == 3 {
+			if _, ok := b.args[2].(*varExpr); !ok {
+				p.errf("match's third argument must be an array name")
+			}
 		}
 	case "sub", "gsub":
 		if len(b.args) == 3 && !isLvalue(b.args[2]) {

@@ -7,13 +7,18 @@ import (
 	"strings"
 )
 
-// catCmd copies stdin to stdout: cat [-n] [-]...
+// catCmd copies its inputs to stdout: cat [-A -b -e -E -n -s -t -T -v]
+// [FILE]...
 func catCmd(c *cmd, args []string) int {
-	var number, ends, tabs, nonPrinting bool
+	var number, nonBlank, squeeze, ends, tabs, nonPrinting bool
 	if st, ok := c.stdinFlags(args, "", 2, func(f, _ string) error {
 		switch f {
 		case "-n", "--number":
 			number = true
+		case "-b", "--number-nonblank":
+			nonBlank = true
+		case "-s", "--squeeze-blank":
+			squeeze = true
 		case "-E", "--show-ends":
 			ends = true
 		case "-T", "--show-tabs":
@@ -34,13 +39,23 @@ func catCmd(c *cmd, args []string) int {
 	}); !ok {
 		return st
 	}
-	if !number && !ends && !tabs && !nonPrinting {
+	if !number && !nonBlank && !squeeze && !ends && !tabs && !nonPrinting {
 		return c.copyStdin(0)
 	}
 	n := 0
+	prevBlank := false
 	err := c.eachLine(func(l string, noNL bool) bool {
-		n++
-		if number {
+		blank := l == "" && !noNL
+		if squeeze && blank && prevBlank {
+			return true
+		}
+		prevBlank = blank
+		switch {
+		case nonBlank && l != "":
+			n++
+			fmt.Fprintf(c.out, "%6d\t", n)
+		case number && !nonBlank:
+			n++
 			fmt.Fprintf(c.out, "%6d\t", n)
 		}
 		if tabs || nonPrinting {

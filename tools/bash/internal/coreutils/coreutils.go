@@ -61,6 +61,10 @@ type Env struct {
 	// Dir is the working directory relative paths are resolved against
 	// (absolute; "" is "/").
 	Dir string
+	// Random is the sandbox's entropy source, read by shuf for its seed:
+	// a deterministic stream, so that a recorded run repeats. nil means a
+	// fixed seed. Never the host's randomness.
+	Random io.Reader
 	// User and Host are what whoami and hostname print.
 	User, Host string
 	// Budget is the script's memory budget: a command charges what it
@@ -141,16 +145,43 @@ func init() {
 		"bc":        bcCmd,
 		"column":    columnCmd,
 		"expand":    expandCmd,
+		"tar":       tarCmd,
+		"gzip":      gzipCmd,
+		"gunzip":    gunzipCmd,
+		"zcat":      zcatCmd,
+		"xxd":       xxdCmd,
+		"hexdump":   hexdumpCmd,
+		"hd":        hdCmd,
+		"numfmt":    numfmtCmd,
+		"truncate":  truncateCmd,
+		"strings":   stringsCmd,
+		"unexpand":  unexpandCmd,
+		"join":      joinCmd,
+		"split":     splitCmd,
+		"shuf":      shufCmd,
+		"file":      fileCmd,
+		"tree":      treeCmd,
+		"rg":        rgCmd,
 	}
 }
 
-// Lookup returns the command called name.
+// utilitiesVersion is what "<utility> --version" prints after the name.
+const utilitiesVersion = "1.0"
+
+// Lookup returns the command called name. "<name> --version" (the one
+// argument) prints the utility's name and version, as scripts probe it.
 func Lookup(name string) (Func, bool) {
 	f, ok := commands[name]
 	if !ok {
 		return nil, false
 	}
 	return func(ctx context.Context, env *Env, args []string) int {
+		if len(args) == 1 && args[0] == "--version" && name != "printf" {
+			// Scripts probe "sed --version | grep -q GNU" to pick GNU
+			// syntax, which the sandbox's utilities follow.
+			fmt.Fprintf(env.Stdout, "%s (GNU-compatible, demiurge sandbox) %s\n", name, utilitiesVersion)
+			return 0
+		}
 		if env.MaxOutputBytes <= 0 {
 			c := newCmd(ctx, name, env)
 			status := f(c, args)
@@ -502,6 +533,25 @@ func (fs *flagSet) finish(f string) (string, string, bool, error) {
 		return f, v, true, nil
 	}
 	return f, "", true, nil
+}
+
+// joinLongValues rewrites "--name value" as "--name=value" for the
+// named long options, which GNU's getopt_long lets take their required
+// value from the next argument.
+func joinLongValues(args []string, names ...string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		if args[i] == "--" {
+			return append(out, args[i:]...)
+		}
+		if i+1 < len(args) && slices.Contains(names, args[i]) {
+			out = append(out, args[i]+"="+args[i+1])
+			i++
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return out
 }
 
 // rest returns the operands, in order, once next has returned ok=false.

@@ -453,3 +453,17 @@ func TestJQHeapBound(t *testing.T) {
 		t.Errorf("a small collection: %q, status %d", out, status)
 	}
 }
+
+// TestVersionProbe: "<utility> --version" answers for every utility but
+// printf (bash's builtin has no --version), naming it GNU-compatible.
+func TestVersionProbe(t *testing.T) {
+	for _, name := range Names() {
+		out, _, status := runCmd(t, t.Context(), name, []string{"--version"}, "", nil)
+		if name == "printf" {
+			continue
+		}
+		if status != 0 || !strings.HasPrefix(out, name+" (GNU-compatible") {
+			t.Errorf("%s --version: %q, status %d", name, out, status)
+		}
+	}
+}

@@ -76,3 +76,44 @@ func FuzzText(f *testing.F) {
 		fuzzRun(t, cmd, strings.Fields(args), input)
 	})
 }
+
+// FuzzTarList reads arbitrary bytes as an archive (tar headers, gzip and
+// bzip2 streams): tar must report, never panic or overrun.
+func FuzzTarList(f *testing.F) {
+	f.Add("ustar\x00", "-tv")
+	f.Add("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03", "-tzf -")
+	f.Add("BZh91AY&SY", "-t")
+	f.Add(strings.Repeat("\x00", 1024), "-xOf -")
+	f.Fuzz(func(t *testing.T, archive, args string) {
+		fuzzRun(t, "tar", strings.Fields(args), archive)
+	})
+}
+
+// FuzzNumfmt feeds numbers and options to numfmt's parsers (number
+// syntax, units, --format, --field).
+func FuzzNumfmt(f *testing.F) {
+	for _, s := range []string{"--to=iec 1536", "--from=iec 1.5M", "--from=auto 1Ki", "--format=%08.2f 12", "--field=2- --to=si", "--to=iec-i --round=down -- -2048", "--suffix=B --padding=-8 5"} {
+		f.Add(s, "name 2048 x\n 1048576\n")
+	}
+	f.Fuzz(func(t *testing.T, args, input string) {
+		fuzzRun(t, "numfmt", strings.Fields(args), input)
+	})
+}
+
+// FuzzDumps: xxd (and its -r parser), hexdump, strings and file on
+// arbitrary bytes.
+func FuzzDumps(f *testing.F) {
+	for _, c := range []struct{ cmd, args string }{
+		{"xxd", ""}, {"xxd", "-r"}, {"xxd", "-r -p"}, {"xxd", "-i -c 5"}, {"xxd", "-b -s -3"},
+		{"hexdump", "-C"}, {"hd", "-n 4"}, {"strings", "-n 2 -t x"}, {"file", "-"}, {"file", "-i -"},
+		{"unexpand", "-a -t 4,8"}, {"shuf", "-n 2"}, {"join", "-t, - -"},
+	} {
+		f.Add(c.cmd, c.args, "00000000: 6865 6c6c 6f0a  hello.\n\x89PNG\r\n\x1a\n")
+	}
+	f.Fuzz(func(t *testing.T, cmd, args, input string) {
+		switch cmd {
+		case "xxd", "hexdump", "hd", "strings", "file", "unexpand", "shuf", "join":
+			fuzzRun(t, cmd, strings.Fields(args), input)
+		}
+	})
+}

@@ -15,7 +15,9 @@ import (
 type grepOpts struct {
 	ere, fixed, icase, invert, count, number, only, quiet, word, line bool
 	filesWith, filesWithout, recursive, noMessages, byteOffset        bool
-	withName                                                          int // -1 -h, 0 default, 1 -H
+	eol                                                               byte // '\n', or NUL with -z
+	noZeroCounts                                                      bool // -c leaves out files without a match (rg)
+	withName                                                          int  // -1 -h, 0 default, 1 -H
 	maxCount                                                          int
 	before, after                                                     int
 	include, exclude, excludeDir                                      []string
@@ -23,12 +25,12 @@ type grepOpts struct {
 }
 
 // grepCmd implements grep [-E -F -G -P -i -v -c -n -o -q -s -w -x -h -H
-// -l -L -r -R -b -m NUM -A NUM -B NUM -C NUM -e PATTERN -f FILE
+// -l -L -r -R -b -z -m NUM -A NUM -B NUM -C NUM -e PATTERN -f FILE
 // --include=GLOB --exclude=GLOB --exclude-dir=GLOB] PATTERN [FILE...].
 // Exit 0 when a line was selected, 1 when none was, 2 on an error (unless
 // -q selected a line).
 func grepCmd(c *cmd, args []string) int {
-	o := grepOpts{maxCount: -1}
+	o := grepOpts{maxCount: -1, eol: '\n'}
 	var patterns []string
 	havePatterns := false
 	var badFile string
@@ -91,6 +93,8 @@ func grepCmd(c *cmd, args []string) int {
 			o.filesWithout = true
 		case "-r", "-R", "--recursive", "--dereference-recursive":
 			o.recursive = true
+		case "-z", "--null-data":
+			o.eol = 0
 		case "-a", "--text", "-I", "--color", "--colour", "-T", "--initial-tab", "-U", "--binary", "--line-buffered", "-Z", "--null":
 		case "-d", "--directories":
 			if v == "recurse" {
@@ -318,7 +322,7 @@ func matchAny(globs []string, name string) bool {
 func (c *cmd) grepData(o *grepOpts, name string, data []byte) (hit, stop bool) {
 	if o.filesWith || o.filesWithout || o.quiet || o.count {
 		n := 0
-		for l := range grepLines(data) {
+		for l := range grepLines(data, o.eol) {
 			if o.re.MatchString(l.text) != o.invert {
 				n++
 				if o.maxCount >= 0 && n >= o.maxCount {
@@ -346,6 +350,7 @@ func (c *cmd) grepData(o *grepOpts, name string, data []byte) (hit, stop bool) {
 			if n == 0 {
 				c.out.WriteString(name + "\n")
 			}
+		case o.noZeroCounts && n == 0:
 		default:
 			if o.withName > 0 {
 				c.out.WriteString(name + ":")
@@ -354,8 +359,8 @@ func (c *cmd) grepData(o *grepOpts, name string, data []byte) (hit, stop bool) {
 		}
 		return n > 0, false
 	}
-	if bytes.IndexByte(data, 0) >= 0 {
-		for l := range grepLines(data) {
+	if o.eol != 0 && bytes.IndexByte(data, 0) >= 0 {
+		for l := range grepLines(data, o.eol) {
 			if o.re.MatchString(l.text) != o.invert {
 				c.out.WriteString("Binary file " + name + " matches\n")
 				return true, false
@@ -382,14 +387,15 @@ func (c *cmd) grepData(o *grepOpts, name string, data []byte) (hit, stop bool) {
 	afterLeft := 0
 	lastPrinted := 0 // number of the last line printed
 	matched := 0
-	for l := range grepLines(data) {
+	for l := range grepLines(data, o.eol) {
 		if c.stopped() {
 			break
 		}
 		if o.maxCount >= 0 && matched >= o.maxCount {
 			if afterLeft > 0 && o.re.MatchString(l.text) == o.invert {
 				prefix(l.num, l.off, '-')
-				c.out.WriteString(l.text + "\n")
+				c.out.WriteString(l.text)
+				c.out.WriteByte(o.eol)
 				lastPrinted = l.num
 				afterLeft--
 				continue
@@ -400,7 +406,8 @@ func (c *cmd) grepData(o *grepOpts, name string, data []byte) (hit, stop bool) {
 		if !sel {
 			if afterLeft > 0 {
 				prefix(l.num, l.off, '-')
-				c.out.WriteString(l.text + "\n")
+				c.out.WriteString(l.text)
+				c.out.WriteByte(o.eol)
 				lastPrinted = l.num
 				afterLeft--
 			} else if o.before > 0 {
@@ -423,7 +430,8 @@ func (c *cmd) grepData(o *grepOpts, name string, data []byte) (hit, stop bool) {
 			}
 			for _, p := range pending {
 				prefix(p.num, p.off, '-')
-				c.out.WriteString(p.text + "\n")
+				c.out.WriteString(p.text)
+				c.out.WriteByte(o.eol)
 			}
 			pending = pending[:0]
 			afterLeft = o.after
@@ -433,7 +441,8 @@ func (c *cmd) grepData(o *grepOpts, name string, data []byte) (hit, stop bool) {
 			for _, loc := range o.re.FindAllStringIndex(l.text, -1) {
 				if loc[1] > loc[0] {
 					prefix(l.num, l.off+loc[0], ':')
-					c.out.WriteString(l.text[loc[0]:loc[1]] + "\n")
+					c.out.WriteString(l.text[loc[0]:loc[1]])
+					c.out.WriteByte(o.eol)
 				}
 			}
 			continue
@@ -442,7 +451,8 @@ func (c *cmd) grepData(o *grepOpts, name string, data []byte) (hit, stop bool) {
 			continue
 		}
 		prefix(l.num, l.off, ':')
-		c.out.WriteString(l.text + "\n")
+		c.out.WriteString(l.text)
+		c.out.WriteByte(o.eol)
 	}
 	return hit, false
 }
@@ -452,14 +462,15 @@ type grepLine struct {
 	num, off int
 }
 
-// grepLines iterates the lines of data (without newlines), numbered from 1.
-func grepLines(data []byte) func(func(grepLine) bool) {
+// grepLines iterates the lines of data (without their terminator eol,
+// '\n' or NUL), numbered from 1.
+func grepLines(data []byte, eol byte) func(func(grepLine) bool) {
 	return func(yield func(grepLine) bool) {
 		s := string(data)
 		off, num := 0, 0
 		for off < len(s) {
 			num++
-			end := strings.IndexByte(s[off:], '\n')
+			end := strings.IndexByte(s[off:], eol)
 			var text string
 			next := len(s)
 			if end < 0 {

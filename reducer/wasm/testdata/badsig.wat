@@ -1,0 +1,6 @@
+;; badsig exports step with a signature the ABI does not have.
+(module
+  (memory (export "memory") 1)
+  (func (export "alloc") (param i32) (result i32) (i32.const 1024))
+  (func (export "step") (param i32) (result i32)
+    (i32.const 0)))
