@@ -94,6 +94,12 @@ func (t *Tool) run(ctx context.Context, req tools.Request, opts RunOptions, st *
 			"help":     ex.shellHelp,
 			"discover": ex.shellDiscover,
 		},
+		// once stopped, what the commands still write as they unwind
+		// ("cat: interrupted") is not the script's output
+		OnStop: func(error) {
+			ex.stdout.close()
+			ex.stderr.close()
+		},
 	})
 	res := runner.Run(runCtx, r.script)
 	ex.stdout.close()

@@ -36,6 +36,14 @@ func New(limit int64, onExceed func(err error)) *Budget {
 	return &Budget{limit: limit, onExceed: onExceed}
 }
 
+// OnExceed sets what is called, once, when a charge first fails (it
+// replaces New's onExceed; set it before the budget is used).
+func (b *Budget) OnExceed(f func(err error)) {
+	if b != nil {
+		b.onExceed = f
+	}
+}
+
 // ExceededError is the error of a charge past the limit.
 type ExceededError struct {
 	Limit int64

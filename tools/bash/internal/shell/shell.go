@@ -49,9 +49,13 @@ type Config struct {
 	Args []string
 	// User and Host are the sandbox's user and host names.
 	User, Host string
-	// OnCommand, if set, is called before each command the shell runs by
-	// name (for the tool's trace of builtins such as help).
+	// Builtins are commands the embedder adds (help and discover of the
+	// bash tool), found before the shell's own builtins.
 	Builtins map[string]Builtin
+	// OnStop, if set, is called once when the run stops early (a limit,
+	// the memory budget, the deadline, a cancel), before its goroutines
+	// have unwound.
+	OnStop func(err error)
 }
 
 // Builtin is a builtin the embedder adds (help and discover of the bash
@@ -183,16 +187,23 @@ func New(cfg Config) *Runner {
 		arithMemo: map[string]arithNode{}, patMemo: map[string]*pattern{}}
 	r.pids.Store(100)
 	r.umask = 0o022
+	// a utility past the memory budget stops the script, as the shell
+	// itself does
+	r.budget.OnExceed(r.stop)
 	return r
 }
 
 // stop ends the run with err (the first one wins).
 func (r *Runner) stop(err error) {
 	r.errMu.Lock()
-	if r.err == nil {
+	first := r.err == nil
+	if first {
 		r.err = err
 	}
 	r.errMu.Unlock()
+	if first && r.cfg.OnStop != nil {
+		r.cfg.OnStop(err)
+	}
 	r.stopped.Store(true)
 	if r.cancel != nil {
 		r.cancel(err)

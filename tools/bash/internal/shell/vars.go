@@ -435,6 +435,9 @@ func (sh *shell) setArray(name string, elems []arrayItem, appendTo, assocWanted 
 		return &assignError{name + ": readonly variable"}
 	}
 	w := sh.writableVar(sc, name)
+	// appending to an array this shell holds is accounted for by what is
+	// added (replacing one, by its new size)
+	incremental := appendTo && w.owner == sh.id && (w.arr != nil || w.assc != nil)
 	isAssoc := w.attrs&aAssoc != 0 || assocWanted
 	if isAssoc {
 		w.attrs |= aAssoc
@@ -537,6 +540,14 @@ func (sh *shell) setArray(name string, elems []arrayItem, appendTo, assocWanted 
 	}
 	if sh.opts.allexport {
 		w.attrs |= aExport
+	}
+	if incremental {
+		var added int64
+		for _, e := range elems {
+			added += int64(len(e.key)+len(e.val)) + 2*elemOverhead
+		}
+		sh.account(w, added)
+		return nil
 	}
 	sh.reaccount(w)
 	return nil
