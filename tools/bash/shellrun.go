@@ -77,6 +77,7 @@ func (t *Tool) run(ctx context.Context, req tools.Request, opts RunOptions, st *
 		Exec:    ex.shellExec,
 		Kind:    ex.shellKind,
 		Suggest: ex.suggest,
+		Names:   func() []string { return append(sandboxCommands(), t.toolNames()...) },
 		User:    t.user,
 		Host:    t.host,
 		Limits: shell.Limits{

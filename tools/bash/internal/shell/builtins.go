@@ -80,9 +80,9 @@ func init() {
 		"bash":      builtinBash,
 		"sh":        builtinBash,
 		"bind":      builtinNoTerminal,
-		"complete":  builtinNoTerminal,
+		"complete":  builtinComplete,
 		"compgen":   builtinCompgen,
-		"compopt":   builtinNoTerminal,
+		"compopt":   builtinCompopt,
 		"fc":        builtinNoTerminal,
 		"history":   builtinHistory,
 		"bg":        builtinNoJobs,
@@ -1576,65 +1576,6 @@ func builtinNoJobs(sh *shell, args []string) int {
 }
 
 func builtinDisown(sh *shell, args []string) int { return 0 }
-
-// builtinCompgen generates words: -W wordlist, -A/-a -b -c -f -v -k
-// with an optional prefix.
-func builtinCompgen(sh *shell, args []string) int {
-	args = args[1:]
-	var words []string
-	prefix := ""
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch a {
-		case "-W":
-			if i+1 < len(args) {
-				e := &expander{sh: sh}
-				for _, f := range strings.FieldsFunc(args[i+1], func(r rune) bool { return isIFS(sh.ifs(), byte(r)) }) {
-					_ = e
-					words = append(words, f)
-				}
-				i++
-			}
-		case "-v":
-			words = append(words, sh.allNames()...)
-		case "-a":
-			words = append(words, sortedKeys(sh.aliases.m)...)
-		case "-b":
-			words = append(words, Builtins()...)
-		case "-k":
-			words = append(words, "if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while",
-				"until", "do", "done", "in", "function", "time", "{", "}", "!", "[[", "]]", "coproc")
-		case "-A":
-			if i+1 < len(args) {
-				switch args[i+1] {
-				case "function":
-					words = append(words, sortedKeys(sh.funcs.m)...)
-				case "variable":
-					words = append(words, sh.allNames()...)
-				case "builtin":
-					words = append(words, Builtins()...)
-				case "alias":
-					words = append(words, sortedKeys(sh.aliases.m)...)
-				}
-				i++
-			}
-		default:
-			if !strings.HasPrefix(a, "-") {
-				prefix = a
-			}
-		}
-	}
-	status := 1
-	var b strings.Builder
-	for _, w := range words {
-		if strings.HasPrefix(w, prefix) {
-			b.WriteString(w + "\n")
-			status = 0
-		}
-	}
-	sh.out("compgen", b.String())
-	return status
-}
 
 // builtinBash runs bash or sh as a child shell: bash -c SCRIPT [NAME
 // [ARG]...], bash FILE [ARG]..., or the script on stdin.

@@ -43,6 +43,8 @@ type Config struct {
 	Kind func(name string) string
 	// Suggest returns the command a mistyped name probably meant, or "".
 	Suggest func(name string) string
+	// Names lists the external commands (for compgen -c).
+	Names func() []string
 	// Name is $0 (default "bash").
 	Name string
 	// Args are the positional parameters.
@@ -397,6 +399,7 @@ type shell struct {
 	// psubList are the process substitutions of the current command.
 	psubList  []*psub
 	ifsCache  *ifsSplit
+	compSpecs map[string]*compSpec
 	execArgv0 string // exec -a NAME
 	// keptFDs are the {var}> descriptors of the redirections being made.
 	keptFDs []int
