@@ -110,6 +110,16 @@ func (sh *shell) runText(text string, top bool, repairs *int) (restart string, s
 		if err != nil {
 			if *repairs < maxRepairs {
 				*repairs++
+				if off, ok := errOffset(text, err); ok {
+					if nl := strings.IndexByte(text[off:], '\n'); nl >= 0 {
+						off += nl
+					} else {
+						off = len(text)
+					}
+					if fixed, ok := sh.aliasRepair(text, done, off); ok {
+						return blankLines(text[:done]) + fixed[done:], 0
+					}
+				}
 				rest := blankLines(text[:done]) + text[done:]
 				if fixed, ok := repairText(rest, err); ok {
 					return fixed, 0
