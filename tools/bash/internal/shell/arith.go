@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 
@@ -17,6 +18,20 @@ import (
 type arithError struct {
 	expr, msg, token string
 	noToken          bool
+	// subscript: the error is in an array subscript, which ends the
+	// shell (bash's expansion error) rather than the command
+	subscript bool
+}
+
+// subscriptErr marks an error of a subscript's expression.
+func subscriptErr(err error) error {
+	var ae *arithError
+	if errors.As(err, &ae) {
+		ae2 := *ae
+		ae2.subscript = true
+		return &ae2
+	}
+	return err
 }
 
 func (e *arithError) Error() string {
@@ -73,6 +88,16 @@ func (sh *shell) arith(x syntax.ArithmExpr) int64 {
 	n, err := sh.arithExpr(x)
 	if err != nil {
 		sh.fatal(err)
+	}
+	return n
+}
+
+// subscript evaluates an indexed array's subscript: an error ends the
+// shell, as in bash.
+func (sh *shell) subscript(x syntax.ArithmExpr) int64 {
+	n, err := sh.arithExpr(x)
+	if err != nil {
+		sh.fatal(subscriptErr(err))
 	}
 	return n
 }
@@ -249,6 +274,20 @@ func (sh *shell) writeArithWord(b *strings.Builder, w *syntax.Word) {
 			}
 		}
 	}
+	for _, p := range w.Parts {
+		if sq, ok := p.(*syntax.SglQuoted); ok && !sq.Dollar {
+			// single quotes are not removed in an expression (bash
+			// reads it as if in double quotes): they make it fail
+			for _, p := range w.Parts {
+				if sq, ok := p.(*syntax.SglQuoted); ok && !sq.Dollar {
+					b.WriteString("'" + sq.Value + "'")
+				} else {
+					b.WriteString(sh.expandString(&syntax.Word{Parts: []syntax.WordPart{p}}))
+				}
+			}
+			return
+		}
+	}
 	b.WriteString(sh.expandString(w))
 }
 
@@ -307,6 +346,12 @@ func (p *arithParser) next() error {
 			p.pos += len(op)
 			return nil
 		}
+	}
+	if c == '\'' || c == '"' {
+		// not an operand: "operand expected"
+		p.tok, p.kind = string(c), 'o'
+		p.pos++
+		return nil
 	}
 	return p.errAt(p.pos, "syntax error: invalid arithmetic operator")
 }
@@ -864,7 +909,7 @@ func (ev *arithEvaluator) readVar(v *aVar) (int64, error) {
 		vr := sh.getVar(v.name)
 		if vr == nil {
 			if _, err := ev.eval(v.index); err != nil {
-				return 0, err
+				return 0, subscriptErr(err)
 			}
 		} else {
 			if vr.assc != nil {
@@ -872,7 +917,7 @@ func (ev *arithEvaluator) readVar(v *aVar) (int64, error) {
 			} else {
 				idx, err := ev.eval(v.index)
 				if err != nil {
-					return 0, err
+					return 0, subscriptErr(err)
 				}
 				s, ok = sh.element(vr, strconv.FormatInt(idx, 10))
 			}
@@ -918,7 +963,7 @@ func (ev *arithEvaluator) assign(v *aVar, n int64) error {
 		}
 		idx, err := ev.eval(v.index)
 		if err != nil {
-			return err
+			return subscriptErr(err)
 		}
 		return sh.setElem(v.name, strconv.FormatInt(idx, 10), val, false)
 	}

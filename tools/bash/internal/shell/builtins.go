@@ -554,6 +554,16 @@ func (sh *shell) tildeDir(d string, long bool) string {
 	return d
 }
 
+// discard reports a usage error after which bash abandons what it was
+// running (jump_to_top_level (DISCARD)): as bash -c, the shell ends
+// with status 1.
+func (sh *shell) discard(msg string) int {
+	sh.errorf("%s", msg)
+	sh.status = 1
+	sh.flow = flowExit
+	return 1
+}
+
 func builtinExit(sh *shell, args []string) int {
 	status := sh.status
 	if len(args) > 1 {
@@ -580,6 +590,11 @@ func builtinReturn(sh *shell, args []string) int {
 		return 2
 	}
 	status := sh.status
+	if len(args) > 2 {
+		if _, err := strconv.ParseInt(strings.TrimSpace(args[1]), 10, 64); err == nil {
+			return sh.discard("return: too many arguments")
+		}
+	}
 	if len(args) > 1 {
 		n, err := strconv.ParseInt(strings.TrimSpace(args[1]), 10, 64)
 		if err != nil {
@@ -597,10 +612,7 @@ func builtinReturn(sh *shell, args []string) int {
 func builtinBreak(sh *shell, args []string) int {
 	n := 1
 	if len(args) > 2 {
-		sh.errorf("%s: too many arguments", args[0])
-		sh.status = 1
-		sh.flow = flowExit
-		return 1
+		return sh.discard(args[0] + ": too many arguments")
 	}
 	if len(args) > 1 {
 		v, err := strconv.Atoi(args[1])
@@ -635,6 +647,9 @@ func builtinBreak(sh *shell, args []string) int {
 
 func builtinShift(sh *shell, args []string) int {
 	n := 1
+	if len(args) > 2 {
+		return sh.discard("shift: too many arguments")
+	}
 	if len(args) > 1 {
 		v, err := sh.arithString(args[1])
 		if err != nil || v < 0 {

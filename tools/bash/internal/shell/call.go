@@ -102,6 +102,20 @@ type tempAssign struct {
 // tempAssigns expands the assignments before a command.
 func (sh *shell) tempAssigns(list []*syntax.Assign) []tempAssign {
 	out := make([]tempAssign, 0, len(list))
+	var sc *scope
+	if len(list) > 1 {
+		// each assignment is seen by those after it
+		sc = &scope{kind: scopeTemp, vm: newVarMap(len(list))}
+		sh.scopes = append(sh.scopes, sc)
+		defer func() {
+			for i := len(sh.scopes) - 1; i >= 0; i-- {
+				if sh.scopes[i] == sc {
+					sh.scopes = append(sh.scopes[:i], sh.scopes[i+1:]...)
+					break
+				}
+			}
+		}()
+	}
 	for _, as := range list {
 		if as.Name == nil {
 			continue
@@ -114,6 +128,14 @@ func (sh *shell) tempAssigns(list []*syntax.Assign) []tempAssign {
 		ta.val = sh.expandAssign(as.Value)
 		if as.Index != nil {
 			continue
+		}
+		if ta.append {
+			if v, _ := sh.lookup(ta.name); v != nil && v.attrs&aInteger == 0 && v.assc == nil && v.arr == nil {
+				ta.val, ta.append = v.str+ta.val, false
+			}
+		}
+		if sc != nil {
+			sc.vm.m[ta.name] = &variable{set: true, str: ta.val, attrs: aExport, owner: sh.id}
 		}
 		out = append(out, ta)
 	}
@@ -218,7 +240,7 @@ func (sh *shell) assign(as *syntax.Assign, local bool) error {
 			}
 			n, err := sh.arithExpr(as.Index)
 			if err != nil {
-				return err
+				return subscriptErr(err)
 			}
 			key = itoa(n)
 		}

@@ -209,7 +209,7 @@ func (sh *shell) declare(variant string, args []declArg) int {
 				fallthrough
 			default:
 				at, ok := declLetters[c]
-				if !ok || variant == "export" && c != 'f' && c != 'p' && c != 'n' ||
+				if !ok || variant == "export" && c != 'f' && c != 'p' && c != 'n' && c != 'a' && c != 'A' ||
 					variant == "readonly" && c != 'a' && c != 'A' && c != 'f' && c != 'p' {
 					sh.errorf("%s: -%c: invalid option", variant, c)
 					sh.errorf("%s: usage: %s", variant, declUsage(variant))
@@ -418,21 +418,24 @@ func (sh *shell) declareOne(variant string, a declArg, f declFlags) int {
 	if f.set&aUpper != 0 {
 		w.attrs &^= aLower
 	}
-	if f.set&aIndexed != 0 && w.arr == nil {
-		w.arr = &indexed{}
-		if w.set && w.str != "" || w.set {
-			w.arr.set(0, w.str)
+	if (variant == "readonly" || variant == "export") && !w.set && !a.assign && w.arr == nil && w.assc == nil {
+		// bash's readonly -a x and export -a x leave an unset x without
+		// the array attribute
+		w.attrs &^= aIndexed | aAssoc
+	} else {
+		// declare -a x: an array without elements, unset until one is
+		// assigned ("declare -a x" in declare -p)
+		if f.set&aIndexed != 0 && w.arr == nil {
+			w.arr = &indexed{}
+			if w.set {
+				w.arr.set(0, w.str)
+			}
+			w.str = ""
 		}
-		w.str = ""
-		if !a.assign && !w.set {
-			// declare -a x: an empty array (set)
+		if f.set&aAssoc != 0 && w.assc == nil {
+			w.assc = newAssoc()
+			w.attrs &^= aIndexed
 		}
-		w.set = true
-	}
-	if f.set&aAssoc != 0 && w.assc == nil {
-		w.assc = newAssoc()
-		w.attrs &^= aIndexed
-		w.set = true
 	}
 	if f.set&aNameref != 0 {
 		w.attrs &^= aInteger | aLower | aUpper
@@ -634,10 +637,10 @@ func (sh *shell) declareLine(name string, v *variable, assign bool) string {
 		return name + "=" + shellQuote(v.str)
 	}
 	switch {
-	case v.arr != nil || v.assc != nil:
-		return prefix + "=" + arrayLiteral(v)
 	case !v.set:
 		return prefix
+	case v.arr != nil || v.assc != nil:
+		return prefix + "=" + arrayLiteral(v)
 	}
 	return prefix + "=" + declQuote(v.str)
 }

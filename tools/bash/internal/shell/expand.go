@@ -430,6 +430,14 @@ func (e *expander) word(parts []syntax.WordPart, quoted bool) {
 				e.paramUnquoted(x)
 			}
 		case *syntax.CmdSubst:
+			if text, w, ok := e.sh.paramCarried(x); ok {
+				if w == nil {
+					e.sh.errorf("%s: bad substitution", text)
+					panic(fatalPanic{status: 1})
+				}
+				e.word(w.Parts, quoted)
+				continue
+			}
 			out := e.sh.cmdSubst(x)
 			if quoted {
 				e.addQuoted(out)

@@ -237,7 +237,7 @@ func (e *expander) lookupIndexed(name string, index syntax.ArithmExpr) pvalue {
 	if v == nil || !v.set {
 		if v == nil || v.attrs&aAssoc == 0 {
 			// evaluate the index for its side effects and errors
-			sh.arith(index)
+			sh.subscript(index)
 		}
 		return pv
 	}
@@ -245,7 +245,7 @@ func (e *expander) lookupIndexed(name string, index syntax.ArithmExpr) pvalue {
 	if v.assc != nil {
 		key = sh.assocKey(index)
 	} else {
-		key = strconv.FormatInt(sh.arith(index), 10)
+		key = strconv.FormatInt(sh.subscript(index), 10)
 	}
 	pv.s, pv.set = sh.element(v, key)
 	return pv
@@ -603,7 +603,7 @@ func (e *expander) paramOp(pe *syntax.ParamExp, pv pvalue, quoted bool) {
 				if v := sh.getVar(name); v != nil && v.assc != nil {
 					key = sh.assocKey(pe.Index)
 				} else {
-					key = strconv.FormatInt(sh.arith(pe.Index), 10)
+					key = strconv.FormatInt(sh.subscript(pe.Index), 10)
 				}
 				err = sh.setElem(name, key, val, false)
 			} else {
@@ -886,6 +886,10 @@ func (e *expander) slice(pe *syntax.ParamExp, pv pvalue) pvalue {
 				pv.set = false
 				return pv
 			}
+		} else if off > 0 && pe.Index != nil && pv.v != nil && pv.v.assc != nil {
+			// bash counts an associative array's elements from 1 (0
+			// too is the first)
+			off--
 		}
 		if off > int64(len(list)) {
 			off = int64(len(list))

@@ -59,6 +59,8 @@ func builtinPrintf(sh *shell, args []string) int {
 					return 1
 				}
 				sub = strconv.FormatInt(n, 10)
+			} else {
+				sub = sh.expandSubscript(sub)
 			}
 			err = sh.setElem(base, sub, p.b.String(), false)
 		} else {

@@ -16,11 +16,16 @@ import (
 //   - arithmetic bash only checks when it evaluates it ($(( ${base}#a )),
 //     $(( x$foo = 1 ))): the expression is carried as text,
 //     $(__sh_arith_ "text") and __sh_arithcmd_ "text", and evaluated
-//     as bash does (see arithCarrier).
+//     as bash does (see arithCarrier);
+//   - a parameter expansion bash rejects only when it expands it
+//     (${a[0][0]}, ${#x/a/b}: "bad substitution", which ends the command,
+//     not the script) or reads otherwise (${a[@]: :}: empty offset and
+//     length are 0): $(__sh_param_ 'text'), see paramCarried.
 
 const (
 	arithCarrier    = ReservedPrefix + "arith_"
 	arithCmdCarrier = ReservedPrefix + "arithcmd_"
+	paramCarrier    = ReservedPrefix + "param_"
 )
 
 // ReservedPrefix starts the names the shell uses for itself (the
@@ -41,7 +46,13 @@ func repairText(text string, err error) (string, bool) {
 		}
 		fixed, ok := repairAt(text, off)
 		if !ok {
-			break
+			var pe syntax.ParseError
+			if !errors.As(err, &pe) {
+				break
+			}
+			if fixed, ok = repairParam(text, off, pe.Text); !ok {
+				break
+			}
 		}
 		repaired = true
 		nerr := parseErr(fixed)
@@ -88,6 +99,125 @@ func errOffset(text string, err error) (int, bool) {
 	}
 	off += max(col-1, 0)
 	return min(off, len(text)), true
+}
+
+// paramErrors are the parse errors mvdan reports inside ${...} that
+// bash reports when it expands the word.
+var paramErrors = []string{
+	"parameter expansion", "must be followed by an expression", "invalid parameter name",
+	"cannot combine multiple", "zsh feature",
+}
+
+// repairParam carries the ${...} around off as text: $(__sh_param_ '...').
+func repairParam(text string, off int, msg string) (string, bool) {
+	hit := false
+	for _, m := range paramErrors {
+		if strings.Contains(msg, m) {
+			hit = true
+			break
+		}
+	}
+	if !hit {
+		return text, false
+	}
+	for start := min(off+1, len(text)); ; {
+		i := strings.LastIndex(text[:start], "${")
+		if i < 0 {
+			return text, false
+		}
+		start = i
+		end := groupEnd(text, i+1)
+		if end <= off || end > len(text) || text[end-1] != '}' {
+			continue
+		}
+		inner := text[i:end]
+		carried := text[:i] + "$(" + paramCarrier + " '" + strings.ReplaceAll(inner, "'", `'\''`) + "')" + text[end:]
+		if e := parseErr(carried); e == nil || later(carried, e, off) {
+			return carried, true
+		}
+	}
+}
+
+// paramCarried is the parameter expansion a carrier holds, as bash
+// reads it (empty slice bounds are 0), or nil: it is a bad substitution.
+func (sh *shell) paramCarried(cs *syntax.CmdSubst) (text string, w *syntax.Word, ok bool) {
+	if len(cs.Stmts) != 1 {
+		return "", nil, false
+	}
+	ce, isCall := cs.Stmts[0].Cmd.(*syntax.CallExpr)
+	if !isCall || len(ce.Args) != 2 || ce.Args[0].Lit() != paramCarrier || len(ce.Args[1].Parts) != 1 {
+		return "", nil, false
+	}
+	sq, isSq := ce.Args[1].Parts[0].(*syntax.SglQuoted)
+	if !isSq {
+		return "", nil, false
+	}
+	text = sq.Value
+	if strings.HasPrefix(text, "${#") && len(text) > 4 && (text[3] == '#' || text[3] == '%') {
+		// ${##pat}, ${#%pat}: $# with a pattern removed
+		rest := text[3 : len(text)-1]
+		op := syntax.RemSmallPrefix
+		switch {
+		case strings.HasPrefix(rest, "##"):
+			op, rest = syntax.RemLargePrefix, rest[2:]
+		case strings.HasPrefix(rest, "#"):
+			rest = rest[1:]
+		case strings.HasPrefix(rest, "%%"):
+			op, rest = syntax.RemLargeSuffix, rest[2:]
+		default:
+			op, rest = syntax.RemSmallSuffix, rest[1:]
+		}
+		pat := &syntax.Word{}
+		if strings.ContainsAny(rest, "$`'\"\\") {
+			pat = parseWordText(rest)
+		} else if rest != "" {
+			pat.Parts = []syntax.WordPart{&syntax.Lit{Value: rest}}
+		}
+		if pat != nil {
+			pe := &syntax.ParamExp{Param: &syntax.Lit{Value: "#"}, Exp: &syntax.Expansion{Op: op, Word: pat}}
+			return text, &syntax.Word{Parts: []syntax.WordPart{pe}}, true
+		}
+	}
+	if fixed, ok := emptySliceBounds(text); ok {
+		if w := parseWordText(fixed); w != nil && len(w.Parts) == 1 {
+			if _, isPE := w.Parts[0].(*syntax.ParamExp); isPE {
+				return text, w, true
+			}
+		}
+	}
+	return text, nil, true
+}
+
+// emptySliceBounds rewrites ${x: :} as ${x:0:0}.
+func emptySliceBounds(text string) (string, bool) {
+	body := text[2 : len(text)-1]
+	i := 0
+	for i < len(body) && (isAlnum(body[i]) || body[i] == '_' || strings.IndexByte("@*#?$!-", body[i]) >= 0 && i == 0) {
+		i++
+	}
+	if i < len(body) && body[i] == '[' {
+		j := strings.IndexByte(body[i:], ']')
+		if j < 0 {
+			return "", false
+		}
+		i += j + 1
+	}
+	if i >= len(body) || body[i] != ':' {
+		return "", false
+	}
+	if i+1 < len(body) && strings.IndexByte("-=+?", body[i+1]) >= 0 {
+		return "", false
+	}
+	parts := strings.Split(body[i+1:], ":")
+	if len(parts) > 2 {
+		return "", false
+	}
+	for k, p := range parts {
+		if strings.TrimSpace(p) == "" {
+			parts[k] = "0"
+		}
+	}
+	return "${" + body[:i] + ":" + strings.Join(parts, ":") + "}", true
 }
 
 // repairAt tries the rewrites at the last "((" before off.

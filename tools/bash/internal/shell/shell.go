@@ -647,6 +647,9 @@ func (sh *shell) fatal(err error) {
 	switch {
 	case errors.As(err, &ae):
 		sh.errorf("%s", ae.Error())
+		if ae.subscript {
+			panic(fatalPanic{status: 1, exit: true})
+		}
 	case errors.As(err, &as) && sh.opts.posix:
 		// POSIX: an assignment error ends a non-interactive shell
 		sh.errorf("%s", err.Error())
