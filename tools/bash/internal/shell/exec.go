@@ -23,6 +23,20 @@ func syntaxMessage(err error) string {
 	return "syntax error: " + msg
 }
 
+// condParseError reports whether a parse error is one of [[ ]]'s.
+func condParseError(err error) bool {
+	var pe syntax.ParseError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	m := pe.Text
+	if strings.Contains(m, "test operator") || strings.Contains(m, "[[") || strings.Contains(m, "=~") {
+		return true
+	}
+	// "`-f` must be followed by a word"
+	return strings.HasPrefix(m, "`-") && strings.HasSuffix(m, "` must be followed by a word")
+}
+
 // parseLine returns the line of a parse error.
 func parseLine(err error) int {
 	var pe syntax.ParseError
@@ -129,7 +143,10 @@ func (sh *shell) runText(text string, top bool, repairs *int) (restart string, s
 				sh.line = line
 			}
 			sh.errorf("%s", syntaxMessage(err))
-			sh.status = 2
+			if !condParseError(err) {
+				// (bash's parse errors in [[ ]] leave $? as it was)
+				sh.status = 2
+			}
 			sh.syntaxError = true
 			if top && !sh.child {
 				sh.flow = flowExit

@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"errors"
 	"io/fs"
 	"regexp"
 	"strconv"
@@ -182,11 +183,18 @@ func (sh *shell) regexMatch(s string, x syntax.TestExpr) (bool, error) {
 // expression, quoted text is escaped to match literally.
 func (sh *shell) regexText(w *syntax.Word) string {
 	var b strings.Builder
-	for _, p := range w.Parts {
+	for i, p := range w.Parts {
 		switch x := p.(type) {
 		case *syntax.Lit:
+			v := x.Value
+			if i == 0 && strings.HasPrefix(v, "~") {
+				// a tilde expands to a literal directory
+				e := sh.newStringExpander()
+				v = e.tilde(v)
+				b.WriteString(regexp.QuoteMeta(e.str()))
+			}
 			// backslash escapes keep their meaning in the regex
-			b.WriteString(x.Value)
+			b.WriteString(v)
 		case *syntax.SglQuoted:
 			v := x.Value
 			if x.Dollar {
@@ -209,6 +217,10 @@ func (sh *shell) regexText(w *syntax.Word) string {
 // compileRegex compiles a POSIX extended regular expression (leftmost
 // longest, as regcomp's).
 func (sh *shell) compileRegex(re string) (*regexp.Regexp, error) {
+	if strings.HasPrefix(re, "{") || strings.Contains(re, "({") || strings.Contains(re, "|{") {
+		// regcomp: "Invalid preceding regular expression"
+		return nil, errors.New("invalid preceding regular expression")
+	}
 	re = posixToGo(re)
 	if sh.shopt.nocasematch {
 		re = "(?i)" + re
