@@ -275,12 +275,16 @@ func (sh *shell) writeArithWord(b *strings.Builder, w *syntax.Word) {
 		}
 	}
 	for _, p := range w.Parts {
-		if sq, ok := p.(*syntax.SglQuoted); ok && !sq.Dollar {
+		if _, ok := p.(*syntax.SglQuoted); ok {
 			// single quotes are not removed in an expression (bash
 			// reads it as if in double quotes): they make it fail
 			for _, p := range w.Parts {
-				if sq, ok := p.(*syntax.SglQuoted); ok && !sq.Dollar {
-					b.WriteString("'" + sq.Value + "'")
+				if sq, ok := p.(*syntax.SglQuoted); ok {
+					v := sq.Value
+					if sq.Dollar {
+						v = ansiC(v)
+					}
+					b.WriteString("'" + v + "'")
 				} else {
 					b.WriteString(sh.expandString(&syntax.Word{Parts: []syntax.WordPart{p}}))
 				}

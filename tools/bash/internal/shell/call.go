@@ -307,6 +307,10 @@ func (sh *shell) dispatch(args []string, assigns []tempAssign, functions bool) i
 		}
 		return b2status(n == 0)
 	}
+	if name == badFuncCarrier && len(args) == 2 {
+		sh.errorf("`%s': not a valid identifier", args[1])
+		return 1
+	}
 	if functions && !(sh.opts.posix && specialBuiltins[name]) {
 		if fn, ok := sh.funcs.m[name]; ok && !sh.isTool(name) {
 			return sh.withTemps(assigns, true, func() int { return sh.callFunc(fn, args) })

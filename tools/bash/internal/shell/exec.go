@@ -153,7 +153,9 @@ func (sh *shell) runText(text string, top bool, repairs *int) (restart string, s
 			}
 			return "", 2
 		}
-		if len(stmts) == 0 {
+		if len(stmts) == 0 || p.Incomplete() {
+			// (a line that ends inside a command: its complete
+			// commands run with the rest, as bash reads a whole list)
 			continue
 		}
 		if end := int(stmts[len(stmts)-1].End().Offset()); end > done {
@@ -703,6 +705,13 @@ func (sh *shell) funcDecl(c *syntax.FuncDecl) {
 		sh.errorf("`%s': not a valid identifier", name)
 		sh.status = 1
 		return
+	}
+	if inner, ok := c.Body.Cmd.(*syntax.FuncDecl); ok && inner.Name != nil {
+		// f() g() { ...; }: bash's parser wants a compound command
+		sh.errorf("syntax error near unexpected token `%s'", inner.Name.Value)
+		sh.status = 2
+		sh.syntaxError = true
+		panic(fatalPanic{status: 2, exit: true})
 	}
 	if sh.opts.posix && specialBuiltins[name] {
 		sh.errorf("`%s': is a special builtin", name)

@@ -26,6 +26,7 @@ const (
 	arithCarrier    = ReservedPrefix + "arith_"
 	arithCmdCarrier = ReservedPrefix + "arithcmd_"
 	paramCarrier    = ReservedPrefix + "param_"
+	badFuncCarrier  = ReservedPrefix + "badfunc_"
 )
 
 // ReservedPrefix starts the names the shell uses for itself (the
@@ -51,7 +52,9 @@ func repairText(text string, err error) (string, bool) {
 				break
 			}
 			if fixed, ok = repairParam(text, off, pe.Text); !ok {
-				break
+				if fixed, ok = repairNames(text, off, pe.Text); !ok {
+					break
+				}
 			}
 		}
 		repaired = true
@@ -99,6 +102,74 @@ func errOffset(text string, err error) (int, bool) {
 	}
 	off += max(col-1, 0)
 	return min(off, len(text)), true
+}
+
+// repairNames handles names bash rejects when it runs the command:
+// export a-b=1 (the word is quoted: "not a valid identifier" from
+// export), $x-y() { ...; } (a carrier reports it; the body does not
+// run).
+func repairNames(text string, off int, msg string) (string, bool) {
+	start := off
+	for start > 0 && strings.IndexByte(" \t\n;&|(", text[start-1]) < 0 {
+		start--
+	}
+	// let's arguments are words to bash ("let z=y*3  # comment")
+	ls := start
+	for ls > 0 && strings.IndexByte("\n;&|", text[ls-1]) < 0 {
+		ls--
+	}
+	for ls < off && (text[ls] == ' ' || text[ls] == '\t') {
+		ls++
+	}
+	if strings.HasPrefix(text[ls:], "let ") {
+		fixed := text[:ls] + "builtin " + text[ls:]
+		if e := parseErr(fixed); e == nil || later(fixed, e, off+len("builtin ")) {
+			return fixed, true
+		}
+	}
+	switch msg {
+	case "invalid var name":
+		eq := strings.IndexByte(text[start:], '=')
+		if eq < 0 {
+			return text, false
+		}
+		eq += start
+		fixed := text[:eq] + `\` + text[eq:]
+		if e := parseErr(fixed); e == nil || later(fixed, e, off) {
+			return fixed, true
+		}
+	case "invalid func name":
+		// the name runs from the start of the command to "()"
+		for start > 0 && strings.IndexByte("\n;&|", text[start-1]) < 0 {
+			start--
+		}
+		for start < off && (text[start] == ' ' || text[start] == '\t') {
+			start++
+		}
+		open, close := -1, -1
+		for i := off; i < len(text) && text[i] != '\n'; i++ {
+			if text[i] != '(' {
+				continue
+			}
+			j := i + 1
+			for j < len(text) && (text[j] == ' ' || text[j] == '\t') {
+				j++
+			}
+			if j < len(text) && text[j] == ')' {
+				open, close = i, j
+				break
+			}
+		}
+		if open < 0 {
+			return text, false
+		}
+		name := text[start:open]
+		fixed := text[:start] + badFuncCarrier + " '" + strings.ReplaceAll(name, "'", `'\\''`) + "' &&" + text[close+1:]
+		if e := parseErr(fixed); e == nil || later(fixed, e, off) {
+			return fixed, true
+		}
+	}
+	return text, false
 }
 
 // paramErrors are the parse errors mvdan reports inside ${...} that
