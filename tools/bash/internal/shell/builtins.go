@@ -397,6 +397,19 @@ func builtinPushd(sh *shell, args []string) int {
 		noChange = true
 		args = args[1:]
 	}
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	} else if len(args) > 0 && len(args[0]) > 1 && (args[0][0] == '-' || args[0][0] == '+') {
+		if _, err := strconv.Atoi(args[0][1:]); err != nil {
+			sh.errorf("pushd: %s: invalid number", args[0])
+			sh.errorf("pushd: usage: pushd [-n] [+N | -N | dir]")
+			return 2
+		}
+	}
+	if len(args) > 1 {
+		sh.errorf("pushd: too many arguments")
+		return 1
+	}
 	if len(args) == 0 {
 		if len(sh.oldDirs) == 0 {
 			sh.errorf("pushd: no other directory")
@@ -448,6 +461,22 @@ func builtinPopd(sh *shell, args []string) int {
 	if len(args) > 0 && args[0] == "-n" {
 		noChange = true
 		args = args[1:]
+	}
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	if len(args) > 0 {
+		a := args[0]
+		if a == "" || a[0] != '-' && a[0] != '+' {
+			sh.errorf("popd: %s: invalid argument", a)
+			sh.errorf("popd: usage: popd [-n] [+N | -N]")
+			return 2
+		}
+		if _, err := strconv.Atoi(a[1:]); err != nil {
+			sh.errorf("popd: %s: invalid number", a)
+			sh.errorf("popd: usage: popd [-n] [+N | -N]")
+			return 2
+		}
 	}
 	if len(sh.oldDirs) == 0 {
 		sh.errorf("popd: directory stack empty")
@@ -673,6 +702,10 @@ func builtinEval(sh *shell, args []string) (status int) {
 	args = args[1:]
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
+	} else if len(args) > 0 && len(args[0]) > 1 && args[0][0] == '-' {
+		sh.errorf("eval: %s: invalid option", args[0][:2])
+		sh.errorf("eval: usage: eval [arg ...]")
+		return 2
 	}
 	code := strings.Join(args, " ")
 	if strings.TrimSpace(code) == "" {
@@ -710,6 +743,9 @@ func builtinEval(sh *shell, args []string) (status int) {
 }
 
 func builtinSource(sh *shell, args []string) int {
+	if len(args) > 1 && args[1] == "--" {
+		args = append([]string{args[0]}, args[2:]...)
+	}
 	if len(args) < 2 {
 		sh.errorf("%s: filename argument required", args[0])
 		sh.errorf("%s: usage: %s filename [arguments]", args[0], args[0])
@@ -722,6 +758,12 @@ func builtinSource(sh *shell, args []string) int {
 		return 1
 	}
 	abs := vfs.Abs(sh.dir, file)
+	if sh.shopt.sourcepath && !strings.Contains(file, "/") {
+		// a name without a slash is looked for in $PATH first
+		if p, ok := sh.sourcePath(file); ok {
+			abs = p
+		}
+	}
 	data, err := fsys.ReadFile(sh.r.ctx, abs)
 	if err != nil {
 		sh.errorf("%s: %s", file, errReason(err))
@@ -766,6 +808,27 @@ func builtinSource(sh *shell, args []string) int {
 		return 2
 	}
 	return status
+}
+
+// sourcePath finds a readable file for source in $PATH's directories.
+func (sh *shell) sourcePath(name string) (string, bool) {
+	path, ok := sh.varValue("PATH")
+	if !ok {
+		return "", false
+	}
+	for _, dir := range strings.Split(path, ":") {
+		if dir == "" {
+			dir = "."
+		}
+		p := vfs.Abs(sh.dir, dir+"/"+name)
+		if !strings.HasPrefix(p, vfs.WorkspaceDir+"/") && !strings.HasPrefix(p, vfs.TmpDir+"/") {
+			continue
+		}
+		if info, err := sh.r.cfg.FS.Stat(sh.r.ctx, p); err == nil && info.Mode().IsRegular() {
+			return p, true
+		}
+	}
+	return "", false
 }
 
 func builtinExec(sh *shell, args []string) int {

@@ -1031,7 +1031,7 @@ func builtinMapfile(sh *shell, args []string) int {
 			line = line[:len(line)-1]
 		}
 		// a NUL ends the line (bash's strings are C strings)
-		if i := strings.IndexByte(line, 0); i >= 0 && delim != 0 {
+		if i := strings.IndexByte(line, 0); i >= 0 {
 			line = line[:i]
 		}
 		if err := sh.setElem(arr, strconv.FormatInt(idx, 10), line, false); err != nil {

@@ -14,6 +14,8 @@ type declArg struct {
 	name     string
 	index    string // name[index]=...
 	hasIndex bool
+	// indexExpr is the parsed subscript (index is then unused)
+	indexExpr syntax.ArithmExpr
 	assign   bool
 	append   bool
 	value    string
@@ -37,10 +39,8 @@ func (sh *shell) declClause(c *syntax.DeclClause) int {
 			a := declArg{name: as.Name.Value, append: as.Append}
 			if as.Index != nil {
 				a.hasIndex = true
-				a.index = sh.indexText(as.Index)
-				if w, ok := as.Index.(*syntax.Word); ok {
-					a.index = sh.expandString(w)
-				}
+				a.indexExpr = as.Index
+				a.index = sh.nodeText(as.Index)
 			}
 			if !as.Naked {
 				a.assign = true
@@ -328,6 +328,10 @@ func (sh *shell) declareOne(variant string, a declArg, f declFlags) int {
 		sh.errorf("%s: `%s': not a valid identifier", variant, declArgText(a))
 		return 1
 	}
+	if a.hasIndex && (variant == "readonly" || variant == "export") {
+		sh.errorf("%s: `%s[%s]': not a valid identifier", variant, name, a.index)
+		return 1
+	}
 	// the scope the variable lives in
 	var sc *scope
 	v, vsc := sh.lookup(name)
@@ -452,7 +456,20 @@ func (sh *shell) declareOne(variant string, a declArg, f declFlags) int {
 			items, _ := sh.arrayItemsFor(w, a.rawArray)
 			err = sh.setArrayIn(sc, name, items, a.append)
 		case a.hasIndex:
-			err = sh.setElem(name, a.index, a.value, a.append)
+			key := a.index
+			switch {
+			case a.indexExpr != nil && w.assc != nil:
+				key = sh.assocKey(a.indexExpr)
+			case a.indexExpr != nil:
+				key = strconv.FormatInt(sh.subscript(a.indexExpr), 10)
+			case w.assc == nil:
+				n, aerr := sh.arithString(key)
+				if aerr != nil {
+					sh.fatal(subscriptErr(aerr))
+				}
+				key = strconv.FormatInt(n, 10)
+			}
+			err = sh.setElem(name, key, a.value, a.append)
 		case w.attrs&aNameref != 0:
 			w.str, w.set = a.value, true
 		default:
@@ -596,7 +613,7 @@ func (sh *shell) printDecls(variant string, f declFlags) int {
 		if variant == "export" && v.attrs&aExport == 0 || variant == "readonly" && v.attrs&aReadonly == 0 {
 			continue
 		}
-		if !f.print && variant != "export" && variant != "readonly" && !f.anyAttr {
+		if !f.print && variant != "export" && variant != "readonly" && variant != "local" && !f.anyAttr {
 			// declare alone: name=value lines as set prints them
 			if !v.set && !v.isArray() {
 				continue
@@ -686,10 +703,24 @@ func assocKeyQuote(k string) string {
 	if k == "" {
 		return `""`
 	}
+	// bash's sh_contains_shell_metas
 	for i := 0; i < len(k); i++ {
-		c := k[i]
-		if !(isAlnum(c) || c == '_' || c == '-' || c == '.' || c == '/' || c == ':' || c == '@' || c >= 0x80) {
+		switch c := k[i]; c {
+		case ' ', '\t', '\n', '\'', '"', '\\', '|', '&', ';', '(', ')', '<', '>', '!', '{', '}',
+			'*', '[', '?', ']', '^', '$', '`':
 			return declQuote(k)
+		case '~':
+			if i == 0 || k[i-1] == '=' || k[i-1] == ':' {
+				return declQuote(k)
+			}
+		case '#':
+			if i == 0 {
+				return declQuote(k)
+			}
+		default:
+			if c < 0x20 || c == 0x7f {
+				return declQuote(k)
+			}
 		}
 	}
 	return k

@@ -53,7 +53,9 @@ func repairText(text string, err error) (string, bool) {
 			}
 			if fixed, ok = repairParam(text, off, pe.Text); !ok {
 				if fixed, ok = repairNames(text, off, pe.Text); !ok {
-					break
+					if fixed, ok = repairSubscript(text, off); !ok {
+						break
+					}
 				}
 			}
 		}
@@ -168,6 +170,43 @@ func repairNames(text string, off int, msg string) (string, bool) {
 		if e := parseErr(fixed); e == nil || later(fixed, e, off) {
 			return fixed, true
 		}
+	}
+	return text, false
+}
+
+// repairSubscript quotes the subscript of name[...]= around off, which
+// mvdan parses as arithmetic and bash reads as a word when the array is
+// associative (m[%]=1, m[,]=2): m["%"]=1.
+func repairSubscript(text string, off int) (string, bool) {
+	open := strings.LastIndexByte(text[:min(off+1, len(text))], '[')
+	if open <= 0 {
+		return text, false
+	}
+	start := open
+	for start > 0 && (isAlnum(text[start-1]) || text[start-1] == '_') {
+		start--
+	}
+	if start == open || start > 0 && strings.IndexByte(" \t\n;&|(", text[start-1]) < 0 {
+		return text, false
+	}
+	close := strings.IndexByte(text[open:], ']')
+	if close < 0 {
+		return text, false
+	}
+	close += open
+	if close < off || close+1 >= len(text) {
+		return text, false
+	}
+	if rest := text[close+1:]; !strings.HasPrefix(rest, "=") && !strings.HasPrefix(rest, "+=") {
+		return text, false
+	}
+	sub := text[open+1 : close]
+	if strings.ContainsAny(sub, "\"'\\`") {
+		return text, false
+	}
+	fixed := text[:open+1] + `"` + sub + `"` + text[close:]
+	if e := parseErr(fixed); e == nil || later(fixed, e, off) {
+		return fixed, true
 	}
 	return text, false
 }
