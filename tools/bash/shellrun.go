@@ -149,8 +149,6 @@ func (ex *execution) shellExec(ctx context.Context, c *shell.Command) (int, bool
 	}
 	args := c.Args[1:]
 	switch name {
-	case "which":
-		return ex.which(args, cio), true
 	case "egrep", "fgrep":
 		// grep -E and grep -F, as Debian's egrep and fgrep scripts
 		args = append([]string{"-" + strings.ToUpper(name[:1])}, args...)
@@ -190,33 +188,6 @@ func (ex *execution) shellExec(ctx context.Context, c *shell.Command) (int, bool
 		},
 	}
 	return fn(ctx, env, args), true
-}
-
-// which prints where each command is: /usr/bin/NAME for the utilities
-// (and the builtins that are programs too), the name for a tool; 1 when
-// one is not found.
-func (ex *execution) which(args []string, cio cmdIO) int {
-	status := 0
-	for _, n := range args {
-		if strings.HasPrefix(n, "-") {
-			continue
-		}
-		switch ex.shellKind(n) {
-		case "tool":
-			fmt.Fprintln(cio.stdout, n)
-			continue
-		case "file":
-			fmt.Fprintln(cio.stdout, "/usr/bin/"+n)
-			continue
-		}
-		switch n {
-		case "echo", "printf", "test", "[", "true", "false", "pwd", "kill", "bash", "sh", "which", "egrep", "fgrep":
-			fmt.Fprintln(cio.stdout, "/usr/bin/"+n)
-		default:
-			status = 1
-		}
-	}
-	return status
 }
 
 // shellKind says what an external command is, for type and command -v.

@@ -867,6 +867,7 @@ func builtinExec(sh *shell, args []string) int {
 func builtinCommand(sh *shell, args []string) int {
 	args = args[1:]
 	describe := ""
+	defPath := false
 	for len(args) > 0 && strings.HasPrefix(args[0], "-") && len(args[0]) > 1 {
 		if args[0] == "--" {
 			args = args[1:]
@@ -875,6 +876,7 @@ func builtinCommand(sh *shell, args []string) int {
 		for _, c := range args[0][1:] {
 			switch c {
 			case 'p':
+				defPath = true
 			case 'v':
 				describe = "v"
 			case 'V':
@@ -888,6 +890,10 @@ func builtinCommand(sh *shell, args []string) int {
 	if len(args) == 0 {
 		return 0
 	}
+	if defPath && !sh.defaultPathLookup {
+		sh.defaultPathLookup = true
+		defer func() { sh.defaultPathLookup = false }()
+	}
 	if describe != "" {
 		status := 0
 		for _, n := range args {
@@ -900,6 +906,9 @@ func builtinCommand(sh *shell, args []string) int {
 }
 
 func builtinBuiltin(sh *shell, args []string) int {
+	if len(args) > 1 && args[1] == "--" {
+		args = append(args[:1:1], args[2:]...)
+	}
 	if len(args) < 2 {
 		return 0
 	}
@@ -916,7 +925,8 @@ func builtinBuiltin(sh *shell, args []string) int {
 }
 
 // kind says what a command name is: "alias", "keyword", "function",
-// "builtin", "file" (a utility or tool), or "".
+// "builtin", "tool", "file" (a program along $PATH: a utility or a
+// script), "path" (a name with a slash), or "".
 func (sh *shell) kind(name string) string {
 	if _, ok := sh.aliases.m[name]; ok && sh.shopt.expandAliases {
 		return "alias"
@@ -934,16 +944,14 @@ func (sh *shell) kind(name string) string {
 	if _, ok := builtins[name]; ok && name != "bash" && name != "sh" {
 		return "builtin"
 	}
-	if name == "bash" || name == "sh" {
-		return "file"
-	}
-	if sh.r.cfg.Kind != nil {
-		switch sh.r.cfg.Kind(name) {
-		case "tool":
-			return "tool"
-		case "file":
-			return "file"
-		}
+	return sh.programKind(name)
+}
+
+// programKind is kind for what is not a shell word, function or
+// builtin.
+func (sh *shell) programKind(name string) string {
+	if sh.r.cfg.Kind != nil && sh.r.cfg.Kind(name) == "tool" {
+		return "tool"
 	}
 	if strings.Contains(name, "/") {
 		if info, err := sh.r.cfg.FS.Stat(sh.r.ctx, vfs.Abs(sh.dir, name)); err == nil && !info.IsDir() && info.Mode()&0o111 != 0 {
@@ -952,8 +960,20 @@ func (sh *shell) kind(name string) string {
 		if base, ok := sh.binPath(name); ok && base != "" {
 			return "path"
 		}
+		return ""
+	}
+	if _, ok := sh.findCommand(name, nil); ok {
+		return "file"
 	}
 	return ""
+}
+
+// programPath is where a "file" command is, as bash shows it.
+func (sh *shell) programPath(name string) string {
+	if hit, ok := sh.findCommand(name, nil); ok {
+		return hit.shown
+	}
+	return name
 }
 
 // describe prints what command -v / -V say of name.
@@ -966,12 +986,8 @@ func (sh *shell) describe(name, mode string) bool {
 			return false
 		case "alias":
 			sh.out("command", "alias "+name+"="+shellQuote(sh.aliases.m[name])+"\n")
-		case "file", "tool":
-			if k == "tool" {
-				sh.out("command", name+"\n")
-			} else {
-				sh.out("command", "/usr/bin/"+name+"\n")
-			}
+		case "file":
+			sh.out("command", sh.programPath(name)+"\n")
 		default:
 			sh.out("command", name+"\n")
 		}
@@ -994,9 +1010,15 @@ func (sh *shell) describe(name, mode string) bool {
 	case "path":
 		sh.out("command", name+" is "+name+"\n")
 	default:
-		sh.out("command", name+" is /usr/bin/"+name+"\n")
+		sh.out("command", name+" is "+sh.programPath(name)+"\n")
 	}
 	return true
+}
+
+// kindHit is one thing a name is, for type: its kind, and for a program
+// its path.
+type kindHit struct {
+	kind, path string
 }
 
 func builtinType(sh *shell, args []string) int {
@@ -1024,10 +1046,25 @@ func builtinType(sh *shell, args []string) int {
 	status := 0
 	for _, n := range args {
 		kinds := sh.kinds(n, all, noFuncs)
-		if mode == "P" {
-			kinds = nil
-			if k := sh.kind(n); k == "file" || k == "builtin" && shellUtility[n] || k == "tool" {
-				kinds = []string{"file"}
+		switch mode {
+		case "P":
+			// a program, whatever else the name is
+			kinds = sh.programHits(n, all)
+		case "p":
+			// the programs only (found: status 0 even if none)
+			if all {
+				var files []kindHit
+				for _, k := range kinds {
+					if k.kind == "file" || k.kind == "path" {
+						files = append(files, k)
+					}
+				}
+				if len(kinds) > 0 && len(files) == 0 {
+					continue
+				}
+				kinds = files
+			} else if len(kinds) > 0 && kinds[0].kind != "file" && kinds[0].kind != "path" {
+				continue
 			}
 		}
 		if len(kinds) == 0 {
@@ -1040,21 +1077,18 @@ func builtinType(sh *shell, args []string) int {
 		for _, k := range kinds {
 			switch mode {
 			case "t":
-				if k == "tool" || k == "path" {
-					k = "file"
+				kind := k.kind
+				if kind == "tool" || kind == "path" {
+					kind = "file"
 				}
-				sh.out("type", k+"\n")
+				sh.out("type", kind+"\n")
 			case "p", "P":
-				switch k {
-				case "file":
-					sh.out("type", "/usr/bin/"+n+"\n")
-				case "tool":
-					sh.out("type", n+"\n")
-				case "path":
-					sh.out("type", n+"\n")
+				switch k.kind {
+				case "file", "path":
+					sh.out("type", k.path+"\n")
 				}
 			default:
-				switch k {
+				switch k.kind {
 				case "alias":
 					sh.out("type", n+" is aliased to `"+sh.aliases.m[n]+"'\n")
 				case "keyword":
@@ -1065,10 +1099,8 @@ func builtinType(sh *shell, args []string) int {
 					sh.out("type", n+" is a shell builtin\n")
 				case "tool":
 					sh.out("type", n+" is a tool command ("+n+" --help describes it)\n")
-				case "path":
-					sh.out("type", n+" is "+n+"\n")
 				default:
-					sh.out("type", n+" is /usr/bin/"+n+"\n")
+					sh.out("type", n+" is "+k.path+"\n")
 				}
 			}
 		}
@@ -1076,11 +1108,34 @@ func builtinType(sh *shell, args []string) int {
 	return status
 }
 
+// programHits lists where name is as a program: a path, or along $PATH
+// (all: every directory that has it).
+func (sh *shell) programHits(name string, all bool) []kindHit {
+	if sh.r.cfg.Kind != nil && sh.r.cfg.Kind(name) == "tool" {
+		return nil
+	}
+	if strings.Contains(name, "/") {
+		if sh.programKind(name) == "path" {
+			return []kindHit{{"path", name}}
+		}
+		return nil
+	}
+	path, ok := sh.currentPath(nil)
+	if !ok {
+		return nil
+	}
+	var out []kindHit
+	for _, h := range sh.searchPath(name, path, all) {
+		out = append(out, kindHit{"file", h.shown})
+	}
+	return out
+}
+
 // kinds lists what a name is, in lookup order (all: every match).
-func (sh *shell) kinds(name string, all, noFuncs bool) []string {
-	var out []string
+func (sh *shell) kinds(name string, all, noFuncs bool) []kindHit {
+	var out []kindHit
 	add := func(k string) bool {
-		out = append(out, k)
+		out = append(out, kindHit{kind: k})
 		return !all
 	}
 	if _, ok := sh.aliases.m[name]; ok && sh.shopt.expandAliases {
@@ -1103,31 +1158,13 @@ func (sh *shell) kinds(name string, all, noFuncs bool) []string {
 			return out
 		}
 	}
-	k := sh.kind(name)
-	switch k {
-	case "file", "tool", "path":
-		add(k)
-	default:
-		if all && shellUtility[name] {
-			add("file")
-		}
+	if sh.r.cfg.Kind != nil && sh.r.cfg.Kind(name) == "tool" {
+		add("tool")
+		return out
 	}
-	return out
+	return append(out, sh.programHits(name, all)...)
 }
 
-func builtinHash(sh *shell, args []string) int {
-	status := 0
-	for _, a := range args[1:] {
-		if strings.HasPrefix(a, "-") {
-			continue
-		}
-		if k := sh.kind(a); k != "file" && k != "tool" {
-			sh.errorf("hash: %s: not found", a)
-			status = 1
-		}
-	}
-	return status
-}
 
 func builtinWait(sh *shell, args []string) int {
 	args = args[1:]

@@ -452,18 +452,30 @@ func (sh *shell) external(args []string, assigns []tempAssign) int {
 		sh.errorf(": command not found")
 		return 127
 	}
-	c := sh.commandFor(args, assigns)
-	if sh.r.cfg.Exec == nil {
-		if p, ok := sh.pathLookup(name); ok {
-			return sh.runPath(append([]string{p}, args[1:]...), assigns)
+	if sh.isUtility(name) {
+		// a utility is a program along $PATH, after the scripts of
+		// directories before its own
+		hit, ok := sh.runLookup(name, assigns)
+		if !ok {
+			return sh.notFound(name)
 		}
-		return sh.notFound(name)
+		if hit.script {
+			return sh.runPath(append([]string{hit.abs}, args[1:]...), assigns)
+		}
+		if name == "which" {
+			return sh.withTemps(assigns, false, func() int { return sh.which(args) })
+		}
 	}
-	status, found := sh.r.cfg.Exec(sh.r.ctx, c)
-	sh.check()
+	c := sh.commandFor(args, assigns)
+	found := false
+	status := 0
+	if sh.r.cfg.Exec != nil {
+		status, found = sh.r.cfg.Exec(sh.r.ctx, c)
+		sh.check()
+	}
 	if !found {
-		if p, ok := sh.pathLookupWith(name, assigns); ok {
-			return sh.runPath(append([]string{p}, args[1:]...), assigns)
+		if hit, ok := sh.runLookup(name, assigns); ok && hit.script {
+			return sh.runPath(append([]string{hit.abs}, args[1:]...), assigns)
 		}
 		return sh.notFound(name)
 	}
@@ -649,6 +661,12 @@ func (sh *shell) notFound(name string) int {
 // system.
 func (sh *shell) runPath(args []string, assigns []tempAssign) int {
 	p := args[0]
+	for _, part := range strings.Split(p, "/") {
+		if len(part) > 255 {
+			sh.errorf("%s: File name too long", p)
+			return 126
+		}
+	}
 	abs := vfs.Abs(sh.dir, p)
 	fsys := sh.r.cfg.FS
 	if fsys == nil {

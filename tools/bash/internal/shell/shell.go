@@ -344,6 +344,12 @@ type shell struct {
 	frames  []*frame
 	funcs   *funcMap
 	aliases *aliasMap
+	// defaultPathLookup: command -p looks commands up in defaultPath
+	defaultPathLookup bool
+	// hash is bash's table of the programs found along $PATH (hash),
+	// shared with subshells until one writes it (hashShared).
+	hash       *hashTable
+	hashShared bool
 	opts    options
 	shopt   shopts
 	fds     *fdTable
@@ -540,6 +546,9 @@ func (sh *shell) fork() *shell {
 	sh.aliases.refs.Add(1)
 	c.fds = sh.fds.clone()
 	c.oldDirs = append([]string(nil), sh.oldDirs...)
+	if sh.hash != nil {
+		sh.hashShared, c.hashShared = true, true
+	}
 	c.pipestatus = append([]int(nil), sh.pipestatus...)
 	c.flow, c.flowN = flowNone, 0
 	c.loopDepth = 0 // break and continue do not leave a subshell
