@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -680,8 +681,12 @@ func builtinShift(sh *shell, args []string) int {
 		return sh.discard("shift: too many arguments")
 	}
 	if len(args) > 1 {
-		v, err := sh.arithString(args[1])
-		if err != nil || v < 0 {
+		v, err := strconv.ParseInt(strings.TrimSpace(args[1]), 10, 64)
+		if err != nil {
+			sh.errorf("shift: %s: numeric argument required", args[1])
+			return 1
+		}
+		if v < 0 {
 			sh.errorf("shift: %s: shift count out of range", args[1])
 			return 1
 		}
@@ -1165,7 +1170,6 @@ func (sh *shell) kinds(name string, all, noFuncs bool) []kindHit {
 	return append(out, sh.programHits(name, all)...)
 }
 
-
 func builtinWait(sh *shell, args []string) int {
 	args = args[1:]
 	anyJob := false
@@ -1359,17 +1363,33 @@ func builtinTimes(sh *shell, args []string) int {
 
 func builtinUmask(sh *shell, args []string) int {
 	args = args[1:]
-	symbolic := false
-	if len(args) > 0 && args[0] == "-S" {
-		symbolic = true
+	symbolic, printP := false, false
+	for len(args) > 0 && len(args[0]) > 1 && args[0][0] == '-' {
+		if args[0] == "--" {
+			args = args[1:]
+			break
+		}
+		for _, c := range args[0][1:] {
+			switch c {
+			case 'S':
+				symbolic = true
+			case 'p':
+				printP = true
+			default:
+				sh.errorf("umask: -%c: invalid option", c)
+				sh.errorf("umask: usage: umask [-p] [-S] [mode]")
+				return 2
+			}
+		}
 		args = args[1:]
 	}
-	if len(args) > 0 && args[0] == "-p" {
-		args = args[1:]
-		if len(args) == 0 {
-			sh.out("umask", fmt.Sprintf("umask %04o\n", sh.r.umask))
-			return 0
-		}
+	if printP && len(args) == 0 && !symbolic {
+		sh.out("umask", fmt.Sprintf("umask %04o\n", sh.r.umask))
+		return 0
+	}
+	if len(args) > 0 && args[0] == "" {
+		sh.errorf("umask: `': invalid symbolic mode operator")
+		return 1
 	}
 	if len(args) == 0 {
 		if symbolic {
@@ -1393,6 +1413,14 @@ func builtinUmask(sh *shell, args []string) int {
 		sh.out("umask", fmt.Sprintf("%04o\n", sh.r.umask))
 		return 0
 	}
+	if c := args[0][0]; c < '0' || c > '9' {
+		bits, ok := sh.symbolicMode(args[0], ^sh.r.umask&0o777)
+		if !ok {
+			return 1
+		}
+		sh.r.umask = ^bits & 0o777
+		return 0
+	}
 	n, err := strconv.ParseInt(args[0], 8, 32)
 	if err != nil || n < 0 || n > 0o777 {
 		sh.errorf("umask: %s: octal number out of range", args[0])
@@ -1400,6 +1428,70 @@ func builtinUmask(sh *shell, args []string) int {
 	}
 	sh.r.umask = int(n)
 	return 0
+}
+
+// symbolicMode applies a symbolic mode (u+r,g-w,o=x, a=rwx) to the
+// permission bits, as bash's umask parses it.
+func (sh *shell) symbolicMode(mode string, bits int) (int, bool) {
+	s := mode
+	for {
+		who, perm := 0, 0
+		for len(s) > 0 && strings.IndexByte("agou", s[0]) >= 0 {
+			switch s[0] {
+			case 'u':
+				who |= 0o700
+			case 'g':
+				who |= 0o070
+			case 'o':
+				who |= 0o007
+			case 'a':
+				who |= 0o777
+			}
+			s = s[1:]
+		}
+		op := byte(0)
+		if len(s) > 0 {
+			op = s[0]
+			s = s[1:]
+		}
+		if op != '+' && op != '-' && op != '=' {
+			sh.errorf("umask: `%c': invalid symbolic mode operator", op)
+			return 0, false
+		}
+		for len(s) > 0 && strings.IndexByte("rwx", s[0]) >= 0 {
+			switch s[0] {
+			case 'r':
+				perm |= 0o444
+			case 'w':
+				perm |= 0o222
+			case 'x':
+				perm |= 0o111
+			}
+			s = s[1:]
+		}
+		if len(s) > 0 && s[0] != ',' {
+			sh.errorf("umask: `%c': invalid symbolic mode character", s[0])
+			return 0, false
+		}
+		if who != 0 {
+			perm &= who
+		}
+		switch op {
+		case '+':
+			bits |= perm
+		case '-':
+			bits &^= perm
+		case '=':
+			if who == 0 {
+				who = 0o777
+			}
+			bits = bits&^who | perm
+		}
+		if len(s) == 0 {
+			return bits, true
+		}
+		s = s[1:]
+	}
 }
 
 // ulimitFlags are ulimit's resources: the letter, the line of ulimit -a,
@@ -1429,10 +1521,24 @@ var ulimitFlags = []struct {
 	{'x', "file locks                          (-x)", "unlimited"},
 }
 
+// ulimitUnit is the unit of a resource's limit in bytes (1: a count).
+func ulimitUnit(c byte) int64 {
+	switch c {
+	case 'c', 'f', 'p':
+		return 512
+	case 'd', 'l', 'm', 's', 'v', 'q':
+		if c == 'q' {
+			return 1
+		}
+		return 1024
+	}
+	return 1
+}
+
 func builtinUlimit(sh *shell, args []string) int {
 	args = args[1:]
 	var flags []byte
-	all := false
+	all, soft, hard := false, false, false
 	for len(args) > 0 && strings.HasPrefix(args[0], "-") && len(args[0]) > 1 {
 		a := args[0]
 		if a == "--" {
@@ -1446,7 +1552,10 @@ func builtinUlimit(sh *shell, args []string) int {
 			switch {
 			case c == 'a':
 				all = true
-			case c == 'H' || c == 'S':
+			case c == 'H':
+				hard = true
+			case c == 'S':
+				soft = true
 			case strings.IndexByte("RcdefilmnpqrstuvxbkPT", c) >= 0:
 				flags = append(flags, c)
 			default:
@@ -1457,8 +1566,15 @@ func builtinUlimit(sh *shell, args []string) int {
 		}
 		args = args[1:]
 	}
-	get := func(c byte) string {
-		if v, ok := sh.r.ulimits[c]; ok {
+	r := sh.r
+	get := func(c byte, wantHard bool) string {
+		r.cacheMu.Lock()
+		defer r.cacheMu.Unlock()
+		m := r.ulimitSoft
+		if wantHard {
+			m = r.ulimitHard
+		}
+		if v, ok := m[c]; ok {
 			return v
 		}
 		for _, f := range ulimitFlags {
@@ -1468,10 +1584,11 @@ func builtinUlimit(sh *shell, args []string) int {
 		}
 		return "unlimited"
 	}
+	show := func(c byte) string { return get(c, hard && !soft) }
 	if all {
 		var b strings.Builder
 		for _, f := range ulimitFlags {
-			b.WriteString(f.desc + " " + get(f.c) + "\n")
+			b.WriteString(f.desc + " " + show(f.c) + "\n")
 		}
 		sh.out("ulimit", b.String())
 		return 0
@@ -1489,26 +1606,69 @@ func builtinUlimit(sh *shell, args []string) int {
 					}
 				}
 			}
-			b.WriteString(get(c) + "\n")
+			b.WriteString(show(c) + "\n")
 		}
 		sh.out("ulimit", b.String())
 		return 0
 	}
-	v := args[0]
-	if v != "unlimited" && v != "hard" && v != "soft" {
-		if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 0 {
-			sh.errorf("ulimit: %s: invalid number", v)
-			return 1
-		}
+	if !soft && !hard {
+		soft, hard = true, true
 	}
-	sh.r.cacheMu.Lock()
-	if sh.r.ulimits == nil {
-		sh.r.ulimits = map[byte]string{}
+	// limits compare as numbers, unlimited above all
+	num := func(v string) int64 {
+		if v == "unlimited" {
+			return math.MaxInt64
+		}
+		n, _ := strconv.ParseInt(v, 10, 64)
+		return n
 	}
 	for _, c := range flags {
-		sh.r.ulimits[c] = v
+		v := args[0]
+		switch v {
+		case "hard":
+			v = get(c, true)
+		case "soft":
+			v = get(c, false)
+		case "unlimited":
+		default:
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				sh.errorf("ulimit: %s: invalid number", v)
+				return 1
+			}
+			if unit := ulimitUnit(c); n > math.MaxInt64/unit {
+				sh.errorf("ulimit: %s: limit out of range", v)
+				return 1
+			}
+		}
+		name := string(c)
+		for _, f := range ulimitFlags {
+			if f.c == c {
+				name = strings.TrimSpace(f.desc[:strings.IndexByte(f.desc, '(')])
+			}
+		}
+		curHard := num(get(c, true))
+		if hard && num(v) > curHard {
+			sh.errorf("ulimit: %s: cannot modify limit: Operation not permitted", name)
+			return 1
+		}
+		if soft && !hard && num(v) > curHard {
+			sh.errorf("ulimit: %s: cannot modify limit: Invalid argument", name)
+			return 1
+		}
+		lowerSoft := hard && num(get(c, false)) > num(v)
+		r.cacheMu.Lock()
+		if r.ulimitSoft == nil {
+			r.ulimitSoft, r.ulimitHard = map[byte]string{}, map[byte]string{}
+		}
+		if soft || lowerSoft {
+			r.ulimitSoft[c] = v
+		}
+		if hard {
+			r.ulimitHard[c] = v
+		}
+		r.cacheMu.Unlock()
 	}
-	sh.r.cacheMu.Unlock()
 	return 0
 }
 

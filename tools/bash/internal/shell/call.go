@@ -321,11 +321,13 @@ func (sh *shell) dispatch(args []string, assigns []tempAssign, functions bool) i
 	}
 	if bi, ok := builtins[name]; ok {
 		if specialBuiltins[name] && sh.opts.posix && len(assigns) > 0 {
-			// POSIX: assignments before a special builtin stay
+			// POSIX: assignments before a special builtin stay (and
+			// bash exports them)
 			for _, a := range assigns {
 				if err := sh.setString(a.name, a.val, a.append); err != nil {
 					sh.fatal(err)
 				}
+				sh.declare("export", []declArg{{name: a.name}})
 			}
 			return sh.runBuiltin(bi, args)
 		}

@@ -400,7 +400,7 @@ func (sh *shell) declareOne(variant string, a declArg, f declFlags) int {
 	w := m[name]
 	if w == nil {
 		w = &variable{owner: sh.id}
-		if !f.local && !f.global && vsc == nil && sh.opts.allexport {
+		if !f.global && (vsc == nil || f.local) && sh.opts.allexport {
 			w.attrs |= aExport
 		}
 		if f.local && sh.shopt.localvarInherit {

@@ -78,7 +78,7 @@ func compilePattern(pat string, nocase, extglob bool) *pattern {
 			p.isLit = false
 			break
 		}
-		b.WriteRune(n.r)
+		writeByteRune(&b, n.r)
 	}
 	if p.isLit && !nocase {
 		p.lit = b.String()
@@ -111,7 +111,7 @@ func parseSeq(pat string, i int, extglob, inGroup bool) ([]pnode, int) {
 		switch c {
 		case '\\':
 			if i+1 < len(pat) {
-				r, n := utf8.DecodeRuneInString(pat[i+1:])
+				r, n := decodeByteRune(pat[i+1:])
 				seq = append(seq, pnode{kind: pLit, r: r})
 				i += 1 + n
 				continue
@@ -135,7 +135,7 @@ func parseSeq(pat string, i int, extglob, inGroup bool) ([]pnode, int) {
 			seq = append(seq, pnode{kind: pLit, r: '['})
 			i++
 		default:
-			r, n := utf8.DecodeRuneInString(pat[i:])
+			r, n := decodeByteRune(pat[i:])
 			seq = append(seq, pnode{kind: pLit, r: r})
 			i += n
 		}
@@ -195,10 +195,10 @@ func parseClass(pat string, i int) (*charClass, int, bool) {
 		var lo rune
 		var n int
 		if c == '\\' && j+1 < len(pat) {
-			lo, n = utf8.DecodeRuneInString(pat[j+1:])
+			lo, n = decodeByteRune(pat[j+1:])
 			n++
 		} else {
-			lo, n = utf8.DecodeRuneInString(pat[j:])
+			lo, n = decodeByteRune(pat[j:])
 		}
 		j += n
 		hi := lo
@@ -207,7 +207,7 @@ func parseClass(pat string, i int) (*charClass, int, bool) {
 			if pat[k] == '\\' && k+1 < len(pat) {
 				k++
 			}
-			r, m := utf8.DecodeRuneInString(pat[k:])
+			r, m := decodeByteRune(pat[k:])
 			hi = r
 			j = k + m
 		}
@@ -308,7 +308,7 @@ func (m *matcher) seq(nodes []pnode, s string, i, end int) bool {
 			if i >= end {
 				return false
 			}
-			r, w := utf8.DecodeRuneInString(s[i:end])
+			r, w := decodeByteRune(s[i:end])
 			if r != n.r && !(m.nocase && foldEq(r, n.r)) {
 				return false
 			}
@@ -317,13 +317,13 @@ func (m *matcher) seq(nodes []pnode, s string, i, end int) bool {
 			if i >= end {
 				return false
 			}
-			_, w := utf8.DecodeRuneInString(s[i:end])
+			_, w := decodeByteRune(s[i:end])
 			i += w
 		case pClass:
 			if i >= end {
 				return false
 			}
-			r, w := utf8.DecodeRuneInString(s[i:end])
+			r, w := decodeByteRune(s[i:end])
 			if !n.class.matches(r, m.nocase) {
 				return false
 			}
@@ -348,7 +348,7 @@ func (m *matcher) seq(nodes []pnode, s string, i, end int) bool {
 				if j == end {
 					break
 				}
-				_, w := utf8.DecodeRuneInString(s[j:end])
+				_, w := decodeByteRune(s[j:end])
 				j += w
 			}
 			return false
@@ -455,4 +455,25 @@ func unescapePattern(pat string) string {
 func (sh *shell) matchPattern(pat, s string) bool {
 	p := sh.compilePattern(pat, sh.shopt.nocasematch, true)
 	return p.match(s)
+}
+
+// byteRunes: a byte that is not UTF-8 is matched as itself, as the rune
+// byteRunes+b (private use, plane 16), so that a pattern and a string
+// with the same invalid bytes match.
+const byteRunes = 0x10FF00
+
+func decodeByteRune(s string) (rune, int) {
+	r, n := utf8.DecodeRuneInString(s)
+	if r == utf8.RuneError && n == 1 {
+		return byteRunes + rune(s[0]), 1
+	}
+	return r, n
+}
+
+func writeByteRune(b *strings.Builder, r rune) {
+	if r >= byteRunes+0x80 && r <= byteRunes+0xff {
+		b.WriteByte(byte(r - byteRunes))
+		return
+	}
+	b.WriteRune(r)
 }

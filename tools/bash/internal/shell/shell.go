@@ -162,7 +162,7 @@ type Runner struct {
 	start   time.Time
 	umask   int
 	psubFDs map[int]bool
-	ulimits map[byte]string
+	ulimitSoft, ulimitHard map[byte]string
 
 	cacheMu   sync.Mutex
 	arithMemo map[string]arithNode
