@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -1170,94 +1169,6 @@ func (sh *shell) kinds(name string, all, noFuncs bool) []kindHit {
 	return append(out, sh.programHits(name, all)...)
 }
 
-func builtinWait(sh *shell, args []string) int {
-	args = args[1:]
-	anyJob := false
-	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
-		if args[0] == "-n" {
-			anyJob = true
-			args = args[1:]
-			continue
-		}
-		if args[0] == "-f" {
-			args = args[1:]
-			continue
-		}
-		if args[0] == "-p" && len(args) > 1 {
-			sh.setString(args[1], strconv.FormatInt(sh.lastBg, 10), false)
-			args = args[2:]
-			continue
-		}
-		break
-	}
-	if len(args) == 0 {
-		if anyJob {
-			// every job already ended and was waited for
-			if len(sh.bgStatus) == 0 {
-				return 127
-			}
-			for pid, st := range sh.bgStatus {
-				if pid == sh.lastBg {
-					delete(sh.bgStatus, pid)
-					return st
-				}
-			}
-			return 127
-		}
-		return 0
-	}
-	status := 0
-	for _, a := range args {
-		if strings.HasPrefix(a, "%") {
-			st, ok := 0, false
-			if sh.opts.monitor {
-				n, err := strconv.Atoi(a[1:])
-				if err == nil {
-					st, ok = sh.jobByNumber(n)
-				} else if a == "%%" || a == "%+" {
-					st, ok = sh.bgStatus[sh.lastBg]
-				}
-			}
-			if !ok {
-				sh.errorf("wait: %s: no such job", a)
-				status = 127
-				continue
-			}
-			status = st
-			continue
-		}
-		pid, err := strconv.ParseInt(a, 10, 64)
-		if err != nil {
-			sh.errorf("wait: `%s': not a pid or valid job spec", a)
-			status = 1
-			continue
-		}
-		st, ok := sh.bgStatus[pid]
-		if !ok {
-			sh.errorf("wait: pid %s is not a child of this shell", a)
-			status = 127
-			continue
-		}
-		status = st
-	}
-	return status
-}
-
-// jobByNumber returns the status of job n (1-based, in start order).
-func (sh *shell) jobByNumber(n int) (int, bool) {
-	pids := make([]int64, 0, len(sh.bgStatus))
-	for pid := range sh.bgStatus {
-		pids = append(pids, pid)
-	}
-	slices.Sort(pids)
-	if n < 1 || n > len(pids) {
-		return 0, false
-	}
-	return sh.bgStatus[pids[n-1]], true
-}
-
-func builtinJobs(sh *shell, args []string) int { return 0 }
-
 func builtinKill(sh *shell, args []string) int {
 	args = args[1:]
 	if len(args) > 0 && (args[0] == "-l" || args[0] == "-L") {
@@ -1336,13 +1247,22 @@ func builtinKill(sh *shell, args []string) int {
 	}
 	status := 0
 	for _, a := range args {
-		pid, err := strconv.ParseInt(strings.TrimPrefix(a, "%"), 10, 64)
+		if strings.HasPrefix(a, "%") {
+			if _, ok := sh.jobSpec(a); !ok {
+				sh.errorf("kill: %s: no such job", a)
+				status = 1
+			}
+			// the job already ended (jobs run to completion): as a
+			// signal to a process that exited and was not waited for
+			continue
+		}
+		pid, err := strconv.ParseInt(a, 10, 64)
 		if err != nil {
 			sh.errorf("kill: %s: arguments must be process or job IDs", a)
 			status = 1
 			continue
 		}
-		if _, ok := sh.bgStatus[pid]; ok {
+		if sh.jobByPid(pid) != nil {
 			continue // the job already ended (jobs run to completion)
 		}
 		sh.errorf("kill: (%d) - No such process", pid)

@@ -793,12 +793,16 @@ func (sh *shell) background(st *syntax.Stmt) {
 	sub.fds.set(0, newOFile(eofReader{}, nil, nil, "/dev/null"))
 	cp := *st
 	cp.Background, cp.Disown = false, false
+	start := sh.now()
 	status := sub.runSubshell(func() { sub.stmt(&cp) })
+	took := sh.now().Sub(start)
 	sub.release()
 	sh.lastBg = sub.pid
-	if sh.bgStatus == nil {
-		sh.bgStatus = map[int64]int{}
-	}
-	sh.bgStatus[sub.pid] = status
+	// as if it ran beside what follows: it started when the script got
+	// here, less the time earlier jobs took
+	vstart := start.Add(-sh.bgTime)
+	sh.bgTime += took
+	sh.addJob(sub.pid, status, sh.jobText(&cp))
+	sh.jobs[len(sh.jobs)-1].end = vstart.Add(took)
 	sh.status = 0
 }

@@ -159,9 +159,9 @@ type Runner struct {
 	ids        atomic.Uint32
 	pids       atomic.Int64
 
-	start   time.Time
-	umask   int
-	psubFDs map[int]bool
+	start                  time.Time
+	umask                  int
+	psubFDs                map[int]bool
 	ulimitSoft, ulimitHard map[byte]string
 
 	cacheMu   sync.Mutex
@@ -350,20 +350,21 @@ type shell struct {
 	// shared with subshells until one writes it (hashShared).
 	hash       *hashTable
 	hashShared bool
-	opts    options
-	shopt   shopts
-	fds     *fdTable
-	dir     string
-	oldDirs []string // pushd's stack (below the current directory)
+	opts       options
+	shopt      shopts
+	fds        *fdTable
+	dir        string
+	oldDirs    []string // pushd's stack (below the current directory)
 
 	params []string // positional parameters of the top level
 	argv0  string
 
 	status     int // $?
 	pipestatus []int
-	lastArg    string // $_
-	lastBg     int64  // $!
-	bgStatus   map[int64]int
+	lastArg    string        // $_
+	lastBg     int64         // $!
+	jobs       []*job        // background jobs not yet waited for
+	bgTime     time.Duration // the time background jobs took, one after the other
 
 	// control flow pending after a command: break/continue n levels,
 	// return, exit.
@@ -567,7 +568,8 @@ func (sh *shell) fork() *shell {
 			c.traps[k] = v
 		}
 	}
-	c.bgStatus = nil
+	c.jobs = append([]*job(nil), sh.jobs...)
+	c.bgTime = 0
 	c.isSubst = false
 	c.child = false
 	c.randSeed = sh.randSeed ^ uint32(c.pid)*2654435761
