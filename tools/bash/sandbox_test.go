@@ -53,7 +53,7 @@ func TestEscapes(t *testing.T) {
 		{"cd", "cd " + dir + " 2>/dev/null; pwd", []string{dir}, "", 0},
 		{"pwd -P", "pwd -P; pwd", []string{dir, hostCwd}, "", 0},
 		{"type", "type -P ls bash go python3; command -v gcc; which go", []string{"/usr/local/go", "python3", "/root", "gcc"}, "", -1},
-		{"exec", "exec /bin/sh -c 'echo pwn > " + marker + "'", nil, "command not found", 127},
+		{"exec", "exec /bin/sh -c 'echo pwn > " + marker + "'", nil, "No such file or directory", 1},
 		{"absolute program", "/bin/sh -c 'echo pwn > " + marker + "'; /usr/bin/env; /usr/bin/python3 -c 1", []string{"host-env-secret", "SCRIPTED_HOST"}, "/usr/bin/python3: No such file or directory", 127},
 		{"program via PATH", "PATH=/usr/bin:/bin; python3 -c 'print(1)'; perl -e 'print 1'", []string{"Python", "1\n"}, "command not found", 127},
 		{"eval", "eval 'echo pwn > " + marker + "'", nil, "No such file or directory", 1},

@@ -1095,6 +1095,12 @@ func builtinSet(sh *shell, args []string) int {
 					return 2
 				}
 				*p = on
+				// emacs and vi exclude each other
+				if on && opt == "emacs" {
+					sh.opts.vi = false
+				} else if on && opt == "vi" {
+					sh.opts.emacs = false
+				}
 				continue
 			}
 			optName, ok := shortOption[c]

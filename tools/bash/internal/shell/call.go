@@ -439,11 +439,13 @@ func emptyVarMap() *varMap {
 // path.
 func (sh *shell) external(args []string, assigns []tempAssign) int {
 	name := args[0]
+	byPath := false
 	if strings.Contains(name, "/") {
 		if base, ok := sh.binPath(name); ok {
+			byPath = true
 			args = append([]string{base}, args[1:]...)
 			name = base
-			if bi, ok := builtins[base]; ok && shellUtility[base] {
+			if bi, ok := builtins[base]; ok && (shellUtility[base] || base == "bash" || base == "sh") {
 				return sh.withTemps(assigns, false, func() int { return sh.runBuiltin(bi, args) })
 			}
 		} else {
@@ -454,7 +456,7 @@ func (sh *shell) external(args []string, assigns []tempAssign) int {
 		sh.errorf(": command not found")
 		return 127
 	}
-	if sh.isUtility(name) {
+	if sh.isUtility(name) && !byPath {
 		// a utility is a program along $PATH, after the scripts of
 		// directories before its own
 		hit, ok := sh.runLookup(name, assigns)

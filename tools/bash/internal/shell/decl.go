@@ -16,11 +16,11 @@ type declArg struct {
 	hasIndex bool
 	// indexExpr is the parsed subscript (index is then unused)
 	indexExpr syntax.ArithmExpr
-	assign   bool
-	append   bool
-	value    string
-	isArray  bool
-	rawArray *syntax.ArrayExpr
+	assign    bool
+	append    bool
+	value     string
+	isArray   bool
+	rawArray  *syntax.ArrayExpr
 }
 
 // declClause runs declare, local, export, readonly or typeset as parsed.

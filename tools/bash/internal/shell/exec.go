@@ -250,7 +250,8 @@ func (sh *shell) stmts(list []*syntax.Stmt) int {
 // stmt runs one statement and sets $?.
 func (sh *shell) stmt(st *syntax.Stmt) {
 	sh.check()
-	if st.Cmd == nil && len(st.Redirs) == 0 {
+	if st.Cmd == nil && len(st.Redirs) == 0 || sh.opts.noexec {
+		// (set -n: commands are read, not run)
 		return
 	}
 	mark := len(sh.psubList)

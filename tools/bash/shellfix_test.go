@@ -1,0 +1,28 @@
+package bash
+
+import "testing"
+
+// shellFixes are scripts, each a fix of the sandbox's shell found by the
+// Oils spec runner, whose stdout and status must equal real bash's. Each
+// runs in a fresh directory (bash) and a fresh file system (sandbox), so
+// unlike diffScripts they may write files.
+var shellFixes = []struct{ name, script string }{
+	{"vi and emacs exclude each other", `set -o vi; set -o emacs; set -o | grep -E '^(vi|emacs) '; set -o vi; set -o | grep -E '^(vi|emacs) '`},
+	{"set -n reads and does not run", `echo before; set -n; echo never; exit 3`},
+	{"bash -c without PATH has bash's default", `(unset PATH; /bin/bash -c 'echo "$PATH"')`},
+	{"a utility named by its path skips $PATH's scripts", `mkdir d; printf '#!/bin/sh\necho mine\n' > d/cat; chmod +x d/cat; PATH=$PWD/d:$PATH; echo hi | /bin/cat; echo hi | cat`},
+}
+
+// TestShellFixes compares the sandbox with bash on shellFixes.
+func TestShellFixes(t *testing.T) {
+	r := newOilsRunner(t)
+	for _, tc := range shellFixes {
+		t.Run(tc.name, func(t *testing.T) {
+			want, got := r.inBash(tc.script), r.inSandbox(tc.script)
+			if want.stdout != got.stdout || want.status != got.status {
+				t.Errorf("%s\nsandbox: %q status %d (stderr %q)\nbash:    %q status %d (stderr %q)",
+					tc.script, got.stdout, got.status, got.stderr, want.stdout, want.status, want.stderr)
+			}
+		})
+	}
+}
