@@ -832,6 +832,8 @@ type turnReader struct {
 	seq   uint64 // the last record read
 	// streamed is what each round's TextDeltas showed (see rest).
 	streamed map[uint64]*streamedText
+	// answer is the text of the model's last message read (TurnEnd.Answer).
+	answer string
 }
 
 // askKey names a call that waits for approval within its turn.
@@ -917,7 +919,19 @@ func (tr *turnReader) records(recs []journal.Record) ([]Event, error) {
 		if err := cas.GetNode(ctx, tr.c.w.st.CAS(), sr.State, &st); err != nil {
 			return out, fmt.Errorf("chat %s: read its state at seq %d: %w", tr.c.id, r.Seq, err)
 		}
-		out = append(out, tr.state(ctx, r.Seq, &st, at)...)
+		evs := tr.state(ctx, r.Seq, &st, at)
+		for _, e := range evs {
+			if m, ok := e.(Message); ok && m.Role == "assistant" && m.Text != "" {
+				tr.answer = m.Text
+			}
+		}
+		for i, e := range evs {
+			if end, ok := e.(TurnEnd); ok {
+				end.Answer = tr.answer
+				evs[i] = end
+			}
+		}
+		out = append(out, evs...)
 		if tr.ended {
 			break
 		}
@@ -936,8 +950,8 @@ func (tr *turnReader) state(ctx context.Context, seq uint64, st *demiurge.StateV
 			p0 = *p
 		}
 		if st.Usage != p0.Usage || st.UsageUnknown != p0.UsageUnknown || st.CostUnknown != p0.CostUnknown {
-			mc := ModelCall{Seq: seq, Usage: usageDiff(st.Usage, p0.Usage), UsageKnown: st.UsageUnknown == p0.UsageUnknown,
-				CostMicroUSD: st.CostMicroUSD - min(st.CostMicroUSD, p0.CostMicroUSD), CostKnown: st.CostUnknown == p0.CostUnknown}
+			mc := ModelCall{Seq: seq, Usage: usageDiff(st.Usage, p0.Usage), UsageUnknown: st.UsageUnknown != p0.UsageUnknown,
+				CostMicroUSD: st.CostMicroUSD - min(st.CostMicroUSD, p0.CostMicroUSD), CostUnknown: st.CostUnknown != p0.CostUnknown}
 			if len(unseen) > 0 {
 				mc.Round = unseen[0].Round
 			}

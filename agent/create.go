@@ -33,3 +33,15 @@ func (c *Chat) Create(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Sync brings what this process knows of a world that workers run
+// (WithRemote) up to its journal's head: the chats' states that State,
+// Pending and a new message read, which another process (a server beside
+// this one, demiurge run) may have moved on. A world in this process
+// knows every record as it commits: Sync does nothing.
+func (w *World) Sync(ctx context.Context) error {
+	if w.remote == nil {
+		return nil
+	}
+	return w.remote.Sync(ctx)
+}

@@ -64,8 +64,19 @@ type ToolCallFinished struct {
 	Size   int      `json:"size"`
 	Ref    *cas.Ref `json:"ref,omitempty"`
 	// Duration is the time from the step that requested the call to the
-	// step that recorded its result (zero for a call answered at once).
-	Duration time.Duration `json:"duration_ns"`
+	// step that recorded its result (zero for a call answered at once);
+	// in JSON, duration_ms (milliseconds, as every duration the command
+	// line prints).
+	Duration time.Duration `json:"-"`
+}
+
+// MarshalJSON writes the call with its Duration as duration_ms.
+func (e ToolCallFinished) MarshalJSON() ([]byte, error) {
+	type plain ToolCallFinished
+	return json.Marshal(struct {
+		plain
+		DurationMS float64 `json:"duration_ms"`
+	}{plain(e), float64(e.Duration) / float64(time.Millisecond)})
 }
 
 // ModelCall is a model call's usage and cost.
@@ -73,19 +84,22 @@ type ModelCall struct {
 	Seq   uint64 `json:"seq"`
 	Round uint64 `json:"round"`
 	Usage Usage  `json:"usage"`
-	// UsageKnown is false when the provider reported no usage.
-	UsageKnown   bool   `json:"usage_known"`
+	// UsageUnknown is true when the provider reported no usage.
+	UsageUnknown bool   `json:"usage_unknown"`
 	CostMicroUSD uint64 `json:"cost_microusd"`
-	// CostKnown is false when the model's prices are not known.
-	CostKnown bool `json:"cost_known"`
+	// CostUnknown is true when the model's prices are not known.
+	CostUnknown bool `json:"cost_unknown"`
 }
 
-// Usage counts tokens.
+// Usage counts tokens: Prompt the request's (input_tokens in JSON, as
+// OpenAI's usage and OpenTelemetry name them), Cached those of them read
+// from the provider's cache, Completion the answer's (output_tokens),
+// Reasoning those of them spent reasoning.
 type Usage struct {
-	Prompt     uint64 `json:"prompt"`
-	Completion uint64 `json:"completion"`
-	Cached     uint64 `json:"cached"`
-	Reasoning  uint64 `json:"reasoning"`
+	Prompt     uint64 `json:"input_tokens"`
+	Completion uint64 `json:"output_tokens"`
+	Cached     uint64 `json:"cached_tokens"`
+	Reasoning  uint64 `json:"reasoning_tokens"`
 }
 
 // ApprovalRequested is a call that waits for the user's approval before
@@ -175,6 +189,9 @@ type TurnEnd struct {
 	Finish string `json:"finish,omitempty"`
 	// Summary is the turn's summary line ("2 rounds, 1200 tokens").
 	Summary string `json:"summary,omitempty"`
+	// Answer is the text of the model's last message in the turn, its
+	// answer ("" if it said nothing, or the turn ended without one).
+	Answer string `json:"answer,omitempty"`
 	// Usage and CostMicroUSD are what the turn's model calls used, all
 	// of them: those before a restart, or before the decision a Decide
 	// stream began with, too.
@@ -182,8 +199,8 @@ type TurnEnd struct {
 	CostMicroUSD uint64 `json:"cost_microusd"`
 	// UsageUnknown and CostUnknown count the turn's calls whose usage or
 	// cost is not known.
-	UsageUnknown uint64 `json:"usage_unknown"`
-	CostUnknown  uint64 `json:"cost_unknown"`
+	UsageUnknown uint64 `json:"calls_usage_unknown"`
+	CostUnknown  uint64 `json:"calls_cost_unknown"`
 }
 
 func (TextDelta) Type() string         { return "text_delta" }

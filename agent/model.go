@@ -42,6 +42,11 @@ type Model struct {
 	// NoStream asks for one whole answer per call instead of a stream
 	// (for servers that cannot stream); no TextDelta events are sent.
 	NoStream bool
+	// CassetteLooseHint is, for a Cassette, how the program's user makes
+	// it loose, which the error of a model call the cassette refuses
+	// names ("demiurge eval --cassette-loose"); default
+	// cassette.DefaultLooseHint (demiurge run's flag, CassetteLoose).
+	CassetteLooseHint string
 
 	cassette      string
 	cassetteLoose bool
@@ -112,7 +117,7 @@ func (m Model) resolve(manifest []llm.ModelOptions, c *config, local bool) (*mod
 	out := &model{name: m.Name, stream: !m.NoStream, temp: m.Temperature}
 	if m.cassette != "" {
 		log := c.log
-		cs, err := cassette.Open(m.cassette, &cassette.Options{Loose: m.cassetteLoose, World: c.name, Warn: func(call *effects.Call, mm *cassette.Mismatch) {
+		cs, err := cassette.Open(m.cassette, &cassette.Options{Loose: m.cassetteLoose, World: c.name, LooseHint: m.CassetteLooseHint, Warn: func(call *effects.Call, mm *cassette.Mismatch) {
 			if f := out.warn.Load(); f != nil {
 				(*f)(call.Intent, mm)
 				return
@@ -139,8 +144,8 @@ func (m Model) resolve(manifest []llm.ModelOptions, c *config, local bool) (*mod
 	if out.provider == "" {
 		out.provider = llm.ProviderResponses
 	}
-	if out.provider != llm.ProviderResponses && out.provider != llm.ProviderChat {
-		return nil, fmt.Errorf("model provider %q: want %s or %s (or agent.Cassette)", out.provider, llm.ProviderResponses, llm.ProviderChat)
+	if !llm.IsProvider(out.provider) {
+		return nil, fmt.Errorf("model provider %q: want one of %s (or agent.Cassette)", out.provider, strings.Join(llm.Providers(), ", "))
 	}
 	base := m.BaseURL
 	if base == "" {

@@ -323,7 +323,7 @@ func (w *World) Storage() world.Storage { return w.st }
 // the turns it should hold have ended. The bundle has no trace.txt yet:
 // CheckGolden with update set writes it.
 func (w *World) Export(ctx context.Context, dir string) (*replay.Manifest, error) {
-	m, err := replay.Export(ctx, w.st.Journal(), w.st.CAS(), w.c.name, w.cat.Sources(), dir)
+	m, err := replay.Export(ctx, w.st.Journal(), w.st.CAS(), w.c.name, w.cat.Sources(), w.cat.ModuleFiles(), dir)
 	if err != nil {
 		return nil, fmt.Errorf("export world %s to %s: %w", w.c.name, dir, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"time"
@@ -45,7 +46,14 @@ does not run, or a process that takes no decisions is an error.
 When no process holds the store, this command opens it, journals the
 decision and runs the rest of the turn as "demiurge run -m" does, with the
 model and limits the flags give (the same flags as run). Exit codes as
-run -m's.`,
+run -m's.
+
+With --json: the list is one JSON document, an array of the calls that
+wait, [{"call_id", "tool", "arguments", "deadline" (RFC 3339, if the call
+times out)}] ([] for none); a decision another process journaled is one
+object, {"call_id", "tool", "approved", "reason", "seq" (the record),
+"writer" (its process)}; a turn this command runs prints its events as
+run --json does (docs/cli.md).`,
 		Example: "  demiurge " + name + " examples/demiurge                      # list the calls that wait\n" +
 			"  demiurge " + name + " examples/demiurge call_abc123 --reason 'not now'",
 		Args: wantArgs(1, 2),
@@ -54,6 +62,7 @@ run -m's.`,
 			if len(args) == 2 {
 				f.decide.call = args[1]
 			}
+			a.raw = f.raw
 			if err := f.validate(cmd); err != nil {
 				return err
 			}
@@ -103,6 +112,8 @@ func (a *app) sendDecision(ctx context.Context, f *runFlags) (done bool, err err
 		verb = "approve"
 	}
 	switch {
+	case errors.Is(err, store.ErrOtherUser):
+		return true, fmt.Errorf("%s: %w", verb, err)
 	case errors.Is(err, store.ErrNoWriter):
 		a.log.Debug("no process serves the store: journaling the decision here", "dir", a.storeName(), "err", err)
 		return false, nil
@@ -114,6 +125,16 @@ func (a *app) sendDecision(ctx context.Context, f *runFlags) (done bool, err err
 		return true, fmt.Errorf("%s: the process that writes store %s did not journal the decision within %s; demiurge %s MANIFEST lists the calls that still wait", verb, a.storeName(), decisionWait, verb)
 	case err != nil:
 		return true, fmt.Errorf("%s call %s of chat %s in world %s: %w", verb, d.call, f.chat, f.world, err)
+	}
+	if f.json {
+		return true, writeJSON(a.out, struct {
+			CallID   string `json:"call_id"`
+			Tool     string `json:"tool"`
+			Approved bool   `json:"approved"`
+			Reason   string `json:"reason,omitempty"`
+			Seq      uint64 `json:"seq"`
+			Writer   int    `json:"writer"`
+		}{d.call, res.Tool, d.Approve, d.Reason, res.Seq, res.Writer})
 	}
 	what := "approved"
 	if !d.Approve {
@@ -148,6 +169,17 @@ func (a *app) listPending(ctx context.Context, f *runFlags) (err error) {
 	if err != nil {
 		return err
 	}
+	if f.json {
+		list := []pendingJSON{}
+		for _, c := range calls {
+			p := pendingJSON{CallID: c.id, Tool: c.tool, Arguments: c.args}
+			if !c.deadline.IsZero() {
+				p.Deadline = c.deadline.UTC().Format(time.RFC3339Nano)
+			}
+			list = append(list, p)
+		}
+		return writeJSON(a.out, list)
+	}
 	if len(calls) == 0 {
 		fmt.Fprintf(a.out, "no call of chat %s of world %s waits for approval (--world and --chat pick another)\n", f.chat, f.world)
 	}
@@ -156,9 +188,21 @@ func (a *app) listPending(ctx context.Context, f *runFlags) (err error) {
 		now = a.clock
 	}
 	for _, c := range calls {
-		fmt.Fprintf(a.out, "%s  %s %s%s\n", c.id, c.tool, argsText(c.args), deadlineNote(c.deadline, now()))
+		line := fmt.Sprintf("%s  %s %s%s\n", c.id, c.tool, argsText(c.args), deadlineNote(c.deadline, now()))
+		if !f.raw {
+			line = escapeControls(line) // the model's arguments
+		}
+		io.WriteString(a.out, line)
 	}
 	return nil
+}
+
+// pendingJSON is a call that waits, as approve --json lists it.
+type pendingJSON struct {
+	CallID    string `json:"call_id"`
+	Tool      string `json:"tool"`
+	Arguments string `json:"arguments"`
+	Deadline  string `json:"deadline,omitempty"`
 }
 
 // pendingCall is a call that waits for approval.

@@ -42,6 +42,14 @@ type chatRun struct {
 	// stopped (see interruptibleInput); nil otherwise.
 	input *os.File
 	dec   *decisions // decisions other processes send
+	// esc watches for Esc while a turn runs (escFire stops it); typed is
+	// what the user typed meanwhile, for the next prompt; noWorker is set
+	// while no PostgreSQL worker holds the world (watchWorker).
+	escMu    sync.Mutex
+	esc      *escWatch
+	escFire  func()
+	typed    string
+	noWorker *atomic.Bool
 
 	mu       sync.Mutex // guards writes to a.out (the status line writes from its own goroutine)
 	streamed bool       // text was streamed in this model call
@@ -55,6 +63,14 @@ type chatRun struct {
 
 // errInterrupted is the cause of a turn stopped with Ctrl-C.
 var errInterrupted = errors.New("interrupted at the terminal (Ctrl-C)")
+
+// errEscaped is the cause of a turn stopped with Esc: an errInterrupted.
+var errEscaped error = escaped{}
+
+type escaped struct{}
+
+func (escaped) Error() string        { return "interrupted at the terminal (Esc)" }
+func (escaped) Is(target error) bool { return target == errInterrupted }
 
 // exitInterrupted is the exit code of run -m when Ctrl-C stopped the turn
 // (128 + SIGINT, as shells report it).
@@ -74,10 +90,72 @@ func newChatRun(a *app, f *runFlags, w *agent.World, choice agent.ToolChoice) *c
 		r.status = &statusLine{out: a.out, mu: &r.mu}
 	}
 	r.dec = newDecisions()
-	if r.asks() {
+	if r.termIn {
+		// Prompts that can be stopped, and Esc read during a turn.
 		r.input = interruptibleInput(a.in)
 	}
+	if r.status != nil {
+		r.status.hint = "Ctrl-C stops it"
+		if r.input != nil {
+			r.status.hint = "Esc or Ctrl-C stops it"
+		}
+		r.status.override = r.statusOverride
+	}
 	return r
+}
+
+// statusOverride is what the progress line says instead of waiting for
+// the model, when that is not what happens: no worker holds the world of
+// a PostgreSQL store, so nothing calls the model yet.
+func (r *chatRun) statusOverride(what string) string {
+	if what == waitingModel && r.noWorker != nil && r.noWorker.Load() {
+		return fmt.Sprintf("waiting for a worker to take world %s (none holds it: start demiurge worker)", r.w.Name())
+	}
+	return what
+}
+
+// waitingModel is what the progress line says while a model call runs.
+const waitingModel = "waiting for the model"
+
+// startEsc watches for Esc during a turn (see escWatch), calling fire.
+func (r *chatRun) startEsc(fire func()) {
+	r.escMu.Lock()
+	defer r.escMu.Unlock()
+	r.escFire = fire
+	r.esc = startEsc(r.input, fire)
+}
+
+// stopEsc stops watching for Esc, keeping what was typed; resume starts
+// again with the same fire (after a question at the terminal), unless
+// the turn is over (stopEsc(false)).
+func (r *chatRun) stopEsc(resume bool) {
+	r.escMu.Lock()
+	defer r.escMu.Unlock()
+	r.typed += r.esc.stop()
+	r.esc = nil
+	if !resume {
+		r.escFire = nil
+	}
+}
+
+// resumeEsc watches for Esc again after a question at the terminal, if
+// a turn still runs.
+func (r *chatRun) resumeEsc() {
+	r.escMu.Lock()
+	defer r.escMu.Unlock()
+	if r.escFire != nil && r.esc == nil {
+		r.esc = startEsc(r.input, r.escFire)
+	}
+}
+
+// takeTyped returns what the user typed during the last turn, for the
+// next prompt.
+func (r *chatRun) takeTyped() string {
+	r.escMu.Lock()
+	defer r.escMu.Unlock()
+	s := r.typed
+	r.typed = ""
+	return s
 }
 
 // termWidth is the width of the terminal f is, or 80 when it is none.
@@ -210,6 +288,12 @@ func (r *chatRun) turn(ctx context.Context, events func(context.Context) iter.Se
 		stop(errInterrupted)
 	})
 	defer restore()
+	// Esc stops the turn as Ctrl-C does (a second Esc does not quit).
+	r.startEsc(func() {
+		last.Store(time.Now().UnixNano())
+		stop(errEscaped)
+	})
+	defer r.stopEsc(false)
 	followed := r.dec.followTurn()
 	end, err := r.show(tctx, events(tctx))
 	followed(ctx, r, err)
@@ -233,7 +317,7 @@ func (r *chatRun) show(ctx context.Context, turn iter.Seq2[agent.Event, error]) 
 	var end agent.TurnEnd
 	r.calls, r.answered, r.shown = nil, false, map[string]agent.ToolCallStarted{}
 	clear(r.running)
-	r.status.set("waiting for the model")
+	r.status.set(r.startStatus())
 	defer r.status.off()
 	var err error
 	for e, eerr := range turn {
@@ -259,6 +343,34 @@ func (r *chatRun) show(ctx context.Context, turn iter.Seq2[agent.Event, error]) 
 		r.write(fmt.Sprintf("  [%s]\n", usageLine(end)))
 	}
 	return end, err
+}
+
+// startStatus is what the progress line says as a turn is shown: what a
+// turn taken up again is doing (a tool call it left running, a call
+// waiting for approval), else waiting for the model.
+func (r *chatRun) startStatus() string {
+	st, ok := r.chat.State()
+	if !ok || st.Turn == nil {
+		return waitingModel
+	}
+	var running, waiting []string
+	for _, c := range st.Turn.Calls {
+		switch c.Status {
+		case "pending":
+			running = append(running, c.Tool)
+		case "approval":
+			waiting = append(waiting, c.Tool)
+		}
+	}
+	switch {
+	case len(running) > 0:
+		sort.Strings(running)
+		return "running " + strings.Join(running, ", ") + " (taken up again)"
+	case len(waiting) > 0:
+		sort.Strings(waiting)
+		return "waiting for approval of " + strings.Join(waiting, ", ")
+	}
+	return waitingModel
 }
 
 // usageLine says what a turn's model calls used and cost: "1200 tokens
@@ -301,7 +413,7 @@ func (r *chatRun) repl(ctx context.Context) error {
 	r.write(fmt.Sprintf("demiurge: world %s, chat %s, model %s. Type a message; /help for commands, Ctrl-D to quit.\n", r.f.world, r.chat.ID(), r.chat.Model()))
 	var aborted time.Time
 	for {
-		line, err := readLine(ctx, ln, r.input)
+		line, err := readLine(ctx, ln, r.input, r.takeTyped())
 		switch {
 		case errors.Is(err, liner.ErrPromptAborted):
 			if time.Since(aborted) < 2*time.Second {
@@ -343,11 +455,12 @@ func (r *chatRun) repl(ctx context.Context) error {
 // readLine reads one line from the line editor; a line that ends with a
 // backslash goes on on the next. When ctx is done (SIGTERM) it gives up,
 // if the editor reads an interruptible input (see promptUntil).
-func readLine(ctx context.Context, ln *liner.State, input *os.File) (string, error) {
+func readLine(ctx context.Context, ln *liner.State, input *os.File, typed string) (string, error) {
 	var b strings.Builder
 	prompt := "> "
 	for {
-		s, err := promptUntil(ctx, ln, input, prompt, nil)
+		s, err := promptUntil(ctx, ln, input, prompt, typed, nil)
+		typed = ""
 		if err != nil {
 			return "", err
 		}
@@ -402,6 +515,14 @@ func (r *chatRun) pipe(ctx context.Context) error {
 		r.dec.setIdle(true)
 		var in read
 		select {
+		case <-ctx.Done():
+			// SIGTERM (or Ctrl-C) while run waits for its next line: the
+			// read cannot be stopped, but run can end.
+			r.dec.setIdle(false)
+			if err := endedBy(ctx); err != nil {
+				return err
+			}
+			return &exitStatus{code: exitInterrupted}
 		case in = <-lines:
 			r.dec.setIdle(false)
 		case <-r.dec.wake:
@@ -512,6 +633,7 @@ func slashHelp() string {
 	}
 	b.WriteString("  A line that starts with // is sent as a message starting with /;\n")
 	b.WriteString("  end a line with \\ to go on on the next.\n")
+	b.WriteString("  Esc or Ctrl-C stops a turn; Ctrl-D quits.\n")
 	return b.String()
 }
 
@@ -615,8 +737,19 @@ func (r *chatRun) note(s string) {
 	}
 }
 
-// write writes to stdout, clearing the progress line first.
+// write writes to stdout, clearing the progress line first. What it
+// writes may hold text from the model, tools and errors: its control
+// characters are shown escaped, unless --raw (see escapeControls).
 func (r *chatRun) write(s string) {
+	if !r.f.raw {
+		s = escapeControls(s)
+	}
+	r.writeRaw(s)
+}
+
+// writeRaw writes s to stdout as it is (run's own control sequences),
+// clearing the progress line first.
+func (r *chatRun) writeRaw(s string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.status.clearLocked()
@@ -698,7 +831,7 @@ func (r *chatRun) print(ctx context.Context, e agent.Event) {
 		if len(r.running) > 0 {
 			r.status.set("running " + r.runningTools())
 		} else {
-			r.status.set("waiting for the model")
+			r.status.set(waitingModel)
 		}
 	case agent.ApprovalRequested:
 		// The approver asks (or says where to answer).
@@ -822,6 +955,10 @@ type statusLine struct {
 	since time.Time
 	drawn bool
 	stop  chan struct{}
+	// hint says how to stop the turn; override, if set, may say what
+	// happens instead of what (see chatRun.statusOverride).
+	hint     string
+	override func(what string) string
 }
 
 // spinner is the status line's animation.
@@ -890,7 +1027,15 @@ func (s *statusLine) tick(stop chan struct{}) {
 		}
 		s.mu.Lock()
 		if s.what != "" && time.Since(s.since) > 300*time.Millisecond {
-			fmt.Fprintf(s.out, "\r\x1b[K%c %s %.1fs", spinner[i%len(spinner)], s.what, time.Since(s.since).Seconds())
+			what := s.what
+			if s.override != nil {
+				what = s.override(what)
+			}
+			line := fmt.Sprintf("%c %s %.1fs", spinner[i%len(spinner)], what, time.Since(s.since).Seconds())
+			if s.hint != "" {
+				line += " · " + s.hint
+			}
+			fmt.Fprintf(s.out, "\r\x1b[K%s", line)
 			s.drawn = true
 		}
 		s.mu.Unlock()
@@ -926,21 +1071,27 @@ func (r *chatRun) approver(ctx context.Context, ar agent.ApprovalRequested) (age
 		return d, true
 	}
 	r.status.quiet()
+	// The question reads the terminal: Esc is not watched meanwhile.
+	r.stopEsc(true)
+	defer r.resumeEsc()
 	ln := r.editor()
 	until := ""
 	if !ar.Deadline.IsZero() {
 		until = fmt.Sprintf(" (denied at %s unless you answer)", ar.Deadline.Local().Format(time.TimeOnly))
 	}
 	question := fmt.Sprintf("  ? run %s %s?%s [y]es, [n]o (n REASON), [a]lways for %s: ", ar.Tool, clipLine(argsText(ar.Arguments), 120), until, ar.Tool)
+	if !r.f.raw {
+		question = escapeControls(question)
+	}
 	for {
-		s, err := promptUntil(ctx, ln, r.input, question, r.dec.wake)
+		s, err := promptUntil(ctx, ln, r.input, question, "", r.dec.wake)
 		switch {
 		case errors.Is(err, errPromptStopped):
 			if d, ok := r.dec.take(ar.CallID); ok {
 				r.write("\n")
 				return d, true
 			}
-			r.write("\r\x1b[K") // a decision for another call, which waits its turn: ask again
+			r.writeRaw("\r\x1b[K") // a decision for another call, which waits its turn: ask again
 			continue
 		case ctx.Err() != nil:
 			r.write("\n")
@@ -1000,6 +1151,17 @@ func (r *chatRun) local(ar agent.ApprovalRequested, d agent.Decision) (agent.Dec
 func (r *chatRun) answer(ctx context.Context, d *decision) error {
 	if d.call == "" {
 		pending := r.chat.Pending(ctx)
+		if r.f.json {
+			list := []pendingJSON{}
+			for _, p := range pending {
+				pj := pendingJSON{CallID: p.CallID, Tool: p.Tool, Arguments: p.Arguments}
+				if !p.Deadline.IsZero() {
+					pj.Deadline = p.Deadline.UTC().Format(time.RFC3339Nano)
+				}
+				list = append(list, pj)
+			}
+			return writeJSON(r.a.out, list)
+		}
 		if len(pending) == 0 {
 			r.write(fmt.Sprintf("no call of chat %s of world %s waits for approval (--world and --chat pick another)\n", r.chat.ID(), r.f.world))
 		}

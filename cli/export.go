@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/demiurge-dev/demiurge/agent/session"
 	"github.com/demiurge-dev/demiurge/replay"
 	"github.com/demiurge-dev/demiurge/schema"
 )
@@ -27,7 +28,10 @@ The AIR is the manifest the world last ran, read from the store (a world
 stores its manifest and every definition it pins when it records them),
 written as one file, air/00-manifest.air.json. With --manifest M the AIR
 files at M are written instead, as they are; M must load as the manifest
-the world last ran.`,
+the world last ran. The WASM modules of its defmodules are written beside
+the AIR (air/modules/<name>-<hex>.wasm), so that DIR/air is a world's
+folder: "demiurge replay --under-manifest DIR" replays the session under
+the AIR and modules as edited there.`,
 		Example: `  demiurge export session
   demiurge export --world t1 --manifest examples/timer t1-session`,
 		Args: wantArgs(1, 1),
@@ -67,7 +71,7 @@ the world last ran.`,
 				}
 				sources = storedSources(cat)
 			}
-			m, err := replay.Export(ctx, s.Journal(), s.CAS(), wf.world, sources, args[0])
+			m, err := replay.Export(ctx, s.Journal(), s.CAS(), wf.world, sources, cat.ModuleFiles(), args[0])
 			if err != nil {
 				return err
 			}
@@ -79,7 +83,7 @@ the world last ran.`,
 				}
 			}
 			if asJSON {
-				writeJSONLine(a.out, bundleJSON{World: wf.world, Dir: args[0], Records: int(m.Records), Blobs: m.Blobs, Head: m.Head})
+				writeJSONLine(a.out, bundleJSON{World: wf.world, Dir: args[0], Records: int(m.Records), Blobs: m.Blobs, Head: session.Head{Seq: m.Head, Hash: m.HeadHash}})
 				return nil
 			}
 			fmt.Fprintf(a.out, "exported world %s to %s: %s, %s, head %d\n", wf.world, args[0], plural(int(m.Records), "record"), plural(m.Blobs, "blob"), m.Head)
@@ -87,7 +91,7 @@ the world last ran.`,
 		},
 	}
 	wf.add(cmd, "the AIR files to write (`PATH`; default: the manifest the world last ran, read from the store)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, `print one JSON object: {"world", "dir", "records", "blobs", "head"}`)
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print one JSON object: {"world", "dir", "records", "blobs", "head": {"seq", "hash"}}`)
 	return cmd
 }
 
@@ -116,9 +120,9 @@ not exist in the store yet. The world's AIR is in DIR/air.`,
 				return err
 			}
 			if asJSON {
-				var head uint64
+				var head session.Head
 				if n := len(b.Records); n > 0 {
-					head = b.Records[n-1].Seq
+					head = session.Head{Seq: b.Records[n-1].Seq, Hash: b.Records[n-1].Hash.String()}
 				}
 				writeJSONLine(a.out, bundleJSON{World: b.Manifest.World, Dir: args[0], Records: len(b.Records), Blobs: len(b.Blobs), Head: head})
 				return nil
@@ -127,7 +131,7 @@ not exist in the store yet. The world's AIR is in DIR/air.`,
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, `print one JSON object: {"world", "dir", "records", "blobs", "head"}`)
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print one JSON object: {"world", "dir", "records", "blobs", "head": {"seq", "hash"}}`)
 	return cmd
 }
 
@@ -150,9 +154,9 @@ func storedSources(cat *schema.Catalog) []schema.Source {
 // bundle's directory, how many records and blobs it holds, and the seq of
 // its last record.
 type bundleJSON struct {
-	World   string `json:"world"`
-	Dir     string `json:"dir"`
-	Records int    `json:"records"`
-	Blobs   int    `json:"blobs"`
-	Head    uint64 `json:"head"`
+	World   string       `json:"world"`
+	Dir     string       `json:"dir"`
+	Records int          `json:"records"`
+	Blobs   int          `json:"blobs"`
+	Head    session.Head `json:"head"`
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/demiurge-dev/demiurge/agent/session"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/world"
 )
@@ -84,7 +85,7 @@ record; a record written under a later manifest is replayed under that.`,
 				return err
 			}
 			if asJSON {
-				writeJSONLine(a.out, forkJSON{World: name, From: from, At: at, Head: headJSON{World: name, Seq: head.Seq, Hash: head.Hash.String()}})
+				writeJSONLine(a.out, forkJSON{World: name, From: from, At: at, Head: session.Head{Seq: head.Seq, Hash: head.Hash.String()}})
 				return nil
 			}
 			fmt.Fprintf(a.out, "forked world %s at seq %d into world %s: %s replayed and copied, the Fork record at seq %d\n", from, at, name, plural(int(at), "record"), head.Seq)
@@ -96,7 +97,7 @@ record; a record written under a later manifest is replayed under that.`,
 	fl.Uint64Var(&at, "at", 0, "the `SEQ` of the last record of the world forked that the new world keeps")
 	fl.StringVar(&name, "world", "", "the new world's `NAME`")
 	fl.StringVar(&from, "from", defaultWorld, "the `NAME` of the world to fork")
-	fl.BoolVar(&asJSON, "json", false, `print one JSON object: {"world", "from", "at", "head": {"world", "seq", "hash"}}`)
+	fl.BoolVar(&asJSON, "json", false, `print one JSON object: {"world", "from", "at", "head": {"seq", "hash"}}`)
 	fl.StringVar(&manifest, "manifest", "", "the AIR at `PATH` to replay the world's first records under (default: the manifest it recorded, read from the store)")
 	// --from completes with the worlds of the store; --world names a new
 	// one, so it completes with none (registerCompletions leaves it so).
@@ -108,8 +109,8 @@ record; a record written under a later manifest is replayed under that.`,
 // forkJSON is what fork --json prints: the new world, where it was forked
 // from, and its head (the Fork record).
 type forkJSON struct {
-	World string   `json:"world"`
-	From  string   `json:"from"`
-	At    uint64   `json:"at"`
-	Head  headJSON `json:"head"`
+	World string       `json:"world"`
+	From  string       `json:"from"`
+	At    uint64       `json:"at"`
+	Head  session.Head `json:"head"`
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/demiurge-dev/demiurge/agent/session"
 	"github.com/demiurge-dev/demiurge/journal"
 )
 
@@ -27,10 +28,10 @@ record. Prints "W: ok, seq N blake3:..." for a good world and
 Exits 1 if any world is bad, or if --world names a world without records.
 Opens the store read-only.
 
-With --json, one JSON object a line per world: {"world", "ok": true, "seq",
-"hash"} for a good world, {"world", "ok": false, "error"} for a bad one, and
-{"ok": false, "error"} if the worlds could not all be listed. An empty store
-prints nothing.`,
+With --json, one JSON document: an array with an object per world,
+{"world", "ok": true, "head": {"seq", "hash"}} for a good world, {"world",
+"ok": false, "error"} for a bad one, and {"ok": false, "error"} if the
+worlds could not all be listed; [] for an empty store (docs/cli.md).`,
 		Example: `  demiurge journal verify
   demiurge journal verify --world main --json`,
 		Args: wantArgs(0, 0),
@@ -49,6 +50,14 @@ prints nothing.`,
 			ctx := cmd.Context()
 			worlds := []string{world}
 			bad := 0
+			results := []verifyResult{} // --json: one document
+			if asJSON {
+				defer func() {
+					if werr := writeJSON(a.out, results); err == nil {
+						err = werr
+					}
+				}()
+			}
 			if !explicit {
 				// A store that names a world it cannot list still has the
 				// others to check.
@@ -60,7 +69,7 @@ prints nothing.`,
 					}
 					bad++
 					if asJSON {
-						writeJSONLine(a.out, verifyResult{Error: listErr.Error()})
+						results = append(results, verifyResult{Error: listErr.Error()})
 					} else {
 						fmt.Fprintln(a.out, listErr)
 					}
@@ -78,7 +87,7 @@ prints nothing.`,
 					}
 					bad++
 					if asJSON {
-						writeJSONLine(a.out, verifyResult{World: w, Error: err.Error()})
+						results = append(results, verifyResult{World: w, Error: err.Error()})
 						continue
 					}
 					if _, ok := errors.AsType[*journal.CorruptError](err); ok {
@@ -90,7 +99,7 @@ prints nothing.`,
 				}
 				a.log.Debug("verified", "world", w, "head", head)
 				if asJSON {
-					writeJSONLine(a.out, verifyResult{World: w, OK: true, Seq: head.Seq, Hash: head.Hash.String()})
+					results = append(results, verifyResult{World: w, OK: true, Head: &session.Head{Seq: head.Seq, Hash: head.Hash.String()}})
 					continue
 				}
 				fmt.Fprintf(a.out, "%s: ok, %s\n", w, head)
@@ -105,17 +114,16 @@ prints nothing.`,
 		},
 	}
 	cmd.Flags().StringVar(&world, "world", "", "verify only world `W`")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per world (the shape is above)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON document, an array with an object per world (the shape is above)")
 	return cmd
 }
 
 // verifyResult is a world's line of journal verify --json.
 type verifyResult struct {
-	World string `json:"world,omitempty"`
-	OK    bool   `json:"ok"`
-	Seq   uint64 `json:"seq,omitempty"`
-	Hash  string `json:"hash,omitempty"`
-	Error string `json:"error,omitempty"`
+	World string        `json:"world,omitempty"`
+	OK    bool          `json:"ok"`
+	Head  *session.Head `json:"head,omitempty"`
+	Error string        `json:"error,omitempty"`
 }
 
 // writeJSONLine writes v as one line of JSON. v must marshal.
@@ -125,4 +133,15 @@ func writeJSONLine(w io.Writer, v any) {
 		panic(err) // a programmer's error: the types written here all marshal
 	}
 	fmt.Fprintf(w, "%s\n", b)
+}
+
+// writeJSON writes v as the one JSON document a report prints (a list is
+// an array, [] when empty: see docs/cli.md), on one line.
+func writeJSON(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
 }

@@ -47,7 +47,8 @@ func TestMain(m *testing.M) {
 // binary in a fresh temporary directory each (so the store is
 // $WORK/.demiurge, never the user's). The counter example is copied into
 // $WORK/counter, the timer, blobecho and demiurge examples into
-// $WORK/examples, the recorded session demo (a bundle) into $WORK/demo.
+// $WORK/examples, the recorded session demo (a bundle) into $WORK/demo;
+// $EVALS is examples/evals, in the repository.
 func TestScripts(t *testing.T) {
 	t.Parallel()
 	testscript.Run(t, testscript.Params{
@@ -66,6 +67,13 @@ func TestScripts(t *testing.T) {
 			if err := copyWASM(env.WorkDir); err != nil {
 				return err
 			}
+			// examples/evals is read in place (its cassettes are many
+			// files): eval only reads a suite.
+			evals, err := filepath.Abs(filepath.Join("..", "examples", "evals"))
+			if err != nil {
+				return err
+			}
+			env.Setenv("EVALS", evals)
 			return os.CopyFS(filepath.Join(env.WorkDir, "demo"), os.DirFS(filepath.Join("..", "testdata", "sessions", "demo")))
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -76,6 +84,7 @@ func TestScripts(t *testing.T) {
 			"llmwait":  cmdLLMWait,
 			"realwire": cmdRealwire,
 			"modput":   cmdModPut,
+			"airadd":   cmdAIRAdd,
 		},
 		Condition: condition,
 	})
@@ -95,9 +104,13 @@ func condition(cond string) (bool, error) {
 // copyWASM lays out the worlds of the WASM scripts in dir: AgentOS's
 // 00-counter as agentos-counter, with the AssemblyScript counter beside it
 // as modules/demo/CounterSM@1-<sha256>.wasm, the modules of the counter and
-// timer examples as wasm/counter.wasm and so on, and the host's test
-// modules in wasm/test/.
+// timer examples as wasm/counter.wasm and so on, the host's test modules in
+// wasm/test/, and examples/wasm/tally (a reducer to add to a world) as
+// tally.
 func copyWASM(dir string) error {
+	if err := os.CopyFS(filepath.Join(dir, "tally"), os.DirFS(filepath.Join("..", "examples", "wasm", "tally"))); err != nil {
+		return err
+	}
 	if err := os.CopyFS(filepath.Join(dir, "agentos-counter"), os.DirFS(filepath.Join("testdata", "agentos", "00-counter"))); err != nil {
 		return err
 	}
@@ -179,6 +192,45 @@ func cmdModPut(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	ts.Check(os.MkdirAll(filepath.Dir(path), 0o755))
 	ts.Check(os.WriteFile(fmt.Sprintf("%s-%x.wasm", path, sha256.Sum256(b)), b, 0o644))
+}
+
+// cmdAIRAdd adds entries to the lists of a manifest file:
+//
+//	airadd FILE PATH JSON...
+//
+// appends each JSON value to the array at PATH (dot-separated members,
+// such as modules or routing.events) of the JSON object in FILE.
+func cmdAIRAdd(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 3 {
+		ts.Fatalf("usage: airadd FILE PATH JSON...")
+	}
+	path := ts.MkAbs(args[0])
+	b, err := os.ReadFile(path)
+	ts.Check(err)
+	var doc map[string]any
+	ts.Check(json.Unmarshal(b, &doc))
+	obj, keys := doc, strings.Split(args[1], ".")
+	for _, k := range keys[:len(keys)-1] {
+		next, ok := obj[k].(map[string]any)
+		if !ok {
+			ts.Fatalf("airadd: %s has no object %s", args[0], k)
+		}
+		obj = next
+	}
+	last := keys[len(keys)-1]
+	list, ok := obj[last].([]any)
+	if !ok {
+		ts.Fatalf("airadd: %s has no array %s", args[0], args[1])
+	}
+	for _, a := range args[2:] {
+		var v any
+		ts.Check(json.Unmarshal([]byte(a), &v))
+		list = append(list, v)
+	}
+	obj[last] = list
+	out, err := json.MarshalIndent(doc, "", "  ")
+	ts.Check(err)
+	ts.Check(os.WriteFile(path, out, 0o644))
 }
 
 // cmdExits runs a program and checks its exit code:

@@ -46,18 +46,18 @@ it took to start and to list its tools, the ref of its tool list (the blob
 line of their descriptions. The servers are stopped when the listing is done;
 the store is not opened.
 
-With --json, one JSON object a line per server:
-  {"server", "kind" (stdio or http), "target", "status", "error" (if it is
+With --json, one JSON document, an array with an object per server:
+  [{"server", "kind" (stdio or http), "target", "status", "error" (if it is
    not up), "server_name", "server_version", "protocol", "connect_ms",
    "list_ms", "timeout_ms", "restarts", "tool_list" (its ref),
-   "tools": [{"name", "server_tool", "description"}], "skipped"}
-A manifest without servers prints nothing (a note on stderr says so).
+   "tools": [{"name", "server_tool", "description"}], "skipped"}]
+A manifest without servers prints [] (a note on stderr says so).
 
 Exit codes: 0 every server is up and its tool names are valid; 1 a server
 failed to start, a secret is not available, or tool names collide (the
 message names the alias that fixes it); 2 a usage error.`,
 		Example: `  demiurge mcp ls --manifest examples/mcp
-  demiurge mcp ls --manifest examples/mcp --json | jq -r '.tools[].name'`,
+  demiurge mcp ls --manifest examples/mcp --json | jq -r '.[].tools[].name'`,
 		Args: wantArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if manifest == "" {
@@ -76,6 +76,9 @@ message names the alias that fixes it); 2 a usage error.`,
 					note = a.err
 				}
 				fmt.Fprintf(note, "%s declares no MCP servers (mcp_servers)\n", manifest)
+				if asJSON {
+					return writeJSON(a.out, []serverJSON{})
+				}
 				return nil
 			}
 			set, cerr := worldtools.StartMCP(cmd.Context(), cat, manifest, mcp.Options{Store: cas.NewMemory(), Reserved: worldtools.ReservedNames(cat),
@@ -101,7 +104,7 @@ message names the alias that fixes it); 2 a usage error.`,
 	}
 	addManifestFlag(cmd, &manifest, "the world's AIR: manifest.air, manifest.air.json or its `PATH`")
 	cmd.Flags().DurationVar(&timeout, "timeout", mcp.DefaultConnectTimeout, "how long a server may take to start")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per server (the shape is above)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON document, an array of servers (the shape is above)")
 	return cmd
 }
 
@@ -130,10 +133,12 @@ type toolJSON struct {
 	Description string `json:"description"`
 }
 
-// printServersJSON lists servers as JSON lines, and returns how many are
-// not up.
+// printServersJSON lists servers as one JSON document (an array), and
+// returns how many are not up.
 func printServersJSON(w io.Writer, servers []mcp.ServerInfo) (down int) {
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	all := []serverJSON{}
+	defer func() { _ = writeJSON(w, all) }()
 	for _, si := range servers {
 		if si.Status != mcp.StatusConnected {
 			down++
@@ -151,7 +156,7 @@ func printServersJSON(w io.Writer, servers []mcp.ServerInfo) (down int) {
 		for j, t := range si.Tools {
 			out.Tools = append(out.Tools, toolJSON{Name: t, ServerTool: si.ServerTools[j], Description: si.Descriptions[j]})
 		}
-		writeJSONLine(w, out)
+		all = append(all, out)
 	}
 	return down
 }

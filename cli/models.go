@@ -45,8 +45,8 @@ output. "-" is unknown: a call of a model without a price has an unknown
 cost, never a refused request. An unknown model gets its family's rules (or
 a conservative default) and an unknown cost.
 
-With --json, one JSON object per model per line, with the source of each
-fact.`,
+With --json, one JSON document: an array with an object per model, with
+the source of each fact (docs/cli.md).`,
 		Example: `  demiurge models gpt-5
   demiurge models --provider openrouter 'anthropic/*'
   demiurge models --json claude-sonnet-4-5
@@ -91,15 +91,14 @@ fact.`,
 				m, _ := llm.ResolveModel(pattern, "", overrides)
 				shown = append(shown, m)
 			}
-			if asJSON {
+			if asJSON { // one document, as every report (docs/cli.md)
+				list := make([]any, 0, len(shown))
+				for _, m := range shown {
+					list = append(list, modelJSON(m))
+				}
 				enc := json.NewEncoder(a.out)
 				enc.SetEscapeHTML(false)
-				for _, m := range shown {
-					if err := enc.Encode(modelJSON(m)); err != nil {
-						return err
-					}
-				}
-				return nil
+				return enc.Encode(list)
 			}
 			return writeModels(a, shown)
 		},
@@ -107,7 +106,7 @@ fact.`,
 	f := cmd.Flags()
 	f.StringSliceVar(&providers, "provider", nil, "list the models of the catalog's `PROVIDER` (repeatable; openrouter, vercel, groq, …)")
 	f.BoolVar(&all, "all", false, "list the models of every provider of the catalog")
-	f.BoolVar(&asJSON, "json", false, "print one JSON object per model, with the source of each fact")
+	f.BoolVar(&asJSON, "json", false, "print one JSON document, an array of models, with the source of each fact")
 	f.StringArrayVar(&options, "model-option", nil, "override what demiurge knows of the listed models, as `KEY=VALUE` (repeatable): "+strings.Join(llm.ModelOptionKeys, ", "))
 	return cmd
 }

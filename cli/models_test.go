@@ -22,9 +22,9 @@ func TestModels(t *testing.T) {
 		}
 	}
 
-	// JSON, one object a line, with the source of each fact.
+	// JSON, one document (an array), with the source of each fact.
 	r = mustRun(t, exitOK, "", "models", "--json", "claude-sonnet-4-5")
-	var m struct {
+	var ms []struct {
 		Provider, Model, API string
 		Price                *struct {
 			Input      float64 `json:"input"`
@@ -33,9 +33,10 @@ func TestModels(t *testing.T) {
 		} `json:"price"`
 		Sources map[string]string `json:"sources"`
 	}
-	if err := json.Unmarshal([]byte(strings.SplitN(r.stdout, "\n", 2)[0]), &m); err != nil {
+	if err := json.Unmarshal([]byte(r.stdout), &ms); err != nil || len(ms) == 0 {
 		t.Fatalf("%v: %s", err, r.stdout)
 	}
+	m := ms[0]
 	if m.Provider != "anthropic" || m.API != "anthropic" || m.Price == nil || m.Price.CacheWrite != 3.75 || m.Price.CacheRead != 0.3 ||
 		!strings.HasPrefix(m.Sources["price"], "catwalk") {
 		t.Errorf("claude-sonnet-4-5: %+v", m)

@@ -152,3 +152,18 @@ func TestPostgresRunWithoutWorker(t *testing.T) {
 	srv.Scrub(t, "stdout", r.stdout())
 	srv.Scrub(t, "stderr", r.stderr())
 }
+
+// At a terminal, run on a PostgreSQL store with no worker says on its
+// progress line that it waits for a worker, not for the model; once a
+// worker takes the world, the turn goes on.
+func TestPostgresRunWithoutWorkerStatus(t *testing.T) {
+	pgtest.Shared(t)
+	pg := pgtest.URL(t)
+	demo, _ := filepath.Abs(filepath.Join("..", "testdata", "sessions", "demo"))
+	manifest, _ := filepath.Abs(filepath.Join("..", "examples", "demiurge"))
+	tm := startTerminal(t, []string{storeEnv + "=", "TERM=xterm"}, "--store", pg, "run", manifest,
+		"--llm", "cassette:"+demo, "-m", "Write a hello note and show it to me.")
+	m := tm.expect(0, `waiting for a worker to take world main \(none holds it: start demiurge worker\) [0-9.]+s · Esc or Ctrl-C stops it`)
+	startWorker(t, pg, nil, "--llm", "cassette:"+demo)
+	tm.expect(m, `I wrote notes/hello.md`)
+}

@@ -62,18 +62,25 @@ func newEditor(input *os.File) *liner.State {
 // errPromptStopped is the error of a prompt stopped from this side.
 var errPromptStopped = errors.New("the prompt was stopped")
 
-// promptUntil shows prompt and returns the line typed, unless stop is
+// promptUntil shows prompt (with typed already in the line) and returns
+// the line typed, unless stop is
 // closed or ctx is done first: then, if the editor reads an interruptible
 // input, the prompt is ended and the error is errPromptStopped (or
 // ctx.Err()). Without one, it waits for the line whatever happens.
-func promptUntil(ctx context.Context, ln *liner.State, input *os.File, prompt string, stop <-chan struct{}) (string, error) {
+func promptUntil(ctx context.Context, ln *liner.State, input *os.File, prompt, typed string, stop <-chan struct{}) (string, error) {
 	type result struct {
 		s   string
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		s, err := ln.Prompt(prompt)
+		var s string
+		var err error
+		if typed != "" { // typed during the turn: in the line, to finish
+			s, err = ln.PromptWithSuggestion(prompt, typed, -1)
+		} else {
+			s, err = ln.Prompt(prompt)
+		}
 		done <- result{s, err}
 	}()
 	if input == nil {

@@ -26,8 +26,9 @@ func (a *app) registry() *reducer.Registry {
 }
 
 // runWASM makes r run the WASM modules of defmodules that no Go reducer
-// serves. A host that cannot be made is logged; the modules then fail
-// to load, saying the binary runs none.
+// serves, and load AIR with the command line's limits for them. A host
+// that cannot be made is logged; the modules then fail to load, saying the
+// binary runs none.
 func (a *app) runWASM(r *reducer.Registry) {
 	h, err := a.wasmHost()
 	if err != nil {
@@ -35,4 +36,6 @@ func (a *app) runWASM(r *reducer.Registry) {
 		return
 	}
 	r.SetModules(h)
+	all, byModule, _ := a.wasmLimits.limits() // checked before the command runs
+	r.SetLimits(all, byModule)
 }

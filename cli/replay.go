@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/demiurge-dev/demiurge/agent/session"
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/replay"
 	"github.com/demiurge-dev/demiurge/schema"
@@ -52,8 +53,8 @@ a diff of each. Opens the store read-only and writes nothing to it.
 
 With --json, one JSON object on stdout. On success:
   {"ok": true, "world", "bundle" (for a bundle), "records", "inputs",
-   "from_seq", "snapshot" (if replay started from one), "head_seq",
-   "head_hash", "manifest" (the one the journal last ran),
+   "from_seq", "snapshot" (if replay started from one), "head": {"seq",
+   "hash"}, "manifest" (the one the journal last ran),
    "under_manifest" (with --under-manifest), "given_manifest" (the AIR
    given, when the journal has not run it)}
 When replay fails: {"ok": false, "error", and for a divergence "world",
@@ -142,7 +143,7 @@ state)}; the error is on stderr as well, and replay exits 1.`,
 			last := res.Machine.Manifest()
 			if asJSON {
 				out.Records, out.Inputs, out.FromSeq = res.Records, res.Inputs, res.FromSeq
-				out.HeadSeq, out.HeadHash, out.Manifest = res.Head.Seq, res.Head.Hash.String(), last.String()
+				out.Head, out.Manifest = &session.Head{Seq: res.Head.Seq, Hash: res.Head.Hash.String()}, last.String()
 				if res.Snapshot.Valid() {
 					out.Snapshot = res.Snapshot.String()
 				}
@@ -181,18 +182,17 @@ state)}; the error is on stderr as well, and replay exits 1.`,
 
 // replayJSON is what replay --json prints.
 type replayJSON struct {
-	OK            bool   `json:"ok"`
-	World         string `json:"world,omitempty"`
-	Bundle        string `json:"bundle,omitempty"`
-	Records       uint64 `json:"records,omitempty"`
-	Inputs        int    `json:"inputs,omitempty"`
-	FromSeq       uint64 `json:"from_seq,omitempty"`
-	Snapshot      string `json:"snapshot,omitempty"`
-	HeadSeq       uint64 `json:"head_seq,omitempty"`
-	HeadHash      string `json:"head_hash,omitempty"`
-	Manifest      string `json:"manifest,omitempty"`
-	UnderManifest string `json:"under_manifest,omitempty"`
-	GivenManifest string `json:"given_manifest,omitempty"`
+	OK            bool          `json:"ok"`
+	World         string        `json:"world,omitempty"`
+	Bundle        string        `json:"bundle,omitempty"`
+	Records       uint64        `json:"records,omitempty"`
+	Inputs        int           `json:"inputs,omitempty"`
+	FromSeq       uint64        `json:"from_seq,omitempty"`
+	Snapshot      string        `json:"snapshot,omitempty"`
+	Head          *session.Head `json:"head,omitempty"`
+	Manifest      string        `json:"manifest,omitempty"`
+	UnderManifest string        `json:"under_manifest,omitempty"`
+	GivenManifest string        `json:"given_manifest,omitempty"`
 	// When replay fails:
 	Error  string `json:"error,omitempty"`
 	Seq    uint64 `json:"seq,omitempty"`

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -64,10 +65,19 @@ type app struct {
 	// ext is what a program extending the command line adds (Main's
 	// options); nil for none.
 	ext *extensions
+	// raw is set by --raw (run, trace): the error line keeps its control
+	// characters (by default they are shown escaped, escapeControls).
+	raw bool
 	// wasi lets WASM reducer modules import the deterministic WASI
 	// (--wasi); wasm is the host that runs them (wasmHost).
 	wasi bool
 	wasm wasmState
+	// wasmLimits are --wasm-fuel, --wasm-memory-pages and
+	// --wasm-backstop, as given (see wasmFlags).
+	wasmLimits wasmFlags
+	// noWASMCache keeps the compile cache in memory (validate, which does
+	// not use the store).
+	noWASMCache bool
 }
 
 // usageError is a mistake on the command line; it exits with exitUsage.
@@ -153,7 +163,11 @@ func executeApp(ctx context.Context, a *app, args []string, getenv func(string) 
 		fmt.Fprintf(std.err, "%s: %v\n", root.Name(), err)
 		return exitTerminated
 	}
-	fmt.Fprintf(std.err, "%s: %v\n", root.Name(), err)
+	msg := err.Error() // it may quote a model, a tool, a server
+	if !a.raw {
+		msg = escapeControls(msg)
+	}
+	fmt.Fprintf(std.err, "%s: %s\n", root.Name(), msg)
 	if a.usedStore && storeDamaged(err) && !errors.Is(err, cas.ErrMetaDamaged) { // that one says what to do
 		fmt.Fprintf(std.err, "demiurge: the store in %s is damaged: restore it from a copy, or import a bundle that `demiurge export` wrote into a new store (--store); `demiurge cas verify` and `demiurge journal verify` show what can still be read\n", a.storeName())
 	}
@@ -248,7 +262,9 @@ func subcommands(a *app, getenv func(string) string) []subcommand {
 		{"mcp", func() *cobra.Command { return newMCPCommand(a, getenv) }},
 		{"worlds", func() *cobra.Command { return newWorldsCommand(a) }},
 		{"ui", func() *cobra.Command { return newUICommand(a) }},
+		{"serve", func() *cobra.Command { return newServeCommand(a, getenv) }},
 		{"models", func() *cobra.Command { return newModelsCommand(a) }},
+		{"eval", func() *cobra.Command { return newEvalCommand(a, getenv) }},
 	}
 	if a.ext != nil {
 		for _, c := range a.ext.commands {
@@ -303,7 +319,8 @@ with how the turn ended:
 send exits 6 when its event waits in the inbox of a world of a PostgreSQL
 store that no worker journaled within --wait: it is kept, and a worker
 journals it when it takes the world (do not send it again).
-sh exits with its script's exit status (see demiurge sh --help).`,
+sh exits with its script's exit status (see demiurge sh --help).
+eval exits 1 when a case fails (eval compare: when a case regressed).`,
 		Example: `  # the offline demo, from a checkout of the repository: the model's answers
   # come from a recorded session, the tools run for real
   demiurge run examples/demiurge --llm cassette:testdata/sessions/demo -m "Write a hello note and show it to me."
@@ -322,9 +339,15 @@ sh exits with its script's exit status (see demiurge sh --help).`,
 				level = slog.LevelDebug
 			}
 			a.log = slog.New(slog.NewTextHandler(a.err, &slog.HandlerOptions{Level: level}))
+			if _, _, err := a.wasmLimits.limits(); err != nil {
+				return err
+			}
 			return nil
 		},
 	}
+	// --version prints what the version command prints.
+	root.Version = readVersion(debug.ReadBuildInfo()).text()
+	root.SetVersionTemplate("{{.Version}}")
 	root.SetIn(a.in)
 	root.SetOut(a.out)
 	root.SetErr(a.err)
@@ -337,7 +360,8 @@ sh exits with its script's exit status (see demiurge sh --help).`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.storeDir, "store", storeDefault, "the store: a `DIR`ectory, or a postgres:// URL (env "+storeEnv+")")
 	pf.BoolVarP(&a.verbose, "verbose", "v", false, "log debug messages on stderr (without it, only errors are logged)")
-	pf.BoolVar(&a.wasi, "wasi", false, "let WASM reducer modules import a deterministic WASI (clocks fixed at zero, zero entropy, no files or environment), as Go's wasip1 and TinyGo modules need")
+	pf.BoolVar(&a.wasi, "wasi", false, "let WASM reducer modules import a deterministic WASI (fixed clocks, zero entropy, no files or environment), as Go's wasip1 and TinyGo modules need")
+	a.wasmLimits.add(pf)
 
 	if only != nil {
 		// The command line runs this one command. Cobra's completion

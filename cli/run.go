@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -49,6 +50,9 @@ type runFlags struct {
 	approvalTimeout time.Duration
 	// cassetteLoose answers from the cassette though a request differs.
 	cassetteLoose bool
+	// raw prints the model's text, tools' outputs and errors as they are,
+	// control characters included (default: escaped, escapeControls).
+	raw bool
 	// worldChosen is whether --world was given: without it, a strict
 	// cassette's run goes to a new world when the default one has a
 	// session already (freshWorld).
@@ -77,13 +81,14 @@ runs and for how long, each tool call shows its name, arguments, ok or error,
 duration and the first lines of its result (all of it with -v, or /show N),
 and each turn ends with its tokens and cost. Lines that start with / are
 commands, never sent to the model: /help lists them (/tools, /model, /cost,
-/trace, /show, /compact, /world, /quit). Ctrl-C during a turn stops the turn
-(the journal records it; a second Ctrl-C within a second quits); Ctrl-D, or
-Ctrl-C twice at the prompt, quits. With -m the one message is sent, answered,
-and run exits; with stdin not a terminal each line is a message, with no
-banner or prompts. A turn a killed process left running is resumed first.
---json prints each turn's events as JSON Lines instead
-(docs/run-json.schema.json).
+/trace, /show, /compact, /world, /quit). Esc or Ctrl-C during a turn stops
+the turn (the journal records it; a second Ctrl-C within a second quits),
+as the progress line says; what you type while a turn runs waits in the
+next prompt. Ctrl-D, or Ctrl-C twice at the prompt, quits. With -m the
+one message is sent, answered, and run exits; with stdin not a terminal
+each line is a message, with no banner or prompts. A turn a killed
+process left running is resumed first. --json prints each turn's events
+as JSON Lines instead (docs/run-json.schema.json).
 
 --require-approval TOOL (repeatable; * for every tool) makes the chat's calls
 of TOOL wait for your approval before they run (and calls of bash, which can
@@ -143,7 +148,7 @@ With -m, the exit code says how the turn ended:
   5  a call waits for approval (demiurge approve or deny answers it):
      --approve ask without a terminal, or with --json; --approve never
      denies the call instead, and the turn goes on to end as above
-  130  Ctrl-C stopped the turn
+  130  Esc or Ctrl-C stopped the turn
   143  SIGTERM (kill) stopped the turn, as Ctrl-C does
 
 The agent's tools: introspect_* (the world's manifest, schemas, modules,
@@ -160,6 +165,7 @@ named <server>_<tool> unless aliased; "demiurge mcp ls" lists them) and bash
 		Args: wantArgs(1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.manifest = args[0]
+			a.raw = f.raw
 			if err := f.validate(cmd); err != nil {
 				return err
 			}
@@ -196,6 +202,7 @@ func (f *runFlags) addFlags(cmd *cobra.Command) {
 	fl.StringArrayVar(&f.modelOptions, "model-option", nil, "override what demiurge knows of the model, as `KEY=VALUE` (repeatable): "+strings.Join(llm.ModelOptionKeys, ", "))
 	fl.StringVar(&f.toolChoice, "tool-choice", "auto", "whether the model must call a tool in each message's first round: auto, none, required, or a tool's `NAME`")
 	fl.DurationVar(&f.wait, "wait", 10*time.Minute, "how long one turn may take (then it is stopped)")
+	fl.BoolVar(&f.raw, "raw", false, "print the model's text, tools' outputs and errors as they are, terminal control sequences included (default: shown escaped, as \\x1b)")
 	fl.BoolVar(&f.json, "json", false, "print each turn's events as JSON Lines on stdout (see docs/agent.md, \"run --json\")")
 	fl.StringArrayVar(&f.requireApproval, "require-approval", nil, "calls of the tool `NAME` wait for the user's approval before they run (repeatable; * for every tool)")
 	fl.StringVar(&f.approve, "approve", "ask", "how calls that wait for approval are answered: ask (at the terminal; without one they wait for demiurge approve), always, or never")
@@ -220,6 +227,9 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 		return err
 	}
 	if !store.IsURL(a.storeDir) { // on a PostgreSQL store a worker calls the model
+		// approve and deny get here once no process that runs the world
+		// took the decision (another user's is said so before): the rest
+		// of the turn runs here, and needs a key.
 		if err := checkAPIKey(f.llm, f.baseURL, getenv); err != nil {
 			return fmt.Errorf("%s: %w", f.command(), err)
 		}
@@ -253,6 +263,7 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 		}
 	}
 	var r *chatRun // the approver asks through it, once it exists
+	var noWorker atomic.Bool
 	where := agent.WithStorage(st)
 	if pg := s.Postgres(); pg != nil {
 		where = agent.WithRemote(pg) // a worker runs the world (demiurge worker)
@@ -261,7 +272,7 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 			// cassette only names the recorded model for the chat.
 			fmt.Fprintf(a.err, "demiurge: on a PostgreSQL store the workers answer with their own --llm: %s names the chat's model only (for an offline run, start the workers with --llm %s)\n", f.llm, f.llm)
 		}
-		defer watchWorker(ctx, a, pg, f.world, noWorkerAfter)()
+		defer watchWorker(ctx, a, pg, f.world, noWorkerAfter, &noWorker)()
 	}
 	w, err := agent.Open(ctx, f.manifest, append([]agent.Option{
 		where, agent.WithWorld(f.world), agent.WithModel(m), agent.WithLogger(a.log),
@@ -286,11 +297,14 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 			err = cerr
 		}
 	}()
-	worldtools.ReportMCP(a.err, w.MCPServers())
+	errOut := textOut(a.err, f.raw) // MCP servers' messages
+	worldtools.ReportMCP(errOut, w.MCPServers())
+	flushOut(errOut)
 	if err := checkToolChoice(choice, w.Tools()); err != nil {
 		return err
 	}
 	r = newChatRun(a, f, w, choice)
+	r.noWorker = &noWorker
 	if b := s.Bolt(); b != nil {
 		// Decisions that other processes send on calls that wait
 		// (demiurge approve beside this run) come through the store's
@@ -432,9 +446,9 @@ const noWorkerAfter = 3 * time.Second
 // waits in the world's inbox until one takes it, which would otherwise
 // look like a hang (no worker started yet, or the only one died). Once a
 // worker takes the world again (looking every d/10 meanwhile), it says
-// which. The returned func stops
-// watching.
-func watchWorker(ctx context.Context, a *app, pg *pgstore.Store, name string, d time.Duration) func() {
+// which. While none holds it, noWorker is set (the progress line says so
+// instead of waiting for the model). The returned func stops watching.
+func watchWorker(ctx context.Context, a *app, pg *pgstore.Store, name string, d time.Duration, noWorker *atomic.Bool) func() {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -453,9 +467,11 @@ func watchWorker(ctx context.Context, a *app, pg *pgstore.Store, name string, d 
 			case !ok: // the run itself reports what is wrong with the store
 			case owner == "" && !said:
 				said = true
+				noWorker.Store(true)
 				fmt.Fprintf(a.err, "demiurge: no worker holds world %s of %s: the message waits in its inbox until one takes it (start one: demiurge worker --store …)\n", name, a.storeName())
 			case owner != "" && said:
 				said = false
+				noWorker.Store(false)
 				fmt.Fprintf(a.err, "demiurge: worker %s took world %s\n", owner, name)
 			}
 			if said { // look more often for the worker that takes it

@@ -37,26 +37,27 @@ func TestRunJSON(t *testing.T) {
 		code    int
 		outcome string
 		types   []string // that must appear
+		answer  string   // turn_end's
 	}{
 		{"answer with tools", []llmtest.Turn{
 			{Calls: []llmtest.Call{call("introspect_journal_head", `{}`), call("workspace_edit", `{"path": "a.md", "old_string": "x", "new_string": "y"}`)}},
 			{Calls: []llmtest.Call{call("bash", `{"commands": "echo hi > a.md; workspace_list | jq -r '.entries[].path'"}`)}},
 			{Text: "done"},
-		}, 0, "answer", []string{"message", "text_delta", "model_call", "tool_call_started", "tool_call_finished", "turn_end"}},
+		}, 0, "answer", []string{"message", "text_delta", "model_call", "tool_call_started", "tool_call_finished", "turn_end"}, "done"},
 		{"rejected calls", []llmtest.Turn{
 			{Calls: []llmtest.Call{call("nope", `{}`), call("workspace_read", `{"path": 1}`)}},
 			{Text: "sorry"},
-		}, 0, "answer", []string{"tool_call_started", "tool_call_finished"}},
+		}, 0, "answer", []string{"tool_call_started", "tool_call_finished"}, "sorry"},
 		{"guard stop", []llmtest.Turn{
 			{Calls: []llmtest.Call{call("introspect_journal_head", `{}`)}},
 			{Calls: []llmtest.Call{call("introspect_journal_head", `{}`)}},
 			{Calls: []llmtest.Call{call("introspect_journal_head", `{}`)}},
-		}, exitGuardStop, "stopped", []string{"guard_stop"}},
-		{"model failure", []llmtest.Turn{{Status: 401}}, exitFailure, "failed", []string{"turn_error"}},
-		{"cut answer", []llmtest.Turn{{Text: "this is cut", Incomplete: "max_output_tokens"}}, exitIncomplete, "cut", nil},
+		}, exitGuardStop, "stopped", []string{"guard_stop"}, ""},
+		{"model failure", []llmtest.Turn{{Status: 401}}, exitFailure, "failed", []string{"turn_error"}, ""},
+		{"cut answer", []llmtest.Turn{{Text: "this is cut", Incomplete: "max_output_tokens"}}, exitIncomplete, "cut", nil, "this is cut"},
 		{"awaiting approval", []llmtest.Turn{
 			{Calls: []llmtest.Call{call("workspace_write", `{"path": "a.md", "content": "hi"}`), call("introspect_journal_head", `{}`)}},
-		}, exitAwaiting, "awaiting_approval", []string{"approval_requested"}},
+		}, exitAwaiting, "awaiting_approval", []string{"approval_requested"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := llmtest.NewServer(llmtest.Script{Turns: tc.turns})
@@ -100,6 +101,9 @@ func TestRunJSON(t *testing.T) {
 			}
 			if last == nil || last["type"] != "turn_end" || last["outcome"] != tc.outcome {
 				t.Errorf("the last line is %v; want a turn_end with outcome %s", last, tc.outcome)
+			}
+			if got, _ := last["answer"].(string); got != tc.answer {
+				t.Errorf("turn_end's answer is %q; want %q", got, tc.answer)
 			}
 			for _, typ := range tc.types {
 				if !seen[typ] {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/demiurge-dev/demiurge/agent/session"
 	"github.com/demiurge-dev/demiurge/cluster"
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/pgstore"
@@ -44,8 +45,8 @@ the divergence is reported and nothing is sent.
 With --json, each record is one JSON object a line, as "demiurge trace
 --records --json" prints it but without the hash: {"seq", "kind",
 "payload"} ("demiurge journal dump --json" has the hashes); with -q too,
-one object {"world", "seq", "hash"} for the new head. If effects are still
-in flight after --wait, a note says so on stderr.`,
+one object {"world", "head": {"seq", "hash"}} for the new head. If
+effects are still in flight after --wait, a note says so on stderr.`,
 		Example: `  demiurge send --manifest examples/counter --schema counter/Event@1 --value '{"Start": {"target": 2}}'
   demiurge send --manifest examples/counter --schema counter/Event@1 --value '"Tick"' -q
   demiurge send --manifest examples/timer --world t1 --schema timer/Event@1 --value '{"Start": {"deliver_at_ns": 1000000, "key": "hello"}}' --json`,
@@ -118,7 +119,7 @@ in flight after --wait, a note says so on stderr.`,
 					}
 					fmt.Fprintf(note, "still running after %s: %s in flight (they resume when the world reopens)\n", wait, plural(n, "effect"))
 					if quiet && asJSON {
-						writeJSONLine(a.out, headJSON{World: wf.world, Seq: w.Head().Seq, Hash: w.Head().Hash.String()})
+						writeJSONLine(a.out, headJSON{World: wf.world, Head: session.Head{Seq: w.Head().Seq, Hash: w.Head().Hash.String()}})
 					}
 					return nil
 				}
@@ -126,7 +127,7 @@ in flight after --wait, a note says so on stderr.`,
 			}
 			switch {
 			case quiet && asJSON:
-				writeJSONLine(a.out, headJSON{World: wf.world, Seq: w.Head().Seq, Hash: w.Head().Hash.String()})
+				writeJSONLine(a.out, headJSON{World: wf.world, Head: session.Head{Seq: w.Head().Seq, Hash: w.Head().Hash.String()}})
 			case quiet:
 				fmt.Fprintf(a.out, "%s\n", w.Head())
 			}
@@ -152,9 +153,8 @@ journals it when it takes the world (sending it again would send it twice).`
 
 // headJSON is a world's journal head in JSON.
 type headJSON struct {
-	World string `json:"world"`
-	Seq   uint64 `json:"seq"`
-	Hash  string `json:"hash"`
+	World string       `json:"world"`
+	Head  session.Head `json:"head"`
 }
 
 // sendRemote sends an event to a world of a PostgreSQL store through its
@@ -205,7 +205,7 @@ func sendRemote(ctx context.Context, a *app, pg *pgstore.Store, cat *schema.Cata
 	}
 	switch {
 	case quiet && asJSON:
-		writeJSONLine(a.out, headJSON{World: name, Seq: r.Head().Seq, Hash: r.Head().Hash.String()})
+		writeJSONLine(a.out, headJSON{World: name, Head: session.Head{Seq: r.Head().Seq, Hash: r.Head().Hash.String()}})
 	case quiet:
 		fmt.Fprintf(a.out, "%s\n", r.Head())
 	}

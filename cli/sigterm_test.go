@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -54,5 +56,40 @@ func TestRunTerminated(t *testing.T) {
 	out := q.stdout()
 	if a, b := strings.Contains(out, "ANSWER-A"), strings.Contains(out, "ANSWER-B"); a == b {
 		t.Errorf("the next run shows ANSWER-A: %v, ANSWER-B: %v; want the one answer of its own turn:\n%s", a, b, out)
+	}
+}
+
+// TestRunPipeTerminated: SIGTERM ends run while it reads messages from a
+// pipe and waits for the next line (after answering one): exit 143, and
+// the store is left for the next command.
+func TestRunPipeTerminated(t *testing.T) {
+	t.Parallel()
+	model := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{{Text: "FIRST-ANSWER"}, {Text: "SECOND"}}})
+	defer model.Close()
+	storeDir := filepath.Join(t.TempDir(), "store")
+	env := []string{"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL=" + model.URL, storeEnv + "="}
+	pr, pw, err := os.Pipe() // a pipe the process reads itself (exec copies from other readers, and waits for them)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Close()
+	defer pr.Close()
+	p := startDemiurge(t, "run", pr, env, "--store", storeDir, "run", filepath.Join("..", "examples", "demiurge"), "--model", "gpt-test")
+	if _, err := io.WriteString(pw, "hello\n"); err != nil {
+		t.Fatal(err)
+	}
+	p.expect(false, `FIRST-ANSWER[\s\S]*tokens in`)
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(); code != exitTerminated {
+		t.Errorf("exit %d; want %d", code, exitTerminated)
+	}
+	if got, want := p.stderr(), "demiurge: terminated (SIGTERM)\n"; got != want {
+		t.Errorf("stderr %q; want %q", got, want)
+	}
+	q := startDemiurge(t, "trace", nil, env, "--store", storeDir, "trace")
+	if code := q.wait(); code != exitOK || !strings.Contains(q.stdout(), "FIRST-ANSWER") {
+		t.Errorf("trace after: exit %d\n%s%s", code, q.stdout(), q.stderr())
 	}
 }

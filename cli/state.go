@@ -31,11 +31,11 @@ of its cell K (a JSON value, or plain text for a text key), as JSON.
 The state is read from the journal (the newest State record of each cell)
 and the store; nothing is run. With --manifest the state is printed in the
 sugar JSON of its schema (the form "send --value" reads); without, as plain
-JSON of its canonical value. With --json each cell is one JSON object
-{"reducer", "key", "state_ref", "state"}. Opens the store read-only.`,
+JSON of its canonical value. With --json, one JSON document: an array of
+cells, [{"reducer", "key", "state_ref", "state"}]. Opens the store read-only.`,
 		Example: `  demiurge state
   demiurge state --manifest examples/counter --reducer counter/Counter@1
-  demiurge state --reducer demiurge/Chat@2 --key main --json | jq .state.usage`,
+  demiurge state --reducer demiurge/Chat@2 --key main --json | jq '.[0].state.usage'`,
 		Args: wantArgs(0, 0),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if err := wf.check(false); err != nil {
@@ -104,6 +104,7 @@ JSON of its canonical value. With --json each cell is one JSON object
 			}
 			sort.Strings(ids)
 			shown := 0
+			var cellsJSON []cellJSON // --json: one document, the cells
 			for _, id := range ids {
 				c := cells[id]
 				if reducer != "" && c.reducer != reducer || key != "" && !keyMatches(c.key, wantKey) {
@@ -127,13 +128,7 @@ JSON of its canonical value. With --json each cell is one JSON object
 				}
 				shown++
 				if asJSON {
-					line, _ := json.Marshal(struct {
-						Reducer string          `json:"reducer"`
-						Key     json.RawMessage `json:"key"`
-						Ref     string          `json:"state_ref"`
-						State   json.RawMessage `json:"state"`
-					}{c.reducer, schema.ValueJSON(c.key), c.ref.String(), js})
-					fmt.Fprintf(a.out, "%s\n", line)
+					cellsJSON = append(cellsJSON, cellJSON{c.reducer, schema.ValueJSON(c.key), c.ref.String(), js})
 					continue
 				}
 				label := c.reducer
@@ -152,14 +147,25 @@ JSON of its canonical value. With --json each cell is one JSON object
 				}
 				return fmt.Errorf("state: %s has no cells", what)
 			}
+			if asJSON {
+				return writeJSON(a.out, cellsJSON)
+			}
 			return nil
 		},
 	}
 	wf.add(cmd, "the world's AIR at `PATH`, to print states in their schema's JSON")
 	cmd.Flags().StringVar(&reducer, "reducer", "", "only this reducer `MODULE`")
 	cmd.Flags().StringVar(&key, "key", "", "only the cell with this `KEY` (JSON, or text)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per cell")
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print one JSON document: an array of cells, [{"reducer", "key", "state_ref", "state"}]`)
 	return cmd
+}
+
+// cellJSON is a cell as state --json prints it.
+type cellJSON struct {
+	Reducer string          `json:"reducer"`
+	Key     json.RawMessage `json:"key"`
+	Ref     string          `json:"state_ref"`
+	State   json.RawMessage `json:"state"`
 }
 
 // untypedKey guesses a key's type from its JSON, for matching.

@@ -23,6 +23,7 @@ func newTraceCommand(a *app) *cobra.Command {
 		asJSON  bool
 		records bool
 		follow  bool
+		raw     bool
 		opts    traceOptions
 	)
 	cmd := &cobra.Command{
@@ -59,6 +60,10 @@ tool arguments and results are left out unless --otlp-content is given.
 With --follow, each turn is written as a line of its own once it has ended
 (the file starts empty), for a collector's otlpjsonfile receiver to tail.
 
+Control characters in what the model, the tools and errors said (escape
+sequences that a terminal would obey: OSC 52 writes the clipboard) are
+shown escaped, as \x1b; --raw prints them as they are.
+
 Trace needs no AIR (it takes no --manifest): the records, and the blobs
 they name, are all in the store or the bundle. Opens the store read-only.
 
@@ -78,6 +83,13 @@ writes the store.`,
 		Args: wantArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			ctx := cmd.Context()
+			a.raw = raw
+			if !asJSON && opts.OTLP == "" {
+				// Text for a terminal: what the model and the tools said
+				// shows its control characters escaped (escapeControls).
+				a.out = textOut(a.out, raw)
+				defer flushOut(a.out)
+			}
 			opts.JSON, opts.Records, opts.errOut = asJSON, records, a.err
 			if opts.OTLP != "" || opts.Content {
 				switch {
@@ -138,6 +150,7 @@ writes the store.`,
 	}
 	wf.add(cmd, "")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per turn (or per record)")
+	cmd.Flags().BoolVar(&raw, "raw", false, "print the model's text, tools' outputs and errors as they are, terminal control sequences included (default: shown escaped, as \\x1b)")
 	cmd.Flags().BoolVar(&records, "records", false, "print every record, even for an agent world")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "go on printing what is committed as it lands, until Ctrl-C")
 	cmd.Flags().StringVar(&opts.Chat, "chat", "", "only the turns of the chat `ID`")

@@ -163,7 +163,7 @@ func turnLines(t *session.Turn) (lines []string, stable int) {
 			stable = len(lines)
 		}
 	}
-	add("turn %d of chat %s, %s", t.RequestID, t.Chat, t.Time)
+	add("turn %d of chat %s, %s", t.RequestID, t.Chat, t.When())
 	add("  user: %s", clipLine(t.User, 200))
 	for round, r := range t.Rounds {
 		if m := r.Compaction; m != nil {

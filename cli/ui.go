@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/demiurge-dev/demiurge/eval"
 	"github.com/demiurge-dev/demiurge/internal/store"
 	"github.com/demiurge-dev/demiurge/ui"
 )
@@ -27,13 +30,23 @@ grows in the page as its records land.
 
 The view only reads the store, and reads it while another process writes
 it (a demiurge run in another terminal): through that process, or from the
-file while none writes it, never keeping a writer from starting.
+file while none writes it, never keeping a writer from starting. A call
+that waits for approval shows Approve and Deny buttons: the decision goes
+to the process that runs the world (a demiurge run, at its terminal or on
+a pipe), which journals it as it does one from demiurge approve and goes
+on with the turn; when none runs it, the page says which command does.
+The filters of a timeline show one chat's turns, or the failed ones; the
+list of worlds shows the world last active first, with where it stands
+and how many of its turns and tool calls failed.
 
 It listens on 127.0.0.1 on a port the system picks (--addr chooses another
 loopback address or port), answers only requests addressed to the
 host:port of its link, and only those that carry the link's token (the
 first request sets it as a cookie). Anyone else on the machine or the
-network is refused.
+network is refused, and so are the requests that a page of another site
+(another port of 127.0.0.1 included) makes of it. What acts (replay,
+approve, deny) is a POST from the view's own forms, with a token those
+pages hold; a GET changes nothing.
 
 It runs until Ctrl-C.`,
 		Example: `  demiurge ui
@@ -67,7 +80,15 @@ It runs until Ctrl-C.`,
 					err = cerr
 				}
 			}()
-			srv, err := ui.New(ln, ui.Options{Source: l, Name: l.Dir(), Reducers: a.registry(), Log: a.log})
+			o := ui.Options{Source: l, Name: l.Dir(), Reducers: a.registry(), Log: a.log, Decide: a.uiDecide}
+			// The eval runs the store keeps: files beside a store on disk,
+			// a table of a PostgreSQL store.
+			if pg := l.Postgres(); pg != nil {
+				o.Evals = eval.PostgresRuns{Store: pg}
+			} else {
+				o.Evals = eval.Runs{Dir: filepath.Join(a.storeDir, "evals")}
+			}
+			srv, err := ui.New(ln, o)
 			if err != nil {
 				ln.Close()
 				return err
@@ -78,4 +99,32 @@ It runs until Ctrl-C.`,
 	}
 	cmd.Flags().StringVar(&addr, "addr", ui.DefaultAddr, "the loopback `HOST:PORT` to listen on (port 0: one the system picks)")
 	return cmd
+}
+
+// uiDecide answers a call that waits for approval from the buttons of
+// demiurge ui, as demiurge approve and deny do beside a running world:
+// the decision goes to the process that runs it, which journals it and
+// goes on with the turn. With no such process, the error says which
+// command answers the call (it needs the model and the tools, which the
+// view does not have).
+func (a *app) uiDecide(ctx context.Context, d ui.Decision) (ui.DecisionResult, error) {
+	verb := "deny"
+	if d.Approve {
+		verb = "approve"
+	}
+	if store.IsURL(a.storeDir) {
+		return ui.DecisionResult{}, fmt.Errorf("on a PostgreSQL store the view does not answer calls: demiurge %s MANIFEST %s --world %s --chat %s does", verb, d.Call, d.World, d.Chat)
+	}
+	ctx, cancel := context.WithTimeout(ctx, decisionWait)
+	defer cancel()
+	res, err := store.SendApproval(ctx, a.storeDir, store.Approval{World: d.World, Chat: d.Chat, Call: d.Call, Approve: d.Approve, Reason: d.Reason})
+	switch {
+	case errors.Is(err, store.ErrNoWriter):
+		return ui.DecisionResult{}, fmt.Errorf("no process runs world %s now to go on with the turn: demiurge %s MANIFEST %s --world %s --chat %s journals the decision and runs the rest of the turn, or answer here while demiurge run runs the world", d.World, verb, d.Call, d.World, d.Chat)
+	case errors.Is(err, context.DeadlineExceeded):
+		return ui.DecisionResult{}, fmt.Errorf("the process that writes store %s did not journal the decision within %s", a.storeName(), decisionWait)
+	case err != nil:
+		return ui.DecisionResult{}, err
+	}
+	return ui.DecisionResult{Tool: res.Tool, Seq: res.Seq, Writer: res.Writer}, nil
 }

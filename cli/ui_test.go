@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -156,5 +157,88 @@ func TestUILive(t *testing.T) {
 	}
 	if ev := event.String(); !strings.HasPrefix(ev, "event: timeline\n") || !strings.Contains(ev, "second question") {
 		t.Fatalf("no timeline event with the second turn (%v); the last event:\n%s", sc.Err(), ev)
+	}
+}
+
+// TestUIApprove: beside a demiurge run on a pipe whose turn waits for the
+// approval of a call, the Approve button of demiurge ui (a POST with the
+// page's form token) hands the decision to run, which journals it as it
+// does demiurge approve's and goes on with the turn; with no run, the
+// page says which command answers.
+func TestUIApprove(t *testing.T) {
+	model := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{
+		{Calls: []llmtest.Call{{Name: "workspace_write", Arguments: `{"path": "a.txt", "content": "from the view\n"}`}}},
+		{Text: "Wrote a.txt."},
+		{Calls: []llmtest.Call{{Name: "workspace_write", Arguments: `{"path": "b.txt", "content": "later\n"}`}}},
+	}})
+	defer model.Close()
+	storeDir := filepath.Join(t.TempDir(), "store")
+	env := []string{"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL=" + model.URL, storeEnv + "="}
+	manifest := filepath.Join("..", "examples", "demiurge")
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inW.Close()
+	run := startDemiurge(t, "run", inR, env, "--store", storeDir, "run", manifest, "--model", "gpt-test", "--require-approval", "workspace_write")
+	inR.Close()
+	fmt.Fprintln(inW, "Write a.txt.")
+	run.expect(false, "waits for approval: demiurge approve")
+
+	view := startDemiurge(t, "ui", nil, env, "--store", storeDir, "ui")
+	linkRE := `http://127\.0\.0\.1:\d+/\?token=[0-9a-f]{64}`
+	view.expect(false, linkRE)
+	link := regexp.MustCompile(linkRE).FindString(view.stdout())
+	base := strings.TrimSuffix(link[:strings.Index(link, "?")], "/")
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	do := func(method, path string, form url.Values) (int, string, http.Header) {
+		t.Helper()
+		var body io.Reader
+		if form != nil {
+			body = strings.NewReader(form.Encode())
+		}
+		req, _ := http.NewRequestWithContext(t.Context(), method, path, body)
+		if form != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Origin", base)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, html.UnescapeString(string(b)), resp.Header
+	}
+	do(http.MethodGet, link, nil)
+	_, page, _ := do(http.MethodGet, base+"/w/main", nil)
+	token := regexp.MustCompile(`name="form_token" value="([0-9a-f]+)"`).FindStringSubmatch(page)
+	call := regexp.MustCompile(`name="call" value="([^"]+)"`).FindStringSubmatch(page)
+	if token == nil || call == nil || !strings.Contains(page, ">Approve</button>") {
+		t.Fatalf("the timeline shows no Approve button:\n%s", page)
+	}
+	form := url.Values{"form_token": {token[1]}, "chat": {"main"}, "call": {call[1]}, "decision": {"approve"}}
+	code, _, h := do(http.MethodPost, base+"/w/main/decide", form)
+	if code != http.StatusSeeOther || !strings.Contains(h.Get("Location"), "decided="+call[1]) || !strings.Contains(h.Get("Location"), "at=") {
+		t.Fatalf("Approve: %d to %q; want 303 back to the timeline, saying where it was journaled", code, h.Get("Location"))
+	}
+	run.expect(false, "Wrote a.txt.")
+	run.expect(false, fmt.Sprintf(`workspace_write approved from another process \(pid %d\)`, view.cmd.Process.Pid))
+
+	// With run gone, the page says which command answers.
+	fmt.Fprintln(inW, "Write b.txt.")
+	run.expect(false, "(?s)Write b.txt.*waits for approval: demiurge approve")
+	inW.Close()
+	run.wait()
+	_, page, _ = do(http.MethodGet, base+"/w/main", nil)
+	call = regexp.MustCompile(`name="call" value="([^"]+)"`).FindStringSubmatch(page)
+	if call == nil {
+		t.Fatalf("no call waits in the page:\n%s", page)
+	}
+	form.Set("call", call[1])
+	code, page, _ = do(http.MethodPost, base+"/w/main/decide", form)
+	if want := "no process runs world main now to go on with the turn: demiurge approve MANIFEST " + call[1] + " --world main --chat main journals the decision"; code != http.StatusConflict || !strings.Contains(page, want) {
+		t.Errorf("Approve with no run: %d; want 409 saying %q:\n%.3000s", code, want, page)
 	}
 }

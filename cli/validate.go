@@ -87,6 +87,7 @@ type jsonProblem struct {
 }
 
 func (a *app) validate(path string, asJSON bool) error {
+	a.noWASMCache = true // validate does not use the store
 	reg := a.registry()
 	a.log.Debug("validate", "path", path, "reducers", reg.Names())
 	cat, err := schema.Load(path, reg.LoadOptions())

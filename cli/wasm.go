@@ -7,8 +7,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/internal/store"
@@ -29,25 +33,81 @@ type wasmState struct {
 
 // wasmHost returns the host that runs the WASM reducer modules of the
 // command's worlds. Its compile cache is in the store's directory (for a
-// PostgreSQL store, in the user's cache directory), so a second command
-// does not compile a module again.
+// PostgreSQL store, or a store not made yet, in the user's cache
+// directory), so a second command does not compile a module again.
 func (a *app) wasmHost() (*wasm.Host, error) {
 	a.wasm.once.Do(func() {
-		opts := wasm.Options{WASI: a.wasi, CacheDir: a.wasmCacheDir()}
-		a.wasm.host, a.wasm.err = wasm.New(opts)
-		if a.wasm.err != nil {
-			// A cache that cannot be made costs a compile, nothing else.
-			a.log.Warn("the WASM compile cache is unusable; modules are compiled in memory", "error", a.wasm.err)
+		opts := wasm.Options{WASI: a.wasi, CacheDir: a.wasmCacheDir(), Logger: a.log, Limits: wasm.Limits{Deadline: a.wasmLimits.backstop}}
+		if a.noWASMCache {
 			opts.CacheDir = ""
-			a.wasm.host, a.wasm.err = wasm.New(opts)
 		}
+		a.wasm.host, a.wasm.err = wasm.New(opts)
 	})
 	return a.wasm.host, a.wasm.err
 }
 
+// wasmFlags are the command line's limits of WASM modules: --wasm-fuel
+// and --wasm-memory-pages, each a number for every module or MODULE=N for
+// one, repeatable, which AIR loaded from files takes as its defmodules'
+// "limits" (over what the defmodules set), so that the manifest records
+// them and a replay needs no flag; and --wasm-backstop, the host's.
+type wasmFlags struct {
+	fuel, pages []string
+	backstop    time.Duration
+}
+
+func (f *wasmFlags) add(pf *pflag.FlagSet) {
+	pf.StringArrayVar(&f.fuel, "wasm-fuel", nil, "the fuel of each step of the WASM modules of AIR loaded from files, the instructions it may run (`N`, or MODULE=N for one module; default: the defmodule's \"limits\", else 1000000000); the world records it with its manifest")
+	pf.StringArrayVar(&f.pages, "wasm-memory-pages", nil, "the memory cap of the WASM modules of AIR loaded from files, in 64 KiB pages (`N`, or MODULE=N for one module; default: the defmodule's \"limits\", else 1024, 64 MiB); the world records it with its manifest")
+	pf.DurationVar(&f.backstop, "wasm-backstop", 0, "how long a WASM module's step may run on the wall clock before it is stopped and its input fails, unjournaled (default 60s): a guard for what fuel does not bound")
+}
+
+// limits returns the limits of every module and by module name.
+func (f *wasmFlags) limits() (schema.ModuleLimits, map[string]schema.ModuleLimits, error) {
+	var all schema.ModuleLimits
+	var byModule map[string]schema.ModuleLimits
+	parse := func(flag string, vals []string, most uint64, set func(*schema.ModuleLimits, uint64)) error {
+		for _, v := range vals {
+			module, num, named := strings.Cut(v, "=")
+			if !named {
+				module, num = "", v
+			}
+			n, err := strconv.ParseUint(strings.ReplaceAll(num, "_", ""), 10, 64)
+			if err != nil || n == 0 || n > most || (named && module == "") {
+				return usagef("--%s %q: want a whole number from 1 to %d, or MODULE=N", flag, v, most)
+			}
+			if !named {
+				set(&all, n)
+				continue
+			}
+			if byModule == nil {
+				byModule = map[string]schema.ModuleLimits{}
+			}
+			l := byModule[module]
+			set(&l, n)
+			byModule[module] = l
+		}
+		return nil
+	}
+	if err := parse("wasm-fuel", f.fuel, schema.MaxModuleFuel, func(l *schema.ModuleLimits, n uint64) { l.Fuel = n }); err != nil {
+		return all, nil, err
+	}
+	if err := parse("wasm-memory-pages", f.pages, schema.MaxMemoryPages, func(l *schema.ModuleLimits, n uint64) { l.MemoryPages = n }); err != nil {
+		return all, nil, err
+	}
+	if f.backstop < 0 {
+		return all, nil, usagef("--wasm-backstop %v: want a positive duration", f.backstop)
+	}
+	return all, byModule, nil
+}
+
 func (a *app) wasmCacheDir() string {
 	if a.storeDir != "" && !store.IsURL(a.storeDir) {
-		return filepath.Join(a.storeDir, wasmCacheDir)
+		// Only in a store that exists: a command that makes none (replay
+		// of a bundle, say) leaves no .demiurge behind.
+		if st, err := os.Stat(a.storeDir); err == nil && st.IsDir() {
+			return filepath.Join(a.storeDir, wasmCacheDir)
+		}
 	}
 	if d, err := os.UserCacheDir(); err == nil {
 		return filepath.Join(d, "demiurge", wasmCacheDir)
@@ -64,7 +124,13 @@ type moduleReport struct {
 	Exports    []string `json:"exports"`
 	Imports    []string `json:"imports"`
 	Resettable bool     `json:"resettable"`
-	Error      string   `json:"error,omitempty"`
+	// Fuel and MemoryPages are the limits it runs under.
+	Fuel        uint64 `json:"fuel,omitempty"`
+	MemoryPages uint32 `json:"memory_pages,omitempty"`
+	Error       string `json:"error,omitempty"`
+	// Detail is what Error leaves out: wazero's words for a module it
+	// cannot compile or instantiate.
+	Detail string `json:"detail,omitempty"`
 }
 
 // wasmModules reports the WASM modules of a catalog that no Go reducer
@@ -107,10 +173,15 @@ func (a *app) wasmModules(ctx context.Context, cat *schema.Catalog) ([]moduleRep
 			rep.Resettable = info.Resettable
 		}
 		h, err := a.wasmHost()
+		if err == nil {
+			l := h.Limits(def)
+			rep.Fuel, rep.MemoryPages = l.Fuel, l.MemoryPages
+		}
 		if err != nil {
 			fail(err.Error())
 		} else if _, err := h.Load(ctx, def, code); err != nil {
 			fail(err.Error())
+			rep.Detail = wasm.Detail(err)
 		}
 		out = append(out, rep)
 	}
@@ -134,7 +205,13 @@ func printModule(w io.Writer, m moduleReport) {
 	if m.SHA256 != "" {
 		fmt.Fprintf(w, "  imports: %s\n", imports)
 	}
+	if m.Fuel > 0 {
+		fmt.Fprintf(w, "  limits: fuel %d, memory %d pages (%d MiB)\n", m.Fuel, m.MemoryPages, m.MemoryPages/16)
+	}
 	if m.Error != "" {
 		fmt.Fprintf(w, "  %s\n", m.Error)
+	}
+	if m.Detail != "" {
+		fmt.Fprintf(w, "  %s\n", strings.ReplaceAll(strings.TrimSpace(m.Detail), "\n", "\n  "))
 	}
 }

@@ -113,7 +113,7 @@ func TestWorkspaceImport(t *testing.T) {
 	mustRun(t, exitOK, "", "--store", st, "workspace", "import", "--manifest", wsManifest, src)
 	mustRun(t, exitOK, "", "--store", st, "workspace", "import", "--manifest", wsManifest, "--workspace", "other", "--owner", "me", src)
 	st2 := mustRun(t, exitOK, "", "--store", st, "state", "--reducer", "sys/Workspace@1", "--json")
-	if strings.Count(st2.stdout, "\n") != 2 || !strings.Contains(st2.stdout, `"key":"default","state_ref":`) || !strings.Contains(st2.stdout, `"latest":2`) || !strings.Contains(st2.stdout, `"owner":"me"`) {
+	if strings.Count(st2.stdout, "\n") != 1 || strings.Count(st2.stdout, `"reducer":`) != 2 || !strings.Contains(st2.stdout, `"key":"default","state_ref":`) || !strings.Contains(st2.stdout, `"latest":2`) || !strings.Contains(st2.stdout, `"owner":"me"`) {
 		t.Errorf("state:\n%s", st2.stdout)
 	}
 	cat := mustRun(t, exitOK, "", "--store", st, "workspace", "cat", "--version", "1", "a.txt")

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -22,8 +21,8 @@ func newWorkspaceLsCommand(a *app) *cobra.Command {
 latest version, or at --version N: one entry a line, "dir" or "file", its
 size in bytes (for a directory, the total of the files under it) and its
 path, directories with a trailing slash. -r lists everything under PATH.
-With --json each entry is one JSON object {"path", "kind", "size", "mode",
-"hash"}. Opens the store read-only.`,
+With --json, one JSON document: an array of entries, [{"path", "kind",
+"size", "mode", "hash"}] ([] for none). Opens the store read-only.`,
 		Example: `  demiurge workspace ls -r
   demiurge workspace ls --version 1 --json notes`,
 		Args: wantArgs(0, 1),
@@ -49,6 +48,7 @@ With --json each entry is one JSON object {"path", "kind", "size", "mode",
 				return fmt.Errorf("workspace ls: %w", err)
 			}
 			cursor := ""
+			entries := []entryJSON{} // --json: one document
 			for {
 				res, err := workspace.List(ctx, s.CAS(), root, workspace.ListOptions{Path: p, Recursive: recursive, Cursor: cursor, Limit: workspace.MaxListLimit})
 				if err != nil {
@@ -56,14 +56,7 @@ With --json each entry is one JSON object {"path", "kind", "size", "mode",
 				}
 				for _, e := range res.Entries {
 					if asJSON {
-						line, _ := json.Marshal(struct {
-							Path string `json:"path"`
-							Kind string `json:"kind"`
-							Size uint64 `json:"size"`
-							Mode string `json:"mode"`
-							Hash string `json:"hash"`
-						}{e.Path, e.Kind, e.Size, fmt.Sprintf("%o", e.Mode), e.Hash.String()})
-						fmt.Fprintf(a.out, "%s\n", line)
+						entries = append(entries, entryJSON{e.Path, e.Kind, e.Size, fmt.Sprintf("%o", e.Mode), e.Hash.String()})
 						continue
 					}
 					name := e.Path
@@ -73,6 +66,9 @@ With --json each entry is one JSON object {"path", "kind", "size", "mode",
 					fmt.Fprintf(a.out, "%-4s %10d %s\n", e.Kind, e.Size, name)
 				}
 				if res.NextCursor == "" {
+					if asJSON {
+						return writeJSON(a.out, entries)
+					}
 					return nil
 				}
 				cursor = res.NextCursor
@@ -81,6 +77,15 @@ With --json each entry is one JSON object {"path", "kind", "size", "mode",
 	}
 	f.add(cmd, true)
 	cmd.Flags().BoolVarP(&recursive, "recursive", "r", false, "list everything under PATH")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per entry")
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print one JSON document: an array of entries, [{"path", "kind", "size", "mode", "hash"}] ([] for none)`)
 	return cmd
+}
+
+// entryJSON is an entry as workspace ls --json prints it.
+type entryJSON struct {
+	Path string `json:"path"`
+	Kind string `json:"kind"`
+	Size uint64 `json:"size"`
+	Mode string `json:"mode"`
+	Hash string `json:"hash"`
 }

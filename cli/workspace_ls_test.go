@@ -21,7 +21,7 @@ func TestWorkspaceLs(t *testing.T) {
 			{"dir cleaned", []string{"./src//util/"}, exitOK, "file         13 src/util/u.go\n", ""},
 			{"file", []string{"a.txt"}, exitOK, "file          6 a.txt\n", ""},
 			{"recursive", []string{"-r", "src"}, exitOK, "file         13 src/main.go\ndir          13 src/util/\nfile         13 src/util/u.go\n", ""},
-			{"json", []string{"--json", "run.sh"}, exitOK, `{"path":"run.sh","kind":"file","size":5,"mode":"755","hash":"blake3:`, ""},
+			{"json", []string{"--json", "run.sh"}, exitOK, `[{"path":"run.sh","kind":"file","size":5,"mode":"755","hash":"blake3:`, ""},
 			{"version 0", []string{"--version", "0"}, exitOK, "", ""},
 			{"version 2", []string{"--version", "2"}, exitFailure, "", `workspace ls: workspace "default" of world main has no version 2 (its versions are 1 to 1)`},
 			{"missing", []string{"nope"}, exitFailure, "", "workspace ls: workspace list nope: not found"},

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -205,14 +204,17 @@ whether a turn is open (not ended: a process runs it, or the next one to
 open the world resumes it). It reads the chats' states; run "demiurge trace"
 for the turns themselves.
 
-With --json, one JSON object a line per world:
-  {"world", "records", "head", "manifest", "last_activity" (RFC 3339, UTC;
-   absent if the world had no input), "last_activity_ns",
-   "chats": [{"chat", "provider", "model", "turns", "running" (a turn is open),
-              "usage": {"prompt", "completion", "cached", "reasoning"},
-              "cost_microusd", "cost_unknown" (model calls without a price),
-              "usage_unknown" (model calls without usage)}]}
-"chats" is empty for a world without chats. Opens the store read-only.
+With --json, one JSON document: an array of worlds ([] for none),
+  [{"world", "records", "head": {"seq", "hash"}, "manifest",
+    "last_activity" (RFC 3339, UTC; absent if the world had no input),
+    "last_activity_ns",
+    "chats": [{"chat", "provider", "model", "turns", "running" (a turn is
+               open), "usage": {"input_tokens", "cached_tokens",
+               "output_tokens", "reasoning_tokens"}, "cost_microusd",
+               "calls_cost_unknown" (model calls without a price),
+               "calls_usage_unknown" (model calls without usage)}]}]
+"chats" is empty for a world without chats (docs/cli.md). Opens the store
+read-only.
 In a PostgreSQL store each world's text also says which worker holds it,
 and its JSON has "worker": the id of the worker whose lease on it is live
 ("" when none is).`,
@@ -231,6 +233,7 @@ and its JSON has "worker": the id of the worker whose lease on it is live
 			if err != nil {
 				return fmt.Errorf("worlds: %w", err)
 			}
+			reports := []any{} // --json: the worlds, one document
 			leases, workers, err := leasesOf(ctx, s)
 			if err != nil {
 				return fmt.Errorf("worlds: %w", err)
@@ -248,6 +251,13 @@ and its JSON has "worker": the id of the worker whose lease on it is live
 				for _, name := range waiting {
 					fmt.Fprintf(a.out, "%s: no records yet (its first message waits for a worker)\n  %s\n", name, leases[name])
 				}
+			}
+			if asJSON {
+				defer func() {
+					if err == nil {
+						err = writeJSON(a.out, reports)
+					}
+				}()
 			}
 			if len(names)+len(waiting) == 0 && !asJSON {
 				_, err := fmt.Fprintf(a.out, "no worlds in store %s\n", s.Dir())
@@ -276,11 +286,7 @@ and its JSON has "worker": the id of the worker whose lease on it is live
 							Worker string `json:"worker"`
 						}{ws, workers[name]}
 					}
-					b, err := json.Marshal(v)
-					if err != nil {
-						return err
-					}
-					fmt.Fprintf(a.out, "%s\n", b)
+					reports = append(reports, v)
 					continue
 				}
 				writeWorldSummary(a.out, ws, holder)
@@ -295,7 +301,7 @@ and its JSON has "worker": the id of the worker whose lease on it is live
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per world (the shape is above)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON document, an array of worlds (the shape is above)")
 	return cmd
 }
 

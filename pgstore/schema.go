@@ -3,7 +3,12 @@ package pgstore
 // SchemaVersion is the version of the tables this package reads and
 // writes. Open creates them in a database that has none and upgrades older
 // versions; it refuses a newer one.
-const SchemaVersion = 1
+const SchemaVersion = 2
+
+// MinReadVersion is the oldest version a read-only Open reads without
+// upgrading: the versions since added tables only (eval_runs), and a
+// store of an older version reads as one that has none of their rows.
+const MinReadVersion = 1
 
 // migrations[i] brings a store from version i to version i+1. Each runs in
 // one transaction with the store's migration lock held, so two processes
@@ -117,5 +122,17 @@ BEGIN
 	RETURN p_exp_seq + n;
 END
 $fn$;
+`,
+	// 1 -> 2: the reports of demiurge eval's runs, which compare and the
+	// web view read.
+	`
+CREATE TABLE eval_runs (
+	run     text COLLATE "C" PRIMARY KEY,
+	started timestamptz NOT NULL,
+	summary bytea NOT NULL,
+	report  bytea NOT NULL,
+	kept    timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX eval_runs_started ON eval_runs (started DESC, run DESC);
 `,
 }

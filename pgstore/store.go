@@ -107,6 +107,7 @@ type Store struct {
 	secret   string // the password, scrubbed from errors
 	readOnly bool
 	channel  string // the inbox's NOTIFY channel (per schema)
+	version  int    // the tables' version (below SchemaVersion only when read-only)
 
 	journal *Journal
 	cas     *CAS
@@ -285,9 +286,13 @@ func (s *Store) migrate(ctx context.Context) error {
 	case version > SchemaVersion:
 		return fmt.Errorf("%w: the store at %s is at version %d, this demiurge knows versions up to %d: use a newer demiurge", ErrSchemaVersion, s.name, version, SchemaVersion)
 	case version == SchemaVersion:
+		s.version = version
 		return nil
 	case s.readOnly && version == 0:
 		return fmt.Errorf("%w at %s (nothing has written it yet)", ErrNoStore, s.name)
+	case s.readOnly && version >= MinReadVersion:
+		s.version = version // read as it is: what later versions added reads as empty
+		return nil
 	case s.readOnly:
 		return fmt.Errorf("%w: the store at %s is at version %d and needs upgrading to %d, which a read-only open does not do: open it once read-write (any command that writes, or demiurge worker)", ErrSchemaVersion, s.name, version, SchemaVersion)
 	}
@@ -321,6 +326,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("pgstore: %s: migrate: %w", s.name, err)
 	}
+	s.version = SchemaVersion
 	return nil
 }
 

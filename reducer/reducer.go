@@ -126,6 +126,15 @@ var (
 	ErrDuplicate = errors.New("reducer: already registered")
 )
 
+// ErrIrreproducible is returned (wrapped) by a reducer whose step failed
+// for a reason that is not a function of its inputs, so that a replay
+// might not fail the same way: a WASM module stopped by its wall-clock
+// backstop, say, which a faster machine would have let finish. The world
+// journals nothing of such an input: it fails the input with the error and
+// stops, as it does for a damaged store, and reopening goes on from the
+// journal as it was before the input.
+var ErrIrreproducible = errors.New("reducer: the step failed in a way a replay might not reproduce")
+
 // Modules makes the reducers of modules that bring their own code: a
 // defmodule whose wasm_hash names a WebAssembly module (package
 // reducer/wasm implements it).
@@ -138,9 +147,20 @@ type Modules interface {
 
 // Registry maps module names to reducers. It is safe for concurrent use.
 type Registry struct {
-	mu   sync.RWMutex
-	m    map[string]Reducer
-	mods Modules
+	mu           sync.RWMutex
+	m            map[string]Reducer
+	mods         Modules
+	limits       schema.ModuleLimits
+	moduleLimits map[string]schema.ModuleLimits
+}
+
+// SetLimits sets the limits that AIR loaded with the registry's
+// LoadOptions writes into the defmodules of WASM modules (see
+// schema.LoadOptions.Limits): all for every module, byName by module name.
+func (r *Registry) SetLimits(all schema.ModuleLimits, byName map[string]schema.ModuleLimits) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.limits, r.moduleLimits = all, byName
 }
 
 // SetModules makes r run the modules that bring their own code (a
@@ -184,9 +204,14 @@ func (r *Registry) Resolve(ctx context.Context, mod *schema.DefModule, code cas.
 }
 
 // LoadOptions returns the options that load AIR for the reducers r runs:
-// the Go reducers' names, and whether it runs WASM modules.
+// the Go reducers' names, whether it runs WASM modules, and the limits
+// SetLimits set.
 func (r *Registry) LoadOptions() *schema.LoadOptions {
-	return &schema.LoadOptions{Reducers: r.Names(), WASM: r.Modules() != nil}
+	o := &schema.LoadOptions{Reducers: r.Names(), WASM: r.Modules() != nil}
+	r.mu.RLock()
+	o.Limits, o.ModuleLimits = r.limits, r.moduleLimits
+	r.mu.RUnlock()
+	return o
 }
 
 // NewRegistry returns an empty registry.

@@ -43,8 +43,16 @@ var refPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompil
 
 // Export writes the session of one world as a bundle in dir, which must
 // not exist or be empty. sources are the world's AIR files
-// (schema.Catalog.Sources).
-func Export(ctx context.Context, j journal.Reader, store cas.Getter, world string, sources []schema.Source, dir string) (*Manifest, error) {
+// (schema.Catalog.Sources), and modules the files of its WASM modules
+// (schema.Catalog.ModuleFiles), written beside them under air/ (each
+// named modules/...), so that the AIR loads from the bundle's air/ as it
+// loaded from its folder: edited, it replays (--under-manifest) with them.
+func Export(ctx context.Context, j journal.Reader, store cas.Getter, world string, sources, modules []schema.Source, dir string) (*Manifest, error) {
+	for _, m := range modules {
+		if !validModulePath(m.Name) {
+			return nil, fmt.Errorf("export %s: module file %q is not a path under %s/", world, m.Name, schema.ModulesDir)
+		}
+	}
 	if err := prepareDir(dir); err != nil {
 		return nil, err
 	}
@@ -120,6 +128,15 @@ func Export(ctx context.Context, j journal.Reader, store cas.Getter, world strin
 			return nil, err
 		}
 	}
+	for _, m := range modules {
+		path := filepath.Join(dir, "air", filepath.FromSlash(m.Name))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(path, m.Data, 0o644); err != nil {
+			return nil, err
+		}
+	}
 	js, _ := json.MarshalIndent(m, "", "  ")
 	if err := os.WriteFile(filepath.Join(dir, "bundle.json"), append(js, '\n'), 0o644); err != nil {
 		return nil, err
@@ -181,12 +198,36 @@ func readRegular(fsys fs.FS, name string, max int64) ([]byte, error) {
 	return b, err
 }
 
+// validModulePath reports whether name is a module file's path as a
+// bundle holds it: modules/<name>-<hex>.wasm, slash-separated, with no
+// empty, "." or ".." element.
+func validModulePath(name string) bool {
+	parts := strings.Split(name, "/")
+	if len(parts) < 2 || parts[0] != schema.ModulesDir || !strings.HasSuffix(name, ".wasm") {
+		return false
+	}
+	for _, p := range parts {
+		if p == "" || p == "." || p == ".." || strings.ContainsRune(p, '\\') {
+			return false
+		}
+	}
+	return true
+}
+
+// maxModuleFiles bounds the module files a bundle's air/modules/ may hold.
+const maxModuleFiles = 1024
+
 // Bundle is a bundle read from disk.
 type Bundle struct {
 	Dir      string
 	Manifest Manifest
 	// Sources are the AIR files, in their original order.
 	Sources []schema.Source
+	// Modules are the files of the world's WASM modules (air/modules/...),
+	// each named by its path under air/, slash-separated
+	// (modules/demo/Counter@1-<hex>.wasm). A bundle written before
+	// bundles held them has none: the code is in its blobs.
+	Modules []schema.Source
 	// Records are the journal records, verified as a hash chain.
 	Records []journal.Record
 	// Blobs are the blobs by ref, each verified against its name.
@@ -231,6 +272,12 @@ func readFS(fsys fs.FS, dir string) (*Bundle, error) {
 		return nil, fmt.Errorf("read bundle %s: %w", dir, err)
 	}
 	for _, e := range airs {
+		if e.IsDir() && e.Name() == schema.ModulesDir {
+			if b.Modules, err = readModules(fsys, "air/"+schema.ModulesDir); err != nil {
+				return nil, fmt.Errorf("read bundle %s: %w", dir, err)
+			}
+			continue
+		}
 		data, err := readRegular(fsys, "air/"+e.Name(), schema.MaxAIRFileSize)
 		if err != nil {
 			return nil, fmt.Errorf("read bundle %s: %w", dir, err)
@@ -278,6 +325,31 @@ func readFS(fsys fs.FS, dir string) (*Bundle, error) {
 		b.Blobs[r] = data
 	}
 	return b, nil
+}
+
+// readModules reads the module files under root (air/modules), each a
+// regular file of at most schema.MaxModuleSize bytes.
+func readModules(fsys fs.FS, root string) ([]schema.Source, error) {
+	var out []schema.Source
+	err := fs.WalkDir(fsys, root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if len(out) == maxModuleFiles {
+			return fmt.Errorf("%s holds more than %d files", root, maxModuleFiles)
+		}
+		name := strings.TrimPrefix(path, "air/")
+		if !validModulePath(name) {
+			return fmt.Errorf("air/%s is not a WASM module's file (modules/<name>-<hex>.wasm)", name)
+		}
+		data, err := readRegular(fsys, path, schema.MaxModuleSize)
+		if err != nil {
+			return err
+		}
+		out = append(out, schema.Source{Name: name, Data: data})
+		return nil
+	})
+	return out, err
 }
 
 func mustRef(hexDigest string) cas.Ref {

@@ -8,7 +8,9 @@
 // A bundle is a portable directory holding one world's session:
 //
 //	bundle.json      format, world name, head, manifest hash, counts
-//	air/             the AIR files the world was loaded from
+//	air/             the AIR files the world was loaded from, and beside
+//	                 them its WASM modules (air/modules/<name>-<hex>.wasm),
+//	                 so that air/ loads as the world's folder did
 //	journal.cbor     every record, as stored, in a CBOR sequence
 //	blobs/<hex>      every blob the records refer to, directly or through
 //	                 other blobs, named by their BLAKE3 digest

@@ -24,13 +24,28 @@ func (b *Bundle) Storage(ctx context.Context) (*world.MemoryStorage, error) {
 	return st, nil
 }
 
-// Catalog loads the bundle's AIR. AIR whose WASM modules were found
-// beside its manifest does not load from the bundle's files alone (the
-// modules are not among them): the catalog is then the one the journal
-// last recorded, rebuilt from the bundle's blobs, which hold the modules'
-// code.
+// AIR loads the bundle's AIR as its air/ folder holds it, with the WASM
+// modules beside it (air/modules/), as Load loads a world's folder: the AIR
+// edited in the bundle, which --under-manifest replays under.
+func (b *Bundle) AIR(reg *reducer.Registry) (*schema.Catalog, error) {
+	opts := reg.LoadOptions()
+	if b.Dir != "" {
+		opts.ModuleDir = filepath.Join(b.Dir, "air")
+	}
+	cat, err := schema.LoadSources(b.Sources, opts)
+	if err != nil && len(b.Modules) == 0 {
+		return nil, fmt.Errorf("%w\n(the bundle holds no WASM modules beside its AIR: it was exported before bundles held them; export it again, or put the modules in %s)", err, filepath.Join(b.Dir, "air", schema.ModulesDir))
+	}
+	return cat, err
+}
+
+// Catalog loads the bundle's AIR (AIR). AIR that does not load from the
+// bundle's files (a bundle written before bundles held the WASM modules of
+// AIR that found them beside its manifest) falls back to the catalog the
+// journal last recorded, rebuilt from the bundle's blobs, which hold the
+// modules' code.
 func (b *Bundle) Catalog(reg *reducer.Registry) (*schema.Catalog, error) {
-	cat, err := schema.LoadSources(b.Sources, reg.LoadOptions())
+	cat, err := b.AIR(reg)
 	if err == nil || b.Manifest.ManifestRef == "" {
 		return cat, err
 	}
@@ -71,7 +86,11 @@ func ReplayBundleUnder(ctx context.Context, b *Bundle, reg *reducer.Registry) (*
 // replayBundle replays a bundle under its AIR, in memory, with opts (whose
 // Name, Catalog, Reducers and Storage it sets).
 func replayBundle(ctx context.Context, b *Bundle, reg *reducer.Registry, opts world.RerunOptions) (*world.RerunResult, error) {
-	cat, err := b.Catalog(reg)
+	load := b.Catalog
+	if opts.UnderManifest {
+		load = b.AIR // the AIR as edited, or an error: never another
+	}
+	cat, err := load(reg)
 	if err != nil {
 		return nil, fmt.Errorf("bundle %s: %w", b.Dir, err)
 	}
@@ -189,7 +208,7 @@ func Rebase(ctx context.Context, b *Bundle, reg *reducer.Registry) error {
 	}
 	tmp := b.Dir + ".rebase"
 	_ = os.RemoveAll(tmp)
-	if _, err := Export(ctx, st.Journal(), st.CAS(), b.Manifest.World, b.Sources, tmp); err != nil {
+	if _, err := Export(ctx, st.Journal(), st.CAS(), b.Manifest.World, b.Sources, b.Modules, tmp); err != nil {
 		return err
 	}
 	if trace, err := os.ReadFile(filepath.Join(b.Dir, "trace.txt")); err == nil {

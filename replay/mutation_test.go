@@ -124,7 +124,7 @@ func record(t *testing.T, airDir string, h hub, snapshotEvery int) string {
 	}
 	w.Close()
 	dir := filepath.Join(t.TempDir(), "bundle")
-	if _, err := replay.Export(ctx, st.Journal(), st.CAS(), "mut", cat.Sources(), dir); err != nil {
+	if _, err := replay.Export(ctx, st.Journal(), st.CAS(), "mut", cat.Sources(), cat.ModuleFiles(), dir); err != nil {
 		t.Fatal(err)
 	}
 	return dir

@@ -44,9 +44,10 @@ type DefSchema struct {
 	At   Origin
 }
 
-// DefModule declares a module. demiurge runs reducers written in Go and
-// registered under the module's name; a wasm_hash, if present, is kept but
-// not used.
+// DefModule declares a module. A Go reducer registered under the module's
+// name runs it; otherwise its WASM module does, named by WasmHash (see
+// ModulesDir: the loader finds the module beside the manifest and records
+// its BLAKE3 here).
 type DefModule struct {
 	Name       string
 	ModuleKind string // "reducer" or "pure"
@@ -54,8 +55,44 @@ type DefModule struct {
 	KeySchema  string // keyed reducers: the schema of the cell key
 	Reducer    *ReducerABI
 	Pure       *PureABI
-	At         Origin
+	// Limits bound what the module's WASM code may use in a step (a
+	// demiurge extension of AIR: the defmodule member "limits"); a zero
+	// limit is the host's default.
+	Limits ModuleLimits
+	At     Origin
 }
+
+// ModuleLimits are the limits of a WASM module, written in AIR as
+// "limits": {"fuel": N, "memory_pages": N}. They are part of the def, so
+// the manifest's hash pins them and a replay runs the module under the
+// same ones.
+type ModuleLimits struct {
+	// Fuel is how many instructions one step may run (see reducer/wasm's
+	// fuel): a step that needs more fails.
+	Fuel uint64
+	// MemoryPages caps the module's linear memory, in 64 KiB pages.
+	MemoryPages uint64
+}
+
+// Over returns l with the limits that o sets (its non-zero fields).
+func (l ModuleLimits) Over(o ModuleLimits) ModuleLimits {
+	if o.Fuel != 0 {
+		l.Fuel = o.Fuel
+	}
+	if o.MemoryPages != 0 {
+		l.MemoryPages = o.MemoryPages
+	}
+	return l
+}
+
+// Limits on ModuleLimits values.
+const (
+	// MaxModuleFuel is the most fuel a module may be given.
+	MaxModuleFuel = 1 << 62
+	// MaxMemoryPages is the most memory a 32-bit WASM module can address:
+	// 65536 pages, 4 GiB.
+	MaxMemoryPages = 65536
+)
 
 // ReducerABI is the interface of a reducer module.
 type ReducerABI struct {
@@ -486,8 +523,15 @@ func (d *DefModule) node() Value {
 		pb.str("input", p.Input).str("output", p.Output).str("context", p.Context)
 		abi.set("pure", pb.m)
 	}
+	limits := &Map{}
+	if d.Limits.Fuel > 0 {
+		limits.set("fuel", d.Limits.Fuel)
+	}
+	if d.Limits.MemoryPages > 0 {
+		limits.set("memory_pages", d.Limits.MemoryPages)
+	}
 	return newNode(KindDefModule).str("name", d.Name).str("module_kind", d.ModuleKind).
-		str("wasm_hash", d.WasmHash).str("key_schema", d.KeySchema).val("abi", abi).m
+		str("wasm_hash", d.WasmHash).str("key_schema", d.KeySchema).val("abi", abi).val("limits", limits).m
 }
 
 func (e *ExprOrValue) node() Value {

@@ -24,7 +24,10 @@
 // differences:
 //   - hashes are BLAKE3 ("blake3:<hex>"); "sha256:" ids in AgentOS files
 //     are accepted as opaque names and never recomputed;
-//   - a defmodule names a reducer registered in Go, not a WASM module;
+//   - a defmodule runs the Go reducer registered under its name if there
+//     is one, else its WASM module (found beside the manifest as AgentOS's
+//     CLI lays it out, modules/<name>-<sha256 hex>.wasm); its wasm_hash is
+//     recorded as the module's BLAKE3, so the manifest's hash pins the code;
 //   - int and nat values are equal when their numbers are;
 //   - the manifest hash includes "$kind";
 //   - a constant that looks like an expression but does not fit its slot's

@@ -3,6 +3,7 @@ package schema
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/demiurge-dev/demiurge/cas"
@@ -68,12 +69,38 @@ func LoadFromCAS(ctx context.Context, g cas.Getter, manifest cas.Ref, opts *Load
 	}
 	buf.Write(ValueJSON(mm))
 	buf.WriteByte(']')
-	c, err := LoadSources([]Source{{Name: "cas:" + manifest.String(), Data: buf.Bytes()}}, opts)
+	var o LoadOptions
+	if opts != nil {
+		o = *opts
+	}
+	o.Limits, o.ModuleLimits = ModuleLimits{}, nil // a stored def's limits are what it recorded
+	c, err := LoadSources([]Source{{Name: "cas:" + manifest.String(), Data: buf.Bytes()}}, &o)
 	if err != nil {
 		return fail("%v", err)
 	}
 	if got := c.ManifestRef(); got != manifest {
 		return fail("the defs read back hash to manifest %s (a built-in def this binary ships may have changed since)", got.Short())
+	}
+	// The code of the WASM modules, which the world stored with the
+	// manifest: the catalog holds it as one loaded from files does. Code
+	// the store lacks stays there to be missed by whoever runs the module.
+	for _, name := range c.Names(KindDefModule) {
+		d := c.modules[name]
+		ref, err := cas.ParseRef(d.WasmHash)
+		if d.WasmHash == "" || err != nil || ref.Algo() != cas.BLAKE3 {
+			continue
+		}
+		code, err := g.Get(ctx, ref)
+		switch {
+		case err == nil:
+			if c.code == nil {
+				c.code = map[cas.Ref][]byte{}
+			}
+			c.code[ref] = code
+		case errors.Is(err, cas.ErrNotFound):
+		default:
+			return nil, fmt.Errorf("load manifest %s from the store: the code of module %s (%s): %w", manifest.Short(), name, ref.Short(), err)
+		}
 	}
 	return c, nil
 }

@@ -149,3 +149,42 @@ func TestManifestModels(t *testing.T) {
 		}
 	}
 }
+
+// TestModuleLimitsRoundTrip: a defmodule's limits are part of its node, so
+// they change the manifest's hash, and a catalog stored and loaded back
+// from the store has them.
+func TestModuleLimitsRoundTrip(t *testing.T) {
+	air := func(limits string) []schema.Source {
+		return []schema.Source{{Name: "w.air.json", Data: []byte(`[
+  {"$kind": "defschema", "name": "demo/N@1", "type": {"nat": {}}},
+  {"$kind": "defmodule", "name": "demo/A@1", "module_kind": "reducer",
+   "abi": {"reducer": {"state": "demo/N@1", "event": "demo/N@1"}}` + limits + `},
+  {"$kind": "manifest", "air_version": "1", "schemas": [{"name": "demo/N@1"}], "modules": [{"name": "demo/A@1"}],
+   "routing": {"events": [{"event": "demo/N@1", "reducer": "demo/A@1"}]}}]`)}}
+	}
+	opts := &schema.LoadOptions{Reducers: []string{"demo/A@1"}}
+	plain, err := schema.LoadSources(air(""), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := schema.LoadSources(air(`, "limits": {"fuel": 5000000000, "memory_pages": 16}`), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ManifestRef() == plain.ManifestRef() {
+		t.Error("limits do not change the manifest's hash")
+	}
+	ctx := context.Background()
+	st := cas.NewMemory()
+	if err := c.Nodes(func(_ cas.Ref, node []byte) error { _, err := st.Put(ctx, node); return err }); err != nil {
+		t.Fatal(err)
+	}
+	back, err := schema.LoadFromCAS(ctx, st, c.ManifestRef(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := back.Module("demo/A@1")
+	if back.ManifestRef() != c.ManifestRef() || d.Limits != (schema.ModuleLimits{Fuel: 5_000_000_000, MemoryPages: 16}) {
+		t.Errorf("loaded back: manifest %s (want %s), limits %+v", back.ManifestRef(), c.ManifestRef(), d.Limits)
+	}
+}

@@ -18,11 +18,16 @@ type loader struct {
 	defined   map[defKey]Def // user defs
 	manifests []*Manifest
 	c         *Catalog
+	// unread is set when a file is not JSON: its defs are unknown.
+	unread    bool
 	code      map[cas.Ref][]byte // WASM modules found beside the manifest (resolveCode)
+	codeFiles map[string]string  // their files under the module dir, by module name
 }
 
 func (l *loader) parseSource(s Source, errs *problems) {
-	for _, d := range parseSource(s, errs) {
+	defs, read := parseFile(s, errs)
+	l.unread = l.unread || !read
+	for _, d := range defs {
 		if m, ok := d.(*Manifest); ok {
 			l.manifests = append(l.manifests, m)
 			continue
@@ -364,6 +369,9 @@ func (l *loader) checkModule(d *DefModule) {
 			if l.opts.WASM || l.opts.Reducers == nil {
 				hasCode = l.resolveCode(e, d)
 			}
+			if hasCode {
+				d.Limits = d.Limits.Over(l.opts.Limits).Over(l.opts.ModuleLimits[d.Name])
+			}
 			if l.opts.Reducers != nil && !hasCode && !e.hasErrorsAt(p) {
 				reg := append([]string(nil), l.opts.Reducers...)
 				sort.Strings(reg)
@@ -372,7 +380,7 @@ func (l *loader) checkModule(d *DefModule) {
 					list = "none"
 				}
 				if l.opts.WASM {
-					e.add(p+"/name", "reducer module %s has no WASM module and no Go reducer is registered under its name (registered: %s): put its module at %s/%s-<sha256 hex>.wasm beside the manifest, or register a Go reducer under this name", d.Name, list, ModulesDir, d.Name)
+					e.add(p+"/name", "reducer module %s has no WASM module and no Go reducer is registered under its name (registered: %s): put its module beside the manifest as %s/%s-HEX.wasm (HEX: the SHA-256 of its bytes), or register a Go reducer under this name", d.Name, list, ModulesDir, d.Name)
 				} else {
 					e.add(p+"/name", "reducer module %s is not registered in this binary (registered: %s); register a Go reducer under this name", d.Name, list)
 				}

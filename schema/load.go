@@ -2,6 +2,7 @@ package schema
 
 import (
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -34,8 +35,21 @@ type LoadOptions struct {
 	// (see ModulesDir) or named by BLAKE3 in its wasm_hash. Without it,
 	// such a defmodule is an error.
 	WASM bool
+	// Limits and ModuleLimits (by module name) are written into the
+	// defmodule of every WASM module as it loads, over the limits its AIR
+	// sets (ModuleLimits over Limits, each non-zero field over the def's):
+	// a command line's --wasm-fuel, say. They are then part of the def, so
+	// the manifest's hash pins them and a replay runs the module under
+	// them without being told. LoadFromCAS ignores them: a stored
+	// manifest is what it is.
+	Limits       ModuleLimits
+	ModuleLimits map[string]ModuleLimits
 
-	moduleDir string // where Load found the manifest: modules/ is under it
+	// ModuleDir is the folder whose modules/ holds the WASM modules of
+	// the AIR (see ModulesDir). Load sets it to the manifest's folder;
+	// for LoadSources it is empty unless set, and the defmodules of WASM
+	// modules then name their code by BLAKE3 in a store.
+	ModuleDir string
 }
 
 // Catalog is a loaded, validated world definition: the manifest and every
@@ -62,6 +76,7 @@ type Catalog struct {
 	refs        map[defKey]cas.Ref
 	nodes       map[cas.Ref][]byte
 	code        map[cas.Ref][]byte // WASM modules by BLAKE3
+	codeFiles   map[string]string  // module name → its file under ModuleDir, slash-separated
 	manifestRef cas.Ref
 }
 
@@ -154,6 +169,35 @@ func (c *Catalog) Node(ref cas.Ref) ([]byte, bool) {
 	return b, ok
 }
 
+// ModuleFiles returns the WASM modules of the catalog whose code it holds
+// as files to lay beside its AIR: each named by its path under the
+// manifest's folder, slash-separated (modules/demo/Counter@1-<hex>.wasm),
+// in the order of their module names. A module the loader found keeps its
+// file's name; one whose code came from a store (LoadFromCAS) is named by
+// its BLAKE3, which its def's wasm_hash names, so the AIR loads from the
+// files as it is.
+func (c *Catalog) ModuleFiles() []Source {
+	var out []Source
+	for _, name := range c.Names(KindDefModule) {
+		d := c.modules[name]
+		ref, err := cas.ParseRef(d.WasmHash)
+		if err != nil {
+			continue
+		}
+		code, ok := c.code[ref]
+		if !ok {
+			continue
+		}
+		path, ok := c.codeFiles[name]
+		if !ok {
+			digest := ref.Digest()
+			path = filepath.ToSlash(ModuleFile("", name, hex.EncodeToString(digest[:])))
+		}
+		out = append(out, Source{Name: path, Data: code})
+	}
+	return out
+}
+
 // Code returns the bytes of a WASM module the loader found beside the
 // manifest, by the BLAKE3 that the module's wasm_hash now holds. A module
 // named by BLAKE3 and not found beside the manifest is not here: its code
@@ -209,7 +253,7 @@ func Load(path string, opts *LoadOptions) (*Catalog, error) {
 	if opts != nil {
 		o = *opts
 	}
-	o.moduleDir = filepath.Dir(files[0])
+	o.ModuleDir = filepath.Dir(files[0])
 	return LoadSources(srcs, &o)
 }
 
@@ -264,9 +308,15 @@ func LoadSources(srcs []Source, opts *LoadOptions) (*Catalog, error) {
 		l.files = append(l.files, s.Name)
 		l.parseSource(s, errs.forFile(s.Name))
 	}
+	if l.unread {
+		// A file that is not JSON defines nothing anyone can see: what
+		// the others say of its defs (listed but not defined, an unknown
+		// schema) would only follow from its error. Its error is the one.
+		return nil, errs.sorted()
+	}
 	c := l.link()
 	c.sources = srcs
-	c.code = l.code
+	c.code, c.codeFiles = l.code, l.codeFiles
 	all := errs.sorted()
 	if len(all.Errors()) > 0 {
 		return nil, all
@@ -277,6 +327,13 @@ func LoadSources(srcs []Source, opts *LoadOptions) (*Catalog, error) {
 
 // parseSource parses one file into defs.
 func parseSource(s Source, errs *problems) []Def {
+	defs, _ := parseFile(s, errs)
+	return defs
+}
+
+// parseFile parses one file into defs; read is false when the file is not
+// JSON at all (its error is in errs), so that none of its defs is known.
+func parseFile(s Source, errs *problems) (defs []Def, read bool) {
 	root, err := parseJSON(s.Data)
 	if err != nil {
 		if je, ok := errors.AsType[*jsonError](err); ok {
@@ -284,9 +341,8 @@ func parseSource(s Source, errs *problems) []Def {
 		} else {
 			errs.add("", "invalid JSON: %v", err)
 		}
-		return nil
+		return nil, false
 	}
-	var defs []Def
 	switch root.kind {
 	case jArray:
 		for _, n := range root.arr {
@@ -301,7 +357,7 @@ func parseSource(s Source, errs *problems) []Def {
 	default:
 		errs.add("", "an AIR file holds a def object or an array of defs, got %s", root.kind)
 	}
-	return defs
+	return defs, true
 }
 
 //go:embed builtin/*.air.json

@@ -19,8 +19,8 @@ import (
 // and hex is the SHA-256 of the module's bytes (or their BLAKE3).
 const ModulesDir = "modules"
 
-// maxModuleSize bounds a module file the loader reads.
-const maxModuleSize = 256 << 20
+// MaxModuleSize bounds a WASM module file the loader reads.
+const MaxModuleSize = 256 << 20
 
 // ModuleFile returns the path of a module's file under dir, for its name
 // and the hex of its hash.
@@ -46,7 +46,7 @@ func ModuleFile(dir, name, hexHash string) string {
 // It reports whether the module has code (or names it by BLAKE3).
 func (l *loader) resolveCode(e *problems, d *DefModule) bool {
 	p := d.At.Pointer
-	dir := l.opts.moduleDir
+	dir := l.opts.ModuleDir
 	wantPtr := p + "/wasm_hash"
 	if d.WasmHash == "" {
 		wantPtr = p + "/name"
@@ -59,6 +59,9 @@ func (l *loader) resolveCode(e *problems, d *DefModule) bool {
 			return false
 		}
 		ref = r
+		if ref.Digest() == ([cas.Size]byte{}) {
+			ref = cas.Ref{} // a zero placeholder, as AgentOS's authoring hashes are: filled in as if unset
+		}
 	}
 	if dir == "" {
 		return ref.Algo() == cas.BLAKE3 && ref.Valid()
@@ -119,9 +122,10 @@ func (l *loader) resolveCode(e *problems, d *DefModule) bool {
 	}
 	d.WasmHash = b3.String()
 	if l.code == nil {
-		l.code = map[cas.Ref][]byte{}
+		l.code, l.codeFiles = map[cas.Ref][]byte{}, map[string]string{}
 	}
 	l.code[b3] = code
+	l.codeFiles[name] = rel(dir, file)
 	return true
 }
 
@@ -140,8 +144,8 @@ func readModule(path string) ([]byte, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fileKind(st.Mode()))
 	}
-	if st.Size() > maxModuleSize {
-		return nil, fmt.Errorf("%s is %d bytes, over the %d MiB a module may have", path, st.Size(), maxModuleSize>>20)
+	if st.Size() > MaxModuleSize {
+		return nil, fmt.Errorf("%s is %d bytes, over the %d MiB a module may have", path, st.Size(), MaxModuleSize>>20)
 	}
 	b := make([]byte, st.Size())
 	if _, err := io.ReadFull(f, b); err != nil {

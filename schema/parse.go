@@ -115,11 +115,40 @@ func parseDefModule(n *jnode, at Origin, errs *problems) Def {
 			errs.add(abin.ptr, "a pure module needs abi.pure {input, output}")
 		}
 	}
+	if ln := r.node("limits", false); ln != nil {
+		d.Limits = parseModuleLimits(ln, errs)
+	}
 	r.done()
 	if d.Name == "" {
 		return nil
 	}
 	return d
+}
+
+// parseModuleLimits parses a defmodule's limits: {"fuel"?: nat,
+// "memory_pages"?: nat}, each at least 1.
+func parseModuleLimits(n *jnode, errs *problems) ModuleLimits {
+	var l ModuleLimits
+	r := newObjReader(n, errs, "module limits")
+	if r == nil {
+		return l
+	}
+	nat := func(key string, most uint64, what string) uint64 {
+		vn := r.node(key, false)
+		if vn == nil {
+			return 0
+		}
+		v, err := (&normalizer{json: true}).integer(KindNat, jsonInput(vn), nil)
+		if err != nil || v.(uint64) == 0 || v.(uint64) > most {
+			errs.add(vn.ptr, "limits.%s must be a whole number from 1 to %d (%s)", key, most, what)
+			return 0
+		}
+		return v.(uint64)
+	}
+	l.Fuel = nat("fuel", MaxModuleFuel, "the instructions one step may run")
+	l.MemoryPages = nat("memory_pages", MaxMemoryPages, "the module's memory cap, in 64 KiB pages")
+	r.done()
+	return l
 }
 
 func parseDefPlan(n *jnode, at Origin, errs *problems) Def {

@@ -1,12 +1,14 @@
 package ui_test
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -203,9 +205,61 @@ func TestBrowserSessions(t *testing.T) {
 		t.Errorf("the page's script reads the cookie %q; want it HttpOnly", js)
 	}
 	names := sessionNames(t)
+	// The world last active first.
+	byActivity := slices.Clone(names)
+	last := map[string]uint64{}
+	for _, n := range names {
+		sum, err := session.Summarize(t.Context(), st.Journal(), st.CAS(), n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last[n] = sum.LastActivityNS
+	}
+	slices.SortStableFunc(byActivity, func(a, b string) int { return cmp.Compare(last[b], last[a]) })
 	worlds := eval[[]string](t, ctx, `Array.from(document.querySelectorAll(".card h2 a"), a => a.textContent)`)
-	if strings.Join(worlds, " ") != strings.Join(names, " ") {
-		t.Errorf("the list shows worlds %q; want %q", worlds, names)
+	if strings.Join(worlds, " ") != strings.Join(byActivity, " ") {
+		t.Errorf("the list shows worlds %q; want them by last activity, %q", worlds, byActivity)
+	}
+	// Each agent world says where it stands and how many failures it had.
+	type card struct {
+		World    string `json:"world"`
+		Status   string `json:"status"`
+		Failures string `json:"failures"`
+	}
+	cards := eval[[]card](t, ctx, `Array.from(document.querySelectorAll(".card"), c => ({world: c.querySelector("h2 a").textContent,
+		status: (c.querySelector(".worldstatus") || {}).textContent || "", failures: (c.querySelector(".failures") || {}).textContent || ""}))`)
+	for _, c := range cards {
+		var turns, calls int
+		for _, tu := range turnsOf(t, st, c.World) {
+			bad := tu.Outcome == "failed" || tu.Outcome == "stopped"
+			for _, r := range tu.Rounds {
+				for _, call := range r.Calls {
+					if call.Status == "error" || call.Status == "timeout" || call.Rejected {
+						calls++
+						bad = true
+					}
+				}
+			}
+			if bad {
+				turns++
+			}
+		}
+		want := "no failures"
+		if turns+calls > 0 {
+			want = fmt.Sprintf("%d failed turn", turns) + map[bool]string{true: "", false: "s"}[turns == 1] + ", " +
+				fmt.Sprintf("%d failed tool call", calls) + map[bool]string{true: "", false: "s"}[calls == 1]
+		}
+		if c.Status != "ok" || c.Failures != want {
+			t.Errorf("world %s's card says %q, %q; want ok, %q", c.World, c.Status, c.Failures, want)
+		}
+	}
+	// The failures' link shows the failed turns alone.
+	follow(t, ctx, `.card .failures a[href="/w/mcp?failed=1"]`, "#timeline .summary")
+	if shown := eval[[]shownCall](t, ctx, shownCallsJS); len(shown) == 0 || !slices.ContainsFunc(shown, func(c shownCall) bool { return c.Status == "error" }) {
+		t.Errorf("the failed turns of mcp show calls %+v; want the failed one among them", shown)
+	}
+	if !eval[bool](t, ctx, `document.querySelector("#filter-failed").getAttribute("aria-current") === "true"`) {
+		t.Error("the filter does not say it shows failures only")
 	}
 	shot(t, ctx, "worlds")
 

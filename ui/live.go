@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -82,6 +83,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
+	filt := filterOf(r.URL.Query())
 	f := newFollower(s.src, name)
 	if err := f.advance(ctx); err != nil {
 		s.fail(w, r, http.StatusInternalServerError, err)
@@ -97,7 +99,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	flusher.Flush()
 	for {
 		if f.last > after {
-			if err := s.send(w, f); err != nil {
+			if err := s.send(w, f, filt); err != nil {
 				return
 			}
 			flusher.Flush()
@@ -128,10 +130,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// send writes the timeline as an event.
-func (s *Server) send(w http.ResponseWriter, f *follower) error {
+// send writes the timeline the filter picks as an event.
+func (s *Server) send(w http.ResponseWriter, f *follower, filt Filter) error {
 	var b bytes.Buffer
-	if err := s.pages["timeline.html"].ExecuteTemplate(&b, "timeline", f.view(context.Background())); err != nil {
+	if err := s.pages["timeline.html"].ExecuteTemplate(&b, "timeline", s.timelineView(context.Background(), f, filt)); err != nil {
 		return err
 	}
 	var ev strings.Builder
@@ -149,4 +151,23 @@ func (s *Server) sendError(w http.ResponseWriter, err error) {
 	s.log.Info("ui: event stream ended", "err", err)
 	msg := strings.ReplaceAll(err.Error(), "\n", " ")
 	_, _ = fmt.Fprintf(w, "event: failure\ndata: %s\n\n", msg)
+}
+
+// timelineView is the timeline of what f read, the turns filt picks, with
+// what the page's forms and its event stream need.
+func (s *Server) timelineView(ctx context.Context, f *follower, filt Filter) timelineView {
+	v := f.view(ctx, filt)
+	v.Form, v.Decides = s.form, s.decide != nil
+	q := filt.values()
+	q.Set("after", strconv.FormatUint(v.Head, 10))
+	v.Events = "/w/" + url.PathEscape(f.world) + "/events?" + q.Encode()
+	for i := range v.Turns {
+		for j := range v.Turns[i].Rounds {
+			for k := range v.Turns[i].Rounds[j].Calls {
+				c := &v.Turns[i].Rounds[j].Calls[k]
+				c.Form, c.Decides, c.Back = v.Form, v.Decides, filt.Query()
+			}
+		}
+	}
+	return v
 }

@@ -9,6 +9,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -26,7 +27,7 @@ var assets embed.FS
 
 // pageNames are the pages, each a template of assets/ rendered inside
 // assets/layout.html.
-var pageNames = []string{"worlds.html", "timeline.html", "records.html", "record.html", "blob.html", "replay.html", "error.html"}
+var pageNames = []string{"worlds.html", "timeline.html", "records.html", "record.html", "blob.html", "replay.html", "error.html", "evals.html", "evalrun.html"}
 
 func parsePages() (map[string]*template.Template, error) {
 	pages := map[string]*template.Template{}
@@ -50,7 +51,11 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /w/{world}/records", s.records)
 	s.mux.HandleFunc("GET /w/{world}/r/{seq}", s.record)
 	s.mux.HandleFunc("GET /w/{world}/replay", s.replay)
+	s.mux.HandleFunc("POST /w/{world}/replay", s.replay)
+	s.mux.HandleFunc("POST /w/{world}/decide", s.decideCall)
 	s.mux.HandleFunc("GET /blob/{ref}", s.blob)
+	s.mux.HandleFunc("GET /evals", s.evals)
+	s.mux.HandleFunc("GET /evals/{run}", s.evalRun)
 	s.mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no page at %s: start from the list of worlds", r.URL.Path))
 	})
@@ -60,13 +65,16 @@ func (s *Server) routes() {
 type page struct {
 	Title string
 	Store string
+	Evals bool   // the view shows eval runs: the header links them
 	World string // the world the page is about, if one
 	Tab   string // timeline, records, replay
+	Form  string // the form token the page's forms carry
 	Data  any
 }
 
 func (s *Server) render(w http.ResponseWriter, r *http.Request, name string, p page) {
-	p.Store = s.name
+	p.Store, p.Form = s.name, s.form
+	p.Evals = s.evalRuns != nil
 	var b bytes.Buffer
 	if err := s.pages[name].ExecuteTemplate(&b, "layout", p); err != nil {
 		s.log.Error("ui: render", "page", name, "err", err)
@@ -122,20 +130,83 @@ func (s *Server) worlds(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusInternalServerError, fmt.Errorf("list the worlds of store %s: %w", s.name, err))
 		return
 	}
-	type row struct {
-		*session.WorldSummary
-		Err string
-	}
-	var rows []row
+	var rows []worldRow
 	for _, name := range names {
-		sum, err := session.Summarize(ctx, s.src, s.src, name)
-		if err != nil {
-			rows = append(rows, row{WorldSummary: &session.WorldSummary{World: name}, Err: err.Error()})
-			continue
-		}
-		rows = append(rows, row{WorldSummary: sum})
+		rows = append(rows, s.worldRow(ctx, name))
 	}
+	// The world last active first, as a list of chats is ordered; worlds
+	// with no input yet last, by name.
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].LastActivityNS > rows[j].LastActivityNS })
 	s.render(w, r, "worlds.html", page{Title: "worlds", Data: rows})
+}
+
+// worldRow is a world as the list of worlds shows it: its summary, and
+// for an agent world where it stands and how many failures its turns had.
+type worldRow struct {
+	*session.WorldSummary
+	Err string
+	// Status is where the world's chats stand: "waiting for approval"
+	// (a call waits), "running" (a turn is in progress), "failed" (the
+	// last turn failed or a guard stopped it), "ok", or "" for a world
+	// without turns.
+	Status string
+	// FailedTurns counts the turns where something failed (failed), and
+	// FailedCalls the tool calls that failed (callFailed).
+	FailedTurns, FailedCalls int
+}
+
+// StatusClass is Status as a CSS class.
+func (w worldRow) StatusClass() string {
+	switch w.Status {
+	case "waiting for approval":
+		return "waiting"
+	}
+	return w.Status
+}
+
+// Failures counts the failed turns and calls.
+func (w worldRow) Failures() int { return w.FailedTurns + w.FailedCalls }
+
+func (s *Server) worldRow(ctx context.Context, name string) worldRow {
+	sum, err := session.Summarize(ctx, s.src, s.src, name)
+	if err != nil {
+		return worldRow{WorldSummary: &session.WorldSummary{World: name}, Err: err.Error()}
+	}
+	row := worldRow{WorldSummary: sum}
+	if len(sum.Chats) == 0 {
+		return row
+	}
+	rd := session.NewReader(s.src)
+	if err := s.src.Read(ctx, name, 1, rd.Record); err != nil {
+		row.Err = fmt.Sprintf("read world %s: %v", name, err)
+		return row
+	}
+	turns := rd.Turns()
+	for _, t := range turns {
+		if failed(t) {
+			row.FailedTurns++
+		}
+		for _, r := range t.Rounds {
+			for _, c := range r.Calls {
+				if callFailed(c) {
+					row.FailedCalls++
+				}
+				if c.Approval == "waiting" && t.Outcome == "" {
+					row.Status = "waiting for approval"
+				}
+			}
+		}
+		if t.Outcome == "" && row.Status == "" {
+			row.Status = "running"
+		}
+	}
+	if row.Status == "" && len(turns) > 0 {
+		row.Status = "ok"
+		if last := turns[len(turns)-1]; last.Outcome == "failed" || last.Outcome == "stopped" {
+			row.Status = "failed"
+		}
+	}
+	return row
 }
 
 // timeline is a world's session: its turns for an agent world, its newest
@@ -150,7 +221,14 @@ func (s *Server) timeline(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
-	s.render(w, r, "timeline.html", page{Title: name, World: name, Tab: "timeline", Data: f.view(r.Context())})
+	q := r.URL.Query()
+	data := struct {
+		timelineView
+		TL              timelineView // the same, for the template that renders it alone
+		Decided, As, At string       // a decision the page's buttons just sent
+	}{TL: s.timelineView(r.Context(), f, filterOf(q)), Decided: q.Get("decided"), As: q.Get("as"), At: q.Get("at")}
+	data.timelineView = data.TL
+	s.render(w, r, "timeline.html", page{Title: name, World: name, Tab: "timeline", Data: data})
 }
 
 // recordsPage is how many records a page of the records list holds.

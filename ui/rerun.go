@@ -18,7 +18,8 @@ import (
 
 // replayView is what the replay page shows.
 type replayView struct {
-	Offered     bool // the server has reducers to replay with
+	Form        string // the form token
+	Offered     bool   // the server has reducers to replay with
 	Ran         bool
 	FromGenesis bool
 	Elapsed     string
@@ -59,9 +60,12 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	q := r.URL.Query()
-	v := replayView{Offered: s.reducers != nil, Ran: q.Get("run") == "1", FromGenesis: q.Get("genesis") == "1"}
+	// A replay runs on a POST from the page's form (ServeHTTP checked its
+	// form token): a GET only shows the form, so that no other page can
+	// start one by naming the address.
+	v := replayView{Offered: s.reducers != nil, Ran: r.Method == http.MethodPost, FromGenesis: r.FormValue("genesis") == "1", Form: s.form}
 	if v.Ran && v.Offered {
+		s.log.Info("ui: replay", "world", name, "from_genesis", v.FromGenesis)
 		select {
 		case s.replays <- struct{}{}:
 			defer func() { <-s.replays }()

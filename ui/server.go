@@ -2,7 +2,9 @@ package ui
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
@@ -72,9 +74,35 @@ type Options struct {
 	// Poll is how often a live page looks at a world's head when Source
 	// is no Waiter; 0 means DefaultPoll.
 	Poll time.Duration
-	// Log receives a line for each request refused and each failure to
-	// render; nil discards them.
+	// Log receives a line for each request refused, each replay run and
+	// each decision sent, and each failure to render; nil discards them.
 	Log *slog.Logger
+	// Evals, if set, is where the view reads the store's eval runs
+	// (demiurge eval keeps them in the store: eval.Runs on disk,
+	// eval.PostgresRuns on PostgreSQL): the
+	// view lists them and shows each, its cases linked to their worlds.
+	Evals EvalRuns
+	// Decide, if set, answers a call that waits for approval, as
+	// demiurge approve and deny do: the timeline then shows Approve and
+	// Deny buttons under such a call. Nil leaves them out (the page says
+	// which command answers).
+	Decide func(ctx context.Context, d Decision) (DecisionResult, error)
+}
+
+// Decision is what the page's Approve and Deny buttons send about a call
+// that waits for approval.
+type Decision struct {
+	World, Chat, Call string
+	Approve           bool
+	Reason            string
+}
+
+// DecisionResult says who journaled a decision: the tool of the call, the
+// seq of the record, and the process that wrote it (0 if not known).
+type DecisionResult struct {
+	Tool   string
+	Seq    uint64
+	Writer int
 }
 
 // Server is the web view of one store, served on one listener.
@@ -83,6 +111,8 @@ type Server struct {
 	name     string
 	reducers *reducer.Registry
 	token    string
+	form     string // the token forms carry (formToken): a page of this view holds it, another site's cannot read it
+	decide   func(ctx context.Context, d Decision) (DecisionResult, error)
 	host     string // the Host header requests must carry: the address printed
 	cookie   string
 	poll     time.Duration
@@ -91,6 +121,7 @@ type Server struct {
 	pages    map[string]*template.Template
 	mux      *http.ServeMux
 	replays  chan struct{} // one replay at a time
+	evalRuns EvalRuns
 
 	keptMu sync.Mutex
 	kept   map[cas.Ref][]byte // the blobs the last divergence derived
@@ -117,9 +148,9 @@ func New(ln net.Listener, opts Options) (*Server, error) {
 	if !ok {
 		return nil, fmt.Errorf("ui: listener on %s is not TCP", ln.Addr())
 	}
-	s := &Server{src: opts.Source, name: opts.Name, reducers: opts.Reducers, token: token,
-		host: ta.String(), cookie: fmt.Sprintf("demiurge_ui_%d", ta.Port), poll: opts.Poll, log: opts.Log,
-		ln: ln, replays: make(chan struct{}, 1)}
+	s := &Server{src: opts.Source, name: opts.Name, reducers: opts.Reducers, token: token, form: formToken(token),
+		decide: opts.Decide, host: ta.String(), cookie: fmt.Sprintf("demiurge_ui_%d", ta.Port), poll: opts.Poll, log: opts.Log,
+		ln: ln, replays: make(chan struct{}, 1), evalRuns: opts.Evals}
 	if s.poll == 0 {
 		s.poll = DefaultPoll
 	}
@@ -173,16 +204,27 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "+
 		"connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	// same-origin, not no-referrer: with no-referrer a browser sends its
+	// forms with "Origin: null", and the view checks the Origin of forms.
+	h.Set("Referrer-Policy", "same-origin")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Cache-Control", "no-store")
 	if !strings.EqualFold(r.Host, s.host) {
 		s.refuse(w, r, http.StatusForbidden, fmt.Sprintf("refused: this view answers to http://%s/ only, not to Host %q. Open the link demiurge ui printed.", s.host, r.Host))
 		return
 	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		h.Set("Allow", "GET, HEAD")
-		s.refuse(w, r, http.StatusMethodNotAllowed, fmt.Sprintf("refused: %s; the view only reads (GET, HEAD)", r.Method))
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodPost {
+		h.Set("Allow", "GET, HEAD, POST")
+		s.refuse(w, r, http.StatusMethodNotAllowed, fmt.Sprintf("refused: %s; the view reads with GET and HEAD, and acts (replay, approve, deny) with POST", r.Method))
+		return
+	}
+	if site := r.Header.Get("Sec-Fetch-Site"); (site == "cross-site" || site == "same-site") &&
+		(r.Method == http.MethodPost || r.Header.Get("Sec-Fetch-Mode") != "navigate") {
+		// A page of another site, or of another port of this host (the
+		// cookie's SameSite does not tell ports apart), asking for a
+		// part of the view or sending a form: only a link followed to
+		// it opens a page of the view.
+		s.refuse(w, r, http.StatusForbidden, "refused: a request from another site's page (Sec-Fetch-Site: "+site+"). Open the view from the link demiurge ui printed.")
 		return
 	}
 	if q := r.URL.Query(); q.Has("token") {
@@ -203,8 +245,47 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, http.StatusForbidden, "refused: no token. Open the link demiurge ui printed (it ends in ?token=…).")
 		return
 	}
+	if r.Method == http.MethodPost && !s.formOK(w, r) {
+		return
+	}
 	s.mux.ServeHTTP(w, r)
 }
+
+// formToken is the token a page's forms carry: a hash of the view's
+// token, so that it is known only to those who hold the token (the pages
+// the view serves), and the view's own token never shows in a page.
+func formToken(token string) string {
+	m := hmac.New(sha256.New, []byte(token))
+	m.Write([]byte("demiurge ui form"))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// maxForm bounds a form's body.
+const maxForm = 64 << 10
+
+// formOK checks a POST, which acts: it must come from a page of the view
+// (its Origin, when the browser names one, is the view's) and carry the
+// form token that the view's pages hold and no other site can read. It
+// refuses the request otherwise.
+func (s *Server) formOK(w http.ResponseWriter, r *http.Request) bool {
+	if o := r.Header.Get("Origin"); o != "" && o != "null" && !strings.EqualFold(o, "http://"+s.host) {
+		s.refuse(w, r, http.StatusForbidden, fmt.Sprintf("refused: a form sent from %s; this view takes forms from its own pages only", o))
+		return false
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+	if err := r.ParseForm(); err != nil {
+		s.refuse(w, r, http.StatusBadRequest, "refused: the form does not read: "+err.Error())
+		return false
+	}
+	if subtle.ConstantTimeCompare([]byte(r.PostForm.Get(formField)), []byte(s.form)) != 1 {
+		s.refuse(w, r, http.StatusForbidden, "refused: the form lacks this view's form token. Send it from a page of the view (reload the page if the view was started again).")
+		return false
+	}
+	return true
+}
+
+// formField names the form token in a page's forms.
+const formField = "form_token"
 
 func (s *Server) tokenOK(t string) bool {
 	return subtle.ConstantTimeCompare([]byte(t), []byte(s.token)) == 1

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -26,6 +27,36 @@ func get(t *testing.T, c *http.Client, s *ui.Server, host, path string) (int, st
 	if host != "" {
 		req.Host = host
 	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header
+}
+
+// formTokenOf returns the form token in a page of the view.
+func formTokenOf(t *testing.T, c *http.Client, s *ui.Server, path string) string {
+	t.Helper()
+	_, body, _ := get(t, c, s, "", path)
+	m := regexp.MustCompile(`name="form_token" value="([0-9a-f]+)"`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no form token in %s:\n%.1000s", path, body)
+	}
+	return m[1]
+}
+
+// post sends a form to the server, as a page of the view does (with its
+// Origin), and returns the status and body.
+func post(t *testing.T, c *http.Client, s *ui.Server, path string, form url.Values) (int, string, http.Header) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+s.Host()+path, strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "http://"+s.Host())
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -123,8 +154,8 @@ func TestRefused(t *testing.T) {
 			t.Errorf("GET %s with the cookie: %d; want 200", p, code)
 		}
 	}
-	for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodDelete} {
-		req, _ := http.NewRequestWithContext(t.Context(), m, "http://"+s.Host()+"/w/demo/replay?run=1", nil)
+	for _, m := range []string{http.MethodPut, http.MethodDelete, http.MethodPatch} {
+		req, _ := http.NewRequestWithContext(t.Context(), m, "http://"+s.Host()+"/w/demo/replay", nil)
 		resp, err := c.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -132,6 +163,52 @@ func TestRefused(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusMethodNotAllowed {
 			t.Errorf("%s: %d; want 405", m, resp.StatusCode)
+		}
+	}
+	// A form acts only with the token of the view's pages, and from them.
+	token := formTokenOf(t, c, s, "/w/demo/replay")
+	for _, tc := range []struct {
+		name   string
+		form   url.Values
+		origin string
+		want   string
+	}{
+		{"no form token", url.Values{}, "", "lacks this view's form token"},
+		{"another token", url.Values{"form_token": {strings.Repeat("0", 64)}}, "", "lacks this view's form token"},
+		{"the view's token", url.Values{"form_token": {strings.TrimPrefix(s.URL(), "http://"+s.Host()+"/?token=")}}, "", "lacks this view's form token"},
+		{"another port's page", url.Values{"form_token": {token}}, "http://127.0.0.1:1", "a form sent from http://127.0.0.1:1"},
+	} {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+s.Host()+"/w/demo/replay", strings.NewReader(tc.form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if tc.origin != "" {
+			req.Header.Set("Origin", tc.origin)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(b), tc.want) {
+			t.Errorf("POST, %s: %d %q; want 403 saying %q", tc.name, resp.StatusCode, b, tc.want)
+		}
+	}
+	// A request a page of another port makes (fetch, img) is refused,
+	// even a GET; a link followed from it opens the page.
+	for _, tc := range []struct {
+		site, mode string
+		code       int
+	}{{"same-site", "no-cors", 403}, {"cross-site", "cors", 403}, {"same-site", "navigate", 200}, {"same-origin", "cors", 200}, {"none", "navigate", 200}} {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+s.Host()+"/w/demo/replay", nil)
+		req.Header.Set("Sec-Fetch-Site", tc.site)
+		req.Header.Set("Sec-Fetch-Mode", tc.mode)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.code {
+			t.Errorf("GET with Sec-Fetch-Site %s, Sec-Fetch-Mode %s: %d; want %d", tc.site, tc.mode, resp.StatusCode, tc.code)
 		}
 	}
 	// The event stream opens with the cookie.
@@ -178,7 +255,7 @@ func TestHeaders(t *testing.T) {
 	if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || !strings.Contains(csp, "default-src 'none'") {
 		t.Errorf("CSP %q", csp)
 	}
-	if h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Referrer-Policy") != "no-referrer" {
+	if h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Referrer-Policy") != "same-origin" {
 		t.Errorf("headers %v", h)
 	}
 	i := strings.Index(body, `href="/blob/blake3:`)
@@ -222,15 +299,22 @@ func TestPages(t *testing.T) {
 		{"/w/demo/records?from=40", 200, `href="r/49"`},
 		{"/w/demo/r/2", 200, `href="/blob/blake3:`},
 		{"/w/demo/replay", 200, "Run replay"},
-		{"/w/demo/replay?run=1&genesis=1", 200, "ok: 49 records replay to the same bytes"},
-		{"/w/v1-workspace-edits/replay?run=1", 200, "replay to the same bytes"},
+		{"/w/demo/replay?run=1&genesis=1", 200, "Run replay"}, // a GET runs none
+		{"POST /w/demo/replay genesis=1", 200, "ok: 49 records replay to the same bytes"},
+		{"POST /w/v1-workspace-edits/replay", 200, "replay to the same bytes"},
+		// Filters: a chat's turns, the failed ones.
+		{"/w/demo?chat=main", 200, `Write a hello note and show it to me.`},
+		{"/w/demo?chat=other", 200, "None of the 1 turn is of chat other"},
+		{"/w/demo?failed=1", 200, "None of the 1 turn had a failure"},
+		{"/w/demo", 200, `href="/w/demo?failed=1"`},
+		{"/w/mcp?failed=1", 200, "demo_fail"},
 		{"/w/edits-fork", 200, "forked here (#43) from world workspace-edits at #42: the turns above are workspace-edits's —"},
 		{"/w/demo-start", 200, "forked here (#4) from world demo at #3 —"},
 		{"/w/demo-midturn", 200, "forked here (#9) from world demo at #8: turn 1 of chat main above began in demo and goes on in this world —"},
 		// A turn open in a fork that nothing runs: in progress, not "running".
 		{"/w/demo-midturn", 200, "a turn is in progress"},
 		{"/w/demo-midturn", 200, "in progress…"},
-		{"/w/edits-fork/replay?run=1", 200, "ok: 43 records replay to the same bytes"},
+		{"POST /w/edits-fork/replay", 200, "ok: 43 records replay to the same bytes"},
 		{"/w/nope", 404, "world nope has no records in store test store"},
 		{"/w/bad%20name/records", 400, `world "bad name"`},
 		{"/w/demo/r/0", 404, "its records are 1 to 49"},
@@ -241,7 +325,16 @@ func TestPages(t *testing.T) {
 		{"/blob/blake3:" + strings.Repeat("0", 64), 404, "is not in store test store"},
 		{"/w/demo/events?after=x", 400, "want the seq the page shows"},
 	} {
-		code, body, _ := get(t, c, s, "", tc.path)
+		var code int
+		var body string
+		if rest, ok := strings.CutPrefix(tc.path, "POST "); ok {
+			path, query, _ := strings.Cut(rest, " ")
+			form, _ := url.ParseQuery(query)
+			form.Set("form_token", formTokenOf(t, c, s, path))
+			code, body, _ = post(t, c, s, path, form)
+		} else {
+			code, body, _ = get(t, c, s, "", tc.path)
+		}
 		// The want is in the page's HTML, or in its text.
 		body = html.UnescapeString(body)
 		text := regexp.MustCompile(`<[^>]*>`).ReplaceAllString(body, "")

@@ -25,6 +25,18 @@ type timelineView struct {
 	Chat    bool
 	Turns   []turnView
 	Running bool
+	// Filter is what the page shows of the turns: one chat's, the failed
+	// ones; Chats are the world's chats, for the filter's choices, and
+	// Hidden counts the turns the filter leaves out.
+	Filter Filter
+	Chats  []string
+	Hidden int
+	// Form is the form token the Approve and Deny buttons carry; Decides
+	// is whether the view answers calls (Options.Decide).
+	Form    string
+	Decides bool
+	// Events is the address of the page's event stream.
+	Events string
 	// The session's totals.
 	InputTokens, OutputTokens, CachedTokens uint64
 	CostMicroUSD                            uint64
@@ -61,7 +73,10 @@ type modelView struct {
 }
 
 type callView struct {
-	World string
+	World, Chat string
+	Form        string // the form token, for the Approve and Deny buttons
+	Decides     bool   // the view answers calls that wait (Options.Decide)
+	Back        string // the page's filter, to come back to after a decision
 	*session.ToolCall
 	Args    string // indented when it is JSON
 	Command string // the script of a bash call
@@ -87,9 +102,78 @@ type diffLine struct {
 	Text  string
 }
 
-// view builds the timeline of what the follower read.
-func (f *follower) view(ctx context.Context) timelineView {
-	v := timelineView{World: f.world, Head: f.last, Chat: f.sess.IsChat() || f.sess.ChatManifest(), Forks: f.sess.Forks()}
+// Filter picks the turns a timeline shows: those of one chat (Chat, ""
+// for all) and, with Failed, those where something failed (failed).
+type Filter struct {
+	Chat   string
+	Failed bool
+}
+
+// filterOf reads a page's filter from its query: ?chat=ID&failed=1.
+func filterOf(q url.Values) Filter {
+	return Filter{Chat: q.Get("chat"), Failed: q.Get("failed") == "1"}
+}
+
+// Query is the filter as a query string ("" for none), "?" and all.
+func (f Filter) Query() string {
+	q := f.values()
+	if len(q) == 0 {
+		return ""
+	}
+	return "?" + q.Encode()
+}
+
+// values is the filter as query values.
+func (f Filter) values() url.Values {
+	q := url.Values{}
+	if f.Chat != "" {
+		q.Set("chat", f.Chat)
+	}
+	if f.Failed {
+		q.Set("failed", "1")
+	}
+	return q
+}
+
+// WithChat returns the query of the filter with its chat set to chat
+// ("" for every chat).
+func (f Filter) WithChat(chat string) string { f.Chat = chat; return f.Query() }
+
+// Toggled returns the query of the filter with Failed flipped.
+func (f Filter) Toggled() string { f.Failed = !f.Failed; return f.Query() }
+
+// failed reports whether something in a turn failed: the turn (an error,
+// a guard's stop), one of its model calls, or one of its tool calls (an
+// error, a timeout, a call rejected before it ran).
+func failed(t *session.Turn) bool {
+	if t.Outcome == "failed" || t.Outcome == "stopped" || t.Error != "" {
+		return true
+	}
+	for _, r := range t.Rounds {
+		for _, m := range []*session.ModelCall{r.Compaction, r.Model} {
+			if m != nil && m.Error != "" {
+				return true
+			}
+		}
+		for _, c := range r.Calls {
+			if callFailed(c) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// callFailed reports whether a tool call failed: an error, a timeout, or
+// refused before it ran.
+func callFailed(c *session.ToolCall) bool {
+	return c.Status == "error" || c.Status == "timeout" || c.Rejected
+}
+
+// view builds the timeline of what the follower read, the turns filt
+// picks.
+func (f *follower) view(ctx context.Context, filt Filter) timelineView {
+	v := timelineView{World: f.world, Head: f.last, Chat: f.sess.IsChat() || f.sess.ChatManifest(), Forks: f.sess.Forks(), Filter: filt}
 	if !v.Chat {
 		v.Lines = f.lines
 		if len(v.Lines) > liveLines {
@@ -100,7 +184,16 @@ func (f *follower) view(ctx context.Context) timelineView {
 		}
 		return v
 	}
+	seen := map[string]bool{}
 	for i, t := range f.sess.Turns() {
+		if !seen[t.Chat] {
+			seen[t.Chat] = true
+			v.Chats = append(v.Chats, t.Chat)
+		}
+		if (filt.Chat != "" && t.Chat != filt.Chat) || (filt.Failed && !failed(t)) {
+			v.Hidden++
+			continue
+		}
 		tv := turnView{Turn: t}
 		for _, fk := range v.Forks {
 			if fk.Turns == i {
@@ -128,7 +221,9 @@ func (f *follower) view(ctx context.Context) timelineView {
 				}
 			}
 			for _, c := range r.Calls {
-				rv.Calls = append(rv.Calls, f.callView(ctx, c))
+				cv := f.callView(ctx, c)
+				cv.Chat = t.Chat
+				rv.Calls = append(rv.Calls, cv)
 				v.Calls++
 			}
 			tv.Rounds = append(tv.Rounds, rv)
@@ -384,7 +479,14 @@ var funcs = template.FuncMap{
 		}
 		return fmt.Sprint(n, " ", noun, "s")
 	},
-	"int":      func(n uint64) int { return int(min(n, 1<<31)) },
+	"int": func(n uint64) int { return int(min(n, 1<<31)) },
+	"inc": func(i int) int { return i + 1 },
+	"firstline": func(s string) string {
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			return s[:i] + " …"
+		}
+		return s
+	},
 	"forknote": forkNote,
 	"side": func(l, lkind, r, rkind string, rows []sideRow) any {
 		return struct {

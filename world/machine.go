@@ -606,6 +606,10 @@ func (s *stepper) deliver(module string, key schema.Value, evSchema string, valu
 			s.err = ctxErr
 			return
 		}
+		if errors.Is(err, reducer.ErrIrreproducible) {
+			s.err = fmt.Errorf("world: reducer %s handling %s: %w", module, evSchema, err)
+			return
+		}
 		fail(key, "%v", err)
 		return
 	}
@@ -670,6 +674,12 @@ func (s *stepper) deliver(module string, key schema.Value, evSchema string, valu
 		return
 	}
 	if err != nil {
+		if errors.Is(err, reducer.ErrIrreproducible) {
+			// Journaled, the error would be history a replay may not
+			// derive again.
+			s.err = fmt.Errorf("world: reducer %s handling %s: %w", module, evSchema, err)
+			return
+		}
 		fail(key, "%v", err)
 		return
 	}

@@ -2,12 +2,15 @@ package llm
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
 	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/cas/reflist"
 )
 
 // benchTurn is one tool call, the common shape of an agent round.
@@ -93,5 +96,160 @@ func BenchmarkBaselineHTTP(b *testing.B) {
 				resp.Body.Close()
 			}
 		})
+	}
+}
+
+// cannedTransport answers every request from memory, after reading its
+// body as a network would: it takes the server out of a benchmark, so
+// that what is measured is the adapter's own work.
+type cannedTransport struct {
+	body        []byte
+	contentType string
+}
+
+func (c cannedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		if _, err := io.Copy(io.Discard, req.Body); err != nil {
+			return nil, err
+		}
+		req.Body.Close()
+	}
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {c.contentType}},
+		Body: io.NopCloser(bytes.NewReader(c.body)), ContentLength: int64(len(c.body)), Request: req}, nil
+}
+
+// The canned answers: one tool call, as each API writes it.
+const (
+	cannedResponses = `{"id":"resp_1","object":"response","status":"completed","model":"gpt-5.2","output":[` +
+		`{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"gAAAAB"},` +
+		`{"type":"function_call","id":"fc_1","call_id":"call_1","name":"introspect_manifest","arguments":"{\"consistency\":\"head\"}","status":"completed"}],` +
+		`"usage":{"input_tokens":100,"input_tokens_details":{"cached_tokens":64},"output_tokens":20,"output_tokens_details":{"reasoning_tokens":8},"total_tokens":120}}`
+	cannedChat = `{"id":"chatcmpl-1","object":"chat.completion","model":"deepseek-v4-flash","choices":[{"index":0,"finish_reason":"tool_calls",` +
+		`"message":{"role":"assistant","content":"","reasoning_content":"Read it.","tool_calls":[{"id":"call_1","type":"function","function":{"name":"introspect_manifest","arguments":"{\"consistency\":\"head\"}"}}]}}],` +
+		`"usage":{"prompt_tokens":100,"completion_tokens":20,"total_tokens":120}}`
+	cannedResponsesStream = "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":" + cannedResponses + "}\n\n"
+	cannedChatStream      = "data: {\"id\":\"chatcmpl-1\",\"model\":\"deepseek-v4-flash\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"reasoning_content\":\"Read it.\"}}]}\n\n" +
+		"data: {\"id\":\"chatcmpl-1\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"introspect_manifest\",\"arguments\":\"{\\\"consistency\\\":\\\"head\\\"}\"}}]},\"finish_reason\":\"tool_calls\"}],\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":20,\"total_tokens\":120}}\n\n" +
+		"data: [DONE]\n\n"
+)
+
+// longChat is a chat's transcript as the chat keeps it (a reflist of
+// message blobs, after a first user message), grown a tool round at a
+// time: the model's output (for Responses a reasoning item with encrypted
+// content and a call; for Chat the converted answer with its
+// reasoning_content) and the tool's output, about 1 KB.
+type longChat struct {
+	st       *memStore
+	provider string
+	list     reflist.List
+	rounds   int
+}
+
+func newLongChat(b *testing.B, st *memStore, provider string, n int) *longChat {
+	c := &longChat{st: st, provider: provider}
+	c.append(b, st.put(b, fmt.Sprintf(`{"role":"user","content":"What does the manifest define? Read it many times (%d)."}`, n)))
+	return c
+}
+
+func (c *longChat) append(b *testing.B, refs ...cas.Ref) {
+	list, nodes, err := c.list.Append(refs...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range nodes {
+		c.st.put(b, string(n))
+	}
+	c.list = list
+}
+
+// round adds a tool round.
+func (c *longChat) round(b *testing.B) {
+	i := c.rounds
+	c.rounds++
+	output := strings.Repeat("a line of the manifest the tool returned, ", 24) // ~1 KB
+	call := fmt.Sprintf("call_%d", i)
+	var model string
+	if c.provider == ProviderChat {
+		model = fmt.Sprintf(`[{"type":"reasoning","summary":[],"content":[{"type":"reasoning_text","text":"Read it again.","annotations":null}],"chat_fields":{"reasoning_content":"Read it again."}},`+
+			`{"type":"function_call","call_id":%q,"name":"introspect_manifest","arguments":"{\"consistency\":\"head\"}","status":"completed"}]`, call)
+	} else {
+		model = fmt.Sprintf(`[{"type":"reasoning","id":"rs_%d","summary":[],"encrypted_content":"%s"},`+
+			`{"type":"function_call","id":"fc_%d","call_id":%q,"name":"introspect_manifest","arguments":"{\"consistency\":\"head\"}","status":"completed"}]`,
+			i, strings.Repeat("gAAAAB", 64), i, call)
+	}
+	c.append(b, c.st.put(b, model), c.st.put(b, fmt.Sprintf(`{"type":"function_call_output","call_id":%q,"output":%q}`, call, fmt.Sprint(i, output))))
+}
+
+func (c *longChat) transcript() *Transcript { return &Transcript{Refs: c.list} }
+
+// BenchmarkGenerateLong is one llm.generate late in a long turn: a
+// transcript of N tool rounds (about 1.5 KB each), one more each call (so
+// every call within 16 rounds of N), sent to a transport that reads the request and answers from memory
+// (cannedTransport), so that what is measured is the adapter's own time:
+// loading the transcript, building and encoding the request, keeping it
+// as evidence, parsing the answer and storing the receipt. The target
+// (issue 25) is rounds=1000 within 1.5× of rounds=4.
+func BenchmarkGenerateLong(b *testing.B) {
+	for _, m := range modes {
+		for _, rounds := range []int{4, 1000} {
+			b.Run(fmt.Sprintf("%s/rounds=%d", m.name, rounds), func(b *testing.B) {
+				canned := cannedTransport{body: []byte(cannedResponses), contentType: "application/json"}
+				model := "gpt-5.2"
+				switch {
+				case m.provider == ProviderChat && m.stream:
+					canned = cannedTransport{body: []byte(cannedChatStream), contentType: "text/event-stream"}
+				case m.provider == ProviderChat:
+					canned = cannedTransport{body: []byte(cannedChat), contentType: "application/json"}
+				case m.stream:
+					canned = cannedTransport{body: []byte(cannedResponsesStream), contentType: "text/event-stream"}
+				}
+				if m.provider == ProviderChat {
+					model = "deepseek-v4-flash"
+				}
+				g, err := New(Config{BaseURL: "http://127.0.0.1:9/v1", HTTPClient: &http.Client{Transport: canned}, MaxAttempts: 1, Logger: quietLogger})
+				if err != nil {
+					b.Fatal(err)
+				}
+				st := newStore()
+				tools := st.put(b, `{"tools":[{"type":"function","name":"introspect_manifest","description":"Read the world's manifest",`+
+					`"parameters":{"type":"object","properties":{"consistency":{"type":"string"}},"required":["consistency"],"additionalProperties":false},"strict":true}]}`)
+				p := Params{Provider: m.provider, Model: model, MaxTokens: 1024, ToolsRef: &tools,
+					ToolChoice: &ToolChoice{Kind: ToolChoiceAuto}, Instructions: ptr("You are the world's agent.")}
+				var onDelta func(string)
+				if m.stream {
+					onDelta = func(string) {}
+				}
+				// The chat grows a round each call, as a turn does: the rounds
+				// before were sent before. Every 16 calls a new chat of
+				// rounds rounds takes over (made and sent once with the clock
+				// stopped), so that every call is within 16 rounds of N.
+				var chat *longChat
+				start := func(n int) {
+					chat = newLongChat(b, st, m.provider, n)
+					for range rounds {
+						chat.round(b)
+					}
+					p.Transcript = chat.transcript()
+					if _, err := g.Generate(b.Context(), st, p, testKey, onDelta); err != nil {
+						b.Fatal(err)
+					}
+				}
+				start(0)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := range b.N {
+					b.StopTimer()
+					if i%16 == 15 {
+						start(i)
+					}
+					chat.round(b)
+					p.Transcript = chat.transcript()
+					b.StartTimer()
+					if _, err := g.Generate(b.Context(), st, p, testKey, onDelta); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }

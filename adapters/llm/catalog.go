@@ -171,6 +171,12 @@ func homeProvider(name string) string {
 	return ""
 }
 
+// ModelProvider names the provider whose model family name belongs to,
+// in the catalog's words ("openai" for gpt-*, "deepseek" for
+// deepseek-*), "" if none is known. It names the model's maker, which is
+// who serves it unless a router or a proxy stands between.
+func ModelProvider(name string) string { return homeProvider(name) }
+
 // families map model-name prefixes to the provider whose models they are.
 var families = []struct{ prefix, provider string }{
 	{"gpt-", "openai"}, {"o1", "openai"}, {"o3", "openai"}, {"o4", "openai"}, {"chatgpt-", "openai"},

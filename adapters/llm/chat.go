@@ -5,6 +5,8 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,7 +17,8 @@ import (
 )
 
 // buildChatParams makes the request of the Chat Completions API for model
-// m from the same transcript and tools as the Responses request:
+// m, all but its messages (see spliceChat); the messages are made from the
+// same transcript as the Responses request's input (chatMessages):
 //
 //   - Params.Instructions becomes a leading system message; system and
 //     developer messages become system messages;
@@ -37,7 +40,7 @@ import (
 //
 // previous_response_id is ignored: Chat Completions is stateless, so the
 // whole transcript is always sent.
-func buildChatParams(p Params, items []item, tools []tool, stream bool, m Model) (openai.ChatCompletionNewParams, error) {
+func buildChatParams(p Params, tools []tool, stream bool, m Model) (openai.ChatCompletionNewParams, error) {
 	var cp openai.ChatCompletionNewParams
 	cp.Model = shared.ChatModel(p.Model)
 	if n, err := tokenLimit(p.MaxTokens, m); err != nil {
@@ -64,14 +67,6 @@ func buildChatParams(p Params, items []item, tools []tool, stream bool, m Model)
 	if stream {
 		cp.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
 	}
-	if p.Instructions != nil {
-		cp.Messages = append(cp.Messages, openai.SystemMessage(*p.Instructions))
-	}
-	msgs, err := chatMessages(items, m.ReasoningEcho)
-	if err != nil {
-		return cp, err
-	}
-	cp.Messages = append(cp.Messages, msgs...)
 
 	for _, t := range tools {
 		if t.typ != "function" {
@@ -129,12 +124,14 @@ func buildChatParams(p Params, items []item, tools []tool, stream bool, m Model)
 // chatItem is the part of a Responses input item that a chat message is
 // made from.
 type chatItem struct {
-	Role      string          `json:"role"`
-	Content   json.RawMessage `json:"content"`
-	CallID    string          `json:"call_id"`
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
-	Output    json.RawMessage `json:"output"`
+	Role         string          `json:"role"`
+	Content      json.RawMessage `json:"content"`
+	CallID       string          `json:"call_id"`
+	Name         string          `json:"name"`
+	Arguments    json.RawMessage `json:"arguments"`
+	Output       json.RawMessage `json:"output"`
+	ExtraContent json.RawMessage `json:"extra_content"` // a function call's, from a chat answer
+	ChatFields   chatFields      `json:"chat_fields"`   // a reasoning item's, from a chat answer
 }
 
 // chatPart is one content part of a Responses input message.
@@ -149,20 +146,27 @@ type chatPart struct {
 	Filename string `json:"filename"`
 }
 
-// chatMessages converts transcript items to chat messages. With echo set,
-// every assistant message carries the text of the reasoning items before
-// it (since the previous message) in the field echo names.
-func chatMessages(items []item, echo string) ([]openai.ChatCompletionMessageParamUnion, error) {
+// chatMessages converts transcript items to chat messages. The reasoning
+// items before an assistant message (since the previous message) go back
+// with it, by the rule of echo (Model.ReasoningEcho): "none" sends
+// nothing; otherwise the reasoning fields that arrived with the answer
+// (an item's chat_fields) go back as they arrived, and a field name
+// ("reasoning_content") is also set on every assistant message, to the
+// reasoning text ("" if it had none), for the providers that refuse an
+// assistant message without it.
+func chatMessages(items []item, echo string, refused []string) ([]openai.ChatCompletionMessageParamUnion, error) {
 	var msgs []openai.ChatCompletionMessageParamUnion
 	// open is the assistant message that function calls attach to: the
 	// last message, if it is an assistant message.
 	var open *openai.ChatCompletionAssistantMessageParam
 	var reasoning strings.Builder // since the last message
+	var fields chatFields         // likewise, as they arrived
 	assistant := func(a *openai.ChatCompletionAssistantMessageParam) {
-		if echo != "" {
-			a.SetExtraFields(map[string]any{echo: reasoning.String()})
+		if extra := echoFields(fields, reasoning.String(), echo, refused); extra != nil {
+			a.SetExtraFields(extra)
 		}
 		reasoning.Reset()
+		fields = nil
 	}
 	for _, it := range items {
 		var ci chatItem
@@ -181,24 +185,28 @@ func chatMessages(items []item, echo string) ([]openai.ChatCompletionMessagePara
 				assistant(asst)
 			} else {
 				reasoning.Reset()
+				fields = nil
 			}
 		case "function_call":
 			if ci.CallID == "" || ci.Name == "" {
 				return nil, invalidf("%s: function_call needs call_id and name", it.where())
 			}
-			call := openai.ChatCompletionMessageToolCallUnionParam{OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+			fn := &openai.ChatCompletionMessageFunctionToolCallParam{
 				ID: ci.CallID,
 				Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{
 					Name:      ci.Name,
 					Arguments: argumentsText(ci.Arguments),
 				},
-			}}
+			}
+			if present(ci.ExtraContent) && echo != "none" {
+				fn.SetExtraFields(map[string]any{"extra_content": ci.ExtraContent})
+			}
 			if open == nil {
 				open = &openai.ChatCompletionAssistantMessageParam{}
 				assistant(open)
 				msgs = append(msgs, openai.ChatCompletionMessageParamUnion{OfAssistant: open})
 			}
-			open.ToolCalls = append(open.ToolCalls, call)
+			open.ToolCalls = append(open.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{OfFunction: fn})
 		case "function_call_output":
 			if ci.CallID == "" {
 				return nil, invalidf("%s: function_call_output needs call_id", it.where())
@@ -210,16 +218,71 @@ func chatMessages(items []item, echo string) ([]openai.ChatCompletionMessagePara
 			msgs = append(msgs, openai.ToolMessage(text, ci.CallID))
 			open = nil
 		case "reasoning":
-			// Sent back only with the assistant message that follows, and
-			// only to a model that takes it (echo).
-			if echo != "" {
-				reasoning.WriteString(reasoningText(it.raw))
+			// Sent back only with the assistant message that follows.
+			reasoning.WriteString(reasoningText(it.raw))
+			if len(ci.ChatFields) > 0 {
+				fields = fields.merge(ci.ChatFields)
 			}
 		default:
 			return nil, invalidf("%s: item type %q cannot be sent to provider %s", it.where(), kind, ProviderChat)
 		}
 	}
 	return msgs, nil
+}
+
+// echoFields returns the fields an assistant message carries its
+// reasoning back in (see chatMessages), nil for none; refused fields are
+// never among them.
+func echoFields(fields chatFields, text, echo string, refused []string) map[string]any {
+	if echo == EchoNone {
+		return nil
+	}
+	var extra map[string]any
+	for k, v := range fields {
+		if slices.Contains(reasoningFields, k) && !slices.Contains(refused, k) {
+			if extra == nil {
+				extra = map[string]any{}
+			}
+			extra[k] = v
+		}
+	}
+	if echo != "" && !slices.Contains(refused, echo) {
+		if _, ok := extra[echo]; !ok {
+			if extra == nil {
+				extra = map[string]any{}
+			}
+			extra[echo] = text
+		}
+	}
+	return extra
+}
+
+// merge adds the fields of g to f (a new map): text is appended to text,
+// a list to a list; anything else, g's wins.
+func (f chatFields) merge(g chatFields) chatFields {
+	out := maps.Clone(f)
+	if out == nil {
+		out = chatFields{}
+	}
+	for k, v := range g {
+		prev, ok := out[k]
+		if !ok {
+			out[k] = v
+			continue
+		}
+		var a, b string
+		if json.Unmarshal(prev, &a) == nil && json.Unmarshal(v, &b) == nil {
+			out[k], _ = json.Marshal(a + b)
+			continue
+		}
+		var la, lb []json.RawMessage
+		if json.Unmarshal(prev, &la) == nil && json.Unmarshal(v, &lb) == nil {
+			out[k], _ = json.Marshal(append(la, lb...))
+			continue
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // reasoningText returns the reasoning text of a reasoning item: its
@@ -352,32 +415,117 @@ type rawChat struct {
 		Message      *struct {
 			Content json.RawMessage `json:"content"`
 			Refusal *string         `json:"refusal"`
-			// ReasoningContent (DeepSeek, vLLM) and Reasoning
-			// (OpenRouter, Groq, newer vLLM) carry the model's
-			// reasoning text.
-			ReasoningContent *string `json:"reasoning_content"`
-			Reasoning        *string `json:"reasoning"`
+			// The reasoning fields of the dialects (see reasoningFields):
+			// their values are kept as they arrived.
+			ReasoningContent json.RawMessage `json:"reasoning_content"`
+			Reasoning        json.RawMessage `json:"reasoning"`
+			ReasoningDetails json.RawMessage `json:"reasoning_details"`
+			ExtraContent     json.RawMessage `json:"extra_content"`
 			ToolCalls        []struct {
 				ID       string `json:"id"`
 				Function struct {
 					Name      string          `json:"name"`
 					Arguments json.RawMessage `json:"arguments"`
 				} `json:"function"`
+				// ExtraContent carries Gemini's thought signature
+				// ({"google":{"thought_signature":…}}), which must go back
+				// with the call.
+				ExtraContent json.RawMessage `json:"extra_content"`
 			} `json:"tool_calls"`
 		} `json:"message"`
 	} `json:"choices"`
-	Usage *struct {
-		PromptTokens        uint64 `json:"prompt_tokens"`
-		CompletionTokens    uint64 `json:"completion_tokens"`
-		PromptTokensDetails *struct {
-			CachedTokens uint64 `json:"cached_tokens"`
-		} `json:"prompt_tokens_details"`
-		CompletionTokensDetails *struct {
-			ReasoningTokens uint64 `json:"reasoning_tokens"`
-		} `json:"completion_tokens_details"`
-	} `json:"usage"`
+	Usage *chatUsage      `json:"usage"`
 	Error json.RawMessage `json:"error"`
 }
+
+// chatUsage is a chat.completion's usage, in every dialect's fields.
+type chatUsage struct {
+	PromptTokens        uint64  `json:"prompt_tokens"`
+	CompletionTokens    uint64  `json:"completion_tokens"`
+	TotalTokens         *uint64 `json:"total_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens uint64 `json:"cached_tokens"`
+		// CacheWriteTokens: OpenRouter's count of tokens written to an
+		// upstream's cache (Anthropic's, behind it).
+		CacheWriteTokens uint64 `json:"cache_write_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails *struct {
+		ReasoningTokens uint64 `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+	// DeepSeek's cache hits, Moonshot's cached tokens.
+	PromptCacheHitTokens *uint64 `json:"prompt_cache_hit_tokens"`
+	CachedTokens         *uint64 `json:"cached_tokens"`
+	// Anthropic's counts, as its OpenAI-compatible endpoint and some
+	// gateways give them.
+	CacheCreationInputTokens uint64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     uint64 `json:"cache_read_input_tokens"`
+	// Provider-reported costs: OpenRouter's and the gateways' usage.cost
+	// (US dollars), xAI's cost_in_usd_ticks (10^-10 US dollars).
+	Cost           json.Number `json:"cost"`
+	CostInUSDTicks json.Number `json:"cost_in_usd_ticks"`
+}
+
+// tokens normalises the usage: Input counts every input token (cached and
+// cache-written ones included), Output every output token (reasoning
+// included). Where a provider counts reasoning or cached tokens outside
+// prompt_tokens or completion_tokens, total_tokens says so (it is then
+// prompt + completion + the part left out), and the part is added back.
+func (u *chatUsage) tokens() TokenUsage {
+	t := TokenUsage{Input: u.PromptTokens, Output: u.CompletionTokens}
+	if d := u.PromptTokensDetails; d != nil {
+		t.CacheRead, t.CacheWrite = d.CachedTokens, d.CacheWriteTokens
+	}
+	switch {
+	case t.CacheRead > 0:
+	case u.PromptCacheHitTokens != nil:
+		t.CacheRead = *u.PromptCacheHitTokens
+	case u.CachedTokens != nil:
+		t.CacheRead = *u.CachedTokens
+	case u.CacheReadInputTokens > 0:
+		t.CacheRead = u.CacheReadInputTokens
+	}
+	if t.CacheWrite == 0 {
+		t.CacheWrite = u.CacheCreationInputTokens
+	}
+	if d := u.CompletionTokensDetails; d != nil {
+		t.Reasoning = d.ReasoningTokens
+	}
+	if u.TotalTokens != nil {
+		total := *u.TotalTokens
+		sum := t.Input + t.Output
+		switch {
+		case t.Reasoning > 0 && total == sum+t.Reasoning:
+			t.Output += t.Reasoning // reasoning counted outside completion_tokens (xAI)
+		case t.CacheRead+t.CacheWrite > 0 && total == sum+t.CacheRead+t.CacheWrite:
+			t.Input += t.CacheRead + t.CacheWrite // cache counted outside prompt_tokens
+		case t.CacheRead > 0 && total == sum+t.CacheRead:
+			t.Input += t.CacheRead
+		}
+	}
+	return t
+}
+
+// cost returns the cost the provider reported for the call, in micro-USD,
+// and the field it was read from; ok is false if it reported none.
+func (u *chatUsage) cost() (microUSD uint64, field string, ok bool) {
+	if f, err := u.CostInUSDTicks.Float64(); u.CostInUSDTicks != "" && err == nil && f >= 0 && f < 1e22 {
+		return uint64(math.Round(f / 1e4)), "usage.cost_in_usd_ticks", true // a tick is 10^-10 USD
+	}
+	if f, err := u.Cost.Float64(); u.Cost != "" && err == nil && f >= 0 && f < 1e12 {
+		return uint64(math.Round(f * 1e6)), "usage.cost", true
+	}
+	return 0, "", false
+}
+
+// reasoningFields are the fields of a Chat Completions assistant message
+// that carry the model's reasoning in the dialects demiurge knows:
+// reasoning_content (DeepSeek, Kimi, GLM, Qwen, vLLM, llama.cpp, xAI),
+// reasoning and reasoning_details (OpenRouter, Vercel's AI gateway, Groq,
+// Ollama), extra_content (Gemini's thought signature). Those that
+// arrive in an answer are kept, as they arrived, in the reasoning item
+// the answer is converted to (its "chat_fields"), and go back in the same
+// form with the assistant message on the follow-up.
+var reasoningFields = []string{"reasoning_content", "reasoning", "reasoning_details", "extra_content"}
 
 // Items of the Responses-style output array a chat reply is converted to.
 type (
@@ -400,6 +548,10 @@ type (
 		Type    string `json:"type"`
 		Summary []any  `json:"summary"`
 		Content []any  `json:"content"`
+		// ChatFields are the assistant message's reasoning fields as they
+		// arrived (see reasoningFields), to go back with it; nil for
+		// none.
+		ChatFields chatFields `json:"chat_fields,omitempty"`
 	}
 	outCall struct {
 		Type      string `json:"type"`
@@ -407,6 +559,9 @@ type (
 		Name      string `json:"name"`
 		Arguments string `json:"arguments"`
 		Status    string `json:"status"`
+		// ExtraContent is the tool call's extra_content as it arrived
+		// (Gemini's thought signature), to go back with the call.
+		ExtraContent json.RawMessage `json:"extra_content,omitempty"`
 	}
 )
 
@@ -457,15 +612,14 @@ func parseChatBody(body []byte) (parsed, error) {
 	}
 
 	var output []any
-	reasoning := ""
-	for _, rs := range []*string{msg.ReasoningContent, msg.Reasoning} {
-		if rs != nil && *rs != "" && reasoning == "" {
-			reasoning = *rs
+	fields := chatFields{}
+	for i, raw := range []json.RawMessage{msg.ReasoningContent, msg.Reasoning, msg.ReasoningDetails, msg.ExtraContent} {
+		if present(raw) {
+			fields[reasoningFields[i]] = raw
 		}
 	}
-	if reasoning != "" {
-		output = append(output, outReasoning{Type: "reasoning", Summary: []any{},
-			Content: []any{outText{Type: "reasoning_text", Text: reasoning}}})
+	if it, ok := fields.item(); ok {
+		output = append(output, it)
 	}
 	text, err := messageText(msg.Content)
 	if err != nil {
@@ -495,7 +649,11 @@ func parseChatBody(body []byte) (parsed, error) {
 		if tc.Function.Name == "" {
 			return parsed{}, badResponse("choices[0].message.tool_calls[%d] has no function name", i)
 		}
-		output = append(output, outCall{Type: "function_call", CallID: id, Name: tc.Function.Name, Arguments: argumentsText(tc.Function.Arguments), Status: status})
+		call := outCall{Type: "function_call", CallID: id, Name: tc.Function.Name, Arguments: argumentsText(tc.Function.Arguments), Status: status}
+		if present(tc.ExtraContent) {
+			call.ExtraContent = tc.ExtraContent
+		}
+		output = append(output, call)
 	}
 	if output == nil {
 		output = []any{}
@@ -509,13 +667,8 @@ func parseChatBody(body []byte) (parsed, error) {
 	}
 	if r.Usage != nil {
 		out.usageKnown = true
-		out.usage = TokenUsage{Input: r.Usage.PromptTokens, Output: r.Usage.CompletionTokens}
-		if d := r.Usage.PromptTokensDetails; d != nil {
-			out.usage.CacheRead = d.CachedTokens
-		}
-		if d := r.Usage.CompletionTokensDetails; d != nil {
-			out.usage.Reasoning = d.ReasoningTokens
-		}
+		out.usage = r.Usage.tokens()
+		out.cost, out.costField, out.costKnown = r.Usage.cost()
 	}
 	out.finish = finishReason(finish, refused, len(out.calls) > 0)
 	return out, nil
@@ -570,15 +723,21 @@ type chatStream struct {
 	content   strings.Builder
 	refusal   strings.Builder
 	reasoning strings.Builder
-	calls     []*streamCall
-	finish    string
-	usage     json.RawMessage
+	// field is the field the reasoning text came in (reasoning_content
+	// or reasoning), "" if none did.
+	field   string
+	details []json.RawMessage // reasoning_details, merged by index and type
+	extra   json.RawMessage   // the message's extra_content
+	calls   []*streamCall
+	finish  string
+	usage   json.RawMessage
 }
 
 type streamCall struct {
 	index     int64
 	id, name  string
 	arguments strings.Builder
+	extra     json.RawMessage // extra_content
 }
 
 // chunk is the part of a chat.completion.chunk that is read.
@@ -591,10 +750,12 @@ type chunk struct {
 		Delta struct {
 			// Content is text, or (Mistral's Magistral) a list of parts:
 			// {"type":"text","text"} and {"type":"thinking","thinking":[parts]}.
-			Content          json.RawMessage `json:"content"`
-			Refusal          *string         `json:"refusal"`
-			ReasoningContent *string         `json:"reasoning_content"`
-			Reasoning        *string         `json:"reasoning"`
+			Content          json.RawMessage   `json:"content"`
+			Refusal          *string           `json:"refusal"`
+			ReasoningContent *string           `json:"reasoning_content"`
+			Reasoning        *string           `json:"reasoning"`
+			ReasoningDetails []json.RawMessage `json:"reasoning_details"`
+			ExtraContent     json.RawMessage   `json:"extra_content"`
 			ToolCalls        []struct {
 				Index    int64  `json:"index"`
 				ID       string `json:"id"`
@@ -602,6 +763,7 @@ type chunk struct {
 					Name      string `json:"name"`
 					Arguments string `json:"arguments"`
 				} `json:"function"`
+				ExtraContent json.RawMessage `json:"extra_content"`
 			} `json:"tool_calls"`
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
@@ -691,8 +853,18 @@ func (s *chatStream) add(data []byte) (string, error) {
 		}
 		if d := ch.Delta.ReasoningContent; d != nil {
 			s.reasoning.WriteString(*d)
+			s.noteField("reasoning_content", *d)
 		} else if d := ch.Delta.Reasoning; d != nil {
 			s.reasoning.WriteString(*d)
+			s.noteField("reasoning", *d)
+		}
+		for _, d := range ch.Delta.ReasoningDetails {
+			if err := s.addDetail(d); err != nil {
+				return "", badResponse("stream chunk: choices[0].delta.reasoning_details: %v", err)
+			}
+		}
+		if present(ch.Delta.ExtraContent) {
+			s.extra = slices.Clone(ch.Delta.ExtraContent)
 		}
 		for _, tc := range ch.Delta.ToolCalls {
 			sc := s.call(tc.Index)
@@ -703,12 +875,55 @@ func (s *chatStream) add(data []byte) (string, error) {
 				sc.name = tc.Function.Name
 			}
 			sc.arguments.WriteString(tc.Function.Arguments)
+			if present(tc.ExtraContent) {
+				sc.extra = slices.Clone(tc.ExtraContent)
+			}
 		}
 		if ch.FinishReason != nil && *ch.FinishReason != "" {
 			s.finish = *ch.FinishReason
 		}
 	}
 	return delta.String(), nil
+}
+
+// noteField notes the field reasoning text came in, the first that
+// brought some.
+func (s *chatStream) noteField(field, text string) {
+	if s.field == "" && text != "" {
+		s.field = field
+	}
+}
+
+// addDetail folds one streamed reasoning_details entry in: an entry of the
+// index and type of an earlier one continues it (its text, summary and
+// data appended, its other fields taken), any other is a new entry.
+func (s *chatStream) addDetail(raw json.RawMessage) error {
+	var d map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &d); err != nil || d == nil {
+		return fmt.Errorf("an entry is not an object")
+	}
+	for i, prevRaw := range s.details {
+		var prev map[string]json.RawMessage
+		if json.Unmarshal(prevRaw, &prev) != nil || string(prev["index"]) != string(d["index"]) || string(prev["type"]) != string(d["type"]) {
+			continue
+		}
+		for k, v := range d {
+			var a, b string
+			if (k == "text" || k == "summary" || k == "data") && json.Unmarshal(prev[k], &a) == nil && json.Unmarshal(v, &b) == nil {
+				prev[k], _ = json.Marshal(a + b)
+				continue
+			}
+			prev[k] = v
+		}
+		merged, err := marshalNoEscape(prev)
+		if err != nil {
+			return err
+		}
+		s.details[i] = merged
+		return nil
+	}
+	s.details = append(s.details, slices.Clone(raw))
+	return nil
 }
 
 // call returns the call being accumulated at index, adding it if new.
@@ -733,16 +948,20 @@ func (s *chatStream) assemble() ([]byte, error) {
 		Arguments string `json:"arguments"`
 	}
 	type call struct {
-		ID       string `json:"id"`
-		Type     string `json:"type"`
-		Function fn     `json:"function"`
+		ID           string          `json:"id"`
+		Type         string          `json:"type"`
+		Function     fn              `json:"function"`
+		ExtraContent json.RawMessage `json:"extra_content,omitempty"`
 	}
 	type message struct {
-		Role             string  `json:"role"`
-		Content          *string `json:"content"`
-		Refusal          *string `json:"refusal,omitempty"`
-		ReasoningContent *string `json:"reasoning_content,omitempty"`
-		ToolCalls        []call  `json:"tool_calls,omitempty"`
+		Role             string            `json:"role"`
+		Content          *string           `json:"content"`
+		Refusal          *string           `json:"refusal,omitempty"`
+		ReasoningContent *string           `json:"reasoning_content,omitempty"`
+		Reasoning        *string           `json:"reasoning,omitempty"`
+		ReasoningDetails []json.RawMessage `json:"reasoning_details,omitempty"`
+		ExtraContent     json.RawMessage   `json:"extra_content,omitempty"`
+		ToolCalls        []call            `json:"tool_calls,omitempty"`
 	}
 	type choice struct {
 		Index        int     `json:"index"`
@@ -767,17 +986,106 @@ func (s *chatStream) assemble() ([]byte, error) {
 		m.Refusal = &r
 	}
 	if s.reasoning.Len() > 0 {
+		// In the field it came in (reasoning_content for text that came
+		// as a list of thinking parts).
 		r := s.reasoning.String()
-		m.ReasoningContent = &r
+		if s.field == "reasoning" {
+			m.Reasoning = &r
+		} else {
+			m.ReasoningContent = &r
+		}
 	}
+	m.ReasoningDetails, m.ExtraContent = s.details, s.extra
 	calls := slices.Clone(s.calls)
 	slices.SortStableFunc(calls, func(a, b *streamCall) int { return cmp.Compare(a.index, b.index) })
 	for _, c := range calls {
-		m.ToolCalls = append(m.ToolCalls, call{ID: c.id, Type: "function", Function: fn{Name: c.name, Arguments: c.arguments.String()}})
+		m.ToolCalls = append(m.ToolCalls, call{ID: c.id, Type: "function", Function: fn{Name: c.name, Arguments: c.arguments.String()}, ExtraContent: c.extra})
 	}
 	return marshalNoEscape(completion{
 		ID: s.id, Object: "chat.completion", Created: s.created, Model: s.model,
 		Choices: []choice{{Index: 0, Message: m, FinishReason: s.finish}},
 		Usage:   s.usage,
 	})
+}
+
+// present reports whether a raw JSON value is there and says something:
+// not absent, not null, not "".
+func present(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && string(raw) != "null" && string(raw) != `""`
+}
+
+// chatFields are an assistant message's reasoning fields (see
+// reasoningFields), each as it arrived.
+type chatFields map[string]json.RawMessage
+
+// MarshalJSON writes the fields in the order of reasoningFields (and any
+// other after them, sorted), so that equal fields make equal bytes.
+func (f chatFields) MarshalJSON() ([]byte, error) {
+	keys := slices.Sorted(maps.Keys(f))
+	slices.SortStableFunc(keys, func(a, b string) int {
+		ia, ib := slices.Index(reasoningFields, a), slices.Index(reasoningFields, b)
+		if ia < 0 {
+			ia = len(reasoningFields)
+		}
+		if ib < 0 {
+			ib = len(reasoningFields)
+		}
+		return ia - ib
+	})
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		kb, err := json.Marshal(k)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(kb)
+		b.WriteByte(':')
+		b.Write(bytes.TrimSpace(f[k]))
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// text returns the reasoning text the fields carry: reasoning_content,
+// else reasoning, else the text and summaries of reasoning_details.
+func (f chatFields) text() string {
+	for _, k := range []string{"reasoning_content", "reasoning"} {
+		var s string
+		if json.Unmarshal(f[k], &s) == nil && s != "" {
+			return s
+		}
+	}
+	var details []struct {
+		Type    string `json:"type"`
+		Text    string `json:"text"`
+		Summary string `json:"summary"`
+	}
+	if json.Unmarshal(f["reasoning_details"], &details) != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, d := range details {
+		b.WriteString(d.Text)
+		b.WriteString(d.Summary)
+	}
+	return b.String()
+}
+
+// item returns the reasoning item of an answer with these fields: its
+// text as a reasoning_text part, and the fields themselves; ok is false
+// if there are none.
+func (f chatFields) item() (outReasoning, bool) {
+	if len(f) == 0 {
+		return outReasoning{}, false
+	}
+	it := outReasoning{Type: "reasoning", Summary: []any{}, Content: []any{}, ChatFields: f}
+	if t := f.text(); t != "" {
+		it.Content = []any{outText{Type: "reasoning_text", Text: t}}
+	}
+	return it, true
 }

@@ -110,6 +110,8 @@ type Generator struct {
 	messages  messagesCache
 	chunks    reflist.Cache
 	evidence  chunked.Writer // the requests, kept as chunks
+	segs      segCache       // transcript items, encoded for a dialect
+	chains    chains         // the last request of recent transcripts
 	cfg       Config
 	responses responses.ResponseService
 	chat      openai.ChatCompletionService
@@ -122,8 +124,8 @@ func New(cfg Config) (*Generator, error) {
 	if cfg.Provider == "" {
 		cfg.Provider = ProviderResponses
 	}
-	if cfg.Provider != ProviderResponses && cfg.Provider != ProviderChat {
-		return nil, fmt.Errorf("llm: config: provider %q is not %q or %q", cfg.Provider, ProviderResponses, ProviderChat)
+	if !IsProvider(cfg.Provider) {
+		return nil, fmt.Errorf("llm: config: provider %q is not one of %s", cfg.Provider, strings.Join(Providers(), ", "))
 	}
 	if cfg.BaseURL == "" && cfg.Azure == nil {
 		cfg.BaseURL = os.Getenv("OPENAI_BASE_URL")

@@ -18,6 +18,42 @@
 //     converted back to a Responses-style output array, so everything
 //     downstream sees one format.
 //
+// # Dialects
+//
+// OpenAI-compatible servers carry a model's reasoning in fields of their
+// own: reasoning_content (DeepSeek, Kimi, GLM, Qwen, vLLM, llama.cpp, xAI),
+// reasoning and reasoning_details (OpenRouter, Vercel's gateway, Groq,
+// Ollama), a tool call's extra_content (Gemini's thought signature). Those
+// that arrive in a Chat Completions answer are kept as they arrived in the
+// output items (a reasoning item's "chat_fields", a function call's
+// "extra_content") and go back in the same form with that assistant
+// message on every later call; a family's rule (Model.ReasoningEcho) adds
+// a field every assistant message must carry, a server's rule removes the
+// fields it refuses (see servers.go), the model option reasoning_echo
+// overrides. The Responses API gets the items without those members.
+//
+// Usage is normalised to what the provider counts (TokenUsage): input
+// with cache reads and writes, output with reasoning, a provider's counts
+// outside its totals added back. A cost the answer carries (usage.cost,
+// usage.cost_in_usd_ticks) is the call's cost; otherwise the price of the
+// model that answered, from the model catalog (catalog.go, CatalogName)
+// with demiurge's Rules and the configuration over it (ModelFor).
+//
+// # Requests built once
+//
+// A request is not encoded whole every round: its body is spliced (see
+// splice.go) from a head — the settings and tools, encoded by the SDK's
+// types each call — and the transcript's segments, each item (Responses)
+// or run of items (Chat Completions) encoded once for the dialect and kept
+// by its identity, joined with commas, the transcript's member last; the
+// parts go to the connection one by one. What the last request of a
+// transcript was — its blobs and items, its segments, the chunks of its
+// evidence — is kept, so the next reads, encodes and stores as evidence
+// only what is new (chunked.Writer.PutAfter). The bytes are the SDK's for
+// the whole request, member for member (TestSpliceMatchesSDK). A native
+// provider splices the same way: its own head and its own segment
+// encoder over the same segCache and chainState.
+//
 // # Blobs
 //
 // A message blob named by Params.MessageRefs is one of: a JSON array of

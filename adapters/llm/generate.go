@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -31,8 +32,10 @@ type call struct {
 	provider  string
 	model     Model // what is known of the model called
 	apiKey    string
-	resp      responses.ResponseNewParams    // ProviderResponses
-	chat      openai.ChatCompletionNewParams // ProviderChat
+	body      *spliced    // the request body, as its parts (see splice.go)
+	dialect   string      // the dialect the body's segments were encoded for
+	chain     *chainState // what the next request of the transcript builds on
+	prev      *chainState // what this one built on, nil if nothing
 	onDelta   func(string)
 	delivered bool // a delta reached onDelta: a retry would repeat text
 }
@@ -114,6 +117,9 @@ func (g *Generator) Generate(ctx context.Context, blobs Blobs, p Params, apiKey 
 			return Receipt{}, fmt.Errorf("llm: %s: call abandoned after %d attempt(s): %w", c.provider, attempts, err)
 		}
 		pe.Attempts = attempts
+		if ex.request == nil && c.body != nil {
+			ex.request = c.body.bytes() // the evidence of a failed attempt
+		}
 		wait, retry := g.nextWait(pe, attempts)
 		pe.redact(apiKey)
 		if !retry {
@@ -128,7 +134,7 @@ func (g *Generator) Generate(ctx context.Context, blobs Blobs, p Params, apiKey 
 			return Receipt{}, fmt.Errorf("llm: %s: call abandoned after %d attempt(s): %w", c.provider, attempts, err)
 		}
 	}
-	return g.record(ctx, blobs, p, apiKey, ex, res, attempts, failed)
+	return g.record(ctx, blobs, c, p, apiKey, ex, res, attempts, failed)
 }
 
 // failedAttempt records an attempt that failed and is retried, with its
@@ -155,8 +161,8 @@ func (g *Generator) prepare(ctx context.Context, blobs Blobs, p Params, apiKey s
 	if c.provider == "" {
 		c.provider = g.cfg.Provider
 	}
-	if c.provider != ProviderResponses && c.provider != ProviderChat {
-		return nil, invalidf("provider %q is not %q or %q", p.Provider, ProviderResponses, ProviderChat)
+	if !IsProvider(c.provider) {
+		return nil, invalidf("provider %q is not one of %s", p.Provider, strings.Join(Providers(), ", "))
 	}
 	if p.Model == "" {
 		return nil, invalidf("model is empty: name the provider's model, such as \"gpt-5-mini\"")
@@ -182,13 +188,19 @@ func (g *Generator) prepare(ctx context.Context, blobs Blobs, p Params, apiKey s
 		if err != nil {
 			return nil, err
 		}
-		refs = append(slices.Clip(refs), more...)
+		if len(refs) == 0 {
+			refs = more
+		} else {
+			refs = append(slices.Clip(refs), more...)
+		}
 	}
-	items, err := loadTranscript(ctx, blobs, refs, &g.messages)
+	c.dialect = g.dialect(c.provider, p, c.model)
+	prev := g.chains.get(c.dialect, refs)
+	st, err := g.loadItems(ctx, blobs, refs, prev)
 	if err != nil {
 		return nil, err
 	}
-	items = shrinkItems(items, g.cfg.MaxItemBytes)
+	st.dialect = c.dialect
 	var tools []tool
 	if p.ToolsRef != nil {
 		if tools, err = g.tools.load(ctx, blobs, *p.ToolsRef); err != nil {
@@ -196,13 +208,14 @@ func (g *Generator) prepare(ctx context.Context, blobs Blobs, p Params, apiKey s
 		}
 	}
 	if c.provider == ProviderChat {
-		c.chat, err = buildChatParams(p, items, tools, onDelta != nil, c.model)
+		c.body, err = g.spliceChat(p, st, prev, tools, c.model, onDelta != nil, c.dialect)
 	} else {
-		c.resp, err = buildResponsesParams(p, items, tools, g.cfg.Store, c.model)
+		c.body, err = g.spliceResponses(p, st, prev, tools, c.model, onDelta != nil, c.dialect)
 	}
 	if err != nil {
 		return nil, err
 	}
+	c.chain, c.prev = st, prev
 	return c, nil
 }
 
@@ -243,8 +256,8 @@ func sleep(ctx context.Context, d time.Duration) error {
 func (g *Generator) attempt(ctx context.Context, c *call) (exchange, parsed, error) {
 	actx, cancel := context.WithTimeout(ctx, g.cfg.Timeout)
 	defer cancel()
-	cp := &capture{stream: c.onDelta != nil}
-	opts := []option.RequestOption{option.WithMiddleware(cp.middleware)}
+	cp := &capture{stream: c.onDelta != nil, sent: c.body}
+	opts := []option.RequestOption{option.WithMiddleware(cp.middleware), option.WithRequestBody("application/json", c.body.reader())}
 	switch az := g.cfg.Azure; {
 	case az != nil:
 		if c.apiKey != "" {
@@ -263,9 +276,9 @@ func (g *Generator) attempt(ctx context.Context, c *call) (exchange, parsed, err
 	opts = append(opts, option.WithResponseBodyInto(&body))
 	var err error
 	if c.provider == ProviderChat {
-		_, err = g.chat.New(actx, c.chat, opts...)
+		_, err = g.chat.New(actx, openai.ChatCompletionNewParams{}, opts...)
 	} else {
-		_, err = g.responses.New(actx, c.resp, opts...)
+		_, err = g.responses.New(actx, responses.ResponseNewParams{}, opts...)
 	}
 	ex := exchange{request: cp.request, response: cp.body}
 	if ctx.Err() != nil {
@@ -293,11 +306,11 @@ func (g *Generator) attemptStream(ctx, actx context.Context, c *call, cp *captur
 	// The request is the SDK's own streaming request; the events are
 	// decoded here, reading only the fields used, which costs a fraction
 	// of decoding every event into the SDK's event union.
-	opts = append(opts, option.WithJSONSet("stream", true), option.WithResponseBodyInto(&resp))
+	opts = append(opts, option.WithResponseBodyInto(&resp))
 	if c.provider == ProviderChat {
-		_, err = g.chat.New(actx, c.chat, opts...)
+		_, err = g.chat.New(actx, openai.ChatCompletionNewParams{}, opts...)
 	} else {
-		_, err = g.responses.New(actx, c.resp, opts...)
+		_, err = g.responses.New(actx, responses.ResponseNewParams{}, opts...)
 	}
 	if err == nil && resp != nil {
 		dec := ssestream.NewDecoder(resp)
@@ -526,7 +539,7 @@ func (g *Generator) keepEvidence(ctx context.Context, blobs Blobs, ex exchange, 
 }
 
 // record writes the receipt's blobs and nodes and returns the receipt.
-func (g *Generator) record(ctx context.Context, blobs Blobs, p Params, apiKey string, ex exchange, res parsed, attempts int, failed []FailedAttempt) (Receipt, error) {
+func (g *Generator) record(ctx context.Context, blobs Blobs, c *call, p Params, apiKey string, ex exchange, res parsed, attempts int, failed []FailedAttempt) (Receipt, error) {
 	put := func(what string, b []byte) (cas.Ref, error) {
 		ref, err := blobs.Put(ctx, b)
 		if err != nil {
@@ -535,8 +548,9 @@ func (g *Generator) record(ctx context.Context, blobs Blobs, p Params, apiKey st
 		return ref, nil
 	}
 	// The request is kept as content-defined chunks: a chat's requests
-	// share most of their bytes, so each stores about its new ones.
-	reqRef, err := g.evidence.Put(ctx, blobs, redactBytes(ex.request, apiKey))
+	// share most of their bytes, so each stores about its new ones, and
+	// builds on the last of its transcript (see putEvidence).
+	reqRef, err := g.putEvidence(ctx, blobs, c.body, c.prev, c.chain, apiKey)
 	if err != nil {
 		return Receipt{}, fmt.Errorf("llm: store request: %w", err)
 	}
@@ -586,13 +600,19 @@ func (g *Generator) record(ctx context.Context, blobs Blobs, p Params, apiKey st
 		FailedAttemptsRef: failedRef,
 	}
 	r.ProviderName = g.providerName()
-	// The price of the model that answered (a dated snapshot, say), else
-	// of the one asked for.
+	// The provider's own figure, else the price of the model that
+	// answered (a dated snapshot, say), else of the one asked for.
+	if res.costKnown {
+		r.CostMicroUSD, r.CostKnown = res.cost, true
+		r.CostSource = CostSource{Kind: CostFromProvider, Field: res.costField}
+	}
 	for _, name := range []string{model, p.Model} {
+		if r.CostKnown {
+			break
+		}
 		if m, _ := g.ModelFor(name); m.Price != nil && res.usageKnown {
 			r.CostMicroUSD, r.CostKnown = m.Price.CostMicroUSD(res.usage), true
 			r.CostSource = CostSource{Kind: CostFromPrice, Model: name, Source: m.PriceSource()}
-			break
 		}
 	}
 	if r.CostKnown {

@@ -44,6 +44,14 @@ func (m *memStore) Put(_ context.Context, data []byte) (cas.Ref, error) {
 	return ref, nil
 }
 
+// Has reports whether ref is stored, as the world's stores do.
+func (m *memStore) Has(_ context.Context, ref cas.Ref) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.blobs[ref]
+	return ok, nil
+}
+
 // all returns every stored blob.
 func (m *memStore) all() [][]byte {
 	m.mu.Lock()

@@ -11,6 +11,10 @@ import (
 	"sync"
 )
 
+// EchoNone is the Model.ReasoningEcho of a provider that gets no
+// reasoning back.
+const EchoNone = "none"
+
 // TokenLimitField names the Chat Completions request field that caps a
 // reply's tokens. (The Responses API has one, max_output_tokens.)
 type TokenLimitField string
@@ -63,14 +67,22 @@ type Model struct {
 	// ["reasoning.encrypted_content"]) and sends them back on the next
 	// call. OpenAI refuses the include for models that do not reason.
 	EncryptedReasoning bool
-	// ReasoningEcho is the field of a Chat Completions assistant message
-	// that carries the model's reasoning text back to it on the next call
-	// ("reasoning_content" for DeepSeek, which refuses a tool-calling
-	// conversation without it); "" sends no reasoning back. On the
-	// Responses API, a model with a ReasoningEcho gets back the reasoning
-	// items that carry their text (DeepSeek's Responses endpoint, which
-	// has no encrypted content).
+	// ReasoningEcho says how a Chat Completions assistant message carries
+	// the model's reasoning back to it on the next call. "" (the rule
+	// that needs no table): the reasoning fields that arrived with the
+	// answer go back as they arrived (reasoning_content, reasoning and
+	// reasoning_details, Gemini's extra_content). A field name
+	// ("reasoning_content", for DeepSeek and Kimi, which refuse a
+	// tool-calling conversation without it): the same, and that field is
+	// on every assistant message, set to the reasoning text ("" if it had
+	// none). EchoNone: nothing goes back (a provider known to refuse the
+	// fields). On the Responses API, a model with a field name gets back
+	// the reasoning items that carry their text (DeepSeek's Responses
+	// endpoint, which has no encrypted content).
 	ReasoningEcho string
+	// ReasoningRefused are reasoning fields never sent back, whatever
+	// arrived: those the server is known to refuse in a message.
+	ReasoningRefused []string
 	// ContextWindow is the most tokens a request and its reply may hold
 	// together; 0 if unknown.
 	ContextWindow uint64
@@ -394,7 +406,9 @@ var ModelOptionKeys = []string{"reasoning", "chat_token_limit", "temperature", "
 // SetOption sets one option from its text form, as the command line and
 // the manifest give it: booleans "true"/"false"; chat_token_limit
 // "max_tokens" or "max_completion_tokens"; reasoning_echo a field name
-// ("reasoning_content", "reasoning") or "" for none; context_window and
+// ("reasoning_content") set on every assistant message, "none" to send no
+// reasoning back, or "" to send back the fields that arrived (see
+// Model.ReasoningEcho); context_window and
 // max_output_tokens a number of tokens; price_* US dollars per million
 // tokens ("1.25"); compact_at a share of the window in percent;
 // on_overflow "compact" or "fail". Setting one price sets the others to 0
@@ -444,7 +458,7 @@ func (o *ModelOptions) SetOption(key, value string) error {
 		o.ChatTokenLimit = &f
 	case "reasoning_echo":
 		if value != "" && !regexp.MustCompile(`^[a-z_]+$`).MatchString(value) {
-			return fmt.Errorf("model option reasoning_echo=%q: want the name of the message field, such as reasoning_content, or nothing", value)
+			return fmt.Errorf("model option reasoning_echo=%q: want the name of the message field, such as reasoning_content; none to send no reasoning back; or nothing to send back what arrived", value)
 		}
 		o.ReasoningEcho = &value
 	case "context_window":
@@ -521,6 +535,12 @@ func resolveModelAt(server, name, baseURL string, overrides []ModelOptions) (Mod
 	for _, r := range rulesFor(Rules, name) {
 		r.apply(&m, true)
 		known = true
+	}
+	if s, ok := serverByProvider(server); ok {
+		if s.echo != "" {
+			m.ReasoningEcho = s.echo
+		}
+		m.ReasoningRefused = s.refuses
 	}
 	for _, o := range overrides {
 		if o.matches(name) {

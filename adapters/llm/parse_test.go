@@ -178,7 +178,49 @@ func TestParseChatBody(t *testing.T) {
 		body: `{"id":"d","choices":[{"finish_reason":"stop","message":{"content":"4","reasoning_content":"2+2 is 4."}}],"usage":{"prompt_tokens":5,"completion_tokens":7}}`,
 		want: parsed{id: "d", finish: "stop", text: "4", usage: TokenUsage{Input: 5, Output: 7}, usageKnown: true,
 			items: []OutputItem{{Reasoning: &ReasoningItem{Summary: []string{}, Text: ptr("2+2 is 4.")}}, {Message: &MessageItem{Role: "assistant", Text: "4"}}}},
-		output: `[{"type":"reasoning","summary":[],"content":[{"type":"reasoning_text","text":"2+2 is 4.","annotations":null}]},{"type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":"4","annotations":[]}]}]`,
+		output: `[{"type":"reasoning","summary":[],"content":[{"type":"reasoning_text","text":"2+2 is 4.","annotations":null}],"chat_fields":{"reasoning_content":"2+2 is 4."}},{"type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":"4","annotations":[]}]}]`,
+	}, {
+		// OpenRouter: reasoning text and the provider's reasoning
+		// details (an encrypted item), kept as they arrived; its own cost.
+		name: "reasoning and reasoning_details (OpenRouter)",
+		body: `{"id":"gen-1","model":"google/gemini-3-pro-preview","choices":[{"finish_reason":"tool_calls","message":{"content":null,` +
+			`"reasoning":"Look it up.","reasoning_details":[{"type":"reasoning.text","text":"Look it up.","format":"google-gemini-v1","index":0},` +
+			`{"type":"reasoning.encrypted","data":"c2ln","id":"tool_f_1","format":"google-gemini-v1","index":0}],` +
+			`"tool_calls":[{"id":"tool_f_1","type":"function","function":{"name":"f","arguments":"{}"}}]}}],` +
+			`"usage":{"prompt_tokens":10,"completion_tokens":30,"total_tokens":40,"completion_tokens_details":{"reasoning_tokens":20},"cost":0.000123}}`,
+		want: parsed{id: "gen-1", model: "google/gemini-3-pro-preview", finish: "tool_calls", usage: TokenUsage{Input: 10, Output: 30, Reasoning: 20}, usageKnown: true,
+			cost: 123, costField: "usage.cost", costKnown: true,
+			calls: []ToolCall{{CallID: "tool_f_1", Name: "f", ArgumentsJSON: "{}"}},
+			items: []OutputItem{{Reasoning: &ReasoningItem{Summary: []string{}, Text: ptr("Look it up.")}}, {ToolCall: &ToolCall{CallID: "tool_f_1", Name: "f", ArgumentsJSON: "{}"}}}},
+		output: `[{"type":"reasoning","summary":[],"content":[{"type":"reasoning_text","text":"Look it up.","annotations":null}],"chat_fields":{"reasoning":"Look it up.","reasoning_details":[{"type":"reasoning.text","text":"Look it up.","format":"google-gemini-v1","index":0},{"type":"reasoning.encrypted","data":"c2ln","id":"tool_f_1","format":"google-gemini-v1","index":0}]}},` +
+			`{"type":"function_call","call_id":"tool_f_1","name":"f","arguments":"{}","status":"completed"}]`,
+	}, {
+		// Gemini's OpenAI-compatible endpoint: the thought signature
+		// rides on the tool call, and goes back with it.
+		name: "extra_content (Gemini)",
+		body: `{"id":"g","choices":[{"finish_reason":"tool_calls","message":{"role":"assistant","tool_calls":[{"id":"c1","type":"function",` +
+			`"function":{"name":"f","arguments":"{}"},"extra_content":{"google":{"thought_signature":"c2ln"}}}]}}]}`,
+		want: parsed{id: "g", finish: "tool_calls", calls: []ToolCall{{CallID: "c1", Name: "f", ArgumentsJSON: "{}"}},
+			items: []OutputItem{{ToolCall: &ToolCall{CallID: "c1", Name: "f", ArgumentsJSON: "{}"}}}},
+		output: `[{"type":"function_call","call_id":"c1","name":"f","arguments":"{}","status":"completed","extra_content":{"google":{"thought_signature":"c2ln"}}}]`,
+	}, {
+		// xAI: reasoning tokens counted outside completion_tokens (the
+		// total says so), and its cost in ticks of 10^-10 USD.
+		name: "reasoning outside completion_tokens, cost in ticks (xAI)",
+		body: `{"id":"x","model":"grok-4","choices":[{"finish_reason":"stop","message":{"content":"hi"}}],` +
+			`"usage":{"prompt_tokens":700,"completion_tokens":10,"total_tokens":840,"prompt_tokens_details":{"cached_tokens":600},` +
+			`"completion_tokens_details":{"reasoning_tokens":130},"cost_in_usd_ticks":52500000}}`,
+		want: parsed{id: "x", model: "grok-4", finish: "stop", text: "hi", usage: TokenUsage{Input: 700, Output: 140, CacheRead: 600, Reasoning: 130}, usageKnown: true,
+			cost: 5250, costField: "usage.cost_in_usd_ticks", costKnown: true,
+			items: []OutputItem{{Message: &MessageItem{Role: "assistant", Text: "hi"}}}},
+		output: `[{"type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":"hi","annotations":[]}]}]`,
+	}, {
+		// DeepSeek: cache hits as prompt_cache_hit_tokens.
+		name: "prompt_cache_hit_tokens (DeepSeek)",
+		body: `{"id":"d2","choices":[{"finish_reason":"stop","message":{"content":"ok"}}],"usage":{"prompt_tokens":100,"completion_tokens":2,"total_tokens":102,"prompt_cache_hit_tokens":64,"prompt_cache_miss_tokens":36}}`,
+		want: parsed{id: "d2", finish: "stop", text: "ok", usage: TokenUsage{Input: 100, Output: 2, CacheRead: 64}, usageKnown: true,
+			items: []OutputItem{{Message: &MessageItem{Role: "assistant", Text: "ok"}}}},
+		output: `[{"type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":"ok","annotations":[]}]}]`,
 	}, {
 		name:   "empty message",
 		body:   `{"choices":[{"message":{}}]}`,
@@ -379,7 +421,7 @@ func FuzzParseMessageBlob(f *testing.F) {
 			}
 		}
 		// Whatever parses must also convert to chat or fail cleanly.
-		_, _ = chatMessages(items, "")
+		_, _ = chatMessages(items, "", nil)
 	})
 }
 

@@ -180,6 +180,7 @@ type summary struct {
 	Reasoning  []string    `json:"reasoning,omitempty"` // summaries and text, in order
 	Usage      *TokenUsage `json:"usage"`               // nil: unknown
 	CostMicro  *uint64     `json:"cost_microusd"`       // nil: unknown
+	CostSource string      `json:"cost_source,omitempty"`
 	Finish     string      `json:"finish,omitempty"`
 	Model      string      `json:"model,omitempty"`
 	ProviderID string      `json:"provider_id,omitempty"`
@@ -213,7 +214,7 @@ func summarize(t *testing.T, st *memStore, r Receipt, err error, stream bool, de
 	}
 	if r.CostKnown {
 		c := r.CostMicroUSD
-		s.CostMicro = &c
+		s.CostMicro, s.CostSource = &c, r.CostSource.String()
 	}
 	for _, ref := range r.ToolCallRefs {
 		var tc ToolCall
@@ -343,7 +344,7 @@ func compareRequests(api, vendor string, g *Generator, model string, accepted, s
 	}
 	ids := idMap{}
 	if api == "chat" {
-		diffs = append(diffs, compareMessages(a["messages"], s["messages"], vendor == "deepseek", ids)...)
+		diffs = append(diffs, compareMessages(a["messages"], s["messages"], ids)...)
 	} else {
 		diffs = append(diffs, compareInput(a["input"], s["input"], ids)...)
 	}
@@ -478,9 +479,9 @@ func mergeAssistant(ms []any) []any {
 }
 
 // compareMessages compares Chat Completions messages: roles in order,
-// texts, tool calls, tool call ids and, where the provider needs it
-// (needEcho), the reasoning sent back.
-func compareMessages(av, sv any, needEcho bool, ids idMap) []string {
+// texts, tool calls, tool call ids, and the reasoning the accepted
+// request sent back (its fields, and the tool calls' extra_content).
+func compareMessages(av, sv any, ids idMap) []string {
 	al, _ := av.([]any)
 	sl, _ := sv.([]any)
 	a, s := mergeAssistant(al), mergeAssistant(sl)
@@ -516,10 +517,25 @@ func compareMessages(av, sv any, needEcho bool, ids idMap) []string {
 				}
 			}
 		}
-		if needEcho && am["role"] == "assistant" {
-			if rv, ok := am["reasoning_content"]; ok && rv != nil {
-				if sv, ok := sm["reasoning_content"]; !ok || sv != rv {
-					diffs = append(diffs, fmt.Sprintf("%s: reasoning_content %q; accepted %q", where, sm["reasoning_content"], rv))
+		if am["role"] == "assistant" {
+			// The reasoning the accepted request carried back goes back,
+			// in the same fields (DeepSeek's and Kimi's reasoning_content,
+			// OpenRouter's reasoning and reasoning_details).
+			for _, k := range []string{"reasoning_content", "reasoning", "reasoning_details"} {
+				if rv, ok := am[k]; ok && rv != nil && rv != "" {
+					if sv, ok := sm[k]; !ok || !reflect.DeepEqual(sv, rv) {
+						diffs = append(diffs, fmt.Sprintf("%s: %s %v; accepted %v", where, k, sm[k], rv))
+					}
+				}
+			}
+			// Gemini's thought signatures go back with their calls.
+			al, _ := am["tool_calls"].([]any)
+			sl, _ := sm["tool_calls"].([]any)
+			for k := range min(len(al), len(sl)) {
+				ac, _ := al[k].(map[string]any)
+				sc, _ := sl[k].(map[string]any)
+				if ac["extra_content"] != nil && !reflect.DeepEqual(ac["extra_content"], sc["extra_content"]) {
+					diffs = append(diffs, fmt.Sprintf("%s: tool call %d extra_content %v; accepted %v", where, k, sc["extra_content"], ac["extra_content"]))
 				}
 			}
 		}

@@ -39,16 +39,24 @@ func buildRequest(t *testing.T, st *memStore, p Params, cfg Config) (string, err
 	if err != nil {
 		return "", err
 	}
-	var b []byte
-	if c.provider == ProviderChat {
-		b, err = json.Marshal(c.chat)
-	} else {
-		b, err = json.Marshal(c.resp)
+	return string(c.body.bytes()), nil
+}
+
+// sent is the body the SDK made of a request whose JSON encoding is
+// want, as it went on the wire: "stream": true added last for a stream
+// (option.WithJSONSet), then the transcript's member moved last.
+func sent(t *testing.T, want string, stream bool) string {
+	t.Helper()
+	if stream {
+		want = strings.TrimSuffix(want, "}") + `,"stream":true}`
 	}
-	if err != nil {
-		t.Fatal(err)
+	for _, k := range []string{"input", "messages"} {
+		if b, ok := memberLast([]byte(want), k); ok {
+			return string(b)
+		}
 	}
-	return string(b), nil
+	t.Fatalf("%s has no transcript", want)
+	return ""
 }
 
 func TestResponsesRequestBytes(t *testing.T) {
@@ -98,7 +106,7 @@ func TestResponsesRequestBytes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got != tc.want {
+			if want := sent(t, tc.want, false); got != want {
 				t.Errorf("request\n got %s\nwant %s", got, tc.want)
 			}
 		})
@@ -260,7 +268,7 @@ func TestItemsAfterLastOutput(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(got, `"input":`+tc.want+`,`) {
+			if !strings.Contains(got, `"input":`+tc.want+`}`) {
 				t.Errorf("request %s\nwant input %s", got, tc.want)
 			}
 		})
@@ -385,7 +393,7 @@ func TestChatRequestBytes(t *testing.T) {
 	want := `{"messages":[{"content":"You are a careful agent.","role":"system"},{"content":"Summarise README.md","role":"user"}],"model":"qwen2.5:0.5b",` +
 		`"tool_choice":"auto","tools":[{"function":{"name":"workspace_read","strict":true,"description":"Read a file",` +
 		`"parameters":{"additionalProperties":false,"properties":{"path":{"type":"string"}},"required":["path"],"type":"object"}},"type":"function"}]}`
-	if got != want {
+	if want = sent(t, want, false); got != want {
 		t.Errorf("request\n got %s\nwant %s", got, want)
 	}
 }
@@ -427,7 +435,7 @@ func TestChatTranscriptConversion(t *testing.T) {
 		`{"content":"Done but no.","role":"assistant"},` +
 		`{"content":"a\nb","role":"system"}` +
 		`],"model":"m"}`
-	if got != want {
+	if want = sent(t, want, false); got != want {
 		t.Errorf("request\n got %s\nwant %s", got, want)
 	}
 
@@ -464,9 +472,9 @@ func TestChatRequestOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := json.Marshal(c.chat)
-	want := `{"messages":[{"content":"hi","role":"user"}],"model":"m","max_tokens":100,"temperature":0.5,"reasoning_effort":"low",` +
-		`"stream_options":{"include_usage":true},"response_format":{"json_schema":{"name":"s","strict":true,"schema":{"type":"object"}},"type":"json_schema"}}`
+	b := c.body.bytes()
+	want := sent(t, `{"messages":[{"content":"hi","role":"user"}],"model":"m","max_tokens":100,"temperature":0.5,"reasoning_effort":"low",`+
+		`"stream_options":{"include_usage":true},"response_format":{"json_schema":{"name":"s","strict":true,"schema":{"type":"object"}},"type":"json_schema"}}`, true)
 	if string(b) != want {
 		t.Errorf("request\n got %s\nwant %s", b, want)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -16,7 +17,7 @@ import (
 )
 
 // buildResponsesParams makes the request of the Responses API for model
-// m, sending only what m takes (see Model): a temperature and a reasoning
+// m, all but its input (see spliceResponses), sending only what m takes (see Model): a temperature and a reasoning
 // effort only if it takes them, max_output_tokens at most its limit, and,
 // for a stateless call, include:["reasoning.encrypted_content"] only if it
 // reasons with encrypted content.
@@ -29,6 +30,7 @@ import (
 // reasons with it, and those with their text if m takes it back
 // (Model.ReasoningEcho); to a stored one, those with an id.
 func buildResponsesParams(p Params, items []item, tools []tool, store bool, m Model) (responses.ResponseNewParams, error) {
+	// items are looked at only to check previous_response_id.
 	var rp responses.ResponseNewParams
 	rp.Model = shared.ResponsesModel(p.Model)
 	if p.Instructions != nil {
@@ -52,12 +54,10 @@ func buildResponsesParams(p Params, items []item, tools []tool, store bool, m Mo
 		rp.Reasoning = shared.ReasoningParam{Effort: shared.ReasoningEffort(*p.ReasoningEffort)}
 	}
 
-	send := items
 	if p.PreviousResponseID != nil && *p.PreviousResponseID != "" {
 		rp.PreviousResponseID = openai.String(*p.PreviousResponseID)
 		store = true // a chain only continues from stored responses
-		send = itemsAfterLastOutput(items)
-		if len(send) == 0 {
+		if len(itemsAfterLastOutput(items)) == 0 {
 			return rp, invalidf("previous_response_id %q is set but the transcript has no item after the last model output: append the new user message or tool outputs", *p.PreviousResponseID)
 		}
 	}
@@ -65,12 +65,6 @@ func buildResponsesParams(p Params, items []item, tools []tool, store bool, m Mo
 	if !store && m.EncryptedReasoning {
 		rp.Include = []responses.ResponseIncludable{responses.ResponseIncludableReasoningEncryptedContent}
 	}
-	send = reasoningFor(send, store, m)
-	list := make(responses.ResponseInputParam, len(send))
-	for i, it := range send {
-		list[i] = param.Override[responses.ResponseInputItemUnionParam](it.raw)
-	}
-	rp.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: list}
 
 	for _, t := range tools {
 		if t.typ != "function" {
@@ -157,39 +151,27 @@ type reasoningHead struct {
 	Content          json.RawMessage `json:"content"`
 }
 
-// reasoningFor drops the reasoning items a Responses call cannot take
-// back (see buildResponsesParams).
-func reasoningFor(items []item, store bool, m Model) []item {
-	keep := func(it item) bool {
-		if it.kind() != "reasoning" {
-			return true
-		}
-		var h reasoningHead
-		if json.Unmarshal(it.raw, &h) != nil {
-			return false
-		}
-		switch {
-		case store:
-			return h.ID != ""
-		case m.EncryptedReasoning && len(h.EncryptedContent) > 0 && string(h.EncryptedContent) != "null":
-			return true
-		}
-		// A model that takes its reasoning text back gets the items that
-		// carry it.
-		return m.ReasoningEcho != "" && len(h.Content) > 2 && string(h.Content) != "null"
+// keepReasoning reports whether a Responses call can take the item back
+// (see buildResponsesParams): any item but a reasoning item; a reasoning
+// item, with an id if the call is stored, with encrypted content if m
+// reasons with it, with its text if m takes it back.
+func keepReasoning(it item, store bool, m Model) bool {
+	if it.kind() != "reasoning" {
+		return true
 	}
-	for i, it := range items {
-		if !keep(it) {
-			out := append([]item(nil), items[:i]...)
-			for _, it := range items[i+1:] {
-				if keep(it) {
-					out = append(out, it)
-				}
-			}
-			return out
-		}
+	var h reasoningHead
+	if json.Unmarshal(it.raw, &h) != nil {
+		return false
 	}
-	return items
+	switch {
+	case store:
+		return h.ID != ""
+	case m.EncryptedReasoning && len(h.EncryptedContent) > 0 && string(h.EncryptedContent) != "null":
+		return true
+	}
+	// A model that takes its reasoning text back gets the items that
+	// carry it.
+	return m.ReasoningEcho != "" && m.ReasoningEcho != EchoNone && len(h.Content) > 2 && string(h.Content) != "null"
 }
 
 // itemsAfterLastOutput returns the items after the last model output item,
@@ -262,6 +244,9 @@ type parsed struct {
 	id, model, finish string
 	usage             TokenUsage
 	usageKnown        bool   // the provider reported usage
+	cost              uint64 // the cost the provider reported, in micro-USD, if costKnown
+	costField         string // the field it was read from
+	costKnown         bool
 	refused           bool   // a message has a refusal part
 	output            []byte // the Responses-style output array
 	items             []OutputItem
@@ -305,6 +290,10 @@ type rawResponse struct {
 		OutputTokensDetails struct {
 			ReasoningTokens uint64 `json:"reasoning_tokens"`
 		} `json:"output_tokens_details"`
+		// Provider-reported costs (OpenRouter, xAI), as on Chat
+		// Completions.
+		Cost           json.Number `json:"cost"`
+		CostInUSDTicks json.Number `json:"cost_in_usd_ticks"`
 	} `json:"usage"`
 }
 
@@ -356,6 +345,8 @@ func parseResponsesBody(body []byte) (parsed, error) {
 			CacheRead: r.Usage.InputTokensDetails.CachedTokens,
 			Reasoning: r.Usage.OutputTokensDetails.ReasoningTokens,
 		}
+		cu := chatUsage{Cost: r.Usage.Cost, CostInUSDTicks: r.Usage.CostInUSDTicks}
+		out.cost, out.costField, out.costKnown = cu.cost()
 	}
 	reason := ""
 	if r.Status == "incomplete" {
@@ -523,4 +514,79 @@ func argumentsText(raw json.RawMessage) string {
 		}
 	}
 	return string(raw)
+}
+
+// chatOnly are the members a chat answer's items carry for Chat
+// Completions only (see reasoningFields): a Responses request leaves them
+// out, as the Responses API takes no member it does not define.
+var chatOnly = [][]byte{[]byte(`"chat_fields"`), []byte(`"extra_content"`)}
+
+// responsesItem returns the item as a Responses request sends it: as
+// written, without the members only Chat Completions takes.
+func responsesItem(it item) json.RawMessage {
+	k := it.kind()
+	if k != "reasoning" && k != "function_call" {
+		return it.raw
+	}
+	has := false
+	for _, m := range chatOnly {
+		has = has || bytes.Contains(it.raw, m)
+	}
+	if !has {
+		return it.raw
+	}
+	out, ok := dropMembers(it.raw, "chat_fields", "extra_content")
+	if !ok {
+		return it.raw
+	}
+	return out
+}
+
+// dropMembers returns the JSON object b without the members named keys
+// (the others' bytes as they were), and whether b is a well-formed
+// object.
+func dropMembers(b []byte, keys ...string) ([]byte, bool) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil, false
+	}
+	out := make([]byte, 0, len(b))
+	out = append(out, '{')
+	first := true
+	i = skipSpace(b, i+1)
+	for i < len(b) && b[i] != '}' {
+		from := i
+		end, ok := skipString(b, i)
+		if !ok {
+			return nil, false
+		}
+		var key string
+		if json.Unmarshal(b[i:end], &key) != nil {
+			return nil, false
+		}
+		i = skipSpace(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return nil, false
+		}
+		if i, ok = skipValue(b, skipSpace(b, i+1)); !ok {
+			return nil, false
+		}
+		if !slices.Contains(keys, key) {
+			if !first {
+				out = append(out, ',')
+			}
+			out = append(out, b[from:i]...)
+			first = false
+		}
+		i = skipSpace(b, i)
+		if i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+		} else if i >= len(b) || b[i] != '}' {
+			return nil, false
+		}
+	}
+	if i >= len(b) {
+		return nil, false
+	}
+	return append(out, '}'), true
 }

@@ -14,16 +14,25 @@ type server struct {
 	// provider names who serves the calls ("openrouter"), as receipts
 	// and traces name it.
 	provider string
+	// echo, if set, is the Model.ReasoningEcho the server's models get
+	// whatever their family's rule: EchoNone for a server known to refuse
+	// reasoning fields in its messages.
+	echo string
+	// refuses are the reasoning fields the server is known to refuse in
+	// an assistant message (Model.ReasoningRefused).
+	refuses []string
 }
 
 // servers are the hosts of the OpenAI-compatible servers demiurge knows.
 // A server not listed here is named by the model's provider, if the
 // catalog knows the model, else not at all.
 var servers = []server{
-	{host: "api.openai.com", provider: "openai"},
-	{host: ".openai.azure.com", provider: "azure"},
-	{host: ".cognitiveservices.azure.com", provider: "azure"},
-	{host: ".services.ai.azure.com", provider: "azure"},
+	// OpenAI's and Azure's Chat Completions take no field a message
+	// does not define; their models send no reasoning text.
+	{host: "api.openai.com", provider: "openai", echo: EchoNone},
+	{host: ".openai.azure.com", provider: "azure", echo: EchoNone},
+	{host: ".cognitiveservices.azure.com", provider: "azure", echo: EchoNone},
+	{host: ".services.ai.azure.com", provider: "azure", echo: EchoNone},
 	{host: "api.anthropic.com", provider: "anthropic"},
 	{host: "generativelanguage.googleapis.com", provider: "gemini"},
 	{host: "aiplatform.googleapis.com", provider: "vertexai"},
@@ -39,9 +48,15 @@ var servers = []server{
 	{host: "dashscope.aliyuncs.com", provider: "alibaba"},
 	{host: "dashscope-intl.aliyuncs.com", provider: "alibaba-singapore"},
 	{host: "dashscope-us.aliyuncs.com", provider: "alibaba-us"},
-	{host: "api.groq.com", provider: "groq"},
-	{host: "api.cerebras.ai", provider: "cerebras"},
-	{host: "api.mistral.ai", provider: "mistral"},
+	// Groq refuses reasoning_content in an assistant message ("property
+	// 'reasoning_content' is unsupported"); it takes back the reasoning
+	// its reasoning models answer with. Cerebras refuses reasoning
+	// fields.
+	{host: "api.groq.com", provider: "groq", refuses: []string{"reasoning_content"}},
+	{host: "api.cerebras.ai", provider: "cerebras", echo: EchoNone},
+	// Mistral refuses fields its messages do not define (422 "Extra
+	// inputs are not permitted").
+	{host: "api.mistral.ai", provider: "mistral", echo: EchoNone},
 	{host: "api.together.xyz", provider: "together"},
 	{host: "router.huggingface.co", provider: "huggingface"},
 	{host: "api.fireworks.ai", provider: "fireworks"},
@@ -62,6 +77,19 @@ func serverFor(baseURL string) (server, bool) {
 	}
 	if u.Port() == "11434" && isLocal(h) {
 		return server{host: h, provider: "ollama"}, true
+	}
+	return server{}, false
+}
+
+// serverByProvider returns the first server of a catalog provider.
+func serverByProvider(provider string) (server, bool) {
+	if provider == "" {
+		return server{}, false
+	}
+	for _, s := range servers {
+		if s.provider == provider {
+			return s, true
+		}
 	}
 	return server{}, false
 }

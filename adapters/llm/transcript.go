@@ -67,22 +67,31 @@ func loadTranscript(ctx context.Context, g cas.Getter, refs []cas.Ref, cache *me
 	}
 	var items []item
 	for i, ref := range refs {
-		if its, ok := cache.get(ref); ok {
-			items = append(items, its...)
-			continue
-		}
-		b, err := g.Get(ctx, ref)
+		its, err := loadMessageBlob(ctx, g, i, ref, cache)
 		if err != nil {
-			return nil, fmt.Errorf("%w: message_refs[%d] %s: %w", ErrInvalidParams, i, ref, err)
+			return nil, err
 		}
-		its, err := parseMessageBlob(ref, b)
-		if err != nil {
-			return nil, fmt.Errorf("%w: message_refs[%d]: %w", ErrInvalidParams, i, err)
-		}
-		cache.put(ref, its, len(b))
 		items = append(items, its...)
 	}
 	return items, nil
+}
+
+// loadMessageBlob returns the items of the i-th message blob, ref, from
+// cache (which may be nil) or g.
+func loadMessageBlob(ctx context.Context, g cas.Getter, i int, ref cas.Ref, cache *messagesCache) ([]item, error) {
+	if its, ok := cache.get(ref); ok {
+		return its, nil
+	}
+	b, err := g.Get(ctx, ref)
+	if err != nil {
+		return nil, fmt.Errorf("%w: message_refs[%d] %s: %w", ErrInvalidParams, i, ref, err)
+	}
+	its, err := parseMessageBlob(ref, b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: message_refs[%d]: %w", ErrInvalidParams, i, err)
+	}
+	cache.put(ref, its, len(b))
+	return its, nil
 }
 
 // messagesCache keeps parsed message blobs by ref (blobs never change).

@@ -21,6 +21,7 @@ import (
 // request body, and the status, header and body of the response.
 type capture struct {
 	stream   bool          // the request asks for a stream
+	sent     *spliced      // the request body, when the caller spliced it (see splice.go)
 	request  []byte        // the request body as sent
 	status   int           // 0 until a response arrives
 	header   http.Header   // the response header
@@ -35,7 +36,15 @@ type capture struct {
 // memory; a successful stream's body is teed as the SDK reads it.
 func (c *capture) middleware(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 	var b []byte
-	if req.GetBody != nil {
+	if c.sent != nil {
+		// The body is the caller's, its transcript last already: its
+		// parts go out one by one, unjoined (joined only if the attempt
+		// fails, as its evidence).
+		body := c.sent
+		req.Body = io.NopCloser(body.reader())
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(body.reader()), nil }
+		req.ContentLength = int64(body.Len())
+	} else if req.GetBody != nil {
 		if rc, err := req.GetBody(); err == nil {
 			b, _ = readall.Sized(rc, req.ContentLength)
 			rc.Close()
@@ -48,7 +57,7 @@ func (c *capture) middleware(req *http.Request, next option.MiddlewareNext) (*ht
 			return nil, err
 		}
 	}
-	if b != nil {
+	if b != nil && c.sent == nil {
 		// The transcript goes last, where it grows: successive requests of
 		// a chat then differ only at their end, and keeping each as chunks
 		// (see Generator.record) costs its new bytes.

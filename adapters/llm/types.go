@@ -20,6 +20,17 @@ const (
 	ProviderChat = "openai-chat"
 )
 
+// providers are the wire APIs Generate speaks, in the order messages list
+// them: a provider of another API adds its name here (and its request
+// and answer to prepare, attempt and parse).
+var providers = []string{ProviderResponses, ProviderChat}
+
+// Providers returns the names of the wire APIs Generate speaks.
+func Providers() []string { return slices.Clone(providers) }
+
+// IsProvider reports whether name is one of Providers.
+func IsProvider(name string) bool { return slices.Contains(providers, name) }
+
 // Params are the parameters of one llm.generate effect, the Go form of
 // sys/LlmGenerateParams@1. Option fields are pointers; a nil pointer encodes
 // as CBOR null, as the typed-value normalizer writes a missing option.
@@ -88,6 +99,9 @@ func (t *Transcript) refs(ctx context.Context, g cas.Getter, cache *reflist.Cach
 	mid, err := reflist.Slice(ctx, g, cache, t.Refs, t.From, to)
 	if err != nil {
 		return nil, fmt.Errorf("%w: transcript: %w", ErrInvalidParams, err)
+	}
+	if len(t.Prefix) == 0 && len(t.Suffix) == 0 {
+		return mid, nil
 	}
 	out := make([]cas.Ref, 0, len(t.Prefix)+len(mid)+len(t.Suffix))
 	out = append(append(append(out, t.Prefix...), mid...), t.Suffix...)

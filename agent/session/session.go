@@ -50,7 +50,7 @@ type ModelCall struct {
 	ProviderName string  `json:"provider_name,omitempty"`
 	Model        string  `json:"model,omitempty"`
 	ResponseID   string  `json:"response_id,omitempty"` // the provider's id of the response
-	LatencyMS    float64 `json:"latency_ms"`
+	LatencyMS    float64 `json:"duration_ms"`
 	// InputTokens counts the request's tokens, cache reads and writes
 	// included; CachedTokens those read from the cache, CacheWriteTokens
 	// those written to it. OutputTokens counts the answer's, Reasoning
@@ -96,7 +96,7 @@ type ToolCall struct {
 	Rejected  bool     `json:"rejected,omitempty"` // refused before running (unknown tool, bad arguments)
 	Cut       bool     `json:"cut,omitempty"`      // not run: the model's reply was cut off before it was complete
 	Output    string   `json:"output,omitempty"`
-	LatencyMS float64  `json:"latency_ms,omitempty"`
+	LatencyMS float64  `json:"duration_ms,omitempty"`
 	SubCalls  []string `json:"sub_calls,omitempty"`
 	// Seq is the seq of the call's receipt in the journal (0 for a call
 	// that never ran).
@@ -163,8 +163,10 @@ type Turn struct {
 	RequestID uint64 `json:"request_id"`
 	// Seq is the seq of the input that started the turn, and Hash the
 	// hash of its record (which chains over every record before it).
-	Seq    uint64   `json:"seq,omitempty"`
-	Hash   string   `json:"hash,omitempty"`
+	Seq  uint64 `json:"seq,omitempty"`
+	Hash string `json:"hash,omitempty"`
+	// Time is when the turn started (StartNS), RFC 3339 in UTC; When
+	// says it for people.
 	Time   string   `json:"time"`
 	User   string   `json:"user"`
 	Rounds []*Round `json:"rounds"`
@@ -523,7 +525,7 @@ func (c *Reader) turn(chat string, e demiurge.Entry) *Turn {
 	t := c.turnOf[key{chat, e.RequestID, 0, false}]
 	if t == nil {
 		t = &Turn{Chat: chat, RequestID: e.RequestID, Seq: c.inputSeq, Hash: refText(c.inputHash), StartNS: c.now,
-			Time: time.Unix(0, int64(c.now)).UTC().Format("2006-01-02 15:04:05.000")}
+			Time: time.Unix(0, int64(c.now)).UTC().Format(time.RFC3339Nano)}
 		c.turnOf[key{chat, e.RequestID, 0, false}] = t
 		c.turns = append(c.turns, t)
 	}
@@ -711,4 +713,12 @@ func readUsage(mc *ModelCall, p *schema.Map) {
 			}
 		}
 	}
+}
+
+// When is the turn's start for people: "2006-01-02 15:04:05.000", UTC.
+func (t *Turn) When() string {
+	if at, err := time.Parse(time.RFC3339Nano, t.Time); err == nil {
+		return at.UTC().Format("2006-01-02 15:04:05.000")
+	}
+	return t.Time
 }

@@ -20,13 +20,20 @@ import (
 type WorldSummary struct {
 	World    string `json:"world"`
 	Records  uint64 `json:"records"`
-	Head     string `json:"head"`
+	Head     Head   `json:"head"`
 	Manifest string `json:"manifest"`
 	// LastActivity is the stamp of the newest input (RFC 3339, UTC), ""
 	// if the world had none.
 	LastActivity   string        `json:"last_activity,omitempty"`
 	LastActivityNS uint64        `json:"last_activity_ns,omitempty"`
 	Chats          []ChatSummary `json:"chats"`
+}
+
+// Head is a world's newest record: its seq and its hash, as every JSON
+// the command line prints names a journal head.
+type Head struct {
+	Seq  uint64 `json:"seq"`
+	Hash string `json:"hash"`
 }
 
 // ChatSummary is what a chat's newest state says of it.
@@ -41,16 +48,17 @@ type ChatSummary struct {
 	CostMicroUSD uint64     `json:"cost_microusd"`
 	// CostUnknown and UsageUnknown count the model calls without a price
 	// and without usage.
-	CostUnknown  uint64 `json:"cost_unknown"`
-	UsageUnknown uint64 `json:"usage_unknown"`
+	CostUnknown  uint64 `json:"calls_cost_unknown"`
+	UsageUnknown uint64 `json:"calls_usage_unknown"`
 }
 
-// TokenUsage is demiurge.TokenUsage in JSON.
+// TokenUsage is demiurge.TokenUsage in JSON, named as agent.Usage names
+// the counts.
 type TokenUsage struct {
-	Prompt     uint64 `json:"prompt"`
-	Completion uint64 `json:"completion"`
-	Cached     uint64 `json:"cached"`
-	Reasoning  uint64 `json:"reasoning"`
+	Prompt     uint64 `json:"input_tokens"`
+	Completion uint64 `json:"output_tokens"`
+	Cached     uint64 `json:"cached_tokens"`
+	Reasoning  uint64 `json:"reasoning_tokens"`
 }
 
 // Summarize reads a world's journal for its summary: the newest input's
@@ -61,7 +69,7 @@ func Summarize(ctx context.Context, j journal.Reader, g cas.Getter, name string)
 	var lastInput uint64          // seq of the newest input with a stamp
 	chats := map[string]cas.Ref{} // chat → its newest state (zero once deleted)
 	err := j.Read(ctx, name, 1, func(r journal.Record) error {
-		ws.Records, ws.Head = r.Seq, r.Hash.String()
+		ws.Records, ws.Head = r.Seq, Head{Seq: r.Seq, Hash: r.Hash.String()}
 		switch {
 		case r.Kind == world.KindManifest:
 			in, err := world.DecodeInput(r)

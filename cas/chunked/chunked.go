@@ -99,6 +99,9 @@ type Writer struct {
 	mu     sync.Mutex
 	recent map[cas.Ref]recentIndex // by the blob's first chunk
 	lists  reflist.Cache
+	// tip is the last Chunks PutAfter returned: the next call that builds
+	// on all but its last chunk may extend its lists in place.
+	tip *Chunks
 }
 
 // recentIndex is an index a Writer wrote: its chunks, and their list.
@@ -221,4 +224,130 @@ func Get(ctx context.Context, g cas.Getter, ref cas.Ref) ([]byte, error) {
 		return nil, fmt.Errorf("chunked: index %s: its chunks hold %d bytes, it says %d", ref.Short(), len(out), x.Size)
 	}
 	return out, nil
+}
+
+// Chunks is what PutAfter remembers of a blob it stored, for the next
+// blob that begins with its bytes: where its chunks end, their refs, its
+// index node and the index's list.
+type Chunks struct {
+	Ends  []int
+	Refs  []cas.Ref
+	List  reflist.List
+	Index cas.Ref
+}
+
+// PutAfter stores the bytes of src as Put does and returns the same index
+// ref, given that their first same bytes are those of the blob prev describes (what
+// an earlier PutAfter into p returned): the chunks of prev that lie in
+// those bytes, all but its last (which ended where that blob did, not
+// where its bytes said), are not cut, hashed or stored again, and its
+// index's chunk nodes are shared, so that storing a chat's next request
+// costs about its new bytes however long the chat. prev is trusted only
+// if p holds its index node (and so its chunks, stored before it); a nil
+// prev, or one p does not hold, stores data whole. It returns what to pass
+// to the next call.
+func (w *Writer) PutAfter(ctx context.Context, p Store, prev *Chunks, src Source, same int) (cas.Ref, *Chunks, error) {
+	size := src.Len()
+	keep := 0 // prev's chunks kept
+	if prev != nil && same > 0 && len(prev.Refs) > 1 {
+		if has, ok := p.(interface {
+			Has(context.Context, cas.Ref) (bool, error)
+		}); ok {
+			if held, err := has.Has(ctx, prev.Index); err == nil && held {
+				for keep < len(prev.Refs)-1 && prev.Ends[keep] <= same && prev.Ends[keep] <= size {
+					keep++
+				}
+			}
+		}
+	}
+	if keep == 0 {
+		return w.putWhole(ctx, p, src.From(0))
+	}
+	start := prev.Ends[keep-1]
+	// The lists of prev, extended in place past what it kept when no
+	// later call has (a chat's requests come one after the other), else
+	// copied.
+	ends, refs := prev.Ends[:keep], prev.Refs[:keep]
+	w.mu.Lock()
+	inPlace := w.tip == prev && keep == len(prev.Ends)-1
+	if inPlace {
+		w.tip = nil
+	}
+	w.mu.Unlock()
+	if !inPlace {
+		ends = append(make([]int, 0, 2*keep+(size-start)/MinChunk+1), ends...)
+		refs = append(make([]cas.Ref, 0, cap(ends)), refs...)
+	}
+	g := gear()
+	for rest := src.From(start); len(rest) > 0; {
+		n := cut(g, rest)
+		r, err := p.Put(ctx, rest[:n])
+		if err != nil {
+			return cas.Ref{}, nil, fmt.Errorf("chunked: store a chunk: %w", err)
+		}
+		start += n
+		ends, refs = append(ends, start), append(refs, r)
+		rest = rest[n:]
+	}
+	whole := uint64(keep) / reflist.ChunkSize * reflist.ChunkSize
+	list, err := reflist.Prefix(ctx, p, &w.lists, prev.List, min(whole, prev.List.Len-uint64(len(prev.List.Tail))))
+	if err != nil {
+		list = reflist.List{}
+	}
+	list, nodes, err := list.Append(refs[list.Len:]...)
+	if err != nil {
+		return cas.Ref{}, nil, err
+	}
+	for _, b := range nodes {
+		if _, err := p.Put(ctx, b); err != nil {
+			return cas.Ref{}, nil, fmt.Errorf("chunked: store the index: %w", err)
+		}
+	}
+	r, err := cas.PutNode(ctx, p, Index{Size: uint64(size), Chunks: list})
+	if err != nil {
+		return cas.Ref{}, nil, fmt.Errorf("chunked: store the index: %w", err)
+	}
+	next := &Chunks{Ends: ends, Refs: refs, List: list, Index: r}
+	w.mu.Lock()
+	w.tip = next
+	w.mu.Unlock()
+	return r, next, nil
+}
+
+// Source is a blob PutAfter stores, read from an offset on, so that a
+// blob made of parts need not be joined for the bytes that are not new.
+type Source interface {
+	// Len is the blob's length.
+	Len() int
+	// From returns the blob's bytes from off to its end.
+	From(off int) []byte
+}
+
+// Bytes is a Source of the bytes themselves.
+type Bytes []byte
+
+// Len is len(b).
+func (b Bytes) Len() int { return len(b) }
+
+// From returns b[off:].
+func (b Bytes) From(off int) []byte { return b[off:] }
+
+// putWhole is Put, returning what PutAfter remembers.
+func (w *Writer) putWhole(ctx context.Context, p Store, data []byte) (cas.Ref, *Chunks, error) {
+	r, err := w.Put(ctx, p, data)
+	if err != nil {
+		return cas.Ref{}, nil, err
+	}
+	c := &Chunks{Index: r}
+	at := 0
+	for _, n := range Split(data) {
+		c.Refs = append(c.Refs, cas.Sum(data[at:at+n]))
+		at += n
+		c.Ends = append(c.Ends, at)
+	}
+	var idx Index
+	if err := cas.GetNode(ctx, p, r, &idx); err == nil {
+		c.List = idx.Chunks
+	}
+	return r, c, nil
 }

@@ -149,3 +149,50 @@ func BenchmarkPut(b *testing.B) {
 	b.ReportMetric(float64(len(Split(data))), "chunks/MiB")
 	_ = fmt.Sprint
 }
+
+// TestPutAfter stores a growing blob as a chat's requests grow (the
+// bytes before the end kept, new ones added): each index is the one Put
+// makes of the same bytes, and each call stores about the new bytes.
+func TestPutAfter(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	st := &countingStore{Memory: cas.NewMemory()}
+	var w Writer
+	var prev *Chunks
+	data := randomText(r, 3000)
+	for round := range 40 {
+		same := len(data) - 2 // the closing "]}" changes
+		if round == 0 {
+			same = 0
+		}
+		data = append(data[:same:same], append(randomText(r, 1500), ']', '}')...)
+		ref, next, err := w.PutAfter(t.Context(), st, prev, Bytes(data), same)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := Put(t.Context(), &countingStore{Memory: cas.NewMemory()}, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ref != want {
+			t.Fatalf("round %d: index %s; Put makes %s", round, ref.Short(), want.Short())
+		}
+		got, err := Get(t.Context(), st, ref)
+		if err != nil || string(got) != string(data) {
+			t.Fatalf("round %d: read back %d bytes, %v", round, len(got), err)
+		}
+		if round > 0 && st.newBytes > 1500+2*MaxChunk+1024 {
+			t.Errorf("round %d stored %d new bytes for 1,500 new ones", round, st.newBytes)
+		}
+		st.newBytes = 0
+		prev = next
+	}
+	// A prev the store does not hold is not trusted.
+	other := &countingStore{Memory: cas.NewMemory()}
+	ref, _, err := w.PutAfter(t.Context(), other, prev, Bytes(data), len(data)-2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Get(t.Context(), other, ref); err != nil || string(got) != string(data) {
+		t.Fatalf("into another store: %d bytes, %v", len(got), err)
+	}
+}

@@ -12,14 +12,18 @@ const modules = [
   { source: "assembly/counter.ts", example: "counter", name: "counter/Counter@1" },
   { source: "assembly/timer.ts", example: "timer", name: "timer/Timer@1" },
   { source: "assembly/retry.ts", example: "retry", name: "retry/Retry@1" },
+  // AgentOS's own 00-counter manifest, which names the counter demo/CounterSM@1.
+  { source: "assembly/counter.ts", example: "wasm/00-counter", name: "demo/CounterSM@1" },
+  // A tally of the agent's chat events, added to the agent's world (wasm/tally/README.md).
+  { source: "assembly/tally.ts", example: "wasm/tally", name: "demo/Tally@1" },
 ];
 const only = process.argv[2]; // an output directory: build there, for the test that checks the committed modules
 for (const m of modules) {
-  const tmp = join(here, "build", m.example + ".wasm");
+  const tmp = join(only ?? join(here, "build"), "tmp", m.example + ".wasm");
   mkdirSync(dirname(tmp), { recursive: true });
   execFileSync(join(here, "node_modules", ".bin", "asc"), [
     join(here, m.source), "-o", tmp,
-    "--runtime", "stub", "-O3", "--noAssert", "--use", "abort=assembly/abi/trap",
+    "--runtime", "stub", "-O3", "--noAssert", "--use", "abort=assembly/cbor/trap",
   ], { cwd: here, stdio: "inherit" });
   const code = readFileSync(tmp);
   const hex = createHash("sha256").update(code).digest("hex");

@@ -31,7 +31,8 @@ var House = []Layer{
 	{"world", []string{"world"}},
 	{"over the world", []string{"replay/...", "world/worldview", "cluster/..."}},
 	{"agent", []string{"agent/..."}},
-	{"views", []string{"ui/..."}},
+	{"evals", []string{"eval/..."}},
+	{"views", []string{"ui/...", "serve/..."}},
 	{"programs", []string{"cli", "cmd/...", "examples/..."}},
 	{"rules", []string{"internal/layers"}},
 }
@@ -53,8 +54,10 @@ var Deterministic = []string{"reducer/...", "world/internal/plans/...", "example
 
 // NotDeterministic are the exceptions to Deterministic. reducer/wasm is
 // the host that runs WASM reducers, not step code: it reads the clock only
-// to stop a runaway step at its deadline, and the modules it runs see no
-// clock, randomness, environment or file (its WASI is fixed).
+// for the wall-clock backstop of a step, whose failure is never journaled
+// (fuel, which the module counts, is what ends a runaway step), and the
+// modules it runs see no clock, randomness, environment or file (its WASI
+// is fixed).
 var NotDeterministic = []string{"reducer/reducertest", "reducer/wasm", "examples", "examples/bash", "examples/embed", "examples/mydemiurge", "examples/internal/..."}
 
 // Nondeterministic are the standard packages deterministic code must not

@@ -153,6 +153,10 @@ func Start(opts *Options) (*Server, error) {
 
 // findBinaries returns the directory of initdb and postgres: the one on
 // PATH, else the newest under /usr/lib/postgresql.
+// Binaries returns the directory of the server binaries (initdb, pg_ctl,
+// postgres) that Start runs, or an error wrapping ErrNoBinaries.
+func Binaries() (string, error) { return findBinaries() }
+
 func findBinaries() (string, error) {
 	if dir := os.Getenv(BinEnv); dir != "" {
 		for _, b := range []string{"initdb", "postgres"} {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/journal"
+	"github.com/demiurge-dev/demiurge/pgstore"
 )
 
 // DefaultPoll is how often Live.Wait looks at a store that no process
@@ -136,6 +137,15 @@ func checkFile(dir string) error {
 // Dir returns the store's directory, or its URL with the password
 // redacted: the name to show in messages.
 func (l *Live) Dir() string { return l.name }
+
+// Postgres returns the PostgreSQL store a Live of a postgres:// URL reads
+// (opened read-only), or nil for a store on disk.
+func (l *Live) Postgres() *pgstore.Store {
+	if l.pg == nil {
+		return nil
+	}
+	return l.pg.Postgres()
+}
 
 // Writer returns the id of the process whose socket the last read went
 // through, or 0 if it read the file (or a PostgreSQL store).
@@ -319,6 +329,9 @@ func discover(ctx context.Context, dir string, timeout time.Duration) (*remote, 
 		}
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()
+		}
+		if errors.Is(err, ErrOtherUser) { // it keeps the file locked, and will not serve us
+			return nil, nil, err
 		}
 		s, err := Open(dir, &Options{ReadOnly: true, LockTimeout: time.Nanosecond})
 		if err == nil {

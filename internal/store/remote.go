@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -47,11 +48,15 @@ func dialWriter(ctx context.Context, dir string) (*remote, error) {
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			c, err := d.DialContext(ctx, "unix", addr)
 			if err != nil {
+				if errors.Is(err, os.ErrPermission) { // a socket of another user's, for them alone
+					return nil, otherUser(path, socketOwner(path), 0)
+				}
 				return nil, err
 			}
 			if !peerAllowed(c) { // a socket another user put in a directory others can write
+				uid, pid := peerCred(c)
 				_ = c.Close()
-				return nil, fmt.Errorf("the process serving %s runs as another user", path)
+				return nil, otherUser(path, uid, pid)
 			}
 			return c, nil
 		},
@@ -67,6 +72,9 @@ func dialWriter(ctx context.Context, dir string) (*remote, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		if errors.Is(err, ErrOtherUser) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("%w: %s: %v", ErrNoWriter, path, err)
 	}
 	if info.Protocol != protocol {
@@ -79,6 +87,36 @@ func dialWriter(ctx context.Context, dir string) (*remote, error) {
 }
 
 func (r *remote) close() { r.done() }
+
+// otherUserError says that the process serving a store's socket runs as
+// another user. It wraps ErrOtherUser.
+type otherUserError struct {
+	path     string
+	uid, pid int // -1 and 0 when not known
+}
+
+func otherUser(path string, uid, pid int) *otherUserError {
+	return &otherUserError{path: path, uid: uid, pid: pid}
+}
+
+func (e *otherUserError) Error() string {
+	who, as := "another user", "that user"
+	if e.uid >= 0 {
+		who = fmt.Sprintf("uid %d", e.uid)
+		if u, err := user.LookupId(strconv.Itoa(e.uid)); err == nil {
+			who, as = fmt.Sprintf("user %s (uid %d)", u.Username, e.uid), u.Username
+		}
+	}
+	proc := "a process"
+	if e.pid > 0 {
+		proc = fmt.Sprintf("process %d", e.pid)
+	}
+	return fmt.Sprintf("%v: %s of %s writes store %s, and its socket answers only that user: "+
+		"run this command as %s, answer at that process's terminal, or wait until it has stopped",
+		ErrOtherUser, proc, who, filepath.Dir(e.path), as)
+}
+
+func (e *otherUserError) Unwrap() error { return ErrOtherUser }
 
 // gone wraps a transport error: the writer is no longer there.
 func (r *remote) gone(err error) error {
@@ -100,6 +138,9 @@ func (r *remote) get(ctx context.Context, path string, q url.Values) (*http.Resp
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if oe := (*otherUserError)(nil); errors.As(err, &oe) {
+			return nil, oe
 		}
 		return nil, r.gone(err)
 	}

@@ -51,6 +51,26 @@ func peerAllowed(c net.Conn) bool {
 	return int(cred.Uid) == os.Getuid()
 }
 
+// peerCred returns the user and the process at the other end of c, or
+// -1 and 0 if the system does not say.
+func peerCred(c net.Conn) (uid, pid int) {
+	uid = -1
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return uid, 0
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return uid, 0
+	}
+	_ = raw.Control(func(fd uintptr) {
+		if cred, err := syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED); err == nil {
+			uid, pid = int(cred.Uid), int(cred.Pid)
+		}
+	})
+	return uid, pid
+}
+
 // peerPID returns the id of the process at the other end of c, or 0 if
 // the system does not say.
 func peerPID(c net.Conn) int {
@@ -69,4 +89,16 @@ func peerPID(c net.Conn) int {
 		}
 	})
 	return pid
+}
+
+// socketOwner returns the user that owns the socket file at path, or -1.
+func socketOwner(path string) int {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return -1
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int(st.Uid)
+	}
+	return -1
 }

@@ -91,6 +91,11 @@ var (
 	// serves the store: none writes it, the one that does serves no
 	// socket, or the socket is one a killed writer left.
 	ErrNoWriter = errors.New("store: no process serves the store")
+	// ErrOtherUser is returned (wrapped) when the process that writes the
+	// store runs as another user: its socket answers only its own user,
+	// so this one can neither read through it nor send it decisions, and
+	// the file stays locked until it stops.
+	ErrOtherUser = errors.New("store: written by a process of another user")
 )
 
 // Options configure Open. A nil *Options and the zero value mean the

@@ -154,18 +154,13 @@ func (r *Reducer) toolSet(s *step) *toolSet {
 
 func compileSpec(sp tools.SpecTool) *toolSpec {
 	t := &toolSpec{spec: sp}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(sp.Parameters))
-	if err != nil {
+	if _, err := jsonschema.UnmarshalJSON(bytes.NewReader(sp.Parameters)); err != nil {
 		t.err = err
 		return t
 	}
-	c := tools.NewSchemaCompiler()
-	url := "mem://tools/" + sp.Name + ".json"
-	if err := c.AddResource(url, doc); err != nil {
-		t.err = err
-		return t
-	}
-	t.schema, t.err = c.Compile(url)
+	// Compiled once per process for each tool and schema (a pure
+	// function of them: the same schema, or the same error, each time).
+	t.schema, t.err = tools.CompileSchema("mem://tools/"+sp.Name+".json", sp.Parameters)
 	return t
 }
 

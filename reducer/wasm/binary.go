@@ -164,8 +164,13 @@ type Info struct {
 	Resettable bool
 	Why        string
 
-	sections []section // the binary's sections, for rewriting
-	globals  int       // imported + defined globals
+	sections      []section  // the binary's sections, for rewriting
+	globals       int        // imported + defined globals
+	start         int64      // the start section's function, or -1
+	bodies        []funcBody // the code section's function bodies
+	types         []FuncType // the type section
+	funcTypes     []uint32   // the type of every function, imported first
+	importedFuncs int
 }
 
 type section struct {
@@ -349,6 +354,106 @@ func (r *reader) constExpr() {
 
 var externNames = [...]string{"func", "table", "memory", "global"}
 
+// count reads the length of a vector, which cannot be more than the bytes
+// left (each element takes one at least). wazero's decoder allocates a
+// vector's elements before it reads them: a module of a few bytes that
+// declares billions of them would exhaust the memory of the process, so
+// Inspect refuses one before wazero sees it.
+func (r *reader) count() uint32 {
+	n := r.u32()
+	if r.err == nil && uint64(n) > uint64(len(r.b)-r.off) {
+		r.fail("a vector of %d elements in %d bytes", n, len(r.b)-r.off)
+		return 0
+	}
+	return n
+}
+
+// byteVec skips a vector of bytes.
+func (r *reader) byteVec() { r.bytes(uint64(r.u32())) }
+
+// elementSegment skips an element segment, in any of its eight forms.
+func (r *reader) elementSegment() {
+	flags := r.u32()
+	if flags > 7 {
+		r.fail("element segment flags %d", flags)
+		return
+	}
+	if flags&2 != 0 && flags&1 == 0 {
+		r.u32() // table index
+	}
+	if flags&1 == 0 {
+		r.constExpr() // offset
+	}
+	if flags&3 != 0 {
+		r.byte() // element kind or reference type
+	}
+	n := r.count()
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		if flags&4 != 0 {
+			r.constExpr()
+		} else {
+			r.u32()
+		}
+	}
+}
+
+// dataSegment skips a data segment, active, passive or with a memory index.
+func (r *reader) dataSegment() {
+	switch flags := r.u32(); flags {
+	case 0:
+		r.constExpr()
+	case 1:
+	case 2:
+		r.u32()
+		r.constExpr()
+	default:
+		r.fail("data segment flags %d", flags)
+		return
+	}
+	r.byteVec()
+}
+
+// nameSection checks the custom section "name", whose subsections wazero
+// decodes: the module's name, the functions' names and the locals' names.
+func (r *reader) nameSection() {
+	for !r.done() {
+		id := r.byte()
+		sub := &reader{b: r.bytes(uint64(r.u32()))}
+		if r.err != nil {
+			return
+		}
+		switch id {
+		case 0:
+			sub.byteVec()
+		case 1:
+			n := sub.count()
+			for i := uint32(0); i < n && sub.err == nil; i++ {
+				sub.u32()
+				sub.byteVec()
+			}
+		case 2:
+			n := sub.count()
+			for i := uint32(0); i < n && sub.err == nil; i++ {
+				sub.u32()
+				m := sub.count()
+				for j := uint32(0); j < m && sub.err == nil; j++ {
+					sub.u32()
+					sub.byteVec()
+				}
+			}
+		default:
+			continue
+		}
+		if sub.err == nil && sub.off != len(sub.b) {
+			sub.fail("%d bytes past the subsection's contents", len(sub.b)-sub.off)
+		}
+		if sub.err != nil {
+			r.fail("name subsection %d: %v", id, sub.err)
+			return
+		}
+	}
+}
+
 // Inspect reads a module's binary: its sections, imports, exports,
 // memory and globals, and scans its code for what makes an instance
 // impossible to reset. It does not validate the module; wazero does that
@@ -360,7 +465,7 @@ func Inspect(b []byte) (*Info, error) {
 	if v := binary.LittleEndian.Uint32(b[4:8]); v != 1 {
 		return nil, fmt.Errorf("%w: binary version %d, want 1 (a component or a newer format is not a core module)", ErrMalformed, v)
 	}
-	in := &Info{Resettable: true}
+	in := &Info{Resettable: true, start: -1}
 	r := &reader{b: b, off: 8}
 	var types []FuncType
 	var funcs []uint32 // type index of every function, imported first
@@ -385,9 +490,11 @@ func Inspect(b []byte) (*Info, error) {
 		s := &reader{b: body}
 		switch id {
 		case secCustom:
-			s.name()
+			if s.name() == "name" {
+				s.nameSection()
+			}
 		case secType:
-			n := s.u32()
+			n := s.count()
 			for i := uint32(0); i < n && s.err == nil; i++ {
 				if f := s.byte(); f != 0x60 {
 					s.fail("type form 0x%02x, want a function type (0x60)", f)
@@ -396,7 +503,7 @@ func Inspect(b []byte) (*Info, error) {
 				types = append(types, FuncType{Params: s.valueTypes(), Results: s.valueTypes()})
 			}
 		case secImport:
-			n := s.u32()
+			n := s.count()
 			for i := uint32(0); i < n && s.err == nil; i++ {
 				im := Import{Module: s.name(), Name: s.name()}
 				kind := s.byte()
@@ -409,6 +516,7 @@ func Inspect(b []byte) (*Info, error) {
 					}
 					im.Type = &types[ti]
 					funcs = append(funcs, ti)
+					in.importedFuncs++
 				case externTable:
 					s.valueType()
 					s.limits()
@@ -427,19 +535,45 @@ func Inspect(b []byte) (*Info, error) {
 				in.Imports = append(in.Imports, im)
 			}
 		case secFunction:
-			n := s.u32()
+			n := s.count()
 			for i := uint32(0); i < n && s.err == nil; i++ {
-				funcs = append(funcs, s.u32())
+				ti := s.u32()
+				if int(ti) >= len(types) && s.err == nil {
+					s.fail("function %d: type %d out of range", len(funcs), ti)
+				}
+				funcs = append(funcs, ti)
 			}
 		case secMemory:
-			if n := s.u32(); n > 0 {
-				in.Memory, in.HasMemory = s.limits(), true
+			n := s.count()
+			for i := uint32(0); i < n && s.err == nil; i++ {
+				if l := s.limits(); i == 0 {
+					in.Memory, in.HasMemory = l, true
+				}
+			}
+		case secTable:
+			n := s.count()
+			for i := uint32(0); i < n && s.err == nil; i++ {
+				s.valueType()
+				s.limits()
+			}
+		case secElement:
+			n := s.count()
+			for i := uint32(0); i < n && s.err == nil; i++ {
+				s.elementSegment()
+			}
+		case secData:
+			n := s.count()
+			for i := uint32(0); i < n && s.err == nil; i++ {
+				s.dataSegment()
 			}
 		case secGlobal:
-			n := s.u32()
+			n := s.count()
 			for i := uint32(0); i < n && s.err == nil; i++ {
 				t := s.valueType()
 				mut := s.byte()
+				if mut > 1 {
+					s.fail("global mutability 0x%02x", mut)
+				}
 				s.constExpr()
 				if mut == 1 {
 					in.MutableGlobals = append(in.MutableGlobals, uint32(in.globals))
@@ -450,7 +584,7 @@ func Inspect(b []byte) (*Info, error) {
 				in.globals++
 			}
 		case secExport:
-			n := s.u32()
+			n := s.count()
 			for i := uint32(0); i < n && s.err == nil; i++ {
 				e := Export{Name: s.name()}
 				e.kind = s.byte()
@@ -462,14 +596,30 @@ func Inspect(b []byte) (*Info, error) {
 				}
 				exports = append(exports, e)
 			}
+		case secStart:
+			in.start = int64(s.u32())
+		case secDataCount:
+			s.u32()
 		case secCode:
-			n := s.u32()
-			for i := uint32(0); i < n && s.err == nil && in.Resettable; i++ {
+			n := s.count()
+			for i := uint32(0); i < n && s.err == nil; i++ {
 				fb := s.bytes(uint64(s.u32()))
-				if why := scanBody(fb); why != "" {
-					in.Resettable, in.Why = false, fmt.Sprintf("function %d: %s", i, why)
+				if s.err != nil {
+					break
 				}
+				body, err := walkBody(fb, in.importedFuncs)
+				if err != nil {
+					return nil, fmt.Errorf("function %d: %w", i, err)
+				}
+				if body.why != "" && in.Resettable {
+					in.Resettable, in.Why = false, fmt.Sprintf("function %d: %s", i, body.why)
+				}
+				in.bodies = append(in.bodies, body)
 			}
+		}
+		parsed := id != secCustom && id <= secDataCount
+		if s.err == nil && parsed && s.off != len(s.b) {
+			s.fail("%d bytes past the section's contents", len(s.b)-s.off)
 		}
 		if s.err != nil {
 			return nil, fmt.Errorf("%w (in section %d at byte %d)", s.err, id, start)
@@ -477,6 +627,10 @@ func Inspect(b []byte) (*Info, error) {
 	}
 	if r.err != nil {
 		return nil, r.err
+	}
+	in.types, in.funcTypes = types, funcs
+	if in.start >= int64(len(funcs)) {
+		return nil, fmt.Errorf("%w: the start section names function %d, out of range", ErrMalformed, in.start)
 	}
 	for _, e := range exports {
 		if e.kind == externFunc {
@@ -502,159 +656,4 @@ func order(id byte) int {
 		return 12
 	}
 	return int(id)
-}
-
-// scanBody scans a function body for instructions that change a table or
-// drop a segment, and for instructions it does not know. It returns why
-// an instance running this code cannot be reset, or "".
-func scanBody(b []byte) string {
-	r := &reader{b: b}
-	n := r.u32()
-	for i := uint32(0); i < n && r.err == nil; i++ {
-		r.u32()
-		r.valueType()
-	}
-	for !r.done() {
-		op := r.byte()
-		switch {
-		case op == 0x02 || op == 0x03 || op == 0x04: // block, loop, if
-			bt := r.byte()
-			switch ValueType(bt) {
-			case 0x40, I32, I64, F32, F64, V128, FuncRef, ExternRef:
-			default:
-				r.off--
-				r.sleb(33)
-			}
-		case op <= 0x01, op == 0x05, op == 0x0b, op == 0x0f, op == 0x1a, op == 0x1b, op == 0xd1:
-		case op == 0x0c || op == 0x0d || op == 0x10 || op == 0x12 || (op >= 0x20 && op <= 0x24) || op == 0x25 || op == 0xd2:
-			r.u32()
-		case op == 0x0e: // br_table
-			k := r.u32()
-			for j := uint32(0); j <= k && r.err == nil; j++ {
-				r.u32()
-			}
-		case op == 0x11 || op == 0x13: // call_indirect, return_call_indirect
-			r.u32()
-			r.u32()
-		case op == 0x1c: // select t*
-			r.valueTypes()
-		case op == 0x26:
-			return "table.set changes a table"
-		case op >= 0x28 && op <= 0x3e: // loads and stores
-			r.u32()
-			r.u32()
-		case op == 0x3f || op == 0x40: // memory.size, memory.grow
-			r.byte()
-		case op == 0x41:
-			r.sleb(32)
-		case op == 0x42:
-			r.sleb(64)
-		case op == 0x43:
-			r.bytes(4)
-		case op == 0x44:
-			r.bytes(8)
-		case op >= 0x45 && op <= 0xc4:
-		case op == 0xd0:
-			r.byte()
-		case op == 0xfc:
-			switch sub := r.u32(); {
-			case sub <= 7:
-			case sub == 8: // memory.init
-				r.u32()
-				r.byte()
-			case sub == 9:
-				return "data.drop drops a data segment"
-			case sub == 10:
-				r.byte()
-				r.byte()
-			case sub == 11:
-				r.byte()
-			case sub == 12 || sub == 14 || sub == 15 || sub == 17:
-				return "a table instruction (0xfc " + fmt.Sprint(sub) + ") changes a table"
-			case sub == 13:
-				return "elem.drop drops an element segment"
-			case sub == 16: // table.size
-				r.u32()
-			default:
-				return fmt.Sprintf("unknown instruction 0xfc %d", sub)
-			}
-		case op == 0xfd:
-			switch sub := r.u32(); {
-			case sub <= 0x0b || sub == 0x5c || sub == 0x5d:
-				r.u32()
-				r.u32()
-			case sub == 0x0c || sub == 0x0d:
-				r.bytes(16)
-			case sub >= 0x15 && sub <= 0x22:
-				r.byte()
-			case sub >= 0x54 && sub <= 0x5b:
-				r.u32()
-				r.u32()
-				r.byte()
-			case sub <= 0x113:
-			default:
-				return fmt.Sprintf("unknown instruction 0xfd %d", sub)
-			}
-		default:
-			return fmt.Sprintf("unknown instruction 0x%02x", op)
-		}
-	}
-	if r.err != nil {
-		return r.err.Error()
-	}
-	return ""
-}
-
-// globalExportPrefix names the exports withGlobalsExported adds.
-const globalExportPrefix = "demiurge:global:"
-
-// withGlobalsExported returns the module's binary with an export added for
-// each of its mutable globals, named globalExportPrefix + index, so that
-// the host can read and restore them (wazero gives access to exported
-// globals only). Exporting a global changes nothing of how the module
-// runs.
-func (in *Info) withGlobalsExported() []byte {
-	if len(in.MutableGlobals) == 0 {
-		return nil
-	}
-	var exp []byte
-	count := uint32(0)
-	var rest []byte
-	for _, s := range in.sections {
-		if s.id == secExport {
-			r := &reader{b: s.body}
-			count = r.u32()
-			rest = s.body[r.off:]
-		}
-	}
-	exp = binary.AppendUvarint(exp, uint64(count)+uint64(len(in.MutableGlobals)))
-	exp = append(exp, rest...)
-	for _, g := range in.MutableGlobals {
-		name := globalExportPrefix + fmt.Sprint(g)
-		exp = binary.AppendUvarint(exp, uint64(len(name)))
-		exp = append(exp, name...)
-		exp = append(exp, externGlobal)
-		exp = binary.AppendUvarint(exp, uint64(g))
-	}
-	out := []byte("\x00asm\x01\x00\x00\x00")
-	put := func(id byte, body []byte) {
-		out = append(out, id)
-		out = binary.AppendUvarint(out, uint64(len(body)))
-		out = append(out, body...)
-	}
-	written := false
-	for _, s := range in.sections {
-		if !written && s.id != secCustom && order(s.id) >= order(secExport) {
-			put(secExport, exp)
-			written = true
-			if s.id == secExport {
-				continue
-			}
-		}
-		put(s.id, s.body)
-	}
-	if !written {
-		put(secExport, exp)
-	}
-	return out
 }

@@ -6,14 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"math"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
-	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/reducer"
@@ -24,8 +26,12 @@ import (
 const (
 	// DefaultMemoryPages is the memory cap of a module: 64 MiB.
 	DefaultMemoryPages = 1024
-	// DefaultDeadline is how long one step may run.
-	DefaultDeadline = 2 * time.Second
+	// DefaultFuel is the fuel of one step: a billion instructions of
+	// the module's code (see the fuel's doc), about a second of a tight
+	// loop compiled on a current machine.
+	DefaultFuel = 1_000_000_000
+	// DefaultDeadline is the wall-clock backstop of one step.
+	DefaultDeadline = 60 * time.Second
 )
 
 // WASIModule is the import module name of the deterministic WASI.
@@ -38,11 +44,15 @@ type Limits struct {
 	// instruction returns -1, as the spec says). 0 means
 	// DefaultMemoryPages.
 	MemoryPages uint32
-	// Deadline is how long one step may run before it is stopped and
-	// fails. 0 means DefaultDeadline. It is a guard against a runaway
-	// module, measured on the wall clock: a step that needs about as long
-	// as its deadline may end differently on a slower machine, so keep
-	// steps far below it.
+	// Fuel bounds the instructions one step runs (see the fuel's doc):
+	// a step that needs more fails with ErrFuel, at the same point on
+	// every run. 0 means DefaultFuel.
+	Fuel uint64
+	// Deadline is the wall-clock backstop of one step, for what fuel
+	// does not see (see the package doc): a step still running after it
+	// is stopped, and fails with ErrDeadline, which wraps
+	// reducer.ErrIrreproducible: the world journals nothing of the input.
+	// 0 means DefaultDeadline.
 	Deadline time.Duration
 }
 
@@ -50,8 +60,25 @@ func (l Limits) withDefaults() Limits {
 	if l.MemoryPages == 0 {
 		l.MemoryPages = DefaultMemoryPages
 	}
+	if l.Fuel == 0 {
+		l.Fuel = DefaultFuel
+	}
 	if l.Deadline <= 0 {
 		l.Deadline = DefaultDeadline
+	}
+	return l
+}
+
+// over returns l with the limits that o sets.
+func (l Limits) over(o Limits) Limits {
+	if o.MemoryPages != 0 {
+		l.MemoryPages = o.MemoryPages
+	}
+	if o.Fuel != 0 {
+		l.Fuel = o.Fuel
+	}
+	if o.Deadline > 0 {
+		l.Deadline = o.Deadline
 	}
 	return l
 }
@@ -63,12 +90,14 @@ type Options struct {
 	// them again. A store keeps it beside its data.
 	CacheDir string
 	// Limits apply to every module; ModuleLimits override them by module
-	// name.
+	// name, and a defmodule's own limits (its AIR member "limits") override
+	// both: they are part of the world, pinned by its manifest's hash.
 	Limits       Limits
 	ModuleLimits map[string]Limits
 	// WASI lets modules import wasi_snapshot_preview1 (Go's wasip1 and
-	// TinyGo modules need it): a deterministic one, whose clocks are fixed
-	// at zero, whose random bytes are zeros, with no files, no
+	// TinyGo modules need it): a deterministic one, whose wall clock is
+	// fixed at 0 (the Unix epoch) and monotonic clock at 1 ns, whose random
+	// bytes are zeros, with no files, no
 	// environment, no arguments, and stdout dropped (stderr is kept for
 	// the error of a failed step). Without it, a module that imports
 	// anything is refused.
@@ -77,6 +106,11 @@ type Options struct {
 	// compiling them to machine code (slower; the tests check that both
 	// give the same bytes).
 	Interpreter bool
+	// Logger, if set, hears the detail of a step that failed (wazero's
+	// own message, with the module's stack), which the error of the step
+	// leaves out: that error is journaled, and must read the same with any
+	// wazero version.
+	Logger *slog.Logger
 }
 
 // Host runs reducer modules. It compiles each module once (and, with
@@ -86,6 +120,8 @@ type Options struct {
 type Host struct {
 	opts  Options
 	cache wazero.CompilationCache
+
+	watch watchdog
 
 	mu       sync.Mutex
 	runtimes map[uint32]wazero.Runtime // by memory limit
@@ -104,20 +140,32 @@ var _ reducer.Modules = (*Host)(nil)
 // New returns a host. Close it to release its compiled modules.
 func New(opts Options) (*Host, error) {
 	h := &Host{opts: opts, runtimes: map[uint32]wazero.Runtime{}, modules: map[moduleKey]*Module{}}
-	if opts.CacheDir != "" {
-		c, err := wazero.NewCompilationCacheWithDir(opts.CacheDir)
-		if err != nil {
-			return nil, fmt.Errorf("wasm: compile cache %s: %w", opts.CacheDir, err)
-		}
-		h.cache = c
-	} else {
-		h.cache = wazero.NewCompilationCache()
-	}
 	return h, nil
+}
+
+// compileCache returns the host's compile cache, made on first use: a
+// host that compiles nothing creates no directory. The caller holds mu.
+func (h *Host) compileCache() wazero.CompilationCache {
+	if h.cache != nil {
+		return h.cache
+	}
+	if h.opts.CacheDir == "" {
+		h.cache = wazero.NewCompilationCache()
+		return h.cache
+	}
+	c, err := wazero.NewCompilationCacheWithDir(h.opts.CacheDir)
+	if err != nil {
+		// A cache that cannot be made (a read-only store) costs a
+		// compile in each process, nothing else.
+		c = wazero.NewCompilationCache()
+	}
+	h.cache = c
+	return c
 }
 
 // Close releases the host's runtimes and compiled modules.
 func (h *Host) Close() error {
+	h.watch.close()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ctx := context.Background()
@@ -130,15 +178,25 @@ func (h *Host) Close() error {
 	}
 	h.runtimes, h.modules = map[uint32]wazero.Runtime{}, map[moduleKey]*Module{}
 	h.byDef = sync.Map{}
-	errs = append(errs, h.cache.Close(ctx))
+	if h.cache != nil {
+		errs = append(errs, h.cache.Close(ctx))
+		h.cache = nil
+	}
 	return errors.Join(errs...)
 }
 
-func (h *Host) limits(name string) Limits {
-	if l, ok := h.opts.ModuleLimits[name]; ok {
-		return l.withDefaults()
+// Limits returns the limits a module runs under: each the def's own (its
+// AIR's "limits"), else Options.ModuleLimits' for its name, else
+// Options.Limits', else the default.
+func (h *Host) Limits(def *schema.DefModule) Limits { return h.limits(def) }
+
+func (h *Host) limits(def *schema.DefModule) Limits {
+	l := h.opts.Limits
+	if ml, ok := h.opts.ModuleLimits[def.Name]; ok {
+		l = l.over(ml)
 	}
-	return h.opts.Limits.withDefaults()
+	l = l.over(Limits{MemoryPages: uint32(min(def.Limits.MemoryPages, schema.MaxMemoryPages)), Fuel: def.Limits.Fuel})
+	return l.withDefaults()
 }
 
 // runtime returns the runtime of a memory limit. The caller holds mu.
@@ -150,8 +208,7 @@ func (h *Host) runtime(ctx context.Context, pages uint32) (wazero.Runtime, error
 	if h.opts.Interpreter {
 		cfg = wazero.NewRuntimeConfigInterpreter()
 	}
-	cfg = cfg.WithCoreFeatures(api.CoreFeaturesV2).WithMemoryLimitPages(pages).
-		WithCloseOnContextDone(true).WithCompilationCache(h.cache)
+	cfg = cfg.WithCoreFeatures(api.CoreFeaturesV2).WithMemoryLimitPages(pages).WithCompilationCache(h.compileCache())
 	r := wazero.NewRuntimeWithConfig(ctx, cfg)
 	if h.opts.WASI {
 		if _, err := wasi_snapshot_preview1.Instantiate(ctx, r); err != nil {
@@ -176,7 +233,7 @@ func (h *Host) Reducer(ctx context.Context, def *schema.DefModule, code cas.Gett
 	}
 	m, err := h.reducer(ctx, def, code)
 	if err != nil {
-		if !errors.Is(err, cas.ErrNotFound) && !errors.Is(err, cas.ErrCorrupt) && ctx.Err() == nil {
+		if !errors.Is(err, cas.ErrNotFound) && !errors.Is(err, cas.ErrCorrupt) && !errors.Is(err, reducer.ErrIrreproducible) && ctx.Err() == nil {
 			h.byDef.Store(def, err) // the module is refused: it will be again
 		}
 		return nil, err
@@ -217,36 +274,31 @@ var ErrRefused = errors.New("wasm: module refused")
 // WASI with Options.WASI), and declares no more memory than its cap.
 func (h *Host) Load(ctx context.Context, def *schema.DefModule, code []byte) (*Module, error) {
 	ref := cas.Sum(code)
-	lim := h.limits(def.Name)
+	lim := h.limits(def)
 	key := moduleKey{ref: ref, name: def.Name, limits: lim}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if m, ok := h.modules[key]; ok {
 		return m, nil
 	}
-	fail := func(format string, args ...any) (*Module, error) {
-		return nil, fmt.Errorf("%w: %s (%s): %s", ErrRefused, def.Name, ref.Short(), fmt.Sprintf(format, args...))
+	refuse := func(err error) (*Module, error) {
+		return nil, &hostError{msg: fmt.Sprintf("%v: %s (%s): %v", ErrRefused, def.Name, ref.Short(), err), wraps: []error{ErrRefused, err}}
 	}
 	info, err := Inspect(code)
 	if err != nil {
-		return fail("%v", err)
+		return refuse(err)
 	}
 	if err := h.checkABI(info, def, lim); err != nil {
-		return fail("%v", err)
+		return refuse(err)
 	}
 	rt, err := h.runtime(ctx, lim.MemoryPages)
 	if err != nil {
 		return nil, err
 	}
-	bin := code
-	if info.Resettable {
-		if rewritten := info.withGlobalsExported(); rewritten != nil {
-			bin = rewritten
-		}
-	}
-	compiled, err := rt.CompileModule(ctx, bin)
+	compiled, err := compile(ctx, rt, info.Instrument())
 	if err != nil {
-		return fail("compile: %v", err)
+		// wazero's validator words it: the detail, not the message.
+		return refuse(&hostError{msg: "it does not compile: it is not valid WebAssembly 2.0 (demiurge validate shows why)", detail: err.Error()})
 	}
 	m := &Module{
 		host: h, name: def.Name, ref: ref, info: info, limits: lim, rt: rt, compiled: compiled,
@@ -254,17 +306,29 @@ func (h *Host) Load(ctx context.Context, def *schema.DefModule, code []byte) (*M
 	}
 	if err := m.bindExports(); err != nil {
 		_ = compiled.Close(ctx)
-		return fail("%v", err)
+		return refuse(err)
 	}
 	// One instance now: a module whose start fails is refused at load.
 	inst, err := m.instantiate(ctx)
 	if err != nil {
 		_ = compiled.Close(ctx)
-		return fail("instantiate: %v", err)
+		return refuse(err)
 	}
 	m.put(inst)
 	h.modules[key] = m
 	return m, nil
+}
+
+// compile compiles code with rt. wazero v1.12.0's validator panics on some
+// malformed modules (a block type naming a type out of range, found by
+// FuzzInspect): the panic is the module's refusal, not the process's end.
+func compile(ctx context.Context, rt wazero.Runtime, code []byte) (c wazero.CompiledModule, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c, err = nil, fmt.Errorf("wazero panicked compiling it: %v", p)
+		}
+	}()
+	return rt.CompileModule(ctx, code)
 }
 
 // checkABI checks a module's imports, exports and memory.
@@ -278,11 +342,18 @@ func (h *Host) checkABI(info *Info, def *schema.DefModule, lim Limits) error {
 	}
 	if len(refused) > 0 {
 		how := "a reducer module may import nothing"
-		if !h.opts.WASI {
-			if strings.HasPrefix(refused[0], "func "+WASIModule+".") {
-				how += " (it imports WASI: run with --wasi for a deterministic WASI, as Go's wasip1 and TinyGo modules need)"
-			}
-		} else {
+		onlyWASI := true
+		for _, im := range info.Imports {
+			onlyWASI = onlyWASI && im.Module == WASIModule && im.Kind == "func"
+		}
+		if !h.opts.WASI && onlyWASI {
+			// With WASI the host would run it: the refusal is the host's
+			// configuration, not the module's, and a journal must not
+			// depend on how the host was started.
+			how += " (it imports WASI: run with --wasi for a deterministic WASI, as Go's wasip1 and TinyGo modules need; the input fails, unjournaled, until then)"
+			return &hostError{msg: fmt.Sprintf("imports %s: %s", strings.Join(refused, ", "), how), wraps: []error{reducer.ErrIrreproducible}}
+		}
+		if h.opts.WASI {
 			how += " but the deterministic WASI's functions"
 		}
 		return fmt.Errorf("imports %s: %s", strings.Join(refused, ", "), how)
@@ -295,7 +366,7 @@ func (h *Host) checkABI(info *Info, def *schema.DefModule, lim Limits) error {
 		return errors.New("has no memory")
 	}
 	if info.Memory.Min > uint64(lim.MemoryPages) {
-		return fmt.Errorf("declares %d pages of memory (%d KiB), over its cap of %d pages", info.Memory.Min, info.Memory.Min*64, lim.MemoryPages)
+		return fmt.Errorf("declares %d pages of memory (%d KiB), over its cap of %d pages (give it more with its defmodule's \"limits\": {\"memory_pages\": N})", info.Memory.Min, info.Memory.Min*64, lim.MemoryPages)
 	}
 	alloc, ok := info.Export("alloc")
 	if !ok || alloc.Kind != "func" {
@@ -363,9 +434,19 @@ type instance struct {
 	entry   api.Function
 	globals []api.MutableGlobal
 	gvals   []uint64
-	image   []byte // the memory as instantiated; nil if the module cannot be reset
-	stack   []uint64
-	stderr  *limitedBuffer
+	// The globals Instrument adds: the fuel (tick and the rest), the
+	// depth of calls, and the stop flag the watchdog sets.
+	tick, fuel, depth, stop api.MutableGlobal
+	image                   []byte     // the memory as instantiated; nil if the module cannot be reset
+	cow                     *cowMemory // the memory, when it resets by dropping the pages a step wrote (Linux)
+	stack                   []uint64
+	stderr                  *limitedBuffer
+
+	// The watchdog's: when the running step must end (zero when none
+	// runs), and whether the watchdog ended it.
+	wmu      sync.Mutex
+	deadline time.Time
+	expired  bool
 }
 
 // zeroReader is the deterministic WASI's entropy: zeros.
@@ -387,17 +468,22 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 
 func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 	stderr := &limitedBuffer{}
-	cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions(m.start...).
+	cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions().
 		WithStdout(io.Discard).WithStderr(stderr).
 		WithWalltime(func() (int64, int32) { return 0, 0 }, 1).
-		WithNanotime(func() int64 { return 0 }, 1).
+		WithNanotime(func() int64 { return 1 }, 1). // Go's runtime refuses a monotonic clock at 0
 		WithNanosleep(func(int64) {}).
 		WithRandSource(zeroReader{})
-	ctx, cancel := context.WithTimeout(ctx, m.limits.Deadline)
-	defer cancel()
+	var lastMemory func() *cowMemory
+	if m.info.Resettable && !m.host.opts.Interpreter {
+		var allocator experimental.MemoryAllocator
+		if allocator, lastMemory = newCowAllocator(); allocator != nil {
+			ctx = experimental.WithMemoryAllocator(ctx, allocator)
+		}
+	}
 	mod, err := m.rt.InstantiateModule(ctx, m.compiled, cfg)
 	if err != nil {
-		return nil, describe(err, stderr)
+		return nil, &hostError{msg: "it cannot be instantiated (demiurge validate shows why)", detail: err.Error()}
 	}
 	entry := "step"
 	if m.pure {
@@ -411,6 +497,44 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 		_ = mod.Close(ctx)
 		return nil, errors.New("exports missing after instantiation")
 	}
+	for _, g := range []struct {
+		name string
+		to   *api.MutableGlobal
+	}{{tickExport, &in.tick}, {fuelExport, &in.fuel}, {depthExport, &in.depth}, {stopExport, &in.stop}} {
+		mg, ok := mod.ExportedGlobal(g.name).(api.MutableGlobal)
+		if !ok {
+			_ = mod.Close(ctx)
+			return nil, fmt.Errorf("the global %s is not exported as mutable", g.name)
+		}
+		*g.to = mg
+	}
+	// The start function (exported by Instrument) and WASI's
+	// _initialize run now, under fuel and the backstop, as a step does.
+	var starts []string
+	if m.info.start >= 0 {
+		starts = append(starts, startExport)
+	}
+	for _, name := range append(starts, m.start...) {
+		fn := mod.ExportedFunction(name)
+		if fn == nil {
+			_ = mod.Close(ctx)
+			return nil, fmt.Errorf("no export %s", name)
+		}
+		what := name
+		if name == startExport {
+			what = "the start function"
+		}
+		in.refuel(m.limits.Fuel)
+		m.host.watch.start(in, m.limits.Deadline)
+		_, err := fn.Call(ctx)
+		m.host.watch.stop(in)
+		if err != nil {
+			err = m.failure(in, what, err)
+			m.host.logFailure(m.name, m.ref, err)
+			_ = mod.Close(ctx)
+			return nil, err
+		}
+	}
 	if m.info.Resettable {
 		for _, g := range m.info.MutableGlobals {
 			mg, ok := mod.ExportedGlobal(globalExportPrefix + fmt.Sprint(g)).(api.MutableGlobal)
@@ -423,6 +547,11 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 		}
 		view, _ := in.mem.Read(0, in.mem.Size())
 		in.image = bytes.Clone(view)
+		if lastMemory != nil {
+			if cow := lastMemory(); cow != nil && cow.freeze(in.image) == nil {
+				in.cow = cow
+			}
+		}
 	}
 	return in, nil
 }
@@ -433,11 +562,17 @@ func (in *instance) reset() bool {
 	if in.image == nil || in.mem.Size() != uint32(len(in.image)) {
 		return false
 	}
-	view, ok := in.mem.Read(0, uint32(len(in.image)))
-	if !ok {
-		return false
+	if in.cow != nil {
+		if !in.cow.reset() {
+			return false
+		}
+	} else {
+		view, ok := in.mem.Read(0, uint32(len(in.image)))
+		if !ok {
+			return false
+		}
+		copy(view, in.image)
 	}
-	copy(view, in.image)
 	for i, g := range in.globals {
 		g.Set(in.gvals[i])
 	}
@@ -472,99 +607,109 @@ func (m *Module) closeInstances() {
 	m.free = nil
 }
 
-// describe turns an error of a call into the step's error: a deadline, an
-// exit (with what the module wrote to stderr), or a trap.
-func describe(err error, stderr *limitedBuffer) error {
-	var exit *sys.ExitError
-	if errors.As(err, &exit) {
-		switch exit.ExitCode() {
-		case sys.ExitCodeDeadlineExceeded:
-			return fmt.Errorf("%w: %v", ErrDeadline, err)
-		case sys.ExitCodeContextCanceled:
-			return fmt.Errorf("wasm: step cancelled: %w", err)
-		}
-		msg := fmt.Sprintf("wasm: module exited with code %d", exit.ExitCode())
-		if s := strings.TrimSpace(stderr.String()); s != "" {
-			msg += ": " + s
-		}
-		return errors.New(msg)
-	}
-	msg := fmt.Sprintf("wasm: trap: %v", err)
-	if s := strings.TrimSpace(stderr.String()); s != "" {
-		msg += " (stderr: " + s + ")"
-	}
-	return errors.New(msg)
-}
-
-// ErrDeadline is returned (wrapped) for a step that ran past its
-// deadline.
-var ErrDeadline = errors.New("wasm: step ran past its deadline")
-
 // call runs one envelope through an instance and returns a copy of the
-// output bytes. The instance is reset (or closed) before call returns,
-// whatever happened.
-func (m *Module) call(input []byte) (out []byte, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), m.limits.Deadline)
-	defer cancel()
+// output bytes and the fuel the step used. The instance is reset (or
+// closed) before call returns, whatever happened. The wall-clock backstop
+// is kept by the host's watchdog (a context with a deadline would cost a
+// timer a step).
+func (m *Module) call(input []byte) (out []byte, used uint64, err error) {
+	ctx := context.Background()
 	in, err := m.get(ctx)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
+	entry := m.entryName()
+	in.refuel(m.limits.Fuel)
+	m.host.watch.start(in, m.limits.Deadline)
 	defer func() {
+		if m.host.watch.stop(in) && err == nil {
+			// The watchdog asked the step to stop after it had
+			// stopped: its outcome stands.
+			in.stop.Set(0)
+		}
+		if err != nil {
+			m.host.logFailure(m.name, m.ref, err)
+		}
 		if err == nil && in.reset() {
 			m.put(in)
 			return
 		}
 		_ = in.mod.Close(context.Background())
 	}()
-	if uint64(len(input)) > uint64(in.mem.Size()) {
-		return nil, fmt.Errorf("wasm: the input envelope (%d bytes) does not fit in the module's memory", len(input))
+	// One alloc for the input and, in the return-pointer form, the 8 bytes
+	// of the result after it (4-aligned).
+	size := uint64(len(input))
+	if m.retPtr {
+		size = (size+3)&^3 + 8
 	}
-	ptr, err := in.allocate(ctx, uint32(len(input)))
-	if err != nil {
-		return nil, err
+	if size > uint64(in.mem.Size()) || size > math.MaxInt32 {
+		return nil, 0, fmt.Errorf("wasm: the input envelope (%d bytes) does not fit in the module's memory", len(input))
 	}
+	in.stack[0] = size
+	if err := in.alloc.CallWithStack(ctx, in.stack); err != nil {
+		return nil, 0, m.failure(in, "alloc", err)
+	}
+	ptr := uint32(in.stack[0])
 	if !in.mem.Write(ptr, input) {
-		return nil, fmt.Errorf("wasm: alloc(%d) returned %d, out of memory bounds (%d bytes)", len(input), ptr, in.mem.Size())
+		return nil, 0, fmt.Errorf("wasm: alloc(%d) returned %d, out of memory bounds (%d bytes)", size, ptr, in.mem.Size())
 	}
 	var outPtr, outLen uint32
 	if m.retPtr {
-		ret, err := in.allocate(ctx, 8)
-		if err != nil {
-			return nil, err
-		}
+		ret := (ptr + uint32(len(input)) + 3) &^ 3
 		in.stack[0], in.stack[1], in.stack[2] = uint64(ret), uint64(ptr), uint64(len(input))
 		if err := in.entry.CallWithStack(ctx, in.stack); err != nil {
-			return nil, describe(err, in.stderr)
+			return nil, 0, m.failure(in, entry, err)
 		}
 		pair, ok := in.mem.Read(ret, 8)
 		if !ok {
-			return nil, fmt.Errorf("wasm: step's return pointer %d is out of memory bounds", ret)
+			return nil, 0, fmt.Errorf("wasm: %s's return pointer %d is out of memory bounds", entry, ret)
 		}
 		outPtr, outLen = leUint32(pair[:4]), leUint32(pair[4:])
 	} else {
 		in.stack[0], in.stack[1] = uint64(ptr), uint64(len(input))
 		if err := in.entry.CallWithStack(ctx, in.stack); err != nil {
-			return nil, describe(err, in.stderr)
+			return nil, 0, m.failure(in, entry, err)
 		}
 		outPtr, outLen = uint32(in.stack[0]), uint32(in.stack[1])
 	}
 	if int32(outLen) < 0 {
-		return nil, fmt.Errorf("wasm: step returned a negative length %d", int32(outLen))
+		return nil, 0, fmt.Errorf("wasm: %s returned a negative length %d", entry, int32(outLen))
 	}
 	view, ok := in.mem.Read(outPtr, outLen)
 	if !ok {
-		return nil, fmt.Errorf("wasm: step returned %d bytes at %d, out of memory bounds (%d bytes)", outLen, outPtr, in.mem.Size())
+		return nil, 0, fmt.Errorf("wasm: %s returned %d bytes at %d, out of memory bounds (%d bytes)", entry, outLen, outPtr, in.mem.Size())
 	}
-	return bytes.Clone(view), nil
+	return bytes.Clone(view), in.used(m.limits.Fuel), nil
 }
 
-func (in *instance) allocate(ctx context.Context, n uint32) (uint32, error) {
-	in.stack[0] = uint64(n)
-	if err := in.alloc.CallWithStack(ctx, in.stack); err != nil {
-		return 0, describe(err, in.stderr)
+// entryName is the name of the module's entry point: step, or run.
+func (m *Module) entryName() string {
+	if m.pure {
+		return "run"
 	}
-	return uint32(in.stack[0]), nil
+	return "step"
+}
+
+// refuel gives the instance a step's fuel: up to fuelPeriod in tick, the
+// rest in fuel.
+func (in *instance) refuel(fuel uint64) {
+	tick := min(fuel, fuelPeriod)
+	in.tick.Set(api.EncodeI32(int32(tick)))
+	in.fuel.Set(api.EncodeI64(int64(fuel - tick)))
+}
+
+// used is the fuel a step given fuel has used.
+func (in *instance) used(fuel uint64) uint64 {
+	left := int64(in.fuel.Get()) + int64(int32(uint32(in.tick.Get())))
+	return fuel - uint64(left)
+}
+
+// logFailure gives Options.Logger the detail of a step's failure.
+func (h *Host) logFailure(name string, ref cas.Ref, err error) {
+	if h.opts.Logger == nil {
+		return
+	}
+	h.opts.Logger.Info("wasm: a module failed", "module", name, "code", ref.String(), "error", err.Error(), "detail", Detail(err))
 }
 
 func leUint32(b []byte) uint32 {

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/reducer"
@@ -210,27 +210,32 @@ func TestRefusals(t *testing.T) {
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Load: %v; want it to say %q", err, tc.want)
 			}
+			// Only the refusal that the host's configuration decides
+			// (WASI not given) is not the module's, and not journaled.
+			if irr := errors.Is(err, reducer.ErrIrreproducible); irr != (tc.name == "a WASI import without WASI") {
+				t.Errorf("Load: %v: irreproducible %v", err, irr)
+			}
 		})
 	}
 }
 
 func TestStepFailures(t *testing.T) {
-	h := newHost(t, Options{Limits: Limits{Deadline: 200 * time.Millisecond, MemoryPages: 64}})
+	h := newHost(t, Options{Limits: Limits{Fuel: 100_000, MemoryPages: 64}})
 	for _, tc := range []struct {
 		file string
 		is   error
 		want string
 	}{
-		{"trap", nil, "wasm: trap"},
-		{"loop", ErrDeadline, "past its deadline"},
+		{"trap", ErrTrap, "step trapped: unreachable"},
+		{"loop", ErrFuel, "step ran out of fuel after 100000 instructions"},
 		{"notcbor", ErrEnvelope, "malformed envelope"},
-		{"growcap", nil, "unreachable"},
+		{"growcap", ErrTrap, "step trapped: unreachable"},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			r := load(t, h, tc.file, testDef("test/"+tc.file+"@1"))
 			for i := range 2 { // the module runs again after a failure
 				_, err := step(r, nil, "x")
-				if err == nil || (tc.is != nil && !errors.Is(err, tc.is)) || !strings.Contains(err.Error(), tc.want) {
+				if err == nil || !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.want) {
 					t.Fatalf("step %d: %v; want an error saying %q", i, err, tc.want)
 				}
 				if !strings.Contains(err.Error(), "test/"+tc.file+"@1") {
@@ -357,5 +362,217 @@ func TestReducerFromStore(t *testing.T) {
 	def3.WasmHash = "sha256:" + strings.Repeat("ab", 32)
 	if _, err := h.Reducer(t.Context(), def3, store); err == nil || !strings.Contains(err.Error(), "SHA-256") {
 		t.Errorf("a sha256 wasm_hash: %v", err)
+	}
+}
+
+// TestCounters steps the AssemblyScript counter (examples/counter) and the
+// Rust one (testdata/rust) through the reducer interface against the
+// native counter over the same envelopes: the states must be the same
+// bytes at every step, each from a reset instance.
+func TestCounters(t *testing.T) {
+	mods := map[string][]byte{"assemblyscript": counterModule(t), "rust": readModule(t, "rust/counter")}
+	if code, err := buildGoCounter(t); err != nil {
+		t.Logf("the Go counter is not tested: %v", err)
+	} else {
+		mods["go"] = code
+	}
+	for _, interp := range []bool{false, true} {
+		h := newHost(t, Options{Interpreter: interp, WASI: true})
+		for name, code := range mods {
+			if name == "go" && interp {
+				continue // Go's runtime is slow to start in the interpreter
+			}
+			m, err := h.Load(t.Context(), testDef("counter/Counter@1"), code)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := &Reducer{Module: m, Def: testDef("counter/Counter@1")}
+			var state schema.Value
+			events := []schema.Value{schema.Variant("Tick", nil), schema.Variant("Start", schema.Record("target", uint64(300))),
+				schema.Variant("Start", schema.Record("target", uint64(0))), schema.Variant("Start", schema.Record("target", uint64(70000)))}
+			for i := range 40 {
+				ev := events[min(i, 3)]
+				if i > 3 {
+					ev = schema.Variant("Tick", nil)
+				}
+				out, err := r.Step(&reducer.Context{EventSchema: "counter/Event@1"}, state, ev)
+				if err != nil {
+					t.Fatalf("%s step %d: %v", name, i, err)
+				}
+				var sb []byte
+				if state != nil {
+					sb = enc(t, state)
+				}
+				native, err := nativeCounterStep(AppendInput(nil, &Input{State: sb, EventSchema: "counter/Event@1", Event: enc(t, ev)}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				env, _ := DecodeOutput(native)
+				want, _ := schema.Decode(env.State)
+				if !bytes.Equal(enc(t, out.State), enc(t, want)) {
+					t.Fatalf("%s (interpreter %v) step %d: %s; native %s", name, interp, i, schema.String(out.State), schema.String(want))
+				}
+				state = out.State
+			}
+		}
+	}
+}
+
+// TestRustBuilds rebuilds testdata/rust/counter.wasm with a rustc that has
+// the wasm32-unknown-unknown target (Debian's rustc with
+// libstd-rust-dev-wasm32 has) and checks it is the one committed.
+func TestRustBuilds(t *testing.T) {
+	var rustc string
+	for _, c := range []string{"/usr/bin/rustc", "rustc"} {
+		p, err := exec.LookPath(c)
+		if err != nil {
+			continue
+		}
+		dir, err := exec.Command(p, "--print", "target-libdir", "--target", "wasm32-unknown-unknown").Output()
+		if err != nil {
+			continue
+		}
+		if libs, _ := filepath.Glob(filepath.Join(strings.TrimSpace(string(dir)), "libcore-*.rlib")); len(libs) > 0 {
+			rustc = p
+			break
+		}
+	}
+	if rustc == "" {
+		t.Skip("no rustc with the wasm32-unknown-unknown target (apt-get install rustc libstd-rust-dev-wasm32)")
+	}
+	out := filepath.Join(t.TempDir(), "counter.wasm")
+	cmd := exec.Command(rustc, "--edition", "2021", "--crate-type", "cdylib", "--target", "wasm32-unknown-unknown",
+		"-C", "opt-level=3", "-C", "panic=abort", "-C", "strip=symbols", "-o", out, "counter.rs")
+	cmd.Dir = filepath.Join("testdata", "rust") // the source's path is in the module
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", rustc, err, b)
+	}
+	got, _ := os.ReadFile(out)
+	v, _ := exec.Command(rustc, "--version").Output()
+	if !bytes.Equal(got, readModule(t, "rust/counter")) {
+		// Another rustc builds other bytes: say so, but only Debian's
+		// 1.63 must build the committed ones.
+		if !strings.Contains(string(v), "1.63") {
+			t.Skipf("%s (%s) builds other bytes than the committed module, which Debian's rustc 1.63 built", rustc, strings.TrimSpace(string(v)))
+		}
+		t.Errorf("testdata/rust/counter.wasm is not what %s builds from counter.rs: rebuild it", strings.TrimSpace(string(v)))
+	}
+}
+
+// buildGoCounter builds testdata/go, the counter in Go (wasip1, a
+// reactor), as its doc says.
+func buildGoCounter(t testing.TB) ([]byte, error) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "counter.wasm")
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-o", out, ".")
+	cmd.Dir = filepath.Join("testdata", "go")
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("go build: %v\n%s", err, b)
+	}
+	return os.ReadFile(out)
+}
+
+// TestStartFuel loads a module whose start function never returns: the
+// load fails when the start runs out of fuel, rather than hanging.
+func TestStartFuel(t *testing.T) {
+	h := newHost(t, Options{Limits: Limits{Fuel: 50_000}})
+	_, err := h.Load(t.Context(), testDef("test/StartLoop@1"), readModule(t, "startloop"))
+	if !errors.Is(err, ErrRefused) || !errors.Is(err, ErrFuel) || !strings.Contains(err.Error(), "the start function ran out of fuel") {
+		t.Fatalf("Load: %v; want a refusal for the fuel", err)
+	}
+}
+
+// TestPureRun runs a pure module (run, not step): it gets {version: 1,
+// input, ctx?} and its output is returned.
+func TestPureRun(t *testing.T) {
+	h := newHost(t, Options{})
+	def := &schema.DefModule{Name: "test/Pure@1", ModuleKind: "pure", Pure: &schema.PureABI{Input: "sys/CapCheckInput@1", Output: "sys/CapCheckOutput@1"}}
+	m, err := h.Load(t.Context(), def, readModule(t, "pure"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := enc(t, schema.Record("a", uint64(1)))
+	got, err := m.Run(input, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := AppendPureInput(nil, input, nil); !bytes.Equal(got, want) {
+		t.Errorf("sent %x; want %x", got, want)
+	}
+	if _, err := h.Load(t.Context(), testDef("test/NotPure@1"), readModule(t, "pure")); !errors.Is(err, ErrRefused) {
+		t.Errorf("a module without step loads as a reducer: %v", err)
+	}
+	r := load(t, h, "echo", testDef("test/Echo@1"))
+	if _, err := r.Module.Run(input, nil); err == nil {
+		t.Error("Run of a reducer module succeeded")
+	}
+}
+
+// TestCompilePanic compiles a module whose function section gives a
+// function that its step calls a type out of range, on which wazero's
+// validator panics (found by FuzzInspect): compile turns the panic into an
+// error, and Load refuses the module before it gets there.
+func TestCompilePanic(t *testing.T) {
+	good := readModule(t, "callee")
+	bad := bytes.Clone(good)
+	// The function section (id 3): its last byte is the type of the
+	// last function, $one.
+	for off := 8; off < len(bad); {
+		id, size, n := bad[off], int(bad[off+1]), 2 // the sections of stub_multi are under 128 bytes
+		if id == secFunction {
+			bad[off+n+size-1] = 0x30
+			break
+		}
+		off += n + size
+	}
+	if bytes.Equal(good, bad) {
+		t.Fatal("no function section")
+	}
+	for _, e := range engines {
+		h := newHost(t, Options{Interpreter: e.interpreter})
+		r := load(t, h, "callee", testDef("test/Callee@1"))
+		if _, err := step(r, nil, "x"); err != nil {
+			t.Fatalf("%s: the module as built: %v", e.name, err)
+		}
+		rt, err := h.runtime(t.Context(), DefaultMemoryPages)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := compile(t.Context(), rt, bad); err == nil || !strings.Contains(err.Error(), "wazero panicked") {
+			t.Errorf("%s: compile: %v; want the panic as an error", e.name, err)
+		}
+		_, err = h.Load(t.Context(), testDef("test/Panic@1"), bad)
+		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "function 2: type 48 out of range") {
+			t.Errorf("%s: Load: %v; want a refusal", e.name, err)
+		}
+	}
+}
+
+// TestHugeVectors reads modules of a few bytes that declare billions of
+// elements, which wazero's decoder would allocate before reading them
+// (found by FuzzInspect: the process ran out of memory): Inspect refuses
+// them, so Load never hands them to wazero.
+func TestHugeVectors(t *testing.T) {
+	head := "\x00asm\x01\x00\x00\x00"
+	big := "\x80\x80\x80\x80\x08" // 2^31
+	section := func(id byte, body string) string { return string([]byte{id, byte(len(body))}) + body }
+	for _, tc := range []struct {
+		name, code, want string
+	}{
+		{"data segments", head + section(secData, big), "a vector of 2147483648 elements"},
+		{"elements", head + section(secElement, big), "a vector of 2147483648 elements"},
+		{"tables", head + section(secTable, big), "a vector of 2147483648 elements"},
+		{"a data segment's bytes", head + section(secData, "\x01\x01"+big), "past the end"},
+		{"function names", head + section(secCustom, "\x04name\x01\x05"+big), "name subsection 1: wasm: malformed module: at byte 5: a vector of 2147483648 elements"},
+		{"locals", head + section(secType, "\x01\x60\x00\x00") + section(secFunction, "\x01\x00") +
+			section(secCode, "\x01\x08\x01\xff\xff\xff\xff\x0f\x7f\x0b"), "4294967295 locals, more than the 50000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Inspect([]byte(tc.code))
+			if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Inspect: %v; want it refused: %q", err, tc.want)
+			}
+		})
 	}
 }

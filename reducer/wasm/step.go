@@ -45,7 +45,7 @@ func (r *Reducer) Step(c *reducer.Context, state, event schema.Value) (reducer.O
 			return reducer.Output{}, err
 		}
 	}
-	raw, err := r.Module.call(AppendInput(nil, &in))
+	raw, _, err := r.Module.call(AppendInput(nil, &in))
 	if err != nil {
 		return reducer.Output{}, r.wrap(err)
 	}
@@ -133,4 +133,26 @@ func ContextBytes(c *reducer.Context, in *Input) ([]byte, error) {
 		return nil, fmt.Errorf("encode the context: %w", err)
 	}
 	return b, nil
+}
+
+// Run runs a pure module (module_kind pure, exporting run): it sends the
+// envelope {version: 1, input, ctx?} with input (and ctx, if not nil) as
+// CBOR, and returns the CBOR of the module's output. A trap, a deadline or
+// a malformed envelope is the error, as for a step.
+func (m *Module) Run(input, ctx []byte) ([]byte, error) {
+	if !m.pure {
+		return nil, fmt.Errorf("wasm: module %s is not pure (it exports step, not run)", m.name)
+	}
+	raw, _, err := m.call(AppendPureInput(nil, input, ctx))
+	if err != nil {
+		return nil, fmt.Errorf("wasm module %s (%s): %w", m.name, m.ref.Short(), err)
+	}
+	out, err := DecodePureOutput(raw)
+	if err != nil {
+		return nil, fmt.Errorf("wasm module %s (%s): %w", m.name, m.ref.Short(), err)
+	}
+	if e := cborValue(out.Output, "output"); e != nil {
+		return nil, fmt.Errorf("wasm module %s (%s): %w", m.name, m.ref.Short(), e)
+	}
+	return out.Output, nil
 }

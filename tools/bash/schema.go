@@ -33,12 +33,9 @@ func compileSchema(toolName string, raw json.RawMessage) (*jsonschema.Schema, sc
 	if len(obj) == 0 {
 		return nil, nil, nil
 	}
-	c := tools.NewSchemaCompiler()
-	url := "mem:///tools/" + toolName + ".json"
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, nil, fmt.Errorf("input schema: %w", err)
-	}
-	sch, err := c.Compile(url)
+	// Compiled once per process for each tool name and schema: every
+	// world of the process builds its shell from the same tools.
+	sch, err := tools.CompileSchema("mem:///tools/"+toolName+".json", raw)
 	if err != nil {
 		return nil, nil, fmt.Errorf("input schema: %w", err)
 	}

@@ -110,16 +110,7 @@ func (t *tool) RunsInline(ctx context.Context, req tools.Request) bool {
 // mustCompile compiles a tool's own input schema. The schemas are
 // constants of this package, so a failure is a bug: it panics.
 func mustCompile(name, raw string) *jsonschema.Schema {
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(raw))
-	if err != nil {
-		panic(fmt.Sprintf("introspect: %s: input schema: %v", name, err))
-	}
-	c := tools.NewSchemaCompiler()
-	url := "mem:///introspect/" + name + ".json"
-	if err := c.AddResource(url, doc); err != nil {
-		panic(fmt.Sprintf("introspect: %s: input schema: %v", name, err))
-	}
-	s, err := c.Compile(url)
+	s, err := tools.CompileSchema("mem:///introspect/"+name+".json", []byte(raw))
 	if err != nil {
 		panic(fmt.Sprintf("introspect: %s: input schema: %v", name, err))
 	}

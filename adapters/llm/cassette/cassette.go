@@ -51,7 +51,15 @@ type Options struct {
 	// names it is compared as naming the recording's: a recording played
 	// again in another world of the store (the demo run a second time).
 	World string
+	// LooseHint names, in the error of a call a strict cassette refuses,
+	// how the user makes the cassette loose (Mismatch.LooseHint): the
+	// program's own flag. Default DefaultLooseHint.
+	LooseHint string
 }
+
+// DefaultLooseHint is how a mismatch's error says to make a cassette loose
+// when Options.LooseHint does not say.
+const DefaultLooseHint = "demiurge run --cassette-loose, agent.CassetteLoose"
 
 // Cassette holds the model answers of a recording. It is safe for
 // concurrent use.

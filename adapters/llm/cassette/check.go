@@ -2,6 +2,7 @@ package cassette
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -39,6 +40,10 @@ type Mismatch struct {
 	// the recorded request: the chat had earlier turns, which the
 	// recording did not (it began with a new chat). Parts is then empty.
 	Earlier int
+	// LooseHint is how the user makes the cassette loose, which Error
+	// names: the command and flag of the program that plays it
+	// ("demiurge eval --cassette-loose"); "" is DefaultLooseHint.
+	LooseHint string
 }
 
 // PartDiff is one part of a request that differs from the recorded one.
@@ -80,8 +85,8 @@ func (m *Mismatch) Error() string {
 	}
 	m.parts(&b)
 	fmt.Fprintf(&b, "To replay this recording, send the messages it recorded (demiurge trace %s shows them) in a new world; "+
-		"to go on with the recorded answers anyway, use a loose cassette (demiurge run --cassette-loose, agent.CassetteLoose); "+
-		"if the tools now say something else, record the session again.", m.Dir)
+		"to go on with the recorded answers anyway, use a loose cassette (%s); "+
+		"if the tools now say something else, record the session again.", m.Dir, cmp.Or(m.LooseHint, DefaultLooseHint))
 	return b.String()
 }
 
@@ -196,7 +201,7 @@ func readRequest(ctx context.Context, g cas.Getter, params schema.Value) (*llm.R
 // check compares the request of a call with params (its blobs in g) with
 // the recorded request of answer k; it returns nil when they match.
 func (c *Cassette) check(ctx context.Context, k int, recorded schema.Value, g cas.Getter, params schema.Value) *Mismatch {
-	m := &Mismatch{Dir: c.dir, Call: k + 1}
+	m := &Mismatch{Dir: c.dir, Call: k + 1, LooseHint: c.opts.LooseHint}
 	if recorded == nil {
 		m.Err = fmt.Errorf("the recording has no request for answer %d", k+1)
 		return m

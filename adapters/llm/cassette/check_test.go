@@ -177,6 +177,17 @@ func TestStrict(t *testing.T) {
 				}
 				rest = rest[i+len(w):]
 			}
+			// The program that plays the cassette names its own flag.
+			if strings.Contains(r.Error, DefaultLooseHint) {
+				c, err := Open(dir, &Options{LooseHint: "demiurge eval --cassette-loose"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := c.Run(t.Context(), call(t, tc.req))
+				if strings.Contains(r.Error, DefaultLooseHint) || !strings.Contains(r.Error, "use a loose cassette (demiurge eval --cassette-loose)") {
+					t.Errorf("with Options.LooseHint, the error names demiurge run or not the hint:\n%s", r.Error)
+				}
+			}
 			// Loose, the warning names what differs in a few words.
 			var warned *Mismatch
 			c, err = Open(dir, &Options{Loose: true, Warn: func(_ *effects.Call, m *Mismatch) { warned = m }})

@@ -28,14 +28,17 @@
 // gen_ai.provider.name names who served a model call, as its
 // sys/LlmGenerateReceipt@3 says (from the server's host: "openrouter",
 // "deepseek", "x_ai"…, in the conventions' words where they have one). An
-// older receipt does not say: the call is then named by its wire protocol,
-// "openai" for both OpenAI protocols, Azure OpenAI and other compatible
-// servers included (the raw protocol is demiurge.llm.protocol). A turn
+// older receipt (@1, @2, which the agent's chat still takes) does not say:
+// the call is then named by the maker of the model that answered, when
+// its family is known (deepseek-*, grok-*), which is wrong behind a router
+// or a proxy, else by its wire protocol, "openai" for both OpenAI
+// protocols (the raw protocol is demiurge.llm.protocol). A turn
 // that is still running ends, in its span, at the last stamp known of it.
 package otlp
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -545,15 +548,20 @@ func toolSpan(c *session.ToolCall, t *session.Turn, o Options, trace [16]byte, r
 
 // providerName is gen_ai.provider.name for a model call: who served it,
 // as its receipt says, in the conventions' words where they have one;
-// else, for a receipt that does not say, by its wire protocol: both
-// OpenAI protocols (and the adapter's default, "") speak to OpenAI or to
-// a server compatible with it.
+// else, for a receipt that does not say (@1, @2), the maker of the model
+// that answered, if its family is known (deepseek-* is DeepSeek's);
+// else by its wire protocol: both OpenAI protocols (and the adapter's
+// default, "") speak to OpenAI or to a server compatible with it.
 func providerName(m *session.ModelCall) string {
-	if m.ProviderName != "" {
-		if n, ok := semconvProviders[m.ProviderName]; ok {
+	name := m.ProviderName
+	if name == "" {
+		name = llm.ModelProvider(cmp.Or(m.Model, m.RequestModel))
+	}
+	if name != "" {
+		if n, ok := semconvProviders[name]; ok {
 			return n
 		}
-		return m.ProviderName
+		return name
 	}
 	switch m.Provider {
 	case "", llm.ProviderResponses, llm.ProviderChat:

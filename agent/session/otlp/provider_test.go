@@ -21,6 +21,11 @@ func TestProviderName(t *testing.T) {
 		{session.ModelCall{Provider: llm.ProviderChat, ProviderName: "azure"}, "azure.ai.openai"},
 		{session.ModelCall{Provider: llm.ProviderChat, ProviderName: "deepseek"}, "deepseek"},
 		{session.ModelCall{Provider: "anthropic"}, "anthropic"},
+		// An older receipt does not say: the maker of the model that
+		// answered.
+		{session.ModelCall{Provider: llm.ProviderChat, Model: "deepseek-v4-flash"}, "deepseek"},
+		{session.ModelCall{Provider: llm.ProviderChat, Model: "grok-4.20"}, "x_ai"},
+		{session.ModelCall{Provider: llm.ProviderChat, Model: "qwen3:8b"}, "openai"},
 	} {
 		if got := providerName(&tc.m); got != tc.want {
 			t.Errorf("providerName(%+v) = %q; want %q", tc.m, got, tc.want)

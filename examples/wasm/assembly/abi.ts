@@ -90,9 +90,3 @@ export function step(ret: i32, ptr: i32, len: i32): void {
   store<i32>(<usize>ret, <i32>out.dataStart);
   store<i32>(<usize>ret, out.length, 4);
 }
-
-// trap is the module's abort: it imports nothing, so a failed step traps
-// (the host journals the step's error and keeps the old state).
-export function trap(msg: string | null = null, file: string | null = null, line: u32 = 0, col: u32 = 0): void {
-  unreachable();
-}

@@ -241,3 +241,118 @@ export function encode(v: Val): Uint8Array {
   w.value(v);
   return w.finish();
 }
+
+// Cursor reads CBOR in place, without building values: for reducers
+// whose step must be quick (the counter). Each read checks the bounds and
+// traps on malformed input.
+export class Cursor {
+  p: usize;
+  end: usize;
+
+  constructor(p: usize, len: usize) { this.p = p; this.end = p + len; }
+
+  // head reads an item's major type (returned) and argument (this.n).
+  n: u64 = 0;
+  head(): u8 {
+    if (this.p >= this.end) unreachable();
+    const ib = load<u8>(this.p++);
+    const info = ib & 0x1f;
+    let n: u64 = <u64>info;
+    if (info >= 24) {
+      if (info > 27) unreachable();
+      const size = <usize>1 << <usize>(info - 24);
+      if (this.p + size > this.end) unreachable();
+      n = 0;
+      for (let i: usize = 0; i < size; i++) n = (n << 8) | <u64>load<u8>(this.p + i);
+      this.p += size;
+    }
+    this.n = n;
+    const major = ib >> 5;
+    if (major == 6) return this.head(); // skip a tag
+    return major;
+  }
+
+  // str reads a text or byte string; its bytes are at this.sp, this.n long.
+  sp: usize = 0;
+  str(): u8 {
+    const major = this.head();
+    if (major != 2 && major != 3) unreachable();
+    if (this.n > <u64>(this.end - this.p)) unreachable();
+    this.sp = this.p;
+    this.p += <usize>this.n;
+    return major;
+  }
+
+  // is reports whether the last string read is the ASCII text s.
+  is(s: string): bool {
+    if (<i32>this.n != s.length) return false;
+    for (let i = 0; i < s.length; i++) {
+      if (<i32>load<u8>(this.sp + <usize>i) != s.charCodeAt(i)) return false;
+    }
+    return true;
+  }
+
+  // skip skips one item.
+  skip(): void {
+    const major = this.head();
+    if (major == 2 || major == 3) {
+      if (this.n > <u64>(this.end - this.p)) unreachable();
+      this.p += <usize>this.n;
+    } else if (major == 4) {
+      const n = this.n;
+      for (let i: u64 = 0; i < n; i++) this.skip();
+    } else if (major == 5) {
+      const n = this.n;
+      for (let i: u64 = 0; i < 2 * n; i++) this.skip();
+    }
+  }
+}
+
+// Out writes CBOR into a buffer it grows.
+export class Out {
+  p: usize;
+  len: usize = 0;
+  cap: usize;
+
+  constructor(cap: usize) { this.p = heap.alloc(cap); this.cap = cap; }
+
+  byte(b: u8): void {
+    if (this.len == this.cap) {
+      const np = heap.alloc(this.cap * 2);
+      memory.copy(np, this.p, this.len);
+      this.p = np;
+      this.cap *= 2;
+    }
+    store<u8>(this.p + this.len++, b);
+  }
+
+  head(major: u8, n: u64): void {
+    const m = major << 5;
+    if (n < 24) { this.byte(m | <u8>n); return; }
+    let size = 8;
+    let info: u8 = 27;
+    if (n <= 0xff) { size = 1; info = 24; }
+    else if (n <= 0xffff) { size = 2; info = 25; }
+    else if (n <= 0xffffffff) { size = 4; info = 26; }
+    this.byte(m | info);
+    for (let i = size - 1; i >= 0; i--) this.byte(<u8>(n >> (<u64>(i * 8))));
+  }
+
+  // ascii writes ASCII text.
+  ascii(s: string): void {
+    this.head(3, <u64>s.length);
+    for (let i = 0; i < s.length; i++) this.byte(<u8>s.charCodeAt(i));
+  }
+
+  // raw writes bytes as they are.
+  raw(p: usize, n: usize): void {
+    for (let i: usize = 0; i < n; i++) this.byte(load<u8>(p + i));
+  }
+}
+
+// trap is the modules' abort (asc --use abort=assembly/cbor/trap): a module
+// imports nothing, so a failed step traps, and the host journals the step's
+// error and keeps the old state.
+export function trap(msg: string | null = null, file: string | null = null, line: u32 = 0, col: u32 = 0): void {
+  unreachable();
+}

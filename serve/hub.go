@@ -1,0 +1,331 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"net/http"
+	"time"
+
+	"github.com/demiurge-dev/demiurge/agent"
+	"github.com/demiurge-dev/demiurge/reducer/demiurge"
+)
+
+// send sends text to chat id of w and returns the log of the turn it
+// begins, once the turn has begun (its first event is in the log). The
+// turn runs in this process until it ends, whatever becomes of the
+// request that sent it.
+func (s *Server) send(ctx context.Context, w *agent.World, id, text string, opts ...agent.SendOption) (*turnLog, error) {
+	c := s.chat(w, id)
+	return s.begin(ctx, w, id, func(run context.Context) iter.Seq2[agent.Event, error] { return c.Send(run, text, opts...) })
+}
+
+// begin runs the turn stream starts, in the background, into a new log,
+// and returns the log once the turn's first event is in it.
+func (s *Server) begin(ctx context.Context, w *agent.World, id string, stream func(context.Context) iter.Seq2[agent.Event, error]) (*turnLog, error) {
+	s.mu.Lock()
+	if s.draining {
+		s.mu.Unlock()
+		return nil, errDraining
+	}
+	s.mu.Unlock()
+	c := s.chat(w, id)
+	started := make(chan *turnLog, 1)
+	failed := make(chan error, 1)
+	// The key is known once the turn has begun (its first event): track
+	// it from the start under a provisional one.
+	provisional := turnKey{w.Name(), id, 0}
+	s.track(provisional, func() {
+		var l *turnLog
+		var key turnKey
+		began := time.Now()
+		for e, err := range stream(s.run) {
+			if err != nil {
+				if l == nil {
+					failed <- err
+					return
+				}
+				s.log.Warn("turn stream", "world", w.Name(), "chat", id, "turn", key.request, "err", err)
+				l.finish(err)
+				s.untrack(key)
+				return
+			}
+			if l == nil {
+				key = turnKey{w.Name(), id, requestOf(c, e)}
+				l = newTurnLog(key.world, key.chat, key.request)
+				l.began = began
+				s.mu.Lock()
+				s.logs[key] = l
+				s.running[key] = true
+				s.mu.Unlock()
+				s.untrack(provisional)
+				l.add(e)
+				s.metrics.turnStarted()
+				started <- l
+				continue
+			}
+			l.add(e)
+			s.metrics.observe(e)
+		}
+		if l == nil {
+			failed <- errors.New("the turn's stream ended before it began")
+			return
+		}
+		l.finish(nil)
+		s.untrack(key)
+	})
+	select {
+	case l := <-started:
+		return l, nil
+	case err := <-failed:
+		return nil, sendError(id, err)
+	case <-ctx.Done():
+		// The turn goes on: the request only stops waiting for it.
+		return nil, ctx.Err()
+	}
+}
+
+// untrack forgets that this process runs turn key.
+func (s *Server) untrack(key turnKey) {
+	s.mu.Lock()
+	delete(s.running, key)
+	s.mu.Unlock()
+}
+
+// sendError is the API's error for a message not taken.
+func sendError(chat string, err error) error {
+	switch {
+	case errors.Is(err, agent.ErrBusy):
+		return &apiError{Status: http.StatusConflict, Type: typeConflict, Code: "turn_under_way", err: errTurnUnderWay,
+			Message: fmt.Sprintf("chat %s has a turn under way: wait for its end (follow it at its events), or stop it", chat)}
+	case errors.Is(err, agent.ErrRequestTaken):
+		return conflict("request_taken", err.Error())
+	}
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	return invalid("", "message_not_sent", err.Error())
+}
+
+// errTurnUnderWay is what a 409 turn_under_way wraps.
+var errTurnUnderWay = errors.New("turn under way")
+
+// requestOf is the turn (request id) whose first event e is.
+func requestOf(c *agent.Chat, e agent.Event) uint64 {
+	st, ok := c.State()
+	if !ok {
+		return 1
+	}
+	if m, ok := e.(agent.Message); ok && m.Role == "user" && m.Ref != nil {
+		for _, en := range st.Entries {
+			if en.Kind == demiurge.EntryUser && en.Ref != nil && *en.Ref == *m.Ref {
+				return en.RequestID
+			}
+		}
+	}
+	if st.Turn != nil {
+		return st.Turn.RequestID
+	}
+	return st.LastRequestID
+}
+
+// turnLogOf returns the log this process keeps of turn key, if any.
+func (s *Server) turnLogOf(key turnKey) *turnLog {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.logs[key]
+}
+
+// events calls send with the events of turn key after p as they come,
+// and batchEnd (if not nil) after each batch of them that came together,
+// until the turn ends (nil), send fails, ctx ends, or the server hands its
+// streams over. They come from the log of a turn this process runs, else
+// from the journal as it grows (agent.Chat.Watch).
+func (s *Server) events(ctx context.Context, w *agent.World, key turnKey, p position, send func(logged) error, batchEnd func() error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(s.handover, func() { cancel(errHandedOver) })
+	defer stop()
+	if l := s.turnLogOf(key); l != nil {
+		err := l.stream(ctx, p, send, batchEnd)
+		return handedOver(ctx, err)
+	}
+	var ps positioner
+	for e, err := range s.chat(w, key.chat).Watch(ctx, key.request) {
+		if err != nil {
+			return handedOver(ctx, err)
+		}
+		pos := ps.next(e)
+		if !pos.after(p) {
+			continue
+		}
+		data, err := agent.MarshalEvent(e)
+		if err != nil {
+			return err
+		}
+		if err := send(logged{pos: pos, ev: e, data: data}); err != nil {
+			return err
+		}
+		if batchEnd != nil {
+			if err := batchEnd(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// errHandedOver ends the streams of a server that shuts down.
+var errHandedOver = errors.New("the server is shutting down: resume the stream (Last-Event-ID) on the next one")
+
+// handedOver says so if err is the end of a stream the server handed
+// over.
+func handedOver(ctx context.Context, err error) error {
+	if context.Cause(ctx) == errHandedOver {
+		return errHandedOver
+	}
+	return err
+}
+
+// checkTurn refuses a turn the chat does not have: a 404 naming its last.
+func checkTurn(c *agent.Chat, request uint64) error {
+	st, ok := c.State()
+	if !ok {
+		return notFound("chat_not_found", fmt.Sprintf("no chat %s in the world", c.ID()))
+	}
+	if request == 0 || request > st.LastRequestID {
+		return notFound("turn_not_found", fmt.Sprintf("chat %s has no turn %d (its turns are 1 to %d)", c.ID(), request, st.LastRequestID))
+	}
+	return nil
+}
+
+// waitEvents is how long a collecting request waits between two checks
+// of whether the turn only waits for approval.
+const waitEvents = 200 * time.Millisecond
+
+// errStop, returned by a follow callback, ends the follow without error.
+var errStop = errors.New("stop")
+
+// follow calls on with the events of turn key after p as they come (and
+// flush, if not nil, once those that came together are handled), until
+// the turn ends (follow returns nil), on returns an error (follow returns
+// it, nil for errStop), ctx ends, or the turn only waits for the user's
+// decisions on calls whose ApprovalRequested have all come: then it calls
+// awaiting (if not nil) and returns what awaiting returns.
+func (s *Server) follow(ctx context.Context, w *agent.World, key turnKey, p position, on func(logged) error, awaiting, flush func() error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c := s.chat(w, key.chat)
+	got := make(chan logged) // an event, or (ev nil) the end of a batch
+	done := make(chan error, 1)
+	put := func(e logged) error {
+		select {
+		case got <- e:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	go func() {
+		done <- s.events(ctx, w, key, p, put, func() error { return put(logged{}) })
+	}()
+	check := time.NewTicker(waitEvents)
+	defer check.Stop()
+	asked := map[string]bool{}
+	waits := func() bool {
+		if len(asked) == 0 {
+			return false
+		}
+		st, ok := c.State()
+		if !ok || st.Turn == nil || st.Turn.RequestID != key.request || !awaitingOnly(st) {
+			return false
+		}
+		for _, pc := range st.Turn.Calls {
+			if pc.Status == "approval" && !asked[pc.CallID] {
+				return false // its ApprovalRequested is still to come
+			}
+		}
+		return true
+	}
+	for {
+		select {
+		case e := <-got:
+			if e.ev == nil {
+				if flush != nil {
+					if err := flush(); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			if ar, ok := e.ev.(agent.ApprovalRequested); ok {
+				asked[ar.CallID] = true
+			}
+			if err := on(e); err != nil {
+				if errors.Is(err, errStop) {
+					return nil
+				}
+				return err
+			}
+			if _, ok := e.ev.(agent.TurnEnd); ok {
+				return nil
+			}
+			if _, ok := e.ev.(agent.ApprovalRequested); !ok || !waits() {
+				continue
+			}
+		case err := <-done:
+			return err
+		case <-check.C:
+			if !waits() {
+				continue
+			}
+		}
+		if awaiting != nil {
+			return awaiting()
+		}
+		return nil
+	}
+}
+
+// collect gathers the events of turn key after p until the turn ends, or
+// only waits for approval (then its last event is a TurnEnd of outcome
+// awaiting_approval, made here, as `run --json` ends such a turn).
+func (s *Server) collect(ctx context.Context, w *agent.World, key turnKey, p position) ([]logged, error) {
+	var out []logged
+	err := s.follow(ctx, w, key, p, func(e logged) error {
+		out = append(out, e)
+		return nil
+	}, func() error {
+		out = append(out, awaitingEnd(key, out))
+		return nil
+	}, nil)
+	return out, err
+}
+
+// awaitingEnd is the end of a collected turn that waits for approval:
+// what the turn used so far is in its model calls' events.
+func awaitingEnd(key turnKey, out []logged) logged {
+	end := agent.TurnEnd{RequestID: key.request, Outcome: agent.OutcomeAwaitingApproval}
+	for _, e := range out {
+		if mc, ok := e.ev.(agent.ModelCall); ok {
+			end.Usage.Prompt += mc.Usage.Prompt
+			end.Usage.Completion += mc.Usage.Completion
+			end.Usage.Cached += mc.Usage.Cached
+			end.Usage.Reasoning += mc.Usage.Reasoning
+			end.CostMicroUSD += mc.CostMicroUSD
+			if mc.UsageUnknown {
+				end.UsageUnknown++
+			}
+			if mc.CostUnknown {
+				end.CostUnknown++
+			}
+		}
+		if s := eventSeq(e.ev); s > end.Seq {
+			end.Seq = s
+		}
+	}
+	data, _ := agent.MarshalEvent(end)
+	return logged{ev: end, data: data}
+}
