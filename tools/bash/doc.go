@@ -56,7 +56,9 @@
 //   - set -e with bash's exemptions, -u, -x (PS4), -f, -C, -a, -E, -T;
 //     traps EXIT (in every shell level), ERR, RETURN, DEBUG;
 //   - functions with dynamic scoping, FUNCNAME, BASH_SOURCE, BASH_LINENO,
-//     LINENO, caller, RANDOM (bash's generator, seeded alike every run),
+//     LINENO, caller, RANDOM and SRANDOM (bash's generator, seeded by
+//     RunOptions.Seed: a world passes one derived from the call's intent,
+//     so a replay draws the same numbers; shuf draws from the same seed),
 //     SECONDS and EPOCHSECONDS from the sandbox's clock;
 //   - builtins: the whole of bash's but the interactive ones (below),
 //     among them read and mapfile with all their flags, printf with -v

@@ -3,10 +3,13 @@ package bash
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/demiurge-dev/demiurge/tools"
 	"github.com/demiurge-dev/demiurge/tools/bash/internal/budget"
+	"github.com/demiurge-dev/demiurge/tools/bash/internal/shell"
 	"github.com/demiurge-dev/demiurge/tools/bash/vfs"
 )
 
@@ -97,6 +101,10 @@ type execution struct {
 	limitMu  sync.Mutex
 	limitErr *limitError
 
+	seed   uint64
+	randMu sync.Mutex
+	draws  map[uint64]uint64 // per command key: how many streams it took (random)
+
 	seq     atomic.Int64
 	traceMu sync.Mutex
 	calls   []Call
@@ -148,6 +156,35 @@ func (ex *execution) limit() *limitError {
 	ex.limitMu.Lock()
 	defer ex.limitMu.Unlock()
 	return ex.limitErr
+}
+
+// random is the entropy of one utility call (Env.Random, read by shuf):
+// a ChaCha8 stream keyed by the run's seed, the command's line and
+// arguments, and how many times that command ran before. A call's stream
+// thus depends on the call and on what ran before it on the same line
+// with the same arguments, not on the timing of other commands, so the
+// stages of a pipeline draw the same numbers whatever order they start in.
+func (ex *execution) random(c *shell.Command) io.Reader {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d\x00", c.Line)
+	for _, a := range c.Args {
+		h.Write([]byte(a))
+		h.Write([]byte{0})
+	}
+	key := h.Sum64()
+	ex.randMu.Lock()
+	if ex.draws == nil {
+		ex.draws = map[uint64]uint64{}
+	}
+	n := ex.draws[key]
+	ex.draws[key] = n + 1
+	ex.randMu.Unlock()
+	var seed [32]byte
+	binary.LittleEndian.PutUint64(seed[0:], ex.seed)
+	binary.LittleEndian.PutUint64(seed[8:], key)
+	binary.LittleEndian.PutUint64(seed[16:], n)
+	copy(seed[24:], "demiurge")
+	return rand.NewChaCha8(seed)
 }
 
 // cmdIO is the standard streams of one command.

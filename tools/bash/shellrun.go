@@ -56,6 +56,7 @@ func (t *Tool) run(ctx context.Context, req tools.Request, opts RunOptions, st *
 		t:      t,
 		lim:    lim,
 		now:    now,
+		seed:   opts.Seed,
 		fs:     fsys,
 		stdout: &capWriter{max: lim.MaxStdoutBytes, stream: "stdout", sink: st},
 		stderr: &capWriter{max: lim.MaxStderrBytes, stream: "stderr", sink: st},
@@ -80,6 +81,7 @@ func (t *Tool) run(ctx context.Context, req tools.Request, opts RunOptions, st *
 		Names:   func() []string { return append(sandboxCommands(), t.toolNames()...) },
 		User:    t.user,
 		Host:    t.host,
+		Seed:    opts.Seed,
 		Limits: shell.Limits{
 			MaxCommands:            lim.MaxCommands,
 			MaxLoopIterations:      lim.MaxLoopIterations,
@@ -178,6 +180,7 @@ func (ex *execution) shellExec(ctx context.Context, c *shell.Command) (int, bool
 		User:           ex.t.user,
 		Host:           ex.t.host,
 		Budget:         ex.budget,
+		Random:         ex.random(c),
 		Getenv: func(name string) string {
 			v, _ := c.Getenv(name)
 			return v

@@ -322,6 +322,11 @@ type RunOptions struct {
 	// Run returns). Without one the script gets an empty in-memory file
 	// system, bounded by the Limits, that is dropped when Run returns.
 	FS *vfs.FS
+	// Seed makes the script's randomness ($RANDOM, $SRANDOM, shuf) a
+	// function of the call: the same script with the same Seed draws the
+	// same numbers, so a recorded call replays to the same bytes. A world
+	// passes one derived from the call's intent; 0 is a fixed default.
+	Seed uint64
 }
 
 // Result is the outcome of RunScript: the Response plus the trace of every

@@ -1947,7 +1947,7 @@ func (sh *shell) runChild(argv0, script string, opts, params, env []string, stdi
 		secBase: sh.now(),
 		child:   true,
 	}
-	child.randSeed = uint32(child.pid) * 2654435761
+	child.randSeed = uint32(sh.r.cfg.Seed) ^ uint32(sh.r.cfg.Seed>>32) ^ uint32(child.pid)*2654435761
 	child.opts.braceexpand, child.opts.hashall, child.opts.interactiveComments = true, true, true
 	child.shopt = defaultShopts()
 	child.dashC = !file

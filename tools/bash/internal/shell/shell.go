@@ -54,6 +54,10 @@ type Config struct {
 	// Builtins are commands the embedder adds (help and discover of the
 	// bash tool), found before the shell's own builtins.
 	Builtins map[string]Builtin
+	// Seed seeds $RANDOM and $SRANDOM (bash seeds them from the clock and
+	// the process id; here a run with the same Seed draws the same
+	// numbers). 0 is a fixed default seed.
+	Seed uint64
 	// OnStop, if set, is called once when the run stops early (a limit,
 	// the memory budget, the deadline, a cancel), before its goroutines
 	// have unwound.
@@ -436,7 +440,10 @@ func (r *Runner) newShell() *shell {
 		traps:   map[string]string{},
 		secBase: r.start,
 	}
-	sh.randSeed = 1
+	sh.randSeed = uint32(r.cfg.Seed) ^ uint32(r.cfg.Seed>>32)
+	if sh.randSeed == 0 {
+		sh.randSeed = 1
+	}
 	sh.dashC = true
 	sh.opts.braceexpand, sh.opts.hashall, sh.opts.interactiveComments = true, true, true
 	sh.shopt = defaultShopts()
