@@ -71,6 +71,16 @@ func TestMemoryBudget(t *testing.T) {
 		`jq -n '[range(1e9)] | length'`,
 		`yes | head -c 5000000 | tac | wc -l`,
 		`seq 1 10000000 | { mapfile -t lines; echo ${#lines[@]}; }`,
+		// the runaways the issue measured: sed's pattern space and jq's
+		// values growing without bound
+		`echo x | sed ':a; s/.*/&&/; ba'`,
+		`yes | sed ':a; N; ba'`,
+		`echo x | sed 'h; :a; G; H; ba'`,
+		`jq -n 'reduce range(1e9) as $i ("x"; . + .)'`,
+		`jq -n '[limit(1e9; repeat("0123456789"))] | length'`,
+		`jq -n 'def f: [., .] | f; 0 | f'`,
+		`yes 0123456789 | head -c 100000000 | awk '{ a[NR] = $0 } END { print length(a) }'`,
+		`yes | tr -d '\n' | fold -w 100000000 | head -1 | wc -c`,
 	} {
 		t.Run(script, func(t *testing.T) {
 			res := st.RunScript(context.Background(), tools.Request{Commands: script}, RunOptions{})
