@@ -11,6 +11,7 @@ var shellFixes = []struct{ name, script string }{
 	{"set -n reads and does not run", `echo before; set -n; echo never; exit 3`},
 	{"bash -c without PATH has bash's default", `(unset PATH; /bin/bash -c 'echo "$PATH"')`},
 	{"a utility named by its path skips $PATH's scripts", `mkdir d; printf '#!/bin/sh\necho mine\n' > d/cat; chmod +x d/cat; PATH=$PWD/d:$PATH; echo hi | /bin/cat; echo hi | cat`},
+	{"bytes that are not UTF-8 are quoted in octal", `for x in $'\xff' $'\xce\xce\xbc' $'a\xce' $'\x01b' $'\xc2\x80' μ $'\u200b' $'\x7f'; do printf '%q ' "$x"; echo "${x@Q}"; done; x=$'\xffa'; declare -p x; set | grep ^x=; { set -x; : $x; } 2>&1`},
 }
 
 // TestShellFixes compares the sandbox with bash on shellFixes.

@@ -1172,12 +1172,12 @@ func setQuote(s string) string {
 	if s == "" {
 		return "''"
 	}
+	if needsANSIQuote(s) {
+		return ansiQuote(s)
+	}
 	safe := true
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c < 0x20 || c == 0x7f {
-			return ansiQuote(s)
-		}
 		if !(isAlnum(c) || strings.IndexByte("_/.,:=@%+-", c) >= 0 || c >= 0x80) {
 			safe = false
 		}

@@ -729,10 +729,8 @@ func assocKeyQuote(k string) string {
 // declQuote quotes a value as declare -p does: "..." escaping " $ ` \,
 // or $'...' for control characters.
 func declQuote(s string) string {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == 0x7f {
-			return ansiQuote(s)
-		}
+	if needsANSIQuote(s) {
+		return ansiQuote(s)
 	}
 	var b strings.Builder
 	b.WriteByte('"')

@@ -14,11 +14,8 @@ func xtraceQuote(s string) string {
 	if s == "" {
 		return "''"
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c == 0x7f {
-			return ansiQuote(s)
-		}
+	if needsANSIQuote(s) {
+		return ansiQuote(s)
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]

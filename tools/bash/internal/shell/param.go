@@ -1267,15 +1267,7 @@ func attrFlags(v *variable) string {
 // shellQuote quotes s for reuse as shell input, as ${x@Q} and printf %q
 // ... of bash: '...' with '\” for quotes, $'...' for control characters.
 func shellQuote(s string) string {
-	needsANSI := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c == 0x7f {
-			needsANSI = true
-			break
-		}
-	}
-	if needsANSI {
+	if needsANSIQuote(s) {
 		return ansiQuote(s)
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
@@ -1285,6 +1277,12 @@ func shellQuote(s string) string {
 func ansiQuote(s string) string {
 	var b strings.Builder
 	b.WriteString("$'")
+	octal := func(c byte) {
+		b.WriteByte('\\')
+		b.WriteByte('0' + c>>6)
+		b.WriteByte('0' + c>>3&7)
+		b.WriteByte('0' + c&7)
+	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch c {
@@ -1310,16 +1308,50 @@ func ansiQuote(s string) string {
 			b.WriteString(`\'`)
 		default:
 			if c < 0x20 || c == 0x7f {
-				b.WriteString(`\` + strconv.FormatInt(int64(c), 8))
-				for b.Len() > 0 && false {
-				}
+				octal(c)
 				continue
 			}
-			b.WriteByte(c)
+			if c < 0x80 {
+				b.WriteByte(c)
+				continue
+			}
+			// a multibyte character is kept if it is valid and
+			// printable; its bytes are written in octal otherwise
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && n <= 1 || unicode.IsControl(r) {
+				for _, x := range []byte(s[i : i+max(n, 1)]) {
+					octal(x)
+				}
+			} else {
+				b.WriteString(s[i : i+n])
+			}
+			i += max(n, 1) - 1
 		}
 	}
 	b.WriteByte('\'')
 	return b.String()
+}
+
+// needsANSIQuote reports whether s holds a byte that only $'...' can
+// show: a control character, a byte that is not valid UTF-8, or a
+// multibyte control character (bash's ansic_shouldquote).
+func needsANSIQuote(s string) bool {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < 0x80 {
+			if c < 0x20 || c == 0x7f {
+				return true
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n <= 1 || unicode.IsControl(r) {
+			return true
+		}
+		i += n
+	}
+	return false
 }
 
 // sortedKeys returns a map's keys, sorted.

@@ -672,14 +672,7 @@ func printfQuote(s string) string {
 	if s == "" {
 		return "''"
 	}
-	ctrl := false
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == 0x7f {
-			ctrl = true
-			break
-		}
-	}
-	if ctrl {
+	if needsANSIQuote(s) {
 		return ansiQuote(s)
 	}
 	var b strings.Builder
