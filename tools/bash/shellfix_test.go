@@ -12,6 +12,7 @@ var shellFixes = []struct{ name, script string }{
 	{"bash -c without PATH has bash's default", `(unset PATH; /bin/bash -c 'echo "$PATH"')`},
 	{"a utility named by its path skips $PATH's scripts", `mkdir d; printf '#!/bin/sh\necho mine\n' > d/cat; chmod +x d/cat; PATH=$PWD/d:$PATH; echo hi | /bin/cat; echo hi | cat`},
 	{"bytes that are not UTF-8 are quoted in octal", `for x in $'\xff' $'\xce\xce\xbc' $'a\xce' $'\x01b' $'\xc2\x80' μ $'\u200b' $'\x7f'; do printf '%q ' "$x"; echo "${x@Q}"; done; x=$'\xffa'; declare -p x; set | grep ^x=; { set -x; : $x; } 2>&1`},
+	{"prompt escapes are not expanded again, \\D{format}", `mkdir -p 'd$foo'; cd 'd$foo'; foo=V; PS1='\w|\W|$foo|\D{%Y}|\D{}|\D{%H:%M}'; x=${PS1@P}; echo "${x//[0-9]/N}"`},
 }
 
 // TestShellFixes compares the sandbox with bash on shellFixes.

@@ -179,6 +179,16 @@ func timeFormat(f string, real time.Duration) string {
 // parameters (${x@P}, PS4).
 func (sh *shell) promptExpand(s string) string {
 	var b strings.Builder
+	// what an escape inserts is not expanded again (bash quotes it for
+	// the double-quote expansion that follows)
+	quoted := func(v string) {
+		for j := 0; j < len(v); j++ {
+			if strings.IndexByte("$`\"\\", v[j]) >= 0 {
+				b.WriteByte('\\')
+			}
+			b.WriteByte(v[j])
+		}
+	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c != '\\' || i+1 >= len(s) {
@@ -188,19 +198,33 @@ func (sh *shell) promptExpand(s string) string {
 		i++
 		switch s[i] {
 		case 'u':
-			b.WriteString(sh.r.cfg.User)
+			quoted(sh.r.cfg.User)
 		case 'h', 'H':
-			b.WriteString(sh.r.cfg.Host)
+			quoted(sh.r.cfg.Host)
 		case 'w':
-			b.WriteString(sh.tildeDir(sh.dir, false))
+			quoted(sh.tildeDir(sh.dir, false))
 		case 'W':
 			d := sh.dir
 			if d != "/" {
 				d = d[strings.LastIndexByte(d, '/')+1:]
 			}
-			b.WriteString(d)
+			quoted(d)
 		case '$':
-			b.WriteByte('$')
+			// the sandbox's user is not root
+			b.WriteString(`\$`)
+		case 'D':
+			// \D{format}: strftime, %X when empty
+			end := strings.IndexByte(s[i:], '}')
+			if i+1 >= len(s) || s[i+1] != '{' || end < 0 {
+				b.WriteString(`\D`)
+				continue
+			}
+			f := s[i+2 : i+end]
+			if f == "" {
+				f = "%X"
+			}
+			quoted(strftime(f, sh.now()))
+			i += end
 		case 'n':
 			b.WriteByte('\n')
 		case 'r':
