@@ -13,6 +13,8 @@ var shellFixes = []struct{ name, script string }{
 	{"a utility named by its path skips $PATH's scripts", `mkdir d; printf '#!/bin/sh\necho mine\n' > d/cat; chmod +x d/cat; PATH=$PWD/d:$PATH; echo hi | /bin/cat; echo hi | cat`},
 	{"bytes that are not UTF-8 are quoted in octal", `for x in $'\xff' $'\xce\xce\xbc' $'a\xce' $'\x01b' $'\xc2\x80' μ $'\u200b' $'\x7f'; do printf '%q ' "$x"; echo "${x@Q}"; done; x=$'\xffa'; declare -p x; set | grep ^x=; { set -x; : $x; } 2>&1`},
 	{"prompt escapes are not expanded again, \\D{format}", `mkdir -p 'd$foo'; cd 'd$foo'; foo=V; PS1='\w|\W|$foo|\D{%Y}|\D{}|\D{%H:%M}'; x=${PS1@P}; echo "${x//[0-9]/N}"`},
+	{"set -e in a condition or && list does not take effect, under ! it does", `f() { set -e; false; echo x; }; if f; then :; fi; f && true; { set -e; false; echo x; } || true; set +e; if (set -e; false; echo sub); then :; fi; x=$(f; echo y); echo "[$x]"; set +e; ! { set -e; false; echo never; }; echo never`},
+	{"GLOBIGNORE: bracket classes, slashes, dot files", `touch {_testing.py,pyproject.toml,20231114.log,.env} 'has space.docx' one.md one.txt; mkdir -p foo; touch foo/{two.md,two.txt}; GLOBIGNORE=*.txt; echo *.* foo/*.*; for g in '[[:alnum:]]*' '[![:alnum:]]*' '*[[:space:]]*' '[[:digit:]_.]*' '*.md:*.log'; do GLOBIGNORE=$g; echo *.*; done`},
 }
 
 // TestShellFixes compares the sandbox with bash on shellFixes.

@@ -1104,8 +1104,9 @@ func builtinSet(sh *shell, args []string) int {
 				continue
 			}
 			optName, ok := shortOption[c]
-			if ok && c == 'e' && on && !sh.opts.errexit {
-				// bash: set -e where errexit is ignored turns it back on
+			if ok && c == 'e' && on && !sh.opts.errexit && sh.condDepth == 0 {
+				// bash: set -e where errexit is ignored by ! turns it
+				// back on (not in a condition or an && || list)
 				sh.noErrexit = 0
 			}
 			if !ok {

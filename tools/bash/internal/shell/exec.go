@@ -436,8 +436,10 @@ func (sh *shell) binary(c *syntax.BinaryCmd) {
 	switch c.Op {
 	case syntax.AndStmt, syntax.OrStmt:
 		sh.noErrexit++
+		sh.condDepth++
 		sh.stmt(c.X)
 		sh.noErrexit--
+		sh.condDepth--
 		if sh.flow != flowNone {
 			return
 		}
@@ -458,8 +460,10 @@ func (sh *shell) ifClause(c *syntax.IfClause) {
 			return
 		}
 		sh.noErrexit++
+		sh.condDepth++
 		sh.stmts(c.Cond)
 		sh.noErrexit--
+		sh.condDepth--
 		if sh.flow != flowNone {
 			return
 		}
@@ -515,8 +519,10 @@ func (sh *shell) whileClause(c *syntax.WhileClause) {
 	for {
 		sh.loopTick(&iters)
 		sh.noErrexit++
+		sh.condDepth++
 		sh.stmts(c.Cond)
 		sh.noErrexit--
+		sh.condDepth--
 		if sh.flow != flowNone {
 			if sh.loopFlow() {
 				break

@@ -94,7 +94,7 @@ func (sh *shell) glob(pat string) []string {
 			continue
 		}
 		p := compilePattern(comp, sh.shopt.nocaseglob, sh.shopt.extglob || true)
-		dotOK := sh.shopt.dotglob || strings.HasPrefix(comp, ".") || strings.HasPrefix(comp, `\.`)
+		dotOK := sh.dotGlob() || strings.HasPrefix(comp, ".") || strings.HasPrefix(comp, `\.`)
 		for _, dir := range paths {
 			infos, err := fsys.ReadDir(sh.r.ctx, sh.absPath(dir))
 			if err != nil {
@@ -139,22 +139,55 @@ func (sh *shell) glob(pat string) []string {
 	return out
 }
 
-// globIgnore removes the matches of $GLOBIGNORE.
+// dotGlob reports whether globs match names that start with a dot:
+// shopt -s dotglob, or a non-empty $GLOBIGNORE (which turns it on in bash).
+func (sh *shell) dotGlob() bool {
+	if sh.shopt.dotglob {
+		return true
+	}
+	gi, ok := sh.varValue("GLOBIGNORE")
+	return ok && gi != ""
+}
+
+// globIgnore removes the matches of $GLOBIGNORE: its patterns are
+// separated by colons outside brackets, and match a whole path with a
+// slash matched only by a slash (fnmatch's FNM_PATHNAME).
 func (sh *shell) globIgnore(paths []string) []string {
 	gi, ok := sh.varValue("GLOBIGNORE")
 	if !ok || gi == "" {
 		return paths
 	}
-	pats := strings.Split(gi, ":")
+	var pats [][]*pattern
+	for _, pat := range splitGlobIgnore(gi) {
+		if pat == "" {
+			continue
+		}
+		var comps []*pattern
+		for _, c := range strings.Split(pat, "/") {
+			comps = append(comps, compilePattern(c, false, true))
+		}
+		pats = append(pats, comps)
+	}
 	out := paths[:0]
 	for _, p := range paths {
 		base := p[strings.LastIndexByte(p, '/')+1:]
 		if base == "." || base == ".." {
 			continue
 		}
+		parts := strings.Split(p, "/")
 		ignored := false
-		for _, pat := range pats {
-			if pat != "" && compilePattern(pat, false, true).match(p) {
+		for _, comps := range pats {
+			if len(comps) != len(parts) {
+				continue
+			}
+			all := true
+			for i, c := range comps {
+				if !c.match(parts[i]) {
+					all = false
+					break
+				}
+			}
+			if all {
 				ignored = true
 				break
 			}
@@ -164,6 +197,31 @@ func (sh *shell) globIgnore(paths []string) []string {
 		}
 	}
 	return out
+}
+
+// splitGlobIgnore splits $GLOBIGNORE at the colons that are not inside a
+// bracket expression ([[:alnum:]] is one pattern).
+func splitGlobIgnore(s string) []string {
+	var out []string
+	start, depth := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '[':
+			depth++
+		case ']':
+			if depth > 0 {
+				depth--
+			}
+		case ':':
+			if depth == 0 {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, s[start:])
 }
 
 // globstar lists dir and every directory below it (for **), and the
@@ -183,7 +241,7 @@ func (sh *shell) globstar(dir string, files bool) []string {
 		}
 		for _, in := range infos {
 			name := in.Name()
-			if strings.HasPrefix(name, ".") && !sh.shopt.dotglob {
+			if strings.HasPrefix(name, ".") && !sh.dotGlob() {
 				continue
 			}
 			np := join(d, name)

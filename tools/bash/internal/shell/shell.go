@@ -377,6 +377,9 @@ type shell struct {
 	loopDepth int
 	// noErrexit > 0 where errexit is ignored (conditions, && lists, !).
 	noErrexit int
+	// condDepth > 0 inside conditions and && || lists (not !): there
+	// set -e does not take effect (bash's builtin_ignoring_errexit)
+	condDepth int
 
 	traps       map[string]string
 	parentTraps map[string]string // shown by trap in a subshell
