@@ -379,12 +379,9 @@ func (e *expander) unsetCheck(pe *syntax.ParamExp, pv pvalue) {
 	}
 	name := pe.Param.Value
 	if pv.isList {
-		if name == "@" || name == "*" {
-			return
-		}
-		if pv.v != nil && pv.v.isArray() && pv.v.set {
-			return
-		}
+		// bash 5.2 expands ${a[@]} and ${a[*]} of an unset a to
+		// nothing under set -u too
+		return
 	}
 	if pe.Exp != nil {
 		return
@@ -1123,11 +1120,22 @@ func (e *expander) transform(pe *syntax.ParamExp, pv pvalue, quoted bool) {
 	if pe.Exp.Word != nil {
 		op = pe.Exp.Word.Lit()
 	}
-	switch op {
-	case "Q":
-		if !pv.set && !pv.isList {
+	if !pv.set && !pv.isList {
+		// a transformation of an unset parameter is nothing, and an
+		// error under set -u
+		if sh.opts.nounset {
+			n := pv.name
+			if n == "" {
+				n = pe.Param.Value
+			}
+			sh.exitFatal(n + ": unbound variable")
+		}
+		if op != "a" {
 			return
 		}
+	}
+	switch op {
+	case "Q":
 		e.add(mapValue(pv, shellQuote), quoted)
 	case "E":
 		e.add(mapValue(pv, ansiC), quoted)
