@@ -16,6 +16,7 @@ var shellFixes = []struct{ name, script string }{
 	{"set -e in a condition or && list does not take effect, under ! it does", `f() { set -e; false; echo x; }; if f; then :; fi; f && true; { set -e; false; echo x; } || true; set +e; if (set -e; false; echo sub); then :; fi; x=$(f; echo y); echo "[$x]"; set +e; ! { set -e; false; echo never; }; echo never`},
 	{"GLOBIGNORE: bracket classes, slashes, dot files", `touch {_testing.py,pyproject.toml,20231114.log,.env} 'has space.docx' one.md one.txt; mkdir -p foo; touch foo/{two.md,two.txt}; GLOBIGNORE=*.txt; echo *.* foo/*.*; for g in '[[:alnum:]]*' '[![:alnum:]]*' '*[[:space:]]*' '[[:digit:]_.]*' '*.md:*.log'; do GLOBIGNORE=$g; echo *.*; done`},
 	{"set -u: unset arrays expand to nothing with [@], transformations of unset fail", `set -u; echo "[${undefined[@]}]" "[${undefined[*]}]" ${undefined[@]} ${!undefined[@]}; (echo ${undef@Q}); echo $?; (echo ${undef@U}); echo "${undef[@]@Q}" ok; set +u; echo ${undef@K}x ${undef@k}x ${undef@A}x ${undef@a}x ${undef@Q}x ${undef@E}x ${undef@P}x ${undef@U}x; declare -r undef; echo ${undef@a}; set -u; echo ${undef@a}`},
+	{"an assignment whose redirection fails has status 1", `x=1 > /; echo "status=$?"; bash -c 'set -e; assign=foo > /; echo never'; echo "errexit status=$?"`},
 }
 
 // TestShellFixes compares the sandbox with bash on shellFixes.

@@ -145,7 +145,7 @@ func (sh *shell) tempAssigns(list []*syntax.Assign) []tempAssign {
 // assignOnly runs a command of assignments only (and redirections): they
 // apply to the shell; the status is that of the last command
 // substitution, else 0.
-func (sh *shell) assignOnly(ce *syntax.CallExpr, redirs []*syntax.Redirect) int {
+func (sh *shell) assignOnly(ce *syntax.CallExpr, redirs []*syntax.Redirect) (status int) {
 	if len(redirs) > 0 {
 		// the assignments first: their command substitutions do not see
 		// the redirections
@@ -154,6 +154,9 @@ func (sh *shell) assignOnly(ce *syntax.CallExpr, redirs []*syntax.Redirect) int 
 			if ok {
 				restore()
 			} else if sh.flow == flowNone {
+				// the command's status is the redirection's failure
+				// (errexit then ends the shell with it)
+				status = 1
 				sh.status = 1
 				sh.afterSimple()
 			}
