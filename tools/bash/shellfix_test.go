@@ -17,6 +17,7 @@ var shellFixes = []struct{ name, script string }{
 	{"GLOBIGNORE: bracket classes, slashes, dot files", `touch {_testing.py,pyproject.toml,20231114.log,.env} 'has space.docx' one.md one.txt; mkdir -p foo; touch foo/{two.md,two.txt}; GLOBIGNORE=*.txt; echo *.* foo/*.*; for g in '[[:alnum:]]*' '[![:alnum:]]*' '*[[:space:]]*' '[[:digit:]_.]*' '*.md:*.log'; do GLOBIGNORE=$g; echo *.*; done`},
 	{"set -u: unset arrays expand to nothing with [@], transformations of unset fail", `set -u; echo "[${undefined[@]}]" "[${undefined[*]}]" ${undefined[@]} ${!undefined[@]}; (echo ${undef@Q}); echo $?; (echo ${undef@U}); echo "${undef[@]@Q}" ok; set +u; echo ${undef@K}x ${undef@k}x ${undef@A}x ${undef@a}x ${undef@Q}x ${undef@E}x ${undef@P}x ${undef@U}x; declare -r undef; echo ${undef@a}; set -u; echo ${undef@a}`},
 	{"an assignment whose redirection fails has status 1", `x=1 > /; echo "status=$?"; bash -c 'set -e; assign=foo > /; echo never'; echo "errexit status=$?"`},
+	{"bash FILE that does not exist: 127, or 1 with errexit", `bash nofile; echo $?; bash -e nofile; echo $?; bash -o errexit nofile; echo $?; bash -eu nofile; echo $?`},
 }
 
 // TestShellFixes compares the sandbox with bash on shellFixes.

@@ -1857,6 +1857,12 @@ func builtinBash(sh *shell, args []string) int {
 		if err != nil {
 			sh.writeErr(name + ": " + file + ": " + errReason(err) + "\n")
 			if isNotExist(err) {
+				// (bash's own quirk: 1 when started with errexit)
+				for j, o := range opts {
+					if o == "-e" || o == "-o" && j+1 < len(opts) && opts[j+1] == "errexit" {
+						return 1
+					}
+				}
 				return 127
 			}
 			return 126
