@@ -18,6 +18,7 @@ var shellFixes = []struct{ name, script string }{
 	{"set -u: unset arrays expand to nothing with [@], transformations of unset fail", `set -u; echo "[${undefined[@]}]" "[${undefined[*]}]" ${undefined[@]} ${!undefined[@]}; (echo ${undef@Q}); echo $?; (echo ${undef@U}); echo "${undef[@]@Q}" ok; set +u; echo ${undef@K}x ${undef@k}x ${undef@A}x ${undef@a}x ${undef@Q}x ${undef@E}x ${undef@P}x ${undef@U}x; declare -r undef; echo ${undef@a}; set -u; echo ${undef@a}`},
 	{"an assignment whose redirection fails has status 1", `x=1 > /; echo "status=$?"; bash -c 'set -e; assign=foo > /; echo never'; echo "errexit status=$?"`},
 	{"bash FILE that does not exist: 127, or 1 with errexit", `bash nofile; echo $?; bash -e nofile; echo $?; bash -o errexit nofile; echo $?; bash -eu nofile; echo $?`},
+	{"an extended glob in an assignment keeps its text", "shopt -s extglob\ng=--@(help|verbose) h=x+([0-9])y k=!(a|b)\necho \"$g $h $k\"\n[[ --help == $g ]] && echo T1\ncase --verbose in $g) echo T2;; esac\nx=--help; echo \"[${x#$g}] [${x/$g/r}]\"; [[ x12y == $h ]] && echo T3; touch a c; echo $k"},
 }
 
 // TestShellFixes compares the sandbox with bash on shellFixes.

@@ -136,7 +136,7 @@ func (e *expander) addLiteral(s string) {
 	if e.wantPat() {
 		e.cur.pat = append(e.cur.pat, s...)
 	}
-	if !e.cur.glob && strings.ContainsAny(s, "*?[") {
+	if !e.cur.glob && e.sh.hasGlob(s) {
 		e.cur.glob = true
 	}
 }
@@ -157,7 +157,7 @@ func (e *expander) addExpanded(s string) {
 		if e.wantPat() {
 			e.cur.pat = append(e.cur.pat, s...)
 		}
-		if !e.cur.glob && strings.ContainsAny(s, "*?[") {
+		if !e.cur.glob && e.sh.hasGlob(s) {
 			e.cur.glob = true
 		}
 		return
@@ -273,7 +273,7 @@ func (e *expander) addNoSplit(s string) {
 	if e.wantPat() {
 		e.cur.pat = append(e.cur.pat, s...)
 	}
-	if !e.cur.glob && strings.ContainsAny(s, "*?[") {
+	if !e.cur.glob && e.sh.hasGlob(s) {
 		e.cur.glob = true
 	}
 }
@@ -295,6 +295,15 @@ func isIFS(ifs string, c byte) bool {
 func isIFSSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' }
 
 // isPatternSpecial reports whether c means something in a pattern.
+// hasGlob reports whether unquoted text holds a glob: * ? [, or with
+// extglob an extended pattern's opening (@( !( +( ).
+func (sh *shell) hasGlob(s string) bool {
+	if strings.ContainsAny(s, "*?[") {
+		return true
+	}
+	return sh.shopt.extglob && (strings.Contains(s, "@(") || strings.Contains(s, "!(") || strings.Contains(s, "+("))
+}
+
 func isPatternSpecial(c byte) bool {
 	switch c {
 	case '*', '?', '[', ']', '\\', '(', ')', '|', '@', '!', '+':
@@ -468,21 +477,16 @@ func (e *expander) word(parts []syntax.WordPart, quoted bool) {
 func (e *expander) extGlob(x *syntax.ExtGlob) {
 	e.cur.started = true
 	e.cur.glob = true
-	open := x.Op.String()
-	e.cur.s = append(e.cur.s, open...)
-	e.cur.pat = append(e.cur.pat, open...)
+	// (in a string, as an assignment's value, it is its text)
+	lit := e.addLiteral
+	lit(x.Op.String())
 	raw := x.Pattern.Value
-	lit := func(s string) {
-		e.cur.s = append(e.cur.s, s...)
-		e.cur.pat = append(e.cur.pat, s...)
-	}
 	for i := 0; i < len(raw); {
 		c := raw[i]
 		switch c {
 		case '\\':
 			if i+1 < len(raw) {
-				e.cur.s = append(e.cur.s, raw[i+1])
-				e.cur.pat = append(e.cur.pat, '\\', raw[i+1])
+				e.addQuoted(raw[i+1 : i+2])
 				i += 2
 				continue
 			}
