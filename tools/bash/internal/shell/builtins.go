@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"mvdan.cc/sh/v3/syntax"
 
@@ -1223,6 +1225,7 @@ func builtinKill(sh *shell, args []string) int {
 		sh.errorf("kill: usage: kill [-s sigspec | -n signum | -sigspec] pid | jobspec ... or kill -l [sigspec]")
 		return 2
 	}
+	sig := 15 // TERM
 	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
 		if args[0] == "--" {
 			args = args[1:]
@@ -1232,17 +1235,21 @@ func builtinKill(sh *shell, args []string) int {
 			if len(args) < 2 {
 				return sh.usage("kill", "%s: option requires an argument", args[0])
 			}
-			if _, ok := trapName(args[1]); !ok {
+			name, ok := trapName(args[1])
+			if !ok {
 				sh.errorf("kill: %s: invalid signal specification", args[1])
 				return 1
 			}
+			sig = signalNumber(name)
 			args = args[2:]
 			continue
 		}
-		if _, ok := trapName(args[0][1:]); !ok {
+		name, ok := trapName(args[0][1:])
+		if !ok {
 			sh.errorf("kill: %s: invalid signal specification", args[0][1:])
 			return 1
 		}
+		sig = signalNumber(name)
 		args = args[1:]
 	}
 	status := 0
@@ -1260,6 +1267,10 @@ func builtinKill(sh *shell, args []string) int {
 		if err != nil {
 			sh.errorf("kill: %s: arguments must be process or job IDs", a)
 			status = 1
+			continue
+		}
+		if t := sh.signalTarget(pid); t != nil {
+			t.signal(sig)
 			continue
 		}
 		if sh.jobByPid(pid) != nil {
@@ -1997,4 +2008,80 @@ func (sh *shell) runChild(argv0, script string, opts, params, env []string, stdi
 	}()
 	child.runSource(&source{name: argv0, text: script}, true)
 	return child.exit()
+}
+
+// signalTarget finds the shell a pid names for kill: $$ (1) and the
+// script's shell's $BASHPID are the script's shell, the shell's own
+// $BASHPID is itself.
+func (sh *shell) signalTarget(pid int64) *shell {
+	switch {
+	case pid == sh.pid:
+		return sh
+	case sh.r.top != nil && (pid == 1 || pid == sh.r.top.pid):
+		return sh.r.top
+	}
+	return nil
+}
+
+// signal sends signal n to a shell: it is handled after the command the
+// shell is running (takeSignals). A signal already pending is not added
+// again, as a process's pending signals do not queue.
+func (sh *shell) signal(n int) {
+	if n == 0 {
+		return
+	}
+	sh.r.sigMu.Lock()
+	defer sh.r.sigMu.Unlock()
+	if slices.Contains(sh.sigPending, n) {
+		return
+	}
+	sh.sigPending = append(sh.sigPending, n)
+	atomic.StoreInt32(&sh.sigAny, 1)
+}
+
+// defaultIgnored are the signals whose default action leaves a process
+// running.
+var defaultIgnored = map[string]bool{"CHLD": true, "URG": true, "WINCH": true, "CONT": true, "STOP": true,
+	"TSTP": true, "TTIN": true, "TTOU": true}
+
+// takeSignals handles the signals sent to the shell: a trap runs its
+// handler ($? kept), an ignored one nothing, and one whose default action
+// ends a process ends the shell with status 128+n (its EXIT trap runs).
+func (sh *shell) takeSignals() {
+	if atomic.LoadInt32(&sh.sigAny) == 0 {
+		return
+	}
+	sh.r.sigMu.Lock()
+	pending := sh.sigPending
+	sh.sigPending = nil
+	atomic.StoreInt32(&sh.sigAny, 0)
+	sh.r.sigMu.Unlock()
+	for _, n := range pending {
+		name := signalNames[n]
+		if handler, ok := sh.traps[name]; ok && name != "KILL" && name != "STOP" {
+			if handler != "" {
+				status := sh.status
+				sh.runTrap(handler, name)
+				if sh.flow == flowNone {
+					sh.status = status
+				}
+			}
+			continue
+		}
+		if defaultIgnored[name] {
+			continue
+		}
+		sh.status = 128 + n
+		sh.flow = flowExit
+		return
+	}
+}
+
+// signalNumber is the number of a signal name of trapName (0 for EXIT
+// and the shell's pseudo-signals).
+func signalNumber(name string) int {
+	if i := slices.Index(signalNames, name); i > 0 {
+		return i
+	}
+	return 0
 }

@@ -268,10 +268,12 @@ func (sh *shell) stmt(st *syntax.Stmt) {
 			sh.status = b2status(sh.status == 0)
 		}
 		sh.cleanupPsubs(mark)
+		sh.takeSignals()
 		return
 	}
 	sh.command(st)
 	sh.cleanupPsubs(mark)
+	sh.takeSignals()
 }
 
 func b2status(fail bool) int {

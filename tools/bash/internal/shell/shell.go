@@ -173,6 +173,10 @@ type Runner struct {
 	patMemo   map[string]*pattern
 
 	wg sync.WaitGroup // goroutines of pipelines and process substitutions
+
+	// top is the script's shell: $$ (1) and its $BASHPID name it for kill
+	top   *shell
+	sigMu sync.Mutex
 }
 
 // New returns a Runner for one script.
@@ -396,6 +400,12 @@ type shell struct {
 
 	randSeed   uint32
 	lastRandom int
+
+	// signals sent to this shell (kill $$, kill $BASHPID), handled after
+	// the command that is running (takeSignals); sigAny (atomic) says
+	// sigPending (under Runner.sigMu) is not empty
+	sigPending []int
+	sigAny     int32
 	// dashC: the shell runs a -c string ($- has c); fileScript: a script
 	// file (FUNCNAME ends with main, BASH_SOURCE names it).
 	dashC      bool
@@ -444,6 +454,9 @@ func (r *Runner) newShell() *shell {
 		secBase: r.start,
 	}
 	sh.randSeed = uint32(r.cfg.Seed) ^ uint32(r.cfg.Seed>>32)
+	if r.top == nil {
+		r.top = sh
+	}
 	if sh.randSeed == 0 {
 		sh.randSeed = 1
 	}
@@ -546,6 +559,7 @@ func (sh *shell) fork() *shell {
 	*c = *sh
 	c.id = sh.r.ids.Add(1)
 	c.pid = sh.r.pids.Add(1)
+	c.sigPending, c.sigAny = nil, 0
 	c.held = 0
 	c.level = sh.level + 1
 	c.scopes = make([]*scope, len(sh.scopes))
