@@ -405,7 +405,7 @@ func (sh *shell) callFunc(fn *funcDef, args []string) int {
 		sh.scopes = sh.scopes[:len(sh.scopes)-1]
 		sh.frames = sh.frames[:len(sh.frames)-1]
 		sh.funcDepth--
-		if sh.inTrap == "" {
+		if !sh.trapKeepsLine() {
 			sh.line = callLine
 		}
 		_ = savedOpts

@@ -285,7 +285,7 @@ func b2status(fail bool) int {
 
 // command runs the command of a statement with its redirections.
 func (sh *shell) command(st *syntax.Stmt) {
-	if ln := int(st.Pos().Line()); ln > 0 && sh.inTrap == "" {
+	if ln := int(st.Pos().Line()); ln > 0 && !sh.trapKeepsLine() {
 		sh.line = ln
 	}
 	switch c := st.Cmd.(type) {
@@ -381,10 +381,21 @@ func (sh *shell) command(st *syntax.Stmt) {
 	}
 }
 
-// setLine sets $LINENO to a position's line (not inside a trap, which
-// keeps the line of the command it interrupted).
+// trapKeepsLine reports whether $LINENO stays the line of the command a
+// trap interrupted: in DEBUG, ERR and RETURN traps. The handlers of EXIT
+// and of signals count their own lines, from 1.
+func (sh *shell) trapKeepsLine() bool {
+	switch sh.inTrap {
+	case "DEBUG", "ERR", "RETURN":
+		return true
+	}
+	return false
+}
+
+// setLine sets $LINENO to a position's line (not inside a DEBUG, ERR or
+// RETURN trap, which keeps the line of the command it interrupted).
 func (sh *shell) setLine(p syntax.Pos) {
-	if ln := int(p.Line()); ln > 0 && sh.inTrap == "" {
+	if ln := int(p.Line()); ln > 0 && !sh.trapKeepsLine() {
 		sh.line = ln
 	}
 }
