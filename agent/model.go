@@ -47,6 +47,10 @@ type Model struct {
 	// names ("demiurge eval --cassette-loose"); default
 	// cassette.DefaultLooseHint (demiurge run's flag, CassetteLoose).
 	CassetteLooseHint string
+	// CassetteAdvice, if set, is what the error of a model call the
+	// cassette refuses ends with instead of its default advice: what the
+	// program's user does about it (cassette.Options.Advice).
+	CassetteAdvice string
 
 	cassette      string
 	cassetteLoose bool
@@ -117,7 +121,7 @@ func (m Model) resolve(manifest []llm.ModelOptions, c *config, local bool) (*mod
 	out := &model{name: m.Name, stream: !m.NoStream, temp: m.Temperature}
 	if m.cassette != "" {
 		log := c.log
-		cs, err := cassette.Open(m.cassette, &cassette.Options{Loose: m.cassetteLoose, World: c.name, LooseHint: m.CassetteLooseHint, Warn: func(call *effects.Call, mm *cassette.Mismatch) {
+		cs, err := cassette.Open(m.cassette, &cassette.Options{Loose: m.cassetteLoose, World: c.name, LooseHint: m.CassetteLooseHint, Advice: m.CassetteAdvice, Warn: func(call *effects.Call, mm *cassette.Mismatch) {
 			if f := out.warn.Load(); f != nil {
 				(*f)(call.Intent, mm)
 				return

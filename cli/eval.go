@@ -68,9 +68,10 @@ the regressions first, and demiurge ui shows them.
 --record DIR keeps each case's model answers as a cassette (DIR/CASE/MODEL,
 the judge's beside it); --llm cassette:DIR runs the suite again from them,
 offline, without a key: a model call whose request is not the recorded one
-fails the case, showing what differs (--cassette-loose answers it all the
-same). Record with a real model once, commit DIR, and CI checks that a change
-to the tools or the manifest keeps every case passing.
+fails the case, showing what differs and the command that records the case
+again (--cassette-loose answers it all the same, and the report notes it).
+Record with a real model once, commit DIR, and CI checks that a change to the
+tools or the manifest keeps every case passing.
 
 --model A,B runs every case with each model (instead of the cases' own) and
 compares the first two.
@@ -103,7 +104,7 @@ not load: every problem is named, file:line: /pointer: what and how to fix),
 	fl.StringArrayVar(&f.modelOptions, "model-option", nil, "override what demiurge knows of the model, as `KEY=VALUE` (repeatable): "+strings.Join(llm.ModelOptionKeys, ", "))
 	fl.StringVar(&f.temperature, "temperature", "", "the sampling `T`emperature (default: the provider's)")
 	fl.BoolVar(&f.noStream, "no-stream", false, "ask for whole answers, not streams (for servers that cannot stream)")
-	fl.BoolVar(&f.cassetteLoose, "cassette-loose", false, "with --llm cassette:DIR, answer a model call whose request is not the recorded one all the same (default: the case fails, showing what differs)")
+	fl.BoolVar(&f.cassetteLoose, "cassette-loose", false, "with --llm cassette:DIR, answer a model call whose request is not the recorded one all the same, noted in the report (default: the case fails, showing what differs)")
 	fl.StringVar(&f.record, "record", "", "keep each case's model answers (its first run) as a cassette under `DIR`: DIR/CASE/MODEL")
 	fl.IntVar(&f.runs, "runs", 1, "run each case `N` times with each model, and report its pass rate")
 	fl.IntVar(&f.concurrency, "concurrency", eval.DefaultConcurrency, "run at most `K` cases at once")

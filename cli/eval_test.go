@@ -113,7 +113,9 @@ func TestEvalBrokenTool(t *testing.T) {
 		"✗ turn 1: file_contains notes/hello.md (../examples/evals/write-note.yaml:",
 		"the workspace has no file notes/hello.md",
 		"turn 1: llm.generate failed: cassette ../examples/evals/cassettes/write-note/gpt-5-mini: model call 2 is not the recorded one",
-		"use a loose cassette (demiurge eval --cassette-loose)",
+		"Case write-note now makes a model call its cassette did not record. If a tool, the prompt or the manifest broke, fix it; " +
+			"if the new behaviour is right, record the case again with its model (demiurge eval ../examples/evals --case write-note --record ../examples/evals/cassettes, with the model's key) " +
+			"and review the cassette's diff; demiurge eval --cassette-loose answers from the recording all the same.",
 		"✗ turn 2: file_equals list.md (../examples/evals/shopping-list.yaml:",
 		"not made: turn 1 failed",
 		`+output: "error: workspace.call failed: the workspace is read-only (a deliberately broken tool)"`,

@@ -29,6 +29,8 @@ type serveFlags struct {
 	burst                        int
 	grace                        time.Duration
 	writeTimeout                 time.Duration
+	worldIdle                    time.Duration
+	maxWorlds                    int
 	// The model and the chats' settings, as run's flags say them.
 	llm, model, baseURL, temperature, instructions string
 	modelOptions                                   []string
@@ -108,6 +110,8 @@ offline.`,
 	fl.IntVar(&f.burst, "burst", serve.DefaultBurst, "requests a token may send at once, above --rate")
 	fl.DurationVar(&f.grace, "grace", serve.DefaultGrace, "how long a shutdown lets the turns under way finish")
 	fl.DurationVar(&f.writeTimeout, "write-timeout", serve.DefaultWriteTimeout, "how long one write to a client may take before it is cut off")
+	fl.DurationVar(&f.worldIdle, "world-idle", serve.DefaultWorldIdle, "how long a world nothing uses (no request, no turn under way) stays open; it opens again on the next request")
+	fl.IntVar(&f.maxWorlds, "max-worlds", serve.DefaultMaxWorlds, "how many worlds nothing uses stay open at most (those unused longest close first)")
 	fl.StringVar(&f.llm, "llm", llm.ProviderResponses, "the model's `PROVIDER`: openai-responses, openai-chat, or cassette:DIR")
 	fl.StringVar(&f.model, "model", "", "the model `NAME` (default $DEMIURGE_MODEL, else gpt-5-mini)")
 	fl.StringVar(&f.baseURL, "base-url", "", "the API's base `URL` (default $OPENAI_BASE_URL)")
@@ -138,8 +142,8 @@ func (a *app) serve(cmd *cobra.Command, manifest string, f *serveFlags, getenv f
 			return usagef("--%s 0: it must be at least 1", n.flag)
 		}
 	}
-	if f.maxBody <= 0 || f.burst <= 0 || f.grace <= 0 || f.writeTimeout <= 0 {
-		return usagef("--max-body, --burst, --grace and --write-timeout must be positive")
+	if f.maxBody <= 0 || f.burst <= 0 || f.grace <= 0 || f.writeTimeout <= 0 || f.worldIdle <= 0 || f.maxWorlds <= 0 {
+		return usagef("--max-body, --burst, --grace, --write-timeout, --world-idle and --max-worlds must be positive")
 	}
 	choice, err := agent.ParseToolChoice(f.toolChoice)
 	if err != nil {
@@ -184,6 +188,7 @@ func (a *app) serve(cmd *cobra.Command, manifest string, f *serveFlags, getenv f
 	opts := serve.Options{
 		Manifest: manifest, Name: f.name, World: f.world, Tokens: tokens, CORSOrigins: f.cors, MaxBody: f.maxBody,
 		Rate: f.rate, Burst: f.burst, Grace: f.grace, WriteTimeout: f.writeTimeout, Log: log,
+		WorldIdle: f.worldIdle, MaxWorlds: f.maxWorlds,
 		Reducers: func(r *reducer.Registry) {
 			examples.RegisterAll(r)
 			if a.ext != nil {
@@ -242,6 +247,9 @@ keeps each token's id, name, worlds and SHA-256, never the token: create
 prints the token once. A running server reads the file again when it
 changes, so a token made or revoked takes effect within a second.`,
 		Args: cobra.ArbitraryArgs,
+		Example: `  demiurge serve token create --token-file tokens.json --world main --name web-app
+  demiurge serve token list --token-file tokens.json
+  demiurge serve token revoke --token-file tokens.json 3f9a1c07d2e4`,
 		RunE: groupRunE,
 	}
 	var file, name string
@@ -269,9 +277,10 @@ changes, so a token made or revoked takes effect within a second.`,
 	create.Flags().StringVar(&name, "name", "", "a `NAME` for people (who holds it)")
 	create.Flags().StringArrayVar(&worlds, "world", nil, "a world the token may reach (repeatable; * for every world)")
 	list := &cobra.Command{
-		Use:   "list --token-file FILE",
-		Short: "List the tokens (ids, names, worlds; never the tokens)",
-		Args:  wantArgs(0, 0),
+		Use:     "list --token-file FILE",
+		Short:   "List the tokens (ids, names, worlds; never the tokens)",
+		Args:    wantArgs(0, 0),
+		Example: `  demiurge serve token list --token-file tokens.json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if file == "" {
 				return usagef("--token-file is required")
@@ -290,9 +299,10 @@ changes, so a token made or revoked takes effect within a second.`,
 	}
 	list.Flags().StringVar(&file, "token-file", "", "the token `FILE`")
 	revoke := &cobra.Command{
-		Use:   "revoke --token-file FILE ID",
-		Short: "Revoke a token: servers refuse it within a second",
-		Args:  wantArgs(1, 1),
+		Use:     "revoke --token-file FILE ID",
+		Short:   "Revoke a token: servers refuse it within a second",
+		Args:    wantArgs(1, 1),
+		Example: `  demiurge serve token revoke --token-file tokens.json 3f9a1c07d2e4`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if file == "" {
 				return usagef("--token-file is required")

@@ -189,6 +189,11 @@ type TurnResult struct {
 	// Errors are the turn's errors and stops (a failed model call, a
 	// recording that does not match).
 	Errors []string `json:"errors,omitempty"`
+	// Notices are what the turn was told that is not an error: a loose
+	// cassette answered a model call whose request is not the recorded
+	// one ("cassette DIR: model call 2 differs from the recording in a
+	// tool output; answering with the recorded answer").
+	Notices []string `json:"notices,omitempty"`
 }
 
 // CheckResult is what one check found.
@@ -382,21 +387,43 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 				}
 				fmt.Fprintf(w, "%s✗ %s: %s%s\n%s    %s\n", prefix, turn, c.Name, where, prefix, indent(c.Problem, prefix+"    "))
 			}
-			mismatch := false
 			for i, t := range run.Turns {
 				for _, e := range t.Errors {
 					fmt.Fprintf(w, "%sturn %d: %s\n", prefix, i+1, indent(e, prefix+"  "))
-					mismatch = mismatch || strings.Contains(e, "is not the recorded one")
 				}
-			}
-			if mismatch {
-				fmt.Fprintf(w, "%s(a model call is not the recorded one: what the tools or the prompt say now differs from the recording; fix what broke, or, if the new behaviour is right, record the case again with --record)\n", prefix)
+				for _, n := range t.Notices {
+					fmt.Fprintf(w, "%sturn %d: note: %s\n", prefix, i+1, indent(n, prefix+"  "))
+				}
 			}
 			fmt.Fprintf(w, "%sworld %s: %s ui · %s trace --world %s", prefix, run.World, o.Command, o.Command, run.World)
 			if n := len(run.Turns); n > 0 && run.Turns[n-1].Seq > 0 {
 				fmt.Fprintf(w, " · %s fork --world %s --at %d", o.Command, run.World, run.Turns[n-1].Seq)
 			}
 			fmt.Fprintln(w)
+		}
+	}
+	// A run that passed, but was told something on the way (a loose
+	// cassette answered a call that differs from the recording): said,
+	// since the pass may not mean what it would.
+	for _, cr := range r.Cases {
+		for _, run := range cr.Runs {
+			if !run.Pass {
+				continue
+			}
+			header := false
+			for i, t := range run.Turns {
+				for _, n := range t.Notices {
+					if !header {
+						fmt.Fprintf(w, "\nNOTE %s [%s]", cr.Case, cr.Model)
+						if len(cr.Runs) > 1 {
+							fmt.Fprintf(w, " run %d", run.Run)
+						}
+						fmt.Fprintf(w, " (%s)\n", cr.File)
+						header = true
+					}
+					fmt.Fprintf(w, "  turn %d: %s\n", i+1, indent(n, "    "))
+				}
+			}
 		}
 	}
 	t := r.Total

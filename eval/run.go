@@ -46,9 +46,14 @@ type Options struct {
 	Cassettes string
 	Loose     bool
 	// LooseHint is how the program's user makes the cassettes loose,
-	// which a mismatch's error names (default: "demiurge eval
-	// --cassette-loose").
+	// which a mismatch's error names (default: Command --cassette-loose).
 	LooseHint string
+	// Command is how the program's user runs a suite, which the advice of
+	// a cassette's mismatch names (record the case again: Command SUITE
+	// --case NAME --record DIR); default "demiurge eval".
+	Command string
+	// suiteDir is the suite's directory, for that advice.
+	suiteDir string
 	// Record, if set, keeps each case's first run as a cassette under
 	// this directory (see CassetteDir): its world, exported.
 	Record string
@@ -149,8 +154,12 @@ func Run(ctx context.Context, s *Suite, opts Options) (*Report, error) {
 	if rate <= 0 || rate > 1 {
 		rate = 1
 	}
+	opts.suiteDir = s.Dir
+	if opts.Command == "" {
+		opts.Command = "demiurge eval"
+	}
 	if opts.LooseHint == "" {
-		opts.LooseHint = "demiurge eval --cassette-loose"
+		opts.LooseHint = opts.Command + " --cassette-loose"
 	}
 	if opts.RunID == "" {
 		opts.RunID = NewRunID(now())
@@ -341,12 +350,35 @@ func (cr *caseRun) model(name, dir string) (agent.Model, error) {
 		}
 		m.Name = name
 		m.CassetteLooseHint = cr.opts.LooseHint
+		m.CassetteAdvice = cr.mismatchAdvice(name)
 		return m, nil
 	}
 	if cr.opts.NewModel != nil {
 		return cr.opts.NewModel(name)
 	}
 	return agent.Model{Name: name}, nil
+}
+
+// mismatchAdvice is what the error of a model call the case's cassette
+// refuses ends with: what the user does about it, with the command that
+// records the case again.
+func (cr *caseRun) mismatchAdvice(model string) string {
+	rec := fmt.Sprintf("%s %s --case %s", cr.opts.Command, shellQuote(cr.opts.suiteDir), shellQuote(cr.j.c.ID))
+	if len(cr.opts.Models) > 0 {
+		rec += " --model " + shellQuote(model)
+	}
+	rec += " --record " + shellQuote(cr.opts.Cassettes)
+	return fmt.Sprintf("Case %s now makes a model call its cassette did not record. If a tool, the prompt or the manifest broke, fix it; "+
+		"if the new behaviour is right, record the case again with its model (%s, with the model's key) and review the cassette's diff; "+
+		"%s answers from the recording all the same.", cr.j.c.ID, rec, cr.opts.LooseHint)
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@+,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // open opens the case's world.
@@ -468,7 +500,7 @@ func (cr *caseRun) turn(ctx context.Context, i int, t Turn) (*subject, error) {
 	s := &subject{readFile: cr.readFile, judge: cr.judge}
 	tr := TurnResult{User: t.User}
 	var end *agent.TurnEnd
-	var errs []string
+	var errs, notices []string
 	var direct []call
 	started := map[string]int{} // call id → index in direct
 	rounds := map[uint64]bool{}
@@ -507,6 +539,8 @@ func (cr *caseRun) turn(ctx context.Context, i int, t Turn) (*subject, error) {
 			}
 		case agent.TurnError:
 			errs = append(errs, e.Text)
+		case agent.Notice:
+			notices = append(notices, e.Text)
 		case agent.GuardStop:
 			errs = append(errs, "stopped: "+e.Reason)
 		case agent.TurnEnd:
@@ -538,7 +572,7 @@ func (cr *caseRun) turn(ctx context.Context, i int, t Turn) (*subject, error) {
 	tr.Rounds, tr.Usage, tr.CostMicroUSD, tr.Duration = s.rounds, end.Usage, s.cost, Duration(s.latency)
 	tr.CallsCostUnknown, tr.CallsUsageUnknown = s.costUnknown, s.usageUnknown
 	tr.ToolCalls = len(direct)
-	tr.Errors = errs
+	tr.Errors, tr.Notices = errs, notices
 	if ctx.Err() != nil {
 		if cause := context.Cause(ctx); cause != nil {
 			tr.Errors = append(tr.Errors, cause.Error())

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -178,7 +179,9 @@ func TestRecordAndReplay(t *testing.T) {
 		"✗ turn 1: file_equals notes/hello.md",
 		"the workspace has no file notes/hello.md",
 		"model call 2 is not the recorded one",
-		"use a loose cassette (demiurge eval --cassette-loose)",
+		"Case write-note now makes a model call its cassette did not record. If a tool, the prompt or the manifest broke, fix it; " +
+			"if the new behaviour is right, record the case again with its model (demiurge eval " + s.Dir + " --case write-note --record " + tapes + ", with the model's key)",
+		"demiurge eval --cassette-loose answers from the recording all the same.",
 		"world eval-broken.write-note.gpt-5-mini: demiurge ui · demiurge trace --world eval-broken.write-note.gpt-5-mini · demiurge fork --world eval-broken.write-note.gpt-5-mini --at ",
 	} {
 		if !strings.Contains(text.String(), want) {
@@ -199,6 +202,38 @@ func TestRecordAndReplay(t *testing.T) {
 	}
 	if !strings.Contains(ct.String(), "REGRESSED write-note [gpt-5-mini] in B (world eval-broken.write-note.gpt-5-mini)") {
 		t.Errorf("the comparison:\n%s", ct.String())
+	}
+
+	// A user message changed: the strict cassette refuses the case's
+	// calls; a loose one answers them, and the report notes each, though
+	// the case passes.
+	changed := *s
+	changed.Cases = nil
+	for _, c := range s.Cases {
+		if c.ID == "count-lines" {
+			cc := *c
+			cc.Turns = slices.Clone(c.Turns)
+			cc.Turns[0].User += " Please."
+			c = &cc
+		}
+		changed.Cases = append(changed.Cases, c)
+	}
+	if strict := byCase(run(t, &changed, Options{Storage: st, Cassettes: tapes, RunID: "strict"})); strict["count-lines"].Pass {
+		t.Errorf("count-lines passed with a changed user message and a strict cassette")
+	}
+	loose := run(t, &changed, Options{Storage: st, Cassettes: tapes, Loose: true, RunID: "loose"})
+	checkReportSchema(t, loose)
+	lr := byCase(loose)["count-lines"]
+	if !lr.Pass || len(lr.Runs) != 1 || len(lr.Runs[0].Turns) == 0 || len(lr.Runs[0].Turns[0].Notices) == 0 {
+		t.Fatalf("count-lines from a loose cassette: %+v", lr)
+	}
+	var lt bytes.Buffer
+	if err := loose.WriteText(&lt, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "\nNOTE count-lines [gpt-5-mini] (" + filepath.Join(s.Dir, "count-lines.yaml") + ")\n  turn 1: cassette " +
+		filepath.Join(tapes, "count-lines", "gpt-5-mini") + ": model call 1 differs from the recording in a user message; answering with the recorded answer\n"; !strings.Contains(lt.String(), want) {
+		t.Errorf("the report lacks %q:\n%s", want, lt.String())
 	}
 
 	// The report's JSON reads back.

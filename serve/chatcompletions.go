@@ -178,18 +178,32 @@ func convKey(world string, history []ccMessage) string {
 // makes it read the world's journal again.
 type convIndex struct {
 	mu    sync.Mutex
-	byKey map[string]string // convKey → chat
-	read  map[string]uint64 // world → the journal head it was last read at
+	byKey map[string]map[string]string // world → convKey → chat
+	read  map[string]uint64            // world → the journal head it was last read at
 }
 
 func newConvIndex() *convIndex {
-	return &convIndex{byKey: map[string]string{}, read: map[string]uint64{}}
+	return &convIndex{byKey: map[string]map[string]string{}, read: map[string]uint64{}}
 }
 
 // add records that chat's history is history.
 func (x *convIndex) add(world, chat string, history []ccMessage) {
 	x.mu.Lock()
-	x.byKey[convKey(world, history)] = chat
+	m := x.byKey[world]
+	if m == nil {
+		m = map[string]string{}
+		x.byKey[world] = m
+	}
+	m[convKey(world, history)] = chat
+	x.mu.Unlock()
+}
+
+// forget drops what the index holds of world (closed: it is read from
+// the journal again when it opens).
+func (x *convIndex) forget(world string) {
+	x.mu.Lock()
+	delete(x.byKey, world)
+	delete(x.read, world)
 	x.mu.Unlock()
 }
 
@@ -199,7 +213,7 @@ func (s *Server) findConversation(ctx context.Context, aw *agent.World, history 
 	x := s.conv
 	key := convKey(aw.Name(), history)
 	x.mu.Lock()
-	chat, ok := x.byKey[key]
+	chat, ok := x.byKey[aw.Name()][key]
 	read := x.read[aw.Name()]
 	x.mu.Unlock()
 	if ok {
@@ -225,7 +239,7 @@ func (s *Server) findConversation(ctx context.Context, aw *agent.World, history 
 	}
 	x.mu.Lock()
 	x.read[aw.Name()] = head.Seq
-	chat, ok = x.byKey[key]
+	chat, ok = x.byKey[aw.Name()][key]
 	x.mu.Unlock()
 	return chat, ok, nil
 }
@@ -333,6 +347,7 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	defer l.handOff() // whatever this request read of the turn, the rest runs
 	key := turnKey{l.world, l.chat, l.request}
 	ref := responseRef{World: key.world, Chat: key.chat, Turn: key.request, Created: time.Now().Unix()}
 	id := encodeID("chatcmpl-", ref)

@@ -25,7 +25,12 @@
 // # Where worlds run
 //
 // On a store of its own (bbolt) the server runs the worlds, opening each
-// on first use. On PostgreSQL it runs none: a message goes to the world's
+// on first use and closing it once nothing has used it for
+// Options.WorldIdle (or beyond Options.MaxWorlds unused ones): a request,
+// a turn under way or waiting for approval keeps it open. The request
+// that sends a message streams its turn by pulling the turn's events
+// itself (iter.Pull2), with no goroutine between the agent and the
+// client; a goroutine pulls the rest when no reader does. On PostgreSQL it runs none: a message goes to the world's
 // inbox, the worker that holds the world runs the turn, and the server
 // reads it from the journal; many servers and workers share the worlds,
 // and a client may resume its stream on any server.

@@ -21,25 +21,76 @@ func (s *Server) send(ctx context.Context, w *agent.World, id, text string, opts
 	return s.begin(ctx, w, id, func(run context.Context) iter.Seq2[agent.Event, error] { return c.Send(run, text, opts...) })
 }
 
-// begin runs the turn stream starts, in the background, into a new log,
-// and returns the log once the turn's first event is in it.
+// begin starts the turn stream starts and returns its log once the
+// turn's first event is in it. On a store of its own the server pulls
+// that event here, in the request's goroutine, and leaves the rest to the
+// log's readers (see driver): the request that sent the message streams
+// its turn with no goroutine between the agent and the client. On
+// PostgreSQL (a worker runs the turn, which may be slow to take it) a
+// goroutine of its own runs the turn's stream, and the request waits for
+// its first event no longer than ctx.
 func (s *Server) begin(ctx context.Context, w *agent.World, id string, stream func(context.Context) iter.Seq2[agent.Event, error]) (*turnLog, error) {
 	s.mu.Lock()
 	if s.draining {
 		s.mu.Unlock()
 		return nil, errDraining
 	}
+	s.turns.Add(1)
 	s.mu.Unlock()
+	release := s.hold(w.Name()) // the world stays open while its turn runs here
 	c := s.chat(w, id)
+	began := time.Now()
+	if s.opts.Postgres != nil || s.testNoPull {
+		return s.beginGoroutine(ctx, w, c, began, stream, release)
+	}
+	next, stop := iter.Pull2(stream(s.run))
+	e, err, ok := next()
+	at := time.Now()
+	if err != nil || !ok {
+		stop()
+		release()
+		s.turns.Done()
+		if err == nil {
+			err = errors.New("the turn's stream ended before it began")
+		}
+		return nil, sendError(id, err)
+	}
+	key := turnKey{w.Name(), id, requestOf(c, e)}
+	l := newTurnLog(key.world, key.chat, key.request)
+	l.began = began
+	l.inAgent = at.Sub(began)
+	l.drv = &driver{next: next, stop: stop, observe: s.metrics.observe, finished: func(err error) { s.turnFinished(key, err); release() }}
+	s.mu.Lock()
+	s.logs[key] = l
+	s.running[key] = true
+	s.mu.Unlock()
+	l.add(e, at)
+	s.metrics.turnStarted()
+	return l, nil
+}
+
+// turnFinished forgets a turn this process ran, whose stream ended (with
+// err if it ended before the turn did: the world closed, the store
+// failed).
+func (s *Server) turnFinished(key turnKey, err error) {
+	if err != nil {
+		s.log.Warn("turn stream", "world", key.world, "chat", key.chat, "turn", key.request, "err", err)
+	}
+	s.untrack(key)
+	s.turns.Done()
+}
+
+// beginGoroutine is begin with a goroutine of its own that ranges over
+// the turn's stream into the log.
+func (s *Server) beginGoroutine(ctx context.Context, w *agent.World, c *agent.Chat, began time.Time, stream func(context.Context) iter.Seq2[agent.Event, error], release func()) (*turnLog, error) {
+	id := c.ID()
 	started := make(chan *turnLog, 1)
 	failed := make(chan error, 1)
-	// The key is known once the turn has begun (its first event): track
-	// it from the start under a provisional one.
-	provisional := turnKey{w.Name(), id, 0}
-	s.track(provisional, func() {
+	go func() {
+		defer s.turns.Done()
+		defer release()
 		var l *turnLog
 		var key turnKey
-		began := time.Now()
 		for e, err := range stream(s.run) {
 			if err != nil {
 				if l == nil {
@@ -59,13 +110,12 @@ func (s *Server) begin(ctx context.Context, w *agent.World, id string, stream fu
 				s.logs[key] = l
 				s.running[key] = true
 				s.mu.Unlock()
-				s.untrack(provisional)
-				l.add(e)
+				l.add(e, time.Now())
 				s.metrics.turnStarted()
 				started <- l
 				continue
 			}
-			l.add(e)
+			l.add(e, time.Now())
 			s.metrics.observe(e)
 		}
 		if l == nil {
@@ -74,7 +124,7 @@ func (s *Server) begin(ctx context.Context, w *agent.World, id string, stream fu
 		}
 		l.finish(nil)
 		s.untrack(key)
-	})
+	}()
 	select {
 	case l := <-started:
 		return l, nil
@@ -141,15 +191,17 @@ func (s *Server) turnLogOf(key turnKey) *turnLog {
 // events calls send with the events of turn key after p as they come,
 // and batchEnd (if not nil) after each batch of them that came together,
 // until the turn ends (nil), send fails, ctx ends, or the server hands its
-// streams over. They come from the log of a turn this process runs, else
-// from the journal as it grows (agent.Chat.Watch).
-func (s *Server) events(ctx context.Context, w *agent.World, key turnKey, p position, send func(logged) error, batchEnd func() error) error {
+// streams over. They come from the log of a turn this process runs (with
+// drive, pulled from the turn's stream by this goroutine when nobody else
+// does: turnLog.stream), else from the journal as it grows
+// (agent.Chat.Watch).
+func (s *Server) events(ctx context.Context, w *agent.World, key turnKey, p position, send func(logged) error, batchEnd func() error, drive bool) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stop := context.AfterFunc(s.handover, func() { cancel(errHandedOver) })
 	defer stop()
 	if l := s.turnLogOf(key); l != nil {
-		err := l.stream(ctx, p, send, batchEnd)
+		err := l.stream(ctx, p, send, batchEnd, drive)
 		return handedOver(ctx, err)
 	}
 	var ps positioner
@@ -229,7 +281,7 @@ func (s *Server) follow(ctx context.Context, w *agent.World, key turnKey, p posi
 		}
 	}
 	go func() {
-		done <- s.events(ctx, w, key, p, put, func() error { return put(logged{}) })
+		done <- s.events(ctx, w, key, p, put, func() error { return put(logged{}) }, true)
 	}()
 	check := time.NewTicker(waitEvents)
 	defer check.Stop()

@@ -27,7 +27,9 @@ type metrics struct {
 	modelCalls prometheus.Counter
 	tools      *prometheus.HistogramVec
 	limited    prometheus.Counter
-	lag        prometheus.Histogram
+	// worldsEvicted counts the worlds closed because nothing used them.
+	worldsEvicted prometheus.Counter
+	lag           prometheus.Histogram
 }
 
 func newMetrics() *metrics {
@@ -64,11 +66,14 @@ func newMetrics() *metrics {
 	m.limited = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "demiurge_serve_rate_limited_total", Help: "Requests refused by the per-token rate limit.",
 	})
+	m.worldsEvicted = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "demiurge_serve_worlds_evicted_total", Help: "Worlds closed because nothing used them (Options.WorldIdle, Options.MaxWorlds); they open again on the next request.",
+	})
 	m.lag = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "demiurge_serve_event_lag_seconds", Help: "Time from a turn's event reaching the server (the stream that runs the turn yielding it) to its being written to a client's stream.",
 		Buckets: []float64{.0001, .0005, .001, .005, .01, .05, .1, .5, 1, 5},
 	})
-	m.reg.MustRegister(m.requests, m.duration, m.streams, m.started, m.turns, m.tokens, m.cost, m.modelCalls, m.tools, m.limited, m.lag,
+	m.reg.MustRegister(m.requests, m.duration, m.streams, m.started, m.turns, m.tokens, m.cost, m.modelCalls, m.tools, m.limited, m.worldsEvicted, m.lag,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -414,6 +414,7 @@ type sendMessage struct {
 // stream (Accept: text/event-stream) from its first event to its
 // TurnEnd, or as JSON once it ends or only waits for approval.
 func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	var body sendMessage
 	if err := decodeBody(r, &body); err != nil {
 		writeError(w, err)
@@ -451,7 +452,11 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	defer l.handOff() // whatever this request read of the turn, the rest runs
 	key := turnKey{l.world, l.chat, l.request}
+	if s.testStarted != nil {
+		s.testStarted(key, start)
+	}
 	w.Header().Set("Demiurge-Turn", strconv.FormatUint(l.request, 10))
 	w.Header().Set("Location", turnPath(key)+"/events")
 	if wantsStream(r) {
@@ -505,23 +510,25 @@ func (s *Server) streamTurn(w http.ResponseWriter, r *http.Request, aw *agent.Wo
 	if begun {
 		sw.start()
 	}
-	var written []time.Time // when the events of the batch reached the server
+	var written []logged // the events of the batch that reached the server while the stream was open
 	err := s.events(r.Context(), aw, key, p, func(e logged) error {
 		if !e.at.IsZero() {
-			written = append(written, e.at)
+			written = append(written, e)
 		}
 		return sw.event(e.pos.String(), e.ev.Type(), e.data)
 	}, func() error {
 		err := sw.flush()
-		for _, at := range written {
-			s.metrics.lag.Observe(time.Since(at).Seconds())
+		now := time.Now()
+		for _, e := range written {
+			s.metrics.lag.Observe(now.Sub(e.at).Seconds())
 			if s.testWritten != nil {
-				s.testWritten(at)
+				_, end := e.ev.(agent.TurnEnd)
+				s.testWritten(key, e.at, now, end)
 			}
 		}
 		written = written[:0]
 		return err
-	})
+	}, true)
 	started := sw.close()
 	switch {
 	case err == nil && !started:

@@ -20,7 +20,12 @@ import (
 	"github.com/demiurge-dev/demiurge/world"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func TestMain(m *testing.M) {
+	if url := os.Getenv(benchClientEnv); url != "" {
+		os.Exit(benchClient(url, os.Stdin, os.Stdout)) // the benchmark's client process
+	}
+	os.Exit(pgtest.Main(m))
+}
 
 // TestPostgresServers: two servers share a PostgreSQL store whose world a
 // worker runs (neither server runs it): a message sent through one goes

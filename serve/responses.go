@@ -366,6 +366,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 			writeError(w, err)
 			return
 		}
+		defer l.handOff() // whatever this request read of the turn, the rest runs
 		key = turnKey{l.world, l.chat, l.request}
 	}
 	ref.Turn = key.request
@@ -445,7 +446,7 @@ func (s *Server) handleGetResponse(w http.ResponseWriter, r *http.Request) {
 		_ = s.events(ctx, aw, key, position{seq: ref.After, n: afterN(ref.After)}, func(e logged) error {
 			b.add(r.Context(), e.ev)
 			return nil
-		}, nil)
+		}, nil, false)
 		writeJSON(w, http.StatusOK, b.resp)
 		return
 	}

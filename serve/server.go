@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -36,6 +38,10 @@ const (
 	// memory for the clients that resume its stream (after that, they
 	// are read from the journal).
 	DefaultKeep = 2 * time.Minute
+	// DefaultWorldIdle is how long a world nobody uses stays open.
+	DefaultWorldIdle = 5 * time.Minute
+	// DefaultMaxWorlds is how many worlds nobody uses stay open at most.
+	DefaultMaxWorlds = 64
 )
 
 // Options configure New.
@@ -100,6 +106,16 @@ type Options struct {
 	// Keep is how long a turn's events stay in memory once it ended
 	// (default DefaultKeep).
 	Keep time.Duration
+	// WorldIdle is how long a world stays open once nothing uses it (no
+	// request, no turn this process runs or follows): then it closes,
+	// and opens again on the next request that names it (default
+	// DefaultWorldIdle).
+	WorldIdle time.Duration
+	// MaxWorlds bounds the worlds that stay open while nothing uses them:
+	// beyond it, those unused longest close at once (default
+	// DefaultMaxWorlds). Worlds in use are never closed, so the open
+	// worlds are at most MaxWorlds plus those in use.
+	MaxWorlds int
 	// Log receives the access log (a line per request) and what goes
 	// wrong; nil discards them. No token, password or message text is
 	// logged.
@@ -136,9 +152,18 @@ type Server struct {
 	handover context.Context
 	handOver context.CancelFunc
 
-	// testWritten, set by benchmarks only, is told when each event of a
-	// turn this process runs reached the server, as a stream writes it.
-	testWritten func(at time.Time)
+	// testWritten, set by benchmarks only, is told, for each event of a
+	// turn this process runs that a stream wrote, when it reached the
+	// server (its turn's stream yielded it) and when the stream had
+	// flushed it to the client's connection; end says it is the TurnEnd.
+	testWritten func(key turnKey, at, flushed time.Time, end bool)
+	// testStarted, set by benchmarks only, is told when the request that
+	// began a turn reached its handler.
+	testStarted func(key turnKey, start time.Time)
+	// testNoPull, set by benchmarks only, runs every turn's stream in a
+	// goroutine of its own from its start, as on PostgreSQL: the design
+	// before readers pulled the stream, measured beside it.
+	testNoPull bool
 }
 
 // turnKey names a turn: its world, chat and request id.
@@ -152,6 +177,14 @@ type openWorld struct {
 	ready chan struct{}
 	w     *agent.World
 	err   error
+
+	// Under Server.mu: users counts what uses the world now (requests,
+	// turns this process runs or follows), used is when the last of them
+	// let go, and closing, once set, is closed when the world has closed
+	// (it is evicted: see Server.evict).
+	users   int
+	used    time.Time
+	closing chan struct{}
 }
 
 // New returns a server of the agent at opts.Manifest. It checks the
@@ -179,11 +212,14 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		d   *time.Duration
 		def time.Duration
 	}{{&opts.WriteTimeout, DefaultWriteTimeout}, {&opts.HeaderTimeout, DefaultHeaderTimeout}, {&opts.ReadTimeout, DefaultReadTimeout},
-		{&opts.IdleTimeout, DefaultIdleTimeout}, {&opts.Heartbeat, DefaultHeartbeat}, {&opts.Grace, DefaultGrace}, {&opts.Keep, DefaultKeep}}
+		{&opts.IdleTimeout, DefaultIdleTimeout}, {&opts.Heartbeat, DefaultHeartbeat}, {&opts.Grace, DefaultGrace}, {&opts.Keep, DefaultKeep}, {&opts.WorldIdle, DefaultWorldIdle}}
 	for _, d := range defaults {
 		if *d.d <= 0 {
 			*d.d = d.def
 		}
+	}
+	if opts.MaxWorlds <= 0 {
+		opts.MaxWorlds = DefaultMaxWorlds
 	}
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = DefaultMaxBody
@@ -395,11 +431,18 @@ func (s *Server) Close() error {
 	s.closed, s.draining = true, true
 	close(s.closing)
 	s.handOver()
-	worlds := s.worlds
+	worlds := slices.Collect(maps.Values(s.worlds)) // evict may delete from the map meanwhile
 	s.mu.Unlock()
 	var errs []error
 	for _, ow := range worlds {
 		<-ow.ready
+		s.mu.Lock()
+		evicted := ow.closing
+		s.mu.Unlock()
+		if evicted != nil {
+			<-evicted // the sweep closes it
+			continue
+		}
 		if ow.w != nil {
 			errs = append(errs, ow.w.Close())
 		}
@@ -409,9 +452,9 @@ func (s *Server) Close() error {
 }
 
 // sweep drops the logs of turns that ended more than Keep ago and have no
-// reader.
+// reader, and closes the worlds nothing uses (evict).
 func (s *Server) sweep() {
-	t := time.NewTicker(max(s.opts.Keep/4, 10*time.Millisecond))
+	t := time.NewTicker(max(min(s.opts.Keep, s.opts.WorldIdle)/4, 10*time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
@@ -429,5 +472,6 @@ func (s *Server) sweep() {
 			}
 		}
 		s.mu.Unlock()
+		s.evict()
 	}
 }

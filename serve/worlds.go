@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"sync"
+	"time"
 
 	"github.com/demiurge-dev/demiurge/agent"
 	"github.com/demiurge-dev/demiurge/agent/session"
@@ -51,20 +54,28 @@ func (s *Server) opened(name string) *agent.World {
 	}
 }
 
-// world returns world name, open. A world that has no record yet is made
-// if create is set, else it is a 404.
+// world returns world name, open, held (see hold) until ctx ends: a
+// request's world stays open while it runs. A world that has no record
+// yet is made if create is set, else it is a 404.
 func (s *Server) world(ctx context.Context, name string, create bool) (*agent.World, error) {
 	if err := journal.ValidateWorld(name); err != nil {
 		return nil, invalid("world", "invalid_world", err.Error())
 	}
-	s.mu.Lock()
-	if s.closed {
+	for {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return nil, errDraining
+		}
+		ow, ok := s.worlds[name]
 		s.mu.Unlock()
-		return nil, errDraining
-	}
-	ow, ok := s.worlds[name]
-	if ok {
-		s.mu.Unlock()
+		if !ok {
+			w, again, err := s.openWorld(ctx, name, create)
+			if again {
+				continue // another request opened it meanwhile
+			}
+			return w, err
+		}
 		select {
 		case <-ow.ready:
 		case <-ctx.Done():
@@ -73,51 +84,151 @@ func (s *Server) world(ctx context.Context, name string, create bool) (*agent.Wo
 		if ow.err != nil {
 			return nil, ow.err
 		}
+		s.mu.Lock()
+		if closing := ow.closing; closing != nil || s.worlds[name] != ow {
+			// Evicted: once it has closed, it opens again.
+			s.mu.Unlock()
+			if closing != nil {
+				select {
+				case <-closing:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+			continue
+		}
+		s.holdLocked(ctx, ow)
+		s.mu.Unlock()
 		return ow.w, s.sync(ctx, ow.w)
 	}
-	s.mu.Unlock()
+}
+
+// openWorld opens world name, held until ctx ends; again says another
+// request began to open it first (ask world again).
+func (s *Server) openWorld(ctx context.Context, name string, create bool) (_ *agent.World, again bool, _ error) {
 	head, err := s.journalStore().Head(ctx, name)
 	if err != nil {
-		return nil, fmt.Errorf("world %s: %w", name, err)
+		return nil, false, fmt.Errorf("world %s: %w", name, err)
 	}
 	if head.Seq == 0 && !create {
-		return nil, notFound("world_not_found", fmt.Sprintf("no world %s in the store (POST /v1/worlds makes one, as does a message sent to it)", name))
+		return nil, false, notFound("world_not_found", fmt.Sprintf("no world %s in the store (POST /v1/worlds makes one, as does a message sent to it)", name))
 	}
 	if head.Seq > 0 {
 		if err := s.checkAgentWorld(ctx, name); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return nil, errDraining
+		return nil, false, errDraining
 	}
-	if ow, ok = s.worlds[name]; ok { // another request opened it meanwhile
+	if _, ok := s.worlds[name]; ok {
 		s.mu.Unlock()
-		<-ow.ready
-		if ow.err != nil {
-			return nil, ow.err
-		}
-		return ow.w, nil
+		return nil, true, nil
 	}
-	ow = &openWorld{ready: make(chan struct{})}
+	ow := &openWorld{ready: make(chan struct{})}
 	s.worlds[name] = ow
 	s.mu.Unlock()
 	ow.w, ow.err = s.open(name)
+	s.mu.Lock()
 	if ow.err != nil {
-		s.mu.Lock()
 		delete(s.worlds, name) // the next request tries again
-		s.mu.Unlock()
+	} else {
+		s.holdLocked(ctx, ow)
 	}
+	s.mu.Unlock()
 	close(ow.ready)
 	if ow.err != nil {
-		return nil, ow.err
+		return nil, false, ow.err
 	}
 	if s.opts.Postgres == nil {
 		s.resume(ow.w)
 	}
-	return ow.w, nil
+	return ow.w, false, nil
+}
+
+// holdLocked counts ctx among the users of ow until it ends (s.mu held).
+func (s *Server) holdLocked(ctx context.Context, ow *openWorld) {
+	ow.users++
+	context.AfterFunc(ctx, func() { s.release(ow) })
+}
+
+// hold counts a user of world name (open) until the returned func is
+// called: a turn this process runs or follows keeps its world open.
+func (s *Server) hold(name string) (release func()) {
+	s.mu.Lock()
+	ow := s.worlds[name]
+	if ow == nil {
+		s.mu.Unlock()
+		return func() {}
+	}
+	ow.users++
+	s.mu.Unlock()
+	var once sync.Once
+	return func() { once.Do(func() { s.release(ow) }) }
+}
+
+// release lets go of one user of ow.
+func (s *Server) release(ow *openWorld) {
+	s.mu.Lock()
+	ow.users--
+	ow.used = time.Now()
+	s.mu.Unlock()
+}
+
+// evict closes the open worlds nothing uses (no request, no turn this
+// process runs or follows) that were unused longer than WorldIdle, and,
+// beyond MaxWorlds of them, those unused longest. Their turn logs and
+// conversation index go with them; the next request that names one
+// opens it again from the store.
+func (s *Server) evict() {
+	type idle struct {
+		name string
+		ow   *openWorld
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	var unused []idle
+	for name, ow := range s.worlds {
+		select {
+		case <-ow.ready:
+		default:
+			continue // opening
+		}
+		if ow.err == nil && ow.users == 0 && ow.closing == nil {
+			unused = append(unused, idle{name, ow})
+		}
+	}
+	slices.SortFunc(unused, func(a, b idle) int { return a.ow.used.Compare(b.ow.used) })
+	var out []idle
+	for i, u := range unused {
+		if len(unused)-i > s.opts.MaxWorlds || time.Since(u.ow.used) > s.opts.WorldIdle {
+			u.ow.closing = make(chan struct{})
+			out = append(out, u)
+		}
+	}
+	s.mu.Unlock()
+	for _, u := range out {
+		if err := u.ow.w.Close(); err != nil {
+			s.log.Warn("close an unused world", "world", u.name, "err", err)
+		}
+		s.conv.forget(u.name)
+		s.mu.Lock()
+		delete(s.worlds, u.name)
+		for k := range s.logs {
+			if k.world == u.name && !s.running[k] {
+				delete(s.logs, k)
+			}
+		}
+		s.mu.Unlock()
+		close(u.ow.closing)
+		s.metrics.worldsEvicted.Inc()
+		s.log.Info("world closed: unused", "world", u.name)
+	}
 }
 
 // sync reads what workers journaled in world w since this server last
@@ -218,12 +329,14 @@ func (s *Server) resume(w *agent.World) {
 // track runs fn, a stream that runs turn key, counted among the turns of
 // this process.
 func (s *Server) track(key turnKey, fn func()) {
+	release := s.hold(key.world)
 	s.mu.Lock()
 	s.running[key] = true
 	s.turns.Add(1)
 	s.mu.Unlock()
 	go func() {
 		defer func() {
+			release()
 			s.mu.Lock()
 			delete(s.running, key)
 			s.mu.Unlock()
@@ -285,7 +398,11 @@ func (s *Server) Recover(ctx context.Context) {
 		if !running {
 			continue
 		}
-		if _, err := s.world(ctx, name, false); err != nil {
+		// Held only while it opens: its turns, resumed, hold it then.
+		opening, opened := context.WithCancel(ctx)
+		_, err = s.world(opening, name, false)
+		opened()
+		if err != nil {
 			var ae *apiError
 			if !errors.As(err, &ae) {
 				s.log.Warn("resume the turns of a world", "world", name, "err", err)

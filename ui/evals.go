@@ -54,6 +54,10 @@ type evalCase struct {
 	Cost    string
 	Latency string
 	Failing []*eval.RunResult
+	// Notes are its turns' notices (a loose cassette answered a call that
+	// differs from the recording), each "turn T: …" ("run R, turn T: …"
+	// when the case ran more than once).
+	Notes []string
 }
 
 // evalRun shows one eval run: its cases, each linked to its worlds, and
@@ -98,6 +102,15 @@ func (s *Server) evalRun(w http.ResponseWriter, r *http.Request) {
 			}
 			if !run.Pass {
 				c.Failing = append(c.Failing, run)
+			}
+			for i, t := range run.Turns {
+				for _, n := range t.Notices {
+					where := fmt.Sprintf("turn %d", i+1)
+					if len(cr.Runs) > 1 {
+						where = fmt.Sprintf("run %d, %s", run.Run, where)
+					}
+					c.Notes = append(c.Notes, where+": "+n)
+				}
 			}
 		}
 		c.Checks = fmt.Sprintf("%d/%d", n, all)

@@ -123,6 +123,20 @@ func TestEvalPages(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, "Write a short hello note to notes/hello.md.") {
 		t.Errorf("the failing case's session /w/%s: %d\n%s", world, code, clip(body))
 	}
+	// A run's notices (a loose cassette's) are shown, for a passing case too.
+	noted, err := runs.Load(t.Context(), "good")
+	if err != nil {
+		t.Fatal(err)
+	}
+	noted.Run = "noted"
+	noted.Cases[0].Runs[0].Turns[0].Notices = []string{"cassette C: model call 1 differs from the recording in a user message; answering with the recorded answer"}
+	if _, err := runs.Save(t.Context(), noted); err != nil {
+		t.Fatal(err)
+	}
+	code, body, _ = get(t, c, s, "", "/evals/noted")
+	if want := "<pre>turn 1: cassette C: model call 1 differs from the recording in a user message; answering with the recorded answer</pre>"; code != http.StatusOK || !strings.Contains(body, want) {
+		t.Errorf("/evals/noted: %d, lacks %q:\n%s", code, want, clip(body))
+	}
 	if code, _, _ := get(t, c, s, "", "/evals/nope"); code != http.StatusNotFound {
 		t.Errorf("/evals/nope: %d; want 404", code)
 	}

@@ -218,11 +218,35 @@ func loadTools(ctx context.Context, g cas.Getter, ref cas.Ref) ([]tool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: tools_ref %s: %w", ErrInvalidParams, ref, err)
 	}
-	tools, err := parseTools(b)
+	key := cas.Sum(b)
+	parsedTools.mu.Lock()
+	tools, ok := parsedTools.m[key]
+	parsedTools.mu.Unlock()
+	if ok {
+		return tools, nil
+	}
+	tools, err = parseTools(b)
 	if err != nil {
 		return nil, fmt.Errorf("%w: tools blob %s: %w", ErrInvalidParams, ref.Short(), err)
 	}
+	parsedTools.mu.Lock()
+	defer parsedTools.mu.Unlock()
+	if parsedTools.m == nil || len(parsedTools.m) >= toolsCacheSize {
+		parsedTools.m = map[cas.Ref][]tool{} // a simple bound: start over
+	}
+	parsedTools.m[key] = tools
 	return tools, nil
+}
+
+// parsedTools keeps the process's parsed tools blobs by the hash of their
+// bytes (not by the ref asked for, so a getter's wrong bytes are never
+// read as another's): every request of a chat, and every world with the
+// same tools (an eval's cases; a cassette's recorded requests, compared
+// with each call's), sends the same blob. Parsing is a pure function of
+// the bytes, and parsed tools are never modified.
+var parsedTools struct {
+	mu sync.Mutex
+	m  map[cas.Ref][]tool
 }
 
 // toolsCache keeps parsed tools blobs by ref: a chat sends the same blob

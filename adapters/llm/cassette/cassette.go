@@ -55,6 +55,12 @@ type Options struct {
 	// how the user makes the cassette loose (Mismatch.LooseHint): the
 	// program's own flag. Default DefaultLooseHint.
 	LooseHint string
+	// Advice, if set, is what the error of a call a strict cassette
+	// refuses ends with (Mismatch.Advice): what the program's user does
+	// about it, in the program's own commands ("record case X again:
+	// demiurge eval SUITE --case X --record DIR"). Default: how to replay
+	// the recording, make the cassette loose (LooseHint) or record again.
+	Advice string
 }
 
 // DefaultLooseHint is how a mismatch's error says to make a cassette loose

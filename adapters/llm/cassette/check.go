@@ -44,6 +44,10 @@ type Mismatch struct {
 	// names: the command and flag of the program that plays it
 	// ("demiurge eval --cassette-loose"); "" is DefaultLooseHint.
 	LooseHint string
+	// Advice, if set, replaces the sentence Error ends with (how to
+	// replay the recording, make the cassette loose, or record again):
+	// the program's own advice (Options.Advice).
+	Advice string
 }
 
 // PartDiff is one part of a request that differs from the recorded one.
@@ -84,6 +88,10 @@ func (m *Mismatch) Error() string {
 		return b.String()
 	}
 	m.parts(&b)
+	if m.Advice != "" {
+		b.WriteString(m.Advice)
+		return b.String()
+	}
 	fmt.Fprintf(&b, "To replay this recording, send the messages it recorded (demiurge trace %s shows them) in a new world; "+
 		"to go on with the recorded answers anyway, use a loose cassette (%s); "+
 		"if the tools now say something else, record the session again.", m.Dir, cmp.Or(m.LooseHint, DefaultLooseHint))
@@ -102,6 +110,13 @@ func (m *Mismatch) Warning() string {
 		return fmt.Sprintf("cassette %s: model call %d differs from the recording in the chat's earlier turns (%d transcript %s); answering with the recorded answer",
 			m.Dir, m.Call, m.Earlier, plural(m.Earlier, "item", "items"))
 	}
+	return fmt.Sprintf("cassette %s: model call %d differs from the recording in %s; answering with the recorded answer", m.Dir, m.Call, m.what())
+}
+
+// what names the parts that differ in a few words: "a tool output",
+// "the system prompt and a user message", "the tool bash, a tool output
+// and 2 more parts".
+func (m *Mismatch) what() string {
 	var briefs []string
 	for _, p := range m.Parts {
 		if p.Brief != "" && !slices.Contains(briefs, p.Brief) {
@@ -115,7 +130,7 @@ func (m *Mismatch) Warning() string {
 	if n := len(briefs); n > 1 {
 		what = strings.Join(briefs[:n-1], ", ") + " and " + briefs[n-1]
 	}
-	return fmt.Sprintf("cassette %s: model call %d differs from the recording in %s; answering with the recorded answer", m.Dir, m.Call, what)
+	return what
 }
 
 // Diff says what differs, part by part, with a line diff of each (or why
@@ -165,7 +180,11 @@ func (m *Mismatch) parts(b *strings.Builder) {
 	if m.Total != 1 {
 		what, verb = "parts", "differ"
 	}
-	fmt.Fprintf(b, "%d %s of its request %s from the recording's (the recorded answer answers the recorded request)\n", m.Total, what, verb)
+	fmt.Fprintf(b, "%d %s of its request %s from the recording's", m.Total, what, verb)
+	if w := m.what(); w != "" {
+		fmt.Fprintf(b, ", %s", w)
+	}
+	fmt.Fprintf(b, " (the recorded answer answers the recorded request)\n")
 	for _, p := range m.Parts {
 		fmt.Fprintf(b, "%s:\n%s", p.Part, p.Diff)
 	}
@@ -201,7 +220,7 @@ func readRequest(ctx context.Context, g cas.Getter, params schema.Value) (*llm.R
 // check compares the request of a call with params (its blobs in g) with
 // the recorded request of answer k; it returns nil when they match.
 func (c *Cassette) check(ctx context.Context, k int, recorded schema.Value, g cas.Getter, params schema.Value) *Mismatch {
-	m := &Mismatch{Dir: c.dir, Call: k + 1, LooseHint: c.opts.LooseHint}
+	m := &Mismatch{Dir: c.dir, Call: k + 1, LooseHint: c.opts.LooseHint, Advice: c.opts.Advice}
 	if recorded == nil {
 		m.Err = fmt.Errorf("the recording has no request for answer %d", k+1)
 		return m
@@ -271,7 +290,21 @@ func renameWorld(r *llm.Request, from, to string) *llm.Request {
 // part is one part of a request, rendered for comparison; brief names it
 // in a few words (PartDiff.Brief).
 type part struct {
-	key, name, brief, text string
+	key, name, brief string
+	// raw is the part's bytes when it has them (a tool, a transcript
+	// item): two parts with the same bytes are the same, and are not
+	// rendered; render renders it (once, into text) when they differ.
+	raw    []byte
+	text   string
+	render func() string
+}
+
+// str returns the part rendered.
+func (p *part) str() string {
+	if p.render != nil {
+		p.text, p.render = p.render(), nil
+	}
+	return p.text
 }
 
 // missing is the brief of a part only one request has: "an extra user
@@ -311,49 +344,64 @@ func missing(brief, adj string) string {
 // cassette answers for any model.
 func compare(rec, got *llm.Request) []PartDiff {
 	names := map[string]bool{}
-	for _, r := range []*llm.Request{rec, got} {
-		for _, t := range r.Tools {
-			names[toolName(t)] = true
-		}
+	recNames, gotNames := toolNames(rec.Tools), toolNames(got.Tools)
+	for _, n := range append(slices.Clip(recNames), gotNames...) {
+		names[n] = true
 	}
-	a, b := parts(rec, names), parts(got, names)
+	a, b := parts(rec, recNames, names), parts(got, gotNames, names)
 	var out []PartDiff
 	seen := map[string]bool{}
-	bi := map[string]part{}
-	for _, p := range b {
-		bi[p.key] = p
+	bi := map[string]*part{}
+	for i := range b {
+		bi[b[i].key] = &b[i]
 	}
 	add := func(name, brief, x, y string) {
 		out = append(out, PartDiff{Part: name, Brief: brief, Diff: lineDiff(x, y)})
 	}
-	for _, p := range a {
+	for i := range a {
+		p := &a[i]
 		seen[p.key] = true
 		q, ok := bi[p.key]
 		switch {
 		case !ok:
-			add(p.name, missing(p.brief, "a missing "), p.text, "(none)\n")
-		case p.text != q.text:
-			add(q.name, q.brief, p.text, q.text)
+			add(p.name, missing(p.brief, "a missing "), p.str(), "(none)\n")
+		case p.raw != nil && bytes.Equal(p.raw, q.raw):
+			// The same bytes: the same part, not rendered.
+		case p.str() != q.str():
+			add(q.name, q.brief, p.str(), q.str())
 		}
 	}
-	for _, q := range b {
-		if !seen[q.key] {
-			add(q.name, missing(q.brief, "an extra "), "(none)\n", q.text)
+	for i := range b {
+		if q := &b[i]; !seen[q.key] {
+			add(q.name, missing(q.brief, "an extra "), "(none)\n", q.str())
 		}
+	}
+	return out
+}
+
+// toolNames returns the names of tools, in order.
+func toolNames(tools []json.RawMessage) []string {
+	out := make([]string, len(tools))
+	for i, t := range tools {
+		out[i] = toolName(t)
 	}
 	return out
 }
 
 // parts renders a request's parts in request order; tools is the names
 // of the tools of both requests.
-func parts(r *llm.Request, tools map[string]bool) []part {
+func parts(r *llm.Request, names []string, tools map[string]bool) []part {
 	var out []part
 	out = append(out, part{key: "instructions", name: "system prompt", brief: "the system prompt", text: text(ownPrompt(r.Instructions, tools))})
-	ts := slices.Clone(r.Tools)
-	sort.SliceStable(ts, func(i, j int) bool { return toolName(ts[i]) < toolName(ts[j]) })
-	for _, t := range ts {
-		n := toolName(t)
-		out = append(out, part{key: "tool " + n, name: "tool " + n, brief: "the tool " + n, text: render(stripDescriptions(decode(t)))})
+	order := make([]int, len(r.Tools))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool { return names[order[i]] < names[order[j]] })
+	for _, i := range order {
+		n, t := names[i], r.Tools[i]
+		out = append(out, part{key: "tool " + n, name: "tool " + n, brief: "the tool " + n, raw: t,
+			render: func() string { return render(stripDescriptions(decode(t))) }})
 	}
 	if r.ToolChoice != nil {
 		out = append(out, part{key: "tool_choice", name: "tool_choice", brief: "the tool choice", text: fmt.Sprintf("%s %s\n", r.ToolChoice.Kind, r.ToolChoice.Name)})
@@ -363,23 +411,35 @@ func parts(r *llm.Request, tools map[string]bool) []part {
 			text: render(map[string]any{"name": f.JSONSchema.Name, "schema_json": f.JSONSchema.SchemaJSON, "strict": f.JSONSchema.Strict})})
 	}
 	for i, it := range r.Items {
-		v := decode(it)
-		m, _ := v.(map[string]any)
-		kind, _ := m["type"].(string)
-		role, _ := m["role"].(string)
+		var h struct {
+			Type   any `json:"type"`
+			Role   any `json:"role"`
+			CallID any `json:"call_id"`
+		}
+		_ = json.Unmarshal(it, &h)
+		kind, _ := h.Type.(string)
+		role, _ := h.Role.(string)
 		name := kind
+		output := false
 		switch {
 		case kind == "" || kind == "message":
 			name = role + " message"
 		case strings.HasSuffix(kind, "_output"):
-			v = maskRefs(v)
+			output = true
 			fallthrough
 		default:
-			if id, ok := m["call_id"].(string); ok {
+			if id, ok := h.CallID.(string); ok {
 				name += " " + id
 			}
 		}
-		out = append(out, part{key: "item " + strconv.Itoa(i), name: fmt.Sprintf("transcript item %d (%s)", i+1, name), brief: itemBrief(kind, role), text: render(v)})
+		out = append(out, part{key: "item " + strconv.Itoa(i), name: fmt.Sprintf("transcript item %d (%s)", i+1, name), brief: itemBrief(kind, role), raw: it,
+			render: func() string {
+				v := decode(it)
+				if output {
+					v = maskRefs(v)
+				}
+				return render(v)
+			}})
 	}
 	return out
 }

@@ -113,7 +113,7 @@ func TestStrict(t *testing.T) {
 		}), nil},
 		{"the tools' own prompt changed", with(func(r *request) { r.instructions = prompt + "Echo now says it twice.\n" }), nil},
 		{"another user message", with(func(r *request) { r.messages[0] = `{"role":"user","content":"bye"}` }), []string{
-			"cassette DIR: model call 1 is not the recorded one: 1 part of its request differs from the recording's",
+			"cassette DIR: model call 1 is not the recorded one: 1 part of its request differs from the recording's, a user message (the recorded answer answers the recorded request)\n",
 			"transcript item 1 (user message):\n--- recorded\n+++ this run\n@@ -1,2 +1,2 @@\n-content: \"hi\"\n+content: \"bye\"\n role: \"user\"\n",
 			"To replay this recording, send the messages it recorded (demiurge trace DIR shows them)",
 			"demiurge run --cassette-loose, agent.CassetteLoose",
@@ -353,5 +353,23 @@ func TestOtherWorld(t *testing.T) {
 				t.Errorf("receipt %s %q; want ok %v", r.Status, r.Error, tc.ok)
 			}
 		})
+	}
+}
+
+// TestMismatchAdvice: a program's own advice ends the error in place of
+// the default one.
+func TestMismatchAdvice(t *testing.T) {
+	m := &Mismatch{Dir: "DIR", Call: 2, Total: 1, Parts: []PartDiff{{Part: "system prompt", Brief: "the system prompt", Diff: "--- recorded\n+++ this run\n-a\n+b\n"}}}
+	def := m.Error()
+	if !strings.Contains(def, "To replay this recording") || !strings.Contains(def, DefaultLooseHint) {
+		t.Errorf("default advice missing:\n%s", def)
+	}
+	m.Advice = "Record case x again: prog --record D."
+	got := m.Error()
+	if !strings.HasSuffix(got, "\nRecord case x again: prog --record D.") && !strings.HasSuffix(got, " Record case x again: prog --record D.") {
+		t.Errorf("the error does not end with the advice:\n%s", got)
+	}
+	if strings.Contains(got, "To replay this recording") || !strings.Contains(got, "system prompt:\n--- recorded") {
+		t.Errorf("advice error:\n%s", got)
 	}
 }
