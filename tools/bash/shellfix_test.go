@@ -21,6 +21,7 @@ var shellFixes = []struct{ name, script string }{
 	{"an extended glob in an assignment keeps its text", "shopt -s extglob\ng=--@(help|verbose) h=x+([0-9])y k=!(a|b)\necho \"$g $h $k\"\n[[ --help == $g ]] && echo T1\ncase --verbose in $g) echo T2;; esac\nx=--help; echo \"[${x#$g}] [${x/$g/r}]\"; [[ x12y == $h ]] && echo T3; touch a c; echo $k"},
 	{"signals sent to the shell run its traps or end it", `trap "echo T \$?" USR1; kill -USR1 $$ $$; echo x; trap "echo USR1 trap status=\$?; ( exit 42 )" USR1; sh -c "kill -USR1 $$"; echo after=$?; (trap "" TERM; kill $BASHPID; echo ignored); kill -0 $$; echo zero $?; kill -CHLD $$; echo chld; (kill -USR1 $BASHPID; echo never); echo sub=$?; trap "echo bye" EXIT; kill $$; echo never`},
 	{"LINENO in EXIT and signal traps counts the handler's lines", "trap 'false; echo $LINENO usr1' USR1\ntrap 'false; echo $LINENO err' ERR\nsh -c \"kill -USR1 $$\"\necho after=$?\ntrap 'echo exit $LINENO\necho $LINENO' EXIT\necho a"},
+	{"an array literal before a command is its text", `A=a B=(b b) printenv A B; A=a B=([k]=v) printenv A B; x=(1 2) true; echo "${x[@]}"`},
 }
 
 // TestShellFixes compares the sandbox with bash on shellFixes.

@@ -54,7 +54,9 @@ func repairText(text string, err error) (string, bool) {
 			if fixed, ok = repairParam(text, off, pe.Text); !ok {
 				if fixed, ok = repairNames(text, off, pe.Text); !ok {
 					if fixed, ok = repairSubscript(text, off); !ok {
-						break
+						if fixed, ok = repairInlineArray(text, off, pe.Text); !ok {
+							break
+						}
 					}
 				}
 			}
@@ -416,4 +418,66 @@ func (sh *shell) arithCarried(cs *syntax.CmdSubst) (string, bool) {
 		sh.fatal(err)
 	}
 	return formatInt(n), true
+}
+
+// repairInlineArray handles an array literal in a command's prefix
+// assignments (B=(b b) cmd), which mvdan refuses and bash assigns as the
+// literal text "(b b)" for the command: the parentheses and what they
+// hold are quoted.
+func repairInlineArray(text string, off int, msg string) (string, bool) {
+	if msg != "inline variables cannot be arrays" {
+		return text, false
+	}
+	i := off
+	for i < len(text) && (isAlnum(text[i]) || text[i] == '_') {
+		i++
+	}
+	if i == off {
+		return text, false
+	}
+	if strings.HasPrefix(text[i:], "+=") {
+		i++
+	}
+	if !strings.HasPrefix(text[i:], "=(") {
+		return text, false
+	}
+	open := i + 1
+	depth := 0
+	end := -1
+scan:
+	for j := open; j < len(text); j++ {
+		switch text[j] {
+		case '\\':
+			j++
+		case '\'':
+			k := strings.IndexByte(text[j+1:], '\'')
+			if k < 0 {
+				return text, false
+			}
+			j += k + 1
+		case '"':
+			for j++; j < len(text) && text[j] != '"'; j++ {
+				if text[j] == '\\' {
+					j++
+				}
+			}
+		case '(':
+			depth++
+		case ')':
+			depth--
+			if depth == 0 {
+				end = j
+				break scan
+			}
+		}
+	}
+	if end < 0 {
+		return text, false
+	}
+	lit := text[open : end+1]
+	fixed := text[:open] + "'" + strings.ReplaceAll(lit, "'", `'\''`) + "'" + text[end+1:]
+	if e := parseErr(fixed); e == nil || later(fixed, e, off) {
+		return fixed, true
+	}
+	return text, false
 }
