@@ -22,6 +22,7 @@ var shellFixes = []struct{ name, script string }{
 	{"signals sent to the shell run its traps or end it", `trap "echo T \$?" USR1; kill -USR1 $$ $$; echo x; trap "echo USR1 trap status=\$?; ( exit 42 )" USR1; sh -c "kill -USR1 $$"; echo after=$?; (trap "" TERM; kill $BASHPID; echo ignored); kill -0 $$; echo zero $?; kill -CHLD $$; echo chld; (kill -USR1 $BASHPID; echo never); echo sub=$?; trap "echo bye" EXIT; kill $$; echo never`},
 	{"LINENO in EXIT and signal traps counts the handler's lines", "trap 'false; echo $LINENO usr1' USR1\ntrap 'false; echo $LINENO err' ERR\nsh -c \"kill -USR1 $$\"\necho after=$?\ntrap 'echo exit $LINENO\necho $LINENO' EXIT\necho a"},
 	{"an array literal before a command is its text", `A=a B=(b b) printenv A B; A=a B=([k]=v) printenv A B; x=(1 2) true; echo "${x[@]}"`},
+	{"a backslash quotes } in a double-quoted expansion's word", `echo "${var-}}"; echo "${var-\}}"; echo "${var-'}'}"; echo "${var-"}"}"; echo "${var-a\\}b}"; echo "${var-\$x\}\\\}y}"; echo ${var-\}}`},
 }
 
 // TestShellFixes compares the sandbox with bash on shellFixes.

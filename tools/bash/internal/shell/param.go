@@ -705,6 +705,26 @@ func (e *expander) quotedWord(parts []syntax.WordPart) {
 			e.addQuoted("'" + v + "'")
 		case *syntax.DblQuoted:
 			e.word(x.Parts, true)
+		case *syntax.Lit:
+			// inside "${x-...}" a backslash also quotes a closing brace
+			if strings.Contains(x.Value, `\}`) {
+				var b strings.Builder
+				v := x.Value
+				for i := 0; i < len(v); i++ {
+					if v[i] == '\\' && i+1 < len(v) {
+						if v[i+1] != '}' {
+							b.WriteByte('\\')
+						}
+						b.WriteByte(v[i+1])
+						i++
+						continue
+					}
+					b.WriteByte(v[i])
+				}
+				e.word([]syntax.WordPart{&syntax.Lit{ValuePos: x.ValuePos, ValueEnd: x.ValueEnd, Value: b.String()}}, true)
+				continue
+			}
+			e.word([]syntax.WordPart{p}, true)
 		default:
 			e.word([]syntax.WordPart{p}, true)
 		}
