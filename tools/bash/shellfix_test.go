@@ -23,6 +23,7 @@ var shellFixes = []struct{ name, script string }{
 	{"LINENO in EXIT and signal traps counts the handler's lines", "trap 'false; echo $LINENO usr1' USR1\ntrap 'false; echo $LINENO err' ERR\nsh -c \"kill -USR1 $$\"\necho after=$?\ntrap 'echo exit $LINENO\necho $LINENO' EXIT\necho a"},
 	{"an array literal before a command is its text", `A=a B=(b b) printenv A B; A=a B=([k]=v) printenv A B; x=(1 2) true; echo "${x[@]}"`},
 	{"a backslash quotes } in a double-quoted expansion's word", `echo "${var-}}"; echo "${var-\}}"; echo "${var-'}'}"; echo "${var-"}"}"; echo "${var-a\\}b}"; echo "${var-\$x\}\\\}y}"; echo ${var-\}}`},
+	{"a bad substitution holding a quote is reported, not run", `set -- '####'; (echo ${#1#'###'}); echo st=$?; x=a; (echo ${#x/'a'/b}); echo st=$?`},
 }
 
 // TestShellFixes compares the sandbox with bash on shellFixes.

@@ -243,7 +243,12 @@ func repairParam(text string, off int, msg string) (string, bool) {
 			continue
 		}
 		inner := text[i:end]
-		carried := text[:i] + "$(" + paramCarrier + " '" + strings.ReplaceAll(inner, "'", `'\''`) + "')" + text[end:]
+		// one quoted word: $'...' when the text holds a quote
+		quoted := "'" + inner + "'"
+		if strings.Contains(inner, "'") {
+			quoted = "$'" + strings.NewReplacer(`\`, `\\`, "'", `\'`).Replace(inner) + "'"
+		}
+		carried := text[:i] + "$(" + paramCarrier + " " + quoted + ")" + text[end:]
 		if e := parseErr(carried); e == nil || later(carried, e, off) {
 			return carried, true
 		}
@@ -265,6 +270,9 @@ func (sh *shell) paramCarried(cs *syntax.CmdSubst) (text string, w *syntax.Word,
 		return "", nil, false
 	}
 	text = sq.Value
+	if sq.Dollar {
+		text = ansiC(text)
+	}
 	if strings.HasPrefix(text, "${#") && len(text) > 4 && (text[3] == '#' || text[3] == '%') {
 		// ${##pat}, ${#%pat}: $# with a pattern removed
 		rest := text[3 : len(text)-1]
