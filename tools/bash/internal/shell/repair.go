@@ -55,7 +55,9 @@ func repairText(text string, err error) (string, bool) {
 				if fixed, ok = repairNames(text, off, pe.Text); !ok {
 					if fixed, ok = repairSubscript(text, off); !ok {
 						if fixed, ok = repairInlineArray(text, off, pe.Text); !ok {
-							break
+							if fixed, ok = repairHeredocWord(text, off, pe.Text); !ok {
+								break
+							}
 						}
 					}
 				}
@@ -486,6 +488,79 @@ scan:
 	fixed := text[:open] + "'" + strings.ReplaceAll(lit, "'", `'\''`) + "'" + text[end+1:]
 	if e := parseErr(fixed); e == nil || later(fixed, e, off) {
 		return fixed, true
+	}
+	return text, false
+}
+
+// repairHeredocWord handles a here-document delimiter holding an
+// expansion (cat <<${a}, <<$(a)), which mvdan refuses and bash takes as
+// its text, unexpanded: the delimiter and the line that ends the body are
+// renamed to a word of the shell's own (unquoted, so the body is still
+// expanded).
+func repairHeredocWord(text string, off int, msg string) (string, bool) {
+	if msg != "expansions not allowed in heredoc words" {
+		return text, false
+	}
+	op := strings.LastIndex(text[:min(off+1, len(text))], "<<")
+	if op < 0 {
+		return text, false
+	}
+	start := op + 2
+	strip := false
+	if start < len(text) && text[start] == '-' {
+		start++
+		strip = true
+	}
+	for start < len(text) && (text[start] == ' ' || text[start] == '\t') {
+		start++
+	}
+	end := start
+	depth := 0
+	for end < len(text) {
+		c := text[end]
+		if c == '(' || c == '{' {
+			depth++
+		} else if (c == ')' || c == '}') && depth > 0 {
+			depth--
+		} else if depth == 0 && strings.IndexByte(" \t\n;&|<>()", c) >= 0 {
+			break
+		}
+		end++
+	}
+	word := text[start:end]
+	if word == "" || strings.ContainsAny(word, "'\"\\") {
+		return text, false
+	}
+	nl := strings.IndexByte(text[end:], '\n')
+	if nl < 0 {
+		return text, false
+	}
+	body := end + nl + 1
+	marker := ReservedPrefix + "eof_"
+	for i := body; i < len(text); {
+		j := strings.IndexByte(text[i:], '\n')
+		lineEnd := len(text)
+		if j >= 0 {
+			lineEnd = i + j
+		}
+		line := text[i:lineEnd]
+		lead := 0
+		if strip {
+			for lead < len(line) && line[lead] == '\t' {
+				lead++
+			}
+		}
+		if line[lead:] == word {
+			fixed := text[:start] + marker + text[end:i+lead] + marker + text[lineEnd:]
+			if e := parseErr(fixed); e == nil || later(fixed, e, off) {
+				return fixed, true
+			}
+			return text, false
+		}
+		if j < 0 {
+			break
+		}
+		i = lineEnd + 1
 	}
 	return text, false
 }
