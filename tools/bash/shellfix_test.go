@@ -25,6 +25,7 @@ var shellFixes = []struct{ name, script string }{
 	{"a backslash quotes } in a double-quoted expansion's word", `echo "${var-}}"; echo "${var-\}}"; echo "${var-'}'}"; echo "${var-"}"}"; echo "${var-a\\}b}"; echo "${var-\$x\}\\\}y}"; echo ${var-\}}`},
 	{"a bad substitution holding a quote is reported, not run", `set -- '####'; (echo ${#1#'###'}); echo st=$?; x=a; (echo ${#x/'a'/b}); echo st=$?`},
 	{"a here-document delimiter holding an expansion is its text", "a=1; cat <<${a}\nhere $a\n${a}\ncat <<$(a)\nthere\n$(a)\ncat <<-$x\n\ttab\n\t$x\necho end"},
+	{"empty arithmetic: (( )) is false, $(( )) is 0", "(( ))\necho status=$?\necho $(( )) $((  ))\nx=$(( )); echo \"[$x]\""},
 }
 
 // TestShellFixes compares the sandbox with bash on shellFixes.

@@ -344,7 +344,8 @@ func emptySliceBounds(text string) (string, bool) {
 
 // repairAt tries the rewrites at the last "((" before off.
 func repairAt(text string, off int) (string, bool) {
-	for start := min(off+1, len(text)); ; {
+	// (an error at "((" or "$((" itself points at its first character)
+	for start := min(off+3, len(text)); ; {
 		i := strings.LastIndex(text[:start], "((")
 		if i < 0 {
 			return text, false
