@@ -26,6 +26,8 @@ var shellFixes = []struct{ name, script string }{
 	{"a bad substitution holding a quote is reported, not run", `set -- '####'; (echo ${#1#'###'}); echo st=$?; x=a; (echo ${#x/'a'/b}); echo st=$?`},
 	{"a here-document delimiter holding an expansion is its text", "a=1; cat <<${a}\nhere $a\n${a}\ncat <<$(a)\nthere\n$(a)\ncat <<-$x\n\ttab\n\t$x\necho end"},
 	{"empty arithmetic: (( )) is false, $(( )) is 0", "(( ))\necho status=$?\necho $(( )) $((  ))\nx=$(( )); echo \"[$x]\""},
+	{"single quotes inside a double-quoted expansion's word are kept and what they hold expanded", `var="a b c"; argv() { printf "<%s>" "$@"; echo; }; argv "${Unset:-'$var'}" "${Unset:-'x\"y'}" "${Unset:-'\$var'}" ${Unset:-'$var'} "${Unset:-'a\\b\qc'}" "${U-'$(echo hi)'}"`},
+	{"an assignment whose expansion fails makes no redirection", `(X=${x?bc} > walrus); test -f walrus && echo exists1; (Y=1 > w2); test -f w2 && echo exists2`},
 }
 
 // TestShellFixes compares the sandbox with bash on shellFixes.

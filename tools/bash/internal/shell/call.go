@@ -146,10 +146,15 @@ func (sh *shell) tempAssigns(list []*syntax.Assign) []tempAssign {
 // apply to the shell; the status is that of the last command
 // substitution, else 0.
 func (sh *shell) assignOnly(ce *syntax.CallExpr, redirs []*syntax.Redirect) (status int) {
+	assigned := false
 	if len(redirs) > 0 {
 		// the assignments first: their command substitutions do not see
-		// the redirections
+		// the redirections (which are not made when an assignment's
+		// expansion ends the shell: X=${x?err} > f creates no f)
 		defer func() {
+			if !assigned {
+				return
+			}
 			restore, ok := sh.redirect(redirs, false)
 			if ok {
 				restore()
@@ -163,6 +168,7 @@ func (sh *shell) assignOnly(ce *syntax.CallExpr, redirs []*syntax.Redirect) (sta
 		}()
 	}
 	if !sh.debugTrap(assignText(ce.Assigns)) {
+		assigned = true
 		return sh.status
 	}
 	for _, as := range ce.Assigns {
@@ -170,6 +176,7 @@ func (sh *shell) assignOnly(ce *syntax.CallExpr, redirs []*syntax.Redirect) (sta
 			sh.fatal(err)
 		}
 	}
+	assigned = true
 	// bash leaves $_ empty after assignments alone
 	sh.lastArg = ""
 	if sh.opts.xtrace {

@@ -702,7 +702,15 @@ func (e *expander) quotedWord(parts []syntax.WordPart) {
 				e.addQuoted(v)
 				continue
 			}
-			e.addQuoted("'" + v + "'")
+			// the quotes are kept and what they hold is expanded as in
+			// double quotes ("${u:-'$var'}" is 'a b c')
+			e.addQuoted("'")
+			if w := parseDocText(v); w != nil && strings.ContainsAny(v, "$`\\") {
+				e.word(w.Parts, true)
+			} else {
+				e.addQuoted(v)
+			}
+			e.addQuoted("'")
 		case *syntax.DblQuoted:
 			e.word(x.Parts, true)
 		case *syntax.Lit:
@@ -1390,4 +1398,16 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// parseDocText parses text as the body of a here-document (expansions,
+// no quote removal), or nil when it does not parse.
+func parseDocText(text string) *syntax.Word {
+	p := parsers.Get().(*syntax.Parser)
+	defer parsers.Put(p)
+	w, err := p.Document(strings.NewReader(text))
+	if err != nil {
+		return nil
+	}
+	return w
 }
