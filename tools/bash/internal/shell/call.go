@@ -235,6 +235,11 @@ func (sh *shell) assign(as *syntax.Assign, local bool) error {
 		return nil
 	}
 	name := as.Name.Value
+	if as.Array != nil && as.Index != nil {
+		// a[i]=(...): bash refuses it when it runs it
+		sub := strings.ReplaceAll(sh.arithText(as.Index), " ", "")
+		return &assignError{name + "[" + sub + "]: cannot assign list to array member"}
+	}
 	if as.Array != nil {
 		items, assocWanted := sh.arrayItems(name, as.Array)
 		return sh.setArray(name, items, as.Append, assocWanted)
