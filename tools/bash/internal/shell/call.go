@@ -501,44 +501,6 @@ func (sh *shell) external(args []string, assigns []tempAssign) int {
 	return status
 }
 
-// pathLookupWith is pathLookup with the command's own PATH=... if any.
-func (sh *shell) pathLookupWith(name string, assigns []tempAssign) (string, bool) {
-	for _, a := range assigns {
-		if a.name == "PATH" {
-			return sh.pathIn(name, a.val, true)
-		}
-	}
-	return sh.pathLookup(name)
-}
-
-// pathLookup finds an executable script named name in $PATH's
-// directories of the file system.
-func (sh *shell) pathLookup(name string) (string, bool) {
-	path, ok := sh.varValue("PATH")
-	return sh.pathIn(name, path, ok)
-}
-
-func (sh *shell) pathIn(name, path string, ok bool) (string, bool) {
-	fsys := sh.r.cfg.FS
-	if fsys == nil || !ok {
-		return "", false
-	}
-	for _, dir := range strings.Split(path, ":") {
-		if dir == "" {
-			dir = "."
-		}
-		p := vfs.Abs(sh.dir, dir+"/"+name)
-		if !strings.HasPrefix(p, vfs.WorkspaceDir+"/") && !strings.HasPrefix(p, vfs.TmpDir+"/") {
-			continue
-		}
-		info, err := fsys.Stat(sh.r.ctx, p)
-		if err == nil && info.Mode().IsRegular() && info.Mode()&0o111 != 0 {
-			return p, true
-		}
-	}
-	return "", false
-}
-
 // shellUtility are the builtins that also exist as programs in /usr/bin,
 // so that /bin/echo runs the builtin.
 var shellUtility = map[string]bool{"echo": true, "printf": true, "test": true, "[": true, "true": true,
