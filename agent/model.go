@@ -20,17 +20,25 @@ const DefaultModel = "gpt-5-mini"
 // Model is DefaultModel through the OpenAI Responses API, with the key
 // and base URL of the environment (WithEnv).
 type Model struct {
-	// Name is the model, e.g. "gpt-5-mini" (default DefaultModel).
+	// Name is the model, e.g. "gpt-5-mini", "claude-sonnet-5" or
+	// "gemini-3.5-flash" (default DefaultModel).
 	Name string
-	// Provider is llm.ProviderResponses (the default) or llm.ProviderChat
-	// (Chat Completions, for servers without the Responses API).
+	// Provider is the API that reaches the model: llm.ProviderResponses
+	// (OpenAI's Responses API), llm.ProviderChat (Chat Completions, for
+	// servers without the Responses API), llm.ProviderAnthropic
+	// (Anthropic's Messages API) or llm.ProviderGemini (the Gemini API).
+	// Default: by the model's name (llm.ProviderFor): claude-* Anthropic,
+	// gemini-* Gemini, else the Responses API.
 	Provider string
-	// BaseURL is the API's root (default $OPENAI_BASE_URL, else OpenAI's).
-	// An Azure OpenAI resource's URL is recognized as such.
+	// BaseURL is the API's root (default the provider's variable:
+	// $OPENAI_BASE_URL, $ANTHROPIC_BASE_URL or $GOOGLE_GEMINI_BASE_URL, else
+	// the provider's public API). An Azure OpenAI resource's URL is
+	// recognized as such.
 	BaseURL string
-	// APIKey is sent as a bearer token (default $OPENAI_API_KEY, or
-	// $AZURE_OPENAI_API_KEY for Azure). Without one none is sent: a local
-	// server needs none.
+	// APIKey is the provider's key (default $OPENAI_API_KEY, or
+	// $AZURE_OPENAI_API_KEY for Azure; $ANTHROPIC_API_KEY; $GOOGLE_API_KEY,
+	// else $GEMINI_API_KEY). Without one none is sent: a local server needs
+	// none.
 	APIKey string
 	// Options override what demiurge knows of models (the token-limit
 	// field, temperature, reasoning, prices, the context window), after
@@ -137,7 +145,8 @@ func (m Model) resolve(manifest []llm.ModelOptions, c *config, local bool) (*mod
 			out.name = cmp.Or(cs.Model(), "cassette")
 		}
 		out.known, _ = llm.ResolveModel(out.name, "", overrides)
-		out.provider, out.adapter = llm.ProviderResponses, cs
+		// The calls are made as the recording's were, through its API.
+		out.provider, out.adapter = cmp.Or(cs.Provider(), llm.ProviderResponses), cs
 		out.secret = func(string) (string, bool) { return "cassette", true } // no key needed
 		return out, nil
 	}
@@ -146,19 +155,22 @@ func (m Model) resolve(manifest []llm.ModelOptions, c *config, local bool) (*mod
 	}
 	out.provider = m.Provider
 	if out.provider == "" {
-		out.provider = llm.ProviderResponses
+		out.provider = llm.ProviderFor(out.name)
 	}
 	if !llm.IsProvider(out.provider) {
 		return nil, fmt.Errorf("model provider %q: want one of %s (or agent.Cassette)", out.provider, strings.Join(llm.Providers(), ", "))
 	}
+	native := out.provider == llm.ProviderAnthropic || out.provider == llm.ProviderGemini
 	base := m.BaseURL
 	if base == "" {
-		base = env("OPENAI_BASE_URL")
+		base = env(llm.BaseURLEnv(out.provider))
 	}
-	azure := env("AZURE_OPENAI_ENDPOINT") != "" || isAzureURL(base)
+	azure := !native && (env("AZURE_OPENAI_ENDPOINT") != "" || isAzureURL(base))
 	key := m.APIKey
-	if key == "" {
-		key = env("OPENAI_API_KEY")
+	for _, k := range llm.KeyEnv(out.provider) {
+		if key == "" {
+			key = env(k)
+		}
 	}
 	if key == "" && azure {
 		key = env("AZURE_OPENAI_API_KEY")
@@ -169,6 +181,9 @@ func (m Model) resolve(manifest []llm.ModelOptions, c *config, local bool) (*mod
 		return out, nil
 	}
 	if key == "" && base == "" && !azure {
+		if native {
+			return nil, fmt.Errorf("no API key: set %s for model %s (or point the base URL at a server that speaks its API, or answer from a recorded session with agent.Cassette)", strings.Join(llm.KeyEnv(out.provider), " or "), out.name)
+		}
 		return nil, errors.New("no API key: set OPENAI_API_KEY (or point the base URL at an OpenAI-compatible server, or answer from a recorded session with agent.Cassette)")
 	}
 	out.baseURL = base
@@ -185,9 +200,9 @@ func (m Model) resolve(manifest []llm.ModelOptions, c *config, local bool) (*mod
 		return nil, fmt.Errorf("%w: model %s does not take a temperature (it reasons); drop it, or say that it does with the model option temperature=true", ErrTemperature, out.name)
 	}
 	out.adapter = &llm.Adapter{Generator: gen}
-	// The world's llm/api secret is bound to OPENAI_API_KEY: without a
-	// key none is sent (a local server needs none; one that does answers
-	// 401, which says so).
+	// The world's llm/api secret is bound to OPENAI_API_KEY, whatever the
+	// provider: it names the model's key. Without a key none is sent (a
+	// local server needs none; one that does answers 401, which says so).
 	out.secret = func(k string) (string, bool) {
 		if k == "OPENAI_API_KEY" {
 			return key, true

@@ -99,7 +99,7 @@ not load: every problem is named, file:line: /pointer: what and how to fix),
 	}
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.models, "model", nil, "run every case with the model `M` (a comma-separated list runs each, and compares the first two) instead of the cases' own")
-	fl.StringVar(&f.llm, "llm", llm.ProviderResponses, "the model's `PROVIDER`: openai-responses, openai-chat, or cassette:DIR (the answers --record kept)")
+	fl.StringVar(&f.llm, "llm", "", "the model's `PROVIDER`: openai-responses, openai-chat, anthropic, gemini, or cassette:DIR (the answers --record kept) (default: by each model's name)")
 	fl.StringVar(&f.baseURL, "base-url", "", "the API's `URL` (default $OPENAI_BASE_URL, else OpenAI's)")
 	fl.StringArrayVar(&f.modelOptions, "model-option", nil, "override what demiurge knows of the model, as `KEY=VALUE` (repeatable): "+strings.Join(llm.ModelOptionKeys, ", "))
 	fl.StringVar(&f.temperature, "temperature", "", "the sampling `T`emperature (default: the provider's)")
@@ -168,8 +168,8 @@ func (a *app) eval(cmd *cobra.Command, suitePath string, f *evalFlags, getenv fu
 			return usagef("--model: an empty model name in %q", strings.Join(f.models, ","))
 		}
 	}
-	if !isCassette && f.llm != llm.ProviderResponses && f.llm != llm.ProviderChat {
-		return usagef("--llm %q: want openai-responses, openai-chat or cassette:DIR", f.llm)
+	if !isCassette && f.llm != "" && !llm.IsProvider(f.llm) {
+		return usagef("--llm %q: want %s or cassette:DIR", f.llm, strings.Join(llm.Providers(), ", "))
 	}
 	// The model of each name: the flags and the environment say how it is
 	// reached. A bad flag is a usage error now, not one failure per case.
@@ -194,8 +194,12 @@ func (a *app) eval(cmd *cobra.Command, suitePath string, f *evalFlags, getenv fu
 		if fi, err := os.Stat(cassettes); err != nil || !fi.IsDir() {
 			return fmt.Errorf("eval: --llm %s: no such directory (record one with --record DIR)", f.llm)
 		}
-	} else if err := checkAPIKey(f.llm, f.baseURL, getenv); err != nil {
-		return fmt.Errorf("eval: %w", err)
+	} else {
+		for _, m := range append([]string{""}, f.models...)[min(len(f.models), 1):] {
+			if err := checkAPIKey(f.llm, m, f.baseURL, getenv); err != nil {
+				return fmt.Errorf("eval: %w", err)
+			}
+		}
 	}
 	h, err := a.openStore(ctx, false)
 	if err != nil {

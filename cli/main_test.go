@@ -404,7 +404,8 @@ func helperHold(ctx context.Context, args []string) error {
 
 // cmdLLMTest starts a fake model server (adapters/llm/llmtest) for the rest
 // of the script, answering from the script of turns in FILE (JSON), and
-// points the demiurge command at it ($OPENAI_BASE_URL, $OPENAI_API_KEY):
+// points the demiurge command at it ($OPENAI_BASE_URL, $OPENAI_API_KEY, and
+// the Anthropic and Gemini twins, which the same server answers):
 //
 //	llmtest FILE
 func cmdLLMTest(ts *testscript.TestScript, neg bool, args []string) {
@@ -421,6 +422,11 @@ func cmdLLMTest(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Defer(func() { servers.Delete(ts) })
 	ts.Setenv("OPENAI_BASE_URL", srv.URL)
 	ts.Setenv("OPENAI_API_KEY", "sk-test-key")
+	// The same server plays Anthropic's and Gemini's APIs.
+	ts.Setenv("ANTHROPIC_BASE_URL", srv.Root)
+	ts.Setenv("ANTHROPIC_API_KEY", "sk-ant-test-key")
+	ts.Setenv("GOOGLE_GEMINI_BASE_URL", srv.Root)
+	ts.Setenv("GEMINI_API_KEY", "gemini-test-key")
 }
 
 // servers are the llmtest servers of the running scripts.
@@ -459,8 +465,10 @@ func cmdLLMWait(ts *testscript.TestScript, neg bool, args []string) {
 //
 // serves interactions FIRST (default 0) to FIRST+COUNT-1 (default: to the
 // end), in order, refusing a request the way the provider would (see
-// realwire.Refusal). It sets OPENAI_BASE_URL, and for the run command:
-// RW_LLM (openai-chat or openai-responses), RW_MODEL, RW_PROMPT (the last
+// realwire.Recording.Refuse). It sets the base URL of every provider
+// (OPENAI_BASE_URL, ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL), and for
+// the run command: RW_LLM (openai-chat, openai-responses, anthropic or
+// gemini), RW_MODEL, RW_PROMPT (the last
 // user message of the first recorded request), and RW_NOSTREAM (true when the
 // responses are JSON, not streams).
 func cmdRealwire(ts *testscript.TestScript, neg bool, args []string) {
@@ -485,7 +493,8 @@ func cmdRealwire(ts *testscript.TestScript, neg bool, args []string) {
 		responses = append(responses, it.Response)
 	}
 	srv := realwire.NewServer(responses)
-	srv.SetCheck(func(_ int, body []byte) error { return realwire.Refusal(rec.Vendor, rec.API, body) })
+	srv.SetAPI(rec.API)
+	srv.SetCheck(func(_ int, body []byte) error { return rec.Refuse(body) })
 	ts.Defer(srv.Close)
 	turn, err := its[0].Request.Turn(rec.API)
 	if err != nil {
@@ -498,12 +507,17 @@ func cmdRealwire(ts *testscript.TestScript, neg bool, args []string) {
 			prompt = m.Content
 		}
 	}
-	llm := "openai-responses"
-	if rec.API == "chat" {
-		llm = "openai-chat"
+	llm := map[string]string{"chat": "openai-chat", "anthropic": "anthropic", "gemini": "gemini"}[rec.API]
+	if llm == "" {
+		llm = "openai-responses"
 	}
 	ts.Setenv("OPENAI_BASE_URL", srv.URL)
 	ts.Setenv("OPENAI_API_KEY", "")
+	ts.Setenv("ANTHROPIC_BASE_URL", srv.Root)
+	ts.Setenv("ANTHROPIC_API_KEY", "")
+	ts.Setenv("GOOGLE_GEMINI_BASE_URL", srv.Root)
+	ts.Setenv("GEMINI_API_KEY", "")
+	ts.Setenv("GOOGLE_API_KEY", "")
 	ts.Setenv("RW_LLM", llm)
 	ts.Setenv("RW_MODEL", turn.Model)
 	ts.Setenv("RW_PROMPT", prompt)

@@ -111,16 +111,23 @@ On a PostgreSQL store (--store postgres://…) the world runs on a worker
 read from the journal as the worker runs it (run says so if no worker
 holds the world). The chat keeps the API (--llm) and the model (--model)
 that run names; the worker calls them at its own base URL with its own key
-(the worker's --base-url and $OPENAI_API_KEY; run needs none).
+(the worker's --base-url and $OPENAI_API_KEY, $ANTHROPIC_API_KEY or
+$GOOGLE_API_KEY; run needs none).
 
-The model is reached through the OpenAI Responses API (--llm
-openai-responses, the default) or Chat Completions (--llm openai-chat) at
---base-url (default $OPENAI_BASE_URL, else https://api.openai.com/v1), with
-the API key from $OPENAI_API_KEY (none is sent without it: a local server
-needs none). An Azure OpenAI resource is reached from its URL as base URL
-(https://NAME.openai.azure.com, …/openai/v1 or
-…/openai/deployments/DEPLOYMENT), or from $AZURE_OPENAI_ENDPOINT, with
-$AZURE_OPENAI_API_KEY and $AZURE_OPENAI_API_VERSION (default v1).
+The model is reached through the API --llm names, by default the one of
+its name: claude-* through Anthropic's Messages API (--llm anthropic, key
+$ANTHROPIC_API_KEY, base URL $ANTHROPIC_BASE_URL, else
+https://api.anthropic.com), gemini-* through the Gemini API (--llm gemini,
+key $GOOGLE_API_KEY or $GEMINI_API_KEY, base URL $GOOGLE_GEMINI_BASE_URL,
+else https://generativelanguage.googleapis.com), any other through the
+OpenAI Responses API (--llm openai-responses) or Chat Completions (--llm
+openai-chat) at --base-url (default $OPENAI_BASE_URL, else
+https://api.openai.com/v1), with the API key from $OPENAI_API_KEY (none is
+sent without a key: a local server needs none). An Azure OpenAI resource
+is reached from its URL as base URL (https://NAME.openai.azure.com,
+…/openai/v1 or …/openai/deployments/DEPLOYMENT), or from
+$AZURE_OPENAI_ENDPOINT, with $AZURE_OPENAI_API_KEY and
+$AZURE_OPENAI_API_VERSION (default v1).
 --llm cassette:DIR answers from the model outputs recorded in a session
 bundle instead (no network, no key), while the tools run for real: the
 offline demo. Each model call must make the recorded request (the same
@@ -160,6 +167,9 @@ named <server>_<tool> unless aliased; "demiurge mcp ls" lists them) and bash
   demiurge run examples/demiurge --llm cassette:testdata/sessions/demo -m "Write a hello note and show it to me."
   # chat at the prompt, with $OPENAI_API_KEY set
   demiurge run examples/demiurge --model gpt-5-mini
+  # Claude through Anthropic's API ($ANTHROPIC_API_KEY), Gemini through Google's ($GEMINI_API_KEY)
+  demiurge run examples/demiurge --model claude-sonnet-5 -m "What does the manifest define?"
+  demiurge run examples/demiurge --model gemini-3.5-flash -m "What does the manifest define?"
   # a local OpenAI-compatible server; another world and chat
   demiurge run examples/demiurge --llm openai-chat --base-url http://localhost:11434/v1 --model qwen3 --world w2 --chat review -m "What is in the workspace?"`,
 		Args: wantArgs(1, 1),
@@ -187,9 +197,9 @@ func (f *runFlags) addFlags(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.world, "world", defaultWorld, "the world's `NAME` in the store")
 	fl.StringVar(&f.chat, "chat", "main", "the chat's `ID` in the world")
-	fl.StringVar(&f.llm, "llm", llm.ProviderResponses, "the model's `PROVIDER`: openai-responses, openai-chat, or cassette:DIR")
+	fl.StringVar(&f.llm, "llm", "", "the model's `PROVIDER`: openai-responses, openai-chat, anthropic, gemini, or cassette:DIR (default: by the model's name: claude-* anthropic, gemini-* gemini, else openai-responses)")
 	fl.StringVar(&f.model, "model", "", "the model `NAME` (default $DEMIURGE_MODEL, else gpt-5-mini)")
-	fl.StringVar(&f.baseURL, "base-url", "", "the API's base `URL` (default $OPENAI_BASE_URL)")
+	fl.StringVar(&f.baseURL, "base-url", "", "the API's base `URL` (default the provider's $OPENAI_BASE_URL, $ANTHROPIC_BASE_URL or $GOOGLE_GEMINI_BASE_URL)")
 	fl.Uint64Var(&f.maxTokens, "max-tokens", 4096, "output tokens per model call")
 	fl.Uint64Var(&f.maxRounds, "max-rounds", demiurge.DefaultMaxRounds, "model calls per user message")
 	fl.Uint64Var(&f.maxRepeats, "max-repeats", demiurge.DefaultMaxRepeats, "times the same tool call may be made in a turn")
@@ -226,11 +236,11 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	if err != nil {
 		return err
 	}
-	if !store.IsURL(a.storeDir) { // on a PostgreSQL store a worker calls the model
+	if !store.IsURL(a.storeDir) && !m.IsCassette() { // on a PostgreSQL store a worker calls the model
 		// approve and deny get here once no process that runs the world
 		// took the decision (another user's is said so before): the rest
 		// of the turn runs here, and needs a key.
-		if err := checkAPIKey(f.llm, f.baseURL, getenv); err != nil {
+		if err := checkAPIKey(m.Provider, m.Name, f.baseURL, getenv); err != nil {
 			return fmt.Errorf("%s: %w", f.command(), err)
 		}
 	}
@@ -376,17 +386,33 @@ func (f *runFlags) command() string {
 }
 
 // checkAPIKey refuses a model that could not be reached: a remote API
-// (no --base-url nor $OPENAI_BASE_URL) without a key. A cassette needs
-// none, nor does a server at a base URL (a local one may take none; one
-// that wants a key answers 401, which says so).
-func checkAPIKey(provider, baseURL string, getenv func(string) string) error {
+// (no --base-url nor the provider's base URL variable) without a key. A
+// cassette needs none, nor does a server at a base URL (a local one may
+// take none; one that wants a key answers 401, which says so). provider
+// "" is the model's by its name.
+func checkAPIKey(provider, model, baseURL string, getenv func(string) string) error {
 	if strings.HasPrefix(provider, "cassette:") {
 		return nil
 	}
-	if baseURL == "" {
-		baseURL = getenv("OPENAI_BASE_URL")
+	if provider == "" {
+		provider = llm.ProviderFor(model)
 	}
-	if getenv("OPENAI_API_KEY") == "" && getenv("AZURE_OPENAI_API_KEY") == "" && baseURL == "" && getenv("AZURE_OPENAI_ENDPOINT") == "" {
+	if baseURL == "" {
+		baseURL = getenv(llm.BaseURLEnv(provider))
+	}
+	for _, k := range llm.KeyEnv(provider) {
+		if getenv(k) != "" {
+			return nil
+		}
+	}
+	switch provider {
+	case llm.ProviderAnthropic, llm.ProviderGemini:
+		if baseURL == "" {
+			return fmt.Errorf("no API key: set %s for model %s (or point --base-url at a server that speaks its API, or use --llm cassette:DIR for the offline demo)", strings.Join(llm.KeyEnv(provider), " or "), model)
+		}
+		return nil
+	}
+	if getenv("AZURE_OPENAI_API_KEY") == "" && baseURL == "" && getenv("AZURE_OPENAI_ENDPOINT") == "" {
 		return errors.New("no API key: set OPENAI_API_KEY (or point --base-url at an OpenAI-compatible server, or use --llm cassette:DIR for the offline demo)")
 	}
 	return nil
@@ -419,10 +445,10 @@ func modelOf(provider, model, baseURL string, options []string, temperature stri
 	case strings.HasPrefix(provider, "cassette:"):
 		m = agent.Cassette(strings.TrimPrefix(provider, "cassette:"))
 		m.Name = model // the cassette answers whatever the model is called
-	case provider == llm.ProviderResponses || provider == llm.ProviderChat:
+	case provider == "" || llm.IsProvider(provider):
 		m = agent.Model{Name: name, Provider: provider, BaseURL: baseURL}
 	default:
-		return m, usagef("--llm %q: want openai-responses, openai-chat or cassette:DIR", provider)
+		return m, usagef("--llm %q: want %s or cassette:DIR", provider, strings.Join(llm.Providers(), ", "))
 	}
 	m.Temperature, m.NoStream = temperature, noStream
 	if len(options) > 0 {

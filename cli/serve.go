@@ -112,7 +112,7 @@ offline.`,
 	fl.DurationVar(&f.writeTimeout, "write-timeout", serve.DefaultWriteTimeout, "how long one write to a client may take before it is cut off")
 	fl.DurationVar(&f.worldIdle, "world-idle", serve.DefaultWorldIdle, "how long a world nothing uses (no request, no turn under way) stays open; it opens again on the next request")
 	fl.IntVar(&f.maxWorlds, "max-worlds", serve.DefaultMaxWorlds, "how many worlds nothing uses stay open at most (those unused longest close first)")
-	fl.StringVar(&f.llm, "llm", llm.ProviderResponses, "the model's `PROVIDER`: openai-responses, openai-chat, or cassette:DIR")
+	fl.StringVar(&f.llm, "llm", "", "the model's `PROVIDER`: openai-responses, openai-chat, anthropic, gemini, or cassette:DIR (default: by the model's name)")
 	fl.StringVar(&f.model, "model", "", "the model `NAME` (default $DEMIURGE_MODEL, else gpt-5-mini)")
 	fl.StringVar(&f.baseURL, "base-url", "", "the API's base `URL` (default $OPENAI_BASE_URL)")
 	fl.StringArrayVar(&f.modelOptions, "model-option", nil, "override what demiurge knows of the model, as `KEY=VALUE` (repeatable): "+strings.Join(llm.ModelOptionKeys, ", "))
@@ -153,8 +153,8 @@ func (a *app) serve(cmd *cobra.Command, manifest string, f *serveFlags, getenv f
 	if err != nil {
 		return err
 	}
-	if !store.IsURL(a.storeDir) {
-		if err := checkAPIKey(f.llm, f.baseURL, getenv); err != nil {
+	if !store.IsURL(a.storeDir) && !m.IsCassette() {
+		if err := checkAPIKey(m.Provider, m.Name, f.baseURL, getenv); err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
 	}

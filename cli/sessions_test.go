@@ -19,6 +19,7 @@ var (
 // what the fake model answers.
 type recordedSession struct {
 	name     string
+	model    string // default gpt-test, through OpenAI's Responses API
 	messages []string
 	turns    []llmtest.Turn
 	// frozen sessions were recorded with an older version of the agent
@@ -78,6 +79,29 @@ var sessions = []recordedSession{
 			{Text: "I wrote notes/hello.md in the workspace and read it back: it says hello."},
 		},
 	},
+	// The same agent through Anthropic's Messages API and the Gemini API:
+	// reasoning (signed thinking, thought signatures) sent back with each
+	// round's calls, and the prompt cache read.
+	{
+		name:     "claude",
+		model:    "claude-sonnet-5",
+		messages: []string{"What does this world's manifest define?"},
+		turns: []llmtest.Turn{
+			{Reasoning: "The manifest first.", Calls: []llmtest.Call{call("introspect_manifest", `{}`)}},
+			{Reasoning: "Its schemas and the journal head, at once.", Calls: []llmtest.Call{call("introspect_schemas", `{}`), call("introspect_journal_head", `{}`)}},
+			{Reasoning: "Enough to answer.", Text: "The manifest defines the chat reducer, its plans, the tools' effects and their grants."},
+		},
+	},
+	{
+		name:     "gemini",
+		model:    "gemini-3.5-flash",
+		messages: []string{"What does this world's manifest define?"},
+		turns: []llmtest.Turn{
+			{Reasoning: "The manifest first.", Calls: []llmtest.Call{call("introspect_manifest", `{}`)}},
+			{Reasoning: "Its schemas and the journal head, at once.", Calls: []llmtest.Call{call("introspect_schemas", `{}`), call("introspect_journal_head", `{}`)}},
+			{Reasoning: "Enough to answer.", Text: "The manifest defines the chat reducer, its plans, the tools' effects and their grants."},
+		},
+	},
 }
 
 // TestRecordedSessions replays every recorded session from genesis and
@@ -101,9 +125,14 @@ func recordSession(t *testing.T, s recordedSession, dir string) {
 	srv := llmtest.NewServer(llmtest.Script{Turns: s.turns})
 	defer srv.Close()
 	store := filepath.Join(t.TempDir(), "store")
-	env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.URL}
+	env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.URL,
+		"ANTHROPIC_API_KEY": "sk-ant-test", "ANTHROPIC_BASE_URL": srv.Root, "GEMINI_API_KEY": "gemini-test", "GOOGLE_GEMINI_BASE_URL": srv.Root}
+	model := s.model
+	if model == "" {
+		model = "gpt-test"
+	}
 	for _, m := range s.messages {
-		r := run(t, env, "", "--store", store, "run", "../examples/demiurge", "--model", "gpt-test", "-m", m)
+		r := run(t, env, "", "--store", store, "run", "../examples/demiurge", "--model", model, "-m", m)
 		if r.code != 0 {
 			t.Fatalf("run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 		}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -113,9 +114,9 @@ Stdio MCP servers of a manifest run in the worker's directory.`,
 	fl.DurationVar(&f.lease, "lease", cluster.DefaultLease, "how long a lease lasts unless renewed (renewed every third of it)")
 	fl.DurationVar(&f.handover, "handover", cluster.DefaultHandover, "when stopping, how long to wait for the worlds' effects in flight before handing them over")
 	fl.StringVar(&f.id, "id", "", "the worker's `ID` in the leases (default: host-pid-random)")
-	fl.StringVar(&f.model.llm, "llm", llm.ProviderResponses, "the model's `PROVIDER`: openai-responses, openai-chat, or cassette:DIR")
+	fl.StringVar(&f.model.llm, "llm", "", "the model's `PROVIDER`: openai-responses, openai-chat, anthropic, gemini, or cassette:DIR (default: by the model's name)")
 	fl.StringVar(&f.model.model, "model", "", "the model `NAME` when a chat names none (default $DEMIURGE_MODEL, else gpt-5-mini)")
-	fl.StringVar(&f.model.baseURL, "base-url", "", "the API's base `URL` (default $OPENAI_BASE_URL)")
+	fl.StringVar(&f.model.baseURL, "base-url", "", "the API's base `URL` (default the provider's $OPENAI_BASE_URL, $ANTHROPIC_BASE_URL or $GOOGLE_GEMINI_BASE_URL)")
 	fl.StringArrayVar(&f.model.options, "model-option", nil, "override what demiurge knows of the model, as `KEY=VALUE` (repeatable)")
 	return cmd
 }
@@ -124,11 +125,15 @@ Stdio MCP servers of a manifest run in the worker's directory.`,
 // an unknown provider, or no key for a remote API.
 func (f *workerFlags) checkModel(getenv func(string) string) error {
 	switch l := f.model.llm; {
-	case strings.HasPrefix(l, "cassette:"), l == llm.ProviderResponses || l == llm.ProviderChat:
+	case strings.HasPrefix(l, "cassette:"), l == "", llm.IsProvider(l):
 	default:
-		return usagef("--llm %q: want openai-responses, openai-chat or cassette:DIR", l)
+		return usagef("--llm %q: want %s or cassette:DIR", l, strings.Join(llm.Providers(), ", "))
 	}
-	if err := checkAPIKey(f.model.llm, f.model.baseURL, getenv); err != nil {
+	model := f.model.model
+	if model == "" {
+		model = cmp.Or(getenv("DEMIURGE_MODEL"), agent.DefaultModel)
+	}
+	if err := checkAPIKey(f.model.llm, model, f.model.baseURL, getenv); err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
 	return nil

@@ -295,6 +295,16 @@ func TestPages(t *testing.T) {
 		{"/w/workspace-edits", 200, `+2. Write tests first, then the code`},
 		{"/w/demo", 200, `workspace_list --path notes`},
 		{"/w/mcp", 200, "demo_echo"},
+		// The sessions of the native providers: the model, the calls, the
+		// answer, the cost.
+		{"/w/claude", 200, "claude-sonnet-5"},
+		{"/w/claude", 200, "introspect_schemas"},
+		{"/w/claude", 200, "The manifest defines the chat reducer, its plans, the tools' effects and their grants."},
+		{"/w/claude", 200, "$0.0"},
+		{"/w/gemini", 200, "gemini-3.5-flash"},
+		{"/w/gemini", 200, "The manifest defines the chat reducer, its plans, the tools' effects and their grants."},
+		{"POST /w/claude/replay genesis=1", 200, "ok: 47 records replay to the same bytes"},
+		{"POST /w/gemini/replay genesis=1", 200, "replay to the same bytes"},
 		{"/w/demo/records", 200, "manifest"},
 		{"/w/demo/records?from=40", 200, `href="r/49"`},
 		{"/w/demo/r/2", 200, `href="/blob/blake3:`},

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
@@ -22,6 +24,14 @@ import (
 // DefaultBaseURL is the API root used when neither Config.BaseURL nor
 // $OPENAI_BASE_URL is set.
 const DefaultBaseURL = "https://api.openai.com/v1"
+
+// The API roots of the native providers, used when neither Config.BaseURL
+// (for Config.Provider) nor the provider's environment variable
+// ($ANTHROPIC_BASE_URL, $GOOGLE_GEMINI_BASE_URL) is set.
+const (
+	DefaultAnthropicBaseURL = "https://api.anthropic.com"
+	DefaultGeminiBaseURL    = "https://generativelanguage.googleapis.com"
+)
 
 // Defaults of Config's zero fields.
 const (
@@ -40,13 +50,18 @@ const maxBody = 64 << 20
 // Config configures a Generator. The zero Config is usable: every zero field
 // falls back to its documented default.
 type Config struct {
-	// Provider is used when Params.Provider is "": ProviderResponses
-	// (default) or ProviderChat.
+	// Provider is used when Params.Provider is "": one of Providers
+	// (default ProviderResponses).
 	Provider string
-	// BaseURL is the API root, such as "https://api.openai.com/v1" or
-	// "http://127.0.0.1:11434/v1"; requests go to BaseURL+"/responses" and
-	// BaseURL+"/chat/completions". Default: $OPENAI_BASE_URL, else
-	// DefaultBaseURL. New reads the environment; Generate never does.
+	// BaseURL is the API root of Provider, such as
+	// "https://api.openai.com/v1" or "http://127.0.0.1:11434/v1"; OpenAI's
+	// requests go to BaseURL+"/responses" and BaseURL+"/chat/completions",
+	// Anthropic's to BaseURL+"/v1/messages", Gemini's to
+	// BaseURL+"/v1beta/models/…". Default: the provider's environment
+	// variable (BaseURLEnv), else its public API (DefaultBaseURL,
+	// DefaultAnthropicBaseURL, DefaultGeminiBaseURL). The other providers
+	// a call may name get theirs the same way. New reads the environment;
+	// Generate never does.
 	BaseURL string
 	// Server names who serves BaseURL, in the catalog's words
 	// ("openrouter", "deepseek"; see CatalogName), when its host does not
@@ -116,6 +131,10 @@ type Generator struct {
 	responses responses.ResponseService
 	chat      openai.ChatCompletionService
 	logger    *slog.Logger
+
+	sessions  sessions          // the native providers' chats
+	bases     map[string]string // the native providers' API roots
+	anthropic anthropic.Client
 }
 
 // New returns a Generator for cfg, after filling its defaults and checking
@@ -126,6 +145,25 @@ func New(cfg Config) (*Generator, error) {
 	}
 	if !IsProvider(cfg.Provider) {
 		return nil, fmt.Errorf("llm: config: provider %q is not one of %s", cfg.Provider, strings.Join(Providers(), ", "))
+	}
+	// The native providers' roots: the configured one's, else each from
+	// its environment variable, else its public API.
+	bases := map[string]string{}
+	for p, def := range map[string]string{ProviderAnthropic: DefaultAnthropicBaseURL, ProviderGemini: DefaultGeminiBaseURL} {
+		b := os.Getenv(BaseURLEnv(p))
+		if p == cfg.Provider && cfg.BaseURL != "" {
+			b = cfg.BaseURL
+		}
+		if b == "" {
+			b = def
+		}
+		if u, err := url.Parse(b); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("llm: config: %s base URL %q is not an http(s) URL such as %s", p, b, def)
+		}
+		bases[p] = strings.TrimRight(b, "/")
+	}
+	if isNative(cfg.Provider) {
+		cfg.BaseURL = "" // the OpenAI services' root comes from the environment
 	}
 	if cfg.BaseURL == "" && cfg.Azure == nil {
 		cfg.BaseURL = os.Getenv("OPENAI_BASE_URL")
@@ -197,5 +235,21 @@ func New(cfg Config) (*Generator, error) {
 		responses: responses.NewResponseService(append(common, option.WithBaseURL(respBase))...),
 		chat:      openai.NewChatCompletionService(append(slices.Clip(common), option.WithBaseURL(chatBase))...),
 		logger:    logger,
+		bases:     bases,
+		// A client made without anthropic.NewClient reads no environment
+		// variable: the key comes per call.
+		anthropic: anthropic.Client{Options: []aoption.RequestOption{
+			aoption.WithBaseURL(bases[ProviderAnthropic] + "/"),
+			aoption.WithHTTPClient(cfg.HTTPClient),
+			aoption.WithMaxRetries(0), // retries are ours, each one counted
+		}},
 	}, nil
+}
+
+// baseOf returns the API root the generator sends provider's calls to.
+func (g *Generator) baseOf(provider string) string {
+	if b, ok := g.bases[provider]; ok {
+		return b
+	}
+	return g.cfg.BaseURL
 }

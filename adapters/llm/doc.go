@@ -1,11 +1,12 @@
 // Package llm implements the llm.generate effect: it sends a transcript of
-// content-addressed message blobs to an OpenAI-style model API and returns
-// a receipt whose every part (output items, tool calls, the raw request and
-// response) is stored in CAS.
+// content-addressed message blobs to a model API (OpenAI's two, or
+// Anthropic's and Google's own) and returns a receipt whose every part
+// (output items, tool calls, the raw request and response) is stored in
+// CAS.
 //
 // # Providers
 //
-// Two wire protocols are spoken, both through github.com/openai/openai-go/v3
+// Four wire protocols are spoken. Two through github.com/openai/openai-go/v3
 // with the SDK's own retries switched off:
 //
 //   - "openai-responses": POST {base}/responses. Stateless by default: every
@@ -17,6 +18,54 @@
 //     converted to Chat Completions shape on the way out and the reply is
 //     converted back to a Responses-style output array, so everything
 //     downstream sees one format.
+//
+// and two native ones, chosen by the model's name when no provider is
+// named (ProviderFor: claude-* and gemini-*), each with its own key and
+// base URL variables (KeyEnv, BaseURLEnv):
+//
+//   - "anthropic": Anthropic's Messages API, POST {base}/v1/messages, sent
+//     through github.com/anthropics/anthropic-sdk-go/v2 (API version
+//     2026-10-21) with its retries off (anthropic.go).
+//   - "gemini": the Gemini API, POST
+//     {base}/v1beta/models/{model}:generateContent (or
+//     :streamGenerateContent?alt=sse), sent by the adapter (gemini.go).
+//
+// Both convert the transcript out and the answer back to Responses-style
+// items like openai-chat. What of a native answer has no place in a
+// Responses item is kept in a member of the item named after the
+// provider, and goes back unchanged on every later call to that provider:
+//
+//   - Anthropic's thinking block is a reasoning item, its text a
+//     reasoning_text part, with "anthropic":{"type":"thinking",
+//     "signature":S}; a redacted_thinking block a reasoning item with only
+//     "anthropic":{"type":"redacted_thinking","data":D}; a block of
+//     another type an "anthropic_block" item holding it whole. They go
+//     back as the blocks they were, in their place between the text and
+//     tool_use blocks (interleaved thinking included), so the API finds
+//     each signature as it issued it. A reasoning item without "anthropic"
+//     (another provider's) is not sent.
+//   - A Gemini part's thoughtSignature is kept in "gemini":{
+//     "thoughtSignature":S} of the item the part became (a thought part's
+//     reasoning item, a text part's message, a functionCall's
+//     function_call; a part of another kind is a "gemini_part" item that
+//     holds it whole), and is sent back on that part. A function call
+//     another provider made (no "gemini" member) goes with the signature
+//     Google documents for calls made elsewhere.
+//
+// An answer's stop reason is the receipt's finish: Anthropic's tool_use
+// "tool_calls", max_tokens and model_context_window_exceeded "length",
+// refusal "content_filter" with a refusal part, pause_turn an incomplete
+// answer; Gemini's MAX_TOKENS "length", SAFETY, RECITATION, BLOCKLIST,
+// PROHIBITED_CONTENT, SPII… and a blocked prompt "content_filter" with a
+// refusal that says why; a MALFORMED_FUNCTION_CALL (or unexpected or too
+// many tool calls) a KindModelFailure tried again. Anthropic's
+// overloaded_error (529) and api_error, Gemini's UNAVAILABLE and INTERNAL
+// are server errors tried again, in a stream too; a rate limit says its
+// reset from the provider's headers (anthropic-ratelimit-*, Gemini's
+// RetryInfo). Anthropic's prompt caching is asked for with cache markers
+// on the stable prefix (the last tool, the system prompt, the request's
+// last message and the one the request before ended with); Gemini caches
+// implicitly. Cache reads and writes are in the usage.
 //
 // # Dialects
 //
@@ -50,9 +99,16 @@
 // transcript was — its blobs and items, its segments, the chunks of its
 // evidence — is kept, so the next reads, encodes and stores as evidence
 // only what is new (chunked.Writer.PutAfter). The bytes are the SDK's for
-// the whole request, member for member (TestSpliceMatchesSDK). A native
-// provider splices the same way: its own head and its own segment
-// encoder over the same segCache and chainState.
+// the whole request, member for member (TestSpliceMatchesSDK).
+//
+// The native providers build their bodies from parts made once too
+// (native.go): each item is encoded once in the provider's form, the
+// messages (Gemini's contents) are spliced from those bytes and kept in
+// the chat's session with the body's parts; the next request keeps them
+// and remakes only the messages from the first that changed (the last,
+// and those whose cache marker moves). The body goes out from its parts,
+// and its evidence is stored with chunked.Writer.PutAfter on the chat's
+// last request, by the bytes of the parts kept.
 //
 // # Blobs
 //

@@ -32,10 +32,13 @@ type call struct {
 	provider  string
 	model     Model // what is known of the model called
 	apiKey    string
-	body      *spliced    // the request body, as its parts (see splice.go)
-	dialect   string      // the dialect the body's segments were encoded for
-	chain     *chainState // what the next request of the transcript builds on
-	prev      *chainState // what this one built on, nil if nothing
+	body      *spliced       // the request body, as its parts (see splice.go)
+	dialect   string         // the dialect the body's segments were encoded for
+	chain     *chainState    // what the next request of the transcript builds on
+	prev      *chainState    // what this one built on, nil if nothing
+	native    *splicedBody   // the native providers' request body (see native.go)
+	session   *nativeSession // the chat's native session
+	beta      string         // ProviderAnthropic: the anthropic-beta header
 	onDelta   func(string)
 	delivered bool // a delta reached onDelta: a retry would repeat text
 }
@@ -50,15 +53,20 @@ func (c *call) deliver(text string) {
 
 // parse reads a complete (non-stream) response body of the call's provider.
 func (c *call) parse(body []byte) (parsed, error) {
-	if c.provider == ProviderChat {
+	switch c.provider {
+	case ProviderChat:
 		return parseChatBody(body)
+	case ProviderAnthropic:
+		return parseAnthropicBody(body)
+	case ProviderGemini:
+		return parseGeminiBody(body)
 	}
 	return parseResponsesBody(body)
 }
 
 // exchange is the evidence of one attempt.
 type exchange struct {
-	request  []byte // the request body sent
+	request  []byte // the request body sent, when it was not spliced
 	response []byte // the response body (stream: the final object, or the bytes read before it failed)
 }
 
@@ -100,6 +108,9 @@ func (g *Generator) Generate(ctx context.Context, blobs Blobs, p Params, apiKey 
 	if err != nil {
 		return Receipt{}, err
 	}
+	if c.session != nil {
+		defer c.session.release()
+	}
 	var (
 		ex  exchange
 		res parsed
@@ -119,6 +130,8 @@ func (g *Generator) Generate(ctx context.Context, blobs Blobs, p Params, apiKey 
 		pe.Attempts = attempts
 		if ex.request == nil && c.body != nil {
 			ex.request = c.body.bytes() // the evidence of a failed attempt
+		} else if ex.request == nil && c.native != nil {
+			ex.request = c.native.bytes()
 		}
 		wait, retry := g.nextWait(pe, attempts)
 		pe.redact(apiKey)
@@ -167,7 +180,7 @@ func (g *Generator) prepare(ctx context.Context, blobs Blobs, p Params, apiKey s
 	if p.Model == "" {
 		return nil, invalidf("model is empty: name the provider's model, such as \"gpt-5-mini\"")
 	}
-	c.model, _ = g.ModelFor(p.Model)
+	c.model, _ = g.modelOf(c.provider, p.Model)
 	if p.InstructionsRef != nil {
 		b, err := blobs.Get(ctx, *p.InstructionsRef)
 		if err != nil {
@@ -179,7 +192,7 @@ func (g *Generator) prepare(ctx context.Context, blobs Blobs, p Params, apiKey s
 		}
 		p.Instructions = &text
 	}
-	if az := g.cfg.Azure; az != nil {
+	if az := g.cfg.Azure; az != nil && !isNative(c.provider) {
 		p.Model = az.deployment(p.Model) // Azure's model field names the deployment
 	}
 	refs := p.MessageRefs
@@ -194,6 +207,19 @@ func (g *Generator) prepare(ctx context.Context, blobs Blobs, p Params, apiKey s
 			refs = append(slices.Clip(refs), more...)
 		}
 	}
+	var tools []tool
+	if p.ToolsRef != nil {
+		var err error
+		if tools, err = g.tools.load(ctx, blobs, *p.ToolsRef); err != nil {
+			return nil, err
+		}
+	}
+	switch c.provider {
+	case ProviderAnthropic:
+		return c, g.prepareAnthropic(ctx, blobs, c, p, refs, tools)
+	case ProviderGemini:
+		return c, g.prepareGemini(ctx, blobs, c, p, refs, tools)
+	}
 	c.dialect = g.dialect(c.provider, p, c.model)
 	prev := g.chains.get(c.dialect, refs)
 	st, err := g.loadItems(ctx, blobs, refs, prev)
@@ -201,12 +227,6 @@ func (g *Generator) prepare(ctx context.Context, blobs Blobs, p Params, apiKey s
 		return nil, err
 	}
 	st.dialect = c.dialect
-	var tools []tool
-	if p.ToolsRef != nil {
-		if tools, err = g.tools.load(ctx, blobs, *p.ToolsRef); err != nil {
-			return nil, err
-		}
-	}
 	if c.provider == ProviderChat {
 		c.body, err = g.spliceChat(p, st, prev, tools, c.model, onDelta != nil, c.dialect)
 	} else {
@@ -256,6 +276,12 @@ func sleep(ctx context.Context, d time.Duration) error {
 func (g *Generator) attempt(ctx context.Context, c *call) (exchange, parsed, error) {
 	actx, cancel := context.WithTimeout(ctx, g.cfg.Timeout)
 	defer cancel()
+	switch c.provider {
+	case ProviderAnthropic:
+		return g.attemptAnthropic(ctx, actx, c)
+	case ProviderGemini:
+		return g.attemptGemini(ctx, actx, c)
+	}
 	cp := &capture{stream: c.onDelta != nil, sent: c.body}
 	opts := []option.RequestOption{option.WithMiddleware(cp.middleware), option.WithRequestBody("application/json", c.body.reader())}
 	switch az := g.cfg.Azure; {
@@ -394,7 +420,7 @@ func (g *Generator) attemptStream(ctx, actx context.Context, c *call, cp *captur
 		end = "a finish_reason"
 	}
 	return ex, parsed{}, &ProviderError{
-		Provider: c.provider, Kind: KindStreamCut, Status: cp.status, RequestID: cp.header.Get("x-request-id"),
+		Provider: c.provider, Kind: KindStreamCut, Status: cp.status, RequestID: requestIDOf(cp.header),
 		Message:   fmt.Sprintf("the stream ended after %d events without %s", events, end),
 		Retryable: !c.delivered,
 		Hint:      "the connection or the server broke off; try again",
@@ -435,7 +461,7 @@ func streamEventError(data []byte) error {
 func (g *Generator) transportError(c *call, actx context.Context, cp *capture, err error) *ProviderError {
 	pe := &ProviderError{Provider: c.provider, Status: cp.status, Err: err}
 	if cp.header != nil {
-		pe.RequestID = cp.header.Get("x-request-id")
+		pe.RequestID = requestIDOf(cp.header)
 	}
 	switch {
 	case cp.status >= 400:
@@ -458,13 +484,18 @@ func (g *Generator) transportError(c *call, actx context.Context, cp *capture, e
 			pe.Kind = KindQuota
 		}
 		pe.Retryable = retryableStatus(pe.Kind, cp.header)
-		pe.Hint = hint(pe.Kind, c.provider, g.cfg.BaseURL, c.apiKey != "")
+		pe.Hint = hint(pe.Kind, c.provider, g.baseOf(c.provider), c.apiKey != "")
+		if pe.Kind == KindRateLimited {
+			if l := rateLimits(cp.header); l != "" {
+				pe.Hint += " (the provider's limits: " + l + ")"
+			}
+		}
 		pe.header = cp.header
 		return pe
 	case cp.tooLarge:
 		pe.Kind = KindBadResponse
 		pe.Message = fmt.Sprintf("the response body is larger than %d MiB", maxBody>>20)
-		pe.Hint = "check the base URL " + g.cfg.BaseURL
+		pe.Hint = "check the base URL " + g.baseOf(c.provider)
 		return pe
 	case errors.Is(actx.Err(), context.DeadlineExceeded):
 		pe.Kind = KindTimeout
@@ -492,7 +523,7 @@ func (g *Generator) transportError(c *call, actx context.Context, cp *capture, e
 			pe.Message = clipText(err.Error(), 300)
 		}
 		pe.Retryable = true
-		pe.Hint = fmt.Sprintf("is the server at %s running, and the base URL right?", g.cfg.BaseURL)
+		pe.Hint = fmt.Sprintf("is the server at %s running, and the base URL right?", g.baseOf(c.provider))
 	}
 	return pe
 }
@@ -501,7 +532,7 @@ func (g *Generator) transportError(c *call, actx context.Context, cp *capture, e
 func (g *Generator) parseFailure(c *call, cp *capture, err error) *ProviderError {
 	pe := &ProviderError{Provider: c.provider, Status: cp.status, Kind: KindBadResponse}
 	if cp.header != nil {
-		pe.RequestID = cp.header.Get("x-request-id")
+		pe.RequestID = requestIDOf(cp.header)
 	}
 	var perr *parseError
 	if !errors.As(err, &perr) {
@@ -511,11 +542,9 @@ func (g *Generator) parseFailure(c *call, cp *capture, err error) *ProviderError
 	pe.Kind, pe.Code, pe.Message = perr.kind, clipText(perr.code, 100), clipText(perr.msg, 500)
 	pe.Retryable = perr.retryable && !c.delivered
 	if perr.kind == KindBadResponse {
-		api := "Responses API"
-		if c.provider == ProviderChat {
-			api = "Chat Completions API"
-		}
-		pe.Hint = fmt.Sprintf("the server at %s does not answer like the %s; check the base URL and the provider", g.cfg.BaseURL, api)
+		api := map[string]string{ProviderResponses: "Responses API", ProviderChat: "Chat Completions API",
+			ProviderAnthropic: "Anthropic Messages API", ProviderGemini: "Gemini API"}[c.provider]
+		pe.Hint = fmt.Sprintf("the server at %s does not answer like the %s; check the base URL and the provider", g.baseOf(c.provider), api)
 	} else {
 		pe.Hint = "the provider could not complete the response"
 	}
@@ -549,8 +578,14 @@ func (g *Generator) record(ctx context.Context, blobs Blobs, c *call, p Params, 
 	}
 	// The request is kept as content-defined chunks: a chat's requests
 	// share most of their bytes, so each stores about its new ones, and
-	// builds on the last of its transcript (see putEvidence).
-	reqRef, err := g.putEvidence(ctx, blobs, c.body, c.prev, c.chain, apiKey)
+	// builds on the last of its transcript (see putEvidence, storeNative).
+	var reqRef cas.Ref
+	var err error
+	if c.native != nil {
+		reqRef, err = g.storeNative(ctx, blobs, c.session, c.native, apiKey)
+	} else {
+		reqRef, err = g.putEvidence(ctx, blobs, c.body, c.prev, c.chain, apiKey)
+	}
 	if err != nil {
 		return Receipt{}, fmt.Errorf("llm: store request: %w", err)
 	}
@@ -599,7 +634,7 @@ func (g *Generator) record(ctx context.Context, blobs Blobs, c *call, p Params, 
 		Attempts:          uint64(attempts),
 		FailedAttemptsRef: failedRef,
 	}
-	r.ProviderName = g.providerName()
+	r.ProviderName = g.providerNameOf(c.provider)
 	// The provider's own figure, else the price of the model that
 	// answered (a dated snapshot, say), else of the one asked for.
 	if res.costKnown {
@@ -610,7 +645,7 @@ func (g *Generator) record(ctx context.Context, blobs Blobs, c *call, p Params, 
 		if r.CostKnown {
 			break
 		}
-		if m, _ := g.ModelFor(name); m.Price != nil && res.usageKnown {
+		if m, _ := g.modelOf(c.provider, name); m.Price != nil && res.usageKnown {
 			r.CostMicroUSD, r.CostKnown = m.Price.CostMicroUSD(res.usage), true
 			r.CostSource = CostSource{Kind: CostFromPrice, Model: name, Source: m.PriceSource()}
 		}

@@ -93,10 +93,8 @@ type turnResult struct {
 func runRecorded(t *testing.T, rec *realwire.Recording, i int, prev *turnResult) *turnResult {
 	t.Helper()
 	it := rec.Interactions[i]
-	provider := ProviderResponses
-	if rec.API == "chat" {
-		provider = ProviderChat
-	}
+	provider := map[string]string{"responses": ProviderResponses, "chat": ProviderChat,
+		"anthropic": ProviderAnthropic, "gemini": ProviderGemini}[rec.API]
 	var turn realwire.Turn
 	if it.Request != nil {
 		var err error
@@ -120,7 +118,20 @@ func runRecorded(t *testing.T, rec *realwire.Recording, i int, prev *turnResult)
 				j++
 			}
 			items := append(slices.Clone(prev.items), json.RawMessage(prev.output))
-			res.items = append(items, turn.Items[j:]...)
+			// The tool outputs name the calls by the ids the recorded
+			// client gave them; demiurge's output has the provider's (or
+			// its own, where the provider gave none): pair them in order.
+			ids := map[string]string{}
+			ours := callIDs(prev.output)
+			for k, id := range callIDs(turn.Items[n:j]...) {
+				if k < len(ours) {
+					ids[id] = ours[k]
+				}
+			}
+			for _, it := range turn.Items[j:] {
+				items = append(items, renameCall(it, ids))
+			}
+			res.items = items
 			res.followUp = true
 		}
 	}
@@ -144,12 +155,16 @@ func runRecorded(t *testing.T, rec *realwire.Recording, i int, prev *turnResult)
 	}
 	srv := realwire.NewServer([]realwire.Response{it.Response})
 	defer srv.Close()
+	base := srv.URL
+	if isNative(provider) {
+		base = srv.Root
+	}
 	// The loopback server stands for the vendor's: its prices, its rules.
 	server := rec.Vendor
 	if server == "other" {
 		server = ""
 	}
-	g, err := New(Config{BaseURL: srv.URL, Server: server, MaxAttempts: 1, Backoff: func(int) time.Duration { return 0 }, Logger: quietLogger})
+	g, err := New(Config{Provider: provider, BaseURL: base, Server: server, MaxAttempts: 1, Backoff: func(int) time.Duration { return 0 }, Logger: quietLogger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +179,11 @@ func runRecorded(t *testing.T, rec *realwire.Recording, i int, prev *turnResult)
 	sent := srv.Requests()
 	if len(sent) == 1 && it.Request != nil && it.Response.StatusCode() == 200 {
 		res.compared = true
-		res.diffs = compareRequests(rec.API, rec.Vendor, g, turn.Model, it.Request.Body, sent[0])
+		if isNative(provider) {
+			res.diffs = compareNative(rec, it.Request.Body, sent[0])
+		} else {
+			res.diffs = compareRequests(rec, g, turn.Model, it.Request.Body, sent[0])
+		}
 	}
 	if err == nil {
 		res.output = []byte(st.get(t, r.OutputRef))
@@ -281,7 +300,8 @@ func checkGolden(t *testing.T, path string, got []any) {
 //   - DeepSeek refuses a tool-calling conversation whose assistant
 //     messages lack their reasoning_content ("The reasoning_content in the
 //     thinking mode must be passed back to the API").
-func compareRequests(api, vendor string, g *Generator, model string, accepted, sent []byte) []string {
+func compareRequests(rec *realwire.Recording, g *Generator, model string, accepted, sent []byte) []string {
+	api, vendor := rec.API, rec.Vendor
 	var a, s map[string]any
 	if err := json.Unmarshal(accepted, &a); err != nil {
 		return []string{"the accepted request is not JSON: " + err.Error()}
@@ -339,7 +359,7 @@ func compareRequests(api, vendor string, g *Generator, model string, accepted, s
 		d("tools %v; accepted %v", st, at)
 	}
 	// What the provider refuses, by the rules its recorded refusals show.
-	if err := realwire.Refusal(vendor, api, sent); err != nil {
+	if err := rec.Refuse(sent); err != nil {
 		d("the provider would refuse it: %v", err)
 	}
 	ids := idMap{}
@@ -626,4 +646,317 @@ func compareInput(av, sv any, ids idMap) []string {
 		}
 	}
 	return diffs
+}
+
+// compareNative compares a request to a native API (Anthropic's Messages
+// API, the Gemini API) with the one the provider accepted, on what the
+// provider checks: the system prompt, the tools and the tool choice, the
+// token limit, the reasoning settings, and the messages (contents) in
+// order — texts, tool calls and results (ids paired as for OpenAI),
+// thinking blocks with their signatures and redacted data unchanged
+// (Anthropic), thought signatures as the same bytes on the same parts
+// (Gemini). Cache markers and the order of fields are not compared, and
+// consecutive messages of one role count as one, as the APIs take them.
+// What the provider refuses is checked by the recording's rules
+// (realwire.Recording.Refuse).
+func compareNative(rec *realwire.Recording, accepted, sent []byte) []string {
+	var a, s map[string]json.RawMessage
+	if err := json.Unmarshal(accepted, &a); err != nil {
+		return []string{"the accepted request is not JSON: " + err.Error()}
+	}
+	if err := json.Unmarshal(sent, &s); err != nil {
+		return []string{"the sent request is not JSON: " + err.Error()}
+	}
+	var diffs []string
+	d := func(format string, args ...any) { diffs = append(diffs, fmt.Sprintf(format, args...)) }
+	if err := rec.Refuse(sent); err != nil {
+		d("the provider would refuse it: %v", err)
+	}
+	ids := idMap{}
+	switch rec.API {
+	case "anthropic":
+		for _, k := range []string{"model", "stream"} {
+			if !sameJSON(a[k], s[k]) && !(k == "stream" && string(a[k]) == "false" && s[k] == nil) {
+				d("%s %s; accepted %s", k, s[k], a[k])
+			}
+		}
+		if (a["thinking"] == nil) != (s["thinking"] == nil) {
+			d("thinking %s; accepted %s", s["thinking"], a["thinking"])
+		}
+		if at, st := anthropicSystem(a["system"]), anthropicSystem(s["system"]); at != st {
+			d("system %q; accepted %q", st, at)
+		}
+		if at, st := anthropicTools(a["tools"]), anthropicTools(s["tools"]); !reflect.DeepEqual(at, st) {
+			d("tools %v; accepted %v", st, at)
+		}
+		am, sm := anthropicMessages(a["messages"]), anthropicMessages(s["messages"])
+		if len(am) != len(sm) {
+			return append(diffs, fmt.Sprintf("%d messages; accepted %d:\n%v\n%v", len(sm), len(am), sm, am))
+		}
+		for i := range am {
+			if !sameNorm(am[i], sm[i], ids) {
+				d("message %d: %v; accepted %v", i, sm[i], am[i])
+			}
+		}
+	case "gemini":
+		if at, st := geminiDecls(a["tools"]), geminiDecls(s["tools"]); !reflect.DeepEqual(at, st) {
+			d("tools %v; accepted %v", st, at)
+		}
+		ac, sc := geminiContents(a["contents"]), geminiContents(s["contents"])
+		if len(ac) != len(sc) {
+			return append(diffs, fmt.Sprintf("%d contents; accepted %d:\n%v\n%v", len(sc), len(ac), sc, ac))
+		}
+		for i := range ac {
+			if !sameNorm(ac[i], sc[i], ids) {
+				d("contents %d: %v; accepted %v", i, sc[i], ac[i])
+			}
+		}
+	}
+	return diffs
+}
+
+func sameJSON(a, b json.RawMessage) bool {
+	var av, bv any
+	_ = json.Unmarshal(a, &av)
+	_ = json.Unmarshal(b, &bv)
+	return reflect.DeepEqual(av, bv)
+}
+
+// anthropicSystem is a request's system prompt as text.
+func anthropicSystem(v json.RawMessage) string {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return s
+	}
+	var bs []struct{ Text string }
+	_ = json.Unmarshal(v, &bs)
+	for _, b := range bs {
+		s += b.Text
+	}
+	return s
+}
+
+// anthropicTools is a request's tools: name and input schema.
+func anthropicTools(v json.RawMessage) []any {
+	var ts []struct {
+		Name        string `json:"name"`
+		InputSchema any    `json:"input_schema"`
+	}
+	_ = json.Unmarshal(v, &ts)
+	var out []any
+	for _, t := range ts {
+		out = append(out, []any{t.Name, t.InputSchema})
+	}
+	return out
+}
+
+// anthropicMessages normalizes a request's messages: one per run of a
+// role, each a list of its blocks as [kind, …]: text, thinking with its
+// signature, redacted data, tool_use id/name/input, tool_result id/text.
+// Call ids are callIDs.
+func anthropicMessages(v json.RawMessage) []any {
+	var msgs []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	_ = json.Unmarshal(v, &msgs)
+	var out []any
+	var role string
+	for _, m := range msgs {
+		var blocks []map[string]any
+		var s string
+		if json.Unmarshal(m.Content, &s) == nil {
+			blocks = []map[string]any{{"type": "text", "text": s}}
+		} else {
+			_ = json.Unmarshal(m.Content, &blocks)
+		}
+		var cur []any
+		for _, b := range blocks {
+			switch b["type"] {
+			case "text":
+				if t, _ := b["text"].(string); strings.TrimSpace(t) != "" {
+					cur = append(cur, []any{"text", strings.TrimSpace(t)})
+				}
+			case "thinking":
+				cur = append(cur, []any{"thinking", b["thinking"], b["signature"]})
+			case "redacted_thinking":
+				cur = append(cur, []any{"redacted_thinking", b["data"]})
+			case "tool_use":
+				cur = append(cur, []any{"tool_use", callID{b["id"]}, b["name"], b["input"]})
+			case "tool_result":
+				cur = append(cur, []any{"tool_result", callID{b["tool_use_id"]}, textOf(b["content"])})
+			default:
+				cur = append(cur, []any{b["type"]})
+			}
+		}
+		if m.Role == role && len(out) > 0 {
+			out[len(out)-1] = append(out[len(out)-1].([]any), cur...)
+			continue
+		}
+		role = m.Role
+		out = append(out, append([]any{m.Role}, cur...))
+	}
+	return out
+}
+
+// callID marks a call id in a normalized message: ids are compared by
+// pairing (idMap), not by value.
+type callID struct{ v any }
+
+// sameNorm compares normalized messages, call ids by pairing.
+func sameNorm(a, s any, ids idMap) bool {
+	switch av := a.(type) {
+	case callID:
+		sv, ok := s.(callID)
+		return ok && ids.same(av.v, sv.v)
+	case []any:
+		sv, ok := s.([]any)
+		if !ok || len(av) != len(sv) {
+			return false
+		}
+		for i := range av {
+			if !sameNorm(av[i], sv[i], ids) {
+				return false
+			}
+		}
+		return true
+	}
+	return reflect.DeepEqual(a, s)
+}
+
+// geminiDecls is a request's function declarations: name and schema.
+func geminiDecls(v json.RawMessage) []any {
+	var ts []struct {
+		FunctionDeclarations []map[string]any `json:"functionDeclarations"`
+	}
+	_ = json.Unmarshal(v, &ts)
+	var out []any
+	for _, t := range ts {
+		for _, d := range t.FunctionDeclarations {
+			schema := d["parametersJsonSchema"]
+			if schema == nil {
+				schema = d["parameters_json_schema"]
+			}
+			if schema == nil {
+				schema = d["parameters"]
+			}
+			out = append(out, []any{d["name"], schema})
+		}
+	}
+	return out
+}
+
+// geminiContents normalizes a request's contents as anthropicMessages
+// does: texts, thoughts, function calls (name, args) and responses
+// (name, text), each signed part with its signature's bytes.
+func geminiContents(v json.RawMessage) []any {
+	var cs []struct {
+		Role  string           `json:"role"`
+		Parts []map[string]any `json:"parts"`
+	}
+	_ = json.Unmarshal(v, &cs)
+	var out []any
+	var role string
+	for _, c := range cs {
+		var cur []any
+		for _, p := range c.Parts {
+			sig, _ := p["thoughtSignature"].(string)
+			if s := sigKey(sig); s != "" {
+				sig = s
+			}
+			switch {
+			case p["functionCall"] != nil:
+				fc, _ := p["functionCall"].(map[string]any)
+				cur = append(cur, []any{"call", fc["name"], fc["args"], sig})
+				if fc["id"] != nil {
+					cur = append(cur, callID{fc["id"]})
+				}
+			case p["functionResponse"] != nil:
+				fr, _ := p["functionResponse"].(map[string]any)
+				b, _ := json.Marshal(fr["response"])
+				cur = append(cur, []any{"response", fr["name"], responseTextOf(b)})
+			case p["thought"] == true:
+				cur = append(cur, []any{"thought", p["text"], sig})
+			case p["text"] != nil:
+				if t, _ := p["text"].(string); t != "" || sig != "" {
+					cur = append(cur, []any{"text", t, sig})
+				}
+			}
+		}
+		if c.Role == role && len(out) > 0 {
+			out[len(out)-1] = append(out[len(out)-1].([]any), cur...)
+			continue
+		}
+		role = c.Role
+		out = append(out, append([]any{c.Role}, cur...))
+	}
+	return out
+}
+
+// sigKey stands for a thought signature by its bytes (either base64
+// alphabet), Google's skip signatures as "skip".
+func sigKey(sig string) string {
+	if sig == "" {
+		return ""
+	}
+	for _, s := range realwire.GeminiSkipSignatures {
+		if realwire.SameSignature(s, sig) {
+			return "skip"
+		}
+	}
+	b := strings.TrimRight(strings.NewReplacer("-", "+", "_", "/").Replace(sig), "=")
+	return "sig:" + b
+}
+
+// responseTextOf is a function response's text: its one string, else its
+// JSON.
+func responseTextOf(b []byte) string {
+	var m map[string]any
+	if json.Unmarshal(b, &m) == nil && len(m) == 1 {
+		for _, v := range m {
+			if s, ok := v.(string); ok {
+				return s
+			}
+		}
+	}
+	return string(b)
+}
+
+// callIDs returns the call ids of the function_call items of items (each
+// an item, or an array of them), in order.
+func callIDs(items ...json.RawMessage) []string {
+	var out []string
+	for _, raw := range items {
+		var list []json.RawMessage
+		if json.Unmarshal(raw, &list) != nil {
+			list = []json.RawMessage{raw}
+		}
+		for _, it := range list {
+			var c struct {
+				Type   string `json:"type"`
+				CallID string `json:"call_id"`
+			}
+			if json.Unmarshal(it, &c) == nil && c.Type == "function_call" {
+				out = append(out, c.CallID)
+			}
+		}
+	}
+	return out
+}
+
+// renameCall returns a function_call_output item with its call id
+// renamed by ids; any other item as it is.
+func renameCall(item json.RawMessage, ids map[string]string) json.RawMessage {
+	var m map[string]any
+	if json.Unmarshal(item, &m) != nil || m["type"] != "function_call_output" {
+		return item
+	}
+	id, _ := m["call_id"].(string)
+	to, ok := ids[id]
+	if !ok || to == id {
+		return item
+	}
+	m["call_id"] = to
+	b, _ := json.Marshal(m)
+	return b
 }

@@ -352,7 +352,7 @@ func TestParamErrors(t *testing.T) {
 		err  string
 	}{
 		{"no model", Params{MessageRefs: []cas.Ref{msg}}, "model is empty"},
-		{"unknown provider", Params{Provider: "anthropic", Model: "m", MessageRefs: []cas.Ref{msg}}, `provider "anthropic" is not`},
+		{"unknown provider", Params{Provider: "bedrock", Model: "m", MessageRefs: []cas.Ref{msg}}, `provider "bedrock" is not`},
 		{"no messages", Params{Model: "m"}, "message_refs is empty"},
 		{"temperature not a number", Params{Model: "m", MessageRefs: []cas.Ref{msg}, Temperature: ptr("warm")}, `temperature "warm" is not a decimal`},
 		{"temperature too high", Params{Model: "m", MessageRefs: []cas.Ref{msg}, Temperature: ptr("2.5")}, "between 0 and 2"},

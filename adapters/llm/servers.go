@@ -119,3 +119,31 @@ func (g *Generator) server() string {
 	}
 	return serverProvider(g.cfg.BaseURL)
 }
+
+// providerNameOf names who serves the generator's calls of provider: for
+// the OpenAI protocols, as providerName says; for a native provider, the
+// server's provider if its host is known, else the provider whose wire
+// format it speaks ("anthropic", "gemini").
+func (g *Generator) providerNameOf(provider string) string {
+	if !isNative(provider) {
+		return g.providerName()
+	}
+	if provider == g.cfg.Provider && g.cfg.Server != "" {
+		return g.cfg.Server
+	}
+	if s, ok := serverFor(g.bases[provider]); ok {
+		return s.provider
+	}
+	return provider
+}
+
+// modelOf is ModelFor for a call of provider: a native provider's model
+// is looked up at its own server (the catalog's provider of its base
+// URL's host, else the provider whose API it speaks), not at the OpenAI
+// base URL's.
+func (g *Generator) modelOf(provider, name string) (Model, bool) {
+	if !isNative(provider) {
+		return g.ModelFor(name)
+	}
+	return resolveModelAt(g.providerNameOf(provider), name, g.bases[provider], g.cfg.Models)
+}

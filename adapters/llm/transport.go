@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,12 +18,19 @@ import (
 	"github.com/demiurge-dev/demiurge/internal/readall"
 )
 
+// sentBody is a request body the caller made of parts (see splice.go,
+// native.go): it goes out part by part, never joined.
+type sentBody interface {
+	reader() io.Reader
+	Len() int
+}
+
 // capture records one HTTP exchange as it passes through the SDK: the exact
 // request body, and the status, header and body of the response.
 type capture struct {
 	stream   bool          // the request asks for a stream
-	sent     *spliced      // the request body, when the caller spliced it (see splice.go)
-	request  []byte        // the request body as sent
+	sent     sentBody      // the request body, when the caller spliced it (see splice.go, native.go)
+	request  []byte        // the request body as sent, when it was not spliced
 	status   int           // 0 until a response arrives
 	header   http.Header   // the response header
 	body     []byte        // the whole body (not for a successful stream)
@@ -247,14 +255,41 @@ func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	return 0, false
 }
 
+// requestIDOf returns the provider's id of a request from the response
+// header: x-request-id (OpenAI and most), request-id (Anthropic).
+func requestIDOf(h http.Header) string {
+	if id := h.Get("x-request-id"); id != "" {
+		return id
+	}
+	return h.Get("request-id")
+}
+
+// rateLimits describes the rate-limit headers of a response
+// (anthropic-ratelimit-*, x-ratelimit-*), sorted: "requests-limit=50,
+// requests-remaining=0, requests-reset=2026-…"; "" if it has none.
+func rateLimits(h http.Header) string {
+	var out []string
+	for k, v := range h {
+		lk := strings.ToLower(k)
+		for _, prefix := range []string{"anthropic-ratelimit-", "x-ratelimit-"} {
+			if rest, ok := strings.CutPrefix(lk, prefix); ok && len(v) > 0 {
+				out = append(out, rest+"="+clipText(v[0], 40))
+			}
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, ", ")
+}
+
 // hint tells the user what to do about an HTTP error of kind.
 func hint(kind ErrorKind, provider, baseURL string, keySent bool) string {
+	keys := strings.Join(KeyEnv(provider), " or ")
 	switch kind {
 	case KindAuth:
 		if !keySent {
-			return "no API key was sent: set OPENAI_API_KEY (or bind the world's llm/api secret)"
+			return "no API key was sent: set " + keys + " (or bind the world's llm/api secret)"
 		}
-		return "check the API key (the secret bound to OPENAI_API_KEY), and that it may use this model and endpoint"
+		return "check the API key (" + keys + ", or the secret bound to the world's llm/api), and that it may use this model and endpoint"
 	case KindNotFound:
 		h := fmt.Sprintf("check the model name and the base URL %s", baseURL)
 		if provider == ProviderResponses {

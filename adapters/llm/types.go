@@ -18,12 +18,17 @@ const (
 	ProviderResponses = "openai-responses"
 	// ProviderChat speaks the Chat Completions API (POST {base}/chat/completions).
 	ProviderChat = "openai-chat"
+	// ProviderAnthropic speaks Anthropic's Messages API (POST {base}/v1/messages).
+	ProviderAnthropic = "anthropic"
+	// ProviderGemini speaks the Gemini API (POST
+	// {base}/v1beta/models/{model}:generateContent).
+	ProviderGemini = "gemini"
 )
 
 // providers are the wire APIs Generate speaks, in the order messages list
 // them: a provider of another API adds its name here (and its request
 // and answer to prepare, attempt and parse).
-var providers = []string{ProviderResponses, ProviderChat}
+var providers = []string{ProviderResponses, ProviderChat, ProviderAnthropic, ProviderGemini}
 
 // Providers returns the names of the wire APIs Generate speaks.
 func Providers() []string { return slices.Clone(providers) }
@@ -31,12 +36,55 @@ func Providers() []string { return slices.Clone(providers) }
 // IsProvider reports whether name is one of Providers.
 func IsProvider(name string) bool { return slices.Contains(providers, name) }
 
+// ProviderFor returns the provider that speaks to the model name by
+// default: ProviderAnthropic for "claude-*", ProviderGemini for
+// "gemini-*" (and "models/gemini-*"), else ProviderResponses.
+func ProviderFor(model string) string {
+	switch m := strings.TrimPrefix(model, "models/"); {
+	case strings.HasPrefix(m, "claude-"):
+		return ProviderAnthropic
+	case strings.HasPrefix(m, "gemini-"):
+		return ProviderGemini
+	}
+	return ProviderResponses
+}
+
+// isNative reports whether provider speaks a wire format of its own, not
+// OpenAI's.
+func isNative(provider string) bool {
+	return provider == ProviderAnthropic || provider == ProviderGemini
+}
+
+// KeyEnv returns the environment variables that hold the API key of
+// provider, in the order they are read.
+func KeyEnv(provider string) []string {
+	switch provider {
+	case ProviderAnthropic:
+		return []string{"ANTHROPIC_API_KEY"}
+	case ProviderGemini:
+		return []string{"GOOGLE_API_KEY", "GEMINI_API_KEY"}
+	}
+	return []string{"OPENAI_API_KEY"}
+}
+
+// BaseURLEnv returns the environment variable that holds the base URL of
+// provider.
+func BaseURLEnv(provider string) string {
+	switch provider {
+	case ProviderAnthropic:
+		return "ANTHROPIC_BASE_URL"
+	case ProviderGemini:
+		return "GOOGLE_GEMINI_BASE_URL"
+	}
+	return "OPENAI_BASE_URL"
+}
+
 // Params are the parameters of one llm.generate effect, the Go form of
 // sys/LlmGenerateParams@1. Option fields are pointers; a nil pointer encodes
 // as CBOR null, as the typed-value normalizer writes a missing option.
 type Params struct {
-	// Provider is ProviderResponses or ProviderChat; "" means the
-	// Generator's default (Config.Provider).
+	// Provider is one of Providers; "" means the Generator's default
+	// (Config.Provider).
 	Provider string `cbor:"provider"`
 	// Model is the provider's model name. Required.
 	Model string `cbor:"model"`

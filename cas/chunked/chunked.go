@@ -23,6 +23,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/zeebo/blake3"
 
@@ -100,8 +101,10 @@ type Writer struct {
 	recent map[cas.Ref]recentIndex // by the blob's first chunk
 	lists  reflist.Cache
 	// tip is the last Chunks PutAfter returned: the next call that builds
-	// on all but its last chunk may extend its lists in place.
-	tip *Chunks
+	// on it may extend its lists in place, from floor on (the blobs before
+	// it whose lists it extended in place still use those below floor).
+	tip   *Chunks
+	floor int
 }
 
 // recentIndex is an index a Writer wrote: its chunks, and their list.
@@ -234,6 +237,9 @@ type Chunks struct {
 	Refs  []cas.Ref
 	List  reflist.List
 	Index cas.Ref
+	// valid, once set, is how many of Ends and Refs are still this blob's:
+	// a later call extended its lists in place from valid-1 on.
+	valid atomic.Int64
 }
 
 // PutAfter stores the bytes of src as Put does and returns the same index
@@ -250,11 +256,15 @@ func (w *Writer) PutAfter(ctx context.Context, p Store, prev *Chunks, src Source
 	size := src.Len()
 	keep := 0 // prev's chunks kept
 	if prev != nil && same > 0 && len(prev.Refs) > 1 {
+		n := len(prev.Refs)
+		if v := int(prev.valid.Load()); v > 0 {
+			n = v
+		}
 		if has, ok := p.(interface {
 			Has(context.Context, cas.Ref) (bool, error)
 		}); ok {
 			if held, err := has.Has(ctx, prev.Index); err == nil && held {
-				for keep < len(prev.Refs)-1 && prev.Ends[keep] <= same && prev.Ends[keep] <= size {
+				for keep < n-1 && prev.Ends[keep] <= same && prev.Ends[keep] <= size {
 					keep++
 				}
 			}
@@ -266,12 +276,14 @@ func (w *Writer) PutAfter(ctx context.Context, p Store, prev *Chunks, src Source
 	start := prev.Ends[keep-1]
 	// The lists of prev, extended in place past what it kept when no
 	// later call has (a chat's requests come one after the other), else
-	// copied.
+	// copied. In place, what prev held past keep is written over: prev
+	// says so (valid), and a later call that builds on it keeps less.
 	ends, refs := prev.Ends[:keep], prev.Refs[:keep]
 	w.mu.Lock()
-	inPlace := w.tip == prev && keep == len(prev.Ends)-1
+	inPlace := w.tip == prev && keep >= w.floor
 	if inPlace {
 		w.tip = nil
+		prev.valid.Store(int64(keep + 1))
 	}
 	w.mu.Unlock()
 	if !inPlace {
@@ -309,7 +321,10 @@ func (w *Writer) PutAfter(ctx context.Context, p Store, prev *Chunks, src Source
 	}
 	next := &Chunks{Ends: ends, Refs: refs, List: list, Index: r}
 	w.mu.Lock()
-	w.tip = next
+	w.tip, w.floor = next, 0
+	if inPlace {
+		w.floor = keep
+	}
 	w.mu.Unlock()
 	return r, next, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/demiurge-dev/demiurge/cas"
@@ -194,5 +195,46 @@ func TestPutAfter(t *testing.T) {
 	}
 	if got, err := Get(t.Context(), other, ref); err != nil || string(got) != string(data) {
 		t.Fatalf("into another store: %d bytes, %v", len(got), err)
+	}
+}
+
+// TestPutAfterAnyBase: blobs built on any earlier one, kept from any
+// point (a request whose last messages change, a retry that builds on an
+// older request), each stored with PutAfter on that one: every index is
+// the one Put makes, whichever lists were extended in place before.
+func TestPutAfterAnyBase(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	st := &countingStore{Memory: cas.NewMemory()}
+	var w Writer
+	type stored struct {
+		data   []byte
+		chunks *Chunks
+	}
+	var all []stored
+	for round := range 300 {
+		var base stored
+		if len(all) > 0 {
+			base = all[len(all)-1]
+			if r.IntN(3) == 0 {
+				base = all[max(len(all)-1-r.IntN(4), 0)] // a recent one, not the last
+			}
+		}
+		same := 0
+		if n := len(base.data); n > 0 {
+			same = n - r.IntN(min(n, 4000)) // the end changes, sometimes far back
+		}
+		data := append(slices.Clip(base.data[:same]), randomText(r, 1000+r.IntN(4000))...)
+		ref, next, err := w.PutAfter(t.Context(), st, base.chunks, Bytes(data), same)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := Put(t.Context(), &countingStore{Memory: cas.NewMemory()}, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ref != want {
+			t.Fatalf("round %d (built on %d bytes, %d kept): index %s; Put makes %s", round, len(base.data), same, ref.Short(), want.Short())
+		}
+		all = append(all, stored{data, next})
 	}
 }

@@ -10,7 +10,7 @@
 //
 // A recording is a JSON file:
 //
-//	{"source": {"repo", "commit", "path", "license"}, "vendor", "api": "responses"|"chat", "notes",
+//	{"source": {"repo", "commit", "path", "license"}, "vendor", "api": "responses"|"chat"|"anthropic"|"gemini", "notes",
 //	 "interactions": [{"request": {"method", "url", "headers", "body"},
 //	                   "response": {"status", "headers", "body" | "body_text"}}]}
 //
@@ -49,7 +49,7 @@ type Recording struct {
 	File         string        `json:"-"`
 	Source       Source        `json:"source"`
 	Vendor       string        `json:"vendor"`
-	API          string        `json:"api"` // "responses" or "chat"
+	API          string        `json:"api"` // "responses", "chat", "anthropic" or "gemini"
 	Notes        string        `json:"notes"`
 	Interactions []Interaction `json:"interactions"`
 }
@@ -141,8 +141,10 @@ func Load(path, name string) (*Recording, error) {
 	if err := dec.Decode(&r); err != nil {
 		return nil, fmt.Errorf("realwire: %s: %w", path, err)
 	}
-	if r.API != "responses" && r.API != "chat" {
-		return nil, fmt.Errorf("realwire: %s: api %q is not responses or chat", path, r.API)
+	switch r.API {
+	case "responses", "chat", "anthropic", "gemini":
+	default:
+		return nil, fmt.Errorf("realwire: %s: api %q is not responses, chat, anthropic or gemini", path, r.API)
 	}
 	if r.Source.Repo == "" || len(r.Source.Commit) != 40 || r.Source.Path == "" {
 		return nil, fmt.Errorf("realwire: %s: the source (repository, 40-hex commit, path) is incomplete", path)
@@ -257,14 +259,26 @@ func Find(dir, name string) (*Recording, error) {
 // Server answers requests with recorded responses, in order, and keeps
 // the requests it received. Close it when done.
 type Server struct {
-	// URL is the base URL to give a client ("http://127.0.0.1:PORT/v1").
+	// URL is the base URL to give an OpenAI client ("http://127.0.0.1:PORT/v1").
 	URL string
+	// Root is the base URL to give an Anthropic or Gemini client
+	// ("http://127.0.0.1:PORT").
+	Root string
 
 	srv       *httptest.Server
 	mu        sync.Mutex
 	responses []Response
 	requests  [][]byte
 	check     func(seq int, body []byte) error
+	api       string
+}
+
+// SetAPI makes the refusals of SetCheck's check take the error shape of
+// api ("anthropic", "gemini"; OpenAI's by default).
+func (s *Server) SetAPI(api string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.api = api
 }
 
 // SetCheck makes check look at each request before it is answered: a
@@ -282,6 +296,7 @@ func NewServer(responses []Response) *Server {
 	s := &Server{responses: responses}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL + "/v1"
+	s.Root = s.srv.URL
 	return s
 }
 
@@ -304,13 +319,22 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	seq := len(s.requests)
 	s.requests = append(s.requests, body)
-	check := s.check
+	check, api := s.check, s.api
 	s.mu.Unlock()
 	if check != nil {
 		if err := check(seq, body); err != nil {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusBadRequest)
-			b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": err.Error(), "type": "invalid_request_error", "code": "realwire_check"}})
+			var e any
+			switch api {
+			case "anthropic":
+				e = map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error", "message": err.Error()}}
+			case "gemini":
+				e = map[string]any{"error": map[string]any{"code": 400, "message": err.Error(), "status": "INVALID_ARGUMENT"}}
+			default:
+				e = map[string]any{"error": map[string]any{"message": err.Error(), "type": "invalid_request_error", "code": "realwire_check"}}
+			}
+			b, _ := json.Marshal(e)
 			w.Write(b)
 			return
 		}

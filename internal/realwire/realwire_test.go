@@ -28,7 +28,7 @@ func TestRefusalRules(t *testing.T) {
 				continue
 			}
 			accepted++
-			if err := Refusal(r.Vendor, r.API, it.Request.Body); err != nil {
+			if err := r.Refuse(it.Request.Body); err != nil {
 				t.Errorf("%s interaction %d: the provider accepted it, the rules refuse it: %v", r.Name, i, err)
 			}
 		}

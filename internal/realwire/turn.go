@@ -31,7 +31,8 @@ type Turn struct {
 	Stream          bool
 }
 
-// Turn reads the request as api ("responses" or "chat") wrote it.
+// Turn reads the request as api ("responses", "chat", "anthropic" or
+// "gemini") wrote it.
 func (r *Request) Turn(api string) (Turn, error) {
 	var body map[string]json.RawMessage
 	if err := json.Unmarshal(r.Body, &body); err != nil {
@@ -79,9 +80,15 @@ func (r *Request) Turn(api string) (Turn, error) {
 		return t, err
 	}
 	t.Tools = tools
-	if api == "chat" {
+	switch api {
+	case "anthropic":
+		err = t.fromAnthropic(body)
+	case "gemini":
+		t.MaxTokens, t.Temperature = 0, nil
+		err = t.fromGemini(r.URL, body)
+	case "chat":
 		err = t.fromMessages(body["messages"])
-	} else {
+	default:
 		if s := str("instructions"); s != "" {
 			t.Instructions = &s
 		}

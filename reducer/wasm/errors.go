@@ -128,13 +128,19 @@ func describe(fn string, err error, stderr *limitedBuffer) error {
 // of the host ended it, read from the instrumented globals (see
 // Info.Instrument), or nil when the trap was the module's own.
 func (m *Module) limitFailure(in *instance, fn string, err error) error {
+	// The watchdog sets the stop global from its own goroutine, with
+	// expired, under wmu: the host reads expired, not the global, so the
+	// two goroutines never touch the global's cell at once.
+	in.wmu.Lock()
+	expired := in.expired
+	in.wmu.Unlock()
 	switch {
 	case int64(in.fuel.Get()) < 0:
 		return &hostError{msg: fmt.Sprintf("%s ran out of fuel after %d instructions (raise the defmodule's \"limits\": {\"fuel\": N} if it needs more)", fn, m.limits.Fuel),
 			wraps: []error{ErrFuel}}
 	case int32(uint32(in.depth.Get())) > MaxCallDepth:
 		return &hostError{msg: fmt.Sprintf("%s nested calls more than %d deep", fn, MaxCallDepth), wraps: []error{ErrCallDepth}}
-	case uint32(in.stop.Get()) == stopped:
+	case expired:
 		return &hostError{msg: fmt.Sprintf("%s was still running after %v, its wall-clock backstop, with fuel left: nothing of the input is journaled, since a faster machine might have finished it (give the module less fuel, or raise the backstop: demiurge --wasm-backstop)", fn, m.limits.Deadline),
 			wraps: []error{ErrDeadline, reducer.ErrIrreproducible}, detail: err.Error()}
 	}

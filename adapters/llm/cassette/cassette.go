@@ -192,6 +192,18 @@ func (c *Cassette) Model() string {
 	return ""
 }
 
+// Provider returns the provider the recording's first model call named
+// ("anthropic", "openai-responses"…), or "" if it named none (the
+// adapter's default, OpenAI's Responses API).
+func (c *Cassette) Provider() string {
+	for _, a := range c.answers {
+		if p, ok := schema.FieldPath(a.Params, "provider").(string); ok && p != "" {
+			return p
+		}
+	}
+	return ""
+}
+
 var refPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`blake3:[0-9a-f]{64}`) })
 
 // Run answers the next llm.generate call with the next recorded answer,

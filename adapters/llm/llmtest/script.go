@@ -47,8 +47,13 @@ type Turn struct {
 	Calls []Call `json:"calls,omitempty"`
 	// Reasoning, if set, puts a reasoning item with this summary first in a
 	// Responses output (with encrypted_content when the request includes
-	// "reasoning.encrypted_content"). Chat Completions ignores it.
+	// "reasoning.encrypted_content"), a signed thinking block first in an
+	// Anthropic answer, a thought part first in a Gemini answer. Chat
+	// Completions ignores it.
 	Reasoning string `json:"reasoning,omitempty"`
+	// Redacted, if set, puts a redacted_thinking block with this data
+	// (sealed by the server) first in an Anthropic answer.
+	Redacted string `json:"redacted,omitempty"`
 	// Refusal is a refusal message part (Responses) or the message's
 	// "refusal" field (Chat Completions).
 	Refusal string `json:"refusal,omitempty"`
@@ -74,8 +79,16 @@ type Turn struct {
 	CutOff bool `json:"cut_off,omitempty"`
 	// Incomplete ends a Responses answer with status "incomplete" and this
 	// reason (such as "max_output_tokens"); Chat Completions answers
-	// finish_reason "length".
+	// finish_reason "length". Anthropic answers stop_reason max_tokens
+	// for "max_output_tokens", "max_tokens" or "length", else the reason
+	// as given ("pause_turn"); Gemini answers finishReason MAX_TOKENS for
+	// those, SAFETY for "content_filter", else the reason as given
+	// ("RECITATION", "MALFORMED_FUNCTION_CALL").
 	Incomplete string `json:"incomplete,omitempty"`
+	// Blocked answers a Gemini request with no candidate and this
+	// promptFeedback.blockReason ("SAFETY"), as the API answers a prompt
+	// it blocks.
+	Blocked string `json:"blocked,omitempty"`
 	// Failed ends a Responses answer with status "failed" and this error
 	// (a stream with response.failed); Chat Completions answers HTTP 500.
 	Failed *ErrorBody `json:"failed,omitempty"`
@@ -123,13 +136,14 @@ type ErrorBody struct {
 	Param   string `json:"param,omitempty"`
 }
 
-// Usage is a turn's token counts. Input includes Cached; Output includes
-// Reasoning.
+// Usage is a turn's token counts. Input includes Cached and CacheWrite;
+// Output includes Reasoning.
 type Usage struct {
-	Input     int64 `json:"input"`
-	Cached    int64 `json:"cached"`
-	Output    int64 `json:"output"`
-	Reasoning int64 `json:"reasoning"`
+	Input      int64 `json:"input"`
+	Cached     int64 `json:"cached"`
+	CacheWrite int64 `json:"cache_write,omitempty"`
+	Output     int64 `json:"output"`
+	Reasoning  int64 `json:"reasoning"`
 }
 
 // Duration is a time.Duration written in JSON as a Go duration string

@@ -25,6 +25,11 @@ import (
 const (
 	APIResponses = "responses"
 	APIChat      = "chat"
+	// APIAnthropic is Anthropic's Messages API (POST …/v1/messages).
+	APIAnthropic = "anthropic"
+	// APIGemini is the Gemini API (POST
+	// …/v1beta/models/MODEL:generateContent or :streamGenerateContent).
+	APIGemini = "gemini"
 )
 
 // Request is one request the server received.
@@ -59,13 +64,19 @@ func (r Request) JSON() map[string]any {
 
 // Server is a running fake model server on loopback. Close it when done.
 type Server struct {
-	// URL is the base URL to configure a client with, such as
+	// URL is the base URL to configure an OpenAI client with, such as
 	// "http://127.0.0.1:41234/v1"; requests go to URL+"/responses" and
 	// URL+"/chat/completions".
 	URL string
+	// Root is the base URL to configure an Anthropic or Gemini client
+	// with, such as "http://127.0.0.1:41234": requests go to
+	// Root+"/v1/messages" and Root+"/v1beta/models/…".
+	Root string
 
 	srv *httptest.Server
 	fn  func(Request) Turn
+
+	cache promptCache
 
 	mu       sync.Mutex
 	requests []Request
@@ -93,6 +104,7 @@ func NewServerFunc(fn func(Request) Turn) *Server {
 func (s *Server) start() {
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
 	s.URL = s.srv.URL + "/v1"
+	s.Root = s.srv.URL
 }
 
 // Close shuts the server down, dropping open connections.
@@ -139,6 +151,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		req.API = APIResponses
 	case strings.HasSuffix(r.URL.Path, "/chat/completions"):
 		req.API = APIChat
+	case strings.HasSuffix(r.URL.Path, "/v1/messages"):
+		req.API = APIAnthropic
+	case strings.Contains(r.URL.Path, "/models/") && (strings.HasSuffix(r.URL.Path, ":generateContent") || strings.HasSuffix(r.URL.Path, ":streamGenerateContent")):
+		req.API = APIGemini
 	}
 	// The top level only: a handler that wants the whole body decoded
 	// calls Request.JSON.
@@ -146,6 +162,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if json.Unmarshal(body, &raw) == nil && raw != nil {
 		_ = json.Unmarshal(raw["stream"], &req.Stream)
 		_ = json.Unmarshal(raw["model"], &req.Model)
+	}
+	if req.API == APIGemini {
+		// The model and the stream are the URL's.
+		m := r.URL.Path[strings.LastIndex(r.URL.Path, "/models/")+len("/models/"):]
+		m, method, _ := strings.Cut(m, ":")
+		req.Model, req.Stream = m, method == "streamGenerateContent"
 	}
 	s.mu.Lock()
 	req.Seq = len(s.requests)
@@ -167,8 +189,17 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if refusal := refuse(req, raw); refusal != nil {
+		refusal.write(w)
+		return
+	}
 	turn, seq, ok := s.next(req)
 	if !ok {
+		if req.API == APIAnthropic || req.API == APIGemini {
+			(&apiError{api: req.API, status: http.StatusBadRequest, typ: "llmtest_script_exhausted",
+				msg: fmt.Sprintf("llmtest: the script has no turn left for request %d (%d turns served)", req.Seq, seq)}).write(w)
+			return
+		}
 		writeError(w, http.StatusBadRequest, ErrorBody{
 			Message: fmt.Sprintf("llmtest: the script has no turn left for request %d (%d turns served)", req.Seq, seq),
 			Type:    "llmtest_script_exhausted",
@@ -179,6 +210,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a := answer{turn: turn, seq: seq, req: req, raw: raw}
+	// A request answered with an error (an HTTP error, a body not the
+	// API's, an error in place of the stream) reads and writes no cache:
+	// the provider never ran it.
+	if (req.API == APIAnthropic || req.API == APIGemini) && turn.Status < 400 && turn.Body == "" && turn.StreamError == nil {
+		a.cached = s.cache.use(req.API, raw)
+	}
 	a.write(r.Context(), w)
 }
 
@@ -255,15 +292,30 @@ func writeError(w http.ResponseWriter, status int, e ErrorBody, header map[strin
 
 // answer renders one turn for one request.
 type answer struct {
-	turn Turn
-	seq  int
-	req  Request
-	raw  map[string]json.RawMessage
+	turn   Turn
+	seq    int
+	req    Request
+	raw    map[string]json.RawMessage
+	cached cacheUse // what the request read from and wrote to the prompt cache
 }
 
 func (a *answer) write(ctx context.Context, w http.ResponseWriter) {
 	t := a.turn
 	w.Header().Set("x-request-id", "req_"+a.hexID("req", 0, 32))
+	native := a.req.API == APIAnthropic || a.req.API == APIGemini
+	if native {
+		w.Header().Del("x-request-id")
+		if a.req.API == APIAnthropic {
+			w.Header().Set("request-id", "req_"+a.hexID("req", 0, 24))
+		}
+	}
+	if t.Status >= 400 && t.Body == "" && native {
+		for k, v := range t.Header {
+			w.Header().Set(k, v)
+		}
+		a.nativeError().write(w)
+		return
+	}
 	if t.Status >= 400 && t.Body == "" {
 		e := defaultErrors[t.Status]
 		if e.Message == "" {
@@ -290,6 +342,10 @@ func (a *answer) write(ctx context.Context, w http.ResponseWriter) {
 	}
 	stream := a.req.Stream && !t.IgnoreStream
 	if t.StreamError != nil && !stream {
+		if native {
+			(&apiError{api: a.req.API, status: 500, typ: t.StreamError.Type, msg: t.StreamError.Message}).write(w)
+			return
+		}
 		writeError(w, http.StatusInternalServerError, mergeError(defaultErrors[500], *t.StreamError), nil)
 		return
 	}
@@ -304,6 +360,14 @@ func (a *answer) write(ctx context.Context, w http.ResponseWriter) {
 		events = a.responsesEvents()
 	case a.req.API == APIResponses:
 		body = mustJSON(a.responseObject(""))
+	case a.req.API == APIAnthropic && stream:
+		events = a.anthropicEvents()
+	case a.req.API == APIAnthropic:
+		body = mustJSON(a.anthropicMessage())
+	case a.req.API == APIGemini && stream:
+		events = a.geminiChunks()
+	case a.req.API == APIGemini:
+		body = mustJSON(a.geminiResponse())
 	case stream:
 		events = a.chatChunks()
 	default:
@@ -349,7 +413,11 @@ func (a *answer) write(ctx context.Context, w http.ResponseWriter) {
 		if ev.name != "" {
 			fmt.Fprintf(&buf, "event: %s\n", ev.name)
 		}
-		fmt.Fprintf(&buf, "data: %s\n\n", ev.data)
+		if a.req.API == APIGemini {
+			fmt.Fprintf(&buf, "data: %s\r\n\r\n", ev.data) // as Google writes its events
+		} else {
+			fmt.Fprintf(&buf, "data: %s\n\n", ev.data)
+		}
 		w.Write(buf.Bytes())
 		rc.Flush()
 	}

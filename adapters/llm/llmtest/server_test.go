@@ -3,6 +3,7 @@ package llmtest_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -340,4 +341,71 @@ func postErr(ctx context.Context, url, body string) (string, error) {
 	var buf bytes.Buffer
 	_, err = io.Copy(&buf, resp.Body)
 	return buf.String(), err
+}
+
+// TestPromptCacheSkipsFailures: Anthropic's prompt cache as llmtest plays
+// it: the first request that runs writes its marked prefix, the same
+// request again reads it; a request answered with an error (529) neither
+// reads nor writes, so the retry after it still writes.
+func TestPromptCacheSkipsFailures(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{{Status: 529}, {Text: "a"}, {Text: "b"}}})
+	defer srv.Close()
+	body := `{"model":"claude-sonnet-5","max_tokens":64,"system":[{"type":"text","text":"` + strings.Repeat("You are terse. ", 40) + `","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"hi"}]}`
+	type usage struct {
+		Read  int64 `json:"cache_read_input_tokens"`
+		Write int64 `json:"cache_creation_input_tokens"`
+	}
+	var want []usage
+	for i := range 3 {
+		status, resp := post(t, srv.Root+"/v1/messages", body)
+		if i == 0 {
+			if status != 529 {
+				t.Fatalf("request 1: HTTP %d, want 529: %s", status, resp)
+			}
+			continue
+		}
+		var m struct{ Usage usage }
+		if err := json.Unmarshal([]byte(resp), &m); status != 200 || err != nil {
+			t.Fatalf("request %d: HTTP %d %v: %s", i+1, status, err, resp)
+		}
+		want = append(want, m.Usage)
+	}
+	if w := want[0]; w.Read != 0 || w.Write == 0 {
+		t.Errorf("the first request that ran (after a 529) read %d, wrote %d; want a write and no read", w.Read, w.Write)
+	}
+	if r := want[1]; r.Read != want[0].Write || r.Write != 0 {
+		t.Errorf("the same request again read %d, wrote %d; want it to read the %d written", r.Read, r.Write, want[0].Write)
+	}
+}
+
+// TestGeminiUsageCounts: the usage llmtest gives a Gemini answer is one
+// the API could give: the cached tokens are part of the prompt's, and a
+// blocked prompt generated nothing.
+func TestGeminiUsageCounts(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{{Text: "a"}, {Text: "b"}, {Blocked: "SAFETY"}}})
+	defer srv.Close()
+	// The cache counts the parts as it keeps them, '<' escaped: more bytes
+	// than the request's.
+	body := `{"systemInstruction":{"parts":[{"text":"` + strings.Repeat("a<b ", 200) + `"}]},"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`
+	for i := range 3 {
+		status, resp := post(t, srv.Root+"/v1beta/models/gemini-3.5-flash:generateContent", body)
+		var r struct {
+			UsageMetadata struct {
+				Prompt     int64 `json:"promptTokenCount"`
+				Cached     int64 `json:"cachedContentTokenCount"`
+				Candidates int64 `json:"candidatesTokenCount"`
+				Thoughts   int64 `json:"thoughtsTokenCount"`
+			} `json:"usageMetadata"`
+		}
+		if err := json.Unmarshal([]byte(resp), &r); status != 200 || err != nil {
+			t.Fatalf("request %d: HTTP %d %v: %s", i+1, status, err, resp)
+		}
+		u := r.UsageMetadata
+		if u.Cached > u.Prompt || (i > 0 && u.Cached == 0) {
+			t.Errorf("request %d: %d prompt tokens, %d of them cached; want the cached part of the prompt, and some", i+1, u.Prompt, u.Cached)
+		}
+		if i == 2 && (u.Candidates != 0 || u.Thoughts != 0) {
+			t.Errorf("a blocked prompt: %d candidate and %d thought tokens; want none", u.Candidates, u.Thoughts)
+		}
+	}
 }

@@ -551,7 +551,8 @@ func toolSpan(c *session.ToolCall, t *session.Turn, o Options, trace [16]byte, r
 // else, for a receipt that does not say (@1, @2), the maker of the model
 // that answered, if its family is known (deepseek-* is DeepSeek's);
 // else by its wire protocol: both OpenAI protocols (and the adapter's
-// default, "") speak to OpenAI or to a server compatible with it.
+// default, "") speak to OpenAI or to a server compatible with it;
+// Anthropic's and Gemini's own protocols to "anthropic" and "gcp.gemini".
 func providerName(m *session.ModelCall) string {
 	name := m.ProviderName
 	if name == "" {
@@ -566,8 +567,10 @@ func providerName(m *session.ModelCall) string {
 	switch m.Provider {
 	case "", llm.ProviderResponses, llm.ProviderChat:
 		return "openai"
+	case llm.ProviderGemini:
+		return semconvProviders["gemini"] // the Gemini API's own protocol
 	}
-	return m.Provider
+	return m.Provider // llm.ProviderAnthropic is the conventions' "anthropic"
 }
 
 // semconvProviders are the conventions' names of the providers whose
