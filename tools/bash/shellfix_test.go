@@ -29,6 +29,7 @@ var shellFixes = []struct{ name, script string }{
 	{"single quotes inside a double-quoted expansion's word are kept and what they hold expanded", `var="a b c"; argv() { printf "<%s>" "$@"; echo; }; argv "${Unset:-'$var'}" "${Unset:-'x\"y'}" "${Unset:-'\$var'}" ${Unset:-'$var'} "${Unset:-'a\\b\qc'}" "${U-'$(echo hi)'}"`},
 	{"an assignment whose expansion fails makes no redirection", `(X=${x?bc} > walrus); test -f walrus && echo exists1; (Y=1 > w2); test -f w2 && echo exists2`},
 	{"a list assigned to an array element is refused", "a=(1 '2 3')\na[-1]+=(4 5)\necho \"st=$?\"; printf '<%s>' \"${a[@]}\"; echo\na[1+1]+=(4 5)\necho \"st=$?\""},
+	{"an empty subscript is a bad array subscript", "a=(1 2 3)\na[]=42\necho status=$?\necho ${a[@]}\na[\"\"]=5; echo $? ${a[@]}"},
 }
 
 // TestShellFixes compares the sandbox with bash on shellFixes.

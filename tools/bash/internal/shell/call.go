@@ -245,6 +245,9 @@ func (sh *shell) assign(as *syntax.Assign, local bool) error {
 		return sh.setArray(name, items, as.Append, assocWanted)
 	}
 	if as.Index != nil {
+		if isEmptyArith(as.Index) {
+			return &assignError{name + "[]: bad array subscript"}
+		}
 		v := sh.getVar(name)
 		var key string
 		if v != nil && v.assc != nil {
@@ -699,4 +702,16 @@ func (sh *shell) runPath(args []string, assigns []tempAssign) int {
 
 func itoa(n int64) string {
 	return formatInt(n)
+}
+
+// isEmptyArith reports whether a subscript is empty: a[]=x, which bash
+// refuses and mvdan does not parse (repairSubscript writes the empty
+// subscript as an empty ANSI-C quoted string).
+func isEmptyArith(x syntax.ArithmExpr) bool {
+	w, ok := x.(*syntax.Word)
+	if !ok || len(w.Parts) != 1 {
+		return false
+	}
+	q, ok := w.Parts[0].(*syntax.SglQuoted)
+	return ok && q.Dollar && q.Value == ""
 }

@@ -208,7 +208,12 @@ func repairSubscript(text string, off int) (string, bool) {
 	if strings.ContainsAny(sub, "\"'\\`") {
 		return text, false
 	}
-	fixed := text[:open+1] + `"` + sub + `"` + text[close:]
+	quoted := `"` + sub + `"`
+	if sub == "" {
+		// a[]=x: bash's "bad array subscript" when it runs (isEmptyArith)
+		quoted = `$''`
+	}
+	fixed := text[:open+1] + quoted + text[close:]
 	if e := parseErr(fixed); e == nil || later(fixed, e, off) {
 		return fixed, true
 	}
