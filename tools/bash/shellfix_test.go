@@ -30,6 +30,7 @@ var shellFixes = []struct{ name, script string }{
 	{"an assignment whose expansion fails makes no redirection", `(X=${x?bc} > walrus); test -f walrus && echo exists1; (Y=1 > w2); test -f w2 && echo exists2`},
 	{"a list assigned to an array element is refused", "a=(1 '2 3')\na[-1]+=(4 5)\necho \"st=$?\"; printf '<%s>' \"${a[@]}\"; echo\na[1+1]+=(4 5)\necho \"st=$?\""},
 	{"an empty subscript is a bad array subscript", "a=(1 2 3)\na[]=42\necho status=$?\necho ${a[@]}\na[\"\"]=5; echo $? ${a[@]}"},
+	{"a list assigned to an element with = is refused too", "a=(1 2)\na[0]=(3 4)\necho \"status=$?\"; echo ${a[@]}\na[1]=(x)\necho st=$?"},
 }
 
 // TestShellFixes compares the sandbox with bash on shellFixes.

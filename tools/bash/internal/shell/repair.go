@@ -56,7 +56,9 @@ func repairText(text string, err error) (string, bool) {
 					if fixed, ok = repairSubscript(text, off); !ok {
 						if fixed, ok = repairInlineArray(text, off, pe.Text); !ok {
 							if fixed, ok = repairHeredocWord(text, off, pe.Text); !ok {
-								break
+								if fixed, ok = repairElemList(text, off, pe.Text); !ok {
+									break
+								}
 							}
 						}
 					}
@@ -567,6 +569,25 @@ func repairHeredocWord(text string, off int, msg string) (string, bool) {
 			break
 		}
 		i = lineEnd + 1
+	}
+	return text, false
+}
+
+// repairElemList handles a list assigned to an array element (a[0]=(3
+// 4)), which mvdan refuses and bash refuses when it runs it: written
+// a[0]+=(3 4), which mvdan parses and the shell refuses as bash does
+// (assign: "cannot assign list to array member").
+func repairElemList(text string, off int, msg string) (string, bool) {
+	if msg != "arrays cannot be nested" {
+		return text, false
+	}
+	eq := strings.LastIndex(text[:min(off+2, len(text))], "]=(")
+	if eq < 0 {
+		return text, false
+	}
+	fixed := text[:eq+1] + "+" + text[eq+1:]
+	if e := parseErr(fixed); e == nil || later(fixed, e, off) {
+		return fixed, true
 	}
 	return text, false
 }
