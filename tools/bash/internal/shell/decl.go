@@ -21,6 +21,9 @@ type declArg struct {
 	value     string
 	isArray   bool
 	rawArray  *syntax.ArrayExpr
+	// textArray: the array came from a quoted word ('x=(1 2)'), which +a
+	// keeps a string
+	textArray bool
 }
 
 // declClause runs declare, local, export, readonly or typeset as parsed.
@@ -115,6 +118,7 @@ func (sh *shell) parseDeclWord(w string) []declArg {
 			if arr := sh.parseArrayText(val); arr != nil {
 				a.isArray = true
 				a.rawArray = arr
+				a.textArray = true
 			}
 		}
 	}
@@ -229,6 +233,14 @@ func (sh *shell) declare(variant string, args []declArg) int {
 	}
 	if f.global {
 		f.local = false
+	}
+	if f.unset&aIndexed != 0 {
+		// declare +a 'x=(2 3)': the word is a string value
+		for i := range rest {
+			if rest[i].textArray {
+				rest[i].isArray, rest[i].rawArray, rest[i].textArray = false, nil, false
+			}
+		}
 	}
 	if variant == "export" && f.removeExport {
 		f.set &^= aExport
