@@ -32,6 +32,7 @@ var shellFixes = []struct{ name, script string }{
 	{"an empty subscript is a bad array subscript", "a=(1 2 3)\na[]=42\necho status=$?\necho ${a[@]}\na[\"\"]=5; echo $? ${a[@]}"},
 	{"a list assigned to an element with = is refused too", "a=(1 2)\na[0]=(3 4)\necho \"status=$?\"; echo ${a[@]}\na[1]=(x)\necho st=$?"},
 	{"declare +a keeps a quoted (...) word a string", `declare +a 'xyz1=1'; declare +a 'xyz2=(2 3)'; declare -a 'xyz3=4'; declare -a 'xyz4=(5 6)'; printf '<%s>' "${xyz1}" "${xyz2}" "${xyz3[@]}" "${xyz4[@]}"; echo; declare -p xyz2 xyz4`},
+	{"an assignment through a circular nameref fails", "typeset -n ref1=ref2\ntypeset -n ref2=ref1\necho defined $?\nref1=z\necho mutated $?\nx=1; echo x $?"},
 }
 
 // TestShellFixes compares the sandbox with bash on shellFixes.

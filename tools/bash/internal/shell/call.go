@@ -266,7 +266,13 @@ func (sh *shell) assign(as *syntax.Assign, local bool) error {
 		return sh.setElem(name, key, val, as.Append)
 	}
 	val := sh.expandAssign(as.Value)
-	return sh.setString(name, val, as.Append)
+	sh.circularRef = false
+	err := sh.setString(name, val, as.Append)
+	if err == nil && sh.circularRef {
+		// bash warned and the assignment fails
+		panic(fatalPanic{status: 1})
+	}
+	return err
 }
 
 // arrayItems expands the elements of (a b [k]=v); assocWanted is set

@@ -406,6 +406,10 @@ type shell struct {
 	// sigPending (under Runner.sigMu) is not empty
 	sigPending []int
 	sigAny     int32
+
+	// circularRef is set when resolve met a circular nameref (an
+	// assignment through it then fails, as in bash)
+	circularRef bool
 	// dashC: the shell runs a -c string ($- has c); fileScript: a script
 	// file (FUNCNAME ends with main, BASH_SOURCE names it).
 	dashC      bool

@@ -151,6 +151,7 @@ func (sh *shell) resolve(name string) (string, *variable, *scope) {
 		}
 	}
 	sh.errorf("warning: %s: circular name reference", name)
+	sh.circularRef = true
 	return name, nil, nil
 }
 
