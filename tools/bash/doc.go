@@ -78,9 +78,12 @@
 // nothing runs beside the script), job control (fg, bg, suspend, kill of
 // a running job: jobs have ended when they are waited for), history
 // expansion and the interactive builtins bind, fc and history (no
-// terminal), and signals (nothing can send one to the sandbox; traps on
-// signals are kept and never run). ulimit and umask report values and
-// remember what is set; the run's own limits are what bound it.
+// terminal), and signals from outside (nothing else can send one to the
+// sandbox: kill $$, kill $BASHPID and kill from a child bash reach the
+// script's own shells, whose traps run after the running command, and
+// whose default action ends the shell with 128+n). ulimit and umask
+// report values and remember what is set; the run's own limits are what
+// bound it.
 //
 // # Sandbox
 //
