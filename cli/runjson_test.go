@@ -10,22 +10,41 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
+	"github.com/demiurge-dev/demiurge/internal/jsonschema"
 )
+
+// runJSONSchema compiles docs/run-json.schema.json.
+func runJSONSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	schemaFile := filepath.Join("..", "docs", "run-json.schema.json")
+	f, err := os.Open(schemaFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := jsonschema.UnmarshalJSON(f)
+	if err != nil {
+		t.Fatalf("%s: %v", schemaFile, err)
+	}
+	c := jsonschema.NewCompiler()
+	const u = "mem:///docs/run-json.schema.json"
+	if err := c.AddResource(u, doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile(u)
+	if err != nil {
+		t.Fatalf("compile %s: %v", schemaFile, err)
+	}
+	return sch
+}
 
 // TestRunJSON: every line run --json prints, for every fake-model
 // scenario (an answer with tool calls, rejected calls, a guard stop, a
 // failed model call, a cut answer), fits docs/run-json.schema.json, the
 // last is the turn's end, and the exit code follows its outcome.
 func TestRunJSON(t *testing.T) {
-	schemaFile, _ := filepath.Abs(filepath.Join("..", "docs", "run-json.schema.json"))
-	c := jsonschema.NewCompiler()
-	sch, err := c.Compile(schemaFile)
-	if err != nil {
-		t.Fatalf("compile %s: %v", schemaFile, err)
-	}
+	sch := runJSONSchema(t)
 	bin, err := exec.LookPath("demiurge")
 	if err != nil {
 		t.Fatal(err)
@@ -120,11 +139,7 @@ func TestRunJSON(t *testing.T) {
 // stream, which reports the call decided and the earlier turn stopped
 // instead of leaving it awaiting approval.
 func TestRunNewMessageWhileCallWaits(t *testing.T) {
-	schemaFile, _ := filepath.Abs(filepath.Join("..", "docs", "run-json.schema.json"))
-	sch, err := jsonschema.NewCompiler().Compile(schemaFile)
-	if err != nil {
-		t.Fatalf("compile %s: %v", schemaFile, err)
-	}
+	sch := runJSONSchema(t)
 	manifest := filepath.Join("..", "examples", "demiurge")
 	for _, asJSON := range []bool{false, true} {
 		srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{

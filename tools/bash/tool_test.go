@@ -13,9 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/internal/jsonschema"
 	"github.com/demiurge-dev/demiurge/tools"
 )
 
@@ -334,6 +333,7 @@ echo "User: $user, Total: $total"`, "User: user1, Total: 79.49\n", "", 0},
 		{"help tool", `help upper`, "upper - Upper-case stdin\n", "", 0},
 		{"help json", `help get_user --json | jq -c .input_schema.required`, "[\"id\"]\n", "", 0},
 		{"help unknown", `help nope`, "", "help: unknown tool: nope\n", 1},
+		{"help utility", `help sort | head -1; sort --help | head -1; [ "$(help sort)" = "$(sort --help)" ] && echo same`, "Usage: sort [OPTION]... [FILE]...\nUsage: sort [OPTION]... [FILE]...\nsame\n", "", 0},
 		{"discover categories", `discover --categories`, "orders (1 tool)\nusers (1 tool)\n", "", 0},
 		{"discover tag", `discover --tag read`, "get_user             Fetch user by ID\nlist_orders          List orders for user\n", "", 0},
 		{"discover search json", `discover --search ORDERS --json | jq -c '.[].name'`, "\"list_orders\"\n", "", 0},

@@ -8,7 +8,9 @@
 // file system (Env.FS nil) file operands other than "-" are refused with
 // "<cmd>: <file>: filesystem access disabled". Commands check ctx while
 // they work, and stop with exit status 1 once it is done; they never panic
-// on input.
+// on input. "<cmd> --version" and "<cmd> --help" answer as scripts probe
+// them (the usages are one table, help.go; the bash tool's "help <cmd>"
+// prints the same).
 package coreutils
 
 import (
@@ -169,7 +171,8 @@ func init() {
 const utilitiesVersion = "1.0"
 
 // Lookup returns the command called name. "<name> --version" (the one
-// argument) prints the utility's name and version, as scripts probe it.
+// argument) prints the utility's name and version, as scripts probe it;
+// "<name> --help" its usage (see Usage).
 func Lookup(name string) (Func, bool) {
 	f, ok := commands[name]
 	if !ok {
@@ -181,6 +184,12 @@ func Lookup(name string) (Func, bool) {
 			// syntax, which the sandbox's utilities follow.
 			fmt.Fprintf(env.Stdout, "%s (GNU-compatible, demiurge sandbox) %s\n", name, utilitiesVersion)
 			return 0
+		}
+		if len(args) == 1 && args[0] == "--help" {
+			if u, ok := Usage(name); ok {
+				io.WriteString(env.Stdout, u)
+				return 0
+			}
 		}
 		if env.MaxOutputBytes <= 0 {
 			c := newCmd(ctx, name, env)

@@ -1,6 +1,6 @@
 //go:build unix
 
-package schema
+package readall
 
 import (
 	"os"
