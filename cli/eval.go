@@ -244,7 +244,7 @@ func (a *app) eval(cmd *cobra.Command, suitePath string, f *evalFlags, getenv fu
 		return err
 	}
 	if _, err := a.evalRuns(h).Save(context.WithoutCancel(ctx), rep); err != nil {
-		fmt.Fprintf(a.err, "demiurge: eval: the run was not kept: %v\n", err)
+		fmt.Fprintf(a.err, "%s: eval: the run was not kept: %v\n", a.progName(), err)
 	}
 	for _, w := range []struct {
 		path  string
@@ -277,7 +277,7 @@ func (a *app) eval(cmd *cobra.Command, suitePath string, f *evalFlags, getenv fu
 		}
 	}
 	if interrupted {
-		fmt.Fprintf(a.err, "demiurge: eval: interrupted: the cases under way were stopped, the rest not run\n")
+		fmt.Fprintf(a.err, "%s: eval: interrupted: the cases under way were stopped, the rest not run\n", a.progName())
 		return &exitStatus{exitInterrupted}
 	}
 	if !rep.Passed() {
