@@ -24,6 +24,11 @@ func TestAgentOSWASM(t *testing.T) {
 		want                           []string // in send's output, in this order
 	}{
 		{
+			example: "00-counter", module: "demo/CounterSM@1", schema: "demo/CounterEvent@1",
+			value: `{"Start": {"target": 2}}`,
+			want:  []string{`→ state demo/CounterSM@1 = {"pc":{"$tag":"Counting"},"remaining":2}`},
+		},
+		{
 			example: "01-hello-timer", module: "demo/TimerSM@1", schema: "demo/TimerEvent@1",
 			value: `{"Start": {"deliver_at_ns": 1000000, "key": "hello"}}`,
 			want: []string{

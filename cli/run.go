@@ -90,8 +90,9 @@ as at the prompt; -m //TEXT sends /TEXT); with stdin not a terminal
 each line is a message, with no banner or prompts. A turn a killed
 process left running is resumed first; one whose calls wait for approval
 that this run cannot give is stopped by -m's message, and run says so
-(--json: its turn_end, outcome stopped) before the new turn. --json prints each turn's events
-as JSON Lines instead (docs/run-json.schema.json).
+(--json: its turn_end, outcome stopped) before the new turn. --json
+prints each turn's events as JSON Lines instead
+(docs/run-json.schema.json).
 
 --require-approval TOOL (repeatable; * for every tool) makes the chat's calls
 of TOOL wait for your approval before they run (and calls of bash, which can

@@ -12,7 +12,8 @@ const modules = [
   { source: "assembly/counter.ts", example: "counter", name: "counter/Counter@1" },
   { source: "assembly/timer.ts", example: "timer", name: "timer/Timer@1" },
   { source: "assembly/retry.ts", example: "retry", name: "retry/Retry@1" },
-  // AgentOS's own 00-counter manifest, which names the counter demo/CounterSM@1.
+  // For AgentOS's own 00-counter manifest (not in the repository), which
+  // names the counter demo/CounterSM@1.
   { source: "assembly/counter.ts", example: "wasm/00-counter", name: "demo/CounterSM@1" },
   // The reducer of AgentOS's own 01-hello-timer manifest (wasm/01-hello-timer/README.md).
   { source: "assembly/hello_timer.ts", example: "wasm/01-hello-timer", name: "demo/TimerSM@1" },

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"time"
 
-	"mvdan.cc/sh/v3/interp"
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/demiurge-dev/demiurge/tools/bash/internal/coreutils"
+	"github.com/demiurge-dev/demiurge/tools/bash/internal/shell"
 )
 
 // Builder configures a Tool. Its methods record settings and
@@ -196,10 +196,10 @@ func (b *Builder) Build() (*Tool, error) {
 		case !isToolName(name):
 			errs = append(errs, fmt.Errorf("tool %q: name must match %s", name, toolNamePattern))
 			continue
-		case strings.HasPrefix(name, reservedPrefix):
-			errs = append(errs, fmt.Errorf("tool %q: names starting with %s are reserved", name, reservedPrefix))
+		case strings.HasPrefix(name, shell.ReservedPrefix):
+			errs = append(errs, fmt.Errorf("tool %q: names starting with %s are reserved by the shell", name, shell.ReservedPrefix))
 			continue
-		case syntax.IsKeyword(name) || interp.IsBuiltin(name) || name == "help" || name == "discover":
+		case syntax.IsKeyword(name) || shell.IsBuiltin(name) || name == "help" || name == "discover":
 			errs = append(errs, fmt.Errorf("tool %q: clashes with a shell keyword or builtin", name))
 			continue
 		}
@@ -231,7 +231,7 @@ func (b *Builder) Build() (*Tool, error) {
 		switch {
 		case !isEnvName(k):
 			errs = append(errs, fmt.Errorf("environment variable %q: invalid name", k))
-		case reservedEnv[k] || strings.HasPrefix(k, reservedPrefix):
+		case reservedEnv[k]:
 			errs = append(errs, fmt.Errorf("environment variable %q: set by the sandbox", k))
 		case strings.ContainsRune(kv[1], 0):
 			errs = append(errs, fmt.Errorf("environment variable %q: value contains a NUL byte", k))
@@ -246,7 +246,6 @@ func (b *Builder) Build() (*Tool, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("bash tool %s: %w", b.name, err)
 	}
-	t.envs = newRunnerEnv(append(t.baseEnv(), t.env...))
 	return t, nil
 }
 

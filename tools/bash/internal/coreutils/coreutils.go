@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/demiurge-dev/demiurge/tools/bash/internal/budget"
 	"github.com/demiurge-dev/demiurge/tools/bash/vfs"
 )
 
@@ -68,6 +69,9 @@ type Env struct {
 	Random io.Reader
 	// User and Host are what whoami and hostname print.
 	User, Host string
+	// Budget is the script's memory budget: a command charges what it
+	// buffers (package budget); nil is unlimited.
+	Budget *budget.Budget
 }
 
 // Func is a command: it runs args (without the command name) and returns
@@ -336,6 +340,9 @@ type cmd struct {
 	in       io.Reader
 	outLimit *limitedWriter // nil: no output bound
 	failed   int            // the least status done returns (an unreadable input)
+	// mem is what the command holds of the script's memory budget
+	// (Env.Budget), released when it ends.
+	mem *budget.Meter
 }
 
 var writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4096) }}
@@ -352,6 +359,7 @@ func newCmd(ctx context.Context, name string, env *Env) *cmd {
 		out:    writers.Get().(*bufio.Writer),
 		stdout: pipeWriter{w: env.Stdout},
 		in:     &limitedReader{r: env.Stdin, n: n},
+		mem:    env.Budget.NewMeter(),
 	}
 	c.out.Reset(&c.stdout)
 	return c
@@ -359,6 +367,7 @@ func newCmd(ctx context.Context, name string, env *Env) *cmd {
 
 // release flushes stdout and returns the buffer to the pool.
 func (c *cmd) release() {
+	c.mem.Close()
 	c.out.Flush()
 	c.out.Reset(nil)
 	writers.Put(c.out)
@@ -381,6 +390,10 @@ func (c *cmd) errf(status int, format string, args ...any) int {
 
 // readErr reports a failed read of stdin and returns its exit status.
 func (c *cmd) readErr(err error) int {
+	var be *budget.ExceededError
+	if errors.As(err, &be) {
+		return c.errf(1, "%v", be)
+	}
 	if errors.Is(err, errInputTooLarge) {
 		return c.errf(1, "input exceeds %d bytes", c.env.MaxInputBytes)
 	}
@@ -402,9 +415,33 @@ func (c *cmd) done(status int) int {
 	return max(status, c.failed)
 }
 
-// readAll reads stdin whole, within MaxInputBytes.
+// readAll reads stdin whole, within MaxInputBytes and the memory
+// budget (the data is held until the command ends).
 func (c *cmd) readAll() ([]byte, error) {
-	return io.ReadAll(c.in)
+	b := make([]byte, 0, 512)
+	for {
+		if len(b) == cap(b) {
+			if err := c.hold(int64(cap(b))); err != nil {
+				return b, err
+			}
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := c.in.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+	}
+}
+
+// hold charges n more bytes the command holds to the script's memory
+// budget (Env.Budget); past the budget it fails with a
+// *budget.ExceededError (readErr reports it), and the script stops.
+func (c *cmd) hold(n int64) error {
+	return c.mem.Grow(n)
 }
 
 // eachLine calls f with every line of stdin, without its newline; last is
@@ -438,7 +475,12 @@ func (c *cmd) lines() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return splitLines(string(data)), nil
+	lines := splitLines(string(data))
+	// the line headers; their bytes are data's
+	if err := c.hold(int64(len(lines)) * 16); err != nil {
+		return nil, err
+	}
+	return lines, nil
 }
 
 // splitLines splits s into lines without their newlines; a final line
