@@ -293,6 +293,30 @@ const MaxMessageBytes = llm.DefaultMaxItemBytes
 // chat goes on as it was.
 var ErrMessageTooLarge = errors.New("message not sent: too large")
 
+// stopReason is the reason a turn stopped, as the chat's stop entry says
+// it, and, when it stopped because the next request was past the model's
+// window, how to go on. A chat of a manifest from before item_bytes
+// counts a message whole though no more than MaxMessageBytes of it is
+// sent: one pasted before messages were refused over that (an older
+// demiurge journaled it) keeps every later turn past the window, /compact
+// included, until the manifest has item_bytes; then the next message
+// recounts the chat (see demiurge.Settings.ItemBytes).
+func (c *Chat) stopReason(text string) string {
+	r := demiurge.StopText(text)
+	if !strings.Contains(r, "the model's window of") {
+		return r
+	}
+	if c.w.module == demiurge.ModuleName && !hasField(c.w.cat, "demiurge/Settings@2", "item_bytes") {
+		return r + fmt.Sprintf(". This chat counts each message whole: its manifest %s predates item_bytes, and a long message from before demiurge refused those over %d KiB keeps it past the window."+
+			` To go on, add "item_bytes": {"option": {"nat": {}}} to the fields of demiurge/Settings@2 in the manifest's schemas (as examples/demiurge has), and send a message: the chat then counts no more of a message than the %d KiB the model is sent`,
+			c.w.manifest, MaxMessageBytes>>10, MaxMessageBytes>>10)
+	}
+	if strings.Contains(r, "too large to compact") {
+		return r + ". To go on, start a new chat (--chat NAME), or use a model with a larger window (--model)"
+	}
+	return r + ". To go on: /compact summarizes the earlier rounds; or start a new chat (--chat NAME), or use a model with a larger window (--model)"
+}
+
 // byteSize says n bytes in KiB or MiB.
 func byteSize(n int) string {
 	if n >= 1<<20 {
@@ -358,8 +382,26 @@ func (c *Chat) Stop(ctx context.Context, reason string) error {
 	if !ok || st.Turn == nil {
 		return nil
 	}
-	c.stop(ctx, st.Turn.RequestID, reason)
+	_ = c.stop(ctx, st.Turn.RequestID, reason) // a stop not journaled waits in the inbox
 	return ctx.Err()
+}
+
+// StopTurn stops the chat's turn under way, if any, for reason, and
+// streams its end as Follow does: the calls it answers "not run", the
+// GuardStop, and its TurnEnd (OutcomeStopped). Calls that wait for
+// approval are not asked for: they are answered "not run" with the rest.
+// It is for a caller that sends the next message only after saying how
+// the last turn ended (Send stops the turn too, but its stream is the new
+// turn's). With no turn under way it yields nothing.
+func (c *Chat) StopTurn(ctx context.Context, reason string) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		st, ok := c.State()
+		if !ok || st.Turn == nil {
+			return
+		}
+		id := st.Turn.RequestID
+		c.turnStopping(ctx, yield, func(context.Context) (uint64, error) { return id, nil }, reason)
+	}
 }
 
 // send sends the chat an event of its module's event schema.
@@ -480,6 +522,12 @@ func (c *Chat) begin(choice any, send func(ctx context.Context, id uint64, setti
 // turn runs one turn: start starts it (or finds it) and returns its
 // request id, and the turn's events are yielded until it ends.
 func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start func(ctx context.Context) (uint64, error)) {
+	c.turnStopping(ctx, yield, start, "")
+}
+
+// turnStopping is turn; with a stopReason, the turn is stopped for it as
+// the stream begins (StopTurn), its calls that wait not asked for.
+func (c *Chat) turnStopping(ctx context.Context, yield func(Event, error) bool, start func(ctx context.Context) (uint64, error), stopReason string) {
 	w := c.w
 	if c.id == "" {
 		yield(nil, errNoChatID)
@@ -520,6 +568,27 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 	}
 	tr.id = id
 	tr.seq = w.host.Head().Seq // a followed turn that only waits reads no record
+	if err != nil && ctx.Err() != nil && errors.Is(err, cluster.ErrNotJournaled) {
+		reason := context.Cause(ctx).Error()
+		if id == 0 {
+			// Stopped while the chat's creation waited in the remote
+			// world's inbox: the message was not sent.
+			if yield(GuardStop{Seq: tr.seq, Reason: fmt.Sprintf("the user stopped the turn (%s) before its message was sent: no worker journaled the chat's creation (none may hold world %s); it waits in the world's inbox", reason, w.Name())}, nil) &&
+				yield(TurnEnd{Seq: tr.seq, Outcome: OutcomeStopped}, nil) {
+				yield(nil, ctx.Err())
+			}
+			return
+		}
+		// Stopped before any worker journaled the message (none holds
+		// the remote world): the message waits in the inbox, and the
+		// stop goes after it, so that the turn never runs.
+		if serr := c.stop(ctx, id, reason); serr == nil || errors.Is(serr, cluster.ErrNotJournaled) {
+			if yield(queuedStop(tr.seq, reason, w.Name()), nil) && yield(TurnEnd{Seq: tr.seq, RequestID: id, Outcome: OutcomeStopped}, nil) {
+				yield(nil, ctx.Err())
+			}
+			return
+		}
+	}
 	if err != nil {
 		yield(nil, fmt.Errorf("chat %s: %w", c.id, err))
 		return
@@ -574,7 +643,7 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 		}
 		return
 	}
-	if c.await {
+	if c.await && stopReason == "" {
 		// The calls that already wait, which the stream waits for,
 		// with the seqs of the steps that asked.
 		for _, ar := range tr.asks {
@@ -584,7 +653,7 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 			}
 			if !yield(ar, nil) {
 				if !tr.awaiting {
-					c.stop(ctx, id, "the caller stopped reading the turn")
+					_ = c.stop(ctx, id, "the caller stopped reading the turn")
 				}
 				c.armPending(ctx)
 				return
@@ -594,9 +663,12 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 	gone := false        // the caller stopped reading
 	left := false        // it stopped while the turn only waited (AwaitApproval): the turn waits on
 	var stopAt time.Time // when this side asked the chat to stop the turn
+	queued := ""         // the stop waits in a remote world's inbox, for this reason
 	stop := func(reason string) {
 		if stopAt.IsZero() {
-			c.stop(ctx, id, reason)
+			if errors.Is(c.stop(ctx, id, reason), cluster.ErrNotJournaled) {
+				queued = reason
+			}
 			stopAt = time.Now()
 		}
 	}
@@ -614,6 +686,9 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 		if !gone {
 			yield(nil, err)
 		}
+	}
+	if stopReason != "" {
+		stop(stopReason)
 	}
 	ctxDone := ctx.Done()
 	every := 250 * time.Millisecond
@@ -703,6 +778,16 @@ func (c *Chat) turn(ctx context.Context, yield func(Event, error) bool, start fu
 			emit(tr.awaitingEnd())
 			return
 		}
+		if queued != "" && len(f.peek()) == 0 {
+			// No worker journaled the stop (none holds the world): it
+			// waits in the inbox, after the turn's message, and the
+			// worker that takes the world stops the turn before it
+			// runs anything more. The stream ends saying so.
+			emit(queuedStop(tr.seq, queued, w.Name()))
+			emit(TurnEnd{Seq: tr.seq, RequestID: id, Outcome: OutcomeStopped})
+			fail(cmp.Or(ctx.Err(), errStopped))
+			return
+		}
 		if !stopAt.IsZero() && time.Since(stopAt) > stopWait {
 			// The chat did not record the stop in time; the world has it.
 			fail(fmt.Errorf("chat %s: the turn did not stop within %s: %w", c.id, stopWait, cmp.Or(ctx.Err(), errStopped)))
@@ -750,13 +835,53 @@ var errStopped = errors.New("the caller stopped reading")
 // chat record the stop.
 const stopWait = 10 * time.Second
 
-// stop records that the user stopped the turn id, for reason.
-func (c *Chat) stop(ctx context.Context, id uint64, reason string) {
+// stop records that the user stopped the turn id, for reason. In a
+// remote world it waits stopPostWait at most for a worker to journal the
+// stop: the error then wraps cluster.ErrNotJournaled, the stop waiting
+// in the world's inbox.
+func (c *Chat) stop(ctx context.Context, id uint64, reason string) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopWait)
 	defer cancel()
-	if err := c.send(sctx, "Stop", map[string]any{"chat_id": c.id, "request_id": id, "reason": reason}); err != nil {
+	value := map[string]any{"chat_id": c.id, "request_id": id, "reason": reason}
+	var err error
+	if r := c.w.remote; r != nil {
+		err = c.postStop(sctx, r, value)
+	} else {
+		err = c.send(sctx, "Stop", value)
+	}
+	if err != nil && !errors.Is(err, cluster.ErrNotJournaled) {
 		c.w.c.log.Warn("stop the turn", "chat", c.id, "request", id, "err", err)
 	}
+	return err
+}
+
+// queuedStop is the GuardStop of a turn stopped for reason while no
+// worker journals the remote world's messages: the stop waits in the
+// inbox.
+func queuedStop(seq uint64, reason, world string) GuardStop {
+	return GuardStop{Seq: seq, Reason: fmt.Sprintf("the user stopped the turn (%s); no worker journaled the stop within %s (none may hold world %s): it waits in the world's inbox, after the message, and the worker that takes the world applies it",
+		reason, stopPostWait, world)}
+}
+
+// stopPostWait is how long a stop posted to a remote world's inbox is
+// awaited before the stream that sent it ends without it.
+const stopPostWait = 2 * time.Second
+
+// postStop posts a Stop to the remote world r's inbox and waits
+// stopPostWait at most for a worker to journal it.
+func (c *Chat) postStop(ctx context.Context, r *cluster.Remote, value map[string]any) error {
+	js, err := json.Marshal(map[string]any{"Stop": value})
+	if err != nil {
+		return err
+	}
+	mid, err := r.PostJSON(ctx, c.w.event, js)
+	if err != nil {
+		return err
+	}
+	actx, cancel := context.WithTimeout(ctx, stopPostWait)
+	defer cancel()
+	_, err = r.Await(actx, mid)
+	return err
 }
 
 // item is what a follower is handed: a step's records, or streamed text.
@@ -995,6 +1120,10 @@ func (tr *turnReader) state(ctx context.Context, seq uint64, st *demiurge.StateV
 			if whole, err := demiurge.ToolOutputOf(ctx, tr.c.w.st.CAS(), e); err == nil {
 				ev.Size = len(whole) // the entry may keep a preview
 			}
+			if status == "not_run" {
+				ev.Output = demiurge.StopText(ev.Output)
+				ev.Size = len(ev.Output)
+			}
 			if t0, ok := tr.callAt[call]; ok && !t0.IsZero() && !at.IsZero() {
 				ev.Duration = at.Sub(t0)
 				delete(tr.callAt, call)
@@ -1006,7 +1135,7 @@ func (tr *turnReader) state(ctx context.Context, seq uint64, st *demiurge.StateV
 			out = append(out, Compacted{Seq: seq, Text: e.Text, Ref: e.Ref})
 		case demiurge.EntryStop:
 			tr.noteEnd(e)
-			out = append(out, GuardStop{Seq: seq, Reason: demiurge.StopText(e.Text)})
+			out = append(out, GuardStop{Seq: seq, Reason: tr.c.stopReason(e.Text)})
 		case demiurge.EntryError:
 			tr.noteEnd(e)
 			out = append(out, TurnError{Seq: seq, Text: e.Text})

@@ -65,8 +65,15 @@ func TestOversizedMessage(t *testing.T) {
 	if _, err := w.World().SendJSON(t.Context(), "demiurge/ChatEvent@2", ev); err != nil {
 		t.Fatal(err)
 	}
-	if _, end := collect(t, c.Send(t.Context(), "hello?")); end.Outcome != agent.OutcomeStopped {
+	lines, end := collect(t, c.Send(t.Context(), "hello?"))
+	if end.Outcome != agent.OutcomeStopped {
 		t.Fatalf("a turn after the big message, before the fix: %+v; want it stopped (the chat is stuck)", end)
+	}
+	// The stop says how to go on: the manifest needs item_bytes.
+	if all := strings.Join(lines, "\n"); !strings.Contains(all, `more than the model's window`) ||
+		!strings.Contains(all, `its manifest `+old+` predates item_bytes`) ||
+		!strings.Contains(all, `add \"item_bytes\": {\"option\": {\"nat\": {}}} to the fields of demiurge/Settings@2`) {
+		t.Errorf("the stop of a stuck chat does not say how to go on:\n%s", all)
 	}
 	w.Close()
 
@@ -74,7 +81,7 @@ func TestOversizedMessage(t *testing.T) {
 	w = open(manifest)
 	defer w.Close()
 	c = w.Chat("c")
-	lines, end := collect(t, c.Send(t.Context(), "are you there?"))
+	lines, end = collect(t, c.Send(t.Context(), "are you there?"))
 	if end.Outcome != agent.OutcomeAnswer {
 		t.Fatalf("the next message after the fix: %+v; want an answer\n%s", end, strings.Join(lines, "\n"))
 	}

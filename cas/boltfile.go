@@ -325,12 +325,20 @@ func (ms *boltMetas) check(path string) error {
 		good, bad = 1, 0
 	}
 	g, b := ms.slot[good], ms.slot[bad]
-	detail := fmt.Sprintf("meta page %d is %s, and meta page %d holds transaction %d: bbolt would go back to transaction %d without a word, ",
-		bad, describeBadMeta(b.raw), good, g.meta.txid, g.meta.txid)
-	if raw, ok := rawTxid(b.raw); ok && raw == g.meta.txid+1 {
-		detail += fmt.Sprintf("and lose transaction %d, the last commit, which meta page %d held", raw, bad)
-	} else {
-		detail += fmt.Sprintf("and lose the last commit (transaction %d) if meta page %d held it", g.meta.txid+1, bad)
+	detail := fmt.Sprintf("meta page %d is %s, and meta page %d holds transaction %d: ", bad, describeBadMeta(b.raw), good, g.meta.txid)
+	switch raw, ok := rawTxid(b.raw); {
+	case ok && raw == g.meta.txid+1:
+		detail += fmt.Sprintf("bbolt would go back to transaction %d without a word, and lose transaction %d, the last commit, which meta page %d held",
+			g.meta.txid, raw, bad)
+	case ok && raw+1 == g.meta.txid:
+		detail += fmt.Sprintf("meta page %d held the transaction before (%d), so bbolt would read the last commit, but the next commit would write over the only valid meta page",
+			bad, raw)
+	default:
+		// Which of the two was newer cannot be read from the page: it
+		// held transaction txid-1 (nothing is lost) or txid+1 (the last
+		// commit is).
+		detail += fmt.Sprintf("bbolt would go on from transaction %d without a word; nothing is lost if meta page %d held the transaction before it (%d), but the last commit (transaction %d) is if it held that one, and which it held cannot be told from the page",
+			g.meta.txid, bad, g.meta.txid-1, g.meta.txid+1)
 	}
 	return what(bad, detail)
 }

@@ -80,11 +80,18 @@ func TestBoltMetaDamage(t *testing.T) {
 		fn   func(meta func(int) []byte)
 		want string
 	}{
+		// A zeroed page does not say which transaction it held: the
+		// message says both what is lost if it was the newer and that
+		// nothing is if it was the older, never "go back" for certain.
 		{"newer zeroed", ms.newer, func(meta func(int) []byte) { clear(meta(ms.newer)) }, fmt.Sprintf(
-			"meta page %d is zeroed, and meta page %d holds transaction %d: bbolt would go back to transaction %d without a word, and lose the last commit (transaction %d) if meta page %d held it",
-			ms.newer, older, before, before, last, ms.newer)},
+			"meta page %d is zeroed, and meta page %d holds transaction %d: bbolt would go on from transaction %d without a word; nothing is lost if meta page %d held the transaction before it (%d), but the last commit (transaction %d) is if it held that one, and which it held cannot be told from the page",
+			ms.newer, older, before, before, ms.newer, before-1, last)},
 		{"older zeroed", older, func(meta func(int) []byte) { clear(meta(older)) }, fmt.Sprintf(
-			"meta page %d is zeroed, and meta page %d holds transaction %d", older, ms.newer, last)},
+			"meta page %d is zeroed, and meta page %d holds transaction %d: bbolt would go on from transaction %d without a word; nothing is lost if meta page %d held the transaction before it (%d), but the last commit (transaction %d) is if it held that one, and which it held cannot be told from the page",
+			older, ms.newer, last, last, older, before, last+1)},
+		{"older checksum", older, func(meta func(int) []byte) { meta(older)[16+56] ^= 1 }, fmt.Sprintf(
+			"meta page %d is damaged (its checksum does not match), and meta page %d holds transaction %d: meta page %d held the transaction before (%d), so bbolt would read the last commit, but the next commit would write over the only valid meta page",
+			older, ms.newer, last, older, before)},
 		{"newer checksum", ms.newer, func(meta func(int) []byte) { meta(ms.newer)[16+56] ^= 1 }, fmt.Sprintf(
 			"meta page %d is damaged (its checksum does not match), and meta page %d holds transaction %d: bbolt would go back to transaction %d without a word, and lose transaction %d, the last commit, which meta page %d held",
 			ms.newer, older, before, before, last, ms.newer)},

@@ -2,8 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"github.com/demiurge-dev/demiurge/internal/readall"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 )
@@ -29,7 +29,7 @@ nothing. Creates the store if it does not exist.`,
 				if err != nil {
 					return fmt.Errorf("cas put: read stdin: %w", err)
 				}
-			} else if data, err = os.ReadFile(name); err != nil {
+			} else if data, err = readall.File(name, "a file to put (pipe anything else to standard input)", readall.NoLimit); err != nil {
 				return fmt.Errorf("cas put: %w", err)
 			}
 			s, err := a.openStore(cmd.Context(), false)

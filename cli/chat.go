@@ -22,6 +22,7 @@ import (
 
 	"github.com/demiurge-dev/demiurge/agent"
 	"github.com/demiurge-dev/demiurge/agent/session"
+	"github.com/demiurge-dev/demiurge/internal/readall"
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
 	"github.com/demiurge-dev/demiurge/world"
@@ -194,7 +195,14 @@ func (r *chatRun) run(ctx context.Context) error {
 		}
 	}()
 	if st, ok := r.chat.State(); ok && st.Turn != nil && (r.f.decide == nil || len(r.chat.Pending(ctx)) == 0) {
-		if len(r.chat.Pending(ctx)) > 0 {
+		if pending := r.chat.Pending(ctx); len(pending) > 0 && r.f.decide == nil && r.f.message != "" && !isCommand(r.f.message) && !r.answers() {
+			// -m's message would stop the turn, whose calls wait for
+			// a decision no one here can give: it is stopped first, and
+			// said once, rather than told to be approved and then dropped.
+			if err := r.stopWaiting(ctx, st.Turn.RequestID, pending); err != nil {
+				return err
+			}
+		} else if len(pending) > 0 {
 			r.note(fmt.Sprintf("turn %d waits for your approval", st.Turn.RequestID))
 		} else {
 			r.note(r.resuming(ctx, st.Turn.RequestID))
@@ -207,7 +215,10 @@ func (r *chatRun) run(ctx context.Context) error {
 		return r.answer(ctx, d)
 	}
 	if r.f.message != "" {
-		outcome, err := r.say(ctx, r.f.message)
+		if isCommand(r.f.message) {
+			return r.commandOnce(ctx, r.f.message)
+		}
+		outcome, err := r.say(ctx, strings.TrimPrefix(r.f.message, "/"))
 		switch {
 		case errors.Is(err, errInterrupted):
 			return &exitStatus{code: exitInterrupted}
@@ -223,6 +234,53 @@ func (r *chatRun) run(ctx context.Context) error {
 		return r.pipe(ctx)
 	}
 	return r.repl(ctx)
+}
+
+// isCommand reports whether a line is a command of the chat (/compact),
+// not a message: it starts with "/", but not with "//" (which sends the
+// message with one "/" less).
+func isCommand(line string) bool {
+	return strings.HasPrefix(line, "/") && !strings.HasPrefix(line, "//")
+}
+
+// commandOnce runs -m's command, as the interactive chat runs it; a
+// /compact that fails or is stopped sets the exit code as a turn does.
+func (r *chatRun) commandOnce(ctx context.Context, line string) error {
+	if name, _, _ := strings.Cut(strings.TrimSpace(line), " "); name != "/compact" || r.w.Module() != demiurge.ModuleName {
+		_, err := r.command(ctx, line)
+		return err
+	}
+	outcome, err := r.turn(ctx, r.chat.Compact)
+	switch {
+	case errors.Is(err, errInterrupted):
+		return &exitStatus{code: exitInterrupted}
+	case err != nil:
+		return err
+	}
+	if code := exitCode(outcome); code != exitOK {
+		return &exitStatus{code: code}
+	}
+	return nil
+}
+
+// answers reports whether this run answers calls that wait for approval
+// itself: --approve always or never, or ask at a terminal.
+func (r *chatRun) answers() bool {
+	return r.f.approve != "ask" || r.asks()
+}
+
+// stopWaiting stops turn id, whose calls wait for approval, before -m's
+// message is sent (the message would stop it anyway): its stream says
+// that its calls were not run and that it stopped, with its TurnEnd
+// (outcome stopped) in --json.
+func (r *chatRun) stopWaiting(ctx context.Context, id uint64, pending []agent.ApprovalRequested) error {
+	tools := make([]string, 0, len(pending))
+	for _, p := range pending {
+		tools = append(tools, p.Tool+" ("+p.CallID+")")
+	}
+	r.note(fmt.Sprintf("turn %d waited for approval of %s; the new message stops it, its calls not run", id, strings.Join(tools, ", ")))
+	_, err := r.show(ctx, r.chat.StopTurn(ctx, "a new message was sent while its calls waited for approval"))
+	return err
 }
 
 // resuming says why turn id of the chat is taken up before anything
@@ -407,7 +465,7 @@ func (r *chatRun) repl(ctx context.Context) error {
 	}()
 	hist := r.historyFile()
 	if hist != "" {
-		if f, err := os.Open(hist); err == nil {
+		if f, _, err := readall.Open(hist, "the chat history", readall.NoLimit); err == nil { // a FIFO there is not waited on
 			_, _ = ln.ReadHistory(f)
 			f.Close()
 		}
@@ -418,7 +476,7 @@ func (r *chatRun) repl(ctx context.Context) error {
 			}
 		}()
 	}
-	r.write(fmt.Sprintf("demiurge: world %s, chat %s, model %s. Type a message; /help for commands, Ctrl-D to quit.\n", r.f.world, r.chat.ID(), r.chat.Model()))
+	r.write(fmt.Sprintf("%s: world %s, chat %s, model %s. Type a message; /help for commands, Ctrl-D to quit.\n", r.a.progName(), r.f.world, r.chat.ID(), r.chat.Model()))
 	var aborted time.Time
 	for {
 		line, ahead, err := readLine(ctx, ln, r.input, r.takeTyped(), r.write)
@@ -568,7 +626,7 @@ func (r *chatRun) pipe(ctx context.Context) error {
 				switch {
 				case errors.Is(err, agent.ErrMessageTooLarge):
 					// Refused before it was journaled: the next lines go on.
-					fmt.Fprintf(r.a.err, "demiurge: %v\n", err)
+					fmt.Fprintf(r.a.err, "%s: %v\n", r.a.progName(), err)
 					o = agent.OutcomeFailed
 				case errors.Is(err, errInterrupted):
 					return &exitStatus{code: exitInterrupted}
@@ -686,7 +744,7 @@ func (r *chatRun) command(ctx context.Context, line string) (bool, error) {
 			r.write("  the chat has no turns yet\n")
 			break
 		}
-		r.write(fmt.Sprintf("  chat %s: %d turns, %d tokens in (%d cached), %d out (%d reasoning), %s\n", r.chat.ID(), st.LastRequestID,
+		r.write(fmt.Sprintf("  chat %s: %s, %d tokens in (%d cached), %d out (%d reasoning), %s\n", r.chat.ID(), plural(int(st.LastRequestID), "turn"),
 			st.Usage.Prompt, st.Usage.Cached, st.Usage.Completion, st.Usage.Reasoning, costText(st.CostMicroUSD, st.CostUnknown > 0)))
 	case "/trace":
 		return false, r.trace(ctx)

@@ -16,6 +16,7 @@ import (
 	"github.com/demiurge-dev/demiurge/agent"
 	"github.com/demiurge-dev/demiurge/eval"
 	"github.com/demiurge-dev/demiurge/examples"
+	"github.com/demiurge-dev/demiurge/internal/readall"
 	"github.com/demiurge-dev/demiurge/internal/store"
 )
 
@@ -243,7 +244,7 @@ func (a *app) eval(cmd *cobra.Command, suitePath string, f *evalFlags, getenv fu
 		return err
 	}
 	if _, err := a.evalRuns(h).Save(context.WithoutCancel(ctx), rep); err != nil {
-		fmt.Fprintf(a.err, "demiurge: eval: the run was not kept: %v\n", err)
+		fmt.Fprintf(a.err, "%s: eval: the run was not kept: %v\n", a.progName(), err)
 	}
 	for _, w := range []struct {
 		path  string
@@ -276,7 +277,7 @@ func (a *app) eval(cmd *cobra.Command, suitePath string, f *evalFlags, getenv fu
 		}
 	}
 	if interrupted {
-		fmt.Fprintf(a.err, "demiurge: eval: interrupted: the cases under way were stopped, the rest not run\n")
+		fmt.Fprintf(a.err, "%s: eval: interrupted: the cases under way were stopped, the rest not run\n", a.progName())
 		return &exitStatus{exitInterrupted}
 	}
 	if !rep.Passed() {
@@ -434,7 +435,7 @@ Exit status: 1 when a case that passed in A fails in B.`,
 // report file.
 func loadRun(ctx context.Context, runs eval.RunStore, ref string) (*eval.Report, error) {
 	if strings.ContainsAny(ref, `/\`) || strings.HasSuffix(ref, ".json") {
-		f, err := os.Open(ref)
+		f, _, err := readall.Open(ref, "an eval report", readall.NoLimit) // ReadReport bounds it
 		if err != nil {
 			return nil, fmt.Errorf("eval: %w", err)
 		}

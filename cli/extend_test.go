@@ -62,4 +62,16 @@ func TestExtensionOptions(t *testing.T) {
 	if code, out, _ := run("help"); code != 0 || !strings.Contains(out, "hello") {
 		t.Errorf("help lists no hello:\n%s", out)
 	}
+	// Its notes start with its name too, as its errors do: a cassette run
+	// again goes to a new world, and says so.
+	cassette := filepath.Join("..", "testdata", "sessions", "demo")
+	for i := range 2 {
+		code, out, errs := run("run", filepath.Join("..", "examples", "demiurge"), "--llm", "cassette:"+cassette, "-m", "Write a hello note and show it to me.")
+		if code != 0 {
+			t.Fatalf("run %d: exit %d\n%s\n%s", i+1, code, out, errs)
+		}
+		if !strings.HasPrefix(errs, "mydemiurge: world main already holds a session") || strings.HasPrefix(errs, "demiurge:") || strings.Contains(errs, "\ndemiurge:") {
+			t.Errorf("the second run's note:\n%s", errs)
+		}
+	}
 }

@@ -101,35 +101,25 @@ func condition(cond string) (bool, error) {
 	return false, fmt.Errorf("unknown condition %q", cond)
 }
 
-// copyWASM lays out the worlds of the WASM scripts in dir: AgentOS's
-// 00-counter as agentos-counter, with the AssemblyScript counter beside it
-// as modules/demo/CounterSM@1-<sha256>.wasm, the modules of the counter and
-// timer examples as wasm/counter.wasm and so on, the host's test modules in
+// copyWASM lays out the worlds of the WASM scripts in dir: our counter
+// as a WASM world in wasm-counter (wasmCounterWorld), the modules of the
+// examples as wasm/counter.wasm and so on, the host's test modules in
 // wasm/test/, and examples/wasm/tally (a reducer to add to a world) as
 // tally.
 func copyWASM(dir string) error {
 	if err := os.CopyFS(filepath.Join(dir, "tally"), os.DirFS(filepath.Join("..", "examples", "wasm", "tally"))); err != nil {
 		return err
 	}
-	if err := os.CopyFS(filepath.Join(dir, "agentos-counter"), os.DirFS(filepath.Join("testdata", "agentos", "00-counter"))); err != nil {
+	if err := wasmCounterWorld(filepath.Join(dir, "wasm-counter")); err != nil {
 		return err
 	}
-	counter, err := filepath.Glob(filepath.Join("..", "examples", "counter", "modules", "counter", "Counter@1-*.wasm"))
-	if err != nil || len(counter) != 1 {
-		return fmt.Errorf("the counter's module: %v %v", counter, err)
-	}
-	b, err := os.ReadFile(counter[0])
-	if err != nil {
-		return err
-	}
-	mods := filepath.Join(dir, "agentos-counter", "modules", "demo")
-	if err := os.MkdirAll(mods, 0o755); err != nil {
-		return err
-	}
-	hex := strings.TrimSuffix(filepath.Base(counter[0])[len("Counter@1-"):], ".wasm")
-	if err := os.WriteFile(filepath.Join(mods, "CounterSM@1-"+hex+".wasm"), b, 0o644); err != nil {
-		return err
-	}
+	return copyWASMModules(dir)
+}
+
+// copyWASMModules copies the modules of the examples into dir as
+// wasm/<example>.wasm (wasm/counter.wasm, wasm/timer.wasm, ...) and the
+// host's test modules into wasm/test/.
+func copyWASMModules(dir string) error {
 	if err := os.MkdirAll(filepath.Join(dir, "wasm", "test"), 0o755); err != nil {
 		return err
 	}
@@ -150,6 +140,67 @@ func copyWASM(dir string) error {
 		}
 	}
 	return nil
+}
+
+// wasmCounterModule is the name of our counter's defmodule in the WASM
+// counter world. examples/counter names it counter/Counter@1, which the
+// binary serves with the Go reducer (a registered Go reducer takes its
+// name), so the world renames it for its WASM module to run.
+const wasmCounterModule = "counter/WasmCounter@1"
+
+// wasmCounterWorld lays out in dst our own counter (examples/counter) as a
+// WASM world: its AIR with the defmodule renamed wasmCounterModule, and
+// its AssemblyScript module (built from examples/wasm/assembly/counter.ts)
+// beside it as modules/counter/WasmCounter@1-<sha256>.wasm.
+func wasmCounterWorld(dst string) error {
+	src := filepath.Join("..", "examples", "counter")
+	files, err := filepath.Glob(filepath.Join(src, "*.air.json"))
+	if err != nil || len(files) == 0 {
+		return fmt.Errorf("no AIR files in %s: %v", src, err)
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		b = []byte(strings.ReplaceAll(string(b), `"counter/Counter@1"`, `"`+wasmCounterModule+`"`))
+		if err := os.WriteFile(filepath.Join(dst, filepath.Base(f)), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return putCounterModule(dst, wasmCounterModule)
+}
+
+// agentOSCounterWorld lays out in dst AgentOS's own 00-counter, its AIR
+// read from the AgentOS AIR folder air ($DEMIURGE_AGENTOS_AIR; the
+// repository keeps no copy), with our AssemblyScript counter beside it as
+// its reducer demo/CounterSM@1 (the state and events have the same shape).
+func agentOSCounterWorld(air, dst string) error {
+	if err := copyAIR(filepath.Join(air, "examples", "00-counter"), dst); err != nil {
+		return err
+	}
+	return putCounterModule(dst, "demo/CounterSM@1")
+}
+
+// putCounterModule writes the counter's WASM module (examples/counter's)
+// into the world folder dir as the module of the defmodule name.
+func putCounterModule(dir, name string) error {
+	counter, err := filepath.Glob(filepath.Join("..", "examples", "counter", "modules", "counter", "Counter@1-*.wasm"))
+	if err != nil || len(counter) != 1 {
+		return fmt.Errorf("the counter's module: %v %v", counter, err)
+	}
+	b, err := os.ReadFile(counter[0])
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, "modules", filepath.FromSlash(name))
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(fmt.Sprintf("%s-%x.wasm", path, sha256.Sum256(b)), b, 0o644)
 }
 
 // copyAIR copies the AIR files of a world folder into dst.

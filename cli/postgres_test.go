@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/demiurge-dev/demiurge/internal/pgtest"
 )
@@ -166,4 +169,59 @@ func TestPostgresRunWithoutWorkerStatus(t *testing.T) {
 	m := tm.expect(0, `waiting for a worker to take world main \(none holds it: start demiurge worker\) [0-9.]+s · Esc or Ctrl-C stops it`)
 	startWorker(t, pg, nil, "--llm", "cassette:"+demo)
 	tm.expect(m, `I wrote notes/hello.md`)
+}
+
+// At a terminal, Esc stops a turn on a PostgreSQL store that no worker
+// holds as it does any other: the message and the stop wait in the inbox,
+// and run says the turn stopped and exits 130 instead of waiting on.
+func TestPostgresRunWithoutWorkerEscape(t *testing.T) {
+	pgtest.Shared(t)
+	pg := pgtest.URL(t)
+	demo, _ := filepath.Abs(filepath.Join("..", "testdata", "sessions", "demo"))
+	manifest, _ := filepath.Abs(filepath.Join("..", "examples", "demiurge"))
+	tm := startTerminal(t, []string{storeEnv + "=", "TERM=xterm"}, "--store", pg, "run", manifest,
+		"--llm", "cassette:"+demo, "-m", "Write a hello note and show it to me.")
+	m := tm.expect(0, `waiting for a worker to take world main`)
+	if strings.Contains(tm.output(), "waiting for the model") {
+		t.Errorf("the progress line said waiting for the model, with no worker:\n%s", tm.output())
+	}
+	tm.typ("\x1b")
+	tm.expect(m, `turn stopped: the user stopped the turn \(interrupted at the terminal \(Esc\)\) before its message was sent: no worker journaled the chat's creation`)
+	select {
+	case err := <-tm.done:
+		var xe *exec.ExitError
+		if !errors.As(err, &xe) || xe.ExitCode() != exitInterrupted {
+			t.Errorf("run -m exited with %v; want %d\n%s", err, exitInterrupted, tm.output())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("run -m did not exit after Esc:\n%s", tm.output())
+	}
+}
+
+// Esc on a chat that has turns, while no worker journals the world's
+// messages (its worker was killed): the message and then the stop wait in
+// the inbox, and run says so and exits 130.
+func TestPostgresRunDeadWorkerEscape(t *testing.T) {
+	pgtest.Shared(t)
+	pg := pgtest.URL(t)
+	demo, _ := filepath.Abs(filepath.Join("..", "testdata", "sessions", "demo"))
+	manifest, _ := filepath.Abs(filepath.Join("..", "examples", "demiurge"))
+	wk := startWorker(t, pg, nil, "--llm", "cassette:"+demo)
+	mustRun(t, 0, "", "--store", pg, "run", manifest, "--llm", "cassette:"+demo, "-m", "Write a hello note and show it to me.")
+	_ = wk.cmd.Process.Kill()
+	_ = wk.cmd.Wait()
+	tm := startTerminal(t, []string{storeEnv + "=", "TERM=xterm"}, "--store", pg, "run", manifest,
+		"--llm", "cassette:"+demo, "-m", "And another.")
+	m := tm.expect(0, `Esc or Ctrl-C stops it`)
+	tm.typ("\x1b")
+	tm.expect(m, `turn stopped: the user stopped the turn \(interrupted at the terminal \(Esc\)\); no worker journaled the stop within 2s \(none may hold world main\): it waits in the world's inbox`)
+	select {
+	case err := <-tm.done:
+		var xe *exec.ExitError
+		if !errors.As(err, &xe) || xe.ExitCode() != exitInterrupted {
+			t.Errorf("run -m exited with %v; want %d\n%s", err, exitInterrupted, tm.output())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("run -m did not exit after Esc:\n%s", tm.output())
+	}
 }

@@ -42,7 +42,7 @@ func TestRecoverMetaPage(t *testing.T) {
 	for _, args := range [][]string{{"journal", "verify"}, {"trace"}, {"cas", "put", "-"}} {
 		r := mustRunStore(t, dir, exitFailure, args...)
 		if want := "meta page " + string(rune('0'+newer)) + " is zeroed"; !strings.Contains(r.stderr, want) ||
-			!strings.Contains(r.stderr, "lose the last commit") || !strings.Contains(r.stderr, "`demiurge recover`") ||
+			!strings.Contains(r.stderr, "the last commit (transaction") || !strings.Contains(r.stderr, "`demiurge recover`") ||
 			strings.Contains(r.stderr, "import a bundle") {
 			t.Errorf("demiurge %s: stderr:\n%s\nwant it to say %q, what is lost, and to run demiurge recover (only)", strings.Join(args, " "), r.stderr, want)
 		}

@@ -169,7 +169,7 @@ func executeApp(ctx context.Context, a *app, args []string, getenv func(string) 
 	}
 	fmt.Fprintf(std.err, "%s: %s\n", root.Name(), msg)
 	if a.usedStore && storeDamaged(err) && !errors.Is(err, cas.ErrMetaDamaged) { // that one says what to do
-		fmt.Fprintf(std.err, "demiurge: the store in %s is damaged: restore it from a copy, or import a bundle that `demiurge export` wrote into a new store (--store); `demiurge cas verify` and `demiurge journal verify` show what can still be read\n", a.storeName())
+		fmt.Fprintf(std.err, "%s: the store in %s is damaged: restore it from a copy, or import a bundle that `demiurge export` wrote into a new store (--store); `demiurge cas verify` and `demiurge journal verify` show what can still be read\n", a.progName(), a.storeName())
 	}
 	var ue *usageError
 	if errors.As(err, &ue) {
@@ -359,6 +359,8 @@ eval exits 1 when a case fails (eval compare: when a case regressed).`,
 	})
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.storeDir, "store", storeDefault, "the store: a `DIR`ectory, or a postgres:// URL (env "+storeEnv+")")
+	// --help shows the default from $DEMIURGE_STORE without its password.
+	pf.Lookup("store").DefValue = store.Redact(storeDefault)
 	pf.BoolVarP(&a.verbose, "verbose", "v", false, "log debug messages on stderr (without it, only errors are logged)")
 	pf.BoolVar(&a.wasi, "wasi", false, "let WASM reducer modules import a deterministic WASI (fixed clocks, zero entropy, no files or environment), as Go's wasip1 and TinyGo modules need")
 	a.wasmLimits.add(pf)
@@ -588,4 +590,13 @@ func closeStore(s *store.Handle, errp *error) {
 	if err := s.Close(); err != nil && *errp == nil {
 		*errp = err
 	}
+}
+
+// progName is the program's name as its messages start: "demiurge", or
+// the name a program that extends the command line gives (WithName).
+func (a *app) progName() string {
+	if a.ext != nil && a.ext.name != "" {
+		return a.ext.name
+	}
+	return "demiurge"
 }

@@ -34,7 +34,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"validate"}, exitUsage, "validate takes 1 argument, got 0"},
 		{[]string{"cas", "get"}, exitUsage, "Run 'demiurge cas get --help' for usage."},
 		{[]string{"cas", "stat", "sha1:00"}, exitUsage, "invalid ref"},
-		{[]string{"journal", "dump"}, exitFailure, "no store at"},
+		{[]string{"journal", "dump"}, exitFailure, "no store there"},
 		{[]string{"journal", "dump", "--world", "a/b"}, exitUsage, "invalid world name"},
 		{[]string{"journal", "dump", "--world", "w", "--from", "x"}, exitUsage, `invalid argument "x" for "--from"`},
 		{[]string{"validate", "does-not-exist"}, exitFailure, "demiurge: validate does-not-exist: load AIR"},

@@ -85,10 +85,14 @@ commands, never sent to the model: /help lists them (/tools, /model, /cost,
 the turn (the journal records it; a second Ctrl-C within a second quits),
 as the progress line says; what you type while a turn runs waits in the
 next prompt. Ctrl-D, or Ctrl-C twice at the prompt, quits. With -m the
-one message is sent, answered, and run exits; with stdin not a terminal
+one message is sent, answered, and run exits (-m /compact runs the command,
+as at the prompt; -m //TEXT sends /TEXT); with stdin not a terminal
 each line is a message, with no banner or prompts. A turn a killed
-process left running is resumed first. --json prints each turn's events
-as JSON Lines instead (docs/run-json.schema.json).
+process left running is resumed first; one whose calls wait for approval
+that this run cannot give is stopped by -m's message, and run says so
+(--json: its turn_end, outcome stopped) before the new turn. --json
+prints each turn's events as JSON Lines instead
+(docs/run-json.schema.json).
 
 --require-approval TOOL (repeatable; * for every tool) makes the chat's calls
 of TOOL wait for your approval before they run (and calls of bash, which can
@@ -280,7 +284,7 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 		if strings.HasPrefix(f.llm, "cassette:") {
 			// The worker that runs the world calls its own model: run's
 			// cassette only names the recorded model for the chat.
-			fmt.Fprintf(a.err, "demiurge: on a PostgreSQL store the workers answer with their own --llm: %s names the chat's model only (for an offline run, start the workers with --llm %s)\n", f.llm, f.llm)
+			fmt.Fprintf(a.err, "%s: on a PostgreSQL store the workers answer with their own --llm: %s names the chat's model only (for an offline run, start the workers with --llm %s)\n", a.progName(), f.llm, f.llm)
 		}
 		defer watchWorker(ctx, a, pg, f.world, noWorkerAfter, &noWorker)()
 	}
@@ -307,6 +311,7 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 			err = cerr
 		}
 	}()
+	a.rememberManifest(f.world, f.manifest)
 	errOut := textOut(a.err, f.raw) // MCP servers' messages
 	worldtools.ReportMCP(errOut, w.MCPServers())
 	flushOut(errOut)
@@ -349,8 +354,8 @@ func freshWorld(ctx context.Context, a *app, s *store.Handle, name, cassette str
 			continue
 		}
 		if n > 1 {
-			fmt.Fprintf(a.err, "demiurge: world %s already holds a session, and the cassette %s replays its recording from a new world: this run is world %s (give --world %s to trace or replay it; --world picks the world)\n",
-				name, cassette, w, w)
+			fmt.Fprintf(a.err, "%s: world %s already holds a session, and the cassette %s replays its recording from a new world: this run is world %s (give --world %s to trace or replay it; --world picks the world)\n",
+				a.progName(), name, cassette, w, w)
 		}
 		return w, nil
 	}
@@ -479,9 +484,12 @@ func watchWorker(ctx context.Context, a *app, pg *pgstore.Store, name string, d 
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTimer(d)
+		// The progress line says at once that no worker holds the world;
+		// stderr says it only after d (a worker may be about to take it).
+		t := time.NewTimer(0)
 		defer t.Stop()
-		said := false // that no worker holds the world
+		since := time.Now()
+		said := false // that no worker holds the world, on stderr
 		for {
 			select {
 			case <-ctx.Done():
@@ -491,16 +499,20 @@ func watchWorker(ctx context.Context, a *app, pg *pgstore.Store, name string, d 
 			owner, ok := holder(ctx, pg, name)
 			switch {
 			case !ok: // the run itself reports what is wrong with the store
-			case owner == "" && !said:
-				said = true
+			case owner == "":
 				noWorker.Store(true)
-				fmt.Fprintf(a.err, "demiurge: no worker holds world %s of %s: the message waits in its inbox until one takes it (start one: demiurge worker --store …)\n", name, a.storeName())
-			case owner != "" && said:
-				said = false
+				if !said && time.Since(since) >= d {
+					said = true
+					fmt.Fprintf(a.err, "%s: no worker holds world %s of %s: the message waits in its inbox until one takes it (start one: demiurge worker --store …)\n", a.progName(), name, a.storeName())
+				}
+			default:
 				noWorker.Store(false)
-				fmt.Fprintf(a.err, "demiurge: worker %s took world %s\n", owner, name)
+				if said {
+					said = false
+					fmt.Fprintf(a.err, "%s: worker %s took world %s\n", a.progName(), owner, name)
+				}
 			}
-			if said { // look more often for the worker that takes it
+			if noWorker.Load() { // look more often for the worker that takes it
 				t.Reset(d / 10)
 			} else {
 				t.Reset(d)

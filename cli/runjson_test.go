@@ -10,22 +10,41 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
+	"github.com/demiurge-dev/demiurge/internal/jsonschema"
 )
+
+// runJSONSchema compiles docs/run-json.schema.json.
+func runJSONSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	schemaFile := filepath.Join("..", "docs", "run-json.schema.json")
+	f, err := os.Open(schemaFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := jsonschema.UnmarshalJSON(f)
+	if err != nil {
+		t.Fatalf("%s: %v", schemaFile, err)
+	}
+	c := jsonschema.NewCompiler()
+	const u = "mem:///docs/run-json.schema.json"
+	if err := c.AddResource(u, doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile(u)
+	if err != nil {
+		t.Fatalf("compile %s: %v", schemaFile, err)
+	}
+	return sch
+}
 
 // TestRunJSON: every line run --json prints, for every fake-model
 // scenario (an answer with tool calls, rejected calls, a guard stop, a
 // failed model call, a cut answer), fits docs/run-json.schema.json, the
 // last is the turn's end, and the exit code follows its outcome.
 func TestRunJSON(t *testing.T) {
-	schemaFile, _ := filepath.Abs(filepath.Join("..", "docs", "run-json.schema.json"))
-	c := jsonschema.NewCompiler()
-	sch, err := c.Compile(schemaFile)
-	if err != nil {
-		t.Fatalf("compile %s: %v", schemaFile, err)
-	}
+	sch := runJSONSchema(t)
 	bin, err := exec.LookPath("demiurge")
 	if err != nil {
 		t.Fatal(err)
@@ -120,11 +139,7 @@ func TestRunJSON(t *testing.T) {
 // stream, which reports the call decided and the earlier turn stopped
 // instead of leaving it awaiting approval.
 func TestRunNewMessageWhileCallWaits(t *testing.T) {
-	schemaFile, _ := filepath.Abs(filepath.Join("..", "docs", "run-json.schema.json"))
-	sch, err := jsonschema.NewCompiler().Compile(schemaFile)
-	if err != nil {
-		t.Fatalf("compile %s: %v", schemaFile, err)
-	}
+	sch := runJSONSchema(t)
 	manifest := filepath.Join("..", "examples", "demiurge")
 	for _, asJSON := range []bool{false, true} {
 		srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{
@@ -148,14 +163,20 @@ func TestRunNewMessageWhileCallWaits(t *testing.T) {
 		if r.code != exitOK {
 			t.Fatalf("json %v: second run: exit %d\n%s%s", asJSON, r.code, r.stdout, r.stderr)
 		}
-		const why = "not run: a new message (request 2) arrived before the turn ended"
+		// run -m stops the turn that waits (it cannot ask at a pipe or in
+		// --json), says so once, and journals the call as not run.
+		const why = "the user stopped the turn (a new message was sent while its calls waited for approval)"
 		if !asJSON {
-			if !strings.Contains(r.stdout, "· workspace_write denied: "+why+"\n") || !strings.Contains(r.stdout, "! turn 1 stopped: a new message (request 2) arrived before the turn ended\n") {
+			if !strings.Contains(r.stdout, "turn 1 waited for approval of workspace_write (call_29_0); the new message stops it") ||
+				!strings.Contains(r.stdout, "✗ workspace_write not_run: "+why+"\n") || !strings.Contains(r.stdout, "■ turn stopped: "+why+"\n") {
 				t.Errorf("the terminal does not say what became of call_29_0 and turn 1:\n%s", r.stdout)
+			}
+			if strings.Contains(r.stdout, "demiurge approve") {
+				t.Errorf("the terminal tells the user to approve a call the new message stops:\n%s", r.stdout)
 			}
 			continue
 		}
-		var decided, last map[string]any
+		var finished, stopped, last map[string]any
 		for i, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
 			inst, err := jsonschema.UnmarshalJSON(strings.NewReader(line))
 			if err != nil {
@@ -166,13 +187,21 @@ func TestRunNewMessageWhileCallWaits(t *testing.T) {
 			}
 			var m map[string]any
 			_ = json.Unmarshal([]byte(line), &m)
-			if m["type"] == "approval_decided" {
-				decided = m
+			switch {
+			case m["type"] == "tool_call_finished" && m["call_id"] == "call_29_0":
+				finished = m
+			case m["type"] == "turn_end" && m["request_id"] == 1.0:
+				stopped = m
+			case m["type"] == "turn_end" && m["outcome"] == "awaiting_approval":
+				t.Errorf("a stale turn_end awaiting_approval: %s", line)
 			}
 			last = m
 		}
-		if decided == nil || decided["call_id"] != "call_29_0" || decided["request_id"] != 1.0 || decided["approved"] != false || decided["reason"] != why {
-			t.Errorf("approval_decided %v; want call_29_0 of request 1 denied\n%s", decided, r.stdout)
+		if finished == nil || finished["status"] != "not_run" || finished["output"] != "not run: "+why {
+			t.Errorf("tool_call_finished %v; want call_29_0 not run\n%s", finished, r.stdout)
+		}
+		if stopped == nil || stopped["outcome"] != "stopped" {
+			t.Errorf("turn_end of request 1 %v; want outcome stopped\n%s", stopped, r.stdout)
 		}
 		if last["type"] != "turn_end" || last["request_id"] != 2.0 || last["outcome"] != "answer" {
 			t.Errorf("the last line is %v; want the new turn's end", last)

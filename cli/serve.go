@@ -212,7 +212,7 @@ func (a *app) serve(cmd *cobra.Command, manifest string, f *serveFlags, getenv f
 	if pg := s.Postgres(); pg != nil {
 		opts.Postgres = pg
 		if strings.HasPrefix(f.llm, "cassette:") {
-			fmt.Fprintf(a.err, "demiurge: on a PostgreSQL store the workers answer with their own --llm: %s names the chats' model only\n", f.llm)
+			fmt.Fprintf(a.err, "%s: on a PostgreSQL store the workers answer with their own --llm: %s names the chats' model only\n", a.progName(), f.llm)
 		}
 	} else {
 		if opts.Storage, err = storage(s); err != nil {
@@ -269,7 +269,7 @@ changes, so a token made or revoked takes effect within a second.`,
 				return usagef("token create: %v", err)
 			}
 			fmt.Fprintf(a.out, "%s\n", tok)
-			fmt.Fprintf(a.err, "demiurge: token %s (%s) may reach %s; it is shown once: keep it now\n", t.ID, orDash(t.Name), strings.Join(t.Worlds, ", "))
+			fmt.Fprintf(a.err, "%s: token %s (%s) may reach %s; it is shown once: keep it now\n", a.progName(), t.ID, orDash(t.Name), strings.Join(t.Worlds, ", "))
 			return nil
 		},
 	}
@@ -311,7 +311,7 @@ changes, so a token made or revoked takes effect within a second.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.err, "demiurge: token %s (%s) revoked\n", t.ID, orDash(t.Name))
+			fmt.Fprintf(a.err, "%s: token %s (%s) revoked\n", a.progName(), t.ID, orDash(t.Name))
 			return nil
 		},
 	}

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/demiurge-dev/demiurge/adapters/bashfx"
 	"github.com/demiurge-dev/demiurge/agent/worldtools"
+	"github.com/demiurge-dev/demiurge/internal/readall"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools"
 	"github.com/demiurge-dev/demiurge/tools/bash"
@@ -189,18 +189,26 @@ func readScript(in io.Reader, command string, hasCommand bool, args []string) (s
 	case hasCommand:
 		return command, nil
 	case len(args) == 1 && args[0] != "-":
-		b, err := os.ReadFile(args[0])
+		b, err := readall.File(args[0], "a script file (pipe anything else to standard input)", maxScriptFile)
 		if err != nil {
 			return "", fmt.Errorf("sh: read the script: %w", err)
 		}
 		return string(b), nil
 	}
-	b, err := io.ReadAll(in)
+	b, err := io.ReadAll(io.LimitReader(in, maxScriptFile+1))
 	if err != nil {
 		return "", fmt.Errorf("sh: read the script from stdin: %w", err)
 	}
+	if len(b) > maxScriptFile {
+		return "", fmt.Errorf("sh: the script on standard input is over %d MiB: not a script", maxScriptFile>>20)
+	}
 	return string(b), nil
 }
+
+// maxScriptFile bounds what sh reads as its script, well over the
+// interpreter's own limit (which refuses it with a clearer message), so
+// that /dev/zero is not read until memory runs out.
+const maxScriptFile = 16 << 20
 
 // recordCommits sends the workspace commits a script made to the world,
 // as the chat reducer does for the model's. Each is applied when Send

@@ -1,9 +1,13 @@
 package cli
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -66,4 +70,200 @@ func BenchmarkStartup(b *testing.B) {
 		b.ReportMetric(sm, "bash-ms")
 		b.ReportMetric(dm/sm, "x-bash")
 	})
+}
+
+// sdkGroups are the libraries whose cost at start BenchmarkStartupSDKs
+// measures: the packages of each that the module's packages import.
+// Packages no module in go.mod provides (an SDK another branch adds, or
+// one the project dropped) are left out, and a group left with none is
+// skipped.
+var sdkGroups = []struct {
+	name string
+	pkgs []string
+}{
+	{"empty", nil},
+	{"net-http", []string{"net/http"}},
+	{"openai-go", []string{"github.com/openai/openai-go/v3", "github.com/openai/openai-go/v3/option",
+		"github.com/openai/openai-go/v3/packages/param", "github.com/openai/openai-go/v3/packages/ssestream",
+		"github.com/openai/openai-go/v3/responses", "github.com/openai/openai-go/v3/shared"}},
+	{"anthropic-sdk-go", []string{"github.com/anthropics/anthropic-sdk-go/v2", "github.com/anthropics/anthropic-sdk-go/v2/option"}},
+	{"genai", []string{"google.golang.org/genai"}},
+	{"mcp-go-sdk", []string{"github.com/modelcontextprotocol/go-sdk/mcp", "github.com/modelcontextprotocol/go-sdk/jsonrpc",
+		"github.com/google/jsonschema-go/jsonschema"}},
+	{"wazero", []string{"github.com/tetratelabs/wazero", "github.com/tetratelabs/wazero/api", "github.com/tetratelabs/wazero/experimental",
+		"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1", "github.com/tetratelabs/wazero/sys"}},
+	{"gojq", []string{"github.com/itchyny/gojq"}},
+	{"blake3", []string{"github.com/zeebo/blake3"}},
+	{"prometheus", []string{"github.com/prometheus/client_golang/prometheus", "github.com/prometheus/client_golang/prometheus/collectors",
+		"github.com/prometheus/client_golang/prometheus/promhttp"}},
+	{"catwalk", []string{"charm.land/catwalk/pkg/catwalk", "charm.land/catwalk/pkg/embedded"}},
+	{"pgx", []string{"github.com/jackc/pgx/v5", "github.com/jackc/pgx/v5/pgconn", "github.com/jackc/pgx/v5/pgxpool"}},
+	{"cobra", []string{"github.com/spf13/cobra", "github.com/spf13/pflag"}},
+	{"mvdan-sh", []string{"mvdan.cc/sh/v3/expand", "mvdan.cc/sh/v3/interp", "mvdan.cc/sh/v3/syntax"}},
+}
+
+// BenchmarkStartupSDKs measures what linking each library costs every
+// start of a program, whatever it runs: for each group of sdkGroups, a
+// program that only imports its packages (their package inits run, their
+// types' itabs load, their pages fault in), and "all-deps", one that
+// imports every third-party package the module's packages import; beside
+// them demiurge sh -c true and bash -c true. Each is started in turns with
+// the two floors, bash -c true and the empty Go program, so that the
+// machine's changing load falls on all three alike, and reports its median
+// wall time (ms), its median CPU time (cpu-ms, user and system), its median
+// page faults (faults) and the ratios of its median to bash's (x-bash) and
+// to the empty program's (x-go). The programs are built in a temporary
+// module with the module's go.mod requirements and go.sum, from the module
+// cache (GOPROXY=off); a group whose packages no module of go.mod provides
+// (an SDK another branch adds) is skipped.
+func BenchmarkStartupSDKs(b *testing.B) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		b.Skip("go command not found")
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		b.Skip("bash not installed")
+	}
+	root := filepath.Dir(goEnv(b, gobin, "GOMOD"))
+	work := b.TempDir()
+	gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	gosum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, requires, _ := strings.Cut(string(gomod), "\nrequire")
+	if err := os.WriteFile(filepath.Join(work, "go.mod"), []byte("module startupsdk\n\ngo 1.26\n\nrequire"+requires), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "go.sum"), gosum, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	// Every third-party package the module's packages import.
+	out, err := exec.Command(gobin, "-C", root, "list", "-deps", "-f",
+		`{{if .Module}}{{if eq .Module.Path "github.com/demiurge-dev/demiurge"}}{{join .Imports "\n"}}{{end}}{{end}}`, "./cmd/demiurge").Output()
+	if err != nil {
+		b.Fatalf("go list: %v", err)
+	}
+	var all []string
+	for _, p := range strings.Fields(string(out)) {
+		if !strings.HasPrefix(p, "github.com/demiurge-dev/") && strings.Contains(strings.Split(p, "/")[0], ".") && !slices.Contains(all, p) {
+			all = append(all, p)
+		}
+	}
+	// The modules go.mod requires: a package of none of them (but the
+	// standard library's) is left out.
+	var modules []string
+	for line := range strings.Lines(requires) {
+		f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "require"))
+		if len(f) >= 2 && strings.Contains(f[0], ".") {
+			modules = append(modules, f[0])
+		}
+	}
+	inGoMod := func(pkg string) bool {
+		if !strings.Contains(strings.Split(pkg, "/")[0], ".") {
+			return true // the standard library's
+		}
+		return slices.ContainsFunc(modules, func(m string) bool { return pkg == m || strings.HasPrefix(pkg, m+"/") })
+	}
+	groups := append(slices.Clone(sdkGroups), struct {
+		name string
+		pkgs []string
+	}{"all-deps", all})
+	build := func(name string, pkgs []string) (string, bool) {
+		dir := filepath.Join(work, name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		var src strings.Builder
+		src.WriteString("package main\n\nimport (\n")
+		for _, p := range pkgs {
+			fmt.Fprintf(&src, "\t_ %q\n", p)
+		}
+		src.WriteString(")\n\nfunc main() {}\n")
+		if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src.String()), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		bin := filepath.Join(work, name+".bin")
+		cmd := exec.Command(gobin, "build", "-mod=mod", "-o", bin, "./"+name)
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "GOPROXY=off", "GOFLAGS=-mod=mod")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Logf("%s: not built (a package outside go.mod?): %s", name, strings.TrimSpace(string(out)))
+			return "", false
+		}
+		return bin, true
+	}
+	demiurge := filepath.Join(work, "demiurge")
+	if out, err := exec.Command(gobin, "build", "-o", demiurge, "../cmd/demiurge").CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	type run struct {
+		wall, cpu time.Duration
+		faults    int64
+	}
+	start := func(argv ...string) run {
+		t0 := time.Now()
+		cmd := exec.Command(argv[0], argv[1:]...)
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("%s: %v", argv, err)
+		}
+		r := run{wall: time.Since(t0), cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
+		if u, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			r.faults = u.Minflt + u.Majflt
+		}
+		return r
+	}
+	empty, ok := build("empty", nil)
+	if !ok {
+		b.Fatal("an empty Go program did not build")
+	}
+	measure := func(b *testing.B, argv ...string) {
+		var self, sh, floor []run
+		for b.Loop() {
+			self = append(self, start(argv...))
+			sh = append(sh, start(bash, "-c", "true"))
+			floor = append(floor, start(empty))
+		}
+		median := func(rs []run, f func(run) float64) float64 {
+			v := make([]float64, len(rs))
+			for i, r := range rs {
+				v[i] = f(r)
+			}
+			slices.Sort(v)
+			return v[len(v)/2]
+		}
+		wall := func(r run) float64 { return float64(r.wall) / float64(time.Millisecond) }
+		m := median(self, wall)
+		b.ReportMetric(m, "ms")
+		b.ReportMetric(median(self, func(r run) float64 { return float64(r.cpu) / float64(time.Millisecond) }), "cpu-ms")
+		b.ReportMetric(median(self, func(r run) float64 { return float64(r.faults) }), "faults")
+		b.ReportMetric(m/median(sh, wall), "x-bash")
+		b.ReportMetric(m/median(floor, wall), "x-go")
+	}
+	for _, g := range groups {
+		pkgs := slices.DeleteFunc(slices.Clone(g.pkgs), func(p string) bool { return !inGoMod(p) })
+		if g.name != "empty" && len(pkgs) == 0 {
+			b.Logf("%s: no module of go.mod provides its packages", g.name)
+			continue
+		}
+		bin, ok := build(g.name, pkgs)
+		if !ok {
+			continue
+		}
+		b.Run(g.name, func(b *testing.B) { measure(b, bin) })
+	}
+	b.Run("demiurge-sh", func(b *testing.B) { measure(b, demiurge, "sh", "-c", "true") })
+	b.Run("bash-c", func(b *testing.B) { measure(b, bash, "-c", "true") })
+}
+
+func goEnv(b *testing.B, gobin, name string) string {
+	out, err := exec.Command(gobin, "env", name).Output()
+	if err != nil {
+		b.Fatalf("go env %s: %v", name, err)
+	}
+	return strings.TrimSpace(string(out))
 }

@@ -31,6 +31,16 @@ func isControl(r rune) bool {
 	return false
 }
 
+// escapeName is a name (a workspace path) as a line of a listing shows
+// it: escapeControls, with a newline and a tab escaped too (\n, \t), so
+// that a name can neither move the cursor nor pass for another line.
+func escapeName(s string) string {
+	if !strings.ContainsAny(s, "\n\t") {
+		return escapeControls(s)
+	}
+	return escapeControls(strings.NewReplacer("\n", `\n`, "\t", `\t`).Replace(s))
+}
+
 // escapeControls returns s with each control character (isControl) and
 // each byte that is not UTF-8 written as an escape: \x1b, \r, \u009b. A
 // carriage return just before a newline stays (text with CRLF line ends).

@@ -80,7 +80,7 @@ It runs until Ctrl-C.`,
 					err = cerr
 				}
 			}()
-			o := ui.Options{Source: l, Name: l.Dir(), Reducers: a.registry(), Log: a.log, Decide: a.uiDecide}
+			o := ui.Options{Source: l, Name: l.Dir(), Reducers: a.registry(), Log: a.log, Decide: a.uiDecide, Manifest: a.manifestOf}
 			// The eval runs the store keeps: files beside a store on disk,
 			// a table of a PostgreSQL store.
 			if pg := l.Postgres(); pg != nil {
@@ -113,14 +113,14 @@ func (a *app) uiDecide(ctx context.Context, d ui.Decision) (ui.DecisionResult, e
 		verb = "approve"
 	}
 	if store.IsURL(a.storeDir) {
-		return ui.DecisionResult{}, fmt.Errorf("on a PostgreSQL store the view does not answer calls: demiurge %s MANIFEST %s --world %s --chat %s does", verb, d.Call, d.World, d.Chat)
+		return ui.DecisionResult{}, fmt.Errorf("on a PostgreSQL store the view does not answer calls: demiurge %s %s %s --world %s --chat %s does", verb, a.manifestArg(d.World), d.Call, d.World, d.Chat)
 	}
 	ctx, cancel := context.WithTimeout(ctx, decisionWait)
 	defer cancel()
 	res, err := store.SendApproval(ctx, a.storeDir, store.Approval{World: d.World, Chat: d.Chat, Call: d.Call, Approve: d.Approve, Reason: d.Reason})
 	switch {
 	case errors.Is(err, store.ErrNoWriter):
-		return ui.DecisionResult{}, fmt.Errorf("no process runs world %s now to go on with the turn: demiurge %s MANIFEST %s --world %s --chat %s journals the decision and runs the rest of the turn, or answer here while demiurge run runs the world", d.World, verb, d.Call, d.World, d.Chat)
+		return ui.DecisionResult{}, fmt.Errorf("no process runs world %s now to go on with the turn: demiurge %s %s %s --world %s --chat %s journals the decision and runs the rest of the turn, or answer here while demiurge run runs the world", d.World, verb, a.manifestArg(d.World), d.Call, d.World, d.Chat)
 	case errors.Is(err, context.DeadlineExceeded):
 		return ui.DecisionResult{}, fmt.Errorf("the process that writes store %s did not journal the decision within %s", a.storeName(), decisionWait)
 	case err != nil:

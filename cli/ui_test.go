@@ -238,7 +238,8 @@ func TestUIApprove(t *testing.T) {
 	}
 	form.Set("call", call[1])
 	code, page, _ = do(http.MethodPost, base+"/w/main/decide", form)
-	if want := "no process runs world main now to go on with the turn: demiurge approve MANIFEST " + call[1] + " --world main --chat main journals the decision"; code != http.StatusConflict || !strings.Contains(page, want) {
+	absManifest, _ := filepath.Abs(manifest)
+	if want := "no process runs world main now to go on with the turn: demiurge approve " + absManifest + " " + call[1] + " --world main --chat main journals the decision"; code != http.StatusConflict || !strings.Contains(page, want) {
 		t.Errorf("Approve with no run: %d; want 409 saying %q:\n%.3000s", code, want, page)
 	}
 }

@@ -19,7 +19,9 @@ the build recorded it, the VCS revision (with "+modified" for a dirty tree).
 
 With --json, one JSON object:
   {"version", "go", "os", "arch", "revision" (absent if not recorded),
-   "modified" (true for a dirty tree)}`,
+   "modified" (true for a dirty tree; absent, as "revision", when the build
+   recorded no VCS information: built outside a git checkout, in a git
+   worktree, which the go command does not read, or with -buildvcs=false)}`,
 		Example: `  demiurge version
   demiurge version --json | jq -r .version`,
 		Args: wantArgs(0, 0),
@@ -48,7 +50,10 @@ type versionInfo struct {
 	OS       string `json:"os"`
 	Arch     string `json:"arch"`
 	Revision string `json:"revision,omitempty"`
-	Modified bool   `json:"modified"`
+	// Modified is whether the tree was dirty, when the build recorded
+	// it (not at all without VCS information: a test binary, a build
+	// with -buildvcs=false or outside a repository).
+	Modified *bool `json:"modified,omitempty"`
 	// Program is the module of a program that extends the command line
 	// (cli.Main), and ProgramVersion its version; then Version is that of
 	// the demiurge module it was built with, and Revision the program's.
@@ -87,7 +92,8 @@ func readVersion(info *debug.BuildInfo, ok bool) versionInfo {
 		case "vcs.revision":
 			v.Revision = s.Value
 		case "vcs.modified":
-			v.Modified = s.Value == "true"
+			dirty := s.Value == "true"
+			v.Modified = &dirty
 		}
 	}
 	return v
@@ -101,7 +107,7 @@ func (v versionInfo) text() string {
 	}
 	if v.Revision != "" {
 		modified := ""
-		if v.Modified {
+		if v.Modified != nil && *v.Modified {
 			modified = "+modified"
 		}
 		out += fmt.Sprintf("revision %s%s\n", v.Revision, modified)

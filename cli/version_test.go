@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -34,6 +35,36 @@ func TestVersionText(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := versionText(tc.info, tc.ok); got != tc.want {
 				t.Errorf("versionText = %q; want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestVersionJSON: "modified" is there only when the build recorded it,
+// true for a dirty tree: a build without VCS information does not claim a
+// clean one.
+func TestVersionJSON(t *testing.T) {
+	t.Parallel()
+	vcs := func(modified string) *debug.BuildInfo {
+		return &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.1.0"},
+			Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.modified", Value: modified}}}
+	}
+	for _, tc := range []struct {
+		name string
+		info *debug.BuildInfo
+		want string
+	}{
+		{"no vcs", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}}, `"version":"(devel)","go":"go1.26.8","os":"` + runtime.GOOS + `","arch":"` + runtime.GOARCH + `"}`},
+		{"clean", vcs("false"), `"revision":"abc123","modified":false}`},
+		{"dirty", vcs("true"), `"revision":"abc123","modified":true}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := json.Marshal(readVersion(tc.info, true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasSuffix(string(b), tc.want) {
+				t.Errorf("version --json = %s; want it to end %s", b, tc.want)
 			}
 		})
 	}

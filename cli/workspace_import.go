@@ -81,7 +81,7 @@ recorded.`,
 			ctx := cmd.Context()
 			storeDir, _ := filepath.Abs(s.Dir())
 			root, stats, err := workspace.ImportDir(ctx, s.CAS(), dir, storeDir, func(p, reason string) {
-				fmt.Fprintf(a.err, "demiurge: workspace import: skipped %s: %s\n", p, reason)
+				fmt.Fprintf(a.err, "%s: workspace import: skipped %s: %s\n", a.progName(), p, reason)
 			})
 			if err != nil {
 				return fmt.Errorf("workspace import: %w; nothing was recorded", err)

@@ -63,7 +63,7 @@ With --json, one JSON document: an array of entries, [{"path", "kind",
 					if e.Kind == workspace.KindDir {
 						name += "/"
 					}
-					fmt.Fprintf(a.out, "%-4s %10d %s\n", e.Kind, e.Size, name)
+					fmt.Fprintf(a.out, "%-4s %10d %s\n", e.Kind, e.Size, escapeName(name))
 				}
 				if res.NextCursor == "" {
 					if asJSON {

@@ -39,6 +39,23 @@ func TestWorkspaceLs(t *testing.T) {
 	})
 }
 
+// TestWorkspaceLsEscapes: names holding control characters (an OSC 52
+// clipboard write, a newline that would forge a line) are listed escaped,
+// as run and trace show such text; --json has them as they are.
+func TestWorkspaceLsEscapes(t *testing.T) {
+	t.Parallel()
+	st := wsStore(t, "clip\x1b]52;c;aGk=\x07.txt", "x", "two\nfile          9 forged", "y", "tab\there", "z")
+	r := mustRun(t, exitOK, "", "--store", st, "workspace", "ls")
+	want := "file          1 clip\\x1b]52;c;aGk=\\x07.txt\nfile          1 tab\\there\nfile          1 two\\nfile          9 forged\n"
+	if r.stdout != want {
+		t.Errorf("workspace ls printed\n%q\nwant\n%q", r.stdout, want)
+	}
+	r = mustRun(t, exitOK, "", "--store", st, "workspace", "ls", "--json")
+	if !strings.Contains(r.stdout, `"path":"clip\u001b]52;c;aGk=\u0007.txt"`) {
+		t.Errorf("workspace ls --json printed %s", r.stdout)
+	}
+}
+
 func TestWorkspaceLsNoWorkspaces(t *testing.T) {
 	t.Parallel()
 	st := newStore(t)

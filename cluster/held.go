@@ -180,7 +180,7 @@ func (h *held) run(parent context.Context) {
 			return
 		case errors.Is(err, pgstore.ErrLeaseLost):
 			log.Info("lease lost: stopped", "err", err)
-			h.wk.drop(h.lease.World, h.lease.Token)
+			h.wk.forget(h)
 			return
 		case errors.Is(err, errHandedOver):
 			h.mu.Lock()

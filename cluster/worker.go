@@ -369,9 +369,16 @@ func (wk *Worker) acquire(ctx context.Context) {
 		*d = downState{}
 	}
 	share := min((census.Worlds+census.Workers-1)/max(census.Workers, 1), wk.opts.MaxWorlds)
+	// The worlds held are never taken again, even when their leases ran
+	// out (the worker was paused, or starved of CPU, past its lease):
+	// renew renews them in place, and the worlds go on with their effects
+	// in flight. Taking one again would reopen it under a new token and
+	// dispatch its effects in flight a second time.
 	wk.mu.Lock()
 	n, leaving := len(wk.held), 0
-	for _, h := range wk.held {
+	holding := make([]string, 0, n)
+	for name, h := range wk.held {
+		holding = append(holding, name)
 		if h.handingOver() {
 			leaving++
 		}
@@ -380,9 +387,9 @@ func (wk *Worker) acquire(ctx context.Context) {
 	var leases []pgstore.Lease
 	switch {
 	case n < share:
-		leases, err = wk.opts.Store.Acquire(ctx, wk.id, share-n, wk.opts.Lease)
+		leases, err = wk.opts.Store.Acquire(ctx, wk.id, share-n, wk.opts.Lease, holding)
 	case n < wk.opts.MaxWorlds:
-		leases, err = wk.opts.Store.AcquireExpired(ctx, wk.id, wk.opts.MaxWorlds-n, wk.opts.Lease)
+		leases, err = wk.opts.Store.AcquireExpired(ctx, wk.id, wk.opts.MaxWorlds-n, wk.opts.Lease, holding)
 	}
 	if err != nil {
 		if ctx.Err() == nil {
@@ -394,13 +401,14 @@ func (wk *Worker) acquire(ctx context.Context) {
 		wk.log.Info("took world", "world", l.World, "token", l.Token)
 		h := newHeld(wk, l)
 		wk.mu.Lock()
-		if old := wk.held[l.World]; old != nil {
-			// Our own lease expired and we took the world again: the old
-			// one is stale (its commits are refused now).
-			old.stop()
-		}
+		old := wk.held[l.World]
 		wk.held[l.World] = h
 		wk.mu.Unlock()
+		if old != nil {
+			// Not expected (a world held is not acquired: holding), but
+			// were it, the old one is stale: its commits are refused now.
+			old.stop()
+		}
 		go h.run(ctx)
 	}
 	if excess := n + len(leases) - share - leaving; excess > 0 && len(leases) == 0 && leaving == 0 {
@@ -510,6 +518,17 @@ func (wk *Worker) drop(name string, token int64) {
 	if h != nil {
 		h.stop()
 	}
+}
+
+// forget removes h from the worlds held, if it still is there, without
+// stopping it: h's own run calls it as it ends (drop would wait for that
+// end, in the goroutine that makes it).
+func (wk *Worker) forget(h *held) {
+	wk.mu.Lock()
+	if wk.held[h.lease.World] == h {
+		delete(wk.held, h.lease.World)
+	}
+	wk.mu.Unlock()
 }
 
 // stopAll stops every world and releases its lease.

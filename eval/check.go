@@ -11,12 +11,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/itchyny/gojq"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/demiurge-dev/demiurge/agent"
+	"github.com/demiurge-dev/demiurge/internal/jsonschema"
 	"github.com/demiurge-dev/demiurge/tools/workspace"
 )
 
@@ -430,11 +431,14 @@ func (a answerEquals) check(_ context.Context, s *subject) (string, error) {
 
 type answerJSON struct{ schema *jsonschema.Schema }
 
-var fenced = regexp.MustCompile("(?s)```(?:json)?\\s*\\n(.*?)\\n\\s*```")
+// fenced finds a fenced code block (compiled on first use, not at init).
+var fenced = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile("(?s)```(?:json)?\\s*\\n(.*?)\\n\\s*```")
+})
 
 func (a answerJSON) check(_ context.Context, s *subject) (string, error) {
 	text := strings.TrimSpace(s.answer)
-	if m := fenced.FindStringSubmatch(text); m != nil {
+	if m := fenced().FindStringSubmatch(text); m != nil {
 		text = m[1]
 	}
 	v, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
@@ -460,10 +464,10 @@ func compileSchema(raw []byte) (*jsonschema.Schema, error) {
 		return nil, err
 	}
 	c := jsonschema.NewCompiler()
-	if err := c.AddResource("answer.schema.json", doc); err != nil {
+	if err := c.AddResource("mem:///eval/answer.schema.json", doc); err != nil {
 		return nil, err
 	}
-	return c.Compile("answer.schema.json")
+	return c.Compile("mem:///eval/answer.schema.json")
 }
 
 type fileExists struct {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/demiurge-dev/demiurge/agent"
 )
@@ -79,7 +80,7 @@ func (cr *caseRun) judge(ctx context.Context, criteria, model string) (bool, str
 	return pass, reason, nil
 }
 
-var refText = regexp.MustCompile(`(blake3|sha256):[0-9a-f]{64}`)
+var refText = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(blake3|sha256):[0-9a-f]{64}`) })
 
 // judgePrompt is the message the judge grades: the rubric, and the
 // transcript of the case's turns so far. Refs and the world's name, which
@@ -108,7 +109,7 @@ func (cr *caseRun) judgePrompt(criteria string) string {
 			fmt.Fprintf(&b, "stopped: %s\n", e.Reason)
 		}
 	}
-	out := refText.ReplaceAllString(b.String(), "$1:…")
+	out := refText().ReplaceAllString(b.String(), "$1:…")
 	return strings.ReplaceAll(out, cr.res.World, "<world>")
 }
 
@@ -116,7 +117,7 @@ func (cr *caseRun) judgePrompt(criteria string) string {
 // alone or in a fenced block.
 func parseVerdict(answer string) (bool, string, error) {
 	text := strings.TrimSpace(answer)
-	if m := fenced.FindStringSubmatch(text); m != nil {
+	if m := fenced().FindStringSubmatch(text); m != nil {
 		text = m[1]
 	}
 	if i, j := strings.IndexByte(text, '{'), strings.LastIndexByte(text, '}'); i >= 0 && j > i {

@@ -101,10 +101,10 @@ func CassetteDir(dir, caseID, model string) string {
 	return filepath.Join(dir, caseID, safeName(model))
 }
 
-var unsafe = regexp.MustCompile(`[^A-Za-z0-9._-]`)
+var unsafe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9._-]`) })
 
 func safeName(s string) string {
-	s = unsafe.ReplaceAllString(s, "_")
+	s = unsafe().ReplaceAllString(s, "_")
 	if s == "" || s[0] == '.' || s[0] == '_' || s[0] == '-' {
 		s = "m" + s
 	}

@@ -11,8 +11,10 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/demiurge-dev/demiurge/internal/readall"
 	"github.com/demiurge-dev/demiurge/pgstore"
 )
 
@@ -64,10 +66,10 @@ func infoOf(r *Report) RunInfo {
 // ErrNoRun is returned (wrapped) for a run that is not kept.
 var ErrNoRun = errors.New("eval: no such run")
 
-var runID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+var runID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`) })
 
 func checkRunID(id string) error {
-	if !runID.MatchString(id) {
+	if !runID().MatchString(id) {
 		return fmt.Errorf("eval: a run id %q: want letters, digits, '.', '_' and '-'", id)
 	}
 	return nil
@@ -137,10 +139,10 @@ func (rs Runs) Load(ctx context.Context, id string) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !runID.MatchString(id) {
+	if !runID().MatchString(id) {
 		return nil, fmt.Errorf("%w: %q is not a run id", ErrNoRun, id)
 	}
-	f, err := os.Open(filepath.Join(rs.Dir, id+".json"))
+	f, _, err := readall.Open(filepath.Join(rs.Dir, id+".json"), "a kept run", maxReportBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w: %s in %s (demiurge eval runs lists them)", ErrNoRun, id, rs.Dir)
 	}
@@ -171,9 +173,9 @@ func (rs Runs) List(context.Context) ([]RunInfo, error) {
 		if e.IsDir() || strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".json") {
 			continue
 		}
-		f, err := os.Open(filepath.Join(rs.Dir, name))
+		f, _, err := readall.Open(filepath.Join(rs.Dir, name), "a kept run", maxReportBytes)
 		if err != nil {
-			continue
+			continue // a FIFO or device among the runs is left out too
 		}
 		r, err := ReadReport(f)
 		f.Close()

@@ -11,10 +11,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
+	"github.com/demiurge-dev/demiurge/internal/jsonschema"
+	"github.com/demiurge-dev/demiurge/internal/jsonschema/kind"
 )
 
 // CaseSchema is the JSON Schema of a case file (draft 2020-12), as
@@ -119,8 +117,6 @@ type translator struct {
 	ptrs    []string
 }
 
-var printer = message.NewPrinter(language.English)
-
 func pointer(loc []string) string {
 	if len(loc) == 0 {
 		return ""
@@ -202,7 +198,7 @@ func (t *translator) walk(e *jsonschema.ValidationError) {
 	case *kind.Minimum:
 		t.add(t.d.errAt(ptr, "%s is below %s, the least allowed", k.Got.RatString(), k.Want.RatString()))
 	default:
-		t.add(t.d.errAt(ptr, "%s", e.ErrorKind.LocalizedString(printer)))
+		t.add(t.d.errAt(ptr, "%s", e.ErrorKind.Message()))
 	}
 }
 
@@ -303,7 +299,7 @@ func (t *translator) oneOfMsg(ptr string, k *kind.OneOf) string {
 		}
 		return "no user message: give user (the message of a case of one turn) or turns (a list of {user, checks})"
 	}
-	return k.LocalizedString(printer)
+	return k.Message()
 }
 
 func notMsg(ptr string) string {

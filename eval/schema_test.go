@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/demiurge-dev/demiurge/internal/jsonschema"
 )
 
 // TestPublishedSchemas: docs/ publishes the schemas the loader checks
@@ -41,10 +41,10 @@ func reportSchema(t testing.TB) *jsonschema.Schema {
 	}
 	c := jsonschema.NewCompiler()
 	c.AssertFormat()
-	if err := c.AddResource("report.json", doc); err != nil {
+	if err := c.AddResource("mem:///eval/report.json", doc); err != nil {
 		t.Fatal(err)
 	}
-	s, err := c.Compile("report.json")
+	s, err := c.Compile("mem:///eval/report.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,15 +3,16 @@ package eval
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/demiurge-dev/demiurge/agent"
+	"github.com/demiurge-dev/demiurge/internal/readall"
 	"github.com/demiurge-dev/demiurge/tools/workspace"
 )
 
@@ -123,7 +124,7 @@ type limitShape struct {
 	OutputLimit uint64 `json:"output_limit"`
 }
 
-var caseID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+var caseID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`) })
 
 // Load reads the suite at path: a directory of case files (YAML or JSON,
 // one case each, with an optional suite.yaml of what they share), or one
@@ -141,6 +142,11 @@ func Load(path string) (*Suite, error) {
 	dir, only := path, ""
 	if !fi.IsDir() {
 		dir, only = filepath.Dir(path), filepath.Base(path)
+		switch strings.ToLower(filepath.Ext(only)) {
+		case ".yaml", ".yml", ".json":
+		default:
+			return nil, fmt.Errorf("eval: %s is neither a suite's directory nor a case file (NAME.yaml, .yml or .json; see docs/evals.md)", path)
+		}
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -201,7 +207,7 @@ func Load(path string) (*Suite, error) {
 	for _, f := range caseFiles {
 		name := filepath.Base(f)
 		id := strings.TrimSuffix(name, filepath.Ext(name))
-		if !caseID.MatchString(id) {
+		if !caseID().MatchString(id) {
 			errs = append(errs, &LoadError{File: f, Msg: fmt.Sprintf("the case's name %q (its file name) must be letters, digits, '.', '_' and '-', starting with a letter or digit: rename the file", id)})
 			continue
 		}
@@ -336,20 +342,10 @@ func describeValue(v any) string {
 	}
 }
 
+// readBounded reads a suite's, a case's or a check's file: a regular
+// file of at most maxFile bytes (a FIFO is refused, not waited on).
 func readBounded(file string) ([]byte, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxFile {
-		return nil, fmt.Errorf("more than %d bytes: a suite's file may have at most that", maxFile)
-	}
-	return b, nil
+	return readall.File(file, "a suite's file", maxFile)
 }
 
 // makeCase fills a case from its file, and the suite's where it is

@@ -127,7 +127,7 @@ func TestLoadBounds(t *testing.T) {
 			return b.String()
 		}(), "values nested more than 64 deep"},
 		{"laughs", laughs, "the file's values, aliases (*name) expanded, number more than 100000"},
-		{"big", "user: " + strings.Repeat("x", 2<<20), "more than 1048576 bytes"},
+		{"big", "user: " + strings.Repeat("x", 2<<20), "a suite's file is at most 1 MiB (1048576 bytes)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := writeSuite(t, map[string]string{"case.yaml": tc.text + "\nmanifest: " + manifest + "\n"})

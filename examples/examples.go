@@ -1,10 +1,12 @@
 // Package examples gathers the reducers of the example worlds, so that a
-// binary can run any of them: counter (AgentOS 00-counter), timer
-// (01-hello-timer), blobecho (02-blob-echo), fetch (03-fetch-notify),
-// aggregator (04-aggregator), chaincomp (05-chain-comp), retry
-// (08-retry-backoff), and demiurge, the chat agent (whose reducer lives in
-// reducer/demiurge). Each example's directory holds its AIR, its reducer
-// and a README.
+// binary can run any of them: our ports of AgentOS's examples, counter
+// (00-counter), timer (01-hello-timer), blobecho (02-blob-echo), fetch
+// (03-fetch-notify), aggregator (04-aggregator), chaincomp (05-chain-comp)
+// and retry (08-retry-backoff), and demiurge, the chat agent (whose reducer
+// lives in reducer/demiurge). Each example's directory holds its AIR, in
+// our own words and names, its reducer and a README. AgentOS's own AIR is
+// not in the repository: examples/wasm holds only modules for it, and the
+// tests read it from $DEMIURGE_AGENTOS_AIR.
 package examples
 
 import (

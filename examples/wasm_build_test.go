@@ -11,8 +11,8 @@ import (
 // TestWASMModulesBuild rebuilds the AssemblyScript reducers of
 // examples/wasm (npm ci there first; .ci/run does) and checks that the
 // modules committed beside the counter, timer and retry manifests (and
-// AgentOS's 00-counter and the tally in examples/wasm) are what their
-// sources build to.
+// AgentOS's 00-counter, 01-hello-timer and 08-retry-backoff and the tally
+// in examples/wasm) are what their sources build to.
 func TestWASMModulesBuild(t *testing.T) {
 	if _, err := os.Stat(filepath.Join("wasm", "node_modules", ".bin", "asc")); err != nil {
 		t.Skip("AssemblyScript is not installed: run npm ci in examples/wasm")
@@ -29,8 +29,8 @@ func TestWASMModulesBuild(t *testing.T) {
 	built, _ := filepath.Glob(filepath.Join(out, "*", "modules", "*", "*.wasm"))
 	more, _ := filepath.Glob(filepath.Join(out, "wasm", "*", "modules", "*", "*.wasm"))
 	built = append(built, more...)
-	if len(built) != 5 {
-		t.Fatalf("built %d modules; want 5", len(built))
+	if len(built) != 7 {
+		t.Fatalf("built %d modules; want 7", len(built))
 	}
 	for _, b := range built {
 		rel, _ := filepath.Rel(out, b)

@@ -65,17 +65,23 @@ func ms(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
 // one holds or whose lease has expired, incrementing each one's token. It
 // returns the leases taken (none when every world is held). Concurrent
 // Acquires never take the same world.
-func (s *Store) Acquire(ctx context.Context, owner string, max int, ttl time.Duration) ([]Lease, error) {
-	return s.acquire(ctx, owner, max, ttl, false)
+//
+// It never takes the worlds named in holding, expired or not: the caller
+// holds them, and renews their leases in place (Renew keeps the token of
+// a lease that expired while no one took it). Taking its own world again
+// would fence off the caller's running world and dispatch its effects in
+// flight a second time.
+func (s *Store) Acquire(ctx context.Context, owner string, max int, ttl time.Duration, holding []string) ([]Lease, error) {
+	return s.acquire(ctx, owner, max, ttl, holding, false)
 }
 
 // AcquireExpired is Acquire of worlds whose lease expired only (their
 // owner died or lost touch), not of free ones.
-func (s *Store) AcquireExpired(ctx context.Context, owner string, max int, ttl time.Duration) ([]Lease, error) {
-	return s.acquire(ctx, owner, max, ttl, true)
+func (s *Store) AcquireExpired(ctx context.Context, owner string, max int, ttl time.Duration, holding []string) ([]Lease, error) {
+	return s.acquire(ctx, owner, max, ttl, holding, true)
 }
 
-func (s *Store) acquire(ctx context.Context, owner string, max int, ttl time.Duration, expiredOnly bool) ([]Lease, error) {
+func (s *Store) acquire(ctx context.Context, owner string, max int, ttl time.Duration, holding []string, expiredOnly bool) ([]Lease, error) {
 	if owner == "" || max <= 0 || ttl <= 0 {
 		return nil, fmt.Errorf("pgstore: Acquire(%q, %d, %v): want an owner, max > 0 and ttl > 0", owner, max, ttl)
 	}
@@ -85,10 +91,11 @@ func (s *Store) acquire(ctx context.Context, owner string, max int, ttl time.Dur
 	defer s.users.Done()
 	rows, err := s.pool.Query(ctx, `
 		UPDATE worlds w SET owner = $1, token = w.token + 1, expires = now() + $3 * interval '1 millisecond'
-		FROM (SELECT world FROM worlds WHERE (owner IS NULL AND NOT $4) OR expires < now()
+		FROM (SELECT world FROM worlds WHERE ((owner IS NULL AND NOT $4) OR expires < now())
+				AND NOT world = ANY(coalesce($5::text[], '{}'))
 			ORDER BY random() LIMIT $2 FOR UPDATE SKIP LOCKED) f
 		WHERE w.world = f.world
-		RETURNING w.world, w.token, w.manifest`, owner, max, ms(ttl), expiredOnly)
+		RETURNING w.world, w.token, w.manifest`, owner, max, ms(ttl), expiredOnly, holding)
 	if err != nil {
 		return nil, s.wrap(fmt.Errorf("pgstore: acquire worlds: %w", err))
 	}

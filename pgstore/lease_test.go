@@ -33,7 +33,7 @@ func TestLeases(t *testing.T) {
 		wg.Go(func() {
 			owner := fmt.Sprintf("worker-%d", a)
 			for {
-				ls, err := s.Acquire(ctx, owner, 3, time.Minute)
+				ls, err := s.Acquire(ctx, owner, 3, time.Minute, nil)
 				if err != nil {
 					t.Error(err)
 					return
@@ -64,12 +64,20 @@ func TestLeases(t *testing.T) {
 	if err := s.Register(ctx, "fenced", manifest); err != nil {
 		t.Fatal(err)
 	}
-	a, err := s.Acquire(ctx, "A", 1, time.Millisecond)
+	a, err := s.Acquire(ctx, "A", 1, time.Millisecond, nil)
 	if err != nil || len(a) != 1 || a[0].World != "fenced" {
 		t.Fatalf("Acquire = %+v, %v", a, err)
 	}
 	time.Sleep(5 * time.Millisecond)
-	if r, err := s.Renew(ctx, "A", a, time.Millisecond); err != nil || len(r) != 1 {
+	// A holds it: its own Acquire leaves the expired lease alone (it is
+	// renewed in place, its token kept).
+	if again, err := s.AcquireExpired(ctx, "A", 5, time.Minute, []string{"fenced"}); err != nil || len(again) != 0 {
+		t.Fatalf("AcquireExpired by its holder = %+v, %v; want nothing taken", again, err)
+	}
+	if again, err := s.Acquire(ctx, "A", 5, time.Minute, []string{"fenced"}); err != nil || len(again) != 0 {
+		t.Fatalf("Acquire by its holder = %+v, %v; want nothing taken", again, err)
+	}
+	if r, err := s.Renew(ctx, "A", a, time.Millisecond); err != nil || len(r) != 1 || r[0].Token != a[0].Token {
 		t.Fatalf("Renew of an expired lease no one took = %+v, %v; want it renewed", r, err)
 	}
 	h, err := s.CommitWith(ctx, "fenced", journal.Head{}, entries(2, "A"), nil, pgstore.CommitOptions{Fence: a[0].Fence()})
@@ -77,7 +85,7 @@ func TestLeases(t *testing.T) {
 		t.Fatalf("a commit under the lease: %v", err)
 	}
 	time.Sleep(5 * time.Millisecond)
-	b, err := s.Acquire(ctx, "B", 5, time.Minute)
+	b, err := s.Acquire(ctx, "B", 5, time.Minute, nil)
 	if err != nil || len(b) != 1 || b[0].Token != a[0].Token+1 {
 		t.Fatalf("Acquire of the expired lease = %+v, %v; want it with token %d", b, err, a[0].Token+1)
 	}
@@ -100,7 +108,7 @@ func TestLeases(t *testing.T) {
 	if err := s.Release(ctx, b[0]); err != nil {
 		t.Fatal(err)
 	}
-	if c, err := s.Acquire(ctx, "C", 5, time.Minute); err != nil || len(c) != 1 || c[0].Token != b[0].Token+1 {
+	if c, err := s.Acquire(ctx, "C", 5, time.Minute, nil); err != nil || len(c) != 1 || c[0].Token != b[0].Token+1 {
 		t.Fatalf("Acquire after Release = %+v, %v", c, err)
 	}
 	infos, err := s.Worlds(ctx)
@@ -127,7 +135,7 @@ func TestInbox(t *testing.T) {
 	if w, err := l.Wait(ctx); err != nil || w != "w" {
 		t.Fatalf("Listener.Wait = %q, %v; want w", w, err)
 	}
-	lease, err := s.Acquire(ctx, "A", 1, time.Minute)
+	lease, err := s.Acquire(ctx, "A", 1, time.Minute, nil)
 	if err != nil || len(lease) != 1 {
 		t.Fatalf("Acquire = %+v, %v", lease, err)
 	}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/internal/readall"
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/schema"
 )
@@ -163,39 +163,11 @@ const maxBundleJSON = 1 << 20
 
 // readRegular reads the file name of a bundle, refusing one that is not a
 // regular file (a FIFO would block the read, a device never end it) or
-// that holds more than max bytes (max < 0: no bound; a bundle's journal
-// and blobs are as large as the session). Symlinks are followed, as
-// os.DirFS does.
+// that holds more than max bytes (readall.NoLimit: no bound; a bundle's
+// journal and blobs are as large as the session). Symlinks are followed,
+// as os.DirFS does.
 func readRegular(fsys fs.FS, name string, max int64) ([]byte, error) {
-	st, err := fs.Stat(fsys, name)
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%v): a bundle holds only the files `demiurge export` writes", name, st.Mode().Type())
-	}
-	if max >= 0 && st.Size() > max {
-		return nil, fmt.Errorf("%s is %d bytes, more than %d", name, st.Size(), max)
-	}
-	f, err := fsys.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if st, err = f.Stat(); err != nil {
-		return nil, err
-	} else if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%v)", name, st.Mode().Type())
-	}
-	r := io.Reader(f)
-	if max >= 0 {
-		r = io.LimitReader(f, max+1)
-	}
-	b, err := io.ReadAll(r)
-	if err == nil && max >= 0 && int64(len(b)) > max {
-		err = fmt.Errorf("%s holds more than %d bytes", name, max)
-	}
-	return b, err
+	return readall.FSFile(fsys, name, "a bundle's file (as demiurge export writes it)", max)
 }
 
 // validModulePath reports whether name is a module file's path as a

@@ -3,14 +3,13 @@ package schema
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/internal/readall"
 )
 
 // ModulesDir is the folder beside a manifest that holds its WASM modules,
@@ -132,26 +131,7 @@ func (l *loader) resolveCode(e *problems, d *DefModule) bool {
 // readModule reads a module file, bounded, refusing one that is not a
 // regular file (opened without blocking on a FIFO, as AIR files are).
 func readModule(path string) ([]byte, error) {
-	f, err := openNoBlock(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fileKind(st.Mode()))
-	}
-	if st.Size() > MaxModuleSize {
-		return nil, fmt.Errorf("%s is %d bytes, over the %d MiB a module may have", path, st.Size(), MaxModuleSize>>20)
-	}
-	b := make([]byte, st.Size())
-	if _, err := io.ReadFull(f, b); err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	return b, nil
+	return readall.File(path, "a module", MaxModuleSize)
 }
 
 func rel(dir, path string) string {

@@ -9,7 +9,8 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/txtar"
-	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/demiurge-dev/demiurge/internal/jsonschema"
 )
 
 // airShapes compiles AgentOS's JSON Schemas for AIR nodes, relaxed where

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/demiurge-dev/demiurge/internal/readall"
 	"github.com/demiurge-dev/demiurge/journal"
 )
 
@@ -52,6 +53,10 @@ const tokenFormat = "demiurge/serve-tokens/v1"
 // tokenPrefix begins every token, so that a leaked one is recognized
 // (secret scanners, logs).
 const tokenPrefix = "dmt_"
+
+// maxTokenFile bounds a token file: a line or two per token (a FIFO or
+// /dev/zero named as the file is refused, not read).
+const maxTokenFile = 16 << 20
 
 // TokenFile is a file of tokens (demiurge serve --token-file), read again
 // when it changes: a token made or revoked while the server runs is
@@ -152,7 +157,7 @@ func hashToken(secret string) string {
 
 // readTokens reads a token file.
 func readTokens(path string) ([]Token, error) {
-	b, err := os.ReadFile(path)
+	b, err := readall.File(path, "a token file", maxTokenFile)
 	if err != nil {
 		return nil, fmt.Errorf("token file: %w", err)
 	}

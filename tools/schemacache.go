@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/demiurge-dev/demiurge/internal/jsonschema"
 )
 
 // CompileSchema compiles the JSON Schema raw (a tool's input schema) as

@@ -3,7 +3,7 @@ package tools
 import (
 	"fmt"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/demiurge-dev/demiurge/internal/jsonschema"
 )
 
 // NewSchemaCompiler returns the JSON Schema compiler of tool schemas: it
@@ -13,13 +13,11 @@ import (
 // inputs). Tool schemas must be self-contained.
 func NewSchemaCompiler() *jsonschema.Compiler {
 	c := jsonschema.NewCompiler()
-	c.UseLoader(noLoader{})
+	c.UseLoader(refuseExternal)
 	return c
 }
 
-// noLoader refuses every external schema.
-type noLoader struct{}
-
-func (noLoader) Load(url string) (any, error) {
+// refuseExternal refuses every external schema.
+func refuseExternal(url string) (any, error) {
 	return nil, fmt.Errorf("external schema %q not allowed: tool schemas must be self-contained", url)
 }

@@ -173,7 +173,8 @@ func TestBrowserApprove(t *testing.T) {
 	}
 	send("main", "Write a.txt.") // ends waiting for approval: nobody here asks
 	logs := &recordingHandler{}
-	s := serveWith(t, ui.Options{Source: parts(st), Reducers: registry(), Decide: decide, Log: slog.New(logs)})
+	manifest := func(world string) string { return map[string]string{"w": "/home/me/my agent"}[world] }
+	s := serveWith(t, ui.Options{Source: parts(st), Reducers: registry(), Decide: decide, Log: slog.New(logs), Manifest: manifest})
 	view := "http://" + s.Host()
 	ctx := browse(t, 1280, 900)
 	do(t, ctx, "open the link", chromedp.Navigate(s.URL()), chromedp.WaitVisible(chromedp.CSS(".cards")))
@@ -182,6 +183,10 @@ func TestBrowserApprove(t *testing.T) {
 	}
 	do(t, ctx, "open the world", chromedp.Navigate(view+"/w/w"), chromedp.WaitVisible(chromedp.CSS(`.call[data-status="approval"] button.approve`)))
 	waitFor(t, ctx, "the event stream", `document.getElementById("live").textContent.startsWith("live")`)
+	// The command for a terminal names the world's manifest, not MANIFEST.
+	if hint := eval[string](t, ctx, `document.querySelector('.call[data-status="approval"] .ask p code').textContent`); !strings.HasPrefix(hint, "demiurge approve '/home/me/my agent' call_") {
+		t.Errorf("the call's hint says %q; want the approve command with the world's manifest", hint)
+	}
 	do(t, ctx, "approve", chromedp.Click(chromedp.CSS(`.call[data-status="approval"] button.approve`)), chromedp.WaitVisible(chromedp.CSS("#decided")))
 	if text := eval[string](t, ctx, `document.getElementById("decided").innerText`); !strings.Contains(text, "approved: journaled at #") {
 		t.Errorf("after Approve the page says %q", text)

@@ -253,6 +253,7 @@ func TestBrowserSessions(t *testing.T) {
 			t.Errorf("world %s's card says %q, %q; want ok, %q", c.World, c.Status, c.Failures, want)
 		}
 	}
+	shot(t, ctx, "worlds") // the worlds page, before a link leaves it
 	// The failures' link shows the failed turns alone.
 	follow(t, ctx, `.card .failures a[href="/w/mcp?failed=1"]`, "#timeline .summary")
 	if shown := eval[[]shownCall](t, ctx, shownCallsJS); len(shown) == 0 || !slices.ContainsFunc(shown, func(c shownCall) bool { return c.Status == "error" }) {
@@ -261,7 +262,6 @@ func TestBrowserSessions(t *testing.T) {
 	if !eval[bool](t, ctx, `document.querySelector("#filter-failed").getAttribute("aria-current") === "true"`) {
 		t.Error("the filter does not say it shows failures only")
 	}
-	shot(t, ctx, "worlds")
 
 	for _, name := range names {
 		do(t, ctx, "open "+name, chromedp.Navigate(base+"/w/"+name), chromedp.WaitVisible(chromedp.CSS("#timeline .summary")))

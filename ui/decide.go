@@ -33,7 +33,7 @@ func (s *Server) decideCall(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.decide == nil {
-		s.fail(w, r, http.StatusNotFound, fmt.Errorf("this view answers no calls: %s", approveCommand(d)))
+		s.fail(w, r, http.StatusNotFound, fmt.Errorf("this view answers no calls: %s", s.approveCommand(d)))
 		return
 	}
 	res, err := s.decide(r.Context(), d)
@@ -62,6 +62,23 @@ func verb(approve bool) string {
 }
 
 // approveCommand is the command that answers d at a terminal.
-func approveCommand(d Decision) string {
-	return fmt.Sprintf("demiurge %s MANIFEST %s --world %s --chat %s answers it", verb(d.Approve), d.Call, d.World, d.Chat)
+func (s *Server) approveCommand(d Decision) string {
+	return fmt.Sprintf("demiurge %s %s %s --world %s --chat %s answers it", verb(d.Approve), s.manifestOf(d.World), d.Call, d.World, d.Chat)
+}
+
+// manifestOf is the manifest world was last run with, as a command names
+// it (quoted for a POSIX shell where it must be), or MANIFEST when the
+// view does not know it.
+func (s *Server) manifestOf(world string) string {
+	if s.manifest == nil {
+		return "MANIFEST"
+	}
+	m := s.manifest(world)
+	switch {
+	case m == "":
+		return "MANIFEST"
+	case strings.Trim(m, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+,:@") == "":
+		return m
+	}
+	return "'" + strings.ReplaceAll(m, "'", `'\''`) + "'"
 }

@@ -165,7 +165,7 @@ func (s *Server) timelineView(ctx context.Context, f *follower, filt Filter) tim
 		for j := range v.Turns[i].Rounds {
 			for k := range v.Turns[i].Rounds[j].Calls {
 				c := &v.Turns[i].Rounds[j].Calls[k]
-				c.Form, c.Decides, c.Back = v.Form, v.Decides, filt.Query()
+				c.Form, c.Decides, c.Back, c.Manifest = v.Form, v.Decides, filt.Query(), s.manifestOf(f.world)
 			}
 		}
 	}

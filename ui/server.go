@@ -87,6 +87,10 @@ type Options struct {
 	// Deny buttons under such a call. Nil leaves them out (the page says
 	// which command answers).
 	Decide func(ctx context.Context, d Decision) (DecisionResult, error)
+	// Manifest, if set, returns the manifest (the AIR directory) a world
+	// was last run with, as the command that answers a call at a terminal
+	// names it; "" when not known (the page then says MANIFEST).
+	Manifest func(world string) string
 }
 
 // Decision is what the page's Approve and Deny buttons send about a call
@@ -113,6 +117,7 @@ type Server struct {
 	token    string
 	form     string // the token forms carry (formToken): a page of this view holds it, another site's cannot read it
 	decide   func(ctx context.Context, d Decision) (DecisionResult, error)
+	manifest func(world string) string
 	host     string // the Host header requests must carry: the address printed
 	cookie   string
 	poll     time.Duration
@@ -149,7 +154,7 @@ func New(ln net.Listener, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("ui: listener on %s is not TCP", ln.Addr())
 	}
 	s := &Server{src: opts.Source, name: opts.Name, reducers: opts.Reducers, token: token, form: formToken(token),
-		decide: opts.Decide, host: ta.String(), cookie: fmt.Sprintf("demiurge_ui_%d", ta.Port), poll: opts.Poll, log: opts.Log,
+		decide: opts.Decide, manifest: opts.Manifest, host: ta.String(), cookie: fmt.Sprintf("demiurge_ui_%d", ta.Port), poll: opts.Poll, log: opts.Log,
 		ln: ln, replays: make(chan struct{}, 1), evalRuns: opts.Evals}
 	if s.poll == 0 {
 		s.poll = DefaultPoll

@@ -77,6 +77,7 @@ type callView struct {
 	Form        string // the form token, for the Approve and Deny buttons
 	Decides     bool   // the view answers calls that wait (Options.Decide)
 	Back        string // the page's filter, to come back to after a decision
+	Manifest    string // the manifest the approve command names (shell-quoted), or MANIFEST
 	*session.ToolCall
 	Args    string // indented when it is JSON
 	Command string // the script of a bash call
@@ -314,7 +315,7 @@ func preview(out string) (string, bool, int) {
 	}
 	text := strings.Join(shown, "\n")
 	if len(lines) > previewLines {
-		text += fmt.Sprintf("\n… %d more lines", len(lines)-previewLines)
+		text += "\n… " + pluralOf(len(lines)-previewLines, "more line")
 	}
 	return text, more, len(lines)
 }
@@ -461,6 +462,15 @@ func (s *Server) has(ctx context.Context, ref cas.Ref) bool {
 	return err == nil
 }
 
+// pluralOf is n and noun, in the plural unless n is 1: "1 line", "2
+// lines".
+func pluralOf(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprint(n, " ", noun, "s")
+}
+
 var funcs = template.FuncMap{
 	"duration": duration,
 	"cost":     costText,
@@ -471,16 +481,11 @@ var funcs = template.FuncMap{
 		}
 		return s
 	},
-	"path":  url.PathEscape,
-	"words": func(s string) string { return strings.ReplaceAll(s, "_", " ") },
-	"plural": func(n int, noun string) string {
-		if n == 1 {
-			return "1 " + noun
-		}
-		return fmt.Sprint(n, " ", noun, "s")
-	},
-	"int": func(n uint64) int { return int(min(n, 1<<31)) },
-	"inc": func(i int) int { return i + 1 },
+	"path":   url.PathEscape,
+	"words":  func(s string) string { return strings.ReplaceAll(s, "_", " ") },
+	"plural": pluralOf,
+	"int":    func(n uint64) int { return int(min(n, 1<<31)) },
+	"inc":    func(i int) int { return i + 1 },
 	"firstline": func(s string) string {
 		if i := strings.IndexByte(s, '\n'); i >= 0 {
 			return s[:i] + " …"

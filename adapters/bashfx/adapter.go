@@ -2,6 +2,7 @@ package bashfx
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -188,7 +189,10 @@ func (a *Adapter) Run(ctx context.Context, c *effects.Call) effects.Receipt {
 		req.TimeoutMS = int64(min(ms, 1<<40))
 	}
 	logical := time.Unix(0, int64(c.Intent.LogicalNowNS)).UTC()
-	opts := RunOptions{Call: a.gated(c), Clock: func() time.Time { return logical }}
+	// The script's randomness is the intent's: a replay of the call draws
+	// what the recorded call drew.
+	d := c.Intent.Hash.Digest()
+	opts := RunOptions{Call: a.gated(c), Clock: func() time.Time { return logical }, Seed: binary.LittleEndian.Uint64(d[:8])}
 	if a.ws != nil {
 		opts.Mount = Mount{Workspace: a.ws, Name: effects.DefaultWorkspace, Check: a.fileCheck(c)}
 	}

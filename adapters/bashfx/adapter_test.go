@@ -296,7 +296,7 @@ func TestScriptErrors(t *testing.T) {
 		stderr         string
 		calls          int
 	}{
-		{`echo "unterminated`, bash.ErrorParse, 2, "bash: syntax error", 0},
+		{`echo "unterminated`, bash.ErrorParse, 2, "bash: line 1: syntax error", 0},
 		{`nosuchtool`, "", 127, "nosuchtool: command not found", 0},
 		{`workspace_read --nope 1`, "", 2, "workspace_read: unknown flag --nope; valid flags: --path, --workspace", 1},
 	} {

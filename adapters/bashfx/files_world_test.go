@@ -166,7 +166,7 @@ echo scratch > /tmp/scratch`
 	}
 	for _, want := range []string{
 		`cat: ../README.md: Permission denied: cap sys/workspace@1 (grant "notes") refuses workspace.call: path "README.md" is not under the allowed path prefixes [notes]`,
-		`bash: ../top.md: Permission denied: cap sys/workspace@1 (grant "notes") refuses workspace.call: path "top.md" is not under the allowed path prefixes [notes]`,
+		`bash: line 10: ../top.md: Permission denied: cap sys/workspace@1 (grant "notes") refuses workspace.call: path "top.md" is not under the allowed path prefixes [notes]`,
 		`ls: cannot open directory '..': Permission denied: cap sys/workspace@1 (grant "notes") refuses workspace.call: the whole workspace is not under the allowed path prefixes [notes]`,
 		`rm: cannot remove '../README.md': Permission denied`,
 		"[workspace default: version 1 -> 2: -notes/dir/ ~notes/keep.md +notes/list.txt +notes/moved.md +notes/new.md -notes/old.md +notes/sub/deeper/empty]\n",

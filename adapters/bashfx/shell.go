@@ -180,6 +180,9 @@ type RunOptions struct {
 	// Mount is the workspace the script's file system mounts at
 	// /workspace; the zero Mount gives it an empty in-memory workspace.
 	Mount Mount
+	// Seed seeds the script's randomness ($RANDOM, shuf; see
+	// bash.RunOptions.Seed); 0 is a fixed default.
+	Seed uint64
 }
 
 // Result is the outcome of a run: the script's result (output, exit
@@ -239,7 +242,7 @@ func (s *Shell) Run(ctx context.Context, req tools.Request, opts RunOptions) Res
 		// The workspace commands see and change the script's files.
 		sctx = mt.ws.WithView(sctx, mt.name, mt)
 	}
-	res := s.tool.RunScript(sctx, req, bash.RunOptions{Status: opts.Status, Clock: opts.Clock, FS: mt.fs})
+	res := s.tool.RunScript(sctx, req, bash.RunOptions{Status: opts.Status, Clock: opts.Clock, FS: mt.fs, Seed: opts.Seed})
 	// Commands cancelled with the script return at once unless they ignore
 	// their context; wait for them, so that their commits are not lost.
 	wait := s.drain

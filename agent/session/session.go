@@ -570,6 +570,9 @@ func (c *Reader) entry(chat string, e demiurge.Entry) {
 		if out, err := demiurge.ToolOutputOf(context.Background(), c.cas, e); err == nil {
 			tc.Output = out
 		}
+		if tc.Status == "not_run" {
+			tc.Output = demiurge.StopText(tc.Output)
+		}
 	case demiurge.EntryNotice, demiurge.EntryCompact:
 		t.Notices = append(t.Notices, e.Text)
 	case demiurge.EntryStop:

@@ -7,7 +7,7 @@ import (
 	"github.com/demiurge-dev/demiurge/world"
 )
 
-// TestWASMJournal runs AgentOS's 00-counter scenario with the Go reducer
+// TestWASMJournal runs the scenario of AgentOS's 00-counter with the Go reducer
 // and with the AssemblyScript module beside the manifest
 // (modules/counter/Counter@1-<sha256>.wasm, built from
 // examples/wasm/assembly/counter.ts): the journals are the same bytes.

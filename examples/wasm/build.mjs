@@ -12,8 +12,13 @@ const modules = [
   { source: "assembly/counter.ts", example: "counter", name: "counter/Counter@1" },
   { source: "assembly/timer.ts", example: "timer", name: "timer/Timer@1" },
   { source: "assembly/retry.ts", example: "retry", name: "retry/Retry@1" },
-  // AgentOS's own 00-counter manifest, which names the counter demo/CounterSM@1.
+  // For AgentOS's own 00-counter manifest (not in the repository), which
+  // names the counter demo/CounterSM@1.
   { source: "assembly/counter.ts", example: "wasm/00-counter", name: "demo/CounterSM@1" },
+  // The reducer of AgentOS's own 01-hello-timer manifest (wasm/01-hello-timer/README.md).
+  { source: "assembly/hello_timer.ts", example: "wasm/01-hello-timer", name: "demo/TimerSM@1" },
+  // The reducer of AgentOS's own 08-retry-backoff manifest (wasm/08-retry-backoff/README.md).
+  { source: "assembly/retry_backoff.ts", example: "wasm/08-retry-backoff", name: "demo/RetrySM@1" },
   // A tally of the agent's chat events, added to the agent's world (wasm/tally/README.md).
   { source: "assembly/tally.ts", example: "wasm/tally", name: "demo/Tally@1" },
 ];

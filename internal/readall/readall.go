@@ -1,6 +1,9 @@
-// Package readall reads a body whose length is declared up front (an HTTP
-// request or response with Content-Length) in one allocation, where
-// io.ReadAll would start small and double.
+// Package readall reads bounded: a body whose length is declared up front
+// (an HTTP request or response with Content-Length) in one allocation,
+// where io.ReadAll would start small and double (Sized), and a file a
+// user named (File, Open), refused unless it is a regular file under a
+// bound, so that a FIFO never blocks a command and /dev/zero never fills
+// its memory.
 package readall
 
 import "io"

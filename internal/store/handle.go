@@ -120,12 +120,39 @@ func OpenAt(ctx context.Context, where string, opts *Options) (*Handle, error) {
 	readOnly := opts != nil && opts.ReadOnly
 	s, err := pgstore.Open(ctx, where, &pgstore.Options{ReadOnly: readOnly})
 	if err != nil {
-		if errors.Is(err, pgstore.ErrNoStore) {
-			return nil, fmt.Errorf("%w: %w", ErrNotExist, err)
-		}
-		return nil, err
+		return nil, &openError{where: Redact(where), err: err}
 	}
 	return &Handle{name: s.Name(), pg: s}, nil
+}
+
+// openError is a PostgreSQL store that did not open, said as a store on
+// disk says it: "open store WHERE: what", without pgstore's own prefix
+// and name of the store. It is ErrNotExist too when the database holds no
+// store.
+type openError struct {
+	where string // redacted
+	err   error
+}
+
+func (e *openError) Error() string {
+	msg := strings.TrimPrefix(e.err.Error(), "pgstore: ")
+	for _, p := range [][2]string{{"open " + e.where + ": ", ""}, {e.where + ": ", ""}, {"connect to " + e.where + ": ", "connect: "}} {
+		if rest, ok := strings.CutPrefix(msg, p[0]); ok {
+			msg = p[1] + rest
+			break
+		}
+	}
+	if errors.Is(e.err, pgstore.ErrNoStore) {
+		msg = strings.Replace(msg, "no demiurge store in the database", ErrNotExist.Error()+": no demiurge store in the database", 1)
+	}
+	return "open store " + e.where + ": " + msg
+}
+
+func (e *openError) Unwrap() []error {
+	if errors.Is(e.err, pgstore.ErrNoStore) {
+		return []error{e.err, ErrNotExist}
+	}
+	return []error{e.err}
 }
 
 // Dir returns the store's directory, or its URL with the password

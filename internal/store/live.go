@@ -125,7 +125,7 @@ func checkFile(dir string) error {
 	st, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("%w at %s: %s not found", ErrNotExist, dir, path)
+		return fmt.Errorf("open store %s: %w: %s not found", dir, ErrNotExist, path)
 	case err != nil:
 		return fmt.Errorf("open store %s: %w", dir, err)
 	case !st.Mode().IsRegular():

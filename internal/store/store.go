@@ -82,7 +82,7 @@ var (
 	ErrLocked = errors.New("store: locked")
 	// ErrNotExist is returned (wrapped) when a store opened read-only does
 	// not exist. Opening read-write creates it instead.
-	ErrNotExist = errors.New("store: no store")
+	ErrNotExist = errors.New("no store there")
 	// ErrWriterGone is returned (wrapped) when the process that served a
 	// store's reads stopped during a read that cannot go on from the file
 	// (a Handle read-only; a Live goes on by itself).
@@ -183,7 +183,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 		st, err := os.Stat(path)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return nil, fmt.Errorf("%w at %s: %s not found", ErrNotExist, dir, path)
+			return nil, fmt.Errorf("open store %s: %w: %s not found", dir, ErrNotExist, path)
 		case err != nil:
 			return nil, fmt.Errorf("open store %s: %w", dir, err)
 		case !st.Mode().IsRegular():

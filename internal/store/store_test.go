@@ -457,7 +457,7 @@ func TestOpenDamaged(t *testing.T) {
 		{"newer meta page zeroed", func(b []byte) []byte {
 			clear(b[newer*pageSize : (newer+1)*pageSize])
 			return b
-		}, cas.ErrMetaDamaged, fmt.Sprintf("demiurge.db is damaged at page %d: meta page %d is zeroed, .* lose the last commit .*run `demiurge recover`", newer, newer)},
+		}, cas.ErrMetaDamaged, fmt.Sprintf("demiurge.db is damaged at page %d: meta page %d is zeroed, .* the last commit \\(transaction .*run `demiurge recover`", newer, newer)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

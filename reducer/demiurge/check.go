@@ -8,9 +8,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/internal/jsonschema"
 	"github.com/demiurge-dev/demiurge/tools"
 )
 

@@ -95,7 +95,8 @@ func (st *StateView) Since(n uint64) ([]Entry, uint64) {
 	return s.Since(n)
 }
 
-// StopText is a guard's stop entry's text as it is shown. The chat
+// StopText is a guard's stop text as it is shown, in its stop entry and
+// in the outputs of the calls it did not run (status not_run). The chat
 // journals "the turn reached 1 model rounds" when max_rounds is 1, and
 // keeps doing so (its state is replayed byte for byte, so the words of a
 // recorded stop cannot change); shown, it reads "1 model round".

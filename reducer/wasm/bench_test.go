@@ -119,7 +119,9 @@ func nativeCounterStep(input []byte) ([]byte, error) {
 // envelope, the AssemblyScript module (its instance reset to the
 // instantiated image after the step), the Rust-shaped module, and the
 // module through reducer.Reducer (the envelope encoded from the world's
-// values and the output decoded back). go test ./reducer/wasm -bench Step
+// values and the output decoded back); interleaved runs them all in
+// turns, each a hundred steps an iteration, and reports each one's CPU
+// time a step and its ratio to native's. go test ./reducer/wasm -bench Step
 func BenchmarkStep(b *testing.B) {
 	input := counterInput(b)
 	b.Run("native", func(b *testing.B) {
@@ -143,14 +145,16 @@ func BenchmarkStep(b *testing.B) {
 		loop(b, func() error { _, _, err := rust.call(input); return err })
 		reportFuel(b, rust, input)
 	})
+	var goStep func() error // the Go module's step, if the go command built it
 	if code, err := buildGoCounter(b); err == nil {
 		hw := newHost(b, Options{WASI: true})
 		gm, err := hw.Load(ctx, testDef("counter/GoCounter@1"), code)
 		if err != nil {
 			b.Fatal(err)
 		}
+		goStep = func() error { _, _, err := gm.call(input); return err }
 		b.Run("go-wasip1", func(b *testing.B) {
-			loop(b, func() error { _, _, err := gm.call(input); return err })
+			loop(b, goStep)
 			reportFuel(b, gm, input)
 		})
 	}
@@ -161,6 +165,51 @@ func BenchmarkStep(b *testing.B) {
 	b.Run("assemblyscript-reducer", func(b *testing.B) {
 		loop(b, func() error { _, err := r.Step(c, state, tick); return err })
 	})
+	steps := []namedStep{
+		{"native", func() error { _, err := nativeCounterStep(input); return err }},
+		{"assemblyscript", func() error { _, _, err := m.call(input); return err }},
+		{"rust-shaped", func() error { _, _, err := rust.call(input); return err }},
+		{"assemblyscript-reducer", func() error { _, err := r.Step(c, state, tick); return err }},
+	}
+	if goStep != nil {
+		steps = append(steps, namedStep{"go-wasip1", goStep})
+	}
+	b.Run("interleaved", func(b *testing.B) { interleave(b, steps) })
+}
+
+// namedStep is one of the steps interleave runs.
+type namedStep struct {
+	name string
+	step func() error
+}
+
+// interleave runs each step stepsPerTurn times in turn, every iteration,
+// so that a machine whose load changes during the run weighs on all of
+// them alike, and reports each one's process CPU time a step
+// ("<name>-cpu-ns") and, for each after the first, its ratio to the first
+// ("<name>-x-<first>"): the figures BENCHMARKS reads on a shared machine.
+// An iteration is stepsPerTurn steps of each.
+func interleave(b *testing.B, steps []namedStep) {
+	const stepsPerTurn = 100
+	cpu := make([]time.Duration, len(steps))
+	for b.Loop() {
+		for i, s := range steps {
+			start := cpuTime()
+			for range stepsPerTurn {
+				if err := s.step(); err != nil {
+					b.Fatalf("%s: %v", s.name, err)
+				}
+			}
+			cpu[i] += cpuTime() - start
+		}
+	}
+	per := func(i int) float64 { return float64(cpu[i]) / float64(b.N*stepsPerTurn) }
+	for i, s := range steps {
+		b.ReportMetric(per(i), s.name+"-cpu-ns")
+		if i > 0 {
+			b.ReportMetric(per(i)/per(0), s.name+"-x-"+steps[0].name)
+		}
+	}
 }
 
 // BenchmarkCompile measures what opening a module costs a process: a

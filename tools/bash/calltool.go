@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/demiurge-dev/demiurge/tools/bash/internal/coreutils"
 )
 
 // maxTraceArgBytes bounds each argv word kept in the trace.
@@ -327,6 +329,11 @@ func (ex *execution) helpRun(args []string, cio cmdIO) int {
 	}
 	reg, ok := ex.t.byName[tool]
 	if !ok {
+		// A utility of the sandbox: its usage, as "<utility> --help".
+		if u, isUtility := coreutils.Usage(tool); isUtility && !asJSON {
+			io.WriteString(cio.stdout, u)
+			return 0
+		}
 		fmt.Fprintf(cio.stderr, "help: unknown tool: %s\n", tool)
 		return 1
 	}

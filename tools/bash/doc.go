@@ -6,9 +6,9 @@
 // A [Builder] registers tools ([ToolDef] plus a [ToolCallback] or a
 // [PositionalCallback]) and configuration (environment, [Limits], clock,
 // error sanitizing) and builds a [Tool], which implements the tools.Tool
-// contract. Each run parses the script, checks and instruments it, and
-// runs it in a fresh mvdan.cc/sh/v3 interpreter; the callbacks are shared
-// between executions.
+// contract. Each run gets a fresh shell of the sandbox's own interpreter
+// (package internal/shell) and, unless the caller gives one, a fresh file
+// system (package vfs); the callbacks are shared between runs.
 //
 // In a world, scripted.run is the effect that runs the bash tool
 // (sys/scripted.run@1, cap sys/scripted@1), carried out by package
@@ -23,9 +23,67 @@
 // `<tool> --help` and `<tool> --dry-run` describe the tools, and
 // in-process utilities process their output and files: awk (a POSIX awk
 // of our own), jq (gojq), grep, sed, sort, find, ls, cp, mv, rm, diff, bc,
-// tar and gzip, rg, tree, file, xxd and hexdump, numfmt, join, split, shuf
-// and some sixty more (see the SystemPrompt of [Tool.Info]). shuf draws
-// from the sandbox's random source, never the host's.
+// tar and some seventy more (see the SystemPrompt of [Tool.Info]).
+//
+// # The interpreter
+//
+// The shell is our own: mvdan.cc/sh/v3's parser reads the script (its
+// syntax package only; the semantics are the interpreter's), and package
+// internal/shell runs it as bash 5.2 does, measured against real bash on
+// the Oils project's spec tests (TestOilsSpec) and the corpus of
+// model-style scripts (TestCorpus). It runs a script a line at a time, as
+// bash -c does: a line's commands run before the next line is parsed, a
+// syntax error ends the script where bash's would (exit 2), and aliases
+// defined on one line apply from the next. What it supports:
+//
+//   - word expansion: braces, tildes, every parameter operator (${x:-w},
+//     ${x#p}, ${x/p/r}, ${x^^}, ${x:o:l}, ${!x}, ${!p*}, ${x@Q} and the
+//     other transformations), command and arithmetic substitution, IFS
+//     splitting as bash does it (empty fields, non-blank IFS, "$@"),
+//     globs with extglob, globstar, nullglob, failglob, dotglob and
+//     GLOBIGNORE, quote removal;
+//   - arithmetic parsed from its expanded text, so that a variable
+//     holding "1 + 2" is an expression, with bash's error messages;
+//   - indexed (sparse) and associative arrays, the latter listing their
+//     keys in the order of bash's own hash table;
+//   - declare/local/typeset/export/readonly with -a -A -i -l -u -n -r -x
+//     -g and bash's -p output, namerefs (to elements too);
+//   - descriptors: exec 3>f, {v}>f, n<&m, n>&m-, <>, read -u, here-docs
+//     and here-strings, process substitution both ways (/dev/fd/N,
+//     readable by the utilities too), noclobber and >|;
+//   - pipelines whose stages are subshells (shopt -s lastpipe runs the
+//     last in the shell), PIPESTATUS, pipefail, subshells, $(...);
+//   - set -e with bash's exemptions, -u, -x (PS4), -f, -C, -a, -E, -T;
+//     traps EXIT (in every shell level), ERR, RETURN, DEBUG;
+//   - functions with dynamic scoping, FUNCNAME, BASH_SOURCE, BASH_LINENO,
+//     LINENO, caller, RANDOM and SRANDOM (bash's generator, seeded by
+//     RunOptions.Seed: a world passes one derived from the call's intent,
+//     so a replay draws the same numbers; shuf draws from the same seed),
+//     SECONDS and EPOCHSECONDS from the sandbox's clock;
+//   - builtins: the whole of bash's but the interactive ones (below),
+//     among them read and mapfile with all their flags, printf with -v
+//     and %(fmt)T, getopts, shopt, set -o, pushd/popd/dirs, type,
+//     command, hash, source and ., eval, exec CMD, alias, time, ulimit
+//     and umask (reported, not enforced), complete/compgen/compopt;
+//   - background jobs run to completion where they start, one after
+//     the other (deterministic output), $! and wait report them;
+//   - bash and sh run child shells (bash -c, bash FILE, a script named
+//     by path), and a script of the workspace on $PATH runs by its name.
+//
+// Where bash's parser and mvdan's differ, the interpreter rewrites the
+// text around a parse error into what bash meant, when it can: "((" that
+// opens two subshells, and arithmetic bash checks only when it runs it.
+//
+// What it refuses, and why: coprocesses (a second process to talk to;
+// nothing runs beside the script), job control (fg, bg, suspend, kill of
+// a running job: jobs have ended when they are waited for), history
+// expansion and the interactive builtins bind, fc and history (no
+// terminal), and signals from outside (nothing else can send one to the
+// sandbox: kill $$, kill $BASHPID and kill from a child bash reach the
+// script's own shells, whose traps run after the running command, and
+// whose default action ends the shell with 128+n). ulimit and umask
+// report values and remember what is set; the run's own limits are what
+// bound it.
 //
 // # Sandbox
 //
@@ -38,40 +96,42 @@
 // space and /dev; paths never leave it. A caller whose tools change that
 // workspace too applies their changes to the same files (vfs.FS.Set), so
 // that the script sees one workspace: adapters/bashfx does so for the
-// workspace_* commands. bash and sh run child shells in
-// the same sandbox. eval, source and trap handlers run only when their
-// code holds no loop or function definition (which the limits could not
-// bound); a background job (&) runs in the foreground; coprocesses and
-// >(...) are rejected before anything runs; exec only makes redirections
-// the shell's own ("exec >log 2>&1"), it runs no command. Commands, loop iterations,
-// function depth, concurrent pipeline stages, nested shells, tool calls,
-// output, variable memory, the file system's size and wall time are
-// bounded by [Limits].
+// workspace_* commands. Tools come before functions of the same name: a
+// script cannot shadow one.
+//
+// # Limits
+//
+// [Limits] bound every run: commands (each simple command, builtins and
+// functions included), loop iterations (one loop's and all), function
+// depth, concurrent pipeline stages, nested shells, tool calls, output
+// (kept up to the bound, the rest counted), a command substitution's
+// output, the file system's size, wall time, and memory. The memory
+// budget (MaxMemoryBytes) is charged by every variable, array element,
+// large expansion and command substitution, and by the utilities that
+// buffer (sort, sed, awk, jq, diff, tac, ...): past it the script ends
+// with "resource limit exceeded: memory budget exceeded (N bytes)". A
+// builtin that writes to a pipe nobody reads ends its subshell as
+// SIGPIPE would (status 141). When a limit or the deadline stops a run,
+// every loop, pipe and utility sees it within milliseconds
+// (BenchmarkTimeLimit), and what commands still write as they unwind is
+// dropped.
 //
 // # Exit status
 //
-// 0 success; 1 a failed callback (its message replaced by
-// "<tool>: callback failed" unless SanitizeErrors(false)) or an exceeded
-// resource limit ("resource limit exceeded: ..."); 2 a flag, schema or
-// syntax error, or a rejected script; 124 the time limit; 127 an unknown
-// command, reported with the closest command's name when it looks like a
-// typo of it.
+// The script's own status, as bash's; and 1 a failed callback (its message
+// replaced by "<tool>: callback failed" unless SanitizeErrors(false)) or
+// an exceeded resource limit ("resource limit exceeded: ..."); 2 a flag,
+// schema or syntax error, or a rejected script; 124 the time limit; 127 an
+// unknown command, reported as bash does ("bash: line N: x: command not
+// found") with the closest command's name when it looks like a typo of
+// it.
 //
 // # Caveats
 //
 // A callback that ignores its context keeps running (in its goroutine)
-// after Run returns; Run itself returns on time. Stages of a
-// pipeline run concurrently, so the calls they make are traced in the
-// order they started. The interpreter is mvdan.cc/sh/v3 v3.14.1, which
-// differs from bash in places: the last stage of a pipeline runs in the
-// current shell, a bare `return` returns 0, ${#assoc[@]} counts 1, and an
-// arithmetic expansion that divides by zero ($((1/0))) prints "division by
-// zero", expands to nothing and lets the script go on with status 0, where
-// bash stops it with status 1 ((( 1/0 )) and let do fail): the error is
-// decided inside the interpreter's expansion, where no handler of ours
-// sees it. Where a rewrite of the script mends a difference, the sandbox
-// makes it: an element assignment (m[k]=v) also sets an array declared
-// without a value, which the interpreter left unset for set -u (`set -x`
-// shows the `m+=()` that does it).
-// Output is streamed (Run's status) a line at a time.
+// after Run returns; Run itself returns on time. Stages of a pipeline run
+// concurrently, so the calls they make are traced in the order they
+// started. The sandbox has one user and UTF-8 text: ~user is left as it
+// is, and LC_ALL=C does not make patterns match bytes. Output is streamed
+// (Run's status) a line at a time.
 package bash

@@ -53,16 +53,16 @@ func TestFiles(t *testing.T) {
 		{"tee", "echo hi | tee a b > /dev/null; cat a b; echo more | tee -a a; cat a", "hi\nhi\nmore\nhi\nmore\n", 0, ""},
 		{"sort -o uniq files", "printf 'b\\na\\nb\\n' > f; sort -o f f; cat f; uniq f g; cat g", "a\nb\nb\na\nb\n", 0, ""},
 		{"cat files", "echo 1 > a; echo 2 > b; cat a b; cat a nope b; echo rc=$?; cat - a <<< x", "1\n2\n1\n2\nrc=1\nx\n1\n", 0, "cat: nope: No such file or directory"},
-		{"redirect errors", "echo x > d/f; echo rc=$?; mkdir d; cat < d; echo rc=$?; echo x > /; echo rc=$?", "rc=1\nrc=1\nrc=1\n", 0, "bash: d/f: No such file or directory"},
+		{"redirect errors", "echo x > d/f; echo rc=$?; mkdir d; cat < d; echo rc=$?; echo x > /; echo rc=$?", "rc=1\nrc=1\nrc=1\n", 0, "bash: line 1: d/f: No such file or directory"},
 		{"test", "touch f; mkdir d; [ -f f ] && echo f; [ -d d ] && echo d; [ -e nope ] || echo nope; [ -s f ] || echo empty; echo x > f; [ -s f ] && echo full; [ -r f -a -w f ] && echo rw; [ -w /etc ] || echo ro", "f\nd\nnope\nempty\nfull\nrw\nro\n", 0, ""},
 		{"glob", "touch b.txt a.txt c.md; echo *.txt; for f in *.md; do echo $f; done; echo nomatch*", "a.txt b.txt\nc.md\nnomatch*\n", 0, ""},
 		{"tmp", "echo x > /tmp/f; cat /tmp/f; t=$(mktemp); echo y > $t; cat $t; d=$(mktemp -d); [ -d $d ] && echo dir", "x\ny\ndir\n", 0, ""},
 		{"stat du realpath", "printf 12345 > f; stat -c '%n %s %F' f; mkdir d; cd d; realpath ../f; realpath --relative-to=/workspace/d /tmp; cd ..; du -sb f", "f 5 regular file\n/workspace/f\n../../tmp\n5\tf\n", 0, ""},
 		{"basename dirname", "for f in src/a.go /x/y/; do basename $f; dirname $f; done", "a.go\nsrc\ny\n/x\n", 0, ""},
 		{"jq file", "echo '{\"a\":1}' > d.json; jq .a d.json", "1\n", 0, ""},
-		{"cat shortcut", "echo hi > f; x=$(< f); echo $x; y=$(< nope); echo rc=$?", "hi\nrc=1\n", 0, "bash: nope: No such file or directory\n"},
+		{"cat shortcut", "echo hi > f; x=$(< f); echo $x; y=$(< nope); echo rc=$?", "hi\nrc=1\n", 0, "bash: line 1: nope: No such file or directory\n"},
 		{"chmod", "touch f; chmod +x f; stat -c %a f; chmod go-r f; stat -c %A f; chmod 600 f; stat -c %a f", "755\n-rwx--x--x\n600\n", 0, ""},
-		{"devices", "echo x > /dev/null; cat /dev/null; head -c 3 /dev/zero | wc -c; ls /dev", "3\nnull\nstderr\nstdin\nstdout\nzero\n", 0, ""},
+		{"devices", "echo x > /dev/null; cat /dev/null; head -c 3 /dev/zero | wc -c; ls /dev", "3\nfd\nnull\nrandom\nstderr\nstdin\nstdout\nurandom\nzero\n", 0, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -22,6 +22,8 @@ func FuzzRun(f *testing.F) {
 		"x=a; while :; do x=$x$x; done", "get_user --id 1 | jq .name", "export FUZZ_LEAK=1",
 		"echo x > $TMPDIR/sh-interp-1", "echo ~root", "seq 1 100 | xargs -n 3 echo", "printf '%*d' 5 1",
 		"sed -n '1~2p'", "upper <<< hi", "help get_user --json", "discover --search u",
+		"B=(b b) env", "B=([k]=v 'a b') true", "cat <<${a}\nx\n${a}", "cat <<-$(a)\n\tx\n\t$(a)", "echo ${#1#'#'}",
+		"kill -USR1 $$", "trap 'echo t' TERM; kill $$", "GLOBIGNORE='[[:alnum:]]*:x'; echo *", "a[0]=(3 4)", "a[]=1", "(( ))",
 	} {
 		f.Add(s)
 	}

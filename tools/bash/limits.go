@@ -41,6 +41,9 @@ type Limits struct {
 	MaxStderrBytes int
 	// MaxVarBytes bounds the total size of the shell's variables.
 	MaxVarBytes int64
+	// MaxMemoryBytes is the script's memory budget: the bytes its
+	// variables, expansions and utility buffers may hold at once.
+	MaxMemoryBytes int64
 	// MaxToolStdinBytes bounds the piped input a tool receives and
 	// MaxToolOutputBytes the output a callback may return.
 	MaxToolStdinBytes  int
@@ -80,6 +83,7 @@ func DefaultLimits() Limits {
 		MaxStdoutBytes:         1 << 20,
 		MaxStderrBytes:         1 << 20,
 		MaxVarBytes:            16 << 20,
+		MaxMemoryBytes:         256 << 20,
 		MaxToolStdinBytes:      1 << 20,
 		MaxToolOutputBytes:     8 << 20,
 		MaxCommandInputBytes:   16 << 20,
@@ -120,6 +124,7 @@ func (l Limits) withDefaults() Limits {
 	set(&l.MaxStdoutBytes, d.MaxStdoutBytes)
 	set(&l.MaxStderrBytes, d.MaxStderrBytes)
 	set64(&l.MaxVarBytes, d.MaxVarBytes)
+	set64(&l.MaxMemoryBytes, d.MaxMemoryBytes)
 	set(&l.MaxToolStdinBytes, d.MaxToolStdinBytes)
 	set(&l.MaxToolOutputBytes, d.MaxToolOutputBytes)
 	set64(&l.MaxCommandInputBytes, d.MaxCommandInputBytes)

@@ -3,40 +3,29 @@ package bash
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
-	"log/slog"
-	"os"
+	"math/rand/v2"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
-	"mvdan.cc/sh/v3/expand"
-	"mvdan.cc/sh/v3/interp"
-	"mvdan.cc/sh/v3/syntax"
-
 	"github.com/demiurge-dev/demiurge/tools"
-	"github.com/demiurge-dev/demiurge/tools/bash/internal/coreutils"
+	"github.com/demiurge-dev/demiurge/tools/bash/internal/budget"
+	"github.com/demiurge-dev/demiurge/tools/bash/internal/shell"
 	"github.com/demiurge-dev/demiurge/tools/bash/vfs"
 )
 
-// interpTmpDir is the TMPDIR the interpreter is built with: a path below
-// a character device, which no host can have, so that the interpreter's
-// own temporary-file shortcut (it opens FIFOs under TMPDIR directly,
-// bypassing the open handler) can never reach a host file. Scripts see
-// no TMPDIR (as bash sets none): mktemp and the like use /tmp, the
-// sandbox's scratch directory.
-const interpTmpDir = "/dev/null/sandbox-tmp"
-
 // baseEnv is the environment of every script, before the Builder's (the
-// interpreter sets PWD, IFS and OPTIND itself). PATH is for show: no
-// command is ever looked up on a file system.
+// interpreter sets PWD, IFS and OPTIND itself). PATH names no host
+// directory: utilities and tools are found by name, and scripts of the
+// workspace on it.
 func (t *Tool) baseEnv() []string {
 	return []string{"HOME=" + vfs.WorkspaceDir, "UID=1000", "EUID=1000", "GID=1000",
 		"USER=" + t.user, "SHELL=/bin/bash", "PATH=/usr/local/bin:/usr/bin:/bin"}
@@ -95,144 +84,31 @@ func (t *Tool) RunScript(ctx context.Context, req tools.Request, opts RunOptions
 	return res
 }
 
-func (t *Tool) run(ctx context.Context, req tools.Request, opts RunOptions, st *statusSink) Result {
-	fail := func(code int, category, msg string) Result {
-		st.chunk("stderr", msg)
-		return Result{Response: tools.Response{Stderr: msg, ExitCode: code, Error: category}}
-	}
-	r, err := decodeRequest(req)
-	if err != nil {
-		return fail(2, ErrorInvalidArguments, "bash: "+err.Error()+"\n")
-	}
-	if strings.TrimSpace(r.script) == "" {
-		return Result{}
-	}
-	lim := t.limits
-	if len(r.script) > lim.MaxScriptBytes {
-		return fail(2, ErrorRejected, fmt.Sprintf("bash: script exceeds %d bytes\n", lim.MaxScriptBytes))
-	}
-	st.phase(tools.PhaseParse, 10)
-	file, err := parse(r.script, "")
-	if err != nil {
-		return fail(2, ErrorParse, "bash: syntax error: "+err.Error()+"\n")
-	}
-	file.Name = "bash" // $0, as for bash -c
-	shape, err := checkScript(file, lim.MaxASTDepth)
-	if err != nil {
-		return fail(2, ErrorRejected, "bash: "+err.Error()+"\n")
-	}
-	loops := instrument(file, shape, lim.MaxPipelineStages, 0)
-	timeout := lim.Timeout
-	if r.timeout > 0 && r.timeout < timeout {
-		timeout = r.timeout
-	}
-	now := t.clock
-	if opts.Clock != nil {
-		now = opts.Clock
-	}
-	if now == nil {
-		now = time.Now
-	}
-	st.phase(tools.PhaseExecute, 20)
-	fsys := opts.FS
-	if fsys == nil {
-		fsys = vfs.New(vfs.Options{Clock: now, Limits: vfs.Limits{
-			MaxFileBytes: lim.MaxFileBytes, MaxWriteBytes: lim.MaxWriteBytes, MaxFiles: lim.MaxFiles}})
-	}
-	ex := &execution{
-		t:         t,
-		lim:       lim,
-		now:       now,
-		fs:        fsys,
-		loopIters: newLoopCounters(loops),
-		stdout:    &capWriter{max: lim.MaxStdoutBytes, stream: "stdout", sink: st},
-		stderr:    &capWriter{max: lim.MaxStderrBytes, stream: "stderr", sink: st, hideTrace: true},
-	}
-	ex.shadow.Store(shape.shadow)
-	return ex.execute(ctx, file, timeout)
-}
-
-// execution is the state of one run of a script.
+// execution is the state of one run of a script: what the tool's
+// commands (tools, utilities, help, discover) share.
 type execution struct {
 	t      *Tool
 	lim    Limits
 	now    func() time.Time
 	fs     *vfs.FS
 	cancel context.CancelCauseFunc
+	budget *budget.Budget
 
 	stdout, stderr *capWriter
 
-	commands   atomic.Int64
-	iterations atomic.Int64
-	loopIters  *loopCounters
-	stages     atomic.Int64
-	toolCalls  atomic.Int64
-	shells     atomic.Int64 // nested shells running (bash -c)
-	psubs      atomic.Int64 // files made for <(...)
-	shadow     atomic.Bool  // the script defines ":", "true" or "false"
-	funcs      sync.Map     // names of the functions the script defined
-	lastScan   atomic.Int64 // unix nanos of the last full variable scan
+	toolCalls atomic.Int64
 
 	limitMu  sync.Mutex
 	limitErr *limitError
+
+	seed   uint64
+	randMu sync.Mutex
+	draws  map[uint64]uint64 // per command key: how many streams it took (random)
 
 	seq     atomic.Int64
 	traceMu sync.Mutex
 	calls   []Call
 	dropped int
-}
-
-func (ex *execution) execute(parent context.Context, file *syntax.File, timeout time.Duration) (res Result) {
-	base, cancel := context.WithCancelCause(parent)
-	ctx, cancelTimeout := context.WithTimeout(base, timeout)
-	ex.cancel = cancel
-	defer cancel(nil)
-	defer cancelTimeout()
-
-	runner, err := ex.newRunner(ex.t.envs, vfs.WorkspaceDir, nil, nil, ex.stdout, ex.stderr)
-	if err != nil {
-		slog.Error("bash: create interpreter", "err", err)
-		return ex.result(1, ErrorInternal, "bash: internal error\n")
-	}
-	runErr := ex.runSafely(ctx, runner, file)
-	ex.stdout.close()
-	ex.stderr.close()
-
-	if le := ex.limit(); le != nil {
-		return ex.result(1, ErrorLimitExceeded, le.Error()+"\n")
-	}
-	if err := parent.Err(); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return ex.result(124, ErrorTimeout, "bash: execution timed out (deadline of the caller)\n")
-		}
-		return ex.result(130, ErrorCancelled, "bash: execution cancelled\n")
-	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		secs := strconv.FormatFloat(timeout.Seconds(), 'f', -1, 64)
-		return ex.result(124, ErrorTimeout, "bash: execution timed out after "+secs+"s\n")
-	}
-	var status interp.ExitStatus
-	switch {
-	case runErr == nil:
-		return ex.result(0, "", "")
-	case errors.As(runErr, &status):
-		return ex.result(int(status), "", "")
-	default:
-		slog.Error("bash: interpreter failed", "err", runErr)
-		return ex.result(1, ErrorInternal, "bash: internal error\n")
-	}
-}
-
-// runSafely runs the interpreter and turns a panic inside it into an
-// error, so that a bug in the interpreter never takes the host down.
-func (ex *execution) runSafely(ctx context.Context, runner *interp.Runner, file *syntax.File) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			ex.cancel(errors.New("interpreter panicked"))
-			err = fmt.Errorf("interpreter panic: %v", p)
-		}
-	}()
-	return runner.Run(ctx, file)
 }
 
 // result assembles the Result; msg, if any, ends stderr whatever its cap.
@@ -282,428 +158,39 @@ func (ex *execution) limit() *limitError {
 	return ex.limitErr
 }
 
-// disabled are shell builtins that would reach outside the sandbox or run
-// code the sandbox did not check; they are "command not found".
-var disabled = map[string]bool{
-	"exec": true, "builtin": true,
-	"caller": true, "umask": true, "ulimit": true, "kill": true, "jobs": true,
-	"bg": true, "fg": true, "disown": true, "suspend": true, "logout": true, "enable": true,
-	"fc": true, "history": true, "bind": true, "complete": true, "compgen": true,
-	"compopt": true, "newgrp": true, "coproc": true,
-}
-
-// callHandler runs for every simple command after expansion: it counts
-// and bounds, answers generated calls, and routes names.
-func (ex *execution) callHandler(ctx context.Context, args []string) ([]string, error) {
-	hc := interp.HandlerCtx(ctx)
-	name := args[0]
-	// Inside $(...), stdout is the interpreter's string builder: bound it
-	// like a variable, before loops fill memory with it.
-	if sb, ok := hc.Stdout.(*strings.Builder); ok && int64(sb.Len()) > ex.lim.MaxVarBytes {
-		return nil, ex.fail("command substitution output exceeded (%d bytes)", ex.lim.MaxVarBytes)
+// random is the entropy of one utility call (Env.Random, read by shuf):
+// a ChaCha8 stream keyed by the run's seed, the command's line and
+// arguments, and how many times that command ran before. A call's stream
+// thus depends on the call and on what ran before it on the same line
+// with the same arguments, not on the timing of other commands, so the
+// stages of a pipeline draw the same numbers whatever order they start in.
+func (ex *execution) random(c *shell.Command) io.Reader {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d\x00", c.Line)
+	for _, a := range c.Args {
+		h.Write([]byte(a))
+		h.Write([]byte{0})
 	}
-	if !hc.Pos.IsValid() { // generated by instrument
-		switch name {
-		case genTick:
-			return ex.tick(hc, args)
-		case genLoop, genLoopZero:
-			if id, err := strconv.Atoi(args[1]); err == nil {
-				if c := ex.loopIters.get(id); c != nil {
-					c.Store(0)
-				}
-			}
-			if name == genLoopZero {
-				if ex.shadow.Load() {
-					return argsExecTrue, nil
-				}
-				return []string{":"}, nil
-			}
-			return ex.keepStatus(hc), nil
-		case genEnter:
-			d, _ := strconv.ParseInt(args[1], 10, 64)
-			if d > ex.lim.MaxFunctionDepth {
-				return nil, ex.fail("maximum function depth exceeded (%d)", ex.lim.MaxFunctionDepth)
-			}
-			return ex.keepStatus(hc), nil
-		case genPipe:
-			k, _ := strconv.ParseInt(args[1], 10, 64)
-			if ex.stages.Add(k) > ex.lim.MaxPipelineStages {
-				return nil, ex.fail("maximum concurrent pipeline stages exceeded (%d)", ex.lim.MaxPipelineStages)
-			}
-			return ex.keepStatus(hc), nil
-		case genPipeEnd:
-			k, _ := strconv.ParseInt(args[1], 10, 64)
-			ex.stages.Add(-k)
-			return ex.keepStatus(hc), nil
-		case genVars:
-			if err := ex.checkVars(hc, args[1:], true); err != nil {
-				return nil, err
-			}
-			return ex.keepStatus(hc), nil
-		case genFunc:
-			ex.funcs.Store(args[1], true)
-			return ex.keepStatus(hc), nil
-		case genBody, genLoopEnd:
-			id, _ := strconv.Atoi(args[1])
-			c := ex.loopIters.get(id)
-			if c == nil {
-				return ex.keepStatus(hc), nil
-			}
-			if name == genBody {
-				c.status.Store(int32(hc.LastExitStatus))
-				return ex.keepStatus(hc), nil
-			}
-			if st := c.status.Load(); st != 0 {
-				return []string{execExit, strconv.Itoa(int(st))}, nil
-			}
-			return argsExecTrue, nil
-		case ":":
-			if ex.shadow.Load() {
-				return argsExecTrue, nil
-			}
-		}
-		return args, nil // ":", "return", calls of generated functions
+	key := h.Sum64()
+	ex.randMu.Lock()
+	if ex.draws == nil {
+		ex.draws = map[uint64]uint64{}
 	}
-	if strings.HasPrefix(name, reservedPrefix) {
-		return []string{execDenied, name}, nil
-	}
-	if ex.commands.Add(1) > ex.lim.MaxCommands {
-		return nil, ex.fail("maximum command count exceeded (%d)", ex.lim.MaxCommands)
-	}
-	if err := ex.checkVars(hc, nil, false); err != nil {
-		return nil, err
-	}
-	return ex.route(&hc, args), nil
-}
-
-// route decides what a user command runs as.
-func (ex *execution) route(hc *interp.HandlerContext, args []string) []string {
-	name := args[0]
-	// /usr/bin/jq, /bin/sh: the sandbox's commands live "there".
-	for _, dir := range []string{"/usr/local/bin/", "/usr/bin/", "/bin/"} {
-		if base, ok := strings.CutPrefix(name, dir); ok && isSandboxCommand(base) {
-			return ex.route(hc, append([]string{base}, args[1:]...))
-		}
-	}
-	if routed, ok := ex.routeBuiltin(hc, args); ok {
-		return routed
-	}
-	if _, ok := ex.t.byName[name]; ok {
-		return append([]string{execTool}, args...)
-	}
-	switch {
-	case name == "exec" && len(args) == 1:
-		// exec with redirections only ("exec >log 2>&1") makes them the
-		// shell's own; they open files through the sandbox's file system.
-		return args
-	case disabled[name]:
-		return []string{execDenied, name}
-	case name == "help":
-		return append([]string{execHelp}, args[1:]...)
-	case name == "printf":
-		return append([]string{execPrintf}, args[1:]...)
-	case name == "pwd" && len(args) > 1:
-		return []string{"pwd"} // -P would resolve symlinks on the host; the sandbox's only directory is "/"
-	case name == "command":
-		rest := args[1:]
-		if len(rest) > 0 && (rest[0] == "-v" || rest[0] == "-V") {
-			return append([]string{execCommandV}, rest...)
-		}
-		if len(rest) > 0 && rest[0] == "-p" {
-			rest = rest[1:]
-		}
-		if len(rest) == 0 {
-			return []string{":"}
-		}
-		if strings.HasPrefix(rest[0], reservedPrefix) {
-			return []string{execDenied, rest[0]}
-		}
-		return ex.route(hc, rest)
-	}
-	return args
-}
-
-func (ex *execution) tick(hc interp.HandlerContext, args []string) ([]string, error) {
-	if ex.iterations.Add(1) > ex.lim.MaxTotalLoopIterations {
-		return nil, ex.fail("maximum total loop iterations exceeded (%d)", ex.lim.MaxTotalLoopIterations)
-	}
-	if id, err := strconv.Atoi(args[1]); err == nil {
-		c := ex.loopIters.get(id)
-		if c != nil {
-			c.status.Store(0)
-		}
-		if c != nil && c.Add(1) > ex.lim.MaxLoopIterations {
-			return nil, ex.fail("maximum loop iterations exceeded (%d)", ex.lim.MaxLoopIterations)
-		}
-	}
-	return ex.keepStatus(hc), nil
-}
-
-var (
-	argsTrue     = []string{":"}
-	argsFalse    = []string{"false"}
-	argsStatus   = []string{execStatus}
-	argsExecTrue = []string{execTrue}
-)
-
-// keepStatus is the command a generated call becomes so that $? stays
-// what it was: the builtins ":" and "false" for 0 and 1 (cheap), else
-// execStatus, which the exec handler turns back into the status. When the
-// script defines its own ":", "true" or "false", only the exec handler is
-// used.
-func (ex *execution) keepStatus(hc interp.HandlerContext) []string {
-	if ex.shadow.Load() {
-		if hc.LastExitStatus == 0 {
-			return argsExecTrue
-		}
-		return argsStatus
-	}
-	switch hc.LastExitStatus {
-	case 0:
-		return argsTrue
-	case 1:
-		return argsFalse
-	}
-	return argsStatus
-}
-
-// varScanInterval is how often a command triggers a scan of all variables.
-const varScanInterval = time.Millisecond
-
-// checkVars bounds variable memory: the named variables at once, and all
-// variables when forced or at most every varScanInterval.
-func (ex *execution) checkVars(hc interp.HandlerContext, names []string, force bool) error {
-	for _, n := range names {
-		if varSize(hc.Env.Get(n)) > ex.lim.MaxVarBytes {
-			return ex.fail("variable memory exceeded (%d bytes)", ex.lim.MaxVarBytes)
-		}
-	}
-	now := time.Now().UnixNano()
-	if !force && len(names) == 0 && now-ex.lastScan.Load() < int64(varScanInterval) {
-		return nil
-	}
-	ex.lastScan.Store(now)
-	var total int64
-	for name, vr := range hc.Env.Each {
-		total += int64(len(name)) + varSize(vr)
-	}
-	if total > ex.lim.MaxVarBytes {
-		return ex.fail("variable memory exceeded (%d bytes)", ex.lim.MaxVarBytes)
-	}
-	return nil
-}
-
-func varSize(vr expand.Variable) int64 {
-	n := int64(len(vr.Str))
-	for _, s := range vr.List {
-		n += int64(len(s))
-	}
-	for k, v := range vr.Map {
-		n += int64(len(k) + len(v))
-	}
-	return n
-}
-
-// execMiddleware is the only exec handler: it never calls next, so no
-// host program can ever run.
-func (ex *execution) execMiddleware(next interp.ExecHandlerFunc) interp.ExecHandlerFunc {
-	return func(ctx context.Context, args []string) error {
-		hc := interp.HandlerCtx(ctx)
-		switch args[0] {
-		case execStatus:
-			return exitStatus(hc.LastExitStatus)
-		case execTrue:
-			return nil
-		case execExit:
-			n, _ := strconv.Atoi(args[1])
-			return exitStatus(n)
-		}
-		cio := cmdIO{stdin: stdinOf(hc), stdout: hc.Stdout, stderr: hc.Stderr}
-		return exitStatus(ex.dispatch(ctx, &hc, args, cio))
-	}
-}
-
-func exitStatus(code int) error {
-	if code == 0 {
-		return nil
-	}
-	return interp.ExitStatus(uint8(code))
-}
-
-// stdinOf returns the command's standard input, nil when none is attached.
-func stdinOf(hc interp.HandlerContext) io.Reader {
-	if hc.Stdin == nil {
-		return nil
-	}
-	if f, ok := hc.Stdin.(*os.File); ok && f == nil {
-		return nil
-	}
-	return hc.Stdin
+	n := ex.draws[key]
+	ex.draws[key] = n + 1
+	ex.randMu.Unlock()
+	var seed [32]byte
+	binary.LittleEndian.PutUint64(seed[0:], ex.seed)
+	binary.LittleEndian.PutUint64(seed[8:], key)
+	binary.LittleEndian.PutUint64(seed[16:], n)
+	copy(seed[24:], "demiurge")
+	return rand.NewChaCha8(seed)
 }
 
 // cmdIO is the standard streams of one command.
 type cmdIO struct {
 	stdin          io.Reader // nil: nothing attached
 	stdout, stderr io.Writer
-}
-
-// dispatch runs a routed command (from the exec handler or from xargs).
-// hc is the exec handler's context; it may be nil for commands that do not
-// need builtins.
-func (ex *execution) dispatch(ctx context.Context, hc *interp.HandlerContext, args []string, cio cmdIO) int {
-	switch args[0] {
-	case execDenied:
-		return ex.notFound(cio.stderr, args[1])
-	case execTool:
-		return ex.callTool(ctx, args[1], args[2:], cio)
-	case execHelp:
-		return ex.help(args[1:], cio)
-	case execCommandV:
-		if len(args) < 2 {
-			return 0
-		}
-		return ex.typeCmd(append([]string{"-" + args[1]}, args[2:]...), cio)
-	case "discover":
-		return ex.discover(args[1:], cio)
-	case execPrintf:
-		return ex.utility(ctx, hc, "printf", args[1:], cio)
-	case execCat:
-		return ex.utility(ctx, hc, "cat", nil, cio)
-	case execType:
-		return ex.typeCmd(args[1:], cio)
-	case execError:
-		io.WriteString(cio.stderr, args[1]+"\n")
-		code, _ := strconv.Atoi(args[2])
-		return code
-	case genPsub:
-		return ex.psubFile(ctx, cio)
-	case "bash", "sh":
-		return ex.shell(ctx, hc, args, cio)
-	}
-	if strings.Contains(args[0], "/") {
-		return ex.runPath(ctx, hc, args, cio)
-	}
-	if _, ok := coreutils.Lookup(args[0]); ok {
-		return ex.utility(ctx, hc, args[0], args[1:], cio)
-	}
-	return ex.notFound(cio.stderr, args[0])
-}
-
-// utility runs one of the in-process text utilities.
-func (ex *execution) utility(ctx context.Context, hc *interp.HandlerContext, name string, args []string, cio cmdIO) int {
-	fn, _ := coreutils.Lookup(name)
-	stdin := cio.stdin
-	if stdin == nil {
-		stdin = strings.NewReader("")
-	}
-	var envSnapshot expand.Environ
-	dir := vfs.WorkspaceDir
-	if hc != nil {
-		envSnapshot = hc.Env
-		dir = hc.Dir
-	}
-	env := &coreutils.Env{
-		Stdin:          stdin,
-		Stdout:         cio.stdout,
-		Stderr:         cio.stderr,
-		Now:            ex.now,
-		MaxInputBytes:  ex.lim.MaxCommandInputBytes,
-		MaxOutputBytes: ex.lim.MaxCommandOutputBytes,
-		JQ:             ex.t.jq,
-		FS:             ex.fs,
-		Dir:            dir,
-		User:           ex.t.user,
-		Host:           ex.t.host,
-		Getenv: func(name string) string {
-			if envSnapshot == nil {
-				return ""
-			}
-			return envSnapshot.Get(name).String()
-		},
-		Environ: func() []string {
-			var kv []string
-			if envSnapshot == nil {
-				return kv
-			}
-			for name, vr := range envSnapshot.Each {
-				if vr.Exported && vr.Kind == expand.String && !strings.HasPrefix(name, reservedPrefix) {
-					kv = append(kv, name+"="+vr.Str)
-				}
-			}
-			return kv
-		},
-		Exec: func(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
-			return ex.xargsExec(ctx, hc, argv, cmdIO{stdin: stdin, stdout: stdout, stderr: stderr})
-		},
-	}
-	return fn(ctx, env, args)
-}
-
-// xargsExec runs a command line built by xargs under the same rules as a
-// command written in the script.
-func (ex *execution) xargsExec(ctx context.Context, hc *interp.HandlerContext, argv []string, cio cmdIO) int {
-	if len(argv) == 0 {
-		return 0
-	}
-	if ctx.Err() != nil {
-		return 124
-	}
-	if ex.commands.Add(1) > ex.lim.MaxCommands {
-		ex.fail("maximum command count exceeded (%d)", ex.lim.MaxCommands)
-		return 255
-	}
-	if strings.HasPrefix(argv[0], reservedPrefix) {
-		return ex.notFound(cio.stderr, argv[0])
-	}
-	routed := ex.route(hc, argv)
-	switch routed[0] {
-	case "echo", "true", "false", "test", "[", ":":
-		if hc == nil {
-			return ex.notFound(cio.stderr, argv[0])
-		}
-		err := hc.Builtin(ctx, routed)
-		if err == nil {
-			return 0
-		}
-		if code, ok := builtinStatus(err); ok {
-			return code
-		}
-		return 1
-	}
-	return ex.dispatch(ctx, hc, routed, cio)
-}
-
-// builtinStatus extracts the exit status of HandlerContext.Builtin's
-// error ("builtin exit status N").
-func builtinStatus(err error) (int, bool) {
-	var es interp.ExitStatus
-	if errors.As(err, &es) {
-		return int(es), true
-	}
-	s := err.Error()
-	if i := strings.LastIndexByte(s, ' '); i >= 0 {
-		if n, perr := strconv.Atoi(s[i+1:]); perr == nil {
-			return n, true
-		}
-	}
-	return 0, false
-}
-
-// notFound prints "bash: X: command not found", with the closest command
-// when one is close (edit distance 1 for names of up to 7 characters, 2
-// for longer ones: two edits of "nosuch" make "touch", another word);
-// 127. The message stays under 120 bytes.
-func (ex *execution) notFound(w io.Writer, name string) int {
-	shown := name
-	if len(shown) > 40 {
-		shown = shown[:40] + "..."
-	}
-	msg := "bash: " + shown + ": command not found"
-	if s := ex.suggest(name); s != "" {
-		msg += "; did you mean " + s + "?"
-	}
-	io.WriteString(w, msg+"\n")
-	return 127
 }
 
 // suggest returns the command closest to name when it is close enough
@@ -718,7 +205,7 @@ func (ex *execution) suggest(name string) string {
 	}
 	best, bestDist := "", limit+1
 	try := func(c string) {
-		if len(c) < 2 || strings.HasPrefix(c, reservedPrefix) {
+		if len(c) < 2 {
 			return
 		}
 		if d := osaDistance(name, c); d > 0 && d < bestDist {
@@ -817,27 +304,9 @@ type capWriter struct {
 	closed    bool
 	stream    string
 	sink      *statusSink
-	// hideTrace drops `set -x` lines of generated calls ("+ __sbx_...")
-	// and of the ":" that follows them.
-	hideTrace  bool
-	afterTrace bool
 	// partial is the streamed line not yet ended by a newline: output is
 	// streamed a line at a time.
 	partial []byte
-}
-
-// isGeneratedTrace reports whether p is an xtrace line of a generated
-// call, and whether it is the ":" or "false" line that follows one.
-func isGeneratedTrace(p []byte) (generated, companion bool) {
-	i := 0
-	for i < len(p) && p[i] == '+' {
-		i++
-	}
-	if i == 0 || i >= len(p) || p[i] != ' ' {
-		return false, false
-	}
-	rest := p[i+1:]
-	return bytes.HasPrefix(rest, []byte(reservedPrefix)), string(rest) == ":\n" || string(rest) == "false\n"
 }
 
 func (w *capWriter) Write(p []byte) (int, error) {
@@ -846,14 +315,6 @@ func (w *capWriter) Write(p []byte) (int, error) {
 	if w.closed {
 		return len(p), nil
 	}
-	if w.hideTrace && len(p) > 0 && p[0] == '+' {
-		generated, companion := isGeneratedTrace(p)
-		if generated || (companion && w.afterTrace) {
-			w.afterTrace = generated
-			return len(p), nil
-		}
-	}
-	w.afterTrace = false
 	w.total += len(p)
 	keep := p
 	if w.truncated {

@@ -11,9 +11,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/demiurge-dev/demiurge/internal/jsonschema"
+	"github.com/demiurge-dev/demiurge/internal/jsonschema/kind"
 	"github.com/demiurge-dev/demiurge/tools"
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 )
 
 // compileSchema compiles a tool's input schema. It returns nil (no

@@ -10,8 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
+	"github.com/demiurge-dev/demiurge/internal/jsonschema"
 	"github.com/demiurge-dev/demiurge/tools"
 	"github.com/demiurge-dev/demiurge/tools/bash/internal/coreutils"
 	"github.com/demiurge-dev/demiurge/tools/bash/vfs"
@@ -61,7 +60,9 @@ type Tool struct {
 	user      string
 	host      string
 	filesNote string
-	envs      runnerEnv // the environment of every script, read-only
+	// extra are commands beside the utilities, for tests (the Oils
+	// spec's helpers, see oils_test.go); nil in every built Tool.
+	extra map[string]coreutils.Func
 
 	infoOnce sync.Once
 	info     tools.Info // built on first use: see Info
@@ -320,6 +321,11 @@ type RunOptions struct {
 	// Run returns). Without one the script gets an empty in-memory file
 	// system, bounded by the Limits, that is dropped when Run returns.
 	FS *vfs.FS
+	// Seed makes the script's randomness ($RANDOM, $SRANDOM, shuf) a
+	// function of the call: the same script with the same Seed draws the
+	// same numbers, so a recorded call replays to the same bytes. A world
+	// passes one derived from the call's intent; 0 is a fixed default.
+	Seed uint64
 }
 
 // Result is the outcome of RunScript: the Response plus the trace of every

@@ -8,11 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/demiurge-dev/demiurge/adapters/toolcall"
 	"github.com/demiurge-dev/demiurge/effects"
 	"github.com/demiurge-dev/demiurge/examples/counter"
+	"github.com/demiurge-dev/demiurge/internal/jsonschema"
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/schema"

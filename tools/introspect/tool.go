@@ -13,8 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
+	"github.com/demiurge-dev/demiurge/internal/jsonschema"
 	"github.com/demiurge-dev/demiurge/tools"
 	"github.com/demiurge-dev/demiurge/tools/internal/manpage"
 )

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/demiurge-dev/demiurge/internal/jsonschema"
 	"github.com/demiurge-dev/demiurge/tools"
 	"github.com/demiurge-dev/demiurge/tools/internal/manpage"
 )

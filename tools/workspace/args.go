@@ -7,8 +7,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
+	"github.com/demiurge-dev/demiurge/internal/jsonschema"
 	"github.com/demiurge-dev/demiurge/tools"
 )
 

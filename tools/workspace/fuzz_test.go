@@ -20,7 +20,7 @@ func FuzzDecodeTree(f *testing.F) {
 		f.Add(b)
 		return nil
 	})
-	f.Add(emptyTreeBytes)
+	f.Add(emptyTreeBytes())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tr, err := DecodeTree(b)
 		if err != nil {

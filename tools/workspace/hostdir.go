@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/internal/readall"
 )
 
 // importer reads a host directory into tree nodes.
@@ -42,6 +43,12 @@ func ImportDir(ctx context.Context, p cas.Putter, dir, exclude string, skip func
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
 		return cas.Ref{}, Stats{}, err
+	}
+	// Listing a FIFO would wait for a writer: only a directory is read.
+	if st, err := os.Stat(real); err != nil {
+		return cas.Ref{}, Stats{}, err
+	} else if !st.IsDir() {
+		return cas.Ref{}, Stats{}, fmt.Errorf("%s is not a directory (%s): import reads a directory, whose files become the workspace's", dir, readall.Kind(st.Mode()))
 	}
 	im := &importer{ctx: ctx, put: p, root: real, skip: skip}
 	if exclude != "" {
@@ -121,7 +128,9 @@ func (im *importer) dir(host, rel string) (*Tree, error) {
 }
 
 func (im *importer) file(hp, wp string, info os.FileInfo) (*Entry, error) {
-	data, err := os.ReadFile(hp)
+	// Checked again as it is opened: a file swapped for a FIFO since the
+	// directory was listed is refused, not waited on.
+	data, err := readall.File(hp, "a file to import", readall.NoLimit)
 	if err != nil {
 		return nil, err
 	}

@@ -10,9 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/internal/jsonschema"
 	"github.com/demiurge-dev/demiurge/tools"
 )
 

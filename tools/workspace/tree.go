@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/schema"
@@ -336,14 +337,15 @@ func GetTree(ctx context.Context, g cas.Getter, ref cas.Ref) (*Tree, error) {
 	return t, nil
 }
 
-// emptyTreeBytes is the canonical node of the empty tree.
-var emptyTreeBytes = func() []byte {
+// emptyTreeBytes is the canonical node of the empty tree, encoded on
+// first use: at init it made the CBOR encoder of every start.
+var emptyTreeBytes = sync.OnceValue(func() []byte {
 	b, err := (&Tree{}).Encode()
 	if err != nil {
 		panic(err) // programmer error
 	}
 	return b
-}()
+})
 
 // EmptyRootRef is the ref of the empty tree: cas.Sum(emptyTreeBytes), written
 // out so that starting the binary hashes nothing (TestEmptyRootRef checks it).
@@ -351,5 +353,5 @@ var EmptyRootRef = cas.MustParseRef("blake3:e111d18be6ad25045cc80ddb62cce1fc0dbe
 
 // EmptyRoot stores the empty tree and returns its ref (EmptyRootRef).
 func EmptyRoot(ctx context.Context, p cas.Putter) (cas.Ref, error) {
-	return p.Put(ctx, emptyTreeBytes)
+	return p.Put(ctx, emptyTreeBytes())
 }

@@ -553,8 +553,8 @@ func TestEmptyRootRef(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(b, emptyTreeBytes) {
-		t.Fatalf("emptyTreeBytes = %x; the empty tree encodes as %x", emptyTreeBytes, b)
+	if !bytes.Equal(b, emptyTreeBytes()) {
+		t.Fatalf("emptyTreeBytes = %x; the empty tree encodes as %x", emptyTreeBytes(), b)
 	}
 	if got := cas.Sum(b); got != EmptyRootRef {
 		t.Fatalf("EmptyRootRef = %s; the empty tree's ref is %s", EmptyRootRef, got)

@@ -24,6 +24,7 @@ import (
 	"github.com/demiurge-dev/demiurge/adapters/llm"
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/effects"
+	"github.com/demiurge-dev/demiurge/internal/readall"
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/schema"
 )
@@ -80,6 +81,9 @@ type Cassette struct {
 	next int
 }
 
+// maxBundleJSON bounds bundle.json, a few lines that export writes.
+const maxBundleJSON = 1 << 20
+
 // Open reads the model answers of the session bundle in dir (see
 // replay.Export): the receipts of its llm.generate intents, in journal
 // order, with the params of their intents, and its blobs (a bundle
@@ -92,7 +96,10 @@ func Open(dir string, opts *Options) (*Cassette, error) {
 	if opts != nil {
 		c.opts = *opts
 	}
-	jb, err := os.ReadFile(filepath.Join(dir, "journal.cbor"))
+	// The bundle's files are read only when regular (a FIFO would block
+	// the read, /dev/zero never end it); the journal and blobs are as
+	// large as the session recorded.
+	jb, err := readall.File(filepath.Join(dir, "journal.cbor"), "a bundle's journal", readall.NoLimit)
 	if err != nil {
 		return nil, fmt.Errorf("cassette %s: %w (want a session bundle: demiurge export)", dir, err)
 	}
@@ -102,7 +109,7 @@ func Open(dir string, opts *Options) (*Cassette, error) {
 	if len(c.answers) == 0 {
 		return nil, fmt.Errorf("cassette %s: the recording holds no model answers", dir)
 	}
-	if mb, err := os.ReadFile(filepath.Join(dir, "bundle.json")); err == nil {
+	if mb, err := readall.File(filepath.Join(dir, "bundle.json"), "a bundle's bundle.json", maxBundleJSON); err == nil {
 		var meta struct {
 			World string `json:"world"`
 		}
@@ -115,7 +122,7 @@ func Open(dir string, opts *Options) (*Cassette, error) {
 		return nil, fmt.Errorf("cassette %s: %w", dir, err)
 	}
 	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(dir, "blobs", e.Name()))
+		b, err := readall.File(filepath.Join(dir, "blobs", e.Name()), "a bundle's blob", readall.NoLimit)
 		if err != nil {
 			return nil, fmt.Errorf("cassette %s: %w", dir, err)
 		}

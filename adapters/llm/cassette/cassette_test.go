@@ -302,7 +302,7 @@ func TestOpenErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			return dir
-		}, `^cassette DIR: read DIR/journal.cbor: is a directory`},
+		}, `^cassette DIR: DIR/journal.cbor is not a regular file \(a directory\): a bundle's journal must be a regular file`},
 		{"empty journal", func(t *testing.T) string { return writeBundle(t, nil) },
 			`^cassette DIR: the recording holds no model answers$`},
 		{"no llm.generate", func(t *testing.T) string {
@@ -358,7 +358,7 @@ func TestOpenErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			return dir
-		}, `^cassette DIR: read DIR/blobs/sub: is a directory$`},
+		}, `^cassette DIR: DIR/blobs/sub is not a regular file \(a directory\): a bundle's blob must be a regular file$`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := tc.setup(t)

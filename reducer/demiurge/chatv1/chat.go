@@ -24,10 +24,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/internal/jsonschema"
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Names in the AIR of examples/demiurge.

@@ -27,8 +27,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -195,6 +197,9 @@ type node struct {
 	// kids are a directory's entries once listed (always, without h).
 	kids   map[string]*node
 	listed bool
+	// pr and pw are a devPipe's reader and writer.
+	pr io.Reader
+	pw io.Writer
 }
 
 type device uint8
@@ -206,6 +211,8 @@ const (
 	devStdin
 	devStdout
 	devStderr
+	devPipe // a /dev/fd/N of the shell: a process substitution's end
+	devRandom
 )
 
 // FS is the sandbox's file system. Make it with New.
@@ -225,6 +232,8 @@ type FS struct {
 
 	written int64
 	created int64
+	// rndSeed numbers the openings of /dev/urandom.
+	rndSeed atomic.Uint64
 }
 
 // New returns an FS with the fixed layout, /workspace on opts.Source.
@@ -273,9 +282,13 @@ func (f *FS) tree() *node {
 	for _, d := range []struct {
 		name string
 		dev  device
-	}{{"null", devNull}, {"zero", devZero}, {"stdin", devStdin}, {"stdout", devStdout}, {"stderr", devStderr}} {
+	}{{"null", devNull}, {"zero", devZero}, {"stdin", devStdin}, {"stdout", devStdout}, {"stderr", devStderr},
+		{"random", devRandom}, {"urandom", devRandom}} {
 		dev.kids[d.name] = &node{dev: d.dev, mode: 0o666, mtime: f.srcTime, loaded: true}
 	}
+	fd := mk(0o755)
+	fd.fixed = true
+	dev.kids["fd"] = fd
 	f.root.kids["workspace"] = f.ws
 	f.root.kids["tmp"] = tmp
 	f.root.kids["dev"] = dev
@@ -491,6 +504,8 @@ func info(name string, n *node) *Info {
 	case n.dir:
 		i.mode |= fs.ModeDir
 		i.size = DirSize
+	case n.dev == devPipe:
+		i.mode |= fs.ModeNamedPipe
 	case n.dev != devNone:
 		i.mode |= fs.ModeDevice | fs.ModeCharDevice
 	default:
@@ -552,6 +567,9 @@ func (f *FS) ReadDir(ctx context.Context, p string) ([]*Info, error) {
 // caller must not change it.
 func (f *FS) ReadFile(ctx context.Context, p string) ([]byte, error) {
 	p = Abs("/", p)
+	if r, ok := f.pipeReader(p); ok {
+		return io.ReadAll(r)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.allow(OpRead, p); err != nil {
@@ -617,6 +635,9 @@ type File struct {
 	// command ends while the goroutine that copies it into the command's
 	// stdin pipe may still be reading it.
 	closed atomic.Bool
+	// rnd is /dev/urandom's generator: seeded by the FS, so that a run
+	// reads the same bytes every time.
+	rnd *rand.Rand
 }
 
 // Open opens the file at p with the flags of os.OpenFile (O_RDONLY,
@@ -670,6 +691,14 @@ func (f *FS) Open(ctx context.Context, p string, flag int, perm fs.FileMode) (*F
 	case devNone:
 	case devNull, devZero:
 		return file, nil
+	case devRandom:
+		file.rnd = rand.New(rand.NewPCG(f.rndSeed.Add(1), 0x5eed))
+		return file, nil
+	case devPipe:
+		if write && n.pw == nil || read && !write && n.pr == nil {
+			return nil, perr("open", p, ErrInvalid)
+		}
+		return file, nil
 	default:
 		return nil, perr("open", p, ErrInvalid)
 	}
@@ -701,6 +730,15 @@ func (fl *File) Read(b []byte) (int, error) {
 		clear(b)
 		return len(b), nil
 	}
+	if fl.n.dev == devPipe {
+		return fl.n.pr.Read(b)
+	}
+	if fl.n.dev == devRandom {
+		for i := range b {
+			b[i] = byte(fl.rnd.Uint32())
+		}
+		return len(b), nil
+	}
 	if fl.off >= len(fl.data) {
 		return 0, io.EOF
 	}
@@ -716,6 +754,9 @@ func (fl *File) Write(b []byte) (int, error) {
 	}
 	if !fl.write {
 		return 0, perr("write", fl.p, ErrInvalid)
+	}
+	if fl.n.dev == devPipe {
+		return fl.n.pw.Write(b)
 	}
 	if fl.n.dev != devNone {
 		return len(b), nil
@@ -1137,4 +1178,38 @@ func (f *FS) Set(ctx context.Context, rel string, e *SourceEntry) error {
 	kids[name] = n
 	f.touchDir(d)
 	return nil
+}
+
+// AttachFD makes /dev/fd/n the shell's descriptor n: reads come from r,
+// writes go to w (either may be nil). The shell attaches the ends of its
+// process substitutions, so that a utility given <(...)'s path reads it.
+// detach removes it.
+func (f *FS) AttachFD(n int, r io.Reader, w io.Writer) (detach func()) {
+	name := strconv.Itoa(n)
+	f.mu.Lock()
+	dir := f.tree().kids["dev"].kids["fd"]
+	node := &node{dev: devPipe, mode: 0o600, mtime: f.stamp(), loaded: true, pr: r, pw: w}
+	dir.kids[name] = node
+	f.mu.Unlock()
+	return func() {
+		f.mu.Lock()
+		if dir.kids[name] == node {
+			delete(dir.kids, name)
+		}
+		f.mu.Unlock()
+	}
+}
+
+// pipeReader returns the reader of an attached /dev/fd/N.
+func (f *FS) pipeReader(p string) (io.Reader, bool) {
+	if !strings.HasPrefix(p, "/dev/fd/") {
+		return nil, false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n, err := f.walk(context.Background(), p)
+	if err != nil || n.dev != devPipe || n.pr == nil {
+		return nil, false
+	}
+	return n.pr, true
 }

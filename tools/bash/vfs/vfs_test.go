@@ -112,7 +112,7 @@ func TestLayout(t *testing.T) {
 	if got, want := names(t, f, "/"), []string{"dev/", "tmp/", "workspace/"}; !slices.Equal(got, want) {
 		t.Errorf("/ = %v; want %v", got, want)
 	}
-	if got, want := names(t, f, "/dev"), []string{"null", "stderr", "stdin", "stdout", "zero"}; !slices.Equal(got, want) {
+	if got, want := names(t, f, "/dev"), []string{"fd/", "null", "random", "stderr", "stdin", "stdout", "urandom", "zero"}; !slices.Equal(got, want) {
 		t.Errorf("/dev = %v; want %v", got, want)
 	}
 	ctx := t.Context()

@@ -52,6 +52,10 @@ type Config struct {
 	// fails instead of exhausting memory.
 	MaxStringBytes int
 	MaxArrayElems  int
+	// Hold, if set, is told the bytes a new array element holds (its key
+	// and value, and an overhead); an error stops the program with it
+	// (the script's memory budget).
+	Hold func(n int64) error
 }
 
 // RuntimeError is an error that stopped a program while it ran.
@@ -246,8 +250,15 @@ func (in *interp) checkLen(n int) {
 
 // setElem stores an array element, within the bound on elements.
 func (in *interp) setElem(a *array, k string, v value) {
-	if _, ok := a.idx[k]; !ok && a.len() >= in.cfg.MaxArrayElems {
-		in.fail("array of more than %d elements exceeds the limit", in.cfg.MaxArrayElems)
+	if _, ok := a.idx[k]; !ok {
+		if a.len() >= in.cfg.MaxArrayElems {
+			in.fail("array of more than %d elements exceeds the limit", in.cfg.MaxArrayElems)
+		}
+		if in.cfg.Hold != nil {
+			if err := in.cfg.Hold(int64(len(k)+len(v.s)) + 64); err != nil {
+				panic(&RuntimeError{Msg: err.Error()})
+			}
+		}
 	}
 	a.set(k, v)
 }

@@ -173,6 +173,7 @@ func awkCmd(c *cmd, args []string) (status int) {
 		FS:      fs,
 		Environ: c.environ(),
 		Now:     c.env.Now,
+		Hold:    c.hold,
 	}
 	if c.env.FS != nil {
 		cfg.Open = func(name string) (io.Reader, error) {

@@ -8,7 +8,9 @@
 // file system (Env.FS nil) file operands other than "-" are refused with
 // "<cmd>: <file>: filesystem access disabled". Commands check ctx while
 // they work, and stop with exit status 1 once it is done; they never panic
-// on input.
+// on input. "<cmd> --version" and "<cmd> --help" answer as scripts probe
+// them (the usages are one table, help.go; the bash tool's "help <cmd>"
+// prints the same).
 package coreutils
 
 import (
@@ -23,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/demiurge-dev/demiurge/tools/bash/internal/budget"
 	"github.com/demiurge-dev/demiurge/tools/bash/vfs"
 )
 
@@ -66,6 +69,9 @@ type Env struct {
 	Random io.Reader
 	// User and Host are what whoami and hostname print.
 	User, Host string
+	// Budget is the script's memory budget: a command charges what it
+	// buffers (package budget); nil is unlimited.
+	Budget *budget.Budget
 }
 
 // Func is a command: it runs args (without the command name) and returns
@@ -165,7 +171,8 @@ func init() {
 const utilitiesVersion = "1.0"
 
 // Lookup returns the command called name. "<name> --version" (the one
-// argument) prints the utility's name and version, as scripts probe it.
+// argument) prints the utility's name and version, as scripts probe it;
+// "<name> --help" its usage (see Usage).
 func Lookup(name string) (Func, bool) {
 	f, ok := commands[name]
 	if !ok {
@@ -177,6 +184,12 @@ func Lookup(name string) (Func, bool) {
 			// syntax, which the sandbox's utilities follow.
 			fmt.Fprintf(env.Stdout, "%s (GNU-compatible, demiurge sandbox) %s\n", name, utilitiesVersion)
 			return 0
+		}
+		if len(args) == 1 && args[0] == "--help" {
+			if u, ok := Usage(name); ok {
+				io.WriteString(env.Stdout, u)
+				return 0
+			}
 		}
 		if env.MaxOutputBytes <= 0 {
 			c := newCmd(ctx, name, env)
@@ -327,6 +340,9 @@ type cmd struct {
 	in       io.Reader
 	outLimit *limitedWriter // nil: no output bound
 	failed   int            // the least status done returns (an unreadable input)
+	// mem is what the command holds of the script's memory budget
+	// (Env.Budget), released when it ends.
+	mem *budget.Meter
 }
 
 var writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4096) }}
@@ -343,6 +359,7 @@ func newCmd(ctx context.Context, name string, env *Env) *cmd {
 		out:    writers.Get().(*bufio.Writer),
 		stdout: pipeWriter{w: env.Stdout},
 		in:     &limitedReader{r: env.Stdin, n: n},
+		mem:    env.Budget.NewMeter(),
 	}
 	c.out.Reset(&c.stdout)
 	return c
@@ -350,6 +367,7 @@ func newCmd(ctx context.Context, name string, env *Env) *cmd {
 
 // release flushes stdout and returns the buffer to the pool.
 func (c *cmd) release() {
+	c.mem.Close()
 	c.out.Flush()
 	c.out.Reset(nil)
 	writers.Put(c.out)
@@ -372,6 +390,10 @@ func (c *cmd) errf(status int, format string, args ...any) int {
 
 // readErr reports a failed read of stdin and returns its exit status.
 func (c *cmd) readErr(err error) int {
+	var be *budget.ExceededError
+	if errors.As(err, &be) {
+		return c.errf(1, "%v", be)
+	}
 	if errors.Is(err, errInputTooLarge) {
 		return c.errf(1, "input exceeds %d bytes", c.env.MaxInputBytes)
 	}
@@ -393,9 +415,33 @@ func (c *cmd) done(status int) int {
 	return max(status, c.failed)
 }
 
-// readAll reads stdin whole, within MaxInputBytes.
+// readAll reads stdin whole, within MaxInputBytes and the memory
+// budget (the data is held until the command ends).
 func (c *cmd) readAll() ([]byte, error) {
-	return io.ReadAll(c.in)
+	b := make([]byte, 0, 512)
+	for {
+		if len(b) == cap(b) {
+			if err := c.hold(int64(cap(b))); err != nil {
+				return b, err
+			}
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := c.in.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+	}
+}
+
+// hold charges n more bytes the command holds to the script's memory
+// budget (Env.Budget); past the budget it fails with a
+// *budget.ExceededError (readErr reports it), and the script stops.
+func (c *cmd) hold(n int64) error {
+	return c.mem.Grow(n)
 }
 
 // eachLine calls f with every line of stdin, without its newline; last is
@@ -429,7 +475,12 @@ func (c *cmd) lines() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return splitLines(string(data)), nil
+	lines := splitLines(string(data))
+	// the line headers; their bytes are data's
+	if err := c.hold(int64(len(lines)) * 16); err != nil {
+		return nil, err
+	}
+	return lines, nil
 }
 
 // splitLines splits s into lines without their newlines; a final line

@@ -4,6 +4,7 @@ import (
 	"context"
 	"github.com/demiurge-dev/demiurge/tools/bash/vfs"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -465,5 +466,26 @@ func TestVersionProbe(t *testing.T) {
 		if status != 0 || !strings.HasPrefix(out, name+" (GNU-compatible") {
 			t.Errorf("%s --version: %q, status %d", name, out, status)
 		}
+	}
+}
+
+// TestHelpProbe: "<utility> --help" prints a usage for every utility, from
+// one table that names every utility and nothing else.
+func TestHelpProbe(t *testing.T) {
+	names := Names()
+	for _, name := range names {
+		out, errOut, status := runCmd(t, t.Context(), name, []string{"--help"}, "", nil)
+		if status != 0 || !strings.HasPrefix(out, "Usage: "+name+" ") || errOut != "" || strings.Count(out, "\n") != 3 {
+			t.Errorf("%s --help: %q %q, status %d", name, out, errOut, status)
+		}
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(usages, "\n"), "\n") {
+		name, rest, _ := strings.Cut(line, "\t")
+		if !slices.Contains(names, name) || strings.Count(rest, "\t") != 1 {
+			t.Errorf("usages: %q is not a utility's line", line)
+		}
+	}
+	if _, ok := Usage("nope"); ok {
+		t.Error("a usage for nope")
 	}
 }

@@ -129,7 +129,10 @@ func diffCmd(c *cmd, args []string) int {
 	if len(b) > 0 && aNoNL != bNoNL {
 		kb[len(b)-1] += "\x00nonl-b"
 	}
-	ops := myers(ka, kb)
+	ops, err := myers(ka, kb, c.hold)
+	if err != nil {
+		return c.errf(2, "%v", err)
+	}
 	same := true
 	for _, op := range ops {
 		if op.kind != ' ' {
@@ -279,7 +282,7 @@ type diffOp struct {
 
 // myers computes a shortest edit script from a to b (Myers' O((N+M)D)
 // algorithm), deletions before insertions within a change.
-func myers(a, b []string) []diffOp {
+func myers(a, b []string, hold func(int64) error) ([]diffOp, error) {
 	n, m := len(a), len(b)
 	limit := n + m
 	v := make([]int, 2*limit+2)
@@ -287,6 +290,10 @@ func myers(a, b []string) []diffOp {
 	off := limit + 1
 outer:
 	for d := 0; d <= limit; d++ {
+		// the trace grows by a copy of v each round: O((N+M)·D)
+		if err := hold(int64(len(v)) * 8); err != nil {
+			return nil, err
+		}
 		snapshot := make([]int, len(v))
 		copy(snapshot, v)
 		trace = append(trace, snapshot)
@@ -373,7 +380,7 @@ outer:
 		}
 		i = j
 	}
-	return ops
+	return ops, nil
 }
 
 // hunk is a unified hunk: ops[from:to], covering a[a0:a1] and b[b0:b1].

@@ -32,13 +32,19 @@ func headTailArgs(c *cmd, args []string) (files []string, n int64, sign byte, by
 			fixed = append(fixed, a)
 		}
 	}
+	// --lines N and --bytes N, as GNU takes them besides --lines=N
+	fixed = joinLongValues(fixed, "--lines", "--bytes")
 	rest, st, ok := c.flags(fixed, "nc", 1, func(f, v string) error {
 		switch f {
 		case "-n", "--lines", "-c", "--bytes":
 			var good bool
 			n, sign, good = countArg(v)
 			if !good {
-				return fmt.Errorf("invalid number of lines: '%s'", v)
+				what := "lines"
+				if f == "-c" || f == "--bytes" {
+					what = "bytes"
+				}
+				return fmt.Errorf("invalid number of %s: '%s'", what, v)
 			}
 			bytes = f == "-c" || f == "--bytes"
 		case "-q", "--quiet", "--silent":

@@ -288,7 +288,14 @@ func runJQ(c *cmd, o *jqOpts, files []jqFile) int {
 	}
 	var last any
 	outputs := 0
-	ctx, stopWatch := watchHeap(c.ctx, jqHeapBound)
+	bound := jqHeapBound
+	if b := c.env.Budget; b != nil {
+		// no more than what is left of the script's budget
+		if left := b.Limit() - b.Used(); left < int64(bound) {
+			bound = uint64(max(left, 1<<20))
+		}
+	}
+	ctx, stopWatch := watchHeap(c.ctx, bound)
 	defer stopWatch()
 	runOne := func(v any) int {
 		iter := code.RunWithContext(ctx, v, o.varValues...)
@@ -313,7 +320,11 @@ func runJQ(c *cmd, o *jqOpts, files []jqFile) int {
 					return he.ExitCode() + 1000 // marker: halt
 				}
 				if errors.Is(context.Cause(ctx), errHeapBound) {
-					return c.errf(5, "error: the filter grew the heap past %d MiB (a collection too large for the sandbox?)", jqHeapBound>>20)
+					if b := c.env.Budget; b != nil && bound < jqHeapBound {
+						// charged past the budget: the script stops there
+						b.Charge(b.Limit())
+					}
+					return c.errf(5, "error: the filter grew the heap past %d MiB (a collection too large for the sandbox?)", bound>>20)
 				}
 				if c.stopped() {
 					return c.errf(5, "interrupted")

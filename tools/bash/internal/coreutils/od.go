@@ -188,6 +188,16 @@ func odCmd(c *cmd, args []string) int {
 		}
 		return fmt.Sprintf("%07o", n)
 	}
+	// GNU od pads the fields of the narrower types so that every type's
+	// columns line up: pads[i] blanks are spread over type i's fields
+	maxLine := 0
+	for _, t := range types {
+		maxLine = max(maxLine, width/t.size*t.width())
+	}
+	pads := make([]int, len(types))
+	for i, t := range types {
+		pads[i] = maxLine - width/t.size*t.width()
+	}
 	var prev string
 	starred := false
 	for off := 0; off < len(data); off += width {
@@ -196,8 +206,8 @@ func odCmd(c *cmd, args []string) int {
 		}
 		chunk := data[off:min(off+width, len(data))]
 		var lines []string
-		for _, t := range types {
-			lines = append(lines, odLine(t, chunk))
+		for i, t := range types {
+			lines = append(lines, odLine(t, chunk, width/t.size, pads[i]))
 		}
 		text := strings.Join(lines, "\n")
 		if !all && text == prev && len(chunk) == width {
@@ -224,11 +234,18 @@ func odCmd(c *cmd, args []string) int {
 	return c.done(0)
 }
 
-// odLine formats one line's bytes as type t.
-func odLine(t odType, chunk []byte) string {
+// odLine formats one line's bytes as type t: a line has fields items,
+// over which pad blanks are spread as GNU od's print functions do.
+func odLine(t odType, chunk []byte, fields, pad int) string {
 	var b strings.Builder
 	w := t.width()
-	for i := 0; i < len(chunk); i += t.size {
+	remaining := pad
+	for i, field := 0, fields; i < len(chunk); i, field = i+t.size, field-1 {
+		extra := 0
+		if field > 0 {
+			next := pad * (field - 1) / fields
+			extra, remaining = remaining-next, next
+		}
 		item := make([]byte, 8)
 		copy(item, chunk[i:min(i+t.size, len(chunk))])
 		var s string
@@ -294,7 +311,7 @@ func odLine(t odType, chunk []byte) string {
 				}
 			}
 		}
-		b.WriteString(fmt.Sprintf("%*s", w, s))
+		b.WriteString(fmt.Sprintf("%*s", w+extra, s))
 	}
 	return b.String()
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/demiurge-dev/demiurge/tools/bash/internal/budget"
 )
 
 // sedCmd implements sed [-n] [-E|-r] [-s] [-z] [-i[SUFFIX]] [-e SCRIPT]...
@@ -89,7 +91,10 @@ func sedCmd(c *cmd, args []string) int {
 	if nulData {
 		delim = 0
 	}
-	r := &sedRun{c: c, prog: prog, quiet: quiet, delim: delim, wfiles: map[string]*strings.Builder{}}
+	r := &sedRun{c: c, prog: prog, quiet: quiet, delim: delim, wfiles: map[string]*strings.Builder{}, space: c.env.Budget.NewMeter(),
+		linesMem: c.env.Budget.NewMeter()}
+	defer r.space.Close()
+	defer r.linesMem.Close()
 	if inPlace {
 		if len(files) == 0 {
 			return c.errf(1, "no input files")
@@ -679,13 +684,18 @@ type sedRun struct {
 	wfiles map[string]*strings.Builder
 	worder []string
 
-	out      interface{ WriteString(string) (int, error) }
-	lines    []string
-	noNL     bool // the input's last line has no delimiter
-	next     int  // index of the next line to read
-	n        int  // current line number
-	lastRE   *regexp.Regexp
-	hold     string
+	out    interface{ WriteString(string) (int, error) }
+	lines  []string
+	noNL   bool // the input's last line has no delimiter
+	next   int  // index of the next line to read
+	n      int  // current line number
+	lastRE *regexp.Regexp
+	hold   string
+	// space is what the pattern and hold spaces hold of the memory
+	// budget, past a megabyte; linesMem what the input's lines do.
+	space, linesMem *budget.Meter
+	// aborted: the input could not be split (budget, interruption).
+	aborted  bool
 	appended []string
 }
 
@@ -697,7 +707,29 @@ func (r *sedRun) reset(data string, out interface{ WriteString(string) (int, err
 	if data == "" {
 		r.lines = nil
 	} else {
-		r.lines = strings.Split(strings.TrimSuffix(data, d), d)
+		data = strings.TrimSuffix(data, d)
+		// the lines' headers are held against the memory budget; the
+		// split checks that the script goes on
+		n := strings.Count(data, d) + 1
+		if r.linesMem.Set(int64(n)*16) != nil || r.c.stopped() {
+			r.lines, r.next, r.n = nil, 0, 0
+			r.aborted = true
+			return
+		}
+		r.lines = make([]string, 0, n)
+		for i := 0; ; i++ {
+			if i&65535 == 65535 && r.c.stopped() {
+				r.aborted = true
+				break
+			}
+			j := strings.Index(data, d)
+			if j < 0 {
+				r.lines = append(r.lines, data)
+				break
+			}
+			r.lines = append(r.lines, data[:j])
+			data = data[j+len(d):]
+		}
 	}
 	r.next, r.n = 0, 0
 	r.hold = ""
@@ -853,6 +885,12 @@ func (r *sedRun) selects(cmd *sedCommand, ps string) bool {
 // run runs the program over the input; code is the exit status (-1
 // interrupted) and quit whether a q or Q ended it.
 func (r *sedRun) run() (code int, quit bool) {
+	if r.aborted {
+		if r.c.stopped() {
+			return sedInterrupted, true
+		}
+		return sedTooLarge, true
+	}
 	steps := 0
 	for !r.last() {
 		if r.n&1023 == 1023 && r.c.stopped() {
@@ -871,11 +909,17 @@ func (r *sedRun) run() (code int, quit bool) {
 			for pc < len(r.prog) {
 				// A branch can loop on one line forever (":a;ba"), and a
 				// loop of s or G can grow the pattern space without end.
-				if steps++; steps&4095 == 0 && r.c.stopped() {
+				if steps++; steps&63 == 0 && r.c.stopped() {
 					return sedInterrupted, true
 				}
 				if len(ps)+len(r.hold) > maxSedSpace {
 					return sedTooLarge, true
+				}
+				if size := len(ps) + len(r.hold); size > 1<<20 && size > int(r.space.Held()) {
+					// a big pattern space: held against the memory budget
+					if r.space.Set(int64(size)*2) != nil {
+						return sedTooLarge, true
+					}
 				}
 				cmd := r.prog[pc]
 				pc++

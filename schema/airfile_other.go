@@ -1,9 +1,0 @@
-//go:build !unix
-
-package schema
-
-import "os"
-
-// openNoBlock opens path for reading; outside unix there are no FIFOs in
-// the file system to wait on.
-func openNoBlock(path string) (*os.File, error) { return os.Open(path) }

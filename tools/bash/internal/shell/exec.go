@@ -1,0 +1,828 @@
+package shell
+
+import (
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+var parsers = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }}
+
+// syntaxErr is a parse error in bash's words.
+func syntaxMessage(err error) string {
+	msg := err.Error()
+	var pe syntax.ParseError
+	if errors.As(err, &pe) {
+		msg = pe.Text
+	}
+	return "syntax error: " + msg
+}
+
+// condParseError reports whether a parse error is one of [[ ]]'s.
+func condParseError(err error) bool {
+	var pe syntax.ParseError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	m := pe.Text
+	if strings.Contains(m, "test operator") || strings.Contains(m, "[[") || strings.Contains(m, "=~") {
+		return true
+	}
+	// "`-f` must be followed by a word"
+	return strings.HasPrefix(m, "`-") && strings.HasSuffix(m, "` must be followed by a word")
+}
+
+// parseLine returns the line of a parse error.
+func parseLine(err error) int {
+	var pe syntax.ParseError
+	if errors.As(err, &pe) {
+		return int(pe.Pos.Line())
+	}
+	return 0
+}
+
+// runMain runs the script's shell: the script a line at a time, then
+// the EXIT trap.
+func (sh *shell) runMain(text, name string) (status int) {
+	defer func() {
+		if p := recover(); p != nil {
+			switch p := p.(type) {
+			case stopPanic:
+				status = 1
+			case fatalPanic:
+				status = p.status
+			case pipePanic:
+				status = 141
+			default:
+				sh.r.stop(fmt.Errorf("internal error: %v\n%s", p, debug.Stack()))
+				status = 1
+			}
+		}
+	}()
+	if sh.r.lim.MaxScriptBytes > 0 && len(text) > sh.r.lim.MaxScriptBytes {
+		sh.errorf("script exceeds %d bytes", sh.r.lim.MaxScriptBytes)
+		return 2
+	}
+	if sh.dashC {
+		sh.setString("BASH_EXECUTION_STRING", text, false)
+	}
+	sh.runSource(&source{name: name, text: text}, true)
+	return sh.exit()
+}
+
+// exit runs the EXIT trap and returns the shell's exit status.
+func (sh *shell) exit() int {
+	status := sh.status
+	if t, ok := sh.traps["EXIT"]; ok && t != "" {
+		delete(sh.traps, "EXIT")
+		sh.flow = flowNone
+		sh.runTrap(t, "EXIT")
+		if sh.flow == flowExit {
+			status = sh.status
+		}
+		sh.flow = flowNone
+	}
+	return status
+}
+
+// runSource parses and runs text a line at a time, as bash runs a -c
+// string, a sourced file or eval's argument: a syntax error ends it with
+// status 2 after the lines before it ran. At the top level of a shell,
+// an error that ends a command (fatalPanic) goes on with the next line.
+func (sh *shell) runSource(src *source, top bool) int {
+	text := src.text
+	if !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	prev := sh.src
+	sh.src = src
+	defer func() { sh.src = prev }()
+	repairs := 0
+	for {
+		restart, status := sh.runText(text, top, &repairs)
+		if restart == "" {
+			return status
+		}
+		text = restart
+		sh.src = &source{name: src.name, text: text}
+	}
+}
+
+// runText runs text a line at a time. When a parse error can be repaired
+// (see repairText), it returns the repaired rest of the text to run (the
+// lines already run blanked, so that line numbers stay).
+func (sh *shell) runText(text string, top bool, repairs *int) (restart string, status int) {
+	p := parsers.Get().(*syntax.Parser)
+	defer parsers.Put(p)
+	done := 0 // the offset up to which statements ran
+	for stmts, err := range p.InteractiveSeq(strings.NewReader(text)) {
+		if err != nil {
+			if *repairs < maxRepairs {
+				*repairs++
+				if off, ok := errOffset(text, err); ok {
+					if nl := strings.IndexByte(text[off:], '\n'); nl >= 0 {
+						off += nl
+					} else {
+						off = len(text)
+					}
+					if fixed, ok := sh.aliasRepair(text, done, off); ok {
+						return blankLines(text[:done]) + fixed[done:], 0
+					}
+				}
+				rest := blankLines(text[:done]) + text[done:]
+				if fixed, ok := repairText(rest, err); ok {
+					return fixed, 0
+				}
+			}
+			if line := parseLine(err); line > 0 {
+				sh.line = line
+			}
+			sh.errorf("%s", syntaxMessage(err))
+			if !condParseError(err) {
+				// (bash's parse errors in [[ ]] leave $? as it was)
+				sh.status = 2
+			}
+			sh.syntaxError = true
+			if top && !sh.child {
+				sh.flow = flowExit
+			}
+			return "", 2
+		}
+		if len(stmts) == 0 || p.Incomplete() {
+			// (a line that ends inside a command: its complete
+			// commands run with the rest, as bash reads a whole list)
+			continue
+		}
+		if end := int(stmts[len(stmts)-1].End().Offset()); end > done {
+			done = min(end, len(text))
+		}
+		if sh.shopt.expandAliases && len(sh.aliases.m) > 0 {
+			stmts = sh.expandAliases(stmts, text)
+		}
+		if !sh.checkDepth(stmts) {
+			return "", sh.status
+		}
+		if top {
+			sh.runTop(stmts)
+		} else {
+			sh.stmts(stmts)
+		}
+		if sh.flow != flowNone {
+			break
+		}
+	}
+	return "", sh.status
+}
+
+// blankLines replaces text by as many newlines, keeping line numbers.
+func blankLines(text string) string {
+	return strings.Repeat("\n", strings.Count(text, "\n"))
+}
+
+// checkDepth refuses syntax nested deeper than the limit.
+func (sh *shell) checkDepth(stmts []*syntax.Stmt) bool {
+	max := sh.r.lim.MaxASTDepth
+	if max <= 0 {
+		return true
+	}
+	ok := true
+	for _, st := range stmts {
+		depth := 0
+		syntax.Walk(st, func(n syntax.Node) bool {
+			if !ok {
+				return false
+			}
+			if n == nil {
+				depth--
+				return true
+			}
+			depth++
+			if depth > max {
+				ok = false
+				return false
+			}
+			return true
+		})
+	}
+	if !ok {
+		sh.r.stop(&RejectedError{Msg: fmt.Sprintf("script nesting too deep (more than %d levels)", max)})
+		panic(stopPanic{})
+	}
+	return ok
+}
+
+// runTop runs the commands of one line at the top level: an error that
+// ends a command ends the line, with status 1, and the shell goes on.
+func (sh *shell) runTop(stmts []*syntax.Stmt) {
+	defer func() {
+		if p := recover(); p != nil {
+			fp, ok := p.(fatalPanic)
+			if !ok {
+				panic(p)
+			}
+			sh.status = fp.status
+			sh.cleanupPsubs(0)
+			if fp.exit || sh.level > 0 || sh.opts.errexit && fp.status != 0 {
+				sh.flow = flowExit
+			}
+		}
+	}()
+	sh.stmts(stmts)
+}
+
+// stmts runs a list of statements; it stops early when control flow
+// (break, continue, return, exit) is pending.
+func (sh *shell) stmts(list []*syntax.Stmt) int {
+	for _, st := range list {
+		sh.stmt(st)
+		if sh.flow != flowNone {
+			break
+		}
+	}
+	return sh.status
+}
+
+// stmt runs one statement and sets $?.
+func (sh *shell) stmt(st *syntax.Stmt) {
+	sh.check()
+	if st.Cmd == nil && len(st.Redirs) == 0 || sh.opts.noexec {
+		// (set -n: commands are read, not run)
+		return
+	}
+	mark := len(sh.psubList)
+	if st.Background || st.Coprocess || st.Disown {
+		sh.background(st)
+		sh.cleanupPsubs(mark)
+		return
+	}
+	if st.Negated {
+		sh.noErrexit++
+		sh.command(st)
+		sh.noErrexit--
+		if sh.flow == flowNone || sh.flow == flowExit && false {
+			sh.status = b2status(sh.status == 0)
+		}
+		sh.cleanupPsubs(mark)
+		sh.takeSignals()
+		return
+	}
+	sh.command(st)
+	sh.cleanupPsubs(mark)
+	sh.takeSignals()
+}
+
+func b2status(fail bool) int {
+	if fail {
+		return 1
+	}
+	return 0
+}
+
+// command runs the command of a statement with its redirections.
+func (sh *shell) command(st *syntax.Stmt) {
+	if ln := int(st.Pos().Line()); ln > 0 && !sh.trapKeepsLine() {
+		sh.line = ln
+	}
+	switch c := st.Cmd.(type) {
+	case *syntax.CallExpr:
+		sh.status = sh.call(c, st.Redirs)
+		sh.pipestatus = append(sh.pipestatus[:0:0], sh.status)
+		sh.afterSimple()
+		return
+	case nil:
+		// redirections alone: performed in a subshell-like scope
+		sh.countCommand()
+		restore, ok := sh.redirect(st.Redirs, false)
+		if ok {
+			restore()
+			sh.status = 0
+		} else {
+			sh.status = 1
+		}
+		return
+	}
+	restore, ok := sh.redirect(st.Redirs, false)
+	if !ok {
+		sh.status = 1
+		if _, sub := st.Cmd.(*syntax.Subshell); sub {
+			sh.afterSimple()
+		} else if sh.opts.errexit && sh.noErrexit == 0 {
+			// a failed redirection of a compound command trips errexit
+			// (bash 5.2), without the ERR trap
+			sh.flow = flowExit
+		}
+		return
+	}
+	defer restore()
+	switch c := st.Cmd.(type) {
+	case *syntax.Block:
+		sh.stmts(c.Stmts)
+	case *syntax.Subshell:
+		sh.status = sh.subshell(c.Stmts)
+		sh.pipestatus = []int{sh.status}
+		sh.afterSimple()
+	case *syntax.BinaryCmd:
+		sh.binary(c)
+	case *syntax.IfClause:
+		sh.ifClause(c)
+	case *syntax.WhileClause:
+		sh.whileClause(c)
+	case *syntax.ForClause:
+		sh.forClause(c)
+	case *syntax.CaseClause:
+		sh.caseClause(c)
+	case *syntax.FuncDecl:
+		sh.funcDecl(c)
+	case *syntax.ArithmCmd:
+		if !sh.debugTrap("((" + sh.arithTextOf(c.X) + "))") {
+			return
+		}
+		sh.xtrace("((" + sh.arithTextOf(c.X) + "))")
+		n, err := sh.arithExpr(c.X)
+		if err != nil {
+			sh.errorf("((: %s", err.Error())
+			sh.status = 1
+		} else {
+			sh.status = b2status(n == 0)
+		}
+		sh.pipestatus = []int{sh.status}
+		sh.afterSimple()
+	case *syntax.TestClause:
+		if !sh.debugTrap("[[ ... ]]") {
+			return
+		}
+		sh.status = sh.testClause(c)
+		sh.pipestatus = []int{sh.status}
+		sh.afterSimple()
+	case *syntax.DeclClause:
+		sh.status = sh.declClause(c)
+		sh.pipestatus = []int{sh.status}
+		sh.afterSimple()
+	case *syntax.LetClause:
+		sh.countCommand()
+		sh.status = sh.letClause(c)
+		sh.afterSimple()
+	case *syntax.TimeClause:
+		sh.timeClause(c)
+	case *syntax.CoprocClause:
+		sh.errorf("coproc: coprocesses are not supported in the sandbox")
+		sh.status = 2
+	case *syntax.TestDecl:
+		sh.errorf("@test: not supported")
+		sh.status = 2
+	default:
+		sh.errorf("unsupported command %T", c)
+		sh.status = 2
+	}
+}
+
+// trapKeepsLine reports whether $LINENO stays the line of the command a
+// trap interrupted: in DEBUG, ERR and RETURN traps. The handlers of EXIT
+// and of signals count their own lines, from 1.
+func (sh *shell) trapKeepsLine() bool {
+	switch sh.inTrap {
+	case "DEBUG", "ERR", "RETURN":
+		return true
+	}
+	return false
+}
+
+// setLine sets $LINENO to a position's line (not inside a DEBUG, ERR or
+// RETURN trap, which keeps the line of the command it interrupted).
+func (sh *shell) setLine(p syntax.Pos) {
+	if ln := int(p.Line()); ln > 0 && !sh.trapKeepsLine() {
+		sh.line = ln
+	}
+}
+
+// arithTextOf is the text of an expression, for xtrace.
+func (sh *shell) arithTextOf(x syntax.ArithmExpr) string {
+	var b strings.Builder
+	syntax.NewPrinter().Print(&b, x)
+	return b.String()
+}
+
+// afterSimple applies set -e and the ERR trap after a command that can
+// fail on its own (a simple command, a subshell, a pipeline, [[ ]],
+// (( ))): compound commands fail only through their parts.
+func (sh *shell) afterSimple() {
+	if sh.status == 0 || sh.flow != flowNone {
+		return
+	}
+	sh.failed()
+}
+
+// failed reacts to a failed command: the ERR trap, then errexit, unless
+// in a condition.
+func (sh *shell) failed() {
+	if sh.noErrexit > 0 {
+		return
+	}
+	if t, ok := sh.traps["ERR"]; ok && t != "" && !sh.errTrapping && (sh.funcDepth == 0 || sh.opts.errtrace) {
+		status := sh.status
+		sh.errTrapping = true
+		sh.runTrap(t, "ERR")
+		sh.errTrapping = false
+		if sh.flow == flowNone {
+			sh.status = status
+		}
+	}
+	if sh.opts.errexit && sh.flow == flowNone {
+		sh.flow = flowExit
+	}
+}
+
+// countCommand counts a command against the limit.
+func (sh *shell) countCommand() {
+	if max := sh.r.lim.MaxCommands; max > 0 && sh.r.commands.Add(1) > max {
+		sh.r.limit("maximum command count exceeded (%d)", max)
+	}
+}
+
+// binary runs &&, || and pipelines.
+func (sh *shell) binary(c *syntax.BinaryCmd) {
+	switch c.Op {
+	case syntax.AndStmt, syntax.OrStmt:
+		sh.noErrexit++
+		sh.condDepth++
+		sh.stmt(c.X)
+		sh.noErrexit--
+		sh.condDepth--
+		if sh.flow != flowNone {
+			return
+		}
+		if (sh.status == 0) == (c.Op == syntax.AndStmt) {
+			sh.stmt(c.Y)
+		}
+	case syntax.Pipe, syntax.PipeAll:
+		sh.pipeline(c)
+	}
+}
+
+// ifClause runs if/elif/else.
+func (sh *shell) ifClause(c *syntax.IfClause) {
+	for c != nil {
+		if len(c.Cond) == 0 && c.ThenPos == (syntax.Pos{}) {
+			// else
+			sh.stmts(c.Then)
+			return
+		}
+		sh.noErrexit++
+		sh.condDepth++
+		sh.stmts(c.Cond)
+		sh.noErrexit--
+		sh.condDepth--
+		if sh.flow != flowNone {
+			return
+		}
+		if sh.status == 0 {
+			sh.stmts(c.Then)
+			return
+		}
+		c = c.Else
+	}
+	sh.status = 0
+}
+
+// loopTick counts an iteration of a loop against the limits.
+func (sh *shell) loopTick(n *int64) {
+	sh.check()
+	*n++
+	if max := sh.r.lim.MaxLoopIterations; max > 0 && *n > max {
+		sh.r.limit("maximum loop iterations exceeded (%d)", max)
+	}
+	if max := sh.r.lim.MaxTotalLoopIterations; max > 0 && sh.r.iterations.Add(1) > max {
+		sh.r.limit("maximum total loop iterations exceeded (%d)", max)
+	}
+}
+
+// loopFlow handles break and continue at the end of an iteration: it
+// reports whether the loop stops.
+func (sh *shell) loopFlow() (stop bool) {
+	switch sh.flow {
+	case flowBreak:
+		sh.flowN--
+		if sh.flowN <= 0 {
+			sh.flow = flowNone
+		}
+		return true
+	case flowContinue:
+		sh.flowN--
+		if sh.flowN <= 0 {
+			sh.flow = flowNone
+			return false
+		}
+		return true
+	case flowNone:
+		return false
+	}
+	return true
+}
+
+func (sh *shell) whileClause(c *syntax.WhileClause) {
+	sh.loopDepth++
+	defer func() { sh.loopDepth-- }()
+	var iters int64
+	status := 0
+	for {
+		sh.loopTick(&iters)
+		sh.noErrexit++
+		sh.condDepth++
+		sh.stmts(c.Cond)
+		sh.noErrexit--
+		sh.condDepth--
+		if sh.flow != flowNone {
+			if sh.loopFlow() {
+				break
+			}
+			continue
+		}
+		if (sh.status == 0) == c.Until {
+			break
+		}
+		sh.stmts(c.Do)
+		status = sh.status
+		if sh.loopFlow() {
+			status = sh.status
+			break
+		}
+	}
+	sh.status = status
+}
+
+func (sh *shell) forClause(c *syntax.ForClause) {
+	sh.loopDepth++
+	defer func() { sh.loopDepth-- }()
+	var iters int64
+	switch loop := c.Loop.(type) {
+	case *syntax.WordIter:
+		var items []string
+		if loop.InPos.IsValid() {
+			items = sh.expandFields(loop.Items)
+		} else {
+			items = append([]string(nil), sh.positional()...)
+		}
+		name := loop.Name.Value
+		if !validName(name) {
+			sh.errorf("`%s': not a valid identifier", name)
+			sh.status = 1
+			return
+		}
+		if c.Select {
+			sh.selectLoop(name, items, c.Do)
+			return
+		}
+		sh.status = 0
+		for _, it := range items {
+			sh.loopTick(&iters)
+			sh.setLine(c.Pos())
+			if !sh.debugTrap("for " + name) {
+				return
+			}
+			if sh.opts.xtrace {
+				parts := make([]string, len(items))
+				for i, x := range items {
+					parts[i] = xtraceQuote(x)
+				}
+				sh.xtraceLine("for " + name + " in " + strings.Join(parts, " "))
+			}
+			if err := sh.setString(name, it, false); err != nil {
+				sh.fatal(err)
+			}
+			sh.stmts(c.Do)
+			if sh.loopFlow() {
+				break
+			}
+		}
+	case *syntax.CStyleLoop:
+		sh.setLine(c.Pos())
+		if !sh.debugTrap("for ((") {
+			return
+		}
+		if loop.Init != nil {
+			sh.arith(loop.Init)
+		}
+		status := 0
+		for {
+			sh.loopTick(&iters)
+			sh.setLine(c.Pos())
+			if !sh.debugTrap("for ((") {
+				return
+			}
+			if loop.Cond != nil {
+				if sh.arith(loop.Cond) == 0 {
+					break
+				}
+			}
+			sh.stmts(c.Do)
+			status = sh.status
+			if sh.loopFlow() {
+				status = sh.status
+				break
+			}
+			if loop.Post != nil {
+				sh.setLine(c.Pos())
+				if !sh.debugTrap("for ((") {
+					return
+				}
+				sh.arith(loop.Post)
+			}
+		}
+		sh.status = status
+	}
+}
+
+// selectLoop runs select: the menu on stderr, the choice from stdin.
+func (sh *shell) selectLoop(name string, items []string, body []*syntax.Stmt) {
+	var iters int64
+	for {
+		sh.loopTick(&iters)
+		for i, it := range items {
+			sh.writeErr(fmt.Sprintf("%d) %s\n", i+1, it))
+		}
+		ps3, ok := sh.varValue("PS3")
+		if !ok {
+			ps3 = "#? "
+		}
+		sh.writeErr(ps3)
+		line, err := sh.readLineFrom(0, '\n')
+		if err != nil && line == "" {
+			sh.status = 1
+			return
+		}
+		line = strings.TrimSuffix(line, "\n")
+		sh.setString("REPLY", line, false)
+		n, convErr := strconv.Atoi(strings.TrimSpace(line))
+		choice := ""
+		if convErr == nil && n >= 1 && n <= len(items) {
+			choice = items[n-1]
+		}
+		if line == "" {
+			continue
+		}
+		sh.setString(name, choice, false)
+		sh.stmts(body)
+		if sh.loopFlow() {
+			return
+		}
+	}
+}
+
+func (sh *shell) caseClause(c *syntax.CaseClause) {
+	sh.countCommand()
+	if !sh.debugTrap("case") {
+		return
+	}
+	word := sh.expandString(c.Word)
+	sh.status = 0
+	for i := 0; i < len(c.Items); i++ {
+		item := c.Items[i]
+		matched := false
+		for _, pw := range item.Patterns {
+			pat := sh.expandPattern(pw)
+			if sh.matchPattern(pat, word) {
+				matched = true
+				break
+			}
+		}
+		if !matched {
+			continue
+		}
+		for {
+			sh.stmts(item.Stmts)
+			if sh.flow != flowNone {
+				return
+			}
+			switch item.Op {
+			case syntax.Fallthrough: // ;& runs the next body
+				i++
+				if i >= len(c.Items) {
+					return
+				}
+				item = c.Items[i]
+				continue
+			case syntax.Resume, syntax.ResumeKorn: // ;;& tests the next patterns
+			default:
+				return
+			}
+			break
+		}
+	}
+}
+
+// funcDecl defines a function.
+func (sh *shell) funcDecl(c *syntax.FuncDecl) {
+	name := ""
+	if c.Name != nil {
+		name = c.Name.Value
+	}
+	if name == "" || strings.ContainsAny(name, "$`\"'") {
+		sh.errorf("`%s': not a valid identifier", name)
+		sh.status = 1
+		return
+	}
+	if inner, ok := c.Body.Cmd.(*syntax.FuncDecl); ok && inner.Name != nil {
+		// f() g() { ...; }: bash's parser wants a compound command
+		sh.errorf("syntax error near unexpected token `%s'", inner.Name.Value)
+		sh.status = 2
+		sh.syntaxError = true
+		panic(fatalPanic{status: 2, exit: true})
+	}
+	if sh.opts.posix && specialBuiltins[name] {
+		sh.errorf("`%s': is a special builtin", name)
+		sh.status = 2
+		panic(fatalPanic{status: 2, exit: true})
+	}
+	if fn, ok := sh.funcs.m[name]; ok && fn.readonly() {
+		sh.errorf("%s: readonly function", name)
+		sh.status = 1
+		return
+	}
+	file := ""
+	if sh.src != nil {
+		file = sh.src.name
+	}
+	sh.funcsWritable()[name] = &funcDef{name: name, body: c.Body, src: sh.src, line: int(c.Pos().Line()), file: file}
+	sh.status = 0
+}
+
+func (fn *funcDef) readonly() bool { return fn.ro }
+
+// subshell runs statements in a subshell: ( ... ).
+func (sh *shell) subshell(stmts []*syntax.Stmt) int {
+	sub := sh.fork()
+	status := sub.runSubshell(func() { sub.stmts(stmts) })
+	sub.release()
+	return status
+}
+
+// runSubshell runs f as the body of a subshell (sh is the subshell): an
+// error that ends a command ends the subshell, and the subshell's EXIT
+// trap runs. It returns the subshell's exit status.
+func (sh *shell) runSubshell(f func()) (status int) {
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				switch p := p.(type) {
+				case fatalPanic:
+					sh.status = p.status
+				case pipePanic:
+					sh.status = 141
+				default:
+					panic(p)
+				}
+			}
+		}()
+		f()
+	}()
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				switch p := p.(type) {
+				case fatalPanic:
+					sh.status = p.status
+				case pipePanic:
+					sh.status = 141
+				default:
+					panic(p)
+				}
+			}
+		}()
+		status = sh.exit()
+	}()
+	sh.flow = flowNone
+	return status
+}
+
+// background runs cmd &: the sandbox runs one thing at a time, so the job
+// runs to completion now, in a subshell; $! is its id and wait returns
+// its status.
+func (sh *shell) background(st *syntax.Stmt) {
+	if st.Coprocess {
+		sh.errorf("coproc: coprocesses are not supported in the sandbox")
+		sh.status = 2
+		return
+	}
+	sub := sh.fork()
+	// a background job's stdin is /dev/null unless redirected
+	sub.fds.set(0, newOFile(eofReader{}, nil, nil, "/dev/null"))
+	cp := *st
+	cp.Background, cp.Disown = false, false
+	start := sh.now()
+	status := sub.runSubshell(func() { sub.stmt(&cp) })
+	took := sh.now().Sub(start)
+	sub.release()
+	sh.lastBg = sub.pid
+	// as if it ran beside what follows: it started when the script got
+	// here, less the time earlier jobs took
+	vstart := start.Add(-sh.bgTime)
+	sh.bgTime += took
+	sh.addJob(sub.pid, status, sh.jobText(&cp))
+	sh.jobs[len(sh.jobs)-1].end = vstart.Add(took)
+	sh.status = 0
+}

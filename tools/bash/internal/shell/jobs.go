@@ -1,0 +1,246 @@
+package shell
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Background jobs run to completion where they start (see background):
+// what is left of them is bash's job table, the jobs not yet waited for,
+// with their status. wait, jobs, kill and the job specs (%1, %%, %+, %-,
+// %name, %?text) read it.
+
+// job is a background job that ended.
+type job struct {
+	num    int
+	pid    int64
+	status int
+	text   string
+	end    time.Time // when it would have ended, had it run beside the script
+}
+
+// addJob records a finished background job.
+func (sh *shell) addJob(pid int64, status int, text string) {
+	num := 1
+	for _, j := range sh.jobs {
+		if j.num >= num {
+			num = j.num + 1
+		}
+	}
+	sh.jobs = append(sh.jobs, &job{num: num, pid: pid, status: status, text: text})
+}
+
+// jobText is a job's command as jobs shows it.
+func (sh *shell) jobText(st *syntax.Stmt) string {
+	if st.Cmd == nil {
+		return ""
+	}
+	return strings.TrimSpace(sh.nodeText(st.Cmd))
+}
+
+func (sh *shell) jobByPid(pid int64) *job {
+	for _, j := range sh.jobs {
+		if j.pid == pid {
+			return j
+		}
+	}
+	return nil
+}
+
+func (sh *shell) removeJob(j *job) {
+	for i, x := range sh.jobs {
+		if x == j {
+			sh.jobs = append(sh.jobs[:i:i], sh.jobs[i+1:]...)
+			return
+		}
+	}
+}
+
+// jobSpec finds the job a %spec names.
+func (sh *shell) jobSpec(spec string) (*job, bool) {
+	s := strings.TrimPrefix(spec, "%")
+	n := len(sh.jobs)
+	switch {
+	case s == "" || s == "%" || s == "+":
+		if n > 0 {
+			return sh.jobs[n-1], true
+		}
+	case s == "-":
+		if n > 1 {
+			return sh.jobs[n-2], true
+		}
+		if n == 1 {
+			return sh.jobs[0], true
+		}
+	case s[0] >= '0' && s[0] <= '9':
+		num, err := strconv.Atoi(s)
+		if err != nil {
+			return nil, false
+		}
+		for _, j := range sh.jobs {
+			if j.num == num {
+				return j, true
+			}
+		}
+	case s[0] == '?':
+		for i := n - 1; i >= 0; i-- {
+			if strings.Contains(sh.jobs[i].text, s[1:]) {
+				return sh.jobs[i], true
+			}
+		}
+	default:
+		for i := n - 1; i >= 0; i-- {
+			if strings.HasPrefix(sh.jobs[i].text, s) {
+				return sh.jobs[i], true
+			}
+		}
+	}
+	return nil, false
+}
+
+func builtinWait(sh *shell, args []string) int {
+	args = args[1:]
+	anyJob := false
+	pvar := ""
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") && len(args[0]) > 1 {
+		switch args[0] {
+		case "-n":
+			anyJob = true
+		case "-f":
+		case "-p":
+			if len(args) < 2 {
+				return sh.usage("wait", "-p: option requires an argument")
+			}
+			pvar = args[1]
+			args = args[1:]
+		case "--":
+			args = args[1:]
+			goto done
+		default:
+			sh.errorf("wait: %s: invalid option", args[0])
+			sh.errorf("wait: usage: wait [-fn] [-p var] [id ...]")
+			return 2
+		}
+		args = args[1:]
+	}
+done:
+	if len(args) == 0 {
+		if anyJob {
+			// the job that would have ended first
+			if len(sh.jobs) == 0 {
+				return 127
+			}
+			j := sh.jobs[0]
+			for _, x := range sh.jobs[1:] {
+				if x.end.Before(j.end) {
+					j = x
+				}
+			}
+			sh.removeJob(j)
+			if pvar != "" {
+				sh.setString(pvar, strconv.FormatInt(j.pid, 10), false)
+			}
+			return j.status
+		}
+		sh.jobs = nil
+		return 0
+	}
+	status := 0
+	for _, a := range args {
+		var j *job
+		if strings.HasPrefix(a, "%") {
+			var ok bool
+			if j, ok = sh.jobSpec(a); !ok {
+				sh.errorf("wait: %s: no such job", a)
+				status = 127
+				continue
+			}
+		} else {
+			pid, err := strconv.ParseInt(a, 10, 64)
+			if err != nil {
+				sh.errorf("wait: `%s': not a pid or valid job spec", a)
+				status = 1
+				continue
+			}
+			if j = sh.jobByPid(pid); j == nil {
+				sh.errorf("wait: pid %s is not a child of this shell", a)
+				status = 127
+				continue
+			}
+		}
+		sh.removeJob(j)
+		if pvar != "" {
+			sh.setString(pvar, strconv.FormatInt(j.pid, 10), false)
+		}
+		status = j.status
+		if anyJob {
+			break
+		}
+	}
+	return status
+}
+
+// builtinJobs lists the jobs not yet waited for (all have ended: bash
+// then forgets them, as it does once it reported them).
+func builtinJobs(sh *shell, args []string) int {
+	args = args[1:]
+	pids, long := false, false
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") && len(args[0]) > 1 {
+		for _, c := range args[0][1:] {
+			switch c {
+			case 'p':
+				pids = true
+			case 'l':
+				long = true
+			case 'n', 'r', 's':
+			default:
+				sh.errorf("jobs: -%c: invalid option", c)
+				sh.errorf("jobs: usage: jobs [-lnprs] [jobspec ...] or jobs -x command [args]")
+				return 2
+			}
+		}
+		args = args[1:]
+	}
+	list := sh.jobs
+	if len(args) > 0 {
+		list = nil
+		for _, a := range args {
+			j, ok := sh.jobSpec(a)
+			if !ok {
+				sh.errorf("jobs: %s: no such job", a)
+				return 1
+			}
+			list = append(list, j)
+		}
+	}
+	var b strings.Builder
+	n := len(sh.jobs)
+	for _, j := range list {
+		if pids {
+			fmt.Fprintf(&b, "%d\n", j.pid)
+			continue
+		}
+		mark := ' '
+		switch {
+		case n > 0 && j == sh.jobs[n-1]:
+			mark = '+'
+		case n > 1 && j == sh.jobs[n-2]:
+			mark = '-'
+		}
+		state := "Done"
+		if j.status != 0 {
+			state = "Exit " + strconv.Itoa(j.status)
+		}
+		if long {
+			fmt.Fprintf(&b, "[%d]%c %d %-22s%s\n", j.num, mark, j.pid, state, j.text)
+		} else {
+			fmt.Fprintf(&b, "[%d]%c  %-24s%s\n", j.num, mark, state, j.text)
+		}
+	}
+	sh.out("jobs", b.String())
+	return 0
+}

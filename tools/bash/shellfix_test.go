@@ -1,0 +1,50 @@
+package bash
+
+import "testing"
+
+// shellFixes are scripts, each a fix of the sandbox's shell found by the
+// Oils spec runner, whose stdout and status must equal real bash's. Each
+// runs in a fresh directory (bash) and a fresh file system (sandbox), so
+// unlike diffScripts they may write files.
+var shellFixes = []struct{ name, script string }{
+	{"vi and emacs exclude each other", `set -o vi; set -o emacs; set -o | grep -E '^(vi|emacs) '; set -o vi; set -o | grep -E '^(vi|emacs) '`},
+	{"set -n reads and does not run", `echo before; set -n; echo never; exit 3`},
+	{"bash -c without PATH has bash's default", `(unset PATH; /bin/bash -c 'echo "$PATH"')`},
+	{"a utility named by its path skips $PATH's scripts", `mkdir d; printf '#!/bin/sh\necho mine\n' > d/cat; chmod +x d/cat; PATH=$PWD/d:$PATH; echo hi | /bin/cat; echo hi | cat`},
+	{"bytes that are not UTF-8 are quoted in octal", `for x in $'\xff' $'\xce\xce\xbc' $'a\xce' $'\x01b' $'\xc2\x80' μ $'\u200b' $'\x7f'; do printf '%q ' "$x"; echo "${x@Q}"; done; x=$'\xffa'; declare -p x; set | grep ^x=; { set -x; : $x; } 2>&1`},
+	{"prompt escapes are not expanded again, \\D{format}", `mkdir -p 'd$foo'; cd 'd$foo'; foo=V; PS1='\w|\W|$foo|\D{%Y}|\D{}|\D{%H:%M}'; x=${PS1@P}; echo "${x//[0-9]/N}"`},
+	{"set -e in a condition or && list does not take effect, under ! it does", `f() { set -e; false; echo x; }; if f; then :; fi; f && true; { set -e; false; echo x; } || true; set +e; if (set -e; false; echo sub); then :; fi; x=$(f; echo y); echo "[$x]"; set +e; ! { set -e; false; echo never; }; echo never`},
+	{"GLOBIGNORE: bracket classes, slashes, dot files", `touch {_testing.py,pyproject.toml,20231114.log,.env} 'has space.docx' one.md one.txt; mkdir -p foo; touch foo/{two.md,two.txt}; GLOBIGNORE=*.txt; echo *.* foo/*.*; for g in '[[:alnum:]]*' '[![:alnum:]]*' '*[[:space:]]*' '[[:digit:]_.]*' '*.md:*.log'; do GLOBIGNORE=$g; echo *.*; done`},
+	{"set -u: unset arrays expand to nothing with [@], transformations of unset fail", `set -u; echo "[${undefined[@]}]" "[${undefined[*]}]" ${undefined[@]} ${!undefined[@]}; (echo ${undef@Q}); echo $?; (echo ${undef@U}); echo "${undef[@]@Q}" ok; set +u; echo ${undef@K}x ${undef@k}x ${undef@A}x ${undef@a}x ${undef@Q}x ${undef@E}x ${undef@P}x ${undef@U}x; declare -r undef; echo ${undef@a}; set -u; echo ${undef@a}`},
+	{"an assignment whose redirection fails has status 1", `x=1 > /; echo "status=$?"; bash -c 'set -e; assign=foo > /; echo never'; echo "errexit status=$?"`},
+	{"bash FILE that does not exist: 127, or 1 with errexit", `bash nofile; echo $?; bash -e nofile; echo $?; bash -o errexit nofile; echo $?; bash -eu nofile; echo $?`},
+	{"an extended glob in an assignment keeps its text", "shopt -s extglob\ng=--@(help|verbose) h=x+([0-9])y k=!(a|b)\necho \"$g $h $k\"\n[[ --help == $g ]] && echo T1\ncase --verbose in $g) echo T2;; esac\nx=--help; echo \"[${x#$g}] [${x/$g/r}]\"; [[ x12y == $h ]] && echo T3; touch a c; echo $k"},
+	{"signals sent to the shell run its traps or end it", `trap "echo T \$?" USR1; kill -USR1 $$ $$; echo x; trap "echo USR1 trap status=\$?; ( exit 42 )" USR1; sh -c "kill -USR1 $$"; echo after=$?; (trap "" TERM; kill $BASHPID; echo ignored); kill -0 $$; echo zero $?; kill -CHLD $$; echo chld; (kill -USR1 $BASHPID; echo never); echo sub=$?; trap "echo bye" EXIT; kill $$; echo never`},
+	{"LINENO in EXIT and signal traps counts the handler's lines", "trap 'false; echo $LINENO usr1' USR1\ntrap 'false; echo $LINENO err' ERR\nsh -c \"kill -USR1 $$\"\necho after=$?\ntrap 'echo exit $LINENO\necho $LINENO' EXIT\necho a"},
+	{"an array literal before a command is its text", `A=a B=(b b) printenv A B; A=a B=([k]=v) printenv A B; x=(1 2) true; echo "${x[@]}"`},
+	{"a backslash quotes } in a double-quoted expansion's word", `echo "${var-}}"; echo "${var-\}}"; echo "${var-'}'}"; echo "${var-"}"}"; echo "${var-a\\}b}"; echo "${var-\$x\}\\\}y}"; echo ${var-\}}`},
+	{"a bad substitution holding a quote is reported, not run", `set -- '####'; (echo ${#1#'###'}); echo st=$?; x=a; (echo ${#x/'a'/b}); echo st=$?`},
+	{"a here-document delimiter holding an expansion is its text", "a=1; cat <<${a}\nhere $a\n${a}\ncat <<$(a)\nthere\n$(a)\ncat <<-$x\n\ttab\n\t$x\necho end"},
+	{"empty arithmetic: (( )) is false, $(( )) is 0", "(( ))\necho status=$?\necho $(( )) $((  ))\nx=$(( )); echo \"[$x]\""},
+	{"single quotes inside a double-quoted expansion's word are kept and what they hold expanded", `var="a b c"; argv() { printf "<%s>" "$@"; echo; }; argv "${Unset:-'$var'}" "${Unset:-'x\"y'}" "${Unset:-'\$var'}" ${Unset:-'$var'} "${Unset:-'a\\b\qc'}" "${U-'$(echo hi)'}"`},
+	{"an assignment whose expansion fails makes no redirection", `(X=${x?bc} > walrus); test -f walrus && echo exists1; (Y=1 > w2); test -f w2 && echo exists2`},
+	{"a list assigned to an array element is refused", "a=(1 '2 3')\na[-1]+=(4 5)\necho \"st=$?\"; printf '<%s>' \"${a[@]}\"; echo\na[1+1]+=(4 5)\necho \"st=$?\""},
+	{"an empty subscript is a bad array subscript", "a=(1 2 3)\na[]=42\necho status=$?\necho ${a[@]}\na[\"\"]=5; echo $? ${a[@]}"},
+	{"a list assigned to an element with = is refused too", "a=(1 2)\na[0]=(3 4)\necho \"status=$?\"; echo ${a[@]}\na[1]=(x)\necho st=$?"},
+	{"declare +a keeps a quoted (...) word a string", `declare +a 'xyz1=1'; declare +a 'xyz2=(2 3)'; declare -a 'xyz3=4'; declare -a 'xyz4=(5 6)'; printf '<%s>' "${xyz1}" "${xyz2}" "${xyz3[@]}" "${xyz4[@]}"; echo; declare -p xyz2 xyz4`},
+	{"an assignment through a circular nameref fails", "typeset -n ref1=ref2\ntypeset -n ref2=ref1\necho defined $?\nref1=z\necho mutated $?\nx=1; echo x $?"},
+}
+
+// TestShellFixes compares the sandbox with bash on shellFixes.
+func TestShellFixes(t *testing.T) {
+	r := newOilsRunner(t)
+	for _, tc := range shellFixes {
+		t.Run(tc.name, func(t *testing.T) {
+			want, got := r.inBash(tc.script), r.inSandbox(tc.script)
+			if want.stdout != got.stdout || want.status != got.status {
+				t.Errorf("%s\nsandbox: %q status %d (stderr %q)\nbash:    %q status %d (stderr %q)",
+					tc.script, got.stdout, got.status, got.stderr, want.stdout, want.status, want.stderr)
+			}
+		})
+	}
+}
