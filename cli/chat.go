@@ -150,6 +150,14 @@ func (r *chatRun) resumeEsc() {
 	}
 }
 
+// keepTyped keeps s, typed ahead beyond the line just read, for the
+// next prompt, before what the next turn's Esc watch adds.
+func (r *chatRun) keepTyped(s string) {
+	r.escMu.Lock()
+	defer r.escMu.Unlock()
+	r.typed = s + r.typed
+}
+
 // takeTyped returns what the user typed during the last turn, for the
 // next prompt.
 func (r *chatRun) takeTyped() string {
@@ -497,7 +505,8 @@ func (r *chatRun) repl(ctx context.Context) error {
 	r.write(fmt.Sprintf("%s: world %s, chat %s, model %s. Type a message; /help for commands, Ctrl-D to quit.\n", r.a.progName(), r.f.world, r.chat.ID(), r.chat.Model()))
 	var aborted time.Time
 	for {
-		line, err := readLine(ctx, ln, r.input, r.takeTyped())
+		line, ahead, err := readLine(ctx, ln, r.input, r.takeTyped(), r.write)
+		r.keepTyped(ahead)
 		switch {
 		case errors.Is(err, liner.ErrPromptAborted):
 			if time.Since(aborted) < 2*time.Second {
@@ -537,16 +546,27 @@ func (r *chatRun) repl(ctx context.Context) error {
 }
 
 // readLine reads one line from the line editor; a line that ends with a
-// backslash goes on on the next. When ctx is done (SIGTERM) it gives up,
-// if the editor reads an interruptible input (see promptUntil).
-func readLine(ctx context.Context, ln *liner.State, input *os.File, typed string) (string, error) {
+// backslash goes on on the next. typed is what the user typed ahead
+// while the turn ran: its lines that ended with Enter are taken as they
+// are (echo shows them after their prompt), as a shell takes type-ahead,
+// and the last, unfinished, is in the editor's line to finish. It
+// returns the line and what was typed ahead beyond it, for the next
+// prompt. When ctx is done (SIGTERM) it gives up, if the editor reads an
+// interruptible input (see promptUntil).
+func readLine(ctx context.Context, ln *liner.State, input *os.File, typed string, echo func(string)) (line, ahead string, err error) {
 	var b strings.Builder
 	prompt := "> "
 	for {
-		s, err := promptUntil(ctx, ln, input, prompt, typed, nil)
-		typed = ""
-		if err != nil {
-			return "", err
+		var s string
+		if l, rest, entered := strings.Cut(typed, "\n"); entered {
+			s, typed = l, rest
+			echo(prompt + s + "\n")
+		} else {
+			s, err = promptUntil(ctx, ln, input, prompt, typed, nil)
+			typed = ""
+			if err != nil {
+				return "", "", err
+			}
 		}
 		if more, ok := strings.CutSuffix(s, `\`); ok {
 			b.WriteString(more + "\n")
@@ -554,7 +574,7 @@ func readLine(ctx context.Context, ln *liner.State, input *os.File, typed string
 			continue
 		}
 		b.WriteString(s)
-		return b.String(), nil
+		return b.String(), typed, nil
 	}
 }
 

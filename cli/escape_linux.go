@@ -76,16 +76,15 @@ func (w *escWatch) read() {
 	buf := make([]byte, 256)
 	for {
 		n, err := w.in.Read(buf)
+		// Bytes read are the user's keys, taken from the terminal: kept
+		// even when stop came meanwhile, or they would be lost.
+		w.keys(buf[:n])
 		if w.isStopped() {
 			return
 		}
-		if err != nil {
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				continue
-			}
+		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 			return
 		}
-		w.keys(buf[:n])
 	}
 }
 
@@ -105,12 +104,13 @@ func (w *escWatch) keys(b []byte) {
 		more := make([]byte, 32)
 		_ = w.in.SetReadDeadline(time.Now().Add(escWait))
 		m, _ := w.in.Read(more)
-		_ = w.in.SetReadDeadline(time.Time{})
-		if w.isStopped() {
-			return
+		if !w.isStopped() { // stop's deadline ends read's next Read: keep it
+			_ = w.in.SetReadDeadline(time.Time{})
 		}
 		if m == 0 {
-			w.fire()
+			if !w.isStopped() {
+				w.fire()
+			}
 			continue
 		}
 		if j := skipSequence(more[:m], 0); j+1 < m {
@@ -139,12 +139,15 @@ func skipSequence(b []byte, i int) int {
 	return i // Alt and a key
 }
 
-// keep keeps a typed byte for the next prompt: text, and backspace
-// taking the last character back; other control keys are dropped.
+// keep keeps a typed byte for the next prompt: text, Enter (a line
+// typed ahead is taken as sent: see readLine), and backspace taking the
+// last character back; other control keys are dropped.
 func (w *escWatch) keep(c byte) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch {
+	case c == '\r' || c == '\n':
+		w.typed = append(w.typed, '\n')
 	case c == 0x7f || c == 0x08:
 		if len(w.typed) > 0 {
 			_, n := utf8.DecodeLastRune(w.typed)

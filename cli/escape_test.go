@@ -112,3 +112,38 @@ func (tm *terminal) output() string {
 	defer tm.mu.Unlock()
 	return tm.out.String()
 }
+
+// TestREPLTypeAhead: a line typed, Enter included, while a turn runs is
+// sent when the turn ends, as a shell takes type-ahead: the Esc watch,
+// which reads the terminal during the turn, loses no key of it.
+func TestREPLTypeAhead(t *testing.T) {
+	hold := make(chan struct{})
+	srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{
+		{Text: "FIRST ANSWER", Hold: hold},
+		{Text: "SECOND ANSWER"},
+	}})
+	defer srv.Close()
+	manifest, _ := filepath.Abs(filepath.Join("..", "examples", "demiurge"))
+	tm := startTerminal(t, []string{"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL=" + srv.URL, "TERM=xterm"},
+		"--store", t.TempDir(), "run", manifest, "--model", "gpt-test")
+	m := tm.expect(0, `Type a message`)
+	m = tm.expect(m, `> `)
+	tm.typ("first\r")
+	// The model has the request: the turn runs, and Esc is watched.
+	for deadline := time.Now().Add(30 * time.Second); len(srv.Requests()) < 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the model got no request")
+		}
+	}
+	tm.typ("second\r")
+	close(hold)
+	m = tm.expect(m, `FIRST ANSWER`)
+	m = tm.expect(m, `> second`)
+	m = tm.expect(m, `SECOND ANSWER`)
+	tm.expect(m, `> `)
+	reqs := srv.Requests()
+	if len(reqs) != 2 || !strings.Contains(string(reqs[1].Body), "second") {
+		t.Fatalf("the model got %d requests; want 2, the last with the line typed ahead", len(reqs))
+	}
+	tm.quit()
+}

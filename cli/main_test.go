@@ -327,7 +327,7 @@ func cmdSleep(ts *testscript.TestScript, neg bool, args []string) {
 	time.Sleep(d)
 }
 
-// cmdWaitFile waits (up to 30 s) until a file exists, and holds LINES
+// cmdWaitFile waits (up to 30 s, times slowdown) until a file exists, and holds LINES
 // lines if given:
 //
 //	waitfile FILE [LINES]
@@ -344,12 +344,12 @@ func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
 		lines = n
 	}
 	path := ts.MkAbs(args[0])
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(slowdown * 30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if b, err := os.ReadFile(path); err == nil && strings.Count(string(b), "\n") >= lines {
 			return
 		}
 	}
-	ts.Fatalf("%s did not appear (with %d lines) within 30s", args[0], lines)
+	ts.Fatalf("%s did not appear (with %d lines) within %v", args[0], lines, slowdown*30*time.Second)
 }
 
 // helper turns a function into a helper command's main: it exits 1 and
@@ -500,12 +500,12 @@ func cmdLLMWait(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("llmwait: no llmtest server: run llmtest first")
 	}
 	srv := v.(*llmtest.Server)
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(slowdown * 20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if len(srv.Requests()) >= n {
 			return
 		}
 	}
-	ts.Fatalf("llmwait: the server had %d requests after 20s; want %d", len(srv.Requests()), n)
+	ts.Fatalf("llmwait: the server had %d requests after %v; want %d", len(srv.Requests()), slowdown*20*time.Second, n)
 }
 
 // cmdRealwire serves a recording of real provider traffic on loopback

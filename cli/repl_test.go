@@ -68,7 +68,7 @@ func startTerminal(t *testing.T, env []string, args ...string) *terminal {
 func (tm *terminal) expect(mark int, re string) int {
 	tm.t.Helper()
 	rx := regexp.MustCompile(re)
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(slowdown * 20 * time.Second)
 	for time.Now().Before(deadline) {
 		tm.mu.Lock()
 		s := tm.out.String()
@@ -90,7 +90,7 @@ func (tm *terminal) quit() {
 	tm.typ("\x04")
 	select {
 	case <-tm.done:
-	case <-time.After(20 * time.Second):
+	case <-time.After(slowdown * 20 * time.Second):
 		tm.t.Fatal("run did not exit after Ctrl-D")
 	}
 }

@@ -202,12 +202,12 @@ func (s *Server) events(ctx context.Context, w *agent.World, key turnKey, p posi
 	defer stop()
 	if l := s.turnLogOf(key); l != nil {
 		err := l.stream(ctx, p, send, batchEnd, drive)
-		return handedOver(ctx, err)
+		return s.handedOver(err)
 	}
 	var ps positioner
 	for e, err := range s.chat(w, key.chat).Watch(ctx, key.request) {
 		if err != nil {
-			return handedOver(ctx, err)
+			return s.handedOver(err)
 		}
 		pos := ps.next(e)
 		if !pos.after(p) {
@@ -233,9 +233,13 @@ func (s *Server) events(ctx context.Context, w *agent.World, key turnKey, p posi
 var errHandedOver = errors.New("the server is shutting down: resume the stream (Last-Event-ID) on the next one")
 
 // handedOver says so if err is the end of a stream the server handed
-// over.
-func handedOver(ctx context.Context, err error) error {
-	if context.Cause(ctx) == errHandedOver {
+// over. It asks the server, not the stream's context: the handover also
+// closes the worlds, and a stream that pulls its turn's next event (it
+// waits on the agent, not on its context) ends with the world's "closed"
+// as soon as that happens, which may be before the stream's context,
+// cancelled by a goroutine of its own (context.AfterFunc), says why.
+func (s *Server) handedOver(err error) error {
+	if err != nil && s.handover.Err() != nil {
 		return errHandedOver
 	}
 	return err

@@ -365,9 +365,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.mu.Unlock()
 	// Stop taking connections; the streams open go on meanwhile.
 	shut := make(chan struct{})
+	sctx, stopWaiting := context.WithCancel(context.Background())
+	defer stopWaiting()
 	go func() {
-		sctx, cancel := context.WithTimeout(context.Background(), s.opts.Grace)
-		defer cancel()
 		_ = srv.Shutdown(sctx)
 		close(shut)
 	}()
@@ -375,6 +375,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// Hand over: the streams still open end (their clients resume
 	// elsewhere), the worlds close.
 	s.Close()
+	// A stream handed over writes its last event (shutting_down, and
+	// when to come back) before its handler returns: wait for the
+	// handlers, each write bounded by WriteTimeout, before cutting the
+	// connections, or a client may lose that event to the cut.
+	select {
+	case <-shut:
+	case <-time.After(s.opts.WriteTimeout):
+	}
+	stopWaiting()
 	<-shut
 	_ = srv.Close()
 	<-done
