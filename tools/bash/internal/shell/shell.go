@@ -646,9 +646,17 @@ func (sh *shell) aliasesWritable() map[string]string {
 	return nm.m
 }
 
-// check stops the goroutine when the run has stopped.
+// check stops the goroutine when the run has stopped. The context is
+// read here too: the AfterFunc that stops the run at the deadline runs in
+// a goroutine of its own, and until it is scheduled a loop of commands
+// that return at once on a done context (a tool call) would spin, each
+// command traced, as many times as the scheduler lets it.
 func (sh *shell) check() {
 	if sh.r.stopped.Load() {
+		panic(stopPanic{})
+	}
+	if sh.r.ctx.Err() != nil {
+		sh.r.stop(context.Cause(sh.r.ctx))
 		panic(stopPanic{})
 	}
 }
