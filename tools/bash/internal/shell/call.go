@@ -129,6 +129,7 @@ func (sh *shell) tempAssigns(list []*syntax.Assign) []tempAssign {
 		if as.Index != nil {
 			continue
 		}
+		sh.checkTempLocale(ta.name, ta.val)
 		if ta.append {
 			if v, _ := sh.lookup(ta.name); v != nil && v.attrs&aInteger == 0 && v.assc == nil && v.arr == nil {
 				ta.val, ta.append = v.str+ta.val, false

@@ -551,6 +551,7 @@ func (sh *shell) setStringIn(sc *scope, name, val string, appendTo bool) error {
 	}
 	v.str, v.set = val, true
 	sh.account(v, delta)
+	sh.varChanged(name)
 	return nil
 }
 

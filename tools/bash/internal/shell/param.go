@@ -525,6 +525,9 @@ func (e *expander) addLength(pe *syntax.ParamExp, pv pvalue, quoted bool) {
 			sh.exitFatal(pv.name + ": unbound variable")
 		}
 		n = utf8.RuneCountInString(pv.s)
+		if sh.byteText {
+			n = len(pv.s)
+		}
 	}
 	s := strconv.Itoa(n)
 	if quoted {
@@ -762,7 +765,7 @@ func (sh *shell) removeAffix(s, pat string, op syntax.ParExpOperator) string {
 		if lit, ok := p.literal(); ok {
 			return strings.TrimPrefix(s, lit)
 		}
-		for i := 0; i <= len(s); i = nextChar(s, i) {
+		for i := 0; i <= len(s); i = sh.nextChar(s, i) {
 			sh.tick(i)
 			if p.match(s[:i]) {
 				return s[i:]
@@ -772,7 +775,7 @@ func (sh *shell) removeAffix(s, pat string, op syntax.ParExpOperator) string {
 		if lit, ok := p.literal(); ok {
 			return strings.TrimPrefix(s, lit)
 		}
-		for i := len(s); i >= 0; i = prevChar(s, i) {
+		for i := len(s); i >= 0; i = sh.prevChar(s, i) {
 			sh.tick(i)
 			if p.match(s[:i]) {
 				return s[i:]
@@ -785,7 +788,7 @@ func (sh *shell) removeAffix(s, pat string, op syntax.ParExpOperator) string {
 		if lit, ok := p.literal(); ok {
 			return strings.TrimSuffix(s, lit)
 		}
-		for i := len(s); i >= 0; i = prevChar(s, i) {
+		for i := len(s); i >= 0; i = sh.prevChar(s, i) {
 			sh.tick(i)
 			if p.match(s[i:]) {
 				return s[:i]
@@ -798,7 +801,7 @@ func (sh *shell) removeAffix(s, pat string, op syntax.ParExpOperator) string {
 		if lit, ok := p.literal(); ok {
 			return strings.TrimSuffix(s, lit)
 		}
-		for i := 0; i <= len(s); i = nextChar(s, i) {
+		for i := 0; i <= len(s); i = sh.nextChar(s, i) {
 			sh.tick(i)
 			if p.match(s[i:]) {
 				return s[:i]
@@ -817,8 +820,8 @@ func (sh *shell) tick(i int) {
 }
 
 // nextChar is the index after the character at i (i == len(s): len+1).
-func nextChar(s string, i int) int {
-	if i >= len(s) {
+func (sh *shell) nextChar(s string, i int) int {
+	if i >= len(s) || sh.byteText {
 		return i + 1
 	}
 	_, n := utf8.DecodeRuneInString(s[i:])
@@ -826,9 +829,9 @@ func nextChar(s string, i int) int {
 }
 
 // prevChar is the index of the character before i (0 stays... -1).
-func prevChar(s string, i int) int {
-	if i <= 0 {
-		return -1
+func (sh *shell) prevChar(s string, i int) int {
+	if i <= 0 || sh.byteText {
+		return i - 1
 	}
 	_, n := utf8.DecodeLastRuneInString(s[:i])
 	return i - n
@@ -938,6 +941,9 @@ func (e *expander) slice(pe *syntax.ParamExp, pv pvalue) pvalue {
 	}
 	s := pv.s
 	n := int64(utf8.RuneCountInString(s))
+	if sh.byteText {
+		n = int64(len(s))
+	}
 	if off < 0 {
 		off += n
 		if off < 0 {
@@ -961,7 +967,14 @@ func (e *expander) slice(pe *syntax.ParamExp, pv pvalue) pvalue {
 			end = off + length
 		}
 	}
-	pv.s = runeSlice(s, int(off), int(end))
+	if sh.byteText {
+		pv.s = ""
+		if off < end {
+			pv.s = s[off:end]
+		}
+	} else {
+		pv.s = runeSlice(s, int(off), int(end))
+	}
 	return pv
 }
 
@@ -1082,7 +1095,7 @@ func (sh *shell) substitute(s string, p *pattern, pat, rep string, anchor byte, 
 	}
 	switch anchor {
 	case '#':
-		for i := len(s); i >= 0; i = prevChar(s, i) {
+		for i := len(s); i >= 0; i = sh.prevChar(s, i) {
 			sh.tick(i)
 			if p.match(s[:i]) {
 				return repFor(s[:i]) + s[i:]
@@ -1093,7 +1106,7 @@ func (sh *shell) substitute(s string, p *pattern, pat, rep string, anchor byte, 
 		}
 		return s
 	case '%':
-		for i := 0; i <= len(s); i = nextChar(s, i) {
+		for i := 0; i <= len(s); i = sh.nextChar(s, i) {
 			sh.tick(i)
 			if p.match(s[i:]) {
 				return s[:i] + repFor(s[i:])
@@ -1118,7 +1131,7 @@ func (sh *shell) substitute(s string, p *pattern, pat, rep string, anchor byte, 
 				matched = i + len(lit)
 			}
 		} else {
-			for j := len(s); j > i; j = prevChar(s, j) {
+			for j := len(s); j > i; j = sh.prevChar(s, j) {
 				if p.match(s[i:j]) {
 					matched = j
 					break
@@ -1134,7 +1147,7 @@ func (sh *shell) substitute(s string, p *pattern, pat, rep string, anchor byte, 
 			}
 			continue
 		}
-		n := nextChar(s, i)
+		n := sh.nextChar(s, i)
 		b.WriteString(s[i:n])
 		i = n
 	}

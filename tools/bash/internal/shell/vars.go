@@ -732,6 +732,8 @@ func (sh *shell) varChanged(name string) {
 	switch name {
 	case "OPTIND":
 		sh.getoptsPos = 0
+	case "LC_ALL", "LC_CTYPE", "LANG":
+		sh.localeChanged(name)
 	}
 }
 
