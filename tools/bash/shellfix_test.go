@@ -33,6 +33,13 @@ var shellFixes = []struct{ name, script string }{
 	{"a list assigned to an element with = is refused too", "a=(1 2)\na[0]=(3 4)\necho \"status=$?\"; echo ${a[@]}\na[1]=(x)\necho st=$?"},
 	{"declare +a keeps a quoted (...) word a string", `declare +a 'xyz1=1'; declare +a 'xyz2=(2 3)'; declare -a 'xyz3=4'; declare -a 'xyz4=(5 6)'; printf '<%s>' "${xyz1}" "${xyz2}" "${xyz3[@]}" "${xyz4[@]}"; echo; declare -p xyz2 xyz4`},
 	{"LC_ALL=C makes lengths, offsets and patterns count bytes; a locale not installed is refused", "x=μ; echo ${#x}; export LC_ALL=C; echo ${#x} ${x:1} | od -c | head -2; s='_μ_ a'; echo ${s/_?_/X} ${s/_??_/X}; case μ in ??) echo two;; ?) echo one;; esac; [[ μ == ? ]] && echo q1; [[ μ == [^a][^a] ]] && echo q2\ntouch _x_ _μ_; echo _?_; LC_ALL=C.UTF-8; echo _?_ ${#x}; LC_ALL=c.utf8; echo ${#x}; LC_ALL=POSIX; echo ${#x}; LC_CTYPE=foo true; export LC_CTYPE=bar; unset LC_ALL; echo ${#x}; LANG=en_US.UTF-8; echo ${#x}; LC_CTYPE=C.utf8; echo ${#x}" + ` 2>&1; LC_CTYPE=xx bash -c 'echo _?_' 2>&1`},
+	{"assignments before a function call are its locals; local inherits them; eval's are local to it", `unlocal() { unset -v "$1"; }; show() { echo "$1: ${v-(unset)}"; }
+f() { show call; local v; show local; (unset v; show unset); (unlocal v; show unlocal); }
+g() { local v; show inherit; }; h() { g; }
+k() { x=mutated; unset x; echo "x=$x"; }
+e() { local v=l1; v=t2 eval 'local v=l2; show eval; (unset v; show unset2); (unlocal v; show unlocal2)'; show after; }
+v=global; x=global
+v=tempenv f; v=tempenv eval f; v=tempenv h; x=temp k; v=t1 e; f`},
 	{"an assignment through a circular nameref fails", "typeset -n ref1=ref2\ntypeset -n ref2=ref1\necho defined $?\nref1=z\necho mutated $?\nx=1; echo x $?"},
 }
 

@@ -136,7 +136,7 @@ func (sh *shell) tempAssigns(list []*syntax.Assign) []tempAssign {
 			}
 		}
 		if sc != nil {
-			sc.vm.m[ta.name] = &variable{set: true, str: ta.val, attrs: aExport, owner: sh.id}
+			sc.vm.m[ta.name] = &variable{set: true, str: ta.val, attrs: aExport, owner: sh.id, tempEnv: true}
 		}
 		out = append(out, ta)
 	}
@@ -362,14 +362,18 @@ func (sh *shell) dispatch(args []string, assigns []tempAssign, functions bool) i
 }
 
 // withTemps runs f with the temporary assignments in a scope of their
-// own (exported); keep leaves them set afterwards (POSIX special
-// builtins).
-func (sh *shell) withTemps(assigns []tempAssign, exported bool, f func() int) int {
+// own (exported). For a function (forFunc) that scope becomes the
+// function's locals, as in bash: v=x f; f's local v keeps x, and unset v
+// in a function f calls reveals the global.
+func (sh *shell) withTemps(assigns []tempAssign, forFunc bool, f func() int) int {
 	if len(assigns) == 0 {
 		return f()
 	}
 	sc := &scope{kind: scopeTemp, vm: newVarMap(len(assigns))}
 	sh.scopes = append(sh.scopes, sc)
+	if forFunc {
+		sh.funcTemps = sc
+	}
 	for _, a := range assigns {
 		v, _ := sh.lookup(a.name)
 		if v != nil && v.attrs&aReadonly != 0 {
@@ -386,7 +390,7 @@ func (sh *shell) withTemps(assigns []tempAssign, exported bool, f func() int) in
 		if err != nil {
 			sh.fatal(err)
 		}
-		sc.vm.m[a.name] = &variable{set: true, str: val, attrs: attrs | aExport, owner: sh.id}
+		sc.vm.m[a.name] = &variable{set: true, str: val, attrs: attrs | aExport, owner: sh.id, tempEnv: true}
 	}
 	defer func() {
 		for i := len(sh.scopes) - 1; i >= 0; i-- {
@@ -410,7 +414,14 @@ func (sh *shell) callFunc(fn *funcDef, args []string) int {
 		callFile = sh.src.name
 	}
 	sh.frames = append(sh.frames, &frame{fn: fn, params: args[1:], callLine: callLine, callFile: callFile})
-	sh.scopes = append(sh.scopes, &scope{kind: scopeFunc, vm: emptyVarMap()})
+	if t := sh.funcTemps; t != nil && sh.scopes[len(sh.scopes)-1] == t {
+		// the assignments before the call are its locals (withTemps
+		// takes the scope away when the call ends: popped here first)
+		t.kind = scopeFunc
+	} else {
+		sh.scopes = append(sh.scopes, &scope{kind: scopeFunc, vm: emptyVarMap()})
+	}
+	sh.funcTemps = nil
 	prevSrc := sh.src
 	if fn.src != nil {
 		sh.src = fn.src

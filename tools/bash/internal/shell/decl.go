@@ -347,8 +347,14 @@ func (sh *shell) declareOne(variant string, a declArg, f declFlags) int {
 	// the scope the variable lives in
 	var sc *scope
 	v, vsc := sh.lookup(name)
+	visible := v
 	if f.local {
 		sc = sh.localScope()
+		if vsc != nil && vsc.kind == scopeTemp && v.tempEnv && sh.above(vsc, sc) {
+			// v=x eval 'local v=y' in a function: local makes the
+			// temporary v local to the eval (bash's builtin env)
+			sc = vsc
+		}
 		if vsc != sc {
 			if v != nil && v.attrs&aReadonly != 0 {
 				sh.errorf("%s: %s: readonly variable", variant, name)
@@ -415,7 +421,9 @@ func (sh *shell) declareOne(variant string, a declArg, f declFlags) int {
 		if !f.global && (vsc == nil || f.local) && sh.opts.allexport {
 			w.attrs |= aExport
 		}
-		if f.local && sh.shopt.localvarInherit {
+		if f.local && (sh.shopt.localvarInherit || visible != nil && visible.tempEnv) {
+			// local v inherits the value of an assignment before a
+			// command (v=x f), as localvar_inherit does every value
 			if outer := sh.getVar(name); outer != nil {
 				c := outer.clone()
 				c.attrs &^= aNameref | aDynamic
@@ -424,6 +432,9 @@ func (sh *shell) declareOne(variant string, a declArg, f declFlags) int {
 			}
 		}
 		m[name] = w
+	}
+	if f.local {
+		w.tempEnv = false
 	}
 	// attributes
 	w.attrs |= f.set &^ aReadonly
@@ -514,6 +525,19 @@ func validRefTarget(s string) bool {
 		return validName(s[:i])
 	}
 	return validName(s)
+}
+
+// above reports whether scope a is above (inner to) scope b.
+func (sh *shell) above(a, b *scope) bool {
+	for i := len(sh.scopes) - 1; i >= 0; i-- {
+		switch sh.scopes[i] {
+		case a:
+			return true
+		case b:
+			return false
+		}
+	}
+	return false
 }
 
 // localScope returns the current function's scope.

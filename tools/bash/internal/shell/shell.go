@@ -364,6 +364,9 @@ type shell struct {
 	dir        string
 	oldDirs    []string // pushd's stack (below the current directory)
 
+	// funcTemps is the scope of the assignments before a function call
+	// about to be made (withTemps): callFunc makes it the function's.
+	funcTemps *scope
 	// byteText: the locale's text is bytes, not UTF-8 (LC_ALL=C):
 	// patterns, lengths and offsets count bytes (locale.go)
 	byteText bool

@@ -35,6 +35,9 @@ type variable struct {
 	// and charge what it charged.
 	owner  uint32
 	charge int64
+	// tempEnv: the variable was assigned before a command (v=x f) and
+	// not made local since; local v inherits its value (bash's tempenv)
+	tempEnv bool
 }
 
 func (v *variable) isArray() bool { return v.attrs&(aIndexed|aAssoc) != 0 }
@@ -585,7 +588,7 @@ func (sh *shell) unsetVar(name string, nameref bool) error {
 		sh.r.budget.Release(old.charge)
 		sh.held -= old.charge
 	}
-	if sc.kind != scopeGlobal && sh.localUnsetHides(sc) {
+	if sc.kind != scopeGlobal && sh.localUnsetHides(sc, v) {
 		// bash: unsetting a local of a calling function's scope reveals the
 		// global; unsetting one's own local leaves it declared but unset.
 		m[name] = &variable{owner: sh.id}
@@ -599,8 +602,12 @@ func (sh *shell) unsetVar(name string, nameref bool) error {
 // localUnsetHides reports whether unsetting a variable of scope sc keeps
 // a hidden placeholder there: bash keeps an unset local in the function
 // that declared it, so that the global stays hidden (localvar_unset).
-func (sh *shell) localUnsetHides(sc *scope) bool {
-	if sc.kind != scopeFunc || len(sh.scopes) == 0 {
+//
+// A variable of a temporary scope made local (v=x eval 'local v') is
+// such a local too; an assignment before the call (v=x f) not made
+// local is not: unsetting it reveals the global.
+func (sh *shell) localUnsetHides(sc *scope, v *variable) bool {
+	if !(sc.kind == scopeFunc || sc.kind == scopeTemp) || v.tempEnv || len(sh.scopes) == 0 {
 		return false
 	}
 	return sh.scopes[len(sh.scopes)-1] == sc && !sh.shopt.localvarUnset
