@@ -40,6 +40,7 @@ k() { x=mutated; unset x; echo "x=$x"; }
 e() { local v=l1; v=t2 eval 'local v=l2; show eval; (unset v; show unset2); (unlocal v; show unlocal2)'; show after; }
 v=global; x=global
 v=tempenv f; v=tempenv eval f; v=tempenv h; x=temp k; v=t1 e; f`},
+	{"namerefs to a[expr] expand it, to a[@] read as \"${a[@]}\", and refuse whole-array writes", `a=(zero one two three); typeset -n r1='a[$(echo 2) + 1]'; echo "r1=$r1"; typeset -n r2='a[@]'; printf '<%s>' "$r2"; echo; printf '<%s>' "${r2[@]}"; echo; r2=(X Y); echo "st=$?"; typeset -n r3='a[0]'; r3[0]=foo; echo "st=$?"; r3=new; echo "${a[@]}"`},
 	{"an assignment through a circular nameref fails", "typeset -n ref1=ref2\ntypeset -n ref2=ref1\necho defined $?\nref1=z\necho mutated $?\nx=1; echo x $?"},
 }
 

@@ -421,7 +421,7 @@ func (e *expander) word(parts []syntax.WordPart, quoted bool) {
 			e.addQuoted(v)
 		case *syntax.DblQuoted:
 			if len(x.Parts) == 1 {
-				if pe, ok := x.Parts[0].(*syntax.ParamExp); ok && mayBeList(pe) && !e.noSplit && !e.pattern {
+				if pe, ok := x.Parts[0].(*syntax.ParamExp); ok && e.mayBeList(pe) && !e.noSplit && !e.pattern {
 					// "$@" with no parameters is no word at all
 					e.param(pe, true)
 					continue

@@ -49,11 +49,27 @@ func (sh *shell) paramString(pe *syntax.ParamExp, quoted bool) string {
 // "${a[@]}", "${a[@]/x/y}"): each element a word of its own. It reports
 // false for anything else, which the caller expands as a string.
 func (e *expander) atParam(pe *syntax.ParamExp) bool {
-	if !mayBeList(pe) {
+	if !e.mayBeList(pe) {
 		return false
 	}
 	e.param(pe, true)
 	return true
+}
+
+// mayBeList is mayBeList, or $ref of a nameref to a[@] or a[*].
+func (e *expander) mayBeList(pe *syntax.ParamExp) bool {
+	if mayBeList(pe) {
+		return true
+	}
+	if pe.Length || pe.Param == nil || pe.Excl || pe.Index != nil || !validName(pe.Param.Value) {
+		return false
+	}
+	sh := e.sh
+	if rv, _ := sh.lookup(pe.Param.Value); rv != nil && rv.attrs&aNameref != 0 && rv.set && strings.HasSuffix(rv.str, "]") {
+		t, _, _ := sh.resolve(pe.Param.Value)
+		return strings.HasSuffix(t, "[@]") || strings.HasSuffix(t, "[*]")
+	}
+	return false
 }
 
 // mayBeList reports whether a parameter expansion can yield a list.
@@ -452,6 +468,11 @@ func (sh *shell) expandSubscript(sub string) string {
 	}
 	ce, ok := f.Stmts[0].Cmd.(*syntax.CallExpr)
 	if !ok || len(ce.Args) != 0 || len(ce.Assigns) != 1 || ce.Assigns[0].Value == nil {
+		if strings.ContainsAny(sub, " \t\n") && !strings.ContainsAny(sub, "\"'") {
+			// blanks ("a[$(echo 2) + 1]"): the subscript is one word, as
+			// in double quotes
+			return sh.expandSubscript(`"` + sub + `"`)
+		}
 		return sub
 	}
 	return sh.expandString(ce.Assigns[0].Value)

@@ -163,8 +163,9 @@ func (sh *shell) resolve(name string) (string, *variable, *scope) {
 func (sh *shell) getVar(name string) *variable {
 	n, v, _ := sh.resolve(name)
 	if v == nil {
-		if n != name && strings.IndexByte(n, '[') >= 0 {
-			// a nameref to an element: a scalar view of it
+		if n != name && strings.IndexByte(n, '[') >= 0 && !strings.HasSuffix(n, "[@]") && !strings.HasSuffix(n, "[*]") {
+			// a nameref to an element: a scalar view of it (to a[@]:
+			// none, $ref is read as "${a[@]}" by special)
 			if s, ok := sh.elemByRef(n); ok {
 				return &variable{set: true, str: s}
 			}
@@ -368,6 +369,10 @@ func (sh *shell) applyAttrs(attrs attr, old, val string, appendTo bool) (string,
 // indexed array.
 func (sh *shell) setElem(name, sub, val string, appendTo bool) error {
 	name, v, sc := sh.resolve(name)
+	if strings.IndexByte(name, '[') >= 0 {
+		// ref[0]=x where ref names an element
+		return &assignError{"`" + name + "': not a valid identifier"}
+	}
 	if v == nil {
 		v, sc = sh.target(name)
 	}
@@ -432,6 +437,10 @@ func (sh *shell) setElem(name, sub, val string, appendTo bool) error {
 // explicit [k]=v elements.
 func (sh *shell) setArray(name string, elems []arrayItem, appendTo, assocWanted bool) error {
 	name, v, sc := sh.resolve(name)
+	if strings.IndexByte(name, '[') >= 0 {
+		// ref=(...) where ref names an element or a[@]
+		return &assignError{"`" + name + "': not a valid identifier"}
+	}
 	if v == nil {
 		v, sc = sh.target(name)
 	}
