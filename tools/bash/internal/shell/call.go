@@ -290,7 +290,9 @@ func (sh *shell) arrayItems(name string, arr *syntax.ArrayExpr) ([]arrayItem, bo
 			} else {
 				it.key = sh.arithIndexText(el.Index)
 			}
-			if el.Value != nil {
+			if el.Value != nil && isAssoc {
+				it.val = sh.expandAssocValue(el.Value)
+			} else if el.Value != nil {
 				it.val = sh.expandAssign(el.Value)
 			}
 			items = append(items, it)
@@ -301,12 +303,12 @@ func (sh *shell) arrayItems(name string, arr *syntax.ArrayExpr) ([]arrayItem, bo
 		}
 		if isAssoc {
 			// (k v k v): words, split and globbed
-			for _, f := range sh.expandFields([]*syntax.Word{el.Value}) {
+			for _, f := range sh.expandElemFields(el.Value) {
 				items = append(items, arrayItem{val: f})
 			}
 			continue
 		}
-		for _, f := range sh.expandFields([]*syntax.Word{el.Value}) {
+		for _, f := range sh.expandElemFields(el.Value) {
 			items = append(items, arrayItem{val: f})
 		}
 	}

@@ -462,6 +462,11 @@ func (sh *shell) declareOne(variant string, a declArg, f declFlags) int {
 		if f.set&aAssoc != 0 && w.assc == nil {
 			w.assc = newAssoc()
 			w.attrs &^= aIndexed
+			if w.set && w.arr == nil {
+				// declare -A s of a scalar s: its value is s[0]
+				w.assc.set("0", w.str)
+				w.str = ""
+			}
 		}
 	}
 	if f.set&aNameref != 0 {
@@ -591,7 +596,9 @@ func (sh *shell) arrayItemsFor(w *variable, arr *syntax.ArrayExpr) ([]arrayItem,
 			} else {
 				it.key = sh.arithIndexText(el.Index)
 			}
-			if el.Value != nil {
+			if el.Value != nil && isAssoc {
+				it.val = sh.expandAssocValue(el.Value)
+			} else if el.Value != nil {
 				it.val = sh.expandAssign(el.Value)
 			}
 			items = append(items, it)
@@ -600,7 +607,7 @@ func (sh *shell) arrayItemsFor(w *variable, arr *syntax.ArrayExpr) ([]arrayItem,
 		if el.Value == nil {
 			continue
 		}
-		for _, f := range sh.expandFields([]*syntax.Word{el.Value}) {
+		for _, f := range sh.expandElemFields(el.Value) {
 			items = append(items, arrayItem{val: f})
 		}
 	}

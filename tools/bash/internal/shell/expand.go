@@ -29,6 +29,9 @@ type expander struct {
 	pattern bool
 	// assign: tilde expansion also after ':' and the first '='.
 	assign bool
+	// noTilde: no tilde expansion (the values of an associative array's
+	// [k]=v).
+	noTilde bool
 	// noGlob skips pathname expansion.
 	noGlob bool
 	// heredoc: a here-document's body, where \" is not an escape.
@@ -324,6 +327,18 @@ func (sh *shell) expandFields(words []*syntax.Word) []string {
 }
 
 func (sh *shell) expandWordTo(out []string, w *syntax.Word) []string {
+	return sh.expandWordMode(out, w, true)
+}
+
+// expandElemFields expands an element of an array literal, a=(x=~):
+// a word like an assignment is not one there (bash keeps x=~).
+func (sh *shell) expandElemFields(w *syntax.Word) []string {
+	return sh.expandWordMode(nil, w, false)
+}
+
+// expandWordMode is expandWordTo; assignLike: a word that looks like an
+// assignment has its tildes after = and : expanded (declare x=~).
+func (sh *shell) expandWordMode(out []string, w *syntax.Word, assignLike bool) []string {
 	if lit, ok := simpleLit(w); ok {
 		return append(out, lit)
 	}
@@ -333,7 +348,7 @@ func (sh *shell) expandWordTo(out []string, w *syntax.Word) []string {
 	}
 	for _, bw := range words {
 		e := &expander{sh: sh, noGlob: sh.opts.noglob}
-		if l, ok := bw.Parts[0].(*syntax.Lit); ok && !sh.opts.posix {
+		if l, ok := bw.Parts[0].(*syntax.Lit); ok && assignLike && !sh.opts.posix {
 			if i := strings.IndexByte(l.Value, '='); i > 0 && validName(l.Value[:i]) {
 				e.assignWord = true
 				e.assign = true
@@ -392,6 +407,21 @@ func (sh *shell) expandAssign(w *syntax.Word) string {
 	}
 	e := sh.newStringExpander()
 	e.assign = true
+	e.word(w.Parts, false)
+	return e.str()
+}
+
+// expandAssocValue expands the value of an associative array's [k]=v:
+// as an assignment's, without tilde expansion (as bash).
+func (sh *shell) expandAssocValue(w *syntax.Word) string {
+	if w == nil {
+		return ""
+	}
+	if lit, ok := simpleLit(w); ok {
+		return lit
+	}
+	e := sh.newStringExpander()
+	e.assign, e.noTilde = true, true
 	e.word(w.Parts, false)
 	return e.str()
 }
@@ -627,7 +657,9 @@ func (e *expander) lit(v string, quoted, first bool) {
 		e.addQuoted(b.String())
 		return
 	}
-	if first && len(v) > 0 && v[0] == '~' {
+	if e.noTilde {
+		// [k]=~ of an associative array: bash keeps the ~
+	} else if first && len(v) > 0 && v[0] == '~' {
 		v = e.tilde(v)
 	} else if first && e.assignWord {
 		// a word that looks like an assignment (x=~/bin): bash expands
@@ -637,7 +669,7 @@ func (e *expander) lit(v string, quoted, first bool) {
 			v = e.tilde(v[i+1:])
 		}
 	}
-	if e.assign && strings.Contains(v, ":~") {
+	if e.assign && !e.noTilde && strings.Contains(v, ":~") {
 		v = e.assignTildes(v)
 	}
 	add := e.addLiteral
