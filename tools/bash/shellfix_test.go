@@ -43,6 +43,7 @@ v=tempenv f; v=tempenv eval f; v=tempenv h; x=temp k; v=t1 e; f`},
 	{"namerefs to a[expr] expand it, to a[@] read as \"${a[@]}\", and refuse whole-array writes", `a=(zero one two three); typeset -n r1='a[$(echo 2) + 1]'; echo "r1=$r1"; typeset -n r2='a[@]'; printf '<%s>' "$r2"; echo; printf '<%s>' "${r2[@]}"; echo; r2=(X Y); echo "st=$?"; typeset -n r3='a[0]'; r3[0]=foo; echo "st=$?"; r3=new; echo "${a[@]}"`},
 	{"an associative array's [k]=~ keeps the tilde; declare -A of a scalar keeps it as [0]", `HOME=/h; a=([k]=~ [j]=~:~); declare -p a; declare -A c=([k]=~ [j]=a:~); declare -p c; declare -A d; d=([k]=~); declare -p d; e=(~ x=~); declare -p e; s=w; declare -A s; declare -p s; t=w; declare -A t+=([a]=1); declare -p t; u=w; declare -A u=([a]=1); declare -p u`},
 	{"unset s[0] of a scalar unsets it, another subscript is refused", `declare undef; unset -v 'undef[1]'; echo $?; unset -v 'undef["key"]'; echo $?; s=1; unset 's[a]'; echo $? ${s-unset}; t=2; unset 't[1]'; echo $? $t`},
+	{"${!ref:-w} through ref=a[@] tests for no elements", `f() { ref='a[@]'; echo "[${!ref-n}] [${!ref:-c}] [${!ref:+p}]"; ref='a[*]'; echo "[${!ref-n}] [${!ref:-c}] [${!ref:+p}]"; }; a=(); f; a=(""); f; a=("" ""); f; IFS=; f; echo "[${a[@]:-w}] [${a[*]:-w}]"`},
 	{"an assignment through a circular nameref fails", "typeset -n ref1=ref2\ntypeset -n ref2=ref1\necho defined $?\nref1=z\necho mutated $?\nx=1; echo x $?"},
 }
 

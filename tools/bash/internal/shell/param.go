@@ -21,6 +21,9 @@ type pvalue struct {
 	star   bool // a * list: joined into one word when quoted
 	// arrayVar is the variable of an array expansion (for ${a[@]@A}).
 	v *variable
+	// viaRef: a list read through ${!ref} (ref=a[@]); ${!ref:-w} tests
+	// it for no elements, not for an empty value, as bash
+	viaRef bool
 }
 
 // joined is a list's elements joined as "$*" joins them.
@@ -451,7 +454,9 @@ func (e *expander) indirect(pe *syntax.ParamExp) pvalue {
 	if ref.isList {
 		target = strings.Join(ref.list, " ")
 	}
-	return e.sh.byName(target)
+	pv := e.sh.byName(target)
+	pv.viaRef = pv.isList
+	return pv
 }
 
 // expandSubscript expands the subscript of a name given at run time
@@ -568,7 +573,9 @@ func (e *expander) paramOp(pe *syntax.ParamExp, pv pvalue, quoted bool) {
 		null := !pv.set
 		if !null && (op == syntax.DefaultUnsetOrNull || op == syntax.AlternateUnsetOrNull ||
 			op == syntax.AssignUnsetOrNull || op == syntax.ErrorUnsetOrNull) {
-			if pv.isList {
+			if pv.isList && pv.viaRef {
+				null = len(pv.list) == 0
+			} else if pv.isList {
 				null = len(pv.list) == 0 || len(pv.list) == 1 && pv.list[0] == "" ||
 					pv.star && quoted && sh.joinStar(pv.list) == ""
 			} else {
