@@ -939,8 +939,30 @@ func (sh *shell) braceExpand(w *syntax.Word) []*syntax.Word {
 
 // mergeLits joins adjacent literal parts (a brace expansion leaves
 // "~" "root" apart, which tilde expansion must see as "~root").
+//
+// It also joins $name with the name characters after it: bash expands
+// braces in the text, so {$a,b}_c makes $a_c, the variable a_c.
 func mergeLits(w *syntax.Word) *syntax.Word {
 	for i := 1; i < len(w.Parts); i++ {
+		if pe, ok := w.Parts[i-1].(*syntax.ParamExp); ok && pe.Short && pe.Param != nil && validName(pe.Param.Value) {
+			if l, ok := w.Parts[i].(*syntax.Lit); ok {
+				n := 0
+				for n < len(l.Value) && isNameByte(l.Value[n]) {
+					n++
+				}
+				if n > 0 {
+					npe := *pe
+					npe.Param = &syntax.Lit{ValuePos: pe.Param.ValuePos, ValueEnd: pe.Param.ValueEnd, Value: pe.Param.Value + l.Value[:n]}
+					parts := append([]syntax.WordPart(nil), w.Parts[:i-1]...)
+					parts = append(parts, &npe)
+					if n < len(l.Value) {
+						parts = append(parts, &syntax.Lit{ValuePos: l.ValuePos, ValueEnd: l.ValueEnd, Value: l.Value[n:]})
+					}
+					parts = append(parts, w.Parts[i+1:]...)
+					return mergeLits(&syntax.Word{Parts: parts})
+				}
+			}
+		}
 		a, ok1 := w.Parts[i-1].(*syntax.Lit)
 		b, ok2 := w.Parts[i].(*syntax.Lit)
 		if ok1 && ok2 {
@@ -1062,4 +1084,9 @@ func (sh *shell) braceAlternatives(b *syntax.BraceExp) []*syntax.Word {
 		return out
 	}
 	return []*syntax.Word{mk(braceText(b))}
+}
+
+// isNameByte reports whether c may be in a variable's name.
+func isNameByte(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
