@@ -1220,8 +1220,15 @@ func (e *expander) transform(pe *syntax.ParamExp, pv pvalue, quoted bool) {
 		target := pe.Param.Value
 		if pe.Excl {
 			target, _, _ = strings.Cut(pv.name, "[")
+			if !pv.set && !pv.isList && pv.name == pe.Param.Value {
+				// ${!A@a} of an array A without element 0: no target
+				target = ""
+			}
 		}
-		v := sh.getVar(target)
+		var v *variable
+		if target != "" {
+			v = sh.getVar(target)
+		}
 		s := ""
 		if v != nil {
 			s = attrFlags(v)
