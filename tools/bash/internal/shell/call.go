@@ -334,6 +334,16 @@ func (sh *shell) dispatch(args []string, assigns []tempAssign, functions bool) i
 		}
 		return b2status(n == 0)
 	}
+	if name == catCarrier {
+		in, out := sh.fds.get(0), sh.fds.get(1)
+		if in == nil || in.r == nil || out == nil || out.w == nil {
+			return 1
+		}
+		if _, err := io.Copy(out.w, in.r); err != nil {
+			return 1
+		}
+		return 0
+	}
 	if name == badFuncCarrier && len(args) == 2 {
 		sh.errorf("`%s': not a valid identifier", args[1])
 		return 1
