@@ -49,6 +49,7 @@ v=tempenv f; v=tempenv eval f; v=tempenv h; x=temp k; v=t1 e; f`},
 	{"<> reads and writes at one offset, overwriting", `set -C; echo foo >| f; exec 3<> f; read -n 1 <&3; echo -n . >&3; exec 3>&-; cat f; echo; printf 'abcdef' > g; exec 4<> g; echo -n XY >&4; read -n 2 x <&4; echo "[$x]"; echo -n 0123456 >&4; exec 4>&-; cat g; echo; exec 5<> new; echo hi >&5; exec 5>&-; cat new`},
 	{"<(< file) is the file, as $(< file)", `echo FOO > foo; tr A-Z a-z < <(<foo); cat < <(<foo; echo hi); set -x; cat <(< foo) 2>&1; set +x; cat <(< nofile) 2>/dev/null; echo end`},
 	{"a PS4 whose expansion fails is reported and the command still runs", `x=1; PS4='+oops $(( 1 / 0 )) '; set -x; echo one; echo status=$?; set +x; PS4='+$(( x + 1 )) '; set -x; echo two 2>&1`},
+	{"declare -a alone lists the arrays, -i the integers, as declare -p", `z=(); declare -i n=1; declare -A m=([k]=v); declare -a | grep -E "z=|n=|m="; declare -i | grep -E "z=|n=|m="; declare -A | grep -E "z=|n=|m="; declare -ai | grep -E "z=|n="; echo end`},
 	{"an assignment through a circular nameref fails", "typeset -n ref1=ref2\ntypeset -n ref2=ref1\necho defined $?\nref1=z\necho mutated $?\nx=1; echo x $?"},
 }
 

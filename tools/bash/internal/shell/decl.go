@@ -250,7 +250,8 @@ func (sh *shell) declare(variant string, args []declArg) int {
 		return sh.declareFuncs(variant, rest, f)
 	}
 	if len(rest) == 0 {
-		if f.print || !f.anyAttr || variant == "export" || variant == "readonly" {
+		if f.print || !f.anyAttr || variant == "export" || variant == "readonly" || f.set != 0 && f.unset == 0 {
+			// declare -a alone lists the arrays as declare -p does
 			return sh.printDecls(variant, f)
 		}
 		return 0
