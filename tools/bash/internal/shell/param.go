@@ -1200,6 +1200,10 @@ func (e *expander) transform(pe *syntax.ParamExp, pv pvalue, quoted bool) {
 			sh.exitFatal(n + ": unbound variable")
 		}
 		if op != "a" {
+			if quoted {
+				// "${x@Q}" of an unset x is still an empty word
+				e.cur.started = true
+			}
 			return
 		}
 	}
