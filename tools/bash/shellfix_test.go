@@ -51,6 +51,7 @@ v=tempenv f; v=tempenv eval f; v=tempenv h; x=temp k; v=t1 e; f`},
 	{"a PS4 whose expansion fails is reported and the command still runs", `x=1; PS4='+oops $(( 1 / 0 )) '; set -x; echo one; echo status=$?; set +x; PS4='+$(( x + 1 )) '; set -x; echo two 2>&1`},
 	{"declare -a alone lists the arrays, -i the integers, as declare -p", `z=(); declare -i n=1; declare -A m=([k]=v); declare -a | grep -E "z=|n=|m="; declare -i | grep -E "z=|n=|m="; declare -A | grep -E "z=|n=|m="; declare -ai | grep -E "z=|n="; echo end`},
 	{"a quoted transformation of an unset parameter is an empty word", `p() { printf '<%s>' "$@"; echo; }; p "${undef@Q}" "${undef@U}"; a1=(); declare -A ref=([d]=a1); p "${!ref[@]@Q}" "${!ref[@]@P}"; p ${undef@Q} x`},
+	{"declare -F NAME under extdebug tells where NAME was defined", "shopt -s extdebug\nf() { :; }\ndeclare -F f; declare -F; echo 'g() { :; }' > lib.sh; source lib.sh; declare -F g; declare -F nope; echo $?\nshopt -u extdebug; declare -F f"},
 	{"an assignment through a circular nameref fails", "typeset -n ref1=ref2\ntypeset -n ref2=ref1\necho defined $?\nref1=z\necho mutated $?\nx=1; echo x $?"},
 }
 

@@ -838,6 +838,16 @@ func (sh *shell) declareFuncs(variant string, args []declArg, f declFlags) int {
 			continue
 		}
 		if f.funcNames {
+			if len(args) > 0 && sh.shopt.extdebug {
+				// extdebug: where the function was defined
+				file := fn.file
+				if file == "" || sh.dashC && file == sh.argv0 {
+					// bash -c's script
+					file = "environment"
+				}
+				b.WriteString(n + " " + strconv.Itoa(fn.line) + " " + file + "\n")
+				continue
+			}
 			if len(args) > 0 {
 				b.WriteString(n + "\n")
 				continue
