@@ -71,6 +71,8 @@ func Summarize(ctx context.Context, j journal.Reader, g cas.Getter, name string)
 	ws := &WorldSummary{World: name, Chats: []ChatSummary{}}
 	var lastInput uint64          // seq of the newest input with a stamp
 	chats := map[string]cas.Ref{} // chat → its newest state (zero once deleted)
+	of := map[string]string{}     // chat → the module of its newest state
+	module := ""                  // the chat module of the newest manifest
 	err := j.Read(ctx, name, 1, func(r journal.Record) error {
 		ws.Records, ws.Head = r.Seq, Head{Seq: r.Seq, Hash: r.Hash.String()}
 		switch {
@@ -80,6 +82,7 @@ func Summarize(ctx context.Context, j journal.Reader, g cas.Getter, name string)
 				return err
 			}
 			ws.Manifest = in.Manifest.String()
+			module = chatModuleOf(ctx, g, in.Manifest)
 		case world.IsInput(r.Kind):
 			lastInput = r.Seq
 		case r.Kind == world.KindState:
@@ -88,7 +91,7 @@ func Summarize(ctx context.Context, j journal.Reader, g cas.Getter, name string)
 				return err
 			}
 			if id, ok := sr.Key.(string); ok && demiurge.IsModule(sr.Reducer) {
-				chats[id] = sr.State
+				chats[id], of[id] = sr.State, sr.Reducer
 			}
 		}
 		return nil
@@ -120,6 +123,15 @@ func Summarize(ctx context.Context, j journal.Reader, g cas.Getter, name string)
 		if err := cas.GetNode(ctx, g, ref, &st); err != nil {
 			return nil, fmt.Errorf("world %s: state of chat %s: %w", name, id, err)
 		}
+		if of[id] == demiurge.ModuleNameV2 && module == demiurge.ModuleName {
+			// Chat@2 left the chat, and the world runs Chat@3, which
+			// takes it up with its next message: it reads as it will
+			// be then (agent.Chat.State reads it so), a turn it ran
+			// stopped.
+			if v, err := importedView(g, id, ref); err == nil {
+				st = *v
+			}
+		}
 		c := ChatSummary{Chat: id, Turns: st.LastRequestID, Running: st.Turn != nil,
 			Usage: TokenUsage{Prompt: st.Usage.Prompt, Completion: st.Usage.Completion, Cached: st.Usage.Cached,
 				CacheWrite: st.Usage.CacheWrite, Reasoning: st.Usage.Reasoning},
@@ -134,3 +146,40 @@ func Summarize(ctx context.Context, j journal.Reader, g cas.Getter, name string)
 
 // errStopRead ends a journal read early.
 var errStopRead = errors.New("stop reading")
+
+// chatModuleOf returns the chat module (one of demiurge.Modules, the
+// newest) of the manifest at ref, "" if it has none or g does not hold it.
+func chatModuleOf(ctx context.Context, g cas.Getter, ref cas.Ref) string {
+	var man struct {
+		Modules []struct {
+			Name string `cbor:"name"`
+		} `cbor:"modules"`
+	}
+	if cas.GetNode(ctx, g, ref, &man) != nil {
+		return ""
+	}
+	names := map[string]bool{}
+	for _, mod := range man.Modules {
+		names[mod.Name] = true
+	}
+	m, _ := demiurge.ModuleIn(func(n string) bool { return names[n] })
+	return m
+}
+
+// importedView reads the state at ref of a chat that Chat@2 left as
+// Chat@3 takes it up (demiurge.ImportedView).
+func importedView(g cas.Getter, chat string, ref cas.Ref) (*demiurge.StateView, error) {
+	st, err := demiurge.ImportedView(g, demiurge.ChatImport{ChatID: chat, Module: demiurge.ModuleNameV2, State: ref})
+	if err != nil {
+		return nil, err
+	}
+	b, err := cas.MarshalBody(st)
+	if err != nil {
+		return nil, err
+	}
+	var v demiurge.StateView
+	if err := cas.Unmarshal(b, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
