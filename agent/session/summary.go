@@ -82,7 +82,7 @@ func Summarize(ctx context.Context, j journal.Reader, g cas.Getter, name string)
 				return err
 			}
 			ws.Manifest = in.Manifest.String()
-			module = chatModuleOf(ctx, g, in.Manifest)
+			module = ChatModule(ctx, g, in.Manifest)
 		case world.IsInput(r.Kind):
 			lastInput = r.Seq
 		case r.Kind == world.KindState:
@@ -123,14 +123,8 @@ func Summarize(ctx context.Context, j journal.Reader, g cas.Getter, name string)
 		if err := cas.GetNode(ctx, g, ref, &st); err != nil {
 			return nil, fmt.Errorf("world %s: state of chat %s: %w", name, id, err)
 		}
-		if of[id] == demiurge.ModuleNameV2 && module == demiurge.ModuleName {
-			// Chat@2 left the chat, and the world runs Chat@3, which
-			// takes it up with its next message: it reads as it will
-			// be then (agent.Chat.State reads it so), a turn it ran
-			// stopped.
-			if v, err := importedView(g, id, ref); err == nil {
-				st = *v
-			}
+		if v, ok := ImportedState(g, module, of[id], id, ref); ok {
+			st = *v
 		}
 		c := ChatSummary{Chat: id, Turns: st.LastRequestID, Running: st.Turn != nil,
 			Usage: TokenUsage{Prompt: st.Usage.Prompt, Completion: st.Usage.Completion, Cached: st.Usage.Cached,
@@ -147,9 +141,9 @@ func Summarize(ctx context.Context, j journal.Reader, g cas.Getter, name string)
 // errStopRead ends a journal read early.
 var errStopRead = errors.New("stop reading")
 
-// chatModuleOf returns the chat module (one of demiurge.Modules, the
-// newest) of the manifest at ref, "" if it has none or g does not hold it.
-func chatModuleOf(ctx context.Context, g cas.Getter, ref cas.Ref) string {
+// ChatModule returns the chat module (the newest of demiurge.Modules it
+// has) of the manifest at ref, "" if it has none or g does not hold it.
+func ChatModule(ctx context.Context, g cas.Getter, ref cas.Ref) string {
 	var man struct {
 		Modules []struct {
 			Name string `cbor:"name"`
@@ -166,20 +160,28 @@ func chatModuleOf(ctx context.Context, g cas.Getter, ref cas.Ref) string {
 	return m
 }
 
-// importedView reads the state at ref of a chat that Chat@2 left as
-// Chat@3 takes it up (demiurge.ImportedView).
-func importedView(g cas.Getter, chat string, ref cas.Ref) (*demiurge.StateView, error) {
+// ImportedState reads the state at ref of chat, written by the chat
+// module written, in a world whose newest manifest runs the chat module
+// running, when Chat@2 left the chat and the world runs Chat@3: Chat@3
+// takes the chat up with its next message, and it reads as it will be
+// then (demiurge.ImportedView; agent.Chat.State reads it so), a turn it
+// ran stopped, no call waiting. It returns false for any other chat, and
+// for a state the Import would refuse.
+func ImportedState(g cas.Getter, running, written, chat string, ref cas.Ref) (*demiurge.StateView, bool) {
+	if written != demiurge.ModuleNameV2 || running != demiurge.ModuleName {
+		return nil, false
+	}
 	st, err := demiurge.ImportedView(g, demiurge.ChatImport{ChatID: chat, Module: demiurge.ModuleNameV2, State: ref})
 	if err != nil {
-		return nil, err
+		return nil, false
 	}
 	b, err := cas.MarshalBody(st)
 	if err != nil {
-		return nil, err
+		return nil, false
 	}
 	var v demiurge.StateView
 	if err := cas.Unmarshal(b, &v); err != nil {
-		return nil, err
+		return nil, false
 	}
-	return &v, nil
+	return &v, true
 }
