@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -61,7 +62,7 @@ func TestChatMovesToChat3(t *testing.T) {
 		t.Fatalf("module %s; want %s", w.Module(), demiurge.ModuleName)
 	}
 	c = w.Chat("main", agent.RequireApproval("workspace_write"))
-	checkChat2Read(t, w, c, turn1)
+	turn2 := checkChat2Read(t, w, c, turn1)
 	lines, end := collect(t, c.Send(t.Context(), "Say hello again."))
 	got := strings.Join(lines, "\n")
 	if end.Outcome != agent.OutcomeAnswer || end.RequestID != 3 {
@@ -98,8 +99,12 @@ func TestChatMovesToChat3(t *testing.T) {
 	if g, w := strings.Join(watched, "\n"), strings.Join(turn1, "\n"); g != w {
 		t.Errorf("Watch of the Chat@2 turn 1 once the chat is under Chat@3:\n%s\nwant (Send's):\n%s", g, w)
 	}
-	if _, end := collect(t, c.Watch(t.Context(), 2)); end.Outcome != agent.OutcomeStopped {
-		t.Errorf("Watch of the Chat@2 turn 2, which the Import stopped: %+v", end)
+	// The turn that waited: as it read before, but for the seqs of its
+	// end, which the Import journaled.
+	seqs := regexp.MustCompile(`"seq":[0-9]+`)
+	watched, _ = collect(t, c.Watch(t.Context(), 2))
+	if g, w := seqs.ReplaceAllString(strings.Join(watched, "\n"), `"seq":N`), seqs.ReplaceAllString(strings.Join(turn2, "\n"), `"seq":N`); g != w {
+		t.Errorf("Watch of the Chat@2 turn 2 once the Import stopped it:\n%s\nwant (as it read before):\n%s", g, w)
 	}
 	bundle := filepath.Join(t.TempDir(), "bundle")
 	if _, err := w.Export(t.Context(), bundle); err != nil {
@@ -129,7 +134,7 @@ func TestChatMovesToChat3(t *testing.T) {
 // first answered, turn1 its events as Send yielded them; the second
 // waiting for approval), its usage and settings, as Chat@3 will take them
 // up, the turn that waited stopped; and nothing of it written.
-func checkChat2Read(t *testing.T, w *agent.World, c *agent.Chat, turn1 []string) {
+func checkChat2Read(t *testing.T, w *agent.World, c *agent.Chat, turn1 []string) (turn2 []string) {
 	t.Helper()
 	head := w.Head()
 	st, ok := c.State()
@@ -159,7 +164,14 @@ func checkChat2Read(t *testing.T, w *agent.World, c *agent.Chat, turn1 []string)
 	if g, w := strings.Join(watched, "\n"), strings.Join(turn1, "\n"); g != w {
 		t.Errorf("Watch of the Chat@2 turn 1 under Chat@3:\n%s\nwant (Send's):\n%s", g, w)
 	}
+	// The turn that waited ends as the chat reads: Chat@3 stops it.
+	turn2, end := collect(t, c.Watch(ctx, 2))
+	if got := strings.Join(turn2, "\n"); end.Outcome != agent.OutcomeStopped || end.RequestID != 2 ||
+		!strings.Contains(got, `"call_id":"call_w","tool":"workspace_write","status":"not_run","output":"not run: the chat moved from demiurge/Chat@2 to demiurge/Chat@3`) {
+		t.Errorf("Watch of the Chat@2 turn 2 under Chat@3: %+v\n%s", end, got)
+	}
 	if h := w.Head(); h != head {
 		t.Errorf("reading the chat wrote the journal: head %d, was %d", h.Seq, head.Seq)
 	}
+	return turn2
 }

@@ -90,4 +90,15 @@ func TestServeChat2World(t *testing.T) {
 	if g, w := strings.Join(got, "\n"), strings.Join(turn1, "\n"); g != w {
 		t.Errorf("the events of turn 1:\n%s\nwant (Send's under Chat@2):\n%s", g, w)
 	}
+	// The chat's latest turn, which waited for approval, ends stopped, as
+	// the chat reads: no call of it waits.
+	resp := e.stream(ctx, "GET", "/v1/worlds/main/chats/main/events", nil)
+	if n := resp.Header.Get("Demiurge-Turn"); n != "2" {
+		t.Errorf("GET events: turn %q; want 2", n)
+	}
+	evs = journaled(eventsOf(t, resp))
+	if got := typesOf(evs); !strings.HasSuffix(got, "approval_requested tool_call_finished guard_stop turn_end") ||
+		!strings.Contains(evs[len(evs)-1].Data, `"outcome":"stopped"`) {
+		t.Errorf("GET events of turn 2: %s", got)
+	}
 }
