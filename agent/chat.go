@@ -245,7 +245,8 @@ var errNoChatID = errors.New(`a chat's id is not empty: name the chat, as in Wor
 // model's text as it comes (TextDelta), the model calls (ModelCall), the
 // tool calls and their results, the messages, and last TurnEnd, once the
 // turn's records are committed. Every event is journaled before it is
-// yielded (TextDelta excepted).
+// yielded (TextDelta excepted). Once TurnEnd is yielded the chat takes
+// the next message, though the stream has yet to return.
 //
 // Stopping early stops the turn: if ctx is cancelled, or the loop breaks,
 // the chat records that the user stopped it (a Stop event: its calls
@@ -639,12 +640,26 @@ func (c *Chat) turnStopping(ctx context.Context, yield func(Event, error) bool, 
 	f := newFollower(c.id)
 	w.follows[f] = struct{}{}
 	w.mu.Unlock()
-	defer func() {
+	free := sync.OnceFunc(func() {
 		w.mu.Lock()
 		delete(w.follows, f)
 		delete(w.busy, c.id)
 		w.mu.Unlock()
-	}()
+	})
+	defer free()
+	// The chat is free for the next message before the caller has the
+	// TurnEnd, not once the stream returns after it: a caller that pulls
+	// the stream (iter.Pull2), or hands its events to another goroutine,
+	// may tell its user the turn ended, and take the next message, before
+	// it lets the stream return. Nothing of the turn is read after its
+	// TurnEnd.
+	yieldEvent := yield
+	yield = func(e Event, err error) bool {
+		if _, end := e.(TurnEnd); end {
+			free()
+		}
+		return yieldEvent(e, err)
+	}
 	if hook := testHookRegistered.Load(); hook != nil {
 		(*hook)(c)
 	}
