@@ -52,6 +52,7 @@ v=tempenv f; v=tempenv eval f; v=tempenv h; x=temp k; v=t1 e; f`},
 	{"declare -a alone lists the arrays, -i the integers, as declare -p", `z=(); declare -i n=1; declare -A m=([k]=v); declare -a | grep -E "z=|n=|m="; declare -i | grep -E "z=|n=|m="; declare -A | grep -E "z=|n=|m="; declare -ai | grep -E "z=|n="; echo end`},
 	{"a quoted transformation of an unset parameter is an empty word", `p() { printf '<%s>' "$@"; echo; }; p "${undef@Q}" "${undef@U}"; a1=(); declare -A ref=([d]=a1); p "${!ref[@]@Q}" "${!ref[@]@P}"; p ${undef@Q} x`},
 	{"declare -F NAME under extdebug tells where NAME was defined", "shopt -s extdebug\nf() { :; }\ndeclare -F f; declare -F; echo 'g() { :; }' > lib.sh; source lib.sh; declare -F g; declare -F nope; echo $?\nshopt -u extdebug; declare -F f"},
+	{"POSIX: what a special builtin leaves of the assignments before it stays", `f() { x=42; x=tmp unset x; echo "x=$x"; x=42; x=tmp eval 'unset x'; echo "x=$x"; }; f; set -o posix; f; y=1 :; echo "y=$y"; z=1 eval 'z=2'; echo "z=$z"; w=5 readonly w; w=6; echo "w=$w"; sh -c 'echo "env y=$y"'; echo end`},
 	{"an assignment through a circular nameref fails", "typeset -n ref1=ref2\ntypeset -n ref2=ref1\necho defined $?\nref1=z\necho mutated $?\nx=1; echo x $?"},
 }
 

@@ -359,14 +359,33 @@ func (sh *shell) dispatch(args []string, assigns []tempAssign, functions bool) i
 	if bi, ok := builtins[name]; ok {
 		if specialBuiltins[name] && sh.opts.posix && len(assigns) > 0 {
 			// POSIX: assignments before a special builtin stay (and
-			// bash exports them)
-			for _, a := range assigns {
-				if err := sh.setString(a.name, a.val, a.append); err != nil {
+			// bash exports them): what the builtin left of them
+			// (x=1 unset x leaves nothing, x=1 eval x=2 leaves 2)
+			var kept []*variable
+			var names []string
+			status := sh.withTemps(assigns, false, func() int {
+				st := sh.runBuiltin(bi, args)
+				top := sh.scopes[len(sh.scopes)-1]
+				for _, n := range sortedKeys(top.vm.m) {
+					names = append(names, n)
+					kept = append(kept, top.vm.m[n])
+				}
+				return st
+			})
+			for i, n := range names {
+				v := kept[i]
+				if !v.set || v.isArray() {
+					continue
+				}
+				if err := sh.setString(n, v.str, false); err != nil {
 					sh.fatal(err)
 				}
-				sh.declare("export", []declArg{{name: a.name}})
+				sh.declare("export", []declArg{{name: n}})
+				if v.attrs&aReadonly != 0 {
+					sh.declare("readonly", []declArg{{name: n}})
+				}
 			}
-			return sh.runBuiltin(bi, args)
+			return status
 		}
 		return sh.withTemps(assigns, false, func() int { return sh.runBuiltin(bi, args) })
 	}
