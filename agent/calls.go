@@ -50,7 +50,7 @@ func (c *Chat) resultOf(r journal.Record) (callInfo, bool) {
 		return callInfo{}, false
 	}
 	var rr raisedRecord
-	if err := cas.Unmarshal(r.Payload, &rr); err != nil || rr.Schema != c.w.event {
+	if err := cas.Unmarshal(r.Payload, &rr); err != nil || !c.w.chatEvent(rr.Schema) {
 		return callInfo{}, false
 	}
 	var res chatResult

@@ -207,11 +207,15 @@ func (c *Chat) Follow(ctx context.Context) iter.Seq2[Event, error] {
 	}
 }
 
-// State returns the chat's state, if the chat exists.
+// State returns the chat's state, if the chat exists. A chat that the
+// world's older chat module left (a world made with Chat@2 whose manifest
+// moved to Chat@3), which its next turn takes up (see importOlder), reads
+// as Chat@3 will take it up: its turns, usage and settings as Chat@2 left
+// them, a turn it was running stopped.
 func (c *Chat) State() (*demiurge.StateView, bool) {
 	v, _, ok := c.w.host.State(c.w.module, c.id)
 	if !ok {
-		return nil, false
+		return c.olderView()
 	}
 	var st demiurge.StateView
 	if err := reducer.ToGo(v, &st); err != nil {
@@ -241,7 +245,8 @@ var errNoChatID = errors.New(`a chat's id is not empty: name the chat, as in Wor
 // model's text as it comes (TextDelta), the model calls (ModelCall), the
 // tool calls and their results, the messages, and last TurnEnd, once the
 // turn's records are committed. Every event is journaled before it is
-// yielded (TextDelta excepted).
+// yielded (TextDelta excepted). Once TurnEnd is yielded the chat takes
+// the next message, though the stream has yet to return.
 //
 // Stopping early stops the turn: if ctx is cancelled, or the loop breaks,
 // the chat records that the user stopped it (a Stop event: its calls
@@ -458,11 +463,8 @@ func (c *Chat) start(ctx context.Context) (uint64, map[string]any, error) {
 // there is none to take up (or the manifest's chat event has no Import:
 // the chat then starts anew).
 func (c *Chat) importOlder(ctx context.Context) (schema.Value, *demiurge.StateView, error) {
-	if c.w.module != demiurge.ModuleName || !hasArm(c.w.cat, c.w.event, "Import") {
-		return nil, nil, nil
-	}
-	v, ref, ok := c.w.host.State(demiurge.ModuleNameV2, c.id)
-	if !ok || !ref.Valid() {
+	v, ref, ok := c.older()
+	if !ok {
 		return nil, nil, nil
 	}
 	var st demiurge.StateView
@@ -474,6 +476,59 @@ func (c *Chat) importOlder(ctx context.Context) (schema.Value, *demiurge.StateVi
 	}
 	c.w.c.log.Info("a chat of the world's older chat module goes on under its new one", "chat", c.id, "from", demiurge.ModuleNameV2, "to", demiurge.ModuleName)
 	return v, &st, nil
+}
+
+// older returns the newest state of the chat that the world's older chat
+// module left, and its ref, when a turn of the chat, which has no state
+// under the world's module, would take it up (see importOlder).
+func (c *Chat) older() (schema.Value, cas.Ref, bool) {
+	if !c.w.importsOlder {
+		return nil, cas.Ref{}, false
+	}
+	v, ref, ok := c.w.host.State(demiurge.ModuleNameV2, c.id)
+	if !ok || !ref.Valid() {
+		return nil, cas.Ref{}, false
+	}
+	return v, ref, true
+}
+
+// olderView returns the chat's state as its next turn will take it up
+// from the world's older chat module (see older), for State: what the
+// Import will make of it (demiurge.ImportedView), computed, not
+// journaled. A state the Import would refuse reads as none, as the chat
+// then starts anew.
+func (c *Chat) olderView() (*demiurge.StateView, bool) {
+	_, ref, ok := c.older()
+	if !ok {
+		return nil, false
+	}
+	st, err := demiurge.ImportedView(c.w.st.CAS(), demiurge.ChatImport{ChatID: c.id, Module: demiurge.ModuleNameV2, State: ref})
+	if err != nil {
+		return nil, false
+	}
+	v, err := reducer.FromGo(st)
+	if err != nil {
+		return nil, false
+	}
+	var view demiurge.StateView
+	if err := reducer.ToGo(v, &view); err != nil {
+		return nil, false
+	}
+	return &view, true
+}
+
+// chatModule reports whether reducer is the module whose state records
+// are the chat's: the world's chat module, or the older one whose state
+// the chat's turns take up (its turns before are that module's).
+func (w *World) chatModule(reducer string) bool {
+	return reducer == w.module || w.importsOlder && reducer == demiurge.ModuleNameV2
+}
+
+// chatEvent reports whether name is the schema of the chat's events: the
+// world's chat event, or the older module's whose chats the world's
+// takes up (see chatModule).
+func (w *World) chatEvent(name string) bool {
+	return name == w.event || w.importsOlder && name == demiurge.EventSchemaV2
 }
 
 // settingsChanged reports whether the chat's settings in its state v are
@@ -585,12 +640,26 @@ func (c *Chat) turnStopping(ctx context.Context, yield func(Event, error) bool, 
 	f := newFollower(c.id)
 	w.follows[f] = struct{}{}
 	w.mu.Unlock()
-	defer func() {
+	free := sync.OnceFunc(func() {
 		w.mu.Lock()
 		delete(w.follows, f)
 		delete(w.busy, c.id)
 		w.mu.Unlock()
-	}()
+	})
+	defer free()
+	// The chat is free for the next message before the caller has the
+	// TurnEnd, not once the stream returns after it: a caller that pulls
+	// the stream (iter.Pull2), or hands its events to another goroutine,
+	// may tell its user the turn ended, and take the next message, before
+	// it lets the stream return. Nothing of the turn is read after its
+	// TurnEnd.
+	yieldEvent := yield
+	yield = func(e Event, err error) bool {
+		if _, end := e.(TurnEnd); end {
+			free()
+		}
+		return yieldEvent(e, err)
+	}
 	if hook := testHookRegistered.Load(); hook != nil {
 		(*hook)(c)
 	}
@@ -1092,7 +1161,7 @@ func (tr *turnReader) records(recs []journal.Record) ([]Event, error) {
 			continue
 		}
 		sr, err := world.DecodeState(r)
-		if err != nil || sr.Reducer != tr.c.w.module || sr.Key != tr.c.id || !sr.State.Valid() {
+		if err != nil || !tr.c.w.chatModule(sr.Reducer) || sr.Key != tr.c.id || !sr.State.Valid() {
 			continue
 		}
 		var st demiurge.StateView

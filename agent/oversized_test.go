@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
 	"github.com/demiurge-dev/demiurge/agent"
@@ -20,7 +21,7 @@ import (
 // the next message, without a record of it rewritten: the settings it
 // brings (item_bytes) make the chat count what is sent of each item.
 func TestOversizedMessage(t *testing.T) {
-	srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{{Text: "hello to you"}, {Text: "SUMMARY: hello"}, {Text: "back again"}, {Text: "ok"}}})
+	srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{{Text: "hello to you"}, {Text: "SUMMARY: hello", Delay: llmtest.Duration(200 * time.Millisecond)}, {Text: "back again"}, {Text: "ok"}}})
 	t.Cleanup(srv.Close)
 	dir := t.TempDir()
 	open := func(manifest string) *agent.World {
@@ -64,6 +65,14 @@ func TestOversizedMessage(t *testing.T) {
 	ev, _ := json.Marshal(map[string]any{"User": map[string]any{"chat_id": "c", "request_id": st.LastRequestID + 1, "text": big, "message_ref": ref.String()}})
 	if _, err := w.World().SendJSON(t.Context(), "demiurge/ChatEvent@3", ev); err != nil {
 		t.Fatal(err)
+	}
+	// The older demiurge ran that message's turn to its end (it tries to
+	// compact, and stops past the window): wait for it. A message sent
+	// while it runs would stop it instead, its summary (late here, as a
+	// loaded model's may be) discarded and asked for again.
+	collect(t, c.Follow(t.Context()))
+	if st, _ := c.State(); st.Turn != nil {
+		t.Fatalf("the big message's turn %d did not end", st.Turn.RequestID)
 	}
 	lines, end := collect(t, c.Send(t.Context(), "hello?"))
 	if end.Outcome != agent.OutcomeStopped {

@@ -123,7 +123,7 @@ func (c *Chat) turnWindow(ctx context.Context, id uint64) (*turnWindow, error) {
 				return nil
 			}
 			sr, err := world.DecodeState(r)
-			if err != nil || sr.Reducer != w.module || sr.Key != c.id || !sr.State.Valid() {
+			if err != nil || !w.chatModule(sr.Reducer) || sr.Key != c.id || !sr.State.Valid() {
 				return nil
 			}
 			tw.states = append(tw.states, stateAt{r.Seq, sr.State})

@@ -2,9 +2,12 @@ package agent_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
 	"github.com/demiurge-dev/demiurge/agent"
@@ -43,7 +46,8 @@ func TestChatMovesToChat3(t *testing.T) {
 		t.Fatalf("module %s; want %s", w.Module(), demiurge.ModuleNameV2)
 	}
 	c := w.Chat("main", agent.RequireApproval("workspace_write"))
-	if _, end := collect(t, c.Send(t.Context(), "Say hello.")); end.Outcome != agent.OutcomeAnswer {
+	turn1, end := collect(t, c.Send(t.Context(), "Say hello."))
+	if end.Outcome != agent.OutcomeAnswer {
 		t.Fatalf("Chat@2 turn: %+v", end)
 	}
 	if _, end := collect(t, c.Send(t.Context(), "Write a.md.")); end.Outcome != agent.OutcomeAwaitingApproval {
@@ -58,6 +62,7 @@ func TestChatMovesToChat3(t *testing.T) {
 		t.Fatalf("module %s; want %s", w.Module(), demiurge.ModuleName)
 	}
 	c = w.Chat("main", agent.RequireApproval("workspace_write"))
+	turn2 := checkChat2Read(t, w, c, turn1)
 	lines, end := collect(t, c.Send(t.Context(), "Say hello again."))
 	got := strings.Join(lines, "\n")
 	if end.Outcome != agent.OutcomeAnswer || end.RequestID != 3 {
@@ -89,6 +94,18 @@ func TestChatMovesToChat3(t *testing.T) {
 	if !ok || st.LastRequestID != 3 || st.Usage.Prompt != 3300 || !st.Usage.V2 || st.Turn != nil {
 		t.Errorf("the chat's state: %+v", st)
 	}
+	// Its turns under Chat@2 read as they did, taken up or not.
+	watched, _ := collect(t, c.Watch(t.Context(), 1))
+	if g, w := strings.Join(watched, "\n"), strings.Join(turn1, "\n"); g != w {
+		t.Errorf("Watch of the Chat@2 turn 1 once the chat is under Chat@3:\n%s\nwant (Send's):\n%s", g, w)
+	}
+	// The turn that waited: as it read before, but for the seqs of its
+	// end, which the Import journaled.
+	seqs := regexp.MustCompile(`"seq":[0-9]+`)
+	watched, _ = collect(t, c.Watch(t.Context(), 2))
+	if g, w := seqs.ReplaceAllString(strings.Join(watched, "\n"), `"seq":N`), seqs.ReplaceAllString(strings.Join(turn2, "\n"), `"seq":N`); g != w {
+		t.Errorf("Watch of the Chat@2 turn 2 once the Import stopped it:\n%s\nwant (as it read before):\n%s", g, w)
+	}
 	bundle := filepath.Join(t.TempDir(), "bundle")
 	if _, err := w.Export(t.Context(), bundle); err != nil {
 		t.Fatal(err)
@@ -110,4 +127,51 @@ func TestChatMovesToChat3(t *testing.T) {
 	if n := srv.Remaining(); n != 0 {
 		t.Errorf("%d model turns unused", n)
 	}
+}
+
+// checkChat2Read checks what the chat c, which Chat@2 left in a world that
+// now runs Chat@3, reads as before its next message: its two turns (the
+// first answered, turn1 its events as Send yielded them; the second
+// waiting for approval), its usage and settings, as Chat@3 will take them
+// up, the turn that waited stopped; and nothing of it written.
+func checkChat2Read(t *testing.T, w *agent.World, c *agent.Chat, turn1 []string) (turn2 []string) {
+	t.Helper()
+	head := w.Head()
+	st, ok := c.State()
+	if !ok {
+		t.Fatal("the chat Chat@2 left has no state under Chat@3 before its next message")
+	}
+	if st.LastRequestID != 2 || st.Turn != nil || st.Usage.Prompt != 2100 || st.Usage.Completion != 30 || !st.Usage.V2 ||
+		st.Settings == nil || st.Settings.Model != "gpt-test" {
+		t.Errorf("the chat's state before its next message: %+v (settings %+v)", st, st.Settings)
+	}
+	var kinds []string
+	for _, e := range st.Entries {
+		kinds = append(kinds, fmt.Sprintf("%d %s", e.RequestID, e.Kind))
+	}
+	if got, want := strings.Join(kinds, ", "), "2 user, 2 tool_call, 2 tool_output, 2 stop"; got != want {
+		t.Errorf("the chat's entries: %s; want %s", got, want)
+	}
+	if p := c.Pending(t.Context()); len(p) != 0 {
+		t.Errorf("calls wait for approval in a chat whose turn stops when it goes on: %+v", p)
+	}
+	if lines, _ := collect(t, c.Follow(t.Context())); len(lines) != 0 {
+		t.Errorf("Follow of a chat with no turn under way: %s", lines)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a turn not begun is waited for
+	defer cancel()
+	watched, _ := collect(t, c.Watch(ctx, 1))
+	if g, w := strings.Join(watched, "\n"), strings.Join(turn1, "\n"); g != w {
+		t.Errorf("Watch of the Chat@2 turn 1 under Chat@3:\n%s\nwant (Send's):\n%s", g, w)
+	}
+	// The turn that waited ends as the chat reads: Chat@3 stops it.
+	turn2, end := collect(t, c.Watch(ctx, 2))
+	if got := strings.Join(turn2, "\n"); end.Outcome != agent.OutcomeStopped || end.RequestID != 2 ||
+		!strings.Contains(got, `"call_id":"call_w","tool":"workspace_write","status":"not_run","output":"not run: the chat moved from demiurge/Chat@2 to demiurge/Chat@3`) {
+		t.Errorf("Watch of the Chat@2 turn 2 under Chat@3: %+v\n%s", end, got)
+	}
+	if h := w.Head(); h != head {
+		t.Errorf("reading the chat wrote the journal: head %d, was %d", h.Seq, head.Seq)
+	}
+	return turn2
 }

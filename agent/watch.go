@@ -71,6 +71,14 @@ func (c *Chat) Watch(ctx context.Context, request uint64) iter.Seq2[Event, error
 		if tr.ended || read.gone {
 			return
 		}
+		if evs := c.takenUpEnd(ctx, tr, read.last); len(evs) > 0 {
+			for _, e := range evs {
+				if !yield(e, nil) {
+					return
+				}
+			}
+			return
+		}
 		every := 250 * time.Millisecond
 		if w.remote != nil {
 			every = cluster.DefaultFollow // the journal is read as it grows
@@ -208,4 +216,32 @@ func (c *Chat) watchPast(ctx context.Context, tr *turnReader, yield func(Event, 
 		return nil, fmt.Errorf("chat %s: read turn %d in the journal: %w", c.id, tr.id, err)
 	}
 	return read, nil
+}
+
+// takenUpEnd returns the end of tr's turn when the world's older chat
+// module left it under way (a Chat@2 turn, of a world whose manifest
+// moved to Chat@3) and the chat reads as Chat@3 will take it up with its
+// next message (State): that stops the turn, and until then nothing goes
+// on with it, so the stream ends as the chat reads, at seq (the last
+// record read): its calls answered "not run", the stop, its TurnEnd. Nil
+// for any other turn.
+func (c *Chat) takenUpEnd(ctx context.Context, tr *turnReader, seq uint64) []Event {
+	if !c.w.importsOlder {
+		return nil
+	}
+	if _, _, ok := c.w.host.State(c.w.module, c.id); ok {
+		return nil // taken up: its records bring the end
+	}
+	st, ok := c.olderView()
+	if !ok || st.LastRequestID < tr.id || st.Turn != nil {
+		return nil
+	}
+	evs := tr.state(ctx, seq, st, time.Time{})
+	for i, e := range evs {
+		if end, ok := e.(TurnEnd); ok {
+			end.Answer = tr.answer
+			evs[i] = end
+		}
+	}
+	return evs
 }

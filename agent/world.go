@@ -45,6 +45,10 @@ type World struct {
 	event  string // the event schema it takes
 	model  *model
 	base   map[string]any // the settings every chat has, unless its options change them
+	// importsOlder says that a chat of the world's older chat module
+	// (Chat@2) goes on under its module (Chat@3): its chat event has the
+	// Import (see Chat.importOlder).
+	importsOlder bool
 
 	// For Fork: the AIR and the options Open was given.
 	manifest string
@@ -134,7 +138,8 @@ func Open(ctx context.Context, manifest string, opts ...Option) (_ *World, err e
 		return nil, err
 	}
 	aw := &World{c: c, manifest: manifest, opts: opts, cat: cat, module: module, event: def.Reducer.Event, model: m,
-		follows: map[*follower]struct{}{}, deltas: map[cas.Ref]deltaTarget{}, busy: map[string]bool{}, always: map[string]map[string]bool{}}
+		follows: map[*follower]struct{}{}, deltas: map[cas.Ref]deltaTarget{}, busy: map[string]bool{}, always: map[string]map[string]bool{},
+		importsOlder: module == demiurge.ModuleName && hasArm(cat, def.Reducer.Event, "Import")}
 	defer func() {
 		if err != nil {
 			_ = aw.release()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/demiurge-dev/demiurge/agent/session"
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/internal/store"
 	"github.com/demiurge-dev/demiurge/journal"
@@ -216,7 +217,16 @@ type pendingCall struct {
 // returns in the process that runs the world).
 func pendingCalls(ctx context.Context, j journal.Reader, g cas.Getter, name, chat string) ([]pendingCall, error) {
 	var newest cas.Ref
+	var written, running string // the module of the newest state, the chat module of the newest manifest
 	err := j.Read(ctx, name, 1, func(r journal.Record) error {
+		if r.Kind == world.KindManifest {
+			in, err := world.DecodeInput(r)
+			if err != nil {
+				return err
+			}
+			running = session.ChatModule(ctx, g, in.Manifest)
+			return nil
+		}
 		if r.Kind != world.KindState {
 			return nil
 		}
@@ -225,7 +235,7 @@ func pendingCalls(ctx context.Context, j journal.Reader, g cas.Getter, name, cha
 			return err
 		}
 		if demiurge.IsModule(sr.Reducer) && sr.Key == chat {
-			newest = sr.State
+			newest, written = sr.State, sr.Reducer
 		}
 		return nil
 	})
@@ -238,6 +248,9 @@ func pendingCalls(ctx context.Context, j journal.Reader, g cas.Getter, name, cha
 	var st demiurge.StateView
 	if err := cas.GetNode(ctx, g, newest, &st); err != nil {
 		return nil, fmt.Errorf("read the state of chat %s of world %s: %w", chat, name, err)
+	}
+	if v, ok := session.ImportedState(g, running, written, chat, newest); ok {
+		st = *v // Chat@3 stops the turn Chat@2 left: no call of it waits
 	}
 	if st.Turn == nil {
 		return nil, nil

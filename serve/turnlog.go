@@ -168,9 +168,9 @@ func (l *turnLog) claim(background bool) bool {
 
 // pull pulls the turn's next event into the log (it waits as long as the
 // turn's next step takes), and lets go of the stream. After a TurnEnd it
-// lets the stream end (which frees the chat for the next message) before
-// the log has it all; after an ApprovalRequested it hands the stream to a
-// goroutine: the turn now waits for a person, for as long as it takes.
+// lets the stream end before the log has it all; after an
+// ApprovalRequested it hands the stream to a goroutine: the turn now
+// waits for a person, for as long as it takes.
 func (l *turnLog) pull() {
 	d := l.drv
 	start := time.Now()
@@ -178,8 +178,8 @@ func (l *turnLog) pull() {
 	at := time.Now()
 	if ok && err == nil {
 		if _, end := e.(agent.TurnEnd); end {
-			// The stream returns after its TurnEnd (nothing follows it),
-			// which frees the chat for the next message.
+			// The stream returns after its TurnEnd (nothing follows it);
+			// the agent freed the chat for the next message before it.
 			d.next()
 			d.stop()
 			ok = false

@@ -195,7 +195,8 @@ func TestBrowserApprove(t *testing.T) {
 		t.Fatalf("the turn after the approval: %v", err)
 	}
 	waitFor(t, ctx, "the call run and the answer", `(() => { const c = document.querySelector('#timeline .call[data-tool="workspace_write"]');
-		return c.dataset.status === "ok" && c.innerText.includes("approved by the user") && document.querySelector("#timeline .turn.answer .assistant").innerText.includes("Wrote a.txt."); })()`)
+		const a = document.querySelector("#timeline .turn.answer .assistant");
+		return c !== null && a !== null && c.dataset.status === "ok" && c.innerText.includes("approved by the user") && a.innerText.includes("Wrote a.txt."); })()`)
 
 	// Another chat's call, denied with a reason.
 	send("side", "Write b.txt.")
@@ -209,7 +210,7 @@ func TestBrowserApprove(t *testing.T) {
 		t.Fatalf("the turn after the denial: %v", err)
 	}
 	waitFor(t, ctx, "the denial", `(() => { const c = document.querySelector('#timeline .call[data-tool="workspace_write"]');
-		return c.dataset.status === "denied" && c.innerText.includes("denied by the user: not b"); })()`)
+		return c !== null && c.dataset.status === "denied" && c.innerText.includes("denied by the user: not b"); })()`)
 	logs.mu.Lock()
 	defer logs.mu.Unlock()
 	if n := slices.Index(logs.msgs, "ui: decision"); n < 0 {

@@ -71,6 +71,8 @@ func Summarize(ctx context.Context, j journal.Reader, g cas.Getter, name string)
 	ws := &WorldSummary{World: name, Chats: []ChatSummary{}}
 	var lastInput uint64          // seq of the newest input with a stamp
 	chats := map[string]cas.Ref{} // chat → its newest state (zero once deleted)
+	of := map[string]string{}     // chat → the module of its newest state
+	module := ""                  // the chat module of the newest manifest
 	err := j.Read(ctx, name, 1, func(r journal.Record) error {
 		ws.Records, ws.Head = r.Seq, Head{Seq: r.Seq, Hash: r.Hash.String()}
 		switch {
@@ -80,6 +82,7 @@ func Summarize(ctx context.Context, j journal.Reader, g cas.Getter, name string)
 				return err
 			}
 			ws.Manifest = in.Manifest.String()
+			module = ChatModule(ctx, g, in.Manifest)
 		case world.IsInput(r.Kind):
 			lastInput = r.Seq
 		case r.Kind == world.KindState:
@@ -88,7 +91,7 @@ func Summarize(ctx context.Context, j journal.Reader, g cas.Getter, name string)
 				return err
 			}
 			if id, ok := sr.Key.(string); ok && demiurge.IsModule(sr.Reducer) {
-				chats[id] = sr.State
+				chats[id], of[id] = sr.State, sr.Reducer
 			}
 		}
 		return nil
@@ -120,6 +123,9 @@ func Summarize(ctx context.Context, j journal.Reader, g cas.Getter, name string)
 		if err := cas.GetNode(ctx, g, ref, &st); err != nil {
 			return nil, fmt.Errorf("world %s: state of chat %s: %w", name, id, err)
 		}
+		if v, ok := ImportedState(g, module, of[id], id, ref); ok {
+			st = *v
+		}
 		c := ChatSummary{Chat: id, Turns: st.LastRequestID, Running: st.Turn != nil,
 			Usage: TokenUsage{Prompt: st.Usage.Prompt, Completion: st.Usage.Completion, Cached: st.Usage.Cached,
 				CacheWrite: st.Usage.CacheWrite, Reasoning: st.Usage.Reasoning},
@@ -134,3 +140,48 @@ func Summarize(ctx context.Context, j journal.Reader, g cas.Getter, name string)
 
 // errStopRead ends a journal read early.
 var errStopRead = errors.New("stop reading")
+
+// ChatModule returns the chat module (the newest of demiurge.Modules it
+// has) of the manifest at ref, "" if it has none or g does not hold it.
+func ChatModule(ctx context.Context, g cas.Getter, ref cas.Ref) string {
+	var man struct {
+		Modules []struct {
+			Name string `cbor:"name"`
+		} `cbor:"modules"`
+	}
+	if cas.GetNode(ctx, g, ref, &man) != nil {
+		return ""
+	}
+	names := map[string]bool{}
+	for _, mod := range man.Modules {
+		names[mod.Name] = true
+	}
+	m, _ := demiurge.ModuleIn(func(n string) bool { return names[n] })
+	return m
+}
+
+// ImportedState reads the state at ref of chat, written by the chat
+// module written, in a world whose newest manifest runs the chat module
+// running, when Chat@2 left the chat and the world runs Chat@3: Chat@3
+// takes the chat up with its next message, and it reads as it will be
+// then (demiurge.ImportedView; agent.Chat.State reads it so), a turn it
+// ran stopped, no call waiting. It returns false for any other chat, and
+// for a state the Import would refuse.
+func ImportedState(g cas.Getter, running, written, chat string, ref cas.Ref) (*demiurge.StateView, bool) {
+	if written != demiurge.ModuleNameV2 || running != demiurge.ModuleName {
+		return nil, false
+	}
+	st, err := demiurge.ImportedView(g, demiurge.ChatImport{ChatID: chat, Module: demiurge.ModuleNameV2, State: ref})
+	if err != nil {
+		return nil, false
+	}
+	b, err := cas.MarshalBody(st)
+	if err != nil {
+		return nil, false
+	}
+	var v demiurge.StateView
+	if err := cas.Unmarshal(b, &v); err != nil {
+		return nil, false
+	}
+	return &v, true
+}

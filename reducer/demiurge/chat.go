@@ -332,7 +332,40 @@ func (r *Reducer) imported(s *step, e ChatImport) error {
 	if s.st.Settings != nil {
 		return nil
 	}
-	if r.v2 || e.Module != ModuleNameV2 {
+	if r.v2 {
+		return fmt.Errorf("chat %s: the chat of %s cannot be taken up (only one of %s, by %s)", s.chat, e.Module, ModuleNameV2, ModuleName)
+	}
+	if err := s.takeUp(e); err != nil {
+		return err
+	}
+	// The notice goes with the turn the import comes before (the request
+	// after the last), where a reader of that turn sees it.
+	s.entry(Entry{RequestID: s.st.LastRequestID + 1, Kind: EntryNotice,
+		Text: fmt.Sprintf("chat %s goes on under %s, as %s left it (the world's manifest changed)", s.chat, ModuleName, e.Module)})
+	return nil
+}
+
+// ImportedView is a chat that Chat@2 left (e names its state) as Chat@3
+// will take it up, for readers of a world whose manifest moved to Chat@3
+// before the chat's next turn sends the Import: its state as the Import
+// makes it (the usage counted as sys/LlmTokenUsage@2, a turn it was
+// running stopped, its calls answered "not run"), without the notice
+// that the chat goes on, which the Import adds. The outputs of the calls
+// it answers are not in g: the Import writes them.
+func ImportedView(g cas.Getter, e ChatImport) (*State, error) {
+	s := &step{c: &reducer.Context{Module: ModuleName, Key: e.ChatID, CAS: g}, st: &State{}, chat: e.ChatID}
+	s.st.Usage.V2 = true
+	if err := s.takeUp(e); err != nil {
+		return nil, err
+	}
+	s.st.fill()
+	return s.st, nil
+}
+
+// takeUp makes the state of the chat of an older module (e) this step's:
+// see imported.
+func (s *step) takeUp(e ChatImport) error {
+	if e.Module != ModuleNameV2 {
 		return fmt.Errorf("chat %s: the chat of %s cannot be taken up (only one of %s, by %s)", s.chat, e.Module, ModuleNameV2, ModuleName)
 	}
 	var old State
@@ -350,10 +383,6 @@ func (r *Reducer) imported(s *step, e ChatImport) error {
 			return err
 		}
 	}
-	// The notice goes with the turn the import comes before (the request
-	// after the last), where a reader of that turn sees it.
-	s.entry(Entry{RequestID: s.st.LastRequestID + 1, Kind: EntryNotice,
-		Text: fmt.Sprintf("chat %s goes on under %s, as %s left it (the world's manifest changed)", s.chat, ModuleName, e.Module)})
 	return nil
 }
 

@@ -131,7 +131,10 @@
 // A callback that ignores its context keeps running (in its goroutine)
 // after Run returns; Run itself returns on time. Stages of a pipeline run
 // concurrently, so the calls they make are traced in the order they
-// started. The sandbox has one user and UTF-8 text: ~user is left as it
-// is, and LC_ALL=C does not make patterns match bytes. Output is streamed
+// started. The sandbox has one user: ~user is left as it is. Its installed
+// locales are C, POSIX and C.UTF-8: LC_ALL=C (or LC_CTYPE, LANG) makes
+// lengths, offsets and patterns count bytes as in bash, another locale
+// is refused with bash's warning, and with none of these variables set
+// text is UTF-8 (bash would read bytes). Output is streamed
 // (Run's status) a line at a time.
 package bash

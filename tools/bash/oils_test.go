@@ -292,6 +292,7 @@ func (r *oilsRunner) inBash(code string) oilsOutcome {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, r.bash, "-c", code)
+	cmd.Args[0] = "bash" // $0, as in the sandbox
 	cmd.Dir = ws
 	cmd.Env = []string{"PATH=" + r.bin + ":/usr/bin:/bin", "SH=bash", "TMP=" + tmp, "REPO_ROOT=" + ws,
 		"HOME=" + ws, "LC_ALL=C.UTF-8", "TZ=UTC"}

@@ -32,6 +32,27 @@ var shellFixes = []struct{ name, script string }{
 	{"an empty subscript is a bad array subscript", "a=(1 2 3)\na[]=42\necho status=$?\necho ${a[@]}\na[\"\"]=5; echo $? ${a[@]}"},
 	{"a list assigned to an element with = is refused too", "a=(1 2)\na[0]=(3 4)\necho \"status=$?\"; echo ${a[@]}\na[1]=(x)\necho st=$?"},
 	{"declare +a keeps a quoted (...) word a string", `declare +a 'xyz1=1'; declare +a 'xyz2=(2 3)'; declare -a 'xyz3=4'; declare -a 'xyz4=(5 6)'; printf '<%s>' "${xyz1}" "${xyz2}" "${xyz3[@]}" "${xyz4[@]}"; echo; declare -p xyz2 xyz4`},
+	{"LC_ALL=C makes lengths, offsets and patterns count bytes; a locale not installed is refused", "x=μ; echo ${#x}; export LC_ALL=C; echo ${#x} ${x:1} | od -c | head -2; s='_μ_ a'; echo ${s/_?_/X} ${s/_??_/X}; case μ in ??) echo two;; ?) echo one;; esac; [[ μ == ? ]] && echo q1; [[ μ == [^a][^a] ]] && echo q2\ntouch _x_ _μ_; echo _?_; LC_ALL=C.UTF-8; echo _?_ ${#x}; LC_ALL=c.utf8; echo ${#x}; LC_ALL=POSIX; echo ${#x}; LC_CTYPE=foo true; export LC_CTYPE=bar; unset LC_ALL; echo ${#x}; LANG=en_US.UTF-8; echo ${#x}; LC_CTYPE=C.utf8; echo ${#x}" + ` 2>&1; LC_CTYPE=xx bash -c 'echo _?_' 2>&1`},
+	{"assignments before a function call are its locals; local inherits them; eval's are local to it", `unlocal() { unset -v "$1"; }; show() { echo "$1: ${v-(unset)}"; }
+f() { show call; local v; show local; (unset v; show unset); (unlocal v; show unlocal); }
+g() { local v; show inherit; }; h() { g; }
+k() { x=mutated; unset x; echo "x=$x"; }
+e() { local v=l1; v=t2 eval 'local v=l2; show eval; (unset v; show unset2); (unlocal v; show unlocal2)'; show after; }
+v=global; x=global
+v=tempenv f; v=tempenv eval f; v=tempenv h; x=temp k; v=t1 e; f`},
+	{"namerefs to a[expr] expand it, to a[@] read as \"${a[@]}\", and refuse whole-array writes", `a=(zero one two three); typeset -n r1='a[$(echo 2) + 1]'; echo "r1=$r1"; typeset -n r2='a[@]'; printf '<%s>' "$r2"; echo; printf '<%s>' "${r2[@]}"; echo; r2=(X Y); echo "st=$?"; typeset -n r3='a[0]'; r3[0]=foo; echo "st=$?"; r3=new; echo "${a[@]}"`},
+	{"an associative array's [k]=~ keeps the tilde; declare -A of a scalar keeps it as [0]", `HOME=/h; a=([k]=~ [j]=~:~); declare -p a; declare -A c=([k]=~ [j]=a:~); declare -p c; declare -A d; d=([k]=~); declare -p d; e=(~ x=~); declare -p e; s=w; declare -A s; declare -p s; t=w; declare -A t+=([a]=1); declare -p t; u=w; declare -A u=([a]=1); declare -p u`},
+	{"unset s[0] of a scalar unsets it, another subscript is refused", `declare undef; unset -v 'undef[1]'; echo $?; unset -v 'undef["key"]'; echo $?; s=1; unset 's[a]'; echo $? ${s-unset}; t=2; unset 't[1]'; echo $? $t`},
+	{"${!ref:-w} through ref=a[@] tests for no elements", `f() { ref='a[@]'; echo "[${!ref-n}] [${!ref:-c}] [${!ref:+p}]"; ref='a[*]'; echo "[${!ref-n}] [${!ref:-c}] [${!ref:+p}]"; }; a=(); f; a=(""); f; a=("" ""); f; IFS=; f; echo "[${a[@]:-w}] [${a[*]:-w}]"`},
+	{"braces expand in the text: {$a,b}_c names the variable a_c", `a=A; a_c=AC; ab=AB; echo {$a,b}_{c,d}; echo {_$a,b}_{c,d}; echo $a{b,c}; echo ${a}{b,c}; set -- x; echo $1{0,1} {$a,b}.{c,d}`},
+	{"${!A@a} of an array without element 0 is nothing", `declare -A A=(["x"]=y); echo "[${!A@a}] [${!A[@]@a}]"; B=(); echo "[${!B@a}]"; x=1; declare -i x; r=x; echo "[${!r@a}]"; C=([1]=q); echo "[${!C@a}]"`},
+	{"<> reads and writes at one offset, overwriting", `set -C; echo foo >| f; exec 3<> f; read -n 1 <&3; echo -n . >&3; exec 3>&-; cat f; echo; printf 'abcdef' > g; exec 4<> g; echo -n XY >&4; read -n 2 x <&4; echo "[$x]"; echo -n 0123456 >&4; exec 4>&-; cat g; echo; exec 5<> new; echo hi >&5; exec 5>&-; cat new`},
+	{"<(< file) is the file, as $(< file)", `echo FOO > foo; tr A-Z a-z < <(<foo); cat < <(<foo; echo hi); set -x; cat <(< foo) 2>&1; set +x; cat <(< nofile) 2>/dev/null; echo end`},
+	{"a PS4 whose expansion fails is reported and the command still runs", `x=1; PS4='+oops $(( 1 / 0 )) '; set -x; echo one; echo status=$?; set +x; PS4='+$(( x + 1 )) '; set -x; echo two 2>&1`},
+	{"declare -a alone lists the arrays, -i the integers, as declare -p", `z=(); declare -i n=1; declare -A m=([k]=v); declare -a | grep -E "z=|n=|m="; declare -i | grep -E "z=|n=|m="; declare -A | grep -E "z=|n=|m="; declare -ai | grep -E "z=|n="; echo end`},
+	{"a quoted transformation of an unset parameter is an empty word", `p() { printf '<%s>' "$@"; echo; }; p "${undef@Q}" "${undef@U}"; a1=(); declare -A ref=([d]=a1); p "${!ref[@]@Q}" "${!ref[@]@P}"; p ${undef@Q} x`},
+	{"declare -F NAME under extdebug tells where NAME was defined", "shopt -s extdebug\nf() { :; }\ndeclare -F f; declare -F; echo 'g() { :; }' > lib.sh; source lib.sh; declare -F g; declare -F nope; echo $?\nshopt -u extdebug; declare -F f"},
+	{"POSIX: what a special builtin leaves of the assignments before it stays", `f() { x=42; x=tmp unset x; echo "x=$x"; x=42; x=tmp eval 'unset x'; echo "x=$x"; }; f; set -o posix; f; y=1 :; echo "y=$y"; z=1 eval 'z=2'; echo "z=$z"; w=5 readonly w; w=6; echo "w=$w"; sh -c 'echo "env y=$y"'; echo end`},
 	{"an assignment through a circular nameref fails", "typeset -n ref1=ref2\ntypeset -n ref2=ref1\necho defined $?\nref1=z\necho mutated $?\nx=1; echo x $?"},
 }
 

@@ -631,6 +631,9 @@ type File struct {
 	off   int
 	write bool
 	read  bool
+	// rw: opened O_RDWR without O_APPEND (<>): reads and writes share
+	// the offset, and a write overwrites the bytes there
+	rw bool
 	// closed is atomic: the interpreter closes a redirected file when the
 	// command ends while the goroutine that copies it into the command's
 	// stdin pipe may still be reading it.
@@ -686,7 +689,7 @@ func (f *FS) Open(ctx context.Context, p string, flag int, perm fs.FileMode) (*F
 	if n.dir {
 		return nil, perr("open", p, ErrIsDir)
 	}
-	file := &File{f: f, n: n, p: p, write: write, read: read}
+	file := &File{f: f, n: n, p: p, write: write, read: read, rw: flag&O_RDWR != 0 && flag&O_APPEND == 0}
 	switch n.dev {
 	case devNone:
 	case devNull, devZero:
@@ -747,7 +750,8 @@ func (fl *File) Read(b []byte) (int, error) {
 	return n, nil
 }
 
-// Write appends b to the file.
+// Write appends b to the file (a file opened O_RDWR without O_APPEND:
+// writes b at its offset).
 func (fl *File) Write(b []byte) (int, error) {
 	if fl.closed.Load() {
 		return 0, perr("write", fl.p, ErrClosed)
@@ -765,11 +769,29 @@ func (fl *File) Write(b []byte) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := fl.n
-	if err := f.grow(int64(len(b)), n.size+int64(len(b))); err != nil {
+	size := n.size + int64(len(b))
+	if fl.rw && fl.off < len(n.data) {
+		size = int64(max(len(n.data), fl.off+len(b)))
+	}
+	if err := f.grow(int64(len(b)), size); err != nil {
 		return 0, perr("write", fl.p, err)
 	}
 	if len(b) == 0 {
 		return 0, nil
+	}
+	if fl.rw && fl.off < len(n.data) {
+		// <>: overwrite at the offset, in a copy (readers keep theirs)
+		end := max(len(n.data), fl.off+len(b))
+		data := make([]byte, end, end+512)
+		copy(data, n.data)
+		copy(data[fl.off:], b)
+		n.data, n.owned = data, true
+		n.size = int64(len(n.data))
+		n.h = nil
+		n.mtime = f.stamp()
+		fl.off += len(b)
+		fl.data = n.data[:len(n.data):len(n.data)]
+		return len(b), nil
 	}
 	// Readers keep data[:len:len], so appending in place never shows
 	// them new bytes; a slice shared with another node (a copy, or the
@@ -782,6 +804,10 @@ func (fl *File) Write(b []byte) (int, error) {
 	n.size = int64(len(n.data))
 	n.h = nil
 	n.mtime = f.stamp()
+	if fl.rw {
+		fl.off = len(n.data)
+		fl.data = n.data[:len(n.data):len(n.data)]
+	}
 	return len(b), nil
 }
 

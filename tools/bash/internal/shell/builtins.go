@@ -1972,6 +1972,7 @@ func (sh *shell) runChild(argv0, script string, opts, params, env []string, stdi
 	child.fds = newFDTable(stdin, stdout, stderr)
 	child.scopes = []*scope{{kind: scopeGlobal, vm: newVarMap(64)}}
 	child.initVars(env)
+	child.initLocale()
 	if _, ok := child.varValue("PATH"); !ok {
 		// bash's default when the environment has none
 		child.setString("PATH", "/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin:.", false)

@@ -1343,6 +1343,14 @@ func builtinUnset(sh *shell, args []string) int {
 			}
 			v := sh.getVar(base)
 			if v != nil && !v.isArray() && v.attrs&aNameref == 0 {
+				if idx, err := sh.arithString(sub); err == nil && idx == 0 {
+					// s[0] of a scalar is s (s["key"] too: key is 0)
+					if err := sh.unsetVar(base, false); err != nil {
+						sh.errorf("unset: %s", err.Error())
+						status = 1
+					}
+					continue
+				}
 				sh.errorf("unset: %s: not an array variable", base)
 				status = 1
 				continue

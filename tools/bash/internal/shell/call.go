@@ -129,13 +129,14 @@ func (sh *shell) tempAssigns(list []*syntax.Assign) []tempAssign {
 		if as.Index != nil {
 			continue
 		}
+		sh.checkTempLocale(ta.name, ta.val)
 		if ta.append {
 			if v, _ := sh.lookup(ta.name); v != nil && v.attrs&aInteger == 0 && v.assc == nil && v.arr == nil {
 				ta.val, ta.append = v.str+ta.val, false
 			}
 		}
 		if sc != nil {
-			sc.vm.m[ta.name] = &variable{set: true, str: ta.val, attrs: aExport, owner: sh.id}
+			sc.vm.m[ta.name] = &variable{set: true, str: ta.val, attrs: aExport, owner: sh.id, tempEnv: true}
 		}
 		out = append(out, ta)
 	}
@@ -289,7 +290,9 @@ func (sh *shell) arrayItems(name string, arr *syntax.ArrayExpr) ([]arrayItem, bo
 			} else {
 				it.key = sh.arithIndexText(el.Index)
 			}
-			if el.Value != nil {
+			if el.Value != nil && isAssoc {
+				it.val = sh.expandAssocValue(el.Value)
+			} else if el.Value != nil {
 				it.val = sh.expandAssign(el.Value)
 			}
 			items = append(items, it)
@@ -300,12 +303,12 @@ func (sh *shell) arrayItems(name string, arr *syntax.ArrayExpr) ([]arrayItem, bo
 		}
 		if isAssoc {
 			// (k v k v): words, split and globbed
-			for _, f := range sh.expandFields([]*syntax.Word{el.Value}) {
+			for _, f := range sh.expandElemFields(el.Value) {
 				items = append(items, arrayItem{val: f})
 			}
 			continue
 		}
-		for _, f := range sh.expandFields([]*syntax.Word{el.Value}) {
+		for _, f := range sh.expandElemFields(el.Value) {
 			items = append(items, arrayItem{val: f})
 		}
 	}
@@ -331,6 +334,16 @@ func (sh *shell) dispatch(args []string, assigns []tempAssign, functions bool) i
 		}
 		return b2status(n == 0)
 	}
+	if name == catCarrier {
+		in, out := sh.fds.get(0), sh.fds.get(1)
+		if in == nil || in.r == nil || out == nil || out.w == nil {
+			return 1
+		}
+		if _, err := io.Copy(out.w, in.r); err != nil {
+			return 1
+		}
+		return 0
+	}
 	if name == badFuncCarrier && len(args) == 2 {
 		sh.errorf("`%s': not a valid identifier", args[1])
 		return 1
@@ -346,14 +359,33 @@ func (sh *shell) dispatch(args []string, assigns []tempAssign, functions bool) i
 	if bi, ok := builtins[name]; ok {
 		if specialBuiltins[name] && sh.opts.posix && len(assigns) > 0 {
 			// POSIX: assignments before a special builtin stay (and
-			// bash exports them)
-			for _, a := range assigns {
-				if err := sh.setString(a.name, a.val, a.append); err != nil {
+			// bash exports them): what the builtin left of them
+			// (x=1 unset x leaves nothing, x=1 eval x=2 leaves 2)
+			var kept []*variable
+			var names []string
+			status := sh.withTemps(assigns, false, func() int {
+				st := sh.runBuiltin(bi, args)
+				top := sh.scopes[len(sh.scopes)-1]
+				for _, n := range sortedKeys(top.vm.m) {
+					names = append(names, n)
+					kept = append(kept, top.vm.m[n])
+				}
+				return st
+			})
+			for i, n := range names {
+				v := kept[i]
+				if !v.set || v.isArray() {
+					continue
+				}
+				if err := sh.setString(n, v.str, false); err != nil {
 					sh.fatal(err)
 				}
-				sh.declare("export", []declArg{{name: a.name}})
+				sh.declare("export", []declArg{{name: n}})
+				if v.attrs&aReadonly != 0 {
+					sh.declare("readonly", []declArg{{name: n}})
+				}
 			}
-			return sh.runBuiltin(bi, args)
+			return status
 		}
 		return sh.withTemps(assigns, false, func() int { return sh.runBuiltin(bi, args) })
 	}
@@ -361,14 +393,18 @@ func (sh *shell) dispatch(args []string, assigns []tempAssign, functions bool) i
 }
 
 // withTemps runs f with the temporary assignments in a scope of their
-// own (exported); keep leaves them set afterwards (POSIX special
-// builtins).
-func (sh *shell) withTemps(assigns []tempAssign, exported bool, f func() int) int {
+// own (exported). For a function (forFunc) that scope becomes the
+// function's locals, as in bash: v=x f; f's local v keeps x, and unset v
+// in a function f calls reveals the global.
+func (sh *shell) withTemps(assigns []tempAssign, forFunc bool, f func() int) int {
 	if len(assigns) == 0 {
 		return f()
 	}
 	sc := &scope{kind: scopeTemp, vm: newVarMap(len(assigns))}
 	sh.scopes = append(sh.scopes, sc)
+	if forFunc {
+		sh.funcTemps = sc
+	}
 	for _, a := range assigns {
 		v, _ := sh.lookup(a.name)
 		if v != nil && v.attrs&aReadonly != 0 {
@@ -385,7 +421,7 @@ func (sh *shell) withTemps(assigns []tempAssign, exported bool, f func() int) in
 		if err != nil {
 			sh.fatal(err)
 		}
-		sc.vm.m[a.name] = &variable{set: true, str: val, attrs: attrs | aExport, owner: sh.id}
+		sc.vm.m[a.name] = &variable{set: true, str: val, attrs: attrs | aExport, owner: sh.id, tempEnv: true}
 	}
 	defer func() {
 		for i := len(sh.scopes) - 1; i >= 0; i-- {
@@ -409,7 +445,14 @@ func (sh *shell) callFunc(fn *funcDef, args []string) int {
 		callFile = sh.src.name
 	}
 	sh.frames = append(sh.frames, &frame{fn: fn, params: args[1:], callLine: callLine, callFile: callFile})
-	sh.scopes = append(sh.scopes, &scope{kind: scopeFunc, vm: emptyVarMap()})
+	if t := sh.funcTemps; t != nil && sh.scopes[len(sh.scopes)-1] == t {
+		// the assignments before the call are its locals (withTemps
+		// takes the scope away when the call ends: popped here first)
+		t.kind = scopeFunc
+	} else {
+		sh.scopes = append(sh.scopes, &scope{kind: scopeFunc, vm: emptyVarMap()})
+	}
+	sh.funcTemps = nil
 	prevSrc := sh.src
 	if fn.src != nil {
 		sh.src = fn.src

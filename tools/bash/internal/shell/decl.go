@@ -250,7 +250,8 @@ func (sh *shell) declare(variant string, args []declArg) int {
 		return sh.declareFuncs(variant, rest, f)
 	}
 	if len(rest) == 0 {
-		if f.print || !f.anyAttr || variant == "export" || variant == "readonly" {
+		if f.print || !f.anyAttr || variant == "export" || variant == "readonly" || f.set != 0 && f.unset == 0 {
+			// declare -a alone lists the arrays as declare -p does
 			return sh.printDecls(variant, f)
 		}
 		return 0
@@ -347,8 +348,14 @@ func (sh *shell) declareOne(variant string, a declArg, f declFlags) int {
 	// the scope the variable lives in
 	var sc *scope
 	v, vsc := sh.lookup(name)
+	visible := v
 	if f.local {
 		sc = sh.localScope()
+		if vsc != nil && vsc.kind == scopeTemp && v.tempEnv && sh.above(vsc, sc) {
+			// v=x eval 'local v=y' in a function: local makes the
+			// temporary v local to the eval (bash's builtin env)
+			sc = vsc
+		}
 		if vsc != sc {
 			if v != nil && v.attrs&aReadonly != 0 {
 				sh.errorf("%s: %s: readonly variable", variant, name)
@@ -415,7 +422,9 @@ func (sh *shell) declareOne(variant string, a declArg, f declFlags) int {
 		if !f.global && (vsc == nil || f.local) && sh.opts.allexport {
 			w.attrs |= aExport
 		}
-		if f.local && sh.shopt.localvarInherit {
+		if f.local && (sh.shopt.localvarInherit || visible != nil && visible.tempEnv) {
+			// local v inherits the value of an assignment before a
+			// command (v=x f), as localvar_inherit does every value
 			if outer := sh.getVar(name); outer != nil {
 				c := outer.clone()
 				c.attrs &^= aNameref | aDynamic
@@ -424,6 +433,9 @@ func (sh *shell) declareOne(variant string, a declArg, f declFlags) int {
 			}
 		}
 		m[name] = w
+	}
+	if f.local {
+		w.tempEnv = false
 	}
 	// attributes
 	w.attrs |= f.set &^ aReadonly
@@ -451,6 +463,11 @@ func (sh *shell) declareOne(variant string, a declArg, f declFlags) int {
 		if f.set&aAssoc != 0 && w.assc == nil {
 			w.assc = newAssoc()
 			w.attrs &^= aIndexed
+			if w.set && w.arr == nil {
+				// declare -A s of a scalar s: its value is s[0]
+				w.assc.set("0", w.str)
+				w.str = ""
+			}
 		}
 	}
 	if f.set&aNameref != 0 {
@@ -516,6 +533,19 @@ func validRefTarget(s string) bool {
 	return validName(s)
 }
 
+// above reports whether scope a is above (inner to) scope b.
+func (sh *shell) above(a, b *scope) bool {
+	for i := len(sh.scopes) - 1; i >= 0; i-- {
+		switch sh.scopes[i] {
+		case a:
+			return true
+		case b:
+			return false
+		}
+	}
+	return false
+}
+
 // localScope returns the current function's scope.
 func (sh *shell) localScope() *scope {
 	for i := len(sh.scopes) - 1; i >= 0; i-- {
@@ -551,6 +581,7 @@ func (sh *shell) setStringIn(sc *scope, name, val string, appendTo bool) error {
 	}
 	v.str, v.set = val, true
 	sh.account(v, delta)
+	sh.varChanged(name)
 	return nil
 }
 
@@ -566,7 +597,9 @@ func (sh *shell) arrayItemsFor(w *variable, arr *syntax.ArrayExpr) ([]arrayItem,
 			} else {
 				it.key = sh.arithIndexText(el.Index)
 			}
-			if el.Value != nil {
+			if el.Value != nil && isAssoc {
+				it.val = sh.expandAssocValue(el.Value)
+			} else if el.Value != nil {
 				it.val = sh.expandAssign(el.Value)
 			}
 			items = append(items, it)
@@ -575,7 +608,7 @@ func (sh *shell) arrayItemsFor(w *variable, arr *syntax.ArrayExpr) ([]arrayItem,
 		if el.Value == nil {
 			continue
 		}
-		for _, f := range sh.expandFields([]*syntax.Word{el.Value}) {
+		for _, f := range sh.expandElemFields(el.Value) {
 			items = append(items, arrayItem{val: f})
 		}
 	}
@@ -805,6 +838,16 @@ func (sh *shell) declareFuncs(variant string, args []declArg, f declFlags) int {
 			continue
 		}
 		if f.funcNames {
+			if len(args) > 0 && sh.shopt.extdebug {
+				// extdebug: where the function was defined
+				file := fn.file
+				if file == "" || sh.dashC && file == sh.argv0 {
+					// bash -c's script
+					file = "environment"
+				}
+				b.WriteString(n + " " + strconv.Itoa(fn.line) + " " + file + "\n")
+				continue
+			}
 			if len(args) > 0 {
 				b.WriteString(n + "\n")
 				continue

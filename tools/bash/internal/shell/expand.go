@@ -29,6 +29,9 @@ type expander struct {
 	pattern bool
 	// assign: tilde expansion also after ':' and the first '='.
 	assign bool
+	// noTilde: no tilde expansion (the values of an associative array's
+	// [k]=v).
+	noTilde bool
 	// noGlob skips pathname expansion.
 	noGlob bool
 	// heredoc: a here-document's body, where \" is not an escape.
@@ -324,6 +327,18 @@ func (sh *shell) expandFields(words []*syntax.Word) []string {
 }
 
 func (sh *shell) expandWordTo(out []string, w *syntax.Word) []string {
+	return sh.expandWordMode(out, w, true)
+}
+
+// expandElemFields expands an element of an array literal, a=(x=~):
+// a word like an assignment is not one there (bash keeps x=~).
+func (sh *shell) expandElemFields(w *syntax.Word) []string {
+	return sh.expandWordMode(nil, w, false)
+}
+
+// expandWordMode is expandWordTo; assignLike: a word that looks like an
+// assignment has its tildes after = and : expanded (declare x=~).
+func (sh *shell) expandWordMode(out []string, w *syntax.Word, assignLike bool) []string {
 	if lit, ok := simpleLit(w); ok {
 		return append(out, lit)
 	}
@@ -333,7 +348,7 @@ func (sh *shell) expandWordTo(out []string, w *syntax.Word) []string {
 	}
 	for _, bw := range words {
 		e := &expander{sh: sh, noGlob: sh.opts.noglob}
-		if l, ok := bw.Parts[0].(*syntax.Lit); ok && !sh.opts.posix {
+		if l, ok := bw.Parts[0].(*syntax.Lit); ok && assignLike && !sh.opts.posix {
 			if i := strings.IndexByte(l.Value, '='); i > 0 && validName(l.Value[:i]) {
 				e.assignWord = true
 				e.assign = true
@@ -396,6 +411,21 @@ func (sh *shell) expandAssign(w *syntax.Word) string {
 	return e.str()
 }
 
+// expandAssocValue expands the value of an associative array's [k]=v:
+// as an assignment's, without tilde expansion (as bash).
+func (sh *shell) expandAssocValue(w *syntax.Word) string {
+	if w == nil {
+		return ""
+	}
+	if lit, ok := simpleLit(w); ok {
+		return lit
+	}
+	e := sh.newStringExpander()
+	e.assign, e.noTilde = true, true
+	e.word(w.Parts, false)
+	return e.str()
+}
+
 // expandPattern expands a word to a pattern: quoted characters escaped.
 func (sh *shell) expandPattern(w *syntax.Word) string {
 	if w == nil {
@@ -421,7 +451,7 @@ func (e *expander) word(parts []syntax.WordPart, quoted bool) {
 			e.addQuoted(v)
 		case *syntax.DblQuoted:
 			if len(x.Parts) == 1 {
-				if pe, ok := x.Parts[0].(*syntax.ParamExp); ok && mayBeList(pe) && !e.noSplit && !e.pattern {
+				if pe, ok := x.Parts[0].(*syntax.ParamExp); ok && e.mayBeList(pe) && !e.noSplit && !e.pattern {
 					// "$@" with no parameters is no word at all
 					e.param(pe, true)
 					continue
@@ -627,7 +657,9 @@ func (e *expander) lit(v string, quoted, first bool) {
 		e.addQuoted(b.String())
 		return
 	}
-	if first && len(v) > 0 && v[0] == '~' {
+	if e.noTilde {
+		// [k]=~ of an associative array: bash keeps the ~
+	} else if first && len(v) > 0 && v[0] == '~' {
 		v = e.tilde(v)
 	} else if first && e.assignWord {
 		// a word that looks like an assignment (x=~/bin): bash expands
@@ -637,7 +669,7 @@ func (e *expander) lit(v string, quoted, first bool) {
 			v = e.tilde(v[i+1:])
 		}
 	}
-	if e.assign && strings.Contains(v, ":~") {
+	if e.assign && !e.noTilde && strings.Contains(v, ":~") {
 		v = e.assignTildes(v)
 	}
 	add := e.addLiteral
@@ -907,8 +939,30 @@ func (sh *shell) braceExpand(w *syntax.Word) []*syntax.Word {
 
 // mergeLits joins adjacent literal parts (a brace expansion leaves
 // "~" "root" apart, which tilde expansion must see as "~root").
+//
+// It also joins $name with the name characters after it: bash expands
+// braces in the text, so {$a,b}_c makes $a_c, the variable a_c.
 func mergeLits(w *syntax.Word) *syntax.Word {
 	for i := 1; i < len(w.Parts); i++ {
+		if pe, ok := w.Parts[i-1].(*syntax.ParamExp); ok && pe.Short && pe.Param != nil && validName(pe.Param.Value) {
+			if l, ok := w.Parts[i].(*syntax.Lit); ok {
+				n := 0
+				for n < len(l.Value) && isNameByte(l.Value[n]) {
+					n++
+				}
+				if n > 0 {
+					npe := *pe
+					npe.Param = &syntax.Lit{ValuePos: pe.Param.ValuePos, ValueEnd: pe.Param.ValueEnd, Value: pe.Param.Value + l.Value[:n]}
+					parts := append([]syntax.WordPart(nil), w.Parts[:i-1]...)
+					parts = append(parts, &npe)
+					if n < len(l.Value) {
+						parts = append(parts, &syntax.Lit{ValuePos: l.ValuePos, ValueEnd: l.ValueEnd, Value: l.Value[n:]})
+					}
+					parts = append(parts, w.Parts[i+1:]...)
+					return mergeLits(&syntax.Word{Parts: parts})
+				}
+			}
+		}
 		a, ok1 := w.Parts[i-1].(*syntax.Lit)
 		b, ok2 := w.Parts[i].(*syntax.Lit)
 		if ok1 && ok2 {
@@ -1030,4 +1084,9 @@ func (sh *shell) braceAlternatives(b *syntax.BraceExp) []*syntax.Word {
 		return out
 	}
 	return []*syntax.Word{mk(braceText(b))}
+}
+
+// isNameByte reports whether c may be in a variable's name.
+func isNameByte(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }

@@ -93,7 +93,7 @@ func (sh *shell) glob(pat string) []string {
 			paths = dedupe(next)
 			continue
 		}
-		p := compilePattern(comp, sh.shopt.nocaseglob, sh.shopt.extglob || true)
+		p := compilePatternMode(comp, sh.shopt.nocaseglob, true, sh.byteText)
 		dotOK := sh.dotGlob() || strings.HasPrefix(comp, ".") || strings.HasPrefix(comp, `\.`)
 		for _, dir := range paths {
 			infos, err := fsys.ReadDir(sh.r.ctx, sh.absPath(dir))
@@ -164,7 +164,7 @@ func (sh *shell) globIgnore(paths []string) []string {
 		}
 		var comps []*pattern
 		for _, c := range strings.Split(pat, "/") {
-			comps = append(comps, compilePattern(c, false, true))
+			comps = append(comps, compilePatternMode(c, false, true, sh.byteText))
 		}
 		pats = append(pats, comps)
 	}

@@ -36,7 +36,7 @@ func (sh *shell) xtracePrefix() string {
 	if strings.ContainsAny(ps4, "$`\\") {
 		// no trace of PS4's own expansion
 		sh.opts.xtrace = false
-		ps4 = sh.promptExpand(ps4)
+		ps4 = sh.expandPS4(ps4)
 		sh.opts.xtrace = true
 	}
 	if ps4 == "" {
@@ -48,6 +48,21 @@ func (sh *shell) xtracePrefix() string {
 		lvl += sh.sourceDepth
 	}
 	return strings.Repeat(ps4[:n], lvl) + ps4
+}
+
+// expandPS4 expands PS4; an expansion that fails (PS4='$((1/0))') is
+// reported and PS4 used as it is, as bash does: the command still runs.
+func (sh *shell) expandPS4(ps4 string) (out string) {
+	defer func() {
+		if p := recover(); p != nil {
+			if fp, ok := p.(fatalPanic); ok && !fp.exit {
+				out = ps4
+				return
+			}
+			panic(p)
+		}
+	}()
+	return sh.promptExpand(ps4)
 }
 
 func firstRune(s string) (rune, int) {

@@ -21,6 +21,9 @@ type pvalue struct {
 	star   bool // a * list: joined into one word when quoted
 	// arrayVar is the variable of an array expansion (for ${a[@]@A}).
 	v *variable
+	// viaRef: a list read through ${!ref} (ref=a[@]); ${!ref:-w} tests
+	// it for no elements, not for an empty value, as bash
+	viaRef bool
 }
 
 // joined is a list's elements joined as "$*" joins them.
@@ -49,11 +52,27 @@ func (sh *shell) paramString(pe *syntax.ParamExp, quoted bool) string {
 // "${a[@]}", "${a[@]/x/y}"): each element a word of its own. It reports
 // false for anything else, which the caller expands as a string.
 func (e *expander) atParam(pe *syntax.ParamExp) bool {
-	if !mayBeList(pe) {
+	if !e.mayBeList(pe) {
 		return false
 	}
 	e.param(pe, true)
 	return true
+}
+
+// mayBeList is mayBeList, or $ref of a nameref to a[@] or a[*].
+func (e *expander) mayBeList(pe *syntax.ParamExp) bool {
+	if mayBeList(pe) {
+		return true
+	}
+	if pe.Length || pe.Param == nil || pe.Excl || pe.Index != nil || !validName(pe.Param.Value) {
+		return false
+	}
+	sh := e.sh
+	if rv, _ := sh.lookup(pe.Param.Value); rv != nil && rv.attrs&aNameref != 0 && rv.set && strings.HasSuffix(rv.str, "]") {
+		t, _, _ := sh.resolve(pe.Param.Value)
+		return strings.HasSuffix(t, "[@]") || strings.HasSuffix(t, "[*]")
+	}
+	return false
 }
 
 // mayBeList reports whether a parameter expansion can yield a list.
@@ -435,7 +454,9 @@ func (e *expander) indirect(pe *syntax.ParamExp) pvalue {
 	if ref.isList {
 		target = strings.Join(ref.list, " ")
 	}
-	return e.sh.byName(target)
+	pv := e.sh.byName(target)
+	pv.viaRef = pv.isList
+	return pv
 }
 
 // expandSubscript expands the subscript of a name given at run time
@@ -452,6 +473,11 @@ func (sh *shell) expandSubscript(sub string) string {
 	}
 	ce, ok := f.Stmts[0].Cmd.(*syntax.CallExpr)
 	if !ok || len(ce.Args) != 0 || len(ce.Assigns) != 1 || ce.Assigns[0].Value == nil {
+		if strings.ContainsAny(sub, " \t\n") && !strings.ContainsAny(sub, "\"'") {
+			// blanks ("a[$(echo 2) + 1]"): the subscript is one word, as
+			// in double quotes
+			return sh.expandSubscript(`"` + sub + `"`)
+		}
 		return sub
 	}
 	return sh.expandString(ce.Assigns[0].Value)
@@ -525,6 +551,9 @@ func (e *expander) addLength(pe *syntax.ParamExp, pv pvalue, quoted bool) {
 			sh.exitFatal(pv.name + ": unbound variable")
 		}
 		n = utf8.RuneCountInString(pv.s)
+		if sh.byteText {
+			n = len(pv.s)
+		}
 	}
 	s := strconv.Itoa(n)
 	if quoted {
@@ -544,7 +573,9 @@ func (e *expander) paramOp(pe *syntax.ParamExp, pv pvalue, quoted bool) {
 		null := !pv.set
 		if !null && (op == syntax.DefaultUnsetOrNull || op == syntax.AlternateUnsetOrNull ||
 			op == syntax.AssignUnsetOrNull || op == syntax.ErrorUnsetOrNull) {
-			if pv.isList {
+			if pv.isList && pv.viaRef {
+				null = len(pv.list) == 0
+			} else if pv.isList {
 				null = len(pv.list) == 0 || len(pv.list) == 1 && pv.list[0] == "" ||
 					pv.star && quoted && sh.joinStar(pv.list) == ""
 			} else {
@@ -762,7 +793,7 @@ func (sh *shell) removeAffix(s, pat string, op syntax.ParExpOperator) string {
 		if lit, ok := p.literal(); ok {
 			return strings.TrimPrefix(s, lit)
 		}
-		for i := 0; i <= len(s); i = nextChar(s, i) {
+		for i := 0; i <= len(s); i = sh.nextChar(s, i) {
 			sh.tick(i)
 			if p.match(s[:i]) {
 				return s[i:]
@@ -772,7 +803,7 @@ func (sh *shell) removeAffix(s, pat string, op syntax.ParExpOperator) string {
 		if lit, ok := p.literal(); ok {
 			return strings.TrimPrefix(s, lit)
 		}
-		for i := len(s); i >= 0; i = prevChar(s, i) {
+		for i := len(s); i >= 0; i = sh.prevChar(s, i) {
 			sh.tick(i)
 			if p.match(s[:i]) {
 				return s[i:]
@@ -785,7 +816,7 @@ func (sh *shell) removeAffix(s, pat string, op syntax.ParExpOperator) string {
 		if lit, ok := p.literal(); ok {
 			return strings.TrimSuffix(s, lit)
 		}
-		for i := len(s); i >= 0; i = prevChar(s, i) {
+		for i := len(s); i >= 0; i = sh.prevChar(s, i) {
 			sh.tick(i)
 			if p.match(s[i:]) {
 				return s[:i]
@@ -798,7 +829,7 @@ func (sh *shell) removeAffix(s, pat string, op syntax.ParExpOperator) string {
 		if lit, ok := p.literal(); ok {
 			return strings.TrimSuffix(s, lit)
 		}
-		for i := 0; i <= len(s); i = nextChar(s, i) {
+		for i := 0; i <= len(s); i = sh.nextChar(s, i) {
 			sh.tick(i)
 			if p.match(s[i:]) {
 				return s[:i]
@@ -817,8 +848,8 @@ func (sh *shell) tick(i int) {
 }
 
 // nextChar is the index after the character at i (i == len(s): len+1).
-func nextChar(s string, i int) int {
-	if i >= len(s) {
+func (sh *shell) nextChar(s string, i int) int {
+	if i >= len(s) || sh.byteText {
 		return i + 1
 	}
 	_, n := utf8.DecodeRuneInString(s[i:])
@@ -826,9 +857,9 @@ func nextChar(s string, i int) int {
 }
 
 // prevChar is the index of the character before i (0 stays... -1).
-func prevChar(s string, i int) int {
-	if i <= 0 {
-		return -1
+func (sh *shell) prevChar(s string, i int) int {
+	if i <= 0 || sh.byteText {
+		return i - 1
 	}
 	_, n := utf8.DecodeLastRuneInString(s[:i])
 	return i - n
@@ -938,6 +969,9 @@ func (e *expander) slice(pe *syntax.ParamExp, pv pvalue) pvalue {
 	}
 	s := pv.s
 	n := int64(utf8.RuneCountInString(s))
+	if sh.byteText {
+		n = int64(len(s))
+	}
 	if off < 0 {
 		off += n
 		if off < 0 {
@@ -961,7 +995,14 @@ func (e *expander) slice(pe *syntax.ParamExp, pv pvalue) pvalue {
 			end = off + length
 		}
 	}
-	pv.s = runeSlice(s, int(off), int(end))
+	if sh.byteText {
+		pv.s = ""
+		if off < end {
+			pv.s = s[off:end]
+		}
+	} else {
+		pv.s = runeSlice(s, int(off), int(end))
+	}
 	return pv
 }
 
@@ -1082,7 +1123,7 @@ func (sh *shell) substitute(s string, p *pattern, pat, rep string, anchor byte, 
 	}
 	switch anchor {
 	case '#':
-		for i := len(s); i >= 0; i = prevChar(s, i) {
+		for i := len(s); i >= 0; i = sh.prevChar(s, i) {
 			sh.tick(i)
 			if p.match(s[:i]) {
 				return repFor(s[:i]) + s[i:]
@@ -1093,7 +1134,7 @@ func (sh *shell) substitute(s string, p *pattern, pat, rep string, anchor byte, 
 		}
 		return s
 	case '%':
-		for i := 0; i <= len(s); i = nextChar(s, i) {
+		for i := 0; i <= len(s); i = sh.nextChar(s, i) {
 			sh.tick(i)
 			if p.match(s[i:]) {
 				return s[:i] + repFor(s[i:])
@@ -1118,7 +1159,7 @@ func (sh *shell) substitute(s string, p *pattern, pat, rep string, anchor byte, 
 				matched = i + len(lit)
 			}
 		} else {
-			for j := len(s); j > i; j = prevChar(s, j) {
+			for j := len(s); j > i; j = sh.prevChar(s, j) {
 				if p.match(s[i:j]) {
 					matched = j
 					break
@@ -1134,7 +1175,7 @@ func (sh *shell) substitute(s string, p *pattern, pat, rep string, anchor byte, 
 			}
 			continue
 		}
-		n := nextChar(s, i)
+		n := sh.nextChar(s, i)
 		b.WriteString(s[i:n])
 		i = n
 	}
@@ -1159,6 +1200,10 @@ func (e *expander) transform(pe *syntax.ParamExp, pv pvalue, quoted bool) {
 			sh.exitFatal(n + ": unbound variable")
 		}
 		if op != "a" {
+			if quoted {
+				// "${x@Q}" of an unset x is still an empty word
+				e.cur.started = true
+			}
 			return
 		}
 	}
@@ -1179,8 +1224,15 @@ func (e *expander) transform(pe *syntax.ParamExp, pv pvalue, quoted bool) {
 		target := pe.Param.Value
 		if pe.Excl {
 			target, _, _ = strings.Cut(pv.name, "[")
+			if !pv.set && !pv.isList && pv.name == pe.Param.Value {
+				// ${!A@a} of an array A without element 0: no target
+				target = ""
+			}
 		}
-		v := sh.getVar(target)
+		var v *variable
+		if target != "" {
+			v = sh.getVar(target)
+		}
 		s := ""
 		if v != nil {
 			s = attrFlags(v)

@@ -14,6 +14,7 @@ type pattern struct {
 	lit    string
 	isLit  bool
 	nocase bool
+	bytes  bool // a character is a byte (LC_ALL=C)
 }
 
 type pnodeKind uint8
@@ -48,7 +49,10 @@ type extGroup struct {
 func (sh *shell) compilePattern(pat string, nocase, extglob bool) *pattern {
 	key := pat
 	if nocase {
-		key = "\x00i" + pat
+		key = "\x00i" + key
+	}
+	if sh.byteText {
+		key = "\x00b" + key
 	}
 	r := sh.r
 	r.cacheMu.Lock()
@@ -57,7 +61,11 @@ func (sh *shell) compilePattern(pat string, nocase, extglob bool) *pattern {
 	if ok {
 		return p
 	}
-	p = compilePattern(pat, nocase, true)
+	if sh.byteText {
+		p = compileBytePattern(pat, nocase)
+	} else {
+		p = compilePattern(pat, nocase, true)
+	}
 	r.cacheMu.Lock()
 	if len(r.patMemo) > 4096 {
 		r.patMemo = map[string]*pattern{}
@@ -68,8 +76,19 @@ func (sh *shell) compilePattern(pat string, nocase, extglob bool) *pattern {
 }
 
 func compilePattern(pat string, nocase, extglob bool) *pattern {
-	p := &pattern{nocase: nocase}
-	seq, _ := parseSeq(pat, 0, extglob, false)
+	return compilePatternMode(pat, nocase, extglob, false)
+}
+
+// compileBytePattern compiles pat for a locale whose characters are
+// bytes: ? and [...] match one byte, and a multibyte character of the
+// pattern matches its bytes.
+func compileBytePattern(pat string, nocase bool) *pattern {
+	return compilePatternMode(pat, nocase, true, true)
+}
+
+func compilePatternMode(pat string, nocase, extglob, bytes bool) *pattern {
+	p := &pattern{nocase: nocase, bytes: bytes}
+	seq, _ := parseSeq(pat, 0, extglob, false, bytes)
 	p.seq = seq
 	var b strings.Builder
 	p.isLit = true
@@ -94,7 +113,7 @@ func (p *pattern) literal() (string, bool) { return p.lit, p.isLit }
 // parseSeq parses pattern text from i until the end (or, inGroup, until
 // an unescaped | or ) at this level). It returns the nodes and where it
 // stopped.
-func parseSeq(pat string, i int, extglob, inGroup bool) ([]pnode, int) {
+func parseSeq(pat string, i int, extglob, inGroup, bytes bool) ([]pnode, int) {
 	var seq []pnode
 	for i < len(pat) {
 		c := pat[i]
@@ -102,7 +121,7 @@ func parseSeq(pat string, i int, extglob, inGroup bool) ([]pnode, int) {
 			return seq, i
 		}
 		if extglob && i+1 < len(pat) && pat[i+1] == '(' && strings.IndexByte("?*+@!", c) >= 0 {
-			if g, end, ok := parseExt(pat, i, extglob); ok {
+			if g, end, ok := parseExt(pat, i, extglob, bytes); ok {
 				seq = append(seq, pnode{kind: pExt, ext: g})
 				i = end
 				continue
@@ -111,7 +130,7 @@ func parseSeq(pat string, i int, extglob, inGroup bool) ([]pnode, int) {
 		switch c {
 		case '\\':
 			if i+1 < len(pat) {
-				r, n := decodeByteRune(pat[i+1:])
+				r, n := decodeRune(pat[i+1:], bytes)
 				seq = append(seq, pnode{kind: pLit, r: r})
 				i += 1 + n
 				continue
@@ -127,7 +146,7 @@ func parseSeq(pat string, i int, extglob, inGroup bool) ([]pnode, int) {
 			seq = append(seq, pnode{kind: pAny})
 			i++
 		case '[':
-			if cl, end, ok := parseClass(pat, i); ok {
+			if cl, end, ok := parseClass(pat, i, bytes); ok {
 				seq = append(seq, pnode{kind: pClass, class: cl})
 				i = end
 				continue
@@ -135,7 +154,7 @@ func parseSeq(pat string, i int, extglob, inGroup bool) ([]pnode, int) {
 			seq = append(seq, pnode{kind: pLit, r: '['})
 			i++
 		default:
-			r, n := decodeByteRune(pat[i:])
+			r, n := decodeRune(pat[i:], bytes)
 			seq = append(seq, pnode{kind: pLit, r: r})
 			i += n
 		}
@@ -144,11 +163,11 @@ func parseSeq(pat string, i int, extglob, inGroup bool) ([]pnode, int) {
 }
 
 // parseExt parses an extended group starting at pat[i] (the operator).
-func parseExt(pat string, i int, extglob bool) (*extGroup, int, bool) {
+func parseExt(pat string, i int, extglob, bytes bool) (*extGroup, int, bool) {
 	g := &extGroup{op: pat[i]}
 	j := i + 2
 	for {
-		alt, end := parseSeq(pat, j, extglob, true)
+		alt, end := parseSeq(pat, j, extglob, true, bytes)
 		if end >= len(pat) {
 			return nil, 0, false
 		}
@@ -161,7 +180,7 @@ func parseExt(pat string, i int, extglob bool) (*extGroup, int, bool) {
 }
 
 // parseClass parses a bracket expression starting at pat[i] == '['.
-func parseClass(pat string, i int) (*charClass, int, bool) {
+func parseClass(pat string, i int, bytes bool) (*charClass, int, bool) {
 	cl := &charClass{}
 	j := i + 1
 	if j < len(pat) && (pat[j] == '!' || pat[j] == '^') {
@@ -185,8 +204,10 @@ func parseClass(pat string, i int) (*charClass, int, bool) {
 				case ':':
 					cl.named = append(cl.named, name)
 				default:
-					for _, r := range name {
+					for k := 0; k < len(name); {
+						r, n := decodeRune(name[k:], bytes)
 						cl.ranges = append(cl.ranges, r, r)
+						k += n
 					}
 				}
 				continue
@@ -195,10 +216,10 @@ func parseClass(pat string, i int) (*charClass, int, bool) {
 		var lo rune
 		var n int
 		if c == '\\' && j+1 < len(pat) {
-			lo, n = decodeByteRune(pat[j+1:])
+			lo, n = decodeRune(pat[j+1:], bytes)
 			n++
 		} else {
-			lo, n = decodeByteRune(pat[j:])
+			lo, n = decodeRune(pat[j:], bytes)
 		}
 		j += n
 		hi := lo
@@ -207,7 +228,7 @@ func parseClass(pat string, i int) (*charClass, int, bool) {
 			if pat[k] == '\\' && k+1 < len(pat) {
 				k++
 			}
-			r, m := decodeByteRune(pat[k:])
+			r, m := decodeRune(pat[k:], bytes)
 			hi = r
 			j = k + m
 		}
@@ -282,12 +303,13 @@ func (p *pattern) match(s string) bool {
 	if p.isLit {
 		return s == p.lit
 	}
-	m := matcher{nocase: p.nocase}
+	m := matcher{nocase: p.nocase, bytes: p.bytes}
 	return m.seq(p.seq, s, 0, len(s))
 }
 
 type matcher struct {
 	nocase bool
+	bytes  bool // a character is a byte
 	// failed remembers where the rest of a pattern after a * did not
 	// match, so that several stars stay polynomial.
 	failed map[memoKey]bool
@@ -308,7 +330,7 @@ func (m *matcher) seq(nodes []pnode, s string, i, end int) bool {
 			if i >= end {
 				return false
 			}
-			r, w := decodeByteRune(s[i:end])
+			r, w := decodeRune(s[i:end], m.bytes)
 			if r != n.r && !(m.nocase && foldEq(r, n.r)) {
 				return false
 			}
@@ -317,13 +339,13 @@ func (m *matcher) seq(nodes []pnode, s string, i, end int) bool {
 			if i >= end {
 				return false
 			}
-			_, w := decodeByteRune(s[i:end])
+			_, w := decodeRune(s[i:end], m.bytes)
 			i += w
 		case pClass:
 			if i >= end {
 				return false
 			}
-			r, w := decodeByteRune(s[i:end])
+			r, w := decodeRune(s[i:end], m.bytes)
 			if !n.class.matches(r, m.nocase) {
 				return false
 			}
@@ -348,7 +370,7 @@ func (m *matcher) seq(nodes []pnode, s string, i, end int) bool {
 				if j == end {
 					break
 				}
-				_, w := decodeByteRune(s[j:end])
+				_, w := decodeRune(s[j:end], m.bytes)
 				j += w
 			}
 			return false
@@ -367,7 +389,7 @@ func (m *matcher) ext(g *extGroup, rest []pnode, s string, i, end int) bool {
 			return true
 		}
 		for j := end; j >= i; j-- {
-			if j < end && !utf8.RuneStart(s[j]) {
+			if j < end && !m.bytes && !utf8.RuneStart(s[j]) {
 				continue
 			}
 			if m.anyAlt(g, s, i, j) && m.seq(rest, s, j, end) {
@@ -380,7 +402,7 @@ func (m *matcher) ext(g *extGroup, rest []pnode, s string, i, end int) bool {
 			return true
 		}
 		for j := end; j > i; j-- {
-			if j < end && !utf8.RuneStart(s[j]) {
+			if j < end && !m.bytes && !utf8.RuneStart(s[j]) {
 				continue
 			}
 			if m.anyAlt(g, s, i, j) {
@@ -394,7 +416,7 @@ func (m *matcher) ext(g *extGroup, rest []pnode, s string, i, end int) bool {
 		return false
 	case '!':
 		for j := end; j >= i; j-- {
-			if j < end && !utf8.RuneStart(s[j]) {
+			if j < end && !m.bytes && !utf8.RuneStart(s[j]) {
 				continue
 			}
 			if !m.anyAlt(g, s, i, j) && m.seq(rest, s, j, end) {
@@ -468,6 +490,15 @@ func decodeByteRune(s string) (rune, int) {
 		return byteRunes + rune(s[0]), 1
 	}
 	return r, n
+}
+
+// decodeRune is decodeByteRune, or with bytes every byte of 0x80 and
+// above as its byte rune.
+func decodeRune(s string, bytes bool) (rune, int) {
+	if bytes && s[0] >= 0x80 {
+		return byteRunes + rune(s[0]), 1
+	}
+	return decodeByteRune(s)
 }
 
 func writeByteRune(b *strings.Builder, r rune) {

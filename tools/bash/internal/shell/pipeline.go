@@ -288,6 +288,11 @@ func (sh *shell) procSubst(ps *syntax.ProcSubst) string {
 	goWork(func() {
 		defer sh.r.wg.Done()
 		defer close(p.done)
+		if rd, ok := catShortcut(&syntax.CmdSubst{Stmts: ps.Stmts}); ok {
+			// <(< file) is the file, as $(< file) is
+			sub.runStage(&syntax.Stmt{Cmd: &syntax.CallExpr{Args: []*syntax.Word{{Parts: []syntax.WordPart{&syntax.Lit{Value: catCarrier}}}}}, Redirs: []*syntax.Redirect{rd}})
+			return
+		}
 		sub.runStage(&syntax.Stmt{Cmd: &syntax.Block{Stmts: ps.Stmts}})
 	})
 	return "/dev/fd/" + strconv.Itoa(fd)

@@ -27,6 +27,8 @@ const (
 	arithCmdCarrier = ReservedPrefix + "arithcmd_"
 	paramCarrier    = ReservedPrefix + "param_"
 	badFuncCarrier  = ReservedPrefix + "badfunc_"
+	// catCarrier copies its stdin to its stdout: <(< file) runs it.
+	catCarrier = ReservedPrefix + "cat_"
 )
 
 // ReservedPrefix starts the names the shell uses for itself (the

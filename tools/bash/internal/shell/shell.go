@@ -364,6 +364,13 @@ type shell struct {
 	dir        string
 	oldDirs    []string // pushd's stack (below the current directory)
 
+	// funcTemps is the scope of the assignments before a function call
+	// about to be made (withTemps): callFunc makes it the function's.
+	funcTemps *scope
+	// byteText: the locale's text is bytes, not UTF-8 (LC_ALL=C):
+	// patterns, lengths and offsets count bytes (locale.go)
+	byteText bool
+
 	params []string // positional parameters of the top level
 	argv0  string
 
@@ -470,6 +477,7 @@ func (r *Runner) newShell() *shell {
 	sh.fds = newFDTable(r.cfg.Stdin, r.cfg.Stdout, r.cfg.Stderr)
 	sh.scopes = []*scope{{kind: scopeGlobal, vm: newVarMap(64)}}
 	sh.initVars(r.cfg.Env)
+	sh.initLocale()
 	return sh
 }
 

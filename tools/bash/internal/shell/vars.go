@@ -35,6 +35,9 @@ type variable struct {
 	// and charge what it charged.
 	owner  uint32
 	charge int64
+	// tempEnv: the variable was assigned before a command (v=x f) and
+	// not made local since; local v inherits its value (bash's tempenv)
+	tempEnv bool
 }
 
 func (v *variable) isArray() bool { return v.attrs&(aIndexed|aAssoc) != 0 }
@@ -160,8 +163,9 @@ func (sh *shell) resolve(name string) (string, *variable, *scope) {
 func (sh *shell) getVar(name string) *variable {
 	n, v, _ := sh.resolve(name)
 	if v == nil {
-		if n != name && strings.IndexByte(n, '[') >= 0 {
-			// a nameref to an element: a scalar view of it
+		if n != name && strings.IndexByte(n, '[') >= 0 && !strings.HasSuffix(n, "[@]") && !strings.HasSuffix(n, "[*]") {
+			// a nameref to an element: a scalar view of it (to a[@]:
+			// none, $ref is read as "${a[@]}" by special)
 			if s, ok := sh.elemByRef(n); ok {
 				return &variable{set: true, str: s}
 			}
@@ -365,6 +369,10 @@ func (sh *shell) applyAttrs(attrs attr, old, val string, appendTo bool) (string,
 // indexed array.
 func (sh *shell) setElem(name, sub, val string, appendTo bool) error {
 	name, v, sc := sh.resolve(name)
+	if strings.IndexByte(name, '[') >= 0 {
+		// ref[0]=x where ref names an element
+		return &assignError{"`" + name + "': not a valid identifier"}
+	}
 	if v == nil {
 		v, sc = sh.target(name)
 	}
@@ -429,6 +437,10 @@ func (sh *shell) setElem(name, sub, val string, appendTo bool) error {
 // explicit [k]=v elements.
 func (sh *shell) setArray(name string, elems []arrayItem, appendTo, assocWanted bool) error {
 	name, v, sc := sh.resolve(name)
+	if strings.IndexByte(name, '[') >= 0 {
+		// ref=(...) where ref names an element or a[@]
+		return &assignError{"`" + name + "': not a valid identifier"}
+	}
 	if v == nil {
 		v, sc = sh.target(name)
 	}
@@ -585,7 +597,7 @@ func (sh *shell) unsetVar(name string, nameref bool) error {
 		sh.r.budget.Release(old.charge)
 		sh.held -= old.charge
 	}
-	if sc.kind != scopeGlobal && sh.localUnsetHides(sc) {
+	if sc.kind != scopeGlobal && sh.localUnsetHides(sc, v) {
 		// bash: unsetting a local of a calling function's scope reveals the
 		// global; unsetting one's own local leaves it declared but unset.
 		m[name] = &variable{owner: sh.id}
@@ -599,8 +611,12 @@ func (sh *shell) unsetVar(name string, nameref bool) error {
 // localUnsetHides reports whether unsetting a variable of scope sc keeps
 // a hidden placeholder there: bash keeps an unset local in the function
 // that declared it, so that the global stays hidden (localvar_unset).
-func (sh *shell) localUnsetHides(sc *scope) bool {
-	if sc.kind != scopeFunc || len(sh.scopes) == 0 {
+//
+// A variable of a temporary scope made local (v=x eval 'local v') is
+// such a local too; an assignment before the call (v=x f) not made
+// local is not: unsetting it reveals the global.
+func (sh *shell) localUnsetHides(sc *scope, v *variable) bool {
+	if !(sc.kind == scopeFunc || sc.kind == scopeTemp) || v.tempEnv || len(sh.scopes) == 0 {
 		return false
 	}
 	return sh.scopes[len(sh.scopes)-1] == sc && !sh.shopt.localvarUnset
@@ -732,6 +748,8 @@ func (sh *shell) varChanged(name string) {
 	switch name {
 	case "OPTIND":
 		sh.getoptsPos = 0
+	case "LC_ALL", "LC_CTYPE", "LANG":
+		sh.localeChanged(name)
 	}
 }
 
