@@ -105,7 +105,7 @@ Stdio MCP servers of a manifest run in the worker's directory.`,
 				}
 				wk.Abort()
 			})()
-			fmt.Fprintf(a.err, "%s: worker %s on %s: up to %d worlds, lease %s; Ctrl-C stops it\n", a.progName(), wk.ID(), s.Dir(), f.maxWorlds, f.lease)
+			fmt.Fprintf(a.err, "%s: worker %s on %s: up to %s, lease %s; Ctrl-C stops it\n", a.progName(), wk.ID(), s.Dir(), plural(f.maxWorlds, "world"), f.lease)
 			return wk.Run(wctx)
 		},
 	}
