@@ -17,7 +17,7 @@ import (
 func TestAgentOSWASM(t *testing.T) {
 	air := os.Getenv("DEMIURGE_AGENTOS_AIR")
 	if air == "" {
-		t.Skip("DEMIURGE_AGENTOS_AIR is not set (AgentOS's AIR: ../shared/agentos-air in CI)")
+		t.Skip("DEMIURGE_AGENTOS_AIR is not set (a directory of AgentOS's AIR: .ci/run sets it)")
 	}
 	for _, tc := range []struct {
 		example, module, schema, value string

@@ -30,7 +30,7 @@ func TestPostgresWASMWorld(t *testing.T) {
 	} {
 		t.Run(w.name, func(t *testing.T) {
 			if w.name == "agentos-00-counter" && os.Getenv("DEMIURGE_AGENTOS_AIR") == "" {
-				t.Skip("DEMIURGE_AGENTOS_AIR is not set (AgentOS's AIR: ../shared/agentos-air in CI); ran on our own counter only")
+				t.Skip("DEMIURGE_AGENTOS_AIR is not set (a directory of AgentOS's AIR: .ci/run sets it); ran on our own counter only")
 			}
 			srv := pgtest.Shared(t)
 			url := pgtest.URL(t)

@@ -50,7 +50,7 @@ func TestWASMCounterWorlds(t *testing.T) {
 		t.Run(w.name, func(t *testing.T) {
 			t.Parallel()
 			if w.name == "agentos-00-counter" && os.Getenv("DEMIURGE_AGENTOS_AIR") == "" {
-				t.Skip("DEMIURGE_AGENTOS_AIR is not set (AgentOS's AIR: ../shared/agentos-air in CI); the scripts ran on our own counter only")
+				t.Skip("DEMIURGE_AGENTOS_AIR is not set (a directory of AgentOS's AIR: .ci/run sets it); the scripts ran on our own counter only")
 			}
 			testscript.Run(t, testscript.Params{
 				Dir:                 filepath.Join("testdata", "wasmworld"),

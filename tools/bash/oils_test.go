@@ -29,7 +29,7 @@ import (
 // yardstick of the sandbox's shell: TestOilsSpec runs every case in real
 // bash and in the sandbox and compares stdout and exit status. The cases
 // are not copied here: DEMIURGE_OILS_SPEC names the folder that holds
-// them (cases/*.test.sh; .ci/run sets it to ../shared/bash-suites/oils-spec).
+// them (cases/*.test.sh; .ci/run sets it).
 //
 // A case that differs must be listed in testdata/oils/known-differences.txt
 // with its category and reason; one that differs and is not listed fails
@@ -346,7 +346,7 @@ type oilsResult struct {
 func TestOilsSpec(t *testing.T) {
 	dir := os.Getenv("DEMIURGE_OILS_SPEC")
 	if dir == "" {
-		t.Skip("DEMIURGE_OILS_SPEC is not set (.ci/run sets it to ../shared/bash-suites/oils-spec)")
+		t.Skip("DEMIURGE_OILS_SPEC is not set (a directory of the Oils spec tests; .ci/run sets it)")
 	}
 	files, err := filepath.Glob(filepath.Join(dir, "cases", "*.test.sh"))
 	if err != nil || len(files) == 0 {
