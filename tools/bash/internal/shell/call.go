@@ -30,8 +30,12 @@ func (sh *shell) call(ce *syntax.CallExpr, redirs []*syntax.Redirect) int {
 	if len(args) == 0 {
 		return sh.assignOnly(ce, redirs)
 	}
-	sh.lastCmd = strings.Join(args, " ")
-	if !sh.debugTrap(sh.lastCmd) {
+	cmdText := strings.Join(args, " ")
+	if sh.inTrap == "" {
+		// a trap's own commands leave $BASH_COMMAND the interrupted one
+		sh.lastCmd = cmdText
+	}
+	if !sh.debugTrap(cmdText) {
 		return sh.status
 	}
 	if args[0] == "exec" && execRedirectsOnly(args) {

@@ -395,6 +395,7 @@ type shell struct {
 	traps       map[string]string
 	parentTraps map[string]string // shown by trap in a subshell
 	inTrap      string
+	inDebugTrap bool // the DEBUG trap's handler is running (it does not nest)
 	errTrapping bool
 
 	src         *source // the source being run
