@@ -21,6 +21,10 @@ func TestBashParity(t *testing.T) {
 		{"a trap's commands leave BASH_COMMAND alone",
 			"trap 'echo a; echo $BASH_COMMAND' ERR\nfalse\n",
 			"a\nfalse\n", 1},
+		{"a character range holding a backquote: bad substitution ends the command",
+			"echo -{z..A}-\necho st=$?\n", "st=1\n", 0},
+		{"a bare backquote from a range is itself, a lone backslash an empty word",
+			`printf '<%s>' {Z..a}; echo`, "<Z><[><><]><^><_><`><a>\n", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, status := run(t, tc.script)

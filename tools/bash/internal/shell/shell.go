@@ -396,7 +396,10 @@ type shell struct {
 	parentTraps map[string]string // shown by trap in a subshell
 	inTrap      string
 	inDebugTrap bool // the DEBUG trap's handler is running (it does not nest)
-	errTrapping bool
+	// braceQuoteChars: a character range of the word being expanded
+	// made \ or ` (see rescanBraceWord)
+	braceQuoteChars bool
+	errTrapping     bool
 
 	src         *source // the source being run
 	line        int     // $LINENO
