@@ -96,6 +96,16 @@ func execRedirectsOnly(args []string) bool {
 	return true
 }
 
+// sglQuotedText is the text of a word that is one single-quoted string.
+func sglQuotedText(w *syntax.Word) string {
+	if len(w.Parts) == 1 {
+		if sq, ok := w.Parts[0].(*syntax.SglQuoted); ok {
+			return sq.Value
+		}
+	}
+	return w.Lit()
+}
+
 // tempAssign is an assignment written before a command (x=1 cmd).
 type tempAssign struct {
 	name   string
@@ -122,6 +132,11 @@ func (sh *shell) tempAssigns(list []*syntax.Assign) []tempAssign {
 	}
 	for _, as := range list {
 		if as.Name == nil {
+			continue
+		}
+		if as.Name.Value == badAssignCarrier && as.Value != nil {
+			// an element assignment before a command (repairSpacedSubscript)
+			sh.errorf("`%s': not a valid identifier", sglQuotedText(as.Value))
 			continue
 		}
 		ta := tempAssign{name: as.Name.Value, append: as.Append}

@@ -27,6 +27,10 @@ const (
 	arithCmdCarrier = ReservedPrefix + "arithcmd_"
 	paramCarrier    = ReservedPrefix + "param_"
 	badFuncCarrier  = ReservedPrefix + "badfunc_"
+	// badAssignCarrier='a[1]' before a command stands for the array
+	// element assignment a[1]=v written there, which bash refuses when it
+	// runs the command (see repairSpacedSubscript)
+	badAssignCarrier = ReservedPrefix + "badassign_"
 	// catCarrier copies its stdin to its stdout: <(< file) runs it.
 	catCarrier = ReservedPrefix + "cat_"
 )
@@ -57,9 +61,11 @@ func repairText(text string, err error) (string, bool) {
 				if fixed, ok = repairNames(text, off, pe.Text); !ok {
 					if fixed, ok = repairSubscript(text, off); !ok {
 						if fixed, ok = repairInlineArray(text, off, pe.Text); !ok {
-							if fixed, ok = repairHeredocWord(text, off, pe.Text); !ok {
-								if fixed, ok = repairElemList(text, off, pe.Text); !ok {
-									break
+							if fixed, ok = repairSpacedSubscript(text, off, pe.Text); !ok {
+								if fixed, ok = repairHeredocWord(text, off, pe.Text); !ok {
+									if fixed, ok = repairElemList(text, off, pe.Text); !ok {
+										break
+									}
 								}
 							}
 						}
@@ -187,6 +193,18 @@ func repairNames(text string, off int, msg string) (string, bool) {
 // associative (m[%]=1, m[,]=2): m["%"]=1.
 func repairSubscript(text string, off int) (string, bool) {
 	open := strings.LastIndexByte(text[:min(off+1, len(text))], '[')
+	if n := strings.LastIndexByte(text[:min(off+1, len(text))], '\n'); n > open {
+		open = -1 // not on the error's line (a comment's "[")
+	}
+	if name := off; open < off {
+		// the error at the name: its "[" follows
+		for name < len(text) && (isAlnum(text[name]) || text[name] == '_') {
+			name++
+		}
+		if name > off && name < len(text) && text[name] == '[' {
+			open = name
+		}
+	}
 	if open <= 0 {
 		return text, false
 	}
@@ -592,4 +610,130 @@ func repairElemList(text string, off int, msg string) (string, bool) {
 		return fixed, true
 	}
 	return text, false
+}
+
+// repairSpacedSubscript handles name[...] where bash reads one word and
+// mvdan another:
+//
+//   - an element assignment before a command (a=1 b[0]=2 cmd, a[1 + 2]=
+//     cmd), which mvdan refuses and bash refuses only when it runs the
+//     command ("`b[0]': not a valid identifier", the command still runs):
+//     written badAssignCarrier='b[0]', the value dropped unexpanded;
+//   - name[...] in a command's place with no = after it (a[5 + 3],
+//     a[5 + 3]+): bash reads the subscript, blanks included, as part of
+//     one word, the command's name; here the first character is escaped
+//     and the blanks quoted, so that mvdan reads the same word.
+func repairSpacedSubscript(text string, off int, msg string) (string, bool) {
+	assign := msg == "inline variables cannot be arrays"
+	if !assign && !(strings.HasPrefix(msg, "`a[b]") && strings.HasSuffix(msg, "must be followed by `=`")) {
+		return text, false
+	}
+	i := off
+	for i < len(text) && (isAlnum(text[i]) || text[i] == '_') {
+		i++
+	}
+	if i == off || i >= len(text) || text[i] != '[' {
+		return text, false
+	}
+	close := subscriptEnd(text, i)
+	if close < 0 {
+		return text, false
+	}
+	var fixed string
+	if assign {
+		rest := text[close:]
+		eq := close
+		switch {
+		case strings.HasPrefix(rest, "="):
+			eq++
+		case strings.HasPrefix(rest, "+="):
+			eq += 2
+		default:
+			return text, false
+		}
+		end := wordEnd(text, eq)
+		name := text[off:close]
+		fixed = text[:off] + badAssignCarrier + "='" + strings.ReplaceAll(name, "'", `'\''`) + "'" + text[end:]
+	} else {
+		var b strings.Builder
+		b.WriteString(text[:off])
+		b.WriteByte('\\')
+		for j := off; j < close; {
+			switch c := text[j]; c {
+			case ' ', '\t':
+				k := j
+				for k < close && (text[k] == ' ' || text[k] == '\t') {
+					k++
+				}
+				b.WriteString(`"` + text[j:k] + `"`)
+				j = k
+				continue
+			case '\'', '"', '`', '$':
+				k := wordEnd(text, j)
+				if c == '$' {
+					k = j + 1
+					if j+1 < len(text) && (text[j+1] == '(' || text[j+1] == '{') {
+						k = groupEnd(text, j+1)
+					}
+				} else if c == '\'' {
+					if q := strings.IndexByte(text[j+1:], '\''); q >= 0 {
+						k = j + q + 2
+					}
+				} else {
+					k = quoteEnd(text, j+1, c)
+				}
+				b.WriteString(text[j:min(k, close)])
+				j = min(k, close)
+				continue
+			}
+			b.WriteByte(text[j])
+			j++
+		}
+		b.WriteString(text[close:])
+		fixed = b.String()
+	}
+	if e := parseErr(fixed); e == nil || later(fixed, e, off) {
+		return fixed, true
+	}
+	return text, false
+}
+
+// subscriptEnd returns the offset after the "]" closing the "[" at
+// text[open] (nested brackets, quotes and $(...) skipped; not past a
+// newline), or -1.
+func subscriptEnd(text string, open int) int {
+	depth := 0
+	for j := open; j < len(text); {
+		switch c := text[j]; c {
+		case '\n':
+			return -1
+		case '\\':
+			j += 2
+			continue
+		case '\'':
+			q := strings.IndexByte(text[j+1:], '\'')
+			if q < 0 {
+				return -1
+			}
+			j += q + 2
+			continue
+		case '"', '`':
+			j = quoteEnd(text, j+1, c)
+			continue
+		case '$':
+			if j+1 < len(text) && (text[j+1] == '(' || text[j+1] == '{') {
+				j = groupEnd(text, j+1)
+				continue
+			}
+		case '[':
+			depth++
+		case ']':
+			depth--
+			if depth == 0 {
+				return j + 1
+			}
+		}
+		j++
+	}
+	return -1
 }

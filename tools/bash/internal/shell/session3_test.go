@@ -25,6 +25,15 @@ func TestBashParity(t *testing.T) {
 			"echo -{z..A}-\necho st=$?\n", "st=1\n", 0},
 		{"a bare backquote from a range is itself, a lone backslash an empty word",
 			`printf '<%s>' {Z..a}; echo`, "<Z><[><><]><^><_><`><a>\n", 0},
+		{"an element assignment before a command is refused, the command runs",
+			"f() { echo \"a=$a b=${b-unset} c=$c\"; }\na=1 b[0]=2 c=3 f 2>&1; echo st=$?\ndeclare -p b 2>/dev/null || echo no b\n",
+			"a=1 b=unset c=3\nst=0\nno b\n", 0},
+		{"a spaced subscript before a command",
+			"a=(0 1 2)\na[0 + 1]='foo' echo b[2 + 0]='bar'\necho status=$?\ndeclare -p a\n# a[ comment\na[1 + 2]+= echo x\n",
+			"b[2 + 0]=bar\nstatus=0\ndeclare -a a=([0]=\"0\" [1]=\"1\" [2]=\"2\")\nx\n", 0},
+		{"name[...] in a command's place is one word, blanks included",
+			"a[5 + 3]+\necho st=$?\nf() { echo \"$# $1\"; }\nx=1 a[5 + 3] 2>/dev/null; echo st=$?\n",
+			"st=127\nst=127\n", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, status := run(t, tc.script)
