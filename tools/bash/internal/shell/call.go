@@ -295,6 +295,26 @@ func (sh *shell) assign(as *syntax.Assign, local bool) error {
 	return err
 }
 
+// bracedElem reads [k]=v{a,b} in an indexed array's literal as bash
+// does: the brace expansion makes several words of the whole element,
+// which are values, not keyed assignments (a=([k]=x{a,b}) sets a[0] to
+// "[k]=xa" and a[1] to "[k]=xb"); ok is false for any other element.
+func (sh *shell) bracedElem(el *syntax.ArrayElem, isAssoc bool) ([]string, bool) {
+	if isAssoc || el.Index == nil || el.Value == nil || !sh.opts.braceexpand || !hasBraces(el.Value) {
+		return nil, false
+	}
+	value, appendTo := elemValue(el)
+	if value == nil || len(sh.braceExpand(value)) < 2 {
+		return nil, false
+	}
+	eq := "]="
+	if appendTo {
+		eq = "]+="
+	}
+	parts := append([]syntax.WordPart{&syntax.Lit{Value: "[" + sh.arithTextOf(el.Index) + eq}}, value.Parts...)
+	return sh.expandElemFields(&syntax.Word{Parts: parts}), true
+}
+
 // arrayItems expands the elements of (a b [k]=v); assocWanted is set
 // when the variable is (or is to be) associative.
 func (sh *shell) arrayItems(name string, arr *syntax.ArrayExpr) ([]arrayItem, bool) {
@@ -302,17 +322,24 @@ func (sh *shell) arrayItems(name string, arr *syntax.ArrayExpr) ([]arrayItem, bo
 	isAssoc := v != nil && v.assc != nil
 	var items []arrayItem
 	for _, el := range arr.Elems {
+		if fields, ok := sh.bracedElem(el, isAssoc); ok {
+			for _, f := range fields {
+				items = append(items, arrayItem{val: f})
+			}
+			continue
+		}
 		if el.Index != nil {
-			it := arrayItem{keyed: true}
+			value, appendTo := elemValue(el)
+			it := arrayItem{keyed: true, appendTo: appendTo}
 			if isAssoc {
 				it.key = sh.assocKey(el.Index)
 			} else {
 				it.key = sh.arithIndexText(el.Index)
 			}
-			if el.Value != nil && isAssoc {
-				it.val = sh.expandAssocValue(el.Value)
-			} else if el.Value != nil {
-				it.val = sh.expandAssign(el.Value)
+			if value != nil && isAssoc {
+				it.val = sh.expandAssocValue(value)
+			} else if value != nil {
+				it.val = sh.expandAssign(value)
 			}
 			items = append(items, it)
 			continue

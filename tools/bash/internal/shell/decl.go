@@ -590,17 +590,24 @@ func (sh *shell) arrayItemsFor(w *variable, arr *syntax.ArrayExpr) ([]arrayItem,
 	isAssoc := w.assc != nil || w.attrs&aAssoc != 0
 	var items []arrayItem
 	for _, el := range arr.Elems {
+		if fields, ok := sh.bracedElem(el, isAssoc); ok {
+			for _, f := range fields {
+				items = append(items, arrayItem{val: f})
+			}
+			continue
+		}
 		if el.Index != nil {
-			it := arrayItem{keyed: true}
+			value, appendTo := elemValue(el)
+			it := arrayItem{keyed: true, appendTo: appendTo}
 			if isAssoc {
 				it.key = sh.assocKey(el.Index)
 			} else {
 				it.key = sh.arithIndexText(el.Index)
 			}
-			if el.Value != nil && isAssoc {
-				it.val = sh.expandAssocValue(el.Value)
-			} else if el.Value != nil {
-				it.val = sh.expandAssign(el.Value)
+			if value != nil && isAssoc {
+				it.val = sh.expandAssocValue(value)
+			} else if value != nil {
+				it.val = sh.expandAssign(value)
 			}
 			items = append(items, it)
 			continue

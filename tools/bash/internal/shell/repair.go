@@ -31,6 +31,9 @@ const (
 	// element assignment a[1]=v written there, which bash refuses when it
 	// runs the command (see repairSpacedSubscript)
 	badAssignCarrier = ReservedPrefix + "badassign_"
+	// elemAppendMarker starts the value of [k]=v in an array literal that
+	// was [k]+=v (see repairElemAppend)
+	elemAppendMarker = ReservedPrefix + "append_"
 	// catCarrier copies its stdin to its stdout: <(< file) runs it.
 	catCarrier = ReservedPrefix + "cat_"
 )
@@ -41,6 +44,19 @@ const ReservedPrefix = "__sh_"
 
 // maxRepairs bounds the rewrites of one text.
 const maxRepairs = 20
+
+// textRepairs are tried in turn on a parse error (after repairAt): each
+// gets the text, the error's offset and message.
+var textRepairs = []func(text string, off int, msg string) (string, bool){
+	repairParam,
+	repairNames,
+	func(text string, off int, _ string) (string, bool) { return repairSubscript(text, off) },
+	repairInlineArray,
+	repairSpacedSubscript,
+	repairHeredocWord,
+	repairElemList,
+	repairElemAppend,
+}
 
 // repairText rewrites text until it parses or nothing helps; ok is false
 // when it still does not parse.
@@ -57,20 +73,13 @@ func repairText(text string, err error) (string, bool) {
 			if !errors.As(err, &pe) {
 				break
 			}
-			if fixed, ok = repairParam(text, off, pe.Text); !ok {
-				if fixed, ok = repairNames(text, off, pe.Text); !ok {
-					if fixed, ok = repairSubscript(text, off); !ok {
-						if fixed, ok = repairInlineArray(text, off, pe.Text); !ok {
-							if fixed, ok = repairSpacedSubscript(text, off, pe.Text); !ok {
-								if fixed, ok = repairHeredocWord(text, off, pe.Text); !ok {
-									if fixed, ok = repairElemList(text, off, pe.Text); !ok {
-										break
-									}
-								}
-							}
-						}
-					}
+			for _, r := range textRepairs {
+				if fixed, ok = r(text, off, pe.Text); ok {
+					break
 				}
+			}
+			if !ok {
+				break
 			}
 		}
 		repaired = true
@@ -736,4 +745,45 @@ func subscriptEnd(text string, open int) int {
 		j++
 	}
 	return -1
+}
+
+// repairElemAppend handles [k]+=v in an array literal (a=([k]+=v)),
+// which mvdan refuses and bash reads as appending v to element k: written
+// [k]=elemAppendMarker v, which elemValue reads back.
+func repairElemAppend(text string, off int, msg string) (string, bool) {
+	if msg != "`[x]` must be followed by `=`" || off >= len(text) || text[off] != '[' {
+		return text, false
+	}
+	close := subscriptEnd(text, off)
+	if close < 0 || !strings.HasPrefix(text[close:], "+=") {
+		return text, false
+	}
+	fixed := text[:close] + "=" + elemAppendMarker + text[close+2:]
+	if e := parseErr(fixed); e == nil || later(fixed, e, off) {
+		return fixed, true
+	}
+	return text, false
+}
+
+// elemValue is the value of an element of an array literal, and whether
+// it was written [k]+=v (repairElemAppend).
+func elemValue(el *syntax.ArrayElem) (*syntax.Word, bool) {
+	w := el.Value
+	if w == nil || el.Index == nil || len(w.Parts) == 0 {
+		return w, false
+	}
+	l, ok := w.Parts[0].(*syntax.Lit)
+	if !ok || !strings.HasPrefix(l.Value, elemAppendMarker) {
+		return w, false
+	}
+	rest := l.Value[len(elemAppendMarker):]
+	parts := make([]syntax.WordPart, 0, len(w.Parts))
+	if rest != "" {
+		parts = append(parts, &syntax.Lit{ValuePos: l.ValuePos, ValueEnd: l.ValueEnd, Value: rest})
+	}
+	parts = append(parts, w.Parts[1:]...)
+	if len(parts) == 0 {
+		return nil, true
+	}
+	return &syntax.Word{Parts: parts}, true
 }

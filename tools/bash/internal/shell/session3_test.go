@@ -34,6 +34,15 @@ func TestBashParity(t *testing.T) {
 		{"name[...] in a command's place is one word, blanks included",
 			"a[5 + 3]+\necho st=$?\nf() { echo \"$# $1\"; }\nx=1 a[5 + 3] 2>/dev/null; echo st=$?\n",
 			"st=127\nst=127\n", 0},
+		{"[k]+=v in an array literal appends",
+			"hello=100\na=([hello]=1 [hello]+=2)\na+=([hello]+=:34 [hello]+=:56)\ndeclare -p a\n",
+			"declare -a a=([100]=\"12:34:56\")\n", 0},
+		{"[k]+=v in an associative literal appends to the value it replaces",
+			"declare -A a=([k]=old)\na=([k]=1 [k]+=2 [j]+=x)\ndeclare -p a\nf() { local -A m=([k]+=1 [k]+=\"2 3\"); declare -p m; }\nf\n",
+			"declare -A a=([k]=\"old2\" [j]=\"x\" )\ndeclare -A m=([k]=\"2 3\" )\n", 0},
+		{"[k]=v{a,b} in an indexed literal makes plain values",
+			"a=([k2]=-{a,b}- [5]=y)\ndeclare -p a\ndeclare -A c=([k]={a,b})\ndeclare -p c\n",
+			"declare -a a=([0]=\"[k2]=-a-\" [1]=\"[k2]=-b-\" [5]=\"y\")\ndeclare -A c=([k]=\"{a,b}\" )\n", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, status := run(t, tc.script)
