@@ -390,6 +390,11 @@ func (sh *shell) dispatch(args []string, assigns []tempAssign, functions bool) i
 		}
 		return 0
 	}
+	if name == badComsubCarrier && len(args) == 2 {
+		// `...` that does not parse (repairBackquoteQuote)
+		sh.writeErr(sh.argv0 + ": command substitution: line 1: unexpected EOF while looking for matching `" + args[1] + "'\n")
+		return 2
+	}
 	if name == badFuncCarrier && len(args) == 2 {
 		sh.errorf("`%s': not a valid identifier", args[1])
 		return 1

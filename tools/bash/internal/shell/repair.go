@@ -34,6 +34,9 @@ const (
 	// elemAppendMarker starts the value of [k]=v in an array literal that
 	// was [k]+=v (see repairElemAppend)
 	elemAppendMarker = ReservedPrefix + "append_"
+	// badComsubCarrier Q stands for a `...` whose text does not parse
+	// (an unclosed quote Q): bash reports it when it expands it
+	badComsubCarrier = ReservedPrefix + "badcomsub_"
 	// catCarrier copies its stdin to its stdout: <(< file) runs it.
 	catCarrier = ReservedPrefix + "cat_"
 )
@@ -56,6 +59,7 @@ var textRepairs = []func(text string, off int, msg string) (string, bool){
 	repairHeredocWord,
 	repairElemList,
 	repairElemAppend,
+	repairBackquoteQuote,
 }
 
 // repairText rewrites text until it parses or nothing helps; ok is false
@@ -786,4 +790,26 @@ func elemValue(el *syntax.ArrayElem) (*syntax.Word, bool) {
 		return nil, true
 	}
 	return &syntax.Word{Parts: parts}, true
+}
+
+// repairBackquoteQuote handles `...` holding an unclosed double quote
+// (echo `echo "`), which mvdan refuses and bash reads only when it
+// expands it: a syntax error in the command substitution, which expands
+// to nothing with status 2 and does not end the script. It is written
+// $(badComsubCarrier '"'), which does that.
+func repairBackquoteQuote(text string, off int, msg string) (string, bool) {
+	if !strings.HasPrefix(msg, "reached \"`\" without closing quote") || off >= len(text) || text[off] != '"' {
+		return text, false
+	}
+	open := strings.LastIndexByte(text[:off], '`')
+	close := strings.IndexByte(text[off:], '`')
+	if open < 0 || close < 0 || strings.IndexByte(text[open:off], '\n') >= 0 {
+		return text, false
+	}
+	close += off
+	fixed := text[:open] + "$(" + badComsubCarrier + ` '"')` + text[close+1:]
+	if e := parseErr(fixed); e == nil || later(fixed, e, off) {
+		return fixed, true
+	}
+	return text, false
 }

@@ -43,6 +43,9 @@ func TestBashParity(t *testing.T) {
 		{"[k]=v{a,b} in an indexed literal makes plain values",
 			"a=([k2]=-{a,b}- [5]=y)\ndeclare -p a\ndeclare -A c=([k]={a,b})\ndeclare -p c\n",
 			"declare -a a=([0]=\"[k2]=-a-\" [1]=\"[k2]=-b-\" [5]=\"y\")\ndeclare -A c=([k]=\"{a,b}\" )\n", 0},
+		{"`...` with an unclosed double quote fails when expanded, not when parsed",
+			"x=`echo \"`; echo \"st=$? x=$x\"\necho a `echo \"` b\necho st=$?\n",
+			"st=2 x=\na b\nst=0\n", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, status := run(t, tc.script)
