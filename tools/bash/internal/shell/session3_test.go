@@ -46,6 +46,15 @@ func TestBashParity(t *testing.T) {
 		{"`...` with an unclosed double quote fails when expanded, not when parsed",
 			"x=`echo \"`; echo \"st=$? x=$x\"\necho a `echo \"` b\necho st=$?\n",
 			"st=2 x=\na b\nst=0\n", 0},
+		{"a background simple command, subshell or pipeline runs no ERR trap for its own status",
+			"set -o errtrace\ntrap 'echo line=$LINENO' ERR\nfalse & wait\n(false) & wait\nfalse | false & wait\n[[ a = b ]] & wait\n{ false; echo async; } & wait\n",
+			"line=4\nline=6\nline=7\nasync\n", 0},
+		{"a subshell as a pipeline's last stage: the ERR trap runs twice",
+			"trap 'echo e' ERR\n(false) | (false)\ntrue | (true; false)\ntrue | (false; true)\n(false) | true\n{ false; } | { false; }\n",
+			"e\ne\ne\ne\ne\n", 1},
+		{"with errtrace a simple command as a pipeline's last stage runs it once",
+			"set -E\ntrap 'echo e' ERR\ntrue | false\ntrue | (false)\n",
+			"e\ne\ne\ne\n", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, status := run(t, tc.script)

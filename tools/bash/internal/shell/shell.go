@@ -396,6 +396,9 @@ type shell struct {
 	parentTraps map[string]string // shown by trap in a subshell
 	inTrap      string
 	inDebugTrap bool // the DEBUG trap's handler is running (it does not nest)
+	// asyncCmd is the command of the background job this shell runs
+	// (see background)
+	asyncCmd syntax.Command
 	// braceQuoteChars: a character range of the word being expanded
 	// made \ or ` (see rescanBraceWord)
 	braceQuoteChars bool
