@@ -60,6 +60,7 @@ var textRepairs = []func(text string, off int, msg string) (string, bool){
 	repairElemList,
 	repairElemAppend,
 	repairBackquoteQuote,
+	repairBackquoteInDquote,
 }
 
 // repairText rewrites text until it parses or nothing helps; ok is false
@@ -812,4 +813,111 @@ func repairBackquoteQuote(text string, off int, msg string) (string, bool) {
 		return fixed, true
 	}
 	return text, false
+}
+
+// repairBackquoteInDquote handles `...` inside double quotes whose text
+// mvdan reads otherwise than bash ("`[[ $(echo \\" > f) ]]`"): bash
+// takes out the backslashes that quote \\, $, ` and " there and runs the
+// rest as a script; written $(...) with those backslashes taken out,
+// which mvdan reads the same way.
+func repairBackquoteInDquote(text string, off int, _ string) (string, bool) {
+	open := -1
+	for j := min(off, len(text)-1); j >= 0 && text[j] != '\n'; j-- {
+		if text[j] == '`' && (j == 0 || text[j-1] != '\\') {
+			open = j
+			break
+		}
+	}
+	if open < 0 || !inDoubleQuotes(text, open) {
+		return text, false
+	}
+	close := -1
+	for j := open + 1; j < len(text); j++ {
+		if text[j] == '\\' {
+			j++
+			continue
+		}
+		if text[j] == '`' {
+			close = j
+			break
+		}
+	}
+	if close < off {
+		return text, false
+	}
+	var b strings.Builder
+	body := text[open+1 : close]
+	for j := 0; j < len(body); j++ {
+		if body[j] == '\\' && j+1 < len(body) && strings.IndexByte("\\$`\"", body[j+1]) >= 0 {
+			j++
+		}
+		b.WriteByte(body[j])
+	}
+	fixed := text[:open] + "$(" + b.String() + ")" + text[close+1:]
+	if e := parseErr(fixed); e == nil || later(fixed, e, off) {
+		return fixed, true
+	}
+	return text, false
+}
+
+// inDoubleQuotes reports whether text[at] is inside double quotes, as
+// far as quotes, backquotes and comments tell (here-documents are not
+// followed).
+func inDoubleQuotes(text string, at int) bool {
+	const (
+		normal = iota
+		single
+		double
+	)
+	state := normal
+	for i := 0; i < at; i++ {
+		c := text[i]
+		switch state {
+		case single:
+			if c == '\'' {
+				state = normal
+			}
+		case double:
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				state = normal
+			case '`':
+				i = backquoteEnd(text, i)
+			}
+		default:
+			switch c {
+			case '\\':
+				i++
+			case '\'':
+				state = single
+			case '"':
+				state = double
+			case '`':
+				i = backquoteEnd(text, i)
+			case '#':
+				if i == 0 || strings.IndexByte(" \t\n;&|(", text[i-1]) >= 0 {
+					for i < at && text[i] != '\n' {
+						i++
+					}
+				}
+			}
+		}
+	}
+	return state == double
+}
+
+// backquoteEnd is the offset of the backquote closing the one at
+// text[open] (or the end).
+func backquoteEnd(text string, open int) int {
+	for j := open + 1; j < len(text); j++ {
+		switch text[j] {
+		case '\\':
+			j++
+		case '`':
+			return j
+		}
+	}
+	return len(text)
 }

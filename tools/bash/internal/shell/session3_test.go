@@ -58,6 +58,9 @@ func TestBashParity(t *testing.T) {
 		{"declare reads a subscript with blanks as bash's separate words",
 			"declare a[a[0]=1]=X\ndeclare a[ a[2]=3 ]=Y\necho st=$?\ndeclare -p a\ndeclare b[1 + 2]=x 2>&1\n",
 			"st=1\ndeclare -a a=([0]=\"1\" [1]=\"X\" [2]=\"3\")\nbash: line 5: declare: `b[1': not a valid identifier\nbash: line 5: declare: `+': not a valid identifier\nbash: line 5: declare: `2]=x': not a valid identifier\n", 1},
+		{"`...` inside double quotes loses the backslashes before \\ and \"",
+			"file=/tmp/f\necho \"123 `[[ $(echo \\\\\" > $file) ]]` 456\";\nread -r line < $file; echo \"$line\"\n",
+			"123  456\n\"\n", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, status := run(t, tc.script)
