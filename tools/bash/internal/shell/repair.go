@@ -860,8 +860,9 @@ func repairBackquoteInDquote(text string, off int, _ string) (string, bool) {
 	return text, false
 }
 
-// inDoubleQuotes reports whether text[at] is inside double quotes, as
-// far as quotes, backquotes and comments tell (here-documents are not
+// inDoubleQuotes reports whether text[at] is inside double quotes and
+// not inside a backquoted command (the backquote that opens one), as far
+// as quotes, backquotes and comments tell (here-documents are not
 // followed).
 func inDoubleQuotes(text string, at int) bool {
 	const (
@@ -870,7 +871,10 @@ func inDoubleQuotes(text string, at int) bool {
 		double
 	)
 	state := normal
-	for i := 0; i < at; i++ {
+	for i := 0; i <= at; i++ {
+		if i == at {
+			return state == double
+		}
 		c := text[i]
 		switch state {
 		case single:
@@ -905,7 +909,7 @@ func inDoubleQuotes(text string, at int) bool {
 			}
 		}
 	}
-	return state == double
+	return false // at was inside a backquoted command or a comment
 }
 
 // backquoteEnd is the offset of the backquote closing the one at
