@@ -106,16 +106,21 @@ var sdkGroups = []struct {
 // start of a program, whatever it runs: for each group of sdkGroups, a
 // program that only imports its packages (their package inits run, their
 // types' itabs load, their pages fault in), and "all-deps", one that
-// imports every third-party package the module's packages import; beside
-// them demiurge sh -c true and bash -c true. Each is started in turns with
-// the two floors, bash -c true and the empty Go program, so that the
-// machine's changing load falls on all three alike, and reports its median
-// wall time (ms), its median CPU time (cpu-ms, user and system), its median
-// page faults (faults) and the ratios of its median to bash's (x-bash) and
-// to the empty program's (x-go). The programs are built in a temporary
-// module with the module's go.mod requirements and go.sum, from the module
-// cache (GOPROXY=off); a group whose packages no module of go.mod provides
-// (an SDK another branch adds) is skipped.
+// imports every third-party package the module's packages import. Beside
+// them: demiurge sh -c true, built as go build makes it (demiurge-sh) and
+// without cgo (demiurge-sh-static); bash -c true; and two programs that
+// run -c true in the sandbox's shell and link nothing else of demiurge,
+// testdata/startup/shbash (package tools/bash alone) and shbashfx (the
+// shell as demiurge sh builds it, adapters/bashfx, with the MCP SDK).
+// Each is started in turns with the two floors, bash -c true and the empty
+// Go program, so that the machine's changing load falls on all three
+// alike, and reports its median wall time (ms), its median CPU time
+// (cpu-ms, user and system), its median page faults (faults) and the
+// ratios of its median to bash's (x-bash) and to the empty program's
+// (x-go). The library programs are built in a temporary module with the
+// module's go.mod requirements and go.sum, from the module cache
+// (GOPROXY=off); a group whose packages no module of go.mod provides (an
+// SDK another branch adds) is skipped.
 func BenchmarkStartupSDKs(b *testing.B) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
@@ -197,10 +202,23 @@ func BenchmarkStartupSDKs(b *testing.B) {
 		}
 		return bin, true
 	}
-	demiurge := filepath.Join(work, "demiurge")
-	if out, err := exec.Command(gobin, "build", "-o", demiurge, "../cmd/demiurge").CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
+	// demiurge as go build makes it, the same without cgo (a static
+	// binary: no dynamic loader, no libc), and the two shell-only
+	// programs of testdata/startup: what sh would cost as a binary of its
+	// own (none of them is shipped).
+	goBuild := func(name, pkg string, env ...string) string {
+		bin := filepath.Join(work, name)
+		cmd := exec.Command(gobin, "build", "-o", bin, pkg)
+		cmd.Env = append(os.Environ(), env...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("go build %s: %v\n%s", pkg, err, out)
+		}
+		return bin
 	}
+	demiurge := goBuild("demiurge", "../cmd/demiurge")
+	static := goBuild("demiurge-static", "../cmd/demiurge", "CGO_ENABLED=0")
+	shbash := goBuild("shbash", "./testdata/startup/shbash")
+	shbashfx := goBuild("shbashfx", "./testdata/startup/shbashfx")
 	type run struct {
 		wall, cpu time.Duration
 		faults    int64
@@ -257,6 +275,9 @@ func BenchmarkStartupSDKs(b *testing.B) {
 		b.Run(g.name, func(b *testing.B) { measure(b, bin) })
 	}
 	b.Run("demiurge-sh", func(b *testing.B) { measure(b, demiurge, "sh", "-c", "true") })
+	b.Run("demiurge-sh-static", func(b *testing.B) { measure(b, static, "sh", "-c", "true") })
+	b.Run("shbash", func(b *testing.B) { measure(b, shbash, "-c", "true") })
+	b.Run("shbashfx", func(b *testing.B) { measure(b, shbashfx, "-c", "true") })
 	b.Run("bash-c", func(b *testing.B) { measure(b, bash, "-c", "true") })
 }
 
