@@ -12,6 +12,7 @@ import (
 
 	"mvdan.cc/sh/v3/syntax"
 
+	"github.com/demiurge-dev/demiurge/tools/bash/internal/escape"
 	"github.com/demiurge-dev/demiurge/tools/bash/vfs"
 )
 
@@ -239,35 +240,8 @@ func echoEscapes(s string) (string, bool) {
 				i++
 			}
 			b.WriteByte(byte(n))
-		case 'x':
-			n, j := 0, 0
-			for j < 2 && i+1 < len(s) && isHex(s[i+1]) {
-				n = n*16 + hexVal(s[i+1])
-				i++
-				j++
-			}
-			if j == 0 {
-				b.WriteString(`\x`)
-			} else {
-				b.WriteByte(byte(n))
-			}
-		case 'u', 'U':
-			max := 4
-			if c == 'U' {
-				max = 8
-			}
-			n, j := 0, 0
-			for j < max && i+1 < len(s) && isHex(s[i+1]) {
-				n = n*16 + hexVal(s[i+1])
-				i++
-				j++
-			}
-			if j == 0 {
-				b.WriteByte('\\')
-				b.WriteByte(c)
-			} else {
-				b.WriteRune(rune(n))
-			}
+		case 'x', 'u', 'U':
+			i += escape.Numeric(&b, s[i+1:], c)
 		default:
 			b.WriteByte('\\')
 			b.WriteByte(c)
