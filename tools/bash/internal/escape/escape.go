@@ -33,34 +33,14 @@ func Printf(s string, all bool) (string, int, bool) {
 		e := s[i+1]
 		i += 2
 		switch e {
-		case 'a':
-			b.WriteByte('\a')
-		case 'b':
-			b.WriteByte('\b')
-		case 'e', 'E':
-			b.WriteByte(0x1b)
-		case 'f':
-			b.WriteByte('\f')
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 't':
-			b.WriteByte('\t')
-		case 'v':
-			b.WriteByte('\v')
-		case '\\':
-			b.WriteByte('\\')
-		case '"':
-			b.WriteByte('"')
+		case 'a', 'b', 'e', 'E', 'f', 'n', 'r', 't', 'v', '\\', '"', '?':
+			b.WriteByte(Letter(e))
 		case '\'':
 			if all {
 				b.WriteString("\\'")
 			} else {
 				b.WriteByte('\'')
 			}
-		case '?':
-			b.WriteByte('?')
 		case 'c':
 			if all {
 				return b.String(), i, true
@@ -90,6 +70,31 @@ func Printf(s string, all bool) (string, int, bool) {
 		}
 	}
 	return b.String(), i, false
+}
+
+// Letter is the byte that the one-letter escape \c stands for in every
+// dialect (a b e E f n r t v, and \\ " ? as themselves), c itself for any
+// other letter.
+func Letter(c byte) byte {
+	switch c {
+	case 'a':
+		return '\a'
+	case 'b':
+		return '\b'
+	case 'e', 'E':
+		return 0x1b
+	case 'f':
+		return '\f'
+	case 'n':
+		return '\n'
+	case 'r':
+		return '\r'
+	case 't':
+		return '\t'
+	case 'v':
+		return '\v'
+	}
+	return c
 }
 
 // Numeric decodes the hexadecimal escape whose letter is letter ('x':

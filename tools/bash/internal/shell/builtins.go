@@ -213,26 +213,10 @@ func echoEscapes(s string) (string, bool) {
 		}
 		i++
 		switch c = s[i]; c {
-		case 'a':
-			b.WriteByte(7)
-		case 'b':
-			b.WriteByte(8)
+		case 'a', 'b', 'e', 'E', 'f', 'n', 'r', 't', 'v', '\\':
+			b.WriteByte(escape.Letter(c))
 		case 'c':
 			return b.String(), true
-		case 'e', 'E':
-			b.WriteByte(27)
-		case 'f':
-			b.WriteByte(12)
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 't':
-			b.WriteByte('\t')
-		case 'v':
-			b.WriteByte(11)
-		case '\\':
-			b.WriteByte('\\')
 		case '0':
 			n := 0
 			for j := 0; j < 3 && i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '7'; j++ {

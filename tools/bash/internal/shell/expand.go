@@ -782,23 +782,9 @@ func ansiCAll(s string) string {
 		}
 		i++
 		switch c = s[i]; c {
-		case 'a':
-			b.WriteByte(7)
-		case 'b':
-			b.WriteByte(8)
-		case 'e', 'E':
-			b.WriteByte(27)
-		case 'f':
-			b.WriteByte(12)
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 't':
-			b.WriteByte('\t')
-		case 'v':
-			b.WriteByte(11)
-		case '\\', '\'', '"', '?':
+		case 'a', 'b', 'e', 'E', 'f', 'n', 'r', 't', 'v', '\\', '"', '?':
+			b.WriteByte(escape.Letter(c))
+		case '\'':
 			b.WriteByte(c)
 		case 'c':
 			if i+1 < len(s) {
