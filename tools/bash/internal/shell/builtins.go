@@ -1636,10 +1636,19 @@ func builtinLet(sh *shell, args []string) int {
 
 // letClause runs let parsed as a clause.
 func (sh *shell) letClause(c *syntax.LetClause) int {
+	// let's arguments are words, all expanded before the first is
+	// evaluated: a quoted one loses its quotes and counts whole
+	// ('x *= 2'); unquoted ones were parsed as expressions
+	texts := make([]string, len(c.Exprs))
+	for i, x := range c.Exprs {
+		if w, ok := x.(*syntax.Word); ok {
+			texts[i] = sh.expandString(w)
+		} else {
+			texts[i] = sh.arithText(x)
+		}
+	}
 	var last int64
-	for _, x := range c.Exprs {
-		text := sh.arithText(x)
-		// let's words were expanded as words: quoted strings count whole
+	for _, text := range texts {
 		n, err := sh.arithString(text)
 		if err != nil {
 			sh.errorf("let: %s", err.Error())
@@ -1676,7 +1685,7 @@ func builtinAlias(sh *shell, args []string) int {
 			sh.out("alias", "alias "+name+"="+aliasQuote(v)+"\n")
 			continue
 		}
-		if name == "" || strings.ContainsAny(name, "/$`=\"' \t\n;|&()<>") {
+		if !validAliasName(name) {
 			sh.errorf("alias: `%s': invalid alias name", name)
 			status = 1
 			continue
@@ -1684,6 +1693,12 @@ func builtinAlias(sh *shell, args []string) int {
 		sh.aliasesWritable()[name] = val
 	}
 	return status
+}
+
+// validAliasName reports whether alias (or BASH_ALIASES[name]=) accepts
+// name.
+func validAliasName(name string) bool {
+	return name != "" && !strings.ContainsAny(name, "/$`=\"' \t\n;|&()<>")
 }
 
 // aliasQuote quotes an alias's value as alias prints it.

@@ -1094,6 +1094,9 @@ func builtinSet(sh *shell, args []string) int {
 					sh.errorf("set: %s: invalid option name", opt)
 					return 2
 				}
+				if opt == "posix" && on {
+					sh.enterPosix()
+				}
 				*p = on
 				// emacs and vi exclude each other
 				if on && opt == "emacs" {
@@ -1236,6 +1239,9 @@ func builtinShopt(sh *shell, args []string) int {
 			ok := false
 			if useSet {
 				if p := sh.optionPtr(n); p != nil {
+					if n == "posix" && set {
+						sh.enterPosix()
+					}
 					*p = set
 					ok = true
 				}
@@ -1399,4 +1405,10 @@ func builtinUnset(sh *shell, args []string) int {
 		}
 	}
 	return status
+}
+
+// enterPosix makes the change that set -o posix makes beside the option:
+// inherit_errexit goes on (and stays on after set +o posix, as in bash).
+func (sh *shell) enterPosix() {
+	sh.shopt.inheritErrexit = true
 }

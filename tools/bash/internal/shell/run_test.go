@@ -30,3 +30,32 @@ func TestRunBasics(t *testing.T) {
 		}
 	}
 }
+
+// TestBashSuiteFixes holds differences from bash that GNU bash's own
+// tests showed (tools/bash/bashtests_test.go), each checked against bash
+// 5.2.
+func TestBashSuiteFixes(t *testing.T) {
+	for _, tc := range []struct {
+		script, out string
+		status      int
+	}{
+		// let's arguments are words: quotes are removed (arith.tests)
+		{`iv=2 jv=3; let 'iv *= jv' "jv += $iv"; echo $iv $jv`, "6 5\n", 0},
+		// BASH_ALIASES[name]= defines an alias; it panicked (alias.tests)
+		{"shopt -s expand_aliases\nBASH_ALIASES[hi]='echo hello'\nhi\nalias", "hello\nalias hi='echo hello'\n", 0},
+		{`BASH_ALIASES['\$']=xx; echo not reached`, "", 1},
+		{`BASH_CMDS[x]=/bin/ls; echo $?`, "0\n", 0},
+		// set -o posix turns inherit_errexit on, for good (set-e.tests)
+		{`set -o posix; set -e; z=$(false; echo posix foo); echo "[$z]"`, "", 1},
+		{`set -o posix; set +o posix; shopt -q inherit_errexit && echo on`, "on\n", 0},
+		{`set -e; z=$(false; echo non-posix foo); echo "[$z]"`, "[non-posix foo]\n", 0},
+		// a compound assignment of non-words fails its line only (array.tests)
+		{"echo a\ntest=(first & second)\necho $?\necho b\n", "a\n1\nb\n", 0},
+		{"f() {\n  c=(p & q)\n}\necho not reached\n", "", 2},
+	} {
+		out, errOut, status := run(t, tc.script)
+		if out != tc.out || status != tc.status {
+			t.Errorf("%q: stdout %q status %d, want %q status %d (stderr %q)", tc.script, out, status, tc.out, tc.status, errOut)
+		}
+	}
+}
