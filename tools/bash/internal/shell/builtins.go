@@ -362,7 +362,7 @@ func builtinPushd(sh *shell, args []string) int {
 	} else if len(args) > 0 && len(args[0]) > 1 && (args[0][0] == '-' || args[0][0] == '+') {
 		if _, err := strconv.Atoi(args[0][1:]); err != nil {
 			sh.errorf("pushd: %s: invalid number", args[0])
-			sh.errorf("pushd: usage: pushd [-n] [+N | -N | dir]")
+			sh.usageLine("pushd: usage: pushd [-n] [+N | -N | dir]")
 			return 2
 		}
 	}
@@ -429,12 +429,12 @@ func builtinPopd(sh *shell, args []string) int {
 		a := args[0]
 		if a == "" || a[0] != '-' && a[0] != '+' {
 			sh.errorf("popd: %s: invalid argument", a)
-			sh.errorf("popd: usage: popd [-n] [+N | -N]")
+			sh.usageLine("popd: usage: popd [-n] [+N | -N]")
 			return 2
 		}
 		if _, err := strconv.Atoi(a[1:]); err != nil {
 			sh.errorf("popd: %s: invalid number", a)
-			sh.errorf("popd: usage: popd [-n] [+N | -N]")
+			sh.usageLine("popd: usage: popd [-n] [+N | -N]")
 			return 2
 		}
 	}
@@ -600,6 +600,9 @@ func builtinReturn(sh *shell, args []string) int {
 
 func builtinBreak(sh *shell, args []string) int {
 	n := 1
+	if len(args) > 1 && args[1] == "--" {
+		args = append([]string{args[0]}, args[2:]...)
+	}
 	if len(args) > 2 {
 		return sh.discard(args[0] + ": too many arguments")
 	}
@@ -668,7 +671,7 @@ func builtinEval(sh *shell, args []string) (status int) {
 		args = args[1:]
 	} else if len(args) > 0 && len(args[0]) > 1 && args[0][0] == '-' {
 		sh.errorf("eval: %s: invalid option", args[0][:2])
-		sh.errorf("eval: usage: eval [arg ...]")
+		sh.usageLine("eval: usage: eval [arg ...]")
 		return 2
 	}
 	code := strings.Join(args, " ")
@@ -712,7 +715,7 @@ func builtinSource(sh *shell, args []string) int {
 	}
 	if len(args) < 2 {
 		sh.errorf("%s: filename argument required", args[0])
-		sh.errorf("%s: usage: %s filename [arguments]", args[0], args[0])
+		sh.usageLine("%s: usage: %s filename [arguments]", args[0], args[0])
 		return 2
 	}
 	file := args[1]
@@ -1180,7 +1183,7 @@ func builtinKill(sh *shell, args []string) int {
 		return 0
 	}
 	if len(args) == 0 {
-		sh.errorf("kill: usage: kill [-s sigspec | -n signum | -sigspec] pid | jobspec ... or kill -l [sigspec]")
+		sh.usageLine("kill: usage: kill [-s sigspec | -n signum | -sigspec] pid | jobspec ... or kill -l [sigspec]")
 		return 2
 	}
 	sig := 15 // TERM
@@ -1266,7 +1269,7 @@ func builtinUmask(sh *shell, args []string) int {
 				printP = true
 			default:
 				sh.errorf("umask: -%c: invalid option", c)
-				sh.errorf("umask: usage: umask [-p] [-S] [mode]")
+				sh.usageLine("umask: usage: umask [-p] [-S] [mode]")
 				return 2
 			}
 		}
@@ -1661,8 +1664,17 @@ func (sh *shell) letClause(c *syntax.LetClause) int {
 
 func builtinAlias(sh *shell, args []string) int {
 	args = args[1:]
-	for len(args) > 0 && (args[0] == "-p" || args[0] == "--") {
+	for len(args) > 0 && len(args[0]) > 1 && args[0][0] == '-' {
+		a := args[0]
 		args = args[1:]
+		if a == "--" {
+			break
+		}
+		if bad := strings.Trim(a[1:], "p"); bad != "" {
+			sh.errorf("alias: -%c: invalid option", bad[0])
+			sh.usageLine("alias: usage: alias [-p] [name[=value] ... ]")
+			return 2
+		}
 	}
 	if len(args) == 0 {
 		var b strings.Builder
@@ -1710,6 +1722,10 @@ func builtinUnalias(sh *shell, args []string) int {
 	args = args[1:]
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
+	} else if len(args) > 0 && len(args[0]) > 1 && args[0][0] == '-' && args[0] != "-a" {
+		sh.errorf("unalias: %s: invalid option", args[0][:2])
+		sh.usageLine("unalias: usage: unalias [-a] name [name ...]")
+		return 2
 	}
 	if len(args) > 0 && args[0] == "-a" {
 		m := sh.aliasesWritable()
@@ -1719,7 +1735,7 @@ func builtinUnalias(sh *shell, args []string) int {
 		return 0
 	}
 	if len(args) == 0 {
-		sh.errorf("unalias: usage: unalias [-a] name [name ...]")
+		sh.usageLine("unalias: usage: unalias [-a] name [name ...]")
 		return 2
 	}
 	status := 0

@@ -317,7 +317,7 @@ func builtinTrap(sh *shell, args []string) int {
 		if _, ok := trapName(args[0]); ok {
 			handler, sigs = "-", args
 		} else {
-			sh.errorf("trap: usage: trap [-lp] [[arg] signal_spec ...]")
+			sh.usageLine("trap: usage: trap [-lp] [[arg] signal_spec ...]")
 			return 2
 		}
 	} else if _, err := strconv.Atoi(handler); err == nil {
@@ -394,7 +394,7 @@ func (sh *shell) debugTrap(cmd string) bool {
 
 func builtinGetopts(sh *shell, args []string) int {
 	if len(args) < 3 {
-		sh.errorf("getopts: usage: getopts optstring name [arg ...]")
+		sh.usageLine("getopts: usage: getopts optstring name [arg ...]")
 		return 2
 	}
 	optstring, name := args[1], args[2]
@@ -1114,7 +1114,7 @@ func builtinSet(sh *shell, args []string) int {
 			}
 			if !ok {
 				sh.errorf("set: %c%c: invalid option", a[0], c)
-				sh.errorf("set: usage: set [-abefhkmnptuvxBCEHPT] [-o option-name] [--] [-] [arg ...]")
+				sh.usageLine("set: usage: set [-abefhkmnptuvxBCEHPT] [-o option-name] [--] [-] [arg ...]")
 				return 2
 			}
 			*sh.optionPtr(optName) = on

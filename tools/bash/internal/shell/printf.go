@@ -37,7 +37,7 @@ func builtinPrintf(sh *shell, args []string) int {
 			continue
 		}
 		sh.errorf("printf: %s: invalid option", args[0])
-		sh.errorf("printf: usage: printf [-v var] format [arguments]")
+		sh.usageLine("printf: usage: printf [-v var] format [arguments]")
 		return 2
 	}
 	if varName != "" && !validRefTarget(varName) {
@@ -45,7 +45,7 @@ func builtinPrintf(sh *shell, args []string) int {
 		return 2
 	}
 	if len(args) == 0 {
-		sh.errorf("printf: usage: printf [-v var] format [arguments]")
+		sh.usageLine("printf: usage: printf [-v var] format [arguments]")
 		return 2
 	}
 	p := &printfer{sh: sh, format: args[0], args: args[1:]}

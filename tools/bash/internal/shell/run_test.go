@@ -59,3 +59,25 @@ func TestBashSuiteFixes(t *testing.T) {
 		}
 	}
 }
+
+// TestBuiltinUsage checks the usage errors of builtins against bash 5.2:
+// the usage line has no "bash: line N:" prefix (errors.tests,
+// builtins.tests).
+func TestBuiltinUsage(t *testing.T) {
+	for _, tc := range []struct {
+		script, out, errOut string
+	}{
+		{`unalias; echo $?`, "2\n", "unalias: usage: unalias [-a] name [name ...]\n"},
+		{`alias -x foo=bar; echo $?`, "2\n", "bash: line 1: alias: -x: invalid option\nalias: usage: alias [-p] [name[=value] ... ]\n"},
+		{`alias -pq; echo $?`, "2\n", "bash: line 1: alias: -q: invalid option\nalias: usage: alias [-p] [name[=value] ... ]\n"},
+		{`unalias -x foo; echo $?`, "2\n", "bash: line 1: unalias: -x: invalid option\nunalias: usage: unalias [-a] name [name ...]\n"},
+		{`printf; echo $?`, "2\n", "printf: usage: printf [-v var] format [arguments]\n"},
+		{`for f in 1 2 3; do break -- 5; done; echo $?`, "0\n", ""},
+		{`for f in 1 2; do for g in 3 4; do echo $f$g; continue -- 2; done; done`, "13\n23\n", ""},
+	} {
+		out, errOut, _ := run(t, tc.script)
+		if out != tc.out || errOut != tc.errOut {
+			t.Errorf("%q: stdout %q stderr %q, want %q and %q", tc.script, out, errOut, tc.out, tc.errOut)
+		}
+	}
+}
