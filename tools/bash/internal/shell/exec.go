@@ -616,8 +616,16 @@ func (sh *shell) forClause(c *syntax.ForClause) {
 		}
 		name := loop.Name.Value
 		if !validName(name) {
+			// bash reports it at the loop's end, and in POSIX mode
+			// it ends the shell
+			if c.DonePos.IsValid() {
+				sh.line = int(c.DonePos.Line())
+			}
 			sh.errorf("`%s': not a valid identifier", name)
 			sh.status = 1
+			if sh.opts.posix {
+				panic(fatalPanic{status: 2, exit: true})
+			}
 			return
 		}
 		if c.Select {
