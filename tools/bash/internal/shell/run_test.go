@@ -52,6 +52,8 @@ func TestBashSuiteFixes(t *testing.T) {
 		// a compound assignment of non-words fails its line only (array.tests)
 		{"echo a\ntest=(first & second)\necho $?\necho b\n", "a\n1\nb\n", 0},
 		{"f() {\n  c=(p & q)\n}\necho not reached\n", "", 2},
+		// a subscript mvdan cannot parse is expanded, then evaluated (array.tests)
+		{"_ENV=/bin/true\nx=${_ENV[(_$-=0)+(_=1)-_${-%%*i*}]}\necho \"[$x]\" $?\na=(p q r); i=1; echo ${a[(_$-=0)+i+1]}", "[] 0\nr\n", 0},
 		// a for loop's bad name ends the shell in POSIX mode (errors.tests)
 		{"(set -o posix; for a-b in 1; do :; done; echo after); echo $?\nfor a-b in 1; do :; done; echo $?", "2\n1\n", 0},
 	} {
