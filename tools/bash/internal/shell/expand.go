@@ -787,11 +787,35 @@ func ansiCAll(s string) string {
 		case '\'':
 			b.WriteByte(c)
 		case 'c':
+			// \cX is control-X; \c? is DEL; \c\\ takes both backslashes
 			if i+1 < len(s) {
 				i++
-				b.WriteByte(s[i] & 0x1f)
+				switch {
+				case s[i] == '?':
+					b.WriteByte(0x7f)
+				case s[i] == '\\' && i+1 < len(s) && s[i+1] == '\\':
+					i++
+					b.WriteByte('\\' & 0x1f)
+				default:
+					b.WriteByte(s[i] & 0x1f)
+				}
 			}
 		case 'x', 'u', 'U':
+			if c == 'x' && i+1 < len(s) && s[i+1] == '{' {
+				// \x{HH...}: every hex digit up to the brace, one byte
+				j, v := i+2, 0
+				for ; j < len(s) && escape.IsHex(s[j]); j++ {
+					v = v*16 + escape.HexVal(s[j])
+				}
+				if j > i+2 {
+					b.WriteByte(byte(v))
+				}
+				if j < len(s) && s[j] == '}' {
+					j++
+				}
+				i = j - 1
+				continue
+			}
 			i += escape.Numeric(&b, s[i+1:], c)
 		case '0', '1', '2', '3', '4', '5', '6', '7':
 			n := int(c - '0')
