@@ -573,7 +573,7 @@ func (g *Generator) attemptAnthropic(ctx, actx context.Context, c *call) (exchan
 		}
 		return ex, res, nil
 	}
-	acc := &anthropicStream{}
+	acc := &anthropicStream{texted: c.texted, apart: c.texted}
 	return g.readStream(ctx, actx, c, cp, resp, err, acc)
 }
 
@@ -838,7 +838,7 @@ func parseAnthropicBody(body []byte) (parsed, error) {
 	case "pause_turn":
 		// The server paused a long turn of its own tools: the reply is
 		// not complete.
-		out.finish = "incomplete: pause_turn"
+		out.finish = finishPauseTurn
 	default:
 		out.finish = finishReason("", refused, len(out.calls) > 0)
 	}
@@ -853,6 +853,10 @@ type anthropicStream struct {
 	delta   map[string]json.RawMessage // message_delta's delta (stop_reason…)
 	usage   map[string]json.RawMessage // the usage, updated by message_delta
 	stopped bool
+	// texted: text was delivered; apart: a block of another kind started
+	// since. The next text starts a line, as its message's text is a line
+	// apart in the answer's text (parseOutputItems).
+	texted, apart bool
 }
 
 // streamBlock is a content block being streamed.
@@ -912,6 +916,9 @@ func (s *anthropicStream) add(event string, data []byte) (string, error) {
 			return "", badResponse("content_block_start %d has no content_block", ev.Index)
 		}
 		s.blocks = append(s.blocks, &streamBlock{index: ev.Index, start: ev.ContentBlock})
+		if str(ev.ContentBlock["type"]) != "text" {
+			s.apart = s.texted
+		}
 	case "content_block_delta":
 		b := s.block(ev.Index)
 		if b == nil {
@@ -921,6 +928,12 @@ func (s *anthropicStream) add(event string, data []byte) (string, error) {
 		case "text_delta":
 			t := str(ev.Delta["text"])
 			b.text.WriteString(t)
+			if t != "" {
+				if s.apart {
+					t = "\n" + t
+				}
+				s.texted, s.apart = true, false
+			}
 			return t, nil
 		case "thinking_delta":
 			b.text.WriteString(str(ev.Delta["thinking"]))
