@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -116,11 +115,7 @@ type anthropicExtra struct {
 type anthropicDialect struct{}
 
 func (anthropicDialect) groupOpen(role string, first bool) []byte {
-	s := `{"role":` + strconv.Quote(role) + `,"content":[`
-	if !first {
-		s = "," + s
-	}
-	return []byte(s)
+	return messageOpen(role, "content", first)
 }
 
 // marks puts the chat's cache breakpoints in the messages: on the last
@@ -494,11 +489,7 @@ func (g *Generator) prepareAnthropic(ctx context.Context, blobs Blobs, c *call, 
 				c.beta = "interleaved-thinking-2025-05-14"
 			}
 		}
-		b, err := marshalNoEscape(h)
-		if err != nil {
-			return nil, invalidf("encode the request: %v", err)
-		}
-		return append(b[:len(b)-1], `,"messages":[`...), nil
+		return headOpen(h, "messages")
 	}
 	c.native, c.session, err = g.buildNative(ctx, blobs, anthropicDialect{}, ProviderAnthropic, refs, c.apiKey, head)
 	return err

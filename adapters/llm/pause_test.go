@@ -149,3 +149,28 @@ func TestPauseTurnBounded(t *testing.T) {
 		t.Errorf("failed attempts %+v", failed)
 	}
 }
+
+// TestHeadOpen: the start of a native request, and of its messages, as
+// both dialects write them.
+func TestHeadOpen(t *testing.T) {
+	for _, c := range []struct {
+		head   any
+		member string
+		want   string
+	}{
+		{geminiHead{}, "contents", `{"contents":[`},
+		{anthropicHead{Model: "claude-x", MaxTokens: 5}, "messages", `{"model":"claude-x","max_tokens":5,"messages":[`},
+		{geminiHead{SystemInstruction: &gSystem{Parts: []gText{{Text: "a<b"}}}}, "contents", `{"systemInstruction":{"parts":[{"text":"a<b"}]},"contents":[`},
+	} {
+		got, err := headOpen(c.head, c.member)
+		if err != nil || string(got) != c.want {
+			t.Errorf("headOpen(%+v) = %s, %v; want %s", c.head, got, err, c.want)
+		}
+	}
+	if _, err := headOpen([]int{1}, "contents"); err == nil {
+		t.Error("headOpen of a list: no error")
+	}
+	if got := string(anthropicDialect{}.groupOpen("user", false)) + string(geminiDialect{}.groupOpen("model", true)); got != `,{"role":"user","content":[{"role":"model","parts":[` {
+		t.Errorf("groupOpen: %s", got)
+	}
+}
