@@ -127,7 +127,10 @@ func (g *Generator) Generate(ctx context.Context, blobs Blobs, p Params, apiKey 
 		return Receipt{}, err
 	}
 	if c.provider == ProviderAnthropic && res.finish == finishPauseTurn {
-		c, ex, res, attempts, failed = g.continuePaused(ctx, blobs, c, apiKey, ex, res, attempts, failed)
+		c, ex, res, attempts, failed, err = g.continuePaused(ctx, blobs, c, apiKey, ex, res, attempts, failed)
+		if err != nil {
+			return Receipt{}, err
+		}
 	}
 	return g.record(ctx, blobs, c, p, apiKey, ex, res, attempts, failed)
 }

@@ -37,8 +37,10 @@ const MaxPauseContinuations = 5
 
 // continuePaused continues an answer the provider paused, from the call c
 // that got it, and returns the call last sent and the whole answer.
+// A call abandoned (ctx ended) is an error, as for the answer's first
+// request.
 func (g *Generator) continuePaused(ctx context.Context, blobs Blobs, c *call, apiKey string, ex exchange, res parsed,
-	attempts int, failed []FailedAttempt) (*call, exchange, parsed, int, []FailedAttempt) {
+	attempts int, failed []FailedAttempt) (*call, exchange, parsed, int, []FailedAttempt, error) {
 	seg := res.output // the output of the answer's last segment
 	for n := 1; res.finish == finishPauseTurn; n++ {
 		if n > MaxPauseContinuations {
@@ -60,6 +62,9 @@ func (g *Generator) continuePaused(ctx context.Context, blobs Blobs, c *call, ap
 		attempts, failed = att, fl
 		if err != nil {
 			next.session.release()
+			if ctx.Err() != nil {
+				return c, ex, res, attempts, failed, err
+			}
 			failed = append(failed, g.continuationFailed(err, attempts))
 			g.logger.LogAttrs(ctx, slog.LevelWarn, "llm answer paused; its continuation failed",
 				slog.String("provider", c.provider), slog.Int("continuation", n), slog.String("error", err.Error()))
@@ -72,6 +77,9 @@ func (g *Generator) continuePaused(ctx context.Context, blobs Blobs, c *call, ap
 		}
 		if err != nil {
 			next.session.release()
+			if ctx.Err() != nil {
+				return c, ex, res, attempts, failed, err
+			}
 			failed = append(failed, g.continuationFailed(err, attempts))
 			break
 		}
@@ -80,7 +88,7 @@ func (g *Generator) continuePaused(ctx context.Context, blobs Blobs, c *call, ap
 		g.logger.LogAttrs(ctx, slog.LevelInfo, "llm answer paused; continued",
 			slog.String("provider", c.provider), slog.Int("continuation", n), slog.String("finish", res.finish))
 	}
-	return c, ex, res, attempts, failed
+	return c, ex, res, attempts, failed, nil
 }
 
 // continuationFailed is the failed attempt that ended a paused answer's

@@ -2,9 +2,12 @@ package llm
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
 	"github.com/demiurge-dev/demiurge/cas"
@@ -172,5 +175,29 @@ func TestHeadOpen(t *testing.T) {
 	}
 	if got := string(anthropicDialect{}.groupOpen("user", false)) + string(geminiDialect{}.groupOpen("model", true)); got != `,{"role":"user","content":[{"role":"model","parts":[` {
 		t.Errorf("groupOpen: %s", got)
+	}
+}
+
+// TestPauseTurnCancelled: a call abandoned while it continues a paused
+// answer is abandoned, as one abandoned before its first answer is.
+func TestPauseTurnCancelled(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{
+		{Text: "Searching.", WebSearch: "q", Incomplete: "pause_turn"},
+		{Text: "never", Continues: true, Delay: llmtest.Duration(time.Minute)},
+	}})
+	defer srv.Close()
+	g := nativeGenerator(t, srv, ProviderAnthropic)
+	st := newStore()
+	p := Params{Model: "claude-sonnet-5", MaxTokens: 2000, MessageRefs: []cas.Ref{st.put(t, "Search.")}}
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		for srv.Served() < 2 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+	}()
+	_, err := g.Generate(ctx, st, p, testKey, nil)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v; want the call abandoned (context canceled)", err)
 	}
 }
