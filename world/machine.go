@@ -48,7 +48,17 @@ type Machine struct {
 	nextIntentSeq uint64
 
 	stepper stepper // Apply's, reused
+
+	// changed, when trackChanges is set, lists the cells Apply changed
+	// (set or deleted; a cell may be listed more than once) since the
+	// world last took them: a running world publishes their states once
+	// they are committed (see World.State).
+	changed      []cellID
+	trackChanges bool
 }
+
+// cellID names a cell: its reducer and its canonical key bytes.
+type cellID struct{ module, key string }
 
 // loadedCatalog is a catalog with what the machine compiled of it.
 type loadedCatalog struct {
@@ -725,6 +735,9 @@ func (s *stepper) deliver(module string, key schema.Value, evSchema string, valu
 	}
 	// Apply.
 	changed := old == nil && newState != nil || old != nil && (newState == nil || old.ref != newRef)
+	if changed && m.trackChanges {
+		m.changed = append(m.changed, cellID{module, kb})
+	}
 	if changed {
 		if newState == nil {
 			delete(m.cells[module], kb)
