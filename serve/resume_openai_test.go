@@ -132,4 +132,3 @@ func seqTypes(evs []responses.ResponseStreamEventUnion) string {
 	}
 	return b.String()
 }
-
