@@ -139,11 +139,11 @@ type Server struct {
 	// turn's stream stops the turn); closing a world ends its streams.
 	run context.Context
 
-	mu       sync.Mutex
-	worlds   map[string]*openWorld
-	logs     map[turnKey]*turnLog
-	turns    sync.WaitGroup // the streams that run turns
-	running  map[turnKey]bool
+	mu      sync.Mutex
+	worlds  map[string]*openWorld
+	logs    map[turnKey]*turnLog
+	turns   sync.WaitGroup // the streams that run turns
+	running map[turnKey]bool
 	// resumed are the turns this process follows because a process
 	// before it left them under way (see resume), by chat: each ended is
 	// closed once its follower has the turn's end, and with it the chat
