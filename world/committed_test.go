@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/demiurge-dev/demiurge/effects"
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/world"
@@ -106,5 +107,49 @@ func TestReadsDoNotWaitForCommit(t *testing.T) {
 	})
 	if got := w.Head().String(); got != h || tally() != m {
 		t.Errorf("State and Head (%s at %s) differ from the machine's (%s at %s)", tally(), got, m, h)
+	}
+}
+
+// heldHTTP answers http.request like fakeHTTP once release is closed.
+type heldHTTP struct {
+	fakeHTTP
+	release chan struct{}
+}
+
+func (h *heldHTTP) Run(ctx context.Context, c *effects.Call) effects.Receipt {
+	select {
+	case <-h.release:
+	case <-ctx.Done():
+		return effects.Errorf("fake", "%v", ctx.Err())
+	}
+	return h.fakeHTTP.Run(ctx, c)
+}
+
+// TestPlanInputPublished: PlanInput, read without the world's lock, is
+// the running plan's input as the machine has it once its start is
+// committed, and gone once its end is.
+func TestPlanInputPublished(t *testing.T) {
+	ctx := t.Context()
+	h := &heldHTTP{release: make(chan struct{})}
+	w, _, _ := pingWorld(t, world.NewMemoryStorage(), h)
+	if _, err := w.SendJSON(ctx, "test/Ping@1", []byte(`{"who": "ann", "url": "https://pong.test/ok"}`)); err != nil {
+		t.Fatal(err)
+	}
+	var running []world.RunningPlan
+	w.View(func(m *world.Machine) { running = m.RunningPlans() })
+	if len(running) != 1 {
+		t.Fatalf("running plans: %+v", running)
+	}
+	id := running[0].ID
+	got, ok := w.PlanInput(id)
+	if !ok || string(schema.ValueJSON(got)) != string(schema.ValueJSON(running[0].Input)) {
+		t.Errorf("PlanInput(%d) = %s, %v; want %s", id, schema.ValueJSON(got), ok, schema.ValueJSON(running[0].Input))
+	}
+	close(h.release)
+	if err := w.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := w.PlanInput(id); ok {
+		t.Errorf("PlanInput(%d) after the plan ended: %s", id, schema.ValueJSON(got))
 	}
 }

@@ -55,6 +55,8 @@ type Machine struct {
 	// they are committed (see World.State).
 	changed      []cellID
 	trackChanges bool
+	// changedPlans, likewise, lists the plan instances started or ended.
+	changedPlans []uint64
 }
 
 // cellID names a cell: its reducer and its canonical key bytes.
@@ -974,6 +976,9 @@ func (s *stepper) startPlan(name string, input, corr, key schema.Value) {
 	m.nextPlanID++
 	inst := plans.Start(p, id, in, corr, key)
 	m.instances[id] = inst
+	if m.trackChanges {
+		m.changedPlans = append(m.changedPlans, id)
+	}
 	s.record(KindPlanStarted, "plan", name, "plan_id", id)
 	s.runnable(id)
 }
@@ -998,6 +1003,9 @@ func (s *stepper) runPlan(id uint64) {
 		return
 	}
 	delete(m.instances, id)
+	if m.trackChanges {
+		m.changedPlans = append(m.changedPlans, id)
+	}
 	status := "ok"
 	var perr, perrEvent schema.Value
 	if inst.Status == plans.EndedError {

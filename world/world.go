@@ -103,6 +103,9 @@ type World struct {
 	// commit, before OnCommit and before its Send returns.
 	committed     sync.Map
 	committedHead atomic.Pointer[journal.Head]
+	// committedPlans is the input of each running plan instance as the
+	// last commit left them (id → schema.Value), for PlanInput.
+	committedPlans sync.Map
 
 	// runMu is held by the goroutine applying the queue; closed is set
 	// under it by Close.
@@ -185,6 +188,9 @@ func Open(ctx context.Context, opts Options) (*World, error) {
 		for kb, c := range cs {
 			w.committed.Store(cellID{module, kb}, &committedCell{state: c.state, ref: c.ref})
 		}
+	}
+	for id, in := range m.instances {
+		w.committedPlans.Store(id, in.Input)
 	}
 	m.trackChanges = true
 	if m.Manifest() != opts.Catalog.ManifestRef() {
@@ -526,6 +532,14 @@ func (w *World) publish() {
 	}
 	clear(w.m.changed)
 	w.m.changed = w.m.changed[:0]
+	for _, id := range w.m.changedPlans {
+		if in, ok := w.m.instances[id]; ok {
+			w.committedPlans.Store(id, in.Input)
+		} else {
+			w.committedPlans.Delete(id)
+		}
+	}
+	w.m.changedPlans = w.m.changedPlans[:0]
 	head := w.head
 	w.committedHead.Store(&head)
 }
@@ -903,6 +917,18 @@ func (w *World) State(module string, key schema.Value) (schema.Value, cas.Ref, b
 	}
 	c := v.(*committedCell)
 	return c.state, c.ref, true
+}
+
+// PlanInput returns the value running plan instance id started with (its
+// trigger event) as the last commit left the world, as
+// Machine.PlanInput does, without the world's lock: it never waits for
+// the batch being applied and committed.
+func (w *World) PlanInput(id uint64) (schema.Value, bool) {
+	v, ok := w.committedPlans.Load(id)
+	if !ok {
+		return nil, false
+	}
+	return v.(schema.Value), true
 }
 
 // Cells returns a reducer's current cells in canonical key order.
