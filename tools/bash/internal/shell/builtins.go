@@ -1761,10 +1761,6 @@ func builtinNoTerminal(sh *shell, args []string) int {
 	return 1
 }
 
-func builtinHistory(sh *shell, args []string) int {
-	return 0
-}
-
 func builtinNoJobs(sh *shell, args []string) int {
 	sh.errorf("%s: no job control", args[0])
 	return 1

@@ -352,6 +352,9 @@ type shell struct {
 	frames  []*frame
 	funcs   *funcMap
 	aliases *aliasMap
+	// hist is the history list (history.go), shared with subshells
+	// until one changes it
+	hist *history
 	// defaultPathLookup: command -p looks commands up in defaultPath
 	defaultPathLookup bool
 	// hash is bash's table of the programs found along $PATH (hash),

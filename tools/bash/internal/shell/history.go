@@ -1,0 +1,523 @@
+package shell
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/demiurge-dev/demiurge/tools/bash/vfs"
+)
+
+// The history list of a non-interactive bash: empty at start, filled by
+// history -r/-n/-s (and by the script's own commands under set -o
+// history), listed and edited by history and fc, kept in the sandbox's
+// files through HISTFILE. HISTSIZE stifles it, HISTFILESIZE truncates
+// the file when assigned, HISTTIMEFORMAT adds times to listings and
+// timestamps to the file.
+
+// histEntry is one line of the history list; when is its Unix time (0:
+// none, as for lines read from a file without timestamps).
+type histEntry struct {
+	line string
+	when int64
+}
+
+// history is a shell's history list. A subshell shares its parent's
+// until it changes it (owner is the shell that charged its bytes).
+type history struct {
+	owner   uint32
+	charge  int64
+	entries []histEntry
+	// base is the number of the first entry (readline's history_base).
+	base int
+	// session is how many of the last entries were added by this shell
+	// (not read from the file): history -a appends them.
+	session int
+	// inFile is how many lines of the history file this shell has seen
+	// (history -n reads the ones after).
+	inFile int
+	// max is HISTSIZE when it stifles the list (-1: unlimited).
+	max int
+}
+
+func newHistory() *history { return &history{base: 1, max: -1} }
+
+// histWritable returns the shell's history for changing it: a copy when
+// it belongs to another shell, charged to this one.
+func (sh *shell) histWritable() *history {
+	h := sh.hist
+	if h == nil {
+		h = newHistory()
+		h.owner = sh.id
+		sh.hist = h
+		return h
+	}
+	if h.owner == sh.id {
+		return h
+	}
+	c := *h
+	c.entries = append([]histEntry(nil), h.entries...)
+	c.owner = sh.id
+	c.charge = 0
+	sh.hist = &c
+	sh.histRecharge()
+	return &c
+}
+
+// histRecharge charges the budget for the history's present size.
+func (sh *shell) histRecharge() {
+	h := sh.hist
+	var n int64
+	for _, e := range h.entries {
+		n += int64(len(e.line)) + 32
+	}
+	delta := n - h.charge
+	if delta > 0 {
+		sh.chargeBytes(delta)
+	} else if delta < 0 {
+		sh.r.budget.Release(-delta)
+		sh.held += delta
+	}
+	h.charge = n
+}
+
+// histAdd adds a line to the end of the list, dropping the oldest past
+// HISTSIZE.
+func (sh *shell) histAdd(line string, when int64) {
+	h := sh.histWritable()
+	if h.max == 0 {
+		return
+	}
+	sh.chargeBytes(int64(len(line)) + 32)
+	h.charge += int64(len(line)) + 32
+	h.entries = append(h.entries, histEntry{line, when})
+	h.session++
+	sh.histStifle()
+}
+
+// histStifle drops the oldest entries past HISTSIZE.
+func (sh *shell) histStifle() {
+	h := sh.hist
+	if h.max < 0 || len(h.entries) <= h.max {
+		return
+	}
+	drop := len(h.entries) - h.max
+	h.entries = append(h.entries[:0:0], h.entries[drop:]...)
+	h.base += drop
+	h.session = min(h.session, len(h.entries))
+	sh.histRecharge()
+}
+
+// histSizeChanged reacts to an assignment (or unset) of HISTSIZE or
+// HISTFILESIZE, as bash's sv_histsize does.
+func (sh *shell) histSizeChanged(name string) {
+	val, ok := sh.varValue(name)
+	n, err := strconv.Atoi(strings.TrimSpace(val))
+	if name == "HISTSIZE" {
+		h := sh.histWritable()
+		if !ok || err != nil || n < 0 {
+			h.max = -1
+			return
+		}
+		h.max = n
+		sh.histStifle()
+		return
+	}
+	if !ok || err != nil || n < 0 {
+		return
+	}
+	file, _ := sh.varValue("HISTFILE")
+	if file == "" {
+		return
+	}
+	lines, ok := sh.histReadFile(file, false)
+	if !ok {
+		return
+	}
+	// keep the last n entries, each with its timestamp line
+	if cut := histCut(lines, n); cut > 0 {
+		sh.histWriteFile(file, lines[cut:], false)
+	}
+	if h := sh.hist; h != nil && n < h.inFile {
+		sh.histWritable().inFile = n
+	}
+}
+
+// histCut is the index of the first line to keep when a history file's
+// lines are cut down to its last n entries (a timestamp line stays with
+// the line after it).
+func histCut(lines []string, n int) int {
+	entries := 0
+	for i := len(lines) - 1; i >= 0; i-- {
+		if isHistStamp(lines[i]) {
+			continue
+		}
+		if entries == n {
+			// the entry at i is dropped; keep its stamp out too
+			return i + 1
+		}
+		entries++
+	}
+	return 0
+}
+
+// isHistStamp reports whether a history file's line is a timestamp
+// (#1700000000).
+func isHistStamp(s string) bool {
+	if len(s) < 2 || s[0] != '#' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// histReadFile reads a history file's lines; report says whether an
+// error is reported.
+func (sh *shell) histReadFile(file string, report bool) ([]string, bool) {
+	fsys := sh.r.cfg.FS
+	if fsys == nil {
+		return nil, false
+	}
+	data, err := fsys.ReadFile(sh.r.ctx, vfs.Abs(sh.dir, file))
+	if err != nil {
+		if report {
+			sh.errorf("history: %s: %s", file, errReason(err))
+		}
+		return nil, false
+	}
+	sh.chargeBytes(int64(len(data)))
+	defer func() {
+		sh.r.budget.Release(int64(len(data)))
+		sh.held -= int64(len(data))
+	}()
+	text := strings.TrimSuffix(string(data), "\n")
+	if text == "" {
+		return nil, true
+	}
+	return strings.Split(text, "\n"), true
+}
+
+// histWriteFile writes (or appends) lines to a history file.
+func (sh *shell) histWriteFile(file string, lines []string, appendTo bool) bool {
+	flag := vfs.O_WRONLY | vfs.O_CREATE | vfs.O_TRUNC
+	if appendTo {
+		flag = vfs.O_WRONLY | vfs.O_CREATE | vfs.O_APPEND
+	}
+	f, ok := sh.openRedir(file, flag, false)
+	if !ok {
+		return false
+	}
+	defer f.unref()
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	if _, err := f.w.Write([]byte(b.String())); err != nil {
+		return false
+	}
+	return true
+}
+
+// histFileLines is the history's entries from index from as a history
+// file's lines, with timestamps when HISTTIMEFORMAT is set.
+func (sh *shell) histFileLines(from int) []string {
+	stamps := false
+	if _, ok := sh.varValue("HISTTIMEFORMAT"); ok {
+		stamps = true
+	}
+	var out []string
+	for _, e := range sh.hist.entries[from:] {
+		if stamps && e.when != 0 {
+			out = append(out, "#"+strconv.FormatInt(e.when, 10))
+		}
+		out = append(out, e.line)
+	}
+	return out
+}
+
+// histLoad adds the entries of a history file's lines from its from-th
+// entry on, and returns how many entries the file holds.
+func (sh *shell) histLoad(lines []string, from int) int {
+	n := 0
+	var when int64
+	for _, l := range lines {
+		if isHistStamp(l) {
+			when, _ = strconv.ParseInt(l[1:], 10, 64)
+			continue
+		}
+		if n >= from {
+			sh.histAdd(l, when)
+		}
+		when = 0
+		n++
+	}
+	return n
+}
+
+// histTime formats an entry's time for a listing under HISTTIMEFORMAT.
+func (sh *shell) histTime(e histEntry, format string) string {
+	if e.when == 0 {
+		return "??"
+	}
+	return strftime(format, time.Unix(e.when, 0).In(sh.now().Location()))
+}
+
+func builtinHistory(sh *shell, args []string) int {
+	var a, c, d, n, p, r, s, w bool
+	var delArg string
+	i := 1
+	for ; i < len(args); i++ {
+		arg := args[i]
+		if arg == "--" {
+			i++
+			break
+		}
+		if len(arg) < 2 || arg[0] != '-' {
+			break
+		}
+		if _, err := strconv.Atoi(arg); err == nil {
+			break
+		}
+		for j := 1; j < len(arg); j++ {
+			switch arg[j] {
+			case 'a':
+				a = true
+			case 'c':
+				c = true
+			case 'n':
+				n = true
+			case 'p':
+				p = true
+			case 'r':
+				r = true
+			case 's':
+				s = true
+			case 'w':
+				w = true
+			case 'd':
+				d = true
+				if j+1 < len(arg) {
+					delArg = arg[j+1:]
+				} else if i+1 < len(args) {
+					i++
+					delArg = args[i]
+				} else {
+					sh.errorf("history: -d: option requires an argument")
+					sh.usageLine("history: usage: history [-c] [-d offset] [n] or history -anrw [filename] or history -ps arg [arg...]")
+					return 2
+				}
+				j = len(arg)
+			default:
+				sh.errorf("history: -%c: invalid option", arg[j])
+				sh.usageLine("history: usage: history [-c] [-d offset] [n] or history -anrw [filename] or history -ps arg [arg...]")
+				return 2
+			}
+		}
+	}
+	list := args[i:]
+	count := 0
+	for _, f := range []bool{a, n, r, w} {
+		if f {
+			count++
+		}
+	}
+	if count > 1 {
+		sh.errorf("history: cannot use more than one of -anrw")
+		return 1
+	}
+	if c {
+		h := sh.histWritable()
+		h.entries = nil
+		h.session = 0
+		sh.histRecharge()
+		if len(list) == 0 {
+			return 0
+		}
+	}
+	switch {
+	case s:
+		if len(list) > 0 {
+			sh.histAdd(strings.Join(list, " "), sh.now().Unix())
+		}
+		return 0
+	case p:
+		// history expansion is off in a non-interactive shell: the
+		// words come back as they are
+		for _, w := range list {
+			if !sh.out("history", w+"\n") {
+				return 1
+			}
+		}
+		return 0
+	case d:
+		return sh.histDelete(delArg)
+	case !a && !n && !r && !w && !c:
+		return sh.histList(list)
+	}
+	var file string
+	if len(list) > 0 {
+		file = list[0]
+		if file == "" {
+			sh.errorf("history: empty filename")
+			return 1
+		}
+	} else {
+		file, _ = sh.varValue("HISTFILE")
+		if file == "" {
+			sh.errorf("history: HISTFILE: parameter null or not set")
+			return 1
+		}
+	}
+	switch {
+	case a:
+		h := sh.histWritable()
+		if h.session > 0 {
+			lines := sh.histFileLines(len(h.entries) - h.session)
+			if !sh.histWriteFile(file, lines, true) {
+				return 1
+			}
+			h.inFile += h.session
+		}
+		h.session = 0
+	case w:
+		h := sh.histWritable()
+		if !sh.histWriteFile(file, sh.histFileLines(0), false) {
+			return 1
+		}
+		h.inFile = len(h.entries)
+	case r, n:
+		lines, ok := sh.histReadFile(file, false)
+		if !ok {
+			return 1
+		}
+		h := sh.histWritable()
+		session := h.session
+		from := 0
+		if n {
+			from = h.inFile
+		}
+		total := sh.histLoad(lines, from)
+		h = sh.hist
+		if r {
+			// lines read from the file are not this session's
+			h.session = session
+		}
+		h.inFile = total
+	}
+	return 0
+}
+
+// histList is history [N]: the list, or its last N entries.
+func (sh *shell) histList(list []string) int {
+	limit := -1
+	if len(list) > 0 {
+		v, err := strconv.Atoi(list[0])
+		if err != nil {
+			sh.errorf("history: %s: numeric argument required", list[0])
+			return 1
+		}
+		if len(list) > 1 {
+			return sh.discard("history: too many arguments")
+		}
+		limit = max(v, -v)
+	}
+	h := sh.hist
+	if h == nil {
+		return 0
+	}
+	from := 0
+	if limit >= 0 && limit < len(h.entries) {
+		from = len(h.entries) - limit
+	}
+	format, _ := sh.varValue("HISTTIMEFORMAT")
+	var b strings.Builder
+	for i, e := range h.entries[from:] {
+		b.WriteString(padLeft(strconv.Itoa(from+i+h.base), 5))
+		b.WriteString("  ")
+		if format != "" {
+			b.WriteString(sh.histTime(e, format))
+		}
+		b.WriteString(e.line)
+		b.WriteByte('\n')
+	}
+	if !sh.out("history", b.String()) {
+		return 1
+	}
+	return 0
+}
+
+func padLeft(s string, n int) string {
+	if len(s) >= n {
+		return s
+	}
+	return strings.Repeat(" ", n-len(s)) + s
+}
+
+// histDelete is history -d OFFSET or -d START-END.
+func (sh *shell) histDelete(arg string) int {
+	h := sh.histWritable()
+	length := len(h.entries)
+	outOfRange := func(s string) int {
+		sh.errorf("history: %s: history position out of range", s)
+		return 1
+	}
+	// position converts an offset as history lists it (or from the end
+	// when negative) to an index
+	position := func(s string) (int, bool) {
+		v, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			return 0, false
+		}
+		if strings.HasPrefix(strings.TrimSpace(s), "-") && v < 0 {
+			v += length
+		} else {
+			v -= h.base
+		}
+		return v, v >= 0 && v < length
+	}
+	rest := arg
+	if strings.HasPrefix(rest, "-") {
+		rest = rest[1:]
+	}
+	if k := strings.IndexByte(rest, '-'); k >= 0 {
+		startArg := arg[:len(arg)-len(rest)+k]
+		endArg := rest[k+1:]
+		start, ok := position(startArg)
+		if !ok {
+			return outOfRange(startArg)
+		}
+		end, ok := position(endArg)
+		if !ok {
+			return outOfRange(endArg)
+		}
+		if end < start {
+			return 0
+		}
+		sh.histRemove(start, end+1)
+		return 0
+	}
+	at, ok := position(arg)
+	if !ok {
+		return outOfRange(arg)
+	}
+	sh.histRemove(at, at+1)
+	return 0
+}
+
+// histRemove removes the entries [from, to).
+func (sh *shell) histRemove(from, to int) {
+	h := sh.hist
+	firstSession := len(h.entries) - h.session
+	for i := from; i < to; i++ {
+		if i >= firstSession {
+			h.session--
+		}
+	}
+	h.entries = append(h.entries[:from:from], h.entries[to:]...)
+	sh.histRecharge()
+}
