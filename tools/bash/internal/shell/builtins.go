@@ -86,7 +86,7 @@ func init() {
 		"complete":  builtinComplete,
 		"compgen":   builtinCompgen,
 		"compopt":   builtinCompopt,
-		"fc":        builtinNoTerminal,
+		"fc":        builtinFc,
 		"history":   builtinHistory,
 		"bg":        builtinNoJobs,
 		"fg":        builtinNoJobs,

@@ -38,6 +38,10 @@ type history struct {
 	inFile int
 	// max is HISTSIZE when it stifles the list (-1: unlimited).
 	max int
+	// lastAdded: the last entry was added by a command (history -s, a
+	// line fc ran), bash's hist_last_line_added, which fc's editing
+	// form takes for its own line and deletes.
+	lastAdded bool
 }
 
 func newHistory() *history { return &history{base: 1, max: -1} }
@@ -259,6 +263,15 @@ func (sh *shell) histLoad(lines []string, from int) int {
 	return n
 }
 
+// histStamp is the time of an entry added now: bash keeps one only
+// while HISTTIMEFORMAT is set.
+func (sh *shell) histStamp() int64 {
+	if _, ok := sh.varValue("HISTTIMEFORMAT"); ok {
+		return sh.now().Unix()
+	}
+	return 0
+}
+
 // histTime formats an entry's time for a listing under HISTTIMEFORMAT.
 func (sh *shell) histTime(e histEntry, format string) string {
 	if e.when == 0 {
@@ -342,7 +355,8 @@ func builtinHistory(sh *shell, args []string) int {
 	switch {
 	case s:
 		if len(list) > 0 {
-			sh.histAdd(strings.Join(list, " "), sh.now().Unix())
+			sh.histAdd(strings.Join(list, " "), sh.histStamp())
+			sh.hist.lastAdded = true
 		}
 		return 0
 	case p:
@@ -487,6 +501,12 @@ func (sh *shell) histDelete(arg string) int {
 	if k := strings.IndexByte(rest, '-'); k >= 0 {
 		startArg := arg[:len(arg)-len(rest)+k]
 		endArg := rest[k+1:]
+		if _, err := strconv.Atoi(startArg); err != nil {
+			return outOfRange(arg)
+		}
+		if _, err := strconv.Atoi(endArg); err != nil {
+			return outOfRange(arg)
+		}
 		start, ok := position(startArg)
 		if !ok {
 			return outOfRange(startArg)
@@ -512,12 +532,299 @@ func (sh *shell) histDelete(arg string) int {
 // histRemove removes the entries [from, to).
 func (sh *shell) histRemove(from, to int) {
 	h := sh.hist
-	firstSession := len(h.entries) - h.session
-	for i := from; i < to; i++ {
-		if i >= firstSession {
-			h.session--
-		}
-	}
+	// bash counts each deletion off the session's lines, whichever
+	// line it was (the count may go below zero)
+	h.session -= to - from
 	h.entries = append(h.entries[:from:from], h.entries[to:]...)
 	sh.histRecharge()
+}
+
+const fcUsage = "fc: usage: fc [-e ename] [-lnr] [first] [last] or fc -s [pat=rep] [command]"
+
+// fcNumber reports whether s is a number as fc takes one (-N too).
+func fcNumber(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// fc's special results of fcIndex.
+const (
+	fcInvalid  = -2
+	fcNotFound = -3
+)
+
+// fcIndex is bash's fc_gethnum: the index a history specification (a
+// number, -N from the end, or the start of a command line) names; first
+// says it is the first of a range.
+func (sh *shell) fcIndex(spec string, listing, first bool) int {
+	h := sh.hist
+	n := len(h.entries)
+	last := n - 1
+	if last < 0 {
+		return -1
+	}
+	if fcNumber(spec) {
+		v, _ := strconv.Atoi(spec)
+		switch {
+		case v < 0:
+			v += n
+			return max(v, 0)
+		case v == 0:
+			if strings.HasPrefix(spec, "-") {
+				if listing {
+					return last
+				}
+				return fcInvalid
+			}
+			return n
+		}
+		v -= h.base
+		if v < 0 || v >= n {
+			if first {
+				return 0
+			}
+			return n
+		}
+		return v
+	}
+	for j := last; j >= 0; j-- {
+		if strings.HasPrefix(h.entries[j].line, spec) {
+			return j
+		}
+	}
+	return fcNotFound
+}
+
+func builtinFc(sh *shell, args []string) int {
+	numbering, reverse, listing, execute := true, false, false, false
+	ename, haveEname := "", false
+	i := 1
+opts:
+	for ; i < len(args); i++ {
+		arg := args[i]
+		if arg == "--" {
+			i++
+			break
+		}
+		if len(arg) < 2 || arg[0] != '-' || fcNumber(arg) {
+			break
+		}
+		for j := 1; j < len(arg); j++ {
+			switch arg[j] {
+			case 'n':
+				numbering = false
+			case 'l':
+				listing = true
+			case 'r':
+				reverse = true
+			case 's':
+				execute = true
+			case 'e':
+				if j+1 < len(arg) {
+					ename = arg[j+1:]
+				} else if i+1 < len(args) {
+					i++
+					ename = args[i]
+				} else {
+					sh.errorf("fc: -e: option requires an argument")
+					sh.usageLine(fcUsage)
+					return 2
+				}
+				haveEname = true
+				continue opts
+			default:
+				sh.errorf("fc: -%c: invalid option", arg[j])
+				sh.usageLine(fcUsage)
+				return 2
+			}
+		}
+	}
+	list := args[i:]
+	if haveEname && ename == "-" {
+		execute = true
+	}
+	if sh.hist == nil {
+		sh.histWritable()
+	}
+	if execute {
+		return sh.fcExecute(list)
+	}
+	h := sh.hist
+	n := len(h.entries)
+	last := max(n-1, 0)
+	var beg, end int
+	if len(list) > 0 {
+		beg = sh.fcIndex(list[0], listing, true)
+		switch {
+		case len(list) > 1:
+			end = sh.fcIndex(list[1], listing, false)
+		case listing:
+			end = last
+		default:
+			end = beg
+		}
+	} else if listing {
+		end = last
+		beg = max(end-16+1, 0)
+	} else {
+		beg, end = last, last
+	}
+	switch {
+	case beg == fcInvalid || end == fcInvalid:
+		sh.errorf("fc: history specification out of range")
+		return 1
+	case beg == fcNotFound || end == fcNotFound:
+		sh.errorf("fc: no command found")
+		return 1
+	}
+	beg, end = max(beg, 0), max(end, 0)
+	if !listing && h.lastAdded && n > 0 {
+		// "the fc command that caused the editing shall not be entered
+		// into the history": bash drops the last line it added, even
+		// when that was history -s's (fc_builtin)
+		h = sh.histWritable()
+		sh.histRemove(n-1, n)
+		n = len(h.entries)
+		lastHist := last
+		if beg == end && end == lastHist && lastHist >= n {
+			beg, end = lastHist-1, lastHist-1
+			lastHist--
+		}
+		if lastHist >= n {
+			lastHist--
+		}
+		if end >= lastHist {
+			end = lastHist
+		} else if beg >= lastHist {
+			beg = lastHist
+		}
+		beg, end = max(beg, 0), max(end, 0)
+	}
+	if end < beg {
+		beg, end = end, beg
+		reverse = true
+	}
+	var b strings.Builder
+	emit := func(k int) {
+		if k >= n {
+			return
+		}
+		if listing {
+			if numbering {
+				b.WriteString(strconv.Itoa(k + h.base))
+			}
+			b.WriteString("\t ")
+		}
+		b.WriteString(h.entries[k].line)
+		b.WriteByte('\n')
+	}
+	if reverse {
+		for k := end; k >= beg; k-- {
+			emit(k)
+		}
+	} else {
+		for k := beg; k <= end; k++ {
+			emit(k)
+		}
+	}
+	if listing {
+		if !sh.out("fc", b.String()) {
+			return 1
+		}
+		return 0
+	}
+	return sh.fcEdit(ename, haveEname, b.String())
+}
+
+// fcExecute is fc -s [pat=rep ...] [command]: the command again, with
+// the replacements made.
+func (sh *shell) fcExecute(list []string) int {
+	type repl struct{ pat, rep string }
+	var repls []repl
+	for len(list) > 0 {
+		pat, rep, ok := strings.Cut(list[0], "=")
+		if !ok {
+			break
+		}
+		repls = append(repls, repl{pat, rep})
+		list = list[1:]
+	}
+	spec := ""
+	k := -1
+	if len(list) > 0 {
+		spec = list[0]
+		k = sh.fcIndex(spec, false, true)
+	} else {
+		k = len(sh.hist.entries) - 1
+	}
+	if k < 0 || k >= len(sh.hist.entries) {
+		sh.errorf("fc: no command found")
+		return 1
+	}
+	command := sh.hist.entries[k].line
+	for _, r := range repls {
+		// bash's fc_dosubs: every occurrence, left to right
+		if r.pat != "" {
+			command = strings.ReplaceAll(command, r.pat, r.rep)
+		}
+	}
+	sh.writeErr(command + "\n")
+	// the command takes the place of the last entry (fc_replhist)
+	h := sh.histWritable()
+	if len(h.entries) > 0 {
+		h.entries[len(h.entries)-1] = histEntry{command, sh.histStamp()}
+		sh.histRecharge()
+	}
+	return builtinEval(sh, []string{"eval", "--", command})
+}
+
+// fcEdit is fc's editing form: the commands go to a temporary file of
+// the sandbox, the editor (a sandbox command: -e NAME, else $FCEDIT,
+// $EDITOR, vi) edits it, and what it holds then is echoed and run.
+func (sh *shell) fcEdit(ename string, haveEname bool, text string) int {
+	fsys := sh.r.cfg.FS
+	if fsys == nil {
+		sh.errorf("fc: cannot open temp file: no file system")
+		return 1
+	}
+	file := vfs.TmpDir + "/bash-fc." + strconv.FormatInt(sh.pid, 10) + "-" + strconv.FormatUint(uint64(sh.r.ids.Add(1)), 10)
+	var lines []string
+	if text != "" {
+		lines = strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	}
+	if !sh.histWriteFile(file, lines, false) {
+		return 1
+	}
+	defer fsys.Remove(sh.r.ctx, file, false)
+	editor := ename
+	if !haveEname {
+		editor = "${FCEDIT:-${EDITOR:-vi}}"
+	}
+	if st := builtinEval(sh, []string{"eval", "--", editor + " " + file}); st != 0 || sh.flow != flowNone {
+		return 1
+	}
+	lines, ok := sh.histReadFile(file, true)
+	if !ok {
+		return 1
+	}
+	code := strings.Join(lines, "\n")
+	if code == "" {
+		return 0
+	}
+	// bash runs the file with -v on (the commands echo as they are
+	// read) and enters them in the history
+	sh.writeErr(code + "\n")
+	for _, l := range lines {
+		sh.histAdd(l, sh.histStamp())
+		sh.hist.lastAdded = true
+	}
+	return builtinEval(sh, []string{"eval", "--", code})
 }
