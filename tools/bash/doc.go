@@ -81,13 +81,22 @@
 // What it refuses, and why: coprocesses (a second process to talk to;
 // nothing runs beside the script), job control (fg, bg, suspend, kill of
 // a running job: jobs have ended when they are waited for), history
-// expansion and the interactive builtins bind, fc and history (no
-// terminal), and signals from outside (nothing else can send one to the
+// expansion and line editing (bind; no terminal), and signals from outside (nothing else can send one to the
 // sandbox: kill $$, kill $BASHPID and kill from a child bash reach the
 // script's own shells, whose traps run after the running command, and
 // whose default action ends the shell with 128+n). ulimit and umask
 // report values and remember what is set; the run's own limits are what
 // bound it.
+//
+// History is a non-interactive bash's: a list that starts empty and that
+// history (-c, -d N and ranges, -r, -w, -a, -n, -s, -p, N) and fc (-l, -n,
+// -r, -s, -e) work on, kept in the sandbox's files through HISTFILE
+// ($HOME/.history when it is unset), stifled by HISTSIZE, its file cut by
+// an assignment of HISTFILESIZE, timed under HISTTIMEFORMAT, its bytes
+// charged to the memory budget. fc's editor is a command of the sandbox
+// run on a file under /tmp. The script's own commands are not entered in
+// it (set -o history is accepted and records nothing), nor, after fc -e,
+// the later lines bash would then record; bash -i is not interactive.
 //
 // # Sandbox
 //

@@ -96,18 +96,25 @@ func (sh *shell) histAdd(line string, when int64) {
 	h.charge += int64(len(line)) + 32
 	h.entries = append(h.entries, histEntry{line, when})
 	h.session++
-	sh.histStifle()
+	sh.histStifle(false)
 }
 
-// histStifle drops the oldest entries past HISTSIZE.
-func (sh *shell) histStifle() {
+// histStifle drops the oldest entries past HISTSIZE. When HISTSIZE is
+// assigned, readline's stifle_history makes the number of the first
+// entry left the count of entries dropped (not added to it); when an
+// entry is added, each one dropped adds one.
+func (sh *shell) histStifle(assigned bool) {
 	h := sh.hist
 	if h.max < 0 || len(h.entries) <= h.max {
 		return
 	}
 	drop := len(h.entries) - h.max
 	h.entries = append(h.entries[:0:0], h.entries[drop:]...)
-	h.base += drop
+	if assigned {
+		h.base = drop
+	} else {
+		h.base += drop
+	}
 	h.session = min(h.session, len(h.entries))
 	sh.histRecharge()
 }
@@ -124,7 +131,7 @@ func (sh *shell) histSizeChanged(name string) {
 			return
 		}
 		h.max = n
-		sh.histStifle()
+		sh.histStifle(true)
 		return
 	}
 	if !ok || err != nil || n < 0 {
@@ -205,26 +212,31 @@ func (sh *shell) histReadFile(file string, report bool) ([]string, bool) {
 	return strings.Split(text, "\n"), true
 }
 
-// histWriteFile writes (or appends) lines to a history file.
+// histWriteFile writes (or appends) lines to a history file; as
+// readline's write_history, it reports no error, it fails.
 func (sh *shell) histWriteFile(file string, lines []string, appendTo bool) bool {
+	fsys := sh.r.cfg.FS
+	if fsys == nil || file == "" {
+		return false
+	}
 	flag := vfs.O_WRONLY | vfs.O_CREATE | vfs.O_TRUNC
 	if appendTo {
 		flag = vfs.O_WRONLY | vfs.O_CREATE | vfs.O_APPEND
 	}
-	f, ok := sh.openRedir(file, flag, false)
-	if !ok {
+	f, err := fsys.Open(sh.r.ctx, vfs.Abs(sh.dir, file), flag, 0o600)
+	if err != nil {
 		return false
 	}
-	defer f.unref()
 	var b strings.Builder
 	for _, l := range lines {
 		b.WriteString(l)
 		b.WriteByte('\n')
 	}
-	if _, err := f.w.Write([]byte(b.String())); err != nil {
-		return false
+	_, err = f.Write([]byte(b.String()))
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	return true
+	return err == nil
 }
 
 // histFileLines is the history's entries from index from as a history
@@ -376,16 +388,12 @@ func builtinHistory(sh *shell, args []string) int {
 	var file string
 	if len(list) > 0 {
 		file = list[0]
-		if file == "" {
-			sh.errorf("history: empty filename")
-			return 1
-		}
+	} else if f, ok := sh.varValue("HISTFILE"); ok {
+		file = f
 	} else {
-		file, _ = sh.varValue("HISTFILE")
-		if file == "" {
-			sh.errorf("history: HISTFILE: parameter null or not set")
-			return 1
-		}
+		// readline's default history file; an empty name fails
+		home, _ := sh.varValue("HOME")
+		file = strings.TrimSuffix(home, "/") + "/.history"
 	}
 	switch {
 	case a:
