@@ -269,7 +269,7 @@ func (sh *shell) declare(variant string, args []declArg) int {
 				if !ok || variant == "export" && c != 'f' && c != 'p' && c != 'n' && c != 'a' && c != 'A' ||
 					variant == "readonly" && c != 'a' && c != 'A' && c != 'f' && c != 'p' {
 					sh.errorf("%s: -%c: invalid option", variant, c)
-					sh.errorf("%s: usage: %s", variant, declUsage(variant))
+					sh.usageLine("%s: usage: %s", variant, declUsage(variant))
 					return 2
 				}
 				if on {

@@ -122,6 +122,9 @@ func (sh *shell) runText(text string, top bool, repairs *int) (restart string, s
 	done := 0 // the offset up to which statements ran
 	for stmts, err := range p.InteractiveSeq(strings.NewReader(text)) {
 		if err != nil {
+			if rest, ok := sh.skipBadArrayAssign(text, done, err); ok {
+				return rest, 1
+			}
 			if *repairs < maxRepairs {
 				*repairs++
 				if off, ok := errOffset(text, err); ok {
@@ -188,6 +191,50 @@ func (sh *shell) runText(text string, top bool, repairs *int) (restart string, s
 		}
 	}
 	return "", sh.status
+}
+
+// skipBadArrayAssign handles a compound assignment whose values are not
+// all words (a=(x & y)) on a line of its own: bash reports the token and
+// the line, sets $? to 1 and goes on with the next line, where other
+// syntax errors end the script. It returns the text to run on (the lines
+// up to the bad one blanked), or false when err is not that case.
+func (sh *shell) skipBadArrayAssign(text string, done int, err error) (string, bool) {
+	var pe syntax.ParseError
+	if !errors.As(err, &pe) || pe.Text != "array element values must be words" {
+		return "", false
+	}
+	off, ok := errOffset(text, err)
+	if !ok || off < done || off >= len(text) {
+		return "", false
+	}
+	start := strings.LastIndexByte(text[:off], '\n') + 1
+	for _, l := range strings.Split(text[done:start], "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			return "", false // the line continues a command begun above
+		}
+	}
+	end := len(text)
+	if nl := strings.IndexByte(text[off:], '\n'); nl >= 0 {
+		end = off + nl
+	}
+	tok := text[off:end]
+	if n := strings.IndexAny(tok, " \t"); n >= 0 {
+		tok = tok[:n]
+	}
+	if tok == "" {
+		tok = "newline"
+	}
+	for _, op := range []string{"&&", "||", ";;", "&", "|", ";", "(", ")", "<", ">"} {
+		if strings.HasPrefix(tok, op) {
+			tok = op
+			break
+		}
+	}
+	sh.line = int(pe.Pos.Line())
+	sh.errorf("syntax error near unexpected token `%s'", tok)
+	sh.errorf("`%s'", text[start:end])
+	sh.status = 1
+	return blankLines(text[:end]) + text[end:], true
 }
 
 // blankLines replaces text by as many newlines, keeping line numbers.
@@ -592,8 +639,16 @@ func (sh *shell) forClause(c *syntax.ForClause) {
 		}
 		name := loop.Name.Value
 		if !validName(name) {
+			// bash reports it at the loop's end, and in POSIX mode
+			// it ends the shell
+			if c.DonePos.IsValid() {
+				sh.line = int(c.DonePos.Line())
+			}
 			sh.errorf("`%s': not a valid identifier", name)
 			sh.status = 1
+			if sh.opts.posix {
+				panic(fatalPanic{status: 2, exit: true})
+			}
 			return
 		}
 		if c.Select {

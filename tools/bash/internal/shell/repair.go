@@ -2,6 +2,7 @@ package shell
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -260,7 +261,7 @@ func repairSubscript(text string, off int) (string, bool) {
 // bash reports when it expands the word.
 var paramErrors = []string{
 	"parameter expansion", "must be followed by an expression", "invalid parameter name",
-	"cannot combine multiple", "zsh feature",
+	"cannot combine multiple", "zsh feature", "must follow a name",
 }
 
 // repairParam carries the ${...} around off as text: $(__sh_param_ '...').
@@ -341,6 +342,9 @@ func (sh *shell) paramCarried(cs *syntax.CmdSubst) (text string, w *syntax.Word,
 			return text, &syntax.Word{Parts: []syntax.WordPart{pe}}, true
 		}
 	}
+	if w, ok := sh.subscriptCarried(text); ok {
+		return text, w, true
+	}
 	if fixed, ok := emptySliceBounds(text); ok {
 		if w := parseWordText(fixed); w != nil && len(w.Parts) == 1 {
 			if _, isPE := w.Parts[0].(*syntax.ParamExp); isPE {
@@ -349,6 +353,32 @@ func (sh *shell) paramCarried(cs *syntax.CmdSubst) (text string, w *syntax.Word,
 		}
 	}
 	return text, nil, true
+}
+
+// subscriptCarried reads ${name[sub]} of an indexed array whose
+// subscript mvdan cannot parse as arithmetic (${a[(_$-=0)+1]}): as bash
+// does, the subscript is expanded as in double quotes, then evaluated.
+// It returns ${name[N]}, or false when text is not that case.
+func (sh *shell) subscriptCarried(text string) (*syntax.Word, bool) {
+	body := text[2 : len(text)-1]
+	open := strings.IndexByte(body, '[')
+	if open <= 0 || !strings.HasSuffix(body, "]") || !validName(body[:open]) {
+		return nil, false
+	}
+	name, sub := body[:open], body[open+1:len(body)-1]
+	if v := sh.getVar(name); v != nil && v.assc != nil || strings.ContainsAny(sub, "\"`") {
+		return nil, false
+	}
+	sw := parseWordText(`"` + sub + `"`)
+	if sw == nil {
+		return nil, false
+	}
+	n, err := sh.arithString(sh.expandString(sw))
+	if err != nil {
+		return nil, false
+	}
+	w := parseWordText("${" + name + "[" + strconv.FormatInt(n, 10) + "]}")
+	return w, w != nil
 }
 
 // emptySliceBounds rewrites ${x: :} as ${x:0:0}.

@@ -685,6 +685,12 @@ func (sh *shell) errorf(format string, args ...any) {
 	sh.writeErr(sh.errPrefix() + msg + "\n")
 }
 
+// usageLine writes a builtin's usage line ("read: usage: read [-ers]
+// ..."), which bash prints without the prefix of other messages.
+func (sh *shell) usageLine(format string, args ...any) {
+	sh.writeErr(fmt.Sprintf(format, args...) + "\n")
+}
+
 // errPrefix is bash's prefix of an error message: "bash: line N: ".
 func (sh *shell) errPrefix() string {
 	name := sh.argv0

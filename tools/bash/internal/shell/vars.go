@@ -379,6 +379,17 @@ func (sh *shell) setElem(name, sub, val string, appendTo bool) error {
 	if v != nil && v.attrs&aReadonly != 0 {
 		return &assignError{name + ": readonly variable"}
 	}
+	if v != nil && v.attrs&aDynamic != 0 && v.assc == nil && v.attrs&aAssoc != 0 {
+		// BASH_ALIASES[name]=value defines an alias; bash's BASH_CMDS
+		// (the command hash table) is kept empty: the sandbox hashes none
+		if name == "BASH_ALIASES" {
+			if !validAliasName(sub) {
+				return &assignError{"`" + sub + "': invalid alias name"}
+			}
+			sh.aliasesWritable()[sub] = val
+		}
+		return nil
+	}
 	if v != nil && v.attrs&aAssoc != 0 {
 		old, _ := v.assc.get(sub)
 		val, err := sh.applyAttrs(v.attrs, old, val, appendTo)
