@@ -67,6 +67,9 @@ func TestBashParity(t *testing.T) {
 		{"... and from nothing at the end of the script",
 			"shopt -s expand_aliases\nalias r='read -r x <<EOF\necho from-alias $x\n'\necho before\nr\n",
 			"before\nfrom-alias\n", 0},
+		{"${a[]} is a bad substitution, ${a[ ]} is a[0]",
+			"a=(1 2 3)\necho ${a[ ]}\necho ${a[]}\necho status=$?\n",
+			"1\nstatus=1\n", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, status := run(t, tc.script)
