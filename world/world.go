@@ -87,12 +87,12 @@ type World struct {
 	opts Options
 	log  *slog.Logger
 
-	mu     sync.RWMutex // guards m, head, err and signal
-	m      *Machine
-	cas    *overlay // what m reads
-	head   journal.Head
-	err    error         // set when the world broke (a commit failed)
-	since  int           // inputs since the last snapshot
+	mu    sync.RWMutex // guards m, head and err
+	m     *Machine
+	cas   *overlay // what m reads
+	head  journal.Head
+	err   error // set when the world broke (a commit failed)
+	since int   // inputs since the last snapshot
 
 	// committed is each cell's state as of the last commit (cellID →
 	// *committedCell), and committedHead that commit's head: State and
@@ -112,8 +112,8 @@ type World struct {
 	closed bool
 
 	qmu     sync.Mutex
-	queue   []queued // inputs waiting to be applied, in arrival order
-	running int      // events sent (Send) and not yet answered; guarded by qmu
+	queue   []queued      // inputs waiting to be applied, in arrival order
+	running int           // events sent (Send) and not yet answered; guarded by qmu
 	signal  chan struct{} // closed and replaced to wake WaitIdle and Drain; guarded by qmu
 
 	disp      *effects.Dispatcher
