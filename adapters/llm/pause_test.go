@@ -201,3 +201,62 @@ func TestPauseTurnCancelled(t *testing.T) {
 		t.Fatalf("err %v; want the call abandoned (context canceled)", err)
 	}
 }
+
+// TestStreamedTextIsTheAnswers: the text a native stream delivers is the
+// answer's text, a line apart where the answer's messages are (after a
+// call, reasoning or a server tool), run on where they are pieces of one.
+func TestStreamedTextIsTheAnswers(t *testing.T) {
+	g := &geminiStream{}
+	var got strings.Builder
+	for _, chunk := range []string{
+		`{"candidates":[{"content":{"parts":[{"text":"Call","thoughtSignature":"CqA"}]}}]}`,
+		`{"candidates":[{"content":{"parts":[{"text":"ing."},{"functionCall":{"name":"f","args":{}}}]}}]}`,
+		`{"candidates":[{"content":{"parts":[{"text":"Called."}]},"finishReason":"STOP"}],"responseId":"r"}`,
+	} {
+		d, err := g.add("", []byte(chunk))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.WriteString(d)
+	}
+	body, err := g.assemble()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := parseGeminiBody(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != res.text || res.text != "Calling.\nCalled." {
+		t.Errorf("gemini: streamed %q, answer %q; want both %q", got.String(), res.text, "Calling.\nCalled.")
+	}
+
+	a := &anthropicStream{}
+	got.Reset()
+	for _, ev := range []string{
+		`{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","model":"claude-sonnet-5","content":[]}}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Searching."}}`,
+		`{"type":"content_block_start","index":1,"content_block":{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{}}}`,
+		`{"type":"content_block_start","index":2,"content_block":{"type":"text","text":""}}`,
+		`{"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"Found"}}`,
+		`{"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":" it."}}`,
+		`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":3}}`,
+		`{"type":"message_stop"}`,
+	} {
+		d, err := a.add("", []byte(ev))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.WriteString(d)
+	}
+	if body, err = a.assemble(); err != nil {
+		t.Fatal(err)
+	}
+	if res, err = parseAnthropicBody(body); err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != res.text || res.text != "Searching.\nFound it." {
+		t.Errorf("anthropic: streamed %q, answer %q; want both %q", got.String(), res.text, "Searching.\nFound it.")
+	}
+}

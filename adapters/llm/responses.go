@@ -397,6 +397,7 @@ func parseOutputItems(output []byte, out *parsed) error {
 	}
 	out.items = make([]OutputItem, 0, len(raws))
 	var text strings.Builder
+	apart := false // an item other than a message came since the text written
 	for i, raw := range raws {
 		var it outItem
 		if len(raw) == 0 || raw[0] != '{' {
@@ -404,6 +405,9 @@ func parseOutputItems(output []byte, out *parsed) error {
 		}
 		if err := json.Unmarshal(raw, &it); err != nil {
 			return badResponse("output[%d]: %v", i, err)
+		}
+		if it.Type != "message" {
+			apart = true
 		}
 		switch it.Type {
 		case "message":
@@ -415,14 +419,21 @@ func parseOutputItems(output []byte, out *parsed) error {
 			if role == "" {
 				role = "assistant"
 			}
-			if hasRefusal(it.Content) {
+			refusal := hasRefusal(it.Content)
+			if refusal {
 				out.refused = true
 			}
-			if text.Len() > 0 && msg != "" {
-				// Messages apart are lines apart (as chat.go joins a
-				// message's text parts): an answer and the refusal a
-				// filter added, the text before and after a tool.
+			if text.Len() > 0 && msg != "" && (apart || refusal) {
+				// Texts apart are lines apart (as chat.go joins a
+				// message's text parts): the text before and after a
+				// tool call, reasoning or a server tool's blocks, and the
+				// answer so far and the refusal a filter or the model
+				// added. Messages that follow one another are pieces of
+				// one text (a stream's, Gemini's signed parts).
 				text.WriteByte('\n')
+			}
+			if msg != "" {
+				apart = false
 			}
 			text.WriteString(msg)
 			out.items = append(out.items, OutputItem{Message: &MessageItem{Role: role, Text: msg}})
