@@ -260,3 +260,29 @@ func TestStreamedTextIsTheAnswers(t *testing.T) {
 		t.Errorf("anthropic: streamed %q, answer %q; want both %q", got.String(), res.text, "Searching.\nFound it.")
 	}
 }
+
+// TestPauseTurnThenTools: a continued answer that ends calling a tool is
+// one round like any other: the next request (the whole answer, then the
+// tool's output) is taken, thinking and all.
+func TestPauseTurnThenTools(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{
+			{Reasoning: "Search first.", Text: "Searching.", WebSearch: "q", Incomplete: "pause_turn"},
+			{Text: "Now the file.", Continues: true, Calls: []llmtest.Call{{Name: "workspace_read", Arguments: `{"path":"a.go"}`}}},
+			{Reasoning: "Done.", Text: "a.go is empty."},
+		}})
+		g := nativeGenerator(t, srv, ProviderAnthropic)
+		st := newStore()
+		tools := st.put(t, `[{"type":"function","name":"workspace_read","parameters":{"type":"object","properties":{"path":{"type":"string"}}}}]`)
+		p := Params{Model: "claude-sonnet-4-5", MaxTokens: 20000, ToolsRef: &tools, ReasoningEffort: ptr("high"),
+			MessageRefs: []cas.Ref{st.put(t, "Search, then read a.go.")}}
+		rs, err := chatLoop(t, g, st, p, stream)
+		srv.Close()
+		if err != nil {
+			t.Fatalf("stream %v: %v", stream, err)
+		}
+		if len(rs) != 2 || rs[0].FinishReason != "tool_calls" || rs[1].OutputText != "a.go is empty." {
+			t.Errorf("stream %v: %d rounds, %+v", stream, len(rs), rs)
+		}
+	}
+}
