@@ -790,6 +790,12 @@ func (c *Chat) turnStopping(ctx context.Context, yield func(Event, error) bool, 
 	emit := func(e Event) {
 		if !gone && !yield(e, nil) {
 			gone = true
+			if _, end := e.(TurnEnd); end {
+				// The stream ends here anyway: the turn ended (or only
+				// waits for approval, and waits on, or its stop is
+				// queued). Nothing to stop.
+				return
+			}
 			if c.await && tr.awaiting {
 				left = true
 				return

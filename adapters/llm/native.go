@@ -121,7 +121,7 @@ func (s *sessions) find(provider string, refs []cas.Ref) *nativeSession {
 		if ns.provider != provider || len(ns.refs) == 0 || len(refs) == 0 || ns.refs[0] != refs[0] {
 			continue
 		}
-		if len(ns.refs) <= len(refs) && slices.Equal(ns.refs, refs[:len(ns.refs)]) && (best == nil || len(ns.refs) > len(best.refs)) {
+		if len(ns.refs) <= len(refs) && sameRefs(ns.refs, refs) == len(ns.refs) && (best == nil || len(ns.refs) > len(best.refs)) {
 			best = ns
 		}
 	}
@@ -292,7 +292,10 @@ func (g *Generator) buildNative(ctx context.Context, blobs Blobs, d nativeDialec
 			return nil, nil, err
 		}
 	}
-	ns.refs = append(ns.refs, refs[len(ns.refs):]...)
+	// The session keeps the transcript's refs themselves (they begin
+	// with its own): a chat's next refs extend the same array in place
+	// (transcriptRefs), and find sees at once that they begin with these.
+	ns.refs = refs
 	for _, it := range shrinkItems(newItems, g.cfg.MaxItemBytes) {
 		e, err := d.encode(ns, it)
 		if err != nil {
