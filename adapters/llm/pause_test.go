@@ -59,8 +59,14 @@ func TestPauseTurnContinued(t *testing.T) {
 			if stream && deltas.String() != r.OutputText {
 				t.Errorf("streamed %q; want the answer's text %q", deltas.String(), r.OutputText)
 			}
-			if r.TokenUsage.Input != 250 || r.TokenUsage.Output != 30 || r.Attempts != 2 {
-				t.Errorf("usage %+v, attempts %d; want the segments' sum (250 in, 30 out), 2 attempts", r.TokenUsage, r.Attempts)
+			// The context it ended with (the last request's 150 in), all
+			// it wrote (30 out); priced at both requests' tokens.
+			if r.TokenUsage.Input != 150 || r.TokenUsage.Output != 30 || r.Attempts != 2 {
+				t.Errorf("usage %+v, attempts %d; want 150 in (the last request's), 30 out (both), 2 attempts", r.TokenUsage, r.Attempts)
+			}
+			m, _ := g.modelOf(ProviderAnthropic, "claude-sonnet-5")
+			if want := m.Price.CostMicroUSD(TokenUsage{Input: 250, Output: 30}); !r.CostKnown || r.CostMicroUSD != want {
+				t.Errorf("cost %d (known %v); want %d, both requests' tokens", r.CostMicroUSD, r.CostKnown, want)
 			}
 			out := st.get(t, r.OutputRef)
 			for _, want := range []string{`"type":"reasoning"`, `"server_tool_use"`, `"web_search_tool_result"`, "Go 1.26 came out"} {

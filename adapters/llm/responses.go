@@ -244,6 +244,9 @@ type parsed struct {
 	id, model, finish string
 	usage             TokenUsage
 	usageKnown        bool   // the provider reported usage
+	// billed, if set, is the usage the answer is priced at, when it is
+	// not usage (a continued pause_turn: each request's, summed).
+	billed *TokenUsage
 	cost              uint64 // the cost the provider reported, in micro-USD, if costKnown
 	costField         string // the field it was read from
 	costKnown         bool
