@@ -243,18 +243,18 @@ func checkTextFormat(f TextFormat) (JSONSchemaFormat, map[string]any, error) {
 type parsed struct {
 	id, model, finish string
 	usage             TokenUsage
-	usageKnown        bool   // the provider reported usage
+	usageKnown        bool // the provider reported usage
 	// billed, if set, is the usage the answer is priced at, when it is
 	// not usage (a continued pause_turn: each request's, summed).
-	billed *TokenUsage
-	cost              uint64 // the cost the provider reported, in micro-USD, if costKnown
-	costField         string // the field it was read from
-	costKnown         bool
-	refused           bool   // a message has a refusal part
-	output            []byte // the Responses-style output array
-	items             []OutputItem
-	calls             []ToolCall
-	text              string
+	billed    *TokenUsage
+	cost      uint64 // the cost the provider reported, in micro-USD, if costKnown
+	costField string // the field it was read from
+	costKnown bool
+	refused   bool   // a message has a refusal part
+	output    []byte // the Responses-style output array
+	items     []OutputItem
+	calls     []ToolCall
+	text      string
 }
 
 // parseError is a response that is not usable: malformed (KindBadResponse)
