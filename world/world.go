@@ -928,7 +928,7 @@ func (w *World) PlanInput(id uint64) (schema.Value, bool) {
 	if !ok {
 		return nil, false
 	}
-	return v.(schema.Value), true
+	return v, true
 }
 
 // Cells returns a reducer's current cells in canonical key order.
