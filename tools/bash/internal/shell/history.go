@@ -574,8 +574,7 @@ const (
 // says it is the first of a range.
 func (sh *shell) fcIndex(spec string, listing, first bool) int {
 	h := sh.hist
-	n := len(h.entries)
-	last := n - 1
+	last := sh.fcLast()
 	if last < 0 {
 		return -1
 	}
@@ -583,32 +582,53 @@ func (sh *shell) fcIndex(spec string, listing, first bool) int {
 		v, _ := strconv.Atoi(spec)
 		switch {
 		case v < 0:
-			v += n
-			return max(v, 0)
+			return max(v+last+1, 0)
 		case v == 0:
 			if strings.HasPrefix(spec, "-") {
 				if listing {
-					return last
+					return max(len(h.entries)-1, 0)
 				}
 				return fcInvalid
 			}
-			return n
+			return last
 		}
+		// (bash compares with the last entry fc deals with, so that
+		// naming that very entry counts as out of range)
 		v -= h.base
-		if v < 0 || v >= n {
+		if v < 0 || v >= last {
 			if first {
 				return 0
 			}
-			return n
+			return last
 		}
 		return v
 	}
-	for j := last; j >= 0; j-- {
+	for j := min(last, len(h.entries)-1); j >= 0; j-- {
 		if strings.HasPrefix(h.entries[j].line, spec) {
 			return j
 		}
 	}
 	return fcNotFound
+}
+
+// fcLast is bash's last_hist: the index of the last entry fc deals with,
+// which is not fc's own line when the script's lines are recorded (set
+// -o history) nor a line a command added (history -s); below zero when
+// there is none.
+func (sh *shell) fcLast() int {
+	h := sh.hist
+	n := len(h.entries)
+	last := n
+	if sh.opts.history {
+		last--
+	}
+	if h.lastAdded {
+		last--
+	}
+	if last == n {
+		last = n - 1
+	}
+	return last
 }
 
 func builtinFc(sh *shell, args []string) int {
@@ -667,13 +687,16 @@ opts:
 	}
 	h := sh.hist
 	n := len(h.entries)
-	last := max(n-1, 0)
+	last := max(sh.fcLast(), 0)
+	realLast := max(n-1, 0)
 	var beg, end int
 	if len(list) > 0 {
 		beg = sh.fcIndex(list[0], listing, true)
 		switch {
 		case len(list) > 1:
 			end = sh.fcIndex(list[1], listing, false)
+		case beg == realLast && listing:
+			end = realLast
 		case listing:
 			end = last
 		default:
@@ -771,7 +794,7 @@ func (sh *shell) fcExecute(list []string) int {
 		spec = list[0]
 		k = sh.fcIndex(spec, false, true)
 	} else {
-		k = len(sh.hist.entries) - 1
+		k = sh.fcLast()
 	}
 	if k < 0 || k >= len(sh.hist.entries) {
 		sh.errorf("fc: no command found")
