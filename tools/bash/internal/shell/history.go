@@ -619,7 +619,7 @@ func (sh *shell) fcLast() int {
 	h := sh.hist
 	n := len(h.entries)
 	last := n
-	if sh.opts.history {
+	if sh.opts.history && sh.histOff == 0 {
 		last--
 	}
 	if h.lastAdded {
@@ -814,6 +814,9 @@ func (sh *shell) fcExecute(list []string) int {
 		h.entries[len(h.entries)-1] = histEntry{command, sh.histStamp()}
 		sh.histRecharge()
 	}
+	// (bash runs it with history off: parse_and_execute's SEVAL_NOHIST)
+	sh.histOff++
+	defer func() { sh.histOff-- }()
 	return builtinEval(sh, []string{"eval", "--", command})
 }
 
@@ -839,7 +842,10 @@ func (sh *shell) fcEdit(ename string, haveEname bool, text string) int {
 	if !haveEname {
 		editor = "${FCEDIT:-${EDITOR:-vi}}"
 	}
-	if st := builtinEval(sh, []string{"eval", "--", editor + " " + file}); st != 0 || sh.flow != flowNone {
+	sh.histOff++
+	st := builtinEval(sh, []string{"eval", "--", editor + " " + file})
+	sh.histOff--
+	if st != 0 || sh.flow != flowNone {
 		return 1
 	}
 	lines, ok := sh.histReadFile(file, true)
@@ -858,4 +864,69 @@ func (sh *shell) fcEdit(ename string, haveEname bool, text string) int {
 		sh.hist.lastAdded = true
 	}
 	return builtinEval(sh, []string{"eval", "--", code})
+}
+
+// histRecord enters the lines of a complete command read from a script
+// in the history (set -o history): the lines from offset from to the end
+// of the line where the command ends at offset end (its first line
+// starting at offset start). A line before the command's (a comment) is
+// an entry of its own, a blank line none, and the lines of a command
+// that spans several are joined as bash's command-oriented history does.
+// It returns the offset up to which lines are read; record false only
+// moves it on (history is off).
+func (sh *shell) histRecord(text string, from, start, end int, record bool) int {
+	if from >= len(text) || start < from {
+		return from
+	}
+	lineEnd := len(text)
+	if nl := strings.IndexByte(text[min(end, len(text)):], '\n'); nl >= 0 {
+		lineEnd = end + nl
+	}
+	first := strings.LastIndexByte(text[:start], '\n') + 1
+	if first < from {
+		first = from
+	}
+	if !record {
+		return min(lineEnd+1, len(text))
+	}
+	for _, l := range strings.Split(text[from:first], "\n") {
+		if strings.TrimSpace(l) != "" {
+			sh.histAdd(l, sh.histStamp())
+			sh.hist.lastAdded = true
+		}
+	}
+	lines := strings.Split(text[first:lineEnd], "\n")
+	entry := lines[0]
+	heredoc := strings.Contains(text[first:lineEnd], "<<")
+	for _, l := range lines[1:] {
+		if heredoc {
+			entry += "\n" + l
+			continue
+		}
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		entry += histDelimiter(entry) + l
+	}
+	sh.histAdd(entry, sh.histStamp())
+	sh.hist.lastAdded = true
+	return min(lineEnd+1, len(text))
+}
+
+// histDelimiter is what joins the next line of a command to its history
+// entry so far: "; ", or a blank where a semicolon cannot go (after an
+// operator or a keyword that a command follows).
+func histDelimiter(entry string) string {
+	t := strings.TrimRight(entry, " \t")
+	for _, op := range []string{"|", "&", ";", "(", "{"} {
+		if strings.HasSuffix(t, op) {
+			return " "
+		}
+	}
+	word := t[strings.LastIndexAny(t, " \t;")+1:]
+	switch word {
+	case "do", "then", "else", "elif", "in", "if", "while", "until", "!":
+		return " "
+	}
+	return "; "
 }

@@ -355,6 +355,9 @@ type shell struct {
 	// hist is the history list (history.go), shared with subshells
 	// until one changes it
 	hist *history
+	// histOff > 0 while fc runs a command: bash's parse_and_execute
+	// turns the recording of lines off
+	histOff int
 	// defaultPathLookup: command -p looks commands up in defaultPath
 	defaultPathLookup bool
 	// hash is bash's table of the programs found along $PATH (hash),
