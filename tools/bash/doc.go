@@ -96,9 +96,11 @@
 // ($HOME/.history when it is unset), stifled by HISTSIZE, its file cut by
 // an assignment of HISTFILESIZE, timed under HISTTIMEFORMAT, its bytes
 // charged to the memory budget. fc's editor is a command of the sandbox
-// run on a file under /tmp. The script's own commands are not entered in
-// it (set -o history is accepted and records nothing), nor, after fc -e,
-// the later lines bash would then record; bash -i is not interactive.
+// run on a file under /tmp. Under set -o history (and, as in bash, for
+// good once fc -e has run) the script's lines are entered as bash's
+// command-oriented history joins them (HISTCONTROL and HISTIGNORE are
+// not applied). bash -i is not interactive: its lines are not recorded
+// and HISTFILE is neither loaded nor saved.
 //
 // # Sandbox
 //

@@ -166,7 +166,7 @@ func (sh *shell) runText(text string, top bool, repairs *int) (restart string, s
 			done = min(end, len(text))
 		}
 		if top {
-			recorded = sh.histRecord(text, recorded, int(stmts[0].Pos().Offset()), done, sh.opts.history && sh.histOff == 0)
+			recorded = sh.histRecord(text, recorded, int(stmts[0].Pos().Offset()), done, sh.histRemember && sh.histOff == 0)
 		}
 		if sh.shopt.expandAliases && len(sh.aliases.m) > 0 {
 			if *repairs < maxRepairs {

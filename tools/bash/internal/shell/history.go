@@ -619,7 +619,7 @@ func (sh *shell) fcLast() int {
 	h := sh.hist
 	n := len(h.entries)
 	last := n
-	if sh.opts.history && sh.histOff == 0 {
+	if sh.histRemember && sh.histOff == 0 {
 		last--
 	}
 	if h.lastAdded {
@@ -857,7 +857,10 @@ func (sh *shell) fcEdit(ename string, haveEname bool, text string) int {
 		return 0
 	}
 	// bash runs the file with -v on (the commands echo as they are
-	// read) and enters them in the history
+	// read) and enters them in the history; from then on it records
+	// the script's lines as under set -o history (fc_builtin sets
+	// remember_on_history and leaves it set)
+	sh.histRemember = true
 	sh.writeErr(code + "\n")
 	for _, l := range lines {
 		sh.histAdd(l, sh.histStamp())

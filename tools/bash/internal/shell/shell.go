@@ -358,6 +358,10 @@ type shell struct {
 	// histOff > 0 while fc runs a command: bash's parse_and_execute
 	// turns the recording of lines off
 	histOff int
+	// histRemember: the lines read are entered in the history (bash's
+	// remember_on_history: set -o history, and on for good once fc has
+	// run an edited command)
+	histRemember bool
 	// defaultPathLookup: command -p looks commands up in defaultPath
 	defaultPathLookup bool
 	// hash is bash's table of the programs found along $PATH (hash),
