@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 
 	"github.com/demiurge-dev/demiurge/cas"
@@ -161,6 +162,34 @@ type nativeDialect interface {
 	// marks returns the groups whose last cacheable block carries a cache
 	// marker, given the groups' roles; nil for none.
 	marks(roles []string) []int
+}
+
+// messageOpen is the start of a message of role in both native dialects,
+// its blocks or parts in the list member ("content", "parts"), after a
+// comma unless first.
+func messageOpen(role, member string, first bool) []byte {
+	s := `{"role":` + strconv.Quote(role) + `,"` + member + `":[`
+	if !first {
+		s = "," + s
+	}
+	return []byte(s)
+}
+
+// headOpen is the start of a native request: head, the request's settings
+// (a struct encoded as a JSON object), then its messages' list member
+// ("messages", "contents") opened.
+func headOpen(head any, member string) ([]byte, error) {
+	b, err := marshalNoEscape(head)
+	if err != nil {
+		return nil, invalidf("encode the request: %v", err)
+	}
+	if len(b) < 2 || b[len(b)-1] != '}' {
+		return nil, invalidf("encode the request: %T is not a JSON object", head)
+	}
+	if len(b) == 2 { // {}
+		return []byte(`{"` + member + `":[`), nil
+	}
+	return append(b[:len(b)-1], `,"`+member+`":[`...), nil
 }
 
 // groupClose ends a message in both native dialects.

@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/demiurge-dev/demiurge/tools/bash/internal/budget"
+	"github.com/demiurge-dev/demiurge/tools/bash/internal/escape"
 )
 
 // sedCmd implements sed [-n] [-E|-r] [-s] [-z] [-i[SUFFIX]] [-e SCRIPT]...
@@ -404,7 +405,7 @@ func parseSed(script string, ere bool) ([]*sedCommand, error) {
 				b.WriteByte(ch)
 				p.i++
 			}
-			cmd.text, _, _ = unescape(b.String(), true)
+			cmd.text, _, _ = escape.Printf(b.String(), true)
 		default:
 			return nil, p.errf("unknown command: `%c'", cmd.name)
 		}
@@ -666,8 +667,8 @@ func (p *sedParser) translit(cmd *sedCommand) error {
 	if err != nil {
 		return err
 	}
-	from, _, _ = unescape(from, true)
-	to, _, _ = unescape(to, true)
+	from, _, _ = escape.Printf(from, true)
+	to, _, _ = escape.Printf(to, true)
 	cmd.from, cmd.to = []rune(from), []rune(to)
 	if len(cmd.from) != len(cmd.to) {
 		return p.errf("strings for `y' command are different lengths")
