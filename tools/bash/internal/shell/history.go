@@ -502,10 +502,7 @@ func (sh *shell) histDelete(arg string) int {
 		}
 		return v, v >= 0 && v < length
 	}
-	rest := arg
-	if strings.HasPrefix(rest, "-") {
-		rest = rest[1:]
-	}
+	rest := strings.TrimPrefix(arg, "-")
 	if k := strings.IndexByte(rest, '-'); k >= 0 {
 		startArg := arg[:len(arg)-len(rest)+k]
 		endArg := rest[k+1:]
