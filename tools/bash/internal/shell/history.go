@@ -42,6 +42,18 @@ type history struct {
 	// line fc ran), bash's hist_last_line_added, which fc's editing
 	// form takes for its own line and deletes.
 	lastAdded bool
+	// shared: a subshell forked since this shell last changed it holds
+	// it too (set by the owner only), so the owner changes a copy
+	shared bool
+}
+
+// histFork marks the history shared with a subshell being forked.
+func (sh *shell) histFork() {
+	// (only the first fork writes: the subshells that read it start
+	// after their fork returns)
+	if h := sh.hist; h != nil && h.owner == sh.id && !h.shared {
+		h.shared = true
+	}
 }
 
 func newHistory() *history { return &history{base: 1, max: -1} }
@@ -56,10 +68,17 @@ func (sh *shell) histWritable() *history {
 		sh.hist = h
 		return h
 	}
-	if h.owner == sh.id {
+	if h.owner == sh.id && !h.shared {
 		return h
 	}
+	if h.owner == sh.id {
+		// a subshell may be reading it: this shell changes a copy, and
+		// gives back what the old one was charged
+		sh.r.budget.Release(h.charge)
+		sh.held -= h.charge
+	}
 	c := *h
+	c.shared = false
 	c.entries = append([]histEntry(nil), h.entries...)
 	c.owner = sh.id
 	c.charge = 0

@@ -52,8 +52,8 @@ func TestHistory(t *testing.T) {
 			"history -s 'echo one'\nhistory -s 'echo two'\nfc -e true 1 2>&1\necho after\nhistory\nfc -l\nfc -e true -1 2>&1; echo st=$?\nhistory\n",
 			"echo one\none\nafter\n    1  echo one\n    2  echo one\n    3  echo after\n    4  history\n1\t echo one\n2\t echo one\n3\t echo after\n4\t history\nfc -l\n1\t echo one\n2\t echo one\n3\t echo after\n4\t history\n5\t fc -l\nst=0\n    1  echo one\n    2  echo one\n    3  echo after\n    4  history\n    5  fc -l\n    6  fc -l\n    7  history\n", 0},
 		{"a subshell's history is its own",
-			"history -s a\n(history -s b; history)\nhistory\necho x | { history -c; history; }\nhistory\n",
-			"    1  a\n    2  b\n    1  a\n    1  a\n", 0},
+			"shopt -s lastpipe; history -s z; history | { history -s b; history; } | { history -s x; read -r l; echo \"$l\"; } | history -s c; history; (history -c); history -d 1\nhistory -s a\n(history -s b; history)\nhistory\necho x | { history -c; history; }\nhistory\n",
+			"    1  z\n    2  c\n    1  c\n    2  a\n    3  b\n    1  c\n    2  a\n", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, status := run(t, tc.script)

@@ -603,6 +603,7 @@ func (sh *shell) fork() *shell {
 	sh.aliases.refs.Add(1)
 	c.fds = sh.fds.clone()
 	c.oldDirs = append([]string(nil), sh.oldDirs...)
+	sh.histFork()
 	if sh.hash != nil {
 		sh.hashShared, c.hashShared = true, true
 	}
