@@ -178,6 +178,9 @@ func TestExtendedCorpus(t *testing.T) {
 			t.Errorf("Find %s: %v", n, err)
 		}
 	}
+	if _, err := Find(repo, "b/missing"); err == nil || !strings.Contains(err.Error(), "the extended corpus "+ext) || !strings.Contains(err.Error(), "lacks it") {
+		t.Errorf("Find of a recording the extended corpus lacks: %v", err)
+	}
 
 	write(ext, "a/in_repo")
 	if _, _, err := LoadCorpus(repo); err == nil {
