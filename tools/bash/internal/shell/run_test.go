@@ -56,6 +56,9 @@ func TestBashSuiteFixes(t *testing.T) {
 		{"_ENV=/bin/true\nx=${_ENV[(_$-=0)+(_=1)-_${-%%*i*}]}\necho \"[$x]\" $?\na=(p q r); i=1; echo ${a[(_$-=0)+i+1]}", "[] 0\nr\n", 0},
 		// $'\x{HH}' and $'\c?', $'\c\\' (nquote.tests, nquote4.tests)
 		{`x=$'ab\x{41}cd'; y=$'\x{}'; z=$'a\x{4}b'; echo $x ${#y}; printf '%q\n' "$z" $'\c?\c[\c\\\cA'`, "abAcd 0\n$'a\\004b'\n$'\\177\\E\\034\\001'\n", 0},
+		// a function with a local OPTIND gives the caller's getopts back
+		// its place inside -xyz; it looped for ever (getopts.tests)
+		{"f() {\n typeset OPTIND=1 opt\n while getopts :abcxyz opt && ((n++ < 20)); do echo -n $opt; if [[ $opt = y ]]; then f -abc; fi; done\n}\nf -xyz; echo", "xyabcz\n", 0},
 		// a for loop's bad name ends the shell in POSIX mode (errors.tests)
 		{"(set -o posix; for a-b in 1; do :; done; echo after); echo $?\nfor a-b in 1; do :; done; echo $?", "2\n1\n", 0},
 	} {
