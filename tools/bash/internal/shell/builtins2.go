@@ -376,15 +376,21 @@ func (sh *shell) debugTrap(cmd string) bool {
 		return true
 	}
 	t, ok := sh.traps["DEBUG"]
-	if !ok || t == "" || sh.inTrap != "" {
+	// bash runs it inside the other traps' handlers (EXIT, ERR, signals),
+	// not inside its own nor anything it runs
+	if !ok || t == "" || sh.inDebugTrap {
 		return true
 	}
 	if sh.funcDepth > 0 && !sh.opts.functrace {
 		return true
 	}
-	sh.lastCmd = cmd
+	if sh.inTrap == "" {
+		sh.lastCmd = cmd
+	}
 	status := sh.status
+	sh.inDebugTrap = true
 	sh.runTrap(t, "DEBUG")
+	sh.inDebugTrap = false
 	if sh.flow == flowNone {
 		sh.status = status
 		return true

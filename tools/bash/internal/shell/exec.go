@@ -339,7 +339,7 @@ func (sh *shell) command(st *syntax.Stmt) {
 	case *syntax.CallExpr:
 		sh.status = sh.call(c, st.Redirs)
 		sh.pipestatus = append(sh.pipestatus[:0:0], sh.status)
-		sh.afterSimple()
+		sh.afterOwn(c)
 		return
 	case nil:
 		// redirections alone: performed in a subshell-like scope
@@ -372,7 +372,7 @@ func (sh *shell) command(st *syntax.Stmt) {
 	case *syntax.Subshell:
 		sh.status = sh.subshell(c.Stmts)
 		sh.pipestatus = []int{sh.status}
-		sh.afterSimple()
+		sh.afterOwn(c)
 	case *syntax.BinaryCmd:
 		sh.binary(c)
 	case *syntax.IfClause:
@@ -409,11 +409,11 @@ func (sh *shell) command(st *syntax.Stmt) {
 	case *syntax.DeclClause:
 		sh.status = sh.declClause(c)
 		sh.pipestatus = []int{sh.status}
-		sh.afterSimple()
+		sh.afterOwn(c)
 	case *syntax.LetClause:
 		sh.countCommand()
 		sh.status = sh.letClause(c)
-		sh.afterSimple()
+		sh.afterOwn(c)
 	case *syntax.TimeClause:
 		sh.timeClause(c)
 	case *syntax.CoprocClause:
@@ -458,6 +458,18 @@ func (sh *shell) arithTextOf(x syntax.ArithmExpr) string {
 // fail on its own (a simple command, a subshell, a pipeline, [[ ]],
 // (( ))): compound commands fail only through their parts.
 func (sh *shell) afterSimple() {
+	if sh.status == 0 || sh.flow != flowNone {
+		return
+	}
+	sh.failed()
+}
+
+// afterOwn is afterSimple for command c, unless c is the command of a
+// background job bash does not wait for (see background).
+func (sh *shell) afterOwn(c syntax.Command) {
+	if c == sh.asyncCmd {
+		return
+	}
 	if sh.status == 0 || sh.flow != flowNone {
 		return
 	}
@@ -868,6 +880,10 @@ func (sh *shell) background(st *syntax.Stmt) {
 	sub.fds.set(0, newOFile(eofReader{}, nil, nil, "/dev/null"))
 	cp := *st
 	cp.Background, cp.Disown = false, false
+	// bash forks a simple command, a subshell or a pipeline and does not
+	// wait for it: its own failure runs no ERR trap (what runs inside a
+	// function, a subshell or a group still does)
+	sub.asyncCmd = cp.Cmd
 	start := sh.now()
 	status := sub.runSubshell(func() { sub.stmt(&cp) })
 	took := sh.now().Sub(start)

@@ -327,7 +327,13 @@ func (sh *shell) expandWordMode(out []string, w *syntax.Word, assignLike bool) [
 	}
 	words := []*syntax.Word{w}
 	if sh.opts.braceexpand && hasBraces(w) {
+		sh.braceQuoteChars = false
 		words = sh.braceExpand(w)
+		if sh.braceQuoteChars {
+			for i, bw := range words {
+				words[i] = sh.rescanBraceWord(bw)
+			}
+		}
 	}
 	for _, bw := range words {
 		e := &expander{sh: sh, noGlob: sh.opts.noglob}
@@ -1023,6 +1029,10 @@ func (sh *shell) braceAlternatives(b *syntax.BraceExp) []*syntax.Word {
 	}
 	if utf8.RuneCountInString(from) == 1 && utf8.RuneCountInString(to) == 1 && len(from) == 1 && len(to) == 1 {
 		a, c := from[0], to[0]
+		if min(a, c) <= '`' && max(a, c) >= '\\' {
+			// the range holds \ or `, which bash reads again (rescanBraceWord)
+			sh.braceQuoteChars = true
+		}
 		var out []*syntax.Word
 		if a <= c {
 			for v := int(a); v <= int(c); v += int(step) {
@@ -1036,6 +1046,47 @@ func (sh *shell) braceAlternatives(b *syntax.BraceExp) []*syntax.Word {
 		return out
 	}
 	return []*syntax.Word{mk(braceText(b))}
+}
+
+// rescanBraceWord reads a word a character range made ({z..A}) as bash
+// does, which expands braces in the text and then reads the words again:
+// a backquote with text after it opens a command substitution that does
+// not close ("bad substitution", which ends the command); a lone
+// backslash at the end quotes nothing (the word is empty, not dropped).
+func (sh *shell) rescanBraceWord(w *syntax.Word) *syntax.Word {
+	for i, p := range w.Parts {
+		l, ok := p.(*syntax.Lit)
+		if !ok {
+			continue
+		}
+		last := i == len(w.Parts)-1
+		for j := 0; j < len(l.Value); j++ {
+			switch l.Value[j] {
+			case '\\':
+				if j == len(l.Value)-1 && last {
+					parts := append([]syntax.WordPart(nil), w.Parts[:i]...)
+					if j > 0 {
+						parts = append(parts, &syntax.Lit{ValuePos: l.ValuePos, ValueEnd: l.ValueEnd, Value: l.Value[:j]})
+					}
+					parts = append(parts, &syntax.SglQuoted{})
+					return &syntax.Word{Parts: parts}
+				}
+				j++
+			case '`':
+				if j == len(l.Value)-1 && last {
+					continue // a bare backquote is itself
+				}
+				var b strings.Builder
+				b.WriteString(l.Value[j:])
+				for _, rest := range w.Parts[i+1:] {
+					syntax.NewPrinter().Print(&b, rest)
+				}
+				sh.errorf("bad substitution: no closing \"`\" in %s", b.String())
+				panic(fatalPanic{status: 1})
+			}
+		}
+	}
+	return w
 }
 
 // isNameByte reports whether c may be in a variable's name.

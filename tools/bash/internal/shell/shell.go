@@ -395,7 +395,14 @@ type shell struct {
 	traps       map[string]string
 	parentTraps map[string]string // shown by trap in a subshell
 	inTrap      string
-	errTrapping bool
+	inDebugTrap bool // the DEBUG trap's handler is running (it does not nest)
+	// asyncCmd is the command of the background job this shell runs
+	// (see background)
+	asyncCmd syntax.Command
+	// braceQuoteChars: a character range of the word being expanded
+	// made \ or ` (see rescanBraceWord)
+	braceQuoteChars bool
+	errTrapping     bool
 
 	src         *source // the source being run
 	line        int     // $LINENO

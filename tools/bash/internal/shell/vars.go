@@ -466,6 +466,8 @@ func (sh *shell) setArray(name string, elems []arrayItem, appendTo, assocWanted 
 	if isAssoc {
 		w.attrs |= aAssoc
 		w.attrs &^= aIndexed
+		// bash reads [k]+=v in a=(...) against the array it replaces
+		prior := w.assc
 		if w.assc == nil || !appendTo {
 			fresh := newAssoc()
 			if appendTo && w.set && w.assc == nil && w.arr == nil {
@@ -500,8 +502,8 @@ func (sh *shell) setArray(name string, elems []arrayItem, appendTo, assocWanted 
 				continue
 			}
 			val := e.val
-			if e.appendTo {
-				old, _ := w.assc.get(e.key)
+			if e.appendTo && prior != nil {
+				old, _ := prior.get(e.key)
 				val = old + val
 			}
 			if w.attrs&aInteger != 0 {
