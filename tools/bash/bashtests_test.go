@@ -140,7 +140,6 @@ var bashTestCategories = map[string]string{
 	"needs-os":    "needs a real operating system: signals, job control, ulimit, /dev and /proc, terminals, other processes",
 	"sandbox":     "the sandbox differs by design: no host files, users, interpreters, history or line editing",
 	"bash-varies": "real bash gives different output from run to run",
-	"wording":     "the same behaviour, a differently worded error message (script name, line number)",
 	"shell":       "differences of the sandbox's shell not yet fixed",
 }
 
