@@ -366,6 +366,9 @@ func (sh *shell) subscriptCarried(text string) (*syntax.Word, bool) {
 		return nil, false
 	}
 	name, sub := body[:open], body[open+1:len(body)-1]
+	if strings.TrimSpace(sub) == "" {
+		return nil, false // ${a[]}: a bad subscript
+	}
 	if v := sh.getVar(name); v != nil && v.assc != nil || strings.ContainsAny(sub, "\"`") {
 		return nil, false
 	}
