@@ -60,6 +60,8 @@ func TestBashSuiteFixes(t *testing.T) {
 		// its place inside -xyz; it looped for ever (getopts.tests)
 		{"f() {\n typeset OPTIND=1 opt\n while getopts :abcxyz opt && ((n++ < 20)); do echo -n $opt; if [[ $opt = y ]]; then f -abc; fi; done\n}\nf -xyz; echo", "xyabcz\n", 0},
 		{"a=(1 2 3)\necho ${a[]}\necho status=$?", "status=1\n", 0},
+		// %(%c)T of a two-digit day has one space, as strftime's %e
+		{`printf '%(%c)T\n' 946684799`, "Fri Dec 31 23:59:59 1999\n", 0},
 		// declare name[N] makes an indexed array; BASH_ALIASES and
 		// BASH_CMDS print as assigned (array.tests, assoc.tests)
 		{`declare -r c[100]; declare -A f; declare f[x]; declare -p c f BASH_CMDS`, "declare -ar c\ndeclare -A f\ndeclare -A BASH_CMDS=()\n", 0},
