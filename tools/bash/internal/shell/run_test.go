@@ -87,6 +87,9 @@ func TestBuiltinUsage(t *testing.T) {
 		{`alias -pq; echo $?`, "2\n", "bash: line 1: alias: -q: invalid option\nalias: usage: alias [-p] [name[=value] ... ]\n"},
 		{`unalias -x foo; echo $?`, "2\n", "bash: line 1: unalias: -x: invalid option\nunalias: usage: unalias [-a] name [name ...]\n"},
 		{`printf; echo $?`, "2\n", "printf: usage: printf [-v var] format [arguments]\n"},
+		{`shopt -x; echo $?`, "2\n", "bash: line 1: shopt: -x: invalid option\nshopt: usage: shopt [-pqsu] [-o] [optname ...]\n"},
+		{`dirs -m; echo $?`, "2\n", "bash: line 1: dirs: -m: invalid number\ndirs: usage: dirs [-clpv] [+N] [-N]\n"},
+		{`printf -v; echo $?`, "2\n", "bash: line 1: printf: -v: option requires an argument\nprintf: usage: printf [-v var] format [arguments]\n"},
 		{`for f in 1 2 3; do break -- 5; done; echo $?`, "0\n", ""},
 		{`for f in 1 2; do for g in 3 4; do echo $f$g; continue -- 2; done; done`, "13\n23\n", ""},
 	} {
