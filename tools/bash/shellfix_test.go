@@ -53,6 +53,11 @@ v=tempenv f; v=tempenv eval f; v=tempenv h; x=temp k; v=t1 e; f`},
 	{"a quoted transformation of an unset parameter is an empty word", `p() { printf '<%s>' "$@"; echo; }; p "${undef@Q}" "${undef@U}"; a1=(); declare -A ref=([d]=a1); p "${!ref[@]@Q}" "${!ref[@]@P}"; p ${undef@Q} x`},
 	{"declare -F NAME under extdebug tells where NAME was defined", "shopt -s extdebug\nf() { :; }\ndeclare -F f; declare -F; echo 'g() { :; }' > lib.sh; source lib.sh; declare -F g; declare -F nope; echo $?\nshopt -u extdebug; declare -F f"},
 	{"POSIX: what a special builtin leaves of the assignments before it stays", `f() { x=42; x=tmp unset x; echo "x=$x"; x=42; x=tmp eval 'unset x'; echo "x=$x"; }; f; set -o posix; f; y=1 :; echo "y=$y"; z=1 eval 'z=2'; echo "z=$z"; w=5 readonly w; w=6; echo "w=$w"; sh -c 'echo "env y=$y"'; echo end`},
+	{"a zsh expansion is a bad substitution when it runs, not a syntax error", "if false; then\n  unset ${(M)${(k)parameters[@]}:#x_*}\nfi\necho status=$?\neval 'echo z ${(m)foo} z'\necho status=$?\neval 'echo ${x:-${(m)foo}}'\necho status=$?"},
+	{"${s:} is a bad substitution, ${s: } and ${s::} are offset 0", "s=123; echo \"[${s: }] [${s::}] [${s:1:}]\"; a=(1 2); echo ${a[@]: }; (echo ${a[@]:}); echo st=$?; echo ${s:}; echo never"},
+	{"let's arguments holding parentheses and blanks are one word each; quotes are removed", "let x=( 1 )\nlet y=( x + 2 ) 'w = 4'\nlet z=( y * 3 )\necho $x $y $z $w\nif let x=(0); then echo T; else echo F; fi"},
+	{"an empty extended glob matches the empty string", "shopt -s extglob\n[[ '' == @() ]] && echo T1\n[[ X == @() ]] || echo F1\n[[ '' == @(||) ]] && echo T2\ncase '' in @()) echo E;; esac\necho @() x*()\ntouch +; echo [+()] [+(])"},
+	{"$ and a name split by a backslash-newline are one expansion", "x=5; echo $\\\n? \"a$\\\nx\" b$\\\n#c \\$\\\n? \\\\$\\\n?"},
 	{"an assignment through a circular nameref fails", "typeset -n ref1=ref2\ntypeset -n ref2=ref1\necho defined $?\nref1=z\necho mutated $?\nx=1; echo x $?"},
 }
 

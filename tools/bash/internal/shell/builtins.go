@@ -1676,12 +1676,27 @@ func builtinLet(sh *shell, args []string) int {
 	return b2status(last == 0)
 }
 
+// quotedWord reports whether w holds a quoted part.
+func quotedWord(w *syntax.Word) bool {
+	for _, p := range w.Parts {
+		switch p.(type) {
+		case *syntax.SglQuoted, *syntax.DblQuoted:
+			return true
+		}
+	}
+	return false
+}
+
 // letClause runs let parsed as a clause.
 func (sh *shell) letClause(c *syntax.LetClause) int {
 	var last int64
 	for _, x := range c.Exprs {
 		text := sh.arithText(x)
-		// let's words were expanded as words: quoted strings count whole
+		if w, ok := x.(*syntax.Word); ok && quotedWord(w) {
+			// let's arguments are words: their quotes are removed
+			// ('y = 1' is y = 1), unlike in (( ))
+			text = sh.expandString(w)
+		}
 		n, err := sh.arithString(text)
 		if err != nil {
 			sh.errorf("let: %s", err.Error())

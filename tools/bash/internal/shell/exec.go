@@ -161,6 +161,7 @@ func (sh *shell) runText(text string, top bool, repairs *int) (restart string, s
 		if end := int(stmts[len(stmts)-1].End().Offset()); end > done {
 			done = min(end, len(text))
 		}
+		joinDollarContinuations(stmts)
 		if sh.shopt.expandAliases && len(sh.aliases.m) > 0 {
 			stmts = sh.expandAliases(stmts, text)
 		}
@@ -825,4 +826,56 @@ func (sh *shell) background(st *syntax.Stmt) {
 	sh.addJob(sub.pid, status, sh.jobText(&cp))
 	sh.jobs[len(sh.jobs)-1].end = vstart.Add(took)
 	sh.status = 0
+}
+
+// joinDollarContinuations reads "$\<newline>?" as bash does, as "$?":
+// bash removes a backslash-newline before it reads a word, mvdan after,
+// leaving "$" and "?" as two literal parts.
+func joinDollarContinuations(stmts []*syntax.Stmt) {
+	fix := func(parts []syntax.WordPart) []syntax.WordPart {
+		for i := 0; i+1 < len(parts); i++ {
+			l, ok := parts[i].(*syntax.Lit)
+			next, ok2 := parts[i+1].(*syntax.Lit)
+			if !ok || !ok2 || !strings.HasSuffix(l.Value, "$") || l.End() != next.Pos() ||
+				next.Pos().Line() == l.Pos().Line() || next.Value == "" {
+				continue
+			}
+			if n := len(l.Value) - 1 - len(strings.TrimRight(l.Value[:len(l.Value)-1], "\\")); n%2 == 1 {
+				continue // \$ is a literal $
+			}
+			name := next.Value[:1]
+			if c := name[0]; c != '_' && !isAlnum(c) && strings.IndexByte("?$#!@*-", c) < 0 {
+				continue
+			}
+			if c := name[0]; c == '_' || isAlnum(c) && (c < '0' || c > '9') {
+				k := 1
+				for k < len(next.Value) && (isAlnum(next.Value[k]) || next.Value[k] == '_') {
+					k++
+				}
+				name = next.Value[:k]
+			}
+			pe := &syntax.ParamExp{Dollar: l.End(), Short: true, Param: &syntax.Lit{ValuePos: next.Pos(), ValueEnd: next.Pos(), Value: name}}
+			var repl []syntax.WordPart
+			if len(l.Value) > 1 {
+				repl = append(repl, &syntax.Lit{ValuePos: l.ValuePos, ValueEnd: l.ValueEnd, Value: l.Value[:len(l.Value)-1]})
+			}
+			repl = append(repl, pe)
+			if rest := next.Value[len(name):]; rest != "" {
+				repl = append(repl, &syntax.Lit{ValuePos: next.ValuePos, ValueEnd: next.ValueEnd, Value: rest})
+			}
+			parts = append(parts[:i], append(repl, parts[i+2:]...)...)
+		}
+		return parts
+	}
+	for _, st := range stmts {
+		syntax.Walk(st, func(n syntax.Node) bool {
+			switch n := n.(type) {
+			case *syntax.Word:
+				n.Parts = fix(n.Parts)
+			case *syntax.DblQuoted:
+				n.Parts = fix(n.Parts)
+			}
+			return true
+		})
+	}
 }

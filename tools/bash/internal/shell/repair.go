@@ -49,17 +49,29 @@ func repairText(text string, err error) (string, bool) {
 		}
 		fixed, ok := repairAt(text, off)
 		if !ok {
+			var msg string
 			var pe syntax.ParseError
-			if !errors.As(err, &pe) {
-				break
+			var le syntax.LangError
+			switch {
+			case errors.As(err, &pe):
+				msg = pe.Text
+			case errors.As(err, &le):
+				// a zsh or mksh feature (${(M)x}): bash's bad substitution
+				msg = le.Error()
+			default:
+				return text, repaired
 			}
-			if fixed, ok = repairParam(text, off, pe.Text); !ok {
-				if fixed, ok = repairNames(text, off, pe.Text); !ok {
+			if fixed, ok = repairParam(text, off, msg); !ok {
+				if fixed, ok = repairNames(text, off, msg); !ok {
 					if fixed, ok = repairSubscript(text, off); !ok {
-						if fixed, ok = repairInlineArray(text, off, pe.Text); !ok {
-							if fixed, ok = repairHeredocWord(text, off, pe.Text); !ok {
-								if fixed, ok = repairElemList(text, off, pe.Text); !ok {
-									break
+						if fixed, ok = repairInlineArray(text, off, msg); !ok {
+							if fixed, ok = repairHeredocWord(text, off, msg); !ok {
+								if fixed, ok = repairElemList(text, off, msg); !ok {
+									if fixed, ok = repairLet(text, off); !ok {
+										if fixed, ok = repairEmptyExtglob(text, off); !ok {
+											break
+										}
+									}
 								}
 							}
 						}
@@ -243,7 +255,7 @@ func repairParam(text string, off int, msg string) (string, bool) {
 	if !hit {
 		return text, false
 	}
-	for start := min(off+1, len(text)); ; {
+	for start := min(off+2, len(text)); ; { // (the error may point at the "$" of "${")
 		i := strings.LastIndex(text[:start], "${")
 		if i < 0 {
 			return text, false
@@ -338,6 +350,9 @@ func emptySliceBounds(text string) (string, bool) {
 	}
 	if i+1 < len(body) && strings.IndexByte("-=+?", body[i+1]) >= 0 {
 		return "", false
+	}
+	if i+1 == len(body) {
+		return "", false // ${x:}: bash's bad substitution (${x: } is ${x:0})
 	}
 	parts := strings.Split(body[i+1:], ":")
 	if len(parts) > 2 {
@@ -590,6 +605,100 @@ func repairElemList(text string, off int, msg string) (string, bool) {
 	fixed := text[:eq+1] + "+" + text[eq+1:]
 	if e := parseErr(fixed); e == nil || later(fixed, e, off) {
 		return fixed, true
+	}
+	return text, false
+}
+
+// repairLet handles let's arguments holding parentheses and spaces (let
+// y=( x + 2 )), which bash reads as one word each, as it does an array
+// assignment's, and mvdan as an expression that ends at the space: each
+// such argument of the let before off is quoted (let 'y=( x + 2 )').
+func repairLet(text string, off int) (string, bool) {
+	lineStart := strings.LastIndexByte(text[:off], '\n') + 1
+	i := strings.LastIndex(text[lineStart:off], "let ")
+	if i < 0 {
+		return text, false
+	}
+	i += lineStart
+	if j := strings.TrimRight(text[lineStart:i], " \t"); j != "" && !strings.ContainsRune(";&|({!", rune(j[len(j)-1])) {
+		fields := strings.Fields(j)
+		switch fields[len(fields)-1] {
+		case "if", "elif", "then", "else", "while", "until", "do", "time":
+		default:
+			return text, false // not a command's first word
+		}
+	}
+	var b strings.Builder
+	b.WriteString(text[:i+4])
+	k := i + 4
+	changed := false
+	for k < len(text) {
+		c := text[k]
+		if c == ' ' || c == '\t' {
+			b.WriteByte(c)
+			k++
+			continue
+		}
+		if strings.IndexByte(";&|)\n#", c) >= 0 {
+			break
+		}
+		// one word: up to a blank or an operator outside parentheses
+		start, depth, quoted := k, 0, false
+		for k < len(text) {
+			c := text[k]
+			if c == '\'' || c == '"' {
+				end := strings.IndexByte(text[k+1:], c)
+				if end < 0 {
+					return text, false
+				}
+				k += end + 2
+				quoted = true
+				continue
+			}
+			if c == '(' {
+				depth++
+			} else if c == ')' {
+				if depth == 0 {
+					break
+				}
+				depth--
+			} else if depth == 0 && strings.IndexByte(" \t;&|\n", c) >= 0 {
+				break
+			} else if c == '\n' || c == '\\' {
+				return text, false
+			}
+			k++
+		}
+		word := text[start:k]
+		if depth == 0 && !quoted && strings.ContainsAny(word, "( \t") {
+			changed = true
+			word = `"` + word + `"`
+		}
+		b.WriteString(word)
+	}
+	if !changed {
+		return text, false
+	}
+	fixed := b.String() + text[k:]
+	if e := parseErr(fixed); e == nil || later(fixed, e, off) {
+		return fixed, true
+	}
+	return text, false
+}
+
+// repairEmptyExtglob handles an extended glob with an empty pattern list
+// (@(), matching the empty string), which mvdan refuses: a quoted empty
+// string is put in the list, the same pattern.
+func repairEmptyExtglob(text string, off int) (string, bool) {
+	for _, at := range []int{off, off - 1, off + 1} {
+		if at < 1 || at+1 >= len(text) || text[at] != '(' || text[at+1] != ')' ||
+			strings.IndexByte("@?*+!", text[at-1]) < 0 {
+			continue
+		}
+		fixed := text[:at+1] + "''" + text[at+1:]
+		if e := parseErr(fixed); e == nil || later(fixed, e, off) {
+			return fixed, true
+		}
 	}
 	return text, false
 }

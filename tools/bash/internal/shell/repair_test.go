@@ -6,6 +6,11 @@ func TestRepairText(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"echo $(( ${base}#a ))\n", "echo $(" + arithCarrier + ` " ${base}#a ")` + "\n"},
 		{"if ((test a) || (test b)); then :; fi\n", "if ( (test a) || (test b)); then :; fi\n"},
+		{"let x=( 1 ) y=2 'z = 3'\n", "let \"x=( 1 )\" y=2 'z = 3'\n"},
+		{"if let y=( x + 2 ); then :; fi\n", "if let \"y=( x + 2 )\"; then :; fi\n"},
+		{"[[ '' == @() ]]\n", "[[ '' == @('') ]]\n"},
+		{"unset ${(M)${(k)p[@]}:#x_*}\n", "unset $(" + paramCarrier + " '${(M)${(k)p[@]}:#x_*}')\n"},
+		{"echo ${s:}\n", "echo $(" + paramCarrier + " '${s:}')\n"},
 	} {
 		err := parseErr(tc.in)
 		if err == nil {
