@@ -36,7 +36,8 @@
 // syntax error ends the script where bash's would (exit 2), and aliases
 // defined on one line apply from the next. What it supports:
 //
-//   - word expansion: braces, tildes, every parameter operator (${x:-w},
+//   - word expansion: braces, tildes (~root is /root and ~user
+//     $HOME: the sandbox has those two users), every parameter operator (${x:-w},
 //     ${x#p}, ${x/p/r}, ${x^^}, ${x:o:l}, ${!x}, ${!p*}, ${x@Q} and the
 //     other transformations), command and arithmetic substitution, IFS
 //     splitting as bash does it (empty fields, non-blank IFS, "$@"),

@@ -58,6 +58,7 @@ v=tempenv f; v=tempenv eval f; v=tempenv h; x=temp k; v=t1 e; f`},
 	{"let's arguments holding parentheses and blanks are one word each; quotes are removed", "let x=( 1 )\nlet y=( x + 2 ) 'w = 4'\nlet z=( y * 3 )\necho $x $y $z $w\nif let x=(0); then echo T; else echo F; fi"},
 	{"an empty extended glob matches the empty string", "shopt -s extglob\n[[ '' == @() ]] && echo T1\n[[ X == @() ]] || echo F1\n[[ '' == @(||) ]] && echo T2\ncase '' in @()) echo E;; esac\necho @() x*()\ntouch +; echo [+()] [+(])"},
 	{"$ and a name split by a backslash-newline are one expansion", "x=5; echo $\\\n? \"a$\\\nx\" b$\\\n#c \\$\\\n? \\\\$\\\n?"},
+	{"~root is /root, in words, braces, assignments and patterns", "HOME=/home/bob\necho ~{/src,root} ~root/x ~root:x ~:x\nx=~root:~:~root/a:~nope; echo $x\nx=~; echo ${x//~/~root}\nxx=~root:~:~ env | grep xx=\necho {~,~root}/pwd \\{~,~root}/pwd \"\"{~,~root}/pwd\na=(~root \"~root\" ~root/); echo \"${a[@]}\"; compgen -A user | grep -x root"},
 	{"an assignment through a circular nameref fails", "typeset -n ref1=ref2\ntypeset -n ref2=ref1\necho defined $?\nref1=z\necho mutated $?\nx=1; echo x $?"},
 }
 
