@@ -59,6 +59,11 @@ v=tempenv f; v=tempenv eval f; v=tempenv h; x=temp k; v=t1 e; f`},
 	{"an empty extended glob matches the empty string", "shopt -s extglob\n[[ '' == @() ]] && echo T1\n[[ X == @() ]] || echo F1\n[[ '' == @(||) ]] && echo T2\ncase '' in @()) echo E;; esac\necho @() x*()\ntouch +; echo [+()] [+(])"},
 	{"$ and a name split by a backslash-newline are one expansion", "x=5; echo $\\\n? \"a$\\\nx\" b$\\\n#c \\$\\\n? \\\\$\\\n?"},
 	{"~root is /root, in words, braces, assignments and patterns", "HOME=/home/bob\necho ~{/src,root} ~root/x ~root:x ~:x\nx=~root:~:~root/a:~nope; echo $x\nx=~; echo ${x//~/~root}\nxx=~root:~:~ env | grep xx=\necho {~,~root}/pwd \\{~,~root}/pwd \"\"{~,~root}/pwd\na=(~root \"~root\" ~root/); echo \"${a[@]}\"; compgen -A user | grep -x root"},
+	{"((( that is not arithmetic opens three subshells", "x=`(((echo a) ; (echo b) ) | (read l; echo $l)) 2>/dev/null`; echo \"$x\"; y=$(((echo c) ) ); echo $y $(((1+2)))"},
+	{"a function defined in a pipeline is a stage of it, not its body", "echo hello | potato() { echo abc; } | echo ha; echo st=$?; potato; g() { echo G; } && echo and; g; h() (echo H) || echo or; h"},
+	{"bash -c ends with 127 at a syntax error inside $(...), even in eval", "echo a\neval 'echo $(if true)'\necho never"},
+	{"an array literal inside an array literal drops its line with status 1", "echo x; a=( 1 b=() 2 )\necho st=$? len=${#a[@]}\na=( inside=() ); echo never"},
+	{"n>&m- on a builtin, function or block leaves m closed (bash's bug), on a utility or subshell not", "exec 7>f7; : 6>&7-; echo w1 >&7; echo st=$?\nexec 7>f7; f(){ :; }; f 6>&7-; echo w2 >&7; echo st=$?\nexec 7>f7; { :; } 6>&7-; echo w3 >&7; echo st=$?\nexec 7>f7; cat /dev/null 6>&7-; echo w4 >&7; echo st=$?\nexec 7>f7; ( : ) 6>&7-; echo w5 >&7; echo st=$?; cat f7"},
 	{"an assignment through a circular nameref fails", "typeset -n ref1=ref2\ntypeset -n ref2=ref1\necho defined $?\nref1=z\necho mutated $?\nx=1; echo x $?"},
 }
 

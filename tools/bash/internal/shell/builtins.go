@@ -743,6 +743,9 @@ func builtinEval(sh *shell, args []string) (status int) {
 	sh.line = line
 	if sh.syntaxError {
 		sh.syntaxError = false
+		if sh.flow == flowExit {
+			return sh.status // (bash -c exits at an error in $(...))
+		}
 		return 2
 	}
 	return status

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -143,6 +144,14 @@ func (sh *shell) runText(text string, top bool, repairs *int) (restart string, s
 				sh.line = line
 			}
 			sh.errorf("%s", syntaxMessage(err))
+			if off, ok := errOffset(text, err); ok && sh.dashC && inCommandSubst(text, off) {
+				// bash -c ends with 127 at a syntax error inside $(...),
+				// even one eval reads
+				sh.status = 127
+				sh.syntaxError = true
+				sh.flow = flowExit
+				return "", 127
+			}
 			if !condParseError(err) {
 				// (bash's parse errors in [[ ]] leave $? as it was)
 				sh.status = 2
@@ -162,6 +171,7 @@ func (sh *shell) runText(text string, top bool, repairs *int) (restart string, s
 			done = min(end, len(text))
 		}
 		joinDollarContinuations(stmts)
+		splitFuncBodies(stmts)
 		if sh.shopt.expandAliases && len(sh.aliases.m) > 0 {
 			stmts = sh.expandAliases(stmts, text)
 		}
@@ -319,7 +329,13 @@ func (sh *shell) command(st *syntax.Stmt) {
 		}
 		return
 	}
-	defer restore()
+	moved := slices.Clone(sh.movedFDs)
+	defer func() {
+		restore()
+		if _, sub := st.Cmd.(*syntax.Subshell); !sub {
+			sh.closeMoved(moved) // (a subshell's are its own)
+		}
+	}()
 	switch c := st.Cmd.(type) {
 	case *syntax.Block:
 		sh.stmts(c.Stmts)
@@ -877,5 +893,61 @@ func joinDollarContinuations(stmts []*syntax.Stmt) {
 			}
 			return true
 		})
+	}
+}
+
+// splitFuncBodies reads "f() { ...; } | cmd" as bash does: the function's
+// body is the compound command alone, and the definition is a stage of
+// the pipeline (or list); mvdan takes the whole pipeline as the body.
+func splitFuncBodies(stmts []*syntax.Stmt) {
+	for _, st := range stmts {
+		syntax.Walk(st, func(n syntax.Node) bool {
+			s, ok := n.(*syntax.Stmt)
+			if !ok {
+				return true
+			}
+			fd, ok := s.Cmd.(*syntax.FuncDecl)
+			if !ok || fd.Body == nil || fd.Body.Negated || len(fd.Body.Redirs) > 0 {
+				return true
+			}
+			bin, ok := fd.Body.Cmd.(*syntax.BinaryCmd)
+			if !ok {
+				return true
+			}
+			// the leftmost command of the list is the body
+			leaf := &bin.X
+			for {
+				b, ok := (*leaf).Cmd.(*syntax.BinaryCmd)
+				if !ok || (*leaf).Negated || len((*leaf).Redirs) > 0 {
+					break
+				}
+				leaf = &b.X
+			}
+			body := *leaf
+			def := &syntax.Stmt{Position: s.Position, Cmd: &syntax.FuncDecl{Position: fd.Position, RsrvWord: fd.RsrvWord,
+				Parens: fd.Parens, Name: fd.Name, Names: fd.Names, Body: body}}
+			*leaf = def
+			s.Cmd = bin
+			return true
+		})
+	}
+}
+
+// inCommandSubst reports whether off is inside a "$(" of text that is not
+// closed before it.
+func inCommandSubst(text string, off int) bool {
+	for start := min(off, len(text)); ; {
+		i := strings.LastIndex(text[:start], "$(")
+		if i < 0 {
+			return false
+		}
+		if strings.HasPrefix(text[i:], "$((") {
+			start = i
+			continue
+		}
+		if groupEnd(text, i+1) > off {
+			return true
+		}
+		start = i
 	}
 }

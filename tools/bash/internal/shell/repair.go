@@ -27,6 +27,7 @@ const (
 	arithCmdCarrier = ReservedPrefix + "arithcmd_"
 	paramCarrier    = ReservedPrefix + "param_"
 	badFuncCarrier  = ReservedPrefix + "badfunc_"
+	badLineCarrier  = ReservedPrefix + "badline_"
 	// catCarrier copies its stdin to its stdout: <(< file) runs it.
 	catCarrier = ReservedPrefix + "cat_"
 )
@@ -69,7 +70,9 @@ func repairText(text string, err error) (string, bool) {
 								if fixed, ok = repairElemList(text, off, msg); !ok {
 									if fixed, ok = repairLet(text, off); !ok {
 										if fixed, ok = repairEmptyExtglob(text, off); !ok {
-											break
+											if fixed, ok = repairNestedArray(text, off, msg); !ok {
+												break
+											}
 										}
 									}
 								}
@@ -376,14 +379,21 @@ func repairAt(text string, off int) (string, bool) {
 		}
 		start = i
 		if i > 0 && text[i-1] == '(' {
-			continue // inside "(((": the outer pair is tried first
+			start = i + 1 // (the pair before overlaps this one)
+			continue      // inside "(((": the outer pair is tried first
 		}
 		dollar := i > 0 && text[i-1] == '$'
 		// bash's rule: "((" whose parentheses close with "))" is
 		// arithmetic, else it opens two subshells
 		end := matchArith(text, i+2)
 		if end < 0 {
-			split := text[:i] + "( (" + text[i+2:]
+			// (every parenthesis of a run opens a subshell: "(((" is
+			// "( ( (")
+			n := 2
+			for i+n < len(text) && text[i+n] == '(' {
+				n++
+			}
+			split := text[:i] + strings.Repeat("( ", n-1) + "(" + text[i+n:]
 			if e := parseErr(split); e == nil || later(split, e, off) {
 				return split, true
 			}
@@ -699,6 +709,27 @@ func repairEmptyExtglob(text string, off int) (string, bool) {
 		if e := parseErr(fixed); e == nil || later(fixed, e, off) {
 			return fixed, true
 		}
+	}
+	return text, false
+}
+
+// repairNestedArray handles an array literal inside an array literal
+// (a=( x=() )): bash's parser reports it from the assignment's own parse,
+// which drops the line it is on, not the script: the line does not run
+// and its status is 1. The line is replaced by a carrier that says so.
+func repairNestedArray(text string, off int, msg string) (string, bool) {
+	if !strings.Contains(msg, "array element values must be words") || off >= len(text) || text[off] != '(' ||
+		off == 0 || text[off-1] != '=' {
+		return text, false
+	}
+	lineStart := strings.LastIndexByte(text[:off], '\n') + 1
+	lineEnd := len(text)
+	if nl := strings.IndexByte(text[off:], '\n'); nl >= 0 {
+		lineEnd = off + nl
+	}
+	fixed := text[:lineStart] + badLineCarrier + " '('" + text[lineEnd:]
+	if e := parseErr(fixed); e == nil || later(fixed, e, lineStart) {
+		return fixed, true
 	}
 	return text, false
 }

@@ -11,6 +11,8 @@ func TestRepairText(t *testing.T) {
 		{"[[ '' == @() ]]\n", "[[ '' == @('') ]]\n"},
 		{"unset ${(M)${(k)p[@]}:#x_*}\n", "unset $(" + paramCarrier + " '${(M)${(k)p[@]}:#x_*}')\n"},
 		{"echo ${s:}\n", "echo $(" + paramCarrier + " '${s:}')\n"},
+		{"x=`(((grep a f) ; (b) ) | head -n 1)`\n", "x=`( ( (grep a f) ; (b) ) | head -n 1)`\n"},
+		{"echo x; a=( 1 b=() 2 )\necho y\n", badLineCarrier + " '('\necho y\n"},
 	} {
 		err := parseErr(tc.in)
 		if err == nil {

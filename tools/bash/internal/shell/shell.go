@@ -438,6 +438,9 @@ type shell struct {
 	execArgv0 string // exec -a NAME
 	// keptFDs are the {var}> descriptors of the redirections being made.
 	keptFDs []int
+	// movedFDs are the descriptors the redirections being made moved
+	// (n>&m-: m), see closeMoved.
+	movedFDs []int
 }
 
 type flowKind uint8
