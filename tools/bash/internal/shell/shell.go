@@ -546,6 +546,7 @@ func (sh *shell) initVars(env []string) {
 	} else {
 		set("SHLVL", "1", aExport)
 	}
+	imported := map[string]string{}
 	for _, name := range []string{"RANDOM", "SECONDS", "LINENO", "BASHPID", "BASH_SUBSHELL", "EPOCHSECONDS",
 		"EPOCHREALTIME", "SRANDOM", "FUNCNAME", "BASH_SOURCE", "BASH_LINENO", "BASH_ARGC", "BASH_ARGV",
 		"BASH_COMMAND", "DIRSTACK", "SHELLOPTS", "BASHOPTS", "GROUPS", "HISTCMD", "BASH_ALIASES", "BASH_CMDS",
@@ -561,8 +562,28 @@ func (sh *shell) initVars(env []string) {
 			a |= aAssoc
 		case "SHELLOPTS", "BASHOPTS":
 			a |= aReadonly
+			if old, ok := m[name]; ok && old.attrs&aExport != 0 {
+				// from the environment: the options it lists are set
+				// (as bash does at start-up), and it stays exported
+				a |= aExport
+				imported[name] = old.str
+			}
 		}
 		m[name] = &variable{attrs: a, set: true, owner: sh.id}
+	}
+	if v, ok := imported["SHELLOPTS"]; ok {
+		for _, o := range strings.Split(v, ":") {
+			if o != "" {
+				builtinSet(sh, []string{"set", "-o", o})
+			}
+		}
+	}
+	if v, ok := imported["BASHOPTS"]; ok {
+		for _, o := range strings.Split(v, ":") {
+			if o != "" {
+				sh.setShopt(o, true)
+			}
+		}
 	}
 }
 
