@@ -65,6 +65,7 @@ v=tempenv f; v=tempenv eval f; v=tempenv h; x=temp k; v=t1 e; f`},
 	{"an array literal inside an array literal drops its line with status 1", "echo x; a=( 1 b=() 2 )\necho st=$? len=${#a[@]}\na=( inside=() ); echo never"},
 	{"n>&m- on a builtin, function or block leaves m closed (bash's bug), on a utility or subshell not", "exec 7>f7; : 6>&7-; echo w1 >&7; echo st=$?\nexec 7>f7; f(){ :; }; f 6>&7-; echo w2 >&7; echo st=$?\nexec 7>f7; { :; } 6>&7-; echo w3 >&7; echo st=$?\nexec 7>f7; cat /dev/null 6>&7-; echo w4 >&7; echo st=$?\nexec 7>f7; ( : ) 6>&7-; echo w5 >&7; echo st=$?; cat f7"},
 	{"SHELLOPTS and BASHOPTS in the environment set the options they list in a child bash", "export SHELLOPTS; set -x; echo 1; bash -c 'echo 2; echo $SHELLOPTS; bash -c \"echo 3\"' 2>&1; set +x; export BASHOPTS; shopt -s nullglob; bash -c 'echo [n]o*match; shopt -p nullglob'"},
+	{"a carriage return and bytes that are not UTF-8 are characters of a word", "printf 'echo\\rTEST\\necho ok\\r\\n' > crlf.sh; bash crlf.sh; echo st=$?; printf 'echo \\xbc \"\\xbc\" $\\x27\\xbc\\x27 \\x27\\xbc\\x27 | od -An -tx1\\n' > raw.sh; bash raw.sh; eval $'x=a\\xffb\\r'; echo \"${#x}\"; echo μ | sed 's/\\xce//g' > cut.sh; echo 'echo μ' | sed 's/\\xce//' > cut.sh; bash cut.sh | od -An -tx1"},
 	{"an assignment through a circular nameref fails", "typeset -n ref1=ref2\ntypeset -n ref2=ref1\necho defined $?\nref1=z\necho mutated $?\nx=1; echo x $?"},
 }
 

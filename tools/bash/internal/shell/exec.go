@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -103,9 +104,10 @@ func (sh *shell) runSource(src *source, top bool) int {
 	prev := sh.src
 	sh.src = src
 	defer func() { sh.src = prev }()
+	text, escaped := escapeRawBytes(text)
 	repairs := 0
 	for {
-		restart, status := sh.runText(text, top, &repairs)
+		restart, status := sh.runText(text, top, escaped, &repairs)
 		if restart == "" {
 			return status
 		}
@@ -117,7 +119,7 @@ func (sh *shell) runSource(src *source, top bool) int {
 // runText runs text a line at a time. When a parse error can be repaired
 // (see repairText), it returns the repaired rest of the text to run (the
 // lines already run blanked, so that line numbers stay).
-func (sh *shell) runText(text string, top bool, repairs *int) (restart string, status int) {
+func (sh *shell) runText(text string, top, escaped bool, repairs *int) (restart string, status int) {
 	p := parsers.Get().(*syntax.Parser)
 	defer parsers.Put(p)
 	done := 0 // the offset up to which statements ran
@@ -169,6 +171,9 @@ func (sh *shell) runText(text string, top bool, repairs *int) (restart string, s
 		}
 		if end := int(stmts[len(stmts)-1].End().Offset()); end > done {
 			done = min(end, len(text))
+		}
+		if escaped {
+			unescapeRawBytes(stmts)
 		}
 		joinDollarContinuations(stmts)
 		splitFuncBodies(stmts)
@@ -951,3 +956,63 @@ func inCommandSubst(text string, off int) bool {
 		start = i
 	}
 }
+
+// rawByteBase is where escapeRawBytes puts the bytes mvdan's lexer does
+// not keep in a word: a byte b is the rune rawByteBase+b (in the last
+// private-use plane, which scripts do not hold).
+const rawByteBase = 0x10FF00
+
+// escapeRawBytes prepares text for mvdan's parser, which refuses bytes
+// that are not UTF-8 and reads a carriage return as a blank: bash keeps
+// both in words (echo $'\xce' 'μ' with the first byte cut; a script with
+// CRLF line ends runs "echo\r", not found). Each such byte becomes a rune
+// of rawByteBase, which unescapeRawBytes turns back into the byte in the
+// parsed text; ok is false (and text unchanged) when there is none.
+func escapeRawBytes(text string) (string, bool) {
+	if utf8.ValidString(text) && !strings.Contains(text, "\r") {
+		return text, false
+	}
+	var b strings.Builder
+	for i := 0; i < len(text); {
+		r, size := utf8.DecodeRuneInString(text[i:])
+		if r == '\r' || r == utf8.RuneError && size == 1 {
+			b.WriteRune(rawByteBase + rune(text[i]))
+		} else {
+			b.WriteString(text[i : i+size])
+		}
+		i += size
+	}
+	return b.String(), true
+}
+
+// unescapeRawBytes turns escapeRawBytes's runes back into their bytes in
+// the literal text of stmts.
+func unescapeRawBytes(stmts []*syntax.Stmt) {
+	unescape := func(s string) string {
+		if !strings.ContainsFunc(s, isRawByteRune) {
+			return s
+		}
+		var b strings.Builder
+		for _, r := range s {
+			if isRawByteRune(r) {
+				b.WriteByte(byte(r - rawByteBase))
+			} else {
+				b.WriteRune(r)
+			}
+		}
+		return b.String()
+	}
+	for _, st := range stmts {
+		syntax.Walk(st, func(n syntax.Node) bool {
+			switch n := n.(type) {
+			case *syntax.Lit:
+				n.Value = unescape(n.Value)
+			case *syntax.SglQuoted:
+				n.Value = unescape(n.Value)
+			}
+			return true
+		})
+	}
+}
+
+func isRawByteRune(r rune) bool { return r >= rawByteBase && r <= rawByteBase+0xFF }
