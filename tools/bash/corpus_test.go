@@ -29,7 +29,6 @@ var corpusKnownDiffs = map[string]string{
 	"json-keys-unsorted":  "gojq keeps no key order, so keys_unsorted is keys (sorted)",
 	"trap-function":       "mktemp's names are random in bash, drawn from a counter in the sandbox",
 	"json-error":          "jq 1.6 exits 4 on a parse error (jq 1.7 and the sandbox exit 2)",
-	"cp-preserve-content": "diff -r (directories) is not supported; the script falls back to cmp",
 }
 
 // corpusScript is one script of testdata/corpus/scripts.txt.
