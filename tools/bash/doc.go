@@ -22,7 +22,8 @@
 // names the property a_b when the schema has no a-b). `help`, `discover`,
 // `<tool> --help` and `<tool> --dry-run` describe the tools, and
 // in-process utilities process their output and files: awk (a POSIX awk
-// of our own), jq (gojq), grep, sed, sort, find, ls, cp, mv, rm, diff, bc,
+// of our own), jq (gojq; objects keep the key order of the input, an
+// object the filter builds is printed sorted), grep, sed, sort, find, ls, cp, mv, rm, diff, bc,
 // tar and some seventy more (see the SystemPrompt of [Tool.Info]).
 //
 // # The interpreter
