@@ -60,3 +60,33 @@ func TestNextMessageAfterTurnEnd(t *testing.T) {
 		t.Errorf("the first turn's stream after its TurnEnd: %v, %v; want its end", err, ok)
 	}
 }
+
+// TestBreakAtTurnEnd: a caller that stops reading at the TurnEnd (it
+// breaks out of its loop there) stops nothing: the turn has ended, and
+// no Stop is journaled after it.
+func TestBreakAtTurnEnd(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{{Text: "one"}}})
+	t.Cleanup(srv.Close)
+	w, err := agent.Open(t.Context(), manifest, env("OPENAI_API_KEY", "sk-test", "OPENAI_BASE_URL", srv.URL),
+		agent.WithModel(agent.Model{Name: "gpt-4o"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var end agent.TurnEnd
+	for e, err := range w.Chat("c").Send(t.Context(), "first") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e, ok := e.(agent.TurnEnd); ok {
+			end = e
+			break
+		}
+	}
+	if end.Outcome != agent.OutcomeAnswer {
+		t.Fatalf("the turn: %+v", end)
+	}
+	if head := w.Head().Seq; head != end.Seq {
+		t.Errorf("the journal went on to seq %d after the TurnEnd (seq %d): a stop of the ended turn", head, end.Seq)
+	}
+}

@@ -790,6 +790,12 @@ func (c *Chat) turnStopping(ctx context.Context, yield func(Event, error) bool, 
 	emit := func(e Event) {
 		if !gone && !yield(e, nil) {
 			gone = true
+			if _, end := e.(TurnEnd); end {
+				// The stream ends here anyway: the turn ended (or only
+				// waits for approval, and waits on, or its stop is
+				// queued). Nothing to stop.
+				return
+			}
 			if c.await && tr.awaiting {
 				left = true
 				return
@@ -1070,6 +1076,10 @@ type turnReader struct {
 	// asked holds the calls ever put in asks: a call is asked once.
 	asked map[askKey]bool
 	seq   uint64 // the last record read
+	// chatSeq is the seq of the last record of the chat's state read,
+	// chatModule the module that wrote it.
+	chatSeq    uint64
+	chatModule string
 	// streamed is what each round's TextDeltas showed (see rest).
 	streamed map[uint64]*streamedText
 	// answer is the text of the model's last message read (TurnEnd.Answer).
@@ -1168,7 +1178,17 @@ func (tr *turnReader) records(recs []journal.Record) ([]Event, error) {
 		if err := cas.GetNode(ctx, tr.c.w.st.CAS(), sr.State, &st); err != nil {
 			return out, fmt.Errorf("chat %s: read its state at seq %d: %w", tr.c.id, r.Seq, err)
 		}
-		evs := tr.state(ctx, r.Seq, &st, at)
+		seq := r.Seq
+		if w := tr.c.w; w.importsOlder && sr.Reducer == w.module && tr.chatModule == demiurge.ModuleNameV2 &&
+			tr.prev != nil && tr.prev.LastRequestID >= tr.id {
+			// The Import, which ends this turn of the older module: its
+			// end stands where that module left the chat, as it read
+			// before the Import (see takenUpEnd), so that every reader
+			// gives it one position.
+			seq = tr.chatSeq
+		}
+		tr.chatSeq, tr.chatModule = r.Seq, sr.Reducer
+		evs := tr.state(ctx, seq, &st, at)
 		for _, e := range evs {
 			if m, ok := e.(Message); ok && m.Role == "assistant" && m.Text != "" {
 				tr.answer = m.Text

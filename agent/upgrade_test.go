@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -99,13 +98,13 @@ func TestChatMovesToChat3(t *testing.T) {
 	if g, w := strings.Join(watched, "\n"), strings.Join(turn1, "\n"); g != w {
 		t.Errorf("Watch of the Chat@2 turn 1 once the chat is under Chat@3:\n%s\nwant (Send's):\n%s", g, w)
 	}
-	// The turn that waited: as it read before, but for the seqs of its
-	// end, which the Import journaled.
-	seqs := regexp.MustCompile(`"seq":[0-9]+`)
+	// The turn that waited: as it read before, seqs and all (its end,
+	// which the Import journaled, stands where Chat@2 left the chat).
 	watched, _ = collect(t, c.Watch(t.Context(), 2))
-	if g, w := seqs.ReplaceAllString(strings.Join(watched, "\n"), `"seq":N`), seqs.ReplaceAllString(strings.Join(turn2, "\n"), `"seq":N`); g != w {
+	if g, w := strings.Join(watched, "\n"), strings.Join(turn2, "\n"); g != w {
 		t.Errorf("Watch of the Chat@2 turn 2 once the Import stopped it:\n%s\nwant (as it read before):\n%s", g, w)
 	}
+	checkNotRunOutput(t, c) // and after the Import, the same
 	bundle := filepath.Join(t.TempDir(), "bundle")
 	if _, err := w.Export(t.Context(), bundle); err != nil {
 		t.Fatal(err)
@@ -170,8 +169,35 @@ func checkChat2Read(t *testing.T, w *agent.World, c *agent.Chat, turn1 []string)
 		!strings.Contains(got, `"call_id":"call_w","tool":"workspace_write","status":"not_run","output":"not run: the chat moved from demiurge/Chat@2 to demiurge/Chat@3`) {
 		t.Errorf("Watch of the Chat@2 turn 2 under Chat@3: %+v\n%s", end, got)
 	}
+	// The whole output of the call not run reads as the event does, before
+	// the Import writes it.
+	checkNotRunOutput(t, c)
 	if h := w.Head(); h != head {
 		t.Errorf("reading the chat wrote the journal: head %d, was %d", h.Seq, head.Seq)
 	}
 	return turn2
+}
+
+// checkNotRunOutput checks Chat.Output of the call of turn 2 that did not
+// run: the whole output is the event's.
+func checkNotRunOutput(t *testing.T, c *agent.Chat) {
+	t.Helper()
+	found := false
+	for e, err := range c.Watch(t.Context(), 2) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, ok := e.(agent.ToolCallFinished)
+		if !ok || f.CallID != "call_w" {
+			continue
+		}
+		found = true
+		out, err := c.Output(t.Context(), f)
+		if err != nil || out != f.Output || !strings.HasPrefix(out, "not run: the chat moved from demiurge/Chat@2 to demiurge/Chat@3") {
+			t.Errorf("Chat.Output of the call not run: %q, %v; want the event's %q", out, err, f.Output)
+		}
+	}
+	if !found {
+		t.Error("Watch of turn 2 has no ToolCallFinished of call_w")
+	}
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -71,7 +72,7 @@ func (c *Chat) Watch(ctx context.Context, request uint64) iter.Seq2[Event, error
 		if tr.ended || read.gone {
 			return
 		}
-		if evs := c.takenUpEnd(ctx, tr, read.last); len(evs) > 0 {
+		if evs := c.takenUpEnd(ctx, tr, cmp.Or(tr.chatSeq, read.last)); len(evs) > 0 {
 			for _, e := range evs {
 				if !yield(e, nil) {
 					return
@@ -222,9 +223,10 @@ func (c *Chat) watchPast(ctx context.Context, tr *turnReader, yield func(Event, 
 // module left it under way (a Chat@2 turn, of a world whose manifest
 // moved to Chat@3) and the chat reads as Chat@3 will take it up with its
 // next message (State): that stops the turn, and until then nothing goes
-// on with it, so the stream ends as the chat reads, at seq (the last
-// record read): its calls answered "not run", the stop, its TurnEnd. Nil
-// for any other turn.
+// on with it, so the stream ends as the chat reads, at seq (that of the
+// last record of the chat's state, which the Import's events of the turn
+// take too: see turnReader.records): its calls answered "not run", the
+// stop, its TurnEnd. Nil for any other turn.
 func (c *Chat) takenUpEnd(ctx context.Context, tr *turnReader, seq uint64) []Event {
 	if !c.w.importsOlder {
 		return nil

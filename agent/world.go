@@ -496,15 +496,16 @@ func targetIn(w *world.World, in *effects.Intent) (t deltaTarget, ok bool) {
 	if in.Kind != llm.EffectKind || in.Origin.Kind != "plan" || w == nil {
 		return deltaTarget{}, false
 	}
-	w.View(func(m *world.Machine) {
-		if rp, found := m.Plan(in.Origin.PlanID); found {
-			chat, _ := schema.FieldPath(rp.Input, "chat_id").(string)
-			round, _ := schema.FieldPath(rp.Input, "round").(uint64)
-			req, _ := schema.FieldPath(rp.Input, "request_id").(uint64)
-			purpose, _ := schema.FieldPath(rp.Input, "purpose").(string)
-			t, ok = deltaTarget{chat: chat, request: req, round: round, compact: purpose == "compact"}, chat != ""
-		}
-	})
+	// The plan's input as committed, read without the world's lock: the
+	// model call streams once its intent is durable, while other chats'
+	// batches commit.
+	if input, found := w.PlanInput(in.Origin.PlanID); found {
+		chat, _ := schema.FieldPath(input, "chat_id").(string)
+		round, _ := schema.FieldPath(input, "round").(uint64)
+		req, _ := schema.FieldPath(input, "request_id").(uint64)
+		purpose, _ := schema.FieldPath(input, "purpose").(string)
+		t, ok = deltaTarget{chat: chat, request: req, round: round, compact: purpose == "compact"}, chat != ""
+	}
 	return t, ok
 }
 

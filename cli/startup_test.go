@@ -106,17 +106,142 @@ var sdkGroups = []struct {
 // start of a program, whatever it runs: for each group of sdkGroups, a
 // program that only imports its packages (their package inits run, their
 // types' itabs load, their pages fault in), and "all-deps", one that
-// imports every third-party package the module's packages import; beside
-// them demiurge sh -c true and bash -c true. Each is started in turns with
-// the two floors, bash -c true and the empty Go program, so that the
-// machine's changing load falls on all three alike, and reports its median
-// wall time (ms), its median CPU time (cpu-ms, user and system), its median
-// page faults (faults) and the ratios of its median to bash's (x-bash) and
-// to the empty program's (x-go). The programs are built in a temporary
-// module with the module's go.mod requirements and go.sum, from the module
-// cache (GOPROXY=off); a group whose packages no module of go.mod provides
-// (an SDK another branch adds) is skipped.
+// imports every third-party package the module's packages import. Beside
+// them: demiurge sh -c true, built as go build makes it (demiurge-sh) and
+// without cgo (demiurge-sh-static); bash -c true; and two programs that
+// run -c true in the sandbox's shell and link nothing else of demiurge,
+// testdata/startup/shbash (package tools/bash alone) and shbashfx (the
+// shell as demiurge sh builds it, adapters/bashfx, with the MCP SDK).
+// Each is started in turns with the two floors, bash -c true and the empty
+// Go program, so that the machine's changing load falls on all three
+// alike, and reports its median wall time (ms), its median CPU time
+// (cpu-ms, user and system), its median page faults (faults) and the
+// ratios of its median to bash's (x-bash) and to the empty program's
+// (x-go). The library programs are built in a temporary module with the
+// module's go.mod requirements and go.sum, from the module cache
+// (GOPROXY=off); a group whose packages no module of go.mod provides (an
+// SDK another branch adds) is skipped.
 func BenchmarkStartupSDKs(b *testing.B) {
+	lab := newStartupLab(b)
+	groups := append(slices.Clone(sdkGroups), struct {
+		name string
+		pkgs []string
+	}{"all-deps", lab.all})
+	// demiurge as go build makes it, the same without cgo (a static
+	// binary: no dynamic loader, no libc), and the two shell-only
+	// programs of testdata/startup: what sh would cost as a binary of its
+	// own (none of them is shipped).
+	demiurge := lab.goBuild("demiurge", "../cmd/demiurge")
+	static := lab.goBuild("demiurge-static", "../cmd/demiurge", "CGO_ENABLED=0")
+	shbash := lab.goBuild("shbash", "./testdata/startup/shbash")
+	shbashfx := lab.goBuild("shbashfx", "./testdata/startup/shbashfx")
+	for _, g := range groups {
+		pkgs := slices.DeleteFunc(slices.Clone(g.pkgs), func(p string) bool { return !lab.inGoMod(p) })
+		if g.name != "empty" && len(pkgs) == 0 {
+			b.Logf("%s: no module of go.mod provides its packages", g.name)
+			continue
+		}
+		bin, ok := lab.build(g.name, pkgs)
+		if !ok {
+			continue
+		}
+		b.Run(g.name, func(b *testing.B) { lab.measure(b, bin) })
+	}
+	b.Run("demiurge-sh", func(b *testing.B) { lab.measure(b, demiurge, "sh", "-c", "true") })
+	b.Run("demiurge-sh-static", func(b *testing.B) { lab.measure(b, static, "sh", "-c", "true") })
+	b.Run("shbash", func(b *testing.B) { lab.measure(b, shbash, "-c", "true") })
+	b.Run("shbashfx", func(b *testing.B) { lab.measure(b, shbashfx, "-c", "true") })
+	b.Run("bash-c", func(b *testing.B) { lab.measure(b, lab.bash, "-c", "true") })
+}
+
+// BenchmarkLinkedWithout measures what each library of sdkGroups costs
+// among all the others: "all-deps" (every third-party package demiurge
+// imports, as in BenchmarkStartupSDKs) and, for each group, all-deps
+// without the packages of the group's modules (without-NAME), started in
+// turns with all-deps and bash -c true: saved-ms, saved-cpu-ms and
+// saved-faults are what dropping that library alone would save a start
+// of demiurge. What it shares with the others (net/http, crypto/tls)
+// stays, and a module that another one imports stays linked, so its
+// saving shows as none.
+func BenchmarkLinkedWithout(b *testing.B) {
+	lab := newStartupLab(b)
+	all, ok := lab.build("all-deps", lab.all)
+	if !ok {
+		b.Fatal("all-deps did not build")
+	}
+	b.Run("all-deps", func(b *testing.B) { lab.measure(b, all) })
+	for _, g := range sdkGroups {
+		var mods []string
+		for _, p := range g.pkgs {
+			if m := lab.moduleOf(p); m != "" && !slices.Contains(mods, m) {
+				mods = append(mods, m)
+			}
+		}
+		if len(mods) == 0 {
+			continue // the standard library's, or no module of go.mod
+		}
+		rest := slices.DeleteFunc(slices.Clone(lab.all), func(p string) bool { return slices.Contains(mods, lab.moduleOf(p)) })
+		if len(rest) == len(lab.all) {
+			b.Logf("%s: demiurge imports none of its packages", g.name)
+			continue
+		}
+		bin, ok := lab.build("without-"+g.name, rest)
+		if !ok {
+			continue
+		}
+		b.Run("without-"+g.name, func(b *testing.B) { lab.measureWithout(b, all, bin) })
+	}
+}
+
+// measureWithout starts the all-deps program, the one without a library
+// and bash -c true in turns, and reports the medians of the one without
+// (ms, faults), what it saves against all-deps in the same turns (saved-ms,
+// saved-cpu-ms, saved-faults: the differences of the medians) and its
+// ratio to bash's (x-bash).
+func (lab *startupLab) measureWithout(b *testing.B, all, without string) {
+	var with, less, sh []startRun
+	for b.Loop() {
+		with = append(with, lab.start(all))
+		less = append(less, lab.start(without))
+		sh = append(sh, lab.start(lab.bash, "-c", "true"))
+	}
+	wall := func(r startRun) float64 { return float64(r.wall) / float64(time.Millisecond) }
+	cpu := func(r startRun) float64 { return float64(r.cpu) / float64(time.Millisecond) }
+	faults := func(r startRun) float64 { return float64(r.faults) }
+	m := medianOf(less, wall)
+	b.ReportMetric(m, "ms")
+	b.ReportMetric(medianOf(less, faults), "faults")
+	b.ReportMetric(medianOf(with, wall)-m, "saved-ms")
+	b.ReportMetric(medianOf(with, cpu)-medianOf(less, cpu), "saved-cpu-ms")
+	b.ReportMetric(medianOf(with, faults)-medianOf(less, faults), "saved-faults")
+	b.ReportMetric(m/medianOf(sh, wall), "x-bash")
+}
+
+// medianOf returns the median of f over rs.
+func medianOf(rs []startRun, f func(startRun) float64) float64 {
+	v := make([]float64, len(rs))
+	for i, r := range rs {
+		v[i] = f(r)
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
+// A startupLab builds small programs in a temporary module with the
+// module's go.mod requirements and go.sum, and times their starts beside
+// bash -c true and an empty Go program.
+type startupLab struct {
+	b           *testing.B
+	gobin, bash string
+	root, work  string
+	empty       string
+	// all is every third-party package the module's packages import.
+	all []string
+	// modules are the modules go.mod requires.
+	modules []string
+}
+
+func newStartupLab(b *testing.B) *startupLab {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		b.Skip("go command not found")
@@ -125,139 +250,141 @@ func BenchmarkStartupSDKs(b *testing.B) {
 	if err != nil {
 		b.Skip("bash not installed")
 	}
-	root := filepath.Dir(goEnv(b, gobin, "GOMOD"))
-	work := b.TempDir()
-	gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	lab := &startupLab{b: b, gobin: gobin, bash: bash, root: filepath.Dir(goEnv(b, gobin, "GOMOD")), work: b.TempDir()}
+	gomod, err := os.ReadFile(filepath.Join(lab.root, "go.mod"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	gosum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	gosum, err := os.ReadFile(filepath.Join(lab.root, "go.sum"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	_, requires, _ := strings.Cut(string(gomod), "\nrequire")
-	if err := os.WriteFile(filepath.Join(work, "go.mod"), []byte("module startupsdk\n\ngo 1.26\n\nrequire"+requires), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(lab.work, "go.mod"), []byte("module startupsdk\n\ngo 1.26\n\nrequire"+requires), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(work, "go.sum"), gosum, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(lab.work, "go.sum"), gosum, 0o644); err != nil {
 		b.Fatal(err)
 	}
-	// Every third-party package the module's packages import.
-	out, err := exec.Command(gobin, "-C", root, "list", "-deps", "-f",
+	out, err := exec.Command(gobin, "-C", lab.root, "list", "-deps", "-f",
 		`{{if .Module}}{{if eq .Module.Path "github.com/demiurge-dev/demiurge"}}{{join .Imports "\n"}}{{end}}{{end}}`, "./cmd/demiurge").Output()
 	if err != nil {
 		b.Fatalf("go list: %v", err)
 	}
-	var all []string
 	for _, p := range strings.Fields(string(out)) {
-		if !strings.HasPrefix(p, "github.com/demiurge-dev/") && strings.Contains(strings.Split(p, "/")[0], ".") && !slices.Contains(all, p) {
-			all = append(all, p)
+		if !strings.HasPrefix(p, "github.com/demiurge-dev/") && strings.Contains(strings.Split(p, "/")[0], ".") && !slices.Contains(lab.all, p) {
+			lab.all = append(lab.all, p)
 		}
 	}
-	// The modules go.mod requires: a package of none of them (but the
-	// standard library's) is left out.
-	var modules []string
 	for line := range strings.Lines(requires) {
 		f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "require"))
 		if len(f) >= 2 && strings.Contains(f[0], ".") {
-			modules = append(modules, f[0])
+			lab.modules = append(lab.modules, f[0])
 		}
 	}
-	inGoMod := func(pkg string) bool {
-		if !strings.Contains(strings.Split(pkg, "/")[0], ".") {
-			return true // the standard library's
-		}
-		return slices.ContainsFunc(modules, func(m string) bool { return pkg == m || strings.HasPrefix(pkg, m+"/") })
-	}
-	groups := append(slices.Clone(sdkGroups), struct {
-		name string
-		pkgs []string
-	}{"all-deps", all})
-	build := func(name string, pkgs []string) (string, bool) {
-		dir := filepath.Join(work, name)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			b.Fatal(err)
-		}
-		var src strings.Builder
-		src.WriteString("package main\n\nimport (\n")
-		for _, p := range pkgs {
-			fmt.Fprintf(&src, "\t_ %q\n", p)
-		}
-		src.WriteString(")\n\nfunc main() {}\n")
-		if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src.String()), 0o644); err != nil {
-			b.Fatal(err)
-		}
-		bin := filepath.Join(work, name+".bin")
-		cmd := exec.Command(gobin, "build", "-mod=mod", "-o", bin, "./"+name)
-		cmd.Dir = work
-		cmd.Env = append(os.Environ(), "GOPROXY=off", "GOFLAGS=-mod=mod")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Logf("%s: not built (a package outside go.mod?): %s", name, strings.TrimSpace(string(out)))
-			return "", false
-		}
-		return bin, true
-	}
-	demiurge := filepath.Join(work, "demiurge")
-	if out, err := exec.Command(gobin, "build", "-o", demiurge, "../cmd/demiurge").CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
-	type run struct {
-		wall, cpu time.Duration
-		faults    int64
-	}
-	start := func(argv ...string) run {
-		t0 := time.Now()
-		cmd := exec.Command(argv[0], argv[1:]...)
-		if err := cmd.Run(); err != nil {
-			b.Fatalf("%s: %v", argv, err)
-		}
-		r := run{wall: time.Since(t0), cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
-		if u, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			r.faults = u.Minflt + u.Majflt
-		}
-		return r
-	}
-	empty, ok := build("empty", nil)
+	empty, ok := lab.build("empty", nil)
 	if !ok {
 		b.Fatal("an empty Go program did not build")
 	}
-	measure := func(b *testing.B, argv ...string) {
-		var self, sh, floor []run
-		for b.Loop() {
-			self = append(self, start(argv...))
-			sh = append(sh, start(bash, "-c", "true"))
-			floor = append(floor, start(empty))
+	lab.empty = empty
+	return lab
+}
+
+// moduleOf returns the module of go.mod that provides pkg (the longest
+// that matches), or "" for the standard library's and for a package no
+// module of go.mod provides.
+func (lab *startupLab) moduleOf(pkg string) string {
+	var mod string
+	for _, m := range lab.modules {
+		if (pkg == m || strings.HasPrefix(pkg, m+"/")) && len(m) > len(mod) {
+			mod = m
 		}
-		median := func(rs []run, f func(run) float64) float64 {
-			v := make([]float64, len(rs))
-			for i, r := range rs {
-				v[i] = f(r)
-			}
-			slices.Sort(v)
-			return v[len(v)/2]
-		}
-		wall := func(r run) float64 { return float64(r.wall) / float64(time.Millisecond) }
-		m := median(self, wall)
-		b.ReportMetric(m, "ms")
-		b.ReportMetric(median(self, func(r run) float64 { return float64(r.cpu) / float64(time.Millisecond) }), "cpu-ms")
-		b.ReportMetric(median(self, func(r run) float64 { return float64(r.faults) }), "faults")
-		b.ReportMetric(m/median(sh, wall), "x-bash")
-		b.ReportMetric(m/median(floor, wall), "x-go")
 	}
-	for _, g := range groups {
-		pkgs := slices.DeleteFunc(slices.Clone(g.pkgs), func(p string) bool { return !inGoMod(p) })
-		if g.name != "empty" && len(pkgs) == 0 {
-			b.Logf("%s: no module of go.mod provides its packages", g.name)
-			continue
-		}
-		bin, ok := build(g.name, pkgs)
-		if !ok {
-			continue
-		}
-		b.Run(g.name, func(b *testing.B) { measure(b, bin) })
+	return mod
+}
+
+// inGoMod reports whether pkg is the standard library's or a module of
+// go.mod provides it: a package of none of them is left out.
+func (lab *startupLab) inGoMod(pkg string) bool {
+	return !strings.Contains(strings.Split(pkg, "/")[0], ".") || lab.moduleOf(pkg) != ""
+}
+
+// build builds a program that imports pkgs and does nothing, or reports
+// why it did not build.
+func (lab *startupLab) build(name string, pkgs []string) (string, bool) {
+	dir := filepath.Join(lab.work, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		lab.b.Fatal(err)
 	}
-	b.Run("demiurge-sh", func(b *testing.B) { measure(b, demiurge, "sh", "-c", "true") })
-	b.Run("bash-c", func(b *testing.B) { measure(b, bash, "-c", "true") })
+	var src strings.Builder
+	src.WriteString("package main\n\nimport (\n")
+	for _, p := range pkgs {
+		fmt.Fprintf(&src, "\t_ %q\n", p)
+	}
+	src.WriteString(")\n\nfunc main() {}\n")
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src.String()), 0o644); err != nil {
+		lab.b.Fatal(err)
+	}
+	bin := filepath.Join(lab.work, name+".bin")
+	cmd := exec.Command(lab.gobin, "build", "-mod=mod", "-o", bin, "./"+name)
+	cmd.Dir = lab.work
+	cmd.Env = append(os.Environ(), "GOPROXY=off", "GOFLAGS=-mod=mod")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		lab.b.Logf("%s: not built (a package outside go.mod?): %s", name, strings.TrimSpace(string(out)))
+		return "", false
+	}
+	return bin, true
+}
+
+// goBuild builds package pkg of this module with go build, with env
+// added to the environment.
+func (lab *startupLab) goBuild(name, pkg string, env ...string) string {
+	bin := filepath.Join(lab.work, name)
+	cmd := exec.Command(lab.gobin, "build", "-o", bin, pkg)
+	cmd.Env = append(os.Environ(), env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		lab.b.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	}
+	return bin
+}
+
+// startRun is one start of a program.
+type startRun struct {
+	wall, cpu time.Duration
+	faults    int64
+}
+
+func (lab *startupLab) start(argv ...string) startRun {
+	t0 := time.Now()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	if err := cmd.Run(); err != nil {
+		lab.b.Fatalf("%s: %v", argv, err)
+	}
+	r := startRun{wall: time.Since(t0), cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
+	if u, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.faults = u.Minflt + u.Majflt
+	}
+	return r
+}
+
+// measure starts argv in turns with bash -c true and the empty program,
+// one of each an iteration, and reports argv's medians (ms, cpu-ms,
+// faults) and their ratios to bash's (x-bash) and the empty program's
+// (x-go).
+func (lab *startupLab) measure(b *testing.B, argv ...string) {
+	var self, sh, floor []startRun
+	for b.Loop() {
+		self = append(self, lab.start(argv...))
+		sh = append(sh, lab.start(lab.bash, "-c", "true"))
+		floor = append(floor, lab.start(lab.empty))
+	}
+	wall := func(r startRun) float64 { return float64(r.wall) / float64(time.Millisecond) }
+	m := medianOf(self, wall)
+	b.ReportMetric(m, "ms")
+	b.ReportMetric(medianOf(self, func(r startRun) float64 { return float64(r.cpu) / float64(time.Millisecond) }), "cpu-ms")
+	b.ReportMetric(medianOf(self, func(r startRun) float64 { return float64(r.faults) }), "faults")
+	b.ReportMetric(m/medianOf(sh, wall), "x-bash")
+	b.ReportMetric(m/medianOf(floor, wall), "x-go")
 }
 
 func goEnv(b *testing.B, gobin, name string) string {

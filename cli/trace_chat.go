@@ -3,9 +3,11 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/demiurge-dev/demiurge/adapters/llm"
 	"github.com/demiurge-dev/demiurge/agent/session"
 )
 
@@ -20,6 +22,11 @@ func finishText(f string) string {
 		return "cut off by the output token limit"
 	case f == "content_filter":
 		return "cut off by a content filter"
+	case f == "incomplete: pause_turn":
+		// Anthropic paused the turn more times than the adapter
+		// continues it (llm.MaxPauseContinuations), or a continuation
+		// failed (the trace shows the failed attempt).
+		return "paused by the provider (pause_turn) and not continued further (at most " + strconv.Itoa(llm.MaxPauseContinuations) + " times); send a message to go on"
 	case strings.HasPrefix(f, "incomplete"):
 		return "cut off by the provider (" + f + ")"
 	}

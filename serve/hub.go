@@ -30,6 +30,7 @@ func (s *Server) send(ctx context.Context, w *agent.World, id, text string, opts
 // goroutine of its own runs the turn's stream, and the request waits for
 // its first event no longer than ctx.
 func (s *Server) begin(ctx context.Context, w *agent.World, id string, stream func(context.Context) iter.Seq2[agent.Event, error]) (*turnLog, error) {
+	s.awaitResumed(ctx, w, id)
 	s.mu.Lock()
 	if s.draining {
 		s.mu.Unlock()

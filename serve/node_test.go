@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +24,9 @@ const RequireNodeEnv = "DEMIURGE_REQUIRE_NODE"
 // the Responses API, not streamed and streamed, and through Chat
 // Completions, not streamed and streamed; the agent's bash calls run in
 // the sandbox; a client-side tool is refused in OpenAI's error shape,
-// which the package reads; the world replays afterwards.
+// which the package reads; a streamed response retrieved again with
+// stream and starting_after gives the events after that number, as the
+// whole stream has them; the world replays afterwards.
 func TestNodeOpenAI(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join("testdata", "npm")
@@ -84,6 +87,12 @@ func TestNodeOpenAI(t *testing.T) {
 			Status               int
 			Code, Param, Message string
 		}
+		Resumed struct {
+			Whole, Rest []struct {
+				Seq  int
+				Type string
+			}
+		}
 	}
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("the client's output: %v\n%s", err, out)
@@ -126,6 +135,9 @@ func TestNodeOpenAI(t *testing.T) {
 		if len(as) != 2 || as[0].Answer != "I'll write it.\n\nnotes.txt says hello." || as[1].Answer != "notes.txt has 2 lines now." || as[1].Usage == 0 {
 			t.Errorf("%s: %+v", name, as)
 		}
+	}
+	if r := got.Resumed; len(r.Whole) < 5 || r.Whole[len(r.Whole)-1].Type != "response.completed" || !reflect.DeepEqual(r.Rest, r.Whole[4:]) {
+		t.Errorf("the response streamed again: %+v\nafter event 3: %+v", r.Whole, r.Rest)
 	}
 	if r := got.Refused; r.Status != 400 || r.Code != "unsupported_parameter" || r.Param != "tools" {
 		t.Errorf("a client-side tool: %+v", r)

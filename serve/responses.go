@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -415,8 +416,50 @@ func (s *Server) checkPrevious(aw *agent.World, prev responseRef, req *responses
 }
 
 // handleGetResponse answers GET /v1/responses/{id}: the response as the
-// journal holds it now (in_progress while its turn runs).
+// journal holds it now (in_progress while its turn runs), or, with
+// ?stream=true, its stream events as OpenAI streams a response it
+// retrieves: from the first, or those after ?starting_after=N (a
+// sequence_number), then the rest as the turn goes on.
 func (s *Server) handleGetResponse(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	stream := false
+	if v := q.Get("stream"); v != "" {
+		var err error
+		if stream, err = strconv.ParseBool(v); err != nil {
+			writeError(w, invalid("stream", "invalid_value", fmt.Sprintf("stream: %q is not a boolean (true or false)", v)))
+			return
+		}
+	}
+	if r.ContentLength > 0 {
+		// openai-go's GetStreaming asks with {"stream": true} in the
+		// body (without a Content-Type), beside the query OpenAI
+		// documents.
+		r.Header.Set("Content-Type", "application/json")
+		fields, err := readFields(r)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		if err := (fieldPolicy{taken: []string{"stream"}}).check(fields); err != nil {
+			writeError(w, err)
+			return
+		}
+		var body bool
+		if err := field(fields, "stream", &body); err != nil {
+			writeError(w, err)
+			return
+		}
+		stream = stream || body
+	}
+	after := int64(-1)
+	if v := q.Get("starting_after"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			writeError(w, invalid("starting_after", "invalid_value", fmt.Sprintf("starting_after: %q is not a sequence_number (an integer from 0) of the response's stream", v)))
+			return
+		}
+		after = n
+	}
 	ref, err := decodeID("resp_", r.PathValue("id"))
 	if err != nil {
 		writeError(w, notFound("response_not_found", err.Error()))
@@ -438,6 +481,10 @@ func (s *Server) handleGetResponse(w http.ResponseWriter, r *http.Request) {
 	}
 	key := turnKey{ref.World, ref.Chat, ref.Turn}
 	b := s.newResponse(aw, ref, "")
+	if stream {
+		s.resumeResponse(w, r, aw, ref, key, b, after)
+		return
+	}
 	st, _ := c.State()
 	if st.Turn != nil && st.Turn.RequestID == ref.Turn && !awaitingOnly(st) {
 		// Under way: what it did so far.
@@ -470,32 +517,97 @@ func afterN(seq uint64) uint64 {
 	return ^uint64(0)
 }
 
+// errCannotResume refuses a stream resumed where its sequence numbers
+// may not be those the client was sent (see resumeResponse).
+var errCannotResume = errors.New("cannot resume")
+
+// resumeResponse answers GET /v1/responses/{id}?stream=true: the
+// response's stream made again from its turn's events, those numbered
+// after (all, for -1) sent, then the rest as the turn goes on. The stream
+// is a function of the turn's events, so the numbers are those the client
+// was sent when the events are the same: those of the turn's log in this
+// process, which the response's first stream read (its text as it
+// streamed), and which stays while the turn runs here and for
+// Options.Keep after its end. Without that log (another server, a
+// restart, later) the events come from the journal, where the model's
+// text is one delta a round: a stream resumed after a message's first
+// event would number what follows otherwise than the client's, losing or
+// repeating events, and is refused (409 cannot_resume: GET the response
+// whole, or stream it from its start); before one, it is the client's.
+func (s *Server) resumeResponse(w http.ResponseWriter, r *http.Request, aw *agent.World, ref responseRef, key turnKey, b *responseBuilder, after int64) {
+	l := s.turnLogOf(key)
+	same := l != nil && l.began.Unix() <= ref.Created
+	s.streamResponseFrom(w, r, aw, key, position{seq: ref.After, n: afterN(ref.After)}, b, after, same)
+}
+
 // streamResponse streams turn key's events after p as the Responses
 // API's stream events.
 func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, aw *agent.World, key turnKey, p position, b *responseBuilder) {
+	s.streamResponseFrom(w, r, aw, key, p, b, -1, true)
+}
+
+// streamResponseFrom is streamResponse leaving out the events numbered
+// up to skip; same says the events are those of the stream that numbered
+// them (else a text message numbered up to skip refuses the stream: see
+// resumeResponse).
+func (s *Server) streamResponseFrom(w http.ResponseWriter, r *http.Request, aw *agent.World, key turnKey, p position, b *responseBuilder, skip int64, same bool) {
 	s.metrics.streamOpened()
 	defer s.metrics.streamClosed()
 	sw := s.newSSE(w, time.Second)
-	sw.start()
+	if skip < 0 {
+		sw.start()
+	}
 	b.emit = func(ev map[string]any) error {
-		ev["sequence_number"] = b.seq
+		n := b.seq
+		ev["sequence_number"] = n
 		b.seq++
+		if int64(n) <= skip {
+			if !same && textEvent(ev) {
+				return errCannotResume
+			}
+			return nil
+		}
 		data, err := json.Marshal(ev)
 		if err != nil {
 			return err
 		}
 		return sw.event("", ev["type"].(string), data)
 	}
-	if err := b.begin(); err != nil || sw.flush() != nil {
-		sw.close()
-		return
+	err := b.begin()
+	if err == nil {
+		err = sw.flush()
 	}
-	err := s.follow(r.Context(), aw, key, p, func(e logged) error {
-		return b.add(r.Context(), e.ev)
-	}, b.finishAwaiting, sw.flush)
+	if err == nil {
+		err = s.follow(r.Context(), aw, key, p, func(e logged) error {
+			return b.add(r.Context(), e.ev)
+		}, b.finishAwaiting, sw.flush)
+	}
+	if errors.Is(err, errCannotResume) {
+		if !sw.close() {
+			writeError(w, conflict("cannot_resume", fmt.Sprintf("the stream of this response cannot be resumed after sequence_number %d: this server no longer holds the turn's text as it streamed (the turn ran on another server, before a restart, or ended more than %s ago), so the events after that number would not be those the stream sent. GET the response without stream for the whole of it, or stream it from its start", skip, s.opts.Keep)))
+			return
+		}
+		err = errors.New("the stream cannot be resumed here")
+	}
 	if err != nil && r.Context().Err() == nil && sw.err == nil {
 		b.fail(err)
 	}
 	_ = sw.flush()
-	sw.close()
+	if !sw.close() {
+		sw.start() // resumed after its last event: an empty stream
+	}
+}
+
+// textEvent reports whether a Responses stream event is part of a text
+// message (its item's opening, its part's, a delta), whose events are
+// numbered otherwise when the text comes from the journal.
+func textEvent(ev map[string]any) bool {
+	switch ev["type"] {
+	case "response.output_text.delta", "response.content_part.added":
+		return true
+	case "response.output_item.added":
+		it, _ := ev["item"].(map[string]any)
+		return it["type"] == "message"
+	}
+	return false
 }

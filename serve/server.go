@@ -139,11 +139,16 @@ type Server struct {
 	// turn's stream stops the turn); closing a world ends its streams.
 	run context.Context
 
-	mu       sync.Mutex
-	worlds   map[string]*openWorld
-	logs     map[turnKey]*turnLog
-	turns    sync.WaitGroup // the streams that run turns
-	running  map[turnKey]bool
+	mu      sync.Mutex
+	worlds  map[string]*openWorld
+	logs    map[turnKey]*turnLog
+	turns   sync.WaitGroup // the streams that run turns
+	running map[turnKey]bool
+	// resumed are the turns this process follows because a process
+	// before it left them under way (see resume), by chat: each ended is
+	// closed once its follower has the turn's end, and with it the chat
+	// is free for its next message.
+	resumed  map[turnKey]chan struct{}
 	draining bool
 	closed   bool
 	closing  chan struct{} // closed when the server hands its streams over
@@ -254,7 +259,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("serve: agent name %q: want 1 to 64 of A-Z a-z 0-9 . _ - (it is the model name clients send)", name)
 	}
 	s := &Server{opts: opts, name: name, cat: cat, reg: reg, log: opts.Log, run: context.WithoutCancel(ctx),
-		worlds: map[string]*openWorld{}, logs: map[turnKey]*turnLog{}, running: map[turnKey]bool{}, closing: make(chan struct{})}
+		worlds: map[string]*openWorld{}, logs: map[turnKey]*turnLog{}, running: map[turnKey]bool{}, resumed: map[turnKey]chan struct{}{}, closing: make(chan struct{})}
 	s.handover, s.handOver = context.WithCancel(context.Background())
 	s.metrics = newMetrics()
 	s.limits = newLimiter(opts.Rate, opts.Burst)

@@ -315,14 +315,53 @@ func (s *Server) resume(w *agent.World) {
 		}
 		key := turnKey{w.Name(), id, st.Turn.RequestID}
 		s.log.Info("turn resumed", "world", key.world, "chat", key.chat, "turn", key.request)
+		ended := make(chan struct{})
+		chat := turnKey{world: key.world, chat: key.chat}
+		s.mu.Lock()
+		s.resumed[chat] = ended
+		s.mu.Unlock()
 		s.track(key, func() {
+			defer func() {
+				s.mu.Lock()
+				if s.resumed[chat] == ended {
+					delete(s.resumed, chat)
+				}
+				s.mu.Unlock()
+				close(ended)
+			}()
 			for e, err := range c.Follow(s.run) {
 				if err != nil {
 					return
 				}
 				s.metrics.observe(e)
+				if _, end := e.(agent.TurnEnd); end {
+					return // the chat is free
+				}
 			}
 		})
+	}
+}
+
+// awaitResumed waits, if this process follows a resumed turn of chat id
+// of world w that has ended in the journal, until its follower has the
+// end (and with it the chat is free), or ctx ends: a client that has the
+// turn's end (it follows the turn from the journal) and sends the next
+// message at once may be there first, and the message would be refused
+// as if the turn were under way. A turn still under way is not waited
+// for.
+func (s *Server) awaitResumed(ctx context.Context, w *agent.World, id string) {
+	s.mu.Lock()
+	ended := s.resumed[turnKey{world: w.Name(), chat: id}]
+	s.mu.Unlock()
+	if ended == nil {
+		return
+	}
+	if st, ok := s.chat(w, id).State(); ok && st.Turn != nil {
+		return // under way, or awaiting approval
+	}
+	select {
+	case <-ended:
+	case <-ctx.Done():
 	}
 }
 

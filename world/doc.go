@@ -48,6 +48,16 @@
 // left the process. The write-ahead rule holds: an effect that reaches
 // outside the world does so only for an intent in the journal.
 //
+// # Reads
+//
+// State, Head and PlanInput read what the last commit published (the
+// cells and plans its batch changed, stored once it is durable, before
+// OnCommit and before the Send that made them returns), without the
+// world's lock: a reader never waits for the batch being applied and
+// committed, and never sees a state that is not durable yet. View, ViewAt
+// and Cells read the machine itself under the lock, which a batch holds
+// from its first step to the end of its commit.
+//
 // # Journal
 //
 // Inputs are Manifest, DomainEvent and Receipt records. Everything else —

@@ -72,7 +72,8 @@ func (sv *stepView) records() ([]journal.Record, error) {
 // with the machine as the step has left it and the head its records will
 // have once committed (with the effect's receipt). fn must not keep the
 // machine or modify it. The step holds the world's lock: inside it, read
-// the world this way, never with View or State.
+// the world this way, never with View (State and Head show only the last
+// commit, not the step).
 func (w *World) InStep(ctx context.Context, fn func(m *Machine, head journal.Head)) (bool, error) {
 	sv := w.step(ctx)
 	if sv == nil {

@@ -48,7 +48,19 @@ type Machine struct {
 	nextIntentSeq uint64
 
 	stepper stepper // Apply's, reused
+
+	// changed, when trackChanges is set, lists the cells Apply changed
+	// (set or deleted; a cell may be listed more than once) since the
+	// world last took them: a running world publishes their states once
+	// they are committed (see World.State).
+	changed      []cellID
+	trackChanges bool
+	// changedPlans, likewise, lists the plan instances started or ended.
+	changedPlans []uint64
 }
+
+// cellID names a cell: its reducer and its canonical key bytes.
+type cellID struct{ module, key string }
 
 // loadedCatalog is a catalog with what the machine compiled of it.
 type loadedCatalog struct {
@@ -725,6 +737,9 @@ func (s *stepper) deliver(module string, key schema.Value, evSchema string, valu
 	}
 	// Apply.
 	changed := old == nil && newState != nil || old != nil && (newState == nil || old.ref != newRef)
+	if changed && m.trackChanges {
+		m.changed = append(m.changed, cellID{module, kb})
+	}
 	if changed {
 		if newState == nil {
 			delete(m.cells[module], kb)
@@ -961,6 +976,9 @@ func (s *stepper) startPlan(name string, input, corr, key schema.Value) {
 	m.nextPlanID++
 	inst := plans.Start(p, id, in, corr, key)
 	m.instances[id] = inst
+	if m.trackChanges {
+		m.changedPlans = append(m.changedPlans, id)
+	}
 	s.record(KindPlanStarted, "plan", name, "plan_id", id)
 	s.runnable(id)
 }
@@ -985,6 +1003,9 @@ func (s *stepper) runPlan(id uint64) {
 		return
 	}
 	delete(m.instances, id)
+	if m.trackChanges {
+		m.changedPlans = append(m.changedPlans, id)
+	}
 	status := "ok"
 	var perr, perrEvent schema.Value
 	if inst.Status == plans.EndedError {

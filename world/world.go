@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/demiurge-dev/demiurge/cas"
@@ -86,22 +87,34 @@ type World struct {
 	opts Options
 	log  *slog.Logger
 
-	mu      sync.RWMutex // guards m, head, err and signal
-	m       *Machine
-	cas     *overlay // what m reads
-	head    journal.Head
-	err     error         // set when the world broke (a commit failed)
-	signal  chan struct{} // closed and replaced after every commit
-	running int           // inputs being applied
-	since   int           // inputs since the last snapshot
+	mu     sync.RWMutex // guards m, head, err and signal
+	m      *Machine
+	cas    *overlay // what m reads
+	head   journal.Head
+	err    error         // set when the world broke (a commit failed)
+	signal chan struct{} // closed and replaced after every commit
+	since  int           // inputs since the last snapshot
+
+	// committed is each cell's state as of the last commit (cellID →
+	// *committedCell), and committedHead that commit's head: State and
+	// Head read them without mu, so that a reader never waits for the
+	// batch being applied and committed (its fsync above all), and sees
+	// only what is durable. applyBatch publishes a batch's cells after its
+	// commit, before OnCommit and before its Send returns.
+	committed     sync.Map
+	committedHead atomic.Pointer[journal.Head]
+	// committedPlans is the input of each running plan instance as the
+	// last commit left them (id → schema.Value), for PlanInput.
+	committedPlans sync.Map
 
 	// runMu is held by the goroutine applying the queue; closed is set
 	// under it by Close.
 	runMu  sync.Mutex
 	closed bool
 
-	qmu   sync.Mutex
-	queue []queued // inputs waiting to be applied, in arrival order
+	qmu     sync.Mutex
+	queue   []queued // inputs waiting to be applied, in arrival order
+	running int      // events sent (Send) and not yet answered; guarded by qmu
 
 	disp      *effects.Dispatcher
 	done      chan struct{} // closed by Close
@@ -170,6 +183,16 @@ func Open(ctx context.Context, opts Options) (*World, error) {
 		opts: opts, log: opts.Logger.With("world", opts.Name), m: m, cas: ov, head: head,
 		signal: make(chan struct{}), done: make(chan struct{}),
 	}
+	w.committedHead.Store(&head)
+	for module, cs := range m.cells {
+		for kb, c := range cs {
+			w.committed.Store(cellID{module, kb}, &committedCell{state: c.state, ref: c.ref})
+		}
+	}
+	for id, in := range m.instances {
+		w.committedPlans.Store(id, in.Input)
+	}
+	m.trackChanges = true
 	if m.Manifest() != opts.Catalog.ManifestRef() {
 		if head.Seq == 0 {
 			w.log.Info("new world", "manifest", opts.Catalog.ManifestRef().Short())
@@ -455,6 +478,7 @@ func (w *World) applyBatch(ctx context.Context, ins []*Input, extraBlobs [][]byt
 	}
 	first := w.head.Seq + 1
 	w.head = head
+	w.publish()
 	w.wake()
 	if w.opts.OnCommit != nil {
 		recs := make([]journal.Record, len(records))
@@ -488,6 +512,38 @@ func (w *World) applyBatch(ctx context.Context, ins []*Input, extraBlobs [][]byt
 	return head, nil
 }
 
+// committedCell is a cell's state as a commit left it (see
+// World.committed).
+type committedCell struct {
+	state schema.Value
+	ref   cas.Ref
+}
+
+// publish makes the cells the machine changed since the last commit, and
+// the head, readable by State and Head: their states are durable now. The
+// caller holds mu and has just committed.
+func (w *World) publish() {
+	for _, id := range w.m.changed {
+		if c := w.m.cells[id.module][id.key]; c != nil {
+			w.committed.Store(id, &committedCell{state: c.state, ref: c.ref})
+		} else {
+			w.committed.Delete(id)
+		}
+	}
+	clear(w.m.changed)
+	w.m.changed = w.m.changed[:0]
+	for _, id := range w.m.changedPlans {
+		if in, ok := w.m.instances[id]; ok {
+			w.committedPlans.Store(id, in.Input)
+		} else {
+			w.committedPlans.Delete(id)
+		}
+	}
+	w.m.changedPlans = w.m.changedPlans[:0]
+	head := w.head
+	w.committedHead.Store(&head)
+}
+
 // Drain stops the world from dispatching effects and waits until none it
 // dispatched is in flight: each has its receipt applied (or was answered
 // otherwise), and no input is being applied. Intents emitted meanwhile,
@@ -508,10 +564,10 @@ func (w *World) Drain(ctx context.Context) error {
 	for {
 		w.mu.RLock()
 		w.qmu.Lock()
-		queued := len(w.queue)
+		queued, running := len(w.queue), w.running
 		w.qmu.Unlock()
 		err, sig := w.err, w.signal
-		quiet := w.inFlightLocked() == 0 && w.running == 0 && queued == 0
+		quiet := w.inFlightLocked() == 0 && running == 0 && queued == 0
 		w.mu.RUnlock()
 		if err != nil {
 			return err
@@ -744,15 +800,15 @@ func (w *World) submit(ctx context.Context, in *Input) (journal.Head, error) {
 	default:
 	}
 	r := &request{in: in, done: make(chan result, 1)}
-	w.mu.Lock()
-	w.running++
-	w.mu.Unlock()
+	// running and the queue are guarded by qmu, not mu: an event is
+	// queued at once, even while a batch is being committed.
 	defer func() {
-		w.mu.Lock()
+		w.qmu.Lock()
 		w.running--
-		w.mu.Unlock()
+		w.qmu.Unlock()
 	}()
 	w.qmu.Lock()
+	w.running++
 	w.queue = append(w.queue, queued{req: r})
 	w.qmu.Unlock()
 	w.run()
@@ -768,9 +824,9 @@ func (w *World) WaitIdle(ctx context.Context) error {
 	for {
 		w.mu.RLock()
 		w.qmu.Lock()
-		queued := len(w.queue)
+		queued, running := len(w.queue), w.running
 		w.qmu.Unlock()
-		err, idle, sig := w.err, len(w.m.pending) == 0 && w.running == 0 && queued == 0, w.signal
+		err, idle, sig := w.err, len(w.m.pending) == 0 && running == 0 && queued == 0, w.signal
 		w.mu.RUnlock()
 		if err != nil {
 			return err
@@ -807,11 +863,10 @@ func (w *World) ViewAt(fn func(m *Machine, head journal.Head)) {
 	fn(w.m, w.head)
 }
 
-// Head returns the journal head.
+// Head returns the journal head: the last commit's, without waiting for
+// a batch being committed.
 func (w *World) Head() journal.Head {
-	w.mu.RLock()
-	defer w.mu.RUnlock()
-	return w.head
+	return *w.committedHead.Load()
 }
 
 // Err returns the error that broke the world, if any.
@@ -848,12 +903,32 @@ func (w *World) Catalog() *schema.Catalog { return w.opts.Catalog }
 // Storage returns the world's storage.
 func (w *World) Storage() Storage { return w.opts.Storage }
 
-// State returns a cell's current state and its ref (key nil for a reducer
-// that is not keyed).
+// State returns a cell's state and its ref (key nil for a reducer that is
+// not keyed) as the last commit left it: what is durable. It takes no
+// lock and never waits for the batch being applied and committed.
 func (w *World) State(module string, key schema.Value) (schema.Value, cas.Ref, bool) {
-	w.mu.RLock()
-	defer w.mu.RUnlock()
-	return w.m.State(module, key)
+	kb, err := keyBytes(key)
+	if err != nil {
+		return nil, cas.Ref{}, false
+	}
+	v, ok := w.committed.Load(cellID{module, kb})
+	if !ok {
+		return nil, cas.Ref{}, false
+	}
+	c := v.(*committedCell)
+	return c.state, c.ref, true
+}
+
+// PlanInput returns the value running plan instance id started with (its
+// trigger event) as the last commit left the world, as
+// Machine.PlanInput does, without the world's lock: it never waits for
+// the batch being applied and committed.
+func (w *World) PlanInput(id uint64) (schema.Value, bool) {
+	v, ok := w.committedPlans.Load(id)
+	if !ok {
+		return nil, false
+	}
+	return v.(schema.Value), true
 }
 
 // Cells returns a reducer's current cells in canonical key order.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -116,11 +115,7 @@ type anthropicExtra struct {
 type anthropicDialect struct{}
 
 func (anthropicDialect) groupOpen(role string, first bool) []byte {
-	s := `{"role":` + strconv.Quote(role) + `,"content":[`
-	if !first {
-		s = "," + s
-	}
-	return []byte(s)
+	return messageOpen(role, "content", first)
 }
 
 // marks puts the chat's cache breakpoints in the messages: on the last
@@ -494,11 +489,7 @@ func (g *Generator) prepareAnthropic(ctx context.Context, blobs Blobs, c *call, 
 				c.beta = "interleaved-thinking-2025-05-14"
 			}
 		}
-		b, err := marshalNoEscape(h)
-		if err != nil {
-			return nil, invalidf("encode the request: %v", err)
-		}
-		return append(b[:len(b)-1], `,"messages":[`...), nil
+		return headOpen(h, "messages")
 	}
 	c.native, c.session, err = g.buildNative(ctx, blobs, anthropicDialect{}, ProviderAnthropic, refs, c.apiKey, head)
 	return err
@@ -573,7 +564,7 @@ func (g *Generator) attemptAnthropic(ctx, actx context.Context, c *call) (exchan
 		}
 		return ex, res, nil
 	}
-	acc := &anthropicStream{}
+	acc := &anthropicStream{texted: c.texted, apart: c.texted}
 	return g.readStream(ctx, actx, c, cp, resp, err, acc)
 }
 
@@ -838,7 +829,7 @@ func parseAnthropicBody(body []byte) (parsed, error) {
 	case "pause_turn":
 		// The server paused a long turn of its own tools: the reply is
 		// not complete.
-		out.finish = "incomplete: pause_turn"
+		out.finish = finishPauseTurn
 	default:
 		out.finish = finishReason("", refused, len(out.calls) > 0)
 	}
@@ -853,6 +844,10 @@ type anthropicStream struct {
 	delta   map[string]json.RawMessage // message_delta's delta (stop_reason…)
 	usage   map[string]json.RawMessage // the usage, updated by message_delta
 	stopped bool
+	// texted: text was delivered; apart: a block of another kind started
+	// since. The next text starts a line, as its message's text is a line
+	// apart in the answer's text (parseOutputItems).
+	texted, apart bool
 }
 
 // streamBlock is a content block being streamed.
@@ -912,6 +907,9 @@ func (s *anthropicStream) add(event string, data []byte) (string, error) {
 			return "", badResponse("content_block_start %d has no content_block", ev.Index)
 		}
 		s.blocks = append(s.blocks, &streamBlock{index: ev.Index, start: ev.ContentBlock})
+		if str(ev.ContentBlock["type"]) != "text" {
+			s.apart = s.texted
+		}
 	case "content_block_delta":
 		b := s.block(ev.Index)
 		if b == nil {
@@ -921,6 +919,12 @@ func (s *anthropicStream) add(event string, data []byte) (string, error) {
 		case "text_delta":
 			t := str(ev.Delta["text"])
 			b.text.WriteString(t)
+			if t != "" {
+				if s.apart {
+					t = "\n" + t
+				}
+				s.texted, s.apart = true, false
+			}
 			return t, nil
 		case "thinking_delta":
 			b.text.WriteString(str(ev.Delta["thinking"]))

@@ -54,8 +54,9 @@
 //
 // An answer's stop reason is the receipt's finish: Anthropic's tool_use
 // "tool_calls", max_tokens and model_context_window_exceeded "length",
-// refusal "content_filter" with a refusal part, pause_turn an incomplete
-// answer; Gemini's MAX_TOKENS "length", SAFETY, RECITATION, BLOCKLIST,
+// refusal "refusal" with a refusal part, pause_turn continued within
+// the call (pause.go) and, still paused after MaxPauseContinuations, an
+// incomplete answer; Gemini's MAX_TOKENS "length", SAFETY, RECITATION, BLOCKLIST,
 // PROHIBITED_CONTENT, SPII… and a blocked prompt "content_filter" with a
 // refusal that says why; a MALFORMED_FUNCTION_CALL (or unexpected or too
 // many tool calls) a KindModelFailure tried again. Anthropic's

@@ -112,11 +112,7 @@ type (
 type geminiDialect struct{}
 
 func (geminiDialect) groupOpen(role string, first bool) []byte {
-	s := `{"role":` + strconv.Quote(role) + `,"parts":[`
-	if !first {
-		s = "," + s
-	}
-	return []byte(s)
+	return messageOpen(role, "parts", first)
 }
 
 // marks: Gemini caches prompts implicitly; no markers.
@@ -431,13 +427,9 @@ func (g *Generator) prepareGemini(ctx context.Context, blobs Blobs, c *call, p P
 		}
 		h.ToolConfig = &geminiToolConfig{FunctionCallingConfig: fc}
 	}
-	b, err := marshalNoEscape(h)
+	head, err := headOpen(h, "contents")
 	if err != nil {
-		return invalidf("encode the request: %v", err)
-	}
-	head := append(b[:len(b)-1], `,"contents":[`...)
-	if len(b) == 2 { // {}
-		head = []byte(`{"contents":[`)
+		return err
 	}
 	c.native, c.session, err = g.buildNative(ctx, blobs, geminiDialect{}, ProviderGemini, refs, c.apiKey,
 		func(*nativeSession) ([]byte, error) { return head, nil })

@@ -40,6 +40,16 @@ type call struct {
 	beta      string         // ProviderAnthropic: the anthropic-beta header
 	onDelta   func(string)
 	delivered bool // a delta reached onDelta: a retry would repeat text
+
+	// What the request was made from (the native providers): a paused
+	// answer's continuation is made from them and the answer so far.
+	params Params
+	refs   []cas.Ref
+	tools  []tool
+	// texted: the answer this request continues has text, and ended with
+	// a block of another kind (a paused Anthropic answer's server tool):
+	// the text streamed next starts a line.
+	texted bool
 }
 
 // deliver hands a text delta to the caller.
@@ -107,24 +117,39 @@ func (g *Generator) Generate(ctx context.Context, blobs Blobs, p Params, apiKey 
 	if err != nil {
 		return Receipt{}, err
 	}
-	if c.session != nil {
-		defer c.session.release()
+	defer func() {
+		if c.session != nil {
+			c.session.release()
+		}
+	}()
+	ex, res, attempts, failed, err := g.send(ctx, blobs, c, apiKey, 0, nil)
+	if err != nil {
+		return Receipt{}, err
 	}
-	var (
-		ex  exchange
-		res parsed
-	)
-	attempts := 0
-	var failed []FailedAttempt
+	if c.provider == ProviderAnthropic && res.finish == finishPauseTurn {
+		c, ex, res, attempts, failed, err = g.continuePaused(ctx, blobs, c, apiKey, ex, res, attempts, failed)
+		if err != nil {
+			return Receipt{}, err
+		}
+	}
+	return g.record(ctx, blobs, c, p, apiKey, ex, res, attempts, failed)
+}
+
+// send sends the call's request, trying again as the failures allow.
+// Attempts are numbered on from attempts; failed are those before. A
+// provider failure that is not tried again is a *ProviderError, its
+// evidence stored.
+func (g *Generator) send(ctx context.Context, blobs Blobs, c *call, apiKey string, attempts int, failed []FailedAttempt) (exchange, parsed, int, []FailedAttempt, error) {
+	first := attempts
 	for {
 		attempts++
-		ex, res, err = g.attempt(ctx, c)
+		ex, res, err := g.attempt(ctx, c)
 		if err == nil {
-			break
+			return ex, res, attempts, failed, nil
 		}
 		var pe *ProviderError
 		if ctx.Err() != nil || !errors.As(err, &pe) {
-			return Receipt{}, fmt.Errorf("llm: %s: call abandoned after %d attempt(s): %w", c.provider, attempts, err)
+			return ex, res, attempts, failed, fmt.Errorf("llm: %s: call abandoned after %d attempt(s): %w", c.provider, attempts, err)
 		}
 		pe.Attempts = attempts
 		if ex.request == nil && c.body != nil {
@@ -132,21 +157,20 @@ func (g *Generator) Generate(ctx context.Context, blobs Blobs, p Params, apiKey 
 		} else if ex.request == nil && c.native != nil {
 			ex.request = c.native.bytes()
 		}
-		wait, retry := g.nextWait(pe, attempts)
+		wait, retry := g.nextWait(pe, attempts-first)
 		pe.redact(apiKey)
 		if !retry {
 			g.keepEvidence(ctx, blobs, ex, pe, apiKey)
-			return Receipt{}, pe
+			return ex, res, attempts, failed, pe
 		}
 		failed = append(failed, g.failedAttempt(ctx, blobs, ex, pe, apiKey, wait))
 		g.logger.LogAttrs(ctx, slog.LevelWarn, "llm attempt failed; retrying",
-			slog.String("provider", c.provider), slog.String("model", p.Model),
+			slog.String("provider", c.provider), slog.String("model", c.params.Model),
 			slog.Int("attempt", attempts), slog.Duration("wait", wait), slog.String("error", pe.Error()))
 		if err := sleep(ctx, wait); err != nil {
-			return Receipt{}, fmt.Errorf("llm: %s: call abandoned after %d attempt(s): %w", c.provider, attempts, err)
+			return ex, res, attempts, failed, fmt.Errorf("llm: %s: call abandoned after %d attempt(s): %w", c.provider, attempts, err)
 		}
 	}
-	return g.record(ctx, blobs, c, p, apiKey, ex, res, attempts, failed)
 }
 
 // failedAttempt records an attempt that failed and is retried, with its
@@ -205,6 +229,7 @@ func (g *Generator) prepare(ctx context.Context, blobs Blobs, p Params, apiKey s
 			return nil, err
 		}
 	}
+	c.params, c.refs, c.tools = p, refs, tools
 	switch c.provider {
 	case ProviderAnthropic:
 		return c, g.prepareAnthropic(ctx, blobs, c, p, refs, tools)

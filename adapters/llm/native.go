@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/demiurge-dev/demiurge/cas"
@@ -120,7 +121,7 @@ func (s *sessions) find(provider string, refs []cas.Ref) *nativeSession {
 		if ns.provider != provider || len(ns.refs) == 0 || len(refs) == 0 || ns.refs[0] != refs[0] {
 			continue
 		}
-		if len(ns.refs) <= len(refs) && slices.Equal(ns.refs, refs[:len(ns.refs)]) && (best == nil || len(ns.refs) > len(best.refs)) {
+		if len(ns.refs) <= len(refs) && sameRefs(ns.refs, refs) == len(ns.refs) && (best == nil || len(ns.refs) > len(best.refs)) {
 			best = ns
 		}
 	}
@@ -155,6 +156,34 @@ type nativeDialect interface {
 	// marks returns the groups whose last cacheable block carries a cache
 	// marker, given the groups' roles; nil for none.
 	marks(roles []string) []int
+}
+
+// messageOpen is the start of a message of role in both native dialects,
+// its blocks or parts in the list member ("content", "parts"), after a
+// comma unless first.
+func messageOpen(role, member string, first bool) []byte {
+	s := `{"role":` + strconv.Quote(role) + `,"` + member + `":[`
+	if !first {
+		s = "," + s
+	}
+	return []byte(s)
+}
+
+// headOpen is the start of a native request: head, the request's settings
+// (a struct encoded as a JSON object), then its messages' list member
+// ("messages", "contents") opened.
+func headOpen(head any, member string) ([]byte, error) {
+	b, err := marshalNoEscape(head)
+	if err != nil {
+		return nil, invalidf("encode the request: %v", err)
+	}
+	if len(b) < 2 || b[len(b)-1] != '}' {
+		return nil, invalidf("encode the request: %T is not a JSON object", head)
+	}
+	if len(b) == 2 { // {}
+		return []byte(`{"` + member + `":[`), nil
+	}
+	return append(b[:len(b)-1], `,"`+member+`":[`...), nil
 }
 
 // groupClose ends a message in both native dialects.
@@ -263,7 +292,10 @@ func (g *Generator) buildNative(ctx context.Context, blobs Blobs, d nativeDialec
 			return nil, nil, err
 		}
 	}
-	ns.refs = append(ns.refs, refs[len(ns.refs):]...)
+	// The session keeps the transcript's refs themselves (they begin
+	// with its own): a chat's next refs extend the same array in place
+	// (transcriptRefs), and find sees at once that they begin with these.
+	ns.refs = refs
 	for _, it := range shrinkItems(newItems, g.cfg.MaxItemBytes) {
 		e, err := d.encode(ns, it)
 		if err != nil {

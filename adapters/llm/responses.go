@@ -418,6 +418,12 @@ func parseOutputItems(output []byte, out *parsed) error {
 			if hasRefusal(it.Content) {
 				out.refused = true
 			}
+			if text.Len() > 0 && msg != "" {
+				// Messages apart are lines apart (as chat.go joins a
+				// message's text parts): an answer and the refusal a
+				// filter added, the text before and after a tool.
+				text.WriteByte('\n')
+			}
 			text.WriteString(msg)
 			out.items = append(out.items, OutputItem{Message: &MessageItem{Role: role, Text: msg}})
 		case "function_call":

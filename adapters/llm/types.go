@@ -362,9 +362,11 @@ type Receipt struct {
 	// RequestRef names the exact request body sent on the last attempt.
 	RequestRef *cas.Ref
 	// ResponseRef names the response body (for a stream: the final
-	// response object) the receipt was made from.
+	// response object; for an answer Anthropic paused and the call
+	// continued, its segments made one message) the receipt was made from.
 	ResponseRef *cas.Ref
-	// Attempts is how many HTTP attempts the call took (1 without retries).
+	// Attempts is how many HTTP attempts the call took (1 without retries;
+	// each continuation of an answer Anthropic paused adds its own).
 	Attempts uint64
 	// FailedAttemptsRef names the node holding the []FailedAttempt list of
 	// the attempts that failed before the one that answered; nil when the

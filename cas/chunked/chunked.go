@@ -22,6 +22,8 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
+	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -119,13 +121,24 @@ const recentSize = 256
 // Put stores data as chunks and an index node in p and returns the
 // index's ref.
 func (w *Writer) Put(ctx context.Context, p Store, data []byte) (cas.Ref, error) {
+	r, _, err := w.put(ctx, p, data)
+	return r, err
+}
+
+// put is Put, returning also what PutAfter remembers of the blob: data
+// is cut and hashed once.
+func (w *Writer) put(ctx context.Context, p Store, data []byte) (cas.Ref, *Chunks, error) {
 	size := uint64(len(data))
 	var refs []cas.Ref
+	var ends []int
 	var chunks [][]byte
+	at := 0
 	for _, n := range Split(data) {
 		refs = append(refs, cas.Sum(data[:n]))
 		chunks = append(chunks, data[:n])
 		data = data[n:]
+		at += n
+		ends = append(ends, at)
 	}
 	// The chunks the blob shares with the last one that began the same
 	// way are stored already (if the store still has them): only the
@@ -147,7 +160,7 @@ func (w *Writer) Put(ctx context.Context, p Store, data []byte) (cas.Ref, error)
 			}
 		}
 		if _, err := p.Put(ctx, chunks[i]); err != nil {
-			return cas.Ref{}, fmt.Errorf("chunked: store a chunk: %w", err)
+			return cas.Ref{}, nil, fmt.Errorf("chunked: store a chunk: %w", err)
 		}
 	}
 	// Build on the last index of a blob that began the same way.
@@ -166,26 +179,28 @@ func (w *Writer) Put(ctx context.Context, p Store, data []byte) (cas.Ref, error)
 	}
 	list, nodes, err := list.Append(refs[list.Len:]...)
 	if err != nil {
-		return cas.Ref{}, err
+		return cas.Ref{}, nil, err
 	}
 	for _, b := range nodes {
 		if _, err := p.Put(ctx, b); err != nil {
-			return cas.Ref{}, fmt.Errorf("chunked: store the index: %w", err)
+			return cas.Ref{}, nil, fmt.Errorf("chunked: store the index: %w", err)
 		}
 	}
 	r, err := cas.PutNode(ctx, p, Index{Size: size, Chunks: list})
 	if err != nil {
-		return cas.Ref{}, fmt.Errorf("chunked: store the index: %w", err)
+		return cas.Ref{}, nil, fmt.Errorf("chunked: store the index: %w", err)
 	}
 	if len(refs) > 0 {
 		w.mu.Lock()
 		if w.recent == nil || len(w.recent) >= recentSize {
 			w.recent = map[cas.Ref]recentIndex{}
 		}
-		w.recent[refs[0]] = recentIndex{chunks: refs, list: list}
+		// A copy: PutAfter may extend the Chunks returned in place,
+		// writing over their refs past what it keeps.
+		w.recent[refs[0]] = recentIndex{chunks: slices.Clone(refs), list: list}
 		w.mu.Unlock()
 	}
-	return r, nil
+	return r, &Chunks{Ends: ends, Refs: refs, List: list, Index: r}, nil
 }
 
 // Store is what a Writer writes to: it reads the chunk nodes of indexes
@@ -264,9 +279,11 @@ func (w *Writer) PutAfter(ctx context.Context, p Store, prev *Chunks, src Source
 			Has(context.Context, cas.Ref) (bool, error)
 		}); ok {
 			if held, err := has.Has(ctx, prev.Index); err == nil && held {
-				for keep < n-1 && prev.Ends[keep] <= same && prev.Ends[keep] <= size {
-					keep++
-				}
+				// The chunks that end within the shared bytes (Ends
+				// ascends): found by halving, not walked, a chat's
+				// request having thousands.
+				lim := min(same, size)
+				keep = sort.Search(n-1, func(i int) bool { return prev.Ends[i] > lim })
 			}
 		}
 	}
@@ -347,22 +364,16 @@ func (b Bytes) Len() int { return len(b) }
 // From returns b[off:].
 func (b Bytes) From(off int) []byte { return b[off:] }
 
-// putWhole is Put, returning what PutAfter remembers.
+// putWhole is Put, returning what PutAfter remembers. The next call that
+// builds on it may extend its lists in place (a chat's first request
+// stored whole, then its next ones).
 func (w *Writer) putWhole(ctx context.Context, p Store, data []byte) (cas.Ref, *Chunks, error) {
-	r, err := w.Put(ctx, p, data)
+	r, c, err := w.put(ctx, p, data)
 	if err != nil {
 		return cas.Ref{}, nil, err
 	}
-	c := &Chunks{Index: r}
-	at := 0
-	for _, n := range Split(data) {
-		c.Refs = append(c.Refs, cas.Sum(data[at:at+n]))
-		at += n
-		c.Ends = append(c.Ends, at)
-	}
-	var idx Index
-	if err := cas.GetNode(ctx, p, r, &idx); err == nil {
-		c.List = idx.Chunks
-	}
+	w.mu.Lock()
+	w.tip, w.floor = c, 0
+	w.mu.Unlock()
 	return r, c, nil
 }

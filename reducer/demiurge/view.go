@@ -25,9 +25,12 @@ func ToolCallOf(ctx context.Context, g cas.Getter, e Entry) (LlmToolCall, error)
 
 // ToolOutputOf returns the whole output a tool_output entry names (the
 // function_call_output item at its ref), where the entry's text may be a
-// preview.
+// preview. A text within EntryTextLimit is the whole (a preview is
+// longer), and is returned as it is, without reading the item: a chat's
+// state read as a newer module will take it up (ImportedView) names
+// items that module has yet to write.
 func ToolOutputOf(ctx context.Context, g cas.Getter, e Entry) (string, error) {
-	if e.Kind != EntryToolOutput || e.Ref == nil {
+	if e.Kind != EntryToolOutput || e.Ref == nil || len(e.Text) <= EntryTextLimit {
 		return e.Text, nil
 	}
 	b, err := g.Get(ctx, *e.Ref)

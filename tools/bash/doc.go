@@ -74,7 +74,11 @@
 //
 // Where bash's parser and mvdan's differ, the interpreter rewrites the
 // text around a parse error into what bash meant, when it can: "((" that
-// opens two subshells, and arithmetic bash checks only when it runs it.
+// opens two subshells, arithmetic bash checks only when it runs it, a
+// subscript with blanks (a[1 + 2]= cmd, a[5 + 3] as a command's name),
+// an array assignment before a command (refused when it runs, as bash
+// does), [k]+=v in an array literal, and `...` that mvdan reads otherwise
+// than bash (a quote left open, backslashes inside double quotes).
 //
 // What it refuses, and why: coprocesses (a second process to talk to;
 // nothing runs beside the script), job control (fg, bg, suspend, kill of

@@ -198,6 +198,7 @@ var oilsCategories = map[string]string{
 	"needs-os":    "needs a real operating system: signals to other processes, ulimit, job control, /proc, terminals",
 	"sandbox":     "the sandbox differs by design: no host files, users, processes or interpreters",
 	"bash-varies": "real bash gives different output from run to run",
+	"bash-bug":    "bash's own bug (the case marks bash's output BUG): the sandbox gives what the case expects",
 	"helper":      "an Oils helper the sandbox cannot provide (it reads file descriptors of a real process)",
 	"utility":     "a difference of a sandbox utility, not of the shell",
 	"shell":       "a difference of the sandbox's shell not yet fixed",

@@ -91,6 +91,11 @@ func (a *answer) anthropicBlocks() []map[string]any {
 	if t.Text != "" {
 		out = append(out, map[string]any{"type": "text", "text": t.Text})
 	}
+	if t.WebSearch != "" {
+		id := a.anthropicID("srvtoolu", 0)
+		out = append(out, map[string]any{"type": "server_tool_use", "id": id, "name": "web_search", "input": map[string]any{"query": t.WebSearch}},
+			map[string]any{"type": "web_search_tool_result", "tool_use_id": id, "content": []any{}})
+	}
 	for i, c := range t.Calls {
 		var input any = json.RawMessage(c.Arguments)
 		if !json.Valid([]byte(c.Arguments)) {

@@ -85,6 +85,17 @@ type Turn struct {
 	// those, SAFETY for "content_filter", else the reason as given
 	// ("RECITATION", "MALFORMED_FUNCTION_CALL").
 	Incomplete string `json:"incomplete,omitempty"`
+	// WebSearch, if set, puts a search of Anthropic's web_search server
+	// tool after the text of an Anthropic answer: a server_tool_use block
+	// with this query and its web_search_tool_result, as the answer of a
+	// turn the API paused in its server tools' loop carries.
+	WebSearch string `json:"web_search,omitempty"`
+	// Continues marks an Anthropic answer that continues the answer
+	// before it, which paused (Incomplete "pause_turn"): the request must
+	// end with the paused content, as it came, as an assistant message
+	// (as Anthropic's docs say to send a paused turn back), else it is
+	// refused with HTTP 400.
+	Continues bool `json:"continues,omitempty"`
 	// Blocked answers a Gemini request with no candidate and this
 	// promptFeedback.blockReason ("SAFETY"), as the API answers a prompt
 	// it blocks.

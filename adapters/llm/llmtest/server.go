@@ -82,6 +82,7 @@ type Server struct {
 	requests []Request
 	turns    []Turn
 	served   int
+	paused   []map[string]any // the content of the Anthropic answer last paused (pause_turn)
 }
 
 // NewServer starts a server that answers requests with the turns of s, in
@@ -210,6 +211,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a := answer{turn: turn, seq: seq, req: req, raw: raw}
+	if req.API == APIAnthropic {
+		if msg := s.continues(a); msg != "" {
+			(&apiError{api: APIAnthropic, status: http.StatusBadRequest, typ: "invalid_request_error", msg: msg}).write(w)
+			return
+		}
+	}
 	// A request answered with an error (an HTTP error, a body not the
 	// API's, an error in place of the stream) reads and writes no cache:
 	// the provider never ran it.
@@ -217,6 +224,49 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		a.cached = s.cache.use(req.API, raw)
 	}
 	a.write(r.Context(), w)
+}
+
+// continues checks an Anthropic request answered with a turn that
+// continues a paused one (Turn.Continues): its last message must be the
+// paused content, as it came. It remembers the content of an answer that
+// pauses (with the content it continued, if it continued a paused turn
+// too: the assistant's turn so far).
+func (s *Server) continues(a answer) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	paused := s.paused
+	s.paused = nil
+	if a.turn.Incomplete == "pause_turn" {
+		// The turn so far: what it continues, and this answer.
+		if a.turn.Continues {
+			s.paused = append(slices.Clone(paused), a.anthropicBlocks()...)
+		} else {
+			s.paused = a.anthropicBlocks()
+		}
+	}
+	if !a.turn.Continues {
+		return ""
+	}
+	var msgs []aMessage
+	_ = json.Unmarshal(a.raw["messages"], &msgs)
+	const want = "llmtest: this answer continues a paused turn: the request must end with the paused answer's content, as it came, in an assistant message"
+	if paused == nil {
+		return "llmtest: the script's turn continues a paused turn, but the answer before it did not pause"
+	}
+	if len(msgs) == 0 || msgs[len(msgs)-1].Role != "assistant" {
+		return want + " (it ends with no assistant message)"
+	}
+	var got []map[string]any
+	if err := json.Unmarshal(msgs[len(msgs)-1].Content, &got); err != nil {
+		return want + " (its content is not a list of blocks)"
+	}
+	for _, b := range got {
+		delete(b, "cache_control")
+	}
+	if string(mustJSON(got)) != string(mustJSON(paused)) {
+		return fmt.Sprintf("%s (it ends with %s, the paused content was %s)", want, mustJSON(got), mustJSON(paused))
+	}
+	return ""
 }
 
 // wait sleeps d and reports whether ctx is still live.

@@ -2,7 +2,9 @@
 // as any Node program would: a two-message conversation through the
 // Responses API (not streamed, then streamed, each message continuing
 // from the previous response) and through Chat Completions (the whole
-// history sent back each time), and a request that cannot map. It prints
+// history sent back each time), a streamed response retrieved again
+// (responses.retrieve with stream and starting_after: the stream resumed
+// after an event), and a request that cannot map. It prints
 // one JSON object of what it saw; serve's TestNodeOpenAI checks it.
 //
 //   node client.mjs BASE_URL API_KEY
@@ -57,6 +59,17 @@ async function responses(stream) {
   return turns;
 }
 
+// resumed streams a response again, whole and after its event number
+// after (what a client whose stream broke there asks for).
+async function resumed(id, after) {
+  const events = async (query) => {
+    const out = [];
+    for await (const ev of await client.responses.retrieve(id, { stream: true, ...query })) out.push({ seq: ev.sequence_number, type: ev.type });
+    return out;
+  };
+  return { whole: await events({}), rest: await events({ starting_after: after }) };
+}
+
 async function chat(stream) {
   const history = [];
   const answers = [];
@@ -91,10 +104,12 @@ async function refused() {
   }
 }
 
+const responsesStream = await responses(true);
 const out = {
   models: (await client.models.list()).data.map((m) => m.id),
   responses: await responses(false),
-  responsesStream: await responses(true),
+  responsesStream,
+  resumed: await resumed(responsesStream[1].id, 3),
   chat: await chat(false),
   chatStream: await chat(true),
   refused: await refused(),

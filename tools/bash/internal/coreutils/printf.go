@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/demiurge-dev/demiurge/tools/bash/internal/escape"
 )
 
 // maxPrintfWidth bounds field widths and precisions so that a format such
@@ -69,7 +71,7 @@ func (p *printer) once() error {
 		ch := f[i]
 		switch ch {
 		case '\\':
-			s, n, stop := unescape(f[i:], false)
+			s, n, stop := escape.Printf(f[i:], false)
 			out.WriteString(s)
 			i += n - 1
 			if stop {
@@ -182,7 +184,7 @@ func (p *printer) conversion(f string) (int, error) {
 		fmt.Fprintf(out, spec('s', true), a)
 	case 'b':
 		a, _ := p.nextArg()
-		s, _, stop := unescape(a, true)
+		s, _, stop := escape.Printf(a, true)
 		fmt.Fprintf(out, spec('s', true), s)
 		if stop {
 			p.stop = true
@@ -268,128 +270,6 @@ func (p *printer) invalid(a string) {
 	p.c.out.Flush()
 	fmt.Fprintf(p.c.env.Stderr, "printf: %s: invalid number\n", a)
 	p.status = 1
-}
-
-// unescape interprets the backslash escape at the start of s (or, when
-// all is set, every escape in s, as %b does). It returns the text, the
-// number of bytes consumed and whether \c asked to stop all output.
-func unescape(s string, all bool) (string, int, bool) {
-	var b strings.Builder
-	i := 0
-	for i < len(s) {
-		if s[i] != '\\' {
-			if !all {
-				return b.String(), i, false
-			}
-			b.WriteByte(s[i])
-			i++
-			continue
-		}
-		if i+1 >= len(s) {
-			b.WriteByte('\\')
-			i++
-			continue
-		}
-		e := s[i+1]
-		i += 2
-		switch e {
-		case 'a':
-			b.WriteByte('\a')
-		case 'b':
-			b.WriteByte('\b')
-		case 'e', 'E':
-			b.WriteByte(0x1b)
-		case 'f':
-			b.WriteByte('\f')
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 't':
-			b.WriteByte('\t')
-		case 'v':
-			b.WriteByte('\v')
-		case '\\':
-			b.WriteByte('\\')
-		case '"':
-			b.WriteByte('"')
-		case '\'':
-			if all {
-				b.WriteString("\\'")
-			} else {
-				b.WriteByte('\'')
-			}
-		case '?':
-			b.WriteByte('?')
-		case 'c':
-			if all {
-				return b.String(), i, true
-			}
-			b.WriteString("\\c")
-		case '0', '1', '2', '3', '4', '5', '6', '7':
-			// \NNN in formats; %b takes \0NNN (and \NNN) too.
-			j, max := i-1, i+2
-			if e == '0' && all {
-				j, max = i, i+3
-			}
-			v := 0
-			k := j
-			for ; k < len(s) && k < max && s[k] >= '0' && s[k] <= '7'; k++ {
-				v = v*8 + int(s[k]-'0')
-			}
-			b.WriteByte(byte(v))
-			i = k
-		case 'x':
-			v, k := 0, i
-			for ; k < len(s) && k < i+2 && isHex(s[k]); k++ {
-				v = v*16 + hexVal(s[k])
-			}
-			if k == i {
-				b.WriteString("\\x")
-			} else {
-				b.WriteByte(byte(v))
-			}
-			i = k
-		case 'u', 'U':
-			n := 4
-			if e == 'U' {
-				n = 8
-			}
-			v, k := 0, i
-			for ; k < len(s) && k < i+n && isHex(s[k]); k++ {
-				v = v*16 + hexVal(s[k])
-			}
-			if k == i {
-				b.WriteByte('\\')
-				b.WriteByte(e)
-			} else {
-				b.WriteRune(rune(v))
-			}
-			i = k
-		default:
-			b.WriteByte('\\')
-			b.WriteByte(e)
-		}
-		if !all {
-			return b.String(), i, false
-		}
-	}
-	return b.String(), i, false
-}
-
-func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-}
-
-func hexVal(c byte) int {
-	switch {
-	case c >= '0' && c <= '9':
-		return int(c - '0')
-	case c >= 'a' && c <= 'f':
-		return int(c-'a') + 10
-	default:
-		return int(c-'A') + 10
-	}
 }
 
 // shellQuote quotes s so that bash reads it back as one word, like

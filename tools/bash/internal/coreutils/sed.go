@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/demiurge-dev/demiurge/tools/bash/internal/budget"
+	"github.com/demiurge-dev/demiurge/tools/bash/internal/escape"
 )
 
 // sedCmd implements sed [-n] [-E|-r] [-s] [-z] [-i[SUFFIX]] [-e SCRIPT]...
@@ -405,7 +406,7 @@ func parseSed(script string, ere bool) ([]*sedCommand, error) {
 				b.WriteByte(ch)
 				p.i++
 			}
-			cmd.text, _, _ = unescape(b.String(), true)
+			cmd.text, _, _ = escape.Printf(b.String(), true)
 		default:
 			return nil, p.errf("unknown command: `%c'", cmd.name)
 		}
@@ -567,7 +568,7 @@ func hexEscapes(pat string) string {
 	var b strings.Builder
 	for i := 0; i < len(pat); i++ {
 		if pat[i] == '\\' && i+1 < len(pat) {
-			if pat[i+1] == 'x' && i+3 < len(pat) && isHex(pat[i+2]) && isHex(pat[i+3]) {
+			if pat[i+1] == 'x' && i+3 < len(pat) && escape.IsHex(pat[i+2]) && escape.IsHex(pat[i+3]) {
 				v, _ := strconv.ParseUint(pat[i+2:i+4], 16, 8)
 				if v == '\\' {
 					b.WriteString(`\\`)
@@ -763,8 +764,8 @@ func (p *sedParser) translit(cmd *sedCommand) error {
 	if err != nil {
 		return err
 	}
-	from, _, _ = unescape(from, true)
-	to, _, _ = unescape(to, true)
+	from, _, _ = escape.Printf(from, true)
+	to, _, _ = escape.Printf(to, true)
 	cmd.from, cmd.to = []rune(from), []rune(to)
 	if len(cmd.from) != len(cmd.to) {
 		return p.errf("strings for `y' command are different lengths")
@@ -1300,7 +1301,7 @@ func expandRepl(b *strings.Builder, repl, line string, loc []int) {
 				mode = 0
 			case n == 'u' || n == 'l':
 				once = n
-			case n == 'x' && i+2 < len(repl) && isHex(repl[i+1]) && isHex(repl[i+2]):
+			case n == 'x' && i+2 < len(repl) && escape.IsHex(repl[i+1]) && escape.IsHex(repl[i+2]):
 				// \xHH: that byte
 				v, _ := strconv.ParseUint(repl[i+1:i+3], 16, 8)
 				b.WriteByte(byte(v))

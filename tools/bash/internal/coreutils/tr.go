@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+
+	"github.com/demiurge-dev/demiurge/tools/bash/internal/escape"
 )
 
 // expandTrSet expands a tr set: ranges a-z, classes [:lower:] etc. and
@@ -80,7 +82,7 @@ var trClasses = map[string]func(rune) bool{
 	"space":  unicode.IsSpace,
 	"blank":  func(r rune) bool { return r == ' ' || r == '\t' },
 	"punct":  func(r rune) bool { return r < 128 && unicode.IsPunct(r) || r < 128 && unicode.IsSymbol(r) },
-	"xdigit": func(r rune) bool { return r < 128 && isHex(byte(r)) },
+	"xdigit": func(r rune) bool { return r < 128 && escape.IsHex(byte(r)) },
 	"cntrl":  unicode.IsControl,
 	"print":  func(r rune) bool { return r >= 32 && r < 127 },
 	"graph":  func(r rune) bool { return r > 32 && r < 127 },

@@ -3,6 +3,8 @@ package coreutils
 import (
 	"strconv"
 	"strings"
+
+	"github.com/demiurge-dev/demiurge/tools/bash/internal/escape"
 )
 
 // maxXargsRuns bounds how many command lines one xargs may run; the
@@ -89,7 +91,7 @@ func xargsCmd(c *cmd, args []string) int {
 			if !ok {
 				return c.errf(1, "option requires an argument -- 'd'")
 			}
-			s, _, _ := unescape(v, true)
+			s, _, _ := escape.Printf(v, true)
 			if len(s) != 1 {
 				return c.errf(1, "invalid delimiter %q", v)
 			}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/demiurge-dev/demiurge/tools/bash/internal/escape"
 )
 
 // xxdCmd makes a hex dump or reverses one: xxd [-p -i -b -u -a -r -c COLS
@@ -287,7 +289,7 @@ func xxdReverse(text string, plain bool, cols int) ([]byte, error) {
 	if plain {
 		var digits []byte
 		for i := 0; i < len(text); i++ {
-			if isHexDigit(text[i]) {
+			if escape.IsHex(text[i]) {
 				digits = append(digits, text[i])
 			}
 		}
@@ -319,7 +321,7 @@ func xxdReverse(text string, plain bool, cols int) ([]byte, error) {
 		}
 		var digits []byte
 		for i := 0; i < len(rest); i++ {
-			if isHexDigit(rest[i]) {
+			if escape.IsHex(rest[i]) {
 				digits = append(digits, rest[i])
 			} else if rest[i] != ' ' {
 				break
@@ -337,10 +339,6 @@ func xxdReverse(text string, plain bool, cols int) ([]byte, error) {
 		out = append(out[:addr], b...)
 	}
 	return out, sc.Err()
-}
-
-func isHexDigit(b byte) bool {
-	return b >= '0' && b <= '9' || b >= 'a' && b <= 'f' || b >= 'A' && b <= 'F'
 }
 
 // hexdumpCmd dumps bytes: hexdump [-C] [-n LEN] [-s SKIP] [-v] [FILE]...;

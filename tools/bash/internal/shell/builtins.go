@@ -12,6 +12,7 @@ import (
 
 	"mvdan.cc/sh/v3/syntax"
 
+	"github.com/demiurge-dev/demiurge/tools/bash/internal/escape"
 	"github.com/demiurge-dev/demiurge/tools/bash/vfs"
 )
 
@@ -212,26 +213,10 @@ func echoEscapes(s string) (string, bool) {
 		}
 		i++
 		switch c = s[i]; c {
-		case 'a':
-			b.WriteByte(7)
-		case 'b':
-			b.WriteByte(8)
+		case 'a', 'b', 'e', 'E', 'f', 'n', 'r', 't', 'v', '\\':
+			b.WriteByte(escape.Letter(c))
 		case 'c':
 			return b.String(), true
-		case 'e', 'E':
-			b.WriteByte(27)
-		case 'f':
-			b.WriteByte(12)
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 't':
-			b.WriteByte('\t')
-		case 'v':
-			b.WriteByte(11)
-		case '\\':
-			b.WriteByte('\\')
 		case '0':
 			n := 0
 			for j := 0; j < 3 && i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '7'; j++ {
@@ -239,35 +224,8 @@ func echoEscapes(s string) (string, bool) {
 				i++
 			}
 			b.WriteByte(byte(n))
-		case 'x':
-			n, j := 0, 0
-			for j < 2 && i+1 < len(s) && isHex(s[i+1]) {
-				n = n*16 + hexVal(s[i+1])
-				i++
-				j++
-			}
-			if j == 0 {
-				b.WriteString(`\x`)
-			} else {
-				b.WriteByte(byte(n))
-			}
-		case 'u', 'U':
-			max := 4
-			if c == 'U' {
-				max = 8
-			}
-			n, j := 0, 0
-			for j < max && i+1 < len(s) && isHex(s[i+1]) {
-				n = n*16 + hexVal(s[i+1])
-				i++
-				j++
-			}
-			if j == 0 {
-				b.WriteByte('\\')
-				b.WriteByte(c)
-			} else {
-				b.WriteRune(rune(n))
-			}
+		case 'x', 'u', 'U':
+			i += escape.Numeric(&b, s[i+1:], c)
 		default:
 			b.WriteByte('\\')
 			b.WriteByte(c)
@@ -404,7 +362,7 @@ func builtinPushd(sh *shell, args []string) int {
 	} else if len(args) > 0 && len(args[0]) > 1 && (args[0][0] == '-' || args[0][0] == '+') {
 		if _, err := strconv.Atoi(args[0][1:]); err != nil {
 			sh.errorf("pushd: %s: invalid number", args[0])
-			sh.errorf("pushd: usage: pushd [-n] [+N | -N | dir]")
+			sh.usageLine("pushd: usage: pushd [-n] [+N | -N | dir]")
 			return 2
 		}
 	}
@@ -471,12 +429,12 @@ func builtinPopd(sh *shell, args []string) int {
 		a := args[0]
 		if a == "" || a[0] != '-' && a[0] != '+' {
 			sh.errorf("popd: %s: invalid argument", a)
-			sh.errorf("popd: usage: popd [-n] [+N | -N]")
+			sh.usageLine("popd: usage: popd [-n] [+N | -N]")
 			return 2
 		}
 		if _, err := strconv.Atoi(a[1:]); err != nil {
 			sh.errorf("popd: %s: invalid number", a)
-			sh.errorf("popd: usage: popd [-n] [+N | -N]")
+			sh.usageLine("popd: usage: popd [-n] [+N | -N]")
 			return 2
 		}
 	}
@@ -642,6 +600,9 @@ func builtinReturn(sh *shell, args []string) int {
 
 func builtinBreak(sh *shell, args []string) int {
 	n := 1
+	if len(args) > 1 && args[1] == "--" {
+		args = append([]string{args[0]}, args[2:]...)
+	}
 	if len(args) > 2 {
 		return sh.discard(args[0] + ": too many arguments")
 	}
@@ -710,7 +671,7 @@ func builtinEval(sh *shell, args []string) (status int) {
 		args = args[1:]
 	} else if len(args) > 0 && len(args[0]) > 1 && args[0][0] == '-' {
 		sh.errorf("eval: %s: invalid option", args[0][:2])
-		sh.errorf("eval: usage: eval [arg ...]")
+		sh.usageLine("eval: usage: eval [arg ...]")
 		return 2
 	}
 	code := strings.Join(args, " ")
@@ -757,7 +718,7 @@ func builtinSource(sh *shell, args []string) int {
 	}
 	if len(args) < 2 {
 		sh.errorf("%s: filename argument required", args[0])
-		sh.errorf("%s: usage: %s filename [arguments]", args[0], args[0])
+		sh.usageLine("%s: usage: %s filename [arguments]", args[0], args[0])
 		return 2
 	}
 	file := args[1]
@@ -1225,7 +1186,7 @@ func builtinKill(sh *shell, args []string) int {
 		return 0
 	}
 	if len(args) == 0 {
-		sh.errorf("kill: usage: kill [-s sigspec | -n signum | -sigspec] pid | jobspec ... or kill -l [sigspec]")
+		sh.usageLine("kill: usage: kill [-s sigspec | -n signum | -sigspec] pid | jobspec ... or kill -l [sigspec]")
 		return 2
 	}
 	sig := 15 // TERM
@@ -1311,7 +1272,7 @@ func builtinUmask(sh *shell, args []string) int {
 				printP = true
 			default:
 				sh.errorf("umask: -%c: invalid option", c)
-				sh.errorf("umask: usage: umask [-p] [-S] [mode]")
+				sh.usageLine("umask: usage: umask [-p] [-S] [mode]")
 				return 2
 			}
 		}
@@ -1679,27 +1640,21 @@ func builtinLet(sh *shell, args []string) int {
 	return b2status(last == 0)
 }
 
-// quotedWord reports whether w holds a quoted part.
-func quotedWord(w *syntax.Word) bool {
-	for _, p := range w.Parts {
-		switch p.(type) {
-		case *syntax.SglQuoted, *syntax.DblQuoted:
-			return true
-		}
-	}
-	return false
-}
-
 // letClause runs let parsed as a clause.
 func (sh *shell) letClause(c *syntax.LetClause) int {
-	var last int64
-	for _, x := range c.Exprs {
-		text := sh.arithText(x)
-		if w, ok := x.(*syntax.Word); ok && quotedWord(w) {
-			// let's arguments are words: their quotes are removed
-			// ('y = 1' is y = 1), unlike in (( ))
-			text = sh.expandString(w)
+	// let's arguments are words, all expanded before the first is
+	// evaluated: a quoted one loses its quotes and counts whole
+	// ('x *= 2'); unquoted ones were parsed as expressions
+	texts := make([]string, len(c.Exprs))
+	for i, x := range c.Exprs {
+		if w, ok := x.(*syntax.Word); ok {
+			texts[i] = sh.expandString(w)
+		} else {
+			texts[i] = sh.arithText(x)
 		}
+	}
+	var last int64
+	for _, text := range texts {
 		n, err := sh.arithString(text)
 		if err != nil {
 			sh.errorf("let: %s", err.Error())
@@ -1712,8 +1667,17 @@ func (sh *shell) letClause(c *syntax.LetClause) int {
 
 func builtinAlias(sh *shell, args []string) int {
 	args = args[1:]
-	for len(args) > 0 && (args[0] == "-p" || args[0] == "--") {
+	for len(args) > 0 && len(args[0]) > 1 && args[0][0] == '-' {
+		a := args[0]
 		args = args[1:]
+		if a == "--" {
+			break
+		}
+		if bad := strings.Trim(a[1:], "p"); bad != "" {
+			sh.errorf("alias: -%c: invalid option", bad[0])
+			sh.usageLine("alias: usage: alias [-p] [name[=value] ... ]")
+			return 2
+		}
 	}
 	if len(args) == 0 {
 		var b strings.Builder
@@ -1736,7 +1700,7 @@ func builtinAlias(sh *shell, args []string) int {
 			sh.out("alias", "alias "+name+"="+aliasQuote(v)+"\n")
 			continue
 		}
-		if name == "" || strings.ContainsAny(name, "/$`=\"' \t\n;|&()<>") {
+		if !validAliasName(name) {
 			sh.errorf("alias: `%s': invalid alias name", name)
 			status = 1
 			continue
@@ -1744,6 +1708,12 @@ func builtinAlias(sh *shell, args []string) int {
 		sh.aliasesWritable()[name] = val
 	}
 	return status
+}
+
+// validAliasName reports whether alias (or BASH_ALIASES[name]=) accepts
+// name.
+func validAliasName(name string) bool {
+	return name != "" && !strings.ContainsAny(name, "/$`=\"' \t\n;|&()<>")
 }
 
 // aliasQuote quotes an alias's value as alias prints it.
@@ -1755,6 +1725,10 @@ func builtinUnalias(sh *shell, args []string) int {
 	args = args[1:]
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
+	} else if len(args) > 0 && len(args[0]) > 1 && args[0][0] == '-' && args[0] != "-a" {
+		sh.errorf("unalias: %s: invalid option", args[0][:2])
+		sh.usageLine("unalias: usage: unalias [-a] name [name ...]")
+		return 2
 	}
 	if len(args) > 0 && args[0] == "-a" {
 		m := sh.aliasesWritable()
@@ -1764,7 +1738,7 @@ func builtinUnalias(sh *shell, args []string) int {
 		return 0
 	}
 	if len(args) == 0 {
-		sh.errorf("unalias: usage: unalias [-a] name [name ...]")
+		sh.usageLine("unalias: usage: unalias [-a] name [name ...]")
 		return 2
 	}
 	status := 0

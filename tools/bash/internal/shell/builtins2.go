@@ -317,7 +317,7 @@ func builtinTrap(sh *shell, args []string) int {
 		if _, ok := trapName(args[0]); ok {
 			handler, sigs = "-", args
 		} else {
-			sh.errorf("trap: usage: trap [-lp] [[arg] signal_spec ...]")
+			sh.usageLine("trap: usage: trap [-lp] [[arg] signal_spec ...]")
 			return 2
 		}
 	} else if _, err := strconv.Atoi(handler); err == nil {
@@ -376,15 +376,21 @@ func (sh *shell) debugTrap(cmd string) bool {
 		return true
 	}
 	t, ok := sh.traps["DEBUG"]
-	if !ok || t == "" || sh.inTrap != "" {
+	// bash runs it inside the other traps' handlers (EXIT, ERR, signals),
+	// not inside its own nor anything it runs
+	if !ok || t == "" || sh.inDebugTrap {
 		return true
 	}
 	if sh.funcDepth > 0 && !sh.opts.functrace {
 		return true
 	}
-	sh.lastCmd = cmd
+	if sh.inTrap == "" {
+		sh.lastCmd = cmd
+	}
 	status := sh.status
+	sh.inDebugTrap = true
 	sh.runTrap(t, "DEBUG")
+	sh.inDebugTrap = false
 	if sh.flow == flowNone {
 		sh.status = status
 		return true
@@ -394,7 +400,7 @@ func (sh *shell) debugTrap(cmd string) bool {
 
 func builtinGetopts(sh *shell, args []string) int {
 	if len(args) < 3 {
-		sh.errorf("getopts: usage: getopts optstring name [arg ...]")
+		sh.usageLine("getopts: usage: getopts optstring name [arg ...]")
 		return 2
 	}
 	optstring, name := args[1], args[2]
@@ -1094,6 +1100,9 @@ func builtinSet(sh *shell, args []string) int {
 					sh.errorf("set: %s: invalid option name", opt)
 					return 2
 				}
+				if opt == "posix" && on {
+					sh.enterPosix()
+				}
 				*p = on
 				// emacs and vi exclude each other
 				if on && opt == "emacs" {
@@ -1111,7 +1120,7 @@ func builtinSet(sh *shell, args []string) int {
 			}
 			if !ok {
 				sh.errorf("set: %c%c: invalid option", a[0], c)
-				sh.errorf("set: usage: set [-abefhkmnptuvxBCEHPT] [-o option-name] [--] [-] [arg ...]")
+				sh.usageLine("set: usage: set [-abefhkmnptuvxBCEHPT] [-o option-name] [--] [-] [arg ...]")
 				return 2
 			}
 			*sh.optionPtr(optName) = on
@@ -1236,6 +1245,9 @@ func builtinShopt(sh *shell, args []string) int {
 			ok := false
 			if useSet {
 				if p := sh.optionPtr(n); p != nil {
+					if n == "posix" && set {
+						sh.enterPosix()
+					}
 					*p = set
 					ok = true
 				}
@@ -1399,4 +1411,10 @@ func builtinUnset(sh *shell, args []string) int {
 		}
 	}
 	return status
+}
+
+// enterPosix makes the change that set -o posix makes beside the option:
+// inherit_errexit goes on (and stays on after set +o posix, as in bash).
+func (sh *shell) enterPosix() {
+	sh.shopt.inheritErrexit = true
 }

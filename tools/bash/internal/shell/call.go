@@ -31,8 +31,12 @@ func (sh *shell) call(ce *syntax.CallExpr, redirs []*syntax.Redirect) int {
 	if len(args) == 0 {
 		return sh.assignOnly(ce, redirs)
 	}
-	sh.lastCmd = strings.Join(args, " ")
-	if !sh.debugTrap(sh.lastCmd) {
+	cmdText := strings.Join(args, " ")
+	if sh.inTrap == "" {
+		// a trap's own commands leave $BASH_COMMAND the interrupted one
+		sh.lastCmd = cmdText
+	}
+	if !sh.debugTrap(cmdText) {
 		return sh.status
 	}
 	if args[0] == "exec" && execRedirectsOnly(args) {
@@ -104,6 +108,16 @@ func execRedirectsOnly(args []string) bool {
 	return true
 }
 
+// sglQuotedText is the text of a word that is one single-quoted string.
+func sglQuotedText(w *syntax.Word) string {
+	if len(w.Parts) == 1 {
+		if sq, ok := w.Parts[0].(*syntax.SglQuoted); ok {
+			return sq.Value
+		}
+	}
+	return w.Lit()
+}
+
 // tempAssign is an assignment written before a command (x=1 cmd).
 type tempAssign struct {
 	name   string
@@ -130,6 +144,11 @@ func (sh *shell) tempAssigns(list []*syntax.Assign) []tempAssign {
 	}
 	for _, as := range list {
 		if as.Name == nil {
+			continue
+		}
+		if as.Name.Value == badAssignCarrier && as.Value != nil {
+			// an element assignment before a command (repairSpacedSubscript)
+			sh.errorf("`%s': not a valid identifier", sglQuotedText(as.Value))
 			continue
 		}
 		ta := tempAssign{name: as.Name.Value, append: as.Append}
@@ -288,6 +307,26 @@ func (sh *shell) assign(as *syntax.Assign, local bool) error {
 	return err
 }
 
+// bracedElem reads [k]=v{a,b} in an indexed array's literal as bash
+// does: the brace expansion makes several words of the whole element,
+// which are values, not keyed assignments (a=([k]=x{a,b}) sets a[0] to
+// "[k]=xa" and a[1] to "[k]=xb"); ok is false for any other element.
+func (sh *shell) bracedElem(el *syntax.ArrayElem, isAssoc bool) ([]string, bool) {
+	if isAssoc || el.Index == nil || el.Value == nil || !sh.opts.braceexpand || !hasBraces(el.Value) {
+		return nil, false
+	}
+	value, appendTo := elemValue(el)
+	if value == nil || len(sh.braceExpand(value)) < 2 {
+		return nil, false
+	}
+	eq := "]="
+	if appendTo {
+		eq = "]+="
+	}
+	parts := append([]syntax.WordPart{&syntax.Lit{Value: "[" + sh.arithTextOf(el.Index) + eq}}, value.Parts...)
+	return sh.expandElemFields(&syntax.Word{Parts: parts}), true
+}
+
 // arrayItems expands the elements of (a b [k]=v); assocWanted is set
 // when the variable is (or is to be) associative.
 func (sh *shell) arrayItems(name string, arr *syntax.ArrayExpr) ([]arrayItem, bool) {
@@ -295,17 +334,24 @@ func (sh *shell) arrayItems(name string, arr *syntax.ArrayExpr) ([]arrayItem, bo
 	isAssoc := v != nil && v.assc != nil
 	var items []arrayItem
 	for _, el := range arr.Elems {
+		if fields, ok := sh.bracedElem(el, isAssoc); ok {
+			for _, f := range fields {
+				items = append(items, arrayItem{val: f})
+			}
+			continue
+		}
 		if el.Index != nil {
-			it := arrayItem{keyed: true}
+			value, appendTo := elemValue(el)
+			it := arrayItem{keyed: true, appendTo: appendTo}
 			if isAssoc {
 				it.key = sh.assocKey(el.Index)
 			} else {
 				it.key = sh.arithIndexText(el.Index)
 			}
-			if el.Value != nil && isAssoc {
-				it.val = sh.expandAssocValue(el.Value)
-			} else if el.Value != nil {
-				it.val = sh.expandAssign(el.Value)
+			if value != nil && isAssoc {
+				it.val = sh.expandAssocValue(value)
+			} else if value != nil {
+				it.val = sh.expandAssign(value)
 			}
 			items = append(items, it)
 			continue
@@ -359,6 +405,11 @@ func (sh *shell) dispatch(args []string, assigns []tempAssign, functions bool) i
 	if name == badLineCarrier && len(args) == 2 {
 		sh.errorf("syntax error near unexpected token `%s'", args[1])
 		return 1
+	}
+	if name == badComsubCarrier && len(args) == 2 {
+		// `...` that does not parse (repairBackquoteQuote)
+		sh.writeErr(sh.argv0 + ": command substitution: line 1: unexpected EOF while looking for matching `" + args[1] + "'\n")
+		return 2
 	}
 	if name == badFuncCarrier && len(args) == 2 {
 		sh.errorf("`%s': not a valid identifier", args[1])

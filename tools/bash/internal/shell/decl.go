@@ -38,6 +38,18 @@ func (sh *shell) declClause(c *syntax.DeclClause) int {
 			for _, f := range sh.expandFields([]*syntax.Word{as.Value}) {
 				args = append(args, sh.parseDeclWord(f)...)
 			}
+		case as.Name != nil && as.Index != nil && sh.spacedSubscriptWords(as) != nil:
+			// declare a[1 + 2]=x: words to bash, "a[1" "+" "2]=x"
+			for _, piece := range sh.spacedSubscriptWords(as) {
+				w := parseWordText(piece)
+				if w == nil {
+					args = append(args, declArg{name: piece})
+					continue
+				}
+				for _, f := range sh.expandFields([]*syntax.Word{w}) {
+					args = append(args, sh.parseDeclWord(f)...)
+				}
+			}
 		case as.Name != nil:
 			a := declArg{name: as.Name.Value, append: as.Append}
 			if as.Index != nil {
@@ -94,6 +106,47 @@ func (sh *shell) declClause(c *syntax.DeclClause) int {
 	return status
 }
 
+// spacedSubscriptWords splits the source of an assignment given to
+// declare whose subscript holds blanks (declare a[ a[2]=3 ]=Y) into the
+// words bash reads there: mvdan reads one assignment, bash does not join
+// blanks into a subscript in a builtin's arguments. It is nil for any
+// other assignment.
+func (sh *shell) spacedSubscriptWords(as *syntax.Assign) []string {
+	if sh.src == nil || !as.Pos().IsValid() {
+		return nil
+	}
+	from, to := int(as.Pos().Offset()), int(as.End().Offset())
+	if from >= to || to > len(sh.src.text) {
+		return nil
+	}
+	raw := sh.src.text[from:to]
+	open := len(as.Name.Value)
+	if !strings.HasPrefix(raw, as.Name.Value+"[") {
+		return nil
+	}
+	close := subscriptEnd(raw, open)
+	if close < 0 || !strings.ContainsAny(raw[open:close], " \t") {
+		return nil
+	}
+	var words []string
+	for i := 0; i < len(raw); {
+		if raw[i] == ' ' || raw[i] == '\t' {
+			i++
+			continue
+		}
+		end := wordEnd(raw, i)
+		if end <= i {
+			return nil
+		}
+		words = append(words, raw[i:end])
+		i = end
+	}
+	if len(words) < 2 {
+		return nil
+	}
+	return words
+}
+
 // parseDeclWord turns a word given to declare at run time into
 // arguments.
 func (sh *shell) parseDeclWord(w string) []declArg {
@@ -102,7 +155,7 @@ func (sh *shell) parseDeclWord(w string) []declArg {
 	}
 	name, val, hasEq := strings.Cut(w, "=")
 	a := declArg{name: name}
-	if strings.HasSuffix(name, "+") {
+	if strings.HasSuffix(name, "+") && len(name) > 1 {
 		a.name = strings.TrimSuffix(name, "+")
 		a.append = true
 	}
@@ -216,7 +269,7 @@ func (sh *shell) declare(variant string, args []declArg) int {
 				if !ok || variant == "export" && c != 'f' && c != 'p' && c != 'n' && c != 'a' && c != 'A' ||
 					variant == "readonly" && c != 'a' && c != 'A' && c != 'f' && c != 'p' {
 					sh.errorf("%s: -%c: invalid option", variant, c)
-					sh.errorf("%s: usage: %s", variant, declUsage(variant))
+					sh.usageLine("%s: usage: %s", variant, declUsage(variant))
 					return 2
 				}
 				if on {
@@ -590,17 +643,24 @@ func (sh *shell) arrayItemsFor(w *variable, arr *syntax.ArrayExpr) ([]arrayItem,
 	isAssoc := w.assc != nil || w.attrs&aAssoc != 0
 	var items []arrayItem
 	for _, el := range arr.Elems {
+		if fields, ok := sh.bracedElem(el, isAssoc); ok {
+			for _, f := range fields {
+				items = append(items, arrayItem{val: f})
+			}
+			continue
+		}
 		if el.Index != nil {
-			it := arrayItem{keyed: true}
+			value, appendTo := elemValue(el)
+			it := arrayItem{keyed: true, appendTo: appendTo}
 			if isAssoc {
 				it.key = sh.assocKey(el.Index)
 			} else {
 				it.key = sh.arithIndexText(el.Index)
 			}
-			if el.Value != nil && isAssoc {
-				it.val = sh.expandAssocValue(el.Value)
-			} else if el.Value != nil {
-				it.val = sh.expandAssign(el.Value)
+			if value != nil && isAssoc {
+				it.val = sh.expandAssocValue(value)
+			} else if value != nil {
+				it.val = sh.expandAssign(value)
 			}
 			items = append(items, it)
 			continue

@@ -125,6 +125,9 @@ func (sh *shell) runText(text string, top, escaped bool, repairs *int) (restart 
 	done := 0 // the offset up to which statements ran
 	for stmts, err := range p.InteractiveSeq(strings.NewReader(text)) {
 		if err != nil {
+			if rest, ok := sh.skipBadArrayAssign(text, done, err); ok {
+				return rest, 1
+			}
 			if *repairs < maxRepairs {
 				*repairs++
 				if off, ok := errOffset(text, err); ok {
@@ -193,6 +196,50 @@ func (sh *shell) runText(text string, top, escaped bool, repairs *int) (restart 
 		}
 	}
 	return "", sh.status
+}
+
+// skipBadArrayAssign handles a compound assignment whose values are not
+// all words (a=(x & y)) on a line of its own: bash reports the token and
+// the line, sets $? to 1 and goes on with the next line, where other
+// syntax errors end the script. It returns the text to run on (the lines
+// up to the bad one blanked), or false when err is not that case.
+func (sh *shell) skipBadArrayAssign(text string, done int, err error) (string, bool) {
+	var pe syntax.ParseError
+	if !errors.As(err, &pe) || pe.Text != "array element values must be words" {
+		return "", false
+	}
+	off, ok := errOffset(text, err)
+	if !ok || off < done || off >= len(text) {
+		return "", false
+	}
+	start := strings.LastIndexByte(text[:off], '\n') + 1
+	for _, l := range strings.Split(text[done:start], "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			return "", false // the line continues a command begun above
+		}
+	}
+	end := len(text)
+	if nl := strings.IndexByte(text[off:], '\n'); nl >= 0 {
+		end = off + nl
+	}
+	tok := text[off:end]
+	if n := strings.IndexAny(tok, " \t"); n >= 0 {
+		tok = tok[:n]
+	}
+	if tok == "" {
+		tok = "newline"
+	}
+	for _, op := range []string{"&&", "||", ";;", "&", "|", ";", "(", ")", "<", ">"} {
+		if strings.HasPrefix(tok, op) {
+			tok = op
+			break
+		}
+	}
+	sh.line = int(pe.Pos.Line())
+	sh.errorf("syntax error near unexpected token `%s'", tok)
+	sh.errorf("`%s'", text[start:end])
+	sh.status = 1
+	return blankLines(text[:end]) + text[end:], true
 }
 
 // blankLines replaces text by as many newlines, keeping line numbers.
@@ -308,7 +355,7 @@ func (sh *shell) command(st *syntax.Stmt) {
 	case *syntax.CallExpr:
 		sh.status = sh.call(c, st.Redirs)
 		sh.pipestatus = append(sh.pipestatus[:0:0], sh.status)
-		sh.afterSimple()
+		sh.afterOwn(c)
 		return
 	case nil:
 		// redirections alone: performed in a subshell-like scope
@@ -347,7 +394,7 @@ func (sh *shell) command(st *syntax.Stmt) {
 	case *syntax.Subshell:
 		sh.status = sh.subshell(c.Stmts)
 		sh.pipestatus = []int{sh.status}
-		sh.afterSimple()
+		sh.afterOwn(c)
 	case *syntax.BinaryCmd:
 		sh.binary(c)
 	case *syntax.IfClause:
@@ -384,11 +431,11 @@ func (sh *shell) command(st *syntax.Stmt) {
 	case *syntax.DeclClause:
 		sh.status = sh.declClause(c)
 		sh.pipestatus = []int{sh.status}
-		sh.afterSimple()
+		sh.afterOwn(c)
 	case *syntax.LetClause:
 		sh.countCommand()
 		sh.status = sh.letClause(c)
-		sh.afterSimple()
+		sh.afterOwn(c)
 	case *syntax.TimeClause:
 		sh.timeClause(c)
 	case *syntax.CoprocClause:
@@ -433,6 +480,18 @@ func (sh *shell) arithTextOf(x syntax.ArithmExpr) string {
 // fail on its own (a simple command, a subshell, a pipeline, [[ ]],
 // (( ))): compound commands fail only through their parts.
 func (sh *shell) afterSimple() {
+	if sh.status == 0 || sh.flow != flowNone {
+		return
+	}
+	sh.failed()
+}
+
+// afterOwn is afterSimple for command c, unless c is the command of a
+// background job bash does not wait for (see background).
+func (sh *shell) afterOwn(c syntax.Command) {
+	if c == sh.asyncCmd {
+		return
+	}
 	if sh.status == 0 || sh.flow != flowNone {
 		return
 	}
@@ -591,8 +650,16 @@ func (sh *shell) forClause(c *syntax.ForClause) {
 		}
 		name := loop.Name.Value
 		if !validName(name) {
+			// bash reports it at the loop's end, and in POSIX mode
+			// it ends the shell
+			if c.DonePos.IsValid() {
+				sh.line = int(c.DonePos.Line())
+			}
 			sh.errorf("`%s': not a valid identifier", name)
 			sh.status = 1
+			if sh.opts.posix {
+				panic(fatalPanic{status: 2, exit: true})
+			}
 			return
 		}
 		if c.Select {
@@ -835,6 +902,10 @@ func (sh *shell) background(st *syntax.Stmt) {
 	sub.fds.set(0, newOFile(eofReader{}, nil, nil, "/dev/null"))
 	cp := *st
 	cp.Background, cp.Disown = false, false
+	// bash forks a simple command, a subshell or a pipeline and does not
+	// wait for it: its own failure runs no ERR trap (what runs inside a
+	// function, a subshell or a group still does)
+	sub.asyncCmd = cp.Cmd
 	start := sh.now()
 	status := sub.runSubshell(func() { sub.stmt(&cp) })
 	took := sh.now().Sub(start)

@@ -6,6 +6,8 @@ import (
 	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/demiurge-dev/demiurge/tools/bash/internal/escape"
 )
 
 // field is one word being built by expansion: its characters, and the
@@ -119,28 +121,6 @@ func (e *expander) addQuoted(s string) {
 			e.cur.pat = append(e.cur.pat, '\\')
 		}
 		e.cur.pat = append(e.cur.pat, c)
-	}
-}
-
-// addLiteral appends unquoted literal text of the script (already free of
-// its backslashes, which mark quoted characters through addQuoted): glob
-// characters stay active.
-func (e *expander) addLiteral(s string) {
-	if s == "" {
-		return
-	}
-	e.cur.started = true
-	if e.strMode {
-		e.piece(s)
-		return
-	}
-	e.grow(len(s))
-	e.cur.s = append(e.cur.s, s...)
-	if e.wantPat() {
-		e.cur.pat = append(e.cur.pat, s...)
-	}
-	if !e.cur.glob && e.sh.hasGlob(s) {
-		e.cur.glob = true
 	}
 }
 
@@ -261,7 +241,10 @@ func (sh *shell) ifsSplitter() *ifsSplit {
 	return f
 }
 
-// addNoSplit appends expanded text that is not split but is globbed.
+// addNoSplit appends text that is not split but is globbed: unquoted
+// literal text of the script (already free of its backslashes, which mark
+// quoted characters through addQuoted) and expansions where no splitting
+// applies.
 func (e *expander) addNoSplit(s string) {
 	if s == "" {
 		return
@@ -344,7 +327,13 @@ func (sh *shell) expandWordMode(out []string, w *syntax.Word, assignLike bool) [
 	}
 	words := []*syntax.Word{w}
 	if sh.opts.braceexpand && hasBraces(w) {
+		sh.braceQuoteChars = false
 		words = sh.braceExpand(w)
+		if sh.braceQuoteChars {
+			for i, bw := range words {
+				words[i] = sh.rescanBraceWord(bw)
+			}
+		}
 	}
 	for _, bw := range words {
 		e := &expander{sh: sh, noGlob: sh.opts.noglob}
@@ -497,7 +486,7 @@ func (e *expander) word(parts []syntax.WordPart, quoted bool) {
 			e.extGlob(x)
 		case *syntax.BraceExp:
 			// left over when brace expansion is off: the text itself
-			e.addLiteral(braceText(x))
+			e.addNoSplit(braceText(x))
 		}
 	}
 }
@@ -508,7 +497,7 @@ func (e *expander) extGlob(x *syntax.ExtGlob) {
 	e.cur.started = true
 	e.cur.glob = true
 	// (in a string, as an assignment's value, it is its text)
-	lit := e.addLiteral
+	lit := e.addNoSplit
 	lit(x.Op.String())
 	raw := x.Pattern.Value
 	for i := 0; i < len(raw); {
@@ -665,14 +654,14 @@ func (e *expander) lit(v string, quoted, first bool) {
 		// a word that looks like an assignment (x=~/bin): bash expands
 		// the tilde after '=' too
 		if i := strings.IndexByte(v, '='); i > 0 && validName(v[:i]) && i+1 < len(v) && v[i+1] == '~' {
-			e.addLiteral(v[:i+1])
+			e.addNoSplit(v[:i+1])
 			v = e.tilde(v[i+1:])
 		}
 	}
 	if e.assign && !e.noTilde && strings.Contains(v, ":~") {
 		v = e.assignTildes(v)
 	}
-	add := e.addLiteral
+	add := e.addNoSplit
 	if e.splitLits {
 		add = e.addExpanded
 	}
@@ -806,58 +795,41 @@ func ansiCAll(s string) string {
 		}
 		i++
 		switch c = s[i]; c {
-		case 'a':
-			b.WriteByte(7)
-		case 'b':
-			b.WriteByte(8)
-		case 'e', 'E':
-			b.WriteByte(27)
-		case 'f':
-			b.WriteByte(12)
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 't':
-			b.WriteByte('\t')
-		case 'v':
-			b.WriteByte(11)
-		case '\\', '\'', '"', '?':
+		case 'a', 'b', 'e', 'E', 'f', 'n', 'r', 't', 'v', '\\', '"', '?':
+			b.WriteByte(escape.Letter(c))
+		case '\'':
 			b.WriteByte(c)
 		case 'c':
+			// \cX is control-X; \c? is DEL; \c\\ takes both backslashes
 			if i+1 < len(s) {
 				i++
-				b.WriteByte(s[i] & 0x1f)
+				switch {
+				case s[i] == '?':
+					b.WriteByte(0x7f)
+				case s[i] == '\\' && i+1 < len(s) && s[i+1] == '\\':
+					i++
+					b.WriteByte('\\' & 0x1f)
+				default:
+					b.WriteByte(s[i] & 0x1f)
+				}
 			}
-		case 'x':
-			n, j := 0, 0
-			for j < 2 && i+1 < len(s) && isHex(s[i+1]) {
-				n = n*16 + hexVal(s[i+1])
-				i++
-				j++
+		case 'x', 'u', 'U':
+			if c == 'x' && i+1 < len(s) && s[i+1] == '{' {
+				// \x{HH...}: every hex digit up to the brace, one byte
+				j, v := i+2, 0
+				for ; j < len(s) && escape.IsHex(s[j]); j++ {
+					v = v*16 + escape.HexVal(s[j])
+				}
+				if j > i+2 {
+					b.WriteByte(byte(v))
+				}
+				if j < len(s) && s[j] == '}' {
+					j++
+				}
+				i = j - 1
+				continue
 			}
-			if j == 0 {
-				b.WriteString(`\x`)
-			} else {
-				b.WriteByte(byte(n))
-			}
-		case 'u', 'U':
-			max := 4
-			if c == 'U' {
-				max = 8
-			}
-			n, j := 0, 0
-			for j < max && i+1 < len(s) && isHex(s[i+1]) {
-				n = n*16 + hexVal(s[i+1])
-				i++
-				j++
-			}
-			if j == 0 {
-				b.WriteByte('\\')
-				b.WriteByte(c)
-			} else {
-				b.WriteRune(rune(n))
-			}
+			i += escape.Numeric(&b, s[i+1:], c)
 		case '0', '1', '2', '3', '4', '5', '6', '7':
 			n := int(c - '0')
 			for j := 0; j < 2 && i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '7'; j++ {
@@ -871,20 +843,6 @@ func ansiCAll(s string) string {
 		}
 	}
 	return b.String()
-}
-
-func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-}
-
-func hexVal(c byte) int {
-	switch {
-	case c >= '0' && c <= '9':
-		return int(c - '0')
-	case c >= 'a' && c <= 'f':
-		return int(c-'a') + 10
-	}
-	return int(c-'A') + 10
 }
 
 // hasBraces reports whether a word may hold a brace expansion.
@@ -1078,6 +1036,10 @@ func (sh *shell) braceAlternatives(b *syntax.BraceExp) []*syntax.Word {
 	}
 	if utf8.RuneCountInString(from) == 1 && utf8.RuneCountInString(to) == 1 && len(from) == 1 && len(to) == 1 {
 		a, c := from[0], to[0]
+		if min(a, c) <= '`' && max(a, c) >= '\\' {
+			// the range holds \ or `, which bash reads again (rescanBraceWord)
+			sh.braceQuoteChars = true
+		}
 		var out []*syntax.Word
 		if a <= c {
 			for v := int(a); v <= int(c); v += int(step) {
@@ -1091,6 +1053,47 @@ func (sh *shell) braceAlternatives(b *syntax.BraceExp) []*syntax.Word {
 		return out
 	}
 	return []*syntax.Word{mk(braceText(b))}
+}
+
+// rescanBraceWord reads a word a character range made ({z..A}) as bash
+// does, which expands braces in the text and then reads the words again:
+// a backquote with text after it opens a command substitution that does
+// not close ("bad substitution", which ends the command); a lone
+// backslash at the end quotes nothing (the word is empty, not dropped).
+func (sh *shell) rescanBraceWord(w *syntax.Word) *syntax.Word {
+	for i, p := range w.Parts {
+		l, ok := p.(*syntax.Lit)
+		if !ok {
+			continue
+		}
+		last := i == len(w.Parts)-1
+		for j := 0; j < len(l.Value); j++ {
+			switch l.Value[j] {
+			case '\\':
+				if j == len(l.Value)-1 && last {
+					parts := append([]syntax.WordPart(nil), w.Parts[:i]...)
+					if j > 0 {
+						parts = append(parts, &syntax.Lit{ValuePos: l.ValuePos, ValueEnd: l.ValueEnd, Value: l.Value[:j]})
+					}
+					parts = append(parts, &syntax.SglQuoted{})
+					return &syntax.Word{Parts: parts}
+				}
+				j++
+			case '`':
+				if j == len(l.Value)-1 && last {
+					continue // a bare backquote is itself
+				}
+				var b strings.Builder
+				b.WriteString(l.Value[j:])
+				for _, rest := range w.Parts[i+1:] {
+					syntax.NewPrinter().Print(&b, rest)
+				}
+				sh.errorf("bad substitution: no closing \"`\" in %s", b.String())
+				panic(fatalPanic{status: 1})
+			}
+		}
+	}
+	return w
 }
 
 // isNameByte reports whether c may be in a variable's name.

@@ -122,7 +122,7 @@ func builtinWait(sh *shell, args []string) int {
 			goto done
 		default:
 			sh.errorf("wait: %s: invalid option", args[0])
-			sh.errorf("wait: usage: wait [-fn] [-p var] [id ...]")
+			sh.usageLine("wait: usage: wait [-fn] [-p var] [id ...]")
 			return 2
 		}
 		args = args[1:]
@@ -199,7 +199,7 @@ func builtinJobs(sh *shell, args []string) int {
 			case 'n', 'r', 's':
 			default:
 				sh.errorf("jobs: -%c: invalid option", c)
-				sh.errorf("jobs: usage: jobs [-lnprs] [jobspec ...] or jobs -x command [args]")
+				sh.usageLine("jobs: usage: jobs [-lnprs] [jobspec ...] or jobs -x command [args]")
 				return 2
 			}
 		}

@@ -213,7 +213,7 @@ func builtinHash(sh *shell, args []string) int {
 				args = args[1:]
 			default:
 				sh.errorf("hash: -%c: invalid option", c)
-				sh.errorf("hash: usage: hash [-lr] [-p pathname] [-dt] [name ...]")
+				sh.usageLine("hash: usage: hash [-lr] [-p pathname] [-dt] [name ...]")
 				return 2
 			}
 		}

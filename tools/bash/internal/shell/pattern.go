@@ -4,6 +4,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/demiurge-dev/demiurge/tools/bash/internal/escape"
 )
 
 // pattern is a compiled bash pattern (case, [[ == ]], ${x#pat}, globs):
@@ -293,7 +295,7 @@ func classHas(name string, r rune) bool {
 	case "word":
 		return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r)
 	case "xdigit":
-		return r < 128 && isHex(byte(r))
+		return r < 128 && escape.IsHex(byte(r))
 	}
 	return false
 }

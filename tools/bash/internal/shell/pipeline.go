@@ -107,6 +107,9 @@ func (sh *shell) pipeline(c *syntax.BinaryCmd) {
 	} else {
 		sub := sh.fork()
 		sub.fds.set(0, in)
+		// bash forks the last stage: a simple command or a subshell there
+		// runs no ERR trap for its own status (see below)
+		sub.asyncCmd = last.Cmd
 		statuses[n-1] = sub.runStageSync(last)
 	}
 	wg.Wait()
@@ -121,8 +124,14 @@ func (sh *shell) pipeline(c *syntax.BinaryCmd) {
 		}
 	}
 	sh.status = status
+	if _, sub := last.Cmd.(*syntax.Subshell); sub && !sh.shopt.lastpipe && status != 0 && sh.flow == flowNone {
+		// bash checks a last stage that is a subshell with the
+		// pipeline's status, and then the pipeline: the ERR trap runs
+		// twice ((false) | (false))
+		sh.failed()
+	}
 	if sh.flow == flowNone {
-		sh.afterSimple()
+		sh.afterOwn(c)
 	}
 }
 

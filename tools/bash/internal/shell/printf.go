@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/demiurge-dev/demiurge/tools/bash/internal/escape"
 )
 
 // maxPrintfWidth bounds field widths and precisions.
@@ -35,7 +37,7 @@ func builtinPrintf(sh *shell, args []string) int {
 			continue
 		}
 		sh.errorf("printf: %s: invalid option", args[0])
-		sh.errorf("printf: usage: printf [-v var] format [arguments]")
+		sh.usageLine("printf: usage: printf [-v var] format [arguments]")
 		return 2
 	}
 	if varName != "" && !validRefTarget(varName) {
@@ -43,7 +45,7 @@ func builtinPrintf(sh *shell, args []string) int {
 		return 2
 	}
 	if len(args) == 0 {
-		sh.errorf("printf: usage: printf [-v var] format [arguments]")
+		sh.usageLine("printf: usage: printf [-v var] format [arguments]")
 		return 2
 	}
 	p := &printfer{sh: sh, format: args[0], args: args[1:]}
@@ -118,7 +120,7 @@ func (p *printfer) once() bool {
 		c := f[i]
 		switch c {
 		case '\\':
-			s, n, stop := printfEscape(f[i:], false)
+			s, n, stop := escape.Printf(f[i:], false)
 			p.b.WriteString(s)
 			i += n - 1
 			if stop {
@@ -238,7 +240,7 @@ func (p *printfer) conv(f string) (int, bool) {
 		p.pad(a, flags, width, prec, true)
 	case 'b':
 		a, _ := p.next()
-		s, _, stop := printfEscape(a, true)
+		s, _, stop := escape.Printf(a, true)
 		p.pad(s, flags, width, prec, true)
 		if stop {
 			p.stop = true
@@ -558,112 +560,6 @@ func strftime(f string, t time.Time) string {
 		}
 	}
 	return b.String()
-}
-
-// printfEscape interprets the backslash escape at the start of s (all:
-// every escape of s, as %b does); it returns the text, the bytes read and
-// whether \c stops all output.
-func printfEscape(s string, all bool) (string, int, bool) {
-	var b strings.Builder
-	i := 0
-	for i < len(s) {
-		if s[i] != '\\' {
-			if !all {
-				return b.String(), i, false
-			}
-			b.WriteByte(s[i])
-			i++
-			continue
-		}
-		if i+1 >= len(s) {
-			b.WriteByte('\\')
-			i++
-			continue
-		}
-		e := s[i+1]
-		i += 2
-		switch e {
-		case 'a':
-			b.WriteByte('\a')
-		case 'b':
-			b.WriteByte('\b')
-		case 'e', 'E':
-			b.WriteByte(0x1b)
-		case 'f':
-			b.WriteByte('\f')
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 't':
-			b.WriteByte('\t')
-		case 'v':
-			b.WriteByte('\v')
-		case '\\':
-			b.WriteByte('\\')
-		case '"':
-			b.WriteByte('"')
-		case '\'':
-			if all {
-				b.WriteString("\\'")
-			} else {
-				b.WriteByte('\'')
-			}
-		case '?':
-			b.WriteByte('?')
-		case 'c':
-			if all {
-				return b.String(), i, true
-			}
-			b.WriteString("\\c")
-		case '0', '1', '2', '3', '4', '5', '6', '7':
-			j, max := i-1, i+2
-			if e == '0' && all {
-				j, max = i, i+3
-			}
-			v := 0
-			k := j
-			for ; k < len(s) && k < max && s[k] >= '0' && s[k] <= '7'; k++ {
-				v = v*8 + int(s[k]-'0')
-			}
-			b.WriteByte(byte(v))
-			i = k
-		case 'x':
-			v, k := 0, i
-			for ; k < len(s) && k < i+2 && isHex(s[k]); k++ {
-				v = v*16 + hexVal(s[k])
-			}
-			if k == i {
-				b.WriteString("\\x")
-			} else {
-				b.WriteByte(byte(v))
-			}
-			i = k
-		case 'u', 'U':
-			n := 4
-			if e == 'U' {
-				n = 8
-			}
-			v, k := 0, i
-			for ; k < len(s) && k < i+n && isHex(s[k]); k++ {
-				v = v*16 + hexVal(s[k])
-			}
-			if k == i {
-				b.WriteByte('\\')
-				b.WriteByte(e)
-			} else {
-				b.WriteRune(rune(v))
-			}
-			i = k
-		default:
-			b.WriteByte('\\')
-			b.WriteByte(e)
-		}
-		if !all {
-			return b.String(), i, false
-		}
-	}
-	return b.String(), i, false
 }
 
 // printfQuote is printf %q: backslashes before specials, $'...' for

@@ -2,6 +2,7 @@ package shell
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -27,7 +28,19 @@ const (
 	arithCmdCarrier = ReservedPrefix + "arithcmd_"
 	paramCarrier    = ReservedPrefix + "param_"
 	badFuncCarrier  = ReservedPrefix + "badfunc_"
-	badLineCarrier  = ReservedPrefix + "badline_"
+	// badLineCarrier T stands for a line bash drops at a syntax error
+	// near T (see repairNestedArray)
+	badLineCarrier = ReservedPrefix + "badline_"
+	// badAssignCarrier='a[1]' before a command stands for the array
+	// element assignment a[1]=v written there, which bash refuses when it
+	// runs the command (see repairSpacedSubscript)
+	badAssignCarrier = ReservedPrefix + "badassign_"
+	// elemAppendMarker starts the value of [k]=v in an array literal that
+	// was [k]+=v (see repairElemAppend)
+	elemAppendMarker = ReservedPrefix + "append_"
+	// badComsubCarrier Q stands for a `...` whose text does not parse
+	// (an unclosed quote Q): bash reports it when it expands it
+	badComsubCarrier = ReservedPrefix + "badcomsub_"
 	// catCarrier copies its stdin to its stdout: <(< file) runs it.
 	catCarrier = ReservedPrefix + "cat_"
 )
@@ -38,6 +51,24 @@ const ReservedPrefix = "__sh_"
 
 // maxRepairs bounds the rewrites of one text.
 const maxRepairs = 20
+
+// textRepairs are tried in turn on a parse error (after repairAt): each
+// gets the text, the error's offset and message.
+var textRepairs = []func(text string, off int, msg string) (string, bool){
+	repairParam,
+	repairNames,
+	func(text string, off int, _ string) (string, bool) { return repairSubscript(text, off) },
+	repairInlineArray,
+	repairSpacedSubscript,
+	repairHeredocWord,
+	repairElemList,
+	repairElemAppend,
+	repairBackquoteQuote,
+	repairBackquoteInDquote,
+	func(text string, off int, _ string) (string, bool) { return repairLet(text, off) },
+	func(text string, off int, _ string) (string, bool) { return repairEmptyExtglob(text, off) },
+	repairNestedArray,
+}
 
 // repairText rewrites text until it parses or nothing helps; ok is false
 // when it still does not parse.
@@ -62,24 +93,13 @@ func repairText(text string, err error) (string, bool) {
 			default:
 				return text, repaired
 			}
-			if fixed, ok = repairParam(text, off, msg); !ok {
-				if fixed, ok = repairNames(text, off, msg); !ok {
-					if fixed, ok = repairSubscript(text, off); !ok {
-						if fixed, ok = repairInlineArray(text, off, msg); !ok {
-							if fixed, ok = repairHeredocWord(text, off, msg); !ok {
-								if fixed, ok = repairElemList(text, off, msg); !ok {
-									if fixed, ok = repairLet(text, off); !ok {
-										if fixed, ok = repairEmptyExtglob(text, off); !ok {
-											if fixed, ok = repairNestedArray(text, off, msg); !ok {
-												break
-											}
-										}
-									}
-								}
-							}
-						}
-					}
+			for _, r := range textRepairs {
+				if fixed, ok = r(text, off, msg); ok {
+					break
 				}
+			}
+			if !ok {
+				break
 			}
 		}
 		repaired = true
@@ -202,6 +222,18 @@ func repairNames(text string, off int, msg string) (string, bool) {
 // associative (m[%]=1, m[,]=2): m["%"]=1.
 func repairSubscript(text string, off int) (string, bool) {
 	open := strings.LastIndexByte(text[:min(off+1, len(text))], '[')
+	if n := strings.LastIndexByte(text[:min(off+1, len(text))], '\n'); n > open {
+		open = -1 // not on the error's line (a comment's "[")
+	}
+	if name := off; open < off {
+		// the error at the name: its "[" follows
+		for name < len(text) && (isAlnum(text[name]) || text[name] == '_') {
+			name++
+		}
+		if name > off && name < len(text) && text[name] == '[' {
+			open = name
+		}
+	}
 	if open <= 0 {
 		return text, false
 	}
@@ -243,7 +275,7 @@ func repairSubscript(text string, off int) (string, bool) {
 // bash reports when it expands the word.
 var paramErrors = []string{
 	"parameter expansion", "must be followed by an expression", "invalid parameter name",
-	"cannot combine multiple", "zsh feature",
+	"cannot combine multiple", "zsh feature", "must follow a name",
 }
 
 // repairParam carries the ${...} around off as text: $(__sh_param_ '...').
@@ -324,6 +356,9 @@ func (sh *shell) paramCarried(cs *syntax.CmdSubst) (text string, w *syntax.Word,
 			return text, &syntax.Word{Parts: []syntax.WordPart{pe}}, true
 		}
 	}
+	if w, ok := sh.subscriptCarried(text); ok {
+		return text, w, true
+	}
 	if fixed, ok := emptySliceBounds(text); ok {
 		if w := parseWordText(fixed); w != nil && len(w.Parts) == 1 {
 			if _, isPE := w.Parts[0].(*syntax.ParamExp); isPE {
@@ -332,6 +367,32 @@ func (sh *shell) paramCarried(cs *syntax.CmdSubst) (text string, w *syntax.Word,
 		}
 	}
 	return text, nil, true
+}
+
+// subscriptCarried reads ${name[sub]} of an indexed array whose
+// subscript mvdan cannot parse as arithmetic (${a[(_$-=0)+1]}): as bash
+// does, the subscript is expanded as in double quotes, then evaluated.
+// It returns ${name[N]}, or false when text is not that case.
+func (sh *shell) subscriptCarried(text string) (*syntax.Word, bool) {
+	body := text[2 : len(text)-1]
+	open := strings.IndexByte(body, '[')
+	if open <= 0 || !strings.HasSuffix(body, "]") || !validName(body[:open]) {
+		return nil, false
+	}
+	name, sub := body[:open], body[open+1:len(body)-1]
+	if v := sh.getVar(name); v != nil && v.assc != nil || strings.ContainsAny(sub, "\"`") {
+		return nil, false
+	}
+	sw := parseWordText(`"` + sub + `"`)
+	if sw == nil {
+		return nil, false
+	}
+	n, err := sh.arithString(sh.expandString(sw))
+	if err != nil {
+		return nil, false
+	}
+	w := parseWordText("${" + name + "[" + strconv.FormatInt(n, 10) + "]}")
+	return w, w != nil
 }
 
 // emptySliceBounds rewrites ${x: :} as ${x:0:0}.
@@ -617,6 +678,306 @@ func repairElemList(text string, off int, msg string) (string, bool) {
 		return fixed, true
 	}
 	return text, false
+}
+
+// repairSpacedSubscript handles name[...] where bash reads one word and
+// mvdan another:
+//
+//   - an element assignment before a command (a=1 b[0]=2 cmd, a[1 + 2]=
+//     cmd), which mvdan refuses and bash refuses only when it runs the
+//     command ("`b[0]': not a valid identifier", the command still runs):
+//     written badAssignCarrier='b[0]', the value dropped unexpanded;
+//   - name[...] in a command's place with no = after it (a[5 + 3],
+//     a[5 + 3]+): bash reads the subscript, blanks included, as part of
+//     one word, the command's name; here the first character is escaped
+//     and the blanks quoted, so that mvdan reads the same word.
+func repairSpacedSubscript(text string, off int, msg string) (string, bool) {
+	assign := msg == "inline variables cannot be arrays"
+	if !assign && !(strings.HasPrefix(msg, "`a[b]") && strings.HasSuffix(msg, "must be followed by `=`")) {
+		return text, false
+	}
+	i := off
+	for i < len(text) && (isAlnum(text[i]) || text[i] == '_') {
+		i++
+	}
+	if i == off || i >= len(text) || text[i] != '[' {
+		return text, false
+	}
+	close := subscriptEnd(text, i)
+	if close < 0 {
+		return text, false
+	}
+	var fixed string
+	if assign {
+		rest := text[close:]
+		eq := close
+		switch {
+		case strings.HasPrefix(rest, "="):
+			eq++
+		case strings.HasPrefix(rest, "+="):
+			eq += 2
+		default:
+			return text, false
+		}
+		end := wordEnd(text, eq)
+		name := text[off:close]
+		fixed = text[:off] + badAssignCarrier + "='" + strings.ReplaceAll(name, "'", `'\''`) + "'" + text[end:]
+	} else {
+		var b strings.Builder
+		b.WriteString(text[:off])
+		b.WriteByte('\\')
+		for j := off; j < close; {
+			switch c := text[j]; c {
+			case ' ', '\t':
+				k := j
+				for k < close && (text[k] == ' ' || text[k] == '\t') {
+					k++
+				}
+				b.WriteString(`"` + text[j:k] + `"`)
+				j = k
+				continue
+			case '\'', '"', '`', '$':
+				k := wordEnd(text, j)
+				if c == '$' {
+					k = j + 1
+					if j+1 < len(text) && (text[j+1] == '(' || text[j+1] == '{') {
+						k = groupEnd(text, j+1)
+					}
+				} else if c == '\'' {
+					if q := strings.IndexByte(text[j+1:], '\''); q >= 0 {
+						k = j + q + 2
+					}
+				} else {
+					k = quoteEnd(text, j+1, c)
+				}
+				b.WriteString(text[j:min(k, close)])
+				j = min(k, close)
+				continue
+			}
+			b.WriteByte(text[j])
+			j++
+		}
+		b.WriteString(text[close:])
+		fixed = b.String()
+	}
+	if e := parseErr(fixed); e == nil || later(fixed, e, off) {
+		return fixed, true
+	}
+	return text, false
+}
+
+// subscriptEnd returns the offset after the "]" closing the "[" at
+// text[open] (nested brackets, quotes and $(...) skipped; not past a
+// newline), or -1.
+func subscriptEnd(text string, open int) int {
+	depth := 0
+	for j := open; j < len(text); {
+		switch c := text[j]; c {
+		case '\n':
+			return -1
+		case '\\':
+			j += 2
+			continue
+		case '\'':
+			q := strings.IndexByte(text[j+1:], '\'')
+			if q < 0 {
+				return -1
+			}
+			j += q + 2
+			continue
+		case '"', '`':
+			j = quoteEnd(text, j+1, c)
+			continue
+		case '$':
+			if j+1 < len(text) && (text[j+1] == '(' || text[j+1] == '{') {
+				j = groupEnd(text, j+1)
+				continue
+			}
+		case '[':
+			depth++
+		case ']':
+			depth--
+			if depth == 0 {
+				return j + 1
+			}
+		}
+		j++
+	}
+	return -1
+}
+
+// repairElemAppend handles [k]+=v in an array literal (a=([k]+=v)),
+// which mvdan refuses and bash reads as appending v to element k: written
+// [k]=elemAppendMarker v, which elemValue reads back.
+func repairElemAppend(text string, off int, msg string) (string, bool) {
+	if msg != "`[x]` must be followed by `=`" || off >= len(text) || text[off] != '[' {
+		return text, false
+	}
+	close := subscriptEnd(text, off)
+	if close < 0 || !strings.HasPrefix(text[close:], "+=") {
+		return text, false
+	}
+	fixed := text[:close] + "=" + elemAppendMarker + text[close+2:]
+	if e := parseErr(fixed); e == nil || later(fixed, e, off) {
+		return fixed, true
+	}
+	return text, false
+}
+
+// elemValue is the value of an element of an array literal, and whether
+// it was written [k]+=v (repairElemAppend).
+func elemValue(el *syntax.ArrayElem) (*syntax.Word, bool) {
+	w := el.Value
+	if w == nil || el.Index == nil || len(w.Parts) == 0 {
+		return w, false
+	}
+	l, ok := w.Parts[0].(*syntax.Lit)
+	if !ok || !strings.HasPrefix(l.Value, elemAppendMarker) {
+		return w, false
+	}
+	rest := l.Value[len(elemAppendMarker):]
+	parts := make([]syntax.WordPart, 0, len(w.Parts))
+	if rest != "" {
+		parts = append(parts, &syntax.Lit{ValuePos: l.ValuePos, ValueEnd: l.ValueEnd, Value: rest})
+	}
+	parts = append(parts, w.Parts[1:]...)
+	if len(parts) == 0 {
+		return nil, true
+	}
+	return &syntax.Word{Parts: parts}, true
+}
+
+// repairBackquoteQuote handles `...` holding an unclosed double quote
+// (echo `echo "`), which mvdan refuses and bash reads only when it
+// expands it: a syntax error in the command substitution, which expands
+// to nothing with status 2 and does not end the script. It is written
+// $(badComsubCarrier '"'), which does that.
+func repairBackquoteQuote(text string, off int, msg string) (string, bool) {
+	if !strings.HasPrefix(msg, "reached \"`\" without closing quote") || off >= len(text) || text[off] != '"' {
+		return text, false
+	}
+	open := strings.LastIndexByte(text[:off], '`')
+	close := strings.IndexByte(text[off:], '`')
+	if open < 0 || close < 0 || strings.IndexByte(text[open:off], '\n') >= 0 {
+		return text, false
+	}
+	close += off
+	fixed := text[:open] + "$(" + badComsubCarrier + ` '"')` + text[close+1:]
+	if e := parseErr(fixed); e == nil || later(fixed, e, off) {
+		return fixed, true
+	}
+	return text, false
+}
+
+// repairBackquoteInDquote handles `...` inside double quotes whose text
+// mvdan reads otherwise than bash ("`[[ $(echo \\" > f) ]]`"): bash
+// takes out the backslashes that quote \\, $, ` and " there and runs the
+// rest as a script; written $(...) with those backslashes taken out,
+// which mvdan reads the same way.
+func repairBackquoteInDquote(text string, off int, _ string) (string, bool) {
+	open := -1
+	for j := min(off, len(text)-1); j >= 0 && text[j] != '\n'; j-- {
+		if text[j] == '`' && (j == 0 || text[j-1] != '\\') {
+			open = j
+			break
+		}
+	}
+	if open < 0 || !inDoubleQuotes(text, open) {
+		return text, false
+	}
+	close := -1
+	for j := open + 1; j < len(text); j++ {
+		if text[j] == '\\' {
+			j++
+			continue
+		}
+		if text[j] == '`' {
+			close = j
+			break
+		}
+	}
+	if close < off {
+		return text, false
+	}
+	var b strings.Builder
+	body := text[open+1 : close]
+	for j := 0; j < len(body); j++ {
+		if body[j] == '\\' && j+1 < len(body) && strings.IndexByte("\\$`\"", body[j+1]) >= 0 {
+			j++
+		}
+		b.WriteByte(body[j])
+	}
+	fixed := text[:open] + "$(" + b.String() + ")" + text[close+1:]
+	if e := parseErr(fixed); e == nil || later(fixed, e, off) {
+		return fixed, true
+	}
+	return text, false
+}
+
+// inDoubleQuotes reports whether text[at] is inside double quotes and
+// not inside a backquoted command (the backquote that opens one), as far
+// as quotes, backquotes and comments tell (here-documents are not
+// followed).
+func inDoubleQuotes(text string, at int) bool {
+	const (
+		normal = iota
+		single
+		double
+	)
+	state := normal
+	for i := 0; i <= at; i++ {
+		if i == at {
+			return state == double
+		}
+		c := text[i]
+		switch state {
+		case single:
+			if c == '\'' {
+				state = normal
+			}
+		case double:
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				state = normal
+			case '`':
+				i = backquoteEnd(text, i)
+			}
+		default:
+			switch c {
+			case '\\':
+				i++
+			case '\'':
+				state = single
+			case '"':
+				state = double
+			case '`':
+				i = backquoteEnd(text, i)
+			case '#':
+				if i == 0 || strings.IndexByte(" \t\n;&|(", text[i-1]) >= 0 {
+					for i < at && text[i] != '\n' {
+						i++
+					}
+				}
+			}
+		}
+	}
+	return false // at was inside a backquoted command or a comment
+}
+
+// backquoteEnd is the offset of the backquote closing the one at
+// text[open] (or the end).
+func backquoteEnd(text string, open int) int {
+	for j := open + 1; j < len(text); j++ {
+		switch text[j] {
+		case '\\':
+			j++
+		case '`':
+			return j
+		}
+	}
+	return len(text)
 }
 
 // repairLet handles let's arguments holding parentheses and spaces (let

@@ -395,7 +395,14 @@ type shell struct {
 	traps       map[string]string
 	parentTraps map[string]string // shown by trap in a subshell
 	inTrap      string
-	errTrapping bool
+	inDebugTrap bool // the DEBUG trap's handler is running (it does not nest)
+	// asyncCmd is the command of the background job this shell runs
+	// (see background)
+	asyncCmd syntax.Command
+	// braceQuoteChars: a character range of the word being expanded
+	// made \ or ` (see rescanBraceWord)
+	braceQuoteChars bool
+	errTrapping     bool
 
 	src         *source // the source being run
 	line        int     // $LINENO
@@ -697,6 +704,12 @@ func (sh *shell) check() {
 func (sh *shell) errorf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	sh.writeErr(sh.errPrefix() + msg + "\n")
+}
+
+// usageLine writes a builtin's usage line ("read: usage: read [-ers]
+// ..."), which bash prints without the prefix of other messages.
+func (sh *shell) usageLine(format string, args ...any) {
+	sh.writeErr(fmt.Sprintf(format, args...) + "\n")
 }
 
 // errPrefix is bash's prefix of an error message: "bash: line N: ".

@@ -379,6 +379,17 @@ func (sh *shell) setElem(name, sub, val string, appendTo bool) error {
 	if v != nil && v.attrs&aReadonly != 0 {
 		return &assignError{name + ": readonly variable"}
 	}
+	if v != nil && v.attrs&aDynamic != 0 && v.assc == nil && v.attrs&aAssoc != 0 {
+		// BASH_ALIASES[name]=value defines an alias; bash's BASH_CMDS
+		// (the command hash table) is kept empty: the sandbox hashes none
+		if name == "BASH_ALIASES" {
+			if !validAliasName(sub) {
+				return &assignError{"`" + sub + "': invalid alias name"}
+			}
+			sh.aliasesWritable()[sub] = val
+		}
+		return nil
+	}
 	if v != nil && v.attrs&aAssoc != 0 {
 		old, _ := v.assc.get(sub)
 		val, err := sh.applyAttrs(v.attrs, old, val, appendTo)
@@ -455,6 +466,8 @@ func (sh *shell) setArray(name string, elems []arrayItem, appendTo, assocWanted 
 	if isAssoc {
 		w.attrs |= aAssoc
 		w.attrs &^= aIndexed
+		// bash reads [k]+=v in a=(...) against the array it replaces
+		prior := w.assc
 		if w.assc == nil || !appendTo {
 			fresh := newAssoc()
 			if appendTo && w.set && w.assc == nil && w.arr == nil {
@@ -489,8 +502,8 @@ func (sh *shell) setArray(name string, elems []arrayItem, appendTo, assocWanted 
 				continue
 			}
 			val := e.val
-			if e.appendTo {
-				old, _ := w.assc.get(e.key)
+			if e.appendTo && prior != nil {
+				old, _ := prior.get(e.key)
 				val = old + val
 			}
 			if w.attrs&aInteger != 0 {
