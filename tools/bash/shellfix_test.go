@@ -67,6 +67,7 @@ v=tempenv f; v=tempenv eval f; v=tempenv h; x=temp k; v=t1 e; f`},
 	{"SHELLOPTS and BASHOPTS in the environment set the options they list in a child bash", "export SHELLOPTS; set -x; echo 1; bash -c 'echo 2; echo $SHELLOPTS; bash -c \"echo 3\"' 2>&1; set +x; export BASHOPTS; shopt -s nullglob; bash -c 'echo [n]o*match; shopt -p nullglob'"},
 	{"a carriage return and bytes that are not UTF-8 are characters of a word", "printf 'echo\\rTEST\\necho ok\\r\\n' > crlf.sh; bash crlf.sh; echo st=$?; printf 'echo \\xbc \"\\xbc\" $\\x27\\xbc\\x27 \\x27\\xbc\\x27 | od -An -tx1\\n' > raw.sh; bash raw.sh; eval $'x=a\\xffb\\r'; echo \"${#x}\"; echo μ | sed 's/\\xce//g' > cut.sh; echo 'echo μ' | sed 's/\\xce//' > cut.sh; bash cut.sh | od -An -tx1"},
 	{"diff compares directories: the files of one name, Only in, -r and -q", "mkdir -p a/sub b/sub a/onlya a/x; printf '1\\n2\\n' > a/f; printf '1\\n3\\n' > b/f; echo x > a/same; echo x > b/same; echo y > a/sub/g; echo z > b/sub/g; echo o > b/onlyb; echo q > b/x\ndiff a b; echo rc=$?; diff -r a b; echo rc=$?; diff -ru a b | grep -v '^[-+][-+][-+]'; diff -rq a b; echo rc=$?; diff a/f b; echo rc=$?\ncp -r a c; diff -r a c && echo same; diff a nonexist; echo rc=$?"},
+	{"${a[]} is a bad substitution, ${a[ ]} is element 0", "a=(1 2); echo ${a[ ]}; (echo ${a[]}); echo st=$?"},
 	{"an assignment through a circular nameref fails", "typeset -n ref1=ref2\ntypeset -n ref2=ref1\necho defined $?\nref1=z\necho mutated $?\nx=1; echo x $?"},
 }
 
