@@ -83,8 +83,10 @@
 // What it refuses, and why: coprocesses (a second process to talk to;
 // nothing runs beside the script), job control (fg, bg, suspend, kill of
 // a running job: jobs have ended when they are waited for), history
-// expansion and the interactive builtins bind, fc and history (no
-// terminal), and signals from outside (nothing else can send one to the
+// expansion and the interactive builtins bind and fc (no terminal; the
+// history builtin keeps the list a non-interactive bash keeps: what
+// history -r, -n and -s put there, written by -w and -a, bounded by
+// HISTSIZE and HISTFILESIZE, commands not recorded), and signals from outside (nothing else can send one to the
 // sandbox: kill $$, kill $BASHPID and kill from a child bash reach the
 // script's own shells, whose traps run after the running command, and
 // whose default action ends the shell with 128+n). ulimit and umask

@@ -1764,8 +1764,183 @@ func builtinNoTerminal(sh *shell, args []string) int {
 	return 1
 }
 
+// builtinHistory keeps the history list of a shell that reads no
+// terminal: commands are not recorded (bash records them only when
+// interactive), and the list holds what history -r, -n and -s put there.
+// history [N] lists it, -c clears it, -d N deletes an entry, -w, -a, -r
+// and -n write, append, read and read the new lines of $HISTFILE (or the
+// file named), and -p prints its arguments.
 func builtinHistory(sh *shell, args []string) int {
+	args = args[1:]
+	op := byte(0)
+	del := ""
+	for len(args) > 0 && len(args[0]) > 1 && args[0][0] == '-' {
+		a := args[0]
+		args = args[1:]
+		if a == "--" {
+			break
+		}
+		for _, c := range a[1:] {
+			switch c {
+			case 'c':
+				sh.hist, sh.histNew = nil, 0
+			case 'd':
+				if len(args) == 0 {
+					sh.errorf("history: -d: option requires an argument")
+					return 2
+				}
+				del, args = args[0], args[1:]
+				op = 'd'
+			case 'a', 'w', 'r', 'n', 's', 'p':
+				op = byte(c)
+			default:
+				sh.errorf("history: -%c: invalid option", c)
+				sh.errorf("history: usage: history [-c] [-d offset] [n] or history -anrw [filename] or history -ps arg [arg...]")
+				return 2
+			}
+		}
+	}
+	file := func() (string, bool) {
+		if len(args) > 0 {
+			return vfs.Abs(sh.dir, args[0]), true
+		}
+		f, ok := sh.varValue("HISTFILE")
+		if !ok || f == "" {
+			return "", false
+		}
+		return vfs.Abs(sh.dir, f), true
+	}
+	switch op {
+	case 'd':
+		n, err := strconv.Atoi(del)
+		if err == nil && n < 0 {
+			n = len(sh.hist) + n + 1
+		}
+		if err != nil || n < 1 || n > len(sh.hist) {
+			sh.errorf("history: %s: history position out of range", del)
+			return 1
+		}
+		sh.hist = slices.Delete(slices.Clone(sh.hist), n-1, n)
+		sh.histNew = min(sh.histNew, len(sh.hist))
+		return 0
+	case 's':
+		if len(args) > 0 {
+			sh.hist = append(slices.Clip(sh.hist), strings.Join(args, " "))
+			sh.trimHistory()
+		}
+		return 0
+	case 'p':
+		for _, a := range args {
+			sh.out("history", a+"\n")
+		}
+		return 0
+	case 'a', 'w', 'r', 'n':
+		f, ok := file()
+		if !ok {
+			return 0 // (no history file: nothing to do)
+		}
+		fs := sh.r.cfg.FS
+		switch op {
+		case 'w', 'a':
+			lines := sh.hist
+			if op == 'a' {
+				lines = sh.hist[min(sh.histNew, len(sh.hist)):]
+			}
+			var b strings.Builder
+			if op == 'a' {
+				if old, err := fs.ReadFile(sh.r.ctx, f); err == nil {
+					b.Write(old)
+				}
+			}
+			for _, l := range lines {
+				b.WriteString(l + "\n")
+			}
+			if err := fs.WriteFile(sh.r.ctx, f, []byte(b.String()), 0o600); err != nil {
+				sh.errorf("history: %s: cannot create: %v", f, err)
+				return 1
+			}
+			sh.histNew = len(sh.hist)
+		default:
+			data, err := fs.ReadFile(sh.r.ctx, f)
+			if err != nil {
+				return 1
+			}
+			lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+			if len(data) == 0 {
+				lines = nil
+			}
+			from := 0
+			if op == 'n' {
+				from = min(sh.histRead, len(lines))
+			}
+			sh.hist = append(slices.Clip(sh.hist), lines[from:]...)
+			sh.histRead = len(lines)
+			sh.histNew = len(sh.hist)
+			sh.trimHistory()
+		}
+		return 0
+	}
+	if len(args) > 1 {
+		sh.errorf("history: too many arguments")
+		return 2
+	}
+	from := 0
+	if len(args) == 1 {
+		n, err := strconv.Atoi(args[0])
+		if err != nil || n < 0 {
+			sh.errorf("history: %s: numeric argument required", args[0])
+			return 2
+		}
+		from = max(len(sh.hist)-n, 0)
+	}
+	var b strings.Builder
+	for i := from; i < len(sh.hist); i++ {
+		fmt.Fprintf(&b, "%5d  %s\n", i+1, sh.hist[i])
+	}
+	sh.out("history", b.String())
 	return 0
+}
+
+// trimHistory keeps the last $HISTSIZE entries of the history list.
+func (sh *shell) trimHistory() {
+	v, ok := sh.varValue("HISTSIZE")
+	if !ok {
+		return
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 || len(sh.hist) <= n {
+		return
+	}
+	cut := len(sh.hist) - n
+	sh.hist = slices.Clone(sh.hist[cut:])
+	sh.histNew = max(sh.histNew-cut, 0)
+}
+
+// trimHistoryFile keeps the last $HISTFILESIZE lines of $HISTFILE, as
+// bash does when HISTFILESIZE is assigned.
+func (sh *shell) trimHistoryFile() {
+	v, ok := sh.varValue("HISTFILESIZE")
+	f, fok := sh.varValue("HISTFILE")
+	if !ok || !fok || f == "" {
+		return
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 {
+		return
+	}
+	p := vfs.Abs(sh.dir, f)
+	data, err := sh.r.cfg.FS.ReadFile(sh.r.ctx, p)
+	if err != nil {
+		return
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	if len(lines) <= n {
+		return
+	}
+	sh.r.cfg.FS.WriteFile(sh.r.ctx, p, []byte(strings.Join(lines[len(lines)-n:], "")), 0o600)
 }
 
 func builtinNoJobs(sh *shell, args []string) int {

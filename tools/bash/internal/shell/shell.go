@@ -448,6 +448,11 @@ type shell struct {
 	// movedFDs are the descriptors the redirections being made moved
 	// (n>&m-: m), see closeMoved.
 	movedFDs []int
+	// hist is the history list (see builtinHistory); histNew is the
+	// index of its first entry history -a has not written, histRead the
+	// lines history -r or -n read of the history file.
+	hist              []string
+	histNew, histRead int
 }
 
 type flowKind uint8

@@ -763,6 +763,10 @@ func (sh *shell) varChanged(name string) {
 		sh.getoptsPos = 0
 	case "LC_ALL", "LC_CTYPE", "LANG":
 		sh.localeChanged(name)
+	case "HISTSIZE":
+		sh.trimHistory()
+	case "HISTFILESIZE":
+		sh.trimHistoryFile()
 	}
 }
 
