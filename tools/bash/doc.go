@@ -83,10 +83,11 @@
 // What it refuses, and why: coprocesses (a second process to talk to;
 // nothing runs beside the script), job control (fg, bg, suspend, kill of
 // a running job: jobs have ended when they are waited for), history
-// expansion and the interactive builtins bind and fc (no terminal; the
-// history builtin keeps the list a non-interactive bash keeps: what
-// history -r, -n and -s put there, written by -w and -a, bounded by
-// HISTSIZE and HISTFILESIZE, commands not recorded), and signals from outside (nothing else can send one to the
+// expansion, bind, and fc -e and fc -s (no terminal to edit or run
+// history in); the history list itself is kept: history -r, -n, -s, -w,
+// -a, -c, -d, HISTSIZE and HISTFILESIZE, fc -l, and bash -i (a script on
+// stdin, no prompt) records each command line and loads and saves
+// $HISTFILE, as an interactive bash does, and signals from outside (nothing else can send one to the
 // sandbox: kill $$, kill $BASHPID and kill from a child bash reach the
 // script's own shells, whose traps run after the running command, and
 // whose default action ends the shell with 128+n). ulimit and umask

@@ -86,7 +86,7 @@ func init() {
 		"complete":  builtinComplete,
 		"compgen":   builtinCompgen,
 		"compopt":   builtinCompopt,
-		"fc":        builtinNoTerminal,
+		"fc":        builtinFc,
 		"history":   builtinHistory,
 		"bg":        builtinNoJobs,
 		"fg":        builtinNoJobs,
@@ -2001,7 +2001,9 @@ func builtinBash(sh *shell, args []string) int {
 				i++
 			case 'e', 'u', 'x', 'f', 'n', 'v', 'a', 'C', 'E', 'T', 'h', 'B', 'H', 'k', 't', 'b', 'm', 'P':
 				opts = append(opts, a[:1]+string(f))
-			case 's', 'i', 'l', 'p', 'r', 'D':
+			case 'i':
+				opts = append(opts, "-i")
+			case 's', 'l', 'p', 'r', 'D':
 			default:
 				return invalid(a[:1] + string(f))
 			}
@@ -2147,6 +2149,8 @@ func (sh *shell) runChild(argv0, script string, opts, params, env []string, stdi
 	for i := 0; i < len(opts); i++ {
 		o := opts[i]
 		switch o {
+		case "-i":
+			child.startInteractive()
 		case "-o", "+o":
 			if i+1 < len(opts) {
 				builtinSet(child, []string{"set", o, opts[i+1]})
@@ -2175,7 +2179,11 @@ func (sh *shell) runChild(argv0, script string, opts, params, env []string, stdi
 		}
 	}()
 	child.runSource(&source{name: argv0, text: script}, true)
-	return child.exit()
+	status = child.exit()
+	if child.interactive {
+		child.saveHistory()
+	}
+	return status
 }
 
 // signalTarget finds the shell a pid names for kill: $$ (1) and the
@@ -2251,5 +2259,147 @@ func signalNumber(name string) int {
 	if i := slices.Index(signalNames, name); i > 0 {
 		return i
 	}
+	return 0
+}
+
+// startInteractive makes a child bash interactive (bash -i): its commands
+// are read from stdin as a script still (no terminal, no prompt), but
+// each is recorded in the history list (set -o history), which starts
+// with $HISTFILE's lines and is written back to it at exit; emacs
+// editing is on and $- has i.
+func (sh *shell) startInteractive() {
+	sh.interactive = true
+	sh.opts.history, sh.opts.emacs = true, true
+	if _, ok := sh.varValue("HISTFILE"); !ok {
+		home, _ := sh.varValue("HOME")
+		sh.setString("HISTFILE", strings.TrimSuffix(home, "/")+"/.bash_history", false)
+	}
+	for _, v := range []string{"HISTSIZE", "HISTFILESIZE"} {
+		if _, ok := sh.varValue(v); !ok {
+			sh.setString(v, "500", false)
+		}
+	}
+	if f, ok := sh.varValue("HISTFILE"); ok && f != "" {
+		if data, err := sh.r.cfg.FS.ReadFile(sh.r.ctx, vfs.Abs(sh.dir, f)); err == nil && len(data) > 0 {
+			lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+			sh.hist = append(slices.Clip(sh.hist), lines...)
+			sh.histRead = len(lines)
+			sh.histNew = len(sh.hist)
+			sh.trimHistory()
+		}
+	}
+}
+
+// recordHistory adds a command line an interactive shell read to the
+// history list.
+func (sh *shell) recordHistory(line string) {
+	line = strings.TrimSpace(line)
+	if !sh.interactive || !sh.opts.history || line == "" {
+		return
+	}
+	sh.hist = append(slices.Clip(sh.hist), line)
+	sh.trimHistory()
+}
+
+// saveHistory appends the lines an interactive shell added to its history
+// list to $HISTFILE when it exits, then trims the file to $HISTFILESIZE.
+func (sh *shell) saveHistory() {
+	f, ok := sh.varValue("HISTFILE")
+	if !ok || f == "" || sh.histNew >= len(sh.hist) {
+		return
+	}
+	builtinHistory(sh, []string{"history", "-a"})
+	sh.trimHistoryFile()
+}
+
+// builtinFc lists the history list: fc -l [-n] [-r] [FIRST [LAST]] (a
+// negative number counts back from the fc command itself). Editing and
+// running commands again (fc -e, fc -s) need a terminal and are refused.
+func builtinFc(sh *shell, args []string) int {
+	args = args[1:]
+	list, numbers, reverse := false, true, false
+	for len(args) > 0 && len(args[0]) > 1 && args[0][0] == '-' && (args[0][1] < '0' || args[0][1] > '9') {
+		a := args[0]
+		args = args[1:]
+		if a == "--" {
+			break
+		}
+		for _, c := range a[1:] {
+			switch c {
+			case 'l':
+				list = true
+			case 'n':
+				numbers = false
+			case 'r':
+				reverse = true
+			default:
+				sh.errorf("fc: -%c: not available in the sandbox (no terminal to edit or run history in)", c)
+				return 1
+			}
+		}
+	}
+	if !list {
+		sh.errorf("fc: not available in the sandbox (no terminal to edit or run history in)")
+		return 1
+	}
+	hist := sh.hist
+	if sh.interactive && sh.opts.history && len(hist) > 0 {
+		hist = hist[:len(hist)-1] // (the fc command itself)
+	}
+	n := len(hist)
+	if n == 0 {
+		return 0
+	}
+	num := func(s string) (int, bool) {
+		v, err := strconv.Atoi(s)
+		if err != nil {
+			// a prefix: the last command starting with it
+			for i := n - 1; i >= 0; i-- {
+				if strings.HasPrefix(hist[i], s) {
+					return i + 1, true
+				}
+			}
+			sh.errorf("fc: history specification out of range")
+			return 0, false
+		}
+		if v < 0 {
+			v = n + 1 + v
+		}
+		return min(max(v, 1), n), true
+	}
+	first, last := max(n-15, 1), n
+	if len(args) > 0 {
+		v, ok := num(args[0])
+		if !ok {
+			return 1
+		}
+		first = v
+		if len(args) == 1 {
+			last = n
+		}
+	}
+	if len(args) > 1 {
+		v, ok := num(args[1])
+		if !ok {
+			return 1
+		}
+		last = v
+	}
+	if first > last {
+		first, last = last, first
+		reverse = true
+	}
+	var b strings.Builder
+	for k := range last - first + 1 {
+		i := first + k
+		if reverse {
+			i = last - k
+		}
+		if numbers {
+			fmt.Fprintf(&b, "%d", i)
+		}
+		b.WriteString("\t " + hist[i-1] + "\n")
+	}
+	sh.out("fc", b.String())
 	return 0
 }

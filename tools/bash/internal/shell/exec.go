@@ -173,6 +173,14 @@ func (sh *shell) runText(text string, top, escaped bool, repairs *int) (restart 
 			continue
 		}
 		if end := int(stmts[len(stmts)-1].End().Offset()); end > done {
+			if sh.interactive && top {
+				// (the comment lines before it are lines read too)
+				start := min(int(stmts[0].Pos().Offset()), end, len(text))
+				for _, l := range strings.Split(text[done:start], "\n") {
+					sh.recordHistory(l)
+				}
+				sh.recordHistory(text[start:min(end, len(text))])
+			}
 			done = min(end, len(text))
 		}
 		if escaped {

@@ -453,6 +453,9 @@ type shell struct {
 	// lines history -r or -n read of the history file.
 	hist              []string
 	histNew, histRead int
+	// interactive: bash -i, reading its commands from stdin (see
+	// startInteractive)
+	interactive bool
 }
 
 type flowKind uint8
