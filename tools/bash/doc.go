@@ -86,9 +86,11 @@
 // expansion, bind, and fc -e and fc -s (no terminal to edit or run
 // history in); the history list itself is kept: history -r, -n, -s, -w,
 // -a, -c, -d, HISTSIZE and HISTFILESIZE, fc -l, and bash -i (a script on
-// stdin, no prompt) records each command line and loads and saves
-// $HISTFILE, as an interactive bash does, and signals from outside (nothing else can send one to the
-// sandbox: kill $$, kill $BASHPID and kill from a child bash reach the
+// stdin or -c, no prompt printed) reads --rcfile first, records each
+// command line and loads and saves $HISTFILE, runs PROMPT_COMMAND before
+// each line and goes on after an error that ends a line (set -u), as an
+// interactive bash does; ~/.bashrc is not read. Also refused: signals
+// from outside (nothing else can send one to the sandbox: kill $$, kill $BASHPID and kill from a child bash reach the
 // script's own shells, whose traps run after the running command, and
 // whose default action ends the shell with 128+n). ulimit and umask
 // report values and remember what is set; the run's own limits are what

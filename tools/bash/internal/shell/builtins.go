@@ -1882,14 +1882,14 @@ func builtinHistory(sh *shell, args []string) int {
 	}
 	if len(args) > 1 {
 		sh.errorf("history: too many arguments")
-		return 2
+		return 1
 	}
 	from := 0
 	if len(args) == 1 {
 		n, err := strconv.Atoi(args[0])
 		if err != nil || n < 0 {
 			sh.errorf("history: %s: numeric argument required", args[0])
-			return 2
+			return 1
 		}
 		from = max(len(sh.hist)-n, 0)
 	}
@@ -1955,8 +1955,8 @@ func builtinDisown(sh *shell, args []string) int { return 0 }
 func builtinBash(sh *shell, args []string) int {
 	name := args[0]
 	var opts []string
-	var script, file string
-	haveScript := false
+	var script, file, rcfile string
+	haveScript, interactive := false, false
 	invalid := func(opt string) int {
 		sh.writeErr(name + ": " + opt + ": invalid option\n" + bashUsage)
 		return 2
@@ -1977,6 +1977,9 @@ func builtinBash(sh *shell, args []string) int {
 				"--debug", "--debugger":
 			case "--rcfile", "--init-file":
 				i++
+				if i < len(args) {
+					rcfile = args[i]
+				}
 			case "--help":
 				sh.out(name, bashUsage)
 				return 0
@@ -2002,7 +2005,7 @@ func builtinBash(sh *shell, args []string) int {
 			case 'e', 'u', 'x', 'f', 'n', 'v', 'a', 'C', 'E', 'T', 'h', 'B', 'H', 'k', 't', 'b', 'm', 'P':
 				opts = append(opts, a[:1]+string(f))
 			case 'i':
-				opts = append(opts, "-i")
+				interactive = true
 			case 's', 'l', 'p', 'r', 'D':
 			default:
 				return invalid(a[:1] + string(f))
@@ -2016,6 +2019,13 @@ func builtinBash(sh *shell, args []string) int {
 		}
 		script = args[i]
 		i++
+	}
+	if interactive {
+		// (the options only builtinBash gives runChild start with "\x00")
+		opts = append(opts, "\x00interactive", rcfile)
+		if !haveScript {
+			opts = append(opts, "\x00prompts")
+		}
 	}
 	rest := args[i:]
 	var positional []string
@@ -2149,8 +2159,14 @@ func (sh *shell) runChild(argv0, script string, opts, params, env []string, stdi
 	for i := 0; i < len(opts); i++ {
 		o := opts[i]
 		switch o {
-		case "-i":
+		case "\x00interactive":
 			child.startInteractive()
+			if i+1 < len(opts) {
+				child.rcfile = opts[i+1]
+				i++
+			}
+		case "\x00prompts":
+			child.prompts = true
 		case "-o", "+o":
 			if i+1 < len(opts) {
 				builtinSet(child, []string{"set", o, opts[i+1]})
@@ -2178,7 +2194,21 @@ func (sh *shell) runChild(argv0, script string, opts, params, env []string, stdi
 			}
 		}
 	}()
-	child.runSource(&source{name: argv0, text: script}, true)
+	if child.interactive && child.rcfile != "" {
+		// --rcfile: read before the commands (exit there ends the shell)
+		if data, err := child.r.cfg.FS.ReadFile(child.r.ctx, vfs.Abs(child.dir, child.rcfile)); err == nil {
+			child.runSource(&source{name: child.rcfile, text: string(data)}, false)
+		} else {
+			child.errorf("%s: No such file or directory", child.rcfile)
+		}
+	}
+	if child.flow != flowExit {
+		child.flow = flowNone
+		if child.prompts {
+			child.runPrompt()
+		}
+		child.runSource(&source{name: argv0, text: script}, true)
+	}
 	status = child.exit()
 	if child.interactive {
 		child.saveHistory()

@@ -196,6 +196,9 @@ func (sh *shell) runText(text string, top, escaped bool, repairs *int) (restart 
 		}
 		if top {
 			sh.runTop(stmts)
+			if sh.prompts && sh.flow == flowNone {
+				sh.runPrompt()
+			}
 		} else {
 			sh.stmts(stmts)
 		}
@@ -298,7 +301,7 @@ func (sh *shell) runTop(stmts []*syntax.Stmt) {
 			}
 			sh.status = fp.status
 			sh.cleanupPsubs(0)
-			if fp.exit || sh.level > 0 || sh.opts.errexit && fp.status != 0 {
+			if fp.exit && !sh.interactive || sh.level > 0 || sh.opts.errexit && fp.status != 0 {
 				sh.flow = flowExit
 			}
 		}
@@ -1095,3 +1098,24 @@ func unescapeRawBytes(stmts []*syntax.Stmt) {
 }
 
 func isRawByteRune(r rune) bool { return r >= rawByteBase && r <= rawByteBase+0xFF }
+
+// runPrompt runs $PROMPT_COMMAND, as an interactive bash does before each
+// prompt; $? is kept.
+func (sh *shell) runPrompt() {
+	pc, ok := sh.varValue("PROMPT_COMMAND")
+	if !ok || pc == "" {
+		return
+	}
+	status := sh.status
+	defer func() {
+		if p := recover(); p != nil {
+			if _, ok := p.(fatalPanic); !ok {
+				panic(p)
+			}
+			// an error there ends PROMPT_COMMAND, not the shell
+			sh.flow = flowNone
+		}
+		sh.status = status
+	}()
+	sh.runSource(&source{name: "PROMPT_COMMAND", text: pc}, false)
+}

@@ -456,6 +456,10 @@ type shell struct {
 	// interactive: bash -i, reading its commands from stdin (see
 	// startInteractive)
 	interactive bool
+	// rcfile is bash -i's --rcfile; prompts: bash -i reads its commands
+	// from stdin, running PROMPT_COMMAND before each (see runPrompt)
+	rcfile  string
+	prompts bool
 }
 
 type flowKind uint8
