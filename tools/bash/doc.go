@@ -90,9 +90,10 @@
 // command line and loads and saves $HISTFILE, runs PROMPT_COMMAND before
 // each line and goes on after an error that ends a line (set -u), as an
 // interactive bash does; ~/.bashrc is not read. Also refused: signals
-// from outside (nothing else can send one to the sandbox: kill $$, kill $BASHPID and kill from a child bash reach the
-// script's own shells, whose traps run after the running command, and
-// whose default action ends the shell with 128+n). ulimit and umask
+// from outside (nothing else can send one to the sandbox: kill $$, kill
+// $BASHPID and kill from a child bash reach the script's own shells,
+// whose traps run after the running command, and whose default action
+// ends the shell with 128+n). ulimit and umask
 // report values and remember what is set; the run's own limits are what
 // bound it.
 //
