@@ -159,6 +159,21 @@ func yesCmd(c *cmd, args []string) int {
 	}
 }
 
+// ttyCmd is tty [-s]: a script's standard input is never a terminal in
+// the sandbox, so it prints "not a tty" (nothing with -s) and exits 1.
+func ttyCmd(c *cmd, args []string) int {
+	for _, a := range args {
+		switch a {
+		case "-s", "--silent", "--quiet":
+			return c.done(1)
+		default:
+			return c.errf(2, "extra operand %s", quote(a))
+		}
+	}
+	c.out.WriteString("not a tty\n")
+	return c.done(1)
+}
+
 // whoamiCmd prints the sandbox's user name.
 func whoamiCmd(c *cmd, args []string) int {
 	c.out.WriteString(c.user() + "\n")

@@ -1837,7 +1837,9 @@ func builtinHistory(sh *shell, args []string) int {
 	case 'a', 'w', 'r', 'n':
 		f, ok := file()
 		if !ok {
-			return 0 // (no history file: nothing to do)
+			// (no history file: nothing to do, a failure when
+			// interactive)
+			return b2status(sh.interactive)
 		}
 		fs := sh.r.cfg.FS
 		switch op {
@@ -2320,14 +2322,15 @@ func (sh *shell) startInteractive() {
 	}
 }
 
-// recordHistory adds a command line an interactive shell read to the
-// history list.
+// recordHistory adds a command line the shell read to the history list,
+// when set -o history is on (as it is in an interactive shell).
 func (sh *shell) recordHistory(line string) {
 	line = strings.TrimSpace(line)
-	if !sh.interactive || !sh.opts.history || line == "" {
+	if !sh.opts.history || line == "" {
 		return
 	}
 	sh.hist = append(slices.Clip(sh.hist), line)
+	sh.histAdded++
 	sh.trimHistory()
 }
 
@@ -2338,7 +2341,14 @@ func (sh *shell) saveHistory() {
 	if !ok || f == "" || sh.histNew >= len(sh.hist) {
 		return
 	}
-	builtinHistory(sh, []string{"history", "-a"})
+	// bash appends the session's lines, unless more were added than the
+	// list holds (HISTSIZE cut some) and histappend is off: it then
+	// writes the list over the file
+	if appendOn, _ := sh.shoptValue("histappend"); appendOn || sh.histAdded <= len(sh.hist) {
+		builtinHistory(sh, []string{"history", "-a"})
+	} else {
+		builtinHistory(sh, []string{"history", "-w"})
+	}
 	sh.trimHistoryFile()
 }
 

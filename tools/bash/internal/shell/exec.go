@@ -173,11 +173,13 @@ func (sh *shell) runText(text string, top, escaped bool, repairs *int) (restart 
 			continue
 		}
 		if end := int(stmts[len(stmts)-1].End().Offset()); end > done {
-			if sh.interactive && top {
+			if sh.opts.history && top {
 				// (the comment lines before it are lines read too)
 				start := min(int(stmts[0].Pos().Offset()), end, len(text))
-				for _, l := range strings.Split(text[done:start], "\n") {
-					sh.recordHistory(l)
+				for k, l := range strings.Split(text[done:start], "\n") {
+					if k > 0 || done == 0 { // (not the rest of the line before)
+						sh.recordHistory(l)
+					}
 				}
 				sh.recordHistory(text[start:min(end, len(text))])
 			}

@@ -270,8 +270,16 @@ func (sh *shell) promptExpand(s string) string {
 		case 'j':
 			b.WriteString("0")
 		case 'l':
-			b.WriteString("sandbox")
-		case '!', '#':
+			b.WriteString("tty") // (bash's, when stdin is no terminal)
+		case '!':
+			// the history number of the command running (recorded when
+			// history is on), else of the next
+			n := len(sh.hist)
+			if !sh.opts.history {
+				n++
+			}
+			b.WriteString(strconv.Itoa(n))
+		case '#':
 			b.WriteString("1")
 		default:
 			if s[i] >= '0' && s[i] <= '7' {

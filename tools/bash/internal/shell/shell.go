@@ -453,6 +453,7 @@ type shell struct {
 	// lines history -r or -n read of the history file.
 	hist              []string
 	histNew, histRead int
+	histAdded         int // the lines an interactive shell recorded
 	// interactive: bash -i, reading its commands from stdin (see
 	// startInteractive)
 	interactive bool
