@@ -153,3 +153,30 @@ func TestPlanInputPublished(t *testing.T) {
 		t.Errorf("PlanInput(%d) after the plan ended: %s", id, schema.ValueJSON(got))
 	}
 }
+
+// TestPublishedAtOpen: a world opened again reads its cells and running
+// plans at once, as its journal left them, before any commit of its own.
+func TestPublishedAtOpen(t *testing.T) {
+	ctx := t.Context()
+	st := world.NewMemoryStorage()
+	w, _, _ := pingWorld(t, st, &heldHTTP{release: make(chan struct{})})
+	if _, err := w.SendJSON(ctx, "test/Ping@1", []byte(`{"who": "ann", "url": "https://pong.test/ok"}`)); err != nil {
+		t.Fatal(err)
+	}
+	var id uint64
+	w.View(func(m *world.Machine) { id = m.RunningPlans()[0].ID })
+	state, _, _ := w.State("test/Tally@1", "ann")
+	head := w.Head()
+	w.Close()
+	again, _, _ := pingWorld(t, st, &heldHTTP{release: make(chan struct{})})
+	got, _, ok := again.State("test/Tally@1", "ann")
+	if !ok || string(schema.ValueJSON(got)) != string(schema.ValueJSON(state)) {
+		t.Errorf("State after Open: %s, %v; want %s", schema.ValueJSON(got), ok, schema.ValueJSON(state))
+	}
+	if _, ok := again.PlanInput(id); !ok {
+		t.Errorf("PlanInput(%d) after Open: the plan is running", id)
+	}
+	if got := again.Head(); got != head {
+		t.Errorf("Head after Open: %v; want %v", got, head)
+	}
+}

@@ -87,13 +87,12 @@ type World struct {
 	opts Options
 	log  *slog.Logger
 
-	mu     sync.RWMutex // guards m, head, err and signal
-	m      *Machine
-	cas    *overlay // what m reads
-	head   journal.Head
-	err    error         // set when the world broke (a commit failed)
-	signal chan struct{} // closed and replaced after every commit
-	since  int           // inputs since the last snapshot
+	mu    sync.RWMutex // guards m, head and err
+	m     *Machine
+	cas   *overlay // what m reads
+	head  journal.Head
+	err   error // set when the world broke (a commit failed)
+	since int   // inputs since the last snapshot
 
 	// committed is each cell's state as of the last commit (cellID →
 	// *committedCell), and committedHead that commit's head: State and
@@ -113,8 +112,9 @@ type World struct {
 	closed bool
 
 	qmu     sync.Mutex
-	queue   []queued // inputs waiting to be applied, in arrival order
-	running int      // events sent (Send) and not yet answered; guarded by qmu
+	queue   []queued      // inputs waiting to be applied, in arrival order
+	running int           // events sent (Send) and not yet answered; guarded by qmu
+	signal  chan struct{} // closed and replaced to wake WaitIdle and Drain; guarded by qmu
 
 	disp      *effects.Dispatcher
 	done      chan struct{} // closed by Close
@@ -564,9 +564,9 @@ func (w *World) Drain(ctx context.Context) error {
 	for {
 		w.mu.RLock()
 		w.qmu.Lock()
-		queued, running := len(w.queue), w.running
+		queued, running, sig := len(w.queue), w.running, w.signal
 		w.qmu.Unlock()
-		err, sig := w.err, w.signal
+		err := w.err
 		quiet := w.inFlightLocked() == 0 && running == 0 && queued == 0
 		w.mu.RUnlock()
 		if err != nil {
@@ -623,8 +623,19 @@ func (w *World) inFlightLocked() int {
 	return n
 }
 
-// wake wakes the waiters of WaitIdle. The caller holds w.mu.
+// wake wakes the waiters of WaitIdle and Drain. The caller holds w.mu.
 func (w *World) wake() {
+	w.qmu.Lock()
+	w.wakeQueued()
+	w.qmu.Unlock()
+}
+
+// wakeQueued is wake for a caller that holds w.qmu. The signal is
+// guarded by qmu, and waiters read it with running and the queue, so an
+// input answered after the commit that woke them (running falls to 0
+// after the wake-up) wakes them again instead of leaving them for the
+// next commit.
+func (w *World) wakeQueued() {
 	close(w.signal)
 	w.signal = make(chan struct{})
 }
@@ -802,11 +813,7 @@ func (w *World) submit(ctx context.Context, in *Input) (journal.Head, error) {
 	r := &request{in: in, done: make(chan result, 1)}
 	// running and the queue are guarded by qmu, not mu: an event is
 	// queued at once, even while a batch is being committed.
-	defer func() {
-		w.qmu.Lock()
-		w.running--
-		w.qmu.Unlock()
-	}()
+	defer w.answered()
 	w.qmu.Lock()
 	w.running++
 	w.queue = append(w.queue, queued{req: r})
@@ -814,6 +821,18 @@ func (w *World) submit(ctx context.Context, in *Input) (journal.Head, error) {
 	w.run()
 	res := <-r.done
 	return res.head, res.err
+}
+
+// answered counts a sent input answered (its submit returns). The last
+// one wakes WaitIdle and Drain: their waiters may have seen it running
+// after the commit that woke them last.
+func (w *World) answered() {
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	w.running--
+	if w.running == 0 && len(w.queue) == 0 {
+		w.wakeQueued()
+	}
 }
 
 // WaitIdle waits until no effect is in flight and no input is being
@@ -824,9 +843,9 @@ func (w *World) WaitIdle(ctx context.Context) error {
 	for {
 		w.mu.RLock()
 		w.qmu.Lock()
-		queued, running := len(w.queue), w.running
+		queued, running, sig := len(w.queue), w.running, w.signal
 		w.qmu.Unlock()
-		err, idle, sig := w.err, len(w.m.pending) == 0 && running == 0 && queued == 0, w.signal
+		err, idle := w.err, len(w.m.pending) == 0 && running == 0 && queued == 0
 		w.mu.RUnlock()
 		if err != nil {
 			return err
@@ -928,7 +947,7 @@ func (w *World) PlanInput(id uint64) (schema.Value, bool) {
 	if !ok {
 		return nil, false
 	}
-	return v.(schema.Value), true
+	return v, true
 }
 
 // Cells returns a reducer's current cells in canonical key order.

@@ -78,7 +78,9 @@
 // subscript with blanks (a[1 + 2]= cmd, a[5 + 3] as a command's name),
 // an array assignment before a command (refused when it runs, as bash
 // does), [k]+=v in an array literal, and `...` that mvdan reads otherwise
-// than bash (a quote left open, backslashes inside double quotes).
+// than bash (a quote left open, backslashes inside double quotes). An
+// alias holding a here-document takes the body from the script's next
+// lines, as bash's reader does, not from the alias.
 //
 // What it refuses, and why: coprocesses (a second process to talk to;
 // nothing runs beside the script), job control (fg, bg, suspend, kill of

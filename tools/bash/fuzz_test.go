@@ -26,7 +26,7 @@ func FuzzRun(f *testing.F) {
 		"kill -USR1 $$", "trap 'echo t' TERM; kill $$", "GLOBIGNORE='[[:alnum:]]*:x'; echo *", "a[0]=(3 4)", "a[]=1", "(( ))",
 		"a=1 b[0]=2 c=3 env", "a[1 + 2]= echo a[1 + 2]=", "a[5 + 3]+", "a=([k]+=v [k]+=w)", "a=([k]=-{a,b}-)",
 		"echo -{z..A}-", "echo `echo \"`", "echo \"1 `[[ $(echo \\\\\" > f) ]]` 2\"", "declare a[ a[2]=3 ]=Y",
-		"set -E; trap 'echo e' ERR; false & (false) | (false)",
+		"set -E; trap 'echo e' ERR; false & (false) | (false)", "shopt -s expand_aliases; alias c='cat <<E\nx\nE\n'\nc\ny\nE",
 	} {
 		f.Add(s)
 	}

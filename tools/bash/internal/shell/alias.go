@@ -87,6 +87,12 @@ func (sh *shell) aliasExpandText(seg string, active []string, cmd bool, depth in
 					continue
 				}
 				exp, _ := sh.aliasExpandText(val, append(active, word), cmd || next, depth+1)
+				if sh.aliasTails != nil {
+					if t, ok := splitAliasHeredoc(exp); ok {
+						exp = t.head
+						*sh.aliasTails = append(*sh.aliasTails, t)
+					}
+				}
 				b.WriteString(exp)
 				changed = true
 				blank := strings.HasSuffix(val, " ") || strings.HasSuffix(val, "\t")
@@ -242,4 +248,128 @@ func groupEnd(seg string, i int) int {
 		i++
 	}
 	return len(seg)
+}
+
+// aliasHeredoc is an alias's text holding a here-document operator with
+// lines after it: bash reads the document's body from the script's next
+// lines, never from the alias (its reader takes here-document lines from
+// the input), and the alias's own lines after the operator's run as
+// commands after the body.
+type aliasHeredoc struct {
+	head  string // the text up to the end of the operator's line
+	tail  string // the lines after it
+	delim string // the delimiter, unquoted
+	strip bool   // <<-
+}
+
+// splitAliasHeredoc splits an alias's (expanded) text at the end of the
+// line of its first here-document operator; ok is false when it has
+// none or no line after it.
+func splitAliasHeredoc(v string) (aliasHeredoc, bool) {
+	for i := 0; i+1 < len(v); i++ {
+		switch v[i] {
+		case '\\':
+			i++
+			continue
+		case '\'':
+			k := strings.IndexByte(v[i+1:], '\'')
+			if k < 0 {
+				return aliasHeredoc{}, false
+			}
+			i += k + 1
+			continue
+		case '"':
+			i = quoteEnd(v, i+1, '"') - 1
+			continue
+		case '<':
+		default:
+			continue
+		}
+		if v[i+1] != '<' || i+2 < len(v) && v[i+2] == '<' {
+			continue
+		}
+		j := i + 2
+		t := aliasHeredoc{}
+		if j < len(v) && v[j] == '-' {
+			t.strip = true
+			j++
+		}
+		for j < len(v) && (v[j] == ' ' || v[j] == '\t') {
+			j++
+		}
+		end := wordEnd(v, j)
+		if end == j {
+			return aliasHeredoc{}, false
+		}
+		t.delim = strings.NewReplacer(`\`, "", `'`, "", `"`, "").Replace(v[j:end])
+		nl := strings.IndexByte(v[end:], '\n')
+		if nl < 0 {
+			return aliasHeredoc{}, false
+		}
+		nl += end
+		t.head, t.tail = v[:nl], v[nl+1:]
+		return t, true
+	}
+	return aliasHeredoc{}, false
+}
+
+// aliasHeredocRestart rewrites the script when the line text[from:lineEnd]
+// uses an alias holding a here-document (see aliasHeredoc): the alias's
+// text up to the operator's line, the body from the lines after the
+// line, then the alias's remaining lines, then the rest of the script.
+// ok is false when no such alias is used there. (The alias's lines count
+// as lines of the script here: $LINENO after them is that much larger
+// than bash's.)
+func (sh *shell) aliasHeredocRestart(text string, from, lineEnd int) (string, bool) {
+	has := false
+	for _, v := range sh.aliases.m {
+		if _, ok := splitAliasHeredoc(v); ok {
+			has = true
+			break
+		}
+	}
+	if !has || from >= lineEnd || lineEnd > len(text) {
+		return text, false
+	}
+	var tails []aliasHeredoc
+	sh.aliasTails = &tails
+	out, changed := sh.aliasExpandText(text[from:lineEnd], nil, true, 0)
+	sh.aliasTails = nil
+	if !changed || len(tails) != 1 {
+		return text, false
+	}
+	t := tails[0]
+	var b strings.Builder
+	b.WriteString(text[:from])
+	b.WriteString(out)
+	b.WriteByte('\n')
+	rest := ""
+	if lineEnd < len(text) {
+		rest = text[lineEnd+1:]
+	}
+	found := false
+	for rest != "" {
+		line, after, _ := strings.Cut(rest, "\n")
+		b.WriteString(line + "\n")
+		rest = after
+		cmp := line
+		if t.strip {
+			cmp = strings.TrimLeft(cmp, "\t")
+		}
+		if cmp == t.delim {
+			found = true
+			break
+		}
+	}
+	if !found {
+		sh.line = strings.Count(text[:lineEnd], "\n") + 1
+		sh.errorf("warning: here-document at line %d delimited by end-of-file (wanted `%s')", sh.line, t.delim)
+		b.WriteString(t.delim + "\n")
+	}
+	b.WriteString(t.tail)
+	if t.tail != "" && !strings.HasSuffix(t.tail, "\n") {
+		b.WriteByte('\n')
+	}
+	b.WriteString(rest)
+	return blankLines(text[:from]) + b.String()[from:], true
 }

@@ -191,6 +191,17 @@ func (sh *shell) runText(text string, top, escaped bool, repairs *int) (restart 
 		joinDollarContinuations(stmts)
 		splitFuncBodies(stmts)
 		if sh.shopt.expandAliases && len(sh.aliases.m) > 0 {
+			if *repairs < maxRepairs {
+				start := int(stmts[0].Pos().Offset())
+				lineEnd := len(text)
+				if nl := strings.IndexByte(text[done:], '\n'); nl >= 0 {
+					lineEnd = done + nl
+				}
+				if fixed, ok := sh.aliasHeredocRestart(text, start, lineEnd); ok {
+					*repairs++
+					return fixed, 0
+				}
+			}
 			stmts = sh.expandAliases(stmts, text)
 		}
 		if !sh.checkDepth(stmts) {

@@ -381,7 +381,7 @@ func (sh *shell) subscriptCarried(text string) (*syntax.Word, bool) {
 	}
 	name, sub := body[:open], body[open+1:len(body)-1]
 	if sub == "" {
-		return nil, false // ${a[]}: bad substitution (${a[ ]} is ${a[0]})
+		return nil, false // ${a[]}: a bad substitution (${a[ ]} is a[0])
 	}
 	if v := sh.getVar(name); v != nil && v.assc != nil || strings.ContainsAny(sub, "\"`") {
 		return nil, false

@@ -61,6 +61,15 @@ func TestBashParity(t *testing.T) {
 		{"`...` inside double quotes loses the backslashes before \\ and \"",
 			"file=/tmp/f\necho \"123 `[[ $(echo \\\\\" > $file) ]]` 456\";\nread -r line < $file; echo \"$line\"\n",
 			"123  456\n\"\n", 0},
+		{"a here-document in an alias takes its body from the script's next lines",
+			"shopt -s expand_aliases\nalias r='read -r x <<EOF\necho from-alias\nEOF\n'\nr\nline1\nEOF\necho \"x=$x\"\n",
+			"from-alias\nx=line1\n", 0},
+		{"... and from nothing at the end of the script",
+			"shopt -s expand_aliases\nalias r='read -r x <<EOF\necho from-alias $x\n'\necho before\nr\n",
+			"before\nfrom-alias\n", 0},
+		{"${a[]} is a bad substitution, ${a[ ]} is a[0]",
+			"a=(1 2 3)\necho ${a[ ]}\necho ${a[]}\necho status=$?\n",
+			"1\nstatus=1\n", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, status := run(t, tc.script)

@@ -396,6 +396,9 @@ type shell struct {
 	parentTraps map[string]string // shown by trap in a subshell
 	inTrap      string
 	inDebugTrap bool // the DEBUG trap's handler is running (it does not nest)
+	// aliasTails collects, while aliasHeredocRestart expands a line, the
+	// aliases holding a here-document
+	aliasTails *[]aliasHeredoc
 	// asyncCmd is the command of the background job this shell runs
 	// (see background)
 	asyncCmd syntax.Command
