@@ -121,6 +121,7 @@ func init() {
 		"find":      findCmd,
 		"sleep":     sleepCmd,
 		"timeout":   timeoutCmd,
+		"time":      timeCmd,
 		"yes":       yesCmd,
 		"whoami":    whoamiCmd,
 		"tty":       ttyCmd,
