@@ -22,7 +22,8 @@
 // names the property a_b when the schema has no a-b). `help`, `discover`,
 // `<tool> --help` and `<tool> --dry-run` describe the tools, and
 // in-process utilities process their output and files: awk (a POSIX awk
-// of our own), jq (gojq), grep, sed, sort, find, ls, cp, mv, rm, diff, bc,
+// of our own), jq (gojq; objects keep the key order of the input, an
+// object the filter builds is printed sorted), grep, sed, sort, find, ls, cp, mv, rm, diff, bc,
 // tar and some seventy more (see the SystemPrompt of [Tool.Info]).
 //
 // # The interpreter
@@ -37,7 +38,8 @@
 // syntax error ends the script where bash's would (exit 2), and aliases
 // defined on one line apply from the next. What it supports:
 //
-//   - word expansion: braces, tildes, every parameter operator (${x:-w},
+//   - word expansion: braces, tildes (~root is /root and ~user
+//     $HOME: the sandbox has those two users), every parameter operator (${x:-w},
 //     ${x#p}, ${x/p/r}, ${x^^}, ${x:o:l}, ${!x}, ${!p*}, ${x@Q} and the
 //     other transformations), command and arithmetic substitution, IFS
 //     splitting as bash does it (empty fields, non-blank IFS, "$@"),
@@ -84,10 +86,11 @@
 // What it refuses, and why: coprocesses (a second process to talk to;
 // nothing runs beside the script), job control (fg, bg, suspend, kill of
 // a running job: jobs have ended when they are waited for), history
-// expansion and line editing (bind; no terminal), and signals from outside (nothing else can send one to the
-// sandbox: kill $$, kill $BASHPID and kill from a child bash reach the
-// script's own shells, whose traps run after the running command, and
-// whose default action ends the shell with 128+n). ulimit and umask
+// expansion and line editing (bind; no terminal), and signals from
+// outside (nothing else can send one to the sandbox: kill $$, kill
+// $BASHPID and kill from a child bash reach the script's own shells,
+// whose traps run after the running command, and whose default action
+// ends the shell with 128+n). ulimit and umask
 // report values and remember what is set; the run's own limits are what
 // bound it.
 //
@@ -100,8 +103,14 @@
 // run on a file under /tmp. Under set -o history (and, as in bash, for
 // good once fc -e has run) the script's lines are entered as bash's
 // command-oriented history joins them (HISTCONTROL and HISTIGNORE are
-// not applied). bash -i is not interactive: its lines are not recorded
-// and HISTFILE is neither loaded nor saved.
+// not applied); a shell that exits with them recorded saves them to
+// $HISTFILE as bash does (appended, or the list written over the file
+// when HISTSIZE cut it and histappend is off). bash -i reads its script
+// (stdin or -c) with no terminal and prints no prompt, but otherwise as
+// an interactive bash: --rcfile first (exit there ends it; ~/.bashrc is
+// not read), each line recorded, $HISTFILE (~/.bash_history) loaded at
+// start and saved at exit, PROMPT_COMMAND run before each line, and an
+// error that ends a line (set -u) does not end the shell.
 //
 // # Sandbox
 //

@@ -82,7 +82,9 @@ func TestPrintf(t *testing.T) {
 
 func TestJQ(t *testing.T) {
 	checkCases(t, "jq", []cmdCase{
-		{args: []string{"."}, stdin: `{"b":1,"a":[1,2]}`, stdout: "{\n  \"a\": [\n    1,\n    2\n  ],\n  \"b\": 1\n}\n"},
+		{args: []string{"."}, stdin: `{"b":1,"a":[1,2]}`, stdout: "{\n  \"b\": 1,\n  \"a\": [\n    1,\n    2\n  ]\n}\n"},
+		{args: []string{"-S", "."}, stdin: `{"b":1,"a":[1,2]}`, stdout: "{\n  \"a\": [\n    1,\n    2\n  ],\n  \"b\": 1\n}\n"},
+		{args: []string{"-c", "del(.a) + {x: 1}"}, stdin: `{"c":1,"a":2,"b":3}`, stdout: "{\"c\":1,\"b\":3,\"x\":1}\n"},
 		{args: []string{"-c", "."}, stdin: `{"a": [1, 2]}`, stdout: "{\"a\":[1,2]}\n"},
 		{args: []string{"-r", ".[]"}, stdin: `["x","y"]`, stdout: "x\ny\n"},
 		{args: []string{"-j", ".[]"}, stdin: `["x","y"]`, stdout: "xy"},

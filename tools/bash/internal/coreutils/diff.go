@@ -2,6 +2,8 @@ package coreutils
 
 import (
 	"fmt"
+	"path"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -20,11 +22,14 @@ type diffOpts struct {
 	icase, ispace bool
 	iallspace     bool
 	labels        []string
+	recursive     bool
+	optArgs       []string // the options as given, for diff -r's headers
 }
 
 // diffCmd compares two files line by line: diff [-u] [-U N] [-q] [-s]
-// [-i] [-b] [-w] [--label L] FILE1 FILE2 (either may be "-"). Exit 0
-// when they are the same, 1 when they differ, 2 on trouble.
+// [-i] [-b] [-w] [-r] [--label L] FILE1 FILE2 (either may be "-", or a
+// directory: see diffDirs). Exit 0 when they are the same, 1 when they
+// differ, 2 on trouble.
 func diffCmd(c *cmd, args []string) int {
 	o := diffOpts{context: 3}
 	var fixed []string
@@ -57,6 +62,8 @@ func diffCmd(c *cmd, args []string) int {
 			o.iallspace = true
 		case "-L", "--label":
 			o.labels = append(o.labels, v)
+		case "-r", "--recursive":
+			o.recursive = true
 		case "-a", "--text", "-N", "--new-file", "--color", "--strip-trailing-cr", "-d", "--minimal", "-B", "--ignore-blank-lines":
 		default:
 			if strings.HasPrefix(f, "--color") {
@@ -72,6 +79,103 @@ func diffCmd(c *cmd, args []string) int {
 	if len(files) != 2 {
 		return c.errf(2, "missing operand: diff FILE1 FILE2")
 	}
+	if len(args) >= 2 && args[len(args)-2] == files[0] && args[len(args)-1] == files[1] {
+		o.optArgs = args[:len(args)-2]
+	}
+	var isDir [2]bool
+	for i, f := range files {
+		if !isStdin(f) && c.env.FS != nil {
+			info, err := c.env.FS.Stat(c.ctx, c.abs(f))
+			if err != nil {
+				return c.fileErr(2, f, err)
+			}
+			isDir[i] = info.IsDir()
+		}
+	}
+	switch {
+	case isDir[0] && isDir[1]:
+		return c.done(c.diffDirs(&o, files[0], files[1]))
+	case isDir[0]:
+		// DIR FILE compares DIR/FILE's name with FILE
+		files[0] = path.Join(files[0], path.Base(files[1]))
+	case isDir[1]:
+		files[1] = path.Join(files[1], path.Base(files[0]))
+	}
+	return c.done(c.diffFiles(&o, [2]string{files[0], files[1]}, ""))
+}
+
+// diffDirs compares two directories as GNU diff does: the files of the
+// same name, "Only in" the others, subdirectories with -r (else "Common
+// subdirectories"). It returns the status (0 same, 1 differ, 2 trouble).
+func (c *cmd) diffDirs(o *diffOpts, d1, d2 string) int {
+	list := func(d string) (map[string]bool, bool) {
+		infos, err := c.env.FS.ReadDir(c.ctx, c.abs(d))
+		if err != nil {
+			c.fileErr(2, d, err)
+			return nil, false
+		}
+		m := map[string]bool{}
+		for _, fi := range infos {
+			m[fi.Name()] = fi.IsDir()
+		}
+		return m, true
+	}
+	m1, ok1 := list(d1)
+	m2, ok2 := list(d2)
+	if !ok1 || !ok2 {
+		return 2
+	}
+	var names []string
+	for n := range m1 {
+		names = append(names, n)
+	}
+	for n := range m2 {
+		if _, ok := m1[n]; !ok {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	status := 0
+	worse := func(st int) {
+		status = max(status, st)
+	}
+	for _, n := range names {
+		dir1, in1 := m1[n]
+		dir2, in2 := m2[n]
+		p1, p2 := path.Join(d1, n), path.Join(d2, n)
+		switch {
+		case !in2:
+			c.out.WriteString("Only in " + d1 + ": " + n + "\n")
+			worse(1)
+		case !in1:
+			c.out.WriteString("Only in " + d2 + ": " + n + "\n")
+			worse(1)
+		case dir1 && dir2:
+			if o.recursive {
+				worse(c.diffDirs(o, p1, p2))
+			} else {
+				c.out.WriteString("Common subdirectories: " + p1 + " and " + p2 + "\n")
+			}
+		case dir1 || dir2:
+			kind := func(d bool) string {
+				if d {
+					return "directory"
+				}
+				return "regular file"
+			}
+			c.out.WriteString("File " + p1 + " is a " + kind(dir1) + " while file " + p2 + " is a " + kind(dir2) + "\n")
+			worse(1)
+		default:
+			header := strings.Join(append(append([]string{"diff"}, o.optArgs...), p1, p2), " ") + "\n"
+			worse(c.diffFiles(o, [2]string{p1, p2}, header))
+		}
+	}
+	return status
+}
+
+// diffFiles compares two files (either may be "-"); header, if any, is
+// written before their differences (not for -q). It returns the status.
+func (c *cmd) diffFiles(o *diffOpts, files [2]string, header string) int {
 	var texts [2]string
 	var stamps [2]time.Time
 	for i, f := range files {
@@ -79,9 +183,6 @@ func diffCmd(c *cmd, args []string) int {
 			info, err := c.env.FS.Stat(c.ctx, c.abs(f))
 			if err != nil {
 				return c.fileErr(2, f, err)
-			}
-			if info.IsDir() {
-				return c.errf(2, "%s: Is a directory (comparing directories is not supported)", f)
 			}
 			stamps[i] = info.ModTime()
 		} else {
@@ -144,12 +245,13 @@ func diffCmd(c *cmd, args []string) int {
 		if o.reportSame {
 			c.out.WriteString("Files " + files[0] + " and " + files[1] + " are identical\n")
 		}
-		return c.done(0)
+		return 0
 	}
 	if o.brief {
 		c.out.WriteString("Files " + files[0] + " and " + files[1] + " differ\n")
-		return c.done(1)
+		return 1
 	}
+	c.out.WriteString(header)
 	lines := func(side byte, i int) (string, bool) {
 		if side == '-' {
 			return a[i], aNoNL && i == len(a)-1
@@ -191,7 +293,7 @@ func diffCmd(c *cmd, args []string) int {
 				}
 			}
 		}
-		return c.done(1)
+		return 1
 	}
 	// Normal format: each run of changes is one command.
 	for i := 0; i < len(ops); {
@@ -238,7 +340,7 @@ func diffCmd(c *cmd, args []string) int {
 		}
 		i = j
 	}
-	return c.done(1)
+	return 1
 }
 
 // diffLines splits a text into lines; noNL reports a last line without

@@ -74,6 +74,7 @@ tail	[OPTION]... [FILE]...	Print the last 10 lines of each FILE to standard outp
 tar	[OPTION...] [FILE]...	Save many files together into a single archive, and restore individual files from it.
 tee	[OPTION]... [FILE]...	Copy standard input to each FILE, and also to standard output.
 timeout	[OPTION] DURATION COMMAND [ARG]...	Start COMMAND, and kill it if still running after DURATION.
+time	[-p] [-f FORMAT] [-o FILE [-a]] COMMAND [ARG]...	Run COMMAND, then report the time it took on standard error (GNU time).
 touch	[OPTION]... FILE...	Update the access and modification times of each FILE to the current time.
 tr	[OPTION]... STRING1 [STRING2]	Translate, squeeze, and/or delete characters from standard input, writing to standard output.
 tree	[-adfL level] [--noreport] [directory ...]	List the contents of directories in a tree-like format.
@@ -83,6 +84,7 @@ unexpand	[OPTION]... [FILE]...	Convert blanks in each FILE to tabs, writing to s
 uniq	[OPTION]... [INPUT [OUTPUT]]	Filter adjacent matching lines from INPUT (or standard input), writing to OUTPUT (or standard output).
 wc	[OPTION]... [FILE]...	Print newline, word, and byte counts for each FILE.
 whoami	[OPTION]...	Print the user name associated with the current effective user ID.
+tty	[OPTION]...	Print the file name of the terminal connected to standard input.
 xargs	[OPTION]... COMMAND [INITIAL-ARGS]...	Run COMMAND with arguments INITIAL-ARGS and more arguments read from input.
 xxd	[options] [infile [outfile]]	Make a hex dump of a file or standard input, or (-r) the reverse.
 yes	[STRING]...	Repeatedly output a line with all specified STRING(s), or 'y'.

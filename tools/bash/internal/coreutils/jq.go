@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/big"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,6 +58,7 @@ type jqOpts struct {
 	haveFilter                                                                bool
 	varNames                                                                  []string
 	varValues                                                                 []any
+	order                                                                     *jqKeyOrder
 }
 
 // jqCmd implements jq with gojq: jq [-r -j -a -c -n -s -e -R -S -M -C
@@ -468,7 +470,15 @@ func writeJQ(c *cmd, o *jqOpts, v any) error {
 		}
 		return nil
 	}
-	b, err := gojq.Marshal(v)
+	var b []byte
+	var err error
+	if o.sortKeys || o.order == nil || o.order.empty() {
+		b, err = gojq.Marshal(v)
+	} else {
+		var buf bytes.Buffer
+		err = o.order.marshal(&buf, v)
+		b = buf.Bytes()
+	}
 	if err != nil {
 		return err
 	}
@@ -529,6 +539,9 @@ type jqInputs struct {
 }
 
 func newJQInputs(c *cmd, o *jqOpts) *jqInputs {
+	if o.order == nil {
+		o.order = newJQKeyOrder()
+	}
 	return &jqInputs{c: c, o: o}
 }
 
@@ -614,8 +627,12 @@ func (in *jqInputs) decode() (any, error) {
 		return nil, io.EOF
 	}
 	var v any
+	start := in.dec.InputOffset()
 	if err := in.dec.Decode(&v); err != nil {
 		return nil, err
+	}
+	if end := in.dec.InputOffset(); start < end && end <= int64(len(in.data)) {
+		in.o.order.record(in.data[start:end])
 	}
 	return normalizeJSON(v), nil
 }
@@ -720,4 +737,150 @@ type jqFuncError struct {
 func (e *jqFuncError) Error() string {
 	b, _ := gojq.Marshal(e.v)
 	return fmt.Sprintf("%s cannot be applied to: %s", e.name, b)
+}
+
+// jqKeyOrder keeps the order of object keys in the input, which gojq's
+// maps lose and jq keeps: an object printed with the keys of an input
+// object (., .[1], an update of a key it has) prints them in that
+// object's order; another (del(.k), . + {new: 1}) puts the keys the input
+// had in the order they first appeared there, then the others sorted (an
+// object the filter built, {b: 1, a: 2}, is printed sorted: jq would keep
+// the order of the filter's text). What it holds is bounded.
+type jqKeyOrder struct {
+	sets map[string][]string // sorted keys joined by NUL -> input order
+	rank map[string]int      // key -> when it first appeared
+}
+
+const (
+	jqMaxKeySets = 4096
+	jqMaxKeys    = 1 << 16
+)
+
+func newJQKeyOrder() *jqKeyOrder {
+	return &jqKeyOrder{sets: map[string][]string{}, rank: map[string]int{}}
+}
+
+func (k *jqKeyOrder) empty() bool { return len(k.rank) == 0 }
+
+// record notes the key order of the objects in one JSON text.
+func (k *jqKeyOrder) record(data []byte) {
+	if !bytes.ContainsRune(data, '{') {
+		return
+	}
+	type frame struct {
+		obj       bool
+		expectKey bool
+		keys      []string
+	}
+	var stack []*frame
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.obj && top.expectKey {
+			if key, ok := tok.(string); ok {
+				top.keys = append(top.keys, key)
+				top.expectKey = false
+				if _, seen := k.rank[key]; !seen && len(k.rank) < jqMaxKeys {
+					k.rank[key] = len(k.rank)
+				}
+				continue
+			}
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{obj: true, expectKey: true})
+			continue
+		case json.Delim('['):
+			stack = append(stack, &frame{})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			if top == nil {
+				return
+			}
+			stack = stack[:len(stack)-1]
+			if top.obj && len(k.sets) < jqMaxKeySets {
+				sorted := slices.Clone(top.keys)
+				sort.Strings(sorted)
+				sig := strings.Join(sorted, "\x00")
+				if _, ok := k.sets[sig]; !ok {
+					k.sets[sig] = top.keys
+				}
+			}
+		}
+		// a value ended: the object it is in expects a key again
+		if len(stack) > 0 && stack[len(stack)-1].obj {
+			stack[len(stack)-1].expectKey = true
+		}
+	}
+}
+
+// keys returns the keys of m in the order to print them.
+func (k *jqKeyOrder) keys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for key := range m {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	if order, ok := k.sets[strings.Join(keys, "\x00")]; ok && len(order) == len(keys) {
+		return order
+	}
+	sort.SliceStable(keys, func(i, j int) bool {
+		ri, oki := k.rank[keys[i]]
+		rj, okj := k.rank[keys[j]]
+		if oki && okj {
+			return ri < rj
+		}
+		return oki && !okj
+	})
+	return keys
+}
+
+// marshal writes v as compact JSON, as gojq.Marshal does, with objects'
+// keys in the order keys gives.
+func (k *jqKeyOrder) marshal(b *bytes.Buffer, v any) error {
+	switch x := v.(type) {
+	case map[string]any:
+		b.WriteByte('{')
+		for i, key := range k.keys(x) {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			kb, err := gojq.Marshal(key)
+			if err != nil {
+				return err
+			}
+			b.Write(kb)
+			b.WriteByte(':')
+			if err := k.marshal(b, x[key]); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+	case []any:
+		b.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := k.marshal(b, e); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+	default:
+		vb, err := gojq.Marshal(x)
+		if err != nil {
+			return err
+		}
+		b.Write(vb)
+	}
+	return nil
 }

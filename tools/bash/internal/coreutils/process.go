@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -157,6 +158,21 @@ func yesCmd(c *cmd, args []string) int {
 			return c.done(0) // the reader is gone (141, as SIGPIPE) or the bound reached
 		}
 	}
+}
+
+// ttyCmd is tty [-s]: a script's standard input is never a terminal in
+// the sandbox, so it prints "not a tty" (nothing with -s) and exits 1.
+func ttyCmd(c *cmd, args []string) int {
+	for _, a := range args {
+		switch a {
+		case "-s", "--silent", "--quiet":
+			return c.done(1)
+		default:
+			return c.errf(2, "extra operand %s", quote(a))
+		}
+	}
+	c.out.WriteString("not a tty\n")
+	return c.done(1)
 }
 
 // whoamiCmd prints the sandbox's user name.
@@ -316,4 +332,120 @@ func (c *cmd) environ() []string {
 		return nil
 	}
 	return c.env.Environ()
+}
+
+// timeCmd is GNU time: time [-p] [-f FORMAT] [-o FILE [-a]] COMMAND
+// [ARG]..., which runs COMMAND and reports on stderr (or FILE) what
+// FORMAT asks: %e %E elapsed, %U %S CPU seconds, %P CPU share, %x the
+// exit status, %C the command; the sandbox measures no process's memory
+// or I/O, so %M and the other counters are 0. It exits with COMMAND's
+// status. (The shell's time keyword is bash's; command time and env time
+// reach this.)
+func timeCmd(c *cmd, args []string) int {
+	format := "%Uuser %Ssystem %Eelapsed %PCPU (%Xtext+%Ddata %Mmaxresident)k\n%Iinputs+%Ooutputs (%Fmajor+%Rminor)pagefaults %Wswaps"
+	out, appendOut := "", false
+	i := 0
+	for i < len(args) && strings.HasPrefix(args[i], "-") && len(args[i]) > 1 {
+		a := args[i]
+		switch {
+		case a == "--":
+			i++
+			goto run
+		case a == "-p" || a == "--portability":
+			format = "real %e\nuser %U\nsys %S"
+		case a == "-a" || a == "--append":
+			appendOut = true
+		case a == "-v" || a == "--verbose" || a == "-q" || a == "--quiet":
+		case a == "-f" || a == "--format" || a == "-o" || a == "--output":
+			i++
+			if i >= len(args) {
+				return c.errf(125, "option requires an argument -- '%s'", strings.TrimLeft(a, "-")[:1])
+			}
+			if a == "-f" || a == "--format" {
+				format = args[i]
+			} else {
+				out = args[i]
+			}
+		case strings.HasPrefix(a, "--format="):
+			format = strings.TrimPrefix(a, "--format=")
+		case strings.HasPrefix(a, "--output="):
+			out = strings.TrimPrefix(a, "--output=")
+		default:
+			return c.errf(125, "invalid option -- '%s'", strings.TrimLeft(a, "-"))
+		}
+		i++
+	}
+run:
+	if i >= len(args) {
+		return c.errf(125, "missing program to run")
+	}
+	if c.env.Exec == nil {
+		return c.errf(126, "running commands is disabled")
+	}
+	c.out.Flush()
+	start := c.now()
+	status := c.env.Exec(c.ctx, args[i:], c.in, c.env.Stdout, c.env.Stderr)
+	elapsed := c.now().Sub(start).Seconds()
+	var b strings.Builder
+	if status != 0 {
+		fmt.Fprintf(&b, "Command exited with non-zero status %d\n", status)
+	}
+	for k := 0; k < len(format); k++ {
+		ch := format[k]
+		if ch == '\\' && k+1 < len(format) {
+			k++
+			switch format[k] {
+			case 'n':
+				b.WriteByte('\n')
+			case 't':
+				b.WriteByte('\t')
+			default:
+				b.WriteByte('\\')
+				b.WriteByte(format[k])
+			}
+			continue
+		}
+		if ch != '%' || k+1 >= len(format) {
+			b.WriteByte(ch)
+			continue
+		}
+		k++
+		switch format[k] {
+		case '%':
+			b.WriteByte('%')
+		case 'e':
+			fmt.Fprintf(&b, "%.2f", elapsed)
+		case 'E':
+			m := int(elapsed) / 60
+			fmt.Fprintf(&b, "%d:%05.2f", m, elapsed-float64(m*60))
+		case 'U', 'S':
+			b.WriteString("0.00")
+		case 'P':
+			b.WriteString("0%")
+		case 'x':
+			b.WriteString(strconv.Itoa(status))
+		case 'C':
+			b.WriteString(strings.Join(args[i:], " "))
+		default:
+			b.WriteByte('0')
+		}
+	}
+	b.WriteByte('\n')
+	if out != "" {
+		data := []byte(b.String())
+		if appendOut {
+			if old, err := c.readFile(out); err == nil {
+				data = append(old, data...)
+			}
+		}
+		if c.env.FS == nil {
+			return c.errf(125, "%s: cannot write", out)
+		}
+		if err := c.env.FS.WriteFile(c.ctx, c.abs(out), data, 0o644); err != nil {
+			return c.fileErr(125, out, err)
+		}
+	} else {
+		io.WriteString(c.env.Stderr, b.String())
+	}
+	return status
 }

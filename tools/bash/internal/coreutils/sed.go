@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/demiurge-dev/demiurge/tools/bash/internal/budget"
 	"github.com/demiurge-dev/demiurge/tools/bash/internal/escape"
@@ -207,7 +208,7 @@ type sedAddr struct {
 	kind  int // 0 none, 1 line, 2 last, 3 regex, 4 +N, 5 ~N, 6 first~step
 	line  int
 	step  int
-	re    *regexp.Regexp
+	re    *sedRE
 	empty bool // // : the last regex used
 }
 
@@ -218,7 +219,7 @@ type sedCommand struct {
 	end     int // last line of a +N range
 	name    byte
 	// s
-	re     *regexp.Regexp
+	re     *sedRE
 	reLast bool // s//…/: the last regex used
 	repl   string
 	global bool
@@ -503,8 +504,104 @@ func (p *sedParser) addr() (sedAddr, error) {
 	return sedAddr{}, nil
 }
 
+// sedRE is a compiled sed regular expression. One whose \xHH escapes
+// name bytes that are not UTF-8 (s/\xce//, which removes the first byte
+// of μ) matches bytes: the text is read as Latin-1, a rune a byte, and
+// what it finds mapped back (. is then a byte, not a character).
+type sedRE struct {
+	re    *regexp.Regexp
+	bytes bool
+}
+
+// MatchString reports whether s holds a match.
+func (r *sedRE) MatchString(s string) bool {
+	if r.bytes {
+		s = latin1(s)
+	}
+	return r.re.MatchString(s)
+}
+
+// FindAllStringSubmatchIndex is regexp's, with offsets into s.
+func (r *sedRE) FindAllStringSubmatchIndex(s string, n int) [][]int {
+	if !r.bytes {
+		return r.re.FindAllStringSubmatchIndex(s, n)
+	}
+	t := latin1(s)
+	locs := r.re.FindAllStringSubmatchIndex(t, n)
+	if len(locs) == 0 {
+		return locs
+	}
+	// offset in t -> offset in s: a rune of t is a byte of s
+	at := make([]int, len(t)+1)
+	j := 0
+	for i := range t {
+		at[i] = j
+		j++
+	}
+	at[len(t)] = j
+	for _, loc := range locs {
+		for k, v := range loc {
+			if v >= 0 {
+				loc[k] = at[v]
+			}
+		}
+	}
+	return locs
+}
+
+// latin1 reads each byte of s as the rune of that number.
+func latin1(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) * 2)
+	for i := 0; i < len(s); i++ {
+		b.WriteRune(rune(s[i]))
+	}
+	return b.String()
+}
+
+// hexEscapes replaces \xHH in a regular expression by the byte it names
+// (GNU sed's: \x5e is then ^, an anchor), \x5c by \\.
+func hexEscapes(pat string) string {
+	if !strings.Contains(pat, `\x`) {
+		return pat
+	}
+	var b strings.Builder
+	for i := 0; i < len(pat); i++ {
+		if pat[i] == '\\' && i+1 < len(pat) {
+			if pat[i+1] == 'x' && i+3 < len(pat) && escape.IsHex(pat[i+2]) && escape.IsHex(pat[i+3]) {
+				v, _ := strconv.ParseUint(pat[i+2:i+4], 16, 8)
+				if v == '\\' {
+					b.WriteString(`\\`)
+				} else {
+					b.WriteByte(byte(v))
+				}
+				i += 3
+				continue
+			}
+			b.WriteString(pat[i : i+2])
+			i++
+			continue
+		}
+		b.WriteByte(pat[i])
+	}
+	return b.String()
+}
+
 // sedRegex compiles a sed regular expression.
-func sedRegex(pat string, ere, icase, multi bool) (*regexp.Regexp, error) {
+func sedRegex(pat string, ere, icase, multi bool) (*sedRE, error) {
+	pat = hexEscapes(pat)
+	bytes := !utf8.ValidString(pat)
+	if bytes {
+		pat = latin1(pat)
+	}
+	re, err := sedRegexp(pat, ere, icase, multi)
+	if err != nil {
+		return nil, err
+	}
+	return &sedRE{re: re, bytes: bytes}, nil
+}
+
+func sedRegexp(pat string, ere, icase, multi bool) (*regexp.Regexp, error) {
 	expr := pat
 	if !ere {
 		expr = breToERE(pat)
@@ -690,7 +787,7 @@ type sedRun struct {
 	noNL   bool // the input's last line has no delimiter
 	next   int  // index of the next line to read
 	n      int  // current line number
-	lastRE *regexp.Regexp
+	lastRE *sedRE
 	hold   string
 	// space is what the pattern and hold spaces hold of the memory
 	// budget, past a megabyte; linesMem what the input's lines do.
@@ -1113,7 +1210,7 @@ func sedList(s string) string {
 
 // substitute applies an s command to line; tooLarge reports a result
 // that would pass maxSedSpace (nothing past it is built).
-func substitute(cmd *sedCommand, re *regexp.Regexp, line string) (out string, did, tooLarge bool) {
+func substitute(cmd *sedCommand, re *sedRE, line string) (out string, did, tooLarge bool) {
 	locs := re.FindAllStringSubmatchIndex(line, -1)
 	if len(locs) == 0 {
 		return line, false, false
@@ -1149,6 +1246,10 @@ func expandRepl(b *strings.Builder, repl, line string, loc []int) {
 		if b.Len()+len(s) > maxSedSpace {
 			return // substitute sees the bound passed; nothing more is built
 		}
+		if mode == 0 && once == 0 {
+			b.WriteString(s) // (bytes that are not UTF-8 stay as they are)
+			return
+		}
 		for _, r := range s {
 			switch {
 			case once == 'u':
@@ -1164,6 +1265,17 @@ func expandRepl(b *strings.Builder, repl, line string, loc []int) {
 			}
 			b.WriteRune(r)
 		}
+	}
+	// a character of the replacement's text: its bytes as they are,
+	// unless a case conversion applies
+	putLit := func(r rune, raw string) {
+		if r == utf8.RuneError || mode == 0 && once == 0 {
+			if b.Len()+len(raw) <= maxSedSpace {
+				b.WriteString(raw)
+			}
+			return
+		}
+		put(raw)
 	}
 	for i := 0; i < len(repl); i++ {
 		ch := repl[i]
@@ -1189,11 +1301,20 @@ func expandRepl(b *strings.Builder, repl, line string, loc []int) {
 				mode = 0
 			case n == 'u' || n == 'l':
 				once = n
+			case n == 'x' && i+2 < len(repl) && escape.IsHex(repl[i+1]) && escape.IsHex(repl[i+2]):
+				// \xHH: that byte
+				v, _ := strconv.ParseUint(repl[i+1:i+3], 16, 8)
+				b.WriteByte(byte(v))
+				i += 2
 			default:
-				put(string(n))
+				r, size := utf8.DecodeRuneInString(repl[i:])
+				putLit(r, repl[i:i+size])
+				i += size - 1
 			}
 		default:
-			put(string(ch))
+			r, size := utf8.DecodeRuneInString(repl[i:])
+			putLit(r, repl[i:i+size])
+			i += size - 1
 		}
 	}
 }

@@ -730,6 +730,9 @@ func builtinEval(sh *shell, args []string) (status int) {
 	sh.line = line
 	if sh.syntaxError {
 		sh.syntaxError = false
+		if sh.flow == flowExit {
+			return sh.status // (bash -c exits at an error in $(...))
+		}
 		return 2
 	}
 	return status
@@ -1799,8 +1802,8 @@ func builtinDisown(sh *shell, args []string) int { return 0 }
 func builtinBash(sh *shell, args []string) int {
 	name := args[0]
 	var opts []string
-	var script, file string
-	haveScript := false
+	var script, file, rcfile string
+	haveScript, interactive := false, false
 	invalid := func(opt string) int {
 		sh.writeErr(name + ": " + opt + ": invalid option\n" + bashUsage)
 		return 2
@@ -1821,6 +1824,9 @@ func builtinBash(sh *shell, args []string) int {
 				"--debug", "--debugger":
 			case "--rcfile", "--init-file":
 				i++
+				if i < len(args) {
+					rcfile = args[i]
+				}
 			case "--help":
 				sh.out(name, bashUsage)
 				return 0
@@ -1845,7 +1851,9 @@ func builtinBash(sh *shell, args []string) int {
 				i++
 			case 'e', 'u', 'x', 'f', 'n', 'v', 'a', 'C', 'E', 'T', 'h', 'B', 'H', 'k', 't', 'b', 'm', 'P':
 				opts = append(opts, a[:1]+string(f))
-			case 's', 'i', 'l', 'p', 'r', 'D':
+			case 'i':
+				interactive = true
+			case 's', 'l', 'p', 'r', 'D':
 			default:
 				return invalid(a[:1] + string(f))
 			}
@@ -1858,6 +1866,13 @@ func builtinBash(sh *shell, args []string) int {
 		}
 		script = args[i]
 		i++
+	}
+	if interactive {
+		// (the options only builtinBash gives runChild start with "\x00")
+		opts = append(opts, "\x00interactive", rcfile)
+		if !haveScript {
+			opts = append(opts, "\x00prompts")
+		}
 	}
 	rest := args[i:]
 	var positional []string
@@ -1991,6 +2006,14 @@ func (sh *shell) runChild(argv0, script string, opts, params, env []string, stdi
 	for i := 0; i < len(opts); i++ {
 		o := opts[i]
 		switch o {
+		case "\x00interactive":
+			child.startInteractive()
+			if i+1 < len(opts) {
+				child.rcfile = opts[i+1]
+				i++
+			}
+		case "\x00prompts":
+			child.prompts = true
 		case "-o", "+o":
 			if i+1 < len(opts) {
 				builtinSet(child, []string{"set", o, opts[i+1]})
@@ -2018,8 +2041,24 @@ func (sh *shell) runChild(argv0, script string, opts, params, env []string, stdi
 			}
 		}
 	}()
-	child.runSource(&source{name: argv0, text: script}, true)
-	return child.exit()
+	if child.interactive && child.rcfile != "" {
+		// --rcfile: read before the commands (exit there ends the shell)
+		if data, err := child.r.cfg.FS.ReadFile(child.r.ctx, vfs.Abs(child.dir, child.rcfile)); err == nil {
+			child.runSource(&source{name: child.rcfile, text: string(data)}, false)
+		} else {
+			child.errorf("%s: No such file or directory", child.rcfile)
+		}
+	}
+	if child.flow != flowExit {
+		child.flow = flowNone
+		if child.prompts {
+			child.runPrompt()
+		}
+		child.runSource(&source{name: argv0, text: script}, true)
+	}
+	status = child.exit()
+	child.saveHistory()
+	return status
 }
 
 // signalTarget finds the shell a pid names for kill: $$ (1) and the

@@ -3,6 +3,7 @@ package shell
 import (
 	"context"
 	"io"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -61,7 +62,18 @@ func (sh *shell) call(ce *syntax.CallExpr, redirs []*syntax.Redirect) int {
 		sh.lastArg = args[len(args)-1]
 		return 1
 	}
-	defer restore()
+	if moved := slices.Clone(sh.movedFDs); len(moved) > 0 {
+		_, isFunc := sh.funcs.m[args[0]]
+		_, isBuiltin := builtins[args[0]]
+		defer func() {
+			restore()
+			if isFunc || isBuiltin {
+				sh.closeMoved(moved)
+			}
+		}()
+	} else {
+		defer restore()
+	}
 	status := sh.dispatch(args, assigns, true)
 	sh.lastArg = args[len(args)-1]
 	return status
@@ -389,6 +401,10 @@ func (sh *shell) dispatch(args []string, assigns []tempAssign, functions bool) i
 			return 1
 		}
 		return 0
+	}
+	if name == badLineCarrier && len(args) == 2 {
+		sh.errorf("syntax error near unexpected token `%s'", args[1])
+		return 1
 	}
 	if name == badComsubCarrier && len(args) == 2 {
 		// `...` that does not parse (repairBackquoteQuote)

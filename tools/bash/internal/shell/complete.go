@@ -349,9 +349,14 @@ func (sh *shell) compGenerate(spec *compSpec, word string) ([]string, bool) {
 			}
 			prefixed(names)
 		case "user":
-			if sh.r.cfg.User != "" {
-				prefixed([]string{sh.r.cfg.User})
+			var names []string
+			for _, u := range sandboxUsers {
+				names = append(names, u.name)
 			}
+			if sh.r.cfg.User != "" && !slices.Contains(names, sh.r.cfg.User) {
+				names = append(names, sh.r.cfg.User)
+			}
+			prefixed(names)
 		case "hostname":
 			if sh.r.cfg.Host != "" {
 				prefixed([]string{sh.r.cfg.Host})

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -72,7 +74,9 @@ func (sh *shell) runMain(text, name string) (status int) {
 		sh.setString("BASH_EXECUTION_STRING", text, false)
 	}
 	sh.runSource(&source{name: name, text: text}, true)
-	return sh.exit()
+	status = sh.exit()
+	sh.saveHistory()
+	return status
 }
 
 // exit runs the EXIT trap and returns the shell's exit status.
@@ -102,9 +106,10 @@ func (sh *shell) runSource(src *source, top bool) int {
 	prev := sh.src
 	sh.src = src
 	defer func() { sh.src = prev }()
+	text, escaped := escapeRawBytes(text)
 	repairs := 0
 	for {
-		restart, status := sh.runText(text, top, &repairs)
+		restart, status := sh.runText(text, top, escaped, &repairs)
 		if restart == "" {
 			return status
 		}
@@ -116,7 +121,7 @@ func (sh *shell) runSource(src *source, top bool) int {
 // runText runs text a line at a time. When a parse error can be repaired
 // (see repairText), it returns the repaired rest of the text to run (the
 // lines already run blanked, so that line numbers stay).
-func (sh *shell) runText(text string, top bool, repairs *int) (restart string, status int) {
+func (sh *shell) runText(text string, top, escaped bool, repairs *int) (restart string, status int) {
 	p := parsers.Get().(*syntax.Parser)
 	defer parsers.Put(p)
 	done := 0     // the offset up to which statements ran
@@ -147,6 +152,14 @@ func (sh *shell) runText(text string, top bool, repairs *int) (restart string, s
 				sh.line = line
 			}
 			sh.errorf("%s", syntaxMessage(err))
+			if off, ok := errOffset(text, err); ok && sh.dashC && inCommandSubst(text, off) {
+				// bash -c ends with 127 at a syntax error inside $(...),
+				// even one eval reads
+				sh.status = 127
+				sh.syntaxError = true
+				sh.flow = flowExit
+				return "", 127
+			}
 			if !condParseError(err) {
 				// (bash's parse errors in [[ ]] leave $? as it was)
 				sh.status = 2
@@ -168,6 +181,11 @@ func (sh *shell) runText(text string, top bool, repairs *int) (restart string, s
 		if top {
 			recorded = sh.histRecord(text, recorded, int(stmts[0].Pos().Offset()), done, sh.histRemember && sh.histOff == 0)
 		}
+		if escaped {
+			unescapeRawBytes(stmts)
+		}
+		joinDollarContinuations(stmts)
+		splitFuncBodies(stmts)
 		if sh.shopt.expandAliases && len(sh.aliases.m) > 0 {
 			if *repairs < maxRepairs {
 				start := int(stmts[0].Pos().Offset())
@@ -187,6 +205,9 @@ func (sh *shell) runText(text string, top bool, repairs *int) (restart string, s
 		}
 		if top {
 			sh.runTop(stmts)
+			if sh.prompts && sh.flow == flowNone {
+				sh.runPrompt()
+			}
 		} else {
 			sh.stmts(stmts)
 		}
@@ -289,7 +310,7 @@ func (sh *shell) runTop(stmts []*syntax.Stmt) {
 			}
 			sh.status = fp.status
 			sh.cleanupPsubs(0)
-			if fp.exit || sh.level > 0 || sh.opts.errexit && fp.status != 0 {
+			if fp.exit && !sh.interactive || sh.level > 0 || sh.opts.errexit && fp.status != 0 {
 				sh.flow = flowExit
 			}
 		}
@@ -380,7 +401,13 @@ func (sh *shell) command(st *syntax.Stmt) {
 		}
 		return
 	}
-	defer restore()
+	moved := slices.Clone(sh.movedFDs)
+	defer func() {
+		restore()
+		if _, sub := st.Cmd.(*syntax.Subshell); !sub {
+			sh.closeMoved(moved) // (a subshell's are its own)
+		}
+	}()
 	switch c := st.Cmd.(type) {
 	case *syntax.Block:
 		sh.stmts(c.Stmts)
@@ -911,4 +938,195 @@ func (sh *shell) background(st *syntax.Stmt) {
 	sh.addJob(sub.pid, status, sh.jobText(&cp))
 	sh.jobs[len(sh.jobs)-1].end = vstart.Add(took)
 	sh.status = 0
+}
+
+// joinDollarContinuations reads "$\<newline>?" as bash does, as "$?":
+// bash removes a backslash-newline before it reads a word, mvdan after,
+// leaving "$" and "?" as two literal parts.
+func joinDollarContinuations(stmts []*syntax.Stmt) {
+	fix := func(parts []syntax.WordPart) []syntax.WordPart {
+		for i := 0; i+1 < len(parts); i++ {
+			l, ok := parts[i].(*syntax.Lit)
+			next, ok2 := parts[i+1].(*syntax.Lit)
+			if !ok || !ok2 || !strings.HasSuffix(l.Value, "$") || l.End() != next.Pos() ||
+				next.Pos().Line() == l.Pos().Line() || next.Value == "" {
+				continue
+			}
+			if n := len(l.Value) - 1 - len(strings.TrimRight(l.Value[:len(l.Value)-1], "\\")); n%2 == 1 {
+				continue // \$ is a literal $
+			}
+			name := next.Value[:1]
+			if c := name[0]; c != '_' && !isAlnum(c) && strings.IndexByte("?$#!@*-", c) < 0 {
+				continue
+			}
+			if c := name[0]; c == '_' || isAlnum(c) && (c < '0' || c > '9') {
+				k := 1
+				for k < len(next.Value) && (isAlnum(next.Value[k]) || next.Value[k] == '_') {
+					k++
+				}
+				name = next.Value[:k]
+			}
+			pe := &syntax.ParamExp{Dollar: l.End(), Short: true, Param: &syntax.Lit{ValuePos: next.Pos(), ValueEnd: next.Pos(), Value: name}}
+			var repl []syntax.WordPart
+			if len(l.Value) > 1 {
+				repl = append(repl, &syntax.Lit{ValuePos: l.ValuePos, ValueEnd: l.ValueEnd, Value: l.Value[:len(l.Value)-1]})
+			}
+			repl = append(repl, pe)
+			if rest := next.Value[len(name):]; rest != "" {
+				repl = append(repl, &syntax.Lit{ValuePos: next.ValuePos, ValueEnd: next.ValueEnd, Value: rest})
+			}
+			parts = append(parts[:i], append(repl, parts[i+2:]...)...)
+		}
+		return parts
+	}
+	for _, st := range stmts {
+		syntax.Walk(st, func(n syntax.Node) bool {
+			switch n := n.(type) {
+			case *syntax.Word:
+				n.Parts = fix(n.Parts)
+			case *syntax.DblQuoted:
+				n.Parts = fix(n.Parts)
+			}
+			return true
+		})
+	}
+}
+
+// splitFuncBodies reads "f() { ...; } | cmd" as bash does: the function's
+// body is the compound command alone, and the definition is a stage of
+// the pipeline (or list); mvdan takes the whole pipeline as the body.
+func splitFuncBodies(stmts []*syntax.Stmt) {
+	for _, st := range stmts {
+		syntax.Walk(st, func(n syntax.Node) bool {
+			s, ok := n.(*syntax.Stmt)
+			if !ok {
+				return true
+			}
+			fd, ok := s.Cmd.(*syntax.FuncDecl)
+			if !ok || fd.Body == nil || fd.Body.Negated || len(fd.Body.Redirs) > 0 {
+				return true
+			}
+			bin, ok := fd.Body.Cmd.(*syntax.BinaryCmd)
+			if !ok {
+				return true
+			}
+			// the leftmost command of the list is the body
+			leaf := &bin.X
+			for {
+				b, ok := (*leaf).Cmd.(*syntax.BinaryCmd)
+				if !ok || (*leaf).Negated || len((*leaf).Redirs) > 0 {
+					break
+				}
+				leaf = &b.X
+			}
+			body := *leaf
+			def := &syntax.Stmt{Position: s.Position, Cmd: &syntax.FuncDecl{Position: fd.Position, RsrvWord: fd.RsrvWord,
+				Parens: fd.Parens, Name: fd.Name, Names: fd.Names, Body: body}}
+			*leaf = def
+			s.Cmd = bin
+			return true
+		})
+	}
+}
+
+// inCommandSubst reports whether off is inside a "$(" of text that is not
+// closed before it.
+func inCommandSubst(text string, off int) bool {
+	for start := min(off, len(text)); ; {
+		i := strings.LastIndex(text[:start], "$(")
+		if i < 0 {
+			return false
+		}
+		if strings.HasPrefix(text[i:], "$((") {
+			start = i
+			continue
+		}
+		if groupEnd(text, i+1) > off {
+			return true
+		}
+		start = i
+	}
+}
+
+// rawByteBase is where escapeRawBytes puts the bytes mvdan's lexer does
+// not keep in a word: a byte b is the rune rawByteBase+b (in the last
+// private-use plane, which scripts do not hold).
+const rawByteBase = 0x10FF00
+
+// escapeRawBytes prepares text for mvdan's parser, which refuses bytes
+// that are not UTF-8 and reads a carriage return as a blank: bash keeps
+// both in words (echo $'\xce' 'μ' with the first byte cut; a script with
+// CRLF line ends runs "echo\r", not found). Each such byte becomes a rune
+// of rawByteBase, which unescapeRawBytes turns back into the byte in the
+// parsed text; ok is false (and text unchanged) when there is none.
+func escapeRawBytes(text string) (string, bool) {
+	if utf8.ValidString(text) && !strings.Contains(text, "\r") {
+		return text, false
+	}
+	var b strings.Builder
+	for i := 0; i < len(text); {
+		r, size := utf8.DecodeRuneInString(text[i:])
+		if r == '\r' || r == utf8.RuneError && size == 1 {
+			b.WriteRune(rawByteBase + rune(text[i]))
+		} else {
+			b.WriteString(text[i : i+size])
+		}
+		i += size
+	}
+	return b.String(), true
+}
+
+// unescapeRawBytes turns escapeRawBytes's runes back into their bytes in
+// the literal text of stmts.
+func unescapeRawBytes(stmts []*syntax.Stmt) {
+	for _, st := range stmts {
+		syntax.Walk(st, func(n syntax.Node) bool {
+			switch n := n.(type) {
+			case *syntax.Lit:
+				n.Value = unescapeRaw(n.Value)
+			case *syntax.SglQuoted:
+				n.Value = unescapeRaw(n.Value)
+			}
+			return true
+		})
+	}
+}
+
+// unescapeRaw turns escapeRawBytes's runes in s back into their bytes.
+func unescapeRaw(s string) string {
+	if !strings.ContainsFunc(s, isRawByteRune) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if isRawByteRune(r) {
+			b.WriteByte(byte(r - rawByteBase))
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func isRawByteRune(r rune) bool { return r >= rawByteBase && r <= rawByteBase+0xFF }
+
+// runPrompt runs $PROMPT_COMMAND, as an interactive bash does before each
+// prompt; $? is kept.
+func (sh *shell) runPrompt() {
+	pc, ok := sh.varValue("PROMPT_COMMAND")
+	if !ok || pc == "" {
+		return
+	}
+	status := sh.status
+	defer func() {
+		if p := recover(); p != nil {
+			if _, ok := p.(fatalPanic); !ok {
+				panic(p)
+			}
+			// an error there ends PROMPT_COMMAND, not the shell
+			sh.flow = flowNone
+		}
+		sh.status = status
+	}()
+	sh.runSource(&source{name: "PROMPT_COMMAND", text: pc}, false)
 }

@@ -686,14 +686,14 @@ func (e *expander) lit(v string, quoted, first bool) {
 	add(v[start:])
 }
 
-// tilde expands a leading ~ or ~+ ~- (the sandbox has one user: ~name is
-// kept as it is, as bash does for an unknown user).
+// tilde expands a leading ~ or ~+ ~- or ~user (the sandbox's users are
+// root and its own, see sandboxUsers: another ~name is kept as it is, as
+// bash does for an unknown user).
 func (e *expander) tilde(v string) string {
 	end := strings.IndexByte(v, '/')
-	if e.assign {
-		if c := strings.IndexByte(v, ':'); c >= 0 && (end < 0 || c < end) {
-			end = c
-		}
+	// (bash ends the prefix at ':' in every word: echo ~:x is $HOME:x)
+	if c := strings.IndexByte(v, ':'); c >= 0 && (end < 0 || c < end) {
+		end = c
 	}
 	prefix, rest := v, ""
 	if end >= 0 {
@@ -716,11 +716,11 @@ func (e *expander) tilde(v string) string {
 		}
 		dir = o
 	default:
-		if e.sh.r.cfg.User != "" && prefix == "~"+e.sh.r.cfg.User {
-			dir = e.sh.value("HOME")
-			break
+		h, ok := e.sh.userHome(prefix[1:])
+		if !ok {
+			return v
 		}
-		return v
+		dir = h
 	}
 	// the directory is quoted (not globbed)
 	e.addQuoted(dir)
@@ -734,6 +734,13 @@ func (e *expander) assignTildes(v string) string {
 		p := parts[i]
 		if p == "~" || strings.HasPrefix(p, "~/") {
 			parts[i] = e.sh.value("HOME") + p[1:]
+		} else if name, rest, _ := strings.Cut(p, "/"); strings.HasPrefix(name, "~") {
+			if h, ok := e.sh.userHome(name[1:]); ok {
+				if strings.Contains(p, "/") {
+					rest = "/" + rest
+				}
+				parts[i] = h + rest
+			}
 		}
 	}
 	return strings.Join(parts, ":")
@@ -1092,4 +1099,25 @@ func (sh *shell) rescanBraceWord(w *syntax.Word) *syntax.Word {
 // isNameByte reports whether c may be in a variable's name.
 func isNameByte(c byte) bool {
 	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// sandboxUsers are the users of the sandbox besides its own (Config.User,
+// whose home is $HOME), as a container's /etc/passwd has them: what ~name
+// expands to and compgen -A user lists.
+var sandboxUsers = []struct{ name, home string }{{"root", "/root"}}
+
+// userHome is the home directory of a sandbox user.
+func (sh *shell) userHome(name string) (string, bool) {
+	if name == "" {
+		return "", false
+	}
+	if name == sh.r.cfg.User {
+		return sh.value("HOME"), true
+	}
+	for _, u := range sandboxUsers {
+		if u.name == name {
+			return u.home, true
+		}
+	}
+	return "", false
 }

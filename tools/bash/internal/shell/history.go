@@ -31,8 +31,10 @@ type history struct {
 	entries []histEntry
 	// base is the number of the first entry (readline's history_base).
 	base int
-	// session is how many of the last entries were added by this shell
-	// (not read from the file): history -a appends them.
+	// session is how many lines this shell added (not read from the
+	// file), bash's history_lines_this_session: history -a appends the
+	// last ones the list still holds. Stifling does not lower it, so an
+	// interactive shell's exit can tell the list was cut (saveHistory).
 	session int
 	// inFile is how many lines of the history file this shell has seen
 	// (history -n reads the ones after).
@@ -135,7 +137,6 @@ func (sh *shell) histStifle(assigned bool) {
 	} else {
 		h.base += drop
 	}
-	h.session = min(h.session, len(h.entries))
 	sh.histRecharge()
 }
 
@@ -419,7 +420,7 @@ func builtinHistory(sh *shell, args []string) int {
 	case a:
 		h := sh.histWritable()
 		if h.session > 0 {
-			lines := sh.histFileLines(len(h.entries) - h.session)
+			lines := sh.histFileLines(len(h.entries) - min(h.session, len(h.entries)))
 			if !sh.histWriteFile(file, lines, true) {
 				return 1
 			}
@@ -911,7 +912,7 @@ func (sh *shell) histRecord(text string, from, start, end int, record bool) int 
 	}
 	for _, l := range strings.Split(text[from:first], "\n") {
 		if strings.TrimSpace(l) != "" {
-			sh.histAdd(l, sh.histStamp())
+			sh.histAdd(unescapeRaw(l), sh.histStamp())
 			sh.hist.lastAdded = true
 		}
 	}
@@ -928,7 +929,8 @@ func (sh *shell) histRecord(text string, from, start, end int, record bool) int 
 		}
 		entry += histDelimiter(entry) + l
 	}
-	sh.histAdd(entry, sh.histStamp())
+	// (text is escapeRawBytes's when it holds raw bytes)
+	sh.histAdd(unescapeRaw(entry), sh.histStamp())
 	sh.hist.lastAdded = true
 	return min(lineEnd+1, len(text))
 }
@@ -949,4 +951,82 @@ func histDelimiter(entry string) string {
 		return " "
 	}
 	return "; "
+}
+
+// startInteractive makes a child bash interactive (bash -i): its commands
+// are read from stdin as a script still (no terminal, no prompt), but
+// each line is entered in the history list (set -o history), which
+// starts with $HISTFILE's lines and is saved to it at exit
+// (saveHistory); emacs editing is on and $- has i. As bash's
+// load_history: HISTFILE defaults to ~/.bash_history, HISTSIZE to 500,
+// HISTFILESIZE to HISTSIZE, and the file is cut to HISTFILESIZE before
+// it is read.
+func (sh *shell) startInteractive() {
+	sh.interactive = true
+	sh.opts.history, sh.opts.emacs, sh.opts.vi = true, true, false
+	sh.histRemember = true
+	if _, ok := sh.varValue("HISTFILE"); !ok {
+		home, _ := sh.varValue("HOME")
+		sh.setString("HISTFILE", strings.TrimSuffix(home, "/")+"/.bash_history", false)
+	}
+	if _, ok := sh.varValue("HISTSIZE"); !ok {
+		sh.setString("HISTSIZE", "500", false)
+	}
+	sh.histSizeChanged("HISTSIZE")
+	if _, ok := sh.varValue("HISTFILESIZE"); !ok {
+		size, _ := sh.varValue("HISTSIZE")
+		sh.setString("HISTFILESIZE", size, false)
+	}
+	sh.histSizeChanged("HISTFILESIZE")
+	file, _ := sh.varValue("HISTFILE")
+	if file == "" {
+		return
+	}
+	lines, ok := sh.histReadFile(file, false)
+	if !ok {
+		return
+	}
+	h := sh.histWritable()
+	session := h.session
+	total := sh.histLoad(lines, 0)
+	h = sh.hist
+	h.session = session // (the file's lines are not this session's)
+	h.inFile = total
+}
+
+// saveHistory is what bash's maybe_save_shell_history does when a shell
+// that records its lines (bash -i, set -o history) exits, after its EXIT
+// trap: the lines this session added go to the end of $HISTFILE, unless
+// more were added than the list holds (HISTSIZE cut some) and histappend
+// is off, when the list is written over the file; the file is then cut
+// to $HISTFILESIZE. Subshells save nothing.
+func (sh *shell) saveHistory() {
+	h := sh.hist
+	file, ok := sh.varValue("HISTFILE")
+	if !sh.histRemember || h == nil || h.session <= 0 || !ok || file == "" {
+		return
+	}
+	if appendOn, _ := sh.shoptValue("histappend"); appendOn || h.session <= len(h.entries) {
+		builtinHistory(sh, []string{"history", "-a", "--", file})
+	} else {
+		builtinHistory(sh, []string{"history", "-w", "--", file})
+	}
+	sh.histSizeChanged("HISTFILESIZE")
+}
+
+// promptHistNumber is \! in PS4 or ${x@P}, bash's prompt_history_number
+// of a prompt that is not PS1: the number of the line running, which is
+// the last entry when lines are recorded; 1 when they are not.
+func (sh *shell) promptHistNumber() int {
+	if !sh.histRemember && !sh.opts.history {
+		return 1
+	}
+	n := 1
+	if h := sh.hist; h != nil {
+		n = h.base + len(h.entries)
+	}
+	if n == 1 {
+		return 1
+	}
+	return n - 1
 }

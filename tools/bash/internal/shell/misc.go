@@ -272,8 +272,10 @@ func (sh *shell) promptExpand(s string) string {
 		case 'j':
 			b.WriteString("0")
 		case 'l':
-			b.WriteString("sandbox")
-		case '!', '#':
+			b.WriteString("tty") // (bash's, when stdin is no terminal)
+		case '!':
+			b.WriteString(strconv.Itoa(sh.promptHistNumber()))
+		case '#':
 			b.WriteString("1")
 		default:
 			if s[i] >= '0' && s[i] <= '7' {

@@ -1056,6 +1056,9 @@ func (e *expander) replace(pe *syntax.ParamExp, pv pvalue) pvalue {
 		pat = "/"
 		rep = strings.TrimPrefix(rep, "/")
 	}
+	if patsubNeverMatches(pat) {
+		return pv
+	}
 	p := sh.compilePattern(pat, false, true)
 	// patsub_replacement: an unquoted & in the replacement is the match
 	amp := sh.shopt.patsubReplacement && pe.Repl.With != nil && hasUnquotedAmp(pe.Repl.With)
@@ -1462,4 +1465,26 @@ func parseDocText(text string) *syntax.Word {
 		return nil
 	}
 	return w
+}
+
+// patsubNeverMatches reports a pattern bash's ${x/pat/r} never matches
+// (its bug, which scripts see): bash first works out the length a
+// pattern without * matches, and counts a negated bracket expression
+// whose first member is ] ([^]a], [!]]) one character too long, so no
+// substring of that length matches it.
+func patsubNeverMatches(pat string) bool {
+	found := false
+	for i := 0; i < len(pat); i++ {
+		switch pat[i] {
+		case '\\':
+			i++
+		case '*', '(':
+			return false // (a length bash does not fix)
+		case '[':
+			if i+2 < len(pat) && (pat[i+1] == '!' || pat[i+1] == '^') && pat[i+2] == ']' {
+				found = true
+			}
+		}
+	}
+	return found
 }

@@ -24,6 +24,7 @@ func (sh *shell) redirect(redirs []*syntax.Redirect, permanent bool) (restore fu
 		sh.fds = old.clone()
 	}
 	sh.keptFDs = sh.keptFDs[:0]
+	sh.movedFDs = sh.movedFDs[:0]
 	for _, rd := range redirs {
 		if !sh.redirect1(rd, permanent) {
 			if !permanent {
@@ -159,6 +160,7 @@ func (sh *shell) redirTarget(rd *syntax.Redirect, fd int) (*ofile, bool) {
 		out := src.ref()
 		if move && n != fd {
 			sh.fds.close(n)
+			sh.movedFDs = append(sh.movedFDs, n)
 		}
 		return out, true
 	}
@@ -337,3 +339,13 @@ func errReason(err error) string {
 }
 
 func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+// closeMoved closes, after a command the shell ran itself (a builtin, a
+// function, a compound command), the descriptors its redirections moved
+// (6>&7-): bash does not restore them (its bug, which scripts can see:
+// echo >&7 then fails); a utility runs in a child, where it does not.
+func (sh *shell) closeMoved(moved []int) {
+	for _, n := range moved {
+		sh.fds.close(n)
+	}
+}

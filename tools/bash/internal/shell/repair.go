@@ -28,6 +28,9 @@ const (
 	arithCmdCarrier = ReservedPrefix + "arithcmd_"
 	paramCarrier    = ReservedPrefix + "param_"
 	badFuncCarrier  = ReservedPrefix + "badfunc_"
+	// badLineCarrier T stands for a line bash drops at a syntax error
+	// near T (see repairNestedArray)
+	badLineCarrier = ReservedPrefix + "badline_"
 	// badAssignCarrier='a[1]' before a command stands for the array
 	// element assignment a[1]=v written there, which bash refuses when it
 	// runs the command (see repairSpacedSubscript)
@@ -62,6 +65,9 @@ var textRepairs = []func(text string, off int, msg string) (string, bool){
 	repairElemAppend,
 	repairBackquoteQuote,
 	repairBackquoteInDquote,
+	func(text string, off int, _ string) (string, bool) { return repairLet(text, off) },
+	func(text string, off int, _ string) (string, bool) { return repairEmptyExtglob(text, off) },
+	repairNestedArray,
 }
 
 // repairText rewrites text until it parses or nothing helps; ok is false
@@ -75,12 +81,20 @@ func repairText(text string, err error) (string, bool) {
 		}
 		fixed, ok := repairAt(text, off)
 		if !ok {
+			var msg string
 			var pe syntax.ParseError
-			if !errors.As(err, &pe) {
-				break
+			var le syntax.LangError
+			switch {
+			case errors.As(err, &pe):
+				msg = pe.Text
+			case errors.As(err, &le):
+				// a zsh or mksh feature (${(M)x}): bash's bad substitution
+				msg = le.Error()
+			default:
+				return text, repaired
 			}
 			for _, r := range textRepairs {
-				if fixed, ok = r(text, off, pe.Text); ok {
+				if fixed, ok = r(text, off, msg); ok {
 					break
 				}
 			}
@@ -276,7 +290,7 @@ func repairParam(text string, off int, msg string) (string, bool) {
 	if !hit {
 		return text, false
 	}
-	for start := min(off+1, len(text)); ; {
+	for start := min(off+2, len(text)); ; { // (the error may point at the "$" of "${")
 		i := strings.LastIndex(text[:start], "${")
 		if i < 0 {
 			return text, false
@@ -404,6 +418,9 @@ func emptySliceBounds(text string) (string, bool) {
 	if i+1 < len(body) && strings.IndexByte("-=+?", body[i+1]) >= 0 {
 		return "", false
 	}
+	if i+1 == len(body) {
+		return "", false // ${x:}: bash's bad substitution (${x: } is ${x:0})
+	}
 	parts := strings.Split(body[i+1:], ":")
 	if len(parts) > 2 {
 		return "", false
@@ -426,14 +443,21 @@ func repairAt(text string, off int) (string, bool) {
 		}
 		start = i
 		if i > 0 && text[i-1] == '(' {
-			continue // inside "(((": the outer pair is tried first
+			start = i + 1 // (the pair before overlaps this one)
+			continue      // inside "(((": the outer pair is tried first
 		}
 		dollar := i > 0 && text[i-1] == '$'
 		// bash's rule: "((" whose parentheses close with "))" is
 		// arithmetic, else it opens two subshells
 		end := matchArith(text, i+2)
 		if end < 0 {
-			split := text[:i] + "( (" + text[i+2:]
+			// (every parenthesis of a run opens a subshell: "(((" is
+			// "( ( (")
+			n := 2
+			for i+n < len(text) && text[i+n] == '(' {
+				n++
+			}
+			split := text[:i] + strings.Repeat("( ", n-1) + "(" + text[i+n:]
 			if e := parseErr(split); e == nil || later(split, e, off) {
 				return split, true
 			}
@@ -957,4 +981,119 @@ func backquoteEnd(text string, open int) int {
 		}
 	}
 	return len(text)
+}
+
+// repairLet handles let's arguments holding parentheses and spaces (let
+// y=( x + 2 )), which bash reads as one word each, as it does an array
+// assignment's, and mvdan as an expression that ends at the space: each
+// such argument of the let before off is quoted (let 'y=( x + 2 )').
+func repairLet(text string, off int) (string, bool) {
+	lineStart := strings.LastIndexByte(text[:off], '\n') + 1
+	i := strings.LastIndex(text[lineStart:off], "let ")
+	if i < 0 {
+		return text, false
+	}
+	i += lineStart
+	if j := strings.TrimRight(text[lineStart:i], " \t"); j != "" && !strings.ContainsRune(";&|({!", rune(j[len(j)-1])) {
+		fields := strings.Fields(j)
+		switch fields[len(fields)-1] {
+		case "if", "elif", "then", "else", "while", "until", "do", "time":
+		default:
+			return text, false // not a command's first word
+		}
+	}
+	var b strings.Builder
+	b.WriteString(text[:i+4])
+	k := i + 4
+	changed := false
+	for k < len(text) {
+		c := text[k]
+		if c == ' ' || c == '\t' {
+			b.WriteByte(c)
+			k++
+			continue
+		}
+		if strings.IndexByte(";&|)\n#", c) >= 0 {
+			break
+		}
+		// one word: up to a blank or an operator outside parentheses
+		start, depth, quoted := k, 0, false
+		for k < len(text) {
+			c := text[k]
+			if c == '\'' || c == '"' {
+				end := strings.IndexByte(text[k+1:], c)
+				if end < 0 {
+					return text, false
+				}
+				k += end + 2
+				quoted = true
+				continue
+			}
+			if c == '(' {
+				depth++
+			} else if c == ')' {
+				if depth == 0 {
+					break
+				}
+				depth--
+			} else if depth == 0 && strings.IndexByte(" \t;&|\n", c) >= 0 {
+				break
+			} else if c == '\n' || c == '\\' {
+				return text, false
+			}
+			k++
+		}
+		word := text[start:k]
+		if depth == 0 && !quoted && strings.ContainsAny(word, "( \t") {
+			changed = true
+			word = `"` + word + `"`
+		}
+		b.WriteString(word)
+	}
+	if !changed {
+		return text, false
+	}
+	fixed := b.String() + text[k:]
+	if e := parseErr(fixed); e == nil || later(fixed, e, off) {
+		return fixed, true
+	}
+	return text, false
+}
+
+// repairEmptyExtglob handles an extended glob with an empty pattern list
+// (@(), matching the empty string), which mvdan refuses: a quoted empty
+// string is put in the list, the same pattern.
+func repairEmptyExtglob(text string, off int) (string, bool) {
+	for _, at := range []int{off, off - 1, off + 1} {
+		if at < 1 || at+1 >= len(text) || text[at] != '(' || text[at+1] != ')' ||
+			strings.IndexByte("@?*+!", text[at-1]) < 0 {
+			continue
+		}
+		fixed := text[:at+1] + "''" + text[at+1:]
+		if e := parseErr(fixed); e == nil || later(fixed, e, off) {
+			return fixed, true
+		}
+	}
+	return text, false
+}
+
+// repairNestedArray handles an array literal inside an array literal
+// (a=( x=() )): bash's parser reports it from the assignment's own parse,
+// which drops the line it is on, not the script: the line does not run
+// and its status is 1. The line is replaced by a carrier that says so.
+func repairNestedArray(text string, off int, msg string) (string, bool) {
+	if !strings.Contains(msg, "array element values must be words") || off >= len(text) || text[off] != '(' ||
+		off == 0 || text[off-1] != '=' {
+		return text, false
+	}
+	lineStart := strings.LastIndexByte(text[:off], '\n') + 1
+	lineEnd := len(text)
+	if nl := strings.IndexByte(text[off:], '\n'); nl >= 0 {
+		lineEnd = off + nl
+	}
+	fixed := text[:lineStart] + badLineCarrier + " '('" + text[lineEnd:]
+	if e := parseErr(fixed); e == nil || later(fixed, e, lineStart) {
+		return fixed, true
+	}
+	return text, false
 }

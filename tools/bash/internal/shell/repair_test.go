@@ -6,6 +6,13 @@ func TestRepairText(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"echo $(( ${base}#a ))\n", "echo $(" + arithCarrier + ` " ${base}#a ")` + "\n"},
 		{"if ((test a) || (test b)); then :; fi\n", "if ( (test a) || (test b)); then :; fi\n"},
+		{"let x=( 1 ) y=2 'z = 3'\n", "let \"x=( 1 )\" y=2 'z = 3'\n"},
+		{"if let y=( x + 2 ); then :; fi\n", "if let \"y=( x + 2 )\"; then :; fi\n"},
+		{"[[ '' == @() ]]\n", "[[ '' == @('') ]]\n"},
+		{"unset ${(M)${(k)p[@]}:#x_*}\n", "unset $(" + paramCarrier + " '${(M)${(k)p[@]}:#x_*}')\n"},
+		{"echo ${s:}\n", "echo $(" + paramCarrier + " '${s:}')\n"},
+		{"x=`(((grep a f) ; (b) ) | head -n 1)`\n", "x=`( ( (grep a f) ; (b) ) | head -n 1)`\n"},
+		{"echo x; a=( 1 b=() 2 )\necho y\n", badLineCarrier + " '('\necho y\n"},
 		{"a=1 b[0]=$x c=3 cmd\n", "a=1 " + badAssignCarrier + "='b[0]' c=3 cmd\n"},
 		{"# a[ comment\na[1 + 2]+= cmd a[1 + 2]=\n", "# a[ comment\n" + badAssignCarrier + "='a[1 + 2]' cmd a[1 + 2]=\n"},
 		{"a[5 + 3]+ x\n", `\a[5" "+" "3]+ x` + "\n"},

@@ -458,6 +458,16 @@ type shell struct {
 	execArgv0 string // exec -a NAME
 	// keptFDs are the {var}> descriptors of the redirections being made.
 	keptFDs []int
+	// movedFDs are the descriptors the redirections being made moved
+	// (n>&m-: m), see closeMoved.
+	movedFDs []int
+	// interactive: bash -i, reading its commands from stdin (see
+	// startInteractive)
+	interactive bool
+	// rcfile is bash -i's --rcfile; prompts: bash -i reads its commands
+	// from stdin, running PROMPT_COMMAND before each (see runPrompt)
+	rcfile  string
+	prompts bool
 }
 
 type flowKind uint8
@@ -563,6 +573,7 @@ func (sh *shell) initVars(env []string) {
 	} else {
 		set("SHLVL", "1", aExport)
 	}
+	imported := map[string]string{}
 	for _, name := range []string{"RANDOM", "SECONDS", "LINENO", "BASHPID", "BASH_SUBSHELL", "EPOCHSECONDS",
 		"EPOCHREALTIME", "SRANDOM", "FUNCNAME", "BASH_SOURCE", "BASH_LINENO", "BASH_ARGC", "BASH_ARGV",
 		"BASH_COMMAND", "DIRSTACK", "SHELLOPTS", "BASHOPTS", "GROUPS", "HISTCMD", "BASH_ALIASES", "BASH_CMDS",
@@ -578,8 +589,28 @@ func (sh *shell) initVars(env []string) {
 			a |= aAssoc
 		case "SHELLOPTS", "BASHOPTS":
 			a |= aReadonly
+			if old, ok := m[name]; ok && old.attrs&aExport != 0 {
+				// from the environment: the options it lists are set
+				// (as bash does at start-up), and it stays exported
+				a |= aExport
+				imported[name] = old.str
+			}
 		}
 		m[name] = &variable{attrs: a, set: true, owner: sh.id}
+	}
+	if v, ok := imported["SHELLOPTS"]; ok {
+		for _, o := range strings.Split(v, ":") {
+			if o != "" {
+				builtinSet(sh, []string{"set", "-o", o})
+			}
+		}
+	}
+	if v, ok := imported["BASHOPTS"]; ok {
+		for _, o := range strings.Split(v, ":") {
+			if o != "" {
+				sh.setShopt(o, true)
+			}
+		}
 	}
 }
 

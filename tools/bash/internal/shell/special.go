@@ -165,6 +165,9 @@ func (sh *shell) flagString() string {
 			b.WriteByte(f.c)
 		}
 	}
+	if sh.interactive {
+		b.WriteByte('i')
+	}
 	if sh.dashC {
 		b.WriteByte('c')
 	}
