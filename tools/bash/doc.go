@@ -103,9 +103,12 @@
 // run on a file under /tmp. Under set -o history (and, as in bash, for
 // good once fc -e has run) the script's lines are entered as bash's
 // command-oriented history joins them (HISTCONTROL and HISTIGNORE are
-// not applied); a shell that exits with them recorded saves them to
-// $HISTFILE as bash does (appended, or the list written over the file
-// when HISTSIZE cut it and histappend is off). bash -i reads its script
+// not applied); set -o history before any line is entered first loads
+// the history as bash's load_history (HISTSIZE and HISTFILESIZE default
+// to 500, the file is cut and read), and a shell that exits with its
+// lines recorded saves them to $HISTFILE as bash does (appended, or the
+// list written over the file when HISTSIZE cut it and histappend is
+// off). bash -i reads its script
 // (stdin or -c) with no terminal and prints no prompt, but otherwise as
 // an interactive bash: --rcfile first (exit there ends it; ~/.bashrc is
 // not read), each line recorded, $HISTFILE (~/.bash_history) loaded at

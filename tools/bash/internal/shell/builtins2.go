@@ -1105,7 +1105,7 @@ func builtinSet(sh *shell, args []string) int {
 				}
 				*p = on
 				if opt == "history" {
-					sh.histRemember = on
+					sh.historyOption(on)
 				}
 				// emacs and vi exclude each other
 				if on && opt == "emacs" {
@@ -1252,6 +1252,9 @@ func builtinShopt(sh *shell, args []string) int {
 						sh.enterPosix()
 					}
 					*p = set
+					if n == "history" {
+						sh.historyOption(set)
+					}
 					ok = true
 				}
 			} else {

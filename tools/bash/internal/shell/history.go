@@ -168,7 +168,7 @@ func (sh *shell) histSizeChanged(name string) {
 	}
 	// keep the last n entries, each with its timestamp line
 	if cut := histCut(lines, n); cut > 0 {
-		sh.histWriteFile(file, lines[cut:], false)
+		sh.histWriteFile(file, lines[cut:], histOverwrite)
 	}
 	if h := sh.hist; h != nil && n < h.inFile {
 		sh.histWritable().inFile = n
@@ -233,16 +233,26 @@ func (sh *shell) histReadFile(file string, report bool) ([]string, bool) {
 	return strings.Split(text, "\n"), true
 }
 
+// How histWriteFile writes a history file.
+const (
+	histOverwrite  = iota
+	histAppend     // (created when missing, as bash's maybe_append_history does)
+	histAppendOnly // readline's append_history alone: a missing file is a failure
+)
+
 // histWriteFile writes (or appends) lines to a history file; as
 // readline's write_history, it reports no error, it fails.
-func (sh *shell) histWriteFile(file string, lines []string, appendTo bool) bool {
+func (sh *shell) histWriteFile(file string, lines []string, mode int) bool {
 	fsys := sh.r.cfg.FS
 	if fsys == nil || file == "" {
 		return false
 	}
 	flag := vfs.O_WRONLY | vfs.O_CREATE | vfs.O_TRUNC
-	if appendTo {
+	switch mode {
+	case histAppend:
 		flag = vfs.O_WRONLY | vfs.O_CREATE | vfs.O_APPEND
+	case histAppendOnly:
+		flag = vfs.O_WRONLY | vfs.O_APPEND
 	}
 	f, err := fsys.Open(sh.r.ctx, vfs.Abs(sh.dir, file), flag, 0o600)
 	if err != nil {
@@ -326,9 +336,8 @@ func builtinHistory(sh *shell, args []string) int {
 		if len(arg) < 2 || arg[0] != '-' {
 			break
 		}
-		if _, err := strconv.Atoi(arg); err == nil {
-			break
-		}
+		// (-N is a bad option, as bash's getopt reads it: history -- -N
+		// lists N lines)
 		for j := 1; j < len(arg); j++ {
 			switch arg[j] {
 			case 'a':
@@ -407,29 +416,41 @@ func builtinHistory(sh *shell, args []string) int {
 		return sh.histList(list)
 	}
 	var file string
+	appendMode := histAppend
 	if len(list) > 0 {
 		file = list[0]
 	} else if f, ok := sh.varValue("HISTFILE"); ok {
 		file = f
 	} else {
-		// readline's default history file; an empty name fails
+		// readline's default history file; an empty name fails. bash
+		// creates a missing file it appends to only when it has a
+		// name (maybe_append_history), so history -a fails here
 		home, _ := sh.varValue("HOME")
 		file = strings.TrimSuffix(home, "/") + "/.history"
+		appendMode = histAppendOnly
 	}
 	switch {
 	case a:
+		// bash's maybe_append_history: the session's lines the list
+		// still holds, counted as read from the file and no longer the
+		// session's even when the write failed
 		h := sh.histWritable()
+		status := 0
 		if h.session > 0 {
+			if len(h.entries) > 0 {
+				h.session = min(h.session, len(h.entries))
+			}
 			lines := sh.histFileLines(len(h.entries) - min(h.session, len(h.entries)))
-			if !sh.histWriteFile(file, lines, true) {
-				return 1
+			if !sh.histWriteFile(file, lines, appendMode) {
+				status = 1
 			}
 			h.inFile += h.session
 		}
 		h.session = 0
+		return status
 	case w:
 		h := sh.histWritable()
-		if !sh.histWriteFile(file, sh.histFileLines(0), false) {
+		if !sh.histWriteFile(file, sh.histFileLines(0), histOverwrite) {
 			return 1
 		}
 		h.inFile = len(h.entries)
@@ -852,7 +873,7 @@ func (sh *shell) fcEdit(ename string, haveEname bool, text string) int {
 	if text != "" {
 		lines = strings.Split(strings.TrimSuffix(text, "\n"), "\n")
 	}
-	if !sh.histWriteFile(file, lines, false) {
+	if !sh.histWriteFile(file, lines, histOverwrite) {
 		return 1
 	}
 	defer fsys.Remove(sh.r.ctx, file, false)
@@ -956,23 +977,38 @@ func histDelimiter(entry string) string {
 // startInteractive makes a child bash interactive (bash -i): its commands
 // are read from stdin as a script still (no terminal, no prompt), but
 // each line is entered in the history list (set -o history), which
-// starts with $HISTFILE's lines and is saved to it at exit
-// (saveHistory); emacs editing is on and $- has i. As bash's
-// load_history: HISTFILE defaults to ~/.bash_history, HISTSIZE to 500,
-// HISTFILESIZE to HISTSIZE, and the file is cut to HISTFILESIZE before
-// it is read.
+// starts with $HISTFILE's lines (~/.bash_history by default) and is saved
+// to it at exit (saveHistory); emacs editing is on and $- has i.
 func (sh *shell) startInteractive() {
 	sh.interactive = true
-	sh.opts.history, sh.opts.emacs, sh.opts.vi = true, true, false
-	sh.histRemember = true
+	sh.opts.emacs, sh.opts.vi = true, false
 	if _, ok := sh.varValue("HISTFILE"); !ok {
 		home, _ := sh.varValue("HOME")
 		sh.setString("HISTFILE", strings.TrimSuffix(home, "/")+"/.bash_history", false)
 	}
+	sh.historyOption(true)
+}
+
+// historyOption is set -o history and +o history (bash's
+// bash_set_history): on, the lines the shell reads are entered in the
+// list, and when this session has entered none yet the list is set up
+// as bash's load_history does it.
+func (sh *shell) historyOption(on bool) {
+	sh.opts.history = on
+	sh.histRemember = on
+	if on && (sh.hist == nil || sh.hist.session == 0) {
+		sh.loadHistory()
+	}
+}
+
+// loadHistory is bash's load_history: HISTSIZE defaults to 500 and
+// stifles the list, HISTFILESIZE to HISTSIZE and cuts the file, and
+// $HISTFILE's lines are read into the list (not as this session's).
+func (sh *shell) loadHistory() {
 	if _, ok := sh.varValue("HISTSIZE"); !ok {
 		sh.setString("HISTSIZE", "500", false)
 	}
-	sh.histSizeChanged("HISTSIZE")
+	sh.histSizeChanged("HISTSIZE") // (inherited, it was not applied)
 	if _, ok := sh.varValue("HISTFILESIZE"); !ok {
 		size, _ := sh.varValue("HISTSIZE")
 		sh.setString("HISTFILESIZE", size, false)
@@ -990,7 +1026,7 @@ func (sh *shell) startInteractive() {
 	session := h.session
 	total := sh.histLoad(lines, 0)
 	h = sh.hist
-	h.session = session // (the file's lines are not this session's)
+	h.session = session
 	h.inFile = total
 }
 
