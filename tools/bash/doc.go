@@ -99,8 +99,13 @@
 // run on a file under /tmp. Under set -o history (and, as in bash, for
 // good once fc -e has run) the script's lines are entered as bash's
 // command-oriented history joins them (HISTCONTROL and HISTIGNORE are
-// not applied). bash -i is not interactive: its lines are not recorded
-// and HISTFILE is neither loaded nor saved.
+// not applied). bash -i reading its commands from stdin runs as bash
+// 5.2 does when stdin is not a terminal: $- has i, the rc file
+// (~/.bashrc, --rcfile F, none under --norc) runs first, HISTFILE
+// (~/.bash_history) is loaded, each line read is written to stderr after
+// its prompt (PS1, PS2) and entered in the history, and at the end "exit"
+// goes to stderr and the history is saved to HISTFILE (HISTFILESIZE
+// lines). It has no line editing, job control or history expansion.
 //
 // # Sandbox
 //

@@ -1775,6 +1775,7 @@ func builtinBash(sh *shell, args []string) int {
 	var opts []string
 	var script, file string
 	haveScript := false
+	interactive, norc, rcfile := false, false, ""
 	invalid := func(opt string) int {
 		sh.writeErr(name + ": " + opt + ": invalid option\n" + bashUsage)
 		return 2
@@ -1791,10 +1792,15 @@ func builtinBash(sh *shell, args []string) int {
 		}
 		if strings.HasPrefix(a, "--") {
 			switch a {
-			case "--norc", "--noprofile", "--posix", "--login", "--noediting", "--restricted", "--verbose",
+			case "--norc":
+				norc = true
+			case "--noprofile", "--posix", "--login", "--noediting", "--restricted", "--verbose",
 				"--debug", "--debugger":
 			case "--rcfile", "--init-file":
 				i++
+				if i < len(args) {
+					rcfile = args[i]
+				}
 			case "--help":
 				sh.out(name, bashUsage)
 				return 0
@@ -1819,7 +1825,9 @@ func builtinBash(sh *shell, args []string) int {
 				i++
 			case 'e', 'u', 'x', 'f', 'n', 'v', 'a', 'C', 'E', 'T', 'h', 'B', 'H', 'k', 't', 'b', 'm', 'P':
 				opts = append(opts, a[:1]+string(f))
-			case 's', 'i', 'l', 'p', 'r', 'D':
+			case 'i':
+				interactive = a[0] == '-'
+			case 's', 'l', 'p', 'r', 'D':
 			default:
 				return invalid(a[:1] + string(f))
 			}
@@ -1883,6 +1891,10 @@ func builtinBash(sh *shell, args []string) int {
 		}
 		script, stdin = string(data), nil
 	}
+	if !isFile && (interactive || !haveScript) {
+		ia := &interactiveStart{norc: norc, rcfile: rcfile, stdin: !haveScript, interactive: interactive}
+		return sh.runChild(argv0, script, opts, positional, sh.exported(), stdin, sh.fdWriter(1), sh.fdWriter(2), false, ia)
+	}
 	if isFile {
 		return sh.childShellFile(argv0, script, opts, positional, sh.exported(), stdin, sh.fdWriter(1), sh.fdWriter(2))
 	}
@@ -1918,14 +1930,14 @@ Shell options:
 // (the exported ones), functions and options, the same directory and
 // file system, and the run's limits.
 func (sh *shell) childShell(argv0, script string, opts, params, env []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return sh.runChild(argv0, script, opts, params, env, stdin, stdout, stderr, false)
+	return sh.runChild(argv0, script, opts, params, env, stdin, stdout, stderr, false, nil)
 }
 
 func (sh *shell) childShellFile(argv0, script string, opts, params, env []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return sh.runChild(argv0, script, opts, params, env, stdin, stdout, stderr, true)
+	return sh.runChild(argv0, script, opts, params, env, stdin, stdout, stderr, true, nil)
 }
 
-func (sh *shell) runChild(argv0, script string, opts, params, env []string, stdin io.Reader, stdout, stderr io.Writer, file bool) (status int) {
+func (sh *shell) runChild(argv0, script string, opts, params, env []string, stdin io.Reader, stdout, stderr io.Writer, file bool, ia *interactiveStart) (status int) {
 	r := sh.r
 	if max := r.lim.MaxShellDepth; max > 0 && r.depth.Add(1) > max {
 		r.depth.Add(-1)
@@ -1992,7 +2004,19 @@ func (sh *shell) runChild(argv0, script string, opts, params, env []string, stdi
 			}
 		}
 	}()
+	if ia != nil && ia.stdin {
+		child.dashC, child.readStdin = false, true
+	}
+	if ia != nil && ia.interactive {
+		child.startInteractive(ia)
+	}
 	child.runSource(&source{name: argv0, text: script}, true)
+	if ia != nil && ia.interactive && ia.stdin {
+		eof := child.flow != flowExit
+		status := child.exit()
+		child.endInteractive(eof)
+		return status
+	}
 	return child.exit()
 }
 

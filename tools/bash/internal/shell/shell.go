@@ -439,10 +439,13 @@ type shell struct {
 	circularRef bool
 	// dashC: the shell runs a -c string ($- has c); fileScript: a script
 	// file (FUNCNAME ends with main, BASH_SOURCE names it).
-	dashC      bool
-	fileScript bool
-	secBase    time.Time
-	secOff     int64
+	dashC bool
+	// interactive: bash -i ($- has i); readStdin: the commands come
+	// from stdin ($- has s)
+	interactive, readStdin bool
+	fileScript             bool
+	secBase                time.Time
+	secOff                 int64
 
 	funcDepth int
 	evalDepth int

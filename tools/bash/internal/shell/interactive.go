@@ -1,0 +1,162 @@
+package shell
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/demiurge-dev/demiurge/tools/bash/vfs"
+)
+
+// An interactive child shell (bash -i) reading its commands from stdin
+// that is not a terminal, as bash 5.2 runs one: $- has i (and H, s), the
+// rc file (~/.bashrc, --rcfile F; none under --norc) runs first, then
+// HISTFILE (~/.bash_history) is loaded; each line read is echoed to
+// stderr after its prompt (PS1, PS2 for a command's further lines) and
+// entered in the history; at the end "exit" is written to stderr and the
+// history saved to HISTFILE, cut to HISTFILESIZE lines. There is no
+// terminal: no line editing, job control or history expansion.
+
+// interactiveStart is how bash -i was started.
+type interactiveStart struct {
+	norc   bool
+	rcfile string // --rcfile F ("": ~/.bashrc)
+	stdin  bool   // the commands are read from stdin (not -c)
+	// interactive: -i (else only stdin is said, for $-)
+	interactive bool
+}
+
+// startInteractive runs the rc file and loads the history, as bash does
+// before it reads the first command.
+func (sh *shell) startInteractive(ia *interactiveStart) {
+	sh.interactive = true
+	sh.opts.histexpand = true
+	sh.readStdin = ia.stdin
+	if _, ok := sh.varValue("PS1"); !ok {
+		sh.setString("PS1", `\s-\v\$ `, false)
+	}
+	if _, ok := sh.varValue("PS2"); !ok {
+		sh.setString("PS2", "> ", false)
+	}
+	home, _ := sh.varValue("HOME")
+	home = strings.TrimSuffix(home, "/")
+	if !ia.norc {
+		rc := ia.rcfile
+		if rc == "" {
+			rc = home + "/.bashrc"
+		}
+		if _, err := sh.r.cfg.FS.Stat(sh.r.ctx, vfs.Abs(sh.dir, rc)); err == nil {
+			builtinSource(sh, []string{".", rc})
+			sh.flow = flowNone
+		}
+	}
+	// bash's load_history (the file is read only when commands come from stdin)
+	if _, ok := sh.varValue("HISTFILE"); !ok {
+		sh.setString("HISTFILE", home+"/.bash_history", false)
+	}
+	if _, ok := sh.varValue("HISTSIZE"); !ok {
+		sh.setString("HISTSIZE", "500", false)
+	}
+	sh.histSizeChanged("HISTSIZE")
+	if _, ok := sh.varValue("HISTFILESIZE"); !ok {
+		v, _ := sh.varValue("HISTSIZE")
+		sh.setString("HISTFILESIZE", v, false)
+	}
+	sh.histSizeChanged("HISTFILESIZE")
+	if !ia.stdin {
+		return
+	}
+	sh.opts.history = true
+	sh.histRemember = true
+	if file, _ := sh.varValue("HISTFILE"); file != "" {
+		if lines, ok := sh.histReadFile(file, false); ok {
+			h := sh.histWritable()
+			total := sh.histLoad(lines, 0)
+			h = sh.hist
+			h.session = 0
+			h.inFile = total
+		}
+	}
+}
+
+// endInteractive is bash's end of an interactive shell: "exit" on
+// stderr and the history saved (maybe_save_shell_history).
+func (sh *shell) endInteractive(eof bool) {
+	if eof {
+		sh.writeErr(sh.prompt("PS1"))
+	}
+	sh.writeErr("exit\n")
+	if !sh.readStdin || !sh.histRemember || sh.hist == nil || sh.hist.session == 0 {
+		return
+	}
+	file, _ := sh.varValue("HISTFILE")
+	if file == "" {
+		return
+	}
+	h := sh.histWritable()
+	if sh.shopt.other["histappend"] {
+		sh.histWriteFile(file, sh.histFileLines(len(h.entries)-min(h.session, len(h.entries))), true)
+	} else {
+		sh.histWriteFile(file, sh.histFileLines(0), false)
+	}
+	h.session = 0
+	// the file is cut to HISTFILESIZE lines
+	if v, ok := sh.varValue("HISTFILESIZE"); ok {
+		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 0 {
+			if lines, ok := sh.histReadFile(file, false); ok {
+				if cut := histCut(lines, n); cut > 0 {
+					sh.histWriteFile(file, lines[cut:], false)
+				}
+			}
+		}
+	}
+}
+
+// prompt is the expansion of a prompt variable (PS1, PS2).
+func (sh *shell) prompt(name string) string {
+	v, ok := sh.varValue(name)
+	if !ok || v == "" {
+		return ""
+	}
+	return sh.expandPS4(v)
+}
+
+// echoLines writes the lines of text from offset from up to offset to
+// (the lines a command was read from) to stderr, each after its prompt:
+// PS1 before a command's first line and a blank or comment line before
+// it, PS2 before its further lines.
+func (sh *shell) echoLines(text string, from, start, to int) {
+	if from >= to || from >= len(text) {
+		return
+	}
+	to = min(to, len(text))
+	first := strings.LastIndexByte(text[:min(start, len(text))], '\n') + 1
+	if first < from {
+		first = from
+	}
+	for off := from; off < to; {
+		end := strings.IndexByte(text[off:to], '\n')
+		line := text[off:to]
+		next := to
+		if end >= 0 {
+			line, next = text[off:off+end], off+end+1
+		}
+		name := "PS1"
+		if off > first {
+			name = "PS2"
+		}
+		sh.writeErr(sh.prompt(name) + line + "\n")
+		off = next
+	}
+}
+
+// histLineEnd is the offset after the line where a command that ends at
+// offset end ends.
+func histLineEnd(text string, end int) int {
+	if end >= len(text) {
+		return len(text)
+	}
+	if nl := strings.IndexByte(text[end:], '\n'); nl >= 0 {
+		return end + nl + 1
+	}
+	return len(text)
+}
