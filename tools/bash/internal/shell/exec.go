@@ -292,7 +292,8 @@ func (sh *shell) runTop(stmts []*syntax.Stmt) {
 			}
 			sh.status = fp.status
 			sh.cleanupPsubs(0)
-			if fp.exit || sh.level > 0 || sh.opts.errexit && fp.status != 0 {
+			// (an interactive shell goes on with the next line)
+			if fp.exit && !sh.interactive || sh.level > 0 || sh.opts.errexit && fp.status != 0 {
 				sh.flow = flowExit
 			}
 		}

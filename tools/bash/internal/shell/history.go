@@ -324,9 +324,6 @@ func builtinHistory(sh *shell, args []string) int {
 		if len(arg) < 2 || arg[0] != '-' {
 			break
 		}
-		if _, err := strconv.Atoi(arg); err == nil {
-			break
-		}
 		for j := 1; j < len(arg); j++ {
 			switch arg[j] {
 			case 'a':
@@ -405,6 +402,7 @@ func builtinHistory(sh *shell, args []string) int {
 		return sh.histList(list)
 	}
 	var file string
+	defaultFile := false
 	if len(list) > 0 {
 		file = list[0]
 	} else if f, ok := sh.varValue("HISTFILE"); ok {
@@ -413,10 +411,18 @@ func builtinHistory(sh *shell, args []string) int {
 		// readline's default history file; an empty name fails
 		home, _ := sh.varValue("HOME")
 		file = strings.TrimSuffix(home, "/") + "/.history"
+		defaultFile = true
 	}
 	switch {
 	case a:
 		h := sh.histWritable()
+		if h.session > 0 && defaultFile && !sh.histFileExists(file) {
+			// bash creates only a file it is given (its stat of the
+			// missing name fails otherwise): appending to a missing
+			// default file fails, and the session's lines are dropped
+			h.session = 0
+			return 1
+		}
 		if h.session > 0 {
 			lines := sh.histFileLines(len(h.entries) - h.session)
 			if !sh.histWriteFile(file, lines, true) {
@@ -948,4 +954,13 @@ func histDelimiter(entry string) string {
 		return " "
 	}
 	return "; "
+}
+
+// histFileExists reports whether a history file exists.
+func (sh *shell) histFileExists(file string) bool {
+	if sh.r.cfg.FS == nil {
+		return false
+	}
+	_, err := sh.r.cfg.FS.Stat(sh.r.ctx, vfs.Abs(sh.dir, file))
+	return err == nil
 }

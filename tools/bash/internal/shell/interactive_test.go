@@ -25,6 +25,9 @@ func TestInteractive(t *testing.T) {
 		{"--rcfile with -c: $- has i and c, HISTFILE is set; --norc reads none",
 			"export HOME=/tmp; echo 'x=rc' > /tmp/rc; bash --rcfile /tmp/rc -i -c 'echo $x $- ${HISTFILE-unset}' 2>/dev/null; bash --norc -i -c 'echo ${x-none}' 2>/dev/null",
 			"rc hiBHc /tmp/.bash_history\nnone\n", 0},
+		{"an error that ends a non-interactive shell ends only the line",
+			"bash --norc -i -c 'set -u; echo $x; echo no\necho st=$?; : ${y?oops}; echo no\necho st=$?; (echo $x; echo no); echo sub=$?' 2>/dev/null; echo end=$?\n",
+			"st=1\nst=1\nsub=1\nend=0\n", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, status := run(t, tc.script)

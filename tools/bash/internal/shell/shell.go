@@ -750,7 +750,7 @@ func (sh *shell) fatal(err error) {
 func (sh *shell) exitFatal(msg string) {
 	sh.errorf("%s", msg)
 	status := 127
-	if sh.level > 0 || sh.isSubst || sh.opts.errexit {
+	if sh.level > 0 || sh.isSubst || sh.opts.errexit || sh.interactive {
 		status = 1
 	}
 	panic(fatalPanic{status: status, exit: true})
