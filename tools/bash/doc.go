@@ -103,9 +103,10 @@
 // 5.2 does when stdin is not a terminal: $- has i, the rc file
 // (~/.bashrc, --rcfile F, none under --norc) runs first, HISTFILE
 // (~/.bash_history) is loaded, each line read is written to stderr after
-// its prompt (PS1, PS2) and entered in the history, and at the end "exit"
-// goes to stderr and the history is saved to HISTFILE (HISTFILESIZE
-// lines). It has no line editing, job control or history expansion.
+// its prompt (PS1, PS2; PROMPT_COMMAND runs before PS1) and entered in
+// the history, an error that would end the shell (set -u) ends only the
+// line, and at the end "exit" goes to stderr and the history is saved
+// to HISTFILE (HISTFILESIZE lines). It has no line editing, job control or history expansion.
 //
 // # Sandbox
 //

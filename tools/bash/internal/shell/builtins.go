@@ -2010,7 +2010,9 @@ func (sh *shell) runChild(argv0, script string, opts, params, env []string, stdi
 	if ia != nil && ia.interactive {
 		child.startInteractive(ia)
 	}
-	child.runSource(&source{name: argv0, text: script}, true)
+	if child.flow != flowExit {
+		child.runSource(&source{name: argv0, text: script}, true)
+	}
 	if ia != nil && ia.interactive && ia.stdin {
 		eof := child.flow != flowExit
 		status := child.exit()

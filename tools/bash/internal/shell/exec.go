@@ -167,6 +167,9 @@ func (sh *shell) runText(text string, top bool, repairs *int) (restart string, s
 		}
 		if top && sh.interactive && sh.readStdin && sh.histOff == 0 {
 			sh.echoLines(text, recorded, int(stmts[0].Pos().Offset()), histLineEnd(text, done))
+			if sh.flow != flowNone {
+				break
+			}
 		}
 		if top {
 			recorded = sh.histRecord(text, recorded, int(stmts[0].Pos().Offset()), done, sh.histRemember && sh.histOff == 0)

@@ -46,6 +46,10 @@ func (sh *shell) startInteractive(ia *interactiveStart) {
 		}
 		if _, err := sh.r.cfg.FS.Stat(sh.r.ctx, vfs.Abs(sh.dir, rc)); err == nil {
 			builtinSource(sh, []string{".", rc})
+			if sh.flow == flowExit {
+				// exit in the rc file ends the shell
+				return
+			}
 			sh.flow = flowNone
 		}
 	}
@@ -82,6 +86,8 @@ func (sh *shell) startInteractive(ia *interactiveStart) {
 // stderr and the history saved (maybe_save_shell_history).
 func (sh *shell) endInteractive(eof bool) {
 	if eof {
+		sh.promptCommand()
+		sh.flow = flowNone
 		sh.writeErr(sh.prompt("PS1"))
 	}
 	sh.writeErr("exit\n")
@@ -143,6 +149,11 @@ func (sh *shell) echoLines(text string, from, start, to int) {
 		name := "PS1"
 		if off > first {
 			name = "PS2"
+		} else {
+			sh.promptCommand()
+			if sh.flow != flowNone {
+				return
+			}
 		}
 		sh.writeErr(sh.prompt(name) + line + "\n")
 		off = next
@@ -159,4 +170,46 @@ func histLineEnd(text string, end int) int {
 		return end + nl + 1
 	}
 	return len(text)
+}
+
+// promptCommand runs PROMPT_COMMAND (each element of an array) before
+// PS1 is written, as bash does; $? is kept, and the commands are not
+// entered in the history.
+func (sh *shell) promptCommand() {
+	if _, ok := sh.varValue("PROMPT_COMMAND"); !ok {
+		if rv, _ := sh.lookup("PROMPT_COMMAND"); rv == nil {
+			return
+		}
+	}
+	pv := sh.byName("PROMPT_COMMAND[@]")
+	cmds := pv.list
+	if !pv.isList {
+		cmds = []string{pv.s}
+	}
+	status := sh.status
+	sh.histOff++
+	defer func() {
+		sh.histOff--
+		if sh.flow == flowNone {
+			sh.status = status
+		}
+	}()
+	for _, c := range cmds {
+		if c == "" {
+			continue
+		}
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					if _, ok := p.(fatalPanic); !ok {
+						panic(p)
+					}
+				}
+			}()
+			builtinEval(sh, []string{"eval", "--", c})
+		}()
+		if sh.flow != flowNone {
+			return
+		}
+	}
 }

@@ -28,6 +28,9 @@ func TestInteractive(t *testing.T) {
 		{"an error that ends a non-interactive shell ends only the line",
 			"bash --norc -i -c 'set -u; echo $x; echo no\necho st=$?; : ${y?oops}; echo no\necho st=$?; (echo $x; echo no); echo sub=$?' 2>/dev/null; echo end=$?\n",
 			"st=1\nst=1\nsub=1\nend=0\n", 0},
+		{"PROMPT_COMMAND (each element of an array) runs before each PS1, $? kept; exit in the rc file ends the shell",
+			"export HOME=/tmp; printf 'PROMPT_COMMAND=false\\necho $?\\nPROMPT_COMMAND=(true \"echo two\")\\n\\necho x\\n' | bash --norc -i 2>/dev/null; printf 'echo one\\nexit 42\\necho two\\n' > /tmp/rc; bash --rcfile /tmp/rc -i -c 'echo hello' 2>/dev/null; echo st=$?; echo 'echo no' | bash --rcfile /tmp/rc -i 2>/dev/null; echo st=$?\n",
+			"0\ntwo\ntwo\nx\ntwo\none\nst=42\none\nst=42\n", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, status := run(t, tc.script)
