@@ -1969,6 +1969,10 @@ func (sh *shell) runChild(argv0, script string, opts, params, env []string, stdi
 	child.fds = newFDTable(stdin, stdout, stderr)
 	child.scopes = []*scope{{kind: scopeGlobal, vm: newVarMap(64)}}
 	child.initVars(env)
+	if _, ok := child.varValue("SHELL"); !ok {
+		// bash sets SHELL from the password file when it is unset
+		child.setString("SHELL", "/bin/bash", false)
+	}
 	child.initLocale()
 	if _, ok := child.varValue("PATH"); !ok {
 		// bash's default when the environment has none

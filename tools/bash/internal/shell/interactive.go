@@ -29,7 +29,7 @@ type interactiveStart struct {
 // before it reads the first command.
 func (sh *shell) startInteractive(ia *interactiveStart) {
 	sh.interactive = true
-	sh.opts.histexpand = true
+	sh.opts.histexpand, sh.opts.emacs = true, true
 	sh.readStdin = ia.stdin
 	if _, ok := sh.varValue("PS1"); !ok {
 		sh.setString("PS1", `\s-\v\$ `, false)
@@ -123,7 +123,24 @@ func (sh *shell) prompt(name string) string {
 	if !ok || v == "" {
 		return ""
 	}
+	sh.inPS1 = name == "PS1"
+	defer func() { sh.inPS1 = false }()
 	return sh.expandPS4(v)
+}
+
+// promptHistNumber is a prompt's \! (bash's prompt_history_number),
+// while the history is on: for PS1 the number the next entry gets, for
+// the others (${x@P}, PS4) one less, the line being run having been
+// entered already.
+func (sh *shell) promptHistNumber() int {
+	if !sh.histRemember || sh.hist == nil {
+		return 1
+	}
+	n := sh.hist.base + len(sh.hist.entries)
+	if n == 1 || sh.inPS1 {
+		return n
+	}
+	return n - 1
 }
 
 // echoLines writes the lines of text from offset from up to offset to

@@ -31,6 +31,9 @@ func TestInteractive(t *testing.T) {
 		{"PROMPT_COMMAND (each element of an array) runs before each PS1, $? kept; exit in the rc file ends the shell",
 			"export HOME=/tmp; printf 'PROMPT_COMMAND=false\\necho $?\\nPROMPT_COMMAND=(true \"echo two\")\\n\\necho x\\n' | bash --norc -i 2>/dev/null; printf 'echo one\\nexit 42\\necho two\\n' > /tmp/rc; bash --rcfile /tmp/rc -i -c 'echo hello' 2>/dev/null; echo st=$?; echo 'echo no' | bash --rcfile /tmp/rc -i 2>/dev/null; echo st=$?\n",
 			"0\ntwo\ntwo\nx\ntwo\none\nst=42\none\nst=42\n", 0},
+		{"SHELL is set when unset, bash -i has emacs on, a prompt's \\! is the history number",
+			"export HOME=/tmp\nunset SHELL; bash -c 'echo \"$SHELL\"'; bash --norc -i -c 'test -o emacs; echo $?' 2>/dev/null; bash -c 'test -o emacs; echo $?'\nset -o history\nPS1='foo \\! bar'\nhistory -c\necho \"${PS1@P}\"\necho \"_${PS1@P}\"\nprintf 'PS4=\"+\\\\! \"; set -x; true\\n' | PS1='P ' bash --norc -i 2>&1 >/dev/null | while IFS= read -r l; do case $l in *job*|*terminal*) ;; *) echo \"$l\";; esac; done\n",
+			"/bin/bash\n0\n1\nfoo 1 bar\n_foo 2 bar\nP PS4=\"+\\! \"; set -x; true\n+1 true\nP exit\n", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, status := run(t, tc.script)

@@ -271,7 +271,9 @@ func (sh *shell) promptExpand(s string) string {
 			b.WriteString("0")
 		case 'l':
 			b.WriteString("sandbox")
-		case '!', '#':
+		case '!':
+			b.WriteString(strconv.Itoa(sh.promptHistNumber()))
+		case '#':
 			b.WriteString("1")
 		default:
 			if s[i] >= '0' && s[i] <= '7' {

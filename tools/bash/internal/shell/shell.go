@@ -443,9 +443,11 @@ type shell struct {
 	// interactive: bash -i ($- has i); readStdin: the commands come
 	// from stdin ($- has s)
 	interactive, readStdin bool
-	fileScript             bool
-	secBase                time.Time
-	secOff                 int64
+	// inPS1: PS1 is being expanded (its \! is the next entry's number)
+	inPS1      bool
+	fileScript bool
+	secBase    time.Time
+	secOff     int64
 
 	funcDepth int
 	evalDepth int
