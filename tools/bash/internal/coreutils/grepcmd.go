@@ -52,6 +52,9 @@ func grepCmd(c *cmd, args []string) int {
 		}
 		return n, nil
 	}
+	// (GNU's long options take their value from the next argument too)
+	fixedArgs = joinLongValues(fixedArgs, "--max-count", "--after-context", "--before-context", "--context",
+		"--regexp", "--file", "--directories")
 	rest, st, ok := c.flags(fixedArgs, "emABCfd", 2, func(f, v string) error {
 		var err error
 		switch f {
