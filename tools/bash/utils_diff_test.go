@@ -82,6 +82,7 @@ var utilsDiffCases = []struct{ tool, script string }{
 	{"rg", `rg -F -e 'foo b' notes.txt; rg nope nofile; echo $?; rg --sort path -v foo src; rg -q foo && echo yes; rg --sort path foo .`},
 	{"cat", `printf 'a\n\n\n\nb\n\nc' | cat -s; printf 'a\n\n\nb\n' | cat -b; printf 'a\n\n\nb\n' | cat -bs; printf 'a\n\n\nb\n' | cat -ns`},
 	{"grep", `printf 'a\0b\0ab\0' | grep -z a | od -c; printf 'a\nx\0b\0ab\0' | grep -zc a`},
+	{"tty", `tty </dev/null; echo $?; tty -s </dev/null; echo $?; PS1='\l'; echo "${PS1@P}"`},
 	{"grep", `grep --max-count 1 -n foo notes.txt; grep --context 1 --regexp Baz notes.txt; grep --max-count=1 -c foo notes.txt`},
 	{"head", `seq 20 | head --lines 3; seq 3 | head --bytes 3; echo; seq 5 | tail --lines 2; seq 30 | tail --bytes 6; seq 3 | tail --bytes=+4`},
 	{"od", `printf 'hello world\0\001\377abc' | od -An -tc -tx1; printf 'hello world\0\001\377abc' | od -ta -tx4 -tu1 -tx2; printf 'hello' | od -w6 -c -x`},

@@ -123,6 +123,7 @@ func init() {
 		"timeout":   timeoutCmd,
 		"yes":       yesCmd,
 		"whoami":    whoamiCmd,
+		"tty":       ttyCmd,
 		"hostname":  hostnameCmd,
 		"id":        idCmd,
 		"uname":     unameCmd,

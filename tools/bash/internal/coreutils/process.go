@@ -165,6 +165,24 @@ func whoamiCmd(c *cmd, args []string) int {
 	return c.done(0)
 }
 
+// ttyCmd is tty: the sandbox has no terminal, so stdin is never one
+// ("not a tty", status 1; -s only the status).
+func ttyCmd(c *cmd, args []string) int {
+	silent := false
+	for _, a := range args {
+		switch a {
+		case "-s", "--silent", "--quiet":
+			silent = true
+		default:
+			return c.errf(2, "invalid option -- '%s'", strings.TrimLeft(a, "-"))
+		}
+	}
+	if !silent {
+		c.out.WriteString("not a tty\n")
+	}
+	return c.done(1)
+}
+
 // hostnameCmd prints the sandbox's host name.
 func hostnameCmd(c *cmd, args []string) int {
 	h := c.env.Host

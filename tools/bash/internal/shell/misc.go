@@ -270,7 +270,9 @@ func (sh *shell) promptExpand(s string) string {
 		case 'j':
 			b.WriteString("0")
 		case 'l':
-			b.WriteString("sandbox")
+			// the terminal's name; "tty" when stdin is none (never one
+			// in the sandbox), as bash
+			b.WriteString("tty")
 		case '!':
 			b.WriteString(strconv.Itoa(sh.promptHistNumber()))
 		case '#':
