@@ -53,6 +53,8 @@ v=tempenv f; v=tempenv eval f; v=tempenv h; x=temp k; v=t1 e; f`},
 	{"a quoted transformation of an unset parameter is an empty word", `p() { printf '<%s>' "$@"; echo; }; p "${undef@Q}" "${undef@U}"; a1=(); declare -A ref=([d]=a1); p "${!ref[@]@Q}" "${!ref[@]@P}"; p ${undef@Q} x`},
 	{"declare -F NAME under extdebug tells where NAME was defined", "shopt -s extdebug\nf() { :; }\ndeclare -F f; declare -F; echo 'g() { :; }' > lib.sh; source lib.sh; declare -F g; declare -F nope; echo $?\nshopt -u extdebug; declare -F f"},
 	{"POSIX: what a special builtin leaves of the assignments before it stays", `f() { x=42; x=tmp unset x; echo "x=$x"; x=42; x=tmp eval 'unset x'; echo "x=$x"; }; f; set -o posix; f; y=1 :; echo "y=$y"; z=1 eval 'z=2'; echo "z=$z"; w=5 readonly w; w=6; echo "w=$w"; sh -c 'echo "env y=$y"'; echo end`},
+	{"an array literal before a command is its words expanded, quotes removed", "H=/h; x=1; B=(\"x y\" \"a  b\" $H 'q' a\\ b) printenv B; B=(\"x y\") bash -c 'echo $B'; C=([k]=\"v w\") printenv C; D=($x \"$x\" ${x}z) printenv D; E=(*) printenv E; B=( ) printenv B; B=( ${x:-a b} $(echo  a   b) ) printenv B; B=(a\nb) printenv B"},
+	{"env -i, -u and NAME=VALUE make the command's environment", `X=1 Y=2; export X Y; env -i sh -c 'echo "x=$X"'; env -i env; env -i A=b env; env -u X sh -c 'echo "$X,$Y"'; env A=1 B=2 sh -c 'echo $A$B'; env -i A=1 printenv; env -i echo hi; X=3 env -i env; env -u X env | grep -c X=; env -uY printenv Y; echo $?; env --unset=X -i Z=1 env`},
 	{"an assignment through a circular nameref fails", "typeset -n ref1=ref2\ntypeset -n ref2=ref1\necho defined $?\nref1=z\necho mutated $?\nx=1; echo x $?"},
 }
 
