@@ -55,6 +55,7 @@ v=tempenv f; v=tempenv eval f; v=tempenv h; x=temp k; v=t1 e; f`},
 	{"POSIX: what a special builtin leaves of the assignments before it stays", `f() { x=42; x=tmp unset x; echo "x=$x"; x=42; x=tmp eval 'unset x'; echo "x=$x"; }; f; set -o posix; f; y=1 :; echo "y=$y"; z=1 eval 'z=2'; echo "z=$z"; w=5 readonly w; w=6; echo "w=$w"; sh -c 'echo "env y=$y"'; echo end`},
 	{"an array literal before a command is its words expanded, quotes removed", "H=/h; x=1; B=(\"x y\" \"a  b\" $H 'q' a\\ b) printenv B; B=(\"x y\") bash -c 'echo $B'; C=([k]=\"v w\") printenv C; D=($x \"$x\" ${x}z) printenv D; E=(*) printenv E; B=( ) printenv B; B=( ${x:-a b} $(echo  a   b) ) printenv B; B=(a\nb) printenv B"},
 	{"env -i, -u and NAME=VALUE make the command's environment", `X=1 Y=2; export X Y; env -i sh -c 'echo "x=$X"'; env -i env; env -i A=b env; env -u X sh -c 'echo "$X,$Y"'; env A=1 B=2 sh -c 'echo $A$B'; env -i A=1 printenv; env -i echo hi; X=3 env -i env; env -u X env | grep -c X=; env -uY printenv Y; echo $?; env --unset=X -i Z=1 env`},
+	{"SIGKILL ends the shell with 137 and runs no EXIT trap", `bash -c 'trap "echo trap" EXIT; kill -9 $BASHPID; echo no'; echo rc=$?; bash -c 'trap "echo T" EXIT; kill -s KILL $BASHPID'; echo rc=$?; trap "echo outer" EXIT; (trap "echo sub" EXIT; kill -KILL $BASHPID; echo no); echo sub=$?; bash -c 'trap "echo T" EXIT; kill -TERM $BASHPID'; echo rc=$?; kill -9 $$; echo never`},
 	{"an assignment through a circular nameref fails", "typeset -n ref1=ref2\ntypeset -n ref2=ref1\necho defined $?\nref1=z\necho mutated $?\nx=1; echo x $?"},
 }
 

@@ -2036,7 +2036,8 @@ var defaultIgnored = map[string]bool{"CHLD": true, "URG": true, "WINCH": true, "
 
 // takeSignals handles the signals sent to the shell: a trap runs its
 // handler ($? kept), an ignored one nothing, and one whose default action
-// ends a process ends the shell with status 128+n (its EXIT trap runs).
+// ends a process ends the shell with status 128+n (its EXIT trap runs,
+// except after SIGKILL).
 func (sh *shell) takeSignals() {
 	if atomic.LoadInt32(&sh.sigAny) == 0 {
 		return
@@ -2063,6 +2064,9 @@ func (sh *shell) takeSignals() {
 		}
 		sh.status = 128 + n
 		sh.flow = flowExit
+		// SIGKILL ends a process without its running anything: no
+		// EXIT trap.
+		sh.killed = name == "KILL"
 		return
 	}
 }

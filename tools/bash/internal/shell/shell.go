@@ -455,6 +455,8 @@ type shell struct {
 	// commands this shell runs (env -i, env -u): set only in the child
 	// that runs env's command.
 	envOverride []string
+	// killed: the shell ends by SIGKILL, which runs no EXIT trap.
+	killed bool
 }
 
 type flowKind uint8
@@ -625,6 +627,7 @@ func (sh *shell) fork() *shell {
 	c.bgTime = 0
 	c.isSubst = false
 	c.envOverride = nil
+	c.killed = false
 	c.child = false
 	c.randSeed = sh.randSeed ^ uint32(c.pid)*2654435761
 	return c
