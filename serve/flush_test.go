@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"encoding/json"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -42,5 +43,26 @@ func TestStreamFlushesBeforeWaiting(t *testing.T) {
 	})
 	if got := evs[len(evs)-1].Event; got != "turn_end" {
 		t.Fatalf("the stream ended at %q, not turn_end: %s", got, typesOf(evs))
+	}
+}
+
+// TestDeltaEventAsMap: a Responses text delta encoded without a map is
+// the bytes json.Marshal makes of the map (HTML characters, line
+// separators, invalid UTF-8, control characters included).
+func TestDeltaEventAsMap(t *testing.T) {
+	t.Parallel()
+	for i, text := range []string{"", "hello", "a <b> & \"c\"\n\t\\", "\u2028\u2029é🙂", "bad \xff\xfe utf8", "\x00\x1f"} {
+		want, err := json.Marshal(map[string]any{"type": "response.output_text.delta", "item_id": "msg_1_2_3<&>", "output_index": i,
+			"content_index": 0, "delta": text, "logprobs": []any{}, "sequence_number": 40 + i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := appendDeltaEvent([]byte("junk"), "msg_1_2_3<&>", i, text, 40+i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got[4:]) != string(want) {
+			t.Errorf("%q:\n got %s\nwant %s", text, got[4:], want)
+		}
 	}
 }
