@@ -807,6 +807,10 @@ type geminiStream struct {
 	model    string
 	id       string
 	ended    bool
+	// texted: text was delivered; apart: a part of another kind came
+	// since, so the next text starts a line (as parseOutputItems joins
+	// the answer's text).
+	texted, apart bool
 }
 
 func (s *geminiStream) endName() string { return "a finishReason" }
@@ -860,8 +864,18 @@ func (s *geminiStream) add(_ string, data []byte) (string, error) {
 		if cand.Content != nil {
 			for _, raw := range cand.Content.Parts {
 				var p geminiPart
-				if json.Unmarshal(raw, &p) == nil && p.Text != nil && !p.Thought && p.FunctionCall == nil {
-					delta.WriteString(*p.Text)
+				_ = json.Unmarshal(raw, &p)
+				switch {
+				case p.Text != nil && !p.Thought && p.FunctionCall == nil:
+					if *p.Text != "" {
+						if s.apart {
+							delta.WriteByte('\n')
+						}
+						delta.WriteString(*p.Text)
+						s.texted, s.apart = true, false
+					}
+				default:
+					s.apart = s.texted
 				}
 				s.parts = append(s.parts, raw)
 			}

@@ -662,7 +662,11 @@ func (g *Generator) record(ctx context.Context, blobs Blobs, c *call, p Params, 
 			break
 		}
 		if m, _ := g.modelOf(c.provider, name); m.Price != nil && res.usageKnown {
-			r.CostMicroUSD, r.CostKnown = m.Price.CostMicroUSD(res.usage), true
+			billed := res.usage
+			if res.billed != nil {
+				billed = *res.billed
+			}
+			r.CostMicroUSD, r.CostKnown = m.Price.CostMicroUSD(billed), true
 			r.CostSource = CostSource{Kind: CostFromPrice, Model: name, Source: m.PriceSource()}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"slices"
+	"sort"
 	"strconv"
 	"sync"
 
@@ -72,8 +73,13 @@ type nativeSession struct {
 	marked   []int    // the groups that carry a cache marker
 	head     part
 	// bufs are the last request's parts, head, groups and tail: the next
-	// request's body rewrites them from the first that changes.
+	// request's body rewrites them from the first that changes. offs[i]
+	// is where bufs[i] begins in the body (offs[len(bufs)] its length),
+	// rewritten with them: a body's length, and where a part of it is,
+	// cost no walk of its parts.
 	bufs    [][]byte
+	offs    []int
+	secrets int             // how many groups hold the API key (msgGroup.secret)
 	busy    bool            // a body made of bufs is being sent
 	stored  *chunked.Chunks // the evidence of the last request stored
 	built   bool            // the last request built was stored (its parts are stored's)
@@ -87,7 +93,7 @@ type nativeSession struct {
 func (ns *nativeSession) reset() {
 	ns.refs, ns.items, ns.enc, ns.groups, ns.roles, ns.marked, ns.names = nil, nil, nil, nil, nil, nil, nil
 	ns.head, ns.size, ns.built = part{}, 0, false
-	ns.bufs = nil // a body being sent keeps its own
+	ns.bufs, ns.offs, ns.secrets = nil, nil, 0 // a body being sent keeps its own
 }
 
 // release says that the body last built is no longer being sent: the
@@ -192,6 +198,7 @@ var groupClose = []byte("]}")
 // splicedBody is a request body made of parts, never changed once made.
 type splicedBody struct {
 	bufs   [][]byte
+	offs   []int // offs[i] is where bufs[i] begins; offs[len(bufs)] = size
 	size   int
 	keep   int             // the leading parts that are base's
 	base   *chunked.Chunks // the evidence of the chat's request before
@@ -205,15 +212,16 @@ func (b *splicedBody) reader() io.Reader { return &partsReader{bufs: b.bufs} }
 // Len is the body's length.
 func (b *splicedBody) Len() int { return b.size }
 
-// From returns the body's bytes from off on, joined.
+// From returns the body's bytes from off on, joined. The part off lies
+// in is found by halving: a chat's body has a part per message.
 func (b *splicedBody) From(off int) []byte {
 	out := make([]byte, 0, max(b.size-off, 0))
-	at := 0
-	for _, p := range b.bufs {
+	i := max(sort.SearchInts(b.offs[:len(b.bufs)], off+1)-1, 0) // the last part beginning at or before off
+	for ; i < len(b.bufs); i++ {
+		p, at := b.bufs[i], b.offs[i]
 		if at+len(p) > off {
 			out = append(out, p[max(off-at, 0):]...)
 		}
-		at += len(p)
 	}
 	return out
 }
@@ -317,6 +325,12 @@ func (g *Generator) buildNative(ctx context.Context, blobs Blobs, d nativeDialec
 	// kept aside, to be reused if they come out the same.
 	old := slices.Clone(ns.groups[from:])
 	groups, roles := ns.groups[:from], ns.roles[:from]
+	secrets := ns.secrets // the groups before from that hold the key
+	for _, grp := range old {
+		if grp.secret {
+			secrets--
+		}
+	}
 	first := 0
 	if from > 0 {
 		first = groups[from-1].to
@@ -369,10 +383,19 @@ func (g *Generator) buildNative(ctx context.Context, blobs Blobs, d nativeDialec
 			old[k].secret = holds(old[k].part.b)
 		}
 		ns.head.secret = holds(ns.head.b)
+		secrets = 0
+		for k := range groups[:from] {
+			if groups[k].secret {
+				secrets++
+			}
+		}
 	}
 	changed := len(groups) // the first group whose part changed
 	for _, k := range again {
 		grp := &groups[k]
+		if k < from && grp.secret {
+			secrets-- // counted again below, as it is now
+		}
 		was, existed := prev(k)
 		grp.mark = -1
 		if slices.Contains(marked, k) {
@@ -386,6 +409,9 @@ func (g *Generator) buildNative(ctx context.Context, blobs Blobs, d nativeDialec
 		if existed {
 			if was.from == grp.from && was.to == grp.to && was.mark == grp.mark {
 				grp.part, grp.secret = was.part, was.secret
+				if grp.secret {
+					secrets++
+				}
 				continue
 			}
 			ns.size -= len(was.part.b)
@@ -414,9 +440,12 @@ func (g *Generator) buildNative(ctx context.Context, blobs Blobs, d nativeDialec
 		b.Write(groupClose)
 		grp.part = newPart(b.Bytes())
 		grp.secret = holds(grp.part.b)
+		if grp.secret {
+			secrets++
+		}
 		ns.size += len(grp.part.b)
 	}
-	ns.groups, ns.roles, ns.marked = groups, roles, marked
+	ns.groups, ns.roles, ns.marked, ns.secrets = groups, roles, marked, secrets
 	h, err := head(ns)
 	if err != nil {
 		return nil, nil, err
@@ -436,7 +465,7 @@ func (g *Generator) buildNative(ctx context.Context, blobs Blobs, d nativeDialec
 	if ns.busy {
 		// The last body is still being sent: this one gets parts of its
 		// own.
-		ns.bufs = slices.Clone(ns.bufs)
+		ns.bufs, ns.offs = slices.Clone(ns.bufs), slices.Clone(ns.offs)
 	}
 	set := func(i int, p part) {
 		if i < len(ns.bufs) {
@@ -454,14 +483,22 @@ func (g *Generator) buildNative(ctx context.Context, blobs Blobs, d nativeDialec
 		}
 	}
 	set(1+len(groups), bodyTail)
+	// The offsets of the parts that stand stand too (offs[:n+1]), unless
+	// the head's length changed.
+	valid := 1 // offs[:valid] are right
+	if len(ns.offs) > 1 && ns.offs[1] == len(ns.bufs[0]) {
+		valid = min(n, len(ns.offs)-1) + 1
+	}
+	if len(ns.offs) == 0 {
+		ns.offs = append(ns.offs, 0)
+	}
+	ns.offs = ns.offs[:valid]
+	for i := valid - 1; i < len(ns.bufs); i++ {
+		ns.offs = append(ns.offs, ns.offs[i]+len(ns.bufs[i]))
+	}
 	ns.gen++
-	body := &splicedBody{bufs: ns.bufs, keep: keep, base: ns.stored, gen: ns.gen, secret: ns.head.secret}
-	for _, b := range ns.bufs {
-		body.size += len(b)
-	}
-	for k := range groups {
-		body.secret = body.secret || groups[k].secret
-	}
+	body := &splicedBody{bufs: ns.bufs, offs: ns.offs, size: ns.offs[len(ns.bufs)], keep: keep, base: ns.stored, gen: ns.gen,
+		secret: ns.head.secret || secrets > 0}
 	ns.busy, ns.built = true, false
 	ok = true
 	return body, ns, nil
@@ -483,11 +520,7 @@ func (g *Generator) storeNative(ctx context.Context, blobs Blobs, ns *nativeSess
 		// The bytes differ from the body sent: no chain.
 		return g.evidence.Put(ctx, blobs, redactBytes(body.bytes(), apiKey))
 	}
-	same := 0
-	for _, p := range body.bufs[:body.keep] {
-		same += len(p)
-	}
-	ref, next, err := g.evidence.PutAfter(ctx, blobs, body.base, body, same)
+	ref, next, err := g.evidence.PutAfter(ctx, blobs, body.base, body, body.offs[body.keep])
 	if err != nil {
 		return cas.Ref{}, err
 	}

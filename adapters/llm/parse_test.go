@@ -58,7 +58,7 @@ func TestParseResponsesBody(t *testing.T) {
 			{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Hello"},{"type":"refusal","refusal":", no."}]},
 			{"type":"message","content":"raw"}],
 			"usage":{"input_tokens":10,"input_tokens_details":{"cached_tokens":4},"output_tokens":3}}`,
-		want: parsed{id: "resp_2", model: "m", finish: "refusal", refused: true, text: "Hello, no.\nraw",
+		want: parsed{id: "resp_2", model: "m", finish: "refusal", refused: true, text: "Hello, no.raw",
 			usage: TokenUsage{Input: 10, Output: 3, CacheRead: 4}, usageKnown: true,
 			items: []OutputItem{{Reasoning: &ReasoningItem{Summary: []string{"thought"}}},
 				{Message: &MessageItem{Role: "assistant", Text: "Hello, no."}}, {Message: &MessageItem{Role: "assistant", Text: "raw"}}}},

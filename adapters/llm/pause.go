@@ -23,7 +23,11 @@ import (
 // segments made one Messages API message, their content blocks in order,
 // their usage summed (each segment was billed, the input of each
 // included), the last one's stop reason and id. It parses to the
-// receipt's output. A continuation that fails leaves the answer as it
+// receipt's output. The receipt's cost is that summed usage's; its usage
+// is the context the answer ended with, which the chat's context budget
+// and compaction count: the last request's input (which holds the
+// segments before), its cache reads and writes, and every segment's
+// output. A continuation that fails leaves the answer as it
 // was paused (finish "incomplete: pause_turn"), its failed attempts in the
 // receipt.
 
@@ -82,6 +86,14 @@ func (g *Generator) continuePaused(ctx context.Context, blobs Blobs, c *call, ap
 			}
 			failed = append(failed, g.continuationFailed(err, attempts))
 			break
+		}
+		if whole.usageKnown && res2.usageKnown {
+			// Priced at every request's tokens; counted as the context
+			// the answer ended with (the last request's input, which
+			// holds the segments before) and all it wrote.
+			billed := whole.usage
+			whole.billed = &billed
+			whole.usage.Input, whole.usage.CacheRead, whole.usage.CacheWrite = res2.usage.Input, res2.usage.CacheRead, res2.usage.CacheWrite
 		}
 		c.session.release()
 		c, ex, res, seg = next, exchange{response: merged}, whole, res2.output

@@ -59,8 +59,14 @@ func TestPauseTurnContinued(t *testing.T) {
 			if stream && deltas.String() != r.OutputText {
 				t.Errorf("streamed %q; want the answer's text %q", deltas.String(), r.OutputText)
 			}
-			if r.TokenUsage.Input != 250 || r.TokenUsage.Output != 30 || r.Attempts != 2 {
-				t.Errorf("usage %+v, attempts %d; want the segments' sum (250 in, 30 out), 2 attempts", r.TokenUsage, r.Attempts)
+			// The context it ended with (the last request's 150 in), all
+			// it wrote (30 out); priced at both requests' tokens.
+			if r.TokenUsage.Input != 150 || r.TokenUsage.Output != 30 || r.Attempts != 2 {
+				t.Errorf("usage %+v, attempts %d; want 150 in (the last request's), 30 out (both), 2 attempts", r.TokenUsage, r.Attempts)
+			}
+			m, _ := g.modelOf(ProviderAnthropic, "claude-sonnet-5")
+			if want := m.Price.CostMicroUSD(TokenUsage{Input: 250, Output: 30}); !r.CostKnown || r.CostMicroUSD != want {
+				t.Errorf("cost %d (known %v); want %d, both requests' tokens", r.CostMicroUSD, r.CostKnown, want)
 			}
 			out := st.get(t, r.OutputRef)
 			for _, want := range []string{`"type":"reasoning"`, `"server_tool_use"`, `"web_search_tool_result"`, "Go 1.26 came out"} {
@@ -199,5 +205,90 @@ func TestPauseTurnCancelled(t *testing.T) {
 	_, err := g.Generate(ctx, st, p, testKey, nil)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v; want the call abandoned (context canceled)", err)
+	}
+}
+
+// TestStreamedTextIsTheAnswers: the text a native stream delivers is the
+// answer's text, a line apart where the answer's messages are (after a
+// call, reasoning or a server tool), run on where they are pieces of one.
+func TestStreamedTextIsTheAnswers(t *testing.T) {
+	g := &geminiStream{}
+	var got strings.Builder
+	for _, chunk := range []string{
+		`{"candidates":[{"content":{"parts":[{"text":"Call","thoughtSignature":"CqA"}]}}]}`,
+		`{"candidates":[{"content":{"parts":[{"text":"ing."},{"functionCall":{"name":"f","args":{}}}]}}]}`,
+		`{"candidates":[{"content":{"parts":[{"text":"Called."}]},"finishReason":"STOP"}],"responseId":"r"}`,
+	} {
+		d, err := g.add("", []byte(chunk))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.WriteString(d)
+	}
+	body, err := g.assemble()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := parseGeminiBody(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != res.text || res.text != "Calling.\nCalled." {
+		t.Errorf("gemini: streamed %q, answer %q; want both %q", got.String(), res.text, "Calling.\nCalled.")
+	}
+
+	a := &anthropicStream{}
+	got.Reset()
+	for _, ev := range []string{
+		`{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","model":"claude-sonnet-5","content":[]}}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Searching."}}`,
+		`{"type":"content_block_start","index":1,"content_block":{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{}}}`,
+		`{"type":"content_block_start","index":2,"content_block":{"type":"text","text":""}}`,
+		`{"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"Found"}}`,
+		`{"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":" it."}}`,
+		`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":3}}`,
+		`{"type":"message_stop"}`,
+	} {
+		d, err := a.add("", []byte(ev))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.WriteString(d)
+	}
+	if body, err = a.assemble(); err != nil {
+		t.Fatal(err)
+	}
+	if res, err = parseAnthropicBody(body); err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != res.text || res.text != "Searching.\nFound it." {
+		t.Errorf("anthropic: streamed %q, answer %q; want both %q", got.String(), res.text, "Searching.\nFound it.")
+	}
+}
+
+// TestPauseTurnThenTools: a continued answer that ends calling a tool is
+// one round like any other: the next request (the whole answer, then the
+// tool's output) is taken, thinking and all.
+func TestPauseTurnThenTools(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		srv := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{
+			{Reasoning: "Search first.", Text: "Searching.", WebSearch: "q", Incomplete: "pause_turn"},
+			{Text: "Now the file.", Continues: true, Calls: []llmtest.Call{{Name: "workspace_read", Arguments: `{"path":"a.go"}`}}},
+			{Reasoning: "Done.", Text: "a.go is empty."},
+		}})
+		g := nativeGenerator(t, srv, ProviderAnthropic)
+		st := newStore()
+		tools := st.put(t, `[{"type":"function","name":"workspace_read","parameters":{"type":"object","properties":{"path":{"type":"string"}}}}]`)
+		p := Params{Model: "claude-sonnet-4-5", MaxTokens: 20000, ToolsRef: &tools, ReasoningEffort: ptr("high"),
+			MessageRefs: []cas.Ref{st.put(t, "Search, then read a.go.")}}
+		rs, err := chatLoop(t, g, st, p, stream)
+		srv.Close()
+		if err != nil {
+			t.Fatalf("stream %v: %v", stream, err)
+		}
+		if len(rs) != 2 || rs[0].FinishReason != "tool_calls" || rs[1].OutputText != "a.go is empty." {
+			t.Errorf("stream %v: %d rounds, %+v", stream, len(rs), rs)
+		}
 	}
 }

@@ -243,15 +243,18 @@ func checkTextFormat(f TextFormat) (JSONSchemaFormat, map[string]any, error) {
 type parsed struct {
 	id, model, finish string
 	usage             TokenUsage
-	usageKnown        bool   // the provider reported usage
-	cost              uint64 // the cost the provider reported, in micro-USD, if costKnown
-	costField         string // the field it was read from
-	costKnown         bool
-	refused           bool   // a message has a refusal part
-	output            []byte // the Responses-style output array
-	items             []OutputItem
-	calls             []ToolCall
-	text              string
+	usageKnown        bool // the provider reported usage
+	// billed, if set, is the usage the answer is priced at, when it is
+	// not usage (a continued pause_turn: each request's, summed).
+	billed    *TokenUsage
+	cost      uint64 // the cost the provider reported, in micro-USD, if costKnown
+	costField string // the field it was read from
+	costKnown bool
+	refused   bool   // a message has a refusal part
+	output    []byte // the Responses-style output array
+	items     []OutputItem
+	calls     []ToolCall
+	text      string
 }
 
 // parseError is a response that is not usable: malformed (KindBadResponse)
@@ -397,6 +400,7 @@ func parseOutputItems(output []byte, out *parsed) error {
 	}
 	out.items = make([]OutputItem, 0, len(raws))
 	var text strings.Builder
+	apart := false // an item other than a message came since the text written
 	for i, raw := range raws {
 		var it outItem
 		if len(raw) == 0 || raw[0] != '{' {
@@ -404,6 +408,9 @@ func parseOutputItems(output []byte, out *parsed) error {
 		}
 		if err := json.Unmarshal(raw, &it); err != nil {
 			return badResponse("output[%d]: %v", i, err)
+		}
+		if it.Type != "message" {
+			apart = true
 		}
 		switch it.Type {
 		case "message":
@@ -415,14 +422,21 @@ func parseOutputItems(output []byte, out *parsed) error {
 			if role == "" {
 				role = "assistant"
 			}
-			if hasRefusal(it.Content) {
+			refusal := hasRefusal(it.Content)
+			if refusal {
 				out.refused = true
 			}
-			if text.Len() > 0 && msg != "" {
-				// Messages apart are lines apart (as chat.go joins a
-				// message's text parts): an answer and the refusal a
-				// filter added, the text before and after a tool.
+			if text.Len() > 0 && msg != "" && (apart || refusal) {
+				// Texts apart are lines apart (as chat.go joins a
+				// message's text parts): the text before and after a
+				// tool call, reasoning or a server tool's blocks, and the
+				// answer so far and the refusal a filter or the model
+				// added. Messages that follow one another are pieces of
+				// one text (a stream's, Gemini's signed parts).
 				text.WriteByte('\n')
+			}
+			if msg != "" {
+				apart = false
 			}
 			text.WriteString(msg)
 			out.items = append(out.items, OutputItem{Message: &MessageItem{Role: role, Text: msg}})
