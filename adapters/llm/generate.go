@@ -40,6 +40,7 @@ type call struct {
 	beta      string         // ProviderAnthropic: the anthropic-beta header
 	onDelta   func(string)
 	delivered bool // a delta reached onDelta: a retry would repeat text
+	released  bool // the session was told this call's body is no longer being sent
 
 	// What the request was made from (the native providers): a paused
 	// answer's continuation is made from them and the answer so far.
@@ -50,6 +51,15 @@ type call struct {
 	// a block of another kind (a paused Anthropic answer's server tool):
 	// the text streamed next starts a line.
 	texted bool
+}
+
+// releaseSession tells the chat's native session, once, that this call's
+// body is no longer being sent (the session counts the bodies out).
+func (c *call) releaseSession() {
+	if c.session != nil && !c.released {
+		c.released = true
+		c.session.release()
+	}
 }
 
 // deliver hands a text delta to the caller.
@@ -117,11 +127,7 @@ func (g *Generator) Generate(ctx context.Context, blobs Blobs, p Params, apiKey 
 	if err != nil {
 		return Receipt{}, err
 	}
-	defer func() {
-		if c.session != nil {
-			c.session.release()
-		}
-	}()
+	defer func() { c.releaseSession() }()
 	ex, res, attempts, failed, err := g.send(ctx, blobs, c, apiKey, 0, nil)
 	if err != nil {
 		return Receipt{}, err

@@ -80,13 +80,19 @@ type nativeSession struct {
 	bufs    [][]byte
 	offs    []int
 	secrets int             // how many groups hold the API key (msgGroup.secret)
-	busy    bool            // a body made of bufs is being sent
+	sending int             // how many bodies made of bufs are being sent (each call's release ends one)
 	stored  *chunked.Chunks // the evidence of the last request stored
 	built   bool            // the last request built was stored (its parts are stored's)
 	gen     uint64          // counts the requests built
 	keyHash cas.Ref         // the API key the parts were checked against
 	size    int             // bytes held, roughly
-	used    uint64          // when it was last used (sessions' clock)
+	used    uint64          // when it was last used (sessions' clock); guarded by sessions.mu
+
+	// seenRefs and seenSize are refs and size as the last call left
+	// them, for sessions.find to choose and bound by without taking mu
+	// (a session is in use while it is chosen). Guarded by sessions.mu.
+	seenRefs []cas.Ref
+	seenSize int
 }
 
 // reset empties the session.
@@ -100,7 +106,7 @@ func (ns *nativeSession) reset() {
 // next build may rewrite its parts in place.
 func (ns *nativeSession) release() {
 	ns.mu.Lock()
-	ns.busy = false
+	ns.sending--
 	ns.mu.Unlock()
 }
 
@@ -123,11 +129,11 @@ func (s *sessions) find(provider string, refs []cas.Ref) *nativeSession {
 	var best *nativeSession
 	total := 0
 	for _, ns := range s.list {
-		total += ns.size
-		if ns.provider != provider || len(ns.refs) == 0 || len(refs) == 0 || ns.refs[0] != refs[0] {
+		total += ns.seenSize
+		if ns.provider != provider || len(ns.seenRefs) == 0 || len(refs) == 0 || ns.seenRefs[0] != refs[0] {
 			continue
 		}
-		if len(ns.refs) <= len(refs) && sameRefs(ns.refs, refs) == len(ns.refs) && (best == nil || len(ns.refs) > len(best.refs)) {
+		if len(ns.seenRefs) <= len(refs) && sameRefs(ns.seenRefs, refs) == len(ns.seenRefs) && (best == nil || len(ns.seenRefs) > len(best.seenRefs)) {
 			best = ns
 		}
 	}
@@ -139,7 +145,7 @@ func (s *sessions) find(provider string, refs []cas.Ref) *nativeSession {
 					i = j
 				}
 			}
-			total -= s.list[i].size
+			total -= s.list[i].seenSize
 			s.list = slices.Delete(s.list, i, i+1)
 		}
 		best = &nativeSession{provider: provider}
@@ -148,7 +154,20 @@ func (s *sessions) find(provider string, refs []cas.Ref) *nativeSession {
 	best.used = s.clock
 	s.mu.Unlock()
 	best.mu.Lock()
+	if n := len(best.refs); n > len(refs) || sameRefs(best.refs, refs) != n {
+		// Another call moved the session on between its choice and its
+		// lock (a chat and its fork, or two calls of one chat at once):
+		// its transcript is no longer refs' beginning, so it starts over.
+		best.reset()
+	}
 	return best
+}
+
+// seen publishes ns's refs and size for find; the caller holds ns.mu.
+func (s *sessions) seen(ns *nativeSession) {
+	s.mu.Lock()
+	ns.seenRefs, ns.seenSize = ns.refs, ns.size
+	s.mu.Unlock()
 }
 
 // nativeDialect is what a native provider supplies to build its requests.
@@ -291,6 +310,7 @@ func (g *Generator) buildNative(ctx context.Context, blobs Blobs, d nativeDialec
 		if !ok {
 			ns.reset() // a session left half made starts over
 		}
+		g.sessions.seen(ns)
 		ns.mu.Unlock()
 	}()
 	var newItems []item
@@ -462,9 +482,10 @@ func (g *Generator) buildNative(ctx context.Context, blobs Blobs, d nativeDialec
 	if !ns.built {
 		keep = 0
 	}
-	if ns.busy {
-		// The last body is still being sent: this one gets parts of its
-		// own.
+	if ns.sending > 0 {
+		// A body made of these parts is still being sent (the last, or
+		// an earlier one of a chat that shares the session): this one
+		// gets parts of its own.
 		ns.bufs, ns.offs = slices.Clone(ns.bufs), slices.Clone(ns.offs)
 	}
 	set := func(i int, p part) {
@@ -499,7 +520,8 @@ func (g *Generator) buildNative(ctx context.Context, blobs Blobs, d nativeDialec
 	ns.gen++
 	body := &splicedBody{bufs: ns.bufs, offs: ns.offs, size: ns.offs[len(ns.bufs)], keep: keep, base: ns.stored, gen: ns.gen,
 		secret: ns.head.secret || secrets > 0}
-	ns.busy, ns.built = true, false
+	ns.sending++
+	ns.built = false
 	ok = true
 	return body, ns, nil
 }

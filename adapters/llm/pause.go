@@ -65,7 +65,7 @@ func (g *Generator) continuePaused(ctx context.Context, blobs Blobs, c *call, ap
 		ex2, res2, att, fl, err := g.send(ctx, blobs, next, apiKey, attempts, failed)
 		attempts, failed = att, fl
 		if err != nil {
-			next.session.release()
+			next.releaseSession()
 			if ctx.Err() != nil {
 				return c, ex, res, attempts, failed, err
 			}
@@ -80,7 +80,7 @@ func (g *Generator) continuePaused(ctx context.Context, blobs Blobs, c *call, ap
 			whole, err = next.parse(merged)
 		}
 		if err != nil {
-			next.session.release()
+			next.releaseSession()
 			if ctx.Err() != nil {
 				return c, ex, res, attempts, failed, err
 			}
@@ -95,7 +95,7 @@ func (g *Generator) continuePaused(ctx context.Context, blobs Blobs, c *call, ap
 			whole.billed = &billed
 			whole.usage.Input, whole.usage.CacheRead, whole.usage.CacheWrite = res2.usage.Input, res2.usage.CacheRead, res2.usage.CacheWrite
 		}
-		c.session.release()
+		c.releaseSession()
 		c, ex, res, seg = next, exchange{response: merged}, whole, res2.output
 		g.logger.LogAttrs(ctx, slog.LevelInfo, "llm answer paused; continued",
 			slog.String("provider", c.provider), slog.Int("continuation", n), slog.String("finish", res.finish))
@@ -135,7 +135,7 @@ func (g *Generator) pausedCall(ctx context.Context, blobs Blobs, c *call, seg []
 	next := &call{provider: c.provider, model: c.model, apiKey: c.apiKey, onDelta: c.onDelta,
 		params: c.params, refs: refs, tools: c.tools}
 	// c's body went out: the session may build the next on its parts.
-	c.session.release()
+	c.releaseSession()
 	if err := g.prepareAnthropic(ctx, blobs, next, c.params, refs, c.tools); err != nil {
 		return nil, err
 	}

@@ -279,8 +279,31 @@ func checkGolden(t *testing.T, path string, got []any) {
 		t.Fatalf("%v (run go test -run TestRealwire -update, and review the file)", err)
 	}
 	if !bytes.Equal(want, b.Bytes()) {
-		t.Errorf("what the adapter makes of the recording differs from %s (run with -update and review the diff):\n%s", path, b.String())
+		t.Errorf("what the adapter makes of the recording differs from %s (run with -update and review the diff):\n%s", path, goldenDiff(want, b.Bytes()))
 	}
+}
+
+// goldenDiff says where got differs from a golden file want: the lines
+// that differ (want, then got) when both have as many lines, as a change
+// of wording or a figure does, at most 20 of them; else all of got.
+func goldenDiff(want, got []byte) string {
+	w, g := strings.Split(string(want), "\n"), strings.Split(string(got), "\n")
+	if len(w) != len(g) {
+		return fmt.Sprintf("the golden file has %d lines, the adapter's output %d:\n%s", len(w), len(g), got)
+	}
+	var out strings.Builder
+	n := 0
+	for i := range w {
+		if w[i] == g[i] {
+			continue
+		}
+		if n++; n > 20 {
+			out.WriteString("…\n")
+			break
+		}
+		fmt.Fprintf(&out, "line %d:\n- %s\n+ %s\n", i+1, w[i], g[i])
+	}
+	return out.String()
 }
 
 // compareRequests compares the request demiurge sent with the one the
@@ -959,4 +982,17 @@ func renameCall(item json.RawMessage, ids map[string]string) json.RawMessage {
 	m["call_id"] = to
 	b, _ := json.Marshal(m)
 	return b
+}
+
+// TestGoldenDiff: a golden file that differs in a line is reported by
+// that line, not by the whole output.
+func TestGoldenDiff(t *testing.T) {
+	want := []byte("[\n  {\n    \"cost_source\": \"old\",\n    \"finish\": \"stop\"\n  }\n]\n")
+	got := []byte("[\n  {\n    \"cost_source\": \"new\",\n    \"finish\": \"stop\"\n  }\n]\n")
+	if d, w := goldenDiff(want, got), "line 3:\n-     \"cost_source\": \"old\",\n+     \"cost_source\": \"new\",\n"; d != w {
+		t.Errorf("goldenDiff = %q, want %q", d, w)
+	}
+	if d := goldenDiff(want, []byte("[]\n")); !strings.Contains(d, "7 lines, the adapter's output 2") {
+		t.Errorf("goldenDiff of outputs of different lengths = %q", d)
+	}
 }

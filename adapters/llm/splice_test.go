@@ -286,16 +286,32 @@ func TestChainReuse(t *testing.T) {
 // each request is what a fresh Generator builds, and its evidence the
 // bytes sent. The chats name their messages as lists of refs, and as
 // reflists that share their first chunks (forks of one chat).
+// The native providers keep a session per transcript that forks share
+// until one moves it on: a chat whose session another moved on between
+// choosing and locking it must start it over, not extend another chat's.
 func TestChainConcurrent(t *testing.T) {
-	for _, reflists := range []bool{false, true} {
-		t.Run(fmt.Sprint("reflists=", reflists), func(t *testing.T) { testChainConcurrent(t, reflists) })
+	for _, provider := range []string{ProviderChat, ProviderAnthropic, ProviderGemini} {
+		for _, reflists := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/reflists=%v", provider, reflists), func(t *testing.T) { testChainConcurrent(t, provider, reflists) })
+		}
 	}
 }
 
-func testChainConcurrent(t *testing.T, reflists bool) {
+func testChainConcurrent(t *testing.T, provider string, reflists bool) {
 	srv := llmtest.NewServerFunc(func(llmtest.Request) llmtest.Turn { return benchTurn })
 	defer srv.Close()
-	g := newTestGenerator(t, srv, nil)
+	model := "deepseek-v4-flash"
+	edit := func(c *Config) {}
+	switch provider {
+	case ProviderAnthropic:
+		model = "claude-sonnet-4-5"
+	case ProviderGemini:
+		model = "gemini-3.5-flash"
+	}
+	if isNative(provider) {
+		edit = func(c *Config) { c.Provider, c.BaseURL = provider, srv.Root }
+	}
+	g := newTestGenerator(t, srv, edit)
 	st := newStore()
 	tools := st.put(t, `{"tools":[{"type":"function","name":"introspect_manifest","parameters":{"type":"object"}}]}`)
 	first := st.put(t, "read the manifest")
@@ -320,7 +336,7 @@ func testChainConcurrent(t *testing.T, reflists bool) {
 	errs := make(chan error, 8)
 	for chat := range 4 {
 		wg.Go(func() {
-			p := Params{Provider: ProviderChat, Model: "deepseek-v4-flash", ToolsRef: &tools, MessageRefs: []cas.Ref{first}}
+			p := Params{Provider: provider, Model: model, MaxTokens: 1024, ToolsRef: &tools, MessageRefs: []cas.Ref{first}}
 			list := common
 			if reflists {
 				p.MessageRefs, p.Transcript = nil, &Transcript{Refs: list}
@@ -331,14 +347,21 @@ func testChainConcurrent(t *testing.T, reflists bool) {
 					errs <- err
 					return
 				}
-				fresh := newTestGenerator(t, srv, nil)
+				fresh := newTestGenerator(t, srv, edit)
 				c, err := fresh.prepare(context.Background(), st, p, testKey, nil)
 				if err != nil {
 					errs <- err
 					return
 				}
+				var want []byte
+				if c.native != nil {
+					want = c.native.bytes()
+					c.releaseSession()
+				} else {
+					want = c.body.bytes()
+				}
 				ev, err := chunked.Get(context.Background(), st, *r.RequestRef)
-				if err != nil || !bytes.Equal(ev, c.body.bytes()) {
+				if err != nil || !bytes.Equal(ev, want) {
 					errs <- fmt.Errorf("chat %d round %d: the evidence is not the request a fresh Generator builds (%v)", chat, round, err)
 					return
 				}

@@ -21,8 +21,10 @@ package realwire
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -253,7 +255,11 @@ func Find(dir, name string) (*Recording, error) {
 	if ext == "" {
 		return nil, fmt.Errorf("realwire: %s is not among the recordings in %s, and %s (the extended corpus) is unset", name, dir, Env)
 	}
-	return Load(filepath.Join(ext, filepath.FromSlash(name)+".json"), name)
+	path = filepath.Join(ext, filepath.FromSlash(name)+".json")
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("realwire: %s is neither among the recordings in %s nor in the extended corpus %s (%s): that corpus lacks it; adapters/llm/testdata/realwire/README.md lists what it holds and where each recording came from", name, dir, ext, Env)
+	}
+	return Load(path, name)
 }
 
 // Server answers requests with recorded responses, in order, and keeps

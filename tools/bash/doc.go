@@ -30,8 +30,9 @@
 // The shell is our own: mvdan.cc/sh/v3's parser reads the script (its
 // syntax package only; the semantics are the interpreter's), and package
 // internal/shell runs it as bash 5.2 does, measured against real bash on
-// the Oils project's spec tests (TestOilsSpec) and the corpus of
-// model-style scripts (TestCorpus). It runs a script a line at a time, as
+// the Oils project's spec tests (TestOilsSpec), GNU bash's own test
+// scripts (TestBashTests, when DEMIURGE_BASH_TESTS names them) and the
+// corpus of model-style scripts (TestCorpus). It runs a script a line at a time, as
 // bash -c does: a line's commands run before the next line is parsed, a
 // syntax error ends the script where bash's would (exit 2), and aliases
 // defined on one line apply from the next. What it supports:
@@ -83,13 +84,24 @@
 // What it refuses, and why: coprocesses (a second process to talk to;
 // nothing runs beside the script), job control (fg, bg, suspend, kill of
 // a running job: jobs have ended when they are waited for), history
-// expansion and the interactive builtins bind, fc and history (no
-// terminal), and signals from outside (nothing else can send one to the
+// expansion and line editing (bind; no terminal), and signals from outside (nothing else can send one to the
 // sandbox: kill $$, kill $BASHPID and kill from a child bash reach the
 // script's own shells, whose traps run after the running command, and
 // whose default action ends the shell with 128+n). ulimit and umask
 // report values and remember what is set; the run's own limits are what
 // bound it.
+//
+// History is a non-interactive bash's: a list that starts empty and that
+// history (-c, -d N and ranges, -r, -w, -a, -n, -s, -p, N) and fc (-l, -n,
+// -r, -s, -e) work on, kept in the sandbox's files through HISTFILE
+// ($HOME/.history when it is unset), stifled by HISTSIZE, its file cut by
+// an assignment of HISTFILESIZE, timed under HISTTIMEFORMAT, its bytes
+// charged to the memory budget. fc's editor is a command of the sandbox
+// run on a file under /tmp. Under set -o history (and, as in bash, for
+// good once fc -e has run) the script's lines are entered as bash's
+// command-oriented history joins them (HISTCONTROL and HISTIGNORE are
+// not applied). bash -i is not interactive: its lines are not recorded
+// and HISTFILE is neither loaded nor saved.
 //
 // # Sandbox
 //

@@ -1104,6 +1104,9 @@ func builtinSet(sh *shell, args []string) int {
 					sh.enterPosix()
 				}
 				*p = on
+				if opt == "history" {
+					sh.histRemember = on
+				}
 				// emacs and vi exclude each other
 				if on && opt == "emacs" {
 					sh.opts.vi = false

@@ -510,12 +510,18 @@ func (sh *shell) callFunc(fn *funcDef, args []string) int {
 	}
 	savedOpts := sh.opts
 	savedLoop := sh.loopDepth
+	savedGetopts := sh.getoptsPos
 	sh.loopDepth = 0
 	defer func() {
 		// on an unwinding panic too
 		sh.src = prevSrc
 		sh.loopDepth = savedLoop
 		top := sh.scopes[len(sh.scopes)-1]
+		if _, local := top.vm.m["OPTIND"]; local {
+			// a function with its own OPTIND leaves getopts where
+			// the caller's loop was, inside a bundle (-xyz) too
+			sh.getoptsPos = savedGetopts
+		}
 		top.drop()
 		sh.scopes = sh.scopes[:len(sh.scopes)-1]
 		sh.frames = sh.frames[:len(sh.frames)-1]

@@ -119,7 +119,8 @@ func (sh *shell) runSource(src *source, top bool) int {
 func (sh *shell) runText(text string, top bool, repairs *int) (restart string, status int) {
 	p := parsers.Get().(*syntax.Parser)
 	defer parsers.Put(p)
-	done := 0 // the offset up to which statements ran
+	done := 0     // the offset up to which statements ran
+	recorded := 0 // the offset up to which lines went to the history
 	for stmts, err := range p.InteractiveSeq(strings.NewReader(text)) {
 		if err != nil {
 			if rest, ok := sh.skipBadArrayAssign(text, done, err); ok {
@@ -163,6 +164,9 @@ func (sh *shell) runText(text string, top bool, repairs *int) (restart string, s
 		}
 		if end := int(stmts[len(stmts)-1].End().Offset()); end > done {
 			done = min(end, len(text))
+		}
+		if top {
+			recorded = sh.histRecord(text, recorded, int(stmts[0].Pos().Offset()), done, sh.histRemember && sh.histOff == 0)
 		}
 		if sh.shopt.expandAliases && len(sh.aliases.m) > 0 {
 			if *repairs < maxRepairs {

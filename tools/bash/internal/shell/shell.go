@@ -352,6 +352,16 @@ type shell struct {
 	frames  []*frame
 	funcs   *funcMap
 	aliases *aliasMap
+	// hist is the history list (history.go), shared with subshells
+	// until one changes it
+	hist *history
+	// histOff > 0 while fc runs a command: bash's parse_and_execute
+	// turns the recording of lines off
+	histOff int
+	// histRemember: the lines read are entered in the history (bash's
+	// remember_on_history: set -o history, and on for good once fc has
+	// run an edited command)
+	histRemember bool
 	// defaultPathLookup: command -p looks commands up in defaultPath
 	defaultPathLookup bool
 	// hash is bash's table of the programs found along $PATH (hash),
@@ -593,6 +603,7 @@ func (sh *shell) fork() *shell {
 	sh.aliases.refs.Add(1)
 	c.fds = sh.fds.clone()
 	c.oldDirs = append([]string(nil), sh.oldDirs...)
+	sh.histFork()
 	if sh.hash != nil {
 		sh.hashShared, c.hashShared = true, true
 	}

@@ -763,6 +763,8 @@ func (sh *shell) varChanged(name string) {
 		sh.getoptsPos = 0
 	case "LC_ALL", "LC_CTYPE", "LANG":
 		sh.localeChanged(name)
+	case "HISTSIZE", "HISTFILESIZE":
+		sh.histSizeChanged(name)
 	}
 }
 
