@@ -30,8 +30,9 @@
 // The shell is our own: mvdan.cc/sh/v3's parser reads the script (its
 // syntax package only; the semantics are the interpreter's), and package
 // internal/shell runs it as bash 5.2 does, measured against real bash on
-// the Oils project's spec tests (TestOilsSpec) and the corpus of
-// model-style scripts (TestCorpus). It runs a script a line at a time, as
+// the Oils project's spec tests (TestOilsSpec), GNU bash's own test
+// scripts (TestBashTests, when DEMIURGE_BASH_TESTS names them) and the
+// corpus of model-style scripts (TestCorpus). It runs a script a line at a time, as
 // bash -c does: a line's commands run before the next line is parsed, a
 // syntax error ends the script where bash's would (exit 2), and aliases
 // defined on one line apply from the next. What it supports:

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -206,26 +207,41 @@ var oilsCategories = map[string]string{
 
 func loadOilsKnown(t *testing.T) map[string]oilsKnown {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", "oils", "known-differences.txt"))
+	known := map[string]oilsKnown{}
+	for id, f := range loadKnownList(t, filepath.Join("testdata", "oils", "known-differences.txt"),
+		[]string{"ID", "category", "reason"}, oilsCategories) {
+		known[id] = oilsKnown{category: f[0], reason: f[1]}
+	}
+	return known
+}
+
+// loadKnownList reads a list of known differences, a line per entry:
+// fields (the first an ID, the second a category of categories)
+// separated by tabs, the last one free text; "#" lines are comments. It
+// returns the fields after the ID by ID.
+func loadKnownList(t *testing.T, path string, fields []string, categories map[string]string) map[string][]string {
+	t.Helper()
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	known := map[string]oilsKnown{}
+	name := filepath.Base(path)
+	known := map[string][]string{}
 	for i, line := range strings.Split(string(data), "\n") {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		f := strings.SplitN(line, "\t", 3)
-		if len(f) != 3 {
-			t.Fatalf("known-differences.txt:%d: want ID<TAB>category<TAB>reason", i+1)
+		f := strings.SplitN(line, "\t", len(fields))
+		if len(f) != len(fields) {
+			t.Fatalf("%s:%d: want %s", name, i+1, strings.Join(fields, "<TAB>"))
 		}
-		if _, ok := oilsCategories[f[1]]; !ok {
-			t.Fatalf("known-differences.txt:%d: unknown category %q", i+1, f[1])
+		if _, ok := categories[f[1]]; !ok {
+			t.Fatalf("%s:%d: unknown category %q", name, i+1, f[1])
 		}
 		if _, dup := known[f[0]]; dup {
-			t.Fatalf("known-differences.txt:%d: %s listed twice", i+1, f[0])
+			t.Fatalf("%s:%d: %s listed twice", name, i+1, f[0])
 		}
-		known[f[0]] = oilsKnown{category: f[1], reason: f[2]}
+		known[f[0]] = f[1:]
 	}
 	return known
 }
@@ -237,14 +253,10 @@ type oilsOutcome struct {
 	took           time.Duration
 }
 
-// oilsRunner runs cases in real bash and in the sandbox.
-type oilsRunner struct {
-	bash string // path of bash
-	bin  string // the helpers' directory
-	tool *Tool
-}
-
-func newOilsRunner(t *testing.T) *oilsRunner {
+// hostBashAndHelpers finds the host's bash (skipping the test without
+// one) and makes a folder where the test binary is linked under each of
+// the helpers' names (TestMain runs the helper when called by one).
+func hostBashAndHelpers(t *testing.T, helpers []string) (bash, bin string) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("bash is not installed")
@@ -253,12 +265,24 @@ func newOilsRunner(t *testing.T) *oilsRunner {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := t.TempDir()
-	for name := range oilsHelpers {
+	bin = t.TempDir()
+	for _, name := range helpers {
 		if err := os.Symlink(self, filepath.Join(bin, name)); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return bash, bin
+}
+
+// oilsRunner runs cases in real bash and in the sandbox.
+type oilsRunner struct {
+	bash string // path of bash
+	bin  string // the helpers' directory
+	tool *Tool
+}
+
+func newOilsRunner(t *testing.T) *oilsRunner {
+	bash, bin := hostBashAndHelpers(t, slices.Collect(maps.Keys(oilsHelpers)))
 	b := NewBuilder("oils").Env("SH", "bash").Env("TMP", vfs.TmpDir).Env("REPO_ROOT", vfs.WorkspaceDir).
 		Env("LC_ALL", "C.UTF-8").Limits(Limits{Timeout: 10 * time.Second})
 	tool := b.MustBuild()
@@ -301,19 +325,10 @@ func (r *oilsRunner) inBash(code string) oilsOutcome {
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	cmd.WaitDelay = time.Second
-	err = cmd.Run()
-	o := oilsOutcome{stderr: errOut.String()}
-	var ee *exec.ExitError
-	switch {
-	case ctx.Err() != nil:
-		o.status = 124
-	case errors.As(err, &ee):
-		o.status = ee.ExitCode()
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			o.status = 128 + int(ws.Signal())
-		}
-	case err != nil:
-		o.status = -1
+	o := oilsOutcome{}
+	o.status, err = runHost(ctx, cmd)
+	o.stderr = errOut.String()
+	if err != nil {
 		o.stderr = err.Error()
 	}
 	s := out.String()
@@ -329,6 +344,29 @@ func (r *oilsRunner) inSandbox(code string) oilsOutcome {
 	start := time.Now()
 	res := r.tool.RunScript(context.Background(), tools.Request{Commands: code}, RunOptions{})
 	return oilsOutcome{stdout: res.Stdout, stderr: res.Stderr, status: res.ExitCode, took: time.Since(start)}
+}
+
+// runHost runs a command of the host and returns its status as bash
+// reports one: 124 when ctx ended it, 128+N when signal N killed it; err
+// is set, with status -1, only when it could not be run.
+func runHost(ctx context.Context, cmd *exec.Cmd) (status int, err error) {
+	err = cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		return 124, nil
+	case errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil:
+		// bash ended; a process it left kept the output open
+		return cmd.ProcessState.ExitCode(), nil
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal()), nil
+		}
+		return ee.ExitCode(), nil
+	case err != nil:
+		return -1, err
+	}
+	return 0, nil
 }
 
 // oilsResult is the comparison of one case.
@@ -495,10 +533,14 @@ func TestPyRepr(t *testing.T) {
 	}
 }
 
-// TestMain runs the test binary as an Oils helper when it is called by a
-// helper's name (see oilsHelpers), and the tests otherwise.
+// TestMain runs the test binary as an Oils helper or a bash tests helper
+// when it is called by a helper's name (see oilsHelpers, bashTestHelpers),
+// and the tests otherwise.
 func TestMain(m *testing.M) {
 	if status, ok := runOilsHelper(); ok {
+		os.Exit(status)
+	}
+	if status, ok := runBashTestHelper(); ok {
 		os.Exit(status)
 	}
 	os.Exit(m.Run())

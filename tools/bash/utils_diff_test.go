@@ -85,6 +85,7 @@ var utilsDiffCases = []struct{ tool, script string }{
 	{"tty", `tty </dev/null; echo $?; tty -s </dev/null; echo $?; PS1='\l'; echo "${PS1@P}"`},
 	{"grep", `grep --max-count 1 -n foo notes.txt; grep --context 1 --regexp Baz notes.txt; grep --max-count=1 -c foo notes.txt`},
 	{"head", `seq 20 | head --lines 3; seq 3 | head --bytes 3; echo; seq 5 | tail --lines 2; seq 30 | tail --bytes 6; seq 3 | tail --bytes=+4`},
+	{"od", `printf '\x00\x00\x80\x3f\xcd\xcc\xcc\x3d\x00\x00\x80\x7f\x00\x00\xc0\x7f\x00\x00\x80\xff\x01\x00\x00\x00\x00\x24\x74\x49' | od -t f4; printf 'abcdefghijklmnop' | od -t fD; printf '\x9a\x99\x99\x99\x99\x99\xb9\x3f\x00\x00\x00\x00\x00\x00\x24\x40\x00\x00\x00\x00\x00\x00\x00\x80\x00\x00\x00\x00\x65\xcd\xcd\x41' | od -A n -t f8 -t x8; seq 1 40 | od -t f4 -t f | head -5`},
 	{"od", `printf 'hello world\0\001\377abc' | od -An -tc -tx1; printf 'hello world\0\001\377abc' | od -ta -tx4 -tu1 -tx2; printf 'hello' | od -w6 -c -x`},
 	{"gawk", `echo 65 66 | awk '{printf "%c%c\n", $1, $2}'; echo 'foo=1 bar=2' | awk '{print gensub(/([a-z]+)=([0-9])/, "\\2:\\1", "g")}'`},
 	{"gawk", `echo abc123def | awk '{if (match($0, /([a-z]+)([0-9]+)/, m)) print m[0], m[1], m[2], m[1, "start"], m[2, "length"]}'`},

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/demiurge-dev/demiurge/tools/bash/internal/timefmt"
 )
 
 // dateCmd prints the sandbox clock: date [-u] [-d @EPOCH|DATE] [-I[FMT]]
@@ -66,7 +68,7 @@ func dateCmd(c *cmd, args []string) int {
 			return c.errf(1, "invalid argument '%s'", a)
 		}
 	}
-	c.out.WriteString(strftime(format, t))
+	c.out.WriteString(timefmt.Strftime(format, t))
 	c.out.WriteByte('\n')
 	return c.done(0)
 }
@@ -322,155 +324,4 @@ func dateUnit(w string) (string, bool) {
 		return "second", true
 	}
 	return "", false
-}
-
-// strftime formats t with the conversions of date(1).
-func strftime(f string, t time.Time) string {
-	var b strings.Builder
-	for i := 0; i < len(f); i++ {
-		if f[i] != '%' || i+1 >= len(f) {
-			b.WriteByte(f[i])
-			continue
-		}
-		i++
-		pad := byte(0) // 0 = default, '-' none, '_' space, '0' zero
-		if f[i] == '-' || f[i] == '_' || f[i] == '0' {
-			pad = f[i]
-			if i+1 >= len(f) {
-				b.WriteByte('%')
-				b.WriteByte(pad)
-				break
-			}
-			i++
-		}
-		num := func(v, width int, def byte) {
-			p := def
-			switch pad {
-			case '_':
-				p = ' '
-			case '-', '0':
-				p = pad
-			}
-			s := strconv.Itoa(v)
-			if p != '-' {
-				for len(s) < width {
-					s = string(p) + s
-				}
-			}
-			b.WriteString(s)
-		}
-		switch f[i] {
-		case 'Y':
-			num(t.Year(), 4, '0')
-		case 'C':
-			num(t.Year()/100, 2, '0')
-		case 'y':
-			num(t.Year()%100, 2, '0')
-		case 'm':
-			num(int(t.Month()), 2, '0')
-		case 'd':
-			num(t.Day(), 2, '0')
-		case 'e':
-			num(t.Day(), 2, ' ')
-		case 'H':
-			num(t.Hour(), 2, '0')
-		case 'k':
-			num(t.Hour(), 2, ' ')
-		case 'I':
-			h := t.Hour() % 12
-			if h == 0 {
-				h = 12
-			}
-			num(h, 2, '0')
-		case 'l':
-			h := t.Hour() % 12
-			if h == 0 {
-				h = 12
-			}
-			num(h, 2, ' ')
-		case 'M':
-			num(t.Minute(), 2, '0')
-		case 'S':
-			num(t.Second(), 2, '0')
-		case 'N':
-			b.WriteString(strconv.Itoa(1000000000 + t.Nanosecond())[1:])
-		case 'j':
-			num(t.YearDay(), 3, '0')
-		case 'u':
-			wd := int(t.Weekday())
-			if wd == 0 {
-				wd = 7
-			}
-			b.WriteString(strconv.Itoa(wd))
-		case 'w':
-			b.WriteString(strconv.Itoa(int(t.Weekday())))
-		case 'U': // week of the year, Sunday first; days before the first Sunday are week 0
-			num((t.YearDay()+6-int(t.Weekday()))/7, 2, '0')
-		case 'W': // the same, Monday first
-			num((t.YearDay()+6-(int(t.Weekday())+6)%7)/7, 2, '0')
-		case 'V': // ISO 8601 week
-			_, wk := t.ISOWeek()
-			num(wk, 2, '0')
-		case 'G': // ISO 8601 week-based year
-			y, _ := t.ISOWeek()
-			b.WriteString(strconv.Itoa(y))
-		case 'a':
-			b.WriteString(t.Weekday().String()[:3])
-		case 'A':
-			b.WriteString(t.Weekday().String())
-		case 'b', 'h':
-			b.WriteString(t.Month().String()[:3])
-		case 'B':
-			b.WriteString(t.Month().String())
-		case 'p':
-			if t.Hour() < 12 {
-				b.WriteString("AM")
-			} else {
-				b.WriteString("PM")
-			}
-		case 'P':
-			if t.Hour() < 12 {
-				b.WriteString("am")
-			} else {
-				b.WriteString("pm")
-			}
-		case 's':
-			b.WriteString(strconv.FormatInt(t.Unix(), 10))
-		case 'Z':
-			b.WriteString("UTC")
-		case 'z':
-			b.WriteString("+0000")
-		case ':':
-			if i+1 < len(f) && f[i+1] == 'z' {
-				i++
-				b.WriteString("+00:00")
-			} else {
-				b.WriteString("%:")
-			}
-		case 'F':
-			b.WriteString(strftime("%Y-%m-%d", t))
-		case 'T':
-			b.WriteString(strftime("%H:%M:%S", t))
-		case 'R':
-			b.WriteString(strftime("%H:%M", t))
-		case 'D':
-			b.WriteString(strftime("%m/%d/%y", t))
-		case 'c':
-			b.WriteString(strftime("%a %b %e %H:%M:%S %Y", t))
-		case 'x':
-			b.WriteString(strftime("%m/%d/%y", t))
-		case 'X':
-			b.WriteString(strftime("%H:%M:%S", t))
-		case 'n':
-			b.WriteByte('\n')
-		case 't':
-			b.WriteByte('\t')
-		case '%':
-			b.WriteByte('%')
-		default:
-			b.WriteByte('%')
-			b.WriteByte(f[i])
-		}
-	}
-	return b.String()
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/demiurge-dev/demiurge/tools/bash/vfs"
+
+	"github.com/demiurge-dev/demiurge/tools/bash/internal/timefmt"
 )
 
 // findEntry is the entry find is looking at.
@@ -639,7 +641,7 @@ func (st *findState) printf(format string, e *findEntry) string {
 		case 'T':
 			if j+1 < len(format) {
 				j++
-				v = strftime("%"+string(format[j]), e.info.ModTime())
+				v = timefmt.Strftime("%"+string(format[j]), e.info.ModTime())
 			}
 		case '%':
 			v = "%"

@@ -148,10 +148,33 @@ func (sh *shell) writeFD(fd int, name, s string) bool {
 	return false
 }
 
-// usage reports a bad option or argument of a builtin: 2.
+// usage reports a bad option or argument of a builtin, followed by its
+// usage line as bash prints it: 2.
 func (sh *shell) usage(name, format string, args ...any) int {
 	sh.errorf("%s: %s", name, fmt.Sprintf(format, args...))
+	if u, ok := builtinUsage[name]; ok {
+		sh.usageLine("%s: usage: %s %s", name, name, u)
+	}
 	return 2
+}
+
+// builtinUsage is bash 5.2's usage line of the builtins that report
+// through usage (after the name).
+var builtinUsage = map[string]string{
+	"pwd":       "[-LP]",
+	"cd":        "[-L|[-P [-e]] [-@]] [dir]",
+	"dirs":      "[-clpv] [+N] [-N]",
+	"exec":      "[-cl] [-a name] [command [argument ...]] [redirection ...]",
+	"command":   "[-pVv] command [arg ...]",
+	"type":      "[-afptP] name [name ...]",
+	"read":      "[-ers] [-a array] [-d delim] [-i text] [-n nchars] [-N nchars] [-p prompt] [-t timeout] [-u fd] [name ...]",
+	"shopt":     "[-pqsu] [-o] [optname ...]",
+	"unset":     "[-f] [-v] [-n] [name ...]",
+	"mapfile":   "[-d delim] [-n count] [-O origin] [-s count] [-t] [-u fd] [-C callback] [-c quantum] [array]",
+	"readarray": "[-d delim] [-n count] [-O origin] [-s count] [-t] [-u fd] [-C callback] [-c quantum] [array]",
+	"printf":    "[-v var] format [arguments]",
+	"wait":      "[-fn] [-p var] [id ...]",
+	"hash":      "[-lr] [-p pathname] [-dt] [name ...]",
 }
 
 func builtinEcho(sh *shell, args []string) int {
@@ -496,6 +519,9 @@ func builtinDirs(sh *shell, args []string) int {
 				}
 				sh.out("dirs", sh.tildeDir(stack[n], long)+"\n")
 				return 0
+			}
+			if a[0] == '+' || a[0] == '-' {
+				return sh.usage("dirs", "%s: invalid number", a)
 			}
 			return sh.usage("dirs", "%s: invalid option", a)
 		}
@@ -2062,7 +2088,8 @@ var defaultIgnored = map[string]bool{"CHLD": true, "URG": true, "WINCH": true, "
 
 // takeSignals handles the signals sent to the shell: a trap runs its
 // handler ($? kept), an ignored one nothing, and one whose default action
-// ends a process ends the shell with status 128+n (its EXIT trap runs).
+// ends a process ends the shell with status 128+n (its EXIT trap runs,
+// except after SIGKILL).
 func (sh *shell) takeSignals() {
 	if atomic.LoadInt32(&sh.sigAny) == 0 {
 		return
@@ -2089,6 +2116,9 @@ func (sh *shell) takeSignals() {
 		}
 		sh.status = 128 + n
 		sh.flow = flowExit
+		// SIGKILL ends a process without its running anything: no
+		// EXIT trap.
+		sh.killed = name == "KILL"
 		return
 	}
 }

@@ -374,7 +374,8 @@ func (sh *shell) getVarNoDynamic(name string) *variable {
 	}
 	if v.attrs&aDynamic != 0 {
 		switch name {
-		case "FUNCNAME", "BASH_SOURCE", "BASH_LINENO", "PIPESTATUS", "DIRSTACK", "GROUPS", "BASH_ARGC", "BASH_ARGV":
+		case "FUNCNAME", "BASH_SOURCE", "BASH_LINENO", "PIPESTATUS", "DIRSTACK", "GROUPS", "BASH_ARGC", "BASH_ARGV",
+			"BASH_ALIASES", "BASH_CMDS":
 			d := sh.dynamic(name, v)
 			return d
 		case "SHELLOPTS", "BASHOPTS":
@@ -402,6 +403,10 @@ func (sh *shell) declareOne(variant string, a declArg, f declFlags) int {
 	var sc *scope
 	v, vsc := sh.lookup(name)
 	visible := v
+	if a.hasIndex && !a.assign && f.set&aAssoc == 0 && (v == nil || v.assc == nil) {
+		// declare -r c[100]: c is an indexed array
+		f.set |= aIndexed
+	}
 	if f.local {
 		sc = sh.localScope()
 		if vsc != nil && vsc.kind == scopeTemp && v.tempEnv && sh.above(vsc, sc) {

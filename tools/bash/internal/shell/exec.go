@@ -78,7 +78,7 @@ func (sh *shell) runMain(text, name string) (status int) {
 // exit runs the EXIT trap and returns the shell's exit status.
 func (sh *shell) exit() int {
 	status := sh.status
-	if t, ok := sh.traps["EXIT"]; ok && t != "" {
+	if t, ok := sh.traps["EXIT"]; ok && t != "" && !sh.killed {
 		delete(sh.traps, "EXIT")
 		sh.flow = flowNone
 		sh.runTrap(t, "EXIT")

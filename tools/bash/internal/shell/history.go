@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/demiurge-dev/demiurge/tools/bash/internal/timefmt"
 	"github.com/demiurge-dev/demiurge/tools/bash/vfs"
 )
 
@@ -308,7 +309,7 @@ func (sh *shell) histTime(e histEntry, format string) string {
 	if e.when == 0 {
 		return "??"
 	}
-	return strftime(format, time.Unix(e.when, 0).In(sh.now().Location()))
+	return timefmt.Strftime(format, time.Unix(e.when, 0).In(sh.now().Location()))
 }
 
 func builtinHistory(sh *shell, args []string) int {

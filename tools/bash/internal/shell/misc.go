@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/demiurge-dev/demiurge/tools/bash/internal/timefmt"
 )
 
 // xtraceQuote quotes a word as set -x shows it.
@@ -238,7 +240,7 @@ func (sh *shell) promptExpand(s string) string {
 			if f == "" {
 				f = "%X"
 			}
-			quoted(strftime(f, sh.now()))
+			quoted(timefmt.Strftime(f, sh.now()))
 			i += end
 		case 'n':
 			b.WriteByte('\n')

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/demiurge-dev/demiurge/tools/bash/internal/escape"
+	"github.com/demiurge-dev/demiurge/tools/bash/internal/timefmt"
 )
 
 // maxPrintfWidth bounds field widths and precisions.
@@ -471,95 +472,7 @@ func (p *printfer) timeFormat(tf, a string) string {
 	} else {
 		t = t.UTC()
 	}
-	return strftime(tf, t)
-}
-
-// strftime formats t with C's conversions.
-func strftime(f string, t time.Time) string {
-	var b strings.Builder
-	for i := 0; i < len(f); i++ {
-		if f[i] != '%' || i+1 >= len(f) {
-			b.WriteByte(f[i])
-			continue
-		}
-		i++
-		switch f[i] {
-		case 'Y':
-			b.WriteString(strconv.Itoa(t.Year()))
-		case 'y':
-			fmt.Fprintf(&b, "%02d", t.Year()%100)
-		case 'C':
-			fmt.Fprintf(&b, "%02d", t.Year()/100)
-		case 'm':
-			fmt.Fprintf(&b, "%02d", int(t.Month()))
-		case 'd':
-			fmt.Fprintf(&b, "%02d", t.Day())
-		case 'e':
-			fmt.Fprintf(&b, "%2d", t.Day())
-		case 'H':
-			fmt.Fprintf(&b, "%02d", t.Hour())
-		case 'I':
-			h := t.Hour() % 12
-			if h == 0 {
-				h = 12
-			}
-			fmt.Fprintf(&b, "%02d", h)
-		case 'M':
-			fmt.Fprintf(&b, "%02d", t.Minute())
-		case 'S':
-			fmt.Fprintf(&b, "%02d", t.Second())
-		case 'p':
-			if t.Hour() < 12 {
-				b.WriteString("AM")
-			} else {
-				b.WriteString("PM")
-			}
-		case 'j':
-			fmt.Fprintf(&b, "%03d", t.YearDay())
-		case 'a':
-			b.WriteString(t.Weekday().String()[:3])
-		case 'A':
-			b.WriteString(t.Weekday().String())
-		case 'b', 'h':
-			b.WriteString(t.Month().String()[:3])
-		case 'B':
-			b.WriteString(t.Month().String())
-		case 'u':
-			wd := int(t.Weekday())
-			if wd == 0 {
-				wd = 7
-			}
-			b.WriteString(strconv.Itoa(wd))
-		case 'w':
-			b.WriteString(strconv.Itoa(int(t.Weekday())))
-		case 's':
-			b.WriteString(strconv.FormatInt(t.Unix(), 10))
-		case 'z':
-			b.WriteString(t.Format("-0700"))
-		case 'Z':
-			b.WriteString(t.Format("MST"))
-		case 'F':
-			b.WriteString(t.Format("2006-01-02"))
-		case 'T', 'X':
-			b.WriteString(t.Format("15:04:05"))
-		case 'D', 'x':
-			b.WriteString(t.Format("01/02/06"))
-		case 'R':
-			b.WriteString(t.Format("15:04"))
-		case 'c':
-			b.WriteString(t.Format("Mon Jan  2 15:04:05 2006"))
-		case 'n':
-			b.WriteByte('\n')
-		case 't':
-			b.WriteByte('\t')
-		case '%':
-			b.WriteByte('%')
-		default:
-			b.WriteByte('%')
-			b.WriteByte(f[i])
-		}
-	}
-	return b.String()
+	return timefmt.Strftime(tf, t)
 }
 
 // printfQuote is printf %q: backslashes before specials, $'...' for

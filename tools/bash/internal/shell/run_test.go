@@ -56,6 +56,15 @@ func TestBashSuiteFixes(t *testing.T) {
 		{"_ENV=/bin/true\nx=${_ENV[(_$-=0)+(_=1)-_${-%%*i*}]}\necho \"[$x]\" $?\na=(p q r); i=1; echo ${a[(_$-=0)+i+1]}", "[] 0\nr\n", 0},
 		// $'\x{HH}' and $'\c?', $'\c\\' (nquote.tests, nquote4.tests)
 		{`x=$'ab\x{41}cd'; y=$'\x{}'; z=$'a\x{4}b'; echo $x ${#y}; printf '%q\n' "$z" $'\c?\c[\c\\\cA'`, "abAcd 0\n$'a\\004b'\n$'\\177\\E\\034\\001'\n", 0},
+		// a function with a local OPTIND gives the caller's getopts back
+		// its place inside -xyz; it looped for ever (getopts.tests)
+		{"f() {\n typeset OPTIND=1 opt\n while getopts :abcxyz opt && ((n++ < 20)); do echo -n $opt; if [[ $opt = y ]]; then f -abc; fi; done\n}\nf -xyz; echo", "xyabcz\n", 0},
+		{"a=(1 2 3)\necho ${a[]}\necho status=$?", "status=1\n", 0},
+		// %(%c)T of a two-digit day has one space, as strftime's %e
+		{`printf '%(%c)T\n' 946684799`, "Fri Dec 31 23:59:59 1999\n", 0},
+		// declare name[N] makes an indexed array; BASH_ALIASES and
+		// BASH_CMDS print as assigned (array.tests, assoc.tests)
+		{`declare -r c[100]; declare -A f; declare f[x]; declare -p c f BASH_CMDS`, "declare -ar c\ndeclare -A f\ndeclare -A BASH_CMDS=()\n", 0},
 		// a for loop's bad name ends the shell in POSIX mode (errors.tests)
 		{"(set -o posix; for a-b in 1; do :; done; echo after); echo $?\nfor a-b in 1; do :; done; echo $?", "2\n1\n", 0},
 	} {
@@ -78,6 +87,9 @@ func TestBuiltinUsage(t *testing.T) {
 		{`alias -pq; echo $?`, "2\n", "bash: line 1: alias: -q: invalid option\nalias: usage: alias [-p] [name[=value] ... ]\n"},
 		{`unalias -x foo; echo $?`, "2\n", "bash: line 1: unalias: -x: invalid option\nunalias: usage: unalias [-a] name [name ...]\n"},
 		{`printf; echo $?`, "2\n", "printf: usage: printf [-v var] format [arguments]\n"},
+		{`shopt -x; echo $?`, "2\n", "bash: line 1: shopt: -x: invalid option\nshopt: usage: shopt [-pqsu] [-o] [optname ...]\n"},
+		{`dirs -m; echo $?`, "2\n", "bash: line 1: dirs: -m: invalid number\ndirs: usage: dirs [-clpv] [+N] [-N]\n"},
+		{`printf -v; echo $?`, "2\n", "bash: line 1: printf: -v: option requires an argument\nprintf: usage: printf [-v var] format [arguments]\n"},
 		{`for f in 1 2 3; do break -- 5; done; echo $?`, "0\n", ""},
 		{`for f in 1 2; do for g in 3 4; do echo $f$g; continue -- 2; done; done`, "13\n23\n", ""},
 	} {

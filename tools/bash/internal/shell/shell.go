@@ -83,6 +83,9 @@ type Command struct {
 	// Exec runs a command line in the shell (xargs, find -exec, timeout):
 	// a builtin, function, tool or utility, under the script's limits.
 	Exec func(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) int
+	// ExecEnv is Exec with exactly environ ("k=v" pairs) as the exported
+	// variables the command sees (env -i, env -u, env NAME=VALUE).
+	ExecEnv func(ctx context.Context, environ, argv []string, stdin io.Reader, stdout, stderr io.Writer) int
 	// Line is the script line of the command, for messages.
 	Line int
 }
@@ -463,6 +466,12 @@ type shell struct {
 	execArgv0 string // exec -a NAME
 	// keptFDs are the {var}> descriptors of the redirections being made.
 	keptFDs []int
+	// envOverride, when not nil, is the whole environment of the
+	// commands this shell runs (env -i, env -u): set only in the child
+	// that runs env's command.
+	envOverride []string
+	// killed: the shell ends by SIGKILL, which runs no EXIT trap.
+	killed bool
 }
 
 type flowKind uint8
@@ -633,6 +642,8 @@ func (sh *shell) fork() *shell {
 	c.jobs = append([]*job(nil), sh.jobs...)
 	c.bgTime = 0
 	c.isSubst = false
+	c.envOverride = nil
+	c.killed = false
 	c.child = false
 	c.randSeed = sh.randSeed ^ uint32(c.pid)*2654435761
 	return c
