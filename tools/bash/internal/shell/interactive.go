@@ -73,9 +73,8 @@ func (sh *shell) startInteractive(ia *interactiveStart) {
 	sh.histRemember = true
 	if file, _ := sh.varValue("HISTFILE"); file != "" {
 		if lines, ok := sh.histReadFile(file, false); ok {
-			h := sh.histWritable()
 			total := sh.histLoad(lines, 0)
-			h = sh.hist
+			h := sh.histWritable()
 			h.session = 0
 			h.inFile = total
 		}
