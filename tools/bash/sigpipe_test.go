@@ -46,3 +46,25 @@ func TestCancelEndsLoop(t *testing.T) {
 		t.Logf("%s: ended %v after the cancel", script, time.Since(start)-50*time.Millisecond)
 	}
 }
+
+// TestPipeIntoHeadWithinLimits: a loop writing short lines into `| head -1`
+// ends by EPIPE before the script's default command limit, however late
+// head gets to read: its writer waits for the reader once the pipe's
+// buffer is full. With a 64 KiB buffer the loop passed 10,000 commands
+// before head started in about 1 run in 3 on a loaded machine.
+func TestPipeIntoHeadWithinLimits(t *testing.T) {
+	st := NewBuilder("x").MustBuild() // the default limits
+	for _, script := range []string{
+		`while :; do echo x; done | head -1`,
+		`while true; do printf 'x\n'; done | head -n 1`,
+		`for ((;;)); do echo x; done | head -1`,
+		`while :; do echo x; done | { sleep 0.05; head -1; }`, // a reader that starts late
+	} {
+		for range 5 {
+			resp := st.Run(t.Context(), tools.Request{Commands: script}, nil)
+			if resp.ExitCode != 0 || resp.Stdout != "x\n" {
+				t.Fatalf("%s: exit %d, stdout %q, stderr %q", script, resp.ExitCode, resp.Stdout, resp.Stderr)
+			}
+		}
+	}
+}
