@@ -818,6 +818,7 @@ func (c *Chat) turnStopping(ctx context.Context, yield func(Event, error) bool, 
 	}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	waiting := waitHookOf(ctx)
 	for {
 		for _, it := range f.take() {
 			if it.event != nil {
@@ -832,6 +833,9 @@ func (c *Chat) turnStopping(ctx context.Context, yield func(Event, error) bool, 
 				}
 				continue
 			}
+			// Reading records takes a while (the blobs they name): what
+			// was yielded goes out first.
+			waiting()
 			evs, err := tr.records(it.recs)
 			for _, e := range evs {
 				if rest, ok := tr.rest(e); ok {
@@ -868,6 +872,11 @@ func (c *Chat) turnStopping(ctx context.Context, yield func(Event, error) bool, 
 				return
 			}
 		}
+		// Every event in hand is yielded: the stream may wait from here
+		// (for an approver, for the world's next records). Between, the
+		// text deltas and the events of one batch of records that came
+		// together are yielded one after another, with no wait between.
+		waiting()
 		if len(tr.asks) > 0 && stopAt.IsZero() {
 			// Calls wait for the user: an approver answers them, or the
 			// stream ends and the turn waits in the world.

@@ -88,7 +88,9 @@ func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 //     the socket, less the time spent inside the turn's stream (pulling
 //     its events; with http-goroutine, from its start to its TurnEnd);
 //   - server-ms/event: from the turn's stream yielding an event to its
-//     stream having written and flushed it to the socket;
+//     stream having written and flushed it to the socket; events/flush:
+//     how many events a flush sent, on average (the events of a batch
+//     that came together go out in one);
 //   - client-added-ms/turn and client-added-ms/event: what the client
 //     sees added (its turn's time less the agent's; an event's arrival
 //     less its yield), the two processes' scheduling on a shared machine
@@ -174,8 +176,15 @@ func benchHTTP(b *testing.B, chats int, noPull bool) {
 		started[key] = start
 		mu.Unlock()
 	}
+	lastFlush := map[turnKey]time.Time{}
+	var events, flushes int
 	srv.testWritten = func(key turnKey, at, flushed time.Time, end bool) {
 		mu.Lock()
+		events++
+		if !lastFlush[key].Equal(flushed) {
+			lastFlush[key] = flushed
+			flushes++
+		}
 		serverEvents = append(serverEvents, flushed.Sub(at))
 		if end {
 			ended[key] = flushed
@@ -249,6 +258,9 @@ func benchHTTP(b *testing.B, chats int, noPull bool) {
 	}
 	b.ReportMetric(ms(pct(serverTurns, .5)), "p50-server-ms/turn")
 	b.ReportMetric(ms(pct(serverTurns, .99)), "p99-server-ms/turn")
+	if flushes > 0 {
+		b.ReportMetric(float64(events)/float64(flushes), "events/flush")
+	}
 	b.ReportMetric(ms(pct(serverEvents, .5)), "p50-server-ms/event")
 	b.ReportMetric(ms(pct(serverEvents, .99)), "p99-server-ms/event")
 	b.ReportMetric(ms(pct(clientAdded, .5)), "p50-client-added-ms/turn")

@@ -420,6 +420,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, aw *agent.Wo
 	defer s.metrics.streamClosed()
 	sw := s.newSSE(w, time.Second)
 	sw.start()
+	var line []byte // reused by every chunk (sw.raw copies it to the response's buffer)
 	chunk := func(delta *ccOut, finish *string, usage *ccUsage) error {
 		c := ccResponse{ID: id, Object: "chat.completion.chunk", Created: ref.Created, Model: s.name, Choices: []ccChoice{}, Usage: usage}
 		if delta != nil || finish != nil {
@@ -432,7 +433,8 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, aw *agent.Wo
 		if err != nil {
 			return err
 		}
-		return sw.raw(append(append([]byte("data: "), b...), '\n', '\n'))
+		line = append(append(append(line[:0], "data: "...), b...), '\n', '\n')
+		return sw.raw(line)
 	}
 	fail := func(e *apiError) {
 		b, _ := json.Marshal(map[string]*apiError{"error": e})

@@ -44,7 +44,14 @@ func (s *Server) begin(ctx context.Context, w *agent.World, id string, stream fu
 	if s.opts.Postgres != nil || s.testNoPull {
 		return s.beginGoroutine(ctx, w, c, began, stream, release)
 	}
-	next, stop := iter.Pull2(stream(s.run))
+	// The driver's wait, set by the reader that pulls, flushes what it
+	// wrote once the stream has no event left in hand (agent.WithWaitHook).
+	d := &driver{}
+	next, stop := iter.Pull2(stream(agent.WithWaitHook(s.run, func() {
+		if d.wait != nil {
+			d.wait()
+		}
+	})))
 	e, err, ok := next()
 	at := time.Now()
 	if err != nil || !ok {
@@ -60,7 +67,8 @@ func (s *Server) begin(ctx context.Context, w *agent.World, id string, stream fu
 	l := newTurnLog(key.world, key.chat, key.request)
 	l.began = began
 	l.inAgent = at.Sub(began)
-	l.drv = &driver{next: next, stop: stop, observe: s.metrics.observe, finished: func(err error) { s.turnFinished(key, err); release() }}
+	d.next, d.stop, d.observe, d.finished = next, stop, s.metrics.observe, func(err error) { s.turnFinished(key, err); release() }
+	l.drv = d
 	s.mu.Lock()
 	s.logs[key] = l
 	s.running[key] = true

@@ -506,7 +506,13 @@ func (s *Server) answerTurn(w http.ResponseWriter, r *http.Request, aw *agent.Wo
 func (s *Server) streamTurn(w http.ResponseWriter, r *http.Request, aw *agent.World, key turnKey, p position, begun bool) {
 	s.metrics.streamOpened()
 	defer s.metrics.streamClosed()
-	sw := s.newSSE(w, 500*time.Millisecond)
+	// A stream not begun begins within half a second (its first comment);
+	// one begun beats every Heartbeat.
+	first := 500 * time.Millisecond
+	if begun {
+		first = s.opts.Heartbeat
+	}
+	sw := s.newSSE(w, first)
 	if begun {
 		sw.start()
 	}

@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/demiurge-dev/demiurge/agent"
 	"github.com/demiurge-dev/demiurge/cas"
@@ -60,19 +61,22 @@ type responseUsage struct {
 // runs as an mcp_call item (its server_label the agent's name), each call
 // that waits for approval as an mcp_approval_request item.
 type responseBuilder struct {
-	s     *Server
-	chat  *agent.Chat
-	resp  *responseJSON
-	emit  func(map[string]any) error // nil: not streaming
-	seq   int                        // the next sequence_number
-	ended bool
+	s    *Server
+	chat *agent.Chat
+	resp *responseJSON
+	emit func(map[string]any) error // nil: not streaming
+	// emitDelta, if not nil, emits a text delta event (the stream's most
+	// frequent, encoded without a map: appendDeltaEvent).
+	emitDelta func(itemID string, outputIndex int, text string) error
+	seq       int // the next sequence_number
+	ended     bool
 
-	msg   map[string]any // the message item being written, if one is
-	round uint64         // its round
-	text  string         // its text so far
-	calls map[string]int // each mcp_call item's index in the output, by call id
-	stop  string         // a guard's reason
-	fault string         // a failure's text
+	msg   map[string]any  // the message item being written, if one is
+	round uint64          // its round
+	text  strings.Builder // its text so far (a long answer comes in thousands of deltas)
+	calls map[string]int  // each mcp_call item's index in the output, by call id
+	stop  string          // a guard's reason
+	fault string          // a failure's text
 	usage agent.Usage
 }
 
@@ -136,7 +140,8 @@ func clone(m map[string]any) map[string]any {
 func (b *responseBuilder) openMessage(round uint64, seq uint64) error {
 	b.msg = map[string]any{"type": "message", "id": fmt.Sprintf("msg_%d_%d_%d", b.resp.CreatedAt, seq, round), "status": "in_progress",
 		"role": "assistant", "content": []any{}}
-	b.round, b.text = round, ""
+	b.round = round
+	b.text.Reset()
 	i, err := b.item(b.msg)
 	if err != nil {
 		return err
@@ -164,7 +169,10 @@ func (b *responseBuilder) closeMessage(text string) error {
 
 // delta writes text to the message being written.
 func (b *responseBuilder) delta(text string) error {
-	b.text += text
+	b.text.WriteString(text)
+	if b.emitDelta != nil {
+		return b.emitDelta(b.msg["id"].(string), len(b.resp.Output)-1, text)
+	}
 	return b.send(map[string]any{"type": "response.output_text.delta", "item_id": b.msg["id"], "output_index": len(b.resp.Output) - 1,
 		"content_index": 0, "delta": text, "logprobs": []any{}})
 }
@@ -178,7 +186,7 @@ func (b *responseBuilder) add(ctx context.Context, e agent.Event) error {
 	case agent.TextDelta:
 		if b.msg == nil || b.round != e.Round {
 			if b.msg != nil {
-				if err := b.closeMessage(b.text); err != nil {
+				if err := b.closeMessage(b.text.String()); err != nil {
 					return err
 				}
 			}
@@ -193,7 +201,7 @@ func (b *responseBuilder) add(ctx context.Context, e agent.Event) error {
 		}
 		if b.msg == nil || b.round != e.Round {
 			if b.msg != nil {
-				if err := b.closeMessage(b.text); err != nil {
+				if err := b.closeMessage(b.text.String()); err != nil {
 					return err
 				}
 			}
@@ -239,7 +247,7 @@ func (b *responseBuilder) add(ctx context.Context, e agent.Event) error {
 		return b.itemDone(i)
 	case agent.ApprovalRequested:
 		if b.msg != nil {
-			if err := b.closeMessage(b.text); err != nil {
+			if err := b.closeMessage(b.text.String()); err != nil {
 				return err
 			}
 		}
@@ -279,7 +287,7 @@ func (b *responseBuilder) arguments(ctx context.Context, e agent.ToolCallStarted
 // startCall adds the mcp_call item of a call the agent runs.
 func (b *responseBuilder) startCall(call, tool, args string) error {
 	if b.msg != nil {
-		if err := b.closeMessage(b.text); err != nil {
+		if err := b.closeMessage(b.text.String()); err != nil {
 			return err
 		}
 	}
@@ -299,7 +307,7 @@ func (b *responseBuilder) startCall(call, tool, args string) error {
 // end completes the response as the turn ended.
 func (b *responseBuilder) end(e agent.TurnEnd) error {
 	if b.msg != nil {
-		if err := b.closeMessage(b.text); err != nil {
+		if err := b.closeMessage(b.text.String()); err != nil {
 			return err
 		}
 	}

@@ -573,6 +573,22 @@ func (s *Server) streamResponseFrom(w http.ResponseWriter, r *http.Request, aw *
 		}
 		return sw.event("", ev["type"].(string), data)
 	}
+	var buf []byte // reused by every delta
+	b.emitDelta = func(itemID string, outputIndex int, text string) error {
+		n := b.seq
+		b.seq++
+		if int64(n) <= skip {
+			if !same {
+				return errCannotResume // a delta is part of a text message
+			}
+			return nil
+		}
+		var err error
+		if buf, err = appendDeltaEvent(buf[:0], itemID, outputIndex, text, n); err != nil {
+			return err
+		}
+		return sw.event("", "response.output_text.delta", buf)
+	}
 	err := b.begin()
 	if err == nil {
 		err = sw.flush()
@@ -610,4 +626,27 @@ func textEvent(ev map[string]any) bool {
 		return it["type"] == "message"
 	}
 	return false
+}
+
+// appendDeltaEvent appends a response.output_text.delta event's JSON to
+// buf, the bytes json.Marshal makes of the event as a map (its keys in
+// order), without the map: a stream sends one a text delta.
+func appendDeltaEvent(buf []byte, itemID string, outputIndex int, text string, seq int) ([]byte, error) {
+	buf = append(buf, `{"content_index":0,"delta":`...)
+	q, err := json.Marshal(text)
+	if err != nil {
+		return buf, err
+	}
+	buf = append(buf, q...)
+	buf = append(buf, `,"item_id":`...)
+	if q, err = json.Marshal(itemID); err != nil {
+		return buf, err
+	}
+	buf = append(buf, q...)
+	buf = append(buf, `,"logprobs":[],"output_index":`...)
+	buf = strconv.AppendInt(buf, int64(outputIndex), 10)
+	buf = append(buf, `,"sequence_number":`...)
+	buf = strconv.AppendInt(buf, int64(seq), 10)
+	buf = append(buf, `,"type":"response.output_text.delta"}`...)
+	return buf, nil
 }

@@ -63,6 +63,10 @@ type driver struct {
 	stop     func()
 	observe  func(agent.Event) // counts what an event says (metrics)
 	finished func(error)       // the turn's stream ended (with err if not after its TurnEnd): forget it runs
+	// wait, set by the reader that pulls while it pulls, runs when the
+	// stream has yielded every event it holds and waits for the next
+	// (agent.WithWaitHook): the reader flushes what it wrote then.
+	wait func()
 }
 
 func newTurnLog(world, chat string, request uint64) *turnLog {
@@ -122,6 +126,26 @@ func (l *turnLog) stream(ctx context.Context, p position, send func(logged) erro
 		// nobody pulls now (a reader that waits for more is woken by it).
 		l.handOff()
 	}()
+	// Events sent and not yet ended by batchEnd (flushed). A reader that
+	// pulls the turn's next event itself leaves them pending while the
+	// stream has more in hand, and ends the batch when the stream is about
+	// to wait (driver.wait) or when the reader itself waits: the events
+	// that came together go out in one write, none waits for another.
+	pending := false
+	var waitErr error
+	endBatch := func() error {
+		if !pending || batchEnd == nil {
+			pending = false
+			return nil
+		}
+		pending = false
+		return batchEnd()
+	}
+	wait := func() {
+		if err := endBatch(); err != nil && waitErr == nil {
+			waitErr = err
+		}
+	}
 	for {
 		evs, done, more, err := l.read(p)
 		for _, e := range evs {
@@ -130,20 +154,28 @@ func (l *turnLog) stream(ctx context.Context, p position, send func(logged) erro
 			}
 			p = e.pos
 		}
-		if len(evs) > 0 && batchEnd != nil {
-			if err := batchEnd(); err != nil {
-				return err
-			}
+		if len(evs) > 0 {
+			pending = true
 		}
 		if done {
+			if ferr := endBatch(); ferr != nil {
+				return ferr
+			}
 			return err
 		}
 		if err := ctx.Err(); err != nil {
+			_ = endBatch()
 			return err
 		}
 		if drive && l.claim(false) {
-			l.pull()
+			l.pull(wait)
+			if waitErr != nil {
+				return waitErr
+			}
 			continue
+		}
+		if err := endBatch(); err != nil {
+			return err
 		}
 		select {
 		case <-more:
@@ -171,10 +203,12 @@ func (l *turnLog) claim(background bool) bool {
 // lets the stream end before the log has it all; after an
 // ApprovalRequested it hands the stream to a goroutine: the turn now
 // waits for a person, for as long as it takes.
-func (l *turnLog) pull() {
+func (l *turnLog) pull(wait func()) {
 	d := l.drv
 	start := time.Now()
+	d.wait = wait
 	e, err, ok := d.next()
+	d.wait = nil
 	at := time.Now()
 	if ok && err == nil {
 		if _, end := e.(agent.TurnEnd); end {
@@ -254,7 +288,7 @@ func (l *turnLog) runBackground() {
 				return
 			}
 			if l.claim(true) {
-				l.pull()
+				l.pull(nil)
 				continue
 			}
 			<-more // a reader pulls an event now: wait for it

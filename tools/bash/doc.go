@@ -106,14 +106,17 @@
 // not applied); set -o history before any line is entered first loads
 // the history as bash's load_history (HISTSIZE and HISTFILESIZE default
 // to 500, the file is cut and read), and a shell that exits with its
-// lines recorded saves them to $HISTFILE as bash does (appended, or the
-// list written over the file when HISTSIZE cut it and histappend is
-// off). bash -i reads its script
-// (stdin or -c) with no terminal and prints no prompt, but otherwise as
-// an interactive bash: --rcfile first (exit there ends it; ~/.bashrc is
-// not read), each line recorded, $HISTFILE (~/.bash_history) loaded at
-// start and saved at exit, PROMPT_COMMAND run before each line, and an
-// error that ends a line (set -u) does not end the shell.
+// lines recorded saves them to $HISTFILE as bash does (the session's
+// lines appended, or the list written over the file when HISTSIZE cut
+// it and histappend is off; then cut to HISTFILESIZE). bash -i reading
+// its commands from stdin runs as bash 5.2 does when stdin is not a
+// terminal: $- has i, the rc file (~/.bashrc, --rcfile F, none under
+// --norc) runs first, HISTFILE (~/.bash_history) is loaded, each line
+// read is written to stderr after its prompt (PS1, PS2; PROMPT_COMMAND
+// runs before PS1) and entered in the history, an error that would end
+// the shell (set -u) ends only the line, and at the end "exit" goes to
+// stderr and the history is saved. It has no line editing, job control
+// or history expansion.
 //
 // # Sandbox
 //

@@ -189,6 +189,9 @@ func (ex *execution) shellExec(ctx context.Context, c *shell.Command) (int, bool
 		Exec: func(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return c.Exec(ctx, argv, stdin, stdout, stderr)
 		},
+		ExecEnv: func(ctx context.Context, environ, argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
+			return c.ExecEnv(ctx, environ, argv, stdin, stdout, stderr)
+		},
 	}
 	return fn(ctx, env, args), true
 }

@@ -56,6 +56,9 @@ type Env struct {
 	// Exec runs a command line inside the sandbox (xargs uses it) and
 	// returns its exit status. nil disables xargs.
 	Exec func(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) int
+	// ExecEnv is Exec with environ ("k=v" pairs) as the command's whole
+	// environment (env -i, -u, NAME=VALUE); nil refuses those forms.
+	ExecEnv func(ctx context.Context, environ, argv []string, stdin io.Reader, stdout, stderr io.Writer) int
 	// JQ caches compiled jq filters across runs; nil means no cache.
 	JQ *JQCache
 	// FS is the sandbox's file system; nil refuses file operands.

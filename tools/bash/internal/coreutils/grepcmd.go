@@ -22,6 +22,8 @@ type grepOpts struct {
 	before, after                                                     int
 	include, exclude, excludeDir                                      []string
 	re                                                                *regexp.Regexp
+	searcher                                                          *lineSearcher // built on first use
+	searcherBuilt                                                     bool
 }
 
 // grepCmd implements grep [-E -F -G -P -i -v -c -n -o -q -s -w -x -h -H
@@ -52,6 +54,9 @@ func grepCmd(c *cmd, args []string) int {
 		}
 		return n, nil
 	}
+	// (GNU's long options take their value from the next argument too)
+	fixedArgs = joinLongValues(fixedArgs, "--max-count", "--after-context", "--before-context", "--context",
+		"--regexp", "--file", "--directories")
 	rest, st, ok := c.flags(fixedArgs, "emABCfd", 2, func(f, v string) error {
 		var err error
 		switch f {
@@ -321,6 +326,13 @@ func matchAny(globs []string, name string) bool {
 // grep is done (-q matched).
 func (c *cmd) grepData(o *grepOpts, name string, data []byte) (hit, stop bool) {
 	if o.filesWith || o.filesWithout || o.quiet || o.count {
+		limit := o.maxCount
+		if !o.count && (limit < 0 || limit > 1) {
+			limit = 1
+		}
+		if n, ok := o.countSelected(data, limit); ok {
+			return c.grepSummary(o, name, n)
+		}
 		n := 0
 		for l := range grepLines(data, o.eol) {
 			if o.re.MatchString(l.text) != o.invert {
@@ -339,25 +351,7 @@ func (c *cmd) grepData(o *grepOpts, name string, data []byte) (hit, stop bool) {
 		if o.maxCount == 0 {
 			n = 0
 		}
-		switch {
-		case o.quiet:
-			return n > 0, n > 0
-		case o.filesWith:
-			if n > 0 {
-				c.out.WriteString(name + "\n")
-			}
-		case o.filesWithout:
-			if n == 0 {
-				c.out.WriteString(name + "\n")
-			}
-		case o.noZeroCounts && n == 0:
-		default:
-			if o.withName > 0 {
-				c.out.WriteString(name + ":")
-			}
-			c.out.WriteString(strconv.Itoa(n) + "\n")
-		}
-		return n > 0, false
+		return c.grepSummary(o, name, n)
 	}
 	if o.eol != 0 && bytes.IndexByte(data, 0) >= 0 {
 		for l := range grepLines(data, o.eol) {
@@ -485,4 +479,27 @@ func grepLines(data []byte, eol byte) func(func(grepLine) bool) {
 			off = next
 		}
 	}
+}
+
+// grepSummary prints what -q, -l, -L or -c print for n selected lines.
+func (c *cmd) grepSummary(o *grepOpts, name string, n int) (hit, stop bool) {
+	switch {
+	case o.quiet:
+		return n > 0, n > 0
+	case o.filesWith:
+		if n > 0 {
+			c.out.WriteString(name + "\n")
+		}
+	case o.filesWithout:
+		if n == 0 {
+			c.out.WriteString(name + "\n")
+		}
+	case o.noZeroCounts && n == 0:
+	default:
+		if o.withName > 0 {
+			c.out.WriteString(name + ":")
+		}
+		c.out.WriteString(strconv.Itoa(n) + "\n")
+	}
+	return n > 0, false
 }

@@ -79,6 +79,7 @@ touch	[OPTION]... FILE...	Update the access and modification times of each FILE 
 tr	[OPTION]... STRING1 [STRING2]	Translate, squeeze, and/or delete characters from standard input, writing to standard output.
 tree	[-adfL level] [--noreport] [directory ...]	List the contents of directories in a tree-like format.
 truncate	OPTION... FILE...	Shrink or extend the size of each FILE to the specified size.
+tty	[OPTION]...	Print the file name of the terminal connected to standard input (the sandbox has none: "not a tty", status 1).
 uname	[OPTION]...	Print certain system information.
 unexpand	[OPTION]... [FILE]...	Convert blanks in each FILE to tabs, writing to standard output.
 uniq	[OPTION]... [INPUT [OUTPUT]]	Filter adjacent matching lines from INPUT (or standard input), writing to OUTPUT (or standard output).

@@ -34,9 +34,9 @@ func (t odType) width() int {
 		return len(strconv.FormatUint(1<<(uint(t.size)*8-1), 10)) + 2
 	case 'f':
 		if t.size == 4 {
-			return 15
+			return 16
 		}
-		return 24
+		return 25
 	}
 	return 4
 }
@@ -305,13 +305,44 @@ func odLine(t odType, chunk []byte, fields, pad int) string {
 				s = strconv.FormatInt(v, 10)
 			case 'f':
 				if t.size == 4 {
-					s = strconv.FormatFloat(float64(math.Float32frombits(uint32(u))), 'g', 8, 32)
+					s = odFloat(float64(math.Float32frombits(uint32(u))), 32)
 				} else {
-					s = strconv.FormatFloat(math.Float64frombits(u), 'g', 17, 64)
+					s = odFloat(math.Float64frombits(u), 64)
 				}
 			}
 		}
 		b.WriteString(fmt.Sprintf("%*s", w+extra, s))
 	}
 	return b.String()
+}
+
+// odFloat formats a float as GNU od does (its ftoastr): %g with the
+// fewest digits, from FLT_DIG or DBL_DIG (1 below the smallest normal
+// number) up, that read back as the same value; inf, -inf, nan, -nan.
+func odFloat(v float64, bits int) string {
+	switch {
+	case math.IsInf(v, 1):
+		return "inf"
+	case math.IsInf(v, -1):
+		return "-inf"
+	case math.IsNaN(v):
+		if math.Signbit(v) {
+			return "-nan"
+		}
+		return "nan"
+	}
+	prec, smallest := 15, 0x1p-1022
+	if bits == 32 {
+		prec, smallest = 6, 0x1p-126
+	}
+	if math.Abs(v) < smallest {
+		prec = 1
+	}
+	for ; prec < 17; prec++ {
+		s := strconv.FormatFloat(v, 'g', prec, bits)
+		if back, err := strconv.ParseFloat(s, bits); err == nil && back == v {
+			return s
+		}
+	}
+	return strconv.FormatFloat(v, 'g', 17, bits)
 }

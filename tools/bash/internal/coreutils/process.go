@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -160,25 +161,31 @@ func yesCmd(c *cmd, args []string) int {
 	}
 }
 
-// ttyCmd is tty [-s]: a script's standard input is never a terminal in
-// the sandbox, so it prints "not a tty" (nothing with -s) and exits 1.
-func ttyCmd(c *cmd, args []string) int {
-	for _, a := range args {
-		switch a {
-		case "-s", "--silent", "--quiet":
-			return c.done(1)
-		default:
-			return c.errf(2, "extra operand %s", quote(a))
-		}
-	}
-	c.out.WriteString("not a tty\n")
-	return c.done(1)
-}
-
 // whoamiCmd prints the sandbox's user name.
 func whoamiCmd(c *cmd, args []string) int {
 	c.out.WriteString(c.user() + "\n")
 	return c.done(0)
+}
+
+// ttyCmd is tty: the sandbox has no terminal, so stdin is never one
+// ("not a tty", status 1; -s only the status).
+func ttyCmd(c *cmd, args []string) int {
+	silent := false
+	for _, a := range args {
+		switch a {
+		case "-s", "--silent", "--quiet":
+			silent = true
+		default:
+			if !strings.HasPrefix(a, "-") {
+				return c.errf(2, "extra operand %s", quote(a))
+			}
+			return c.errf(2, "invalid option -- '%s'", strings.TrimLeft(a, "-"))
+		}
+	}
+	if !silent {
+		c.out.WriteString("not a tty\n")
+	}
+	return c.done(1)
 }
 
 // hostnameCmd prints the sandbox's host name.
@@ -252,11 +259,11 @@ func unameCmd(c *cmd, args []string) int {
 	return c.done(0)
 }
 
-// envCmd prints the exported environment, or runs a command: env [-i]
-// [-u NAME] [COMMAND [ARG]...]. Assignments NAME=VALUE before a command
-// are refused: write them before the command in the shell instead.
+// envCmd prints the environment, or runs a command in it: env [-i] [-u
+// NAME] [NAME=VALUE]... [COMMAND [ARG]...]. -i starts from an empty
+// environment, -u removes NAME, NAME=VALUE sets it.
 func envCmd(c *cmd, args []string) int {
-	var assigns []string
+	var assigns, unset []string
 	i := 0
 	ignore := false
 	for i < len(args) {
@@ -265,10 +272,18 @@ func envCmd(c *cmd, args []string) int {
 		case a == "-i" || a == "--ignore-environment" || a == "-":
 			ignore = true
 		case a == "-u" || a == "--unset":
+			if i+1 >= len(args) {
+				return c.errf(125, "option requires an argument -- 'u'")
+			}
 			i++
+			unset = append(unset, args[i])
+		case strings.HasPrefix(a, "--unset="):
+			unset = append(unset, strings.TrimPrefix(a, "--unset="))
+		case strings.HasPrefix(a, "-u") && len(a) > 2:
+			unset = append(unset, a[2:])
 		case a == "-0" || a == "--null":
 		case strings.HasPrefix(a, "-") && a != "--":
-			return c.errf(125, "unknown option: %s", a)
+			return c.errf(125, "invalid option -- '%s'", strings.TrimLeft(a, "-"))
 		case strings.Contains(a, "=") && !strings.HasPrefix(a, "="):
 			assigns = append(assigns, a)
 		default:
@@ -280,25 +295,45 @@ func envCmd(c *cmd, args []string) int {
 		i++
 	}
 command:
+	changed := ignore || len(unset) > 0 || len(assigns) > 0
+	var environ []string
+	if !ignore {
+		environ = append(environ, c.environ()...)
+	}
+	drop := func(name string) {
+		environ = slices.DeleteFunc(environ, func(kv string) bool {
+			k, _, _ := strings.Cut(kv, "=")
+			return k == name
+		})
+	}
+	for _, name := range unset {
+		drop(name)
+	}
+	for _, kv := range assigns {
+		k, _, _ := strings.Cut(kv, "=")
+		drop(k)
+		environ = append(environ, kv)
+	}
 	if i >= len(args) {
-		if !ignore {
-			for _, kv := range c.environ() {
-				c.out.WriteString(kv + "\n")
-			}
-		}
-		for _, kv := range assigns {
+		for _, kv := range environ {
 			c.out.WriteString(kv + "\n")
 		}
 		return c.done(0)
 	}
-	if len(assigns) > 0 {
-		return c.errf(125, "setting variables for a command is not supported; write %s %s in the shell instead", assigns[0], args[i])
+	c.out.Flush()
+	if !changed {
+		if c.env.Exec == nil {
+			return c.errf(126, "running commands is disabled")
+		}
+		return c.env.Exec(c.ctx, args[i:], c.in, c.env.Stdout, c.env.Stderr)
 	}
-	if c.env.Exec == nil {
+	if c.env.ExecEnv == nil {
 		return c.errf(126, "running commands is disabled")
 	}
-	c.out.Flush()
-	return c.env.Exec(c.ctx, args[i:], c.in, c.env.Stdout, c.env.Stderr)
+	if environ == nil {
+		environ = []string{}
+	}
+	return c.env.ExecEnv(c.ctx, environ, args[i:], c.in, c.env.Stdout, c.env.Stderr)
 }
 
 // printenvCmd prints the values of variables, or all exported ones.

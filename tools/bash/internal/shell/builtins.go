@@ -1802,8 +1802,9 @@ func builtinDisown(sh *shell, args []string) int { return 0 }
 func builtinBash(sh *shell, args []string) int {
 	name := args[0]
 	var opts []string
-	var script, file, rcfile string
-	haveScript, interactive := false, false
+	var script, file string
+	haveScript := false
+	interactive, norc, rcfile := false, false, ""
 	invalid := func(opt string) int {
 		sh.writeErr(name + ": " + opt + ": invalid option\n" + bashUsage)
 		return 2
@@ -1820,7 +1821,9 @@ func builtinBash(sh *shell, args []string) int {
 		}
 		if strings.HasPrefix(a, "--") {
 			switch a {
-			case "--norc", "--noprofile", "--posix", "--login", "--noediting", "--restricted", "--verbose",
+			case "--norc":
+				norc = true
+			case "--noprofile", "--posix", "--login", "--noediting", "--restricted", "--verbose",
 				"--debug", "--debugger":
 			case "--rcfile", "--init-file":
 				i++
@@ -1852,7 +1855,7 @@ func builtinBash(sh *shell, args []string) int {
 			case 'e', 'u', 'x', 'f', 'n', 'v', 'a', 'C', 'E', 'T', 'h', 'B', 'H', 'k', 't', 'b', 'm', 'P':
 				opts = append(opts, a[:1]+string(f))
 			case 'i':
-				interactive = true
+				interactive = a[0] == '-'
 			case 's', 'l', 'p', 'r', 'D':
 			default:
 				return invalid(a[:1] + string(f))
@@ -1866,13 +1869,6 @@ func builtinBash(sh *shell, args []string) int {
 		}
 		script = args[i]
 		i++
-	}
-	if interactive {
-		// (the options only builtinBash gives runChild start with "\x00")
-		opts = append(opts, "\x00interactive", rcfile)
-		if !haveScript {
-			opts = append(opts, "\x00prompts")
-		}
 	}
 	rest := args[i:]
 	var positional []string
@@ -1924,6 +1920,10 @@ func builtinBash(sh *shell, args []string) int {
 		}
 		script, stdin = string(data), nil
 	}
+	if !isFile && (interactive || !haveScript) {
+		ia := &interactiveStart{norc: norc, rcfile: rcfile, stdin: !haveScript, interactive: interactive}
+		return sh.runChild(argv0, script, opts, positional, sh.exported(), stdin, sh.fdWriter(1), sh.fdWriter(2), false, ia)
+	}
 	if isFile {
 		return sh.childShellFile(argv0, script, opts, positional, sh.exported(), stdin, sh.fdWriter(1), sh.fdWriter(2))
 	}
@@ -1959,14 +1959,14 @@ Shell options:
 // (the exported ones), functions and options, the same directory and
 // file system, and the run's limits.
 func (sh *shell) childShell(argv0, script string, opts, params, env []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return sh.runChild(argv0, script, opts, params, env, stdin, stdout, stderr, false)
+	return sh.runChild(argv0, script, opts, params, env, stdin, stdout, stderr, false, nil)
 }
 
 func (sh *shell) childShellFile(argv0, script string, opts, params, env []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return sh.runChild(argv0, script, opts, params, env, stdin, stdout, stderr, true)
+	return sh.runChild(argv0, script, opts, params, env, stdin, stdout, stderr, true, nil)
 }
 
-func (sh *shell) runChild(argv0, script string, opts, params, env []string, stdin io.Reader, stdout, stderr io.Writer, file bool) (status int) {
+func (sh *shell) runChild(argv0, script string, opts, params, env []string, stdin io.Reader, stdout, stderr io.Writer, file bool, ia *interactiveStart) (status int) {
 	r := sh.r
 	if max := r.lim.MaxShellDepth; max > 0 && r.depth.Add(1) > max {
 		r.depth.Add(-1)
@@ -1998,6 +1998,10 @@ func (sh *shell) runChild(argv0, script string, opts, params, env []string, stdi
 	child.fds = newFDTable(stdin, stdout, stderr)
 	child.scopes = []*scope{{kind: scopeGlobal, vm: newVarMap(64)}}
 	child.initVars(env)
+	if _, ok := child.varValue("SHELL"); !ok {
+		// bash sets SHELL from the password file when it is unset
+		child.setString("SHELL", "/bin/bash", false)
+	}
 	child.initLocale()
 	if _, ok := child.varValue("PATH"); !ok {
 		// bash's default when the environment has none
@@ -2006,14 +2010,6 @@ func (sh *shell) runChild(argv0, script string, opts, params, env []string, stdi
 	for i := 0; i < len(opts); i++ {
 		o := opts[i]
 		switch o {
-		case "\x00interactive":
-			child.startInteractive()
-			if i+1 < len(opts) {
-				child.rcfile = opts[i+1]
-				i++
-			}
-		case "\x00prompts":
-			child.prompts = true
 		case "-o", "+o":
 			if i+1 < len(opts) {
 				builtinSet(child, []string{"set", o, opts[i+1]})
@@ -2041,20 +2037,20 @@ func (sh *shell) runChild(argv0, script string, opts, params, env []string, stdi
 			}
 		}
 	}()
-	if child.interactive && child.rcfile != "" {
-		// --rcfile: read before the commands (exit there ends the shell)
-		if data, err := child.r.cfg.FS.ReadFile(child.r.ctx, vfs.Abs(child.dir, child.rcfile)); err == nil {
-			child.runSource(&source{name: child.rcfile, text: string(data)}, false)
-		} else {
-			child.errorf("%s: No such file or directory", child.rcfile)
-		}
+	if ia != nil && ia.stdin {
+		child.dashC, child.readStdin = false, true
+	}
+	if ia != nil && ia.interactive {
+		child.startInteractive(ia)
 	}
 	if child.flow != flowExit {
-		child.flow = flowNone
-		if child.prompts {
-			child.runPrompt()
-		}
 		child.runSource(&source{name: argv0, text: script}, true)
+	}
+	if ia != nil && ia.interactive && ia.stdin {
+		eof := child.flow != flowExit
+		status := child.exit()
+		child.endInteractive(eof)
+		return status
 	}
 	status = child.exit()
 	child.saveHistory()
@@ -2097,7 +2093,8 @@ var defaultIgnored = map[string]bool{"CHLD": true, "URG": true, "WINCH": true, "
 
 // takeSignals handles the signals sent to the shell: a trap runs its
 // handler ($? kept), an ignored one nothing, and one whose default action
-// ends a process ends the shell with status 128+n (its EXIT trap runs).
+// ends a process ends the shell with status 128+n (its EXIT trap runs,
+// except after SIGKILL).
 func (sh *shell) takeSignals() {
 	if atomic.LoadInt32(&sh.sigAny) == 0 {
 		return
@@ -2124,6 +2121,9 @@ func (sh *shell) takeSignals() {
 		}
 		sh.status = 128 + n
 		sh.flow = flowExit
+		// SIGKILL ends a process without its running anything: no
+		// EXIT trap.
+		sh.killed = name == "KILL"
 		return
 	}
 }

@@ -654,6 +654,9 @@ func (sh *shell) commandFor(args []string, assigns []tempAssign) *Command {
 		Args: args,
 		Dir:  sh.dir,
 		env: func() []string {
+			if sh.envOverride != nil {
+				return sh.envOverride
+			}
 			env := sh.exported()
 			if len(assigns) > 0 {
 				env = mergeEnv(env, assigns)
@@ -670,6 +673,9 @@ func (sh *shell) commandFor(args []string, assigns []tempAssign) *Command {
 	}
 	c.Exec = func(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return sh.execFromUtility(argv, stdin, stdout, stderr)
+	}
+	c.ExecEnv = func(ctx context.Context, environ, argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
+		return sh.execFromUtilityEnv(environ, argv, stdin, stdout, stderr)
 	}
 	return c
 }
@@ -728,10 +734,41 @@ func (e *vfsErr) Error() string { return e.s }
 // execFromUtility runs a command line for a utility (xargs, find -exec,
 // timeout, env) in a subshell of this shell.
 func (sh *shell) execFromUtility(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return sh.execFromUtilityEnv(nil, argv, stdin, stdout, stderr)
+}
+
+// execFromUtilityEnv is execFromUtility with the exported variables
+// replaced by environ ("k=v" pairs) when it is not nil: in the child, the
+// exported variables not in environ are hidden (as unset) and those in it
+// are temporary assignments, as for NAME=VALUE cmd.
+func (sh *shell) execFromUtilityEnv(environ, argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(argv) == 0 {
 		return 0
 	}
 	sub := sh.fork()
+	var assigns []tempAssign
+	if environ != nil {
+		keep := make(map[string]bool, len(environ))
+		for _, kv := range environ {
+			k, v, _ := strings.Cut(kv, "=")
+			keep[k] = true
+			assigns = append(assigns, tempAssign{name: k, val: v})
+		}
+		// PATH stays for finding the command (env's execvp falls back to
+		// a default path; bash sets one when the environment has none).
+		hidden := &scope{kind: scopeTemp, vm: newVarMap(0)}
+		current := map[string]bool{}
+		for _, kv := range sub.exported() {
+			current[kv] = true
+			k, _, _ := strings.Cut(kv, "=")
+			if !keep[k] && k != "PATH" {
+				hidden.vm.m[k] = &variable{owner: sub.id, tempEnv: true}
+			}
+		}
+		sub.scopes = append(sub.scopes, hidden)
+		assigns = slices.DeleteFunc(assigns, func(a tempAssign) bool { return current[a.name+"="+a.val] })
+		sub.envOverride = environ
+	}
 	if stdin != nil {
 		sub.fds.set(0, newOFile(stdin, nil, nil, "/dev/stdin"))
 	} else {
@@ -741,7 +778,7 @@ func (sh *shell) execFromUtility(argv []string, stdin io.Reader, stdout, stderr 
 	sub.fds.set(2, newOFile(nil, stderr, nil, "/dev/stderr"))
 	status := sub.runSubshell(func() {
 		sub.countCommand()
-		sub.status = sub.dispatch(argv, nil, true)
+		sub.status = sub.dispatch(argv, assigns, true)
 	})
 	sub.release()
 	return status

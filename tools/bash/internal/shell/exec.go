@@ -82,7 +82,7 @@ func (sh *shell) runMain(text, name string) (status int) {
 // exit runs the EXIT trap and returns the shell's exit status.
 func (sh *shell) exit() int {
 	status := sh.status
-	if t, ok := sh.traps["EXIT"]; ok && t != "" {
+	if t, ok := sh.traps["EXIT"]; ok && t != "" && !sh.killed {
 		delete(sh.traps, "EXIT")
 		sh.flow = flowNone
 		sh.runTrap(t, "EXIT")
@@ -178,6 +178,12 @@ func (sh *shell) runText(text string, top, escaped bool, repairs *int) (restart 
 		if end := int(stmts[len(stmts)-1].End().Offset()); end > done {
 			done = min(end, len(text))
 		}
+		if top && sh.interactive && sh.readStdin && sh.histOff == 0 {
+			sh.echoLines(text, recorded, int(stmts[0].Pos().Offset()), histLineEnd(text, done))
+			if sh.flow != flowNone {
+				break
+			}
+		}
 		if top {
 			recorded = sh.histRecord(text, recorded, int(stmts[0].Pos().Offset()), done, sh.histRemember && sh.histOff == 0)
 		}
@@ -205,9 +211,6 @@ func (sh *shell) runText(text string, top, escaped bool, repairs *int) (restart 
 		}
 		if top {
 			sh.runTop(stmts)
-			if sh.prompts && sh.flow == flowNone {
-				sh.runPrompt()
-			}
 		} else {
 			sh.stmts(stmts)
 		}
@@ -310,6 +313,7 @@ func (sh *shell) runTop(stmts []*syntax.Stmt) {
 			}
 			sh.status = fp.status
 			sh.cleanupPsubs(0)
+			// (an interactive shell goes on with the next line)
 			if fp.exit && !sh.interactive || sh.level > 0 || sh.opts.errexit && fp.status != 0 {
 				sh.flow = flowExit
 			}
@@ -1109,24 +1113,3 @@ func unescapeRaw(s string) string {
 }
 
 func isRawByteRune(r rune) bool { return r >= rawByteBase && r <= rawByteBase+0xFF }
-
-// runPrompt runs $PROMPT_COMMAND, as an interactive bash does before each
-// prompt; $? is kept.
-func (sh *shell) runPrompt() {
-	pc, ok := sh.varValue("PROMPT_COMMAND")
-	if !ok || pc == "" {
-		return
-	}
-	status := sh.status
-	defer func() {
-		if p := recover(); p != nil {
-			if _, ok := p.(fatalPanic); !ok {
-				panic(p)
-			}
-			// an error there ends PROMPT_COMMAND, not the shell
-			sh.flow = flowNone
-		}
-		sh.status = status
-	}()
-	sh.runSource(&source{name: "PROMPT_COMMAND", text: pc}, false)
-}

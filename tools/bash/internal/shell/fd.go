@@ -115,8 +115,15 @@ func (t *fdTable) freeFD(from int) int {
 	}
 }
 
-// pipeSize is what a pipe buffers before its writer blocks, as Linux.
-const pipeSize = 64 << 10
+// pipeSize is what a pipe buffers before its writer blocks: 4 KiB, not
+// Linux's 64 KiB. A loop writing short lines into `| head -1` runs until
+// head has read and closed its end; with 64 KiB buffered (32,768 lines of
+// "x\n") a loop could pass the script's command limit before head even
+// started, by the scheduler's whim (1 run in 3 on a loaded machine). With
+// 4 KiB the writer waits for the reader after 2,048 such lines, so the
+// commands it runs before its write fails with EPIPE stay well inside the
+// limit, whatever the timing.
+const pipeSize = 4 << 10
 
 // pipe is an in-process pipe with a Linux pipe's buffer: a writer blocks
 // while the buffer is full, a write after the reader closed fails with

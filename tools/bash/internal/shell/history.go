@@ -974,21 +974,6 @@ func histDelimiter(entry string) string {
 	return "; "
 }
 
-// startInteractive makes a child bash interactive (bash -i): its commands
-// are read from stdin as a script still (no terminal, no prompt), but
-// each line is entered in the history list (set -o history), which
-// starts with $HISTFILE's lines (~/.bash_history by default) and is saved
-// to it at exit (saveHistory); emacs editing is on and $- has i.
-func (sh *shell) startInteractive() {
-	sh.interactive = true
-	sh.opts.emacs, sh.opts.vi = true, false
-	if _, ok := sh.varValue("HISTFILE"); !ok {
-		home, _ := sh.varValue("HOME")
-		sh.setString("HISTFILE", strings.TrimSuffix(home, "/")+"/.bash_history", false)
-	}
-	sh.historyOption(true)
-}
-
 // historyOption is set -o history and +o history (bash's
 // bash_set_history): on, the lines the shell reads are entered in the
 // list, and when this session has entered none yet the list is set up
@@ -1005,15 +990,7 @@ func (sh *shell) historyOption(on bool) {
 // stifles the list, HISTFILESIZE to HISTSIZE and cuts the file, and
 // $HISTFILE's lines are read into the list (not as this session's).
 func (sh *shell) loadHistory() {
-	if _, ok := sh.varValue("HISTSIZE"); !ok {
-		sh.setString("HISTSIZE", "500", false)
-	}
-	sh.histSizeChanged("HISTSIZE") // (inherited, it was not applied)
-	if _, ok := sh.varValue("HISTFILESIZE"); !ok {
-		size, _ := sh.varValue("HISTSIZE")
-		sh.setString("HISTFILESIZE", size, false)
-	}
-	sh.histSizeChanged("HISTFILESIZE")
+	sh.histDefaults()
 	file, _ := sh.varValue("HISTFILE")
 	if file == "" {
 		return
@@ -1028,6 +1005,20 @@ func (sh *shell) loadHistory() {
 	h = sh.hist
 	h.session = session
 	h.inFile = total
+}
+
+// histDefaults is the start of bash's load_history: HISTSIZE defaults to
+// 500 and stifles the list, HISTFILESIZE to HISTSIZE and cuts the file.
+func (sh *shell) histDefaults() {
+	if _, ok := sh.varValue("HISTSIZE"); !ok {
+		sh.setString("HISTSIZE", "500", false)
+	}
+	sh.histSizeChanged("HISTSIZE") // (inherited, it was not applied)
+	if _, ok := sh.varValue("HISTFILESIZE"); !ok {
+		size, _ := sh.varValue("HISTSIZE")
+		sh.setString("HISTFILESIZE", size, false)
+	}
+	sh.histSizeChanged("HISTFILESIZE")
 }
 
 // saveHistory is what bash's maybe_save_shell_history does when a shell
@@ -1048,21 +1039,4 @@ func (sh *shell) saveHistory() {
 		builtinHistory(sh, []string{"history", "-w", "--", file})
 	}
 	sh.histSizeChanged("HISTFILESIZE")
-}
-
-// promptHistNumber is \! in PS4 or ${x@P}, bash's prompt_history_number
-// of a prompt that is not PS1: the number of the line running, which is
-// the last entry when lines are recorded; 1 when they are not.
-func (sh *shell) promptHistNumber() int {
-	if !sh.histRemember && !sh.opts.history {
-		return 1
-	}
-	n := 1
-	if h := sh.hist; h != nil {
-		n = h.base + len(h.entries)
-	}
-	if n == 1 {
-		return 1
-	}
-	return n - 1
 }

@@ -272,7 +272,9 @@ func (sh *shell) promptExpand(s string) string {
 		case 'j':
 			b.WriteString("0")
 		case 'l':
-			b.WriteString("tty") // (bash's, when stdin is no terminal)
+			// the terminal's name; "tty" when stdin is none (never one
+			// in the sandbox), as bash
+			b.WriteString("tty")
 		case '!':
 			b.WriteString(strconv.Itoa(sh.promptHistNumber()))
 		case '#':

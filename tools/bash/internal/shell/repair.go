@@ -530,9 +530,11 @@ func (sh *shell) arithCarried(cs *syntax.CmdSubst) (string, bool) {
 }
 
 // repairInlineArray handles an array literal in a command's prefix
-// assignments (B=(b b) cmd), which mvdan refuses and bash assigns as the
-// literal text "(b b)" for the command: the parentheses and what they
-// hold are quoted.
+// assignments (B=(b b) cmd), which mvdan refuses and bash assigns as a
+// string for the command: its words expanded as an assignment's value
+// (quotes removed, no globbing), joined by one space, in parentheses
+// (B=('x y' $v) is "(x y V)"). The parentheses and the blanks between
+// words are quoted; the words stay as they are.
 func repairInlineArray(text string, off int, msg string) (string, bool) {
 	if msg != "inline variables cannot be arrays" {
 		return text, false
@@ -583,12 +585,61 @@ scan:
 	if end < 0 {
 		return text, false
 	}
-	lit := text[open : end+1]
-	fixed := text[:open] + "'" + strings.ReplaceAll(lit, "'", `'\''`) + "'" + text[end+1:]
+	fixed := text[:open] + inlineArrayWord(text[open+1:end]) + text[end+1:]
 	if e := parseErr(fixed); e == nil || later(fixed, e, off) {
 		return fixed, true
 	}
 	return text, false
+}
+
+// inlineArrayWord rewrites the words of an array literal (between its
+// parentheses) as one assignment value: '(' word' 'word ')'.
+func inlineArrayWord(list string) string {
+	var b strings.Builder
+	b.WriteString("'('")
+	depth, braces := 0, 0
+	pendingBlank := false
+	for j := 0; j < len(list); j++ {
+		c := list[j]
+		if depth == 0 && braces == 0 && (c == ' ' || c == '\t' || c == '\n') {
+			pendingBlank = b.Len() > len("'('")
+			continue
+		}
+		if pendingBlank {
+			b.WriteString("' '")
+			pendingBlank = false
+		}
+		start := j
+		switch c {
+		case '\\':
+			j++
+		case '\'':
+			if k := strings.IndexByte(list[j+1:], '\''); k >= 0 {
+				j += k + 1
+			}
+		case '"':
+			for j++; j < len(list) && list[j] != '"'; j++ {
+				if list[j] == '\\' {
+					j++
+				}
+			}
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case '{':
+			if j > 0 && list[j-1] == '$' || braces > 0 {
+				braces++
+			}
+		case '}':
+			if braces > 0 {
+				braces--
+			}
+		}
+		b.WriteString(list[start:min(j+1, len(list))])
+	}
+	b.WriteString("')'")
+	return b.String()
 }
 
 // repairHeredocWord handles a here-document delimiter holding an

@@ -83,6 +83,9 @@ type Command struct {
 	// Exec runs a command line in the shell (xargs, find -exec, timeout):
 	// a builtin, function, tool or utility, under the script's limits.
 	Exec func(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) int
+	// ExecEnv is Exec with exactly environ ("k=v" pairs) as the exported
+	// variables the command sees (env -i, env -u, env NAME=VALUE).
+	ExecEnv func(ctx context.Context, environ, argv []string, stdin io.Reader, stdout, stderr io.Writer) int
 	// Line is the script line of the command, for messages.
 	Line int
 }
@@ -439,7 +442,12 @@ type shell struct {
 	circularRef bool
 	// dashC: the shell runs a -c string ($- has c); fileScript: a script
 	// file (FUNCNAME ends with main, BASH_SOURCE names it).
-	dashC      bool
+	dashC bool
+	// interactive: bash -i ($- has i); readStdin: the commands come
+	// from stdin ($- has s)
+	interactive, readStdin bool
+	// inPS1: PS1 is being expanded (its \! is the next entry's number)
+	inPS1      bool
 	fileScript bool
 	secBase    time.Time
 	secOff     int64
@@ -461,13 +469,12 @@ type shell struct {
 	// movedFDs are the descriptors the redirections being made moved
 	// (n>&m-: m), see closeMoved.
 	movedFDs []int
-	// interactive: bash -i, reading its commands from stdin (see
-	// startInteractive)
-	interactive bool
-	// rcfile is bash -i's --rcfile; prompts: bash -i reads its commands
-	// from stdin, running PROMPT_COMMAND before each (see runPrompt)
-	rcfile  string
-	prompts bool
+	// envOverride, when not nil, is the whole environment of the
+	// commands this shell runs (env -i, env -u): set only in the child
+	// that runs env's command.
+	envOverride []string
+	// killed: the shell ends by SIGKILL, which runs no EXIT trap.
+	killed bool
 }
 
 type flowKind uint8
@@ -659,6 +666,8 @@ func (sh *shell) fork() *shell {
 	c.jobs = append([]*job(nil), sh.jobs...)
 	c.bgTime = 0
 	c.isSubst = false
+	c.envOverride = nil
+	c.killed = false
 	c.child = false
 	c.randSeed = sh.randSeed ^ uint32(c.pid)*2654435761
 	return c
@@ -778,7 +787,7 @@ func (sh *shell) fatal(err error) {
 func (sh *shell) exitFatal(msg string) {
 	sh.errorf("%s", msg)
 	status := 127
-	if sh.level > 0 || sh.isSubst || sh.opts.errexit {
+	if sh.level > 0 || sh.isSubst || sh.opts.errexit || sh.interactive {
 		status = 1
 	}
 	panic(fatalPanic{status: status, exit: true})

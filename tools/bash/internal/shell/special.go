@@ -157,7 +157,7 @@ func (sh *shell) flagString() string {
 	for _, f := range []struct {
 		on bool
 		c  byte
-	}{{o.allexport, 'a'}, {o.errexit, 'e'}, {o.noglob, 'f'}, {o.hashall, 'h'}, {o.keyword, 'k'},
+	}{{o.allexport, 'a'}, {o.errexit, 'e'}, {o.noglob, 'f'}, {o.hashall, 'h'}, {sh.interactive, 'i'}, {o.keyword, 'k'},
 		{o.monitor, 'm'}, {o.noexec, 'n'}, {o.onecmd, 't'}, {o.nounset, 'u'}, {o.verbose, 'v'},
 		{o.xtrace, 'x'}, {o.braceexpand, 'B'}, {o.noclobber, 'C'}, {o.errtrace, 'E'}, {o.histexpand, 'H'},
 		{o.physical, 'P'}, {o.functrace, 'T'}} {
@@ -165,8 +165,8 @@ func (sh *shell) flagString() string {
 			b.WriteByte(f.c)
 		}
 	}
-	if sh.interactive {
-		b.WriteByte('i')
+	if sh.readStdin {
+		b.WriteByte('s')
 	}
 	if sh.dashC {
 		b.WriteByte('c')
