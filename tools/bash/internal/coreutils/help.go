@@ -85,7 +85,6 @@ unexpand	[OPTION]... [FILE]...	Convert blanks in each FILE to tabs, writing to s
 uniq	[OPTION]... [INPUT [OUTPUT]]	Filter adjacent matching lines from INPUT (or standard input), writing to OUTPUT (or standard output).
 wc	[OPTION]... [FILE]...	Print newline, word, and byte counts for each FILE.
 whoami	[OPTION]...	Print the user name associated with the current effective user ID.
-tty	[OPTION]...	Print the file name of the terminal connected to standard input.
 xargs	[OPTION]... COMMAND [INITIAL-ARGS]...	Run COMMAND with arguments INITIAL-ARGS and more arguments read from input.
 xxd	[options] [infile [outfile]]	Make a hex dump of a file or standard input, or (-r) the reverse.
 yes	[STRING]...	Repeatedly output a line with all specified STRING(s), or 'y'.
