@@ -186,15 +186,21 @@ func (g *Generator) failedAttempt(ctx context.Context, blobs Blobs, ex exchange,
 	g.keepEvidence(ctx, blobs, ex, &ev, apiKey)
 	fa := FailedAttempt{Attempt: uint64(pe.Attempts), Kind: string(pe.Kind), Status: uint64(max(pe.Status, 0)),
 		Message: pe.Message, RequestID: pe.RequestID, WaitMS: uint64(wait.Milliseconds())}
-	if ev.RequestRef.Valid() {
-		r := ev.RequestRef
+	fa.setEvidence(&ev)
+	return fa
+}
+
+// setEvidence names the request and response a provider error stored as
+// its evidence, those it has.
+func (fa *FailedAttempt) setEvidence(pe *ProviderError) {
+	if pe.RequestRef.Valid() {
+		r := pe.RequestRef
 		fa.RequestRef = &r
 	}
-	if ev.ResponseRef.Valid() {
-		r := ev.ResponseRef
+	if pe.ResponseRef.Valid() {
+		r := pe.ResponseRef
 		fa.ResponseRef = &r
 	}
-	return fa
 }
 
 // prepare checks p, loads its blobs and builds the provider request.

@@ -111,14 +111,7 @@ func (g *Generator) continuationFailed(err error, attempts int) FailedAttempt {
 	if errors.As(err, &pe) {
 		fa.Kind, fa.Status, fa.RequestID = string(pe.Kind), uint64(max(pe.Status, 0)), pe.RequestID
 		fa.Message = "continuing the paused answer: " + pe.Message
-		if pe.RequestRef.Valid() {
-			r := pe.RequestRef
-			fa.RequestRef = &r
-		}
-		if pe.ResponseRef.Valid() {
-			r := pe.ResponseRef
-			fa.ResponseRef = &r
-		}
+		fa.setEvidence(pe)
 	}
 	return fa
 }
