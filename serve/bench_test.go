@@ -2,10 +2,13 @@ package serve
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -75,45 +78,118 @@ func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 //   - http-goroutine: the same, the server running each turn's stream in
 //     a goroutine of its own that hands the events to the request's
 //     handler (as it did before the handler pulled them, and as it does
-//     on PostgreSQL).
+//     on PostgreSQL);
+//   - responses and chatcompletions: the same turns through the
+//     OpenAI-compatible streams (POST /v1/responses and POST
+//     /v1/chat/completions with stream true), each chat continuing its
+//     conversation as an OpenAI client does (previous_response_id; the
+//     messages so far), timed to response.completed and to data: [DONE].
 //
 // What the server adds is measured where it is added, beside what the
 // client sees (see docs/BENCHMARKS.md "serve"):
 //
 //   - cpu-ms/turn: the CPU time of this process (the server, the world,
 //     the fake model; not the clients) a turn, and cpu-ratio: over
-//     in-process's;
+//     in-process's; client-cpu-ms/turn: the client process's;
 //   - server-ms/turn: the time a turn's request spends in the server
-//     outside the agent: from its handler's start to turn_end flushed to
-//     the socket, less the time spent inside the turn's stream (pulling
-//     its events; with http-goroutine, from its start to its TurnEnd);
+//     outside the agent: from its handler's start to the turn's end
+//     flushed to the socket, less the time spent inside the turn's stream
+//     (pulling its events; with http-goroutine, from its start to its
+//     TurnEnd);
 //   - server-ms/event: from the turn's stream yielding an event to its
-//     stream having written and flushed it to the socket; events/flush:
-//     how many events a flush sent, on average (the events of a batch
-//     that came together go out in one);
+//     stream having written and flushed what it makes of it to the
+//     socket; events/flush: how many events a flush sent, on average (the
+//     events of a batch that came together go out in one);
 //   - client-added-ms/turn and client-added-ms/event: what the client
 //     sees added (its turn's time less the agent's; an event's arrival
-//     less its yield), the two processes' scheduling on a shared machine
-//     included;
-//   - p50/p99-ms/turn and p99-ratio: the turn's time as the client (or
-//     the in-process caller) sees it.
+//     less its yield, native API only), the two processes' scheduling on
+//     a shared machine included;
+//   - p50/p99-ms/turn, p99-ratio and p99-added-ms: the turn's time as the
+//     client (or the in-process caller) sees it, and the p99's ratio to
+//     in-process's and difference from it.
 func BenchmarkServeTurns(b *testing.B) {
 	for _, chats := range []int{1, 20, benchChats} {
 		b.Run(fmt.Sprintf("chats=%d", chats), func(b *testing.B) {
-			b.Run("inprocess", func(b *testing.B) { benchInProcess(b, chats) })
-			b.Run("http", func(b *testing.B) { benchHTTP(b, chats, false) })
-			b.Run("http-goroutine", func(b *testing.B) { benchHTTP(b, chats, true) })
+			benchWays(b, chats, pacing{})
 		})
 	}
 }
 
-// inProcess is the last in-process run's figures at each chat count, for
-// the HTTP runs' ratios.
-var inProcess sync.Map // chats → inProcessFigures
+// BenchmarkServeTurnsPaced: what 200 users chatting look like, where
+// BenchmarkServeTurns has them all send at the same instant. 200 chats
+// open at once; each sends its next message a think time after its last
+// turn ended (and its first after one), -serve.turns messages a round;
+// the think times are drawn from an exponential distribution of mean
+// -serve.think (capped at five times it), seeded per chat by -serve.seed:
+// every way runs the same schedule. The offered load (200 chats over the
+// think time and a turn's time) is meant to leave the machine far from
+// saturated: cpu-util-% is the CPU used by the server's and the client's
+// processes over the round's wall time and all cores. The same figures
+// as BenchmarkServeTurns, the same ways (but http-goroutine).
+func BenchmarkServeTurnsPaced(b *testing.B) {
+	b.Run(fmt.Sprintf("chats=%d", benchChats), func(b *testing.B) {
+		benchWays(b, benchChats, pacing{Turns: *pacedTurns, Think: *pacedThink, Seed: *pacedSeed})
+	})
+}
+
+var (
+	pacedThink = flag.Duration("serve.think", 4*time.Second, "BenchmarkServeTurnsPaced: a chat's mean think time before each message")
+	pacedTurns = flag.Int("serve.turns", 5, "BenchmarkServeTurnsPaced: messages each chat sends a round")
+	pacedSeed  = flag.Uint64("serve.seed", 1, "BenchmarkServeTurnsPaced: the seed of the think times")
+)
+
+// benchWays runs the ways side by side at chats chats paced by p.
+func benchWays(b *testing.B, chats int, p pacing) {
+	key := fmt.Sprintf("%d/%v", chats, p.paced())
+	b.Run("inprocess", func(b *testing.B) { benchInProcess(b, chats, p, key) })
+	b.Run("http", func(b *testing.B) { benchHTTP(b, chats, apiNative, false, p, key) })
+	if !p.paced() {
+		b.Run("http-goroutine", func(b *testing.B) { benchHTTP(b, chats, apiNative, true, p, key) })
+	}
+	b.Run("responses", func(b *testing.B) { benchHTTP(b, chats, apiResponses, false, p, key) })
+	b.Run("chatcompletions", func(b *testing.B) { benchHTTP(b, chats, apiChat, false, p, key) })
+}
+
+// The APIs the benchmark's clients stream a turn through.
+const (
+	apiNative    = "native"          // POST /v1/worlds/main/chats/{chat}/messages
+	apiResponses = "responses"       // POST /v1/responses
+	apiChat      = "chatcompletions" // POST /v1/chat/completions
+)
+
+// pacing is how a benchmark's chats send their messages: all at once,
+// one each a round (Think zero: a burst), or Turns each a round, each
+// after a think time (paced).
+type pacing struct {
+	Turns int           `json:"turns"`
+	Think time.Duration `json:"think"`
+	Seed  uint64        `json:"seed"`
+}
+
+func (p pacing) paced() bool { return p.Think > 0 }
+
+// thinks is chat i's think time before each of its messages a round: an
+// exponential draw of mean Think, capped at five times it, from a source
+// seeded by Seed and i (the same in every way and every round).
+func (p pacing) thinks(i int) []time.Duration {
+	if !p.paced() {
+		return []time.Duration{0}
+	}
+	r := rand.New(rand.NewPCG(p.Seed, uint64(i)))
+	out := make([]time.Duration, p.Turns)
+	for k := range out {
+		out[k] = time.Duration(min(r.ExpFloat64(), 5) * float64(p.Think))
+	}
+	return out
+}
+
+// inProcess is the last in-process run's figures for each benchWays key,
+// for the HTTP runs' ratios.
+var inProcess sync.Map // key → inProcessFigures
 
 type inProcessFigures struct{ cpu, p99 float64 }
 
-func benchInProcess(b *testing.B, chats int) {
+func benchInProcess(b *testing.B, chats int, p pacing, key string) {
 	st, opts, done := benchWorld(b)
 	defer done()
 	w, err := agent.Open(b.Context(), manifest, append(opts, agent.WithStorage(st))...)
@@ -123,44 +199,54 @@ func benchInProcess(b *testing.B, chats int) {
 	defer w.Close()
 	var mu sync.Mutex
 	var turns []time.Duration
+	var wall time.Duration
 	cpu0 := cpuTime()
 	b.ResetTimer()
 	for range b.N {
+		t0 := time.Now()
 		var wg sync.WaitGroup
 		for i := range chats {
 			wg.Go(func() {
 				c := w.Chat("c" + strconv.Itoa(i))
-				start := time.Now()
-				for e, err := range c.Send(b.Context(), "hello") {
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					if _, ok := e.(agent.TurnEnd); ok {
-						d := time.Since(start)
-						mu.Lock()
-						turns = append(turns, d)
-						mu.Unlock()
+				for _, think := range p.thinks(i) {
+					time.Sleep(think)
+					start := time.Now()
+					for e, err := range c.Send(b.Context(), "hello") {
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						if _, ok := e.(agent.TurnEnd); ok {
+							d := time.Since(start)
+							mu.Lock()
+							turns = append(turns, d)
+							mu.Unlock()
+						}
 					}
 				}
 			})
 		}
 		wg.Wait()
+		wall += time.Since(t0)
 	}
 	b.StopTimer()
-	cpu := ms(cpuTime()-cpu0) / float64(b.N*chats)
+	used := cpuTime() - cpu0
+	cpu := ms(used) / float64(len(turns))
 	p99 := ms(pct(turns, .99))
-	inProcess.Store(chats, inProcessFigures{cpu, p99})
+	inProcess.Store(key, inProcessFigures{cpu, p99})
 	b.ReportMetric(cpu, "cpu-ms/turn")
+	b.ReportMetric(100*float64(used)/float64(wall)/float64(runtime.NumCPU()), "cpu-util-%")
 	b.ReportMetric(ms(pct(turns, .5)), "p50-ms/turn")
 	b.ReportMetric(p99, "p99-ms/turn")
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e6/float64(b.N*chats), "ms/turn")
+	b.ReportMetric(float64(len(turns))/wall.Seconds(), "turns/s")
 }
 
-func benchHTTP(b *testing.B, chats int, noPull bool) {
+func benchHTTP(b *testing.B, chats int, api string, noPull bool, p pacing, ipKey string) {
 	st, opts, done := benchWorld(b)
 	defer done()
-	srv, err := New(b.Context(), Options{Manifest: manifest, Agent: opts, Storage: st, Rate: -1})
+	// The turns' logs stay for the figures read after a round (a paced
+	// one lasts longer than DefaultKeep).
+	srv, err := New(b.Context(), Options{Manifest: manifest, Agent: opts, Storage: st, Rate: -1, Keep: time.Hour})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -191,18 +277,20 @@ func benchHTTP(b *testing.B, chats int, noPull bool) {
 		}
 		mu.Unlock()
 	}
-	client := startBenchClient(b, hs.URL, chats)
+	client := startBenchClient(b, hs.URL, benchOrder{Chats: chats, API: api, Model: srv.Name(), Pacing: p})
 	defer client.close(b)
 	var turns, serverTurns, clientAdded, clientEvents []time.Duration
-	var clientCPU time.Duration
+	var clientCPU, wall time.Duration
 	cpu0 := cpuTime()
 	b.ResetTimer()
 	for range b.N {
+		t0 := time.Now()
 		round := client.round(b)
+		wall += time.Since(t0)
 		b.StopTimer()
 		clientCPU += time.Duration(round.CPUNS)
 		// The server's hooks run once its flush has returned, which may
-		// be after the client read turn_end: wait for them.
+		// be after the client read the turn's end: wait for them.
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
 			mu.Lock()
 			n := len(ended)
@@ -244,17 +332,21 @@ func benchHTTP(b *testing.B, chats int, noPull bool) {
 		b.StartTimer()
 	}
 	b.StopTimer()
-	n := float64(b.N * chats)
-	cpu := ms(cpuTime()-cpu0) / n
+	n := float64(len(turns))
+	used := cpuTime() - cpu0
+	cpu := ms(used) / n
 	b.ReportMetric(cpu, "cpu-ms/turn")
 	b.ReportMetric(ms(clientCPU)/n, "client-cpu-ms/turn")
+	b.ReportMetric(100*float64(used+clientCPU)/float64(wall)/float64(runtime.NumCPU()), "cpu-util-%")
+	b.ReportMetric(n/wall.Seconds(), "turns/s")
 	b.ReportMetric(ms(pct(turns, .5)), "p50-ms/turn")
 	p99 := ms(pct(turns, .99))
 	b.ReportMetric(p99, "p99-ms/turn")
-	if ip, ok := inProcess.Load(chats); ok {
+	if ip, ok := inProcess.Load(ipKey); ok {
 		ip := ip.(inProcessFigures)
 		b.ReportMetric(cpu/ip.cpu, "cpu-ratio")
 		b.ReportMetric(p99/ip.p99, "p99-ratio")
+		b.ReportMetric(p99-ip.p99, "p99-added-ms")
 	}
 	b.ReportMetric(ms(pct(serverTurns, .5)), "p50-server-ms/turn")
 	b.ReportMetric(ms(pct(serverTurns, .99)), "p99-server-ms/turn")
@@ -265,14 +357,27 @@ func benchHTTP(b *testing.B, chats int, noPull bool) {
 	b.ReportMetric(ms(pct(serverEvents, .99)), "p99-server-ms/event")
 	b.ReportMetric(ms(pct(clientAdded, .5)), "p50-client-added-ms/turn")
 	b.ReportMetric(ms(pct(clientAdded, .99)), "p99-client-added-ms/turn")
-	b.ReportMetric(ms(pct(clientEvents, .5)), "p50-client-added-ms/event")
-	b.ReportMetric(ms(pct(clientEvents, .99)), "p99-client-added-ms/event")
+	if len(clientEvents) > 0 {
+		b.ReportMetric(ms(pct(clientEvents, .5)), "p50-client-added-ms/event")
+		b.ReportMetric(ms(pct(clientEvents, .99)), "p99-client-added-ms/event")
+	}
 }
 
 // benchClientEnv, set to the server's URL in the environment of this
 // test binary, makes it the benchmark's client process: TestMain runs
 // benchClient instead of the tests.
 const benchClientEnv = "DEMIURGE_SERVE_BENCH_CLIENT"
+
+// benchOrder is what the client process is asked to run, each round:
+// Chats chats (c0 to cN-1 on the native API; conversations the server
+// names on OpenAI's) stream their turns through API, paced by Pacing;
+// Model is the model OpenAI requests name.
+type benchOrder struct {
+	Chats  int    `json:"chats"`
+	API    string `json:"api"`
+	Model  string `json:"model"`
+	Pacing pacing `json:"pacing"`
+}
 
 // benchRound is what the client process reports of a round: each turn
 // it streamed, and the CPU time it used.
@@ -283,37 +388,69 @@ type benchRound struct {
 }
 
 // benchTurn is one turn as the client saw it: when it sent the message
-// and read turn_end, and when each event arrived (by its id), in Unix
-// nanoseconds (the server's clock: both processes read the same one).
+// and read the turn's end, and when each event arrived (by its id; the
+// native API's only), in Unix nanoseconds (the server's clock: both
+// processes read the same one).
 type benchTurn struct {
 	Chat    string           `json:"chat"`
 	Turn    uint64           `json:"turn"`
 	Start   int64            `json:"start"`
 	End     int64            `json:"end"`
-	Arrived map[string]int64 `json:"arrived"`
+	Arrived map[string]int64 `json:"arrived,omitempty"`
 }
 
-// benchClient is the client process: for each line "go N" on in, N chats
-// (c0 to cN-1) each send a message to the server at its URL and read
-// their turns' streams to turn_end, all at once; then it writes the
-// round (benchRound) as a line of JSON on out. It returns at the end of
-// in.
+// benchConversation is what an OpenAI client keeps of its conversation
+// from one turn to the next: the last response's id (Responses), the
+// messages so far (Chat Completions).
+type benchConversation struct {
+	previous string
+	messages []map[string]string
+}
+
+// benchClient is the client process. Its first line on in is the
+// benchOrder (JSON); then, for each line "go", it runs a round: every
+// chat sends its messages (one, all at once, or paced) and reads each
+// turn's stream to its end; then it writes the round (benchRound) as a
+// line of JSON on out. It returns at the end of in.
 func benchClient(url string, in io.Reader, out io.Writer) int {
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1000, MaxConnsPerHost: 0}}
 	sc := bufio.NewScanner(in)
 	enc := json.NewEncoder(out)
+	var order benchOrder
+	if !sc.Scan() || json.Unmarshal(sc.Bytes(), &order) != nil {
+		fmt.Fprintf(os.Stderr, "bench client: want the order first, got %q\n", sc.Text())
+		return 2
+	}
+	convs := make([]benchConversation, order.Chats)
 	for sc.Scan() {
-		var chats int
-		if _, err := fmt.Sscanf(sc.Text(), "go %d", &chats); err != nil {
-			fmt.Fprintf(os.Stderr, "bench client: %q: %v\n", sc.Text(), err)
-			return 2
-		}
 		cpu0 := cpuTime()
-		round := benchRound{Turns: make([]benchTurn, chats)}
-		errs := make([]error, chats)
+		var mu sync.Mutex
+		var round benchRound
+		errs := make([]error, order.Chats)
 		var wg sync.WaitGroup
-		for i := range chats {
-			wg.Go(func() { round.Turns[i], errs[i] = benchClientTurn(hc, url, "c"+strconv.Itoa(i)) })
+		for i := range order.Chats {
+			wg.Go(func() {
+				for _, think := range order.Pacing.thinks(i) {
+					time.Sleep(think)
+					var t benchTurn
+					var err error
+					switch order.API {
+					case apiResponses:
+						t, err = benchResponsesTurn(hc, url, order.Model, &convs[i])
+					case apiChat:
+						t, err = benchChatTurn(hc, url, order.Model, i, &convs[i])
+					default:
+						t, err = benchClientTurn(hc, url, "c"+strconv.Itoa(i))
+					}
+					if err != nil {
+						errs[i] = err
+						return
+					}
+					mu.Lock()
+					round.Turns = append(round.Turns, t)
+					mu.Unlock()
+				}
+			})
 		}
 		wg.Wait()
 		round.CPUNS = int64(cpuTime() - cpu0)
@@ -359,17 +496,134 @@ func benchClientTurn(hc *http.Client, url, chat string) (benchTurn, error) {
 	return t, nil
 }
 
+// benchPost posts body (JSON) to url and returns the response, an event
+// stream.
+func benchPost(hc *http.Client, url string, body any) (*http.Response, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	req, _ := http.NewRequest("POST", url, bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return nil, fmt.Errorf("POST %s: %s: %s", url, resp.Status, msg)
+	}
+	return resp, nil
+}
+
+// benchResponsesTurn sends the conversation's next message through POST
+// /v1/responses (stream), continuing from its previous response, and
+// reads the stream to response.completed.
+func benchResponsesTurn(hc *http.Client, url, model string, conv *benchConversation) (benchTurn, error) {
+	var t benchTurn
+	body := map[string]any{"model": model, "input": "hello", "stream": true}
+	if conv.previous != "" {
+		body["previous_response_id"] = conv.previous
+	}
+	start := time.Now()
+	resp, err := benchPost(hc, url+"/v1/responses", body)
+	if err != nil {
+		return t, err
+	}
+	defer resp.Body.Close()
+	var id, last string
+	_ = readSSE(resp.Body, func(ev sseEvent) bool {
+		last = ev.Event
+		switch ev.Event {
+		case "response.created":
+			var d struct {
+				Response struct {
+					ID string `json:"id"`
+				} `json:"response"`
+			}
+			_ = json.Unmarshal([]byte(ev.Data), &d)
+			id = d.Response.ID
+		case "response.completed", "response.failed", "response.incomplete":
+			t.End = time.Now().UnixNano()
+			return false
+		}
+		return true
+	})
+	if last != "response.completed" {
+		return t, fmt.Errorf("responses: the stream ended with %q", last)
+	}
+	ref, err := decodeID("resp_", id)
+	if err != nil {
+		return t, err
+	}
+	conv.previous = id
+	t.Chat, t.Turn, t.Start = ref.Chat, ref.Turn, start.UnixNano()
+	return t, nil
+}
+
+// benchChatTurn sends the conversation's messages and the next one
+// through POST /v1/chat/completions (stream) and reads the stream to
+// data: [DONE], keeping the answer for the next. The server finds a
+// conversation's chat by its messages, so the first of each names the
+// conversation (i): the fake model answers every message alike.
+func benchChatTurn(hc *http.Client, url, model string, i int, conv *benchConversation) (benchTurn, error) {
+	var t benchTurn
+	text := "hello"
+	if len(conv.messages) == 0 {
+		text = "hello from conversation " + strconv.Itoa(i)
+	}
+	msgs := append(conv.messages, map[string]string{"role": "user", "content": text})
+	start := time.Now()
+	resp, err := benchPost(hc, url+"/v1/chat/completions", map[string]any{"model": model, "messages": msgs, "stream": true})
+	if err != nil {
+		return t, err
+	}
+	defer resp.Body.Close()
+	var id string
+	var answer strings.Builder
+	_ = readSSE(resp.Body, func(ev sseEvent) bool {
+		if ev.Data == "[DONE]" {
+			t.End = time.Now().UnixNano()
+			return false
+		}
+		var c struct {
+			ID      string `json:"id"`
+			Choices []struct {
+				Delta struct {
+					Content string `json:"content"`
+				} `json:"delta"`
+			} `json:"choices"`
+		}
+		_ = json.Unmarshal([]byte(ev.Data), &c)
+		id = c.ID
+		for _, ch := range c.Choices {
+			answer.WriteString(ch.Delta.Content)
+		}
+		return true
+	})
+	if t.End == 0 {
+		return t, errors.New("chat completions: no data: [DONE]")
+	}
+	ref, err := decodeID("chatcmpl-", id)
+	if err != nil {
+		return t, err
+	}
+	conv.messages = append(msgs, map[string]string{"role": "assistant", "content": answer.String()})
+	t.Chat, t.Turn, t.Start = ref.Chat, ref.Turn, start.UnixNano()
+	return t, nil
+}
+
 // benchClientProc is the client process, as the benchmark drives it.
 type benchClientProc struct {
-	cmd   *exec.Cmd
-	in    io.WriteCloser
-	out   *bufio.Scanner
-	chats int
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Scanner
 }
 
 // startBenchClient starts this test binary as the client process of the
-// server at url.
-func startBenchClient(b *testing.B, url string, chats int) *benchClientProc {
+// server at url, to run order.
+func startBenchClient(b *testing.B, url string, order benchOrder) *benchClientProc {
 	b.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), benchClientEnv+"="+url)
@@ -385,15 +639,18 @@ func startBenchClient(b *testing.B, url string, chats int) *benchClientProc {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
+	if err := json.NewEncoder(in).Encode(order); err != nil {
+		b.Fatal(err)
+	}
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 1<<20), 256<<20)
-	return &benchClientProc{cmd: cmd, in: in, out: sc, chats: chats}
+	return &benchClientProc{cmd: cmd, in: in, out: sc}
 }
 
 // round has the client run a round and returns what it saw.
 func (c *benchClientProc) round(b *testing.B) benchRound {
 	b.Helper()
-	if _, err := fmt.Fprintf(c.in, "go %d\n", c.chats); err != nil {
+	if _, err := fmt.Fprintln(c.in, "go"); err != nil {
 		b.Fatal(err)
 	}
 	if !c.out.Scan() {

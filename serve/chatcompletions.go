@@ -287,6 +287,7 @@ func ccUsageOf(u agent.Usage) *ccUsage {
 // turn's text is the answer, streamed or whole. The agent's tool calls
 // run on the server and are not in the answer.
 func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	fields, err := readFields(r)
 	if err != nil {
 		writeError(w, err)
@@ -349,6 +350,9 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	defer l.handOff() // whatever this request read of the turn, the rest runs
 	key := turnKey{l.world, l.chat, l.request}
+	if s.testStarted != nil {
+		s.testStarted(key, start)
+	}
 	ref := responseRef{World: key.world, Chat: key.chat, Turn: key.request, Created: time.Now().Unix()}
 	id := encodeID("chatcmpl-", ref)
 	record := func(answer string) {

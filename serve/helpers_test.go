@@ -127,7 +127,7 @@ type sseEvent struct {
 // false or the stream ends.
 func readSSE(r io.Reader, fn func(sseEvent) bool) error {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	sc.Buffer(make([]byte, 4<<10), 16<<20) // grown as lines need: the benchmarks' clients read thousands of streams
 	var ev sseEvent
 	var data []string
 	for sc.Scan() {

@@ -314,12 +314,29 @@ func (s *Server) follow(ctx context.Context, w *agent.World, key turnKey, p posi
 		}
 		return true
 	}
+	// The events on has written since the last flush that reached the
+	// server while the stream was open (the lag metric's, and the
+	// benchmarks' hook's, once flushed).
+	var written []logged
+	flushed := func() error {
+		err := flush()
+		now := time.Now()
+		for _, e := range written {
+			s.metrics.lag.Observe(now.Sub(e.at).Seconds())
+			if s.testWritten != nil {
+				_, end := e.ev.(agent.TurnEnd)
+				s.testWritten(key, e.at, now, end)
+			}
+		}
+		written = written[:0]
+		return err
+	}
 	for {
 		select {
 		case e := <-got:
 			if e.ev == nil {
 				if flush != nil {
-					if err := flush(); err != nil {
+					if err := flushed(); err != nil {
 						return err
 					}
 				}
@@ -334,7 +351,13 @@ func (s *Server) follow(ctx context.Context, w *agent.World, key turnKey, p posi
 				}
 				return err
 			}
+			if flush != nil && !e.at.IsZero() {
+				written = append(written, e)
+			}
 			if _, ok := e.ev.(agent.TurnEnd); ok {
+				if flush != nil {
+					return flushed() // the turn's end goes out now, not when the caller closes
+				}
 				return nil
 			}
 			if _, ok := e.ev.(agent.ApprovalRequested); !ok || !waits() {

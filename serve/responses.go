@@ -281,6 +281,7 @@ func approvalID(call string) string {
 // previous response's), or its answers to calls that wait for approval;
 // the response is the turn, streamed or whole.
 func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	fields, err := readFields(r)
 	if err != nil {
 		writeError(w, err)
@@ -369,6 +370,9 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		}
 		defer l.handOff() // whatever this request read of the turn, the rest runs
 		key = turnKey{l.world, l.chat, l.request}
+		if s.testStarted != nil {
+			s.testStarted(key, start)
+		}
 	}
 	ref.Turn = key.request
 	b := s.newResponse(aw, ref, req.previous)
