@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -726,7 +727,7 @@ func BenchmarkServeStreamMemory(b *testing.B) {
 		b.ReportMetric(float64(after-before)/benchChats, "bytes/stream")
 		close(hold)
 		for _, c := range conns {
-			_, _ = io.Copy(io.Discard, readUntilEnd{c})
+			_, _ = io.Copy(io.Discard, readUntilEnd{c, "event: turn_end"})
 			c.Close()
 		}
 		hs.CloseClientConnections()
@@ -737,13 +738,17 @@ func BenchmarkServeStreamMemory(b *testing.B) {
 	}
 }
 
-// readUntilEnd reads a stream until its turn_end event.
-type readUntilEnd struct{ c net.Conn }
+// readUntilEnd reads a stream until end (its turn's end: the event, or
+// the line, that says so).
+type readUntilEnd struct {
+	c   net.Conn
+	end string
+}
 
 func (r readUntilEnd) Read(p []byte) (int, error) {
 	_ = r.c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	n, err := r.c.Read(p)
-	if strings.Contains(string(p[:n]), "event: turn_end") {
+	if strings.Contains(string(p[:n]), r.end) {
 		return n, io.EOF
 	}
 	return n, err
@@ -818,4 +823,143 @@ func BenchmarkServeManyWorlds(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkServeStreamMemoryAPIs: the memory a turn under way holds with
+// its stream open, through each API, beside the same turn in-process:
+// 200 turns wait on their model call (held), each begun by a client (a
+// bare socket each: nearly all of it is the server's) that sent its
+// message and reads nothing more of the stream; the heap and stacks in
+// use after, over before, per turn (bytes/turn), and that less the
+// in-process turn's (bytes/stream: what serving it adds). In-process,
+// a goroutine ranges over each turn's Send.
+func BenchmarkServeStreamMemoryAPIs(b *testing.B) {
+	for _, way := range []string{"inprocess", apiNative, apiResponses, apiChat} {
+		b.Run(way, func(b *testing.B) {
+			var per float64
+			for range b.N {
+				per = heldTurnBytes(b, way)
+			}
+			b.ReportMetric(per, "bytes/turn")
+			if way == "inprocess" {
+				heldInProcess = per
+			} else if heldInProcess > 0 {
+				b.ReportMetric(per-heldInProcess, "bytes/stream")
+			}
+		})
+	}
+}
+
+// heldInProcess is the in-process run's bytes a held turn.
+var heldInProcess float64
+
+// heldTurnBytes begins benchChats turns through way, holds them on their
+// model call, and returns the memory in use they added, per turn. A first
+// turn runs to its end before: the world, its caches, the server's and
+// the model's connections are there in every way.
+func heldTurnBytes(b *testing.B, way string) float64 {
+	b.StopTimer()
+	defer b.StartTimer()
+	hold := make(chan struct{})
+	var calls atomic.Int64
+	model := llmtest.NewServerFunc(func(llmtest.Request) llmtest.Turn {
+		if calls.Add(1) == 1 { // the first turn's
+			return llmtest.Turn{Text: "first"}
+		}
+		return llmtest.Turn{Text: "late", Hold: hold}
+	})
+	defer model.Close()
+	s, err := store.Open(filepath.Join(b.TempDir(), "store"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	st, _ := world.NewBoltStorage(s.CAS(), s.Journal())
+	opts := []agent.Option{envOf("OPENAI_API_KEY", "sk-test", "OPENAI_BASE_URL", model.URL), agent.WithModel(agent.Model{Name: "gpt-test"})}
+	var send func(i int) // begins turn i; the first (i = benchChats) to its end
+	var wait func()      // waits for the turns' ends, once let go
+	if way == "inprocess" {
+		w, err := agent.Open(b.Context(), manifest, append(opts, agent.WithStorage(st))...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer w.Close()
+		var wg sync.WaitGroup
+		turn := func(i int, begun chan<- struct{}) {
+			for _, err := range w.Chat("c"+strconv.Itoa(i)).Send(b.Context(), "hi") {
+				if err != nil {
+					b.Error(err)
+					break
+				}
+				if begun != nil {
+					close(begun)
+					begun = nil
+				}
+			}
+		}
+		send = func(i int) {
+			if i == benchChats {
+				turn(i, nil)
+				return
+			}
+			begun := make(chan struct{})
+			wg.Go(func() { turn(i, begun) })
+			<-begun // the turn has begun, as a client's does when its stream opens
+		}
+		wait = wg.Wait
+	} else {
+		srv, err := New(b.Context(), Options{Manifest: manifest, Storage: st, Rate: -1, Agent: opts})
+		if err != nil {
+			b.Fatal(err)
+		}
+		hs := httptest.NewServer(srv.Handler())
+		defer func() { hs.CloseClientConnections(); hs.Close(); srv.Close() }()
+		addr := hs.Listener.Addr().String()
+		var conns []net.Conn
+		end := map[string]string{apiNative: "event: turn_end", apiResponses: "event: response.completed", apiChat: "data: [DONE]"}[way]
+		send = func(i int) {
+			var path, body string
+			switch way {
+			case apiNative:
+				path, body = "/v1/worlds/main/chats/c"+strconv.Itoa(i)+"/messages", `{"text": "hi"}`
+			case apiResponses:
+				path, body = "/v1/responses", `{"model": "`+srv.Name()+`", "input": "hi", "stream": true}`
+			default:
+				path, body = "/v1/chat/completions", `{"model": "`+srv.Name()+`", "messages": [{"role": "user", "content": "hi `+strconv.Itoa(i)+`"}], "stream": true}`
+			}
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				b.Fatal(err)
+			}
+			fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", path, addr, len(body), body)
+			if i == benchChats {
+				_, _ = io.Copy(io.Discard, readUntilEnd{c, end})
+				c.Close()
+				return
+			}
+			conns = append(conns, c)
+			if line, err := bufio.NewReader(c).ReadString('\n'); err != nil || !strings.Contains(line, "200") { // the stream is open
+				b.Errorf("%s %d: %q %v", way, i, line, err)
+			}
+		}
+		wait = func() {
+			for _, c := range conns {
+				_, _ = io.Copy(io.Discard, readUntilEnd{c, end})
+				c.Close()
+			}
+		}
+	}
+	send(benchChats)
+	before := inUse()
+	for i := range benchChats {
+		send(i)
+	}
+	// Every turn has begun: some wait on their model call, the others for
+	// a connection to the model (the adapter's client bounds them), alike
+	// in every way.
+	time.Sleep(200 * time.Millisecond)
+	after := inUse()
+	close(hold)
+	wait()
+	return float64(int64(after)-int64(before)) / benchChats
 }
