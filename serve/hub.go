@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/demiurge-dev/demiurge/agent"
@@ -279,27 +280,22 @@ var errStop = errors.New("stop")
 // it, nil for errStop), ctx ends, or the turn only waits for the user's
 // decisions on calls whose ApprovalRequested have all come: then it calls
 // awaiting (if not nil) and returns what awaiting returns.
+//
+// It reads the events in the caller's goroutine (Server.events, pulling
+// the turn's stream itself when nobody else does), as the native stream
+// does: no goroutine between the agent and the client. Once a call asks
+// for approval, a goroutine checks every waitEvents whether the turn now
+// only waits for decisions (the other calls of its round may still run
+// when the ask comes), and ends the wait for events if so.
 func (s *Server) follow(ctx context.Context, w *agent.World, key turnKey, p position, on func(logged) error, awaiting, flush func() error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	c := s.chat(w, key.chat)
-	got := make(chan logged) // an event, or (ev nil) the end of a batch
-	done := make(chan error, 1)
-	put := func(e logged) error {
-		select {
-		case got <- e:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	go func() {
-		done <- s.events(ctx, w, key, p, put, func() error { return put(logged{}) }, true)
-	}()
-	check := time.NewTicker(waitEvents)
-	defer check.Stop()
-	asked := map[string]bool{}
+	var mu sync.Mutex
+	asked := map[string]bool{} // the calls whose ApprovalRequested came (under mu: the checker reads it)
 	waits := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
 		if len(asked) == 0 {
 			return false
 		}
@@ -314,11 +310,36 @@ func (s *Server) follow(ctx context.Context, w *agent.World, key turnKey, p posi
 		}
 		return true
 	}
+	checking := false
+	check := func() {
+		if checking {
+			return
+		}
+		checking = true
+		go func() {
+			t := time.NewTicker(waitEvents)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					if waits() {
+						cancel(errAwaiting)
+						return
+					}
+				}
+			}
+		}()
+	}
 	// The events on has written since the last flush that reached the
 	// server while the stream was open (the lag metric's, and the
 	// benchmarks' hook's, once flushed).
 	var written []logged
 	flushed := func() error {
+		if flush == nil {
+			return nil
+		}
 		err := flush()
 		now := time.Now()
 		for _, e := range written {
@@ -331,51 +352,50 @@ func (s *Server) follow(ctx context.Context, w *agent.World, key turnKey, p posi
 		written = written[:0]
 		return err
 	}
-	for {
-		select {
-		case e := <-got:
-			if e.ev == nil {
-				if flush != nil {
-					if err := flushed(); err != nil {
-						return err
-					}
-				}
-				continue
-			}
-			if ar, ok := e.ev.(agent.ApprovalRequested); ok {
-				asked[ar.CallID] = true
-			}
-			if err := on(e); err != nil {
-				if errors.Is(err, errStop) {
-					return nil
-				}
-				return err
-			}
-			if flush != nil && !e.at.IsZero() {
-				written = append(written, e)
-			}
-			if _, ok := e.ev.(agent.TurnEnd); ok {
-				if flush != nil {
-					return flushed() // the turn's end goes out now, not when the caller closes
-				}
-				return nil
-			}
-			if _, ok := e.ev.(agent.ApprovalRequested); !ok || !waits() {
-				continue
-			}
-		case err := <-done:
-			return err
-		case <-check.C:
-			if !waits() {
-				continue
-			}
+	err := s.events(ctx, w, key, p, func(e logged) error {
+		ar, ask := e.ev.(agent.ApprovalRequested)
+		if ask {
+			mu.Lock()
+			asked[ar.CallID] = true
+			mu.Unlock()
 		}
+		if err := on(e); err != nil {
+			return err
+		}
+		if flush != nil && !e.at.IsZero() {
+			written = append(written, e)
+		}
+		if _, ok := e.ev.(agent.TurnEnd); ok {
+			return errTurnEnded
+		}
+		if ask {
+			if waits() {
+				return errAwaiting
+			}
+			check()
+		}
+		return nil
+	}, flushed, true)
+	switch {
+	case errors.Is(err, errTurnEnded):
+		return flushed() // the turn's end goes out now, not when the caller closes
+	case errors.Is(err, errStop):
+		return nil
+	case errors.Is(err, errAwaiting) || err != nil && errors.Is(context.Cause(ctx), errAwaiting):
 		if awaiting != nil {
 			return awaiting()
 		}
 		return nil
 	}
+	return err
 }
+
+// errTurnEnded and errAwaiting end the events follow reads: the turn
+// ended; it only waits for the user's decisions.
+var (
+	errTurnEnded = errors.New("the turn ended")
+	errAwaiting  = errors.New("the turn waits for decisions")
+)
 
 // collect gathers the events of turn key after p until the turn ends, or
 // only waits for approval (then its last event is a TurnEnd of outcome
