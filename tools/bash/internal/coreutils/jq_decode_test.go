@@ -63,6 +63,39 @@ func TestJQKeyOrderLikeJQ(t *testing.T) {
 	}
 }
 
+// jqOrderKnownDiffs are where the sandbox's jq still prints another order
+// than jq: gojq's maps iterate sorted, and an object's order is found by its
+// set of keys, not by the object.
+var jqOrderKnownDiffs = []struct {
+	name, input, filter, why string
+}{
+	{"same keys, another order", "{\"a\":1,\"b\":2}\n{\"b\":3,\"a\":4}", ".", "an input object prints in the order of the first input object with the same keys"},
+	{"values of an object", `{"b":1,"a":2}`, ".[]", "gojq iterates an object's values in key order"},
+	{"keys_unsorted", `{"b":1,"a":2}`, "keys_unsorted", "keys_unsorted is keys"},
+	{"to_entries", `{"b":1,"a":2}`, "to_entries", "gojq lists an object's entries in key order"},
+	{"object built by the filter", `{"a":1}`, "{z: 1, y: 2} + .", "an object the filter builds has no input order: its new keys print sorted"},
+}
+
+// TestJQKeyOrderKnownDiffs: each known difference is still one (when one
+// is fixed, it moves to jqOrderCases).
+func TestJQKeyOrderKnownDiffs(t *testing.T) {
+	jq, err := exec.LookPath("jq")
+	if err != nil {
+		t.Skip("jq not installed (.ci/run installs it)")
+	}
+	for _, tc := range jqOrderKnownDiffs {
+		cmd := exec.Command(jq, "-c", tc.filter)
+		cmd.Stdin = strings.NewReader(tc.input)
+		want, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("real jq %q: %v", tc.filter, err)
+		}
+		if got, _, _ := runCmd(t, t.Context(), "jq", []string{"-c", tc.filter}, tc.input, nil); got == string(want) {
+			t.Errorf("%s (%s): the sandbox now prints what jq does, %q: move it to jqOrderCases", tc.name, tc.why, got)
+		}
+	}
+}
+
 // TestJQInputChargesBudget: jq's input is held within the memory budget.
 func TestJQInputChargesBudget(t *testing.T) {
 	input := "[" + strings.Repeat(`{"b":1,"a":"xxxxxxxx"},`, 20000) + "{}]"
