@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"math/big"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -347,7 +348,13 @@ func runJQ(c *cmd, o *jqOpts, files []jqFile) int {
 	if o.nullInput {
 		st = runOne(nil)
 	} else {
+		// The objects of an input done with are forgotten, unless the
+		// filter reads other inputs and may still hold them.
+		forget := !strings.Contains(o.filter, "input")
 		for {
+			if forget {
+				o.order.forget()
+			}
 			v, err := inputs.next()
 			if err == io.EOF {
 				break
@@ -766,7 +773,7 @@ func (d *jqDecoder) value(tok jsontext.Token) (any, error) {
 				return nil, err
 			}
 			if tok.Kind() == '}' {
-				d.order.object(keys)
+				d.order.object(m, keys)
 				return m, nil
 			}
 			key := tok.String()
@@ -833,28 +840,47 @@ func (e *jqFuncError) Error() string {
 	return fmt.Sprintf("%s cannot be applied to: %s", e.name, b)
 }
 
-// jqKeyOrder keeps the order of object keys in the input, which gojq's
-// maps lose and jq keeps: an object printed with the keys of an input
-// object (., .[1], an update of a key it has) prints them in that
-// object's order; another (del(.k), . + {new: 1}) puts the keys the input
-// had in the order they first appeared there, then the others sorted (an
-// object the filter built, {b: 1, a: 2}, is printed sorted: jq would keep
-// the order of the filter's text). What it holds is bounded.
+// jqKeyOrder keeps the order of object keys, which gojq's maps lose and
+// jq keeps. Every object decoded from the input, and every object the
+// filter builds where the sandbox sees it ({b, a}, a + b, a * b), is
+// noted by its identity (the map itself, held so that its address is not
+// reused) with its keys in jq's order: as long as the filter passes that
+// map on unchanged, it prints, iterates and lists in that order. An object
+// gojq copied (an update of a key it has, del(.k)) is printed in the
+// order of the first noted object with the same set of keys, else with
+// the keys the input had in the order they first appeared there, then
+// the others sorted. What it holds is bounded; the identities are
+// forgotten between inputs when the filter reads no other input.
 type jqKeyOrder struct {
-	sets map[string][]string // sorted keys joined by NUL -> input order
-	rank map[string]int      // key -> when it first appeared
+	sets  map[string][]string    // sorted keys joined by NUL -> input order
+	rank  map[string]int         // key -> when it first appeared
+	byMap map[uintptr]jqObjOrder // a noted map's identity -> its order
+}
+
+// jqObjOrder is a noted map and the order of its keys.
+type jqObjOrder struct {
+	m    map[string]any
+	keys []string
 }
 
 const (
 	jqMaxKeySets = 4096
 	jqMaxKeys    = 1 << 16
+	jqMaxObjects = 1 << 15
 )
 
 func newJQKeyOrder() *jqKeyOrder {
-	return &jqKeyOrder{sets: map[string][]string{}, rank: map[string]int{}}
+	return &jqKeyOrder{sets: map[string][]string{}, rank: map[string]int{}, byMap: map[uintptr]jqObjOrder{}}
 }
 
-func (k *jqKeyOrder) empty() bool { return len(k.rank) == 0 }
+func (k *jqKeyOrder) empty() bool { return len(k.rank) == 0 && len(k.byMap) == 0 }
+
+// forget drops the identities noted (the objects of an input done with).
+func (k *jqKeyOrder) forget() {
+	if len(k.byMap) > 0 {
+		clear(k.byMap)
+	}
+}
 
 // key notes that key appeared in the input (the first time ranks it).
 func (k *jqKeyOrder) key(key string) {
@@ -866,22 +892,38 @@ func (k *jqKeyOrder) key(key string) {
 	}
 }
 
-// object notes the order of an input object's keys (each once), unless an
-// object with the same keys came before.
-func (k *jqKeyOrder) object(keys []string) {
-	if k == nil || len(k.sets) >= jqMaxKeySets {
+// object notes the order of m's keys (each once) for its set of keys,
+// unless an object with the same keys came before; and by m's identity
+// when the order differs from the one its set of keys gives (most objects
+// with the same keys have them in the same order, and cost nothing).
+func (k *jqKeyOrder) object(m map[string]any, keys []string) {
+	if k == nil || len(keys) < 2 {
 		return
 	}
 	sorted := slices.Clone(keys)
 	sort.Strings(sorted)
 	sig := strings.Join(sorted, "\x00")
-	if _, ok := k.sets[sig]; !ok {
+	if first, ok := k.sets[sig]; ok && slices.Equal(first, keys) {
+		return
+	} else if !ok && len(k.sets) < jqMaxKeySets {
 		k.sets[sig] = keys
+		return
+	}
+	if len(k.byMap) < jqMaxObjects {
+		k.byMap[jqMapID(m)] = jqObjOrder{m, keys}
 	}
 }
 
+// jqMapID is the identity of a map: where its header is.
+func jqMapID(m map[string]any) uintptr { return reflect.ValueOf(m).Pointer() }
+
 // keys returns the keys of m in the order to print them.
 func (k *jqKeyOrder) keys(m map[string]any) []string {
+	if len(m) > 1 {
+		if o, ok := k.byMap[jqMapID(m)]; ok && len(o.keys) == len(m) {
+			return o.keys
+		}
+	}
 	keys := make([]string, 0, len(m))
 	for key := range m {
 		keys = append(keys, key)

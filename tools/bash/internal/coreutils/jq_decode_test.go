@@ -38,6 +38,8 @@ var jqOrderCases = []struct {
 	{"escaped keys", `{"\u00e9":1,"\n":2,"a\"b":3,"\ud83d\ude00":4}`, []string{"."}},
 	{"unicode nested", `{"ключ":{"値":1,"clé":[{"β":2,"α":3}]}}`, []string{"-c", `.["ключ"], .`}},
 	{"to_entries", `{"b":1,"a":2}`, []string{"-c", "with_entries(.value += 1)"}},
+	{"same keys, another order", "{\"a\":1,\"b\":2}\n{\"b\":3,\"a\":4}\n[{\"a\":5,\"b\":6},{\"b\":7,\"a\":8}]", []string{"-c", "., .[1]?"}},
+	{"same keys nested, another order", `{"x":{"a":1,"b":2},"y":{"b":3,"a":4},"z":[{"b":5,"a":6}]}`, []string{"-c", ".y, .z[0], [.x, .y], {x: .y}, del(.x)"}},
 }
 
 // TestJQKeyOrderLikeJQ runs the cases through the sandbox's jq and the
@@ -69,7 +71,6 @@ func TestJQKeyOrderLikeJQ(t *testing.T) {
 var jqOrderKnownDiffs = []struct {
 	name, input, filter, why string
 }{
-	{"same keys, another order", "{\"a\":1,\"b\":2}\n{\"b\":3,\"a\":4}", ".", "an input object prints in the order of the first input object with the same keys"},
 	{"values of an object", `{"b":1,"a":2}`, ".[]", "gojq iterates an object's values in key order"},
 	{"keys_unsorted", `{"b":1,"a":2}`, "keys_unsorted", "keys_unsorted is keys"},
 	{"to_entries", `{"b":1,"a":2}`, "to_entries", "gojq lists an object's entries in key order"},
@@ -104,8 +105,8 @@ func TestJQInputChargesBudget(t *testing.T) {
 	if status == 0 || !strings.Contains(errOut, "memory budget exceeded") {
 		t.Errorf("jq over a 64 KiB budget: status %d, stderr %q", status, errOut)
 	}
-	if out, _, status := runCmd(t, t.Context(), "jq", []string{"length"}, input, &Env{Budget: budget.New(8<<20, nil), MaxInputBytes: 1 << 22}); status != 0 || out != "20001\n" {
-		t.Errorf("jq within an 8 MiB budget: %q, status %d", out, status)
+	if out, errOut, status := runCmd(t, t.Context(), "jq", []string{"length"}, input, &Env{Budget: budget.New(8<<20, nil), MaxInputBytes: 1 << 22}); status != 0 || out != "20001\n" {
+		t.Errorf("jq within an 8 MiB budget: %q, status %d %s", out, status, errOut)
 	}
 }
 
@@ -151,7 +152,7 @@ func FuzzJQDecoder(f *testing.F) {
 				if err1 != io.EOF && !errors.As(err1, &pe) {
 					t.Fatalf("value %d of %q: error %v is no parse error", i, data, err1)
 				}
-				if err1 == io.EOF && !hasDuplicateKeys(two.order) && !reflect.DeepEqual(one.order, two.order) {
+				if err1 == io.EOF && !hasDuplicateKeys(two.order) && (!reflect.DeepEqual(one.order.sets, two.order.sets) || !reflect.DeepEqual(one.order.rank, two.order.rank)) {
 					t.Fatalf("key order of %q: one pass %v, two passes %v", data, one.order, two.order)
 				}
 				return
