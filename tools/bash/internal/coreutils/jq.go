@@ -301,7 +301,7 @@ func runJQ(c *cmd, o *jqOpts, files []jqFile) int {
 	ctx, stopWatch := watchHeap(c.ctx, bound)
 	defer stopWatch()
 	runOne := func(v any) int {
-		iter := code.RunWithContext(ctx, v, o.varValues...)
+		iter := code.RunWithContext(ctx, v, append(o.varValues, o.order)...)
 		for {
 			r, ok := iter.Next()
 			if !ok {
@@ -404,21 +404,14 @@ func compileJQ(c *cmd, o *jqOpts, inputs *jqInputs) (*gojq.Code, int) {
 		fmt.Fprintln(c.env.Stderr, "jq: 1 compile error")
 		return nil, 3
 	}
-	opts := []gojq.CompilerOption{gojq.WithVariables(o.varNames),
-		// gojq keeps no key order (objects print sorted): keys_unsorted is
-		// keys.
-		gojq.WithFunction("keys_unsorted", 0, 0, func(v any, _ []any) any {
-			m, ok := v.(map[string]any)
-			if !ok {
-				return &jqFuncError{"keys_unsorted", v}
-			}
-			ks := make([]any, 0, len(m))
-			for k := range m {
-				ks = append(ks, k)
-			}
-			slices.SortFunc(ks, func(a, b any) int { return strings.Compare(a.(string), b.(string)) })
-			return ks
-		})}
+	// gojq's objects are maps: what keeps jq's key order is noted in the
+	// run's jqKeyOrder by the rewritten filter and the defs it uses.
+	defs, err := jqOrderFuncDefs(filter, jqOrderRewrite(q))
+	if err != nil {
+		return nil, c.errf(3, "error: %v", err)
+	}
+	q.FuncDefs = append(defs, q.FuncDefs...)
+	opts := append([]gojq.CompilerOption{gojq.WithVariables(append(slices.Clone(o.varNames), jqOrderVar))}, jqOrderFuncs()...)
 	if dynamic {
 		environ := c.env.Environ
 		opts = append(opts,
@@ -855,6 +848,7 @@ type jqKeyOrder struct {
 	sets  map[string][]string    // sorted keys joined by NUL -> input order
 	rank  map[string]int         // key -> when it first appeared
 	byMap map[uintptr]jqObjOrder // a noted map's identity -> its order
+	held  int                    // keys held by sets and byMap together
 }
 
 // jqObjOrder is a noted map and the order of its keys.
@@ -867,19 +861,23 @@ const (
 	jqMaxKeySets = 4096
 	jqMaxKeys    = 1 << 16
 	jqMaxObjects = 1 << 15
+	jqMaxHeld    = 1 << 18 // keys held in all (objects a reduce merges grow one by one)
 )
 
 func newJQKeyOrder() *jqKeyOrder {
 	return &jqKeyOrder{sets: map[string][]string{}, rank: map[string]int{}, byMap: map[uintptr]jqObjOrder{}}
 }
 
-func (k *jqKeyOrder) empty() bool { return len(k.rank) == 0 && len(k.byMap) == 0 }
+func (k *jqKeyOrder) empty() bool {
+	return len(k.rank) == 0 && len(k.byMap) == 0 && len(k.sets) == 0
+}
 
 // forget drops the identities noted (the objects of an input done with).
 func (k *jqKeyOrder) forget() {
-	if len(k.byMap) > 0 {
-		clear(k.byMap)
+	for _, o := range k.byMap {
+		k.held -= len(o.keys)
 	}
+	clear(k.byMap)
 }
 
 // key notes that key appeared in the input (the first time ranks it).
@@ -897,7 +895,7 @@ func (k *jqKeyOrder) key(key string) {
 // when the order differs from the one its set of keys gives (most objects
 // with the same keys have them in the same order, and cost nothing).
 func (k *jqKeyOrder) object(m map[string]any, keys []string) {
-	if k == nil || len(keys) < 2 {
+	if k == nil || len(keys) < 2 || k.held+len(keys) > jqMaxHeld {
 		return
 	}
 	sorted := slices.Clone(keys)
@@ -907,10 +905,15 @@ func (k *jqKeyOrder) object(m map[string]any, keys []string) {
 		return
 	} else if !ok && len(k.sets) < jqMaxKeySets {
 		k.sets[sig] = keys
+		k.held += len(keys)
 		return
 	}
 	if len(k.byMap) < jqMaxObjects {
+		if old, ok := k.byMap[jqMapID(m)]; ok {
+			k.held -= len(old.keys)
+		}
 		k.byMap[jqMapID(m)] = jqObjOrder{m, keys}
+		k.held += len(keys)
 	}
 }
 
@@ -983,4 +986,433 @@ func (k *jqKeyOrder) marshal(b *bytes.Buffer, v any) error {
 		b.Write(vb)
 	}
 	return nil
+}
+
+// jqOrderVar is the hidden variable through which the functions that keep
+// key order reach the run's jqKeyOrder (compiled filters are shared
+// between runs, so the functions cannot hold it).
+const jqOrderVar = "$__jq_key_order"
+
+// jqOrderDefs replace, for the filter, jq builtins whose gojq versions
+// lose key order: they list, iterate and merge objects in the order the
+// run noted. Each is added only when the filter names it (or a builtin
+// defined with it); _jq_each is what the filter's .[] became.
+var jqOrderDefs = []struct{ name, def string }{
+	{"_jq_each", `def _jq_each: if type == "object" then _jq_keys(` + jqOrderVar + `)[] as $k | .[$k] else .[] end;`},
+	{"keys_unsorted", `def keys_unsorted: _jq_keys(` + jqOrderVar + `);`},
+	{"to_entries", `def to_entries: _jq_to_entries(` + jqOrderVar + `);`},
+	{"from_entries", `def from_entries: map({ (.key // .Key // .name // .Name): (if has("value") then .value else .Value end) }) | _jq_add_all(` + jqOrderVar + `) // {};`},
+	{"with_entries", `def with_entries(f): to_entries | map(f) | from_entries;`},
+	{"add", `def add: _jq_add_all(` + jqOrderVar + `);`},
+	{"map", `def map(f): [_jq_each | f];`},
+	{"recurse", `def recurse: def r: ., (_jq_each? | r); r;`},
+	{"paths", `def paths: path(..) | select(. != []); def paths(f): path(.. | select(f)) | select(. != []);`},
+	{"tostream", `def tostream: path(def r: (_jq_each? | r), .; r) as $p | getpath($p) | reduce path(_jq_each?) as $q ([$p, .]; [$p + $q]);`},
+	{"tojson", `def tojson: _jq_tojson(` + jqOrderVar + `);`},
+	{"tostring", `def tostring: if type == "string" then . else _jq_tojson(` + jqOrderVar + `) end;`},
+}
+
+// jqOrderFuncDefs are the parsed jqOrderDefs the filter needs, in order
+// (a def sees the ones before it).
+func jqOrderFuncDefs(filter string, each bool) ([]*gojq.FuncDef, error) {
+	need := map[string]bool{"_jq_each": each}
+	for _, d := range jqOrderDefs {
+		if strings.Contains(filter, d.name) {
+			need[d.name] = true
+		}
+	}
+	if strings.Contains(filter, `\(`) || strings.Contains(filter, "@text") { // "\(x)" is x | tostring
+		need["tostring"] = true
+	}
+	if strings.Contains(filter, "@json") {
+		need["tojson"] = true
+	}
+	if strings.Contains(filter, "..") || need["paths"] {
+		need["recurse"] = true
+	}
+	if need["with_entries"] {
+		need["to_entries"], need["from_entries"], need["map"] = true, true, true
+	}
+	if need["map"] || need["recurse"] || need["tostream"] {
+		need["_jq_each"] = true
+	}
+	var defs []*gojq.FuncDef
+	for _, d := range jqOrderDefs {
+		if !need[d.name] {
+			continue
+		}
+		q, err := gojq.Parse(d.def + " .")
+		if err != nil {
+			return nil, fmt.Errorf("jq order def %s: %w", d.name, err)
+		}
+		defs = append(defs, q.FuncDefs...)
+	}
+	return defs, nil
+}
+
+// jqOrderRewrite changes the parsed filter so that what it builds and
+// iterates keeps jq's key order: an object construction {k: v, ...} pipes
+// its object to _jq_obj with the keys in the filter's order, a + b and a *
+// b become _jq_add and _jq_mul, and .[] becomes _jq_each. It reports
+// whether a .[] was rewritten.
+func jqOrderRewrite(q *gojq.Query) (each bool) {
+	w := jqRewriter{}
+	w.query(q)
+	return w.each
+}
+
+type jqRewriter struct{ each bool }
+
+func jqOrderArg() *gojq.Query {
+	return &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqOrderVar}}}
+}
+
+func (w *jqRewriter) query(q *gojq.Query) {
+	if q == nil {
+		return
+	}
+	for _, fd := range q.FuncDefs {
+		w.query(fd.Body)
+	}
+	w.term(q.Term)
+	w.query(q.Left)
+	w.query(q.Right)
+	w.patterns(q.Patterns)
+	if name := map[gojq.Operator]string{gojq.OpAdd: "_jq_add", gojq.OpMul: "_jq_mul"}[q.Op]; name != "" {
+		q.Term = &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: name, Args: []*gojq.Query{jqOrderArg(), q.Left, q.Right}}}
+		q.Left, q.Op, q.Right = nil, 0, nil
+	}
+}
+
+func (w *jqRewriter) patterns(ps []*gojq.Pattern) {
+	for _, p := range ps {
+		w.patterns(p.Array)
+		for _, o := range p.Object {
+			w.str(o.KeyString)
+			w.query(o.KeyQuery)
+			w.patterns([]*gojq.Pattern{o.Val})
+		}
+	}
+}
+
+func (w *jqRewriter) str(s *gojq.String) {
+	if s != nil {
+		for _, q := range s.Queries {
+			w.query(q)
+		}
+	}
+}
+
+func (w *jqRewriter) index(x *gojq.Index) {
+	if x != nil {
+		w.str(x.Str)
+		w.query(x.Start)
+		w.query(x.End)
+	}
+}
+
+func (w *jqRewriter) term(t *gojq.Term) {
+	if t == nil {
+		return
+	}
+	w.index(t.Index)
+	if t.Func != nil {
+		for _, a := range t.Func.Args {
+			w.query(a)
+		}
+	}
+	if t.Array != nil {
+		w.query(t.Array.Query)
+	}
+	if t.Unary != nil {
+		w.term(t.Unary.Term)
+	}
+	w.str(t.Str)
+	if x := t.If; x != nil {
+		w.query(x.Cond)
+		w.query(x.Then)
+		for _, e := range x.Elif {
+			w.query(e.Cond)
+			w.query(e.Then)
+		}
+		w.query(x.Else)
+	}
+	if x := t.Try; x != nil {
+		w.query(x.Body)
+		w.query(x.Catch)
+	}
+	if x := t.Reduce; x != nil {
+		w.query(x.Query)
+		w.patterns(x.Patterns)
+		w.query(x.Start)
+		w.query(x.Update)
+	}
+	if x := t.Foreach; x != nil {
+		w.query(x.Query)
+		w.patterns(x.Patterns)
+		w.query(x.Start)
+		w.query(x.Update)
+		w.query(x.Extract)
+	}
+	if t.Label != nil {
+		w.query(t.Label.Body)
+	}
+	w.query(t.Query)
+	for _, s := range t.SuffixList {
+		w.index(s.Index)
+	}
+	if t.Object != nil {
+		keys := make([]*gojq.Query, len(t.Object.KeyVals))
+		for i, kv := range t.Object.KeyVals {
+			w.str(kv.KeyString)
+			w.query(kv.KeyQuery)
+			w.query(kv.Val)
+			key := &gojq.Term{Type: gojq.TermTypeNull}
+			switch {
+			case kv.Key != "" && kv.Key[0] == '$':
+				key = &gojq.Term{Type: gojq.TermTypeString, Str: &gojq.String{Str: kv.Key[1:]}}
+			case kv.Key != "":
+				key = &gojq.Term{Type: gojq.TermTypeString, Str: &gojq.String{Str: kv.Key}}
+			case kv.KeyString != nil && kv.KeyString.Queries == nil:
+				key = &gojq.Term{Type: gojq.TermTypeString, Str: &gojq.String{Str: kv.KeyString.Str}}
+			}
+			keys[i] = &gojq.Query{Term: key}
+		}
+		if len(keys) > 1 {
+			list := keys[0]
+			for _, k := range keys[1:] {
+				list = &gojq.Query{Left: list, Op: gojq.OpComma, Right: k}
+			}
+			obj := &gojq.Term{Type: gojq.TermTypeObject, Object: t.Object}
+			call := &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: "_jq_obj",
+				Args: []*gojq.Query{jqOrderArg(), {Term: &gojq.Term{Type: gojq.TermTypeArray, Array: &gojq.Array{Query: list}}}}}}
+			t.Type, t.Object = gojq.TermTypeQuery, nil
+			t.Query = &gojq.Query{Left: &gojq.Query{Term: obj}, Op: gojq.OpPipe, Right: &gojq.Query{Term: call}}
+		}
+	}
+	// T S1 .. [] Sk..: (T S1 .. | _jq_each) Sk.., until no [] is left
+	for i := 0; i < len(t.SuffixList); {
+		if !t.SuffixList[i].Iter {
+			i++
+			continue
+		}
+		w.each = true
+		inner := *t
+		inner.SuffixList = t.SuffixList[:i]
+		rest := t.SuffixList[i+1:]
+		*t = gojq.Term{Type: gojq.TermTypeQuery, Query: &gojq.Query{Left: &gojq.Query{Term: &inner}, Op: gojq.OpPipe,
+			Right: &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: "_jq_each"}}}}}
+		t.SuffixList, i = rest, 0
+	}
+}
+
+// jqOrderOf is the run's key order passed to a function (a new one if
+// none was: the order is then the input's sorted one).
+func jqOrderOf(v any) *jqKeyOrder {
+	if k, ok := v.(*jqKeyOrder); ok && k != nil {
+		return k
+	}
+	return newJQKeyOrder()
+}
+
+// jqGojqFilters are gojq's own versions of what the order-keeping
+// functions replace, run for the values where order plays no part, so that
+// results and errors are gojq's.
+var jqGojqFilters = sync.OnceValue(func() map[string]*gojq.Code {
+	codes := map[string]*gojq.Code{}
+	for name, src := range map[string]string{"add": "add", "keys": "keys", "to_entries": "to_entries",
+		"tojson": "tojson", "+": ".[0] + .[1]", "*": ".[0] * .[1]"} {
+		q, err := gojq.Parse(src)
+		if err != nil {
+			panic(err) // constant sources
+		}
+		if codes[name], err = gojq.Compile(q); err != nil {
+			panic(err)
+		}
+	}
+	return codes
+})
+
+// jqGojq runs gojq's own filter name on v, for its first result.
+func jqGojq(name string, v any) any {
+	r, ok := jqGojqFilters()[name].Run(v).Next()
+	if !ok {
+		return nil
+	}
+	return r
+}
+
+// jqOrderFuncs are the Go functions the order-keeping defs and the
+// rewritten filter call; each takes the run's key order first.
+func jqOrderFuncs() []gojq.CompilerOption {
+	return []gojq.CompilerOption{
+		gojq.WithFunction("_jq_keys", 1, 1, func(v any, args []any) any {
+			m, ok := v.(map[string]any)
+			if !ok {
+				return jqGojq("keys", v)
+			}
+			keys := jqOrderOf(args[0]).keys(m)
+			ks := make([]any, len(keys))
+			for i, key := range keys {
+				ks[i] = key
+			}
+			return ks
+		}),
+		gojq.WithFunction("_jq_to_entries", 1, 1, func(v any, args []any) any {
+			m, ok := v.(map[string]any)
+			if !ok {
+				return jqGojq("to_entries", v)
+			}
+			keys := jqOrderOf(args[0]).keys(m)
+			es := make([]any, len(keys))
+			for i, key := range keys {
+				es[i] = map[string]any{"key": key, "value": m[key]}
+			}
+			return es
+		}),
+		gojq.WithFunction("_jq_tojson", 1, 1, func(v any, args []any) any {
+			var b bytes.Buffer
+			if err := jqOrderOf(args[0]).marshal(&b, v); err != nil {
+				return jqGojq("tojson", v) // gojq's error
+			}
+			return b.String()
+		}),
+		gojq.WithFunction("_jq_obj", 2, 2, func(v any, args []any) any {
+			if m, ok := v.(map[string]any); ok {
+				if slots, ok := args[1].([]any); ok {
+					jqOrderOf(args[0]).built(m, slots)
+				}
+			}
+			return v
+		}),
+		gojq.WithFunction("_jq_add", 3, 3, func(_ any, args []any) any {
+			return jqOrderOf(args[0]).add(args[1], args[2])
+		}),
+		gojq.WithFunction("_jq_mul", 3, 3, func(_ any, args []any) any {
+			l, lok := args[1].(map[string]any)
+			r, rok := args[2].(map[string]any)
+			if !lok || !rok {
+				if l, ok := args[1].(float64); ok {
+					if r, ok := args[2].(float64); ok {
+						return l * r
+					}
+				}
+				return jqGojq("*", []any{args[1], args[2]})
+			}
+			return jqOrderOf(args[0]).merge(l, r, true)
+		}),
+		gojq.WithFunction("_jq_add_all", 1, 1, func(v any, args []any) any {
+			k := jqOrderOf(args[0])
+			a, ok := v.([]any)
+			if m, isMap := v.(map[string]any); isMap { // its values, in order
+				for _, key := range k.keys(m) {
+					a = append(a, m[key])
+				}
+				ok = true
+			}
+			if !ok {
+				return jqGojq("add", v)
+			}
+			var acc any
+			if !slices.ContainsFunc(a, func(x any) bool { _, isMap := x.(map[string]any); return isMap }) {
+				return jqGojq("add", a) // no object: gojq's add, in one pass
+			}
+			for _, x := range a {
+				acc = k.add(acc, x)
+				if err, isErr := acc.(error); isErr {
+					return err
+				}
+			}
+			return acc
+		}),
+	}
+}
+
+// built notes the order of an object the filter built: its keys in the
+// filter's order (slots: the keys written in the filter, nil where a key
+// is computed; the computed keys fill those, sorted).
+func (k *jqKeyOrder) built(m map[string]any, slots []any) {
+	if len(m) < 2 {
+		return
+	}
+	var computed []string
+	for key := range m {
+		if !slices.Contains(slots, any(key)) {
+			computed = append(computed, key)
+		}
+	}
+	sort.Strings(computed)
+	keys := make([]string, 0, len(m))
+	for _, s := range slots {
+		if key, ok := s.(string); ok {
+			if _, in := m[key]; in && !slices.Contains(keys, key) {
+				keys = append(keys, key)
+			}
+		} else if len(computed) > 0 {
+			keys = append(keys, computed[0])
+			computed = computed[1:]
+		}
+	}
+	k.object(m, append(keys, computed...))
+}
+
+// add is l + r, as gojq computes it, with an object's keys in jq's order:
+// l's, then r's new ones in r's order.
+func (k *jqKeyOrder) add(l, r any) any {
+	switch l := l.(type) {
+	case nil:
+		return r
+	case map[string]any:
+		if r, ok := r.(map[string]any); ok {
+			return k.merge(l, r, false)
+		}
+	case int:
+		if r, ok := r.(int); ok {
+			if v := l + r; (v >= l) == (r >= 0) {
+				return v
+			}
+		}
+	case float64:
+		if r, ok := r.(float64); ok {
+			return l + r
+		}
+	case string:
+		if r, ok := r.(string); ok {
+			return l + r
+		}
+	}
+	if r == nil {
+		return l
+	}
+	return jqGojq("+", []any{l, r})
+}
+
+// merge is l + r (deep: l * r) for objects, noting the keys' order.
+func (k *jqKeyOrder) merge(l, r map[string]any, deep bool) map[string]any {
+	if len(r) == 0 && !deep {
+		return l
+	}
+	if len(l) == 0 && !deep {
+		return r
+	}
+	m := make(map[string]any, len(l)+len(r))
+	keys := slices.Clone(k.keys(l))
+	for _, key := range keys {
+		m[key] = l[key]
+	}
+	for _, key := range k.keys(r) {
+		v := r[key]
+		if old, had := m[key]; !had {
+			keys = append(keys, key)
+		} else if deep {
+			if om, ok := old.(map[string]any); ok {
+				if rm, ok := v.(map[string]any); ok {
+					v = k.merge(om, rm, true)
+				}
+			}
+		}
+		m[key] = v
+	}
+	k.object(m, keys)
+	return m
 }
