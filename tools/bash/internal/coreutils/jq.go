@@ -406,11 +406,15 @@ func compileJQ(c *cmd, o *jqOpts, inputs *jqInputs) (*gojq.Code, int) {
 	}
 	// gojq's objects are maps: what keeps jq's key order is noted in the
 	// run's jqKeyOrder by the rewritten filter and the defs it uses.
-	defs, err := jqOrderFuncDefs(filter, jqOrderRewrite(q))
-	if err != nil {
-		return nil, c.errf(3, "error: %v", err)
+	if jqOrderOff {
+		q.FuncDefs = append(jqParseDefs("def keys_unsorted: keys;"), q.FuncDefs...)
+	} else {
+		defs, err := jqOrderFuncDefs(filter, jqOrderRewrite(q))
+		if err != nil {
+			return nil, c.errf(3, "error: %v", err)
+		}
+		q.FuncDefs = append(defs, q.FuncDefs...)
 	}
-	q.FuncDefs = append(defs, q.FuncDefs...)
 	opts := append([]gojq.CompilerOption{gojq.WithVariables(append(slices.Clone(o.varNames), jqOrderVar))}, jqOrderFuncs()...)
 	if dynamic {
 		environ := c.env.Environ
@@ -849,6 +853,7 @@ type jqKeyOrder struct {
 	rank  map[string]int         // key -> when it first appeared
 	byMap map[uintptr]jqObjOrder // a noted map's identity -> its order
 	held  int                    // keys held by sets and byMap together
+	sig   []byte                 // signature's buffer
 }
 
 // jqObjOrder is a noted map and the order of its keys.
@@ -900,11 +905,11 @@ func (k *jqKeyOrder) object(m map[string]any, keys []string) {
 	}
 	sorted := slices.Clone(keys)
 	sort.Strings(sorted)
-	sig := strings.Join(sorted, "\x00")
-	if first, ok := k.sets[sig]; ok && slices.Equal(first, keys) {
+	sig := k.signature(sorted)
+	if first, ok := k.sets[string(sig)]; ok && slices.Equal(first, keys) {
 		return
 	} else if !ok && len(k.sets) < jqMaxKeySets {
-		k.sets[sig] = keys
+		k.sets[string(sig)] = keys
 		k.held += len(keys)
 		return
 	}
@@ -915,6 +920,19 @@ func (k *jqKeyOrder) object(m map[string]any, keys []string) {
 		k.byMap[jqMapID(m)] = jqObjOrder{m, keys}
 		k.held += len(keys)
 	}
+}
+
+// signature is the sorted keys joined by NUL, the key of sets; in a
+// buffer reused (a map lookup with string(sig) does not copy it).
+func (k *jqKeyOrder) signature(sorted []string) []byte {
+	k.sig = k.sig[:0]
+	for i, key := range sorted {
+		if i > 0 {
+			k.sig = append(k.sig, 0)
+		}
+		k.sig = append(k.sig, key...)
+	}
+	return k.sig
 }
 
 // jqMapID is the identity of a map: where its header is.
@@ -932,7 +950,7 @@ func (k *jqKeyOrder) keys(m map[string]any) []string {
 		keys = append(keys, key)
 	}
 	sort.Strings(keys)
-	if order, ok := k.sets[strings.Join(keys, "\x00")]; ok && len(order) == len(keys) {
+	if order, ok := k.sets[string(k.signature(keys))]; ok && len(order) == len(keys) {
 		return order
 	}
 	sort.SliceStable(keys, func(i, j int) bool {
@@ -956,11 +974,9 @@ func (k *jqKeyOrder) marshal(b *bytes.Buffer, v any) error {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			kb, err := gojq.Marshal(key)
-			if err != nil {
+			if err := jqMarshalString(b, key); err != nil {
 				return err
 			}
-			b.Write(kb)
 			b.WriteByte(':')
 			if err := k.marshal(b, x[key]); err != nil {
 				return err
@@ -978,6 +994,14 @@ func (k *jqKeyOrder) marshal(b *bytes.Buffer, v any) error {
 			}
 		}
 		b.WriteByte(']')
+	case string:
+		return jqMarshalString(b, x)
+	case int:
+		b.WriteString(strconv.Itoa(x))
+	case bool:
+		b.WriteString(strconv.FormatBool(x))
+	case nil:
+		b.WriteString("null")
 	default:
 		vb, err := gojq.Marshal(x)
 		if err != nil {
@@ -987,6 +1011,29 @@ func (k *jqKeyOrder) marshal(b *bytes.Buffer, v any) error {
 	}
 	return nil
 }
+
+// jqMarshalString writes s as a JSON string as gojq does: printable ASCII
+// but " and \ as it is, the rest by gojq.
+func jqMarshalString(b *bytes.Buffer, s string) error {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' || c > '~' || c == '"' || c == '\\' {
+			sb, err := gojq.Marshal(s)
+			if err != nil {
+				return err
+			}
+			b.Write(sb)
+			return nil
+		}
+	}
+	b.WriteByte('"')
+	b.WriteString(s)
+	b.WriteByte('"')
+	return nil
+}
+
+// jqOrderOff, set by benchmarks only, compiles filters as gojq alone
+// would, to measure what keeping the order costs.
+var jqOrderOff bool
 
 // jqOrderVar is the hidden variable through which the functions that keep
 // key order reach the run's jqKeyOrder (compiled filters are shared
@@ -1200,8 +1247,12 @@ func (w *jqRewriter) term(t *gojq.Term) {
 		inner := *t
 		inner.SuffixList = t.SuffixList[:i]
 		rest := t.SuffixList[i+1:]
+		each := &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: "_jq_each"}}
+		if len(rest) > 0 && rest[0].Optional { // T[]? tries the [] alone, as gojq does
+			each.SuffixList, rest = rest[:1], rest[1:]
+		}
 		*t = gojq.Term{Type: gojq.TermTypeQuery, Query: &gojq.Query{Left: &gojq.Query{Term: &inner}, Op: gojq.OpPipe,
-			Right: &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: "_jq_each"}}}}}
+			Right: &gojq.Query{Term: each}}}
 		t.SuffixList, i = rest, 0
 	}
 }
@@ -1292,10 +1343,8 @@ func jqOrderFuncs() []gojq.CompilerOption {
 			l, lok := args[1].(map[string]any)
 			r, rok := args[2].(map[string]any)
 			if !lok || !rok {
-				if l, ok := args[1].(float64); ok {
-					if r, ok := args[2].(float64); ok {
-						return l * r
-					}
+				if v, ok := jqMulNumbers(args[1], args[2]); ok {
+					return v
 				}
 				return jqGojq("*", []any{args[1], args[2]})
 			}
@@ -1367,14 +1416,20 @@ func (k *jqKeyOrder) add(l, r any) any {
 			return k.merge(l, r, false)
 		}
 	case int:
-		if r, ok := r.(int); ok {
+		switch r := r.(type) {
+		case int:
 			if v := l + r; (v >= l) == (r >= 0) {
 				return v
 			}
+		case float64:
+			return float64(l) + r
 		}
 	case float64:
-		if r, ok := r.(float64); ok {
+		switch r := r.(type) {
+		case float64:
 			return l + r
+		case int:
+			return l + float64(r)
 		}
 	case string:
 		if r, ok := r.(string); ok {
@@ -1415,4 +1470,37 @@ func (k *jqKeyOrder) merge(l, r map[string]any, deep bool) map[string]any {
 	}
 	k.object(m, keys)
 	return m
+}
+
+// jqMulNumbers is l * r for the numbers whose product is plain: floats,
+// and ints small enough not to overflow (gojq's own * does the rest).
+func jqMulNumbers(l, r any) (any, bool) {
+	switch l := l.(type) {
+	case int:
+		switch r := r.(type) {
+		case int:
+			if l > -1<<31 && l < 1<<31 && r > -1<<31 && r < 1<<31 {
+				return l * r, true
+			}
+		case float64:
+			return float64(l) * r, true
+		}
+	case float64:
+		switch r := r.(type) {
+		case float64:
+			return l * r, true
+		case int:
+			return l * float64(r), true
+		}
+	}
+	return nil, false
+}
+
+// jqParseDefs parses constant jq definitions.
+func jqParseDefs(src string) []*gojq.FuncDef {
+	q, err := gojq.Parse(src + " .")
+	if err != nil {
+		panic(err) // constant sources
+	}
+	return q.FuncDefs
 }

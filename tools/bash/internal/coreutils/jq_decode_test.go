@@ -39,6 +39,7 @@ var jqOrderCases = []struct {
 	{"unicode nested", `{"ключ":{"値":1,"clé":[{"β":2,"α":3}]}}`, []string{"-c", `.["ключ"], .`}},
 	{"to_entries", `{"b":1,"a":2}`, []string{"-c", "with_entries(.value += 1)"}},
 	{"values of an object", `{"b":1,"a":{"d":2,"c":3}}`, []string{"-c", ".[], [.a[]], (.a | .[]?), [.[] | numbers], map(.), [..], [paths], [leaf_paths], path(.[]), [tostream]"}},
+	{"optional iteration", `{"b":[1,{"y":1,"x":2}],"a":{"d":2,"c":3}}`, []string{"-c", "[.b[]?[]?], [.[]?], [.b[]?.y?], del(.b[]?), del(.a[]), (.b[1][] |= 7), (label $f | .[] | ., break $f), first(.[]), [limit(1; .a[])], [.[][]?]"}},
 	{"keys_unsorted", `{"b":1,"a":2} [3,4]`, []string{"-c", "keys_unsorted"}},
 	{"to_entries", `{"b":1,"a":{"d":2,"c":3}}`, []string{"-c", "to_entries, (.a | to_entries | from_entries), with_entries(select(.key != \"x\")), ([5,6] | to_entries)"}},
 	{"object built by the filter", `{"a":1,"b":2}`, []string{"-c", "{z: 1, y: 2} + ., {b, a}, (. as $v | {\"q r\": 1, $v, p: 2}), {(.a | tostring): 1, z: 2, b: 3}, {b: (1, 2), a: 3}, (. as {a: $x, b: $y} | {$y, $x})"}},
