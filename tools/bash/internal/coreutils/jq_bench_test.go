@@ -85,3 +85,64 @@ func BenchmarkJQLargeInput(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkJQOrder runs filters that iterate, build and merge objects over
+// the 5 MB input, compiled as gojq alone would (gojq: objects print in
+// the order noted for the input's key sets, the filter's objects sorted)
+// and with jq's key order kept (ordered), in one run.
+func BenchmarkJQOrder(b *testing.B) {
+	data := jqBenchInput()
+	env := &Env{MaxInputBytes: 64 << 20}
+	for _, filter := range []string{".", "length", ".[] | {id, name}", "map(.address + {id})", "[.[] | .orders[] | .qty * .price] | add",
+		"map(to_entries | length) | add", "[.[] | .address | keys_unsorted[0]] | length", "[.[] | tojson] | length"} {
+		for _, mode := range []string{"gojq", "ordered"} {
+			b.Run(filter+"/"+mode, func(b *testing.B) {
+				defer func(off bool) { jqOrderOff = off }(jqOrderOff)
+				jqOrderOff = mode == "gojq"
+				args := []string{"-c", filter}
+				if _, errOut, status := runCmdBytes(b, b.Context(), "jq", args, data, env); status != 0 {
+					b.Fatalf("jq %q: status %d, %s", args, status, errOut)
+				}
+				b.SetBytes(int64(len(data)))
+				b.ReportAllocs()
+				for b.Loop() {
+					runCmdBytes(b, b.Context(), "jq", args, data, env)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkJQOrderSmall runs filters over one of BenchmarkScript's small
+// answers, as gojq alone would and with jq's key order kept, in one run:
+// compiled once (cached, as the shell's runs are) and compiled every run
+// (the order-keeping defs add to what is compiled).
+func BenchmarkJQOrderSmall(b *testing.B) {
+	data := []byte(`{"id":9,"name":"user9","tags":{"z":1,"a":2}}` + "\n")
+	for _, filter := range []string{".name", "{id, name}", "to_entries | map(.key)", ". + {x: 1}"} {
+		for _, cached := range []bool{true, false} {
+			for _, mode := range []string{"gojq", "ordered"} {
+				name := filter + "/uncached/" + mode
+				if cached {
+					name = filter + "/cached/" + mode
+				}
+				b.Run(name, func(b *testing.B) {
+					defer func(off bool) { jqOrderOff = off }(jqOrderOff)
+					jqOrderOff = mode == "gojq"
+					env := &Env{}
+					if cached {
+						env.JQ = &JQCache{}
+					}
+					args := []string{"-c", filter}
+					if _, errOut, status := runCmdBytes(b, b.Context(), "jq", args, data, env); status != 0 {
+						b.Fatalf("jq %q: status %d, %s", args, status, errOut)
+					}
+					b.ReportAllocs()
+					for b.Loop() {
+						runCmdBytes(b, b.Context(), "jq", args, data, env)
+					}
+				})
+			}
+		}
+	}
+}
