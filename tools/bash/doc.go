@@ -22,8 +22,14 @@
 // names the property a_b when the schema has no a-b). `help`, `discover`,
 // `<tool> --help` and `<tool> --dry-run` describe the tools, and
 // in-process utilities process their output and files: awk (a POSIX awk
-// of our own), jq (gojq; objects keep the key order of the input, an
-// object the filter builds is printed sorted), grep, sed, sort, find, ls, cp, mv, rm, diff, bc,
+// of our own), jq (gojq; objects keep jq's key order: the input's, the
+// filter's for {b, a}, left then right's new keys for + and *, and .[],
+// to_entries, keys_unsorted, from_entries, add, .., paths, tostream,
+// tojson and "\(.)" follow it; an object gojq copies to update or delete
+// a key prints in the order of the first object with the same keys, else
+// the input's first order of its keys, so an update of an object whose
+// keys came in another order than an earlier one's can differ from jq),
+// grep, sed, sort, find, ls, cp, mv, rm, diff, bc,
 // tar and some seventy more (see the SystemPrompt of [Tool.Info]).
 //
 // # The interpreter
