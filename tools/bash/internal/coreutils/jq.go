@@ -1129,6 +1129,26 @@ func (w *jqRewriter) query(q *gojq.Query) {
 		q.Term = &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: name, Args: []*gojq.Query{jqOrderArg(), q.Left, q.Right}}}
 		q.Left, q.Op, q.Right = nil, 0, nil
 	}
+	switch q.Op {
+	case gojq.OpAssign, gojq.OpModify, gojq.OpUpdateAdd, gojq.OpUpdateSub, gojq.OpUpdateMul,
+		gojq.OpUpdateDiv, gojq.OpUpdateMod, gojq.OpUpdateAlt:
+		update := *q
+		*q = *jqDeriving(&update)
+	}
+}
+
+// jqDerivers are the builtins that copy the objects they change.
+var jqDerivers = map[string]bool{"del": true, "delpaths": true, "setpath": true, "map_values": true, "walk": true}
+
+// jqDeriving is the update q followed by _jq_derive, which gives the
+// objects it copied the order of those they were copied from.
+func jqDeriving(q *gojq.Query) *gojq.Query {
+	w, err := gojq.Parse(". as $__jq_in | _jq_update | _jq_derive(" + jqOrderVar + "; $__jq_in)")
+	if err != nil {
+		panic(err) // a constant source
+	}
+	w.Right.Left = q
+	return w
 }
 
 func (w *jqRewriter) patterns(ps []*gojq.Pattern) {
@@ -1237,6 +1257,11 @@ func (w *jqRewriter) term(t *gojq.Term) {
 			t.Query = &gojq.Query{Left: &gojq.Query{Term: obj}, Op: gojq.OpPipe, Right: &gojq.Query{Term: call}}
 		}
 	}
+	if t.Type == gojq.TermTypeFunc && jqDerivers[t.Func.Name] {
+		f := *t
+		f.SuffixList = nil
+		*t = gojq.Term{Type: gojq.TermTypeQuery, Query: jqDeriving(&gojq.Query{Term: &f}), SuffixList: t.SuffixList}
+	}
 	// T S1 .. [] Sk..: (T S1 .. | _jq_each) Sk.., until no [] is left
 	for i := 0; i < len(t.SuffixList); {
 		if !t.SuffixList[i].Iter {
@@ -1334,6 +1359,10 @@ func jqOrderFuncs() []gojq.CompilerOption {
 					jqOrderOf(args[0]).built(m, slots)
 				}
 			}
+			return v
+		}),
+		gojq.WithFunction("_jq_derive", 2, 2, func(v any, args []any) any {
+			jqOrderOf(args[0]).derive(v, args[1], 0)
 			return v
 		}),
 		gojq.WithFunction("_jq_add", 3, 3, func(_ any, args []any) any {
@@ -1503,4 +1532,98 @@ func jqParseDefs(src string) []*gojq.FuncDef {
 		panic(err) // constant sources
 	}
 	return q.FuncDefs
+}
+
+// derive gives the objects of v that an update copied from orig (the
+// objects at the same place, another map) the order of orig's: its keys
+// that are left, then the new ones sorted. An object whose order is known
+// (noted by itself or by its set of keys) is left as it is.
+func (k *jqKeyOrder) derive(v, orig any, depth int) {
+	if depth > 512 || k.held >= jqMaxHeld {
+		return
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		o, ok := orig.(map[string]any)
+		if !ok || len(v) == 0 || len(o) == 0 || jqMapID(v) == jqMapID(o) {
+			return
+		}
+		if _, known := k.byMap[jqMapID(v)]; !known && len(v) > 1 {
+			k.copied(v, o)
+		}
+		for _, key := range k.keys(v) {
+			if x, ok := o[key]; ok {
+				k.derive(v[key], x, depth+1)
+			}
+		}
+	case []any:
+		o, ok := orig.([]any)
+		if !ok || len(v) == 0 || len(o) == 0 || &v[0] == &o[0] {
+			return
+		}
+		for i := range min(len(v), len(o)) {
+			k.derive(v[i], o[i], depth+1)
+		}
+	}
+}
+
+// copied notes, by v itself, the order of v copied from o, unless v's
+// set of keys has an order noted and v is not seen to be a copy (o's
+// order is its set's, or v holds none of o's values: then v may as well
+// be another object put in o's place, in the order of its set).
+func (k *jqKeyOrder) copied(v, o map[string]any) {
+	if len(k.byMap) >= jqMaxObjects {
+		return
+	}
+	sorted := make([]string, 0, len(v))
+	for key := range v {
+		sorted = append(sorted, key)
+	}
+	sort.Strings(sorted)
+	if _, ok := k.sets[string(k.signature(sorted))]; ok {
+		if _, deviates := k.byMap[jqMapID(o)]; !deviates || !jqSharesValue(v, o) {
+			return
+		}
+	}
+	keys := make([]string, 0, len(v))
+	for _, key := range k.keys(o) {
+		if _, in := v[key]; in {
+			keys = append(keys, key)
+		}
+	}
+	var added []string
+	for _, key := range sorted {
+		if _, in := o[key]; !in {
+			added = append(added, key)
+		}
+	}
+	keys = append(keys, added...)
+	k.byMap[jqMapID(v)] = jqObjOrder{v, keys}
+	k.held += len(keys)
+}
+
+// jqSharesValue reports whether v and o hold the same value under one
+// key: a scalar equal, an object or array the very same.
+func jqSharesValue(v, o map[string]any) bool {
+	for key, x := range v {
+		y, ok := o[key]
+		if !ok {
+			continue
+		}
+		switch x := x.(type) {
+		case nil, bool, int, float64, string:
+			if x == y {
+				return true
+			}
+		case map[string]any:
+			if y, ok := y.(map[string]any); ok && jqMapID(x) == jqMapID(y) {
+				return true
+			}
+		case []any:
+			if y, ok := y.([]any); ok && len(x) > 0 && len(x) == len(y) && &x[0] == &y[0] {
+				return true
+			}
+		}
+	}
+	return false
 }
