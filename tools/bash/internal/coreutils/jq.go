@@ -72,11 +72,12 @@ type jqOpts struct {
 // 1 last output false/null with -e, 2 usage or input error, 3 compile
 // error, 4 no output with -e, 5 runtime error.
 func jqCmd(c *cmd, args []string) int {
-	o := jqOpts{indent: 2}
+	o := jqOpts{indent: 2, order: newJQKeyOrder()}
 	var files []string
 	positionalMode := "" // "", "args" or "jsonargs": operands after the filter are $ARGS.positional
 	var positional []any
 	var named map[string]any // $ARGS.named, made on first use
+	var namedKeys []string   // its keys in the order given
 	operand := func(a string) int {
 		switch {
 		case !o.haveFilter:
@@ -84,7 +85,7 @@ func jqCmd(c *cmd, args []string) int {
 		case positionalMode == "args":
 			positional = append(positional, a)
 		case positionalMode == "jsonargs":
-			v, err := decodeJSONValue(a)
+			v, err := decodeJSONValue(a, o.order)
 			if err != nil {
 				return c.errf(2, "invalid JSON text passed to --jsonargs")
 			}
@@ -129,7 +130,7 @@ func jqCmd(c *cmd, args []string) int {
 			var v any = string(data)
 			if a == "--slurpfile" {
 				all := []any{}
-				dec := newJQDecoder(data, nil)
+				dec := newJQDecoder(data, o.order)
 				for {
 					x, err := dec.next()
 					if err == io.EOF {
@@ -145,6 +146,9 @@ func jqCmd(c *cmd, args []string) int {
 			o.varValues = append(o.varValues, v)
 			if named == nil {
 				named = map[string]any{}
+			}
+			if _, dup := named[name]; !dup {
+				namedKeys = append(namedKeys, name)
 			}
 			named[name] = v
 			i += 2
@@ -199,7 +203,7 @@ func jqCmd(c *cmd, args []string) int {
 			var v any = val
 			if a == "--argjson" {
 				var err error
-				if v, err = decodeJSONValue(val); err != nil {
+				if v, err = decodeJSONValue(val, o.order); err != nil {
 					return c.errf(2, "invalid JSON text passed to --argjson")
 				}
 			}
@@ -207,6 +211,9 @@ func jqCmd(c *cmd, args []string) int {
 			o.varValues = append(o.varValues, v)
 			if named == nil {
 				named = map[string]any{}
+			}
+			if _, dup := named[name]; !dup {
+				namedKeys = append(namedKeys, name)
 			}
 			named[name] = v
 			i += 2
@@ -252,7 +259,10 @@ func jqCmd(c *cmd, args []string) int {
 			named = map[string]any{}
 		}
 		o.varNames = append(o.varNames, "$ARGS")
-		o.varValues = append(o.varValues, map[string]any{"positional": positional, "named": named})
+		args := map[string]any{"positional": positional, "named": named}
+		o.order.object(args, []string{"positional", "named"})
+		o.order.object(named, namedKeys)
+		o.varValues = append(o.varValues, args)
 	}
 	var names []jqFile
 	if len(files) > 0 {
@@ -674,9 +684,10 @@ func (in *jqInputs) fail(err error) int {
 	return in.c.errf(2, "error (at <stdin>:%d): Cannot parse input: %v", in.line(), err)
 }
 
-// decodeJSONValue decodes one JSON text into gojq's value types.
-func decodeJSONValue(s string) (any, error) {
-	dec := newJQDecoder([]byte(s), nil)
+// decodeJSONValue decodes one JSON text into gojq's value types, noting
+// its objects' key order in order (nil: not noted).
+func decodeJSONValue(s string, order *jqKeyOrder) (any, error) {
+	dec := newJQDecoder([]byte(s), order)
 	v, err := dec.next()
 	if err != nil {
 		return nil, err
@@ -1055,6 +1066,7 @@ var jqOrderDefs = []struct{ name, def string }{
 	{"recurse", `def recurse: def r: ., (_jq_each? | r); r;`},
 	{"paths", `def paths: path(..) | select(. != []); def paths(f): path(.. | select(f)) | select(. != []);`},
 	{"tostream", `def tostream: path(def r: (_jq_each? | r), .; r) as $p | getpath($p) | reduce path(_jq_each?) as $q ([$p, .]; [$p + $q]);`},
+	{"fromjson", `def fromjson: _jq_fromjson(` + jqOrderVar + `);`},
 	{"tojson", `def tojson: _jq_tojson(` + jqOrderVar + `);`},
 	{"tostring", `def tostring: if type == "string" then . else _jq_tojson(` + jqOrderVar + `) end;`},
 }
@@ -1297,7 +1309,7 @@ func jqOrderOf(v any) *jqKeyOrder {
 var jqGojqFilters = sync.OnceValue(func() map[string]*gojq.Code {
 	codes := map[string]*gojq.Code{}
 	for name, src := range map[string]string{"add": "add", "keys": "keys", "to_entries": "to_entries",
-		"tojson": "tojson", "+": ".[0] + .[1]", "*": ".[0] * .[1]"} {
+		"tojson": "tojson", "fromjson": "fromjson", "+": ".[0] + .[1]", "*": ".[0] * .[1]"} {
 		q, err := gojq.Parse(src)
 		if err != nil {
 			panic(err) // constant sources
@@ -1360,6 +1372,14 @@ func jqOrderFuncs() []gojq.CompilerOption {
 				}
 			}
 			return v
+		}),
+		gojq.WithFunction("_jq_fromjson", 1, 1, func(v any, args []any) any {
+			if s, ok := v.(string); ok {
+				if x, err := decodeJSONValue(s, jqOrderOf(args[0])); err == nil {
+					return x
+				}
+			}
+			return jqGojq("fromjson", v) // gojq's value or error
 		}),
 		gojq.WithFunction("_jq_derive", 2, 2, func(v any, args []any) any {
 			jqOrderOf(args[0]).derive(v, args[1], 0)

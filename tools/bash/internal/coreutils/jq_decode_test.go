@@ -48,6 +48,8 @@ var jqOrderCases = []struct {
 	{"same order as the first, updated", `{"b":1,"a":2}`, []string{"-c", ".c = 3, del(.b), .a += 1, map_values(. + 1), (.[] |= 0), walk(if type == \"object\" then . + {z: 0} else . end)"}},
 	{"updates of objects in another order", "{\"a\":1,\"b\":2,\"c\":3}\n{\"c\":1,\"b\":2,\"a\":{\"y\":1,\"x\":2}}", []string{"-c", "del(.a), .d = 1, .c += 1, map_values(.), walk(.), (.a |= if type == \"object\" then del(.y) + {z: 0} else . end), setpath([\"e\"]; 1), delpaths([[\"b\"]]), (.a = {q: 1, p: 2}), with_entries(.), (.a.x? = 0)"}},
 	{"object put in the place of one in another order", `{"c":{"x":1,"y":2},"a":{"y":3,"x":4}}`, []string{"-c", ".a = .c, (.a |= {y, x}), .c.z = 1"}},
+	{"fromjson", `"{\"b\":1,\"a\":{\"d\":2,\"c\":3}}" "[1,"`, []string{"-c", "try fromjson catch \"not JSON\""}},
+	{"arguments", `null`, []string{"-c", "--argjson", "x", `{"b":1,"a":{"d":2,"c":3}}`, "--arg", "z", "1", "--arg", "c", "2", "$x, $ARGS, ($x | keys_unsorted)"}},
 	{"add over an object", `{"b":"x","a":"y"}`, []string{"-c", "add"}},
 	{"other values unchanged", `{"b":[1,2],"a":"x"}`, []string{"-c", "(.b | add), (.a + \"y\"), ([.b[] * 2.5]), (9007199254740993 + 1 > 0), ({} * {}), ([] | add)"}},
 	{"same keys, another order", "{\"a\":1,\"b\":2}\n{\"b\":3,\"a\":4}\n[{\"a\":5,\"b\":6},{\"b\":7,\"a\":8}]", []string{"-c", "., .[1]?"}},
