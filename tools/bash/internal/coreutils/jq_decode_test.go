@@ -1,13 +1,16 @@
 package coreutils
 
 import (
+	"context"
 	"errors"
 	"io"
 	"os/exec"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/demiurge-dev/demiurge/tools/bash/internal/budget"
 )
@@ -198,4 +201,44 @@ func hasDuplicateKeys(k *jqKeyOrder) bool {
 		}
 	}
 	return false
+}
+
+// FuzzJQKeyOrder runs filters compiled with jq's key order kept and as
+// gojq alone would: the rewrite must never make a filter fail to compile
+// or run, nor change the exit status; and where the filter's output
+// cannot depend on key order (-S, nothing that iterates, lists or
+// serializes an object), the outputs are the same.
+func FuzzJQKeyOrder(f *testing.F) {
+	for _, tc := range jqOrderCases {
+		if len(tc.args) == 2 && tc.args[0] == "-c" {
+			f.Add(tc.args[1], tc.input)
+		}
+	}
+	for _, s := range []string{".a = 1", ".[] |= 2", "{a: 1} * {a: {b: 2}}", "1 + 2 * 3", "{(.a): 1}", "del(.a, .b)",
+		"[.[]?]", `"\(1 + 2)"`, "reduce .[] as $x (0; . + $x)", "def f: .[]; [path(f)]", ". as {a: $x} | $x", "{} | .a.b.c = 1",
+		"try error({b: 1, a: 2}) catch .", "[limit(2; .[])]", "{a: 1} + null", "null + {a: 1}", "[.[] | {k: .}]"} {
+		f.Add(s, `{"b":[1,2],"a":{"d":null,"c":"x"}}`)
+	}
+	order := regexp.MustCompile(`\[\]|keys_unsorted|entries|json|tostring|\\\(|@|\.\.|paths|add|map|stream|walk|first|last|limit|until|while|repeat|range|input|splits|getpath|env|\$__`)
+	f.Fuzz(func(t *testing.T, filter, input string) {
+		if len(filter) > 200 || len(input) > 1000 || strings.Contains(filter, "$__") {
+			return
+		}
+		run := func(off bool) (string, int) {
+			defer func(o bool) { jqOrderOff = o }(jqOrderOff)
+			jqOrderOff = off
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+			defer cancel()
+			out, _, status := runCmd(t, ctx, "jq", []string{"-S", "-c", filter}, input, &Env{MaxOutputBytes: 1 << 16})
+			return out, status
+		}
+		gojqOut, gojqStatus := run(true)
+		out, status := run(false)
+		if (status == 3) != (gojqStatus == 3) {
+			t.Fatalf("jq -S -c %q <<< %q: status %d, as gojq alone %d (%q, %q)", filter, input, status, gojqStatus, out, gojqOut)
+		}
+		if !order.MatchString(filter) && (out != gojqOut || status != gojqStatus) {
+			t.Fatalf("jq -S -c %q <<< %q: %q (status %d), as gojq alone %q (status %d)", filter, input, out, status, gojqOut, gojqStatus)
+		}
+	})
 }
