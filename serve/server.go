@@ -18,6 +18,7 @@ import (
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/pgstore"
 	"github.com/demiurge-dev/demiurge/reducer"
+	"github.com/demiurge-dev/demiurge/reducer/demiurge"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/world"
 )
@@ -250,6 +251,10 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 			return nil, fmt.Errorf("%s does not load:\n%v", opts.Manifest, l)
 		}
 		return nil, err
+	}
+	if _, ok := demiurge.ModuleIn(func(n string) bool { _, ok := cat.Module(n); return ok }); !ok {
+		// Refused now, as run refuses it, not at each message.
+		return nil, fmt.Errorf("%s is not an agent world: it has no module %s (see examples/demiurge)", opts.Manifest, demiurge.ModuleName)
 	}
 	name := opts.Name
 	if name == "" {
