@@ -29,6 +29,16 @@ var chatPolicy = fieldPolicy{
 	}),
 }
 
+// turnFailed is the message of a Chat Completions error for a failed
+// turn: the fault as an OpenAI client is told it (clientFault).
+func (s *Server) turnFailed(key turnKey, fault string) string {
+	msg := s.clientFault(key.world, key.chat, key.request, fault)
+	if fault != "" {
+		msg = "the turn failed: " + msg
+	}
+	return msg
+}
+
 // ccMessage is one message of a Chat Completions conversation, as far as
 // an agent's chat can hold it: the user's, or the agent's answer.
 type ccMessage struct {
@@ -301,7 +311,7 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	world, err := s.openAIWorld(r)
+	world, err := s.openAIWorld(r, r.Header.Get("Demiurge-Chat") == "" && len(req.history) == 0)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -389,7 +399,7 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 	finish := "stop"
 	switch end.Outcome {
 	case agent.OutcomeFailed:
-		writeError(w, &apiError{Status: http.StatusBadGateway, Type: typeServer, Code: "turn_failed", Message: "the turn failed: " + fault})
+		writeError(w, &apiError{Status: http.StatusBadGateway, Type: typeServer, Code: "turn_failed", Message: s.turnFailed(key, fault)})
 		return
 	case agent.OutcomeCut:
 		finish = "length"
@@ -486,7 +496,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, aw *agent.Wo
 			fault = e.Text
 		case agent.TurnEnd:
 			if e.Outcome == agent.OutcomeFailed {
-				fail(&apiError{Status: http.StatusBadGateway, Type: typeServer, Code: "turn_failed", Message: "the turn failed: " + fault})
+				fail(&apiError{Status: http.StatusBadGateway, Type: typeServer, Code: "turn_failed", Message: s.turnFailed(key, fault)})
 				return errStop
 			}
 			finish := "stop"
