@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -231,6 +232,14 @@ func (a *app) serve(cmd *cobra.Command, manifest string, f *serveFlags, getenv f
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	if b := s.Bolt(); b != nil {
+		// demiurge approve and deny beside this server hand their
+		// decisions to it through the store's socket: this process, the
+		// worlds' one writer, journals them, as POST …/approvals/CALL does.
+		if err := b.HandleApprovals(serveDecision(srv)); err == nil {
+			defer b.HandleApprovals(nil)
+		}
+	}
 	where := "the store " + s.Dir()
 	auth := "no token needed (loopback only)"
 	if tokens != nil {
@@ -247,6 +256,23 @@ func (a *app) serve(cmd *cobra.Command, manifest string, f *serveFlags, getenv f
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
+}
+
+// serveDecision journals, in srv, a decision that demiurge approve or
+// deny sends through the store's socket.
+func serveDecision(srv *serve.Server) store.ApprovalHandler {
+	return func(ctx context.Context, ap store.Approval) (store.ApprovalResult, error) {
+		ar, head, err := srv.Decide(ctx, ap.World, ap.Chat, ap.Call, agent.Decision{Approve: ap.Approve, Reason: ap.Reason})
+		switch {
+		case errors.Is(err, agent.ErrNotWaiting):
+			return store.ApprovalResult{}, fmt.Errorf("%w: call %s of chat %s in world %s (demiurge serve, process %d, runs the world)", store.ErrNotWaiting, ap.Call, ap.Chat, ap.World, os.Getpid())
+		case errors.Is(err, serve.ErrNoChat):
+			return store.ApprovalResult{}, fmt.Errorf("%w: %v", store.ErrNotRunning, err)
+		case err != nil:
+			return store.ApprovalResult{}, err
+		}
+		return store.ApprovalResult{Tool: ar.Tool, Seq: head.Seq}, nil
+	}
 }
 
 // newServeTokenCommand is demiurge serve token.
