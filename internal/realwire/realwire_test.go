@@ -64,8 +64,10 @@ func TestRefusalRules(t *testing.T) {
 // estimate from its bytes can see. It is a few hundred tokens whatever
 // the request's size: at 398 counted tokens (a one-tool request) the
 // estimate was 0.41 of the count with it, and a request near the window
-// is hundreds of times larger. After a chat's first call the chat counts
-// it anyway, since its estimate starts from the provider's count.
+// is hundreds of times larger. The chat adds it to its estimate from its
+// first call on (demiurge.Settings.ToolPromptTokens, which the agent sets
+// from llm.ToolPromptTokens); its later calls start from the provider's
+// count, which has it.
 func TestTokenEstimate(t *testing.T) {
 	recs, extended, err := LoadCorpus(corpus)
 	if err != nil {
