@@ -25,7 +25,8 @@
 //	go run ./internal/realwire/mkcorpus -pydantic-ai GIT -check DIR
 //
 // GIT is a clone (bare or not) of github.com/pydantic/pydantic-ai holding
-// the manifest's commit; -demiurge (default ".") is this repository. With
+// the manifest's commit; -demiurge (default ".") is this repository; DIR
+// of -out must be new or empty. With
 // -check nothing is written: each recording made is compared byte for
 // byte with the one in DIR, every pydantic-ai recording restored from
 // history and every one the repository keeps (the manifest's
@@ -267,6 +268,11 @@ func run(w io.Writer, pyd, dem, out, check, manifest string) error {
 	m, err := readManifest(mb)
 	if err != nil {
 		return err
+	}
+	if out != "" {
+		if ents, err := os.ReadDir(out); err == nil && len(ents) > 0 {
+			return fmt.Errorf("%s is not empty: build the corpus in a new directory (its golden files would be put back as they were at %s, and -update must write them again)", out, m.Restore.Commit)
+		}
 	}
 	b := &builder{m: m, pydanticAI: pyd, demiurge: dem}
 	names, files, err := b.files()

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -164,6 +165,18 @@ func TestBadManifest(t *testing.T) {
 	twice := strings.Replace(good, "ENTRY", `{"name": "a/b", "from": "history", `+src+`, "vendor": "v", "api": "chat"}, {"name": "a/b", "from": "history", `+src+`, "vendor": "v", "api": "chat"}`, 1)
 	if _, err := readManifest([]byte(twice)); err == nil || !strings.Contains(err.Error(), "twice") {
 		t.Errorf("a name twice: %v", err)
+	}
+}
+
+// TestOutNotEmpty: the corpus is built in a new directory, never over
+// one (whose golden files it would put back as they were).
+func TestOutNotEmpty(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "x"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(io.Discard, "p", ".", dir, "", ""); err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Errorf("-out into a directory holding a file: %v", err)
 	}
 }
 

@@ -24,7 +24,7 @@ Recordings of real HTTP traffic with model providers, from public repositories' 
 fixtures, in the realwire format (demiurge's adapters/llm/testdata/realwire/README.md says the format,
 its conventions, and what each kind of recording covers). They are fetched data, so the demiurge
 repository does not keep them: the tests read them from the directory DEMIURGE_REALWIRE names
-(.ci/run sets it to ../shared/realwire-corpus when that directory exists).
+(.ci/run sets it when the corpus is where its DEMIURGE_REALWIRE step looks).
 
 This file was written by demiurge's internal/realwire/mkcorpus from its manifest
 (internal/realwire/mkcorpus/manifest.json); do not edit it, change the manifest and run it again.
