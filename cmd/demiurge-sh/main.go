@@ -7,6 +7,13 @@
 // the exit codes.
 //
 // The command line is package cli/shcmd, which `demiurge sh` shares.
+//
+// The runtime does not read the cgroup's CPU limit to set GOMAXPROCS,
+// nor watch it: that read is ~3% of a start (perf), and a script is
+// short and mostly one goroutine.
+//
+//go:debug containermaxprocs=0
+//go:debug updatemaxprocs=0
 package main
 
 import "github.com/demiurge-dev/demiurge/cli/shcmd"
