@@ -22,23 +22,28 @@ import (
 // bash.
 //
 // demiurge_sh, demiurge-sh and bash-c time each command alone;
-// interleaved runs the four in turns, one of each an iteration, so that a
-// machine whose load changes during the run slows all alike, and reports
-// the medians (demiurge-ms for demiurge sh, sh-ms for demiurge-sh,
-// bash-ms, go-ms for the empty program) and the ratios to bash's: x-bash
-// (demiurge sh) and sh-x-bash (demiurge-sh, the figure issue #26 sets at
-// 3 at most), and demiurge-sh's to the empty Go program's, sh-x-go.
+// interleaved runs them in turns, one of each an iteration, with
+// demiurge-sh built without cgo too (a static binary, as
+// `CGO_ENABLED=0 go install` makes it), so that a machine whose load
+// changes during the run slows all alike, and reports the medians
+// (demiurge-ms for demiurge sh, sh-ms for demiurge-sh, static-ms for the
+// static one, bash-ms, go-ms for the empty program) and the ratios to
+// bash's: x-bash (demiurge sh), sh-x-bash (demiurge-sh, the figure issue
+// #26 sets at 3 at most) and static-x-bash, and demiurge-sh's to the
+// empty Go program's, sh-x-go.
 func BenchmarkStartup(b *testing.B) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		b.Skip("go command not found")
 	}
 	dir := b.TempDir()
-	// build builds pkg in the module of directory in ("": this one).
-	build := func(name, in, pkg string) string {
+	// build builds pkg in the module of directory in ("": this one),
+	// with env added to the environment.
+	build := func(name, in, pkg string, env ...string) string {
 		bin := filepath.Join(dir, name)
 		cmd := exec.Command(gobin, "build", "-o", bin, pkg)
 		cmd.Dir = in
+		cmd.Env = append(os.Environ(), env...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.Fatalf("go build %s: %v\n%s", pkg, err, out)
 		}
@@ -46,6 +51,7 @@ func BenchmarkStartup(b *testing.B) {
 	}
 	demiurge := []string{build("demiurge", "", "../cmd/demiurge"), "sh", "-c", "true"}
 	sh := []string{build("demiurge-sh", "", "../cmd/demiurge-sh"), "-c", "true"}
+	static := []string{build("demiurge-sh-static", "", "../cmd/demiurge-sh", "CGO_ENABLED=0"), "-c", "true"}
 	bench := func(b *testing.B, argv []string) {
 		if err := exec.Command(argv[0], argv[1:]...).Run(); err != nil {
 			b.Fatalf("%s: %v", argv, err)
@@ -73,7 +79,7 @@ func BenchmarkStartup(b *testing.B) {
 	empty := build("empty.bin", emptyDir, ".")
 	b.Run("bash-c", func(b *testing.B) { bench(b, []string{bash, "-c", "true"}) })
 	b.Run("interleaved", func(b *testing.B) {
-		var d, s, sb, g []time.Duration
+		var d, s, st, sb, g []time.Duration
 		timed := func(argv ...string) time.Duration {
 			start := time.Now()
 			if err := exec.Command(argv[0], argv[1:]...).Run(); err != nil {
@@ -84,6 +90,7 @@ func BenchmarkStartup(b *testing.B) {
 		for b.Loop() {
 			d = append(d, timed(demiurge...))
 			s = append(s, timed(sh...))
+			st = append(st, timed(static...))
 			sb = append(sb, timed(bash, "-c", "true"))
 			g = append(g, timed(empty))
 		}
@@ -91,14 +98,16 @@ func BenchmarkStartup(b *testing.B) {
 			slices.Sort(ts)
 			return float64(ts[len(ts)/2]) / float64(time.Millisecond)
 		}
-		dm, sm, bm, gm := median(d), median(s), median(sb), median(g)
+		dm, sm, tm, bm, gm := median(d), median(s), median(st), median(sb), median(g)
 		b.ReportMetric(dm, "demiurge-ms")
 		b.ReportMetric(sm, "sh-ms")
+		b.ReportMetric(tm, "static-ms")
 		b.ReportMetric(bm, "bash-ms")
 		b.ReportMetric(gm, "go-ms")
 		b.ReportMetric(dm/bm, "x-bash")
 		b.ReportMetric(sm/bm, "sh-x-bash")
 		b.ReportMetric(sm/gm, "sh-x-go")
+		b.ReportMetric(tm/bm, "static-x-bash")
 	})
 }
 
