@@ -12,20 +12,19 @@ import (
 // a symlink to it too) comes before the one on PATH, and without either
 // the error says how to install it.
 func TestFindDemiurge(t *testing.T) {
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "bin")
-	if err := os.Mkdir(bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	self := filepath.Join(bin, Name)
 	write := func(path string, mode os.FileMode) {
 		t.Helper()
 		if err := os.WriteFile(path, []byte("#!/bin/sh\n"), mode); err != nil {
 			t.Fatal(err)
 		}
 	}
+	bin, err := filepath.EvalSymlinks(t.TempDir()) // where go install puts both programs (/tmp may be a link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self := filepath.Join(bin, Name)
 	write(self, 0o755)
-	link := filepath.Join(dir, "link-to-sh")
+	link := filepath.Join(t.TempDir(), "link-to-sh")
 	if err := os.Symlink(self, link); err != nil {
 		t.Fatal(err)
 	}
