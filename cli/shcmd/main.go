@@ -30,12 +30,11 @@ func Main() {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	go func() {
-		s := <-sig
-		code := 130
-		if s == syscall.SIGTERM {
-			code = 143
+		if s := <-sig; s == syscall.SIGTERM {
+			cancel(&Stopped{Signal: "SIGTERM", Code: 143})
+		} else {
+			cancel(&Stopped{Signal: "Ctrl-C (SIGINT)", Code: 130})
 		}
-		cancel(&Stopped{Signal: s, Code: code})
 	}()
 	os.Exit(Execute(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
@@ -43,12 +42,13 @@ func Main() {
 // Stopped is the cause of the context Main passes to Execute when a
 // signal stops the script.
 type Stopped struct {
-	Signal os.Signal
+	// Signal names the signal.
+	Signal string
 	// Code is the exit status: a shell's 128+n.
 	Code int
 }
 
-func (s *Stopped) Error() string { return fmt.Sprintf("stopped by %v", s.Signal) }
+func (s *Stopped) Error() string { return "the script was stopped by " + s.Signal }
 
 // Execute runs demiurge-sh's command line args (without the program's
 // name) with the given streams and returns its exit code; ctx ending
