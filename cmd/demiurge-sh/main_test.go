@@ -40,10 +40,10 @@ func TestSignalStopsScript(t *testing.T) {
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
+			if err == nil {
+				err = cmd.Start()
 			}
-			if err := cmd.Start(); err != nil {
+			if err != nil {
 				t.Fatal(err)
 			}
 			lines := bufio.NewScanner(out)
