@@ -33,7 +33,7 @@ var House = []Layer{
 	{"agent", []string{"agent/..."}},
 	{"evals", []string{"eval/..."}},
 	{"views", []string{"ui/...", "serve/..."}},
-	{"programs", []string{"cli", "cmd/...", "examples/..."}},
+	{"programs", []string{"cli", "cli/shcmd", "cmd/...", "examples/..."}},
 	{"rules", []string{"internal/layers"}},
 }
 
