@@ -279,7 +279,9 @@ func (e *LockedError) Unwrap() error { return ErrLocked }
 // the store.
 func lockedBy(op, dir string, waited time.Duration) *LockedError {
 	e := &LockedError{Op: op, Dir: dir, Path: filepath.Join(dir, FileName), Waited: waited}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	// A writer answers at once; one that does not is left unnamed rather
+	// than delay the error (discover opens in a loop).
+	ctx, cancel := context.WithTimeout(context.Background(), holderWait)
 	defer cancel()
 	if r, err := dialWriter(ctx, dir); err == nil {
 		e.Holder, e.PID = r.holder, r.pid
@@ -287,6 +289,9 @@ func lockedBy(op, dir string, waited time.Duration) *LockedError {
 	}
 	return e
 }
+
+// holderWait bounds how long lockedBy asks the writer who it is.
+const holderWait = 500 * time.Millisecond
 
 // inProcess counts the opens of each store file in this process that are
 // not closed yet: -1 for one read-write, n > 0 for n read-only. The file
