@@ -134,3 +134,28 @@ func TestFailedTurnShortError(t *testing.T) {
 		t.Errorf("chat completions: %d %s", r.StatusCode, b)
 	}
 }
+
+// TestNewWorldsChatCompletions: under NewWorlds a Chat Completions
+// conversation begins in a world of its own, and its next message (the
+// history sent back) finds it there: the cassette then says it has no
+// more answers, not that the conversation is unknown.
+func TestNewWorldsChatCompletions(t *testing.T) {
+	t.Parallel()
+	e, _ := cassetteEnv(t, true)
+	const input = "Write a hello note and show it to me."
+	first := []map[string]string{{"role": "user", "content": input}}
+	r, b := e.do("POST", "/v1/chat/completions", map[string]any{"model": "demiurge", "messages": first})
+	var cc struct {
+		Choices []struct {
+			Message struct{ Content string } `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(b, &cc); err != nil || r.StatusCode != 200 || len(cc.Choices) != 1 || !strings.Contains(cc.Choices[0].Message.Content, "I wrote notes/hello.md") {
+		t.Fatalf("the first message: %d %s", r.StatusCode, b)
+	}
+	next := append(first, map[string]string{"role": "assistant", "content": cc.Choices[0].Message.Content}, map[string]string{"role": "user", "content": "Now add a line."})
+	r, b = e.do("POST", "/v1/chat/completions", map[string]any{"model": "demiurge", "messages": next})
+	if r.StatusCode != 502 || !bytes.Contains(b, []byte("holds 3 model answers and this is call 4")) {
+		t.Errorf("the next message: %d %s", r.StatusCode, b)
+	}
+}
