@@ -55,6 +55,9 @@ type app struct {
 	// usedStore is set once the command opens (or tries to open) the
 	// store: a damaged blob in a bundle is not the store's damage.
 	usedStore bool
+	// command is the command line's command ("demiurge serve"): what the
+	// store says holds it to another process that finds it locked.
+	command string
 	// clock and entropy stamp the inputs of the worlds run opens; nil
 	// means the wall clock and crypto/rand (tests fix them).
 	clock   func() time.Time
@@ -339,6 +342,7 @@ eval exits 1 when a case fails (eval compare: when a case regressed).`,
 				level = slog.LevelDebug
 			}
 			a.log = slog.New(slog.NewTextHandler(a.err, &slog.HandlerOptions{Level: level}))
+			a.command = cmd.CommandPath()
 			if _, _, err := a.wasmLimits.limits(); err != nil {
 				return err
 			}
@@ -474,10 +478,14 @@ func notWritten(err error) error {
 func (a *app) openStore(ctx context.Context, readOnly bool) (*store.Handle, error) {
 	a.log.Debug("open store", "dir", a.storeName(), "read_only", readOnly)
 	a.usedStore = true
-	s, err := store.OpenAt(ctx, a.storeDir, &store.Options{ReadOnly: readOnly})
+	s, err := store.OpenAt(ctx, a.storeDir, &store.Options{ReadOnly: readOnly, Holder: a.command})
 	if err != nil {
 		if errors.Is(err, store.ErrNotExist) {
 			return nil, notWritten(err)
+		}
+		var le *store.LockedError
+		if errors.As(err, &le) && !readOnly {
+			return nil, fmt.Errorf("%w: %s", err, lockedHint(le))
 		}
 		return nil, err
 	}
@@ -485,6 +493,17 @@ func (a *app) openStore(ctx context.Context, readOnly bool) (*store.Handle, erro
 		a.log.Debug("reading through the process that writes the store", "dir", a.storeName(), "pid", pid)
 	}
 	return s, nil
+}
+
+// lockedHint says what to do about a store another process holds (le):
+// stop it or use another store, or, when it is demiurge serve, send it
+// the request over HTTP.
+func lockedHint(le *store.LockedError) string {
+	hint := "stop it (or let it finish), or give this command another store (--store DIR)"
+	if strings.HasSuffix(le.Holder, " serve") {
+		hint += "; or ask that server over HTTP (docs/api.md): a message is POST /v1/worlds/WORLD/chats/CHAT/messages, an approval POST …/approvals/CALL"
+	}
+	return hint
 }
 
 // checkFile checks the store's file (Handle.CheckFile), except that a
