@@ -837,17 +837,6 @@ func jqNumber(s string) any {
 	return f
 }
 
-// jqFuncError is the error of a function given a value of the wrong type.
-type jqFuncError struct {
-	name string
-	v    any
-}
-
-func (e *jqFuncError) Error() string {
-	b, _ := gojq.Marshal(e.v)
-	return fmt.Sprintf("%s cannot be applied to: %s", e.name, b)
-}
-
 // jqKeyOrder keeps the order of object keys, which gojq's maps lose and
 // jq keeps. Every object decoded from the input, and every object the
 // filter builds where the sandbox sees it ({b, a}, a + b, a * b), is
