@@ -854,6 +854,9 @@ type jqKeyOrder struct {
 	byMap map[uintptr]jqObjOrder // a noted map's identity -> its order
 	held  int                    // keys held by sets and byMap together
 	sig   []byte                 // signature's buffer
+	// builts are the orders of the objects the filter builds, by where
+	// their keys are listed in the filter
+	builts map[uintptr]jqBuilt
 }
 
 // jqObjOrder is a noted map and the order of its keys.
@@ -870,7 +873,7 @@ const (
 )
 
 func newJQKeyOrder() *jqKeyOrder {
-	return &jqKeyOrder{sets: map[string][]string{}, rank: map[string]int{}, byMap: map[uintptr]jqObjOrder{}}
+	return &jqKeyOrder{sets: map[string][]string{}, rank: map[string]int{}, byMap: map[uintptr]jqObjOrder{}, builts: map[uintptr]jqBuilt{}}
 }
 
 func (k *jqKeyOrder) empty() bool {
@@ -1422,6 +1425,21 @@ func (k *jqKeyOrder) built(m map[string]any, slots []any) {
 	if len(m) < 2 {
 		return
 	}
+	// Keys all written in the filter, each once: the same order every
+	// time, worked out once per object in the filter (slots is a
+	// constant of the compiled filter, which outlives the run).
+	static := len(slots) == len(m) && !slices.Contains(slots, nil)
+	var id uintptr
+	if static {
+		id = reflect.ValueOf(slots).Pointer()
+		if b, ok := k.builts[id]; ok {
+			if !b.noted && len(k.byMap) < jqMaxObjects && k.held+len(b.keys) <= jqMaxHeld {
+				k.byMap[jqMapID(m)] = jqObjOrder{m, b.keys}
+				k.held += len(b.keys)
+			}
+			return
+		}
+	}
 	var computed []string
 	for key := range m {
 		if !slices.Contains(slots, any(key)) {
@@ -1440,7 +1458,21 @@ func (k *jqKeyOrder) built(m map[string]any, slots []any) {
 			computed = computed[1:]
 		}
 	}
-	k.object(m, append(keys, computed...))
+	keys = append(keys, computed...)
+	k.object(m, keys)
+	if static && len(k.builts) < jqMaxKeySets {
+		sorted := slices.Clone(keys)
+		sort.Strings(sorted)
+		first := k.sets[string(k.signature(sorted))]
+		k.builts[id] = jqBuilt{keys, slices.Equal(first, keys)}
+	}
+}
+
+// jqBuilt is the order of the objects built at one place of the filter,
+// and whether their set of keys gives it (else each is noted by itself).
+type jqBuilt struct {
+	keys  []string
+	noted bool
 }
 
 // add is l + r, as gojq computes it, with an object's keys in jq's order:
