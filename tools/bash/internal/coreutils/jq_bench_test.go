@@ -146,3 +146,24 @@ func BenchmarkJQOrderSmall(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkJQOrderLoops runs, without input, loops that add numbers, build
+// many small objects and grow one object key by key (an update, a merge),
+// as gojq alone would and with jq's key order kept, in one run.
+func BenchmarkJQOrderLoops(b *testing.B) {
+	for _, filter := range []string{"reduce range(300000) as $i (0; . + $i)", "[range(100000) | {a: ., b: 1}] | length",
+		`reduce range(2000) as $i ({}; .["k\($i)"] = $i) | length`, `reduce range(2000) as $i ({}; . + {("k\($i)"): $i}) | length`} {
+		for _, mode := range []string{"gojq", "ordered"} {
+			b.Run(filter+"/"+mode, func(b *testing.B) {
+				defer func(off bool) { jqOrderOff = off }(jqOrderOff)
+				jqOrderOff = mode == "gojq"
+				b.ReportAllocs()
+				for b.Loop() {
+					if out, errOut, status := runCmd(b, b.Context(), "jq", []string{"-n", filter}, "", &Env{}); status != 0 {
+						b.Fatalf("jq -n %q: %q, status %d, %s", filter, out, status, errOut)
+					}
+				}
+			})
+		}
+	}
+}
