@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/big"
 	"reflect"
@@ -1520,6 +1521,12 @@ func (k *jqKeyOrder) merge(l, r map[string]any, deep bool) map[string]any {
 	if len(l) == 0 && !deep {
 		return r
 	}
+	if k.held >= jqMaxHeld && !deep { // no order noted any more: gojq's merge
+		m := make(map[string]any, len(l)+len(r))
+		maps.Copy(m, l)
+		maps.Copy(m, r)
+		return m
+	}
 	m := make(map[string]any, len(l)+len(r))
 	keys := slices.Clone(k.keys(l))
 	for _, key := range keys {
@@ -1538,7 +1545,14 @@ func (k *jqKeyOrder) merge(l, r map[string]any, deep bool) map[string]any {
 		}
 		m[key] = v
 	}
-	k.object(m, keys)
+	if len(keys) > 32 && len(k.byMap) < jqMaxObjects && k.held+len(keys) <= jqMaxHeld {
+		// a large object, most likely grown key by key (reduce): by
+		// itself, without sorting its keys for its set
+		k.byMap[jqMapID(m)] = jqObjOrder{m, keys}
+		k.held += len(keys)
+	} else {
+		k.object(m, keys)
+	}
 	return m
 }
 
