@@ -1521,7 +1521,7 @@ func (k *jqKeyOrder) merge(l, r map[string]any, deep bool) map[string]any {
 	if len(l) == 0 && !deep {
 		return r
 	}
-	if k.held >= jqMaxHeld && !deep { // no order noted any more: gojq's merge
+	if k.held+len(l)+len(r) > jqMaxHeld && !deep { // past what is noted: gojq's merge
 		m := make(map[string]any, len(l)+len(r))
 		maps.Copy(m, l)
 		maps.Copy(m, r)
