@@ -1630,13 +1630,14 @@ func (k *jqKeyOrder) copied(v, o map[string]any) {
 	if len(k.byMap) >= jqMaxObjects {
 		return
 	}
-	sorted := make([]string, 0, len(v))
-	for key := range v {
-		sorted = append(sorted, key)
-	}
-	sort.Strings(sorted)
-	if _, ok := k.sets[string(k.signature(sorted))]; ok {
-		if _, deviates := k.byMap[jqMapID(o)]; !deviates || !jqSharesValue(v, o) {
+	_, oNoted := k.byMap[jqMapID(o)]
+	if len(v) <= 32 || !oNoted { // (a large object noted, most likely grown key by key, is not sorted)
+		sorted := make([]string, 0, len(v))
+		for key := range v {
+			sorted = append(sorted, key)
+		}
+		sort.Strings(sorted)
+		if _, ok := k.sets[string(k.signature(sorted))]; ok && (!oNoted || !jqSharesValue(v, o)) {
 			return
 		}
 	}
@@ -1647,11 +1648,12 @@ func (k *jqKeyOrder) copied(v, o map[string]any) {
 		}
 	}
 	var added []string
-	for _, key := range sorted {
+	for key := range v {
 		if _, in := o[key]; !in {
 			added = append(added, key)
 		}
 	}
+	sort.Strings(added)
 	keys = append(keys, added...)
 	k.byMap[jqMapID(v)] = jqObjOrder{v, keys}
 	k.held += len(keys)
