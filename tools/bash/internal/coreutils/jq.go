@@ -1130,7 +1130,7 @@ func (w *jqRewriter) query(q *gojq.Query) {
 	w.query(q.Left)
 	w.query(q.Right)
 	w.patterns(q.Patterns)
-	if name := map[gojq.Operator]string{gojq.OpAdd: "_jq_add", gojq.OpMul: "_jq_mul"}[q.Op]; name != "" {
+	if name := map[gojq.Operator]string{gojq.OpAdd: "_jq_add", gojq.OpMul: "_jq_mul"}[q.Op]; name != "" && !jqNoObject(q.Left) && !jqNoObject(q.Right) {
 		q.Term = &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: name, Args: []*gojq.Query{jqOrderArg(), q.Left, q.Right}}}
 		q.Left, q.Op, q.Right = nil, 0, nil
 	}
@@ -1140,6 +1140,19 @@ func (w *jqRewriter) query(q *gojq.Query) {
 		update := *q
 		*q = *jqDeriving(&update)
 	}
+}
+
+// jqNoObject reports whether q is written as a number, a string or an
+// array: then a + or * with it merges no objects, and stays gojq's.
+func jqNoObject(q *gojq.Query) bool {
+	if q == nil || q.Term == nil || q.Op != 0 || len(q.Term.SuffixList) > 0 {
+		return false
+	}
+	switch q.Term.Type {
+	case gojq.TermTypeNumber, gojq.TermTypeString, gojq.TermTypeArray:
+		return true
+	}
+	return false
 }
 
 // jqDerivers are the builtins that copy the objects they change.
