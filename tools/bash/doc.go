@@ -23,12 +23,14 @@
 // `<tool> --help` and `<tool> --dry-run` describe the tools, and
 // in-process utilities process their output and files: awk (a POSIX awk
 // of our own), jq (gojq; objects keep jq's key order: the input's, the
-// filter's for {b, a}, left then right's new keys for + and *, and .[],
-// to_entries, keys_unsorted, from_entries, add, .., paths, tostream,
-// tojson and "\(.)" follow it; an object gojq copies to update or delete
-// a key prints in the order of the first object with the same keys, else
-// the input's first order of its keys, so an update of an object whose
-// keys came in another order than an earlier one's can differ from jq),
+// filter's for {b, a}, left then right's new keys for + and *, an
+// update's (new keys last), and .[], to_entries, keys_unsorted, add, ..,
+// paths, tostream, tojson, fromjson and "\(.)" follow it; what still
+// differs: objects gojq's own builtins build (INDEX, env, fromstream)
+// print the input's first order of their keys, else sorted, and so does
+// an update replacing every value of an object whose keys came in another
+// order than an earlier object's with the same keys, or past the bounded
+// number of orders noted),
 // grep, sed, sort, find, ls, cp, mv, rm, diff, bc,
 // tar and some seventy more (see the SystemPrompt of [Tool.Info]).
 //

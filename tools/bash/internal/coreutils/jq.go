@@ -839,15 +839,15 @@ func jqNumber(s string) any {
 }
 
 // jqKeyOrder keeps the order of object keys, which gojq's maps lose and
-// jq keeps. Every object decoded from the input, and every object the
-// filter builds where the sandbox sees it ({b, a}, a + b, a * b), is
-// noted by its identity (the map itself, held so that its address is not
-// reused) with its keys in jq's order: as long as the filter passes that
-// map on unchanged, it prints, iterates and lists in that order. An object
-// gojq copied (an update of a key it has, del(.k)) is printed in the
-// order of the first noted object with the same set of keys, else with
-// the keys the input had in the order they first appeared there, then
-// the others sorted. What it holds is bounded; the identities are
+// jq keeps. An object's order is noted for its set of keys when it is the
+// first with those keys, and by the object's identity (the map itself,
+// held so that its address is not reused) when its order differs from
+// that one's: objects decoded from the input, built by the filter where
+// the sandbox sees it ({b, a}, a + b, a * b) and copied by an update (see
+// derive). As long as the filter passes a map on unchanged, it prints,
+// iterates and lists in that order. An object noted neither way prints
+// with the keys the input had in the order they first appeared there,
+// then the others sorted. What it holds is bounded; the identities are
 // forgotten between inputs when the filter reads no other input.
 type jqKeyOrder struct {
 	sets  map[string][]string    // sorted keys joined by NUL -> input order
