@@ -1062,6 +1062,8 @@ var jqOrderDefs = []struct{ name, def string }{
 	{"fromjson", `def fromjson: _jq_fromjson(` + jqOrderVar + `);`},
 	{"tojson", `def tojson: _jq_tojson(` + jqOrderVar + `);`},
 	{"tostring", `def tostring: if type == "string" then . else _jq_tojson(` + jqOrderVar + `) end;`},
+	// gojq's INDEX, its update and .[] rewritten below as the filter's are
+	{"INDEX", `def INDEX(stream; idx_expr): reduce stream as $row ({}; .[$row | idx_expr | tostring] = $row); def INDEX(idx_expr): INDEX(.[]; idx_expr);`},
 }
 
 // jqOrderFuncDefs are the parsed jqOrderDefs the filter needs, in order
@@ -1085,7 +1087,7 @@ func jqOrderFuncDefs(filter string, each bool) ([]*gojq.FuncDef, error) {
 	if need["with_entries"] {
 		need["to_entries"], need["from_entries"], need["map"] = true, true, true
 	}
-	if need["map"] || need["recurse"] || need["tostream"] {
+	if need["map"] || need["recurse"] || need["tostream"] || need["INDEX"] {
 		need["_jq_each"] = true
 	}
 	var defs []*gojq.FuncDef
@@ -1096,6 +1098,9 @@ func jqOrderFuncDefs(filter string, each bool) ([]*gojq.FuncDef, error) {
 		q, err := gojq.Parse(d.def + " .")
 		if err != nil {
 			return nil, fmt.Errorf("jq order def %s: %w", d.name, err)
+		}
+		if d.name == "INDEX" {
+			jqOrderRewrite(q) // its .[] needs _jq_each, added below
 		}
 		defs = append(defs, q.FuncDefs...)
 	}
@@ -1636,9 +1641,9 @@ func (k *jqKeyOrder) derive(v, orig any, depth int) {
 }
 
 // copied notes, by v itself, the order of v copied from o, unless v's
-// set of keys has an order noted and v is not seen to be a copy (o's
-// order is its set's, or v holds none of o's values: then v may as well
-// be another object put in o's place, in the order of its set).
+// set of keys has an order noted and v is not seen to be a copy (more
+// than one of its values is not o's: then v may as well be another
+// object put in o's place, in the order of its set).
 func (k *jqKeyOrder) copied(v, o map[string]any) {
 	if len(k.byMap) >= jqMaxObjects {
 		return
@@ -1650,7 +1655,7 @@ func (k *jqKeyOrder) copied(v, o map[string]any) {
 			sorted = append(sorted, key)
 		}
 		sort.Strings(sorted)
-		if _, ok := k.sets[string(k.signature(sorted))]; ok && (!oNoted || !jqSharesValue(v, o)) {
+		if _, ok := k.sets[string(k.signature(sorted))]; ok && jqSharedValues(v, o) < len(v)-1 {
 			return
 		}
 	}
@@ -1672,9 +1677,10 @@ func (k *jqKeyOrder) copied(v, o map[string]any) {
 	k.held += len(keys)
 }
 
-// jqSharesValue reports whether v and o hold the same value under one
-// key: a scalar equal, an object or array the very same.
-func jqSharesValue(v, o map[string]any) bool {
+// jqSharedValues counts the keys under which v and o hold the same
+// value: a scalar equal, an object or array the very same.
+func jqSharedValues(v, o map[string]any) int {
+	n := 0
 	for key, x := range v {
 		y, ok := o[key]
 		if !ok {
@@ -1683,17 +1689,17 @@ func jqSharesValue(v, o map[string]any) bool {
 		switch x := x.(type) {
 		case nil, bool, int, float64, string:
 			if x == y {
-				return true
+				n++
 			}
 		case map[string]any:
 			if y, ok := y.(map[string]any); ok && jqMapID(x) == jqMapID(y) {
-				return true
+				n++
 			}
 		case []any:
-			if y, ok := y.([]any); ok && len(x) > 0 && len(x) == len(y) && &x[0] == &y[0] {
-				return true
+			if y, ok := y.([]any); ok && len(x) == len(y) && (len(x) == 0 || &x[0] == &y[0]) {
+				n++
 			}
 		}
 	}
-	return false
+	return n
 }

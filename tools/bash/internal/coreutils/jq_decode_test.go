@@ -53,6 +53,7 @@ var jqOrderCases = []struct {
 	{"object put in the place of one in another order", `{"c":{"x":1,"y":2},"a":{"y":3,"x":4}}`, []string{"-c", ".a = .c, (.a |= {y, x}), .c.z = 1"}},
 	{"fromjson", `"{\"b\":1,\"a\":{\"d\":2,\"c\":3}}" "[1,"`, []string{"-c", "try fromjson catch \"not JSON\""}},
 	{"arguments", `null`, []string{"-c", "--argjson", "x", `{"b":1,"a":{"d":2,"c":3}}`, "--arg", "z", "1", "--arg", "c", "2", "$x, $ARGS, ($x | keys_unsorted)"}},
+	{"INDEX and del", `{"users":[{"name":"bob","id":2,"tags":["x"]},{"id":1,"name":"al"}]}`, []string{"-c", ".users | INDEX(.name), INDEX(.[]; .id), (.[] | del(.tags))"}},
 	{"add over an object", `{"b":"x","a":"y"}`, []string{"-c", "add"}},
 	{"other values unchanged", `{"b":[1,2],"a":"x"}`, []string{"-c", "(.b | add), (.a + \"y\"), ([.b[] * 2.5]), (9007199254740993 + 1 > 0), ({} * {}), ([] | add)"}},
 	{"same keys, another order", "{\"a\":1,\"b\":2}\n{\"b\":3,\"a\":4}\n[{\"a\":5,\"b\":6},{\"b\":7,\"a\":8}]", []string{"-c", "., .[1]?"}},
@@ -89,7 +90,7 @@ var jqOrderKnownDiffs = []struct {
 	name, input, filter, why string
 }{
 	{"every value of an object in another order replaced", "{\"a\":1,\"b\":2}\n{\"b\":3,\"a\":4}", "map_values(10)", "gojq copies the object; a copy that holds none of the object's values cannot be told from another object with the same keys, and prints in the order of the first such"},
-	{"object built by a builtin", `[{"id":"b"},{"id":"a"}]`, "INDEX(.id)", "INDEX is gojq's, which builds its object in a map: its keys print in the input's first order of them, else sorted"},
+	{"object built by a builtin", `{"a":{"y":1,"x":2},"b":{"x":3,"y":4}}`, "fromstream(tostream)", "fromstream is gojq's, which builds its objects in maps: they print in the order of the first object with the same keys, else the input's first order of their keys, else sorted"},
 }
 
 // TestJQKeyOrderKnownDiffs: each known difference is still one (when one
