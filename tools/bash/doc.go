@@ -26,11 +26,11 @@
 // filter's for {b, a}, left then right's new keys for + and *, an
 // update's (new keys last), and .[], to_entries, keys_unsorted, add, ..,
 // paths, tostream, tojson, fromjson and "\(.)" follow it; what still
-// differs: objects gojq's own builtins build (INDEX, env, fromstream)
-// print the input's first order of their keys, else sorted, and so does
-// an update replacing every value of an object whose keys came in another
-// order than an earlier object's with the same keys, or past the bounded
-// number of orders noted),
+// differs: objects gojq's own builtins build (env, fromstream) print in
+// the order of the first object with the same keys, else the input's
+// first order of their keys, else sorted, and so does an update changing
+// more than one value of an object when an earlier object has the same
+// keys in another order, or past the bounded number of orders noted),
 // grep, sed, sort, find, ls, cp, mv, rm, diff, bc,
 // tar and some seventy more (see the SystemPrompt of [Tool.Info]).
 //
