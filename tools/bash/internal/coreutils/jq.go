@@ -1362,10 +1362,15 @@ func jqOrderFuncs() []gojq.CompilerOption {
 			if !ok {
 				return jqGojq("to_entries", v)
 			}
-			keys := jqOrderOf(args[0]).keys(m)
+			k := jqOrderOf(args[0])
+			keys := k.keys(m)
 			es := make([]any, len(keys))
 			for i, key := range keys {
-				es[i] = map[string]any{"key": key, "value": m[key]}
+				e := map[string]any{"key": key, "value": m[key]}
+				if i == 0 || !slices.Equal(k.sets["key\x00value"], jqEntryKeys) {
+					k.object(e, jqEntryKeys) // (once, unless objects with key and value came in another order)
+				}
+				es[i] = e
 			}
 			return es
 		}),
@@ -1436,6 +1441,9 @@ func jqOrderFuncs() []gojq.CompilerOption {
 		}),
 	}
 }
+
+// jqEntryKeys are the keys of to_entries' objects, in jq's order.
+var jqEntryKeys = []string{"key", "value"}
 
 // built notes the order of an object the filter built: its keys in the
 // filter's order (slots: the keys written in the filter, nil where a key
