@@ -1062,6 +1062,8 @@ var jqOrderDefs = []struct{ name, def string }{
 	{"fromjson", `def fromjson: _jq_fromjson(` + jqOrderVar + `);`},
 	{"tojson", `def tojson: _jq_tojson(` + jqOrderVar + `);`},
 	{"tostring", `def tostring: if type == "string" then . else _jq_tojson(` + jqOrderVar + `) end;`},
+	{"match", `def match($re; $flags): _match($re; $flags; false)[] | _jq_match(` + jqOrderVar + `); def match($re): if $re | type == "array" then match($re[0]; $re[1]) else match($re; null) end;`},
+	{"capture", `def capture($re; $flags): match($re; $flags) | [.captures[] | select(.name != null) | {(.name): .string}] | _jq_add_all(` + jqOrderVar + `) // {}; def capture($re): if $re | type == "array" then capture($re[0]; $re[1]) else capture($re; null) end;`},
 	// gojq's INDEX, its update and .[] rewritten below as the filter's are
 	{"INDEX", `def INDEX(stream; idx_expr): reduce stream as $row ({}; .[$row | idx_expr | tostring] = $row); def INDEX(idx_expr): INDEX(.[]; idx_expr);`},
 }
@@ -1083,6 +1085,9 @@ func jqOrderFuncDefs(filter string, each bool) ([]*gojq.FuncDef, error) {
 	}
 	if strings.Contains(filter, "..") || need["paths"] {
 		need["recurse"] = true
+	}
+	if need["capture"] {
+		need["match"] = true
 	}
 	if need["with_entries"] {
 		need["to_entries"], need["from_entries"], need["map"] = true, true, true
@@ -1397,6 +1402,20 @@ func jqOrderFuncs() []gojq.CompilerOption {
 			}
 			return jqGojq("fromjson", v) // gojq's value or error
 		}),
+		gojq.WithFunction("_jq_match", 1, 1, func(v any, args []any) any {
+			if m, ok := v.(map[string]any); ok {
+				k := jqOrderOf(args[0])
+				k.object(m, jqMatchKeys)
+				if cs, ok := m["captures"].([]any); ok {
+					for _, c := range cs {
+						if c, ok := c.(map[string]any); ok {
+							k.object(c, jqCaptureKeys)
+						}
+					}
+				}
+			}
+			return v
+		}),
 		gojq.WithFunction("_jq_derive", 2, 2, func(v any, args []any) any {
 			jqOrderOf(args[0]).derive(v, args[1], 0)
 			return v
@@ -1441,6 +1460,13 @@ func jqOrderFuncs() []gojq.CompilerOption {
 		}),
 	}
 }
+
+// jqMatchKeys and jqCaptureKeys are the keys of match's objects and of
+// their captures, in jq's order.
+var (
+	jqMatchKeys   = []string{"offset", "length", "string", "captures"}
+	jqCaptureKeys = []string{"offset", "length", "string", "name"}
+)
 
 // jqEntryKeys are the keys of to_entries' objects, in jq's order.
 var jqEntryKeys = []string{"key", "value"}

@@ -54,6 +54,7 @@ var jqOrderCases = []struct {
 	{"fromjson", `"{\"b\":1,\"a\":{\"d\":2,\"c\":3}}" "[1,"`, []string{"-c", "try fromjson catch \"not JSON\""}},
 	{"arguments", `null`, []string{"-c", "--argjson", "x", `{"b":1,"a":{"d":2,"c":3}}`, "--arg", "z", "1", "--arg", "c", "2", "$x, $ARGS, ($x | keys_unsorted)"}},
 	{"entries after objects with value before key", `{"value":1,"key":"a"} {"b":1,"a":2}`, []string{"-c", "to_entries, with_entries(.)"}},
+	{"match and capture", `"foo bar" "x"`, []string{"-c", `[match("(?<x>o+) (b)"; "g")], [capture("(?<y>o+) (?<a>b)")], [match(["O", "gi"])], [capture("(?<z>x)")]`}},
 	{"INDEX and del", `{"users":[{"name":"bob","id":2,"tags":["x"]},{"id":1,"name":"al"}]}`, []string{"-c", ".users | INDEX(.name), INDEX(.[]; .id), (.[] | del(.tags))"}},
 	{"add over an object", `{"b":"x","a":"y"}`, []string{"-c", "add"}},
 	{"other values unchanged", `{"b":[1,2],"a":"x"}`, []string{"-c", "(.b | add), (.a + \"y\"), ([.b[] * 2.5]), (9007199254740993 + 1 > 0), ({} * {}), ([] | add)"}},
