@@ -25,8 +25,8 @@
 // of our own), jq (gojq; objects keep jq's key order: the input's, the
 // filter's for {b, a}, left then right's new keys for + and *, an
 // update's (new keys last), and .[], to_entries, keys_unsorted, add, ..,
-// paths, tostream, tojson, fromjson and "\(.)" follow it; what still
-// differs: objects gojq's own builtins build (env, fromstream) print in
+// paths, tostream, tojson, fromjson, match, capture, INDEX and "\(.)"
+// follow it; what still differs: objects gojq's own builtins build (env, fromstream) print in
 // the order of the first object with the same keys, else the input's
 // first order of their keys, else sorted, and so does an update changing
 // more than one value of an object when an earlier object has the same
