@@ -1990,6 +1990,7 @@ func (sh *shell) runChild(argv0, script string, opts, params, env []string, stdi
 		secBase: sh.now(),
 		child:   true,
 	}
+	child.procPid = child.pid
 	child.randSeed = uint32(sh.r.cfg.Seed) ^ uint32(sh.r.cfg.Seed>>32) ^ uint32(child.pid)*2654435761
 	child.opts.braceexpand, child.opts.hashall, child.opts.interactiveComments = true, true, true
 	child.shopt = defaultShopts()
@@ -1998,6 +1999,10 @@ func (sh *shell) runChild(argv0, script string, opts, params, env []string, stdi
 	child.fds = newFDTable(stdin, stdout, stderr)
 	child.scopes = []*scope{{kind: scopeGlobal, vm: newVarMap(64)}}
 	child.initVars(env)
+	// a new process: $PPID is the $$ of the shell that started it
+	child.scopes[0].vm.m["PPID"].str = strconv.FormatInt(sh.procPid, 10)
+	r.addProc(child)
+	defer r.dropProc(child)
 	if _, ok := child.varValue("SHELL"); !ok {
 		// bash sets SHELL from the password file when it is unset
 		child.setString("SHELL", "/bin/bash", false)
@@ -2057,17 +2062,14 @@ func (sh *shell) runChild(argv0, script string, opts, params, env []string, stdi
 	return status
 }
 
-// signalTarget finds the shell a pid names for kill: $$ (1) and the
-// script's shell's $BASHPID are the script's shell, the shell's own
-// $BASHPID is itself.
+// signalTarget finds the shell a pid names for kill: the shell's own
+// $BASHPID is itself, the $$ of a running shell (the script's, 1, or a
+// child bash's, its $PPID in a grandchild) is that shell.
 func (sh *shell) signalTarget(pid int64) *shell {
-	switch {
-	case pid == sh.pid:
+	if pid == sh.pid {
 		return sh
-	case sh.r.top != nil && (pid == 1 || pid == sh.r.top.pid):
-		return sh.r.top
 	}
-	return nil
+	return sh.r.proc(pid)
 }
 
 // signal sends signal n to a shell: it is handled after the command the

@@ -180,6 +180,9 @@ type Runner struct {
 	// top is the script's shell: $$ (1) and its $BASHPID name it for kill
 	top   *shell
 	sigMu sync.Mutex
+	// procs are the shells that are processes of their own (the
+	// script's and each child bash), by their $$, for kill; under sigMu
+	procs map[int64]*shell
 }
 
 // New returns a Runner for one script.
@@ -350,6 +353,10 @@ type shell struct {
 	held  int64 // bytes this shell charged to the budget
 	level int   // $BASH_SUBSHELL
 	pid   int64 // $BASHPID
+	// procPid is $$: the pid of the process the shell runs in (its own
+	// pid for the script's shell and a child bash, its parent's for a
+	// subshell)
+	procPid int64
 
 	scopes  []*scope
 	frames  []*frame
@@ -502,9 +509,11 @@ func (r *Runner) newShell() *shell {
 		secBase: r.start,
 	}
 	sh.randSeed = uint32(r.cfg.Seed) ^ uint32(r.cfg.Seed>>32)
+	sh.procPid = sh.pid
 	if r.top == nil {
 		r.top = sh
 	}
+	r.addProc(sh)
 	if sh.randSeed == 0 {
 		sh.randSeed = 1
 	}
@@ -516,6 +525,31 @@ func (r *Runner) newShell() *shell {
 	sh.initVars(r.cfg.Env)
 	sh.initLocale()
 	return sh
+}
+
+// addProc records a shell that is a process of its own, which kill
+// finds by its $$.
+func (r *Runner) addProc(sh *shell) {
+	r.sigMu.Lock()
+	defer r.sigMu.Unlock()
+	if r.procs == nil {
+		r.procs = map[int64]*shell{}
+	}
+	r.procs[sh.procPid] = sh
+}
+
+// dropProc forgets a process that has ended.
+func (r *Runner) dropProc(sh *shell) {
+	r.sigMu.Lock()
+	defer r.sigMu.Unlock()
+	delete(r.procs, sh.procPid)
+}
+
+// proc returns the live process shell whose $$ is pid.
+func (r *Runner) proc(pid int64) *shell {
+	r.sigMu.Lock()
+	defer r.sigMu.Unlock()
+	return r.procs[pid]
 }
 
 func defaultShopts() shopts {
