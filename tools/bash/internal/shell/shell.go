@@ -480,6 +480,9 @@ type shell struct {
 	// commands this shell runs (env -i, env -u): set only in the child
 	// that runs env's command.
 	envOverride []string
+	// execBy is the utility (env, xargs, ...) whose command this
+	// subshell runs, which reports a command not found in its words
+	execBy string
 	// killed: the shell ends by SIGKILL, which runs no EXIT trap.
 	killed bool
 }
@@ -701,6 +704,7 @@ func (sh *shell) fork() *shell {
 	c.bgTime = 0
 	c.isSubst = false
 	c.envOverride = nil
+	c.execBy = ""
 	c.killed = false
 	c.child = false
 	c.randSeed = sh.randSeed ^ uint32(c.pid)*2654435761
