@@ -69,9 +69,16 @@
 //     command, hash, source and ., eval, exec CMD, alias, time, ulimit
 //     and umask (reported, not enforced), complete/compgen/compopt;
 //   - background jobs run to completion where they start, one after
-//     the other (deterministic output), $! and wait report them;
+//     the other (deterministic output), $! and wait report them; a
+//     sleep in a job takes no time there but makes the job end later
+//     on the script's clock: jobs shows it Running until then, kill
+//     ends it (status 128+n) and wait waits until then;
 //   - bash and sh run child shells (bash -c, bash FILE, a script named
-//     by path), and a script of the workspace on $PATH runs by its name.
+//     by path), each a process of its own ($$, $BASHPID; $PPID is the
+//     parent's $$), and a script of the workspace on $PATH runs by its
+//     name; env, xargs, timeout, find -exec and time run only programs
+//     (utilities, tools, scripts, and the builtins that are programs
+//     too), not functions, as their execvp does.
 //
 // Where bash's parser and mvdan's differ, the interpreter rewrites the
 // text around a parse error into what bash meant, when it can: "((" that

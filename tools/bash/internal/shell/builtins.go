@@ -1245,12 +1245,16 @@ func builtinKill(sh *shell, args []string) int {
 	status := 0
 	for _, a := range args {
 		if strings.HasPrefix(a, "%") {
-			if _, ok := sh.jobSpec(a); !ok {
+			j, ok := sh.jobSpec(a)
+			if !ok {
 				sh.errorf("kill: %s: no such job", a)
 				status = 1
+				continue
 			}
-			// the job already ended (jobs run to completion): as a
-			// signal to a process that exited and was not waited for
+			// the job ran to completion: the signal ends it if it would
+			// still be running, else it is a process that exited and
+			// was not waited for
+			sh.signalJob(j, sig)
 			continue
 		}
 		pid, err := strconv.ParseInt(a, 10, 64)
@@ -1263,8 +1267,9 @@ func builtinKill(sh *shell, args []string) int {
 			t.signal(sig)
 			continue
 		}
-		if sh.jobByPid(pid) != nil {
-			continue // the job already ended (jobs run to completion)
+		if j := sh.jobByPid(pid); j != nil {
+			sh.signalJob(j, sig)
+			continue
 		}
 		sh.errorf("kill: (%d) - No such process", pid)
 		status = 1
@@ -1991,6 +1996,7 @@ func (sh *shell) runChild(argv0, script string, opts, params, env []string, stdi
 		child:   true,
 	}
 	child.procPid = child.pid
+	child.bgSlept = sh.bgSlept
 	child.randSeed = uint32(sh.r.cfg.Seed) ^ uint32(sh.r.cfg.Seed>>32) ^ uint32(child.pid)*2654435761
 	child.opts.braceexpand, child.opts.hashall, child.opts.interactiveComments = true, true, true
 	child.shopt = defaultShopts()

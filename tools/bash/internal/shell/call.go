@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"mvdan.cc/sh/v3/syntax"
 
@@ -671,6 +673,13 @@ func (sh *shell) commandFor(args []string, assigns []tempAssign) *Command {
 	}
 	if _, none := c.Stdin.(eofReader); none {
 		c.Stdin = nil // nothing attached
+	}
+	if slept := sh.bgSlept; slept != nil {
+		c.Sleep = func(d time.Duration) {
+			if slept.Add(int64(d)) < 0 {
+				slept.Store(math.MaxInt64)
+			}
+		}
 	}
 	by := args[0]
 	c.Exec = func(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) int {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -922,6 +924,7 @@ func (sh *shell) background(st *syntax.Stmt) {
 		return
 	}
 	sub := sh.fork()
+	sub.bgSlept = new(atomic.Int64)
 	// a background job's stdin is /dev/null unless redirected
 	sub.fds.set(0, newOFile(eofReader{}, nil, nil, "/dev/null"))
 	cp := *st
@@ -940,7 +943,8 @@ func (sh *shell) background(st *syntax.Stmt) {
 	vstart := start.Add(-sh.bgTime)
 	sh.bgTime += took
 	sh.addJob(sub.pid, status, sh.jobText(&cp))
-	sh.jobs[len(sh.jobs)-1].end = vstart.Add(took)
+	// its sleeps took no time here: it ends that much later
+	sh.jobs[len(sh.jobs)-1].end = vstart.Add(took).Add(time.Duration(sub.bgSlept.Load()))
 	sh.status = 0
 }
 

@@ -88,6 +88,10 @@ type Command struct {
 	ExecEnv func(ctx context.Context, environ, argv []string, stdin io.Reader, stdout, stderr io.Writer) int
 	// Line is the script line of the command, for messages.
 	Line int
+	// Sleep, when not nil, stands for waiting d: in a background job
+	// (which runs to completion where it starts) a sleep advances the
+	// job's own time and returns at once.
+	Sleep func(d time.Duration)
 }
 
 // Environ is the command's environment (exported variables and the
@@ -483,6 +487,9 @@ type shell struct {
 	// execBy is the utility (env, xargs, ...) whose command this
 	// subshell runs, which reports a command not found in its words
 	execBy string
+	// bgSlept, in a background job and its subshells, is the time the
+	// job slept (nanoseconds): sleep there does not wait (see Sleep)
+	bgSlept *atomic.Int64
 	// killed: the shell ends by SIGKILL, which runs no EXIT trap.
 	killed bool
 }
