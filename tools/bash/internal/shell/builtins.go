@@ -1911,26 +1911,23 @@ func builtinBash(sh *shell, args []string) int {
 		}
 		script, argv0, isFile = string(data), file, true
 	default:
+		// the commands are read from stdin as they run (runFeed)
 		if stdin == nil {
 			return 0
 		}
-		max := sh.r.lim.MaxScriptBytes
-		if max <= 0 {
-			max = 1 << 20
-		}
-		data, err := io.ReadAll(io.LimitReader(stdin, int64(max)+1))
-		if err != nil && !errors.Is(err, io.EOF) {
-			sh.writeErr(name + ": read error\n")
-			return 1
-		}
-		script, stdin = string(data), nil
 	}
 	if !isFile && (interactive || !haveScript) {
-		ia := &interactiveStart{norc: norc, rcfile: rcfile, stdin: !haveScript, interactive: interactive}
+		ia := &interactiveStart{name: name, norc: norc, rcfile: rcfile, stdin: !haveScript, interactive: interactive}
 		return sh.runChild(argv0, script, opts, positional, sh.exported(), stdin, sh.fdWriter(1), sh.fdWriter(2), false, ia)
 	}
 	if isFile {
-		return sh.childShellFile(argv0, script, opts, positional, sh.exported(), stdin, sh.fdWriter(1), sh.fdWriter(2))
+		var ia *interactiveStart
+		if interactive {
+			// bash -i FILE: interactive ($- has i, PS1, the rc file),
+			// its commands read from the file
+			ia = &interactiveStart{name: name, norc: norc, rcfile: rcfile, interactive: true}
+		}
+		return sh.runChild(argv0, script, opts, positional, sh.exported(), stdin, sh.fdWriter(1), sh.fdWriter(2), true, ia)
 	}
 	return sh.childShell(argv0, script, opts, positional, sh.exported(), stdin, sh.fdWriter(1), sh.fdWriter(2))
 }
@@ -2055,7 +2052,11 @@ func (sh *shell) runChild(argv0, script string, opts, params, env []string, stdi
 		child.startInteractive(ia)
 	}
 	if child.flow != flowExit {
-		child.runSource(&source{name: argv0, text: script}, true)
+		src := &source{name: argv0, text: script}
+		if ia != nil && ia.stdin {
+			src.feed = &stdinScript{sh: child, max: r.lim.MaxScriptBytes}
+		}
+		child.runSource(src, true)
 	}
 	if ia != nil && ia.interactive && ia.stdin {
 		eof := child.flow != flowExit

@@ -3,6 +3,7 @@ package shell
 import (
 	"errors"
 	"fmt"
+	"io"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -101,6 +102,9 @@ func (sh *shell) exit() int {
 // status 2 after the lines before it ran. At the top level of a shell,
 // an error that ends a command (fatalPanic) goes on with the next line.
 func (sh *shell) runSource(src *source, top bool) int {
+	if src.feed != nil {
+		return sh.runFeed(src, top)
+	}
 	text := src.text
 	if !strings.HasSuffix(text, "\n") {
 		text += "\n"
@@ -111,7 +115,7 @@ func (sh *shell) runSource(src *source, top bool) int {
 	text, escaped := escapeRawBytes(text)
 	repairs := 0
 	for {
-		restart, status := sh.runText(text, top, escaped, &repairs)
+		restart, status := sh.runText(text, top, escaped, &repairs, nil)
 		if restart == "" {
 			return status
 		}
@@ -123,12 +127,24 @@ func (sh *shell) runSource(src *source, top bool) int {
 // runText runs text a line at a time. When a parse error can be repaired
 // (see repairText), it returns the repaired rest of the text to run (the
 // lines already run blanked, so that line numbers stay).
-func (sh *shell) runText(text string, top, escaped bool, repairs *int) (restart string, status int) {
+func (sh *shell) runText(text string, top, escaped bool, repairs *int, feed *stdinScript) (restart string, status int) {
 	p := parsers.Get().(*syntax.Parser)
 	defer parsers.Put(p)
 	done := 0     // the offset up to which statements ran
 	recorded := 0 // the offset up to which lines went to the history
-	for stmts, err := range p.InteractiveSeq(strings.NewReader(text)) {
+	var in io.Reader = strings.NewReader(text)
+	if feed != nil {
+		in = feed
+	}
+	for stmts, err := range p.InteractiveSeq(in) {
+		if feed != nil {
+			// the text read so far
+			text = feed.buf.String()
+			sh.src.text = text
+			if feed.err != nil {
+				sh.fatal(feed.err)
+			}
+		}
 		if err != nil {
 			if rest, ok := sh.skipBadArrayAssign(text, done, err); ok {
 				return rest, 1
@@ -221,6 +237,65 @@ func (sh *shell) runText(text string, top, escaped bool, repairs *int) (restart 
 		}
 	}
 	return "", sh.status
+}
+
+// stdinScript is the script of a shell that reads its commands from
+// stdin (bash < file, cmd | bash): as bash does, it reads a line at a
+// time, when the parser needs it, from whatever fd 0 is then, so that a
+// command that reads stdin reads the script's next lines, and exec 0<f
+// goes on with the commands of f.
+type stdinScript struct {
+	sh      *shell
+	buf     strings.Builder // what the parser read (raw bytes escaped)
+	pending string          // text to give before reading more (a repair's)
+	max     int             // bound on what is read
+	read    int
+	err     error // the bound was passed
+}
+
+func (f *stdinScript) Read(p []byte) (int, error) {
+	if f.pending == "" {
+		if f.err != nil {
+			return 0, io.EOF
+		}
+		line, err := f.sh.readUpTo(0, '\n', 0)
+		f.read += len(line)
+		if f.max > 0 && f.read > f.max {
+			f.err = fmt.Errorf("script exceeds %d bytes", f.max)
+			return 0, io.EOF
+		}
+		if line == "" {
+			if err == nil {
+				err = io.EOF
+			}
+			return 0, err
+		}
+		f.pending, _ = escapeRawBytes(line)
+	}
+	n := copy(p, f.pending)
+	f.buf.WriteString(f.pending[:n])
+	f.pending = f.pending[n:]
+	return n, nil
+}
+
+// runFeed runs a script read from stdin as it is read (see stdinScript).
+func (sh *shell) runFeed(src *source, top bool) int {
+	prev := sh.src
+	sh.src = src
+	defer func() { sh.src = prev }()
+	repairs := 0
+	for {
+		restart, status := sh.runText("", top, true, &repairs, src.feed)
+		if restart == "" {
+			return status
+		}
+		// a repair: the text read so far, repaired, then the rest
+		feed := src.feed
+		feed.buf.Reset()
+		feed.pending = restart + feed.pending
+		src = &source{name: src.name, feed: feed}
+		sh.src = src
+	}
 }
 
 // skipBadArrayAssign handles a compound assignment whose values are not

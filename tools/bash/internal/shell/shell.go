@@ -296,6 +296,9 @@ type funcDef struct {
 type source struct {
 	name string
 	text string
+	// feed, when not nil, gives the text a line at a time: the script of
+	// a shell reading its commands from stdin (text is what was read)
+	feed *stdinScript
 }
 
 // funcMap holds functions (copy on write, as varMap).
@@ -457,6 +460,9 @@ type shell struct {
 	// interactive: bash -i ($- has i); readStdin: the commands come
 	// from stdin ($- has s)
 	interactive, readStdin bool
+	// shellName is how an interactive shell was invoked (bash, sh): its
+	// messages say it rather than $0
+	shellName string
 	// inPS1: PS1 is being expanded (its \! is the next entry's number)
 	inPS1      bool
 	fileScript bool
@@ -792,6 +798,13 @@ func (sh *shell) errPrefix() string {
 	name := sh.argv0
 	if sh.src != nil && sh.src.name != "" && sh.sourceDepth > 0 {
 		name = sh.src.name
+	}
+	if sh.interactive && sh.sourceDepth == 0 {
+		// an interactive shell's own commands: its name, no line
+		if sh.shellName != "" {
+			name = sh.shellName
+		}
+		return name + ": "
 	}
 	if sh.line > 0 {
 		return name + ": line " + strconv.Itoa(sh.line) + ": "
