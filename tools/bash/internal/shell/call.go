@@ -65,6 +65,11 @@ func (sh *shell) call(ce *syntax.CallExpr, redirs []*syntax.Redirect) int {
 		sh.lastArg = args[len(args)-1]
 		return 1
 	}
+	if redirectsStdin(redirs) {
+		// (a function's background jobs read that stdin)
+		sh.stdinRedir++
+		defer func() { sh.stdinRedir-- }()
+	}
 	if moved := slices.Clone(sh.movedFDs); len(moved) > 0 {
 		_, isFunc := sh.funcs.m[args[0]]
 		_, isBuiltin := builtins[args[0]]

@@ -239,6 +239,28 @@ func (sh *shell) runText(text string, top, escaped bool, repairs *int, feed *std
 	return "", sh.status
 }
 
+// redirectsStdin reports whether redirections include one of fd 0.
+func redirectsStdin(redirs []*syntax.Redirect) bool {
+	for _, r := range redirs {
+		fd := -1
+		switch r.Op {
+		case syntax.RdrIn, syntax.RdrInOut, syntax.DplIn, syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
+			fd = 0
+		}
+		if r.N != nil {
+			n, err := strconv.Atoi(r.N.Value)
+			if err != nil {
+				continue
+			}
+			fd = n
+		}
+		if fd == 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // stdinScript is the script of a shell that reads its commands from
 // stdin (bash < file, cmd | bash): as bash does, it reads a line at a
 // time, when the parser needs it, from whatever fd 0 is then, so that a
@@ -483,7 +505,14 @@ func (sh *shell) command(st *syntax.Stmt) {
 		return
 	}
 	moved := slices.Clone(sh.movedFDs)
+	stdinRedir := redirectsStdin(st.Redirs)
+	if stdinRedir {
+		sh.stdinRedir++
+	}
 	defer func() {
+		if stdinRedir {
+			sh.stdinRedir--
+		}
 		restore()
 		if _, sub := st.Cmd.(*syntax.Subshell); !sub {
 			sh.closeMoved(moved) // (a subshell's are its own)
@@ -1000,8 +1029,11 @@ func (sh *shell) background(st *syntax.Stmt) {
 	}
 	sub := sh.fork()
 	sub.bgSlept = new(atomic.Int64)
-	// a background job's stdin is /dev/null unless redirected
-	sub.fds.set(0, newOFile(eofReader{}, nil, nil, "/dev/null"))
+	// a background job's stdin is /dev/null unless redirected, by it or
+	// by a compound command it is in (for ...; done <<EOF), as bash's
+	if sh.stdinRedir == 0 {
+		sub.fds.set(0, newOFile(eofReader{}, nil, nil, "/dev/null"))
+	}
 	cp := *st
 	cp.Background, cp.Disown = false, false
 	// bash forks a simple command, a subshell or a pipeline and does not

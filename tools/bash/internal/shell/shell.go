@@ -496,6 +496,9 @@ type shell struct {
 	// bgSlept, in a background job and its subshells, is the time the
 	// job slept (nanoseconds): sleep there does not wait (see Sleep)
 	bgSlept *atomic.Int64
+	// stdinRedir counts the compound commands running with fd 0
+	// redirected: a background job started inside keeps that stdin
+	stdinRedir int
 	// killed: the shell ends by SIGKILL, which runs no EXIT trap.
 	killed bool
 }
