@@ -2054,7 +2054,11 @@ func (sh *shell) runChild(argv0, script string, opts, params, env []string, stdi
 	if child.flow != flowExit {
 		src := &source{name: argv0, text: script}
 		if ia != nil && ia.stdin {
-			src.feed = &stdinScript{sh: child, max: r.lim.MaxScriptBytes}
+			max := r.lim.MaxScriptBytes
+			if max <= 0 {
+				max = 1 << 20
+			}
+			src.feed = &stdinScript{sh: child, max: max}
 		}
 		child.runSource(src, true)
 	}

@@ -142,7 +142,7 @@ func (sh *shell) runText(text string, top, escaped bool, repairs *int, feed *std
 			text = feed.buf.String()
 			sh.src.text = text
 			if feed.err != nil {
-				sh.fatal(feed.err)
+				return "", sh.feedTooLong(feed)
 			}
 		}
 		if err != nil {
@@ -236,7 +236,18 @@ func (sh *shell) runText(text string, top, escaped bool, repairs *int, feed *std
 			break
 		}
 	}
+	if feed != nil && feed.err != nil {
+		return "", sh.feedTooLong(feed)
+	}
 	return "", sh.status
+}
+
+// feedTooLong ends a shell whose script, read from stdin, passed the
+// bound, as a script given whole that is too long.
+func (sh *shell) feedTooLong(feed *stdinScript) int {
+	sh.writeErr(sh.argv0 + ": " + feed.err.Error() + "\n")
+	sh.status, sh.flow = 2, flowExit
+	return 2
 }
 
 // redirectsStdin reports whether redirections include one of fd 0.
@@ -270,7 +281,7 @@ type stdinScript struct {
 	sh      *shell
 	buf     strings.Builder // what the parser read (raw bytes escaped)
 	pending string          // text to give before reading more (a repair's)
-	max     int             // bound on what is read
+	max     int             // bound on what is read (MaxScriptBytes, else 1 MiB)
 	read    int
 	err     error // the bound was passed
 }
@@ -280,9 +291,9 @@ func (f *stdinScript) Read(p []byte) (int, error) {
 		if f.err != nil {
 			return 0, io.EOF
 		}
-		line, err := f.sh.readUpTo(0, '\n', 0)
+		line, err := f.sh.readUpTo(0, '\n', f.max+1-f.read)
 		f.read += len(line)
-		if f.max > 0 && f.read > f.max {
+		if f.read > f.max {
 			f.err = fmt.Errorf("script exceeds %d bytes", f.max)
 			return 0, io.EOF
 		}
@@ -291,6 +302,9 @@ func (f *stdinScript) Read(p []byte) (int, error) {
 				err = io.EOF
 			}
 			return 0, err
+		}
+		if !strings.HasSuffix(line, "\n") {
+			line += "\n" // (the parser runs a last line that has one)
 		}
 		f.pending, _ = escapeRawBytes(line)
 	}
