@@ -1800,8 +1800,6 @@ func builtinNoJobs(sh *shell, args []string) int {
 	return 1
 }
 
-func builtinDisown(sh *shell, args []string) int { return 0 }
-
 // builtinBash runs bash or sh as a child shell: bash -c SCRIPT [NAME
 // [ARG]...], bash FILE [ARG]..., or the script on stdin.
 func builtinBash(sh *shell, args []string) int {

@@ -293,3 +293,69 @@ func builtinJobs(sh *shell, args []string) int {
 	sh.out("jobs", b.String())
 	return 0
 }
+
+// builtinDisown removes jobs from the table: disown [-h] [-ar] [jobspec
+// ... | pid ...]; without operands the current job, -a all, -r only the
+// jobs still running; -h keeps them (there is no SIGHUP to spare them).
+func builtinDisown(sh *shell, args []string) int {
+	args = args[1:]
+	all, running, hold := false, false, false
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") && len(args[0]) > 1 {
+		if args[0] == "--" {
+			args = args[1:]
+			break
+		}
+		for _, c := range args[0][1:] {
+			switch c {
+			case 'a':
+				all = true
+			case 'r':
+				running = true
+			case 'h':
+				hold = true
+			default:
+				sh.errorf("disown: -%c: invalid option", c)
+				sh.usageLine("disown: usage: disown [-h] [-ar] [jobspec ... | pid ...]")
+				return 2
+			}
+		}
+		args = args[1:]
+	}
+	var list []*job
+	status := 0
+	switch {
+	case len(args) > 0:
+		for _, a := range args {
+			var j *job
+			if strings.HasPrefix(a, "%") {
+				j, _ = sh.jobSpec(a)
+			} else if pid, err := strconv.ParseInt(a, 10, 64); err == nil {
+				j = sh.jobByPid(pid)
+			}
+			if j == nil {
+				sh.errorf("disown: %s: no such job", a)
+				status = 1
+				continue
+			}
+			list = append(list, j)
+		}
+	case all:
+		list = append(list, sh.jobs...)
+	default:
+		j, ok := sh.jobSpec("%+")
+		if !ok {
+			sh.errorf("disown: current: no such job")
+			return 1
+		}
+		list = []*job{j}
+	}
+	if hold {
+		return status
+	}
+	for _, j := range list {
+		if !running || sh.running(j) {
+			sh.removeJob(j)
+		}
+	}
+	return status
+}
