@@ -1962,10 +1962,6 @@ func (sh *shell) childShell(argv0, script string, opts, params, env []string, st
 	return sh.runChild(argv0, script, opts, params, env, stdin, stdout, stderr, false, nil)
 }
 
-func (sh *shell) childShellFile(argv0, script string, opts, params, env []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return sh.runChild(argv0, script, opts, params, env, stdin, stdout, stderr, true, nil)
-}
-
 func (sh *shell) runChild(argv0, script string, opts, params, env []string, stdin io.Reader, stdout, stderr io.Writer, file bool, ia *interactiveStart) (status int) {
 	r := sh.r
 	if max := r.lim.MaxShellDepth; max > 0 && r.depth.Add(1) > max {
