@@ -122,8 +122,13 @@
 // read is written to stderr after its prompt (PS1, PS2; PROMPT_COMMAND
 // runs before PS1) and entered in the history, an error that would end
 // the shell (set -u) ends only the line, and at the end "exit" goes to
-// stderr and the history is saved. It has no line editing, job control
-// or history expansion.
+// stderr and the history is saved; its messages name the shell, with no
+// line number, and aliases expand. bash -i FILE is interactive too, its
+// commands read from FILE. It has no line editing, job control or history
+// expansion. A bash reading its script from stdin (bash < f, cmd | bash,
+// interactive or not) reads it a line at a time from whatever fd 0 is,
+// as bash does: a command that reads stdin reads the script's next lines,
+// and exec 0<g goes on with g's commands.
 //
 // # Sandbox
 //
