@@ -50,8 +50,11 @@ type stdio struct {
 type app struct {
 	stdio
 	storeDir string
-	verbose  bool
-	log      *slog.Logger
+	// storeGiven is whether --store was on the command line: a command
+	// that run prints for the user to paste names it too (approveHint).
+	storeGiven bool
+	verbose    bool
+	log        *slog.Logger
 	// usedStore is set once the command opens (or tries to open) the
 	// store: a damaged blob in a bundle is not the store's damage.
 	usedStore bool
@@ -339,6 +342,9 @@ eval exits 1 when a case fails (eval compare: when a case regressed).`,
 				level = slog.LevelDebug
 			}
 			a.log = slog.New(slog.NewTextHandler(a.err, &slog.HandlerOptions{Level: level}))
+			if f := cmd.Flag("store"); f != nil {
+				a.storeGiven = f.Changed
+			}
 			if _, _, err := a.wasmLimits.limits(); err != nil {
 				return err
 			}

@@ -240,18 +240,20 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	if err != nil {
 		return err
 	}
-	if !store.IsURL(a.storeDir) && !m.IsCassette() { // on a PostgreSQL store a worker calls the model
-		// approve and deny get here once no process that runs the world
-		// took the decision (another user's is said so before): the rest
-		// of the turn runs here, and needs a key.
-		if err := checkAPIKey(m.Provider, m.Name, f.baseURL, getenv); err != nil {
-			return fmt.Errorf("%s: %w", f.command(), err)
+	// What is wrong with the command line is said before anything is
+	// done: the MANIFEST, the cassette, then the model's key.
+	// approve and deny get to the key once no process that runs the
+	// world took the decision (another user's is said so before): the
+	// rest of the turn runs here, and needs a key. A slash command that
+	// calls no model (-m "/show 3") needs none: the world opens, and a
+	// turn it would resume fails on the missing key (keyErr).
+	var keyErr error
+	if err := a.checkModel(f.command(), f.manifest, m, f.baseURL, getenv); err != nil {
+		var ke *keyError
+		if !errors.As(err, &ke) || !f.callsNoModel() {
+			return err
 		}
-	}
-	// A MANIFEST that is not there fails before the store is made (the
-	// world loads the AIR, once the store is open).
-	if _, err := os.Stat(f.manifest); err != nil {
-		return fmt.Errorf("%s: load AIR: %w", f.command(), err)
+		keyErr, m.KeyLater = err, true
 	}
 	s, err := a.openStore(ctx, false)
 	if err != nil {
@@ -262,7 +264,9 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	if err != nil {
 		return err
 	}
-	if f.decide == nil && !f.worldChosen && strings.HasPrefix(f.llm, "cassette:") && !f.cassetteLoose && s.Bolt() != nil {
+	// A slash command that calls no model (-m "/show 3") is about the
+	// world the user ran: the cassette does not move it to a new one.
+	if f.decide == nil && !f.callsNoModel() && !f.worldChosen && strings.HasPrefix(f.llm, "cassette:") && !f.cassetteLoose && s.Bolt() != nil {
 		if f.world, err = freshWorld(ctx, a, s, f.world, strings.TrimPrefix(f.llm, "cassette:")); err != nil {
 			return err
 		}
@@ -319,6 +323,7 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 		return err
 	}
 	r = newChatRun(a, f, w, choice)
+	r.keyErr = keyErr
 	r.noWorker = &noWorker
 	if b := s.Bolt(); b != nil {
 		// Decisions that other processes send on calls that wait
@@ -388,6 +393,58 @@ func (f *runFlags) command() string {
 		return "approve"
 	}
 	return "deny"
+}
+
+// keyError is checkModel's error for a model without a key.
+type keyError struct{ err error }
+
+func (e *keyError) Error() string { return e.err.Error() }
+func (e *keyError) Unwrap() error { return e.err }
+
+// checkModel checks, for command (run, serve, approve, deny), what would
+// stop a world at manifest from running model m before the store is
+// opened: a MANIFEST that is not there; a cassette (--llm cassette:DIR)
+// that is no session bundle; a model without a key (checkAPIKey, a
+// *keyError) — unless the manifest does not load, which is then what
+// is said (the key would not have helped). On a PostgreSQL store a worker
+// calls the model: no key is needed here.
+func (a *app) checkModel(command, manifest string, m agent.Model, baseURL string, getenv func(string) string) error {
+	if _, err := os.Stat(manifest); err != nil {
+		return fmt.Errorf("%s: load AIR: %w", command, err)
+	}
+	if store.IsURL(a.storeDir) {
+		return nil
+	}
+	if m.IsCassette() {
+		if err := m.CheckCassette(); err != nil {
+			return fmt.Errorf("%s: %w", command, err)
+		}
+		return nil
+	}
+	kerr := checkAPIKey(m.Provider, m.Name, baseURL, getenv)
+	if kerr == nil {
+		return nil
+	}
+	// Load the AIR (as validate does, without the store): an AIR that
+	// does not load is the first thing to fix.
+	noCache := a.noWASMCache
+	a.noWASMCache = true
+	_, lerr := a.loadCatalog(manifest)
+	a.noWASMCache = noCache
+	if lerr != nil {
+		return fmt.Errorf("%s: %w", command, lerr)
+	}
+	return &keyError{fmt.Errorf("%s: %w", command, kerr)}
+}
+
+// callsNoModel reports whether run's -m is a slash command that calls no
+// model (/show, /trace, /cost, …; /compact does).
+func (f *runFlags) callsNoModel() bool {
+	if f.decide != nil || !isCommand(f.message) {
+		return false
+	}
+	name, _, _ := strings.Cut(strings.TrimSpace(f.message), " ")
+	return name != "/compact"
 }
 
 // checkAPIKey refuses a model that could not be reached: a remote API

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"github.com/demiurge-dev/demiurge/adapters/llm"
 	"github.com/demiurge-dev/demiurge/agent"
 	"github.com/demiurge-dev/demiurge/examples"
-	"github.com/demiurge-dev/demiurge/internal/store"
 	"github.com/demiurge-dev/demiurge/reducer"
 	"github.com/demiurge-dev/demiurge/reducer/demiurge"
 	"github.com/demiurge-dev/demiurge/serve"
@@ -153,13 +151,8 @@ func (a *app) serve(cmd *cobra.Command, manifest string, f *serveFlags, getenv f
 	if err != nil {
 		return err
 	}
-	if !store.IsURL(a.storeDir) && !m.IsCassette() {
-		if err := checkAPIKey(m.Provider, m.Name, f.baseURL, getenv); err != nil {
-			return fmt.Errorf("serve: %w", err)
-		}
-	}
-	if _, err := os.Stat(manifest); err != nil {
-		return fmt.Errorf("serve: load AIR: %w", err)
+	if err := a.checkModel("serve", manifest, m, f.baseURL, getenv); err != nil {
+		return err
 	}
 	var tokens *serve.TokenFile
 	if f.tokenFile != "" {
