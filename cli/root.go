@@ -598,6 +598,19 @@ func closeStore(s *store.Handle, errp *error) {
 	}
 }
 
+// notef writes a note on stderr: what the command says of what it does,
+// going on (not an error): "demiurge: note: …", apart from an error's
+// "demiurge: …" (docs/cli.md, "Messages").
+func (a *app) notef(format string, args ...any) {
+	fmt.Fprintf(a.err, "%s: note: %s\n", a.progName(), fmt.Sprintf(format, args...))
+}
+
+// warnf writes a warning on stderr: something went wrong or is
+// deprecated, and the command goes on: "demiurge: warning: …".
+func (a *app) warnf(format string, args ...any) {
+	fmt.Fprintf(a.err, "%s: warning: %s\n", a.progName(), fmt.Sprintf(format, args...))
+}
+
 // progName is the program's name as its messages start: "demiurge", or
 // the name a program that extends the command line gives (WithName).
 func (a *app) progName() string {

@@ -288,7 +288,7 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 		if strings.HasPrefix(f.llm, "cassette:") {
 			// The worker that runs the world calls its own model: run's
 			// cassette only names the recorded model for the chat.
-			fmt.Fprintf(a.err, "%s: on a PostgreSQL store the workers answer with their own --llm: %s names the chat's model only (for an offline run, start the workers with --llm %s)\n", a.progName(), f.llm, f.llm)
+			a.notef("on a PostgreSQL store the workers answer with their own --llm: %s names the chat's model only (for an offline run, start the workers with --llm %s)", f.llm, f.llm)
 		}
 		defer watchWorker(ctx, a, pg, f.world, noWorkerAfter, &noWorker)()
 	}
@@ -359,8 +359,8 @@ func freshWorld(ctx context.Context, a *app, s *store.Handle, name, cassette str
 			continue
 		}
 		if n > 1 {
-			fmt.Fprintf(a.err, "%s: world %s already holds a session, and the cassette %s replays its recording from a new world: this run is world %s (give --world %s to trace or replay it; --world picks the world)\n",
-				a.progName(), name, cassette, w, w)
+			a.notef("world %s already holds a session, and the cassette %s replays its recording from a new world: this run is world %s (give --world %s to trace or replay it; --world picks the world)",
+				name, cassette, w, w)
 		}
 		return w, nil
 	}
@@ -560,13 +560,13 @@ func watchWorker(ctx context.Context, a *app, pg *pgstore.Store, name string, d 
 				noWorker.Store(true)
 				if !said && time.Since(since) >= d {
 					said = true
-					fmt.Fprintf(a.err, "%s: no worker holds world %s of %s: the message waits in its inbox until one takes it (start one: demiurge worker --store …)\n", a.progName(), name, a.storeName())
+					a.notef("no worker holds world %s of %s: the message waits in its inbox until one takes it (start one: demiurge worker --store …)", name, a.storeName())
 				}
 			default:
 				noWorker.Store(false)
 				if said {
 					said = false
-					fmt.Fprintf(a.err, "%s: worker %s took world %s\n", a.progName(), owner, name)
+					a.notef("worker %s took world %s", owner, name)
 				}
 			}
 			if noWorker.Load() { // look more often for the worker that takes it
