@@ -84,3 +84,50 @@ func TestReadmeFirstCommand(t *testing.T) {
 		},
 	})
 }
+
+// TestReadmeOutputsIgnored: a file that a README command writes into the
+// checkout (trace --otlp FILE, run from the repository's root as the
+// README's commands are) is one .gitignore lists, so that following the
+// README leaves git status clean.
+func TestReadmeOutputsIgnored(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ignore, err := os.ReadFile(filepath.Join("..", ".gitignore"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ignored := map[string]bool{}
+	for line := range strings.Lines(string(ignore)) {
+		ignored[strings.TrimSpace(line)] = true
+	}
+	found := 0
+	for line := range strings.Lines(string(readme)) {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "go run ./cmd/demiurge ")
+		if !ok {
+			continue
+		}
+		code, _, _ := strings.Cut(rest, "#")
+		args, err := shell.Fields(code, func(string) string { return "" })
+		if err != nil {
+			continue // a line the shell would go on with
+		}
+		for i, a := range args {
+			if a != "--otlp" || i+1 == len(args) {
+				continue
+			}
+			out := args[i+1]
+			if out == "-" || filepath.IsAbs(out) || strings.HasPrefix(out, "$") {
+				continue
+			}
+			found++
+			if !ignored["/"+filepath.ToSlash(filepath.Clean(out))] && !ignored[filepath.ToSlash(filepath.Clean(out))] {
+				t.Errorf("README: %q writes %s into the checkout, which .gitignore does not list", strings.TrimSpace(line), out)
+			}
+		}
+	}
+	if found == 0 {
+		t.Error("the README has no trace --otlp FILE command: is this test still needed?")
+	}
+}
