@@ -86,7 +86,9 @@ the turn (the journal records it; a second Ctrl-C within a second quits),
 as the progress line says; what you type while a turn runs waits in the
 next prompt. Ctrl-D, or Ctrl-C twice at the prompt, quits. With -m the
 one message is sent, answered, and run exits (-m /compact runs the command,
-as at the prompt; -m //TEXT sends /TEXT); with stdin not a terminal
+as at the prompt, and -m "/show 3" shows a call of the chat's last turn,
+needing no key as no model is called; an unknown command exits 2; -m //TEXT
+sends /TEXT); with stdin not a terminal
 each line is a message, with no banner or prompts. A turn a killed
 process left running is resumed first; one whose calls wait for approval
 that this run cannot give is stopped by -m's message, and run says so
