@@ -812,10 +812,15 @@ func (r *chatRun) command(ctx context.Context, line string) (bool, error) {
 		}
 		n, err := strconv.Atoi(arg)
 		if err != nil || n < 1 || n > len(calls) {
-			switch len(calls) {
-			case 0:
+			switch st, ok := r.chat.State(); {
+			case len(calls) == 0 && !r.turned && ok && st.Turn != nil:
+				// A turn under way that this process did not show (run -m
+				// "/show N" while it waits for approval): its calls are
+				// in the journal, not in this run's stream.
+				r.write(fmt.Sprintf("  /show N shows the calls of a turn that ended; turn %d is under way: demiurge trace --world %s shows its calls so far\n", st.Turn.RequestID, shellQuote(r.w.Name())))
+			case len(calls) == 0:
 				r.write("  /show N shows the output of the last turn's tool call N: the last turn made no tool calls\n")
-			case 1:
+			case len(calls) == 1:
 				r.write("  /show N: N is a tool call of the last turn, which made one: /show 1\n")
 			default:
 				r.write(fmt.Sprintf("  /show N: N is a tool call of the last turn, 1 to %d\n", len(calls)))
