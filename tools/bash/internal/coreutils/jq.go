@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/itchyny/gojq"
 )
 
@@ -127,16 +128,15 @@ func jqCmd(c *cmd, args []string) int {
 			var v any = string(data)
 			if a == "--slurpfile" {
 				all := []any{}
-				dec := json.NewDecoder(bytes.NewReader(data))
-				dec.UseNumber()
+				dec := newJQDecoder(data, nil)
 				for {
-					var x any
-					if err := dec.Decode(&x); err == io.EOF {
+					x, err := dec.next()
+					if err == io.EOF {
 						break
 					} else if err != nil {
 						return c.errf(2, "error: %s: %v", f, err)
 					}
-					all = append(all, normalizeJSON(x))
+					all = append(all, x)
 				}
 				v = all
 			}
@@ -532,7 +532,7 @@ type jqInputs struct {
 	o       *jqOpts
 	data    []byte
 	loaded  bool
-	dec     *json.Decoder
+	dec     *jqDecoder
 	lines   []string
 	slurped bool
 	err     error
@@ -557,8 +557,7 @@ func (in *jqInputs) load() error {
 	}
 	in.data = data
 	if !in.o.rawInput {
-		in.dec = json.NewDecoder(bytes.NewReader(data))
-		in.dec.UseNumber()
+		in.dec = newJQDecoder(data, in.o.order)
 	}
 	return nil
 }
@@ -567,7 +566,7 @@ func (in *jqInputs) load() error {
 func (in *jqInputs) line() int {
 	off := len(in.data)
 	if in.dec != nil {
-		off = min(int(in.dec.InputOffset()), len(in.data))
+		off = min(int(in.dec.offset()), len(in.data))
 	}
 	return bytes.Count(in.data[:off], []byte{'\n'}) + 1
 }
@@ -621,20 +620,11 @@ func (in *jqInputs) decode() (any, error) {
 	if in.c.stopped() {
 		return nil, errStopped
 	}
-	// At the end of the data, report EOF without asking the decoder,
-	// which would grow its buffer just to find out.
-	if len(bytes.TrimLeft(in.data[min(int(in.dec.InputOffset()), len(in.data)):], " \t\r\n")) == 0 {
+	// At the end of the data, report EOF without asking the decoder.
+	if len(bytes.TrimLeft(in.data[min(int(in.dec.dec.InputOffset()), len(in.data)):], " \t\r\n")) == 0 {
 		return nil, io.EOF
 	}
-	var v any
-	start := in.dec.InputOffset()
-	if err := in.dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if end := in.dec.InputOffset(); start < end && end <= int64(len(in.data)) {
-		in.o.order.record(in.data[start:end])
-	}
-	return normalizeJSON(v), nil
+	return in.dec.next()
 }
 
 // filename is the file the last input came from (nil for stdin).
@@ -644,7 +634,7 @@ func (in *jqInputs) filename() any {
 	}
 	off := len(in.data)
 	if in.dec != nil {
-		off = int(in.dec.InputOffset())
+		off = int(in.dec.dec.InputOffset())
 	}
 	for _, f := range in.files {
 		if off <= f.end {
@@ -682,50 +672,154 @@ func (in *jqInputs) fail(err error) int {
 
 // decodeJSONValue decodes one JSON text into gojq's value types.
 func decodeJSONValue(s string) (any, error) {
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	dec := newJQDecoder([]byte(s), nil)
+	v, err := dec.next()
+	if err != nil {
 		return nil, err
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	if _, err := dec.next(); err != io.EOF {
 		return nil, errors.New("trailing data")
 	}
-	return normalizeJSON(v), nil
+	return v, nil
 }
 
-// normalizeJSON turns json.Number into the number types gojq uses: int
-// when the value is an integer that fits, *big.Int for larger integers,
-// float64 otherwise.
-func normalizeJSON(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		s := string(x)
-		if !strings.ContainsAny(s, ".eE") {
-			if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= math.MinInt && n <= math.MaxInt {
-				return int(n)
-			}
-			if b, ok := new(big.Int).SetString(s, 10); ok {
-				return b
-			}
-		}
-		f, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return math.Inf(1)
-		}
-		return f
-	case []any:
-		for i := range x {
-			x[i] = normalizeJSON(x[i])
-		}
-		return x
-	case map[string]any:
-		for k := range x {
-			x[k] = normalizeJSON(x[k])
-		}
-		return x
+// jqDecoder reads a stream of JSON texts into gojq's value types in one
+// pass over the tokens, noting the key order of every object it builds
+// in order (gojq's maps lose it). Numbers become int when the value is an
+// integer that fits, *big.Int for larger integers, float64 otherwise;
+// invalid UTF-8 becomes U+FFFD and a duplicate key keeps its first
+// position and last value, as in jq.
+type jqDecoder struct {
+	dec   *jsontext.Decoder
+	order *jqKeyOrder // nil: order not kept
+	err   error       // the first error, returned from then on
+}
+
+func newJQDecoder(data []byte, order *jqKeyOrder) *jqDecoder {
+	// jsontext parses a *bytes.Buffer in place, without copying it.
+	dec := jsontext.NewDecoder(bytes.NewBuffer(data),
+		jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	return &jqDecoder{dec: dec, order: order}
+}
+
+// next returns the next JSON text's value, or io.EOF after the last.
+func (d *jqDecoder) next() (any, error) {
+	if d.err != nil {
+		return nil, d.err
 	}
-	return v
+	tok, err := d.dec.ReadToken()
+	if err != nil {
+		d.err = jqSyntaxError(err)
+		return nil, d.err
+	}
+	v, err := d.value(tok)
+	if err != nil {
+		d.err = jqSyntaxError(err)
+		return nil, d.err
+	}
+	return v, nil
+}
+
+// offset is where the decoder is in the data: after the last value read,
+// or where the data is malformed.
+func (d *jqDecoder) offset() int64 {
+	var se *jsontext.SyntacticError
+	if errors.As(d.err, &se) {
+		return se.ByteOffset
+	}
+	return d.dec.InputOffset()
+}
+
+// value builds the value that starts with tok.
+func (d *jqDecoder) value(tok jsontext.Token) (any, error) {
+	switch tok.Kind() {
+	case 'n':
+		return nil, nil
+	case 't', 'f':
+		return tok.Bool(), nil
+	case '"':
+		return tok.String(), nil
+	case '0':
+		return jqNumber(tok.String()), nil
+	case '[':
+		a := []any{}
+		for {
+			tok, err := d.dec.ReadToken()
+			if err != nil {
+				return nil, err
+			}
+			if tok.Kind() == ']' {
+				return a, nil
+			}
+			v, err := d.value(tok)
+			if err != nil {
+				return nil, err
+			}
+			a = append(a, v)
+		}
+	case '{':
+		m := map[string]any{}
+		var keys []string
+		for {
+			tok, err := d.dec.ReadToken()
+			if err != nil {
+				return nil, err
+			}
+			if tok.Kind() == '}' {
+				d.order.object(keys)
+				return m, nil
+			}
+			key := tok.String()
+			if _, dup := m[key]; !dup && d.order != nil {
+				keys = append(keys, key)
+				d.order.key(key)
+			}
+			if tok, err = d.dec.ReadToken(); err != nil {
+				return nil, err
+			}
+			v, err := d.value(tok)
+			if err != nil {
+				return nil, err
+			}
+			m[key] = v
+		}
+	}
+	return nil, fmt.Errorf("unexpected JSON token %v", tok.Kind())
+}
+
+// jqSyntaxError drops the package prefix of a jsontext error.
+func jqSyntaxError(err error) error {
+	if err == io.EOF {
+		return err
+	}
+	var se *jsontext.SyntacticError
+	if errors.As(err, &se) {
+		return &jqParseError{se}
+	}
+	return err
+}
+
+// jqParseError is malformed JSON input.
+type jqParseError struct{ se *jsontext.SyntacticError }
+
+func (e *jqParseError) Error() string { return strings.TrimPrefix(e.se.Error(), "jsontext: ") }
+func (e *jqParseError) Unwrap() error { return e.se }
+
+// jqNumber is the gojq value of a JSON number literal.
+func jqNumber(s string) any {
+	if !strings.ContainsAny(s, ".eE") {
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= math.MinInt && n <= math.MaxInt {
+			return int(n)
+		}
+		if b, ok := new(big.Int).SetString(s, 10); ok {
+			return b
+		}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return math.Inf(1)
+	}
+	return f
 }
 
 // jqFuncError is the error of a function given a value of the wrong type.
@@ -762,63 +856,27 @@ func newJQKeyOrder() *jqKeyOrder {
 
 func (k *jqKeyOrder) empty() bool { return len(k.rank) == 0 }
 
-// record notes the key order of the objects in one JSON text.
-func (k *jqKeyOrder) record(data []byte) {
-	if !bytes.ContainsRune(data, '{') {
+// key notes that key appeared in the input (the first time ranks it).
+func (k *jqKeyOrder) key(key string) {
+	if k == nil {
 		return
 	}
-	type frame struct {
-		obj       bool
-		expectKey bool
-		keys      []string
+	if _, seen := k.rank[key]; !seen && len(k.rank) < jqMaxKeys {
+		k.rank[key] = len(k.rank)
 	}
-	var stack []*frame
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return
-		}
-		var top *frame
-		if len(stack) > 0 {
-			top = stack[len(stack)-1]
-		}
-		if top != nil && top.obj && top.expectKey {
-			if key, ok := tok.(string); ok {
-				top.keys = append(top.keys, key)
-				top.expectKey = false
-				if _, seen := k.rank[key]; !seen && len(k.rank) < jqMaxKeys {
-					k.rank[key] = len(k.rank)
-				}
-				continue
-			}
-		}
-		switch tok {
-		case json.Delim('{'):
-			stack = append(stack, &frame{obj: true, expectKey: true})
-			continue
-		case json.Delim('['):
-			stack = append(stack, &frame{})
-			continue
-		case json.Delim('}'), json.Delim(']'):
-			if top == nil {
-				return
-			}
-			stack = stack[:len(stack)-1]
-			if top.obj && len(k.sets) < jqMaxKeySets {
-				sorted := slices.Clone(top.keys)
-				sort.Strings(sorted)
-				sig := strings.Join(sorted, "\x00")
-				if _, ok := k.sets[sig]; !ok {
-					k.sets[sig] = top.keys
-				}
-			}
-		}
-		// a value ended: the object it is in expects a key again
-		if len(stack) > 0 && stack[len(stack)-1].obj {
-			stack[len(stack)-1].expectKey = true
-		}
+}
+
+// object notes the order of an input object's keys (each once), unless an
+// object with the same keys came before.
+func (k *jqKeyOrder) object(keys []string) {
+	if k == nil || len(k.sets) >= jqMaxKeySets {
+		return
+	}
+	sorted := slices.Clone(keys)
+	sort.Strings(sorted)
+	sig := strings.Join(sorted, "\x00")
+	if _, ok := k.sets[sig]; !ok {
+		k.sets[sig] = keys
 	}
 }
 
