@@ -50,8 +50,11 @@ type stdio struct {
 type app struct {
 	stdio
 	storeDir string
-	verbose  bool
-	log      *slog.Logger
+	// storeGiven is whether --store was on the command line: a command
+	// that run prints for the user to paste names it too (approveHint).
+	storeGiven bool
+	verbose    bool
+	log        *slog.Logger
 	// usedStore is set once the command opens (or tries to open) the
 	// store: a damaged blob in a bundle is not the store's damage.
 	usedStore bool
@@ -343,6 +346,9 @@ eval exits 1 when a case fails (eval compare: when a case regressed).`,
 			}
 			a.log = slog.New(slog.NewTextHandler(a.err, &slog.HandlerOptions{Level: level}))
 			a.command = cmd.CommandPath()
+			if f := cmd.Flag("store"); f != nil {
+				a.storeGiven = f.Changed
+			}
 			if _, _, err := a.wasmLimits.limits(); err != nil {
 				return err
 			}
@@ -609,6 +615,19 @@ func closeStore(s *store.Handle, errp *error) {
 	if err := s.Close(); err != nil && *errp == nil {
 		*errp = err
 	}
+}
+
+// notef writes a note on stderr: what the command says of what it does,
+// going on (not an error): "demiurge: note: …", apart from an error's
+// "demiurge: …" (docs/cli.md, "Messages").
+func (a *app) notef(format string, args ...any) {
+	fmt.Fprintf(a.err, "%s: note: %s\n", a.progName(), fmt.Sprintf(format, args...))
+}
+
+// warnf writes a warning on stderr: something went wrong or is
+// deprecated, and the command goes on: "demiurge: warning: …".
+func (a *app) warnf(format string, args ...any) {
+	fmt.Fprintf(a.err, "%s: warning: %s\n", a.progName(), fmt.Sprintf(format, args...))
 }
 
 // progName is the program's name as its messages start: "demiurge", or

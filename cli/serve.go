@@ -156,13 +156,8 @@ func (a *app) serve(cmd *cobra.Command, manifest string, f *serveFlags, getenv f
 	if err != nil {
 		return err
 	}
-	if !store.IsURL(a.storeDir) && !m.IsCassette() {
-		if err := checkAPIKey(m.Provider, m.Name, f.baseURL, getenv); err != nil {
-			return fmt.Errorf("serve: %w", err)
-		}
-	}
-	if _, err := os.Stat(manifest); err != nil {
-		return fmt.Errorf("serve: load AIR: %w", err)
+	if err := a.checkModel("serve", manifest, m, f.baseURL, getenv); err != nil {
+		return err
 	}
 	var tokens *serve.TokenFile
 	if f.tokenFile != "" {
