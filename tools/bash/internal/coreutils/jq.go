@@ -326,7 +326,7 @@ func runJQ(c *cmd, o *jqOpts, files []jqFile) int {
 							c.out.Flush()
 							io.WriteString(c.env.Stderr, s)
 						} else {
-							b, _ := gojq.Marshal(v)
+							b, _ := o.order.json(v)
 							c.out.Flush()
 							fmt.Fprintf(c.env.Stderr, "jq: error (at <stdin>): %s\n", b)
 						}
@@ -438,7 +438,7 @@ func compileJQ(c *cmd, o *jqOpts, inputs *jqInputs) (*gojq.Code, int) {
 			}),
 			gojq.WithInputIter(inputs),
 			gojq.WithFunction("debug", 0, 0, func(v any, _ []any) any {
-				b, err := gojq.Marshal([]any{"DEBUG:", v})
+				b, err := o.order.json([]any{"DEBUG:", v})
 				if err != nil {
 					return err
 				}
@@ -447,7 +447,7 @@ func compileJQ(c *cmd, o *jqOpts, inputs *jqInputs) (*gojq.Code, int) {
 				return v
 			}),
 			gojq.WithFunction("stderr", 0, 0, func(v any, _ []any) any {
-				b, err := gojq.Marshal(v)
+				b, err := o.order.json(v)
 				if err != nil {
 					return err
 				}
@@ -966,6 +966,17 @@ func (k *jqKeyOrder) keys(m map[string]any) []string {
 		return oki && !okj
 	})
 	return keys
+}
+
+// json is v as compact JSON with objects' keys in order (gojq.Marshal's
+// when k is nil).
+func (k *jqKeyOrder) json(v any) ([]byte, error) {
+	if k == nil {
+		return gojq.Marshal(v)
+	}
+	var b bytes.Buffer
+	err := k.marshal(&b, v)
+	return b.Bytes(), err
 }
 
 // marshal writes v as compact JSON, as gojq.Marshal does, with objects'

@@ -245,3 +245,26 @@ func FuzzJQKeyOrder(f *testing.F) {
 		}
 	})
 }
+
+// TestJQKeyOrderStderrLikeJQ: the JSON debug and halt_error write to
+// stderr keeps the key order too.
+func TestJQKeyOrderStderrLikeJQ(t *testing.T) {
+	jq, err := exec.LookPath("jq")
+	if err != nil {
+		t.Skip("jq not installed (.ci/run installs it)")
+	}
+	input := `{"b":1,"a":{"d":2,"c":3}}`
+	for _, filter := range []string{"debug | empty", ".a | halt_error", "{z: 1, y: .a} | halt_error"} {
+		cmd := exec.Command(jq, "-c", filter)
+		cmd.Stdin = strings.NewReader(input)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		_ = cmd.Run()
+		_, errOut, status := runCmd(t, t.Context(), "jq", []string{"-c", filter}, input, nil)
+		// (the sandbox's halt_error prefixes a value that is no string
+		// with "jq: error (at <stdin>): ")
+		if !strings.HasSuffix(errOut, stderr.String()) || status != cmd.ProcessState.ExitCode() {
+			t.Errorf("jq -c %q: stderr %q, status %d; real jq %q, %d", filter, errOut, status, stderr.String(), cmd.ProcessState.ExitCode())
+		}
+	}
+}
