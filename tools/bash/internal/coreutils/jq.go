@@ -343,6 +343,15 @@ func runJQ(c *cmd, o *jqOpts, files []jqFile) int {
 				if c.stopped() {
 					return c.errf(5, "interrupted")
 				}
+				var ve gojq.ValueError
+				if errors.As(err, &ve) {
+					switch v := ve.Value(); v.(type) {
+					case map[string]any, []any: // as jq words it, the value in order
+						if b, jerr := o.order.json(v); jerr == nil {
+							return c.errf(5, "error (at <stdin>:%d) (not a string): %s", inputs.line(), b)
+						}
+					}
+				}
 				return c.errf(5, "error (at <stdin>:%d): %v", inputs.line(), err)
 			}
 			outputs++
