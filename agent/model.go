@@ -2,6 +2,7 @@ package agent
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -59,6 +60,11 @@ type Model struct {
 	// cassette refuses ends with instead of its default advice: what the
 	// program's user does about it (cassette.Options.Advice).
 	CassetteAdvice string
+	// KeyLater opens a world whose model has no key (see APIKey) all the
+	// same, for a program that only reads it (demiurge run -m /show N):
+	// each model call then fails, its error saying that no key is set.
+	// Without it, Open refuses such a model.
+	KeyLater bool
 
 	cassette      string
 	cassetteLoose bool
@@ -95,6 +101,18 @@ func logMismatch(log *slog.Logger, m *cassette.Mismatch) {
 func (m Model) Loose() Model {
 	m.cassetteLoose = m.cassette != ""
 	return m
+}
+
+// CheckCassette reports what makes a Cassette's bundle unusable (not
+// there, no model answers), as the world that opens it would, so that a
+// program can say so before it does anything else; nil for a model that
+// is not a cassette.
+func (m Model) CheckCassette() error {
+	if m.cassette == "" {
+		return nil
+	}
+	_, err := cassette.Open(m.cassette, nil)
+	return err
 }
 
 // IsCassette reports whether m answers from a recorded session.
@@ -180,11 +198,16 @@ func (m Model) resolve(manifest []llm.ModelOptions, c *config, local bool) (*mod
 		out.known, _ = llm.ResolveModel(out.name, base, overrides)
 		return out, nil
 	}
+	var noKey error
 	if key == "" && base == "" && !azure {
 		if native {
-			return nil, fmt.Errorf("no API key: set %s for model %s (or point the base URL at a server that speaks its API, or answer from a recorded session with agent.Cassette)", strings.Join(llm.KeyEnv(out.provider), " or "), out.name)
+			noKey = fmt.Errorf("no API key: set %s for model %s (or point the base URL at a server that speaks its API, or answer from a recorded session with agent.Cassette)", strings.Join(llm.KeyEnv(out.provider), " or "), out.name)
+		} else {
+			noKey = errors.New("no API key: set OPENAI_API_KEY (or point the base URL at an OpenAI-compatible server, or answer from a recorded session with agent.Cassette)")
 		}
-		return nil, errors.New("no API key: set OPENAI_API_KEY (or point the base URL at an OpenAI-compatible server, or answer from a recorded session with agent.Cassette)")
+		if !m.KeyLater {
+			return nil, noKey
+		}
 	}
 	out.baseURL = base
 	cfg := llm.Config{Provider: out.provider, BaseURL: base, Logger: c.log, Models: overrides}
@@ -200,6 +223,11 @@ func (m Model) resolve(manifest []llm.ModelOptions, c *config, local bool) (*mod
 		return nil, fmt.Errorf("%w: model %s does not take a temperature (it reasons); drop it, or say that it does with the model option temperature=true", ErrTemperature, out.name)
 	}
 	out.adapter = &llm.Adapter{Generator: gen}
+	if noKey != nil { // KeyLater: the world opens, its model calls fail
+		out.adapter = effects.AdapterFunc(func(context.Context, *effects.Call) effects.Receipt {
+			return effects.Errorf("llm", "%v", noKey)
+		})
+	}
 	// The world's llm/api secret is bound to OPENAI_API_KEY, whatever the
 	// provider: it names the model's key. Without a key none is sent (a
 	// local server needs none; one that does answers 401, which says so).

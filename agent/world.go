@@ -412,6 +412,9 @@ func (w *World) settings(ctx context.Context) (map[string]any, error) {
 		if hasField(w.cat, "demiurge/Settings@2", "item_bytes") { // a manifest older than it has not
 			s["item_bytes"] = uint64(llm.DefaultMaxItemBytes)
 		}
+		if n := llm.ToolPromptTokens(w.model.provider); n > 0 && hasField(w.cat, "demiurge/Settings@2", "tool_prompt_tokens") {
+			s["tool_prompt_tokens"] = n // the chat's requests carry tools (tools_ref)
+		}
 	}
 	return s, nil
 }

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -34,13 +37,15 @@ func newDecideCommand(a *app, getenv func(string) string, approve bool) *cobra.C
 the user's approval (run --require-approval TOOL made it wait). The decision
 is journaled: the call runs, or the model reads that the user denied it and
 why (--reason). Without CALL, the calls that wait are listed (read beside a
-running demiurge run, through it).
+running demiurge run, through it); none waiting in that chat is an error
+(exit 1) that names the chats where calls wait (--json: [] and exit 0).
 
 While a "demiurge run" of the world holds the store (at its prompt, or
-asking at its terminal about this very call), the decision is sent to it
-through the store's socket: that process journals it, as it would its
-terminal's answer, stops asking, and goes on with the turn; this command
-says which process took it and exits 0. A call that does not wait (decided
+asking at its terminal about this very call), or a "demiurge serve", the
+decision is sent to it through the store's socket: that process journals
+it, as it would its terminal's answer (or POST …/approvals/CALL), stops
+asking, and goes on with the turn; this command says which process took
+it and exits 0. A call that does not wait (decided
 already, unknown: the calls that wait are listed), a world that process
 does not run, or a process that takes no decisions is an error.
 
@@ -121,7 +126,7 @@ func (a *app) sendDecision(ctx context.Context, f *runFlags) (done bool, err err
 	case errors.Is(err, store.ErrNotWaiting):
 		return true, usagef("%v (demiurge %s MANIFEST --world %s --chat %s lists the calls that wait)", err, verb, f.world, f.chat)
 	case errors.Is(err, store.ErrNoApprovals):
-		return true, fmt.Errorf("%s: %w; answer at that process's terminal, or once it has stopped", verb, err)
+		return true, fmt.Errorf("%s: %w; answer where that process asks (the terminal of a demiurge run; a demiurge serve takes POST /v1/worlds/%s/chats/%s/approvals/%s), or once it has stopped", verb, err, f.world, f.chat, d.call)
 	case errors.Is(err, context.DeadlineExceeded):
 		return true, fmt.Errorf("%s: the process that writes store %s did not journal the decision within %s; demiurge %s MANIFEST lists the calls that still wait", verb, a.storeName(), decisionWait, verb)
 	case err != nil:
@@ -166,10 +171,11 @@ func (a *app) listPending(ctx context.Context, f *runFlags) (err error) {
 	if head.Seq == 0 {
 		return fmt.Errorf("%s: %w", f.command(), noRecords(ctx, s, f.world))
 	}
-	calls, err := pendingCalls(ctx, s.Journal(), s.CAS(), f.world, f.chat)
+	all, err := pendingByChat(ctx, s.Journal(), s.CAS(), f.world)
 	if err != nil {
 		return err
 	}
+	calls := all[f.chat]
 	if f.json {
 		list := []pendingJSON{}
 		for _, c := range calls {
@@ -182,7 +188,9 @@ func (a *app) listPending(ctx context.Context, f *runFlags) (err error) {
 		return writeJSON(a.out, list)
 	}
 	if len(calls) == 0 {
-		fmt.Fprintf(a.out, "no call of chat %s of world %s waits for approval (--world and --chat pick another)\n", f.chat, f.world)
+		// Nothing to decide is a failure (the call the user meant is
+		// elsewhere): say where calls do wait.
+		return fmt.Errorf("%s: no call of chat %s of world %s waits for approval%s", f.command(), f.chat, f.world, waitingElsewhere(all, f))
 	}
 	now := time.Now
 	if a.clock != nil {
@@ -212,12 +220,48 @@ type pendingCall struct {
 	deadline       time.Time // when it times out; zero for never
 }
 
+// waitingElsewhere says, for a listing of chat f.chat that found no call
+// waiting, which chats of the world have calls that do, and the command
+// that lists them; or, if none has, how to pick another world.
+func waitingElsewhere(all map[string][]pendingCall, f *runFlags) string {
+	chats := slices.Sorted(maps.Keys(all))
+	chats = slices.DeleteFunc(chats, func(c string) bool { return len(all[c]) == 0 })
+	if len(chats) == 0 {
+		return ", nor any call of its other chats (--world picks another world)"
+	}
+	var b strings.Builder
+	for i, c := range chats {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		n := len(all[c])
+		fmt.Fprintf(&b, "chat %s has %s that %s (demiurge %s %s --world %s --chat %s lists %s)", shellQuote(c), plural(n, "call"), map[bool]string{true: "waits", false: "wait"}[n == 1],
+			f.command(), shellQuote(f.manifest), shellQuote(f.world), shellQuote(c), map[bool]string{true: "it", false: "them"}[n == 1])
+		if i == 2 && len(chats) > 3 {
+			fmt.Fprintf(&b, "; and %d more chats", len(chats)-3)
+			break
+		}
+	}
+	return "; " + b.String()
+}
+
 // pendingCalls returns the calls of chat that wait for approval in the
 // newest state the journal of world holds of it (what agent.Chat.Pending
 // returns in the process that runs the world).
 func pendingCalls(ctx context.Context, j journal.Reader, g cas.Getter, name, chat string) ([]pendingCall, error) {
-	var newest cas.Ref
-	var written, running string // the module of the newest state, the chat module of the newest manifest
+	all, err := pendingByChat(ctx, j, g, name)
+	return all[chat], err
+}
+
+// pendingByChat returns the calls that wait for approval in each chat of
+// world name, as pendingCalls does for one.
+func pendingByChat(ctx context.Context, j journal.Reader, g cas.Getter, name string) (map[string][]pendingCall, error) {
+	type newestState struct {
+		ref     cas.Ref
+		written string // the module of the newest state
+	}
+	newest := map[string]newestState{}
+	var running string // the chat module of the newest manifest
 	err := j.Read(ctx, name, 1, func(r journal.Record) error {
 		if r.Kind == world.KindManifest {
 			in, err := world.DecodeInput(r)
@@ -234,20 +278,32 @@ func pendingCalls(ctx context.Context, j journal.Reader, g cas.Getter, name, cha
 		if err != nil {
 			return err
 		}
-		if demiurge.IsModule(sr.Reducer) && sr.Key == chat {
-			newest, written = sr.State, sr.Reducer
+		if chat, ok := sr.Key.(string); ok && demiurge.IsModule(sr.Reducer) {
+			newest[chat] = newestState{sr.State, sr.Reducer}
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read world %s: %w", name, err)
 	}
-	if !newest.Valid() {
-		return nil, nil
+	out := map[string][]pendingCall{}
+	for chat, n := range newest {
+		calls, err := chatPending(ctx, g, running, n.written, chat, n.ref)
+		if err != nil {
+			return nil, err
+		}
+		out[chat] = calls
 	}
+	return out, nil
+}
+
+// chatPending returns the calls that wait for approval in chat's newest
+// state (newest, of module written; running is the chat module of the
+// world's newest manifest).
+func chatPending(ctx context.Context, g cas.Getter, running, written, chat string, newest cas.Ref) ([]pendingCall, error) {
 	var st demiurge.StateView
 	if err := cas.GetNode(ctx, g, newest, &st); err != nil {
-		return nil, fmt.Errorf("read the state of chat %s of world %s: %w", chat, name, err)
+		return nil, fmt.Errorf("read the state of chat %s: %w", chat, err)
 	}
 	if v, ok := session.ImportedState(g, running, written, chat, newest); ok {
 		st = *v // Chat@3 stops the turn Chat@2 left: no call of it waits

@@ -213,7 +213,7 @@ func TestApproveBesideOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, errs, code = demiurgeCmd(t, env, "--store", dir, "approve", manifest, "call_o", "--model", "gpt-test")
-	if code != exitFailure || !strings.Contains(errs, "store: locked") || !strings.Contains(errs, "no process that runs the world serves store") {
+	if code != exitFailure || !strings.Contains(errs, "locked: ") || !strings.Contains(errs, "no process that runs the world serves store") {
 		t.Errorf("approve beside a reader: exit %d, %q %s", code, out, errs)
 	}
 	if err := r.Close(); err != nil {

@@ -61,6 +61,12 @@ type chatRun struct {
 	calls    []agent.ToolCallFinished         // the last turn's calls, numbered from 1 for /show
 	lastEnd  agent.TurnEnd                    // how the last turn ended
 	shown    map[string]agent.ToolCallStarted // the calls of the turn, by id
+	// turned is set once this process showed a turn (r.calls are its
+	// calls); before, /show reads the chat's last turn from the journal.
+	turned bool
+	// keyErr, if set, is why the model cannot be called: this run was
+	// for a command that calls none (run -m /show N), and no turn runs.
+	keyErr error
 }
 
 // errInterrupted is the cause of a turn stopped with Ctrl-C.
@@ -208,8 +214,13 @@ func (r *chatRun) run(ctx context.Context) error {
 		} else {
 			r.note(r.resuming(ctx, st.Turn.RequestID))
 		}
-		if _, err := r.turn(ctx, func(ctx context.Context) iter.Seq2[agent.Event, error] { return r.chat.Follow(ctx) }); err != nil && !errors.Is(err, errInterrupted) {
-			return err
+		// run -m "/show 3" without a model key leaves a turn that waits
+		// for approval as it is (following it would call no model, but
+		// the decision that the turn waits for may be taken meanwhile).
+		if r.keyErr == nil || len(r.chat.Pending(ctx)) == 0 {
+			if _, err := r.turn(ctx, func(ctx context.Context) iter.Seq2[agent.Event, error] { return r.chat.Follow(ctx) }); err != nil && !errors.Is(err, errInterrupted) {
+				return err
+			}
 		}
 	}
 	if d := r.f.decide; d != nil {
@@ -247,6 +258,10 @@ func isCommand(line string) bool {
 // commandOnce runs -m's command, as the interactive chat runs it; a
 // /compact that fails or is stopped sets the exit code as a turn does.
 func (r *chatRun) commandOnce(ctx context.Context, line string) error {
+	if name, _, _ := strings.Cut(strings.TrimSpace(line), " "); !knownCommand(name) {
+		// At the prompt the chat goes on; -m's one command is a usage error.
+		return usagef("run -m %s: unknown command %s: /help lists them (start the message with // to send it to the model)", shellQuote(line), name)
+	}
 	if name, _, _ := strings.Cut(strings.TrimSpace(line), " "); name != "/compact" || r.w.Module() != demiurge.ModuleName {
 		_, err := r.command(ctx, line)
 		return err
@@ -341,6 +356,9 @@ func (r *chatRun) say(ctx context.Context, text string) (agent.Outcome, error) {
 // turn runs one turn and prints it. Ctrl-C stops the turn (a second within
 // a second quits); --wait stops a turn that takes too long.
 func (r *chatRun) turn(ctx context.Context, events func(context.Context) iter.Seq2[agent.Event, error]) (agent.Outcome, error) {
+	if r.keyErr != nil { // the model has no key (a run for a command that calls none)
+		return "", r.keyErr
+	}
 	wctx, cancelWait := context.WithTimeoutCause(ctx, r.f.wait, fmt.Errorf("the turn took longer than --wait %s", r.f.wait))
 	defer cancelWait()
 	tctx, stop := context.WithCancelCause(wctx)
@@ -382,7 +400,7 @@ func (r *chatRun) turn(ctx context.Context, events func(context.Context) iter.Se
 // show prints a turn's events, then what it used, and returns its end.
 func (r *chatRun) show(ctx context.Context, turn iter.Seq2[agent.Event, error]) (agent.TurnEnd, error) {
 	var end agent.TurnEnd
-	r.calls, r.answered, r.shown = nil, false, map[string]agent.ToolCallStarted{}
+	r.calls, r.answered, r.shown, r.turned = nil, false, map[string]agent.ToolCallStarted{}, true
 	clear(r.running)
 	r.status.set(r.startStatus())
 	defer r.status.off()
@@ -727,6 +745,19 @@ var commands = [][2]string{
 	{"/world", "the world, its store and its journal"},
 }
 
+// knownCommand reports whether name (/show) is a slash command.
+func knownCommand(name string) bool {
+	if name == "/exit" {
+		return true
+	}
+	for _, c := range commands {
+		if n, _, _ := strings.Cut(c[0], " "); n == name {
+			return true
+		}
+	}
+	return false
+}
+
 // slashHelp is what /help prints: the commands, and how to send a line
 // that starts with / or to go on on the next line; no line of it is over
 // 80 columns (TestHelpText).
@@ -775,19 +806,28 @@ func (r *chatRun) command(ctx context.Context, line string) (bool, error) {
 	case "/trace":
 		return false, r.trace(ctx)
 	case "/show":
+		calls, err := r.showable(ctx)
+		if err != nil {
+			return false, err
+		}
 		n, err := strconv.Atoi(arg)
-		if err != nil || n < 1 || n > len(r.calls) {
-			switch len(r.calls) {
-			case 0:
+		if err != nil || n < 1 || n > len(calls) {
+			switch st, ok := r.chat.State(); {
+			case len(calls) == 0 && !r.turned && ok && st.Turn != nil:
+				// A turn under way that this process did not show (run -m
+				// "/show N" while it waits for approval): its calls are
+				// in the journal, not in this run's stream.
+				r.write(fmt.Sprintf("  /show N shows the calls of a turn that ended; turn %d is under way: demiurge trace --world %s shows its calls so far\n", st.Turn.RequestID, shellQuote(r.w.Name())))
+			case len(calls) == 0:
 				r.write("  /show N shows the output of the last turn's tool call N: the last turn made no tool calls\n")
-			case 1:
+			case len(calls) == 1:
 				r.write("  /show N: N is a tool call of the last turn, which made one: /show 1\n")
 			default:
-				r.write(fmt.Sprintf("  /show N: N is a tool call of the last turn, 1 to %d\n", len(r.calls)))
+				r.write(fmt.Sprintf("  /show N: N is a tool call of the last turn, 1 to %d\n", len(calls)))
 			}
 			break
 		}
-		e := r.calls[n-1]
+		e := calls[n-1]
 		out, err := r.chat.Output(ctx, e)
 		if err != nil {
 			return false, err
@@ -808,6 +848,62 @@ func (r *chatRun) command(ctx context.Context, line string) (bool, error) {
 		r.write(fmt.Sprintf("  unknown command %s: /help lists them (start the line with // to send it to the model)\n", name))
 	}
 	return false, nil
+}
+
+// approveHint is the command that answers call: demiurge approve (or
+// deny) with the flags this run was given that the rest of the turn
+// needs, for approve goes on with it (the model is called again): the
+// store, --llm, --model, --base-url and what else says how the model is
+// called. Pasted as it is, it runs the turn on as this run would have.
+func (r *chatRun) approveHint(call string) string {
+	words := []string{r.a.progName(), "approve", "(or", "deny)", shellQuote(r.f.manifest), call, "--world", shellQuote(r.f.world), "--chat", shellQuote(r.chat.ID())}
+	if r.a.storeGiven {
+		words = append(words, "--store", shellQuote(r.a.storeName()))
+	}
+	f := r.f
+	for _, fl := range []struct{ name, v string }{{"--llm", f.llm}, {"--model", f.model}, {"--base-url", f.baseURL}, {"--temperature", f.temperature}} {
+		if fl.v != "" {
+			words = append(words, fl.name, shellQuote(fl.v))
+		}
+	}
+	for _, o := range f.modelOptions {
+		words = append(words, "--model-option", shellQuote(o))
+	}
+	if f.cassetteLoose {
+		words = append(words, "--cassette-loose")
+	}
+	if f.noStream {
+		words = append(words, "--no-stream")
+	}
+	return strings.Join(words, " ")
+}
+
+// showable returns the tool calls /show numbers: those of the last turn
+// this process showed, or, before it showed one (run -m "/show 3" after
+// the run whose turn printed the hint), those of the chat's last turn
+// that ended, read from the journal and numbered as the run that showed
+// it numbered them (Watch yields the same events in the same order).
+func (r *chatRun) showable(ctx context.Context) ([]agent.ToolCallFinished, error) {
+	if r.turned {
+		return r.calls, nil
+	}
+	st, ok := r.chat.State()
+	if !ok || st.LastRequestID == 0 || (st.Turn != nil && st.Turn.RequestID == st.LastRequestID) {
+		return r.calls, nil // no turn yet, or the last one is under way
+	}
+	var calls []agent.ToolCallFinished
+	for e, err := range r.chat.Watch(ctx, st.LastRequestID) {
+		if err != nil {
+			return nil, err
+		}
+		switch e := e.(type) {
+		case agent.ToolCallFinished:
+			calls = append(calls, e)
+		case agent.TurnEnd:
+			return calls, nil
+		}
+	}
+	return calls, nil
 }
 
 // trace prints the chat's last turn as trace shows it.
@@ -975,8 +1071,8 @@ func (r *chatRun) print(ctx context.Context, e agent.Event) {
 		r.status.off()
 		if e.Outcome == agent.OutcomeAwaitingApproval {
 			for _, p := range r.chat.Pending(ctx) {
-				r.write(fmt.Sprintf("  ? %s %s waits for approval: demiurge approve (or deny) %s %s --world %s --chat %s\n",
-					p.Tool, clipLine(argsText(p.Arguments), 120), shellQuote(r.f.manifest), p.CallID, r.f.world, r.chat.ID()))
+				r.write(fmt.Sprintf("  ? %s %s waits for approval: %s\n",
+					p.Tool, clipLine(argsText(p.Arguments), 120), r.approveHint(p.CallID)))
 			}
 		}
 		switch f := e.Finish; f {

@@ -244,7 +244,7 @@ func (a *app) eval(cmd *cobra.Command, suitePath string, f *evalFlags, getenv fu
 		return err
 	}
 	if _, err := a.evalRuns(h).Save(context.WithoutCancel(ctx), rep); err != nil {
-		fmt.Fprintf(a.err, "%s: eval: the run was not kept: %v\n", a.progName(), err)
+		a.warnf("eval: the run was not kept: %v", err)
 	}
 	for _, w := range []struct {
 		path  string

@@ -70,7 +70,7 @@ func TestExtensionOptions(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("run %d: exit %d\n%s\n%s", i+1, code, out, errs)
 		}
-		if !strings.HasPrefix(errs, "mydemiurge: world main already holds a session") || strings.HasPrefix(errs, "demiurge:") || strings.Contains(errs, "\ndemiurge:") {
+		if !strings.HasPrefix(errs, "mydemiurge: note: world main already holds a session") || strings.HasPrefix(errs, "demiurge:") || strings.Contains(errs, "\ndemiurge:") {
 			t.Errorf("the second run's note:\n%s", errs)
 		}
 	}

@@ -22,17 +22,20 @@ import (
 	"github.com/demiurge-dev/demiurge/adapters/llm/llmtest"
 
 	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/cli/shcmd"
 	"github.com/demiurge-dev/demiurge/internal/pgtest"
 	"github.com/demiurge-dev/demiurge/internal/realwire"
 	"github.com/demiurge-dev/demiurge/internal/store"
 )
 
-// TestMain lets the test binary act as the demiurge command, and as the
-// helper commands the scripts use to fill and damage stores, when
-// testscript runs it under those names.
+// TestMain lets the test binary act as the demiurge command, as
+// demiurge-sh (cmd/demiurge-sh), and as the helper commands the scripts
+// use to fill and damage stores, when testscript runs it under those
+// names.
 func TestMain(m *testing.M) {
 	testscript.Main(pgtest.Wrap(m), map[string]func(){
 		"demiurge":                func() { Main() },
+		"demiurge-sh":             shcmd.Main,
 		"demiurge-append":         helper(helperAppend),
 		"demiurge-corrupt-blob":   helper(helperCorruptBlob),
 		"demiurge-corrupt-record": helper(helperCorruptRecord),

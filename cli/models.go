@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -18,6 +19,7 @@ func newModelsCommand(a *app) *cobra.Command {
 		all       bool
 		asJSON    bool
 		options   []string
+		defaults  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "models [PATTERN]",
@@ -43,7 +45,9 @@ provider's), --all every provider's.
 Prices are US dollars per million tokens: input, cache read, cache write,
 output. "-" is unknown: a call of a model without a price has an unknown
 cost, never a refused request. An unknown model gets its family's rules (or
-a conservative default) and an unknown cost.
+a conservative default) and an unknown cost: models NAME says that it knows
+no model NAME (exit 1, with the names it knows that are close), unless
+--defaults or --model-option asks what a call of it would get.
 
 With --json, one JSON document: an array with an object per model, with
 the source of each fact (docs/cli.md).`,
@@ -87,8 +91,13 @@ the source of each fact (docs/cli.md).`,
 				}
 			}
 			if len(shown) == 0 && pattern != "" && !strings.Contains(pattern, "*") {
-				// A model nothing lists: what a call of it would get.
-				m, _ := llm.ResolveModel(pattern, "", overrides)
+				// A model nothing lists: what a call of it would get, if
+				// demiurge's rules know its family or the user asks;
+				// else a name mistyped, most likely: said so.
+				m, known := llm.ResolveModel(pattern, "", overrides)
+				if !known && !defaults && len(options) == 0 {
+					return unknownModel(pattern, ms)
+				}
 				shown = append(shown, m)
 			}
 			if asJSON { // one document, as every report (docs/cli.md)
@@ -107,8 +116,69 @@ the source of each fact (docs/cli.md).`,
 	f.StringSliceVar(&providers, "provider", nil, "list the models of the catalog's `PROVIDER` (repeatable; openrouter, vercel, groq, …)")
 	f.BoolVar(&all, "all", false, "list the models of every provider of the catalog")
 	f.BoolVar(&asJSON, "json", false, "print one JSON document, an array of models, with the source of each fact")
+	f.BoolVar(&defaults, "defaults", false, "for a model NAME nothing knows, show the conservative default a call of it would get (without it: an error naming close names)")
 	f.StringArrayVar(&options, "model-option", nil, "override what demiurge knows of the listed models, as `KEY=VALUE` (repeatable): "+strings.Join(llm.ModelOptionKeys, ", "))
 	return cmd
+}
+
+// unknownModel is the error of models NAME for a NAME that no model
+// listed contains and no rule knows: with the names of ms closest to it.
+func unknownModel(name string, ms []llm.Model) error {
+	type near struct {
+		name string
+		d    int
+	}
+	var close []near
+	seen := map[string]bool{}
+	limit := max(2, len(name)/3)
+	for _, m := range ms {
+		if seen[m.Name] {
+			continue
+		}
+		seen[m.Name] = true
+		if d := editDistance(strings.ToLower(name), strings.ToLower(m.Name)); d <= limit {
+			close = append(close, near{m.Name, d})
+		}
+	}
+	slices.SortStableFunc(close, func(a, b near) int {
+		if a.d != b.d {
+			return a.d - b.d
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	msg := fmt.Sprintf("models %s: demiurge knows no model %s (no listed model's name contains it, and no rule knows its family)", name, name)
+	if len(close) > 0 {
+		names := make([]string, 0, 5)
+		for _, c := range close[:min(5, len(close))] {
+			names = append(names, c.name)
+		}
+		msg += "; did you mean " + strings.Join(names, ", ") + "?"
+	} else {
+		msg += "."
+	}
+	msg += fmt.Sprintf(" A call of it gets a conservative default and an unknown cost: demiurge models --defaults %s shows it; --provider or --all lists other providers' models", name)
+	return errors.New(msg)
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // matchModel reports whether a model name is selected by pattern: "" all,

@@ -56,10 +56,20 @@ func TestModels(t *testing.T) {
 		t.Errorf("openrouter's models:\n%s", r.stdout)
 	}
 
-	// A model nothing knows: a conservative default, its cost unknown.
-	r = mustRun(t, exitOK, "", "models", "my-finetune-7b")
+	// A model nothing knows is said so (exit 1), with the close names
+	// (a name mistyped), and nothing listed; --defaults shows what a
+	// call of it gets: a conservative default, its cost unknown.
+	r = mustRun(t, exitFailure, "", "models", "gpt5-mini")
+	if r.stdout != "" || !strings.HasPrefix(r.stderr, "demiurge: models gpt5-mini: demiurge knows no model gpt5-mini") || !strings.Contains(r.stderr, "did you mean gpt-5-mini") {
+		t.Errorf("a mistyped model: stdout %q, stderr %q", r.stdout, r.stderr)
+	}
+	r = mustRun(t, exitFailure, "", "models", "my-finetune-7b")
+	if r.stdout != "" || !strings.Contains(r.stderr, "knows no model my-finetune-7b") || strings.Contains(r.stderr, "did you mean") {
+		t.Errorf("an unknown model: stdout %q, stderr %q", r.stdout, r.stderr)
+	}
+	r = mustRun(t, exitOK, "", "models", "--defaults", "my-finetune-7b")
 	if !strings.Contains(r.stdout, "my-finetune-7b") || !strings.Contains(r.stdout, "default (unknown model)") {
-		t.Errorf("an unknown model:\n%s", r.stdout)
+		t.Errorf("an unknown model with --defaults:\n%s", r.stdout)
 	}
 	// --model-option layers on top.
 	r = mustRun(t, exitOK, "", "models", "--json", "--model-option", "price_input=2", "--model-option", "price_output=8", "my-finetune-7b")

@@ -32,7 +32,8 @@ func TestManifestNotRegular(t *testing.T) {
 	for _, c := range []struct{ path, kind string }{{fifo, "a FIFO"}, {zero, "a character device"}} {
 		for _, args := range [][]string{
 			{"validate", c.path},
-			{"--store", filepath.Join(t.TempDir(), "store"), "run", c.path, "-m", "hi", "--llm", "cassette:" + t.TempDir()},
+			// run checks its cassette first: a real one.
+			{"--store", filepath.Join(t.TempDir(), "store"), "run", c.path, "-m", "hi", "--llm", "cassette:" + filepath.Join("..", "testdata", "sessions", "demo")},
 		} {
 			r := mustRun(t, exitFailure, "", args...)
 			if want := c.path + " is not a regular file (" + c.kind; !strings.Contains(r.stderr, want) {

@@ -50,11 +50,17 @@ type stdio struct {
 type app struct {
 	stdio
 	storeDir string
-	verbose  bool
-	log      *slog.Logger
+	// storeGiven is whether --store was on the command line: a command
+	// that run prints for the user to paste names it too (approveHint).
+	storeGiven bool
+	verbose    bool
+	log        *slog.Logger
 	// usedStore is set once the command opens (or tries to open) the
 	// store: a damaged blob in a bundle is not the store's damage.
 	usedStore bool
+	// command is the command line's command ("demiurge serve"): what the
+	// store says holds it to another process that finds it locked.
+	command string
 	// clock and entropy stamp the inputs of the worlds run opens; nil
 	// means the wall clock and crypto/rand (tests fix them).
 	clock   func() time.Time
@@ -339,6 +345,10 @@ eval exits 1 when a case fails (eval compare: when a case regressed).`,
 				level = slog.LevelDebug
 			}
 			a.log = slog.New(slog.NewTextHandler(a.err, &slog.HandlerOptions{Level: level}))
+			a.command = cmd.CommandPath()
+			if f := cmd.Flag("store"); f != nil {
+				a.storeGiven = f.Changed
+			}
 			if _, _, err := a.wasmLimits.limits(); err != nil {
 				return err
 			}
@@ -474,10 +484,14 @@ func notWritten(err error) error {
 func (a *app) openStore(ctx context.Context, readOnly bool) (*store.Handle, error) {
 	a.log.Debug("open store", "dir", a.storeName(), "read_only", readOnly)
 	a.usedStore = true
-	s, err := store.OpenAt(ctx, a.storeDir, &store.Options{ReadOnly: readOnly})
+	s, err := store.OpenAt(ctx, a.storeDir, &store.Options{ReadOnly: readOnly, Holder: a.command})
 	if err != nil {
 		if errors.Is(err, store.ErrNotExist) {
 			return nil, notWritten(err)
+		}
+		var le *store.LockedError
+		if errors.As(err, &le) && !readOnly {
+			return nil, fmt.Errorf("%w: %s", err, lockedHint(le))
 		}
 		return nil, err
 	}
@@ -485,6 +499,17 @@ func (a *app) openStore(ctx context.Context, readOnly bool) (*store.Handle, erro
 		a.log.Debug("reading through the process that writes the store", "dir", a.storeName(), "pid", pid)
 	}
 	return s, nil
+}
+
+// lockedHint says what to do about a store another process holds (le):
+// stop it or use another store, or, when it is demiurge serve, send it
+// the request over HTTP.
+func lockedHint(le *store.LockedError) string {
+	hint := "stop it (or let it finish), or give this command another store (--store DIR)"
+	if strings.HasSuffix(le.Holder, " serve") {
+		hint += "; or ask that server over HTTP (docs/api.md): a message is POST /v1/worlds/WORLD/chats/CHAT/messages, an approval POST …/approvals/CALL"
+	}
+	return hint
 }
 
 // checkFile checks the store's file (Handle.CheckFile), except that a
@@ -590,6 +615,19 @@ func closeStore(s *store.Handle, errp *error) {
 	if err := s.Close(); err != nil && *errp == nil {
 		*errp = err
 	}
+}
+
+// notef writes a note on stderr: what the command says of what it does,
+// going on (not an error): "demiurge: note: …", apart from an error's
+// "demiurge: …" (docs/cli.md, "Messages").
+func (a *app) notef(format string, args ...any) {
+	fmt.Fprintf(a.err, "%s: note: %s\n", a.progName(), fmt.Sprintf(format, args...))
+}
+
+// warnf writes a warning on stderr: something went wrong or is
+// deprecated, and the command goes on: "demiurge: warning: …".
+func (a *app) warnf(format string, args ...any) {
+	fmt.Fprintf(a.err, "%s: warning: %s\n", a.progName(), fmt.Sprintf(format, args...))
 }
 
 // progName is the program's name as its messages start: "demiurge", or

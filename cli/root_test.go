@@ -103,6 +103,11 @@ func TestStoreURLTypo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// run checks its cassette before the store: a real one.
+	demo, err := filepath.Abs(filepath.Join("..", "testdata", "sessions", "demo"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	t.Chdir(dir)
 	const pw = "Sekr1t"
@@ -117,7 +122,7 @@ func TestStoreURLTypo(t *testing.T) {
 			{"worlds"},
 			{"-v", "journal", "verify"},
 			{"trace", "--follow"},
-			{"run", manifest, "-m", "hi", "--llm", "cassette:x"},
+			{"run", manifest, "-m", "hi", "--llm", "cassette:" + demo},
 			{"worker", "--llm", "cassette:x"},
 		} {
 			r := run(t, map[string]string{storeEnv: u}, "x", args...)

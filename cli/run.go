@@ -86,7 +86,9 @@ the turn (the journal records it; a second Ctrl-C within a second quits),
 as the progress line says; what you type while a turn runs waits in the
 next prompt. Ctrl-D, or Ctrl-C twice at the prompt, quits. With -m the
 one message is sent, answered, and run exits (-m /compact runs the command,
-as at the prompt; -m //TEXT sends /TEXT); with stdin not a terminal
+as at the prompt, and -m "/show 3" shows a call of the chat's last turn,
+needing no key as no model is called; an unknown command exits 2; -m //TEXT
+sends /TEXT); with stdin not a terminal
 each line is a message, with no banner or prompts. A turn a killed
 process left running is resumed first; one whose calls wait for approval
 that this run cannot give is stopped by -m's message, and run says so
@@ -240,18 +242,20 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	if err != nil {
 		return err
 	}
-	if !store.IsURL(a.storeDir) && !m.IsCassette() { // on a PostgreSQL store a worker calls the model
-		// approve and deny get here once no process that runs the world
-		// took the decision (another user's is said so before): the rest
-		// of the turn runs here, and needs a key.
-		if err := checkAPIKey(m.Provider, m.Name, f.baseURL, getenv); err != nil {
-			return fmt.Errorf("%s: %w", f.command(), err)
+	// What is wrong with the command line is said before anything is
+	// done: the MANIFEST, the cassette, then the model's key.
+	// approve and deny get to the key once no process that runs the
+	// world took the decision (another user's is said so before): the
+	// rest of the turn runs here, and needs a key. A slash command that
+	// calls no model (-m "/show 3") needs none: the world opens, and a
+	// turn it would resume fails on the missing key (keyErr).
+	var keyErr error
+	if err := a.checkModel(f.command(), f.manifest, m, f.baseURL, getenv); err != nil {
+		var ke *keyError
+		if !errors.As(err, &ke) || !f.callsNoModel() {
+			return err
 		}
-	}
-	// A MANIFEST that is not there fails before the store is made (the
-	// world loads the AIR, once the store is open).
-	if _, err := os.Stat(f.manifest); err != nil {
-		return fmt.Errorf("%s: load AIR: %w", f.command(), err)
+		keyErr, m.KeyLater = err, true
 	}
 	s, err := a.openStore(ctx, false)
 	if err != nil {
@@ -262,7 +266,9 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	if err != nil {
 		return err
 	}
-	if f.decide == nil && !f.worldChosen && strings.HasPrefix(f.llm, "cassette:") && !f.cassetteLoose && s.Bolt() != nil {
+	// A slash command that calls no model (-m "/show 3") is about the
+	// world the user ran: the cassette does not move it to a new one.
+	if f.decide == nil && !f.callsNoModel() && !f.worldChosen && strings.HasPrefix(f.llm, "cassette:") && !f.cassetteLoose && s.Bolt() != nil {
 		if f.world, err = freshWorld(ctx, a, s, f.world, strings.TrimPrefix(f.llm, "cassette:")); err != nil {
 			return err
 		}
@@ -284,7 +290,7 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 		if strings.HasPrefix(f.llm, "cassette:") {
 			// The worker that runs the world calls its own model: run's
 			// cassette only names the recorded model for the chat.
-			fmt.Fprintf(a.err, "%s: on a PostgreSQL store the workers answer with their own --llm: %s names the chat's model only (for an offline run, start the workers with --llm %s)\n", a.progName(), f.llm, f.llm)
+			a.notef("on a PostgreSQL store the workers answer with their own --llm: %s names the chat's model only (for an offline run, start the workers with --llm %s)", f.llm, f.llm)
 		}
 		defer watchWorker(ctx, a, pg, f.world, noWorkerAfter, &noWorker)()
 	}
@@ -319,6 +325,7 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 		return err
 	}
 	r = newChatRun(a, f, w, choice)
+	r.keyErr = keyErr
 	r.noWorker = &noWorker
 	if b := s.Bolt(); b != nil {
 		// Decisions that other processes send on calls that wait
@@ -354,8 +361,8 @@ func freshWorld(ctx context.Context, a *app, s *store.Handle, name, cassette str
 			continue
 		}
 		if n > 1 {
-			fmt.Fprintf(a.err, "%s: world %s already holds a session, and the cassette %s replays its recording from a new world: this run is world %s (give --world %s to trace or replay it; --world picks the world)\n",
-				a.progName(), name, cassette, w, w)
+			a.notef("world %s already holds a session, and the cassette %s replays its recording from a new world: this run is world %s (give --world %s to trace or replay it; --world picks the world)",
+				name, cassette, w, w)
 		}
 		return w, nil
 	}
@@ -388,6 +395,58 @@ func (f *runFlags) command() string {
 		return "approve"
 	}
 	return "deny"
+}
+
+// keyError is checkModel's error for a model without a key.
+type keyError struct{ err error }
+
+func (e *keyError) Error() string { return e.err.Error() }
+func (e *keyError) Unwrap() error { return e.err }
+
+// checkModel checks, for command (run, serve, approve, deny), what would
+// stop a world at manifest from running model m before the store is
+// opened: a MANIFEST that is not there; a cassette (--llm cassette:DIR)
+// that is no session bundle; a model without a key (checkAPIKey, a
+// *keyError) — unless the manifest does not load, which is then what
+// is said (the key would not have helped). On a PostgreSQL store a worker
+// calls the model: no key is needed here.
+func (a *app) checkModel(command, manifest string, m agent.Model, baseURL string, getenv func(string) string) error {
+	if _, err := os.Stat(manifest); err != nil {
+		return fmt.Errorf("%s: load AIR: %w", command, err)
+	}
+	if store.IsURL(a.storeDir) {
+		return nil
+	}
+	if m.IsCassette() {
+		if err := m.CheckCassette(); err != nil {
+			return fmt.Errorf("%s: %w", command, err)
+		}
+		return nil
+	}
+	kerr := checkAPIKey(m.Provider, m.Name, baseURL, getenv)
+	if kerr == nil {
+		return nil
+	}
+	// Load the AIR (as validate does, without the store): an AIR that
+	// does not load is the first thing to fix.
+	noCache := a.noWASMCache
+	a.noWASMCache = true
+	_, lerr := a.loadCatalog(manifest)
+	a.noWASMCache = noCache
+	if lerr != nil {
+		return fmt.Errorf("%s: %w", command, lerr)
+	}
+	return &keyError{fmt.Errorf("%s: %w", command, kerr)}
+}
+
+// callsNoModel reports whether run's -m is a slash command that calls no
+// model (/show, /trace, /cost, …; /compact does).
+func (f *runFlags) callsNoModel() bool {
+	if f.decide != nil || !isCommand(f.message) {
+		return false
+	}
+	name, _, _ := strings.Cut(strings.TrimSpace(f.message), " ")
+	return name != "/compact"
 }
 
 // checkAPIKey refuses a model that could not be reached: a remote API
@@ -503,13 +562,13 @@ func watchWorker(ctx context.Context, a *app, pg *pgstore.Store, name string, d 
 				noWorker.Store(true)
 				if !said && time.Since(since) >= d {
 					said = true
-					fmt.Fprintf(a.err, "%s: no worker holds world %s of %s: the message waits in its inbox until one takes it (start one: demiurge worker --store …)\n", a.progName(), name, a.storeName())
+					a.notef("no worker holds world %s of %s: the message waits in its inbox until one takes it (start one: demiurge worker --store …)", name, a.storeName())
 				}
 			default:
 				noWorker.Store(false)
 				if said {
 					said = false
-					fmt.Fprintf(a.err, "%s: worker %s took world %s\n", a.progName(), owner, name)
+					a.notef("worker %s took world %s", owner, name)
 				}
 			}
 			if noWorker.Load() { // look more often for the worker that takes it

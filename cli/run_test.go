@@ -179,9 +179,9 @@ func TestRunNoManifest(t *testing.T) {
 func TestNoAPIKey(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{
-		{"run", "examples/demiurge", "-m", "hi"},
-		{"approve", "examples/demiurge", "call_1"},
-		{"deny", "examples/demiurge", "call_1"},
+		{"run", "../examples/demiurge", "-m", "hi"},
+		{"approve", "../examples/demiurge", "call_1"},
+		{"deny", "../examples/demiurge", "call_1"},
 	} {
 		t.Run(args[0], func(t *testing.T) {
 			t.Parallel()

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -85,12 +86,14 @@ running goes on when the world opens again.
 
 The model flags are run's (--llm, --model, --base-url, --model-option,
 …): with --llm cassette:DIR the agent answers from a recorded session,
-offline.`,
+offline. A recording begins with a new world: without --world, each
+conversation an OpenAI client begins then goes to a world of its own
+(main while it is new, else main-2, main-3, …), as run picks one.`,
 		Example: `  # offline: the model's answers come from the demo session's recording
   demiurge serve examples/demiurge --llm cassette:testdata/sessions/demo
   curl -N -H 'Accept: text/event-stream' -H 'Content-Type: application/json' \
     -d '{"text": "Write a hello note and show it to me."}' \
-    http://127.0.0.1:8700/v1/worlds/main/chats/demo/messages
+    http://127.0.0.1:8700/v1/worlds/demo-$(date +%s)/chats/demo/messages   # a new world: the recording begins with one
   # on the network, with tokens
   demiurge serve token create --token-file tokens.json --world main --name web
   OPENAI_API_KEY=sk-… demiurge serve examples/demiurge --addr 0.0.0.0:8700 --token-file tokens.json`,
@@ -102,7 +105,7 @@ offline.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.addr, "addr", serve.DefaultAddr, "the `HOST:PORT` to listen on (off loopback only with --token-file)")
 	fl.StringVar(&f.name, "name", "", "the agent's `NAME`: the model OpenAI clients name (default: the manifest's folder)")
-	fl.StringVar(&f.world, "world", agent.DefaultWorld, "the world OpenAI-compatible requests reach when they name none (header Demiurge-World)")
+	fl.StringVar(&f.world, "world", agent.DefaultWorld, "the world OpenAI-compatible requests reach when they name none (header Demiurge-World); with --llm cassette:DIR and no --world, each conversation begins in a new world, NAME or NAME-2, NAME-3, …")
 	fl.StringVar(&f.tokenFile, "token-file", "", "require bearer tokens from this `FILE` (demiurge serve token create)")
 	fl.StringArrayVar(&f.cors, "cors-origin", nil, "let pages of this `ORIGIN` (https://app.example.com, or *) call the API from a browser (repeatable)")
 	fl.Int64Var(&f.maxBody, "max-body", serve.DefaultMaxBody, "the largest request body, in `BYTES`")
@@ -153,13 +156,8 @@ func (a *app) serve(cmd *cobra.Command, manifest string, f *serveFlags, getenv f
 	if err != nil {
 		return err
 	}
-	if !store.IsURL(a.storeDir) && !m.IsCassette() {
-		if err := checkAPIKey(m.Provider, m.Name, f.baseURL, getenv); err != nil {
-			return fmt.Errorf("serve: %w", err)
-		}
-	}
-	if _, err := os.Stat(manifest); err != nil {
-		return fmt.Errorf("serve: load AIR: %w", err)
+	if err := a.checkModel("serve", manifest, m, f.baseURL, getenv); err != nil {
+		return err
 	}
 	var tokens *serve.TokenFile
 	if f.tokenFile != "" {
@@ -209,6 +207,12 @@ func (a *app) serve(cmd *cobra.Command, manifest string, f *serveFlags, getenv f
 	if f.approvalTimeout > 0 {
 		opts.Chat = append(opts.Chat, agent.ApprovalTimeout(f.approvalTimeout))
 	}
+	// A strict cassette's recording begins with a new world: as run
+	// picks one when the default world holds a session, each OpenAI
+	// conversation then begins in a world of its own (--world names the
+	// one they all go to).
+	newWorlds := strings.HasPrefix(f.llm, "cassette:") && !cmd.Flags().Changed("world") && s.Bolt() != nil
+	opts.NewWorlds = newWorlds
 	if pg := s.Postgres(); pg != nil {
 		opts.Postgres = pg
 		if strings.HasPrefix(f.llm, "cassette:") {
@@ -223,6 +227,14 @@ func (a *app) serve(cmd *cobra.Command, manifest string, f *serveFlags, getenv f
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	if b := s.Bolt(); b != nil {
+		// demiurge approve and deny beside this server hand their
+		// decisions to it through the store's socket: this process, the
+		// worlds' one writer, journals them, as POST …/approvals/CALL does.
+		if err := b.HandleApprovals(serveDecision(srv)); err == nil {
+			defer b.HandleApprovals(nil)
+		}
+	}
 	where := "the store " + s.Dir()
 	auth := "no token needed (loopback only)"
 	if tokens != nil {
@@ -230,11 +242,32 @@ func (a *app) serve(cmd *cobra.Command, manifest string, f *serveFlags, getenv f
 	}
 	fmt.Fprintf(a.out, "demiurge serve: the agent %s of %s on %s, at\n  http://%s/v1  (%s)\nCtrl-C stops it\n",
 		srv.Name(), manifest, where, ln.Addr(), auth)
+	if newWorlds {
+		fmt.Fprintf(a.out, "The cassette %s replays its recording from a new world: each OpenAI conversation\nbegins in world %s, or the first of %s-2, %s-3, … with no records (--world: all in one)\n",
+			strings.TrimPrefix(f.llm, "cassette:"), f.world, f.world, f.world)
+	}
 	go srv.Recover(ctx)
 	if err := srv.Serve(ctx, ln); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
+}
+
+// serveDecision journals, in srv, a decision that demiurge approve or
+// deny sends through the store's socket.
+func serveDecision(srv *serve.Server) store.ApprovalHandler {
+	return func(ctx context.Context, ap store.Approval) (store.ApprovalResult, error) {
+		ar, head, err := srv.Decide(ctx, ap.World, ap.Chat, ap.Call, agent.Decision{Approve: ap.Approve, Reason: ap.Reason})
+		switch {
+		case errors.Is(err, agent.ErrNotWaiting):
+			return store.ApprovalResult{}, fmt.Errorf("%w: call %s of chat %s in world %s (demiurge serve, process %d, runs the world)", store.ErrNotWaiting, ap.Call, ap.Chat, ap.World, os.Getpid())
+		case errors.Is(err, serve.ErrNoChat):
+			return store.ApprovalResult{}, fmt.Errorf("%w: %v", store.ErrNotRunning, err)
+		case err != nil:
+			return store.ApprovalResult{}, err
+		}
+		return store.ApprovalResult{Tool: ar.Tool, Seq: head.Seq}, nil
+	}
 }
 
 // newServeTokenCommand is demiurge serve token.

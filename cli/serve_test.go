@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -263,5 +264,69 @@ func TestServeGracefulHandover(t *testing.T) {
 	}
 	if msg.Text != "done after the handover" {
 		t.Errorf("the answer after the handover: %q (%s)", msg.Text, fmt.Sprint(after))
+	}
+}
+
+// TestServeHoldsTheStore: beside a running demiurge serve, which holds
+// the store, a command that writes it (run, fork) fails saying that
+// serve holds it, its pid, and what to do (stop it, another store, or
+// ask it over HTTP); approve lists nothing to approve in chat main as a
+// failure that names the chat where a call waits, and its decision on
+// that call is handed to the server, which journals it and goes on with
+// the turn.
+func TestServeHoldsTheStore(t *testing.T) {
+	t.Parallel()
+	model := llmtest.NewServer(llmtest.Script{Turns: []llmtest.Turn{
+		{Text: "Writing.", Calls: []llmtest.Call{{Name: "workspace_write", Arguments: `{"path": "a.md", "content": "hi"}`, CallID: "call_w"}}},
+		{Text: "Wrote a.md."},
+	}})
+	t.Cleanup(model.Close)
+	dir := filepath.Join(t.TempDir(), "store")
+	addr := freeAddr(t)
+	env := []string{"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL=" + model.URL, storeEnv + "="}
+	manifest := filepath.Join("..", "examples", "demiurge")
+	p := startServe(t, "serve", env, "--store", dir, "serve", manifest, "--addr", addr, "--model", "gpt-test", "--require-approval", "workspace_write")
+	defer func() { _ = p.cmd.Process.Signal(syscall.SIGTERM); p.wait() }()
+	base := "http://" + addr + "/v1/worlds/ap9/chats/c"
+	resp, err := http.Post(base+"/messages", "application/json", strings.NewReader(`{"text": "write a.md"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"outcome":"awaiting_approval"`) {
+		t.Fatalf("the message: %d %s", resp.StatusCode, b)
+	}
+
+	modelEnv := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": model.URL}
+	held := regexp.MustCompile(`^demiurge: open store ` + regexp.QuoteMeta(dir) + `: locked: ` + regexp.QuoteMeta(filepath.Join(dir, "demiurge.db")) +
+		` is held by demiurge serve \(pid [0-9]+\); waited 1s for it: stop it \(or let it finish\), or give this command another store \(--store DIR\); ` +
+		`or ask that server over HTTP \(docs/api.md\): a message is POST /v1/worlds/WORLD/chats/CHAT/messages, an approval POST …/approvals/CALL\n$`)
+	for _, args := range [][]string{
+		{"run", manifest, "--model", "gpt-test", "-m", "hi"},
+		{"fork", "--from", "ap9", "--at", "1", "--world", "f"},
+	} {
+		r := run(t, modelEnv, "", append([]string{"--store", dir}, args...)...)
+		if r.code != exitFailure || !held.MatchString(r.stderr) {
+			t.Errorf("%s beside serve: exit %d\n%s", args[0], r.code, r.stderr)
+		}
+	}
+
+	// approve: nothing waits in chat main (the default): a failure that
+	// says where a call waits.
+	r := run(t, modelEnv, "", "--store", dir, "approve", manifest, "--world", "ap9")
+	if want := "demiurge: approve: no call of chat main of world ap9 waits for approval; chat c has 1 call that waits (demiurge approve " + manifest + " --world ap9 --chat c lists it)\n"; r.code != exitFailure || r.stderr != want {
+		t.Errorf("approve without --chat: exit %d\n%s\nwant\n%s", r.code, r.stderr, want)
+	}
+	r = run(t, modelEnv, "", "--store", dir, "approve", manifest, "call_w", "--world", "ap9", "--chat", "c")
+	if r.code != exitOK || !regexp.MustCompile(`^approved call call_w \(workspace_write\) of chat c in world ap9: process [0-9]+, which runs the world, journaled it at record [0-9]+ and goes on with the turn\n$`).MatchString(r.stdout) {
+		t.Fatalf("approve beside serve: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	var last sseEvent
+	readEvents(sse(t, ctx, "GET", base+"/turns/1/events", "").Body, func(e sseEvent) bool { last = e; return true })
+	if last.event != "turn_end" || !strings.Contains(last.data, `"outcome":"answer"`) {
+		t.Errorf("the turn after the decision ends with %+v", last)
 	}
 }

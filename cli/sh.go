@@ -3,27 +3,22 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/demiurge-dev/demiurge/adapters/bashfx"
 	"github.com/demiurge-dev/demiurge/agent/worldtools"
-	"github.com/demiurge-dev/demiurge/internal/readall"
+	"github.com/demiurge-dev/demiurge/cli/shcmd"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools"
-	"github.com/demiurge-dev/demiurge/tools/bash"
 	"github.com/demiurge-dev/demiurge/tools/mcp"
 	"github.com/demiurge-dev/demiurge/world"
 )
 
 func newShCommand(a *app, getenv func(string) string) *cobra.Command {
 	var (
-		wf      worldFlags
-		command string
-		prompt  bool
-		timeout time.Duration
+		wf   worldFlags
+		opts shcmd.Options
 	)
 	cmd := &cobra.Command{
 		Use:   "sh [-c SCRIPT | FILE] [--manifest M] [--world W]",
@@ -48,15 +43,14 @@ space. Workspace commits the script makes, that one and those of
 commands that name another workspace, are recorded in the world as
 sys/WorkspaceCommit@1 events. Without --manifest the script
 has no world tools, only the shell and its utilities, and an empty
-in-memory workspace; a note on stderr says so.
+in-memory workspace; a note on stderr says so. demiurge-sh (installed
+beside demiurge) runs such scripts in a program of its own, which starts
+about twice as fast.
 
 The script's stdout and stderr are printed as it runs. --prompt prints the
 system prompt the model sees for the bash tool instead of running anything.
 
-Exit codes: the script's own exit status (0 when it succeeds; 2 a syntax
-error or unsupported syntax; 124 its time limit, --timeout; 127 an unknown
-command; 1 or the command's status for a failed command; 1 when a resource
-limit stops it, with "resource limit exceeded": ` + shLimits() + `), or
+` + shcmd.ExitCodes() + `, or
 the usual 1 and 2 of demiurge when the world cannot be opened or the
 command line is wrong.`,
 		Example: `  demiurge sh -c 'echo hello | tr a-z A-Z'
@@ -68,20 +62,15 @@ command line is wrong.`,
 			if err := wf.check(false); err != nil {
 				return err
 			}
-			hasCommand := cmd.Flags().Changed("command")
-			switch {
-			case prompt && (hasCommand || len(args) > 0):
-				return usagef("sh: --prompt runs nothing; give no script with it")
-			case hasCommand && len(args) > 0:
-				return usagef("sh: give the script with -c or as FILE, not both")
-			case cmd.Flags().Changed("world") && wf.manifest == "":
+			if err := opts.Check(cmd.Flags(), args); err != nil {
+				return &usageError{err}
+			}
+			if cmd.Flags().Changed("world") && wf.manifest == "" {
 				return usagef("sh: --world needs --manifest, the world's AIR")
-			case timeout <= 0:
-				return usagef("sh: --timeout must be positive, got %s", timeout)
 			}
 			var script string
-			if !prompt {
-				if script, err = readScript(a.in, command, hasCommand, args); err != nil {
+			if !opts.Prompt {
+				if script, err = opts.Script(cmd.Flags(), args, a.in); err != nil {
 					return err
 				}
 			}
@@ -131,33 +120,17 @@ command line is wrong.`,
 					worldtools.ReportMCP(a.err, set.Servers())
 					ts = append(ts, set.Tools()...)
 				}
-			} else if !prompt {
+			} else if !opts.Prompt {
 				fmt.Fprintln(a.err, "demiurge sh: no --manifest: the script has no world tools, only the shell and its utilities, and an empty in-memory workspace")
 			}
-			sh, err := bashfx.NewShell(ts, bashfx.ShellOptions{Timeout: timeout, MaxTime: timeout})
+			sh, err := opts.NewShell(ts)
 			if err != nil {
 				return err
 			}
-			if prompt {
-				_, err := fmt.Fprintln(a.out, sh.Tool().Info().SystemPrompt)
-				return err
+			if opts.Prompt {
+				return shcmd.PrintPrompt(a.out, sh)
 			}
-			res := sh.Run(ctx, tools.Request{Commands: script}, bashfx.RunOptions{
-				Mount: mnt,
-				Status: func(s tools.Status) {
-					switch {
-					case s.Phase != tools.PhaseOutput:
-					case s.Stream == "stderr":
-						io.WriteString(a.err, s.Output)
-					default:
-						io.WriteString(a.out, s.Output)
-					}
-				},
-			})
-			if res.StdoutTruncated || res.StderrTruncated {
-				lim := sh.Tool().Limits()
-				fmt.Fprintf(a.err, "demiurge sh: output cut at %d bytes of stdout and %d of stderr\n", lim.MaxStdoutBytes, lim.MaxStderrBytes)
-			}
+			res := shcmd.Run(ctx, sh, script, mnt, a.out, a.err, "demiurge sh")
 			if len(res.Commits) > 0 {
 				if err := recordCommits(ctx, w, res.Commits); err != nil {
 					return err
@@ -169,46 +142,10 @@ command line is wrong.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&command, "command", "c", "", "run `SCRIPT` (a bash script)")
+	opts.AddFlags(cmd.Flags())
 	wf.add(cmd, "the world's AIR whose tools are the commands: manifest.air, manifest.air.json or its `PATH`")
-	cmd.Flags().BoolVar(&prompt, "prompt", false, "print the bash tool's system prompt and exit")
-	cmd.Flags().DurationVar(&timeout, "timeout", bashfx.DefaultTimeout, "the script's time limit")
 	return cmd
 }
-
-// shLimits describes the limits of a script that end it with status 1.
-func shLimits() string {
-	l := bash.DefaultLimits()
-	return fmt.Sprintf("at most %d commands,\n%d iterations of one loop (%d in all) and %d tool calls",
-		l.MaxCommands, l.MaxLoopIterations, l.MaxTotalLoopIterations, l.MaxToolCalls)
-}
-
-// readScript returns the script of sh: -c, a file, or standard input.
-func readScript(in io.Reader, command string, hasCommand bool, args []string) (string, error) {
-	switch {
-	case hasCommand:
-		return command, nil
-	case len(args) == 1 && args[0] != "-":
-		b, err := readall.File(args[0], "a script file (pipe anything else to standard input)", maxScriptFile)
-		if err != nil {
-			return "", fmt.Errorf("sh: read the script: %w", err)
-		}
-		return string(b), nil
-	}
-	b, err := io.ReadAll(io.LimitReader(in, maxScriptFile+1))
-	if err != nil {
-		return "", fmt.Errorf("sh: read the script from stdin: %w", err)
-	}
-	if len(b) > maxScriptFile {
-		return "", fmt.Errorf("sh: the script on standard input is over %d MiB: not a script", maxScriptFile>>20)
-	}
-	return string(b), nil
-}
-
-// maxScriptFile bounds what sh reads as its script, well over the
-// interpreter's own limit (which refuses it with a clearer message), so
-// that /dev/zero is not read until memory runs out.
-const maxScriptFile = 16 << 20
 
 // recordCommits sends the workspace commits a script made to the world,
 // as the chat reducer does for the model's. Each is applied when Send

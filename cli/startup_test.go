@@ -12,27 +12,46 @@ import (
 	"time"
 )
 
-// BenchmarkStartup starts `demiurge sh -c true` as a process, side by
-// side with `bash -c true` in the same run: the cost of a process start
-// (loading the binary, package initialization, running an empty script).
-// The binary is built with `go build` first, outside the timer; the
-// benchmark is skipped without the go command or bash.
+// BenchmarkStartup starts `demiurge sh -c true` (demiurge_sh) and
+// `demiurge-sh -c true` (demiurge-sh, cmd/demiurge-sh: the same shell
+// without a world in a program of its own) as processes, side by side
+// with `bash -c true` and an empty Go program in the same run: the cost
+// of a process start (loading the binary, package initialization,
+// running an empty script). The binaries are built with `go build` first,
+// outside the timer; the benchmark is skipped without the go command or
+// bash.
 //
-// demiurge-sh and bash-c time each command alone; interleaved runs them
-// in turns, one of each an iteration, so that a machine whose load
-// changes during the run slows both alike, and reports the medians of
-// both (demiurge-ms, bash-ms) and their ratio (x-bash), the figure issue
-// #16 sets at 3 at most.
+// demiurge_sh, demiurge-sh and bash-c time each command alone;
+// interleaved runs them in turns, one of each an iteration, with
+// demiurge-sh built without cgo too (a static binary, as
+// `CGO_ENABLED=0 go install` makes it), so that a machine whose load
+// changes during the run slows all alike, and reports the medians
+// (demiurge-ms for demiurge sh, sh-ms for demiurge-sh, static-ms for the
+// static one, bash-ms, go-ms for the empty program) and the ratios to
+// bash's: x-bash (demiurge sh), sh-x-bash (demiurge-sh, the figure issue
+// #26 sets at 3 at most) and static-x-bash, and demiurge-sh's to the
+// empty Go program's, sh-x-go.
 func BenchmarkStartup(b *testing.B) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		b.Skip("go command not found")
 	}
-	bin := filepath.Join(b.TempDir(), "demiurge")
-	if out, err := exec.Command(gobin, "build", "-o", bin, "../cmd/demiurge").CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
+	dir := b.TempDir()
+	// build builds pkg in the module of directory in ("": this one),
+	// with env added to the environment.
+	build := func(name, in, pkg string, env ...string) string {
+		bin := filepath.Join(dir, name)
+		cmd := exec.Command(gobin, "build", "-o", bin, pkg)
+		cmd.Dir = in
+		cmd.Env = append(os.Environ(), env...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("go build %s: %v\n%s", pkg, err, out)
+		}
+		return bin
 	}
-	demiurge := []string{bin, "sh", "-c", "true"}
+	demiurge := []string{build("demiurge", "", "../cmd/demiurge"), "sh", "-c", "true"}
+	sh := []string{build("demiurge-sh", "", "../cmd/demiurge-sh"), "-c", "true"}
+	static := []string{build("demiurge-sh-static", "", "../cmd/demiurge-sh", "CGO_ENABLED=0"), "-c", "true"}
 	bench := func(b *testing.B, argv []string) {
 		if err := exec.Command(argv[0], argv[1:]...).Run(); err != nil {
 			b.Fatalf("%s: %v", argv, err)
@@ -41,15 +60,26 @@ func BenchmarkStartup(b *testing.B) {
 			exec.Command(argv[0], argv[1:]...).Run()
 		}
 	}
-	b.Run("demiurge-sh", func(b *testing.B) { bench(b, demiurge) })
+	b.Run("demiurge_sh", func(b *testing.B) { bench(b, demiurge) })
+	b.Run("demiurge-sh", func(b *testing.B) { bench(b, sh) })
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		b.Log("bash not installed: no side-by-side figures")
 		return
 	}
+	emptyDir := filepath.Join(dir, "empty")
+	if err := os.MkdirAll(emptyDir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for name, text := range map[string]string{"go.mod": "module empty\n\ngo 1.26\n", "main.go": "package main\n\nfunc main() {}\n"} {
+		if err := os.WriteFile(filepath.Join(emptyDir, name), []byte(text), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	empty := build("empty.bin", emptyDir, ".")
 	b.Run("bash-c", func(b *testing.B) { bench(b, []string{bash, "-c", "true"}) })
 	b.Run("interleaved", func(b *testing.B) {
-		var d, s []time.Duration
+		var d, s, st, sb, g []time.Duration
 		timed := func(argv ...string) time.Duration {
 			start := time.Now()
 			if err := exec.Command(argv[0], argv[1:]...).Run(); err != nil {
@@ -59,16 +89,25 @@ func BenchmarkStartup(b *testing.B) {
 		}
 		for b.Loop() {
 			d = append(d, timed(demiurge...))
-			s = append(s, timed(bash, "-c", "true"))
+			s = append(s, timed(sh...))
+			st = append(st, timed(static...))
+			sb = append(sb, timed(bash, "-c", "true"))
+			g = append(g, timed(empty))
 		}
 		median := func(ts []time.Duration) float64 {
 			slices.Sort(ts)
 			return float64(ts[len(ts)/2]) / float64(time.Millisecond)
 		}
-		dm, sm := median(d), median(s)
+		dm, sm, tm, bm, gm := median(d), median(s), median(st), median(sb), median(g)
 		b.ReportMetric(dm, "demiurge-ms")
-		b.ReportMetric(sm, "bash-ms")
-		b.ReportMetric(dm/sm, "x-bash")
+		b.ReportMetric(sm, "sh-ms")
+		b.ReportMetric(tm, "static-ms")
+		b.ReportMetric(bm, "bash-ms")
+		b.ReportMetric(gm, "go-ms")
+		b.ReportMetric(dm/bm, "x-bash")
+		b.ReportMetric(sm/bm, "sh-x-bash")
+		b.ReportMetric(sm/gm, "sh-x-go")
+		b.ReportMetric(tm/bm, "static-x-bash")
 	})
 }
 
@@ -107,11 +146,11 @@ var sdkGroups = []struct {
 // program that only imports its packages (their package inits run, their
 // types' itabs load, their pages fault in), and "all-deps", one that
 // imports every third-party package the module's packages import. Beside
-// them: demiurge sh -c true, built as go build makes it (demiurge-sh) and
-// without cgo (demiurge-sh-static); bash -c true; and two programs that
-// run -c true in the sandbox's shell and link nothing else of demiurge,
-// testdata/startup/shbash (package tools/bash alone) and shbashfx (the
-// shell as demiurge sh builds it, adapters/bashfx, with the MCP SDK).
+// them: demiurge sh -c true, built as go build makes it (demiurge_sh) and
+// without cgo (demiurge_sh-static); demiurge-sh -c true (cmd/demiurge-sh)
+// the same two ways (demiurge-sh, demiurge-sh-static); bash -c true; and
+// testdata/startup/shbash, which runs -c true in package tools/bash and
+// links nothing else of demiurge (the floor of a shell of ours).
 // Each is started in turns with the two floors, bash -c true and the empty
 // Go program, so that the machine's changing load falls on all three
 // alike, and reports its median wall time (ms), its median CPU time
@@ -127,14 +166,14 @@ func BenchmarkStartupSDKs(b *testing.B) {
 		name string
 		pkgs []string
 	}{"all-deps", lab.all})
-	// demiurge as go build makes it, the same without cgo (a static
-	// binary: no dynamic loader, no libc), and the two shell-only
-	// programs of testdata/startup: what sh would cost as a binary of its
-	// own (none of them is shipped).
+	// demiurge and demiurge-sh as go build makes them, the same without
+	// cgo (static binaries: no dynamic loader, no libc), and the shell
+	// alone (testdata/startup/shbash, not shipped).
 	demiurge := lab.goBuild("demiurge", "../cmd/demiurge")
 	static := lab.goBuild("demiurge-static", "../cmd/demiurge", "CGO_ENABLED=0")
+	sh := lab.goBuild("demiurge-sh", "../cmd/demiurge-sh")
+	shStatic := lab.goBuild("demiurge-sh-static", "../cmd/demiurge-sh", "CGO_ENABLED=0")
 	shbash := lab.goBuild("shbash", "./testdata/startup/shbash")
-	shbashfx := lab.goBuild("shbashfx", "./testdata/startup/shbashfx")
 	for _, g := range groups {
 		pkgs := slices.DeleteFunc(slices.Clone(g.pkgs), func(p string) bool { return !lab.inGoMod(p) })
 		if g.name != "empty" && len(pkgs) == 0 {
@@ -147,10 +186,11 @@ func BenchmarkStartupSDKs(b *testing.B) {
 		}
 		b.Run(g.name, func(b *testing.B) { lab.measure(b, bin) })
 	}
-	b.Run("demiurge-sh", func(b *testing.B) { lab.measure(b, demiurge, "sh", "-c", "true") })
-	b.Run("demiurge-sh-static", func(b *testing.B) { lab.measure(b, static, "sh", "-c", "true") })
+	b.Run("demiurge_sh", func(b *testing.B) { lab.measure(b, demiurge, "sh", "-c", "true") })
+	b.Run("demiurge_sh-static", func(b *testing.B) { lab.measure(b, static, "sh", "-c", "true") })
+	b.Run("demiurge-sh", func(b *testing.B) { lab.measure(b, sh, "-c", "true") })
+	b.Run("demiurge-sh-static", func(b *testing.B) { lab.measure(b, shStatic, "-c", "true") })
 	b.Run("shbash", func(b *testing.B) { lab.measure(b, shbash, "-c", "true") })
-	b.Run("shbashfx", func(b *testing.B) { lab.measure(b, shbashfx, "-c", "true") })
 	b.Run("bash-c", func(b *testing.B) { lab.measure(b, lab.bash, "-c", "true") })
 }
 

@@ -99,13 +99,13 @@ Stdio MCP servers of a manifest run in the worker's directory.`,
 			var interrupts atomic.Int32
 			defer a.interrupts.handle(func() {
 				if interrupts.Add(1) == 1 {
-					fmt.Fprintf(a.err, "%s: worker %s stopping: handing its worlds over once their effects in flight are answered (up to %s); Ctrl-C again to stop now\n", a.progName(), wk.ID(), f.handover)
+					a.notef("worker %s stopping: handing its worlds over once their effects in flight are answered (up to %s); Ctrl-C again to stop now", wk.ID(), f.handover)
 					stop()
 					return
 				}
 				wk.Abort()
 			})()
-			fmt.Fprintf(a.err, "%s: worker %s on %s: up to %s, lease %s; Ctrl-C stops it\n", a.progName(), wk.ID(), s.Dir(), plural(f.maxWorlds, "world"), f.lease)
+			a.notef("worker %s on %s: up to %s, lease %s; Ctrl-C stops it", wk.ID(), s.Dir(), plural(f.maxWorlds, "world"), f.lease)
 			return wk.Run(wctx)
 		},
 	}

@@ -397,7 +397,7 @@ func TestPostgresRunWorkerDies(t *testing.T) {
 	}
 	r.expect(true, `no worker holds world main of .*: the message waits in its inbox`)
 	startWorker(t, url, env)
-	r.expect(true, `demiurge: worker \S+ took world main`)
+	r.expect(true, `demiurge: note: worker \S+ took world main`)
 	r.expect(false, `an answer`)
 	if code := r.wait(); code != 0 {
 		t.Errorf("run: exit %d; want 0\nstderr:\n%s", code, r.stderr())

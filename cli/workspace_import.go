@@ -81,7 +81,7 @@ recorded.`,
 			ctx := cmd.Context()
 			storeDir, _ := filepath.Abs(s.Dir())
 			root, stats, err := workspace.ImportDir(ctx, s.CAS(), dir, storeDir, func(p, reason string) {
-				fmt.Fprintf(a.err, "%s: workspace import: skipped %s: %s\n", a.progName(), p, reason)
+				a.warnf("workspace import: skipped %s: %s", p, reason)
 			})
 			if err != nil {
 				return fmt.Errorf("workspace import: %w; nothing was recorded", err)

@@ -84,7 +84,7 @@ func TestWorkspaceImport(t *testing.T) {
 		"skipped docs/dirlink: a symbolic link to the directory bin (links to directories are not followed)",
 		"skipped fifo: not a regular file, directory or link (p---------)",
 	} {
-		if !strings.Contains(r.stderr, "demiurge: workspace import: "+want+"\n") {
+		if !strings.Contains(r.stderr, "demiurge: warning: workspace import: "+want+"\n") {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 		}
 	}

@@ -58,7 +58,7 @@ func (f *oldManifestFlag) String() string { return *f.p }
 func (f *oldManifestFlag) Type() string   { return "string" }
 
 func (f *oldManifestFlag) Set(v string) error {
-	fmt.Fprintf(f.cmd.ErrOrStderr(), "%s: -m for --manifest is deprecated; use --manifest\n", f.cmd.Root().Name())
+	fmt.Fprintf(f.cmd.ErrOrStderr(), "%s: warning: -m for --manifest is deprecated; use --manifest\n", f.cmd.Root().Name())
 	*f.p = v
 	return nil
 }

@@ -431,8 +431,26 @@ func (r *Report) WriteText(w io.Writer, o TextOptions) error {
 	if t.Skipped > 0 {
 		fmt.Fprintf(w, ", %d skipped", t.Skipped)
 	}
-	fmt.Fprintf(w, " (%d of %d checks) · %s tokens · %s · %s · run %s\n",
-		t.ChecksPassed, t.Checks, strconv.FormatUint(t.Tokens(), 10), costText(float64(t.CostMicroUSD), t.CallsCostUnknown > 0), seconds(r.Duration.Std()), r.Run)
+	// The tokens and cost are the agent's, as the table's columns and eval
+	// compare count them; the rubric judge's (in Total too) are said
+	// apart, labelled.
+	var judge agent.Usage
+	var judgeCost, judgeUnknown uint64
+	for _, cr := range r.Cases {
+		for _, run := range cr.Runs {
+			judge = addUsage(judge, run.JudgeUsage)
+			judgeCost += run.JudgeCostMicroUSD
+			judgeUnknown += run.JudgeCallsCostUnknown
+		}
+	}
+	judgeTokens := judge.Prompt + judge.Completion
+	fmt.Fprintf(w, " (%d of %d checks) · %s tokens · %s",
+		t.ChecksPassed, t.Checks, strconv.FormatUint(t.Tokens()-min(judgeTokens, t.Tokens()), 10),
+		costText(float64(t.CostMicroUSD-min(judgeCost, t.CostMicroUSD)), t.CallsCostUnknown-min(judgeUnknown, t.CallsCostUnknown) > 0))
+	if judgeTokens > 0 || judgeCost > 0 || judgeUnknown > 0 {
+		fmt.Fprintf(w, " · judge %s tokens · %s", strconv.FormatUint(judgeTokens, 10), costText(float64(judgeCost), judgeUnknown > 0))
+	}
+	fmt.Fprintf(w, " · %s · run %s\n", seconds(r.Duration.Std()), r.Run)
 	return nil
 }
 

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -110,5 +111,41 @@ func TestReadReportV1(t *testing.T) {
 		if _, err := ReadReport(strings.NewReader(bad)); err == nil {
 			t.Errorf("ReadReport(%s): no error", bad)
 		}
+	}
+}
+
+// TestTextTotalsJudgeApart: the report's last line counts the agent's
+// tokens and cost as the table's columns (and eval compare) do, and the
+// rubric judge's apart, labelled: their sum is the JSON's total.
+func TestTextTotalsJudgeApart(t *testing.T) {
+	f, err := os.Open("testdata/report-v1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := ReadReport(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var agentTokens, judgeTokens uint64
+	for _, cr := range r.Cases {
+		for _, run := range cr.Runs {
+			agentTokens += run.Tokens()
+			judgeTokens += run.JudgeUsage.Prompt + run.JudgeUsage.Completion
+		}
+	}
+	if judgeTokens == 0 || agentTokens+judgeTokens != r.Total.Tokens() {
+		t.Fatalf("agent %d + judge %d tokens; the total is %d", agentTokens, judgeTokens, r.Total.Tokens())
+	}
+	var b strings.Builder
+	if err := r.WriteText(&b, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	last := lines[len(lines)-1]
+	want := fmt.Sprintf(" · %d tokens · $", agentTokens)
+	wantJudge := fmt.Sprintf(" · judge %d tokens · $", judgeTokens)
+	if !strings.Contains(last, want) || !strings.Contains(last, wantJudge) {
+		t.Errorf("the totals line %q; want %q and %q in it", last, want, wantJudge)
 	}
 }

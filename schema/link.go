@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -52,6 +53,53 @@ func (l *loader) parseSource(s Source, errs *problems) {
 	}
 }
 
+// noManifest reports that no file holds a manifest, of the folder the
+// files are in: it has no manifest.air.json, and what it holds instead
+// (each file's defs by kind), for the user to see whether it is the
+// wrong folder or the manifest is missing.
+func (l *loader) noManifest() {
+	if len(l.files) == 0 {
+		l.errs.forFile("").add("", "%v", errNoManifest)
+		return
+	}
+	dir := filepath.Dir(l.files[0])
+	kinds := map[string]map[string]int{} // file → kind → defs
+	for _, d := range l.defined {
+		f := d.Origin().File
+		if kinds[f] == nil {
+			kinds[f] = map[string]int{}
+		}
+		kinds[f][d.DefKind()]++
+	}
+	const maxListed = 8
+	var listed []string
+	for i, f := range l.files {
+		if i == maxListed {
+			listed = append(listed, fmt.Sprintf("and %d more", len(l.files)-maxListed))
+			break
+		}
+		var ks []string
+		for k, n := range kinds[f] {
+			ks = append(ks, fmt.Sprintf("%d %s", n, k))
+		}
+		sort.Strings(ks)
+		what := "no defs"
+		if len(ks) > 0 {
+			what = strings.Join(ks, ", ")
+		}
+		rel, err := filepath.Rel(dir, f)
+		if err != nil {
+			rel = f
+		}
+		listed = append(listed, fmt.Sprintf("%s (%s)", rel, what))
+	}
+	none := fmt.Sprintf("none of its %d AIR files holds a", len(l.files))
+	if len(l.files) == 1 {
+		none = "its one AIR file holds no"
+	}
+	l.errs.forFile(dir).add("", "no manifest: the folder has no manifest.air.json (nor manifest.air), and %s def with \"$kind\": \"manifest\": %s; validate the folder of a world's AIR, or add its manifest", none, strings.Join(listed, ", "))
+}
+
 func (l *loader) link() *Catalog {
 	c := &Catalog{
 		Files:   l.files,
@@ -66,11 +114,7 @@ func (l *loader) link() *Catalog {
 		if l.errs.hasErrors() {
 			return c // a file that did not parse may have held it
 		}
-		file := ""
-		if len(l.files) > 0 {
-			file = l.files[0]
-		}
-		l.errs.forFile(file).add("", "%v", errNoManifest)
+		l.noManifest()
 		return c
 	case 1:
 	default:

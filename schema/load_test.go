@@ -83,6 +83,7 @@ func renderLoad(dir string, opts *LoadOptions) string {
 	for _, p := range list {
 		line := p.Error()
 		line = strings.ReplaceAll(line, dir+string(filepath.Separator), "")
+		line = strings.ReplaceAll(line, dir, ".") // the folder itself
 		b.WriteString(line + "\n")
 	}
 	return b.String()

@@ -50,18 +50,56 @@ func (s *Server) authenticate(r *http.Request) (*http.Request, error) {
 	if s.opts.Tokens == nil {
 		return r, nil
 	}
-	auth := r.Header.Get("Authorization")
-	secret, ok := strings.CutPrefix(auth, "Bearer ")
-	if !ok || strings.TrimSpace(secret) == "" {
-		return r, &apiError{Status: http.StatusUnauthorized, Type: typeAuth, Code: "missing_token",
-			Message: "no token: send Authorization: Bearer TOKEN (demiurge serve token create makes one)"}
+	secret, err := bearerToken(r.Header.Get("Authorization"))
+	if err != nil {
+		return r, err
 	}
-	t, ok := s.opts.Tokens.Check(strings.TrimSpace(secret))
+	t, ok := s.opts.Tokens.Check(secret)
 	if !ok {
 		return r, &apiError{Status: http.StatusUnauthorized, Type: typeAuth, Code: "invalid_token",
 			Message: "the token is not one this server knows (revoked, or from another token file)"}
 	}
 	return r.WithContext(context.WithValue(r.Context(), callerKey{}, caller{token: &t})), nil
+}
+
+// bearerToken returns the token of an Authorization header's value,
+// "Bearer TOKEN" (the scheme in any case, RFC 9110), or says what it
+// lacks: no header, a token sent without its scheme (curl -H
+// "Authorization: dmt_…"), another scheme.
+func bearerToken(auth string) (string, error) {
+	missing := func(msg string) error {
+		return &apiError{Status: http.StatusUnauthorized, Type: typeAuth, Code: "missing_token", Message: msg}
+	}
+	auth = strings.TrimSpace(auth)
+	if auth == "" {
+		return "", missing("no token: send Authorization: Bearer TOKEN (demiurge serve token create makes one)")
+	}
+	scheme, secret, ok := strings.Cut(auth, " ")
+	if !ok || !isSchemeName(scheme) {
+		return "", missing(`the Authorization header lacks the scheme: send Authorization: Bearer TOKEN, with "Bearer " before the token`)
+	}
+	if !strings.EqualFold(scheme, "Bearer") {
+		return "", missing(fmt.Sprintf("this server takes bearer tokens, not %s: send Authorization: Bearer TOKEN", scheme))
+	}
+	if secret = strings.TrimSpace(secret); secret == "" {
+		return "", missing("no token after Bearer: send Authorization: Bearer TOKEN (demiurge serve token create makes one)")
+	}
+	return secret, nil
+}
+
+// isSchemeName reports whether s reads as an auth scheme (Basic,
+// Bearer, Digest…): a short word of letters, not a token's secret, which
+// an error must not echo.
+func isSchemeName(s string) bool {
+	if s == "" || len(s) > 20 {
+		return false
+	}
+	for _, c := range s {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // limiter keeps a request rate per caller: a token's id, or, without

@@ -79,14 +79,20 @@ func TestAuth(t *testing.T) {
 		header []string
 		status int
 		code   string
+		msg    string // in the error's message, if set
 	}{
-		{"no token", "GET", "/v1/worlds", nil, nil, 401, "missing_token"},
-		{"wrong token", "GET", "/v1/worlds", nil, bearer("dmt_000000000000_nope"), 401, "invalid_token"},
-		{"not a token", "GET", "/v1/worlds", nil, bearer("sk-abc"), 401, "invalid_token"},
-		{"another world's token", "POST", "/v1/worlds/main/chats/c/messages", map[string]string{"text": "hello secret words"}, bearer(other), 403, "world_not_allowed"},
-		{"another world's token, OpenAI", "POST", "/v1/responses", map[string]any{"model": "demiurge", "input": "hello secret words"}, bearer(other), 0, ""},
-		{"health needs none", "GET", "/healthz", nil, nil, 200, ""},
-		{"good token", "POST", "/v1/worlds/main/chats/c/messages", map[string]string{"text": "hello secret words"}, bearer(good), 200, ""},
+		{"no token", "GET", "/v1/worlds", nil, nil, 401, "missing_token", "no token"},
+		// A token sent bare (curl -H "Authorization: dmt_…") is told what
+		// it lacks, not that there is none.
+		{"no Bearer before the token", "GET", "/v1/worlds", nil, []string{"Authorization", good}, 401, "missing_token", `lacks the scheme: send Authorization: Bearer TOKEN`},
+		{"another scheme", "GET", "/v1/worlds", nil, []string{"Authorization", "Basic " + good}, 401, "missing_token", `takes bearer tokens, not Basic`},
+		{"scheme in lower case (RFC 9110: case-insensitive)", "GET", "/v1/worlds", nil, []string{"Authorization", "bearer " + good}, 200, "", ""},
+		{"wrong token", "GET", "/v1/worlds", nil, bearer("dmt_000000000000_nope"), 401, "invalid_token", ""},
+		{"not a token", "GET", "/v1/worlds", nil, bearer("sk-abc"), 401, "invalid_token", ""},
+		{"another world's token", "POST", "/v1/worlds/main/chats/c/messages", map[string]string{"text": "hello secret words"}, bearer(other), 403, "world_not_allowed", ""},
+		{"another world's token, OpenAI", "POST", "/v1/responses", map[string]any{"model": "demiurge", "input": "hello secret words"}, bearer(other), 0, "", ""},
+		{"health needs none", "GET", "/healthz", nil, nil, 200, "", ""},
+		{"good token", "POST", "/v1/worlds/main/chats/c/messages", map[string]string{"text": "hello secret words"}, bearer(good), 200, "", ""},
 	} {
 		r, body := e.do(tc.method, tc.path, tc.body, tc.header...)
 		if tc.status == 0 { // the token's one world is the default: main is refused, elsewhere is its
@@ -95,7 +101,7 @@ func TestAuth(t *testing.T) {
 			}
 			continue
 		}
-		if r.StatusCode != tc.status || tc.code != "" && !strings.Contains(string(body), `"code":"`+tc.code+`"`) {
+		if r.StatusCode != tc.status || tc.code != "" && !strings.Contains(string(body), `"code":"`+tc.code+`"`) || !strings.Contains(string(body), tc.msg) {
 			t.Errorf("%s: %d %s; want %d %s", tc.name, r.StatusCode, body, tc.status, tc.code)
 		}
 		if r.StatusCode == 401 && r.Header.Get("WWW-Authenticate") == "" {

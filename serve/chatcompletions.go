@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +29,16 @@ var chatPolicy = fieldPolicy{
 		"function_call":         "the agent's tools are its own and run on the server; client-side function tools are not supported",
 		"verbosity":             "the agent's model settings are the server's",
 	}),
+}
+
+// turnFailed is the message of a Chat Completions error for a failed
+// turn: the fault as an OpenAI client is told it (clientFault).
+func (s *Server) turnFailed(key turnKey, fault string) string {
+	msg := s.clientFault(key.world, key.chat, key.request, fault)
+	if fault != "" {
+		msg = "the turn failed: " + msg
+	}
+	return msg
 }
 
 // ccMessage is one message of a Chat Completions conversation, as far as
@@ -207,6 +219,24 @@ func (x *convIndex) forget(world string) {
 	x.mu.Unlock()
 }
 
+// newWorldConversation returns the world NewWorlds gave the Chat
+// Completions conversation whose history is history, if this server
+// answered its turns there.
+func (s *Server) newWorldConversation(history []ccMessage) (string, bool) {
+	s.newWorld.Lock()
+	worlds := slices.Sorted(maps.Keys(s.taken))
+	s.newWorld.Unlock()
+	x := s.conv
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, w := range worlds {
+		if _, ok := x.byKey[w][convKey(w, history)]; ok {
+			return w, true
+		}
+	}
+	return "", false
+}
+
 // find returns the chat whose history is history, reading the world's
 // journal again if it grew since the index last read it.
 func (s *Server) findConversation(ctx context.Context, aw *agent.World, history []ccMessage) (string, bool, error) {
@@ -302,10 +332,17 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	world, err := s.openAIWorld(r)
+	begins := r.Header.Get("Demiurge-Chat") == "" && len(req.history) == 0
+	world, err := s.openAIWorld(r, begins)
 	if err != nil {
 		writeError(w, err)
 		return
+	}
+	if s.opts.NewWorlds && !begins && r.Header.Get("Demiurge-World") == "" && r.Header.Get("Demiurge-Chat") == "" {
+		// A conversation that began in a world of its own goes on there.
+		if nw, ok := s.newWorldConversation(req.history); ok && s.allow(r, nw) == nil {
+			world = nw
+		}
 	}
 	aw, err := s.world(r.Context(), world, true)
 	if err != nil {
@@ -393,7 +430,7 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 	finish := "stop"
 	switch end.Outcome {
 	case agent.OutcomeFailed:
-		writeError(w, &apiError{Status: http.StatusBadGateway, Type: typeServer, Code: "turn_failed", Message: "the turn failed: " + fault})
+		writeError(w, &apiError{Status: http.StatusBadGateway, Type: typeServer, Code: "turn_failed", Message: s.turnFailed(key, fault)})
 		return
 	case agent.OutcomeCut:
 		finish = "length"
@@ -490,7 +527,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, aw *agent.Wo
 			fault = e.Text
 		case agent.TurnEnd:
 			if e.Outcome == agent.OutcomeFailed {
-				fail(&apiError{Status: http.StatusBadGateway, Type: typeServer, Code: "turn_failed", Message: "the turn failed: " + fault})
+				fail(&apiError{Status: http.StatusBadGateway, Type: typeServer, Code: "turn_failed", Message: s.turnFailed(key, fault)})
 				return errStop
 			}
 			finish := "stop"

@@ -672,6 +672,36 @@ func (s *Server) handleDecide(w http.ResponseWriter, r *http.Request) {
 		Head: session.Head{Seq: head.Seq, Hash: head.Hash.String()}})
 }
 
+// ErrNoChat is returned (wrapped) by Decide for a world or chat the
+// store does not have.
+var ErrNoChat = errors.New("no such chat")
+
+// Decide journals the user's decision on call of chat in world, which
+// waits for approval, as POST …/approvals/{call} does: for a decision
+// another process hands this one, which writes the store (demiurge
+// approve beside a running serve). It returns the call decided and the
+// journal's head after the decision's step. A call that does not wait
+// is an error wrapping agent.ErrNotWaiting; a world or chat the store
+// does not have, one wrapping ErrNoChat.
+func (s *Server) Decide(ctx context.Context, world, chat, call string, d agent.Decision) (agent.ApprovalRequested, journal.Head, error) {
+	aw, err := s.world(ctx, world, false)
+	if err != nil {
+		var ae *apiError
+		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+			return agent.ApprovalRequested{}, journal.Head{}, fmt.Errorf("%w: %s", ErrNoChat, ae.Message)
+		}
+		return agent.ApprovalRequested{}, journal.Head{}, err
+	}
+	if checkChatID(chat) != nil {
+		return agent.ApprovalRequested{}, journal.Head{}, fmt.Errorf("%w: no chat %q in world %s", ErrNoChat, chat, world)
+	}
+	c := s.chat(aw, chat)
+	if _, ok := c.State(); !ok {
+		return agent.ApprovalRequested{}, journal.Head{}, fmt.Errorf("%w: no chat %s in world %s", ErrNoChat, chat, world)
+	}
+	return c.Answer(ctx, call, d)
+}
+
 // stopTurn is the body of POST …/stop.
 type stopTurn struct {
 	Reason string `json:"reason,omitempty"`

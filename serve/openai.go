@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // modelJSON is a model as OpenAI's API lists it: here, the agent.
@@ -53,7 +55,9 @@ func (s *Server) checkModel(model string) error {
 // openAIWorld is the world an OpenAI-compatible request without a
 // previous response reaches: the Demiurge-World header's, else the
 // server's default, else the one world the caller's token may reach.
-func (s *Server) openAIWorld(r *http.Request) (string, error) {
+// begins says the request begins a conversation: with NewWorlds, it then
+// gets a world of its own (see newWorldFor).
+func (s *Server) openAIWorld(r *http.Request, begins bool) (string, error) {
 	if w := r.Header.Get("Demiurge-World"); w != "" {
 		return w, s.allow(r, w)
 	}
@@ -61,7 +65,81 @@ func (s *Server) openAIWorld(r *http.Request) (string, error) {
 	if t := callerOf(r).token; t != nil && !t.Allows(w) && len(t.Worlds) == 1 {
 		w = t.Worlds[0]
 	}
-	return w, s.allow(r, w)
+	if err := s.allow(r, w); err != nil {
+		return w, err
+	}
+	if s.opts.NewWorlds && begins {
+		return s.newWorldFor(r, w)
+	}
+	return w, nil
+}
+
+// newWorldFor returns the world a conversation that begins gets under
+// NewWorlds: base while it has no records, else the first of base-2,
+// base-3, … that has none, is not open, and no request took, which the
+// caller's token may reach (else base).
+func (s *Server) newWorldFor(r *http.Request, base string) (string, error) {
+	s.newWorld.Lock()
+	defer s.newWorld.Unlock()
+	for n := 1; ; n++ {
+		w := base
+		if n > 1 {
+			w = fmt.Sprintf("%s-%d", base, n)
+		}
+		if s.allow(r, w) != nil {
+			return base, nil
+		}
+		s.mu.Lock()
+		_, open := s.worlds[w]
+		s.mu.Unlock()
+		if s.taken[w] || open {
+			continue
+		}
+		head, err := s.journalStore().Head(r.Context(), w)
+		if err != nil {
+			return "", fmt.Errorf("world %s: %w", w, err)
+		}
+		if head.Seq > 0 {
+			continue
+		}
+		s.taken[w] = true
+		if w != base {
+			s.log.Info("a conversation begins in a new world: the cassette replays its recording from a new world, and world "+base+" holds a session",
+				"world", w)
+		}
+		return w, nil
+	}
+}
+
+// maxFault bounds the error message an OpenAI client gets of a failed
+// turn.
+const maxFault = 400
+
+// clientFault is what an OpenAI client is told of a failed turn (world,
+// chat, turn): the error's first line, which says what failed, and where
+// the whole of it is. A turn's error can run to many lines (a strict
+// cassette's diff of the request against the recording, a provider's
+// body), which a client shows its user as one message; the journal keeps
+// it whole (the turn_error of the native API's events and trace). The
+// server logs that line with the turn, not the rest: a diff quotes the
+// conversation, which the logs never hold.
+func (s *Server) clientFault(world, chat string, turn uint64, fault string) string {
+	if fault == "" {
+		return "the turn failed"
+	}
+	line, rest, _ := strings.Cut(strings.TrimSpace(fault), "\n")
+	if len(line) > maxFault {
+		cut := maxFault
+		for cut > 0 && !utf8.RuneStart(line[cut]) {
+			cut--
+		}
+		line, rest = line[:cut]+"…", "…"
+	}
+	s.log.Warn("turn failed", "world", world, "chat", chat, "turn", turn, "err", line)
+	if rest == "" {
+		return line
+	}
+	return fmt.Sprintf("%s (the whole error: demiurge trace --world %s --chat %s, or GET /v1/worlds/%s/trace?chat=%s)", line, world, chat, url.PathEscape(world), url.QueryEscape(chat))
 }
 
 // readFields reads an OpenAI request's JSON body into its fields, and

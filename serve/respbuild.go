@@ -328,10 +328,8 @@ func (b *responseBuilder) end(e agent.TurnEnd) error {
 		b.resp.IncompleteDetails = &incomplete{Reason: "stopped: " + b.stop}
 	default:
 		b.resp.Status, typ = "failed", "response.failed"
-		b.resp.Error = &responseError{Code: "server_error", Message: b.fault}
-		if b.fault == "" {
-			b.resp.Error.Message = "the turn failed"
-		}
+		ref, _ := decodeID("resp_", b.resp.ID)
+		b.resp.Error = &responseError{Code: "server_error", Message: b.s.clientFault(ref.World, ref.Chat, e.RequestID, b.fault)}
 	}
 	u := b.usage
 	b.resp.Usage = &responseUsage{InputTokens: u.Prompt, OutputTokens: u.Completion, TotalTokens: u.Prompt + u.Completion,

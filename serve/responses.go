@@ -319,7 +319,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	default:
-		world, err := s.openAIWorld(r)
+		world, err := s.openAIWorld(r, req.conv == "")
 		if err != nil {
 			writeError(w, err)
 			return

@@ -18,6 +18,7 @@ import (
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/pgstore"
 	"github.com/demiurge-dev/demiurge/reducer"
+	"github.com/demiurge-dev/demiurge/reducer/demiurge"
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/world"
 )
@@ -76,6 +77,16 @@ type Options struct {
 	// World is the world OpenAI-compatible requests reach when they name
 	// none (header Demiurge-World); default agent.DefaultWorld.
 	World string
+	// NewWorlds sends each OpenAI-compatible request that begins a
+	// conversation and names no world (no Demiurge-World header) to a
+	// world of its own: World while it has no records, else the first of
+	// World-2, World-3, … that has none and no request took before. A
+	// strict cassette (agent.Cassette) needs it: its recording begins with
+	// a new world, and answers a model call only if the request is the
+	// recorded one, which in a world with a session already it never is
+	// (the transcript, the journal's height differ). demiurge run picks a
+	// new world so for the same reason.
+	NewWorlds bool
 	// Tokens are the bearer tokens requests must carry, each scoped to
 	// worlds; nil lets every request in (for a server on loopback only:
 	// see Listen).
@@ -148,7 +159,11 @@ type Server struct {
 	// before it left them under way (see resume), by chat: each ended is
 	// closed once its follower has the turn's end, and with it the chat
 	// is free for its next message.
-	resumed  map[turnKey]chan struct{}
+	resumed map[turnKey]chan struct{}
+	// taken are the worlds NewWorlds gave a conversation, guarded by
+	// newWorld: two requests that begin at once get two worlds.
+	taken    map[string]bool
+	newWorld sync.Mutex
 	draining bool
 	closed   bool
 	closing  chan struct{} // closed when the server hands its streams over
@@ -251,6 +266,10 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		}
 		return nil, err
 	}
+	if _, ok := demiurge.ModuleIn(func(n string) bool { _, ok := cat.Module(n); return ok }); !ok {
+		// Refused now, as run refuses it, not at each message.
+		return nil, fmt.Errorf("%s is not an agent world: it has no module %s (see examples/demiurge)", opts.Manifest, demiurge.ModuleName)
+	}
 	name := opts.Name
 	if name == "" {
 		name = agentName(opts.Manifest)
@@ -259,7 +278,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("serve: agent name %q: want 1 to 64 of A-Z a-z 0-9 . _ - (it is the model name clients send)", name)
 	}
 	s := &Server{opts: opts, name: name, cat: cat, reg: reg, log: opts.Log, run: context.WithoutCancel(ctx),
-		worlds: map[string]*openWorld{}, logs: map[turnKey]*turnLog{}, running: map[turnKey]bool{}, resumed: map[turnKey]chan struct{}{}, closing: make(chan struct{})}
+		worlds: map[string]*openWorld{}, logs: map[turnKey]*turnLog{}, running: map[turnKey]bool{}, resumed: map[turnKey]chan struct{}{}, taken: map[string]bool{}, closing: make(chan struct{})}
 	s.handover, s.handOver = context.WithCancel(context.Background())
 	s.metrics = newMetrics()
 	s.limits = newLimiter(opts.Rate, opts.Burst)

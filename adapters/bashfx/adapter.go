@@ -19,7 +19,6 @@ import (
 	"github.com/demiurge-dev/demiurge/tools/bash"
 	"github.com/demiurge-dev/demiurge/tools/bash/vfs"
 	"github.com/demiurge-dev/demiurge/tools/introspect"
-	"github.com/demiurge-dev/demiurge/tools/mcp"
 	"github.com/demiurge-dev/demiurge/tools/workspace"
 )
 
@@ -27,8 +26,11 @@ import (
 const (
 	KindIntrospect = introspect.EffectCall
 	KindWorkspace  = workspace.EffectCall
-	KindMCP        = mcp.EffectKind
-	KindScripted   = "scripted.run"
+	// KindMCP is mcp.EffectKind, spelled out so that bashfx does not
+	// link the MCP SDK: demiurge-sh (cmd/demiurge-sh) runs this shell and
+	// must start fast (a test holds the two equal).
+	KindMCP      = "mcp.call"
+	KindScripted = "scripted.run"
 )
 
 // AdapterID is the adapter id of scripted.run receipts.

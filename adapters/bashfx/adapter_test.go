@@ -15,6 +15,7 @@ import (
 	"github.com/demiurge-dev/demiurge/schema"
 	"github.com/demiurge-dev/demiurge/tools"
 	"github.com/demiurge-dev/demiurge/tools/bash"
+	"github.com/demiurge-dev/demiurge/tools/mcp"
 )
 
 // TestPipesAndJq: a script calls several tools, pipes their output through
@@ -511,5 +512,13 @@ func TestOutputCut(t *testing.T) {
 	}
 	if got.ExitCode != 0 {
 		t.Errorf("exit %d: a cut does not change the exit code", got.ExitCode)
+	}
+}
+
+// TestKindMCP: KindMCP, spelled out to keep the MCP SDK out of bashfx, is
+// the kind tools/mcp's adapter runs.
+func TestKindMCP(t *testing.T) {
+	if KindMCP != mcp.EffectKind {
+		t.Errorf("KindMCP = %q; tools/mcp's EffectKind is %q", KindMCP, mcp.EffectKind)
 	}
 }

@@ -279,6 +279,8 @@ func TestGenerateErrors(t *testing.T) {
 			contains: []string{"bad request (HTTP 400, invalid_request_error, invalid_value, param tool_choice): Invalid value for 'tool_choice'.", "[request req_", "fix what the message names"}},
 		{name: "401 echoing the key", turns: []llmtest.Turn{{Status: 401, Error: &keyEcho}}, kind: KindAuth, status: 401, attempts: 1,
 			contains: []string{"authentication failed (HTTP 401", "[REDACTED]", "check the API key"}},
+		{name: "401, the server asking to retry: final", turns: []llmtest.Turn{{Status: 401, Header: map[string]string{"x-should-retry": "true"}}, {Text: "never"}},
+			kind: KindAuth, status: 401, attempts: 1, contains: []string{"authentication failed (HTTP 401", "check the API key"}},
 		{name: "403", turns: []llmtest.Turn{{Status: 403, Error: &llmtest.ErrorBody{Message: "Project does not have access to model gpt-5", Code: "model_not_found"}}},
 			kind: KindAuth, status: 403, attempts: 1, contains: []string{"authentication failed (HTTP 403", "does not have access"}},
 		{name: "404", turns: []llmtest.Turn{{Status: 404}}, kind: KindNotFound, status: 404, attempts: 1,

@@ -182,10 +182,11 @@ func scalarText(raw json.RawMessage) string {
 // retryableStatus reports whether a failure of kind (an HTTP error
 // status's) may succeed if sent again: rate limits, server errors and a
 // model's malformed tool call are, the others are not. The server's
-// x-should-retry header decides if present, but for a used-up quota,
-// which no retry mends.
+// x-should-retry header decides if present, but for a used-up quota and
+// refused credentials (401, 403), which no retry mends: the same key
+// sent again is refused again, after the backoff's wait.
 func retryableStatus(kind ErrorKind, h http.Header) bool {
-	if kind == KindQuota {
+	if kind == KindQuota || kind == KindAuth {
 		return false
 	}
 	switch h.Get("x-should-retry") {

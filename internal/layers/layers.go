@@ -21,7 +21,7 @@ type Layer struct {
 
 // House is the order of the layers, the bottom first.
 var House = []Layer{
-	{"leaves", []string{"internal/readall", "internal/realwire", "internal/pgtest", "internal/jsonschema/..."}},
+	{"leaves", []string{"internal/readall", "internal/realwire/...", "internal/pgtest", "internal/jsonschema/..."}},
 	{"store", []string{"cas/..."}},
 	{"data", []string{"schema/...", "journal/...", "pgstore/..."}},
 	{"engine parts", []string{"effects/...", "world/internal/plans/...", "internal/store"}},
@@ -33,7 +33,7 @@ var House = []Layer{
 	{"agent", []string{"agent/..."}},
 	{"evals", []string{"eval/..."}},
 	{"views", []string{"ui/...", "serve/..."}},
-	{"programs", []string{"cli", "cmd/...", "examples/..."}},
+	{"programs", []string{"cli", "cli/shcmd", "cmd/...", "examples/..."}},
 	{"rules", []string{"internal/layers"}},
 }
 

@@ -1,7 +1,9 @@
 package realwire
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -34,7 +36,8 @@ func TestRefusalRules(t *testing.T) {
 		}
 	}
 	t.Logf("%d recordings (extended corpus: %v), %d accepted requests", len(recs), extended, accepted)
-	if want := map[bool]int{false: 25, true: 50}[extended]; accepted < want {
+	// 133 with the 63 recordings of the extended corpus (internal/realwire/mkcorpus).
+	if want := map[bool]int{false: 25, true: 120}[extended]; accepted < want {
 		t.Errorf("only %d accepted requests; want at least %d", accepted, want)
 	}
 	refused := []struct{ vendor, api, body string }{
@@ -54,18 +57,28 @@ func TestRefusalRules(t *testing.T) {
 // tokens (a token for every 4 bytes, reducer/demiurge) comes to what the
 // providers counted, over the recorded requests whose responses report
 // their prompt tokens. The figures are in docs/agent.md ("Long
-// sessions"); the test fails if the estimate ever falls below half the
-// count, which would let a request past the window. The figures are over
-// the whole corpus: without the extended one the test skips.
+// sessions"). The figures are over the whole corpus: without the
+// extended one the test skips.
+//
+// The bytes measured are the body as sent (compact JSON, as demiurge
+// sends it), not as the recording's file lays it out: the files are
+// indented, and their indentation made the estimate look up to twice as
+// high as it is (the minimum read 0.83 of the count with it, 0.34 without).
 //
 // The count compared is what the request's bytes account for: Anthropic
 // adds a tool-use system prompt of its own to every request that carries
-// tools (anthropicToolPrompt), which no byte of the request shows and no
-// estimate from its bytes can see. It is a few hundred tokens whatever
-// the request's size: at 398 counted tokens (a one-tool request) the
-// estimate was 0.41 of the count with it, and a request near the window
-// is hundreds of times larger. After a chat's first call the chat counts
-// it anyway, since its estimate starts from the provider's count.
+// tools (anthropicToolPrompt), which no byte of the request shows. The
+// chat adds it to its estimate from its first call on
+// (demiurge.Settings.ToolPromptTokens, which the agent sets from
+// llm.ToolPromptTokens); its later calls start from the provider's count,
+// which has it. Other servers add tool instructions of their own too
+// (the chat templates of DeepSeek and of Qwen on Cerebras: some 200
+// tokens), undocumented: a request with tools may be counted that much
+// over its bytes/4 whatever its size, so small requests read low (a
+// 414-byte request with one tool, 304 tokens counted, estimated at 0.34
+// of that). That is not what lets a request past a window: the test fails
+// if an estimate ever falls more than maxShortfall tokens short of the
+// count, or, for a request past 1,000 tokens, below half of it.
 func TestTokenEstimate(t *testing.T) {
 	recs, extended, err := LoadCorpus(corpus)
 	if err != nil {
@@ -74,9 +87,11 @@ func TestTokenEstimate(t *testing.T) {
 	if !extended {
 		t.Skip(NeedExtended)
 	}
+	const maxShortfall = 300 // tokens
 	var ratios []float64
+	shortest, shortWhere := 0, ""
 	for _, r := range recs {
-		for _, it := range r.Interactions {
+		for i, it := range r.Interactions {
 			if it.Request == nil || it.Response.StatusCode() != 200 || it.Response.IsStream() {
 				continue
 			}
@@ -96,7 +111,22 @@ func TestTokenEstimate(t *testing.T) {
 			if n < 50 || strings.Contains(string(it.Request.Body), "MASSIVE_TEXT") {
 				continue // too small to say, or a request the recording replaced
 			}
-			ratios = append(ratios, float64(len(it.Request.Body)+3)/4/float64(n))
+			var sent bytes.Buffer
+			if err := json.Compact(&sent, it.Request.Body); err != nil {
+				t.Fatalf("%s: the request body: %v", r.Name, err)
+			}
+			estimate := (sent.Len() + 3) / 4
+			ratios = append(ratios, float64(estimate)/float64(n))
+			where := fmt.Sprintf("%s interaction %d (%d bytes, %d tokens counted, %d estimated)", r.Name, i, sent.Len(), n, estimate)
+			if n-estimate > shortest {
+				shortest, shortWhere = n-estimate, where
+			}
+			if n-estimate > maxShortfall {
+				t.Errorf("%s: the estimate is %d tokens short of the count", where, n-estimate)
+			}
+			if n > 1000 && 2*estimate < n {
+				t.Errorf("%s: the estimate is under half the count", where)
+			}
 		}
 	}
 	if len(ratios) < 20 {
@@ -104,11 +134,8 @@ func TestTokenEstimate(t *testing.T) {
 	}
 	slices.Sort(ratios)
 	q := func(p float64) float64 { return ratios[int(p*float64(len(ratios)-1))] }
-	t.Logf("estimate / counted over %d requests of %d recordings: min %.2f, p10 %.2f, median %.2f, p90 %.2f, max %.2f",
-		len(ratios), len(recs), ratios[0], q(0.1), q(0.5), q(0.9), ratios[len(ratios)-1])
-	if ratios[0] < 0.5 {
-		t.Errorf("an estimate of %.2f of the counted tokens", ratios[0])
-	}
+	t.Logf("estimate / counted over %d requests of %d recordings: min %.2f, p10 %.2f, median %.2f, p90 %.2f, max %.2f; most short: %d tokens, %s",
+		len(ratios), len(recs), ratios[0], q(0.1), q(0.5), q(0.9), ratios[len(ratios)-1], shortest, shortWhere)
 }
 
 // anthropicToolPrompt is the size of the system prompt Anthropic adds to

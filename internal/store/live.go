@@ -341,8 +341,8 @@ func discover(ctx context.Context, dir string, timeout time.Duration) (*remote, 
 			return nil, nil, err
 		}
 		if time.Now().After(deadline) {
-			return nil, nil, fmt.Errorf("%w: %s is held by another process that serves no reads (one still starting, a demiurge older than this one, or a store directory where no socket can be made); waited %v for it: try again, or stop that process",
-				ErrLocked, filepath.Join(dir, FileName), timeout)
+			return nil, nil, fmt.Errorf("open store %s: %w: %s is held by another process that serves no reads (one still starting, a demiurge older than this one, or a store directory where no socket can be made); waited %v for it: try again, or stop that process",
+				dir, ErrLocked, filepath.Join(dir, FileName), timeout)
 		}
 		t := time.NewTimer(retryLock)
 		select {

@@ -43,14 +43,14 @@ func Recover(dir string, timeout time.Duration) (*Recovery, error) {
 	}
 	release, err := holdInProcess(path, false, timeout)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("recover store %s: %w", dir, err)
 	}
 	defer release()
 	keep := path + ".damaged-" + time.Now().UTC().Format("20060102T150405.000Z")
 	rec, err := cas.RecoverBoltMeta(path, keep, timeout)
 	if err != nil {
 		if errors.Is(err, berrors.ErrTimeout) {
-			return nil, fmt.Errorf("%w: %s is held by another process; waited %v for it", ErrLocked, path, timeout)
+			return nil, lockedBy("recover store", dir, timeout)
 		}
 		return nil, fmt.Errorf("recover store %s: %w", dir, err)
 	}

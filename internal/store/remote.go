@@ -25,10 +25,12 @@ import (
 // remote reads a store through the process that writes it, over the
 // socket that process serves (see serve).
 type remote struct {
-	dir  string
-	pid  int
-	hc   *http.Client
-	done func() // releases the socket's address
+	dir string
+	pid int
+	// holder names the process ("demiurge serve"; "" if it does not say).
+	holder string
+	hc     *http.Client
+	done   func() // releases the socket's address
 }
 
 // dialWriter connects to the process serving the store in dir. It returns
@@ -82,7 +84,7 @@ func dialWriter(ctx context.Context, dir string) (*remote, error) {
 		return nil, fmt.Errorf("%w: %s speaks read protocol %d, this demiurge %d (process %d writes the store with another version of demiurge)",
 			ErrNoWriter, path, info.Protocol, protocol, info.PID)
 	}
-	r.pid = info.PID
+	r.pid, r.holder = info.PID, info.Command
 	return r, nil
 }
 

@@ -274,10 +274,13 @@ func queryRef(r *http.Request) (cas.Ref, error) {
 type wireInfo struct {
 	Protocol int `json:"protocol"`
 	PID      int `json:"pid"`
+	// Command names the process ("demiurge serve"), for one that finds
+	// the store locked (LockedError); "" from a demiurge older than it.
+	Command string `json:"command,omitempty"`
 }
 
 func (sv *server) info(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, wireInfo{Protocol: protocol, PID: sv.pid})
+	writeJSON(w, wireInfo{Protocol: protocol, PID: sv.pid, Command: sv.s.holder})
 }
 
 // worlds lists the worlds with durable records.

@@ -53,6 +53,8 @@
 package store
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -79,7 +81,7 @@ const DefaultLockTimeout = time.Second
 var (
 	// ErrLocked is returned (wrapped) when another process holds the
 	// store's lock: a writer excludes everyone, a reader excludes writers.
-	ErrLocked = errors.New("store: locked")
+	ErrLocked = errors.New("locked")
 	// ErrNotExist is returned (wrapped) when a store opened read-only does
 	// not exist. Opening read-write creates it instead.
 	ErrNotExist = errors.New("no store there")
@@ -114,6 +116,11 @@ type Options struct {
 	// NoSync skips the fsync after each commit: faster, and commits may
 	// be lost (never torn) on power failure. For tests and benchmarks.
 	NoSync bool
+	// Holder names this process for another that finds the store locked
+	// ("demiurge serve"): a read-write open says it to the processes it
+	// serves reads to (see Serving), so their LockedError names it.
+	// Default: the program's file name.
+	Holder string
 }
 
 // Validate reports the first invalid option, or nil.
@@ -139,6 +146,7 @@ type Store struct {
 	cas      *cas.Bolt
 	journal  *journal.Bolt
 
+	holder   string  // Options.Holder
 	srv      *server // serves reads to other processes; nil read-only
 	serveErr error   // why the store does not serve reads, if it does not
 
@@ -195,7 +203,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 
 	release, err := holdInProcess(path, o.ReadOnly, o.LockTimeout)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
 	opened := false
 	defer func() {
@@ -212,12 +220,11 @@ func Open(dir string, opts *Options) (*Store, error) {
 	db, err := cas.OpenBoltDB(path, 0o600, bo)
 	if err != nil {
 		if errors.Is(err, berrors.ErrTimeout) {
-			return nil, fmt.Errorf("%w: %s is held by another process (a running `demiurge run`?); waited %v for it",
-				ErrLocked, path, o.LockTimeout)
+			return nil, lockedBy("open store", dir, o.LockTimeout)
 		}
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
-	s := &Store{dir: dir, readOnly: o.ReadOnly, db: db}
+	s := &Store{dir: dir, readOnly: o.ReadOnly, db: db, holder: cmp.Or(o.Holder, filepath.Base(os.Args[0]))}
 	if s.cas, err = cas.NewBolt(db); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
@@ -239,6 +246,52 @@ func Open(dir string, opts *Options) (*Store, error) {
 	opened = true
 	return s, nil
 }
+
+// A LockedError says that another process holds a store's lock, which
+// one when it serves the store's reads (its socket says so), and how long
+// the open waited. It wraps ErrLocked.
+type LockedError struct {
+	// Op is what failed: "open store", "recover store".
+	Op   string
+	Dir  string
+	Path string // the store's file
+	// Holder names the process that holds it ("demiurge serve"), and PID
+	// is its id: "" and 0 when not known (a process that serves no reads:
+	// one that reads the store, one still starting, an older demiurge).
+	Holder string
+	PID    int
+	Waited time.Duration
+}
+
+func (e *LockedError) Error() string {
+	who := "another process (a demiurge run, serve, ui or worker; or one that reads the store, such as replay)"
+	if e.PID > 0 {
+		who = fmt.Sprintf("%s (pid %d)", cmp.Or(e.Holder, "another process"), e.PID)
+	}
+	return fmt.Sprintf("%s %s: %v: %s is held by %s; waited %v for it", e.Op, e.Dir, ErrLocked, e.Path, who, e.Waited)
+}
+
+// Unwrap returns ErrLocked.
+func (e *LockedError) Unwrap() error { return ErrLocked }
+
+// lockedBy is the LockedError of op on the store in dir, which another
+// process held for waited: it asks that process who it is, if it serves
+// the store.
+func lockedBy(op, dir string, waited time.Duration) *LockedError {
+	e := &LockedError{Op: op, Dir: dir, Path: filepath.Join(dir, FileName), Waited: waited}
+	// A writer answers at once; one that does not is left unnamed rather
+	// than delay the error (discover opens in a loop).
+	ctx, cancel := context.WithTimeout(context.Background(), holderWait)
+	defer cancel()
+	if r, err := dialWriter(ctx, dir); err == nil {
+		e.Holder, e.PID = r.holder, r.pid
+		r.close()
+	}
+	return e
+}
+
+// holderWait bounds how long lockedBy asks the writer who it is.
+const holderWait = 500 * time.Millisecond
 
 // inProcess counts the opens of each store file in this process that are
 // not closed yet: -1 for one read-write, n > 0 for n read-only. The file

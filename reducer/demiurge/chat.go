@@ -399,7 +399,8 @@ func (r *Reducer) created(s *step, e ChatCreated) error {
 }
 
 // settingsChanged estimates the tokens the settings add to every request
-// (the instructions and the tools).
+// (the instructions and the tools, with what the provider adds to a
+// request that carries tools).
 func (r *Reducer) settingsChanged(s *step) {
 	set := s.st.Settings
 	over := uint64(0)
@@ -410,7 +411,7 @@ func (r *Reducer) settingsChanged(s *step) {
 		over += s.blobTokens(*set.InstructionsRef)
 	}
 	if set.ToolsRef != nil {
-		over += tokensOf(r.toolSet(s).size)
+		over += tokensOf(r.toolSet(s).size) + set.ToolPromptTokens
 	}
 	s.st.Tokens = s.st.Tokens - min(s.st.Tokens, s.st.OverheadTokens) + over
 	s.st.OverheadTokens = over

@@ -63,6 +63,15 @@ type Settings struct {
 	// the window kept every later request from being sent. Left out of the
 	// state when zero, as RequireApproval is.
 	ItemBytes uint64 `cbor:"item_bytes,omitempty"`
+	// ToolPromptTokens is what the provider adds to a request that
+	// carries tools, which no byte of the request shows (Anthropic's
+	// tool-use system prompt, a few hundred tokens: llm.ToolPromptTokens):
+	// the estimate of the next request (State.Tokens) counts it with the
+	// tools, from the chat's first call on. Without it the first call's
+	// estimate fell that much short of what the provider counted (the
+	// later ones start from the provider's count, which has it). Left
+	// out of the state when zero, as RequireApproval is.
+	ToolPromptTokens uint64 `cbor:"tool_prompt_tokens,omitempty"`
 }
 
 // Defaults of the guards and limits.

@@ -22,8 +22,16 @@
 // names the property a_b when the schema has no a-b). `help`, `discover`,
 // `<tool> --help` and `<tool> --dry-run` describe the tools, and
 // in-process utilities process their output and files: awk (a POSIX awk
-// of our own), jq (gojq; objects keep the key order of the input, an
-// object the filter builds is printed sorted), grep, sed, sort, find, ls, cp, mv, rm, diff, bc,
+// of our own), jq (gojq; objects keep jq's key order: the input's, the
+// filter's for {b, a}, left then right's new keys for + and *, an
+// update's (new keys last), and .[], to_entries, keys_unsorted, add, ..,
+// paths, tostream, tojson, fromjson, match, capture, INDEX and "\(.)"
+// follow it; what still differs: objects gojq's own builtins build (env, fromstream) print in
+// the order of the first object with the same keys, else the input's
+// first order of their keys, else sorted, and so does an update changing
+// more than one value of an object when an earlier object has the same
+// keys in another order, or past the bounded number of orders noted),
+// grep, sed, sort, find, ls, cp, mv, rm, diff, bc,
 // tar and some seventy more (see the SystemPrompt of [Tool.Info]).
 //
 // # The interpreter
@@ -69,9 +77,16 @@
 //     command, hash, source and ., eval, exec CMD, alias, time, ulimit
 //     and umask (reported, not enforced), complete/compgen/compopt;
 //   - background jobs run to completion where they start, one after
-//     the other (deterministic output), $! and wait report them;
+//     the other (deterministic output), $! and wait report them; a
+//     sleep in a job takes no time there but makes the job end later
+//     on the script's clock: jobs shows it Running until then, kill
+//     ends it (status 128+n) and wait waits until then;
 //   - bash and sh run child shells (bash -c, bash FILE, a script named
-//     by path), and a script of the workspace on $PATH runs by its name.
+//     by path), each a process of its own ($$, $BASHPID; $PPID is the
+//     parent's $$), and a script of the workspace on $PATH runs by its
+//     name; env, xargs, timeout, find -exec and time run only programs
+//     (utilities, tools, scripts, and the builtins that are programs
+//     too), not functions, as their execvp does.
 //
 // Where bash's parser and mvdan's differ, the interpreter rewrites the
 // text around a parse error into what bash meant, when it can: "((" that
@@ -115,8 +130,13 @@
 // read is written to stderr after its prompt (PS1, PS2; PROMPT_COMMAND
 // runs before PS1) and entered in the history, an error that would end
 // the shell (set -u) ends only the line, and at the end "exit" goes to
-// stderr and the history is saved. It has no line editing, job control
-// or history expansion.
+// stderr and the history is saved; its messages name the shell, with no
+// line number, and aliases expand. bash -i FILE is interactive too, its
+// commands read from FILE. It has no line editing, job control or history
+// expansion. A bash reading its script from stdin (bash < f, cmd | bash,
+// interactive or not) reads it a line at a time from whatever fd 0 is,
+// as bash does: a command that reads stdin reads the script's next lines,
+// and exec 0<g goes on with g's commands.
 //
 // # Sandbox
 //

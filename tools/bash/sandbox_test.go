@@ -74,7 +74,7 @@ func TestEscapes(t *testing.T) {
 		{"tilde user", "echo ~root ~nobody ~daemon ~www-data", []string{"/nonexistent", "/var", "/usr/sbin"}, "", 0},
 		{"pid", "echo $$ ${$} $PPID $UID $EUID", []string{strconv.Itoa(os.Getpid()), strconv.Itoa(os.Getppid())}, "", 0},
 		{"dev fd", "echo x > /dev/fd/1; cat /dev/fd/0 /dev/fd/3", nil, "/dev/fd/3: No such file or directory", -1},
-		{"xargs program", "echo /etc | xargs ls; echo x | xargs sh -c 'cat /etc/passwd'; echo x | xargs python3", []string{"root:", "bin/bash"}, "command not found", 127},
+		{"xargs program", "echo /etc | xargs ls; echo x | xargs sh -c 'cat /etc/passwd'; echo x | xargs python3", []string{"root:", "bin/bash"}, "xargs: python3: No such file or directory", 127},
 		{"network", "curl http://127.0.0.1/; wget x; nc -l 1", nil, "command not found", 127},
 		{"alias", "alias foo='echo pwn'; foo", []string{"pwn"}, "command not found", 127},
 	}

@@ -172,6 +172,7 @@ func (ex *execution) shellExec(ctx context.Context, c *shell.Command) (int, bool
 		Stdout:         c.Stdout,
 		Stderr:         c.Stderr,
 		Now:            ex.now,
+		Sleep:          c.Sleep,
 		MaxInputBytes:  ex.lim.MaxCommandInputBytes,
 		MaxOutputBytes: ex.lim.MaxCommandOutputBytes,
 		JQ:             ex.t.jq,

@@ -48,6 +48,11 @@ type Mismatch struct {
 	// replay the recording, make the cassette loose, or record again):
 	// the program's own advice (Options.Advice).
 	Advice string
+	// World and RecordedWorld, when set, are this run's world and the
+	// recording's: a tool output's mention of World is compared as
+	// RecordedWorld (Options.World), and shown as it is, which the diff
+	// says.
+	World, RecordedWorld string
 }
 
 // PartDiff is one part of a request that differs from the recorded one.
@@ -185,6 +190,9 @@ func (m *Mismatch) parts(b *strings.Builder) {
 		fmt.Fprintf(b, ", %s", w)
 	}
 	fmt.Fprintf(b, " (the recorded answer answers the recorded request)\n")
+	if m.World != "" && len(m.Parts) > 0 {
+		fmt.Fprintf(b, "(this run's world %q is compared as the recording's %q: the tools' outputs may name either)\n", m.World, m.RecordedWorld)
+	}
 	for _, p := range m.Parts {
 		fmt.Fprintf(b, "%s:\n%s", p.Part, p.Diff)
 	}
@@ -235,16 +243,18 @@ func (c *Cassette) check(ctx context.Context, k int, recorded schema.Value, g ca
 		m.Err = fmt.Errorf("its request cannot be read: %w", err)
 		return m
 	}
+	shown := got // the diff shows this run's request as it is
 	if c.world != "" && c.opts.World != "" && c.world != c.opts.World {
 		got = renameWorld(got, c.opts.World, c.world)
+		m.World, m.RecordedWorld = c.opts.World, c.world
 	}
-	diffs := compare(rec, got)
+	diffs := compare(rec, got, shown)
 	if extra := len(got.Items) - len(rec.Items); len(diffs) > 0 && extra > 0 {
 		// The recorded request after earlier turns of the chat: say so,
 		// not item by item.
 		later := *got
 		later.Items = got.Items[extra:]
-		if len(compare(rec, &later)) == 0 {
+		if len(compare(rec, &later, &later)) == 0 {
 			m.Earlier = extra
 			return m
 		}
@@ -342,7 +352,11 @@ func missing(brief, adj string) string {
 //
 // The model, the provider and the sampling settings are not compared: a
 // cassette answers for any model.
-func compare(rec, got *llm.Request) []PartDiff {
+//
+// shown is got as the diffs show it: got before what is compared as the
+// recording's (this run's world named as the recording's, renameWorld)
+// was made so; it has got's parts, with the same keys.
+func compare(rec, got, shown *llm.Request) []PartDiff {
 	names := map[string]bool{}
 	recNames, gotNames := toolNames(rec.Tools), toolNames(got.Tools)
 	for _, n := range append(slices.Clip(recNames), gotNames...) {
@@ -354,6 +368,20 @@ func compare(rec, got *llm.Request) []PartDiff {
 	bi := map[string]*part{}
 	for i := range b {
 		bi[b[i].key] = &b[i]
+	}
+	show := bi // the parts of shown, by key
+	if shown != got {
+		sp := parts(shown, toolNames(shown.Tools), names)
+		show = make(map[string]*part, len(sp))
+		for i := range sp {
+			show[sp[i].key] = &sp[i]
+		}
+	}
+	shownStr := func(q *part) string {
+		if s, ok := show[q.key]; ok {
+			return s.str()
+		}
+		return q.str()
 	}
 	add := func(name, brief, x, y string) {
 		out = append(out, PartDiff{Part: name, Brief: brief, Diff: lineDiff(x, y)})
@@ -368,12 +396,12 @@ func compare(rec, got *llm.Request) []PartDiff {
 		case p.raw != nil && bytes.Equal(p.raw, q.raw):
 			// The same bytes: the same part, not rendered.
 		case p.str() != q.str():
-			add(q.name, q.brief, p.str(), q.str())
+			add(q.name, q.brief, p.str(), shownStr(q))
 		}
 	}
 	for i := range b {
 		if q := &b[i]; !seen[q.key] {
-			add(q.name, missing(q.brief, "an extra "), "(none)\n", q.str())
+			add(q.name, missing(q.brief, "an extra "), "(none)\n", shownStr(q))
 		}
 	}
 	return out

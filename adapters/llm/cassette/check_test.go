@@ -356,6 +356,38 @@ func TestOtherWorld(t *testing.T) {
 	}
 }
 
+// TestOtherWorldShown: a diff of a call made in another world shows this
+// run's tool output as it is, naming this world, not the recording's
+// world it was compared as, and says that the names were compared so.
+func TestOtherWorldShown(t *testing.T) {
+	named := func(world, said string) request {
+		r := recorded
+		r.messages = append([]string(nil), recorded.messages...)
+		r.messages[2] = `{"type":"function_call_output","call_id":"call_1","output":"{\"world\":\"` + world + `\",\"said\":\"` + said + `\"}"}`
+		return r
+	}
+	dir := recording(t, named("main", "main"))
+	if err := os.WriteFile(filepath.Join(dir, "bundle.json"), []byte(`{"format":"demiurge/bundle/v1","world":"main"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Open(dir, &Options{World: "ap1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.Run(t.Context(), call(t, named("ap1", "other")))
+	if r.Status == effects.StatusOK {
+		t.Fatal("a call whose output differs was answered")
+	}
+	for _, want := range []string{`-  world: "main"`, `+  world: "ap1"`, `+  said: "other"`, `this run's world "ap1" is compared as the recording's "main"`} {
+		if !strings.Contains(r.Error, want) {
+			t.Errorf("the error lacks %q:\n%s", want, r.Error)
+		}
+	}
+	if strings.Contains(r.Error, `+  world: "main"`) || strings.Contains(r.Error, "\n   world: \"main\"") {
+		t.Errorf("this run's output is shown with the recording's world:\n%s", r.Error)
+	}
+}
+
 // TestMismatchAdvice: a program's own advice ends the error in place of
 // the default one.
 func TestMismatchAdvice(t *testing.T) {

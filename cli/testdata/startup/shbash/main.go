@@ -1,7 +1,8 @@
 // Command shbash is BenchmarkStartupSDKs' measure of a shell alone: it
 // runs `shbash -c SCRIPT` in the sandbox's interpreter (package
 // tools/bash, no world tools, no MCP), linking nothing else of demiurge,
-// to show what `demiurge sh -c true` would cost as a binary of its own.
+// the floor under demiurge-sh (cmd/demiurge-sh), which adds the shell's
+// command line and the world tools' packages.
 // It is not a command of demiurge's.
 package main
 

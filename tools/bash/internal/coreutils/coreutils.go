@@ -44,6 +44,10 @@ type Env struct {
 	Environ func() []string
 	// Now is the sandbox's clock, read by date.
 	Now func() time.Time
+	// Sleep, when not nil, is what sleep does instead of waiting: the
+	// shell runs a background job to completion where it starts, and
+	// the job's sleeps advance its own time rather than the script's.
+	Sleep func(d time.Duration)
 	// MaxInputBytes bounds what a command reads from Stdin; a command that
 	// would read more fails with "<cmd>: input exceeds N bytes". 0 means no
 	// bound.

@@ -1245,12 +1245,16 @@ func builtinKill(sh *shell, args []string) int {
 	status := 0
 	for _, a := range args {
 		if strings.HasPrefix(a, "%") {
-			if _, ok := sh.jobSpec(a); !ok {
+			j, ok := sh.jobSpec(a)
+			if !ok {
 				sh.errorf("kill: %s: no such job", a)
 				status = 1
+				continue
 			}
-			// the job already ended (jobs run to completion): as a
-			// signal to a process that exited and was not waited for
+			// the job ran to completion: the signal ends it if it would
+			// still be running, else it is a process that exited and
+			// was not waited for
+			sh.signalJob(j, sig)
 			continue
 		}
 		pid, err := strconv.ParseInt(a, 10, 64)
@@ -1263,8 +1267,9 @@ func builtinKill(sh *shell, args []string) int {
 			t.signal(sig)
 			continue
 		}
-		if sh.jobByPid(pid) != nil {
-			continue // the job already ended (jobs run to completion)
+		if j := sh.jobByPid(pid); j != nil {
+			sh.signalJob(j, sig)
+			continue
 		}
 		sh.errorf("kill: (%d) - No such process", pid)
 		status = 1
@@ -1795,8 +1800,6 @@ func builtinNoJobs(sh *shell, args []string) int {
 	return 1
 }
 
-func builtinDisown(sh *shell, args []string) int { return 0 }
-
 // builtinBash runs bash or sh as a child shell: bash -c SCRIPT [NAME
 // [ARG]...], bash FILE [ARG]..., or the script on stdin.
 func builtinBash(sh *shell, args []string) int {
@@ -1906,26 +1909,23 @@ func builtinBash(sh *shell, args []string) int {
 		}
 		script, argv0, isFile = string(data), file, true
 	default:
+		// the commands are read from stdin as they run (runFeed)
 		if stdin == nil {
 			return 0
 		}
-		max := sh.r.lim.MaxScriptBytes
-		if max <= 0 {
-			max = 1 << 20
-		}
-		data, err := io.ReadAll(io.LimitReader(stdin, int64(max)+1))
-		if err != nil && !errors.Is(err, io.EOF) {
-			sh.writeErr(name + ": read error\n")
-			return 1
-		}
-		script, stdin = string(data), nil
 	}
 	if !isFile && (interactive || !haveScript) {
-		ia := &interactiveStart{norc: norc, rcfile: rcfile, stdin: !haveScript, interactive: interactive}
+		ia := &interactiveStart{name: name, norc: norc, rcfile: rcfile, stdin: !haveScript, interactive: interactive}
 		return sh.runChild(argv0, script, opts, positional, sh.exported(), stdin, sh.fdWriter(1), sh.fdWriter(2), false, ia)
 	}
 	if isFile {
-		return sh.childShellFile(argv0, script, opts, positional, sh.exported(), stdin, sh.fdWriter(1), sh.fdWriter(2))
+		var ia *interactiveStart
+		if interactive {
+			// bash -i FILE: interactive ($- has i, PS1, the rc file),
+			// its commands read from the file
+			ia = &interactiveStart{name: name, norc: norc, rcfile: rcfile, interactive: true}
+		}
+		return sh.runChild(argv0, script, opts, positional, sh.exported(), stdin, sh.fdWriter(1), sh.fdWriter(2), true, ia)
 	}
 	return sh.childShell(argv0, script, opts, positional, sh.exported(), stdin, sh.fdWriter(1), sh.fdWriter(2))
 }
@@ -1962,10 +1962,6 @@ func (sh *shell) childShell(argv0, script string, opts, params, env []string, st
 	return sh.runChild(argv0, script, opts, params, env, stdin, stdout, stderr, false, nil)
 }
 
-func (sh *shell) childShellFile(argv0, script string, opts, params, env []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return sh.runChild(argv0, script, opts, params, env, stdin, stdout, stderr, true, nil)
-}
-
 func (sh *shell) runChild(argv0, script string, opts, params, env []string, stdin io.Reader, stdout, stderr io.Writer, file bool, ia *interactiveStart) (status int) {
 	r := sh.r
 	if max := r.lim.MaxShellDepth; max > 0 && r.depth.Add(1) > max {
@@ -1990,6 +1986,8 @@ func (sh *shell) runChild(argv0, script string, opts, params, env []string, stdi
 		secBase: sh.now(),
 		child:   true,
 	}
+	child.procPid = child.pid
+	child.bgSlept = sh.bgSlept
 	child.randSeed = uint32(sh.r.cfg.Seed) ^ uint32(sh.r.cfg.Seed>>32) ^ uint32(child.pid)*2654435761
 	child.opts.braceexpand, child.opts.hashall, child.opts.interactiveComments = true, true, true
 	child.shopt = defaultShopts()
@@ -1998,6 +1996,10 @@ func (sh *shell) runChild(argv0, script string, opts, params, env []string, stdi
 	child.fds = newFDTable(stdin, stdout, stderr)
 	child.scopes = []*scope{{kind: scopeGlobal, vm: newVarMap(64)}}
 	child.initVars(env)
+	// a new process: $PPID is the $$ of the shell that started it
+	child.scopes[0].vm.m["PPID"].str = strconv.FormatInt(sh.procPid, 10)
+	r.addProc(child)
+	defer r.dropProc(child)
 	if _, ok := child.varValue("SHELL"); !ok {
 		// bash sets SHELL from the password file when it is unset
 		child.setString("SHELL", "/bin/bash", false)
@@ -2044,7 +2046,15 @@ func (sh *shell) runChild(argv0, script string, opts, params, env []string, stdi
 		child.startInteractive(ia)
 	}
 	if child.flow != flowExit {
-		child.runSource(&source{name: argv0, text: script}, true)
+		src := &source{name: argv0, text: script}
+		if ia != nil && ia.stdin {
+			max := r.lim.MaxScriptBytes
+			if max <= 0 {
+				max = 1 << 20
+			}
+			src.feed = &stdinScript{sh: child, max: max}
+		}
+		child.runSource(src, true)
 	}
 	if ia != nil && ia.interactive && ia.stdin {
 		eof := child.flow != flowExit
@@ -2057,17 +2067,14 @@ func (sh *shell) runChild(argv0, script string, opts, params, env []string, stdi
 	return status
 }
 
-// signalTarget finds the shell a pid names for kill: $$ (1) and the
-// script's shell's $BASHPID are the script's shell, the shell's own
-// $BASHPID is itself.
+// signalTarget finds the shell a pid names for kill: the shell's own
+// $BASHPID is itself, the $$ of a running shell (the script's, 1, or a
+// child bash's, its $PPID in a grandchild) is that shell.
 func (sh *shell) signalTarget(pid int64) *shell {
-	switch {
-	case pid == sh.pid:
+	if pid == sh.pid {
 		return sh
-	case sh.r.top != nil && (pid == 1 || pid == sh.r.top.pid):
-		return sh.r.top
 	}
-	return nil
+	return sh.r.proc(pid)
 }
 
 // signal sends signal n to a shell: it is handled after the command the

@@ -2,9 +2,12 @@ package shell
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"mvdan.cc/sh/v3/syntax"
 
@@ -61,6 +64,11 @@ func (sh *shell) call(ce *syntax.CallExpr, redirs []*syntax.Redirect) int {
 	if !ok {
 		sh.lastArg = args[len(args)-1]
 		return 1
+	}
+	if redirectsStdin(redirs) {
+		// (a function's background jobs read that stdin)
+		sh.stdinRedir++
+		defer func() { sh.stdinRedir-- }()
 	}
 	if moved := slices.Clone(sh.movedFDs); len(moved) > 0 {
 		_, isFunc := sh.funcs.m[args[0]]
@@ -671,11 +679,19 @@ func (sh *shell) commandFor(args []string, assigns []tempAssign) *Command {
 	if _, none := c.Stdin.(eofReader); none {
 		c.Stdin = nil // nothing attached
 	}
+	if slept := sh.bgSlept; slept != nil {
+		c.Sleep = func(d time.Duration) {
+			if slept.Add(int64(d)) < 0 {
+				slept.Store(math.MaxInt64)
+			}
+		}
+	}
+	by := args[0]
 	c.Exec = func(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
-		return sh.execFromUtility(argv, stdin, stdout, stderr)
+		return sh.execFromUtility(by, argv, stdin, stdout, stderr)
 	}
 	c.ExecEnv = func(ctx context.Context, environ, argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
-		return sh.execFromUtilityEnv(environ, argv, stdin, stdout, stderr)
+		return sh.execFromUtilityEnv(by, environ, argv, stdin, stdout, stderr)
 	}
 	return c
 }
@@ -731,17 +747,21 @@ type vfsErr struct{ s string }
 
 func (e *vfsErr) Error() string { return e.s }
 
-// execFromUtility runs a command line for a utility (xargs, find -exec,
-// timeout, env) in a subshell of this shell.
-func (sh *shell) execFromUtility(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return sh.execFromUtilityEnv(nil, argv, stdin, stdout, stderr)
+// execFromUtility runs a command line for a utility by (xargs, find
+// -exec, timeout, env, time) in a subshell of this shell. As the program
+// it is in bash, the utility runs only programs (execvp): the sandbox's
+// utilities, tools and scripts, bash and sh, and the builtins that are
+// also programs in /usr/bin (echo, printf, test, kill, ...); a function
+// or another builtin of that name is not found.
+func (sh *shell) execFromUtility(by string, argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return sh.execFromUtilityEnv(by, nil, argv, stdin, stdout, stderr)
 }
 
 // execFromUtilityEnv is execFromUtility with the exported variables
 // replaced by environ ("k=v" pairs) when it is not nil: in the child, the
 // exported variables not in environ are hidden (as unset) and those in it
 // are temporary assignments, as for NAME=VALUE cmd.
-func (sh *shell) execFromUtilityEnv(environ, argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func (sh *shell) execFromUtilityEnv(by string, environ, argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(argv) == 0 {
 		return 0
 	}
@@ -776,16 +796,44 @@ func (sh *shell) execFromUtilityEnv(environ, argv []string, stdin io.Reader, std
 	}
 	sub.fds.set(1, newOFile(nil, stdout, nil, "/dev/stdout"))
 	sub.fds.set(2, newOFile(nil, stderr, nil, "/dev/stderr"))
+	sub.execBy = by
 	status := sub.runSubshell(func() {
 		sub.countCommand()
-		sub.status = sub.dispatch(argv, assigns, true)
+		sub.status = sub.dispatchProgram(argv, assigns)
 	})
 	sub.release()
 	return status
 }
 
+// dispatchProgram runs a command as execvp does: no function, and of
+// bash's builtins only those that are programs too.
+func (sh *shell) dispatchProgram(args []string, assigns []tempAssign) int {
+	name := args[0]
+	if _, ok := sh.r.cfg.Builtins[name]; ok {
+		return sh.dispatch(args, assigns, false)
+	}
+	if _, ok := builtins[name]; ok && !sh.isUtility(name) {
+		return sh.notFound(name)
+	}
+	return sh.dispatch(args, assigns, false)
+}
+
+// execNotFound is how a utility that runs commands reports one it cannot
+// find (as GNU's do; quoted as the sandbox's utilities quote).
+var execNotFound = map[string]string{
+	"env":     "env: '%s': No such file or directory\n",
+	"xargs":   "xargs: %s: No such file or directory\n",
+	"timeout": "timeout: failed to run command '%s': No such file or directory\n",
+	"find":    "find: '%s': No such file or directory\n",
+	"time":    "time: cannot run %s: No such file or directory\n",
+}
+
 // notFound reports an unknown command: 127.
 func (sh *shell) notFound(name string) int {
+	if format, ok := execNotFound[sh.execBy]; ok {
+		sh.writeErr(fmt.Sprintf(format, name))
+		return 127
+	}
 	shown := name
 	if len(shown) > 40 {
 		shown = shown[:40] + "..."

@@ -3,11 +3,14 @@ package shell
 import (
 	"errors"
 	"fmt"
+	"io"
 	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -99,6 +102,9 @@ func (sh *shell) exit() int {
 // status 2 after the lines before it ran. At the top level of a shell,
 // an error that ends a command (fatalPanic) goes on with the next line.
 func (sh *shell) runSource(src *source, top bool) int {
+	if src.feed != nil {
+		return sh.runFeed(src, top)
+	}
 	text := src.text
 	if !strings.HasSuffix(text, "\n") {
 		text += "\n"
@@ -109,7 +115,7 @@ func (sh *shell) runSource(src *source, top bool) int {
 	text, escaped := escapeRawBytes(text)
 	repairs := 0
 	for {
-		restart, status := sh.runText(text, top, escaped, &repairs)
+		restart, status := sh.runText(text, top, escaped, &repairs, nil)
 		if restart == "" {
 			return status
 		}
@@ -121,12 +127,24 @@ func (sh *shell) runSource(src *source, top bool) int {
 // runText runs text a line at a time. When a parse error can be repaired
 // (see repairText), it returns the repaired rest of the text to run (the
 // lines already run blanked, so that line numbers stay).
-func (sh *shell) runText(text string, top, escaped bool, repairs *int) (restart string, status int) {
+func (sh *shell) runText(text string, top, escaped bool, repairs *int, feed *stdinScript) (restart string, status int) {
 	p := parsers.Get().(*syntax.Parser)
 	defer parsers.Put(p)
 	done := 0     // the offset up to which statements ran
 	recorded := 0 // the offset up to which lines went to the history
-	for stmts, err := range p.InteractiveSeq(strings.NewReader(text)) {
+	var in io.Reader = strings.NewReader(text)
+	if feed != nil {
+		in = feed
+	}
+	for stmts, err := range p.InteractiveSeq(in) {
+		if feed != nil {
+			// the text read so far
+			text = feed.buf.String()
+			sh.src.text = text
+			if feed.err != nil {
+				return "", sh.feedTooLong(feed)
+			}
+		}
 		if err != nil {
 			if rest, ok := sh.skipBadArrayAssign(text, done, err); ok {
 				return rest, 1
@@ -218,7 +236,102 @@ func (sh *shell) runText(text string, top, escaped bool, repairs *int) (restart 
 			break
 		}
 	}
+	if feed != nil && feed.err != nil {
+		return "", sh.feedTooLong(feed)
+	}
 	return "", sh.status
+}
+
+// feedTooLong ends a shell whose script, read from stdin, passed the
+// bound, as a script given whole that is too long.
+func (sh *shell) feedTooLong(feed *stdinScript) int {
+	sh.writeErr(sh.argv0 + ": " + feed.err.Error() + "\n")
+	sh.status, sh.flow = 2, flowExit
+	return 2
+}
+
+// redirectsStdin reports whether redirections include one of fd 0.
+func redirectsStdin(redirs []*syntax.Redirect) bool {
+	for _, r := range redirs {
+		fd := -1
+		switch r.Op {
+		case syntax.RdrIn, syntax.RdrInOut, syntax.DplIn, syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
+			fd = 0
+		}
+		if r.N != nil {
+			n, err := strconv.Atoi(r.N.Value)
+			if err != nil {
+				continue
+			}
+			fd = n
+		}
+		if fd == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// stdinScript is the script of a shell that reads its commands from
+// stdin (bash < file, cmd | bash): as bash does, it reads a line at a
+// time, when the parser needs it, from whatever fd 0 is then, so that a
+// command that reads stdin reads the script's next lines, and exec 0<f
+// goes on with the commands of f.
+type stdinScript struct {
+	sh      *shell
+	buf     strings.Builder // what the parser read (raw bytes escaped)
+	pending string          // text to give before reading more (a repair's)
+	max     int             // bound on what is read (MaxScriptBytes, else 1 MiB)
+	read    int
+	err     error // the bound was passed
+}
+
+func (f *stdinScript) Read(p []byte) (int, error) {
+	if f.pending == "" {
+		if f.err != nil {
+			return 0, io.EOF
+		}
+		line, err := f.sh.readUpTo(0, '\n', f.max+1-f.read)
+		f.read += len(line)
+		if f.read > f.max {
+			f.err = fmt.Errorf("script exceeds %d bytes", f.max)
+			return 0, io.EOF
+		}
+		if line == "" {
+			if err == nil {
+				err = io.EOF
+			}
+			return 0, err
+		}
+		if !strings.HasSuffix(line, "\n") {
+			line += "\n" // (the parser runs a last line that has one)
+		}
+		f.pending, _ = escapeRawBytes(line)
+	}
+	n := copy(p, f.pending)
+	f.buf.WriteString(f.pending[:n])
+	f.pending = f.pending[n:]
+	return n, nil
+}
+
+// runFeed runs a script read from stdin as it is read (see stdinScript).
+func (sh *shell) runFeed(src *source, top bool) int {
+	prev := sh.src
+	sh.src = src
+	defer func() { sh.src = prev }()
+	repairs := 0
+	for {
+		restart, status := sh.runText("", top, true, &repairs, src.feed)
+		if restart == "" {
+			return status
+		}
+		// a repair: the text read so far, repaired, then the rest
+		feed := src.feed
+		feed.buf.Reset()
+		feed.pending = restart + feed.pending
+		src = &source{name: src.name, feed: feed}
+		sh.src = src
+	}
 }
 
 // skipBadArrayAssign handles a compound assignment whose values are not
@@ -406,7 +519,14 @@ func (sh *shell) command(st *syntax.Stmt) {
 		return
 	}
 	moved := slices.Clone(sh.movedFDs)
+	stdinRedir := redirectsStdin(st.Redirs)
+	if stdinRedir {
+		sh.stdinRedir++
+	}
 	defer func() {
+		if stdinRedir {
+			sh.stdinRedir--
+		}
 		restore()
 		if _, sub := st.Cmd.(*syntax.Subshell); !sub {
 			sh.closeMoved(moved) // (a subshell's are its own)
@@ -922,8 +1042,12 @@ func (sh *shell) background(st *syntax.Stmt) {
 		return
 	}
 	sub := sh.fork()
-	// a background job's stdin is /dev/null unless redirected
-	sub.fds.set(0, newOFile(eofReader{}, nil, nil, "/dev/null"))
+	sub.bgSlept = new(atomic.Int64)
+	// a background job's stdin is /dev/null unless redirected, by it or
+	// by a compound command it is in (for ...; done <<EOF), as bash's
+	if sh.stdinRedir == 0 {
+		sub.fds.set(0, newOFile(eofReader{}, nil, nil, "/dev/null"))
+	}
 	cp := *st
 	cp.Background, cp.Disown = false, false
 	// bash forks a simple command, a subshell or a pipeline and does not
@@ -940,7 +1064,8 @@ func (sh *shell) background(st *syntax.Stmt) {
 	vstart := start.Add(-sh.bgTime)
 	sh.bgTime += took
 	sh.addJob(sub.pid, status, sh.jobText(&cp))
-	sh.jobs[len(sh.jobs)-1].end = vstart.Add(took)
+	// its sleeps took no time here: it ends that much later
+	sh.jobs[len(sh.jobs)-1].end = vstart.Add(took).Add(time.Duration(sub.bgSlept.Load()))
 	sh.status = 0
 }
 

@@ -17,6 +17,7 @@ import (
 
 // interactiveStart is how bash -i was started.
 type interactiveStart struct {
+	name   string // bash or sh, how the shell was invoked
 	norc   bool
 	rcfile string // --rcfile F ("": ~/.bashrc)
 	stdin  bool   // the commands are read from stdin (not -c)
@@ -29,6 +30,8 @@ type interactiveStart struct {
 func (sh *shell) startInteractive(ia *interactiveStart) {
 	sh.interactive = true
 	sh.opts.histexpand, sh.opts.emacs = true, true
+	sh.shopt.expandAliases = true
+	sh.shellName = ia.name
 	sh.readStdin = ia.stdin
 	if _, ok := sh.varValue("PS1"); !ok {
 		sh.setString("PS1", `\s-\v\$ `, false)

@@ -51,6 +51,47 @@ func (sh *shell) jobByPid(pid int64) *job {
 	return nil
 }
 
+// jobNow is the time on the script's own clock, the one a job's end is
+// on: the shell's clock less the time the jobs took that ran where they
+// started.
+func (sh *shell) jobNow() time.Time { return sh.now().Add(-sh.bgTime) }
+
+// running reports whether a job would still be running, had it run
+// beside the script (a sleep in it did not wait).
+func (sh *shell) running(j *job) bool { return j.end.After(sh.jobNow()) }
+
+// waitFor waits until a job would have ended: wait takes as long as the
+// job would have run on (in a background job, that time is the job's).
+func (sh *shell) waitFor(j *job) {
+	d := j.end.Sub(sh.jobNow())
+	if d <= 0 {
+		return
+	}
+	if sh.bgSlept != nil {
+		sh.bgSlept.Add(int64(d))
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-sh.r.ctx.Done():
+	}
+	sh.check()
+}
+
+// signalJob sends signal n to a job: one that would still be running
+// ends by it (status 128+n) when the signal's default action ends a
+// process; one that has ended is a process that exited.
+func (sh *shell) signalJob(j *job, n int) {
+	name := signalNames[n]
+	if n == 0 || defaultIgnored[name] || !sh.running(j) {
+		return
+	}
+	j.status = 128 + n
+	j.end = sh.jobNow()
+}
+
 func (sh *shell) removeJob(j *job) {
 	for i, x := range sh.jobs {
 		if x == j {
@@ -140,11 +181,15 @@ done:
 					j = x
 				}
 			}
+			sh.waitFor(j)
 			sh.removeJob(j)
 			if pvar != "" {
 				sh.setString(pvar, strconv.FormatInt(j.pid, 10), false)
 			}
 			return j.status
+		}
+		for _, j := range sh.jobs {
+			sh.waitFor(j)
 		}
 		sh.jobs = nil
 		return 0
@@ -172,6 +217,7 @@ done:
 				continue
 			}
 		}
+		sh.waitFor(j)
 		sh.removeJob(j)
 		if pvar != "" {
 			sh.setString(pvar, strconv.FormatInt(j.pid, 10), false)
@@ -231,16 +277,85 @@ func builtinJobs(sh *shell, args []string) int {
 		case n > 1 && j == sh.jobs[n-2]:
 			mark = '-'
 		}
-		state := "Done"
-		if j.status != 0 {
+		state, text := "Done", j.text
+		switch {
+		case sh.running(j):
+			state, text = "Running", text+" &"
+		case j.status != 0:
 			state = "Exit " + strconv.Itoa(j.status)
 		}
 		if long {
-			fmt.Fprintf(&b, "[%d]%c %d %-22s%s\n", j.num, mark, j.pid, state, j.text)
+			fmt.Fprintf(&b, "[%d]%c %d %-22s%s\n", j.num, mark, j.pid, state, text)
 		} else {
-			fmt.Fprintf(&b, "[%d]%c  %-24s%s\n", j.num, mark, state, j.text)
+			fmt.Fprintf(&b, "[%d]%c  %-24s%s\n", j.num, mark, state, text)
 		}
 	}
 	sh.out("jobs", b.String())
 	return 0
+}
+
+// builtinDisown removes jobs from the table: disown [-h] [-ar] [jobspec
+// ... | pid ...]; without operands the current job, -a all, -r only the
+// jobs still running; -h keeps them (there is no SIGHUP to spare them).
+func builtinDisown(sh *shell, args []string) int {
+	args = args[1:]
+	all, running, hold := false, false, false
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") && len(args[0]) > 1 {
+		if args[0] == "--" {
+			args = args[1:]
+			break
+		}
+		for _, c := range args[0][1:] {
+			switch c {
+			case 'a':
+				all = true
+			case 'r':
+				running = true
+			case 'h':
+				hold = true
+			default:
+				sh.errorf("disown: -%c: invalid option", c)
+				sh.usageLine("disown: usage: disown [-h] [-ar] [jobspec ... | pid ...]")
+				return 2
+			}
+		}
+		args = args[1:]
+	}
+	var list []*job
+	status := 0
+	switch {
+	case len(args) > 0:
+		for _, a := range args {
+			var j *job
+			if strings.HasPrefix(a, "%") {
+				j, _ = sh.jobSpec(a)
+			} else if pid, err := strconv.ParseInt(a, 10, 64); err == nil {
+				j = sh.jobByPid(pid)
+			}
+			if j == nil {
+				sh.errorf("disown: %s: no such job", a)
+				status = 1
+				continue
+			}
+			list = append(list, j)
+		}
+	case all:
+		list = append(list, sh.jobs...)
+	default:
+		j, ok := sh.jobSpec("%+")
+		if !ok {
+			sh.errorf("disown: current: no such job")
+			return 1
+		}
+		list = []*job{j}
+	}
+	if hold {
+		return status
+	}
+	for _, j := range list {
+		if !running || sh.running(j) {
+			sh.removeJob(j)
+		}
+	}
+	return status
 }

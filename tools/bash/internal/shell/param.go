@@ -190,7 +190,7 @@ func (sh *shell) special(name string) pvalue {
 	case "-":
 		return pvalue{name: name, set: true, s: sh.flagString()}
 	case "$":
-		return pvalue{name: name, set: true, s: "1"}
+		return pvalue{name: name, set: true, s: strconv.FormatInt(sh.procPid, 10)}
 	case "!":
 		if sh.lastBg == 0 {
 			return pvalue{name: name}

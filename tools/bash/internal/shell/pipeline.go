@@ -67,6 +67,7 @@ func (sh *shell) pipeline(c *syntax.BinaryCmd) {
 		sub := sh.fork()
 		if in != nil {
 			sub.fds.set(0, in)
+			sub.stdinRedir++ // (a job it starts reads the pipe)
 		}
 		sub.fds.set(1, w)
 		if stages[i].withErr {
@@ -97,8 +98,10 @@ func (sh *shell) pipeline(c *syntax.BinaryCmd) {
 			restoreIn.ref()
 		}
 		sh.fds.set(0, in)
+		sh.stdinRedir++
 		func() {
 			defer func() {
+				sh.stdinRedir--
 				sh.fds.set(0, restoreIn)
 			}()
 			sh.stmt(last)
@@ -107,6 +110,7 @@ func (sh *shell) pipeline(c *syntax.BinaryCmd) {
 	} else {
 		sub := sh.fork()
 		sub.fds.set(0, in)
+		sub.stdinRedir++
 		// bash forks the last stage: a simple command or a subshell there
 		// runs no ERR trap for its own status (see below)
 		sub.asyncCmd = last.Cmd

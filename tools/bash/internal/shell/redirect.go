@@ -187,6 +187,17 @@ func (sh *shell) redirTarget(rd *syntax.Redirect, fd int) (*ofile, bool) {
 // redirWord expands a redirection's word: exactly one word, or an
 // ambiguous redirect.
 func (sh *shell) redirWord(w *syntax.Word) (string, bool) {
+	if sh.opts.posix && !sh.interactive {
+		// POSIX: a non-interactive shell neither splits nor globs a
+		// redirection's word (braces still make two words)
+		if !sh.opts.braceexpand || !hasBraces(w) {
+			return sh.expandString(w), true
+		}
+		if !sh.opts.noglob {
+			sh.opts.noglob = true
+			defer func() { sh.opts.noglob = false }()
+		}
+	}
 	fields := sh.expandFields([]*syntax.Word{w})
 	if len(fields) != 1 {
 		text := wordText(w)

@@ -88,6 +88,10 @@ type Command struct {
 	ExecEnv func(ctx context.Context, environ, argv []string, stdin io.Reader, stdout, stderr io.Writer) int
 	// Line is the script line of the command, for messages.
 	Line int
+	// Sleep, when not nil, stands for waiting d: in a background job
+	// (which runs to completion where it starts) a sleep advances the
+	// job's own time and returns at once.
+	Sleep func(d time.Duration)
 }
 
 // Environ is the command's environment (exported variables and the
@@ -180,6 +184,9 @@ type Runner struct {
 	// top is the script's shell: $$ (1) and its $BASHPID name it for kill
 	top   *shell
 	sigMu sync.Mutex
+	// procs are the shells that are processes of their own (the
+	// script's and each child bash), by their $$, for kill; under sigMu
+	procs map[int64]*shell
 }
 
 // New returns a Runner for one script.
@@ -289,6 +296,9 @@ type funcDef struct {
 type source struct {
 	name string
 	text string
+	// feed, when not nil, gives the text a line at a time: the script of
+	// a shell reading its commands from stdin (text is what was read)
+	feed *stdinScript
 }
 
 // funcMap holds functions (copy on write, as varMap).
@@ -350,6 +360,10 @@ type shell struct {
 	held  int64 // bytes this shell charged to the budget
 	level int   // $BASH_SUBSHELL
 	pid   int64 // $BASHPID
+	// procPid is $$: the pid of the process the shell runs in (its own
+	// pid for the script's shell and a child bash, its parent's for a
+	// subshell)
+	procPid int64
 
 	scopes  []*scope
 	frames  []*frame
@@ -446,6 +460,9 @@ type shell struct {
 	// interactive: bash -i ($- has i); readStdin: the commands come
 	// from stdin ($- has s)
 	interactive, readStdin bool
+	// shellName is how an interactive shell was invoked (bash, sh): its
+	// messages say it rather than $0
+	shellName string
 	// inPS1: PS1 is being expanded (its \! is the next entry's number)
 	inPS1      bool
 	fileScript bool
@@ -473,6 +490,15 @@ type shell struct {
 	// commands this shell runs (env -i, env -u): set only in the child
 	// that runs env's command.
 	envOverride []string
+	// execBy is the utility (env, xargs, ...) whose command this
+	// subshell runs, which reports a command not found in its words
+	execBy string
+	// bgSlept, in a background job and its subshells, is the time the
+	// job slept (nanoseconds): sleep there does not wait (see Sleep)
+	bgSlept *atomic.Int64
+	// stdinRedir counts the compound commands running with fd 0
+	// redirected: a background job started inside keeps that stdin
+	stdinRedir int
 	// killed: the shell ends by SIGKILL, which runs no EXIT trap.
 	killed bool
 }
@@ -502,9 +528,11 @@ func (r *Runner) newShell() *shell {
 		secBase: r.start,
 	}
 	sh.randSeed = uint32(r.cfg.Seed) ^ uint32(r.cfg.Seed>>32)
+	sh.procPid = sh.pid
 	if r.top == nil {
 		r.top = sh
 	}
+	r.addProc(sh)
 	if sh.randSeed == 0 {
 		sh.randSeed = 1
 	}
@@ -516,6 +544,31 @@ func (r *Runner) newShell() *shell {
 	sh.initVars(r.cfg.Env)
 	sh.initLocale()
 	return sh
+}
+
+// addProc records a shell that is a process of its own, which kill
+// finds by its $$.
+func (r *Runner) addProc(sh *shell) {
+	r.sigMu.Lock()
+	defer r.sigMu.Unlock()
+	if r.procs == nil {
+		r.procs = map[int64]*shell{}
+	}
+	r.procs[sh.procPid] = sh
+}
+
+// dropProc forgets a process that has ended.
+func (r *Runner) dropProc(sh *shell) {
+	r.sigMu.Lock()
+	defer r.sigMu.Unlock()
+	delete(r.procs, sh.procPid)
+}
+
+// proc returns the live process shell whose $$ is pid.
+func (r *Runner) proc(pid int64) *shell {
+	r.sigMu.Lock()
+	defer r.sigMu.Unlock()
+	return r.procs[pid]
 }
 
 func defaultShopts() shopts {
@@ -667,6 +720,7 @@ func (sh *shell) fork() *shell {
 	c.bgTime = 0
 	c.isSubst = false
 	c.envOverride = nil
+	c.execBy = ""
 	c.killed = false
 	c.child = false
 	c.randSeed = sh.randSeed ^ uint32(c.pid)*2654435761
@@ -747,6 +801,13 @@ func (sh *shell) errPrefix() string {
 	name := sh.argv0
 	if sh.src != nil && sh.src.name != "" && sh.sourceDepth > 0 {
 		name = sh.src.name
+	}
+	if sh.interactive && sh.sourceDepth == 0 {
+		// an interactive shell's own commands: its name, no line
+		if sh.shellName != "" {
+			name = sh.shellName
+		}
+		return name + ": "
 	}
 	if sh.line > 0 {
 		return name + ": line " + strconv.Itoa(sh.line) + ": "

@@ -716,6 +716,11 @@ func (sh *shell) element(v *variable, sub string) (string, bool) {
 // exported returns the exported variables as "name=value", sorted by
 // name; extra (temporary assignments) come first in the scope order.
 func (sh *shell) exported() []string {
+	if sh.envOverride != nil {
+		// env -i, -u: the command's environment is env's (no PATH
+		// when env -i gives none, although the lookup still uses it)
+		return slices.Sorted(slices.Values(sh.envOverride))
+	}
 	seen := map[string]bool{}
 	var out []string
 	for i := len(sh.scopes) - 1; i >= 0; i-- {
