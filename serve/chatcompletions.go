@@ -188,34 +188,85 @@ func convKey(world string, history []ccMessage) string {
 // hash. It is made from the journal (each chat's turns), and grows with
 // the turns this server answers: another server's turn, or a restart,
 // makes it read the world's journal again.
+//
+// Only a chat's current history leads to it. Two chats can have the same
+// history (two users who said the same and got the same answers, as a
+// deterministic model gives): each request goes on in a chat whose
+// history is what it sent, never in one that has moved past it, whose
+// later turns are another conversation's.
 type convIndex struct {
-	mu    sync.Mutex
-	byKey map[string]map[string]string // world → convKey → chat
-	read  map[string]uint64            // world → the journal head it was last read at
+	mu     sync.Mutex
+	worlds map[string]*worldConvs
+}
+
+// worldConvs is what convIndex holds of one world.
+type worldConvs struct {
+	current map[string][]string // convKey → the chats whose history it is now, in the order they reached it
+	at      map[string]chatAt   // chat → its current history
+	past    map[string]bool     // every convKey a chat had (a history some chat moved past)
+	read    uint64              // the journal head the world was last read at
+}
+
+// chatAt is a chat's current history: its key and its length.
+type chatAt struct {
+	key string
+	n   int
 }
 
 func newConvIndex() *convIndex {
-	return &convIndex{byKey: map[string]map[string]string{}, read: map[string]uint64{}}
+	return &convIndex{worlds: map[string]*worldConvs{}}
 }
 
-// add records that chat's history is history.
-func (x *convIndex) add(world, chat string, history []ccMessage) {
-	x.mu.Lock()
-	m := x.byKey[world]
-	if m == nil {
-		m = map[string]string{}
-		x.byKey[world] = m
+// of returns what x holds of world, made on first use; x.mu is held.
+func (x *convIndex) of(world string) *worldConvs {
+	wc := x.worlds[world]
+	if wc == nil {
+		wc = &worldConvs{current: map[string][]string{}, at: map[string]chatAt{}, past: map[string]bool{}}
+		x.worlds[world] = wc
 	}
-	m[convKey(world, history)] = chat
-	x.mu.Unlock()
+	return wc
+}
+
+// add records that chat's history is history, unless the chat is known
+// to have a longer one already (the journal read again after this server
+// recorded the chat's later turns).
+func (x *convIndex) add(world, chat string, history []ccMessage) {
+	key := convKey(world, history)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	wc := x.of(world)
+	wc.past[key] = true
+	old, ok := wc.at[chat]
+	switch {
+	case ok && old.key == key:
+		return
+	case ok && old.n >= len(history):
+		return
+	case ok:
+		wc.current[old.key] = slices.DeleteFunc(wc.current[old.key], func(c string) bool { return c == chat })
+		if len(wc.current[old.key]) == 0 {
+			delete(wc.current, old.key)
+		}
+	}
+	wc.at[chat] = chatAt{key, len(history)}
+	wc.current[key] = append(wc.current[key], chat)
+}
+
+// lookup returns the chats whose current history has key, and whether
+// some chat had it once; x.mu is held.
+func (x *convIndex) lookup(world, key string) (chats []string, seen bool) {
+	wc := x.worlds[world]
+	if wc == nil {
+		return nil, false
+	}
+	return slices.Clone(wc.current[key]), wc.past[key]
 }
 
 // forget drops what the index holds of world (closed: it is read from
 // the journal again when it opens).
 func (x *convIndex) forget(world string) {
 	x.mu.Lock()
-	delete(x.byKey, world)
-	delete(x.read, world)
+	delete(x.worlds, world)
 	x.mu.Unlock()
 }
 
@@ -230,32 +281,37 @@ func (s *Server) newWorldConversation(history []ccMessage) (string, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	for _, w := range worlds {
-		if _, ok := x.byKey[w][convKey(w, history)]; ok {
+		if _, seen := x.lookup(w, convKey(w, history)); seen {
 			return w, true
 		}
 	}
 	return "", false
 }
 
-// find returns the chat whose history is history, reading the world's
-// journal again if it grew since the index last read it.
-func (s *Server) findConversation(ctx context.Context, aw *agent.World, history []ccMessage) (string, bool, error) {
+// findConversation returns the chats whose history is history now (the
+// first is the one to go on in), and whether some chat had that history
+// once (a conversation that some chat has since moved past), reading the
+// world's journal when it moved since it was last read.
+func (s *Server) findConversation(ctx context.Context, aw *agent.World, history []ccMessage) ([]string, bool, error) {
 	x := s.conv
 	key := convKey(aw.Name(), history)
 	x.mu.Lock()
-	chat, ok := x.byKey[aw.Name()][key]
-	read := x.read[aw.Name()]
+	chats, seen := x.lookup(aw.Name(), key)
+	var read uint64
+	if wc := x.worlds[aw.Name()]; wc != nil {
+		read = wc.read
+	}
 	x.mu.Unlock()
-	if ok {
-		return chat, true, nil
+	if len(chats) > 0 {
+		return chats, true, nil
 	}
 	head, err := s.journalStore().Head(ctx, aw.Name())
 	if err != nil || head.Seq == read {
-		return "", false, err
+		return nil, seen, err
 	}
 	rd := session.NewReader(s.storage().CAS())
 	if err := s.journalStore().Read(ctx, aw.Name(), 1, rd.Record); err != nil {
-		return "", false, err
+		return nil, false, err
 	}
 	hist := map[string][]ccMessage{}
 	for _, t := range rd.Turns() {
@@ -268,10 +324,10 @@ func (s *Server) findConversation(ctx context.Context, aw *agent.World, history 
 		x.add(aw.Name(), t.Chat, h)
 	}
 	x.mu.Lock()
-	x.read[aw.Name()] = head.Seq
-	chat, ok = x.byKey[aw.Name()][key]
+	x.of(aw.Name()).read = head.Seq
+	chats, seen = x.lookup(aw.Name(), key)
 	x.mu.Unlock()
-	return chat, ok, nil
+	return chats, seen, nil
 }
 
 // ccResponse is a chat.completion object.
@@ -350,37 +406,48 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	chat := r.Header.Get("Demiurge-Chat")
+	var others []string // more chats whose history is the request's
 	if chat != "" {
 		if err := checkChatID(chat); err != nil {
 			writeError(w, err)
 			return
 		}
-		if found, ok, err := s.findConversation(r.Context(), aw, req.history); err != nil {
+		if found, _, err := s.findConversation(r.Context(), aw, req.history); err != nil {
 			writeError(w, err)
 			return
-		} else if len(req.history) > 0 && (!ok || found != chat) {
+		} else if len(req.history) > 0 && !slices.Contains(found, chat) {
 			writeError(w, conflict("conversation_mismatch", fmt.Sprintf("the messages before the last are not chat %s's turns (the user's messages and the answers it got): a chat's history cannot be edited; send them as the chat has them, or start a new conversation", chat)))
 			return
 		}
 	} else if len(req.history) == 0 {
 		chat = "chatcmpl_" + randomHex(12)
 	} else {
-		found, ok, err := s.findConversation(r.Context(), aw, req.history)
+		found, seen, err := s.findConversation(r.Context(), aw, req.history)
 		if err != nil {
 			writeError(w, err)
 			return
 		}
-		if !ok {
+		if len(found) == 0 && seen {
+			writeError(w, conflict("conversation_diverged", fmt.Sprintf("the messages before the last were a chat's turns in world %s, but that chat has gone on since with other messages (another client's, or this one's sent again): a chat's history cannot be edited or branched; send the chat's whole history, or start a new conversation with the user's message alone", world)))
+			return
+		}
+		if len(found) == 0 {
 			writeError(w, notFound("conversation_not_found", fmt.Sprintf("the messages before the last are no chat's turns in world %s (the user's messages and the answers they got, in order): a chat's history cannot be edited or regenerated; start a new conversation with the user's message alone", world)))
 			return
 		}
-		chat = found
+		chat, others = found[0], found[1:]
 	}
 	var opts []agent.SendOption
 	if req.toolChoice != nil {
 		opts = append(opts, agent.WithToolChoice(*req.toolChoice))
 	}
 	l, err := s.send(r.Context(), aw, chat, req.text, opts...)
+	// Another chat with the same history is as good a place to go on: one
+	// whose turn is under way is another client's conversation.
+	for len(others) > 0 && errors.Is(err, errTurnUnderWay) {
+		chat, others = others[0], others[1:]
+		l, err = s.send(r.Context(), aw, chat, req.text, opts...)
+	}
 	if err != nil {
 		writeError(w, err)
 		return
