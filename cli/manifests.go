@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/demiurge-dev/demiurge/internal/store"
+	"github.com/demiurge-dev/demiurge/world"
 )
 
 // manifestsFile is the file in a store's directory that says which
@@ -81,4 +83,43 @@ func (a *app) manifestArg(world string) string {
 		return shellQuote(m)
 	}
 	return "MANIFEST"
+}
+
+// noteMove says on stderr that opening world w with the manifest at
+// path moved it from the manifest it ran before (a Manifest record now
+// in its journal), naming the old one by the path it was last run from
+// when the store's directory remembers it. A world that runs another
+// AIR from now on is not something to do silently: the next command
+// that opens it with the first manifest moves it back.
+func (a *app) noteMove(w *world.World, path string) {
+	if w == nil {
+		return
+	}
+	from, ok := w.MovedFrom()
+	if !ok {
+		return
+	}
+	old := from.Short()
+	if p := a.manifestOf(w.Name()); p != "" {
+		old = displayPath(p) + " (" + from.Short() + ")"
+	}
+	a.notef("world %s moves from manifest %s to %s (%s), recorded in its journal; give --world NAME to keep a world for each manifest",
+		w.Name(), old, displayPath(path), w.Catalog().ManifestRef().Short())
+}
+
+// displayPath is path relative to the working directory when it is
+// under it, else as it is.
+func displayPath(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return path
+	}
+	if rel, err := filepath.Rel(wd, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return rel
+	}
+	return abs
 }

@@ -111,6 +111,8 @@ kept in the world, so a decision that comes later denies it too.
 Everything is journaled in the store (--store) under world W (--world,
 default main), chat ID (--chat, default main). Running again with the same
 world continues the session; "demiurge replay" and "demiurge trace" show it.
+A world that ran another MANIFEST runs this one from then on: the change is
+recorded in its journal, and a note on stderr says so.
 
 On a PostgreSQL store (--store postgres://…) the world runs on a worker
 (demiurge worker): each message goes to the world's inbox, and the turn is
@@ -317,6 +319,7 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 			err = cerr
 		}
 	}()
+	a.noteMove(w.World(), f.manifest)
 	a.rememberManifest(f.world, f.manifest)
 	errOut := textOut(a.err, f.raw) // MCP servers' messages
 	worldtools.ReportMCP(errOut, w.MCPServers())

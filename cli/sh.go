@@ -30,7 +30,8 @@ utilities (echo, printf, jq, grep, sed, sort, head, ...). The script is -c
 SCRIPT, the file FILE, or standard input.
 
 With --manifest, world W (created on first use) is opened with the AIR at M
-and its tools are the commands, with the tools of the MCP servers it declares
+(a world that ran another AIR runs M from then on, a change recorded in its
+journal and said in a note on stderr) and its tools are the commands, with the tools of the MCP servers it declares
 (started for the script, stopped after it). They run as the operator's: no cap
 or policy is asked (the model's scripts, in "demiurge run", ask both for every
 command).
@@ -102,6 +103,8 @@ command line is wrong.`,
 						err = cerr
 					}
 				}()
+				a.noteMove(w, wf.manifest)
+				a.rememberManifest(wf.world, wf.manifest)
 				wt := worldtools.WorldTools(w)
 				ts = wt.Tools()
 				if a.ext != nil {

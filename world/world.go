@@ -94,6 +94,11 @@ type World struct {
 	err   error // set when the world broke (a commit failed)
 	since int   // inputs since the last snapshot
 
+	// movedFrom is the manifest the journal last recorded when Open
+	// found another one given (and recorded the change); zero for a new
+	// world or an unchanged manifest. See MovedFrom.
+	movedFrom cas.Ref
+
 	// committed is each cell's state as of the last commit (cellID →
 	// *committedCell), and committedHead that commit's head: State and
 	// Head read them without mu, so that a reader never waits for the
@@ -198,6 +203,7 @@ func Open(ctx context.Context, opts Options) (*World, error) {
 			w.log.Info("new world", "manifest", opts.Catalog.ManifestRef().Short())
 		} else {
 			w.log.Info("manifest changed", "from", m.Manifest().Short(), "to", opts.Catalog.ManifestRef().Short())
+			w.movedFrom = m.Manifest()
 		}
 		var blobs [][]byte
 		_ = opts.Catalog.Nodes(func(_ cas.Ref, node []byte) error {
@@ -915,6 +921,14 @@ func (w *World) Close() error {
 
 // Name returns the world's name.
 func (w *World) Name() string { return w.opts.Name }
+
+// MovedFrom returns the manifest the world ran before this Open, when
+// Open was given another and recorded the change (a Manifest record):
+// what a command says to the user, whose world now runs another AIR. ok
+// is false for a new world and for one reopened with its manifest.
+func (w *World) MovedFrom() (from cas.Ref, ok bool) {
+	return w.movedFrom, w.movedFrom.Valid()
+}
 
 // Catalog returns the manifest the world runs.
 func (w *World) Catalog() *schema.Catalog { return w.opts.Catalog }
