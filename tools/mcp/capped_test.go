@@ -167,3 +167,43 @@ func TestRedactLogger(t *testing.T) {
 		t.Errorf("logged %q", got)
 	}
 }
+
+// TestRenderStructured checks when a result's structuredContent is
+// printed after its text: only when it says more than the text does.
+func TestRenderStructured(t *testing.T) {
+	listing := "[FILE] a.txt\n[DIR] sub"
+	text := func(s ...string) []sdk.Content {
+		var cs []sdk.Content
+		for _, s := range s {
+			cs = append(cs, &sdk.TextContent{Text: s})
+		}
+		return cs
+	}
+	for _, tc := range []struct {
+		name       string
+		content    []sdk.Content
+		structured any
+		want       string
+	}{
+		{"text only", text(listing), nil, listing},
+		// The reference filesystem server's list_directory: the text, and
+		// {"content": the text}. Printed once.
+		{"object wrapping the text", text(listing), map[string]any{"content": listing}, listing},
+		{"object wrapping the text, newline at the end", text(listing + "\n"), map[string]any{"content": listing}, listing + "\n"},
+		{"object wrapping each text block", text("one", "two"), map[string]any{"a": "one", "b": "two"}, "one\ntwo"},
+		{"the same JSON as text", text(`{"sum": 5}`), map[string]any{"sum": 5}, `{"sum": 5}`},
+		{"structured only", nil, map[string]any{"sum": 5}, `{"sum":5}`},
+		{"a string the text does not hold", text(listing), map[string]any{"content": listing, "path": "/tmp"}, listing + "\n" + `{"content":"[FILE] a.txt\n[DIR] sub","path":"/tmp"}`},
+		{"a value not a string", text("5"), map[string]any{"sum": 5}, "5\n" + `{"sum":5}`},
+		{"other text", text("done"), map[string]any{"content": listing}, "done\n" + `{"content":"[FILE] a.txt\n[DIR] sub"}`},
+		{"empty object", text("done"), map[string]any{}, "done\n{}"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCapped(1000)
+			render(c, &sdk.CallToolResult{Content: tc.content, StructuredContent: tc.structured}, nil)
+			if got := c.String(); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -30,7 +30,8 @@
 // output schemas and annotations, as the model is sent them) is a
 // [ToolList], stored in CAS as one canonical CBOR node. A call's response
 // keeps the result's text content and its structuredContent (as compact
-// JSON, unless a text block already holds the same JSON); a result with
+// JSON, unless it adds nothing to the text: a text block holds the same
+// JSON, or it is an object of strings each a text block); a result with
 // isError is an error response (tool_error) the model reads. Output is cut
 // at the tool's limit while the text is assembled — [DefaultOutputLimit]
 // bytes, [DefaultReadLimit] for tools the server marks read-only — on a

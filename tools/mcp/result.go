@@ -72,8 +72,11 @@ func (c *capped) String() string {
 // render writes a result's content to w: text blocks as they are,
 // separated by newlines; other blocks as a one-line description (an
 // embedded text resource with its text); then structuredContent as
-// compact JSON unless a text block already holds the same JSON. Secrets
-// are replaced in each piece.
+// compact JSON unless it adds nothing to the text blocks: a text block
+// holds the same JSON, or it is an object of strings each of which is a
+// text block (the reference filesystem server's {"content": TEXT} beside
+// TEXT), which printed the result twice. Secrets are replaced in each
+// piece.
 func render(w *capped, res *sdk.CallToolResult, secrets []string) {
 	n := 0
 	put := func(s string) {
@@ -116,9 +119,32 @@ func render(w *capped, res *sdk.CallToolResult, secrets []string) {
 			put(fmt.Sprintf("[content %s]", b))
 		}
 	}
-	if structured != nil && !dup {
+	if structured != nil && !dup && !wrapsText(res) {
 		put(string(structured))
 	}
+}
+
+// wrapsText reports whether res's structuredContent is an object whose
+// values are all strings, each the text of one of res's text blocks
+// (whitespace at the ends aside): the text again, with nothing more.
+func wrapsText(res *sdk.CallToolResult) bool {
+	obj, ok := res.StructuredContent.(map[string]any)
+	if !ok || len(obj) == 0 {
+		return false
+	}
+	texts := map[string]bool{}
+	for _, c := range res.Content {
+		if t, ok := c.(*sdk.TextContent); ok {
+			texts[strings.TrimSpace(t.Text)] = true
+		}
+	}
+	for _, v := range obj {
+		s, ok := v.(string)
+		if !ok || !texts[strings.TrimSpace(s)] {
+			return false
+		}
+	}
+	return true
 }
 
 // sameJSON reports whether text is JSON equal to the compact JSON js.
