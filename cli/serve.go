@@ -216,7 +216,7 @@ func (a *app) serve(cmd *cobra.Command, manifest string, f *serveFlags, getenv f
 	if pg := s.Postgres(); pg != nil {
 		opts.Postgres = pg
 		if strings.HasPrefix(f.llm, "cassette:") {
-			fmt.Fprintf(a.err, "%s: on a PostgreSQL store the workers answer with their own --llm: %s names the chats' model only\n", a.progName(), f.llm)
+			a.notef("on a PostgreSQL store the workers answer with their own --llm: %s names the chats' model only", f.llm)
 		}
 	} else {
 		if opts.Storage, err = storage(s); err != nil {
@@ -302,7 +302,7 @@ changes, so a token made or revoked takes effect within a second.`,
 				return usagef("token create: %v", err)
 			}
 			fmt.Fprintf(a.out, "%s\n", tok)
-			fmt.Fprintf(a.err, "%s: token %s (%s) may reach %s; it is shown once: keep it now\n", a.progName(), t.ID, orDash(t.Name), strings.Join(t.Worlds, ", "))
+			a.notef("token %s (%s) may reach %s; it is shown once: keep it now", t.ID, orDash(t.Name), strings.Join(t.Worlds, ", "))
 			return nil
 		},
 	}
@@ -344,7 +344,7 @@ changes, so a token made or revoked takes effect within a second.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.err, "%s: token %s (%s) revoked\n", a.progName(), t.ID, orDash(t.Name))
+			a.notef("token %s (%s) revoked", t.ID, orDash(t.Name))
 			return nil
 		},
 	}
