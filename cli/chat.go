@@ -1128,9 +1128,9 @@ func (r *chatRun) preview(ctx context.Context, e agent.ToolCallFinished, n int) 
 	for i, l := range lines {
 		if i == previewLines && !r.a.verbose {
 			if cut { // the whole could not be read: its lines are not known
-				fmt.Fprintf(&b, "    │ … (%d bytes in all: /show %d)\n", e.Size, n)
+				fmt.Fprintf(&b, "    │ … (%d bytes in all: %s)\n", e.Size, r.showHint(n))
 			} else {
-				fmt.Fprintf(&b, "    │ … %s more (/show %d)\n", plural(len(lines)-i, "line"), n)
+				fmt.Fprintf(&b, "    │ … %s more (%s)\n", plural(len(lines)-i, "line"), r.showHint(n))
 			}
 			return b.String()
 		}
@@ -1140,9 +1140,32 @@ func (r *chatRun) preview(ctx context.Context, e agent.ToolCallFinished, n int) 
 		fmt.Fprintf(&b, "    │ %s\n", l)
 	}
 	if !r.a.verbose && len(lines) <= previewLines && e.Size > len(e.Output) {
-		fmt.Fprintf(&b, "    │ … (%d bytes in all: /show %d)\n", e.Size, n)
+		fmt.Fprintf(&b, "    │ … (%d bytes in all: %s)\n", e.Size, r.showHint(n))
 	}
 	return b.String()
+}
+
+// showHint is how to see call n's whole output: "/show N" at the
+// prompt; after run -m in a world or chat other than the default, the
+// flags that name them too (-m "/show N" --world W --chat C), since run
+// -m "/show N" without them reads world main's chat main (a cassette's
+// second run goes to main-2).
+func (r *chatRun) showHint(n int) string {
+	show := fmt.Sprintf("/show %d", n)
+	if r.f.message == "" {
+		return show
+	}
+	var flags string
+	if r.f.world != defaultWorld {
+		flags += " --world " + shellQuote(r.f.world)
+	}
+	if id := r.chat.ID(); id != defaultChat {
+		flags += " --chat " + shellQuote(id)
+	}
+	if flags == "" {
+		return show
+	}
+	return fmt.Sprintf("-m %q%s", show, flags)
 }
 
 // statusLine is the one-line progress shown on a terminal while a model

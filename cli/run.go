@@ -87,7 +87,8 @@ as the progress line says; what you type while a turn runs waits in the
 next prompt. Ctrl-D, or Ctrl-C twice at the prompt, quits. With -m the
 one message is sent, answered, and run exits (-m /compact runs the command,
 as at the prompt, and -m "/show 3" shows a call of the chat's last turn,
-needing no key as no model is called; an unknown command exits 2; -m //TEXT
+needing no key as no model is called: the hint a -m run prints names
+--world and --chat when they are not main; an unknown command exits 2; -m //TEXT
 sends /TEXT); with stdin not a terminal
 each line is a message, with no banner or prompts. A turn a killed
 process left running is resumed first; one whose calls wait for approval
@@ -204,7 +205,7 @@ named <server>_<tool> unless aliased; "demiurge mcp ls" lists them) and bash
 func (f *runFlags) addFlags(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.world, "world", defaultWorld, "the world's `NAME` in the store")
-	fl.StringVar(&f.chat, "chat", "main", "the chat's `ID` in the world")
+	fl.StringVar(&f.chat, "chat", defaultChat, "the chat's `ID` in the world")
 	fl.StringVar(&f.llm, "llm", "", "the model's `PROVIDER`: openai-responses, openai-chat, anthropic, gemini, or cassette:DIR (default: by the model's name: claude-* anthropic, gemini-* gemini, else openai-responses)")
 	fl.StringVar(&f.model, "model", "", "the model `NAME` (default $DEMIURGE_MODEL, else gpt-5-mini)")
 	fl.StringVar(&f.baseURL, "base-url", "", "the API's base `URL` (default the provider's $OPENAI_BASE_URL, $ANTHROPIC_BASE_URL or $GOOGLE_GEMINI_BASE_URL)")

@@ -25,6 +25,9 @@ import (
 // defaultWorld is the world a command uses without --world.
 const defaultWorld = "main"
 
+// defaultChat is the chat run uses without --chat.
+const defaultChat = "main"
+
 // worldFlags are the flags of commands that work on one world.
 type worldFlags struct {
 	manifest string
