@@ -142,6 +142,13 @@ func TestInteropFilesystemStaysInItsRoot(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(root, "new.txt")); err != nil || string(b) != "written" {
 		t.Errorf("new.txt: %q %v", b, err)
 	}
+	// The server answers list_directory with the listing as text and as
+	// structuredContent {"content": the listing}: the result holds it
+	// once.
+	if out, errText, code, _ := call(t, set, "fs_list_directory", `{"path": `+quote(root)+`}`); code != 0 ||
+		strings.Count(out, "inside.txt") != 1 || strings.Contains(out, `{"content"`) {
+		t.Errorf("list_directory: %q %q, exit %d; want the listing once, as text", out, errText, code)
+	}
 }
 
 func quote(s string) string {
