@@ -1,8 +1,10 @@
 package mcp
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -205,5 +207,26 @@ func TestRenderStructured(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestBenignClose checks which errors of closing a server's session are
+// not reported: those that say it had to be signalled or had gone.
+func TestBenignClose(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{nil, true},
+		{os.ErrProcessDone, true},
+		{fmt.Errorf("close: %w", os.ErrProcessDone), true},
+		{errors.New("os: process already finished"), true},
+		{errors.New("closing stdin: write |1: file already closed"), true},
+		{errors.New("signal: terminated"), true},
+		{errors.New("unresponsive subprocess"), false},
+	} {
+		if got := benignClose(tc.err); got != tc.want {
+			t.Errorf("benignClose(%v) = %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -338,7 +339,9 @@ func (c *conn) close() error {
 
 // benignClose reports whether a session's Close error only says the
 // server had to be signalled (servers that ignore the end of stdin) or had
-// already gone.
+// already gone: os.ErrProcessDone is the SDK's kill of a server that
+// exited after the wait for it timed out (npx's servers, slow to go),
+// which run printed as an error at every exit.
 func benignClose(err error) bool {
 	if err == nil {
 		return true
@@ -348,7 +351,8 @@ func benignClose(err error) bool {
 		return true
 	}
 	s := err.Error()
-	return strings.Contains(s, "signal: ") || strings.Contains(s, "file already closed") || errors.Is(err, sdk.ErrConnectionClosed)
+	return strings.Contains(s, "signal: ") || strings.Contains(s, "file already closed") || errors.Is(err, sdk.ErrConnectionClosed) ||
+		errors.Is(err, os.ErrProcessDone) || strings.Contains(s, os.ErrProcessDone.Error())
 }
 
 // tail keeps the last bytes written to it: a server's stderr, for error
