@@ -241,7 +241,7 @@ func TestRunMCPServerDown(t *testing.T) {
 	defer srv.Close()
 	env := map[string]string{"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": srv.URL, "PATH": os.Getenv("PATH")}
 	r := run(t, env, "", "--store", filepath.Join(t.TempDir(), "store"), "run", dir, "--model", "gpt-test", "-m", "hi")
-	if r.code != 0 || !strings.Contains(r.stderr, "demiurge: MCP server gone (/nonexistent/mcp-server): start:") || !strings.Contains(r.stderr, "its tools are not offered") {
+	if r.code != 0 || !strings.Contains(r.stderr, "demiurge: warning: MCP server gone (/nonexistent/mcp-server): start:") || !strings.Contains(r.stderr, "its tools are not offered") {
 		t.Errorf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	outs, _ := outputs(t, srv.Requests()[1])

@@ -323,7 +323,7 @@ func (a *app) run(ctx context.Context, f *runFlags, getenv func(string) string) 
 	a.noteMove(w.World(), f.manifest)
 	a.rememberManifest(f.world, f.manifest)
 	errOut := textOut(a.err, f.raw) // MCP servers' messages
-	worldtools.ReportMCP(errOut, w.MCPServers())
+	worldtools.ReportMCP(errOut, a.progName()+": warning: ", w.MCPServers())
 	flushOut(errOut)
 	if err := checkToolChoice(choice, w.Tools()); err != nil {
 		return err

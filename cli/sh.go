@@ -120,7 +120,7 @@ command line is wrong.`,
 					if err != nil {
 						return err
 					}
-					worldtools.ReportMCP(a.err, set.Servers())
+					worldtools.ReportMCP(a.err, a.progName()+": warning: ", set.Servers())
 					ts = append(ts, set.Tools()...)
 				}
 			} else if !opts.Prompt {

@@ -68,15 +68,17 @@ func manifestDir(path string) (string, error) {
 	return abs, nil
 }
 
-// ReportMCP writes a line for each MCP server that is not up and each
-// tool of theirs that is not offered.
-func ReportMCP(w io.Writer, servers []mcp.ServerInfo) {
+// ReportMCP writes a warning line, each starting with prefix (a
+// command's "demiurge: warning: "), for each MCP server that is not up and
+// each tool of theirs that is not offered: the command goes on without
+// them.
+func ReportMCP(w io.Writer, prefix string, servers []mcp.ServerInfo) {
 	for _, si := range servers {
 		if si.Status != mcp.StatusConnected && si.Err != nil {
-			fmt.Fprintf(w, "demiurge: %s; its tools are not offered\n", strings.TrimPrefix(si.Err.Error(), mcp.ErrServerDown.Error()+": "))
+			fmt.Fprintf(w, "%s%s; its tools are not offered\n", prefix, strings.TrimPrefix(si.Err.Error(), mcp.ErrServerDown.Error()+": "))
 		}
 		for _, sk := range si.Skipped {
-			fmt.Fprintf(w, "demiurge: MCP server %s: tool %s; it is not offered\n", si.Name, sk)
+			fmt.Fprintf(w, "%sMCP server %s: tool %s; it is not offered\n", prefix, si.Name, sk)
 		}
 	}
 }
