@@ -31,7 +31,8 @@ func newSendCommand(a *app) *cobra.Command {
 		Short: "Send a domain event to a world and run it until idle",
 		Long: `Open world W (creating it on first use) with the AIR at M, send one domain
 event of schema S, and run the world until no effect is in flight, or until
---wait has passed.
+--wait has passed. A world that ran another AIR runs M from then on: the
+change is recorded in its journal, and a note on stderr says so.
 
 The value is JSON in either AIR form: tagged ({"record": {...}},
 {"nat": 3}, ...) or sugar (plain JSON read through the schema). A value that
@@ -104,6 +105,8 @@ effects are still in flight after --wait, a note says so on stderr.`,
 					err = cerr
 				}
 			}()
+			a.noteMove(w, wf.manifest)
+			a.rememberManifest(wf.world, wf.manifest)
 			if _, err := w.SendJSON(ctx, schemaN, []byte(value)); err != nil {
 				return fmt.Errorf("send: %w", err)
 			}

@@ -112,6 +112,8 @@ recorded.`,
 					err = cerr
 				}
 			}()
+			a.noteMove(w, manifest)
+			a.rememberManifest(f.world, manifest)
 			readHistory := func() (history.History, error) {
 				v, _, _ := w.State(history.Module, f.workspace)
 				return history.Decode(v)
