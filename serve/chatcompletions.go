@@ -412,12 +412,18 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 			writeError(w, err)
 			return
 		}
-		if found, _, err := s.findConversation(r.Context(), aw, req.history); err != nil {
-			writeError(w, err)
-			return
-		} else if len(req.history) > 0 && !slices.Contains(found, chat) {
-			writeError(w, conflict("conversation_mismatch", fmt.Sprintf("the messages before the last are not chat %s's turns (the user's messages and the answers it got): a chat's history cannot be edited; send them as the chat has them, or start a new conversation", chat)))
-			return
+		// A first message to a named chat has no history to check: the
+		// journal is not read for it.
+		if len(req.history) > 0 {
+			found, _, err := s.findConversation(r.Context(), aw, req.history)
+			if err != nil {
+				writeError(w, err)
+				return
+			}
+			if !slices.Contains(found, chat) {
+				writeError(w, conflict("conversation_mismatch", fmt.Sprintf("the messages before the last are not chat %s's turns (the user's messages and the answers it got): a chat's history cannot be edited; send them as the chat has them, or start a new conversation", chat)))
+				return
+			}
 		}
 	} else if len(req.history) == 0 {
 		chat = "chatcmpl_" + randomHex(12)
