@@ -62,6 +62,12 @@ type server struct {
 	wg     sync.WaitGroup // requests being served
 	pid    int            // this process
 
+	// mu orders a request's wg.Add before close's wg.Wait: a request
+	// that finds the server closed is not counted (WaitGroup wants every
+	// Add from zero to happen before Wait).
+	mu     sync.Mutex
+	closed bool
+
 	// approvals handles the decisions other processes send (see
 	// HandleApprovals); nil or a nil handler refuses them.
 	approvals atomic.Pointer[ApprovalHandler]
@@ -111,12 +117,15 @@ func serve(s *Store) (*server, error) {
 	mux.HandleFunc("POST /v1/approval", sv.approval) // the one request that leads to a write: see HandleApprovals
 	sv.http = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			sv.wg.Add(1)
-			defer sv.wg.Done()
-			if sv.ctx.Err() != nil {
+			sv.mu.Lock()
+			if sv.closed {
+				sv.mu.Unlock()
 				writeError(w, journal.ErrClosed)
 				return
 			}
+			sv.wg.Add(1)
+			sv.mu.Unlock()
+			defer sv.wg.Done()
 			mux.ServeHTTP(w, r)
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -132,6 +141,9 @@ func serve(s *Store) (*server, error) {
 // end (a wait at once), and the socket file is removed. It returns once
 // no request uses the store any more.
 func (sv *server) close() {
+	sv.mu.Lock()
+	sv.closed = true
+	sv.mu.Unlock()
 	sv.cancel()
 	_ = sv.http.Close()
 	sv.wg.Wait()
