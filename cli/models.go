@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/demiurge-dev/demiurge/adapters/llm"
+	"github.com/demiurge-dev/demiurge/internal/levenshtein"
 )
 
 func newModelsCommand(a *app) *cobra.Command {
@@ -136,7 +137,7 @@ func unknownModel(name string, ms []llm.Model) error {
 			continue
 		}
 		seen[m.Name] = true
-		if d := editDistance(strings.ToLower(name), strings.ToLower(m.Name)); d <= limit {
+		if d := levenshtein.Distance(strings.ToLower(name), strings.ToLower(m.Name)); d <= limit {
 			close = append(close, near{m.Name, d})
 		}
 	}
@@ -158,27 +159,6 @@ func unknownModel(name string, ms []llm.Model) error {
 	}
 	msg += fmt.Sprintf(" A call of it gets a conservative default and an unknown cost: demiurge models --defaults %s shows it; --provider or --all lists other providers' models", name)
 	return errors.New(msg)
-}
-
-// editDistance is the Levenshtein distance of a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // matchModel reports whether a model name is selected by pattern: "" all,

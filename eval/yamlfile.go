@@ -13,6 +13,8 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
+
+	"github.com/demiurge-dev/demiurge/internal/levenshtein"
 )
 
 // A LoadError is one thing wrong with a suite's file: where (the file,
@@ -410,7 +412,7 @@ func keyText(k ast.MapKeyNode) string {
 func closest(got string, want []string) string {
 	best, bestD := "", 3
 	for _, w := range want {
-		d := editDistance(got, w)
+		d := levenshtein.Distance(got, w)
 		if d < bestD || (d == bestD && best == "") {
 			best, bestD = w, d
 		}
@@ -424,26 +426,6 @@ func closest(got string, want []string) string {
 		}
 	}
 	return ""
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // sortedKeys returns m's keys in order.

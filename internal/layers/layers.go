@@ -21,7 +21,7 @@ type Layer struct {
 
 // House is the order of the layers, the bottom first.
 var House = []Layer{
-	{"leaves", []string{"internal/readall", "internal/realwire/...", "internal/pgtest", "internal/jsonschema/..."}},
+	{"leaves", []string{"internal/readall", "internal/levenshtein", "internal/realwire/...", "internal/pgtest", "internal/jsonschema/..."}},
 	{"store", []string{"cas/..."}},
 	{"data", []string{"schema/...", "journal/...", "pgstore/..."}},
 	{"engine parts", []string{"effects/...", "world/internal/plans/...", "internal/store"}},

@@ -10,7 +10,7 @@ import (
 	"github.com/demiurge-dev/demiurge/cas"
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/schema"
-	"github.com/demiurge-dev/demiurge/tools/internal/levenshtein"
+	"github.com/demiurge-dev/demiurge/internal/levenshtein"
 )
 
 // Errors of reads. Messages say what was asked and what exists; check
