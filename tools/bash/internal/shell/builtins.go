@@ -175,6 +175,28 @@ var builtinUsage = map[string]string{
 	"printf":    "[-v var] format [arguments]",
 	"wait":      "[-fn] [-p var] [id ...]",
 	"hash":      "[-lr] [-p pathname] [-dt] [name ...]",
+	"umask":     "[-p] [-S] [mode]",
+	"disown":    "[-h] [-ar] [jobspec ... | pid ...]",
+}
+
+// shortOptions reads the single-letter options before a builtin's
+// operands ("-ab" is "-a -b"; "--" ends them; "-" alone is an operand),
+// handing each letter to take, which reports whether the builtin has it.
+// An unknown letter is bash's "NAME: -c: invalid option" and NAME's usage
+// line, and status 2; otherwise it returns the operands and 0.
+func (sh *shell) shortOptions(name string, args []string, take func(c rune) bool) ([]string, int) {
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") && len(args[0]) > 1 {
+		if args[0] == "--" {
+			return args[1:], 0
+		}
+		for _, c := range args[0][1:] {
+			if !take(c) {
+				return nil, sh.usage(name, "-%c: invalid option", c)
+			}
+		}
+		args = args[1:]
+	}
+	return args, 0
 }
 
 func builtinEcho(sh *shell, args []string) int {
@@ -864,24 +886,21 @@ func builtinCommand(sh *shell, args []string) int {
 	args = args[1:]
 	describe := ""
 	defPath := false
-	for len(args) > 0 && strings.HasPrefix(args[0], "-") && len(args[0]) > 1 {
-		if args[0] == "--" {
-			args = args[1:]
-			break
+	args, st := sh.shortOptions("command", args, func(c rune) bool {
+		switch c {
+		case 'p':
+			defPath = true
+		case 'v':
+			describe = "v"
+		case 'V':
+			describe = "V"
+		default:
+			return false
 		}
-		for _, c := range args[0][1:] {
-			switch c {
-			case 'p':
-				defPath = true
-			case 'v':
-				describe = "v"
-			case 'V':
-				describe = "V"
-			default:
-				return sh.usage("command", "-%c: invalid option", c)
-			}
-		}
-		args = args[1:]
+		return true
+	})
+	if st != 0 {
+		return st
 	}
 	if len(args) == 0 {
 		return 0
@@ -1020,24 +1039,21 @@ type kindHit struct {
 func builtinType(sh *shell, args []string) int {
 	args = args[1:]
 	mode, all, noFuncs := "", false, false
-	for len(args) > 0 && strings.HasPrefix(args[0], "-") && len(args[0]) > 1 {
-		if args[0] == "--" {
-			args = args[1:]
-			break
+	args, st := sh.shortOptions("type", args, func(c rune) bool {
+		switch c {
+		case 't', 'p', 'P':
+			mode = string(c)
+		case 'a':
+			all = true
+		case 'f':
+			noFuncs = true
+		default:
+			return false
 		}
-		for _, c := range args[0][1:] {
-			switch c {
-			case 't', 'p', 'P':
-				mode = string(c)
-			case 'a':
-				all = true
-			case 'f':
-				noFuncs = true
-			default:
-				return sh.usage("type", "-%c: invalid option", c)
-			}
-		}
-		args = args[1:]
+		return true
+	})
+	if st != 0 {
+		return st
 	}
 	status := 0
 	for _, n := range args {
@@ -1290,24 +1306,19 @@ func builtinTimes(sh *shell, args []string) int {
 func builtinUmask(sh *shell, args []string) int {
 	args = args[1:]
 	symbolic, printP := false, false
-	for len(args) > 0 && len(args[0]) > 1 && args[0][0] == '-' {
-		if args[0] == "--" {
-			args = args[1:]
-			break
+	args, st := sh.shortOptions("umask", args, func(c rune) bool {
+		switch c {
+		case 'S':
+			symbolic = true
+		case 'p':
+			printP = true
+		default:
+			return false
 		}
-		for _, c := range args[0][1:] {
-			switch c {
-			case 'S':
-				symbolic = true
-			case 'p':
-				printP = true
-			default:
-				sh.errorf("umask: -%c: invalid option", c)
-				sh.usageLine("umask: usage: umask [-p] [-S] [mode]")
-				return 2
-			}
-		}
-		args = args[1:]
+		return true
+	})
+	if st != 0 {
+		return st
 	}
 	if printP && len(args) == 0 && !symbolic {
 		sh.out("umask", fmt.Sprintf("umask %04o\n", sh.r.umask))

@@ -1314,20 +1314,17 @@ func builtinShopt(sh *shell, args []string) int {
 func builtinUnset(sh *shell, args []string) int {
 	args = args[1:]
 	mode := ""
-	for len(args) > 0 && strings.HasPrefix(args[0], "-") && len(args[0]) > 1 {
-		if args[0] == "--" {
-			args = args[1:]
-			break
+	args, st := sh.shortOptions("unset", args, func(c rune) bool {
+		switch c {
+		case 'f', 'v', 'n':
+			mode = string(c)
+		default:
+			return false
 		}
-		for _, c := range args[0][1:] {
-			switch c {
-			case 'f', 'v', 'n':
-				mode = string(c)
-			default:
-				return sh.usage("unset", "-%c: invalid option", c)
-			}
-		}
-		args = args[1:]
+		return true
+	})
+	if st != 0 {
+		return st
 	}
 	status := 0
 	for _, n := range args {

@@ -300,26 +300,21 @@ func builtinJobs(sh *shell, args []string) int {
 func builtinDisown(sh *shell, args []string) int {
 	args = args[1:]
 	all, running, hold := false, false, false
-	for len(args) > 0 && strings.HasPrefix(args[0], "-") && len(args[0]) > 1 {
-		if args[0] == "--" {
-			args = args[1:]
-			break
+	args, st := sh.shortOptions("disown", args, func(c rune) bool {
+		switch c {
+		case 'a':
+			all = true
+		case 'r':
+			running = true
+		case 'h':
+			hold = true
+		default:
+			return false
 		}
-		for _, c := range args[0][1:] {
-			switch c {
-			case 'a':
-				all = true
-			case 'r':
-				running = true
-			case 'h':
-				hold = true
-			default:
-				sh.errorf("disown: -%c: invalid option", c)
-				sh.usageLine("disown: usage: disown [-h] [-ar] [jobspec ... | pid ...]")
-				return 2
-			}
-		}
-		args = args[1:]
+		return true
+	})
+	if st != 0 {
+		return st
 	}
 	var list []*job
 	status := 0
