@@ -332,25 +332,12 @@ func (s *Server) follow(ctx context.Context, w *agent.World, key turnKey, p posi
 			}
 		}()
 	}
-	// The events on has written since the last flush that reached the
-	// server while the stream was open (the lag metric's, and the
-	// benchmarks' hook's, once flushed).
-	var written []logged
+	var written writtenEvents // what on wrote since the last flush
 	flushed := func() error {
 		if flush == nil {
 			return nil
 		}
-		err := flush()
-		now := time.Now()
-		for _, e := range written {
-			s.metrics.lag.Observe(now.Sub(e.at).Seconds())
-			if s.testWritten != nil {
-				_, end := e.ev.(agent.TurnEnd)
-				s.testWritten(key, e.at, now, end)
-			}
-		}
-		written = written[:0]
-		return err
+		return s.flushed(key, &written, flush)
 	}
 	err := s.events(ctx, w, key, p, func(e logged) error {
 		ar, ask := e.ev.(agent.ApprovalRequested)
@@ -362,8 +349,8 @@ func (s *Server) follow(ctx context.Context, w *agent.World, key turnKey, p posi
 		if err := on(e); err != nil {
 			return err
 		}
-		if flush != nil && !e.at.IsZero() {
-			written = append(written, e)
+		if flush != nil {
+			written.note(e)
 		}
 		if _, ok := e.ev.(agent.TurnEnd); ok {
 			return errTurnEnded
@@ -437,4 +424,33 @@ func awaitingEnd(key turnKey, out []logged) logged {
 	}
 	data, _ := agent.MarshalEvent(end)
 	return logged{ev: end, data: data}
+}
+
+// writtenEvents are the events a stream wrote since its last flush that
+// reached the server while the stream was open: once flushed, each one's
+// lag (the lag metric's, and the benchmarks' hook's) is observed.
+type writtenEvents []logged
+
+// note keeps e if it reached the server while the stream was open (an
+// event read from the journal afterwards has no time of arrival).
+func (w *writtenEvents) note(e logged) {
+	if !e.at.IsZero() {
+		*w = append(*w, e)
+	}
+}
+
+// flushed flushes the stream of turn key, observes the lag of the events
+// written has kept, and forgets them.
+func (s *Server) flushed(key turnKey, written *writtenEvents, flush func() error) error {
+	err := flush()
+	now := time.Now()
+	for _, e := range *written {
+		s.metrics.lag.Observe(now.Sub(e.at).Seconds())
+		if s.testWritten != nil {
+			_, end := e.ev.(agent.TurnEnd)
+			s.testWritten(key, e.at, now, end)
+		}
+	}
+	*written = (*written)[:0]
+	return err
 }

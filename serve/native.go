@@ -516,25 +516,11 @@ func (s *Server) streamTurn(w http.ResponseWriter, r *http.Request, aw *agent.Wo
 	if begun {
 		sw.start()
 	}
-	var written []logged // the events of the batch that reached the server while the stream was open
+	var written writtenEvents // the events of the batch written since the last flush
 	err := s.events(r.Context(), aw, key, p, func(e logged) error {
-		if !e.at.IsZero() {
-			written = append(written, e)
-		}
+		written.note(e)
 		return sw.event(e.pos.String(), e.ev.Type(), e.data)
-	}, func() error {
-		err := sw.flush()
-		now := time.Now()
-		for _, e := range written {
-			s.metrics.lag.Observe(now.Sub(e.at).Seconds())
-			if s.testWritten != nil {
-				_, end := e.ev.(agent.TurnEnd)
-				s.testWritten(key, e.at, now, end)
-			}
-		}
-		written = written[:0]
-		return err
-	}, true)
+	}, func() error { return s.flushed(key, &written, sw.flush) }, true)
 	started := sw.close()
 	switch {
 	case err == nil && !started:
