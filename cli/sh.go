@@ -31,8 +31,9 @@ SCRIPT, the file FILE, or standard input.
 
 With --manifest, world W (created on first use) is opened with the AIR at M
 (a world that ran another AIR runs M from then on, a change recorded in its
-journal and said in a note on stderr) and its tools are the commands, with the tools of the MCP servers it declares
-(started for the script, stopped after it). They run as the operator's: no cap
+journal and said in a note on stderr) and its tools are the commands, with
+the tools of the MCP servers it declares (started for the script, stopped
+after it). They run as the operator's: no cap
 or policy is asked (the model's scripts, in "demiurge run", ask both for every
 command).
 The world's workspace ("default") is the script's file system at
