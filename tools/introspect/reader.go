@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/demiurge-dev/demiurge/cas"
+	"github.com/demiurge-dev/demiurge/internal/levenshtein"
 	"github.com/demiurge-dev/demiurge/journal"
 	"github.com/demiurge-dev/demiurge/schema"
-	"github.com/demiurge-dev/demiurge/internal/levenshtein"
 )
 
 // Errors of reads. Messages say what was asked and what exists; check
