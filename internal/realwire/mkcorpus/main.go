@@ -68,6 +68,19 @@ type Manifest struct {
 	Repository []Entry `json:"repository"`
 }
 
+// counts returns how many of the extended corpus's recordings are
+// restored from the repository's history and how many are converted.
+func (m *Manifest) counts() (history, converted int) {
+	for _, e := range m.Extended {
+		if e.From == "history" {
+			history++
+		} else {
+			converted++
+		}
+	}
+	return history, converted
+}
+
 // Entry is one recording.
 type Entry struct {
 	// Name is its path in the corpus without .json ("pydantic-ai/x").
@@ -279,14 +292,7 @@ func run(w io.Writer, pyd, dem, out, check, manifest string) error {
 	if err != nil {
 		return err
 	}
-	history, converted := 0, 0
-	for _, e := range m.Extended {
-		if e.From == "history" {
-			history++
-		} else {
-			converted++
-		}
-	}
+	history, converted := m.counts()
 	if out != "" {
 		for _, n := range names {
 			p := filepath.Join(out, filepath.FromSlash(n))

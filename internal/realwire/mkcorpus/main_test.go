@@ -52,14 +52,7 @@ func TestManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	history, converted := 0, 0
-	for _, e := range m.Extended {
-		if e.From == "history" {
-			history++
-		} else {
-			converted++
-		}
-	}
+	history, converted := m.counts()
 	if history != 42 || converted != 21 {
 		t.Errorf("%d restored, %d converted; want 42 and 21", history, converted)
 	}

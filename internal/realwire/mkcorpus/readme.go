@@ -10,14 +10,7 @@ import (
 // recordings it holds with their sources.
 func readme(m *Manifest) []byte {
 	var b bytes.Buffer
-	history, converted := 0, 0
-	for _, e := range m.Extended {
-		if e.From == "history" {
-			history++
-		} else {
-			converted++
-		}
-	}
+	history, converted := m.counts()
 	fmt.Fprintf(&b, `# The extended realwire corpus
 
 Recordings of real HTTP traffic with model providers, from public repositories' test cassettes and
